@@ -1,0 +1,59 @@
+"""Entry point of the ``edprf`` command.
+
+Subcommands live in their own modules and register themselves through
+``register(subparsers)``; each handler returns a process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "build_parser"]
+
+# module name -> imported lazily so that `edprf --help` stays fast and a
+# subcommand's heavy imports (flwr, ray) are paid only when it runs
+SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_simulate", "_sweep", "_certs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="edprf",
+        description="Federated, differentially private random forests (eDPRF with permute-and-flip).",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:
+        logging.getLogger("edprf").debug("failure", exc_info=True)
+        print(f"edprf {args.command}: error: {exc}", file=sys.stderr)
+        return 1

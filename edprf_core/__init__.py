@@ -1,0 +1,73 @@
+"""eDPRF: differentially private random forests with permute-and-flip.
+
+The algorithm only; no networking.  Usable alone, scikit-learn style::
+
+    from edprf_core import EDPRFClassifier, example_schema
+    clf = EDPRFClassifier(example_schema("wall_robot_navigation"), epsilon=1.0).fit(X, y)
+"""
+
+from ._budget import (
+    HarmonicSchedule,
+    LayerSchedule,
+    LinearSchedule,
+    ParallelComposition,
+    SequentialComposition,
+    UniformSchedule,
+)
+from ._classifier import EDPRFClassifier
+from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
+from ._draft import draft_schema
+from ._encoding import FeatureGrid, encode_features, encode_labels
+from ._exceptions import BudgetError, DataValidationError, PrivacyLeakWarning, SchemaError
+from ._mechanisms import (
+    ExponentialMechanism,
+    LaplaceMechanism,
+    PermuteAndFlip,
+    permute_and_flip_literal,
+    permute_and_flip_probabilities,
+)
+from ._randomness import make_generator, spawn_generators
+from ._release import FEDERATION_NOTE, DPForest, TrainingParameters, merge_forests
+from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
+from ._tree import ForestArrays, TreeStructureError
+
+__all__ = [
+    "BudgetError",
+    "CategoricalFeature",
+    "ContinuousFeature",
+    "DPForest",
+    "DataValidationError",
+    "EDPRFClassifier",
+    "ExponentialMechanism",
+    "FEDERATION_NOTE",
+    "FeatureGrid",
+    "ForestArrays",
+    "HarmonicSchedule",
+    "LabelSpec",
+    "LaplaceMechanism",
+    "LayerSchedule",
+    "LinearSchedule",
+    "ParallelComposition",
+    "PermuteAndFlip",
+    "PrivacyLeakWarning",
+    "Schema",
+    "SchemaError",
+    "SequentialComposition",
+    "TrainingParameters",
+    "TreeStructureError",
+    "UniformSchedule",
+    "available_schemas",
+    "draft_schema",
+    "embedded_datasets",
+    "encode_features",
+    "encode_labels",
+    "example_schema",
+    "load_embedded",
+    "load_schema",
+    "make_generator",
+    "merge_forests",
+    "permute_and_flip_literal",
+    "permute_and_flip_probabilities",
+    "read_csv",
+    "spawn_generators",
+]

@@ -1,0 +1,292 @@
+"""Level-wise construction of many DP trees at once.
+
+All nodes of one layer, across all trees, are counted in a single
+``np.bincount`` over (node, feature-bin, class); utilities of every candidate
+of every node come from cumulative sums of those counts; one vectorized
+mechanism call selects every split of the layer.  Rows move to their child by
+array indexing.  There is no Python loop over rows or nodes.
+
+Privacy structure (what the mechanisms see and what the trees reveal)
+---------------------------------------------------------------------
+- The set of candidates at a node is a function of the public grid and of the
+  node's path (itself an output of earlier mechanisms), never of the rows.
+- A node becomes a leaf only when its layer is the last or when its path has
+  exhausted every candidate (a public fact); never because of its rows
+  (unless ``stop_when_pure``, which is research-only and marks the model
+  non-DP).  Empty nodes run their mechanism like any other: with all-zero
+  counts, permute-and-flip picks uniformly.
+- Every split node spends its layer's budget, every leaf the remainder of its
+  path's budget (see :mod:`edprf_core._budget`), so each root-to-leaf path
+  spends exactly the tree's ε.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._encoding import FeatureGrid
+from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
+from ._tree import ForestArrays
+
+__all__ = ["BuildPlan", "build_forest", "TreeStreams"]
+
+_UTILITY_BLOCK = 1 << 21
+MAX_NODES = 20_000_000
+
+
+class TreeStreams:
+    """Generator-like adapter: each row of a draw comes from its tree's own stream.
+
+    ``rows_tree[i]`` is the tree of row ``i`` (rows sorted by tree).  Every
+    tree's noise is drawn from that tree's generator, so a tree's randomness
+    does not depend on how many nodes the other trees have.
+    """
+
+    def __init__(self, generators: list[np.random.Generator], rows_tree: NDArray[np.intp]) -> None:
+        self._gens = generators
+        self._bounds = np.searchsorted(rows_tree, np.arange(len(generators) + 1))
+        self._n = rows_tree.size
+
+    def _draw(self, method: str, size: tuple[int, ...], **kwargs: float) -> NDArray[np.float64]:
+        if size[0] != self._n:
+            raise ValueError(f"expected {self._n} rows of noise, got a request for {size[0]}")
+        out = np.empty(size, dtype=np.float64)
+        for t, gen in enumerate(self._gens):
+            a, b = self._bounds[t], self._bounds[t + 1]
+            if b > a:
+                out[a:b] = getattr(gen, method)(size=(b - a, *size[1:]), **kwargs)
+        return out
+
+    def standard_exponential(self, size: tuple[int, ...]) -> NDArray[np.float64]:
+        return self._draw("standard_exponential", size)
+
+    def gumbel(self, size: tuple[int, ...]) -> NDArray[np.float64]:
+        return self._draw("gumbel", size)
+
+    def laplace(self, loc: float, scale: float, size: tuple[int, ...]) -> NDArray[np.float64]:
+        return self._draw("laplace", size, loc=loc, scale=scale)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything the builder needs besides the data (all public).
+
+    ``layer_epsilons[k-1]`` is the budget of a split at layer ``k``; a leaf at
+    layer ``l`` gets ``tree_epsilon - sum(layer_epsilons[:l-1])``.
+    """
+
+    split_mode: str
+    n_layers: int
+    tree_epsilon: float
+    layer_epsilons: tuple[float, ...]
+    split_mechanism: PermuteAndFlip | ExponentialMechanism
+    leaf_mechanism: PermuteAndFlip | LaplaceMechanism
+    stop_when_pure: bool = False
+
+    def leaf_epsilon(self, layer: int) -> float:
+        return self.tree_epsilon - float(np.sum(self.layer_epsilons[: layer - 1]))
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """Binary-mode candidates: rows with bin codes in [lo, hi) of the feature go left."""
+
+    feature: NDArray[np.int64]
+    split: NDArray[np.int64]
+    lo: NDArray[np.int64]
+    hi: NDArray[np.int64]
+    seg_lo: NDArray[np.int64]
+    seg_hi: NDArray[np.int64]
+
+    @classmethod
+    def from_grid(cls, grid: FeatureGrid, offsets: NDArray[np.int64]) -> _Candidates:
+        feat, split, lo, hi = [], [], [], []
+        for f, (k, cat) in enumerate(zip(grid.n_codes, grid.is_categorical)):
+            if k < 2:
+                continue
+            o = int(offsets[f])
+            if cat:
+                values = [0] if k == 2 else list(range(k))
+                for c in values:
+                    feat.append(f), split.append(c), lo.append(o + c), hi.append(o + c + 1)
+            else:
+                for j in range(1, k):
+                    feat.append(f), split.append(j), lo.append(o), hi.append(o + j)
+        f_arr = np.asarray(feat, dtype=np.int64)
+        n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+        return cls(f_arr, np.asarray(split, dtype=np.int64), np.asarray(lo, dtype=np.int64),
+                   np.asarray(hi, dtype=np.int64), offsets[f_arr], offsets[f_arr] + n_codes[f_arr])
+
+
+def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``|v| * Gini(v) = |v| - sum_c v_c^2 / |v|`` over the last axis (0 when empty)."""
+    n = v.sum(axis=-1)
+    sq = np.einsum("...c,...c->...", v, v)
+    return n - sq / np.maximum(n, 1.0)
+
+
+def _binary_utilities(counts: NDArray[np.float64], allowed: NDArray[np.bool_], cand: _Candidates,
+                      ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    n_nodes, n_bins, n_classes = counts.shape
+    m = cand.feature.size
+    util = np.empty((n_nodes, m))
+    per_block = max(1, _UTILITY_BLOCK // max(1, m * n_classes))
+    for a in range(0, n_nodes, per_block):
+        c = counts[a : a + per_block]
+        cz = np.concatenate([np.zeros((c.shape[0], 1, n_classes)), np.cumsum(c, axis=1)], axis=1)
+        left = cz[:, cand.hi] - cz[:, cand.lo]
+        total = cz[:, cand.seg_hi] - cz[:, cand.seg_lo]
+        util[a : a + per_block] = -(_weighted_gini(left) + _weighted_gini(total - left))
+    az = np.concatenate([np.zeros((n_nodes, 1), dtype=np.int64), np.cumsum(allowed, axis=1)], axis=1)
+    left_allowed = az[:, cand.hi] - az[:, cand.lo]
+    seg_allowed = az[:, cand.seg_hi] - az[:, cand.seg_lo]
+    valid = (left_allowed > 0) & (left_allowed < seg_allowed)
+    return util, valid
+
+
+def _multiway_utilities(counts: NDArray[np.float64], used: NDArray[np.bool_], offsets: NDArray[np.int64],
+                        n_codes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    wg = _weighted_gini(counts)
+    util = -np.add.reduceat(wg, offsets, axis=1)
+    valid = ~used & (n_codes >= 2)[None, :]
+    return util, valid
+
+
+def build_forest(
+    codes: NDArray[np.int32],
+    y: NDArray[np.int32],
+    grid: FeatureGrid,
+    n_classes: int,
+    plan: BuildPlan,
+    sample_tree: NDArray[np.intp],
+    sample_rows: NDArray[np.intp],
+    tree_generators: list[np.random.Generator],
+) -> ForestArrays:
+    """Grow one tree per generator; ``sample_tree[i]`` is the tree of sample row ``sample_rows[i]``.
+
+    Privacy cost: each tree is ``plan.tree_epsilon``-DP with respect to the
+    rows it receives (see the module docstring); how trees compose is decided
+    by the caller's row assignment.
+    """
+    n_trees = len(tree_generators)
+    n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+    offsets = np.zeros(n_codes.size, dtype=np.int64)
+    np.cumsum(n_codes[:-1], out=offsets[1:])
+    n_bins = int(n_codes.sum())
+    is_cat = np.asarray(grid.is_categorical, dtype=bool)
+    bin_feature = np.repeat(np.arange(n_codes.size), n_codes)
+    bin_code = np.arange(n_bins) - offsets[bin_feature]
+    binary = plan.split_mode == "binary"
+    cand = _Candidates.from_grid(grid, offsets) if binary else None
+    shifted = codes.astype(np.int64) + offsets[None, :]
+
+    # active nodes of the current layer, sorted by (tree, local index)
+    tree = np.arange(n_trees, dtype=np.int64)
+    local = np.zeros(n_trees, dtype=np.int64)
+    allowed = np.ones((n_trees, n_bins), dtype=bool) if binary else None
+    used = np.zeros((n_trees, n_codes.size), dtype=bool) if not binary else None
+    tree_next = np.ones(n_trees, dtype=np.int64)
+    rows = np.asarray(sample_rows, dtype=np.int64)
+    node_of_row = np.asarray(sample_tree, dtype=np.int64)
+    records: list[tuple[NDArray[np.int64], ...]] = []
+
+    for layer in range(1, plan.n_layers + 1):
+        n_nodes = tree.size
+        idx = ((node_of_row[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
+        counts = np.bincount(idx, minlength=n_nodes * n_bins * n_classes).reshape(n_nodes, n_bins, n_classes)
+        counts = counts.astype(np.float64)
+        class_totals = counts[:, offsets[0] : offsets[0] + n_codes[0]].sum(axis=1)
+        if layer < plan.n_layers:
+            if binary:
+                util, valid = _binary_utilities(counts, allowed, cand)
+            else:
+                util, valid = _multiway_utilities(counts, used, offsets, n_codes)
+            is_leaf = ~valid.any(axis=1)
+        else:
+            util = valid = None
+            is_leaf = np.ones(n_nodes, dtype=bool)
+        if plan.stop_when_pure:
+            is_leaf |= (class_totals > 0).sum(axis=1) <= 1
+        feature = np.full(n_nodes, -1, dtype=np.int64)
+        split = np.full(n_nodes, -1, dtype=np.int64)
+        first_child = np.full(n_nodes, -1, dtype=np.int64)
+        leaf_class = np.full(n_nodes, -1, dtype=np.int64)
+
+        leaves = np.flatnonzero(is_leaf)
+        if leaves.size:
+            streams = TreeStreams(tree_generators, tree[leaves])
+            eps_leaf = plan.leaf_epsilon(layer)
+            if isinstance(plan.leaf_mechanism, LaplaceMechanism):
+                noisy = plan.leaf_mechanism.randomise(class_totals[leaves], eps_leaf, streams)
+                leaf_class[leaves] = np.argmax(noisy, axis=1)
+            else:
+                leaf_class[leaves] = plan.leaf_mechanism.select(class_totals[leaves], eps_leaf, streams)
+
+        splits = np.flatnonzero(~is_leaf)
+        if splits.size == 0:
+            records.append((tree, local, feature, split, first_child, leaf_class))
+            break
+        streams = TreeStreams(tree_generators, tree[splits])
+        choice = plan.split_mechanism.select(util[splits], plan.layer_epsilons[layer - 1], streams, valid[splits])
+        if binary:
+            feature[splits] = cand.feature[choice]
+            split[splits] = cand.split[choice]
+            n_children = np.full(splits.size, 2, dtype=np.int64)
+        else:
+            feature[splits] = choice
+            n_children = n_codes[choice]
+        total_children = int(n_children.sum())
+        if total_children + sum(r[0].size for r in records) > MAX_NODES:
+            raise MemoryError(
+                f"the forest would exceed {MAX_NODES} nodes; lower max_depth, n_bins or n_estimators"
+            )
+        # tree-local indices of the children, in breadth-first order
+        tree_s = tree[splits]
+        excl = np.cumsum(n_children) - n_children
+        group_start = np.r_[True, tree_s[1:] != tree_s[:-1]]
+        start_excl = np.maximum.accumulate(np.where(group_start, excl, 0))
+        first_child[splits] = tree_next[tree_s] + excl - start_excl
+        tree_next += np.bincount(tree_s, weights=n_children, minlength=n_trees).astype(np.int64)
+        records.append((tree, local, feature, split, first_child, leaf_class))
+
+        # route rows of split nodes to their child; rows in leaves are done
+        split_index = np.cumsum(~is_leaf) - 1
+        keep = ~is_leaf[node_of_row]
+        rows, node_of_row = rows[keep], node_of_row[keep]
+        f_row = feature[node_of_row]
+        code_row = codes[rows, f_row].astype(np.int64)
+        if binary:
+            s_row = split[node_of_row]
+            step = np.where(is_cat[f_row], code_row != s_row, code_row >= s_row).astype(np.int64)
+        else:
+            step = code_row
+        node_of_row = excl[split_index[node_of_row]] + step
+
+        # next layer's nodes and their public path state
+        within = np.arange(total_children) - np.repeat(excl, n_children)
+        parent = np.repeat(splits, n_children)
+        tree = tree[parent]
+        local = first_child[parent] + within
+        if binary:
+            f_s, s_s = feature[splits], split[splits]
+            in_seg = bin_feature[None, :] == f_s[:, None]
+            goes_left = np.where(is_cat[f_s][:, None], bin_code[None, :] == s_s[:, None],
+                                 bin_code[None, :] < s_s[:, None])
+            left = allowed[splits] & (~in_seg | goes_left)
+            right = allowed[splits] & (~in_seg | ~goes_left)
+            allowed = np.stack([left, right], axis=1).reshape(-1, n_bins)
+        else:
+            child_used = used[parent].copy()
+            child_used[np.arange(total_children), feature[parent]] = True
+            used = child_used
+
+    all_tree, all_local, *fields = (np.concatenate(parts) for parts in zip(*records))
+    order = np.lexsort((all_local, all_tree))
+    sizes = np.bincount(all_tree, minlength=n_trees)
+    tree_offsets = np.zeros(n_trees + 1, dtype=np.int64)
+    np.cumsum(sizes, out=tree_offsets[1:])
+    feature, split, first_child, leaf_class = (a[order].astype(np.int32) for a in fields)
+    return ForestArrays(tree_offsets, feature, split, first_child, leaf_class)

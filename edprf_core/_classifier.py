@@ -1,0 +1,265 @@
+"""The scikit-learn style estimator."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ._budget import layer_schedule, tree_composition
+from ._builder import BuildPlan, build_forest
+from ._encoding import FeatureGrid, encode_features, encode_labels
+from ._exceptions import DataValidationError, PrivacyLeakWarning
+from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
+from ._randomness import RandomState, make_generator, spawn_generators
+from ._release import DPForest, TrainingParameters
+from ._schema import Schema, load_schema
+
+__all__ = ["EDPRFClassifier"]
+
+_SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
+_LEAF_L1_SENSITIVITY = {"add-remove": 1.0, "replace-one": 2.0}
+
+
+class EDPRFClassifier(ClassifierMixin, BaseEstimator):
+    """Differentially private random forest (eDPRF / pfDPDT).
+
+    Each tree is grown level by level: a split node picks its split with
+    permute-and-flip on the weighted-Gini utility, a leaf picks its class with
+    permute-and-flip on the class counts.  Feature domains, bins and classes
+    come from the public ``schema``; tree shapes depend only on the depth, the
+    schema and the mechanisms' outputs.
+
+    Parameters
+    ----------
+    schema : Schema or path to a schema TOML
+        The declared public schema.  Required: nothing is inferred from data.
+    epsilon : float in (0, inf), default 1.0
+        Privacy budget of the whole forest per record.
+    n_estimators : int >= 1, default 10
+        Number of trees T.  Must not be derived from the number of rows
+        unless that number is public.
+    max_depth : int in [1, 30], default 5
+        Split levels per tree; a tree has ``max_depth + 1`` node layers (the
+        eDPRF paper's depth D).
+    split_mode : {"binary", "multiway"}, default "binary"
+        ``multiway``: the paper's splits, one child per category or bin, each
+        feature once per path.  ``binary``: permute-and-flip over (feature,
+        threshold) candidates on the public grid and one-vs-rest categories;
+        features reusable along a path.
+    n_bins : int >= 2, default 5
+        Equal-width bins of the declared bounds for continuous features that
+        declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
+    schedule : {"harmonic", "uniform", "linear"}, default "harmonic"
+        Layer schedule (harmonic = eDPRF formulas 9 and 10).
+    composition : {"parallel", "sequential"}, default "parallel"
+        ``parallel``: each row goes to one tree at random, each tree spends ε.
+        ``sequential``: each tree sees all rows and spends ε / T (baselines).
+    variant : {"pf", "tradition"}, default "pf"
+        ``tradition``: exponential mechanism for splits, Laplace-noised leaf
+        counts (the paper's baseline).
+    neighbouring : {"add-remove", "replace-one"}, default "add-remove"
+        Neighbouring relation of the guarantee.  Sensitivities: split utility
+        2 (add-remove) or 4 (replace-one); class counts 1.
+    exploit_monotonicity : bool or None, default None
+        Under add-remove both utilities are monotone (adding a record never
+        raises a weighted Gini impurity term's negative, and raises exactly one
+        class count), which halves the permute-and-flip noise.  ``None`` means
+        True under add-remove and False under replace-one.  The paper's
+        configuration is ``False``.
+    stop_when_pure : bool, default False
+        Research only: the paper's literal "stop when pure" rule.  Leaks the
+        data through tree shapes; warns with PrivacyLeakWarning and marks the
+        model ``dp=False``.
+    random_state : None, int or numpy Generator, default None
+        ``None`` draws a cryptographically seeded generator in ``fit`` (the
+        production setting).  Integers are for tests and research.
+
+    Attributes
+    ----------
+    forest_ : DPForest
+        The released forest (schema, parameters, trees).
+    classes_ : ndarray
+        The declared classes.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The schema's feature names.
+    privacy_ : TrainingParameters
+        ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
+    dp_ : bool
+
+    Notes
+    -----
+    Privacy cost of ``fit``: ε per record under ``neighbouring``.  With
+    parallel composition the trees see disjoint random subsets (each ε-DP,
+    parallel composition); with sequential composition each tree sees every
+    row at ε / T (sequential composition).  Within a tree each root-to-leaf
+    path spends exactly its tree's ε (see :mod:`edprf_core._budget`).
+    """
+
+    def __init__(
+        self,
+        schema: Schema | str | Path | None = None,
+        *,
+        epsilon: float = 1.0,
+        n_estimators: int = 10,
+        max_depth: int = 5,
+        split_mode: str = "binary",
+        n_bins: int = 5,
+        schedule: str = "harmonic",
+        composition: str = "parallel",
+        variant: str = "pf",
+        neighbouring: str = "add-remove",
+        exploit_monotonicity: bool | None = None,
+        stop_when_pure: bool = False,
+        random_state: RandomState = None,
+    ) -> None:
+        self.schema = schema
+        self.epsilon = epsilon
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.split_mode = split_mode
+        self.n_bins = n_bins
+        self.schedule = schedule
+        self.composition = composition
+        self.variant = variant
+        self.neighbouring = neighbouring
+        self.exploit_monotonicity = exploit_monotonicity
+        self.stop_when_pure = stop_when_pure
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def _resolved_schema(self) -> Schema:
+        if self.schema is None:
+            raise ValueError(
+                "EDPRFClassifier needs a public schema (schema=Schema or a TOML path); "
+                "use edprf_core.draft_schema only to start writing one"
+            )
+        if isinstance(self.schema, Schema):
+            return self.schema
+        if isinstance(self.schema, (str, Path)):
+            return load_schema(self.schema)
+        raise TypeError(f"schema must be a Schema or a path, got {type(self.schema).__name__}")
+
+    def _parameters(self) -> TrainingParameters:
+        monotone = self.exploit_monotonicity
+        if monotone is None:
+            monotone = self.neighbouring == "add-remove"
+        return TrainingParameters(
+            epsilon=self.epsilon,
+            relation=self.neighbouring,
+            schedule=self.schedule,
+            composition=self.composition,
+            split_mode=self.split_mode,
+            variant=self.variant,
+            max_depth=self.max_depth,
+            n_trees=self.n_estimators,
+            n_bins=self.n_bins,
+            exploit_monotonicity=bool(monotone),
+            dp=not self.stop_when_pure,
+            seeded=self.random_state is not None,
+        )
+
+    def _plan(self, params: TrainingParameters) -> BuildPlan:
+        composition = tree_composition(params.composition)
+        tree_eps = composition.per_tree_epsilon(params.epsilon, params.n_trees)
+        n_layers = params.max_depth + 1
+        layer_eps = layer_schedule(params.schedule).layer_budgets(tree_eps, n_layers)
+        monotone = params.exploit_monotonicity
+        split_sens = _SPLIT_SENSITIVITY[params.relation]
+        if params.variant == "pf":
+            split_mech = PermuteAndFlip(split_sens, monotone=monotone)
+            leaf_mech = PermuteAndFlip(1.0, monotone=monotone)
+        else:
+            split_mech = ExponentialMechanism(split_sens, monotone=monotone)
+            leaf_mech = LaplaceMechanism(_LEAF_L1_SENSITIVITY[params.relation])
+        return BuildPlan(
+            split_mode=params.split_mode,
+            n_layers=n_layers,
+            tree_epsilon=tree_eps,
+            layer_epsilons=tuple(float(e) for e in layer_eps),
+            split_mechanism=split_mech,
+            leaf_mechanism=leaf_mech,
+            stop_when_pure=bool(self.stop_when_pure),
+        )
+
+    def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> EDPRFClassifier:
+        """Grow the forest.
+
+        Parameters
+        ----------
+        X : DataFrame with the schema's feature columns, or 2-D array in schema order
+        y : array-like of labels, each one of the schema's declared classes
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        Privacy cost: ``epsilon`` per record under ``neighbouring`` (see the
+        class notes).  Calling ``fit`` again on the same data spends it again.
+        """
+        schema = self._resolved_schema()
+        params = self._parameters()
+        if self.stop_when_pure:
+            warnings.warn(
+                "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
+                "reveals whether its rows share one class. The model is marked dp=False and must not be released.",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        grid = FeatureGrid.from_schema(schema, params.n_bins)
+        codes = encode_features(X, schema, grid)
+        labels = encode_labels(y, schema)
+        if labels.shape[0] != codes.shape[0]:
+            raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
+        master = make_generator(self.random_state)
+        composition = tree_composition(params.composition)
+        assignment = composition.assign_rows(codes.shape[0], params.n_trees, master)
+        if assignment.ndim == 1:
+            order = np.argsort(assignment, kind="stable")
+            sample_tree, sample_rows = assignment[order], order
+        else:
+            sample_tree, sample_rows = np.nonzero(assignment)
+        trees = build_forest(
+            codes, labels, grid, schema.n_classes, self._plan(params),
+            sample_tree, sample_rows, spawn_generators(master, params.n_trees),
+        )
+        self.forest_ = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode,
+                                trees=trees, parts=(("local", params, params.n_trees),))
+        self.classes_ = np.asarray(schema.classes)
+        self.n_features_in_ = schema.n_features
+        self.feature_names_in_ = np.asarray(schema.feature_names, dtype=object)
+        self.privacy_ = params
+        self.dp_ = params.dp
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _fitted(self) -> DPForest:
+        forest = getattr(self, "forest_", None)
+        if forest is None:
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this EDPRFClassifier is not fitted yet; call fit first")
+        return forest
+
+    def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """Share of trees voting for each declared class (privacy cost: none)."""
+        return self._fitted().predict_proba(X)
+
+    def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
+        """Majority vote over trees; ties go to the class declared first."""
+        return self._fitted().predict(X)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.non_deterministic = True
+        return tags

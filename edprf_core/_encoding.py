@@ -1,0 +1,192 @@
+"""Map raw columns to integer codes under a public schema.
+
+Continuous values are clipped to the declared bounds and binned on the
+declared (or equal-width) edges; categorical values map to their declared
+index.  Values the schema does not cover follow the schema's rules: a
+catch-all category, a public imputation constant, or a refusal that names the
+column, the value and the row.  Nothing here widens a domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._exceptions import DataValidationError
+from ._schema import REFUSE, CategoricalFeature, ContinuousFeature, Schema
+
+__all__ = ["FeatureGrid", "encode_features", "encode_labels", "as_frame", "label_values"]
+
+_MAX_REPORTED = 3
+
+
+@dataclass(frozen=True)
+class FeatureGrid:
+    """The public discretisation of every feature for one model.
+
+    Attributes
+    ----------
+    n_codes : tuple of int
+        Number of codes (bins or categories) of each feature.
+    is_categorical : tuple of bool
+    edges : tuple of ndarray
+        Interior bin edges of each continuous feature (empty for categorical).
+    """
+
+    n_codes: tuple[int, ...]
+    is_categorical: tuple[bool, ...]
+    edges: tuple[NDArray[np.float64], ...]
+
+    @classmethod
+    def from_schema(cls, schema: Schema, n_bins: int) -> FeatureGrid:
+        edges = tuple(
+            f.interior_edges(n_bins) if isinstance(f, ContinuousFeature) else np.empty(0)
+            for f in schema.features
+        )
+        return cls(
+            n_codes=tuple(f.n_codes(n_bins) for f in schema.features),
+            is_categorical=tuple(isinstance(f, CategoricalFeature) for f in schema.features),
+            edges=edges,
+        )
+
+
+def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Check columns against the schema and return a DataFrame.
+
+    A DataFrame must hold every feature column; other columns must be the
+    label or declared ``ignored_columns``.  A 2-D array is read positionally in
+    the schema's feature order.
+    """
+    if isinstance(X, pd.DataFrame):
+        names = [str(c) for c in X.columns]
+        missing = [n for n in schema.feature_names if n not in names]
+        if missing:
+            raise DataValidationError(f"missing columns {missing}; the schema declares {list(schema.feature_names)}")
+        known = set(schema.feature_names) | set(schema.ignored_columns) | {schema.label.column}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise DataValidationError(
+                f"unknown columns {unknown}: declare them in the schema as features or ignored_columns"
+            )
+        frame = X.copy(deep=False)
+        frame.columns = names
+        return frame
+    arr = np.asarray(X, dtype=object)
+    if arr.ndim != 2:
+        raise DataValidationError(f"X must be 2-D, got an array of shape {arr.shape}")
+    if arr.shape[1] != schema.n_features:
+        raise DataValidationError(
+            f"X has {arr.shape[1]} columns, expected {schema.n_features} (the schema's features, in order)"
+        )
+    return pd.DataFrame(arr, columns=list(schema.feature_names))
+
+
+def _refuse(column: str, what: str, rows: Sequence[object], values: Sequence[object], total: int) -> DataValidationError:
+    shown = ", ".join(f"row {r!r}: {v!r}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
+    more = f" (and {total - _MAX_REPORTED} more)" if total > _MAX_REPORTED else ""
+    return DataValidationError(f"column {column!r}: {what} at {shown}{more}")
+
+
+def _as_float(series: pd.Series, column: str) -> NDArray[np.float64]:
+    numeric = pd.to_numeric(series, errors="coerce")
+    bad = numeric.isna().to_numpy() & ~series.isna().to_numpy()
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        raise _refuse(column, "not a number", series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+    return numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64]) -> NDArray[np.int32]:
+    x = _as_float(series, feature.name)
+    nan = np.isnan(x)
+    if nan.any():
+        if feature.missing == REFUSE:
+            idx = np.flatnonzero(nan)
+            raise _refuse(feature.name, "missing value and the schema's rule is missing='refuse'",
+                          series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+        x = np.where(nan, float(feature.missing), x)
+    x = np.clip(x, feature.lower, feature.upper)
+    return np.searchsorted(edges, x, side="right").astype(np.int32)
+
+
+def _lookup(values: NDArray, categories: Sequence[object]) -> NDArray[np.int32]:
+    """Index of each value among ``categories``; -1 where absent."""
+    cats = np.asarray(categories)
+    order = np.argsort(cats, kind="stable")
+    sorted_cats = cats[order]
+    pos = np.searchsorted(sorted_cats, values)
+    pos = np.clip(pos, 0, len(cats) - 1)
+    found = sorted_cats[pos] == values
+    return np.where(found, order[pos], -1).astype(np.int32)
+
+
+def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category") -> NDArray[np.int32]:
+    missing = series.isna().to_numpy()
+    numeric = not isinstance(feature.categories[0], str)
+    if numeric:
+        as_num = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        values = np.where(np.isnan(as_num), np.inf, as_num)
+        codes = _lookup(values, [float(c) for c in feature.categories])
+    else:
+        values = series.astype(object).where(~missing, "").map(str).to_numpy(dtype=object).astype(str)
+        codes = _lookup(values, [str(c) for c in feature.categories])
+    codes = np.where(missing, -2, codes)
+    for rule_name, mask, label in (("missing", codes == -2, "missing value"), ("unknown", codes == -1, f"undeclared {what}")):
+        if not mask.any():
+            continue
+        rule = getattr(feature, rule_name)
+        if isinstance(rule, str) and rule == REFUSE:
+            idx = np.flatnonzero(mask)
+            raise _refuse(column, f"{label} and the schema's rule is {rule_name}='refuse'",
+                          series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+        codes = np.where(mask, feature.code_of(rule), codes)
+    return codes.astype(np.int32)
+
+
+def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGrid) -> NDArray[np.int32]:
+    """Encode ``X`` to an ``(n_samples, n_features)`` array of codes.
+
+    Privacy cost: none; this is a local, deterministic map under public rules.
+    Raises :class:`DataValidationError` naming the column, value and row of
+    the first offending values when a rule says ``refuse``.
+    """
+    frame = as_frame(X, schema)
+    if len(frame) == 0:
+        raise DataValidationError("X has no rows")
+    out = np.empty((len(frame), schema.n_features), dtype=np.int32)
+    for j, feature in enumerate(schema.features):
+        series = frame[feature.name]
+        if isinstance(feature, ContinuousFeature):
+            out[:, j] = _encode_continuous(series, feature, grid.edges[j])
+        else:
+            out[:, j] = _encode_categorical(series, feature, feature.name)
+    return out
+
+
+def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]:
+    """Map labels to class indices 0..K-1 of the declared classes.
+
+    A label outside the declared classes, or a missing label, is refused:
+    there is no catch-all for labels.
+    """
+    series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
+    if series.ndim != 1:
+        raise DataValidationError("y must be 1-D")
+    if len(series) == 0:
+        raise DataValidationError("y has no rows")
+    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+    try:
+        return _encode_categorical(series, spec, schema.label.column, what="class (not in the declared classes)")
+    except DataValidationError as exc:
+        raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
+
+
+def label_values(schema: Schema) -> NDArray:
+    """The declared classes as an array (what ``predict`` returns)."""
+    return np.asarray(schema.label.classes)
+
+

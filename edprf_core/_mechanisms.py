@@ -1,0 +1,258 @@
+"""Selection and noise mechanisms.
+
+Privacy proofs (kept next to the code)
+--------------------------------------
+Permute-and-flip (McKenna & Sheldon, 2020) visits the candidates in a random
+order and stops at candidate ``r`` with probability
+``exp(eps * (u_r - u_max) / (2 * Delta))``; it is eps-DP for a utility of
+sensitivity ``Delta``.  When the utility is *monotone* under the neighbouring
+relation (for every pair of neighbours, all utilities move in the same
+direction), the factor 2 can be dropped, exactly as for the exponential
+mechanism.
+
+Ding, Kifer, Saghaian et al. (2021, "The permute-and-flip mechanism is
+identical to report-noisy-max with exponential noise") show that permute-and-
+flip has the same output distribution as ``argmax_r u_r + E_r`` with
+``E_r ~ Exponential(scale = 2 * Delta / eps)`` i.i.d. (``Delta / eps`` in the
+monotone case).  :class:`PermuteAndFlip` uses that form because it vectorizes
+over many independent selections; :func:`permute_and_flip_literal` is the
+textbook loop, kept only so that tests can check the two agree, and
+:func:`permute_and_flip_probabilities` gives the exact output distribution:
+with ``p_j = exp(eps * (u_j - u_max) / (2 * Delta))`` and independent uniform
+arrival times, ``P(r) = p_r * integral_0^1 prod_{j != r} (1 - t * p_j) dt``.
+
+The exponential mechanism is sampled with the Gumbel-max trick
+(``argmax_r eps * u_r / (2 * Delta) + G_r``, ``G_r ~ Gumbel(0, 1)``), which is
+exact.  The Laplace mechanism adds ``Laplace(scale = Delta / eps)`` to each
+coordinate of a query of L1 sensitivity ``Delta``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "PermuteAndFlip",
+    "ExponentialMechanism",
+    "LaplaceMechanism",
+    "check_epsilon",
+    "permute_and_flip_literal",
+    "permute_and_flip_probabilities",
+]
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Validate a scalar privacy budget: finite and strictly positive."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}") from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}")
+    return value
+
+
+def _check_epsilons(epsilon: ArrayLike, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    try:
+        eps = np.asarray(epsilon, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}") from None
+    if not np.all(np.isfinite(eps)) or np.any(eps <= 0):
+        raise ValueError("every epsilon must be a positive finite number")
+    return np.broadcast_to(eps, shape)
+
+
+def _check_sensitivity(sensitivity: float) -> None:
+    if not math.isfinite(sensitivity) or sensitivity <= 0:
+        raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
+
+
+def _masked(utilities: ArrayLike, valid: ArrayLike | None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    u = np.asarray(utilities, dtype=np.float64)
+    if u.ndim == 0 or u.shape[-1] == 0:
+        raise ValueError("utilities must have at least one candidate on the last axis")
+    if valid is None:
+        ok = np.ones(u.shape, dtype=bool)
+    else:
+        ok = np.broadcast_to(np.asarray(valid, dtype=bool), u.shape)
+    if not np.all(np.isfinite(u[ok])):
+        raise ValueError("utilities of valid candidates must be finite")
+    return u, ok
+
+
+def _argmax_or_minus_one(scores: NDArray[np.float64], ok: NDArray[np.bool_]) -> NDArray[np.intp]:
+    scores = np.where(ok, scores, -np.inf)
+    choice = np.argmax(scores, axis=-1)
+    return np.where(ok.any(axis=-1), choice, -1)
+
+
+@dataclass(frozen=True)
+class PermuteAndFlip:
+    """Permute-and-flip selection, vectorized as report-noisy-max.
+
+    Parameters
+    ----------
+    sensitivity : float
+        Sensitivity ``Delta > 0`` of the utility under the neighbouring relation.
+    monotone : bool, default False
+        Set only when the utility is monotone under the relation (every
+        candidate's utility moves the same way between neighbours); the noise
+        scale then halves.  The module docstring gives the argument.
+
+    Notes
+    -----
+    Privacy cost: one call to :meth:`select` on a row of utilities is
+    ``epsilon``-DP for that row's data.  Rows computed on disjoint data compose
+    in parallel; rows on the same data compose sequentially.
+    """
+
+    sensitivity: float
+    monotone: bool = False
+
+    def __post_init__(self) -> None:
+        _check_sensitivity(self.sensitivity)
+
+    def noise_scale(self, epsilon: ArrayLike) -> NDArray[np.float64]:
+        """Scale of the exponential noise for budget ``epsilon`` in (0, inf)."""
+        factor = 1.0 if self.monotone else 2.0
+        return factor * self.sensitivity / np.asarray(epsilon, dtype=np.float64)
+
+    def select(
+        self,
+        utilities: ArrayLike,
+        epsilon: ArrayLike,
+        rng: np.random.Generator,
+        valid: ArrayLike | None = None,
+    ) -> NDArray[np.intp]:
+        """Select one candidate per row.
+
+        Parameters
+        ----------
+        utilities : array of shape (..., m)
+            Utility of each candidate; the last axis holds the candidates.
+        epsilon : float or array broadcastable to ``utilities.shape[:-1]``
+            Budget of each selection, each in (0, inf).
+        rng : numpy.random.Generator
+            Source of randomness (cryptographically seeded in production).
+        valid : bool array broadcastable to ``utilities.shape``, optional
+            Candidates that may be chosen.  The mask must not depend on the
+            private data.  Rows with no valid candidate return -1.
+
+        Returns
+        -------
+        ndarray of int, shape ``utilities.shape[:-1]``
+            Index of the selected candidate in each row.
+        """
+        u, ok = _masked(utilities, valid)
+        eps = _check_epsilons(epsilon, u.shape[:-1])
+        scale = self.noise_scale(eps)[..., None]
+        noise = rng.standard_exponential(size=u.shape) * scale
+        return _argmax_or_minus_one(u + noise, ok)
+
+
+@dataclass(frozen=True)
+class ExponentialMechanism:
+    """The exponential mechanism (McSherry & Talwar, 2007), Gumbel-max sampled.
+
+    Selects ``r`` with probability proportional to ``exp(eps * u_r / (2 Delta))``
+    (``exp(eps * u_r / Delta)`` when ``monotone``).  Privacy cost: ``epsilon``
+    per selection.  Used by the "tradition" baseline.
+    """
+
+    sensitivity: float
+    monotone: bool = False
+
+    def __post_init__(self) -> None:
+        _check_sensitivity(self.sensitivity)
+
+    def select(
+        self,
+        utilities: ArrayLike,
+        epsilon: ArrayLike,
+        rng: np.random.Generator,
+        valid: ArrayLike | None = None,
+    ) -> NDArray[np.intp]:
+        """Select one candidate per row; same arguments as :meth:`PermuteAndFlip.select`."""
+        u, ok = _masked(utilities, valid)
+        eps = _check_epsilons(epsilon, u.shape[:-1])
+        factor = 1.0 if self.monotone else 2.0
+        logits = u * (eps / (factor * self.sensitivity))[..., None]
+        return _argmax_or_minus_one(logits + rng.gumbel(size=u.shape), ok)
+
+    def probabilities(self, utilities: ArrayLike, epsilon: float) -> NDArray[np.float64]:
+        """Exact output distribution over a 1-D vector of utilities."""
+        u = np.asarray(utilities, dtype=np.float64)
+        factor = 1.0 if self.monotone else 2.0
+        logits = check_epsilon(epsilon) * (u - u.max()) / (factor * self.sensitivity)
+        w = np.exp(logits)
+        return w / w.sum()
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """Laplace noise of scale ``Delta / epsilon`` on each coordinate.
+
+    ``sensitivity`` is the L1 sensitivity of the whole released vector.
+    Privacy cost: ``epsilon`` per call on one dataset.
+    """
+
+    sensitivity: float
+
+    def __post_init__(self) -> None:
+        _check_sensitivity(self.sensitivity)
+
+    def randomise(self, values: ArrayLike, epsilon: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return ``values`` plus Laplace noise; ``epsilon`` in (0, inf) per row (last axis = vector)."""
+        v = np.asarray(values, dtype=np.float64)
+        eps = _check_epsilons(epsilon, v.shape[:-1] if v.ndim else ())
+        scale = self.sensitivity / eps
+        if v.ndim:
+            scale = scale[..., None]
+        return v + rng.laplace(0.0, 1.0, size=v.shape) * scale
+
+
+def _flip_probabilities(u: NDArray[np.float64], epsilon: float, sensitivity: float, monotone: bool) -> NDArray[np.float64]:
+    factor = 1.0 if monotone else 2.0
+    return np.exp(check_epsilon(epsilon) * (u - u.max()) / (factor * sensitivity))
+
+
+def permute_and_flip_literal(
+    utilities: ArrayLike,
+    epsilon: float,
+    sensitivity: float,
+    rng: np.random.Generator,
+    monotone: bool = False,
+) -> int:
+    """Textbook permute-and-flip on one vector of utilities (tests only).
+
+    Visits the candidates in a uniformly random order and returns candidate
+    ``r`` with probability ``exp(eps (u_r - u_max) / (2 Delta))``; repeats
+    until one is returned (the maximiser always is).
+    """
+    u = np.asarray(utilities, dtype=np.float64)
+    p = _flip_probabilities(u, epsilon, sensitivity, monotone)
+    while True:
+        for r in rng.permutation(u.size):
+            if rng.random() < p[r]:
+                return int(r)
+
+
+def permute_and_flip_probabilities(
+    utilities: ArrayLike, epsilon: float, sensitivity: float, monotone: bool = False
+) -> NDArray[np.float64]:
+    """Exact output distribution of permute-and-flip (see the module docstring)."""
+    u = np.asarray(utilities, dtype=np.float64)
+    p = _flip_probabilities(u, epsilon, sensitivity, monotone)
+    out = np.empty_like(p)
+    for r in range(p.size):
+        poly = np.polynomial.Polynomial([1.0])
+        for j in range(p.size):
+            if j != r:
+                poly = poly * np.polynomial.Polynomial([1.0, -p[j]])
+        integral = poly.integ()
+        out[r] = p[r] * (integral(1.0) - integral(0.0))
+    return out / out.sum()

@@ -1,0 +1,271 @@
+"""A fitted DP forest as a self-contained, mergeable object.
+
+:class:`DPForest` is what a party may release: the public schema, the
+parameters the guarantee depends on, and the trees (outputs of DP mechanisms
+on the public grid).  It carries no counts, sizes or other data-derived value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._budget import layer_schedule, tree_composition
+from ._encoding import FeatureGrid, encode_features
+from ._exceptions import SchemaError
+from ._predict import RoutingTable
+from ._schema import Schema
+from ._tree import SPLIT_MODES, ForestArrays
+
+__all__ = ["TrainingParameters", "DPForest", "merge_forests", "RELATIONS", "VARIANTS"]
+
+RELATIONS = ("add-remove", "replace-one")
+VARIANTS = ("pf", "tradition")
+SCHEDULES = ("harmonic", "uniform", "linear")
+COMPOSITIONS = ("parallel", "sequential")
+MAX_DEPTH_LIMIT = 30
+
+
+@dataclass(frozen=True)
+class TrainingParameters:
+    """The parameters a party's guarantee depends on.
+
+    Attributes
+    ----------
+    epsilon : float in (0, inf)
+        ε of every record of the training data for this release.
+    relation : {"add-remove", "replace-one"}
+        Neighbouring relation the ε refers to.
+    schedule, composition, split_mode, variant : str
+        Layer schedule, how trees share ε, split mode, mechanism family.
+    max_depth : int >= 1
+        Split levels (node layers = max_depth + 1).
+    n_trees : int >= 1
+    n_bins : int >= 2
+        Equal-width bins of continuous features without declared edges.
+    exploit_monotonicity : bool
+        Whether the monotone-utility noise scale was used (add-remove only).
+    dp : bool
+        False when a research-only option broke the guarantee.
+    seeded : bool
+        True when randomness came from a fixed seed (reproducible research):
+        such a release is not protected against someone who knows the seed.
+    """
+
+    epsilon: float
+    relation: str = "add-remove"
+    schedule: str = "harmonic"
+    composition: str = "parallel"
+    split_mode: str = "binary"
+    variant: str = "pf"
+    max_depth: int = 5
+    n_trees: int = 1
+    n_bins: int = 5
+    exploit_monotonicity: bool = True
+    dp: bool = True
+    seeded: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
+        for name, allowed in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
+                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.max_depth > MAX_DEPTH_LIMIT:
+            raise ValueError(f"max_depth must be <= {MAX_DEPTH_LIMIT}, got {self.max_depth}")
+        if self.exploit_monotonicity and self.relation != "add-remove":
+            raise ValueError("exploit_monotonicity holds only under the add-remove relation")
+
+    def tree_epsilon(self) -> float:
+        """ε of each tree: ε (parallel) or ε / T (sequential)."""
+        return tree_composition(self.composition).per_tree_epsilon(self.epsilon, self.n_trees)
+
+    def layer_epsilons(self) -> NDArray[np.float64]:
+        """Budget of a split at layers 1..max_depth+1 (the last entry is the full-depth leaf's)."""
+        return layer_schedule(self.schedule).layer_budgets(self.tree_epsilon(), self.max_depth + 1)
+
+    def statement(self) -> str:
+        """Human-readable guarantee of one party's release."""
+        if not self.dp:
+            return ("NOT differentially private: trained with a research-only option "
+                    "(stop_when_pure) whose tree shapes depend on the data. Do not release.")
+        seed = (" Randomness came from a fixed seed (research mode): anyone who knows it can remove"
+                " the noise; production releases must be cryptographically seeded.") if self.seeded else ""
+        return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
+                f"neighbouring relation ({self.n_trees} trees, {self.composition} composition across trees, "
+                f"{self.schedule} layer schedule, depth {self.max_depth}).{seed}")
+
+
+FEDERATION_NOTE = ("Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
+                   "only if each person's records sit at one party; a person present at several parties "
+                   "is protected at the sum of those parties' epsilons.")
+
+
+@dataclass(frozen=True, eq=False)
+class DPForest:
+    """A released (or merged) DP forest: schema, parameters, trees.
+
+    Parameters
+    ----------
+    schema : Schema
+    grid_bins : int
+        ``n_bins`` used for continuous features without declared edges.
+    split_mode : {"binary", "multiway"}
+    trees : ForestArrays
+    parts : tuple of (str, TrainingParameters, int)
+        Contributions: a label (party id, or "local"), the parameters, and
+        how many of ``trees`` (consecutive, in order) came from it.
+    """
+
+    schema: Schema
+    grid_bins: int
+    split_mode: str
+    trees: ForestArrays
+    parts: tuple[tuple[str, TrainingParameters, int], ...]
+    _routing: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if sum(n for _, _, n in self.parts) != self.trees.n_trees:
+            raise ValueError(f"parts account for {sum(n for _, _, n in self.parts)} trees, expected {self.trees.n_trees}")
+        for label, params, _ in self.parts:
+            if params.split_mode != self.split_mode or params.n_bins != self.grid_bins:
+                raise SchemaError(f"part {label!r}: split mode / grid differ from the forest's")
+
+    # --------------------------------------------------------------- metadata
+    @property
+    def grid(self) -> FeatureGrid:
+        return FeatureGrid.from_schema(self.schema, self.grid_bins)
+
+    @property
+    def n_trees(self) -> int:
+        return self.trees.n_trees
+
+    @property
+    def classes(self) -> NDArray:
+        return np.asarray(self.schema.classes)
+
+    @property
+    def dp(self) -> bool:
+        return all(p.dp for _, p, _ in self.parts)
+
+    @property
+    def epsilon(self) -> float:
+        """ε per record, assuming each record sits at one party (see :data:`FEDERATION_NOTE`)."""
+        return max(p.epsilon for _, p, _ in self.parts)
+
+    @property
+    def max_depth(self) -> int:
+        return max(p.max_depth for _, p, _ in self.parts)
+
+    def guarantee(self) -> str:
+        """The privacy statement of this forest, with the federation caveat when merged."""
+        if not self.dp:
+            return "NOT differentially private: at least one part was trained with a research-only option."
+        if len(self.parts) == 1:
+            return f"{self.parts[0][1].statement()} {FEDERATION_NOTE}"
+        lines = [f"Merged forest of {len(self.parts)} parts, {self.n_trees} trees; "
+                 f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"]
+        lines += [f"  - {label}: {n} trees; {p.statement()}" for label, p, n in self.parts]
+        return "\n".join(lines)
+
+    def spent_epsilons(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """ε spent at every node, and ε spent along the path ending at every node.
+
+        A split node at depth d spends its layer's ``eps_{d+1}``; a leaf at
+        depth d spends ``tree_eps - sum_{m<=d} eps_m`` (leaf alignment).
+        Returns ``(node_spend, path_spend)``, both of length ``n_nodes``; at a
+        leaf, ``path_spend`` is the whole root-to-leaf spend, which equals the
+        tree's ε.  Privacy cost: none (computed from public structure).
+        """
+        depth, parent = self.trees.depths_and_parents()
+        node_spend = np.empty(self.trees.n_nodes)
+        start = 0
+        for _, params, n in self.parts:
+            a, b = int(self.trees.tree_offsets[start]), int(self.trees.tree_offsets[start + n])
+            layer = params.layer_epsilons()
+            d = depth[a:b]
+            leaf = self.trees.feature[a:b] < 0
+            before = np.concatenate([[0.0], np.cumsum(layer)])[d]
+            node_spend[a:b] = np.where(leaf, params.tree_epsilon() - before, layer[np.minimum(d, layer.size - 1)])
+            start += n
+        path_spend = node_spend.copy()
+        for level in range(1, int(depth.max(initial=0)) + 1):
+            nodes = np.flatnonzero(depth == level)
+            path_spend[nodes] += path_spend[parent[nodes]]
+        return node_spend, path_spend
+
+    # ------------------------------------------------------------- prediction
+    def _table(self) -> RoutingTable:
+        if "table" not in self._routing:
+            self._routing["table"] = RoutingTable.compile(self.trees, self.grid, self.split_mode, self.max_depth)
+        return self._routing["table"]
+
+    def encode(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int32]:
+        return encode_features(X, self.schema, self.grid)
+
+    def votes(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int64]:
+        """Trees voting for each class, shape (n_samples, n_classes)."""
+        return self._table().votes(self.encode(X), self.schema.n_classes)
+
+    def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """Vote shares of the declared classes."""
+        return self.votes(X) / float(self.n_trees)
+
+    def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
+        """Majority vote; ties go to the class declared first."""
+        return self.classes[np.argmax(self.votes(X), axis=1)]
+
+
+def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = None) -> DPForest:
+    """Concatenate the trees of several forests into one voting forest.
+
+    This is the federation's aggregation primitive.  All forests must share
+    the schema fingerprint, split mode and grid; anything else is refused.
+
+    Privacy: merging is post-processing of released forests and costs nothing.
+    The merged forest is ε-DP per record with ε the largest of the parts' only
+    when the parts were trained on disjoint records (parallel composition
+    across parties); a record present in several parts is protected at the sum
+    of their ε.  :meth:`DPForest.guarantee` states this.
+    """
+    forests = list(forests)
+    if not forests:
+        raise ValueError("merge_forests needs at least one forest")
+    first = forests[0]
+    for i, f in enumerate(forests[1:], start=1):
+        if f.schema.fingerprint != first.schema.fingerprint:
+            raise SchemaError(
+                f"forest {i}: schema fingerprint expected {first.schema.fingerprint}, got {f.schema.fingerprint}"
+            )
+        if f.split_mode != first.split_mode or f.grid_bins != first.grid_bins:
+            raise SchemaError(
+                f"forest {i}: split mode/grid expected {first.split_mode}/{first.grid_bins} bins, "
+                f"got {f.split_mode}/{f.grid_bins} bins"
+            )
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(forests):
+            raise ValueError(f"expected {len(forests)} labels, got {len(labels)}")
+        parts = tuple(
+            (str(lab), p, n) for lab, f in zip(labels, forests)
+            for (_, p, n) in [(None, _single_params(f, lab), f.n_trees)]
+        )
+    else:
+        parts = tuple(part for f in forests for part in f.parts)
+    return replace(first, trees=ForestArrays.concatenate([f.trees for f in forests]), parts=parts, _routing={})
+
+
+def _single_params(forest: DPForest, label: str) -> TrainingParameters:
+    if len(forest.parts) != 1:
+        raise ValueError(f"cannot relabel forest {label!r}: it is already a merge of {len(forest.parts)} parts")
+    return forest.parts[0][1]

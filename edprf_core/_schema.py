@@ -1,0 +1,383 @@
+"""Public schema: feature domains, bin edges and the label set.
+
+Everything a released tree may refer to (features, thresholds, categories,
+classes) comes from here, never from the data (privacy invariants 1 and 2).
+A schema is declared by people who know the domain, stored as TOML, and
+fingerprinted so that parties and the coordinator can check they agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ._exceptions import SchemaError
+
+__all__ = [
+    "ContinuousFeature",
+    "CategoricalFeature",
+    "LabelSpec",
+    "Schema",
+    "load_schema",
+    "REFUSE",
+]
+
+REFUSE = "refuse"
+SCHEMA_FORMAT = 1
+Category = str | int | float
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _check_values(values: Sequence[Category], what: str) -> tuple[Category, ...]:
+    vals = tuple(values)
+    if len(vals) < 2:
+        raise SchemaError(f"{what} must declare at least 2 values, got {list(vals)}")
+    if all(isinstance(v, str) for v in vals):
+        pass
+    elif all(_is_number(v) for v in vals):
+        if not all(math.isfinite(float(v)) for v in vals):
+            raise SchemaError(f"{what} must be finite numbers, got {list(vals)}")
+    else:
+        raise SchemaError(f"{what} must be all strings or all numbers, got {list(vals)}")
+    keys = [_category_key(v) for v in vals]
+    if len(set(keys)) != len(keys):
+        raise SchemaError(f"{what} contain duplicates: {list(vals)}")
+    return vals
+
+
+def _category_key(v: Category) -> str | float:
+    return v if isinstance(v, str) else float(v)
+
+
+@dataclass(frozen=True)
+class ContinuousFeature:
+    """A continuous feature with public bounds.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    lower, upper : float
+        Public bounds, ``lower < upper``.  Values outside are clipped.
+    edges : tuple of float, optional
+        Explicit interior bin edges, strictly increasing inside
+        ``(lower, upper)``.  When omitted, the estimator uses ``n_bins``
+        equal-width bins of ``[lower, upper]``.
+    missing : "refuse" or float
+        Rule for missing values: refuse with an error, or impute this public
+        constant (inside the bounds).
+    source : str
+        Where the bounds came from (documentation, domain knowledge).
+    """
+
+    name: str
+    lower: float
+    upper: float
+    edges: tuple[float, ...] | None = None
+    missing: Literal["refuse"] | float = REFUSE
+    source: str = ""
+    kind: Literal["continuous"] = field(default="continuous", init=False)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        for bound in ("lower", "upper"):
+            v = getattr(self, bound)
+            if not _is_number(v) or not math.isfinite(float(v)):
+                raise SchemaError(f"feature {self.name!r}: {bound} must be a finite number, got {v!r}")
+            object.__setattr__(self, bound, float(v))
+        if not self.lower < self.upper:
+            raise SchemaError(f"feature {self.name!r}: lower must be < upper, got {self.lower} >= {self.upper}")
+        if self.edges is not None:
+            edges = tuple(float(e) for e in self.edges)
+            arr = np.asarray(edges)
+            if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+                raise SchemaError(f"feature {self.name!r}: edges must be finite and strictly increasing, got {list(edges)}")
+            if arr[0] <= self.lower or arr[-1] >= self.upper:
+                raise SchemaError(f"feature {self.name!r}: edges must lie strictly inside ({self.lower}, {self.upper})")
+            object.__setattr__(self, "edges", edges)
+        if self.missing != REFUSE:
+            if not _is_number(self.missing) or not self.lower <= float(self.missing) <= self.upper:
+                raise SchemaError(
+                    f"feature {self.name!r}: missing must be 'refuse' or a number in "
+                    f"[{self.lower}, {self.upper}], got {self.missing!r}"
+                )
+            object.__setattr__(self, "missing", float(self.missing))
+
+    def interior_edges(self, n_bins: int) -> np.ndarray:
+        """Interior bin edges: the declared ones, else ``n_bins`` equal-width bins."""
+        if self.edges is not None:
+            return np.asarray(self.edges, dtype=np.float64)
+        if n_bins < 2:
+            raise ValueError(f"n_bins must be >= 2, got {n_bins}")
+        return np.linspace(self.lower, self.upper, n_bins + 1)[1:-1]
+
+    def n_codes(self, n_bins: int) -> int:
+        """Number of bins."""
+        return len(self.interior_edges(n_bins)) + 1
+
+    def semantic(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "lower": self.lower, "upper": self.upper,
+                "edges": list(self.edges) if self.edges is not None else None, "missing": self.missing}
+
+
+@dataclass(frozen=True)
+class CategoricalFeature:
+    """A categorical feature with declared categories (binary = 2 categories).
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    categories : tuple of str, or tuple of numbers
+        The declared categories; their order gives the codes 0..k-1.
+    unknown : "refuse" or a declared category
+        Where an undeclared value goes: refused with an error, or mapped to
+        this catch-all category.
+    missing : "refuse" or a declared category
+        Where a missing value goes.
+    source : str
+        Where the categories came from.
+    """
+
+    name: str
+    categories: tuple[Category, ...]
+    unknown: Category = REFUSE
+    missing: Category = REFUSE
+    source: str = ""
+    kind: Literal["categorical"] = field(default="categorical", init=False)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        cats = _check_values(self.categories, f"feature {self.name!r}: categories")
+        object.__setattr__(self, "categories", cats)
+        keys = {_category_key(c) for c in cats}
+        for rule in ("unknown", "missing"):
+            v = getattr(self, rule)
+            if isinstance(v, str) and v == REFUSE:
+                continue
+            if (isinstance(v, str) or _is_number(v)) and _category_key(v) in keys:
+                continue
+            raise SchemaError(
+                f"feature {self.name!r}: {rule} must be 'refuse' or one of the declared categories, got {v!r}"
+            )
+
+    def n_codes(self, n_bins: int = 0) -> int:
+        """Number of categories."""
+        return len(self.categories)
+
+    def code_of(self, value: Category) -> int:
+        """Code of a declared category."""
+        return [_category_key(c) for c in self.categories].index(_category_key(value))
+
+    def semantic(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
+                "unknown": self.unknown, "missing": self.missing}
+
+
+Feature = ContinuousFeature | CategoricalFeature
+
+
+@dataclass(frozen=True)
+class LabelSpec:
+    """The label column and its declared classes (order gives class indices)."""
+
+    column: str
+    classes: tuple[Category, ...]
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name(self.column)
+        object.__setattr__(self, "classes", _check_values(self.classes, "label classes"))
+
+    def semantic(self) -> dict[str, Any]:
+        return {"column": self.column, "classes": list(self.classes)}
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"column names must be non-empty strings, got {name!r}")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A declared public schema.
+
+    Parameters
+    ----------
+    features : tuple of ContinuousFeature or CategoricalFeature
+        In model order.
+    label : LabelSpec
+    name : str
+    description, provenance : str
+        Free text: what the data is; where the bounds and categories came from.
+    ignored_columns : tuple of str
+        Columns that may appear in the data and are not used.
+    """
+
+    features: tuple[Feature, ...]
+    label: LabelSpec
+    name: str = "unnamed"
+    description: str = ""
+    provenance: str = ""
+    ignored_columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        feats = tuple(self.features)
+        if not feats:
+            raise SchemaError("a schema needs at least one feature")
+        for f in feats:
+            if not isinstance(f, (ContinuousFeature, CategoricalFeature)):
+                raise SchemaError(f"features must be ContinuousFeature or CategoricalFeature, got {type(f).__name__}")
+        object.__setattr__(self, "features", feats)
+        object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
+        names = [f.name for f in feats] + [self.label.column] + list(self.ignored_columns)
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SchemaError(f"column names must be unique across features, label and ignored columns: {dupes}")
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.features)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
+
+    @property
+    def classes(self) -> tuple[Category, ...]:
+        return self.label.classes
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.label.classes)
+
+    def semantic(self) -> dict[str, Any]:
+        """The content the fingerprint covers: everything but free text."""
+        return {"format": SCHEMA_FORMAT, "features": [f.semantic() for f in self.features],
+                "label": self.label.semantic(), "ignored_columns": list(self.ignored_columns)}
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable SHA-256 of the semantic content (names, domains, rules, classes).
+
+        Free text (description, provenance, sources) and the schema's name do
+        not enter it, so correcting documentation does not split a federation.
+        """
+        canonical = json.dumps(self.semantic(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    # ------------------------------------------------------------------ TOML
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Schema:
+        """Build from the parsed TOML mapping; unknown keys are errors."""
+        _only_keys(data, {"format", "name", "description", "provenance", "ignored_columns", "label", "features"}, "schema")
+        fmt = data.get("format", SCHEMA_FORMAT)
+        if fmt != SCHEMA_FORMAT:
+            raise SchemaError(f"unsupported schema format: expected {SCHEMA_FORMAT}, got {fmt!r}")
+        if "label" not in data or "features" not in data:
+            raise SchemaError("a schema needs a [label] table and [[features]] entries")
+        label = dict(data["label"])
+        _only_keys(label, {"column", "classes", "source"}, "[label]")
+        features: list[Feature] = []
+        for i, raw in enumerate(data["features"]):
+            raw = dict(raw)
+            kind = raw.pop("kind", None)
+            where = f"features[{i}] ({raw.get('name', '?')})"
+            try:
+                if kind == "continuous":
+                    _only_keys(raw, {"name", "lower", "upper", "edges", "missing", "source"}, where)
+                    if "edges" in raw:
+                        raw["edges"] = tuple(raw["edges"])
+                    features.append(ContinuousFeature(**raw))
+                elif kind == "categorical":
+                    _only_keys(raw, {"name", "categories", "unknown", "missing", "source"}, where)
+                    raw["categories"] = tuple(raw.get("categories", ()))
+                    features.append(CategoricalFeature(**raw))
+                else:
+                    raise SchemaError(f"{where}: kind must be 'continuous' or 'categorical', got {kind!r}")
+            except TypeError as exc:
+                raise SchemaError(f"{where}: {exc}") from None
+        try:
+            label_spec = LabelSpec(column=label.get("column", ""), classes=tuple(label.get("classes", ())),
+                                   source=label.get("source", ""))
+        except TypeError as exc:
+            raise SchemaError(f"[label]: {exc}") from None
+        return cls(
+            features=tuple(features),
+            label=label_spec,
+            name=data.get("name", "unnamed"),
+            description=data.get("description", ""),
+            provenance=data.get("provenance", ""),
+            ignored_columns=tuple(data.get("ignored_columns", ())),
+        )
+
+    @classmethod
+    def from_toml(cls, text: str) -> Schema:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SchemaError(f"schema is not valid TOML: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_toml(self) -> str:
+        """Serialize to the TOML format :func:`load_schema` reads."""
+        lines = [f"format = {SCHEMA_FORMAT}", f"name = {_toml(self.name)}",
+                 f"description = {_toml(self.description)}", f"provenance = {_toml(self.provenance)}",
+                 f"ignored_columns = {_toml(list(self.ignored_columns))}", "", "[label]",
+                 f"column = {_toml(self.label.column)}", f"classes = {_toml(list(self.label.classes))}",
+                 f"source = {_toml(self.label.source)}"]
+        for f in self.features:
+            lines += ["", "[[features]]", f"name = {_toml(f.name)}", f"kind = {_toml(f.kind)}"]
+            if isinstance(f, ContinuousFeature):
+                lines += [f"lower = {_toml(f.lower)}", f"upper = {_toml(f.upper)}"]
+                if f.edges is not None:
+                    lines.append(f"edges = {_toml(list(f.edges))}")
+            else:
+                lines += [f"categories = {_toml(list(f.categories))}", f"unknown = {_toml(f.unknown)}"]
+            lines += [f"missing = {_toml(f.missing)}", f"source = {_toml(f.source)}"]
+        return "\n".join(lines) + "\n"
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_toml(), encoding="utf-8")
+
+
+def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise SchemaError(f"{where}: unknown keys {extra}; allowed: {sorted(allowed)}")
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def load_schema(path: str | Path) -> Schema:
+    """Load and validate a schema TOML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SchemaError(f"cannot read schema file {p}: {exc.strerror}") from None
+    return Schema.from_toml(text)

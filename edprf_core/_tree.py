@@ -1,0 +1,237 @@
+"""Flat (struct-of-arrays) representation of a forest of DP trees.
+
+All trees of a forest live in five parallel arrays; ``tree_offsets[t]`` is the
+first row of tree ``t``.  Within a tree, nodes are numbered from 0 (the root)
+in breadth-first order and ``first_child`` is a tree-local index; the children
+of a node are ``first_child .. first_child + n_children - 1``.
+
+Node encoding
+-------------
+- ``feature``: feature index of a split node, -1 for a leaf.
+- ``split``: for ``binary`` trees, the threshold's edge index ``j`` of a
+  continuous feature (rows with bin code < j go to the first child) or the
+  category code ``c`` of a categorical feature (rows with code == c go to the
+  first child); -1 in ``multiway`` trees (child i takes code i) and in leaves.
+- ``first_child``: tree-local index of the first child; -1 for a leaf.
+- ``leaf_class``: declared class index of a leaf; -1 for a split node.
+
+Nothing in this structure is a count, a size or any other data-derived value:
+only the outputs of DP mechanisms (which feature, which threshold, which
+class) and the public grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._encoding import FeatureGrid
+
+__all__ = ["ForestArrays", "SplitMode", "TreeStructureError"]
+
+SplitMode = Literal["binary", "multiway"]
+SPLIT_MODES: tuple[str, ...] = ("binary", "multiway")
+_FIELDS = ("feature", "split", "first_child", "leaf_class")
+
+
+class TreeStructureError(ValueError):
+    """Arrays that do not describe valid trees on the given grid."""
+
+
+@dataclass(frozen=True, eq=False)
+class ForestArrays:
+    """The trees of a forest as flat arrays (see the module docstring)."""
+
+    tree_offsets: NDArray[np.int64]
+    feature: NDArray[np.int32]
+    split: NDArray[np.int32]
+    first_child: NDArray[np.int32]
+    leaf_class: NDArray[np.int32]
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.tree_offsets.size - 1)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.size)
+
+    def tree(self, t: int) -> dict[str, NDArray[np.int32]]:
+        """The arrays of tree ``t`` (views)."""
+        if not 0 <= t < self.n_trees:
+            raise IndexError(f"tree index {t} out of range for {self.n_trees} trees")
+        a, b = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])
+        return {name: getattr(self, name)[a:b] for name in _FIELDS}
+
+    @classmethod
+    def from_trees(cls, trees: Sequence[dict[str, NDArray]]) -> ForestArrays:
+        """Concatenate per-tree arrays (dicts with the four node fields)."""
+        sizes = [len(t["feature"]) for t in trees]
+        offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        fields = {}
+        for name in _FIELDS:
+            parts = [np.asarray(t[name], dtype=np.int32) for t in trees]
+            fields[name] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+        return cls(tree_offsets=offsets, **fields)
+
+    @classmethod
+    def concatenate(cls, forests: Sequence[ForestArrays]) -> ForestArrays:
+        """Stack the trees of several forests (the federation's merge primitive)."""
+        return cls.from_trees([f.tree(t) for f in forests for t in range(f.n_trees)])
+
+    def equals(self, other: ForestArrays) -> bool:
+        return np.array_equal(self.tree_offsets, other.tree_offsets) and all(
+            np.array_equal(getattr(self, n), getattr(other, n)) for n in _FIELDS
+        )
+
+    def n_children(self, grid: FeatureGrid, split_mode: str) -> NDArray[np.int64]:
+        """Children of each node: 2 (binary split), the feature's codes (multiway), 0 (leaf)."""
+        internal = self.feature >= 0
+        if split_mode == "binary":
+            return np.where(internal, 2, 0).astype(np.int64)
+        n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+        return np.where(internal, n_codes[np.maximum(self.feature, 0)], 0)
+
+    def depths_and_parents(self) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+        """Depth of every node and the global index of its parent (-1 at roots).
+
+        Assumes valid trees (see :meth:`validate`); children blocks end where
+        the next block (or the tree) starts, which breadth-first order ensures.
+        """
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        tree_of = np.repeat(np.arange(self.n_trees), np.diff(self.tree_offsets))
+        internal = np.flatnonzero(self.feature >= 0)
+        starts = self.tree_offsets[tree_of[internal]] + self.first_child[internal]
+        order = np.argsort(starts, kind="stable")
+        internal, starts = internal[order], starts[order]
+        ends = np.append(starts[1:], 0)
+        tree_end = self.tree_offsets[tree_of[internal] + 1]
+        same_tree = np.append(tree_of[internal][1:] == tree_of[internal][:-1], False)
+        ends = np.where(same_tree, ends, tree_end)
+        counts = ends - starts
+        child_index = np.repeat(starts, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+        parent[child_index] = np.repeat(internal, counts)
+        return _propagate_depth(parent), parent
+
+    # ------------------------------------------------------------ validation
+    def validate(
+        self,
+        grid: FeatureGrid,
+        n_classes: int,
+        split_mode: str,
+        max_depth: int | None = None,
+    ) -> NDArray[np.int32]:
+        """Check that the arrays form proper trees on ``grid``; return node depths.
+
+        Checks, per tree: indices in range; every node reached from the root
+        exactly once (no cycles, no shared children, no dangling nodes); child
+        blocks inside the tree; split values on the public grid; leaves carry
+        a declared class; depth at most ``max_depth``.  Raises
+        :class:`TreeStructureError` with "expected X, got Y" messages.
+        """
+        if split_mode not in SPLIT_MODES:
+            raise TreeStructureError(f"split mode: expected one of {SPLIT_MODES}, got {split_mode!r}")
+        off = np.asarray(self.tree_offsets)
+        n = self.n_nodes
+        if off.ndim != 1 or off.size < 2 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 1):
+            raise TreeStructureError(f"tree offsets: expected increasing offsets from 0 to {n} with >= 1 node per tree")
+        for name in _FIELDS:
+            arr = getattr(self, name)
+            if arr.shape != (n,) or arr.dtype != np.int32:
+                raise TreeStructureError(f"{name}: expected int32 array of shape ({n},), got {arr.dtype} {arr.shape}")
+        feature, split, first, leaf = self.feature, self.split, self.first_child, self.leaf_class
+        F = len(grid.n_codes)
+        n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+        is_cat = np.asarray(grid.is_categorical, dtype=bool)
+        is_leaf = feature == -1
+        internal = ~is_leaf
+        if np.any((feature < -1) | (feature >= F)):
+            raise TreeStructureError(f"feature index: expected -1..{F - 1}, got {int(feature[(feature < -1) | (feature >= F)][0])}")
+        if np.any(leaf[is_leaf] < 0) or np.any(leaf[is_leaf] >= n_classes):
+            bad = leaf[is_leaf][(leaf[is_leaf] < 0) | (leaf[is_leaf] >= n_classes)][0]
+            raise TreeStructureError(f"leaf class: expected 0..{n_classes - 1}, got {int(bad)}")
+        if np.any(leaf[internal] != -1) or np.any(first[is_leaf] != -1) or np.any(split[is_leaf] != -1):
+            raise TreeStructureError("node kind: expected leaves with first_child=-1, split=-1 and splits with leaf_class=-1")
+        f_int = feature[internal].astype(np.int64)
+        s_int = split[internal].astype(np.int64)
+        if split_mode == "multiway":
+            if np.any(s_int != -1):
+                raise TreeStructureError("split value: expected -1 in multiway trees")
+            n_children = np.where(internal, n_codes[np.maximum(feature, 0)], 0)
+        else:
+            cat = is_cat[f_int]
+            lo = np.where(cat, 0, 1)
+            hi = np.where(cat, n_codes[f_int] - 1, n_codes[f_int] - 1)
+            bad = (s_int < lo) | (s_int > hi)
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                raise TreeStructureError(
+                    f"split value of feature {int(f_int[i])}: expected {int(lo[i])}..{int(hi[i])}, got {int(s_int[i])}"
+                )
+            n_children = np.where(internal, 2, 0)
+        depth = np.full(n, -1, dtype=np.int32)
+        for t in range(self.n_trees):
+            a, b = int(off[t]), int(off[t + 1])
+            size = b - a
+            fc = first[a:b].astype(np.int64)
+            nc = n_children[a:b]
+            parents = np.flatnonzero(nc > 0)
+            if np.any(fc[parents] < 1) or np.any(fc[parents] + nc[parents] > size):
+                raise TreeStructureError(f"tree {t}: child offsets out of range 1..{size - 1}")
+            incoming = np.zeros(size, dtype=np.int64)
+            starts = fc[parents]
+            # each child block [start, start + k) adds 1 to its members
+            np.add.at(incoming, starts, 1)
+            ends = starts + nc[parents]
+            ends_in = ends[ends < size]
+            np.add.at(incoming, ends_in, -1)
+            incoming = np.cumsum(incoming)
+            if incoming[0] != 0 or np.any(incoming[1:] != 1):
+                raise TreeStructureError(
+                    f"tree {t}: expected every non-root node to have exactly one parent and the root none"
+                )
+            order = np.argsort(starts, kind="stable")
+            parent_of = np.empty(size, dtype=np.int64)
+            parent_of[0] = -1
+            parent_of[1:] = np.repeat(parents[order], nc[parents][order])
+            if np.any(parent_of[1:] >= np.arange(1, size)):
+                raise TreeStructureError(f"tree {t}: expected children numbered after their parent (no cycles)")
+            d = _propagate_depth(parent_of)
+            depth[a:b] = d
+            if max_depth is not None and d.max() > max_depth:
+                raise TreeStructureError(f"tree {t}: depth expected <= {max_depth}, got {int(d.max())}")
+            if split_mode == "multiway" and size > 1:
+                _check_features_once_per_path(t, parent_of, feature[a:b], d, F)
+        return depth
+
+
+def _propagate_depth(parent_of: NDArray[np.int64]) -> NDArray[np.int32]:
+    """Depth of each node from parent pointers (parents precede children)."""
+    d = np.zeros(parent_of.size, dtype=np.int32)
+    child = parent_of >= 0
+    while True:
+        new = np.where(child, d[np.maximum(parent_of, 0)] + 1, 0).astype(np.int32)
+        if np.array_equal(new, d):
+            return d
+        d = new
+
+
+def _check_features_once_per_path(
+    t: int, parent_of: NDArray[np.int64], feature: NDArray[np.int32], depth: NDArray[np.int32], n_features: int
+) -> None:
+    """Multiway trees use a feature at most once on any root-to-leaf path."""
+    size = parent_of.size
+    used = np.zeros((size, n_features), dtype=bool)
+    for level in range(1, int(depth.max()) + 1):
+        nodes = np.flatnonzero(depth == level)
+        parents = parent_of[nodes]
+        used[nodes] = used[parents]
+        used[nodes, feature[parents]] = True
+    internal = np.flatnonzero(feature >= 0)
+    if np.any(used[internal, feature[internal]]):
+        raise TreeStructureError(f"tree {t}: expected each feature at most once per path in a multiway tree")

@@ -1,0 +1,87 @@
+"""What a coordinator accepts from a party: limits checked on every release."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from edprf_core._release import MAX_DEPTH_LIMIT, RELATIONS
+
+__all__ = ["ReleasePolicy", "INSPECTION_POLICY"]
+
+_MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class ReleasePolicy:
+    """Limits a decoder enforces on untrusted releases.
+
+    Parameters
+    ----------
+    max_epsilon : float > 0, default 10.0
+        Largest ε per record accepted (``math.inf`` accepts any finite ε).
+    max_depth : int in [1, 30], default 12
+        Largest declared ``max_depth``.
+    max_trees : int >= 1, default 1000
+        Largest number of trees in one release.
+    max_bytes : int >= 1, default 64 MiB
+        Size cap of the serialized ``SignedRelease``, checked before parsing.
+    max_bins : int >= 2, default 64
+        Largest ``n_bins`` (the grid, and so memory, grows with it).
+    require_signature : bool, default False
+        Require a key registry when decoding (with a registry every release
+        must be signed by its party's registered key).
+    allowed_relations : tuple of str, default ("add-remove", "replace-one")
+        Neighbouring relations accepted.
+    allow_non_dp : bool, default False
+        Accept ``dp = false`` releases (research only; never in production).
+    """
+
+    max_epsilon: float = 10.0
+    max_depth: int = 12
+    max_trees: int = 1000
+    max_bytes: int = 64 * _MiB
+    max_bins: int = 64
+    require_signature: bool = False
+    allowed_relations: tuple[str, ...] = RELATIONS
+    allow_non_dp: bool = False
+
+    def __post_init__(self) -> None:
+        eps = self.max_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or math.isnan(eps) or eps <= 0:
+            raise ValueError(f"max_epsilon: expected a number > 0, got {eps!r}")
+        object.__setattr__(self, "max_epsilon", float(eps))
+        for name, low, high in (("max_depth", 1, MAX_DEPTH_LIMIT), ("max_trees", 1, None),
+                                ("max_bytes", 1, None), ("max_bins", 2, None)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"{name}: expected an integer, got {value!r}")
+            if value < low or (high is not None and value > high):
+                bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+                raise ValueError(f"{name}: expected an integer {bounds}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        for name in ("require_signature", "allow_non_dp"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
+        relations = self.allowed_relations
+        if isinstance(relations, str):
+            raise ValueError(f"allowed_relations: expected a sequence of relations, got the string {relations!r}")
+        relations = tuple(relations)
+        unknown = [r for r in relations if r not in RELATIONS]
+        if not relations or unknown:
+            raise ValueError(f"allowed_relations: expected a non-empty subset of {RELATIONS}, got {relations!r}")
+        object.__setattr__(self, "allowed_relations", relations)
+
+
+INSPECTION_POLICY = ReleasePolicy(
+    max_epsilon=math.inf,
+    max_depth=MAX_DEPTH_LIMIT,
+    max_trees=1_000_000,
+    max_bytes=1024 * _MiB,
+    max_bins=4096,
+    allow_non_dp=True,
+)
+"""Accepts every well-formed release (for inspection tools and re-loading a
+global model): structure and domain checks still apply, the limits are only
+those of the format."""

@@ -1,0 +1,130 @@
+"""Every path spends exactly epsilon; tree shapes do not depend on the data."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from edprf_core import (
+    CategoricalFeature,
+    EDPRFClassifier,
+    HarmonicSchedule,
+    LabelSpec,
+    LinearSchedule,
+    Schema,
+    UniformSchedule,
+)
+from tests.synthetic import make_data, make_schema
+
+
+@pytest.mark.parametrize("schedule", [HarmonicSchedule(), UniformSchedule(), LinearSchedule()])
+@pytest.mark.parametrize("n_layers", range(1, 14))
+def test_schedule_paths_spend_exactly_epsilon(schedule, n_layers):
+    eps = 0.37
+    budgets = schedule.layer_budgets(eps, n_layers)
+    assert np.all(budgets > 0)
+    assert budgets.sum() == pytest.approx(eps, rel=1e-12)
+    for leaf_layer in range(1, n_layers + 1):
+        assert schedule.path_spend(eps, n_layers, leaf_layer) == pytest.approx(eps, rel=1e-12)
+
+
+def test_harmonic_schedule_is_formula_9():
+    D = 6
+    s = sum(1 / j for j in range(1, D + 1))
+    expected = [1.0 / s / (D - k + 1) for k in range(1, D + 1)]
+    np.testing.assert_allclose(HarmonicSchedule().layer_budgets(1.0, D), expected)
+
+
+@pytest.mark.parametrize("split_mode", ["binary", "multiway"])
+@pytest.mark.parametrize("schedule", ["harmonic", "uniform", "linear"])
+@pytest.mark.parametrize("depth", range(1, 13))
+def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, depth):
+    # few features in multiway mode: paths end early when features run out
+    schema = make_schema(n_continuous=2, n_categorical=2, n_categories=2) if split_mode == "multiway" else make_schema()
+    X, y = make_data(schema, 300, seed=depth)
+    clf = EDPRFClassifier(schema, epsilon=0.8, n_estimators=2, max_depth=depth, split_mode=split_mode,
+                          n_bins=3 if split_mode == "multiway" else 8, schedule=schedule, random_state=depth)
+    forest = clf.fit(X, y).forest_
+    node_spend, path_spend = forest.spent_epsilons()
+    leaves = forest.trees.feature < 0
+    np.testing.assert_allclose(path_spend[leaves], 0.8, rtol=1e-12)
+    assert np.all(node_spend > 0)
+    depths = forest.trees.validate(forest.grid, schema.n_classes, split_mode, depth)
+    assert depths.max() <= depth
+
+
+def test_sequential_composition_trees_spend_epsilon_over_t():
+    schema = make_schema()
+    X, y = make_data(schema, 300, seed=1)
+    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=3, composition="sequential",
+                             random_state=0).fit(X, y).forest_
+    _, path_spend = forest.spent_epsilons()
+    np.testing.assert_allclose(path_spend[forest.trees.feature < 0], 0.25)
+
+
+def _structure(forest):
+    t = forest.trees
+    return t.tree_offsets.tolist(), t.first_child.tolist(), (t.feature < 0).tolist()
+
+
+def test_binary_tree_shape_does_not_depend_on_the_data():
+    schema = make_schema()
+    big, labels = make_data(schema, 5000, seed=1, signal=True)
+    small, noise = make_data(schema, 7, seed=2, signal=False)
+    a = EDPRFClassifier(schema, n_estimators=3, max_depth=6, n_bins=16, random_state=0).fit(big, labels)
+    b = EDPRFClassifier(schema, n_estimators=3, max_depth=6, n_bins=16, random_state=1).fit(small, noise)
+    assert _structure(a.forest_) == _structure(b.forest_)
+    # full binary trees of depth 6
+    assert a.forest_.trees.n_nodes == 3 * (2**7 - 1)
+
+
+def test_multiway_tree_shape_does_not_depend_on_the_data():
+    cats = tuple("abc")
+    schema = Schema(features=tuple(CategoricalFeature(f"c{i}", cats) for i in range(4)),
+                    label=LabelSpec("label", ("k0", "k1")))
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    def frame(n):
+        return pd.DataFrame({f"c{i}": rng.choice(list(cats), n) for i in range(4)})
+
+    a = EDPRFClassifier(schema, n_estimators=2, max_depth=6, split_mode="multiway", random_state=0)
+    b = EDPRFClassifier(schema, n_estimators=2, max_depth=6, split_mode="multiway", random_state=5)
+    a.fit(frame(3000), rng.choice(["k0", "k1"], 3000))
+    b.fit(frame(5), ["k0"] * 5)
+    # every path uses all 4 features once, then stops: 1 + 3 + 9 + 27 + 81 nodes
+    assert _structure(a.forest_) == _structure(b.forest_)
+    assert a.forest_.trees.n_nodes == 2 * (1 + 3 + 9 + 27 + 81)
+
+
+def test_fitted_model_holds_no_data_derived_value():
+    schema = make_schema()
+    X1, y1 = make_data(schema, 4000, seed=1)
+    X2, y2 = make_data(schema, 40, seed=2)
+    a = EDPRFClassifier(schema, n_estimators=3, max_depth=4, random_state=0)
+    params_before = a.get_params()
+    a.fit(X1, y1)
+    b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, random_state=0).fit(X2, y2)
+    assert a.get_params() == params_before  # nothing written back into constructor parameters
+    assert set(vars(a)) == set(params_before) | {
+        "forest_", "classes_", "n_features_in_", "feature_names_in_", "privacy_", "dp_"}
+    # the serialized models have the same size: no counts or row numbers inside
+    assert len(pickle.dumps(a.forest_.trees)) == len(pickle.dumps(b.forest_.trees))
+    assert a.n_features_in_ == schema.n_features and list(a.classes_) == list(schema.classes)
+    t = a.forest_.trees
+    assert set(np.unique(t.leaf_class[t.feature < 0])) <= {0, 1}
+    assert t.split[t.feature >= 0].max() < 5  # thresholds are edge indices of the public grid
+
+
+def test_empty_nodes_still_run_the_mechanism():
+    """A tree trained on one row still has full shape and labelled leaves everywhere."""
+    schema = make_schema()
+    X, y = make_data(schema, 1, seed=0)
+    forest = EDPRFClassifier(schema, n_estimators=1, max_depth=5, n_bins=8, random_state=0).fit(X, y).forest_
+    leaves = forest.trees.feature < 0
+    assert leaves.sum() == 2**5
+    assert np.all(forest.trees.leaf_class[leaves] >= 0)
+    # empty leaves pick uniformly: both classes appear among the 32 leaves
+    assert len(set(forest.trees.leaf_class[leaves].tolist())) == 2

@@ -1,0 +1,205 @@
+"""Bad input gets a clear error; out-of-domain values follow the schema's rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edprf_core import (
+    CategoricalFeature,
+    ContinuousFeature,
+    DataValidationError,
+    EDPRFClassifier,
+    FeatureGrid,
+    LabelSpec,
+    PrivacyLeakWarning,
+    Schema,
+    SchemaError,
+    draft_schema,
+    encode_features,
+    load_schema,
+)
+
+
+def _fit(schema, X, y, **kw):
+    return EDPRFClassifier(schema, n_estimators=2, max_depth=2, random_state=0, **kw).fit(X, y)
+
+
+def test_unknown_column(schema, data):
+    X, y = data
+    with pytest.raises(DataValidationError, match=r"unknown columns \['surprise'\]"):
+        _fit(schema, X.assign(surprise=1), y)
+
+
+def test_declared_ignored_column_is_accepted(schema, data):
+    X, y = data
+    relaxed = Schema(schema.features, schema.label, ignored_columns=("surprise",))
+    _fit(relaxed, X.assign(surprise=1), y)
+
+
+def test_missing_column(schema, data):
+    X, y = data
+    with pytest.raises(DataValidationError, match=r"missing columns \['x1'\]"):
+        _fit(schema, X.drop(columns=["x1"]), y)
+
+
+def test_nan_without_rule_names_column_value_and_row(schema, data):
+    X, y = data
+    X = X.copy()
+    X.loc[17, "x2"] = np.nan
+    with pytest.raises(DataValidationError, match=r"column 'x2': missing value .*row 17"):
+        _fit(schema, X, y)
+
+
+def test_undeclared_category_is_refused_with_row(schema, data):
+    X, y = data
+    X = X.copy()
+    X.loc[5, "c0"] = "zebra"
+    with pytest.raises(DataValidationError, match=r"column 'c0': undeclared category .*row 5: 'zebra'"):
+        _fit(schema, X, y)
+
+
+def test_catch_all_category_and_imputation():
+    schema = Schema(
+        features=(ContinuousFeature("x", 0.0, 10.0, missing=5.0),
+                  CategoricalFeature("c", ("a", "b", "other"), unknown="other", missing="other")),
+        label=LabelSpec("y", (0, 1)),
+    )
+    grid = FeatureGrid.from_schema(schema, n_bins=2)
+    X = pd.DataFrame({"x": [np.nan, -100.0, 100.0, 4.9], "c": ["a", "zebra", None, "b"]})
+    codes = encode_features(X, schema, grid)
+    # x: NaN -> 5.0 -> bin 1; -100 clipped to 0 -> bin 0; 100 clipped to 10 -> bin 1
+    assert codes[:, 0].tolist() == [1, 0, 1, 0]
+    assert codes[:, 1].tolist() == [0, 2, 2, 1]
+
+
+def test_clipping_never_widens_the_domain(schema, data):
+    X, y = data
+    X = X.copy()
+    X.loc[0, "x0"] = 1e9
+    clf = _fit(schema, X, y)
+    assert clf.forest_.schema.features[0].upper == 10.0
+
+
+def test_label_outside_declared_classes(schema, data):
+    X, y = data
+    y = y.copy()
+    y.iloc[3] = "k9"
+    with pytest.raises(DataValidationError, match=r"label column 'label': undeclared class.*'k9'.*declared classes"):
+        _fit(schema, X, y)
+
+
+def test_missing_label(schema, data):
+    X, y = data
+    y = y.copy()
+    y.iloc[3] = None
+    with pytest.raises(DataValidationError, match="missing value"):
+        _fit(schema, X, y)
+
+
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), None])
+def test_bad_epsilon(schema, data, eps):
+    with pytest.raises(ValueError, match="epsilon must be a positive finite number"):
+        _fit(schema, *data, epsilon=eps)
+
+
+@pytest.mark.parametrize("depth", [0, -3, 1.5, 31])
+def test_bad_depth(schema, data, depth):
+    with pytest.raises(ValueError, match="max_depth must be"):
+        EDPRFClassifier(schema, max_depth=depth).fit(*data)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"n_estimators": 0}, "n_trees must be"), ({"n_bins": 1}, "n_bins must be"),
+    ({"split_mode": "ternary"}, "split_mode must be"), ({"schedule": "cosine"}, "schedule must be"),
+    ({"neighbouring": "swap"}, "relation must be"), ({"variant": "magic"}, "variant must be"),
+    ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
+])
+def test_bad_parameters(schema, data, kw, match):
+    with pytest.raises(ValueError, match=match):
+        EDPRFClassifier(schema, **kw).fit(*data)
+
+
+def test_empty_data(schema, data):
+    X, y = data
+    with pytest.raises(DataValidationError, match="no rows"):
+        _fit(schema, X.iloc[:0], y.iloc[:0])
+
+
+def test_row_count_mismatch(schema, data):
+    X, y = data
+    with pytest.raises(DataValidationError, match="rows but y has"):
+        _fit(schema, X, y.iloc[:-1])
+
+
+def test_schema_is_required(data):
+    with pytest.raises(ValueError, match="needs a public schema"):
+        EDPRFClassifier().fit(*data)
+
+
+def test_array_input_is_read_in_schema_order(schema, data):
+    X, y = data
+    a = _fit(schema, X, y).predict(X)
+    b = _fit(schema, X.to_numpy(), y.to_numpy()).predict(X.to_numpy())
+    assert np.array_equal(a, b)
+    with pytest.raises(DataValidationError, match="expected 5"):
+        _fit(schema, X.to_numpy()[:, :3], y)
+
+
+def test_draft_schema_warns_and_produces_a_usable_schema(data):
+    X, y = data
+    frame = X.assign(label=y)
+    with pytest.warns(PrivacyLeakWarning, match="replace them with public knowledge|Replace them"):
+        drafted = draft_schema(frame, "label")
+    assert drafted.feature_names == tuple(X.columns)
+    assert "DRAFTED" in drafted.features[0].source
+
+
+@pytest.mark.parametrize("toml,match", [
+    ('format = 2\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
+     "unsupported schema format"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=1.0\nupper=0.0',
+     "lower must be < upper"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nbins=4',
+     r"unknown keys \['bins'\]"),
+    ('[label]\ncolumn="y"\nclasses=[0]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]',
+     "at least 2"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","a"]',
+     "duplicates"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]\n'
+     'unknown="z"', "unknown must be 'refuse' or one of the declared"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="y"\nkind="categorical"\ncategories=["a","b"]',
+     "unique"),
+    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\n'
+     'edges=[0.5, 0.2]', "strictly increasing"),
+    ("not = toml = at all", "not valid TOML"),
+])
+def test_schema_errors(tmp_path, toml, match):
+    path = tmp_path / "s.toml"
+    path.write_text(toml)
+    with pytest.raises(SchemaError, match=match):
+        load_schema(path)
+
+
+def test_schema_toml_round_trip_and_fingerprint(tmp_path, schema):
+    path = tmp_path / "s.toml"
+    schema.save(path)
+    again = load_schema(path)
+    assert again == schema
+    assert again.fingerprint == schema.fingerprint
+    # free text does not enter the fingerprint; semantics do
+    relabelled = Schema(schema.features, schema.label, name="other", description="changed")
+    assert relabelled.fingerprint == schema.fingerprint
+    narrower = Schema((ContinuousFeature("x0", 0.0, 9.0),) + schema.features[1:], schema.label)
+    assert narrower.fingerprint != schema.fingerprint
+
+
+def test_fingerprint_is_stable_across_processes(schema):
+    import subprocess
+    import sys
+
+    code = ("from tests.synthetic import make_schema; print(make_schema().fingerprint)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": "", "PYTHONPATH": "."})
+    assert out.stdout.strip() == schema.fingerprint
