@@ -1,0 +1,210 @@
+"""``edprf simulate``: a whole federation on one machine, compared with central training."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["register", "run_simulation_report", "add_federation_arguments"]
+
+
+def add_federation_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None,
+                   help="CSV with the schema's columns and label (default: the embedded dataset)")
+    p.add_argument("--schema", default=None, help="schema TOML of --data (default: the embedded dataset's)")
+    p.add_argument("--dataset", default="wall_robot_navigation",
+                   help="embedded dataset when --data is not given (default: %(default)s)")
+    p.add_argument("--parties", type=int, default=5, help="simulated parties (default: %(default)s)")
+    p.add_argument("--partition", choices=("iid", "dirichlet", "column"), default="iid")
+    p.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration (default: %(default)s)")
+    p.add_argument("--column", default="", help="column that assigns rows to parties (--partition column)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default: %(default)s)")
+    p.add_argument("--depth", type=int, default=5, help="split levels per tree (default: %(default)s)")
+    p.add_argument("--trees-per-party", type=int, default=1, help="trees each party releases (default: %(default)s)")
+    p.add_argument("--bins", type=int, default=16, help="bins of continuous features (default: %(default)s)")
+    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary")
+    p.add_argument("--evaluation-epsilon", type=float, default=0.1,
+                   help="epsilon of each party's noised held-out metrics; 0 skips that round (default: %(default)s)")
+    p.add_argument("--party-holdout", type=float, default=0.1,
+                   help="share of each party's rows kept for its own evaluation (default: %(default)s)")
+    p.add_argument("--test-size", type=float, default=0.2, help="central held-out test share (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the split, the partition and the parties' noise (research; default: %(default)s)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulate a federation on Flower's simulation engine and compare "
+                                        "with central training and a non-private forest")
+    add_federation_arguments(p)
+    p.add_argument("--output", default=None, help="directory for the model, the report and the plot "
+                                                  "(default: a new temporary directory)")
+    p.add_argument("--json", dest="json_path", default=None, help="also write the report as JSON to this path")
+    p.add_argument("--no-baselines", action="store_true", help="skip the central and non-private baselines")
+    p.add_argument("--flower-logs", action="store_true", help="show Flower's own logs")
+    p.set_defaults(handler=run)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _load(args: argparse.Namespace):
+    from edprf_core import load_embedded, load_schema, read_csv
+
+    if args.data:
+        if not args.schema:
+            raise ValueError("--data needs --schema: bounds, categories and classes must be declared, not inferred")
+        schema = load_schema(args.schema)
+        X, y = read_csv(args.data, schema)
+        return X, y, schema, Path(args.data).name
+    X, y, schema = load_embedded(args.dataset)
+    return X, y, schema, args.dataset
+
+
+def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bool = True,
+                          progress=_say) -> dict:
+    """Run one simulated federation and its baselines; returns the report dict."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from server import REPORT_FILE, CoordinatorConfig
+    from simulation import Partitioning, partition_rows, simulate_federation, write_workspace
+
+    started = time.perf_counter()
+    X, y, schema, name = _load(args)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=args.test_size, random_state=args.seed,
+                                                        stratify=y)
+    how = Partitioning(args.partition, args.alpha, args.column)
+    parts = partition_rows(X_train, y_train, args.parties, how, np.random.default_rng(args.seed))
+    progress(f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
+             f"{len(X_test)} central test rows")
+    sim_dir = out_dir / "workspace"
+    policy = {"lifetime_epsilon_cap": args.epsilon + args.evaluation_epsilon + 1e-9,
+              "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,
+              "max_depth": args.depth, "max_trees": args.trees_per_party, "allow_seeded_randomness": True,
+              "holdout_fraction": args.party_holdout}
+    write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy)
+    cfg = CoordinatorConfig(sim_dir=str(sim_dir), output_dir=str(out_dir), epsilon=args.epsilon,
+                            max_depth=args.depth, trees_per_party=args.trees_per_party, split_mode=args.split_mode,
+                            n_bins=args.bins, seed=args.seed, min_parties=1,
+                            evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0)
+    progress(f"[2/4] running the federation on Flower's simulation engine ({args.parties} SuperNodes) ...")
+    t0 = time.perf_counter()
+    simulate_federation(cfg, args.parties, verbose=getattr(args, "flower_logs", False))
+    federation_s = time.perf_counter() - t0
+    report_path = out_dir / REPORT_FILE
+    if not report_path.is_file():
+        raise RuntimeError(f"the coordinator wrote no report to {report_path}; rerun with --flower-logs")
+    fed = json.loads(report_path.read_text())
+    progress(f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
+             f"{sum(p['status'] == 'accepted' for p in fed['parties'])} parties")
+    result = {"dataset": name, "parties": args.parties, "partition": how.describe(), "epsilon": args.epsilon,
+              "depth": args.depth, "trees_per_party": args.trees_per_party, "split_mode": args.split_mode,
+              "seed": args.seed, "federated": fed, "federation_seconds": federation_s,
+              "per_party_trees": {p["party_id"] or str(p["node_id"]): p["n_trees"] for p in fed["parties"]},
+              "bytes_per_party": [p["release_bytes"] for p in fed["parties"]]}
+    if baselines:
+        result["baselines"] = _baselines(args, schema, X_train, y_train, X_test, y_test, parts)
+        progress("[4/4] central eDPRF and non-private baselines trained")
+    result["wall_seconds"] = time.perf_counter() - started
+    return result
+
+
+def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
+    import numpy as np
+    from sklearn.ensemble import RandomForestClassifier
+
+    from edprf_core import EDPRFClassifier
+    from server._metrics import classification_metrics, forest_metrics
+
+    pooled = np.concatenate(parts)
+    n_trees = args.parties * args.trees_per_party
+    central = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators=n_trees, max_depth=args.depth,
+                              n_bins=args.bins, split_mode=args.split_mode, random_state=args.seed)
+    central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
+    out = {"central_edprf": forest_metrics(central.forest_, X_test, y_test) | {"trees": n_trees}}
+    codes_train, codes_test = central.forest_.encode(X_train), central.forest_.encode(X_test)
+    rf = RandomForestClassifier(n_estimators=100, random_state=args.seed, n_jobs=1).fit(codes_train, y_train)
+    classes = np.asarray(schema.classes)
+    proba = np.zeros((len(X_test), len(classes)))
+    proba[:, [list(classes).index(c) for c in rf.classes_]] = rf.predict_proba(codes_test)
+    y_true = np.asarray(y_test).astype(classes.dtype) if classes.dtype.kind in "fiu" else np.asarray(y_test)
+    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"trees": 100}
+    return out
+
+
+def _table(result: dict) -> str:
+    fed = result["federated"]
+    rows = [("federated eDPRF", fed.get("central_evaluation", {}), fed["n_trees"])]
+    for key, label in (("central_edprf", "central eDPRF (pooled rows)"), ("non_private_rf", "non-private RF")):
+        if key in result.get("baselines", {}):
+            rows.append((label, result["baselines"][key], result["baselines"][key]["trees"]))
+    lines = ["| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC |", "|---|---|---|---|---|---|"]
+    for label, m, trees in rows:
+        cells = [f"{m.get(k):.4f}" if isinstance(m.get(k), float) else "n/a"
+                 for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc")]
+        lines.append(f"| {label} | {trees} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _plot(result: dict, path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fed = result["federated"]
+    labels, values = ["federated"], [fed.get("central_evaluation", {}).get("accuracy", float("nan"))]
+    for key, label in (("central_edprf", "central"), ("non_private_rf", "non-private")):
+        if key in result.get("baselines", {}):
+            labels.append(label)
+            values.append(result["baselines"][key]["accuracy"])
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(labels, values, color=["tab:blue", "tab:orange", "tab:gray"][: len(values)])
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("test accuracy")
+    ax.set_title(f"{result['dataset']}: {result['parties']} parties, eps={result['epsilon']:g}")
+    for i, v in enumerate(values):
+        ax.text(i, v + 0.01, f"{v:.3f}", ha="center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-simulate-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = run_simulation_report(args, out_dir, baselines=not args.no_baselines)
+    fed = result["federated"]
+    if fed["status"] != "completed":
+        print(f"federation failed: {fed.get('guarantee')}; see {out_dir / 'report.json'}")
+        return 1
+    plot = _plot(result, out_dir / "accuracy.png")
+    (out_dir / "simulation.json").write_text(json.dumps(result, indent=2, default=str))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(result, indent=2, default=str))
+    print(f"\n{result['dataset']}: {result['parties']} parties ({result['partition']}), epsilon {result['epsilon']:g}, "
+          f"depth {result['depth']}, {result['trees_per_party']} tree(s) per party, {result['split_mode']} splits\n")
+    print(_table(result))
+    fe = fed.get("federated_evaluation") or {}
+    if fe:
+        print(f"\nparties' own held-out accuracy (Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
+              f"{fe['parties']} parties): {fe['accuracy']:.4f}")
+    rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
+    print(f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
+          + "".join(f"\n  - node {p['node_id']}: {p['status']} ({p['reason']}) {p['message']}" for p in rejected))
+    sizes = [b for b in result["bytes_per_party"] if b]
+    if sizes:
+        print(f"bytes on the wire per party release: median {sorted(sizes)[len(sizes) // 2]}, "
+              f"model {fed['model_bytes']} bytes, merge {fed['merge_seconds'] * 1000:.1f} ms")
+    print(f"wall time: {result['wall_seconds']:.1f} s (federation {result['federation_seconds']:.1f} s)")
+    print(f"\nguarantee: {fed['guarantee']}")
+    print(f"\nmodel: {fed['model_path']}\nreport: {out_dir / 'simulation.json'}" + (f"\nplot: {plot}" if plot else ""))
+    return 0

@@ -1,0 +1,189 @@
+"""A party's side of the federation, independent of Flower's message types.
+
+Privacy argument of one party
+-----------------------------
+Every reply depends on the party's data only through:
+- a release: an eDPRF forest whose ε is reserved in the ledger before
+  training (ε-DP per record, see :mod:`edprf_core`);
+- noised evaluation counts: the held-out (correct, total) pair has L1
+  sensitivity 2 under add/remove, released with Laplace(2/ε) noise per
+  coordinate, ε reserved in the ledger first;
+- exact metrics, only when the party's policy says so explicitly (not DP);
+- refusal reasons that name a policy rule or the ledger, never a data value.
+The ledger sums every reservation (sequential composition over requests); a
+request that would pass the lifetime cap is refused before any computation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edprf_core import DataValidationError, EDPRFClassifier, LaplaceMechanism, Schema, load_schema, make_generator
+from protocol import encode_release, load_global_model, load_private_key
+from protocol._task import EvaluateRequest, TrainRequest
+
+from ._ledger import BudgetExhausted, BudgetLedger
+from ._local_data import LocalData, load_local_data, new_salt
+from ._policy import PartyPolicy, load_policy
+
+__all__ = ["PartySetup", "Party", "Refusal"]
+
+log = logging.getLogger("edprf.party")
+
+
+class Refusal(Exception):
+    """A request the party will not serve; ``reason`` is a stable code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PartySetup:
+    """Where a party's files are (all local paths)."""
+
+    data_path: Path
+    schema_path: Path
+    policy_path: Path
+    ledger_path: Path
+    signing_key_path: Path | None = None
+
+    @classmethod
+    def from_configs(cls, node_config: Mapping[str, Any], run_config: Mapping[str, Any]) -> PartySetup:
+        """Deployment: node config keys ``data-path``, ``schema-path``, ``policy-path``,
+        ``ledger-path`` and optionally ``signing-key``.  Simulation: the run config's
+        ``sim-dir`` and the node's ``partition-id`` locate ``party-NNNN/``.
+        """
+        if "data-path" in node_config:
+            missing = [k for k in ("schema-path", "policy-path", "ledger-path") if k not in node_config]
+            if missing:
+                raise ValueError(f"node config: missing keys {missing}")
+            key = node_config.get("signing-key") or None
+            return cls(Path(str(node_config["data-path"])), Path(str(node_config["schema-path"])),
+                       Path(str(node_config["policy-path"])), Path(str(node_config["ledger-path"])),
+                       Path(str(key)) if key else None)
+        sim_dir = run_config.get("sim-dir")
+        if not sim_dir or "partition-id" not in node_config:
+            raise ValueError("node config needs data-path/schema-path/policy-path/ledger-path "
+                             "(deployment) or the run config sim-dir with a partition-id (simulation)")
+        party_dir = Path(str(sim_dir)) / f"party-{int(node_config['partition-id']):04d}"
+        key = party_dir / "signing-key.pem"
+        return cls(party_dir / "data.csv", Path(str(sim_dir)) / "schema.toml", party_dir / "policy.toml",
+                   party_dir / "ledger.sqlite", key if key.is_file() else None)
+
+
+class Party:
+    """Serves train and evaluate requests under the party's policy and ledger."""
+
+    def __init__(self, setup: PartySetup) -> None:
+        self.setup = setup
+        self.policy: PartyPolicy = load_policy(setup.policy_path)
+        self.schema: Schema = load_schema(setup.schema_path)
+        if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
+            raise ValueError(f"local schema fingerprint {self.schema.fingerprint} differs from the policy's "
+                             f"{self.policy.schema_fingerprint}")
+        self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap)
+
+    # ---------------------------------------------------------------- helpers
+    def _data(self) -> LocalData:
+        salt = self.ledger.secret("holdout-salt", new_salt)
+        try:
+            return load_local_data(self.setup.data_path, self.schema, self.policy.holdout_fraction, salt)
+        except (DataValidationError, ValueError) as exc:
+            log.error("local data does not conform to the schema: %s", exc)
+            raise Refusal("invalid_local_data", "the party's local data do not conform to the schema; "
+                                                "details are in the party's log") from None
+
+    def _check_train(self, req: TrainRequest) -> None:
+        p = self.policy
+        if req.schema_fingerprint != self.schema.fingerprint:
+            raise Refusal("schema_mismatch", f"request schema {req.schema_fingerprint} differs from the party's "
+                                             f"{self.schema.fingerprint}")
+        if req.epsilon > p.max_release_epsilon:
+            raise Refusal("policy_epsilon", f"epsilon {req.epsilon:g} exceeds the party's maximum per release "
+                                            f"{p.max_release_epsilon:g}")
+        if req.max_depth > p.max_depth:
+            raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
+        if req.n_trees > p.max_trees:
+            raise Refusal("policy_trees", f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
+        if req.seed >= 0 and not p.allow_seeded_randomness:
+            raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
+                                         "cryptographic randomness")
+
+    # ------------------------------------------------------------------ train
+    def train(self, req: TrainRequest) -> bytes:
+        """Serve a release request; returns the (signed) release bytes.
+
+        Privacy cost: ``req.epsilon``, reserved in the ledger before training.
+        """
+        self._check_train(req)
+        previous = self.ledger.find(req.request_id)
+        if previous is not None:
+            entry, payload = previous
+            if entry.state == "released" and payload is not None:
+                log.info("request %s already served; resending the stored release", req.request_id)
+                return payload
+            raise Refusal("request_spent", f"request {req.request_id} was started before and did not complete; "
+                                           "its epsilon stays spent")
+        data = self._data()
+        try:
+            self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id,
+                                detail=f"{req.n_trees} trees, depth {req.max_depth}, {req.split_mode}")
+        except BudgetExhausted as exc:
+            raise Refusal("budget_exhausted", str(exc)) from None
+        try:
+            clf = EDPRFClassifier(
+                self.schema, epsilon=req.epsilon, n_estimators=req.n_trees, max_depth=req.max_depth,
+                split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
+                random_state=req.seed if req.seed >= 0 else None,
+            ).fit(data.X_train, data.y_train)
+            key = load_private_key(self.setup.signing_key_path) if self.setup.signing_key_path else None
+            payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key)
+        except BaseException as exc:
+            self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+            log.exception("training failed after the reservation; its epsilon stays spent")
+            raise Refusal("internal_error", "training failed at the party; details are in the party's log") from None
+        self.ledger.complete(req.request_id, payload)
+        log.info("released %d trees at epsilon %g (remaining %g)", req.n_trees, req.epsilon, self.ledger.remaining())
+        return payload
+
+    # --------------------------------------------------------------- evaluate
+    def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, float]:
+        """Evaluate the global model on the held-out rows.
+
+        Returns noised ``correct`` and ``total`` counts (Laplace, L1
+        sensitivity 2, ``req.epsilon`` charged), or exact ones if the request
+        asks and the policy allows.
+        """
+        view = load_global_model(model)
+        forest = view.forest
+        if forest.schema.fingerprint != self.schema.fingerprint:
+            raise Refusal("schema_mismatch", "the global model uses another schema")
+        if req.exact and not self.policy.allow_exact_metrics:
+            raise Refusal("policy_exact_metrics", "exact metrics are not allowed by the party's policy")
+        if not req.exact:
+            if req.epsilon <= 0 or req.epsilon > self.policy.max_evaluation_epsilon:
+                raise Refusal("policy_evaluation_epsilon",
+                              f"evaluation epsilon {req.epsilon:g} is outside (0, "
+                              f"{self.policy.max_evaluation_epsilon:g}] allowed by the party's policy")
+        data = self._data()
+        if not req.exact:
+            try:
+                self.ledger.reserve(req.request_id, "evaluation", req.epsilon, run_id=req.run_id,
+                                    detail="noised held-out accuracy")
+            except BudgetExhausted as exc:
+                raise Refusal("budget_exhausted", str(exc)) from None
+        total = float(len(data.y_holdout))
+        correct = float(np.sum(forest.predict(data.X_holdout) == np.asarray(data.y_holdout))) if total else 0.0
+        if req.exact:
+            return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1.0}
+        noisy = LaplaceMechanism(2.0).randomise(np.array([correct, total]), req.epsilon, make_generator(None))
+        self.ledger.complete(req.request_id)
+        return {"correct": float(noisy[0]), "total": float(noisy[1]), "epsilon": req.epsilon, "exact": 0.0}

@@ -1,0 +1,103 @@
+"""A party's own policy: what it agrees to release, and its lifetime budget."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PartyPolicy", "load_policy"]
+
+
+@dataclass(frozen=True)
+class PartyPolicy:
+    """Limits a party enforces on every request, whatever the coordinator asks.
+
+    Parameters
+    ----------
+    party_id : str
+        The party's identifier in releases and signatures.
+    lifetime_epsilon_cap : float in (0, inf), default 2.0
+        Total ε this party will ever spend on its data (releases and noised
+        evaluations; sequential composition over requests).
+    max_release_epsilon : float in (0, inf), default 1.0
+        Largest ε of one release.
+    max_evaluation_epsilon : float in [0, inf), default 0.1
+        Largest ε of one noised evaluation; 0 refuses evaluations.
+    max_depth : int >= 1, default 8
+    max_trees : int >= 1, default 50
+    schema_fingerprint : str, default ""
+        When set, requests and the local schema must carry this fingerprint.
+    allow_exact_metrics : bool, default False
+        Reply with un-noised metrics when asked.  Exact metrics are not DP.
+    allow_seeded_randomness : bool, default False
+        Accept a coordinator-provided seed (reproducible simulation only: a
+        known seed lets anyone remove the noise).
+    holdout_fraction : float in [0, 1), default 0.2
+        Share of local rows kept for evaluation, never trained on.
+    """
+
+    party_id: str
+    lifetime_epsilon_cap: float = 2.0
+    max_release_epsilon: float = 1.0
+    max_evaluation_epsilon: float = 0.1
+    max_depth: int = 8
+    max_trees: int = 50
+    schema_fingerprint: str = ""
+    allow_exact_metrics: bool = False
+    allow_seeded_randomness: bool = False
+    holdout_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.party_id, str) or not self.party_id or len(self.party_id) > 128:
+            raise ValueError(f"party-id: expected a non-empty string of at most 128 characters, got {self.party_id!r}")
+        for name in ("lifetime_epsilon_cap", "max_release_epsilon"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{_key(name)}: expected a positive finite number, got {v!r}")
+        v = self.max_evaluation_epsilon
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"max-evaluation-epsilon: expected a finite number >= 0, got {v!r}")
+        for name in ("max_depth", "max_trees"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{_key(name)}: expected an integer >= 1, got {v!r}")
+        if not (isinstance(self.holdout_fraction, (int, float)) and 0 <= self.holdout_fraction < 1):
+            raise ValueError(f"holdout-fraction: expected a number in [0, 1), got {self.holdout_fraction!r}")
+        for name in ("allow_exact_metrics", "allow_seeded_randomness"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{_key(name)}: expected true or false, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> PartyPolicy:
+        known = {_key(f.name): f.name for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"policy: unknown keys {unknown}; allowed: {sorted(known)}")
+        return cls(**{known[k]: v for k, v in data.items()})
+
+    def to_toml(self) -> str:
+        lines = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            text = ("true" if v else "false") if isinstance(v, bool) else (f'"{v}"' if isinstance(v, str) else repr(v))
+            lines.append(f"{_key(f.name)} = {text}")
+        return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def load_policy(path: str | Path) -> PartyPolicy:
+    """Read a party policy TOML file (kebab-case keys, see :class:`PartyPolicy`)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read policy file {p}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"policy file {p} is not valid TOML: {exc}") from None
+    return PartyPolicy.from_mapping(data)

@@ -1,0 +1,112 @@
+"""What the coordinator asks of a party, as flat key/value records.
+
+Both Flower sides build and read these through one definition, so a key
+cannot drift.  Values are checked on arrival like any untrusted input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from edprf_core._release import RELATIONS, SCHEDULES
+from edprf_core._tree import SPLIT_MODES
+
+__all__ = ["TrainRequest", "EvaluateRequest", "TaskError", "REQUEST_KEY", "RESULT_KEY", "MODEL_KEY", "METRICS_KEY"]
+
+# names of the records inside Flower messages, shared by party and coordinator
+REQUEST_KEY = "request"
+RESULT_KEY = "result"
+MODEL_KEY = "model"
+METRICS_KEY = "metrics"
+
+
+class TaskError(ValueError):
+    """A request record that is missing keys or holds values of the wrong kind."""
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _read(cls: type, record: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for f in fields(cls):
+        key = _kebab(f.name)
+        if key not in record:
+            raise TaskError(f"request: missing key {key!r}")
+        value = record[key]
+        expected = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}[str(f.type)]
+        if isinstance(value, bool) and str(f.type) != "bool" or not isinstance(value, expected):
+            raise TaskError(f"request: {key} expected {f.type}, got {type(value).__name__}")
+        out[f.name] = float(value) if str(f.type) == "float" else value
+    return out
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """Ask a party for one DP release.
+
+    ``seed`` < 0 means "no seed" (the party draws cryptographic randomness);
+    a party accepts a seed only if its policy allows seeded randomness.
+    """
+
+    request_id: str
+    run_id: str
+    schema_fingerprint: str
+    epsilon: float
+    max_depth: int
+    n_trees: int
+    split_mode: str
+    n_bins: int
+    schedule: str
+    relation: str
+    seed: int
+
+    def __post_init__(self) -> None:
+        if not self.request_id or len(self.request_id) > 256:
+            raise TaskError(f"request-id: expected 1..256 characters, got {self.request_id!r}")
+        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise TaskError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
+        for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
+            if getattr(self, name) < low:
+                raise TaskError(f"{_kebab(name)}: expected >= {low}, got {getattr(self, name)}")
+        for name, allowed in (("split_mode", SPLIT_MODES), ("schedule", SCHEDULES), ("relation", RELATIONS)):
+            if getattr(self, name) not in allowed:
+                raise TaskError(f"{_kebab(name)}: expected one of {allowed}, got {getattr(self, name)!r}")
+
+    def to_record(self) -> dict[str, Any]:
+        return {_kebab(f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
+        return cls(**_read(cls, record))
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """Ask a party to evaluate the global model on its held-out rows.
+
+    ``epsilon`` is the budget of the noised metrics; ``exact`` asks for
+    un-noised metrics, which a party returns only if its policy allows it.
+    """
+
+    request_id: str
+    run_id: str
+    epsilon: float
+    exact: bool
+
+    def __post_init__(self) -> None:
+        if not self.request_id or len(self.request_id) > 256:
+            raise TaskError(f"request-id: expected 1..256 characters, got {self.request_id!r}")
+        if not math.isfinite(self.epsilon) or self.epsilon < 0:
+            raise TaskError(f"epsilon: expected a finite number >= 0, got {self.epsilon!r}")
+
+    def to_record(self) -> dict[str, Any]:
+        return {_kebab(f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> EvaluateRequest:
+        return cls(**_read(cls, record))

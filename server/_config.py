@@ -1,0 +1,94 @@
+"""The coordinator's run parameters, read from Flower's run config (kebab-case keys)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CoordinatorConfig", "DEFAULT_RUN_CONFIG"]
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    """Run parameters of one federation (``[tool.flwr.app.config]`` / ``--run-config``).
+
+    epsilon : float in (0, inf)
+        ε each party spends on its release (the global forest's ε per record,
+        records being disjoint across parties).
+    trees_per_party : int >= 1
+        Trees every party releases: decided here, never from row counts.
+    evaluation_epsilon : float in [0, inf)
+        ε of each party's noised held-out metrics; 0 skips the evaluation round.
+    """
+
+    schema_path: str = ""
+    sim_dir: str = ""
+    output_dir: str = "edprf-output"
+    epsilon: float = 1.0
+    max_depth: int = 6
+    trees_per_party: int = 5
+    split_mode: str = "binary"
+    n_bins: int = 16
+    schedule: str = "harmonic"
+    relation: str = "add-remove"
+    seed: int = -1
+    min_parties: int = 1
+    round_timeout: float = 300.0
+    node_wait_timeout: float = 60.0
+    evaluation_epsilon: float = 0.1
+    exact_metrics: bool = False
+    keys_dir: str = ""
+    test_data_path: str = ""
+    max_release_bytes: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise ValueError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
+        if not math.isfinite(self.evaluation_epsilon) or self.evaluation_epsilon < 0:
+            raise ValueError(f"evaluation-epsilon: expected a finite number >= 0, got {self.evaluation_epsilon!r}")
+        for name, low in (("max_depth", 1), ("trees_per_party", 1), ("n_bins", 2), ("min_parties", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
+        if not self.schema_path and not self.sim_dir:
+            raise ValueError("schema-path: the coordinator needs the public schema (or sim-dir in simulation)")
+
+    @classmethod
+    def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
+        known = {f.name.replace("_", "-"): f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in run_config.items():
+            if key not in known:
+                continue  # other apps' keys may share the run config
+            f = known[key]
+            caster = {"float": float, "int": int, "bool": _as_bool, "str": str}[str(f.type)]
+            try:
+                values[f.name] = caster(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"run config {key}: expected {f.type}, got {value!r}") from None
+        return cls(**values)
+
+    @property
+    def schema_file(self) -> Path:
+        return Path(self.schema_path) if self.schema_path else Path(self.sim_dir) / "schema.toml"
+
+    @property
+    def test_file(self) -> Path | None:
+        if self.test_data_path:
+            return Path(self.test_data_path)
+        if self.sim_dir and (Path(self.sim_dir) / "test.csv").is_file():
+            return Path(self.sim_dir) / "test.csv"
+        return None
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(value)
+
+
+DEFAULT_RUN_CONFIG = {f.name.replace("_", "-"): f.default for f in fields(CoordinatorConfig)}

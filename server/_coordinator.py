@@ -1,0 +1,194 @@
+"""The coordinator's federation: request releases, validate, merge, save, evaluate.
+
+Privacy: the coordinator sees only DP releases and noised metrics.  Merging
+and evaluating on its own central test data are post-processing.  The global
+forest is ε-DP per record with ε the parties' release ε, provided each
+person's records sit at one party (see ``edprf_core.FEDERATION_NOTE``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.serverapp import Grid
+
+from edprf_core import load_schema, read_csv
+from protocol import (
+    InvalidRelease,
+    PartyKeyRegistry,
+    ReleasePolicy,
+    build_global_model,
+    decode_release,
+    load_global_model,
+    save_atomic,
+)
+from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+
+from ._config import CoordinatorConfig
+from ._metrics import forest_metrics
+from ._report import PartyOutcome, RunReport
+
+__all__ = ["run_federation", "MODEL_FILE", "REPORT_FILE"]
+
+log = logging.getLogger("edprf.coordinator")
+MODEL_FILE = "global-model.edprf"
+REPORT_FILE = "report.json"
+
+
+def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= minimum or time.monotonic() >= deadline:
+            return nodes
+        time.sleep(1.0)
+
+
+def _train_requests(cfg: CoordinatorConfig, run_id: str, fingerprint: str, nodes: list[int]) -> dict[int, TrainRequest]:
+    return {
+        node: TrainRequest(
+            request_id=f"{run_id}/{node}/train", run_id=run_id, schema_fingerprint=fingerprint,
+            epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
+            n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
+            seed=-1 if cfg.seed < 0 else cfg.seed * 100_003 + i,
+        )
+        for i, node in enumerate(nodes)
+    }
+
+
+def _result(reply: Message) -> dict:
+    return dict(reply.content.config_records[RESULT_KEY])
+
+
+def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport:
+    """One federated training and evaluation; returns (and saves) the run report."""
+    started = time.perf_counter()
+    schema = load_schema(cfg.schema_file)
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
+    policy = ReleasePolicy(max_epsilon=cfg.epsilon, max_depth=cfg.max_depth, max_trees=cfg.trees_per_party,
+                           max_bytes=cfg.max_release_bytes, require_signature=registry is not None,
+                           allowed_relations=(cfg.relation,))
+    report = RunReport(run_id=run_id, parameters={k: v for k, v in vars(cfg).items()},
+                       schema_fingerprint=schema.fingerprint)
+    nodes = _wait_for_nodes(grid, cfg.min_parties, cfg.node_wait_timeout)
+    log.info("run %s: %d parties connected", run_id, len(nodes))
+    requests = _train_requests(cfg, run_id, schema.fingerprint, nodes)
+    messages = []
+    for node, req in requests.items():
+        content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())})
+        messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.TRAIN))
+    t0 = time.perf_counter()
+    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=cfg.round_timeout)}
+    report.timings["train_round_s"] = time.perf_counter() - t0
+
+    accepted = []
+    seen_parties: set[str] = set()
+    for node in nodes:
+        outcome = PartyOutcome(node_id=node, status="no_reply", reason="timeout")
+        report.parties.append(outcome)
+        reply = replies.get(node)
+        if reply is None:
+            continue
+        if reply.has_error():
+            outcome.status, outcome.reason, outcome.message = "failed", "client_error", str(reply.error.reason)
+            continue
+        try:
+            result = _result(reply)
+        except KeyError:
+            outcome.status, outcome.reason = "rejected", "malformed"
+            continue
+        if result.get("status") != "released":
+            outcome.status = "refused"
+            outcome.reason = str(result.get("reason", "unknown"))
+            outcome.message = str(result.get("message", ""))
+            continue
+        payload = result.get("release", b"")
+        payload = bytes(payload) if isinstance(payload, (bytes, bytearray)) else b""
+        outcome.release_bytes = len(payload)
+        report.bytes_received += len(payload)
+        try:
+            release = decode_release(payload, schema, policy, registry)
+        except InvalidRelease as exc:
+            outcome.status, outcome.reason, outcome.message = "rejected", str(exc.reason), str(exc)
+            continue
+        outcome.party_id = release.party_id
+        if release.party_id in seen_parties:
+            outcome.status, outcome.reason = "rejected", "duplicate_party"
+            outcome.message = f"party {release.party_id!r} already contributed to this run"
+            continue
+        seen_parties.add(release.party_id)
+        outcome.status, outcome.n_trees = "accepted", release.forest.n_trees
+        outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
+        accepted.append(release)
+    for p in report.parties:
+        if p.status != "accepted":
+            log.warning("node %s %s: %s %s", p.node_id, p.status, p.reason, p.message)
+
+    report.bytes_sent += sum(len(json.dumps(req.to_record())) for req in requests.values())
+    if len(accepted) < cfg.min_parties:
+        report.status = "failed"
+        report.guarantee = "no model: fewer valid releases than min-parties"
+        log.error("run %s: %d valid releases, %d required; no model saved", run_id, len(accepted), cfg.min_parties)
+        report.timings["total_s"] = time.perf_counter() - started
+        report.save(out_dir / REPORT_FILE)
+        return report
+
+    t0 = time.perf_counter()
+    manifest = {"run_id": run_id, "parameters": report.parameters, "rejections": report.rejections()}
+    model = build_global_model(schema, accepted, manifest)
+    view = load_global_model(model)
+    report.merge_seconds = time.perf_counter() - t0
+    model_path = save_atomic(out_dir / MODEL_FILE, model)
+    report.model_path, report.model_bytes = str(model_path), len(model)
+    report.n_trees, report.guarantee = view.forest.n_trees, view.forest.guarantee()
+    log.info("run %s: global model of %d trees from %d parties saved to %s", run_id, view.forest.n_trees,
+             len(accepted), model_path)
+
+    if cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
+        t0 = time.perf_counter()
+        report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
+        report.bytes_sent += len(model) * len(report.accepted)
+        report.timings["evaluation_round_s"] = time.perf_counter() - t0
+    test_file = cfg.test_file
+    if test_file is not None:
+        X_test, y_test = read_csv(test_file, schema)
+        report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
+    report.status = "completed"
+    report.timings["total_s"] = time.perf_counter() - started
+    report.save(out_dir / REPORT_FILE)
+    return report
+
+
+def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]) -> dict:
+    messages = []
+    for node in nodes:
+        req = EvaluateRequest(request_id=f"{run_id}/{node}/evaluate", run_id=run_id,
+                              epsilon=cfg.evaluation_epsilon, exact=cfg.exact_metrics)
+        content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
+        messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.EVALUATE))
+    correct = total = 0.0
+    answered, refused = 0, []
+    for reply in grid.send_and_receive(messages, timeout=cfg.round_timeout):
+        node = reply.metadata.src_node_id
+        if reply.has_error():
+            refused.append({"node_id": node, "reason": "client_error"})
+            continue
+        if METRICS_KEY not in reply.content.metric_records:
+            result = dict(reply.content.config_records.get(RESULT_KEY, {}))
+            refused.append({"node_id": node, "reason": str(result.get("reason", "unknown"))})
+            continue
+        m = reply.content.metric_records[METRICS_KEY]
+        correct += float(m["correct"])
+        total += float(m["total"])
+        answered += 1
+    accuracy = correct / total if total > 0 else float("nan")
+    return {"parties": answered, "refused": refused, "noised": not cfg.exact_metrics,
+            "epsilon_per_party": 0.0 if cfg.exact_metrics else cfg.evaluation_epsilon,
+            "accuracy": min(1.0, max(0.0, accuracy)) if total > 0 else float("nan"),
+            "noisy_correct": correct, "noisy_total": total}

@@ -1,0 +1,72 @@
+"""The run report: what every party sent, what was accepted, and how the model does."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol import save_atomic
+
+__all__ = ["PartyOutcome", "RunReport"]
+
+
+@dataclass
+class PartyOutcome:
+    """One node's answer to the train request."""
+
+    node_id: int
+    status: str  # accepted | rejected | refused | failed | no_reply
+    reason: str = ""
+    message: str = ""
+    party_id: str = ""
+    n_trees: int = 0
+    epsilon: float = 0.0
+    signed: bool = False
+    release_bytes: int = 0
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    parameters: dict[str, Any]
+    schema_fingerprint: str
+    parties: list[PartyOutcome] = field(default_factory=list)
+    model_path: str = ""
+    model_bytes: int = 0
+    n_trees: int = 0
+    guarantee: str = ""
+    merge_seconds: float = 0.0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    federated_evaluation: dict[str, Any] = field(default_factory=dict)
+    central_evaluation: dict[str, float] = field(default_factory=dict)
+    status: str = "running"
+
+    @property
+    def accepted(self) -> list[PartyOutcome]:
+        return [p for p in self.parties if p.status == "accepted"]
+
+    def rejections(self) -> list[dict[str, Any]]:
+        return [{"node_id": p.node_id, "party_id": p.party_id, "status": p.status, "reason": p.reason,
+                 "message": p.message} for p in self.parties if p.status != "accepted"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(asdict(self))
+
+    def save(self, path: str | Path) -> Path:
+        return save_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=True).encode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN: write None instead."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

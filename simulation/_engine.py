@@ -1,0 +1,59 @@
+"""Run the federation on Flower's simulation engine, in this process."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+from client._flower_handlers import handle_evaluate, handle_train
+from server import CoordinatorConfig, run_federation
+
+__all__ = ["simulate_federation"]
+
+
+def _client_app(run_config: Mapping[str, Any]) -> ClientApp:
+    app = ClientApp()
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        return handle_train(msg, context, run_config)
+
+    @app.evaluate()
+    def evaluate(msg: Message, context: Context) -> Message:
+        return handle_evaluate(msg, context, run_config)
+
+    return app
+
+
+def _server_app(cfg: CoordinatorConfig) -> ServerApp:
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        run_federation(grid, cfg, str(context.run_id))
+
+    return app
+
+
+def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = False) -> None:
+    """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
+
+    The coordinator writes its model and report to ``cfg.output_dir``.
+    """
+    from flwr.simulation import run_simulation
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    if not verbose:
+        logging.getLogger("flwr").setLevel(logging.WARNING)
+    backend = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+               "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "include_dashboard": False,
+                             "logging_level": "error", "log_to_driver": verbose}}
+    run_simulation(server_app=_server_app(cfg), client_app=_client_app({"sim-dir": cfg.sim_dir}),
+                   num_supernodes=n_parties, backend_name="ray", backend_config=backend, verbose_logging=verbose)

@@ -1,0 +1,33 @@
+"""Lay out simulated parties on disk exactly as real parties would hold them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from client import PartyPolicy
+from edprf_core import Schema
+
+__all__ = ["write_workspace"]
+
+
+def write_workspace(root: Path, schema: Schema, X: pd.DataFrame, y: pd.Series, parts: list, X_test: pd.DataFrame,
+                    y_test: pd.Series, policy: dict) -> list[Path]:
+    """Write ``schema.toml``, ``test.csv`` and ``party-NNNN/{data.csv,policy.toml}``.
+
+    Each party's ledger is created by the party itself on first use.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    schema.save(root / "schema.toml")
+    label = schema.label.column
+    X_test.assign(**{label: y_test.to_numpy()}).to_csv(root / "test.csv", index=False)
+    dirs = []
+    for p, rows in enumerate(parts):
+        d = root / f"party-{p:04d}"
+        d.mkdir(exist_ok=True)
+        X.iloc[rows].assign(**{label: y.iloc[rows].to_numpy()}).to_csv(d / "data.csv", index=False)
+        pol = PartyPolicy(party_id=f"party-{p:04d}", schema_fingerprint=schema.fingerprint, **policy)
+        (d / "policy.toml").write_text(pol.to_toml(), encoding="utf-8")
+        dirs.append(d)
+    return dirs
