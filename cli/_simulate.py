@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", dest="json_path", default=None, help="also write the report as JSON to this path")
     p.add_argument("--no-baselines", action="store_true", help="skip the central and non-private baselines")
     p.add_argument("--flower-logs", action="store_true", help="show Flower's own logs")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="only write the parties' workspace and print the `flwr run` command that uses it")
     p.set_defaults(handler=run)
 
 
@@ -65,16 +67,14 @@ def _load(args: argparse.Namespace):
     return X, y, schema, args.dataset
 
 
-def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bool = True,
-                          progress=_say) -> dict:
-    """Run one simulated federation and its baselines; returns the report dict."""
+def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
+    """Split the data, write the parties' directories; returns what the run needs."""
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from server import REPORT_FILE, CoordinatorConfig
-    from simulation import Partitioning, partition_rows, simulate_federation, write_workspace
+    from server import CoordinatorConfig
+    from simulation import Partitioning, partition_rows, write_workspace
 
-    started = time.perf_counter()
     X, y, schema, name = _load(args)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=args.test_size, random_state=args.seed,
                                                         stratify=y)
@@ -92,6 +92,17 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
                             max_depth=args.depth, trees_per_party=args.trees_per_party, split_mode=args.split_mode,
                             n_bins=args.bins, seed=args.seed, min_parties=1,
                             evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0)
+    return cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how)
+
+
+def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bool = True,
+                          progress=_say) -> dict:
+    """Run one simulated federation and its baselines; returns the report dict."""
+    from server import REPORT_FILE
+    from simulation import simulate_federation
+
+    started = time.perf_counter()
+    cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
     progress(f"[2/4] running the federation on Flower's simulation engine ({args.parties} SuperNodes) ...")
     t0 = time.perf_counter()
     simulate_federation(cfg, args.parties, verbose=getattr(args, "flower_logs", False))
@@ -181,6 +192,14 @@ def _plot(result: dict, path: Path) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-simulate-"))
     out_dir.mkdir(parents=True, exist_ok=True)
+    if args.prepare_only:
+        cfg, _ = prepare_workspace(args, out_dir)
+        print(f"workspace: {cfg.sim_dir}\nrun it from the project directory with:\n"
+              f"  flwr run . --stream --federation-config \"num-supernodes={args.parties}\" --run-config "
+              f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={args.depth} "
+              f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
+              f"seed={args.seed}\"")
+        return 0
     result = run_simulation_report(args, out_dir, baselines=not args.no_baselines)
     fed = result["federated"]
     if fed["status"] != "completed":
