@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edprf_core import Schema, read_csv
+from edprf_core import FeatureGrid, Schema, encode_features, encode_labels, read_csv
 
 __all__ = ["LocalData", "load_local_data"]
 
@@ -36,6 +36,9 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     if not p.is_file():
         raise ValueError(f"local data file {p} does not exist")
     X, y = read_csv(p, schema)
+    # validate every row against the schema now, before any budget is reserved
+    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2))
+    encode_labels(y, schema)
     u = np.random.default_rng(int(salt, 16)).random(len(X))
     hold = u < holdout_fraction
     return LocalData(X[~hold], y[~hold], X[hold], y[hold])

@@ -1,0 +1,186 @@
+"""The party: policy, write-ahead ledger, train and evaluate requests (no network)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+from client import BudgetExhausted, BudgetLedger, Party, PartyPolicy, PartySetup, Refusal, load_policy
+from edprf_core import load_embedded
+from protocol import INSPECTION_POLICY, ReleasePolicy, build_global_model, decode_release, load_global_model
+from protocol._task import EvaluateRequest, TrainRequest
+
+
+@pytest.fixture
+def party_files(tmp_path):
+    X, y, schema = load_embedded("wall_robot_navigation")
+    schema.save(tmp_path / "schema.toml")
+    X.iloc[:1500].assign(Class=y.iloc[:1500].to_numpy()).to_csv(tmp_path / "data.csv", index=False)
+    policy = PartyPolicy(party_id="hospital-a", lifetime_epsilon_cap=1.5, max_release_epsilon=1.0,
+                         max_evaluation_epsilon=0.2, schema_fingerprint=schema.fingerprint)
+    (tmp_path / "policy.toml").write_text(policy.to_toml())
+    setup = PartySetup(tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml",
+                       tmp_path / "ledger.sqlite")
+    return setup, schema
+
+
+def _request(schema, request_id="run1/1/train", **kw):
+    args = dict(request_id=request_id, run_id="run1", schema_fingerprint=schema.fingerprint, epsilon=1.0,
+                max_depth=4, n_trees=2, split_mode="binary", n_bins=8, schedule="harmonic", relation="add-remove",
+                seed=-1)
+    args.update(kw)
+    return TrainRequest(**args)
+
+
+def test_policy_round_trip_and_validation(tmp_path):
+    policy = PartyPolicy(party_id="p", lifetime_epsilon_cap=3.0)
+    (tmp_path / "p.toml").write_text(policy.to_toml())
+    assert load_policy(tmp_path / "p.toml") == policy
+    (tmp_path / "bad.toml").write_text('party-id = "p"\nlifetime-epsilon-cap = -1.0\n')
+    with pytest.raises(ValueError, match="lifetime-epsilon-cap: expected a positive finite number"):
+        load_policy(tmp_path / "bad.toml")
+    (tmp_path / "unknown.toml").write_text('party-id = "p"\nfavourite-colour = "blue"\n')
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_policy(tmp_path / "unknown.toml")
+
+
+def test_defaults_are_conservative():
+    p = PartyPolicy(party_id="p")
+    assert p.lifetime_epsilon_cap <= 2.0 and p.max_release_epsilon <= 1.0
+    assert not p.allow_exact_metrics and not p.allow_seeded_randomness
+
+
+def test_ledger_reserves_before_and_refuses_past_the_cap(tmp_path):
+    ledger = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
+    ledger.reserve("a", "release", 0.6)
+    with pytest.raises(BudgetExhausted, match="only 0.4 of the lifetime cap 1 remains"):
+        ledger.reserve("b", "release", 0.6)
+    assert ledger.spent() == pytest.approx(0.6)
+    # a crash after the reservation keeps the spend: reopen the file, nothing was released
+    again = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
+    assert [(e.request_id, e.state) for e in again.entries()] == [("a", "reserved")]
+    with pytest.raises(ValueError, match="already in the ledger"):
+        again.reserve("a", "release", 0.1)
+    again.fail("a", "crash")
+    assert again.spent() == pytest.approx(0.6)
+
+
+def test_ledger_is_atomic_under_concurrent_requests(tmp_path):
+    path = tmp_path / "l.sqlite"
+    BudgetLedger(path, cap=1.0)
+    results = []
+
+    def spend(i):
+        try:
+            BudgetLedger(path, cap=1.0).reserve(f"r{i}", "release", 0.3)
+            results.append(True)
+        except BudgetExhausted:
+            results.append(False)
+
+    threads = [threading.Thread(target=spend, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(results) == 3
+    assert BudgetLedger(path, cap=1.0).spent() == pytest.approx(0.9)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 3
+
+
+def test_train_releases_and_records_the_spend(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    payload = party.train(_request(schema))
+    release = decode_release(payload, schema, ReleasePolicy(max_epsilon=1.0))
+    assert release.party_id == "hospital-a" and release.forest.n_trees == 2
+    entries = party.ledger.entries()
+    assert [(e.kind, e.epsilon, e.state) for e in entries] == [("release", 1.0, "released")]
+    # the same request again: the stored release, no new spend
+    assert party.train(_request(schema)) == payload
+    assert party.ledger.spent() == pytest.approx(1.0)
+    # a new request past the cap is refused, data untouched, nothing recorded
+    with pytest.raises(Refusal, match="lifetime cap") as exc:
+        party.train(_request(schema, request_id="run2/1/train"))
+    assert exc.value.reason == "budget_exhausted"
+    assert len(party.ledger.entries()) == 1
+
+
+@pytest.mark.parametrize("kw,reason", [
+    ({"epsilon": 2.0}, "policy_epsilon"), ({"max_depth": 30}, "policy_depth"), ({"n_trees": 500}, "policy_trees"),
+    ({"seed": 7}, "policy_seed"), ({"schema_fingerprint": "sha256:00"}, "schema_mismatch"),
+])
+def test_out_of_policy_requests_are_refused_before_spending(party_files, kw, reason):
+    setup, schema = party_files
+    party = Party(setup)
+    with pytest.raises(Refusal) as exc:
+        party.train(_request(schema, **kw))
+    assert exc.value.reason == reason
+    assert party.ledger.entries() == []
+
+
+def test_invalid_local_data_is_refused_without_leaking_values(party_files):
+    setup, schema = party_files
+    text = setup.data_path.read_text().splitlines()
+    text[5] = text[5].rsplit(",", 1)[0] + ",Secret-Label-Value"
+    setup.data_path.write_text("\n".join(text) + "\n")
+    party = Party(setup)
+    with pytest.raises(Refusal) as exc:
+        party.train(_request(schema))
+    assert exc.value.reason == "invalid_local_data"
+    assert "Secret" not in str(exc.value)
+    assert party.ledger.entries() == []
+
+
+def test_evaluate_noises_metrics_and_charges_the_ledger(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    release = decode_release(party.train(_request(schema, epsilon=0.5)), schema, ReleasePolicy())
+    model = build_global_model(schema, [release], {"run_id": "run1"})
+    metrics = party.evaluate(model, EvaluateRequest("run1/1/evaluate", "run1", 0.2, False))
+    assert metrics["exact"] == 0.0 and metrics["epsilon"] == 0.2
+    assert [e.kind for e in party.ledger.entries()] == ["release", "evaluation"]
+    assert party.ledger.spent() == pytest.approx(0.7)
+    with pytest.raises(Refusal) as exc:
+        party.evaluate(model, EvaluateRequest("run1/1/evaluate2", "run1", 0.0, True))
+    assert exc.value.reason == "policy_exact_metrics"
+    with pytest.raises(Refusal) as exc:
+        party.evaluate(model, EvaluateRequest("run1/1/evaluate3", "run1", 0.5, False))
+    assert exc.value.reason == "policy_evaluation_epsilon"
+
+
+def test_noised_evaluation_is_unbiased_with_the_stated_scale(party_files):
+    """Laplace(2/eps) on each count: the mean over repeats is near the exact count."""
+    setup, schema = party_files
+    party = Party(setup)
+    view = load_global_model(build_global_model(schema, [decode_release(party.train(_request(schema)), schema,
+                                                                        ReleasePolicy())], {}))
+    data = party._data()
+    exact_total = len(data.y_holdout)
+    from edprf_core import LaplaceMechanism
+
+    draws = LaplaceMechanism(2.0).randomise(np.tile([0.0, float(exact_total)], (20000, 1)), 0.2,
+                                            np.random.default_rng(0))
+    # Laplace(b = 10): sd of the mean of 20000 draws = sqrt(200 / 20000) = 0.1
+    assert abs(draws[:, 1].mean() - exact_total) < 0.5
+    assert view.forest.n_trees == 2
+
+
+def test_holdout_split_is_stable_across_processes(party_files):
+    setup, _ = party_files
+    a, b = Party(setup)._data(), Party(setup)._data()
+    assert a.X_holdout.index.equals(b.X_holdout.index)
+    assert 0.1 < len(a.X_holdout) / 1500 < 0.3
+
+
+def test_setup_from_node_config_and_simulation(tmp_path):
+    node = {"data-path": "d.csv", "schema-path": "s.toml", "policy-path": "p.toml", "ledger-path": "l.sqlite"}
+    assert PartySetup.from_configs(node, {}).data_path.name == "d.csv"
+    sim = PartySetup.from_configs({"partition-id": 3}, {"sim-dir": str(tmp_path)})
+    assert sim.data_path == tmp_path / "party-0003" / "data.csv"
+    with pytest.raises(ValueError, match="node config"):
+        PartySetup.from_configs({}, {})
+    _ = INSPECTION_POLICY
