@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up a virtualenv (once), install edprf-fl, run the default job
-# on the embedded dataset. Extra arguments go to `edprf demo`.
+# (a simulated federation of 5 parties on the embedded dataset). Extra arguments go
+# to `edprf simulate`.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3.11}"
@@ -14,4 +15,4 @@ if ! .venv/bin/python -c "import edprf_core, flwr" >/dev/null 2>&1 || [ pyprojec
     .venv/bin/python -m pip install --quiet -e . >&2
     touch .venv/.installed
 fi
-exec .venv/bin/edprf demo "$@"
+exec .venv/bin/edprf simulate "$@"

@@ -17,6 +17,13 @@ from server import CoordinatorConfig, run_federation
 __all__ = ["simulate_federation"]
 
 
+class _DropRunSimulationDeprecation(logging.Filter):
+    """``run_simulation`` is the in-process engine this package chose on purpose; its banner is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "run_simulation" not in record.getMessage()
+
+
 def _client_app(run_config: Mapping[str, Any]) -> ClientApp:
     app = ClientApp()
 
@@ -50,8 +57,11 @@ def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = 
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    flwr_log = logging.getLogger("flwr")
+    if not any(isinstance(f, _DropRunSimulationDeprecation) for f in flwr_log.filters):
+        flwr_log.addFilter(_DropRunSimulationDeprecation())
     if not verbose:
-        logging.getLogger("flwr").setLevel(logging.WARNING)
+        flwr_log.setLevel(logging.WARNING)
     backend = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "include_dashboard": False,
                              "logging_level": "error", "log_to_driver": verbose}}

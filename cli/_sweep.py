@@ -1,0 +1,134 @@
+"""``edprf sweep``: simulated federations over a grid, with several seeds."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import itertools
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["register"]
+
+_GRID = ("epsilon", "parties", "partition", "depth", "trees_per_party")
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
+
+
+def _words(text: str) -> list[str]:
+    return [v for v in text.split(",") if v]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ._simulate import add_federation_arguments
+
+    p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
+    add_federation_arguments(p)
+    p.add_argument("--epsilons", type=_floats, default=[0.25, 0.5, 1.0, 2.0], help="comma-separated list")
+    p.add_argument("--parties-list", type=_ints, default=None,
+                   help="comma-separated list of party counts (default: --parties)")
+    p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
+    p.add_argument("--depths", type=_ints, default=None, help="comma-separated (default: --depth)")
+    p.add_argument("--trees-list", type=_ints, default=None, help="trees per party, comma-separated")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default: %(default)s)")
+    p.add_argument("--output", default=None, help="directory for sweep.csv, sweep.md and plots")
+    p.set_defaults(handler=run)
+
+
+def _configs(args: argparse.Namespace) -> list[dict]:
+    values = {"epsilon": args.epsilons, "parties": args.parties_list or [args.parties], "partition": args.partitions,
+              "depth": args.depths or [args.depth], "trees_per_party": args.trees_list or [args.trees_per_party]}
+    return [dict(zip(_GRID, combo)) for combo in itertools.product(*(values[k] for k in _GRID))]
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ._simulate import run_simulation_report
+
+    out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))
+    out.mkdir(parents=True, exist_ok=True)
+    configs = _configs(args)
+    total = len(configs) * args.seeds
+    rows, done, started = [], 0, time.perf_counter()
+    for config in configs:
+        for seed in range(args.seeds):
+            run_args = copy.copy(args)
+            for key, value in config.items():
+                setattr(run_args, key, value)
+            run_args.seed = seed
+            run_args.evaluation_epsilon = 0.0
+            run_args.party_holdout = 0.0
+            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None)
+            fed = result["federated"]
+            base = result.get("baselines", {})
+            rows.append({**config, "seed": seed,
+                         "federated_accuracy": fed.get("central_evaluation", {}).get("accuracy", float("nan")),
+                         "federated_balanced_accuracy":
+                             fed.get("central_evaluation", {}).get("balanced_accuracy", float("nan")),
+                         "central_accuracy": base.get("central_edprf", {}).get("accuracy", float("nan")),
+                         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", float("nan")),
+                         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+                         "seconds": result["federation_seconds"]})
+            done += 1
+            eta = (time.perf_counter() - started) / done * (total - done)
+            print(f"[{done}/{total}] {config} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
+                  f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)", file=sys.stderr, flush=True)
+    with (out / "sweep.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["| " + " | ".join(_GRID) + " | federated | central | non-private |", "|" + "---|" * (len(_GRID) + 3)]
+    for config in configs:
+        sel = [r for r in rows if all(r[k] == config[k] for k in _GRID)]
+        cells = []
+        for key in ("federated_accuracy", "central_accuracy", "non_private_accuracy"):
+            vals = np.array([r[key] for r in sel], dtype=float)
+            cells.append(f"{np.nanmean(vals):.4f} ± {np.nanstd(vals):.4f}")
+        lines.append("| " + " | ".join(str(config[k]) for k in _GRID) + " | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    (out / "sweep.md").write_text(table + "\n")
+    print(table)
+    _plots(rows, configs, out)
+    print(f"\nresults: {out / 'sweep.csv'}, {out / 'sweep.md'}, plots in {out}")
+    return 0
+
+
+def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    import numpy as np
+
+    for axis in ("epsilon", "parties", "depth", "trees_per_party"):
+        xs = sorted({c[axis] for c in configs})
+        if len(xs) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        others = [k for k in _GRID if k != axis]
+        for key in sorted({tuple(c[k] for k in others) for c in configs}):
+            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
+            means = [np.nanmean([r["federated_accuracy"] for r in rows if r[axis] == x
+                                 and tuple(r[k] for k in others) == key] or [np.nan]) for x in xs]
+            ax.plot(xs, means, marker="o", label=f"federated {label}".strip())
+        central = [np.nanmean([r["central_accuracy"] for r in rows if r[axis] == x]) for x in xs]
+        ax.plot(xs, central, marker="s", linestyle="--", color="gray", label="central eDPRF")
+        ax.set_xlabel(axis.replace("_", " "))
+        ax.set_ylabel("test accuracy")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)
+        plt.close(fig)
