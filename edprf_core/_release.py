@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._budget import layer_schedule, tree_composition
 from ._encoding import FeatureGrid, encode_features
 from ._exceptions import SchemaError
+from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
 from ._tree import SPLIT_MODES, ForestArrays
@@ -210,12 +211,24 @@ class DPForest:
             self._routing["table"] = RoutingTable.compile(self.trees, self.grid, self.split_mode, self.max_depth)
         return self._routing["table"]
 
+    def _leafmask(self) -> LeafMaskPredictor | None:
+        if "leafmask" not in self._routing:
+            fast = None
+            if self.split_mode == "binary":
+                fast = LeafMaskPredictor.compile(self.trees, self.grid)
+            self._routing["leafmask"] = fast
+        return self._routing["leafmask"]
+
     def encode(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int32]:
         return encode_features(X, self.schema, self.grid)
 
     def votes(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int64]:
         """Trees voting for each class, shape (n_samples, n_classes)."""
-        return self._table().votes(self.encode(X), self.schema.n_classes)
+        codes = self.encode(X)
+        fast = self._leafmask()
+        if fast is not None:
+            return fast.votes(codes, self.grid.n_codes, self.schema.n_classes)
+        return self._table().votes(codes, self.schema.n_classes)
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Vote shares of the declared classes."""

@@ -169,3 +169,22 @@ def test_core_does_not_import_flower():
     code = "import sys, edprf_core; from edprf_core import EDPRFClassifier; print('flwr' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+@pytest.mark.parametrize("depth", [1, 4, 6, 7, 8, 9])
+def test_leaf_mask_predictor_agrees_with_routing_table(n_classes, depth):
+    """The fast path (one to four 64-bit words of leaves) and the level-wise walk agree;
+    trees with more than 256 leaves fall back to the walk."""
+    from edprf_core._leafmask import LeafMaskPredictor
+
+    schema = make_schema(n_classes=n_classes, n_categorical=3, n_categories=4)
+    X, y = make_data(schema, 2000, seed=depth)
+    forest = EDPRFClassifier(schema, n_estimators=6, max_depth=depth, n_bins=8, random_state=depth).fit(X, y).forest_
+    codes = forest.encode(X)
+    compiled = LeafMaskPredictor.compile(forest.trees, forest.grid)
+    assert (compiled is None) == (depth > 8)
+    walk = forest._table().votes(codes, n_classes)
+    assert np.array_equal(forest.votes(X), walk)
+    if compiled is not None:
+        assert np.array_equal(compiled.votes(codes, forest.grid.n_codes, n_classes), walk)
