@@ -20,6 +20,11 @@ class CoordinatorConfig:
         records being disjoint across parties).
     trees_per_party : int >= 1
         Trees every party releases: decided here, never from row counts.
+    min_parties : int >= 1
+        Fewer valid releases than this: no model is saved.
+    expected_parties : int >= 0
+        Wait up to ``node_wait_timeout`` seconds for this many connected
+        parties before sending requests (0: start once ``min_parties`` are in).
     evaluation_epsilon : float in [0, inf)
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
     """
@@ -36,6 +41,7 @@ class CoordinatorConfig:
     relation: str = "add-remove"
     seed: int = -1
     min_parties: int = 1
+    expected_parties: int = 0
     round_timeout: float = 300.0
     node_wait_timeout: float = 60.0
     evaluation_epsilon: float = 0.1

@@ -76,7 +76,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                            allowed_relations=(cfg.relation,))
     report = RunReport(run_id=run_id, parameters={k: v for k, v in vars(cfg).items()},
                        schema_fingerprint=schema.fingerprint)
-    nodes = _wait_for_nodes(grid, cfg.min_parties, cfg.node_wait_timeout)
+    nodes = _wait_for_nodes(grid, max(cfg.min_parties, cfg.expected_parties), cfg.node_wait_timeout)
     log.info("run %s: %d parties connected", run_id, len(nodes))
     requests = _train_requests(cfg, run_id, schema.fingerprint, nodes)
     messages = []
@@ -123,7 +123,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             outcome.message = f"party {release.party_id!r} already contributed to this run"
             continue
         seen_parties.add(release.party_id)
-        outcome.status, outcome.n_trees = "accepted", release.forest.n_trees
+        outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         accepted.append(release)
     for p in report.parties:
