@@ -27,11 +27,27 @@ from ._mechanisms import (
     permute_and_flip_probabilities,
 )
 from ._randomness import make_generator, spawn_generators
-from ._release import FEDERATION_NOTE, DPForest, TrainingParameters, merge_forests
+from ._release import (
+    COMPOSITIONS,
+    FEDERATION_NOTE,
+    MAX_DEPTH_LIMIT,
+    RELATIONS,
+    SCHEDULES,
+    VARIANTS,
+    DPForest,
+    TrainingParameters,
+    merge_forests,
+)
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
-from ._tree import ForestArrays, TreeStructureError
+from ._tree import SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
+    "COMPOSITIONS",
+    "MAX_DEPTH_LIMIT",
+    "RELATIONS",
+    "SCHEDULES",
+    "SPLIT_MODES",
+    "VARIANTS",
     "BudgetError",
     "CategoricalFeature",
     "ContinuousFeature",

@@ -23,7 +23,8 @@ from ._predict import RoutingTable
 from ._schema import Schema
 from ._tree import SPLIT_MODES, ForestArrays
 
-__all__ = ["TrainingParameters", "DPForest", "merge_forests", "RELATIONS", "VARIANTS"]
+__all__ = ["TrainingParameters", "DPForest", "merge_forests", "RELATIONS", "VARIANTS", "SCHEDULES", "COMPOSITIONS",
+           "MAX_DEPTH_LIMIT", "FEDERATION_NOTE"]
 
 RELATIONS = ("add-remove", "replace-one")
 VARIANTS = ("pf", "tradition")

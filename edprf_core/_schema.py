@@ -288,6 +288,16 @@ class Schema:
             raise SchemaError(f"unsupported schema format: expected {SCHEMA_FORMAT}, got {fmt!r}")
         if "label" not in data or "features" not in data:
             raise SchemaError("a schema needs a [label] table and [[features]] entries")
+        if not isinstance(data["label"], Mapping):
+            raise SchemaError(f"[label]: expected a table, got {type(data['label']).__name__}")
+        if not isinstance(data["features"], list) or not all(isinstance(f, Mapping) for f in data["features"]):
+            raise SchemaError("features: expected an array of tables ([[features]])")
+        for key in ("ignored_columns",):
+            if key in data and not (isinstance(data[key], list) and all(isinstance(v, str) for v in data[key])):
+                raise SchemaError(f"{key}: expected an array of strings, got {data[key]!r}")
+        for key in ("name", "description", "provenance"):
+            if key in data and not isinstance(data[key], str):
+                raise SchemaError(f"{key}: expected a string, got {type(data[key]).__name__}")
         label = dict(data["label"])
         _only_keys(label, {"column", "classes", "source"}, "[label]")
         features: list[Feature] = []
@@ -299,10 +309,14 @@ class Schema:
                 if kind == "continuous":
                     _only_keys(raw, {"name", "lower", "upper", "edges", "missing", "source"}, where)
                     if "edges" in raw:
+                        if not isinstance(raw["edges"], list):
+                            raise SchemaError(f"{where}: edges must be an array of numbers")
                         raw["edges"] = tuple(raw["edges"])
                     features.append(ContinuousFeature(**raw))
                 elif kind == "categorical":
                     _only_keys(raw, {"name", "categories", "unknown", "missing", "source"}, where)
+                    if not isinstance(raw.get("categories", []), list):
+                        raise SchemaError(f"{where}: categories must be an array")
                     raw["categories"] = tuple(raw.get("categories", ()))
                     features.append(CategoricalFeature(**raw))
                 else:
@@ -329,7 +343,12 @@ class Schema:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise SchemaError(f"schema is not valid TOML: {exc}") from None
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except SchemaError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise SchemaError(f"schema has values of the wrong kind: {exc}") from None
 
     def to_toml(self) -> str:
         """Serialize to the TOML format :func:`load_schema` reads."""

@@ -195,13 +195,15 @@ class ForestArrays:
                 raise TreeStructureError(
                     f"tree {t}: expected every non-root node to have exactly one parent and the root none"
                 )
-            order = np.argsort(starts, kind="stable")
+            if parents.size and (starts[0] != 1 or np.any(np.diff(starts) <= 0)):
+                raise TreeStructureError(
+                    f"tree {t}: expected breadth-first order (child blocks in the order of their parents)")
             parent_of = np.empty(size, dtype=np.int64)
             parent_of[0] = -1
-            parent_of[1:] = np.repeat(parents[order], nc[parents][order])
+            parent_of[1:] = np.repeat(parents, nc[parents])
             if np.any(parent_of[1:] >= np.arange(1, size)):
                 raise TreeStructureError(f"tree {t}: expected children numbered after their parent (no cycles)")
-            d = _propagate_depth(parent_of)
+            d = _propagate_depth(parent_of, max_depth)
             depth[a:b] = d
             if max_depth is not None and d.max() > max_depth:
                 raise TreeStructureError(f"tree {t}: depth expected <= {max_depth}, got {int(d.max())}")
@@ -210,15 +212,23 @@ class ForestArrays:
         return depth
 
 
-def _propagate_depth(parent_of: NDArray[np.int64]) -> NDArray[np.int32]:
-    """Depth of each node from parent pointers (parents precede children)."""
+def _propagate_depth(parent_of: NDArray[np.int64], limit: int | None = None) -> NDArray[np.int32]:
+    """Depth of each node from parent pointers (parents precede children).
+
+    One vectorized pass per level.  With ``limit``, stops after ``limit + 1``
+    passes and returns depths capped at ``limit + 1``, so a hostile chain a
+    million levels deep costs ``limit`` passes, not a million.
+    """
     d = np.zeros(parent_of.size, dtype=np.int32)
     child = parent_of >= 0
-    while True:
+    passes = 0
+    while limit is None or passes <= limit:
         new = np.where(child, d[np.maximum(parent_of, 0)] + 1, 0).astype(np.int32)
+        passes += 1
         if np.array_equal(new, d):
             return d
         d = new
+    return np.minimum(d, limit + 1)
 
 
 def _check_features_once_per_path(

@@ -1,0 +1,62 @@
+"""Wire format of DP forest releases (``edprf.v1``), strict decoding and provenance.
+
+A party encodes its fitted forest::
+
+    data = encode_release(clf.forest_, "hospital-a", signing_key=key)
+
+and the coordinator decodes untrusted bytes against the federation's schema,
+its policy and the parties' public keys::
+
+    release = decode_release(data, schema, ReleasePolicy(max_epsilon=2.0), registry)
+
+Decoding raises :class:`InvalidRelease` (with a :class:`Reason`) for every
+defect and nothing else.  Accepted releases go into a global model with
+:func:`build_global_model`; :func:`load_global_model` re-verifies them.
+The messages are defined in ``release.proto``; ``release_pb2`` is generated
+(``python -m protocol.regenerate``) and committed.
+"""
+
+from ._atomic_file import save_atomic
+from ._decode import VerifiedRelease, decode_release
+from ._encode import encode_release
+from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
+from ._errors import InvalidRelease, Reason
+from ._global_model import GlobalModelView, build_global_model, load_global_model
+from ._keys import (
+    KEY_KINDS,
+    generate_signing_key,
+    key_id,
+    load_private_key,
+    load_public_key,
+    save_private_key,
+    save_public_key,
+)
+from ._policy import INSPECTION_POLICY, ReleasePolicy
+from ._registry import PartyKeyRegistry
+from ._signature import SignatureStatus
+
+__all__ = [
+    "FORMAT_VERSION",
+    "INSPECTION_POLICY",
+    "KEY_KINDS",
+    "GlobalModelView",
+    "InvalidRelease",
+    "PartyKeyRegistry",
+    "Reason",
+    "ReleaseHeader",
+    "ReleasePolicy",
+    "SignatureStatus",
+    "VerifiedRelease",
+    "build_global_model",
+    "decode_release",
+    "encode_release",
+    "generate_signing_key",
+    "key_id",
+    "load_global_model",
+    "load_private_key",
+    "load_public_key",
+    "read_release_header",
+    "save_atomic",
+    "save_private_key",
+    "save_public_key",
+]

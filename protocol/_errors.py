@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Reason", "InvalidRelease"]
+__all__ = ["InvalidRelease", "Reason"]
 
 
 class Reason(StrEnum):

@@ -13,8 +13,8 @@ __all__ = [
     "ENUM_TABLES",
     "PARTY_ID_PATTERN",
     "check_party_id",
-    "parameters_to_message",
     "parameters_from_message",
+    "parameters_to_message",
 ]
 
 PARTY_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from edprf_core._release import MAX_DEPTH_LIMIT, RELATIONS
 
-__all__ = ["ReleasePolicy", "INSPECTION_POLICY"]
+__all__ = ["INSPECTION_POLICY", "ReleasePolicy"]
 
 _MiB = 1 << 20
 
@@ -16,6 +16,9 @@ _MiB = 1 << 20
 @dataclass(frozen=True)
 class ReleasePolicy:
     """Limits a decoder enforces on untrusted releases.
+
+    Raises ``TypeError`` for a value of the wrong type and ``ValueError`` for
+    one out of range.
 
     Parameters
     ----------
@@ -49,24 +52,26 @@ class ReleasePolicy:
 
     def __post_init__(self) -> None:
         eps = self.max_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or math.isnan(eps) or eps <= 0:
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+            raise TypeError(f"max_epsilon: expected a number, got {eps!r}")
+        if math.isnan(eps) or eps <= 0:
             raise ValueError(f"max_epsilon: expected a number > 0, got {eps!r}")
         object.__setattr__(self, "max_epsilon", float(eps))
         for name, low, high in (("max_depth", 1, MAX_DEPTH_LIMIT), ("max_trees", 1, None),
                                 ("max_bytes", 1, None), ("max_bins", 2, None)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise ValueError(f"{name}: expected an integer, got {value!r}")
+                raise TypeError(f"{name}: expected an integer, got {value!r}")
             if value < low or (high is not None and value > high):
                 bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
                 raise ValueError(f"{name}: expected an integer {bounds}, got {value!r}")
             object.__setattr__(self, name, int(value))
         for name in ("require_signature", "allow_non_dp"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
+                raise TypeError(f"{name}: expected a bool, got {getattr(self, name)!r}")
         relations = self.allowed_relations
         if isinstance(relations, str):
-            raise ValueError(f"allowed_relations: expected a sequence of relations, got the string {relations!r}")
+            raise TypeError(f"allowed_relations: expected a sequence of relations, got the string {relations!r}")
         relations = tuple(relations)
         unknown = [r for r in relations if r not in RELATIONS]
         if not relations or unknown:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core._release import RELATIONS, SCHEDULES
-from edprf_core._tree import SPLIT_MODES
+from edprf_core import RELATIONS, SCHEDULES
+from edprf_core import SPLIT_MODES
 
 __all__ = ["TrainRequest", "EvaluateRequest", "TaskError", "REQUEST_KEY", "RESULT_KEY", "MODEL_KEY", "METRICS_KEY"]
 

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PROTO_FILE", "GENERATED_FILE", "generate_into", "comparable_text", "is_stale", "main"]
+__all__ = ["GENERATED_FILE", "PROTO_FILE", "comparable_text", "generate_into", "is_stale", "main"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent

@@ -128,3 +128,36 @@ def test_empty_nodes_still_run_the_mechanism():
     assert np.all(forest.trees.leaf_class[leaves] >= 0)
     # empty leaves pick uniformly: both classes appear among the 32 leaves
     assert len(set(forest.trees.leaf_class[leaves].tolist())) == 2
+
+
+def test_validate_refuses_deep_chains_quickly_and_non_breadth_first_order():
+    """A hostile chain is refused after max_depth + 1 passes, not after its full depth."""
+    from edprf_core import FeatureGrid, ForestArrays, TreeStructureError
+    from edprf_core._tree import _propagate_depth
+
+    schema = make_schema()
+    grid = FeatureGrid.from_schema(schema, 5)
+    d = 200_000
+    n = 2 * d + 1
+    internal = np.arange(0, n - 1, 2)
+    feature = np.full(n, -1, np.int32)
+    feature[internal] = 0
+    split = feature.copy()
+    split[internal] = 1
+    first = np.full(n, -1, np.int32)
+    first[internal] = internal + 1
+    leaf = np.zeros(n, np.int32)
+    leaf[internal] = -1
+    chain = ForestArrays(np.array([0, n]), feature, split, first, leaf)
+    with pytest.raises(TreeStructureError, match="depth expected <= 6"):
+        chain.validate(grid, 2, "binary", max_depth=6)
+    # the depth propagation stops after max_depth + 1 passes (uncapped: 200,000 passes)
+    parent = np.r_[-1, np.repeat(internal, 2)]
+    assert _propagate_depth(parent, 6).max() == 7
+    # a root whose first child block comes after its second child's block
+    swapped = ForestArrays(np.array([0, 7]), np.array([0, 0, 0, -1, -1, -1, -1], np.int32),
+                           np.array([1, 1, 1, -1, -1, -1, -1], np.int32),
+                           np.array([1, 5, 3, -1, -1, -1, -1], np.int32),
+                           np.array([-1, -1, -1, 0, 1, 0, 1], np.int32))
+    with pytest.raises(TreeStructureError, match="breadth-first"):
+        swapped.validate(grid, 2, "binary", max_depth=6)

@@ -203,3 +203,18 @@ def test_fingerprint_is_stable_across_processes(schema):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": "", "PYTHONPATH": "."})
     assert out.stdout.strip() == schema.fingerprint
+
+
+@pytest.mark.parametrize("toml", [
+    'features = 1\n[label]\ncolumn="y"\nclasses=[0,1]',
+    'label = "y"\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
+    'ignored_columns = "abc"\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\n'
+    'lower=0.0\nupper=1.0',
+    '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nedges="ab"',
+    '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="categorical"\ncategories="ab"',
+])
+def test_hostile_schema_toml_raises_schema_error(toml):
+    from edprf_core import Schema
+
+    with pytest.raises(SchemaError):
+        Schema.from_toml(toml)

@@ -1,0 +1,67 @@
+"""Crash-safe file writes: readers see the old file or the new one, never a part."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["save_atomic"]
+
+_CHUNK = 1 << 20
+
+
+def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
+    """Write ``data`` to ``path`` atomically.
+
+    The bytes go to a temporary file in the same directory, which is flushed
+    and fsynced and then renamed over ``path`` with :func:`os.replace`
+    (atomic on POSIX and Windows); the directory is fsynced afterwards where
+    the platform allows it.  On any failure the temporary file is removed and
+    ``path`` is left as it was.
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination; its directory must exist.
+    data : bytes
+    mode : int, default 0o644
+        Permission bits of the new file (0o600 for private keys).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    view = memoryview(bytes(data))
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
+            written = 0
+            while written < len(view):
+                written += os.write(fd, view[written:written + _CHUNK])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_directory(path.parent)
+    return path
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist the rename (POSIX); a no-op where directories cannot be opened."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,188 @@
+"""Decoding an untrusted release into a DPForest, or refusing it with a reason.
+
+Order of checks (each before anything that depends on it): size cap;
+strict parse; format version; party id; provenance (when a registry is
+configured); schema fingerprint; parameters; policy; array lengths against
+caps derived from the policy and the public grid; tree structure and domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edprf_core import DPForest, FeatureGrid, ForestArrays, Schema, TrainingParameters
+
+from . import release_pb2 as pb
+from ._envelope import ReleaseEnvelope, as_bytes, open_envelope
+from ._errors import InvalidRelease, Reason
+from ._parameters import parameters_from_message
+from ._policy import ReleasePolicy
+from ._registry import PartyKeyRegistry
+from ._signature import SignatureStatus
+from ._structure import check_trees, max_nodes_per_tree
+
+__all__ = ["VerifiedRelease", "decode_envelope", "decode_release"]
+
+NODE_FIELDS = ("feature", "split", "first_child", "leaf_class")
+
+
+@dataclass(frozen=True, eq=False)
+class VerifiedRelease:
+    """A release that passed every check of :func:`decode_release`.
+
+    Attributes
+    ----------
+    party_id : str
+    forest : DPForest
+        One part, labelled ``party_id``.
+    params : TrainingParameters
+    signed : bool
+        True only when the signature was verified against a key registry.
+    key_id : str
+        Key id the release claims ("" when unsigned).
+    raw : bytes
+        The SignedRelease bytes exactly as received.
+    signature_status : SignatureStatus
+    signature_detail : str
+    """
+
+    party_id: str
+    forest: DPForest
+    params: TrainingParameters
+    signed: bool
+    key_id: str
+    raw: bytes
+    signature_status: SignatureStatus
+    signature_detail: str
+
+    @property
+    def epsilon(self) -> float:
+        """ε per record of this release."""
+        return float(self.params.epsilon)
+
+    @property
+    def n_trees(self) -> int:
+        return self.forest.n_trees
+
+
+def decode_release(
+    data: bytes | bytearray | memoryview,
+    schema: Schema,
+    policy: ReleasePolicy,
+    registry: PartyKeyRegistry | None = None,
+) -> VerifiedRelease:
+    """Decode and check an untrusted ``SignedRelease``.
+
+    Parameters
+    ----------
+    data : bytes
+        Serialized ``edprf.v1.SignedRelease``.
+    schema : Schema
+        The federation's public schema; the release must carry its fingerprint.
+    policy : ReleasePolicy
+    registry : PartyKeyRegistry, optional
+        When given, the release must be signed by the registered key of the
+        party it names.  Required when ``policy.require_signature``.
+
+    Returns
+    -------
+    VerifiedRelease
+
+    Raises
+    ------
+    InvalidRelease
+        For every defect of ``data``; its ``reason`` says which.  Nothing
+        else is raised for any content of ``data``.
+    ValueError
+        When ``policy.require_signature`` and no registry is given.
+    """
+    if policy.require_signature and registry is None:
+        raise ValueError("policy requires signatures: expected a PartyKeyRegistry, got None")
+    envelope = open_envelope(as_bytes(data), policy.max_bytes, registry)
+    return decode_envelope(envelope, schema, policy, enforce_signature=registry is not None)
+
+
+def decode_envelope(
+    envelope: ReleaseEnvelope, schema: Schema, policy: ReleasePolicy, enforce_signature: bool, what: str = "release"
+) -> VerifiedRelease:
+    """Check an opened envelope against ``schema`` and ``policy`` (see :func:`decode_release`)."""
+    check = envelope.signature
+    if enforce_signature and check.failure_reason is not None:
+        raise InvalidRelease(check.failure_reason, f"{what}: {check.detail}")
+    release = envelope.release
+    if release.schema_fingerprint != schema.fingerprint:
+        raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"{what}: schema fingerprint expected {schema.fingerprint}, "
+                                                     f"got {release.schema_fingerprint!r}")
+    params = parameters_from_message(release.parameters)
+    _check_policy(params, policy, what)
+    grid = FeatureGrid.from_schema(schema, params.n_bins)
+    trees = _trees_from_message(release.trees, params, grid, what)
+    try:
+        check_trees(trees, grid, schema.n_classes, params.split_mode, params.max_depth)
+    except InvalidRelease as exc:
+        raise InvalidRelease(exc.reason, f"{what}: {exc.message}") from None
+    party = release.party_id
+    forest = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode, trees=trees,
+                      parts=((party, params, params.n_trees),))
+    return VerifiedRelease(
+        party_id=party,
+        forest=forest,
+        params=params,
+        signed=check.status is SignatureStatus.VERIFIED,
+        key_id=envelope.signed.key_id,
+        raw=envelope.raw,
+        signature_status=check.status,
+        signature_detail=check.detail,
+    )
+
+
+def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) -> None:
+    if not params.dp and not policy.allow_non_dp:
+        raise InvalidRelease(Reason.NOT_DP, f"{what}: expected dp = true, got a release trained with a "
+                                            "research-only option that breaks the guarantee")
+    checks = (
+        (Reason.POLICY_RELATION, params.relation not in policy.allowed_relations,
+         f"relation expected one of {policy.allowed_relations}, got {params.relation!r}"),
+        (Reason.POLICY_EPSILON, params.epsilon > policy.max_epsilon,
+         f"epsilon expected <= {policy.max_epsilon:g}, got {params.epsilon:g}"),
+        (Reason.POLICY_DEPTH, params.max_depth > policy.max_depth,
+         f"max_depth expected <= {policy.max_depth}, got {params.max_depth}"),
+        (Reason.POLICY_TREES, params.n_trees > policy.max_trees,
+         f"n_trees expected <= {policy.max_trees}, got {params.n_trees}"),
+        (Reason.POLICY_BINS, params.n_bins > policy.max_bins,
+         f"n_bins expected <= {policy.max_bins}, got {params.n_bins}"),
+    )
+    for reason, failed, message in checks:
+        if failed:
+            raise InvalidRelease(reason, f"{what}: {message}")
+
+
+def _trees_from_message(message: pb.Trees, params: TrainingParameters, grid: FeatureGrid, what: str) -> ForestArrays:
+    """Build ForestArrays after checking every length against its cap."""
+    n_trees = params.n_trees
+    if len(message.nodes_per_tree) != n_trees:
+        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: nodes_per_tree expected {n_trees} entries "
+                                                   f"(parameters.n_trees), got {len(message.nodes_per_tree)}")
+    lengths = {name: len(getattr(message, name)) for name in NODE_FIELDS}
+    n_nodes = lengths["feature"]
+    if len(set(lengths.values())) != 1:
+        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: node arrays expected equal lengths, got {lengths}")
+    per_tree_cap = max_nodes_per_tree(grid, params.split_mode, params.max_depth)
+    if n_nodes > n_trees * per_tree_cap:
+        raise InvalidRelease(Reason.BAD_STRUCTURE,
+                             f"{what}: expected at most {n_trees * per_tree_cap} nodes for {n_trees} "
+                             f"{params.split_mode} trees of depth {params.max_depth}, got {n_nodes}")
+    sizes = np.fromiter(message.nodes_per_tree, dtype=np.int64, count=n_trees)
+    if sizes.min() < 1 or sizes.max() > per_tree_cap:
+        t = int(np.flatnonzero((sizes < 1) | (sizes > per_tree_cap))[0])
+        raise InvalidRelease(Reason.BAD_STRUCTURE,
+                             f"{what}: tree {t}: expected 1..{per_tree_cap} nodes, got {int(sizes[t])}")
+    if int(sizes.sum()) != n_nodes:
+        raise InvalidRelease(Reason.BAD_STRUCTURE,
+                             f"{what}: nodes_per_tree sums to {int(sizes.sum())}, expected {n_nodes} (the node arrays)")
+    offsets = np.zeros(n_trees + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    nodes = {name: np.fromiter(getattr(message, name), dtype=np.int32, count=n_nodes) for name in NODE_FIELDS}
+    return ForestArrays(tree_offsets=offsets, **nodes)

@@ -1,0 +1,81 @@
+"""Encoding one party's DP forest as a (signed) release."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edprf_core import DPForest
+
+from . import release_pb2 as pb
+from ._canonical import serialize_canonical
+from ._envelope import FORMAT_VERSION
+from ._errors import InvalidRelease
+from ._keys import PrivateKey
+from ._parameters import check_party_id, parameters_to_message
+from ._signature import sign_release_bytes
+from ._structure import check_trees
+
+__all__ = ["encode_release"]
+
+
+def encode_release(
+    forest: DPForest, party_id: str, signing_key: PrivateKey | None = None, *, allow_non_dp: bool = False
+) -> bytes:
+    """Serialize ``forest`` as an ``edprf.v1.SignedRelease``.
+
+    The release carries the schema fingerprint, the party id, the training
+    parameters and the trees; nothing else (no counts, no timestamps).
+
+    Parameters
+    ----------
+    forest : DPForest
+        A single-part forest (as fitted by one party); merged forests are
+        refused, since their parts belong to other parties.
+    party_id : str
+        1-64 characters ``[A-Za-z0-9._-]``, starting alphanumeric.
+    signing_key : Ed25519 or EC P-384 private key, optional
+        Signs the exact Release bytes; None sends an unsigned release.
+    allow_non_dp : bool, default False
+        Research only: permit a forest whose parameters say ``dp = False``.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    ValueError
+        For a merged forest, a non-DP forest (unless allowed), a bad party id,
+        an unsupported key, or trees a decoder would refuse.
+    """
+    check_party_id(party_id)
+    if len(forest.parts) != 1:
+        labels = [label for label, _, _ in forest.parts]
+        raise ValueError(f"forest: expected a single-part forest (one party's release), got {len(forest.parts)} "
+                         f"parts {labels}")
+    _, params, n_part = forest.parts[0]
+    if not params.dp and not allow_non_dp:
+        raise ValueError("forest: expected dp=True, got a forest trained with a research-only option "
+                         "(pass allow_non_dp=True for research releases only)")
+    if not params.n_trees == n_part == forest.n_trees:
+        raise ValueError(f"forest: expected parameters.n_trees == trees sent, got {params.n_trees} declared and "
+                         f"{forest.n_trees} trees")
+    try:
+        check_trees(forest.trees, forest.grid, forest.schema.n_classes, params.split_mode, params.max_depth)
+    except InvalidRelease as exc:
+        raise ValueError(f"forest: trees a decoder would refuse ({exc})") from None
+    trees = forest.trees
+    release = pb.Release(
+        format_version=FORMAT_VERSION,
+        schema_fingerprint=forest.schema.fingerprint,
+        party_id=party_id,
+        parameters=parameters_to_message(params),
+        trees=pb.Trees(
+            nodes_per_tree=np.diff(trees.tree_offsets).tolist(),
+            feature=trees.feature.tolist(),
+            split=trees.split.tolist(),
+            first_child=trees.first_child.tolist(),
+            leaf_class=trees.leaf_class.tolist(),
+        ),
+    )
+    return serialize_canonical(sign_release_bytes(serialize_canonical(release), signing_key))

@@ -1,0 +1,219 @@
+"""The coordinator's global model: schema, every accepted release as received, manifest.
+
+Because the signed releases are stored byte for byte, anyone holding the
+parties' public keys can re-verify which party contributed which trees under
+which ε; the merged forest is rebuilt from them on load and is never stored
+separately (it could not drift from its sources).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edprf_core import DPForest, Schema, SchemaError, merge_forests
+
+from . import release_pb2 as pb
+from ._canonical import parse_canonical, serialize_canonical
+from ._decode import VerifiedRelease, decode_envelope
+from ._envelope import FORMAT_VERSION, as_bytes, open_envelope
+from ._errors import InvalidRelease, Reason
+from ._policy import INSPECTION_POLICY, ReleasePolicy
+from ._registry import PartyKeyRegistry
+from ._signature import SignatureStatus
+
+__all__ = ["GlobalModelView", "build_global_model", "load_global_model"]
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalModelView:
+    """A loaded global model.
+
+    Attributes
+    ----------
+    format_version : int
+    schema : Schema
+    forest : DPForest
+        The merged forest; one part per release, labelled by party id.
+    releases : tuple of VerifiedRelease
+        In the stored order, each with its party, parameters (ε), trees and
+        signature status.
+    manifest : dict
+        The coordinator's free-form manifest.
+    """
+
+    format_version: int
+    schema: Schema
+    forest: DPForest
+    releases: tuple[VerifiedRelease, ...]
+    manifest: dict[str, Any]
+
+    @property
+    def parties(self) -> tuple[str, ...]:
+        return tuple(r.party_id for r in self.releases)
+
+    @property
+    def all_verified(self) -> bool:
+        """Whether every release's signature was verified against a registry."""
+        return all(r.signature_status is SignatureStatus.VERIFIED for r in self.releases)
+
+
+def _repeated(parties: Sequence[str]) -> list[str]:
+    """Party ids that occur more than once (their releases' ε would add up)."""
+    return sorted(party for party, n in Counter(parties).items() if n > 1)
+
+
+def build_global_model(schema: Schema, verified_releases: Sequence[VerifiedRelease], manifest: Mapping[str, Any]) -> bytes:
+    """Serialize an ``edprf.v1.GlobalModel``.
+
+    Parameters
+    ----------
+    schema : Schema
+        The federation's schema; every release must carry its fingerprint.
+    verified_releases : sequence of VerifiedRelease
+        Outputs of :func:`protocol.decode_release`, at most one per party.
+    manifest : mapping
+        JSON-serializable (finite numbers only): run id, metrics, rejections.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    ValueError
+        No releases, a party twice, another schema, forests on different
+        grids, a manifest with non-finite numbers, or a schema whose TOML
+        form does not reproduce its fingerprint.
+    TypeError
+        A manifest that is not a mapping, or holds values JSON cannot represent.
+    """
+    releases = list(verified_releases)
+    if not releases:
+        raise ValueError("verified_releases: expected at least one release, got none")
+    parties = [r.party_id for r in releases]
+    duplicates = _repeated(parties)
+    if duplicates:
+        raise ValueError(f"verified_releases: expected one release per party, got several from {duplicates}")
+    for r in releases:
+        if r.forest.schema.fingerprint != schema.fingerprint:
+            raise ValueError(f"release of {r.party_id!r}: schema fingerprint expected {schema.fingerprint}, "
+                             f"got {r.forest.schema.fingerprint}")
+    merge_forests([r.forest for r in releases], labels=parties)  # refuses mixed grids / split modes
+    schema_toml = schema.to_toml()
+    if Schema.from_toml(schema_toml).fingerprint != schema.fingerprint:
+        raise ValueError("schema: its TOML form does not reproduce its fingerprint; the model could not be reloaded")
+    if not isinstance(manifest, Mapping):
+        raise TypeError(f"manifest: expected a mapping (a JSON object), got {type(manifest).__name__}")
+    manifest_json = json.dumps(dict(manifest), sort_keys=True, allow_nan=False, ensure_ascii=False)
+    model = pb.GlobalModel(
+        format_version=FORMAT_VERSION,
+        schema_toml=schema_toml,
+        releases=[pb.SignedRelease.FromString(r.raw) for r in releases],
+        manifest_json=manifest_json,
+    )
+    return serialize_canonical(model)
+
+
+def _read_model_bytes(data_or_path: bytes | bytearray | memoryview | str | Path, max_bytes: int) -> bytes:
+    if isinstance(data_or_path, (str, Path)):
+        path = Path(data_or_path)
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InvalidRelease(Reason.TOO_LARGE, f"global model {path}: expected at most {max_bytes} bytes, got {size}")
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    else:
+        data = as_bytes(data_or_path)
+    if len(data) > max_bytes:
+        raise InvalidRelease(Reason.TOO_LARGE, f"global model: expected at most {max_bytes} bytes, got {len(data)}")
+    return data
+
+
+def _schema_from_toml(text: str) -> Schema:
+    try:
+        return Schema.from_toml(text)
+    except Exception as exc:  # noqa: BLE001 - the TOML is untrusted and Schema.from_dict is not total on it
+        raise InvalidRelease(Reason.MALFORMED,
+                             f"global model: schema_toml expected a valid schema, got an invalid one ({exc})") from None
+
+
+def _manifest_from_json(text: str) -> dict[str, Any]:
+    try:
+        manifest = json.loads(text, parse_constant=_refuse_constant) if text else {}
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRelease(Reason.MALFORMED, f"global model: manifest_json expected JSON, got invalid text ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise InvalidRelease(Reason.MALFORMED,
+                             f"global model: manifest_json expected a JSON object, got {type(manifest).__name__}")
+    return manifest
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name} (expected finite numbers only)")
+
+
+def load_global_model(
+    data_or_path: bytes | bytearray | memoryview | str | Path,
+    registry: PartyKeyRegistry | None = None,
+    policy: ReleasePolicy | None = None,
+    *,
+    strict: bool = True,
+    max_bytes: int = INSPECTION_POLICY.max_bytes,
+) -> GlobalModelView:
+    """Load a global model and re-check every release in it.
+
+    Parameters
+    ----------
+    data_or_path : bytes or path
+    registry : PartyKeyRegistry, optional
+        Re-verify every release's signature against these keys.
+    policy : ReleasePolicy, optional
+        Limits applied to each release; default :data:`INSPECTION_POLICY`
+        (format limits only: a stored model is shown, whatever its ε).
+    strict : bool, default True
+        With a registry, refuse the model unless every release verifies.
+        ``False`` records each release's status instead (for inspection).
+    max_bytes : int
+        Size cap of the whole model, checked before reading it all.
+
+    Raises
+    ------
+    InvalidRelease
+        For a malformed model or any release that fails its checks (the
+        message names the release); ``duplicate_party`` for two releases of
+        one party; ``schema_mismatch`` for forests on different grids.
+    """
+    policy = INSPECTION_POLICY if policy is None else policy
+    data = _read_model_bytes(data_or_path, max_bytes)
+    model = parse_canonical(pb.GlobalModel, data, "global model")
+    if model.format_version != FORMAT_VERSION:
+        raise InvalidRelease(Reason.UNKNOWN_VERSION,
+                             f"global model: format_version expected {FORMAT_VERSION}, got {model.format_version}")
+    schema = _schema_from_toml(model.schema_toml)
+    manifest = _manifest_from_json(model.manifest_json)
+    if not model.releases:
+        raise InvalidRelease(Reason.MALFORMED, "global model: expected at least one release, got none")
+    releases = []
+    for i, signed in enumerate(model.releases):
+        what = f"release {i}"
+        envelope = open_envelope(serialize_canonical(signed), policy.max_bytes, registry, what=what)
+        what = f"release {i} (party {envelope.release.party_id!r})"
+        releases.append(decode_envelope(envelope, schema, policy, enforce_signature=strict and registry is not None,
+                                        what=what))
+    parties = [r.party_id for r in releases]
+    duplicates = _repeated(parties)
+    if duplicates:
+        raise InvalidRelease(Reason.DUPLICATE_PARTY,
+                             f"global model: expected one release per party, got several from {duplicates}")
+    try:
+        forest = merge_forests([r.forest for r in releases], labels=parties)
+    except SchemaError as exc:
+        raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"global model: releases cannot be merged ({exc})") from None
+    return GlobalModelView(format_version=model.format_version, schema=schema, forest=forest,
+                           releases=tuple(releases), manifest=manifest)
+

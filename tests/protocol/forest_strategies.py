@@ -1,0 +1,105 @@
+"""Hypothesis strategies: random public schemas and random valid DP forests on them.
+
+Trees are generated directly as flat arrays in the breadth-first layout that
+``edprf_core`` documents, independently of the builder, so that the codec is
+tested on shapes the builder may never produce (partial trees, leaves at any
+depth, single-node trees, every class and feature index).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from edprf_core import (
+    CategoricalFeature,
+    ContinuousFeature,
+    DPForest,
+    FeatureGrid,
+    ForestArrays,
+    LabelSpec,
+    Schema,
+    TrainingParameters,
+)
+
+SPLIT_MODES = ("binary", "multiway")
+MAX_NODES_PER_TREE = 80
+
+
+@st.composite
+def schemas(draw: st.DrawFn) -> Schema:
+    """1-5 features (continuous with or without declared edges, categorical) and 2-5 classes."""
+    features = []
+    for i in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(("continuous", "edges", "categorical")))
+        if kind == "categorical":
+            k = draw(st.integers(2, 6))
+            features.append(CategoricalFeature(f"c{i}", tuple(f"v{j}" for j in range(k))))
+        elif kind == "edges":
+            edges = draw(st.lists(st.integers(1, 99), min_size=1, max_size=5, unique=True))
+            features.append(ContinuousFeature(f"x{i}", 0.0, 100.0, edges=tuple(sorted(float(e) for e in edges))))
+        else:
+            features.append(ContinuousFeature(f"x{i}", -1.0, 1.0))
+    classes = tuple(f"k{j}" for j in range(draw(st.integers(2, 5))))
+    return Schema(features=tuple(features), label=LabelSpec("y", classes), name="hypothesis")
+
+
+def _draw_tree(draw: st.DrawFn, grid: FeatureGrid, split_mode: str, max_depth: int, n_classes: int) -> dict:
+    """One tree in breadth-first order: node i's children are appended when node i is visited."""
+    n_features = len(grid.n_codes)
+    fields: dict[str, list[int]] = {"feature": [], "split": [], "first_child": [], "leaf_class": []}
+    nodes = [(0, frozenset())]  # (depth, features used on the path) of each node, in BFS order
+    i = 0
+    while i < len(nodes):
+        depth, used = nodes[i]
+        i += 1
+        candidates = [f for f in range(n_features) if split_mode == "binary" or f not in used]
+        room = len(nodes) + max(grid.n_codes) <= MAX_NODES_PER_TREE
+        if depth < max_depth and candidates and room and draw(st.booleans()):
+            f = draw(st.sampled_from(candidates))
+            codes = grid.n_codes[f]
+            if split_mode == "binary":
+                split, width = draw(st.integers(0 if grid.is_categorical[f] else 1, codes - 1)), 2
+            else:
+                split, width = -1, codes
+            node = (f, split, len(nodes), -1)
+            nodes.extend([(depth + 1, used | {f})] * width)
+        else:
+            node = (-1, -1, -1, draw(st.integers(0, n_classes - 1)))
+        for name, value in zip(fields, node):
+            fields[name].append(value)
+    return fields
+
+
+@st.composite
+def training_parameters(draw: st.DrawFn, split_mode: str, max_depth: int, n_trees: int, n_bins: int,
+                        dp: bool = True) -> TrainingParameters:
+    relation = draw(st.sampled_from(("add-remove", "replace-one")))
+    return TrainingParameters(
+        epsilon=draw(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)),
+        relation=relation,
+        schedule=draw(st.sampled_from(("harmonic", "uniform", "linear"))),
+        composition=draw(st.sampled_from(("parallel", "sequential"))),
+        split_mode=split_mode,
+        variant=draw(st.sampled_from(("pf", "tradition"))),
+        max_depth=max_depth,
+        n_trees=n_trees,
+        n_bins=n_bins,
+        exploit_monotonicity=relation == "add-remove" and draw(st.booleans()),
+        dp=dp,
+        seeded=draw(st.booleans()),
+    )
+
+
+@st.composite
+def random_forests(draw: st.DrawFn, split_mode: str | None = None) -> DPForest:
+    """A valid single-part DPForest with random trees (1-4 trees, depth 1-5)."""
+    schema = draw(schemas())
+    mode = split_mode or draw(st.sampled_from(SPLIT_MODES))
+    n_bins = draw(st.integers(2, 6))
+    max_depth = draw(st.integers(1, 5))
+    grid = FeatureGrid.from_schema(schema, n_bins)
+    n_trees = draw(st.integers(1, 4))
+    trees = [_draw_tree(draw, grid, mode, max_depth, schema.n_classes) for _ in range(n_trees)]
+    params = draw(training_parameters(mode, max_depth, n_trees, n_bins))
+    return DPForest(schema=schema, grid_bins=n_bins, split_mode=mode, trees=ForestArrays.from_trees(trees),
+                    parts=(("local", params, n_trees),))
