@@ -32,6 +32,14 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--party-holdout", type=float, default=0.1,
                    help="share of each party's rows kept for its own evaluation (default: %(default)s)")
     p.add_argument("--test-size", type=float, default=0.2, help="central held-out test share (default: %(default)s)")
+    p.add_argument("--validation-size", type=float, default=0.1,
+                   help="share of the training rows kept by the coordinator as its own validation data "
+                        "(contribution report, quality flags, selection); 0 disables (default: %(default)s)")
+    p.add_argument("--selective", action="store_true",
+                   help="selective aggregation: keep only parties whose trees raise validation accuracy")
+    p.add_argument("--exclude-flagged", action="store_true", help="drop parties the quality test flags")
+    p.add_argument("--shuffle-labels-party", type=int, action="append", default=[],
+                   help="research: give this party (0-based) shuffled labels, a low-quality party (repeatable)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the split, the partition and the parties' noise (research; default: %(default)s)")
 
@@ -78,8 +86,18 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     X, y, schema, name = _load(args)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=args.test_size, random_state=args.seed,
                                                         stratify=y)
+    validation_size = getattr(args, "validation_size", 0.0)
+    if validation_size > 0:
+        X_train, X_val, y_train, y_val = train_test_split(X_train, y_train, test_size=validation_size,
+                                                          random_state=args.seed + 1, stratify=y_train)
     how = Partitioning(args.partition, args.alpha, args.column)
     parts = partition_rows(X_train, y_train, args.parties, how, np.random.default_rng(args.seed))
+    y_train = y_train.copy()
+    for p in getattr(args, "shuffle_labels_party", []):
+        if not 0 <= p < args.parties:
+            raise ValueError(f"--shuffle-labels-party {p}: expected 0..{args.parties - 1}")
+        rows = parts[p]
+        y_train.iloc[rows] = np.random.default_rng(args.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
     progress(f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
              f"{len(X_test)} central test rows")
     sim_dir = out_dir / "workspace"
@@ -88,10 +106,14 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
               "max_depth": args.depth, "max_trees": args.trees_per_party, "allow_seeded_randomness": True,
               "holdout_fraction": args.party_holdout}
     write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy)
+    if validation_size > 0:
+        X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
     cfg = CoordinatorConfig(sim_dir=str(sim_dir), output_dir=str(out_dir), epsilon=args.epsilon,
                             max_depth=args.depth, trees_per_party=args.trees_per_party, split_mode=args.split_mode,
                             n_bins=args.bins, seed=args.seed, min_parties=1,
-                            evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0)
+                            evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0,
+                            selective_aggregation=getattr(args, "selective", False),
+                            exclude_flagged=getattr(args, "exclude_flagged", False))
     return cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how)
 
 
@@ -216,6 +238,13 @@ def run(args: argparse.Namespace) -> int:
     if fe:
         print(f"\nparties' own held-out accuracy (Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
               f"{fe['parties']} parties): {fe['accuracy']:.4f}")
+    if fed.get("contributions"):
+        print("\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):")
+        print("| party | trees | information (bits) | own accuracy | agreement with global | flagged |")
+        print("|---|---|---|---|---|---|")
+        for c in fed["contributions"]:
+            print(f"| {c['party']} | {c['n_trees']} | {c['information_bits']:.3f} | {c['accuracy']:.3f} | "
+                  f"{c['agreement_with_global']:.3f} | {'YES (p=%.1e)' % c['p_value'] if c['flagged'] else 'no'} |")
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     print(f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
           + "".join(f"\n  - node {p['node_id']}: {p['status']} ({p['reason']}) {p['message']}" for p in rejected))

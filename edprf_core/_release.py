@@ -177,7 +177,12 @@ class DPForest:
             return f"{self.parts[0][1].statement()} {FEDERATION_NOTE}"
         lines = [f"Merged forest of {len(self.parts)} parts, {self.n_trees} trees; "
                  f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"]
-        lines += [f"  - {label}: {n} trees; {p.statement()}" for label, p, n in self.parts]
+        groups: dict[str, list[str]] = {}
+        for label, p, n in self.parts:
+            groups.setdefault(p.statement(), []).append(f"{label} ({n} trees)")
+        for statement, members in groups.items():
+            shown = ", ".join(members) if len(members) <= 4 else f"{', '.join(members[:3])} and {len(members) - 3} more"
+            lines.append(f"  - {shown}: {statement}")
         return "\n".join(lines)
 
     def spent_epsilons(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -25,6 +25,14 @@ class CoordinatorConfig:
     expected_parties : int >= 0
         Wait up to ``node_wait_timeout`` seconds for this many connected
         parties before sending requests (0: start once ``min_parties`` are in).
+    validation_data_path : str
+        Data the coordinator may use (public, or its own): enables the
+        per-party contribution report and quality flags.  Not given to parties.
+    selective_aggregation : bool
+        Keep only the parties whose trees raise validation accuracy (greedy),
+        up to ``target_parties`` (0: no cap).
+    exclude_flagged : bool
+        Drop parties the quality test flags.
     evaluation_epsilon : float in [0, inf)
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
     """
@@ -48,6 +56,11 @@ class CoordinatorConfig:
     exact_metrics: bool = False
     keys_dir: str = ""
     test_data_path: str = ""
+    validation_data_path: str = ""
+    selective_aggregation: bool = False
+    target_parties: int = 0
+    exclude_flagged: bool = False
+    flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:
@@ -58,6 +71,12 @@ class CoordinatorConfig:
         for name, low in (("max_depth", 1), ("trees_per_party", 1), ("n_bins", 2), ("min_parties", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
+        if not 0 < self.flag_alpha < 1:
+            raise ValueError(f"flag-alpha: expected a number in (0, 1), got {self.flag_alpha!r}")
+        if self.target_parties < 0:
+            raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
+        if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
+            raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
         if not self.schema_path and not self.sim_dir:
             raise ValueError("schema-path: the coordinator needs the public schema (or sim-dir in simulation)")
 
@@ -79,6 +98,14 @@ class CoordinatorConfig:
     @property
     def schema_file(self) -> Path:
         return Path(self.schema_path) if self.schema_path else Path(self.sim_dir) / "schema.toml"
+
+    @property
+    def validation_file(self) -> Path | None:
+        if self.validation_data_path:
+            return Path(self.validation_data_path)
+        if self.sim_dir and (Path(self.sim_dir) / "validation.csv").is_file():
+            return Path(self.sim_dir) / "validation.csv"
+        return None
 
     @property
     def test_file(self) -> Path | None:

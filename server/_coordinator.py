@@ -13,10 +13,11 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import load_schema, read_csv
+from edprf_core import encode_labels, load_schema, merge_forests, read_csv
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
@@ -29,8 +30,10 @@ from protocol import (
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
+from ._contribution import party_contributions
 from ._metrics import forest_metrics
 from ._report import PartyOutcome, RunReport
+from ._selection import select_parties
 
 __all__ = ["run_federation", "MODEL_FILE", "REPORT_FILE"]
 
@@ -139,8 +142,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         report.save(out_dir / REPORT_FILE)
         return report
 
+    if cfg.validation_file is not None:
+        accepted = _assess_parties(cfg, schema, accepted, report)
+
     t0 = time.perf_counter()
-    manifest = {"run_id": run_id, "parameters": report.parameters, "rejections": report.rejections()}
+    manifest = {"run_id": run_id, "parameters": report.parameters, "rejections": report.rejections(),
+                "contributions": report.contributions, "selection": report.selection}
     model = build_global_model(schema, accepted, manifest)
     view = load_global_model(model)
     report.merge_seconds = time.perf_counter() - t0
@@ -163,6 +170,49 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     report.timings["total_s"] = time.perf_counter() - started
     report.save(out_dir / REPORT_FILE)
     return report
+
+
+def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunReport) -> list:
+    """Contribution report, quality flags and (optionally) selective aggregation on validation data."""
+    X_val, y_val = read_csv(cfg.validation_file, schema)
+    merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
+    codes = merged.encode(X_val)
+    y_idx = encode_labels(y_val, schema).astype(np.int64)
+    contributions = party_contributions(merged, codes, y_idx, alpha=cfg.flag_alpha)
+    report.contributions = [c.to_dict() for c in contributions]
+    outcome_of = {p.party_id: p for p in report.parties if p.status == "accepted"}
+    keep = list(range(len(accepted)))
+    if cfg.exclude_flagged:
+        for i, c in enumerate(contributions):
+            if c.flagged:
+                keep.remove(i)
+                _drop(outcome_of[c.party], "flagged_low_quality",
+                      f"disagrees with the other parties on {c.disagreement_with_others:.1%} of validation rows "
+                      f"(p = {c.p_value:.2g})")
+    if cfg.selective_aggregation and keep:
+        part_votes = [accepted[i].forest.votes(X_val) for i in keep]
+        target = cfg.target_parties or None
+        chosen = select_parties(part_votes, y_idx, target)
+        kept = [keep[j] for j in chosen.kept]
+        for j in chosen.dropped:
+            i = keep[j]
+            _drop(outcome_of[accepted[i].party_id], "not_selected",
+                  "its trees did not raise validation accuracy (selective aggregation)")
+        report.selection = {"kept": [accepted[i].party_id for i in kept],
+                            "dropped": [accepted[keep[j]].party_id for j in chosen.dropped],
+                            "validation_accuracy_path": list(chosen.accuracy_path)}
+        keep = sorted(kept)
+    if not keep:
+        log.warning("every party was dropped by the quality checks; keeping all releases instead")
+        return accepted
+    for i, c in enumerate(contributions):
+        log.info("party %s: %.3f bits, agreement %.3f%s", c.party, c.information_bits, c.agreement_with_global,
+                 " FLAGGED" if c.flagged else "")
+    return [accepted[i] for i in keep]
+
+
+def _drop(outcome: PartyOutcome, reason: str, message: str) -> None:
+    outcome.status, outcome.reason, outcome.message = "dropped", reason, message
 
 
 def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]) -> dict:

@@ -18,7 +18,7 @@ class PartyOutcome:
     """One node's answer to the train request."""
 
     node_id: int
-    status: str  # accepted | rejected | refused | failed | no_reply
+    status: str  # accepted | dropped | rejected | refused | failed | no_reply
     reason: str = ""
     message: str = ""
     party_id: str = ""
@@ -44,6 +44,8 @@ class RunReport:
     timings: dict[str, float] = field(default_factory=dict)
     federated_evaluation: dict[str, Any] = field(default_factory=dict)
     central_evaluation: dict[str, float] = field(default_factory=dict)
+    contributions: list[dict[str, Any]] = field(default_factory=list)
+    selection: dict[str, Any] = field(default_factory=dict)
     status: str = "running"
 
     @property

@@ -72,3 +72,51 @@ def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
     assert report["federated"]["n_trees"] == 3 and report["parties"] == 3
     assert (out / "accuracy.png").stat().st_size > 1000
     assert report["federated"]["federated_evaluation"] == {}
+
+
+@pytest.mark.slow
+def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
+    """Party 1 holds data that break the schema, party 2's policy refuses the epsilon:
+    the run completes with the other parties and the report names each reason."""
+    from cli._simulate import prepare_workspace
+    from client import PartyPolicy, load_policy
+    from server import REPORT_FILE
+    from simulation import simulate_federation
+
+    cfg, _ = prepare_workspace(_args(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path,
+                               progress=lambda _: None)
+    ws = tmp_path / "workspace"
+    bad = (ws / "party-0001" / "data.csv").read_text().splitlines()
+    bad[3] = bad[3].rsplit(",", 1)[0] + ",Fly-Upwards"
+    (ws / "party-0001" / "data.csv").write_text("\n".join(bad) + "\n")
+    strict = load_policy(ws / "party-0002" / "policy.toml")
+    (ws / "party-0002" / "policy.toml").write_text(
+        PartyPolicy(**{**strict.__dict__, "max_release_epsilon": 0.5}).to_toml())
+
+    simulate_federation(cfg, 4)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "completed"
+    by_party = {}
+    for p in report["parties"]:
+        by_party.setdefault(p["status"], []).append(p["reason"])
+    assert sorted(by_party["refused"]) == ["invalid_local_data", "policy_epsilon"]
+    assert len(by_party["accepted"]) == 2
+    assert "Fly-Upwards" not in json.dumps(report)  # no data value reaches the coordinator
+    view = load_global_model(tmp_path / "global-model.edprf")
+    assert view.forest.n_trees == 2
+    assert {r["reason"] for r in view.manifest["rejections"]} == {"invalid_local_data", "policy_epsilon"}
+
+
+@pytest.mark.slow
+def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
+    from dataclasses import replace
+
+    from cli._simulate import prepare_workspace
+    from server import MODEL_FILE, REPORT_FILE
+    from simulation import simulate_federation
+
+    cfg, _ = prepare_workspace(_args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path,
+                               progress=lambda _: None)
+    simulate_federation(replace(cfg, min_parties=3), 2)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "failed" and not (tmp_path / MODEL_FILE).exists()

@@ -1,0 +1,126 @@
+"""How much each party's trees contribute, and which parties look broken.
+
+Everything here runs on the coordinator's own validation data (data it may
+use: public, or its own), never on a party's records.  It is post-processing
+of DP releases, so every party's guarantee is unchanged.  It is *not* DP with
+respect to the validation data itself, which is why that set must be one the
+coordinator is entitled to look at.
+
+Information content of a tree (entropy-based)
+---------------------------------------------
+Let route ``l`` be a root-to-leaf path and ``p_l`` the share of validation rows
+that follow it.  ``TH = sum_l p_l H(Y | route l)`` is the expected entropy of
+the outcome at the leaves, ``TH' = H(Y)`` the same for the empty tree (one
+route).  ``T_info = TH' - TH`` (bits) is the information the tree's routes
+carry about the label; it is 0 for a tree whose splits are unrelated to the
+label, such as one grown on shuffled labels.
+
+Low-quality parties
+-------------------
+A party's vote (its trees' majority) disagrees with the consensus of the
+*other* parties on a share ``d_p`` of validation rows.  Honest parties share
+one disagreement level ``m`` (estimated by the median over parties).  Under
+"party p is honest", the number of disagreements is at most
+``Binomial(n, m)``; a one-sided binomial test at level ``alpha / N``
+(Bonferroni over N parties) flags parties whose disagreement chance does not
+explain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from edprf_core import DPForest
+
+__all__ = ["PartyContribution", "tree_information", "party_contributions", "entropy_bits"]
+
+
+def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Shannon entropy in bits of count vectors along the last axis (0 for empty)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum(axis=-1, keepdims=True)
+    p = np.divide(counts, total, out=np.zeros_like(counts), where=total > 0)
+    logs = np.log2(p, out=np.zeros_like(p), where=p > 0)
+    return -(p * logs).sum(axis=-1)
+
+
+def _leaf_of_rows(forest: DPForest, codes: NDArray[np.int32]) -> NDArray[np.int64]:
+    """Global leaf index reached by each row in each tree: shape (n_trees, n_rows)."""
+    table = forest._table()
+    n_rows, n_features = codes.shape
+    flat = np.ascontiguousarray(codes, dtype=np.int32).ravel()
+    row_base = (np.arange(n_rows, dtype=np.int64) * n_features)[None, :]
+    node = np.repeat(table.roots[:, None], n_rows, axis=1).astype(np.int64)
+    for _ in range(table.depth):
+        node = table.table[node * table.width + flat[row_base + table.feature[node]]]
+    return node
+
+
+def tree_information(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``T_info`` in bits of every tree, from the rows ``codes`` with class indices ``y``."""
+    k = forest.schema.n_classes
+    leaves = _leaf_of_rows(forest, codes)
+    n_nodes = forest.trees.n_nodes
+    counts = np.bincount((leaves * k + y[None, :]).ravel(), minlength=n_nodes * k).reshape(n_nodes, k)
+    route_p = counts.sum(axis=1) / max(1, y.size)
+    h_leaf = entropy_bits(counts)
+    h_root = float(entropy_bits(np.bincount(y, minlength=k)))
+    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.trees.tree_offsets))
+    th = np.bincount(tree_of, weights=route_p * h_leaf, minlength=forest.n_trees)
+    return h_root - th
+
+
+@dataclass(frozen=True)
+class PartyContribution:
+    party: str
+    n_trees: int
+    information_bits: float  # mean T_info of the party's trees
+    accuracy: float  # its own trees' vote on the validation rows
+    agreement_with_global: float  # share of rows where its vote equals the global vote
+    disagreement_with_others: float  # share of rows where its vote differs from the other parties' vote
+    p_value: float
+    flagged: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _vote(votes: NDArray[np.int64]) -> NDArray[np.int64]:
+    return np.argmax(votes, axis=1)
+
+
+def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64],
+                        alpha: float = 0.01) -> list[PartyContribution]:
+    """Contribution and quality flags of every part of a merged forest."""
+    info = tree_information(forest, codes, y)
+    k = forest.schema.n_classes
+    leaves = _leaf_of_rows(forest, codes)
+    cls = forest.trees.leaf_class[leaves]  # (n_trees, n_rows)
+    n_rows = codes.shape[0]
+    one_hot_votes = np.zeros((forest.n_trees, n_rows, k), dtype=np.int64)
+    np.put_along_axis(one_hot_votes, cls[:, :, None].astype(np.int64), 1, axis=2)
+    total_votes = one_hot_votes.sum(axis=0)
+    global_vote = _vote(total_votes)
+    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    own_votes, disagreement = [], []
+    for i in range(len(forest.parts)):
+        mine = one_hot_votes[bounds[i] : bounds[i + 1]].sum(axis=0)
+        others = total_votes - mine
+        own_votes.append(_vote(mine))
+        disagreement.append(float(np.mean(_vote(mine) != _vote(others))) if len(forest.parts) > 1 else 0.0)
+    honest_level = float(np.median(disagreement))
+    out = []
+    for i, (label, _, n) in enumerate(forest.parts):
+        d = disagreement[i]
+        p_value = float(stats.binom.sf(round(d * n_rows) - 1, n_rows, min(max(honest_level, 1e-9), 1.0)))
+        flagged = len(forest.parts) >= 3 and p_value < alpha / len(forest.parts)
+        out.append(PartyContribution(
+            party=label, n_trees=int(n), information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
+            accuracy=float(np.mean(own_votes[i] == y)),
+            agreement_with_global=float(np.mean(own_votes[i] == global_vote)),
+            disagreement_with_others=d, p_value=p_value, flagged=bool(flagged)))
+    return out
