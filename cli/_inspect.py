@@ -164,6 +164,18 @@ def _describe_model(view: GlobalModelView) -> list[str]:
             f"    parameters: {_parameters_line(r.params)}",
             f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
         ]
-    lines.append("manifest: " + json.dumps(view.manifest, sort_keys=True, ensure_ascii=False))
+    contributions = view.manifest.get("contributions") or []
+    if contributions:
+        lines.append("contributions (coordinator's validation data; post-processing, epsilon unchanged):")
+        for c in contributions:
+            flag = f"  FLAGGED (p={c['p_value']:.1e})" if c.get("flagged") else ""
+            lines.append(f"  - {c['party']}: information {c['information_bits']:.3f} bits, own accuracy "
+                         f"{c['accuracy']:.3f}, agreement with global vote {c['agreement_with_global']:.3f}{flag}")
+    selection = view.manifest.get("selection") or {}
+    if selection:
+        lines.append(f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
+                     f"dropped {', '.join(selection.get('dropped', [])) or 'none'}")
+    rest = {k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")}
+    lines.append("manifest: " + json.dumps(rest, sort_keys=True, ensure_ascii=False))
     lines.append("guarantee: " + forest.guarantee().replace("\n", "\n  "))
     return lines

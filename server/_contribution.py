@@ -17,13 +17,18 @@ label, such as one grown on shuffled labels.
 
 Low-quality parties
 -------------------
-A party's vote (its trees' majority) disagrees with the consensus of the
-*other* parties on a share ``d_p`` of validation rows.  Honest parties share
-one disagreement level ``m`` (estimated by the median over parties).  Under
-"party p is honest", the number of disagreements is at most
-``Binomial(n, m)``; a one-sided binomial test at level ``alpha / N``
-(Bonferroni over N parties) flags parties whose disagreement chance does not
-explain.
+A party's vote (its trees' majority) is compared with the vote of the *other*
+parties on the validation rows, corrected for chance agreement: Cohen's
+``kappa_p = (a_p - e_p) / (1 - e_p)``, with ``a_p`` the observed agreement and
+``e_p`` the agreement two independent voters with the same class frequencies
+would reach.  Honest parties agree well beyond chance; a party whose trees
+ignore the label (shuffled labels, another schema's data) sits near
+``kappa = 0`` and a flipped label map below it.  DP noise makes honest parties
+differ, so the reference is the consortium itself: under "party p is as good
+as half the median honest kappa", its agreements are at least
+``Binomial(n, e_p + kappa_med / 2 * (1 - e_p))``; a one-sided binomial test at
+level ``alpha / N`` (Bonferroni over N parties) flags the parties whose
+disagreement chance does not explain.  Needs at least 3 parties.
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class PartyContribution:
     accuracy: float  # its own trees' vote on the validation rows
     agreement_with_global: float  # share of rows where its vote equals the global vote
     disagreement_with_others: float  # share of rows where its vote differs from the other parties' vote
+    kappa_with_others: float  # chance-corrected agreement with the other parties' vote
     p_value: float
     flagged: bool
 
@@ -106,21 +112,28 @@ def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[n
     total_votes = one_hot_votes.sum(axis=0)
     global_vote = _vote(total_votes)
     bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
-    own_votes, disagreement = [], []
-    for i in range(len(forest.parts)):
+    n_parts = len(forest.parts)
+    own_votes, agreement, chance, kappa = [], [], [], []
+    for i in range(n_parts):
         mine = one_hot_votes[bounds[i] : bounds[i + 1]].sum(axis=0)
-        others = total_votes - mine
-        own_votes.append(_vote(mine))
-        disagreement.append(float(np.mean(_vote(mine) != _vote(others))) if len(forest.parts) > 1 else 0.0)
-    honest_level = float(np.median(disagreement))
+        own, others = _vote(mine), _vote(total_votes - mine)
+        own_votes.append(own)
+        a = float(np.mean(own == others))
+        e = float(np.dot(np.bincount(own, minlength=k) / n_rows, np.bincount(others, minlength=k) / n_rows))
+        agreement.append(a)
+        chance.append(e)
+        kappa.append((a - e) / (1 - e) if e < 1 else 0.0)
+    kappa_med = float(np.median(kappa))
     out = []
     for i, (label, _, n) in enumerate(forest.parts):
-        d = disagreement[i]
-        p_value = float(stats.binom.sf(round(d * n_rows) - 1, n_rows, min(max(honest_level, 1e-9), 1.0)))
-        flagged = len(forest.parts) >= 3 and p_value < alpha / len(forest.parts)
+        p_value = 1.0
+        if n_parts >= 3 and kappa_med > 0:
+            expected = chance[i] + 0.5 * kappa_med * (1 - chance[i])
+            p_value = float(stats.binom.cdf(round(agreement[i] * n_rows), n_rows, expected))
         out.append(PartyContribution(
             party=label, n_trees=int(n), information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
             accuracy=float(np.mean(own_votes[i] == y)),
             agreement_with_global=float(np.mean(own_votes[i] == global_vote)),
-            disagreement_with_others=d, p_value=p_value, flagged=bool(flagged)))
+            disagreement_with_others=1.0 - agreement[i], kappa_with_others=float(kappa[i]), p_value=p_value,
+            flagged=bool(p_value < alpha / n_parts)))
     return out

@@ -1,13 +1,15 @@
 """Selective aggregation: greedily keep the parties whose trees help, on validation data.
 
 Forward selection (in the spirit of incremental ensemble selection): start
-from no party; at each step add the party whose trees raise validation
-accuracy of the ensemble the most; ties go to the larger margin-weighted
-importance, where a row's weight is ``1 / (1 + margin)`` with ``margin`` the
-current ensemble's vote share of the true class minus the best other class
-(rows the ensemble barely gets right or wrong count most).  Stop at the target
-size, or when no party raises accuracy.  Runs on the coordinator's validation
-data only: post-processing of the releases, so each party's ε is unchanged.
+from no party; at each step add the party that gives the ensemble the highest
+validation accuracy; ties go to the larger margin-weighted importance, where a
+row's weight is ``1 / (1 + |margin|)`` with ``margin`` the current ensemble's
+vote share of the true class minus the best other class (rows the ensemble
+barely gets right or wrong count most).  The order is run to the end (or the
+target size); the kept set is the longest prefix that reaches the best
+validation accuracy (minus ``min_gain``, a tolerance the operator may set),
+so a party is dropped when adding it lowers validation accuracy.  Runs on the coordinator's validation data only:
+post-processing of the releases, so each party's epsilon is unchanged.
 """
 
 from __future__ import annotations
@@ -43,23 +45,19 @@ def select_parties(part_votes: list[NDArray[np.int64]], y: NDArray[np.int64], ta
     remaining = list(range(len(part_votes)))
     target = len(part_votes) if target_parts is None else max(1, min(target_parts, len(part_votes)))
     current = np.zeros_like(part_votes[0], dtype=np.float64)
-    kept: list[int] = []
+    order: list[int] = []
     path: list[float] = []
-    best_acc = -1.0
-    while remaining and len(kept) < target:
-        weights = 1.0 / (1.0 + np.abs(_margins(current, y))) if kept else np.ones(y.size)
+    while remaining and len(order) < target:
+        weights = 1.0 / (1.0 + np.abs(_margins(current, y))) if order else np.ones(y.size)
         scored = []
         for i in remaining:
-            trial = current + part_votes[i]
-            correct = np.argmax(trial, axis=1) == y
+            correct = np.argmax(current + part_votes[i], axis=1) == y
             scored.append((float(correct.mean()), float(weights[correct].sum()), -i))
         acc, _, neg_i = max(scored)
-        if kept and acc <= best_acc + min_gain:
-            break
-        i = -neg_i
-        kept.append(i)
-        remaining.remove(i)
-        current += part_votes[i]
-        best_acc = acc
+        order.append(-neg_i)
+        remaining.remove(-neg_i)
+        current += part_votes[-neg_i]
         path.append(acc)
-    return Selection(tuple(kept), tuple(sorted(remaining)), tuple(path))
+    best = max(path)
+    k = max(i for i, acc in enumerate(path) if acc >= best - min_gain) + 1
+    return Selection(tuple(order[:k]), tuple(sorted(order[k:] + remaining)), tuple(path[:k]))

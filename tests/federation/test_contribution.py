@@ -70,13 +70,27 @@ def test_no_flags_among_honest_parties():
     assert not any(c.flagged for c in party_contributions(forest, codes, y))
 
 
-def test_greedy_selection_drops_a_harmful_part():
+def test_greedy_selection_drops_harmful_parts():
     y = np.array([0, 1, 0, 1, 0, 1, 0, 1])
     good = np.eye(2, dtype=np.int64)[y]
     bad = np.eye(2, dtype=np.int64)[1 - y]
-    noisy = np.eye(2, dtype=np.int64)[np.array([0, 1, 1, 1, 0, 1, 0, 0])]
-    sel = select_parties([bad, good, noisy, good], y)
-    assert 0 in sel.dropped and sel.kept[0] in (1, 3)
-    assert sel.accuracy_path[0] == 1.0
+    sel = select_parties([bad, good, bad], y)
+    assert sel.kept == (1,) and sel.dropped == (0, 2)
+    assert sel.accuracy_path == (1.0,)
     capped = select_parties([good, good, good], y, target_parts=2)
-    assert len(capped.kept) <= 2
+    assert len(capped.kept) == 2
+
+
+def test_selection_drops_a_random_part_among_honest_ones():
+    rng = np.random.default_rng(3)
+    n = 2000
+    y = rng.integers(0, 2, n)
+
+    def honest(acc):
+        right = rng.random(n) < acc
+        return np.eye(2, dtype=np.int64)[np.where(right, y, 1 - y)]
+
+    parts = [honest(0.8), honest(0.78), honest(0.82), honest(0.79), np.eye(2, dtype=np.int64)[rng.integers(0, 2, n)]]
+    sel = select_parties(parts, y)
+    assert set(sel.kept) >= {0, 1, 2, 3} - set(sel.dropped) and 4 in sel.dropped
+    assert len(sel.kept) >= 3

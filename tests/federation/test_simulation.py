@@ -120,3 +120,25 @@ def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
     simulate_federation(replace(cfg, min_parties=3), 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "failed" and not (tmp_path / MODEL_FILE).exists()
+
+
+@pytest.mark.slow
+def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
+    """One of five parties trains on shuffled labels: the coordinator's validation data show
+    near-zero information and a disagreement no chance explains; selection drops it."""
+    args = _args(parties=5, evaluation_epsilon=0.0, party_holdout=0.0, validation_size=0.15,
+                 shuffle_labels_party=[3], selective=True, exclude_flagged=False)
+    result = run_simulation_report(args, tmp_path, baselines=False, progress=lambda _: None)
+    fed = result["federated"]
+    by_party = {c["party"]: c for c in fed["contributions"]}
+    bad = by_party.pop("party-0003")
+    assert bad["flagged"] and bad["kappa_with_others"] < 0.2
+    assert not any(c["flagged"] for c in by_party.values())
+    # random splits on informative sensors still carry some information: "near zero" is relative
+    assert bad["information_bits"] < 0.5 * min(c["information_bits"] for c in by_party.values())
+    assert "party-0003" in fed["selection"]["dropped"]
+    statuses = {p["party_id"]: (p["status"], p["reason"]) for p in fed["parties"]}
+    assert statuses["party-0003"] == ("dropped", "not_selected")
+    view = load_global_model(tmp_path / "global-model.edprf")
+    assert "party-0003" not in view.parties
+    assert view.manifest["selection"]["dropped"] == fed["selection"]["dropped"]
