@@ -23,9 +23,11 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration (default: %(default)s)")
     p.add_argument("--column", default="", help="column that assigns rows to parties (--partition column)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default: %(default)s)")
-    p.add_argument("--depth", type=int, default=5, help="split levels per tree (default: %(default)s)")
+    p.add_argument("--depth", default="auto",
+                   help="split levels per tree, or 'auto': the public-depth rule on the median party size, which "
+                        "a simulation treats as public (default: %(default)s)")
     p.add_argument("--trees-per-party", type=int, default=1, help="trees each party releases (default: %(default)s)")
-    p.add_argument("--bins", type=int, default=16, help="bins of continuous features (default: %(default)s)")
+    p.add_argument("--bins", type=int, default=20, help="bins of continuous features (default: %(default)s)")
     p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary")
     p.add_argument("--evaluation-epsilon", type=float, default=0.1,
                    help="epsilon of each party's noised held-out metrics; 0 skips that round (default: %(default)s)")
@@ -100,6 +102,15 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         y_train.iloc[rows] = np.random.default_rng(args.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
     progress(f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
              f"{len(X_test)} central test rows")
+    if str(args.depth) == "auto":
+        from edprf_core import branching_factor, public_depth
+
+        median_rows = float(np.median([len(p) for p in parts]))
+        args.depth = public_depth(median_rows, args.trees_per_party, args.epsilon,
+                                  branching=branching_factor(schema, args.split_mode, args.bins))
+        progress(f"      depth {args.depth} from the public-depth rule (median party size {median_rows:.0f}, "
+                 f"{args.trees_per_party} tree(s) per party, eps = {args.epsilon:g})")
+    args.depth = int(args.depth)
     sim_dir = out_dir / "workspace"
     policy = {"lifetime_epsilon_cap": args.epsilon + args.evaluation_epsilon + 1e-9,
               "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,

@@ -16,6 +16,7 @@ from ._budget import (
 )
 from ._classifier import EDPRFClassifier
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
+from ._depth_rule import branching_factor, public_depth
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, PrivacyLeakWarning, SchemaError
@@ -73,6 +74,7 @@ __all__ = [
     "TreeStructureError",
     "UniformSchedule",
     "available_schemas",
+    "branching_factor",
     "draft_schema",
     "embedded_datasets",
     "encode_features",
@@ -84,6 +86,7 @@ __all__ = [
     "merge_forests",
     "permute_and_flip_literal",
     "permute_and_flip_probabilities",
+    "public_depth",
     "read_csv",
     "spawn_generators",
 ]

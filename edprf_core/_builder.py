@@ -35,6 +35,7 @@ __all__ = ["BuildPlan", "build_forest", "TreeStreams"]
 
 _UTILITY_BLOCK = 1 << 21
 MAX_NODES = 20_000_000
+MAX_HISTOGRAM_BYTES = 4 << 30
 
 
 class TreeStreams:
@@ -195,11 +196,19 @@ def build_forest(
 
     for layer in range(1, plan.n_layers + 1):
         n_nodes = tree.size
-        idx = ((node_of_row[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
-        counts = np.bincount(idx, minlength=n_nodes * n_bins * n_classes).reshape(n_nodes, n_bins, n_classes)
-        counts = counts.astype(np.float64)
-        class_totals = counts[:, offsets[0] : offsets[0] + n_codes[0]].sum(axis=1)
+        # the last layer holds only leaves: class counts suffice (most multiway nodes live there)
+        class_totals = np.bincount(node_of_row * n_classes + y[rows], minlength=n_nodes * n_classes)
+        class_totals = class_totals.reshape(n_nodes, n_classes).astype(np.float64)
         if layer < plan.n_layers:
+            needed = n_nodes * n_bins * n_classes * 16
+            if needed > MAX_HISTOGRAM_BYTES:
+                raise MemoryError(
+                    f"layer {layer} needs a {needed / 2**30:.1f} GiB histogram ({n_nodes} nodes x {n_bins} bins x "
+                    f"{n_classes} classes); lower max_depth, n_bins or n_estimators"
+                )
+            idx = ((node_of_row[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
+            counts = np.bincount(idx, minlength=n_nodes * n_bins * n_classes).astype(np.float64)
+            counts = counts.reshape(n_nodes, n_bins, n_classes)
             if binary:
                 util, valid = _binary_utilities(counts, allowed, cand)
             else:

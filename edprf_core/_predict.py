@@ -18,7 +18,7 @@ from ._tree import ForestArrays
 
 __all__ = ["RoutingTable"]
 
-_BLOCK_ELEMENTS = 1 << 22
+_BLOCK_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,11 +67,21 @@ class RoutingTable:
         node = np.repeat(self.roots[trees][:, None], n_rows, axis=1).astype(np.int64)
         for _ in range(self.depth):
             value = flat[row_base + self.feature[node]]
-            node = self.table[node * self.width + value]
+            node = self.table[node * np.int64(self.width) + value].astype(np.int64)
         return self.leaf_class[node]
 
     def votes(self, codes: NDArray[np.int32], n_classes: int) -> NDArray[np.int64]:
-        """Number of trees voting for each class: shape (n_rows, n_classes)."""
+        """Number of trees voting for each class: shape (n_rows, n_classes).
+
+        Rows with identical codes get identical votes, so each distinct code
+        row is walked once (prediction-time only; nothing here is released).
+        """
+        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+        if distinct.shape[0] < codes.shape[0]:
+            return self._votes(distinct, n_classes)[inverse.ravel()]
+        return self._votes(codes, n_classes)
+
+    def _votes(self, codes: NDArray[np.int32], n_classes: int) -> NDArray[np.int64]:
         n_rows = codes.shape[0]
         n_trees = self.roots.size
         counts = np.zeros(n_rows * n_classes, dtype=np.int64)

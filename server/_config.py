@@ -44,7 +44,7 @@ class CoordinatorConfig:
     max_depth: int = 6
     trees_per_party: int = 5
     split_mode: str = "binary"
-    n_bins: int = 16
+    n_bins: int = 20
     schedule: str = "harmonic"
     relation: str = "add-remove"
     seed: int = -1

@@ -1,0 +1,208 @@
+"""Shared helpers of the benchmarks: datasets, splits, reference encodings, progress.
+
+Datasets
+--------
+- ``diabetes``: the Kaggle diabetes prediction dataset, read from
+  ``<data-dir>/diabetes_prediction/diabetes_prediction_dataset.csv`` (licence
+  unknown: it is never copied into the repository).  For accuracy runs it is
+  undersampled per seed to 7000 rows of each class, as in the eDPRF paper.
+- ``wall``: the UCI wall-following robot data embedded in ``edprf_core``.
+
+Reference models (scikit-learn, diffprivlib) see a numeric matrix: continuous
+features as floats, categorical features as the integer index of the value in
+the schema's declared category list.  diffprivlib additionally gets the data
+clipped to, and ``bounds`` taken from, the public schema (never the data).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from edprf_core import (
+    CategoricalFeature,
+    ContinuousFeature,
+    FeatureGrid,
+    Schema,
+    encode_labels,
+    example_schema,
+    load_embedded,
+    read_csv,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DIABETES_RELPATH = Path("diabetes_prediction") / "diabetes_prediction_dataset.csv"
+DATASETS = ("diabetes", "wall")
+DIABETES_PER_CLASS = 7000
+
+
+def diabetes_path(data_dir: str | Path) -> Path:
+    return Path(data_dir) / DIABETES_RELPATH
+
+
+def require_diabetes(data_dir: str | Path) -> Path:
+    """Path of the diabetes CSV, or exit with a clear message when it is absent."""
+    path = diabetes_path(data_dir)
+    if not path.is_file():
+        sys.exit(
+            f"error: the diabetes dataset is not at {path}.\n"
+            "  It is not shipped with the project (licence unknown). Download\n"
+            "  diabetes_prediction_dataset.csv (Kaggle, iammustafatz/diabetes-prediction-dataset) and either\n"
+            f"  put it at {DIABETES_RELPATH} under the default data dir ({DEFAULT_DATA_DIR})\n"
+            "  or pass --data-dir DIR; or run only the wall data with --only wall."
+        )
+    return path
+
+
+def load_dataset(name: str, data_dir: str | Path) -> tuple[pd.DataFrame, pd.Series, Schema]:
+    """Full feature frame, labels and public schema of a dataset."""
+    if name == "wall":
+        return load_embedded("wall_robot_navigation")
+    if name == "diabetes":
+        schema = example_schema("diabetes_prediction")
+        X, y = read_csv(require_diabetes(data_dir), schema)
+        return X, y, schema
+    raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
+
+
+def undersample(y: pd.Series, per_class: int, seed: int) -> np.ndarray:
+    """Row positions: ``per_class`` random rows of each class (seeded), in random order."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for cls in sorted(pd.unique(y)):
+        pos = np.flatnonzero(y.to_numpy() == cls)
+        parts.append(rng.choice(pos, size=min(per_class, pos.size), replace=False))
+    idx = np.concatenate(parts)
+    rng.shuffle(idx)
+    return idx
+
+
+@dataclass
+class Split:
+    """One seed's train/test split, in the forms every model needs."""
+
+    X_train: pd.DataFrame
+    y_train: pd.Series
+    X_test: pd.DataFrame
+    y_test: pd.Series
+    schema: Schema
+
+    def numeric(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(X_train, y_train, X_test, y_test) for scikit-learn: codes for categoricals, labels 0..K-1."""
+        return (numeric_matrix(self.X_train, self.schema), encode_labels(self.y_train, self.schema),
+                numeric_matrix(self.X_test, self.schema), encode_labels(self.y_test, self.schema))
+
+
+def make_split(X: pd.DataFrame, y: pd.Series, schema: Schema, seed: int, *, dataset: str,
+               test_size: float = 0.2) -> Split:
+    """Stratified 80/20 split for ``seed`` (diabetes: undersampled to 7000/7000 first, with the same seed)."""
+    from sklearn.model_selection import train_test_split
+
+    if dataset == "diabetes":
+        idx = undersample(y, DIABETES_PER_CLASS, seed)
+        X, y = X.iloc[idx].reset_index(drop=True), y.iloc[idx].reset_index(drop=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, stratify=y, random_state=seed)
+    return Split(Xtr, ytr, Xte, yte, schema)
+
+
+def inner_split(split: Split, seed: int, val_size: float = 0.25) -> Split:
+    """Validation split carved from the training rows only (for tuning; the test rows are not touched)."""
+    from sklearn.model_selection import train_test_split
+
+    Xtr, Xva, ytr, yva = train_test_split(split.X_train, split.y_train, test_size=val_size,
+                                          stratify=split.y_train, random_state=seed)
+    return Split(Xtr, ytr, Xva, yva, split.schema)
+
+
+def numeric_matrix(X: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """Float matrix in schema order: continuous as is, categoricals as their declared index."""
+    out = np.empty((len(X), schema.n_features), dtype=np.float64)
+    for j, f in enumerate(schema.features):
+        col = X[f.name]
+        if isinstance(f, CategoricalFeature):
+            if isinstance(f.categories[0], str):
+                mapping = {str(c): i for i, c in enumerate(f.categories)}
+                codes = col.astype(str).map(mapping)
+            else:
+                mapping = {float(c): i for i, c in enumerate(f.categories)}
+                codes = pd.to_numeric(col).astype(float).map(mapping)
+            if codes.isna().any():
+                raise ValueError(f"column {f.name!r}: values outside the declared categories")
+            out[:, j] = codes.to_numpy(dtype=np.float64)
+        else:
+            out[:, j] = pd.to_numeric(col).to_numpy(dtype=np.float64)
+    return out
+
+
+def public_bounds(schema: Schema) -> tuple[np.ndarray, np.ndarray]:
+    """diffprivlib ``bounds`` from the schema: declared [lower, upper], categoricals [0, k-1]."""
+    lo, hi = [], []
+    for f in schema.features:
+        if isinstance(f, ContinuousFeature):
+            lo.append(f.lower), hi.append(f.upper)
+        else:
+            lo.append(0.0), hi.append(float(len(f.categories) - 1))
+    return np.asarray(lo), np.asarray(hi)
+
+
+def estimate_fit_gb(schema: Schema, split_mode: str, n_bins: int, n_trees: int, max_depth: int) -> float:
+    """Rough upper bound of the peak memory of ``EDPRFClassifier.fit`` in GB.
+
+    The builder materialises a (nodes x feature-bins x classes) float64 histogram
+    for every layer, including the last one (and an int64 copy while
+    converting).  Calibrated against measured peak RSS (wall multiway depth 6,
+    35 trees: 3.4 GB measured, 3.7 GB estimated).
+    """
+    grid = FeatureGrid.from_schema(schema, n_bins)
+    n_codes = sorted(grid.n_codes, reverse=True)
+    total_bins = sum(grid.n_codes)
+    peak_nodes = 0.0
+    for layer in range(1, max_depth + 2):
+        if split_mode == "binary":
+            per_tree = 2.0 ** (layer - 1)
+        else:
+            per_tree = float(math.prod(n_codes[: layer - 1]))
+        peak_nodes = max(peak_nodes, per_tree * n_trees)
+    return 1.6 * peak_nodes * total_bins * schema.n_classes * 8 / 1e9 + 0.35
+
+
+class Progress:
+    """Progress lines on stderr: count, percentage, elapsed and remaining time."""
+
+    def __init__(self, total: int, label: str = "") -> None:
+        self.total, self.done, self.label = total, 0, label
+        self.start = time.perf_counter()
+
+    def step(self, message: str) -> None:
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        print(f"[{self.label}{self.done:>5}/{self.total}] {100 * self.done / self.total:5.1f}% "
+              f"elapsed {_hms(elapsed)} eta {_hms(eta)} | {message}", file=sys.stderr, flush=True)
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cpu_info() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = "unknown CPU"
+    return f"{model}, {os.cpu_count()} logical CPUs"

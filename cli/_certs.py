@@ -1,0 +1,309 @@
+"""``edprf certs``: the files a TLS deployment with SuperNode authentication needs.
+
+Three steps, each writing into ``--out DIR``::
+
+    edprf certs init   --out pki --ca-name "Example consortium CA"        # ca.key, ca.crt
+    edprf certs server --out pki --san DNS:coord.example.org --san IP:127.0.0.1   # server.key, server.pem
+    edprf certs party  --out keys --party-id hospital-a                    # 4 key files, see below
+
+- The consortium CA is an EC P-384 key and a self-signed certificate.  Parties
+  receive ``ca.crt`` only (``flower-supernode --root-certificates ca.crt``); keep
+  ``ca.key`` offline.
+- The SuperLink's certificate is signed by the CA and names exactly the SANs
+  given (SuperNodes check the address they dial against them).
+- A party gets two key pairs, for two different jobs:
+  ``<id>.auth.key`` / ``<id>.auth.key.pub``: EC P-384 in OpenSSH format, the
+  SuperNode's identity towards the SuperLink (``flwr supernode register``;
+  Flower accepts NIST-curve EC keys only, not Ed25519);
+  ``<id>.signing.pem`` / ``<id>.pub.pem``: the release-signing key (Ed25519 by
+  default, or P-384) whose public half goes into the coordinator's ``keys-dir``.
+
+Private keys are written with mode 0600.  Existing keys are never replaced
+unless ``--force`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import ipaddress
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CA_CERT", "CA_KEY", "SERVER_CERT", "SERVER_KEY", "PartyFiles", "party_files", "register"]
+
+CA_KEY, CA_CERT = "ca.key", "ca.crt"
+SERVER_KEY, SERVER_CERT = "server.key", "server.pem"
+
+
+@dataclass(frozen=True)
+class PartyFiles:
+    """Where ``edprf certs party`` writes a party's keys (all in one directory)."""
+
+    auth_key: Path  # OpenSSH private key, SuperNode authentication
+    auth_pub: Path  # OpenSSH public key, for `flwr supernode register`
+    signing_key: Path  # PKCS#8 PEM, node config `signing-key`
+    signing_pub: Path  # SubjectPublicKeyInfo PEM, the coordinator's keys-dir
+
+    def all(self) -> tuple[Path, ...]:
+        return (self.auth_key, self.auth_pub, self.signing_key, self.signing_pub)
+
+
+def party_files(out: str | Path, party_id: str) -> PartyFiles:
+    """The four file names of ``party_id`` under ``out``."""
+    out = Path(out)
+    return PartyFiles(out / f"{party_id}.auth.key", out / f"{party_id}.auth.key.pub",
+                      out / f"{party_id}.signing.pem", out / f"{party_id}.pub.pem")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``certs`` subcommand and its ``init``, ``server`` and ``party`` actions."""
+    parser = subparsers.add_parser(
+        "certs", help="make the CA, the SuperLink certificate and parties' keys for a TLS deployment",
+        description=__doc__.split("\n\n")[0], epilog="See deploy/README.md for the whole runbook.")
+    actions = parser.add_subparsers(dest="certs_action", metavar="ACTION", required=True)
+
+    p = actions.add_parser("init", help="create the consortium CA (EC P-384 key and self-signed certificate)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{CA_KEY} and DIR/{CA_CERT}")
+    p.add_argument("--ca-name", required=True, metavar="NAME", help="the CA's common name")
+    p.add_argument("--days", type=int, default=3650, help="validity in days (default 3650)")
+    p.add_argument("--force", action="store_true", help="replace an existing CA (every certificate it signed "
+                                                        "stops being trusted by parties that take the new ca.crt)")
+    p.set_defaults(handler=run_init)
+
+    p = actions.add_parser("server", help="issue the SuperLink's TLS certificate, signed by the CA")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{SERVER_KEY} and "
+                                                                         f"DIR/{SERVER_CERT}")
+    p.add_argument("--san", action="append", required=True, metavar="DNS:name|IP:address",
+                   help="a subject alternative name the SuperLink is reached by (repeat for several)")
+    p.add_argument("--ca", type=Path, default=None, metavar="DIR",
+                   help=f"directory holding {CA_KEY} and {CA_CERT} (default: --out)")
+    p.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
+    p.add_argument("--force", action="store_true", help="replace an existing server key and certificate")
+    p.set_defaults(handler=run_server)
+
+    p = actions.add_parser("party", help="create a party's SuperNode authentication key and release-signing key")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory for the party's key files")
+    p.add_argument("--party-id", required=True, help="the party's id (as in its policy file and its releases)")
+    p.add_argument("--signing-key-type", choices=("ed25519", "p384"), default="ed25519",
+                   help="algorithm of the release-signing key (default ed25519)")
+    p.add_argument("--only", choices=("auth", "signing"), default=None,
+                   help="create (or with --force, rotate) only one of the two key pairs")
+    p.add_argument("--force", action="store_true", help="replace existing keys (key rotation)")
+    p.set_defaults(handler=run_party)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def _check_days(days: int) -> None:
+    if not 1 <= days <= 36500:
+        raise ValueError(f"--days: expected 1 to 36500, got {days}")
+
+
+def _refuse_overwrite(paths: Sequence[Path], force: bool, what: str) -> None:
+    existing = [str(p) for p in paths if p.exists() or p.is_symlink()]
+    if existing and not force:
+        raise FileExistsError(f"refusing to overwrite {what}: {', '.join(existing)} already exist(s). Pass --force to "
+                              "replace them (anything that uses the old files stops working until it gets the new "
+                              "ones), or choose another --out directory")
+
+
+def _make_dir(path: Path) -> None:
+    if not path.is_dir():
+        path.mkdir(parents=True, mode=0o700)
+
+
+def _write(path: Path, data: bytes, private: bool) -> Path:
+    from protocol import save_atomic
+
+    return save_atomic(path, data, mode=0o600 if private else 0o644)
+
+
+def _pem_key(key) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _parse_san(text: str):
+    from cryptography import x509
+
+    kind, sep, value = text.partition(":")
+    kind = kind.strip().upper()
+    value = value.strip()
+    if not sep or not value:
+        raise ValueError(f"--san: expected DNS:<name> or IP:<address>, got {text!r}")
+    if kind == "DNS":
+        if any(c.isspace() for c in value) or "/" in value:
+            raise ValueError(f"--san: {value!r} is not a DNS name")
+        return x509.DNSName(value)
+    if kind == "IP":
+        try:
+            return x509.IPAddress(ipaddress.ip_address(value))
+        except ValueError:
+            raise ValueError(f"--san: {value!r} is not an IP address") from None
+    raise ValueError(f"--san: expected the type DNS or IP, got {kind!r} in {text!r}")
+
+
+def _report(written: Sequence[Path], next_steps: Sequence[str]) -> None:
+    print("wrote:")
+    for path in written:
+        mode = os.stat(path).st_mode & 0o777
+        print(f"  {path}  (mode {mode:04o})")
+    print("next:")
+    for step in next_steps:
+        print(f"  {step}")
+
+
+def _q(path: Path | str) -> str:
+    return shlex.quote(str(path))
+
+
+# ----------------------------------------------------------------------------- actions
+def run_init(args: argparse.Namespace) -> int:
+    """``edprf certs init``: an EC P-384 CA key and a self-signed CA certificate."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    _check_days(args.days)
+    if not args.ca_name.strip():
+        raise ValueError("--ca-name: expected a non-empty name")
+    out: Path = args.out
+    key_path, cert_path = out / CA_KEY, out / CA_CERT
+    _refuse_overwrite([key_path, cert_path], args.force, "the CA")
+    key = ec.generate_private_key(ec.SECP384R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, args.ca_name.strip())])
+    now = _now()
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=args.days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(ski, critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
+        .sign(key, hashes.SHA384())
+    )
+    from cryptography.hazmat.primitives import serialization
+
+    _make_dir(out)
+    _write(key_path, _pem_key(key), private=True)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    _report([key_path, cert_path], [
+        f"keep {key_path} offline; give {cert_path} to every party and to the operators' flwr CLI",
+        f"edprf certs server --out {_q(out)} --san DNS:<the SuperLink's host name> --san IP:<its address>",
+    ])
+    return 0
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """``edprf certs server``: the SuperLink's key and certificate, signed by the CA, with the given SANs."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    _check_days(args.days)
+    sans = [_parse_san(s) for s in args.san]
+    if len({repr(s) for s in sans}) != len(sans):
+        raise ValueError(f"--san: the same name is given twice in {args.san}")
+    out: Path = args.out
+    ca_dir: Path = args.ca if args.ca is not None else out
+    ca_key_path, ca_cert_path = ca_dir / CA_KEY, ca_dir / CA_CERT
+    for p in (ca_key_path, ca_cert_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"no CA file {p}: run `edprf certs init --out {ca_dir} --ca-name NAME` first, "
+                                    "or name the CA's directory with --ca DIR")
+    ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
+    if ca_cert.public_key().public_numbers() != ca_key.public_key().public_numbers():
+        raise ValueError(f"{ca_key_path} is not the key of {ca_cert_path}")
+    key_path, cert_path = out / SERVER_KEY, out / SERVER_CERT
+    _refuse_overwrite([key_path, cert_path], args.force, "the SuperLink's key and certificate")
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    first = sans[0].value
+    common_name = str(first)
+    now = _now()
+    not_after = min(now + dt.timedelta(days=args.days), ca_cert.not_valid_after_utc)
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False,
+                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                     key_agreement=True, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
+        .sign(ca_key, hashes.SHA384())
+    )
+    _make_dir(out)
+    _write(key_path, _pem_key(key), private=True)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    _report([key_path, cert_path], [
+        f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
+        f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --host <address> --port 8000 "
+        "--database <state dir>/superlink.db",
+        f"then, per party: edprf certs party --out <keys dir> --party-id <id>",
+    ])
+    return 0
+
+
+def run_party(args: argparse.Namespace) -> int:
+    """``edprf certs party``: OpenSSH EC P-384 authentication key pair and release-signing key pair."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from protocol import generate_signing_key, key_id, save_private_key, save_public_key
+    from protocol._parameters import check_party_id
+
+    party = check_party_id(args.party_id)
+    files = party_files(args.out, party)
+    auth = args.only in (None, "auth")
+    signing = args.only in (None, "signing")
+    targets = ([files.auth_key, files.auth_pub] if auth else []) + ([files.signing_key, files.signing_pub]
+                                                                    if signing else [])
+    _refuse_overwrite(targets, args.force, f"keys of {party}")
+    _make_dir(args.out)
+    written = []
+    if auth:
+        key = ec.generate_private_key(ec.SECP384R1())
+        private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                    serialization.NoEncryption())
+        public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        written.append(_write(files.auth_key, private, private=True))
+        written.append(_write(files.auth_pub, public + f" edprf-{party}\n".encode(), private=False))
+    if signing:
+        skey = generate_signing_key(args.signing_key_type)
+        written.append(save_private_key(skey, files.signing_key))
+        written.append(save_public_key(skey, files.signing_pub))
+    _report(written, [
+        *([f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
+           "(and unregister the node of a key this one replaces)"] if auth else []),
+        *([f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id "
+           f"{key_id(skey)})"] if signing else []),
+        f"party: flower-supernode --root-certificates ca.crt --superlink <host>:8000 "
+        f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' schema-path='...' "
+        f"policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\"",
+        f"keep {files.auth_key} and {files.signing_key} on the party's host only",
+    ])
+    return 0
