@@ -161,3 +161,17 @@ def test_validate_refuses_deep_chains_quickly_and_non_breadth_first_order():
                            np.array([-1, -1, -1, 0, 1, 0, 1], np.int32))
     with pytest.raises(TreeStructureError, match="breadth-first"):
         swapped.validate(grid, 2, "binary", max_depth=6)
+
+
+def test_public_depth_rule():
+    """Largest depth with n * eps_leaf(d) / (T * b^d) >= c; monotone in n, T and eps."""
+    from edprf_core import public_depth
+    from edprf_core._depth_rule import depth_score
+
+    d = public_depth(4364, 1, 1.0, c=16)
+    assert depth_score(4364, 1, 1.0, d) >= 16 > depth_score(4364, 1, 1.0, d + 1)
+    assert d == 6  # n eps / (H_7 2^6) = 26.2 >= 16 > n eps / (H_8 2^7) = 12.5
+    assert public_depth(4364, 5, 1.0) < d and public_depth(4364, 1, 0.1) < d and public_depth(43640, 1, 1.0) > d
+    assert public_depth(10, 1, 0.01) == 1  # nothing qualifies: the minimum
+    with pytest.raises(ValueError):
+        public_depth(0, 1, 1.0)
