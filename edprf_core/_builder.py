@@ -129,8 +129,8 @@ def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
     return n - sq / np.maximum(n, 1.0)
 
 
-def _binary_utilities(counts: NDArray[np.float64], allowed: NDArray[np.bool_], cand: _Candidates,
-                      ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates) -> NDArray[np.float64]:
+    """Utility of every candidate at every node of ``counts`` (nodes, bins, classes)."""
     n_nodes, n_bins, n_classes = counts.shape
     m = cand.feature.size
     util = np.empty((n_nodes, m))
@@ -141,19 +141,19 @@ def _binary_utilities(counts: NDArray[np.float64], allowed: NDArray[np.bool_], c
         left = cz[:, cand.hi] - cz[:, cand.lo]
         total = cz[:, cand.seg_hi] - cz[:, cand.seg_lo]
         util[a : a + per_block] = -(_weighted_gini(left) + _weighted_gini(total - left))
-    az = np.concatenate([np.zeros((n_nodes, 1), dtype=np.int64), np.cumsum(allowed, axis=1)], axis=1)
+    return util
+
+
+def _binary_validity(allowed: NDArray[np.bool_], cand: _Candidates) -> NDArray[np.bool_]:
+    """Candidates that split a node's admissible codes in two (public: from the path only)."""
+    az = np.concatenate([np.zeros((allowed.shape[0], 1), dtype=np.int64), np.cumsum(allowed, axis=1)], axis=1)
     left_allowed = az[:, cand.hi] - az[:, cand.lo]
     seg_allowed = az[:, cand.seg_hi] - az[:, cand.seg_lo]
-    valid = (left_allowed > 0) & (left_allowed < seg_allowed)
-    return util, valid
+    return (left_allowed > 0) & (left_allowed < seg_allowed)
 
 
-def _multiway_utilities(counts: NDArray[np.float64], used: NDArray[np.bool_], offsets: NDArray[np.int64],
-                        n_codes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    wg = _weighted_gini(counts)
-    util = -np.add.reduceat(wg, offsets, axis=1)
-    valid = ~used & (n_codes >= 2)[None, :]
-    return util, valid
+def _multiway_utilities(counts: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+    return -np.add.reduceat(_weighted_gini(counts), offsets, axis=1)
 
 
 def build_forest(
@@ -200,19 +200,27 @@ def build_forest(
         class_totals = np.bincount(node_of_row * n_classes + y[rows], minlength=n_nodes * n_classes)
         class_totals = class_totals.reshape(n_nodes, n_classes).astype(np.float64)
         if layer < plan.n_layers:
-            needed = n_nodes * n_bins * n_classes * 16
+            # Histogram only the nodes that hold rows: an empty node's utilities are all 0
+            # (weighted Gini of empty children), which is what the zeros below give it.
+            # `occupied` stays inside this function; nothing derived from it is released.
+            occupied, compact = np.unique(node_of_row, return_inverse=True)
+            needed = occupied.size * n_bins * n_classes * 16
             if needed > MAX_HISTOGRAM_BYTES:
                 raise MemoryError(
-                    f"layer {layer} needs a {needed / 2**30:.1f} GiB histogram ({n_nodes} nodes x {n_bins} bins x "
-                    f"{n_classes} classes); lower max_depth, n_bins or n_estimators"
+                    f"layer {layer} needs a {needed / 2**30:.1f} GiB histogram ({occupied.size} nodes x {n_bins} "
+                    f"bins x {n_classes} classes); lower max_depth, n_bins or n_estimators"
                 )
-            idx = ((node_of_row[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
-            counts = np.bincount(idx, minlength=n_nodes * n_bins * n_classes).astype(np.float64)
-            counts = counts.reshape(n_nodes, n_bins, n_classes)
+            idx = ((compact.ravel()[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
+            counts = np.bincount(idx, minlength=occupied.size * n_bins * n_classes).astype(np.float64)
+            counts = counts.reshape(occupied.size, n_bins, n_classes)
             if binary:
-                util, valid = _binary_utilities(counts, allowed, cand)
+                valid = _binary_validity(allowed, cand)
+                util = np.zeros(valid.shape)
+                util[occupied] = _binary_utilities(counts, cand)
             else:
-                util, valid = _multiway_utilities(counts, used, offsets, n_codes)
+                valid = ~used & (n_codes >= 2)[None, :]
+                util = np.zeros(valid.shape)
+                util[occupied] = _multiway_utilities(counts, offsets)
             is_leaf = ~valid.any(axis=1)
         else:
             util = valid = None
@@ -279,6 +287,8 @@ def build_forest(
         parent = np.repeat(splits, n_children)
         tree = tree[parent]
         local = first_child[parent] + within
+        if layer + 1 == plan.n_layers:
+            continue  # the next layer holds only leaves: no path state needed
         if binary:
             f_s, s_s = feature[splits], split[splits]
             in_seg = bin_feature[None, :] == f_s[:, None]

@@ -29,13 +29,11 @@ def _counts(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _binary_u(codes, y):
     cand = _Candidates.from_grid(GRID, OFFSETS)
-    u, _ = _binary_utilities(_counts(codes, y), np.ones((1, N_BINS), bool), cand)
-    return u[0]
+    return _binary_utilities(_counts(codes, y), cand)[0]
 
 
 def _multiway_u(codes, y):
-    u, _ = _multiway_utilities(_counts(codes, y), np.zeros((1, 2), bool), OFFSETS, np.array([4, 3]))
-    return u[0]
+    return _multiway_utilities(_counts(codes, y), OFFSETS)[0]
 
 
 def _random_rows(rng, n):
