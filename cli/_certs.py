@@ -63,7 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``certs`` subcommand and its ``init``, ``server`` and ``party`` actions."""
     parser = subparsers.add_parser(
         "certs", help="make the CA, the SuperLink certificate and parties' keys for a TLS deployment",
-        description=__doc__.split("\n\n")[0], epilog="See deploy/README.md for the whole runbook.")
+        description="Make the files of a deployment with TLS and SuperNode authentication: the consortium CA, "
+                    "the SuperLink's certificate, and each party's authentication and release-signing keys.",
+        epilog="See deploy/README.md for the whole runbook.")
     actions = parser.add_subparsers(dest="certs_action", metavar="ACTION", required=True)
 
     p = actions.add_parser("init", help="create the consortium CA (EC P-384 key and self-signed certificate)")
@@ -98,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 # ----------------------------------------------------------------------------- helpers
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def _check_days(days: int) -> None:
@@ -167,41 +169,57 @@ def _q(path: Path | str) -> str:
 
 
 # ----------------------------------------------------------------------------- actions
+def _issue(out: Path, key_path: Path, cert_path: Path, common_name: str, days: int, *, ca: bool,
+           sans: Sequence = (), issuer_key=None, issuer_cert=None) -> None:
+    """A new EC P-384 key and its certificate (self-signed CA, or a server certificate signed by
+    ``issuer_key``/``issuer_cert``), written to ``key_path`` (0600) and ``cert_path``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    now = _now()
+    not_after = now + dt.timedelta(days=days)
+    if ca:
+        issuer, issuer_key, issuer_ski = subject, key, ski
+    else:
+        issuer, issuer_ski = issuer_cert.subject, issuer_cert.extensions.get_extension_for_class(
+            x509.SubjectKeyIdentifier).value
+        not_after = min(not_after, issuer_cert.not_valid_after_utc)
+    usage = {"content_commitment": False, "key_encipherment": False, "data_encipherment": False,
+             "encipher_only": False, "decipher_only": False}
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=ca, crl_sign=ca, key_agreement=not ca,
+                                     **usage), critical=True)
+        .add_extension(ski, critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer_ski), critical=False)
+    )
+    if not ca:
+        builder = (builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
+    cert = builder.sign(issuer_key, hashes.SHA384())
+    _make_dir(out)
+    _write(key_path, _pem_key(key), private=True)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+
+
 def run_init(args: argparse.Namespace) -> int:
     """``edprf certs init``: an EC P-384 CA key and a self-signed CA certificate."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     _check_days(args.days)
     if not args.ca_name.strip():
         raise ValueError("--ca-name: expected a non-empty name")
     out: Path = args.out
     key_path, cert_path = out / CA_KEY, out / CA_CERT
     _refuse_overwrite([key_path, cert_path], args.force, "the CA")
-    key = ec.generate_private_key(ec.SECP384R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, args.ca_name.strip())])
-    now = _now()
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=args.days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(ski, critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
-        .sign(key, hashes.SHA384())
-    )
-    from cryptography.hazmat.primitives import serialization
-
-    _make_dir(out)
-    _write(key_path, _pem_key(key), private=True)
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    _issue(out, key_path, cert_path, args.ca_name.strip(), args.days, ca=True)
     _report([key_path, cert_path], [
         f"keep {key_path} offline; give {cert_path} to every party and to the operators' flwr CLI",
         f"edprf certs server --out {_q(out)} --san DNS:<the SuperLink's host name> --san IP:<its address>",
@@ -212,9 +230,7 @@ def run_init(args: argparse.Namespace) -> int:
 def run_server(args: argparse.Namespace) -> int:
     """``edprf certs server``: the SuperLink's key and certificate, signed by the CA, with the given SANs."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.hazmat.primitives import serialization
 
     _check_days(args.days)
     sans = [_parse_san(s) for s in args.san]
@@ -233,38 +249,13 @@ def run_server(args: argparse.Namespace) -> int:
         raise ValueError(f"{ca_key_path} is not the key of {ca_cert_path}")
     key_path, cert_path = out / SERVER_KEY, out / SERVER_CERT
     _refuse_overwrite([key_path, cert_path], args.force, "the SuperLink's key and certificate")
-
-    key = ec.generate_private_key(ec.SECP384R1())
-    first = sans[0].value
-    common_name = str(first)
-    now = _now()
-    not_after = min(now + dt.timedelta(days=args.days), ca_cert.not_valid_after_utc)
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_cert.subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=True, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-        .sign(ca_key, hashes.SHA384())
-    )
-    _make_dir(out)
-    _write(key_path, _pem_key(key), private=True)
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
-    _report([key_path, cert_path], [
-        f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
-        f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --host <address> --port 8000 "
-        "--database <state dir>/superlink.db",
-        f"then, per party: edprf certs party --out <keys dir> --party-id <id>",
-    ])
+    _issue(out, key_path, cert_path, str(sans[0].value), args.days, ca=False, sans=sans, issuer_key=ca_key,
+           issuer_cert=ca_cert)
+    superlink = (f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
+                 f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --isolation process "
+                 "--superexec-auth-secret-file <secret file> --database <state dir>/superlink.db   "
+                 "(or deploy/compose.yaml)")
+    _report([key_path, cert_path], [superlink, "then, per party: edprf certs party --out <keys dir> --party-id <id>"])
     return 0
 
 
@@ -296,14 +287,15 @@ def run_party(args: argparse.Namespace) -> int:
         skey = generate_signing_key(args.signing_key_type)
         written.append(save_private_key(skey, files.signing_key))
         written.append(save_public_key(skey, files.signing_pub))
-    _report(written, [
-        *([f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
-           "(and unregister the node of a key this one replaces)"] if auth else []),
-        *([f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id "
-           f"{key_id(skey)})"] if signing else []),
-        f"party: flower-supernode --root-certificates ca.crt --superlink <host>:8000 "
-        f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' schema-path='...' "
-        f"policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\"",
-        f"keep {files.auth_key} and {files.signing_key} on the party's host only",
-    ])
+    steps = []
+    if auth:
+        steps.append(f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
+                     "(then unregister the node of any key this one replaces)")
+    if signing:
+        steps.append(f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id {key_id(skey)})")
+    steps.append(f"party: flower-supernode --superlink <coordinator's fleet address> --root-certificates ca.crt "
+                 f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' "
+                 f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\"")
+    steps.append(f"keep {files.auth_key} and {files.signing_key} on the party's host only")
+    _report(written, steps)
     return 0

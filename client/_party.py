@@ -113,6 +113,10 @@ class Party:
             raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
         if req.n_trees > p.max_trees:
             raise Refusal("policy_trees", f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
+        if req.n_bins > p.max_bins:
+            raise Refusal("policy_bins", f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
+        if req.relation != p.relation:
+            raise Refusal("policy_relation", f"relation {req.relation!r} differs from the party's {p.relation!r}")
         if req.seed >= 0 and not p.allow_seeded_randomness:
             raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
                                          "cryptographic randomness")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from edprf_core import RELATIONS
+
 __all__ = ["PartyPolicy", "load_policy"]
 
 
@@ -28,6 +30,12 @@ class PartyPolicy:
         Largest ε of one noised evaluation; 0 refuses evaluations.
     max_depth : int >= 1, default 8
     max_trees : int >= 1, default 50
+    max_bins : int >= 2, default 64
+        Largest ``n_bins`` of a request.  Memory and time of training grow with it (a request
+        for 10,000 bins exhausts gigabytes); 64 matches the coordinator's release policy.
+    relation : "add-remove" or "replace-one", default "add-remove"
+        The only neighbouring relation this party releases under.  The lifetime cap adds up
+        the ε of every request, which is meaningful in one relation only.
     schema_fingerprint : str, default ""
         When set, requests and the local schema must carry this fingerprint.
     allow_exact_metrics : bool, default False
@@ -45,6 +53,8 @@ class PartyPolicy:
     max_evaluation_epsilon: float = 0.1
     max_depth: int = 8
     max_trees: int = 50
+    max_bins: int = 64
+    relation: str = "add-remove"
     schema_fingerprint: str = ""
     allow_exact_metrics: bool = False
     allow_seeded_randomness: bool = False
@@ -60,10 +70,12 @@ class PartyPolicy:
         v = self.max_evaluation_epsilon
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"max-evaluation-epsilon: expected a finite number >= 0, got {v!r}")
-        for name in ("max_depth", "max_trees"):
+        for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{_key(name)}: expected an integer >= 1, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation: expected one of {RELATIONS}, got {self.relation!r}")
         if not (isinstance(self.holdout_fraction, (int, float)) and 0 <= self.holdout_fraction < 1):
             raise ValueError(f"holdout-fraction: expected a number in [0, 1), got {self.holdout_fraction!r}")
         for name in ("allow_exact_metrics", "allow_seeded_randomness"):

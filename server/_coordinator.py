@@ -73,6 +73,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     schema = load_schema(cfg.schema_file)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for name in (MODEL_FILE, REPORT_FILE):  # left by a coordinator killed while writing (save_atomic's temp names)
+        for stale in out_dir.glob(f".{name}.*.tmp"):
+            stale.unlink(missing_ok=True)
     registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
     policy = ReleasePolicy(max_epsilon=cfg.epsilon, max_depth=cfg.max_depth, max_trees=cfg.trees_per_party,
                            max_bytes=cfg.max_release_bytes, require_signature=registry is not None,

@@ -311,6 +311,19 @@ def missing_flower_tools() -> list[str]:
     return [tool for tool in FLOWER_TOOLS if not (BIN / tool).is_file()]
 
 
+def new_deployment(tmp_path: Path, request) -> Deployment:
+    """For a fixture: a :class:`Deployment` under ``tmp_path``, stopped when the test ends
+    (skips the test when Flower's commands are not installed next to this Python)."""
+    import pytest
+
+    missing = missing_flower_tools()
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed next to {sys.executable}")
+    dep = Deployment(root=tmp_path, env=flower_env(tmp_path))
+    request.addfinalizer(dep.stop)
+    return dep
+
+
 # ----------------------------------------------------------------------------- parties on disk
 def write_parties(root: Path, caps: dict[str, float], *, release_epsilon: float, evaluation_epsilon: float,
                   seed: int = 20240604, max_trees: int = 10) -> tuple[dict[str, dict[str, Path]], Path]:
@@ -415,25 +428,26 @@ class Federation:
             ], role="superexec", env={**self.dep.env, "FLWR_HOME": str(self.home / "superexec")})
         return self.superlink
 
-    def write_cli_config(self, home: Path | None = None, ca_cert: Path | None = None) -> dict[str, str]:
-        """A `flwr` home whose default connection is this SuperLink; returns the env that uses it."""
+    def write_cli_config(self, home: Path | None = None, port: int | None = None) -> dict[str, str]:
+        """A `flwr` home whose default connection is this SuperLink (or ``port``); returns the env that uses it."""
         home = home or Path(self.dep.env["FLWR_HOME"])
         home.mkdir(parents=True, exist_ok=True)
-        ca = ca_cert or (self.tls.ca_cert if self.tls else None)
-        security = "insecure = true\n" if ca is None else f'root-certificates = "{ca}"\n'
+        security = "insecure = true\n" if self.tls is None else f'root-certificates = "{self.tls.ca_cert}"\n'
         (home / "config.toml").write_text(
             f'[superlink]\ndefault = "{self.connection}"\n\n'
-            f'[superlink.{self.connection}]\naddress = "{LOOPBACK}:{self.port}"\n{security}', encoding="utf-8")
+            f'[superlink.{self.connection}]\naddress = "{LOOPBACK}:{port or self.port}"\n{security}',
+            encoding="utf-8")
         return {**self.dep.env, "FLWR_HOME": str(home)}
 
     def start_supernode(self, name: str, config: str, *, auth_key: Path | None = None, ca_cert: Path | None = None,
-                        role: str = "supernode", env: dict[str, str] | None = None,
+                        role: str = "supernode", env: dict[str, str] | None = None, via: int | None = None,
                         extra: list[str] = ()) -> Started:
-        """A SuperNode with its own Runtime API port on loopback and its own Flower home."""
+        """A SuperNode with its own Runtime API port on loopback and its own Flower home; it dials the
+        SuperLink, or the port ``via`` (a gateway)."""
         tls = ["--insecure"] if self.tls is None else ["--root-certificates", str(ca_cert or self.tls.ca_cert)]
         auth = ["--auth-supernode-private-key", str(auth_key)] if auth_key else []
         return self.dep.start(name, [
-            str(BIN / "flower-supernode"), *tls, *auth, "--superlink", f"{LOOPBACK}:{self.port}",
+            str(BIN / "flower-supernode"), *tls, *auth, "--superlink", f"{LOOPBACK}:{via or self.port}",
             "--host", LOOPBACK, "--port", str(free_port(self.used_ports)), "--node-config", config, *extra,
         ], role=role, env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)})
 
@@ -499,6 +513,18 @@ class Federation:
         return report, load_global_model(model_path)
 
 
+def bundle_hash() -> str:
+    """SHA-256 of the app bundle `flwr run` makes of this repository (`flwr build` gives the same bytes)."""
+    import hashlib
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # typer's and pathspec's, raised inside flwr
+        from flwr.cli.build import build_fab_from_disk
+
+        return hashlib.sha256(build_fab_from_disk(REPO)).hexdigest()
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -510,11 +536,19 @@ def _json_in(output: str) -> dict:
     return json.loads(output[output.index("{"):output.rindex("}") + 1])
 
 
+def _flwr_migrated(before: str, after: str) -> bool:
+    """Whether `flwr` rewrote pyproject.toml: it moves ``[tool.flwr.federations]`` tables to
+    ``$FLWR_HOME/config.toml`` and comments them out.  Other changes are people editing the file."""
+    return after != before and "tool.flwr.federations" in before and "tool.flwr.federations" in after \
+        and after.count("# [tool.flwr.federations") > before.count("# [tool.flwr.federations")
+
+
 def run_guarded(dep: Deployment, scenario: Callable[[], None]) -> float:
     """Run ``scenario``; on failure print the logs; always stop every process and check none is left.
-    Also restores the repository's pyproject.toml if `flwr run` modified it. Returns the seconds taken."""
+    Fails (and undoes it) if `flwr run` migrated the repository's pyproject.toml; a concurrent edit
+    by someone else is left alone.  Returns the seconds taken."""
     pyproject = REPO / "pyproject.toml"
-    before = pyproject.read_bytes()
+    before = pyproject.read_text(encoding="utf-8")
     t0 = time.monotonic()
     try:
         scenario()
@@ -524,10 +558,10 @@ def run_guarded(dep: Deployment, scenario: Callable[[], None]) -> float:
         raise
     finally:
         dep.stop()
-        after = pyproject.read_bytes()
-        if after != before:
-            pyproject.write_bytes(before)  # never leave the repository modified
-        assert after == before, "flwr run modified the repository's pyproject.toml"
+        after = pyproject.read_text(encoding="utf-8")
+        if _flwr_migrated(before, after):
+            pyproject.write_text(before, encoding="utf-8")
+            raise AssertionError("flwr run rewrote the repository's pyproject.toml (restored)")
     left = dep.leftovers()
     assert left == [], f"Flower processes still running after the test: {[(p, command_line(p)) for p in left]}"
     return time.monotonic() - t0

@@ -64,7 +64,7 @@ def install() -> None:
 
     original = ClientApp.__call__
 
-    def __call__(self, message, context):  # noqa: N807 - replaces a dunder
+    def __call__(self, message, context):
         attack = str(context.node_config.get("attack", ""))
         if attack and message.metadata.message_type == MessageType.TRAIN:
             payload = _forged_release(attack, message, context)

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cli._main import main
 from cli._certs import PartyFiles, party_files
+from cli._main import main
 
-from ._harness import Deployment, Tls, flower_env, missing_flower_tools
+from ._harness import Deployment, Tls, new_deployment
 
 
 @pytest.fixture
 def deployment(tmp_path, request) -> Deployment:
-    missing = missing_flower_tools()
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed next to {sys.executable}")
-    dep = Deployment(root=tmp_path, env=flower_env(tmp_path))
-    request.addfinalizer(dep.stop)
-    return dep
+    return new_deployment(tmp_path, request)
 
 
 @dataclass

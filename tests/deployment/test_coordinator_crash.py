@@ -33,7 +33,7 @@ import pytest
 from cli._main import main
 from protocol import load_global_model
 
-from ._harness import Federation, command_line, node_config, process_tree, run_guarded, write_parties
+from ._harness import Federation, bundle_hash, command_line, node_config, process_tree, run_guarded, write_parties
 from .conftest import ledger_rows
 
 pytestmark = [pytest.mark.deployment, pytest.mark.slow]
@@ -42,11 +42,11 @@ PARTIES = {"hospital-a": 5.0, "hospital-b": 5.0}
 MODEL = "global-model.edprf"
 
 
-def _runs(fed: Federation) -> dict[str, str]:
+def _runs(fed: Federation, field: str = "status") -> dict[str, str]:
     code, out = fed.flwr("flwr-ls", ["ls", fed.connection, "--format", "json"])
     assert code == 0, out
     runs = json.loads(out[out.index("{"):out.rindex("}") + 1])["runs"]
-    return {r["run-id"]: r["status"] for r in runs}
+    return {r["run-id"]: r[field] for r in runs}
 
 
 def _assert_no_partial_model(out_dir) -> None:
@@ -74,13 +74,16 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         for p, paths in parties.items():
             fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key), auth_key=keys[p].auth_key)
         fed.wait_online(len(PARTIES))
+        fed.assert_loopback_only()
         run_config = {"schema-path": schema, "epsilon": 1.0, "trees-per-party": 2, "max-depth": 4,
                       "min-parties": 2, "expected-parties": 2, "evaluation-epsilon": 0.1, "round-timeout": 120.0,
                       "keys-dir": pki.keys_dir(PARTIES)}
 
         # ---- submit, wait for every party's reservation, kill the coordinator's processes at once
         out_killed = tmp_path / "out-killed"
+        bundle_hashes = {bundle_hash()}
         code, output = fed.run("run-killed", run_config, out_killed, stream=False)
+        bundle_hashes.add(bundle_hash())  # (someone may edit the repository meanwhile)
         assert code == 0, output
         killed_run = re.search(r"Successfully started run (\d+)", output).group(1)
         at_kill: dict[str, list] = {}
@@ -110,7 +113,10 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         # ---- restart on the same database; the SuperNodes come back by themselves
         fed.start_superlink(database, name="superlink-restarted")
         fed.wait_online(len(PARTIES), timeout=90.0)
+        fed.assert_loopback_only()
         assert _runs(fed)[killed_run] == "running"  # not resumed, not failed: stale until stopped
+        # the bundle is reproducible: a party can compare the run's code with a build of the source
+        assert _runs(fed, "fab-hash")[killed_run] in bundle_hashes
         code, output = fed.flwr("flwr-stop", ["stop", killed_run, fed.connection])
         assert code == 0, output
         assert _runs(fed)[killed_run].startswith("finished:"), _runs(fed)

@@ -14,6 +14,12 @@ Four hostile parties, each registered and signing with its own registered key:
 forest on another schema) and ``garbage`` (random bytes).  Two honest parties release normally.
 Every hostile release is rejected with its reason in report.json and in the model's manifest; the
 global model holds the honest parties' trees only.
+
+The converse, in the same deployment: a party protecting itself from the coordinator's code runs
+deploy/party/pinned_clientapp.py as its ``flwr-clientapp`` (the same PATH mechanism).  hospital-a
+lists this run's bundle hash and takes part as usual; ``cautious-party`` lists only another
+release's hash, so it refuses to install the bundle: its reply is an error naming the hash, and
+nothing of the bundle ran (its ledger was never opened).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import pytest
 
 from protocol import PartyKeyRegistry, load_global_model
 
-from ._harness import BIN, Federation, node_config, run_guarded, write_parties
+from ._harness import BIN, REPO, Federation, bundle_hash, node_config, run_guarded, write_parties
 from ._hostile_clientapp import write_launcher
 from .conftest import ledger_rows
 
@@ -32,20 +38,40 @@ HONEST = ("hospital-a", "hospital-b")
 EXPECTED_REASON = {"epsilon": "policy_epsilon", "trees": "policy_trees", "schema": "schema_mismatch",
                    "garbage": "malformed"}
 HOSTILE = {f"mallory-{attack}": attack for attack in EXPECTED_REASON}
+CAUTIOUS = "cautious-party"  # trusts another release of the app only
 TREES = 2
+
+
+def _pinned_launcher(bin_dir, trusted: list[str], tmp_path, name: str) -> dict[str, str]:
+    """deploy/party/pinned_clientapp.py installed as `flwr-clientapp`; returns the env entries that use it."""
+    import sys
+
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    source = (REPO / "deploy" / "party" / "pinned_clientapp.py").read_text(encoding="utf-8").split("\n", 1)[1]
+    launcher = bin_dir / "flwr-clientapp"
+    launcher.write_text(f"#!{sys.executable}\n{source}", encoding="utf-8")
+    launcher.chmod(0o755)
+    hashes = tmp_path / f"{name}-trusted-apps.txt"
+    hashes.write_text("# reviewed releases\n" + "".join(f"{h}\n" for h in trusted), encoding="utf-8")
+    return {"PATH": f"{bin_dir}:{BIN}:{{PATH}}", "EDPRF_TRUSTED_APP_HASHES": str(hashes)}
 
 
 def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(deployment, pki, tmp_path):
     dep = deployment
 
     def scenario() -> None:
-        caps = {p: 2.0 for p in [*HONEST, *HOSTILE]}
+        caps = {p: 2.0 for p in [*HONEST, *HOSTILE, CAUTIOUS]}
         parties, schema = write_parties(tmp_path / "parties", caps, release_epsilon=1.0, evaluation_epsilon=0.1)
         keys = {p: pki.party(p) for p in caps}
         keys_dir = pki.keys_dir(caps)  # hostile parties are registered members: their keys are trusted
         hostile_bin = tmp_path / "hostile-bin"
         write_launcher(hostile_bin)
         hostile_env = {**dep.env, "PATH": f"{hostile_bin}:{BIN}:{dep.env['PATH']}"}
+        other_release = "0" * 64
+        envs = {p: hostile_env for p in HOSTILE}
+        for party_id, trusted in (("hospital-a", [other_release, bundle_hash()]), (CAUTIOUS, [other_release])):
+            pinned = _pinned_launcher(tmp_path / f"{party_id}-bin", trusted, tmp_path, party_id)
+            envs[party_id] = {**dep.env, **pinned, "PATH": pinned["PATH"].format(PATH=dep.env["PATH"])}
 
         fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
         fed.start_superlink(tmp_path / "superlink.db")
@@ -54,7 +80,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
         for p, paths in parties.items():
             attack = {"attack": HOSTILE[p]} if p in HOSTILE else {}
             fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
-                                auth_key=keys[p].auth_key, env=hostile_env if p in HOSTILE else None)
+                                auth_key=keys[p].auth_key, env=envs.get(p))
         fed.wait_online(len(caps), timeout=90)
         fed.assert_loopback_only()
 
@@ -76,9 +102,14 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             assert outcome["message"], outcome
 
         assert view.forest.n_trees == len(HONEST) * TREES and sorted(view.parties) == sorted(HONEST)
-        assert sorted(r["reason"] for r in view.manifest["rejections"]) == sorted(EXPECTED_REASON.values())
+        assert sorted(r["reason"] for r in view.manifest["rejections"]) == sorted([*EXPECTED_REASON.values(),
+                                                                                   "client_error"])
         assert load_global_model(tmp_path / "out" / "global-model.edprf",
                                  PartyKeyRegistry.from_directory(keys_dir)).all_verified
+        cautious = by_node[node_of[CAUTIOUS]]
+        assert cautious["status"] == "failed" and cautious["reason"] == "client_error", cautious
+        assert "is not in the party's trusted list" in cautious["message"], cautious
+        assert not parties[CAUTIOUS]["ledger"].exists(), "the refused bundle ran at the cautious party"
         assert report["federated_evaluation"]["parties"] == len(HONEST)  # rejected parties are not asked
         for party_id in HONEST:
             assert [r[1:4] for r in ledger_rows(parties[party_id]["ledger"])] == [

@@ -184,3 +184,14 @@ def test_setup_from_node_config_and_simulation(tmp_path):
     with pytest.raises(ValueError, match="node config"):
         PartySetup.from_configs({}, {})
     _ = INSPECTION_POLICY
+
+
+@pytest.mark.parametrize("change, reason", [({"n_bins": 10_000}, "policy_bins"),
+                                            ({"relation": "replace-one"}, "policy_relation")])
+def test_bins_and_relation_outside_the_policy_are_refused_before_any_spend(party_files, change, reason):
+    setup, schema = party_files
+    party = Party(setup)
+    with pytest.raises(Refusal) as refused:
+        party.train(_request(schema, **change))
+    assert refused.value.reason == reason
+    assert party.ledger.entries() == []
