@@ -17,6 +17,7 @@ request that would pass the lifetime cap is refused before any computation.
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,12 @@ class Party:
             raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
                                          "cryptographic randomness")
 
+    def _seed(self, seed: int) -> np.random.SeedSequence | None:
+        """A requested research seed, made party-specific (and so independent of node ids)."""
+        if seed < 0:
+            return None
+        return np.random.SeedSequence([seed, zlib.crc32(self.policy.party_id.encode("utf-8"))])
+
     # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
@@ -146,7 +153,7 @@ class Party:
             clf = EDPRFClassifier(
                 self.schema, epsilon=req.epsilon, n_estimators=req.n_trees, max_depth=req.max_depth,
                 split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
-                random_state=req.seed if req.seed >= 0 else None,
+                random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
             key = load_private_key(self.setup.signing_key_path) if self.setup.signing_key_path else None
             payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key)

@@ -57,9 +57,9 @@ def _train_requests(cfg: CoordinatorConfig, run_id: str, fingerprint: str, nodes
             request_id=f"{run_id}/{node}/train", run_id=run_id, schema_fingerprint=fingerprint,
             epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
             n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
-            seed=-1 if cfg.seed < 0 else cfg.seed * 100_003 + i,
+            seed=cfg.seed,  # parties derive their own stream from it and their party id
         )
-        for i, node in enumerate(nodes)
+        for node in nodes
     }
 
 

@@ -125,9 +125,10 @@ def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
 @pytest.mark.slow
 def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     """One of five parties trains on shuffled labels: the coordinator's validation data show
-    near-zero information and a disagreement no chance explains; selection drops it."""
+    low information and a chance-corrected agreement no honest party has; it is flagged and
+    excluded, and selective aggregation then runs over the honest parties."""
     args = _args(parties=5, evaluation_epsilon=0.0, party_holdout=0.0, validation_size=0.15,
-                 shuffle_labels_party=[3], selective=True, exclude_flagged=False)
+                 shuffle_labels_party=[3], selective=True, exclude_flagged=True)
     result = run_simulation_report(args, tmp_path, baselines=False, progress=lambda _: None)
     fed = result["federated"]
     by_party = {c["party"]: c for c in fed["contributions"]}
@@ -136,9 +137,11 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     assert not any(c["flagged"] for c in by_party.values())
     # random splits on informative sensors still carry some information: "near zero" is relative
     assert bad["information_bits"] < 0.5 * min(c["information_bits"] for c in by_party.values())
-    assert "party-0003" in fed["selection"]["dropped"]
     statuses = {p["party_id"]: (p["status"], p["reason"]) for p in fed["parties"]}
-    assert statuses["party-0003"] == ("dropped", "not_selected")
+    assert statuses["party-0003"] == ("dropped", "flagged_low_quality")
+    selection = fed["selection"]
+    assert sorted(selection["kept"] + selection["dropped"]) == sorted(by_party)
+    assert selection["validation_accuracy_path"][-1] == max(selection["validation_accuracy_path"])
     view = load_global_model(tmp_path / "global-model.edprf")
-    assert "party-0003" not in view.parties
-    assert view.manifest["selection"]["dropped"] == fed["selection"]["dropped"]
+    assert "party-0003" not in view.parties and sorted(view.parties) == sorted(selection["kept"])
+    assert view.manifest["selection"] == selection

@@ -1,0 +1,16 @@
+# Sourced by demo.sh and test.sh: create .venv/ once and (re)install edprf-fl when
+# pyproject.toml changed or an import is missing.
+#   ensure_venv EXTRAS "module module ..."
+ensure_venv() {
+    local extras="$1" modules="$2" stamp=".venv/.installed${1:+-${1//,/-}}"
+    local python="${PYTHON:-python3.11}"
+    command -v "$python" >/dev/null 2>&1 || python=python3
+    [ -x .venv/bin/python ] || "$python" -m venv .venv
+    local check="import ${modules// /, }"
+    if ! .venv/bin/python -c "$check" >/dev/null 2>&1 || [ pyproject.toml -nt "$stamp" ]; then
+        echo "installing edprf-fl${extras:+ with [$extras]} into .venv ..." >&2
+        .venv/bin/python -m pip install --quiet --upgrade pip >&2
+        .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}" >&2
+        touch "$stamp"
+    fi
+}
