@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edprf_core import FeatureGrid, Schema, encode_features, encode_labels, read_csv
+from edprf_core import DataValidationError, Schema, conforming_rows, read_csv
 
 __all__ = ["LocalData", "load_local_data"]
+
+log = logging.getLogger("edprf.party")
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,9 +39,15 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     if not p.is_file():
         raise ValueError(f"local data file {p} does not exist")
     X, y = read_csv(p, schema)
-    # validate every row against the schema now, before any budget is reserved
-    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2))
-    encode_labels(y, schema)
+    # Rows that break a 'refuse' rule are dropped here, one by one, and reported in the
+    # party's own log only: refusing the request instead would tell the coordinator that
+    # such a record exists.  A per-record filter is a stable transformation: no extra ε.
+    keep, problems = conforming_rows(X, y, schema)
+    for note in problems:
+        log.warning("local data: %s; those rows are left out", note)
+    if not keep.any():
+        raise DataValidationError("no row of the local data conforms to the schema")
+    X, y = X[keep], y[keep]
     u = np.random.default_rng(int(salt, 16)).random(len(X))
     hold = u < holdout_fraction
     return LocalData(X[~hold], y[~hold], X[hold], y[hold])

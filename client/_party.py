@@ -9,7 +9,9 @@ Every reply depends on the party's data only through:
   sensitivity 2 under add/remove, released with Laplace(2/ε) noise per
   coordinate, ε reserved in the ledger first;
 - exact metrics, only when the party's policy says so explicitly (not DP);
-- refusal reasons that name a policy rule or the ledger, never a data value.
+- refusal reasons that name a policy rule, the ledger or an unusable data file,
+  never a data value; rows that break a schema rule are dropped locally, one by
+  one (a stable transformation), and reported only in the party's own log.
 The ledger sums every reservation (sequential composition over requests); a
 request that would pass the lifetime cap is refused before any computation.
 """
@@ -98,8 +100,10 @@ class Party:
         try:
             return load_local_data(self.setup.data_path, self.schema, self.policy.holdout_fraction, salt)
         except (DataValidationError, ValueError) as exc:
-            log.error("local data does not conform to the schema: %s", exc)
-            raise Refusal("invalid_local_data", "the party's local data do not conform to the schema; "
+            # only file-level problems get here (no file, missing or unknown columns, no usable
+            # row); row-level problems are filtered in load_local_data and never reported
+            log.error("local data cannot be used: %s", exc)
+            raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
                                                 "details are in the party's log") from None
 
     def _check_train(self, req: TrainRequest) -> None:

@@ -18,7 +18,7 @@ from ._classifier import EDPRFClassifier
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_depth
 from ._draft import draft_schema
-from ._encoding import FeatureGrid, encode_features, encode_labels
+from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, PrivacyLeakWarning, SchemaError
 from ._mechanisms import (
     ExponentialMechanism,
@@ -75,6 +75,7 @@ __all__ = [
     "UniformSchedule",
     "available_schemas",
     "branching_factor",
+    "conforming_rows",
     "draft_schema",
     "embedded_datasets",
     "encode_features",

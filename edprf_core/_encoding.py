@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._exceptions import DataValidationError
 from ._schema import REFUSE, CategoricalFeature, ContinuousFeature, Schema
 
-__all__ = ["FeatureGrid", "encode_features", "encode_labels", "as_frame", "label_values"]
+__all__ = ["FeatureGrid", "encode_features", "encode_labels", "as_frame", "label_values", "conforming_rows"]
 
 _MAX_REPORTED = 3
 
@@ -91,24 +91,35 @@ def _refuse(column: str, what: str, rows: Sequence[object], values: Sequence[obj
     return DataValidationError(f"column {column!r}: {what} at {shown}{more}")
 
 
-def _as_float(series: pd.Series, column: str) -> NDArray[np.float64]:
+Problems = list[tuple[str, str, NDArray[np.bool_]]] | None
+
+
+def _reject(column: str, what: str, series: pd.Series, mask: NDArray[np.bool_], problems: Problems) -> None:
+    """Refuse the offending rows: raise, or (with a ``problems`` list) record them."""
+    if problems is None:
+        idx = np.flatnonzero(mask)
+        raise _refuse(column, what, series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+    problems.append((column, what, mask.copy()))
+
+
+def _as_float(series: pd.Series, column: str, problems: Problems) -> NDArray[np.float64]:
     numeric = pd.to_numeric(series, errors="coerce")
     bad = numeric.isna().to_numpy() & ~series.isna().to_numpy()
     if bad.any():
-        idx = np.flatnonzero(bad)
-        raise _refuse(column, "not a number", series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+        _reject(column, "not a number", series, bad, problems)
     return numeric.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64]) -> NDArray[np.int32]:
-    x = _as_float(series, feature.name)
+def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64],
+                       problems: Problems = None) -> NDArray[np.int32]:
+    x = _as_float(series, feature.name, problems)
     nan = np.isnan(x)
     if nan.any():
         if feature.missing == REFUSE:
-            idx = np.flatnonzero(nan)
-            raise _refuse(feature.name, "missing value and the schema's rule is missing='refuse'",
-                          series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
-        x = np.where(nan, float(feature.missing), x)
+            _reject(feature.name, "missing value and the schema's rule is missing='refuse'", series, nan, problems)
+            x = np.where(nan, feature.lower, x)  # placeholder: such rows are dropped by the caller
+        else:
+            x = np.where(nan, float(feature.missing), x)
     x = np.clip(x, feature.lower, feature.upper)
     return np.searchsorted(edges, x, side="right").astype(np.int32)
 
@@ -124,7 +135,8 @@ def _lookup(values: NDArray, categories: Sequence[object]) -> NDArray[np.int32]:
     return np.where(found, order[pos], -1).astype(np.int32)
 
 
-def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category") -> NDArray[np.int32]:
+def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category",
+                        problems: Problems = None) -> NDArray[np.int32]:
     missing = series.isna().to_numpy()
     numeric = not isinstance(feature.categories[0], str)
     if numeric:
@@ -140,19 +152,21 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
             continue
         rule = getattr(feature, rule_name)
         if isinstance(rule, str) and rule == REFUSE:
-            idx = np.flatnonzero(mask)
-            raise _refuse(column, f"{label} and the schema's rule is {rule_name}='refuse'",
-                          series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
-        codes = np.where(mask, feature.code_of(rule), codes)
+            _reject(column, f"{label} and the schema's rule is {rule_name}='refuse'", series, mask, problems)
+            codes = np.where(mask, 0, codes)  # placeholder: such rows are dropped by the caller
+        else:
+            codes = np.where(mask, feature.code_of(rule), codes)
     return codes.astype(np.int32)
 
 
-def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGrid) -> NDArray[np.int32]:
+def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGrid,
+                    problems: Problems = None) -> NDArray[np.int32]:
     """Encode ``X`` to an ``(n_samples, n_features)`` array of codes.
 
     Privacy cost: none; this is a local, deterministic map under public rules.
     Raises :class:`DataValidationError` naming the column, value and row of
-    the first offending values when a rule says ``refuse``.
+    the first offending values when a rule says ``refuse`` (with a
+    ``problems`` list, records them there instead; see :func:`conforming_rows`).
     """
     frame = as_frame(X, schema)
     if len(frame) == 0:
@@ -161,10 +175,33 @@ def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGr
     for j, feature in enumerate(schema.features):
         series = frame[feature.name]
         if isinstance(feature, ContinuousFeature):
-            out[:, j] = _encode_continuous(series, feature, grid.edges[j])
+            out[:, j] = _encode_continuous(series, feature, grid.edges[j], problems)
         else:
-            out[:, j] = _encode_categorical(series, feature, feature.name)
+            out[:, j] = _encode_categorical(series, feature, feature.name, problems=problems)
     return out
+
+
+def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:
+    """Rows that satisfy every rule of the schema, and one description per violated rule.
+
+    A per-record filter: whether a row is kept depends on that row only, so
+    training on the kept rows is a stable transformation (neighbouring inputs
+    give neighbouring outputs) and costs no extra ε.  The descriptions name
+    columns, values and rows: for the data owner's eyes only, never to be sent.
+    Column-level problems (a missing or unknown column) still raise.
+    """
+    problems: list[tuple[str, str, NDArray[np.bool_]]] = []
+    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2), problems)
+    label_series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
+    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+    _encode_categorical(label_series, spec, schema.label.column, what="class", problems=problems)
+    keep = np.ones(len(X), dtype=bool)
+    notes = []
+    for column, what, mask in problems:
+        keep &= ~mask
+        rows = X.index[np.flatnonzero(mask)[:3]].tolist()
+        notes.append(f"column {column!r}: {what}: {int(mask.sum())} rows (first rows {rows})")
+    return keep, notes
 
 
 def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]:

@@ -218,3 +218,19 @@ def test_hostile_schema_toml_raises_schema_error(toml):
 
     with pytest.raises(SchemaError):
         Schema.from_toml(toml)
+
+
+def test_conforming_rows_is_a_per_record_filter(schema, data):
+    from edprf_core import conforming_rows
+
+    X, y = data
+    X, y = X.copy(), y.copy()
+    X.loc[3, "c0"] = "zebra"
+    X.loc[7, "x1"] = np.nan
+    y.iloc[11] = "k9"
+    keep, notes = conforming_rows(X, y, schema)
+    assert np.flatnonzero(~keep).tolist() == [3, 7, 11]
+    assert len(notes) == 3 and any("'zebra'" not in n and "c0" in n for n in notes)
+    # a row's fate depends on that row only: removing another row does not change it
+    keep2, _ = conforming_rows(X.drop(index=5), y.drop(index=5), schema)
+    assert np.array_equal(np.delete(keep, 5), keep2)

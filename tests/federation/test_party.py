@@ -122,16 +122,28 @@ def test_out_of_policy_requests_are_refused_before_spending(party_files, kw, rea
     assert party.ledger.entries() == []
 
 
-def test_invalid_local_data_is_refused_without_leaking_values(party_files):
+def test_non_conforming_rows_are_dropped_locally_and_never_reported(party_files, caplog):
+    """Refusing the request would tell the coordinator that such a record exists; the party
+    drops the row (a per-record filter, no extra epsilon) and says so in its own log only."""
     setup, schema = party_files
     text = setup.data_path.read_text().splitlines()
     text[5] = text[5].rsplit(",", 1)[0] + ",Secret-Label-Value"
     setup.data_path.write_text("\n".join(text) + "\n")
     party = Party(setup)
+    with caplog.at_level("WARNING", logger="edprf.party"):
+        payload = party.train(_request(schema))
+    assert b"Secret" not in payload
+    assert "undeclared class" in caplog.text and "1 rows" in caplog.text
+    assert [e.state for e in party.ledger.entries()] == ["released"]
+
+
+def test_missing_data_file_is_refused_before_spending(party_files):
+    setup, schema = party_files
+    setup.data_path.unlink()
+    party = Party(setup)
     with pytest.raises(Refusal) as exc:
         party.train(_request(schema))
-    assert exc.value.reason == "invalid_local_data"
-    assert "Secret" not in str(exc.value)
+    assert exc.value.reason == "invalid_local_data" and str(setup.data_path) not in str(exc.value)
     assert party.ledger.entries() == []
 
 

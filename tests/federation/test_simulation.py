@@ -76,8 +76,9 @@ def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
-    """Party 1 holds data that break the schema, party 2's policy refuses the epsilon:
-    the run completes with the other parties and the report names each reason."""
+    """Party 3 lost its data file, party 2's policy refuses the epsilon: the run completes
+    with the other parties and the report names each reason.  Party 1 holds a row that
+    breaks the schema: it drops the row locally and nothing about it reaches the coordinator."""
     from cli._simulate import prepare_workspace
     from client import PartyPolicy, load_policy
     from server import REPORT_FILE
@@ -89,6 +90,7 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     bad = (ws / "party-0001" / "data.csv").read_text().splitlines()
     bad[3] = bad[3].rsplit(",", 1)[0] + ",Fly-Upwards"
     (ws / "party-0001" / "data.csv").write_text("\n".join(bad) + "\n")
+    (ws / "party-0003" / "data.csv").unlink()
     strict = load_policy(ws / "party-0002" / "policy.toml")
     (ws / "party-0002" / "policy.toml").write_text(
         PartyPolicy(**{**strict.__dict__, "max_release_epsilon": 0.5}).to_toml())
