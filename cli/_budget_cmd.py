@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = ["register"]
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>8} {'state':<9} {'run':<22} detail")
     for e in entries:
-        when = datetime.fromtimestamp(e.created_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
         print(f"{when:<20} {e.kind:<11} {e.epsilon:>8.4g} {e.state:<9} {e.run_id[:22]:<22} {e.detail}")
     print(f"\nspent {spent:.4g}" + ("" if cap is None else f" of the lifetime cap {cap:.4g}; "
                                                           f"remaining {max(0.0, cap - spent):.4g}"))

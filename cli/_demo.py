@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edprf_core import EDPRFClassifier, branching_factor, load_embedded, public_depth
 
-    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)
     split_seed = 0 if args.seed is None else args.seed
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=split_seed, stratify=y)

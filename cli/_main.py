@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["register", "run_simulation_report", "add_federation_arguments"]
+__all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
 
 def add_federation_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, Eval
 
 from ._party import Party, PartySetup, Refusal
 
-__all__ = ["handle_train", "handle_evaluate"]
+__all__ = ["handle_evaluate", "handle_train"]
 
 log = logging.getLogger("edprf.party")
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from edprf_core import BudgetError
 
-__all__ = ["BudgetLedger", "LedgerEntry", "BudgetExhausted"]
+__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spends (
@@ -154,7 +154,7 @@ class BudgetLedger:
                 "FROM spends ORDER BY id").fetchall()
         return [LedgerEntry(*r) for r in rows]
 
-    def secret(self, key: str, factory: callable) -> str:
+    def secret(self, key: str, factory: Callable[[], str]) -> str:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")

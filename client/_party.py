@@ -35,7 +35,7 @@ from ._ledger import BudgetExhausted, BudgetLedger
 from ._local_data import LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy
 
-__all__ = ["PartySetup", "Party", "Refusal"]
+__all__ = ["Party", "PartySetup", "Refusal"]
 
 log = logging.getLogger("edprf.party")
 

@@ -44,6 +44,7 @@ from ._tree import SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
     "COMPOSITIONS",
+    "FEDERATION_NOTE",
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
     "SCHEDULES",
@@ -56,7 +57,6 @@ __all__ = [
     "DataValidationError",
     "EDPRFClassifier",
     "ExponentialMechanism",
-    "FEDERATION_NOTE",
     "FeatureGrid",
     "ForestArrays",
     "HarmonicSchedule",

@@ -26,14 +26,14 @@ from numpy.typing import NDArray
 from ._mechanisms import check_epsilon
 
 __all__ = [
-    "LayerSchedule",
     "HarmonicSchedule",
-    "UniformSchedule",
+    "LayerSchedule",
     "LinearSchedule",
-    "layer_schedule",
-    "TreeComposition",
     "ParallelComposition",
     "SequentialComposition",
+    "TreeComposition",
+    "UniformSchedule",
+    "layer_schedule",
     "tree_composition",
 ]
 

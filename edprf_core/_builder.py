@@ -31,7 +31,7 @@ from ._encoding import FeatureGrid
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._tree import ForestArrays
 
-__all__ = ["BuildPlan", "build_forest", "TreeStreams"]
+__all__ = ["BuildPlan", "TreeStreams", "build_forest"]
 
 _UTILITY_BLOCK = 1 << 21
 MAX_NODES = 20_000_000

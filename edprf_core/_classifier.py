@@ -256,7 +256,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """Majority vote over trees; ties go to the class declared first."""
         return self._fitted().predict(X)
 
-    def __sklearn_tags__(self):  # noqa: D105
+    def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.string = True

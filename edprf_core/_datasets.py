@@ -15,8 +15,14 @@ import pandas as pd
 
 from ._schema import Schema, load_schema
 
-__all__ = ["DEFAULT_DATASET", "available_schemas", "embedded_datasets", "load_embedded", "example_schema",
-           "read_csv"]
+__all__ = [
+    "DEFAULT_DATASET",
+    "available_schemas",
+    "embedded_datasets",
+    "example_schema",
+    "load_embedded",
+    "read_csv",
+]
 
 DEFAULT_DATASET = "wall_robot_navigation"
 _PACKAGE = "edprf_core"

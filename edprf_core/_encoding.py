@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._exceptions import DataValidationError
 from ._schema import REFUSE, CategoricalFeature, ContinuousFeature, Schema
 
-__all__ = ["FeatureGrid", "encode_features", "encode_labels", "as_frame", "label_values", "conforming_rows"]
+__all__ = ["FeatureGrid", "as_frame", "conforming_rows", "encode_features", "encode_labels", "label_values"]
 
 _MAX_REPORTED = 3
 

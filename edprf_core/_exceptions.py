@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PrivacyLeakWarning", "SchemaError", "DataValidationError", "BudgetError"]
+__all__ = ["BudgetError", "DataValidationError", "PrivacyLeakWarning", "SchemaError"]
 
 
 class PrivacyLeakWarning(UserWarning):

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ._encoding import FeatureGrid
 from ._tree import ForestArrays
 
-__all__ = ["LeafMaskPredictor", "MAX_WORDS"]
+__all__ = ["MAX_WORDS", "LeafMaskPredictor"]
 
 MAX_WORDS = 4
 _GROUP_TABLE_SIZE = 1024

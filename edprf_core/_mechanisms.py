@@ -36,9 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
-    "PermuteAndFlip",
     "ExponentialMechanism",
     "LaplaceMechanism",
+    "PermuteAndFlip",
     "check_epsilon",
     "permute_and_flip_literal",
     "permute_and_flip_probabilities",

@@ -13,7 +13,7 @@ import secrets
 
 import numpy as np
 
-__all__ = ["RandomState", "make_generator", "spawn_generators", "is_cryptographically_seeded"]
+__all__ = ["RandomState", "is_cryptographically_seeded", "make_generator", "spawn_generators"]
 
 RandomState = None | int | np.random.Generator | np.random.SeedSequence
 

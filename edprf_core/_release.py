@@ -23,8 +23,17 @@ from ._predict import RoutingTable
 from ._schema import Schema
 from ._tree import SPLIT_MODES, ForestArrays
 
-__all__ = ["TrainingParameters", "DPForest", "merge_forests", "RELATIONS", "VARIANTS", "SCHEDULES", "COMPOSITIONS",
-           "MAX_DEPTH_LIMIT", "FEDERATION_NOTE"]
+__all__ = [
+    "COMPOSITIONS",
+    "FEDERATION_NOTE",
+    "MAX_DEPTH_LIMIT",
+    "RELATIONS",
+    "SCHEDULES",
+    "VARIANTS",
+    "DPForest",
+    "TrainingParameters",
+    "merge_forests",
+]
 
 RELATIONS = ("add-remove", "replace-one")
 VARIANTS = ("pf", "tradition")

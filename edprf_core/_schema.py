@@ -23,12 +23,12 @@ import numpy as np
 from ._exceptions import SchemaError
 
 __all__ = [
-    "ContinuousFeature",
+    "REFUSE",
     "CategoricalFeature",
+    "ContinuousFeature",
     "LabelSpec",
     "Schema",
     "load_schema",
-    "REFUSE",
 ]
 
 REFUSE = "refuse"

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import RELATIONS, SCHEDULES
-from edprf_core import SPLIT_MODES
+from edprf_core import RELATIONS, SCHEDULES, SPLIT_MODES
 
-__all__ = ["TrainRequest", "EvaluateRequest", "TaskError", "REQUEST_KEY", "RESULT_KEY", "MODEL_KEY", "METRICS_KEY"]
+__all__ = ["METRICS_KEY", "MODEL_KEY", "REQUEST_KEY", "RESULT_KEY", "EvaluateRequest", "TaskError", "TrainRequest"]
 
 # names of the records inside Flower messages, shared by party and coordinator
 REQUEST_KEY = "request"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CoordinatorConfig", "DEFAULT_RUN_CONFIG"]
+__all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
 
 
 @dataclass(frozen=True)

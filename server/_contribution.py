@@ -41,7 +41,7 @@ from scipy import stats
 
 from edprf_core import DPForest
 
-__all__ = ["PartyContribution", "tree_information", "party_contributions", "entropy_bits"]
+__all__ = ["PartyContribution", "entropy_bits", "party_contributions", "tree_information"]
 
 
 def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -35,7 +35,7 @@ from ._metrics import forest_metrics
 from ._report import PartyOutcome, RunReport
 from ._selection import select_parties
 
-__all__ = ["run_federation", "MODEL_FILE", "REPORT_FILE"]
+__all__ = ["MODEL_FILE", "REPORT_FILE", "run_federation"]
 
 log = logging.getLogger("edprf.coordinator")
 MODEL_FILE = "global-model.edprf"
