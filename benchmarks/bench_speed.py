@@ -129,21 +129,23 @@ def main(argv: list[str] | None = None) -> None:
     def encode():
         return encode_features(X, schema, grid)
 
+    def add_rows(kind: str, label: str, times: dict, target: float) -> None:
+        """One table row per mode: median time, encoding share, ratio against scikit-learn."""
+        sk, enc = times["sklearn"][0], times["encoding"][0]
+        results[f"sk_{kind}"] = sk
+        for mode in modes:
+            t = times[mode][0]
+            results[f"{kind}_{mode}"] = t
+            rows.append((label, f"eDPRF {mode}", f"{t:.3f}", f"{enc:.3f}", f"{sk:.3f}", f"{t / sk:.3f}x",
+                         f"{(t - enc) / sk:.3f}x", f"≤ {target}x", "yes" if t / sk <= target else "NO"))
+
     # (a) fit
     log("(a) fit")
     load_before = load_average()
     fns = {"sklearn": lambda: skl(args.fit_trees).fit(Xn, yn), "encoding": encode}
     fns.update({mode: (lambda mode=mode: ours(mode, args.fit_trees).fit(X, y)) for mode in modes})
     fit_times = interleaved(fns, R)
-    sk_fit = fit_times["sklearn"][0]
-    enc = dict.fromkeys(modes, fit_times["encoding"][0])
-    results["sk_fit"] = sk_fit
-    for mode in modes:
-        t = fit_times[mode][0]
-        results[f"fit_{mode}"] = t
-        rows.append((f"fit, {args.fit_trees} trees, max_depth {d}, {n:,} rows", f"eDPRF {mode}",
-                     f"{t:.3f}", f"{enc[mode]:.3f}", f"{sk_fit:.3f}", f"{t / sk_fit:.3f}x",
-                     f"{(t - enc[mode]) / sk_fit:.3f}x", "≤ 0.25x", "yes" if t / sk_fit <= 0.25 else "NO"))
+    add_rows("fit", f"fit, {args.fit_trees} trees, max_depth {d}, {n:,} rows", fit_times, 0.25)
 
     # (b) predict
     log("(b) predict")
@@ -156,15 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     fns = {"sklearn": lambda: sk_model.predict(Xn), "encoding": encode}
     fns.update({mode: (lambda mode=mode: models[mode].predict(X)) for mode in modes})
     pred_times = interleaved(fns, R)
-    sk_pred = pred_times["sklearn"][0]
-    enc = dict.fromkeys(modes, pred_times["encoding"][0])
-    results["sk_predict"] = sk_pred
-    for mode in modes:
-        t = pred_times[mode][0]
-        results[f"predict_{mode}"] = t
-        rows.append((f"predict, {args.predict_trees} trees, max_depth {d}, {n:,} rows", f"eDPRF {mode}",
-                     f"{t:.3f}", f"{enc[mode]:.3f}", f"{sk_pred:.3f}", f"{t / sk_pred:.3f}x",
-                     f"{(t - enc[mode]) / sk_pred:.3f}x", "≤ 1.0x", "yes" if t / sk_pred <= 1.0 else "NO"))
+    add_rows("predict", f"predict, {args.predict_trees} trees, max_depth {d}, {n:,} rows", pred_times, 1.0)
 
     profile_text = ""
     if args.profile:

@@ -131,7 +131,7 @@ def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates) -> NDArray[np.float64]:
     """Utility of every candidate at every node of ``counts`` (nodes, bins, classes)."""
-    n_nodes, n_bins, n_classes = counts.shape
+    n_nodes, _, n_classes = counts.shape
     m = cand.feature.size
     util = np.empty((n_nodes, m))
     per_block = max(1, _UTILITY_BLOCK // max(1, m * n_classes))

@@ -61,6 +61,10 @@ class RoutingTable:
 
     def leaf_classes(self, codes: NDArray[np.int32], trees: slice) -> NDArray[np.int32]:
         """Class voted by each tree in ``trees`` for each row: shape (n_trees, n_rows)."""
+        return self.leaf_class[self.leaves(codes, trees)]
+
+    def leaves(self, codes: NDArray[np.int32], trees: slice = slice(None)) -> NDArray[np.int64]:
+        """Global index of the leaf each row reaches in each tree of ``trees``: (n_trees, n_rows)."""
         n_rows, n_features = codes.shape
         flat = np.ascontiguousarray(codes, dtype=np.int32).ravel()
         row_base = (np.arange(n_rows, dtype=np.int64) * n_features)[None, :]
@@ -68,7 +72,7 @@ class RoutingTable:
         for _ in range(self.depth):
             value = flat[row_base + self.feature[node]]
             node = self.table[node * np.int64(self.width) + value].astype(np.int64)
-        return self.leaf_class[node]
+        return node
 
     def votes(self, codes: NDArray[np.int32], n_classes: int) -> NDArray[np.int64]:
         """Number of trees voting for each class: shape (n_rows, n_classes).

@@ -184,8 +184,9 @@ class DPForest:
             return "NOT differentially private: at least one part was trained with a research-only option."
         if len(self.parts) == 1:
             return f"{self.parts[0][1].statement()} {FEDERATION_NOTE}"
-        lines = [f"Merged forest of {len(self.parts)} parts, {self.n_trees} trees; "
-                 f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"]
+        header = (f"Merged forest of {len(self.parts)} parts, {self.n_trees} trees; "
+                  f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}")
+        lines = [header]
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:
             groups.setdefault(p.statement(), []).append(f"{label} ({n} trees)")

@@ -41,7 +41,7 @@ from scipy import stats
 
 from edprf_core import DPForest
 
-__all__ = ["PartyContribution", "entropy_bits", "party_contributions", "tree_information"]
+__all__ = ["PartyContribution", "entropy_bits", "part_votes", "party_contributions", "tree_information"]
 
 
 def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -53,22 +53,13 @@ def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:
     return -(p * logs).sum(axis=-1)
 
 
-def _leaf_of_rows(forest: DPForest, codes: NDArray[np.int32]) -> NDArray[np.int64]:
+def _leaves(forest: DPForest, codes: NDArray[np.int32]) -> NDArray[np.int64]:
     """Global leaf index reached by each row in each tree: shape (n_trees, n_rows)."""
-    table = forest._table()
-    n_rows, n_features = codes.shape
-    flat = np.ascontiguousarray(codes, dtype=np.int32).ravel()
-    row_base = (np.arange(n_rows, dtype=np.int64) * n_features)[None, :]
-    node = np.repeat(table.roots[:, None], n_rows, axis=1).astype(np.int64)
-    for _ in range(table.depth):
-        node = table.table[node * table.width + flat[row_base + table.feature[node]]]
-    return node
+    return forest._table().leaves(codes)
 
 
-def tree_information(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``T_info`` in bits of every tree, from the rows ``codes`` with class indices ``y``."""
+def _information_from_leaves(forest: DPForest, leaves: NDArray[np.int64], y: NDArray[np.int64]) -> NDArray[np.float64]:
     k = forest.schema.n_classes
-    leaves = _leaf_of_rows(forest, codes)
     n_nodes = forest.trees.n_nodes
     counts = np.bincount((leaves * k + y[None, :]).ravel(), minlength=n_nodes * k).reshape(n_nodes, k)
     route_p = counts.sum(axis=1) / max(1, y.size)
@@ -77,6 +68,29 @@ def tree_information(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.i
     tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.trees.tree_offsets))
     th = np.bincount(tree_of, weights=route_p * h_leaf, minlength=forest.n_trees)
     return h_root - th
+
+
+def tree_information(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``T_info`` in bits of every tree, from the rows ``codes`` with class indices ``y``."""
+    return _information_from_leaves(forest, _leaves(forest, codes), y)
+
+
+def _votes_by_part(forest: DPForest, leaves: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    k = forest.schema.n_classes
+    cls = forest.trees.leaf_class[leaves].astype(np.int64)  # (n_trees, n_rows)
+    n_rows = cls.shape[1]
+    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    out = []
+    for i in range(len(forest.parts)):
+        part = cls[bounds[i] : bounds[i + 1]]
+        flat = (np.arange(n_rows)[None, :] * k + part).ravel()
+        out.append(np.bincount(flat, minlength=n_rows * k).reshape(n_rows, k))
+    return out
+
+
+def part_votes(forest: DPForest, codes: NDArray[np.int32]) -> list[NDArray[np.int64]]:
+    """Votes of each part's trees, one (n_rows, n_classes) array per part of the merged forest."""
+    return _votes_by_part(forest, _leaves(forest, codes))
 
 
 @dataclass(frozen=True)
@@ -102,20 +116,17 @@ def _vote(votes: NDArray[np.int64]) -> NDArray[np.int64]:
 def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64],
                         alpha: float = 0.01) -> list[PartyContribution]:
     """Contribution and quality flags of every part of a merged forest."""
-    info = tree_information(forest, codes, y)
+    leaves = _leaves(forest, codes)
+    info = _information_from_leaves(forest, leaves, y)
     k = forest.schema.n_classes
-    leaves = _leaf_of_rows(forest, codes)
-    cls = forest.trees.leaf_class[leaves]  # (n_trees, n_rows)
     n_rows = codes.shape[0]
-    one_hot_votes = np.zeros((forest.n_trees, n_rows, k), dtype=np.int64)
-    np.put_along_axis(one_hot_votes, cls[:, :, None].astype(np.int64), 1, axis=2)
-    total_votes = one_hot_votes.sum(axis=0)
+    by_part = _votes_by_part(forest, leaves)
+    total_votes = sum(by_part)
     global_vote = _vote(total_votes)
     bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
     n_parts = len(forest.parts)
     own_votes, agreement, chance, kappa = [], [], [], []
-    for i in range(n_parts):
-        mine = one_hot_votes[bounds[i] : bounds[i + 1]].sum(axis=0)
+    for mine in by_part:
         own, others = _vote(mine), _vote(total_votes - mine)
         own_votes.append(own)
         a = float(np.mean(own == others))

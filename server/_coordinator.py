@@ -30,7 +30,7 @@ from protocol import (
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
-from ._contribution import party_contributions
+from ._contribution import part_votes, party_contributions
 from ._metrics import forest_metrics
 from ._report import PartyOutcome, RunReport
 from ._selection import select_parties
@@ -193,9 +193,9 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
                       f"disagrees with the other parties on {c.disagreement_with_others:.1%} of validation rows "
                       f"(p = {c.p_value:.2g})")
     if cfg.selective_aggregation and keep:
-        part_votes = [accepted[i].forest.votes(X_val) for i in keep]
+        votes = part_votes(merged, codes)
         target = cfg.target_parties or None
-        chosen = select_parties(part_votes, y_idx, target)
+        chosen = select_parties([votes[i] for i in keep], y_idx, target)
         kept = [keep[j] for j in chosen.kept]
         for j in chosen.dropped:
             i = keep[j]
