@@ -84,6 +84,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                        schema_fingerprint=schema.fingerprint)
     nodes = _wait_for_nodes(grid, max(cfg.min_parties, cfg.expected_parties), cfg.node_wait_timeout)
     log.info("run %s: %d parties connected", run_id, len(nodes))
+    if len(nodes) < cfg.expected_parties:
+        log.warning("run %s: %d of %d expected parties connected within %.0f s; going on without the others",
+                    run_id, len(nodes), cfg.expected_parties, cfg.node_wait_timeout)
     requests = _train_requests(cfg, run_id, schema.fingerprint, nodes)
     messages = []
     for node, req in requests.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,9 +52,15 @@ def _server_app(cfg: CoordinatorConfig) -> ServerApp:
 def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = False) -> None:
     """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
 
-    The coordinator writes its model and report to ``cfg.output_dir``.
+    The coordinator writes its model and report to ``cfg.output_dir``.  It waits
+    for all ``n_parties`` to register before sending requests: Flower starts the
+    ServerApp thread before the simulation engine has registered every node, so
+    starting at the first node seen would silently leave parties out.
     """
     from flwr.simulation import run_simulation
+
+    if cfg.expected_parties < n_parties:
+        cfg = replace(cfg, expected_parties=n_parties)
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")

@@ -69,7 +69,9 @@ def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "federated eDPRF" in printed and "non-private RF" in printed and "guarantee:" in printed
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["federated"]["n_trees"] == 3 and report["parties"] == 3
+    statuses = [(p["status"], p["reason"]) for p in report["federated"]["parties"]]
+    assert report["parties"] == 3 and len(statuses) == 3, statuses  # every simulated node took part
+    assert report["federated"]["n_trees"] == 3, statuses
     assert (out / "accuracy.png").stat().st_size > 1000
     assert report["federated"]["federated_evaluation"] == {}
 
@@ -119,7 +121,7 @@ def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
 
     cfg, _ = prepare_workspace(_args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path,
                                progress=lambda _: None)
-    simulate_federation(replace(cfg, min_parties=3), 2)
+    simulate_federation(replace(cfg, min_parties=3, node_wait_timeout=2.0), 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "failed" and not (tmp_path / MODEL_FILE).exists()
 
@@ -147,3 +149,37 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     view = load_global_model(tmp_path / "global-model.edprf")
     assert "party-0003" not in view.parties and sorted(view.parties) == sorted(selection["kept"])
     assert view.manifest["selection"] == selection
+
+
+class _SlowTokens:
+    """Stands in for the ``secrets`` module inside Flower's simulation engine: every
+    node registration takes 0.4 s, so the ServerApp thread (which Flower starts first)
+    always looks at the grid while some nodes are still missing."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def token_bytes(self, n):
+        import time
+
+        time.sleep(0.4)
+        return self._real.token_bytes(n)
+
+
+@pytest.mark.slow
+def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, monkeypatch):
+    import secrets
+
+    from flwr.server.superlink.fleet.vce import vce_api
+
+    from cli._simulate import prepare_workspace
+    from server import REPORT_FILE
+    from simulation import simulate_federation
+
+    monkeypatch.setattr(vce_api, "secrets", _SlowTokens(secrets))
+    cfg, _ = prepare_workspace(_args(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path,
+                               progress=lambda _: None)
+    simulate_federation(cfg, 3)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert [p["status"] for p in report["parties"]] == ["accepted"] * 3
+    assert report["n_trees"] == 3
