@@ -24,7 +24,8 @@ class CoordinatorConfig:
         Fewer valid releases than this: no model is saved.
     expected_parties : int >= 0
         Wait up to ``node_wait_timeout`` seconds for this many connected
-        parties before sending requests (0: start once ``min_parties`` are in).
+        parties before sending requests (0: start once ``min_parties`` are in;
+        in simulation, 0 means every party of the ``sim-dir`` workspace).
     validation_data_path : str
         Data the coordinator may use (public, or its own): enables the
         per-party contribution report and quality flags.  Not given to parties.
@@ -41,8 +42,8 @@ class CoordinatorConfig:
     sim_dir: str = ""
     output_dir: str = "edprf-output"
     epsilon: float = 1.0
-    max_depth: int = 6
-    trees_per_party: int = 5
+    max_depth: int = 5
+    trees_per_party: int = 1
     split_mode: str = "binary"
     n_bins: int = 20
     schedule: str = "harmonic"
@@ -73,6 +74,8 @@ class CoordinatorConfig:
                 raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
         if not 0 < self.flag_alpha < 1:
             raise ValueError(f"flag-alpha: expected a number in (0, 1), got {self.flag_alpha!r}")
+        if self.expected_parties < 0:
+            raise ValueError(f"expected-parties: expected >= 0, got {self.expected_parties}")
         if self.target_parties < 0:
             raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
@@ -98,6 +101,15 @@ class CoordinatorConfig:
     @property
     def schema_file(self) -> Path:
         return Path(self.schema_path) if self.schema_path else Path(self.sim_dir) / "schema.toml"
+
+    @property
+    def parties_to_wait_for(self) -> int:
+        """Connected parties the coordinator waits for before it sends requests."""
+        expected = self.expected_parties
+        if expected == 0 and self.sim_dir:
+            # the coordinator laid this workspace out itself: its party count is not a party's data
+            expected = sum(1 for d in Path(self.sim_dir).glob("party-*") if d.is_dir())
+        return max(self.min_parties, expected)
 
     @property
     def validation_file(self) -> Path | None:

@@ -82,11 +82,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                            allowed_relations=(cfg.relation,))
     report = RunReport(run_id=run_id, parameters={k: v for k, v in vars(cfg).items()},
                        schema_fingerprint=schema.fingerprint)
-    nodes = _wait_for_nodes(grid, max(cfg.min_parties, cfg.expected_parties), cfg.node_wait_timeout)
+    wanted = cfg.parties_to_wait_for
+    nodes = _wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %d parties connected", run_id, len(nodes))
-    if len(nodes) < cfg.expected_parties:
+    if len(nodes) < wanted:
         log.warning("run %s: %d of %d expected parties connected within %.0f s; going on without the others",
-                    run_id, len(nodes), cfg.expected_parties, cfg.node_wait_timeout)
+                    run_id, len(nodes), wanted, cfg.node_wait_timeout)
     requests = _train_requests(cfg, run_id, schema.fingerprint, nodes)
     messages = []
     for node, req in requests.items():
