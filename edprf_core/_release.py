@@ -113,8 +113,12 @@ class TrainingParameters:
         seed = (" Randomness came from a fixed seed (research mode): anyone who knows it can remove"
                 " the noise; production releases must be cryptographically seeded.") if self.seeded else ""
         return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
-                f"neighbouring relation ({self.n_trees} trees, {self.composition} composition across trees, "
+                f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
                 f"{self.schedule} layer schedule, depth {self.max_depth}).{seed}")
+
+
+def _trees(n: int) -> str:
+    return f"{n} tree" if n == 1 else f"{n} trees"
 
 
 FEDERATION_NOTE = ("Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
@@ -184,12 +188,12 @@ class DPForest:
             return "NOT differentially private: at least one part was trained with a research-only option."
         if len(self.parts) == 1:
             return f"{self.parts[0][1].statement()} {FEDERATION_NOTE}"
-        header = (f"Merged forest of {len(self.parts)} parts, {self.n_trees} trees; "
+        header = (f"Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
                   f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}")
         lines = [header]
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:
-            groups.setdefault(p.statement(), []).append(f"{label} ({n} trees)")
+            groups.setdefault(p.statement(), []).append(f"{label} ({_trees(n)})")
         for statement, members in groups.items():
             shown = ", ".join(members) if len(members) <= 4 else f"{', '.join(members[:3])} and {len(members) - 3} more"
             lines.append(f"  - {shown}: {statement}")
