@@ -139,9 +139,16 @@ class Party:
         Privacy cost: ``req.epsilon``, reserved in the ledger before training.
         """
         self._check_train(req)
+        detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:
+            # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
+            # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
+            if entry.kind != "release" or entry.epsilon != req.epsilon or entry.detail != detail:
+                raise Refusal("request_id_reused",
+                              f"request {req.request_id} was served before with other parameters "
+                              f"(epsilon {entry.epsilon:g}, {entry.detail or entry.kind}); a new request needs a new id")
             if entry.state == "released" and payload is not None:
                 log.info("request %s already served; resending the stored release", req.request_id)
                 return payload
@@ -149,8 +156,7 @@ class Party:
                                            "its epsilon stays spent")
         data = self._data()
         try:
-            self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id,
-                                detail=f"{req.n_trees} trees, depth {req.max_depth}, {req.split_mode}")
+            self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
             raise Refusal("budget_exhausted", str(exc)) from None
         try:
@@ -202,3 +208,9 @@ class Party:
         noisy = LaplaceMechanism(2.0).randomise(np.array([correct, total]), req.epsilon, make_generator(None))
         self.ledger.complete(req.request_id)
         return {"correct": float(noisy[0]), "total": float(noisy[1]), "epsilon": req.epsilon, "exact": 0.0}
+
+
+def _release_detail(req: TrainRequest) -> str:
+    """The ledger's description of a release: also what a repeated request id must match."""
+    return (f"{req.n_trees} trees, depth {req.max_depth}, {req.split_mode}, {req.n_bins} bins, "
+            f"{req.schedule}, {req.relation}")

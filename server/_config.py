@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
+
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,13 @@ class CoordinatorConfig:
         Drop parties the quality test flags.
     evaluation_epsilon : float in [0, inf)
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
+    request_tag : str
+        Names this training's release requests at the parties (empty: the
+        Flower run id, so every run is a new request).  Re-running with the
+        same tag, e.g. after the coordinator crashed, makes each party resend
+        the release it already made for that tag instead of spending ε again;
+        a party refuses a reused tag whose parameters differ.  The evaluation
+        round is always a new request (the model may differ).
     """
 
     schema_path: str = ""
@@ -63,6 +73,7 @@ class CoordinatorConfig:
     exclude_flagged: bool = False
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
+    request_tag: str = ""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -76,6 +87,9 @@ class CoordinatorConfig:
             raise ValueError(f"flag-alpha: expected a number in (0, 1), got {self.flag_alpha!r}")
         if self.expected_parties < 0:
             raise ValueError(f"expected-parties: expected >= 0, got {self.expected_parties}")
+        if self.request_tag and not _TAG.fullmatch(self.request_tag):
+            raise ValueError(f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
+                             f"got {self.request_tag!r}")
         if self.target_parties < 0:
             raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:

@@ -54,7 +54,7 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
 def _train_requests(cfg: CoordinatorConfig, run_id: str, fingerprint: str, nodes: list[int]) -> dict[int, TrainRequest]:
     return {
         node: TrainRequest(
-            request_id=f"{run_id}/{node}/train", run_id=run_id, schema_fingerprint=fingerprint,
+            request_id=f"{cfg.request_tag or run_id}/train", run_id=run_id, schema_fingerprint=fingerprint,
             epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
             n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
             seed=cfg.seed,  # parties derive their own stream from it and their party id

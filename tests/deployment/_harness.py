@@ -495,8 +495,8 @@ class Federation:
         args = ["run", str(REPO), self.connection, "--run-config", pairs] + (["--stream"] if stream else [])
         return self.flwr(name, args, timeout=timeout)
 
-    def run_and_load(self, name: str, run_config: dict[str, Any], out: Path):
-        """`flwr run --stream`, then the report and the loaded global model."""
+    def run_and_load(self, name: str, run_config: dict[str, Any], out: Path, expect_model: bool = True):
+        """`flwr run --stream`, then the report and the loaded global model (None when none is expected)."""
         from protocol import load_global_model
 
         t0 = time.monotonic()
@@ -508,8 +508,11 @@ class Federation:
         self.dep.wait_until(f"{report_path}", report_path.is_file, 10.0)
         report = json.loads(report_path.read_text())
         model_path = out / "global-model.edprf"
-        assert model_path.is_file(), report
         print(f"{name}: {time.monotonic() - t0:.1f} s", flush=True)
+        if not expect_model:
+            assert report["status"] == "failed" and not model_path.exists(), report
+            return report, None
+        assert model_path.is_file(), report
         return report, load_global_model(model_path)
 
 

@@ -142,6 +142,22 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         _assert_no_partial_model(out_killed)
         _assert_no_partial_model(tmp_path / "out-new")
 
+        # ---- resume the killed run's training by its request tag: parties resend, spend nothing
+        before = {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()}
+        resumed, resumed_view = fed.run_and_load(
+            "run-resumed", {**run_config, "request-tag": killed_run, "evaluation-epsilon": 0.0},
+            tmp_path / "out-resumed")
+        assert resumed["status"] == "completed", resumed
+        assert all(p["status"] == "accepted" and p["signed"] for p in resumed["parties"]), resumed["parties"]
+        assert resumed_view.forest.n_trees == 2 * len(PARTIES)
+        assert {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()} == before
+        # and a reused tag with other parameters is refused by every party, still spending nothing
+        clash, _ = fed.run_and_load("run-clash", {**run_config, "request-tag": killed_run, "max-depth": 3,
+                                                  "evaluation-epsilon": 0.0, "min-parties": 1},
+                                    tmp_path / "out-clash", expect_model=False)
+        assert [p["reason"] for p in clash["parties"]] == ["request_id_reused"] * len(PARTIES), clash["parties"]
+        assert {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()} == before
+
     seconds = run_guarded(dep, scenario)
     with capsys.disabled():
         print(f"\ncoordinator crash and restart: {seconds:.1f} s")

@@ -33,6 +33,8 @@ def test_run_config_values_are_cast_and_unknown_keys_ignored():
     ("flag-alpha", 1.0, "flag-alpha"),
     ("exact-metrics", "yes", "run config exact-metrics: expected bool"),
     ("max-depth", "deep", "run config max-depth: expected int"),
+    ("request-tag", "../run 1", "request-tag: expected 1..64"),
+    ("request-tag", "x" * 65, "request-tag: expected 1..64"),
 ])
 def test_bad_run_config_values_are_refused_with_the_key_named(key, value, message):
     with pytest.raises(ValueError, match=message):

@@ -99,9 +99,17 @@ def test_train_releases_and_records_the_spend(party_files):
     assert release.party_id == "hospital-a" and release.forest.n_trees == 2
     entries = party.ledger.entries()
     assert [(e.kind, e.epsilon, e.state) for e in entries] == [("release", 1.0, "released")]
-    # the same request again: the stored release, no new spend
+    # the same request again (a retry, or a coordinator resuming under the same tag): the stored
+    # release, no new spend, even from another run
     assert party.train(_request(schema)) == payload
+    assert party.train(_request(schema, run_id="run-after-crash")) == payload
     assert party.ledger.spent() == pytest.approx(1.0)
+    # the same request id with other parameters is not a retry: refused, nothing recorded
+    for changed in ({"max_depth": 3}, {"n_trees": 1}, {"epsilon": 0.5}, {"n_bins": 16}, {"schedule": "uniform"}):
+        with pytest.raises(Refusal, match="served before with other parameters") as exc:
+            party.train(_request(schema, **changed))
+        assert exc.value.reason == "request_id_reused"
+    assert len(party.ledger.entries()) == 1
     # a new request past the cap is refused, data untouched, nothing recorded
     with pytest.raises(Refusal, match="lifetime cap") as exc:
         party.train(_request(schema, request_id="run2/1/train"))
