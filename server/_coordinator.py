@@ -51,16 +51,14 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
         time.sleep(1.0)
 
 
-def _train_requests(cfg: CoordinatorConfig, run_id: str, fingerprint: str, nodes: list[int]) -> dict[int, TrainRequest]:
-    return {
-        node: TrainRequest(
-            request_id=f"{cfg.request_tag or run_id}/train", run_id=run_id, schema_fingerprint=fingerprint,
-            epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
-            n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
-            seed=cfg.seed,  # parties derive their own stream from it and their party id
-        )
-        for node in nodes
-    }
+def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> TrainRequest:
+    """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it."""
+    return TrainRequest(
+        request_id=f"{cfg.request_tag or run_id}/train", run_id=run_id, schema_fingerprint=fingerprint,
+        epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
+        n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
+        seed=cfg.seed,  # parties derive their own stream from it and their party id
+    )
 
 
 def _result(reply: Message) -> dict:
@@ -88,11 +86,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     if len(nodes) < wanted:
         log.warning("run %s: %d of %d expected parties connected within %.0f s; going on without the others",
                     run_id, len(nodes), wanted, cfg.node_wait_timeout)
-    requests = _train_requests(cfg, run_id, schema.fingerprint, nodes)
-    messages = []
-    for node, req in requests.items():
-        content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())})
-        messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.TRAIN))
+    request = _train_request(cfg, run_id, schema.fingerprint).to_record()
+    messages = [Message(content=RecordDict({REQUEST_KEY: ConfigRecord(request)}), dst_node_id=node,
+                        message_type=MessageType.TRAIN) for node in nodes]
     t0 = time.perf_counter()
     replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=cfg.round_timeout)}
     report.timings["train_round_s"] = time.perf_counter() - t0
@@ -140,7 +136,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         if p.status != "accepted":
             log.warning("node %s %s: %s %s", p.node_id, p.status, p.reason, p.message)
 
-    report.bytes_sent += sum(len(json.dumps(req.to_record())) for req in requests.values())
+    report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
         report.status = "failed"
         report.guarantee = "no model: fewer valid releases than min-parties"

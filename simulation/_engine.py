@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,14 +52,12 @@ def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = 
     """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
 
     The coordinator writes its model and report to ``cfg.output_dir``.  It waits
-    for all ``n_parties`` to register before sending requests: Flower starts the
-    ServerApp thread before the simulation engine has registered every node, so
-    starting at the first node seen would silently leave parties out.
+    for every party of the workspace (``CoordinatorConfig.parties_to_wait_for``)
+    before sending requests: Flower starts the ServerApp thread before the
+    simulation engine has registered every node, so starting at the first node
+    seen would silently leave parties out.
     """
     from flwr.simulation import run_simulation
-
-    if cfg.expected_parties < n_parties:
-        cfg = replace(cfg, expected_parties=n_parties)
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
