@@ -697,11 +697,7 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
             axes[0][0].set_ylabel("test accuracy (%)")
             axes[0][-1].legend(fontsize=7, loc="best")
             fig.suptitle(f"{DATASET_TITLE[ds]}: accuracy vs {axis} (ε = 1, mean ± std over seeds)")
-            fig.tight_layout()
-            path = out / f"{tag}_vs_{axis}_{ds}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            made.append(path)
+            made.append(_save_figure(fig, out / f"{tag}_vs_{axis}_{ds}.png"))
         if choice and f"{ds}/binary" in choice:
             sw = _own_rule(R.select(dataset=ds, method="edprf"))
             if sw.epsilon.nunique() < 2:
@@ -747,12 +743,17 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             ax.set_title(f"{DATASET_TITLE[ds]}: accuracy vs ε")
-            fig.tight_layout()
-            path = out / f"{tag}_vs_epsilon_{ds}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            made.append(path)
+            made.append(_save_figure(fig, out / f"{tag}_vs_epsilon_{ds}.png"))
     return made
+
+
+def _save_figure(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 # --------------------------------------------------------------------------- main

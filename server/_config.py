@@ -127,19 +127,18 @@ class CoordinatorConfig:
 
     @property
     def validation_file(self) -> Path | None:
-        if self.validation_data_path:
-            return Path(self.validation_data_path)
-        if self.sim_dir and (Path(self.sim_dir) / "validation.csv").is_file():
-            return Path(self.sim_dir) / "validation.csv"
-        return None
+        return self._coordinator_file(self.validation_data_path, "validation.csv")
 
     @property
     def test_file(self) -> Path | None:
-        if self.test_data_path:
-            return Path(self.test_data_path)
-        if self.sim_dir and (Path(self.sim_dir) / "test.csv").is_file():
-            return Path(self.sim_dir) / "test.csv"
-        return None
+        return self._coordinator_file(self.test_data_path, "test.csv")
+
+    def _coordinator_file(self, given: str, workspace_name: str) -> Path | None:
+        """A path from the run config, else the simulation workspace's file of that name, if present."""
+        if given:
+            return Path(given)
+        candidate = Path(self.sim_dir) / workspace_name if self.sim_dir else None
+        return candidate if candidate is not None and candidate.is_file() else None
 
 
 def _as_bool(value: Any) -> bool:
