@@ -156,6 +156,39 @@ def _multiway_utilities(counts: NDArray[np.float64], offsets: NDArray[np.int64])
     return -np.add.reduceat(_weighted_gini(counts), offsets, axis=1)
 
 
+def _occupied_histograms(
+    node_of_row: NDArray[np.int64], row_bins: NDArray[np.int64], row_class: NDArray[np.int64], n_bins: int,
+    n_classes: int,
+):
+    """Yield ``(nodes, counts)``: (node, feature bin, class) counts of the nodes that hold rows.
+
+    Only occupied nodes are histogrammed: an empty node's utilities are all 0
+    (weighted Gini of empty children), which its zero row in the caller's
+    utility matrix already gives.  When the histogram would exceed
+    ``MAX_HISTOGRAM_BYTES`` the nodes are taken in blocks instead of refusing:
+    how many nodes are occupied depends on the data, so a refusal would tell
+    the outside something no mechanism paid for.  Nothing derived from the
+    occupancy leaves this function except the counts feeding the mechanisms.
+    """
+    occupied, compact = np.unique(node_of_row, return_inverse=True)
+    compact = compact.ravel()
+    per_node = n_bins * n_classes * 16  # int64 bincount + its float64 copy
+    block = max(1, MAX_HISTOGRAM_BYTES // per_node)
+    if occupied.size > block:
+        order = np.argsort(compact, kind="stable")
+        bounds = np.searchsorted(compact[order], np.arange(0, occupied.size + block, block))
+    for b, start in enumerate(range(0, occupied.size, block)):
+        stop = min(start + block, occupied.size)
+        if occupied.size > block:
+            take = order[bounds[b]:bounds[b + 1]]
+            local, bins, cls = compact[take] - start, row_bins[take], row_class[take]
+        else:
+            local, bins, cls = compact, row_bins, row_class
+        idx = ((local[:, None] * n_bins + bins) * n_classes + cls[:, None]).ravel()
+        counts = np.bincount(idx, minlength=(stop - start) * n_bins * n_classes).astype(np.float64)
+        yield occupied[start:stop], counts.reshape(stop - start, n_bins, n_classes)
+
+
 def build_forest(
     codes: NDArray[np.int32],
     y: NDArray[np.int32],
@@ -200,27 +233,11 @@ def build_forest(
         class_totals = np.bincount(node_of_row * n_classes + y[rows], minlength=n_nodes * n_classes)
         class_totals = class_totals.reshape(n_nodes, n_classes).astype(np.float64)
         if layer < plan.n_layers:
-            # Histogram only the nodes that hold rows: an empty node's utilities are all 0
-            # (weighted Gini of empty children), which is what the zeros below give it.
-            # `occupied` stays inside this function; nothing derived from it is released.
-            occupied, compact = np.unique(node_of_row, return_inverse=True)
-            needed = occupied.size * n_bins * n_classes * 16
-            if needed > MAX_HISTOGRAM_BYTES:
-                raise MemoryError(
-                    f"layer {layer} needs a {needed / 2**30:.1f} GiB histogram ({occupied.size} nodes x {n_bins} "
-                    f"bins x {n_classes} classes); lower max_depth, n_bins or n_estimators"
-                )
-            idx = ((compact.ravel()[:, None] * n_bins + shifted[rows]) * n_classes + y[rows, None]).ravel()
-            counts = np.bincount(idx, minlength=occupied.size * n_bins * n_classes).astype(np.float64)
-            counts = counts.reshape(occupied.size, n_bins, n_classes)
-            if binary:
-                valid = _binary_validity(allowed, cand)
-                util = np.zeros(valid.shape)
-                util[occupied] = _binary_utilities(counts, cand)
-            else:
-                valid = ~used & (n_codes >= 2)[None, :]
-                util = np.zeros(valid.shape)
-                util[occupied] = _multiway_utilities(counts, offsets)
+            # empty nodes keep utility 0 (see _occupied_histograms)
+            valid = _binary_validity(allowed, cand) if binary else ~used & (n_codes >= 2)[None, :]
+            util = np.zeros(valid.shape)
+            for nodes, counts in _occupied_histograms(node_of_row, shifted[rows], y[rows], n_bins, n_classes):
+                util[nodes] = _binary_utilities(counts, cand) if binary else _multiway_utilities(counts, offsets)
             is_leaf = ~valid.any(axis=1)
         else:
             util = valid = None

@@ -175,3 +175,22 @@ def test_public_depth_rule():
     assert public_depth(10, 1, 0.01) == 1  # nothing qualifies: the minimum
     with pytest.raises(ValueError):
         public_depth(0, 1, 1.0)
+
+
+@pytest.mark.parametrize("split_mode", ["binary", "multiway"])
+def test_histogram_memory_cap_blocks_nodes_instead_of_refusing(monkeypatch, split_mode):
+    """How many nodes hold rows depends on the data, so a capped histogram must not fail
+    (a refusal would leak that count): the builder takes the nodes in blocks, and the
+    released forest is the one an uncapped build gives with the same randomness."""
+    import edprf_core._builder as builder
+
+    schema = make_schema()
+    X, y = make_data(schema, 3000, seed=3, signal=True)
+
+    def fit():
+        return EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=8, split_mode=split_mode,
+                               random_state=11).fit(X, y).forest_.trees
+
+    uncapped = fit()
+    monkeypatch.setattr(builder, "MAX_HISTOGRAM_BYTES", 1)  # one node per block
+    assert fit().equals(uncapped)
