@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from edprf_core import DataValidationError, Schema, conforming_rows, read_csv
+from edprf_core import Schema, conforming_rows, read_csv
 
 __all__ = ["LocalData", "load_local_data"]
 
@@ -38,7 +39,14 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"local data file {p} does not exist")
-    X, y = read_csv(p, schema)
+    # A line with too many fields is a row-level problem too: skipped and logged here, not
+    # refused (pandas would otherwise fail the whole file because of one record).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pd.errors.ParserWarning)
+        X, y = read_csv(p, schema, on_bad_lines="warn")
+    for w in caught:
+        if issubclass(w.category, pd.errors.ParserWarning):
+            log.warning("local data: %s; left out", str(w.message).strip())
     # Rows that break a 'refuse' rule are dropped here, one by one, and reported in the
     # party's own log only: refusing the request instead would tell the coordinator that
     # such a record exists.  A per-record filter is a stable transformation: no extra ε.
@@ -46,7 +54,9 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
-        raise DataValidationError("no row of the local data conforms to the schema")
+        # Not refused: whether any usable row exists is itself data (one record away from a
+        # release); training on no rows is still epsilon-DP, just uninformative.
+        log.warning("local data: no row conforms to the schema; the release will carry no information")
     X, y = X[keep], y[keep]
     u = np.random.default_rng(int(salt, 16)).random(len(X))
     hold = u < holdout_fraction

@@ -100,8 +100,8 @@ class Party:
         try:
             return load_local_data(self.setup.data_path, self.schema, self.policy.holdout_fraction, salt)
         except (DataValidationError, ValueError) as exc:
-            # only file-level problems get here (no file, missing or unknown columns, no usable
-            # row); row-level problems are filtered in load_local_data and never reported
+            # only file-level problems get here (no file, missing or unknown columns); row-level
+            # problems, down to no usable row at all, are handled in load_local_data, never reported
             log.error("local data cannot be used: %s", exc)
             raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
                                                 "details are in the party's log") from None

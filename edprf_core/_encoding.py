@@ -169,8 +169,6 @@ def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGr
     ``problems`` list, records them there instead; see :func:`conforming_rows`).
     """
     frame = as_frame(X, schema)
-    if len(frame) == 0:
-        raise DataValidationError("X has no rows")
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
     for j, feature in enumerate(schema.features):
         series = frame[feature.name]
@@ -213,8 +211,6 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
     series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     if series.ndim != 1:
         raise DataValidationError("y must be 1-D")
-    if len(series) == 0:
-        raise DataValidationError("y has no rows")
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
     try:
         return _encode_categorical(series, spec, schema.label.column, what="class (not in the declared classes)")

@@ -146,6 +146,32 @@ def test_non_conforming_rows_are_dropped_locally_and_never_reported(party_files,
     assert [e.state for e in party.ledger.entries()] == ["released"]
 
 
+def test_a_party_without_a_usable_row_still_releases(party_files, caplog):
+    """Refusing would reveal that the party holds no conforming record; it trains on none."""
+    setup, schema = party_files
+    header = setup.data_path.read_text().splitlines()[0]
+    setup.data_path.write_text(header + "\n")
+    party = Party(setup)
+    with caplog.at_level("WARNING", logger="edprf.party"):
+        payload = party.train(_request(schema))
+    release = decode_release(payload, schema, ReleasePolicy(max_epsilon=1.0))
+    assert release.forest.n_trees == 2 and "no row conforms" in caplog.text
+    assert [(e.kind, e.epsilon, e.state) for e in party.ledger.entries()] == [("release", 1.0, "released")]
+
+
+def test_a_malformed_csv_line_is_left_out_not_refused(party_files, caplog):
+    """One record with an extra field must not fail the whole file: that would reveal it."""
+    setup, schema = party_files
+    text = setup.data_path.read_text().splitlines()
+    text[5] += ",surplus"
+    setup.data_path.write_text("\n".join(text) + "\n")
+    party = Party(setup)
+    with caplog.at_level("WARNING", logger="edprf.party"):
+        party.train(_request(schema))
+    assert "Skipping line 6" in caplog.text and "surplus" not in caplog.text
+    assert [e.state for e in party.ledger.entries()] == ["released"]
+
+
 def test_missing_data_file_is_refused_before_spending(party_files):
     setup, schema = party_files
     setup.data_path.unlink()
