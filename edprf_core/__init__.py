@@ -15,6 +15,7 @@ from ._budget import (
     UniformSchedule,
 )
 from ._classifier import EDPRFClassifier
+from ._count_noise import discrete_laplace_counts
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_depth
 from ._draft import draft_schema
@@ -33,6 +34,7 @@ from ._release import (
     FEDERATION_NOTE,
     MAX_DEPTH_LIMIT,
     RELATIONS,
+    SAMPLERS,
     SCHEDULES,
     VARIANTS,
     DPForest,
@@ -47,6 +49,7 @@ __all__ = [
     "FEDERATION_NOTE",
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
+    "SAMPLERS",
     "SCHEDULES",
     "SPLIT_MODES",
     "VARIANTS",
@@ -76,6 +79,7 @@ __all__ = [
     "available_schemas",
     "branching_factor",
     "conforming_rows",
+    "discrete_laplace_counts",
     "draft_schema",
     "embedded_datasets",
     "encode_features",

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
     "SCHEDULES",
+    "SAMPLERS",
     "VARIANTS",
     "DPForest",
     "TrainingParameters",
@@ -39,6 +40,7 @@ RELATIONS = ("add-remove", "replace-one")
 VARIANTS = ("pf", "tradition")
 SCHEDULES = ("harmonic", "uniform", "linear")
 COMPOSITIONS = ("parallel", "sequential")
+SAMPLERS = ("numpy", "exact")
 MAX_DEPTH_LIMIT = 30
 
 
@@ -66,6 +68,10 @@ class TrainingParameters:
     seeded : bool
         True when randomness came from a fixed seed (reproducible research):
         such a release is not protected against someone who knows the seed.
+    sampler : {"numpy", "exact"}
+        Which mechanism backend drew the noise: the vectorized floating-point
+        numpy backend (research, seeded simulations, benchmarks) or the exact
+        samplers (production releases).
     """
 
     epsilon: float
@@ -80,12 +86,13 @@ class TrainingParameters:
     exploit_monotonicity: bool = True
     dp: bool = True
     seeded: bool = False
+    sampler: str = "numpy"
 
     def __post_init__(self) -> None:
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
         for name, allowed in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
-                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS)):
+                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("sampler", SAMPLERS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
