@@ -65,13 +65,23 @@ def _say(msg: str) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from edprf_core import load_embedded, load_schema, read_csv
+    import numpy as np
+    import pandas as pd
+
+    from edprf_core import conforming_rows, encode_labels, load_embedded, load_schema, read_csv
 
     if args.data:
         if not args.schema:
             raise ValueError("--data needs --schema: bounds, categories and classes must be declared, not inferred")
         schema = load_schema(args.schema)
         X, y = read_csv(args.data, schema)
+        # The simulation holds every party's rows: it applies the parties' per-record filter once,
+        # up front (the rows a party would drop), and reads labels as the declared classes.
+        keep, problems = conforming_rows(X, y, schema)
+        for note in problems:
+            _say(f"      {note}; those rows are left out")
+        X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
+        y = pd.Series(np.asarray(schema.classes)[encode_labels(y, schema)], name=schema.label.column)
         return X, y, schema, Path(args.data).name
     X, y, schema = load_embedded(args.dataset)
     return X, y, schema, args.dataset
@@ -102,7 +112,8 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         y_train.iloc[rows] = np.random.default_rng(args.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
     progress(f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
              f"{len(X_test)} central test rows")
-    if str(args.depth) == "auto":
+    args.depth_from_party_sizes = str(args.depth) == "auto"
+    if args.depth_from_party_sizes:
         from edprf_core import branching_factor, public_depth
 
         median_rows = float(np.median([len(p) for p in parts]))
@@ -112,7 +123,19 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
                  f"{args.trees_per_party} tree(s) per party, eps = {args.epsilon:g})")
     args.depth = int(args.depth)
     sim_dir = out_dir / "workspace"
-    policy = {"lifetime_epsilon_cap": args.epsilon + args.evaluation_epsilon + 1e-9,
+    from client._ledger import UNITS_PER_EPSILON, epsilon_units
+
+    try:
+        release_units = epsilon_units(args.epsilon)
+    except ValueError as exc:
+        raise ValueError(f"--epsilon: {exc}") from None
+    try:
+        evaluation_units = epsilon_units(args.evaluation_epsilon, allow_zero=True)
+    except ValueError as exc:
+        raise ValueError(f"--evaluation-epsilon: {exc}") from None
+    cap_units = release_units + evaluation_units
+    smallest = min(0.01, args.epsilon, args.evaluation_epsilon or 0.01)
+    policy = {"lifetime_epsilon_cap": cap_units / UNITS_PER_EPSILON, "min_epsilon": smallest,
               "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,
               "max_depth": args.depth, "max_trees": args.trees_per_party, "allow_seeded_randomness": True,
               "holdout_fraction": args.party_holdout}
@@ -151,11 +174,25 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
               "seed": args.seed, "federated": fed, "federation_seconds": federation_s,
               "per_party_trees": {p["party_id"] or str(p["node_id"]): p["n_trees"] for p in fed["parties"]},
               "bytes_per_party": [p["release_bytes"] for p in fed["parties"]]}
+    result["simulation_caveats"] = simulation_caveats(args)
     if baselines:
         result["baselines"] = _baselines(args, schema, X_train, y_train, X_test, y_test, parts)
         progress("[4/4] central eDPRF and non-private baselines trained")
     result["wall_seconds"] = time.perf_counter() - started
     return result
+
+
+def simulation_caveats(args: argparse.Namespace) -> list[str]:
+    """What this simulation treats as public or fixed that a deployment must not (part of its guarantee)."""
+    caveats = []
+    if getattr(args, "depth_from_party_sizes", False):
+        caveats.append("the depth was chosen from the parties' row counts, which this simulation treats as public "
+                       "(they are data: under a Dirichlet or column partition they depend on the labels); in a "
+                       "deployment the depth must come from a declared size")
+    if args.seed is not None and args.seed >= 0:
+        caveats.append(f"NOT differentially private as run: parties drew their noise from research seeds derived "
+                       f"from --seed {args.seed}; anyone who knows the seed can remove the noise")
+    return caveats
 
 
 def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
@@ -265,5 +302,7 @@ def run(args: argparse.Namespace) -> int:
               f"model {fed['model_bytes']} bytes, merge {fed['merge_seconds'] * 1000:.1f} ms")
     print(f"wall time: {result['wall_seconds']:.1f} s (federation {result['federation_seconds']:.1f} s)")
     print(f"\nguarantee: {fed['guarantee']}")
+    for caveat in result.get("simulation_caveats", []):
+        print(f"  simulation: {caveat}")
     print(f"\nmodel: {fed['model_path']}\nreport: {out_dir / 'simulation.json'}" + (f"\nplot: {plot}" if plot else ""))
     return 0

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 import secrets
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from edprf_core import Schema, conforming_rows, read_csv
+from edprf_core import Schema, conforming_rows, read_table
 
 __all__ = ["LocalData", "load_local_data"]
 
 log = logging.getLogger("edprf.party")
+
+_LOGGED = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,38 +30,43 @@ class LocalData:
 
 
 def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, salt: str) -> LocalData:
-    """Read the CSV at ``path`` and split off the held-out rows.
+    """Read the party's file and split off the held-out rows.
 
-    The split depends only on each row's position and a party-local secret
-    ``salt`` (stored in the ledger), so training and evaluation requests, which
-    run in separate processes, see the same split, and the coordinator cannot
-    predict it.
+    Every step is a per-record map (privacy: a stable transformation, no ε):
+    lines are read one by one as text (:func:`edprf_core.read_table`: a
+    malformed line is dropped, never the file), cells are judged by the schema
+    alone, rows that break a rule are dropped one by one
+    (:func:`edprf_core.conforming_rows`), and a row's side of the split depends
+    on its line number and a party-local secret ``salt`` (stored in the
+    ledger) only.  Training and evaluation requests, which run in separate
+    processes, therefore see the same split, and the coordinator cannot
+    predict it.  What was dropped, and why, goes to the party's own log, never
+    into a reply.  Only a file-level problem (no file, a header without the
+    schema's columns) raises.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"local data file {p} does not exist")
-    # A line with too many fields is a row-level problem too: skipped and logged here, not
-    # refused (pandas would otherwise fail the whole file because of one record).
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", pd.errors.ParserWarning)
-        X, y = read_csv(p, schema, on_bad_lines="warn")
-    for w in caught:
-        if issubclass(w.category, pd.errors.ParserWarning):
-            log.warning("local data: %s; left out", str(w.message).strip())
-    # Rows that break a 'refuse' rule are dropped here, one by one, and reported in the
-    # party's own log only: refusing the request instead would tell the coordinator that
-    # such a record exists.  A per-record filter is a stable transformation: no extra ε.
-    keep, problems = conforming_rows(X, y, schema)
+    table = read_table(path, schema)
+    for note in table.dropped[:_LOGGED]:
+        log.warning("local data: %s; left out", note)
+    if len(table.dropped) > _LOGGED:
+        log.warning("local data: %d more lines left out", len(table.dropped) - _LOGGED)
+    keep, problems = conforming_rows(table.X, table.y, schema)
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
         # Not refused: whether any usable row exists is itself data (one record away from a
         # release); training on no rows is still epsilon-DP, just uninformative.
         log.warning("local data: no row conforms to the schema; the release will carry no information")
-    X, y = X[keep], y[keep]
-    u = np.random.default_rng(int(salt, 16)).random(len(X))
-    hold = u < holdout_fraction
+    X, y = table.X[keep], table.y[keep]
+    # The side of the split is a keyed hash of the row's own cells: adding or removing a
+    # record never moves another row to the other side (and equal rows go to the same side).
+    hold = _keyed_uniform(pd.concat([X, y], axis=1), salt) < holdout_fraction
     return LocalData(X[~hold], y[~hold], X[hold], y[hold])
+
+
+def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:
+    """A uniform number in [0, 1) per row, from a hash of the row's cells keyed with ``salt``."""
+    hashed = pd.util.hash_pandas_object(rows, index=False, hash_key=salt[:16]).to_numpy(dtype=np.uint64)
+    return (hashed >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def new_salt() -> str:

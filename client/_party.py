@@ -5,20 +5,29 @@ Privacy argument of one party
 Every reply depends on the party's data only through:
 - a release: an eDPRF forest whose ε is reserved in the ledger before
   training (ε-DP per record, see :mod:`edprf_core`);
-- noised evaluation counts: the held-out (correct, total) pair has L1
-  sensitivity 2 under add/remove, released with Laplace(2/ε) noise per
-  coordinate, ε reserved in the ledger first;
-- exact metrics, only when the party's policy says so explicitly (not DP);
-- refusal reasons that name a policy rule, the ledger or an unusable data file,
-  never a data value; rows that break a schema rule are dropped locally, one by
-  one (a stable transformation), and reported only in the party's own log.
-The ledger sums every reservation (sequential composition over requests); a
-request that would pass the lifetime cap is refused before any computation.
+- noised evaluation counts: the held-out (correct, total) pair is a sum of
+  per-record terms, so it has L1 sensitivity 2 under add/remove; it is released
+  with exact discrete Laplace noise of scale 2/ε (integers, OpenDP's sampler),
+  ε reserved in the ledger first;
+- exact metrics, only when the party's policy says so explicitly (not DP).
+The rows themselves come from a per-record data path (:func:`load_local_data`):
+each line's fate (kept, mapped, dropped) depends on that line only, so the
+rows of neighbouring files are neighbouring (a stable transformation).
+Refusals are decided before any data are read, from the request, the policy,
+the ledger and the schema, except ``invalid_local_data``, which depends on the
+file's existence and header only; their texts name the rule and the requested
+value, never anything read from the data.  Any other failure becomes the
+constant reason ``internal_error`` (see :mod:`client._flower_handlers`); the
+detail stays in the party's own log.
+The ledger sums every reservation exactly (sequential composition over
+requests); a request that would pass the lifetime cap is refused before any
+computation.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,11 +36,19 @@ from typing import Any
 
 import numpy as np
 
-from edprf_core import DataValidationError, EDPRFClassifier, LaplaceMechanism, Schema, load_schema, make_generator
-from protocol import encode_release, load_global_model, load_private_key
+from edprf_core import (
+    DataValidationError,
+    DPForest,
+    EDPRFClassifier,
+    Schema,
+    discrete_laplace_counts,
+    encode_labels,
+    load_schema,
+)
+from protocol import ReleasePolicy, encode_release, load_global_model, load_private_key
 from protocol._task import EvaluateRequest, TrainRequest
 
-from ._ledger import BudgetExhausted, BudgetLedger
+from ._ledger import EPSILON_UNIT, BudgetExhausted, BudgetLedger, epsilon_units
 from ._local_data import LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy
 
@@ -111,9 +128,7 @@ class Party:
         if req.schema_fingerprint != self.schema.fingerprint:
             raise Refusal("schema_mismatch", f"request schema {req.schema_fingerprint} differs from the party's "
                                              f"{self.schema.fingerprint}")
-        if req.epsilon > p.max_release_epsilon:
-            raise Refusal("policy_epsilon", f"epsilon {req.epsilon:g} exceeds the party's maximum per release "
-                                            f"{p.max_release_epsilon:g}")
+        self._check_epsilon(req.epsilon, p.max_release_epsilon, "policy_epsilon", "release")
         if req.max_depth > p.max_depth:
             raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
         if req.n_trees > p.max_trees:
@@ -176,24 +191,27 @@ class Party:
         return payload
 
     # --------------------------------------------------------------- evaluate
-    def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, float]:
+    def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, float | int]:
         """Evaluate the global model on the held-out rows.
 
-        Returns noised ``correct`` and ``total`` counts (Laplace, L1
-        sensitivity 2, ``req.epsilon`` charged), or exact ones if the request
-        asks and the policy allows.
+        Returns ``correct`` and ``total`` as integers: noised with the exact
+        discrete Laplace sampler (L1 sensitivity 2 under add/remove, scale
+        ``2 / req.epsilon``, ``req.epsilon`` reserved in the ledger first), or
+        exact if the request asks and the policy allows (not DP).
+
+        Both counts are sums of per-record terms: a held-out row adds 1 to
+        ``total`` and 1 to ``correct`` when the predicted class index equals
+        its label's class index (both read by the schema, cell by cell), so
+        adding or removing one record moves each by at most 1.
         """
-        view = load_global_model(model)
-        forest = view.forest
-        if forest.schema.fingerprint != self.schema.fingerprint:
-            raise Refusal("schema_mismatch", "the global model uses another schema")
         if req.exact and not self.policy.allow_exact_metrics:
             raise Refusal("policy_exact_metrics", "exact metrics are not allowed by the party's policy")
         if not req.exact:
-            if req.epsilon <= 0 or req.epsilon > self.policy.max_evaluation_epsilon:
-                raise Refusal("policy_evaluation_epsilon",
-                              f"evaluation epsilon {req.epsilon:g} is outside (0, "
-                              f"{self.policy.max_evaluation_epsilon:g}] allowed by the party's policy")
+            self._check_epsilon(req.epsilon, self.policy.max_evaluation_epsilon, "policy_evaluation_epsilon",
+                                "evaluation")
+        forest = self._evaluation_model(model)
+        if forest.schema.fingerprint != self.schema.fingerprint:
+            raise Refusal("schema_mismatch", "the global model uses another schema")
         data = self._data()
         if not req.exact:
             try:
@@ -201,13 +219,54 @@ class Party:
                                     detail="noised held-out accuracy")
             except BudgetExhausted as exc:
                 raise Refusal("budget_exhausted", str(exc)) from None
-        total = float(len(data.y_holdout))
-        correct = float(np.sum(forest.predict(data.X_holdout) == np.asarray(data.y_holdout))) if total else 0.0
+        correct, total = held_out_counts(forest, data)
         if req.exact:
-            return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1.0}
-        noisy = LaplaceMechanism(2.0).randomise(np.array([correct, total]), req.epsilon, make_generator(None))
+            return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1}
+        noisy = discrete_laplace_counts(np.array([correct, total]), req.epsilon, sensitivity=2, rng=None)
         self.ledger.complete(req.request_id)
-        return {"correct": float(noisy[0]), "total": float(noisy[1]), "epsilon": req.epsilon, "exact": 0.0}
+        return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": req.epsilon, "exact": 0}
+
+    def _evaluation_model(self, model: bytes) -> DPForest:
+        """Decode the coordinator's model within the party's own limits (before any ε is reserved)."""
+        p = self.policy
+        if len(model) > p.max_evaluation_model_bytes:
+            raise Refusal("policy_model_size", f"the evaluation model has {len(model)} bytes; the party's policy "
+                                               f"allows {p.max_evaluation_model_bytes}")
+        limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
+                               max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
+                               allowed_relations=(p.relation,))
+        try:
+            forest = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes).forest
+        except Exception:  # the coordinator's bytes: say so, with a constant text
+            log.exception("the evaluation model could not be decoded within the party's limits")
+            raise Refusal("bad_model", "the evaluation model could not be decoded within the party's limits; "
+                                       "details are in the party's log") from None
+        if forest.n_trees > p.max_evaluation_trees:
+            raise Refusal("policy_model_size", f"the evaluation model has {forest.n_trees} trees; the party's "
+                                               f"policy allows {p.max_evaluation_trees}")
+        return forest
+
+    def _check_epsilon(self, epsilon: float, maximum: float, reason: str, what: str) -> None:
+        """The request's ε against the policy's [min-epsilon, maximum] (request values only in the text)."""
+        low = self.policy.min_epsilon
+        try:
+            epsilon_units(epsilon)
+        except ValueError:
+            raise Refusal("epsilon_precision", f"{what} epsilon {epsilon!r} is not a positive multiple of "
+                                               f"{EPSILON_UNIT:g} (the ledger counts exactly)") from None
+        if not low <= epsilon <= maximum:
+            raise Refusal(reason, f"{what} epsilon {epsilon:g} is outside [{low:g}, {maximum:g}] allowed by the "
+                                  "party's policy")
+
+
+def held_out_counts(forest: DPForest, data: LocalData) -> tuple[int, int]:
+    """(correct, total) on the held-out rows, each a sum of one term per record."""
+    total = len(data.y_holdout)
+    if total == 0:
+        return 0, 0
+    truth = encode_labels(data.y_holdout, forest.schema)
+    predicted = np.argmax(forest.votes(data.X_holdout), axis=1)
+    return int(np.sum(predicted == truth)), int(total)
 
 
 def _release_detail(req: TrainRequest) -> str:

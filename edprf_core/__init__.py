@@ -42,12 +42,14 @@ from ._release import (
     merge_forests,
 )
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
+from ._text_table import MAX_LINE_CHARS, TextTable, read_table
 from ._tree import SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
     "COMPOSITIONS",
     "FEDERATION_NOTE",
     "MAX_DEPTH_LIMIT",
+    "MAX_LINE_CHARS",
     "RELATIONS",
     "SAMPLERS",
     "SCHEDULES",
@@ -73,6 +75,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "SequentialComposition",
+    "TextTable",
     "TrainingParameters",
     "TreeStructureError",
     "UniformSchedule",
@@ -93,5 +96,6 @@ __all__ = [
     "permute_and_flip_probabilities",
     "public_depth",
     "read_csv",
+    "read_table",
     "spawn_generators",
 ]

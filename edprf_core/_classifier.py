@@ -256,6 +256,25 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """Majority vote over trees; ties go to the class declared first."""
         return self._fitted().predict(X)
 
+    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
+              sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy on ``(X, y)``; labels are read by the schema like in ``fit``.
+
+        A label that is missing or not one of the declared classes raises
+        :class:`DataValidationError` (it cannot be scored, and silently
+        counting it as wrong would hide a unit or spelling mismatch).
+        Privacy cost: none for the model; the score itself is an exact
+        statistic of ``(X, y)`` and is not DP.
+        """
+        forest = self._fitted()
+        truth = encode_labels(y, forest.schema)
+        predicted = np.argmax(forest.votes(X), axis=1)
+        if truth.shape[0] != predicted.shape[0]:
+            raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
+        if truth.shape[0] == 0:
+            return float("nan")
+        return float(np.average(predicted == truth, weights=sample_weight))
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True

@@ -34,7 +34,7 @@ from ._mechanisms import check_epsilon
 __all__ = ["discrete_laplace_counts"]
 
 
-def _opendp_measurement(scale: float, n: int):  # noqa: ANN202 - an OpenDP Measurement
+def _opendp_measurement(scale: float, n: int):
     import opendp.prelude as dp  # imported lazily: research runs never need it
 
     dp.enable_features("contrib")
@@ -70,9 +70,9 @@ def discrete_laplace_counts(counts: ArrayLike, epsilon: float, sensitivity: int 
     if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 1:
         raise ValueError(f"sensitivity must be an integer >= 1, got {sensitivity!r}")
     arr = np.asarray(counts)
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError("counts must be integers")
+    integral = np.issubdtype(arr.dtype, np.integer) or (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+    if arr.size and not integral:
+        raise ValueError("counts must be integers")
     values = arr.astype(np.int64)
     scale = int(sensitivity) / eps
     if rng is None:

@@ -8,12 +8,14 @@ heart disease Cleveland); their data must be supplied by the user.
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-from ._schema import Schema, load_schema
+from ._schema import ContinuousFeature, Schema, load_schema
+from ._text_table import read_table
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -22,10 +24,14 @@ __all__ = [
     "example_schema",
     "load_embedded",
     "read_csv",
+    "read_table",
 ]
 
 DEFAULT_DATASET = "wall_robot_navigation"
 _PACKAGE = "edprf_core"
+_LOGGED_NOTES = 20
+
+log = logging.getLogger("edprf.data")
 
 
 def _root() -> Path:
@@ -50,19 +56,31 @@ def example_schema(name: str) -> Schema:
     return load_schema(path)
 
 
-def read_csv(path: str | Path, schema: Schema, **kwargs: object) -> tuple[pd.DataFrame, pd.Series]:
-    """Read a CSV and split it into the schema's feature frame and label series.
+def read_csv(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True) -> tuple[pd.DataFrame, pd.Series]:
+    """Read a delimited text file into the schema's feature frame and label series.
 
-    The label column must be present.  ``"?"`` and empty cells read as missing
-    (the schema's rules then apply).  Keyword arguments go to
-    :func:`pandas.read_csv`.
+    Every cell stays text; the schema decides, cell by cell, what it means when
+    the rows are encoded (``""`` and ``"?"`` are missing).  Lines that cannot
+    be read as one row (wrong number of fields, unbalanced quotes, longer than
+    :data:`~edprf_core._text_table.MAX_LINE_CHARS`) are left out and logged
+    with their line number.  See :func:`read_table` for the rules and why they
+    are per record.
     """
-    kwargs.setdefault("na_values", ["?"])
-    frame = pd.read_csv(path, **kwargs)
-    column = schema.label.column
-    if column not in frame.columns:
-        raise ValueError(f"{path}: label column {column!r} is missing; columns are {list(frame.columns)}")
-    return frame.drop(columns=[column]), frame[column]
+    table = read_table(path, schema, sep=sep, header=header)
+    for note in table.dropped[:_LOGGED_NOTES]:
+        log.warning("%s: %s; left out", path, note)
+    if len(table.dropped) > _LOGGED_NOTES:
+        log.warning("%s: %d more lines left out", path, len(table.dropped) - _LOGGED_NOTES)
+    return table.X, table.y
+
+
+def _typed(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Numbers as numbers for the numeric columns of a *public* table (convenience only)."""
+    out = frame.copy()
+    for f in schema.features:
+        if isinstance(f, ContinuousFeature) or not isinstance(f.categories[0], str):
+            out[f.name] = pd.to_numeric(out[f.name], errors="coerce")
+    return out
 
 
 def load_embedded(name: str = DEFAULT_DATASET) -> tuple[pd.DataFrame, pd.Series, Schema]:
@@ -72,4 +90,6 @@ def load_embedded(name: str = DEFAULT_DATASET) -> tuple[pd.DataFrame, pd.Series,
         raise ValueError(f"no embedded dataset {name!r}; available: {embedded_datasets()}")
     schema = example_schema(name)
     X, y = read_csv(path, schema)
-    return X, y, schema
+    if not isinstance(schema.label.classes[0], str):
+        y = pd.to_numeric(y, errors="coerce")
+    return _typed(X, schema), y, schema

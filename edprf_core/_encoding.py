@@ -5,6 +5,25 @@ declared (or equal-width) edges; categorical values map to their declared
 index.  Values the schema does not cover follow the schema's rules: a
 catch-all category, a public imputation constant, or a refusal that names the
 column, the value and the row.  Nothing here widens a domain.
+
+Every cell is mapped by itself (privacy: a per-record map)
+----------------------------------------------------------
+The code of a cell depends on that cell and the public schema only, never on
+the other cells of its column: no step looks at a column's dtype to decide
+how to read a value.  Text cells (from :func:`edprf_core.read_table`) and
+typed in-memory cells go through the same rules:
+
+- missing: ``None``/``NaN``, or a cell whose text is one of
+  :data:`MISSING_TOKENS` (``""`` and ``"?"``);
+- a continuous cell is a number when it parses as a finite float by itself
+  (``"7"``, ``" 7 "``, ``"7.0"``, ``"1e3"``); ``"inf"``, ``"1e309"``, ``"nan"``
+  and text are *not a number* (the row is refused, i.e. dropped at a party);
+- a categorical cell with numeric declared categories is compared as a
+  number (``"007"`` is ``7``); with string categories its text is compared
+  exactly (``str(value)`` for in-memory values: ``1.0`` is ``"1.0"``, not
+  ``"1"``; declare numbers as numbers);
+- labels follow the categorical rules, with no catch-all.
+Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 """
 
 from __future__ import annotations
@@ -19,9 +38,14 @@ from numpy.typing import ArrayLike, NDArray
 from ._exceptions import DataValidationError
 from ._schema import REFUSE, CategoricalFeature, ContinuousFeature, Schema
 
-__all__ = ["FeatureGrid", "as_frame", "conforming_rows", "encode_features", "encode_labels", "label_values"]
+__all__ = ["MISSING_TOKENS", "FeatureGrid", "as_frame", "conforming_rows", "encode_features", "encode_labels",
+           "label_values"]
 
 _MAX_REPORTED = 3
+_MAX_SHOWN_CHARS = 40
+
+MISSING_TOKENS = ("", "?")
+"""Cell texts read as a missing value (in every column), besides ``None`` and ``NaN``."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +109,13 @@ def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(arr, columns=list(schema.feature_names))
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN_CHARS else f"{text[:_MAX_SHOWN_CHARS]}... ({len(text)} characters)"
+
+
 def _refuse(column: str, what: str, rows: Sequence[object], values: Sequence[object], total: int) -> DataValidationError:
-    shown = ", ".join(f"row {r!r}: {v!r}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
+    shown = ", ".join(f"row {r!r}: {_shown(v)}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
     more = f" (and {total - _MAX_REPORTED} more)" if total > _MAX_REPORTED else ""
     return DataValidationError(f"column {column!r}: {what} at {shown}{more}")
 
@@ -102,18 +131,36 @@ def _reject(column: str, what: str, series: pd.Series, mask: NDArray[np.bool_], 
     problems.append((column, what, mask.copy()))
 
 
-def _as_float(series: pd.Series, column: str, problems: Problems) -> NDArray[np.float64]:
-    numeric = pd.to_numeric(series, errors="coerce")
-    bad = numeric.isna().to_numpy() & ~series.isna().to_numpy()
+def _missing(series: pd.Series) -> NDArray[np.bool_]:
+    """Cells that are missing: ``None``/``NaN`` or a missing token, each judged alone."""
+    return (series.isna() | series.isin(MISSING_TOKENS)).to_numpy(dtype=bool)
+
+
+def _parse_numbers(series: pd.Series) -> NDArray[np.float64]:
+    """Each cell as a float by itself; NaN where a cell is not a finite number.
+
+    ``pd.to_numeric(errors="coerce")`` converts element by element; the
+    float64 view of its result does not depend on which other cells share the
+    column (an integer result is converted exactly as its text would parse).
+    """
+    x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
+def _as_float(series: pd.Series, column: str, problems: Problems) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
+    missing = _missing(series)
+    x = _parse_numbers(series)
+    bad = np.isnan(x) & ~missing
     if bad.any():
-        _reject(column, "not a number", series, bad, problems)
-    return numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+        _reject(column, "not a finite number", series, bad, problems)
+    return np.where(missing, np.nan, x), missing
 
 
 def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64],
                        problems: Problems = None) -> NDArray[np.int32]:
-    x = _as_float(series, feature.name, problems)
-    nan = np.isnan(x)
+    x, nan = _as_float(series, feature.name, problems)
+    x = np.where(np.isnan(x) & ~nan, feature.lower, x)  # placeholder for refused cells: dropped by the caller
     if nan.any():
         if feature.missing == REFUSE:
             _reject(feature.name, "missing value and the schema's rule is missing='refuse'", series, nan, problems)
@@ -124,28 +171,21 @@ def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDA
     return np.searchsorted(edges, x, side="right").astype(np.int32)
 
 
-def _lookup(values: NDArray, categories: Sequence[object]) -> NDArray[np.int32]:
-    """Index of each value among ``categories``; -1 where absent."""
-    cats = np.asarray(categories)
-    order = np.argsort(cats, kind="stable")
-    sorted_cats = cats[order]
-    pos = np.searchsorted(sorted_cats, values)
-    pos = np.clip(pos, 0, len(cats) - 1)
-    found = sorted_cats[pos] == values
-    return np.where(found, order[pos], -1).astype(np.int32)
+def _lookup(values: pd.Series, categories: Sequence[object]) -> NDArray[np.int32]:
+    """Index of each value among ``categories``; -1 where absent (hash lookup, cell by cell)."""
+    index = pd.Index(list(categories), dtype=object)
+    return index.get_indexer(pd.Index(values.to_numpy(dtype=object), dtype=object)).astype(np.int32)
 
 
 def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category",
                         problems: Problems = None) -> NDArray[np.int32]:
-    missing = series.isna().to_numpy()
+    missing = _missing(series)
     numeric = not isinstance(feature.categories[0], str)
     if numeric:
-        as_num = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        values = np.where(np.isnan(as_num), np.inf, as_num)
-        codes = _lookup(values, [float(c) for c in feature.categories])
+        as_num = _parse_numbers(series)
+        codes = _lookup(pd.Series(as_num).fillna(np.inf), [float(c) for c in feature.categories])
     else:
-        values = series.astype(object).where(~missing, "").map(str).to_numpy(dtype=object).astype(str)
-        codes = _lookup(values, [str(c) for c in feature.categories])
+        codes = _lookup(series.astype(object).map(str), [str(c) for c in feature.categories])
     codes = np.where(missing, -2, codes)
     for rule_name, mask, label in (("missing", codes == -2, "missing value"), ("unknown", codes == -1, f"undeclared {what}")):
         if not mask.any():

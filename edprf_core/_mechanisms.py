@@ -21,6 +21,51 @@ textbook loop, kept only so that tests can check the two agree, and
 with ``p_j = exp(eps * (u_j - u_max) / (2 * Delta))`` and independent uniform
 arrival times, ``P(r) = p_r * integral_0^1 prod_{j != r} (1 - t * p_j) dt``.
 
+Why both eDPRF utilities are monotone (so the scale is Delta / eps)
+-----------------------------------------------------------------
+Relation: add/remove one record.  Fix a node and let ``n_c`` be its count of
+class ``c``, ``N = sum_c n_c`` and ``S = sum_c n_c^2``.
+
+*Leaf utility* ``u_c = n_c``.  Adding a record that reaches the node raises
+exactly one ``n_k`` by 1 and leaves the others; a record that does not reach
+it changes nothing.  So every utility is non-decreasing when a record is added
+(non-increasing when one is removed), and each moves by at most 1: a monotone
+utility of sensitivity 1.
+
+*Split utility* ``u_s = -sum_{children v} g(v)`` with the weighted impurity
+``g = N * Gini = N - S / N`` (``g = 0`` for an empty child).  An added record
+reaching the node lands in exactly one child of every candidate split; say it
+has class ``k`` and that child has counts ``n``.  Then
+
+    g' - g = (N + 1) - (S + 2 n_k + 1) / (N + 1) - N + S / N
+           = ((N - n_k)^2 + sum_{c != k} n_c^2) / (N (N + 1))        (N >= 1),
+
+and ``g' - g = 0`` for ``N = 0``.  The numerator is a sum of squares, so
+``g`` never decreases: every candidate's utility is non-increasing when a
+record is added (non-decreasing when one is removed), i.e. all utilities move
+in the same direction.  And since ``sum_{c != k} n_c^2 <= (N - n_k)^2``, the
+change is at most ``2 (N - n_k)^2 / (N (N + 1)) < 2``: sensitivity 2.
+
+For a monotone utility of sensitivity ``Delta``, the probability ratio of any
+outcome between neighbours is bounded by ``exp(eps)`` already with the scale
+``Delta / eps`` instead of ``2 Delta / eps``: the utilities cannot move in
+opposite directions, so only one of the two factors of the usual proof
+appears (McSherry & Talwar 2007; for permute-and-flip and report-noisy-max with
+exponential noise, McKenna & Sheldon 2020 and Ding et al. 2021).
+``tests/core/test_privacy.py`` checks monotonicity and the bound on random
+neighbours, and the exact output ratio of the builder's root split.
+
+Floating point (research backend)
+---------------------------------
+numpy's exponential sampler draws ``-log(U)`` with ``U`` a double in (0, 1], so
+its largest value is about 44.4 (``-log(2**-64)``): the noise has bounded
+support, and eps-DP holds only up to a ``delta`` of about ``exp(-44.4) ~ 1e-19``
+per selection.  The same holds for every floating-point Laplace or Gumbel draw.
+That is fine for research runs and simulations.  The counts a party releases
+are drawn exactly (:mod:`edprf_core._count_noise`, integer noise from OpenDP);
+the tree selections still use this backend, with a cryptographically seeded
+generator, and so carry that ``delta``.
+
 The exponential mechanism is sampled with the Gumbel-max trick
 (``argmax_r eps * u_r / (2 * Delta) + G_r``, ``G_r ~ Gumbel(0, 1)``), which is
 exact.  The Laplace mechanism adds ``Laplace(scale = Delta / eps)`` to each

@@ -27,8 +27,10 @@ ENUM_TABLES: dict[str, dict[str, int]] = {
     "composition": {"parallel": pb.COMPOSITION_PARALLEL, "sequential": pb.COMPOSITION_SEQUENTIAL},
     "split_mode": {"binary": pb.SPLIT_MODE_BINARY, "multiway": pb.SPLIT_MODE_MULTIWAY},
     "variant": {"pf": pb.VARIANT_PERMUTE_AND_FLIP, "tradition": pb.VARIANT_TRADITION},
+    "sampler": {"numpy": pb.SAMPLER_NUMPY, "exact": pb.SAMPLER_EXACT},
 }
 _FROM_WIRE = {name: {v: k for k, v in table.items()} for name, table in ENUM_TABLES.items()}
+_FROM_WIRE["sampler"][pb.SAMPLER_UNSPECIFIED] = "numpy"  # releases written before the field existed
 _PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "exploit_monotonicity", "dp", "seeded")
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import encode_labels, load_schema, merge_forests, read_csv
+from edprf_core import conforming_rows, encode_labels, load_schema, merge_forests, read_csv
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
@@ -167,7 +167,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         report.timings["evaluation_round_s"] = time.perf_counter() - t0
     test_file = cfg.test_file
     if test_file is not None:
-        X_test, y_test = read_csv(test_file, schema)
+        X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
     report.status = "completed"
     report.timings["total_s"] = time.perf_counter() - started
@@ -175,9 +175,18 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     return report
 
 
+def _conforming(table: tuple, schema, what: str) -> tuple:
+    """The coordinator's own rows, through the parties' per-record filter (rows breaking a rule are left out)."""
+    X, y = table
+    keep, problems = conforming_rows(X, y, schema)
+    for note in problems:
+        log.warning("%s data: %s; those rows are left out", what, note)
+    return X[keep], y[keep]
+
+
 def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunReport) -> list:
     """Contribution report, quality flags and (optionally) selective aggregation on validation data."""
-    X_val, y_val = read_csv(cfg.validation_file, schema)
+    X_val, y_val = _conforming(read_csv(cfg.validation_file, schema), schema, "validation")
     merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
     codes = merged.encode(X_val)
     y_idx = encode_labels(y_val, schema).astype(np.int64)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 
-from edprf_core import DPForest
+from edprf_core import DPForest, encode_labels
 
 __all__ = ["classification_metrics", "forest_metrics"]
 
@@ -34,8 +34,7 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
 
 
 def forest_metrics(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> dict[str, float]:
+    """Metrics of ``forest`` on ``(X, y)``; labels are read by the schema, cell by cell."""
     classes = np.asarray(forest.schema.classes)
-    y_arr = np.asarray(y)
-    if y_arr.dtype.kind in "fiu" and classes.dtype.kind in "fiu":
-        y_arr = y_arr.astype(classes.dtype)
-    return classification_metrics(y_arr, forest.predict_proba(X), classes)
+    truth = classes[encode_labels(y, forest.schema)]
+    return classification_metrics(truth, forest.predict_proba(X), classes)

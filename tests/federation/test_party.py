@@ -168,7 +168,7 @@ def test_a_malformed_csv_line_is_left_out_not_refused(party_files, caplog):
     party = Party(setup)
     with caplog.at_level("WARNING", logger="edprf.party"):
         party.train(_request(schema))
-    assert "Skipping line 6" in caplog.text and "surplus" not in caplog.text
+    assert "line 6: 26 fields, expected 25" in caplog.text and "surplus" not in caplog.text
     assert [e.state for e in party.ledger.entries()] == ["released"]
 
 

@@ -1,0 +1,127 @@
+"""The per-line reader: each line's fate depends on that line only; cells stay text."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edprf_core import DataValidationError, EDPRFClassifier, example_schema, load_embedded, read_csv, read_table
+from edprf_core._text_table import MAX_LINE_CHARS
+
+SCHEMA = example_schema("heart_disease_cleveland")
+COLUMNS = [*SCHEMA.feature_names, SCHEMA.label.column]
+ROW = "63.0,1.0,1.0,145.0,233.0,1.0,2.0,150.0,0.0,2.3,3.0,0.0,6.0,0"
+
+
+def _write(tmp_path, lines, header=True, name="d.csv", sep=","):
+    text = "\n".join(([sep.join(COLUMNS)] if header else []) + lines) + "\n"
+    path = tmp_path / name
+    path.write_text(text.replace(",", sep) if sep != "," else text)
+    return path
+
+
+def test_cells_stay_text_and_rows_keep_their_line_numbers(tmp_path):
+    path = _write(tmp_path, [ROW, "", ROW.replace("63.0", "?")])
+    table = read_table(path, SCHEMA)
+    assert table.X.shape == (2, 13) and table.X.dtypes.eq(object).all()
+    assert table.X["age"].tolist() == ["63.0", "?"] and table.y.tolist() == ["0", "0"]
+    assert table.line_numbers.tolist() == [2, 4] and table.dropped == []
+
+
+def test_malformed_lines_are_dropped_alone(tmp_path):
+    bad = ['"63.0,1.0', ROW + ",extra", ROW.rsplit(",", 1)[0], 'x"y,' + ROW.split(",", 1)[1]]
+    path = _write(tmp_path, [ROW, *bad, ROW])
+    table = read_table(path, SCHEMA)
+    assert len(table.X) == 3  # the stray quote inside an unquoted field is kept as text
+    assert [n.split(":")[0] for n in table.dropped] == ["line 3", "line 4", "line 5"]
+    assert all("63.0" not in n for n in table.dropped)
+
+
+def test_an_open_quote_never_swallows_the_next_lines(tmp_path):
+    path = _write(tmp_path, [ROW, '1,"2', ROW, ROW])
+    assert len(read_table(path, SCHEMA).X) == 3
+
+
+def test_overlong_lines_are_dropped(tmp_path):
+    path = _write(tmp_path, [ROW, "9" * (MAX_LINE_CHARS + 1) + ROW[4:]])
+    table = read_table(path, SCHEMA)
+    assert len(table.X) == 1 and "longer than" in table.dropped[0]
+
+
+def test_headerless_semicolon_and_gzip(tmp_path):
+    path = _write(tmp_path, [ROW, ROW], header=False, sep=";")
+    table = read_table(path, SCHEMA, sep=";", header=False)
+    assert list(table.X.columns) == list(SCHEMA.feature_names) and len(table.X) == 2
+    gz = tmp_path / "d.csv.gz"
+    gz.write_bytes(gzip.compress(_write(tmp_path, [ROW]).read_bytes()))
+    assert len(read_table(gz, SCHEMA).X) == 1
+
+
+def test_a_leading_bom_and_crlf_are_tolerated(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (",".join(COLUMNS) + "\r\n" + ROW + "\r\n").encode())
+    assert len(read_table(path, SCHEMA).X) == 1
+
+
+@pytest.mark.parametrize(("header", "match"), [
+    ("age,sex", "label column 'num' is missing"),
+    (",".join(COLUMNS[1:]), "missing columns"),
+    (",".join([*COLUMNS, "secret"]), "unknown columns"),
+])
+def test_only_the_header_can_refuse_the_file(tmp_path, header, match):
+    path = tmp_path / "h.csv"
+    path.write_text(header + "\n" + ROW + "\n")
+    with pytest.raises(DataValidationError, match=match):
+        read_table(path, SCHEMA)
+
+
+def test_missing_file_and_bad_separator(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        read_table(tmp_path / "nope.csv", SCHEMA)
+    with pytest.raises(ValueError, match="sep must be one character"):
+        read_table(_write(tmp_path, [ROW]), SCHEMA, sep='"')
+
+
+def test_numeric_categories_read_cell_by_cell(tmp_path):
+    """The heart file writes codes as floats ('4.0'); the schema declares integers."""
+    path = _write(tmp_path, [ROW, ROW.replace(",6.0,0", ",7.0,1")])
+    X, y = read_csv(path, SCHEMA)
+    clf = EDPRFClassifier(SCHEMA, epsilon=1.0, max_depth=2, random_state=0).fit(X, y)
+    assert clf.score(X, y) in (0.0, 0.5, 1.0)
+
+
+def test_score_refuses_labels_outside_the_declared_classes():
+    X, y, schema = load_embedded("wall_robot_navigation")
+    clf = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, random_state=0).fit(X[:200], y[:200])
+    assert 0.0 <= clf.score(X[:50], y[:50]) <= 1.0
+    with pytest.raises(DataValidationError, match="not in the declared classes"):
+        clf.score(X[:3], pd.Series(["Forward", "Backward", "Move-Forward"]))
+
+
+def test_huge_cells_cost_their_length_not_rows_times_length():
+    """A fixed-width string array would need rows x 10^7 characters (gigabytes)."""
+    X, y, schema = load_embedded("bank_marketing")
+    X = X.iloc[:20_000].copy()
+    X.iloc[0, X.columns.get_loc("job")] = "x" * 10_000_000
+    from edprf_core import conforming_rows
+
+    keep, notes = conforming_rows(X, y.iloc[:20_000], schema)
+    assert not keep[0] and keep[1:].all() and "10000002 characters" not in " ".join(notes)
+
+
+@pytest.mark.parametrize(("cell", "code"), [("7", 7), (" 7 ", 7), ("7.0", 7), ("1e309", None), ("inf", None),
+                                             ("nan", None), ("", "missing"), ("?", "missing"), ("abc", None)])
+def test_continuous_cells_parse_alone(cell, code):
+    from edprf_core._encoding import _as_float
+
+    x, missing = _as_float(pd.Series([cell, "3"], dtype=object), "c", problems=[])
+    assert x[1] == 3.0
+    if code == "missing":
+        assert missing[0]
+    elif code is None:
+        assert np.isnan(x[0]) and not missing[0]
+    else:
+        assert x[0] == code
