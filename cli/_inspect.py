@@ -104,7 +104,8 @@ def _describe(
 def _parameters_line(p: TrainingParameters) -> str:
     return (f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
             f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
-            f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded}")
+            f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
+            f"sampler={p.sampler}")
 
 
 def _signature_line(status: str, detail: str) -> str:

@@ -43,7 +43,11 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shuffle-labels-party", type=int, action="append", default=[],
                    help="research: give this party (0-based) shuffled labels, a low-quality party (repeatable)")
     p.add_argument("--seed", type=int, default=0,
-                   help="seed of the split, the partition and the parties' noise (research; default: %(default)s)")
+                   help="seed of the train/test split, the partition and the baselines (default: %(default)s)")
+    p.add_argument("--seeded-noise", action="store_true",
+                   help="research: parties draw their DP noise from seeds derived from --seed (reproducible, fast, "
+                        "NOT private against anyone who knows the seed); default: production randomness, "
+                        "exact samplers")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -137,14 +141,15 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     smallest = min(0.01, args.epsilon, args.evaluation_epsilon or 0.01)
     policy = {"lifetime_epsilon_cap": cap_units / UNITS_PER_EPSILON, "min_epsilon": smallest,
               "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,
-              "max_depth": args.depth, "max_trees": args.trees_per_party, "allow_seeded_randomness": True,
+              "max_depth": args.depth, "max_trees": args.trees_per_party,
+              "allow_seeded_randomness": seeded_noise(args),
               "holdout_fraction": args.party_holdout}
     write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy)
     if validation_size > 0:
         X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
     cfg = CoordinatorConfig(sim_dir=str(sim_dir), output_dir=str(out_dir), epsilon=args.epsilon,
                             max_depth=args.depth, trees_per_party=args.trees_per_party, split_mode=args.split_mode,
-                            n_bins=args.bins, seed=args.seed, min_parties=1,
+                            n_bins=args.bins, seed=args.seed if seeded_noise(args) else -1, min_parties=1,
                             evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0,
                             selective_aggregation=getattr(args, "selective", False),
                             exclude_flagged=getattr(args, "exclude_flagged", False))
@@ -182,6 +187,11 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
     return result
 
 
+def seeded_noise(args: argparse.Namespace) -> bool:
+    """Whether the parties use research seeds (``--seeded-noise``) instead of production randomness."""
+    return bool(getattr(args, "seeded_noise", False))
+
+
 def simulation_caveats(args: argparse.Namespace) -> list[str]:
     """What this simulation treats as public or fixed that a deployment must not (part of its guarantee)."""
     caveats = []
@@ -189,7 +199,7 @@ def simulation_caveats(args: argparse.Namespace) -> list[str]:
         caveats.append("the depth was chosen from the parties' row counts, which this simulation treats as public "
                        "(they are data: under a Dirichlet or column partition they depend on the labels); in a "
                        "deployment the depth must come from a declared size")
-    if args.seed is not None and args.seed >= 0:
+    if seeded_noise(args):
         caveats.append(f"NOT differentially private as run: parties drew their noise from research seeds derived "
                        f"from --seed {args.seed}; anyone who knows the seed can remove the noise")
     return caveats
@@ -268,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
               f"  flwr run . --stream --federation-config \"num-supernodes={args.parties}\" --run-config "
               f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={args.depth} "
               f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
-              f"seed={args.seed}\"")
+              f"seed={cfg.seed}\"")
         return 0
     result = run_simulation_report(args, out_dir, baselines=not args.no_baselines)
     fed = result["federated"]
@@ -284,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     print(_table(result))
     fe = fed.get("federated_evaluation") or {}
     if fe:
-        print(f"\nparties' own held-out accuracy (Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
+        print(f"\nparties' own held-out accuracy (discrete-Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
               f"{fe['parties']} parties): {fe['accuracy']:.4f}")
     if fed.get("contributions"):
         print("\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):")

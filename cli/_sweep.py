@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             for key, value in config.items():
                 setattr(run_args, key, value)
             run_args.seed = seed
+            run_args.seeded_noise = True  # a sweep is research: reproducible noise, numpy backend
             run_args.evaluation_epsilon = 0.0
             run_args.party_holdout = 0.0
             result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None)

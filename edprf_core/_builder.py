@@ -22,12 +22,14 @@ Privacy structure (what the mechanisms see and what the trees reveal)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._encoding import FeatureGrid
+from ._exact_selection import ExactPermuteAndFlip, integer_weighted_gini
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._tree import ForestArrays
 
@@ -83,9 +85,10 @@ class BuildPlan:
     n_layers: int
     tree_epsilon: float
     layer_epsilons: tuple[float, ...]
-    split_mechanism: PermuteAndFlip | ExponentialMechanism
-    leaf_mechanism: PermuteAndFlip | LaplaceMechanism
+    split_mechanism: PermuteAndFlip | ExponentialMechanism | ExactPermuteAndFlip
+    leaf_mechanism: PermuteAndFlip | LaplaceMechanism | ExactPermuteAndFlip
     stop_when_pure: bool = False
+    integer_utilities: bool = False
 
     def leaf_epsilon(self, layer: int) -> float:
         return self.tree_epsilon - float(np.sum(self.layer_epsilons[: layer - 1]))
@@ -129,7 +132,9 @@ def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
     return n - sq / np.maximum(n, 1.0)
 
 
-def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates) -> NDArray[np.float64]:
+def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates,
+                      impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
+                      ) -> NDArray[np.float64]:
     """Utility of every candidate at every node of ``counts`` (nodes, bins, classes)."""
     n_nodes, _, n_classes = counts.shape
     m = cand.feature.size
@@ -140,7 +145,7 @@ def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates) -> NDArray
         cz = np.concatenate([np.zeros((c.shape[0], 1, n_classes)), np.cumsum(c, axis=1)], axis=1)
         left = cz[:, cand.hi] - cz[:, cand.lo]
         total = cz[:, cand.seg_hi] - cz[:, cand.seg_lo]
-        util[a : a + per_block] = -(_weighted_gini(left) + _weighted_gini(total - left))
+        util[a : a + per_block] = -(impurity(left) + impurity(total - left))
     return util
 
 
@@ -152,8 +157,10 @@ def _binary_validity(allowed: NDArray[np.bool_], cand: _Candidates) -> NDArray[n
     return (left_allowed > 0) & (left_allowed < seg_allowed)
 
 
-def _multiway_utilities(counts: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
-    return -np.add.reduceat(_weighted_gini(counts), offsets, axis=1)
+def _multiway_utilities(counts: NDArray[np.float64], offsets: NDArray[np.int64],
+                        impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
+                        ) -> NDArray[np.float64]:
+    return -np.add.reduceat(impurity(counts), offsets, axis=1)
 
 
 def _occupied_histograms(
@@ -214,6 +221,7 @@ def build_forest(
     bin_feature = np.repeat(np.arange(n_codes.size), n_codes)
     bin_code = np.arange(n_bins) - offsets[bin_feature]
     binary = plan.split_mode == "binary"
+    impurity = integer_weighted_gini if plan.integer_utilities else _weighted_gini
     cand = _Candidates.from_grid(grid, offsets) if binary else None
     shifted = codes.astype(np.int64) + offsets[None, :]
 
@@ -237,7 +245,8 @@ def build_forest(
             valid = _binary_validity(allowed, cand) if binary else ~used & (n_codes >= 2)[None, :]
             util = np.zeros(valid.shape)
             for nodes, counts in _occupied_histograms(node_of_row, shifted[rows], y[rows], n_bins, n_classes):
-                util[nodes] = _binary_utilities(counts, cand) if binary else _multiway_utilities(counts, offsets)
+                util[nodes] = (_binary_utilities(counts, cand, impurity) if binary
+                               else _multiway_utilities(counts, offsets, impurity))
             is_leaf = ~valid.any(axis=1)
         else:
             util = valid = None

@@ -13,10 +13,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ._budget import layer_schedule, tree_composition
 from ._builder import BuildPlan, build_forest
 from ._encoding import FeatureGrid, encode_features, encode_labels
+from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, PrivacyLeakWarning
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
-from ._release import DPForest, TrainingParameters
+from ._release import SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 
 __all__ = ["EDPRFClassifier"]
@@ -78,6 +79,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     random_state : None, int or numpy Generator, default None
         ``None`` draws a cryptographically seeded generator in ``fit`` (the
         production setting).  Integers are for tests and research.
+    sampler : {"auto", "exact", "numpy"}, default "auto"
+        Backend of the mechanisms.  ``"exact"``: OpenDP's exact noisy max with
+        exponential noise (permute-and-flip) on integer utilities, randomness
+        from the operating system; what a release in production uses.
+        ``"numpy"``: the vectorized floating-point backend (ε-DP up to a δ of
+        about 1e-19 per selection; fast, seedable: research, simulations,
+        benchmarks).  ``"auto"``: exact when ``random_state`` is None, numpy
+        when a seed is given.  ``"exact"`` cannot be seeded and supports the
+        ``"pf"`` variant only.  The backend used is recorded in
+        ``privacy_.sampler`` and in the release.
 
     Attributes
     ----------
@@ -91,6 +102,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
+        False when a research option (``stop_when_pure``) or a drafted schema
+        breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
+        says NOT differentially private for seeded fits too).
 
     Notes
     -----
@@ -117,6 +131,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         exploit_monotonicity: bool | None = None,
         stop_when_pure: bool = False,
         random_state: RandomState = None,
+        sampler: str = "auto",
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -131,6 +146,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.exploit_monotonicity = exploit_monotonicity
         self.stop_when_pure = stop_when_pure
         self.random_state = random_state
+        self.sampler = sampler
 
     # ------------------------------------------------------------------ fit
     def _resolved_schema(self) -> Schema:
@@ -162,7 +178,20 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             exploit_monotonicity=bool(monotone),
             dp=not self.stop_when_pure,
             seeded=self.random_state is not None,
+            sampler=self._resolved_sampler(),
         )
+
+    def _resolved_sampler(self) -> str:
+        if self.sampler not in ("auto", *SAMPLERS):
+            raise ValueError(f"sampler must be one of ('auto', 'exact', 'numpy'), got {self.sampler!r}")
+        if self.sampler == "auto":
+            return "exact" if self.random_state is None and self.variant == "pf" else "numpy"
+        if self.sampler == "exact" and self.random_state is not None:
+            raise ValueError("sampler='exact' draws from the operating system and cannot be seeded; "
+                             "use random_state=None, or sampler='numpy' for reproducible research runs")
+        if self.sampler == "exact" and self.variant != "pf":
+            raise ValueError("sampler='exact' supports variant='pf' only")
+        return self.sampler
 
     def _plan(self, params: TrainingParameters) -> BuildPlan:
         composition = tree_composition(params.composition)
@@ -171,7 +200,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         layer_eps = layer_schedule(params.schedule).layer_budgets(tree_eps, n_layers)
         monotone = params.exploit_monotonicity
         split_sens = _SPLIT_SENSITIVITY[params.relation]
-        if params.variant == "pf":
+        if params.sampler == "exact":
+            split_mech = ExactPermuteAndFlip(int(UTILITY_SCALE * split_sens) + 1, monotone=monotone)
+            leaf_mech = ExactPermuteAndFlip(1, monotone=monotone)
+        elif params.variant == "pf":
             split_mech = PermuteAndFlip(split_sens, monotone=monotone)
             leaf_mech = PermuteAndFlip(1.0, monotone=monotone)
         else:
@@ -185,6 +217,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             split_mechanism=split_mech,
             leaf_mechanism=leaf_mech,
             stop_when_pure=bool(self.stop_when_pure),
+            integer_utilities=params.sampler == "exact",
         )
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> EDPRFClassifier:
@@ -236,7 +269,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = schema.n_features
         self.feature_names_in_ = np.asarray(schema.feature_names, dtype=object)
         self.privacy_ = params
-        self.dp_ = params.dp
+        self.dp_ = params.dp and not schema.drafted
         return self
 
     # -------------------------------------------------------------- predict

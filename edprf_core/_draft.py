@@ -55,4 +55,5 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
     classes = sorted(frame[label].dropna().unique().tolist(), key=str)
     classes = [c.item() if isinstance(c, np.generic) else c for c in classes]
     return Schema(features=tuple(features), label=LabelSpec(str(label), tuple(classes), source="DRAFTED FROM DATA"),
-                  name=name, provenance="Drafted from data by draft_schema: NOT public knowledge.")
+                  name=name, provenance="Drafted from data by draft_schema: NOT public knowledge.",
+                  drafted=True)

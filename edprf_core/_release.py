@@ -112,16 +112,38 @@ class TrainingParameters:
         """Budget of a split at layers 1..max_depth+1 (the last entry is the full-depth leaf's)."""
         return layer_schedule(self.schedule).layer_budgets(self.tree_epsilon(), self.max_depth + 1)
 
-    def statement(self) -> str:
-        """Human-readable guarantee of one party's release."""
+    def mechanisms(self) -> str:
+        """The mechanisms and the sampler backend, in words."""
+        if self.variant == "tradition":
+            mech = "splits by the exponential mechanism, leaf labels from Laplace-noised class counts"
+        else:
+            mech = "splits and leaf labels by permute-and-flip"
+        backend = ("exact OpenDP sampler" if self.sampler == "exact"
+                   else "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per selection)")
+        return f"{mech}, drawn by the {backend}"
+
+    def not_dp_reasons(self) -> list[str]:
+        """Why a release with these parameters is not differentially private (empty when it is)."""
+        reasons = []
         if not self.dp:
-            return ("NOT differentially private: trained with a research-only option "
-                    "(stop_when_pure) whose tree shapes depend on the data. Do not release.")
-        seed = (" Randomness came from a fixed seed (research mode): anyone who knows it can remove"
-                " the noise; production releases must be cryptographically seeded.") if self.seeded else ""
+            reasons.append("trained with a research-only option (stop_when_pure) whose tree shapes depend on the data")
+        if self.seeded:
+            reasons.append("its noise came from a fixed research seed: anyone who knows the seed can remove it")
+        return reasons
+
+    def configured(self) -> str:
+        """What this configuration gives when every input is DP (one sentence)."""
         return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
                 f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
-                f"{self.schedule} layer schedule, depth {self.max_depth}).{seed}")
+                f"{self.schedule} layer schedule, depth {self.max_depth}; {self.mechanisms()})")
+
+    def statement(self) -> str:
+        """Human-readable guarantee of one party's release (one sentence, or NOT DP with the reasons)."""
+        reasons = self.not_dp_reasons()
+        if reasons:
+            return (f"NOT differentially private as released: {'; '.join(reasons)}. With fresh cryptographic "
+                    f"randomness and no research option this configuration gives {self.configured()}.")
+        return f"{self.configured()}."
 
 
 def _trees(n: int) -> str:
@@ -177,10 +199,6 @@ class DPForest:
         return np.asarray(self.schema.classes)
 
     @property
-    def dp(self) -> bool:
-        return all(p.dp for _, p, _ in self.parts)
-
-    @property
     def epsilon(self) -> float:
         """ε per record, assuming each record sits at one party (see :data:`FEDERATION_NOTE`)."""
         return max(p.epsilon for _, p, _ in self.parts)
@@ -189,14 +207,29 @@ class DPForest:
     def max_depth(self) -> int:
         return max(p.max_depth for _, p, _ in self.parts)
 
+    def not_dp_reasons(self) -> list[str]:
+        """Every reason this forest is not differentially private (empty when it is)."""
+        reasons = []
+        if self.schema.drafted:
+            reasons.append("its schema was drafted from data (bounds and categories are data, not public knowledge)")
+        for label, params, _ in self.parts:
+            reasons += [f"part {label!r}: {r}" if len(self.parts) > 1 else r for r in params.not_dp_reasons()]
+        return reasons
+
+    @property
+    def dp(self) -> bool:
+        return not self.not_dp_reasons()
+
     def guarantee(self) -> str:
         """The privacy statement of this forest, with the federation caveat when merged."""
-        if not self.dp:
-            return "NOT differentially private: at least one part was trained with a research-only option."
+        reasons = self.not_dp_reasons()
+        prefix = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
         if len(self.parts) == 1:
-            return f"{self.parts[0][1].statement()} {FEDERATION_NOTE}"
-        header = (f"Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
-                  f"epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}")
+            params = self.parts[0][1]
+            body = f"Configured for {params.configured()}." if reasons else params.statement()
+            return f"{prefix}{body} {FEDERATION_NOTE}"
+        header = (f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
+                  f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}")
         lines = [header]
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:

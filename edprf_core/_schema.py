@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import tomli_w
 
 from ._exceptions import SchemaError
 
@@ -224,6 +225,12 @@ class Schema:
         Free text: what the data is; where the bounds and categories came from.
     ignored_columns : tuple of str
         Columns that may appear in the data and are not used.
+    drafted : bool, default False
+        True for a schema drafted from data (:func:`edprf_core.draft_schema`):
+        its bounds and categories are data, so no model trained on it is
+        differentially private until people replace them with public knowledge
+        and set ``drafted = false``.  It enters the fingerprint when True, so a
+        drafted schema never matches the declared one.
     """
 
     features: tuple[Feature, ...]
@@ -232,6 +239,7 @@ class Schema:
     description: str = ""
     provenance: str = ""
     ignored_columns: tuple[str, ...] = ()
+    drafted: bool = False
 
     def __post_init__(self) -> None:
         feats = tuple(self.features)
@@ -242,6 +250,8 @@ class Schema:
                 raise SchemaError(f"features must be ContinuousFeature or CategoricalFeature, got {type(f).__name__}")
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
+        if not isinstance(self.drafted, bool):
+            raise SchemaError(f"drafted: expected true or false, got {self.drafted!r}")
         names = [f.name for f in feats] + [self.label.column] + list(self.ignored_columns)
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -265,8 +275,11 @@ class Schema:
 
     def semantic(self) -> dict[str, Any]:
         """The content the fingerprint covers: everything but free text."""
-        return {"format": SCHEMA_FORMAT, "features": [f.semantic() for f in self.features],
-                "label": self.label.semantic(), "ignored_columns": list(self.ignored_columns)}
+        out = {"format": SCHEMA_FORMAT, "features": [f.semantic() for f in self.features],
+               "label": self.label.semantic(), "ignored_columns": list(self.ignored_columns)}
+        if self.drafted:  # only then: declared schemas keep their fingerprints
+            out["drafted"] = True
+        return out
 
     @property
     def fingerprint(self) -> str:
@@ -282,7 +295,8 @@ class Schema:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         """Build from the parsed TOML mapping; unknown keys are errors."""
-        _only_keys(data, {"format", "name", "description", "provenance", "ignored_columns", "label", "features"}, "schema")
+        _only_keys(data, {"format", "name", "description", "provenance", "ignored_columns", "label", "features",
+                          "drafted"}, "schema")
         fmt = data.get("format", SCHEMA_FORMAT)
         if fmt != SCHEMA_FORMAT:
             raise SchemaError(f"unsupported schema format: expected {SCHEMA_FORMAT}, got {fmt!r}")
@@ -335,6 +349,7 @@ class Schema:
             description=data.get("description", ""),
             provenance=data.get("provenance", ""),
             ignored_columns=tuple(data.get("ignored_columns", ())),
+            drafted=data.get("drafted", False),
         )
 
     @classmethod
@@ -352,21 +367,24 @@ class Schema:
 
     def to_toml(self) -> str:
         """Serialize to the TOML format :func:`load_schema` reads."""
-        lines = [f"format = {SCHEMA_FORMAT}", f"name = {_toml(self.name)}",
-                 f"description = {_toml(self.description)}", f"provenance = {_toml(self.provenance)}",
-                 f"ignored_columns = {_toml(list(self.ignored_columns))}", "", "[label]",
-                 f"column = {_toml(self.label.column)}", f"classes = {_toml(list(self.label.classes))}",
-                 f"source = {_toml(self.label.source)}"]
+        data: dict[str, Any] = {"format": SCHEMA_FORMAT, "name": self.name, "description": self.description,
+                                "provenance": self.provenance}
+        if self.drafted:  # written only when true: declared schemas read the same in older versions
+            data["drafted"] = True
+        data["ignored_columns"] = list(self.ignored_columns)
+        data["label"] = {"column": self.label.column, "classes": list(self.label.classes), "source": self.label.source}
+        features = []
         for f in self.features:
-            lines += ["", "[[features]]", f"name = {_toml(f.name)}", f"kind = {_toml(f.kind)}"]
+            item: dict[str, Any] = {"name": f.name, "kind": f.kind}
             if isinstance(f, ContinuousFeature):
-                lines += [f"lower = {_toml(f.lower)}", f"upper = {_toml(f.upper)}"]
+                item |= {"lower": f.lower, "upper": f.upper}
                 if f.edges is not None:
-                    lines.append(f"edges = {_toml(list(f.edges))}")
+                    item["edges"] = list(f.edges)
             else:
-                lines += [f"categories = {_toml(list(f.categories))}", f"unknown = {_toml(f.unknown)}"]
-            lines += [f"missing = {_toml(f.missing)}", f"source = {_toml(f.source)}"]
-        return "\n".join(lines) + "\n"
+                item |= {"categories": list(f.categories), "unknown": f.unknown}
+            features.append(item | {"missing": f.missing, "source": f.source})
+        data["features"] = features
+        return tomli_w.dumps(data)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_toml(), encoding="utf-8")
@@ -376,20 +394,6 @@ def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
         raise SchemaError(f"{where}: unknown keys {extra}; allowed: {sorted(allowed)}")
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return repr(float(value))
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
 def load_schema(path: str | Path) -> Schema:

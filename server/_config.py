@@ -39,6 +39,9 @@ class CoordinatorConfig:
         Drop parties the quality test flags.
     evaluation_epsilon : float in [0, inf)
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
+    require_exact_sampling : bool
+        Accept only releases drawn by the exact sampler (``sampler = exact``
+        in the release): what a production federation should require.
     request_tag : str
         Names this training's release requests at the parties (empty: the
         Flower run id, so every run is a new request).  Re-running with the
@@ -73,6 +76,7 @@ class CoordinatorConfig:
     exclude_flagged: bool = False
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
+    require_exact_sampling: bool = False
     request_tag: str = ""
 
     def __post_init__(self) -> None:

@@ -31,6 +31,7 @@ from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, Eval
 
 from ._config import CoordinatorConfig
 from ._contribution import part_votes, party_contributions
+from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
 from ._report import PartyOutcome, RunReport
 from ._selection import select_parties
@@ -128,9 +129,14 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             outcome.status, outcome.reason = "rejected", "duplicate_party"
             outcome.message = f"party {release.party_id!r} already contributed to this run"
             continue
+        if cfg.require_exact_sampling and release.params.sampler != "exact":
+            outcome.status, outcome.reason = "rejected", "sampler_not_exact"
+            outcome.message = f"the release was drawn by the {release.params.sampler} sampler; this run requires exact"
+            continue
         seen_parties.add(release.party_id)
         outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
+        outcome.sampler = release.params.sampler
         accepted.append(release)
     for p in report.parties:
         if p.status != "accepted":
@@ -156,13 +162,16 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     report.merge_seconds = time.perf_counter() - t0
     model_path = save_atomic(out_dir / MODEL_FILE, model)
     report.model_path, report.model_bytes = str(model_path), len(model)
-    report.n_trees, report.guarantee = view.forest.n_trees, view.forest.guarantee()
+    report.n_trees = view.forest.n_trees
+    report.guarantee = federation_guarantee(view.forest, _spends(report))
     log.info("run %s: global model of %d trees from %d parties saved to %s", run_id, view.forest.n_trees,
              len(accepted), model_path)
 
     if cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         t0 = time.perf_counter()
         report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
+        _charge_evaluation(report, cfg)
+        report.guarantee = federation_guarantee(view.forest, _spends(report))
         report.bytes_sent += len(model) * len(report.accepted)
         report.timings["evaluation_round_s"] = time.perf_counter() - t0
     test_file = cfg.test_file
@@ -173,6 +182,20 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     report.timings["total_s"] = time.perf_counter() - started
     report.save(out_dir / REPORT_FILE)
     return report
+
+
+def _spends(report: RunReport) -> list[PartySpend]:
+    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon) for p in report.accepted]
+
+
+def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
+    """Record the evaluation ε of every party that may have been charged (conservative: all but known refusals)."""
+    if cfg.exact_metrics:
+        return
+    refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])}
+    for p in report.accepted:
+        if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
+            p.evaluation_epsilon = cfg.evaluation_epsilon
 
 
 def _conforming(table: tuple, schema, what: str) -> tuple:

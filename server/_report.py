@@ -15,7 +15,7 @@ __all__ = ["PartyOutcome", "RunReport"]
 
 @dataclass
 class PartyOutcome:
-    """One node's answer to the train request."""
+    """One node's answer to the train request (and the ε it spent on the evaluation request)."""
 
     node_id: int
     status: str  # accepted | dropped | rejected | refused | failed | no_reply
@@ -24,6 +24,8 @@ class PartyOutcome:
     party_id: str = ""
     n_trees: int = 0
     epsilon: float = 0.0
+    evaluation_epsilon: float = 0.0
+    sampler: str = ""
     signed: bool = False
     release_bytes: int = 0
 

@@ -35,7 +35,8 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
     if shutil.which("flwr", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the flwr command is not installed next to this Python")
     out = tmp_path / "out"
-    assert main(["simulate", "--prepare-only", "--parties", "2", "--output", str(out), "--depth", "3"]) == 0
+    assert main(["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out),
+                 "--depth", "3"]) == 0
     flwr_home = tmp_path / "flwr-home"
     env = {**os.environ, "FLWR_HOME": str(flwr_home), "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -1,0 +1,58 @@
+"""The federation's guarantee, computed from what each party spent for this run.
+
+A party spends its release ε on its training rows and, when it serves the
+noised evaluation, the evaluation ε on its held-out rows; its ledger charges
+both (sequential composition: the conservative total).  The per-record total
+printed here is the largest such sum over the parties whose trees are in the
+model: records are assumed disjoint across parties (parallel composition), so
+a person whose records sit at several parties is protected at the sum of
+their totals.  Whatever makes a part not DP (a research seed, a research
+option, a drafted schema) is named, and the text then starts with NOT
+differentially private.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edprf_core import FEDERATION_NOTE, DPForest
+
+__all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]
+
+PRE_RESERVATION_REFUSALS = frozenset({
+    "bad_request", "bad_model", "party_setup", "invalid_local_data", "budget_exhausted", "schema_mismatch",
+    "epsilon_precision", "policy_epsilon", "policy_evaluation_epsilon", "policy_exact_metrics", "policy_model_size",
+})
+"""Refusals a party decides before it reserves ε: nothing was charged for them."""
+
+
+@dataclass(frozen=True)
+class PartySpend:
+    """What one accepted party spent for this run, as the coordinator saw it."""
+
+    party: str
+    release_epsilon: float
+    evaluation_epsilon: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.release_epsilon + self.evaluation_epsilon
+
+
+def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
+    """The run's privacy statement: per-record total from the spends, then the model's own statement."""
+    if not spends:
+        return forest.guarantee()
+    top = max(spends, key=lambda s: s.total)
+    evaluated = [s for s in spends if s.evaluation_epsilon > 0]
+    spent = (f"Spent for this run: epsilon = {top.total:g} per record at most (release "
+             f"{top.release_epsilon:g}" + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
+             + f", the largest total over {len(spends)} parties"
+             + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
+             + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
+             "actually faces at most max(release, evaluation); the total is what the ledgers count.")
+    reasons = forest.not_dp_reasons()
+    head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
+    if reasons:
+        return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee()}"
+    return f"{spent} {forest.guarantee()}"

@@ -1,0 +1,50 @@
+"""A federation with production randomness: exact sampling, required by the coordinator, and its guarantee."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from cli._simulate import prepare_workspace
+from edprf_core import example_schema, load_embedded, merge_forests
+from server import REPORT_FILE
+from server._guarantee import PartySpend, federation_guarantee
+from simulation import simulate_federation
+
+from .test_simulation import _args
+
+
+@pytest.mark.slow
+def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spends(tmp_path):
+    cfg, _ = prepare_workspace(_args(parties=3, depth=3, seeded_noise=False), tmp_path, progress=lambda _: None)
+    assert cfg.seed == -1  # no research seed: production randomness
+    simulate_federation(replace(cfg, require_exact_sampling=True), 3)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "completed"
+    assert [p["sampler"] for p in report["parties"]] == ["exact"] * 3
+    assert [p["evaluation_epsilon"] for p in report["parties"]] == [0.1] * 3
+    text = report["guarantee"]
+    assert text.startswith("Spent for this run: epsilon = 1.1 per record at most")
+    assert "exact OpenDP sampler" in text and "NOT" not in text
+
+    seeded_cfg, _ = prepare_workspace(_args(parties=3, depth=3), tmp_path / "seeded", progress=lambda _: None)
+    simulate_federation(replace(seeded_cfg, require_exact_sampling=True), 3)
+    seeded = json.loads((tmp_path / "seeded" / REPORT_FILE).read_text())
+    assert {p["reason"] for p in seeded["parties"]} == {"sampler_not_exact"}
+    assert seeded["status"] == "failed"
+
+
+def test_federation_guarantee_is_computed_from_the_spends():
+    X, y, schema = load_embedded("wall_robot_navigation")
+    from edprf_core import EDPRFClassifier
+
+    forest = merge_forests([EDPRFClassifier(schema, max_depth=2, n_estimators=1).fit(X[:200], y[:200]).forest_
+                            for _ in range(2)], labels=["a", "b"])
+    text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
+    assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
+    assert "1 of them served the evaluation" in text
+    seeded = EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_estimators=1,
+                             random_state=0).fit(X[:200], y[:200]).forest_
+    assert federation_guarantee(seeded, [PartySpend("a", 1.0)]).startswith("NOT differentially private")
