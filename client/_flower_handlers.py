@@ -1,20 +1,36 @@
-"""Translate Flower messages to :class:`Party` calls and back."""
+"""Translate Flower messages to :class:`Party` calls and back.
+
+Nothing unpaid leaves a party: every exception of any type (``BaseException``
+except ``KeyboardInterrupt``, ``SystemExit`` and ``GeneratorExit``, which stop
+the process) becomes a reply with a reason code from :data:`client.REASONS`.
+A :class:`Refusal` carries its own audited message (policy rules, requested
+values, never data); every other failure replies with a constant text per
+code, and its detail (exception text, traceback) goes only to the party's log.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TaskError, TrainRequest
+from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._party import Party, PartySetup, Refusal
 
 __all__ = ["handle_evaluate", "handle_train"]
 
 log = logging.getLogger("edprf.party")
+
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+_CONSTANT_TEXT = {
+    "bad_request": "the request record is missing keys or holds values of the wrong kind",
+    "party_setup": "the party is not set up correctly; details are in its log",
+    "internal_error": "the party failed while serving the request; details are in its log",
+}
 
 
 def _refused(msg: Message, reason: str, message: str) -> Message:
@@ -28,34 +44,61 @@ def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
     return Party(PartySetup.from_configs(context.node_config, merged))
 
 
-def handle_train(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
-    """Serve a train message; ``run_config`` overrides the context's (in-process simulation)."""
+def _serve(msg: Message, context: Context, run_config: Mapping[str, Any] | None,
+           read_request: Callable[[Message], Any], serve: Callable[[Party, Any], Message]) -> Message:
+    """Three steps, each mapping every failure to one code: request, party set-up, the work."""
+    step = "bad_request"
     try:
-        req = TrainRequest.from_record(dict(msg.content.config_records[REQUEST_KEY]))
-        payload = _party(context, run_config).train(req)
+        req = read_request(msg)
+        step = "party_setup"
+        party = _party(context, run_config)
+        step = "internal_error"
+        return serve(party, req)
     except Refusal as exc:
         return _refused(msg, exc.reason, str(exc))
-    except (TaskError, KeyError) as exc:
-        return _refused(msg, "bad_request", str(exc))
-    except ValueError as exc:  # party set-up (policy, schema, paths): the operator's to fix
-        log.error("party set-up error: %s", exc)
-        return _refused(msg, "party_setup", "the party is not set up correctly; details are in its log")
-    record = ConfigRecord({"status": "released", "release": payload})
-    return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+    except _PASS_THROUGH:
+        raise
+    except BaseException:
+        log.exception("%s failed (%s)", msg.metadata.message_type, step)
+        return _refused(msg, step, _CONSTANT_TEXT[step])
+
+
+def _read_train(msg: Message) -> TrainRequest:
+    return TrainRequest.from_record(dict(msg.content.config_records[REQUEST_KEY]))
+
+
+def _read_evaluate(msg: Message) -> tuple[EvaluateRequest, bytes]:
+    req = EvaluateRequest.from_record(dict(msg.content.config_records[REQUEST_KEY]))
+    model = msg.content.config_records[MODEL_KEY]["bytes"]
+    if not isinstance(model, bytes):
+        raise TypeError(f"model: expected bytes, got {type(model).__name__}")
+    return req, model
+
+
+def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
+    def serve(party: Party, req: TrainRequest) -> Message:
+        payload = party.train(req)
+        record = ConfigRecord({"status": "released", "release": payload})
+        return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+    return serve
+
+
+def _evaluate(msg: Message) -> Callable[[Party, tuple[EvaluateRequest, bytes]], Message]:
+    def serve(party: Party, request: tuple[EvaluateRequest, bytes]) -> Message:
+        req, model = request
+        metrics = dict(party.evaluate(model, req))
+        sampler = str(metrics.pop("sampler"))
+        content = RecordDict({RESULT_KEY: ConfigRecord({"status": "evaluated", "sampler": sampler}),
+                              METRICS_KEY: MetricRecord(metrics)})
+        return Message(content, reply_to=msg)
+    return serve
+
+
+def handle_train(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
+    """Serve a train message; ``run_config`` overrides the context's (in-process simulation)."""
+    return _serve(msg, context, run_config, _read_train, _train(msg))
 
 
 def handle_evaluate(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
     """Serve an evaluate message; ``run_config`` as in :func:`handle_train`."""
-    try:
-        req = EvaluateRequest.from_record(dict(msg.content.config_records[REQUEST_KEY]))
-        model = msg.content.config_records[MODEL_KEY]["bytes"]
-        metrics = _party(context, run_config).evaluate(bytes(model), req)
-    except Refusal as exc:
-        return _refused(msg, exc.reason, str(exc))
-    except (TaskError, KeyError) as exc:
-        return _refused(msg, "bad_request", str(exc))
-    except ValueError as exc:
-        log.error("evaluation error: %s", exc)
-        return _refused(msg, "party_setup", "the party could not evaluate; details are in its log")
-    content = RecordDict({RESULT_KEY: ConfigRecord({"status": "evaluated"}), METRICS_KEY: MetricRecord(metrics)})
-    return Message(content, reply_to=msg)
+    return _serve(msg, context, run_config, _read_evaluate, _evaluate(msg))

@@ -6,20 +6,69 @@ lifetime cap would be exceeded), then trains, then marks the entry released
 together with the released bytes.  A crash after the reservation leaves the
 ε counted: a retry cannot obtain a second release for free.  A repeated
 request id gets the stored release back without spending again.
+
+Exact accounting: each spend is stored as an exact fraction (column
+``epsilon_exact``, text ``"n/d"``) next to its float (``epsilon``, for old
+readers).  A request's ε is taken as the shortest decimal of its float
+(``0.1`` is exactly 1/10); the cap likewise.  Sums and the cap check
+(``spent + ε > cap`` refused) use :class:`fractions.Fraction`, so no rounding
+can let a spend slip past the cap.  Ledgers written before this column
+existed still open: the column is added, and their old rows count at the
+exact value of the float they recorded.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Context, Decimal
+from fractions import Fraction
 from pathlib import Path
 
 from edprf_core import BudgetError
 
-__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry"]
+__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry", "exact_epsilon", "format_epsilon", "read_ledger_readonly",
+           "total_spent"]
+
+_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
+
+
+def exact_epsilon(epsilon: float | Fraction) -> Fraction:
+    """A requested ε as an exact fraction: the shortest decimal that round-trips its float."""
+    if isinstance(epsilon, Fraction):
+        return epsilon
+    return Fraction(repr(float(epsilon)))
+
+
+def _stored_epsilon(real: float, text: str | None) -> Fraction:
+    """A row's spend: its exact text, or (rows of old ledgers) the exact value of its float."""
+    return Fraction(text) if text else Fraction(float(real))
+
+
+def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
+    """Exact sum of the entries' ε."""
+    return sum((e.epsilon_exact for e in entries), Fraction(0))
+
+
+def format_epsilon(value: Fraction) -> str:
+    """An exact decimal when the fraction has one (denominator 2^a 5^b), else ``n/d``."""
+    d = value.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return f"{value.numerator}/{value.denominator}"
+    digits = max(twos, fives)
+    ctx = Context(prec=len(str(abs(value.numerator))) + digits + 2)
+    text = format(ctx.divide(Decimal(value.numerator), Decimal(value.denominator)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spends (
@@ -32,7 +81,8 @@ CREATE TABLE IF NOT EXISTS spends (
     detail TEXT NOT NULL DEFAULT '',
     payload BLOB,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    epsilon_exact TEXT
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -52,6 +102,11 @@ class LedgerEntry:
     detail: str
     created_at: float
     updated_at: float
+    epsilon_exact: Fraction
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> LedgerEntry:
+        return cls(*row[:8], epsilon_exact=_stored_epsilon(row[2], row[8]))
 
 
 class BudgetLedger:
@@ -68,9 +123,13 @@ class BudgetLedger:
     def __init__(self, path: str | Path, cap: float) -> None:
         self.path = Path(path)
         self.cap = float(cap)
+        self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+            if "epsilon_exact" not in columns:  # a ledger written before exact accounting
+                db.execute("ALTER TABLE spends ADD COLUMN epsilon_exact TEXT")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -82,47 +141,57 @@ class BudgetLedger:
         finally:
             db.close()
 
-    def spent(self) -> float:
-        """ε spent so far (all entries)."""
-        with self._connect() as db:
-            return float(db.execute("SELECT COALESCE(SUM(epsilon), 0) FROM spends").fetchone()[0])
+    @staticmethod
+    def _sum(db: sqlite3.Connection) -> Fraction:
+        return sum((_stored_epsilon(r, t) for r, t in db.execute("SELECT epsilon, epsilon_exact FROM spends")),
+                   Fraction(0))
 
-    def remaining(self) -> float:
-        return max(0.0, self.cap - self.spent())
+    def spent(self) -> Fraction:
+        """ε spent so far (all entries), exactly."""
+        with self._connect() as db:
+            return self._sum(db)
+
+    def remaining(self) -> Fraction:
+        """What is left of the cap, exactly (never negative)."""
+        if self.cap_exact is None:
+            return Fraction(10**18)
+        return max(Fraction(0), self.cap_exact - self.spent())
 
     def find(self, request_id: str) -> tuple[LedgerEntry, bytes | None] | None:
         with self._connect() as db:
-            row = db.execute(
-                "SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, payload "
-                "FROM spends WHERE request_id = ?", (request_id,)).fetchone()
+            row = db.execute(f"SELECT {_COLUMNS}, payload FROM spends WHERE request_id = ?",
+                             (request_id,)).fetchone()
         if row is None:
             return None
-        return LedgerEntry(*row[:8]), row[8]
+        return LedgerEntry.from_row(row), row[9]
 
     def reserve(self, request_id: str, kind: str, epsilon: float, run_id: str = "", detail: str = "") -> None:
         """Record ``epsilon`` as spent, atomically refusing what exceeds the cap.
 
         Raises :class:`BudgetExhausted` (nothing recorded) if the cap would be
-        exceeded, and :class:`ValueError` if ``request_id`` is already used.
+        exceeded (exact arithmetic: ``spent + epsilon > cap``), and
+        :class:`ValueError` if ``request_id`` is already used.
         """
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be > 0, got {epsilon}")
+        if not (isinstance(epsilon, (int, float, Fraction)) and 0 < epsilon < float("inf")):
+            raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+        exact = exact_epsilon(epsilon)
         now = time.time()
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if db.execute("SELECT 1 FROM spends WHERE request_id = ?", (request_id,)).fetchone():
                     raise ValueError(f"request {request_id!r} is already in the ledger")
-                spent = float(db.execute("SELECT COALESCE(SUM(epsilon), 0) FROM spends").fetchone()[0])
-                if spent + epsilon > self.cap + 1e-12:
+                spent = self._sum(db)
+                if self.cap_exact is not None and spent + exact > self.cap_exact:
+                    left = max(Fraction(0), self.cap_exact - spent)
                     raise BudgetExhausted(
-                        f"refused: this {kind} needs epsilon {epsilon:g} but only {max(0.0, self.cap - spent):g} "
-                        f"of the lifetime cap {self.cap:g} remains (spent {spent:g})"
+                        f"refused: this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
+                        f"of the lifetime cap {format_epsilon(self.cap_exact)} remains"
                     )
                 db.execute(
-                    "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, updated_at) "
-                    "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?)",
-                    (request_id, kind, float(epsilon), run_id, detail, now, now),
+                    "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                    "epsilon_exact) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
+                    (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
                 db.execute("COMMIT")
             except BaseException:
@@ -149,10 +218,8 @@ class BudgetLedger:
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
-            rows = db.execute(
-                "SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at "
-                "FROM spends ORDER BY id").fetchall()
-        return [LedgerEntry(*r) for r in rows]
+            rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
+        return [LedgerEntry.from_row(r) for r in rows]
 
     def secret(self, key: str, factory: Callable[[], str]) -> str:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
@@ -166,3 +233,53 @@ class BudgetLedger:
                 return value
             db.execute("COMMIT")
             return row[0]
+
+
+def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30) -> list[LedgerEntry]:
+    """Read a ledger without changing it: regular files only, opened read-only.
+
+    No table is created, no column added, the journal mode is left alone.  Ledgers
+    without the ``epsilon_exact`` column (written before exact accounting) are read
+    at the exact value of their floats.
+
+    Raises
+    ------
+    ValueError
+        Missing path, not a regular file, larger than ``max_bytes``, not an SQLite
+        database, or not a ledger; the message is one line.
+    """
+    import stat
+
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ValueError(f"no ledger at {p}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{p} is not a regular file (expected a ledger SQLite file)")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{p}: expected a ledger of at most {max_bytes} bytes, got {st.st_size}")
+    try:
+        with p.open("rb") as handle:
+            magic = handle.read(16)
+    except OSError as exc:
+        raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    if magic != b"SQLite format 3\x00":
+        raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
+    uri = p.resolve().as_uri() + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=5.0)
+        try:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+            if not {"request_id", "kind", "epsilon", "state"} <= columns:
+                raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
+            exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
+            rows = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                              f"{exact} FROM spends ORDER BY id").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {exc})") from None
+    return [LedgerEntry.from_row(r) for r in rows]
