@@ -19,6 +19,7 @@ exact value of the float they recorded.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,7 +34,7 @@ from edprf_core import BudgetError
 __all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry", "exact_epsilon", "format_epsilon", "read_ledger_readonly",
            "total_spent"]
 
-_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
+_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact, {units}"
 
 
 def exact_epsilon(epsilon: float | Fraction) -> Fraction:
@@ -43,9 +44,14 @@ def exact_epsilon(epsilon: float | Fraction) -> Fraction:
     return Fraction(repr(float(epsilon)))
 
 
-def _stored_epsilon(real: float, text: str | None) -> Fraction:
-    """A row's spend: its exact text, or (rows of old ledgers) the exact value of its float."""
-    return Fraction(text) if text else Fraction(float(real))
+def _stored_epsilon(real: float, text: str | None, units: int | None = None) -> Fraction:
+    """A row's spend: its exact text; else integer millionths (``epsilon_units``, written by
+    another ledger version); else (rows of old ledgers) the exact value of its float."""
+    if text:
+        return Fraction(text)
+    if units is not None:
+        return Fraction(int(units), 10**6)
+    return Fraction(float(real))
 
 
 def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
@@ -106,7 +112,8 @@ class LedgerEntry:
 
     @classmethod
     def from_row(cls, row: Sequence) -> LedgerEntry:
-        return cls(*row[:8], epsilon_exact=_stored_epsilon(row[2], row[8]))
+        """From ``_COLUMNS`` (the last is ``epsilon_units`` or NULL)."""
+        return cls(*row[:8], epsilon_exact=_stored_epsilon(row[2], row[8], row[9]))
 
 
 class BudgetLedger:
@@ -130,6 +137,7 @@ class BudgetLedger:
             columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
             if "epsilon_exact" not in columns:  # a ledger written before exact accounting
                 db.execute("ALTER TABLE spends ADD COLUMN epsilon_exact TEXT")
+            self._units = "epsilon_units" if "epsilon_units" in columns else "NULL"
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -141,10 +149,9 @@ class BudgetLedger:
         finally:
             db.close()
 
-    @staticmethod
-    def _sum(db: sqlite3.Connection) -> Fraction:
-        return sum((_stored_epsilon(r, t) for r, t in db.execute("SELECT epsilon, epsilon_exact FROM spends")),
-                   Fraction(0))
+    def _sum(self, db: sqlite3.Connection) -> Fraction:
+        rows = db.execute(f"SELECT epsilon, epsilon_exact, {self._units} FROM spends")
+        return sum((_stored_epsilon(r, t, u) for r, t, u in rows), Fraction(0))
 
     def spent(self) -> Fraction:
         """ε spent so far (all entries), exactly."""
@@ -159,11 +166,11 @@ class BudgetLedger:
 
     def find(self, request_id: str) -> tuple[LedgerEntry, bytes | None] | None:
         with self._connect() as db:
-            row = db.execute(f"SELECT {_COLUMNS}, payload FROM spends WHERE request_id = ?",
+            row = db.execute(f"SELECT {_COLUMNS.format(units=self._units)}, payload FROM spends WHERE request_id = ?",
                              (request_id,)).fetchone()
         if row is None:
             return None
-        return LedgerEntry.from_row(row), row[9]
+        return LedgerEntry.from_row(row), row[10]
 
     def reserve(self, request_id: str, kind: str, epsilon: float, run_id: str = "", detail: str = "") -> None:
         """Record ``epsilon`` as spent, atomically refusing what exceeds the cap.
@@ -193,6 +200,9 @@ class BudgetLedger:
                     "epsilon_exact) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
+                if self._units != "NULL":  # keep a millionths column of another ledger version filled (rounded up)
+                    db.execute("UPDATE spends SET epsilon_units = ? WHERE request_id = ?",
+                               (max(1, math.ceil(exact * 10**6)), request_id))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -218,7 +228,7 @@ class BudgetLedger:
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
+            rows = db.execute(f"SELECT {_COLUMNS.format(units=self._units)} FROM spends ORDER BY id").fetchall()
         return [LedgerEntry.from_row(r) for r in rows]
 
     def secret(self, key: str, factory: Callable[[], str]) -> str:
@@ -276,8 +286,9 @@ def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30) -> list[Led
             if not {"request_id", "kind", "epsilon", "state"} <= columns:
                 raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
             exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
+            units = "epsilon_units" if "epsilon_units" in columns else "NULL"
             rows = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-                              f"{exact} FROM spends ORDER BY id").fetchall()
+                              f"{exact}, {units} FROM spends ORDER BY id").fetchall()
         finally:
             db.close()
     except sqlite3.Error as exc:

@@ -290,6 +290,23 @@ def test_an_old_ledger_with_real_epsilons_opens_and_counts_them_exactly(tmp_path
         BudgetLedger(other, cap=1.0).reserve("new", "evaluation", 0.1)  # the float 0.9 is just above 9/10
 
 
+def test_a_ledger_with_millionths_from_another_version_is_read_exactly(tmp_path):
+    path = tmp_path / "units.sqlite"
+    _legacy_ledger(path, [0.3])
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE spends ADD COLUMN epsilon_units INTEGER")
+    db.execute("UPDATE spends SET epsilon_units = 300000")
+    db.commit()
+    db.close()
+    ledger = BudgetLedger(path, cap=1.0)
+    assert ledger.spent() == Fraction(3, 10)
+    ledger.reserve("new", "evaluation", 0.7)
+    assert ledger.spent() == 1
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT epsilon_units FROM spends WHERE request_id = 'new'").fetchone()[0] == 700000
+    db.close()
+
+
 # -------------------------------------------------------- minimum and resolution
 @pytest.mark.parametrize("epsilon, reason", [(5e-324, "policy_min_epsilon"), (1e-9, "policy_min_epsilon"),
                                              (0.001, "policy_min_epsilon"), (0.1234567, "epsilon_resolution")])
@@ -417,3 +434,21 @@ def test_a_missing_signing_key_or_unusable_ledger_is_a_setup_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="ledger"):
         Party(PartySetup(setup.data_path, setup.schema_path, setup.policy_path, tmp_path / "file" / "l.sqlite"))
+
+
+def test_peek_on_corrupted_models_raises_only_invalid_release(party_files):
+    from protocol import InvalidRelease
+
+    setup, schema = party_files
+    model = bytearray(_model(Party(setup), schema))
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        data = model.copy()
+        for pos in rng.integers(0, len(data), size=3):
+            data[pos] = int(rng.integers(0, 256))
+        cut = bytes(data[: int(rng.integers(1, len(data) + 1))])
+        for candidate in (bytes(data), cut):
+            try:
+                peek_global_model(candidate, len(candidate))
+            except InvalidRelease:
+                pass
