@@ -32,6 +32,7 @@ computation.
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import stat
 import zlib
@@ -53,7 +54,15 @@ from edprf_core import (
     encode_labels,
     load_schema,
 )
-from protocol import InvalidRelease, Reason, encode_release, load_global_model, load_private_key, peek_global_model
+from protocol import (
+    InvalidRelease,
+    Reason,
+    ReleasePolicy,
+    encode_release,
+    load_global_model,
+    load_private_key,
+    peek_global_model,
+)
 from protocol._task import EvaluateRequest, TrainRequest
 
 from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
@@ -349,7 +358,11 @@ class Party:
                                          "cryptographic randomness")
         self._check_model(model)
         try:
-            view = load_global_model(model, max_bytes=p.max_evaluation_model_bytes)
+            # each release in it must also fit the party's own release limits (depth, trees, bins)
+            limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
+                                   max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
+                                   allowed_relations=(p.relation,))
+            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes)
         except InvalidRelease as exc:
             log.warning("evaluation model refused: %s", exc)
             raise Refusal("bad_model", "the global model failed its checks") from None

@@ -452,3 +452,10 @@ def test_peek_on_corrupted_models_raises_only_invalid_release(party_files):
                 peek_global_model(candidate, len(candidate))
             except InvalidRelease:
                 pass
+
+
+def test_a_model_with_releases_beyond_the_party_limits_is_refused_before_reservation(tmp_path):
+    setup, schema = _write_party(tmp_path)
+    model = _model(Party(setup), schema)  # depth 3, 2 trees
+    _write_party(tmp_path, max_depth=2)
+    _refused_before_reservation(Party(setup), model, "bad_model")
