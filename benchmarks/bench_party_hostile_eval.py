@@ -7,7 +7,9 @@ This measures the Python/numpy peak allocation (``tracemalloc``, which numpy rep
 to) of ``Party.evaluate`` on:
 
 - ``honest``: N parties' real releases (binary, depth 6), the reference size B;
-- ``many-tiny-trees``: one release of single-leaf trees, padded to about B bytes;
+- ``many-tiny-trees``: releases of ``--trees`` single-leaf trees each, as many as fit in
+  about B bytes (beyond the party's tree cap);
+- ``tiny-trees-at-the-tree-cap``: the same, with as many trees as the honest model;
 - ``deep-multiway``: one release whose tree arrays claim a deep multiway tree
   (many nodes), about B bytes;
 - ``wide-schema``: a model whose embedded schema has 100,000 features, about B bytes
@@ -58,21 +60,27 @@ def _honest(schema, parties: int, trees: int) -> tuple[bytes, bytes]:
     return build_global_model(schema, releases, {"run_id": "bench"}), raw
 
 
-def _model(schema_toml: str, release_template: bytes, n_trees: int, nodes_per_tree: int, leaf: bool = False) -> bytes:
+def _model(schema_toml: str, release_template: bytes, n_trees: int, nodes_per_tree: int, leaf: bool = False,
+           n_releases: int = 1) -> bytes:
+    """``n_releases`` unsigned releases (distinct party ids) of ``n_trees`` trees each."""
     signed = release_pb2.SignedRelease.FromString(release_template)
-    release = release_pb2.Release.FromString(signed.release)
+    template = release_pb2.Release.FromString(signed.release)
     n = n_trees * nodes_per_tree
-    release.parameters.n_trees = n_trees
-    del release.trees.nodes_per_tree[:], release.trees.feature[:], release.trees.split[:]
-    del release.trees.first_child[:], release.trees.leaf_class[:]
-    release.trees.nodes_per_tree.extend([nodes_per_tree] * n_trees)
-    release.trees.feature.extend([-1 if leaf else 0] * n)
-    release.trees.split.extend([-1] * n)
-    release.trees.first_child.extend([-1 if leaf else 1] * n)
-    release.trees.leaf_class.extend([0 if leaf else -1] * n)
-    wrapped = release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True))
-    model = release_pb2.GlobalModel(format_version=1, schema_toml=schema_toml, releases=[wrapped],
-                                    manifest_json="{}")
+    wrapped = []
+    for r in range(n_releases):
+        release = release_pb2.Release()
+        release.CopyFrom(template)
+        release.party_id = f"hostile-{r}"
+        release.parameters.n_trees = n_trees
+        del release.trees.nodes_per_tree[:], release.trees.feature[:], release.trees.split[:]
+        del release.trees.first_child[:], release.trees.leaf_class[:]
+        release.trees.nodes_per_tree.extend([nodes_per_tree] * n_trees)
+        release.trees.feature.extend([-1 if leaf else 0] * n)
+        release.trees.split.extend([-1] * n)
+        release.trees.first_child.extend([-1 if leaf else 1] * n)
+        release.trees.leaf_class.extend([0 if leaf else -1] * n)
+        wrapped.append(release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True)))
+    model = release_pb2.GlobalModel(format_version=1, schema_toml=schema_toml, releases=wrapped, manifest_json="{}")
     return model.SerializeToString(deterministic=True)
 
 
@@ -108,8 +116,9 @@ def main() -> None:
         toml = schema.to_toml()
         cases = {
             "honest": honest,
-            "many-tiny-trees": _model(toml, template, max(1, size // 5), 1, leaf=True),
-            "tiny-trees-at-the-tree-cap": _model(toml, template, args.parties * args.trees, 1, leaf=True),
+            "many-tiny-trees": _model(toml, template, args.trees, 1, leaf=True,
+                                      n_releases=max(1, size // (6 * args.trees + 40))),
+            "tiny-trees-at-the-tree-cap": _model(toml, template, args.trees, 1, leaf=True, n_releases=args.parties),
             "deep-multiway": _model(toml, template, 1, max(1, size // 4)),
             "wide-schema": _model(_wide_schema_toml(100_000), template, 1, 1),
         }

@@ -62,8 +62,10 @@ class PartyPolicy:
         Largest global model the party will look at for an evaluation.
     max_evaluation_trees : int >= 1, default 5_000
         Largest number of trees in a global model to evaluate (e.g. 50 trees x 100 parties).
-    max_evaluation_nodes : int >= 1, default 5_000_000
-        Largest number of nodes in a global model to evaluate.
+    max_evaluation_nodes : int >= 1, default 1_000_000
+        Largest number of nodes in a global model to evaluate (e.g. 50 depth-8 binary trees
+        from 39 parties).  Prediction memory grows with nodes x grid codes (the binary
+        leaf-mask predictor builds a boolean node x code table).
     """
 
     party_id: str
@@ -82,7 +84,7 @@ class PartyPolicy:
     max_release_nodes: int = 1_000_000
     max_evaluation_model_bytes: int = 32 << 20
     max_evaluation_trees: int = 5_000
-    max_evaluation_nodes: int = 5_000_000
+    max_evaluation_nodes: int = 1_000_000
 
     def __post_init__(self) -> None:
         try:
