@@ -1,44 +1,58 @@
-"""``edprf budget``: show a party's privacy-budget ledger."""
+"""``edprf budget``: show a party's privacy-budget ledger (read-only).
+
+The ledger file is opened read-only (SQLite ``mode=ro``): no table is created,
+no column added, the journal mode is not switched, so showing a ledger never
+changes it.  Only regular SQLite files are read; anything else (a missing
+path, a directory, a FIFO, a device, a non-SQLite file, a file above
+``--max-bytes``) is a one-line error with exit code 1.  Sums are exact.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 from datetime import UTC, datetime
-from pathlib import Path
+from fractions import Fraction
 
 __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("budget", help="show a party's ledger: every release, its epsilon, its time, the remaining cap")
-    p.add_argument("ledger", help="the party's ledger (SQLite file)")
+    p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
     p.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
     p.add_argument("--cap", type=float, default=None, help="lifetime cap, if no policy file is given")
+    p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from client import BudgetLedger, load_policy
+    from client import format_epsilon, load_policy, read_ledger_readonly
+    from client._ledger import exact_epsilon, total_spent
 
-    path = Path(args.ledger)
-    if not path.is_file():
-        raise ValueError(f"no ledger at {path}")
+    entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes)
     cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
-    ledger = BudgetLedger(path, cap if cap is not None else float("inf"))
-    entries = ledger.entries()
-    spent = sum(e.epsilon for e in entries)
+    cap_exact = None if cap is None else exact_epsilon(cap)
+    spent = total_spent(entries)
+    remaining = None if cap_exact is None else max(Fraction(0), cap_exact - spent)
     if args.json:
-        print(json.dumps({"cap": cap, "spent": spent, "remaining": None if cap is None else max(0.0, cap - spent),
-                          "entries": [e.__dict__ for e in entries]}, indent=2))
+        print(json.dumps({
+            "cap": cap, "spent": float(spent), "remaining": None if remaining is None else float(remaining),
+            "spent_exact": format_epsilon(spent),
+            "remaining_exact": None if remaining is None else format_epsilon(remaining),
+            "entries": [{**{k: v for k, v in e.__dict__.items() if k != "epsilon_exact"},
+                         "epsilon_exact": format_epsilon(e.epsilon_exact)} for e in entries],
+        }, indent=2))
         return 0
-    print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>8} {'state':<9} {'run':<22} detail")
+    print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'run':<22} detail")
     for e in entries:
         when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{when:<20} {e.kind:<11} {e.epsilon:>8.4g} {e.state:<9} {e.run_id[:22]:<22} {e.detail}")
-    print(f"\nspent {spent:.4g}" + ("" if cap is None else f" of the lifetime cap {cap:.4g}; "
-                                                          f"remaining {max(0.0, cap - spent):.4g}"))
+        print(f"{when:<20} {e.kind:<11} {format_epsilon(e.epsilon_exact):>10} {e.state:<9} {e.run_id[:22]:<22} "
+              f"{e.detail}")
+    print(f"\nspent {format_epsilon(spent)}" + ("" if cap_exact is None else
+                                               f" of the lifetime cap {format_epsilon(cap_exact)}; "
+                                               f"remaining {format_epsilon(remaining)}"))
     print("every entry counts, released or not: a reservation is written before training "
-          "(sequential composition over releases)")
+          "(sequential composition over releases); sums are exact")
     return 0

@@ -127,19 +127,17 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
                  f"{args.trees_per_party} tree(s) per party, eps = {args.epsilon:g})")
     args.depth = int(args.depth)
     sim_dir = out_dir / "workspace"
-    from client._ledger import UNITS_PER_EPSILON, epsilon_units
+    from client._policy import MICRO, micro_epsilon
 
-    try:
-        release_units = epsilon_units(args.epsilon)
-    except ValueError as exc:
-        raise ValueError(f"--epsilon: {exc}") from None
-    try:
-        evaluation_units = epsilon_units(args.evaluation_epsilon, allow_zero=True)
-    except ValueError as exc:
-        raise ValueError(f"--evaluation-epsilon: {exc}") from None
+    release_units = micro_epsilon(args.epsilon)
+    evaluation_units = micro_epsilon(args.evaluation_epsilon) if args.evaluation_epsilon else 0
+    for flag, units in (("--epsilon", release_units), ("--evaluation-epsilon", evaluation_units)):
+        if units is None:
+            raise ValueError(f"{flag}: expected a positive multiple of 1e-06 (parties' ledgers count epsilon "
+                             f"exactly in millionths), got {getattr(args, flag[2:].replace('-', '_'))!r}")
     cap_units = release_units + evaluation_units
     smallest = min(0.01, args.epsilon, args.evaluation_epsilon or 0.01)
-    policy = {"lifetime_epsilon_cap": cap_units / UNITS_PER_EPSILON, "min_epsilon": smallest,
+    policy = {"lifetime_epsilon_cap": cap_units / MICRO, "min_epsilon": smallest,
               "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,
               "max_depth": args.depth, "max_trees": args.trees_per_party,
               "allow_seeded_randomness": seeded_noise(args),

@@ -1,8 +1,9 @@
 """The party: local data, policy, budget ledger, and the Flower ClientApp."""
 
-from ._ledger import BudgetExhausted, BudgetLedger, LedgerEntry
-from ._party import Party, PartySetup, Refusal
-from ._policy import PartyPolicy, load_policy
+from ._ledger import BudgetExhausted, BudgetLedger, LedgerEntry, format_epsilon, read_ledger_readonly
+from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
+from ._policy import PartyPolicy, load_policy, micro_epsilon
 
-__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry", "Party", "PartyPolicy", "PartySetup", "Refusal",
-           "load_policy"]
+__all__ = ["REASONS", "BudgetExhausted", "BudgetLedger", "LedgerEntry", "Party", "PartyPolicy", "PartySetup",
+           "Refusal", "evaluation_counts", "format_epsilon", "load_policy", "micro_epsilon", "read_ledger_readonly",
+           "release_node_bound"]

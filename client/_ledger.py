@@ -1,17 +1,20 @@
 """A party's persistent privacy-budget ledger (SQLite, write-ahead).
 
-Exact accounting: every ε is stored as an integer number of millionths
-(``epsilon_units``) and sums are integer sums, so no rounding can let a
-request slip past the cap (``2.0 + 1e-16 == 2.0`` in floating point; in
-units it is refused at once: 1e-16 is not a whole number of units).  A
-request's ε must be a positive multiple of 1e-6.
-
 Every ε is recorded *before* anything computed with it leaves the party: a
 request first reserves its ε in a committed transaction (refused if the
 lifetime cap would be exceeded), then trains, then marks the entry released
 together with the released bytes.  A crash after the reservation leaves the
 ε counted: a retry cannot obtain a second release for free.  A repeated
 request id gets the stored release back without spending again.
+
+Exact accounting: each spend is stored as an exact fraction (column
+``epsilon_exact``, text ``"n/d"``) next to its float (``epsilon``, for old
+readers).  A request's ε is taken as the shortest decimal of its float
+(``0.1`` is exactly 1/10); the cap likewise.  Sums and the cap check
+(``spent + ε > cap`` refused) use :class:`fractions.Fraction`, so no rounding
+can let a spend slip past the cap.  Ledgers written before this column
+existed still open: the column is added, and their old rows count at the
+exact value of the float they recorded.
 """
 
 from __future__ import annotations
@@ -19,17 +22,59 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Context, Decimal
+from fractions import Fraction
 from pathlib import Path
 
 from edprf_core import BudgetError
 
-__all__ = ["EPSILON_UNIT", "BudgetExhausted", "BudgetLedger", "LedgerEntry", "epsilon_units"]
+__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry", "exact_epsilon", "format_epsilon", "read_ledger_readonly",
+           "total_spent"]
 
-UNITS_PER_EPSILON = 1_000_000
-EPSILON_UNIT = 1.0 / UNITS_PER_EPSILON
+_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact, {units}"
+
+
+def exact_epsilon(epsilon: float | Fraction) -> Fraction:
+    """A requested ε as an exact fraction: the shortest decimal that round-trips its float."""
+    if isinstance(epsilon, Fraction):
+        return epsilon
+    return Fraction(repr(float(epsilon)))
+
+
+def _stored_epsilon(real: float, text: str | None, units: int | None = None) -> Fraction:
+    """A row's spend: its exact text; else integer millionths (``epsilon_units``, written by
+    another ledger version); else (rows of old ledgers) the exact value of its float."""
+    if text:
+        return Fraction(text)
+    if units is not None:
+        return Fraction(int(units), 10**6)
+    return Fraction(float(real))
+
+
+def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
+    """Exact sum of the entries' ε."""
+    return sum((e.epsilon_exact for e in entries), Fraction(0))
+
+
+def format_epsilon(value: Fraction) -> str:
+    """An exact decimal when the fraction has one (denominator 2^a 5^b), else ``n/d``."""
+    d = value.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return f"{value.numerator}/{value.denominator}"
+    digits = max(twos, fives)
+    ctx = Context(prec=len(str(abs(value.numerator))) + digits + 2)
+    text = format(ctx.divide(Decimal(value.numerator), Decimal(value.denominator)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spends (
@@ -37,36 +82,16 @@ CREATE TABLE IF NOT EXISTS spends (
     request_id TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL CHECK (kind IN ('release', 'evaluation')),
     epsilon REAL NOT NULL CHECK (epsilon > 0),
-    epsilon_units INTEGER CHECK (epsilon_units > 0),
     state TEXT NOT NULL CHECK (state IN ('reserved', 'released', 'failed')),
     run_id TEXT NOT NULL DEFAULT '',
     detail TEXT NOT NULL DEFAULT '',
     payload BLOB,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    epsilon_exact TEXT
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-
-
-def epsilon_units(epsilon: float, allow_zero: bool = False) -> int:
-    """ε as an integer number of millionths.
-
-    Raises ``ValueError`` unless ``epsilon`` is a finite multiple of 1e-6
-    (positive, or zero when ``allow_zero``): the ledger counts exactly.
-    """
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon):
-        raise ValueError(f"expected a finite number, got {epsilon!r}")
-    units = round(epsilon * UNITS_PER_EPSILON)
-    if units / UNITS_PER_EPSILON != epsilon or units < 0 or (units == 0 and not allow_zero):
-        low = "a non-negative" if allow_zero else "a positive"
-        raise ValueError(f"expected {low} multiple of {EPSILON_UNIT:g} (the ledger counts epsilon exactly in "
-                         f"millionths), got {epsilon!r}")
-    return units
-
-
-def _units_text(units: int) -> str:
-    return f"{units / UNITS_PER_EPSILON:g}"
 
 
 class BudgetExhausted(BudgetError):
@@ -83,6 +108,12 @@ class LedgerEntry:
     detail: str
     created_at: float
     updated_at: float
+    epsilon_exact: Fraction
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> LedgerEntry:
+        """From ``_COLUMNS`` (the last is ``epsilon_units`` or NULL)."""
+        return cls(*row[:8], epsilon_exact=_stored_epsilon(row[2], row[8], row[9]))
 
 
 class BudgetLedger:
@@ -99,17 +130,14 @@ class BudgetLedger:
     def __init__(self, path: str | Path, cap: float) -> None:
         self.path = Path(path)
         self.cap = float(cap)
-        self.cap_units = epsilon_units(cap)
+        self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
             columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if "epsilon_units" not in columns:  # a ledger written before exact accounting
-                db.execute("ALTER TABLE spends ADD COLUMN epsilon_units INTEGER")
-            # older entries: counted conservatively, rounded up to whole units
-            for rowid, eps in db.execute("SELECT id, epsilon FROM spends WHERE epsilon_units IS NULL").fetchall():
-                db.execute("UPDATE spends SET epsilon_units = ? WHERE id = ?",
-                           (max(1, math.ceil(eps * UNITS_PER_EPSILON - 1e-6)), rowid))
+            if "epsilon_exact" not in columns:  # a ledger written before exact accounting
+                db.execute("ALTER TABLE spends ADD COLUMN epsilon_exact TEXT")
+            self._units = "epsilon_units" if "epsilon_units" in columns else "NULL"
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -121,56 +149,60 @@ class BudgetLedger:
         finally:
             db.close()
 
-    @staticmethod
-    def _spent_units(db: sqlite3.Connection) -> int:
-        return int(db.execute("SELECT COALESCE(SUM(epsilon_units), 0) FROM spends").fetchone()[0])
+    def _sum(self, db: sqlite3.Connection) -> Fraction:
+        rows = db.execute(f"SELECT epsilon, epsilon_exact, {self._units} FROM spends")
+        return sum((_stored_epsilon(r, t, u) for r, t, u in rows), Fraction(0))
 
-    def spent_units(self) -> int:
-        """ε spent so far (all entries), in millionths (exact)."""
+    def spent(self) -> Fraction:
+        """ε spent so far (all entries), exactly."""
         with self._connect() as db:
-            return self._spent_units(db)
+            return self._sum(db)
 
-    def spent(self) -> float:
-        """ε spent so far (all entries)."""
-        return self.spent_units() / UNITS_PER_EPSILON
-
-    def remaining(self) -> float:
-        return max(0, self.cap_units - self.spent_units()) / UNITS_PER_EPSILON
+    def remaining(self) -> Fraction:
+        """What is left of the cap, exactly (never negative)."""
+        if self.cap_exact is None:
+            return Fraction(10**18)
+        return max(Fraction(0), self.cap_exact - self.spent())
 
     def find(self, request_id: str) -> tuple[LedgerEntry, bytes | None] | None:
         with self._connect() as db:
-            row = db.execute(
-                "SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, payload "
-                "FROM spends WHERE request_id = ?", (request_id,)).fetchone()
+            row = db.execute(f"SELECT {_COLUMNS.format(units=self._units)}, payload FROM spends WHERE request_id = ?",
+                             (request_id,)).fetchone()
         if row is None:
             return None
-        return LedgerEntry(*row[:8]), row[8]
+        return LedgerEntry.from_row(row), row[10]
 
     def reserve(self, request_id: str, kind: str, epsilon: float, run_id: str = "", detail: str = "") -> None:
         """Record ``epsilon`` as spent, atomically refusing what exceeds the cap.
 
         Raises :class:`BudgetExhausted` (nothing recorded) if the cap would be
-        exceeded, and :class:`ValueError` if ``request_id`` is already used.
+        exceeded (exact arithmetic: ``spent + epsilon > cap``), and
+        :class:`ValueError` if ``request_id`` is already used.
         """
-        units = epsilon_units(epsilon)
+        if not (isinstance(epsilon, (int, float, Fraction)) and 0 < epsilon < float("inf")):
+            raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+        exact = exact_epsilon(epsilon)
         now = time.time()
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if db.execute("SELECT 1 FROM spends WHERE request_id = ?", (request_id,)).fetchone():
                     raise ValueError(f"request {request_id!r} is already in the ledger")
-                spent = self._spent_units(db)
-                if spent + units > self.cap_units:
+                spent = self._sum(db)
+                if self.cap_exact is not None and spent + exact > self.cap_exact:
+                    left = max(Fraction(0), self.cap_exact - spent)
                     raise BudgetExhausted(
-                        f"refused: this {kind} needs epsilon {_units_text(units)} but only "
-                        f"{_units_text(max(0, self.cap_units - spent))} of the lifetime cap "
-                        f"{_units_text(self.cap_units)} remains (spent {_units_text(spent)})"
+                        f"refused: this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
+                        f"of the lifetime cap {format_epsilon(self.cap_exact)} remains"
                     )
                 db.execute(
-                    "INSERT INTO spends (request_id, kind, epsilon, epsilon_units, state, run_id, detail, created_at, "
-                    "updated_at) VALUES (?, ?, ?, ?, 'reserved', ?, ?, ?, ?)",
-                    (request_id, kind, units / UNITS_PER_EPSILON, units, run_id, detail, now, now),
+                    "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                    "epsilon_exact) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
+                    (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
+                if self._units != "NULL":  # keep a millionths column of another ledger version filled (rounded up)
+                    db.execute("UPDATE spends SET epsilon_units = ? WHERE request_id = ?",
+                               (max(1, math.ceil(exact * 10**6)), request_id))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -196,10 +228,8 @@ class BudgetLedger:
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
-            rows = db.execute(
-                "SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at "
-                "FROM spends ORDER BY id").fetchall()
-        return [LedgerEntry(*r) for r in rows]
+            rows = db.execute(f"SELECT {_COLUMNS.format(units=self._units)} FROM spends ORDER BY id").fetchall()
+        return [LedgerEntry.from_row(r) for r in rows]
 
     def secret(self, key: str, factory: Callable[[], str]) -> str:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
@@ -213,3 +243,54 @@ class BudgetLedger:
                 return value
             db.execute("COMMIT")
             return row[0]
+
+
+def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30) -> list[LedgerEntry]:
+    """Read a ledger without changing it: regular files only, opened read-only.
+
+    No table is created, no column added, the journal mode is left alone.  Ledgers
+    without the ``epsilon_exact`` column (written before exact accounting) are read
+    at the exact value of their floats.
+
+    Raises
+    ------
+    ValueError
+        Missing path, not a regular file, larger than ``max_bytes``, not an SQLite
+        database, or not a ledger; the message is one line.
+    """
+    import stat
+
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ValueError(f"no ledger at {p}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{p} is not a regular file (expected a ledger SQLite file)")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{p}: expected a ledger of at most {max_bytes} bytes, got {st.st_size}")
+    try:
+        with p.open("rb") as handle:
+            magic = handle.read(16)
+    except OSError as exc:
+        raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    if magic != b"SQLite format 3\x00":
+        raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
+    uri = p.resolve().as_uri() + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=5.0)
+        try:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+            if not {"request_id", "kind", "epsilon", "state"} <= columns:
+                raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
+            exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
+            units = "epsilon_units" if "epsilon_units" in columns else "NULL"
+            rows = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                              f"{exact}, {units} FROM spends ORDER BY id").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {exc})") from None
+    return [LedgerEntry.from_row(r) for r in rows]

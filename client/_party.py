@@ -5,20 +5,25 @@ Privacy argument of one party
 Every reply depends on the party's data only through:
 - a release: an eDPRF forest whose ε is reserved in the ledger before
   training (ε-DP per record, see :mod:`edprf_core`);
-- noised evaluation counts: the held-out (correct, total) pair is a sum of
-  per-record terms, so it has L1 sensitivity 2 under add/remove; it is released
-  with exact discrete Laplace noise of scale 2/ε (integers, OpenDP's sampler),
-  ε reserved in the ledger first;
-- exact metrics, only when the party's policy says so explicitly (not DP).
-The rows themselves come from a per-record data path (:func:`load_local_data`):
-each line's fate (kept, mapped, dropped) depends on that line only, so the
-rows of neighbouring files are neighbouring (a stable transformation).
-Refusals are decided before any data are read, from the request, the policy,
-the ledger and the schema, except ``invalid_local_data``, which depends on the
-file's existence and header only; their texts name the rule and the requested
-value, never anything read from the data.  Any other failure becomes the
-constant reason ``internal_error`` (see :mod:`client._flower_handlers`); the
-detail stays in the party's own log.
+- noised evaluation counts: ``correct`` and ``total`` are sums of per-record
+  terms over the held-out rows (a record's label is encoded with the schema
+  and compared with the forest's predicted class index), so each changes by at
+  most 1 under add/remove: L1 sensitivity 2.  They are released as integers
+  with exact discrete Laplace noise of scale 2/ε (OpenDP), ε reserved in the
+  ledger first; the seeded numpy sampler is used only for a seeded request
+  under a policy that allows seeded randomness (research, marked in the reply);
+- exact metrics, only when the party's policy says so explicitly (not DP);
+- refusals: a reason code from the fixed set :data:`REASONS`, with a message
+  that names a policy rule, the requested value, the ledger's state or the
+  party's public schema, never anything read from the data file.  Every other
+  failure, of any exception type, replies ``internal_error`` (or
+  ``party_setup``) with a constant text; the detail stays in the party's log.
+  Rows that break a schema rule are dropped locally, one by one (a stable
+  transformation), and reported only in the party's own log.
+Every check that can refuse a request (policy, ε minimum and resolution,
+release size from public parameters, the evaluation model's size, trees,
+nodes and schema fingerprint, the party's own configuration) runs before the
+ledger reservation, so a refusal never burns ε, and none depends on the data.
 The ledger sums every reservation exactly (sequential composition over
 requests); a request that would pass the lifetime cap is refused before any
 computation.
@@ -28,6 +33,8 @@ from __future__ import annotations
 
 import logging
 import math
+import sqlite3
+import stat
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,34 +42,116 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from edprf_core import (
     DataValidationError,
     DPForest,
     EDPRFClassifier,
+    FeatureGrid,
     Schema,
     discrete_laplace_counts,
     encode_labels,
     load_schema,
 )
-from protocol import ReleasePolicy, encode_release, load_global_model, load_private_key
+from protocol import (
+    InvalidRelease,
+    Reason,
+    ReleasePolicy,
+    encode_release,
+    load_global_model,
+    load_private_key,
+    peek_global_model,
+)
 from protocol._task import EvaluateRequest, TrainRequest
 
-from ._ledger import EPSILON_UNIT, BudgetExhausted, BudgetLedger, epsilon_units
+from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
 from ._local_data import LocalData, load_local_data, new_salt
-from ._policy import PartyPolicy, load_policy
+from ._policy import PartyPolicy, load_policy, micro_epsilon
 
-__all__ = ["Party", "PartySetup", "Refusal"]
+__all__ = ["REASONS", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
 
 log = logging.getLogger("edprf.party")
 
+REASONS: dict[str, str] = {
+    "bad_request": "the request record is missing keys or holds values of the wrong kind",
+    "bad_model": "the global model sent for evaluation is malformed or fails its checks",
+    "budget_exhausted": "the request would pass the party's lifetime epsilon cap",
+    "epsilon_resolution": "the requested epsilon is not a multiple of 1e-6 (the ledger's unit)",
+    "internal_error": "the party failed while serving the request (any exception); details in its log",
+    "invalid_local_data": "the party's data file cannot be used with the schema (file level only)",
+    "party_setup": "the party's configuration (policy, schema, key, ledger, paths) is unusable",
+    "policy_bins": "more bins than the policy's max-bins",
+    "policy_depth": "deeper than the policy's max-depth",
+    "policy_epsilon": "release epsilon above the policy's max-release-epsilon",
+    "policy_evaluation_epsilon": "evaluation epsilon above max-evaluation-epsilon (or evaluations disabled)",
+    "policy_exact_metrics": "exact metrics asked for, not allowed by the policy",
+    "policy_min_epsilon": "epsilon below the policy's min-epsilon",
+    "policy_model_bytes": "evaluation model larger than max-evaluation-model-bytes",
+    "policy_model_nodes": "evaluation model with more nodes than max-evaluation-nodes",
+    "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
+    "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
+    "policy_relation": "neighbouring relation other than the policy's",
+    "policy_release_nodes": "release larger (nodes, from public parameters) than max-release-nodes",
+    "policy_seed": "a fixed seed asked for, not allowed by the policy",
+    "policy_trees": "more trees than the policy's max-trees",
+    "request_id_reused": "the request id was served before with other parameters",
+    "request_spent": "the request id was started before and did not complete",
+    "schema_mismatch": "the request or model uses another schema than the party's",
+}
+"""Every reason code a party may send, with its meaning (the fixed, documented set)."""
+
+_MAX_MODEL_SCHEMA_BYTES = 1 << 16
+"""Floor of the accepted size of a model's embedded schema text (4 x the party's own, or this)."""
+
 
 class Refusal(Exception):
-    """A request the party will not serve; ``reason`` is a stable code."""
+    """A request the party will not serve; ``reason`` is a code from :data:`REASONS`.
+
+    The message travels to the coordinator: it may name a policy rule, a requested value,
+    the ledger's state or the public schema, never anything read from the data file.
+    """
 
     def __init__(self, reason: str, message: str) -> None:
+        if reason not in REASONS:
+            raise ValueError(f"refusal reason: expected one of {sorted(REASONS)}, got {reason!r}")
         super().__init__(message)
         self.reason = reason
+
+
+def release_node_bound(schema: Schema, n_trees: int, max_depth: int, split_mode: str, n_bins: int) -> int:
+    """Largest node count of a release with these public parameters.
+
+    Binary trees have at most ``2**(depth+1) - 1`` nodes.  A multiway node has one child per
+    code of its feature and a path uses each feature once, so layer ``d`` has at most the
+    product of the ``d`` largest code counts of the grid.  Computed from the schema and the
+    request alone (no data, no privacy cost), in exact integers.
+    """
+    if split_mode == "binary":
+        per_tree = 2 ** (max_depth + 1) - 1
+    else:
+        codes = sorted(FeatureGrid.from_schema(schema, n_bins).n_codes, reverse=True)
+        per_tree = layer = 1
+        for d in range(min(max_depth, len(codes))):
+            layer *= codes[d]
+            per_tree += layer
+    return n_trees * per_tree
+
+
+def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[int, int]:
+    """``(correct, total)`` over rows ``X, y``: sums of per-record terms.
+
+    Each label is encoded to its declared class index with the forest's schema and compared
+    with the forest's predicted class index.  Adding or removing one record changes each
+    count by at most 1 (L1 sensitivity 2).  Every label must be a declared class (the local
+    data filter drops the others, row by row); anything else raises DataValidationError.
+    """
+    total = len(y)
+    if total == 0:
+        return 0, 0
+    labels = encode_labels(y, forest.schema)
+    predicted = np.argmax(forest.votes(X), axis=1)
+    return int(np.count_nonzero(predicted == labels)), int(total)
 
 
 @dataclass(frozen=True)
@@ -109,7 +198,12 @@ class Party:
         if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
             raise ValueError(f"local schema fingerprint {self.schema.fingerprint} differs from the policy's "
                              f"{self.policy.schema_fingerprint}")
-        self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap)
+        if setup.signing_key_path is not None:
+            _check_key_file(setup.signing_key_path)
+        try:
+            self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap)
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(f"ledger {setup.ledger_path} cannot be opened for writing: {exc}") from None
 
     # ---------------------------------------------------------------- helpers
     def _data(self) -> LocalData:
@@ -123,12 +217,24 @@ class Party:
             raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
                                                 "details are in the party's log") from None
 
+    def _check_epsilon(self, epsilon: float, what: str) -> None:
+        """Minimum and resolution of a requested ε: checked before anything else."""
+        if not epsilon >= self.policy.min_epsilon:
+            raise Refusal("policy_min_epsilon", f"{what} epsilon {epsilon!r} is below the party's minimum "
+                                                f"{self.policy.min_epsilon!r}")
+        if micro_epsilon(epsilon) is None:
+            raise Refusal("epsilon_resolution", f"{what} epsilon {epsilon!r} is not a multiple of 1e-6 "
+                                                "(the ledger accounts in micro-epsilon)")
+
     def _check_train(self, req: TrainRequest) -> None:
         p = self.policy
+        self._check_epsilon(req.epsilon, "release")
         if req.schema_fingerprint != self.schema.fingerprint:
             raise Refusal("schema_mismatch", f"request schema {req.schema_fingerprint} differs from the party's "
                                              f"{self.schema.fingerprint}")
-        self._check_epsilon(req.epsilon, p.max_release_epsilon, "policy_epsilon", "release")
+        if req.epsilon > p.max_release_epsilon:
+            raise Refusal("policy_epsilon", f"epsilon {req.epsilon:g} exceeds the party's maximum per release "
+                                            f"{p.max_release_epsilon:g}")
         if req.max_depth > p.max_depth:
             raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
         if req.n_trees > p.max_trees:
@@ -140,6 +246,11 @@ class Party:
         if req.seed >= 0 and not p.allow_seeded_randomness:
             raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
                                          "cryptographic randomness")
+        nodes = release_node_bound(self.schema, req.n_trees, req.max_depth, req.split_mode, req.n_bins)
+        if nodes > p.max_release_nodes:
+            raise Refusal("policy_release_nodes",
+                          f"a release of {req.n_trees} {req.split_mode} trees of depth {req.max_depth} on "
+                          f"{req.n_bins} bins may hold {nodes} nodes; the party's maximum is {p.max_release_nodes}")
 
     def _seed(self, seed: int) -> np.random.SeedSequence | None:
         """A requested research seed, made party-specific (and so independent of node ids)."""
@@ -160,10 +271,12 @@ class Party:
             # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
             # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
-            if entry.kind != "release" or entry.epsilon != req.epsilon or entry.detail != detail:
+            if (entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon)
+                    or entry.detail != detail):
                 raise Refusal("request_id_reused",
                               f"request {req.request_id} was served before with other parameters "
-                              f"(epsilon {entry.epsilon:g}, {entry.detail or entry.kind}); a new request needs a new id")
+                              f"(epsilon {format_epsilon(entry.epsilon_exact)}, {entry.detail or entry.kind}); "
+                              "a new request needs a new id")
             if entry.state == "released" and payload is not None:
                 log.info("request %s already served; resending the stored release", req.request_id)
                 return payload
@@ -187,29 +300,73 @@ class Party:
             log.exception("training failed after the reservation; its epsilon stays spent")
             raise Refusal("internal_error", "training failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id, payload)
-        log.info("released %d trees at epsilon %g (remaining %g)", req.n_trees, req.epsilon, self.ledger.remaining())
+        log.info("released %d trees at epsilon %s (remaining %s)", req.n_trees, req.epsilon,
+                 format_epsilon(self.ledger.remaining()))
         return payload
 
     # --------------------------------------------------------------- evaluate
-    def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, float | int]:
+    def _check_model(self, model: bytes) -> None:
+        """Bound the evaluation work from the model's header, before decoding or reserving."""
+        p = self.policy
+        try:
+            header = peek_global_model(model, p.max_evaluation_model_bytes)
+        except InvalidRelease as exc:
+            if exc.reason is Reason.TOO_LARGE:
+                raise Refusal("policy_model_bytes", f"the global model has {len(model)} bytes; the party's maximum "
+                                                    f"is {p.max_evaluation_model_bytes}") from None
+            log.warning("evaluation model refused: %s", exc)
+            raise Refusal("bad_model", "the global model is malformed") from None
+        if header.fingerprint != self.schema.fingerprint:
+            raise Refusal("schema_mismatch", f"the global model's releases carry schema fingerprints "
+                                             f"{list(header.schema_fingerprints)[:4]}; the party's is "
+                                             f"{self.schema.fingerprint}")
+        schema_cap = max(_MAX_MODEL_SCHEMA_BYTES, 4 * len(self.schema.to_toml().encode("utf-8")))
+        if header.schema_toml_bytes > schema_cap:
+            raise Refusal("policy_model_schema", f"the global model's schema text has {header.schema_toml_bytes} "
+                                                 f"bytes; the party accepts at most {schema_cap}")
+        if header.n_trees > p.max_evaluation_trees:
+            raise Refusal("policy_model_trees", f"the global model has {header.n_trees} trees; the party's "
+                                                f"maximum is {p.max_evaluation_trees}")
+        if header.n_nodes > p.max_evaluation_nodes:
+            raise Refusal("policy_model_nodes", f"the global model has {header.n_nodes} nodes; the party's "
+                                                f"maximum is {p.max_evaluation_nodes}")
+
+    def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:
         """Evaluate the global model on the held-out rows.
 
-        Returns ``correct`` and ``total`` as integers: noised with the exact
-        discrete Laplace sampler (L1 sensitivity 2 under add/remove, scale
-        ``2 / req.epsilon``, ``req.epsilon`` reserved in the ledger first), or
-        exact if the request asks and the policy allows (not DP).
+        Returns integer ``correct`` and ``total`` counts (per-record sums, L1 sensitivity 2
+        under add/remove) with discrete Laplace noise of scale 2/ε, ``epsilon``, ``exact``
+        (0/1) and ``sampler`` ("exact": OpenDP; "numpy": seeded research sampler; "none":
+        exact metrics).  Exact metrics only if the request asks and the policy allows.
 
-        Both counts are sums of per-record terms: a held-out row adds 1 to
-        ``total`` and 1 to ``correct`` when the predicted class index equals
-        its label's class index (both read by the schema, cell by cell), so
-        adding or removing one record moves each by at most 1.
+        Privacy cost: ``req.epsilon`` in [min-epsilon, max-evaluation-epsilon], a multiple
+        of 1e-6, reserved in the ledger after every check and before the counts are
+        computed; 0 for exact metrics (not DP).
         """
-        if req.exact and not self.policy.allow_exact_metrics:
-            raise Refusal("policy_exact_metrics", "exact metrics are not allowed by the party's policy")
-        if not req.exact:
-            self._check_epsilon(req.epsilon, self.policy.max_evaluation_epsilon, "policy_evaluation_epsilon",
-                                "evaluation")
-        forest = self._evaluation_model(model)
+        p = self.policy
+        if req.exact:
+            if not p.allow_exact_metrics:
+                raise Refusal("policy_exact_metrics", "exact metrics are not allowed by the party's policy")
+        else:
+            self._check_epsilon(req.epsilon, "evaluation")
+            if req.epsilon > p.max_evaluation_epsilon:
+                raise Refusal("policy_evaluation_epsilon",
+                              f"evaluation epsilon {req.epsilon!r} is above {p.max_evaluation_epsilon!r}, "
+                              "the maximum allowed by the party's policy")
+        if req.seed >= 0 and not p.allow_seeded_randomness:
+            raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
+                                         "cryptographic randomness")
+        self._check_model(model)
+        try:
+            # each release in it must also fit the party's own release limits (depth, trees, bins)
+            limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
+                                   max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
+                                   allowed_relations=(p.relation,))
+            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes)
+        except InvalidRelease as exc:
+            log.warning("evaluation model refused: %s", exc)
+            raise Refusal("bad_model", "the global model failed its checks") from None
+        forest = view.forest
         if forest.schema.fingerprint != self.schema.fingerprint:
             raise Refusal("schema_mismatch", "the global model uses another schema")
         data = self._data()
@@ -219,54 +376,39 @@ class Party:
                                     detail="noised held-out accuracy")
             except BudgetExhausted as exc:
                 raise Refusal("budget_exhausted", str(exc)) from None
-        correct, total = held_out_counts(forest, data)
-        if req.exact:
-            return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1}
-        noisy = discrete_laplace_counts(np.array([correct, total]), req.epsilon, sensitivity=2, rng=None)
+        try:
+            correct, total = evaluation_counts(forest, data.X_holdout, data.y_holdout)
+            if req.exact:
+                return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1, "sampler": "none"}
+            rng = np.random.default_rng(self._seed(req.seed)) if req.seed >= 0 else None
+            noisy = discrete_laplace_counts(np.array([correct, total], dtype=np.int64), req.epsilon, sensitivity=2,
+                                            rng=rng)
+        except BaseException as exc:
+            if not req.exact:
+                self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+            log.exception("evaluation failed after the reservation; its epsilon stays spent")
+            raise Refusal("internal_error", "evaluation failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id)
-        return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": req.epsilon, "exact": 0}
-
-    def _evaluation_model(self, model: bytes) -> DPForest:
-        """Decode the coordinator's model within the party's own limits (before any ε is reserved)."""
-        p = self.policy
-        if len(model) > p.max_evaluation_model_bytes:
-            raise Refusal("policy_model_size", f"the evaluation model has {len(model)} bytes; the party's policy "
-                                               f"allows {p.max_evaluation_model_bytes}")
-        limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
-                               max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
-                               allowed_relations=(p.relation,))
-        try:
-            forest = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes).forest
-        except Exception:  # the coordinator's bytes: say so, with a constant text
-            log.exception("the evaluation model could not be decoded within the party's limits")
-            raise Refusal("bad_model", "the evaluation model could not be decoded within the party's limits; "
-                                       "details are in the party's log") from None
-        if forest.n_trees > p.max_evaluation_trees:
-            raise Refusal("policy_model_size", f"the evaluation model has {forest.n_trees} trees; the party's "
-                                               f"policy allows {p.max_evaluation_trees}")
-        return forest
-
-    def _check_epsilon(self, epsilon: float, maximum: float, reason: str, what: str) -> None:
-        """The request's ε against the policy's [min-epsilon, maximum] (request values only in the text)."""
-        low = self.policy.min_epsilon
-        try:
-            epsilon_units(epsilon)
-        except ValueError:
-            raise Refusal("epsilon_precision", f"{what} epsilon {epsilon!r} is not a positive multiple of "
-                                               f"{EPSILON_UNIT:g} (the ledger counts exactly)") from None
-        if not low <= epsilon <= maximum:
-            raise Refusal(reason, f"{what} epsilon {epsilon:g} is outside [{low:g}, {maximum:g}] allowed by the "
-                                  "party's policy")
+        return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": float(req.epsilon), "exact": 0,
+                "sampler": "numpy" if rng is not None else "exact"}
 
 
-def held_out_counts(forest: DPForest, data: LocalData) -> tuple[int, int]:
-    """(correct, total) on the held-out rows, each a sum of one term per record."""
-    total = len(data.y_holdout)
-    if total == 0:
-        return 0, 0
-    truth = encode_labels(data.y_holdout, forest.schema)
-    predicted = np.argmax(forest.votes(data.X_holdout), axis=1)
-    return int(np.sum(predicted == truth)), int(total)
+def _check_key_file(path: Path) -> None:
+    """The signing key must be a regular file, readable, and not group/world accessible."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ValueError(f"signing key {path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"signing key {path}: expected a regular file")
+    if st.st_mode & 0o077:
+        raise ValueError(f"signing key {path}: expected no group/world permissions (chmod 600), got mode "
+                         f"{stat.S_IMODE(st.st_mode):o}")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"signing key {path}: cannot be read ({exc.strerror})") from None
 
 
 def _release_detail(req: TrainRequest) -> str:

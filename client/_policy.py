@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from edprf_core import RELATIONS
+from protocol._parameters import check_party_id
 
-from ._ledger import epsilon_units
-
-__all__ = ["PartyPolicy", "load_policy"]
+__all__ = ["MICRO", "PartyPolicy", "load_policy", "micro_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,8 @@ class PartyPolicy:
     Parameters
     ----------
     party_id : str
-        The party's identifier in releases and signatures.
+        The party's identifier in releases and signatures: exactly what the release
+        encoding accepts (1-64 characters ``[A-Za-z0-9._-]``, starting alphanumeric).
     lifetime_epsilon_cap : float in (0, inf), default 2.0
         Total ε this party will ever spend on its data (releases and noised
         evaluations; sequential composition over requests).
@@ -32,20 +33,11 @@ class PartyPolicy:
         Largest ε of one release.
     max_evaluation_epsilon : float in [0, inf), default 0.1
         Largest ε of one noised evaluation; 0 refuses evaluations.
-    min_epsilon : float in (0, max-release-epsilon], default 0.01
-        Smallest ε of any request (release or evaluation).  Each request costs
-        the party work and a ledger entry whatever its ε; a coordinator could
-        otherwise buy many cheap evaluations, each still a query on the data.
     max_depth : int >= 1, default 8
     max_trees : int >= 1, default 50
     max_bins : int >= 2, default 64
         Largest ``n_bins`` of a request.  Memory and time of training grow with it (a request
         for 10,000 bins exhausts gigabytes); 64 matches the coordinator's release policy.
-    max_evaluation_model_bytes : int >= 1, default 16 MiB
-        Largest global model the party agrees to evaluate, checked before decoding it.
-    max_evaluation_trees : int >= 1, default 2000
-        Largest number of trees in a model to evaluate; each release in it must also respect
-        ``max-depth``, ``max-trees`` and ``max-bins``.  Evaluation work grows with trees x rows x depth.
     relation : "add-remove" or "replace-one", default "add-remove"
         The only neighbouring relation this party releases under.  The lifetime cap adds up
         the ε of every request, which is meaningful in one relation only.
@@ -58,27 +50,47 @@ class PartyPolicy:
         known seed lets anyone remove the noise).
     holdout_fraction : float in [0, 1), default 0.2
         Share of local rows kept for evaluation, never trained on.
+    min_epsilon : float in (0, inf), default 0.01
+        Smallest ε of a release or a noised evaluation; smaller requests are refused before
+        anything else.  Every request ε must also be a multiple of 1e-6 (one micro-ε, the
+        ledger's unit).
+    max_release_nodes : int >= 1, default 1_000_000
+        Largest node count of a requested release, computed from public parameters only
+        (trees, depth, split mode, bins, schema; an upper bound for multiway trees, which
+        grow as bins**depth).  Refused before any ε is reserved.
+    max_evaluation_model_bytes : int >= 1, default 32 MiB
+        Largest global model the party will look at for an evaluation.
+    max_evaluation_trees : int >= 1, default 5_000
+        Largest number of trees in a global model to evaluate (e.g. 50 trees x 100 parties).
+    max_evaluation_nodes : int >= 1, default 1_000_000
+        Largest number of nodes in a global model to evaluate (e.g. 50 depth-8 binary trees
+        from 39 parties).  Prediction memory grows with nodes x grid codes (the binary
+        leaf-mask predictor builds a boolean node x code table).
     """
 
     party_id: str
     lifetime_epsilon_cap: float = 2.0
     max_release_epsilon: float = 1.0
     max_evaluation_epsilon: float = 0.1
-    min_epsilon: float = 0.01
     max_depth: int = 8
     max_trees: int = 50
     max_bins: int = 64
-    max_evaluation_model_bytes: int = 16 * 1024 * 1024
-    max_evaluation_trees: int = 2000
     relation: str = "add-remove"
     schema_fingerprint: str = ""
     allow_exact_metrics: bool = False
     allow_seeded_randomness: bool = False
     holdout_fraction: float = 0.2
+    min_epsilon: float = 0.01
+    max_release_nodes: int = 1_000_000
+    max_evaluation_model_bytes: int = 32 << 20
+    max_evaluation_trees: int = 5_000
+    max_evaluation_nodes: int = 1_000_000
 
     def __post_init__(self) -> None:
-        if not isinstance(self.party_id, str) or not self.party_id or len(self.party_id) > 128:
-            raise ValueError(f"party-id: expected a non-empty string of at most 128 characters, got {self.party_id!r}")
+        try:
+            check_party_id(self.party_id)
+        except ValueError as exc:
+            raise ValueError(f"party-id: {exc}") from None
         for name in ("lifetime_epsilon_cap", "max_release_epsilon", "min_epsilon"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
@@ -86,16 +98,11 @@ class PartyPolicy:
         v = self.max_evaluation_epsilon
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"max-evaluation-epsilon: expected a finite number >= 0, got {v!r}")
-        if self.min_epsilon > self.max_release_epsilon:
-            raise ValueError(f"min-epsilon: expected at most max-release-epsilon ({self.max_release_epsilon:g}), "
-                             f"got {self.min_epsilon!r}")
-        for name in ("lifetime_epsilon_cap", "max_release_epsilon", "max_evaluation_epsilon", "min_epsilon"):
-            try:
-                epsilon_units(getattr(self, name), allow_zero=True)
-            except ValueError as exc:
-                raise ValueError(f"{_key(name)}: {exc}") from None
-        for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2), ("max_evaluation_model_bytes", 1),
-                          ("max_evaluation_trees", 1)):
+        if micro_epsilon(self.min_epsilon) is None:
+            raise ValueError(f"min-epsilon: expected a multiple of 1e-6, got {self.min_epsilon!r}")
+        for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2), ("max_release_nodes", 1),
+                          ("max_evaluation_model_bytes", 1), ("max_evaluation_trees", 1),
+                          ("max_evaluation_nodes", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")
@@ -116,11 +123,30 @@ class PartyPolicy:
         return cls(**{known[k]: v for k, v in data.items()})
 
     def to_toml(self) -> str:
-        return tomli_w.dumps({_key(f.name): getattr(self, f.name) for f in fields(self)})
+        """The policy as TOML with kebab-case keys (what :func:`load_policy` reads)."""
+        return tomli_w.dumps({_key(k): v for k, v in asdict(self).items()})
 
 
 def _key(name: str) -> str:
     return name.replace("_", "-")
+
+
+MICRO = 10**6
+"""Ledger unit: ε is accounted in integer micro-ε; a request ε must be a multiple of 1e-6."""
+
+
+def micro_epsilon(epsilon: float) -> int | None:
+    """``epsilon`` in integer micro-ε units, or None if it is not a positive multiple of 1e-6.
+
+    The value is read as the shortest decimal that round-trips the float (``repr``), so
+    ``0.1`` is exactly 100_000 micro-ε; ``5e-324``, ``1e-7`` or ``0.1234567`` are None.
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon):
+        return None
+    exact = Fraction(repr(float(epsilon))) * MICRO
+    if exact.denominator != 1 or exact <= 0:
+        return None
+    return int(exact)
 
 
 def load_policy(path: str | Path) -> PartyPolicy:

@@ -61,10 +61,9 @@ numpy's exponential sampler draws ``-log(U)`` with ``U`` a double in (0, 1], so
 its largest value is about 44.4 (``-log(2**-64)``): the noise has bounded
 support, and eps-DP holds only up to a ``delta`` of about ``exp(-44.4) ~ 1e-19``
 per selection.  The same holds for every floating-point Laplace or Gumbel draw.
-That is fine for research runs and simulations.  The counts a party releases
-are drawn exactly (:mod:`edprf_core._count_noise`, integer noise from OpenDP);
-the tree selections still use this backend, with a cryptographically seeded
-generator, and so carry that ``delta``.
+That is fine for research runs and simulations; what a party releases is drawn
+by the exact backend (:mod:`edprf_core._exact_selection` for selections,
+:mod:`edprf_core._count_noise` for counts: OpenDP, integers, no float noise).
 
 The exponential mechanism is sampled with the Gumbel-max trick
 (``argmax_r eps * u_r / (2 * Delta) + G_r``, ``G_r ~ Gumbel(0, 1)``), which is

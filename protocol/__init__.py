@@ -31,6 +31,7 @@ from ._keys import (
     save_private_key,
     save_public_key,
 )
+from ._model_header import ModelHeader, peek_global_model
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
@@ -41,6 +42,7 @@ __all__ = [
     "KEY_KINDS",
     "GlobalModelView",
     "InvalidRelease",
+    "ModelHeader",
     "PartyKeyRegistry",
     "Reason",
     "ReleaseHeader",
@@ -55,6 +57,7 @@ __all__ = [
     "load_global_model",
     "load_private_key",
     "load_public_key",
+    "peek_global_model",
     "read_release_header",
     "save_atomic",
     "save_private_key",

@@ -90,12 +90,16 @@ class EvaluateRequest:
 
     ``epsilon`` is the budget of the noised metrics; ``exact`` asks for
     un-noised metrics, which a party returns only if its policy allows it.
+    ``seed`` < 0 (the default, also when a record has no ``seed`` key) means
+    cryptographic randomness and exact noise; a seed is honoured only if the
+    party's policy allows seeded randomness (research sampler).
     """
 
     request_id: str
     run_id: str
     epsilon: float
     exact: bool
+    seed: int = -1
 
     def __post_init__(self) -> None:
         if not self.request_id or len(self.request_id) > 256:
@@ -108,4 +112,4 @@ class EvaluateRequest:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> EvaluateRequest:
-        return cls(**_read(cls, record))
+        return cls(**_read(cls, {"seed": -1, **record}))  # records from before the seed field

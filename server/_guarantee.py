@@ -21,7 +21,10 @@ __all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]
 
 PRE_RESERVATION_REFUSALS = frozenset({
     "bad_request", "bad_model", "party_setup", "invalid_local_data", "budget_exhausted", "schema_mismatch",
-    "epsilon_precision", "policy_epsilon", "policy_evaluation_epsilon", "policy_exact_metrics", "policy_model_size",
+    "epsilon_resolution", "policy_bins", "policy_depth", "policy_epsilon", "policy_evaluation_epsilon",
+    "policy_exact_metrics", "policy_min_epsilon", "policy_model_bytes", "policy_model_nodes", "policy_model_schema",
+    "policy_model_trees", "policy_relation", "policy_release_nodes", "policy_seed", "policy_trees",
+    "request_id_reused",
 })
 """Refusals a party decides before it reserves ε: nothing was charged for them."""
 

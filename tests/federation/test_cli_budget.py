@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from cli._main import main
 from client import BudgetLedger, PartyPolicy
 
@@ -28,3 +30,75 @@ def test_budget_lists_entries_and_remaining_cap(tmp_path, capsys):
 def test_budget_on_a_missing_ledger_is_a_clear_error(tmp_path, capsys):
     assert main(["budget", str(tmp_path / "nope.sqlite")]) == 1
     assert "no ledger at" in capsys.readouterr().err
+
+
+def _ledger_with_spends(path):
+    ledger = BudgetLedger(path, cap=2.0)
+    for i in range(3):
+        ledger.reserve(f"r{i}", "evaluation", 0.1)
+    return path
+
+
+def test_budget_does_not_change_the_ledger_file(tmp_path, capsys):
+    import os
+    import time
+
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    before_bytes, before_mtime = path.read_bytes(), os.stat(path).st_mtime_ns
+    time.sleep(0.01)
+    assert main(["budget", str(path), "--cap", "2"]) == 0
+    assert "spent 0.3 of the lifetime cap 2; remaining 1.7" in capsys.readouterr().out  # exact: no 0.30000000000000004
+    assert path.read_bytes() == before_bytes and os.stat(path).st_mtime_ns == before_mtime
+
+
+def test_budget_on_a_ledger_that_is_not_a_ledger_does_not_create_tables(tmp_path, capsys):
+    import sqlite3
+
+    path = tmp_path / "other.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    assert main(["budget", str(path)]) == 1
+    assert "not a party's ledger" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_budget_shows_an_old_ledger_without_changing_it(tmp_path, capsys):
+    from tests.federation.test_party_hardening import _legacy_ledger
+
+    path = tmp_path / "old.sqlite"
+    _legacy_ledger(path, [0.5])
+    before = path.read_bytes()
+    assert main(["budget", str(path), "--cap", "1"]) == 0
+    assert "spent 0.5 of the lifetime cap 1; remaining 0.5" in capsys.readouterr().out
+    assert path.read_bytes() == before
+
+
+def _fifo(tmp_path):
+    import os
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda d: str(d / "nope.sqlite"), "no ledger at"),
+    (lambda d: str(d), "not a regular file"),
+    (_fifo, "not a regular file"),
+    (lambda d: "/dev/zero", "not a regular file"),
+    (lambda d: (d / "text.sqlite").write_text("hello, not a database\n" * 10) and str(d / "text.sqlite"),
+     "not an SQLite database"),
+    (lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"), "not an SQLite database"),
+])
+def test_budget_on_an_unusable_path_is_a_one_line_error(tmp_path, capsys, make, expected):
+    assert main(["budget", make(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_budget_refuses_a_ledger_above_the_size_bound(tmp_path, capsys):
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    assert main(["budget", str(path), "--max-bytes", "100"]) == 1
+    assert "at most 100 bytes" in capsys.readouterr().err

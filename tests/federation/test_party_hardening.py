@@ -1,0 +1,461 @@
+"""Party hardening (issues 13, 14): constant reason codes, per-record evaluation with exact noise,
+exact ledger, minimum and resolution of ε, caps checked before the reservation, configuration."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import time
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from flwr.app import ConfigRecord, Context, Message, Metadata, RecordDict
+
+from client import (
+    REASONS,
+    BudgetExhausted,
+    BudgetLedger,
+    Party,
+    PartyPolicy,
+    PartySetup,
+    evaluation_counts,
+    release_node_bound,
+)
+from client._flower_handlers import handle_evaluate, handle_train
+from edprf_core import EDPRFClassifier, load_embedded
+from protocol import build_global_model, decode_release, load_global_model, peek_global_model
+from protocol._policy import ReleasePolicy
+from protocol._task import EvaluateRequest, TrainRequest
+
+DATA_LOOKING = "row 4711 of 1234 rows: value 57.25 in column Class 'slight-right-turn' (98 chars)"
+
+
+def _write_party(tmp_path, **policy_kw):
+    X, y, schema = load_embedded("wall_robot_navigation")
+    schema.save(tmp_path / "schema.toml")
+    X.iloc[:600].assign(Class=y.iloc[:600].to_numpy()).to_csv(tmp_path / "data.csv", index=False)
+    args = {"party_id": "hospital-a", "lifetime_epsilon_cap": 2.0, "max_release_epsilon": 1.0,
+            "max_evaluation_epsilon": 0.2, "schema_fingerprint": schema.fingerprint}
+    args.update(policy_kw)
+    (tmp_path / "policy.toml").write_text(PartyPolicy(**args).to_toml())
+    setup = PartySetup(tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml",
+                       tmp_path / "ledger.sqlite")
+    return setup, schema
+
+
+@pytest.fixture
+def party_files(tmp_path):
+    return _write_party(tmp_path)
+
+
+def _train_request(schema, request_id="run1/1/train", **kw):
+    args = {"request_id": request_id, "run_id": "run1", "schema_fingerprint": schema.fingerprint, "epsilon": 1.0,
+            "max_depth": 3, "n_trees": 2, "split_mode": "binary", "n_bins": 8, "schedule": "harmonic",
+            "relation": "add-remove", "seed": -1}
+    args.update(kw)
+    return TrainRequest(**args)
+
+
+def _model(party, schema, request_id="run1/1/train"):
+    release = decode_release(party.train(_train_request(schema, request_id=request_id)), schema, ReleasePolicy())
+    return build_global_model(schema, [release], {"run_id": "run1"})
+
+
+# ------------------------------------------------------------------ handlers
+def _message(kind: str, content: RecordDict) -> Message:
+    md = Metadata(run_id=1, message_id="m1", src_node_id=0, dst_node_id=1, reply_to_message_id="", group_id="g",
+                  created_at=time.time(), ttl=3600, message_type=kind)
+    return Message(content, metadata=md)
+
+
+def _context(setup: PartySetup) -> Context:
+    node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
+            "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    return Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})
+
+
+def _reply_text(reply: Message) -> str:
+    parts = []
+    for name, record in reply.content.config_records.items():
+        parts += [name, *map(str, record.keys()), *map(str, record.values())]
+    for name, record in reply.content.metric_records.items():
+        parts += [name, *map(str, record.keys()), *map(str, record.values())]
+    return " ".join(parts)
+
+
+def _train_msg(schema) -> Message:
+    return _message("train", RecordDict({"request": ConfigRecord(_train_request(schema).to_record())}))
+
+
+def _evaluate_msg(model: bytes = b"\x08\x01", **kw) -> Message:
+    req = EvaluateRequest("run1/1/evaluate", "run1", 0.1, False, **kw)
+    return _message("evaluate", RecordDict({"request": ConfigRecord(req.to_record()),
+                                            "model": ConfigRecord({"bytes": model})}))
+
+
+EXCEPTIONS = [MemoryError, RecursionError, OSError, TypeError, sqlite3.Error, ValueError, KeyError, IndexError,
+              ZeroDivisionError, AssertionError, Exception, BaseException]
+
+
+@pytest.mark.parametrize("exc_type", EXCEPTIONS, ids=lambda e: e.__name__)
+@pytest.mark.parametrize("kind", ["train", "evaluate"])
+def test_every_exception_in_a_handler_replies_a_constant_code(party_files, monkeypatch, exc_type, kind):
+    setup, schema = party_files
+
+    def boom(*args, **kwargs):
+        raise exc_type(DATA_LOOKING)
+
+    monkeypatch.setattr(Party, kind, boom)
+    msg = _train_msg(schema) if kind == "train" else _evaluate_msg()
+    reply = (handle_train if kind == "train" else handle_evaluate)(msg, _context(setup))
+    result = reply.content.config_records["result"]
+    assert result["status"] == "refused" and result["reason"] == "internal_error"
+    text = _reply_text(reply)
+    assert "4711" not in text and "1234" not in text and "57.25" not in text and "slight" not in text
+
+
+@pytest.mark.parametrize("exc_type", [MemoryError, OSError, sqlite3.Error, RecursionError], ids=lambda e: e.__name__)
+def test_a_failing_party_setup_replies_party_setup_only(party_files, monkeypatch, exc_type):
+    setup, schema = party_files
+
+    def boom(self, *args, **kwargs):
+        raise exc_type(DATA_LOOKING)
+
+    monkeypatch.setattr(Party, "__init__", boom)
+    for handler, msg in ((handle_train, _train_msg(schema)), (handle_evaluate, _evaluate_msg())):
+        reply = handler(msg, _context(setup))
+        assert reply.content.config_records["result"]["reason"] == "party_setup"
+        assert "4711" not in _reply_text(reply)
+
+
+def test_a_bad_request_replies_bad_request_with_a_constant_text(party_files):
+    setup, _ = party_files
+    reply = handle_train(_message("train", RecordDict({"request": ConfigRecord({"epsilon": 1.0})})), _context(setup))
+    result = reply.content.config_records["result"]
+    assert result["reason"] == "bad_request" and result["reason"] in REASONS
+
+
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_process_stopping_exceptions_are_not_swallowed(party_files, monkeypatch, exc_type):
+    setup, schema = party_files
+    monkeypatch.setattr(Party, "train", lambda *a, **k: (_ for _ in ()).throw(exc_type()))
+    with pytest.raises(exc_type):
+        handle_train(_train_msg(schema), _context(setup))
+
+
+def test_refusal_texts_are_from_the_request_and_policy_only(party_files):
+    """Refusal codes come from the documented set; an out-of-policy refusal names the requested value."""
+    setup, schema = party_files
+    reply = handle_train(_message("train", RecordDict({"request": ConfigRecord(
+        _train_request(schema, max_depth=30).to_record())})), _context(setup))
+    result = reply.content.config_records["result"]
+    assert result["reason"] == "policy_depth" and "30" in result["message"]
+    assert not setup.ledger_path.exists() or Party(setup).ledger.entries() == []
+
+
+# ----------------------------------------------------------------- evaluation
+def test_evaluate_replies_integer_counts_from_the_exact_sampler(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    model = _model(party, schema)
+    reply = handle_evaluate(_evaluate_msg(model), _context(setup))
+    assert reply.content.config_records["result"]["status"] == "evaluated"
+    assert reply.content.config_records["result"]["sampler"] == "exact"
+    metrics = reply.content.metric_records["metrics"]
+    assert isinstance(metrics["correct"], int) and isinstance(metrics["total"], int)
+    assert Party(setup).ledger.spent() == Fraction(11, 10)
+
+
+def test_a_seeded_evaluation_needs_the_policy_and_uses_the_research_sampler(tmp_path):
+    setup, schema = _write_party(tmp_path, allow_seeded_randomness=True)
+    party = Party(setup)
+    model = _model(party, schema)
+    a = party.evaluate(model, EvaluateRequest("e1", "run1", 0.1, False, seed=5))
+    b = party.evaluate(model, EvaluateRequest("e2", "run1", 0.1, False, seed=5))
+    assert a["sampler"] == "numpy" and (a["correct"], a["total"]) == (b["correct"], b["total"])
+
+
+def test_a_seeded_evaluation_is_refused_without_the_policy(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    model = _model(party, schema)
+    with pytest.raises(Exception) as exc:
+        party.evaluate(model, EvaluateRequest("e1", "run1", 0.1, False, seed=5))
+    assert exc.value.reason == "policy_seed" and len(party.ledger.entries()) == 1
+
+
+def test_evaluate_request_records_without_a_seed_still_read():
+    record = {"request-id": "r", "run-id": "run", "epsilon": 0.1, "exact": False}
+    assert EvaluateRequest.from_record(record).seed == -1
+
+
+def test_evaluation_counts_compare_encoded_labels_with_predicted_class_indices(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    forest = load_global_model(_model(party, schema)).forest
+    data = party._data()
+    correct, total = evaluation_counts(forest, data.X_holdout, data.y_holdout)
+    assert total == len(data.y_holdout)
+    assert correct == int(np.sum(forest.predict(data.X_holdout) == data.y_holdout.to_numpy()))
+    assert evaluation_counts(forest, data.X_holdout.iloc[:0], data.y_holdout.iloc[:0]) == (0, 0)
+
+
+def test_evaluation_counts_change_by_at_most_one_per_added_or_removed_record():
+    """Exhaustive over a grid of added records (every class, extreme and middle values of three
+    features), and every removal: |d correct| <= 1 and |d total| <= 1, so the L1 sensitivity is 2."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=3, n_bins=4,
+                             random_state=0).fit(X.iloc[:300], y.iloc[:300]).forest_
+    base_X, base_y = X.iloc[300:340].reset_index(drop=True), y.iloc[300:340].reset_index(drop=True)
+    c0, t0 = evaluation_counts(forest, base_X, base_y)
+    template = base_X.iloc[0]
+    cols = list(base_X.columns[:3])
+    lows, mids, highs = base_X[cols].min(), base_X[cols].median(), base_X[cols].max()
+    checked = 0
+    for values in itertools.product(*[(lows[c], mids[c], highs[c]) for c in cols]):
+        row = template.copy()
+        row[cols] = values
+        for label in schema.label.classes:
+            Xa = pd.concat([base_X, row.to_frame().T.astype(base_X.dtypes)], ignore_index=True)
+            ya = pd.concat([base_y, pd.Series([label], name=base_y.name)], ignore_index=True)
+            c1, t1 = evaluation_counts(forest, Xa, ya)
+            assert abs(c1 - c0) <= 1 and t1 - t0 == 1
+            checked += 1
+    for i in range(len(base_X)):
+        c1, t1 = evaluation_counts(forest, base_X.drop(index=i), base_y.drop(index=i))
+        assert abs(c1 - c0) <= 1 and t0 - t1 == 1
+    assert checked == 27 * len(schema.label.classes)
+
+
+# --------------------------------------------------------------------- ledger
+def test_ledger_refuses_a_spend_that_only_rounding_would_hide(tmp_path):
+    ledger = BudgetLedger(tmp_path / "l.sqlite", cap=2.0)
+    ledger.reserve("a", "release", 2.0)
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("b", "evaluation", 1e-16)  # 2.0 + 1e-16 == 2.0 in floats
+    assert ledger.spent() == 2
+
+
+def test_ledger_refuses_many_small_spends_past_the_cap(tmp_path):
+    ledger = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
+    ledger.reserve("a", "release", 0.9999999999995)
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("b", "evaluation", 1e-12)  # past the cap by 5e-13: within the old 1e-12 tolerance
+    for i in range(5):
+        ledger.reserve(f"c{i}", "evaluation", 1e-13)
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("d", "evaluation", 1e-13)
+    assert ledger.spent() == 1
+
+
+def test_ten_tenths_fill_a_cap_of_one_exactly(tmp_path):
+    ledger = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
+    for i in range(10):
+        ledger.reserve(f"r{i}", "evaluation", 0.1)
+    assert ledger.spent() == 1 and ledger.remaining() == 0
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("r10", "evaluation", 0.000001)
+
+
+def _legacy_ledger(path, spends):
+    db = sqlite3.connect(path)
+    db.executescript("""
+    CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('release', 'evaluation')), epsilon REAL NOT NULL CHECK (epsilon > 0),
+        state TEXT NOT NULL CHECK (state IN ('reserved', 'released', 'failed')), run_id TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '', payload BLOB, created_at REAL NOT NULL, updated_at REAL NOT NULL);
+    CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """)
+    for i, eps in enumerate(spends):
+        db.execute("INSERT INTO spends (request_id, kind, epsilon, state, created_at, updated_at) "
+                   "VALUES (?, 'release', ?, 'released', 0, 0)", (f"old{i}", eps))
+    db.commit()
+    db.close()
+
+
+def test_an_old_ledger_with_real_epsilons_opens_and_counts_them_exactly(tmp_path):
+    path = tmp_path / "old.sqlite"
+    _legacy_ledger(path, [0.5, 0.3])
+    ledger = BudgetLedger(path, cap=1.0)
+    assert ledger.spent() == Fraction(0.5) + Fraction(0.3)  # the floats as recorded, exactly
+    ledger.reserve("new", "evaluation", 0.2)
+    assert [e.request_id for e in ledger.entries()] == ["old0", "old1", "new"]
+    assert ledger.entries()[-1].epsilon_exact == Fraction(1, 5)
+    assert ledger.remaining() == Fraction(3, 10) - Fraction(0.3)  # the float 0.3 is just below 3/10
+    other = tmp_path / "other.sqlite"
+    _legacy_ledger(other, [0.9])
+    with pytest.raises(BudgetExhausted):
+        BudgetLedger(other, cap=1.0).reserve("new", "evaluation", 0.1)  # the float 0.9 is just above 9/10
+
+
+def test_a_ledger_with_millionths_from_another_version_is_read_exactly(tmp_path):
+    path = tmp_path / "units.sqlite"
+    _legacy_ledger(path, [0.3])
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE spends ADD COLUMN epsilon_units INTEGER")
+    db.execute("UPDATE spends SET epsilon_units = 300000")
+    db.commit()
+    db.close()
+    ledger = BudgetLedger(path, cap=1.0)
+    assert ledger.spent() == Fraction(3, 10)
+    ledger.reserve("new", "evaluation", 0.7)
+    assert ledger.spent() == 1
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT epsilon_units FROM spends WHERE request_id = 'new'").fetchone()[0] == 700000
+    db.close()
+
+
+# -------------------------------------------------------- minimum and resolution
+@pytest.mark.parametrize("epsilon, reason", [(5e-324, "policy_min_epsilon"), (1e-9, "policy_min_epsilon"),
+                                             (0.001, "policy_min_epsilon"), (0.1234567, "epsilon_resolution")])
+def test_tiny_or_unrepresentable_epsilons_are_refused_before_spending(party_files, epsilon, reason):
+    setup, schema = party_files
+    party = Party(setup)
+    with pytest.raises(Exception) as exc:
+        party.train(_train_request(schema, epsilon=epsilon))
+    assert exc.value.reason == reason and repr(epsilon) in str(exc.value)
+    with pytest.raises(Exception) as exc:
+        party.evaluate(b"not a model", EvaluateRequest("e", "run1", epsilon, False))
+    assert exc.value.reason == reason
+    assert party.ledger.entries() == []
+
+
+def test_min_epsilon_is_a_policy_key(tmp_path):
+    setup, schema = _write_party(tmp_path, min_epsilon=0.5)
+    with pytest.raises(Exception) as exc:
+        Party(setup).train(_train_request(schema, epsilon=0.4))
+    assert exc.value.reason == "policy_min_epsilon"
+    with pytest.raises(ValueError, match="min-epsilon"):
+        PartyPolicy(party_id="p", min_epsilon=1e-7)
+
+
+# ---------------------------------------------------------- evaluation model caps
+def _refused_before_reservation(party, model, reason):
+    before = party.ledger.entries()
+    with pytest.raises(Exception) as exc:
+        party.evaluate(model, EvaluateRequest("run1/1/evaluate", "run1", 0.1, False))
+    assert exc.value.reason == reason
+    assert party.ledger.entries() == before
+
+
+@pytest.mark.parametrize("key, value, reason", [
+    ("max_evaluation_model_bytes", 100, "policy_model_bytes"),
+    ("max_evaluation_trees", 1, "policy_model_trees"),
+    ("max_evaluation_nodes", 5, "policy_model_nodes"),
+])
+def test_evaluation_model_caps_refuse_before_reservation(tmp_path, key, value, reason):
+    setup, schema = _write_party(tmp_path)
+    model = _model(Party(setup), schema)
+    _, _ = _write_party(tmp_path, **{key: value})
+    _refused_before_reservation(Party(setup), model, reason)
+
+
+def test_a_model_on_another_schema_is_refused_before_its_schema_is_parsed(party_files, monkeypatch):
+    setup, _ = party_files
+    party = Party(setup)
+    X, y, other = load_embedded("bank_marketing")
+    forest = EDPRFClassifier(other, epsilon=1.0, n_estimators=1, max_depth=2, random_state=0).fit(
+        X.iloc[:200], y.iloc[:200]).forest_
+    from protocol import encode_release
+    model = build_global_model(other, [decode_release(encode_release(forest, "x"), other, ReleasePolicy())], {})
+    import edprf_core
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("schema parsed before the fingerprint matched")
+
+    monkeypatch.setattr(edprf_core.Schema, "from_toml", no_parse)
+    _refused_before_reservation(party, model, "schema_mismatch")
+    _refused_before_reservation(party, b"\x0a\xff\xff", "bad_model")
+
+
+def test_peek_reads_counts_without_decoding_and_skips_unknown_fields(party_files):
+    setup, schema = party_files
+    model = _model(Party(setup), schema)
+    view = load_global_model(model)
+    header = peek_global_model(model, len(model))
+    assert (header.n_releases, header.n_trees, header.n_nodes) == (1, view.forest.n_trees, view.forest.trees.n_nodes)
+    assert header.fingerprint == schema.fingerprint and header.format_version == 1
+    assert header.schema_toml_bytes == len(schema.to_toml().encode())
+    later = model + bytes([15 << 3 | 0, 7]) + bytes([14 << 3 | 2, 2]) + b"hi"  # unknown fields 15, 14
+    assert peek_global_model(later, len(later)).n_nodes == header.n_nodes
+    with pytest.raises(Exception, match="at most"):
+        peek_global_model(model, len(model) - 1)
+
+
+# ------------------------------------------------------------- release size
+def test_release_node_bound_from_public_parameters(party_files):
+    _, schema = party_files
+    assert release_node_bound(schema, 2, 3, "binary", 8) == 2 * 15
+    # 24 continuous features on 64 bins: 1 + 64 + 64^2 + 64^3 + 64^4 nodes per tree
+    assert release_node_bound(schema, 1, 4, "multiway", 64) == sum(64 ** d for d in range(5))
+
+
+def test_multiway_depth4_64_bins_is_refused_before_reserving(party_files):
+    setup, schema = party_files
+    party = Party(setup)
+    with pytest.raises(Exception) as exc:
+        party.train(_train_request(schema, split_mode="multiway", max_depth=4, n_bins=64, n_trees=10))
+    assert exc.value.reason == "policy_release_nodes" and party.ledger.entries() == []
+
+
+# ------------------------------------------------------------ configuration
+@pytest.mark.parametrize("party_id", ["a/b", "../x", "a" * 65, "", "-a", "a b", "é"])
+def test_party_ids_follow_the_encoding_rule(party_id):
+    with pytest.raises(ValueError, match="party-id"):
+        PartyPolicy(party_id=party_id)
+    PartyPolicy(party_id="a" * 64)
+
+
+def _with_key(tmp_path, mode):
+    from protocol import generate_signing_key, save_private_key
+    setup, schema = _write_party(tmp_path)
+    key = tmp_path / "signing-key.pem"
+    save_private_key(generate_signing_key(), key)
+    key.chmod(mode)
+    return PartySetup(setup.data_path, setup.schema_path, setup.policy_path, setup.ledger_path, key), schema
+
+
+def test_a_group_readable_signing_key_is_a_setup_error_before_any_spend(tmp_path):
+    setup, _ = _with_key(tmp_path, 0o644)
+    with pytest.raises(ValueError, match="chmod 600"):
+        Party(setup)
+    (tmp_path / "ok").mkdir()
+    setup_ok, _ = _with_key(tmp_path / "ok", 0o600)
+    assert Party(setup_ok).ledger.entries() == []
+
+
+def test_a_missing_signing_key_or_unusable_ledger_is_a_setup_error(tmp_path):
+    setup, _ = _write_party(tmp_path)
+    with pytest.raises(ValueError, match="signing key"):
+        Party(PartySetup(setup.data_path, setup.schema_path, setup.policy_path, setup.ledger_path,
+                         tmp_path / "absent.pem"))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="ledger"):
+        Party(PartySetup(setup.data_path, setup.schema_path, setup.policy_path, tmp_path / "file" / "l.sqlite"))
+
+
+def test_peek_on_corrupted_models_raises_only_invalid_release(party_files):
+    from protocol import InvalidRelease
+
+    setup, schema = party_files
+    model = bytearray(_model(Party(setup), schema))
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        data = model.copy()
+        for pos in rng.integers(0, len(data), size=3):
+            data[pos] = int(rng.integers(0, 256))
+        cut = bytes(data[: int(rng.integers(1, len(data) + 1))])
+        for candidate in (bytes(data), cut):
+            try:
+                peek_global_model(candidate, len(candidate))
+            except InvalidRelease:
+                pass
+
+
+def test_a_model_with_releases_beyond_the_party_limits_is_refused_before_reservation(tmp_path):
+    setup, schema = _write_party(tmp_path)
+    model = _model(Party(setup), schema)  # depth 3, 2 trees
+    _write_party(tmp_path, max_depth=2)
+    _refused_before_reservation(Party(setup), model, "bad_model")
