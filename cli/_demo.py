@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--depth", default="auto",
                    help="split levels per tree, or 'auto' for the public-depth rule (default: %(default)s)")
     p.add_argument("--bins", type=int, default=20, help="equal-width bins of continuous features (default: %(default)s)")
-    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary")
+    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary",
+                   help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)")
     p.add_argument("--seed", type=int, default=None,
                    help="fixed seed for a reproducible research run (default: cryptographic randomness)")
     p.set_defaults(handler=run)

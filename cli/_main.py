@@ -16,7 +16,7 @@ __all__ = ["build_parser", "main"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
-SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_simulate", "_sweep", "_certs")
+SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Federated, differentially private random forests (eDPRF with permute-and-flip).",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
@@ -34,7 +35,28 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in sub.choices.values():  # -v is accepted after the subcommand too
+        _accept_verbose(command)
     return parser
+
+
+def _accept_verbose(parser: argparse.ArgumentParser) -> None:
+    if "-v" not in parser._option_string_actions:
+        parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                            help="more log output (-vv for debug)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for inner in action.choices.values():
+                _accept_verbose(inner)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("edprf-fl")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shutil
 import sys
 import tempfile
 import time
@@ -14,12 +16,17 @@ __all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
 def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None,
-                   help="CSV with the schema's columns and label (default: the embedded dataset)")
+                   help="CSV (or Parquet) with the schema's columns and label (default: the embedded dataset)")
+    p.add_argument("--sep", default=",", help="field separator of --data, one character (default: %(default)r)")
+    p.add_argument("--no-header", action="store_true",
+                   help="--data has no header line: its columns are the schema's features in order, then the label")
     p.add_argument("--schema", default=None, help="schema TOML of --data (default: the embedded dataset's)")
     p.add_argument("--dataset", default="wall_robot_navigation",
                    help="embedded dataset when --data is not given (default: %(default)s)")
     p.add_argument("--parties", type=int, default=5, help="simulated parties (default: %(default)s)")
-    p.add_argument("--partition", choices=("iid", "dirichlet", "column"), default="iid")
+    p.add_argument("--partition", choices=("iid", "dirichlet", "column"), default="iid",
+                   help="how rows are split among parties: at random, label-skewed (Dirichlet --alpha), or by the "
+                        "values of --column (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration (default: %(default)s)")
     p.add_argument("--column", default="", help="column that assigns rows to parties (--partition column)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default: %(default)s)")
@@ -28,7 +35,8 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
                         "a simulation treats as public (default: %(default)s)")
     p.add_argument("--trees-per-party", type=int, default=1, help="trees each party releases (default: %(default)s)")
     p.add_argument("--bins", type=int, default=20, help="bins of continuous features (default: %(default)s)")
-    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary")
+    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary",
+                   help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)")
     p.add_argument("--evaluation-epsilon", type=float, default=0.1,
                    help="epsilon of each party's noised held-out metrics; 0 skips that round (default: %(default)s)")
     p.add_argument("--party-holdout", type=float, default=0.1,
@@ -56,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_federation_arguments(p)
     p.add_argument("--output", default=None, help="directory for the model, the report and the plot "
                                                   "(default: a new temporary directory)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a previous run in --output (its workspace, ledgers, model and report)")
     p.add_argument("--json", dest="json_path", default=None, help="also write the report as JSON to this path")
     p.add_argument("--no-baselines", action="store_true", help="skip the central and non-private baselines")
     p.add_argument("--flower-logs", action="store_true", help="show Flower's own logs")
@@ -78,12 +88,15 @@ def _load(args: argparse.Namespace):
         if not args.schema:
             raise ValueError("--data needs --schema: bounds, categories and classes must be declared, not inferred")
         schema = load_schema(args.schema)
-        X, y = read_csv(args.data, schema)
+        X, y = read_csv(args.data, schema, sep=args.sep, header=not getattr(args, "no_header", False))
         # The simulation holds every party's rows: it applies the parties' per-record filter once,
         # up front (the rows a party would drop), and reads labels as the declared classes.
         keep, problems = conforming_rows(X, y, schema)
         for note in problems:
             _say(f"      {note}; those rows are left out")
+        if not keep.any():
+            raise ValueError(f"--data {args.data}: no row satisfies the schema's rules (check --sep, --no-header "
+                             f"and the label's classes; `edprf schema check` shows what each rule does)")
         X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
         y = pd.Series(np.asarray(schema.classes)[encode_labels(y, schema)], name=schema.label.column)
         return X, y, schema, Path(args.data).name
@@ -155,8 +168,12 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
 
 
 def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bool = True,
-                          progress=_say) -> dict:
-    """Run one simulated federation and its baselines; returns the report dict."""
+                          progress=_say, isolated: bool = False) -> dict:
+    """Run one simulated federation and its baselines; returns the report dict.
+
+    ``isolated`` runs the Flower engine in a child process that Ctrl-C stops
+    with everything it started (what the command does; tests run in-process).
+    """
     from server import REPORT_FILE
     from simulation import simulate_federation
 
@@ -164,7 +181,13 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
     cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
     progress(f"[2/4] running the federation on Flower's simulation engine ({args.parties} SuperNodes) ...")
     t0 = time.perf_counter()
-    simulate_federation(cfg, args.parties, verbose=getattr(args, "flower_logs", False))
+    verbose = getattr(args, "flower_logs", False)
+    if isolated:
+        from ._child_process import run_in_child
+
+        run_in_child(simulate_federation, cfg, args.parties, verbose)
+    else:
+        simulate_federation(cfg, args.parties, verbose=verbose)
     federation_s = time.perf_counter() - t0
     report_path = out_dir / REPORT_FILE
     if not report_path.is_file():
@@ -267,9 +290,67 @@ def _plot(result: dict, path: Path) -> Path | None:
     return path
 
 
-def run(args: argparse.Namespace) -> int:
-    out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-simulate-"))
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse impossible parameters before any data is read or Flower starts (errors name the flag)."""
+    from edprf_core import MAX_DEPTH_LIMIT
+
+    def fail(flag: str, expected: str) -> None:
+        raise ValueError(f"{flag}: expected {expected}, got {getattr(args, flag[2:].replace('-', '_'))!r}")
+
+    if not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        fail("--epsilon", "a positive number (the epsilon of each party's release)")
+    if not (math.isfinite(args.evaluation_epsilon) and args.evaluation_epsilon >= 0):
+        fail("--evaluation-epsilon", "a number >= 0 (0 skips the evaluation round)")
+    if str(args.depth) != "auto":
+        try:
+            depth = int(args.depth)
+        except ValueError:
+            depth = 0
+        if not 1 <= depth <= MAX_DEPTH_LIMIT:
+            fail("--depth", f"'auto' or an integer in [1, {MAX_DEPTH_LIMIT}]")
+    for flag, low in (("--parties", 1), ("--trees-per-party", 1), ("--bins", 2)):
+        if getattr(args, flag[2:].replace("-", "_")) < low:
+            fail(flag, f"an integer >= {low}")
+    for flag in ("--test-size", "--party-holdout"):
+        if not 0 <= getattr(args, flag[2:].replace("-", "_")) < 1:
+            fail(flag, "a share in [0, 1)")
+    if not 0 < args.test_size:
+        fail("--test-size", "a share in (0, 1)")
+    if args.partition == "dirichlet" and not args.alpha > 0:
+        fail("--alpha", "a positive Dirichlet concentration")
+    if args.partition == "column" and not args.column:
+        raise ValueError("--partition column needs --column NAME")
+    if len(getattr(args, "sep", ",")) != 1:
+        fail("--sep", "one character")
+    if args.data and not Path(args.data).is_file():
+        raise ValueError(f"--data {args.data}: no such file")
+    if args.data and not args.schema:
+        raise ValueError("--data needs --schema: bounds, categories and classes must be declared, not inferred "
+                         "(`edprf schema draft DATA --label COL` writes a starting point)")
+
+
+_RUN_FILES = ("workspace", "global-model.edprf", "report.json", "simulation.json", "accuracy.png")
+
+
+def _output_dir(args: argparse.Namespace) -> Path:
+    """A directory for this run's files: never a mix of an old run's and this one's."""
+    if not args.output:
+        return Path(tempfile.mkdtemp(prefix="edprf-simulate-"))
+    out_dir = Path(args.output)
+    old = [name for name in _RUN_FILES if (out_dir / name).exists()]
+    if old and not getattr(args, "overwrite", False):
+        raise ValueError(f"--output {out_dir} already holds a run ({', '.join(old)}; its parties' ledgers have "
+                         "spent their budget): choose a new --output, or pass --overwrite to replace that run")
+    for name in old:
+        target = out_dir / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
+def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    out_dir = _output_dir(args)
     if args.prepare_only:
         cfg, _ = prepare_workspace(args, out_dir)
         print(f"workspace: {cfg.sim_dir}\nrun it from the project directory with:\n"
@@ -278,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
               f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
               f"seed={cfg.seed}\"")
         return 0
-    result = run_simulation_report(args, out_dir, baselines=not args.no_baselines)
+    result = run_simulation_report(args, out_dir, baselines=not args.no_baselines, isolated=True)
     fed = result["federated"]
     if fed["status"] != "completed":
         print(f"federation failed: {fed.get('guarantee')}; see {out_dir / 'report.json'}")

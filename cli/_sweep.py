@@ -16,16 +16,26 @@ __all__ = ["register"]
 _GRID = ("epsilon", "parties", "partition", "depth", "trees_per_party")
 
 
-def _floats(text: str) -> list[float]:
-    return [float(v) for v in text.split(",") if v]
+def _list_of(kind: type, what: str):
+    def parse(text: str) -> list:
+        items = [v.strip() for v in text.split(",") if v.strip()]
+        try:
+            values = [kind(v) for v in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected at least one value, got {text!r}")
+        if kind is not str and any(v <= 0 for v in values):
+            raise argparse.ArgumentTypeError(f"expected positive values, got {text!r}")
+        return values
+
+    parse.__name__ = f"list of {what}"
+    return parse
 
 
-def _ints(text: str) -> list[int]:
-    return [int(v) for v in text.split(",") if v]
-
-
-def _words(text: str) -> list[str]:
-    return [v for v in text.split(",") if v]
+_floats = _list_of(float, "numbers")
+_ints = _list_of(int, "integers")
+_words = _list_of(str, "names")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
     add_federation_arguments(p)
-    p.add_argument("--epsilons", type=_floats, default=[0.25, 0.5, 1.0, 2.0], help="comma-separated list")
+    p.add_argument("--epsilons", type=_floats, default=[0.25, 0.5, 1.0, 2.0],
+                   help="comma-separated epsilons of the parties' releases (default: 0.25,0.5,1,2)")
     p.add_argument("--parties-list", type=_ints, default=None,
                    help="comma-separated list of party counts (default: --parties)")
     p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
@@ -53,8 +64,10 @@ def _configs(args: argparse.Namespace) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ._simulate import run_simulation_report
+    from ._simulate import check_arguments, run_simulation_report
 
+    for epsilon in args.epsilons:
+        check_arguments(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))
     out.mkdir(parents=True, exist_ok=True)
     configs = _configs(args)

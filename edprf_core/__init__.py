@@ -16,11 +16,12 @@ from ._budget import (
 )
 from ._classifier import EDPRFClassifier
 from ._count_noise import discrete_laplace_counts
+from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_depth
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
-from ._exceptions import BudgetError, DataValidationError, PrivacyLeakWarning, SchemaError
+from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
 from ._mechanisms import (
     ExponentialMechanism,
     LaplaceMechanism,
@@ -59,7 +60,9 @@ __all__ = [
     "CategoricalFeature",
     "ContinuousFeature",
     "DPForest",
+    "DataCheck",
     "DataValidationError",
+    "DomainClippingWarning",
     "EDPRFClassifier",
     "ExponentialMechanism",
     "FeatureGrid",
@@ -81,6 +84,7 @@ __all__ = [
     "UniformSchedule",
     "available_schemas",
     "branching_factor",
+    "check_data",
     "conforming_rows",
     "discrete_laplace_counts",
     "draft_schema",

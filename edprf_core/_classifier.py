@@ -12,9 +12,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ._budget import layer_schedule, tree_composition
 from ._builder import BuildPlan, build_forest
-from ._encoding import FeatureGrid, encode_features, encode_labels
+from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
-from ._exceptions import DataValidationError, PrivacyLeakWarning
+from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._release import SAMPLERS, DPForest, TrainingParameters
@@ -24,6 +24,22 @@ __all__ = ["EDPRFClassifier"]
 
 _SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
 _LEAF_L1_SENSITIVITY = {"add-remove": 1.0, "replace-one": 2.0}
+
+
+CLIPPING_WARNING_SHARE = 0.2
+"""Warn at fit when more than this share of a continuous column lies outside its declared bounds."""
+
+
+def _warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
+    worst = sorted(((share, name) for name, share in clipped_shares(X, schema).items()
+                    if share > CLIPPING_WARNING_SHARE), reverse=True)
+    if worst:
+        shown = ", ".join(f"{name!r} {share:.0%}" for share, name in worst[:3])
+        more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
+        warnings.warn(
+            f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
+            "units than the schema (a scaler before the estimator?); the model only sees the clipped values.",
+            DomainClippingWarning, stacklevel=3)
 
 
 class EDPRFClassifier(ClassifierMixin, BaseEstimator):
@@ -248,6 +264,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             )
         grid = FeatureGrid.from_schema(schema, params.n_bins)
         codes = encode_features(X, schema, grid)
+        _warn_if_clipped(X, schema)
         labels = encode_labels(y, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ._exceptions import PrivacyLeakWarning
-from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema
+from ._schema import REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, LabelSpec, Schema
 
 __all__ = ["draft_schema"]
 
@@ -37,13 +37,14 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
         if col == label:
             continue
         s = frame[col].dropna()
+        missing = SEPARATE if len(s) < len(frame) else REFUSE  # columns with gaps get a code of their own
         numeric = pd.api.types.is_numeric_dtype(s)
         n_values = s.nunique()
         if numeric and n_values > max_categories:
             lo, hi = float(s.min()), float(s.max())
             if lo == hi:
                 hi = lo + 1.0
-            features.append(ContinuousFeature(str(col), lo, hi, source="DRAFTED FROM DATA: replace"))
+            features.append(ContinuousFeature(str(col), lo, hi, missing=missing, source="DRAFTED FROM DATA: replace"))
         else:
             cats = sorted(s.unique().tolist(), key=str)
             if len(cats) < 2:
@@ -51,7 +52,10 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
             cats = [c.item() if isinstance(c, np.generic) else c for c in cats]
             if not all(isinstance(c, str) for c in cats):
                 cats = [str(c) for c in cats] if not all(isinstance(c, (int, float)) for c in cats) else cats
-            features.append(CategoricalFeature(str(col), tuple(cats), source="DRAFTED FROM DATA: replace"))
+            if missing == SEPARATE and SEPARATE in cats:
+                missing = REFUSE
+            features.append(CategoricalFeature(str(col), tuple(cats), missing=missing,
+                                               source="DRAFTED FROM DATA: replace"))
     classes = sorted(frame[label].dropna().unique().tolist(), key=str)
     classes = [c.item() if isinstance(c, np.generic) else c for c in classes]
     return Schema(features=tuple(features), label=LabelSpec(str(label), tuple(classes), source="DRAFTED FROM DATA"),

@@ -13,8 +13,11 @@ the other cells of its column: no step looks at a column's dtype to decide
 how to read a value.  Text cells (from :func:`edprf_core.read_table`) and
 typed in-memory cells go through the same rules:
 
-- missing: ``None``/``NaN``, or a cell whose text is one of
-  :data:`MISSING_TOKENS` (``""`` and ``"?"``);
+- text cells lose surrounding whitespace (``Schema.strip_whitespace``);
+- missing: ``None``/``NaN``, or a cell whose text is one of the schema's
+  ``missing_values`` (default ``""`` and ``"?"``); the feature's rule then
+  refuses the row, imputes a public constant, or gives missing values a code
+  of their own (``missing = "separate"``);
 - a continuous cell is a number when it parses as a finite float by itself
   (``"7"``, ``" 7 "``, ``"7.0"``, ``"1e3"``); ``"inf"``, ``"1e309"``, ``"nan"``
   and text are *not a number* (the row is refused, i.e. dropped at a party);
@@ -22,7 +25,8 @@ typed in-memory cells go through the same rules:
   number (``"007"`` is ``7``); with string categories its text is compared
   exactly (``str(value)`` for in-memory values: ``1.0`` is ``"1.0"``, not
   ``"1"``; declare numbers as numbers);
-- labels follow the categorical rules, with no catch-all.
+- labels follow the categorical rules, after the schema's declared aliases
+  (``">50K."`` read as ``">50K"``), with no catch-all.
 Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 """
 
@@ -36,16 +40,16 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._exceptions import DataValidationError
-from ._schema import REFUSE, CategoricalFeature, ContinuousFeature, Schema
+from ._schema import DEFAULT_MISSING_VALUES, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, Schema
 
-__all__ = ["MISSING_TOKENS", "FeatureGrid", "as_frame", "conforming_rows", "encode_features", "encode_labels",
-           "label_values"]
+__all__ = ["MISSING_TOKENS", "FeatureGrid", "as_frame", "clipped_shares", "conforming_rows", "encode_features",
+           "encode_labels", "label_values", "rule_violations"]
 
 _MAX_REPORTED = 3
 _MAX_SHOWN_CHARS = 40
 
-MISSING_TOKENS = ("", "?")
-"""Cell texts read as a missing value (in every column), besides ``None`` and ``NaN``."""
+MISSING_TOKENS = DEFAULT_MISSING_VALUES
+"""Default cell texts read as a missing value (``Schema.missing_values`` declares others)."""
 
 
 @dataclass(frozen=True)
@@ -131,9 +135,33 @@ def _reject(column: str, what: str, series: pd.Series, mask: NDArray[np.bool_], 
     problems.append((column, what, mask.copy()))
 
 
-def _missing(series: pd.Series) -> NDArray[np.bool_]:
-    """Cells that are missing: ``None``/``NaN`` or a missing token, each judged alone."""
-    return (series.isna() | series.isin(MISSING_TOKENS)).to_numpy(dtype=bool)
+@dataclass(frozen=True)
+class CellRules:
+    """How every cell is read before its column's rule applies (public: from the schema)."""
+
+    missing_values: tuple[str, ...] = MISSING_TOKENS
+    strip_whitespace: bool = True
+
+    @classmethod
+    def of(cls, schema: Schema) -> CellRules:
+        return cls(tuple(schema.missing_values), bool(schema.strip_whitespace))
+
+    def clean(self, series: pd.Series) -> pd.Series:
+        """The cells with surrounding whitespace removed from text cells (each cell alone)."""
+        if not self.strip_whitespace or series.dtype != object:
+            return series
+        try:
+            stripped = series.str.strip()  # NaN for cells that are not text: those keep their value
+        except AttributeError:  # no text cell at all
+            return series
+        return stripped.where(stripped.notna(), series)
+
+    def missing(self, series: pd.Series) -> NDArray[np.bool_]:
+        """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
+        return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
+
+
+_DEFAULT_RULES = CellRules()
 
 
 def _parse_numbers(series: pd.Series) -> NDArray[np.float64]:
@@ -147,9 +175,10 @@ def _parse_numbers(series: pd.Series) -> NDArray[np.float64]:
     return np.where(np.isfinite(x), x, np.nan)
 
 
-def _as_float(series: pd.Series, column: str, problems: Problems) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _as_float(series: pd.Series, column: str, problems: Problems,
+              rules: CellRules = _DEFAULT_RULES) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
-    missing = _missing(series)
+    missing = rules.missing(series)
     x = _parse_numbers(series)
     bad = np.isnan(x) & ~missing
     if bad.any():
@@ -158,17 +187,23 @@ def _as_float(series: pd.Series, column: str, problems: Problems) -> tuple[NDArr
 
 
 def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64],
-                       problems: Problems = None) -> NDArray[np.int32]:
-    x, nan = _as_float(series, feature.name, problems)
+                       problems: Problems = None, rules: CellRules = _DEFAULT_RULES) -> NDArray[np.int32]:
+    x, nan = _as_float(series, feature.name, problems, rules)
     x = np.where(np.isnan(x) & ~nan, feature.lower, x)  # placeholder for refused cells: dropped by the caller
+    separate = nan if feature.missing == SEPARATE else None
     if nan.any():
         if feature.missing == REFUSE:
             _reject(feature.name, "missing value and the schema's rule is missing='refuse'", series, nan, problems)
             x = np.where(nan, feature.lower, x)  # placeholder: such rows are dropped by the caller
+        elif separate is not None:
+            x = np.where(nan, feature.lower, x)  # replaced by the missing code below
         else:
             x = np.where(nan, float(feature.missing), x)
     x = np.clip(x, feature.lower, feature.upper)
-    return np.searchsorted(edges, x, side="right").astype(np.int32)
+    codes = np.searchsorted(edges, x, side="right").astype(np.int32)
+    if separate is not None:
+        codes = np.where(separate, edges.size + 1, codes).astype(np.int32)  # the code after the last bin
+    return codes
 
 
 def _lookup(values: pd.Series, categories: Sequence[object]) -> NDArray[np.int32]:
@@ -178,8 +213,8 @@ def _lookup(values: pd.Series, categories: Sequence[object]) -> NDArray[np.int32
 
 
 def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category",
-                        problems: Problems = None) -> NDArray[np.int32]:
-    missing = _missing(series)
+                        problems: Problems = None, rules: CellRules = _DEFAULT_RULES) -> NDArray[np.int32]:
+    missing = rules.missing(series)
     numeric = not isinstance(feature.categories[0], str)
     if numeric:
         as_num = _parse_numbers(series)
@@ -194,6 +229,8 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
         if isinstance(rule, str) and rule == REFUSE:
             _reject(column, f"{label} and the schema's rule is {rule_name}='refuse'", series, mask, problems)
             codes = np.where(mask, 0, codes)  # placeholder: such rows are dropped by the caller
+        elif rule_name == "missing" and rule == SEPARATE:
+            codes = np.where(mask, len(feature.categories), codes)  # the code after the declared categories
         else:
             codes = np.where(mask, feature.code_of(rule), codes)
     return codes.astype(np.int32)
@@ -209,14 +246,54 @@ def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGr
     ``problems`` list, records them there instead; see :func:`conforming_rows`).
     """
     frame = as_frame(X, schema)
+    rules = CellRules.of(schema)
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
     for j, feature in enumerate(schema.features):
-        series = frame[feature.name]
+        series = rules.clean(frame[feature.name])
         if isinstance(feature, ContinuousFeature):
-            out[:, j] = _encode_continuous(series, feature, grid.edges[j], problems)
+            out[:, j] = _encode_continuous(series, feature, grid.edges[j], problems, rules)
         else:
-            out[:, j] = _encode_categorical(series, feature, feature.name, problems=problems)
+            out[:, j] = _encode_categorical(series, feature, feature.name, problems=problems, rules=rules)
     return out
+
+
+def _label_series(y: ArrayLike | pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
+    """Labels after whitespace stripping and the schema's declared aliases (each cell alone)."""
+    series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
+    series = rules.clean(series)
+    aliases = dict(schema.label.aliases)
+    if aliases and series.dtype == object:
+        hit = series.isin(list(aliases)).to_numpy()
+        if hit.any():
+            series = series.copy()
+            series[hit] = series[hit].map(aliases)
+    return series
+
+
+def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, float]:
+    """Share of each continuous column's numbers that lie outside its declared bounds (for the owner only)."""
+    frame = as_frame(X, schema)
+    rules = CellRules.of(schema)
+    shares = {}
+    for f in schema.features:
+        if isinstance(f, ContinuousFeature):
+            x = _parse_numbers(rules.clean(frame[f.name]))
+            finite = np.isfinite(x)
+            if finite.any():
+                outside = finite & ((x < f.lower) | (x > f.upper))
+                shares[f.name] = float(outside.sum() / finite.sum())
+    return shares
+
+
+def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
+    """Every violated 'refuse' rule: (column, what, mask of the rows that break it); each row judged alone."""
+    problems: list[tuple[str, str, NDArray[np.bool_]]] = []
+    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2), problems)
+    rules = CellRules.of(schema)
+    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+    _encode_categorical(_label_series(y, schema, rules), spec, schema.label.column, what="class", problems=problems,
+                        rules=rules)
+    return problems
 
 
 def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:
@@ -228,11 +305,7 @@ def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDAr
     columns, values and rows: for the data owner's eyes only, never to be sent.
     Column-level problems (a missing or unknown column) still raise.
     """
-    problems: list[tuple[str, str, NDArray[np.bool_]]] = []
-    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2), problems)
-    label_series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
-    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-    _encode_categorical(label_series, spec, schema.label.column, what="class", problems=problems)
+    problems = rule_violations(X, y, schema)
     keep = np.ones(len(X), dtype=bool)
     notes = []
     for column, what, mask in problems:
@@ -248,12 +321,14 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
     A label outside the declared classes, or a missing label, is refused:
     there is no catch-all for labels.
     """
-    series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
-    if series.ndim != 1:
+    if isinstance(y, pd.DataFrame) or np.ndim(y) > 1:
         raise DataValidationError("y must be 1-D")
+    rules = CellRules.of(schema)
+    series = _label_series(y, schema, rules)
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
     try:
-        return _encode_categorical(series, spec, schema.label.column, what="class (not in the declared classes)")
+        return _encode_categorical(series, spec, schema.label.column, what="class (not in the declared classes)",
+                                   rules=rules)
     except DataValidationError as exc:
         raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
 

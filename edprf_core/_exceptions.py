@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BudgetError", "DataValidationError", "PrivacyLeakWarning", "SchemaError"]
+__all__ = ["BudgetError", "DataValidationError", "DomainClippingWarning", "PrivacyLeakWarning", "SchemaError"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -25,3 +25,12 @@ class DataValidationError(ValueError):
 
 class BudgetError(ValueError):
     """A privacy budget is invalid or would be exceeded."""
+
+
+class DomainClippingWarning(UserWarning):
+    """A large share of a column lies outside its declared bounds and was clipped.
+
+    It almost always means the data are in other units than the schema (a
+    scaler before the estimator, centimetres against metres).  Emitted once per
+    ``fit`` for the worst columns; the counts stay on the user's machine.
+    """

@@ -24,7 +24,9 @@ import tomli_w
 from ._exceptions import SchemaError
 
 __all__ = [
+    "DEFAULT_MISSING_VALUES",
     "REFUSE",
+    "SEPARATE",
     "CategoricalFeature",
     "ContinuousFeature",
     "LabelSpec",
@@ -33,6 +35,9 @@ __all__ = [
 ]
 
 REFUSE = "refuse"
+SEPARATE = "separate"
+"""``missing = "separate"``: missing values get a code of their own (their own branch)."""
+DEFAULT_MISSING_VALUES = ("", "?")
 SCHEMA_FORMAT = 1
 Category = str | int | float
 
@@ -76,9 +81,11 @@ class ContinuousFeature:
         Explicit interior bin edges, strictly increasing inside
         ``(lower, upper)``.  When omitted, the estimator uses ``n_bins``
         equal-width bins of ``[lower, upper]``.
-    missing : "refuse" or float
-        Rule for missing values: refuse with an error, or impute this public
-        constant (inside the bounds).
+    missing : "refuse", "separate" or float
+        Rule for missing values: refuse (an error in ``fit``, the row dropped
+        at a party), give them a code of their own after the last bin
+        ("separate": a tree can send them down their own branch), or impute
+        this public constant (inside the bounds).
     source : str
         Where the bounds came from (documentation, domain knowledge).
     """
@@ -87,7 +94,7 @@ class ContinuousFeature:
     lower: float
     upper: float
     edges: tuple[float, ...] | None = None
-    missing: Literal["refuse"] | float = REFUSE
+    missing: Literal["refuse", "separate"] | float = REFUSE
     source: str = ""
     kind: Literal["continuous"] = field(default="continuous", init=False)
 
@@ -108,10 +115,10 @@ class ContinuousFeature:
             if arr[0] <= self.lower or arr[-1] >= self.upper:
                 raise SchemaError(f"feature {self.name!r}: edges must lie strictly inside ({self.lower}, {self.upper})")
             object.__setattr__(self, "edges", edges)
-        if self.missing != REFUSE:
+        if self.missing not in (REFUSE, SEPARATE):
             if not _is_number(self.missing) or not self.lower <= float(self.missing) <= self.upper:
                 raise SchemaError(
-                    f"feature {self.name!r}: missing must be 'refuse' or a number in "
+                    f"feature {self.name!r}: missing must be 'refuse', 'separate' or a number in "
                     f"[{self.lower}, {self.upper}], got {self.missing!r}"
                 )
             object.__setattr__(self, "missing", float(self.missing))
@@ -125,8 +132,8 @@ class ContinuousFeature:
         return np.linspace(self.lower, self.upper, n_bins + 1)[1:-1]
 
     def n_codes(self, n_bins: int) -> int:
-        """Number of bins."""
-        return len(self.interior_edges(n_bins)) + 1
+        """Number of bins (plus one for missing values when ``missing = "separate"``)."""
+        return len(self.interior_edges(n_bins)) + 1 + (self.missing == SEPARATE)
 
     def semantic(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "lower": self.lower, "upper": self.upper,
@@ -146,8 +153,9 @@ class CategoricalFeature:
     unknown : "refuse" or a declared category
         Where an undeclared value goes: refused with an error, or mapped to
         this catch-all category.
-    missing : "refuse" or a declared category
-        Where a missing value goes.
+    missing : "refuse", "separate" or a declared category
+        Where a missing value goes ("separate": a code of its own after the
+        declared categories).
     source : str
         Where the categories came from.
     """
@@ -164,9 +172,12 @@ class CategoricalFeature:
         cats = _check_values(self.categories, f"feature {self.name!r}: categories")
         object.__setattr__(self, "categories", cats)
         keys = {_category_key(c) for c in cats}
+        if self.missing == SEPARATE and SEPARATE in keys:
+            raise SchemaError(f"feature {self.name!r}: missing = 'separate' is ambiguous when 'separate' is a "
+                              "declared category")
         for rule in ("unknown", "missing"):
             v = getattr(self, rule)
-            if isinstance(v, str) and v == REFUSE:
+            if isinstance(v, str) and (v == REFUSE or (rule == "missing" and v == SEPARATE)):
                 continue
             if (isinstance(v, str) or _is_number(v)) and _category_key(v) in keys:
                 continue
@@ -175,8 +186,8 @@ class CategoricalFeature:
             )
 
     def n_codes(self, n_bins: int = 0) -> int:
-        """Number of categories."""
-        return len(self.categories)
+        """Number of categories (plus one for missing values when ``missing = "separate"``)."""
+        return len(self.categories) + (self.missing == SEPARATE)
 
     def code_of(self, value: Category) -> int:
         """Code of a declared category."""
@@ -192,18 +203,32 @@ Feature = ContinuousFeature | CategoricalFeature
 
 @dataclass(frozen=True)
 class LabelSpec:
-    """The label column and its declared classes (order gives class indices)."""
+    """The label column and its declared classes (order gives class indices).
+
+    ``aliases`` maps other spellings found in files (e.g. ``">50K."`` in the
+    census test file) to a declared class: a public, per-cell rewrite.
+    """
 
     column: str
     classes: tuple[Category, ...]
     source: str = ""
+    aliases: tuple[tuple[str, Category], ...] = ()
 
     def __post_init__(self) -> None:
         _check_name(self.column)
         object.__setattr__(self, "classes", _check_values(self.classes, "label classes"))
+        pairs = tuple(sorted(dict(self.aliases).items()))
+        keys = {_category_key(c) for c in self.classes}
+        for text, target in pairs:
+            if not isinstance(text, str) or _category_key(target) not in keys:
+                raise SchemaError(f"[label] aliases: expected text = a declared class, got {text!r} = {target!r}")
+        object.__setattr__(self, "aliases", pairs)
 
     def semantic(self) -> dict[str, Any]:
-        return {"column": self.column, "classes": list(self.classes)}
+        out = {"column": self.column, "classes": list(self.classes)}
+        if self.aliases:  # only then: schemas without aliases keep their fingerprints
+            out["aliases"] = [list(pair) for pair in self.aliases]
+        return out
 
 
 def _check_name(name: object) -> None:
@@ -225,6 +250,11 @@ class Schema:
         Free text: what the data is; where the bounds and categories came from.
     ignored_columns : tuple of str
         Columns that may appear in the data and are not used.
+    missing_values : tuple of str, default ("", "?")
+        Cell texts read as missing in every column (besides None and NaN).
+    strip_whitespace : bool, default True
+        Remove leading and trailing whitespace of every text cell before it is
+        read (" yes" is "yes").
     drafted : bool, default False
         True for a schema drafted from data (:func:`edprf_core.draft_schema`):
         its bounds and categories are data, so no model trained on it is
@@ -240,6 +270,8 @@ class Schema:
     provenance: str = ""
     ignored_columns: tuple[str, ...] = ()
     drafted: bool = False
+    missing_values: tuple[str, ...] = DEFAULT_MISSING_VALUES
+    strip_whitespace: bool = True
 
     def __post_init__(self) -> None:
         feats = tuple(self.features)
@@ -250,8 +282,13 @@ class Schema:
                 raise SchemaError(f"features must be ContinuousFeature or CategoricalFeature, got {type(f).__name__}")
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
-        if not isinstance(self.drafted, bool):
-            raise SchemaError(f"drafted: expected true or false, got {self.drafted!r}")
+        for flag in ("drafted", "strip_whitespace"):
+            if not isinstance(getattr(self, flag), bool):
+                raise SchemaError(f"{flag}: expected true or false, got {getattr(self, flag)!r}")
+        tokens = tuple(self.missing_values)
+        if not all(isinstance(t, str) for t in tokens):
+            raise SchemaError(f"missing_values: expected an array of strings, got {list(tokens)!r}")
+        object.__setattr__(self, "missing_values", tokens)
         names = [f.name for f in feats] + [self.label.column] + list(self.ignored_columns)
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -279,6 +316,10 @@ class Schema:
                "label": self.label.semantic(), "ignored_columns": list(self.ignored_columns)}
         if self.drafted:  # only then: declared schemas keep their fingerprints
             out["drafted"] = True
+        if self.missing_values != DEFAULT_MISSING_VALUES:
+            out["missing_values"] = list(self.missing_values)
+        if not self.strip_whitespace:
+            out["strip_whitespace"] = False
         return out
 
     @property
@@ -296,7 +337,7 @@ class Schema:
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         """Build from the parsed TOML mapping; unknown keys are errors."""
         _only_keys(data, {"format", "name", "description", "provenance", "ignored_columns", "label", "features",
-                          "drafted"}, "schema")
+                          "drafted", "missing_values", "strip_whitespace"}, "schema")
         fmt = data.get("format", SCHEMA_FORMAT)
         if fmt != SCHEMA_FORMAT:
             raise SchemaError(f"unsupported schema format: expected {SCHEMA_FORMAT}, got {fmt!r}")
@@ -313,7 +354,9 @@ class Schema:
             if key in data and not isinstance(data[key], str):
                 raise SchemaError(f"{key}: expected a string, got {type(data[key]).__name__}")
         label = dict(data["label"])
-        _only_keys(label, {"column", "classes", "source"}, "[label]")
+        _only_keys(label, {"column", "classes", "source", "aliases"}, "[label]")
+        if not isinstance(label.get("aliases", {}), Mapping):
+            raise SchemaError("[label] aliases: expected a table of text = class")
         features: list[Feature] = []
         for i, raw in enumerate(data["features"]):
             raw = dict(raw)
@@ -339,7 +382,8 @@ class Schema:
                 raise SchemaError(f"{where}: {exc}") from None
         try:
             label_spec = LabelSpec(column=label.get("column", ""), classes=tuple(label.get("classes", ())),
-                                   source=label.get("source", ""))
+                                   source=label.get("source", ""),
+                                   aliases=tuple(dict(label.get("aliases", {})).items()))
         except TypeError as exc:
             raise SchemaError(f"[label]: {exc}") from None
         return cls(
@@ -350,6 +394,8 @@ class Schema:
             provenance=data.get("provenance", ""),
             ignored_columns=tuple(data.get("ignored_columns", ())),
             drafted=data.get("drafted", False),
+            missing_values=tuple(data.get("missing_values", DEFAULT_MISSING_VALUES)),
+            strip_whitespace=data.get("strip_whitespace", True),
         )
 
     @classmethod
@@ -371,8 +417,14 @@ class Schema:
                                 "provenance": self.provenance}
         if self.drafted:  # written only when true: declared schemas read the same in older versions
             data["drafted"] = True
+        if self.missing_values != DEFAULT_MISSING_VALUES:
+            data["missing_values"] = list(self.missing_values)
+        if not self.strip_whitespace:
+            data["strip_whitespace"] = False
         data["ignored_columns"] = list(self.ignored_columns)
         data["label"] = {"column": self.label.column, "classes": list(self.label.classes), "source": self.label.source}
+        if self.label.aliases:
+            data["label"]["aliases"] = dict(self.label.aliases)
         features = []
         for f in self.features:
             item: dict[str, Any] = {"name": f.name, "kind": f.kind}

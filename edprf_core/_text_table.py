@@ -26,6 +26,10 @@ parameters ``sep``/``header``/``max_line_bytes``):
 - every cell stays text: no type inference and no NA guessing here (the
   schema alone decides, cell by cell, in :mod:`edprf_core._encoding`).
 
+A Parquet file (``.parquet``, ``.pq``) is read with pyarrow: its cells keep
+the types the file itself declares (nothing is inferred here), one row per
+record.
+
 Only the file itself can be refused: it does not exist, cannot be read, or its
 header lacks the label or a feature column.  Those are checked on the header
 line, before any data line is looked at.
@@ -47,7 +51,9 @@ import pandas as pd
 from ._exceptions import DataValidationError
 from ._schema import Schema
 
-__all__ = ["MAX_LINE_CHARS", "TextTable", "read_table"]
+__all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "TextTable", "read_table"]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
 MAX_LINE_CHARS = 1 << 20
 """Longest data line kept (1,048,576 characters): longer lines are dropped, whatever they hold."""
@@ -147,6 +153,8 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
         raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
     p = Path(path)
+    if p.suffix.lower() in PARQUET_SUFFIXES:
+        return _read_parquet(p, schema)
     lines = _read_bytes(p).decode("utf-8", errors="replace").split("\n")
     start = 0
     first = None
@@ -183,3 +191,23 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     label = schema.label.column
     return TextTable(X=frame.drop(columns=[label]), y=frame[label], line_numbers=np.asarray(numbers, dtype=np.int64),
                      dropped=dropped)
+
+
+def _read_parquet(path: Path, schema: Schema) -> TextTable:
+    """A Parquet file: cells keep the types the file declares (no inference here), one row per record."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        raise ValueError("reading Parquet needs the pyarrow package") from None
+    if not path.is_file():
+        raise ValueError(f"data file {path} does not exist or is not a regular file")
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
+    names = _header_names(schema, ",".join(table.column_names), ",", True, path)
+    columns = {name: pd.Series(table.column(name).to_pylist(), dtype=object) for name in names}
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame()
+    label = schema.label.column
+    return TextTable(X=frame.drop(columns=[label]), y=frame[label],
+                     line_numbers=np.arange(1, len(frame) + 1, dtype=np.int64), dropped=[])

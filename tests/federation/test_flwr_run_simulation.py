@@ -51,6 +51,8 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         view = load_global_model(out / "global-model.edprf")
         assert view.forest.n_trees == 2 and len(view.parties) == 2
+        printed = proc.stdout + proc.stderr  # the ServerApp's summary, streamed by `flwr run`
+        assert "2 of 2 parties' releases accepted" in printed and f"model: {out / 'global-model.edprf'}" in printed
     finally:
         # `flwr run` starts a detached local SuperLink; stop the one this test started
         for pid in _superlinks_started_under(flwr_home):

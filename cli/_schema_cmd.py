@@ -1,0 +1,98 @@
+"""``edprf schema draft|check``: start a schema from data, and see what a schema does to data.
+
+``draft`` reads the data (so its bounds, categories and classes are data: the
+file it writes says so, is marked ``drafted = true``, and every model trained
+on it reports NOT differentially private until people replace them with
+public knowledge and remove the mark).  ``check`` reads a file with exactly the
+rules a party applies and reports, before any training, what they will do:
+lines left out, rows dropped per rule, missing values and what happens to them,
+values clipped per column.  Both are local: nothing is sent anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["register"]
+
+_DRAFT_HEADER = """\
+# DRAFTED FROM DATA by `edprf schema draft`: NOT public knowledge.
+# Its bounds are the data's own minimum and maximum and its category and class lists are the
+# values that occur: they reveal individual records. Replace every bound and list with public
+# knowledge (documentation, domain ranges), write where each came from in `source`, then delete
+# the line `drafted = true`. Until then every model trained on it says NOT differentially private.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("schema", help="draft a schema from data, or check what a schema does to a data file")
+    inner = p.add_subparsers(dest="schema_command", metavar="ACTION", required=True)
+    draft = inner.add_parser("draft", help="write a starting schema from a data file (NOT private: read the warning)")
+    draft.add_argument("data", help="the data file (CSV)")
+    draft.add_argument("--label", required=True, help="the label column")
+    draft.add_argument("--output", "-o", default=None, help="where to write the schema TOML (default: print it)")
+    draft.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    _format_options(draft)
+    draft.set_defaults(handler=run_draft)
+    check = inner.add_parser("check", help="report what a schema's rules do to a data file, before training")
+    check.add_argument("schema", help="the schema TOML")
+    check.add_argument("data", help="the data file (CSV)")
+    _format_options(check)
+    check.set_defaults(handler=run_check)
+
+
+def _format_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sep", default=",", help="field separator, one character (default: %(default)r)")
+    p.add_argument("--no-header", action="store_true",
+                   help="the file has no header line (columns: the schema's features in order, then the label)")
+
+
+def run_draft(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from edprf_core import PrivacyLeakWarning, draft_schema
+
+    path = Path(args.data)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such data file")
+    if args.no_header:
+        raise ValueError("--no-header: a draft needs column names; add a header line to the file")
+    frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True)
+    if args.label not in frame.columns:
+        raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyLeakWarning)
+        schema = draft_schema(frame, args.label, name=path.stem)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    text = _DRAFT_HEADER + schema.to_toml()
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise ValueError(f"--output {out} exists; pass --force to overwrite it")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge",
+          file=sys.stderr)
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from edprf_core import check_data, load_schema
+
+    schema = load_schema(args.schema)
+    report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
+    print(f"{args.data} under {args.schema} ({schema.fingerprint[:19]}...):")
+    for line in report.lines():
+        print(f"  {line}")
+    if schema.drafted:
+        print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
+    if report.rows_kept == 0:
+        print("no row satisfies the schema's rules: check the separator, the header and the column names",
+              file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,106 @@
+"""The newcomer's path with their own data, through the `edprf` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import simulation
+from cli._main import build_parser, main
+from edprf_core import example_schema, load_schema
+from tests.conftest import SHARED_DATA
+
+HEART = SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data"
+BANK = SHARED_DATA / "bank_marketing" / "bank-full.csv"
+
+
+@pytest.fixture
+def no_flower(monkeypatch):
+    """Fail the test if the simulation engine is started."""
+
+    def started(*_, **__):
+        raise AssertionError("Flower was started before the arguments were checked")
+
+    monkeypatch.setattr(simulation, "simulate_federation", started)
+    import cli._simulate as sim
+
+    if hasattr(sim, "simulate_federation"):
+        monkeypatch.setattr(sim, "simulate_federation", started)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--epsilon", "0"], "--epsilon: expected a positive number"),
+    (["--depth", "50"], "--depth: expected 'auto' or an integer in [1, 30]"),
+    (["--parties", "0"], "--parties: expected an integer >= 1"),
+    (["--data", "missing.csv", "--schema", "x.toml"], "--data missing.csv: no such file"),
+    (["--evaluation-epsilon", "-1"], "--evaluation-epsilon: expected a number >= 0"),
+])
+def test_bad_parameters_fail_before_flower_starts(tmp_path, capsys, no_flower, argv, message):
+    assert main(["simulate", *argv, "--output", str(tmp_path / "o")]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_renamed_column_fails_before_flower_starts(tmp_path, capsys, no_flower):
+    data = tmp_path / "wall.csv"
+    data.write_text("US1,US2\n0.1,0.2\n")
+    schema = tmp_path / "s.toml"
+    example_schema("wall_robot_navigation").save(schema)
+    assert main(["simulate", "--data", str(data), "--schema", str(schema), "--output", str(tmp_path / "o")]) == 1
+    assert "missing from the header" in capsys.readouterr().err
+
+
+def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out)]) == 0
+    marker = out / "workspace" / "party-0000" / "ledger.sqlite"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_bytes(b"old ledger")
+    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out)]) == 1
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out),
+                 "--overwrite"]) == 0
+    assert not marker.exists()  # nothing of the old run is mixed into the new one
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HEART.is_file(), reason="needs ../shared/data/heart_disease_cleveland")
+def test_heart_file_without_header_and_with_missing_values_end_to_end(tmp_path):
+    schema = tmp_path / "heart.toml"
+    example_schema("heart_disease_cleveland").save(schema)
+    out = tmp_path / "out"
+    code = main(["simulate", "--data", str(HEART), "--schema", str(schema), "--no-header", "--parties", "2",
+                 "--depth", "2", "--seeded-noise", "--validation-size", "0", "--output", str(out)])
+    assert code == 0
+    result = json.loads((out / "simulation.json").read_text())
+    assert result["federated"]["status"] == "completed"
+    assert result["federated"]["central_evaluation"]["accuracy"] > 0  # the central test split was scored
+
+
+@pytest.mark.skipif(not BANK.is_file(), reason="needs ../shared/data/bank_marketing")
+def test_schema_draft_and_check_on_a_semicolon_file(tmp_path, capsys):
+    drafted = tmp_path / "bank.toml"
+    assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 0
+    assert "DRAFT" in capsys.readouterr().err
+    schema = load_schema(drafted)
+    assert schema.drafted and "DRAFTED FROM DATA" in drafted.read_text()
+    assert main(["schema", "check", str(drafted), str(BANK), "--sep", ";"]) == 0
+    out = capsys.readouterr().out
+    assert "rows read: 45211" in out and "NOT differentially private" in out
+    assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 1
+
+
+def test_version_and_verbose_after_the_subcommand(capsys):
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["--version"])
+    assert done.value.code == 0 and "edprf" in capsys.readouterr().out
+    args = build_parser().parse_args(["simulate", "-v", "--parties", "2"])
+    assert args.verbose == 1 and args.parties == 2
+
+
+def test_every_option_has_help():
+    parser = build_parser()
+    for name, command in parser._subparsers._group_actions[0].choices.items():
+        for action in command._actions:
+            if action.option_strings and action.dest not in ("help",):
+                assert action.help, f"edprf {name} {action.option_strings[0]} has no help text"

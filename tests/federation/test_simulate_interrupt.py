@@ -1,0 +1,50 @@
+"""Ctrl-C during `edprf simulate`: stops within 5 s, leaves no process behind, exits 130 without a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli._child_process import descendants
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "simulate", "--parties", "3", "--output", str(tmp_path / "o")],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen = ""
+        while "[2/4]" not in seen and time.monotonic() < deadline:  # the Flower engine is starting
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen += line
+        assert "[2/4]" in seen, seen
+        time.sleep(4.0)  # let Ray start its processes
+        started = descendants(proc.pid)
+        assert started, "the simulation started no child process"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+        elapsed = time.monotonic() - t0
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 130
+    assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    alive = [pid for pid in started if Path(f"/proc/{pid}").exists()
+             and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split() or ["Z"])[0]]
+    assert not alive, f"processes left behind: {alive}"
