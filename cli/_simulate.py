@@ -373,8 +373,10 @@ def run(args: argparse.Namespace) -> int:
     print(_table(result))
     fe = fed.get("federated_evaluation") or {}
     if fe:
+        ci = fe.get("ci95")
+        interval = f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
         print(f"\nparties' own held-out accuracy (discrete-Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
-              f"{fe['parties']} parties): {fe['accuracy']:.4f}")
+              f"{fe['parties']} parties): {fe['accuracy']:.4f}{interval}")
     if fed.get("contributions"):
         print("\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):")
         print("| party | trees | information (bits) | own accuracy | agreement with global | flagged |")

@@ -294,7 +294,8 @@ class Party:
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
             key = load_private_key(self.setup.signing_key_path) if self.setup.signing_key_path else None
-            payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key)
+            payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id,
+                                     request_id=req.request_id)
         except BaseException as exc:
             self.ledger.fail(req.request_id, f"{type(exc).__name__}")
             log.exception("training failed after the reservation; its epsilon stays spent")

@@ -46,6 +46,10 @@ class VerifiedRelease:
         The SignedRelease bytes exactly as received.
     signature_status : SignatureStatus
     signature_detail : str
+    format_version : int
+    run_id, request_id : str
+        The run and request the release answers, inside the signed bytes
+        (version 2; empty for version 1).
     """
 
     party_id: str
@@ -56,6 +60,9 @@ class VerifiedRelease:
     raw: bytes
     signature_status: SignatureStatus
     signature_detail: str
+    format_version: int = 1
+    run_id: str = ""
+    request_id: str = ""
 
     @property
     def epsilon(self) -> float:
@@ -135,6 +142,9 @@ def decode_envelope(
         raw=envelope.raw,
         signature_status=check.status,
         signature_detail=check.detail,
+        format_version=release.format_version,
+        run_id=release.run_id,
+        request_id=release.request_id,
     )
 
 

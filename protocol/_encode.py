@@ -8,7 +8,7 @@ from edprf_core import DPForest
 
 from . import release_pb2 as pb
 from ._canonical import serialize_canonical
-from ._envelope import FORMAT_VERSION
+from ._envelope import FORMAT_VERSION, check_request_id
 from ._errors import InvalidRelease
 from ._keys import PrivateKey
 from ._parameters import check_party_id, parameters_to_message
@@ -19,7 +19,8 @@ __all__ = ["encode_release"]
 
 
 def encode_release(
-    forest: DPForest, party_id: str, signing_key: PrivateKey | None = None, *, allow_non_dp: bool = False
+    forest: DPForest, party_id: str, signing_key: PrivateKey | None = None, *, allow_non_dp: bool = False,
+    run_id: str = "", request_id: str = "",
 ) -> bytes:
     """Serialize ``forest`` as an ``edprf.v1.SignedRelease``.
 
@@ -37,6 +38,10 @@ def encode_release(
         Signs the exact Release bytes; None sends an unsigned release.
     allow_non_dp : bool, default False
         Research only: permit a forest whose parameters say ``dp = False``.
+    run_id, request_id : str
+        The run and the request this release answers (at most 256 printable
+        characters each), inside the signed bytes: a coordinator rejects a
+        release replayed into another run or request.
 
     Returns
     -------
@@ -49,6 +54,8 @@ def encode_release(
         an unsupported key, or trees a decoder would refuse.
     """
     check_party_id(party_id)
+    check_request_id(run_id, "run_id")
+    check_request_id(request_id, "request_id")
     if len(forest.parts) != 1:
         labels = [label for label, _, _ in forest.parts]
         raise ValueError(f"forest: expected a single-part forest (one party's release), got {len(forest.parts)} "
@@ -70,6 +77,8 @@ def encode_release(
         schema_fingerprint=forest.schema.fingerprint,
         party_id=party_id,
         parameters=parameters_to_message(params),
+        run_id=run_id,
+        request_id=request_id,
         trees=pb.Trees(
             nodes_per_tree=np.diff(trees.tree_offsets).tolist(),
             feature=trees.feature.tolist(),

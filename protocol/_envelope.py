@@ -17,9 +17,13 @@ from ._parameters import check_party_id, parameters_from_message
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureCheck, check_signature
 
-__all__ = ["FORMAT_VERSION", "ReleaseEnvelope", "ReleaseHeader", "as_bytes", "open_envelope", "read_release_header"]
+__all__ = ["FORMAT_VERSION", "MAX_ID_CHARS", "READABLE_VERSIONS", "ReleaseEnvelope", "ReleaseHeader", "as_bytes",
+           "check_request_id", "open_envelope", "read_release_header"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes)."""
+READABLE_VERSIONS = (1, 2)
+MAX_ID_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class ReleaseHeader:
     ----------
     format_version : int
     party_id : str
+    run_id, request_id : str
+        What the release answers (version 2; empty in version 1).
     schema_fingerprint : str
     parameters : TrainingParameters
     n_trees, n_nodes : int
@@ -66,6 +72,13 @@ def as_bytes(data: bytes | bytearray | memoryview) -> bytes:
     raise TypeError(f"data: expected bytes, got {type(data).__name__}")
 
 
+def check_request_id(value: str, name: str) -> str:
+    """A run or request id: at most :data:`MAX_ID_CHARS` printable characters (may be empty)."""
+    if len(value) > MAX_ID_CHARS or not value.isprintable():
+        raise ValueError(f"{name}: expected at most {MAX_ID_CHARS} printable characters, got {len(value)} characters")
+    return value
+
+
 def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None, what: str = "release") -> ReleaseEnvelope:
     """Size cap, strict parse of both layers, format version, party id, signature status.
 
@@ -76,11 +89,15 @@ def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None
         raise InvalidRelease(Reason.TOO_LARGE, f"{what}: expected at most {max_bytes} bytes, got {len(data)}")
     signed = parse_canonical(pb.SignedRelease, data, f"{what} (SignedRelease)")
     release = parse_canonical(pb.Release, signed.release, f"{what} (Release)")
-    if release.format_version != FORMAT_VERSION:
+    if release.format_version not in READABLE_VERSIONS:
         raise InvalidRelease(Reason.UNKNOWN_VERSION,
-                             f"{what}: format_version expected {FORMAT_VERSION}, got {release.format_version}")
+                             f"{what}: format_version expected one of {READABLE_VERSIONS}, got {release.format_version}")
     try:
         check_party_id(release.party_id)
+        if release.format_version == 1 and (release.run_id or release.request_id):
+            raise ValueError("a version 1 release carries no run or request id")
+        check_request_id(release.run_id, "run_id")
+        check_request_id(release.request_id, "request_id")
     except ValueError as exc:
         raise InvalidRelease(Reason.BAD_PARAMETERS, f"{what}: {exc}") from None
     return ReleaseEnvelope(raw=data, signed=signed, release=release,

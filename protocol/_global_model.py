@@ -20,13 +20,16 @@ from edprf_core import DPForest, Schema, SchemaError, merge_forests
 from . import release_pb2 as pb
 from ._canonical import parse_canonical, serialize_canonical
 from ._decode import VerifiedRelease, decode_envelope
-from ._envelope import FORMAT_VERSION, as_bytes, open_envelope
+from ._envelope import as_bytes, open_envelope
 from ._errors import InvalidRelease, Reason
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
 
 __all__ = ["GlobalModelView", "build_global_model", "load_global_model"]
+
+MODEL_FORMAT_VERSION = 1
+"""Version of the GlobalModel message (its releases carry their own versions)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +114,7 @@ def build_global_model(schema: Schema, verified_releases: Sequence[VerifiedRelea
         raise TypeError(f"manifest: expected a mapping (a JSON object), got {type(manifest).__name__}")
     manifest_json = json.dumps(dict(manifest), sort_keys=True, allow_nan=False, ensure_ascii=False)
     model = pb.GlobalModel(
-        format_version=FORMAT_VERSION,
+        format_version=MODEL_FORMAT_VERSION,
         schema_toml=schema_toml,
         releases=[pb.SignedRelease.FromString(r.raw) for r in releases],
         manifest_json=manifest_json,
@@ -191,9 +194,9 @@ def load_global_model(
     policy = INSPECTION_POLICY if policy is None else policy
     data = _read_model_bytes(data_or_path, max_bytes)
     model = parse_canonical(pb.GlobalModel, data, "global model")
-    if model.format_version != FORMAT_VERSION:
-        raise InvalidRelease(Reason.UNKNOWN_VERSION,
-                             f"global model: format_version expected {FORMAT_VERSION}, got {model.format_version}")
+    if model.format_version != MODEL_FORMAT_VERSION:
+        raise InvalidRelease(Reason.UNKNOWN_VERSION, f"global model: format_version expected {MODEL_FORMAT_VERSION}, "
+                                                     f"got {model.format_version}")
     schema = _schema_from_toml(model.schema_toml)
     manifest = _manifest_from_json(model.manifest_json)
     if not model.releases:

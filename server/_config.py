@@ -39,6 +39,10 @@ class CoordinatorConfig:
         Drop parties the quality test flags.
     evaluation_epsilon : float in [0, inf)
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
+    max_party_rows : int >= 1
+        Public bound on a party's held-out rows: noised evaluation counts are
+        clipped to it, so no party (honest or forging) moves the consortium's
+        estimate by more than its share of this bound.
     require_exact_sampling : bool
         Accept only releases drawn by the exact sampler (``sampler = exact``
         in the release): what a production federation should require.
@@ -77,6 +81,7 @@ class CoordinatorConfig:
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
     require_exact_sampling: bool = False
+    max_party_rows: int = 1_000_000
     request_tag: str = ""
 
     def __post_init__(self) -> None:
@@ -94,6 +99,8 @@ class CoordinatorConfig:
         if self.request_tag and not _TAG.fullmatch(self.request_tag):
             raise ValueError(f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
                              f"got {self.request_tag!r}")
+        if self.max_party_rows < 1:
+            raise ValueError(f"max-party-rows: expected >= 1, got {self.max_party_rows}")
         if self.target_parties < 0:
             raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:

@@ -30,9 +30,12 @@ from protocol import (
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
+from ._conformance import request_mismatch
 from ._contribution import part_votes, party_contributions
+from ._evaluation import evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
+from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
 from ._selection import select_parties
 
@@ -87,7 +90,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     if len(nodes) < wanted:
         log.warning("run %s: %d of %d expected parties connected within %.0f s; going on without the others",
                     run_id, len(nodes), wanted, cfg.node_wait_timeout)
-    request = _train_request(cfg, run_id, schema.fingerprint).to_record()
+    train_request = _train_request(cfg, run_id, schema.fingerprint)
+    request = train_request.to_record()
     messages = [Message(content=RecordDict({REQUEST_KEY: ConfigRecord(request)}), dst_node_id=node,
                         message_type=MessageType.TRAIN) for node in nodes]
     t0 = time.perf_counter()
@@ -103,7 +107,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         if reply is None:
             continue
         if reply.has_error():
-            outcome.status, outcome.reason, outcome.message = "failed", "client_error", str(reply.error.reason)
+            outcome.status, outcome.reason = "failed", "client_error"
+            outcome.message = party_text(reply.error.reason)
             continue
         try:
             result = _result(reply)
@@ -112,8 +117,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             continue
         if result.get("status") != "released":
             outcome.status = "refused"
-            outcome.reason = str(result.get("reason", "unknown"))
-            outcome.message = str(result.get("message", ""))
+            outcome.reason = party_reason(result.get("reason"))
+            outcome.message = party_text(result.get("message", ""))
             continue
         payload = result.get("release", b"")
         payload = bytes(payload) if isinstance(payload, (bytes, bytearray)) else b""
@@ -122,16 +127,16 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         try:
             release = decode_release(payload, schema, policy, registry)
         except InvalidRelease as exc:
-            outcome.status, outcome.reason, outcome.message = "rejected", str(exc.reason), str(exc)
+            outcome.status, outcome.reason, outcome.message = "rejected", str(exc.reason), party_text(str(exc))
             continue
         outcome.party_id = release.party_id
+        mismatch = request_mismatch(release, train_request, cfg)
+        if mismatch is not None:
+            outcome.status, (outcome.reason, outcome.message) = "rejected", mismatch
+            continue
         if release.party_id in seen_parties:
             outcome.status, outcome.reason = "rejected", "duplicate_party"
             outcome.message = f"party {release.party_id!r} already contributed to this run"
-            continue
-        if cfg.require_exact_sampling and release.params.sampler != "exact":
-            outcome.status, outcome.reason = "rejected", "sampler_not_exact"
-            outcome.message = f"the release was drawn by the {release.params.sampler} sampler; this run requires exact"
             continue
         seen_parties.add(release.party_id)
         outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
@@ -151,6 +156,25 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         report.save(out_dir / REPORT_FILE)
         return report
 
+    try:
+        _model_and_evaluation(grid, cfg, run_id, schema, accepted, report, out_dir)
+    except Exception as exc:
+        log.exception("run %s: failed after the releases arrived", run_id)
+        report.status = "failed"
+        report.failure = f"the coordinator failed after the releases arrived ({type(exc).__name__}); see its log"
+        report.timings["total_s"] = time.perf_counter() - started
+        report.save(out_dir / REPORT_FILE)
+        return report
+    report.status = "completed"
+    report.timings["total_s"] = time.perf_counter() - started
+    report.save(out_dir / REPORT_FILE)
+    return report
+
+
+
+def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schema, accepted: list,
+                          report: RunReport, out_dir: Path) -> None:
+    """Assess, merge and save the model, evaluate it (everything after the releases arrived)."""
     if cfg.validation_file is not None:
         accepted = _assess_parties(cfg, schema, accepted, report)
 
@@ -178,10 +202,6 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     if test_file is not None:
         X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
-    report.status = "completed"
-    report.timings["total_s"] = time.perf_counter() - started
-    report.save(out_dir / REPORT_FILE)
-    return report
 
 
 def _spends(report: RunReport) -> list[PartySpend]:
@@ -192,7 +212,8 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
     """Record the evaluation ε of every party that may have been charged (conservative: all but known refusals)."""
     if cfg.exact_metrics:
         return
-    refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])}
+    refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])
+               if r["reason"] != "invalid_metrics"}
     for p in report.accepted:
         if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
             p.evaluation_epsilon = cfg.evaluation_epsilon
@@ -257,23 +278,18 @@ def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: by
                               epsilon=cfg.evaluation_epsilon, exact=cfg.exact_metrics)
         content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
         messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.EVALUATE))
-    correct = total = 0.0
-    answered, refused = 0, []
+    replies = []
+    answered_nodes = set()
     for reply in grid.send_and_receive(messages, timeout=cfg.round_timeout):
         node = reply.metadata.src_node_id
+        answered_nodes.add(node)
         if reply.has_error():
-            refused.append({"node_id": node, "reason": "client_error"})
+            replies.append((node, None, "client_error"))
             continue
         if METRICS_KEY not in reply.content.metric_records:
             result = dict(reply.content.config_records.get(RESULT_KEY, {}))
-            refused.append({"node_id": node, "reason": str(result.get("reason", "unknown"))})
+            replies.append((node, None, party_reason(result.get("reason"))))
             continue
-        m = reply.content.metric_records[METRICS_KEY]
-        correct += float(m["correct"])
-        total += float(m["total"])
-        answered += 1
-    accuracy = correct / total if total > 0 else float("nan")
-    return {"parties": answered, "refused": refused, "noised": not cfg.exact_metrics,
-            "epsilon_per_party": 0.0 if cfg.exact_metrics else cfg.evaluation_epsilon,
-            "accuracy": min(1.0, max(0.0, accuracy)) if total > 0 else float("nan"),
-            "noisy_correct": correct, "noisy_total": total}
+        replies.append((node, dict(reply.content.metric_records[METRICS_KEY]), ""))
+    no_reply = [node for node in nodes if node not in answered_nodes]
+    return evaluation_summary(replies, no_reply, cfg)

@@ -49,6 +49,7 @@ class RunReport:
     contributions: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
     status: str = "running"
+    failure: str = ""
 
     @property
     def accepted(self) -> list[PartyOutcome]:

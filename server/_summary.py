@@ -10,8 +10,11 @@ __all__ = ["summary_lines"]
 def summary_lines(report: RunReport) -> list[str]:
     """Status, model path, accuracy, every party that was not accepted (with its reason), the guarantee."""
     accepted = report.accepted
-    lines = [f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
-             f"releases accepted, {report.n_trees} trees"]
+    head = (f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
+            f"releases accepted, {report.n_trees} trees")
+    lines = [head]
+    if report.failure:
+        lines.append(report.failure)
     if report.model_path:
         lines.append(f"model: {report.model_path}")
     central = report.central_evaluation.get("accuracy")

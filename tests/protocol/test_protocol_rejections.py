@@ -70,8 +70,21 @@ def test_non_canonical_encoding_is_malformed(wall_release, wall_schema, policy):
 
 
 def test_unknown_version(wall_release, wall_schema, policy):
-    err = refused(tamper(wall_release, lambda r: setattr(r, "format_version", 2)), wall_schema, policy)
-    assert err.reason is Reason.UNKNOWN_VERSION and "expected 1, got 2" in err.message
+    err = refused(tamper(wall_release, lambda r: setattr(r, "format_version", 3)), wall_schema, policy)
+    assert err.reason is Reason.UNKNOWN_VERSION and "expected one of (1, 2), got 3" in err.message
+
+
+def test_a_version_1_release_cannot_carry_ids(wall_release, wall_schema, policy):
+    def downgrade(r):
+        r.format_version, r.run_id = 1, "run-1"
+
+    assert refused(tamper(wall_release, downgrade), wall_schema, policy).reason is Reason.BAD_PARAMETERS
+
+
+def test_ids_are_bounded_and_printable(wall_release, wall_schema, policy):
+    for bad in ("x" * 257, "a\x00b"):
+        err = refused(tamper(wall_release, lambda r, bad=bad: setattr(r, "request_id", bad)), wall_schema, policy)
+        assert err.reason is Reason.BAD_PARAMETERS and "printable" in err.message
 
 
 def test_schema_mismatch(wall_release, wall_schema, embedded, policy):

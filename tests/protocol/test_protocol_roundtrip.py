@@ -95,7 +95,7 @@ def test_multiclass_merge_of_decoded_releases_keeps_every_tree(forests, embedded
 def test_header_is_readable_without_a_schema(signed_wall_release, forests, registry):
     header = read_release_header(signed_wall_release, max_bytes=1 << 22, registry=registry)
     forest = forests["wall_robot_navigation", "binary"]
-    assert header.party_id == "hospital-a" and header.format_version == 1
+    assert header.party_id == "hospital-a" and header.format_version == 2
     assert header.schema_fingerprint == forest.schema.fingerprint
     assert header.parameters == forest.parts[0][1]
     assert (header.n_trees, header.n_nodes) == (forest.n_trees, forest.trees.n_nodes)
@@ -104,12 +104,12 @@ def test_header_is_readable_without_a_schema(signed_wall_release, forests, regis
 
 def test_release_carries_only_the_declared_fields(forests):
     forest = forests["bank_marketing", "binary"]
-    signed = pb.SignedRelease.FromString(encode_release(forest, "hospital-a"))
+    signed = pb.SignedRelease.FromString(encode_release(forest, "hospital-a", run_id="r1", request_id="r1/train"))
     release = pb.Release.FromString(signed.release)
     assert [f.name for f, _ in release.ListFields()] == [
-        "format_version", "schema_fingerprint", "party_id", "parameters", "trees"]
+        "format_version", "schema_fingerprint", "party_id", "parameters", "trees", "run_id", "request_id"]
     assert {f.name for f in pb.Release.DESCRIPTOR.fields} == {
-        "format_version", "schema_fingerprint", "party_id", "parameters", "trees"}
+        "format_version", "schema_fingerprint", "party_id", "parameters", "trees", "run_id", "request_id"}
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__}
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {

@@ -1,0 +1,45 @@
+"""Is a release the answer to the request the coordinator sent?  (Checked after the decoder's own checks.)
+
+A party that returns a valid, signed release on another grid, with other
+parameters, or made for another run or request, must not reach the merge: it
+would either fail the whole run there (mixed grids) or claim a guarantee the
+request did not ask for.  Each mismatch is a rejection with a stable reason;
+the run goes on with the others.
+"""
+
+from __future__ import annotations
+
+from protocol import VerifiedRelease
+from protocol._task import TrainRequest
+
+from ._config import CoordinatorConfig
+
+__all__ = ["request_mismatch"]
+
+
+def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: CoordinatorConfig) -> tuple[str, str] | None:
+    """``(reason, message)`` when ``release`` does not answer ``request``; None when it does.
+
+    Reasons: ``replayed_release`` (an older format, or another run or request),
+    ``request_mismatch`` (parameters other than requested), ``seeded_release``
+    (a fixed seed the request did not ask for), ``sampler_not_exact`` (the run
+    requires the exact sampler).
+    """
+    if release.format_version < 2:
+        return "replayed_release", "a version 1 release is bound to no run or request"
+    if release.request_id != request.request_id:
+        return "replayed_release", "the release answers another request"
+    if not cfg.request_tag and release.run_id != request.run_id:
+        return "replayed_release", "the release was made for another run"
+    p = release.params
+    expected = {"epsilon": request.epsilon, "max_depth": request.max_depth, "n_trees": request.n_trees,
+                "split_mode": request.split_mode, "n_bins": request.n_bins, "schedule": request.schedule,
+                "relation": request.relation, "composition": "parallel", "variant": "pf"}
+    wrong = [name for name, value in expected.items() if getattr(p, name) != value]
+    if wrong:
+        return "request_mismatch", f"parameters other than requested: {', '.join(wrong)}"
+    if p.seeded and request.seed < 0:
+        return "seeded_release", "the release used a fixed seed; the request asked for cryptographic randomness"
+    if cfg.require_exact_sampling and p.sampler != "exact":
+        return "sampler_not_exact", f"the release was drawn by the {p.sampler} sampler; this run requires exact"
+    return None

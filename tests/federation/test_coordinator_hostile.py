@@ -1,0 +1,114 @@
+"""The coordinator against hostile parties: conformance to the request, bounded text and metrics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from edprf_core import EDPRFClassifier, load_embedded
+from protocol import INSPECTION_POLICY, decode_release, encode_release
+from protocol._task import TrainRequest
+from server import CoordinatorConfig
+from server._conformance import request_mismatch
+from server._evaluation import evaluation_summary, noise_variance
+from server._party_text import MAX_PARTY_TEXT, party_reason, party_text
+
+
+@pytest.fixture(scope="module")
+def wall():
+    X, y, schema = load_embedded("wall_robot_navigation")
+    return X[:400], y[:400], schema
+
+
+def _request(schema, **kw):
+    args = dict(request_id="run-7/train", run_id="run-7", schema_fingerprint=schema.fingerprint, epsilon=1.0,
+                max_depth=3, n_trees=1, split_mode="binary", n_bins=20, schedule="harmonic", relation="add-remove",
+                seed=-1)
+    args.update(kw)
+    return TrainRequest(**args)
+
+
+def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
+    X, y, schema = wall
+    params = dict(epsilon=1.0, max_depth=3, n_estimators=1, n_bins=20)
+    params.update(fit)
+    forest = EDPRFClassifier(schema, **params).fit(X, y).forest_
+    return decode_release(encode_release(forest, "hospital-a", run_id=run_id, request_id=request_id), schema,
+                          INSPECTION_POLICY)
+
+
+CFG = CoordinatorConfig(schema_path="s.toml")
+
+
+def test_a_conforming_release_is_accepted(wall):
+    assert request_mismatch(_release(wall), _request(wall[2]), CFG) is None
+
+
+@pytest.mark.parametrize(("fit", "reason"), [
+    ({"n_bins": 21}, "request_mismatch"), ({"split_mode": "multiway", "n_bins": 20}, "request_mismatch"),
+    ({"schedule": "uniform"}, "request_mismatch"), ({"max_depth": 2}, "request_mismatch"),
+    ({"epsilon": 0.5}, "request_mismatch"), ({"random_state": 3}, "seeded_release"),
+])
+def test_a_release_on_other_parameters_is_rejected_with_a_reason(wall, fit, reason):
+    got = request_mismatch(_release(wall, **fit), _request(wall[2]), CFG)
+    assert got is not None and got[0] == reason
+
+
+def test_a_replayed_release_from_another_run_or_request_is_rejected(wall):
+    old = _release(wall, run_id="run-6", request_id="run-6/train")
+    assert request_mismatch(old, _request(wall[2]), CFG)[0] == "replayed_release"
+    other_run = _release(wall, run_id="run-6")
+    assert request_mismatch(other_run, _request(wall[2]), CFG)[0] == "replayed_release"
+    # resuming under a request tag: the stored release of the same request is accepted
+    assert request_mismatch(other_run, _request(wall[2]), replace(CFG, request_tag="run-7")) is None
+
+
+def test_exact_sampling_can_be_required(wall):
+    seeded = _release(wall, random_state=1)
+    got = request_mismatch(seeded, _request(wall[2], seed=1), replace(CFG, require_exact_sampling=True))
+    assert got[0] == "sampler_not_exact"
+
+
+def test_party_text_is_bounded_and_printable():
+    text = party_text("\0" * (8 << 20))
+    assert len(text) <= MAX_PARTY_TEXT + 40 and text.isprintable()
+    assert party_reason("policy_epsilon") == "policy_epsilon" and party_reason("x" * 100) == "unrecognised"
+    assert party_reason(12) == "unrecognised" and party_text(b"bytes") == ""
+
+
+def test_forged_metrics_move_the_estimate_by_a_bounded_amount():
+    cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=0.1, max_party_rows=1000)
+    honest = [(i, {"correct": 400, "total": 500, "epsilon": 0.1, "exact": 0}, "") for i in range(9)]
+    forged = (99, {"correct": 10**12, "total": 10**12, "epsilon": 0.1, "exact": 0}, "")
+    missing = (98, {"total": 10}, "")
+    refused = (97, None, "policy_evaluation_epsilon")
+    out = evaluation_summary([*honest, forged, missing, refused], [96], cfg)
+    assert out["parties"] == 9 and out["no_reply"] == [96]
+    assert {r["reason"] for r in out["refused"]} == {"invalid_metrics", "policy_evaluation_epsilon"}
+    assert out["accuracy"] == pytest.approx(0.8)
+    lying = (99, {"correct": 1000, "total": 1000, "epsilon": 0.1, "exact": 0}, "")  # within the bound: clipped
+    bounded = evaluation_summary([*honest, lying], [], cfg)
+    assert bounded["accuracy"] == pytest.approx((9 * 400 + 1000) / (9 * 500 + 1000))
+    lo, hi = out["ci95"]
+    assert lo < 0.8 < hi
+
+
+def test_the_interval_covers_the_truth_at_its_level():
+    """Coverage of the consortium interval under the real noise (fixed seed, 400 repetitions)."""
+    from edprf_core import discrete_laplace_counts
+
+    cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=0.1)
+    rng = np.random.default_rng(0)
+    truth_c, truth_t = np.array([80, 150, 30, 60, 200]), np.array([100, 200, 50, 90, 250])
+    covered = 0
+    for _ in range(400):
+        noisy = [discrete_laplace_counts([c, t], 0.1, 2, rng) for c, t in zip(truth_c, truth_t)]
+        out = evaluation_summary([(i, {"correct": int(n[0]), "total": int(n[1])}, "") for i, n in enumerate(noisy)],
+                                 [], cfg)
+        lo, hi = out["ci95"]
+        covered += lo <= truth_c.sum() / truth_t.sum() <= hi
+    assert covered / 400 >= 0.9  # nominal 0.95; clipping at 0 and 1 only widens it
+    assert math.isclose(noise_variance(0.1), 2 * math.exp(-0.05) / (1 - math.exp(-0.05)) ** 2)
