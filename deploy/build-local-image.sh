@@ -10,7 +10,7 @@
 # defaults to python:3.11-slim from Docker Hub). Containers of the private engine have no bridge:
 # run them with `--network host` and bind every service to 127.0.0.1.
 # Verified in the H5 sandbox (2026-11-23): `engine` starts (dockerd 20.10.24, vfs) and an imported
-# image runs with --network host; `base` and `image` were written but not run to completion there.
+# image runs with --network host; `base` takes ~2 min; `image` fails at pip (TLS proxy CA; see deploy/README.md).
 set -eu
 
 STATE=${EDPRF_DOCKER_STATE:-/tmp/edprf-docker}
