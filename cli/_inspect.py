@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +25,7 @@ from edprf_core import FEDERATION_NOTE, Schema, TrainingParameters, available_sc
 if TYPE_CHECKING:
     from protocol import GlobalModelView, PartyKeyRegistry, ReleaseHeader
 
-__all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_SIGNATURE", "register", "run_inspect"]
+__all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_SIGNATURE", "read_bounded_regular_file", "register", "run_inspect"]
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -55,24 +57,95 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    """Handler of ``edprf inspect``; returns the exit status."""
+    """Handler of ``edprf inspect``; returns the exit status.
+
+    Read-only and total: the file is opened read-only, must be a regular file
+    (FIFOs, devices, directories are refused before any read), and at most
+    ``max_bytes + 1`` bytes are read.  Any input ends in output lines and an
+    exit status, or one line ``FILE: not a valid release or global model: ...``
+    and :data:`EXIT_INVALID`; never a traceback.
+    """
     import protocol  # imported here: `edprf --help` stays fast
 
-    registry = protocol.PartyKeyRegistry.from_directory(args.keys) if args.keys else None
     path: Path = args.file
     try:
-        size = path.stat().st_size
-        if size > protocol.INSPECTION_POLICY.max_bytes:
-            raise protocol.InvalidRelease(protocol.Reason.TOO_LARGE, f"expected at most "
-                                          f"{protocol.INSPECTION_POLICY.max_bytes} bytes, got {size}")
-        data = path.read_bytes()
+        registry = protocol.PartyKeyRegistry.from_directory(args.keys) if args.keys else None
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        print(f"{args.keys}: cannot load party keys: {_one_line(exc)}")
+        return EXIT_INVALID
+    try:
+        data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
         lines, statuses = _describe(data, registry, args.schema)
     except protocol.InvalidRelease as exc:
-        print(f"{path}: not a valid release or global model: {exc}")
+        print(f"{path}: not a valid release or global model: {_one_line(exc)}")
+        return EXIT_INVALID
+    except Exception as exc:  # noqa: BLE001 - malformed content of any kind: one line, never a traceback
+        print(f"{path}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
         return EXIT_INVALID
     print(f"file: {path}")
     print("\n".join(lines))
     return _exit_status(statuses, registry is not None)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:500] + ("..." if len(text) > 500 else "")
+
+
+def read_bounded_regular_file(path: Path, max_bytes: int) -> bytes:
+    """Read a regular file of at most ``max_bytes`` bytes, read-only.
+
+    Opened with ``O_RDONLY | O_NONBLOCK`` (a FIFO never blocks the open), checked
+    with ``fstat`` on the open descriptor (no race with a rename), then read with
+    at most ``max_bytes + 1`` bytes so a file that grows after the check is still
+    refused.  No cost in ε: it reads a file.
+
+    Raises
+    ------
+    protocol.InvalidRelease
+        Not a regular file, or larger than ``max_bytes``; ``OSError`` text for
+        a file that cannot be opened.
+    """
+    import protocol
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise protocol.InvalidRelease(protocol.Reason.MALFORMED, f"cannot open: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise protocol.InvalidRelease(protocol.Reason.MALFORMED,
+                                          f"expected a regular file, got {_file_kind(info.st_mode)}")
+        if info.st_size > max_bytes:
+            raise protocol.InvalidRelease(protocol.Reason.TOO_LARGE,
+                                          f"expected at most {max_bytes} bytes, got {info.st_size}")
+        chunks: list[bytes] = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise protocol.InvalidRelease(protocol.Reason.MALFORMED, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise protocol.InvalidRelease(protocol.Reason.TOO_LARGE,
+                                      f"expected at most {max_bytes} bytes, got more (file grew while read)")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def _exit_status(statuses: Sequence[str], with_keys: bool) -> int:

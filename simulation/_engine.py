@@ -14,7 +14,15 @@ from flwr.serverapp import Grid, ServerApp
 from client._flower_handlers import handle_evaluate, handle_train
 from server import CoordinatorConfig, run_federation
 
-__all__ = ["simulate_federation"]
+__all__ = ["RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
+
+#: ``ray.init`` arguments of every simulation: Ray's node (GCS, raylet, object manager, workers) on
+#: 127.0.0.1 and no dashboard.  ``flwr run`` simulations get the same through
+#: ``[tool.flwr.federations.*.options.backend.init-args]`` in pyproject.toml.
+RAY_LOOPBACK_INIT_ARGS: dict[str, Any] = {"_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                                          "dashboard_host": "127.0.0.1"}
+#: Environment of every simulation: Ray's node address for the processes Ray starts itself.
+RAY_LOOPBACK_ENV: dict[str, str] = {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}
 
 
 class _DropRunSimulationDeprecation(logging.Filter):
@@ -66,8 +74,10 @@ def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = 
         flwr_log.addFilter(_DropRunSimulationDeprecation())
     if not verbose:
         flwr_log.setLevel(logging.WARNING)
+    for name, value in RAY_LOOPBACK_ENV.items():
+        os.environ.setdefault(name, value)
     backend = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-               "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "include_dashboard": False,
-                             "logging_level": "error", "log_to_driver": verbose}}
+               "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "logging_level": "error",
+                             "log_to_driver": verbose, **RAY_LOOPBACK_INIT_ARGS}}
     run_simulation(server_app=_server_app(cfg), client_app=_client_app({"sim-dir": cfg.sim_dir}),
                    num_supernodes=n_parties, backend_name="ray", backend_config=backend, verbose_logging=verbose)

@@ -45,21 +45,98 @@ def trusted_hashes(path: str | Path) -> frozenset[str]:
     return frozenset(found)
 
 
+def tree_digest(directory: str | Path) -> str:
+    """SHA-256 over the sorted (relative path, SHA-256 of content) of every entry under ``directory``.
+
+    Symlinks and special files are part of the digest as such (never followed), so a
+    directory holding them does not match a bundle (a FAB holds regular files only).
+    """
+    root = Path(directory)
+    entries = []
+    for entry in sorted(root.rglob("*")):
+        rel = entry.relative_to(root).as_posix()
+        if entry.is_symlink():
+            entries.append(f"{rel}\0symlink\0{os.readlink(entry)}")
+        elif entry.is_file():
+            entries.append(f"{rel}\0file\0{hashlib.sha256(entry.read_bytes()).hexdigest()}")
+        elif not entry.is_dir():
+            entries.append(f"{rel}\0special")
+    return hashlib.sha256("\n".join(entries).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def bundle_tree_digest(fab: bytes) -> str:
+    """The :func:`tree_digest` a correct installation of the bundle ``fab`` has (``.info/`` excluded)."""
+    import io
+    import zipfile
+
+    entries = []
+    with zipfile.ZipFile(io.BytesIO(fab)) as archive:
+        for info in archive.infolist():
+            name = info.filename.rstrip("/")
+            if info.is_dir() or name == ".info" or name.startswith(".info/"):
+                continue
+            entries.append((name, hashlib.sha256(archive.read(info)).hexdigest()))
+    # parent directories appear in a directory walk but carry no entry; files are sorted by path as in rglob
+    return hashlib.sha256("\n".join(f"{n}\0file\0{h}" for n, h in sorted(entries, key=lambda e: Path(e[0])))
+                          .encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def install(path: str | Path) -> None:
-    """Refuse, in this process, to install any app bundle whose hash is not in ``path``."""
+    """In this process, run only app bundles whose content hash is in ``path``; never trust names.
+
+    Flower 1.41's ``run_clientapp`` installs the bundle's bytes but then runs the directory named by
+    the SuperLink-supplied ``fab_id``, ``fab_version`` and ``hash_str`` (``get_project_dir``), and
+    ``install_from_fab`` skips installation when a directory of that name already exists.  So this
+    launcher (1) hashes the bundle bytes and refuses any hash not on the party's list, (2) installs
+    them into a fresh private directory (an existing directory is never reused, whatever its name),
+    (3) checks the installed files against the bundle's files, and (4) answers every
+    ``get_project_dir`` of the ClientApp process with that directory only, after checking that the
+    requested hash is the verified one and recomputing the directory's content digest.
+    """
+    import atexit
+    import shutil
+    import tempfile
+
+    from flwr.clientapp import utils as clientapp_utils
+    from flwr.common import config as flwr_config
     from flwr.supernode.runtime import run_clientapp
 
     allowed = trusted_hashes(path)
-    original = run_clientapp.install_from_fab
+    original_install = run_clientapp.install_from_fab
+    original_project_dir = flwr_config.get_project_dir
+    verified: dict[str, tuple[Path, str]] = {}  # bundle sha256 -> (installed directory, its content digest)
 
-    def install_trusted_only(fab_file, *args, **kwargs):
-        content = fab_file if isinstance(fab_file, (bytes, bytearray)) else Path(fab_file).read_bytes()
+    def install_trusted_only(fab_file, install_dir=None, skip_prompt=False):  # install_dir, skip_prompt: replaced
+        content = bytes(fab_file) if isinstance(fab_file, (bytes, bytearray)) else Path(fab_file).read_bytes()
         digest = hashlib.sha256(content).hexdigest()
         if digest not in allowed:
             raise PermissionError(f"app bundle sha256:{digest} is not in the party's trusted list {path}")
-        return original(fab_file, *args, **kwargs)
+        fresh = Path(tempfile.mkdtemp(prefix="edprf-pinned-app-"))
+        atexit.register(shutil.rmtree, fresh, True)  # one ClientApp process per message: no growth
+        installed = Path(original_install(content, fresh, skip_prompt=True))
+        expected = bundle_tree_digest(content)
+        if tree_digest(installed) != expected:
+            raise PermissionError(f"installed files of app bundle sha256:{digest} differ from the bundle's files")
+        verified[digest] = (installed, expected)
+        return installed
+
+    def verified_project_dir(fab_id: str, fab_version: str, fab_hash: str) -> Path:
+        entry = verified.get(str(fab_hash).lower())
+        if entry is None:
+            raise PermissionError(f"app bundle hash {fab_hash!r} named by the SuperLink was not installed from "
+                                  f"verified content in this process; trusted hashes are in {path}")
+        installed, expected = entry
+        if original_project_dir(fab_id, fab_version, fab_hash).name != installed.name:
+            raise PermissionError(f"app {fab_id!r} version {fab_version!r} named by the SuperLink is not the "
+                                  f"verified bundle sha256:{fab_hash}")
+        if tree_digest(installed) != expected:
+            raise PermissionError(f"files of the verified app bundle sha256:{fab_hash} changed after installation")
+        return installed
 
     run_clientapp.install_from_fab = install_trusted_only
+    run_clientapp.get_project_dir = verified_project_dir
+    clientapp_utils.get_project_dir = verified_project_dir
+    flwr_config.get_project_dir = verified_project_dir
 
 
 def main() -> int:

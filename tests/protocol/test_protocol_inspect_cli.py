@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import random
+import stat
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli._main import main
 from edprf_core import FEDERATION_NOTE
@@ -16,6 +22,7 @@ from protocol import (
 )
 from protocol import release_pb2 as pb
 
+from .fuzz_settings import bounded
 from .tampering import tamper, tamper_envelope
 
 WALL = "wall_robot_navigation"
@@ -119,3 +126,153 @@ def test_help_lists_inspect(capsys):
         main(["inspect", "--help"])
     assert "--keys" in capsys.readouterr().out
     assert pb.GlobalModel  # the generated module imports
+
+
+# --- read-only and robust on any input -------------------------------------------------------------------------------
+
+def _assert_one_clear_line(code: int, out: str) -> None:
+    assert code != 0
+    assert "Traceback" not in out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and "not a valid release or global model" in lines[0]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "dev_zero", "dev_null"])
+def test_non_regular_files_are_refused_without_reading(capsys, tmp_path, kind):
+    if kind == "directory":
+        path, expected = tmp_path, "a directory"
+    elif kind == "fifo":
+        path, expected = tmp_path / "pipe", "a FIFO"
+        os.mkfifo(path)  # no writer: a blocking open or read would hang the test
+    elif kind == "dev_zero":
+        path, expected = "/dev/zero", "a character device"
+    else:
+        path, expected = "/dev/null", "a character device"
+    code, out = inspect(capsys, path)
+    _assert_one_clear_line(code, out)
+    assert f"expected a regular file, got {expected}" in out
+
+
+def test_oversized_file_refused_from_fstat(capsys, tmp_path, monkeypatch):
+    import protocol
+
+    path = tmp_path / "big.bin"
+    with path.open("wb") as f:
+        f.truncate(protocol.INSPECTION_POLICY.max_bytes + 1)  # sparse: the size is checked before any read
+    code, out = inspect(capsys, path)
+    _assert_one_clear_line(code, out)
+    assert "too_large" in out or "expected at most" in out
+
+
+def test_read_is_bounded_to_cap_plus_one(tmp_path):
+    import protocol
+    from cli._inspect import read_bounded_regular_file
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 10)
+    assert read_bounded_regular_file(path, 10) == b"x" * 10
+    with pytest.raises(protocol.InvalidRelease, match="expected at most 9 bytes"):
+        read_bounded_regular_file(path, 9)
+
+
+def test_inspect_does_not_write_the_file(capsys, tmp_path, signed_wall_release):
+    path = save_atomic(tmp_path / "a.release", signed_wall_release)
+    os.chmod(path, stat.S_IRUSR)  # read-only: any write attempt would fail
+    before = (path.read_bytes(), os.stat(path).st_mtime_ns, os.stat(path).st_ino)
+    code, _ = inspect(capsys, path)
+    assert code == 0
+    assert (path.read_bytes(), os.stat(path).st_mtime_ns, os.stat(path).st_ino) == before
+
+
+def test_unreadable_keys_directory_is_one_line(capsys, tmp_path, signed_wall_release):
+    path = save_atomic(tmp_path / "a.release", signed_wall_release)
+    bad_keys = tmp_path / "keys"
+    bad_keys.mkdir()
+    (bad_keys / "hospital-a.pub.pem").write_bytes(b"\xff\xfenot a key")
+    code, out = inspect(capsys, path, "--keys", bad_keys)
+    assert code != 0 and "Traceback" not in out and len(out.strip().splitlines()) == 1
+
+
+def test_bad_utf8_schema_file_is_one_line(capsys, tmp_path, signed_wall_release):
+    data = tamper(signed_wall_release, lambda r: setattr(r, "schema_fingerprint", "sha256:" + "ab" * 32))
+    path = save_atomic(tmp_path / "x.release", data)
+    schema = tmp_path / "bad.toml"
+    schema.write_bytes(b"\xff\xfe\x00 = [")
+    code, out = inspect(capsys, path, "--schema", schema)
+    _assert_one_clear_line(code, out)
+
+
+def _inspect_bytes(capsys, tmp_path, data: bytes) -> tuple[int, str]:
+    path = tmp_path / "fuzz.bin"
+    path.write_bytes(data)
+    return inspect(capsys, path)
+
+
+def _mutate(data: bytes, rnd: random.Random) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rnd.randint(1, 8)):
+        op = rnd.randrange(4)
+        if op == 0 and buf:
+            buf[rnd.randrange(len(buf))] = rnd.randrange(256)
+        elif op == 1 and buf:
+            del buf[rnd.randrange(len(buf)):]  # truncation
+        elif op == 2:
+            at = rnd.randrange(len(buf) + 1)
+            buf[at:at] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 16)))
+        elif buf:
+            at = rnd.randrange(len(buf))
+            buf[at:at + 1] = b"\xff" * rnd.randint(1, 10)  # huge varints
+    return bytes(buf)
+
+
+def _global_model(forests, party_keys, registry, policy, wall_schema, manifest) -> bytes:
+    accepted = [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy,
+                               registry) for p in ("hospital-a", "hospital-b")]
+    return build_global_model(wall_schema, accepted, manifest)
+
+
+def _assert_never_a_traceback(code: int, out: str) -> None:
+    assert "Traceback" not in out
+    if code == EXIT_INVALID_CODE:
+        assert len(out.strip().splitlines()) == 1 and "not a valid release or global model" in out
+    else:
+        assert code in (0, 3) and out.startswith("file: ")
+
+
+EXIT_INVALID_CODE = 1
+
+
+@bounded(60)
+@given(data=st.binary(max_size=512))
+def test_fuzz_random_bytes(capsys, tmp_path, data):
+    code, out = _inspect_bytes(capsys, tmp_path, data)
+    _assert_never_a_traceback(code, out)
+
+
+@bounded(80, deadline_ms=5000)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_mutated_release_and_model(capsys, tmp_path, signed_wall_release, forests, party_keys, registry,
+                                        policy, wall_schema, seed):
+    rnd = random.Random(seed)
+    model = _global_model(forests, party_keys, registry, policy, wall_schema, {"run_id": "r-1"})
+    code, out = _inspect_bytes(capsys, tmp_path, _mutate(rnd.choice([signed_wall_release, model]), rnd))
+    _assert_never_a_traceback(code, out)
+
+
+@pytest.mark.parametrize("manifest", [
+    {"contributions": [{"party": "hospital-a"}]},  # missing keys
+    {"contributions": [{"party": "x", "p_value": "high", "flagged": True, "information_bits": None,
+                        "accuracy": [], "agreement_with_global": {}}]},  # wrong types
+    {"contributions": "not a list"},
+    {"selection": {"kept": 7}},
+    {"selection": "no"},
+    {"huge": 10 ** 300, "text": "\udcff" if False else "\u00ff" * 1000},
+])
+def test_malformed_manifest_never_a_traceback(capsys, tmp_path, forests, party_keys, registry, policy, wall_schema,
+                                              manifest):
+    try:
+        model = _global_model(forests, party_keys, registry, policy, wall_schema, manifest)
+    except Exception:  # noqa: BLE001 - the builder refused this manifest: nothing to inspect
+        pytest.skip("build_global_model refuses this manifest")
+    code, out = _inspect_bytes(capsys, tmp_path, model)
+    _assert_never_a_traceback(code, out)

@@ -1,0 +1,87 @@
+"""Listening TCP sockets of a process tree, read from /proc (no psutil): for the loopback-only tests."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import struct
+from pathlib import Path
+
+__all__ = ["descendants", "listening_addresses", "non_loopback"]
+
+_LISTEN = "0A"
+
+
+def descendants(root: int) -> set[int]:
+    """``root`` and every live process below it (parent links from /proc/<pid>/stat)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = set(), [root]
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found.add(pid)
+            stack.extend(children.get(pid, []))
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def _address(hex_address: str, v6: bool) -> str:
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    if v6:  # four 32-bit words, each in host byte order
+        raw = b"".join(struct.pack("=I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, 16, 4))
+        return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(port, 16)}"
+    return f"{socket.inet_ntop(socket.AF_INET, struct.pack('=I', struct.unpack('>I', raw)[0]))}:{int(port, 16)}"
+
+
+def listening_addresses(pids: set[int]) -> set[str]:
+    """``host:port`` of every TCP socket in LISTEN state owned by one of ``pids``."""
+    inodes = set().union(*(_socket_inodes(pid) for pid in pids)) if pids else set()
+    found = set()
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == _LISTEN and fields[9] in inodes:
+                found.add(_address(fields[1], v6))
+    return found
+
+
+def non_loopback(addresses: set[str]) -> set[str]:
+    """The addresses not in 127.0.0.0/8 or ::1 (0.0.0.0 and :: count as non-loopback)."""
+    bad = set()
+    for address in addresses:
+        host = address.rsplit(":", 1)[0].strip("[]")
+        ip = ipaddress.ip_address(host)
+        if getattr(ip, "ipv4_mapped", None):
+            ip = ip.ipv4_mapped
+        if not ip.is_loopback:
+            bad.add(address)
+    return bad
