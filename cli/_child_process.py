@@ -8,6 +8,14 @@ session, so the terminal's Ctrl-C reaches only this process; on
 ``KeyboardInterrupt`` every descendant of the child (Ray's processes included,
 found through ``/proc``) is sent SIGTERM, then SIGKILL after a grace period,
 and the interrupt is re-raised for the command to exit with 130.
+
+The child also gets a network namespace of its own, holding only a loopback
+interface (Linux; unprivileged users through a user namespace).  Ray 2.55's
+gRPC servers listen on every interface whatever node address they are given;
+inside that namespace "every interface" is loopback, so nothing the
+simulation opens (while every simulated party's data is loaded) can be reached
+from the network.  Where the kernel refuses namespaces, the child runs as
+before and says so in the log.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["descendants", "run_in_child"]
+__all__ = ["descendants", "isolate_network", "run_in_child"]
 
 GRACE_SECONDS = 2.0
 
@@ -45,9 +53,44 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def _leader(target: Callable[..., Any], args: tuple) -> None:
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def isolate_network() -> bool:
+    """Move this (single-threaded) process into a new network namespace with only ``lo``, up."""
+    import ctypes
+    import fcntl
+    import socket
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+            return False
+        try:  # map ourselves, so that files we write keep our ids
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        except OSError:
+            return False
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+    return True
+
+
+def _leader(target: Callable[..., Any], args: tuple, isolate: bool) -> None:
     os.setsid()  # its own session: the terminal's Ctrl-C goes to the parent only
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if isolate and not isolate_network():
+        import logging
+
+        logging.getLogger("edprf").warning("could not give the simulation a loopback-only network namespace; "
+                                           "Ray may listen on every interface")
     target(*args)
 
 
@@ -71,14 +114,18 @@ def _stop(pid: int) -> None:
             return
 
 
-def run_in_child(target: Callable[..., Any], *args: Any) -> int:
+def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool = True) -> int:
     """Run ``target(*args)`` in a spawned child; returns its exit code.
+
+    With ``isolate_network`` the child first moves into a network namespace
+    that has only a loopback interface (see the module docstring).
 
     On Ctrl-C (``KeyboardInterrupt`` here) the child and all its descendants
     are stopped within about ``GRACE_SECONDS + 1`` seconds, then the interrupt
     is re-raised.
     """
-    process = multiprocessing.get_context("spawn").Process(target=_leader, args=(target, args), daemon=False)
+    process = multiprocessing.get_context("spawn").Process(target=_leader, args=(target, args, isolate_network),
+                                                           daemon=False)
     process.start()
     try:
         process.join()

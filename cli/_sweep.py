@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             run_args.seeded_noise = True  # a sweep is research: reproducible noise, numpy backend
             run_args.evaluation_epsilon = 0.0
             run_args.party_holdout = 0.0
-            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None)
+            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None,
+                                           isolated=True)
             fed = result["federated"]
             base = result.get("baselines", {})
             rows.append({**config, "seed": seed,

@@ -58,19 +58,36 @@ def _address(hex_address: str, v6: bool) -> str:
     return f"{socket.inet_ntop(socket.AF_INET, struct.pack('=I', struct.unpack('>I', raw)[0]))}:{int(port, 16)}"
 
 
-def listening_addresses(pids: set[int]) -> set[str]:
-    """``host:port`` of every TCP socket in LISTEN state owned by one of ``pids``."""
-    inodes = set().union(*(_socket_inodes(pid) for pid in pids)) if pids else set()
+def _interfaces(pid: int) -> set[str]:
+    """Network interfaces of ``pid``'s network namespace."""
+    try:
+        rows = Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return set()
+    return {row.split(":", 1)[0].strip() for row in rows if ":" in row}
+
+
+def listening_addresses(pids: set[int], exposed_only: bool = False) -> set[str]:
+    """``host:port`` of every TCP socket in LISTEN state owned by one of ``pids``.
+
+    Each process's sockets are looked up in its own network namespace
+    (``/proc/<pid>/net/tcp``).  With ``exposed_only``, listeners in a namespace
+    whose only interface is ``lo`` are left out: nothing outside can reach them.
+    """
     found = set()
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
+    for pid in pids:
+        inodes = _socket_inodes(pid)
+        if not inodes or (exposed_only and _interfaces(pid) <= {"lo"}):
             continue
-        for row in rows:
-            fields = row.split()
-            if fields[3] == _LISTEN and fields[9] in inodes:
-                found.add(_address(fields[1], v6))
+        for table, v6 in ((f"/proc/{pid}/net/tcp", False), (f"/proc/{pid}/net/tcp6", True)):
+            try:
+                rows = Path(table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                fields = row.split()
+                if fields[3] == _LISTEN and fields[9] in inodes:
+                    found.add(_address(fields[1], v6))
     return found
 
 
