@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edprf_core import FEDERATION_NOTE, Schema, TrainingParameters, available_schemas, example_schema
-
 if TYPE_CHECKING:
+    from edprf_core import Schema, TrainingParameters
     from protocol import GlobalModelView, PartyKeyRegistry, ReleaseHeader
 
 __all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_SIGNATURE", "read_bounded_regular_file", "register", "run_inspect"]
@@ -187,6 +186,8 @@ def _signature_line(status: str, detail: str) -> str:
 
 
 def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
+    from edprf_core import Schema, available_schemas, example_schema  # the core is heavy: loaded when needed
+
     if schema_path is not None:
         return Schema.from_toml(schema_path.read_text(encoding="utf-8"))
     for name in available_schemas():
@@ -197,6 +198,8 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 
 def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | None) -> list[str]:
+    from edprf_core import FEDERATION_NOTE
+
     import protocol
 
     p = header.parameters

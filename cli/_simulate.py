@@ -13,6 +13,9 @@ from pathlib import Path
 
 __all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
+MAX_DEPTH_LIMIT = 30
+"""edprf_core.MAX_DEPTH_LIMIT, repeated so that checking flags needs no heavy import (a test compares them)."""
+
 
 def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None,
@@ -106,13 +109,14 @@ def _load(args: argparse.Namespace):
 
 def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     """Split the data, write the parties' directories; returns what the run needs."""
+    X, y, schema, name = _load(args)  # first: a wrong file fails before the heavy imports below
+
     import numpy as np
     from sklearn.model_selection import train_test_split
 
     from server import CoordinatorConfig
     from simulation import Partitioning, partition_rows, write_workspace
 
-    X, y, schema, name = _load(args)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=args.test_size, random_state=args.seed,
                                                         stratify=y)
     validation_size = getattr(args, "validation_size", 0.0)
@@ -174,11 +178,11 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
     ``isolated`` runs the Flower engine in a child process that Ctrl-C stops
     with everything it started (what the command does; tests run in-process).
     """
+    started = time.perf_counter()
+    cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
     from server import REPORT_FILE
     from simulation import simulate_federation
 
-    started = time.perf_counter()
-    cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
     progress(f"[2/4] running the federation on Flower's simulation engine ({args.parties} SuperNodes) ...")
     t0 = time.perf_counter()
     verbose = getattr(args, "flower_logs", False)
@@ -291,8 +295,10 @@ def _plot(result: dict, path: Path) -> Path | None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Refuse impossible parameters before any data is read or Flower starts (errors name the flag)."""
-    from edprf_core import MAX_DEPTH_LIMIT
+    """Refuse impossible parameters before any data is read or Flower starts (errors name the flag).
+
+    Uses no heavy import (the core pulls in pandas and scikit-learn), so a wrong flag fails at once.
+    """
 
     def fail(flag: str, expected: str) -> None:
         raise ValueError(f"{flag}: expected {expected}, got {getattr(args, flag[2:].replace('-', '_'))!r}")

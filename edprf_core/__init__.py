@@ -14,7 +14,6 @@ from ._budget import (
     SequentialComposition,
     UniformSchedule,
 )
-from ._classifier import EDPRFClassifier
 from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
@@ -103,3 +102,13 @@ __all__ = [
     "read_table",
     "spawn_generators",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Load the estimator (and scikit-learn with it) on first use: reading data needs neither."""
+    if name == "EDPRFClassifier":
+        from ._classifier import EDPRFClassifier
+
+        globals()[name] = EDPRFClassifier
+        return EDPRFClassifier
+    raise AttributeError(f"module 'edprf_core' has no attribute {name!r}")

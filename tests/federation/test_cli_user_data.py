@@ -104,3 +104,10 @@ def test_every_option_has_help():
         for action in command._actions:
             if action.option_strings and action.dest not in ("help",):
                 assert action.help, f"edprf {name} {action.option_strings[0]} has no help text"
+
+
+def test_the_flag_check_uses_the_core_depth_limit():
+    import cli._simulate as sim
+    from edprf_core import MAX_DEPTH_LIMIT
+
+    assert sim.MAX_DEPTH_LIMIT == MAX_DEPTH_LIMIT
