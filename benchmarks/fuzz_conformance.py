@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edprf_core import EDPRFClassifier, load_embedded  # noqa: E402
-from protocol import PartyKeyRegistry, generate_signing_key  # noqa: E402
-from protocol._task import TrainRequest  # noqa: E402
-from server import CoordinatorConfig  # noqa: E402
-from tests.federation._conformance_fuzz import fuzz_conformance  # noqa: E402
+from edprf_core import EDPRFClassifier, load_embedded
+from protocol import PartyKeyRegistry, generate_signing_key
+from protocol._task import TrainRequest
+from server import CoordinatorConfig
+from tests.federation._conformance_fuzz import fuzz_conformance
 
 
 def main(argv: list[str] | None = None) -> int:

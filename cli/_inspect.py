@@ -198,9 +198,8 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 
 def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | None) -> list[str]:
-    from edprf_core import FEDERATION_NOTE
-
     import protocol
+    from edprf_core import FEDERATION_NOTE
 
     p = header.parameters
     lines = [

@@ -22,7 +22,6 @@ from protocol import InvalidRelease, PartyKeyRegistry, ReleasePolicy, decode_rel
 from protocol import release_pb2 as pb
 from protocol._signature import sign_release_bytes
 from protocol._task import TrainRequest
-
 from server import CoordinatorConfig
 from server._conformance import request_mismatch
 

@@ -8,6 +8,7 @@ from edprf_core import EDPRFClassifier, load_embedded
 from protocol import PartyKeyRegistry, generate_signing_key
 from protocol._task import TrainRequest
 from server import CoordinatorConfig
+
 from ._conformance_fuzz import fuzz_conformance
 
 
