@@ -91,7 +91,8 @@ def _load(args: argparse.Namespace):
         if not args.schema:
             raise ValueError("--data needs --schema: bounds, categories and classes must be declared, not inferred")
         schema = load_schema(args.schema)
-        X, y = read_csv(args.data, schema, sep=args.sep, header=not getattr(args, "no_header", False))
+        X, y = read_csv(args.data, schema, sep=getattr(args, "sep", ","),
+                        header=not getattr(args, "no_header", False))
         # The simulation holds every party's rows: it applies the parties' per-record filter once,
         # up front (the rows a party would drop), and reads labels as the declared classes.
         keep, problems = conforming_rows(X, y, schema)
