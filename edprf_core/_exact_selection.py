@@ -16,17 +16,20 @@ value of the noise is ever computed or compared.
 Integer utilities.  Class counts are integers already (sensitivity 1,
 monotone).  The split utility ``-sum_v g(v)`` with ``g = N - S/N`` (see
 :mod:`edprf_core._mechanisms`) is a rational; it is mapped to integers per
-child as ``t(v) = floor(K * fl((N^2 - S) / N))`` with ``K = 2**16``:
+child as ``t(v) = floor(K * (N^2 - S) / N)`` with ``K = 2**16``, computed in
+exact integer arithmetic (``N^2 - S = q N + r``, so ``t = K q + floor(K r / N)``;
+every intermediate fits in int64 for nodes of fewer than 3e9 rows, more than
+any table this package can hold):
 
-- ``N^2 - S`` is an exact integer (float64 holds it exactly below 2**53,
-  i.e. for nodes of fewer than ~9.5e7 rows; larger nodes are refused);
-- ``fl`` (a correctly rounded division) and ``floor(K * .)`` (``K`` a power
-  of two) are monotone non-decreasing maps, so ``t`` moves in the same
+- ``floor`` is a monotone non-decreasing map, so ``t`` moves in the same
   direction as ``g``: the utility stays monotone under add/remove;
-- ``g`` moves by less than ``Delta`` (2 under add/remove), so ``fl(g)``
-  moves by less than ``Delta + 2 * ulp(g)`` and ``t`` by at most
-  ``K * Delta + 1`` (an integer strictly below ``K * Delta + 2``; the ulp term
-  is below ``2**-5`` for the node sizes allowed).
+- ``g`` moves by less than ``Delta`` (2 under add/remove), so ``t`` moves by
+  at most ``K * Delta`` (a difference of floors is below the difference of
+  their arguments plus 1, and an integer); ``K * Delta + 1`` is used as the
+  sensitivity, one unit of slack.
+
+No step depends on the data's size: there is no limit a dataset could cross
+and no refusal whose occurrence would itself say something about the data.
 
 Only the child that receives the added record changes, so a candidate's
 integer utility has sensitivity ``Delta_int = K * Delta + 1``.  The extra
@@ -46,16 +49,14 @@ __all__ = ["UTILITY_SCALE", "ExactPermuteAndFlip", "integer_weighted_gini"]
 UTILITY_SCALE = 1 << 16
 """``K``: split utilities are counted in 1/65536ths."""
 
-_MAX_NODE_ROWS = 90_000_000  # N**2 stays below 2**53
-
 
 def integer_weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``floor(K * fl((N^2 - S) / N))`` over the last axis (0 when empty), as exact integers in float64."""
-    n = v.sum(axis=-1)
-    if n.size and float(n.max()) > _MAX_NODE_ROWS:
-        raise ValueError(f"the exact sampler supports nodes of at most {_MAX_NODE_ROWS} rows")
-    sq = np.einsum("...c,...c->...", v, v)
-    return np.floor(UTILITY_SCALE * ((n * n - sq) / np.maximum(n, 1.0)))
+    """``floor(K * (N^2 - S) / N)`` over the last axis (0 when empty), exact, as integers in float64."""
+    counts = v.astype(np.int64)
+    n = counts.sum(axis=-1)
+    sq = np.einsum("...c,...c->...", counts, counts)
+    q, r = np.divmod(n * n - sq, np.maximum(n, 1))
+    return (UTILITY_SCALE * q + (UTILITY_SCALE * r) // np.maximum(n, 1)).astype(np.float64)
 
 
 def _opendp():

@@ -8,30 +8,16 @@ import socket
 import struct
 from pathlib import Path
 
+from cli._child_process import descendants as process_descendants
+
 __all__ = ["descendants", "listening_addresses", "non_loopback"]
 
 _LISTEN = "0A"
 
 
 def descendants(root: int) -> set[int]:
-    """``root`` and every live process below it (parent links from /proc/<pid>/stat)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = set(), [root]
-    while stack:
-        pid = stack.pop()
-        if pid not in found:
-            found.add(pid)
-            stack.extend(children.get(pid, []))
-    return found
+    """``root`` and every live process below it."""
+    return process_descendants(root) | {root}
 
 
 def _socket_inodes(pid: int) -> set[str]:
