@@ -15,6 +15,8 @@ __all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
 MAX_DEPTH_LIMIT = 30
 """edprf_core.MAX_DEPTH_LIMIT, repeated so that checking flags needs no heavy import (a test compares them)."""
+AUTO_DEPTH_CAP = 12
+"""edprf_core.AUTO_DEPTH_CAP, repeated for the same reason (the same test compares them)."""
 
 
 def add_federation_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,8 +36,11 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--column", default="", help="column that assigns rows to parties (--partition column)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default: %(default)s)")
     p.add_argument("--depth", default="auto",
-                   help="split levels per tree, or 'auto': the public-depth rule on the median party size, which "
-                        "a simulation treats as public (default: %(default)s)")
+                   help="split levels per tree, or 'auto': each party chooses its depth (at most 12) from a DP "
+                        "count of its rows, charged within its epsilon (default: %(default)s)")
+    p.add_argument("--leaf", choices=("counts", "label"), default="counts",
+                   help="what leaves release: noisy class counts (probabilities) or the paper's label (votes) "
+                        "(default: %(default)s)")
     p.add_argument("--trees-per-party", type=int, default=1, help="trees each party releases (default: %(default)s)")
     p.add_argument("--bins", type=int, default=20, help="bins of continuous features (default: %(default)s)")
     p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary",
@@ -134,16 +139,10 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         y_train.iloc[rows] = np.random.default_rng(args.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
     progress(f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
              f"{len(X_test)} central test rows")
-    args.depth_from_party_sizes = str(args.depth) == "auto"
-    if args.depth_from_party_sizes:
-        from edprf_core import branching_factor, public_depth
-
-        median_rows = float(np.median([len(p) for p in parts]))
-        args.depth = public_depth(median_rows, args.trees_per_party, args.epsilon,
-                                  branching=branching_factor(schema, args.split_mode, args.bins))
-        progress(f"      depth {args.depth} from the public-depth rule (median party size {median_rows:.0f}, "
-                 f"{args.trees_per_party} tree(s) per party, eps = {args.epsilon:g})")
-    args.depth = int(args.depth)
+    auto_depth = str(args.depth) == "auto"
+    depth_cap = AUTO_DEPTH_CAP if auto_depth else int(args.depth)
+    if auto_depth:
+        progress(f"      each party chooses its depth (at most {depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
     from client._policy import MICRO, micro_epsilon
 
@@ -157,14 +156,16 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     smallest = min(0.01, args.epsilon, args.evaluation_epsilon or 0.01)
     policy = {"lifetime_epsilon_cap": cap_units / MICRO, "min_epsilon": smallest,
               "max_release_epsilon": args.epsilon, "max_evaluation_epsilon": args.evaluation_epsilon,
-              "max_depth": args.depth, "max_trees": args.trees_per_party,
+              "max_depth": depth_cap, "max_trees": args.trees_per_party,
               "allow_seeded_randomness": seeded_noise(args),
               "holdout_fraction": args.party_holdout}
     write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy)
     if validation_size > 0:
         X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
     cfg = CoordinatorConfig(sim_dir=str(sim_dir), output_dir=str(out_dir), epsilon=args.epsilon,
-                            max_depth=args.depth, trees_per_party=args.trees_per_party, split_mode=args.split_mode,
+                            max_depth=depth_cap, depth_rule="auto" if auto_depth else "fixed",
+                            leaf=getattr(args, "leaf", "counts"),
+                            trees_per_party=args.trees_per_party, split_mode=args.split_mode,
                             n_bins=args.bins, seed=args.seed if seeded_noise(args) else -1, min_parties=1,
                             evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0,
                             selective_aggregation=getattr(args, "selective", False),
@@ -200,8 +201,11 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
     fed = json.loads(report_path.read_text())
     progress(f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
              f"{sum(p['status'] == 'accepted' for p in fed['parties'])} parties")
+    depths = sorted({p["depth"] for p in fed["parties"] if p.get("depth")})
+    depth = args.depth if str(args.depth) != "auto" else (
+        f"auto ({depths[0]}-{depths[-1]} by party)" if len(depths) > 1 else f"auto ({depths[0] if depths else '-'})")
     result = {"dataset": name, "parties": args.parties, "partition": how.describe(), "epsilon": args.epsilon,
-              "depth": args.depth, "trees_per_party": args.trees_per_party, "split_mode": args.split_mode,
+              "depth": depth, "trees_per_party": args.trees_per_party, "split_mode": args.split_mode,
               "seed": args.seed, "federated": fed, "federation_seconds": federation_s,
               "per_party_trees": {p["party_id"] or str(p["node_id"]): p["n_trees"] for p in fed["parties"]},
               "bytes_per_party": [p["release_bytes"] for p in fed["parties"]]}
@@ -221,10 +225,6 @@ def seeded_noise(args: argparse.Namespace) -> bool:
 def simulation_caveats(args: argparse.Namespace) -> list[str]:
     """What this simulation treats as public or fixed that a deployment must not (part of its guarantee)."""
     caveats = []
-    if getattr(args, "depth_from_party_sizes", False):
-        caveats.append("the depth was chosen from the parties' row counts, which this simulation treats as public "
-                       "(they are data: under a Dirichlet or column partition they depend on the labels); in a "
-                       "deployment the depth must come from a declared size")
     if seeded_noise(args):
         caveats.append(f"NOT differentially private as run: parties drew their noise from research seeds derived "
                        f"from --seed {args.seed}; anyone who knows the seed can remove the noise")
@@ -240,10 +240,13 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
 
     pooled = np.concatenate(parts)
     n_trees = args.parties * args.trees_per_party
-    central = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators=n_trees, max_depth=args.depth,
+    auto = str(args.depth) == "auto"
+    central = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators="auto" if auto else n_trees,
+                              max_depth="auto" if auto else int(args.depth), leaf=getattr(args, "leaf", "counts"),
                               n_bins=args.bins, split_mode=args.split_mode, random_state=args.seed)
     central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
-    out = {"central_edprf": forest_metrics(central.forest_, X_test, y_test) | {"trees": n_trees}}
+    out = {"central_edprf": forest_metrics(central.forest_, X_test, y_test) | {"trees": central.n_estimators_,
+                                                                                "depth": central.max_depth_}}
     codes_train, codes_test = central.forest_.encode(X_train), central.forest_.encode(X_test)
     rf = RandomForestClassifier(n_estimators=100, random_state=args.seed, n_jobs=1).fit(codes_train, y_train)
     classes = np.asarray(schema.classes)
@@ -362,7 +365,8 @@ def run(args: argparse.Namespace) -> int:
         cfg, _ = prepare_workspace(args, out_dir)
         print(f"workspace: {cfg.sim_dir}\nrun it from the project directory with:\n"
               f"  flwr run . --stream --federation-config \"num-supernodes={args.parties}\" --run-config "
-              f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={args.depth} "
+              f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={cfg.max_depth} "
+              f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
               f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
               f"seed={cfg.seed}\"")
         return 0

@@ -288,8 +288,11 @@ class Party:
         except BudgetExhausted as exc:
             raise Refusal("budget_exhausted", str(exc)) from None
         try:
+            auto = req.depth_rule == "auto"
             clf = EDPRFClassifier(
-                self.schema, epsilon=req.epsilon, n_estimators=req.n_trees, max_depth=req.max_depth,
+                self.schema, epsilon=req.epsilon, n_estimators=req.n_trees,
+                max_depth="auto" if auto else req.max_depth, max_depth_cap=req.max_depth,
+                n_rows_public=(self.policy.declared_rows or None) if auto else None, leaf=req.leaf,
                 split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
@@ -414,5 +417,6 @@ def _check_key_file(path: Path) -> None:
 
 def _release_detail(req: TrainRequest) -> str:
     """The ledger's description of a release: also what a repeated request id must match."""
-    return (f"{req.n_trees} trees, depth {req.max_depth}, {req.split_mode}, {req.n_bins} bins, "
-            f"{req.schedule}, {req.relation}")
+    depth = f"depth {req.max_depth}" if req.depth_rule == "fixed" else f"auto depth <= {req.max_depth}"
+    return (f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, "
+            f"{req.schedule}, {req.relation}" + (", leaf counts" if req.leaf == "counts" else ""))

@@ -66,6 +66,12 @@ class PartyPolicy:
         Largest number of nodes in a global model to evaluate (e.g. 50 depth-8 binary trees
         from 39 parties).  Prediction memory grows with nodes x grid codes (the binary
         leaf-mask predictor builds a boolean node x code table).
+    declared_rows : int >= 0, default 0
+        A training-row count this party declares public (e.g. published in a
+        registry).  A request with ``depth-rule = "auto"`` then chooses the
+        depth from it at no ε; 0 (not declared) means the depth comes from a
+        DP count of the rows, charged within the request's ε.  Declare only a
+        number you are willing to publish: it is used as is.
     """
 
     party_id: str
@@ -85,6 +91,7 @@ class PartyPolicy:
     max_evaluation_model_bytes: int = 32 << 20
     max_evaluation_trees: int = 5_000
     max_evaluation_nodes: int = 1_000_000
+    declared_rows: int = 0
 
     def __post_init__(self) -> None:
         try:
@@ -102,7 +109,7 @@ class PartyPolicy:
             raise ValueError(f"min-epsilon: expected a multiple of 1e-6, got {self.min_epsilon!r}")
         for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2), ("max_release_nodes", 1),
                           ("max_evaluation_model_bytes", 1), ("max_evaluation_trees", 1),
-                          ("max_evaluation_nodes", 1)):
+                          ("max_evaluation_nodes", 1), ("declared_rows", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")

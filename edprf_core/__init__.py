@@ -17,7 +17,8 @@ from ._budget import (
 from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
-from ._depth_rule import branching_factor, public_depth
+from ._depth_rule import branching_factor, public_depth, public_shape
+from ._leaf_distribution import leaf_distributions
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
@@ -31,7 +32,9 @@ from ._mechanisms import (
 from ._randomness import make_generator, spawn_generators
 from ._release import (
     COMPOSITIONS,
+    DEPTH_RULES,
     FEDERATION_NOTE,
+    LEAF_OUTPUTS,
     MAX_DEPTH_LIMIT,
     RELATIONS,
     SAMPLERS,
@@ -43,12 +46,15 @@ from ._release import (
 )
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
 from ._text_table import MAX_LINE_CHARS, TextTable, read_table
-from ._tree import SPLIT_MODES, ForestArrays, TreeStructureError
+from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
     "COMPOSITIONS",
+    "DEPTH_RULES",
     "FEDERATION_NOTE",
+    "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "MAX_LEAF_COUNT",
     "MAX_LINE_CHARS",
     "RELATIONS",
     "SAMPLERS",
@@ -96,8 +102,10 @@ __all__ = [
     "make_generator",
     "merge_forests",
     "permute_and_flip_literal",
+    "leaf_distributions",
     "permute_and_flip_probabilities",
     "public_depth",
+    "public_shape",
     "read_csv",
     "read_table",
     "spawn_generators",

@@ -18,6 +18,14 @@ Privacy structure (what the mechanisms see and what the trees reveal)
 - Every split node spends its layer's budget, every leaf the remainder of its
   path's budget (see :mod:`edprf_core._budget`), so each root-to-leaf path
   spends exactly the tree's ε.
+- With ``plan.leaf_counts`` a leaf releases its class-count vector with
+  discrete Laplace noise of scale ``sensitivity / eps_leaf`` instead of a
+  label (:func:`edprf_core.discrete_laplace_counts`: eps_leaf-DP, the same
+  budget the label mechanism would spend; L1 sensitivity 1 under add-remove,
+  2 under replace-one).  The released counts are clamped at 0 and the leaf's
+  label is the argmax of the noisy counts: both are post-processing of the
+  noisy vector and cost nothing more.  The leaves of one layer hold disjoint
+  rows, so they compose in parallel like the label mechanism does.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ._count_noise import discrete_laplace_counts
 from ._encoding import FeatureGrid
 from ._exact_selection import ExactPermuteAndFlip, integer_weighted_gini
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
@@ -72,6 +81,9 @@ class TreeStreams:
     def laplace(self, loc: float, scale: float, size: tuple[int, ...]) -> NDArray[np.float64]:
         return self._draw("laplace", size, loc=loc, scale=scale)
 
+    def geometric(self, p: float, size: tuple[int, ...]) -> NDArray[np.float64]:
+        return self._draw("geometric", size, p=p)
+
 
 @dataclass(frozen=True)
 class BuildPlan:
@@ -89,6 +101,9 @@ class BuildPlan:
     leaf_mechanism: PermuteAndFlip | LaplaceMechanism | ExactPermuteAndFlip
     stop_when_pure: bool = False
     integer_utilities: bool = False
+    leaf_counts: bool = False
+    count_sensitivity: int = 1
+    exact_counts: bool = False
 
     def leaf_epsilon(self, layer: int) -> float:
         return self.tree_epsilon - float(np.sum(self.layer_epsilons[: layer - 1]))
@@ -257,12 +272,18 @@ def build_forest(
         split = np.full(n_nodes, -1, dtype=np.int64)
         first_child = np.full(n_nodes, -1, dtype=np.int64)
         leaf_class = np.full(n_nodes, -1, dtype=np.int64)
+        leaf_counts = np.full((n_nodes, n_classes), -1, dtype=np.int64) if plan.leaf_counts else None
 
         leaves = np.flatnonzero(is_leaf)
         if leaves.size:
             streams = TreeStreams(tree_generators, tree[leaves])
             eps_leaf = plan.leaf_epsilon(layer)
-            if isinstance(plan.leaf_mechanism, LaplaceMechanism):
+            if plan.leaf_counts:
+                noisy = discrete_laplace_counts(class_totals[leaves].astype(np.int64), eps_leaf,
+                                                plan.count_sensitivity, rng=None if plan.exact_counts else streams)
+                leaf_class[leaves] = np.argmax(noisy, axis=1)
+                leaf_counts[leaves] = np.maximum(noisy, 0)
+            elif isinstance(plan.leaf_mechanism, LaplaceMechanism):
                 noisy = plan.leaf_mechanism.randomise(class_totals[leaves], eps_leaf, streams)
                 leaf_class[leaves] = np.argmax(noisy, axis=1)
             else:
@@ -270,7 +291,7 @@ def build_forest(
 
         splits = np.flatnonzero(~is_leaf)
         if splits.size == 0:
-            records.append((tree, local, feature, split, first_child, leaf_class))
+            records.append((tree, local, feature, split, first_child, leaf_class, leaf_counts))
             break
         streams = TreeStreams(tree_generators, tree[splits])
         choice = plan.split_mechanism.select(util[splits], plan.layer_epsilons[layer - 1], streams, valid[splits])
@@ -293,7 +314,7 @@ def build_forest(
         start_excl = np.maximum.accumulate(np.where(group_start, excl, 0))
         first_child[splits] = tree_next[tree_s] + excl - start_excl
         tree_next += np.bincount(tree_s, weights=n_children, minlength=n_trees).astype(np.int64)
-        records.append((tree, local, feature, split, first_child, leaf_class))
+        records.append((tree, local, feature, split, first_child, leaf_class, leaf_counts))
 
         # route rows of split nodes to their child; rows in leaves are done
         split_index = np.cumsum(~is_leaf) - 1
@@ -328,10 +349,12 @@ def build_forest(
             child_used[np.arange(total_children), feature[parent]] = True
             used = child_used
 
-    all_tree, all_local, *fields = (np.concatenate(parts) for parts in zip(*records))
+    counts_parts = [r[6] for r in records]
+    all_tree, all_local, *fields = (np.concatenate(parts) for parts in zip(*(r[:6] for r in records)))
     order = np.lexsort((all_local, all_tree))
     sizes = np.bincount(all_tree, minlength=n_trees)
     tree_offsets = np.zeros(n_trees + 1, dtype=np.int64)
     np.cumsum(sizes, out=tree_offsets[1:])
     feature, split, first_child, leaf_class = (a[order].astype(np.int32) for a in fields)
-    return ForestArrays(tree_offsets, feature, split, first_child, leaf_class)
+    counts = np.concatenate(counts_parts)[order] if plan.leaf_counts else None
+    return ForestArrays(tree_offsets, feature, split, first_child, leaf_class, counts)

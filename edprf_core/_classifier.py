@@ -17,7 +17,9 @@ from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
-from ._release import SAMPLERS, DPForest, TrainingParameters
+from ._count_noise import discrete_laplace_counts
+from ._depth_rule import AUTO_DEPTH_CAP, branching_factor, public_shape
+from ._release import LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 
 __all__ = ["EDPRFClassifier"]
@@ -56,19 +58,41 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     schema : Schema or path to a schema TOML
         The declared public schema.  Required: nothing is inferred from data.
     epsilon : float in (0, inf), default 1.0
-        Privacy budget of the whole forest per record.
-    n_estimators : int >= 1, default 10
-        Number of trees T.  Must not be derived from the number of rows
-        unless that number is public.
-    max_depth : int in [1, 30], default 5
+        Privacy budget of the whole fit per record (trees, and the DP row
+        count when one is needed).
+    n_estimators : int >= 1 or "auto", default "auto"
+        Number of trees T.  ``"auto"``: one tree unless the data are large
+        enough for more (:func:`edprf_core.public_shape`), from the same row
+        count as ``max_depth="auto"``.  An integer must not be derived from the
+        number of rows unless that number is public.
+    max_depth : int in [1, 30] or "auto", default "auto"
         Split levels per tree; a tree has ``max_depth + 1`` node layers (the
-        eDPRF paper's depth D).
+        eDPRF paper's depth D).  ``"auto"``: the public-depth rule
+        (:func:`edprf_core.public_depth`) applied to ``n_rows_public`` when
+        given, else to a DP count of the rows that spends
+        ``count_epsilon_share * epsilon`` (the guarantee text says which).
+    max_depth_cap : int in [1, 30], default 12
+        The deepest tree ``max_depth="auto"`` may choose.
+    n_rows_public : int >= 1 or None, default None
+        A number of training rows that is public knowledge (declared, not
+        measured on the private data), used by the automatic rules instead
+        of a DP count.
+    count_epsilon_share : float in (0, 0.5], default 0.05
+        Share of ``epsilon`` spent on the DP row count when an automatic rule
+        needs a size and ``n_rows_public`` is not given (sequential
+        composition: the trees get the rest).
+    leaf : {"counts", "label"}, default "counts"
+        What each leaf releases.  ``"counts"``: the leaf's class counts with
+        exact discrete Laplace noise at the leaf's budget (L1 sensitivity 1
+        under add-remove, 2 under replace-one), clamped at 0; ``predict_proba``
+        then gives smoothed class probabilities (risk scores) and ``predict``
+        their argmax.  ``"label"``: the paper's permute-and-flip label (votes).
     split_mode : {"binary", "multiway"}, default "binary"
         ``multiway``: the paper's splits, one child per category or bin, each
         feature once per path.  ``binary``: permute-and-flip over (feature,
         threshold) candidates on the public grid and one-vs-rest categories;
         features reusable along a path.
-    n_bins : int >= 2, default 5
+    n_bins : int >= 2, default 20
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
     schedule : {"harmonic", "uniform", "linear"}, default "harmonic"
@@ -121,10 +145,21 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         False when a research option (``stop_when_pure``) or a drafted schema
         breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
         says NOT differentially private for seeded fits too).
+    n_estimators_ : int
+        Trees grown (``n_estimators`` or the automatic rule's choice).
+    max_depth_ : int
+        Depth grown (``max_depth`` or the automatic rule's choice).
+    n_rows_estimate_ : int or None
+        The DP row count the automatic rules used (released with discrete
+        Laplace noise; may be off by a few rows or be negative), or None when
+        no count was drawn.
 
     Notes
     -----
-    Privacy cost of ``fit``: ε per record under ``neighbouring``.  With
+    Privacy cost of ``fit``: ε per record under ``neighbouring``.  When an
+    automatic rule needs a size and ``n_rows_public`` is None, a DP count of
+    the rows spends ``count_epsilon_share * ε`` first and the trees share the
+    rest (sequential composition).  With
     parallel composition the trees see disjoint random subsets (each ε-DP,
     parallel composition); with sequential composition each tree sees every
     row at ε / T (sequential composition).  Within a tree each root-to-leaf
@@ -136,10 +171,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | str | Path | None = None,
         *,
         epsilon: float = 1.0,
-        n_estimators: int = 10,
-        max_depth: int = 5,
+        n_estimators: int | str = "auto",
+        max_depth: int | str = "auto",
+        max_depth_cap: int = AUTO_DEPTH_CAP,
+        n_rows_public: int | None = None,
+        count_epsilon_share: float = 0.05,
+        leaf: str = "counts",
         split_mode: str = "binary",
-        n_bins: int = 5,
+        n_bins: int = 20,
         schedule: str = "harmonic",
         composition: str = "parallel",
         variant: str = "pf",
@@ -153,6 +192,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.epsilon = epsilon
         self.n_estimators = n_estimators
         self.max_depth = max_depth
+        self.max_depth_cap = max_depth_cap
+        self.n_rows_public = n_rows_public
+        self.count_epsilon_share = count_epsilon_share
+        self.leaf = leaf
         self.split_mode = split_mode
         self.n_bins = n_bins
         self.schedule = schedule
@@ -177,7 +220,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             return load_schema(self.schema)
         raise TypeError(f"schema must be a Schema or a path, got {type(self.schema).__name__}")
 
-    def _parameters(self) -> TrainingParameters:
+    def _parameters(self, n_trees: int, max_depth: int, count_epsilon: float = 0.0,
+                    depth_rule: str = "fixed") -> TrainingParameters:
         monotone = self.exploit_monotonicity
         if monotone is None:
             monotone = self.neighbouring == "add-remove"
@@ -188,14 +232,62 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             composition=self.composition,
             split_mode=self.split_mode,
             variant=self.variant,
-            max_depth=self.max_depth,
-            n_trees=self.n_estimators,
+            max_depth=max_depth,
+            n_trees=n_trees,
             n_bins=self.n_bins,
             exploit_monotonicity=bool(monotone),
             dp=not self.stop_when_pure,
             seeded=self.random_state is not None,
             sampler=self._resolved_sampler(),
+            leaf=self.leaf,
+            count_epsilon=count_epsilon,
+            depth_rule=depth_rule,
         )
+
+    def _check_shape_options(self) -> None:
+        for name in ("n_estimators", "max_depth"):
+            v = getattr(self, name)
+            if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise ValueError(f"{name} must be 'auto' or an integer >= 1, got {v!r}")
+        cap = self.max_depth_cap
+        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or not 1 <= cap <= MAX_DEPTH_LIMIT:
+            raise ValueError(f"max_depth_cap must be an integer in [1, {MAX_DEPTH_LIMIT}], got {cap!r}")
+        n = self.n_rows_public
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+            raise ValueError(f"n_rows_public must be None or an integer >= 1, got {n!r}")
+        share = self.count_epsilon_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 0.5:
+            raise ValueError(f"count_epsilon_share must be in (0, 0.5], got {share!r}")
+        if self.leaf not in LEAF_OUTPUTS:
+            raise ValueError(f"leaf must be one of {LEAF_OUTPUTS}, got {self.leaf!r}")
+        self._parameters(1, 1)  # the other options, checked before any data is read
+
+    def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None,
+               ) -> tuple[int, int, float, str, int | None]:
+        """Trees, depth, ε of the row count, depth rule, DP row count (None when none was drawn).
+
+        Privacy cost: ``count_epsilon_share * epsilon`` when an automatic rule
+        needs a size and ``n_rows_public`` is None (a discrete Laplace count of
+        sensitivity 1, exact without a seed); nothing otherwise.
+        """
+        auto_trees, auto_depth = self.n_estimators == "auto", self.max_depth == "auto"
+        if not (auto_trees or auto_depth):
+            return int(self.n_estimators), int(self.max_depth), 0.0, "fixed", None
+        count_eps, rule, estimate = 0.0, "declared-size", None
+        size = self.n_rows_public
+        if size is None:
+            count_eps = float(self.count_epsilon_share) * float(self.epsilon)
+            estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
+            size, rule = max(1, estimate), "dp-count"
+        n_trees, depth = public_shape(
+            size, float(self.epsilon) - count_eps,
+            n_trees=None if auto_trees else int(self.n_estimators),
+            max_depth=None if auto_depth else int(self.max_depth),
+            schedule=self.schedule, branching=branching_factor(schema, self.split_mode, self.n_bins),
+            depth_cap=int(self.max_depth_cap), leaf=self.leaf)
+        if not auto_depth:
+            rule = "fixed" if count_eps == 0 else rule
+        return n_trees, depth, count_eps, rule, estimate
 
     def _resolved_sampler(self) -> str:
         if self.sampler not in ("auto", *SAMPLERS):
@@ -234,6 +326,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             leaf_mechanism=leaf_mech,
             stop_when_pure=bool(self.stop_when_pure),
             integer_utilities=params.sampler == "exact",
+            leaf_counts=params.leaf == "counts",
+            count_sensitivity=int(_LEAF_L1_SENSITIVITY[params.relation]),
+            exact_counts=params.sampler == "exact",
         )
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> EDPRFClassifier:
@@ -254,7 +349,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         class notes).  Calling ``fit`` again on the same data spends it again.
         """
         schema = self._resolved_schema()
-        params = self._parameters()
+        self._check_shape_options()
+        self._resolved_sampler()
         if self.stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
@@ -262,13 +358,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=2,
             )
-        grid = FeatureGrid.from_schema(schema, params.n_bins)
+        grid = FeatureGrid.from_schema(schema, self.n_bins)
         codes = encode_features(X, schema, grid)
         _warn_if_clipped(X, schema)
         labels = encode_labels(y, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
         master = make_generator(self.random_state)
+        n_trees, depth, count_eps, rule, estimate = self._shape(
+            schema, codes.shape[0], master if self._resolved_sampler() == "numpy" else None)
+        params = self._parameters(n_trees, depth, count_eps, rule)
         composition = tree_composition(params.composition)
         assignment = composition.assign_rows(codes.shape[0], params.n_trees, master)
         if assignment.ndim == 1:
@@ -287,6 +386,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.feature_names_in_ = np.asarray(schema.feature_names, dtype=object)
         self.privacy_ = params
         self.dp_ = params.dp and not schema.drafted
+        self.n_estimators_ = params.n_trees
+        self.max_depth_ = params.max_depth
+        self.n_rows_estimate_ = estimate
         return self
 
     # -------------------------------------------------------------- predict
@@ -299,11 +401,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return forest
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
-        """Share of trees voting for each declared class (privacy cost: none)."""
+        """Class probabilities, columns in the order of ``classes_`` (privacy cost: none).
+
+        ``leaf="counts"``: the average over trees of the leaves' smoothed
+        class distributions (:mod:`edprf_core._leaf_distribution`);
+        ``leaf="label"``: the share of trees voting for each class.
+        """
         return self._fitted().predict_proba(X)
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
-        """Majority vote over trees; ties go to the class declared first."""
+        """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
         return self._fitted().predict(X)
 
     def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
@@ -318,7 +425,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         forest = self._fitted()
         truth = encode_labels(y, forest.schema)
-        predicted = np.argmax(forest.votes(X), axis=1)
+        predicted = np.argmax(forest.predict_proba(X), axis=1)
         if truth.shape[0] != predicted.shape[0]:
             raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
         if truth.shape[0] == 0:

@@ -60,7 +60,22 @@ from ._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
 from ._encoding import FeatureGrid
 from ._schema import Schema
 
-__all__ = ["DEFAULT_BINS", "DEFAULT_C", "branching_factor", "depth_score", "leaf_epsilon", "public_depth"]
+__all__ = ["AUTO_DEPTH_CAP", "AUTO_TREE_CAP", "DEFAULT_BINS", "DEFAULT_C", "branching_factor", "depth_score",
+           "leaf_epsilon", "public_depth", "public_shape"]
+
+AUTO_DEPTH_CAP = 12
+"""Deepest tree the automatic rule grows (2**12 leaves per binary tree)."""
+AUTO_TREE_CAP = 64
+"""Most trees the automatic rule grows."""
+ROWS_PER_COUNT_TREE = 4000
+"""Rows per tree of the automatic rule with leaf counts.
+
+Chosen on validation rows only (seeds 0-3, each seed's training rows split
+75/25; binary, 20 bins, c = 16, harmonic), by ROC AUC: diabetes (8,400
+inner-training rows) 0.957 with 1 tree, 0.956 with 4, 0.954 with 8; bank
+marketing (27,100 rows) 0.718 with 1... 0.723 with 4 and 0.728 with 8 trees
+at epsilon = 1, and 8 trees best at epsilon = 0.1 as well (0.674).  About
+4,000 rows per tree sits on both optima's plateau."""
 
 DEFAULT_C = 16.0
 DEFAULT_BINS = 20  # recommended n_bins for binary mode (see the module docstring)
@@ -113,3 +128,38 @@ def branching_factor(schema: Schema, split_mode: str, n_bins: int = 5) -> float:
         return 2.0
     n_codes = FeatureGrid.from_schema(schema, n_bins).n_codes
     return math.exp(sum(math.log(k) for k in n_codes) / len(n_codes))
+
+
+def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, max_depth: int | None = None,
+                 c: float = DEFAULT_C, schedule: str = "harmonic", branching: float = 2.0,
+                 depth_cap: int = AUTO_DEPTH_CAP, leaf: str = "label") -> tuple[int, int]:
+    """Trees and depth ``(T, d)`` for ``n_rows`` rows: one tree unless the data support more.
+
+    A given ``n_trees`` or ``max_depth`` is kept; the other is chosen.
+
+    - Trees, ``leaf="counts"``: ``T = floor(n_rows / ROWS_PER_COUNT_TREE)``
+      (at least 1, at most :data:`AUTO_TREE_CAP`).  Averaging the noisy leaf
+      distributions of several trees on disjoint rows ranks better than one
+      deeper tree once each tree keeps a few thousand rows (see
+      :data:`ROWS_PER_COUNT_TREE`).
+    - Trees, ``leaf="label"``: one tree, unless a single tree at the depth cap
+      would still score ``k * c`` with ``k >= 2`` (more rows than one tree can
+      use): then ``T = min(k, AUTO_TREE_CAP)``.  With a given depth,
+      ``T = floor(score(depth) / c)`` (at least 1).
+    - Depth: :func:`public_depth` for ``T`` trees, at most ``depth_cap``.
+
+    Privacy cost: none when ``n_rows`` is public or a DP estimate (post-processing).
+    """
+    def trees_at(depth: int) -> int:
+        if leaf == "counts":
+            k = n_rows / ROWS_PER_COUNT_TREE
+        else:
+            k = depth_score(n_rows, 1, epsilon, depth, schedule=schedule, branching=branching) / c
+        return int(min(AUTO_TREE_CAP, max(1.0, math.floor(k))))
+
+    if n_trees is None:
+        n_trees = trees_at(depth_cap if max_depth is None else max_depth)
+    if max_depth is None:
+        max_depth = public_depth(n_rows, n_trees, epsilon, c=c, schedule=schedule, branching=branching,
+                                 max_depth=depth_cap)
+    return int(n_trees), int(max_depth)

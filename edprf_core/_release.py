@@ -2,7 +2,10 @@
 
 :class:`DPForest` is what a party may release: the public schema, the
 parameters the guarantee depends on, and the trees (outputs of DP mechanisms
-on the public grid).  It carries no counts, sizes or other data-derived value.
+on the public grid).  It carries no exact counts, sizes or other data-derived
+value: the only counts in it are the leaves' class counts released with
+discrete Laplace noise (``leaf="counts"``) and, in the parameters, a DP row
+count used to choose the depth (``depth_rule="dp-count"``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._budget import layer_schedule, tree_composition
 from ._encoding import FeatureGrid, encode_features
 from ._exceptions import SchemaError
+from ._leaf_distribution import SHRINKAGE, leaf_distributions
 from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
@@ -31,6 +35,8 @@ __all__ = [
     "SAMPLERS",
     "SCHEDULES",
     "VARIANTS",
+    "DEPTH_RULES",
+    "LEAF_OUTPUTS",
     "DPForest",
     "TrainingParameters",
     "merge_forests",
@@ -41,6 +47,8 @@ VARIANTS = ("pf", "tradition")
 SCHEDULES = ("harmonic", "uniform", "linear")
 COMPOSITIONS = ("parallel", "sequential")
 SAMPLERS = ("numpy", "exact")
+LEAF_OUTPUTS = ("label", "counts")
+DEPTH_RULES = ("fixed", "declared-size", "dp-count")
 MAX_DEPTH_LIMIT = 30
 
 
@@ -72,6 +80,18 @@ class TrainingParameters:
         Which mechanism backend drew the noise: the vectorized floating-point
         numpy backend (research, seeded simulations, benchmarks) or the exact
         samplers (production releases).
+    leaf : {"label", "counts"}
+        What a leaf releases: ``"label"``, the class chosen by the leaf
+        mechanism (the paper); ``"counts"``, the class counts with discrete
+        Laplace noise at the same leaf budget (L1 sensitivity 1 under
+        add-remove, 2 under replace-one), clamped at 0.
+    count_epsilon : float in [0, epsilon)
+        Part of ``epsilon`` spent on a DP count of the training rows (to
+        choose the depth); the trees share the rest, ``epsilon -
+        count_epsilon`` (sequential composition of the count and the trees).
+    depth_rule : {"fixed", "declared-size", "dp-count"}
+        Where ``max_depth`` came from: given, chosen from a row count declared
+        public, or chosen from the DP count (``count_epsilon > 0``).
     """
 
     epsilon: float
@@ -87,12 +107,16 @@ class TrainingParameters:
     dp: bool = True
     seeded: bool = False
     sampler: str = "numpy"
+    leaf: str = "label"
+    count_epsilon: float = 0.0
+    depth_rule: str = "fixed"
 
     def __post_init__(self) -> None:
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
         for name, allowed in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
-                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("sampler", SAMPLERS)):
+                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("sampler", SAMPLERS),
+                              ("leaf", LEAF_OUTPUTS), ("depth_rule", DEPTH_RULES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
@@ -103,10 +127,22 @@ class TrainingParameters:
             raise ValueError(f"max_depth must be <= {MAX_DEPTH_LIMIT}, got {self.max_depth}")
         if self.exploit_monotonicity and self.relation != "add-remove":
             raise ValueError("exploit_monotonicity holds only under the add-remove relation")
+        c = self.count_epsilon
+        if (isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0
+                or c >= self.epsilon):
+            raise ValueError(f"count_epsilon must be in [0, epsilon = {self.epsilon!r}), got {c!r}")
+        if (c > 0) != (self.depth_rule == "dp-count"):
+            raise ValueError(f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
+                             "(a DP row count is spent exactly when the depth comes from it)")
+
+    @property
+    def forest_epsilon(self) -> float:
+        """ε the trees share: ``epsilon - count_epsilon``."""
+        return self.epsilon - self.count_epsilon
 
     def tree_epsilon(self) -> float:
-        """ε of each tree: ε (parallel) or ε / T (sequential)."""
-        return tree_composition(self.composition).per_tree_epsilon(self.epsilon, self.n_trees)
+        """ε of each tree: the forest's ε (parallel) or that ε / T (sequential)."""
+        return tree_composition(self.composition).per_tree_epsilon(self.forest_epsilon, self.n_trees)
 
     def layer_epsilons(self) -> NDArray[np.float64]:
         """Budget of a split at layers 1..max_depth+1 (the last entry is the full-depth leaf's)."""
@@ -114,7 +150,10 @@ class TrainingParameters:
 
     def mechanisms(self) -> str:
         """The mechanisms and the sampler backend, in words."""
-        if self.variant == "tradition":
+        split = "the exponential mechanism" if self.variant == "tradition" else "permute-and-flip"
+        if self.leaf == "counts":
+            mech = f"splits by {split}, leaf class counts with discrete Laplace noise"
+        elif self.variant == "tradition":
             mech = "splits by the exponential mechanism, leaf labels from Laplace-noised class counts"
         else:
             mech = "splits and leaf labels by permute-and-flip"
@@ -133,9 +172,13 @@ class TrainingParameters:
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence)."""
+        depth = {"fixed": f"depth {self.max_depth}",
+                 "declared-size": f"depth {self.max_depth} chosen from a row count declared public",
+                 "dp-count": (f"depth {self.max_depth} chosen from a DP count of the rows that spent "
+                              f"epsilon = {self.count_epsilon:g} of the total")}[self.depth_rule]
         return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
                 f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
-                f"{self.schedule} layer schedule, depth {self.max_depth}; {self.mechanisms()})")
+                f"{self.schedule} layer schedule, {depth}; {self.mechanisms()})")
 
     def statement(self) -> str:
         """Human-readable guarantee of one party's release (one sentence, or NOT DP with the reasons)."""
@@ -149,6 +192,9 @@ class TrainingParameters:
 def _trees(n: int) -> str:
     return f"{n} tree" if n == 1 else f"{n} trees"
 
+
+_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
+"""L1 sensitivity of a leaf's class-count vector under each neighbouring relation."""
 
 FEDERATION_NOTE = ("Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
                    "only if each person's records sit at one party; a person present at several parties "
@@ -290,12 +336,47 @@ class DPForest:
             return fast.votes(codes, self.grid.n_codes, self.schema.n_classes)
         return self._table().votes(codes, self.schema.n_classes)
 
+    @property
+    def has_counts(self) -> bool:
+        """Whether any tree released leaf class counts (``leaf="counts"``)."""
+        return bool(self.trees.has_counts().any())
+
+    def _distributions(self) -> NDArray[np.float64]:
+        if "distributions" not in self._routing:
+            pseudo = np.concatenate([np.full(n, SHRINKAGE * _COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
+                                     for _, p, n in self.parts])
+            self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes, pseudo)
+        return self._routing["distributions"]
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
-        """Vote shares of the declared classes."""
-        return self.votes(X) / float(self.n_trees)
+        """Class probabilities: the average over trees of each tree's leaf distribution.
+
+        A tree that released counts gives its leaf's smoothed class
+        distribution (:mod:`edprf_core._leaf_distribution`); a tree that
+        released a label gives a one-hot vote, so a forest of label trees
+        returns vote shares.  Every tree weighs the same.  Privacy cost: none.
+        """
+        if not self.has_counts:
+            return self.votes(X) / float(self.n_trees)
+        codes = self.encode(X)
+        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+        dist = self._distributions()
+        table = self._table()
+        n_rows, n_classes = distinct.shape[0], self.schema.n_classes
+        total = np.zeros((n_rows, n_classes))
+        per_block = max(1, (1 << 22) // max(1, n_rows * n_classes))
+        for start in range(0, self.n_trees, per_block):
+            leaves = table.leaves(distinct, slice(start, start + per_block))
+            total += dist[leaves].sum(axis=0)
+        return (total / float(self.n_trees))[inverse.ravel()]
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
-        """Majority vote; ties go to the class declared first."""
+        """The most probable class (:meth:`predict_proba`); with label trees only, the majority vote.
+
+        Ties go to the class declared first.
+        """
+        if self.has_counts:
+            return self.classes[np.argmax(self.predict_proba(X), axis=1)]
         return self.classes[np.argmax(self.votes(X), axis=1)]
 
 

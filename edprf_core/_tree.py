@@ -14,10 +14,14 @@ Node encoding
   first child); -1 in ``multiway`` trees (child i takes code i) and in leaves.
 - ``first_child``: tree-local index of the first child; -1 for a leaf.
 - ``leaf_class``: declared class index of a leaf; -1 for a split node.
+- ``leaf_counts`` (optional, shape ``(n_nodes, n_classes)``): the class counts
+  a leaf released with discrete Laplace noise, clamped at 0
+  (``leaf="counts"``); rows of split nodes, and of leaves of trees that
+  release labels only, are -1.
 
-Nothing in this structure is a count, a size or any other data-derived value:
-only the outputs of DP mechanisms (which feature, which threshold, which
-class) and the public grid.
+Nothing in this structure is an exact count, a size or any other
+data-derived value: only the outputs of DP mechanisms (which feature, which
+threshold, which class, noisy class counts) and the public grid.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ from numpy.typing import NDArray
 
 from ._encoding import FeatureGrid
 
-__all__ = ["ForestArrays", "SplitMode", "TreeStructureError"]
+__all__ = ["MAX_LEAF_COUNT", "ForestArrays", "SplitMode", "TreeStructureError"]
+
+MAX_LEAF_COUNT = 2**31 - 1
+"""Largest noisy class count a leaf may carry (a public bound checked on decode)."""
 
 SplitMode = Literal["binary", "multiway"]
 SPLIT_MODES: tuple[str, ...] = ("binary", "multiway")
@@ -51,6 +58,7 @@ class ForestArrays:
     split: NDArray[np.int32]
     first_child: NDArray[np.int32]
     leaf_class: NDArray[np.int32]
+    leaf_counts: NDArray[np.int64] | None = None
 
     @property
     def n_trees(self) -> int:
@@ -65,11 +73,28 @@ class ForestArrays:
         if not 0 <= t < self.n_trees:
             raise IndexError(f"tree index {t} out of range for {self.n_trees} trees")
         a, b = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])
-        return {name: getattr(self, name)[a:b] for name in _FIELDS}
+        out = {name: getattr(self, name)[a:b] for name in _FIELDS}
+        if self.leaf_counts is not None:
+            out["leaf_counts"] = self.leaf_counts[a:b]
+        return out
+
+    @property
+    def n_count_classes(self) -> int:
+        """Classes of ``leaf_counts`` (0 when no tree carries counts)."""
+        return 0 if self.leaf_counts is None else int(self.leaf_counts.shape[1])
+
+    def has_counts(self) -> NDArray[np.bool_]:
+        """Per node: whether it is a leaf that released class counts."""
+        if self.leaf_counts is None:
+            return np.zeros(self.n_nodes, dtype=bool)
+        return (self.feature < 0) & (self.leaf_counts[:, 0] >= 0)
 
     @classmethod
     def from_trees(cls, trees: Sequence[dict[str, NDArray]]) -> ForestArrays:
-        """Concatenate per-tree arrays (dicts with the four node fields)."""
+        """Concatenate per-tree arrays (dicts with the four node fields, optionally ``leaf_counts``).
+
+        Trees without ``leaf_counts`` get rows of -1 when another tree has counts.
+        """
         sizes = [len(t["feature"]) for t in trees]
         offsets = np.zeros(len(trees) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
@@ -77,6 +102,14 @@ class ForestArrays:
         for name in _FIELDS:
             parts = [np.asarray(t[name], dtype=np.int32) for t in trees]
             fields[name] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+        widths = {np.asarray(t["leaf_counts"]).shape[1] for t in trees if t.get("leaf_counts") is not None}
+        if len(widths) > 1:
+            raise TreeStructureError(f"leaf counts: expected one number of classes, got {sorted(widths)}")
+        if widths:
+            k = widths.pop()
+            fields["leaf_counts"] = np.concatenate([
+                np.asarray(t["leaf_counts"], dtype=np.int64) if t.get("leaf_counts") is not None
+                else np.full((n, k), -1, dtype=np.int64) for t, n in zip(trees, sizes)])
         return cls(tree_offsets=offsets, **fields)
 
     @classmethod
@@ -85,7 +118,10 @@ class ForestArrays:
         return cls.from_trees([f.tree(t) for f in forests for t in range(f.n_trees)])
 
     def equals(self, other: ForestArrays) -> bool:
-        return np.array_equal(self.tree_offsets, other.tree_offsets) and all(
+        if (self.leaf_counts is None) != (other.leaf_counts is None):
+            return False
+        same_counts = self.leaf_counts is None or np.array_equal(self.leaf_counts, other.leaf_counts)
+        return same_counts and np.array_equal(self.tree_offsets, other.tree_offsets) and all(
             np.array_equal(getattr(self, n), getattr(other, n)) for n in _FIELDS
         )
 
@@ -157,6 +193,8 @@ class ForestArrays:
             raise TreeStructureError(f"leaf class: expected 0..{n_classes - 1}, got {int(bad)}")
         if np.any(leaf[internal] != -1) or np.any(first[is_leaf] != -1) or np.any(split[is_leaf] != -1):
             raise TreeStructureError("node kind: expected leaves with first_child=-1, split=-1 and splits with leaf_class=-1")
+        if self.leaf_counts is not None:
+            _check_leaf_counts(self.leaf_counts, is_leaf, n_classes)
         f_int = feature[internal].astype(np.int64)
         s_int = split[internal].astype(np.int64)
         if split_mode == "multiway":
@@ -210,6 +248,21 @@ class ForestArrays:
             if split_mode == "multiway" and size > 1:
                 _check_features_once_per_path(t, parent_of, feature[a:b], d, F)
         return depth
+
+
+def _check_leaf_counts(counts: NDArray, is_leaf: NDArray[np.bool_], n_classes: int) -> None:
+    n = is_leaf.size
+    if not isinstance(counts, np.ndarray) or counts.dtype != np.int64 or counts.shape != (n, n_classes):
+        got = f"{counts.dtype} {counts.shape}" if isinstance(counts, np.ndarray) else type(counts).__name__
+        raise TreeStructureError(f"leaf counts: expected int64 array of shape ({n}, {n_classes}), got {got}")
+    if np.any(counts[~is_leaf] != -1):
+        raise TreeStructureError("leaf counts: expected -1 in every row of a split node")
+    rows = counts[is_leaf]
+    none = np.all(rows == -1, axis=1)
+    bad = ~none & (np.any(rows < 0, axis=1) | np.any(rows > MAX_LEAF_COUNT, axis=1))
+    if np.any(bad):
+        raise TreeStructureError(f"leaf counts: expected a leaf's counts all in 0..{MAX_LEAF_COUNT} (or all -1), "
+                                 f"got {rows[np.flatnonzero(bad)[0]].tolist()}")
 
 
 def _propagate_depth(parent_of: NDArray[np.int64], limit: int | None = None) -> NDArray[np.int32]:

@@ -3,16 +3,17 @@
 Order of checks (each before anything that depends on it): size cap;
 strict parse; format version; party id; provenance (when a registry is
 configured); schema fingerprint; parameters; policy; array lengths against
-caps derived from the policy and the public grid; tree structure and domain.
+caps derived from the policy and the public grid; tree structure and domain;
+leaf counts (their layout follows the validated structure).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from edprf_core import DPForest, FeatureGrid, ForestArrays, Schema, TrainingParameters
+from edprf_core import MAX_LEAF_COUNT, DPForest, FeatureGrid, ForestArrays, Schema, TrainingParameters
 
 from . import release_pb2 as pb
 from ._envelope import ReleaseEnvelope, as_bytes, open_envelope
@@ -130,6 +131,8 @@ def decode_envelope(
         check_trees(trees, grid, schema.n_classes, params.split_mode, params.max_depth)
     except InvalidRelease as exc:
         raise InvalidRelease(exc.reason, f"{what}: {exc.message}") from None
+    # the counts' layout follows the (now valid) structure: one row per leaf
+    trees = replace(trees, leaf_counts=_leaf_counts(release.trees, params, trees.feature, schema.n_classes, what))
     party = release.party_id
     forest = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode, trees=trees,
                       parts=((party, params, params.n_trees),))
@@ -196,3 +199,25 @@ def _trees_from_message(message: pb.Trees, params: TrainingParameters, grid: Fea
     np.cumsum(sizes, out=offsets[1:])
     nodes = {name: np.fromiter(getattr(message, name), dtype=np.int32, count=n_nodes) for name in NODE_FIELDS}
     return ForestArrays(tree_offsets=offsets, **nodes)
+
+
+def _leaf_counts(message: pb.Trees, params: TrainingParameters, feature: np.ndarray, n_classes: int,
+                 what: str) -> np.ndarray | None:
+    """The (n_nodes, n_classes) count table of a ``leaf = counts`` release (-1 rows at split nodes)."""
+    n_values = len(message.leaf_counts)
+    if params.leaf != "counts":
+        if n_values:
+            raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected empty (parameters.leaf = "
+                                                       f"{params.leaf!r}), got {n_values} values")
+        return None
+    leaves = np.flatnonzero(feature == -1)
+    if n_values != leaves.size * n_classes:
+        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected {leaves.size} leaves x {n_classes} "
+                                                   f"classes = {leaves.size * n_classes} values, got {n_values}")
+    values = np.fromiter(message.leaf_counts, dtype=np.uint64, count=n_values)
+    if n_values and int(values.max()) > MAX_LEAF_COUNT:
+        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected values 0..{MAX_LEAF_COUNT}, "
+                                                   f"got {int(values.max())}")
+    counts = np.full((feature.size, n_classes), -1, dtype=np.int64)
+    counts[leaves] = values.astype(np.int64).reshape(leaves.size, n_classes)
+    return counts

@@ -25,7 +25,8 @@ def encode_release(
     """Serialize ``forest`` as an ``edprf.v1.SignedRelease``.
 
     The release carries the schema fingerprint, the party id, the training
-    parameters and the trees; nothing else (no counts, no timestamps).
+    parameters and the trees (with ``leaf="counts"``, the leaves' noisy class
+    counts); nothing else (no exact counts, no timestamps).
 
     Parameters
     ----------
@@ -85,6 +86,21 @@ def encode_release(
             split=trees.split.tolist(),
             first_child=trees.first_child.tolist(),
             leaf_class=trees.leaf_class.tolist(),
+            leaf_counts=_leaf_counts(forest, params.leaf),
         ),
     )
     return serialize_canonical(sign_release_bytes(serialize_canonical(release), signing_key))
+
+
+def _leaf_counts(forest: DPForest, leaf: str) -> list[int]:
+    """The leaves' counts, flattened leaf by leaf in node order (empty for label releases)."""
+    trees = forest.trees
+    has = trees.has_counts()
+    leaves = trees.feature < 0
+    if leaf != "counts":
+        if has.any():
+            raise ValueError("forest: parameters say leaf='label' but the trees carry counts")
+        return []
+    if not np.array_equal(has, leaves):
+        raise ValueError("forest: parameters say leaf='counts' but some leaves carry no counts")
+    return trees.leaf_counts[leaves].ravel().tolist()

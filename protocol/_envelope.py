@@ -13,16 +13,17 @@ from edprf_core import TrainingParameters
 from . import release_pb2 as pb
 from ._canonical import parse_canonical
 from ._errors import InvalidRelease, Reason
-from ._parameters import check_party_id, parameters_from_message
+from ._parameters import VERSION_3_FIELDS, check_party_id, parameters_from_message
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureCheck, check_signature
 
 __all__ = ["FORMAT_VERSION", "MAX_ID_CHARS", "READABLE_VERSIONS", "ReleaseEnvelope", "ReleaseHeader", "as_bytes",
            "check_request_id", "open_envelope", "read_release_header"]
 
-FORMAT_VERSION = 2
-"""Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes)."""
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+"""Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes;
+3: leaf class counts and the parameters ``leaf``, ``count_epsilon``, ``depth_rule``)."""
+READABLE_VERSIONS = (1, 2, 3)
 MAX_ID_CHARS = 256
 
 
@@ -96,6 +97,13 @@ def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None
         check_party_id(release.party_id)
         if release.format_version == 1 and (release.run_id or release.request_id):
             raise ValueError("a version 1 release carries no run or request id")
+        if release.format_version < 3:
+            newer = [name for name in VERSION_3_FIELDS if getattr(release.parameters, name)]
+            if release.trees.leaf_counts:
+                newer.append("trees.leaf_counts")
+            if newer:
+                raise ValueError(f"a version {release.format_version} release carries no {', '.join(newer)} "
+                                 "(fields of version 3)")
         check_request_id(release.run_id, "run_id")
         check_request_id(release.request_id, "request_id")
     except ValueError as exc:

@@ -28,10 +28,18 @@ ENUM_TABLES: dict[str, dict[str, int]] = {
     "split_mode": {"binary": pb.SPLIT_MODE_BINARY, "multiway": pb.SPLIT_MODE_MULTIWAY},
     "variant": {"pf": pb.VARIANT_PERMUTE_AND_FLIP, "tradition": pb.VARIANT_TRADITION},
     "sampler": {"numpy": pb.SAMPLER_NUMPY, "exact": pb.SAMPLER_EXACT},
+    "leaf": {"label": pb.LEAF_OUTPUT_LABEL, "counts": pb.LEAF_OUTPUT_COUNTS},
+    "depth_rule": {"fixed": pb.DEPTH_RULE_FIXED, "declared-size": pb.DEPTH_RULE_DECLARED_SIZE,
+                   "dp-count": pb.DEPTH_RULE_DP_COUNT},
 }
 _FROM_WIRE = {name: {v: k for k, v in table.items()} for name, table in ENUM_TABLES.items()}
-_FROM_WIRE["sampler"][pb.SAMPLER_UNSPECIFIED] = "numpy"  # releases written before the field existed
-_PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "exploit_monotonicity", "dp", "seeded")
+# releases written before a field existed
+_FROM_WIRE["sampler"][pb.SAMPLER_UNSPECIFIED] = "numpy"
+_FROM_WIRE["leaf"][pb.LEAF_OUTPUT_UNSPECIFIED] = "label"
+_FROM_WIRE["depth_rule"][pb.DEPTH_RULE_UNSPECIFIED] = "fixed"
+_PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "exploit_monotonicity", "dp", "seeded", "count_epsilon")
+VERSION_3_FIELDS = ("leaf", "count_epsilon", "depth_rule")
+"""Parameters a release before format version 3 must leave unset."""
 
 
 def check_party_id(party_id: object) -> str:
@@ -51,6 +59,7 @@ def parameters_to_message(params: TrainingParameters) -> pb.TrainingParameters:
         exploit_monotonicity=bool(params.exploit_monotonicity),
         dp=bool(params.dp),
         seeded=bool(params.seeded),
+        count_epsilon=float(params.count_epsilon),
         **{name: table[getattr(params, name)] for name, table in ENUM_TABLES.items()},
     )
 

@@ -11,15 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
 
-__all__ = ["METRICS_KEY", "MODEL_KEY", "REQUEST_KEY", "RESULT_KEY", "EvaluateRequest", "TaskError", "TrainRequest"]
+__all__ = ["DEPTH_REQUESTS", "METRICS_KEY", "MODEL_KEY", "REQUEST_KEY", "RESULT_KEY", "EvaluateRequest", "TaskError", "TrainRequest"]
 
 # names of the records inside Flower messages, shared by party and coordinator
 REQUEST_KEY = "request"
 RESULT_KEY = "result"
 MODEL_KEY = "model"
 METRICS_KEY = "metrics"
+
+
+DEPTH_REQUESTS = ("fixed", "auto")
+"""How a request sets the depth: exactly ``max-depth``, or chosen by each party up to it."""
 
 
 class TaskError(ValueError):
@@ -50,6 +54,14 @@ class TrainRequest:
 
     ``seed`` < 0 means "no seed" (the party draws cryptographic randomness);
     a party accepts a seed only if its policy allows seeded randomness.
+
+    ``leaf`` says what the leaves release (``"counts"``: noisy class counts,
+    ``"label"``: the paper's label).  ``depth_rule``: ``"fixed"`` grows
+    exactly ``max_depth`` levels; ``"auto"`` lets each party choose its depth
+    (at most ``max_depth``) from the row count its policy declares public, or
+    from a DP count of its rows charged within ``epsilon``, so a big hospital
+    and a small clinic each grow what their data support.  Records from
+    coordinators that predate these keys read as ``"label"`` and ``"fixed"``.
     """
 
     request_id: str
@@ -63,10 +75,16 @@ class TrainRequest:
     schedule: str
     relation: str
     seed: int
+    leaf: str = "counts"
+    depth_rule: str = "fixed"
 
     def __post_init__(self) -> None:
         if not self.request_id or len(self.request_id) > 256:
             raise TaskError(f"request-id: expected 1..256 characters, got {self.request_id!r}")
+        if self.leaf not in LEAF_OUTPUTS:
+            raise TaskError(f"leaf: expected one of {LEAF_OUTPUTS}, got {self.leaf!r}")
+        if self.depth_rule not in DEPTH_REQUESTS:
+            raise TaskError(f"depth-rule: expected one of {DEPTH_REQUESTS}, got {self.depth_rule!r}")
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise TaskError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
         for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
@@ -81,7 +99,7 @@ class TrainRequest:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
-        return cls(**_read(cls, record))
+        return cls(**_read(cls, {"leaf": "label", "depth-rule": "fixed", **record}))  # records before these keys
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from edprf_core import LEAF_OUTPUTS
+from protocol._task import DEPTH_REQUESTS
+
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
 
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -21,6 +24,17 @@ class CoordinatorConfig:
     epsilon : float in (0, inf)
         ε each party spends on its release (the global forest's ε per record,
         records being disjoint across parties).
+    max_depth : int in [1, 30], default 8
+        ``depth_rule = "fixed"``: the depth of every tree; ``"auto"``: the
+        deepest a party may choose.
+    depth_rule : {"auto", "fixed"}, default "auto"
+        ``auto``: each party chooses its depth from the row count its policy
+        declares public, or from a DP count of its rows charged within
+        ``epsilon`` (the release says which), so a big hospital and a small
+        clinic each grow what their data support.
+    leaf : {"counts", "label"}, default "counts"
+        What leaves release: noisy class counts (probabilities, risk scores)
+        or the paper's permute-and-flip label (votes).
     trees_per_party : int >= 1
         Trees every party releases: decided here, never from row counts.
     min_parties : int >= 1
@@ -59,7 +73,9 @@ class CoordinatorConfig:
     sim_dir: str = ""
     output_dir: str = "edprf-output"
     epsilon: float = 1.0
-    max_depth: int = 5
+    max_depth: int = 8
+    depth_rule: str = "auto"
+    leaf: str = "counts"
     trees_per_party: int = 1
     split_mode: str = "binary"
     n_bins: int = 20
@@ -92,6 +108,10 @@ class CoordinatorConfig:
         for name, low in (("max_depth", 1), ("trees_per_party", 1), ("n_bins", 2), ("min_parties", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
+        if self.depth_rule not in DEPTH_REQUESTS:
+            raise ValueError(f"depth-rule: expected one of {DEPTH_REQUESTS}, got {self.depth_rule!r}")
+        if self.leaf not in LEAF_OUTPUTS:
+            raise ValueError(f"leaf: expected one of {LEAF_OUTPUTS}, got {self.leaf!r}")
         if not 0 < self.flag_alpha < 1:
             raise ValueError(f"flag-alpha: expected a number in (0, 1), got {self.flag_alpha!r}")
         if self.expected_parties < 0:

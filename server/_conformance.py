@@ -32,10 +32,14 @@ def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: Coord
     if not cfg.request_tag and release.run_id != request.run_id:
         return "replayed_release", "the release was made for another run"
     p = release.params
-    expected = {"epsilon": request.epsilon, "max_depth": request.max_depth, "n_trees": request.n_trees,
+    expected = {"epsilon": request.epsilon, "n_trees": request.n_trees,
                 "split_mode": request.split_mode, "n_bins": request.n_bins, "schedule": request.schedule,
-                "relation": request.relation, "composition": "parallel", "variant": "pf"}
+                "relation": request.relation, "composition": "parallel", "variant": "pf", "leaf": request.leaf}
     wrong = [name for name, value in expected.items() if getattr(p, name) != value]
+    if request.depth_rule == "fixed" and (p.max_depth != request.max_depth or p.depth_rule != "fixed"):
+        wrong.append("max_depth")
+    if request.depth_rule == "auto" and (p.max_depth > request.max_depth or p.depth_rule == "fixed"):
+        wrong.append("max_depth (auto: at most the requested depth, chosen from a declared size or a DP count)")
     if wrong:
         return "request_mismatch", f"parameters other than requested: {', '.join(wrong)}"
     if p.seeded and request.seed < 0:

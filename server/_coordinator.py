@@ -60,7 +60,7 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> Tra
     return TrainRequest(
         request_id=f"{cfg.request_tag or run_id}/train", run_id=run_id, schema_fingerprint=fingerprint,
         epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
-        n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
+        n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation, leaf=cfg.leaf, depth_rule=cfg.depth_rule,
         seed=cfg.seed,  # parties derive their own stream from it and their party id
     )
 
@@ -142,6 +142,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         outcome.sampler = release.params.sampler
+        outcome.depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
         accepted.append(release)
     for p in report.parties:
         if p.status != "accepted":

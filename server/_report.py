@@ -26,6 +26,8 @@ class PartyOutcome:
     epsilon: float = 0.0
     evaluation_epsilon: float = 0.0
     sampler: str = ""
+    depth: int = 0  # the released depth (each party's own under depth-rule "auto")
+    depth_rule: str = ""  # fixed | declared-size | dp-count
     signed: bool = False
     release_bytes: int = 0
 

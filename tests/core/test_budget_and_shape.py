@@ -109,13 +109,15 @@ def test_fitted_model_holds_no_data_derived_value():
     b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, random_state=0).fit(X2, y2)
     assert a.get_params() == params_before  # nothing written back into constructor parameters
     assert set(vars(a)) == set(params_before) | {
-        "forest_", "classes_", "n_features_in_", "feature_names_in_", "privacy_", "dp_"}
-    # the serialized models have the same size: no counts or row numbers inside
+        "forest_", "classes_", "n_features_in_", "feature_names_in_", "privacy_", "dp_", "n_estimators_",
+        "max_depth_", "n_rows_estimate_"}
+    assert (a.n_estimators_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
+    # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)
     assert len(pickle.dumps(a.forest_.trees)) == len(pickle.dumps(b.forest_.trees))
     assert a.n_features_in_ == schema.n_features and list(a.classes_) == list(schema.classes)
     t = a.forest_.trees
     assert set(np.unique(t.leaf_class[t.feature < 0])) <= {0, 1}
-    assert t.split[t.feature >= 0].max() < 5  # thresholds are edge indices of the public grid
+    assert t.split[t.feature >= 0].max() < 20  # thresholds are edge indices of the public grid (20 bins)
 
 
 def test_empty_nodes_still_run_the_mechanism():

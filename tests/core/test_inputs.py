@@ -111,7 +111,7 @@ def test_bad_depth(schema, data, depth):
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"n_estimators": 0}, "n_trees must be"), ({"n_bins": 1}, "n_bins must be"),
+    ({"n_estimators": 0}, "n_estimators must be"), ({"n_bins": 1}, "n_bins must be"),
     ({"split_mode": "ternary"}, "split_mode must be"), ({"schedule": "cosine"}, "schedule must be"),
     ({"neighbouring": "swap"}, "relation must be"), ({"variant": "magic"}, "variant must be"),
     ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),

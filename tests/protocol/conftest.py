@@ -10,7 +10,9 @@ from protocol import PartyKeyRegistry, ReleasePolicy, encode_release, generate_s
 
 DATASETS = ("wall_robot_navigation", "bank_marketing")
 # small enough that every protocol test stays fast; multiway trees grow as n_codes ** depth
-FOREST_SHAPES = {"binary": {"n_estimators": 5, "max_depth": 4}, "multiway": {"n_estimators": 3, "max_depth": 3}}
+FOREST_SHAPES = {"binary": {"n_estimators": 5, "max_depth": 4, "n_bins": 5},
+                 "multiway": {"n_estimators": 3, "max_depth": 3, "n_bins": 5, "leaf": "label"}}
+"""Binary fixtures release leaf counts (the default), multiway fixtures labels."""
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ def test_release_output(capsys, tmp_path, signed_wall_release, forests, keys_dir
     forest = forests[WALL, "binary"]
     code, out = inspect(capsys, path, "--keys", keys_dir)
     assert code == 0
-    for expected in ("format version 2", "party: hospital-a", f"schema fingerprint: {forest.schema.fingerprint}",
+    for expected in ("format version 3", "party: hospital-a", f"schema fingerprint: {forest.schema.fingerprint}",
                      "epsilon=1 relation=add-remove", "split_mode=binary", "max_depth=4", "n_trees=5", "dp=True",
                      f"trees: 5, nodes: {forest.trees.n_nodes}", "signature: verified",
                      "structure: valid", "epsilon = 1 differential privacy per record", FEDERATION_NOTE):

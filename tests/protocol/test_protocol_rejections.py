@@ -70,8 +70,8 @@ def test_non_canonical_encoding_is_malformed(wall_release, wall_schema, policy):
 
 
 def test_unknown_version(wall_release, wall_schema, policy):
-    err = refused(tamper(wall_release, lambda r: setattr(r, "format_version", 3)), wall_schema, policy)
-    assert err.reason is Reason.UNKNOWN_VERSION and "expected one of (1, 2), got 3" in err.message
+    err = refused(tamper(wall_release, lambda r: setattr(r, "format_version", 4)), wall_schema, policy)
+    assert err.reason is Reason.UNKNOWN_VERSION and "expected one of (1, 2, 3), got 4" in err.message
 
 
 def test_a_version_1_release_cannot_carry_ids(wall_release, wall_schema, policy):

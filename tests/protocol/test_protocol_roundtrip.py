@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, merge_forests
-from edprf_core._release import COMPOSITIONS, RELATIONS, SCHEDULES, VARIANTS
+from edprf_core._release import COMPOSITIONS, DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, VARIANTS
 from edprf_core._tree import SPLIT_MODES
 from protocol import (
     ReleasePolicy,
@@ -57,13 +57,13 @@ def test_random_forests_round_trip_exactly(forest):
 @bounded(12, 5000)
 @given(dataset=st.sampled_from(["wall_robot_navigation", "bank_marketing"]),
        split_mode=st.sampled_from(GENERATED_MODES), n_estimators=st.integers(1, 4), max_depth=st.integers(1, 3),
-       n_bins=st.integers(2, 6), seed=st.integers(0, 2**32 - 1))
+       n_bins=st.integers(2, 6), leaf=st.sampled_from(["label", "counts"]), seed=st.integers(0, 2**32 - 1))
 def test_fitted_forests_round_trip_and_predict_identically(embedded, dataset, split_mode, n_estimators, max_depth,
-                                                           n_bins, seed):
+                                                           n_bins, leaf, seed):
     X, y, schema = embedded[dataset]
     rows = np.random.default_rng(seed).choice(len(X), 600, replace=False)
     forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=n_estimators, max_depth=max_depth,
-                             split_mode=split_mode, n_bins=n_bins, random_state=seed).fit(
+                             split_mode=split_mode, n_bins=n_bins, leaf=leaf, random_state=seed).fit(
         X.iloc[rows], y.iloc[rows]).forest_
     got = decode_release(encode_release(forest, "hospital-a"), schema, OPEN_POLICY)
     assert_same_forest(got.forest, forest, "hospital-a")
@@ -95,7 +95,7 @@ def test_multiclass_merge_of_decoded_releases_keeps_every_tree(forests, embedded
 def test_header_is_readable_without_a_schema(signed_wall_release, forests, registry):
     header = read_release_header(signed_wall_release, max_bytes=1 << 22, registry=registry)
     forest = forests["wall_robot_navigation", "binary"]
-    assert header.party_id == "hospital-a" and header.format_version == 2
+    assert header.party_id == "hospital-a" and header.format_version == 3
     assert header.schema_fingerprint == forest.schema.fingerprint
     assert header.parameters == forest.parts[0][1]
     assert (header.n_trees, header.n_nodes) == (forest.n_trees, forest.trees.n_nodes)
@@ -113,13 +113,14 @@ def test_release_carries_only_the_declared_fields(forests):
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__}
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {
-        "nodes_per_tree", "feature", "split", "first_child", "leaf_class"}
+        "nodes_per_tree", "feature", "split", "first_child", "leaf_class", "leaf_counts"}
     assert all(f.is_packed for f in pb.Trees.DESCRIPTOR.fields)
 
 
 def test_enum_tables_cover_every_core_value():
     for name, values in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
-                         ("split_mode", SPLIT_MODES), ("variant", VARIANTS)):
+                         ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("leaf", LEAF_OUTPUTS),
+                         ("depth_rule", DEPTH_RULES)):
         assert set(ENUM_TABLES[name]) == set(values)
         assert 0 not in ENUM_TABLES[name].values()
 
