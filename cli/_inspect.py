@@ -177,7 +177,29 @@ def _parameters_line(p: TrainingParameters) -> str:
     return (f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
             f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
             f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
-            f"sampler={p.sampler}")
+            f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}")
+
+
+SHOWN_LEAVES = 8
+"""Leaves whose noisy counts ``edprf inspect`` prints per tree (the output stays a few lines long)."""
+
+
+def _counts_lines(forest, indent: str = "") -> list[str]:
+    """The noisy leaf class counts of a forest, a few leaves per tree (post-processing: no ε)."""
+    trees = forest.trees
+    if not forest.has_counts:
+        return []
+    classes = "/".join(str(c) for c in forest.schema.classes)
+    lines = [f"{indent}leaf counts (discrete Laplace noise, clamped at 0; classes {classes}):"]
+    for t in range(min(trees.n_trees, SHOWN_LEAVES)):
+        a, b = int(trees.tree_offsets[t]), int(trees.tree_offsets[t + 1])
+        rows = trees.leaf_counts[a:b][trees.has_counts()[a:b]]
+        shown = " ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in rows[:SHOWN_LEAVES])
+        more = f" ... ({len(rows)} leaves, noisy total {int(rows.sum())})" if len(rows) > SHOWN_LEAVES else ""
+        lines.append(f"{indent}  tree {t}: {shown}{more}")
+    if trees.n_trees > SHOWN_LEAVES:
+        lines.append(f"{indent}  ... and {trees.n_trees - SHOWN_LEAVES} more trees")
+    return lines
 
 
 def _signature_line(status: str, detail: str) -> str:
@@ -217,6 +239,7 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
     else:
         verified = protocol.decode_release(data, schema, protocol.INSPECTION_POLICY)
         lines.append(f"structure: valid on schema {schema.name!r}")
+        lines += _counts_lines(verified.forest)
         guarantee = verified.forest.guarantee()
     lines.append(f"guarantee: {guarantee}")
     if p.dp and FEDERATION_NOTE not in guarantee:
@@ -240,6 +263,7 @@ def _describe_model(view: GlobalModelView) -> list[str]:
             f"    parameters: {_parameters_line(r.params)}",
             f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
         ]
+        lines += _counts_lines(r.forest, indent="    ")
     contributions = view.manifest.get("contributions") or []
     if contributions:
         lines.append("contributions (coordinator's validation data; post-processing, epsilon unchanged):")

@@ -38,6 +38,7 @@ from ._metrics import forest_metrics
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
 from ._selection import select_parties
+from ._size_bounds import TRANSPORT_LIMIT
 
 __all__ = ["MODEL_FILE", "REPORT_FILE", "run_federation"]
 
@@ -192,7 +193,12 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
     log.info("run %s: global model of %d trees from %d parties saved to %s", run_id, view.forest.n_trees,
              len(accepted), model_path)
 
-    if cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
+    if len(model) > TRANSPORT_LIMIT and (cfg.evaluation_epsilon > 0 or cfg.exact_metrics):
+        log.error("run %s: the model (%d bytes) exceeds the transport limit (%d bytes); evaluation round skipped",
+                  run_id, len(model), TRANSPORT_LIMIT)
+        report.federated_evaluation = {"skipped": "model_too_large_for_transport", "model_bytes": len(model),
+                                       "transport_limit": TRANSPORT_LIMIT}
+    elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         t0 = time.perf_counter()
         report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
         _charge_evaluation(report, cfg)

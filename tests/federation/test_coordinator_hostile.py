@@ -51,10 +51,31 @@ def test_a_conforming_release_is_accepted(wall):
     ({"n_bins": 21}, "request_mismatch"), ({"split_mode": "multiway", "n_bins": 20}, "request_mismatch"),
     ({"schedule": "uniform"}, "request_mismatch"), ({"max_depth": 2}, "request_mismatch"),
     ({"epsilon": 0.5}, "request_mismatch"), ({"random_state": 3}, "seeded_release"),
+    ({"leaf": "label"}, "request_mismatch"), ({"max_depth": "auto"}, "request_mismatch"),
 ])
 def test_a_release_on_other_parameters_is_rejected_with_a_reason(wall, fit, reason):
     got = request_mismatch(_release(wall, **fit), _request(wall[2]), CFG)
     assert got is not None and got[0] == reason
+
+
+def test_auto_depth_requests_accept_a_party_chosen_depth_up_to_the_cap(wall):
+    auto = _request(wall[2], depth_rule="auto", max_depth=8)
+    chosen = _release(wall, max_depth="auto", max_depth_cap=8)  # a DP count of its 400 rows
+    assert chosen.params.depth_rule == "dp-count" and chosen.params.max_depth <= 8
+    assert request_mismatch(chosen, auto, CFG) is None
+    declared = _release(wall, max_depth="auto", max_depth_cap=8, n_rows_public=5000)
+    assert declared.params.depth_rule == "declared-size" and request_mismatch(declared, auto, CFG) is None
+    assert request_mismatch(_release(wall, max_depth=3), auto, CFG)[0] == "request_mismatch"  # fixed depth: not auto
+    too_deep = _release(wall, max_depth="auto", max_depth_cap=12, n_rows_public=10**7)
+    assert too_deep.params.max_depth > 8
+    assert request_mismatch(too_deep, auto, CFG)[0] == "request_mismatch"
+
+
+def test_records_from_older_coordinators_read_as_label_and_fixed_depth(wall):
+    record = _request(wall[2]).to_record()
+    del record["leaf"], record["depth-rule"]
+    old = TrainRequest.from_record(record)
+    assert (old.leaf, old.depth_rule) == ("label", "fixed")
 
 
 def test_a_replayed_release_from_another_run_or_request_is_rejected(wall):

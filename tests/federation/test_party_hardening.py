@@ -459,3 +459,21 @@ def test_a_model_with_releases_beyond_the_party_limits_is_refused_before_reserva
     model = _model(Party(setup), schema)  # depth 3, 2 trees
     _write_party(tmp_path, max_depth=2)
     _refused_before_reservation(Party(setup), model, "bad_model")
+
+
+# ------------------------------------------------------------------ auto depth (issue 9)
+def test_an_auto_depth_request_uses_the_declared_size_or_a_charged_dp_count(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    setup, schema = _write_party(tmp_path / "a")
+    party = Party(setup)
+    release = decode_release(party.train(_train_request(schema, depth_rule="auto", max_depth=8)), schema,
+                             ReleasePolicy())
+    p = release.params
+    assert (p.depth_rule, p.leaf) == ("dp-count", "counts") and p.count_epsilon > 0 and p.max_depth <= 8
+    assert party.ledger.remaining() == pytest.approx(1.0)  # the count is inside the request's epsilon
+
+    declared_setup, _ = _write_party(tmp_path / "b", declared_rows=100_000)
+    declared = decode_release(Party(declared_setup).train(_train_request(schema, depth_rule="auto", max_depth=6)),
+                              schema, ReleasePolicy())
+    assert (declared.params.depth_rule, declared.params.count_epsilon, declared.params.max_depth) == (
+        "declared-size", 0.0, 6)  # 100,000 declared rows support the cap

@@ -51,8 +51,12 @@ def test_release_output(capsys, tmp_path, signed_wall_release, forests, keys_dir
     for expected in ("format version 3", "party: hospital-a", f"schema fingerprint: {forest.schema.fingerprint}",
                      "epsilon=1 relation=add-remove", "split_mode=binary", "max_depth=4", "n_trees=5", "dp=True",
                      f"trees: 5, nodes: {forest.trees.n_nodes}", "signature: verified",
-                     "structure: valid", "epsilon = 1 differential privacy per record", FEDERATION_NOTE):
+                     "structure: valid", "epsilon = 1 differential privacy per record", FEDERATION_NOTE,
+                     "leaf=counts", "leaf counts (discrete Laplace noise, clamped at 0; classes "):
         assert expected in out
+    first_tree = forest.trees.tree(0)
+    leaf_rows = first_tree["leaf_counts"][first_tree["feature"] < 0]
+    assert "  tree 0: [" + ", ".join(str(v) for v in leaf_rows[0]) + "]" in out
     code, out = inspect(capsys, path)
     assert code == 0 and "signature: signed, not verified" in out
 

@@ -1,0 +1,74 @@
+"""Format version 3: leaf class counts on the wire, bounded and tied to the parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocol import InvalidRelease, Reason, decode_release, encode_release
+from protocol import release_pb2 as pb
+
+from .tampering import tamper
+
+WALL = "wall_robot_navigation"
+
+
+def refused(data, schema, policy) -> InvalidRelease:
+    with pytest.raises(InvalidRelease) as info:
+        decode_release(data, schema, policy)
+    return info.value
+
+
+@pytest.fixture
+def counts_release(forests):
+    forest = forests[WALL, "binary"]
+    assert forest.has_counts  # the binary fixtures release counts (the default)
+    return encode_release(forest, "hospital-a", run_id="r", request_id="q")
+
+
+def test_counts_round_trip_and_give_the_same_probabilities(forests, counts_release, wall_schema, policy, embedded):
+    forest = forests[WALL, "binary"]
+    got = decode_release(counts_release, wall_schema, policy)
+    assert got.format_version == 3 and got.params.leaf == "counts"
+    assert np.array_equal(got.forest.trees.leaf_counts, forest.trees.leaf_counts)
+    X = embedded[WALL][0].iloc[:500]
+    assert np.allclose(got.forest.predict_proba(X), forest.predict_proba(X))
+    leaves = int((forest.trees.feature < 0).sum())
+    release = pb.Release.FromString(pb.SignedRelease.FromString(counts_release).release)
+    assert len(release.trees.leaf_counts) == leaves * wall_schema.n_classes  # leaves only, no split rows
+
+
+def test_label_release_carries_no_counts(forests, wall_schema, policy):
+    label = forests[WALL, "multiway"]
+    raw = encode_release(label, "hospital-a")
+    release = pb.Release.FromString(pb.SignedRelease.FromString(raw).release)
+    assert len(release.trees.leaf_counts) == 0 and release.parameters.leaf == pb.LEAF_OUTPUT_LABEL
+    forged = tamper(raw, lambda r: r.trees.leaf_counts.extend([1] * 8))
+    err = refused(forged, wall_schema, policy)
+    assert err.reason is Reason.BAD_STRUCTURE and "leaf_counts expected empty" in err.message
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.trees.leaf_counts.pop(), "leaf_counts expected"),
+    (lambda r: r.trees.leaf_counts.append(3), "leaf_counts expected"),
+    (lambda r: r.trees.leaf_counts.__setitem__(0, 2**31), "values 0..2147483647"),
+    (lambda r: r.trees.leaf_counts.__setitem__(0, 2**64 - 1), "values 0..2147483647"),
+    (lambda r: setattr(r.parameters, "leaf", pb.LEAF_OUTPUT_LABEL), "leaf_counts expected empty"),
+])
+def test_malformed_counts_are_refused(counts_release, wall_schema, policy, edit, message):
+    err = refused(tamper(counts_release, edit), wall_schema, policy)
+    assert err.reason is Reason.BAD_STRUCTURE and message in err.message
+
+
+def test_older_versions_cannot_carry_version_3_fields(counts_release, wall_schema, policy):
+    def downgrade(r):
+        r.format_version = 2
+    err = refused(tamper(counts_release, downgrade), wall_schema, policy)
+    assert err.reason is Reason.BAD_PARAMETERS and "fields of version 3" in err.message
+
+
+def test_depth_rule_must_match_the_count_epsilon(counts_release, wall_schema, policy):
+    def claim_dp_count(r):
+        r.parameters.depth_rule = pb.DEPTH_RULE_DP_COUNT  # with count_epsilon 0
+    err = refused(tamper(counts_release, claim_dp_count), wall_schema, policy)
+    assert err.reason is Reason.BAD_PARAMETERS and "depth_rule" in err.message
