@@ -10,11 +10,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from ._accountant import BudgetAccountant, charge_fit
 from ._budget import layer_schedule, tree_composition
 from ._builder import BuildPlan, build_forest
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
+from ._input_checks import check_fit_input, check_predict_input, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._release import SAMPLERS, DPForest, TrainingParameters
@@ -105,6 +107,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         when a seed is given.  ``"exact"`` cannot be seeded and supports the
         ``"pf"`` variant only.  The backend used is recorded in
         ``privacy_.sampler`` and in the release.
+    accountant : BudgetAccountant or None, default None
+        Charged ``epsilon`` at the start of every ``fit``, before anything is
+        trained; a fit that would exceed its cap raises
+        :class:`BudgetExceededError`.  ``None`` charges the process default
+        (:func:`edprf_core.set_default_accountant`, :func:`edprf_core.budget`)
+        when one is set, else nothing is accounted.  Clones share it.
 
     Attributes
     ----------
@@ -113,8 +121,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
         The declared classes.
     n_features_in_ : int
+        Number of columns of ``X`` in ``fit`` (the schema's feature count
+        unless a DataFrame also holds ignored columns).
     feature_names_in_ : ndarray of str
-        The schema's feature names.
+        Column names of a DataFrame passed to ``fit`` (absent after fitting
+        on an array, as in scikit-learn); ``predict`` checks them like any
+        scikit-learn estimator.
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
@@ -148,6 +160,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         stop_when_pure: bool = False,
         random_state: RandomState = None,
         sampler: str = "auto",
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -163,6 +176,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.stop_when_pure = stop_when_pure
         self.random_state = random_state
         self.sampler = sampler
+        self.accountant = accountant
 
     # ------------------------------------------------------------------ fit
     def _resolved_schema(self) -> Schema:
@@ -255,6 +269,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         schema = self._resolved_schema()
         params = self._parameters()
+        check_fit_input(self, X, schema)
+        charge_fit(self.accountant, params.epsilon, label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         if self.stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
@@ -283,8 +299,6 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.forest_ = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode,
                                 trees=trees, parts=(("local", params, params.n_trees),))
         self.classes_ = np.asarray(schema.classes)
-        self.n_features_in_ = schema.n_features
-        self.feature_names_in_ = np.asarray(schema.feature_names, dtype=object)
         self.privacy_ = params
         self.dp_ = params.dp and not schema.drafted
         return self
@@ -300,11 +314,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Share of trees voting for each declared class (privacy cost: none)."""
-        return self._fitted().predict_proba(X)
+        forest = self._fitted()
+        check_predict_input(self, X)
+        return forest.predict_proba(X)
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """Majority vote over trees; ties go to the class declared first."""
-        return self._fitted().predict(X)
+        forest = self._fitted()
+        check_predict_input(self, X)
+        return forest.predict(X)
 
     def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
               sample_weight: ArrayLike | None = None) -> float:
@@ -317,6 +335,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         statistic of ``(X, y)`` and is not DP.
         """
         forest = self._fitted()
+        check_predict_input(self, X)
         truth = encode_labels(y, forest.schema)
         predicted = np.argmax(forest.votes(X), axis=1)
         if truth.shape[0] != predicted.shape[0]:
@@ -327,8 +346,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        tags.non_deterministic = True
-        return tags
+        tags.non_deterministic = True  # random_state=None draws fresh cryptographic randomness in every fit
+        try:
+            schema = self._resolved_schema()
+        except (ValueError, TypeError):  # no usable schema yet: fit will say why
+            schema = None
+        return schema_input_tags(tags, schema)
