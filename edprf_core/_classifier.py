@@ -269,7 +269,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         schema = self._resolved_schema()
         params = self._parameters()
-        check_fit_input(self, X, schema)
+        y = check_fit_input(self, X, y, schema)
         charge_fit(self.accountant, params.epsilon, label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         if self.stop_when_pure:
             warnings.warn(
