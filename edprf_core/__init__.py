@@ -6,6 +6,7 @@ The algorithm only; no networking.  Usable alone, scikit-learn style::
     clf = EDPRFClassifier(example_schema("wall_robot_navigation"), epsilon=1.0).fit(X, y)
 """
 
+from ._accountant import BudgetAccountant, BudgetExceededError, budget, default_accountant, set_default_accountant
 from ._budget import (
     HarmonicSchedule,
     LayerSchedule,
@@ -61,7 +62,9 @@ __all__ = [
     "SCHEDULES",
     "SPLIT_MODES",
     "VARIANTS",
+    "BudgetAccountant",
     "BudgetError",
+    "BudgetExceededError",
     "CategoricalFeature",
     "ContinuousFeature",
     "DPForest",
@@ -89,8 +92,10 @@ __all__ = [
     "UniformSchedule",
     "available_schemas",
     "branching_factor",
+    "budget",
     "check_data",
     "conforming_rows",
+    "default_accountant",
     "discrete_laplace_counts",
     "draft_schema",
     "embedded_datasets",
@@ -108,6 +113,7 @@ __all__ = [
     "public_shape",
     "read_csv",
     "read_table",
+    "set_default_accountant",
     "spawn_generators",
 ]
 

@@ -10,11 +10,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from ._accountant import BudgetAccountant, charge_fit
 from ._budget import layer_schedule, tree_composition
 from ._builder import BuildPlan, build_forest
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
+from ._input_checks import check_fit_input, check_predict_input, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._count_noise import discrete_laplace_counts
@@ -129,6 +131,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         when a seed is given.  ``"exact"`` cannot be seeded and supports the
         ``"pf"`` variant only.  The backend used is recorded in
         ``privacy_.sampler`` and in the release.
+    accountant : BudgetAccountant or None, default None
+        Charged ``epsilon`` at the start of every ``fit``, before anything is
+        trained; a fit that would exceed its cap raises
+        :class:`BudgetExceededError`.  ``None`` charges the process default
+        (:func:`edprf_core.set_default_accountant`, :func:`edprf_core.budget`)
+        when one is set, else nothing is accounted.  Clones share it.
 
     Attributes
     ----------
@@ -137,8 +145,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
         The declared classes.
     n_features_in_ : int
+        Number of columns of ``X`` in ``fit`` (the schema's feature count
+        unless a DataFrame also holds ignored columns).
     feature_names_in_ : ndarray of str
-        The schema's feature names.
+        Column names of a DataFrame passed to ``fit`` (absent after fitting
+        on an array, as in scikit-learn); ``predict`` checks them like any
+        scikit-learn estimator.
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
@@ -187,6 +199,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         stop_when_pure: bool = False,
         random_state: RandomState = None,
         sampler: str = "auto",
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -206,6 +219,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.stop_when_pure = stop_when_pure
         self.random_state = random_state
         self.sampler = sampler
+        self.accountant = accountant
 
     # ------------------------------------------------------------------ fit
     def _resolved_schema(self) -> Schema:
@@ -351,6 +365,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         schema = self._resolved_schema()
         self._check_shape_options()
         self._resolved_sampler()
+        y = check_fit_input(self, X, y, schema)
+        charge_fit(self.accountant, float(self.epsilon),
+                   label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         if self.stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
@@ -382,8 +399,6 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.forest_ = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode,
                                 trees=trees, parts=(("local", params, params.n_trees),))
         self.classes_ = np.asarray(schema.classes)
-        self.n_features_in_ = schema.n_features
-        self.feature_names_in_ = np.asarray(schema.feature_names, dtype=object)
         self.privacy_ = params
         self.dp_ = params.dp and not schema.drafted
         self.n_estimators_ = params.n_trees
@@ -407,11 +422,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         class distributions (:mod:`edprf_core._leaf_distribution`);
         ``leaf="label"``: the share of trees voting for each class.
         """
-        return self._fitted().predict_proba(X)
+        forest = self._fitted()
+        check_predict_input(self, X)
+        return forest.predict_proba(X)
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
-        return self._fitted().predict(X)
+        forest = self._fitted()
+        check_predict_input(self, X)
+        return forest.predict(X)
 
     def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
               sample_weight: ArrayLike | None = None) -> float:
@@ -424,6 +443,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         statistic of ``(X, y)`` and is not DP.
         """
         forest = self._fitted()
+        check_predict_input(self, X)
         truth = encode_labels(y, forest.schema)
         predicted = np.argmax(forest.predict_proba(X), axis=1)
         if truth.shape[0] != predicted.shape[0]:
@@ -434,8 +454,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        tags.non_deterministic = True
-        return tags
+        tags.non_deterministic = True  # random_state=None draws fresh cryptographic randomness in every fit
+        try:
+            schema = self._resolved_schema()
+        except (ValueError, TypeError):  # no usable schema yet: fit will say why
+            schema = None
+        return schema_input_tags(tags, schema)

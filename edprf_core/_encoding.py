@@ -193,7 +193,7 @@ def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDA
     separate = nan if feature.missing == SEPARATE else None
     if nan.any():
         if feature.missing == REFUSE:
-            _reject(feature.name, "missing value and the schema's rule is missing='refuse'", series, nan, problems)
+            _reject(feature.name, "missing value (NaN, None or a missing token) and the schema's rule is missing='refuse'", series, nan, problems)
             x = np.where(nan, feature.lower, x)  # placeholder: such rows are dropped by the caller
         elif separate is not None:
             x = np.where(nan, feature.lower, x)  # replaced by the missing code below
@@ -222,7 +222,7 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
     else:
         codes = _lookup(series.astype(object).map(str), [str(c) for c in feature.categories])
     codes = np.where(missing, -2, codes)
-    for rule_name, mask, label in (("missing", codes == -2, "missing value"), ("unknown", codes == -1, f"undeclared {what}")):
+    for rule_name, mask, label in (("missing", codes == -2, "missing value (NaN, None or a missing token)"), ("unknown", codes == -1, f"undeclared {what}")):
         if not mask.any():
             continue
         rule = getattr(feature, rule_name)

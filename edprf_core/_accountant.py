@@ -1,0 +1,291 @@
+"""A privacy-budget accountant for scikit-learn workflows.
+
+Every call to ``EDPRFClassifier.fit`` on a dataset spends its ``epsilon`` on
+that dataset.  ``cross_val_score``, ``GridSearchCV`` and repeated fits call
+``fit`` many times on overlapping data, and by sequential composition the
+spends add up.  A :class:`BudgetAccountant` records each spend and refuses a
+fit, before anything is trained, when the spends would exceed its cap.
+
+Composition argument
+--------------------
+Each recorded spend is an ε-DP release (pure DP, per record, under the
+estimator's neighbouring relation) computed on the same dataset or on a
+subset of it.  Sequential composition of pure-DP mechanisms gives
+``sum(ε_i)``-DP for the whole sequence, which is what :attr:`total` reports.
+The sum is an upper bound: fits on disjoint parts of the data would compose
+in parallel, but an accountant cannot see which rows a fit used, so it never
+claims that.
+
+One accountant belongs to one dataset: spends on unrelated datasets do not
+compose and must not share an accountant.
+
+Arithmetic is exact: each ε is read as the decimal number its ``repr``
+shows (``0.1`` is 1/10), so ten spends of 0.1 reach a cap of 1.0 exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import numbers
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ._exceptions import BudgetError
+
+__all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
+    "Spend",
+    "budget",
+    "charge_fit",
+    "default_accountant",
+    "set_default_accountant",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetExceededError(BudgetError):
+    """A spend would take an accountant past its ε cap; nothing was spent or trained."""
+
+
+def _exact(value: object, what: str, *, allow_zero: bool = False) -> Fraction:
+    """``value`` as the exact fraction of its decimal representation (finite, > 0 or >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise BudgetError(f"{what} must be a real number, got {value!r}")
+    as_float = float(value)
+    if not math.isfinite(as_float) or as_float < 0 or (as_float == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise BudgetError(f"{what} must be finite and {bound}, got {value!r}")
+    return Fraction(repr(as_float))
+
+
+def _shown(value: Fraction) -> str:
+    return repr(float(value))
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One recorded spend.
+
+    Attributes
+    ----------
+    epsilon : float in (0, inf)
+        The ε of the release (pure DP, per record).
+    label : str
+        What spent it (for example ``"EDPRFClassifier.fit"``).
+    """
+
+    epsilon: float
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _exact(self.epsilon, "epsilon")
+        if not isinstance(self.label, str):
+            raise TypeError(f"label must be a string, got {type(self.label).__name__}")
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetAccountant:
+    """Records ε spends on one dataset and enforces an optional cap.
+
+    Parameters
+    ----------
+    epsilon_cap : float in (0, inf) or None, default None
+        The most ε the dataset may lose in total.  ``None`` records spends
+        without a limit.
+
+    Notes
+    -----
+    The configuration is frozen; the spend list is the only state, guarded
+    by a lock so that fits running in threads share it safely.  Copies made
+    by :func:`copy.copy` or :func:`copy.deepcopy` (scikit-learn's ``clone``
+    deep-copies constructor parameters) are the accountant itself, so the
+    clones ``cross_val_score`` and ``GridSearchCV`` fit charge the one
+    accountant the user holds.  An accountant cannot be pickled: a fit in
+    another process (``n_jobs > 1`` with a process backend) would charge a
+    copy and its spends would be lost.
+
+    Composition: sequential (see the module notes); :attr:`total` is the sum
+    of the recorded ε, an upper bound on the ε of everything released.
+    """
+
+    epsilon_cap: float | None = None
+    _spends: list[tuple[Fraction, str]] = field(default_factory=list, init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.epsilon_cap is not None:
+            _exact(self.epsilon_cap, "epsilon_cap")
+            object.__setattr__(self, "epsilon_cap", float(self.epsilon_cap))
+
+    # ------------------------------------------------------------- identity
+    def __copy__(self) -> BudgetAccountant:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> BudgetAccountant:
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError(
+            "a BudgetAccountant cannot be pickled: a fit in another process would charge a copy and its spend "
+            "would be lost. Run cross-validation and searches with n_jobs=1 (or a threading backend), and set "
+            "accountant=None before pickling a fitted estimator"
+        )
+
+    # ------------------------------------------------------------- spending
+    @property
+    def _cap(self) -> Fraction | None:
+        return None if self.epsilon_cap is None else Fraction(repr(self.epsilon_cap))
+
+    def _total(self) -> Fraction:
+        return sum((eps for eps, _ in self._spends), Fraction(0))
+
+    def spend(self, epsilon: float, label: str = "") -> Spend:
+        """Record a spend of ``epsilon``, or refuse it when the cap would be exceeded.
+
+        Parameters
+        ----------
+        epsilon : float in (0, inf)
+            ε of the release about to be computed (pure DP, per record).
+        label : str
+            What spends it; shown in :attr:`spends` and in error messages.
+
+        Returns
+        -------
+        Spend
+            The recorded spend.
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``total + epsilon`` would exceed ``epsilon_cap``.  Nothing is
+            recorded; the caller must not compute the release.
+        BudgetError
+            When ``epsilon`` is not a finite number > 0.
+
+        Notes
+        -----
+        Privacy cost: none by itself; it records the cost of the caller's
+        release.  Composition: sequential (the sum), see the module notes.
+        """
+        exact = _exact(epsilon, "epsilon")
+        record = Spend(float(epsilon), label)
+        with self._lock:
+            cap = self._cap
+            spent = self._total()
+            if cap is not None and spent + exact > cap:
+                what = f"{label} needs" if label else "this spend needs"
+                raise BudgetExceededError(
+                    f"{what} ε={_shown(exact)}, the accountant has {_shown(cap - spent)} of {_shown(cap)} left "
+                    f"({len(self._spends)} spends recorded); nothing was trained. Every fit, fold and grid "
+                    "candidate on the same data spends its ε again: tune on public or synthetic data instead"
+                )
+            self._spends.append((exact, label))
+        logger.debug("spent ε=%s (%s); total %s", _shown(exact), label, _shown(spent + exact))
+        return record
+
+    @property
+    def total(self) -> float:
+        """ε spent so far: the sum of the recorded spends (sequential composition)."""
+        with self._lock:
+            return float(self._total())
+
+    @property
+    def remaining(self) -> float:
+        """ε left under the cap (``inf`` without a cap)."""
+        with self._lock:
+            cap = self._cap
+            return math.inf if cap is None else float(cap - self._total())
+
+    @property
+    def spends(self) -> tuple[Spend, ...]:
+        """The recorded spends, oldest first."""
+        with self._lock:
+            return tuple(Spend(float(eps), label) for eps, label in self._spends)
+
+    def __repr__(self) -> str:
+        cap = "None" if self.epsilon_cap is None else repr(self.epsilon_cap)
+        return f"BudgetAccountant(epsilon_cap={cap}, total={self.total!r}, spends={len(self._spends)})"
+
+
+# ------------------------------------------------------------ the default
+_default: BudgetAccountant | None = None
+_default_lock = threading.Lock()
+
+
+def default_accountant() -> BudgetAccountant | None:
+    """The process's default accountant, or None when none is set (no accounting)."""
+    return _default
+
+
+def set_default_accountant(accountant: BudgetAccountant | None) -> BudgetAccountant | None:
+    """Make ``accountant`` the process default (None removes it); return the previous default.
+
+    Estimators built with ``accountant=None`` charge the default accountant
+    in ``fit``.  It is per process: worker processes of ``n_jobs > 1`` do not
+    see it.
+    """
+    global _default
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
+        raise TypeError(f"expected a BudgetAccountant or None, got {type(accountant).__name__}")
+    with _default_lock:
+        previous, _default = _default, accountant
+    return previous
+
+
+@contextlib.contextmanager
+def budget(epsilon_cap: float | None) -> Iterator[BudgetAccountant]:
+    """Install a fresh default accountant for a ``with`` block and yield it.
+
+    Parameters
+    ----------
+    epsilon_cap : float in (0, inf) or None
+        Cap of the new accountant (None: record without a limit).
+
+    Notes
+    -----
+    Every ``fit`` inside the block whose estimator has ``accountant=None``
+    charges this accountant (sequential composition).  The previous default
+    is restored on exit.  Per process: run searches with ``n_jobs=1``.
+    """
+    accountant = BudgetAccountant(epsilon_cap)
+    previous = set_default_accountant(accountant)
+    try:
+        yield accountant
+    finally:
+        set_default_accountant(previous)
+
+
+def charge_fit(accountant: BudgetAccountant | None, epsilon: float, label: str) -> BudgetAccountant | None:
+    """Charge a fit's whole ``epsilon`` before training; return the accountant charged (or None).
+
+    Parameters
+    ----------
+    accountant : BudgetAccountant or None
+        The estimator's ``accountant`` parameter; None means the process
+        default (:func:`default_accountant`), and no accounting when none
+        is set.
+    epsilon : float in (0, inf)
+        The fit's ε (per record, for the whole model).
+    label : str
+        What spends it.
+
+    Raises
+    ------
+    BudgetExceededError
+        When the accountant's cap would be exceeded; the fit must stop.
+    TypeError
+        When ``accountant`` is neither None nor a BudgetAccountant.
+    """
+    target = default_accountant() if accountant is None else accountant
+    if target is None:
+        return None
+    if not isinstance(target, BudgetAccountant):
+        raise TypeError(f"accountant must be a BudgetAccountant or None, got {type(target).__name__}")
+    target.spend(epsilon, label)
+    return target

@@ -1,0 +1,185 @@
+"""scikit-learn input conventions for the estimator: feature names, feature counts, tags.
+
+The estimator reads ``X`` under its public schema (a DataFrame by column
+name, an array in the schema's order).  On top of that, this module applies
+scikit-learn's own bookkeeping so that the estimator behaves like any other
+scikit-learn classifier: ``fit`` records ``n_features_in_`` (and
+``feature_names_in_`` for a DataFrame with string column names), and
+``predict``, ``predict_proba`` and ``score`` warn or fail exactly where a
+scikit-learn estimator would (a reordered or renamed DataFrame, an array after
+fitting on a DataFrame, the wrong number of columns).
+
+Privacy: everything here looks at the shape and the column names of ``X``
+only, never at a value, so it spends no ε; the errors it raises depend on no
+record.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.sparse import issparse
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import validate_data
+
+from ._encoding import as_frame, encode_labels
+from ._exceptions import DataValidationError
+from ._schema import REFUSE, CategoricalFeature, Schema
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils import Tags
+
+__all__ = ["check_fit_input", "check_predict_input", "schema_input_tags"]
+
+
+def _shape(X: object) -> tuple[int, ...] | None:
+    """The shape of ``X`` (None when it has none); a list of rows is only measured."""
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    try:
+        return np.asarray(X, dtype=object).shape
+    except ValueError:  # ragged rows: the encoder says what is wrong
+        return None
+
+
+def _check_layout(estimator: BaseEstimator, X: object) -> tuple[int, ...] | None:
+    """Refuse sparse, complex and non-2-D input with scikit-learn's wording; return the shape."""
+    if issparse(X):
+        raise TypeError(
+            f"{type(estimator).__name__} does not support sparse input: every cell is read under the schema's "
+            "rules one by one; pass a dense array or a DataFrame (X.toarray())"
+        )
+    dtypes = X.dtypes if isinstance(X, pd.DataFrame) else [getattr(X, "dtype", np.dtype(object))]
+    if any(np.dtype(d).kind == "c" for d in dtypes if isinstance(d, np.dtype)):
+        raise DataValidationError("Complex data not supported: the schema's features are real numbers or categories")
+    shape = _shape(X)
+    if shape is not None and len(shape) != 2:
+        raise DataValidationError(
+            f"Expected a 2-D X (rows by features), got shape {shape}. Reshape your data either using "
+            "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if it contains a "
+            "single sample"
+        )
+    return shape
+
+
+def _as_1d_labels(y: object) -> object:
+    """``y`` itself, or a column vector raveled with scikit-learn's DataConversionWarning."""
+    if y is None:  # validate_data refuses it: a classifier requires y
+        return y
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        column = y.iloc[:, 0]
+    elif not isinstance(y, (pd.Series, pd.DataFrame)) and (_shape(y) or ())[1:] == (1,):
+        column = np.asarray(y).ravel()
+    elif isinstance(y, (pd.Series, pd.DataFrame, np.ndarray, list, tuple)):
+        return y
+    else:  # another array-like (it implements __array__): read it as an array
+        return np.asarray(y)
+    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+                  "(n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=3)
+    return column
+
+
+def _refuse_continuous_target(y: object, schema: Schema) -> None:
+    """Name a regression target as scikit-learn does when its values are not declared classes."""
+    try:
+        kind = type_of_target(y, input_name="y")
+    except (ValueError, TypeError):  # NaN, mixed or unreadable labels: the label encoder explains
+        return
+    if kind != "continuous":
+        return
+    try:
+        encode_labels(y, schema)
+    except DataValidationError as exc:
+        raise DataValidationError(f"Unknown label type: continuous target; {exc}") from None
+
+
+def check_fit_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
+                    schema: Schema) -> ArrayLike | pd.Series:
+    """Record ``n_features_in_`` / ``feature_names_in_``, check ``X``'s layout against the schema, return ``y``.
+
+    Parameters
+    ----------
+    estimator : the estimator being fitted (its attributes are set)
+    X : DataFrame with the schema's feature columns, or 2-D array in schema order
+    y : labels; a column vector is raveled with a ``DataConversionWarning``
+    schema : the public schema
+
+    Returns
+    -------
+    y : the labels as a 1-D array-like (``y`` itself unless it was a column vector)
+
+    Raises
+    ------
+    DataValidationError
+        When a DataFrame lacks some of the schema's feature columns or holds
+        undeclared ones, a 2-D array does not have one column per declared
+        feature, ``X`` is not 2-D or complex, ``y`` is missing, or ``y`` is a
+        continuous target outside the declared classes.
+    TypeError
+        For sparse ``X``.
+
+    Notes
+    -----
+    Privacy cost: none.  ``X`` is checked by its type, dtype, shape and column
+    names only; the labels are read only for a floating-point target, by the
+    same per-cell rules ``fit`` applies next.  Nothing leaves the caller.
+    ``n_features_in_`` is the number of columns of ``X`` and
+    ``feature_names_in_`` its column names, as in scikit-learn; they are the
+    schema's values when ``X`` holds exactly the schema's features in order.
+    """
+    shape = _check_layout(estimator, X)
+    y = _as_1d_labels(y)
+    validate_data(estimator, X=X, y=y, reset=True, skip_check_array=True)
+    if isinstance(X, pd.DataFrame):
+        names = {str(c) for c in X.columns}
+        missing = [n for n in schema.feature_names if n not in names]
+        if missing:
+            raise DataValidationError(
+                f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
+                f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name)"
+            )
+        as_frame(X, schema)  # other columns must be the label or declared ignored columns
+    elif shape is not None and shape[1] != schema.n_features:
+        minimum = " while a minimum of 1 is required" if shape[1] == 0 else ""
+        raise DataValidationError(
+            f"X has {shape[1]} feature(s) (shape={shape}){minimum}, expected {schema.n_features}: the schema "
+            f"{schema.name!r} declares {list(schema.feature_names)} and an array is read in that order"
+        )
+    _refuse_continuous_target(y, schema)
+    return y
+
+
+def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame) -> None:
+    """Check ``X`` against what ``fit`` recorded, the scikit-learn way (warnings and errors alike).
+
+    Privacy cost: none (type, shape and column names only).
+    """
+    _check_layout(estimator, X)
+    validate_data(estimator, X=X, reset=False, skip_check_array=True)
+
+
+def _accepts_missing(schema: Schema) -> bool:
+    """Whether every feature's rule takes a missing value (NaN) instead of refusing the row."""
+    return all(not (isinstance(f.missing, str) and f.missing == REFUSE) for f in schema.features)
+
+
+def schema_input_tags(tags: Tags, schema: Schema | None) -> Tags:
+    """Set the input tags that follow from the schema's rules.
+
+    ``allow_nan`` is true only when no feature refuses missing values (NaN is
+    then imputed or coded by the schema's rule); ``string`` is true because
+    cells are read one by one under the schema (text cells are parsed);
+    ``categorical`` is true when the schema declares a categorical feature.
+    """
+    tags.input_tags.string = True
+    tags.input_tags.allow_nan = schema is not None and _accepts_missing(schema)
+    tags.input_tags.categorical = schema is not None and any(
+        isinstance(f, CategoricalFeature) for f in schema.features)
+    return tags
