@@ -150,7 +150,7 @@ def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[
     if total == 0:
         return 0, 0
     labels = encode_labels(y, forest.schema)
-    predicted = np.argmax(forest.votes(X), axis=1)
+    predicted = np.argmax(forest.predict_proba(X), axis=1)  # what forest.predict returns, as class indices
     return int(np.count_nonzero(predicted == labels)), int(total)
 
 

@@ -12,7 +12,7 @@ __all__ = ["classification_metrics", "forest_metrics"]
 
 
 def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, float]:
-    """Accuracy, balanced accuracy, macro F1 and ROC AUC (from vote shares)."""
+    """Accuracy, balanced accuracy, macro F1 and ROC AUC (from the forest's probabilities)."""
     y_true = np.asarray(y_true)
     pred = classes[np.argmax(proba, axis=1)]
     out = {
