@@ -235,32 +235,81 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
     import numpy as np
     from sklearn.ensemble import RandomForestClassifier
 
-    from edprf_core import EDPRFClassifier
+    from edprf_core import EDPRFClassifier, encode_labels
     from server._metrics import classification_metrics, forest_metrics
 
     pooled = np.concatenate(parts)
     n_trees = args.parties * args.trees_per_party
     auto = str(args.depth) == "auto"
+    leaf = getattr(args, "leaf", "counts")
+    # the best central DP model a trusted curator could fit on the pooled rows: the estimator's defaults
     central = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators="auto" if auto else n_trees,
-                              max_depth="auto" if auto else int(args.depth), leaf=getattr(args, "leaf", "counts"),
+                              max_depth="auto" if auto else int(args.depth), leaf=leaf,
                               n_bins=args.bins, split_mode=args.split_mode, random_state=args.seed)
     central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
     out = {"central_edprf": forest_metrics(central.forest_, X_test, y_test) | {"trees": central.n_estimators_,
                                                                                 "depth": central.max_depth_}}
-    codes_train, codes_test = central.forest_.encode(X_train), central.forest_.encode(X_test)
-    rf = RandomForestClassifier(n_estimators=100, random_state=args.seed, n_jobs=1).fit(codes_train, y_train)
+    # each party alone: what a party gets without the consortium (same request, its own rows only)
+    alone = []
+    for i, rows in enumerate(parts):
+        if len(rows) == 0:
+            continue
+        own = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators=args.trees_per_party,
+                              max_depth="auto" if auto else int(args.depth), leaf=leaf, n_bins=args.bins,
+                              split_mode=args.split_mode, random_state=args.seed + 7919 * (i + 1))
+        alone.append(forest_metrics(own.fit(X_train.iloc[rows], y_train.iloc[rows]).forest_, X_test, y_test))
+    if alone:
+        by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
+        out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"trees": args.trees_per_party}
+        out["party_alone_best"] = by_accuracy[-1] | {"trees": args.trees_per_party}
     classes = np.asarray(schema.classes)
+    y_true = classes[encode_labels(y_test, schema)]
+    rf = RandomForestClassifier(n_estimators=100, random_state=args.seed, n_jobs=1)
+    rf.fit(raw_features(X_train, schema), encode_labels(y_train, schema))
     proba = np.zeros((len(X_test), len(classes)))
-    proba[:, [list(classes).index(c) for c in rf.classes_]] = rf.predict_proba(codes_test)
-    y_true = np.asarray(y_test).astype(classes.dtype) if classes.dtype.kind in "fiu" else np.asarray(y_test)
+    proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
     out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"trees": 100}
+    majority = np.bincount(encode_labels(y_train, schema), minlength=len(classes)).astype(float)
+    prior = np.tile(majority / majority.sum(), (len(X_test), 1))
+    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"trees": 0}
     return out
+
+
+def raw_features(X, schema) -> "np.ndarray":
+    """Continuous columns as numbers (missing: NaN), categorical columns as the declared category's index.
+
+    What the non-private reference forest sees: the features before any DP binning.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from edprf_core import CategoricalFeature, FeatureGrid, encode_features
+
+    grid = FeatureGrid.from_schema(schema, 2)
+    codes = encode_features(X, schema, grid)
+    out = np.empty(codes.shape, dtype=np.float64)
+    for j, f in enumerate(schema.features):
+        if isinstance(f, CategoricalFeature):
+            out[:, j] = codes[:, j]
+        else:
+            out[:, j] = pd.to_numeric(pd.Series(np.asarray(X[f.name] if isinstance(X, pd.DataFrame) else X[:, j])),
+                                      errors="coerce").to_numpy(dtype=np.float64)
+    return out
+
+
+_BASELINE_ROWS = (
+    ("central_edprf", "central eDPRF (pooled rows; needs a trusted curator)"),
+    ("party_alone_median", "each party alone: median party"),
+    ("party_alone_best", "each party alone: best party"),
+    ("non_private_rf", "non-private RF (raw features)"),
+    ("majority_class", "majority class"),
+)
 
 
 def _table(result: dict) -> str:
     fed = result["federated"]
     rows = [("federated eDPRF", fed.get("central_evaluation", {}), fed["n_trees"])]
-    for key, label in (("central_edprf", "central eDPRF (pooled rows)"), ("non_private_rf", "non-private RF")):
+    for key, label in _BASELINE_ROWS:
         if key in result.get("baselines", {}):
             rows.append((label, result["baselines"][key], result["baselines"][key]["trees"]))
     lines = ["| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC |", "|---|---|---|---|---|---|"]
@@ -280,18 +329,30 @@ def _plot(result: dict, path: Path) -> Path | None:
     except ImportError:
         return None
     fed = result["federated"]
-    labels, values = ["federated"], [fed.get("central_evaluation", {}).get("accuracy", float("nan"))]
-    for key, label in (("central_edprf", "central"), ("non_private_rf", "non-private")):
-        if key in result.get("baselines", {}):
-            labels.append(label)
-            values.append(result["baselines"][key]["accuracy"])
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.bar(labels, values, color=["tab:blue", "tab:orange", "tab:gray"][: len(values)])
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("test accuracy")
-    ax.set_title(f"{result['dataset']}: {result['parties']} parties, eps={result['epsilon']:g}")
-    for i, v in enumerate(values):
-        ax.text(i, v + 0.01, f"{v:.3f}", ha="center")
+    base = result.get("baselines", {})
+    rows = [("federated", fed.get("central_evaluation", {}))]
+    shown = (("central_edprf", "central DP"), ("party_alone_median", "party alone\n(median)"),
+             ("party_alone_best", "party alone\n(best)"), ("non_private_rf", "non-private RF"))
+    rows += [(short, base[key]) for key, short in shown if key in base]
+    metrics = (("accuracy", "accuracy"), ("balanced_accuracy", "balanced acc."), ("roc_auc", "ROC AUC"))
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    width = 0.8 / len(metrics)
+    for k, (key, name) in enumerate(metrics):
+        xs = [i + (k - 1) * width for i in range(len(rows))]
+        vals = [m.get(key) if isinstance(m.get(key), float) else float("nan") for _, m in rows]
+        ax.bar(xs, vals, width, label=name)
+        for x, v in zip(xs, vals):
+            if v == v:
+                ax.text(x, v + 0.01, f"{v:.2f}", ha="center", fontsize=7)
+    if "majority_class" in base:
+        ax.axhline(base["majority_class"]["accuracy"], color="black", linestyle="--", linewidth=1,
+                   label="majority-class accuracy")
+    ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.set_ylim(0, 1.22)
+    ax.set_ylabel("on the central test rows")
+    ax.set_title(f"Cost of federating: {result['dataset']}, {result['parties']} parties ({result['partition']}), "
+                 f"eps={result['epsilon']:g}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

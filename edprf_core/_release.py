@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._budget import layer_schedule, tree_composition
 from ._encoding import FeatureGrid, encode_features
 from ._exceptions import SchemaError
-from ._leaf_distribution import SHRINKAGE, leaf_distributions
+from ._leaf_distribution import SHRINKAGE, label_shift_factors, leaf_distributions
 from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
@@ -348,27 +348,41 @@ class DPForest:
             self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes, pseudo)
         return self._routing["distributions"]
 
-    def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+    def predict_proba(self, X: ArrayLike | pd.DataFrame, *, label_shift: bool = True) -> NDArray[np.float64]:
         """Class probabilities: the average over trees of each tree's leaf distribution.
 
         A tree that released counts gives its leaf's smoothed class
         distribution (:mod:`edprf_core._leaf_distribution`); a tree that
         released a label gives a one-hot vote, so a forest of label trees
-        returns vote shares.  Every tree weighs the same.  Privacy cost: none.
+        returns vote shares.  Every tree weighs the same.  With several parts
+        (a federation) and ``label_shift``, each part's distributions are
+        first corrected from its own class mix to the consortium's (item 3 of
+        :mod:`edprf_core._leaf_distribution`).  Privacy cost: none.
         """
         if not self.has_counts:
             return self.votes(X) / float(self.n_trees)
         codes = self.encode(X)
         distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
         dist = self._distributions()
+        factors = self._label_shift() if label_shift else None
         table = self._table()
         n_rows, n_classes = distinct.shape[0], self.schema.n_classes
         total = np.zeros((n_rows, n_classes))
         per_block = max(1, (1 << 22) // max(1, n_rows * n_classes))
         for start in range(0, self.n_trees, per_block):
             leaves = table.leaves(distinct, slice(start, start + per_block))
-            total += dist[leaves].sum(axis=0)
+            p = dist[leaves]
+            if factors is not None:
+                p = p * factors[start:start + per_block, None, :]
+                p /= p.sum(axis=2, keepdims=True)
+            total += p.sum(axis=0)
         return (total / float(self.n_trees))[inverse.ravel()]
+
+    def _label_shift(self) -> NDArray[np.float64]:
+        if "label_shift" not in self._routing:
+            self._routing["label_shift"] = label_shift_factors(self.trees, self.schema.n_classes,
+                                                               [n for _, _, n in self.parts])
+        return self._routing["label_shift"]
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (:meth:`predict_proba`); with label trees only, the majority vote.
