@@ -86,12 +86,20 @@ def run(args: argparse.Namespace) -> int:
                                            isolated=True)
             fed = result["federated"]
             base = result.get("baselines", {})
+            nan = float("nan")
+            ev = fed.get("central_evaluation", {})
+            depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
             rows.append({**config, "seed": seed,
-                         "federated_accuracy": fed.get("central_evaluation", {}).get("accuracy", float("nan")),
-                         "federated_balanced_accuracy":
-                             fed.get("central_evaluation", {}).get("balanced_accuracy", float("nan")),
-                         "central_accuracy": base.get("central_edprf", {}).get("accuracy", float("nan")),
-                         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", float("nan")),
+                         "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
+                         "federated_accuracy": ev.get("accuracy", nan),
+                         "federated_balanced_accuracy": ev.get("balanced_accuracy", nan),
+                         "federated_roc_auc": ev.get("roc_auc", nan),
+                         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
+                         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
+                         "central_depth": base.get("central_edprf", {}).get("depth", ""),
+                         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
+                         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
+                         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
                          "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
                          "seconds": result["federation_seconds"]})
             done += 1
@@ -102,11 +110,14 @@ def run(args: argparse.Namespace) -> int:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    lines = ["| " + " | ".join(_GRID) + " | federated | central | non-private |", "|" + "---|" * (len(_GRID) + 3)]
+    columns = ("federated_accuracy", "federated_roc_auc", "central_accuracy", "party_alone_median_accuracy",
+               "non_private_accuracy", "majority_accuracy")
+    lines = ["| " + " | ".join(_GRID) + " | federated | federated AUC | central DP | party alone (median) | "
+             "non-private | majority |", "|" + "---|" * (len(_GRID) + len(columns))]
     for config in configs:
         sel = [r for r in rows if all(r[k] == config[k] for k in _GRID)]
         cells = []
-        for key in ("federated_accuracy", "central_accuracy", "non_private_accuracy"):
+        for key in columns:
             vals = np.array([r[key] for r in sel], dtype=float)
             cells.append(f"{np.nanmean(vals):.4f} ± {np.nanstd(vals):.4f}")
         lines.append("| " + " | ".join(str(config[k]) for k in _GRID) + " | " + " | ".join(cells) + " |")
@@ -132,17 +143,27 @@ def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
         xs = sorted({c[axis] for c in configs})
         if len(xs) < 2:
             continue
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        fig, ax = plt.subplots(figsize=(6.5, 4.0))
         others = [k for k in _GRID if k != axis]
-        for key in sorted({tuple(c[k] for k in others) for c in configs}):
+        n_seeds = len({r["seed"] for r in rows})
+        for i, key in enumerate(sorted({tuple(c[k] for k in others) for c in configs})):
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
-            means = [np.nanmean([r["federated_accuracy"] for r in rows if r[axis] == x
-                                 and tuple(r[k] for k in others) == key] or [np.nan]) for x in xs]
-            ax.plot(xs, means, marker="o", label=f"federated {label}".strip())
-        central = [np.nanmean([r["central_accuracy"] for r in rows if r[axis] == x]) for x in xs]
-        ax.plot(xs, central, marker="s", linestyle="--", color="gray", label="central eDPRF")
+            color = f"C{i % 10}"
+            for column, style, name in (("federated_accuracy", "-o", "federated"), ("central_accuracy", "--s",
+                                                                                      "central DP")):
+                sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
+                means = [np.nanmean(v) if v else np.nan for v in sel]
+                stds = [np.nanstd(v) if v else np.nan for v in sel]
+                ax.errorbar(xs, means, yerr=stds, fmt=style, color=color, capsize=3, alpha=1.0 if style == "-o" else 0.6,
+                            label=f"{name} {label}".strip())
+        majority = np.nanmean([r["majority_accuracy"] for r in rows])
+        if np.isfinite(majority):
+            ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
+        if axis in ("parties", "depth", "trees_per_party"):
+            ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
         ax.set_xlabel(axis.replace("_", " "))
         ax.set_ylabel("test accuracy")
+        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')} (mean ± std over {n_seeds} seeds)", fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)

@@ -1,0 +1,220 @@
+#!/usr/bin/env python
+"""The cost of federating (issue 12): accuracy and ROC AUC against the number of parties.
+
+For each dataset, partition (IID, Dirichlet label skew 0.5 and 0.1) and number
+of parties N in {1, 2, 5, 10, 20, 50}, 10 seeds at epsilon = 1: each party fits
+what it releases in a federation with the defaults (one tree, leaf counts,
+its own depth from a DP count of its rows, charged within its epsilon); the
+coordinator merges the releases (``merge_forests``) and predicts with the
+label-shift correction across parties (and, for comparison, without it).
+References on the same split: the best central DP model on the pooled rows
+(``EDPRFClassifier`` defaults: the reference the consortium gives up), each
+party alone (median party), and the majority-class rate.
+
+The federation's math runs in-process (the same core calls the parties and
+the coordinator make); ``edprf simulate`` runs the same through Flower, which
+adds start-up time but no numbers.  Seeded research randomness, so the runs
+are reproducible and NOT DP releases.
+
+    python benchmarks/bench_federation_cost.py                # ~15 min on 2 cores
+    python benchmarks/bench_federation_cost.py --quick        # 2 seeds, N in {1, 5, 20}
+
+Outputs: ``results/federation_cost.{csv,md}``, ``results/federation_cost_<dataset>.png``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split  # noqa: E402
+from _bench_datasets import load_dataset  # noqa: E402
+
+DATASETS = ("diabetes", "wall", "bank")
+PARTITIONS = ("iid", "dirichlet-0.5", "dirichlet-0.1")
+PARTIES = (1, 2, 5, 10, 20, 50)
+EPSILON = 1.0
+
+
+def _scores(y: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
+    from sklearn.metrics import roc_auc_score
+
+    acc = float(np.mean(np.argmax(proba, axis=1) == y))
+    k = proba.shape[1]
+    try:
+        auc = (roc_auc_score(y, proba[:, 1]) if k == 2
+               else roc_auc_score(y, proba, multi_class="ovr", labels=list(range(k))))
+    except ValueError:
+        auc = float("nan")
+    return acc, float(auc)
+
+
+def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
+    dataset, partition, n_parties, seed, data_dir = job
+    from edprf_core import EDPRFClassifier, encode_labels, merge_forests
+    from simulation._partition import Partitioning, partition_rows
+
+    warnings.filterwarnings("ignore")
+    X, y, schema = load_dataset(dataset, data_dir)
+    split = make_split(X, y, schema, seed, dataset=dataset)
+    truth = encode_labels(split.y_test, schema)
+    how = (Partitioning("iid", 0.5, "") if partition == "iid"
+           else Partitioning("dirichlet", float(partition.split("-")[1]), ""))
+    parts = partition_rows(split.X_train, split.y_train, n_parties, how, np.random.default_rng(seed))
+    t0 = time.perf_counter()
+    forests, alone, labels = [], [], []
+    for i, rows in enumerate(parts):
+        if len(rows) == 0:
+            continue
+        clf = EDPRFClassifier(schema, epsilon=EPSILON, n_estimators=1, max_depth="auto", max_depth_cap=8,
+                              random_state=seed * 1000 + i).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
+        forests.append(clf.forest_)
+        labels.append(f"p{i}")
+        alone.append(_scores(truth, clf.predict_proba(split.X_test)))
+    merged = merge_forests(forests, labels=labels)
+    fit_s = time.perf_counter() - t0
+    base = {"dataset": dataset, "partition": partition, "parties": n_parties, "seed": seed,
+            "depths": " ".join(str(p.max_depth) for _, p, _ in merged.parts)}
+    rows = []
+    for model, proba in (("federated", merged.predict_proba(split.X_test)),
+                         ("federated, no label-shift correction", merged.predict_proba(split.X_test, label_shift=False))):
+        acc, auc = _scores(truth, proba)
+        rows.append(base | {"model": model, "accuracy": acc, "roc_auc": auc, "fit_s": fit_s})
+    median = sorted(alone)[(len(alone) - 1) // 2]
+    rows.append(base | {"model": "party alone (median)", "accuracy": median[0], "roc_auc": median[1], "fit_s": 0.0})
+    return rows
+
+
+def run_central(job: tuple[str, int, str]) -> list[dict]:
+    dataset, seed, data_dir = job
+    from edprf_core import EDPRFClassifier, encode_labels
+
+    warnings.filterwarnings("ignore")
+    X, y, schema = load_dataset(dataset, data_dir)
+    split = make_split(X, y, schema, seed, dataset=dataset)
+    truth = encode_labels(split.y_test, schema)
+    clf = EDPRFClassifier(schema, epsilon=EPSILON, random_state=seed).fit(split.X_train, split.y_train)
+    acc, auc = _scores(truth, clf.predict_proba(split.X_test))
+    prior = np.bincount(encode_labels(split.y_train, schema), minlength=schema.n_classes)
+    majority = float(np.mean(truth == np.argmax(prior)))
+    base = {"dataset": dataset, "partition": "-", "parties": 0, "seed": seed, "depths": str(clf.max_depth_)}
+    return [base | {"model": "central DP (pooled rows)", "accuracy": acc, "roc_auc": auc, "fit_s": 0.0},
+            base | {"model": "majority class", "accuracy": majority, "roc_auc": 0.5, "fit_s": 0.0}]
+
+
+def _fmt(values: pd.Series) -> str:
+    return f"{values.mean():.3f} ± {values.std(ddof=0):.3f}"
+
+
+def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
+    lines = ["# The cost of federating (issue 12)", "",
+             f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
+             f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
+             "chosen from a DP count of its own rows (at most 8). Federated = the merged releases with the "
+             "label-shift correction across parties. Seeded research runs (reproducible, not DP releases).", ""]
+    for dataset in df.dataset.unique():
+        d = df[df.dataset == dataset]
+        central = d[d.model == "central DP (pooled rows)"]
+        majority = d[d.model == "majority class"]
+        lines += [f"## {dataset}", "",
+                  f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, AUC {_fmt(central.roc_auc)}; "
+                  f"majority class: accuracy {majority.accuracy.mean():.3f}.", "",
+                  "| partition | parties | model | accuracy | ROC AUC | depths (seed 0) |", "|---|---|---|---|---|---|"]
+        fed = d[d.parties > 0]
+        for (partition, n, model), g in fed.groupby(["partition", "parties", "model"], sort=False):
+            depths = g.sort_values("seed").depths.iloc[0]
+            depths = depths if len(depths) <= 40 else depths[:37] + "..."
+            lines.append(f"| {partition} | {n} | {model} | {_fmt(g.accuracy)} | {_fmt(g.roc_auc)} | {depths} |")
+        lines.append("")
+    (out / "federation_cost.md").write_text("\n".join(lines) + "\n")
+
+
+def plot(df: pd.DataFrame, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for dataset in df.dataset.unique():
+        d = df[df.dataset == dataset]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for ax, metric, name in ((axes[0], "accuracy", "accuracy"), (axes[1], "roc_auc", "ROC AUC")):
+            for partition, style in zip(PARTITIONS, ("-o", "-s", "-^")):
+                g = d[(d.partition == partition) & (d.model == "federated")].groupby("parties")[metric]
+                if len(g):
+                    ax.errorbar(g.mean().index, g.mean().values, yerr=g.std(ddof=0).values, fmt=style, capsize=3,
+                                label=f"federated, {partition}")
+            alone = d[(d.partition == "iid") & (d.model == "party alone (median)")].groupby("parties")[metric]
+            if len(alone):
+                ax.errorbar(alone.mean().index, alone.mean().values, yerr=alone.std(ddof=0).values, fmt=":x",
+                            color="gray", capsize=3, label="median party alone, iid")
+            central = d[d.model == "central DP (pooled rows)"][metric]
+            ax.axhline(central.mean(), color="black", label=f"central DP, pooled ({central.mean():.3f})")
+            if metric == "accuracy":
+                ax.axhline(d[d.model == "majority class"].accuracy.mean(), color="black", linestyle="--",
+                           label="majority class")
+            ax.set_xscale("log")
+            ns = sorted(d[d.parties > 0].parties.unique())
+            ax.set_xticks(ns, [str(n) for n in ns])
+            ax.minorticks_off()
+            ax.set_xlabel("parties (rows split among them)")
+            ax.set_ylabel(name)
+            ax.set_title(f"{dataset}: {name} vs parties, eps={EPSILON:g} (mean ± std over seeds)", fontsize=9)
+        axes[0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"federation_cost_{dataset}.png", dpi=120)
+        plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--parties", default=",".join(map(str, PARTIES)))
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="2 seeds, N in {1, 5, 20}")
+    p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    p.add_argument("--out", default=str(RESULTS_DIR))
+    args = p.parse_args(argv)
+    seeds = range(2 if args.quick else args.seeds)
+    parties = (1, 5, 20) if args.quick else tuple(int(n) for n in args.parties.split(","))
+    datasets = args.datasets.split(",")
+    jobs = [(d, part, n, s, args.data_dir) for d in datasets for part in PARTITIONS for n in parties for s in seeds]
+    central_jobs = [(d, s, args.data_dir) for d in datasets for s in seeds]
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for i, result in enumerate(pool.map(run_one, jobs, chunksize=1), start=1):
+            rows += result
+            if i % 20 == 0 or i == len(jobs):
+                print(f"[federation_cost] {i}/{len(jobs)} runs, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        for result in pool.map(run_central, central_jobs):
+            rows += result
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows)
+    tag = "federation_cost_quick" if args.quick else "federation_cost"
+    df.to_csv(out / f"{tag}.csv", index=False)
+    if not args.quick:
+        write_report(df, out, "python benchmarks/bench_federation_cost.py " + " ".join(argv or sys.argv[1:]))
+        plot(df, out)
+    print(f"wrote {out / (tag + '.csv')} ({len(jobs)} federations in {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
