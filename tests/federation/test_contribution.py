@@ -94,3 +94,18 @@ def test_selection_drops_a_random_part_among_honest_ones():
     sel = select_parties(parts, y)
     assert set(sel.kept) >= {0, 1, 2, 3} - set(sel.dropped) and 4 in sel.dropped
     assert len(sel.kept) >= 3
+
+
+def test_leave_one_out_flag_has_its_stated_false_positive_rate():
+    """Exchangeable normal kappas (honest IID parties): each party is flagged with probability alpha."""
+    from server._contribution import leave_one_out_p_value
+
+    rng = np.random.default_rng(0)
+    alpha, runs = 0.05, 4000
+    for n in (4, 5, 10):
+        kappas = rng.normal(0.7, 0.05, size=(runs, n))
+        flagged = sum(leave_one_out_p_value(k, 0) < alpha for k in kappas)
+        # binomial(4000, 0.05): sd 13.8; 4 sd either side
+        assert abs(flagged - alpha * runs) < 4 * np.sqrt(runs * alpha * (1 - alpha)), (n, flagged)
+    assert leave_one_out_p_value(np.array([0.7, 0.71, 0.69]), 0) == 1.0  # too few parties: never flagged
+    assert leave_one_out_p_value(np.array([0.0, 0.7, 0.71, 0.69, 0.7]), 0) < 1e-4  # a label-blind party
