@@ -3,8 +3,9 @@
 
 For each dataset, partition (IID, Dirichlet label skew 0.5 and 0.1) and number
 of parties N in {1, 2, 5, 10, 20, 50}, 10 seeds at epsilon = 1: each party fits
-what it releases in a federation with the defaults (one tree, leaf counts,
-its own depth from a DP count of its rows, charged within its epsilon); the
+what it releases in a federation with the defaults (one tree, 20 bins: the
+grid the coordinator fixes for all, leaf counts, its own depth from a DP
+count of its rows, charged within its epsilon); the
 coordinator merges the releases (``merge_forests``) and predicts with the
 label-shift correction across parties (and, for comparison, without it).
 References on the same split: the best central DP model on the pooled rows
@@ -80,7 +81,7 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
     for i, rows in enumerate(parts):
         if len(rows) == 0:
             continue
-        clf = EDPRFClassifier(schema, epsilon=EPSILON, n_estimators=1, max_depth="auto", max_depth_cap=8,
+        clf = EDPRFClassifier(schema, epsilon=EPSILON, n_estimators=1, max_depth="auto", max_depth_cap=8, n_bins=20,
                               random_state=seed * 1000 + i).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
         forests.append(clf.forest_)
         labels.append(f"p{i}")

@@ -63,7 +63,8 @@ def run_one(job: tuple[str, int, int, float, float, str]) -> tuple[list[bool], b
         y_train[parts[-1]] = rng.permutation(y_train[parts[-1]])
     forests = []
     for i, rows in enumerate(parts):
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth_cap=8, random_state=seed * 100 + i)
+        clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth_cap=8, n_bins=20,
+                              random_state=seed * 100 + i)
         forests.append(clf.fit(split.X_train.iloc[rows], y_train[rows]).forest_)
     merged = merge_forests(forests, labels=[f"p{i}" for i in range(n_parties)])
     codes = merged.encode(split.X_train.iloc[val])

@@ -18,7 +18,7 @@ from ._budget import (
 from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
-from ._depth_rule import branching_factor, public_depth, public_shape
+from ._depth_rule import branching_factor, public_bins, public_depth, public_shape
 from ._leaf_distribution import leaf_distributions
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
@@ -109,6 +109,7 @@ __all__ = [
     "permute_and_flip_literal",
     "leaf_distributions",
     "permute_and_flip_probabilities",
+    "public_bins",
     "public_depth",
     "public_shape",
     "read_csv",

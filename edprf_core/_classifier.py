@@ -20,7 +20,7 @@ from ._input_checks import check_fit_input, check_predict_input, schema_input_ta
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._count_noise import discrete_laplace_counts
-from ._depth_rule import AUTO_DEPTH_CAP, branching_factor, public_shape
+from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._release import LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 
@@ -94,7 +94,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         feature once per path.  ``binary``: permute-and-flip over (feature,
         threshold) candidates on the public grid and one-vs-rest categories;
         features reusable along a path.
-    n_bins : int >= 2, default 20
+    n_bins : int >= 2 or "auto", default "auto"
+        ``"auto"``: :func:`edprf_core.public_bins` of the same row count as
+        the automatic shape (3 bins for a few hundred rows, 10 for a few
+        thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
     schedule : {"harmonic", "uniform", "linear"}, default "harmonic"
@@ -161,6 +164,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         Trees grown (``n_estimators`` or the automatic rule's choice).
     max_depth_ : int
         Depth grown (``max_depth`` or the automatic rule's choice).
+    n_bins_ : int
+        Bins used (``n_bins`` or the automatic rule's choice).
     n_rows_estimate_ : int or None
         The DP row count the automatic rules used (released with discrete
         Laplace noise; may be off by a few rows or be negative), or None when
@@ -190,7 +195,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         count_epsilon_share: float = 0.05,
         leaf: str = "counts",
         split_mode: str = "binary",
-        n_bins: int = 20,
+        n_bins: int | str = "auto",
         schedule: str = "harmonic",
         composition: str = "parallel",
         variant: str = "pf",
@@ -235,7 +240,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         raise TypeError(f"schema must be a Schema or a path, got {type(self.schema).__name__}")
 
     def _parameters(self, n_trees: int, max_depth: int, count_epsilon: float = 0.0,
-                    depth_rule: str = "fixed") -> TrainingParameters:
+                    depth_rule: str = "fixed", n_bins: int | None = None) -> TrainingParameters:
         monotone = self.exploit_monotonicity
         if monotone is None:
             monotone = self.neighbouring == "add-remove"
@@ -248,7 +253,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             variant=self.variant,
             max_depth=max_depth,
             n_trees=n_trees,
-            n_bins=self.n_bins,
+            n_bins=(DEFAULT_BINS if self.n_bins == "auto" else self.n_bins) if n_bins is None else n_bins,
             exploit_monotonicity=bool(monotone),
             dp=not self.stop_when_pure,
             seeded=self.random_state is not None,
@@ -259,10 +264,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def _check_shape_options(self) -> None:
-        for name in ("n_estimators", "max_depth"):
+        for name in ("n_estimators", "max_depth", "n_bins"):
             v = getattr(self, name)
-            if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-                raise ValueError(f"{name} must be 'auto' or an integer >= 1, got {v!r}")
+            low = 2 if name == "n_bins" else 1
+            if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low):
+                raise ValueError(f"{name} must be 'auto' or an integer >= {low}, got {v!r}")
         cap = self.max_depth_cap
         if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or not 1 <= cap <= MAX_DEPTH_LIMIT:
             raise ValueError(f"max_depth_cap must be an integer in [1, {MAX_DEPTH_LIMIT}], got {cap!r}")
@@ -277,31 +283,32 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self._parameters(1, 1)  # the other options, checked before any data is read
 
     def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None,
-               ) -> tuple[int, int, float, str, int | None]:
-        """Trees, depth, ε of the row count, depth rule, DP row count (None when none was drawn).
+               ) -> tuple[int, int, float, str, int | None, int]:
+        """Trees, depth, ε of the row count, depth rule, DP row count (None when none was drawn), bins.
 
         Privacy cost: ``count_epsilon_share * epsilon`` when an automatic rule
         needs a size and ``n_rows_public`` is None (a discrete Laplace count of
         sensitivity 1, exact without a seed); nothing otherwise.
         """
         auto_trees, auto_depth = self.n_estimators == "auto", self.max_depth == "auto"
-        if not (auto_trees or auto_depth):
-            return int(self.n_estimators), int(self.max_depth), 0.0, "fixed", None
+        auto_bins = self.n_bins == "auto"
+        if not (auto_trees or auto_depth or auto_bins):
+            return int(self.n_estimators), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
         count_eps, rule, estimate = 0.0, "declared-size", None
         size = self.n_rows_public
         if size is None:
             count_eps = float(self.count_epsilon_share) * float(self.epsilon)
             estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
             size, rule = max(1, estimate), "dp-count"
+        forest_eps = float(self.epsilon) - count_eps
+        n_bins = public_bins(size, forest_eps) if auto_bins else int(self.n_bins)
         n_trees, depth = public_shape(
-            size, float(self.epsilon) - count_eps,
+            size, forest_eps,
             n_trees=None if auto_trees else int(self.n_estimators),
             max_depth=None if auto_depth else int(self.max_depth),
-            schedule=self.schedule, branching=branching_factor(schema, self.split_mode, self.n_bins),
+            schedule=self.schedule, branching=branching_factor(schema, self.split_mode, n_bins),
             depth_cap=int(self.max_depth_cap), leaf=self.leaf)
-        if not auto_depth:
-            rule = "fixed" if count_eps == 0 else rule
-        return n_trees, depth, count_eps, rule, estimate
+        return n_trees, depth, count_eps, rule, estimate, n_bins
 
     def _resolved_sampler(self) -> str:
         if self.sampler not in ("auto", *SAMPLERS):
@@ -375,16 +382,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=2,
             )
-        grid = FeatureGrid.from_schema(schema, self.n_bins)
+        labels = encode_labels(y, schema)
+        master = make_generator(self.random_state)
+        n_trees, depth, count_eps, rule, estimate, n_bins = self._shape(
+            schema, labels.shape[0], master if self._resolved_sampler() == "numpy" else None)
+        grid = FeatureGrid.from_schema(schema, n_bins)
         codes = encode_features(X, schema, grid)
         _warn_if_clipped(X, schema)
-        labels = encode_labels(y, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
-        master = make_generator(self.random_state)
-        n_trees, depth, count_eps, rule, estimate = self._shape(
-            schema, codes.shape[0], master if self._resolved_sampler() == "numpy" else None)
-        params = self._parameters(n_trees, depth, count_eps, rule)
+        params = self._parameters(n_trees, depth, count_eps, rule, n_bins)
         composition = tree_composition(params.composition)
         assignment = composition.assign_rows(codes.shape[0], params.n_trees, master)
         if assignment.ndim == 1:
@@ -403,6 +410,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.dp_ = params.dp and not schema.drafted
         self.n_estimators_ = params.n_trees
         self.max_depth_ = params.max_depth
+        self.n_bins_ = params.n_bins
         self.n_rows_estimate_ = estimate
         return self
 

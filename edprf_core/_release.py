@@ -90,8 +90,9 @@ class TrainingParameters:
         choose the depth); the trees share the rest, ``epsilon -
         count_epsilon`` (sequential composition of the count and the trees).
     depth_rule : {"fixed", "declared-size", "dp-count"}
-        Where ``max_depth`` came from: given, chosen from a row count declared
-        public, or chosen from the DP count (``count_epsilon > 0``).
+        Where the size-dependent choices (trees, ``max_depth``, bins) came
+        from: all given, chosen from a row count declared public, or chosen
+        from the DP count (``count_epsilon > 0``).
     """
 
     epsilon: float
@@ -173,9 +174,10 @@ class TrainingParameters:
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence)."""
         depth = {"fixed": f"depth {self.max_depth}",
-                 "declared-size": f"depth {self.max_depth} chosen from a row count declared public",
-                 "dp-count": (f"depth {self.max_depth} chosen from a DP count of the rows that spent "
-                              f"epsilon = {self.count_epsilon:g} of the total")}[self.depth_rule]
+                 "declared-size": f"depth {self.max_depth} (trees, depth and bins chosen from a row count declared "
+                                  "public)",
+                 "dp-count": (f"depth {self.max_depth} (trees, depth and bins chosen from a DP count of the rows "
+                              f"that spent epsilon = {self.count_epsilon:g} of the total)")}[self.depth_rule]
         return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
                 f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
                 f"{self.schedule} layer schedule, {depth}; {self.mechanisms()})")

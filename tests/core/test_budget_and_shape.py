@@ -58,7 +58,7 @@ def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, 
 def test_sequential_composition_trees_spend_epsilon_over_t():
     schema = make_schema()
     X, y = make_data(schema, 300, seed=1)
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=3, composition="sequential",
+    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=3, n_bins=5, composition="sequential",
                              random_state=0).fit(X, y).forest_
     _, path_spend = forest.spent_epsilons()
     np.testing.assert_allclose(path_spend[forest.trees.feature < 0], 0.25)
@@ -103,14 +103,14 @@ def test_fitted_model_holds_no_data_derived_value():
     schema = make_schema()
     X1, y1 = make_data(schema, 4000, seed=1)
     X2, y2 = make_data(schema, 40, seed=2)
-    a = EDPRFClassifier(schema, n_estimators=3, max_depth=4, random_state=0)
+    a = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=20, random_state=0)
     params_before = a.get_params()
     a.fit(X1, y1)
-    b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, random_state=0).fit(X2, y2)
+    b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=20, random_state=0).fit(X2, y2)
     assert a.get_params() == params_before  # nothing written back into constructor parameters
     assert set(vars(a)) == set(params_before) | {
         "forest_", "classes_", "n_features_in_", "feature_names_in_", "privacy_", "dp_", "n_estimators_",
-        "max_depth_", "n_rows_estimate_"}
+        "max_depth_", "n_bins_", "n_rows_estimate_"}
     assert (a.n_estimators_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
     # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)
     assert len(pickle.dumps(a.forest_.trees)) == len(pickle.dumps(b.forest_.trees))

@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import EDPRFClassifier, ForestArrays, TreeStructureError, leaf_distributions, public_shape
+from edprf_core import (
+    EDPRFClassifier,
+    ForestArrays,
+    TreeStructureError,
+    leaf_distributions,
+    public_bins,
+    public_shape,
+)
 from edprf_core._depth_rule import AUTO_TREE_CAP, ROWS_PER_COUNT_TREE
 from tests.synthetic import make_data, make_schema
 
@@ -115,7 +122,8 @@ def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
     X, y = make_data(schema, 3000, seed=7)
     clf = EDPRFClassifier(schema, random_state=0).fit(X, y)
     p = clf.privacy_
-    assert (clf.n_bins, p.n_bins, p.split_mode, p.leaf) == (20, 20, "binary", "counts")
+    assert (clf.n_bins, p.split_mode, p.leaf) == ("auto", "binary", "counts")
+    assert p.n_bins == clf.n_bins_ == public_bins(clf.n_rows_estimate_, 0.95) == 10  # 3,000 rows x 0.95
     assert p.depth_rule == "dp-count" and p.count_epsilon == pytest.approx(0.05)
     assert p.tree_epsilon() == pytest.approx(0.95)  # the trees get the rest (sequential composition)
     assert abs(clf.n_rows_estimate_ - 3000) < 200  # scale 1 / 0.05 = 20
@@ -128,6 +136,11 @@ def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
     assert q.depth_rule == "declared-size" and q.count_epsilon == 0 and declared.n_rows_estimate_ is None
     assert (q.n_trees, q.max_depth) == public_shape(50_000, 1.0, leaf="counts")
     assert "chosen from a row count declared public" in declared.forest_.guarantee()
+
+
+def test_automatic_bins_shrink_for_small_data():
+    assert public_bins(200, 1.0) == 3 and public_bins(3000, 1.0) == 10 and public_bins(11_000, 1.0) == 20
+    assert public_bins(11_000, 0.1) == 10  # what matters is rows x epsilon
 
 
 def test_automatic_trees_grow_with_the_rows():
@@ -196,7 +209,7 @@ def test_label_shift_correction_helps_under_strong_label_skew():
     gain = []
     for seed in range(5):
         parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", 0.1, ""), np.random.default_rng(seed))
-        forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, random_state=10 * seed + i)
+        forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i)
                    .fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_ for i, rows in enumerate(parts)]
         merged = merge_forests(forests, labels=[f"p{i}" for i in range(5)])
         acc = [np.mean(np.argmax(merged.predict_proba(Xte, label_shift=s), axis=1) == truth) for s in (True, False)]

@@ -19,8 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # a test run started in the background (`./test.sh &`) inherits SIGINT ignored, and Python then installs
+    # no KeyboardInterrupt handler: give the command the default disposition a terminal would
     proc = subprocess.Popen([sys.executable, "-m", "cli", "simulate", "--parties", "3", "--output", str(tmp_path / "o")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         seen = ""
