@@ -17,7 +17,8 @@
 # (default: PIP_CERT, pip's `cert` setting, SSL_CERT_FILE, /etc/ssl/certs/ca-certificates.crt;
 # `none` for pip's own); the index: PIP_INDEX_URL / PIP_EXTRA_INDEX_URL / PIP_TRUSTED_HOST or
 # pip's configuration files (http and https addresses only; file:// paths of the host are dropped).
-# Measured (2026-11-23, 2 cores, TLS-intercepting proxy to PyPI): engine 1 s, base 45 s, image ~MEASURE.
+# Measured (2026-11-23, 2 cores, PyPI through a TLS-intercepting proxy): engine 1 s, base 45-98 s,
+# image 79-105 s from an empty cache (deploy/README.md, "Building the image").
 set -eu
 
 STATE=${EDPRF_DOCKER_STATE:-/tmp/edprf-docker}
@@ -154,7 +155,7 @@ stop)
     echo "engine stopped"
     ;;
 *)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
