@@ -152,6 +152,8 @@ stop)
         if [ "$i" -gt 60 ]; then echo "dockerd $pid still running after 60 s" >&2; exit 1; fi
         sleep 1
     done
+    # what dockerd may leave mounted under its state (the host network namespace's bind mount)
+    grep -o " $STATE/[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount "$m" || true; done
     echo "engine stopped"
     ;;
 *)
