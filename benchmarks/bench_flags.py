@@ -90,21 +90,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parties", default="5,10")
     p.add_argument("--alpha", type=float, default=0.01)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--shares", default=",".join(map(str, SHARES)), help="bad party's shares of the rows")
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--out", default=str(RESULTS_DIR))
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     lines = ["# Quality flags (issue 12)", "",
              f"Command: `python benchmarks/bench_flags.py {' '.join(argv or sys.argv[1:])}`. Level alpha = "
-             f"{args.alpha:g}; leave-one-out t test of each party's chance-corrected agreement with the others "
-             "(`server/_contribution.py`). IID parties, epsilon = 1, default releases, seeds 0.."
+             f"{args.alpha:g}; leave-one-out t test of each party's chance-corrected agreement with the others, "
+             "and kappa below half the median (`server/_contribution.py`). IID parties, epsilon = 1, default releases, seeds 0.."
              f"{args.seeds - 1}. 95 % Clopper-Pearson intervals.", "",
              "| dataset | parties | bad party's share | honest parties flagged (FPR) | bad party flagged (power) |",
              "|---|---|---|---|---|"]
     with ProcessPoolExecutor(args.jobs) as pool:
         for dataset in args.datasets.split(","):
             for n in (int(v) for v in args.parties.split(",")):
-                for share in (0.0, *SHARES):
+                for share in (0.0, *(float(v) for v in args.shares.split(","))):
                     jobs = [(dataset, n, seed, share, args.alpha, args.data_dir) for seed in range(args.seeds)]
                     honest, bad = [], []
                     for flags, flag_bad in pool.map(run_one, jobs):
