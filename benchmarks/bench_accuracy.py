@@ -300,6 +300,7 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
         model = EDPRFClassifier(
             schema, epsilon=cfg.epsilon, n_estimators=cfg.n_trees, max_depth=cfg.max_depth, split_mode=cfg.mode,
             n_bins=cfg.n_bins, schedule=cfg.schedule, variant=cfg.variant,
+            leaf="label",  # this benchmark studies the paper's leaf mechanism (bench_probabilities.py: counts)
             exploit_monotonicity=False if cfg.mode == "multiway" else None,  # multiway = the paper's configuration
             stop_when_pure=cfg.stop_when_pure, random_state=seed)
         with warnings.catch_warnings():

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     yn = encode_labels(y, schema)
 
     def ours(mode: str, trees: int, seed: int = 0) -> EDPRFClassifier:
-        kw = dict(n_bins=5, exploit_monotonicity=False) if mode == "multiway" else {}
+        kw = dict(n_bins=5, exploit_monotonicity=False) if mode == "multiway" else dict(n_bins=20)
         return EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=d, split_mode=mode,
                                random_state=seed, **kw)
 
