@@ -420,7 +420,8 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         if f.split_mode != first.split_mode or f.grid_bins != first.grid_bins:
             raise SchemaError(
                 f"forest {i}: split mode/grid expected {first.split_mode}/{first.grid_bins} bins, "
-                f"got {f.split_mode}/{f.grid_bins} bins"
+                f"got {f.split_mode}/{f.grid_bins} bins (forests merge only on one grid: fit them with the same "
+                "split_mode and an integer n_bins; n_bins='auto' chooses bins from each fit's row count)"
             )
     if labels is not None:
         labels = list(labels)

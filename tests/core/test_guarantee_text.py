@@ -54,7 +54,7 @@ def test_a_drafted_schema_is_not_dp_until_declared(wall):
 
 def test_a_merge_names_the_part_that_is_not_dp(wall):
     X, y, schema = wall
-    good = EDPRFClassifier(schema, max_depth=2, n_estimators=1).fit(X, y).forest_
-    seeded = EDPRFClassifier(schema, max_depth=2, n_estimators=1, random_state=1).fit(X, y).forest_
+    good = EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20).fit(X, y).forest_
+    seeded = EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20, random_state=1).fit(X, y).forest_
     text = merge_forests([good, seeded], labels=["a", "b"]).guarantee()
     assert text.startswith("NOT differentially private: part 'b'")

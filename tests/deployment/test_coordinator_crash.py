@@ -184,7 +184,7 @@ def test_a_killed_model_writer_leaves_a_complete_model_or_none(tmp_path):
     sources = []
     for name, trees in (("first", 60), ("second", 40)):  # about 0.5 MB each: a kill often lands mid-write
         releases = [decode_release(encode_release(
-            EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8).fit(X.iloc[i::3], y.iloc[i::3])
+            EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20).fit(X.iloc[i::3], y.iloc[i::3])
             .forest_, f"party-{i}"), schema, ReleasePolicy(max_trees=1000)) for i in range(3)]
         path = tmp_path / f"{name}.model"
         path.write_bytes(build_global_model(schema, releases, {"run_id": name}))

@@ -40,7 +40,7 @@ def test_federation_guarantee_is_computed_from_the_spends():
     X, y, schema = load_embedded("wall_robot_navigation")
     from edprf_core import EDPRFClassifier
 
-    forest = merge_forests([EDPRFClassifier(schema, max_depth=2, n_estimators=1).fit(X[:200], y[:200]).forest_
+    forest = merge_forests([EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20).fit(X[:200], y[:200]).forest_
                             for _ in range(2)], labels=["a", "b"])
     text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
