@@ -306,6 +306,17 @@ _BASELINE_ROWS = (
 )
 
 
+def evaluation_line(fe: dict) -> str:
+    """The parties' noised held-out accuracy, with its interval, or why there is none."""
+    ci = fe.get("ci95")
+    interval = f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+    value = fe.get("accuracy")
+    shown = (f"{value:.4f}{interval}" if isinstance(value, float) and math.isfinite(value)
+             else "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)")
+    return (f"parties' own held-out accuracy (discrete-Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
+            f"{fe['parties']} parties): {shown}")
+
+
 def _table(result: dict) -> str:
     fed = result["federated"]
     rows = [("federated eDPRF", fed.get("central_evaluation", {}), fed["n_trees"])]
@@ -445,10 +456,7 @@ def run(args: argparse.Namespace) -> int:
     print(_table(result))
     fe = fed.get("federated_evaluation") or {}
     if fe:
-        ci = fe.get("ci95")
-        interval = f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
-        print(f"\nparties' own held-out accuracy (discrete-Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
-              f"{fe['parties']} parties): {fe['accuracy']:.4f}{interval}")
+        print("\n" + evaluation_line(fe))
     if fed.get("contributions"):
         print("\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):")
         print("| party | trees | information (bits) | own accuracy | agreement with global | flagged |")

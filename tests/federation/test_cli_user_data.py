@@ -113,3 +113,14 @@ def test_the_flag_check_uses_the_core_depth_limit():
 
     assert sim.MAX_DEPTH_LIMIT == MAX_DEPTH_LIMIT
     assert sim.AUTO_DEPTH_CAP == AUTO_DEPTH_CAP
+
+
+def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
+    """Tiny held-out sets: the noisy totals can sum to <= 0 and the report holds null (NaN) for the accuracy."""
+    from cli._simulate import evaluation_line
+
+    for value in (None, float("nan")):
+        line = evaluation_line({"accuracy": value, "ci95": None, "epsilon_per_party": 0.1, "parties": 2})
+        assert "not estimable" in line
+    line = evaluation_line({"accuracy": 0.8125, "ci95": [0.7, 0.9], "epsilon_per_party": 0.1, "parties": 2})
+    assert line.endswith("0.8125 (95% interval 0.700-0.900)")
