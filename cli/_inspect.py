@@ -191,9 +191,10 @@ def _counts_lines(forest, indent: str = "") -> list[str]:
         return []
     classes = "/".join(str(c) for c in forest.schema.classes)
     lines = [f"{indent}leaf counts (discrete Laplace noise, clamped at 0; classes {classes}):"]
+    has = trees.has_counts()
     for t in range(min(trees.n_trees, SHOWN_LEAVES)):
         a, b = int(trees.tree_offsets[t]), int(trees.tree_offsets[t + 1])
-        rows = trees.leaf_counts[a:b][trees.has_counts()[a:b]]
+        rows = trees.leaf_counts[a:b][has[a:b]]
         shown = " ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in rows[:SHOWN_LEAVES])
         more = f" ... ({len(rows)} leaves, noisy total {int(rows.sum())})" if len(rows) > SHOWN_LEAVES else ""
         lines.append(f"{indent}  tree {t}: {shown}{more}")

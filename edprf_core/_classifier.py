@@ -21,13 +21,12 @@ from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._count_noise import discrete_laplace_counts
 from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
-from ._release import LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
+from ._release import LEAF_COUNT_SENSITIVITY, LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 
 __all__ = ["EDPRFClassifier"]
 
 _SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
-_LEAF_L1_SENSITIVITY = {"add-remove": 1.0, "replace-one": 2.0}
 
 
 CLIPPING_WARNING_SHARE = 0.2
@@ -337,7 +336,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             leaf_mech = PermuteAndFlip(1.0, monotone=monotone)
         else:
             split_mech = ExponentialMechanism(split_sens, monotone=monotone)
-            leaf_mech = LaplaceMechanism(_LEAF_L1_SENSITIVITY[params.relation])
+            leaf_mech = LaplaceMechanism(float(LEAF_COUNT_SENSITIVITY[params.relation]))
         return BuildPlan(
             split_mode=params.split_mode,
             n_layers=n_layers,
@@ -348,7 +347,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             stop_when_pure=bool(self.stop_when_pure),
             integer_utilities=params.sampler == "exact",
             leaf_counts=params.leaf == "counts",
-            count_sensitivity=int(_LEAF_L1_SENSITIVITY[params.relation]),
+            count_sensitivity=LEAF_COUNT_SENSITIVITY[params.relation],
             exact_counts=params.sampler == "exact",
         )
 
@@ -371,7 +370,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         schema = self._resolved_schema()
         self._check_shape_options()
-        self._resolved_sampler()
+        sampler = self._resolved_sampler()
         y = check_fit_input(self, X, y, schema)
         charge_fit(self.accountant, float(self.epsilon),
                    label=f"{type(self).__name__}.fit on schema {schema.name!r}")
@@ -385,7 +384,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
         n_trees, depth, count_eps, rule, estimate, n_bins = self._shape(
-            schema, labels.shape[0], master if self._resolved_sampler() == "numpy" else None)
+            schema, labels.shape[0], master if sampler == "numpy" else None)
         grid = FeatureGrid.from_schema(schema, n_bins)
         codes = encode_features(X, schema, grid)
         _warn_if_clipped(X, schema)

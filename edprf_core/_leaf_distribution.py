@@ -82,12 +82,13 @@ def leaf_distributions(trees: ForestArrays, n_classes: int, pseudo_counts: NDArr
     n = trees.n_nodes
     out = np.zeros((n, n_classes))
     leaves = trees.feature < 0
-    labelled = leaves & ~trees.has_counts()
+    has = trees.has_counts()
+    labelled = leaves & ~has
     out[np.flatnonzero(labelled), trees.leaf_class[labelled]] = 1.0
-    if trees.leaf_counts is None or not trees.has_counts().any():
+    if not has.any():
         return out
     depth, parent = trees.depths_and_parents()
-    sums = np.where(trees.has_counts()[:, None], trees.leaf_counts, 0).astype(np.float64)
+    sums = np.where(has[:, None], trees.leaf_counts, 0).astype(np.float64)
     for level in range(int(depth.max()), 0, -1):
         nodes = np.flatnonzero(depth == level)
         np.add.at(sums, parent[nodes], sums[nodes])

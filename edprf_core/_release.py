@@ -195,7 +195,7 @@ def _trees(n: int) -> str:
     return f"{n} tree" if n == 1 else f"{n} trees"
 
 
-_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
+LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 """L1 sensitivity of a leaf's class-count vector under each neighbouring relation."""
 
 FEDERATION_NOTE = ("Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
@@ -345,7 +345,7 @@ class DPForest:
 
     def _distributions(self) -> NDArray[np.float64]:
         if "distributions" not in self._routing:
-            pseudo = np.concatenate([np.full(n, SHRINKAGE * _COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
+            pseudo = np.concatenate([np.full(n, SHRINKAGE * LEAF_COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
                                      for _, p, n in self.parts])
             self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes, pseudo)
         return self._routing["distributions"]
