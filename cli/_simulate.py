@@ -58,6 +58,10 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exclude-flagged", action="store_true", help="drop parties the quality test flags")
     p.add_argument("--shuffle-labels-party", type=int, action="append", default=[],
                    help="research: give this party (0-based) shuffled labels, a low-quality party (repeatable)")
+    p.add_argument("--engine", choices=("in-process", "ray"), default="in-process",
+                   help="simulation engine: 'in-process' calls the real ServerApp and ClientApps in this process, "
+                        "messages in Flower's wire form (fast, no Ray); 'ray' is Flower's simulation engine, what "
+                        "`flwr run` uses (about 10 s of start-up per run) (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the train/test split, the partition and the baselines (default: %(default)s)")
     p.add_argument("--seeded-noise", action="store_true",
@@ -67,8 +71,8 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="simulate a federation on Flower's simulation engine and compare "
-                                        "with central training and a non-private forest")
+    p = sub.add_parser("simulate", help="simulate a federation of Flower apps on one machine and compare "
+                                        "with central training, each party alone and a non-private forest")
     add_federation_arguments(p)
     p.add_argument("--output", default=None, help="directory for the model, the report and the plot "
                                                   "(default: a new temporary directory)")
@@ -177,24 +181,28 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
                           progress=_say, isolated: bool = False) -> dict:
     """Run one simulated federation and its baselines; returns the report dict.
 
-    ``isolated`` runs the Flower engine in a child process that Ctrl-C stops
-    with everything it started (what the command does; tests run in-process).
+    ``isolated`` runs Flower's Ray engine (``--engine ray``) in a child process that Ctrl-C stops with
+    everything it started, inside a loopback-only network namespace (what the command does; tests run
+    it in-process).  The in-process engine starts no process and opens no socket: it always runs here.
     """
     started = time.perf_counter()
     cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
+    timings = {"prepare_s": time.perf_counter() - started}
     from server import REPORT_FILE
     from simulation import simulate_federation
 
-    progress(f"[2/4] running the federation on Flower's simulation engine ({args.parties} SuperNodes) ...")
+    engine = getattr(args, "engine", "in-process")
+    progress(f"[2/4] running the federation: {args.parties} Flower ClientApps and the ServerApp "
+             f"({engine} engine) ...")
     t0 = time.perf_counter()
     verbose = getattr(args, "flower_logs", False)
-    if isolated:
+    if isolated and engine == "ray":
         from ._child_process import run_in_child
 
-        run_in_child(simulate_federation, cfg, args.parties, verbose)
+        run_in_child(simulate_federation, cfg, args.parties, verbose, engine)
     else:
-        simulate_federation(cfg, args.parties, verbose=verbose)
-    federation_s = time.perf_counter() - t0
+        simulate_federation(cfg, args.parties, verbose=verbose, engine=engine)
+    federation_s = timings["federation_s"] = time.perf_counter() - t0
     report_path = out_dir / REPORT_FILE
     if not report_path.is_file():
         raise RuntimeError(f"the coordinator wrote no report to {report_path}; rerun with --flower-logs")
@@ -206,15 +214,33 @@ def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bo
         f"auto ({depths[0]}-{depths[-1]} by party)" if len(depths) > 1 else f"auto ({depths[0] if depths else '-'})")
     result = {"dataset": name, "parties": args.parties, "partition": how.describe(), "epsilon": args.epsilon,
               "depth": depth, "trees_per_party": args.trees_per_party, "split_mode": args.split_mode,
-              "seed": args.seed, "federated": fed, "federation_seconds": federation_s,
+              "seed": args.seed, "engine": engine, "federated": fed, "federation_seconds": federation_s,
               "per_party_trees": {p["party_id"] or str(p["node_id"]): p["n_trees"] for p in fed["parties"]},
               "bytes_per_party": [p["release_bytes"] for p in fed["parties"]]}
     result["simulation_caveats"] = simulation_caveats(args)
     if baselines:
+        t0 = time.perf_counter()
         result["baselines"] = _baselines(args, schema, X_train, y_train, X_test, y_test, parts)
+        timings["baselines_s"] = time.perf_counter() - t0
         progress("[4/4] central eDPRF and non-private baselines trained")
+    result["timings"] = timings | {f"coordinator_{k}": v for k, v in fed.get("timings", {}).items()}
     result["wall_seconds"] = time.perf_counter() - started
     return result
+
+
+def timing_line(result: dict) -> str:
+    """Where the wall time of a run went (from ``result["timings"]``)."""
+    t = result.get("timings", {})
+    parts = [f"preparing the parties' files {t['prepare_s']:.1f} s"] if "prepare_s" in t else []
+    if "federation_s" in t:
+        rounds = [f"{label} {t[key]:.1f} s" for key, label in (("coordinator_train_round_s", "train round"),
+                                                                ("coordinator_evaluation_round_s", "evaluation round"))
+                  if key in t]
+        parts.append(f"federation {t['federation_s']:.1f} s" + (f" ({', '.join(rounds)})" if rounds else ""))
+    if "baselines_s" in t:
+        parts.append(f"baselines {t['baselines_s']:.1f} s")
+    return f"wall time: {result['wall_seconds']:.1f} s on the {result.get('engine', 'in-process')} engine" + (
+        f": {'; '.join(parts)}" if parts else "")
 
 
 def seeded_noise(args: argparse.Namespace) -> bool:
@@ -471,7 +497,7 @@ def run(args: argparse.Namespace) -> int:
     if sizes:
         print(f"bytes on the wire per party release: median {sorted(sizes)[len(sizes) // 2]}, "
               f"model {fed['model_bytes']} bytes, merge {fed['merge_seconds'] * 1000:.1f} ms")
-    print(f"wall time: {result['wall_seconds']:.1f} s (federation {result['federation_seconds']:.1f} s)")
+    print(timing_line(result))
     print(f"\nguarantee: {fed['guarantee']}")
     for caveat in result.get("simulation_caveats", []):
         print(f"  simulation: {caveat}")

@@ -1,4 +1,4 @@
-"""Run the federation on Flower's simulation engine, in this process."""
+"""Run the federation in this process: on the in-process engine (default) or on Flower's Ray engine."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ from flwr.serverapp import Grid, ServerApp
 from client._flower_handlers import handle_evaluate, handle_train
 from server import CoordinatorConfig, run_federation
 
-__all__ = ["RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
+__all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
+
+#: The engines a simulation can run on: ``in-process`` (:mod:`simulation._in_process_engine`: the
+#: real ServerApp and ClientApps called in this process, no Ray) and ``ray`` (Flower's simulation
+#: engine, ``flwr.simulation.run_simulation``: one Ray actor per concurrent ClientApp).
+ENGINES = ("in-process", "ray")
 
 #: ``ray.init`` arguments of every simulation: Ray's node (GCS, raylet, object manager, workers) on
 #: 127.0.0.1 and no dashboard.  ``flwr run`` simulations get the same through
@@ -56,15 +61,27 @@ def _server_app(cfg: CoordinatorConfig) -> ServerApp:
     return app
 
 
-def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = False) -> None:
+def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = False,
+                        engine: str = "in-process") -> None:
     """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
 
     The coordinator writes its model and report to ``cfg.output_dir``.  It waits
     for every party of the workspace (``CoordinatorConfig.parties_to_wait_for``)
-    before sending requests: Flower starts the ServerApp thread before the
-    simulation engine has registered every node, so starting at the first node
-    seen would silently leave parties out.
+    before sending requests: Flower's engine starts the ServerApp thread before
+    it has registered every node, so starting at the first node seen would
+    silently leave parties out (the in-process engine has every node from the start).
+
+    ``engine`` is ``"in-process"`` (default: no Ray, about 10x faster to start)
+    or ``"ray"`` (Flower's simulation engine, what ``flwr run`` uses).
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+    server_app, client_app = _server_app(cfg), _client_app({"sim-dir": cfg.sim_dir})
+    if engine == "in-process":
+        from ._in_process_engine import run_in_process
+
+        run_in_process(server_app, client_app, n_parties)
+        return
     from flwr.simulation import run_simulation
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
@@ -79,5 +96,5 @@ def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = 
     backend = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "logging_level": "error",
                              "log_to_driver": verbose, **RAY_LOOPBACK_INIT_ARGS}}
-    run_simulation(server_app=_server_app(cfg), client_app=_client_app({"sim-dir": cfg.sim_dir}),
-                   num_supernodes=n_parties, backend_name="ray", backend_config=backend, verbose_logging=verbose)
+    run_simulation(server_app=server_app, client_app=client_app, num_supernodes=n_parties, backend_name="ray",
+                   backend_config=backend, verbose_logging=verbose)

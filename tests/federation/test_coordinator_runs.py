@@ -33,7 +33,7 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("EDPRF_SCALE_TESTS") != "1",
-                    reason="about 5 minutes on 2 cores: run with EDPRF_SCALE_TESTS=1 (figures in the closing note)")
+                    reason="about 2.5 minutes on 2 cores: run with EDPRF_SCALE_TESTS=1 (figures in the closing note)")
 def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
     cfg, _ = prepare_workspace(_args(parties=300, depth=2, validation_size=0.0, test_size=0.1), tmp_path,
                                progress=lambda _: None)

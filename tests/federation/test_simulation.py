@@ -180,7 +180,7 @@ def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, mo
     monkeypatch.setattr(vce_api, "secrets", _SlowTokens(secrets))
     cfg, _ = prepare_workspace(_args(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path,
                                progress=lambda _: None)
-    simulate_federation(cfg, 3)
+    simulate_federation(cfg, 3, engine="ray")
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert [p["status"] for p in report["parties"]] == ["accepted"] * 3
     assert report["n_trees"] == 3

@@ -1,4 +1,8 @@
-"""`edprf simulate` opens no listening socket reachable from outside loopback (Ray's GCS, raylet, workers)."""
+"""`edprf simulate` opens no listening socket reachable from outside loopback.
+
+The in-process engine opens none at all; Flower's Ray engine (``--engine ray``) opens several (GCS,
+raylet, workers), and they must all sit in a loopback-only network namespace.
+"""
 
 from __future__ import annotations
 
@@ -35,11 +39,23 @@ def _watch(cmd: list[str], env: dict[str, str], cwd: Path,
     return proc.returncode, seen, exposed, out
 
 
+def _simulate_command(tmp_path: Path, *extra: str) -> list[str]:
+    edprf = Path(sys.executable).parent / "edprf"
+    return [str(edprf), "simulate", "--seeded-noise", "--parties", "2", "--depth", "2", "--trees-per-party", "1",
+            "--no-baselines", "--output", str(tmp_path / "out"), *extra]
+
+
+@pytest.mark.slow
+def test_the_in_process_engine_opens_no_listening_socket(tmp_path):
+    code, seen, _, out = _watch(_simulate_command(tmp_path, "--parties", "20"), {**os.environ}, tmp_path)
+    assert code == 0, out[-3000:]
+    assert "in-process engine" in out
+    assert not seen, f"listening sockets: {sorted(seen)}"
+
+
 @pytest.mark.slow
 def test_edprf_simulate_listens_on_loopback_only(tmp_path):
-    edprf = Path(sys.executable).parent / "edprf"
-    cmd = [str(edprf), "simulate", "--seeded-noise", "--parties", "2", "--depth", "2", "--trees-per-party", "1",
-           "--no-baselines", "--output", str(tmp_path / "out")]
+    cmd = _simulate_command(tmp_path, "--engine", "ray")
     code, seen, exposed, out = _watch(cmd, {**os.environ}, tmp_path)
     assert code == 0, out[-3000:]
     assert seen, "no listening socket observed: the check did not see Ray run"
