@@ -163,7 +163,8 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
               "max_depth": depth_cap, "max_trees": args.trees_per_party,
               "allow_seeded_randomness": seeded_noise(args),
               "holdout_fraction": args.party_holdout}
-    write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy)
+    write_workspace(sim_dir, schema, X_train, y_train, parts, X_test, y_test, policy,
+                    research_seed=args.seed if seeded_noise(args) else None)
     if validation_size > 0:
         X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
     cfg = CoordinatorConfig(sim_dir=str(sim_dir), output_dir=str(out_dir), epsilon=args.epsilon,

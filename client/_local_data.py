@@ -69,5 +69,9 @@ def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:
     return (hashed >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+HOLDOUT_SALT_KEY = "holdout-salt"
+"""Name of the party-local secret, in the ledger, that keys the hold-out split."""
+
+
 def new_salt() -> str:
     return secrets.token_hex(16)

@@ -66,7 +66,7 @@ from protocol import (
 from protocol._task import EvaluateRequest, TrainRequest
 
 from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
-from ._local_data import LocalData, load_local_data, new_salt
+from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
 __all__ = ["REASONS", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
@@ -207,7 +207,7 @@ class Party:
 
     # ---------------------------------------------------------------- helpers
     def _data(self) -> LocalData:
-        salt = self.ledger.secret("holdout-salt", new_salt)
+        salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
         try:
             return load_local_data(self.setup.data_path, self.schema, self.policy.holdout_fraction, salt)
         except (DataValidationError, ValueError) as exc:

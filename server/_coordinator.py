@@ -145,6 +145,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.sampler = release.params.sampler
         outcome.depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
         accepted.append(release)
+    # parts in party-id order, not in the order of node ids (random per run): the same releases
+    # make the same forest, and the same floating-point sums at prediction
+    accepted.sort(key=lambda r: r.party_id)
     for p in report.parties:
         if p.status != "accepted":
             log.warning("node %s %s: %s %s", p.node_id, p.status, p.reason, p.message)
@@ -282,7 +285,8 @@ def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: by
     messages = []
     for node in nodes:
         req = EvaluateRequest(request_id=f"{run_id}/{node}/evaluate", run_id=run_id,
-                              epsilon=cfg.evaluation_epsilon, exact=cfg.exact_metrics)
+                              epsilon=cfg.evaluation_epsilon, exact=cfg.exact_metrics,
+                              seed=cfg.seed)  # research runs only (-1: production noise)
         content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
         messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.EVALUATE))
     replies = []

@@ -169,3 +169,24 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
         assert arrays and arrays.keys() == forests["ray"][party].keys()
         for name, values in arrays.items():
             np.testing.assert_array_equal(values, forests["ray"][party][name], err_msg=f"{party} {name}")
+
+
+@pytest.mark.slow
+def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
+    """--seeded-noise with the same --seed: same hold-out rows, same trees, same noisy evaluation counts.
+
+    In production the workspace leaves the hold-out key to each party (drawn by the party, in its ledger)."""
+    from cli._simulate import prepare_workspace, run_simulation_report
+
+    from .test_simulation import _args
+
+    runs = [run_simulation_report(_args(parties=3, seed=3, party_holdout=0.2, evaluation_epsilon=0.5), tmp_path / n,
+                                  baselines=False, progress=lambda _: None)["federated"] for n in ("a", "b")]
+    assert runs[0]["central_evaluation"] == runs[1]["central_evaluation"]
+    for key in ("noisy_correct", "noisy_total", "per_party"):
+        got = [r["federated_evaluation"][key] for r in runs]
+        if key == "per_party":  # node ids are random per run
+            got = [sorted((p["accuracy"], tuple(p["ci95"])) for p in g) for g in got]
+        assert got[0] == got[1], key
+    prepare_workspace(_args(parties=2, seeded_noise=False), tmp_path / "production", progress=lambda _: None)
+    assert not (tmp_path / "production" / "workspace" / "party-0000" / "ledger.sqlite").exists()
