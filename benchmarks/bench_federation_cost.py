@@ -7,7 +7,10 @@ what it releases in a federation with the defaults (one tree, 20 bins: the
 grid the coordinator fixes for all, leaf counts, its own depth from a DP
 count of its rows, charged within its epsilon); the
 coordinator merges the releases (``merge_forests``) and predicts with the
-label-shift correction across parties (and, for comparison, without it).
+default pooling (log-linear, share-weighted likelihood ratios; see
+``edprf_core._leaf_distribution``, item 4) and, for comparison, the previous
+default (the mean of the trees' distributions with the label-shift correction)
+and the mean without the correction.
 References on the same split: the best central DP model on the pooled rows
 (``EDPRFClassifier`` defaults: the reference the consortium gives up), each
 party alone (median party), and the majority-class rate.
@@ -51,17 +54,18 @@ PARTIES = (1, 2, 5, 10, 20, 50)
 EPSILON = 1.0
 
 
-def _scores(y: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
-    from sklearn.metrics import roc_auc_score
+def _scores(y: np.ndarray, proba: np.ndarray) -> tuple[float, float, float]:
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
     acc = float(np.mean(np.argmax(proba, axis=1) == y))
+    bacc = float(balanced_accuracy_score(y, np.argmax(proba, axis=1)))
     k = proba.shape[1]
     try:
         auc = (roc_auc_score(y, proba[:, 1]) if k == 2
                else roc_auc_score(y, proba, multi_class="ovr", labels=list(range(k))))
     except ValueError:
         auc = float("nan")
-    return acc, float(auc)
+    return acc, bacc, float(auc)
 
 
 def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
@@ -92,11 +96,15 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
             "depths": " ".join(str(p.max_depth) for _, p, _ in merged.parts)}
     rows = []
     for model, proba in (("federated", merged.predict_proba(split.X_test)),
-                         ("federated, no label-shift correction", merged.predict_proba(split.X_test, label_shift=False))):
-        acc, auc = _scores(truth, proba)
-        rows.append(base | {"model": model, "accuracy": acc, "roc_auc": auc, "fit_s": fit_s})
+                         ("federated, mean pooling", merged.predict_proba(split.X_test, pooling="mean")),
+                         ("federated, mean, no label-shift correction",
+                          merged.predict_proba(split.X_test, pooling="mean", label_shift=False))):
+        acc, bacc, auc = _scores(truth, proba)
+        rows.append(base | {"model": model, "accuracy": acc, "balanced_accuracy": bacc, "roc_auc": auc,
+                            "fit_s": fit_s})
     median = sorted(alone)[(len(alone) - 1) // 2]
-    rows.append(base | {"model": "party alone (median)", "accuracy": median[0], "roc_auc": median[1], "fit_s": 0.0})
+    rows.append(base | {"model": "party alone (median)", "accuracy": median[0], "balanced_accuracy": median[1],
+                        "roc_auc": median[2], "fit_s": 0.0})
     return rows
 
 
@@ -109,12 +117,14 @@ def run_central(job: tuple[str, int, str]) -> list[dict]:
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
     clf = EDPRFClassifier(schema, epsilon=EPSILON, random_state=seed).fit(split.X_train, split.y_train)
-    acc, auc = _scores(truth, clf.predict_proba(split.X_test))
+    acc, bacc, auc = _scores(truth, clf.predict_proba(split.X_test))
     prior = np.bincount(encode_labels(split.y_train, schema), minlength=schema.n_classes)
     majority = float(np.mean(truth == np.argmax(prior)))
     base = {"dataset": dataset, "partition": "-", "parties": 0, "seed": seed, "depths": str(clf.max_depth_)}
-    return [base | {"model": "central DP (pooled rows)", "accuracy": acc, "roc_auc": auc, "fit_s": 0.0},
-            base | {"model": "majority class", "accuracy": majority, "roc_auc": 0.5, "fit_s": 0.0}]
+    return [base | {"model": "central DP (pooled rows)", "accuracy": acc, "balanced_accuracy": bacc, "roc_auc": auc,
+                    "fit_s": 0.0},
+            base | {"model": "majority class", "accuracy": majority, "balanced_accuracy": 1.0 / schema.n_classes,
+                    "roc_auc": 0.5, "fit_s": 0.0}]
 
 
 def _fmt(values: pd.Series) -> str:
@@ -125,21 +135,26 @@ def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
     lines = ["# The cost of federating (issue 12)", "",
              f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
              f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
-             "chosen from a DP count of its own rows (at most 8). Federated = the merged releases with the "
-             "label-shift correction across parties. Seeded research runs (reproducible, not DP releases).", ""]
+             "chosen from a DP count of its own rows (at most 8). Federated = the merged releases pooled by the default "
+             "rule (log-linear pooling of the trees' likelihood ratios, each tree weighted per class by its share "
+             "of that class's rows); mean pooling = the previous default (average of the trees' distributions, "
+             "label-shift corrected). Seeded research runs (reproducible, not DP releases).", ""]
     for dataset in df.dataset.unique():
         d = df[df.dataset == dataset]
         central = d[d.model == "central DP (pooled rows)"]
         majority = d[d.model == "majority class"]
         lines += [f"## {dataset}", "",
-                  f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, AUC {_fmt(central.roc_auc)}; "
+                  f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, balanced accuracy "
+                  f"{_fmt(central.balanced_accuracy)}, AUC {_fmt(central.roc_auc)}; "
                   f"majority class: accuracy {majority.accuracy.mean():.3f}.", "",
-                  "| partition | parties | model | accuracy | ROC AUC | depths (seed 0) |", "|---|---|---|---|---|---|"]
+                  "| partition | parties | model | accuracy | balanced accuracy | ROC AUC | depths (seed 0) |",
+                  "|---|---|---|---|---|---|---|"]
         fed = d[d.parties > 0]
         for (partition, n, model), g in fed.groupby(["partition", "parties", "model"], sort=False):
             depths = g.sort_values("seed").depths.iloc[0]
             depths = depths if len(depths) <= 40 else depths[:37] + "..."
-            lines.append(f"| {partition} | {n} | {model} | {_fmt(g.accuracy)} | {_fmt(g.roc_auc)} | {depths} |")
+            lines.append(f"| {partition} | {n} | {model} | {_fmt(g.accuracy)} | {_fmt(g.balanced_accuracy)} | "
+                         f"{_fmt(g.roc_auc)} | {depths} |")
         lines.append("")
     (out / "federation_cost.md").write_text("\n".join(lines) + "\n")
 

@@ -10,6 +10,7 @@ count used to choose the depth (``depth_rule="dp-count"``).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,15 @@ from numpy.typing import ArrayLike, NDArray
 from ._budget import layer_schedule, tree_composition
 from ._encoding import FeatureGrid, encode_features
 from ._exceptions import SchemaError
-from ._leaf_distribution import SHRINKAGE, label_shift_factors, leaf_distributions
+from ._leaf_distribution import (
+    POOLINGS,
+    SHRINKAGE,
+    class_share_weights,
+    consortium_prior,
+    label_shift_factors,
+    leaf_distributions,
+    log_linear_pool,
+)
 from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
@@ -41,6 +50,8 @@ __all__ = [
     "TrainingParameters",
     "merge_forests",
 ]
+
+logger = logging.getLogger(__name__)
 
 RELATIONS = ("add-remove", "replace-one")
 VARIANTS = ("pf", "tradition")
@@ -343,34 +354,82 @@ class DPForest:
         """Whether any tree released leaf class counts (``leaf="counts"``)."""
         return bool(self.trees.has_counts().any())
 
+    def _noise_scales(self) -> NDArray[np.float64]:
+        """Per tree, the scale ``Delta / eps_leaf`` of its leaf-count noise (public parameters)."""
+        return np.concatenate([np.full(n, LEAF_COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
+                               for _, p, n in self.parts])
+
     def _distributions(self) -> NDArray[np.float64]:
         if "distributions" not in self._routing:
-            pseudo = np.concatenate([np.full(n, SHRINKAGE * LEAF_COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
-                                     for _, p, n in self.parts])
-            self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes, pseudo)
+            self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes,
+                                                                SHRINKAGE * self._noise_scales())
         return self._routing["distributions"]
 
-    def predict_proba(self, X: ArrayLike | pd.DataFrame, *, label_shift: bool = True) -> NDArray[np.float64]:
-        """Class probabilities: the average over trees of each tree's leaf distribution.
+    def predict_proba(self, X: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
+                      label_shift: bool = True) -> NDArray[np.float64]:
+        """Class probabilities pooled from the trees' leaf distributions.
 
         A tree that released counts gives its leaf's smoothed class
-        distribution (:mod:`edprf_core._leaf_distribution`); a tree that
-        released a label gives a one-hot vote, so a forest of label trees
-        returns vote shares.  Every tree weighs the same.  With several parts
-        (a federation) and ``label_shift``, each part's distributions are
-        first corrected from its own class mix to the consortium's (item 3 of
-        :mod:`edprf_core._leaf_distribution`).  Privacy cost: none.
+        distribution (:mod:`edprf_core._leaf_distribution`, items 1-2); a
+        forest of label trees returns vote shares, whatever ``pooling``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame, shape (n_samples, n_features)
+        pooling : {"log-linear", "mean"}, default "log-linear"
+            ``"log-linear"`` (item 4): each tree's likelihood ratio
+            ``p_t(k | x) / pi_t(k)``, weighted per class by the tree's share
+            of that class's rows, summed in log space and scaled by
+            ``T ** POOLING_EXPONENT``, times the consortium's class mix.
+            ``"mean"``: the average of the trees' distributions, every tree
+            weighing the same (the rule before log-linear pooling).  A forest
+            mixing label trees and count trees has no likelihood ratio for
+            its label trees and always uses ``"mean"``.
+        label_shift : bool, default True
+            Correct each part's class mix to the consortium's.  ``"mean"``:
+            multiply part ``j``'s distributions by ``pi / pi_j`` (item 3);
+            ``"log-linear"``: take each tree's ratio against its own root
+            distribution (``False``: against the consortium's mix, so a
+            part's class mix is kept; with one part the two differ only by
+            the root's noise and shrinkage).
+
+        Returns
+        -------
+        ndarray, shape (n_samples, n_classes)
+
+        Privacy cost: none.  Every input is a released value (tree structure,
+        clamped noisy leaf counts) or a public parameter (leaf budgets,
+        sensitivity); no pooling rule touches the data again, so the output is
+        post-processing of the parts' DP releases and is as private as they
+        are (post-processing theorem).  A merged forest is DP per record only
+        under the federation's disjointness assumption (:data:`FEDERATION_NOTE`).
         """
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if not self.has_counts:
             return self.votes(X) / float(self.n_trees)
+        if pooling == "log-linear" and not bool(self._count_trees().all()):
+            logger.info("log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
+                        "using the mean", int((~self._count_trees()).sum()), self.n_trees)
+            pooling = "mean"
         codes = self.encode(X)
         distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
         dist = self._distributions()
-        factors = self._label_shift() if label_shift else None
         table = self._table()
         n_rows, n_classes = distinct.shape[0], self.schema.n_classes
         total = np.zeros((n_rows, n_classes))
         per_block = max(1, (1 << 22) // max(1, n_rows * n_classes))
+        if pooling == "log-linear":
+            prior = consortium_prior(self.trees, n_classes)
+            log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
+                       else np.broadcast_to(np.log(prior), (self.n_trees, n_classes)))
+            shares = self._class_shares()
+            for start in range(0, self.n_trees, per_block):
+                block = slice(start, start + per_block)
+                leaves = table.leaves(distinct, block)
+                total += ((np.log(dist[leaves]) - log_ref[block, None, :]) * shares[block, None, :]).sum(axis=0)
+            return log_linear_pool(total, prior, self.n_trees)[inverse.ravel()]
+        factors = self._label_shift() if label_shift else None
         for start in range(0, self.n_trees, per_block):
             leaves = table.leaves(distinct, slice(start, start + per_block))
             p = dist[leaves]
@@ -379,6 +438,17 @@ class DPForest:
                 p /= p.sum(axis=2, keepdims=True)
             total += p.sum(axis=0)
         return (total / float(self.n_trees))[inverse.ravel()]
+
+    def _count_trees(self) -> NDArray[np.bool_]:
+        """Whether each tree released leaf counts."""
+        tree_of = np.repeat(np.arange(self.n_trees), np.diff(self.trees.tree_offsets))
+        return np.bincount(tree_of[self.trees.has_counts()], minlength=self.n_trees) > 0
+
+    def _class_shares(self) -> NDArray[np.float64]:
+        if "class_shares" not in self._routing:
+            self._routing["class_shares"] = class_share_weights(self.trees, self.schema.n_classes,
+                                                                self._noise_scales())
+        return self._routing["class_shares"]
 
     def _label_shift(self) -> NDArray[np.float64]:
         if "label_shift" not in self._routing:

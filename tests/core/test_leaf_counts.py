@@ -95,7 +95,8 @@ def test_label_trees_give_one_hot_votes_and_mixed_forests_average():
     from edprf_core import merge_forests
 
     mixed = merge_forests([label.forest_, counts.forest_], labels=["a", "b"])
-    assert np.allclose(mixed.predict_proba(X), (votes * 3 + p * 3) / 6)
+    mean = counts.forest_.predict_proba(X, pooling="mean")  # label trees have no likelihood ratio: mixed forests average
+    assert np.allclose(mixed.predict_proba(X), (votes * 3 + mean * 3) / 6)
 
 
 def test_probabilities_rank_better_than_votes():
@@ -212,6 +213,7 @@ def test_label_shift_correction_helps_under_strong_label_skew():
         forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i)
                    .fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_ for i, rows in enumerate(parts)]
         merged = merge_forests(forests, labels=[f"p{i}" for i in range(5)])
-        acc = [np.mean(np.argmax(merged.predict_proba(Xte, label_shift=s), axis=1) == truth) for s in (True, False)]
+        acc = [np.mean(np.argmax(merged.predict_proba(Xte, pooling="mean", label_shift=s), axis=1) == truth)
+               for s in (True, False)]
         gain.append(acc[0] - acc[1])
     assert np.mean(gain) > 0.03
