@@ -425,8 +425,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none).
 
-        ``leaf="counts"``: the average over trees of the leaves' smoothed
-        class distributions (:mod:`edprf_core._leaf_distribution`);
+        ``leaf="counts"``: the trees' smoothed leaf class distributions pooled
+        log-linearly (:meth:`DPForest.predict_proba`, item 4 of
+        :mod:`edprf_core._leaf_distribution`);
         ``leaf="label"``: the share of trees voting for each class.
         """
         forest = self._fitted()
