@@ -17,8 +17,21 @@ import pytest
 from ._listening_sockets import descendants, listening_addresses, non_loopback
 
 
+def _alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (zombies excluded)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
 def _watch(cmd: list[str], env: dict[str, str], cwd: Path,
-           timeout: float = 400) -> tuple[int, set[str], set[str], str]:
+           timeout: float = 400, started: set[int] | None = None) -> tuple[int, set[str], set[str], str]:
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     seen: set[str] = set()
@@ -27,6 +40,8 @@ def _watch(cmd: list[str], env: dict[str, str], cwd: Path,
     try:
         while proc.poll() is None and time.monotonic() < deadline:
             pids = descendants(proc.pid)
+            if started is not None:
+                started |= pids - {proc.pid}
             seen |= listening_addresses(pids)
             exposed |= listening_addresses(pids, exposed_only=True)
             time.sleep(0.2)
@@ -56,9 +71,13 @@ def test_the_in_process_engine_opens_no_listening_socket(tmp_path):
 @pytest.mark.slow
 def test_edprf_simulate_listens_on_loopback_only(tmp_path):
     cmd = _simulate_command(tmp_path, "--engine", "ray")
-    code, seen, exposed, out = _watch(cmd, {**os.environ}, tmp_path)
+    started: set[int] = set()
+    code, seen, exposed, out = _watch(cmd, {**os.environ}, tmp_path, started=started)
     assert code == 0, out[-3000:]
     assert seen, "no listening socket observed: the check did not see Ray run"
     # Ray's gRPC servers bind every interface of their network namespace; the simulation runs in one
     # whose only interface is loopback, so no listener is reachable from outside
     assert not non_loopback(exposed), f"reachable from outside loopback: {sorted(non_loopback(exposed))}"
+    # and nothing Ray started outlives the command (its processes sit in the engine child's session)
+    assert started, "no child process observed"
+    assert not _alive(started), f"left running after the command ended: {sorted(_alive(started))}"
