@@ -34,9 +34,9 @@ the leaves' majority labels: shallow DP trees often give the majority class at
 every leaf, so their votes carry little information (Cohen's kappa of the
 vote against the others at most 0.05, like a label-blind party's, for 2.5 % of
 honest parties on the wall data with 10 parties), while their probabilities
-still do.  The party's own
-class mix needs no correction: ``q`` is the validation rows' and enters both
-terms.
+still do.  The party's own class mix needs no correction: ``q`` is the
+validation rows' and enters both terms.  Everything here is deterministic (no
+randomness is drawn).
 
 Standard error.  With the party's probabilities fixed, ``n * L_j`` is a linear
 permutation statistic ``sum_i a(i, y_i)`` of the validation labels; its
