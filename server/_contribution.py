@@ -17,34 +17,80 @@ label, such as one grown on shuffled labels.
 
 Low-quality parties
 -------------------
-A party's vote (its trees' majority) is compared with the vote of the *other*
-parties on the validation rows, corrected for chance agreement: Cohen's
-``kappa_p = (a_p - e_p) / (1 - e_p)``, with ``a_p`` the observed agreement and
-``e_p`` the agreement two independent voters with the same class frequencies
-would reach.  Honest parties agree well beyond chance; a party whose trees
-ignore the label (shuffled labels, another schema's data) sits near
-``kappa = 0`` and a flipped label map below it.
+Statistic.  For each party ``j`` the coordinator reads its trees' class
+probabilities ``P_j(k | x)`` (the leaves' smoothed DP counts, the same
+distributions :meth:`edprf_core.DPForest.predict_proba` averages; one-hot
+leaf labels for trees that released labels) on its validation rows and
+computes the *probability lift*
 
-DP noise makes honest parties' trees differ from run to run, and that
-variation, not only the sampling of validation rows, is what an honest party's
-kappa varies by.  So the reference is the rest of the consortium: under the
-null hypothesis "party p is like the others" (IID honest parties: their
-kappas are exchangeable draws from one distribution, taken as normal), the
-leave-one-out statistic
+``L_j = mean_i P_j(y_i | x_i) - sum_k q_k mean_i P_j(k | x_i)``
 
-``t_p = (kappa_p - mean_others) / (sd_others * sqrt(1 + 1 / (N - 1)))``
+with ``q_k`` the share of class ``k`` among the validation labels: how much
+more probability the party's trees put on the true class than on a label drawn
+at random from the same class frequencies.  A party whose trees ignore the
+label (shuffled labels, another schema's data) has ``L_j`` near 0, of either
+sign; honest parties have ``L_j > 0``.  The lift uses the probabilities, not
+the leaves' majority labels: shallow DP trees often give the majority class at
+every leaf, so their votes carry little information (Cohen's kappa of the
+vote against the others at most 0.05, like a label-blind party's, for 2.5 % of
+honest parties on the wall data with 10 parties), while their probabilities
+still do.  The party's own class mix needs no correction: ``q`` is the
+validation rows' and enters both terms.  Everything here is deterministic (no
+randomness is drawn).
 
-follows Student's t with ``N - 2`` degrees of freedom (the prediction interval
-of one new draw from the others' sample).  A party is flagged when the
-one-sided p-value ``P(T <= t_p)`` is below ``alpha`` *and* its kappa is below
-half the consortium's median.  The second condition is there because honest
-kappas are not normal: a DP tree that drew a poor split now and then gives a
-heavy lower tail, and the t test alone flagged 3-5 % of honest IID parties at
-alpha = 1 % (``benchmarks/bench_flags.py``); a party that ignores the label
-sits near kappa = 0, far below both.  Under the null the flag rate is then at
-most ``alpha`` (the t test's level), and measured below it.  Needs at least 4 parties (2 degrees of
-freedom).  Under label skew the parties are not exchangeable and honest
-parties with unusual class mixes are flagged more often: the report says so.
+Standard error.  With the party's probabilities fixed, ``n * L_j`` is a linear
+permutation statistic ``sum_i a(i, y_i)`` of the validation labels; its
+variance over relabellings is Hoeffding's
+``1/(n-1) sum_i sum_k n_k (a_ik - a_i. - a_.k + a_..)^2`` (``a_i.`` the row
+mean under ``q``, ``a_.k`` the column mean), which gives the standard error
+``se_j`` of ``L_j`` due to the sampling of validation rows (Hoeffding's
+combinatorial central limit theorem: ``(L_j - E L_j) / se_j`` is close to
+normal for a few hundred rows).
+
+Test.  Let ``M_j`` be the median lift of the *other* parties.  The one-sided
+p-value is that of ``H0: E L_j >= LIFT_SHARE * M_j`` (the party carries at
+least a tenth of a typical party's lift): ``p_j = Phi((L_j - 0.1 M_j) / se_j)``.
+A party is flagged when ``p_j < alpha``, unless the test is *inconclusive*:
+more than ``WEAK_SHARE_LIMIT`` (15 %) of the other parties themselves sit
+below ``2 * LIFT_SHARE * M_j``, so that the consortium's honest parties are
+too uneven for "much weaker than the others" to single out a bad one; or
+``M_j <= 0`` (the consortium learnt nothing the rows can see); or fewer than
+:data:`MIN_PARTIES_FOR_FLAGS` parties; or the party's own released class
+counts put less than ``MIN_MINORITY_SHARE`` (10 %) of its rows outside its
+largest class (label skew, below).
+
+Calibration (``benchmarks/bench_flags.py``).  ``alpha`` bounds the part of the
+error due to the validation rows; the rest of an honest party's spread comes
+from DP noise in its tree (a split drawn badly), which is not normal and not
+known to the coordinator, so the share 0.1 and the guard (2 * 0.1, 15 %) were
+chosen on calibration seeds 1000-1199 (diabetes and wall robot, 5/10/20
+parties, epsilon = 1, one tree per party, leaf counts, IID and Dirichlet-0.5
+label skew, a party with shuffled labels at 2-20 % of the rows) and the rates
+are reported on fresh seeds.  Calibration-seed results at alpha = 0.01: honest
+IID parties flagged at most 0.4 % with 5 or 10 parties (1.1 % on the wall data
+with 20 parties of ~200 rows, whose honest trees are often nearly blind
+themselves); a shuffled-label party flagged in 72-100 % of runs with 5 or 10
+parties (10-20 % on wall with 20 parties).  Measured, not proved: a setting
+whose honest trees are more uneven than these can exceed ``alpha``.
+
+Label skew.  The lift needs no exchangeability of class mixes, and the guard
+stops flags when many honest parties are weak, as under strong skew.  An
+honest party that holds (almost) a single class cannot learn how the features
+separate the classes: its trees are label-blind and no statistic of its
+predictions tells it from a party with shuffled labels.  Its released counts
+do tell (a shuffled party keeps its data's class mix), so a party whose
+released mix is more than 90 % one class is not tested.  This is the skew
+rule's price: a party whose data are broken *and* one-class is never flagged.
+Honest skewed parties with a few minority rows are still flagged more often
+than IID ones (measured in ``benchmarks/results/flags.md``).  Calibration seeds,
+Dirichlet 0.5: the one-class exemption lowered diabetes' skewed flag rate from
+2.7 % to 0.7 % and left wall's (1.9 %) unchanged (its noisy counts look evener
+than they are).
+
+Descriptive fields (not used by the flag): ``kappa_with_others`` is Cohen's
+``kappa = (a - e) / (1 - e)`` of the party's vote against the other parties'
+vote (``a`` the observed agreement, ``e`` the agreement of independent voters
+with the same class frequencies), ``disagreement_with_others = 1 - a``.
 """
 
 from __future__ import annotations
@@ -57,8 +103,21 @@ from scipy import stats
 
 from edprf_core import DPForest
 
-__all__ = ["MIN_PARTIES_FOR_FLAGS", "PartyContribution", "entropy_bits", "leave_one_out_p_value", "part_votes",
-           "party_contributions", "tree_information"]
+__all__ = ["LIFT_SHARE", "MIN_MINORITY_SHARE", "MIN_PARTIES_FOR_FLAGS", "WEAK_SHARE_LIMIT", "PartyContribution", "entropy_bits",
+           "lift_flags", "minority_shares", "part_probabilities", "part_votes", "party_contributions", "probability_lift",
+           "tree_information"]
+
+MIN_PARTIES_FOR_FLAGS = 4
+"""Fewer parties leave too few others to say what a typical party's lift is: no flags."""
+
+LIFT_SHARE = 0.1
+"""A party is flagged when its lift is significantly below this share of the others' median lift."""
+
+WEAK_SHARE_LIMIT = 0.15
+"""Inconclusive when more than this share of the other parties sit below ``2 * LIFT_SHARE`` of their median."""
+
+MIN_MINORITY_SHARE = 0.1
+"""A party whose released counts put less than this share of its rows outside its largest class is not tested."""
 
 
 def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -110,6 +169,111 @@ def part_votes(forest: DPForest, codes: NDArray[np.int32]) -> list[NDArray[np.in
     return _votes_by_part(forest, _leaves(forest, codes))
 
 
+def _probabilities_by_part(forest: DPForest, leaves: NDArray[np.int64]) -> list[NDArray[np.float64]]:
+    dist = forest._distributions()[leaves]  # (n_trees, n_rows, n_classes); one-hot for label leaves
+    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    return [dist[bounds[i] : bounds[i + 1]].mean(axis=0) for i in range(len(forest.parts))]
+
+
+def part_probabilities(forest: DPForest, codes: NDArray[np.int32]) -> list[NDArray[np.float64]]:
+    """Class probabilities of each part's trees, one (n_rows, n_classes) array per part.
+
+    The average of the part's leaf distributions (smoothed DP counts; one-hot
+    leaf labels for trees without counts), without the label-shift correction.
+    Privacy cost: none (post-processing of the releases).
+    """
+    return _probabilities_by_part(forest, _leaves(forest, codes))
+
+
+def probability_lift(proba: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[float, float]:
+    """Probability lift of one party on labelled rows, and its standard error (module docstring).
+
+    Parameters
+    ----------
+    proba : ndarray of float, shape (n_rows, n_classes)
+        The party's class probabilities on the rows.
+    y : ndarray of int, shape (n_rows,)
+        Class indices of the rows.
+
+    Returns
+    -------
+    (lift, se) : tuple of float
+        ``lift = mean_i proba[i, y_i] - sum_k q_k mean_i proba[i, k]`` with ``q``
+        the class shares of ``y``; ``se`` its standard deviation over
+        relabellings of the rows (Hoeffding's permutation variance).  Both 0
+        with fewer than 2 rows.
+
+    Privacy cost: none for the parties (post-processing of releases); exact,
+    not DP, in the coordinator's rows ``y``.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    n, k = proba.shape
+    if n < 2:
+        return 0.0, 0.0
+    share = np.bincount(y, minlength=k) / n
+    row = proba @ share  # chance-level probability of each row's label
+    col = proba.mean(axis=0)
+    grand = float(share @ col)
+    lift = float(proba[np.arange(n), y].mean() - grand)
+    dev = proba - row[:, None] - col[None, :] + grand
+    variance = float((dev**2 @ (share * n)).sum()) / (n - 1)
+    return lift, float(np.sqrt(variance)) / n
+
+
+def lift_flags(lift: NDArray[np.float64], se: NDArray[np.float64],
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Per party: the test's p-value, its threshold and whether the test is inconclusive (module docstring).
+
+    ``p_value[j] = Phi((lift[j] - LIFT_SHARE * median(others)) / se[j])``; a
+    party with ``se = 0`` gets 0 or 1.  Inconclusive (p-value 1, threshold
+    NaN) with fewer than :data:`MIN_PARTIES_FOR_FLAGS` parties, when the
+    others' median lift is not positive, or when more than
+    :data:`WEAK_SHARE_LIMIT` of the others are below ``2 * LIFT_SHARE`` times
+    their median.  Privacy cost: none (post-processing).
+    """
+    lift = np.asarray(lift, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    n = lift.size
+    p_value, threshold = np.ones(n), np.full(n, np.nan)
+    inconclusive = np.ones(n, dtype=bool)
+    if n < MIN_PARTIES_FOR_FLAGS:
+        return p_value, threshold, inconclusive
+    for j in range(n):
+        others = np.delete(lift, j)
+        typical = float(np.median(others))
+        if typical <= 0 or np.mean(others < 2 * LIFT_SHARE * typical) > WEAK_SHARE_LIMIT:
+            continue
+        inconclusive[j] = False
+        threshold[j] = LIFT_SHARE * typical
+        gap = lift[j] - threshold[j]
+        p_value[j] = float(stats.norm.cdf(gap / se[j])) if se[j] > 0 else (0.0 if gap < 0 else 1.0)
+    return p_value, threshold, inconclusive
+
+
+def minority_shares(forest: DPForest) -> NDArray[np.float64]:
+    """Per part, the share of its released class counts outside its largest class (NaN without counts).
+
+    Read off the sum of the part's leaves' noisy counts (clamping at 0 biases
+    it toward an even mix).  Privacy cost: none (post-processing).
+    """
+    trees = forest.trees
+    k = forest.schema.n_classes
+    out = np.full(len(forest.parts), np.nan)
+    if trees.leaf_counts is None:
+        return out
+    has = trees.has_counts()
+    tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
+    per_tree = np.zeros((trees.n_trees, k))
+    np.add.at(per_tree, tree_of[has], trees.leaf_counts[has].astype(np.float64))
+    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    for i in range(len(forest.parts)):
+        mix = per_tree[bounds[i] : bounds[i + 1]].sum(axis=0)
+        if mix.sum() > 0:
+            out[i] = 1.0 - mix.max() / mix.sum()
+    return out
+
+
 @dataclass(frozen=True)
 class PartyContribution:
     party: str
@@ -118,9 +282,12 @@ class PartyContribution:
     accuracy: float  # its own trees' vote on the validation rows
     agreement_with_global: float  # share of rows where its vote equals the global vote
     disagreement_with_others: float  # share of rows where its vote differs from the other parties' vote
-    kappa_with_others: float  # chance-corrected agreement with the other parties' vote
-    p_value: float
+    kappa_with_others: float  # chance-corrected agreement with the other parties' vote (descriptive)
+    p_value: float  # one-sided p-value of "its lift is at least LIFT_SHARE of the others' median" (1 if untested)
     flagged: bool
+    probability_lift: float = 0.0  # the test's statistic (module docstring)
+    lift_threshold: float | None = None  # LIFT_SHARE * the others' median lift; None when untested
+    flag_inconclusive: bool = True  # too few or too uneven parties to test this one
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -132,56 +299,48 @@ def _vote(votes: NDArray[np.int64]) -> NDArray[np.int64]:
 
 def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64],
                         alpha: float = 0.01) -> list[PartyContribution]:
-    """Contribution and quality flags of every part of a merged forest."""
+    """Contribution and quality flags of every part of a merged forest.
+
+    Parameters
+    ----------
+    forest : DPForest
+        The merged releases, one part per party.
+    codes : ndarray of int32, shape (n_rows, n_features)
+        The coordinator's validation rows, encoded on the forest's grid.
+    y : ndarray of int, shape (n_rows,)
+        Their class indices.
+    alpha : float in (0, 1), default 0.01
+        Level of the probability-lift test (module docstring); a party is
+        flagged when its p-value is below ``alpha`` and the test is conclusive.
+
+    Privacy cost: none for the parties (post-processing of their DP releases,
+    no new release); every number is exact, not DP, in the coordinator's own
+    validation rows.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     leaves = _leaves(forest, codes)
     info = _information_from_leaves(forest, leaves, y)
     k = forest.schema.n_classes
     n_rows = codes.shape[0]
     by_part = _votes_by_part(forest, leaves)
+    lifts = np.array([probability_lift(p, y) for p in _probabilities_by_part(forest, leaves)]).reshape(-1, 2)
+    p_values, thresholds, inconclusive = lift_flags(lifts[:, 0], lifts[:, 1])
+    inconclusive |= minority_shares(forest) < MIN_MINORITY_SHARE  # (almost) one class: nothing to learn
     total_votes = sum(by_part)
     global_vote = _vote(total_votes)
     bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
-    own_votes, agreement, chance, kappa = [], [], [], []
-    for mine in by_part:
-        own, others = _vote(mine), _vote(total_votes - mine)
-        own_votes.append(own)
+    out = []
+    for i, (label, _, n) in enumerate(forest.parts):
+        own, others = _vote(by_part[i]), _vote(total_votes - by_part[i])
         a = float(np.mean(own == others))
         e = float(np.dot(np.bincount(own, minlength=k) / n_rows, np.bincount(others, minlength=k) / n_rows))
-        agreement.append(a)
-        chance.append(e)
-        kappa.append((a - e) / (1 - e) if e < 1 else 0.0)
-    out = []
-    kappa_med = float(np.median(kappa))
-    for i, (label, _, n) in enumerate(forest.parts):
-        p_value = leave_one_out_p_value(np.asarray(kappa), i)
-        far_below = kappa[i] < 0.5 * kappa_med
         out.append(PartyContribution(
             party=label, n_trees=int(n), information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
-            accuracy=float(np.mean(own_votes[i] == y)),
-            agreement_with_global=float(np.mean(own_votes[i] == global_vote)),
-            disagreement_with_others=1.0 - agreement[i], kappa_with_others=float(kappa[i]), p_value=p_value,
-            flagged=bool(p_value < alpha and far_below)))
+            accuracy=float(np.mean(own == y)), agreement_with_global=float(np.mean(own == global_vote)),
+            disagreement_with_others=1.0 - a, kappa_with_others=(a - e) / (1 - e) if e < 1 else 0.0,
+            p_value=float(p_values[i]), flagged=bool(p_values[i] < alpha and not inconclusive[i]),
+            probability_lift=float(lifts[i, 0]),
+            lift_threshold=None if inconclusive[i] else float(thresholds[i]),
+            flag_inconclusive=bool(inconclusive[i])))
     return out
-
-
-MIN_PARTIES_FOR_FLAGS = 4
-"""Fewer parties leave the leave-one-out test with under 2 degrees of freedom: no flags."""
-
-
-def leave_one_out_p_value(kappa: NDArray[np.float64], i: int) -> float:
-    """One-sided p-value that ``kappa[i]`` is as low as a new draw from the others' distribution.
-
-    Student's t prediction interval with ``N - 2`` degrees of freedom (module
-    docstring); 1.0 with fewer than :data:`MIN_PARTIES_FOR_FLAGS` parties.
-    Others that agree exactly (zero spread) make any lower kappa significant.
-    """
-    n = kappa.size
-    if n < MIN_PARTIES_FOR_FLAGS:
-        return 1.0
-    others = np.delete(kappa, i)
-    spread = float(np.std(others, ddof=1))
-    gap = float(kappa[i] - others.mean())
-    if spread == 0.0:
-        return 0.0 if gap < 0 else 1.0
-    t = gap / (spread * np.sqrt(1.0 + 1.0 / others.size))
-    return float(stats.t.cdf(t, df=others.size - 1))

@@ -96,16 +96,111 @@ def test_selection_drops_a_random_part_among_honest_ones():
     assert len(sel.kept) >= 3
 
 
-def test_leave_one_out_flag_has_its_stated_false_positive_rate():
-    """Exchangeable normal kappas (honest IID parties): each party is flagged with probability alpha."""
-    from server._contribution import leave_one_out_p_value
+def test_probability_lift_by_hand_and_its_variance_is_the_exact_permutation_variance():
+    from itertools import permutations
+
+    from server._contribution import probability_lift
+
+    proba = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.5, 0.5]])
+    lift, _ = probability_lift(proba, np.array([0, 1, 0, 1]))
+    assert lift == pytest.approx(0.75 - 0.5)  # mean P(true class) 0.75; chance 0.5 * 0.5 + 0.5 * 0.5
+    # Hoeffding's variance is exact: compare with the variance over all 7! relabellings
+    rng = np.random.default_rng(4)
+    proba = rng.dirichlet(np.ones(3), size=7)
+    y = np.array([0, 0, 0, 1, 1, 2, 2])
+    lifts = [probability_lift(proba, y[list(perm)])[0] for perm in permutations(range(7))]
+    assert np.mean(lifts) == pytest.approx(0.0, abs=1e-12)
+    assert probability_lift(proba, y)[1] == pytest.approx(np.std(lifts), rel=1e-9)
+
+
+def test_lift_p_value_has_its_level_under_relabelling():
+    """Rows relabelled at random (a label-blind party): lift / se is standard normal (Hoeffding's
+    combinatorial CLT), so P(p < alpha) = alpha in each tail, within binomial error."""
+    from server._contribution import probability_lift
 
     rng = np.random.default_rng(0)
-    alpha, runs = 0.05, 4000
-    for n in (4, 5, 10):
-        kappas = rng.normal(0.7, 0.05, size=(runs, n))
-        flagged = sum(leave_one_out_p_value(k, 0) < alpha for k in kappas)
-        # binomial(4000, 0.05): sd 13.8; 4 sd either side
-        assert abs(flagged - alpha * runs) < 4 * np.sqrt(runs * alpha * (1 - alpha)), (n, flagged)
-    assert leave_one_out_p_value(np.array([0.7, 0.71, 0.69]), 0) == 1.0  # too few parties: never flagged
-    assert leave_one_out_p_value(np.array([0.0, 0.7, 0.71, 0.69, 0.7]), 0) < 1e-4  # a label-blind party
+    n, runs, alpha = 400, 4000, 0.05
+    proba = rng.dirichlet(np.ones(3), size=n)
+    y = rng.integers(0, 3, n)
+    z = np.array([np.divide(*probability_lift(proba, rng.permutation(y))) for _ in range(runs)])
+    sd = np.sqrt(runs * alpha * (1 - alpha))  # binomial(4000, 0.05): 13.8
+    for tail in (np.sum(z < -1.6449), np.sum(z > 1.6449)):
+        assert abs(tail - alpha * runs) < 4 * sd, tail
+
+
+def _honest_consortium(rng, n_parties: int, n_rows: int, blind: int | None = None):
+    """Rows of two classes with P(y = 1 | x) = x; party j's probabilities are x blurred by its own noise
+    (exchangeable honest parties of unequal quality); a blind party gives probabilities near chance that
+    vary with noise unrelated to y (like shrunk leaf counts of trees grown on shuffled labels)."""
+    x = rng.beta(0.3, 0.3, n_rows)
+    y = (rng.random(n_rows) < x).astype(np.int64)
+    probas = []
+    for j in range(n_parties):
+        weight = rng.uniform(0.3, 1.0)  # how much of the signal the party's trees kept
+        p1 = weight * x + (1 - weight) * rng.random(n_rows) if j != blind else 0.5 + 0.2 * (rng.random(n_rows) - 0.5)
+        probas.append(np.column_stack([1 - p1, p1]))
+    return probas, y
+
+
+def test_flag_rate_of_honest_parties_is_at_most_alpha_and_a_blind_party_is_flagged():
+    from server._contribution import lift_flags, probability_lift
+
+    rng = np.random.default_rng(7)
+    alpha, runs, n_parties = 0.01, 300, 10
+    honest_flags, blind_flags = 0, 0
+    for _ in range(runs):
+        probas, y = _honest_consortium(rng, n_parties, 300)
+        lift, se = np.array([probability_lift(p, y) for p in probas]).T
+        p_value, _, inconclusive = lift_flags(lift, se)
+        honest_flags += int(np.sum((p_value < alpha) & ~inconclusive))
+        probas, y = _honest_consortium(rng, n_parties, 300, blind=0)
+        lift, se = np.array([probability_lift(p, y) for p in probas]).T
+        p_value, _, inconclusive = lift_flags(lift, se)
+        blind_flags += int(p_value[0] < alpha and not inconclusive[0])
+    n = runs * n_parties
+    # an honest party's lift is 0.31 x its weight (0.09-0.31; the best is 0.5 - 2 E[x(1 - x)] = 0.31 for
+    # Beta(0.3, 0.3)), far above 0.1 x the median (about 0.02): the only way to be flagged is a
+    # validation-sampling error, of probability < alpha; allow 4 binomial sd above alpha * n
+    assert honest_flags <= alpha * n + 4 * np.sqrt(n * alpha * (1 - alpha)), honest_flags
+    # a blind party's lift is 0 +- se (se about 0.06 / sqrt(300) = 0.0035) while 0.1 x the median is about 0.02
+    assert blind_flags >= 0.95 * runs, blind_flags
+
+
+def test_flags_need_enough_parties_an_informative_and_even_consortium():
+    from server._contribution import MIN_PARTIES_FOR_FLAGS, lift_flags
+
+    se = np.full(10, 0.005)
+    p_value, threshold, inconclusive = lift_flags(np.array([0.0, 0.3, 0.31, 0.29, 0.3]), se[:5])
+    assert p_value[0] < 1e-6 and not inconclusive[0] and threshold[0] == pytest.approx(0.03)
+    assert not np.any(p_value[1:] < 0.5)
+    # too few parties to say what is typical
+    few = lift_flags(np.array([0.0, 0.3, 0.31]), se[:3])
+    assert MIN_PARTIES_FOR_FLAGS > 3 and np.all(few[2]) and np.all(few[0] == 1.0)
+    # the others learnt nothing the rows can see: nothing to fall short of
+    assert np.all(lift_flags(np.array([0.0, -0.01, 0.0, -0.02, 0.0]), se[:5])[2])
+    # two of nine others are themselves nearly blind (22 % > 15 %): inconclusive, no flag
+    uneven = np.array([0.0, 0.01, 0.015] + [0.3] * 7)
+    assert lift_flags(uneven, se)[2][0]
+    # one of nine (11 %) is tolerated: the party is tested and flagged
+    assert lift_flags(np.array([0.0, 0.01] + [0.3] * 8), se)[0][0] < 1e-6
+
+
+def test_a_label_blind_party_is_flagged_unless_its_released_counts_show_a_single_class():
+    """A party that saw (almost) one class cannot have learnt how x separates the classes; its released
+    counts say so, and it is not tested.  The same blind trees with an even class mix are flagged."""
+    rng = np.random.default_rng(2)
+    n = 600
+    codes = rng.integers(0, 2, (n, 1)).astype(np.int32)
+    y = np.where(rng.random(n) < 0.9, codes[:, 0], 1 - codes[:, 0]).astype(np.int64)
+    split_row = [-1, -1]
+
+    def stump(counts_a, counts_b):
+        return {**STUMP, "leaf_counts": [split_row, counts_a, counts_b]}
+
+    honest = [stump([90 + i, 10], [10, 90 - i]) for i in range(4)]
+    for blind, expected in ((stump([60, 60], [60, 60]), True), (stump([120, 2], [120, 1]), False)):
+        forest = _forest([*honest, blind], ["a", "b", "c", "d", "blind"])
+        out = {c.party: c for c in party_contributions(forest, codes, y)}
+        assert out["blind"].flagged is expected and out["blind"].flag_inconclusive is not expected
+        assert abs(out["blind"].probability_lift) < 0.05 < min(out[p].probability_lift for p in "abcd")
+        assert not any(out[p].flagged for p in "abcd")
