@@ -357,6 +357,23 @@ def cost_lines(result: dict) -> list[str]:
     return ["\nthe federated model, in points (positive: federating does better):", *lines] if lines else []
 
 
+def contribution_table(contributions: list[dict], alpha: float | None = None) -> str:
+    """Per party: information, own accuracy, agreement, and the quality test's statistic, threshold and p-value."""
+    lines = ["| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
+             "(threshold) | p-value | flagged |", "|---|---|---|---|---|---|---|---|"]
+    for c in contributions:
+        threshold = c.get("lift_threshold")
+        lift = f"{c.get('probability_lift', float('nan')):.3f}" + (f" ({threshold:.3f})" if threshold is not None
+                                                                    else " (no test)")
+        p_value = "–" if c.get("flag_inconclusive") else f"{c['p_value']:.1e}"
+        lines.append(f"| {c['party']} | {c['n_trees']} | {c['information_bits']:.3f} | {c['accuracy']:.3f} | "
+                     f"{c['agreement_with_global']:.3f} | {lift} | {p_value} | {'YES' if c['flagged'] else 'no'} |")
+    if alpha is not None:
+        lines.append(f"flagged: p-value below alpha = {alpha:g} for \"the party's lift is at least its threshold\"; "
+                     "the rate among honest parties was measured at or below alpha (benchmarks/results/flags.md)")
+    return "\n".join(lines)
+
+
 def evaluation_line(fe: dict) -> str:
     """The parties' noised held-out accuracy, with its interval, or why there is none."""
     ci = fe.get("ci95")
@@ -512,11 +529,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + evaluation_line(fe))
     if fed.get("contributions"):
         print("\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):")
-        print("| party | trees | information (bits) | own accuracy | agreement with global | flagged |")
-        print("|---|---|---|---|---|---|")
-        for c in fed["contributions"]:
-            print(f"| {c['party']} | {c['n_trees']} | {c['information_bits']:.3f} | {c['accuracy']:.3f} | "
-                  f"{c['agreement_with_global']:.3f} | {'YES (p=%.1e)' % c['p_value'] if c['flagged'] else 'no'} |")
+        print(contribution_table(fed["contributions"], fed.get("parameters", {}).get("flag_alpha")))
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     print(f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
           + "".join(f"\n  - node {p['node_id']}: {p['status']} ({p['reason']}) {p['message']}" for p in rejected))

@@ -253,8 +253,9 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
             if c.flagged:
                 keep.remove(i)
                 _drop(outcome_of[c.party], "flagged_low_quality",
-                      f"disagrees with the other parties on {c.disagreement_with_others:.1%} of validation rows "
-                      f"(p = {c.p_value:.2g})")
+                      f"its trees put {c.probability_lift:.3f} more probability on the true class of the "
+                      f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
+                      f"the other parties' median) (p = {c.p_value:.2g})")
     if cfg.selective_aggregation and keep:
         votes = part_votes(merged, codes)
         target = cfg.target_parties or None

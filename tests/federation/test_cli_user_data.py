@@ -143,3 +143,22 @@ def test_the_summary_states_what_federating_buys_and_costs_in_points():
     assert cost_lines({"federated": {"central_evaluation": {}}}) == []
     assert timing_line(result) == ("wall time: 4.2 s on the in-process engine: preparing the parties' files 0.5 s; "
                                    "federation 1.5 s (train round 0.8 s); baselines 1.0 s")
+
+
+def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_value():
+    from cli._simulate import contribution_table
+
+    rows = [{"party": "a", "n_trees": 1, "information_bits": 0.5, "accuracy": 0.8, "agreement_with_global": 0.9,
+             "probability_lift": 0.3, "lift_threshold": 0.03, "p_value": 0.9, "flag_inconclusive": False,
+             "flagged": False},
+            {"party": "b", "n_trees": 1, "information_bits": 0.1, "accuracy": 0.4, "agreement_with_global": 0.5,
+             "probability_lift": 0.001, "lift_threshold": 0.03, "p_value": 2e-9, "flag_inconclusive": False,
+             "flagged": True},
+            {"party": "c", "n_trees": 1, "information_bits": 0.5, "accuracy": 0.8, "agreement_with_global": 0.9,
+             "probability_lift": 0.3, "lift_threshold": None, "p_value": 1.0, "flag_inconclusive": True,
+             "flagged": False}]
+    table = contribution_table(rows, alpha=0.01).splitlines()
+    assert table[2].endswith("| 0.300 (0.030) | 9.0e-01 | no |")
+    assert table[3].endswith("| 0.001 (0.030) | 2.0e-09 | YES |")
+    assert table[4].endswith("| 0.300 (no test) | – | no |")
+    assert "alpha = 0.01" in table[5]
