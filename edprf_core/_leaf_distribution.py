@@ -66,6 +66,9 @@ item 4 (default) or the arithmetic mean with item 3 (``pooling="mean"``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -75,6 +78,7 @@ __all__ = [
     "POOLINGS",
     "POOLING_EXPONENT",
     "SHRINKAGE",
+    "PartPooling",
     "class_share_weights",
     "consortium_prior",
     "label_shift_factors",
@@ -260,3 +264,49 @@ def log_linear_pool(weighted_log_ratios: NDArray[np.float64], prior: NDArray[np.
     score -= score.max(axis=1, keepdims=True)
     out = np.exp(score)
     return out / out.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class PartPooling:
+    """Each part's additive terms of log-linear pooling on some rows (item 4), to pool any subset of parts.
+
+    Log-linear pooling of a set ``S`` of trees is
+    ``pi_S(k) * exp(T_S**e * sum_{t in S} a_tk l_tk(x) / sum_{t in S} a_tk)``:
+    the class shares of a subset are the forest's shares renormalized over
+    the subset (each tree's unnormalized share depends on that tree only),
+    and ``pi_S`` is the subset's released counts summed, plus 1 per class.
+    Every term is a sum over trees, so keeping one sum per part pools any
+    subset of parts exactly as the merged forest of those parts would
+    (``tests/core/test_pooling.py`` checks it against :func:`merge_forests`).
+
+    Attributes
+    ----------
+    numerators : ndarray, shape (n_parts, n_rows, n_classes)
+        Per part, ``sum_t a_tk * (log p_t(k | x) - log p_t(k | root))``.
+    weights : ndarray, shape (n_parts, n_classes)
+        Per part, ``sum_t a_tk``.
+    class_totals : ndarray, shape (n_parts, n_classes)
+        Per part, the sum of its leaves' released (clamped) counts.
+    n_trees : ndarray of int, shape (n_parts,)
+
+    Privacy cost: none (post-processing of the parts' releases).
+    """
+
+    numerators: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    class_totals: NDArray[np.float64]
+    n_trees: NDArray[np.int64]
+
+    @property
+    def n_parts(self) -> int:
+        return int(self.n_trees.size)
+
+    def pool(self, parts: Sequence[int]) -> NDArray[np.float64]:
+        """Class probabilities of the merged forest of ``parts`` (indices), shape (n_rows, n_classes)."""
+        idx = np.asarray(list(parts), dtype=np.int64)
+        if idx.size == 0:
+            raise ValueError("parts: expected at least one part index, got none")
+        weights = self.weights[idx].sum(axis=0)
+        ratio = self.numerators[idx].sum(axis=0) / np.where(weights > 0, weights, 1.0)
+        prior = self.class_totals[idx].sum(axis=0) + 1.0
+        return log_linear_pool(ratio, prior / prior.sum(), int(self.n_trees[idx].sum()))

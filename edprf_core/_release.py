@@ -25,6 +25,7 @@ from ._exceptions import SchemaError
 from ._leaf_distribution import (
     POOLINGS,
     SHRINKAGE,
+    PartPooling,
     class_share_weights,
     consortium_prior,
     label_shift_factors,
@@ -38,14 +39,14 @@ from ._tree import SPLIT_MODES, ForestArrays
 
 __all__ = [
     "COMPOSITIONS",
+    "DEPTH_RULES",
     "FEDERATION_NOTE",
+    "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
     "SAMPLERS",
     "SCHEDULES",
     "VARIANTS",
-    "DEPTH_RULES",
-    "LEAF_OUTPUTS",
     "DPForest",
     "TrainingParameters",
     "merge_forests",
@@ -438,6 +439,39 @@ class DPForest:
                 p /= p.sum(axis=2, keepdims=True)
             total += p.sum(axis=0)
         return (total / float(self.n_trees))[inverse.ravel()]
+
+    def part_pooling(self, X: ArrayLike | pd.DataFrame) -> PartPooling:
+        """Each part's terms of log-linear pooling on ``X``: pools any subset of parts exactly.
+
+        What selective aggregation needs to score a candidate set of parties
+        as the model it would make (:meth:`PartPooling.pool`).  Needs leaf
+        counts in every tree.  Privacy cost: none (post-processing).
+        """
+        if not bool(self._count_trees().all()):
+            raise ValueError("part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
+                             f"{int((~self._count_trees()).sum())} label-only trees of {self.n_trees}")
+        codes = self.encode(X)
+        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+        dist = self._distributions()
+        table = self._table()
+        n_classes = self.schema.n_classes
+        log_ref = np.log(dist[self.trees.tree_offsets[:-1]])
+        shares = self._class_shares()
+        sizes = [n for _, _, n in self.parts]
+        bounds = np.cumsum([0, *sizes])
+        numerators = np.zeros((len(sizes), distinct.shape[0], n_classes))
+        for j in range(len(sizes)):
+            block = slice(int(bounds[j]), int(bounds[j + 1]))
+            leaves = table.leaves(distinct, block)
+            numerators[j] = ((np.log(dist[leaves]) - log_ref[block, None, :]) * shares[block, None, :]).sum(axis=0)
+        tree_of_node = np.repeat(np.arange(self.n_trees), np.diff(self.trees.tree_offsets))
+        part_of_tree = np.repeat(np.arange(len(sizes)), sizes)
+        has = self.trees.has_counts()
+        class_totals = np.zeros((len(sizes), n_classes))
+        np.add.at(class_totals, part_of_tree[tree_of_node[has]], self.trees.leaf_counts[has].astype(np.float64))
+        weights = np.add.reduceat(shares, bounds[:-1], axis=0)
+        return PartPooling(numerators[:, inverse.ravel(), :], weights, class_totals,
+                           np.asarray(sizes, dtype=np.int64))
 
     def _count_trees(self) -> NDArray[np.bool_]:
         """Whether each tree released leaf counts."""

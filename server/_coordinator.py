@@ -257,9 +257,15 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
                       f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
                       f"the other parties' median) (p = {c.p_value:.2g})")
     if cfg.selective_aggregation and keep:
-        votes = part_votes(merged, codes)
         target = cfg.target_parties or None
-        chosen = select_parties([votes[i] for i in keep], y_idx, target)
+        if all(accepted[i].params.leaf == "counts" for i in keep):
+            # candidate sets scored as the model they would make (log-linear pooling of those parties)
+            candidates = merge_forests([accepted[i].forest for i in keep],
+                                       labels=[accepted[i].party_id for i in keep])
+            chosen = select_parties(candidates.part_pooling(X_val), y_idx, target)
+        else:  # label leaves: the parties' votes
+            votes = part_votes(merged, codes)
+            chosen = select_parties([votes[i] for i in keep], y_idx, target)
         kept = [keep[j] for j in chosen.kept]
         for j in chosen.dropped:
             i = keep[j]

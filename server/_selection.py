@@ -4,8 +4,11 @@ Forward selection (in the spirit of incremental ensemble selection): start
 from no party; at each step add the party that gives the ensemble the highest
 validation accuracy; ties go to the larger margin-weighted importance, where a
 row's weight is ``1 / (1 + |margin|)`` with ``margin`` the current ensemble's
-vote share of the true class minus the best other class (rows the ensemble
-barely gets right or wrong count most).  The order is run to the end (or the
+probability (or vote share) of the true class minus the best other class
+(rows the ensemble barely gets right or wrong count most).  A candidate set
+is scored as the model it would make: with leaf counts, the log-linear pooling
+of exactly those parties (:class:`edprf_core.PartPooling`, what the merged
+forest of the set predicts); with label trees, the sum of their votes.  The order is run to the end (or the
 target size); the kept set is the longest prefix that reaches the best
 validation accuracy (minus ``min_gain``, a tolerance the operator may set),
 so a party is dropped when adding it lowers validation accuracy.  Runs on the coordinator's validation data only:
@@ -14,6 +17,7 @@ post-processing of the releases, so each party's epsilon is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,24 +43,40 @@ def _margins(votes: NDArray[np.float64], y: NDArray[np.int64]) -> NDArray[np.flo
     return true - other.max(axis=1)
 
 
-def select_parties(part_votes: list[NDArray[np.int64]], y: NDArray[np.int64], target_parts: int | None = None,
-                   min_gain: float = 0.0) -> Selection:
-    """Greedy forward selection over parts; ``part_votes[i]`` is (n_rows, n_classes) votes of part i."""
-    remaining = list(range(len(part_votes)))
-    target = len(part_votes) if target_parts is None else max(1, min(target_parts, len(part_votes)))
-    current = np.zeros_like(part_votes[0], dtype=np.float64)
+def _summed_votes(part_votes: Sequence[NDArray[np.int64]]) -> Callable[[list[int]], NDArray[np.float64]]:
+    def scores(parts: list[int]) -> NDArray[np.float64]:
+        return np.sum([part_votes[i] for i in parts], axis=0, dtype=np.float64)
+    return scores
+
+
+def select_parties(parts: Sequence[NDArray[np.int64]] | object, y: NDArray[np.int64],
+                   target_parts: int | None = None, min_gain: float = 0.0) -> Selection:
+    """Greedy forward selection over parts.
+
+    ``parts`` is either a list of (n_rows, n_classes) vote arrays, one per part
+    (a set is scored by its summed votes), or an object with ``n_parts`` and
+    ``pool(indices) -> (n_rows, n_classes)`` probabilities of the model made of
+    those parts (:class:`edprf_core.PartPooling`).
+    """
+    if hasattr(parts, "pool"):
+        n_parts, scores = int(parts.n_parts), parts.pool
+    else:
+        n_parts, scores = len(parts), _summed_votes(parts)
+    remaining = list(range(n_parts))
+    target = n_parts if target_parts is None else max(1, min(target_parts, n_parts))
+    current: NDArray[np.float64] | None = None
     order: list[int] = []
     path: list[float] = []
     while remaining and len(order) < target:
-        weights = 1.0 / (1.0 + np.abs(_margins(current, y))) if order else np.ones(y.size)
+        weights = 1.0 / (1.0 + np.abs(_margins(current, y))) if current is not None else np.ones(y.size)
         scored = []
         for i in remaining:
-            correct = np.argmax(current + part_votes[i], axis=1) == y
+            correct = np.argmax(scores([*order, i]), axis=1) == y
             scored.append((float(correct.mean()), float(weights[correct].sum()), -i))
         acc, _, neg_i = max(scored)
         order.append(-neg_i)
         remaining.remove(-neg_i)
-        current += part_votes[-neg_i]
+        current = scores(order)
         path.append(acc)
     best = max(path)
     k = max(i for i, acc in enumerate(path) if acc >= best - min_gain) + 1

@@ -195,3 +195,31 @@ def test_log_linear_pooling_beats_the_mean_under_dirichlet_label_skew():
         acc = [np.mean(np.argmax(merged.predict_proba(Xte, pooling=p), axis=1) == truth) for p in POOLINGS]
         gains.append(acc[0] - acc[1])
     assert np.mean(gains) > 0.02
+
+
+def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_subset():
+    """Selective aggregation scores candidate sets with PartPooling: it must be the model that set would make."""
+    schema = make_schema()
+    X, y = make_data(schema, 1600, seed=4)
+    parts = []
+    by_label = np.argsort(encode_labels(y, schema), kind="stable")
+    for j in range(4):  # label-skewed parties: rows sorted by class, cut into 4 chunks
+        rows = by_label[j * 400:(j + 1) * 400]
+        fit = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1 + j % 2, max_depth=3, n_bins=8,
+                              random_state=10 + j).fit(X.iloc[rows], y.iloc[rows])
+        parts.append(fit.forest_)
+    X_val, _ = make_data(schema, 300, seed=5)
+    merged = merge_forests(parts, labels=[f"p{j}" for j in range(4)])
+    terms = merged.part_pooling(X_val)
+    assert terms.n_parts == 4 and list(terms.n_trees) == [1, 2, 1, 2]
+    np.testing.assert_allclose(terms.pool(range(4)), merged.predict_proba(X_val), rtol=1e-9, atol=1e-12)
+    for subset in ([0], [1, 3], [0, 2, 3]):
+        alone = merge_forests([parts[j] for j in subset], labels=[f"p{j}" for j in subset])
+        np.testing.assert_allclose(terms.pool(subset), alone.predict_proba(X_val), rtol=1e-9, atol=1e-12,
+                                   err_msg=str(subset))
+    with pytest.raises(ValueError, match="at least one part"):
+        terms.pool([])
+    label_fit = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=2, n_bins=8, leaf="label",
+                                random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="needs leaf counts in every tree"):
+        label_fit.forest_.part_pooling(X_val)
