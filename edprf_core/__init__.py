@@ -19,7 +19,7 @@ from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_bins, public_depth, public_shape
-from ._leaf_distribution import leaf_distributions
+from ._leaf_distribution import PartPooling, leaf_distributions
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
@@ -68,6 +68,7 @@ __all__ = [
     "CategoricalFeature",
     "ContinuousFeature",
     "DPForest",
+    "PartPooling",
     "DataCheck",
     "DataValidationError",
     "DomainClippingWarning",
