@@ -54,7 +54,7 @@ def shuffled(seeds: int, parties: int) -> str:
             for label, variant, n in (("all parties, no selection", {}, parties),
                                       ("selective aggregation", {"selective_aggregation": True}, parties),
                                       ("exclude flagged", {"exclude_flagged": True}, parties),
-                                      ("without the shuffled party", {}, parties - 1)):
+                                      ("without the shuffled party", {"expected_parties": parties - 1}, parties - 1)):
                 run_dir = out / label.replace(" ", "_").replace(",", "")
                 report = _run(replace(cfg, output_dir=str(run_dir), **variant), n)
                 rows[label].append(report["central_evaluation"]["accuracy"])
