@@ -36,3 +36,21 @@ def make_data(schema: Schema, n: int, seed: int, signal: bool = True) -> tuple[p
         idx = rng.integers(0, k, n)
     y = pd.Series(np.asarray(schema.classes, dtype=object)[idx], name=schema.label.column)
     return X, y
+
+
+def skewed_wall_federation(alpha: float, seed: int, **fit_params):
+    """Five parties with Dirichlet(``alpha``) label skew on the embedded wall robot data, one tree each.
+
+    Returns ``(merged forest, test rows, test class indices)``; every fifth row is a test row.
+    """
+    from edprf_core import EDPRFClassifier, encode_labels, load_embedded, merge_forests
+    from simulation._partition import Partitioning, partition_rows
+
+    data, labels, schema = load_embedded("wall_robot_navigation")
+    test = np.arange(len(data)) % 5 == 0
+    Xtr, ytr, Xte, yte = data[~test], labels[~test], data[test], labels[test]
+    parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", alpha, ""), np.random.default_rng(seed))
+    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i,
+                               **fit_params).fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_
+               for i, rows in enumerate(parts)]
+    return merge_forests(forests, labels=[f"p{i}" for i in range(5)]), Xte, encode_labels(yte, schema)

@@ -200,19 +200,11 @@ def test_label_shift_factors_leave_one_part_alone_and_correct_skewed_parts():
 @pytest.mark.slow
 def test_label_shift_correction_helps_under_strong_label_skew():
     """Five parties, Dirichlet(0.1) label skew on the wall robot: the correction raises accuracy (5 seeds)."""
-    from edprf_core import encode_labels, load_embedded, merge_forests
-    from simulation._partition import Partitioning, partition_rows
+    from tests.synthetic import skewed_wall_federation
 
-    data, labels, schema = load_embedded("wall_robot_navigation")
-    test = np.arange(len(data)) % 5 == 0
-    Xtr, ytr, Xte, yte = data[~test], labels[~test], data[test], labels[test]
-    truth = encode_labels(yte, schema)
     gain = []
     for seed in range(5):
-        parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", 0.1, ""), np.random.default_rng(seed))
-        forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i)
-                   .fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_ for i, rows in enumerate(parts)]
-        merged = merge_forests(forests, labels=[f"p{i}" for i in range(5)])
+        merged, Xte, truth = skewed_wall_federation(0.1, seed)
         acc = [np.mean(np.argmax(merged.predict_proba(Xte, pooling="mean", label_shift=s), axis=1) == truth)
                for s in (True, False)]
         gain.append(acc[0] - acc[1])

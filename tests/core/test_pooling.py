@@ -178,20 +178,11 @@ def test_log_linear_pooling_beats_the_mean_under_dirichlet_label_skew():
     The benchmark (``bench_federation_cost.py``, 10 seeds) measures +6 points;
     the bound here is +2 points on the mean over 4 fixed seeds.
     """
-    from edprf_core import load_embedded
-    from simulation._partition import Partitioning, partition_rows
+    from tests.synthetic import skewed_wall_federation
 
-    data, labels, schema = load_embedded("wall_robot_navigation")
-    test = np.arange(len(data)) % 5 == 0
-    Xtr, ytr, Xte, yte = data[~test], labels[~test], data[test], labels[test]
-    truth = encode_labels(yte, schema)
     gains = []
     for seed in range(4):
-        parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", 0.5, ""), np.random.default_rng(seed))
-        forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, max_depth="auto", max_depth_cap=8,
-                                   random_state=10 * seed + i).fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_
-                   for i, rows in enumerate(parts)]
-        merged = merge_forests(forests, labels=[f"p{i}" for i in range(5)])
+        merged, Xte, truth = skewed_wall_federation(0.5, seed, max_depth="auto", max_depth_cap=8)
         acc = [np.mean(np.argmax(merged.predict_proba(Xte, pooling=p), axis=1) == truth) for p in POOLINGS]
         gains.append(acc[0] - acc[1])
     assert np.mean(gains) > 0.02
