@@ -80,6 +80,7 @@ __all__ = [
     "SHRINKAGE",
     "PartPooling",
     "class_share_weights",
+    "corrected_class_totals",
     "consortium_prior",
     "label_shift_factors",
     "leaf_distributions",
@@ -232,15 +233,34 @@ def class_share_weights(trees: ForestArrays, n_classes: int, noise_scales: NDArr
     """
     if trees.leaf_counts is None:
         return np.full((trees.n_trees, n_classes), 1.0 / trees.n_trees)
+    rows = corrected_class_totals(trees, n_classes, noise_scales) + 1.0
+    tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
+    rows[np.bincount(tree_of[trees.has_counts()], minlength=trees.n_trees) == 0] = 0.0
+    return rows / rows.sum(axis=0, keepdims=True)
+
+
+def corrected_class_totals(trees: ForestArrays, n_classes: int, noise_scales: NDArray[np.float64],
+                           ) -> NDArray[np.float64]:
+    """Each tree's released class totals less the mass clamping adds, shape ``(n_trees, n_classes)``.
+
+    A tree's class-``k`` total is the sum of its leaves' released counts;
+    clamping the noise at 0 adds ``E[max(0, Z)]`` per leaf in expectation to
+    every class, even to classes a leaf never saw (``Z`` the discrete Laplace
+    leaf noise of scale ``noise_scales[t]``), which makes every tree's class
+    mix look more even than it is.  Returned: ``max(0, total - n_leaves *
+    E[max(0, Z)])``; 0 for trees without counts.
+
+    Privacy cost: none (post-processing of released counts and public budgets).
+    """
+    if trees.leaf_counts is None:
+        return np.zeros((trees.n_trees, n_classes))
     tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
     has = trees.has_counts()
     totals = np.zeros((trees.n_trees, n_classes))
     np.add.at(totals, tree_of, np.where(has[:, None], trees.leaf_counts, 0).astype(np.float64))
     n_leaves = np.bincount(tree_of[has], minlength=trees.n_trees).astype(np.float64)
     clamp_mass = n_leaves * _discrete_laplace_positive_part(np.asarray(noise_scales, dtype=np.float64))
-    rows = np.maximum(totals - clamp_mass[:, None], 0.0) + 1.0
-    rows[n_leaves == 0] = 0.0
-    return rows / rows.sum(axis=0, keepdims=True)
+    return np.maximum(totals - clamp_mass[:, None], 0.0)
 
 
 def log_linear_pool(weighted_log_ratios: NDArray[np.float64], prior: NDArray[np.float64], n_trees: int,

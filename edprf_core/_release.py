@@ -28,6 +28,7 @@ from ._leaf_distribution import (
     PartPooling,
     class_share_weights,
     consortium_prior,
+    corrected_class_totals,
     label_shift_factors,
     leaf_distributions,
     log_linear_pool,
@@ -439,6 +440,17 @@ class DPForest:
                 p /= p.sum(axis=2, keepdims=True)
             total += p.sum(axis=0)
         return (total / float(self.n_trees))[inverse.ravel()]
+
+    def part_class_totals(self) -> NDArray[np.float64]:
+        """Per part, its trees' released class counts summed, less the mass clamping adds, (n_parts, n_classes).
+
+        :func:`edprf_core._leaf_distribution.corrected_class_totals` per tree,
+        summed over each part's trees: an estimate of the rows of each class
+        the part trained on.  Privacy cost: none (post-processing).
+        """
+        per_tree = corrected_class_totals(self.trees, self.schema.n_classes, self._noise_scales())
+        bounds = np.cumsum([0, *(n for _, _, n in self.parts)])
+        return np.add.reduceat(per_tree, bounds[:-1], axis=0) if per_tree.size else per_tree
 
     def part_pooling(self, X: ArrayLike | pd.DataFrame) -> PartPooling:
         """Each part's terms of log-linear pooling on ``X``: pools any subset of parts exactly.
