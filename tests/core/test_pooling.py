@@ -15,6 +15,7 @@ from edprf_core._leaf_distribution import (
     _discrete_laplace_positive_part,
     class_share_weights,
     consortium_prior,
+    corrected_class_totals,
     log_linear_pool,
 )
 from tests.synthetic import make_data, make_schema
@@ -46,6 +47,8 @@ def test_class_shares_by_hand():
     rows = np.array([[15 - 2 * e + 1, max(1 - 2 * e, 0) + 1], [max(1 - 2 * e, 0) + 1, 20 - 2 * e + 1]])
     expected = rows / rows.sum(axis=0)
     got = class_share_weights(trees, 2, np.array([1.0, 1.0]))
+    totals = corrected_class_totals(trees, 2, np.array([1.0, 1.0]))  # what clamping added, removed
+    assert np.allclose(totals, [[15 - 2 * e, max(1 - 2 * e, 0)], [max(1 - 2 * e, 0), 20 - 2 * e]])
     assert np.allclose(got, expected)
     assert np.allclose(got.sum(axis=0), 1.0)
     assert got[0, 0] == pytest.approx(15.149 / 16.298, abs=1e-3)
