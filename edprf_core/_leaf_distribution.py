@@ -85,6 +85,7 @@ __all__ = [
     "label_shift_factors",
     "leaf_distributions",
     "log_linear_pool",
+    "released_class_totals",
 ]
 
 SHRINKAGE = 8.0
@@ -145,7 +146,7 @@ def leaf_distributions(trees: ForestArrays, n_classes: int, pseudo_counts: NDArr
     for level in range(int(depth.max()), 0, -1):
         nodes = np.flatnonzero(depth == level)
         np.add.at(sums, parent[nodes], sums[nodes])
-    tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
+    tree_of = trees.tree_of_node()
     m = np.asarray(pseudo_counts, dtype=np.float64)[tree_of][:, None]
     prior = np.full((n, n_classes), 1.0 / n_classes)
     for level in range(int(depth.max()) + 1):
@@ -169,13 +170,8 @@ def label_shift_factors(trees: ForestArrays, n_classes: int, part_sizes: list[in
     if n_parts < 2 or trees.leaf_counts is None:
         return factors
     part_of_tree = np.repeat(np.arange(n_parts), part_sizes)
-    tree_of_node = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
-    has = trees.has_counts()
-    counts = np.where(has[:, None], trees.leaf_counts, 0).astype(np.float64)
-    per_tree = np.zeros((trees.n_trees, n_classes))
-    np.add.at(per_tree, tree_of_node, counts)
-    trees_with_counts = np.zeros(trees.n_trees, dtype=bool)
-    trees_with_counts[tree_of_node[has]] = True
+    per_tree = released_class_totals(trees, n_classes)
+    trees_with_counts = trees.tree_has_counts()
     per_part = np.zeros((n_parts, n_classes))
     np.add.at(per_part, part_of_tree[trees_with_counts], per_tree[trees_with_counts])
     n_trees_part = np.bincount(part_of_tree[trees_with_counts], minlength=n_parts)
@@ -207,9 +203,20 @@ def consortium_prior(trees: ForestArrays, n_classes: int) -> NDArray[np.float64]
     """
     if trees.leaf_counts is None:
         return np.full(n_classes, 1.0 / n_classes)
-    has = trees.has_counts()
-    total = np.where(has[:, None], trees.leaf_counts, 0).sum(axis=0).astype(np.float64) + 1.0
+    total = released_class_totals(trees, n_classes).sum(axis=0) + 1.0
     return total / total.sum()
+
+
+def released_class_totals(trees: ForestArrays, n_classes: int) -> NDArray[np.float64]:
+    """Each tree's leaves' released (clamped) class counts summed, shape ``(n_trees, n_classes)``; 0 without counts.
+
+    Privacy cost: none (post-processing of released counts).
+    """
+    totals = np.zeros((trees.n_trees, n_classes))
+    if trees.leaf_counts is not None:
+        has = trees.has_counts()
+        np.add.at(totals, trees.tree_of_node()[has], trees.leaf_counts[has].astype(np.float64))
+    return totals
 
 
 def class_share_weights(trees: ForestArrays, n_classes: int, noise_scales: NDArray[np.float64],
@@ -234,8 +241,7 @@ def class_share_weights(trees: ForestArrays, n_classes: int, noise_scales: NDArr
     if trees.leaf_counts is None:
         return np.full((trees.n_trees, n_classes), 1.0 / trees.n_trees)
     rows = corrected_class_totals(trees, n_classes, noise_scales) + 1.0
-    tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
-    rows[np.bincount(tree_of[trees.has_counts()], minlength=trees.n_trees) == 0] = 0.0
+    rows[~trees.tree_has_counts()] = 0.0
     return rows / rows.sum(axis=0, keepdims=True)
 
 
@@ -252,13 +258,8 @@ def corrected_class_totals(trees: ForestArrays, n_classes: int, noise_scales: ND
 
     Privacy cost: none (post-processing of released counts and public budgets).
     """
-    if trees.leaf_counts is None:
-        return np.zeros((trees.n_trees, n_classes))
-    tree_of = np.repeat(np.arange(trees.n_trees), np.diff(trees.tree_offsets))
-    has = trees.has_counts()
-    totals = np.zeros((trees.n_trees, n_classes))
-    np.add.at(totals, tree_of, np.where(has[:, None], trees.leaf_counts, 0).astype(np.float64))
-    n_leaves = np.bincount(tree_of[has], minlength=trees.n_trees).astype(np.float64)
+    totals = released_class_totals(trees, n_classes)
+    n_leaves = np.bincount(trees.tree_of_node()[trees.has_counts()], minlength=trees.n_trees).astype(np.float64)
     clamp_mass = n_leaves * _discrete_laplace_positive_part(np.asarray(noise_scales, dtype=np.float64))
     return np.maximum(totals - clamp_mass[:, None], 0.0)
 

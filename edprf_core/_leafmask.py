@@ -47,7 +47,7 @@ def _leaf_admits(forest: ForestArrays, grid: FeatureGrid, parent: NDArray[np.int
     bin_code = np.arange(int(n_codes.sum())) - offsets[bin_feature]
     is_cat = np.asarray(grid.is_categorical, dtype=bool)
     admits = np.ones((forest.n_nodes, bin_code.size), dtype=bool)
-    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offsets))
+    tree_of = forest.tree_of_node()
     for level in range(1, int(depth.max(initial=0)) + 1):
         nodes = np.flatnonzero(depth == level)
         p = parent[nodes]
@@ -72,7 +72,7 @@ class LeafMaskPredictor:
     def compile(cls, forest: ForestArrays, grid: FeatureGrid) -> LeafMaskPredictor | None:
         """None when a tree has more than ``64 * MAX_WORDS`` leaves."""
         is_leaf = forest.feature < 0
-        tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offsets))
+        tree_of = forest.tree_of_node()
         leaves_per_tree = np.bincount(tree_of[is_leaf], minlength=forest.n_trees)
         words = int(np.ceil(leaves_per_tree.max() / 64))
         if words > MAX_WORDS:

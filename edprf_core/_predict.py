@@ -37,7 +37,7 @@ class RoutingTable:
         n_codes = np.asarray(grid.n_codes, dtype=np.int64)
         is_cat = np.asarray(grid.is_categorical, dtype=bool)
         width = int(n_codes.max())
-        tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offsets))
+        tree_of = forest.tree_of_node()
         base = forest.tree_offsets[tree_of]
         node = np.arange(forest.n_nodes, dtype=np.int64)
         internal = forest.feature >= 0

@@ -10,6 +10,7 @@ count used to choose the depth (``depth_rule="dp-count"``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from ._leaf_distribution import (
     label_shift_factors,
     leaf_distributions,
     log_linear_pool,
+    released_class_totals,
 )
 from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
@@ -410,9 +412,10 @@ class DPForest:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if not self.has_counts:
             return self.votes(X) / float(self.n_trees)
-        if pooling == "log-linear" and not bool(self._count_trees().all()):
+        count_trees = self.trees.tree_has_counts()
+        if pooling == "log-linear" and not count_trees.all():
             logger.info("log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
-                        "using the mean", int((~self._count_trees()).sum()), self.n_trees)
+                        "using the mean", int((~count_trees).sum()), self.n_trees)
             pooling = "mean"
         codes = self.encode(X)
         distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
@@ -425,11 +428,8 @@ class DPForest:
             prior = consortium_prior(self.trees, n_classes)
             log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
                        else np.broadcast_to(np.log(prior), (self.n_trees, n_classes)))
-            shares = self._class_shares()
             for start in range(0, self.n_trees, per_block):
-                block = slice(start, start + per_block)
-                leaves = table.leaves(distinct, block)
-                total += ((np.log(dist[leaves]) - log_ref[block, None, :]) * shares[block, None, :]).sum(axis=0)
+                total += self._weighted_log_ratios(distinct, log_ref, slice(start, start + per_block))
             return log_linear_pool(total, prior, self.n_trees)[inverse.ravel()]
         factors = self._label_shift() if label_shift else None
         for start in range(0, self.n_trees, per_block):
@@ -448,9 +448,7 @@ class DPForest:
         summed over each part's trees: an estimate of the rows of each class
         the part trained on.  Privacy cost: none (post-processing).
         """
-        per_tree = corrected_class_totals(self.trees, self.schema.n_classes, self._noise_scales())
-        bounds = np.cumsum([0, *(n for _, _, n in self.parts)])
-        return np.add.reduceat(per_tree, bounds[:-1], axis=0) if per_tree.size else per_tree
+        return self._part_sums(corrected_class_totals(self.trees, self.schema.n_classes, self._noise_scales()))
 
     def part_pooling(self, X: ArrayLike | pd.DataFrame) -> PartPooling:
         """Each part's terms of log-linear pooling on ``X``: pools any subset of parts exactly.
@@ -459,36 +457,39 @@ class DPForest:
         as the model it would make (:meth:`PartPooling.pool`).  Needs leaf
         counts in every tree.  Privacy cost: none (post-processing).
         """
-        if not bool(self._count_trees().all()):
+        count_trees = self.trees.tree_has_counts()
+        if not count_trees.all():
             raise ValueError("part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
-                             f"{int((~self._count_trees()).sum())} label-only trees of {self.n_trees}")
-        codes = self.encode(X)
-        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
-        dist = self._distributions()
-        table = self._table()
-        n_classes = self.schema.n_classes
-        log_ref = np.log(dist[self.trees.tree_offsets[:-1]])
-        shares = self._class_shares()
-        sizes = [n for _, _, n in self.parts]
-        bounds = np.cumsum([0, *sizes])
-        numerators = np.zeros((len(sizes), distinct.shape[0], n_classes))
-        for j in range(len(sizes)):
-            block = slice(int(bounds[j]), int(bounds[j + 1]))
-            leaves = table.leaves(distinct, block)
-            numerators[j] = ((np.log(dist[leaves]) - log_ref[block, None, :]) * shares[block, None, :]).sum(axis=0)
-        tree_of_node = np.repeat(np.arange(self.n_trees), np.diff(self.trees.tree_offsets))
-        part_of_tree = np.repeat(np.arange(len(sizes)), sizes)
-        has = self.trees.has_counts()
-        class_totals = np.zeros((len(sizes), n_classes))
-        np.add.at(class_totals, part_of_tree[tree_of_node[has]], self.trees.leaf_counts[has].astype(np.float64))
-        weights = np.add.reduceat(shares, bounds[:-1], axis=0)
-        return PartPooling(numerators[:, inverse.ravel(), :], weights, class_totals,
-                           np.asarray(sizes, dtype=np.int64))
+                             f"{int((~count_trees).sum())} label-only trees of {self.n_trees}")
+        distinct, inverse = np.unique(self.encode(X), axis=0, return_inverse=True)
+        log_ref = np.log(self._distributions()[self.trees.tree_offsets[:-1]])
+        bounds = self.part_bounds
+        numerators = np.stack([self._weighted_log_ratios(distinct, log_ref, slice(int(a), int(b)))
+                               for a, b in itertools.pairwise(bounds)])
+        return PartPooling(numerators[:, inverse.ravel(), :], self._part_sums(self._class_shares()),
+                           self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
+                           np.diff(bounds))
 
-    def _count_trees(self) -> NDArray[np.bool_]:
-        """Whether each tree released leaf counts."""
-        tree_of = np.repeat(np.arange(self.n_trees), np.diff(self.trees.tree_offsets))
-        return np.bincount(tree_of[self.trees.has_counts()], minlength=self.n_trees) > 0
+    @property
+    def part_bounds(self) -> NDArray[np.int64]:
+        """Tree offsets of the parts: part ``j`` holds trees ``part_bounds[j]:part_bounds[j + 1]``."""
+        return np.cumsum([0, *(n for _, _, n in self.parts)]).astype(np.int64)
+
+    def _part_sums(self, per_tree: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Sum a per-tree array (first axis) over each part's trees."""
+        return np.add.reduceat(per_tree, self.part_bounds[:-1], axis=0)
+
+    def _weighted_log_ratios(self, distinct: NDArray[np.int32], log_ref: NDArray[np.float64],
+                             trees: slice) -> NDArray[np.float64]:
+        """``sum_t a_tk (log p_t(k | x) - log_ref_tk)`` over ``trees``, per distinct code row (item 4)."""
+        leaves = self._table().leaves(distinct, trees)
+        return ((np.log(self._distributions()[leaves]) - log_ref[trees, None, :])
+                * self._class_shares()[trees, None, :]).sum(axis=0)
+
+    def node_distributions(self) -> NDArray[np.float64]:
+        """Smoothed class distribution of every node, shape (n_nodes, n_classes) (items 1-2; one-hot for label
+        leaves).  Privacy cost: none (post-processing)."""
+        return self._distributions()
 
     def _class_shares(self) -> NDArray[np.float64]:
         if "class_shares" not in self._routing:

@@ -89,6 +89,14 @@ class ForestArrays:
             return np.zeros(self.n_nodes, dtype=bool)
         return (self.feature < 0) & (self.leaf_counts[:, 0] >= 0)
 
+    def tree_of_node(self) -> NDArray[np.int64]:
+        """Per node: the index of its tree."""
+        return np.repeat(np.arange(self.n_trees), np.diff(self.tree_offsets))
+
+    def tree_has_counts(self) -> NDArray[np.bool_]:
+        """Per tree: whether any of its leaves released class counts."""
+        return np.bincount(self.tree_of_node()[self.has_counts()], minlength=self.n_trees) > 0
+
     @classmethod
     def from_trees(cls, trees: Sequence[dict[str, NDArray]]) -> ForestArrays:
         """Concatenate per-tree arrays (dicts with the four node fields, optionally ``leaf_counts``).
@@ -140,7 +148,7 @@ class ForestArrays:
         the next block (or the tree) starts, which breadth-first order ensures.
         """
         parent = np.full(self.n_nodes, -1, dtype=np.int64)
-        tree_of = np.repeat(np.arange(self.n_trees), np.diff(self.tree_offsets))
+        tree_of = self.tree_of_node()
         internal = np.flatnonzero(self.feature >= 0)
         starts = self.tree_offsets[tree_of[internal]] + self.first_child[internal]
         order = np.argsort(starts, kind="stable")

@@ -104,7 +104,7 @@ from scipy import stats
 from edprf_core import DPForest
 
 __all__ = ["LIFT_SHARE", "MIN_MINORITY_SHARE", "MIN_PARTIES_FOR_FLAGS", "WEAK_SHARE_LIMIT", "PartyContribution", "entropy_bits",
-           "lift_flags", "minority_shares", "part_probabilities", "part_votes", "party_contributions", "probability_lift",
+           "lift_flags", "minority_shares", "part_votes", "party_contributions", "probability_lift",
            "tree_information"]
 
 MIN_PARTIES_FOR_FLAGS = 4
@@ -141,7 +141,7 @@ def _information_from_leaves(forest: DPForest, leaves: NDArray[np.int64], y: NDA
     route_p = counts.sum(axis=1) / max(1, y.size)
     h_leaf = entropy_bits(counts)
     h_root = float(entropy_bits(np.bincount(y, minlength=k)))
-    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.trees.tree_offsets))
+    tree_of = forest.trees.tree_of_node()
     th = np.bincount(tree_of, weights=route_p * h_leaf, minlength=forest.n_trees)
     return h_root - th
 
@@ -155,7 +155,7 @@ def _votes_by_part(forest: DPForest, leaves: NDArray[np.int64]) -> list[NDArray[
     k = forest.schema.n_classes
     cls = forest.trees.leaf_class[leaves].astype(np.int64)  # (n_trees, n_rows)
     n_rows = cls.shape[1]
-    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    bounds = forest.part_bounds
     out = []
     for i in range(len(forest.parts)):
         part = cls[bounds[i] : bounds[i + 1]]
@@ -170,19 +170,10 @@ def part_votes(forest: DPForest, codes: NDArray[np.int32]) -> list[NDArray[np.in
 
 
 def _probabilities_by_part(forest: DPForest, leaves: NDArray[np.int64]) -> list[NDArray[np.float64]]:
-    dist = forest._distributions()[leaves]  # (n_trees, n_rows, n_classes); one-hot for label leaves
-    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    """Per part, the mean of its trees' leaf distributions (smoothed DP counts; one-hot for label leaves)."""
+    dist = forest.node_distributions()[leaves]  # (n_trees, n_rows, n_classes)
+    bounds = forest.part_bounds
     return [dist[bounds[i] : bounds[i + 1]].mean(axis=0) for i in range(len(forest.parts))]
-
-
-def part_probabilities(forest: DPForest, codes: NDArray[np.int32]) -> list[NDArray[np.float64]]:
-    """Class probabilities of each part's trees, one (n_rows, n_classes) array per part.
-
-    The average of the part's leaf distributions (smoothed DP counts; one-hot
-    leaf labels for trees without counts), without the label-shift correction.
-    Privacy cost: none (post-processing of the releases).
-    """
-    return _probabilities_by_part(forest, _leaves(forest, codes))
 
 
 def probability_lift(proba: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[float, float]:
@@ -325,7 +316,7 @@ def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[n
     inconclusive |= minority_shares(forest) < MIN_MINORITY_SHARE  # (almost) one class: nothing to learn
     total_votes = sum(by_part)
     global_vote = _vote(total_votes)
-    bounds = np.cumsum([0] + [n for _, _, n in forest.parts])
+    bounds = forest.part_bounds
     out = []
     for i, (label, _, n) in enumerate(forest.parts):
         own, others = _vote(by_part[i]), _vote(total_votes - by_part[i])
