@@ -18,13 +18,11 @@ from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
-from ._party import Party, PartySetup, Refusal
+from ._party import STOPPING, Party, PartySetup, Refusal
 
 __all__ = ["handle_evaluate", "handle_train"]
 
 log = logging.getLogger("edprf.party")
-
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 _CONSTANT_TEXT = {
     "bad_request": "the request record is missing keys or holds values of the wrong kind",
@@ -56,7 +54,7 @@ def _serve(msg: Message, context: Context, run_config: Mapping[str, Any] | None,
         return serve(party, req)
     except Refusal as exc:
         return _refused(msg, exc.reason, str(exc))
-    except _PASS_THROUGH:
+    except STOPPING:
         raise
     except BaseException:
         log.exception("%s failed (%s)", msg.metadata.message_type, step)

@@ -69,9 +69,12 @@ from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilo
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
-__all__ = ["REASONS", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
+__all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
 
 log = logging.getLogger("edprf.party")
+
+STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit)
+"""Exceptions that stop the process: never turned into a reply (the ledger still records the failure)."""
 
 REASONS: dict[str, str] = {
     "bad_request": "the request record is missing keys or holds values of the wrong kind",
@@ -301,6 +304,8 @@ class Party:
                                      request_id=req.request_id)
         except BaseException as exc:
             self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+            if isinstance(exc, STOPPING):
+                raise  # the process is being stopped: no reply
             log.exception("training failed after the reservation; its epsilon stays spent")
             raise Refusal("internal_error", "training failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id, payload)
@@ -390,6 +395,8 @@ class Party:
         except BaseException as exc:
             if not req.exact:
                 self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+            if isinstance(exc, STOPPING):
+                raise  # the process is being stopped: no reply
             log.exception("evaluation failed after the reservation; its epsilon stays spent")
             raise Refusal("internal_error", "evaluation failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id)

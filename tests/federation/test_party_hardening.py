@@ -145,6 +145,23 @@ def test_process_stopping_exceptions_are_not_swallowed(party_files, monkeypatch,
         handle_train(_train_msg(schema), _context(setup))
 
 
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned_into_a_reply(
+        party_files, monkeypatch, exc_type):
+    """Ctrl-C (or SystemExit) while the party trains: its ledger marks the spend failed and the
+    process stops; it does not answer with a refusal and go on serving."""
+    setup, schema = party_files
+
+    def stop(*args, **kwargs):
+        raise exc_type()
+
+    monkeypatch.setattr(EDPRFClassifier, "fit", stop)
+    with pytest.raises(exc_type):
+        handle_train(_train_msg(schema), _context(setup))
+    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
+    assert [(e.kind, e.state) for e in entries] == [("release", "failed")]
+
+
 def test_refusal_texts_are_from_the_request_and_policy_only(party_files):
     """Refusal codes come from the documented set; an out-of-policy refusal names the requested value."""
     setup, schema = party_files
