@@ -22,7 +22,7 @@ Privacy structure (what the mechanisms see and what the trees reveal)
   discrete Laplace noise of scale ``sensitivity / eps_leaf`` instead of a
   label (:func:`edprf_core.discrete_laplace_counts`: eps_leaf-DP, the same
   budget the label mechanism would spend; L1 sensitivity 1 under add-remove,
-  2 under replace-one).  The released counts are clamped at 0 and the leaf's
+  2 under replace-one).  The released counts are clamped to 0..MAX_LEAF_COUNT and the leaf's
   label is the argmax of the noisy counts: both are post-processing of the
   noisy vector and cost nothing more.  The leaves of one layer hold disjoint
   rows, so they compose in parallel like the label mechanism does.
@@ -40,7 +40,7 @@ from ._count_noise import discrete_laplace_counts
 from ._encoding import FeatureGrid
 from ._exact_selection import ExactPermuteAndFlip, integer_weighted_gini
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
-from ._tree import ForestArrays
+from ._tree import MAX_LEAF_COUNT, ForestArrays
 
 __all__ = ["BuildPlan", "TreeStreams", "build_forest"]
 
@@ -282,7 +282,8 @@ def build_forest(
                 noisy = discrete_laplace_counts(class_totals[leaves].astype(np.int64), eps_leaf,
                                                 plan.count_sensitivity, rng=None if plan.exact_counts else streams)
                 leaf_class[leaves] = np.argmax(noisy, axis=1)
-                leaf_counts[leaves] = np.maximum(noisy, 0)
+                # clamped to the wire's range 0..MAX_LEAF_COUNT: post-processing, so no dataset can fail here
+                leaf_counts[leaves] = np.clip(noisy, 0, MAX_LEAF_COUNT)
             elif isinstance(plan.leaf_mechanism, LaplaceMechanism):
                 noisy = plan.leaf_mechanism.randomise(class_totals[leaves], eps_leaf, streams)
                 leaf_class[leaves] = np.argmax(noisy, axis=1)

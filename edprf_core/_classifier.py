@@ -11,10 +11,10 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ._accountant import BudgetAccountant, charge_fit
-from ._budget import layer_schedule, tree_composition
+from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
-from ._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
 from ._input_checks import check_fit_input, check_predict_input, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
@@ -322,10 +322,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return self.sampler
 
     def _plan(self, params: TrainingParameters) -> BuildPlan:
-        composition = tree_composition(params.composition)
-        tree_eps = composition.per_tree_epsilon(params.epsilon, params.n_trees)
+        # the trees share what the DP row count left: epsilon - count_epsilon (sequential composition)
+        tree_eps = params.tree_epsilon()
         n_layers = params.max_depth + 1
-        layer_eps = layer_schedule(params.schedule).layer_budgets(tree_eps, n_layers)
+        layer_eps = params.layer_epsilons()
         monotone = params.exploit_monotonicity
         split_sens = _SPLIT_SENSITIVITY[params.relation]
         if params.sampler == "exact":
@@ -372,6 +372,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self._check_shape_options()
         sampler = self._resolved_sampler()
         y = check_fit_input(self, X, y, schema)
+        if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
+            raise DataValidationError(f"fit accepts at most {MAX_FIT_ROWS} rows (the integer widths of the exact "
+                                      "sampler are proven up to it); train on a random subset")
         charge_fit(self.accountant, float(self.epsilon),
                    label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         if self.stop_when_pure:

@@ -38,7 +38,7 @@ def _opendp_measurement(scale: float, n: int):
     import opendp.prelude as dp  # imported lazily: research runs never need it
 
     dp.enable_features("contrib")
-    space = dp.vector_domain(dp.atom_domain(T=int), size=n), dp.l1_distance(T=int)
+    space = dp.vector_domain(dp.atom_domain(T="i64"), size=n), dp.l1_distance(T="i64")
     return space >> dp.m.then_laplace(scale=scale)
 
 
@@ -78,8 +78,10 @@ def discrete_laplace_counts(counts: ArrayLike, epsilon: float, sensitivity: int 
     if rng is None:
         if values.size == 0:
             return values.copy()
-        meas = _opendp_measurement(scale, values.size)
-        if meas.map(int(sensitivity)) > eps * (1 + 1e-9):
+        # OpenDP's map rounds up (it may give eps * (1 + 2**-52)): the scale is inflated by a relative
+        # 1e-12 so that the map meets the requested eps exactly and the ledger's figure is the true cost
+        meas = _opendp_measurement(scale * (1 + 1e-12), values.size)
+        if meas.map(int(sensitivity)) > eps:
             raise RuntimeError("the discrete Laplace measurement does not meet the requested epsilon")
         noisy = np.asarray(meas([int(v) for v in values.ravel()]), dtype=np.int64)
         return noisy.reshape(values.shape)

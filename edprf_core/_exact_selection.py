@@ -17,9 +17,16 @@ Integer utilities.  Class counts are integers already (sensitivity 1,
 monotone).  The split utility ``-sum_v g(v)`` with ``g = N - S/N`` (see
 :mod:`edprf_core._mechanisms`) is a rational; it is mapped to integers per
 child as ``t(v) = floor(K * (N^2 - S) / N)`` with ``K = 2**16``, computed in
-exact integer arithmetic (``N^2 - S = q N + r``, so ``t = K q + floor(K r / N)``;
-every intermediate fits in int64 for nodes of fewer than 3e9 rows, more than
-any table this package can hold):
+exact integer arithmetic (``N^2 - S = q N + r``, so ``t = K q + floor(K r / N)``):
+
+Widths, from proven bounds.  ``fit`` refuses more than ``MAX_FIT_ROWS = 2**31 - 1``
+rows locally, before anything is charged or released, so every node has
+``N <= 2**31 - 1``: ``N^2 < 2**62`` fits int64; ``0 <= t(v) <= K N < 2**47``;
+a candidate's utility, minus a sum of ``t`` over children that partition the
+node, lies in ``[-K N, 0]``, far inside OpenDP's ``i64`` domain (``T="i64"``;
+the ``i32`` domain overflowed once ``K N`` passed ``2**31``, i.e. from about
+32,768 rows in one node, and the failure itself told neighbours apart).
+Nothing here can fail on one dataset and not on a neighbour.
 
 - ``floor`` is a monotone non-decreasing map, so ``t`` moves in the same
   direction as ``g``: the utility stays monotone under add/remove;
@@ -44,10 +51,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["UTILITY_SCALE", "ExactPermuteAndFlip", "integer_weighted_gini"]
+__all__ = ["MAX_FIT_ROWS", "UTILITY_SCALE", "ExactPermuteAndFlip", "integer_weighted_gini"]
 
 UTILITY_SCALE = 1 << 16
 """``K``: split utilities are counted in 1/65536ths."""
+
+MAX_FIT_ROWS = 2**31 - 1
+"""Most rows one ``fit`` accepts (a public, local limit: the integer widths above are proven up to it)."""
 
 
 def integer_weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -101,7 +111,7 @@ class ExactPermuteAndFlip:
             dp = _opendp()
             factor = 1 if self.monotone else 2
             scale = factor * int(self.sensitivity) / epsilon * (1 + 1e-12)
-            space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int, monotonic=self.monotone)
+            space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=self.monotone)
             meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
             if meas.map(int(self.sensitivity)) > epsilon:
                 raise RuntimeError("the noisy-max measurement does not meet the requested epsilon")
