@@ -1,0 +1,1 @@
+"""The privacy gate: ``./test.sh -m privacy``."""
