@@ -16,7 +16,7 @@ from ._builder import BuildPlan, build_forest
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
-from ._input_checks import check_fit_input, check_predict_input, schema_input_tags
+from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._count_noise import discrete_laplace_counts
@@ -377,6 +377,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                                       "sampler are proven up to it); train on a random subset")
         charge_fit(self.accountant, float(self.epsilon),
                    label=f"{type(self).__name__}.fit on schema {schema.name!r}")
+        refuse_continuous_target(y, schema)  # reads label values: after the charge
         if self.stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "

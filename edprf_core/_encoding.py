@@ -147,14 +147,24 @@ class CellRules:
         return cls(tuple(schema.missing_values), bool(schema.strip_whitespace))
 
     def clean(self, series: pd.Series) -> pd.Series:
-        """The cells with surrounding whitespace removed from text cells (each cell alone)."""
-        if not self.strip_whitespace or series.dtype != object:
+        """The cells with surrounding whitespace removed from text cells (each cell alone).
+
+        A cell is read the same whatever dtype pandas or Arrow gave its column: a column that
+        is not numeric (object, pandas 3's ``str``, ``string[python]``, ``string[pyarrow]``,
+        ``category``) is read as Python objects, one cell at a time.  Numeric columns hold no
+        text and are returned as they are.
+        """
+        if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
             return series
+        cells = series.astype(object)
+        cells = cells.where(cells.notna(), np.nan)  # pd.NA of string/Arrow columns reads as NaN, like None
+        if not self.strip_whitespace:
+            return cells
         try:
-            stripped = series.str.strip()  # NaN for cells that are not text: those keep their value
+            stripped = cells.str.strip()  # NaN for cells that are not text: those keep their value
         except AttributeError:  # no text cell at all
-            return series
-        return stripped.where(stripped.notna(), series)
+            return cells
+        return stripped.where(stripped.notna(), cells)
 
     def missing(self, series: pd.Series) -> NDArray[np.bool_]:
         """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
@@ -262,7 +272,7 @@ def _label_series(y: ArrayLike | pd.Series, schema: Schema, rules: CellRules) ->
     series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     series = rules.clean(series)
     aliases = dict(schema.label.aliases)
-    if aliases and series.dtype == object:
+    if aliases:  # cell by cell, whatever the column's dtype (clean made text columns objects)
         hit = series.isin(list(aliases)).to_numpy()
         if hit.any():
             series = series.copy()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
     from sklearn.utils import Tags
 
-__all__ = ["check_fit_input", "check_predict_input", "schema_input_tags"]
+__all__ = ["check_fit_input", "check_predict_input", "refuse_continuous_target", "schema_input_tags"]
 
 
 def _shape(X: object) -> tuple[int, ...] | None:
@@ -86,8 +86,12 @@ def _as_1d_labels(y: object) -> object:
     return column
 
 
-def _refuse_continuous_target(y: object, schema: Schema) -> None:
-    """Name a regression target as scikit-learn does when its values are not declared classes."""
+def refuse_continuous_target(y: object, schema: Schema) -> None:
+    """Name a regression target as scikit-learn does when its values are not declared classes.
+
+    It reads the label values, so ``fit`` calls it after the accountant's charge: a failure
+    that depends on a value costs the fit's ε like any other value-dependent failure.
+    """
     try:
         kind = type_of_target(y, input_name="y")
     except (ValueError, TypeError):  # NaN, mixed or unreadable labels: the label encoder explains
@@ -120,16 +124,16 @@ def check_fit_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: Ar
     DataValidationError
         When a DataFrame lacks some of the schema's feature columns or holds
         undeclared ones, a 2-D array does not have one column per declared
-        feature, ``X`` is not 2-D or complex, ``y`` is missing, or ``y`` is a
-        continuous target outside the declared classes.
+        feature, ``X`` is not 2-D or complex, or ``y`` is missing.
     TypeError
         For sparse ``X``.
 
     Notes
     -----
-    Privacy cost: none.  ``X`` is checked by its type, dtype, shape and column
-    names only; the labels are read only for a floating-point target, by the
-    same per-cell rules ``fit`` applies next.  Nothing leaves the caller.
+    Privacy cost: none.  ``X`` and ``y`` are checked by their type, dtype, shape
+    and column names only; no value is read (the values are read after the
+    accountant's charge, see :func:`refuse_continuous_target`).  Nothing leaves
+    the caller.
     ``n_features_in_`` is the number of columns of ``X`` and
     ``feature_names_in_`` its column names, as in scikit-learn; they are the
     schema's values when ``X`` holds exactly the schema's features in order.
@@ -152,7 +156,6 @@ def check_fit_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: Ar
             f"X has {shape[1]} feature(s) (shape={shape}){minimum}, expected {schema.n_features}: the schema "
             f"{schema.name!r} declares {list(schema.feature_names)} and an array is read in that order"
         )
-    _refuse_continuous_target(y, schema)
     return y
 
 

@@ -1,0 +1,85 @@
+"""Regressions of issue 19, findings 5 (a value-dependent fit failure is charged) and 6 (pandas 3 dtypes).
+
+Finding 6: ``CellRules.clean`` and the label aliases acted on ``object`` columns only; pandas 3
+reads text as ``str``, so scikit-learn style input skipped ``strip_whitespace`` and the label
+aliases.  A cell must be read the same whatever dtype pandas or Arrow gave its column.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edprf_core import (
+    BudgetAccountant,
+    CategoricalFeature,
+    ContinuousFeature,
+    DataValidationError,
+    EDPRFClassifier,
+    LabelSpec,
+    Schema,
+    encode_labels,
+)
+
+SCHEMA = Schema(
+    features=(ContinuousFeature("age", 0.0, 100.0, source="test"),
+              CategoricalFeature("workclass", ("State-gov", "Private"), source="test")),
+    label=LabelSpec("income", ("<=50K", ">50K"), aliases=((">50K.", ">50K"), ("<=50K.", "<=50K"))),
+    name="census-like",
+)
+
+CSV = "age,workclass,income\n39, State-gov, <=50K\n50, Private, >50K.\n38, Private, >50K\n53, State-gov, <=50K.\n"
+
+TEXT_DTYPES = ["object", "str", "string[python]", "string[pyarrow]", "category"]
+
+
+def _frame(dtype: str) -> tuple[pd.DataFrame, pd.Series]:
+    frame = pd.read_csv(io.StringIO(CSV), dtype={"workclass": dtype, "income": dtype})
+    return frame[["age", "workclass"]], frame["income"]
+
+
+@pytest.mark.parametrize("dtype", TEXT_DTYPES)
+def test_text_cells_are_stripped_and_aliased_whatever_the_dtype(dtype):
+    X, y = _frame(dtype)
+    assert encode_labels(y, SCHEMA).tolist() == [0, 1, 1, 0]
+    clf = EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
+    assert clf.predict(X).shape == (4,)
+
+
+def test_read_csv_with_pandas_defaults_fits():
+    """pandas 3's default dtype for text is ``str``: the census file failed with "undeclared category ' State-gov'"."""
+    frame = pd.read_csv(io.StringIO(CSV))
+    EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(
+        frame[["age", "workclass"]], frame["income"])
+
+
+@pytest.mark.parametrize("as_", ["list", "array", "str-series", "arrow-series"])
+def test_aliased_labels_in_every_container(as_):
+    cells = [" <=50K", ">50K.", " >50K ", "<=50K."]
+    y = {"list": cells, "array": np.array(cells), "str-series": pd.Series(cells, dtype="str"),
+         "arrow-series": pd.Series(cells, dtype="string[pyarrow]")}[as_]
+    assert encode_labels(y, SCHEMA).tolist() == [0, 1, 1, 0]
+
+
+def test_missing_cells_of_string_columns_read_as_missing():
+    X = pd.DataFrame({"age": [30.0, 40.0], "workclass": pd.Series([None, "Private"], dtype="string[pyarrow]")})
+    y = pd.Series(["<=50K", ">50K"], dtype="string[python]")
+    with pytest.raises(DataValidationError, match="missing value"):
+        EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
+
+
+def test_a_non_integral_label_fails_after_the_charge():
+    """README: a fit refused for its columns or shape costs nothing; one that fails on a value was charged."""
+    schema = Schema(features=(ContinuousFeature("x", 0.0, 1.0, source="test"),),
+                    label=LabelSpec("y", (0, 1)), name="numbers")
+    X = pd.DataFrame({"x": [0.1, 0.2, 0.3]})
+    acc = BudgetAccountant(epsilon_cap=10.0)
+    with pytest.raises(DataValidationError, match="continuous target"):
+        EDPRFClassifier(schema, epsilon=1.0, accountant=acc, random_state=0).fit(X, [0.0, 1.5, 1.0])
+    assert acc.total == pytest.approx(1.0)
+    with pytest.raises(DataValidationError):  # a refusal for the shape costs nothing
+        EDPRFClassifier(schema, epsilon=1.0, accountant=acc, random_state=0).fit(X.assign(z=1.0), [0, 1, 1])
+    assert acc.total == pytest.approx(1.0)
