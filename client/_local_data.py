@@ -36,9 +36,10 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     lines are read one by one as text (:func:`edprf_core.read_table`: a
     malformed line is dropped, never the file), cells are judged by the schema
     alone, rows that break a rule are dropped one by one
-    (:func:`edprf_core.conforming_rows`), and a row's side of the split depends
-    on its line number and a party-local secret ``salt`` (stored in the
-    ledger) only.  Training and evaluation requests, which run in separate
+    (:func:`edprf_core.conforming_rows`), and a row's side of the split is a
+    keyed hash of that row's own cells with a party-local secret ``salt``
+    (stored in the ledger): it depends on nothing else, not on its line number
+    or on other rows, so adding or removing a record moves no other row.  Training and evaluation requests, which run in separate
     processes, therefore see the same split, and the coordinator cannot
     predict it.  What was dropped, and why, goes to the party's own log, never
     into a reply.  Only a file-level problem (no file, a header without the

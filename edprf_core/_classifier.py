@@ -156,7 +156,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
-        False when a research option (``stop_when_pure``) or a drafted schema
+        False when a research option (``stop_when_pure``, or the floating-point
+        Laplace labels of ``variant="tradition", leaf="label"``) or a drafted schema
         breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
         says NOT differentially private for seeded fits too).
     n_estimators_ : int
@@ -410,7 +411,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                                 trees=trees, parts=(("local", params, params.n_trees),))
         self.classes_ = np.asarray(schema.classes)
         self.privacy_ = params
-        self.dp_ = params.dp and not schema.drafted
+        float_laplace = params.variant == "tradition" and params.leaf == "label"  # see LaplaceMechanism
+        self.dp_ = params.dp and not schema.drafted and not float_laplace
         self.n_estimators_ = params.n_trees
         self.max_depth_ = params.max_depth
         self.n_bins_ = params.n_bins

@@ -238,10 +238,18 @@ class ExponentialMechanism:
 
 @dataclass(frozen=True)
 class LaplaceMechanism:
-    """Laplace noise of scale ``Delta / epsilon`` on each coordinate.
+    """Laplace noise of scale ``Delta / epsilon`` on each coordinate, in floating point (research only).
 
     ``sensitivity`` is the L1 sensitivity of the whole released vector.
-    Privacy cost: ``epsilon`` per call on one dataset.
+
+    Privacy cost: in exact real arithmetic, ``epsilon`` in (0, inf) per call on
+    one dataset.  Sampled in floating point, as here, it is NOT differentially
+    private: which doubles ``value + noise`` can produce depends on ``value``,
+    so some outputs are possible under one count and impossible under its
+    neighbour (Mironov, CCS 2012; measured on small counts: 0.2-1 % of draws),
+    an unbounded loss.  It serves only the paper's "tradition" baseline
+    (``variant="tradition"``, ``leaf="label"``), whose guarantee text says NOT
+    differentially private; releases use :func:`edprf_core.discrete_laplace_counts`.
     """
 
     sensitivity: float

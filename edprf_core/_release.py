@@ -184,6 +184,9 @@ class TrainingParameters:
             reasons.append("trained with a research-only option (stop_when_pure) whose tree shapes depend on the data")
         if self.seeded:
             reasons.append("its noise came from a fixed research seed: anyone who knows the seed can remove it")
+        if self.variant == "tradition" and self.leaf == "label":
+            reasons.append("its leaf labels came from floating-point Laplace noise on class counts (the paper's "
+                           "baseline), which reveals the exact count in some draws (Mironov, CCS 2012)")
         return reasons
 
     def configured(self) -> str:

@@ -215,18 +215,24 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
 
 
 def _spends(report: RunReport) -> list[PartySpend]:
-    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon) for p in report.accepted]
+    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon, p.exact_metrics)
+            for p in report.accepted]
 
 
 def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
-    """Record the evaluation ε of every party that may have been charged (conservative: all but known refusals)."""
-    if cfg.exact_metrics:
-        return
+    """Record the evaluation ε of every party that may have been charged (conservative: all but known refusals).
+
+    With exact metrics, every party that may have answered is marked instead: its un-noised
+    held-out counts are not DP, and the guarantee must say so.
+    """
     refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])
                if r["reason"] != "invalid_metrics"}
     for p in report.accepted:
         if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
-            p.evaluation_epsilon = cfg.evaluation_epsilon
+            if cfg.exact_metrics:
+                p.exact_metrics = True
+            else:
+                p.evaluation_epsilon = cfg.evaluation_epsilon
 
 
 def _conforming(table: tuple, schema, what: str) -> tuple:

@@ -7,8 +7,8 @@ printed here is the largest such sum over the parties whose trees are in the
 model: records are assumed disjoint across parties (parallel composition), so
 a person whose records sit at several parties is protected at the sum of
 their totals.  Whatever makes a part not DP (a research seed, a research
-option, a drafted schema) is named, and the text then starts with NOT
-differentially private.
+option, a drafted schema, exact held-out metrics that parties may have sent)
+is named, and the text then starts with NOT differentially private.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class PartySpend:
     party: str
     release_epsilon: float
     evaluation_epsilon: float = 0.0
+    exact_metrics: bool = False
+    """True when the party may have sent un-noised held-out counts (exact metrics: not DP)."""
 
     @property
     def total(self) -> float:
@@ -55,6 +57,11 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
              + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
              "actually faces at most max(release, evaluation); the total is what the ledgers count.")
     reasons = forest.not_dp_reasons()
+    exact = [s.party for s in spends if s.exact_metrics]
+    if exact:
+        reasons = [*reasons, f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
+                             f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
+                             "): exact counts of their held-out rows are not protected"]
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
     if reasons:
         return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee()}"

@@ -25,6 +25,7 @@ class PartyOutcome:
     n_trees: int = 0
     epsilon: float = 0.0
     evaluation_epsilon: float = 0.0
+    exact_metrics: bool = False  # it may have sent un-noised held-out counts (not DP)
     sampler: str = ""
     depth: int = 0  # the released depth (each party's own under depth-rule "auto")
     depth_rule: str = ""  # fixed | declared-size | dp-count

@@ -83,3 +83,4 @@ def test_a_non_integral_label_fails_after_the_charge():
     with pytest.raises(DataValidationError):  # a refusal for the shape costs nothing
         EDPRFClassifier(schema, epsilon=1.0, accountant=acc, random_state=0).fit(X.assign(z=1.0), [0, 1, 1])
     assert acc.total == pytest.approx(1.0)
+

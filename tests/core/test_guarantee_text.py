@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from edprf_core import EDPRFClassifier, PrivacyLeakWarning, draft_schema, load_embedded, merge_forests
+from edprf_core import (
+    ContinuousFeature,
+    EDPRFClassifier,
+    LabelSpec,
+    PrivacyLeakWarning,
+    Schema,
+    draft_schema,
+    load_embedded,
+    merge_forests,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +69,16 @@ def test_a_merge_names_the_part_that_is_not_dp(wall):
     seeded = EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20, random_state=1).fit(X, y).forest_
     text = merge_forests([good, seeded], labels=["a", "b"]).guarantee()
     assert text.startswith("NOT differentially private: part 'b'")
+
+
+def test_the_floating_point_laplace_baseline_is_not_called_differentially_private():
+    """Issue 19, finding 5: float Laplace on counts shows impossible outputs under a neighbour (Mironov 2012)."""
+    from edprf_core import LaplaceMechanism
+
+    schema = Schema(features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)),
+                    name="numbers")
+    X, y = pd.DataFrame({"x": np.linspace(0, 1, 40)}), np.arange(40) % 2
+    clf = EDPRFClassifier(schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_estimators=1,
+                          n_bins=4, random_state=0).fit(X, y)
+    assert not clf.dp_ and "floating-point Laplace" in clf.forest_.guarantee()
+    assert "it is NOT differentially\n    private" in LaplaceMechanism.__doc__

@@ -44,3 +44,19 @@ def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
     ev = report["federated_evaluation"]
     accounted = ev["parties"] + len(ev["refused"]) + len(ev["no_reply"])
     assert accounted == statuses.count("accepted")
+
+
+@pytest.mark.slow
+def test_exact_metrics_make_the_guarantee_say_not_differentially_private(tmp_path):
+    """Issue 19, finding 3: un-noised held-out counts left the parties while report.json kept a DP guarantee."""
+    cfg, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=False), tmp_path, progress=lambda _: None)
+    for policy in sorted(tmp_path.glob("workspace/party-*/policy.toml")):
+        text = policy.read_text()
+        assert "allow-exact-metrics = false" in text
+        policy.write_text(text.replace("allow-exact-metrics = false", "allow-exact-metrics = true"))
+    simulate_federation(replace(cfg, exact_metrics=True), 2)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "completed"
+    assert report["federated_evaluation"]["parties"] == 2 and not report["federated_evaluation"]["noised"]
+    assert report["guarantee"].startswith("NOT differentially private")
+    assert "exact (un-noised) held-out metrics" in report["guarantee"]
