@@ -522,7 +522,8 @@ def run(args: argparse.Namespace) -> int:
               f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={cfg.max_depth} "
               f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
               f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
-              f"seed={cfg.seed}\"")
+              f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
+              f"evaluation-max-interval-width={cfg.evaluation_max_interval_width}\"")
         return 0
     result = run_simulation_report(args, out_dir, baselines=not args.no_baselines, isolated=True)
     fed = result["federated"]
