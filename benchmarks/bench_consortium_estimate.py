@@ -49,6 +49,24 @@ PREVIOUS_BOUND = 1_000_000
 """The previous default of max-party-rows."""
 
 
+READING = """
+Reading (written with the table; figures move with the seeds only within the stated SE):
+
+- Without a hostile party the estimate is unbiased within about 2 simulation SEs and the 95 % interval
+  covers 0.94-0.97 wherever the skip rule lets the round run, and also in the small-party rows it
+  skips; the previous estimator was 0.2 low for 5 or 20 parties of 40 rows at eps 0.1 (86-99 % of
+  runs below the truth), the bias the issue reported.
+- The one exception is 5 parties of 40 rows at eps 0.1 (noise sd 63 on a pooled total of 200): the
+  ratio's bias correction is second-order only, and the estimate is 0.05 low; its interval is 0.85
+  wide and the skip rule never runs that round.
+- The issue's forged (0 of 10^6) is refused as implausible: rows equal to "none" within noise, where
+  the previous defaults reported 0.0001-0.005.
+- A forged reply inside the box moves the estimate by its share: e.g. 5 IID parties at eps 1,
+  0.8 x 324 / (1,500 + 324) = 0.142; the plain interval (which assumes every party honest) then misses,
+  the one-party interval covers 0.97-0.99.
+"""
+
+
 def _previous(correct: np.ndarray, total: np.ndarray, bound: int = PREVIOUS_BOUND) -> float:
     """The estimator before this change: every party clipped to 0 <= c <= t <= bound, then pooled."""
     t = np.clip(total, 0, bound)
@@ -99,9 +117,10 @@ def main() -> None:
     args = parser.parse_args()
     reps = 200 if args.quick else args.reps
     started = time.perf_counter()
-    lines = ["| parties | held-out rows | ε | hostile party | truth | bias (± SE) | coverage ci95 | coverage if one "
-             "lied | median width | median one-party reach | previous estimator's bias (runs below truth) | "
-             "skip rule runs it |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    header = ("| parties | held-out rows | ε | hostile party | truth | bias (± SE) | coverage ci95 | coverage if one "
+              "lied | median width | median one-party reach | previous estimator's bias (runs below truth) | "
+              "skip rule runs it |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seed = 0
     for k in (5, 20):
         for layout in LAYOUTS:
@@ -120,14 +139,14 @@ def main() -> None:
             f"`python benchmarks/bench_consortium_estimate.py --reps {reps}` ({reps} simulated federations per "
             f"row, fixed seeds, {elapsed:.0f} s). Truth: the honest parties' row-weighted accuracy. "
             "B = max-party-rows = the largest honest party's held-out rows; m = 12 noise scales. "
-            "Bias: mean estimate (unclipped) minus truth; a finite estimate needs a positive noisy total "
-            "(always here). Coverage: share of 95 % intervals containing the truth (nominal 0.95). "
+            "Bias: mean estimate (unclipped) minus truth; runs whose noisy total is not positive have no "
+            "estimate and are left out of the mean. Coverage: share of 95 % intervals containing the truth (nominal 0.95). "
             "'if one lied': `ci95_if_one_party_lied`, the hull of the all-party and leave-one-out intervals. "
             "One-party reach: `max_one_party_shift`, the most any one reply inside its plausible box could move "
             "the estimate. Previous estimator: each party clipped to 0 <= correct <= total <= 1,000,000 (the previous "
             "default of max-party-rows) before pooling. "
             "Skip rule: whether evaluation-max-interval-width 0.1 lets the round run (it spends nothing "
-            "otherwise).\n\n" + "\n".join(lines) + "\n")
+            "otherwise).\n\n" + "\n".join(lines) + "\n" + READING)
     if not args.quick:
         OUT.write_text(text)
         print(f"wrote {OUT}")

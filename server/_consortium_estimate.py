@@ -70,8 +70,8 @@ __all__ = [
     "noise_variance",
     "one_party_robust_interval",
     "one_party_shift",
-    "plausible",
     "planned_width",
+    "plausible",
     "score_interval",
     "smallest_informative_epsilon",
 ]

@@ -23,8 +23,9 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
     else:
         shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-    lines = [f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
-             f"{federated['parties']} parties): {shown}"]
+    head = (f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
+            f"{federated['parties']} parties): {shown}")
+    lines = [head]
     shift = federated.get("max_one_party_shift")
     if "max_one_party_shift" in federated:
         lines.append("  any one party's reply can move it by at most "
