@@ -47,6 +47,9 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
                    help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)")
     p.add_argument("--evaluation-epsilon", type=float, default=0.1,
                    help="epsilon of each party's noised held-out metrics; 0 skips that round (default: %(default)s)")
+    p.add_argument("--evaluation-max-interval-width", type=float, default=0.1,
+                   help="skip the parties' evaluation (spending nothing) when its 95%% interval would be wider "
+                        "than this; 1 evaluates whatever the width (default: %(default)s)")
     p.add_argument("--party-holdout", type=float, default=0.1,
                    help="share of each party's rows kept for its own evaluation (default: %(default)s)")
     p.add_argument("--test-size", type=float, default=0.2, help="central held-out test share (default: %(default)s)")
@@ -173,9 +176,22 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
                             trees_per_party=args.trees_per_party, split_mode=args.split_mode,
                             n_bins=args.bins, seed=args.seed if seeded_noise(args) else -1, min_parties=1,
                             evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0,
+                            max_party_rows=held_out_rows_bound(max(map(len, parts)), args.party_holdout),
+                            evaluation_max_interval_width=getattr(args, "evaluation_max_interval_width", 0.1),
                             selective_aggregation=getattr(args, "selective", False),
                             exclude_flagged=getattr(args, "exclude_flagged", False))
     return cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how)
+
+
+def held_out_rows_bound(rows: int, holdout: float) -> int:
+    """The simulation's public bound on a party's held-out rows: its share plus 5 binomial standard deviations.
+
+    The simulation made the split, so a party's row count is public here; each row is held out
+    independently with probability ``holdout`` (a keyed draw), so the held-out count exceeds this
+    with probability below 3e-7.
+    """
+    mean = rows * holdout
+    return math.ceil(mean + 5.0 * math.sqrt(mean * (1.0 - holdout))) + 1
 
 
 def run_simulation_report(args: argparse.Namespace, out_dir: Path, baselines: bool = True,
@@ -375,14 +391,10 @@ def contribution_table(contributions: list[dict], alpha: float | None = None) ->
 
 
 def evaluation_line(fe: dict) -> str:
-    """The parties' noised held-out accuracy, with its interval, or why there is none."""
-    ci = fe.get("ci95")
-    interval = f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
-    value = fe.get("accuracy")
-    shown = (f"{value:.4f}{interval}" if isinstance(value, float) and math.isfinite(value)
-             else "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)")
-    return (f"parties' own held-out accuracy (discrete-Laplace-noised, epsilon {fe['epsilon_per_party']:g} each, "
-            f"{fe['parties']} parties): {shown}")
+    """The parties' noised held-out accuracy, its interval and one party's reach, or why there is none."""
+    from server._summary import federated_evaluation_lines
+
+    return "\n".join(federated_evaluation_lines(fe))
 
 
 def _table(result: dict) -> str:
@@ -451,6 +463,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         fail("--epsilon", "a positive number (the epsilon of each party's release)")
     if not (math.isfinite(args.evaluation_epsilon) and args.evaluation_epsilon >= 0):
         fail("--evaluation-epsilon", "a number >= 0 (0 skips the evaluation round)")
+    if not getattr(args, "evaluation_max_interval_width", 0.1) > 0:
+        fail("--evaluation-max-interval-width", "a number > 0 (1: evaluate whatever the width)")
     if str(args.depth) != "auto":
         try:
             depth = int(args.depth)
@@ -508,7 +522,8 @@ def run(args: argparse.Namespace) -> int:
               f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={cfg.max_depth} "
               f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
               f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
-              f"seed={cfg.seed}\"")
+              f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
+              f"evaluation-max-interval-width={cfg.evaluation_max_interval_width}\"")
         return 0
     result = run_simulation_report(args, out_dir, baselines=not args.no_baselines, isolated=True)
     fed = result["federated"]

@@ -51,12 +51,23 @@ class CoordinatorConfig:
         up to ``target_parties`` (0: no cap).
     exclude_flagged : bool
         Drop parties the quality test flags.
-    evaluation_epsilon : float in [0, inf)
+    evaluation_epsilon : float in [0, inf), default 0.1
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
-    max_party_rows : int >= 1
-        Public bound on a party's held-out rows: noised evaluation counts are
-        clipped to it, so no party (honest or forging) moves the consortium's
-        estimate by more than its share of this bound.
+    evaluation_max_interval_width : float in (0, inf), default 0.1
+        Widest 95 % interval of the consortium's held-out accuracy worth
+        spending ε on.  Before asking, the coordinator computes the interval
+        ``evaluation_epsilon`` would give if every party held
+        ``max_party_rows`` held-out rows; wider than this, no request is sent
+        and no party spends ε (the report says which ε would do).  1 or more:
+        no check.
+    max_party_rows : int >= 0, default 0
+        Public bound on any party's held-out rows (e.g. the largest published
+        size times the holdout share), agreed by the consortium.  It sizes the
+        planned interval above, and a reply outside what a party of this size
+        can plausibly send (plus 12 noise scales) is refused, so one party
+        moves the consortium's estimate by at most its share of the pooled
+        rows (``server._consortium_estimate``).  0: not declared, and a noised
+        evaluation is skipped unless ``evaluation_max_interval_width >= 1``.
     require_exact_sampling : bool
         Accept only releases drawn by the exact sampler (``sampler = exact``
         in the release): what a production federation should require.
@@ -87,6 +98,7 @@ class CoordinatorConfig:
     round_timeout: float = 300.0
     node_wait_timeout: float = 60.0
     evaluation_epsilon: float = 0.1
+    evaluation_max_interval_width: float = 0.1
     exact_metrics: bool = False
     keys_dir: str = ""
     test_data_path: str = ""
@@ -97,7 +109,7 @@ class CoordinatorConfig:
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
     require_exact_sampling: bool = False
-    max_party_rows: int = 1_000_000
+    max_party_rows: int = 0
     request_tag: str = ""
 
     def __post_init__(self) -> None:
@@ -119,8 +131,11 @@ class CoordinatorConfig:
         if self.request_tag and not _TAG.fullmatch(self.request_tag):
             raise ValueError(f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
                              f"got {self.request_tag!r}")
-        if self.max_party_rows < 1:
-            raise ValueError(f"max-party-rows: expected >= 1, got {self.max_party_rows}")
+        if self.max_party_rows < 0:
+            raise ValueError(f"max-party-rows: expected >= 0 (0: not declared), got {self.max_party_rows}")
+        if not self.evaluation_max_interval_width > 0:  # also refuses NaN
+            raise ValueError(f"evaluation-max-interval-width: expected a number > 0 (1: no check), "
+                             f"got {self.evaluation_max_interval_width!r}")
         if self.target_parties < 0:
             raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:

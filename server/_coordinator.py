@@ -32,7 +32,7 @@ from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, Eval
 from ._config import CoordinatorConfig
 from ._conformance import request_mismatch
 from ._contribution import part_votes, party_contributions
-from ._evaluation import evaluation_summary
+from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
 from ._party_text import party_reason, party_text
@@ -202,16 +202,27 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
         report.federated_evaluation = {"skipped": "model_too_large_for_transport", "model_bytes": len(model),
                                        "transport_limit": TRANSPORT_LIMIT}
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
-        t0 = time.perf_counter()
-        report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
-        _charge_evaluation(report, cfg)
-        report.guarantee = federation_guarantee(view.forest, _spends(report))
-        report.bytes_sent += len(model) * len(report.accepted)
-        report.timings["evaluation_round_s"] = time.perf_counter() - t0
+        _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report)
     test_file = cfg.test_file
     if test_file is not None:
         X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
+
+
+def _evaluate_if_informative(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, forest,
+                             report: RunReport) -> None:
+    """The evaluation round, or, when its ε cannot give the interval asked for, nothing sent and nothing spent."""
+    plan = evaluation_plan(cfg, len(report.accepted))
+    if not plan.send:
+        log.warning("run %s: %s", run_id, plan.message)
+        report.federated_evaluation = plan.skipped_record()
+        return
+    t0 = time.perf_counter()
+    report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
+    _charge_evaluation(report, cfg)
+    report.guarantee = federation_guarantee(forest, _spends(report))
+    report.bytes_sent += len(model) * len(report.accepted)
+    report.timings["evaluation_round_s"] = time.perf_counter() - t0
 
 
 def _spends(report: RunReport) -> list[PartySpend]:
@@ -226,7 +237,7 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
     held-out counts are not DP, and the guarantee must say so.
     """
     refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])
-               if r["reason"] != "invalid_metrics"}
+               if r["reason"] not in ("invalid_metrics", "implausible_metrics")}
     for p in report.accepted:
         if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
             if cfg.exact_metrics:

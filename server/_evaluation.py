@@ -1,88 +1,157 @@
-"""The evaluation round's replies: validated, bounded, combined into one estimate with its uncertainty.
+"""The evaluation round: whether to ask at all, and the replies combined into one estimate.
 
-Every party sends noised integer counts (correct, total) over its held-out
-rows, each with discrete Laplace noise of scale b = 2/ε (``a = exp(-1/b)``,
-variance ``2a / (1 - a)^2`` per count).  A reply is accepted only with both
-counts present, finite, integral and within ``max-party-rows`` (plus a noise
-margin); accepted counts are clipped to ``0 <= correct <= total <= max-party-rows``,
-so one party, honest or forging, moves the consortium's estimate by a bounded
-amount.  The estimate is ``sum(correct) / sum(total)`` with a 95 % interval from
-the noise variance and the binomial sampling variance (delta method); each
-party's own value comes with its own interval.  Post-processing of DP outputs:
-no ε.
+Before asking, :func:`evaluation_plan` decides from public parameters alone
+(the number of parties to ask, the requested ε, ``max-party-rows`` and
+``evaluation-max-interval-width``) whether the noised counts can give an
+interval narrower than the width the consortium asked for; if they cannot, no
+request is sent and no party spends ε (a number whose interval is 0-1 informs
+nobody).  After the round, :func:`evaluation_summary` validates every reply
+(two finite integral counts inside the box a party of at most
+``max-party-rows`` held-out rows makes plausible, see
+:mod:`server._consortium_estimate`) and pools them without per-party clipping.
+Post-processing of DP outputs and public parameters: no ε.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ._config import CoordinatorConfig
+from ._consortium_estimate import (
+    bias_corrected_ratio,
+    noise_margin,
+    noise_variance,
+    one_party_robust_interval,
+    one_party_shift,
+    planned_width,
+    plausible,
+    score_interval,
+    smallest_informative_epsilon,
+)
 
-__all__ = ["evaluation_summary", "noise_variance"]
+__all__ = ["UNDECLARED_ROWS_CEILING", "EvaluationPlan", "evaluation_plan", "evaluation_summary", "noise_variance"]
 
-_Z95 = 1.959963984540054
-_MARGIN_SCALES = 50  # a noised count may exceed its bound by this many noise scales (probability < 1e-21)
-
-
-def noise_variance(epsilon: float) -> float:
-    """Variance of one count's discrete Laplace noise of scale 2/ε (0 for exact metrics)."""
-    if epsilon <= 0:
-        return 0.0
-    a = math.exp(-epsilon / 2.0)
-    return 2.0 * a / (1.0 - a) ** 2
-
-
-def _interval(correct: float, total: float, n_parties: int, variance: float) -> list[float] | None:
-    if total <= 0:
-        return None
-    r = min(1.0, max(0.0, correct / total))
-    var = n_parties * variance * (1.0 + r * r) / total**2 + r * (1.0 - r) / total
-    half = _Z95 * math.sqrt(var)
-    return [max(0.0, r - half), min(1.0, r + half)]
+UNDECLARED_ROWS_CEILING = 1_000_000
+"""The box's row bound when ``max-party-rows`` is not declared (evaluation forced by a width of 1, or exact)."""
+_COUNT_LIMIT = 2**53  # larger values are not exact in the float64 the estimate uses: malformed, not just implausible
 
 
-def _counts(metrics: dict[str, Any], bound: float) -> tuple[int, int] | str:
-    """The two counts, or the reason the reply is invalid."""
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """Whether the coordinator sends evaluation requests; if not, why (public inputs only)."""
+
+    send: bool
+    planned_width: float | None = None
+    needed_epsilon: float | None = None
+    reason: str = ""
+    message: str = ""
+
+    def skipped_record(self) -> dict[str, Any]:
+        """The report's ``federated_evaluation`` for a round that was not run."""
+        return {"skipped": self.reason, "message": self.message, "planned_width": self.planned_width,
+                "needed_epsilon": self.needed_epsilon, "parties": 0}
+
+
+def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
+    """Decide whether ``cfg.evaluation_epsilon`` can inform, before any party is asked.
+
+    The planned interval is that of ``n_parties`` parties each holding
+    ``max-party-rows`` held-out rows (the most the consortium says any party
+    has: the best case for the width), at the accuracy that makes it widest
+    (:func:`planned_width`).  If it is wider than
+    ``evaluation-max-interval-width``, the round is skipped.  A width of 1 or
+    more turns the check off; exact metrics (no ε) are never skipped.  An
+    undeclared ``max-party-rows`` (0) leaves the coordinator unable to tell,
+    so it does not spend.  Privacy cost: none (public parameters only).
+    """
+    eps, width, rows = cfg.evaluation_epsilon, cfg.evaluation_max_interval_width, cfg.max_party_rows
+    if cfg.exact_metrics or width >= 1.0:
+        return EvaluationPlan(send=True)
+    if rows <= 0:
+        return EvaluationPlan(send=False, reason="party_rows_not_declared",
+                              message=f"evaluation not run, no epsilon spent: whether evaluation-epsilon {eps:g} "
+                                      f"gives an interval narrower than {width:g} depends on the parties' held-out "
+                                      "rows; set max-party-rows (the most held-out rows any party has, public) or "
+                                      "evaluation-max-interval-width = 1 to evaluate anyway")
+    planned = planned_width(n_parties, rows, eps)
+    if planned <= width:
+        return EvaluationPlan(send=True, planned_width=planned)
+    needed = smallest_informative_epsilon(n_parties, rows, width)
+    fix = (f"evaluation-epsilon {needed:g} or more would, where the parties' max-evaluation-epsilon allows it"
+           if needed is not None else "no epsilon would: the held-out rows alone are too few")
+    return EvaluationPlan(send=False, planned_width=planned, needed_epsilon=needed, reason="uninformative",
+                          message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
+                                  f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
+                                  f"{planned:.2f} wide, wider than evaluation-max-interval-width {width:g}; {fix}")
+
+
+def _counts(metrics: dict[str, Any]) -> tuple[int, int] | None:
+    """The two counts, or None if either is missing, not a finite integer or beyond float64's exact range."""
     values = []
     for key in ("correct", "total"):
         v = metrics.get(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return "invalid_metrics"
-        if not math.isfinite(v) or v != round(v) or abs(v) > bound:
-            return "invalid_metrics"
+            return None
+        if not math.isfinite(v) or v != round(v) or abs(v) > _COUNT_LIMIT:
+            return None
         values.append(int(v))
     return values[0], values[1]
 
 
+def _shown(value: float) -> float:
+    """The reported accuracy: the estimate clipped to [0, 1] (NaN stays NaN)."""
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else float("nan")
+
+
 def evaluation_summary(replies: list[tuple[int, dict | None, str]], no_reply: list[int],
                        cfg: CoordinatorConfig) -> dict[str, Any]:
-    """Combine the evaluation replies ``(node, metrics or None, refusal reason)``."""
+    """Combine the evaluation replies ``(node, metrics or None, refusal reason)``.
+
+    A reply without two finite integral counts is ``invalid_metrics``; one
+    outside the box a party of at most ``max-party-rows`` held-out rows makes
+    plausible (12 noise scales of margin) is ``implausible_metrics``; both are
+    left out of the estimate (the party may have been charged).  The rest are
+    pooled unclipped (:mod:`server._consortium_estimate`).
+    """
     epsilon = 0.0 if cfg.exact_metrics else cfg.evaluation_epsilon
-    variance = noise_variance(epsilon)
-    cap = cfg.max_party_rows
-    bound = cap + (_MARGIN_SCALES * 2.0 / epsilon if epsilon > 0 else 0)
-    refused, per_party = [], []
-    correct_sum = total_sum = 0
+    variance, margin = noise_variance(epsilon), noise_margin(epsilon)
+    bound = cfg.max_party_rows or UNDECLARED_ROWS_CEILING
+    refused, per_party, correct, total = [], [], [], []
     for node, metrics, reason in replies:
         if metrics is None:
             refused.append({"node_id": node, "reason": reason})
             continue
-        counts = _counts(metrics, bound)
-        if isinstance(counts, str):
-            refused.append({"node_id": node, "reason": counts})
+        counts = _counts(metrics)
+        if counts is None:
+            refused.append({"node_id": node, "reason": "invalid_metrics"})
             continue
-        total = min(max(counts[1], 0), cap)
-        correct = min(max(counts[0], 0), total)
-        correct_sum += correct
-        total_sum += total
-        per_party.append({"node_id": node, "accuracy": correct / total if total else None,
-                          "ci95": _interval(correct, total, 1, variance)})
-    answered = len(per_party)
-    accuracy = min(1.0, max(0.0, correct_sum / total_sum)) if total_sum > 0 else float("nan")
-    return {"parties": answered, "refused": refused, "no_reply": no_reply, "noised": not cfg.exact_metrics,
-            "epsilon_per_party": epsilon, "accuracy": accuracy,
-            "ci95": _interval(correct_sum, total_sum, answered, variance), "per_party": per_party,
-            "noisy_correct": correct_sum, "noisy_total": total_sum,
-            "note": ("parties in no_reply may have spent their evaluation epsilon on a reply that came too late"
-                     if no_reply else "")}
+        if not plausible(counts[0], counts[1], bound, margin):
+            refused.append({"node_id": node, "reason": "implausible_metrics"})
+            continue
+        correct.append(counts[0])
+        total.append(counts[1])
+        own = bias_corrected_ratio(counts[0], counts[1], 1, variance)
+        per_party.append({"node_id": node, "accuracy": _shown(own) if math.isfinite(own) else None,
+                          "ci95": score_interval(counts[0], counts[1], 1, variance)})
+    k = len(per_party)
+    c_sum, t_sum = int(sum(correct)), int(sum(total))
+    estimate = bias_corrected_ratio(c_sum, t_sum, k, variance) if k else float("nan")
+    shift = one_party_shift(np.array(correct), np.array(total), variance, bound, margin) if k else math.inf
+    notes = []
+    if no_reply:
+        notes.append("parties in no_reply may have spent their evaluation epsilon on a reply that came too late")
+    if not cfg.max_party_rows:
+        notes.append("max-party-rows not declared: one party's reply may move the estimate by up to "
+                     f"{UNDECLARED_ROWS_CEILING:,} rows' worth")
+    return {"parties": k, "refused": refused, "no_reply": no_reply, "noised": not cfg.exact_metrics,
+            "epsilon_per_party": epsilon, "accuracy": _shown(estimate), "accuracy_unclipped": estimate,
+            "ci95": score_interval(c_sum, t_sum, k, variance),
+            "ci95_if_one_party_lied": one_party_robust_interval(np.array(correct), np.array(total), variance)
+            if k else None,
+            "max_one_party_shift": shift if math.isfinite(shift) else None,
+            "max_party_rows": bound, "noise_margin": margin, "per_party": per_party,
+            "noisy_correct": c_sum, "noisy_total": t_sum, "note": "; ".join(notes)}

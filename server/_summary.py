@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from ._report import RunReport
 
-__all__ = ["summary_lines"]
+__all__ = ["federated_evaluation_lines", "summary_lines"]
+
+
+def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
+    """The parties' held-out accuracy with its interval and one party's reach, or why it was not measured."""
+    if federated.get("skipped"):
+        message = federated.get("message") or f"the evaluation round was skipped ({federated['skipped']})"
+        return [f"parties' own held-out accuracy: {message}"]
+    if not federated.get("parties"):
+        return []
+    kind = "noised" if federated.get("noised") else "exact"
+    value, ci = federated.get("accuracy"), federated.get("ci95")
+    if not (isinstance(value, float) and math.isfinite(value)):
+        shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
+    else:
+        shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+    head = (f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
+            f"{federated['parties']} parties): {shown}")
+    lines = [head]
+    shift = federated.get("max_one_party_shift")
+    if "max_one_party_shift" in federated:
+        lines.append("  any one party's reply can move it by at most "
+                     + (f"{shift:.3f}" if shift is not None else "any amount (too few other rows)")
+                     + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)")
+    return lines
 
 
 def summary_lines(report: RunReport) -> list[str]:
@@ -20,11 +47,7 @@ def summary_lines(report: RunReport) -> list[str]:
     central = report.central_evaluation.get("accuracy")
     if central is not None:
         lines.append(f"accuracy on the coordinator's test data: {central:.4f}")
-    federated = report.federated_evaluation
-    if federated.get("parties"):
-        kind = "noised" if federated.get("noised") else "exact"
-        lines.append(f"parties' own held-out accuracy ({kind}, {federated['parties']} parties): "
-                     f"{federated.get('accuracy', float('nan')):.4f}")
+    lines.extend(federated_evaluation_lines(report.federated_evaluation))
     for p in report.parties:
         if p.status != "accepted":
             who = p.party_id or f"node {p.node_id}"

@@ -372,7 +372,7 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
         f"schema-path='{coordinator / 'schema.toml'}'", f"keys-dir='{coordinator / 'party-keys'}'",
         f"output-dir='{out}'", f"test-data-path='{coordinator / 'test.csv'}'", "epsilon=1.0",
         f"trees-per-party={TREES}", "max-depth=4", "min-parties=2", f"expected-parties={len(PARTIES)}",
-        "evaluation-epsilon=0.1", "round-timeout=120.0"])
+        "evaluation-epsilon=0.1", "evaluation-max-interval-width=1.0", "round-timeout=120.0"])
     t_run = time.monotonic()
     code, output = box.exec(cli, ["flwr", "run", "/opt/edprf-app", CONNECTION, "--stream", "--run-config",
                                   run_config], timeout=RUN_TIMEOUT)

@@ -77,7 +77,7 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         fed.assert_loopback_only()
         run_config = {"schema-path": schema, "epsilon": 1.0, "trees-per-party": 2, "max-depth": 4,
                       "min-parties": 2, "expected-parties": 2, "evaluation-epsilon": 0.1, "round-timeout": 120.0,
-                      "keys-dir": pki.keys_dir(PARTIES)}
+                      "keys-dir": pki.keys_dir(PARTIES), "evaluation-max-interval-width": 1.0}
 
         # ---- submit, wait for every party's reservation, kill the coordinator's processes at once
         out_killed = tmp_path / "out-killed"

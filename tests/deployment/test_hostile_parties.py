@@ -87,7 +87,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
         report, view = fed.run_and_load("run-hostile", {
             "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
             "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
-            "keys-dir": keys_dir}, tmp_path / "out")
+            "keys-dir": keys_dir, "evaluation-max-interval-width": 1.0}, tmp_path / "out")
 
         assert report["status"] == "completed", report
         by_node = {p["node_id"]: p for p in report["parties"]}

@@ -76,7 +76,7 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
             report, view = fed.run_and_load("run-1", {
                 "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
                 "expected-parties": len(PARTIES), "evaluation-epsilon": 0.1, "round-timeout": 120.0,
-                "keys-dir": keys_dir}, tmp_path / "out")
+                "keys-dir": keys_dir, "evaluation-max-interval-width": 1.0}, tmp_path / "out")
             assert gateway.forwarded > 0 and gateway.refused == [], gateway.refused
 
             # a party with the CA certificate and its own key tries the Control API through the gateway

@@ -109,4 +109,4 @@ def _scenario(dep: Deployment, tmp_path: Path) -> None:
 def _run_config(schema_path: Path) -> dict:
     return {"schema-path": schema_path, "epsilon": RELEASE_EPSILON, "trees-per-party": TREES_PER_PARTY,
             "max-depth": 4, "min-parties": 2, "evaluation-epsilon": EVALUATION_EPSILON, "round-timeout": 120.0,
-            "node-wait-timeout": 60.0}
+            "node-wait-timeout": 60.0, "evaluation-max-interval-width": 1.0}

@@ -20,7 +20,8 @@ from .test_simulation import _args
 def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spends(tmp_path):
     cfg, _ = prepare_workspace(_args(parties=3, depth=3, seeded_noise=False), tmp_path, progress=lambda _: None)
     assert cfg.seed == -1  # no research seed: production randomness
-    simulate_federation(replace(cfg, require_exact_sampling=True), 3)
+    # width 1: evaluate whatever the interval (the default would skip this uninformative evaluation, spending 0)
+    simulate_federation(replace(cfg, require_exact_sampling=True, evaluation_max_interval_width=1.0), 3)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "completed"
     assert [p["sampler"] for p in report["parties"]] == ["exact"] * 3
