@@ -19,7 +19,11 @@ from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_bins, public_depth, public_shape
+from ._explanation import Explanation, TreeContribution, explain_row
+from ._importances import released_importances
 from ._leaf_distribution import PartPooling, leaf_distributions
+from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
+from ._onnx_export import encoding_spec, forest_to_onnx
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
@@ -45,11 +49,24 @@ from ._release import (
     TrainingParameters,
     merge_forests,
 )
+from ._rules import LeafRule, forest_rules_text, leaf_rule
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
 from ._text_table import MAX_LINE_CHARS, TextTable, read_table
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
+    "leaf_rule",
+    "forest_rules_text",
+    "LeafRule",
+    "forest_to_onnx",
+    "encoding_spec",
+    "leaf_terms",
+    "leaf_indices",
+    "LeafTerms",
+    "released_importances",
+    "explain_row",
+    "TreeContribution",
+    "Explanation",
     "COMPOSITIONS",
     "DEPTH_RULES",
     "FEDERATION_NOTE",

@@ -1,0 +1,126 @@
+"""Why the forest gives one row its probabilities: each tree's leaf, rule, released values and contribution.
+
+The pooled probabilities are ``link(bias + sum_t v_t(x))`` with one vector
+``v_t(x)`` per tree, the vector of the leaf the row reaches
+(:mod:`edprf_core._leaf_terms`).  A tree's contribution is that vector:
+
+- log-linear pooling: its weighted log likelihood-ratio term per class
+  (added to ``log pi`` and passed through a softmax);
+- mean pooling and label votes: its share of each class's probability (the
+  contributions add up to the probabilities themselves).
+
+Privacy cost: none.  The explanation reads the released forest and the one
+row the caller passes (the caller's own data); no party's data is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
+from ._release import DPForest
+from ._rules import LeafRule, _Paths, _rule, shown_name
+
+__all__ = ["Explanation", "TreeContribution", "explain_row"]
+
+
+@dataclass(frozen=True)
+class TreeContribution:
+    """One tree's part in a prediction.
+
+    Attributes
+    ----------
+    tree : int
+    part : str
+        The part (party) that released the tree.
+    rule : LeafRule
+        The leaf the row reaches, its conditions and its released counts or label.
+    contribution : ndarray, shape (n_classes,)
+        The leaf's additive vector (see the module docstring).
+    """
+
+    tree: int
+    part: str
+    rule: LeafRule
+    contribution: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A prediction taken apart by tree.
+
+    ``link(bias + sum of contributions)`` equals ``forest.predict_proba`` on the row.
+    """
+
+    classes: tuple[str, ...]
+    probabilities: NDArray[np.float64]
+    bias: NDArray[np.float64]
+    link: str
+    pooling: str
+    trees: tuple[TreeContribution, ...]
+
+    def total(self) -> NDArray[np.float64]:
+        """``bias + sum of the trees' contributions`` (before the link)."""
+        return self.bias + np.sum([t.contribution for t in self.trees], axis=0)
+
+    def lines(self, max_trees: int = 10) -> list[str]:
+        """Text: the probabilities, how they add up, and the ``max_trees`` trees that weigh most on the top class."""
+        top = int(np.argmax(self.probabilities))
+        probs = ", ".join(f"{c}={p:.4f}" for c, p in zip(self.classes, self.probabilities))
+        out = [f"predicted class: {self.classes[top]} (probabilities {probs})"]
+        if self.link == "softmax":
+            out.append("pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
+                       "a contribution is the tree's weighted log likelihood ratio per class")
+            out.append("log prior (consortium class mix): " + _vector(self.classes, self.bias))
+        else:
+            out.append("pooling: mean: probabilities = sum of the trees' contributions (each tree's share)")
+        out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))
+        order = sorted(range(len(self.trees)), key=lambda i: -abs(self.trees[i].contribution[top]))
+        shown = order[:max_trees]
+        out.append(f"trees, by the size of their contribution to {self.classes[top]} "
+                   f"({len(shown)} of {len(self.trees)} shown):")
+        for i in shown:
+            t = self.trees[i]
+            out.append(f"  tree {t.tree} (part {t.part}), leaf {t.rule.leaf}: {_vector(self.classes, t.contribution)}")
+            out.append(f"    {t.rule.text(self.classes)}")
+        if len(order) > len(shown):
+            out.append(f"  ... {len(order) - len(shown)} more trees not shown (--max-trees)")
+        return out
+
+
+def _vector(classes: tuple[str, ...], v: NDArray[np.float64]) -> str:
+    return "[" + ", ".join(f"{c}={x:+.4f}" for c, x in zip(classes, v)) + "]"
+
+
+def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
+                label_shift: bool = True, terms: LeafTerms | None = None) -> Explanation:
+    """Explain the prediction of one row (the first row of ``row``).
+
+    Parameters
+    ----------
+    forest : DPForest
+    row : DataFrame or array-like with one row
+        The caller's own row, encoded under the forest's public schema.
+    pooling, label_shift
+        As in :meth:`~edprf_core.DPForest.predict_proba`.
+    terms : LeafTerms, optional
+        Precomputed :func:`~edprf_core.leaf_terms` of the forest (to explain many rows).
+
+    Privacy cost: none (post-processing of the released forest; reads only ``row``).
+    """
+    frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
+    terms = terms if terms is not None else leaf_terms(forest, pooling=pooling, label_shift=label_shift)
+    leaves = leaf_indices(forest, frame)[:, 0]
+    paths = _Paths(forest)
+    part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
+    contributions = tuple(
+        TreeContribution(tree=t, part=shown_name(forest.parts[int(part_of[t])][0]),
+                         rule=_rule(forest, paths, int(leaf)), contribution=terms.node_terms[int(leaf)].copy())
+        for t, leaf in enumerate(leaves))
+    probabilities = terms.pool(leaves[:, None])[0]
+    return Explanation(classes=tuple(shown_name(c) for c in forest.schema.classes), probabilities=probabilities,
+                       bias=terms.bias.copy(), link=terms.link, pooling=terms.pooling, trees=contributions)

@@ -1,0 +1,223 @@
+"""Released trees as readable rules: conditions in the schema's units, leaves with what they released.
+
+A path from the root to a leaf restricts each feature to a set of codes of
+the public grid.  A continuous feature's codes are bins of its declared (or
+equal-width) edges, so a set of consecutive bins reads as an interval in the
+schema's units (``30 <= age < 45``); values outside the declared bounds are
+clipped to them first, so the first and last bins reach to -inf and +inf.  A
+categorical feature's codes are its declared categories.  The code after the
+last bin or category (``missing = "separate"``) reads as "missing"; an imputed
+missing value (``missing = <constant>``) and a catch-all category follow the
+schema's rules before any condition applies.
+
+Privacy cost: none.  Every condition comes from the released structure and
+the public schema, every leaf outcome from a released label or noisy counts;
+nothing reads data.  The names shown come from the model file, which may be
+hostile: they are shown with control characters escaped and cut to a bounded
+length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._release import DPForest
+from ._schema import CategoricalFeature, ContinuousFeature
+
+__all__ = ["MAX_NAME_CHARS", "LeafRule", "forest_rules_text", "leaf_rule", "shown_name"]
+
+MAX_NAME_CHARS = 60
+"""Longest feature, category or class name shown (longer names are cut, with their length)."""
+
+
+def shown_name(value: object) -> str:
+    """``str(value)`` with non-printable characters escaped and at most :data:`MAX_NAME_CHARS` characters."""
+    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in str(value))
+    return text if len(text) <= MAX_NAME_CHARS else f"{text[:MAX_NAME_CHARS]}...({len(text)} chars)"
+
+
+def _number(v: float) -> str:
+    return format(float(v), ".6g")
+
+
+@dataclass(frozen=True)
+class LeafRule:
+    """One leaf: its tree, its tree-local index, the conditions of its path, and what it released.
+
+    Attributes
+    ----------
+    tree : int
+    leaf : int
+        Tree-local node index (breadth-first, root 0).
+    conditions : tuple of str
+        One condition per feature the path restricts, in feature order.
+    counts : tuple of int or None
+        The released noisy class counts (``leaf="counts"``), else None.
+    label : str
+        The released class (label leaves) or the class with the largest noisy count.
+    """
+
+    tree: int
+    leaf: int
+    conditions: tuple[str, ...]
+    counts: tuple[int, ...] | None
+    label: str
+
+    def text(self, classes: tuple[str, ...]) -> str:
+        """``IF cond AND cond THEN noisy counts [a=1, b=2]`` (or ``THEN class c``)."""
+        condition = " AND ".join(self.conditions) if self.conditions else "always"
+        if self.counts is not None:
+            outcome = "noisy counts [" + ", ".join(f"{c}={n}" for c, n in zip(classes, self.counts)) + "]"
+        else:
+            outcome = f"class {self.label}"
+        return f"IF {condition} THEN {outcome}"
+
+
+class _Paths:
+    """Parents and child positions of every node (public structure), for rule texts."""
+
+    def __init__(self, forest: DPForest) -> None:
+        self.forest = forest
+        trees = forest.trees
+        _, self.parent = trees.depths_and_parents()
+        base = trees.tree_offsets[trees.tree_of_node()]
+        self.first = np.where(trees.feature >= 0, base + trees.first_child, -1)
+        grid = forest.grid
+        self.n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+        self.is_cat = np.asarray(grid.is_categorical, dtype=bool)
+
+    def allowed_codes(self, node: int) -> dict[int, NDArray[np.bool_]]:
+        """Per restricted feature, which of its codes reach ``node``."""
+        trees = self.forest.trees
+        allowed: dict[int, NDArray[np.bool_]] = {}
+        child = node
+        parent = int(self.parent[child])
+        while parent >= 0:
+            f = int(trees.feature[parent])
+            position = child - int(self.first[parent])
+            codes = np.arange(self.n_codes[f])
+            if self.forest.split_mode == "multiway":
+                keep = codes == position
+            elif self.is_cat[f]:
+                keep = (codes == trees.split[parent]) if position == 0 else (codes != trees.split[parent])
+            else:
+                keep = (codes < trees.split[parent]) if position == 0 else (codes >= trees.split[parent])
+            allowed[f] = allowed.get(f, np.ones(codes.size, dtype=bool)) & keep
+            child, parent = parent, int(self.parent[parent])
+        return dict(sorted(allowed.items()))
+
+    def conditions(self, node: int) -> tuple[str, ...]:
+        schema, grid = self.forest.schema, self.forest.grid
+        out = []
+        for f, mask in self.allowed_codes(node).items():
+            feature = schema.features[f]
+            if isinstance(feature, ContinuousFeature):
+                text = _continuous_condition(feature.name, grid.edges[f], mask)
+            else:
+                text = _categorical_condition(feature, mask)
+            if text:
+                out.append(text)
+        return tuple(out)
+
+
+def _continuous_condition(name: str, edges: NDArray[np.float64], mask: NDArray[np.bool_]) -> str:
+    n_bins = edges.size + 1
+    bins, missing = mask[:n_bins], (bool(mask[n_bins]) if mask.size > n_bins else None)
+    shown = shown_name(name)
+    if bins.all():
+        return "" if missing in (None, True) else f"{shown} is not missing"
+    if not bins.any():
+        return f"{shown} is missing" if missing else "never"
+    ranges = []
+    padded = np.concatenate([[False], bins, [False]]).astype(np.int8)
+    starts = np.flatnonzero(np.diff(padded) == 1)
+    ends = np.flatnonzero(np.diff(padded) == -1) - 1
+    for lo, hi in zip(starts, ends):
+        low = f"{_number(edges[lo - 1])} <= " if lo > 0 else ""
+        high = f" < {_number(edges[hi])}" if hi < edges.size else ""
+        ranges.append(f"{low}{shown}{high}")
+    text = " or ".join(ranges)
+    if missing:
+        text += f" or {shown} is missing"
+    return f"({text})" if " or " in text else text
+
+
+def _categorical_condition(feature: CategoricalFeature, mask: NDArray[np.bool_]) -> str:
+    labels = [shown_name(c) for c in feature.categories] + (["missing"] if mask.size > len(feature.categories) else [])
+    shown = shown_name(feature.name)
+    kept = [labels[i] for i in np.flatnonzero(mask)]
+    left = [labels[i] for i in np.flatnonzero(~mask)]
+    if not left:
+        return ""
+    if len(kept) == 1:
+        return f"{shown} = {kept[0]}"
+    if len(left) == 1:
+        return f"{shown} != {left[0]}"
+    if len(kept) <= len(left):
+        return f"{shown} in {{{', '.join(kept)}}}"
+    return f"{shown} not in {{{', '.join(left)}}}"
+
+
+def _rule(forest: DPForest, paths: _Paths, node: int) -> LeafRule:
+    trees = forest.trees
+    t = int(np.searchsorted(trees.tree_offsets, node, side="right") - 1)
+    classes = forest.schema.classes
+    counts = None
+    if trees.has_counts()[node]:
+        counts = tuple(int(v) for v in trees.leaf_counts[node])
+        label = shown_name(classes[int(np.argmax(counts))])
+    else:
+        label = shown_name(classes[int(trees.leaf_class[node])])
+    return LeafRule(tree=t, leaf=node - int(trees.tree_offsets[t]), conditions=paths.conditions(node),
+                    counts=counts, label=label)
+
+
+def leaf_rule(forest: DPForest, node: int) -> LeafRule:
+    """The rule of leaf ``node`` (a global node index).  Privacy cost: none (released structure only)."""
+    if not 0 <= node < forest.trees.n_nodes or forest.trees.feature[node] >= 0:
+        raise ValueError(f"node {node}: expected the index of a leaf among {forest.trees.n_nodes} nodes")
+    return _rule(forest, _Paths(forest), node)
+
+
+def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int = 32) -> list[str]:
+    """The first ``max_trees`` trees as rules, ``max_leaves`` leaves each, and what was left out.
+
+    Parameters
+    ----------
+    forest : DPForest
+    max_trees : int >= 1
+    max_leaves : int >= 1
+        Leaves shown per tree (in breadth-first order).
+
+    Returns
+    -------
+    list of str
+        Lines of text; the last lines say how many trees and leaves were not shown.
+
+    Privacy cost: none (released structure and counts, public schema).
+    """
+    for name, value in (("max_trees", max_trees), ("max_leaves", max_leaves)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    trees = forest.trees
+    paths = _Paths(forest)
+    classes = tuple(shown_name(c) for c in forest.schema.classes)
+    lines = ["rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
+             "clipped to them; released noisy counts or labels, no epsilon spent):"]
+    shown_trees = min(trees.n_trees, int(max_trees))
+    part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
+    for t in range(shown_trees):
+        a, b = int(trees.tree_offsets[t]), int(trees.tree_offsets[t + 1])
+        leaves = a + np.flatnonzero(trees.feature[a:b] < 0)
+        part = shown_name(forest.parts[int(part_of[t])][0])
+        lines.append(f"  tree {t} (part {part}, {leaves.size} leaves):")
+        for node in leaves[:max_leaves]:
+            lines.append(f"    {_rule(forest, paths, int(node)).text(classes)}")
+        if leaves.size > max_leaves:
+            lines.append(f"    ... {leaves.size - max_leaves} more leaves of tree {t} not shown (--max-leaves)")
+    if trees.n_trees > shown_trees:
+        lines.append(f"  ... {trees.n_trees - shown_trees} more trees not shown (--max-trees)")
+    return lines
