@@ -52,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="directory of <party_id>.pub.pem files: verify every signature")
     parser.add_argument("--schema", type=Path, metavar="TOML",
                         help="schema of a single release (default: a shipped example schema with its fingerprint)")
+    from ._model_rules import add_rules_arguments
+
+    add_rules_arguments(parser)
     parser.set_defaults(handler=run_inspect)
 
 
@@ -75,6 +78,10 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
         lines, statuses = _describe(data, registry, args.schema)
+        if getattr(args, "rules", False):
+            from ._model_rules import rules_lines
+
+            lines += rules_lines(data, args.schema, args.max_trees, args.max_leaves)
     except protocol.InvalidRelease as exc:
         print(f"{path}: not a valid release or global model: {_one_line(exc)}")
         return EXIT_INVALID

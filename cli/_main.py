@@ -16,7 +16,8 @@ __all__ = ["build_parser", "main"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
-SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs")
+SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs",
+                               "_explain", "_export")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -136,9 +136,12 @@ def _continuous_condition(name: str, edges: NDArray[np.float64], mask: NDArray[n
     starts = np.flatnonzero(np.diff(padded) == 1)
     ends = np.flatnonzero(np.diff(padded) == -1) - 1
     for lo, hi in zip(starts, ends):
-        low = f"{_number(edges[lo - 1])} <= " if lo > 0 else ""
-        high = f" < {_number(edges[hi])}" if hi < edges.size else ""
-        ranges.append(f"{low}{shown}{high}")
+        if lo > 0 and hi < edges.size:
+            ranges.append(f"{_number(edges[lo - 1])} <= {shown} < {_number(edges[hi])}")
+        elif lo > 0:
+            ranges.append(f"{shown} >= {_number(edges[lo - 1])}")
+        else:
+            ranges.append(f"{shown} < {_number(edges[hi])}")
     text = " or ".join(ranges)
     if missing:
         text += f" or {shown} is missing"
