@@ -61,6 +61,7 @@ def federated_forest(X: pd.DataFrame, y: pd.Series, schema: Schema, leaf: str, s
     return merge_forests(forests, labels=["hospital-a", "hospital-b", "hospital-c"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SHARED))
 def test_onnx_reproduces_predict_proba_on_shared_data(name):
     X, y, schema = shared_rows(name)

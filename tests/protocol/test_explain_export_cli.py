@@ -1,0 +1,97 @@
+"""``edprf inspect --rules``, ``edprf explain`` and ``edprf export`` as subprocesses, on a global model built here."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edprf_core import FeatureGrid, Schema, encode_features, forest_rules_text, load_embedded
+from protocol import build_global_model, decode_release, encode_release, load_global_model, save_atomic
+
+WALL = "wall_robot_navigation"
+EDPRF = Path(sys.executable).parent / "edprf"
+
+
+def edprf(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(EDPRF), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory, forests, party_keys, policy, wall_schema) -> Path:
+    releases = [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy)
+                for p in ("hospital-a", "hospital-b")]
+    path = tmp_path_factory.mktemp("model") / "global-model.edprf"
+    save_atomic(path, build_global_model(wall_schema, releases, {"run": "test"}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def rows_file(tmp_path_factory) -> Path:
+    X, y, _ = load_embedded(WALL)
+    path = tmp_path_factory.mktemp("data") / "mine.csv"
+    X.iloc[2000:2200].assign(**{"Class": y.iloc[2000:2200].to_numpy()}).to_csv(path, index=False)
+    return path
+
+
+def test_inspect_rules(model_file):
+    done = edprf("inspect", model_file, "--rules", "--max-trees", "2", "--max-leaves", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    forest = load_global_model(model_file).forest
+    expected = forest_rules_text(forest, max_trees=2, max_leaves=4)
+    out = done.stdout.splitlines()
+    start = out.index(expected[0])
+    assert out[start:start + len(expected)] == expected
+    assert "  ... 8 more trees not shown (--max-trees)" in out
+    assert "  tree 0 (part hospital-a, " in done.stdout and "noisy counts [" in done.stdout
+    assert any(line.startswith("feature importances (") for line in out)
+    plain = edprf("inspect", model_file)
+    assert plain.returncode == 0 and "rules (" not in plain.stdout
+
+
+def test_explain_a_row(model_file, rows_file):
+    done = edprf("explain", model_file, rows_file, "--row", "3", "--max-trees", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    forest = load_global_model(model_file).forest
+    X, _, _ = load_embedded(WALL)
+    proba = forest.predict_proba(X.iloc[[2003]])[0]
+    shown = re.search(r"predicted class: (\S+) \(probabilities (.*)\)", done.stdout)
+    assert shown and shown.group(1) == str(forest.classes[np.argmax(proba)])
+    values = [float(part.split("=")[1]) for part in shown.group(2).split(", ")]
+    assert np.allclose(values, proba, atol=5e-5)
+    assert "(4 of 10 shown)" in done.stdout and "... 6 more trees not shown" in done.stdout
+    missing = edprf("explain", model_file, rows_file, "--row", "500")
+    assert missing.returncode == 1 and "no row 500" in missing.stderr
+
+
+def test_export_onnx(model_file, rows_file, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    out = tmp_path / "model.onnx"
+    done = edprf("export", model_file, "--format", "onnx", "-o", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    spec_path = tmp_path / "model.encoding.json"
+    assert out.is_file() and spec_path.is_file() and "guarantee:" in done.stdout
+    spec = json.loads(spec_path.read_text())
+    schema = Schema.from_toml(spec["schema_toml"])
+    X, _, _ = load_embedded(WALL)
+    rows = X.iloc[2000:4000]
+    codes = encode_features(rows, schema, FeatureGrid.from_schema(schema, spec["n_bins"])).astype(np.float64)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = session.run([spec["output"]], {spec["input"]: codes})[0]
+    assert np.max(np.abs(got - load_global_model(model_file).forest.predict_proba(rows))) <= 1e-6
+
+
+def test_explain_and_export_do_not_import_flower(model_file, tmp_path):
+    code = ("import sys; from cli._main import main; "
+            f"main(['export', {str(model_file)!r}, '-o', {str(tmp_path / 'm.onnx')!r}]); "
+            f"main(['inspect', {str(model_file)!r}, '--rules']); "
+            "print('flwr' in sys.modules, 'ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "False False"
