@@ -45,8 +45,8 @@ def importance_lines(forest) -> list[str]:
     imp = released_importances(forest)
     order = np.argsort(-imp, kind="stable")[:SHOWN_FEATURES]
     names = forest.schema.feature_names
-    lines = ["feature importances (decrease in weighted Gini impurity of the released noisy counts; label-only trees: "
-             "splits weighted by their share of paths; computed from the model file alone, no data read):"]
+    lines = [("feature importances (decrease in weighted Gini impurity of the released noisy counts; label-only "
+              "trees: splits weighted by their share of paths; computed from the model file alone, no data read):")]
     lines += [f"  {shown_name(names[j])}: {imp[j]:.4f}" for j in order if imp[j] > 0]
     if len(names) > SHOWN_FEATURES:
         lines.append(f"  ... {len(names) - SHOWN_FEATURES} more features not shown")

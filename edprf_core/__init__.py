@@ -19,14 +19,13 @@ from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_bins, public_depth, public_shape
-from ._explanation import Explanation, TreeContribution, explain_row
-from ._importances import released_importances
 from ._leaf_distribution import PartPooling, leaf_distributions
-from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
-from ._onnx_export import encoding_spec, forest_to_onnx
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
+from ._explanation import Explanation, TreeContribution, explain_row
+from ._importances import released_importances
+from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
 from ._mechanisms import (
     ExponentialMechanism,
     LaplaceMechanism,
@@ -34,6 +33,7 @@ from ._mechanisms import (
     permute_and_flip_literal,
     permute_and_flip_probabilities,
 )
+from ._onnx_export import encoding_spec, forest_to_onnx
 from ._randomness import make_generator, spawn_generators
 from ._release import (
     COMPOSITIONS,

@@ -208,8 +208,8 @@ def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int =
     trees = forest.trees
     paths = _Paths(forest)
     classes = tuple(shown_name(c) for c in forest.schema.classes)
-    lines = ["rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
-             "clipped to them; released noisy counts or labels, no epsilon spent):"]
+    lines = [("rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
+              "clipped to them; released noisy counts or labels, no epsilon spent):")]
     shown_trees = min(trees.n_trees, int(max_trees))
     part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
     for t in range(shown_trees):

@@ -167,7 +167,7 @@ def test_importances_of_the_hand_built_tree():
 def test_nothing_reads_data(monkeypatch):
     """Rules, importances and leaf terms come from the forest object alone: with every file read refused,
     they are the same."""
-    X, forests = _forests()
+    _, forests = _forests()
     forest = forests["merged counts"]
     before = (released_importances(forest), forest_rules_text(forest), leaf_terms(forest).node_terms)
 
