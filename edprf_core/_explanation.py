@@ -67,6 +67,13 @@ class Explanation:
         """``bias + sum of the trees' contributions`` (before the link)."""
         return self.bias + np.sum([t.contribution for t in self.trees], axis=0)
 
+    def _weight_on(self, tree: int, k: int) -> float:
+        """Tree ``tree``'s push on class ``k``: its share (mean), or its log ratio less the others' mean (softmax)."""
+        c = self.trees[tree].contribution
+        if self.link == "identity" or c.size < 2:
+            return float(c[k])
+        return float(c[k] - np.delete(c, k).mean())
+
     def lines(self, max_trees: int = 10) -> list[str]:
         """Text: the probabilities, how they add up, and the ``max_trees`` trees that weigh most on the top class."""
         top = int(np.argmax(self.probabilities))
@@ -79,9 +86,10 @@ class Explanation:
         else:
             out.append("pooling: mean: probabilities = sum of the trees' contributions (each tree's share)")
         out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))
-        order = sorted(range(len(self.trees)), key=lambda i: -abs(self.trees[i].contribution[top]))
+        order = sorted(range(len(self.trees)), key=lambda i: -abs(self._weight_on(i, top)))
         shown = order[:max_trees]
-        out.append(f"trees, by the size of their contribution to {self.classes[top]} "
+        against = " against the other classes" if self.link == "softmax" else ""
+        out.append(f"trees, by how much they move {self.classes[top]}{against} "
                    f"({len(shown)} of {len(self.trees)} shown):")
         for i in shown:
             t = self.trees[i]
