@@ -5,17 +5,17 @@ The graph
 Input ``codes``: ``tensor(double)`` of shape ``(n_rows, n_features)``, the
 schema's integer codes of each row (the public encoding below).  Output
 ``probabilities``: ``tensor(double)`` of shape ``(n_rows, n_classes)``, the
-classes in the schema's order (listed in the encoding).  An
-``ai.onnx.ml.TreeEnsembleRegressor`` (opset 3) finds the leaf of every tree
-(one target per tree whose weight is the leaf's node index: its float32
-output is exact below 2**24 nodes); a ``Gather`` takes each leaf's vector
-(:mod:`edprf_core._leaf_terms`) from a double table, ``ReduceSum`` adds
-them up and the bias is added, all in double precision (the ensemble's own
-leaf sums would be float32); log-linear pooling ends with a ``Softmax``,
-mean pooling and label votes use the sum as it is.  The result
-equals :meth:`edprf_core.DPForest.predict_proba` up to floating-point
-summation order (``tests/protocol/test_onnx_export.py``: within 1e-6 on
-10,000 rows of each shared dataset).
+classes in the schema's order (listed in the encoding).  One
+``ai.onnx.ml.TreeEnsembleRegressor`` (opset 3; double thresholds, leaf
+vectors and bias stored in double through its ``*_as_tensor`` attributes) adds up one vector per tree, the vector of the row's leaf
+(:mod:`edprf_core._leaf_terms`), plus the bias; its output is float32 and is
+cast to double; log-linear pooling ends with a ``Softmax``, mean pooling and
+label votes use the sum as it is.  Under a softmax every leaf vector and the
+bias are centred first (a softmax ignores a shift shared by a row's scores),
+so the scores stay small and the float32 rounding moves a probability by
+about 1e-8.  The result equals :meth:`edprf_core.DPForest.predict_proba`
+within 1e-6 (``tests/protocol/test_onnx_export.py``, on 10,000 rows of each
+shared dataset; about 5e-8 observed).
 
 Splits on codes: a binary split on a continuous feature sends ``code < j``
 to its first child (``BRANCH_LT``), on a categorical feature ``code == c``
@@ -64,10 +64,7 @@ __all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx"]
 ONNX_OPSET = 17
 """Default-domain opset of the graph (Softmax over axis 1)."""
 ONNX_ML_OPSET = 3
-"""``ai.onnx.ml`` opset of TreeEnsembleRegressor (read by every onnxruntime since 1.2)."""
-
-MAX_NODES = 1 << 24
-"""Node indices travel through the tree ensemble as float32 leaf weights: exact below 2**24."""
+"""``ai.onnx.ml`` opset of TreeEnsembleRegressor (the ``*_as_tensor`` double attributes)."""
 
 INPUT_NAME = "codes"
 OUTPUT_NAME = "probabilities"
@@ -160,41 +157,36 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
     Privacy cost: none (post-processing of the released forest; reads no data).
     """
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 
     terms = leaf_terms(forest, pooling=pooling, label_shift=label_shift)
-    n_classes, n_trees = forest.schema.n_classes, forest.n_trees
-    if forest.trees.n_nodes >= MAX_NODES:
-        raise ValueError(f"forest: expected fewer than {MAX_NODES} nodes to export, got {forest.trees.n_nodes}")
+    n_classes = forest.schema.n_classes
+    node_terms, bias = terms.node_terms, terms.bias
+    if terms.link == "softmax":  # softmax ignores a per-row shift: centred vectors keep the float32 sum small
+        node_terms = node_terms - node_terms.mean(axis=1, keepdims=True)
+        bias = bias - bias.mean()
     built = _tree_nodes(forest)
     nodes, leaves = built["nodes"], built["leaves"]
+    weights = node_terms[[g for _, _, g in leaves]]
     ensemble = helper.make_node(
-        "TreeEnsembleRegressor", [INPUT_NAME], ["leaf_index"], domain="ai.onnx.ml", name="trees",
-        n_targets=n_trees, aggregate_function="SUM", post_transform="NONE",
+        "TreeEnsembleRegressor", [INPUT_NAME], ["scores32"], domain="ai.onnx.ml", name="trees",
+        n_targets=n_classes, aggregate_function="SUM", post_transform="NONE",
         nodes_treeids=nodes["treeids"], nodes_nodeids=nodes["nodeids"], nodes_featureids=nodes["featureids"],
         nodes_modes=nodes["modes"], nodes_truenodeids=nodes["true"], nodes_falsenodeids=nodes["false"],
-        nodes_values=[float(v) for v in nodes["values"]],
-        target_treeids=[t for t, _, _ in leaves], target_nodeids=[n for _, n, _ in leaves],
-        target_ids=[t for t, _, _ in leaves], target_weights=[float(g) for _, _, g in leaves],
+        nodes_values_as_tensor=numpy_helper.from_array(np.asarray(nodes["values"], dtype=np.float64)),
+        target_treeids=np.repeat([t for t, _, _ in leaves], n_classes).tolist(),
+        target_nodeids=np.repeat([n for _, n, _ in leaves], n_classes).tolist(),
+        target_ids=np.tile(np.arange(n_classes), len(leaves)).tolist(),
+        target_weights_as_tensor=numpy_helper.from_array(weights.astype(np.float64).ravel()),
+        base_values_as_tensor=numpy_helper.from_array(bias.astype(np.float64)),
     )
-    table = helper.make_tensor("leaf_terms", TensorProto.DOUBLE, terms.node_terms.shape,
-                               terms.node_terms.astype(np.float64).ravel().tolist())
-    bias = helper.make_tensor("bias", TensorProto.DOUBLE, [n_classes], terms.bias.astype(np.float64).tolist())
-    axis = helper.make_tensor("tree_axis", TensorProto.INT64, [1], [1])
-    steps = [
-        ensemble,
-        helper.make_node("Cast", ["leaf_index"], ["leaf_node"], to=TensorProto.INT64),
-        helper.make_node("Gather", ["leaf_terms", "leaf_node"], ["tree_terms"], axis=0),
-        helper.make_node("ReduceSum", ["tree_terms", "tree_axis"], ["summed"], keepdims=0),
-        helper.make_node("Add", ["summed", "bias"], ["scores"]),
-    ]
+    steps = [ensemble, helper.make_node("Cast", ["scores32"], ["scores"], to=TensorProto.DOUBLE)]
     link = (helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1) if terms.link == "softmax"
             else helper.make_node("Identity", ["scores"], [OUTPUT_NAME]))
     graph = helper.make_graph(
         [*steps, link], "edprf_forest",
         [helper.make_tensor_value_info(INPUT_NAME, TensorProto.DOUBLE, [None, forest.schema.n_features])],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes])],
-        initializer=[table, bias, axis],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET),
                                                     helper.make_opsetid("ai.onnx.ml", ONNX_ML_OPSET)],
