@@ -88,7 +88,7 @@ def test_multiway_trees_export():
     forest = EDPRFClassifier(schema, n_estimators=3, max_depth=3, n_bins=5, split_mode="multiway",
                              random_state=0).fit(X.iloc[:3000], y.iloc[:3000]).forest_
     rows = X.iloc[3000:5000]
-    assert np.max(np.abs(run_onnx(forest_to_onnx(forest), forest.encode(rows)) - forest.predict_proba(rows))) <= 1e-12
+    assert np.max(np.abs(run_onnx(forest_to_onnx(forest), forest.encode(rows)) - forest.predict_proba(rows))) <= TOLERANCE
 
 
 def test_encoding_travels_with_the_graph_and_its_recipe_gives_the_codes():
