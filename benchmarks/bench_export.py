@@ -64,6 +64,13 @@ def _median_times(fns: dict, repeats: int) -> dict[str, list[float]]:
     return times
 
 
+def _load_average() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
@@ -111,16 +118,17 @@ def main(argv: list[str] | None = None) -> None:
         "eDPRF predict_proba": lambda: forest.predict_proba(X),
         "scikit-learn": lambda: sk.predict_proba(Xn),
     }
+    load_before = _load_average()
     times = _median_times(fns, args.repeats)
     medians = {k: statistics.median(v) for k, v in times.items()}
     sk_rate = n / medians["scikit-learn"]
     head = "| predict_proba | median (s) | rows/s | rows/s ratio vs scikit-learn |"
     lines = ["# Throughput of the exported ONNX model", "",
-             f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
-             f"{ort.__version__}, scikit-learn {skl_version}. Dataset {args.dataset}, {n:,} rows; {T} trees, "
-             f"max_depth {d} on both sides (eDPRF: leaf counts, log-linear pooling, binary splits, 20 bins, epsilon 1). "
-             f"Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: faster than "
-             "scikit-learn.", "",
+             (f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
+              f"{ort.__version__}, scikit-learn {skl_version}. Dataset {args.dataset}, {n:,} rows; {T} trees, "
+              f"max_depth {d} on both sides (eDPRF: leaf counts, log-linear pooling, binary splits, 20 bins, "
+              f"epsilon 1). Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: "
+              "faster than scikit-learn."), "",
              f"Command: `python benchmarks/bench_export.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
              "", head, "|---|---|---|---|"]
     for name, med in medians.items():
@@ -129,8 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     lines += ["",
               f"- Largest gap between the graph's probabilities and `predict_proba` on these rows: {gap:.1e}.",
               f"- Building the graph (`forest_to_onnx`): {t_export:.2f} s, {model.ByteSize() / 1e6:.2f} MB.",
-              "- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
-              "(`onnxruntime (codes)`); `encoding + graph` includes the schema encoding of the raw frame."]
+              ("- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
+               "(`onnxruntime (codes)`); `encoding + graph` includes the schema encoding of the raw frame.")]
+    lines.append(f"- Load average (1/5/15 min) before the runs: {load_before}; after: {_load_average()} (the machine "
+                 "is shared: runs alternate so every side sees the same load).")
     for name, ts in times.items():
         lines.append(f"- {name}: runs " + ", ".join(f"{x:.4f}" for x in ts) + " s")
     text = "\n".join(lines) + "\n"

@@ -95,3 +95,16 @@ def test_explain_and_export_do_not_import_flower(model_file, tmp_path):
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "False False"
+
+
+def test_inspect_rules_of_a_single_release(tmp_path, capsys, signed_wall_release, wall_schema, policy):
+    from cli._main import main
+
+    path = save_atomic(tmp_path / "a.release", signed_wall_release)
+    assert main(["inspect", str(path), "--rules", "--max-trees", "1", "--max-leaves", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    forest = decode_release(signed_wall_release, wall_schema, policy).forest  # parts labelled by party id
+    expected = forest_rules_text(forest, max_trees=1, max_leaves=2)
+    start = out.index(expected[0])
+    assert out[start:start + len(expected)] == expected
+    assert "  ... 4 more trees not shown (--max-trees)" in out
