@@ -1,0 +1,344 @@
+"""A recorder of every DP mechanism call, at our API and at OpenDP's, and the ε one record can face.
+
+Two levels are recorded while a fit or a party request runs:
+
+1. our mechanism API: :meth:`edprf_core._exact_selection.ExactPermuteAndFlip.select`,
+   :func:`edprf_core.discrete_laplace_counts` under every name a module of the project
+   imported it as, and the research samplers (``PermuteAndFlip.select``,
+   ``ExponentialMechanism.select``, ``LaplaceMechanism.randomise``: never allowed on the
+   production path).  Each call keeps the ε of every selection row (or of the count
+   vector), the sensitivity the code declared, its shape and the module that called it.
+2. OpenDP: every ``make_*`` constructor of :mod:`opendp.measurements` (the ``then_*``
+   partial constructors call them), with the scale, metric, domain and output measure it
+   was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``)
+   attached to the level-1 call that is running.
+
+:func:`charged_epsilon_of_fit` and :func:`charged_epsilon_of_evaluation` then check the
+record against the math, which the caller states through :class:`TrueSensitivity`
+(never through what the code declared): each level-1 call must draw exact noise whose
+real scale gives at most the call's ε for the TRUE sensitivity, and the calls must be,
+in order, the DP row count (only when the depth rule is ``dp-count``), then per layer
+one leaf call with one row per released leaf of that layer and one split call with one
+row per released split node of that layer, and nothing else.  The ε one record can face
+is rebuilt from the real scales: the row count + the costliest root-to-leaf path
+(+ the evaluation, which the ledger adds).  Any mismatch raises :class:`AccountingError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import opendp.core
+import opendp.measurements
+import pytest
+
+import edprf_core._count_noise as count_noise
+from edprf_core import DPForest
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
+
+__all__ = ["AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
+           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit"]
+
+_PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
+_RELATIVE_SLACK = 1e-12
+"""Real ε may exceed the declared ε by float rounding only (the code inflates scales by 1e-12)."""
+
+
+class AccountingError(AssertionError):
+    """The recorded mechanism calls do not add up to what was charged or printed."""
+
+
+@dataclass(frozen=True)
+class TrueSensitivity:
+    """Sensitivities from the math, per neighbouring relation (not from the code under test).
+
+    Split utilities are ``floor(K (N^2 - S) / N)`` per child, ``K = 2**16``: under add-remove
+    ``g = N - S/N`` moves by less than 2, so the integer utility by at most ``2K + 1`` and in
+    one direction (monotone); replace-one is a removal and an addition (``4K + 1``, not
+    monotone).  Class counts move by 1 (a leaf label's utility: monotone under add-remove;
+    the count vector's L1 norm: 1, 2 under replace-one).  The DP row count moves by 1 under
+    add-remove.  An evaluation's ``(correct, total)`` moves by at most 2 in L1.
+    """
+
+    relation: str = "add-remove"
+
+    @property
+    def monotone(self) -> bool:
+        return self.relation == "add-remove"
+
+    @property
+    def split(self) -> int:
+        return (2 if self.monotone else 4) * UTILITY_SCALE + 1
+
+    @property
+    def leaf_label(self) -> int:
+        return 1
+
+    @property
+    def leaf_counts(self) -> int:
+        return 1 if self.monotone else 2
+
+    row_count: int = 1
+    evaluation: int = 2
+
+
+@dataclass
+class OpenDPDraw:
+    """One invocation of an OpenDP measurement."""
+
+    constructor: str
+    scale: float
+    metric: str
+    domain: str
+    measure: str
+    n_values: int
+
+    def epsilon(self, sensitivity: int, monotone: bool) -> float:
+        """The ε this draw really costs for a query of the given TRUE sensitivity (pure DP)."""
+        if "MaxDivergence" not in self.measure:
+            raise AccountingError(f"{self.constructor} drew under {self.measure}, not pure DP (MaxDivergence)")
+        if "i64" not in self.domain and "i32" not in self.domain:
+            raise AccountingError(f"{self.constructor} drew on {self.domain}, not an integer domain")
+        if not self.scale > 0:
+            raise AccountingError(f"{self.constructor} drew with scale {self.scale!r}: no noise")
+        if self.constructor == "make_noisy_max":
+            return (1 if monotone else 2) * sensitivity / self.scale
+        if self.constructor == "make_laplace":
+            return sensitivity / self.scale
+        raise AccountingError(f"an unrecognised OpenDP mechanism {self.constructor} was invoked")
+
+
+@dataclass
+class MechanismCall:
+    """One call of our mechanism API and the OpenDP draws made inside it."""
+
+    api: str
+    site: str
+    epsilons: np.ndarray
+    declared_sensitivity: float
+    shape: tuple[int, ...]
+    n_valid: np.ndarray | None = None
+    draws: list[OpenDPDraw] = field(default_factory=list)
+
+    @property
+    def n_rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def real_epsilons(self, sensitivity: int, monotone: bool) -> np.ndarray:
+        """Real ε of each row (a selection), or of the whole vector (a count call: one entry)."""
+        if self.api.startswith("research:"):
+            raise AccountingError(f"the research sampler {self.api[9:]} ran on the production path ({self.site})")
+        if self.api == "select":
+            rows = np.flatnonzero(self.n_valid > 0)
+            if len(self.draws) != rows.size:
+                raise AccountingError(f"a selection of {rows.size} rows made {len(self.draws)} exact draws "
+                                      f"({self.site})")
+            real = np.zeros(self.n_rows)
+            for i, draw in zip(rows, self.draws):
+                if draw.constructor != "make_noisy_max" or draw.n_values != self.n_valid[i]:
+                    raise AccountingError(f"selection row {i} drew {draw.constructor} on {draw.n_values} values, "
+                                          f"expected make_noisy_max on {self.n_valid[i]} candidates")
+                real[i] = draw.epsilon(sensitivity, monotone)
+        else:
+            n = int(np.prod(self.shape))
+            drawn = sum(d.n_values for d in self.draws)
+            if n and drawn != n:
+                raise AccountingError(f"a count release of {n} values drew exact noise on {drawn} ({self.site})")
+            # a record may move every coordinate: the draws compose (one draw in the code under test)
+            real = np.array([math.fsum(d.epsilon(sensitivity, True) for d in self.draws)])
+        declared = self.epsilons if self.api == "select" else self.epsilons[:1]
+        over = real > declared * (1 + _RELATIVE_SLACK)
+        if np.any(over):
+            i = int(np.flatnonzero(over)[0])
+            raise AccountingError(f"{self.api} at {self.site}: the noise drawn costs epsilon {real[i]!r} for the "
+                                  f"true sensitivity {sensitivity}, more than the {declared[i]!r} it declared")
+        return real
+
+
+class Recorder:
+    """Records every mechanism call (both levels) while installed; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.calls: list[MechanismCall] = []
+        self.orphan_draws: list[OpenDPDraw] = []
+        self._open: list[MechanismCall] = []
+        self._built: dict[int, tuple[object, dict]] = {}
+
+    # ------------------------------------------------------------ level 1
+    @contextmanager
+    def _calling(self, call: MechanismCall) -> Iterator[None]:
+        self.calls.append(call)
+        self._open.append(call)
+        try:
+            yield
+        finally:
+            self._open.pop()
+
+    def _wrap_counts(self, real):
+        def discrete_laplace_counts(counts, epsilon, sensitivity=1, rng=None):
+            values = np.asarray(counts)
+            eps = np.full(max(1, values.size), float(epsilon))
+            call = MechanismCall("discrete_laplace_counts" if rng is None else "research:discrete_laplace_counts",
+                                 sys._getframe(1).f_globals.get("__name__", "?"), eps, sensitivity, values.shape)
+            with self._calling(call):
+                return real(counts, epsilon, sensitivity, rng)
+        return discrete_laplace_counts
+
+    def _wrap_select(self, real, api: str):
+        recorder = self
+
+        def select(mech, utilities, epsilon, rng=None, valid=None):
+            u = np.asarray(utilities)
+            ok = np.ones(u.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), u.shape)
+            eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), u.shape[:1]).copy()
+            call = MechanismCall(api, sys._getframe(1).f_globals.get("__name__", "?"), eps,
+                                 float(getattr(mech, "sensitivity", math.nan)), u.shape, ok.sum(axis=1))
+            with recorder._calling(call):
+                return real(mech, utilities, epsilon, rng, valid)
+        return select
+
+    def _wrap_randomise(self, real):
+        recorder = self
+
+        def randomise(mech, values, epsilon, rng):
+            v = np.asarray(values)
+            eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), v.shape[:1]).copy()
+            call = MechanismCall("research:LaplaceMechanism.randomise", sys._getframe(1).f_globals.get("__name__", "?"),
+                                 eps, float(mech.sensitivity), v.shape)
+            with recorder._calling(call):
+                return real(mech, values, epsilon, rng)
+        return randomise
+
+    # ------------------------------------------------------------ level 2
+    def _wrap_constructor(self, name: str, real):
+        signature = inspect.signature(real)  # follows __wrapped__: a second recorder sees the real parameters
+
+        @functools.wraps(real)
+        def constructor(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            meas = real(*args, **kwargs)
+            a = bound.arguments
+            info = {"constructor": name, "scale": float(a.get("scale", math.nan)),
+                    "metric": str(a.get("input_metric")), "domain": str(a.get("input_domain")),
+                    "measure": str(a.get("output_measure", a.get("MO", "?")))}
+            self._built[id(meas)] = (meas, info)  # the reference keeps the id unique
+            return meas
+        return constructor
+
+    def _wrap_invoke(self, real):
+        def measurement_invoke(measurement, arg):
+            built = self._built.get(id(measurement))
+            info = built[1] if built is not None and built[0] is measurement else {
+                "constructor": "<built before recording>", "scale": math.nan, "metric": "?", "domain": "?",
+                "measure": "?"}
+            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, **info)
+            (self._open[-1].draws if self._open else self.orphan_draws).append(draw)
+            return real(measurement, arg)
+        return measurement_invoke
+
+    # ------------------------------------------------------------ install
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> Recorder:
+        """Patch both levels (undone by ``monkeypatch`` at the end of the test)."""
+        counts = self._wrap_counts(count_noise.discrete_laplace_counts)
+        for name, module in list(sys.modules.items()):
+            if name.split(".")[0] in _PROJECT_PACKAGES and hasattr(module, "discrete_laplace_counts"):
+                monkeypatch.setattr(module, "discrete_laplace_counts", counts)
+        monkeypatch.setattr(ExactPermuteAndFlip, "select", self._wrap_select(ExactPermuteAndFlip.select, "select"))
+        for cls in (PermuteAndFlip, ExponentialMechanism):
+            monkeypatch.setattr(cls, "select", self._wrap_select(cls.select, f"research:{cls.__name__}.select"))
+        monkeypatch.setattr(LaplaceMechanism, "randomise", self._wrap_randomise(LaplaceMechanism.randomise))
+        for name in dir(opendp.measurements):
+            if name.startswith("make_") and callable(getattr(opendp.measurements, name)):
+                monkeypatch.setattr(opendp.measurements, name,
+                                    self._wrap_constructor(name, getattr(opendp.measurements, name)))
+        monkeypatch.setattr(opendp.core, "measurement_invoke", self._wrap_invoke(opendp.core.measurement_invoke))
+        return self
+
+    def take(self) -> list[MechanismCall]:
+        """The calls recorded since the last ``take`` (one request's), checking no draw ran outside a call."""
+        if self.orphan_draws:
+            raise AccountingError(f"{len(self.orphan_draws)} OpenDP draws ran outside the mechanism API: "
+                                  f"{self.orphan_draws[0]}")
+        calls, self.calls = self.calls, []
+        return calls
+
+
+# ---------------------------------------------------------------- checkers
+def _is_count_call(call: MechanismCall) -> bool:
+    return call.api.endswith("discrete_laplace_counts")
+
+
+def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
+                           truth: TrueSensitivity = TrueSensitivity()) -> tuple[float, float]:
+    """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
+
+    ``forest`` is what was released (one part: one fit).  The calls must be, in order: the
+    DP row count (one value) exactly when the part's depth rule is ``dp-count``; then for
+    each layer ``k`` holding leaves, one leaf call with one row per leaf at depth ``k - 1``
+    (class counts, or a label selection), and for each layer holding split nodes, one split
+    selection with one row per such node.  Rows of one call are disjoint nodes (parallel
+    composition); a record meets one node per layer on its path; trees compose as the part
+    says.  Raises :class:`AccountingError` on any extra, missing or mis-sized call, or on
+    noise cheaper than declared.
+    """
+    if len(forest.parts) != 1:
+        raise ValueError(f"expected one fit's forest, got {len(forest.parts)} parts")
+    params = forest.parts[0][1]
+    trees = forest.trees
+    queue = list(calls)
+    count_eps = 0.0
+    if params.depth_rule == "dp-count":
+        if not queue or not _is_count_call(queue[0]) or int(np.prod(queue[0].shape)) != 1:
+            raise AccountingError("the depth came from a DP row count but the first call is not a one-value count")
+        count_eps = float(queue.pop(0).real_epsilons(truth.row_count, True)[0])
+    depth, parent = trees.depths_and_parents()
+    is_leaf = trees.feature < 0
+    node_eps = np.full(trees.n_nodes, np.nan)
+    for d in range(int(depth.max(initial=0)) + 1):
+        for want_leaf in (True, False):
+            nodes = np.flatnonzero((depth == d) & (is_leaf == want_leaf))
+            if nodes.size == 0:
+                continue
+            what = "leaf" if want_leaf else "split"
+            if not queue:
+                raise AccountingError(f"no mechanism call for the {nodes.size} {what} nodes of layer {d + 1}")
+            call = queue.pop(0)
+            if want_leaf and params.leaf == "counts":
+                ok = _is_count_call(call) and call.shape == (nodes.size, forest.schema.n_classes)
+                real = np.full(nodes.size, call.real_epsilons(truth.leaf_counts, True)[0]) if ok else None
+            else:
+                ok = not _is_count_call(call) and call.n_rows == nodes.size
+                sens, mono = (truth.leaf_label, truth.monotone) if want_leaf else (truth.split, truth.monotone)
+                real = call.real_epsilons(sens, mono) if ok else None
+            if not ok:
+                raise AccountingError(f"layer {d + 1} released {nodes.size} {what} nodes but the next call is "
+                                      f"{call.api} of shape {call.shape} from {call.site}")
+            node_eps[nodes] = real
+    if queue:
+        raise AccountingError(f"{len(queue)} mechanism calls beyond the released trees, first {queue[0].api} "
+                              f"of shape {queue[0].shape} from {queue[0].site}")
+    path = node_eps.copy()
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        at = np.flatnonzero(depth == d)
+        path[at] += path[parent[at]]
+    per_tree = np.array([path[a:b][is_leaf[a:b]].max()
+                         for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])])
+    trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
+    return count_eps, count_eps + trees_eps
+
+
+def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = TrueSensitivity()) -> float:
+    """ε of a noised evaluation, from its real noise: exactly one count call on ``(correct, total)``."""
+    if len(calls) != 1 or not _is_count_call(calls[0]) or calls[0].shape != (2,):
+        raise AccountingError(f"a noised evaluation must make one count call on (correct, total), got "
+                              f"{[(c.api, c.shape) for c in calls]}")
+    return float(calls[0].real_epsilons(truth.evaluation, True)[0])

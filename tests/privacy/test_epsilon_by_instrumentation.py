@@ -1,0 +1,240 @@
+"""ε by instrumentation: what one record faces equals what the ledger charges and the guarantee prints.
+
+Every DP mechanism call of a real fit and of a real party's train and evaluate requests is
+recorded at our mechanism API and at OpenDP's constructors (:mod:`._instrumentation`),
+with production settings: no seed, the exact samplers, the automatic depth with and
+without a declared row count, leaf counts and leaf labels, binary and multiway splits.
+The ε a record can face is rebuilt from the noise OpenDP really drew and the TRUE
+sensitivities of the math (never from what the code declared): the DP row count + the
+costliest root-to-leaf path (+ the noised evaluation, which the ledger adds).  It must
+equal what the accountant or the party's SQLite ledger charged and what the release's
+and the coordinator's guarantee texts print.
+
+Regression of issue 19, finding 1 (the trees spent the full ε on top of the DP row
+count: 1.05 faced, 1 charged) and finding 4 (no test looked at what the mechanisms
+really spend): the last tests run weakened copies of the code (less noise behind an
+honest-looking privacy map, noise removed from one output, ε spent and not charged)
+and check that the checker refuses each.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import client._party as party_module
+import edprf_core._builder as builder
+import edprf_core._classifier as classifier
+from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
+from server._guarantee import PartySpend, federation_guarantee
+
+from ..federation._neighbours import file_bytes, make_party
+from ..synthetic import make_data, make_schema
+from ._instrumentation import (
+    AccountingError,
+    Recorder,
+    TrueSensitivity,
+    charged_epsilon_of_evaluation,
+    charged_epsilon_of_fit,
+)
+from ._party_requests import (
+    TrainSettings,
+    flower_task_identity,  # noqa: F401 (a fixture)
+    global_model,
+    ledger,
+    metrics_of,
+    release_of,
+    result_of,
+    send_evaluate,
+    send_train,
+)
+
+pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
+
+EXACT = 1e-9
+"""Relative agreement of the rebuilt ε with the charged one (the samplers inflate scales by 1e-12)."""
+
+
+def _printed(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    assert match, f"{pattern!r} not in the guarantee: {text}"
+    return float(match.group(1))
+
+
+def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = TrueSensitivity()) -> float:
+    """The fit's rebuilt ε; raises AccountingError unless it equals ``charged`` and the printed figures."""
+    count_eps, total = charged_epsilon_of_fit(calls, forest, truth)
+    if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
+        raise AccountingError(f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but "
+                              f"{charged!r} was charged")
+    text = forest.guarantee()
+    printed = _printed(r"epsilon = (\S+) differential privacy per record", text)
+    if abs(printed - total) > 1e-5 * total:
+        raise AccountingError(f"the guarantee prints epsilon = {printed} but a record faces {total!r}")
+    params = forest.parts[0][1]
+    if params.depth_rule == "dp-count":
+        printed_count = _printed(r"DP count of the rows that spent epsilon = (\S+) of the total", text)
+        if abs(printed_count - count_eps) > 1e-5 * count_eps:
+            raise AccountingError(f"the guarantee prints a row count at {printed_count}, its noise cost {count_eps!r}")
+    elif count_eps != 0:
+        raise AccountingError("a row count was drawn but the release says its depth came from elsewhere")
+    return total
+
+
+def _fit(monkeypatch, *, n_rows_public=None, relation="add-remove", **options):
+    schema = make_schema(n_continuous=2, n_categorical=2, n_classes=3)
+    X, y = make_data(schema, 1500, seed=0)
+    accountant = BudgetAccountant()
+    recorder = Recorder().install(monkeypatch)
+    clf = EDPRFClassifier(schema, sampler="exact", n_rows_public=n_rows_public, neighbouring=relation,
+                          accountant=accountant, **options).fit(X, y)
+    return recorder.take(), clf, accountant.total
+
+
+# ------------------------------------------------------------------ the estimator
+@pytest.mark.parametrize("split_mode", ["binary", "multiway"])
+@pytest.mark.parametrize("leaf", ["counts", "label"])
+@pytest.mark.parametrize("declared", [False, True], ids=["dp-count", "declared-rows"])
+def test_a_fit_charges_exactly_what_its_noise_costs(monkeypatch, split_mode, leaf, declared):
+    calls, clf, charged = _fit(monkeypatch, leaf=leaf, split_mode=split_mode, n_rows_public=1500 if declared else None)
+    assert clf.privacy_.depth_rule == ("declared-size" if declared else "dp-count")
+    assert clf.privacy_.sampler == "exact" and not clf.privacy_.seeded
+    assert charged == 1.0
+    assert check_fit(calls, clf.forest_, charged) == pytest.approx(1.0, rel=EXACT)
+
+
+@pytest.mark.parametrize(("epsilon", "share"), [(0.7, 0.5), (2.0, 0.05)])
+def test_the_row_count_share_comes_out_of_epsilon(monkeypatch, epsilon, share):
+    """At share 0.5 the old trees faced 1.5 ε for 1 charged."""
+    calls, clf, charged = _fit(monkeypatch, epsilon=epsilon, count_epsilon_share=share, n_estimators=3)
+    count_eps, _ = charged_epsilon_of_fit(calls, clf.forest_)
+    assert count_eps == pytest.approx(share * epsilon, rel=EXACT)
+    assert check_fit(calls, clf.forest_, charged) == pytest.approx(epsilon, rel=EXACT)
+
+
+def test_replace_one_is_charged_at_its_doubled_sensitivities(monkeypatch):
+    calls, clf, charged = _fit(monkeypatch, relation="replace-one", leaf="label", max_depth=3, n_estimators=2)
+    assert check_fit(calls, clf.forest_, charged, TrueSensitivity("replace-one")) == pytest.approx(1.0, rel=EXACT)
+
+
+# ------------------------------------------------------------------ the party, through Flower
+SETTINGS = [
+    (TrainSettings(leaf="counts", split_mode="binary"), 0),
+    (TrainSettings(leaf="label", split_mode="multiway", n_bins=4), 0),
+    (TrainSettings(leaf="counts", split_mode="multiway", n_bins=4), 1400),
+    (TrainSettings(leaf="label", split_mode="binary", n_trees=3), 1400),
+]
+
+
+@pytest.mark.parametrize(("settings", "declared_rows"), SETTINGS,
+                         ids=[f"{s.leaf}-{s.split_mode}-{'declared' if d else 'dp-count'}" for s, d in SETTINGS])
+def test_a_party_charges_what_a_record_faces_and_prints_it(tmp_path: Path, monkeypatch, settings, declared_rows):
+    setup = make_party(tmp_path, file_bytes(n_rows=2000), allow_seeded_randomness=False, declared_rows=declared_rows)
+    recorder = Recorder().install(monkeypatch)
+    release = release_of(setup, send_train(setup, settings))
+    train_calls = recorder.take()
+    params = release.forest.parts[0][1]
+    assert params.depth_rule == ("declared-size" if declared_rows else "dp-count")
+    assert params.sampler == "exact" and not params.seeded and params.dp
+
+    reply = send_evaluate(setup, global_model(release), epsilon=0.25)
+    assert result_of(reply) == {"status": "evaluated", "sampler": "exact"}
+    eval_eps = charged_epsilon_of_evaluation(recorder.take())
+
+    entries = {e.kind: float(e.epsilon_exact) for e in ledger(setup).entries()}
+    assert set(entries) == {"release", "evaluation"}
+    train_eps = check_fit(train_calls, release.forest, entries["release"])
+    assert train_eps == pytest.approx(settings.epsilon, rel=EXACT)
+    assert eval_eps <= entries["evaluation"] and eval_eps == pytest.approx(entries["evaluation"], rel=EXACT)
+    assert float(ledger(setup).spent()) == pytest.approx(train_eps + eval_eps, rel=EXACT)
+
+    # what the coordinator prints for this run, from the release's and the reply's public figures
+    text = federation_guarantee(release.forest, [PartySpend("harness", params.epsilon, metrics_of(reply)["epsilon"])])
+    assert "NOT differentially private" not in text
+    printed = _printed(r"Spent for this run: epsilon = (\S+) per record at most", text)
+    assert printed == pytest.approx(train_eps + eval_eps, rel=1e-5)
+
+
+# ------------------------------------------------------------------ the checker catches weakened copies
+def _weaken_split_noise(monkeypatch, recorder):
+    """Half the split noise behind an honest-looking map: the code declares half the sensitivity."""
+    monkeypatch.setattr(classifier, "UTILITY_SCALE", classifier.UTILITY_SCALE // 2)
+
+
+def _remove_leaf_noise(monkeypatch, recorder):
+    monkeypatch.setattr(builder, "discrete_laplace_counts",
+                        lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts, dtype=np.int64))
+
+
+def _uncharged_extra_count(monkeypatch, recorder):
+    recorded = classifier.discrete_laplace_counts
+
+    def twice(counts, epsilon, sensitivity=1, rng=None):
+        recorded(counts, epsilon, sensitivity, rng)
+        return recorded(counts, epsilon, sensitivity, rng)
+
+    monkeypatch.setattr(classifier, "discrete_laplace_counts", twice)
+
+
+def _trees_spend_the_full_epsilon(monkeypatch, recorder):
+    """Finding 1 as it was: the plan's trees got ε, not ε minus the row count's share."""
+    real = classifier.EDPRFClassifier._plan
+
+    def plan(self, params):
+        import dataclasses
+
+        return real(self, dataclasses.replace(params, count_epsilon=0.0, depth_rule="fixed"))
+
+    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", plan)
+
+
+def _research_sampler_in_production(monkeypatch, recorder):
+    real = classifier.EDPRFClassifier._plan
+
+    def plan(self, params):
+        import dataclasses
+
+        return real(self, dataclasses.replace(params, sampler="numpy"))
+
+    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", plan)
+
+
+WEAKENED = [_weaken_split_noise, _remove_leaf_noise, _uncharged_extra_count, _trees_spend_the_full_epsilon,
+            _research_sampler_in_production]
+
+
+@pytest.mark.parametrize("weaken", WEAKENED, ids=[w.__name__.strip("_") for w in WEAKENED])
+def test_the_checker_refuses_a_weakened_fit(monkeypatch, weaken):
+    schema = make_schema(n_continuous=2, n_categorical=1)
+    X, y = make_data(schema, 600, seed=0)
+    recorder = Recorder().install(monkeypatch)
+    weaken(monkeypatch, recorder)
+    accountant = BudgetAccountant()
+    clf = EDPRFClassifier(schema, sampler="exact", n_estimators=2, accountant=accountant).fit(X, y)
+    with pytest.raises(AccountingError):
+        check_fit(recorder.take(), clf.forest_, accountant.total)
+
+
+def test_the_checker_refuses_a_doctored_record(monkeypatch):
+    """The same real record passes, and fails once one OpenDP draw's scale is halved."""
+    calls, clf, charged = _fit(monkeypatch, n_estimators=2)
+    check_fit(calls, clf.forest_, charged)
+    split = next(c for c in calls if c.api == "select" and c.declared_sensitivity > 1)
+    split.draws[-1].scale /= 2
+    with pytest.raises(AccountingError, match="more than the"):
+        check_fit(calls, clf.forest_, charged)
+
+
+def test_the_checker_refuses_an_evaluation_released_without_noise(tmp_path: Path, monkeypatch):
+    setup = make_party(tmp_path, file_bytes(), allow_seeded_randomness=False)
+    release = release_of(setup, send_train(setup, TrainSettings(max_depth=2)))
+    recorder = Recorder().install(monkeypatch)
+    monkeypatch.setattr(party_module, "discrete_laplace_counts",
+                        lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts, dtype=np.int64))
+    reply = send_evaluate(setup, global_model(release), epsilon=0.25)
+    assert result_of(reply)["status"] == "evaluated"
+    with pytest.raises(AccountingError, match="one count call"):
+        charged_epsilon_of_evaluation(recorder.take())
