@@ -1,11 +1,12 @@
-"""The neighbouring-dataset harness for the party's data path.
+"""The neighbouring-dataset harness for the party's data path: D, D' = D + one hostile line.
 
-D is a small generated CSV; D' is D plus ONE hostile line.  The party's real
-Flower handlers serve a train and an evaluate request on each, with a fixed
-research seed, and everything that would go to the coordinator is compared:
-it must be identical except through the DP outputs (the noised counts and the
-tree's chosen splits and labels).  This is the permanent gate for every change
-to the data path (see ``PRIVACY_NOTES.md``, notes 11 and 12).
+D is a generated CSV (240 rows by default, any number on request); D' is D plus ONE
+hostile line.  ``tests/privacy/test_neighbouring_party.py`` serves a train and an evaluate
+request on each through the party's real Flower handlers on the production path (no
+seed, automatic depth, one shared held-out salt) and compares everything that would go to
+the coordinator: it must be identical except through the DP outputs.  This is the
+permanent gate for every change to the data path (see ``PRIVACY_NOTES.md``, notes 11 and
+12); ``tests/federation/test_party_outputs.py`` reuses the same lines.
 """
 
 from __future__ import annotations

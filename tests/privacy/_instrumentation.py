@@ -3,8 +3,8 @@
 Two levels are recorded while a fit or a party request runs:
 
 1. our mechanism API: :meth:`edprf_core._exact_selection.ExactPermuteAndFlip.select`,
-   :func:`edprf_core.discrete_laplace_counts` under every name a module of the project
-   imported it as, and the research samplers (``PermuteAndFlip.select``,
+   ``discrete_laplace_counts`` as bound in every module of the project (each module's own
+   binding is wrapped, so a module that rebinds the name is still recorded), and the research samplers (``PermuteAndFlip.select``,
    ``ExponentialMechanism.select``, ``LaplaceMechanism.randomise``: never allowed on the
    production path).  Each call keeps the ε of every selection row (or of the count
    vector), the sensitivity the code declared, its shape and the module that called it.
@@ -12,6 +12,9 @@ Two levels are recorded while a fit or a party request runs:
    partial constructors call them), with the scale, metric, domain and output measure it
    was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``)
    attached to the level-1 call that is running.
+
+A call made while another is running (one entry point calling another) is part of the
+outer call: the caller's declared ε and shape are recorded, with every draw made inside.
 
 :func:`charged_epsilon_of_fit` and :func:`charged_epsilon_of_evaluation` then check the
 record against the math, which the caller states through :class:`TrueSensitivity`
@@ -44,7 +47,7 @@ from edprf_core import DPForest
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 
-__all__ = ["AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
+__all__ = ["ADD_REMOVE", "AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
            "charged_epsilon_of_evaluation", "charged_epsilon_of_fit"]
 
 _PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
@@ -88,6 +91,10 @@ class TrueSensitivity:
 
     row_count: int = 1
     evaluation: int = 2
+
+
+ADD_REMOVE = TrueSensitivity()
+"""The production relation's sensitivities."""
 
 
 @dataclass
@@ -175,6 +182,10 @@ class Recorder:
     # ------------------------------------------------------------ level 1
     @contextmanager
     def _calling(self, call: MechanismCall) -> Iterator[None]:
+        """Record ``call`` unless another is running: a nested call is part of the outer one (its draws too)."""
+        if self._open:
+            yield
+            return
         self.calls.append(call)
         self._open.append(call)
         try:
@@ -248,10 +259,12 @@ class Recorder:
     # ------------------------------------------------------------ install
     def install(self, monkeypatch: pytest.MonkeyPatch) -> Recorder:
         """Patch both levels (undone by ``monkeypatch`` at the end of the test)."""
-        counts = self._wrap_counts(count_noise.discrete_laplace_counts)
-        for name, module in list(sys.modules.items()):
+        # each module's own binding is wrapped, whatever it is (a module could rebind the name to its own code)
+        modules = {count_noise.__name__: count_noise, **sys.modules}
+        for name, module in list(modules.items()):
             if name.split(".")[0] in _PROJECT_PACKAGES and hasattr(module, "discrete_laplace_counts"):
-                monkeypatch.setattr(module, "discrete_laplace_counts", counts)
+                monkeypatch.setattr(module, "discrete_laplace_counts",
+                                    self._wrap_counts(module.discrete_laplace_counts))
         monkeypatch.setattr(ExactPermuteAndFlip, "select", self._wrap_select(ExactPermuteAndFlip.select, "select"))
         for cls in (PermuteAndFlip, ExponentialMechanism):
             monkeypatch.setattr(cls, "select", self._wrap_select(cls.select, f"research:{cls.__name__}.select"))
@@ -278,7 +291,7 @@ def _is_count_call(call: MechanismCall) -> bool:
 
 
 def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
-                           truth: TrueSensitivity = TrueSensitivity()) -> tuple[float, float]:
+                           truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
     """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
 
     ``forest`` is what was released (one part: one fit).  The calls must be, in order: the
@@ -336,7 +349,7 @@ def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
     return count_eps, count_eps + trees_eps
 
 
-def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = TrueSensitivity()) -> float:
+def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = ADD_REMOVE) -> float:
     """ε of a noised evaluation, from its real noise: exactly one count call on ``(correct, total)``."""
     if len(calls) != 1 or not _is_count_call(calls[0]) or calls[0].shape != (2,):
         raise AccountingError(f"a noised evaluation must make one count call on (correct, total), got "

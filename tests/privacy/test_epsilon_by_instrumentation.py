@@ -19,6 +19,7 @@ and check that the checker refuses each.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -29,11 +30,13 @@ import client._party as party_module
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
 from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
+from edprf_core._exact_selection import ExactPermuteAndFlip
 from server._guarantee import PartySpend, federation_guarantee
 
 from ..federation._neighbours import file_bytes, make_party
 from ..synthetic import make_data, make_schema
 from ._instrumentation import (
+    ADD_REMOVE,
     AccountingError,
     Recorder,
     TrueSensitivity,
@@ -64,7 +67,7 @@ def _printed(pattern: str, text: str) -> float:
     return float(match.group(1))
 
 
-def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = TrueSensitivity()) -> float:
+def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = ADD_REMOVE) -> float:
     """The fit's rebuilt ε; raises AccountingError unless it equals ``charged`` and the printed figures."""
     count_eps, total = charged_epsilon_of_fit(calls, forest, truth)
     if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
@@ -159,59 +162,71 @@ def test_a_party_charges_what_a_record_faces_and_prints_it(tmp_path: Path, monke
 
 
 # ------------------------------------------------------------------ the checker catches weakened copies
-def _weaken_split_noise(monkeypatch, recorder):
+# Each weakening is applied BEFORE the recorder is installed, as a change to the source would be.
+def _identity_counts(counts, epsilon, sensitivity=1, rng=None):
+    return np.asarray(counts, dtype=np.int64)
+
+
+def _weaken_split_noise(monkeypatch):
     """Half the split noise behind an honest-looking map: the code declares half the sensitivity."""
     monkeypatch.setattr(classifier, "UTILITY_SCALE", classifier.UTILITY_SCALE // 2)
 
 
-def _remove_leaf_noise(monkeypatch, recorder):
-    monkeypatch.setattr(builder, "discrete_laplace_counts",
-                        lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts, dtype=np.int64))
+def _argmax_splits(monkeypatch):
+    """No noise at all in the selections (the best split and label every time)."""
+    monkeypatch.setattr(ExactPermuteAndFlip, "select", lambda mech, u, eps, rng=None, valid=None: np.argmax(
+        np.where(np.ones_like(u, dtype=bool) if valid is None else valid, u, -np.inf), axis=1))
 
 
-def _uncharged_extra_count(monkeypatch, recorder):
-    recorded = classifier.discrete_laplace_counts
+def _remove_leaf_noise(monkeypatch):
+    monkeypatch.setattr(builder, "discrete_laplace_counts", _identity_counts)
+
+
+def _remove_row_count_noise(monkeypatch):
+    monkeypatch.setattr(classifier, "discrete_laplace_counts", _identity_counts)
+
+
+def _uncharged_extra_count(monkeypatch):
+    """The row count drawn twice (say, a second try), the second one uncharged."""
+    real = classifier.discrete_laplace_counts
 
     def twice(counts, epsilon, sensitivity=1, rng=None):
-        recorded(counts, epsilon, sensitivity, rng)
-        return recorded(counts, epsilon, sensitivity, rng)
+        real(counts, epsilon, sensitivity, rng)
+        return real(counts, epsilon, sensitivity, rng)
 
     monkeypatch.setattr(classifier, "discrete_laplace_counts", twice)
 
 
-def _trees_spend_the_full_epsilon(monkeypatch, recorder):
+def _double_epsilon_count(monkeypatch):
+    """The row count's noise drawn at twice the ε the caller passed (and the ledger charged)."""
+    real = classifier.discrete_laplace_counts
+    monkeypatch.setattr(classifier, "discrete_laplace_counts",
+                        lambda counts, epsilon, sensitivity=1, rng=None: real(counts, 2 * epsilon, sensitivity, rng))
+
+
+def _trees_spend_the_full_epsilon(monkeypatch):
     """Finding 1 as it was: the plan's trees got ε, not ε minus the row count's share."""
     real = classifier.EDPRFClassifier._plan
-
-    def plan(self, params):
-        import dataclasses
-
-        return real(self, dataclasses.replace(params, count_epsilon=0.0, depth_rule="fixed"))
-
-    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", plan)
+    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", lambda self, params: real(
+        self, dataclasses.replace(params, count_epsilon=0.0, depth_rule="fixed")))
 
 
-def _research_sampler_in_production(monkeypatch, recorder):
+def _research_sampler_in_production(monkeypatch):
     real = classifier.EDPRFClassifier._plan
-
-    def plan(self, params):
-        import dataclasses
-
-        return real(self, dataclasses.replace(params, sampler="numpy"))
-
-    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", plan)
+    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", lambda self, params: real(
+        self, dataclasses.replace(params, sampler="numpy")))
 
 
-WEAKENED = [_weaken_split_noise, _remove_leaf_noise, _uncharged_extra_count, _trees_spend_the_full_epsilon,
-            _research_sampler_in_production]
+WEAKENED = [_weaken_split_noise, _argmax_splits, _remove_leaf_noise, _remove_row_count_noise, _uncharged_extra_count,
+            _double_epsilon_count, _trees_spend_the_full_epsilon, _research_sampler_in_production]
 
 
 @pytest.mark.parametrize("weaken", WEAKENED, ids=[w.__name__.strip("_") for w in WEAKENED])
 def test_the_checker_refuses_a_weakened_fit(monkeypatch, weaken):
     schema = make_schema(n_continuous=2, n_categorical=1)
     X, y = make_data(schema, 600, seed=0)
+    weaken(monkeypatch)
     recorder = Recorder().install(monkeypatch)
-    weaken(monkeypatch, recorder)
     accountant = BudgetAccountant()
     clf = EDPRFClassifier(schema, sampler="exact", n_estimators=2, accountant=accountant).fit(X, y)
     with pytest.raises(AccountingError):
@@ -231,10 +246,9 @@ def test_the_checker_refuses_a_doctored_record(monkeypatch):
 def test_the_checker_refuses_an_evaluation_released_without_noise(tmp_path: Path, monkeypatch):
     setup = make_party(tmp_path, file_bytes(), allow_seeded_randomness=False)
     release = release_of(setup, send_train(setup, TrainSettings(max_depth=2)))
+    monkeypatch.setattr(party_module, "discrete_laplace_counts", _identity_counts)
     recorder = Recorder().install(monkeypatch)
-    monkeypatch.setattr(party_module, "discrete_laplace_counts",
-                        lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts, dtype=np.int64))
     reply = send_evaluate(setup, global_model(release), epsilon=0.25)
     assert result_of(reply)["status"] == "evaluated"
-    with pytest.raises(AccountingError, match="one count call"):
+    with pytest.raises(AccountingError, match="drew exact noise on 0"):
         charged_epsilon_of_evaluation(recorder.take())

@@ -31,7 +31,7 @@ import pytest
 
 import client._local_data as local_data
 import client._party as party_module
-from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels, load_schema
+from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
 from protocol import release_pb2
 
 from ..federation._neighbours import HOSTILE, file_bytes, make_party
@@ -134,7 +134,7 @@ def _serve(directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model:
 def baseline(tmp_path_factory) -> dict:
     """D: its replies, its model (the evaluation request both neighbours get) and the rows it used."""
     with pytest.MonkeyPatch.context() as mp:
-        setup, train, release, evaluation, used = _serve(tmp_path_factory.mktemp("D"), file_bytes(n_rows=N_ROWS), mp)
+        _, train, release, evaluation, used = _serve(tmp_path_factory.mktemp("D"), file_bytes(n_rows=N_ROWS), mp)
     assert release.params.depth_rule == "dp-count" and release.params.sampler == "exact"
     assert not release.params.seeded and release.params.count_epsilon > 0
     assert release.params.max_depth >= 3, "the party must be big enough for several layers"
