@@ -24,7 +24,9 @@ in order, the DP row count (only when the depth rule is ``dp-count``), then per 
 one leaf call with one row per released leaf of that layer and one split call with one
 row per released split node of that layer, and nothing else.  The ε one record can face
 is rebuilt from the real scales: the row count + the costliest root-to-leaf path
-(+ the evaluation, which the ledger adds).  Any mismatch raises :class:`AccountingError`.
+(+ the evaluation, which the ledger adds).  :func:`check_released_values` checks that
+every released split, label and leaf count is post-processing of what its call output.
+Any mismatch raises :class:`AccountingError`.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ import opendp.measurements
 import pytest
 
 import edprf_core._count_noise as count_noise
-from edprf_core import DPForest
+from edprf_core import MAX_LEAF_COUNT, DPForest, FeatureGrid
+from edprf_core._builder import _Candidates
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 
 __all__ = ["ADD_REMOVE", "AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
-           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit"]
+           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit", "check_released_values"]
 
 _PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
 _RELATIVE_SLACK = 1e-12
@@ -107,6 +110,8 @@ class OpenDPDraw:
     domain: str
     measure: str
     n_values: int
+    arg: object = None
+    result: object = None
 
     def epsilon(self, sensitivity: int, monotone: bool) -> float:
         """The ε this draw really costs for a query of the given TRUE sensitivity (pure DP)."""
@@ -134,13 +139,20 @@ class MechanismCall:
     shape: tuple[int, ...]
     n_valid: np.ndarray | None = None
     draws: list[OpenDPDraw] = field(default_factory=list)
+    output: np.ndarray | None = None
+    values: np.ndarray | None = None
+    valid: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
         return self.shape[0] if self.shape else 1
 
     def real_epsilons(self, sensitivity: int, monotone: bool) -> np.ndarray:
-        """Real ε of each row (a selection), or of the whole vector (a count call: one entry)."""
+        """Real ε of each row (a selection), or of the whole vector (a count call: one entry).
+
+        Also checks that OpenDP received exactly the call's values (the valid candidates'
+        utilities, or the counts) and that the call returned exactly what OpenDP drew.
+        """
         if self.api.startswith("research:"):
             raise AccountingError(f"the research sampler {self.api[9:]} ran on the production path ({self.site})")
         if self.api == "select":
@@ -154,6 +166,10 @@ class MechanismCall:
                     raise AccountingError(f"selection row {i} drew {draw.constructor} on {draw.n_values} values, "
                                           f"expected make_noisy_max on {self.n_valid[i]} candidates")
                 real[i] = draw.epsilon(sensitivity, monotone)
+                index = np.flatnonzero(self.valid[i])
+                if draw.arg != self.values[i, index].astype(np.int64).tolist() or self.output[i] != index[draw.result]:
+                    raise AccountingError(f"selection row {i} ({self.site}): OpenDP saw other utilities or chose "
+                                          "another candidate than the call returned")
         else:
             n = int(np.prod(self.shape))
             drawn = sum(d.n_values for d in self.draws)
@@ -161,6 +177,12 @@ class MechanismCall:
                 raise AccountingError(f"a count release of {n} values drew exact noise on {drawn} ({self.site})")
             # a record may move every coordinate: the draws compose (one draw in the code under test)
             real = np.array([math.fsum(d.epsilon(sensitivity, True) for d in self.draws)])
+            given = [v for d in self.draws for v in d.arg]
+            drawn_out = [v for d in self.draws for v in d.result]
+            if n and (given != self.values.astype(np.int64).ravel().tolist()
+                      or drawn_out != np.asarray(self.output).ravel().tolist()):
+                raise AccountingError(f"a count release ({self.site}): OpenDP saw other counts or the call returned "
+                                      "other values than OpenDP drew")
         declared = self.epsilons if self.api == "select" else self.epsilons[:1]
         over = real > declared * (1 + _RELATIVE_SLACK)
         if np.any(over):
@@ -198,9 +220,11 @@ class Recorder:
             values = np.asarray(counts)
             eps = np.full(max(1, values.size), float(epsilon))
             call = MechanismCall("discrete_laplace_counts" if rng is None else "research:discrete_laplace_counts",
-                                 sys._getframe(1).f_globals.get("__name__", "?"), eps, sensitivity, values.shape)
+                                 sys._getframe(1).f_globals.get("__name__", "?"), eps, sensitivity, values.shape,
+                                 values=values.copy())
             with self._calling(call):
-                return real(counts, epsilon, sensitivity, rng)
+                call.output = np.array(real(counts, epsilon, sensitivity, rng))
+            return call.output.copy()
         return discrete_laplace_counts
 
     def _wrap_select(self, real, api: str):
@@ -211,9 +235,11 @@ class Recorder:
             ok = np.ones(u.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), u.shape)
             eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), u.shape[:1]).copy()
             call = MechanismCall(api, sys._getframe(1).f_globals.get("__name__", "?"), eps,
-                                 float(getattr(mech, "sensitivity", math.nan)), u.shape, ok.sum(axis=1))
+                                 float(getattr(mech, "sensitivity", math.nan)), u.shape, ok.sum(axis=1),
+                                 values=u.copy(), valid=ok.copy())
             with recorder._calling(call):
-                return real(mech, utilities, epsilon, rng, valid)
+                call.output = np.array(real(mech, utilities, epsilon, rng, valid))
+            return call.output.copy()
         return select
 
     def _wrap_randomise(self, real):
@@ -225,7 +251,8 @@ class Recorder:
             call = MechanismCall("research:LaplaceMechanism.randomise", sys._getframe(1).f_globals.get("__name__", "?"),
                                  eps, float(mech.sensitivity), v.shape)
             with recorder._calling(call):
-                return real(mech, values, epsilon, rng)
+                call.output = np.array(real(mech, values, epsilon, rng))
+            return call.output.copy()
         return randomise
 
     # ------------------------------------------------------------ level 2
@@ -251,9 +278,10 @@ class Recorder:
             info = built[1] if built is not None and built[0] is measurement else {
                 "constructor": "<built before recording>", "scale": math.nan, "metric": "?", "domain": "?",
                 "measure": "?"}
-            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, **info)
+            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=arg, **info)
             (self._open[-1].draws if self._open else self.orphan_draws).append(draw)
-            return real(measurement, arg)
+            draw.result = real(measurement, arg)
+            return draw.result
         return measurement_invoke
 
     # ------------------------------------------------------------ install
@@ -290,63 +318,121 @@ def _is_count_call(call: MechanismCall) -> bool:
     return call.api.endswith("discrete_laplace_counts")
 
 
-def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
-                           truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
-    """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
+@dataclass(frozen=True)
+class _Layer:
+    """One mechanism call of a fit matched to the released nodes it decided."""
 
-    ``forest`` is what was released (one part: one fit).  The calls must be, in order: the
-    DP row count (one value) exactly when the part's depth rule is ``dp-count``; then for
-    each layer ``k`` holding leaves, one leaf call with one row per leaf at depth ``k - 1``
-    (class counts, or a label selection), and for each layer holding split nodes, one split
-    selection with one row per such node.  Rows of one call are disjoint nodes (parallel
-    composition); a record meets one node per layer on its path; trees compose as the part
-    says.  Raises :class:`AccountingError` on any extra, missing or mis-sized call, or on
-    noise cheaper than declared.
+    nodes: np.ndarray
+    call: MechanismCall
+    kind: str  # "leaf-counts", "leaf-label" or "split"
+
+
+def _match_fit(calls: list[MechanismCall], forest: DPForest) -> tuple[MechanismCall | None, list[_Layer]]:
+    """The DP row count (or None) and each layer's calls, matched in order against the released trees.
+
+    The calls must be, in order: the DP row count (one value) exactly when the part's depth
+    rule is ``dp-count``; then for each layer ``k`` holding leaves, one leaf call with one
+    row per leaf at depth ``k - 1`` (class counts, or a label selection), and for each layer
+    holding split nodes, one split selection with one row per such node; nothing else.
     """
     if len(forest.parts) != 1:
         raise ValueError(f"expected one fit's forest, got {len(forest.parts)} parts")
     params = forest.parts[0][1]
-    trees = forest.trees
     queue = list(calls)
-    count_eps = 0.0
+    count = None
     if params.depth_rule == "dp-count":
         if not queue or not _is_count_call(queue[0]) or int(np.prod(queue[0].shape)) != 1:
             raise AccountingError("the depth came from a DP row count but the first call is not a one-value count")
-        count_eps = float(queue.pop(0).real_epsilons(truth.row_count, True)[0])
-    depth, parent = trees.depths_and_parents()
+        count = queue.pop(0)
+    trees = forest.trees
+    depth, _ = trees.depths_and_parents()
     is_leaf = trees.feature < 0
-    node_eps = np.full(trees.n_nodes, np.nan)
+    layers = []
     for d in range(int(depth.max(initial=0)) + 1):
         for want_leaf in (True, False):
             nodes = np.flatnonzero((depth == d) & (is_leaf == want_leaf))
             if nodes.size == 0:
                 continue
-            what = "leaf" if want_leaf else "split"
+            kind = ("leaf-counts" if params.leaf == "counts" else "leaf-label") if want_leaf else "split"
             if not queue:
-                raise AccountingError(f"no mechanism call for the {nodes.size} {what} nodes of layer {d + 1}")
+                raise AccountingError(f"no mechanism call for the {nodes.size} {kind} nodes of layer {d + 1}")
             call = queue.pop(0)
-            if want_leaf and params.leaf == "counts":
+            if kind == "leaf-counts":
                 ok = _is_count_call(call) and call.shape == (nodes.size, forest.schema.n_classes)
-                real = np.full(nodes.size, call.real_epsilons(truth.leaf_counts, True)[0]) if ok else None
             else:
                 ok = not _is_count_call(call) and call.n_rows == nodes.size
-                sens, mono = (truth.leaf_label, truth.monotone) if want_leaf else (truth.split, truth.monotone)
-                real = call.real_epsilons(sens, mono) if ok else None
             if not ok:
-                raise AccountingError(f"layer {d + 1} released {nodes.size} {what} nodes but the next call is "
+                raise AccountingError(f"layer {d + 1} released {nodes.size} {kind} nodes but the next call is "
                                       f"{call.api} of shape {call.shape} from {call.site}")
-            node_eps[nodes] = real
+            layers.append(_Layer(nodes, call, kind))
     if queue:
         raise AccountingError(f"{len(queue)} mechanism calls beyond the released trees, first {queue[0].api} "
                               f"of shape {queue[0].shape} from {queue[0].site}")
+    return count, layers
+
+
+def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
+                           truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+    """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
+
+    ``forest`` is what was released (one part: one fit); the calls are matched to it as
+    :func:`_match_fit` says.  Rows of one call are disjoint nodes (parallel composition); a
+    record meets one node per layer on its path; trees compose as the part says.  Raises
+    :class:`AccountingError` on any extra, missing or mis-sized call, or on noise cheaper
+    than declared.
+    """
+    count, layers = _match_fit(calls, forest)
+    count_eps = 0.0 if count is None else float(count.real_epsilons(truth.row_count, True)[0])
+    trees = forest.trees
+    depth, parent = trees.depths_and_parents()
+    is_leaf = trees.feature < 0
+    node_eps = np.full(trees.n_nodes, np.nan)
+    sensitivity = {"leaf-counts": truth.leaf_counts, "leaf-label": truth.leaf_label, "split": truth.split}
+    for layer in layers:
+        monotone = True if layer.kind == "leaf-counts" else truth.monotone
+        real = layer.call.real_epsilons(sensitivity[layer.kind], monotone)
+        node_eps[layer.nodes] = real[0] if layer.kind == "leaf-counts" else real
     path = node_eps.copy()
     for d in range(1, int(depth.max(initial=0)) + 1):
         at = np.flatnonzero(depth == d)
         path[at] += path[parent[at]]
     per_tree = np.array([path[a:b][is_leaf[a:b]].max()
                          for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])])
+    params = forest.parts[0][1]
     trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
     return count_eps, count_eps + trees_eps
+
+
+def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:
+    """Every released node value is post-processing of the recorded mechanism outputs.
+
+    Leaf counts are the noisy counts clamped to ``0..MAX_LEAF_COUNT`` and the leaf's class
+    their argmax; a leaf label is the selection's output; a split is the selected candidate
+    (multiway: the feature; binary: the candidate's feature and threshold or category).
+    Raises :class:`AccountingError` on the first released value that is not.
+    """
+    _, layers = _match_fit(calls, forest)
+    trees = forest.trees
+    grid = FeatureGrid.from_schema(forest.schema, forest.grid_bins)
+    n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_codes[:-1])]).astype(np.int64)
+    candidates = _Candidates.from_grid(grid, offsets) if forest.split_mode == "binary" else None
+    for layer in layers:
+        out = np.asarray(layer.call.output)
+        nodes = layer.nodes
+        if layer.kind == "leaf-counts":
+            same = (np.array_equal(trees.leaf_counts[nodes], np.clip(out, 0, MAX_LEAF_COUNT))
+                    and np.array_equal(trees.leaf_class[nodes], np.argmax(out, axis=1)))
+        elif layer.kind == "leaf-label":
+            same = np.array_equal(trees.leaf_class[nodes], out)
+        elif candidates is None:
+            same = np.array_equal(trees.feature[nodes], out)
+        else:
+            same = (np.array_equal(trees.feature[nodes], candidates.feature[out])
+                    and np.array_equal(trees.split[nodes], candidates.split[out]))
+        if not same:
+            raise AccountingError(f"the released {layer.kind} values of {nodes.size} nodes are not what the "
+                                  f"mechanism call from {layer.call.site} output")
 
 
 def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = ADD_REMOVE) -> float:

@@ -42,6 +42,7 @@ from ._instrumentation import (
     TrueSensitivity,
     charged_epsilon_of_evaluation,
     charged_epsilon_of_fit,
+    check_released_values,
 )
 from ._party_requests import (
     TrainSettings,
@@ -70,6 +71,7 @@ def _printed(pattern: str, text: str) -> float:
 def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = ADD_REMOVE) -> float:
     """The fit's rebuilt ε; raises AccountingError unless it equals ``charged`` and the printed figures."""
     count_eps, total = charged_epsilon_of_fit(calls, forest, truth)
+    check_released_values(calls, forest)
     if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
         raise AccountingError(f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but "
                               f"{charged!r} was charged")
@@ -186,6 +188,37 @@ def _remove_row_count_noise(monkeypatch):
     monkeypatch.setattr(classifier, "discrete_laplace_counts", _identity_counts)
 
 
+def _leaf_noise_drawn_then_dropped(monkeypatch):
+    """The leaves' noise is drawn (and its ε looks spent) but the exact counts are released."""
+    real = builder.discrete_laplace_counts
+
+    def dropped(counts, epsilon, sensitivity=1, rng=None):
+        real(counts, epsilon, sensitivity, rng)
+        return np.asarray(counts, dtype=np.int64)
+
+    monkeypatch.setattr(builder, "discrete_laplace_counts", dropped)
+
+
+def _split_utilities_doubled_inside_the_sampler(monkeypatch):
+    """The sampler hands OpenDP twice the utilities: half the noise relative to them, same scale."""
+    real = ExactPermuteAndFlip.select
+    monkeypatch.setattr(ExactPermuteAndFlip, "select", lambda mech, u, eps, rng=None, valid=None: real(
+        mech, np.asarray(u) * (2 if mech.sensitivity > 1 else 1), eps, rng, valid))
+
+
+def _released_leaf_counts_shifted(monkeypatch):
+    """Every released leaf count is the noisy count plus one (a reply that is not the mechanism's output)."""
+    real = builder.build_forest
+
+    def build(*args, **kwargs):
+        trees = real(*args, **kwargs)
+        counts = trees.leaf_counts.copy()
+        counts[trees.feature < 0] += 1
+        return dataclasses.replace(trees, leaf_counts=counts)
+
+    monkeypatch.setattr(classifier, "build_forest", build)
+
+
 def _uncharged_extra_count(monkeypatch):
     """The row count drawn twice (say, a second try), the second one uncharged."""
     real = classifier.discrete_laplace_counts
@@ -217,8 +250,10 @@ def _research_sampler_in_production(monkeypatch):
         self, dataclasses.replace(params, sampler="numpy")))
 
 
-WEAKENED = [_weaken_split_noise, _argmax_splits, _remove_leaf_noise, _remove_row_count_noise, _uncharged_extra_count,
-            _double_epsilon_count, _trees_spend_the_full_epsilon, _research_sampler_in_production]
+WEAKENED = [_weaken_split_noise, _argmax_splits, _remove_leaf_noise, _remove_row_count_noise,
+            _leaf_noise_drawn_then_dropped, _split_utilities_doubled_inside_the_sampler, _released_leaf_counts_shifted,
+            _uncharged_extra_count, _double_epsilon_count, _trees_spend_the_full_epsilon,
+            _research_sampler_in_production]
 
 
 @pytest.mark.parametrize("weaken", WEAKENED, ids=[w.__name__.strip("_") for w in WEAKENED])

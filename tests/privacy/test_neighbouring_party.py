@@ -35,7 +35,7 @@ from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
 from protocol import release_pb2
 
 from ..federation._neighbours import HOSTILE, file_bytes, make_party
-from ._instrumentation import Recorder, charged_epsilon_of_evaluation, charged_epsilon_of_fit
+from ._instrumentation import Recorder, charged_epsilon_of_evaluation, charged_epsilon_of_fit, check_released_values
 from ._party_requests import (
     TrainSettings,
     flower_task_identity,  # noqa: F401 (a fixture)
@@ -125,6 +125,7 @@ def _serve(directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model:
     assert charged == {"release": SETTINGS.epsilon, "evaluation": EVALUATION_EPSILON}
     if release is not None:
         _, faced = charged_epsilon_of_fit(train_calls, release.forest)
+        check_released_values(train_calls, release.forest)
         assert faced == pytest.approx(charged["release"], rel=1e-9) and faced <= charged["release"]
     assert charged_epsilon_of_evaluation(recorder.take()) == pytest.approx(charged["evaluation"], rel=1e-9)
     return setup, train, release, evaluation, used
