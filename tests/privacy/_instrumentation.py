@@ -51,7 +51,8 @@ from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 
 __all__ = ["ADD_REMOVE", "AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
-           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit", "check_released_values"]
+           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit", "check_mechanism_inputs",
+           "check_released_values"]
 
 _PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
 _RELATIVE_SLACK = 1e-12
@@ -401,6 +402,23 @@ def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
     params = forest.parts[0][1]
     trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
     return count_eps, count_eps + trees_eps
+
+
+def check_mechanism_inputs(calls: list[MechanismCall], forest: DPForest, n_rows: int) -> None:
+    """The mechanisms saw the data at its true size: the row count, and every row in one leaf.
+
+    The DP row count's input is ``[n_rows]``; under parallel composition each training row
+    reaches exactly one leaf, so the leaves' class counts (or label utilities) add up to
+    ``n_rows``.  A copy that scales the counts up (less noise relative to them) or drops
+    rows fails here.
+    """
+    count, layers = _match_fit(calls, forest)
+    if count is not None and count.values.ravel().tolist() != [n_rows]:
+        raise AccountingError(f"the DP row count was given {count.values.ravel().tolist()}, the fit had {n_rows} rows")
+    if forest.parts[0][1].composition == "parallel":
+        total = sum(int(np.sum(layer.call.values)) for layer in layers if layer.kind != "split")
+        if total != n_rows:
+            raise AccountingError(f"the leaves' mechanisms saw {total} rows, the fit had {n_rows}")
 
 
 def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:

@@ -29,8 +29,8 @@ import pytest
 import client._party as party_module
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
-from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
-from edprf_core._exact_selection import ExactPermuteAndFlip
+from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier, FeatureGrid, encode_features, encode_labels
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from server._guarantee import PartySpend, federation_guarantee
 
 from ..federation._neighbours import file_bytes, make_party
@@ -42,6 +42,7 @@ from ._instrumentation import (
     TrueSensitivity,
     charged_epsilon_of_evaluation,
     charged_epsilon_of_fit,
+    check_mechanism_inputs,
     check_released_values,
 )
 from ._party_requests import (
@@ -68,9 +69,14 @@ def _printed(pattern: str, text: str) -> float:
     return float(match.group(1))
 
 
-def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = ADD_REMOVE) -> float:
-    """The fit's rebuilt ε; raises AccountingError unless it equals ``charged`` and the printed figures."""
+def check_fit(calls, forest: DPForest, charged: float, n_rows: int, truth: TrueSensitivity = ADD_REMOVE) -> float:
+    """The fit's rebuilt ε; raises AccountingError unless it equals ``charged`` and the printed figures.
+
+    Also: the mechanisms saw the ``n_rows`` training rows, and every released value is
+    post-processing of their outputs.
+    """
     count_eps, total = charged_epsilon_of_fit(calls, forest, truth)
+    check_mechanism_inputs(calls, forest, n_rows)
     check_released_values(calls, forest)
     if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
         raise AccountingError(f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but "
@@ -89,9 +95,12 @@ def check_fit(calls, forest: DPForest, charged: float, truth: TrueSensitivity = 
     return total
 
 
+N_ROWS = 1500
+
+
 def _fit(monkeypatch, *, n_rows_public=None, relation="add-remove", **options):
     schema = make_schema(n_continuous=2, n_categorical=2, n_classes=3)
-    X, y = make_data(schema, 1500, seed=0)
+    X, y = make_data(schema, N_ROWS, seed=0)
     accountant = BudgetAccountant()
     recorder = Recorder().install(monkeypatch)
     clf = EDPRFClassifier(schema, sampler="exact", n_rows_public=n_rows_public, neighbouring=relation,
@@ -108,7 +117,7 @@ def test_a_fit_charges_exactly_what_its_noise_costs(monkeypatch, split_mode, lea
     assert clf.privacy_.depth_rule == ("declared-size" if declared else "dp-count")
     assert clf.privacy_.sampler == "exact" and not clf.privacy_.seeded
     assert charged == 1.0
-    assert check_fit(calls, clf.forest_, charged) == pytest.approx(1.0, rel=EXACT)
+    assert check_fit(calls, clf.forest_, charged, N_ROWS) == pytest.approx(1.0, rel=EXACT)
 
 
 @pytest.mark.parametrize(("epsilon", "share"), [(0.7, 0.5), (2.0, 0.05)])
@@ -117,15 +126,91 @@ def test_the_row_count_share_comes_out_of_epsilon(monkeypatch, epsilon, share):
     calls, clf, charged = _fit(monkeypatch, epsilon=epsilon, count_epsilon_share=share, n_estimators=3)
     count_eps, _ = charged_epsilon_of_fit(calls, clf.forest_)
     assert count_eps == pytest.approx(share * epsilon, rel=EXACT)
-    assert check_fit(calls, clf.forest_, charged) == pytest.approx(epsilon, rel=EXACT)
+    assert check_fit(calls, clf.forest_, charged, N_ROWS) == pytest.approx(epsilon, rel=EXACT)
 
 
 def test_replace_one_is_charged_at_its_doubled_sensitivities(monkeypatch):
     calls, clf, charged = _fit(monkeypatch, relation="replace-one", leaf="label", max_depth=3, n_estimators=2)
-    assert check_fit(calls, clf.forest_, charged, TrueSensitivity("replace-one")) == pytest.approx(1.0, rel=EXACT)
+    assert check_fit(calls, clf.forest_, charged, N_ROWS, TrueSensitivity("replace-one")) == pytest.approx(1.0, rel=EXACT)
+
+
+def _integer_gini(counts) -> int:
+    """``floor(K (N^2 - S) / N)`` in Python integers (0 for an empty child)."""
+    n = sum(counts)
+    return 0 if n == 0 else (UTILITY_SCALE * (n * n - sum(c * c for c in counts))) // n
+
+
+def root_utilities_from_the_data(X, y, forest: DPForest) -> list[int]:
+    """Every root candidate's utility, recomputed from the rows in Python integers (not the builder's code)."""
+    schema = forest.schema
+    grid = FeatureGrid.from_schema(schema, forest.grid_bins)
+    codes, labels = encode_features(X, schema, grid), encode_labels(y, schema)
+    k = schema.n_classes
+
+    def util(groups) -> int:
+        return -sum(_integer_gini(np.bincount(labels[g], minlength=k).tolist()) for g in groups)
+
+    if forest.split_mode == "multiway":
+        return [util([codes[:, f] == v for v in range(n)]) for f, n in enumerate(grid.n_codes)]
+    out = []
+    for f, (n, categorical) in enumerate(zip(grid.n_codes, grid.is_categorical)):
+        if n < 2:
+            continue
+        thresholds = ([0] if n == 2 else range(n)) if categorical else range(1, n)
+        for c in thresholds:
+            left = codes[:, f] == c if categorical else codes[:, f] < c
+            out.append(util([left, ~left]))
+    return out
+
+
+def check_root_utilities(calls, X, y, forest: DPForest) -> None:
+    """The root's split utilities handed to the mechanism are the data's, exactly (one tree: all rows)."""
+    if forest.trees.n_trees != 1:
+        raise ValueError("the root holds every row only with one tree")
+    root = next(c for c in calls if c.api == "select")
+    want = root_utilities_from_the_data(X, y, forest)
+    if root.values[0].astype(np.int64).tolist() != want:
+        raise AccountingError("the root's split utilities are not the integer weighted Gini of the data")
+
+
+@pytest.mark.parametrize("split_mode", ["binary", "multiway"])
+def test_the_root_split_sees_the_integer_gini_of_the_data(monkeypatch, split_mode):
+    calls, clf, charged = _fit(monkeypatch, split_mode=split_mode, n_estimators=1)
+    schema = clf.forest_.schema
+    X, y = make_data(schema, N_ROWS, seed=0)
+    check_root_utilities(calls, X, y, clf.forest_)
+    check_fit(calls, clf.forest_, charged, N_ROWS)
+
+
+def test_the_root_check_sees_scaled_utilities(monkeypatch):
+    """Power check: utilities doubled before the sampler (half the noise relative to them) are caught."""
+    real = builder.integer_weighted_gini
+    monkeypatch.setattr(builder, "integer_weighted_gini", lambda v: 2 * real(v))
+    calls, clf, _ = _fit(monkeypatch, n_estimators=1)
+    X, y = make_data(clf.forest_.schema, N_ROWS, seed=0)
+    with pytest.raises(AccountingError, match="integer weighted Gini"):
+        check_root_utilities(calls, X, y, clf.forest_)
 
 
 # ------------------------------------------------------------------ the party, through Flower
+def _capture_sizes(monkeypatch) -> dict[str, int]:
+    """The numbers of training and held-out rows the party really used."""
+    sizes: dict[str, int] = {}
+    real_fit, real_counts = party_module.EDPRFClassifier.fit, party_module.evaluation_counts
+
+    def fit(self, X, y):
+        sizes["train"] = len(y)
+        return real_fit(self, X, y)
+
+    def evaluation_counts(forest, X, y):
+        sizes["holdout"] = len(y)
+        return real_counts(forest, X, y)
+
+    monkeypatch.setattr(party_module.EDPRFClassifier, "fit", fit)
+    monkeypatch.setattr(party_module, "evaluation_counts", evaluation_counts)
+    return sizes
+
+
 SETTINGS = [
     (TrainSettings(leaf="counts", split_mode="binary"), 0),
     (TrainSettings(leaf="label", split_mode="multiway", n_bins=4), 0),
@@ -138,6 +223,7 @@ SETTINGS = [
                          ids=[f"{s.leaf}-{s.split_mode}-{'declared' if d else 'dp-count'}" for s, d in SETTINGS])
 def test_a_party_charges_what_a_record_faces_and_prints_it(tmp_path: Path, monkeypatch, settings, declared_rows):
     setup = make_party(tmp_path, file_bytes(n_rows=2000), allow_seeded_randomness=False, declared_rows=declared_rows)
+    sizes = _capture_sizes(monkeypatch)
     recorder = Recorder().install(monkeypatch)
     release = release_of(setup, send_train(setup, settings))
     train_calls = recorder.take()
@@ -147,11 +233,13 @@ def test_a_party_charges_what_a_record_faces_and_prints_it(tmp_path: Path, monke
 
     reply = send_evaluate(setup, global_model(release), epsilon=0.25)
     assert result_of(reply) == {"status": "evaluated", "sampler": "exact"}
-    eval_eps = charged_epsilon_of_evaluation(recorder.take())
+    eval_calls = recorder.take()
+    eval_eps = charged_epsilon_of_evaluation(eval_calls)
+    assert eval_calls[0].values[1] == sizes["holdout"] and sizes["train"] + sizes["holdout"] == 2000
 
     entries = {e.kind: float(e.epsilon_exact) for e in ledger(setup).entries()}
     assert set(entries) == {"release", "evaluation"}
-    train_eps = check_fit(train_calls, release.forest, entries["release"])
+    train_eps = check_fit(train_calls, release.forest, entries["release"], sizes["train"])
     assert train_eps == pytest.approx(settings.epsilon, rel=EXACT)
     assert eval_eps <= entries["evaluation"] and eval_eps == pytest.approx(entries["evaluation"], rel=EXACT)
     assert float(ledger(setup).spent()) == pytest.approx(train_eps + eval_eps, rel=EXACT)
@@ -219,6 +307,13 @@ def _released_leaf_counts_shifted(monkeypatch):
     monkeypatch.setattr(classifier, "build_forest", build)
 
 
+def _leaf_counts_doubled(monkeypatch):
+    """The leaves' counts doubled before the noise: half the noise relative to them."""
+    real = builder.discrete_laplace_counts
+    monkeypatch.setattr(builder, "discrete_laplace_counts", lambda counts, epsilon, sensitivity=1, rng=None: real(
+        2 * np.asarray(counts), epsilon, sensitivity, rng))
+
+
 def _uncharged_extra_count(monkeypatch):
     """The row count drawn twice (say, a second try), the second one uncharged."""
     real = classifier.discrete_laplace_counts
@@ -251,7 +346,7 @@ def _research_sampler_in_production(monkeypatch):
 
 
 WEAKENED = [_weaken_split_noise, _argmax_splits, _remove_leaf_noise, _remove_row_count_noise,
-            _leaf_noise_drawn_then_dropped, _split_utilities_doubled_inside_the_sampler, _released_leaf_counts_shifted,
+            _leaf_noise_drawn_then_dropped, _leaf_counts_doubled, _split_utilities_doubled_inside_the_sampler, _released_leaf_counts_shifted,
             _uncharged_extra_count, _double_epsilon_count, _trees_spend_the_full_epsilon,
             _research_sampler_in_production]
 
@@ -265,17 +360,17 @@ def test_the_checker_refuses_a_weakened_fit(monkeypatch, weaken):
     accountant = BudgetAccountant()
     clf = EDPRFClassifier(schema, sampler="exact", n_estimators=2, accountant=accountant).fit(X, y)
     with pytest.raises(AccountingError):
-        check_fit(recorder.take(), clf.forest_, accountant.total)
+        check_fit(recorder.take(), clf.forest_, accountant.total, 600)
 
 
 def test_the_checker_refuses_a_doctored_record(monkeypatch):
     """The same real record passes, and fails once one OpenDP draw's scale is halved."""
     calls, clf, charged = _fit(monkeypatch, n_estimators=2)
-    check_fit(calls, clf.forest_, charged)
+    check_fit(calls, clf.forest_, charged, N_ROWS)
     split = next(c for c in calls if c.api == "select" and c.declared_sensitivity > 1)
     split.draws[-1].scale /= 2
     with pytest.raises(AccountingError, match="more than the"):
-        check_fit(calls, clf.forest_, charged)
+        check_fit(calls, clf.forest_, charged, N_ROWS)
 
 
 def test_the_checker_refuses_an_evaluation_released_without_noise(tmp_path: Path, monkeypatch):
