@@ -3,15 +3,16 @@
 Two levels are recorded while a fit or a party request runs:
 
 1. our mechanism API: :meth:`edprf_core._exact_selection.ExactPermuteAndFlip.select`,
-   ``discrete_laplace_counts`` as bound in every module of the project (each module's own
-   binding is wrapped, so a module that rebinds the name is still recorded), and the research samplers (``PermuteAndFlip.select``,
-   ``ExponentialMechanism.select``, ``LaplaceMechanism.randomise``: never allowed on the
-   production path).  Each call keeps the ε of every selection row (or of the count
-   vector), the sensitivity the code declared, its shape and the module that called it.
+   ``discrete_laplace_counts`` as bound in every module of the project (each module's
+   own binding is wrapped, so a module that rebinds the name is still recorded), and the
+   research samplers (``PermuteAndFlip.select``, ``ExponentialMechanism.select``,
+   ``LaplaceMechanism.randomise``: never allowed on the production path).  Each call
+   keeps the ε of every selection row (or of the count vector), the sensitivity the code
+   declared, its input values, its output and the module that called it.
 2. OpenDP: every ``make_*`` constructor of :mod:`opendp.measurements` (the ``then_*``
    partial constructors call them), with the scale, metric, domain and output measure it
-   was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``)
-   attached to the level-1 call that is running.
+   was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``,
+   with its input and its result) attached to the level-1 call that is running.
 
 A call made while another is running (one entry point calling another) is part of the
 outer call: the caller's declared ε and shape are recorded, with every draw made inside.
@@ -19,14 +20,16 @@ outer call: the caller's declared ε and shape are recorded, with every draw mad
 :func:`charged_epsilon_of_fit` and :func:`charged_epsilon_of_evaluation` then check the
 record against the math, which the caller states through :class:`TrueSensitivity`
 (never through what the code declared): each level-1 call must draw exact noise whose
-real scale gives at most the call's ε for the TRUE sensitivity, and the calls must be,
+real scale gives at most the call's ε for the TRUE sensitivity, hand OpenDP exactly its
+input and return exactly what OpenDP drew, and the calls must be,
 in order, the DP row count (only when the depth rule is ``dp-count``), then per layer
 one leaf call with one row per released leaf of that layer and one split call with one
 row per released split node of that layer, and nothing else.  The ε one record can face
 is rebuilt from the real scales: the row count + the costliest root-to-leaf path
 (+ the evaluation, which the ledger adds).  :func:`check_released_values` checks that
-every released split, label and leaf count is post-processing of what its call output.
-Any mismatch raises :class:`AccountingError`.
+every released split, label and leaf count is post-processing of what its call output,
+and :func:`check_mechanism_inputs` that the calls saw the data at its true size.  Any
+mismatch raises :class:`AccountingError`.
 """
 
 from __future__ import annotations

@@ -10,11 +10,18 @@ costliest root-to-leaf path (+ the noised evaluation, which the ledger adds).  I
 equal what the accountant or the party's SQLite ledger charged and what the release's
 and the coordinator's guarantee texts print.
 
+Each fit is also checked for what its mechanisms saw and released: the inputs at the
+data's true size (and the root's split utilities recomputed from the rows in Python
+integers), and every released split, label and leaf count post-processing of the
+recorded outputs.
+
 Regression of issue 19, finding 1 (the trees spent the full ε on top of the DP row
 count: 1.05 faced, 1 charged) and finding 4 (no test looked at what the mechanisms
 really spend): the last tests run weakened copies of the code (less noise behind an
-honest-looking privacy map, noise removed from one output, ε spent and not charged)
-and check that the checker refuses each.
+honest-looking privacy map, noise removed from or drawn and dropped by one output,
+counts or utilities scaled before the noise, released values changed after it, ε spent
+and not charged, the research sampler in production) and check that the checker
+refuses each.
 """
 
 from __future__ import annotations
