@@ -53,9 +53,19 @@ from edprf_core._builder import _Candidates
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
 from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 
-__all__ = ["ADD_REMOVE", "AccountingError", "MechanismCall", "OpenDPDraw", "Recorder", "TrueSensitivity",
-           "charged_epsilon_of_evaluation", "charged_epsilon_of_fit", "check_mechanism_inputs",
-           "check_released_values"]
+__all__ = [
+    "ADD_REMOVE",
+    "AccountingError",
+    "MechanismCall",
+    "OpenDPDraw",
+    "Recorder",
+    "TrueSensitivity",
+    "account_fit",
+    "charged_epsilon_of_evaluation",
+    "charged_epsilon_of_fit",
+    "check_mechanism_inputs",
+    "check_released_values",
+]
 
 _PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
 _RELATIVE_SLACK = 1e-12
@@ -454,6 +464,15 @@ def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:
         if not same:
             raise AccountingError(f"the released {layer.kind} values of {nodes.size} nodes are not what the "
                                   f"mechanism call from {layer.call.site} output")
+
+
+def account_fit(calls: list[MechanismCall], forest: DPForest, n_rows: int,
+                truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+    """All the checks of one fit's record; returns :func:`charged_epsilon_of_fit`'s ``(row count ε, total ε)``."""
+    epsilons = charged_epsilon_of_fit(calls, forest, truth)
+    check_mechanism_inputs(calls, forest, n_rows)
+    check_released_values(calls, forest)
+    return epsilons
 
 
 def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = ADD_REMOVE) -> float:

@@ -47,10 +47,9 @@ from ._instrumentation import (
     AccountingError,
     Recorder,
     TrueSensitivity,
+    account_fit,
     charged_epsilon_of_evaluation,
     charged_epsilon_of_fit,
-    check_mechanism_inputs,
-    check_released_values,
 )
 from ._party_requests import (
     TrainSettings,
@@ -82,9 +81,7 @@ def check_fit(calls, forest: DPForest, charged: float, n_rows: int, truth: TrueS
     Also: the mechanisms saw the ``n_rows`` training rows, and every released value is
     post-processing of their outputs.
     """
-    count_eps, total = charged_epsilon_of_fit(calls, forest, truth)
-    check_mechanism_inputs(calls, forest, n_rows)
-    check_released_values(calls, forest)
+    count_eps, total = account_fit(calls, forest, n_rows, truth)
     if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
         raise AccountingError(f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but "
                               f"{charged!r} was charged")

@@ -35,13 +35,7 @@ from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
 from protocol import release_pb2
 
 from ..federation._neighbours import HOSTILE, file_bytes, make_party
-from ._instrumentation import (
-    Recorder,
-    charged_epsilon_of_evaluation,
-    charged_epsilon_of_fit,
-    check_mechanism_inputs,
-    check_released_values,
-)
+from ._instrumentation import Recorder, account_fit, charged_epsilon_of_evaluation
 from ._party_requests import (
     TrainSettings,
     flower_task_identity,  # noqa: F401 (a fixture)
@@ -130,9 +124,7 @@ def _serve(directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model:
     charged = {e.kind: float(e.epsilon_exact) for e in ledger(setup).entries()}
     assert charged == {"release": SETTINGS.epsilon, "evaluation": EVALUATION_EPSILON}
     if release is not None:
-        _, faced = charged_epsilon_of_fit(train_calls, release.forest)
-        check_released_values(train_calls, release.forest)
-        check_mechanism_inputs(train_calls, release.forest, sum(used.train.values()))
+        _, faced = account_fit(train_calls, release.forest, sum(used.train.values()))
         assert faced == pytest.approx(charged["release"], rel=1e-9) and faced <= charged["release"]
     eval_calls = recorder.take()
     assert charged_epsilon_of_evaluation(eval_calls) == pytest.approx(charged["evaluation"], rel=1e-9)
