@@ -33,6 +33,7 @@ import client._local_data as local_data
 import client._party as party_module
 from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
 from protocol import release_pb2
+from protocol._task import METRICS_KEY
 
 from ..federation._neighbours import HOSTILE, file_bytes, make_party
 from ._instrumentation import Recorder, account_fit, charged_epsilon_of_evaluation
@@ -105,7 +106,7 @@ def _public_evaluation(reply) -> dict:
     result = result_of(reply)
     shape = {"records": sorted(reply.content.keys()), "fields": {k: type(v).__name__ for k, v in result.items()},
              "result": result}
-    metrics = dict(reply.content.metric_records.get("metrics", {})) if reply.content.metric_records else {}
+    metrics = dict(reply.content.metric_records.get(METRICS_KEY, {}))
     shape["metrics"] = {k: type(v).__name__ for k, v in metrics.items()}
     shape["public_metrics"] = {k: v for k, v in metrics.items() if k not in ("correct", "total")}
     return shape
