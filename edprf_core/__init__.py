@@ -47,6 +47,7 @@ from ._release import (
 )
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
 from ._text_table import MAX_LINE_CHARS, TextTable, read_table
+from ._exact_selection import MAX_FIT_ROWS
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "FEDERATION_NOTE",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "MAX_FIT_ROWS",
     "MAX_LEAF_COUNT",
     "MAX_LINE_CHARS",
     "RELATIONS",
