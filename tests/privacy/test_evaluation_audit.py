@@ -99,7 +99,7 @@ def salt(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("salt") / "data.csv"
     _write_data(path, HELD_OUT + 1)
     for i in range(100):
-        candidate = f"{i:032x}"
+        candidate = f"{i:016x}" * 2  # the split is keyed by the first 16 characters
         if len(load_local_data(path, LEAF_SCHEMA, 0.5, candidate).y_holdout) == HELD_OUT + 1:
             return candidate
     raise AssertionError("no candidate salt holds the audit rows out")

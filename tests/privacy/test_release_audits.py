@@ -30,7 +30,10 @@ Clopper-Pearson lower bound of the loss (:mod:`tests.privacy._audit`):
 
 Each audit runs three times, at the same sample sizes: honest (every bound
 <= its ε), with the OpenDP samplers at half their noise scale under an honest
-looking privacy map (every bound > its ε), and with no noise at all.  The
+looking privacy map (every bound > its ε), and with no noise at all.  At
+``count_epsilon_share = 0.5`` a count that is not charged to the trees (the
+trees planned from the fit's whole ε) doubles the budget of every tree output:
+the same law as half the noise, so the half-noise power covers it too.  The
 sizes are the smallest for which the half-noise run fails with probability
 below ``BETA`` under the exact laws of the events
 (:func:`test_sample_sizes_give_the_claimed_power` checks them).
