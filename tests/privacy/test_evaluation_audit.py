@@ -28,14 +28,12 @@ sizes the half-noise power check needs, so the audit has two parts:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
-from flwr.supercore.task_identity import TaskIdentity
 
 import client._party as party_module
 from client import PartyPolicy, PartySetup
@@ -56,8 +54,9 @@ from ._audit import (
     opendp_noise_scaled,
 )
 from ._audit_rows import LEAF_SCHEMA, rows
+from ._party_requests import flower_task_identity  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.privacy
+pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
 
 EPSILON = 1.5
 """ε of each evaluation request (the party's policy allows it)."""
@@ -67,15 +66,6 @@ END_TO_END_RUNS = 120
 """Requests per side through the handler (honest bound, and the no-noise check)."""
 REPLAY_A, REPLAY_B = 571, 1142
 """Replayed draws on D and D' (the smallest sizes with power >= 1 - BETA at half noise, see the size test)."""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def flower_task_identity() -> Iterator[None]:
-    """Messages need a task identity; a real run sets it, these tests set a fixed one."""
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 2, 3
-    yield
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
 
 
 @pytest.fixture(scope="module")
