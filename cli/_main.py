@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "require_federation"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
@@ -21,6 +21,14 @@ SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_predict_cmd", "_evaluate_
 
 FEDERATION_MODULES = frozenset({"flwr", "ray"})
 """Imported only by the subcommands that run a federation; the slim install (no extras) lacks them."""
+
+
+def require_federation() -> None:
+    """Fail before any work when Flower is missing (main turns this into a one-line message naming the extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("flwr") is None:
+        raise ModuleNotFoundError("No module named 'flwr'", name="flwr")
 
 
 def build_parser() -> argparse.ArgumentParser:

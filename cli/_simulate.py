@@ -499,7 +499,10 @@ def _output_dir(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._main import require_federation
+
     check_arguments(args)
+    require_federation()
     out_dir = _output_dir(args)
     if args.prepare_only:
         cfg, _ = prepare_workspace(args, out_dir)
