@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from ._metrics import interval_text
 from ._report import RunReport
 
 __all__ = ["summary_lines"]
 
 
 def summary_lines(report: RunReport) -> list[str]:
-    """Status, model path, accuracy, every party that was not accepted (with its reason), the guarantee."""
+    """Status, model path, accuracy and balanced accuracy with their intervals (and the one-class warning), every
+    party that was not accepted (with its reason), the guarantee."""
     accepted = report.accepted
     head = (f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
             f"releases accepted, {report.n_trees} trees")
@@ -17,9 +19,13 @@ def summary_lines(report: RunReport) -> list[str]:
         lines.append(report.failure)
     if report.model_path:
         lines.append(f"model: {report.model_path}")
-    central = report.central_evaluation.get("accuracy")
-    if central is not None:
-        lines.append(f"accuracy on the coordinator's test data: {central:.4f}")
+    central = report.central_evaluation
+    if central.get("accuracy") is not None:
+        lines.append(f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
+                     f"{interval_text(central, 'accuracy')}, balanced accuracy "
+                     f"{interval_text(central, 'balanced_accuracy')}")
+        if central.get("warning"):
+            lines.append(central["warning"])
     federated = report.federated_evaluation
     if federated.get("parties"):
         kind = "noised" if federated.get("noised") else "exact"
