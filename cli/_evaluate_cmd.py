@@ -113,10 +113,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(f"--calibration-bins: expected an integer >= 1, got {args.calibration_bins}")
     if not args.data.is_file():
         raise ValueError(f"DATA {args.data}: no such file")
-    clf = load_model(args)
-    if isinstance(clf, int):
-        return clf
-    forest = clf.forest_
+    loaded = load_model(args)
+    if isinstance(loaded, int):
+        return loaded
+    forest, provenance = loaded
     positive = positive_index(forest.schema, args)
 
     import numpy as np
@@ -155,7 +155,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if report.warning:
         say(report.warning)
     if args.json_path is not None:
-        out = {"data": str(args.data), "rows": counts, "provenance": clf.provenance.as_dict(), **report.as_dict()}
+        out = {"data": str(args.data), "rows": counts, "provenance": provenance.as_dict(), **report.as_dict()}
         args.json_path.write_text(json.dumps(out, indent=2), encoding="utf-8")
         say(f"metrics written to {args.json_path}")
     return 0

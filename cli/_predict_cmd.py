@@ -108,10 +108,10 @@ def run_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"--sep: expected one character, got {args.sep!r}")
     if not args.data.is_file():
         raise ValueError(f"DATA {args.data}: no such file")
-    clf = load_model(args)
-    if isinstance(clf, int):
-        return clf
-    forest = clf.forest_
+    loaded = load_model(args)
+    if isinstance(loaded, int):
+        return loaded
+    forest, _ = loaded
     positive = positive_index(forest.schema, args)
     from edprf_core._table_stream import stream_rows
 

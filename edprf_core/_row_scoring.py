@@ -139,28 +139,36 @@ def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.obje
         return RowScores(status, detail, proba)
     bad_line = np.zeros(n, dtype=bool) if malformed is None else (np.asarray(malformed, dtype=object) != "")
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
+    rules = CellRules.of(schema)
+    # Continuous cells are parsed once, here: the clipping check needs the numbers, and the encoder then
+    # reads floats (no second strip and parse).  A cell that is not a number is refused here, as the encoder
+    # would refuse it (_encoding._as_float); the encoder gets a placeholder number for it.
+    parsed = features.copy(deep=False)
+    clipped = np.zeros(n, dtype=bool)
+    for f in schema.features:
+        if not isinstance(f, ContinuousFeature):
+            continue
+        cells = rules.clean(features[f.name])
+        missing = rules.missing(cells)
+        x = _parse_numbers(cells)
+        not_number = np.isnan(x) & ~missing
+        if not_number.any():
+            problems.append((f.name, "not a finite number", not_number))
+        outside = np.isfinite(x) & ((x < f.lower) | (x > f.upper)) & ~bad_line
+        if outside.any():
+            clipped |= outside
+            texts = np.full(n, "", dtype=object)
+            texts[outside] = [f"column {f.name!r}: {x[i]:g} clipped to its {'lower' if x[i] < f.lower else 'upper'} "
+                              f"bound {f.lower if x[i] < f.lower else f.upper:g}" for i in np.flatnonzero(outside)]
+            _append(detail, outside, texts)
+        parsed[f.name] = np.where(not_number, f.lower, x)  # a placeholder: that row is refused above
     grid = forest.grid
-    codes = encode_features(features, schema, grid, problems)
+    codes = encode_features(parsed, schema, grid, problems)
     refused = np.zeros(n, dtype=bool)
     for column, what, mask in problems:
         mask = mask & ~bad_line
         refused |= mask
         _append(detail, mask, _reason_texts(column, what, features[column].to_numpy(dtype=object), mask))
-    rules = CellRules.of(schema)
-    clipped = np.zeros(n, dtype=bool)
-    for f in schema.features:
-        if not isinstance(f, ContinuousFeature):
-            continue
-        x = _parse_numbers(rules.clean(features[f.name]))
-        outside = np.isfinite(x) & ((x < f.lower) | (x > f.upper)) & ~bad_line
-        if outside.any():
-            clipped |= outside
-            texts = np.full(n, "", dtype=object)
-            rows = np.flatnonzero(outside)
-            texts[rows] = [f"column {f.name!r}: {x[i]:g} clipped to its "
-                           f"{'lower' if x[i] < f.lower else 'upper'} bound "
-                           f"{f.lower if x[i] < f.lower else f.upper:g}" for i in rows]
-            _append(detail, outside, texts)
     status[clipped] = CLIPPED
     status[refused] = REFUSED
     if malformed is not None:

@@ -26,7 +26,7 @@ from ._signature import SignatureStatus
 if TYPE_CHECKING:
     from edprf_core._released_classifier import ReleasedForestClassifier
 
-__all__ = ["ModelProvenance", "load_classifier"]
+__all__ = ["ModelProvenance", "load_classifier", "load_model_with_provenance", "provenance_of"]
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,17 @@ def load_classifier(path: str | Path, keys_dir: str | Path | None = None) -> Rel
     """
     from edprf_core._released_classifier import ReleasedForestClassifier  # scikit-learn: loaded when needed
 
+    view, provenance = load_model_with_provenance(path, keys_dir)
+    return ReleasedForestClassifier(view.forest, provenance=provenance)
+
+
+def load_model_with_provenance(path: str | Path, keys_dir: str | Path | None = None
+                               ) -> tuple[GlobalModelView, ModelProvenance]:
+    """:func:`load_classifier`'s checks without scikit-learn: the loaded model and its provenance.
+
+    What ``edprf predict`` and ``edprf evaluate`` use (they need the forest, not an estimator, and start
+    faster without importing scikit-learn).  Raises as :func:`load_classifier`.  Privacy cost: none.
+    """
     registry = PartyKeyRegistry.from_directory(keys_dir) if keys_dir is not None else None
     view = load_global_model(Path(path), registry=registry, strict=True)
-    provenance = provenance_of(view, str(path), str(keys_dir) if keys_dir is not None else "")
-    return ReleasedForestClassifier(view.forest, provenance=provenance)
+    return view, provenance_of(view, str(path), str(keys_dir) if keys_dir is not None else "")
