@@ -44,7 +44,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, REPO_ROOT, cpu_info, diabetes_path, load_dataset, log
+from _bench_common import DEFAULT_DATA_DIR, REPO_ROOT, RESULTS_DIR, cpu_info, diabetes_path, load_dataset, log
 
 from edprf_core import CategoricalFeature, EDPRFClassifier, encode_labels
 from protocol import (
@@ -178,23 +178,23 @@ def main() -> None:
     lines = [
         "# `edprf predict` throughput and memory",
         "",
-        f"Produced by `.venv/bin/python benchmarks/bench_predict.py{' --quick' if args.quick else ''}` "
-        f"({name} data, {args.rows:,} rows drawn with replacement; a global model of {args.parties} parties, "
-        f"{args.trees} trees, depth {args.depth}; scikit-learn RandomForestClassifier with n_estimators="
-        f"{args.trees}, max_depth={args.depth}, n_jobs=1). Machine: {cpu_info()}; Python "
-        f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}. Median of "
-        f"{args.repeats} runs, alternating, in one process. Load average before/after: "
-        f"{load_before[0]:.1f}/{load_after[0]:.1f} (shared 2-CPU machine).",
+        (f"Produced by `.venv/bin/python benchmarks/bench_predict.py{' --quick' if args.quick else ''}` "
+         f"({name} data, {args.rows:,} rows drawn with replacement; a global model of {args.parties} parties, "
+         f"{args.trees} trees, depth {args.depth}; scikit-learn RandomForestClassifier with n_estimators="
+         f"{args.trees}, max_depth={args.depth}, n_jobs=1). Machine: {cpu_info()}; Python "
+         f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}. Median of "
+         f"{args.repeats} runs, alternating, in one process. Load average before/after: "
+         f"{load_before[0]:.1f}/{load_after[0]:.1f} (shared 2-CPU machine)."),
         "",
         "| what | ours (s) | rows/s | scikit-learn (s) | rows/s | ratio (sklearn time / ours) |",
         "|---|---|---|---|---|---|",
     ]
-    for ours, theirs, label in (("edprf predict (command)", "scikit-learn file to file",
-                                 "file to file: `edprf predict` (child process, start-up included) vs "
-                                 "read_csv + predict_proba + to_csv"),
-                                ("load_classifier().predict_proba (in memory)",
-                                 "RandomForestClassifier.predict_proba (in memory)",
-                                 "in memory: `predict_proba` on a text DataFrame vs on a float matrix")):
+    comparisons = (("edprf predict (command)", "scikit-learn file to file",
+                    ("file to file: `edprf predict` (child process, start-up included) vs read_csv + "
+                     "predict_proba + to_csv")),
+                   ("load_classifier().predict_proba (in memory)", "RandomForestClassifier.predict_proba (in memory)",
+                    "in memory: `predict_proba` on a text DataFrame vs on a float matrix"))
+    for ours, theirs, label in comparisons:
         a, b = med[ours], med[theirs]
         lines.append(f"| {label} | {a:.3f} | {args.rows / a:,.0f} | {b:.3f} | {args.rows / b:,.0f} | {b / a:.2f}x |")
     lines += ["", "Peak resident memory of `edprf predict` (one child process, `ru_maxrss`; chunks of 20,000 rows):",
@@ -202,10 +202,10 @@ def main() -> None:
     for rows, seconds, kib in memory:
         lines.append(f"| {rows:,} | {seconds:.1f} | {rows / seconds:,.0f} | {kib / 1024:.0f} |")
     lines += ["", "Runs (s):", *(f"- {k}: {', '.join(f'{t:.3f}' for t in v)}" for k, v in times.items()),
-              "", "`edprf predict` does more than the scikit-learn job: it verifies the parties' signatures, "
-              "reads every line by the schema's per-record rules (a malformed line or refused cell becomes a "
+              "", ("`edprf predict` does more than the scikit-learn job: it verifies the parties' signatures, "
+                   "reads every line by the schema's per-record rules (a malformed line or refused cell becomes a "
               "row status, never a failed batch), checks every continuous cell for clipping and writes "
-              "status and reason columns."]
+                   "status and reason columns.")]
     text = "\n".join(lines) + "\n"
     Path(args.output).write_text(text, encoding="utf-8")
     print(text)

@@ -7,7 +7,7 @@ probability of each declared class, the predicted class and, with
 the schema's rules is reported, never fails the batch.  The model's
 provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
-or ``.parquet``; ``-`` writes CSV to stdout.
+(probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.
 
 Privacy: post-processing of the parties' DP releases on your own rows; no ε
 is spent and nothing leaves this machine.
@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
     from edprf_core import DPForest
 
-__all__ = ["register", "run_predict"]
+__all__ = ["PROBABILITY_DECIMALS", "register", "run_predict"]
+
+PROBABILITY_DECIMALS = 6
+"""Decimals of the probabilities in CSV output (Parquet keeps full precision)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +75,8 @@ class _Writer:
                 self._parquet_writer = self._stack.enter_context(pq.ParquetWriter(self.target, table.schema))
             self._parquet_writer.write_table(table)
         else:
-            frame.to_csv(self._handle, header=self.first, index=False, float_format="%.6g", lineterminator="\n")
+            rounded = frame.round(PROBABILITY_DECIMALS)  # 6 decimals: faster to write than a float format
+            rounded.to_csv(self._handle, header=self.first, index=False, lineterminator="\n")
         self.first = False
 
 

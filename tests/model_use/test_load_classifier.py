@@ -84,7 +84,7 @@ def test_fit_does_not_retrain_and_a_refused_cell_names_its_column(bank_model):
 
 def test_multiclass_model_probabilities_sum_to_one(wall_model):
     clf = load_classifier(wall_model["model"], keys_dir=wall_model["keys"])
-    X, y, schema = load_embedded("wall_robot_navigation")
+    X, _, schema = load_embedded("wall_robot_navigation")
     proba = clf.predict_proba(X.tail(200))
     assert proba.shape == (200, 4) and np.allclose(proba.sum(axis=1), 1)
     assert list(clf.classes_) == list(schema.classes)

@@ -41,12 +41,12 @@ def _predict(tmp_path, lines: list[str], *extra: str, name: str = "in.csv", out:
 
 
 def _same(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    """Same statuses and predictions, probabilities equal up to the CSV's 6 significant digits."""
+    """Same statuses and predictions, probabilities equal up to the CSV's 6 decimals."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     text = [c for c in ("status", "detail", "predicted", "decision") if c in a and c in b]
     return (a[text].astype(str).equals(b[text].astype(str))
             and np.allclose(a[["p_no", "p_yes"]].to_numpy(float), b[["p_no", "p_yes"]].to_numpy(float),
-                            rtol=1e-5, equal_nan=True))
+                            rtol=0, atol=1e-6, equal_nan=True))
 
 
 @pytest.fixture(autouse=True)
