@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._model_args import add_model_arguments, load_model, positive_index, say
+from ._model_args import add_model_arguments, prepare, say
 
 if TYPE_CHECKING:
     from edprf_core import ClinicalReport, Estimate
@@ -107,17 +107,12 @@ def _point(e: Estimate) -> str:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
-    if len(args.sep) != 1:
-        raise ValueError(f"--sep: expected one character, got {args.sep!r}")
     if args.calibration_bins < 1:
         raise ValueError(f"--calibration-bins: expected an integer >= 1, got {args.calibration_bins}")
-    if not args.data.is_file():
-        raise ValueError(f"DATA {args.data}: no such file")
-    loaded = load_model(args)
-    if isinstance(loaded, int):
-        return loaded
-    forest, provenance = loaded
-    positive = positive_index(forest.schema, args)
+    prepared = prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    forest, provenance, positive = prepared
 
     import numpy as np
 

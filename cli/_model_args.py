@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from edprf_core import DPForest, Schema
     from protocol import ModelProvenance
 
-__all__ = ["EXIT_SIGNATURE", "add_model_arguments", "load_model", "positive_index", "say"]
+__all__ = ["EXIT_SIGNATURE", "add_model_arguments", "load_model", "positive_index", "prepare", "say"]
 
 EXIT_SIGNATURE = 3
 """Exit status when a signature does not verify (as ``edprf inspect``)."""
@@ -100,3 +100,19 @@ def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
                 pass
     raise ValueError(f"--positive-class {args.positive_class!r}: expected one of the declared classes "
                      f"{classes}")
+
+
+def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:
+    """Check the data options, load the model (provenance to stderr), resolve ``--positive-class``.
+
+    Returns the forest, its provenance and the positive class's index (None without one), or an exit status.
+    """
+    if len(args.sep) != 1:
+        raise ValueError(f"--sep: expected one character, got {args.sep!r}")
+    if not args.data.is_file():
+        raise ValueError(f"DATA {args.data}: no such file")
+    loaded = load_model(args)
+    if isinstance(loaded, int):
+        return loaded
+    forest, provenance = loaded
+    return forest, provenance, positive_index(forest.schema, args)

@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ._model_args import add_model_arguments, load_model, positive_index, say
+from ._model_args import add_model_arguments, prepare, say
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,15 +108,10 @@ def run_predict(args: argparse.Namespace) -> int:
     """Handler of ``edprf predict``; returns the exit status (0 even when some rows were refused)."""
     if args.chunk_rows < 1:
         raise ValueError(f"--chunk-rows: expected an integer >= 1, got {args.chunk_rows}")
-    if len(args.sep) != 1:
-        raise ValueError(f"--sep: expected one character, got {args.sep!r}")
-    if not args.data.is_file():
-        raise ValueError(f"DATA {args.data}: no such file")
-    loaded = load_model(args)
-    if isinstance(loaded, int):
-        return loaded
-    forest, _ = loaded
-    positive = positive_index(forest.schema, args)
+    prepared = prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    forest, _, positive = prepared
     from edprf_core._table_stream import stream_rows
 
     counts: dict[str, int] = {}

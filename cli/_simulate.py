@@ -407,12 +407,9 @@ def _table(result: dict) -> str:
 
 def _cell(metrics: dict, key: str) -> str:
     """``0.9123 [0.891, 0.931]``: the value and its 95% interval; ``n/a`` when undefined."""
-    value, ci = metrics.get(key), metrics.get(f"{key}_ci95")
-    if not isinstance(value, float) or not math.isfinite(value):
-        return "n/a"
-    if not ci or any(not isinstance(v, float) or not math.isfinite(v) for v in ci):
-        return f"{value:.4f}"
-    return f"{value:.4f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    from edprf_core._clinical_metrics import interval_text
+
+    return interval_text(metrics.get(key), metrics.get(f"{key}_ci95"), brackets=True)
 
 
 def _plot(result: dict, path: Path) -> Path | None:

@@ -57,6 +57,7 @@ __all__ = [
     "brier_estimate",
     "clinical_report",
     "delong_auc",
+    "interval_text",
     "macro_f1_estimate",
     "one_class_warning",
     "wilson_interval",
@@ -100,6 +101,21 @@ class Estimate:
         if not math.isfinite(self.value):
             return "n/a"
         return f"{self.value:.{digits}f} (95% CI {self.low:.{digits}f}-{self.high:.{digits}f})"
+
+
+def interval_text(value: object, ci: Sequence[object] | None, digits: int = 4, brackets: bool = False) -> str:
+    """``0.9123 (95% CI 0.8912-0.9310)`` (or ``0.9123 [0.891, 0.931]`` with ``brackets``) from stored values.
+
+    ``n/a`` when ``value`` is not a finite float; the value alone when the interval is missing or undefined
+    (JSON reports store NaN as None).
+    """
+    if not isinstance(value, float) or not math.isfinite(value):
+        return "n/a"
+    if not ci or any(not isinstance(v, float) or not math.isfinite(v) for v in ci):
+        return f"{value:.{digits}f}"
+    if brackets:
+        return f"{value:.{digits}f} [{ci[0]:.{digits - 1}f}, {ci[1]:.{digits - 1}f}]"
+    return f"{value:.{digits}f} (95% CI {ci[0]:.{digits}f}-{ci[1]:.{digits}f})"
 
 
 def _finite_or_none(x: float) -> float | None:

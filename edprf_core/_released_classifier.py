@@ -28,7 +28,23 @@ from ._input_checks import check_predict_input, schema_input_tags
 from ._release import DPForest
 from ._schema import Schema
 
-__all__ = ["ReleasedForestClassifier"]
+__all__ = ["ReleasedForestClassifier", "schema_accuracy"]
+
+
+def schema_accuracy(forest: DPForest, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
+                    sample_weight: ArrayLike | None = None) -> float:
+    """Accuracy of ``forest`` on ``(X, y)``, labels read by the schema (NaN without rows).
+
+    A missing or undeclared label raises :class:`DataValidationError`.  Privacy cost: none for the
+    forest; the accuracy is an exact statistic of ``(X, y)`` (not DP).
+    """
+    truth = encode_labels(y, forest.schema)
+    predicted = np.argmax(forest.predict_proba(X), axis=1)
+    if truth.shape[0] != predicted.shape[0]:
+        raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
+    if truth.shape[0] == 0:
+        return float("nan")
+    return float(np.average(predicted == truth, weights=sample_weight))
 
 
 class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
@@ -130,13 +146,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
         check_predict_input(self, X)
-        truth = encode_labels(y, self.schema_)
-        predicted = np.argmax(self.forest_.predict_proba(X), axis=1)
-        if truth.shape[0] != predicted.shape[0]:
-            raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
-        if truth.shape[0] == 0:
-            return float("nan")
-        return float(np.average(predicted == truth, weights=sample_weight))
+        return schema_accuracy(self.forest_, X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

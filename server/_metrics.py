@@ -7,13 +7,13 @@ with its 95 % interval (``<metric>_ci95``), and the warning when the forest pred
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from edprf_core import DPForest, clinical_report, encode_labels
+from edprf_core._clinical_metrics import interval_text as format_interval
 from edprf_core._clinical_metrics import macro_f1_estimate
 
 __all__ = ["classification_metrics", "forest_metrics", "interval_text"]
@@ -49,9 +49,4 @@ def forest_metrics(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> dict[str,
 
 def interval_text(metrics: dict[str, Any], key: str, digits: int = 4) -> str:
     """``0.9123 (95% CI 0.8912-0.9310)`` from ``metrics[key]`` and ``metrics[key + "_ci95"]``; ``n/a`` if absent."""
-    value, ci = metrics.get(key), metrics.get(f"{key}_ci95")
-    if not isinstance(value, float) or not math.isfinite(value):
-        return "n/a"
-    if not ci or any(not isinstance(v, float) or not math.isfinite(v) for v in ci):
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} (95% CI {ci[0]:.{digits}f}-{ci[1]:.{digits}f})"
+    return format_interval(metrics.get(key), metrics.get(f"{key}_ci95"), digits)
