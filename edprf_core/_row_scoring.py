@@ -176,8 +176,23 @@ def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.obje
         detail[bad_line] = np.asarray(malformed, dtype=object)[bad_line]
     good = ~refused & ~bad_line
     if good.any():
-        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, codes[good]))
+        distinct, inverse = _distinct_rows(codes[good], grid.n_codes)
+        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, distinct))[inverse]
     return RowScores(status, detail, proba)
+
+
+def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.int32], NDArray[np.intp]]:
+    """The distinct code rows and, per row, the index of its distinct row (rows with equal codes score alike).
+
+    Each row becomes one mixed-radix integer when the grid has fewer than 2**62 cells (a 1-D unique is
+    several times faster than numpy's row-wise one); otherwise every row is kept.
+    """
+    radix = np.asarray(n_codes, dtype=np.int64)
+    if float(np.prod(radix.astype(np.float64))) >= 2.0**62:
+        return codes, np.arange(codes.shape[0])
+    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    _, first, inverse = np.unique(codes.astype(np.int64) @ weights, return_index=True, return_inverse=True)
+    return codes[first], inverse.ravel()
 
 
 def _reason_texts(column: str, what: str, values: NDArray[np.object_], mask: NDArray[np.bool_]) -> NDArray[np.object_]:

@@ -136,16 +136,16 @@ def _stream_text(handle: IO[bytes], path: Path, schema: Schema, sep: str, header
         if not require_label:
             widths[len(features)] = list(range(len(features))) + [None]
     has_label = label in wanted
+    # a line whose fields are exactly the wanted columns, in order, is kept as split (no reordering)
+    as_split = {w for w, positions in widths.items() if positions == list(range(len(wanted)))}
     rows: list[list[object]] = []
     numbers: list[int] = []
     problems: list[str] = []
     blank = [None] * len(wanted)
     expected = " or ".join(str(w) for w in sorted(widths))
-    for raw in handle:
+    for line in _lines(handle, first_line):
         number += 1
-        line = _decode(raw, first_line)
-        first_line = False
-        if not line.strip():
+        if not line or line.isspace():
             continue
         fields = None
         if len(line) > max_line_chars:
@@ -160,6 +160,8 @@ def _stream_text(handle: IO[bytes], path: Path, schema: Schema, sep: str, header
                 problem = ""
         if fields is None:
             rows.append(blank)
+        elif len(fields) in as_split:
+            rows.append(fields)
         else:
             rows.append([fields[i] if i is not None else None for i in widths[len(fields)]])
         numbers.append(number)
@@ -169,6 +171,27 @@ def _stream_text(handle: IO[bytes], path: Path, schema: Schema, sep: str, header
             rows, numbers, problems = [], [], []
     if rows:
         yield _chunk(rows, numbers, problems, wanted, has_label)
+
+
+_BLOCK_BYTES = 1 << 22
+
+
+def _lines(handle: IO[bytes], first: bool) -> Iterator[str]:
+    """The remaining lines, decoded a block of whole lines at a time (UTF-8 with replacement; a line break is
+    never part of a multi-byte sequence, so this equals decoding each line alone), without their line ends."""
+    while True:
+        block = handle.readlines(_BLOCK_BYTES)
+        if not block:
+            return
+        if first:
+            block[0] = block[0].removeprefix(_BOM)
+            first = False
+        text = b"".join(block).decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()  # the empty text after the block's last line break
+        for line in lines:
+            yield line.removesuffix("\r")
 
 
 def _decode(raw: bytes, first: bool) -> str:

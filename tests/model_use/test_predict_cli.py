@@ -127,3 +127,15 @@ def test_wrong_keys_exit_3_and_bad_options_are_one_line_errors(tmp_path, bank_mo
     assert "--threshold needs --positive-class" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["predict", str(bank_model["model"]), str(data), "-o", "x.csv", "--positive", "yes"])  # no abbreviations
+
+
+def test_bom_crlf_blank_lines_bad_bytes_and_a_last_line_without_newline(tmp_path):
+    path = tmp_path / "odd.csv"
+    bad = GOOD.replace("admin.", "adm\xffin.").encode("latin-1")  # not UTF-8: read with a replacement character
+    path.write_bytes(b"\xef\xbb\xbf" + HEADER.encode() + b"\r\n" + GOOD.encode() + b"\r\n\r\n" + bad + b"\n"
+                     + GOOD.encode())
+    target = tmp_path / "odd-out.csv"
+    assert main(["predict", str(_predict.model), str(path), "-o", str(target)]) == 0
+    out = pd.read_csv(target, keep_default_na=False)
+    assert list(out["line"]) == [2, 4, 5]  # the blank line 3 is not a record
+    assert list(out["status"]) == ["ok", "refused", "ok"] and "'job': unknown category" in out["detail"][1]

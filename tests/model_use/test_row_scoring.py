@@ -81,3 +81,13 @@ def test_text_columns_of_pandas_string_dtype_are_stripped_like_object_columns():
     as_str = pd.Series([" yes", "no "], dtype="str")
     as_object = pd.Series([" yes", "no "], dtype=object)
     assert list(read_labels(as_str, schema)[0]) == list(read_labels(as_object, schema)[0]) == [1, 0]
+
+
+def test_many_feature_grids_score_every_row_as_predict_proba():
+    """The wall robot grid has more than 2**62 cells: rows are scored without the packed-key shortcut."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=20,
+                             random_state=0).fit(X.iloc[:2000], y.iloc[:2000]).forest_
+    rows = X.iloc[2000:2300].astype(str).reset_index(drop=True)
+    assert float(np.prod(np.asarray(forest.grid.n_codes, dtype=float))) >= 2.0**62
+    np.testing.assert_allclose(score_rows(forest, rows).proba, forest.predict_proba(rows), rtol=0, atol=1e-12)
