@@ -57,13 +57,19 @@ class _Writer:
         self._parquet_writer = None
         self._stack = stack
         self._handle: IO[str] | None = None
-        if not self.parquet:
-            if target == "-":
+
+    def _open_text(self) -> IO[str]:
+        """Opened at the first write: a file-level error (no such column) leaves no output file behind."""
+        if self._handle is None:
+            if self.target == "-":
                 self._handle = sys.stdout
-            elif target.endswith(".gz"):
-                self._handle = stack.enter_context(gzip.open(target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115
+            elif self.target.endswith(".gz"):
+                self._handle = self._stack.enter_context(
+                    gzip.open(self.target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
-                self._handle = stack.enter_context(open(target, "w", encoding="utf-8", newline=""))  # noqa: SIM115
+                self._handle = self._stack.enter_context(
+                    open(self.target, "w", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
+        return self._handle
 
     def write(self, frame: pd.DataFrame) -> None:
         if self.parquet:
@@ -76,7 +82,7 @@ class _Writer:
             self._parquet_writer.write_table(table)
         else:
             rounded = frame.round(PROBABILITY_DECIMALS)  # 6 decimals: faster to write than a float format
-            rounded.to_csv(self._handle, header=self.first, index=False, lineterminator="\n")
+            rounded.to_csv(self._open_text(), header=self.first, index=False, lineterminator="\n")
         self.first = False
 
 
