@@ -148,7 +148,7 @@ class CellRules:
 
     def clean(self, series: pd.Series) -> pd.Series:
         """The cells with surrounding whitespace removed from text cells (each cell alone)."""
-        if not self.strip_whitespace or not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
+        if not self.strip_whitespace or series.dtype != object:
             return series
         try:
             stripped = series.str.strip()  # NaN for cells that are not text: those keep their value

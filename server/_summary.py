@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._metrics import interval_text
 from ._report import RunReport
 
-__all__ = ["summary_lines"]
+__all__ = ["central_evaluation_lines", "summary_lines"]
 
 
 def summary_lines(report: RunReport) -> list[str]:
@@ -19,13 +21,7 @@ def summary_lines(report: RunReport) -> list[str]:
         lines.append(report.failure)
     if report.model_path:
         lines.append(f"model: {report.model_path}")
-    central = report.central_evaluation
-    if central.get("accuracy") is not None:
-        lines.append(f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
-                     f"{interval_text(central, 'accuracy')}, balanced accuracy "
-                     f"{interval_text(central, 'balanced_accuracy')}")
-        if central.get("warning"):
-            lines.append(central["warning"])
+    lines.extend(central_evaluation_lines(report.central_evaluation))
     federated = report.federated_evaluation
     if federated.get("parties"):
         kind = "noised" if federated.get("noised") else "exact"
@@ -37,4 +33,16 @@ def summary_lines(report: RunReport) -> list[str]:
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
+    return lines
+
+
+def central_evaluation_lines(central: dict[str, Any]) -> list[str]:
+    """Accuracy and balanced accuracy on the coordinator's test data with their intervals, and the one-class warning."""
+    if central.get("accuracy") is None:
+        return []
+    head = (f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
+            f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}")
+    lines = [head]
+    if central.get("warning"):
+        lines.append(central["warning"])
     return lines
