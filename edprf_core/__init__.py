@@ -15,6 +15,7 @@ from ._budget import (
     SequentialComposition,
     UniformSchedule,
 )
+from ._clinical_metrics import ClinicalReport, Estimate, clinical_report
 from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
@@ -68,12 +69,14 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "CategoricalFeature",
+    "ClinicalReport",
     "ContinuousFeature",
     "DPForest",
     "PartPooling",
     "DataCheck",
     "DataValidationError",
     "DomainClippingWarning",
+    "Estimate",
     "EDPRFClassifier",
     "ExponentialMechanism",
     "FeatureGrid",
@@ -86,6 +89,7 @@ __all__ = [
     "ParallelComposition",
     "PermuteAndFlip",
     "PrivacyLeakWarning",
+    "ReleasedForestClassifier",
     "Schema",
     "SchemaError",
     "SequentialComposition",
@@ -97,6 +101,7 @@ __all__ = [
     "branching_factor",
     "budget",
     "check_data",
+    "clinical_report",
     "conforming_rows",
     "default_accountant",
     "discrete_laplace_counts",
@@ -123,10 +128,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Load the estimator (and scikit-learn with it) on first use: reading data needs neither."""
+    """Load the estimators (and scikit-learn with them) on first use: reading data needs neither."""
     if name == "EDPRFClassifier":
         from ._classifier import EDPRFClassifier
 
         globals()[name] = EDPRFClassifier
         return EDPRFClassifier
+    if name == "ReleasedForestClassifier":
+        from ._released_classifier import ReleasedForestClassifier
+
+        globals()[name] = ReleasedForestClassifier
+        return ReleasedForestClassifier
     raise AttributeError(f"module 'edprf_core' has no attribute {name!r}")
