@@ -14,7 +14,7 @@ and then forges the counts) and fits every party with ``EDPRFClassifier`` at eps
 (leaf counts, depth chosen from a DP count, at most 8; seeded research fits).  The forests are
 merged with ``merge_forests`` (what the coordinator does with accepted releases) and pooled by
 the default rule; "unbounded" is the same model pooled without the bound of item 5
-(``TOLERATED_PARTIES = 0``, the rule before issue 20).  Accuracies are means over seeds.
+(``tolerated_parties=0``, the rule before issue 20).  Accuracies are means over seeds.
 
 Usage: ``python benchmarks/bench_hostile_party.py --seeds 3``.
 """
@@ -48,17 +48,7 @@ MARGIN = 0.02
 
 
 def _accuracy(forest, X, truth, tolerated: int | None = None) -> float:
-    from dataclasses import replace
-
-    import edprf_core._leaf_distribution as pooling
-
-    saved = pooling.TOLERATED_PARTIES
-    try:
-        if tolerated is not None:
-            pooling.TOLERATED_PARTIES = tolerated
-        proba = replace(forest, _routing={}).predict_proba(X)
-    finally:
-        pooling.TOLERATED_PARTIES = saved
+    proba = forest.predict_proba(X, tolerated_parties=tolerated)
     return float(np.mean(np.argmax(proba, axis=1) == truth))
 
 

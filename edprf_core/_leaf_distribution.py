@@ -317,11 +317,14 @@ def leaf_distributions(trees: ForestArrays, n_classes: int, pseudo_counts: NDArr
     return out
 
 
-def label_shift_factors(trees: ForestArrays, n_classes: int, part_sizes: list[int]) -> NDArray[np.float64]:
+def label_shift_factors(trees: ForestArrays, n_classes: int, part_sizes: list[int],
+                        tolerated: int | None = None) -> NDArray[np.float64]:
     """Per tree, the factors ``pi(y) / pi_j(y)`` of its part ``j`` (see the module docstring), shape (n_trees, K).
 
-    ``part_sizes`` gives the number of consecutive trees of each part.  Trees
-    without counts get factors 1.  Privacy cost: none (post-processing).
+    ``part_sizes`` gives the number of consecutive trees of each part; ``pi``
+    is :func:`part_consortium_prior` (bounded against ``tolerated`` hostile
+    parts, item 5).  Trees without counts get factors 1.  Privacy cost: none
+    (post-processing).
     """
     n_parts = len(part_sizes)
     factors = np.ones((trees.n_trees, n_classes))
@@ -339,7 +342,7 @@ def label_shift_factors(trees: ForestArrays, n_classes: int, part_sizes: list[in
     # each tree of a part covers that part's rows once (disjoint rows per tree under parallel composition)
     local = per_part[counted] + 1.0
     local /= local.sum(axis=1, keepdims=True)
-    overall = part_consortium_prior(per_part[counted])  # bounded against one hostile part (item 5)
+    overall = part_consortium_prior(per_part[counted], tolerated)  # bounded against hostile parts (item 5)
     ratio = np.ones((n_parts, n_classes))
     ratio[counted] = overall[None, :] / local
     factors[trees_with_counts] = ratio[part_of_tree[trees_with_counts]]

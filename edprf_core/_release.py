@@ -26,6 +26,7 @@ from ._exceptions import SchemaError
 from ._leaf_distribution import (
     POOLINGS,
     SHRINKAGE,
+    TOLERATED_PARTIES,
     PartPooling,
     bounded_part_mean,
     class_share_rows,
@@ -372,7 +373,7 @@ class DPForest:
         return self._routing["distributions"]
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
-                      label_shift: bool = True) -> NDArray[np.float64]:
+                      label_shift: bool = True, tolerated_parties: int | None = None) -> NDArray[np.float64]:
         """Class probabilities pooled from the trees' leaf distributions.
 
         A tree that released counts gives its leaf's smoothed class
@@ -398,6 +399,10 @@ class DPForest:
             distribution (``False``: against the consortium's mix, so a
             part's class mix is kept; with one part the two differ only by
             the root's noise and shrinkage).
+        tolerated_parties : int >= 0, default :data:`edprf_core._leaf_distribution.TOLERATED_PARTIES` (1)
+            How many hostile parts the across-part combination is bounded
+            against (item 5); 0 gives the unbounded rule of items 3-4 (for
+            comparisons: one party's forged counts can then take the model).
 
         Across parts (merged forests of three parts or more) each part's
         pooled values and weights are combined with bounded influence
@@ -426,21 +431,25 @@ class DPForest:
                         "using the mean", int((~count_trees).sum()), self.n_trees)
             pooling = "mean"
         distinct, inverse = np.unique(self.encode(X), axis=0, return_inverse=True)
-        vectors, weights = self._pooling_terms(pooling, label_shift)
+        tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
+        if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
+            raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
+        vectors, weights = self._pooling_terms(pooling, label_shift, tolerated)
         n_rows, n_classes, n_parts = distinct.shape[0], self.schema.n_classes, len(self.parts)
         out = np.empty((n_rows, n_classes))
         rows_per_chunk = max(1, (1 << 23) // max(1, n_parts * n_classes))
-        prior = self._prior() if pooling == "log-linear" else None
+        prior = self._prior(tolerated) if pooling == "log-linear" else None
         for start in range(0, n_rows, rows_per_chunk):
             chunk = slice(start, start + rows_per_chunk)
-            pooled = bounded_part_mean(self._part_scores(vectors, distinct[chunk]), weights)
+            pooled = bounded_part_mean(self._part_scores(vectors, distinct[chunk]), weights, tolerated)
             if prior is not None:
                 out[chunk] = log_linear_pool(pooled, prior, self.n_trees)
             else:
                 out[chunk] = pooled / pooled.sum(axis=1, keepdims=True)
         return out[inverse.ravel()]
 
-    def _pooling_terms(self, pooling: str, label_shift: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _pooling_terms(self, pooling: str, label_shift: bool, tolerated: int = TOLERATED_PARTIES,
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per node, its tree's term of its part's score; per part and class, the part's weight (cached per model).
 
         Log-linear (item 4): node ``v`` of tree ``t`` in part ``j`` holds
@@ -452,7 +461,9 @@ class DPForest:
         gather, sum per part, combine the parts (:func:`bounded_part_mean`),
         add the prior.  Privacy cost: none (post-processing).
         """
-        key = ("terms", pooling, bool(label_shift))
+        # only the ratios against the prior (log-linear without label shift) and the label-shift factors
+        # (mean) depend on the tolerated parts; the key keeps them apart
+        key = ("terms", pooling, bool(label_shift), tolerated)
         if key not in self._routing:
             n_classes = self.schema.n_classes
             dist = self._distributions()
@@ -463,14 +474,14 @@ class DPForest:
                 weights = self._part_sums(shares)
                 within = shares / np.where(weights > 0, weights, 1.0)[part_of_tree]
                 log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
-                           else np.broadcast_to(np.log(self._prior()), (self.n_trees, n_classes)))
+                           else np.broadcast_to(np.log(self._prior(tolerated)), (self.n_trees, n_classes)))
                 with np.errstate(divide="ignore"):
                     log_dist = np.log(dist)
                 vectors = np.where(self.trees.feature[:, None] < 0, (log_dist - log_ref[tree_of]) * within[tree_of], 0.0)
             else:
                 p = dist
                 if label_shift:
-                    p = p * self._label_shift()[tree_of]
+                    p = p * self._label_shift(tolerated)[tree_of]
                     p /= p.sum(axis=1, keepdims=True)
                 sizes = np.array([n for _, _, n in self.parts], dtype=np.float64)
                 vectors = p / sizes[part_of_tree][tree_of][:, None]
@@ -478,13 +489,14 @@ class DPForest:
             self._routing[key] = (np.ascontiguousarray(vectors), weights)
         return self._routing[key]
 
-    def _prior(self) -> NDArray[np.float64]:
+    def _prior(self, tolerated: int = TOLERATED_PARTIES) -> NDArray[np.float64]:
         """The consortium prior of the parts with counts (:func:`part_consortium_prior`, item 5); cached."""
-        if "prior" not in self._routing:
+        key = ("prior", tolerated)
+        if key not in self._routing:
             totals = self._part_sums(released_class_totals(self.trees, self.schema.n_classes))
             counted = self._part_sums(self.trees.tree_has_counts().astype(np.float64)[:, None])[:, 0] > 0
-            self._routing["prior"] = part_consortium_prior(totals[counted])
-        return self._routing["prior"]
+            self._routing[key] = part_consortium_prior(totals[counted], tolerated)
+        return self._routing[key]
 
     def _part_scores(self, vectors: NDArray[np.float64], distinct: NDArray[np.int32]) -> NDArray[np.float64]:
         """Per part, the sum over its trees of ``vectors`` at the leaf each row reaches: (n_parts, n_rows, n_classes)."""
@@ -544,11 +556,12 @@ class DPForest:
         """Each tree's share ``a_tk`` of the rows of class ``k`` over all trees (:func:`class_share_weights`)."""
         return class_share_weights(self.trees, self.schema.n_classes, self._noise_scales())
 
-    def _label_shift(self) -> NDArray[np.float64]:
-        if "label_shift" not in self._routing:
-            self._routing["label_shift"] = label_shift_factors(self.trees, self.schema.n_classes,
-                                                               [n for _, _, n in self.parts])
-        return self._routing["label_shift"]
+    def _label_shift(self, tolerated: int = TOLERATED_PARTIES) -> NDArray[np.float64]:
+        key = ("label_shift", tolerated)
+        if key not in self._routing:
+            self._routing[key] = label_shift_factors(self.trees, self.schema.n_classes,
+                                                     [n for _, _, n in self.parts], tolerated)
+        return self._routing[key]
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (:meth:`predict_proba`); with label trees only, the majority vote.

@@ -17,7 +17,7 @@ import pandas as pd
 from edprf_core import DPForest
 from edprf_core._tree import MAX_LEAF_COUNT
 
-__all__ = ["ATTACKS", "forge"]
+__all__ = ["ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_release_bytes"]
 
 ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
            "copied-release", "inverted", "inverted-plausible", "one-class-per-tree")
@@ -98,3 +98,25 @@ def forge(attack: str, own: DPForest, *, honest_model: Callable[[pd.DataFrame], 
         mass = MAX_LEAF_COUNT if attack == "inverted" else np.maximum(counts.sum(axis=1), 1.0)
         return _with_counts(own, _one_hot(n_nodes, n_classes, least, mass))
     raise ValueError(f"forge: unknown attack {attack!r}; expected one of {ATTACKS}")
+
+
+SELF_CONTAINED_ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
+                          "one-class-per-tree")
+"""The attacks a party can mount from its own release alone (what the hostile ClientApps use)."""
+
+
+def forge_release_bytes(payload: bytes, schema, attack: str, signing_key=None) -> bytes:
+    """Re-issue a party's own genuine release with forged counts: same party, run, request, parameters, shapes.
+
+    ``payload`` is the party's honest ``SignedRelease``; the result is signed with ``signing_key``
+    (the party's registered key) when given, so it passes the decoder, the signature check and the
+    coordinator's conformance checks.  ``attack`` is one of :data:`SELF_CONTAINED_ATTACKS`.
+    """
+    from protocol import INSPECTION_POLICY, decode_release, encode_release
+
+    if attack not in SELF_CONTAINED_ATTACKS:
+        raise ValueError(f"forge_release_bytes: expected one of {SELF_CONTAINED_ATTACKS}, got {attack!r}")
+    genuine = decode_release(payload, schema, INSPECTION_POLICY)
+    forged = forge(attack, genuine.forest)
+    return encode_release(forged, genuine.party_id, signing_key, allow_non_dp=not forged.dp,
+                          run_id=genuine.run_id, request_id=genuine.request_id)
