@@ -430,7 +430,7 @@ class DPForest:
             logger.info("log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
                         "using the mean", int((~count_trees).sum()), self.n_trees)
             pooling = "mean"
-        distinct, inverse = np.unique(self.encode(X), axis=0, return_inverse=True)
+        distinct, inverse = self._distinct_rows(self.encode(X))
         tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
         if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
             raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
@@ -446,7 +446,21 @@ class DPForest:
                 out[chunk] = log_linear_pool(pooled, prior, self.n_trees)
             else:
                 out[chunk] = pooled / pooled.sum(axis=1, keepdims=True)
-        return out[inverse.ravel()]
+        return out[inverse]
+
+    def _distinct_rows(self, codes: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+        """The distinct code rows and, per row, its index among them (rows with equal codes predict alike).
+
+        One int64 key per row (the codes in mixed radix) when the grid's code
+        space fits, else rows compared whole.  Prediction-time only.
+        """
+        sizes = np.asarray(self.grid.n_codes, dtype=np.float64)
+        if codes.shape[1] and float(np.prod(sizes)) < 2.0**62:
+            radix = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1.0]]).astype(np.int64)
+            _, first, inverse = np.unique(codes.astype(np.int64) @ radix, return_index=True, return_inverse=True)
+            return codes[first], inverse.ravel()
+        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+        return distinct, inverse.ravel()
 
     def _pooling_terms(self, pooling: str, label_shift: bool, tolerated: int = TOLERATED_PARTIES,
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -500,6 +514,9 @@ class DPForest:
 
     def _part_scores(self, vectors: NDArray[np.float64], distinct: NDArray[np.int32]) -> NDArray[np.float64]:
         """Per part, the sum over its trees of ``vectors`` at the leaf each row reaches: (n_parts, n_rows, n_classes)."""
+        fast = self._leafmask()
+        if fast is not None:
+            return fast.part_sums(distinct, self.grid.n_codes, vectors, self.part_bounds)
         table = self._table()
         n_rows, n_classes = distinct.shape[0], vectors.shape[1]
         bounds = self.part_bounds
@@ -531,10 +548,10 @@ class DPForest:
         if not count_trees.all():
             raise ValueError("part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
                              f"{int((~count_trees).sum())} label-only trees of {self.n_trees}")
-        distinct, inverse = np.unique(self.encode(X), axis=0, return_inverse=True)
+        distinct, inverse = self._distinct_rows(self.encode(X))
         vectors, weights = self._pooling_terms("log-linear", True)
         scores = self._part_scores(vectors, distinct)
-        return PartPooling(scores[:, inverse.ravel(), :], weights,
+        return PartPooling(scores[:, inverse, :], weights,
                            self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
                            np.diff(self.part_bounds))
 
