@@ -146,9 +146,9 @@ from numpy.typing import NDArray
 from ._tree import ForestArrays
 
 __all__ = [
+    "CLIP_MARGIN",
     "POOLINGS",
     "POOLING_EXPONENT",
-    "CLIP_MARGIN",
     "SHRINKAGE",
     "TOLERATED_PARTIES",
     "PartPooling",
@@ -156,11 +156,11 @@ __all__ = [
     "class_share_rows",
     "class_share_weights",
     "consortium_prior",
-    "part_consortium_prior",
     "corrected_class_totals",
     "label_shift_factors",
     "leaf_distributions",
     "log_linear_pool",
+    "part_consortium_prior",
     "released_class_totals",
 ]
 
@@ -193,7 +193,7 @@ overconfident (ECE 0.07)."""
 
 
 CLIP_MARGIN = 1.0
-"""``lambda`` of item 5: how far beyond the honest-bounded range ``[lo, hi]`` a part's value may reach, in units of its width."""
+"""``lambda`` of item 5: how far beyond ``[lo, hi]`` (bounded by the honest parts) a value may reach, in widths."""
 
 TOLERATED_PARTIES = 1
 """Hostile parts the across-part combination is bounded against (item 5): ``f`` in :func:`bounded_part_mean`."""

@@ -491,7 +491,8 @@ class DPForest:
                            else np.broadcast_to(np.log(self._prior(tolerated)), (self.n_trees, n_classes)))
                 with np.errstate(divide="ignore"):
                     log_dist = np.log(dist)
-                vectors = np.where(self.trees.feature[:, None] < 0, (log_dist - log_ref[tree_of]) * within[tree_of], 0.0)
+                leaf = self.trees.feature[:, None] < 0
+                vectors = np.where(leaf, (log_dist - log_ref[tree_of]) * within[tree_of], 0.0)
             else:
                 p = dist
                 if label_shift:
@@ -513,7 +514,10 @@ class DPForest:
         return self._routing[key]
 
     def _part_scores(self, vectors: NDArray[np.float64], distinct: NDArray[np.int32]) -> NDArray[np.float64]:
-        """Per part, the sum over its trees of ``vectors`` at the leaf each row reaches: (n_parts, n_rows, n_classes)."""
+        """Per part, the sum over its trees of ``vectors`` at the leaf each row reaches.
+
+        Shape ``(n_parts, n_rows, n_classes)``; one gathered vector per tree and row.
+        """
         fast = self._leafmask()
         if fast is not None:
             return fast.part_sums(distinct, self.grid.n_codes, vectors, self.part_bounds)

@@ -56,6 +56,21 @@ def _pinned_launcher(bin_dir, trusted: list[str], tmp_path, name: str) -> dict[s
     return {"PATH": f"{bin_dir}:{BIN}:{{PATH}}", "EDPRF_TRUSTED_APP_HASHES": str(hashes)}
 
 
+def _start_federation(dep, pki, tmp_path, parties, keys, attacks: dict[str, str], envs: dict[str, dict]):
+    """SuperLink (TLS, SuperNode auth) and one SuperNode per party; ``attacks`` maps hostile parties to their attack."""
+    fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
+    fed.start_superlink(tmp_path / "superlink.db")
+    fed.write_cli_config()
+    node_of = {p: fed.register(keys[p].auth_pub) for p in parties}
+    for p, paths in parties.items():
+        attack = {"attack": attacks[p]} if p in attacks else {}
+        fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
+                            auth_key=keys[p].auth_key, env=envs.get(p))
+    fed.wait_online(len(parties), timeout=90)
+    fed.assert_loopback_only()
+    return fed, node_of
+
+
 def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(deployment, pki, tmp_path):
     dep = deployment
 
@@ -73,17 +88,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             pinned = _pinned_launcher(tmp_path / f"{party_id}-bin", trusted, tmp_path, party_id)
             envs[party_id] = {**dep.env, **pinned, "PATH": pinned["PATH"].format(PATH=dep.env["PATH"])}
 
-        fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
-        fed.start_superlink(tmp_path / "superlink.db")
-        fed.write_cli_config()
-        node_of = {p: fed.register(keys[p].auth_pub) for p in caps}
-        for p, paths in parties.items():
-            attack = {"attack": HOSTILE[p]} if p in HOSTILE else {}
-            fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
-                                auth_key=keys[p].auth_key, env=envs.get(p))
-        fed.wait_online(len(caps), timeout=90)
-        fed.assert_loopback_only()
-
+        fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, HOSTILE, envs)
         report, view = fed.run_and_load("run-hostile", {
             "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
             "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
@@ -147,17 +152,8 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
         write_launcher(hostile_bin)
         hostile_env = {**dep.env, "PATH": f"{hostile_bin}:{BIN}:{dep.env['PATH']}"}
 
-        fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
-        fed.start_superlink(tmp_path / "superlink.db")
-        fed.write_cli_config()
-        node_of = {p: fed.register(keys[p].auth_pub) for p in caps}
-        for p, paths in parties.items():
-            attack = {"attack": "counts:rarest-class"} if p == FORGING else {}
-            fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
-                                auth_key=keys[p].auth_key, env=hostile_env if p == FORGING else None)
-        fed.wait_online(len(caps), timeout=90)
-        fed.assert_loopback_only()
-
+        fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, {FORGING: "counts:rarest-class"},
+                                         {FORGING: hostile_env})
         report, view = fed.run_and_load("run-forged-counts", {
             "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 6, "min-parties": 2,
             "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
