@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/ensure-venv.sh
-ensure_venv "" "edprf_core flwr"
+ensure_venv "federation" "edprf_core flwr"
 exec .venv/bin/edprf simulate "$@"

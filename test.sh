@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/ensure-venv.sh
-ensure_venv "test,dev" "edprf_core flwr pytest hypothesis scipy grpc_tools"
+ensure_venv "federation,test,dev" "edprf_core flwr pytest hypothesis scipy grpc_tools"
 export PATH="$PWD/.venv/bin:$PATH"
 exec .venv/bin/python -m pytest "$@"

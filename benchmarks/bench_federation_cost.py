@@ -96,6 +96,8 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
             "depths": " ".join(str(p.max_depth) for _, p, _ in merged.parts)}
     rows = []
     for model, proba in (("federated", merged.predict_proba(split.X_test)),
+                         ("federated, unbounded (before issue 20)",
+                          merged.predict_proba(split.X_test, tolerated_parties=0)),
                          ("federated, mean pooling", merged.predict_proba(split.X_test, pooling="mean")),
                          ("federated, mean, no label-shift correction",
                           merged.predict_proba(split.X_test, pooling="mean", label_shift=False))):

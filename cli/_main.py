@@ -12,12 +12,23 @@ import logging
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "require_federation"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
-SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs",
-                               "_explain", "_export")
+SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_predict_cmd", "_evaluate_cmd", "_explain", "_export",
+                                 "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs")
+
+FEDERATION_MODULES = frozenset({"flwr", "ray"})
+"""Imported only by the subcommands that run a federation; the slim install (no extras) lacks them."""
+
+
+def require_federation() -> None:
+    """Fail before any work when Flower is missing (main turns this into a one-line message naming the extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("flwr") is None:
+        raise ModuleNotFoundError("No module named 'flwr'", name="flwr")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in FEDERATION_MODULES:
+            raise
+        print(f"edprf {args.command}: error: this command runs a federation and needs Flower ({exc.name} is not "
+              "installed): pip install 'edprf-fl[federation]'", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)
         print(f"edprf {args.command}: error: {exc}", file=sys.stderr)

@@ -403,12 +403,25 @@ def _table(result: dict) -> str:
     for key, label in _BASELINE_ROWS:
         if key in result.get("baselines", {}):
             rows.append((label, result["baselines"][key], result["baselines"][key]["trees"]))
-    lines = ["| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC |", "|---|---|---|---|---|---|"]
+    lines = ["| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |", "|---|---|---|---|---|---|---|"]
     for label, m, trees in rows:
-        cells = [f"{m.get(k):.4f}" if isinstance(m.get(k), float) else "n/a"
-                 for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc")]
+        cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", "brier")]
         lines.append(f"| {label} | {trees} | " + " | ".join(cells) + " |")
+    n = rows[0][1].get("n")
+    lines.append(f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
+                 "accuracy, Agresti-Coull for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
+                 "Brier); exact statistics of the test rows, no party's epsilon spent")
+    for label, m, _ in rows:
+        if m.get("warning") and label != dict(_BASELINE_ROWS)["majority_class"]:  # a constant by construction
+            lines.append(f"{label}: {m['warning']}")
     return "\n".join(lines)
+
+
+def _cell(metrics: dict, key: str) -> str:
+    """``0.9123 [0.891, 0.931]``: the value and its 95% interval; ``n/a`` when undefined."""
+    from edprf_core._clinical_metrics import interval_text
+
+    return interval_text(metrics.get(key), metrics.get(f"{key}_ci95"), brackets=True)
 
 
 def _plot(result: dict, path: Path) -> Path | None:
@@ -513,7 +526,10 @@ def _output_dir(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._main import require_federation
+
     check_arguments(args)
+    require_federation()
     out_dir = _output_dir(args)
     if args.prepare_only:
         cfg, _ = prepare_workspace(args, out_dir)

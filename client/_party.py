@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from edprf_core import (
+    MAX_FIT_ROWS,
     DataValidationError,
     DPForest,
     EDPRFClassifier,
@@ -286,6 +287,13 @@ class Party:
             raise Refusal("request_spent", f"request {req.request_id} was started before and did not complete; "
                                            "its epsilon stays spent")
         data = self._data()
+        if len(data.y_train) > MAX_FIT_ROWS:
+            # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can
+            # hold in memory (2**31 rows of text cells are hundreds of GB), so memory fails first and this
+            # refusal is unreachable in practice; it exists so that no fit fails after a charge.
+            log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
+            raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
+                                                "details are in the party's log")
         try:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:

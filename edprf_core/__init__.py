@@ -15,6 +15,7 @@ from ._budget import (
     SequentialComposition,
     UniformSchedule,
 )
+from ._clinical_metrics import ClinicalReport, Estimate, clinical_report
 from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
@@ -52,6 +53,7 @@ from ._release import (
 from ._rules import LeafRule, forest_rules_text, leaf_rule
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
 from ._text_table import MAX_LINE_CHARS, TextTable, read_table
+from ._exact_selection import MAX_FIT_ROWS
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "FEDERATION_NOTE",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "MAX_FIT_ROWS",
     "MAX_LEAF_COUNT",
     "MAX_LINE_CHARS",
     "RELATIONS",
@@ -71,6 +74,7 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "CategoricalFeature",
+    "ClinicalReport",
     "ContinuousFeature",
     "DPForest",
     "PartPooling",
@@ -78,6 +82,7 @@ __all__ = [
     "DataValidationError",
     "DomainClippingWarning",
     "Explanation",
+    "Estimate",
     "EDPRFClassifier",
     "ExponentialMechanism",
     "FeatureGrid",
@@ -92,6 +97,7 @@ __all__ = [
     "ParallelComposition",
     "PermuteAndFlip",
     "PrivacyLeakWarning",
+    "ReleasedForestClassifier",
     "Schema",
     "SchemaError",
     "SequentialComposition",
@@ -104,6 +110,7 @@ __all__ = [
     "branching_factor",
     "budget",
     "check_data",
+    "clinical_report",
     "conforming_rows",
     "default_accountant",
     "discrete_laplace_counts",
@@ -138,10 +145,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Load the estimator (and scikit-learn with it) on first use: reading data needs neither."""
+    """Load the estimators (and scikit-learn with them) on first use: reading data needs neither."""
     if name == "EDPRFClassifier":
         from ._classifier import EDPRFClassifier
 
         globals()[name] = EDPRFClassifier
         return EDPRFClassifier
+    if name == "ReleasedForestClassifier":
+        from ._released_classifier import ReleasedForestClassifier
+
+        globals()[name] = ReleasedForestClassifier
+        return ReleasedForestClassifier
     raise AttributeError(f"module 'edprf_core' has no attribute {name!r}")

@@ -456,15 +456,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         Privacy cost: none for the model; the score itself is an exact
         statistic of ``(X, y)`` and is not DP.
         """
+        from ._released_classifier import schema_accuracy
+
         forest = self._fitted()
         check_predict_input(self, X)
-        truth = encode_labels(y, forest.schema)
-        predicted = np.argmax(forest.predict_proba(X), axis=1)
-        if truth.shape[0] != predicted.shape[0]:
-            raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
-        if truth.shape[0] == 0:
-            return float("nan")
-        return float(np.average(predicted == truth, weights=sample_weight))
+        return schema_accuracy(forest, X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

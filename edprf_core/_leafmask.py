@@ -67,6 +67,7 @@ class LeafMaskPredictor:
     tables: tuple[NDArray[np.uint64], ...]  # per group: (n_trees, words, joint codes)
     leaf_class: NDArray[np.int32]  # (n_trees, 64 * words), -1 for unused bits
     words: int
+    leaf_node: NDArray[np.int64] | None = None  # (n_trees, 64 * words): global node index of each bit, -1 unused
 
     @classmethod
     def compile(cls, forest: ForestArrays, grid: FeatureGrid) -> LeafMaskPredictor | None:
@@ -90,6 +91,8 @@ class LeafMaskPredictor:
         np.bitwise_or.at(masks, (leaf_tree, word), bits)
         leaf_class = np.full((forest.n_trees, 64 * words), -1, dtype=np.int32)
         leaf_class[leaf_tree, rank] = forest.leaf_class[leaves]
+        leaf_node = np.full((forest.n_trees, 64 * words), -1, dtype=np.int64)
+        leaf_node[leaf_tree, rank] = leaves
         n_codes = np.asarray(grid.n_codes, dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(n_codes)[:-1]])
         groups = _feature_groups(n_codes)
@@ -100,7 +103,7 @@ class LeafMaskPredictor:
                 part = masks[:, :, offsets[f] : offsets[f] + n_codes[f]]
                 table = (table[:, :, :, None] & part[:, :, None, :]).reshape(forest.n_trees, words, -1)
             tables.append(np.ascontiguousarray(table))
-        return cls(tuple(tuple(g) for g in groups), tuple(tables), leaf_class, words)
+        return cls(tuple(tuple(g) for g in groups), tuple(tables), leaf_class, words, leaf_node)
 
     def _keys(self, codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> list[NDArray[np.int64]]:
         keys = []
@@ -110,6 +113,41 @@ class LeafMaskPredictor:
                 key = key * n_codes[f] + codes[:, f]
             keys.append(key)
         return keys
+
+    def _leaf_bits(self, t: int, keys: list[NDArray[np.int64]], n_rows: int) -> NDArray[np.int64]:
+        """Bit index (leaf rank) of the leaf each row reaches in tree ``t``."""
+        leaf = np.zeros(n_rows, dtype=np.int64)
+        for w in range(self.words):
+            mask = self.tables[0][t, w][keys[0]]
+            for table, key in zip(self.tables[1:], keys[1:]):
+                mask &= table[t, w][key]
+            # one bit survives: its index is the number of bits below it, popcount(mask - 1)
+            if self.words == 1:
+                return np.bitwise_count(mask - np.uint64(1))
+            hit = mask != 0
+            leaf[hit] = 64 * w + np.bitwise_count(mask[hit] - np.uint64(1)).astype(np.int64)
+        return leaf
+
+    def part_sums(self, codes: NDArray[np.int32], n_codes: tuple[int, ...], node_values: NDArray[np.float64],
+                  part_bounds: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per part, the sum over its trees of ``node_values`` at the leaf each row reaches.
+
+        ``node_values`` has shape ``(n_nodes, n_values)``; part ``j`` holds trees
+        ``part_bounds[j]:part_bounds[j + 1]``.  Returns ``(n_parts, n_rows, n_values)``:
+        one gathered vector per tree and row, no loop over levels.
+        """
+        n_rows, n_values = codes.shape[0], node_values.shape[1]
+        keys = self._keys(codes, n_codes)
+        # per tree and value, a table of 64 * words entries: each gather reads a cache-resident 1-D table
+        by_bit = np.where((self.leaf_node >= 0)[:, None, :],
+                          node_values[np.maximum(self.leaf_node, 0)].transpose(0, 2, 1), 0.0)
+        out = np.zeros((part_bounds.size - 1, n_values, n_rows))
+        for j in range(part_bounds.size - 1):
+            for t in range(int(part_bounds[j]), int(part_bounds[j + 1])):
+                bits = self._leaf_bits(t, keys, n_rows)
+                for k in range(n_values):
+                    out[j, k] += np.take(by_bit[t, k], bits)
+        return out.transpose(0, 2, 1)
 
     def votes(self, codes: NDArray[np.int32], n_codes: tuple[int, ...], n_classes: int) -> NDArray[np.int64]:
         """Trees voting for each class, shape (n_rows, n_classes)."""

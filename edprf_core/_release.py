@@ -26,13 +26,16 @@ from ._exceptions import SchemaError
 from ._leaf_distribution import (
     POOLINGS,
     SHRINKAGE,
+    TOLERATED_PARTIES,
     PartPooling,
+    bounded_part_mean,
+    class_share_rows,
     class_share_weights,
-    consortium_prior,
     corrected_class_totals,
     label_shift_factors,
     leaf_distributions,
     log_linear_pool,
+    part_consortium_prior,
     released_class_totals,
 )
 from ._leafmask import LeafMaskPredictor
@@ -373,7 +376,7 @@ class DPForest:
         return self._routing["distributions"]
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
-                      label_shift: bool = True) -> NDArray[np.float64]:
+                      label_shift: bool = True, tolerated_parties: int | None = None) -> NDArray[np.float64]:
         """Class probabilities pooled from the trees' leaf distributions.
 
         A tree that released counts gives its leaf's smoothed class
@@ -399,6 +402,16 @@ class DPForest:
             distribution (``False``: against the consortium's mix, so a
             part's class mix is kept; with one part the two differ only by
             the root's noise and shrinkage).
+        tolerated_parties : int >= 0, default :data:`edprf_core._leaf_distribution.TOLERATED_PARTIES` (1)
+            How many hostile parts the across-part combination is bounded
+            against (item 5); 0 gives the unbounded rule of items 3-4 (for
+            comparisons: one party's forged counts can then take the model).
+
+        Across parts (merged forests of three parts or more) each part's
+        pooled values and weights are combined with bounded influence
+        (item 5, :func:`edprf_core._leaf_distribution.bounded_part_mean`):
+        no party's released counts can move the result outside the range
+        the other parties' releases span.
 
         Returns
         -------
@@ -420,29 +433,107 @@ class DPForest:
             logger.info("log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
                         "using the mean", int((~count_trees).sum()), self.n_trees)
             pooling = "mean"
-        codes = self.encode(X)
+        distinct, inverse = self._distinct_rows(self.encode(X))
+        tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
+        if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
+            raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
+        vectors, weights = self._pooling_terms(pooling, label_shift, tolerated)
+        n_rows, n_classes, n_parts = distinct.shape[0], self.schema.n_classes, len(self.parts)
+        out = np.empty((n_rows, n_classes))
+        rows_per_chunk = max(1, (1 << 23) // max(1, n_parts * n_classes))
+        prior = self._prior(tolerated) if pooling == "log-linear" else None
+        for start in range(0, n_rows, rows_per_chunk):
+            chunk = slice(start, start + rows_per_chunk)
+            pooled = bounded_part_mean(self._part_scores(vectors, distinct[chunk]), weights, tolerated)
+            if prior is not None:
+                out[chunk] = log_linear_pool(pooled, prior, self.n_trees)
+            else:
+                out[chunk] = pooled / pooled.sum(axis=1, keepdims=True)
+        return out[inverse]
+
+    def _distinct_rows(self, codes: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+        """The distinct code rows and, per row, its index among them (rows with equal codes predict alike).
+
+        One int64 key per row (the codes in mixed radix) when the grid's code
+        space fits, else rows compared whole.  Prediction-time only.
+        """
+        sizes = np.asarray(self.grid.n_codes, dtype=np.float64)
+        if codes.shape[1] and float(np.prod(sizes)) < 2.0**62:
+            radix = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1.0]]).astype(np.int64)
+            _, first, inverse = np.unique(codes.astype(np.int64) @ radix, return_index=True, return_inverse=True)
+            return codes[first], inverse.ravel()
         distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
-        dist = self._distributions()
+        return distinct, inverse.ravel()
+
+    def _pooling_terms(self, pooling: str, label_shift: bool, tolerated: int = TOLERATED_PARTIES,
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per node, its tree's term of its part's score; per part and class, the part's weight (cached per model).
+
+        Log-linear (item 4): node ``v`` of tree ``t`` in part ``j`` holds
+        ``a_tk (log p_v(k) - log ref_tk) / w_jk`` with ``a_tk`` the tree's
+        unnormalized class share (:func:`class_share_rows`) and ``w_jk = sum_{t
+        in j} a_tk`` the part's weight, so a part's score on a row is the sum
+        of one gathered vector per tree.  Mean: ``p_v / T_j`` (label-shift
+        corrected when asked) with weight ``T_j``.  Predicting is then: route,
+        gather, sum per part, combine the parts (:func:`bounded_part_mean`),
+        add the prior.  Privacy cost: none (post-processing).
+        """
+        # only the ratios against the prior (log-linear without label shift) and the label-shift factors
+        # (mean) depend on the tolerated parts; the key keeps them apart
+        key = ("terms", pooling, bool(label_shift), tolerated)
+        if key not in self._routing:
+            n_classes = self.schema.n_classes
+            dist = self._distributions()
+            tree_of = self.trees.tree_of_node()
+            part_of_tree = np.repeat(np.arange(len(self.parts)), [n for _, _, n in self.parts])
+            if pooling == "log-linear":
+                shares = class_share_rows(self.trees, n_classes, self._noise_scales())
+                weights = self._part_sums(shares)
+                within = shares / np.where(weights > 0, weights, 1.0)[part_of_tree]
+                log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
+                           else np.broadcast_to(np.log(self._prior(tolerated)), (self.n_trees, n_classes)))
+                with np.errstate(divide="ignore"):
+                    log_dist = np.log(dist)
+                leaf = self.trees.feature[:, None] < 0
+                vectors = np.where(leaf, (log_dist - log_ref[tree_of]) * within[tree_of], 0.0)
+            else:
+                p = dist
+                if label_shift:
+                    p = p * self._label_shift(tolerated)[tree_of]
+                    p /= p.sum(axis=1, keepdims=True)
+                sizes = np.array([n for _, _, n in self.parts], dtype=np.float64)
+                vectors = p / sizes[part_of_tree][tree_of][:, None]
+                weights = np.repeat(sizes[:, None], n_classes, axis=1)
+            self._routing[key] = (np.ascontiguousarray(vectors), weights)
+        return self._routing[key]
+
+    def _prior(self, tolerated: int = TOLERATED_PARTIES) -> NDArray[np.float64]:
+        """The consortium prior of the parts with counts (:func:`part_consortium_prior`, item 5); cached."""
+        key = ("prior", tolerated)
+        if key not in self._routing:
+            totals = self._part_sums(released_class_totals(self.trees, self.schema.n_classes))
+            counted = self._part_sums(self.trees.tree_has_counts().astype(np.float64)[:, None])[:, 0] > 0
+            self._routing[key] = part_consortium_prior(totals[counted], tolerated)
+        return self._routing[key]
+
+    def _part_scores(self, vectors: NDArray[np.float64], distinct: NDArray[np.int32]) -> NDArray[np.float64]:
+        """Per part, the sum over its trees of ``vectors`` at the leaf each row reaches.
+
+        Shape ``(n_parts, n_rows, n_classes)``; one gathered vector per tree and row.
+        """
+        fast = self._leafmask()
+        if fast is not None:
+            return fast.part_sums(distinct, self.grid.n_codes, vectors, self.part_bounds)
         table = self._table()
-        n_rows, n_classes = distinct.shape[0], self.schema.n_classes
-        total = np.zeros((n_rows, n_classes))
+        n_rows, n_classes = distinct.shape[0], vectors.shape[1]
+        bounds = self.part_bounds
+        out = np.zeros((len(self.parts), n_rows, n_classes))
         per_block = max(1, (1 << 22) // max(1, n_rows * n_classes))
-        if pooling == "log-linear":
-            prior = consortium_prior(self.trees, n_classes)
-            log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
-                       else np.broadcast_to(np.log(prior), (self.n_trees, n_classes)))
-            for start in range(0, self.n_trees, per_block):
-                total += self._weighted_log_ratios(distinct, log_ref, slice(start, start + per_block))
-            return log_linear_pool(total, prior, self.n_trees)[inverse.ravel()]
-        factors = self._label_shift() if label_shift else None
-        for start in range(0, self.n_trees, per_block):
-            leaves = table.leaves(distinct, slice(start, start + per_block))
-            p = dist[leaves]
-            if factors is not None:
-                p = p * factors[start:start + per_block, None, :]
-                p /= p.sum(axis=2, keepdims=True)
-            total += p.sum(axis=0)
-        return (total / float(self.n_trees))[inverse.ravel()]
+        for j, (a, b) in enumerate(itertools.pairwise(bounds)):
+            for start in range(int(a), int(b), per_block):
+                leaves = table.leaves(distinct, slice(start, min(int(b), start + per_block)))
+                out[j] += vectors[leaves].sum(axis=0)
+        return out
 
     def part_class_totals(self) -> NDArray[np.float64]:
         """Per part, its trees' released class counts summed, less the mass clamping adds, (n_parts, n_classes).
@@ -464,14 +555,12 @@ class DPForest:
         if not count_trees.all():
             raise ValueError("part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
                              f"{int((~count_trees).sum())} label-only trees of {self.n_trees}")
-        distinct, inverse = np.unique(self.encode(X), axis=0, return_inverse=True)
-        log_ref = np.log(self._distributions()[self.trees.tree_offsets[:-1]])
-        bounds = self.part_bounds
-        numerators = np.stack([self._weighted_log_ratios(distinct, log_ref, slice(int(a), int(b)))
-                               for a, b in itertools.pairwise(bounds)])
-        return PartPooling(numerators[:, inverse.ravel(), :], self._part_sums(self._class_shares()),
+        distinct, inverse = self._distinct_rows(self.encode(X))
+        vectors, weights = self._pooling_terms("log-linear", True)
+        scores = self._part_scores(vectors, distinct)
+        return PartPooling(scores[:, inverse, :], weights,
                            self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
-                           np.diff(bounds))
+                           np.diff(self.part_bounds))
 
     @property
     def part_bounds(self) -> NDArray[np.int64]:
@@ -482,29 +571,21 @@ class DPForest:
         """Sum a per-tree array (first axis) over each part's trees."""
         return np.add.reduceat(per_tree, self.part_bounds[:-1], axis=0)
 
-    def _weighted_log_ratios(self, distinct: NDArray[np.int32], log_ref: NDArray[np.float64],
-                             trees: slice) -> NDArray[np.float64]:
-        """``sum_t a_tk (log p_t(k | x) - log_ref_tk)`` over ``trees``, per distinct code row (item 4)."""
-        leaves = self._table().leaves(distinct, trees)
-        return ((np.log(self._distributions()[leaves]) - log_ref[trees, None, :])
-                * self._class_shares()[trees, None, :]).sum(axis=0)
-
     def node_distributions(self) -> NDArray[np.float64]:
         """Smoothed class distribution of every node, shape (n_nodes, n_classes) (items 1-2; one-hot for label
         leaves).  Privacy cost: none (post-processing)."""
         return self._distributions()
 
     def _class_shares(self) -> NDArray[np.float64]:
-        if "class_shares" not in self._routing:
-            self._routing["class_shares"] = class_share_weights(self.trees, self.schema.n_classes,
-                                                                self._noise_scales())
-        return self._routing["class_shares"]
+        """Each tree's share ``a_tk`` of the rows of class ``k`` over all trees (:func:`class_share_weights`)."""
+        return class_share_weights(self.trees, self.schema.n_classes, self._noise_scales())
 
-    def _label_shift(self) -> NDArray[np.float64]:
-        if "label_shift" not in self._routing:
-            self._routing["label_shift"] = label_shift_factors(self.trees, self.schema.n_classes,
-                                                               [n for _, _, n in self.parts])
-        return self._routing["label_shift"]
+    def _label_shift(self, tolerated: int = TOLERATED_PARTIES) -> NDArray[np.float64]:
+        key = ("label_shift", tolerated)
+        if key not in self._routing:
+            self._routing[key] = label_shift_factors(self.trees, self.schema.n_classes,
+                                                     [n for _, _, n in self.parts], tolerated)
+        return self._routing[key]
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (:meth:`predict_proba`); with label trees only, the majority vote.

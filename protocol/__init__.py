@@ -11,12 +11,15 @@ its policy and the parties' public keys::
 
 Decoding raises :class:`InvalidRelease` (with a :class:`Reason`) for every
 defect and nothing else.  Accepted releases go into a global model with
-:func:`build_global_model`; :func:`load_global_model` re-verifies them.
+:func:`build_global_model`; :func:`load_global_model` re-verifies them, and
+:func:`load_classifier` loads a global model as a fitted scikit-learn
+classifier (verifying signatures when given the parties' keys) for predicting.
 The messages are defined in ``release.proto``; ``release_pb2`` is generated
 (``python -m protocol.regenerate``) and committed.
 """
 
 from ._atomic_file import save_atomic
+from ._classifier_loader import ModelProvenance, load_classifier
 from ._decode import VerifiedRelease, decode_release
 from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
@@ -43,6 +46,7 @@ __all__ = [
     "GlobalModelView",
     "InvalidRelease",
     "ModelHeader",
+    "ModelProvenance",
     "PartyKeyRegistry",
     "Reason",
     "ReleaseHeader",
@@ -54,6 +58,7 @@ __all__ = [
     "encode_release",
     "generate_signing_key",
     "key_id",
+    "load_classifier",
     "load_global_model",
     "load_private_key",
     "load_public_key",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ._metrics import interval_text
 from ._report import RunReport
 
-__all__ = ["federated_evaluation_lines", "summary_lines"]
+__all__ = ["central_evaluation_lines", "federated_evaluation_lines", "summary_lines"]
 
 
 def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
@@ -35,7 +36,8 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
 
 
 def summary_lines(report: RunReport) -> list[str]:
-    """Status, model path, accuracy, every party that was not accepted (with its reason), the guarantee."""
+    """Status, model path, accuracy and balanced accuracy with their intervals (and the one-class warning), every
+    party that was not accepted (with its reason), the guarantee."""
     accepted = report.accepted
     head = (f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
             f"releases accepted, {report.n_trees} trees")
@@ -44,9 +46,7 @@ def summary_lines(report: RunReport) -> list[str]:
         lines.append(report.failure)
     if report.model_path:
         lines.append(f"model: {report.model_path}")
-    central = report.central_evaluation.get("accuracy")
-    if central is not None:
-        lines.append(f"accuracy on the coordinator's test data: {central:.4f}")
+    lines.extend(central_evaluation_lines(report.central_evaluation))
     lines.extend(federated_evaluation_lines(report.federated_evaluation))
     for p in report.parties:
         if p.status != "accepted":
@@ -54,4 +54,16 @@ def summary_lines(report: RunReport) -> list[str]:
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
+    return lines
+
+
+def central_evaluation_lines(central: dict[str, Any]) -> list[str]:
+    """Accuracy and balanced accuracy on the coordinator's test data with their intervals, and the one-class warning."""
+    if central.get("accuracy") is None:
+        return []
+    head = (f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
+            f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}")
+    lines = [head]
+    if central.get("warning"):
+        lines.append(central["warning"])
     return lines

@@ -217,3 +217,19 @@ def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_sub
                                 random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="needs leaf counts in every tree"):
         label_fit.forest_.part_pooling(X_val)
+
+
+def test_the_leaf_bitmask_path_pools_exactly_as_the_routing_table():
+    """Predict gathers one precomputed vector per tree and row; both routing paths must gather the same leaves."""
+    from dataclasses import replace
+
+    schema = make_schema()
+    X, y = make_data(schema, 1200, seed=8)
+    parts = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=4, n_bins=8, random_state=20 + j)
+             .fit(X.iloc[j * 300:(j + 1) * 300], y.iloc[j * 300:(j + 1) * 300]).forest_ for j in range(4)]
+    merged = merge_forests(parts, labels=list("abcd"))
+    assert merged._leafmask() is not None
+    routed = replace(merged, _routing={"leafmask": None})  # forces the level-by-level routing table
+    for kw in ({}, {"pooling": "mean"}, {"label_shift": False}, {"tolerated_parties": 0}):
+        np.testing.assert_allclose(merged.predict_proba(X, **kw), routed.predict_proba(X, **kw), rtol=1e-12,
+                                   atol=1e-15, err_msg=str(kw))

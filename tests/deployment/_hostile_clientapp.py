@@ -13,7 +13,10 @@ The attack is chosen by the node config key ``attack``:
 - ``epsilon``: a genuine forest trained at 10x the requested ε, signed with the party's key;
 - ``trees``: a genuine forest with 3 trees more than requested, signed;
 - ``schema``: a forest trained on another schema (one feature bound changed), signed;
-- ``garbage``: random bytes in place of a release.
+- ``garbage``: random bytes in place of a release;
+- ``counts:<attack>`` (issue 20): the party's real ClientApp trains and releases as asked (ledger,
+  policy, request binding), then the counts of that release are forged by ``<attack>`` of
+  ``tests/forged_releases.py`` and the release is re-signed with the party's key: it conforms.
 
 A hostile party spends no ledger budget and ignores its policy: it is not bound by its own rules.
 """
@@ -25,6 +28,33 @@ import sys
 from pathlib import Path
 
 ATTACKS = ("epsilon", "trees", "schema", "garbage")
+COUNTS_PREFIX = "counts:"
+
+
+def _forged_counts(attack: str, message, reply, context):
+    """This party's honest reply to ``message`` with the counts of its release forged and re-signed."""
+    import importlib.util
+
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    from client import PartySetup
+    from edprf_core import load_schema
+    from protocol import load_private_key
+    from protocol._task import RESULT_KEY
+
+    if reply.has_error() or reply.content[RESULT_KEY]["status"] != "released":
+        return reply
+    spec = importlib.util.spec_from_file_location("forged_releases", Path(__file__).resolve().parents[1]
+                                                  / "forged_releases.py")
+    forged_releases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(forged_releases)
+    setup = PartySetup.from_configs(context.node_config, context.run_config)
+    key = load_private_key(setup.signing_key_path) if setup.signing_key_path else None
+    payload = forged_releases.forge_release_bytes(bytes(reply.content[RESULT_KEY]["release"]),
+                                                  load_schema(setup.schema_path),
+                                                  attack.removeprefix(COUNTS_PREFIX), signing_key=key)
+    return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}),
+                   reply_to=message)
 
 
 def _forged_release(attack: str, msg, context) -> bytes:
@@ -66,6 +96,8 @@ def install() -> None:
 
     def __call__(self, message, context):
         attack = str(context.node_config.get("attack", ""))
+        if attack.startswith(COUNTS_PREFIX) and message.metadata.message_type == MessageType.TRAIN:
+            return _forged_counts(attack, message, original(self, message, context), context)
         if attack and message.metadata.message_type == MessageType.TRAIN:
             payload = _forged_release(attack, message, context)
             return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}),

@@ -56,6 +56,21 @@ def _pinned_launcher(bin_dir, trusted: list[str], tmp_path, name: str) -> dict[s
     return {"PATH": f"{bin_dir}:{BIN}:{{PATH}}", "EDPRF_TRUSTED_APP_HASHES": str(hashes)}
 
 
+def _start_federation(dep, pki, tmp_path, parties, keys, attacks: dict[str, str], envs: dict[str, dict]):
+    """SuperLink (TLS, SuperNode auth) and one SuperNode per party; ``attacks`` maps hostile parties to their attack."""
+    fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
+    fed.start_superlink(tmp_path / "superlink.db")
+    fed.write_cli_config()
+    node_of = {p: fed.register(keys[p].auth_pub) for p in parties}
+    for p, paths in parties.items():
+        attack = {"attack": attacks[p]} if p in attacks else {}
+        fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
+                            auth_key=keys[p].auth_key, env=envs.get(p))
+    fed.wait_online(len(parties), timeout=90)
+    fed.assert_loopback_only()
+    return fed, node_of
+
+
 def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(deployment, pki, tmp_path):
     dep = deployment
 
@@ -73,17 +88,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             pinned = _pinned_launcher(tmp_path / f"{party_id}-bin", trusted, tmp_path, party_id)
             envs[party_id] = {**dep.env, **pinned, "PATH": pinned["PATH"].format(PATH=dep.env["PATH"])}
 
-        fed = Federation(dep, tls=pki.tls, supernode_auth=True, separate_superexec=True)
-        fed.start_superlink(tmp_path / "superlink.db")
-        fed.write_cli_config()
-        node_of = {p: fed.register(keys[p].auth_pub) for p in caps}
-        for p, paths in parties.items():
-            attack = {"attack": HOSTILE[p]} if p in HOSTILE else {}
-            fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
-                                auth_key=keys[p].auth_key, env=envs.get(p))
-        fed.wait_online(len(caps), timeout=90)
-        fed.assert_loopback_only()
-
+        fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, HOSTILE, envs)
         report, view = fed.run_and_load("run-hostile", {
             "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
             "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
@@ -116,3 +121,70 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
                 ("release", 1.0, "released"), ("evaluation", 0.1, "released")]
 
     print(f"\nhostile parties: {run_guarded(dep, scenario):.1f} s")
+
+
+FORGING = "mallory-counts"
+FORGING_HONEST = ("hospital-a", "hospital-b", "hospital-c")
+
+
+def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(deployment, pki, tmp_path):
+    """Issue 20, item 1, over the real transport: every leaf (0, ..., 2**31 - 1, ..., 0), signed and conforming.
+
+    The forging party's real ClientApp trains and releases as asked; its launcher then forges the
+    counts (the rarest class at 2**31 - 1 in every leaf) and re-signs with the party's registered key.
+    The release is accepted (nothing the coordinator can check is wrong), the run completes, and the
+    global model stays within the goal of issue 20 on rows no honest party trained on (the forging
+    party's own rows): no worse than the honest parties' model minus what dropping one costs, minus 2
+    points.  Without the bound the same forests predict one class everywhere.
+    """
+    import numpy as np
+
+    from edprf_core import encode_labels, load_schema, merge_forests, read_csv
+
+    dep = deployment
+
+    def scenario() -> None:
+        caps = {p: 2.0 for p in [*FORGING_HONEST, FORGING]}
+        parties, schema = write_parties(tmp_path / "parties", caps, release_epsilon=1.0, evaluation_epsilon=0.1)
+        keys = {p: pki.party(p) for p in caps}
+        keys_dir = pki.keys_dir(caps)
+        hostile_bin = tmp_path / "hostile-bin"
+        write_launcher(hostile_bin)
+        hostile_env = {**dep.env, "PATH": f"{hostile_bin}:{BIN}:{dep.env['PATH']}"}
+
+        fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, {FORGING: "counts:rarest-class"},
+                                         {FORGING: hostile_env})
+        report, view = fed.run_and_load("run-forged-counts", {
+            "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 6, "min-parties": 2,
+            "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
+            "keys-dir": keys_dir}, tmp_path / "out")
+
+        assert report["status"] == "completed", report
+        by_node = {p["node_id"]: p for p in report["parties"]}
+        for party_id in caps:  # the forged release conforms and is signed: it is accepted like the others
+            outcome = by_node[node_of[party_id]]
+            assert outcome["status"] == "accepted" and outcome["signed"] is True, outcome
+        assert sorted(view.parties) == sorted(caps)
+        assert load_global_model(tmp_path / "out" / "global-model.edprf",
+                                 PartyKeyRegistry.from_directory(keys_dir)).all_verified
+        forged = next(r.forest for r in view.releases if r.party_id == FORGING)
+        assert int(forged.trees.leaf_counts.max()) == 2**31 - 1
+
+        schema_obj = load_schema(parties[FORGING]["schema"])
+        X, y = read_csv(parties[FORGING]["data"], schema_obj)
+        truth = encode_labels(y, schema_obj)
+        releases = {r.party_id: r.forest for r in view.releases}
+
+        def accuracy(forest, **kw) -> float:
+            return float(np.mean(np.argmax(forest.predict_proba(X, **kw), axis=1) == truth))
+
+        honest = merge_forests([releases[p] for p in FORGING_HONEST], labels=list(FORGING_HONEST))
+        drop_one = merge_forests([releases[p] for p in FORGING_HONEST[1:]], labels=list(FORGING_HONEST[1:]))
+        acc_honest, acc_drop = accuracy(honest), accuracy(drop_one)
+        goal = acc_honest - max(0.0, acc_honest - acc_drop) - 0.02
+        assert accuracy(view.forest) >= goal, (accuracy(view.forest), acc_honest, acc_drop)
+        assert accuracy(view.forest, tolerated_parties=0) < goal - 0.2  # the attack is real
+        print(f"\nforged counts: global {accuracy(view.forest):.3f}, honest {acc_honest:.3f}, drop one "
+              f"{acc_drop:.3f}, unbounded {accuracy(view.forest, tolerated_parties=0):.3f}")
+
+    print(f"\nforged counts: {run_guarded(dep, scenario):.1f} s")

@@ -1,11 +1,12 @@
-"""The neighbouring-dataset harness for the party's data path.
+"""The neighbouring-dataset harness for the party's data path: D, D' = D + one hostile line.
 
-D is a small generated CSV; D' is D plus ONE hostile line.  The party's real
-Flower handlers serve a train and an evaluate request on each, with a fixed
-research seed, and everything that would go to the coordinator is compared:
-it must be identical except through the DP outputs (the noised counts and the
-tree's chosen splits and labels).  This is the permanent gate for every change
-to the data path (see ``PRIVACY_NOTES.md``, notes 11 and 12).
+D is a generated CSV (240 rows by default, any number on request); D' is D plus ONE
+hostile line.  ``tests/privacy/test_neighbouring_party.py`` serves a train and an evaluate
+request on each through the party's real Flower handlers on the production path (no
+seed, automatic depth, one shared held-out salt) and compares everything that would go to
+the coordinator: it must be identical except through the DP outputs.  This is the
+permanent gate for every change to the data path (see ``PRIVACY_NOTES.md``, notes 11 and
+12); ``tests/federation/test_party_outputs.py`` reuses the same lines.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ source = "generated"
 """
 
 HEADER = b"age,code,grade,outcome"
+HOLDOUT_FRACTION = 0.3
 BIG = 10_000_000
 
 # (name, the hostile line's bytes, where it goes: "middle" or "end" (no final newline))
@@ -115,8 +117,9 @@ def base_lines(n: int = 240, seed: int = 0) -> list[bytes]:
     return [f"{a},{c},{g},{o}".encode() for a, c, g, o in zip(age, code, grade, outcome)]
 
 
-def file_bytes(hostile: bytes | None = None, where: str = "middle") -> bytes:
-    lines = base_lines()
+def file_bytes(hostile: bytes | None = None, where: str = "middle", n_rows: int = 240) -> bytes:
+    """D (``hostile`` None) or D' = D plus the hostile line, in the middle or at the end (no final newline)."""
+    lines = base_lines(n_rows)
     if hostile is None:
         return b"\n".join([HEADER, *lines]) + b"\n"
     if where == "end":
@@ -125,14 +128,19 @@ def file_bytes(hostile: bytes | None = None, where: str = "middle") -> bytes:
     return b"\n".join([HEADER, *lines[:half], hostile, *lines[half:]]) + b"\n"
 
 
-def make_party(directory: Path, data: bytes) -> PartySetup:
-    """A party on ``directory`` with its data file, schema, policy and an empty ledger."""
+def make_party(directory: Path, data: bytes, **overrides: Any) -> PartySetup:
+    """A party on ``directory`` with its data file, schema, policy and an empty ledger.
+
+    ``overrides`` replace fields of the harness's policy (which allows research seeds unless
+    ``allow_seeded_randomness=False`` is given).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "schema.toml").write_text(SCHEMA_TOML, encoding="utf-8")
     schema = load_schema(directory / "schema.toml")
-    policy = PartyPolicy(party_id="harness", lifetime_epsilon_cap=100.0, max_release_epsilon=1.0,
-                         max_evaluation_epsilon=1.0, schema_fingerprint=schema.fingerprint,
-                         allow_seeded_randomness=True, holdout_fraction=0.3)
+    fields = {"party_id": "harness", "lifetime_epsilon_cap": 100.0, "max_release_epsilon": 1.0,
+              "max_evaluation_epsilon": 1.0, "schema_fingerprint": schema.fingerprint,
+              "allow_seeded_randomness": True, "holdout_fraction": HOLDOUT_FRACTION, **overrides}
+    policy = PartyPolicy(**fields)
     (directory / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
     (directory / "data.csv").write_bytes(data)
     return PartySetup(directory / "data.csv", directory / "schema.toml", directory / "policy.toml",
@@ -150,7 +158,7 @@ class Observed:
 def row_multiset(setup: PartySetup, salt: str) -> tuple[Counter, Counter]:
     """Training and held-out rows of a party, as multisets of encoded (codes..., label) tuples."""
     schema = load_schema(setup.schema_path)
-    data = load_local_data(setup.data_path, schema, 0.3, salt)
+    data = load_local_data(setup.data_path, schema, HOLDOUT_FRACTION, salt)
     grid = FeatureGrid.from_schema(schema, 8)
 
     def rows(X, y) -> Counter:

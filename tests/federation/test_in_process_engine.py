@@ -162,7 +162,7 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
     a, b = reports["in-process"], reports["ray"]
     assert a["status"] == b["status"] == "completed"
     assert [p["status"] for p in a["parties"]] == [p["status"] for p in b["parties"]] == ["accepted"] * 3
-    assert a["central_evaluation"] == pytest.approx(b["central_evaluation"], rel=1e-9)
+    _assert_close_metrics(a["central_evaluation"], b["central_evaluation"])
     assert {p["party_id"]: p["depth"] for p in a["parties"]} == {p["party_id"]: p["depth"] for p in b["parties"]}
     assert forests["in-process"].keys() == forests["ray"].keys() and forests["ray"]
     for party, arrays in forests["in-process"].items():
@@ -190,3 +190,17 @@ def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
         assert got[0] == got[1], key
     prepare_workspace(_args(parties=2, seeded_noise=False), tmp_path / "production", progress=lambda _: None)
     assert not (tmp_path / "production" / "workspace" / "party-0000" / "ledger.sqlite").exists()
+
+
+def _assert_close_metrics(a: dict, b: dict) -> None:
+    """Same keys; numbers (and intervals) within 1e-9 relative, text and missing values equal."""
+    assert a.keys() == b.keys()
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, float) and isinstance(other, float):
+            assert value == pytest.approx(other, rel=1e-9), key
+        elif isinstance(value, list) and isinstance(other, list) and len(value) == len(other):
+            for x, y in zip(value, other):
+                assert (x == y) if x is None or y is None else x == pytest.approx(y, rel=1e-9), key
+        else:
+            assert value == other, key

@@ -182,6 +182,19 @@ def test_missing_data_file_is_refused_before_spending(party_files):
     assert party.ledger.entries() == []
 
 
+def test_more_rows_than_a_fit_accepts_are_refused_before_spending(party_files, monkeypatch):
+    """The width limit (MAX_FIT_ROWS) is checked before the reservation, so no fit fails after a charge."""
+    import client._party as party_module
+
+    setup, schema = party_files
+    monkeypatch.setattr(party_module, "MAX_FIT_ROWS", 100)
+    party = Party(setup)
+    with pytest.raises(Refusal) as exc:
+        party.train(_request(schema))
+    assert exc.value.reason == "invalid_local_data"
+    assert party.ledger.entries() == []
+
+
 def test_evaluate_noises_metrics_and_charges_the_ledger(party_files):
     setup, schema = party_files
     party = Party(setup)

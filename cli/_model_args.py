@@ -1,0 +1,118 @@
+"""What ``edprf predict`` and ``edprf evaluate`` share: the model and data arguments, loading, provenance.
+
+Nothing here imports Flower: using a model needs only the slim install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edprf_core import DPForest, Schema
+    from protocol import ModelProvenance
+
+__all__ = ["EXIT_SIGNATURE", "add_model_arguments", "load_model", "positive_index", "prepare", "say"]
+
+EXIT_SIGNATURE = 3
+"""Exit status when a signature does not verify (as ``edprf inspect``)."""
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """MODEL, DATA and the data-format and decision options."""
+    parser.add_argument("model", type=Path, metavar="MODEL", help="a global model (global-model.edprf)")
+    parser.add_argument("data", type=Path, metavar="DATA",
+                        help="CSV (optionally .gz) or Parquet file with the schema's feature columns")
+    parser.add_argument("--keys", type=Path, metavar="DIR", default=None,
+                        help="directory of the parties' <party_id>.pub.pem keys: refuse the model unless every "
+                             "release's signature verifies")
+    parser.add_argument("--sep", default=",", help="field separator of DATA, one character (default: %(default)r)")
+    parser.add_argument("--no-header", action="store_true",
+                        help="DATA has no header line: its columns are the schema's features in order, then "
+                             "(optionally for predict) the label")
+    parser.add_argument("--positive-class", default=None, metavar="C",
+                        help="the class a binary decision flags (one of the schema's declared classes)")
+    parser.add_argument("--threshold", type=float, default=None, metavar="T",
+                        help="flag a row when its probability of --positive-class is at least T "
+                             "(default 0.5 with --positive-class)")
+
+
+def say(message: str) -> None:
+    """Provenance, guarantee and progress: to stderr, never mixed into the results."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | int:
+    """The model's forest and provenance, the provenance printed once to stderr; or an exit status after one line.
+
+    Loaded without scikit-learn (``protocol.load_model_with_provenance``): the command starts faster.
+    """
+    import protocol
+    from protocol._classifier_loader import load_model_with_provenance
+
+    command = f"edprf {args.command}"
+    try:
+        view, provenance = load_model_with_provenance(args.model, keys_dir=args.keys)
+    except protocol.InvalidRelease as exc:
+        signature = exc.reason in (protocol.Reason.UNSIGNED, protocol.Reason.UNKNOWN_PARTY,
+                                   protocol.Reason.BAD_SIGNATURE)
+        say(f"{command}: {args.model}: {'signature check failed' if signature else 'not a valid global model'}: "
+            f"{_one_line(str(exc))}")
+        return EXIT_SIGNATURE if signature else 1
+    except FileNotFoundError:
+        say(f"{command}: {args.model}: no such file (pass the coordinator's global-model.edprf)")
+        return 1
+    for line in provenance.describe():
+        say(line)
+    if "invalid" in provenance.signatures:
+        say("WARNING: a release's signature fields are malformed (status 'invalid'); pass --keys to refuse it")
+    return view.forest, provenance
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:500] + ("..." if len(text) > 500 else "")
+
+
+def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
+    """Index of ``--positive-class`` among the declared classes (numeric classes compare as numbers)."""
+    if args.positive_class is None:
+        if args.threshold is not None:
+            raise ValueError("--threshold needs --positive-class C: the class whose probability it applies to")
+        return None
+    threshold = 0.5 if args.threshold is None else args.threshold
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"--threshold: expected a probability in [0, 1], got {threshold!r}")
+    args.threshold = threshold
+    classes = list(schema.classes)
+    wanted = args.positive_class.strip()
+    for i, c in enumerate(classes):
+        if isinstance(c, str):
+            if c == wanted:
+                return i
+        else:
+            try:
+                if float(wanted) == float(c):
+                    return i
+            except ValueError:
+                pass
+    raise ValueError(f"--positive-class {args.positive_class!r}: expected one of the declared classes "
+                     f"{classes}")
+
+
+def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:
+    """Check the data options, load the model (provenance to stderr), resolve ``--positive-class``.
+
+    Returns the forest, its provenance and the positive class's index (None without one), or an exit status.
+    """
+    if len(args.sep) != 1:
+        raise ValueError(f"--sep: expected one character, got {args.sep!r}")
+    if not args.data.is_file():
+        raise ValueError(f"DATA {args.data}: no such file")
+    loaded = load_model(args)
+    if isinstance(loaded, int):
+        return loaded
+    forest, provenance = loaded
+    return forest, provenance, positive_index(forest.schema, args)

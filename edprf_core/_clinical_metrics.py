@@ -1,0 +1,474 @@
+"""Clinical metrics of a classifier's probabilities on labelled rows, each with a 95 % interval.
+
+What a hospital asks of a risk model before it uses one: the confusion matrix
+at the decision threshold, sensitivity, specificity, PPV, NPV, accuracy and
+balanced accuracy, the ROC AUC, the Brier score, a calibration table and a
+threshold table, plus a loud warning when the model predicts one class for
+(nearly) every row.  ``edprf evaluate`` prints them; ``edprf simulate`` and the
+coordinator score their central test set with the same code.
+
+Intervals (all two-sided, 95 %)
+-------------------------------
+- proportions (sensitivity, specificity, PPV, NPV, accuracy, a calibration
+  bin's observed share): the Wilson score interval of ``successes / trials``;
+- balanced accuracy: the mean of the classes' recalls; each recall is an
+  Agresti-Coull proportion and the recalls are computed on disjoint rows
+  (independent), so the variance of the mean is the sum of their variances
+  over ``K ** 2`` (normal interval around the adjusted mean);
+- ROC AUC: DeLong's variance (structural components from mid-ranks, Sun and
+  Xu's O(n log n) form), a normal interval clipped to [0, 1]; the macro AUC of
+  several classes (the mean of one-vs-rest AUCs) uses the mean of the
+  per-class standard errors, an upper bound on the standard error of the mean
+  whatever the correlation between classes (conservative);
+- Brier score: the mean of per-row squared errors with a normal (central
+  limit) interval, ``mean +/- z * sd / sqrt(n)``;
+- macro F1 (kept for the simulation's table): a percentile bootstrap of 200
+  row resamples with a fixed seed.
+
+Every interval covers sampling variation of the rows only: it says how much
+the figure would move on another sample of the same population, not how the
+model would do elsewhere.
+
+Privacy: none of this is differentially private.  The figures are exact
+statistics of the labelled rows; computed on the caller's own data they spend
+no ε of anyone (the model is post-processing of DP releases), and they must
+not be published when those rows are private.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "NOT_DP_NOTE",
+    "ONE_CLASS_SHARE",
+    "CalibrationBin",
+    "ClinicalReport",
+    "Estimate",
+    "OneVsRest",
+    "ThresholdRow",
+    "brier_estimate",
+    "clinical_report",
+    "delong_auc",
+    "interval_text",
+    "macro_f1_estimate",
+    "one_class_warning",
+    "wilson_interval",
+]
+
+Z95 = 1.959963984540054
+"""Standard normal quantile for a two-sided 95 % interval."""
+
+ONE_CLASS_SHARE = 0.99
+"""Warn when one class is predicted for at least this share of the rows."""
+
+DEFAULT_THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+"""Thresholds of the threshold table (probability of the positive class)."""
+
+NOT_DP_NOTE = ("These figures are exact statistics of the labelled rows, NOT differentially private; computing "
+               "them on your own data spends no epsilon of anyone (the model is post-processing of DP releases). "
+               "Do not publish them if those rows are private.")
+
+_BOOTSTRAP_REPLICATES = 200
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its two-sided 95 % interval and how the interval was computed.
+
+    ``value`` is NaN (and the interval too) when the figure is not defined on
+    the rows (e.g. sensitivity without any positive row).
+    """
+
+    value: float
+    low: float
+    high: float
+    method: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": _finite_or_none(self.value), "ci95": [_finite_or_none(self.low), _finite_or_none(self.high)],
+                "method": self.method}
+
+    def text(self, digits: int = 3) -> str:
+        """``0.912 (95% CI 0.887-0.933)``, or ``n/a`` when undefined."""
+        if not math.isfinite(self.value):
+            return "n/a"
+        return f"{self.value:.{digits}f} (95% CI {self.low:.{digits}f}-{self.high:.{digits}f})"
+
+
+def interval_text(value: object, ci: Sequence[object] | None, digits: int = 4, brackets: bool = False) -> str:
+    """``0.9123 (95% CI 0.8912-0.9310)`` (or ``0.9123 [0.891, 0.931]`` with ``brackets``) from stored values.
+
+    ``n/a`` when ``value`` is not a finite float; the value alone when the interval is missing or undefined
+    (JSON reports store NaN as None).
+    """
+    if not isinstance(value, float) or not math.isfinite(value):
+        return "n/a"
+    if not ci or any(not isinstance(v, float) or not math.isfinite(v) for v in ci):
+        return f"{value:.{digits}f}"
+    if brackets:
+        return f"{value:.{digits}f} [{ci[0]:.{digits - 1}f}, {ci[1]:.{digits - 1}f}]"
+    return f"{value:.{digits}f} (95% CI {ci[0]:.{digits}f}-{ci[1]:.{digits}f})"
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+_UNDEFINED = float("nan")
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> Estimate:
+    """``successes / trials`` with the Wilson score interval (NaN when ``trials`` is 0)."""
+    if trials <= 0:
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "wilson")
+    p = successes / trials
+    z2 = z * z
+    denominator = 1.0 + z2 / trials
+    centre = (p + z2 / (2.0 * trials)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / trials + z2 / (4.0 * trials * trials)) / denominator
+    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), "wilson")
+
+
+def _midranks(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """1-based ranks, ties sharing the mean of their ranks."""
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    ends = np.r_[starts[1:], x.size]
+    mean_rank = (starts + ends + 1) / 2.0  # ranks starts+1 .. ends, averaged
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
+def _auc_and_se(positive: NDArray[np.bool_], score: NDArray[np.float64]) -> tuple[float, float]:
+    m, n = int(positive.sum()), int((~positive).sum())
+    if m == 0 or n == 0:
+        return _UNDEFINED, _UNDEFINED
+    pos, neg = score[positive], score[~positive]
+    all_ranks = _midranks(np.concatenate([pos, neg]))
+    v10 = (all_ranks[:m] - _midranks(pos)) / n  # per positive: share of negatives ranked below (ties 1/2)
+    v01 = 1.0 - (all_ranks[m:] - _midranks(neg)) / m  # per negative: share of positives ranked above
+    auc = float(v10.mean())
+    if m < 2 or n < 2:
+        return auc, _UNDEFINED
+    return auc, math.sqrt(float(v10.var(ddof=1)) / m + float(v01.var(ddof=1)) / n)
+
+
+def _normal(value: float, se: float, method: str, low: float = 0.0, high: float = 1.0) -> Estimate:
+    if not math.isfinite(value):
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, method)
+    if not math.isfinite(se):
+        return Estimate(value, low, high, method + " (too few rows for a variance: widest interval)")
+    return Estimate(value, max(low, value - Z95 * se), min(high, value + Z95 * se), method)
+
+
+def delong_auc(positive: ArrayLike, score: ArrayLike) -> Estimate:
+    """ROC AUC of ``score`` for the rows where ``positive`` is true, with DeLong's 95 % interval."""
+    auc, se = _auc_and_se(np.asarray(positive, dtype=bool), np.asarray(score, dtype=np.float64))
+    return _normal(auc, se, "delong")
+
+
+def brier_estimate(squared_errors: ArrayLike) -> Estimate:
+    """Mean of per-row squared errors with a normal (central limit) interval."""
+    e = np.asarray(squared_errors, dtype=np.float64)
+    if e.size == 0:
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "normal")
+    se = float(e.std(ddof=1)) / math.sqrt(e.size) if e.size > 1 else _UNDEFINED
+    return _normal(float(e.mean()), se, "normal", 0.0, 2.0)
+
+
+def _balanced_accuracy(correct: NDArray[np.int64], totals: NDArray[np.int64]) -> Estimate:
+    """Mean recall over the classes present; Agresti-Coull recalls, independent (disjoint rows)."""
+    present = totals > 0
+    if not present.any():
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "agresti-coull mean")
+    x, n = correct[present].astype(float), totals[present].astype(float)
+    k = x.size
+    z2 = Z95 * Z95
+    adjusted = (x + z2 / 2.0) / (n + z2)
+    se = math.sqrt(float((adjusted * (1.0 - adjusted) / (n + z2)).sum())) / k
+    centre = float(adjusted.mean())
+    return Estimate(float((x / n).mean()), max(0.0, centre - Z95 * se), min(1.0, centre + Z95 * se),
+                    "agresti-coull mean")
+
+
+def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: float = ONE_CLASS_SHARE) -> str:
+    """A loud warning when one class is predicted for at least ``share`` of the rows, else ``""``.
+
+    Such a model is no better than a constant: its accuracy is the class mix,
+    its balanced accuracy about 0.5.  (At small ε a forest's noise can swamp
+    every split, so check before trusting an accuracy figure.)
+    """
+    idx = np.asarray(predicted, dtype=np.int64)
+    if idx.size == 0:
+        return ""
+    counts = np.bincount(idx, minlength=len(classes))
+    top = int(np.argmax(counts))
+    if counts[top] < share * idx.size:
+        return ""
+    return (f"WARNING: the model predicts class {classes[top]!r} for {counts[top]} of {idx.size} rows "
+            f"({counts[top] / idx.size:.1%}): it is (nearly) a constant, whatever its accuracy; look at the "
+            "balanced accuracy and the sensitivity of every class")
+
+
+@dataclass(frozen=True)
+class CalibrationBin:
+    """Rows whose predicted probability lies in ``[low, high)`` (the last bin includes 1)."""
+
+    low: float
+    high: float
+    n: int
+    mean_predicted: float
+    observed: Estimate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"low": self.low, "high": self.high, "n": self.n,
+                "mean_predicted": _finite_or_none(self.mean_predicted), "observed": self.observed.as_dict()}
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    """Decisions "positive when p >= threshold" and what they give."""
+
+    threshold: float
+    flagged: int
+    sensitivity: Estimate
+    specificity: Estimate
+    ppv: Estimate
+    npv: Estimate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"threshold": self.threshold, "flagged": self.flagged,
+                **{k: getattr(self, k).as_dict() for k in ("sensitivity", "specificity", "ppv", "npv")}}
+
+
+def _decision_counts(positive: NDArray[np.bool_], flagged: NDArray[np.bool_]) -> tuple[int, int, int, int]:
+    tp = int((positive & flagged).sum())
+    fp = int((~positive & flagged).sum())
+    fn = int((positive & ~flagged).sum())
+    return tp, fp, fn, int(positive.size - tp - fp - fn)
+
+
+def _threshold_row(positive: NDArray[np.bool_], score: NDArray[np.float64], threshold: float) -> ThresholdRow:
+    tp, fp, fn, tn = _decision_counts(positive, score >= threshold)
+    return ThresholdRow(float(threshold), tp + fp, wilson_interval(tp, tp + fn), wilson_interval(tn, tn + fp),
+                        wilson_interval(tp, tp + fp), wilson_interval(tn, tn + fn))
+
+
+def _calibration(positive: NDArray[np.bool_], score: NDArray[np.float64], n_bins: int) -> tuple[CalibrationBin, ...]:
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    which = np.clip(np.searchsorted(edges, score, side="right") - 1, 0, n_bins - 1)
+    n = np.bincount(which, minlength=n_bins)
+    hits = np.bincount(which, weights=positive.astype(float), minlength=n_bins)
+    sums = np.bincount(which, weights=score, minlength=n_bins)
+    return tuple(
+        CalibrationBin(float(edges[b]), float(edges[b + 1]), int(n[b]),
+                       float(sums[b] / n[b]) if n[b] else _UNDEFINED, wilson_interval(int(hits[b]), int(n[b])))
+        for b in range(n_bins))
+
+
+@dataclass(frozen=True)
+class OneVsRest:
+    """One class against the others: its decisions, its score's discrimination and calibration."""
+
+    label: object
+    threshold: float | None
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    sensitivity: Estimate
+    specificity: Estimate
+    ppv: Estimate
+    npv: Estimate
+    roc_auc: Estimate
+    brier: Estimate
+    calibration: tuple[CalibrationBin, ...]
+    thresholds: tuple[ThresholdRow, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"class": _plain(self.label), "threshold": self.threshold,
+                               "confusion": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn}}
+        for key in ("sensitivity", "specificity", "ppv", "npv", "roc_auc", "brier"):
+            out[key] = getattr(self, key).as_dict()
+        out["calibration"] = [b.as_dict() for b in self.calibration]
+        out["thresholds"] = [t.as_dict() for t in self.thresholds]
+        return out
+
+
+def _plain(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _one_vs_rest(label: object, positive: NDArray[np.bool_], score: NDArray[np.float64],
+                 flagged: NDArray[np.bool_], threshold: float | None, thresholds: Sequence[float],
+                 n_bins: int) -> OneVsRest:
+    tp, fp, fn, tn = _decision_counts(positive, flagged)
+    return OneVsRest(
+        label=label, threshold=threshold, tp=tp, fp=fp, fn=fn, tn=tn,
+        sensitivity=wilson_interval(tp, tp + fn), specificity=wilson_interval(tn, tn + fp),
+        ppv=wilson_interval(tp, tp + fp), npv=wilson_interval(tn, tn + fn),
+        roc_auc=delong_auc(positive, score), brier=brier_estimate((score - positive) ** 2),
+        calibration=_calibration(positive, score, n_bins),
+        thresholds=tuple(_threshold_row(positive, score, t) for t in thresholds))
+
+
+@dataclass(frozen=True)
+class ClinicalReport:
+    """Everything :func:`clinical_report` computes; ``as_dict`` gives it as JSON-ready values.
+
+    Attributes
+    ----------
+    classes : tuple
+        The declared classes, in order.
+    n : int
+        Rows scored.
+    predicted : ndarray of int
+        Class index decided for each row (threshold rule for a positive class, else the most probable class).
+    confusion : ndarray, shape (K, K)
+        ``confusion[i, j]``: rows of true class ``i`` decided as class ``j``.
+    accuracy, balanced_accuracy, roc_auc, brier : Estimate
+        ``roc_auc``: of the positive class (binary with a positive class), else the macro mean of the one-vs-rest
+        AUCs; ``brier``: of the positive class's probability, else the multiclass form (sum over classes, 0..2).
+    per_class : tuple of OneVsRest
+        One per declared class; with a positive class, its entry also holds the threshold table.
+    positive : int or None
+        Index of the positive class.
+    warning : str
+        :func:`one_class_warning`'s text, or ``""``.
+    """
+
+    classes: tuple[object, ...]
+    n: int
+    predicted: NDArray[np.int64] = field(repr=False)
+    confusion: NDArray[np.int64]
+    accuracy: Estimate
+    balanced_accuracy: Estimate
+    roc_auc: Estimate
+    brier: Estimate
+    per_class: tuple[OneVsRest, ...]
+    positive: int | None
+    threshold: float | None
+    warning: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "classes": [_plain(c) for c in self.classes], "n": self.n,
+            "positive_class": None if self.positive is None else _plain(self.classes[self.positive]),
+            "threshold": self.threshold, "confusion": self.confusion.tolist(),
+            **{k: getattr(self, k).as_dict() for k in ("accuracy", "balanced_accuracy", "roc_auc", "brier")},
+            "per_class": [c.as_dict() for c in self.per_class], "warning": self.warning, "note": NOT_DP_NOTE,
+        }
+
+
+def clinical_report(y: ArrayLike, proba: ArrayLike, classes: Sequence[object], *, positive: int | None = None,
+                    threshold: float = 0.5, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+                    n_calibration_bins: int = 10) -> ClinicalReport:
+    """Confusion matrix and clinical metrics of probabilities ``proba`` against true class indices ``y``.
+
+    Parameters
+    ----------
+    y : array of int, shape (n,)
+        True class index of each row (0..K-1, the declared order).
+    proba : array, shape (n, K)
+        Predicted class probabilities (each row sums to 1).
+    classes : sequence
+        The declared classes.
+    positive : int or None
+        Index of the positive class.  Given, a row is decided positive when
+        ``proba[:, positive] >= threshold`` (with two classes, the other class
+        otherwise; with more, the most probable of the others); the summary
+        AUC, Brier score and threshold table are the positive class's.
+        ``None``: every row gets its most probable class.
+    threshold : float in [0, 1], default 0.5
+    thresholds : sequence of float in [0, 1]
+        Rows of the threshold table (positive class only).
+    n_calibration_bins : int >= 1, default 10
+        Equal-width bins of predicted probability in the calibration tables.
+
+    Returns
+    -------
+    ClinicalReport
+
+    Notes
+    -----
+    Privacy cost: none is accounted, and none of the outputs is DP: they are
+    exact statistics of ``(y, proba)`` (see :data:`NOT_DP_NOTE`).  The
+    intervals are described in the module docstring.
+    """
+    y = np.asarray(y, dtype=np.int64).ravel()
+    p = np.asarray(proba, dtype=np.float64)
+    k = len(classes)
+    if p.ndim != 2 or p.shape != (y.size, k):
+        raise ValueError(f"proba: expected shape ({y.size}, {k}), got {p.shape}")
+    if y.size and (y.min() < 0 or y.max() >= k):
+        raise ValueError(f"y: expected class indices in [0, {k - 1}], got values in [{y.min()}, {y.max()}]")
+    if positive is not None and not 0 <= positive < k:
+        raise ValueError(f"positive: expected a class index in [0, {k - 1}], got {positive}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold: expected a probability in [0, 1], got {threshold}")
+    if positive is None:
+        predicted = np.argmax(p, axis=1) if y.size else np.zeros(0, dtype=np.int64)
+    else:
+        others = p.copy()
+        others[:, positive] = -np.inf
+        fallback = np.argmax(others, axis=1) if y.size else np.zeros(0, dtype=np.int64)
+        predicted = np.where(p[:, positive] >= threshold, positive, fallback)
+    confusion = np.bincount(y * k + predicted, minlength=k * k).reshape(k, k)
+    correct = np.diag(confusion)
+    per_class = tuple(
+        _one_vs_rest(classes[c], y == c, p[:, c], predicted == c,
+                     threshold if c == positive else None, thresholds if c == positive else (),
+                     n_calibration_bins)
+        for c in range(k))
+    if positive is not None and k == 2:
+        roc_auc, brier = per_class[positive].roc_auc, per_class[positive].brier
+    else:
+        roc_auc = _macro_auc(y, p)
+        onehot = np.eye(k)[y] if y.size else np.zeros((0, k))
+        brier = brier_estimate(((p - onehot) ** 2).sum(axis=1))
+    return ClinicalReport(
+        classes=tuple(classes), n=int(y.size), predicted=predicted, confusion=confusion,
+        accuracy=wilson_interval(int(correct.sum()), int(y.size)),
+        balanced_accuracy=_balanced_accuracy(correct, confusion.sum(axis=1)),
+        roc_auc=roc_auc, brier=brier, per_class=per_class, positive=positive,
+        threshold=threshold if positive is not None else None,
+        warning=one_class_warning(predicted, classes))
+
+
+def _macro_auc(y: NDArray[np.int64], proba: NDArray[np.float64]) -> Estimate:
+    """Mean of one-vs-rest AUCs; its standard error bounded by the mean of theirs (whatever the correlation)."""
+    pairs = [_auc_and_se(y == c, proba[:, c]) for c in range(proba.shape[1])]
+    values = np.array([a for a, _ in pairs])
+    if not np.isfinite(values).all():
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "macro delong")
+    return _normal(float(values.mean()), float(np.mean([se for _, se in pairs])), "macro delong (conservative)")
+
+
+def macro_f1_estimate(y: ArrayLike, predicted: ArrayLike, n_classes: int, seed: int = 0) -> Estimate:
+    """Macro F1 over the declared classes, with a percentile bootstrap interval (200 resamples, fixed seed)."""
+    y = np.asarray(y, dtype=np.int64)
+    pred = np.asarray(predicted, dtype=np.int64)
+    if y.size == 0:
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "bootstrap")
+
+    def f1(rows: NDArray[np.int64] | slice) -> float:
+        cm = np.bincount(y[rows] * n_classes + pred[rows], minlength=n_classes * n_classes).reshape(n_classes,
+                                                                                                   n_classes)
+        tp = np.diag(cm).astype(float)
+        denominator = cm.sum(axis=0) + cm.sum(axis=1)
+        return float(np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0).mean())
+
+    rng = np.random.default_rng(seed)
+    draws = np.array([f1(rng.integers(0, y.size, y.size)) for _ in range(_BOOTSTRAP_REPLICATES)])
+    low, high = np.quantile(draws, [0.025, 0.975])
+    return Estimate(f1(slice(None)), float(low), float(high), "bootstrap (200 resamples)")

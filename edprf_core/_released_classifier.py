@@ -1,0 +1,153 @@
+"""A released forest as a fitted scikit-learn classifier (for using a model, not training one).
+
+:class:`ReleasedForestClassifier` wraps a :class:`DPForest` (a party's release
+or a coordinator's merged global model) and behaves like any fitted
+scikit-learn classifier: ``predict``, ``predict_proba``, ``score``,
+``classes_``, ``feature_names_in_`` and ``n_features_in_``, usable as the last
+step of a :class:`~sklearn.pipeline.Pipeline`, with :mod:`sklearn.metrics`
+and with :meth:`sklearn.calibration.CalibrationDisplay.from_estimator`.
+:func:`protocol.load_classifier` builds one from a ``global-model.edprf``
+file, verifying the parties' signatures when given their keys.
+
+Privacy: everything here is post-processing of released values (tree
+structure, clamped noisy leaf counts, public parameters); it spends no ε
+and reads no party's data.  Scores computed on the caller's rows are exact
+statistics of those rows (not DP).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ._encoding import encode_labels
+from ._exceptions import DataValidationError
+from ._input_checks import check_predict_input, schema_input_tags
+from ._release import DPForest
+from ._schema import Schema
+
+__all__ = ["ReleasedForestClassifier", "schema_accuracy"]
+
+
+def schema_accuracy(forest: DPForest, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
+                    sample_weight: ArrayLike | None = None) -> float:
+    """Accuracy of ``forest`` on ``(X, y)``, labels read by the schema (NaN without rows).
+
+    A missing or undeclared label raises :class:`DataValidationError`.  Privacy cost: none for the
+    forest; the accuracy is an exact statistic of ``(X, y)`` (not DP).
+    """
+    truth = encode_labels(y, forest.schema)
+    predicted = np.argmax(forest.predict_proba(X), axis=1)
+    if truth.shape[0] != predicted.shape[0]:
+        raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
+    if truth.shape[0] == 0:
+        return float("nan")
+    return float(np.average(predicted == truth, weights=sample_weight))
+
+
+class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
+    """A fitted classifier whose forest was released (DP) rather than fitted here.
+
+    Parameters
+    ----------
+    forest : DPForest
+        The released or merged forest; its schema declares the features (in
+        order), how each cell is read and the classes.
+    provenance : object, default None
+        Where the forest came from (parties, run id, signature status), as
+        :func:`protocol.load_classifier` records it; shown, never used to
+        predict.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The schema's declared classes (columns of :meth:`predict_proba`).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The schema's feature names, in model order: pass a DataFrame with
+        exactly these columns in this order (scikit-learn's rule:
+        ``X[clf.feature_names_in_]``), or a 2-D array in this order.
+    forest_ : DPForest
+    schema_ : Schema
+    guarantee_ : str
+        The forest's privacy statement (:meth:`DPForest.guarantee`).
+
+    Notes
+    -----
+    The forest is fixed.  :meth:`fit` does not train (training spends ε and
+    happens at the parties): it checks ``X`` against the schema and returns
+    ``self`` unchanged, so that the classifier can end a Pipeline whose other
+    steps are fitted.  Cells are read by the schema's per-cell rules, as in
+    training; a cell a rule refuses (a missing value where the schema says
+    ``missing = "refuse"``, text in a numeric column, an undeclared category)
+    raises :class:`DataValidationError` naming the column and row.  ``edprf
+    predict`` instead gives such rows a status and scores the others.
+    """
+
+    def __init__(self, forest: DPForest, provenance: object = None) -> None:
+        self.forest = forest
+        self.provenance = provenance
+
+    # The fitted attributes are read from the forest (nothing is fitted here), so they can never drift from it.
+    @property
+    def forest_(self) -> DPForest:
+        if not isinstance(self.forest, DPForest):
+            raise TypeError(f"forest: expected a DPForest, got {type(self.forest).__name__}")
+        return self.forest
+
+    @property
+    def schema_(self) -> Schema:
+        return self.forest_.schema
+
+    @property
+    def classes_(self) -> NDArray:
+        return np.asarray(self.schema_.classes)
+
+    @property
+    def n_features_in_(self) -> int:
+        return self.schema_.n_features
+
+    @property
+    def feature_names_in_(self) -> NDArray[np.object_]:
+        return np.asarray(self.schema_.feature_names, dtype=object)
+
+    @property
+    def guarantee_(self) -> str:
+        return self.forest_.guarantee()
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None) -> ReleasedForestClassifier:
+        """Check ``X``'s columns against the schema and return ``self``: the released forest is not retrained.
+
+        Privacy cost: none (column names and shape only).
+        """
+        check_predict_input(self, X)
+        return self
+
+    def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
+        check_predict_input(self, X)
+        return self.forest_.predict_proba(X)
+
+    def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
+        """The most probable class; ties go to the class declared first (privacy cost: none)."""
+        check_predict_input(self, X)
+        return self.forest_.predict(X)
+
+    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
+              sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy on ``(X, y)``, labels read by the schema (``"1"`` and ``1`` are the same numeric class).
+
+        A missing or undeclared label raises :class:`DataValidationError`.
+        The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
+        """
+        check_predict_input(self, X)
+        return schema_accuracy(self.forest_, X, y, sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        return schema_input_tags(tags, self.forest.schema if isinstance(self.forest, DPForest) else None)

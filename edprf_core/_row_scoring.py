@@ -1,0 +1,227 @@
+"""Score rows one by one under the schema's rules: a row that breaks a rule gets a reason, never a failed batch.
+
+What ``edprf predict`` and ``edprf evaluate`` need from a model: for every
+row, the class probabilities and a status,
+
+- ``ok``: every cell read as the schema says;
+- ``clipped``: scored, but a continuous value lay outside its declared bounds
+  and was clipped to the nearest bound (the model saw the bound; the detail
+  names the column and the value);
+- ``refused``: not scored, because a cell breaks a ``refuse`` rule (a missing
+  value where the schema refuses it, a cell that is not a number, an
+  undeclared category; the detail names the column);
+- ``malformed``: not scored, because the line could not be read as one record
+  (wrong number of fields, an unbalanced quote, an over-long line).
+
+Each row's status and probabilities depend on that row's cells only (the
+schema's per-cell rules, :mod:`edprf_core._encoding`), exactly as the rows
+were read in training.  Rows are scored through :meth:`DPForest.predict_proba`
+on each valid row's *codes*, re-expressed as one representative value per
+bin or category, so every cell is parsed once for its code and once for the
+clipping check, never again.
+
+Privacy: post-processing of a released forest on the caller's own rows; no ε.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ._encoding import (
+    CellRules,
+    _encode_categorical,
+    _label_series,
+    _parse_numbers,
+    as_frame,
+    encode_features,
+)
+from ._release import DPForest
+from ._schema import SEPARATE, CategoricalFeature, ContinuousFeature, Schema
+
+__all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]
+
+OK = "ok"
+CLIPPED = "clipped"
+REFUSED = "refused"
+MALFORMED = "malformed"
+
+_SHOWN_CHARS = 24
+
+
+@dataclass(frozen=True, eq=False)
+class RowScores:
+    """Per row: status, detail and class probabilities (NaN where the row was not scored)."""
+
+    status: NDArray[np.object_]
+    detail: NDArray[np.object_]
+    proba: NDArray[np.float64]
+
+    @property
+    def scored(self) -> NDArray[np.bool_]:
+        return (self.status == OK) | (self.status == CLIPPED)
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+
+
+def _short_reason(what: str) -> str:
+    """The encoder's rule text as a short reason."""
+    if what.startswith("missing value"):
+        return "missing, and the schema refuses missing values here"
+    if what.startswith("not a finite number"):
+        return "not a number"
+    if what.startswith("undeclared"):
+        return "unknown category"
+    return what
+
+
+def _append(detail: NDArray[np.object_], mask: NDArray[np.bool_], texts: NDArray[np.object_] | str) -> None:
+    """Add ``texts`` to the detail of the rows in ``mask`` (joined by "; ")."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return
+    new = np.broadcast_to(np.asarray(texts, dtype=object), mask.shape)[rows]
+    old = detail[rows]
+    detail[rows] = np.where(old == "", new, old + "; " + new)
+
+
+def _representatives(schema: Schema, grid_edges: tuple[NDArray[np.float64], ...],
+                     codes: NDArray[np.int32]) -> pd.DataFrame:
+    """One value per code that the schema's rules encode back to that same code."""
+    columns = {}
+    for j, f in enumerate(schema.features):
+        if isinstance(f, ContinuousFeature):
+            values = np.concatenate([[f.lower], grid_edges[j]])  # bin c starts at values[c] (right-closed search)
+            if f.missing == SEPARATE:
+                values = np.concatenate([values, [np.nan]])
+            columns[f.name] = values[codes[:, j]]
+        else:
+            cats = list(f.categories) + ([None] if f.missing == SEPARATE else [])
+            columns[f.name] = pd.Series(np.asarray(cats, dtype=object)[codes[:, j]], dtype=object)
+    return pd.DataFrame(columns)
+
+
+def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.object_] | None = None) -> RowScores:
+    """Status, detail and probabilities of every row of ``frame``.
+
+    Parameters
+    ----------
+    forest : DPForest
+    frame : DataFrame
+        Must hold the schema's feature columns (others are ignored); cells
+        as text or as values.
+    malformed : array of str, optional
+        Per row, ``""`` or why its line could not be read (its cells are then
+        ignored and the row gets status ``malformed`` with that detail).
+
+    Returns
+    -------
+    RowScores
+
+    Notes
+    -----
+    Privacy cost: none (post-processing of a released forest).  Each row's
+    output depends on that row only.
+    """
+    schema = forest.schema
+    n = len(frame)
+    features = as_frame(frame[list(schema.feature_names)], schema) if n else frame
+    status = np.full(n, OK, dtype=object)
+    detail = np.full(n, "", dtype=object)
+    proba = np.full((n, schema.n_classes), np.nan)
+    if n == 0:
+        return RowScores(status, detail, proba)
+    bad_line = np.zeros(n, dtype=bool) if malformed is None else (np.asarray(malformed, dtype=object) != "")
+    problems: list[tuple[str, str, NDArray[np.bool_]]] = []
+    rules = CellRules.of(schema)
+    # Continuous cells are parsed once, here: the clipping check needs the numbers, and the encoder then
+    # reads floats (no second strip and parse).  A cell that is not a number is refused here, as the encoder
+    # would refuse it (_encoding._as_float); the encoder gets a placeholder number for it.
+    parsed = features.copy(deep=False)
+    clipped = np.zeros(n, dtype=bool)
+    for f in schema.features:
+        if not isinstance(f, ContinuousFeature):
+            continue
+        cells = rules.clean(features[f.name])
+        missing = rules.missing(cells)
+        x = _parse_numbers(cells)
+        not_number = np.isnan(x) & ~missing
+        if not_number.any():
+            problems.append((f.name, "not a finite number", not_number))
+        outside = np.isfinite(x) & ((x < f.lower) | (x > f.upper)) & ~bad_line
+        if outside.any():
+            clipped |= outside
+            texts = np.full(n, "", dtype=object)
+            texts[outside] = [f"column {f.name!r}: {x[i]:g} clipped to its {'lower' if x[i] < f.lower else 'upper'} "
+                              f"bound {f.lower if x[i] < f.lower else f.upper:g}" for i in np.flatnonzero(outside)]
+            _append(detail, outside, texts)
+        parsed[f.name] = np.where(not_number, f.lower, x)  # a placeholder: that row is refused above
+    grid = forest.grid
+    codes = encode_features(parsed, schema, grid, problems)
+    refused = np.zeros(n, dtype=bool)
+    for column, what, mask in problems:
+        mask = mask & ~bad_line
+        refused |= mask
+        _append(detail, mask, _reason_texts(column, what, features[column].to_numpy(dtype=object), mask))
+    status[clipped] = CLIPPED
+    status[refused] = REFUSED
+    if malformed is not None:
+        status[bad_line] = MALFORMED
+        detail[bad_line] = np.asarray(malformed, dtype=object)[bad_line]
+    good = ~refused & ~bad_line
+    if good.any():
+        distinct, inverse = _distinct_rows(codes[good], grid.n_codes)
+        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, distinct))[inverse]
+    return RowScores(status, detail, proba)
+
+
+def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.int32], NDArray[np.intp]]:
+    """The distinct code rows and, per row, the index of its distinct row (rows with equal codes score alike).
+
+    Each row becomes one mixed-radix integer when the grid has fewer than 2**62 cells (a 1-D unique is
+    several times faster than numpy's row-wise one); otherwise every row is kept.
+    """
+    radix = np.asarray(n_codes, dtype=np.int64)
+    if float(np.prod(radix.astype(np.float64))) >= 2.0**62:
+        return codes, np.arange(codes.shape[0])
+    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    _, first, inverse = np.unique(codes.astype(np.int64) @ weights, return_index=True, return_inverse=True)
+    return codes[first], inverse.ravel()
+
+
+def _reason_texts(column: str, what: str, values: NDArray[np.object_], mask: NDArray[np.bool_]) -> NDArray[np.object_]:
+    texts = np.full(mask.shape, "", dtype=object)
+    reason = _short_reason(what)
+    rows = np.flatnonzero(mask)
+    if reason.startswith("missing"):
+        texts[rows] = f"column {column!r}: {reason}"
+    else:
+        texts[rows] = [f"column {column!r}: {reason} ({_shown(values[i])!r})" for i in rows]
+    return texts
+
+
+def read_labels(y: pd.Series, schema: Schema) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
+    """Class index of each label (-1 where it cannot be read) and, per row, why not (``""`` when read).
+
+    Labels follow the schema's rules (whitespace, declared aliases, numeric
+    classes compared as numbers); a missing or undeclared label is not
+    scored.  Each row's result depends on its own cell only.
+    """
+    rules = CellRules.of(schema)
+    problems: list[tuple[str, str, NDArray[np.bool_]]] = []
+    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+    series = _label_series(y.reset_index(drop=True), schema, rules)
+    idx = _encode_categorical(series, spec, schema.label.column, what="class", problems=problems,
+                              rules=rules).astype(np.int64)
+    reason = np.full(len(series), "", dtype=object)
+    for _, what, mask in problems:
+        idx[mask] = -1
+        text = "label missing" if what.startswith("missing") else "label not one of the declared classes"
+        reason[mask] = text
+    return idx, reason

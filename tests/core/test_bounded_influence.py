@@ -1,0 +1,157 @@
+"""Bounded influence across parts (issue 20; item 5 of edprf_core/_leaf_distribution.py).
+
+The inequalities of the argument are checked by hand on small cases and on random hostile inputs
+(fixed seeds); every attack of the forged-release library is checked against the bound and the
+accuracy goal on a fixed federation; honest federations keep their model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edprf_core import EDPRFClassifier, encode_labels, load_embedded, merge_forests
+from edprf_core._leaf_distribution import (
+    CLIP_MARGIN,
+    bounded_part_mean,
+    part_consortium_prior,
+)
+from edprf_core._tree import MAX_LEAF_COUNT
+from tests.forged_releases import ATTACKS, forge
+
+
+def test_bounded_part_mean_by_hand():
+    # five parts, the last hostile: value 1000 at weight 1e6
+    values = np.array([0.0, 1.0, 2.0, 3.0, 1000.0])[:, None]
+    weights = np.array([1.0, 1.0, 1.0, 1.0, 1e6])[:, None]
+    # lo = 1 (2nd smallest), hi = 3 (2nd largest), D = 2: values clipped to [1 - 2, 3 + 2]; cap = 1 (2nd largest)
+    assert bounded_part_mean(values, weights)[0] == pytest.approx((0 + 1 + 2 + 3 + 5) / 5)
+    # honest range [0, 3], D_H = 3: within [0 - 3, 3 + 3]; displacement from the honest mean 1.5 at most
+    # s (1 + lambda) D_H with share s = 1/5
+    assert abs(2.2 - 1.5) <= 0.2 * (1 + CLIP_MARGIN) * 3
+    # three parts: lo = hi = the median; the hostile value becomes the nearer honest one, its weight the larger
+    got = bounded_part_mean(np.array([[1.0], [2.0], [-50.0]]), np.array([[1.0], [3.0], [1e9]]))
+    assert got[0] == pytest.approx((1 * 1 + 3 * 1 + 3 * 1) / 7)  # every value clipped to the median 1
+    # two parts: nothing can tell the hostile one apart; the plain weighted mean
+    assert bounded_part_mean(np.array([[1.0], [5.0]]), np.array([[1.0], [3.0]]))[0] == pytest.approx(4.0)
+    assert bounded_part_mean(values, weights, tolerated=0)[0] == pytest.approx((6 + 1000 * 1e6) / (4 + 1e6))
+    # per class, over rows: shape (parts, rows, classes) with (parts, classes) weights; an all-zero class gives 0
+    v = np.arange(24, dtype=float).reshape(3, 4, 2)
+    assert bounded_part_mean(v, np.array([[1.0, 0.0]] * 3)).shape == (4, 2)
+    assert np.all(bounded_part_mean(v, np.array([[1.0, 0.0]] * 3))[:, 1] == 0.0)
+    with pytest.raises(ValueError, match="weights: expected shape"):
+        bounded_part_mean(v, np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("n_honest", [2, 3, 4, 9])
+def test_one_hostile_part_stays_within_the_bounds_of_the_argument(n_honest):
+    """(a) range, (b) weight share, (c) displacement, on random honest parts and extreme hostile ones."""
+    rng = np.random.default_rng(n_honest)
+    for _ in range(300):
+        honest_v = rng.normal(0.0, rng.uniform(0.1, 5.0), size=(n_honest, 6, 3))
+        honest_w = rng.uniform(0.5, 50.0, size=(n_honest, 3))
+        hostile_v = rng.choice([-1e9, 1e9, 0.0]) + rng.normal(0, 1e3, size=(1, 6, 3)) * rng.integers(0, 2)
+        hostile_w = rng.choice([0.0, 1.0, 1e12], size=(1, 3))
+        at = rng.integers(0, n_honest + 1)  # the hostile part's position does not matter
+        values = np.insert(honest_v, at, hostile_v, axis=0)
+        weights = np.insert(honest_w, at, hostile_w, axis=0)
+        got = bounded_part_mean(values, weights)
+        low, high = honest_v.min(axis=0), honest_v.max(axis=0)
+        spread = high - low
+        assert np.all(got >= low - CLIP_MARGIN * spread - 1e-9) and np.all(got <= high + CLIP_MARGIN * spread + 1e-9)
+        cap = np.sort(weights, axis=0)[-2]
+        share = np.minimum(hostile_w[0], cap) / np.minimum(weights, cap).sum(axis=0)
+        assert np.all(share <= 0.5 + 1e-12)
+        assert np.all(np.minimum(hostile_w[0], cap) <= honest_w.max(axis=0))
+        # (c): against the honest parts' weighted mean of their own clipped values
+        ordered = np.sort(values, axis=0)
+        lo, hi = ordered[1], ordered[-2]
+        clipped = np.clip(honest_v, lo - CLIP_MARGIN * (hi - lo), hi + CLIP_MARGIN * (hi - lo))
+        w_h = np.minimum(honest_w, cap)[:, None, :]
+        honest_mean = (w_h * clipped).sum(axis=0) / w_h.sum(axis=0)
+        assert np.all(np.abs(got - honest_mean) <= share * (1 + CLIP_MARGIN) * spread + 1e-9)
+
+
+def test_the_consortium_prior_of_parts_by_hand():
+    honest = np.array([[600.0, 300.0, 100.0, 0.0], [500.0, 400.0, 60.0, 40.0], [550.0, 350.0, 80.0, 20.0]])
+    # no hostile part: the summed counts, +1 per class (item 3)
+    assert np.allclose(part_consortium_prior(honest), (honest.sum(axis=0) + 1) / (honest.sum() + 4))
+    forged = np.array([[0.0, 0.0, 16 * MAX_LEAF_COUNT, 0.0]])  # the issue's release: every leaf (0, 0, 2**31-1, 0)
+    got = part_consortium_prior(np.vstack([honest, forged]))
+    assert got[2] < 0.15  # the unbounded rule: about 1.0
+    assert part_consortium_prior(np.vstack([honest, forged]), tolerated=0)[2] > 0.99
+    mixes = honest / honest.sum(axis=1, keepdims=True)
+    spread = mixes.max(axis=0) - mixes.min(axis=0)
+    # within the honest mixes widened by the margin (before the +1 and renormalization, which move it by < 1e-3)
+    assert np.all(got <= mixes.max(axis=0) + CLIP_MARGIN * spread + 1e-3)
+    assert np.all(got >= mixes.min(axis=0) - CLIP_MARGIN * spread - 1e-3)
+    zero = part_consortium_prior(np.vstack([honest, np.zeros((1, 4))]))  # a part claiming nothing
+    assert np.allclose(zero.sum(), 1.0) and np.all(zero > 0)
+
+
+@pytest.fixture(scope="module")
+def federation():
+    """Wall robot, 4 honest IID parties + 1 hostile party's own forest (2 trees each, epsilon = 1, seeded)."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(X))
+    test, train = order[:1000], order[1000:]
+    shares = np.array_split(train, 5)
+    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth="auto", max_depth_cap=8, n_bins=20,
+                               random_state=100 + i).fit(X.iloc[rows], y.iloc[rows]).forest_
+               for i, rows in enumerate(shares)]
+    truth = encode_labels(y.iloc[test], schema)
+    return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth
+
+
+def _accuracy(forest, X, truth, **kw) -> float:
+    return float(np.mean(np.argmax(forest.predict_proba(X, **kw), axis=1) == truth))
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_every_attack_of_the_library_is_bounded_and_meets_the_goal(federation, attack):
+    honest, own, own_rows, X_test, truth = federation
+    labels = [f"p{i}" for i in range(len(honest))]
+    all_honest = merge_forests(honest, labels=labels)
+    forged = forge(attack, own, honest_model=all_honest.predict_proba, own_rows=own_rows, other=honest[0])
+    leaf_counts = forged.trees.leaf_counts[forged.trees.feature < 0]
+    assert leaf_counts.min() >= 0 and leaf_counts.max() <= MAX_LEAF_COUNT  # the wire range
+    assert forged.n_trees == own.n_trees and forged.parts == own.parts  # conforms: same parameters and tree count
+    merged = merge_forests([*honest, forged], labels=[*labels, "mallory"])
+
+    # the bound, on the pooled log ratios: within the honest parts' range widened by the margin
+    codes = np.unique(merged.encode(X_test), axis=0)
+    vectors, weights = merged._pooling_terms("log-linear", True)
+    scores = merged._part_scores(vectors, codes)
+    pooled = bounded_part_mean(scores, weights)
+    low, high = scores[:-1].min(axis=0), scores[:-1].max(axis=0)
+    assert np.all(pooled >= low - CLIP_MARGIN * (high - low) - 1e-9)
+    assert np.all(pooled <= high + CLIP_MARGIN * (high - low) + 1e-9)
+
+    # the goal of issue 20 on this federation
+    acc_honest = _accuracy(all_honest, X_test, truth)
+    acc_drop = _accuracy(merge_forests(honest[1:], labels=labels[1:]), X_test, truth)
+    goal = acc_honest - max(0.0, acc_honest - acc_drop) - 0.02
+    assert _accuracy(merged, X_test, truth) >= goal, attack
+
+
+def test_the_issues_release_took_the_unbounded_model(federation):
+    """Every leaf (0, 0, 2**31 - 1, 0)-like: before the bound the model predicted one class everywhere."""
+    honest, own, _, X_test, truth = federation
+    merged = merge_forests([*honest, forge("rarest-class", own)], labels=["a", "b", "c", "d", "mallory"])
+    unbounded = np.argmax(merged.predict_proba(X_test, tolerated_parties=0), axis=1)
+    assert np.mean(unbounded == unbounded[0]) > 0.95
+    assert _accuracy(merged, X_test, truth) > 0.6
+
+
+def test_honest_federations_keep_their_model(federation):
+    honest, _, _, X_test, truth = federation
+    merged = merge_forests(honest, labels=["a", "b", "c", "d"])
+    bounded = merged.predict_proba(X_test)
+    unbounded = merged.predict_proba(X_test, tolerated_parties=0)
+    assert np.mean(np.argmax(bounded, axis=1) == np.argmax(unbounded, axis=1)) > 0.97
+    assert abs(_accuracy(merged, X_test, truth) - _accuracy(merged, X_test, truth, tolerated_parties=0)) < 0.01
+    two = merge_forests(honest[:2], labels=["a", "b"])  # two parts: the rule is the unbounded one, exactly
+    np.testing.assert_allclose(two.predict_proba(X_test), two.predict_proba(X_test, tolerated_parties=0))
+    with pytest.raises(ValueError, match="tolerated_parties"):
+        merged.predict_proba(X_test, tolerated_parties=-1)

@@ -1,0 +1,122 @@
+"""A library of forged releases: a hostile party's forest with honest shapes and forged leaf counts.
+
+Shared by ``tests/core/test_bounded_influence.py``, the hostile ClientApps of the federation and
+deployment tests, and ``benchmarks/bench_hostile_party.py``.  Every forgery keeps what the
+coordinator can check (schema, grid, parameters, tree shapes, counts inside the wire range
+``[0, MAX_LEAF_COUNT]``), so it passes the decoder and the conformance checks; only the counts lie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from edprf_core import DPForest
+from edprf_core._tree import MAX_LEAF_COUNT
+
+__all__ = ["ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_release_bytes"]
+
+ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
+           "copied-release", "inverted", "inverted-plausible", "one-class-per-tree")
+"""Attacks of issue 20: rarest / majority class at 2**31 - 1 in every leaf, every count 0, the
+class columns rotated, every count x1000, another party's release with counts rotated and x1000,
+every leaf's mass (2**31 - 1, or the leaf's own released size) on the class the honest model rates
+least on the hostile party's rows reaching that leaf, tree ``t`` all class ``t mod K`` at 2**31 - 1."""
+
+
+def _with_counts(forest: DPForest, counts: np.ndarray) -> DPForest:
+    leaves = forest.trees.feature < 0
+    out = np.where(leaves[:, None], np.clip(np.rint(counts), 0, MAX_LEAF_COUNT), forest.trees.leaf_counts)
+    return replace(forest, trees=replace(forest.trees, leaf_counts=out.astype(np.int64)), _routing={})
+
+
+def _one_hot(n_nodes: int, n_classes: int, cls: np.ndarray, mass: np.ndarray | float) -> np.ndarray:
+    counts = np.zeros((n_nodes, n_classes))
+    counts[np.arange(n_nodes), cls] = mass
+    return counts
+
+
+def forge(attack: str, own: DPForest, *, honest_model: Callable[[pd.DataFrame], np.ndarray] | None = None,
+          own_rows: pd.DataFrame | None = None, other: DPForest | None = None) -> DPForest:
+    """The hostile party's release for ``attack``, built from its own honestly shaped forest ``own``.
+
+    Parameters
+    ----------
+    attack : one of :data:`ATTACKS`
+    own : DPForest
+        A forest the hostile party fitted with the requested parameters (leaf counts); its shapes are kept.
+    honest_model : callable, optional
+        ``X -> class probabilities`` of the honest parties' model (``inverted*``: the attacker is
+        assumed to know it, the worst case).
+    own_rows : DataFrame, optional
+        The hostile party's own feature rows (``inverted*``: where it measures the honest model).
+    other : DPForest, optional
+        Another party's release (``copied-release``).
+    """
+    trees = own.trees
+    if trees.leaf_counts is None:
+        raise ValueError("forge: the hostile forest must release leaf counts (leaf='counts')")
+    counts = trees.leaf_counts.astype(np.float64)
+    n_nodes, n_classes = counts.shape
+    leaves = trees.feature < 0
+    totals = counts[leaves].sum(axis=0)
+    if attack == "rarest-class":
+        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmin(totals))),
+                                          MAX_LEAF_COUNT))
+    if attack == "majority-class":
+        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmax(totals))),
+                                          MAX_LEAF_COUNT))
+    if attack == "zero-counts":
+        return _with_counts(own, np.zeros_like(counts))
+    if attack == "labels-rotated":
+        return _with_counts(own, np.roll(counts, 1, axis=1))
+    if attack == "counts-scaled":
+        return _with_counts(own, counts * 1000.0)
+    if attack == "copied-release":
+        if other is None:
+            raise ValueError("forge: copied-release needs the other party's release")
+        copied = replace(other, parts=own.parts, _routing={})
+        return _with_counts(copied, np.roll(other.trees.leaf_counts.astype(np.float64), 1, axis=1) * 1000.0)
+    if attack == "one-class-per-tree":
+        cls = trees.tree_of_node() % n_classes
+        return _with_counts(own, _one_hot(n_nodes, n_classes, cls, MAX_LEAF_COUNT))
+    if attack in ("inverted", "inverted-plausible"):
+        if honest_model is None or own_rows is None:
+            raise ValueError(f"forge: {attack} needs the honest model and the hostile party's rows")
+        proba = honest_model(own_rows)
+        leaf_of_row = own._table().leaves(own.encode(own_rows))  # (n_trees, n_rows)
+        rated = np.full((n_nodes, n_classes), 1.0 / n_classes)
+        for t in range(own.n_trees):
+            sums = np.zeros((n_nodes, n_classes))
+            np.add.at(sums, leaf_of_row[t], proba)
+            seen = sums.sum(axis=1) > 0
+            rated[seen] = sums[seen] / sums[seen].sum(axis=1, keepdims=True)
+        least = np.argmin(rated, axis=1)
+        mass = MAX_LEAF_COUNT if attack == "inverted" else np.maximum(counts.sum(axis=1), 1.0)
+        return _with_counts(own, _one_hot(n_nodes, n_classes, least, mass))
+    raise ValueError(f"forge: unknown attack {attack!r}; expected one of {ATTACKS}")
+
+
+SELF_CONTAINED_ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
+                          "one-class-per-tree")
+"""The attacks a party can mount from its own release alone (what the hostile ClientApps use)."""
+
+
+def forge_release_bytes(payload: bytes, schema, attack: str, signing_key=None) -> bytes:
+    """Re-issue a party's own genuine release with forged counts: same party, run, request, parameters, shapes.
+
+    ``payload`` is the party's honest ``SignedRelease``; the result is signed with ``signing_key``
+    (the party's registered key) when given, so it passes the decoder, the signature check and the
+    coordinator's conformance checks.  ``attack`` is one of :data:`SELF_CONTAINED_ATTACKS`.
+    """
+    from protocol import INSPECTION_POLICY, decode_release, encode_release
+
+    if attack not in SELF_CONTAINED_ATTACKS:
+        raise ValueError(f"forge_release_bytes: expected one of {SELF_CONTAINED_ATTACKS}, got {attack!r}")
+    genuine = decode_release(payload, schema, INSPECTION_POLICY)
+    forged = forge(attack, genuine.forest)
+    return encode_release(forged, genuine.party_id, signing_key, allow_non_dp=not forged.dp,
+                          run_id=genuine.run_id, request_id=genuine.request_id)

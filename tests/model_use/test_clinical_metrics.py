@@ -1,0 +1,138 @@
+"""edprf_core._clinical_metrics: values agree with scikit-learn, intervals with their definitions and coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import (
+    balanced_accuracy_score,
+    brier_score_loss,
+    confusion_matrix,
+    f1_score,
+    roc_auc_score,
+)
+
+from edprf_core import clinical_report
+from edprf_core._clinical_metrics import (
+    ONE_CLASS_SHARE,
+    Z95,
+    _balanced_accuracy,
+    delong_auc,
+    macro_f1_estimate,
+    one_class_warning,
+    wilson_interval,
+)
+
+
+def test_wilson_interval_matches_its_closed_form_and_known_values():
+    # 0 of 10: the upper bound is z^2 / (n + z^2) exactly
+    e = wilson_interval(0, 10)
+    assert e.value == 0 and e.low == 0
+    assert e.high == pytest.approx(Z95**2 / (10 + Z95**2), rel=1e-12)
+    half = wilson_interval(5, 10)
+    assert (half.low, half.high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert math.isnan(wilson_interval(0, 0).value)
+
+
+def test_wilson_interval_covers_about_95_percent():
+    rng = np.random.default_rng(0)
+    p, n, runs = 0.1, 60, 4000
+    hits = rng.binomial(n, p, size=runs)
+    covered = sum(wilson_interval(int(h), n).low <= p <= wilson_interval(int(h), n).high for h in hits)
+    assert 0.93 <= covered / runs <= 0.975
+
+
+def _pairwise_delong(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """DeLong's AUC and standard error from the O(m n) kernel (the definition)."""
+    kernel = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    v10, v01 = kernel.mean(axis=1), kernel.mean(axis=0)
+    return kernel.mean(), math.sqrt(v10.var(ddof=1) / pos.size + v01.var(ddof=1) / neg.size)
+
+
+def test_delong_auc_equals_sklearn_and_the_pairwise_definition_with_ties():
+    rng = np.random.default_rng(1)
+    y = rng.random(300) < 0.3
+    score = np.round(rng.random(300) + 0.4 * y, 1)  # many ties
+    e = delong_auc(y, score)
+    assert e.value == pytest.approx(roc_auc_score(y, score), abs=1e-12)
+    auc, se = _pairwise_delong(score[y], score[~y])
+    assert e.value == pytest.approx(auc, abs=1e-12)
+    assert (e.low, e.high) == pytest.approx((auc - Z95 * se, auc + Z95 * se), abs=1e-12)
+    assert math.isnan(delong_auc(np.zeros(5, bool), np.arange(5.0)).value)  # no positive row: undefined
+
+
+def test_binary_report_matches_sklearn_at_the_threshold():
+    rng = np.random.default_rng(2)
+    y = (rng.random(500) < 0.25).astype(int)
+    p1 = np.clip(0.25 + 0.3 * (y - 0.25) + rng.normal(0, 0.2, 500), 0, 1)
+    proba = np.column_stack([1 - p1, p1])
+    r = clinical_report(y, proba, ("neg", "pos"), positive=1, threshold=0.3)
+    decided = (p1 >= 0.3).astype(int)
+    assert (r.confusion == confusion_matrix(y, decided, labels=[0, 1])).all()
+    tn, fp, fn, tp = r.confusion.ravel()
+    pos = r.per_class[1]
+    assert pos.sensitivity.value == tp / (tp + fn) and pos.specificity.value == tn / (tn + fp)
+    assert pos.ppv.value == tp / (tp + fp) and pos.npv.value == tn / (tn + fn)
+    assert r.balanced_accuracy.value == pytest.approx(balanced_accuracy_score(y, decided))
+    assert r.roc_auc.value == pytest.approx(roc_auc_score(y, p1))
+    assert r.brier.value == pytest.approx(brier_score_loss(y, p1))
+    for e in (r.accuracy, r.balanced_accuracy, r.roc_auc, r.brier, pos.sensitivity, pos.ppv):
+        assert e.low <= e.value <= e.high
+    # the threshold table's row at the decision threshold is the decision's own counts
+    row = next(t for t in pos.thresholds if t.threshold == 0.3)
+    assert row.flagged == tp + fp and row.sensitivity == pos.sensitivity
+    # calibration bins partition the rows and their mean predictions lie in the bins
+    assert sum(b.n for b in pos.calibration) == 500
+    assert all(b.low <= b.mean_predicted <= b.high for b in pos.calibration if b.n)
+
+
+def test_multiclass_report_per_class_and_macro_auc():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 400)
+    logits = rng.normal(size=(400, 3)) + 1.5 * np.eye(3)[y]
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    r = clinical_report(y, proba, ("a", "b", "c"))
+    pred = proba.argmax(axis=1)
+    assert (r.predicted == pred).all()
+    assert r.accuracy.value == pytest.approx((pred == y).mean())
+    assert r.balanced_accuracy.value == pytest.approx(balanced_accuracy_score(y, pred))
+    assert r.roc_auc.value == pytest.approx(roc_auc_score(y, proba, multi_class="ovr", average="macro"))
+    assert r.brier.value == pytest.approx(((proba - np.eye(3)[y]) ** 2).sum(axis=1).mean())
+    for k, c in enumerate(r.per_class):
+        assert c.roc_auc.value == pytest.approx(roc_auc_score(y == k, proba[:, k]))
+    f1 = macro_f1_estimate(y, pred, 3)
+    assert f1.value == pytest.approx(f1_score(y, pred, average="macro"))
+    assert f1.low <= f1.value <= f1.high
+
+
+def test_balanced_accuracy_interval_covers_about_95_percent():
+    rng = np.random.default_rng(4)
+    recalls, n = np.array([0.9, 0.6]), np.array([40, 160])
+    truth = recalls.mean()
+    covered = 0
+    for _ in range(2000):
+        e = _balanced_accuracy(rng.binomial(n, recalls), n)
+        covered += e.low <= truth <= e.high
+    assert 0.93 <= covered / 2000 <= 0.98
+
+
+def test_one_class_warning_fires_at_the_share_and_not_below():
+    n = 1000
+    almost = np.zeros(n, dtype=int)
+    almost[: int(n * (1 - ONE_CLASS_SHARE))] = 1
+    assert "WARNING" in one_class_warning(almost, ("no", "yes")) and "'no'" in one_class_warning(almost, ("no", "yes"))
+    almost[: int(n * (1 - ONE_CLASS_SHARE)) + 1] = 1
+    assert one_class_warning(almost, ("no", "yes")) == ""
+    proba = np.tile([0.9, 0.1], (50, 1))
+    assert "WARNING" in clinical_report(np.r_[np.zeros(40, int), np.ones(10, int)], proba, ("no", "yes")).warning
+
+
+def test_report_refuses_inconsistent_inputs():
+    with pytest.raises(ValueError, match="proba: expected shape"):
+        clinical_report([0, 1], np.ones((3, 2)) / 2, (0, 1))
+    with pytest.raises(ValueError, match="class indices"):
+        clinical_report([0, 2], np.ones((2, 2)) / 2, (0, 1))
+    with pytest.raises(ValueError, match="threshold"):
+        clinical_report([0, 1], np.ones((2, 2)) / 2, (0, 1), positive=1, threshold=1.5)

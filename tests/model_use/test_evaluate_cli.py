@@ -1,0 +1,76 @@
+"""edprf evaluate: the same metrics as edprf_core.clinical_report on the scorable rows, hostile rows counted."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli import main
+from edprf_core import clinical_report, encode_labels, example_schema, load_embedded
+from protocol import load_classifier
+
+
+def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, bank_model, capsys):
+    schema = example_schema("bank_marketing")
+    data = tmp_path / "labelled.csv"
+    lines = bank_model["data"].read_text().splitlines()
+    hostile = ["abc" + lines[1][lines[1].index(","):],  # age not a number: refused
+               lines[1].rsplit(",", 1)[0] + ",maybe",  # undeclared label
+               lines[1].rsplit(",", 1)[0]]  # one field short: malformed
+    data.write_text("\n".join([lines[0], *hostile, *lines[1:]]) + "\n")
+    out_json = tmp_path / "metrics.json"
+    assert main(["evaluate", str(bank_model["model"]), str(data), "--positive-class", "yes", "--threshold", "0.03",
+                 "--json", str(out_json)]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(out_json.read_text())
+    frame = pd.read_csv(bank_model["data"])
+    clf = load_classifier(bank_model["model"])
+    expected = clinical_report(encode_labels(frame[schema.label.column], schema),
+                               clf.predict_proba(frame[list(schema.feature_names)]), schema.classes, positive=1,
+                               threshold=0.03)
+    assert result["n"] == expected.n == len(frame)
+    assert result["rows"] == {"ok": len(frame) + 1, "clipped": 0, "refused": 1, "malformed": 1, "label": 1}
+    assert result["confusion"] == expected.confusion.tolist()
+    for key in ("accuracy", "balanced_accuracy", "roc_auc", "brier"):
+        e = getattr(expected, key)
+        assert result[key]["value"] == pytest.approx(e.value) and result[key]["ci95"] == pytest.approx([e.low, e.high])
+    positive = result["per_class"][1]
+    assert positive["sensitivity"]["value"] == pytest.approx(expected.per_class[1].sensitivity.value)
+    assert len(positive["thresholds"]) > 0 and len(positive["calibration"]) == 10
+    assert result["provenance"]["parties"] == ["hospital-a", "hospital-b", "hospital-c"]
+    assert "NOT differentially private" in captured.out and "spends no epsilon" in captured.out
+    for text in ("sensitivity (yes)", "specificity (yes)", "PPV (yes)", "NPV (yes)", "ROC AUC (yes)",
+                 "Brier score (yes)", "threshold table", "calibration", "95% CI"):
+        assert text in captured.out
+
+
+def test_a_constant_model_is_flagged_loudly(tmp_path, bank_model, capsys):
+    assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--positive-class", "yes"]) == 0
+    captured = capsys.readouterr()
+    # the seeded fixture forests give every row p(yes) < 0.5: the model says "no" for everyone
+    assert "WARNING: the model predicts class 'no'" in captured.out
+    assert "WARNING: the model predicts class 'no'" in captured.err
+
+
+def test_multiclass_evaluation_gives_every_class_against_the_others(tmp_path, wall_model, capsys):
+    X, y, schema = load_embedded("wall_robot_navigation")
+    data = tmp_path / "wall.csv"
+    X.tail(500).assign(**{schema.label.column: y.tail(500).to_numpy()}).to_csv(data, index=False)
+    out_json = tmp_path / "wall.json"
+    assert main(["evaluate", str(wall_model["model"]), str(data), "--json", str(out_json)]) == 0
+    result = json.loads(out_json.read_text())
+    assert [c["class"] for c in result["per_class"]] == list(schema.classes)
+    assert np.asarray(result["confusion"]).sum() == 500
+    assert result["positive_class"] is None and result["balanced_accuracy"]["ci95"][0] is not None
+    assert "ROC AUC (macro, one-vs-rest)" in capsys.readouterr().out
+
+
+def test_evaluate_needs_the_label_column(tmp_path, bank_model, capsys):
+    frame = pd.read_csv(bank_model["data"]).drop(columns=["y"])
+    data = tmp_path / "unlabelled.csv"
+    frame.to_csv(data, index=False)
+    assert main(["evaluate", str(bank_model["model"]), str(data)]) == 1
+    assert "label column 'y' is missing" in capsys.readouterr().err

@@ -1,0 +1,90 @@
+"""protocol.load_classifier: a global model as a fitted scikit-learn classifier, signatures verified with keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.calibration import CalibrationDisplay
+from sklearn.compose import ColumnTransformer
+from sklearn.metrics import accuracy_score, roc_auc_score
+from sklearn.pipeline import Pipeline
+
+import protocol
+from edprf_core import ReleasedForestClassifier, example_schema, load_embedded
+from protocol import InvalidRelease, load_classifier, load_global_model, save_public_key
+
+
+def _test_rows(model: dict) -> tuple[pd.DataFrame, pd.Series]:
+    frame = pd.read_csv(model["data"])
+    schema = example_schema("bank_marketing")
+    return frame[list(schema.feature_names)], frame[schema.label.column]
+
+
+def test_load_classifier_verifies_with_keys_and_predicts_like_the_global_model(bank_model):
+    clf = load_classifier(bank_model["model"], keys_dir=bank_model["keys"])
+    assert isinstance(clf, ReleasedForestClassifier)
+    assert clf.provenance.verified and clf.provenance.run_id == "test-run"
+    assert clf.provenance.parties == ("hospital-a", "hospital-b", "hospital-c")
+    X, y = _test_rows(bank_model)
+    view = load_global_model(bank_model["model"])
+    assert np.array_equal(clf.predict_proba(X), view.forest.predict_proba(X))
+    assert list(clf.classes_) == ["no", "yes"]
+    assert list(clf.feature_names_in_) == list(view.schema.feature_names)
+    assert clf.n_features_in_ == view.schema.n_features
+    assert clf.score(X, y) == pytest.approx(accuracy_score(y, clf.predict(X)))
+    assert "NOT differentially private" in clf.guarantee_  # the fixture's forests are seeded
+
+
+def test_without_keys_the_signatures_are_recorded_as_not_verified(bank_model):
+    clf = load_classifier(bank_model["model"])
+    assert not clf.provenance.verified
+    assert set(clf.provenance.signatures) == {"unverified"}
+    assert "NOT verified" in clf.provenance.signature_summary()
+
+
+def test_wrong_keys_refuse_the_model(bank_model, tmp_path):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for party in ("hospital-a", "hospital-b", "hospital-c"):
+        save_public_key(protocol.generate_signing_key("ed25519").public_key(), keys / f"{party}.pub.pem")
+    with pytest.raises(InvalidRelease) as info:
+        load_classifier(bank_model["model"], keys_dir=keys)
+    assert info.value.reason is protocol.Reason.BAD_SIGNATURE
+
+
+def test_usable_in_a_pipeline_with_sklearn_metrics_and_calibration_display(bank_model):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    clf = load_classifier(bank_model["model"], keys_dir=bank_model["keys"])
+    X, y = _test_rows(bank_model)
+    X_extra = X.assign(patient_id=np.arange(len(X)))  # a column the model does not use
+    select = ColumnTransformer([("features", "passthrough", list(clf.feature_names_in_))], remainder="drop",
+                               verbose_feature_names_out=False).set_output(transform="pandas")
+    pipe = Pipeline([("select", select), ("model", clf)]).fit(X_extra, y)
+    assert np.array_equal(pipe.predict_proba(X_extra), clf.predict_proba(X))
+    assert roc_auc_score(y == "yes", pipe.predict_proba(X_extra)[:, 1]) == pytest.approx(
+        roc_auc_score(y == "yes", clf.predict_proba(X)[:, 1]))
+    display = CalibrationDisplay.from_estimator(clf, X, y, pos_label="yes", n_bins=5)
+    assert display.prob_true.size >= 1 and np.all((display.prob_pred >= 0) & (display.prob_pred <= 1))
+
+
+def test_fit_does_not_retrain_and_a_refused_cell_names_its_column(bank_model):
+    clf = load_classifier(bank_model["model"])
+    X, y = _test_rows(bank_model)
+    before = clf.predict_proba(X)
+    assert clf.fit(X, y) is clf
+    assert np.array_equal(clf.predict_proba(X), before)
+    bad = X.head(3).astype(object).copy()
+    bad.loc[bad.index[0], "age"] = "abc"
+    with pytest.raises(ValueError, match="'age'"):
+        clf.predict(bad)
+
+
+def test_multiclass_model_probabilities_sum_to_one(wall_model):
+    clf = load_classifier(wall_model["model"], keys_dir=wall_model["keys"])
+    X, _, schema = load_embedded("wall_robot_navigation")
+    proba = clf.predict_proba(X.tail(200))
+    assert proba.shape == (200, 4) and np.allclose(proba.sum(axis=1), 1)
+    assert list(clf.classes_) == list(schema.classes)

@@ -1,0 +1,85 @@
+"""score_rows: each row's status agrees with the training encoder's rules, probabilities with predict_proba."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edprf_core import EDPRFClassifier, FeatureGrid, conforming_rows, load_embedded
+from edprf_core._encoding import encode_features
+from edprf_core._row_scoring import read_labels, score_rows
+
+HOSTILE_CELLS = ["", "?", " ", "nan", "NaN", "inf", "-inf", "1e309", "abc", " 7 ", "007", "1e3", "-5", "1e6", None,
+                 "x" * 100, "unknown", "married", " married ", "MARRIED", "yes", "0x10", "\ufffd"]
+
+
+@pytest.fixture(scope="module")
+def bank():
+    X, y, schema = load_embedded("bank_marketing")
+    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=8, random_state=0)
+    return clf.fit(X.iloc[:3000], y.iloc[:3000]).forest_, X.iloc[3000:3200].astype(str).reset_index(drop=True), y
+
+
+def _hostile_frame(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    out = frame.astype(object).copy()
+    for i in range(len(out)):
+        if rng.random() < 0.5:
+            out.iat[i, int(rng.integers(out.shape[1]))] = HOSTILE_CELLS[int(rng.integers(len(HOSTILE_CELLS)))]
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_status_is_the_encoders_verdict_and_probabilities_are_predict_probas(bank, seed):
+    forest, rows, _ = bank
+    frame = _hostile_frame(rows, seed)
+    scores = score_rows(forest, frame)
+    label = pd.Series(["no"] * len(frame))
+    keep, _ = conforming_rows(frame, label, forest.schema)
+    assert ((scores.status == "refused") == ~keep).all()
+    assert keep.sum() < len(frame)  # the hostile cells refused some rows
+    np.testing.assert_allclose(scores.proba[keep], forest.predict_proba(frame[keep]), rtol=0, atol=1e-12)
+    assert np.isnan(scores.proba[~keep]).all()
+    # clipped: a number outside the declared bounds, scored like its bound
+    problems = []
+    encode_features(frame, forest.schema, FeatureGrid.from_schema(forest.schema, forest.grid_bins), problems)
+    assert all(("clipped" in d) for d in scores.detail[scores.status == "clipped"])
+    for d in scores.detail[scores.status == "refused"]:
+        assert "column '" in d
+
+
+def test_each_row_is_scored_alone(bank):
+    forest, rows, _ = bank
+    frame = _hostile_frame(rows, 5)
+    whole = score_rows(forest, frame)
+    for i in range(0, len(frame), 17):
+        alone = score_rows(forest, frame.iloc[[i]].reset_index(drop=True))
+        assert alone.status[0] == whole.status[i] and alone.detail[0] == whole.detail[i]
+        np.testing.assert_array_equal(alone.proba[0], whole.proba[i])
+
+
+def test_malformed_lines_keep_their_place(bank):
+    forest, rows, _ = bank
+    frame = rows.head(4).astype(object).copy()
+    frame.iloc[1] = None
+    scores = score_rows(forest, frame, np.array(["", "3 fields, expected 16", "", ""], dtype=object))
+    assert list(scores.status) == ["ok", "malformed", "ok", "ok"]
+    assert scores.detail[1] == "3 fields, expected 16" and np.isnan(scores.proba[1]).all()
+
+
+def test_read_labels_follows_the_schema():
+    _, _, schema = load_embedded("bank_marketing")
+    idx, why = read_labels(pd.Series([" yes", "no", "maybe", "", None], dtype=object), schema)
+    assert list(idx) == [1, 0, -1, -1, -1]
+    assert list(why) == ["", "", "label not one of the declared classes", "label missing", "label missing"]
+
+
+def test_many_feature_grids_score_every_row_as_predict_proba():
+    """The wall robot grid has more than 2**62 cells: rows are scored without the packed-key shortcut."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=20,
+                             random_state=0).fit(X.iloc[:2000], y.iloc[:2000]).forest_
+    rows = X.iloc[2000:2300].astype(str).reset_index(drop=True)
+    assert float(np.prod(np.asarray(forest.grid.n_codes, dtype=float))) >= 2.0**62
+    np.testing.assert_allclose(score_rows(forest, rows).proba, forest.predict_proba(rows), rtol=0, atol=1e-12)

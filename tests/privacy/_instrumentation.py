@@ -1,0 +1,483 @@
+"""A recorder of every DP mechanism call, at our API and at OpenDP's, and the ε one record can face.
+
+Two levels are recorded while a fit or a party request runs:
+
+1. our mechanism API: :meth:`edprf_core._exact_selection.ExactPermuteAndFlip.select`,
+   ``discrete_laplace_counts`` as bound in every module of the project (each module's
+   own binding is wrapped, so a module that rebinds the name is still recorded), and the
+   research samplers (``PermuteAndFlip.select``, ``ExponentialMechanism.select``,
+   ``LaplaceMechanism.randomise``: never allowed on the production path).  Each call
+   keeps the ε of every selection row (or of the count vector), the sensitivity the code
+   declared, its input values, its output and the module that called it.
+2. OpenDP: every ``make_*`` constructor of :mod:`opendp.measurements` (the ``then_*``
+   partial constructors call them), with the scale, metric, domain and output measure it
+   was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``,
+   with its input and its result) attached to the level-1 call that is running.
+
+A call made while another is running (one entry point calling another) is part of the
+outer call: the caller's declared ε and shape are recorded, with every draw made inside.
+
+:func:`charged_epsilon_of_fit` and :func:`charged_epsilon_of_evaluation` then check the
+record against the math, which the caller states through :class:`TrueSensitivity`
+(never through what the code declared): each level-1 call must draw exact noise whose
+real scale gives at most the call's ε for the TRUE sensitivity, hand OpenDP exactly its
+input and return exactly what OpenDP drew, and the calls must be,
+in order, the DP row count (only when the depth rule is ``dp-count``), then per layer
+one leaf call with one row per released leaf of that layer and one split call with one
+row per released split node of that layer, and nothing else.  The ε one record can face
+is rebuilt from the real scales: the row count + the costliest root-to-leaf path
+(+ the evaluation, which the ledger adds).  :func:`check_released_values` checks that
+every released split, label and leaf count is post-processing of what its call output,
+and :func:`check_mechanism_inputs` that the calls saw the data at its true size.  Any
+mismatch raises :class:`AccountingError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import opendp.core
+import opendp.measurements
+import pytest
+
+import edprf_core._count_noise as count_noise
+from edprf_core import MAX_LEAF_COUNT, DPForest, FeatureGrid
+from edprf_core._builder import _Candidates
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
+
+__all__ = [
+    "ADD_REMOVE",
+    "AccountingError",
+    "MechanismCall",
+    "OpenDPDraw",
+    "Recorder",
+    "TrueSensitivity",
+    "account_fit",
+    "charged_epsilon_of_evaluation",
+    "charged_epsilon_of_fit",
+    "check_mechanism_inputs",
+    "check_released_values",
+]
+
+_PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
+_RELATIVE_SLACK = 1e-12
+"""Real ε may exceed the declared ε by float rounding only (the code inflates scales by 1e-12)."""
+
+
+class AccountingError(AssertionError):
+    """The recorded mechanism calls do not add up to what was charged or printed."""
+
+
+@dataclass(frozen=True)
+class TrueSensitivity:
+    """Sensitivities from the math, per neighbouring relation (not from the code under test).
+
+    Split utilities are ``floor(K (N^2 - S) / N)`` per child, ``K = 2**16``: under add-remove
+    ``g = N - S/N`` moves by less than 2, so the integer utility by at most ``2K + 1`` and in
+    one direction (monotone); replace-one is a removal and an addition (``4K + 1``, not
+    monotone).  Class counts move by 1 (a leaf label's utility: monotone under add-remove;
+    the count vector's L1 norm: 1, 2 under replace-one).  The DP row count moves by 1 under
+    add-remove.  An evaluation's ``(correct, total)`` moves by at most 2 in L1.
+    """
+
+    relation: str = "add-remove"
+
+    @property
+    def monotone(self) -> bool:
+        return self.relation == "add-remove"
+
+    @property
+    def split(self) -> int:
+        return (2 if self.monotone else 4) * UTILITY_SCALE + 1
+
+    @property
+    def leaf_label(self) -> int:
+        return 1
+
+    @property
+    def leaf_counts(self) -> int:
+        return 1 if self.monotone else 2
+
+    row_count: int = 1
+    evaluation: int = 2
+
+
+ADD_REMOVE = TrueSensitivity()
+"""The production relation's sensitivities."""
+
+
+@dataclass
+class OpenDPDraw:
+    """One invocation of an OpenDP measurement."""
+
+    constructor: str
+    scale: float
+    metric: str
+    domain: str
+    measure: str
+    n_values: int
+    arg: object = None
+    result: object = None
+
+    def epsilon(self, sensitivity: int, monotone: bool) -> float:
+        """The ε this draw really costs for a query of the given TRUE sensitivity (pure DP)."""
+        if "MaxDivergence" not in self.measure:
+            raise AccountingError(f"{self.constructor} drew under {self.measure}, not pure DP (MaxDivergence)")
+        if "i64" not in self.domain and "i32" not in self.domain:
+            raise AccountingError(f"{self.constructor} drew on {self.domain}, not an integer domain")
+        if not self.scale > 0:
+            raise AccountingError(f"{self.constructor} drew with scale {self.scale!r}: no noise")
+        if self.constructor == "make_noisy_max":
+            return (1 if monotone else 2) * sensitivity / self.scale
+        if self.constructor == "make_laplace":
+            return sensitivity / self.scale
+        raise AccountingError(f"an unrecognised OpenDP mechanism {self.constructor} was invoked")
+
+
+@dataclass
+class MechanismCall:
+    """One call of our mechanism API and the OpenDP draws made inside it."""
+
+    api: str
+    site: str
+    epsilons: np.ndarray
+    declared_sensitivity: float
+    shape: tuple[int, ...]
+    n_valid: np.ndarray | None = None
+    draws: list[OpenDPDraw] = field(default_factory=list)
+    output: np.ndarray | None = None
+    values: np.ndarray | None = None
+    valid: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def real_epsilons(self, sensitivity: int, monotone: bool) -> np.ndarray:
+        """Real ε of each row (a selection), or of the whole vector (a count call: one entry).
+
+        Also checks that OpenDP received exactly the call's values (the valid candidates'
+        utilities, or the counts) and that the call returned exactly what OpenDP drew.
+        """
+        if self.api.startswith("research:"):
+            raise AccountingError(f"the research sampler {self.api[9:]} ran on the production path ({self.site})")
+        if self.api == "select":
+            rows = np.flatnonzero(self.n_valid > 0)
+            if len(self.draws) != rows.size:
+                raise AccountingError(f"a selection of {rows.size} rows made {len(self.draws)} exact draws "
+                                      f"({self.site})")
+            real = np.zeros(self.n_rows)
+            for i, draw in zip(rows, self.draws):
+                if draw.constructor != "make_noisy_max" or draw.n_values != self.n_valid[i]:
+                    raise AccountingError(f"selection row {i} drew {draw.constructor} on {draw.n_values} values, "
+                                          f"expected make_noisy_max on {self.n_valid[i]} candidates")
+                real[i] = draw.epsilon(sensitivity, monotone)
+                index = np.flatnonzero(self.valid[i])
+                if draw.arg != self.values[i, index].astype(np.int64).tolist() or self.output[i] != index[draw.result]:
+                    raise AccountingError(f"selection row {i} ({self.site}): OpenDP saw other utilities or chose "
+                                          "another candidate than the call returned")
+        else:
+            n = int(np.prod(self.shape))
+            drawn = sum(d.n_values for d in self.draws)
+            if n and drawn != n:
+                raise AccountingError(f"a count release of {n} values drew exact noise on {drawn} ({self.site})")
+            # a record may move every coordinate: the draws compose (one draw in the code under test)
+            real = np.array([math.fsum(d.epsilon(sensitivity, True) for d in self.draws)])
+            given = [v for d in self.draws for v in d.arg]
+            drawn_out = [v for d in self.draws for v in d.result]
+            if n and (given != self.values.astype(np.int64).ravel().tolist()
+                      or drawn_out != np.asarray(self.output).ravel().tolist()):
+                raise AccountingError(f"a count release ({self.site}): OpenDP saw other counts or the call returned "
+                                      "other values than OpenDP drew")
+        declared = self.epsilons if self.api == "select" else self.epsilons[:1]
+        over = real > declared * (1 + _RELATIVE_SLACK)
+        if np.any(over):
+            i = int(np.flatnonzero(over)[0])
+            raise AccountingError(f"{self.api} at {self.site}: the noise drawn costs epsilon {real[i]!r} for the "
+                                  f"true sensitivity {sensitivity}, more than the {declared[i]!r} it declared")
+        return real
+
+
+class Recorder:
+    """Records every mechanism call (both levels) while installed; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.calls: list[MechanismCall] = []
+        self.orphan_draws: list[OpenDPDraw] = []
+        self._open: list[MechanismCall] = []
+        self._built: dict[int, tuple[object, dict]] = {}
+
+    # ------------------------------------------------------------ level 1
+    @contextmanager
+    def _calling(self, call: MechanismCall) -> Iterator[None]:
+        """Record ``call`` unless another is running: a nested call is part of the outer one (its draws too)."""
+        if self._open:
+            yield
+            return
+        self.calls.append(call)
+        self._open.append(call)
+        try:
+            yield
+        finally:
+            self._open.pop()
+
+    def _wrap_counts(self, real):
+        def discrete_laplace_counts(counts, epsilon, sensitivity=1, rng=None):
+            values = np.asarray(counts)
+            eps = np.full(max(1, values.size), float(epsilon))
+            call = MechanismCall("discrete_laplace_counts" if rng is None else "research:discrete_laplace_counts",
+                                 sys._getframe(1).f_globals.get("__name__", "?"), eps, sensitivity, values.shape,
+                                 values=values.copy())
+            with self._calling(call):
+                call.output = np.array(real(counts, epsilon, sensitivity, rng))
+            return call.output.copy()
+        return discrete_laplace_counts
+
+    def _wrap_select(self, real, api: str):
+        recorder = self
+
+        def select(mech, utilities, epsilon, rng=None, valid=None):
+            u = np.asarray(utilities)
+            ok = np.ones(u.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), u.shape)
+            eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), u.shape[:1]).copy()
+            call = MechanismCall(api, sys._getframe(1).f_globals.get("__name__", "?"), eps,
+                                 float(getattr(mech, "sensitivity", math.nan)), u.shape, ok.sum(axis=1),
+                                 values=u.copy(), valid=ok.copy())
+            with recorder._calling(call):
+                call.output = np.array(real(mech, utilities, epsilon, rng, valid))
+            return call.output.copy()
+        return select
+
+    def _wrap_randomise(self, real):
+        recorder = self
+
+        def randomise(mech, values, epsilon, rng):
+            v = np.asarray(values)
+            eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), v.shape[:1]).copy()
+            call = MechanismCall("research:LaplaceMechanism.randomise", sys._getframe(1).f_globals.get("__name__", "?"),
+                                 eps, float(mech.sensitivity), v.shape)
+            with recorder._calling(call):
+                call.output = np.array(real(mech, values, epsilon, rng))
+            return call.output.copy()
+        return randomise
+
+    # ------------------------------------------------------------ level 2
+    def _wrap_constructor(self, name: str, real):
+        signature = inspect.signature(real)  # follows __wrapped__: a second recorder sees the real parameters
+
+        @functools.wraps(real)
+        def constructor(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            meas = real(*args, **kwargs)
+            a = bound.arguments
+            info = {"constructor": name, "scale": float(a.get("scale", math.nan)),
+                    "metric": str(a.get("input_metric")), "domain": str(a.get("input_domain")),
+                    "measure": str(a.get("output_measure", a.get("MO", "?")))}
+            self._built[id(meas)] = (meas, info)  # the reference keeps the id unique
+            return meas
+        return constructor
+
+    def _wrap_invoke(self, real):
+        def measurement_invoke(measurement, arg):
+            built = self._built.get(id(measurement))
+            info = built[1] if built is not None and built[0] is measurement else {
+                "constructor": "<built before recording>", "scale": math.nan, "metric": "?", "domain": "?",
+                "measure": "?"}
+            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=arg, **info)
+            (self._open[-1].draws if self._open else self.orphan_draws).append(draw)
+            draw.result = real(measurement, arg)
+            return draw.result
+        return measurement_invoke
+
+    # ------------------------------------------------------------ install
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> Recorder:
+        """Patch both levels (undone by ``monkeypatch`` at the end of the test)."""
+        # each module's own binding is wrapped, whatever it is (a module could rebind the name to its own code)
+        modules = {count_noise.__name__: count_noise, **sys.modules}
+        for name, module in list(modules.items()):
+            if name.split(".")[0] in _PROJECT_PACKAGES and hasattr(module, "discrete_laplace_counts"):
+                monkeypatch.setattr(module, "discrete_laplace_counts",
+                                    self._wrap_counts(module.discrete_laplace_counts))
+        monkeypatch.setattr(ExactPermuteAndFlip, "select", self._wrap_select(ExactPermuteAndFlip.select, "select"))
+        for cls in (PermuteAndFlip, ExponentialMechanism):
+            monkeypatch.setattr(cls, "select", self._wrap_select(cls.select, f"research:{cls.__name__}.select"))
+        monkeypatch.setattr(LaplaceMechanism, "randomise", self._wrap_randomise(LaplaceMechanism.randomise))
+        for name in dir(opendp.measurements):
+            if name.startswith("make_") and callable(getattr(opendp.measurements, name)):
+                monkeypatch.setattr(opendp.measurements, name,
+                                    self._wrap_constructor(name, getattr(opendp.measurements, name)))
+        monkeypatch.setattr(opendp.core, "measurement_invoke", self._wrap_invoke(opendp.core.measurement_invoke))
+        return self
+
+    def take(self) -> list[MechanismCall]:
+        """The calls recorded since the last ``take`` (one request's), checking no draw ran outside a call."""
+        if self.orphan_draws:
+            raise AccountingError(f"{len(self.orphan_draws)} OpenDP draws ran outside the mechanism API: "
+                                  f"{self.orphan_draws[0]}")
+        calls, self.calls = self.calls, []
+        return calls
+
+
+# ---------------------------------------------------------------- checkers
+def _is_count_call(call: MechanismCall) -> bool:
+    return call.api.endswith("discrete_laplace_counts")
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One mechanism call of a fit matched to the released nodes it decided."""
+
+    nodes: np.ndarray
+    call: MechanismCall
+    kind: str  # "leaf-counts", "leaf-label" or "split"
+
+
+def _match_fit(calls: list[MechanismCall], forest: DPForest) -> tuple[MechanismCall | None, list[_Layer]]:
+    """The DP row count (or None) and each layer's calls, matched in order against the released trees.
+
+    The calls must be, in order: the DP row count (one value) exactly when the part's depth
+    rule is ``dp-count``; then for each layer ``k`` holding leaves, one leaf call with one
+    row per leaf at depth ``k - 1`` (class counts, or a label selection), and for each layer
+    holding split nodes, one split selection with one row per such node; nothing else.
+    """
+    if len(forest.parts) != 1:
+        raise ValueError(f"expected one fit's forest, got {len(forest.parts)} parts")
+    params = forest.parts[0][1]
+    queue = list(calls)
+    count = None
+    if params.depth_rule == "dp-count":
+        if not queue or not _is_count_call(queue[0]) or int(np.prod(queue[0].shape)) != 1:
+            raise AccountingError("the depth came from a DP row count but the first call is not a one-value count")
+        count = queue.pop(0)
+    trees = forest.trees
+    depth, _ = trees.depths_and_parents()
+    is_leaf = trees.feature < 0
+    layers = []
+    for d in range(int(depth.max(initial=0)) + 1):
+        for want_leaf in (True, False):
+            nodes = np.flatnonzero((depth == d) & (is_leaf == want_leaf))
+            if nodes.size == 0:
+                continue
+            kind = ("leaf-counts" if params.leaf == "counts" else "leaf-label") if want_leaf else "split"
+            if not queue:
+                raise AccountingError(f"no mechanism call for the {nodes.size} {kind} nodes of layer {d + 1}")
+            call = queue.pop(0)
+            if kind == "leaf-counts":
+                ok = _is_count_call(call) and call.shape == (nodes.size, forest.schema.n_classes)
+            else:
+                ok = not _is_count_call(call) and call.n_rows == nodes.size
+            if not ok:
+                raise AccountingError(f"layer {d + 1} released {nodes.size} {kind} nodes but the next call is "
+                                      f"{call.api} of shape {call.shape} from {call.site}")
+            layers.append(_Layer(nodes, call, kind))
+    if queue:
+        raise AccountingError(f"{len(queue)} mechanism calls beyond the released trees, first {queue[0].api} "
+                              f"of shape {queue[0].shape} from {queue[0].site}")
+    return count, layers
+
+
+def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
+                           truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+    """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
+
+    ``forest`` is what was released (one part: one fit); the calls are matched to it as
+    :func:`_match_fit` says.  Rows of one call are disjoint nodes (parallel composition); a
+    record meets one node per layer on its path; trees compose as the part says.  Raises
+    :class:`AccountingError` on any extra, missing or mis-sized call, or on noise cheaper
+    than declared.
+    """
+    count, layers = _match_fit(calls, forest)
+    count_eps = 0.0 if count is None else float(count.real_epsilons(truth.row_count, True)[0])
+    trees = forest.trees
+    depth, parent = trees.depths_and_parents()
+    is_leaf = trees.feature < 0
+    node_eps = np.full(trees.n_nodes, np.nan)
+    sensitivity = {"leaf-counts": truth.leaf_counts, "leaf-label": truth.leaf_label, "split": truth.split}
+    for layer in layers:
+        monotone = True if layer.kind == "leaf-counts" else truth.monotone
+        real = layer.call.real_epsilons(sensitivity[layer.kind], monotone)
+        node_eps[layer.nodes] = real[0] if layer.kind == "leaf-counts" else real
+    path = node_eps.copy()
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        at = np.flatnonzero(depth == d)
+        path[at] += path[parent[at]]
+    per_tree = np.array([path[a:b][is_leaf[a:b]].max()
+                         for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])])
+    params = forest.parts[0][1]
+    trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
+    return count_eps, count_eps + trees_eps
+
+
+def check_mechanism_inputs(calls: list[MechanismCall], forest: DPForest, n_rows: int) -> None:
+    """The mechanisms saw the data at its true size: the row count, and every row in one leaf.
+
+    The DP row count's input is ``[n_rows]``; under parallel composition each training row
+    reaches exactly one leaf, so the leaves' class counts (or label utilities) add up to
+    ``n_rows``.  A copy that scales the counts up (less noise relative to them) or drops
+    rows fails here.
+    """
+    count, layers = _match_fit(calls, forest)
+    if count is not None and count.values.ravel().tolist() != [n_rows]:
+        raise AccountingError(f"the DP row count was given {count.values.ravel().tolist()}, the fit had {n_rows} rows")
+    if forest.parts[0][1].composition == "parallel":
+        total = sum(int(np.sum(layer.call.values)) for layer in layers if layer.kind != "split")
+        if total != n_rows:
+            raise AccountingError(f"the leaves' mechanisms saw {total} rows, the fit had {n_rows}")
+
+
+def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:
+    """Every released node value is post-processing of the recorded mechanism outputs.
+
+    Leaf counts are the noisy counts clamped to ``0..MAX_LEAF_COUNT`` and the leaf's class
+    their argmax; a leaf label is the selection's output; a split is the selected candidate
+    (multiway: the feature; binary: the candidate's feature and threshold or category).
+    Raises :class:`AccountingError` on the first released value that is not.
+    """
+    _, layers = _match_fit(calls, forest)
+    trees = forest.trees
+    grid = FeatureGrid.from_schema(forest.schema, forest.grid_bins)
+    n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_codes[:-1])]).astype(np.int64)
+    candidates = _Candidates.from_grid(grid, offsets) if forest.split_mode == "binary" else None
+    for layer in layers:
+        out = np.asarray(layer.call.output)
+        nodes = layer.nodes
+        if layer.kind == "leaf-counts":
+            same = (np.array_equal(trees.leaf_counts[nodes], np.clip(out, 0, MAX_LEAF_COUNT))
+                    and np.array_equal(trees.leaf_class[nodes], np.argmax(out, axis=1)))
+        elif layer.kind == "leaf-label":
+            same = np.array_equal(trees.leaf_class[nodes], out)
+        elif candidates is None:
+            same = np.array_equal(trees.feature[nodes], out)
+        else:
+            same = (np.array_equal(trees.feature[nodes], candidates.feature[out])
+                    and np.array_equal(trees.split[nodes], candidates.split[out]))
+        if not same:
+            raise AccountingError(f"the released {layer.kind} values of {nodes.size} nodes are not what the "
+                                  f"mechanism call from {layer.call.site} output")
+
+
+def account_fit(calls: list[MechanismCall], forest: DPForest, n_rows: int,
+                truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+    """All the checks of one fit's record; returns :func:`charged_epsilon_of_fit`'s ``(row count ε, total ε)``."""
+    epsilons = charged_epsilon_of_fit(calls, forest, truth)
+    check_mechanism_inputs(calls, forest, n_rows)
+    check_released_values(calls, forest)
+    return epsilons
+
+
+def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = ADD_REMOVE) -> float:
+    """ε of a noised evaluation, from its real noise: exactly one count call on ``(correct, total)``."""
+    if len(calls) != 1 or not _is_count_call(calls[0]) or calls[0].shape != (2,):
+        raise AccountingError(f"a noised evaluation must make one count call on (correct, total), got "
+                              f"{[(c.api, c.shape) for c in calls]}")
+    return float(calls[0].real_epsilons(truth.evaluation, True)[0])

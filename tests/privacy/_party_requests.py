@@ -1,0 +1,104 @@
+"""Train and evaluate requests served by a party's real Flower handlers, production settings.
+
+A request here carries no seed (the party draws from the operating system with the exact
+OpenDP samplers), asks for the automatic depth (capped by ``max_depth``), and goes through
+:func:`client._flower_handlers.handle_train` / ``handle_evaluate`` with a real Flower
+``Message`` and ``Context``, as a deployed ClientApp receives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
+from flwr.supercore.task_identity import TaskIdentity
+
+from client import PartySetup
+from client._flower_handlers import handle_evaluate, handle_train
+from client._ledger import BudgetLedger
+from client._local_data import HOLDOUT_SALT_KEY
+from client._policy import load_policy
+from edprf_core import load_schema
+from protocol import INSPECTION_POLICY, build_global_model, decode_release
+from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+
+__all__ = ["TrainSettings", "flower_task_identity", "global_model", "ledger", "metrics_of", "release_of",
+           "result_of", "send_evaluate", "send_train", "share_salt"]
+
+
+@pytest.fixture(scope="module")
+def flower_task_identity() -> Iterator[None]:
+    """Messages need a task identity; a real run sets it, these tests set a fixed one."""
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 2, 3
+    yield
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The public parameters of a production train request (no seed, automatic depth)."""
+
+    leaf: str = "counts"
+    split_mode: str = "binary"
+    n_trees: int = 2
+    max_depth: int = 6
+    n_bins: int = 8
+    epsilon: float = 1.0
+    depth_rule: str = "auto"
+
+
+def _context(setup: PartySetup) -> Context:
+    node_config = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
+                   "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    return Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={})
+
+
+def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "run1/train") -> Message:
+    fingerprint = load_schema(setup.schema_path).fingerprint
+    req = TrainRequest(request_id=request_id, run_id="run1", schema_fingerprint=fingerprint,
+                       epsilon=settings.epsilon, max_depth=settings.max_depth, n_trees=settings.n_trees,
+                       split_mode=settings.split_mode, n_bins=settings.n_bins, schedule="harmonic",
+                       relation="add-remove", seed=-1, leaf=settings.leaf, depth_rule=settings.depth_rule)
+    msg = Message(content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2,
+                  message_type=MessageType.TRAIN)
+    return handle_train(msg, _context(setup))
+
+
+def send_evaluate(setup: PartySetup, model: bytes, epsilon: float,
+                  request_id: str = "run1/evaluate") -> Message:
+    req = EvaluateRequest(request_id=request_id, run_id="run1", epsilon=epsilon, exact=False)
+    content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
+    msg = Message(content=content, dst_node_id=2, message_type=MessageType.EVALUATE)
+    return handle_evaluate(msg, _context(setup))
+
+
+def result_of(reply: Message) -> dict[str, Any]:
+    return dict(reply.content.config_records[RESULT_KEY])
+
+
+def metrics_of(reply: Message) -> dict[str, Any]:
+    return dict(reply.content.metric_records[METRICS_KEY])
+
+
+def release_of(setup: PartySetup, reply: Message):
+    """The decoded release of a train reply (fails the test on any other status)."""
+    result = result_of(reply)
+    assert result["status"] == "released", result
+    return decode_release(result["release"], load_schema(setup.schema_path), INSPECTION_POLICY)
+
+
+def global_model(release) -> bytes:
+    return build_global_model(release.forest.schema, [release], {"run_id": "run1"})
+
+
+def ledger(setup: PartySetup) -> BudgetLedger:
+    return BudgetLedger(setup.ledger_path, load_policy(setup.policy_path).lifetime_epsilon_cap)
+
+
+def share_salt(setup: PartySetup, salt: str) -> None:
+    """Store ``salt`` as the party's held-out salt before its first request (D and D' share it)."""
+    assert ledger(setup).secret(HOLDOUT_SALT_KEY, lambda: salt) == salt

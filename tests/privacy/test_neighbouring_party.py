@@ -1,0 +1,205 @@
+"""Neighbouring parties D and D' = D + one hostile line, on the production path: the replies agree.
+
+For each hostile line a party of 3,000 rows serves a train request, then an evaluate
+request, through its real Flower handlers, as deployed: no seed (the exact OpenDP
+samplers), the automatic depth with no declared size (so the DP row count runs and
+chooses a depth of several layers), and one held-out salt shared by D and D' (the salt
+lives in the party's ledger; both ledgers get the same one).  Everything the coordinator
+receives that is not a DP output must be identical for D and D': the reply's status,
+reason code and message, its record keys, field names and types, the release's message
+fields and every training parameter except the depth (chosen from the DP count), and
+the evaluation's metric names, types and ε.  The rows the party really used (captured
+where it hands them to ``fit`` and to the evaluation) differ by at most the hostile
+record: every row of D is read the same way in D' and keeps its side of the split.
+Both runs are instrumented (see ``test_epsilon_by_instrumentation``): the noise each
+drew must add up to what its ledger charged, whatever the hostile record.
+
+Regression of issue 19, finding 4: the old harness ran a research seed with a fixed
+depth on 240 rows and gave D and D' different salts, so it never saw the production
+path, the DP row count or a failure that depends on one record.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import client._local_data as local_data
+import client._party as party_module
+from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
+from protocol import release_pb2
+from protocol._task import METRICS_KEY
+
+from ..federation._neighbours import HOSTILE, file_bytes, make_party
+from ._instrumentation import Recorder, account_fit, charged_epsilon_of_evaluation
+from ._party_requests import (
+    TrainSettings,
+    flower_task_identity,  # noqa: F401 (a fixture)
+    global_model,
+    ledger,
+    release_of,
+    result_of,
+    send_evaluate,
+    send_train,
+    share_salt,
+)
+
+pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
+
+N_ROWS = 3000
+SALT = "5a" * 16
+SETTINGS = TrainSettings(leaf="counts", split_mode="binary", n_trees=2, max_depth=6)
+EVALUATION_EPSILON = 0.25
+
+
+class _UsedRows:
+    """Captures the rows a party hands to ``fit`` and to its evaluation (patched in for one request pair)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.train: Counter = Counter()
+        self.holdout: Counter = Counter()
+        recorder = self
+
+        class Recording(party_module.EDPRFClassifier):
+            def fit(self, X, y):
+                recorder.train = _encoded(self._resolved_schema(), X, y)
+                return super().fit(X, y)
+
+        real_counts = party_module.evaluation_counts
+
+        def evaluation_counts(forest, X, y):
+            recorder.holdout = _encoded(forest.schema, X, y)
+            return real_counts(forest, X, y)
+
+        monkeypatch.setattr(party_module, "EDPRFClassifier", Recording)
+        monkeypatch.setattr(party_module, "evaluation_counts", evaluation_counts)
+
+
+def _encoded(schema, X, y) -> Counter:
+    codes = encode_features(X, schema, FeatureGrid.from_schema(schema, SETTINGS.n_bins))
+    return Counter(map(tuple, np.column_stack([codes, encode_labels(y, schema)]).tolist()))
+
+
+def _public_train(reply, release) -> dict:
+    """Everything of a train reply that is not a DP output (the depth is chosen from the DP count)."""
+    result = result_of(reply)
+    shape = {"records": sorted(reply.content.keys()), "fields": {k: type(v).__name__ for k, v in result.items()},
+             "status": result["status"], "reason": result.get("reason"), "message": result.get("message")}
+    if release is not None:
+        signed = release_pb2.SignedRelease.FromString(result["release"])
+        inner = release_pb2.Release.FromString(signed.release)
+        shape["signed_fields"] = [f.name for f, _ in signed.ListFields()]
+        shape["release_fields"] = [f.name for f, _ in inner.ListFields()]
+        shape["header"] = (inner.format_version, inner.schema_fingerprint, inner.party_id, inner.run_id,
+                           inner.request_id)
+        shape["parameters"] = {k: v for k, v in asdict(release.params).items() if k != "max_depth"}
+        shape["n_trees"] = release.forest.trees.n_trees
+    return shape
+
+
+def _public_evaluation(reply) -> dict:
+    result = result_of(reply)
+    shape = {"records": sorted(reply.content.keys()), "fields": {k: type(v).__name__ for k, v in result.items()},
+             "result": result}
+    metrics = dict(reply.content.metric_records.get(METRICS_KEY, {}))
+    shape["metrics"] = {k: type(v).__name__ for k, v in metrics.items()}
+    shape["public_metrics"] = {k: v for k, v in metrics.items() if k not in ("correct", "total")}
+    return shape
+
+
+def _serve(directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model: bytes | None = None):
+    """Train then evaluate on one party; every mechanism call must add up to the ledger's charges."""
+    setup = make_party(directory, data, allow_seeded_randomness=False)
+    share_salt(setup, SALT)
+    used = _UsedRows(monkeypatch)
+    recorder = Recorder().install(monkeypatch)
+    train = send_train(setup, SETTINGS)
+    release = release_of(setup, train) if result_of(train)["status"] == "released" else None
+    train_calls = recorder.take()
+    evaluation = send_evaluate(setup, model if model is not None else global_model(release), EVALUATION_EPSILON)
+    charged = {e.kind: float(e.epsilon_exact) for e in ledger(setup).entries()}
+    assert charged == {"release": SETTINGS.epsilon, "evaluation": EVALUATION_EPSILON}
+    if release is not None:
+        _, faced = account_fit(train_calls, release.forest, sum(used.train.values()))
+        assert faced == pytest.approx(charged["release"], rel=1e-9) and faced <= charged["release"]
+    eval_calls = recorder.take()
+    assert charged_epsilon_of_evaluation(eval_calls) == pytest.approx(charged["evaluation"], rel=1e-9)
+    assert eval_calls[0].values[1] == sum(used.holdout.values())
+    return setup, train, release, evaluation, used
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> dict:
+    """D: its replies, its model (the evaluation request both neighbours get) and the rows it used."""
+    with pytest.MonkeyPatch.context() as mp:
+        _, train, release, evaluation, used = _serve(tmp_path_factory.mktemp("D"), file_bytes(n_rows=N_ROWS), mp)
+    assert release.params.depth_rule == "dp-count" and release.params.sampler == "exact"
+    assert not release.params.seeded and release.params.count_epsilon > 0
+    assert release.params.max_depth >= 3, "the party must be big enough for several layers"
+    assert result_of(evaluation)["status"] == "evaluated"
+    assert sum(used.train.values()) + sum(used.holdout.values()) == N_ROWS
+    return {"train": _public_train(train, release), "evaluate": _public_evaluation(evaluation),
+            "model": global_model(release), "used": used}
+
+
+@pytest.mark.parametrize(("name", "line", "where"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_one_hostile_record_changes_nothing_but_dp_outputs(tmp_path: Path, monkeypatch, baseline, name, line, where):
+    _, train, release, evaluation, used = _serve(tmp_path, file_bytes(line, where, n_rows=N_ROWS), monkeypatch,
+                                                 baseline["model"])
+    assert _public_train(train, release) == baseline["train"], f"{name}: the train reply differs beyond DP outputs"
+    assert 1 <= release.params.max_depth <= SETTINGS.max_depth
+    assert _public_evaluation(evaluation) == baseline["evaluate"], f"{name}: the evaluation differs beyond DP outputs"
+    d = baseline["used"]
+    assert not (d.train - used.train), f"{name}: a training row of D was read differently or moved"
+    assert not (d.holdout - used.holdout), f"{name}: a held-out row of D was read differently or moved"
+    extra = (used.train - d.train) + (used.holdout - d.holdout)
+    assert sum(extra.values()) <= 1, f"{name}: more than the hostile record was added"
+
+
+def test_the_harness_covers_at_least_30_hostile_records():
+    assert len(HOSTILE) >= 30
+    assert len({h[1] for h in HOSTILE}) == len(HOSTILE) - 1  # one line tested at two positions
+
+
+def test_the_harness_sees_a_coupling_reader(tmp_path: Path, monkeypatch, baseline):
+    """Power check: with pandas' column-wide inference one empty label cell changes how D's rows are read."""
+
+    def pandas_reader(path, schema, **_):
+        frame = pd.read_csv(path)
+        label = schema.label.column
+        return TextTable(X=frame.drop(columns=[label]), y=frame[label],
+                         line_numbers=np.arange(len(frame)) + 2, dropped=[])
+
+    monkeypatch.setattr(local_data, "read_table", pandas_reader)
+    _, train, release, _, used = _serve(tmp_path, file_bytes(b"30,007,1,", "middle", n_rows=N_ROWS), monkeypatch,
+                                        baseline["model"])
+    d = baseline["used"]
+    moved = (d.train - used.train) + (d.holdout - used.holdout)
+    assert moved or _public_train(train, release) != baseline["train"], "a coupling reader must be caught"
+
+
+def test_the_harness_sees_a_reply_that_depends_on_one_record(tmp_path: Path, monkeypatch, baseline):
+    """Power check: a release whose public header depends on the parity of the party's row count is caught."""
+    real_data, real_encode = party_module.Party._data, party_module.encode_release
+    seen: list[int] = []
+
+    def data(self):
+        local = real_data(self)
+        seen.append(len(local.y_train) + len(local.y_holdout))
+        return local
+
+    def leaky(forest, party_id, *args, **kwargs):
+        return real_encode(forest, f"{party_id}-{seen[-1] % 2}", *args, **kwargs)
+
+    monkeypatch.setattr(party_module.Party, "_data", data)
+    monkeypatch.setattr(party_module, "encode_release", leaky)
+    shapes = []
+    for i, data_bytes in enumerate([file_bytes(n_rows=N_ROWS), file_bytes(b"30,007,1,0", "middle", n_rows=N_ROWS)]):
+        _, train, release, _, _ = _serve(tmp_path / str(i), data_bytes, monkeypatch, baseline["model"])
+        shapes.append(_public_train(train, release))
+    assert shapes[0] != shapes[1]
