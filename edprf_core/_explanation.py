@@ -1,13 +1,18 @@
 """Why the forest gives one row its probabilities: each tree's leaf, rule, released values and contribution.
 
-The pooled probabilities are ``link(bias + sum_t v_t(x))`` with one vector
-``v_t(x)`` per tree, the vector of the leaf the row reaches
-(:mod:`edprf_core._leaf_terms`).  A tree's contribution is that vector:
+Each tree adds the vector of the leaf a row reaches to its part's score;
+the parts' scores are combined by a bounded weighted mean (with three parts
+or more, a part's score is clipped to the range the others span and its
+weight capped); log-linear pooling then takes ``softmax(log pi + T**e *
+pooled)``, mean pooling ``pooled / sum(pooled)`` (:mod:`edprf_core._leaf_terms`).
+A tree's contribution is its vector times its part's normalized weight
+(times ``T**e`` under log-linear pooling, divided by ``sum(pooled)`` under
+the mean), and every part whose score the bound clipped gets one more term,
+the clipping's effect; so
 
-- log-linear pooling: its weighted log likelihood-ratio term per class
-  (added to ``log pi`` and passed through a softmax);
-- mean pooling and label votes: its share of each class's probability (the
-  contributions add up to the probabilities themselves).
+- log-linear pooling: ``softmax(log pi + contributions + clipping terms)``;
+- mean pooling and label votes: the contributions (and clipping terms) add
+  up to the probabilities themselves.
 
 Privacy cost: none.  The explanation reads the released forest and the one
 row the caller passes (the caller's own data); no party's data is read.
@@ -62,15 +67,17 @@ class Explanation:
     link: str
     pooling: str
     trees: tuple[TreeContribution, ...]
+    clipping: tuple[tuple[str, NDArray[np.float64]], ...] = ()
 
     def total(self) -> NDArray[np.float64]:
-        """``bias + sum of the trees' contributions`` (before the link)."""
-        return self.bias + np.sum([t.contribution for t in self.trees], axis=0)
+        """``bias + the trees' contributions + the clipping terms`` (before the softmax of log-linear pooling)."""
+        return (self.bias + np.sum([t.contribution for t in self.trees], axis=0)
+                + np.sum([c for _, c in self.clipping], axis=0) * (len(self.clipping) > 0))
 
     def _weight_on(self, tree: int, k: int) -> float:
         """Tree ``tree``'s push on class ``k``: its share (mean), or its log ratio less the others' mean (softmax)."""
         c = self.trees[tree].contribution
-        if self.link == "identity" or c.size < 2:
+        if self.link != "softmax" or c.size < 2:
             return float(c[k])
         return float(c[k] - np.delete(c, k).mean())
 
@@ -81,10 +88,12 @@ class Explanation:
         out = [f"predicted class: {self.classes[top]} (probabilities {probs})"]
         if self.link == "softmax":
             out.append("pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
-                       "a contribution is the tree's weighted log likelihood ratio per class")
+                       "a contribution is the tree's weighted log likelihood ratio per class, times its part's weight")
             out.append("log prior (consortium class mix): " + _vector(self.classes, self.bias))
         else:
-            out.append("pooling: mean: probabilities = sum of the trees' contributions (each tree's share)")
+            out.append(f"pooling: {self.pooling}: probabilities = sum of the trees' contributions (each tree's share)")
+        for part, c in self.clipping:
+            out.append(f"bounded influence: part {part}'s score clipped to the others' range: " + _vector(self.classes, c))
         out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))
         order = sorted(range(len(self.trees)), key=lambda i: -abs(self._weight_on(i, top)))
         shown = order[:max_trees]
@@ -105,7 +114,8 @@ def _vector(classes: tuple[str, ...], v: NDArray[np.float64]) -> str:
 
 
 def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
-                label_shift: bool = True, terms: LeafTerms | None = None) -> Explanation:
+                label_shift: bool = True, tolerated_parties: int | None = None,
+                terms: LeafTerms | None = None) -> Explanation:
     """Explain the prediction of one row (the first row of ``row``).
 
     Parameters
@@ -113,7 +123,7 @@ def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str
     forest : DPForest
     row : DataFrame or array-like with one row
         The caller's own row, encoded under the forest's public schema.
-    pooling, label_shift
+    pooling, label_shift, tolerated_parties
         As in :meth:`~edprf_core.DPForest.predict_proba`.
     terms : LeafTerms, optional
         Precomputed :func:`~edprf_core.leaf_terms` of the forest (to explain many rows).
@@ -121,14 +131,25 @@ def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str
     Privacy cost: none (post-processing of the released forest; reads only ``row``).
     """
     frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
-    terms = terms if terms is not None else leaf_terms(forest, pooling=pooling, label_shift=label_shift)
+    terms = terms if terms is not None else leaf_terms(forest, pooling=pooling, label_shift=label_shift,
+                                                       tolerated_parties=tolerated_parties)
     leaves = leaf_indices(forest, frame)[:, 0]
+    scores = terms.part_scores(leaves[:, None])[:, 0, :]
+    clipped = terms.clipped_scores(scores[:, None, :])[:, 0, :]
+    weight = terms.effective_weights()
+    pooled = (weight * clipped).sum(axis=0)
+    factor = (np.full(pooled.shape, terms.scale) if terms.link == "softmax"
+              else np.full(pooled.shape, 1.0 / pooled.sum()) if terms.link == "normalize" else np.ones(pooled.shape))
     paths = _Paths(forest)
-    part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
+    names = [shown_name(label) for label, _, _ in forest.parts]
+    real_part = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])  # votes pool as one part
     contributions = tuple(
-        TreeContribution(tree=t, part=shown_name(forest.parts[int(part_of[t])][0]),
-                         rule=_rule(forest, paths, int(leaf)), contribution=terms.node_terms[int(leaf)].copy())
+        TreeContribution(tree=t, part=names[int(real_part[t])], rule=_rule(forest, paths, int(leaf)),
+                         contribution=factor * weight[terms.part_of_tree[t]] * terms.node_terms[int(leaf)])
         for t, leaf in enumerate(leaves))
-    probabilities = terms.pool(leaves[:, None])[0]
-    return Explanation(classes=tuple(shown_name(c) for c in forest.schema.classes), probabilities=probabilities,
-                       bias=terms.bias.copy(), link=terms.link, pooling=terms.pooling, trees=contributions)
+    clipping = tuple((names[j], factor * weight[j] * (clipped[j] - scores[j]))
+                     for j in range(terms.n_parts) if np.any(clipped[j] != scores[j]))
+    bias = np.log(terms.prior) if terms.link == "softmax" else np.zeros(pooled.shape)
+    return Explanation(classes=tuple(shown_name(c) for c in forest.schema.classes),
+                       probabilities=terms.probabilities(pooled[None, :])[0], bias=bias, link=terms.link,
+                       pooling=terms.pooling, trees=contributions, clipping=clipping)

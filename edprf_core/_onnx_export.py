@@ -5,17 +5,26 @@ The graph
 Input ``codes``: ``tensor(double)`` of shape ``(n_rows, n_features)``, the
 schema's integer codes of each row (the public encoding below).  Output
 ``probabilities``: ``tensor(double)`` of shape ``(n_rows, n_classes)``, the
-classes in the schema's order (listed in the encoding).  One
-``ai.onnx.ml.TreeEnsembleRegressor`` (opset 3; double thresholds, leaf
-vectors and bias stored in double through its ``*_as_tensor`` attributes) adds up one vector per tree, the vector of the row's leaf
-(:mod:`edprf_core._leaf_terms`), plus the bias; its output is float32 and is
-cast to double; log-linear pooling ends with a ``Softmax``, mean pooling and
-label votes use the sum as it is.  Under a softmax every leaf vector and the
-bias are centred first (a softmax ignores a shift shared by a row's scores),
-so the scores stay small and the float32 rounding moves a probability by
-about 1e-8.  The result equals :meth:`edprf_core.DPForest.predict_proba`
-within 1e-6 (``tests/protocol/test_onnx_export.py``, on 10,000 rows of each
-shared dataset; about 5e-8 observed).
+classes in the schema's order (listed in the encoding).  The graph follows
+:meth:`edprf_core.DPForest.predict_proba` step by step
+(:mod:`edprf_core._leaf_terms`):
+
+1. one ``ai.onnx.ml.TreeEnsembleRegressor`` (opset 3; thresholds and leaf
+   vectors stored in double through its ``*_as_tensor`` attributes) adds
+   the vector of the row's leaf in every tree to its part's score, one
+   target per part and class; its float32 output is cast to double and
+   reshaped to ``(n_rows, n_parts, n_classes)``;
+2. with ``2 f + 1`` parts or more, the bounded mean: ``TopK`` sorts each
+   class's part scores, each is clipped (``Max``/``Min``) to the ``(f+1)``-th
+   smallest and largest widened by ``CLIP_MARGIN`` times their difference;
+   then the weighted sum with the parts' capped, normalized weights
+   (constants);
+3. log-linear pooling: ``Softmax(log pi + T**e * pooled)``; mean pooling:
+   ``pooled / sum(pooled)``; label votes: the sum as it is.
+
+The float32 rounding of step 1 moves a probability by about 2e-8; the tests
+(``tests/protocol/test_onnx_export.py``) require 1e-6 on 10,000 rows of each
+shared dataset, with three parties (the bound active).
 
 Splits on codes: a binary split on a continuous feature sends ``code < j``
 to its first child (``BRANCH_LT``), on a categorical feature ``code == c``
@@ -55,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from ._leaf_distribution import CLIP_MARGIN
 from ._leaf_terms import leaf_terms
 from ._release import DPForest
 from ._schema import ContinuousFeature
@@ -139,7 +149,8 @@ def _tree_nodes(forest: DPForest) -> dict[str, list]:
     return {"nodes": nodes, "leaves": leaves}
 
 
-def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True):
+def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True,
+                   tolerated_parties: int | None = None):
     """An ``onnx.ModelProto`` computing ``forest.predict_proba(X, pooling=..., label_shift=...)`` from codes.
 
     Parameters
@@ -147,6 +158,7 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
     forest : DPForest
     pooling : {"log-linear", "mean"}, default "log-linear"
     label_shift : bool, default True
+    tolerated_parties : int >= 0, optional
         As in :meth:`~edprf_core.DPForest.predict_proba` (the defaults give its default output).
 
     Returns
@@ -159,32 +171,67 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    terms = leaf_terms(forest, pooling=pooling, label_shift=label_shift)
-    n_classes = forest.schema.n_classes
-    node_terms, bias = terms.node_terms, terms.bias
-    if terms.link == "softmax":  # softmax ignores a per-row shift: centred vectors keep the float32 sum small
-        node_terms = node_terms - node_terms.mean(axis=1, keepdims=True)
-        bias = bias - bias.mean()
+    terms = leaf_terms(forest, pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties)
+    n_classes, n_parts = forest.schema.n_classes, terms.n_parts
     built = _tree_nodes(forest)
     nodes, leaves = built["nodes"], built["leaves"]
-    weights = node_terms[[g for _, _, g in leaves]]
+    tree_of_leaf = np.array([t for t, _, _ in leaves], dtype=np.int64)
+    weights = terms.node_terms[[g for _, _, g in leaves]]
+    targets = terms.part_of_tree[tree_of_leaf][:, None] * n_classes + np.arange(n_classes)[None, :]
     ensemble = helper.make_node(
         "TreeEnsembleRegressor", [INPUT_NAME], ["scores32"], domain="ai.onnx.ml", name="trees",
-        n_targets=n_classes, aggregate_function="SUM", post_transform="NONE",
+        n_targets=n_parts * n_classes, aggregate_function="SUM", post_transform="NONE",
         nodes_treeids=nodes["treeids"], nodes_nodeids=nodes["nodeids"], nodes_featureids=nodes["featureids"],
         nodes_modes=nodes["modes"], nodes_truenodeids=nodes["true"], nodes_falsenodeids=nodes["false"],
         nodes_values_as_tensor=numpy_helper.from_array(np.asarray(nodes["values"], dtype=np.float64)),
-        target_treeids=np.repeat([t for t, _, _ in leaves], n_classes).tolist(),
+        target_treeids=np.repeat(tree_of_leaf, n_classes).tolist(),
         target_nodeids=np.repeat([n for _, n, _ in leaves], n_classes).tolist(),
-        target_ids=np.tile(np.arange(n_classes), len(leaves)).tolist(),
+        target_ids=targets.ravel().tolist(),
         target_weights_as_tensor=numpy_helper.from_array(weights.astype(np.float64).ravel()),
-        base_values_as_tensor=numpy_helper.from_array(bias.astype(np.float64)),
     )
-    steps = [ensemble, helper.make_node("Cast", ["scores32"], ["scores"], to=TensorProto.DOUBLE)]
-    link = (helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1) if terms.link == "softmax"
-            else helper.make_node("Identity", ["scores"], [OUTPUT_NAME]))
+
+    def const(name: str, value, dtype=np.float64):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype),
+                                                                                     name=name))
+
+    steps = [ensemble, helper.make_node("Cast", ["scores32"], ["flat"], to=TensorProto.DOUBLE),
+             const("part_shape", [-1, n_parts, n_classes], np.int64),
+             helper.make_node("Reshape", ["flat", "part_shape"], ["parts"])]
+    values = "parts"
+    if terms.clips:  # bounded mean (item 5): clip each class's part score to the others' range
+        f = terms.tolerated
+        steps += [const("n_parts", [n_parts], np.int64),
+                  helper.make_node("TopK", ["parts", "n_parts"], ["desc", "desc_index"], axis=1, largest=1, sorted=1),
+                  const("high_at", f, np.int64), const("low_at", n_parts - 1 - f, np.int64),
+                  helper.make_node("Gather", ["desc", "high_at"], ["high2"], axis=1),
+                  helper.make_node("Gather", ["desc", "low_at"], ["low2"], axis=1),
+                  const("part_axis", [1], np.int64),
+                  helper.make_node("Unsqueeze", ["high2", "part_axis"], ["high"]),
+                  helper.make_node("Unsqueeze", ["low2", "part_axis"], ["low"]),
+                  helper.make_node("Sub", ["high", "low"], ["width"]),
+                  const("clip_margin", CLIP_MARGIN),
+                  helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
+                  helper.make_node("Sub", ["low", "margin"], ["lower"]),
+                  helper.make_node("Add", ["high", "margin"], ["upper"]),
+                  helper.make_node("Max", ["parts", "lower"], ["above"]),
+                  helper.make_node("Min", ["above", "upper"], ["clipped"])]
+        values = "clipped"
+    steps += [const("part_weights", terms.effective_weights()),
+              helper.make_node("Mul", [values, "part_weights"], ["weighted"]),
+              const("sum_axis", [1], np.int64),
+              helper.make_node("ReduceSum", ["weighted", "sum_axis"], ["pooled"], keepdims=0)]
+    if terms.link == "softmax":
+        steps += [const("scale", terms.scale), const("log_prior", np.log(terms.prior)),
+                  helper.make_node("Mul", ["pooled", "scale"], ["scaled"]),
+                  helper.make_node("Add", ["scaled", "log_prior"], ["scores"]),
+                  helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1)]
+    elif terms.link == "normalize":
+        steps += [helper.make_node("ReduceSum", ["pooled", "sum_axis"], ["total"], keepdims=1),
+                  helper.make_node("Div", ["pooled", "total"], [OUTPUT_NAME])]
+    else:
+        steps.append(helper.make_node("Identity", ["pooled"], [OUTPUT_NAME]))
     graph = helper.make_graph(
-        [*steps, link], "edprf_forest",
+        steps, "edprf_forest",
         [helper.make_tensor_value_info(INPUT_NAME, TensorProto.DOUBLE, [None, forest.schema.n_features])],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes])],
     )

@@ -113,8 +113,11 @@ def _forests():
            for i, (mode, kw) in enumerate((("counts", {}), ("label", {"leaf": "label"}), ("counts2", {})))}
     multiway = EDPRFClassifier(schema, n_estimators=3, max_depth=2, n_bins=4, split_mode="multiway",
                                random_state=3).fit(X, y).forest_
+    third = EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=9).fit(X, y).forest_
     return X, {"counts": fit["counts"], "label": fit["label"],
                "merged counts": merge_forests([fit["counts"], fit["counts2"]], labels=["a", "b"]),
+               "three parts (bounded influence)": merge_forests([fit["counts"], fit["counts2"], third],
+                                                                labels=["a", "b", "c"]),
                "mixed": merge_forests([fit["counts"], fit["label"]], labels=["a", "b"]), "multiway": multiway}
 
 
@@ -123,6 +126,7 @@ def _forests():
 def test_contributions_add_up_to_predict_proba(pooling, label_shift):
     X, forests = _forests()
     rows = X.iloc[:40]
+    clipped = 0
     for name, forest in forests.items():
         expected = forest.predict_proba(rows, pooling=pooling, label_shift=label_shift)
         terms = leaf_terms(forest, pooling=pooling, label_shift=label_shift)
@@ -132,16 +136,17 @@ def test_contributions_add_up_to_predict_proba(pooling, label_shift):
             assert len(e.trees) == forest.n_trees
             assert np.allclose(e.probabilities, expected[i], rtol=0, atol=1e-12), name
             total = e.total()
-            if e.link == "identity":  # mean pooling and votes: the contributions are the probabilities
+            clipped += len(e.clipping)
+            if e.link != "softmax":  # mean pooling and votes: the contributions are the probabilities
                 assert np.allclose(total, expected[i], rtol=0, atol=1e-12), name
             else:  # log-linear: softmax(log prior + contributions)
                 soft = np.exp(total - total.max())
                 assert np.allclose(soft / soft.sum(), expected[i], rtol=0, atol=1e-12), name
-            # each tree's contribution is its leaf's vector, and the leaf is where the row goes
+            # each tree's contribution comes from the leaf the row reaches
             leaves = leaf_indices(forest, rows.iloc[[i]])[:, 0]
             for t, tc in enumerate(e.trees):
                 assert tc.rule.leaf == leaves[t] - forest.trees.tree_offsets[t]
-                assert np.array_equal(tc.contribution, terms.node_terms[leaves[t]])
+    assert clipped > 0  # the three-part forest's bound clipped some part's score, and the terms still add up
 
 
 def test_label_votes_are_shares():
