@@ -63,6 +63,7 @@ from protocol import (
     load_private_key,
     peek_global_model,
 )
+from protocol._ids import check_request_id
 from protocol._task import EvaluateRequest, TrainRequest
 
 from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
@@ -261,12 +262,23 @@ class Party:
             return None
         return np.random.SeedSequence([seed, zlib.crc32(self.policy.party_id.encode("utf-8"))])
 
+    def _signing_key(self) -> Any:
+        """The party's private key (None when it signs nothing), loaded before any reservation."""
+        if self.setup.signing_key_path is None:
+            return None
+        try:
+            return load_private_key(self.setup.signing_key_path)
+        except Exception as exc:  # noqa: BLE001 - any failure to load is the party's configuration
+            log.error("signing key %s cannot be loaded: %s", self.setup.signing_key_path, exc)
+            raise Refusal("party_setup", "the party's signing key cannot be loaded; details are in its log") from None
+
     # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
 
         Privacy cost: ``req.epsilon``, reserved in the ledger before training.
         """
+        _check_reply_ids(req)
         self._check_train(req)
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
@@ -285,6 +297,7 @@ class Party:
                 return payload
             raise Refusal("request_spent", f"request {req.request_id} was started before and did not complete; "
                                            "its epsilon stays spent")
+        key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
         data = self._data()
         try:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
@@ -299,7 +312,6 @@ class Party:
                 split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
-            key = load_private_key(self.setup.signing_key_path) if self.setup.signing_key_path else None
             payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id,
                                      request_id=req.request_id)
         except BaseException as exc:
@@ -352,6 +364,7 @@ class Party:
         of 1e-6, reserved in the ledger after every check and before the counts are
         computed; 0 for exact metrics (not DP).
         """
+        _check_reply_ids(req)
         p = self.policy
         if req.exact:
             if not p.allow_exact_metrics:
@@ -402,6 +415,19 @@ class Party:
         self.ledger.complete(req.request_id)
         return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": float(req.epsilon), "exact": 0,
                 "sampler": "numpy" if rng is not None else "exact"}
+
+
+def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
+    """The ids a reply and the ledger carry follow the release encoder's rule (checked before any reservation).
+
+    Requests built by :mod:`protocol._task` already hold to it; this refuses, with ``bad_request``,
+    one that was built around those checks.  The message gives no part of the ids.
+    """
+    try:
+        check_request_id(req.request_id, "request-id", required=True)
+        check_request_id(req.run_id, "run-id")
+    except ValueError as exc:
+        raise Refusal("bad_request", f"the request's ids cannot go into a reply: {exc}") from None
 
 
 def _check_key_file(path: Path) -> None:
