@@ -66,6 +66,7 @@ from protocol import (
 from protocol._ids import check_request_id
 from protocol._task import EvaluateRequest, TrainRequest
 
+from ._evaluation_cost import evaluation_cost
 from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
@@ -92,7 +93,8 @@ REASONS: dict[str, str] = {
     "policy_exact_metrics": "exact metrics asked for, not allowed by the policy",
     "policy_min_epsilon": "epsilon below the policy's min-epsilon",
     "policy_model_bytes": "evaluation model larger than max-evaluation-model-bytes",
-    "policy_model_nodes": "evaluation model with more nodes than max-evaluation-nodes",
+    "policy_model_nodes": ("evaluation model with more nodes than max-evaluation-nodes, or whose memory "
+                           "estimated from its header passes max-evaluation-memory-bytes"),
     "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
     "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
     "policy_relation": "neighbouring relation other than the policy's",
@@ -351,6 +353,12 @@ class Party:
         if header.n_nodes > p.max_evaluation_nodes:
             raise Refusal("policy_model_nodes", f"the global model has {header.n_nodes} nodes; the party's "
                                                 f"maximum is {p.max_evaluation_nodes}")
+        cost = evaluation_cost(header, self.schema, p)
+        if cost.memory_bytes > p.max_evaluation_memory_bytes:
+            raise Refusal("policy_model_nodes",
+                          f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
+                          f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.memory_bytes >> 20} MiB; "
+                          f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB")
 
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:
         """Evaluate the global model on the held-out rows.
@@ -384,7 +392,7 @@ class Party:
             limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
                                    max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
                                    allowed_relations=(p.relation,))
-            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes)
+            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes, manifest=False)
         except InvalidRelease as exc:
             log.warning("evaluation model refused: %s", exc)
             raise Refusal("bad_model", "the global model failed its checks") from None
