@@ -63,6 +63,7 @@ from protocol import (
     load_private_key,
     peek_global_model,
 )
+from protocol._binding import bind_to_run
 from protocol._ids import check_request_id
 from protocol._task import EvaluateRequest, TrainRequest
 
@@ -273,6 +274,15 @@ class Party:
         except Exception as exc:  # noqa: BLE001 - any failure to load is the party's configuration
             log.error("signing key %s cannot be loaded: %s", self.setup.signing_key_path, exc)
             raise Refusal("party_setup", "the party's signing key cannot be loaded; details are in its log") from None
+
+    def bind(self, release: bytes, run_id: str) -> bytes:
+        """This party's signature binding ``release`` to ``run_id`` (empty when it signs nothing).
+
+        Sent next to every release, so that a release resent under a reused request id can
+        be told from a copy sent by someone else (:mod:`protocol._binding`).  No privacy cost:
+        a signature over released bytes and a public run id.
+        """
+        return bind_to_run(release, run_id, self._signing_key())
 
     # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
