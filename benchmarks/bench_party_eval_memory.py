@@ -247,11 +247,11 @@ def main() -> None:
             same_leaf = references["counts" if "counts" in case else "label"]
             rows.append((case, hostile, references["counts"], references["label"],
                          hostile["extra_mib"] / max(same_leaf["extra_mib"], 1.0)))
-    lines = [f"Party evaluation memory, {DATA} party (2,000 rows, 400 held out), default policy; "
-             f"honest parties of {args.trees} trees (depth 8, 20 bins).  Peak RSS growth during "
-             "Party.evaluate in a fresh process; estimate = the party's bound from the header.", "",
-             "| model | bytes | releases | trees | nodes | peak MiB | estimate MiB | seconds | honest counts MiB "
-             "(bytes) | honest label MiB (bytes) | ratio to honest, same leaf output | reply |",
+    lines = [(f"Party evaluation memory, {DATA} party (2,000 rows, 400 held out), default policy; "
+              f"honest parties of {args.trees} trees (depth 8, 20 bins).  Peak RSS growth during "
+              "Party.evaluate in a fresh process; estimate = the party's bound from the header."), "",
+             ("| model | bytes | releases | trees | nodes | peak MiB | estimate MiB | seconds | honest counts MiB "
+              "(bytes) | honest label MiB (bytes) | ratio to honest, same leaf output | reply |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, h, rc, rl, ratio in rows:
         lines.append(f"| {case} | {h['bytes']:,} | {h['releases']} | {h['trees']} | {h['nodes']:,} | "

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         return _show(args)
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # noqa: BLE001 - a hostile or broken file of any kind: one line, never a traceback
+    except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
         logging.getLogger("edprf").debug("budget failed", exc_info=True)
         kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
         print(f"edprf budget: error: {kind}{terminal_safe(' '.join(str(exc).split()), 500)}", file=sys.stderr)

@@ -288,7 +288,7 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     for name, value in (("request_id", request_id), ("kind", kind), ("state", state), ("run_id", run_id),
                         ("detail", detail)):
         if not isinstance(value, str):
-            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")
+            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
     for name, value, low, high in (("epsilon", epsilon, 0.0, math.inf), ("created_at", created_at, 0.0, _MAX_TIMESTAMP),
                                    ("updated_at", updated_at, 0.0, _MAX_TIMESTAMP)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \

@@ -19,10 +19,10 @@ def check_request_id(value: object, name: str, *, required: bool = False) -> str
     ``required`` also refuses the empty string.  Raises ValueError otherwise; the message
     gives the length only, never the (untrusted) text.
     """
-    if not isinstance(value, str):
-        raise ValueError(f"{name}: expected a string, got {type(value).__name__}")
-    if len(value) > MAX_ID_CHARS or not value.isprintable() or (required and not value):
-        low = 1 if required else 0
-        raise ValueError(f"{name}: expected {low} to {MAX_ID_CHARS} printable characters, got {len(value)} characters"
-                         + ("" if value.isprintable() else " with control or unprintable characters"))
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS or not value.isprintable() or (required and not value):
+        if not isinstance(value, str):
+            got = type(value).__name__
+        else:
+            got = f"{len(value)} characters" + ("" if value.isprintable() else ", some unprintable")
+        raise ValueError(f"{name}: expected {1 if required else 0} to {MAX_ID_CHARS} printable characters, got {got}")
     return value

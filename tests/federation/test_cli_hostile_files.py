@@ -25,7 +25,7 @@ LEDGER_COLUMNS = ("id INTEGER PRIMARY KEY, request_id TEXT, kind TEXT, epsilon R
 
 
 def _edprf(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(EDPRF), *map(str, args)], capture_output=True, text=True, timeout=120,
+    return subprocess.run([str(EDPRF), *map(str, args)], capture_output=True, text=True, timeout=120, check=False,
                           errors="surrogateescape")
 
 

@@ -21,9 +21,6 @@ from client._flower_handlers import handle_evaluate, handle_train
 from client.client_app import app as party_app
 from edprf_core import FeatureGrid, load_embedded
 from protocol import (
-    ReleasePolicy,
-    build_global_model,
-    decode_release,
     generate_signing_key,
     peek_global_model,
     release_pb2,
@@ -119,7 +116,7 @@ def test_a_model_inside_the_default_limits_is_evaluated_with_the_compiled_form_b
 
 def test_a_model_whose_estimate_passes_the_memory_limit_is_refused_before_decoding(tmp_path, hostile_model,
                                                                                  monkeypatch):
-    setup, schema = _write_party(tmp_path, max_evaluation_memory_bytes=64 << 20)
+    setup, _ = _write_party(tmp_path, max_evaluation_memory_bytes=64 << 20)
     party = Party(setup)
 
     def never(*args, **kwargs):
@@ -146,7 +143,7 @@ def test_the_memory_refusal_does_not_depend_on_the_data(tmp_path, hostile_model)
 
 
 def test_the_estimate_grows_linearly_with_the_header(tmp_path, hostile_model):
-    setup, schema = _write_party(tmp_path)
+    _, schema = _write_party(tmp_path)
     policy = PartyPolicy(party_id="p")
     one = peek_global_model(hostile_model, 1 << 30)
     double = protocol.ModelHeader(one.format_version, 2 * one.n_bytes, one.schema_toml_bytes,
@@ -251,7 +248,7 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     contexts = {}
     for i, (party, key) in enumerate(keys.items()):
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
-        setup, schema = _write_party(tmp_path / party, party_id=party, rows=slice(600 * i, 600 * (i + 1)), key=key)
+        setup, _ = _write_party(tmp_path / party, party_id=party, rows=slice(600 * i, 600 * (i + 1)), key=key)
         node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
                 "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path),
                 "signing-key": str(setup.signing_key_path)}
