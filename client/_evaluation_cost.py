@@ -24,7 +24,7 @@ within their budget), so a model's size bounds its cost.  Memory that grows with
 party's held-out rows (codes, one row of votes per row) is the party's own data and
 is not part of the model's cost.
 
-Work: decoding and compiling are linear in bytes + nodes (plus at most
+Work: decoding and compiling are linear in bytes + nodes + releases (plus at most
 :data:`edprf_core._leafmask.MAX_COMPILE_CELLS` node x code cells for the leaf-mask
 tables); prediction costs at most ``n_trees * (max_depth + 1)`` vectorized steps
 per held-out row, ``max_depth`` from the party's own policy (deeper releases are
@@ -53,6 +53,8 @@ RELEASE_BYTES = 64 << 10
 """Bytes per release (its parsed messages, parameters, forest object, signature check)."""
 PREDICT_BLOCK_BYTES = 192 << 20
 """Temporaries of prediction blocks, bounded by the block sizes of :mod:`edprf_core._release`."""
+RELEASE_STEPS = 20_000
+"""Decoding work per release, in node-equivalents (its own parse, checks and objects)."""
 SCHEMA_FACTOR = 64
 """Memory per byte of the embedded schema text (parsed TOML, grid, fingerprint)."""
 
@@ -84,6 +86,7 @@ def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) ->
               + (NODE_BYTES + 24 * n_classes) * header.n_nodes
               + TREE_BYTES * header.n_trees + RELEASE_BYTES * header.n_releases
               + leafmask_budget(header.n_nodes) + COMPILE_BLOCK_BYTES + PREDICT_BLOCK_BYTES)
-    compile_steps = header.n_bytes + header.n_nodes + min(MAX_COMPILE_CELLS, header.n_nodes * codes)
+    compile_steps = (header.n_bytes + header.n_nodes + RELEASE_STEPS * header.n_releases
+                     + min(MAX_COMPILE_CELLS, header.n_nodes * codes))
     return EvaluationCost(memory_bytes=int(memory), compile_steps=int(compile_steps),
                           steps_per_row=int(header.n_trees) * (policy.max_depth + 1))
