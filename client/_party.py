@@ -282,7 +282,12 @@ class Party:
         be told from a copy sent by someone else (:mod:`protocol._binding`).  No privacy cost:
         a signature over released bytes and a public run id.
         """
-        return bind_to_run(release, run_id, self._signing_key())
+        try:
+            return bind_to_run(release, run_id, self._signing_key())
+        except Exception:  # the release is paid for and goes out; without a binding a coordinator
+            # accepts it for its own run only
+            log.exception("the release could not be bound to run %s", run_id)
+            return b""
 
     # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
