@@ -16,7 +16,8 @@ checks it against measured peaks)::
                                              leaf counts and distributions (float64 per class)
   + TREE_BYTES * n_trees + RELEASE_BYTES * n_releases   per-tree arrays, per-release objects
   + leaf-mask tables (at most :func:`edprf_core._leafmask.leafmask_budget`) and one
-    compile block, prediction blocks (:data:`PREDICT_BLOCK_BYTES`, independent of the model)
+    compile block, a dense routing table (at most :func:`edprf_core._predict.dense_budget`),
+    prediction blocks (:data:`PREDICT_BLOCK_BYTES`, independent of the model)
 
 Every term is linear in the header's counts: the compiled form no longer grows with
 nodes x grid codes (routing keeps 17 bytes per node; leaf-mask tables are built only
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 from edprf_core import FeatureGrid, Schema
 from edprf_core._leafmask import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, leafmask_budget
+from edprf_core._predict import dense_budget
 from protocol import ModelHeader
 
 from ._policy import PartyPolicy
@@ -85,7 +87,8 @@ def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) ->
     memory = (BYTES_FACTOR * header.n_bytes + SCHEMA_FACTOR * header.schema_toml_bytes
               + (NODE_BYTES + 24 * n_classes) * header.n_nodes
               + TREE_BYTES * header.n_trees + RELEASE_BYTES * header.n_releases
-              + leafmask_budget(header.n_nodes) + COMPILE_BLOCK_BYTES + PREDICT_BLOCK_BYTES)
+              + leafmask_budget(header.n_nodes) + COMPILE_BLOCK_BYTES + dense_budget(header.n_nodes)
+              + PREDICT_BLOCK_BYTES)
     compile_steps = (header.n_bytes + header.n_nodes + RELEASE_STEPS * header.n_releases
                      + min(MAX_COMPILE_CELLS, header.n_nodes * codes))
     return EvaluationCost(memory_bytes=int(memory), compile_steps=int(compile_steps),

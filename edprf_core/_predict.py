@@ -8,10 +8,13 @@ first child is themselves and nothing is added).  One step is a handful of
 numpy gathers over a (trees x rows) block, repeated ``depth`` times, with no
 Python loop over rows or nodes.
 
-Memory is 17 bytes per node whatever the grid (no node x code table: a table
-would cost 4 bytes per node and code, and a model's size would no longer bound
-its compiled form), compiled in blocks of nodes so that no temporary exceeds
-:data:`COMPILE_BLOCK_NODES` entries.
+Memory is 17 bytes per node whatever the grid, compiled in blocks of nodes so
+that no temporary exceeds :data:`COMPILE_BLOCK_NODES` entries.  A dense routing
+table (``next = table[node, code]``, one gather per step instead of four) costs
+4 bytes per node and grid code, so a model's size would not bound it: it is
+added only while it stays within :func:`dense_budget` (at most
+:data:`DENSE_BYTES_PER_NODE` per node, or :data:`DENSE_FLOOR_BYTES` in all),
+which keeps the fast path for every forest of ordinary size.
 """
 
 from __future__ import annotations
@@ -32,6 +35,17 @@ COMPILE_BLOCK_NODES = 1 << 18
 BYTES_PER_NODE = 17
 """Memory of the compiled form per node: feature, split, first child, limit (int32) and a kind flag."""
 
+DENSE_BYTES_PER_NODE = 64
+"""A dense table is built when it costs at most this per node ..."""
+DENSE_FLOOR_BYTES = 32 << 20
+"""... or at most this in all."""
+
+
+def dense_budget(n_nodes: int) -> int:
+    """Largest dense routing table (bytes) :meth:`RoutingTable.compile` builds for ``n_nodes`` nodes."""
+    return max(DENSE_FLOOR_BYTES, DENSE_BYTES_PER_NODE * int(n_nodes))
+
+
 _NEVER = np.iinfo(np.int32).max  # a leaf's threshold: no code reaches it, so a leaf adds nothing
 
 
@@ -41,7 +55,8 @@ class RoutingTable:
 
     ``step[node](code)`` is ``code >= threshold`` when ``categorical`` is False and
     ``code != threshold`` when True (binary trees), or ``min(code, limit)`` (multiway);
-    the next node is ``first[node] + step``.
+    the next node is ``first[node] + step``.  ``table`` (when not None) holds that next
+    node for every node and code, ``width`` codes per node.
     """
 
     roots: NDArray[np.int32]
@@ -53,6 +68,8 @@ class RoutingTable:
     multiway: bool
     depth: int
     any_categorical: bool = False
+    table: NDArray[np.int32] | None = None
+    width: int = 0
 
     @classmethod
     def compile(cls, forest: ForestArrays, grid: FeatureGrid, split_mode: str, depth: int) -> RoutingTable:
@@ -78,6 +95,20 @@ class RoutingTable:
             else:
                 threshold[a:b] = np.where(internal, forest.split[a:b], _NEVER)
                 categorical[a:b] = internal & is_cat[f]
+        width = int(n_codes.max())
+        table = None
+        if 4 * n * width <= dense_budget(n):
+            table = np.empty((n, width), dtype=np.int32)
+            code = np.arange(width, dtype=np.int64)[None, :]
+            for a in range(0, n, max(1, COMPILE_BLOCK_NODES // width)):
+                b = min(n, a + max(1, COMPILE_BLOCK_NODES // width))
+                limit = threshold[a:b, None].astype(np.int64)
+                if multiway:
+                    step = np.minimum(code, limit)
+                else:
+                    step = np.where(categorical[a:b, None], code != limit, code >= limit)
+                table[a:b] = first[a:b, None] + step
+            table = table.ravel()
         return cls(
             roots=offsets[:-1].astype(np.int32),
             feature=feature,
@@ -88,6 +119,8 @@ class RoutingTable:
             multiway=multiway,
             depth=int(depth),
             any_categorical=bool(categorical.any()),
+            table=table,
+            width=width,
         )
 
     def leaf_classes(self, codes: NDArray[np.int32], trees: slice) -> NDArray[np.int32]:
@@ -100,6 +133,11 @@ class RoutingTable:
         flat = np.ascontiguousarray(codes, dtype=np.int32).ravel()
         row_base = (np.arange(n_rows, dtype=np.int64) * n_features)[None, :]
         node = np.repeat(self.roots[trees][:, None], n_rows, axis=1).astype(np.int64)
+        if self.table is not None:
+            width = np.int64(self.width)
+            for _ in range(self.depth):
+                node = self.table[node * width + flat[row_base + self.feature[node]]]
+            return node.astype(np.int64, copy=False)
         for _ in range(self.depth):
             value = flat[row_base + self.feature[node]]
             limit = self.threshold[node]

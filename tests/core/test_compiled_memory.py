@@ -13,7 +13,8 @@ import pytest
 from edprf_core import EDPRFClassifier, FeatureGrid, ForestArrays
 from edprf_core import _leafmask as leafmask
 from edprf_core._leafmask import LeafMaskPredictor, leafmask_budget, leafmask_table_bytes
-from edprf_core._predict import BYTES_PER_NODE, RoutingTable
+from edprf_core import _predict
+from edprf_core._predict import BYTES_PER_NODE, RoutingTable, dense_budget
 from tests.synthetic import make_data, make_schema
 
 
@@ -29,13 +30,24 @@ def _single_leaf_forest(n_trees: int) -> ForestArrays:
 
 @pytest.mark.parametrize("n_bins", [4, 64])
 @pytest.mark.parametrize("split_mode", ["binary", "multiway"])
-def test_routing_costs_the_same_bytes_per_node_on_any_grid(n_bins, split_mode):
+def test_routing_costs_the_same_bytes_per_node_on_any_grid_and_routes_alike(n_bins, split_mode, monkeypatch):
+    """Compact routing holds a fixed number of bytes per node; the dense table, within its budget, routes
+    every row to the same leaf."""
     schema = make_schema(n_classes=3, n_categorical=2, n_categories=5)
     X, y = make_data(schema, 1000, seed=1)
     forest = EDPRFClassifier(schema, n_estimators=4, max_depth=3, n_bins=n_bins, split_mode=split_mode,
                              random_state=0).fit(X, y).forest_
-    table = RoutingTable.compile(forest.trees, forest.grid, forest.split_mode, forest.max_depth)
-    assert _compiled_bytes(table) == BYTES_PER_NODE * forest.trees.n_nodes - 4 * forest.trees.n_nodes
+    codes = forest.encode(X)
+    dense = RoutingTable.compile(forest.trees, forest.grid, forest.split_mode, forest.max_depth)
+    n = forest.trees.n_nodes
+    assert (dense.table is None) == (4 * n * dense.width > dense_budget(n))
+    assert dense.table is None or dense.table.nbytes <= dense_budget(n)
+    monkeypatch.setattr(_predict, "DENSE_FLOOR_BYTES", 0)
+    monkeypatch.setattr(_predict, "DENSE_BYTES_PER_NODE", 0)
+    compact = RoutingTable.compile(forest.trees, forest.grid, forest.split_mode, forest.max_depth)
+    assert compact.table is None
+    assert _compiled_bytes(compact) == BYTES_PER_NODE * forest.trees.n_nodes - 4 * forest.trees.n_nodes
+    assert np.array_equal(compact.leaves(codes), dense.leaves(codes))
 
 
 def test_tiny_trees_are_routed_not_compiled_into_tables():
