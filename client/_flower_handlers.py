@@ -76,7 +76,7 @@ def _read_evaluate(msg: Message) -> tuple[EvaluateRequest, bytes]:
 def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
     def serve(party: Party, req: TrainRequest) -> Message:
         payload = party.train(req)
-        record = ConfigRecord({"status": "released", "release": payload})
+        record = ConfigRecord({"status": "released", "release": payload, "binding": party.bind(payload, req.run_id)})
         return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
     return serve
 

@@ -27,6 +27,7 @@ from protocol import (
     load_global_model,
     save_atomic,
 )
+from protocol._binding import bound_to_run
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
@@ -132,6 +133,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
+        if (mismatch is None and release.run_id != run_id and registry is not None
+                and not bound_to_run(payload, run_id, result.get("binding"), release.party_id, registry)):
+            # a release of an earlier run (request-tag) counts only with its party's signature binding it to
+            # this run: a copy sent by anyone else would take the place of the party it names
+            mismatch = "replayed_release", "a release of another run, without its party's binding to this run"
         if mismatch is not None:
             outcome.status, (outcome.reason, outcome.message) = "rejected", mismatch
             continue
