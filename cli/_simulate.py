@@ -367,8 +367,8 @@ def contribution_table(contributions: list[dict], alpha: float | None = None) ->
 
 
 def _contribution_statistics(contributions: list[dict], alpha: float | None = None) -> str:
-    lines = ["| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
-             "(threshold) | p-value | flagged |", "|---|---|---|---|---|---|---|---|"]
+    lines = [("| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
+              "(threshold) | p-value | flagged |"), "|---|---|---|---|---|---|---|---|"]
     for c in contributions:
         threshold = c.get("lift_threshold")
         lift = f"{c.get('probability_lift', float('nan')):.3f}" + (f" ({threshold:.3f})" if threshold is not None

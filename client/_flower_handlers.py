@@ -47,7 +47,7 @@ def _party_id(party: Party | None, context: Context, run_config: Mapping[str, An
     try:
         merged = {**context.run_config, **(run_config or {})}
         return load_policy(PartySetup.from_configs(context.node_config, merged).policy_path).party_id
-    except Exception:  # an unreadable policy is the party_setup refusal itself
+    except (ValueError, OSError):  # an unreadable policy is the party_setup refusal itself
         return ""
 
 

@@ -181,7 +181,7 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
         from protocol import load_private_key
 
         load_private_key(path)
-    except Exception as exc:  # any parse failure of the key is the same finding
+    except (ValueError, TypeError, OSError) as exc:  # any parse failure of the key is the same finding
         report._add("problem", path, f"not a release-signing key ({type(exc).__name__}); make one with "
                                      "`edprf certs party --only signing`")
         return

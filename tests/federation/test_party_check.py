@@ -68,8 +68,8 @@ def test_a_moved_data_file_is_one_line_naming_the_file_and_the_fix(party, capsys
     paths["data-path"].rename(moved)
     code, lines = _check(paths, capsys)
     assert code == 1
-    assert _problems(lines) == [f"problem: {paths['data-path']}: no such data file; set data-path to the party's "
-                                "CSV (columns as in the schema)"]
+    assert _problems(lines) == [(f"problem: {paths['data-path']}: no such data file; set data-path to the party's "
+                                 "CSV (columns as in the schema)")]
 
 
 def test_an_edited_schema_bound_breaks_the_policy_fingerprint(party, capsys):
