@@ -152,6 +152,19 @@ def node_config(paths: dict[str, Path]) -> str:
     return " ".join(f"{key}='{paths[key]}'" for key in keys)
 
 
+def config_text(values: dict) -> str:
+    """A run config as `flwr run --run-config` reads it (strings as TOML literal strings)."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if "'" in str(v):
+            raise ValueError(f"run config value {v!r}: may not contain a single quote")
+        return f"'{v}'"
+    return " ".join(f"{key}={value(v)}" for key, v in values.items())
+
+
 def _app_dir(given: Path | None) -> Path:
     app = given or Path(__file__).resolve().parents[1]
     pyproject = app / "pyproject.toml"
@@ -206,6 +219,9 @@ def run_consortium(args: argparse.Namespace) -> int:
     if _NAME_UNSAFE & set(str(root)):
         raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
     party_ids = _party_ids(args.parties)
+    from client._preflight import parse_node_config
+
+    extra = parse_node_config(args.run_config, "--run-config") if args.run_config else {}  # Flower's own parser
     setup_log = root / "logs" / "setup.log"
     setup_log.parent.mkdir(exist_ok=True)
     layout = lay_out(root, party_ids, args.dataset, setup_log)
@@ -232,12 +248,12 @@ def run_consortium(args: argparse.Namespace) -> int:
               f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
               f"{len(listeners)} loopback ports", flush=True)
         out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
-        run_config = (f"schema-path='{coordinator / 'schema.toml'}' keys-dir='{coordinator / 'party-keys'}' "
-                      f"output-dir='{out}' test-data-path='{coordinator / 'test.csv'}' "
-                      f"validation-data-path='{coordinator / 'validation.csv'}' epsilon={args.epsilon!r} "
-                      f"trees-per-party={args.trees_per_party} max-depth={args.max_depth} "
-                      f"min-parties={len(parties)} expected-parties={len(parties)} "
-                      f"evaluation-epsilon={args.evaluation_epsilon!r} {args.run_config}").strip()
+        run_config = config_text({
+            "schema-path": coordinator / "schema.toml", "keys-dir": coordinator / "party-keys", "output-dir": out,
+            "test-data-path": coordinator / "test.csv", "validation-data-path": coordinator / "validation.csv",
+            "epsilon": args.epsilon, "trees-per-party": args.trees_per_party, "max-depth": args.max_depth,
+            "min-parties": len(parties), "expected-parties": len(parties),
+            "evaluation-epsilon": args.evaluation_epsilon, **extra})
         print(f"[4/5] coordinator: edprf run {app} consortium --run-config \"{run_config}\"", flush=True)
         code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
         _print_summary(out, parties, code)

@@ -65,14 +65,14 @@ class PreflightReport:
         self.findings.append(Finding(level, str(subject), text))
 
 
-def parse_node_config(text: str) -> dict[str, Any]:
-    """A SuperNode's ``--node-config`` string, parsed exactly as ``flower-supernode`` parses it."""
+def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any]:
+    """A SuperNode's ``--node-config`` string (or a run config), parsed exactly as Flower parses it."""
     from flwr.common.config import parse_config_args
 
     try:
         return dict(parse_config_args([text]))
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"--node-config: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
+        raise ValueError(f"{option}: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
 
 
 def preflight_configs(node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None,
