@@ -64,7 +64,7 @@ class FlowerRun:
         from ._flower_processes import json_in
 
         proc = subprocess.run([flwr_command(), "ls", *self._conn(), "--run-id", str(self.run_id), "--format", "json"],
-                              capture_output=True, text=True, timeout=60, env=env)
+                              capture_output=True, text=True, timeout=60, env=env, check=False)
         try:
             row = json_in(proc.stdout)["runs"][0]
         except (ValueError, KeyError, IndexError):
@@ -81,7 +81,7 @@ class FlowerRun:
 
     def stop(self, env: dict[str, str] | None = None) -> tuple[int, str]:
         proc = subprocess.run([flwr_command(), "stop", str(self.run_id), *self._conn()], capture_output=True,
-                              text=True, timeout=60, env=env)
+                              text=True, timeout=60, env=env, check=False)
         return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
@@ -92,7 +92,7 @@ def submit(app: str, connection: str | None, run_config: str | None, env: dict[s
     argv = [flwr_command(), "run", app, *([connection] if connection else []), "--format", "json"]
     if run_config:
         argv += ["--run-config", run_config]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
     try:
         payload = json_in(proc.stdout)
         return FlowerRun(int(payload["run-id"]), connection)
