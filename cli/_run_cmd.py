@@ -132,10 +132,11 @@ def run_and_follow(app: str, connection: str | None, run_config: str | None, *, 
     out = out or sys.stdout
     run = submit(app, connection, run_config, env)
     conn = f" {run.connection}" if run.connection else ""
-    print(f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
-          f"{'detaches' if detach_on_interrupt else 'stops the run'})", file=out, flush=True)
     try:
+        print(f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
+              f"{'detaches' if detach_on_interrupt else 'stops the run'})", file=out, flush=True)
         follow(run, out, env)
+        status, details = run.final_status(env)
     except KeyboardInterrupt:
         print(f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties to "
               "spend epsilon until it ends.", file=sys.stderr, flush=True)
@@ -150,7 +151,6 @@ def run_and_follow(app: str, connection: str | None, run_config: str | None, *, 
             print(f"edprf run: flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; run it again",
                   file=sys.stderr)
         return 130
-    status, details = run.final_status(env)
     if status == "finished:completed":
         print(f"edprf run: run {run.run_id} completed", file=out)
         return 0
