@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -65,13 +67,20 @@ class PreflightReport:
         self.findings.append(Finding(level, str(subject), text))
 
 
-def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any]:
-    """A SuperNode's ``--node-config`` string (or a run config), parsed exactly as Flower parses it."""
-    from flwr.common.config import parse_config_args
+_PAIR = re.compile(r"""(\S+?)=('[^']*'|"[^"]*"|\S+)""")
 
+
+def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any]:
+    """A SuperNode's ``--node-config`` string (or a run config), read as Flower 1.41 reads it.
+
+    ``key=value`` pairs separated by spaces; a value is a quoted string (``'...'`` or ``"..."``)
+    or a bare TOML value (``1.0``, ``true``).  Flower is not imported (it takes seconds):
+    ``tests/federation/test_party_check.py`` checks this against Flower's own parser.
+    """
+    pairs = _PAIR.findall(text)
     try:
-        return dict(parse_config_args([text]))
-    except (ValueError, TypeError) as exc:
+        return tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs))
+    except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{option}: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
 
 

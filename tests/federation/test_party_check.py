@@ -167,3 +167,11 @@ def test_abbreviated_options_are_refused(argv, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments" in err or "the following arguments are required" in err, err
+
+
+@pytest.mark.parametrize("text", ["data-path='/a b/x.csv' schema-path=\"s.toml\" n=3 x=1.5 flag=true",
+                                  "", "partition-id=0 num-partitions=2", "a='x=y' b='c'"])
+def test_node_config_is_read_as_flower_reads_it(text):
+    from flwr.common.config import parse_config_args
+
+    assert parse_node_config(text) == dict(parse_config_args([text]))
