@@ -239,7 +239,7 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None
                                      "schema)")
         return
     if not check_rows:
-        report._add("ok", path, "present (rows not checked)")
+        _header(path, schema, report)
         return
     try:
         result = check_data(path, schema)
@@ -255,6 +255,24 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None
                                      "units and the class names (`edprf schema check` shows the same counts)")
 
 
+def _header(path: Path, schema, report: PreflightReport) -> None:
+    """The header line only (its cost does not depend on the rows): the ClientApp's check."""
+    from edprf_core import DataValidationError
+    from edprf_core._text_table import _header_names
+
+    if path.suffix.lower() not in (".csv", ".txt", ".tsv"):
+        report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
+        return
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
+        _header_names(schema, first.rstrip("\r\n") if first else None, ",", True, path)
+    except (DataValidationError, ValueError, OSError) as exc:
+        report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
+        return
+    report._add("ok", path, "header names the schema's columns (rows not read here: `edprf party check` reads them)")
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -265,12 +283,14 @@ def log_preflight(node_config: Mapping[str, Any], run_config: Mapping[str, Any],
     the rest at DEBUG, and one summary line.
 
     Used by the ClientApp's lifespan hook; never raises (the handlers refuse on their own).  The
-    data file's rows are read only in a deployment (node config ``data-path``): a simulation's
-    parties were laid out by the simulation itself.
+    data file's rows are NOT read here, only its header: the hook runs before every reply, and a
+    scan of the rows would make the latency of every reply, refusals included, depend on the data
+    (a free, repeatable timing channel: a coordinator could send requests the policy refuses and
+    time them).  ``edprf party check`` reads the rows, locally, when the party's staff run it.
     """
     logger = logger or log
     try:
-        report = preflight_configs(node_config, run_config, check_rows="data-path" in node_config)
+        report = preflight_configs(node_config, run_config, check_rows=False)
     except Exception:  # a bug here must not stop the party from answering (it refuses on its own)
         logger.exception("party check failed to run")
         return PreflightReport()

@@ -5,9 +5,10 @@ files (policy, schema, ledger, data), which persist on the party's disk.
 
 Flower 1.41 starts a ClientApp process for each message and calls the app's
 lifespan hook around the handler: the hook runs the party's own checks
-(:mod:`client._preflight`, the same as ``edprf party check``) and writes them
-to the SuperNode's output, so a misconfigured party is visible there at the
-first message.  The checks never change a reply.
+(:mod:`client._preflight`, those of ``edprf party check`` except reading the
+data rows: only the data file's header, so that no reply's latency depends on
+the rows) and writes them to the SuperNode's output, so a misconfigured party
+is visible there at the first message.  The checks never change a reply.
 """
 
 import logging

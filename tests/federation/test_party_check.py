@@ -118,8 +118,23 @@ def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
     assert paths["ledger-path"].read_bytes() == before  # read-only
 
 
-def test_the_clientapp_lifespan_logs_the_same_problems(party, caplog):
-    paths, _ = party
+def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(party, caplog, monkeypatch):
+    import edprf_core
+
+    def no_scan(*_, **__):
+        raise AssertionError("the lifespan hook read the data rows")
+
+    monkeypatch.setattr(edprf_core, "check_data", no_scan)
+    paths, schema = party
+    header = paths["data-path"].read_text().splitlines()[0]
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        assert log_preflight(parse_node_config(_config(paths)), {}, logging.getLogger("edprf.test.lifespan")).ok
+    paths["data-path"].write_text(header.replace(schema.label.column, "outcome") + "\n1,2\n")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        assert not log_preflight(parse_node_config(_config(paths)), {}, logging.getLogger("edprf.test.lifespan")).ok
+    assert any("the header must name the schema's columns" in r.getMessage() for r in caplog.records)
+    caplog.clear()
     paths["data-path"].unlink()
     node_config = parse_node_config(_config(paths))
     logger = logging.getLogger("edprf.test.lifespan")
