@@ -335,11 +335,13 @@ def _describe_model(view: GlobalModelView) -> list[str]:
                      f"signatures: {', '.join(statuses)})")
     contributions = view.manifest.get("contributions") or []
     if contributions:
+        from server._contribution_text import contribution_lines
+
         lines.append("contributions (coordinator's validation data; post-processing, epsilon unchanged):")
-        for c in contributions[:SHOWN_RELEASES]:
-            flag = f"  FLAGGED (p={c['p_value']:.1e})" if c.get("flagged") else ""
-            lines.append(f"  - {c['party']}: information {c['information_bits']:.3f} bits, own accuracy "
-                         f"{c['accuracy']:.3f}, agreement with global vote {c['agreement_with_global']:.3f}{flag}")
+        alpha = (view.manifest.get("parameters") or {}).get("flag_alpha")
+        lines += [f"  - {line}" for line in contribution_lines(contributions[:SHOWN_RELEASES], alpha)]
+        if len(contributions) > SHOWN_RELEASES:
+            lines.append(f"  ... and {len(contributions) - SHOWN_RELEASES} more parties")
     selection = view.manifest.get("selection") or {}
     if selection:
         lines.append(f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
