@@ -4,15 +4,23 @@ The ledger file is opened read-only (SQLite ``mode=ro``): no table is created,
 no column added, the journal mode is not switched, so showing a ledger never
 changes it.  Only regular SQLite files are read; anything else (a missing
 path, a directory, a FIFO, a device, a non-SQLite file, a file above
-``--max-bytes``) is a one-line error with exit code 1.  Sums are exact.
+``--max-bytes``, a ledger with values of the wrong kind, one that takes
+SQLite more than ``--max-seconds`` to read) is a one-line error with exit
+code 1, never a traceback.  Every text from the file is printed through
+:func:`cli._terminal_text.terminal_safe` (control characters escaped).
+Sums are exact.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import sys
 from datetime import UTC, datetime
 from fractions import Fraction
+
+from ._terminal_text import terminal_safe
 
 __all__ = ["register"]
 
@@ -23,15 +31,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
     p.add_argument("--cap", type=float, default=None, help="lifetime cap, if no policy file is given")
     p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
+    p.add_argument("--max-seconds", type=float, default=10.0,
+                   help="give up on a ledger that takes SQLite longer than this to read (default 10 s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Handler of ``edprf budget``: any failure is one sanitized line on stderr and exit code 1."""
+    try:
+        return _show(args)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
+        logging.getLogger("edprf").debug("budget failed", exc_info=True)
+        kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
+        print(f"edprf budget: error: {kind}{terminal_safe(' '.join(str(exc).split()), 500)}", file=sys.stderr)
+        return 1
+
+
+def _show(args: argparse.Namespace) -> int:
     from client import format_epsilon, load_policy, read_ledger_readonly
     from client._ledger import exact_epsilon, total_spent
 
-    entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes)
+    if not args.max_seconds > 0:
+        raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
+    entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
     cap_exact = None if cap is None else exact_epsilon(cap)
     spent = total_spent(entries)
@@ -48,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'run':<22} detail")
     for e in entries:
         when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{when:<20} {e.kind:<11} {format_epsilon(e.epsilon_exact):>10} {e.state:<9} {e.run_id[:22]:<22} "
-              f"{e.detail}")
+        print(f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
+              f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}")
     print(f"\nspent {format_epsilon(spent)}" + ("" if cap_exact is None else
                                                f" of the lifetime cap {format_epsilon(cap_exact)}; "
                                                f"remaining {format_epsilon(remaining)}"))

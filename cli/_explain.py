@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="DATA has no header: the schema's features in order, optionally then the label")
     parser.add_argument("--pooling", choices=("log-linear", "mean"), default="log-linear",
                         help="pooling rule, as in predict_proba (default log-linear)")
-    parser.add_argument("--max-trees", type=int, default=DEFAULT_SHOWN_TREES, metavar="N",
+    parser.add_argument("--show-trees", type=int, default=DEFAULT_SHOWN_TREES, metavar="N",
                         help=f"trees shown, those weighing most first (default {DEFAULT_SHOWN_TREES})")
     parser.add_argument("--keys", type=Path, metavar="DIR",
                         help="directory of <party_id>.pub.pem files: refuse the model unless every release verifies")
@@ -84,5 +84,5 @@ def run_explain(args: argparse.Namespace) -> int:
     row = read_row(args.data, forest.schema, args.row, sep=args.sep, header=not args.no_header)
     explanation = explain_row(forest, row, pooling=args.pooling)
     print(f"model: {args.model} ({forest.n_trees} trees); row {args.row} of {args.data}")
-    print("\n".join(explanation.lines(max(1, args.max_trees))))
+    print("\n".join(explanation.lines(max(1, args.show_trees))))
     return 0

@@ -6,8 +6,17 @@ federation caveat) and the signature status of every release.  Nothing is
 trusted: the file goes through the same strict decoder as on the coordinator,
 with format limits only (a release with a large ε is shown, not refused).
 
-Exit status: 0 valid; 1 not a valid release or global model; 3 a signature
-is invalid, or (with ``--keys``) a release is unsigned or from an unknown party.
+Exit status: 0 valid; 1 not a valid release or global model, or one beyond
+inspect's limits; 3 a signature is invalid, or (with ``--keys``) a release is
+unsigned or from an unknown party.
+
+Bounded work: the sizes a file declares (releases, trees, nodes) are read first
+without decoding it (:func:`protocol.peek_global_model`, or a release's header);
+a file beyond ``--max-releases``, ``--max-trees`` or ``--max-nodes`` is refused in
+one line before anything is decoded, so time and memory grow with those limits,
+not with what the file claims.  Every line is printed through
+:func:`cli._terminal_text.terminal_safe`: text from the file cannot reach the
+terminal as escape sequences.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._terminal_text import terminal_safe
+
 if TYPE_CHECKING:
     from edprf_core import Schema, TrainingParameters
     from protocol import GlobalModelView, PartyKeyRegistry, ReleaseHeader
@@ -29,6 +40,17 @@ __all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_SIGNATURE", "read_bounded_regular_fi
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_SIGNATURE = 3
+
+MAX_RELEASES = 1_000
+"""Default ``--max-releases``: each release is decoded and checked on its own (Python work per release)."""
+MAX_TREES = 5_000
+"""Default ``--max-trees`` (a party's default ``max-evaluation-trees``)."""
+MAX_NODES = 1_000_000
+"""Default ``--max-nodes`` (a party's default ``max-evaluation-nodes``)."""
+SHOWN_RELEASES = 50
+"""Releases of a global model described one by one; the rest are counted."""
+MAX_LINE_CHARS = 20_000
+"""Longest line printed (longer ones are cut and marked)."""
 
 _STATUS_TEXT = {
     "verified": "verified",
@@ -52,10 +74,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="directory of <party_id>.pub.pem files: verify every signature")
     parser.add_argument("--schema", type=Path, metavar="TOML",
                         help="schema of a single release (default: a shipped example schema with its fingerprint)")
+    parser.add_argument("--max-releases", type=int, default=MAX_RELEASES, metavar="N",
+                        help=f"refuse global models of more releases (default {MAX_RELEASES})")
+    parser.add_argument("--max-trees", type=int, default=MAX_TREES, metavar="N",
+                        help=f"refuse files of more trees (default {MAX_TREES})")
+    parser.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
+                        help=f"refuse files of more nodes (default {MAX_NODES})")
     from ._model_rules import add_rules_arguments
 
     add_rules_arguments(parser)
     parser.set_defaults(handler=run_inspect)
+
+
+class BeyondLimits(Exception):
+    """A file whose declared sizes are beyond inspect's limits: refused before decoding."""
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -75,27 +107,43 @@ def run_inspect(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         print(f"{args.keys}: cannot load party keys: {_one_line(exc)}")
         return EXIT_INVALID
+    limits = {"releases": getattr(args, "max_releases", MAX_RELEASES), "trees": getattr(args, "max_trees", MAX_TREES),
+              "nodes": getattr(args, "max_nodes", MAX_NODES)}
+    shown = terminal_safe(path)
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
-        lines, statuses = _describe(data, registry, args.schema)
+        lines, statuses = _describe(data, registry, args.schema, limits)
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
 
-            lines += rules_lines(data, args.schema, args.max_trees, args.max_leaves)
+            lines += rules_lines(data, args.schema, args.show_trees, args.show_leaves)
+    except BeyondLimits as exc:
+        print(f"{shown}: not checked: {_one_line(exc)}")
+        return EXIT_INVALID
     except protocol.InvalidRelease as exc:
-        print(f"{path}: not a valid release or global model: {_one_line(exc)}")
+        print(f"{shown}: not a valid release or global model: {_one_line(exc)}")
         return EXIT_INVALID
     except Exception as exc:  # noqa: BLE001 - malformed content of any kind: one line, never a traceback
-        print(f"{path}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
+        print(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
         return EXIT_INVALID
-    print(f"file: {path}")
-    print("\n".join(lines))
+    print(f"file: {shown}")
+    print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in lines))
     return _exit_status(statuses, registry is not None)
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:500] + ("..." if len(text) > 500 else "")
+    return terminal_safe(" ".join(str(exc).split()), 500)
+
+
+def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> None:
+    """Refuse, before decoding, a file whose declared sizes pass a limit (the message names the option)."""
+    over = [name for name, value in sizes.items() if value > limits[name]]
+    if over:
+        declared = ", ".join(f"{value} {name}" for name, value in sizes.items())
+        allowed = ", ".join(f"{name} <= {limits[name]}" for name in over)
+        options = "/".join(f"--max-{name}" for name in over)
+        raise BeyondLimits(f"{what} declares {declared}, beyond inspect's limits ({allowed}); "
+                           f"raise {options} to inspect it anyway")
 
 
 def read_bounded_regular_file(path: Path, max_bytes: int) -> bytes:
@@ -160,9 +208,12 @@ def _exit_status(statuses: Sequence[str], with_keys: bool) -> int:
 
 
 def _describe(
-    data: bytes, registry: PartyKeyRegistry | None, schema_path: Path | None
+    data: bytes, registry: PartyKeyRegistry | None, schema_path: Path | None, limits: dict[str, int]
 ) -> tuple[list[str], list[str]]:
-    """Text lines and signature statuses; tries a release first, then a global model."""
+    """Text lines and signature statuses; tries a release first, then a global model.
+
+    The declared sizes are checked against ``limits`` before anything is decoded.
+    """
     import protocol
 
     try:
@@ -171,12 +222,21 @@ def _describe(
         if as_release.reason is not protocol.Reason.MALFORMED:
             raise  # it is a release, and a bad one
         try:
+            sizes = protocol.peek_global_model(data, protocol.INSPECTION_POLICY.max_bytes)
+        except protocol.InvalidRelease as as_model:
+            raise protocol.InvalidRelease(
+                as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
+            ) from None
+        _check_limits("the global model", {"releases": sizes.n_releases, "trees": sizes.n_trees,
+                                           "nodes": sizes.n_nodes}, limits)
+        try:
             view = protocol.load_global_model(data, registry=registry, strict=False)
         except protocol.InvalidRelease as as_model:
             raise protocol.InvalidRelease(
                 as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
             ) from None
         return _describe_model(view), [r.signature_status.value for r in view.releases]
+    _check_limits("the release", {"trees": header.n_trees, "nodes": header.n_nodes}, limits)
     return _describe_release(data, header, schema_path), [header.signature.status.value]
 
 
@@ -257,14 +317,17 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
 
 def _describe_model(view: GlobalModelView) -> list[str]:
     forest = view.forest
+    parties = view.parties
+    listed = ", ".join(parties[:SHOWN_RELEASES]) + (f", ... ({len(parties) - SHOWN_RELEASES} more)"
+                                                    if len(parties) > SHOWN_RELEASES else "")
     lines = [
         f"kind: global model (edprf.v1, format version {view.format_version})",
         f"schema: {view.schema.name!r}, fingerprint {view.schema.fingerprint}",
-        f"parties: {len(view.releases)} ({', '.join(view.parties)})",
+        f"parties: {len(view.releases)} ({listed})",
         f"trees: {forest.n_trees}, nodes: {forest.trees.n_nodes}",
         "releases:",
     ]
-    for r in view.releases:
+    for r in view.releases[:SHOWN_RELEASES]:
         lines += [
             (f"  - party {r.party_id}: epsilon={r.params.epsilon:g}, {r.forest.n_trees} trees, "
              f"{r.forest.trees.n_nodes} nodes"),
@@ -272,18 +335,27 @@ def _describe_model(view: GlobalModelView) -> list[str]:
             f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
         ]
         lines += _counts_lines(r.forest, indent="    ")
+    if len(view.releases) > SHOWN_RELEASES:
+        rest = view.releases[SHOWN_RELEASES:]
+        statuses = sorted({r.signature_status.value for r in rest})
+        lines.append(f"  ... and {len(rest)} more releases ({sum(r.forest.n_trees for r in rest)} trees; "
+                     f"signatures: {', '.join(statuses)})")
     contributions = view.manifest.get("contributions") or []
     if contributions:
+        from server._contribution_text import contribution_lines
+
         lines.append("contributions (coordinator's validation data; post-processing, epsilon unchanged):")
-        for c in contributions:
-            flag = f"  FLAGGED (p={c['p_value']:.1e})" if c.get("flagged") else ""
-            lines.append(f"  - {c['party']}: information {c['information_bits']:.3f} bits, own accuracy "
-                         f"{c['accuracy']:.3f}, agreement with global vote {c['agreement_with_global']:.3f}{flag}")
+        alpha = (view.manifest.get("parameters") or {}).get("flag_alpha")
+        lines += [f"  - {line}" for line in contribution_lines(contributions[:SHOWN_RELEASES], alpha)]
+        if len(contributions) > SHOWN_RELEASES:
+            lines.append(f"  ... and {len(contributions) - SHOWN_RELEASES} more parties")
     selection = view.manifest.get("selection") or {}
     if selection:
         lines.append(f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
                      f"dropped {', '.join(selection.get('dropped', [])) or 'none'}")
     rest = {k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")}
     lines.append("manifest: " + json.dumps(rest, sort_keys=True, ensure_ascii=False))
-    lines.append("guarantee: " + forest.guarantee().replace("\n", "\n  "))
+    first, *more = forest.guarantee().split("\n")
+    lines.append("guarantee: " + first)
+    lines += ["  " + line for line in more]
     return lines

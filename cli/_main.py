@@ -17,7 +17,8 @@ __all__ = ["build_parser", "main", "require_federation"]
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
 SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_predict_cmd", "_evaluate_cmd", "_explain", "_export",
-                                 "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs")
+                                 "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs", "_party_cmd", "_run_cmd",
+                                 "_consortium")
 
 FEDERATION_MODULES = frozenset({"flwr", "ray"})
 """Imported only by the subcommands that run a federation; the slim install (no extras) lacks them."""
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="edprf",
         description="Federated, differentially private random forests (eDPRF with permute-and-flip).",
+        allow_abbrev=False,
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -53,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _accept_verbose(parser: argparse.ArgumentParser) -> None:
+    """Accept ``-v`` and refuse abbreviated options (``--party`` for ``--parties``) in every parser below."""
+    parser.allow_abbrev = False  # read at parse time: a prefix of a long option is an error, never a guess
     if "-v" not in parser._option_string_actions:
         parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                             help="more log output (-vv for debug)")

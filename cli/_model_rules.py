@@ -28,12 +28,12 @@ def _positive(text: str) -> int:
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--rules``, ``--max-trees``, ``--max-leaves``."""
+    """``--rules``, ``--show-trees``, ``--show-leaves`` (``--max-trees`` is inspect's refusal limit)."""
     parser.add_argument("--rules", action="store_true",
                         help="print the trees as rules with their released noisy counts, and feature importances")
-    parser.add_argument("--max-trees", type=_positive, default=DEFAULT_MAX_TREES, metavar="N",
+    parser.add_argument("--show-trees", type=_positive, default=DEFAULT_MAX_TREES, metavar="N",
                         help=f"with --rules: trees shown (default {DEFAULT_MAX_TREES})")
-    parser.add_argument("--max-leaves", type=_positive, default=DEFAULT_MAX_LEAVES, metavar="N",
+    parser.add_argument("--show-leaves", type=_positive, default=DEFAULT_MAX_LEAVES, metavar="N",
                         help=f"with --rules: leaves shown per tree (default {DEFAULT_MAX_LEAVES})")
 
 

@@ -86,7 +86,9 @@ def run_check(args: argparse.Namespace) -> int:
 
     schema = load_schema(args.schema)
     report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
-    print(f"{args.data} under {args.schema} ({schema.fingerprint[:19]}...):")
+    print(f"{args.data} under {args.schema}:")
+    print(f"  schema fingerprint: {schema.fingerprint}   (a party's policy: schema-fingerprint = this value; "
+          "`edprf party init-policy` writes it)")
     for line in report.lines():
         print(f"  {line}")
     if schema.drafted:

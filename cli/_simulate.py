@@ -175,6 +175,7 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
                             leaf=getattr(args, "leaf", "counts"),
                             trees_per_party=args.trees_per_party, split_mode=args.split_mode,
                             n_bins=args.bins, seed=args.seed if seeded_noise(args) else -1, min_parties=1,
+                            require_exact_sampling=not seeded_noise(args),  # seeded noise is drawn by numpy
                             evaluation_epsilon=args.evaluation_epsilon if args.party_holdout > 0 else 0.0,
                             max_party_rows=held_out_rows_bound(max(map(len, parts)), args.party_holdout),
                             evaluation_max_interval_width=getattr(args, "evaluation_max_interval_width", 0.1),
@@ -374,9 +375,16 @@ def cost_lines(result: dict) -> list[str]:
 
 
 def contribution_table(contributions: list[dict], alpha: float | None = None) -> str:
-    """Per party: information, own accuracy, agreement, and the quality test's statistic, threshold and p-value."""
-    lines = ["| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
-             "(threshold) | p-value | flagged |", "|---|---|---|---|---|---|---|---|"]
+    """Per party in plain words, then the statistics: information, own accuracy, agreement, the quality test."""
+    from server._contribution_text import contribution_lines
+
+    words = [f"- {line}" for line in contribution_lines(contributions, alpha)]
+    return "\n".join([*words, "", "the statistics behind these lines:", _contribution_statistics(contributions, alpha)])
+
+
+def _contribution_statistics(contributions: list[dict], alpha: float | None = None) -> str:
+    lines = [("| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
+              "(threshold) | p-value | flagged |"), "|---|---|---|---|---|---|---|---|"]
     for c in contributions:
         threshold = c.get("lift_threshold")
         lift = f"{c.get('probability_lift', float('nan')):.3f}" + (f" ({threshold:.3f})" if threshold is not None
@@ -563,7 +571,8 @@ def run(args: argparse.Namespace) -> int:
         print(contribution_table(fed["contributions"], fed.get("parameters", {}).get("flag_alpha")))
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     print(f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
-          + "".join(f"\n  - node {p['node_id']}: {p['status']} ({p['reason']}) {p['message']}" for p in rejected))
+          + "".join(f"\n  - {p['party_id'] or 'node ' + str(p['node_id'])}: {p['status']} ({p['reason']}) "
+                    f"{p['message']}" for p in rejected))
     sizes = [b for b in result["bytes_per_party"] if b]
     if sizes:
         print(f"bytes on the wire per party release: median {sorted(sizes)[len(sizes) // 2]}, "

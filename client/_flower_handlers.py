@@ -19,6 +19,7 @@ from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._party import STOPPING, Party, PartySetup, Refusal
+from ._policy import load_policy
 
 __all__ = ["handle_evaluate", "handle_train"]
 
@@ -31,10 +32,23 @@ _CONSTANT_TEXT = {
 }
 
 
-def _refused(msg: Message, reason: str, message: str) -> Message:
+def _refused(msg: Message, reason: str, message: str, party_id: str = "") -> Message:
     log.warning("refused %s: %s (%s)", msg.metadata.message_type, reason, message)
     record = ConfigRecord({"status": "refused", "reason": reason, "message": message})
+    if party_id:  # public (the policy's id, also in every release): lets the coordinator's report name the party
+        record["party-id"] = party_id
     return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+
+
+def _party_id(party: Party | None, context: Context, run_config: Mapping[str, Any] | None) -> str:
+    """The policy's party-id, when the policy can be read (it is public); '' otherwise."""
+    if party is not None:
+        return party.policy.party_id
+    try:
+        merged = {**context.run_config, **(run_config or {})}
+        return load_policy(PartySetup.from_configs(context.node_config, merged).policy_path).party_id
+    except (ValueError, OSError):  # an unreadable policy is the party_setup refusal itself
+        return ""
 
 
 def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
@@ -46,6 +60,7 @@ def _serve(msg: Message, context: Context, run_config: Mapping[str, Any] | None,
            read_request: Callable[[Message], Any], serve: Callable[[Party, Any], Message]) -> Message:
     """Three steps, each mapping every failure to one code: request, party set-up, the work."""
     step = "bad_request"
+    party = None
     try:
         req = read_request(msg)
         step = "party_setup"
@@ -53,12 +68,12 @@ def _serve(msg: Message, context: Context, run_config: Mapping[str, Any] | None,
         step = "internal_error"
         return serve(party, req)
     except Refusal as exc:
-        return _refused(msg, exc.reason, str(exc))
+        return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config))
     except STOPPING:
         raise
     except BaseException:
         log.exception("%s failed (%s)", msg.metadata.message_type, step)
-        return _refused(msg, step, _CONSTANT_TEXT[step])
+        return _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
 
 
 def _read_train(msg: Message) -> TrainRequest:
@@ -76,7 +91,7 @@ def _read_evaluate(msg: Message) -> tuple[EvaluateRequest, bytes]:
 def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
     def serve(party: Party, req: TrainRequest) -> Message:
         payload = party.train(req)
-        record = ConfigRecord({"status": "released", "release": payload})
+        record = ConfigRecord({"status": "released", "release": payload, "binding": party.bind(payload, req.run_id)})
         return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
     return serve
 

@@ -20,6 +20,7 @@ exact value of the float they recorded.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -245,18 +246,84 @@ class BudgetLedger:
             return row[0]
 
 
-def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30) -> list[LedgerEntry]:
-    """Read a ledger without changing it: regular files only, opened read-only.
+READ_SECONDS = 10.0
+"""Longest time :func:`read_ledger_readonly` lets SQLite work on one ledger before it gives up."""
+MAX_READ_ROWS = 1_000_000
+"""Most entries :func:`read_ledger_readonly` reads (a party spends a few per run)."""
+MAX_VALUE_BYTES = 1 << 16
+"""Longest text or blob SQLite hands back while a ledger is read (ids are at most 256 characters)."""
+_MAX_TIMESTAMP = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: the last second a date can show
+_EXACT_TEXT = re.compile(r"(\d{1,400})(?:/(\d{1,400}))?")
+_MAX_DENOMINATOR_POWER = 1100  # a float's exact value has a denominator 2**k with k <= 1074
+
+
+def _checked_exact(text: str, where: str) -> Fraction:
+    """A stored exact ε, ``"n"`` or ``"n/d"``, with ``d = 2**a * 5**b`` (what the ledger writes).
+
+    Bounded digits and denominators of that form keep every sum of any number of rows to
+    a denominator of at most ``10**1100``: reading and adding stay fast on hostile files.
+    """
+    match = _EXACT_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{where}: epsilon_exact expected a fraction n/d of at most 400 digits each, "
+                         f"got {len(text)} characters of another form")
+    numerator, denominator = int(match.group(1)), int(match.group(2) or 1)
+    rest = denominator
+    for prime in (2, 5):
+        power = 0
+        while rest > 1 and rest % prime == 0 and power <= _MAX_DENOMINATOR_POWER:
+            rest //= prime
+            power += 1
+        if power > _MAX_DENOMINATOR_POWER:
+            rest = 0
+    if rest != 1:
+        raise ValueError(f"{where}: epsilon_exact expected a denominator 2**a * 5**b (a, b <= "
+                         f"{_MAX_DENOMINATOR_POWER}), got another")
+    return Fraction(numerator, denominator)
+
+
+def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
+    """A row of an untrusted ledger, each value checked for its kind and range (no value is echoed)."""
+    request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, text, units = row
+    for name, value in (("request_id", request_id), ("kind", kind), ("state", state), ("run_id", run_id),
+                        ("detail", detail)):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
+    for name, value, low, high in (("epsilon", epsilon, 0.0, math.inf), ("created_at", created_at, 0.0, _MAX_TIMESTAMP),
+                                   ("updated_at", updated_at, 0.0, _MAX_TIMESTAMP)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
+                or not math.isfinite(value):
+            shown = type(value).__name__ if not isinstance(value, (int, float)) else "a value out of range"
+            raise ValueError(f"{where}: {name} expected a finite number in [{low:g}, {high:g}], got {shown}")
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{where}: epsilon_exact expected text, got {type(text).__name__}")
+    if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units <= 0):
+        raise ValueError(f"{where}: epsilon_units expected a positive integer")
+    exact = (_checked_exact(text, where) if text else
+             Fraction(units, 10**6) if units is not None else Fraction(float(epsilon)))
+    return LedgerEntry(request_id, kind, float(epsilon), state, run_id, detail, float(created_at),
+                       float(updated_at), exact)
+
+
+def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30,
+                         max_seconds: float = READ_SECONDS) -> list[LedgerEntry]:
+    """Read a ledger without changing it: regular files only, opened read-only, in bounded time.
 
     No table is created, no column added, the journal mode is left alone.  Ledgers
     without the ``epsilon_exact`` column (written before exact accounting) are read
-    at the exact value of their floats.
+    at the exact value of their floats.  The file is untrusted (an operator may be
+    handed one): ``spends`` must be a table (a view could compute forever); SQLite
+    is stopped after ``max_seconds`` of work (a progress handler), hands back no
+    value longer than :data:`MAX_VALUE_BYTES`, runs no function a schema names
+    (``trusted_schema`` off); at most :data:`MAX_READ_ROWS` rows are read; every
+    value is checked for its kind and range before use.
 
     Raises
     ------
     ValueError
         Missing path, not a regular file, larger than ``max_bytes``, not an SQLite
-        database, or not a ledger; the message is one line.
+        database, not a ledger, a value of the wrong kind, or too slow to read; the
+        message is one line and quotes no text from the file.
     """
     import stat
 
@@ -279,18 +346,33 @@ def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30) -> list[Led
     if magic != b"SQLite format 3\x00":
         raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
     uri = p.resolve().as_uri() + "?mode=ro"
+    deadline = time.monotonic() + max_seconds
     try:
-        db = sqlite3.connect(uri, uri=True, timeout=5.0)
+        db = sqlite3.connect(uri, uri=True, timeout=min(5.0, max_seconds))
         try:
-            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if not {"request_id", "kind", "epsilon", "state"} <= columns:
+            db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            db.execute("PRAGMA trusted_schema = OFF")
+            db.execute("PRAGMA query_only = ON")
+            kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
+            if kinds != ["table"]:
                 raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+            if not {"request_id", "kind", "epsilon", "state", "run_id", "detail", "created_at",
+                    "updated_at"} <= columns:
+                raise ValueError(f"{p} is an SQLite database but not a party's ledger (spends lacks columns)")
             exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
             units = "epsilon_units" if "epsilon_units" in columns else "NULL"
-            rows = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-                              f"{exact}, {units} FROM spends ORDER BY id").fetchall()
+            cursor = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                                f"{exact}, {units} FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
+            entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
         finally:
             db.close()
     except sqlite3.Error as exc:
-        raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {exc})") from None
-    return [LedgerEntry.from_row(r) for r in rows]
+        if time.monotonic() > deadline:
+            raise ValueError(f"{p}: reading the ledger took longer than {max_seconds:g} s; "
+                             "not a ledger this party wrote") from None
+        raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if len(entries) > MAX_READ_ROWS:
+        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")
+    return entries

@@ -64,8 +64,11 @@ from protocol import (
     load_private_key,
     peek_global_model,
 )
+from protocol._binding import bind_to_run
+from protocol._ids import check_request_id
 from protocol._task import EvaluateRequest, TrainRequest
 
+from ._evaluation_cost import evaluation_cost
 from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
@@ -92,7 +95,8 @@ REASONS: dict[str, str] = {
     "policy_exact_metrics": "exact metrics asked for, not allowed by the policy",
     "policy_min_epsilon": "epsilon below the policy's min-epsilon",
     "policy_model_bytes": "evaluation model larger than max-evaluation-model-bytes",
-    "policy_model_nodes": "evaluation model with more nodes than max-evaluation-nodes",
+    "policy_model_nodes": ("evaluation model with more nodes than max-evaluation-nodes, or whose memory "
+                           "estimated from its header passes max-evaluation-memory-bytes"),
     "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
     "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
     "policy_relation": "neighbouring relation other than the policy's",
@@ -262,12 +266,37 @@ class Party:
             return None
         return np.random.SeedSequence([seed, zlib.crc32(self.policy.party_id.encode("utf-8"))])
 
+    def _signing_key(self) -> Any:
+        """The party's private key (None when it signs nothing), loaded before any reservation."""
+        if self.setup.signing_key_path is None:
+            return None
+        try:
+            return load_private_key(self.setup.signing_key_path)
+        except Exception as exc:  # noqa: BLE001 - any failure to load is the party's configuration
+            log.error("signing key %s cannot be loaded: %s", self.setup.signing_key_path, exc)
+            raise Refusal("party_setup", "the party's signing key cannot be loaded; details are in its log") from None
+
+    def bind(self, release: bytes, run_id: str) -> bytes:
+        """This party's signature binding ``release`` to ``run_id`` (empty when it signs nothing).
+
+        Sent next to every release, so that a release resent under a reused request id can
+        be told from a copy sent by someone else (:mod:`protocol._binding`).  No privacy cost:
+        a signature over released bytes and a public run id.
+        """
+        try:
+            return bind_to_run(release, run_id, self._signing_key())
+        except Exception:  # the release is paid for and goes out; without a binding a coordinator
+            # accepts it for its own run only
+            log.exception("the release could not be bound to run %s", run_id)
+            return b""
+
     # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
 
         Privacy cost: ``req.epsilon``, reserved in the ledger before training.
         """
+        _check_reply_ids(req)
         self._check_train(req)
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
@@ -286,6 +315,7 @@ class Party:
                 return payload
             raise Refusal("request_spent", f"request {req.request_id} was started before and did not complete; "
                                            "its epsilon stays spent")
+        key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
         data = self._data()
         if len(data.y_train) > MAX_FIT_ROWS:
             # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can
@@ -307,7 +337,6 @@ class Party:
                 split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
-            key = load_private_key(self.setup.signing_key_path) if self.setup.signing_key_path else None
             payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id,
                                      request_id=req.request_id)
         except BaseException as exc:
@@ -347,6 +376,12 @@ class Party:
         if header.n_nodes > p.max_evaluation_nodes:
             raise Refusal("policy_model_nodes", f"the global model has {header.n_nodes} nodes; the party's "
                                                 f"maximum is {p.max_evaluation_nodes}")
+        cost = evaluation_cost(header, self.schema, p)
+        if cost.memory_bytes > p.max_evaluation_memory_bytes:
+            raise Refusal("policy_model_nodes",
+                          f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
+                          f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.memory_bytes >> 20} MiB; "
+                          f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB")
 
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:
         """Evaluate the global model on the held-out rows.
@@ -360,6 +395,7 @@ class Party:
         of 1e-6, reserved in the ledger after every check and before the counts are
         computed; 0 for exact metrics (not DP).
         """
+        _check_reply_ids(req)
         p = self.policy
         if req.exact:
             if not p.allow_exact_metrics:
@@ -379,7 +415,7 @@ class Party:
             limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
                                    max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
                                    allowed_relations=(p.relation,))
-            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes)
+            view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes, manifest=False)
         except InvalidRelease as exc:
             log.warning("evaluation model refused: %s", exc)
             raise Refusal("bad_model", "the global model failed its checks") from None
@@ -410,6 +446,19 @@ class Party:
         self.ledger.complete(req.request_id)
         return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": float(req.epsilon), "exact": 0,
                 "sampler": "numpy" if rng is not None else "exact"}
+
+
+def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
+    """The ids a reply and the ledger carry follow the release encoder's rule (checked before any reservation).
+
+    Requests built by :mod:`protocol._task` already hold to it; this refuses, with ``bad_request``,
+    one that was built around those checks.  The message gives no part of the ids.
+    """
+    try:
+        check_request_id(req.request_id, "request-id", required=True)
+        check_request_id(req.run_id, "run-id")
+    except ValueError as exc:
+        raise Refusal("bad_request", f"the request's ids cannot go into a reply: {exc}") from None
 
 
 def _check_key_file(path: Path) -> None:

@@ -64,8 +64,11 @@ class PartyPolicy:
         Largest number of trees in a global model to evaluate (e.g. 50 trees x 100 parties).
     max_evaluation_nodes : int >= 1, default 1_000_000
         Largest number of nodes in a global model to evaluate (e.g. 50 depth-8 binary trees
-        from 39 parties).  Prediction memory grows with nodes x grid codes (the binary
-        leaf-mask predictor builds a boolean node x code table).
+        from 39 parties).
+    max_evaluation_memory_bytes : int >= 1, default 2 GiB
+        Largest memory the party lets an evaluation take, estimated from the model's
+        header before anything is decoded or reserved (:mod:`client._evaluation_cost`);
+        a model whose estimate passes it is refused (``policy_model_nodes``).
     declared_rows : int >= 0, default 0
         A training-row count this party declares public (e.g. published in a
         registry).  A request with ``depth-rule = "auto"`` then chooses the
@@ -91,6 +94,7 @@ class PartyPolicy:
     max_evaluation_model_bytes: int = 32 << 20
     max_evaluation_trees: int = 5_000
     max_evaluation_nodes: int = 1_000_000
+    max_evaluation_memory_bytes: int = 2 << 30
     declared_rows: int = 0
 
     def __post_init__(self) -> None:
@@ -109,7 +113,7 @@ class PartyPolicy:
             raise ValueError(f"min-epsilon: expected a multiple of 1e-6, got {self.min_epsilon!r}")
         for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2), ("max_release_nodes", 1),
                           ("max_evaluation_model_bytes", 1), ("max_evaluation_trees", 1),
-                          ("max_evaluation_nodes", 1), ("declared_rows", 0)):
+                          ("max_evaluation_nodes", 1), ("max_evaluation_memory_bytes", 1), ("declared_rows", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")

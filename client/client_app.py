@@ -2,14 +2,32 @@
 
 No module globals hold state: every message builds its party from the node's
 files (policy, schema, ledger, data), which persist on the party's disk.
+
+Flower 1.41 starts a ClientApp process for each message and calls the app's
+lifespan hook around the handler: the hook runs the party's own checks
+(:mod:`client._preflight`, those of ``edprf party check`` except reading the
+data rows: only the data file's header, so that no reply's latency depends on
+the rows) and writes them to the SuperNode's output, so a misconfigured party
+is visible there at the first message.  The checks never change a reply.
 """
+
+import logging
+from collections.abc import Iterator
 
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from ._flower_handlers import handle_evaluate, handle_train
+from ._preflight import log_preflight
 
 app = ClientApp()
+
+
+@app.lifespan()
+def lifespan(context: Context) -> Iterator[None]:
+    # Flower's own logger: its records reach the SuperNode's console (the ClientApp runs as its child)
+    log_preflight(context.node_config, context.run_config, logging.getLogger("flwr"))
+    yield
 
 
 @app.train()

@@ -73,7 +73,7 @@ def make_demo_parties(local: Path, party_ids: list[str], test_fraction: float = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--local", type=Path, required=True, help="the compose file's EDPRF_LOCAL directory")
     parser.add_argument("party_ids", nargs="+", metavar="PARTY_ID")
     args = parser.parse_args(argv)

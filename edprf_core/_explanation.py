@@ -105,7 +105,7 @@ class Explanation:
             out.append(f"  tree {t.tree} (part {t.part}), leaf {t.rule.leaf}: {_vector(self.classes, t.contribution)}")
             out.append(f"    {t.rule.text(self.classes)}")
         if len(order) > len(shown):
-            out.append(f"  ... {len(order) - len(shown)} more trees not shown (--max-trees)")
+            out.append(f"  ... {len(order) - len(shown)} more trees not shown (--show-trees)")
         return out
 
 

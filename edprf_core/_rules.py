@@ -220,7 +220,7 @@ def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int =
         for node in leaves[:max_leaves]:
             lines.append(f"    {_rule(forest, paths, int(node)).text(classes)}")
         if leaves.size > max_leaves:
-            lines.append(f"    ... {leaves.size - max_leaves} more leaves of tree {t} not shown (--max-leaves)")
+            lines.append(f"    ... {leaves.size - max_leaves} more leaves of tree {t} not shown (--show-leaves)")
     if trees.n_trees > shown_trees:
-        lines.append(f"  ... {trees.n_trees - shown_trees} more trees not shown (--max-trees)")
+        lines.append(f"  ... {trees.n_trees - shown_trees} more trees not shown (--show-trees)")
     return lines

@@ -13,6 +13,7 @@ from edprf_core import TrainingParameters
 from . import release_pb2 as pb
 from ._canonical import parse_canonical
 from ._errors import InvalidRelease, Reason
+from ._ids import MAX_ID_CHARS, check_request_id
 from ._parameters import VERSION_3_FIELDS, check_party_id, parameters_from_message
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureCheck, check_signature
@@ -24,7 +25,6 @@ FORMAT_VERSION = 3
 """Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes;
 3: leaf class counts and the parameters ``leaf``, ``count_epsilon``, ``depth_rule``)."""
 READABLE_VERSIONS = (1, 2, 3)
-MAX_ID_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,6 @@ def as_bytes(data: bytes | bytearray | memoryview) -> bytes:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     raise TypeError(f"data: expected bytes, got {type(data).__name__}")
-
-
-def check_request_id(value: str, name: str) -> str:
-    """A run or request id: at most :data:`MAX_ID_CHARS` printable characters (may be empty)."""
-    if len(value) > MAX_ID_CHARS or not value.isprintable():
-        raise ValueError(f"{name}: expected at most {MAX_ID_CHARS} printable characters, got {len(value)} characters")
-    return value
 
 
 def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None, what: str = "release") -> ReleaseEnvelope:

@@ -167,6 +167,7 @@ def load_global_model(
     *,
     strict: bool = True,
     max_bytes: int = INSPECTION_POLICY.max_bytes,
+    manifest: bool = True,
 ) -> GlobalModelView:
     """Load a global model and re-check every release in it.
 
@@ -183,6 +184,10 @@ def load_global_model(
         ``False`` records each release's status instead (for inspection).
     max_bytes : int
         Size cap of the whole model, checked before reading it all.
+    manifest : bool, default True
+        Parse the manifest JSON.  ``False`` (a party evaluating the model: it needs only
+        the trees) leaves it unread and the view's manifest empty, so a large manifest
+        costs no more than its bytes.
 
     Raises
     ------
@@ -198,7 +203,7 @@ def load_global_model(
         raise InvalidRelease(Reason.UNKNOWN_VERSION, f"global model: format_version expected {MODEL_FORMAT_VERSION}, "
                                                      f"got {model.format_version}")
     schema = _schema_from_toml(model.schema_toml)
-    manifest = _manifest_from_json(model.manifest_json)
+    manifest_record = _manifest_from_json(model.manifest_json) if manifest else {}
     if not model.releases:
         raise InvalidRelease(Reason.MALFORMED, "global model: expected at least one release, got none")
     releases = []
@@ -218,5 +223,5 @@ def load_global_model(
     except SchemaError as exc:
         raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"global model: releases cannot be merged ({exc})") from None
     return GlobalModelView(format_version=model.format_version, schema=schema, forest=forest,
-                           releases=tuple(releases), manifest=manifest)
+                           releases=tuple(releases), manifest=manifest_record)
 

@@ -11,11 +11,19 @@ from ._errors import InvalidRelease, Reason
 
 __all__ = [
     "ENUM_TABLES",
+    "MAX_COUNT_EPSILON_SHARE",
     "PARTY_ID_PATTERN",
     "check_party_id",
     "parameters_from_message",
     "parameters_to_message",
 ]
+
+MAX_COUNT_EPSILON_SHARE = 0.5
+"""Largest share of a release's ε its DP row count may claim: the estimator's own maximum
+``count_epsilon_share`` (:class:`edprf_core.EDPRFClassifier`).  A release claiming more leaves
+its trees a budget no honest party would choose (``count_epsilon`` near ``epsilon`` leaves
+nearly nothing, and the noise scales of its leaves grow without bound), so the decoder
+refuses it."""
 
 PARTY_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """Party ids double as key file names (``<party_id>.pub.pem``): no path characters."""
@@ -82,6 +90,11 @@ def parameters_from_message(message: pb.TrainingParameters) -> TrainingParameter
             )
         values[name] = table[wire]
     try:
-        return TrainingParameters(**values)
+        params = TrainingParameters(**values)
     except ValueError as exc:
         raise InvalidRelease(Reason.BAD_PARAMETERS, f"parameters: {exc}") from None
+    if not params.count_epsilon <= MAX_COUNT_EPSILON_SHARE * params.epsilon:
+        raise InvalidRelease(Reason.BAD_PARAMETERS,
+                             f"parameters: count_epsilon expected <= {MAX_COUNT_EPSILON_SHARE:g} * epsilon = "
+                             f"{MAX_COUNT_EPSILON_SHARE * params.epsilon:g}, got {params.count_epsilon:g}")
+    return params

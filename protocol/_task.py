@@ -13,6 +13,8 @@ from typing import Any
 
 from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
 
+from ._ids import check_request_id
+
 __all__ = ["DEPTH_REQUESTS", "METRICS_KEY", "MODEL_KEY", "REQUEST_KEY", "RESULT_KEY", "EvaluateRequest", "TaskError", "TrainRequest"]
 
 # names of the records inside Flower messages, shared by party and coordinator
@@ -48,6 +50,16 @@ def _read(cls: type, record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _check_ids(request_id: object, run_id: object) -> None:
+    """Both ids follow the release encoder's rule (:func:`protocol._ids.check_request_id`): a party
+    checks them before it reserves anything, so a request it could not answer costs no epsilon."""
+    try:
+        check_request_id(request_id, "request-id", required=True)
+        check_request_id(run_id, "run-id")
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class TrainRequest:
     """Ask a party for one DP release.
@@ -79,8 +91,7 @@ class TrainRequest:
     depth_rule: str = "fixed"
 
     def __post_init__(self) -> None:
-        if not self.request_id or len(self.request_id) > 256:
-            raise TaskError(f"request-id: expected 1..256 characters, got {self.request_id!r}")
+        _check_ids(self.request_id, self.run_id)
         if self.leaf not in LEAF_OUTPUTS:
             raise TaskError(f"leaf: expected one of {LEAF_OUTPUTS}, got {self.leaf!r}")
         if self.depth_rule not in DEPTH_REQUESTS:
@@ -120,8 +131,7 @@ class EvaluateRequest:
     seed: int = -1
 
     def __post_init__(self) -> None:
-        if not self.request_id or len(self.request_id) > 256:
-            raise TaskError(f"request-id: expected 1..256 characters, got {self.request_id!r}")
+        _check_ids(self.request_id, self.run_id)
         if not math.isfinite(self.epsilon) or self.epsilon < 0:
             raise TaskError(f"epsilon: expected a finite number >= 0, got {self.epsilon!r}")
 

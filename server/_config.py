@@ -68,16 +68,26 @@ class CoordinatorConfig:
         moves the consortium's estimate by at most its share of the pooled
         rows (``server._consortium_estimate``).  0: not declared, and a noised
         evaluation is skipped unless ``evaluation_max_interval_width >= 1``.
-    require_exact_sampling : bool
+    require_exact_sampling : bool, default True
         Accept only releases drawn by the exact sampler (``sampler = exact``
-        in the release): what a production federation should require.
+        in the release): what a production federation requires.  A research
+        run with seeded noise (``seed >= 0``, ``edprf simulate --seeded-noise``)
+        must turn it off.
     request_tag : str
         Names this training's release requests at the parties (empty: the
         Flower run id, so every run is a new request).  Re-running with the
         same tag, e.g. after the coordinator crashed, makes each party resend
         the release it already made for that tag instead of spending ε again;
         a party refuses a reused tag whose parameters differ.  The evaluation
-        round is always a new request (the model may differ).
+        round is always a new request (the model may differ), and is skipped
+        when every release was resent (see ``evaluate_resumed``).
+    overwrite : bool, default False
+        Replace the run in ``output_dir``.  Without it a directory that holds a
+        report or a model is refused before any request is sent.
+    evaluate_resumed : bool, default False
+        Run the evaluation round even when every accepted release was resent
+        for a reused ``request_tag`` (the model an earlier run built and
+        evaluated): otherwise no party spends evaluation ε again.
     """
 
     schema_path: str = ""
@@ -108,9 +118,11 @@ class CoordinatorConfig:
     exclude_flagged: bool = False
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
-    require_exact_sampling: bool = False
+    require_exact_sampling: bool = True
     max_party_rows: int = 0
     request_tag: str = ""
+    overwrite: bool = False
+    evaluate_resumed: bool = False
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:

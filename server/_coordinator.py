@@ -27,6 +27,7 @@ from protocol import (
     load_global_model,
     save_atomic,
 )
+from protocol._binding import bound_to_run
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
@@ -35,8 +36,10 @@ from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
+from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
+from ._run_control import failure_text, resumed_evaluation_skip
 from ._selection import select_parties
 from ._size_bounds import TRANSPORT_LIMIT
 
@@ -117,7 +120,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             outcome.status, outcome.reason = "rejected", "malformed"
             continue
         if result.get("status") != "released":
-            outcome.status = "refused"
+            outcome.status, outcome.party_id = "refused", claimed_party_id(result)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
             continue
@@ -132,6 +135,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
+        if (mismatch is None and release.run_id != run_id and registry is not None
+                and not bound_to_run(payload, run_id, result.get("binding"), release.party_id, registry)):
+            # a release of an earlier run (request-tag) counts only with its party's signature binding it to
+            # this run: a copy sent by anyone else would take the place of the party it names
+            mismatch = "replayed_release", "a release of another run, without its party's binding to this run"
         if mismatch is not None:
             outcome.status, (outcome.reason, outcome.message) = "rejected", mismatch
             continue
@@ -143,6 +151,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         outcome.sampler = release.params.sampler
+        outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
         outcome.depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
         accepted.append(release)
     # parts in party-id order, not in the order of node ids (random per run): the same releases
@@ -150,12 +159,13 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     accepted.sort(key=lambda r: r.party_id)
     for p in report.parties:
         if p.status != "accepted":
-            log.warning("node %s %s: %s %s", p.node_id, p.status, p.reason, p.message)
+            log.warning("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
         report.status = "failed"
         report.guarantee = "no model: fewer valid releases than min-parties"
+        report.failure = failure_text(report, cfg.min_parties)
         log.error("run %s: %d valid releases, %d required; no model saved", run_id, len(accepted), cfg.min_parties)
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
@@ -201,6 +211,10 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
                   run_id, len(model), TRANSPORT_LIMIT)
         report.federated_evaluation = {"skipped": "model_too_large_for_transport", "model_bytes": len(model),
                                        "transport_limit": TRANSPORT_LIMIT}
+    elif (skip := resumed_evaluation_skip(report, cfg)) is not None and (cfg.evaluation_epsilon > 0
+                                                                        or cfg.exact_metrics):
+        log.info("run %s: %s", run_id, skip["message"])
+        report.federated_evaluation = skip
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report)
     test_file = cfg.test_file
@@ -219,6 +233,7 @@ def _evaluate_if_informative(grid: Grid, cfg: CoordinatorConfig, run_id: str, mo
         return
     t0 = time.perf_counter()
     report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
+    name_evaluation(report.federated_evaluation, report.parties)
     _charge_evaluation(report, cfg)
     report.guarantee = federation_guarantee(forest, _spends(report))
     report.bytes_sent += len(model) * len(report.accepted)
@@ -226,7 +241,8 @@ def _evaluate_if_informative(grid: Grid, cfg: CoordinatorConfig, run_id: str, mo
 
 
 def _spends(report: RunReport) -> list[PartySpend]:
-    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon, p.exact_metrics)
+    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon,
+                       exact_metrics=p.exact_metrics, release_charged_before=bool(p.resumed_from_run))
             for p in report.accepted]
 
 

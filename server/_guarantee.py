@@ -38,6 +38,12 @@ class PartySpend:
     evaluation_epsilon: float = 0.0
     exact_metrics: bool = False
     """True when the party may have sent un-noised held-out counts (exact metrics: not DP)."""
+    release_charged_before: bool = False  # a release resent for a reused request-tag: an earlier run charged it
+
+    @property
+    def new(self) -> float:
+        """What this run newly charged to the party's ledger."""
+        return self.evaluation_epsilon + (0.0 if self.release_charged_before else self.release_epsilon)
 
     @property
     def total(self) -> float:
@@ -50,12 +56,18 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
         return forest.guarantee()
     top = max(spends, key=lambda s: s.total)
     evaluated = [s for s in spends if s.evaluation_epsilon > 0]
-    spent = (f"Spent for this run: epsilon = {top.total:g} per record at most (release "
+    resumed = [s for s in spends if s.release_charged_before]
+    scope = "this model" if resumed else "this run"
+    spent = (f"Spent for {scope}: epsilon = {top.total:g} per record at most (release "
              f"{top.release_epsilon:g}" + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
              + f", the largest total over {len(spends)} parties"
              + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
              + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
              "actually faces at most max(release, evaluation); the total is what the ledgers count.")
+    if resumed:
+        spent += (f" Newly charged by this run: epsilon = {max(s.new for s in spends):g} per party at most; the "
+                  f"releases of {len(resumed)} of the {len(spends)} parties were resent for a reused request-tag "
+                  "and were charged by the run that made them.")
     reasons = forest.not_dp_reasons()
     exact = [s.party for s in spends if s.exact_metrics]
     if exact:

@@ -31,6 +31,7 @@ class PartyOutcome:
     depth_rule: str = ""  # fixed | declared-size | dp-count
     signed: bool = False
     release_bytes: int = 0
+    resumed_from_run: str = ""  # the earlier run whose release was resent (reused request-tag): charged then
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ._contribution_text import contribution_lines
 from ._metrics import interval_text
 from ._report import RunReport
 
@@ -43,7 +44,7 @@ def summary_lines(report: RunReport) -> list[str]:
             f"releases accepted, {report.n_trees} trees")
     lines = [head]
     if report.failure:
-        lines.append(report.failure)
+        lines.append(f"failure: {report.failure}")
     if report.model_path:
         lines.append(f"model: {report.model_path}")
     lines.extend(central_evaluation_lines(report.central_evaluation))
@@ -52,6 +53,10 @@ def summary_lines(report: RunReport) -> list[str]:
         if p.status != "accepted":
             who = p.party_id or f"node {p.node_id}"
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
+    if report.contributions:
+        lines.append("what each party's trees add, on the coordinator's validation rows:")
+        lines += [f"  {line}" for line in contribution_lines(report.contributions,
+                                                             report.parameters.get("flag_alpha"))]
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
     return lines

@@ -1,4 +1,9 @@
-"""Flower ServerApp of the coordinator: thin, delegates to :mod:`server._coordinator`."""
+"""Flower ServerApp of the coordinator: thin, delegates to :mod:`server._coordinator`.
+
+Run control (:mod:`server._run_control`): an output directory holding another run is refused
+before any request is sent (``overwrite = true`` replaces it); a failed run raises once its
+report is saved and its summary logged, so that Flower marks it ``finished:failed``.
+"""
 
 import logging
 
@@ -7,6 +12,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
+from ._run_control import RunFailed, claim_output_dir
 from ._summary import summary_lines
 
 app = ServerApp()
@@ -14,7 +20,15 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    report = run_federation(grid, CoordinatorConfig.from_run_config(context.run_config), str(context.run_id))
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
+    try:
+        cfg = CoordinatorConfig.from_run_config(context.run_config)
+        claim_output_dir(cfg)
+    except ValueError as exc:
+        log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
+        raise RunFailed(str(exc)) from None
+    report = run_federation(grid, cfg, str(context.run_id))
     for line in summary_lines(report):
         log.info(line)
+    if report.status != "completed":
+        raise RunFailed(report.failure or f"the run ended with status {report.status}")

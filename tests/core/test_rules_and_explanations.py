@@ -70,7 +70,7 @@ def test_rules_output_is_bounded_and_says_what_it_left_out():
     forest = EDPRFClassifier(schema, n_estimators=5, max_depth=4, n_bins=6, random_state=0).fit(X, y).forest_
     lines = forest_rules_text(forest, max_trees=2, max_leaves=3)
     assert sum(line.startswith("    IF ") for line in lines) == 6
-    assert lines[-1] == "  ... 3 more trees not shown (--max-trees)"
+    assert lines[-1] == "  ... 3 more trees not shown (--show-trees)"
     assert any("more leaves of tree 0 not shown" in line for line in lines)
 
 

@@ -157,7 +157,12 @@ def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_valu
             {"party": "c", "n_trees": 1, "information_bits": 0.5, "accuracy": 0.8, "agreement_with_global": 0.9,
              "probability_lift": 0.3, "lift_threshold": None, "p_value": 1.0, "flag_inconclusive": True,
              "flagged": False}]
-    table = contribution_table(rows, alpha=0.01).splitlines()
+    text = contribution_table(rows, alpha=0.01).splitlines()
+    words, table = text[:3], text[text.index("the statistics behind these lines:") + 1:]
+    assert words[0].startswith("- a: its tree raises the probability given to the right answer by 30.0 points")
+    assert words[0].endswith("not significantly below the other parties at the 0.01 level")
+    assert "b: its tree raises" in words[1] and "SIGNIFICANTLY BELOW the other parties at the 0.01 level" in words[1]
+    assert words[2].endswith("not compared with the others (it takes at least 4 parties)")
     assert table[2].endswith("| 0.300 (0.030) | 9.0e-01 | no |")
     assert table[3].endswith("| 0.001 (0.030) | 2.0e-09 | YES |")
     assert table[4].endswith("| 0.300 (no test) | – | no |")

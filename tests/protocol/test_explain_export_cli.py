@@ -40,14 +40,14 @@ def rows_file(tmp_path_factory) -> Path:
 
 
 def test_inspect_rules(model_file):
-    done = edprf("inspect", model_file, "--rules", "--max-trees", "2", "--max-leaves", "4")
+    done = edprf("inspect", model_file, "--rules", "--show-trees", "2", "--show-leaves", "4")
     assert done.returncode == 0, done.stdout + done.stderr
     forest = load_global_model(model_file).forest
     expected = forest_rules_text(forest, max_trees=2, max_leaves=4)
     out = done.stdout.splitlines()
     start = out.index(expected[0])
     assert out[start:start + len(expected)] == expected
-    assert "  ... 8 more trees not shown (--max-trees)" in out
+    assert "  ... 8 more trees not shown (--show-trees)" in out
     assert "  tree 0 (part hospital-a, " in done.stdout and "noisy counts [" in done.stdout
     assert any(line.startswith("feature importances (") for line in out)
     plain = edprf("inspect", model_file)
@@ -55,7 +55,7 @@ def test_inspect_rules(model_file):
 
 
 def test_explain_a_row(model_file, rows_file):
-    done = edprf("explain", model_file, rows_file, "--row", "3", "--max-trees", "4")
+    done = edprf("explain", model_file, rows_file, "--row", "3", "--show-trees", "4")
     assert done.returncode == 0, done.stdout + done.stderr
     forest = load_global_model(model_file).forest
     X, _, _ = load_embedded(WALL)
@@ -101,10 +101,10 @@ def test_inspect_rules_of_a_single_release(tmp_path, capsys, signed_wall_release
     from cli._main import main
 
     path = save_atomic(tmp_path / "a.release", signed_wall_release)
-    assert main(["inspect", str(path), "--rules", "--max-trees", "1", "--max-leaves", "2"]) == 0
+    assert main(["inspect", str(path), "--rules", "--show-trees", "1", "--show-leaves", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     forest = decode_release(signed_wall_release, wall_schema, policy).forest  # parts labelled by party id
     expected = forest_rules_text(forest, max_trees=1, max_leaves=2)
     start = out.index(expected[0])
     assert out[start:start + len(expected)] == expected
-    assert "  ... 4 more trees not shown (--max-trees)" in out
+    assert "  ... 4 more trees not shown (--show-trees)" in out

@@ -1,0 +1,300 @@
+"""``edprf consortium``: a whole consortium on this host, without Docker, in one command.
+
+It lays out (once, then reuses) a consortium CA and the SuperLink's certificate, N parties each
+with its own data share, schema, policy, ledger, SuperNode authentication key and release-signing
+key; checks every party as ``edprf party check`` does; starts a SuperLink with TLS and SuperNode
+authentication, a separate SuperExec and N SuperNodes on 127.0.0.1 (each on its own port);
+registers the parties' keys; runs the coordinator as ``edprf run`` does; prints the summary and
+each party's remaining budget; and stops everything it started, on success, on failure, on
+Ctrl-C and on SIGTERM (each process leads its own process group; whatever outlives the grace
+period is killed by pid and start time; it then checks that nothing is left).
+
+Files (all under ``--dir``, mode 0700 directories, private keys and secrets 0600)::
+
+    pki/ca.key ca.crt server.key server.pem         consortium CA, SuperLink certificate
+    coordinator/schema.toml test.csv validation.csv party-keys/<id>.pub.pem
+    parties/<id>/data.csv schema.toml policy.toml ledger.sqlite keys/<id>.*
+    flwr-home/                                      Flower homes, SuperExec secret
+    logs/<process>.log  superlink.db  runs/<time>/  report.json and global-model.edprf per run
+
+The default ``--dir`` is outside any repository (``$XDG_STATE_HOME/edprf/consortium``).
+Ledgers persist between invocations: each run spends from the same lifetime caps, as at real
+parties.  The SuperLink's database is new per invocation (its node registrations are redone).
+A demonstration with public example data; real parties each run their own SuperNode
+(deploy/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["default_dir", "register"]
+
+_NAME_UNSAFE = set(" '\"=")
+
+
+def default_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "edprf" / "consortium"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("consortium", help="run a local consortium (TLS, SuperNode authentication, N parties) "
+                                          "on 127.0.0.1 without Docker, then stop it",
+                       description="Create the CA, certificates and N parties (data share, schema, policy, ledger, "
+                                   "keys), start a TLS SuperLink with SuperNode authentication and N SuperNodes on "
+                                   "127.0.0.1, run the coordinator, print the summary and stop everything.")
+    p.add_argument("--parties", type=int, default=3, help="number of parties, 1 to 26 (default 3)")
+    p.add_argument("--dir", type=Path, default=None,
+                   help=f"where everything is kept (default {default_dir()}); reused by later invocations")
+    p.add_argument("--dataset", default="wall_robot_navigation", help="embedded example data set to split")
+    p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default 1.0)")
+    p.add_argument("--trees-per-party", type=int, default=2, help="trees each party releases (default 2)")
+    p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
+    p.add_argument("--evaluation-epsilon", type=float, default=0.0,
+                   help="epsilon of each party's noised held-out evaluation; 0 skips it (default 0)")
+    p.add_argument("--run-config", default="", metavar="CONFIG",
+                   help="more run config for the coordinator, e.g. \"request-tag='trial-1'\" (wins over the above)")
+    p.add_argument("--app", type=Path, default=None,
+                   help="the edprf-fl source directory to submit (default: the one this command runs from)")
+    p.set_defaults(handler=run_consortium)
+
+
+# ----------------------------------------------------------------------------- files
+def _party_ids(n: int) -> list[str]:
+    if not 1 <= n <= 26:
+        raise ValueError(f"--parties: expected 1 to 26, got {n}")
+    return [f"hospital-{chr(ord('a') + i)}" for i in range(n)]
+
+
+def _quiet_edprf(argv: list[str], log: Path) -> None:
+    """An `edprf` subcommand in this process, its output appended to ``log``."""
+    from ._main import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        code = main(argv)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"$ edprf {' '.join(argv)}\n{buffer.getvalue()}")
+    if code != 0:
+        raise ValueError(f"edprf {' '.join(argv)} failed: {buffer.getvalue().strip()[-500:]}")
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
+def lay_out(root: Path, party_ids: list[str], dataset: str, log: Path, seed: int = 0) -> dict:
+    """Create what is missing (CA, certificate, coordinator files, parties); return the layout."""
+    import numpy as np
+
+    from client import PartyPolicy
+    from edprf_core import load_embedded
+
+    from ._certs import party_files
+
+    marker = root / "consortium.json"
+    wanted = {"dataset": dataset, "parties": party_ids, "seed": seed}
+    if marker.is_file() and json.loads(marker.read_text()) != wanted:
+        raise ValueError(f"{root} holds another consortium ({marker.read_text().strip()}); give another --dir")
+    pki, coordinator, parties_dir = root / "pki", root / "coordinator", _private_dir(root / "parties")
+    if not (pki / "ca.crt").is_file():
+        _quiet_edprf(["certs", "init", "--out", str(pki), "--ca-name", "edprf local consortium CA"], log)
+    if not (pki / "server.pem").is_file():
+        _quiet_edprf(["certs", "server", "--out", str(pki), "--san", "IP:127.0.0.1", "--san", "DNS:localhost"], log)
+    X, y, schema = load_embedded(dataset)
+    label = schema.label.column
+    frame = X.assign(**{label: y.to_numpy()})
+    rows = np.random.default_rng(seed).permutation(len(X))
+    n_test, n_val = round(0.2 * len(rows)), round(0.1 * len(rows))
+    _private_dir(coordinator / "party-keys")
+    if not (coordinator / "schema.toml").is_file():
+        schema.save(coordinator / "schema.toml")
+        frame.iloc[rows[:n_test]].to_csv(coordinator / "test.csv", index=False)
+        frame.iloc[rows[n_test:n_test + n_val]].to_csv(coordinator / "validation.csv", index=False)
+    shares = np.array_split(rows[n_test + n_val:], len(party_ids))
+    parties = {}
+    for party_id, share in zip(party_ids, shares, strict=True):
+        d = _private_dir(parties_dir / party_id)
+        keys = party_files(d / "keys", party_id)
+        if not (d / "policy.toml").is_file():
+            frame.iloc[share].to_csv(d / "data.csv", index=False)
+            schema.save(d / "schema.toml")
+            policy = PartyPolicy(party_id=party_id, schema_fingerprint=schema.fingerprint)
+            (d / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
+        if not keys.auth_key.is_file():
+            _quiet_edprf(["certs", "party", "--out", str(d / "keys"), "--party-id", party_id], log)
+        (coordinator / "party-keys" / keys.signing_pub.name).write_bytes(keys.signing_pub.read_bytes())
+        parties[party_id] = {"data-path": d / "data.csv", "schema-path": d / "schema.toml",
+                             "policy-path": d / "policy.toml", "ledger-path": d / "ledger.sqlite",
+                             "signing-key": keys.signing_key, "auth-key": keys.auth_key, "auth-pub": keys.auth_pub}
+    marker.write_text(json.dumps(wanted), encoding="utf-8")
+    return {"pki": pki, "coordinator": coordinator, "parties": parties}
+
+
+def node_config(paths: dict[str, Path]) -> str:
+    """The SuperNode's ``--node-config`` (values may hold no spaces, quotes or '=')."""
+    keys = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key")
+    for key in keys:
+        if _NAME_UNSAFE & set(str(paths[key])):
+            raise ValueError(f"{paths[key]}: a node-config path may not contain spaces, quotes or '='; "
+                             "choose a --dir without them")
+    return " ".join(f"{key}='{paths[key]}'" for key in keys)
+
+
+def config_text(values: dict) -> str:
+    """A run config as `flwr run --run-config` reads it (strings as TOML literal strings)."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if "'" in str(v):
+            raise ValueError(f"run config value {v!r}: may not contain a single quote")
+        return f"'{v}'"
+    return " ".join(f"{key}={value(v)}" for key, v in values.items())
+
+
+def _app_dir(given: Path | None) -> Path:
+    app = given or Path(__file__).resolve().parents[1]
+    pyproject = app / "pyproject.toml"
+    if not pyproject.is_file() or "[tool.flwr.app]" not in pyproject.read_text(encoding="utf-8"):
+        raise ValueError(f"{app} is not the edprf-fl source directory (no pyproject.toml with [tool.flwr.app]); "
+                         "give --app <edprf-fl source directory>")
+    return app
+
+
+# ----------------------------------------------------------------------------- the run
+def _check_parties(parties: dict) -> None:
+    from client._preflight import parse_node_config, preflight_configs
+
+    problems = []
+    for party_id, paths in parties.items():
+        report = preflight_configs(parse_node_config(node_config(paths)))
+        problems += [f"{party_id}: {line}" for line in (f.line() for f in report.problems)]
+    if problems:
+        raise ValueError("party check failed:\n  " + "\n  ".join(problems))
+    print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _budget_lines(parties: dict) -> list[str]:
+    from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly
+    from client._ledger import total_spent
+
+    lines = []
+    for party_id, paths in parties.items():
+        policy: PartyPolicy = load_policy(paths["policy-path"])
+        try:
+            spent = total_spent(read_ledger_readonly(paths["ledger-path"]))
+        except ValueError:
+            spent = 0
+        lines.append(f"  {party_id}: spent {format_epsilon(spent) if spent else '0'} of its lifetime cap "
+                     f"{policy.lifetime_epsilon_cap:g}")
+    return lines
+
+
+def run_consortium(args: argparse.Namespace) -> int:
+    from ._flower_processes import Deployment, Federation, Tls, flower_env, missing_flower_tools
+    from ._run_cmd import run_and_follow
+
+    missing = missing_flower_tools()
+    if missing:
+        raise ValueError(f"{', '.join(missing)} not installed next to {sys.executable}; install edprf-fl there")
+    app = _app_dir(args.app)
+    root = _private_dir((args.dir or default_dir()).resolve())
+    if _NAME_UNSAFE & set(str(root)):
+        raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
+    party_ids = _party_ids(args.parties)
+    from client._preflight import parse_node_config
+
+    extra = parse_node_config(args.run_config, "--run-config") if args.run_config else {}  # Flower's own parser
+    setup_log = root / "logs" / "setup.log"
+    setup_log.parent.mkdir(exist_ok=True)
+    layout = lay_out(root, party_ids, args.dataset, setup_log)
+    parties, pki, coordinator = layout["parties"], layout["pki"], layout["coordinator"]
+    print(f"[1/5] {root}: CA and SuperLink certificate in pki/, {len(parties)} parties in parties/ "
+          f"(data share, schema, policy, ledger, keys)", flush=True)
+    _check_parties(parties)
+    for stale in root.glob("superlink.db*"):
+        stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
+    dep = Deployment(root=root, env=flower_env(root))
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    code = 1
+    try:
+        fed = Federation(dep, connection="consortium", tls=Tls(pki / "ca.crt", pki / "server.pem", pki / "server.key"),
+                         supernode_auth=True, separate_superexec=True)
+        fed.start_superlink(root / "superlink.db")
+        cli_env = fed.write_cli_config()
+        node_ids = {p: fed.register(paths["auth-pub"]) for p, paths in parties.items()}
+        for party_id, paths in parties.items():
+            fed.start_supernode(party_id, node_config(paths), auth_key=paths["auth-key"])
+        fed.wait_online(len(parties))
+        listeners = fed.assert_loopback_only()
+        print(f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
+              f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
+              f"{len(listeners)} loopback ports", flush=True)
+        out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
+        run_config = config_text({
+            "schema-path": coordinator / "schema.toml", "keys-dir": coordinator / "party-keys", "output-dir": out,
+            "test-data-path": coordinator / "test.csv", "validation-data-path": coordinator / "validation.csv",
+            "epsilon": args.epsilon, "trees-per-party": args.trees_per_party, "max-depth": args.max_depth,
+            "min-parties": len(parties), "expected-parties": len(parties),
+            "evaluation-epsilon": args.evaluation_epsilon, **extra})
+        print(f"[4/5] coordinator: edprf run {app} consortium --run-config \"{run_config}\"", flush=True)
+        code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
+        _print_summary(out, parties, code)
+    except KeyboardInterrupt:
+        print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
+        code = 130
+    finally:
+        try:
+            dep.stop()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        left = dep.leftovers()
+        if left:
+            print(f"edprf consortium: processes still running: {left}", file=sys.stderr)
+            code = code or 1
+        else:
+            print(f"stopped: every process this command started has exited (logs in {dep.logs})", flush=True)
+    return code
+
+
+def _print_summary(out: Path, parties: dict, code: int) -> None:
+    from server._contribution_text import contribution_lines
+
+    report_path = out / "report.json"
+    print(f"[5/5] the run {'completed' if code == 0 else 'FAILED'}; outputs in {out}", flush=True)
+    if report_path.is_file():
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        for p in sorted(report["parties"], key=lambda p: p["party_id"] or str(p["node_id"])):
+            name = p["party_id"] or f"node {p['node_id']}"
+            print(f"  {name}: {p['status']}" + (f" ({p['reason']}) {p['message']}" if p["status"] != "accepted"
+                                                else f", {p['n_trees']} trees, epsilon {p['epsilon']:g}"))
+        accuracy = report.get("central_evaluation", {}).get("accuracy")
+        if accuracy is not None:
+            print(f"  accuracy on the coordinator's test rows: {accuracy:.3f}")
+        for line in contribution_lines(report.get("contributions", []),
+                                       report.get("parameters", {}).get("flag_alpha")):
+            print(f"  {line}")
+        if report.get("failure"):
+            print(f"  failure: {report['failure']}")
+        if report.get("guarantee"):
+            print(f"  guarantee: {report['guarantee'].splitlines()[0]}")
+    print("budgets (from each party's ledger):")
+    for line in _budget_lines(parties):
+        print(line)

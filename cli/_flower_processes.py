@@ -1,0 +1,454 @@
+"""Real Flower processes on 127.0.0.1: start them, watch them, stop every one of them.
+
+Used by ``edprf consortium`` (a local consortium in one command) and by the deployment tests
+(``tests/deployment/_harness.py`` builds on it).
+
+- :class:`Deployment` starts SuperLinks, SuperNodes and `flwr` commands, each the leader of its own
+  process group, with its output in ``<root>/logs/<name>.log``; it remembers every descendant it
+  has seen (SuperExec, ServerApp and ClientApp processes run detached) and :meth:`Deployment.stop`
+  ends them all: SIGTERM to SuperNodes, then SuperLinks, SIGKILL by pid and start time to whatever
+  outlives the grace period.
+- :func:`listening_sockets` reads ``/proc`` to check that nothing listens beyond loopback.
+- :class:`Federation` wraps the usual steps (SuperLink with or without TLS and SuperNode
+  authentication, the CLI connection, SuperNodes, registration, waiting for nodes).
+
+Linux only (``/proc``).  Never targets anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+__all__ = ["BIN", "FLOWER_TOOLS", "GRACE", "LOOPBACK", "READY_TIMEOUT", "RUN_TIMEOUT", "Deployment", "Federation",
+           "FlowerProcessError", "Started", "Tls", "command_line", "flower_env", "free_port", "json_in", "kill_group",
+           "listening_sockets", "missing_flower_tools", "port_open", "proc_stat", "process_tree", "tail"]
+
+BIN = Path(sys.executable).parent
+LOOPBACK = "127.0.0.1"
+FLOWER_TOOLS = ("flower-superlink", "flower-supernode", "flower-superexec", "flwr")
+
+READY_TIMEOUT = 60.0  # SuperLink port open, SuperNodes online
+RUN_TIMEOUT = 240.0  # one `flwr run --stream`
+GRACE = 15.0  # SIGTERM -> SIGKILL
+
+
+class FlowerProcessError(RuntimeError):
+    """A Flower process exited early, or did not get ready in time."""
+
+
+# ----------------------------------------------------------------------------- /proc
+def free_port(used: set[int] | None = None) -> int:
+    """A free TCP port on loopback, not in ``used`` (which it joins)."""
+    used = used if used is not None else set()
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((LOOPBACK, 0))
+            port = s.getsockname()[1]
+        if port not in used:
+            used.add(port)
+            return port
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time in clock ticks) of a live process, from /proc."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = text.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
+    if rest[0] == "Z":
+        return None
+    return int(rest[1]), int(rest[19])
+
+
+def process_tree(roots: Iterable[int]) -> dict[int, int]:
+    """Every live process descending from ``roots`` (roots included): pid -> start time."""
+    parents: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = proc_stat(int(entry.name))
+            if stat is not None:
+                parents.setdefault(stat[0], []).append(int(entry.name))
+                starts[int(entry.name)] = stat[1]
+    tree, todo = {}, [r for r in roots if r in starts]
+    while todo:
+        pid = todo.pop()
+        if pid not in tree:
+            tree[pid] = starts[pid]
+            todo.extend(parents.get(pid, []))
+    return tree
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def listening_sockets(pids: Iterable[int]) -> list[str]:
+    """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``."""
+    inodes = set()
+    for pid in pids:
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            continue
+    found = []
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] != "0A" or cols[9] not in inodes:  # 0A = LISTEN
+                continue
+            hex_ip, hex_port = cols[1].split(":")
+            raw = bytes.fromhex(hex_ip)
+            if v6:  # four little-endian 32-bit words
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                ip = socket.inet_ntop(socket.AF_INET6, raw)
+            else:
+                ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            found.append(f"{ip}:{int(hex_port, 16)}")
+    return found
+
+
+def tail(path: Path, lines: int = 60) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:])
+
+
+# ----------------------------------------------------------------------------- processes
+@dataclass
+class Started:
+    name: str
+    popen: subprocess.Popen
+    log_path: Path
+    log_file: IO[bytes]
+    role: str  # superlink | superexec | supernode | cli | doomed (expected to exit by itself)
+
+
+@dataclass
+class Deployment:
+    """Starts Flower processes on loopback, tracks their trees, stops them all."""
+
+    root: Path
+    env: dict[str, str]
+    started: list[Started] = field(default_factory=list)
+    seen: dict[int, int] = field(default_factory=dict)  # pid -> start time of every descendant ever seen
+    stopped: bool = False
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def start(self, name: str, argv: list[str], role: str, env: dict[str, str] | None = None) -> Started:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{name}.log"
+        log_file = log_path.open("ab")  # a restarted process appends; a repeated command keeps every output
+        popen = subprocess.Popen(argv, cwd=self.root, env=env or self.env, stdout=log_file, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = Started(name, popen, log_path, log_file, role)
+        self.started.append(proc)
+        self.seen[popen.pid] = proc_stat(popen.pid)[1] if proc_stat(popen.pid) else 0
+        return proc
+
+    def remember_tree(self) -> dict[int, int]:
+        """Note every live descendant (SuperExec, ServerApp and ClientApp processes run detached)."""
+        tree = process_tree([p.popen.pid for p in self.started if p.popen.poll() is None])
+        self.seen.update(tree)
+        return tree
+
+    def check_alive(self, roles: tuple[str, ...] = ("superlink", "superexec", "supernode")) -> None:
+        dead = [f"{p.name} (exit {p.popen.returncode})" for p in self.started
+                if p.role in roles and p.popen.poll() is not None]
+        if dead:
+            raise FlowerProcessError(f"Flower processes exited early: {', '.join(dead)}")
+
+    def wait_until(self, what: str, condition: Callable[[], bool], timeout: float, interval: float = 0.5) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            self.remember_tree()
+            if condition():
+                return
+            if time.monotonic() >= deadline:
+                raise FlowerProcessError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(interval)
+
+    def wait_exit(self, proc: Started, timeout: float) -> int:
+        """Exit code of a process expected to end by itself (bounded wait)."""
+        try:
+            return proc.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise FlowerProcessError(f"{proc.name} still running after {timeout:g} s") from None
+
+    def cli(self, name: str, args: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+        """Run a `flwr` command to completion (in its own process group), return (exit code, output)."""
+        offset = (self.logs / f"{name}.log").stat().st_size if (self.logs / f"{name}.log").exists() else 0
+        proc = self.start(name, [str(BIN / "flwr"), *args], role="cli", env=env)
+        try:
+            code = proc.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.popen.pid)
+            proc.popen.wait(timeout=GRACE)
+            raise FlowerProcessError(f"`flwr {' '.join(args)}` did not finish within {timeout:g} s") from None
+        finally:
+            proc.log_file.close()
+            self.started.remove(proc)
+        with proc.log_path.open("rb") as f:
+            f.seek(offset)
+            return code, f.read().decode(errors="replace")
+
+    def kill_tree(self, proc: Started) -> list[int]:
+        """SIGKILL ``proc`` and every descendant at once (a crashed host); returns the pids killed."""
+        tree = process_tree([proc.popen.pid])
+        self.seen.update(tree)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.popen.wait(timeout=GRACE)
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline and any(
+                (s := proc_stat(pid)) is not None and s[1] == start for pid, start in tree.items()):
+            time.sleep(0.1)
+        proc.log_file.close()
+        self.started.remove(proc)
+        return sorted(tree)
+
+    def _terminate(self, procs: list[Started]) -> None:
+        for p in procs:
+            if p.popen.poll() is None:
+                p.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + GRACE
+        for p in procs:
+            try:
+                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.popen.kill()
+                p.popen.wait(timeout=5)
+
+    def stop(self) -> None:
+        """SIGTERM SuperNodes, then SuperExecs and SuperLinks; SIGKILL whatever outlives the grace period."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.remember_tree()
+        self._terminate([p for p in self.started if p.role in ("supernode", "cli", "doomed")])
+        self.remember_tree()
+        self._terminate([p for p in self.started if p.role == "superexec"])
+        self._terminate([p for p in self.started if p.role == "superlink"])
+        # detached children (SuperExec and the apps it spawned) watch their parent and exit by
+        # themselves; give them the grace period, then kill what is left by pid and start time
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline and self.leftovers():
+            time.sleep(0.2)
+        for pid in self.leftovers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for p in self.started:
+            kill_group(p.popen.pid)  # each was started as the leader of its own group
+            p.log_file.close()
+
+    def leftovers(self) -> list[int]:
+        return [pid for pid, start in self.seen.items() if (s := proc_stat(pid)) is not None and s[1] == start]
+
+    def print_logs(self, lines: int = 60) -> None:
+        for path in sorted(self.logs.glob("*.log")):
+            print(f"\n===== {path.name} (last {lines} lines) =====\n{tail(path, lines)}", flush=True)
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def flower_env(root: Path) -> dict[str, str]:
+    """The environment of every Flower process: the venv first on PATH, homes under ``root``,
+    no runtime package installation, no telemetry, no update check."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FLWR_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update({
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "FLWR_HOME": str(root / "flwr-home" / "cli"),
+        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        "FLWR_TELEMETRY_ENABLED": "0",
+        "FLWR_DISABLE_UPDATE_CHECK": "1",
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def missing_flower_tools() -> list[str]:
+    """Flower's commands missing next to this Python."""
+    return [tool for tool in FLOWER_TOOLS if not (BIN / tool).is_file()]
+
+
+# ----------------------------------------------------------------------------- a federation
+@dataclass(frozen=True)
+class Tls:
+    """Files of a TLS deployment (as written by ``edprf certs``)."""
+
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+
+
+@dataclass
+class Federation:
+    """One SuperLink (optionally with TLS, SuperNode authentication and a separate SuperExec),
+    the CLI connection to it, and SuperNodes, all on loopback under ``dep.root``."""
+
+    dep: Deployment
+    connection: str = "edprf-loopback"
+    tls: Tls | None = None
+    supernode_auth: bool = False
+    separate_superexec: bool = False  # --isolation process + flower-superexec with a shared secret
+    used_ports: set[int] = field(default_factory=set)
+    port: int = 0
+    superlink: Started | None = None
+
+    @property
+    def home(self) -> Path:
+        return Path(self.dep.env["FLWR_HOME"]).parent
+
+    def _tls_client_args(self) -> list[str]:
+        return ["--insecure"] if self.tls is None else ["--root-certificates", str(self.tls.ca_cert)]
+
+    def start_superlink(self, database: Path, name: str = "superlink") -> Started:
+        """Start (or restart, same port and database) the SuperLink; wait for its port."""
+        if not self.port:
+            self.port = free_port(self.used_ports)
+        if self.tls is None:
+            security = ["--insecure"]
+        else:
+            security = ["--ssl-ca-certfile", str(self.tls.ca_cert), "--ssl-certfile", str(self.tls.server_cert),
+                        "--ssl-keyfile", str(self.tls.server_key)]
+        if self.supernode_auth:
+            security.append("--enable-supernode-auth")
+        isolation = []
+        if self.separate_superexec:
+            secret = self.home / "superexec.secret"
+            if not secret.exists():
+                secret.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(os.urandom(32).hex().encode())
+            isolation = ["--isolation", "process", "--superexec-auth-secret-file", str(secret)]
+        # 1.41 serves Fleet, Control and Runtime APIs on one HTTP port; the deprecated gRPC addresses
+        # are still pinned to loopback so that no listener can ever default to 0.0.0.0
+        legacy = [free_port(self.used_ports) for _ in range(2)]
+        self.superlink = self.dep.start(name, [
+            str(BIN / "flower-superlink"), *security, *isolation, "--host", LOOPBACK, "--port", str(self.port),
+            "--fleet-api-address", f"{LOOPBACK}:{legacy[0]}", "--control-api-address", f"{LOOPBACK}:{legacy[1]}",
+            "--database", str(database), "--disable-runtime-dependency-installation",
+        ], role="superlink", env={**self.dep.env, "FLWR_HOME": str(self.home / "superlink")})
+        self.dep.wait_until(f"the SuperLink on {LOOPBACK}:{self.port}", lambda: port_open(self.port), READY_TIMEOUT)
+        if self.separate_superexec:
+            self.dep.start(f"{name}-superexec", [
+                str(BIN / "flower-superexec"), *self._tls_client_args(),
+                "--runtime-api-address", f"{LOOPBACK}:{self.port}",
+                "--superexec-auth-secret-file", str(self.home / "superexec.secret"),
+            ], role="superexec", env={**self.dep.env, "FLWR_HOME": str(self.home / "superexec")})
+        return self.superlink
+
+    def write_cli_config(self, home: Path | None = None, port: int | None = None) -> dict[str, str]:
+        """A `flwr` home whose default connection is this SuperLink (or ``port``); returns the env that uses it."""
+        home = home or Path(self.dep.env["FLWR_HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        security = "insecure = true\n" if self.tls is None else f'root-certificates = "{self.tls.ca_cert}"\n'
+        (home / "config.toml").write_text(
+            f'[superlink]\ndefault = "{self.connection}"\n\n'
+            f'[superlink.{self.connection}]\naddress = "{LOOPBACK}:{port or self.port}"\n{security}',
+            encoding="utf-8")
+        return {**self.dep.env, "FLWR_HOME": str(home)}
+
+    def start_supernode(self, name: str, config: str, *, auth_key: Path | None = None, ca_cert: Path | None = None,
+                        role: str = "supernode", env: dict[str, str] | None = None, via: int | None = None,
+                        extra: list[str] = ()) -> Started:
+        """A SuperNode with its own Runtime API port on loopback and its own Flower home; it dials the
+        SuperLink, or the port ``via`` (a gateway)."""
+        tls = ["--insecure"] if self.tls is None else ["--root-certificates", str(ca_cert or self.tls.ca_cert)]
+        auth = ["--auth-supernode-private-key", str(auth_key)] if auth_key else []
+        return self.dep.start(name, [
+            str(BIN / "flower-supernode"), *tls, *auth, "--superlink", f"{LOOPBACK}:{via or self.port}",
+            "--host", LOOPBACK, "--port", str(free_port(self.used_ports)), "--node-config", config, *extra,
+        ], role=role, env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)})
+
+    def flwr(self, name: str, args: list[str], timeout: float = 30.0) -> tuple[int, str]:
+        return self.dep.cli(name, args, timeout=timeout)
+
+    def register(self, public_key: Path) -> int:
+        """`flwr supernode register`; returns the node id."""
+        code, out = self.flwr(f"register-{public_key.name}", ["supernode", "register", str(public_key),
+                                                               self.connection, "--format", "json"])
+        if code != 0:
+            raise FlowerProcessError(f"flwr supernode register {public_key} failed ({code}):\n{out}")
+        return int(json_in(out)["node-id"])
+
+    def nodes(self) -> list[dict]:
+        code, out = self.flwr("supernode-ls", ["supernode", "ls", self.connection, "--format", "json"], timeout=20)
+        if code != 0:
+            return []
+        try:
+            return list(json_in(out)["nodes"])
+        except (ValueError, KeyError):
+            return []
+
+    def wait_online(self, count: int, timeout: float = READY_TIMEOUT) -> list[dict]:
+        found: list[dict] = []
+
+        def online() -> bool:
+            found[:] = [n for n in self.nodes() if n.get("status") == "online"]
+            return len(found) >= count
+
+        self.dep.wait_until(f"{count} SuperNodes online", online, timeout, interval=1.0)
+        return found
+
+    def assert_loopback_only(self) -> list[str]:
+        tree = self.dep.remember_tree()
+        listeners = listening_sockets(list(tree))
+        if not listeners:
+            raise FlowerProcessError("no listening sockets found for the Flower processes")
+        if not all(a.startswith(f"{LOOPBACK}:") for a in listeners):
+            raise FlowerProcessError(f"a listener is not on {LOOPBACK}: {listeners}")
+        return listeners
+
+def json_in(output: str) -> dict:
+    """The JSON object in a `flwr ... --format json` output (after any log lines)."""
+    return json.loads(output[output.index("{"):output.rindex("}") + 1])
+
+

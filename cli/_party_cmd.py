@@ -1,0 +1,89 @@
+"""``edprf party check|init-policy``: a hospital checks its set-up before joining, and writes its policy.
+
+``check`` takes the SuperNode's own ``--node-config`` string and runs the checks the ClientApp
+runs when the SuperNode starts it (:mod:`client._preflight`): schema, policy (fingerprint, caps),
+signing key (file and mode), ledger (state, remaining ε, opened read-only) and data file (header,
+rows the schema's rules keep and drop).  Every problem is one line naming the file and the fix;
+the exit status is 1 when there is one.  ``init-policy`` writes a policy whose
+``schema-fingerprint`` is the schema's full fingerprint.  Both are local: nothing is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("party", help="check a party's set-up before it joins, or write its policy")
+    inner = p.add_subparsers(dest="party_command", metavar="ACTION", required=True)
+    check = inner.add_parser("check", help="check schema, policy, signing key, ledger and data file of a SuperNode",
+                             description="Run the checks a party's ClientApp runs, on the files the SuperNode's "
+                                         "--node-config names. Exit status 1 if any problem is found.")
+    check.add_argument("--node-config", required=True, metavar="CONFIG",
+                       help="the SuperNode's --node-config string: \"data-path='...' schema-path='...' "
+                            "policy-path='...' ledger-path='...' [signing-key='...']\"")
+    check.add_argument("--quiet", "-q", action="store_true", help="print problems and notes only")
+    check.set_defaults(handler=run_check)
+
+    init = inner.add_parser("init-policy", help="write a party's policy with the schema's full fingerprint",
+                            description="Write a policy TOML with safe defaults (those of "
+                                        "deploy/policy.example.toml), the party's id and the schema's fingerprint.")
+    init.add_argument("--schema", required=True, type=Path, help="the federation's schema.toml")
+    init.add_argument("--party-id", required=True, help="the party's id (1-64 of A-Z a-z 0-9 . _ -)")
+    init.add_argument("--output", "-o", required=True, type=Path, help="where to write the policy TOML")
+    init.add_argument("--lifetime-epsilon-cap", type=float, default=None,
+                      help="total epsilon this party will ever spend (default 2.0)")
+    init.add_argument("--max-release-epsilon", type=float, default=None, help="largest epsilon of one release "
+                                                                              "(default 1.0)")
+    init.add_argument("--max-evaluation-epsilon", type=float, default=None,
+                      help="largest epsilon of one noised evaluation; 0 refuses evaluations (default 0.1)")
+    init.add_argument("--declared-rows", type=int, default=None,
+                      help="a training-row count the party agrees to publish (default 0: not declared)")
+    init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    init.set_defaults(handler=run_init_policy)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from client._preflight import parse_node_config, preflight_configs
+
+    report = preflight_configs(parse_node_config(args.node_config))
+    for finding in report.findings:
+        if args.quiet and finding.level == "ok":
+            continue
+        stream = sys.stderr if finding.level == "problem" else sys.stdout
+        print(finding.line(), file=stream)
+    who = report.party_id or "the party"
+    if report.ok:
+        print(f"{who}: no problem found")
+        return 0
+    print(f"{who}: {len(report.problems)} problem(s); fix them before starting the SuperNode", file=sys.stderr)
+    return 1
+
+
+def run_init_policy(args: argparse.Namespace) -> int:
+    from client import PartyPolicy
+    from edprf_core import load_schema
+    from protocol import save_atomic
+
+    schema = load_schema(args.schema)
+    if schema.drafted:
+        raise ValueError(f"{args.schema} is drafted from data (drafted = true): replace its bounds and lists with "
+                         "public knowledge first")
+    out: Path = args.output
+    if out.exists() and not args.force:
+        raise ValueError(f"--output {out} exists; pass --force to overwrite it")
+    chosen = {name: getattr(args, name) for name in ("lifetime_epsilon_cap", "max_release_epsilon",
+                                                     "max_evaluation_epsilon", "declared_rows")
+              if getattr(args, name) is not None}
+    policy = PartyPolicy(party_id=args.party_id, schema_fingerprint=schema.fingerprint, **chosen)
+    header = (f"# policy of party {policy.party_id!r}, written by `edprf party init-policy` for the schema "
+              f"{args.schema}\n# every key: deploy/policy.example.toml; check the whole set-up with "
+              "`edprf party check --node-config ...`\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_atomic(out, (header + policy.to_toml()).encode("utf-8"), mode=0o644)
+    print(f"wrote {out}: party-id {policy.party_id!r}, schema-fingerprint {schema.fingerprint}")
+    return 0

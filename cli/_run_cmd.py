@@ -1,0 +1,162 @@
+"""``edprf run``: submit the coordinator's run, follow it, exit with its outcome; Ctrl-C stops it.
+
+``flwr run --stream`` (Flower 1.41) exits 0 when the run failed, and on Ctrl-C stops only the
+log stream while the run goes on charging every party.  This wrapper uses Flower's own commands:
+
+1. ``flwr run APP [CONNECTION] --run-config ... --format json`` submits the run (its id is read
+   from the JSON);
+2. ``flwr log RUN_ID [CONNECTION] --stream`` shows the ServerApp's log until the run ends;
+3. ``flwr ls [CONNECTION] --run-id RUN_ID --format json`` reads the final status: exit 0 for
+   ``finished:completed``, 1 otherwise, with Flower's details (the report's ``failure`` text);
+4. on Ctrl-C it says that the run continues on the SuperLink and stops it with ``flwr stop``
+   (``--detach-on-interrupt``: leave it running and print the command that stops it); exit 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["FlowerRun", "register", "run_and_follow"]
+
+_STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status is final
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the coordinator (flwr run) and exit with the run's outcome; Ctrl-C stops it",
+                       description="Submit the edprf app to a SuperLink with `flwr run`, stream its log, and exit "
+                                   "0 only if the run completed. Ctrl-C stops the run (flwr stop) unless "
+                                   "--detach-on-interrupt is given.")
+    p.add_argument("app", nargs="?", default=".", help="the app: a directory with pyproject.toml (default: .)")
+    p.add_argument("connection", nargs="?", default=None,
+                   help="the SuperLink connection in $FLWR_HOME/config.toml (default: its default connection)")
+    p.add_argument("--run-config", default=None, metavar="CONFIG",
+                   help="the run config, as for flwr run: \"schema-path='...' output-dir='...' epsilon=1.0\"")
+    p.add_argument("--detach-on-interrupt", action="store_true",
+                   help="on Ctrl-C leave the run going (and print how to stop it) instead of stopping it")
+    p.set_defaults(handler=run_command)
+
+
+def flwr_command() -> str:
+    """The `flwr` next to this Python, else the one on PATH."""
+    local = Path(sys.executable).parent / "flwr"
+    return str(local) if local.is_file() else (shutil.which("flwr") or "flwr")
+
+
+@dataclass
+class FlowerRun:
+    """A submitted run: its id, and the connection it was submitted through."""
+
+    run_id: int
+    connection: str | None
+
+    def _conn(self) -> list[str]:
+        return [self.connection] if self.connection else []
+
+    def status(self, env: dict[str, str] | None = None) -> tuple[str, str]:
+        """(status, details) from `flwr ls --run-id`, e.g. ("finished:failed", "ServerApp failed with ...")."""
+        from ._flower_processes import json_in
+
+        proc = subprocess.run([flwr_command(), "ls", *self._conn(), "--run-id", str(self.run_id), "--format", "json"],
+                              capture_output=True, text=True, timeout=60, env=env, check=False)
+        try:
+            row = json_in(proc.stdout)["runs"][0]
+        except (ValueError, KeyError, IndexError):
+            return "unknown", (proc.stdout + proc.stderr).strip()[-500:]
+        return str(row.get("status", "unknown")), str(row.get("status-details", "") or "")
+
+    def final_status(self, env: dict[str, str] | None = None) -> tuple[str, str]:
+        deadline = time.monotonic() + _STATUS_WAIT
+        while True:
+            status, details = self.status(env)
+            if status.startswith("finished") or time.monotonic() >= deadline:
+                return status, details
+            time.sleep(1.0)
+
+    def stop(self, env: dict[str, str] | None = None) -> tuple[int, str]:
+        proc = subprocess.run([flwr_command(), "stop", str(self.run_id), *self._conn()], capture_output=True,
+                              text=True, timeout=60, env=env, check=False)
+        return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def submit(app: str, connection: str | None, run_config: str | None, env: dict[str, str] | None = None) -> FlowerRun:
+    """`flwr run ... --format json`; raises ValueError with Flower's output when it is refused."""
+    from ._flower_processes import json_in
+
+    argv = [flwr_command(), "run", app, *([connection] if connection else []), "--format", "json"]
+    if run_config:
+        argv += ["--run-config", run_config]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
+    try:
+        payload = json_in(proc.stdout)
+        return FlowerRun(int(payload["run-id"]), connection)
+    except (ValueError, KeyError, TypeError):
+        text = (proc.stdout + proc.stderr).strip()
+        raise ValueError(f"flwr run did not start a run (exit {proc.returncode}): {text[-2000:]}") from None
+
+
+def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
+    """Copy `flwr log --stream` of ``run`` to ``out`` until the run ends.
+
+    The stream runs in a session of its own, so a terminal's Ctrl-C reaches this process only; a
+    KeyboardInterrupt here ends the stream and propagates.
+    """
+    out = out or sys.stdout
+    proc = subprocess.Popen([flwr_command(), "log", str(run.run_id), *run._conn(), "--stream"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        for line in proc.stdout:
+            out.write(line)
+            out.flush()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def run_and_follow(app: str, connection: str | None, run_config: str | None, *, detach_on_interrupt: bool = False,
+                   env: dict[str, str] | None = None, out=None) -> int:
+    """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted)."""
+    out = out or sys.stdout
+    run = submit(app, connection, run_config, env)
+    conn = f" {run.connection}" if run.connection else ""
+    try:
+        print(f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
+              f"{'detaches' if detach_on_interrupt else 'stops the run'})", file=out, flush=True)
+        follow(run, out, env)
+        status, details = run.final_status(env)
+    except KeyboardInterrupt:
+        print(f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties to "
+              "spend epsilon until it ends.", file=sys.stderr, flush=True)
+        if detach_on_interrupt:
+            print(f"edprf run: stop it with: flwr stop {run.run_id}{conn}", file=sys.stderr)
+            return 130
+        code, text = run.stop(env)
+        if code == 0:
+            print(f"edprf run: stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties already "
+                  "reserved in their ledgers stays spent", file=sys.stderr)
+        else:
+            print(f"edprf run: flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; run it again",
+                  file=sys.stderr)
+        return 130
+    if status == "finished:completed":
+        print(f"edprf run: run {run.run_id} completed", file=out)
+        return 0
+    print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
+    return 1
+
+
+def run_command(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    return run_and_follow(args.app, args.connection, args.run_config, detach_on_interrupt=args.detach_on_interrupt)

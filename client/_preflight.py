@@ -1,0 +1,306 @@
+"""A party's set-up checked before it joins: node config, schema, policy, signing key, ledger, data file.
+
+Shared by ``edprf party check`` (run by the hospital's IT team before the SuperNode starts) and the
+ClientApp's lifespan hook (run when the SuperNode starts a ClientApp for a message), so that a
+moved data file or an edited schema bound shows up in the party's own output, with the file and
+the fix, instead of as a ``party_setup`` refusal at the first training request.
+
+Privacy: everything here stays at the party.  The findings name local paths and describe the
+party's own data file (rows read, kept, dropped per rule); they go to the terminal or the
+party's log only, never into a reply, and nothing here changes what a reply contains (the
+handlers refuse exactly as before, with their constant texts).  The ledger is opened read-only:
+a check never creates it, never reserves and never spends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ._ledger import format_epsilon, read_ledger_readonly, total_spent
+from ._party import PartySetup, _check_key_file
+from ._policy import PartyPolicy, load_policy
+
+__all__ = ["Finding", "PreflightReport", "log_preflight", "parse_node_config", "preflight", "preflight_configs"]
+
+log = logging.getLogger("edprf.party")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of a check: ``level`` is ``ok``, ``note`` (worth knowing) or ``problem`` (fix before joining)."""
+
+    level: str
+    subject: str  # the file or setting the line is about
+    text: str
+
+    def line(self) -> str:
+        return f"{self.level}: {self.subject}: {self.text}"
+
+
+@dataclass
+class PreflightReport:
+    """Every finding of a party's check, in the order they were made."""
+
+    findings: list[Finding] = field(default_factory=list)
+    party_id: str = ""
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "problem"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        return [f.line() for f in self.findings]
+
+    def _add(self, level: str, subject: Path | str, text: str) -> None:
+        self.findings.append(Finding(level, str(subject), text))
+
+
+_PAIR = re.compile(r"""(\S+?)=('[^']*'|"[^"]*"|\S+)""")
+
+
+def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any]:
+    """A SuperNode's ``--node-config`` string (or a run config), read as Flower 1.41 reads it.
+
+    ``key=value`` pairs separated by spaces; a value is a quoted string (``'...'`` or ``"..."``)
+    or a bare TOML value (``1.0``, ``true``).  Flower is not imported (it takes seconds):
+    ``tests/federation/test_party_check.py`` checks this against Flower's own parser.
+    """
+    pairs = _PAIR.findall(text)
+    try:
+        return tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{option}: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
+
+
+def preflight_configs(node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None,
+                      check_rows: bool = True) -> PreflightReport:
+    """Check the party that ``node_config`` (and, in simulation, ``run_config``'s ``sim-dir``) describes."""
+    report = PreflightReport()
+    try:
+        setup = PartySetup.from_configs(node_config, run_config or {})
+    except ValueError as exc:
+        report._add("problem", "node config", f"{exc}; give --node-config \"data-path='...' schema-path='...' "
+                                             "policy-path='...' ledger-path='...' [signing-key='...']\"")
+        return report
+    return preflight(setup, check_rows=check_rows, report=report)
+
+
+def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightReport | None = None) -> PreflightReport:
+    """Check every file of ``setup``; with ``check_rows`` also read the data file through the schema's rules.
+
+    Privacy cost: none (nothing is released; the findings are for the party itself).
+    """
+    report = report if report is not None else PreflightReport()
+    schema = _schema(setup.schema_path, report)
+    policy = _policy(setup.policy_path, schema, report)
+    _signing_key(setup.signing_key_path, report)
+    if policy is not None:
+        _ledger(setup.ledger_path, policy, report)
+    if schema is not None:
+        _data(setup.data_path, schema, check_rows, report)
+    return report
+
+
+def _schema(path: Path, report: PreflightReport):
+    from edprf_core import load_schema
+
+    if not path.is_file():
+        report._add("problem", path, "no such schema file; set schema-path to the federation's schema.toml")
+        return None
+    try:
+        schema = load_schema(path)
+    except (ValueError, OSError, KeyError, TypeError) as exc:
+        report._add("problem", path, f"not a valid schema ({_one_line(exc)}); take the federation's schema.toml "
+                                     "again from the coordinator")
+        return None
+    report._add("ok", path, f"schema {schema.name!r}, {len(schema.features)} features, label "
+                            f"{schema.label.column!r}, fingerprint {schema.fingerprint}")
+    if schema.drafted:
+        report._add("problem", path, "drafted from data (drafted = true): models trained on it are NOT "
+                                     "differentially private; replace its bounds and lists with public knowledge")
+    return schema
+
+
+def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
+    if not path.is_file():
+        report._add("problem", path, "no such policy file; write one with `edprf party init-policy --schema "
+                                     "<schema.toml> --party-id <id> --output <policy.toml>`")
+        return None
+    try:
+        policy = load_policy(path)
+    except ValueError as exc:
+        report._add("problem", path, f"{_one_line(exc)}; fix that key (deploy/policy.example.toml lists them all)")
+        return None
+    report.party_id = policy.party_id
+    report._add("ok", path, f"party-id {policy.party_id!r}, lifetime cap {policy.lifetime_epsilon_cap:g}, at most "
+                            f"{policy.max_release_epsilon:g} per release and {policy.max_evaluation_epsilon:g} per "
+                            f"evaluation, depth <= {policy.max_depth}, trees <= {policy.max_trees}, "
+                            f"bins <= {policy.max_bins}, relation {policy.relation}")
+    if schema is not None:
+        if not policy.schema_fingerprint:
+            report._add("note", path, f"schema-fingerprint is not set, so any schema is accepted; set it to "
+                                      f"\"{schema.fingerprint}\" (`edprf party init-policy` writes it)")
+        elif policy.schema_fingerprint != schema.fingerprint:
+            report._add("problem", path, f"schema-fingerprint {policy.schema_fingerprint} is not the fingerprint "
+                                         f"of the schema file ({schema.fingerprint}); the schema was edited or is "
+                                         "another one: take the federation's schema again, or set the policy's "
+                                         "fingerprint to the new one if the consortium agreed to it")
+    if policy.min_epsilon > policy.max_release_epsilon:
+        report._add("problem", path, f"min-epsilon {policy.min_epsilon:g} is above max-release-epsilon "
+                                     f"{policy.max_release_epsilon:g}: every release would be refused; lower "
+                                     "min-epsilon or raise max-release-epsilon")
+    if policy.max_release_epsilon > policy.lifetime_epsilon_cap:
+        report._add("note", path, f"max-release-epsilon {policy.max_release_epsilon:g} is above the lifetime cap "
+                                  f"{policy.lifetime_epsilon_cap:g}: such a release would be refused")
+    if 0 < policy.max_evaluation_epsilon < policy.min_epsilon:
+        report._add("note", path, f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g} is below min-epsilon "
+                                  f"{policy.min_epsilon:g}: every noised evaluation will be refused")
+    if policy.allow_seeded_randomness or policy.allow_exact_metrics:
+        report._add("problem", path, "allow-seeded-randomness or allow-exact-metrics is true: what the party sends "
+                                     "is then NOT differentially private; set both to false for real data")
+    return policy
+
+
+def _signing_key(path: Path | None, report: PreflightReport) -> None:
+    if path is None:
+        report._add("note", "node config", "no signing-key: releases go out unsigned, and a coordinator with a "
+                                           "keys-dir rejects them; add signing-key='<id>.signing.pem' "
+                                           "(`edprf certs party` makes it)")
+        return
+    try:
+        _check_key_file(path)
+    except ValueError as exc:
+        text = str(exc).split(": ", 1)[-1]
+        fix = f"chmod 600 {path}" if "chmod" in text else "check signing-key in the node config"
+        report._add("problem", path, f"{text}; {fix}")
+        return
+    try:
+        from protocol import load_private_key
+
+        load_private_key(path)
+    except (ValueError, TypeError, OSError) as exc:  # any parse failure of the key is the same finding
+        report._add("problem", path, f"not a release-signing key ({type(exc).__name__}); make one with "
+                                     "`edprf certs party --only signing`")
+        return
+    report._add("ok", path, "signing key readable, mode 0600")
+
+
+def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
+    if not path.exists():
+        parent = path.parent if path.parent != Path("") else Path(".")
+        writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+        if parent.exists() and not writable:
+            report._add("problem", path, f"no ledger yet and {parent} is not writable by this user; make it "
+                                         "writable (the ledger is created on the first request)")
+        else:
+            report._add("ok", path, f"no ledger yet: it is created on the first request; "
+                                    f"{policy.lifetime_epsilon_cap:g} epsilon available")
+        return
+    try:
+        entries = read_ledger_readonly(path)
+    except ValueError as exc:
+        report._add("problem", path, f"{_one_line(exc)}; restore the party's ledger from its backup (never "
+                                     "replace it with an empty one: it is the record of spent epsilon)")
+        return
+    if not os.access(path, os.R_OK | os.W_OK):
+        report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
+    spent = total_spent(entries)
+    cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
+    left = max(Fraction(0), cap - spent)
+    open_entries = sum(e.state == "reserved" for e in entries)
+    report._add("ok", path, f"{len(entries)} entries, spent {format_epsilon(spent)}, remaining "
+                            f"{format_epsilon(left)} of the lifetime cap {format_epsilon(cap)}")
+    if open_entries:
+        report._add("note", path, f"{open_entries} request(s) reserved and never completed (a crash): their "
+                                  "epsilon stays spent")
+    if left < Fraction(repr(float(policy.min_epsilon))):
+        report._add("problem", path, f"remaining epsilon {format_epsilon(left)} is below min-epsilon "
+                                     f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
+                                     "the lifetime cap is reached for this data")
+
+
+def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None:
+    from edprf_core import DataValidationError, check_data
+
+    if not path.is_file():
+        report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the "
+                                     "schema)")
+        return
+    if not check_rows:
+        _header(path, schema, report)
+        return
+    try:
+        result = check_data(path, schema)
+    except (DataValidationError, ValueError, OSError) as exc:
+        report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns "
+                                     f"({', '.join([f.name for f in schema.features][:6])}, ..., "
+                                     f"{schema.label.column})")
+        return
+    for line in result.lines():
+        report._add("ok", path, line)
+    if result.rows_kept == 0:
+        report._add("problem", path, "no row satisfies the schema's rules: check the separator, the header, the "
+                                     "units and the class names (`edprf schema check` shows the same counts)")
+
+
+def _header(path: Path, schema, report: PreflightReport) -> None:
+    """The header line only (its cost does not depend on the rows): the ClientApp's check."""
+    from edprf_core import DataValidationError
+    from edprf_core._text_table import _header_names
+
+    if path.suffix.lower() not in (".csv", ".txt", ".tsv"):
+        report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
+        return
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
+        _header_names(schema, first.rstrip("\r\n") if first else None, ",", True, path)
+    except (DataValidationError, ValueError, OSError) as exc:
+        report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
+        return
+    report._add("ok", path, "header names the schema's columns (rows not read here: `edprf party check` reads them)")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def log_preflight(node_config: Mapping[str, Any], run_config: Mapping[str, Any],
+                  logger: logging.Logger | None = None) -> PreflightReport:
+    """Run the checks and write them to the party's log: problems as errors, notes as warnings,
+    the rest at DEBUG, and one summary line.
+
+    Used by the ClientApp's lifespan hook; never raises (the handlers refuse on their own).  The
+    data file's rows are NOT read here, only its header: the hook runs before every reply, and a
+    scan of the rows would make the latency of every reply, refusals included, depend on the data
+    (a free, repeatable timing channel: a coordinator could send requests the policy refuses and
+    time them).  ``edprf party check`` reads the rows, locally, when the party's staff run it.
+    """
+    logger = logger or log
+    try:
+        report = preflight_configs(node_config, run_config, check_rows=False)
+    except Exception:  # a bug here must not stop the party from answering (it refuses on its own)
+        logger.exception("party check failed to run")
+        return PreflightReport()
+    who = report.party_id or "this party"
+    levels = {"problem": logging.ERROR, "note": logging.WARNING, "ok": logging.DEBUG}
+    for finding in report.findings:
+        logger.log(levels[finding.level], "party check: %s", finding.line())
+    if report.ok:
+        logger.info("party check of %s: no problem found", who)
+    else:
+        logger.error("party check of %s: %d problem(s) above; fix them and run `edprf party check "
+                     "--node-config ...` to confirm", who, len(report.problems))
+    return report

@@ -1,0 +1,74 @@
+"""Run control of a deployed coordinator: never replace a run's output, say what was newly spent, fail loudly.
+
+- An output directory that already holds a run (its ``report.json`` or ``global-model.edprf``) is
+  refused before any request is sent, so nothing is spent, unless the run config says
+  ``overwrite = true`` (or names a new ``output-dir``).  Re-running the same command therefore no
+  longer replaces a model silently, nor spends every party's evaluation ε again.
+- A release the party resent for a reused ``request-tag`` was made (and charged) by an earlier
+  run: its ``run_id`` is not this run's.  The report marks such parties ``resumed_from_run``; the
+  guarantee separates what this run newly charged from what the earlier run had charged; and the
+  evaluation round is skipped when every accepted release is resumed (the model is the one the
+  earlier run built and evaluated), unless ``evaluate-resumed = true``.
+- A failed run raises :class:`RunFailed` from the ServerApp once the report (with its ``failure``
+  text) is saved and the summary logged: Flower 1.41 then marks the run ``finished:failed`` with
+  the text as its details (``flwr ls``), and ``edprf run`` exits non-zero.
+
+Privacy: none of this reads party data; resumed releases are post-processing of what was
+released before (no new ε), and a refusal here happens before any request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._config import CoordinatorConfig
+from ._report import RunReport
+
+__all__ = ["OutputDirInUse", "RunFailed", "claim_output_dir", "failure_text", "resumed_evaluation_skip"]
+
+_RUN_FILES = ("report.json", "global-model.edprf")
+
+
+class OutputDirInUse(ValueError):
+    """The output directory holds another run's report or model."""
+
+
+class RunFailed(RuntimeError):
+    """The run ended without a usable model; the message is the report's ``failure`` text."""
+
+
+def claim_output_dir(cfg: CoordinatorConfig) -> Path:
+    """The run's output directory, refused when it holds a run and ``overwrite`` is false.
+
+    With ``overwrite`` the earlier run's report and model are removed first, so that a failure of
+    this run cannot leave the old model looking like its result.
+    """
+    out = Path(cfg.output_dir)
+    found = [out / name for name in _RUN_FILES if (out / name).exists()]
+    if found and not cfg.overwrite:
+        raise OutputDirInUse(f"output-dir {out} already holds a run ({', '.join(p.name for p in found)}); nothing "
+                             "was sent to the parties. Give a new output-dir, or overwrite=true to replace it")
+    for path in found:
+        path.unlink()
+    return out
+
+
+def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict | None:
+    """The evaluation round's entry when it is skipped because every accepted release is resumed, else None."""
+    accepted = report.accepted
+    if cfg.evaluate_resumed or not accepted or not all(p.resumed_from_run for p in accepted):
+        return None
+    runs = sorted({p.resumed_from_run for p in accepted})
+    return {"skipped": "resumed_releases",
+            "message": (f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
+                        "the model is theirs and was evaluated then, so no party was asked to spend evaluation "
+                        "epsilon again (evaluate-resumed=true asks anyway)")}
+
+
+def failure_text(report: RunReport, min_parties: int) -> str:
+    """Why a run without enough valid releases failed: the count, and each party's reason."""
+    reasons = [f"{p.party_id or f'node {p.node_id}'}: {p.status} ({p.reason})" for p in report.parties
+               if p.status != "accepted"]
+    return (f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"
+            + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
+            + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else ""))

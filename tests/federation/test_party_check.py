@@ -1,0 +1,192 @@
+"""`edprf party check` and `edprf party init-policy`: a party's set-up checked before it joins.
+
+The ClientApp's lifespan hook runs the same checks (client._preflight.log_preflight): tested here
+on the same set-ups through the logging it writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from cli._main import main
+from client import BudgetLedger, PartyPolicy
+from client._preflight import log_preflight, parse_node_config
+from edprf_core import load_embedded
+
+
+@pytest.fixture
+def party(tmp_path):
+    """A party laid out as on a hospital's host: data share, schema, policy, ledger path, signing key."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    rows = np.random.default_rng(0).permutation(len(X))[:400]
+    d = tmp_path / "hospital-a"
+    d.mkdir()
+    X.iloc[rows].assign(**{schema.label.column: y.iloc[rows].to_numpy()}).to_csv(d / "data.csv", index=False)
+    schema.save(d / "schema.toml")
+    assert main(["party", "init-policy", "--schema", str(d / "schema.toml"), "--party-id", "hospital-a",
+                 "--output", str(d / "policy.toml")]) == 0
+    assert main(["certs", "party", "--out", str(d / "keys"), "--party-id", "hospital-a", "--only", "signing"]) == 0
+    paths = {"data-path": d / "data.csv", "schema-path": d / "schema.toml", "policy-path": d / "policy.toml",
+             "ledger-path": d / "ledger.sqlite", "signing-key": d / "keys" / "hospital-a.signing.pem"}
+    return paths, schema
+
+
+def _config(paths) -> str:
+    return " ".join(f"{k}='{v}'" for k, v in paths.items())
+
+
+def _check(paths, capsys) -> tuple[int, list[str]]:
+    capsys.readouterr()
+    code = main(["party", "check", "--node-config", _config(paths)])
+    captured = capsys.readouterr()
+    return code, (captured.out + captured.err).splitlines()
+
+
+def _problems(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("problem: ")]
+
+
+def test_a_correct_party_passes_and_init_policy_writes_the_full_fingerprint(party, capsys):
+    paths, schema = party
+    assert f'schema-fingerprint = "{schema.fingerprint}"' in paths["policy-path"].read_text()
+    code, lines = _check(paths, capsys)
+    assert code == 0, lines
+    assert _problems(lines) == []
+    assert any("rows read: 400; rows kept: 400" in line for line in lines), lines
+    assert any(str(paths["ledger-path"]) in line and "created on the first request" in line for line in lines)
+    assert not paths["ledger-path"].exists()  # a check never creates the ledger
+    assert lines[-1] == "hospital-a: no problem found"
+
+
+def test_a_moved_data_file_is_one_line_naming_the_file_and_the_fix(party, capsys):
+    paths, _ = party
+    moved = paths["data-path"].with_name("moved.csv")
+    paths["data-path"].rename(moved)
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    assert _problems(lines) == [(f"problem: {paths['data-path']}: no such data file; set data-path to the party's "
+                                 "CSV (columns as in the schema)")]
+
+
+def test_an_edited_schema_bound_breaks_the_policy_fingerprint(party, capsys):
+    paths, schema = party
+    text = paths["schema-path"].read_text()
+    feature = schema.features[0]
+    edited = text.replace(f"upper = {feature.upper!r}", f"upper = {feature.upper + 1.0!r}", 1)
+    assert edited != text
+    paths["schema-path"].write_text(edited)
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    [problem] = _problems(lines)
+    assert problem.startswith(f"problem: {paths['policy-path']}: schema-fingerprint {schema.fingerprint} is not")
+    assert "take the federation's schema again" in problem
+
+
+def test_a_header_without_the_schema_columns_and_a_readable_key_are_problems(party, capsys):
+    paths, schema = party
+    lines_in = paths["data-path"].read_text().splitlines()
+    paths["data-path"].write_text("\n".join([lines_in[0].replace(schema.label.column, "outcome"), *lines_in[1:]]))
+    os.chmod(paths["signing-key"], 0o644)
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    problems = _problems(lines)
+    assert len(problems) == 2, problems
+    assert any(p.startswith(f"problem: {paths['signing-key']}:") and p.endswith(f"chmod 600 {paths['signing-key']}")
+               for p in problems), problems
+    assert any(p.startswith(f"problem: {paths['data-path']}:") and "the header must name the schema's columns" in p
+               for p in problems), problems
+
+
+def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
+    paths, _ = party
+    ledger = BudgetLedger(paths["ledger-path"], 2.0)
+    ledger.reserve("r1", "release", 1.0)
+    ledger.complete("r1", b"x")
+    ledger.reserve("r2", "release", 0.995)
+    before = paths["ledger-path"].read_bytes()
+    del paths["signing-key"]
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    [problem] = _problems(lines)
+    assert problem.startswith(f"problem: {paths['ledger-path']}: remaining epsilon 0.005 is below min-epsilon 0.01")
+    assert any("1 request(s) reserved and never completed" in line for line in lines)
+    assert any(line.startswith("note: node config: no signing-key") for line in lines)
+    assert paths["ledger-path"].read_bytes() == before  # read-only
+
+
+def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(party, caplog, monkeypatch):
+    import edprf_core
+
+    def no_scan(*_, **__):
+        raise AssertionError("the lifespan hook read the data rows")
+
+    monkeypatch.setattr(edprf_core, "check_data", no_scan)
+    paths, schema = party
+    header = paths["data-path"].read_text().splitlines()[0]
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        assert log_preflight(parse_node_config(_config(paths)), {}, logging.getLogger("edprf.test.lifespan")).ok
+    paths["data-path"].write_text(header.replace(schema.label.column, "outcome") + "\n1,2\n")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        assert not log_preflight(parse_node_config(_config(paths)), {}, logging.getLogger("edprf.test.lifespan")).ok
+    assert any("the header must name the schema's columns" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    paths["data-path"].unlink()
+    node_config = parse_node_config(_config(paths))
+    logger = logging.getLogger("edprf.test.lifespan")
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        report = log_preflight(node_config, {}, logger)
+    assert not report.ok
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert f"party check: problem: {paths['data-path']}: no such data file" in errors[0]
+    assert errors[-1].startswith("party check of hospital-a: 1 problem(s)")
+
+
+def test_a_node_config_without_the_paths_is_refused(capsys):
+    assert main(["party", "check", "--node-config", "data-path='x.csv'"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("problem: node config: node config: missing keys ['schema-path', 'policy-path', "
+                          "'ledger-path']")
+
+
+def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
+    paths, schema = party
+    assert main(["party", "init-policy", "--schema", str(paths["schema-path"]), "--party-id", "hospital-a",
+                 "--output", str(paths["policy-path"])]) == 1
+    assert "pass --force" in capsys.readouterr().err
+    assert main(["party", "init-policy", "--schema", str(paths["schema-path"]), "--party-id", "hospital-b",
+                 "--output", str(paths["policy-path"]), "--force", "--lifetime-epsilon-cap", "3.5"]) == 0
+    from client import load_policy
+
+    assert load_policy(paths["policy-path"]) == PartyPolicy(party_id="hospital-b", lifetime_epsilon_cap=3.5,
+                                                            schema_fingerprint=schema.fingerprint)
+
+
+def test_schema_check_prints_the_full_fingerprint(party, capsys):
+    paths, schema = party
+    capsys.readouterr()
+    assert main(["schema", "check", str(paths["schema-path"]), str(paths["data-path"])]) == 0
+    out = capsys.readouterr().out
+    assert f"schema fingerprint: {schema.fingerprint} " in out
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--party", "0.5"], ["party", "check", "--node", "x"],
+                                  ["certs", "init", "--ou", "d", "--ca-name", "x"]])
+def test_abbreviated_options_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err or "the following arguments are required" in err, err
+
+
+@pytest.mark.parametrize("text", ["data-path='/a b/x.csv' schema-path=\"s.toml\" n=3 x=1.5 flag=true",
+                                  "", "partition-id=0 num-partitions=2", "a='x=y' b='c'"])
+def test_node_config_is_read_as_flower_reads_it(text):
+    from flwr.common.config import parse_config_args
+
+    assert parse_node_config(text) == dict(parse_config_args([text]))

@@ -1,0 +1,278 @@
+"""Issue 20, items 2, 4 and 5(i): a party's evaluation cost is bounded before anything is decoded or
+reserved; ids a reply needs are checked before the reservation; a release resent under a reused
+request tag is bound to its party."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from flwr.app import ConfigRecord, Context, Message, Metadata, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+import protocol
+from client import REASONS, Party, PartyPolicy, PartySetup, Refusal
+from client._evaluation_cost import evaluation_cost
+from client._flower_handlers import handle_evaluate, handle_train
+from client.client_app import app as party_app
+from edprf_core import FeatureGrid, load_embedded
+from protocol import (
+    generate_signing_key,
+    peek_global_model,
+    release_pb2,
+    save_private_key,
+    save_public_key,
+)
+from protocol._binding import bind_to_run, bound_to_run
+from protocol._task import EvaluateRequest, TaskError, TrainRequest
+from server import CoordinatorConfig
+from server._coordinator import run_federation
+from simulation._in_process_engine import InProcessGrid
+
+WALL = "wall_robot_navigation"
+
+
+def _write_party(directory, party_id="hospital-a", rows=slice(0, 600), key=None, **policy_kw):
+    directory.mkdir(parents=True, exist_ok=True)
+    X, y, schema = load_embedded(WALL)
+    schema.save(directory / "schema.toml")
+    X.iloc[rows].assign(Class=y.iloc[rows].to_numpy()).to_csv(directory / "data.csv", index=False)
+    args = {"party_id": party_id, "lifetime_epsilon_cap": 5.0, "max_evaluation_epsilon": 0.2,
+            "schema_fingerprint": schema.fingerprint, **policy_kw}
+    (directory / "policy.toml").write_text(PartyPolicy(**args).to_toml())
+    key_path = None
+    if key is not None:
+        key_path = save_private_key(key, directory / "signing-key.pem")
+    return PartySetup(directory / "data.csv", directory / "schema.toml", directory / "policy.toml",
+                      directory / "ledger.sqlite", key_path), schema
+
+
+def _train_request(schema, **kw):
+    args = {"request_id": "run1/train", "run_id": "run1", "schema_fingerprint": schema.fingerprint, "epsilon": 1.0,
+            "max_depth": 3, "n_trees": 2, "split_mode": "binary", "n_bins": 8, "schedule": "harmonic",
+            "relation": "add-remove", "seed": -1}
+    return TrainRequest(**{**args, **kw})
+
+
+def _full_depth8_label_model(schema, template: bytes, n_releases: int) -> bytes:
+    """Releases of 50 full depth-8 binary trees on 64 bins with label leaves: inside every default limit."""
+    rng = np.random.default_rng(0)
+    codes = np.asarray(FeatureGrid.from_schema(schema, 64).n_codes)
+    n = 511
+    internal = np.arange(n) < 255
+    wrapped = []
+    for r in range(n_releases):
+        release = release_pb2.Release.FromString(release_pb2.SignedRelease.FromString(template).release)
+        release.party_id = f"hostile-{r}"
+        p = release.parameters
+        p.n_trees, p.max_depth, p.n_bins, p.leaf = 50, 8, 64, release_pb2.LEAF_OUTPUT_LABEL
+        p.depth_rule, p.count_epsilon = release_pb2.DEPTH_RULE_FIXED, 0.0
+        t = release.trees
+        for name in ("nodes_per_tree", "feature", "split", "first_child", "leaf_class", "leaf_counts"):
+            del getattr(t, name)[:]
+        for _ in range(50):
+            feature = np.where(internal, rng.integers(0, codes.size, n), -1)
+            t.nodes_per_tree.append(n)
+            t.feature.extend(feature.tolist())
+            t.split.extend(np.where(internal, rng.integers(1, codes[np.maximum(feature, 0)]), -1).tolist())
+            t.first_child.extend(np.where(internal, 2 * np.arange(n) + 1, -1).tolist())
+            t.leaf_class.extend(np.where(internal, -1, rng.integers(0, schema.n_classes, n)).tolist())
+        wrapped.append(release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True)))
+    return release_pb2.GlobalModel(format_version=1, schema_toml=schema.to_toml(), releases=wrapped,
+                                   manifest_json="{}").SerializeToString(deterministic=True)
+
+
+@pytest.fixture(scope="module")
+def hostile_model(tmp_path_factory):
+    setup, schema = _write_party(tmp_path_factory.mktemp("template"))
+    template = Party(setup).train(_train_request(schema))
+    return _full_depth8_label_model(schema, template, 2)
+
+
+# -------------------------------------------------------------- item 2: evaluation cost
+def test_a_model_inside_the_default_limits_is_evaluated_with_the_compiled_form_bounded(tmp_path, hostile_model):
+    """The shape that took a party to gigabytes (full depth-8 label trees, 64 bins) is evaluated; its prediction
+    is routed or compiled within the leaf-mask budget, and the party's estimate bounds what the compiled form holds."""
+    setup, schema = _write_party(tmp_path)
+    party = Party(setup)
+    header = peek_global_model(hostile_model, party.policy.max_evaluation_model_bytes)
+    cost = evaluation_cost(header, schema, party.policy)
+    assert cost.memory_bytes <= party.policy.max_evaluation_memory_bytes
+    result = party.evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+    assert result["exact"] == 0 and [e.state for e in party.ledger.entries()] == ["released"]
+    view = protocol.load_global_model(hostile_model)
+    forest = view.forest
+    forest.votes(np.zeros((1, len(schema.features))))
+    from edprf_core._leafmask import leafmask_budget
+    compiled = forest._leafmask()
+    held = (sum(t.nbytes for t in compiled.tables) if compiled is not None else
+            sum(a.nbytes for a in vars(forest._table()).values() if isinstance(a, np.ndarray)))
+    assert held <= max(leafmask_budget(forest.trees.n_nodes), 32 * forest.trees.n_nodes)
+
+
+def test_a_model_whose_estimate_passes_the_memory_limit_is_refused_before_decoding(tmp_path, hostile_model,
+                                                                                 monkeypatch):
+    setup, _ = _write_party(tmp_path, max_evaluation_memory_bytes=64 << 20)
+    party = Party(setup)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was decoded")
+
+    monkeypatch.setattr("client._party.load_global_model", never)
+    monkeypatch.setattr(Party, "_data", never)
+    with pytest.raises(Refusal) as exc:
+        party.evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+    assert exc.value.reason == "policy_model_nodes" and exc.value.reason in REASONS
+    assert "max-evaluation-memory-bytes" in str(exc.value)
+    assert party.ledger.entries() == []
+
+
+def test_the_memory_refusal_does_not_depend_on_the_data(tmp_path, hostile_model):
+    """Two parties with other rows (and row counts) give the same refusal, word for word."""
+    messages = []
+    for name, rows in (("a", slice(0, 600)), ("b", slice(600, 1900))):
+        setup, _ = _write_party(tmp_path / name, rows=rows, max_evaluation_memory_bytes=64 << 20)
+        with pytest.raises(Refusal) as exc:
+            Party(setup).evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+        messages.append((exc.value.reason, str(exc.value)))
+    assert messages[0] == messages[1]
+
+
+def test_the_estimate_grows_linearly_with_the_header(tmp_path, hostile_model):
+    _, schema = _write_party(tmp_path)
+    policy = PartyPolicy(party_id="p")
+    one = peek_global_model(hostile_model, 1 << 30)
+    double = protocol.ModelHeader(one.format_version, 2 * one.n_bytes, one.schema_toml_bytes,
+                                  one.schema_fingerprints, 2 * one.n_releases, 2 * one.n_trees, 2 * one.n_nodes)
+    a, b = evaluation_cost(one, schema, policy), evaluation_cost(double, schema, policy)
+    assert a.memory_bytes < b.memory_bytes <= 2 * a.memory_bytes
+    assert b.steps_per_row == 2 * a.steps_per_row
+
+
+# ------------------------------------------------------------------- item 4: reply ids
+BAD_IDS = ["run\x1b[31mred", "x" * 257, "line\nbreak", "nul\x00", "bidi\u202eevil"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize("field", ["run-id", "request-id"])
+def test_a_request_with_a_malformed_id_is_bad_request_and_spends_nothing(tmp_path, bad, field):
+    setup, schema = _write_party(tmp_path)
+    record = _train_request(schema).to_record()
+    record[field] = bad
+    md = Metadata(run_id=1, message_id="m1", src_node_id=0, dst_node_id=1, reply_to_message_id="", group_id="g",
+                  created_at=time.time(), ttl=3600, message_type="train")
+    node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
+            "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    context = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})
+    reply = handle_train(Message(RecordDict({"request": ConfigRecord(record)}), metadata=md), context)
+    assert reply.content.config_records["result"]["reason"] == "bad_request"
+    eval_record = EvaluateRequest("run1/evaluate", "run1", 0.1, False).to_record()
+    eval_record[field] = bad
+    md.__dict__["_message_type"] = "evaluate"
+    reply = handle_evaluate(Message(RecordDict({"request": ConfigRecord(eval_record),
+                                                "model": ConfigRecord({"bytes": b"\x08\x01"})}), metadata=md),
+                            context)
+    assert reply.content.config_records["result"]["reason"] == "bad_request"
+    assert Party(setup).ledger.entries() == []
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_the_party_itself_refuses_malformed_ids_before_the_reservation(tmp_path, bad):
+    """Requests are built with the shared rule; one built around it is still refused by the party."""
+    setup, schema = _write_party(tmp_path)
+    with pytest.raises(TaskError):
+        _train_request(schema, run_id=bad)
+    party = Party(setup)
+    for req, serve in ((_train_request(schema), party.train),
+                       (EvaluateRequest("run1/evaluate", "run1", 0.1, False), lambda r: party.evaluate(b"", r))):
+        object.__setattr__(req, "run_id", bad)
+        with pytest.raises(Refusal) as exc:
+            serve(req)
+        assert exc.value.reason == "bad_request" and bad not in str(exc.value)
+    assert party.ledger.entries() == []
+
+
+def test_an_unloadable_signing_key_is_refused_before_the_reservation(tmp_path):
+    setup, schema = _write_party(tmp_path, key=generate_signing_key("ed25519"))
+    setup.signing_key_path.write_text("not a key")
+    with pytest.raises(Refusal) as exc:
+        Party(setup).train(_train_request(schema))
+    assert exc.value.reason == "party_setup"
+    assert Party(setup).ledger.entries() == []
+
+
+# -------------------------------------------------------- item 5(i): resumed releases
+def test_a_binding_verifies_only_for_its_party_release_and_run():
+    keys = {p: generate_signing_key("ed25519") for p in ("hospital-a", "hospital-b")}
+    registry = protocol.PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
+    release = b"release bytes"
+    binding = bind_to_run(release, "run-2", keys["hospital-b"])
+    assert bound_to_run(release, "run-2", binding, "hospital-b", registry)
+    assert not bound_to_run(release, "run-3", binding, "hospital-b", registry)
+    assert not bound_to_run(b"other", "run-2", binding, "hospital-b", registry)
+    assert not bound_to_run(release, "run-2", bind_to_run(release, "run-2", keys["hospital-a"]), "hospital-b",
+                            registry)
+    for junk in (b"", b"\xff\x00", "text", None):
+        assert not bound_to_run(release, "run-2", junk, "hospital-b", registry)
+
+
+def _copy_of(stored: bytes):
+    """A ClientApp that answers every train request with another party's stored release (and no binding)."""
+    hostile = ClientApp()
+
+    @hostile.train()
+    def train(msg: Message, context: Context) -> Message:
+        record = ConfigRecord({"status": "released", "release": stored})
+        return Message(RecordDict({"result": record}), reply_to=msg)
+
+    return hostile
+
+
+@pytest.fixture
+def coordinator_identity():
+    """What the in-process engine sets while a ServerApp runs (messages carry the run id)."""
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, SUPERLINK_NODE_ID, 1
+    yield
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
+
+def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_path, coordinator_identity):
+    keys = {p: generate_signing_key(kind) for p, kind in (("hospital-a", "ed25519"), ("hospital-b", "p384"))}
+    keys_dir = tmp_path / "keys"
+    keys_dir.mkdir()
+    contexts = {}
+    for i, (party, key) in enumerate(keys.items()):
+        save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
+        setup, _ = _write_party(tmp_path / party, party_id=party, rows=slice(600 * i, 600 * (i + 1)), key=key)
+        node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
+                "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path),
+                "signing-key": str(setup.signing_key_path)}
+        contexts[party] = node
+    cfg = CoordinatorConfig(schema_path=str(tmp_path / "hospital-a" / "schema.toml"), keys_dir=str(keys_dir),
+                            request_tag="tag-1", evaluation_epsilon=0.0, max_depth=3, n_bins=8,
+                            output_dir=str(tmp_path / "out-1"), node_wait_timeout=1.0)
+
+    def grid(extra=None):
+        nodes = {10 + i: (party_app, Context(run_id=1, node_id=10 + i, node_config=node, state=RecordDict(),
+                                             run_config={}))
+                 for i, node in enumerate(contexts.values())}
+        if extra is not None:
+            nodes[1] = (extra, Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={}))
+        return InProcessGrid(Run.create_empty(run_id=1), nodes)
+
+    first = run_federation(grid(), cfg, "run-1")
+    assert first.status == "completed" and sorted(p.party_id for p in first.parties) == ["hospital-a", "hospital-b"]
+    view = protocol.load_global_model(first.model_path)
+    stored_b = next(r.raw for r in view.releases if r.party_id == "hospital-b")
+    # the coordinator resumes under the same tag; node 1 (served first) sends hospital-b's stored release
+    resumed = run_federation(grid(_copy_of(stored_b)),
+                             CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-2")}), "run-2")
+    outcomes = {p.node_id: p for p in resumed.parties}
+    assert outcomes[1].status == "rejected" and outcomes[1].reason == "replayed_release"
+    assert sorted(p.party_id for p in resumed.parties if p.status == "accepted") == ["hospital-a", "hospital-b"]
+    assert resumed.status == "completed"

@@ -1,0 +1,126 @@
+"""Run control and readable reports (issue 22): the output directory, resumed releases, failures, party names.
+
+The deployed path (Flower marks the run failed, `edprf run` exits 1) is in
+tests/deployment/test_consortium.py; here the pieces, and whole in-process simulated runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cli._simulate import prepare_workspace
+from client import load_policy
+from edprf_core import EDPRFClassifier, load_embedded
+from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
+from server._guarantee import PartySpend, federation_guarantee
+from server._party_names import claimed_party_id, name_evaluation
+from server._run_control import OutputDirInUse, claim_output_dir, failure_text, resumed_evaluation_skip
+from server._summary import summary_lines
+from simulation import simulate_federation
+
+from .test_simulation import _args
+
+
+def test_an_output_dir_holding_a_run_is_refused_unless_overwrite(tmp_path):
+    cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "out"))
+    assert claim_output_dir(cfg) == tmp_path / "out"  # new directory: fine
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("operator's notes")
+    claim_output_dir(cfg)  # a directory without a run is fine too
+    (tmp_path / "out" / "report.json").write_text("{}")
+    with pytest.raises(OutputDirInUse, match=r"already holds a run \(report.json\).*overwrite=true"):
+        claim_output_dir(cfg)
+    (tmp_path / "out" / "global-model.edprf").write_bytes(b"model")
+    claim_output_dir(replace(cfg, overwrite=True))
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+
+
+def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(tmp_path):
+    assert CoordinatorConfig(schema_path="s.toml").require_exact_sampling is True
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert "\nrequire-exact-sampling = true\n" in text
+    seeded, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=True), tmp_path / "a", progress=lambda _: 0)
+    crypto, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=False), tmp_path / "b", progress=lambda _: 0)
+    assert seeded.require_exact_sampling is False and crypto.require_exact_sampling is True
+
+
+def _outcome(node: int, party: str, resumed: str = "", status: str = "accepted", reason: str = "") -> PartyOutcome:
+    return PartyOutcome(node_id=node, status=status, reason=reason, party_id=party, epsilon=1.0,
+                        resumed_from_run=resumed)
+
+
+def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
+    cfg = CoordinatorConfig(schema_path="s.toml", request_tag="trial-1")
+    report = RunReport("9", {}, "fp", parties=[_outcome(1, "a", "7"), _outcome(2, "b", "7")])
+    skip = resumed_evaluation_skip(report, cfg)
+    assert skip["skipped"] == "resumed_releases" and "run(s) 7" in skip["message"]
+    assert resumed_evaluation_skip(report, replace(cfg, evaluate_resumed=True)) is None
+    mixed = RunReport("9", {}, "fp", parties=[_outcome(1, "a", "7"), _outcome(2, "b")])
+    assert resumed_evaluation_skip(mixed, cfg) is None  # another model: evaluated
+
+    forest = EDPRFClassifier(load_embedded()[2], max_depth=2, n_estimators=1)  # production randomness
+    X, y, _ = load_embedded()
+    forest = forest.fit(X.iloc[:200], y.iloc[:200]).forest_
+    fresh = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
+    assert fresh.startswith("Spent for this run: epsilon = 1.1") and "Newly charged" not in fresh
+    resumed = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1, True), PartySpend("b", 1.0, 0.1, True)])
+    assert resumed.startswith("Spent for this model: epsilon = 1.1 per record at most")
+    assert "Newly charged by this run: epsilon = 0.1 per party at most" in resumed
+    assert "releases of 2 of the 2 parties were resent" in resumed
+
+
+def test_failure_text_and_summary_name_parties_by_id():
+    report = RunReport("5", {"flag_alpha": 0.01}, "fp",
+                       parties=[_outcome(111, "hospital-a", status="refused", reason="budget_exhausted"),
+                                _outcome(222, "", status="no_reply", reason="timeout")])
+    report.status, report.failure = "failed", failure_text(report, 2)
+    assert report.failure == ("0 valid release(s), min-parties is 2; no model saved. hospital-a: refused "
+                              "(budget_exhausted); node 222: no_reply (timeout)")
+    lines = summary_lines(report)
+    assert f"failure: {report.failure}" in lines
+    assert "  hospital-a: refused (budget_exhausted)" in lines
+    assert not any("111" in line for line in lines)
+
+
+def test_party_ids_claimed_in_replies_are_checked_and_evaluations_named():
+    assert claimed_party_id({"party-id": "hospital-a"}) == "hospital-a"
+    assert claimed_party_id({"party-id": "x" * 65}) == "" and claimed_party_id({"party-id": b"a"}) == ""
+    assert claimed_party_id({"party-id": "a b"}) == "" and claimed_party_id({}) == ""
+    evaluation = {"per_party": [{"node_id": 1, "accuracy": 0.8}], "refused": [{"node_id": 2, "reason": "x"}],
+                  "no_reply": [3]}
+    name_evaluation(evaluation, [_outcome(1, "a"), _outcome(2, "b"), _outcome(3, "")])
+    assert evaluation["per_party"][0]["party_id"] == "a" and evaluation["refused"][0]["party_id"] == "b"
+    assert evaluation["no_reply_parties"] == ["node 3"]
+
+
+@pytest.mark.slow
+def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_nothing(tmp_path):
+    cfg, _ = prepare_workspace(_args(parties=3, depth=3, evaluation_epsilon=0.1), tmp_path, progress=lambda _: None)
+    policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
+    policy = load_policy(policy_path)
+    policy_path.write_text(replace(policy, max_trees=1, party_id="clinic-z").to_toml())
+    cfg = replace(cfg, trees_per_party=2, request_tag="trial-1", min_parties=2)
+    for d in Path(cfg.sim_dir).glob("party-*"):  # room for the two trees
+        p = load_policy(d / "policy.toml")
+        if p.party_id != "clinic-z":
+            (d / "policy.toml").write_text(replace(p, max_trees=2).to_toml())
+    simulate_federation(cfg, 3)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    refused = [p for p in report["parties"] if p["status"] == "refused"]
+    assert [(p["party_id"], p["reason"]) for p in refused] == [("clinic-z", "policy_trees")]
+    assert report["status"] == "completed" and report["federated_evaluation"]["parties"] == 2
+    assert {e["party_id"] for e in report["federated_evaluation"]["per_party"]} == {"party-0000", "party-0001"}
+
+    # the same request-tag again: the releases are resent (charged by the first run), evaluation skipped
+    again = tmp_path / "again"
+    simulate_federation(replace(cfg, output_dir=str(again)), 3)
+    second = json.loads((again / REPORT_FILE).read_text())
+    accepted = [p for p in second["parties"] if p["status"] == "accepted"]
+    assert len(accepted) == 2 and all(p["resumed_from_run"] == report["run_id"] for p in accepted)
+    assert second["federated_evaluation"]["skipped"] == "resumed_releases"
+    assert all(p["evaluation_epsilon"] == 0 for p in accepted)
+    assert "Newly charged by this run: epsilon = 0 per party at most" in second["guarantee"]
