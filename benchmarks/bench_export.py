@@ -39,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, cpu_info, load_dataset, log, numeric_matrix
+from bench_speed import load_average
 
 DATASETS = ("diabetes", "bank", "wall")
 
@@ -62,13 +63,6 @@ def _median_times(fns: dict, repeats: int) -> dict[str, list[float]]:
             times[name].append(time.perf_counter() - t0)
         log(f"  round {i + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items()))
     return times
-
-
-def _load_average() -> str:
-    try:
-        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         "eDPRF predict_proba": lambda: forest.predict_proba(X),
         "scikit-learn": lambda: sk.predict_proba(Xn),
     }
-    load_before = _load_average()
+    load_before = load_average()
     times = _median_times(fns, args.repeats)
     medians = {k: statistics.median(v) for k, v in times.items()}
     sk_rate = n / medians["scikit-learn"]
@@ -139,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
               f"- Building the graph (`forest_to_onnx`): {t_export:.2f} s, {model.ByteSize() / 1e6:.2f} MB.",
               ("- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
                "(`onnxruntime (codes)`); `encoding + graph` includes the schema encoding of the raw frame.")]
-    lines.append(f"- Load average (1/5/15 min) before the runs: {load_before}; after: {_load_average()} (the machine "
+    lines.append(f"- Load average (1/5/15 min) before the runs: {load_before}; after: {load_average()} (the machine "
                  "is shared: runs alternate so every side sees the same load).")
     for name, ts in times.items():
         lines.append(f"- {name}: runs " + ", ".join(f"{x:.4f}" for x in ts) + " s")

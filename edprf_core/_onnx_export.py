@@ -153,13 +153,9 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
                    tolerated_parties: int | None = None):
     """An ``onnx.ModelProto`` computing ``forest.predict_proba(X, pooling=..., label_shift=...)`` from codes.
 
-    Parameters
-    ----------
-    forest : DPForest
-    pooling : {"log-linear", "mean"}, default "log-linear"
-    label_shift : bool, default True
-    tolerated_parties : int >= 0, optional
-        As in :meth:`~edprf_core.DPForest.predict_proba` (the defaults give its default output).
+    ``pooling``, ``label_shift`` and ``tolerated_parties`` are those of
+    :func:`~edprf_core.leaf_terms` and :meth:`~edprf_core.DPForest.predict_proba`
+    (the defaults give its default output).
 
     Returns
     -------
