@@ -161,8 +161,9 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     :class:`DataValidationError` for file-level problems only.
 
     Speed without coupling: a line that plainly meets the rules (no quote, no
-    carriage return but a final one, at most ``max_line_chars`` bytes, exactly
-    one separator fewer than the header's fields, an ASCII separator) is split
+    carriage return but a final one, no byte-order mark at its start, at most
+    ``max_line_chars`` bytes, exactly one separator fewer than the header's
+    fields, visible characters, an ASCII separator) is split
     by Arrow's CSV parser with quoting, type inference and null values turned
     off, which then splits exactly like ``str.split(sep)``.  Every other line
     goes through :func:`_line_fields` alone, the rules written out in Python.
@@ -278,6 +279,9 @@ class _Lines:
         content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
         plain = (content_end - starts) <= self.max_line_chars  # bytes >= characters
         plain &= _line_counts(buf == ord(self.sep), starts) == self.width - 1
+        bom = starts + 3 <= len(buf)  # Arrow's parser drops a byte-order mark that starts its input: not plain
+        bom[bom] = np.all(buf[starts[bom, None] + np.arange(3)] == np.frombuffer(_BOM, dtype=np.uint8), axis=1)
+        plain &= ~bom
         for byte in (34, 13):  # a quote anywhere, or a carriage return before the last character
             at = np.flatnonzero(buf == byte)
             if at.size:
