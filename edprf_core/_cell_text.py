@@ -70,18 +70,22 @@ def text_numbers_arrow(cells: Cells) -> NDArray[np.float64]:
     """:func:`number_of_text` of every cell of an Arrow string array (NaN for nulls), element-wise.
 
     The cast to float64 is correctly rounded (the same value as ``float``).  When
-    every non-null cell is a number the cast alone reads them; otherwise the cells
-    that match :data:`NUMBER_PATTERN` are cast and the others are NaN.  Both routes
+    every non-null cell is a number without surrounding whitespace, or one once
+    stripped, the cast alone reads them; otherwise the cells that match
+    :data:`NUMBER_PATTERN` are cast and the others are NaN.  All routes
     give every cell the value the rule gives it alone (the cast accepts exactly the
     pattern's cells plus the words ``inf``/``nan``, whose values are not finite:
     tested), so which route runs changes the time taken, not any value.
     """
-    stripped = strip_text(cells)
-    try:
-        values = pc.cast(stripped, pa.float64())
+    try:  # cells already stripped (the usual case) need no second pass: the cast refuses any whitespace
+        values = pc.cast(cells, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        matches = pc.match_substring_regex(stripped, _NUMBER_ANCHORED)
-        values = pc.cast(pc.if_else(matches, stripped, pa.scalar(None, stripped.type)), pa.float64())
+        stripped = strip_text(cells)
+        try:
+            values = pc.cast(stripped, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            matches = pc.match_substring_regex(stripped, _NUMBER_ANCHORED)
+            values = pc.cast(pc.if_else(matches, stripped, pa.scalar(None, stripped.type)), pa.float64())
     x = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if values.null_count:
         x = np.where(pc.is_null(values).to_numpy(zero_copy_only=False), np.nan, x)
