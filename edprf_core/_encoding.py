@@ -108,7 +108,9 @@ def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
         frame = X.copy(deep=False)
         frame.columns = names
         return frame
-    arr = np.asarray(X, dtype=object)
+    arr = np.asarray(X)
+    if arr.dtype.kind not in "biuf":  # numbers stay numbers (each cell's float is the same either way)
+        arr = np.asarray(X, dtype=object)
     if arr.ndim != 2:
         raise DataValidationError(f"X must be 2-D, got an array of shape {arr.shape}")
     if arr.shape[1] != schema.n_features:
@@ -257,6 +259,8 @@ def _parse_numbers(series: pd.Series, skip: NDArray[np.bool_] | None = None) -> 
                 text = pc.if_else(pa.array(skip), pa.scalar(None, text.type), text)
             return text_numbers_arrow(text)
         values = series.to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:  # no text cell at all
+            return _numbers_of_objects(values) if skip is None else np.where(skip, np.nan, _numbers_of_objects(values))
         is_text = np.fromiter((isinstance(v, str) for v in values), bool, count=len(values))
         x = np.full(len(values), np.nan)
         if is_text.any():

@@ -14,31 +14,9 @@ import pytest
 import edprf_core._text_table as text_table
 from edprf_core import FeatureGrid, LabelSpec, Schema, encode_features, encode_labels, read_table
 from edprf_core._encoding import CellRules, _label_series, rule_violations
+from tests.federation._neighbours import SCHEMA_TOML
 
-SCHEMA = Schema.from_toml("""
-format = 1
-[label]
-column = "outcome"
-classes = ["0", "1"]
-[[features]]
-kind = "continuous"
-name = "age"
-lower = 0.0
-upper = 100.0
-missing = 50.0
-[[features]]
-kind = "categorical"
-name = "code"
-categories = ["007", "12", "other"]
-unknown = "other"
-missing = "refuse"
-[[features]]
-kind = "categorical"
-name = "grade"
-categories = [1, 2, 3]
-unknown = "refuse"
-missing = "refuse"
-""")
+SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age (continuous), code and grade (categorical), outcome
 HEADER = b"age,code,grade,outcome"
 MAX_CHARS = 4000
 
