@@ -9,18 +9,23 @@ column, the value and the row.  Nothing here widens a domain.
 Every cell is mapped by itself (privacy: a per-record map)
 ----------------------------------------------------------
 The code of a cell depends on that cell and the public schema only, never on
-the other cells of its column: no step looks at a column's dtype to decide
-how to read a value.  Text cells (from :func:`edprf_core.read_table`) and
-typed in-memory cells go through the same rules:
+the other cells of its column: a column's dtype may choose *how fast* a cell is
+read (Arrow's element-wise kernels for a column of text, numpy for numbers,
+Python one cell at a time for mixed objects), never *what* it reads as.  Text
+cells (from :func:`edprf_core.read_table`) and typed in-memory cells go through
+the same rules (the text rules are written out in :mod:`edprf_core._cell_text`):
 
 - text cells lose surrounding whitespace (``Schema.strip_whitespace``);
 - missing: ``None``/``NaN``, or a cell whose text is one of the schema's
   ``missing_values`` (default ``""`` and ``"?"``); the feature's rule then
   refuses the row, imputes a public constant, or gives missing values a code
   of their own (``missing = "separate"``);
-- a continuous cell is a number when it parses as a finite float by itself
-  (``"7"``, ``" 7 "``, ``"7.0"``, ``"1e3"``); ``"inf"``, ``"1e309"``, ``"nan"``
-  and text are *not a number* (the row is refused, i.e. dropped at a party);
+- a continuous text cell is a number when, stripped, it is an ASCII decimal
+  (``"7"``, ``" 7 "``, ``"7.0"``, ``"-0"``, ``"1e3"``) whose correctly rounded
+  float is finite; ``"inf"``, ``"1e309"``, ``"nan"``, ``"1_000"`` and other
+  text are *not a number* (the row is refused, i.e. dropped at a party); a cell
+  that is not text is a number when it is a real number (``int``, ``float``,
+  ``bool``, ``Decimal``, numpy scalars) whose ``float`` is finite;
 - a categorical cell with numeric declared categories is compared as a
   number (``"007"`` is ``7``); with string categories its text is compared
   exactly (``str(value)`` for in-memory values: ``1.0`` is ``"1.0"``, not
