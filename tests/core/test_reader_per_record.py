@@ -18,10 +18,11 @@ from tests.federation._neighbours import SCHEMA_TOML
 
 SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age (continuous), code and grade (categorical), outcome
 HEADER = b"age,code,grade,outcome"
-MAX_CHARS = 4000
+MAX_CHARS = 10_000  # above the test's block size: a kept line can span what would be two blocks
 
 HOSTILE = {
     "huge_number": b"9" * 3000 + b",007,1,0",
+    "longer_than_a_block": b"30," + b"x" * 6000 + b",1,0",
     "overflow": b"1e309,12,2,1",
     "nan_token": b"NaN,12,2,1",
     "stray_quote": b'3"0,007,1,0',
