@@ -287,13 +287,13 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
                 epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party,
                 split_mode=cfg.split_mode, n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
                 leaf=cfg.leaf, depth_rule=cfg.depth_rule, seed=cfg.seed)
-            t, _ = timed(lambda: Party(setup).train(request))
+            t, _ = timed(lambda request=request: Party(setup).train(request))
             party_times.append(t)
             log(f"  training request {i + 1}/{args.party_runs}: {t:.2f} s")
     party = statistics.median(party_times)
     head = "| measurement | ours | ours (s) | pandas.read_csv (s) | ratio | target | met |"
     out = ["", f"## The party's data path, {rows:,} rows", "",
-           "The file is the diabetes rows repeated (written to a temporary directory). Ours: "
+           ("The file is the diabetes rows repeated (written to a temporary directory). Ours: "
            "`client._local_data.load_local_data` (the per-record reader `read_table`, the schema's per-record "
            "filter `conforming_rows`, the keyed hold-out split), and `read_table` alone; the baseline is "
            "`pandas.read_csv(path)` with its defaults (type inference). Same process, alternating, median of "
@@ -301,7 +301,7 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
            f"schema and ledger loaded; data read; DP row count; tree grown; release encoded): the coordinator's "
            f"default request (epsilon {cfg.epsilon:g}, depth rule {cfg.depth_rule} up to {cfg.max_depth}, "
            f"{cfg.trees_per_party} tree, {cfg.n_bins} bins, {cfg.leaf} leaves, no seed: exact samplers), "
-           f"{args.party_runs} requests.", "", head, "|" + "---|" * (head.count("|") - 1)]
+           f"{args.party_runs} requests."), "", head, "|" + "---|" * (head.count("|") - 1)]
     for key, label in (("load_local_data", "read, filter and split (load_local_data)"),
                        ("read_table", "read only (read_table)")):
         t = read_times[key][0]

@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-__all__ = ["NUMBER_PATTERN", "WHITESPACE", "number_of_text", "text_array", "text_numbers", "text_numbers_arrow",
-           "strip_text"]
+__all__ = ["NUMBER_PATTERN", "WHITESPACE", "Cells", "number_of_text", "strip_text", "text_array", "text_numbers",
+           "text_numbers_arrow"]
 
 WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
 """Every character ``str.strip()`` removes (29 code points, from ``\\t`` to U+3000)."""

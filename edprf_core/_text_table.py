@@ -267,9 +267,8 @@ class _Lines:
 
     def read(self, block: memoryview, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
         """The rows of one block (one Arrow string array per column) and their line numbers."""
-        raw = bytes(block) if self._options is None else block
-        if self._options is None or not len(block):
-            return self._python(raw if isinstance(raw, bytes) else bytes(raw), first_number)
+        if self._options is None:
+            return self._python(bytes(block), first_number)
         buf = np.frombuffer(block, dtype=np.uint8)
         breaks = np.flatnonzero(buf == 10)
         starts = np.concatenate(([0], breaks + 1))
@@ -292,6 +291,9 @@ class _Lines:
             plain &= _line_counts(solid, starts) > 0
         numbers = first_number + np.arange(len(starts), dtype=np.int64)
         columns = self._arrow(block, starts, ends, plain)
+        if columns is None:  # Arrow refused the plain lines: the Python rules read them (never the file fails)
+            plain[:] = False
+            columns = [pa.chunked_array([], pa.large_string()) for _ in range(self.width)]
         others = np.flatnonzero(~plain)
         if not others.size:
             return columns, numbers
@@ -307,8 +309,8 @@ class _Lines:
         return _merged(columns, numbers[plain], rows, numbers[kept])
 
     def _arrow(self, block: memoryview, starts: np.ndarray, ends: np.ndarray,
-               plain: np.ndarray) -> list[pa.ChunkedArray]:
-        """Arrow's CSV parser on the plain lines (copied together unless every line is plain)."""
+               plain: np.ndarray) -> list[pa.ChunkedArray] | None:
+        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
         parse, convert, names = self._options
         if plain.all():
             data = block
@@ -325,8 +327,11 @@ class _Lines:
                                   convert_options=convert)
         except pa.ArrowInvalid:  # invalid UTF-8: replacement characters, as the rules read each line
             fixed = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
-            table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(fixed)), read_options=options, parse_options=parse,
-                                  convert_options=convert)
+            try:
+                table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(fixed)), read_options=options,
+                                      parse_options=parse, convert_options=convert)
+            except pa.ArrowInvalid:
+                return None
         return [table.column(j) for j in range(len(names))]
 
     def _python(self, block: bytes, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:

@@ -130,3 +130,16 @@ def test_labels_are_aliased_cell_by_cell():
     schema = replace(SCHEMA, label=LabelSpec("outcome", ("0", "1"), aliases=(("yes", "1"),)))
     series = _label_series(pd.Series([" yes", "0", "yes.", None], dtype="str"), schema, CellRules.of(schema))
     assert series.tolist()[:3] == ["1", "0", "yes."] and pd.isna(series.tolist()[3])
+
+
+def test_lines_arrow_cannot_parse_are_read_by_the_python_rules(tmp_path, small_blocks, monkeypatch):
+    """No file-wide failure: if Arrow's parser refused a block, its lines go through the rules one by one."""
+    data = b"\n".join([HEADER, *_lines(500), HOSTILE["non_utf8"], HOSTILE["quoted_fields"]]) + b"\n"
+    (tmp_path / "d.csv").write_bytes(data)
+    expected = _rows(tmp_path / "d.csv")
+
+    def refuse(*args, **kwargs):
+        raise text_table.pa.ArrowInvalid("refused")
+
+    monkeypatch.setattr(text_table.pcsv, "read_csv", refuse)
+    assert _rows(tmp_path / "d.csv") == expected
