@@ -216,8 +216,9 @@ class CellRules:
         """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
         text = _text_cells(series)
         if text is not None:
-            tokens = pa.array(self.missing_values, type=text.type)
-            hit = pc.or_(pc.is_null(text), pc.fill_null(pc.is_in(text, value_set=tokens), False))
+            hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
+            if text.null_count:
+                hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
             return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
 
