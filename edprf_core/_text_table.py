@@ -167,6 +167,9 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     by Arrow's CSV parser with quoting, type inference and null values turned
     off, which then splits exactly like ``str.split(sep)``.  Every other line
     goes through :func:`_line_fields` alone, the rules written out in Python.
+    (Arrow's parser checks the number of fields of every line it gets and refuses
+    its whole input if one is off; only then are the separators counted line by
+    line, and the lines with another count go the Python way.)
     Which way a line goes is decided from its own bytes, so both ways give each
     line the fate the rules give it alone.  Lines are read in blocks of about
     :data:`_BLOCK_BYTES` (cut after a line break: no line is split).
@@ -276,8 +279,7 @@ class _Lines:
             starts = starts[:-1]
         ends = np.append(breaks, len(buf))[: len(starts)]
         content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
-        plain = (content_end - starts) <= self.max_line_chars  # bytes >= characters
-        plain &= _line_counts(buf == ord(self.sep), starts) == self.width - 1
+        plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
         bom = starts + 3 <= len(buf)  # Arrow's parser drops a byte-order mark that starts its input: not plain
         bom[bom] = np.all(buf[starts[bom, None] + np.arange(3)] == np.frombuffer(_BOM, dtype=np.uint8), axis=1)
         plain &= ~bom
@@ -290,7 +292,12 @@ class _Lines:
             solid = (buf < 128) & ~np.isin(buf, _ASCII_WHITESPACE)  # character, the rules decide it
             plain &= _line_counts(solid, starts) > 0
         numbers = first_number + np.arange(len(starts), dtype=np.int64)
+        # Optimistic first: Arrow's parser checks every line's number of fields and refuses the whole input
+        # if one is off; only then are the separators counted line by line (the same lines end up plain).
         columns = self._arrow(block, starts, ends, plain)
+        if columns is None:
+            plain &= _line_counts(buf == ord(self.sep), starts) == self.width - 1
+            columns = self._arrow(block, starts, ends, plain)
         if columns is None:  # Arrow refused the plain lines: the Python rules read them (never the file fails)
             plain[:] = False
             columns = [pa.chunked_array([], pa.large_string()) for _ in range(self.width)]
@@ -325,8 +332,10 @@ class _Lines:
         try:
             table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=options, parse_options=parse,
                                   convert_options=convert)
-        except pa.ArrowInvalid:  # invalid UTF-8: replacement characters, as the rules read each line
+        except pa.ArrowInvalid:  # another number of fields, or invalid UTF-8 (read with replacement characters)
             fixed = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
+            if fixed == bytes(data):  # valid UTF-8: the number of fields was off somewhere
+                return None
             try:
                 table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(fixed)), read_options=options,
                                       parse_options=parse, convert_options=convert)
