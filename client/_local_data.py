@@ -57,7 +57,7 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
         # Not refused: whether any usable row exists is itself data (one record away from a
         # release); training on no rows is still epsilon-DP, just uninformative.
         log.warning("local data: no row conforms to the schema; the release will carry no information")
-    X, y = table.X[keep], table.y[keep]
+    X, y = (table.X, table.y) if keep.all() else (table.X[keep], table.y[keep])
     # The side of the split is a keyed hash of the row's own cells: adding or removing a
     # record never moves another row to the other side (and equal rows go to the same side).
     hold = _keyed_uniform(pd.concat([X, y], axis=1), salt) < holdout_fraction

@@ -192,8 +192,9 @@ def _occupied_histograms(
     the outside something no mechanism paid for.  Nothing derived from the
     occupancy leaves this function except the counts feeding the mechanisms.
     """
-    occupied, compact = np.unique(node_of_row, return_inverse=True)
-    compact = compact.ravel()
+    present = np.bincount(node_of_row) > 0  # a count per node index instead of a sort (same result as np.unique)
+    occupied = np.flatnonzero(present)
+    compact = (np.cumsum(present) - 1)[node_of_row]
     per_node = n_bins * n_classes * 16  # int64 bincount + its float64 copy
     block = max(1, MAX_HISTOGRAM_BYTES // per_node)
     if occupied.size > block:

@@ -9,18 +9,23 @@ column, the value and the row.  Nothing here widens a domain.
 Every cell is mapped by itself (privacy: a per-record map)
 ----------------------------------------------------------
 The code of a cell depends on that cell and the public schema only, never on
-the other cells of its column: no step looks at a column's dtype to decide
-how to read a value.  Text cells (from :func:`edprf_core.read_table`) and
-typed in-memory cells go through the same rules:
+the other cells of its column: a column's dtype may choose *how fast* a cell is
+read (Arrow's element-wise kernels for a column of text, numpy for numbers,
+Python one cell at a time for mixed objects), never *what* it reads as.  Text
+cells (from :func:`edprf_core.read_table`) and typed in-memory cells go through
+the same rules (the text rules are written out in :mod:`edprf_core._cell_text`):
 
 - text cells lose surrounding whitespace (``Schema.strip_whitespace``);
 - missing: ``None``/``NaN``, or a cell whose text is one of the schema's
   ``missing_values`` (default ``""`` and ``"?"``); the feature's rule then
   refuses the row, imputes a public constant, or gives missing values a code
   of their own (``missing = "separate"``);
-- a continuous cell is a number when it parses as a finite float by itself
-  (``"7"``, ``" 7 "``, ``"7.0"``, ``"1e3"``); ``"inf"``, ``"1e309"``, ``"nan"``
-  and text are *not a number* (the row is refused, i.e. dropped at a party);
+- a continuous text cell is a number when, stripped, it is an ASCII decimal
+  (``"7"``, ``" 7 "``, ``"7.0"``, ``"-0"``, ``"1e3"``) whose correctly rounded
+  float is finite; ``"inf"``, ``"1e309"``, ``"nan"``, ``"1_000"`` and other
+  text are *not a number* (the row is refused, i.e. dropped at a party); a cell
+  that is not text is a number when it is a real number (``int``, ``float``,
+  ``bool``, ``Decimal``, numpy scalars) whose ``float`` is finite;
 - a categorical cell with numeric declared categories is compared as a
   number (``"007"`` is ``7``); with string categories its text is compared
   exactly (``str(value)`` for in-memory values: ``1.0`` is ``"1.0"``, not
@@ -32,13 +37,18 @@ Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import ArrayLike, NDArray
 
+from ._cell_text import strip_text, text_array, text_numbers, text_numbers_arrow
 from ._exceptions import DataValidationError
 from ._schema import DEFAULT_MISSING_VALUES, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, Schema
 
@@ -103,7 +113,9 @@ def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
         frame = X.copy(deep=False)
         frame.columns = names
         return frame
-    arr = np.asarray(X, dtype=object)
+    arr = np.asarray(X)
+    if arr.dtype.kind not in "biuf":  # numbers stay numbers (each cell's float is the same either way)
+        arr = np.asarray(X, dtype=object)
     if arr.ndim != 2:
         raise DataValidationError(f"X must be 2-D, got an array of shape {arr.shape}")
     if arr.shape[1] != schema.n_features:
@@ -135,6 +147,33 @@ def _reject(column: str, what: str, series: pd.Series, mask: NDArray[np.bool_], 
     problems.append((column, what, mask.copy()))
 
 
+_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+"""Text columns after :meth:`CellRules.clean` (pandas' ``str``, held by Arrow)."""
+
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "boolean", "empty")
+
+
+def _text_cells(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
+    """The column as one Arrow string array when every cell is text or missing (null); None otherwise.
+
+    Which route a column takes never changes a cell's result: text cells are read by
+    the rules of :mod:`edprf_core._cell_text` on both routes, the Arrow kernels only
+    faster (a column with some non-text cell is read cell by cell below).
+    """
+    dtype = series.dtype
+    arrow_text = isinstance(dtype, pd.StringDtype) or (
+        isinstance(dtype, pd.ArrowDtype) and (pa.types.is_string(dtype.pyarrow_dtype)
+                                              or pa.types.is_large_string(dtype.pyarrow_dtype)))
+    if arrow_text and (not isinstance(dtype, pd.StringDtype) or dtype.storage == "pyarrow"):
+        return pa.array(series.array)  # no copy (a ChunkedArray when the column has several chunks)
+    if not (arrow_text or dtype == object or isinstance(dtype, pd.CategoricalDtype)):
+        return None
+    values = series.to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "empty"):
+        return None
+    return text_array(values)
+
+
 @dataclass(frozen=True)
 class CellRules:
     """How every cell is read before its column's rule applies (public: from the schema)."""
@@ -149,13 +188,20 @@ class CellRules:
     def clean(self, series: pd.Series) -> pd.Series:
         """The cells with surrounding whitespace removed from text cells (each cell alone).
 
-        A cell is read the same whatever dtype pandas or Arrow gave its column: a column that
-        is not numeric (object, pandas 3's ``str``, ``string[python]``, ``string[pyarrow]``,
-        ``category``) is read as Python objects, one cell at a time.  Numeric columns hold no
-        text and are returned as they are.
+        A cell is read the same whatever dtype pandas or Arrow gave its column.  Numeric
+        columns hold no text and are returned as they are.  A column of text cells (and
+        missing ones) comes back as an Arrow-held ``str`` column, stripped by Arrow's
+        element-wise kernel; any other column (text mixed with numbers or other objects,
+        and text Arrow cannot hold) as Python objects, text cells stripped one at a time
+        by ``str.strip``, which removes the same characters.
         """
         if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
             return series
+        text = _text_cells(series)
+        if text is not None:
+            if self.strip_whitespace:
+                text = strip_text(text)
+            return pd.Series(text, index=series.index, dtype=_TEXT_DTYPE, name=series.name)
         cells = series.astype(object)
         cells = cells.where(cells.notna(), np.nan)  # pd.NA of string/Arrow columns reads as NaN, like None
         if not self.strip_whitespace:
@@ -168,32 +214,78 @@ class CellRules:
 
     def missing(self, series: pd.Series) -> NDArray[np.bool_]:
         """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
+        text = _text_cells(series)
+        if text is not None:
+            hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
+            if text.null_count:
+                hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
+            return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
 
 
 _DEFAULT_RULES = CellRules()
 
 
-def _parse_numbers(series: pd.Series) -> NDArray[np.float64]:
-    """Each cell as a float by itself; NaN where a cell is not a finite number.
+def _number_of_object(value: object) -> float:
+    """The rule for a cell that is not text: a real number's float value when finite, else NaN."""
+    if isinstance(value, (numbers.Real, Decimal, np.bool_)):
+        try:
+            x = float(value)
+        except (OverflowError, ValueError, TypeError):
+            return np.nan
+        return x if np.isfinite(x) else np.nan
+    return np.nan
 
-    ``pd.to_numeric(errors="coerce")`` converts element by element; the
-    float64 view of its result does not depend on which other cells share the
-    column (an integer result is converted exactly as its text would parse).
+
+def _numbers_of_objects(values: NDArray[np.object_]) -> NDArray[np.float64]:
+    """:func:`_number_of_object` of every cell (numpy's conversion when all are plain numbers: the same floats)."""
+    if pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:
+        try:
+            x = np.asarray(values, dtype=np.float64)  # float(v) cell by cell
+        except (OverflowError, ValueError, TypeError):
+            pass
+        else:
+            return np.where(np.isfinite(x), x, np.nan)
+    return np.fromiter(map(_number_of_object, values), np.float64, count=len(values))
+
+
+def _parse_numbers(series: pd.Series, skip: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
+    """Each cell as a float by itself; NaN where a cell is not a finite number (and where ``skip``).
+
+    Text cells follow :func:`edprf_core._cell_text.number_of_text`; other cells
+    :func:`_number_of_object`.  No step reads a cell as an integer first or picks a
+    result dtype for the column, so a cell's float never depends on its neighbours.
     """
-    x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    return np.where(np.isfinite(x), x, np.nan)
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        text = _text_cells(series)
+        if text is not None:
+            if skip is not None and skip.any():
+                text = pc.if_else(pa.array(skip), pa.scalar(None, text.type), text)
+            return text_numbers_arrow(text)
+        values = series.to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:  # no text cell at all
+            return _numbers_of_objects(values) if skip is None else np.where(skip, np.nan, _numbers_of_objects(values))
+        is_text = np.fromiter((isinstance(v, str) for v in values), bool, count=len(values))
+        x = np.full(len(values), np.nan)
+        if is_text.any():
+            x[is_text] = text_numbers(values[is_text])
+        if not is_text.all():
+            x[~is_text] = _numbers_of_objects(values[~is_text])
+    x = np.where(np.isfinite(x), x, np.nan)
+    return x if skip is None else np.where(skip, np.nan, x)
 
 
 def _as_float(series: pd.Series, column: str, problems: Problems,
               rules: CellRules = _DEFAULT_RULES) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
     missing = rules.missing(series)
-    x = _parse_numbers(series)
+    x = _parse_numbers(series, skip=missing)
     bad = np.isnan(x) & ~missing
     if bad.any():
         _reject(column, "not a finite number", series, bad, problems)
-    return np.where(missing, np.nan, x), missing
+    return x, missing
 
 
 def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64],
@@ -216,10 +308,32 @@ def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDA
     return codes
 
 
-def _lookup(values: pd.Series, categories: Sequence[object]) -> NDArray[np.int32]:
-    """Index of each value among ``categories``; -1 where absent (hash lookup, cell by cell)."""
+def _lookup(values: pd.Series, categories: Sequence[str]) -> NDArray[np.int32]:
+    """Index of each cell's text among ``categories``; -1 where absent (hash lookup, cell by cell).
+
+    A cell that is not text is compared as ``str(value)``.
+    """
+    text = _text_cells(values)
+    if text is not None:
+        index = pc.index_in(text, value_set=pa.array(list(categories), type=text.type))
+        return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int32)
     index = pd.Index(list(categories), dtype=object)
-    return index.get_indexer(pd.Index(values.to_numpy(dtype=object), dtype=object)).astype(np.int32)
+    cells = values.astype(object).map(str)
+    return index.get_indexer(pd.Index(cells.to_numpy(dtype=object), dtype=object)).astype(np.int32)
+
+
+def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArray[np.int32]:
+    """Index of each number among ``categories`` (compared as floats: ``-0.0`` is ``0``); -1 where absent or NaN."""
+    cats = np.asarray(categories, dtype=np.float64)
+    if cats.size <= 8:  # a few comparisons beat a search
+        codes = np.full(x.shape, -1, dtype=np.int32)
+        for k in range(cats.size - 1, -1, -1):  # declared categories are distinct as floats
+            codes[x == cats[k]] = k
+        return codes
+    order = np.argsort(cats, kind="stable")
+    ranked = cats[order]
+    pos = np.clip(np.searchsorted(ranked, x), 0, ranked.size - 1)
+    return np.where(ranked[pos] == x, order[pos], -1).astype(np.int32)
 
 
 def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category",
@@ -227,10 +341,9 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
     missing = rules.missing(series)
     numeric = not isinstance(feature.categories[0], str)
     if numeric:
-        as_num = _parse_numbers(series)
-        codes = _lookup(pd.Series(as_num).fillna(np.inf), [float(c) for c in feature.categories])
+        codes = _number_lookup(_parse_numbers(series, skip=missing), [float(c) for c in feature.categories])
     else:
-        codes = _lookup(series.astype(object).map(str), [str(c) for c in feature.categories])
+        codes = _lookup(series, [str(c) for c in feature.categories])
     codes = np.where(missing, -2, codes)
     for rule_name, mask, label in (("missing", codes == -2, "missing value (NaN, None or a missing token)"), ("unknown", codes == -1, f"undeclared {what}")):
         if not mask.any():
@@ -272,7 +385,13 @@ def _label_series(y: ArrayLike | pd.Series, schema: Schema, rules: CellRules) ->
     series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     series = rules.clean(series)
     aliases = dict(schema.label.aliases)
-    if aliases:  # cell by cell, whatever the column's dtype (clean made text columns objects)
+    text = _text_cells(series) if aliases else None
+    if text is not None:  # a text column (clean made it Arrow-held): the alias's class as text, cell by cell
+        found = pc.index_in(text, value_set=pa.array(list(aliases), type=text.type))
+        targets = pa.array([str(c) for c in aliases.values()], type=text.type)  # numbers: their repr parses back
+        text = pc.coalesce(pc.take(targets, found), text)
+        return pd.Series(text, index=series.index, dtype=_TEXT_DTYPE, name=series.name)
+    if aliases:  # cell by cell, whatever the column's dtype
         hit = series.isin(list(aliases)).to_numpy()
         if hit.any():
             series = series.copy()

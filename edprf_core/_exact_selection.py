@@ -132,6 +132,6 @@ class ExactPermuteAndFlip:
         values = u.astype(np.int64)
         for i in range(u.shape[0]):  # one exact draw per selection (OpenDP has no batched form)
             index = np.flatnonzero(ok[i])
-            if index.size:
-                out[i] = index[self._measurement(float(eps[i]))(values[i, index].tolist())]
+            if index.size:  # an int64 array goes to OpenDP's i64 vector as is (no per-element Python checks)
+                out[i] = index[self._measurement(float(eps[i]))(np.ascontiguousarray(values[i, index]))]
         return out

@@ -92,6 +92,9 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
     It reads the label values, so ``fit`` calls it after the accountant's charge: a failure
     that depends on a value costs the fit's ε like any other value-dependent failure.
     """
+    dtype = getattr(y, "dtype", None)
+    if isinstance(dtype, pd.StringDtype) or (isinstance(dtype, pd.ArrowDtype) and dtype.kind in "OSU"):
+        return  # text cells: type_of_target can only say "continuous" of floats (and would sort them all)
     try:
         kind = type_of_target(y, input_name="y")
     except (ValueError, TypeError):  # NaN, mixed or unreadable labels: the label encoder explains

@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
 
 from ._exceptions import DataValidationError
 from ._schema import Schema
@@ -59,6 +61,7 @@ MAX_LINE_CHARS = 1 << 20
 """Longest data line kept (1,048,576 characters): longer lines are dropped, whatever they hold."""
 
 _BOM = b"\xef\xbb\xbf"
+_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,52 +148,228 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     max_line_chars : int, default 1,048,576
         Longer lines are dropped.
 
+    Returns
+    -------
+    TextTable
+        Columns of pandas' ``str`` dtype, held by Arrow (every cell is text).
+
+    Notes
+    -----
     Privacy cost: none.  The map from a line to a row (or to "dropped") depends
     on that line only, so the rows read from neighbouring files are
     neighbouring (a stable transformation).  Raises ``ValueError`` /
     :class:`DataValidationError` for file-level problems only.
+
+    Speed without coupling: a line that plainly meets the rules (no quote, no
+    carriage return but a final one, no byte-order mark at its start, at most
+    ``max_line_chars`` bytes, exactly one separator fewer than the header's
+    fields, visible characters, an ASCII separator) is split
+    by Arrow's CSV parser with quoting, type inference and null values turned
+    off, which then splits exactly like ``str.split(sep)``.  Every other line
+    goes through :func:`_line_fields` alone, the rules written out in Python.
+    (Arrow's parser checks the number of fields of every line it gets and refuses
+    its whole input if one is off; only then are the separators counted line by
+    line, and the lines with another count go the Python way.)
+    Which way a line goes is decided from its own bytes, so both ways give each
+    line the fate the rules give it alone.  Lines are read in blocks of about
+    :data:`_BLOCK_BYTES` (cut after a line break: no line is split).
     """
     if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
         raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
     p = Path(path)
     if p.suffix.lower() in PARQUET_SUFFIXES:
         return _read_parquet(p, schema)
-    lines = _read_bytes(p).decode("utf-8", errors="replace").split("\n")
-    start = 0
-    first = None
+    data = _read_bytes(p)
+    start, number, first = 0, 1, None
     if header:
-        while start < len(lines) and not lines[start].strip():
-            start += 1
-        if start < len(lines):
-            first = lines[start].removesuffix("\r")
-            start += 1
+        start, number, first = _header_line(data)
     names = _header_names(schema, first, sep, header, p)
-    width = len(names)
-    rows: list[list[str]] = []
-    numbers: list[int] = []
-    dropped: list[str] = []
-    for number, line in enumerate(lines[start:], start=start + 1):
-        line = line.removesuffix("\r")
-        if not line.strip():
-            continue
-        if len(line) > max_line_chars:
-            dropped.append(f"line {number}: longer than {max_line_chars} characters")
-            continue
-        fields = _split_line(line, sep)
-        if fields is None:
-            dropped.append(f"line {number}: unbalanced quotes")
-        elif len(fields) != width:
-            dropped.append(f"line {number}: {len(fields)} fields, expected {width}")
-        else:
-            rows.append(fields)
-            numbers.append(number)
-    cells = np.empty((len(rows), width), dtype=object)
-    if rows:
-        cells[:] = rows
-    frame = pd.DataFrame(cells, columns=names, dtype=object)
+    reader = _Lines(sep, len(names), max_line_chars)
+    pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
+    for block in _blocks(data, start, _BLOCK_BYTES):
+        pieces.append(reader.read(block, number))
+        number += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+    columns = [pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
+               for j in range(len(names))]
+    numbers = np.concatenate([piece[1] for piece in pieces]) if pieces else np.empty(0, dtype=np.int64)
+    frame = pd.DataFrame({name: pd.Series(column, dtype=_TEXT_DTYPE) for name, column in zip(names, columns)})
     label = schema.label.column
-    return TextTable(X=frame.drop(columns=[label]), y=frame[label], line_numbers=np.asarray(numbers, dtype=np.int64),
-                     dropped=dropped)
+    return TextTable(X=frame.drop(columns=[label]), y=frame[label], line_numbers=numbers, dropped=reader.dropped)
+
+
+_BLOCK_BYTES = 1 << 26
+"""Bytes of lines read at a time (64 MiB; a longer line makes its block longer)."""
+
+_ASCII_WHITESPACE = np.array([c for c in range(128) if chr(c).isspace()], dtype=np.uint8)
+
+
+def _decoded(line: bytes) -> str:
+    """A line's text: UTF-8 with replacement characters, one trailing carriage return removed."""
+    return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+
+def _header_line(data: bytes) -> tuple[int, int, str | None]:
+    """Where the data lines start, the number of the first of them, and the header (the first non-blank line)."""
+    pos, number = 0, 1
+    while pos <= len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        line = _decoded(data[pos:end])
+        pos, number = end + 1, number + 1
+        if line.strip():
+            return pos, number, line
+    return pos, number, None
+
+
+def _blocks(data: bytes, start: int, size: int):
+    """Consecutive pieces of ``data[start:]``, each ending just after a line break (the last: at the end)."""
+    pos = start
+    while pos < len(data):
+        cut = data.rfind(b"\n", pos, pos + size)
+        if cut < 0 or pos + size >= len(data):
+            cut = data.find(b"\n", pos + size) if pos + size < len(data) else -1
+        end = len(data) if cut < 0 else cut + 1
+        yield memoryview(data)[pos:end]
+        pos = end
+
+
+def _line_fields(line: str, sep: str, width: int, max_line_chars: int) -> list[str] | str | None:
+    """The rules for one line (after decoding): its fields, a note on why it is dropped, or None when blank."""
+    if not line.strip():
+        return None
+    if len(line) > max_line_chars:
+        return f"longer than {max_line_chars} characters"
+    fields = _split_line(line, sep)
+    if fields is None:
+        return "unbalanced quotes"
+    if len(fields) != width:
+        return f"{len(fields)} fields, expected {width}"
+    return fields
+
+
+def _line_counts(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many flagged bytes each line holds (a line runs from its start to the next line's start)."""
+    return np.add.reduceat(flags.view(np.uint8), starts, dtype=np.int32 if flags.size < 2**31 else np.int64)
+
+
+class _Lines:
+    """Reads blocks of lines under the per-line rules; collects the notes on dropped lines."""
+
+    def __init__(self, sep: str, width: int, max_line_chars: int) -> None:
+        self.sep, self.width, self.max_line_chars = sep, width, max_line_chars
+        self.dropped: list[str] = []
+        self._options = None
+        if sep.isascii():
+            names = [f"c{j}" for j in range(width)]
+            self._options = (
+                pcsv.ParseOptions(delimiter=sep, quote_char=False, double_quote=False, escape_char=False,
+                                  newlines_in_values=False, ignore_empty_lines=False),
+                pcsv.ConvertOptions(column_types={n: pa.large_string() for n in names}, strings_can_be_null=False,
+                                    quoted_strings_can_be_null=False, null_values=[], check_utf8=True),
+                names)
+
+    def read(self, block: memoryview, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+        """The rows of one block (one Arrow string array per column) and their line numbers."""
+        if self._options is None:
+            return self._python(bytes(block), first_number)
+        buf = np.frombuffer(block, dtype=np.uint8)
+        breaks = np.flatnonzero(buf == 10)
+        starts = np.concatenate(([0], breaks + 1))
+        if starts[-1] == len(buf):  # the block ends with a line break: no line after it
+            starts = starts[:-1]
+        ends = np.append(breaks, len(buf))[: len(starts)]
+        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
+        plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
+        bom = starts + 3 <= len(buf)  # Arrow's parser drops a byte-order mark that starts its input: not plain
+        bom[bom] = np.all(buf[starts[bom, None] + np.arange(3)] == np.frombuffer(_BOM, dtype=np.uint8), axis=1)
+        plain &= ~bom
+        for byte in (34, 13):  # a quote anywhere, or a carriage return before the last character
+            at = np.flatnonzero(buf == byte)
+            if at.size:
+                line = np.searchsorted(breaks, at)
+                plain[line[at < content_end[line]]] = False
+        if self.sep.isspace():  # a line of separators and spaces only is blank: without a visible ASCII
+            solid = (buf < 128) & ~np.isin(buf, _ASCII_WHITESPACE)  # character, the rules decide it
+            plain &= _line_counts(solid, starts) > 0
+        numbers = first_number + np.arange(len(starts), dtype=np.int64)
+        # Optimistic first: Arrow's parser checks every line's number of fields and refuses the whole input
+        # if one is off; only then are the separators counted line by line (the same lines end up plain).
+        columns = self._arrow(block, starts, ends, plain)
+        if columns is None:
+            plain &= _line_counts(buf == ord(self.sep), starts) == self.width - 1
+            columns = self._arrow(block, starts, ends, plain)
+        if columns is None:  # Arrow refused the plain lines: the Python rules read them (never the file fails)
+            plain[:] = False
+            columns = [pa.chunked_array([], pa.large_string()) for _ in range(self.width)]
+        others = np.flatnonzero(~plain)
+        if not others.size:
+            return columns, numbers
+        rows, kept = [], []
+        for i in others:
+            fate = _line_fields(_decoded(bytes(block[starts[i]:ends[i]])), self.sep, self.width,
+                                self.max_line_chars)
+            if isinstance(fate, list):
+                rows.append(fate)
+                kept.append(i)
+            elif fate is not None:
+                self.dropped.append(f"line {numbers[i]}: {fate}")
+        return _merged(columns, numbers[plain], rows, numbers[kept])
+
+    def _arrow(self, block: memoryview, starts: np.ndarray, ends: np.ndarray,
+               plain: np.ndarray) -> list[pa.ChunkedArray] | None:
+        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
+        parse, convert, names = self._options
+        if plain.all():
+            data = block
+        else:
+            edges = np.flatnonzero(np.diff(np.concatenate(([0], plain.view(np.int8), [0]))))
+            stops = np.append(starts, len(block))
+            data = b"".join(block[stops[a]:stops[b]] for a, b in zip(edges[::2], edges[1::2]))
+        if not len(data):
+            return [pa.chunked_array([], pa.large_string()) for _ in names]
+        longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
+        options = pcsv.ReadOptions(column_names=names, block_size=int(min(max(1 << 20, 2 * longest + 16), 1 << 30)))
+        try:
+            table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=options, parse_options=parse,
+                                  convert_options=convert)
+        except pa.ArrowInvalid:  # another number of fields, or invalid UTF-8 (read with replacement characters)
+            fixed = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
+            if fixed == bytes(data):  # valid UTF-8: the number of fields was off somewhere
+                return None
+            try:
+                table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(fixed)), read_options=options,
+                                      parse_options=parse, convert_options=convert)
+            except pa.ArrowInvalid:
+                return None
+        return [table.column(j) for j in range(len(names))]
+
+    def _python(self, block: bytes, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+        """Every line of a block through the Python rules (a separator that is not ASCII)."""
+        rows, numbers = [], []
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()  # the block ends with a line break: no line after it
+        for k, line in enumerate(lines):
+            fate = _line_fields(_decoded(line), self.sep, self.width, self.max_line_chars)
+            if isinstance(fate, list):
+                rows.append(fate)
+                numbers.append(first_number + k)
+            elif fate is not None:
+                self.dropped.append(f"line {first_number + k}: {fate}")
+        empty = [pa.chunked_array([], pa.large_string()) for _ in range(self.width)]
+        return _merged(empty, np.empty(0, dtype=np.int64), rows, np.asarray(numbers, dtype=np.int64))
+
+
+def _merged(columns: list[pa.ChunkedArray], numbers: np.ndarray, rows: list[list[str]],
+            row_numbers: np.ndarray) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+    """Arrow's rows and the Python-read rows together, in line order."""
+    if not rows:
+        return columns, numbers
+    all_numbers = np.concatenate([numbers, np.asarray(row_numbers, dtype=np.int64)])
+    order = pa.array(np.argsort(all_numbers, kind="stable"))
+    merged = [pa.chunked_array([*column.chunks, pa.array([r[j] for r in rows], type=pa.large_string())]).take(order)
+              for j, column in enumerate(columns)]
+    return merged, np.sort(all_numbers, kind="stable")
 
 
 def _read_parquet(path: Path, schema: Schema) -> TextTable:

@@ -1,0 +1,113 @@
+"""The rules that read one text cell, and their vectorized (Arrow) form.
+
+A text cell is read by itself: its result depends on its own characters and
+the public schema only (``PRIVACY_NOTES.md``, note 11).  Each rule is stated
+here once as a plain Python function on one ``str`` (the specification, also
+used for the rare cells Arrow cannot hold, such as lone surrogates), and once
+as a column of Arrow kernels that apply the same rule to every cell
+independently (:mod:`pyarrow.compute` string kernels are element-wise: the
+output at one position is a function of the input at that position).
+``tests/core/test_cell_text.py`` checks that both forms agree cell by cell.
+
+Rules
+-----
+- whitespace: the characters for which ``str.isspace()`` is true
+  (:data:`WHITESPACE`); stripping removes them at both ends, like
+  ``str.strip()``;
+- a number: after stripping, the cell matches :data:`NUMBER_PATTERN` (ASCII
+  digits, an optional sign, an optional decimal point, an optional exponent)
+  and its value, correctly rounded to the nearest float64, is finite.
+  ``"7"``, ``" 7 "``, ``"-0"``, ``".5"``, ``"1e3"`` are numbers; ``"inf"``,
+  ``"nan"``, ``"1e309"`` (overflows), ``"1_000"``, ``"0x10"``, ``"1,5"``, and
+  digits of other scripts are not.  No cell is read as an integer first: the
+  value never depends on whether other cells of the column hold fractions
+  (pandas' ``to_numeric`` turns ``"-0"`` into ``0`` or ``-0.0`` depending on
+  the column).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+__all__ = ["NUMBER_PATTERN", "WHITESPACE", "Cells", "number_of_text", "strip_text", "text_array", "text_numbers",
+           "text_numbers_arrow"]
+
+WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+"""Every character ``str.strip()`` removes (29 code points, from ``\\t`` to U+3000)."""
+
+NUMBER_PATTERN = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+"""A decimal number: sign, digits with an optional point, optional exponent (ASCII only)."""
+
+Cells = pa.Array | pa.ChunkedArray
+"""Arrow string cells (one array, or the chunks of one column)."""
+
+_NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
+_NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
+
+
+def number_of_text(text: str) -> float:
+    """The rule for one cell: its finite float value, or NaN when it is not a finite number."""
+    text = text.strip()
+    if _NUMBER.match(text) is None:
+        return math.nan
+    value = float(text)  # correctly rounded; the pattern is a subset of what float() accepts
+    return value if math.isfinite(value) else math.nan
+
+
+def strip_text(cells: Cells) -> Cells:
+    """Every text cell without leading and trailing :data:`WHITESPACE` (``str.strip()``, cell by cell)."""
+    return pc.utf8_trim_whitespace(cells)  # the same characters as WHITESPACE (tested for every code point)
+
+
+def text_numbers_arrow(cells: Cells) -> NDArray[np.float64]:
+    """:func:`number_of_text` of every cell of an Arrow string array (NaN for nulls), element-wise.
+
+    The cast to float64 is correctly rounded (the same value as ``float``).  When
+    every non-null cell is a number without surrounding whitespace, or one once
+    stripped, the cast alone reads them; otherwise the cells that match
+    :data:`NUMBER_PATTERN` are cast and the others are NaN.  All routes
+    give every cell the value the rule gives it alone (the cast accepts exactly the
+    pattern's cells plus the words ``inf``/``nan``, whose values are not finite:
+    tested), so which route runs changes the time taken, not any value.
+    """
+    try:  # cells already stripped (the usual case) need no second pass: the cast refuses any whitespace
+        values = pc.cast(cells, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        stripped = strip_text(cells)
+        try:
+            values = pc.cast(stripped, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            matches = pc.match_substring_regex(stripped, _NUMBER_ANCHORED)
+            values = pc.cast(pc.if_else(matches, stripped, pa.scalar(None, stripped.type)), pa.float64())
+    x = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if values.null_count:
+        x = np.where(pc.is_null(values).to_numpy(zero_copy_only=False), np.nan, x)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
+def text_array(cells: NDArray[np.object_]) -> pa.Array | None:
+    """The cells (``str``, or None/NaN for missing) as an Arrow string array; None when Arrow cannot hold one.
+
+    A ``str`` with a lone surrogate has no UTF-8 form: such columns are read by the
+    Python rules instead (same values, cell by cell).
+    """
+    try:
+        return pa.array(cells, type=pa.string(), from_pandas=True)
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        return None
+
+
+def text_numbers(cells: NDArray[np.object_]) -> NDArray[np.float64]:
+    """:func:`number_of_text` of ``str`` cells held in an object array (NaN for None/NaN)."""
+    arrow = text_array(cells)
+    if arrow is not None:
+        return text_numbers_arrow(arrow)
+    return np.fromiter((number_of_text(c) if isinstance(c, str) else math.nan for c in cells), np.float64,
+                       count=len(cells))
