@@ -97,17 +97,18 @@ split 75/25 with the same seed, the test rows untouched; leaf counts,
 automatic bins; accuracy / ROC AUC of the inner validation rows, means over
 seeds), comparing forced tree counts with the rule's depth:
 
-- bank marketing, eps = 0.1 (27,126 rows): 8 trees of depth 3 88.3 % /
-  0.700, 4 of depth 4 88.3 / 0.688, 2 of depth 5 88.6 / 0.678, 1 of depth 5
+- bank marketing, eps = 0.1 (27,126 inner rows): 8 trees of depth 3 88.3 % /
+  0.684, 4 of depth 4 88.4 / 0.682, 2 of depth 5 88.6 / 0.678, 1 of depth 5
   88.6 / 0.604 (majority 88.3 %);
-- diabetes, eps = 0.1 (8,400 rows): 8 trees of depth 1 77.6 / 0.876, 4 of
+- diabetes, eps = 0.1 (8,400 inner rows): 8 trees of depth 1 77.6 / 0.876, 4 of
   depth 2 78.9 / 0.872, 2 of depth 3 79.6 / 0.868, 1 of depth 4 81.1 / 0.860;
 - wall robot (4 classes): one tree beats 2, 4 and 8 at every eps (eps = 1:
   90.5 % against 87.3, 82.1, 79.0), i.e. depth before trees.
 
 Depth 5 keeps the larger budgets unchanged (bank at eps >= 0.5 and diabetes
 at eps >= 0.5 already reach it) and moves only the small ``n * eps`` cases
-from many shallow trees to one or two deeper ones."""
+from many shallow trees to one or two deeper ones.  Command and full table:
+``benchmarks/bench_count_trees.py``, ``benchmarks/results/count_trees.md``."""
 
 DEFAULT_C = 16.0
 DEFAULT_BINS = 20  # recommended n_bins for binary mode (see the module docstring)
