@@ -60,7 +60,7 @@ from ._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
 from ._encoding import FeatureGrid
 from ._schema import Schema
 
-__all__ = ["AUTO_DEPTH_CAP", "AUTO_TREE_CAP", "DEFAULT_BINS", "DEFAULT_C", "branching_factor", "depth_score",
+__all__ = ["AUTO_DEPTH_CAP", "AUTO_TREE_CAP", "DEFAULT_BINS", "DEFAULT_C", "MIN_COUNT_TREE_DEPTH", "branching_factor", "depth_score",
            "leaf_epsilon", "public_bins", "public_depth", "public_shape"]
 
 AUTO_DEPTH_CAP = 12
@@ -76,6 +76,39 @@ inner-training rows) 0.957 with 1 tree, 0.956 with 4, 0.954 with 8; bank
 marketing (27,100 rows) 0.718 with 1... 0.723 with 4 and 0.728 with 8 trees
 at epsilon = 1, and 8 trees best at epsilon = 0.1 as well (0.674).  About
 4,000 rows per tree sits on both optima's plateau."""
+
+MIN_COUNT_TREE_DEPTH = 5
+"""Shallowest tree the automatic rule splits the rows for (leaf counts, depth chosen by the rule).
+
+With ``T`` trees on disjoint rows (or ``eps / T`` each) the public depth
+falls by about one level per doubling of ``T``; at small ``n * eps`` the
+rows-per-tree rule then gives many trees of depth 2 to 3 whose leaves are too
+coarse to isolate any region where a minority class is the majority, and the
+pooled distributions stay near the class prior: the argmax is the majority
+class (held-out census data, eps = 0.1: eight trees of depth 3, 77.8 %
+against 76.4 % majority).  The rule therefore lowers ``T`` (never below 1)
+until :func:`public_depth` for ``T`` trees is at least this depth.  Its
+inputs are the public (or DP-estimated) row count and the budget, so the
+choice costs no epsilon (post-processing of public values and the charged
+DP count).
+
+Chosen on validation rows only (outer seeds 0-2, each seed's training rows
+split 75/25 with the same seed, the test rows untouched; leaf counts,
+automatic bins; accuracy / ROC AUC of the inner validation rows, means over
+seeds), comparing forced tree counts with the rule's depth:
+
+- bank marketing, eps = 0.1 (27,126 inner rows): 8 trees of depth 3 88.3 % /
+  0.684, 4 of depth 4 88.4 / 0.682, 2 of depth 5 88.6 / 0.678, 1 of depth 5
+  88.6 / 0.604 (majority 88.3 %);
+- diabetes, eps = 0.1 (8,400 inner rows): 8 trees of depth 1 77.6 / 0.876, 4 of
+  depth 2 78.9 / 0.872, 2 of depth 3 79.6 / 0.868, 1 of depth 4 81.1 / 0.860;
+- wall robot (4 classes): one tree beats 2, 4 and 8 at every eps (eps = 1:
+  90.5 % against 87.3, 82.1, 79.0), i.e. depth before trees.
+
+Depth 5 keeps the larger budgets unchanged (bank at eps >= 0.5 and diabetes
+at eps >= 0.5 already reach it) and moves only the small ``n * eps`` cases
+from many shallow trees to one or two deeper ones.  Command and full table:
+``benchmarks/bench_count_trees.py``, ``benchmarks/results/count_trees.md``."""
 
 DEFAULT_C = 16.0
 DEFAULT_BINS = 20  # recommended n_bins for binary mode (see the module docstring)
@@ -141,7 +174,9 @@ def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, m
       (at least 1, at most :data:`AUTO_TREE_CAP`).  Averaging the noisy leaf
       distributions of several trees on disjoint rows ranks better than one
       deeper tree once each tree keeps a few thousand rows (see
-      :data:`ROWS_PER_COUNT_TREE`).
+      :data:`ROWS_PER_COUNT_TREE`), but only while each tree's public depth
+      stays at least :data:`MIN_COUNT_TREE_DEPTH`: ``T`` is lowered (to 1 at
+      least) until it does.
     - Trees, ``leaf="label"``: one tree, unless a single tree at the depth cap
       would still score ``k * c`` with ``k >= 2`` (more rows than one tree can
       use): then ``T = min(k, AUTO_TREE_CAP)``.  With a given depth,
@@ -157,8 +192,18 @@ def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, m
             k = depth_score(n_rows, 1, epsilon, depth, schedule=schedule, branching=branching) / c
         return int(min(AUTO_TREE_CAP, max(1.0, math.floor(k))))
 
+    def deep_enough(trees: int) -> int:
+        # Fewest trees down from ``trees`` whose public depth still reaches MIN_COUNT_TREE_DEPTH (else 1).
+        target = min(MIN_COUNT_TREE_DEPTH, depth_cap)
+        while trees > 1 and public_depth(n_rows, trees, epsilon, c=c, schedule=schedule, branching=branching,
+                                         max_depth=depth_cap) < target:
+            trees -= 1
+        return trees
+
     if n_trees is None:
         n_trees = trees_at(depth_cap if max_depth is None else max_depth)
+        if leaf == "counts" and max_depth is None:
+            n_trees = deep_enough(n_trees)
     if max_depth is None:
         max_depth = public_depth(n_rows, n_trees, epsilon, c=c, schedule=schedule, branching=branching,
                                  max_depth=depth_cap)

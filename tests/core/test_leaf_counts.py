@@ -16,7 +16,7 @@ from edprf_core import (
     public_bins,
     public_shape,
 )
-from edprf_core._depth_rule import AUTO_TREE_CAP, ROWS_PER_COUNT_TREE
+from edprf_core._depth_rule import AUTO_TREE_CAP, MIN_COUNT_TREE_DEPTH, ROWS_PER_COUNT_TREE
 from tests.synthetic import make_data, make_schema
 
 
@@ -150,6 +150,21 @@ def test_automatic_trees_grow_with_the_rows():
     assert public_shape(1e9, 1.0, leaf="counts")[0] == AUTO_TREE_CAP
     assert public_shape(50_000, 1.0, leaf="label")[0] == 1  # labels: one tree until the depth cap is reached
     assert public_shape(50_000, 1.0, leaf="counts", depth_cap=3)[1] <= 3
+
+
+def test_count_trees_split_the_rows_only_while_each_tree_stays_deep():
+    # Small rows x epsilon: fewer, deeper trees instead of many of depth 3 (census-like size at eps 0.1).
+    assert public_shape(36_000, 0.095, leaf="counts") == (2, MIN_COUNT_TREE_DEPTH)
+    assert public_shape(11_200, 0.095, leaf="counts")[0] == 1  # no two trees reach depth 5: one tree
+    # Larger budgets keep the rows-per-tree rule: each of its trees already reaches the depth.
+    assert public_shape(36_000, 0.95, leaf="counts")[0] == 36_000 // ROWS_PER_COUNT_TREE
+    for n in (500, 3_000, 12_000, 40_000, 200_000):
+        trees = [public_shape(n, eps, leaf="counts") for eps in (0.05, 0.1, 0.5, 1.0, 2.0, 8.0)]
+        assert all(t == 1 or d >= MIN_COUNT_TREE_DEPTH for t, d in trees)
+        assert [t for t, _ in trees] == sorted(t for t, _ in trees)  # more budget, never fewer trees
+        assert all(t <= max(1, n // ROWS_PER_COUNT_TREE) for t, _ in trees)
+    # A given depth keeps the rows-per-tree count (the user chose the depth).
+    assert public_shape(36_000, 0.095, leaf="counts", max_depth=3)[0] == 36_000 // ROWS_PER_COUNT_TREE
 
 
 def test_bad_shape_options_are_refused_before_reading_data():
