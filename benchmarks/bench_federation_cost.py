@@ -21,7 +21,7 @@ adds start-up time but no numbers.  Seeded research randomness, so the runs
 are reproducible and NOT DP releases.
 
     python benchmarks/bench_federation_cost.py                # ~15 min on 2 cores
-    python benchmarks/bench_federation_cost.py --quick        # 2 seeds, N in {1, 5, 20}
+    python benchmarks/bench_federation_cost.py --quick        # 2 seeds (or --seeds n), N in {1, 5, 20}
 
 Outputs: ``results/federation_cost.{csv,md}``, ``results/federation_cost_<dataset>.png``.
 """
@@ -200,15 +200,15 @@ def plot(df: pd.DataFrame, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--seeds", type=int, default=None, help="seeds 0..n-1 (default 10, or 2 with --quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
     p.add_argument("--parties", default=",".join(map(str, PARTIES)))
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--quick", action="store_true", help="2 seeds, N in {1, 5, 20}")
+    p.add_argument("--quick", action="store_true", help="N in {1, 5, 20} (2 seeds unless --seeds)")
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--out", default=str(RESULTS_DIR))
     args = p.parse_args(argv)
-    seeds = range(2 if args.quick else args.seeds)
+    seeds = range(args.seeds if args.seeds is not None else (2 if args.quick else 10))
     parties = (1, 5, 20) if args.quick else tuple(int(n) for n in args.parties.split(","))
     datasets = args.datasets.split(",")
     jobs = [(d, part, n, s, args.data_dir) for d in datasets for part in PARTITIONS for n in parties for s in seeds]

@@ -411,7 +411,8 @@ class DPForest:
         pooled values and weights are combined with bounded influence
         (item 5, :func:`edprf_core._leaf_distribution.bounded_part_mean`):
         no party's released counts can move the result outside the range
-        the other parties' releases span.
+        the other parties' values span, widened by ``CLIP_MARGIN`` (1) times
+        its width, and its weight is capped at the largest of theirs.
 
         Returns
         -------

@@ -7,6 +7,8 @@ accuracy goal on a fixed federation; honest federations keep their model.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from edprf_core._leaf_distribution import (
     CLIP_MARGIN,
     bounded_part_mean,
     part_consortium_prior,
+    tightest_spread,
 )
 from edprf_core._tree import MAX_LEAF_COUNT
 from tests.forged_releases import ATTACKS, forge
@@ -24,14 +27,20 @@ def test_bounded_part_mean_by_hand():
     # five parts, the last hostile: value 1000 at weight 1e6
     values = np.array([0.0, 1.0, 2.0, 3.0, 1000.0])[:, None]
     weights = np.array([1.0, 1.0, 1.0, 1.0, 1e6])[:, None]
-    # lo = 1 (2nd smallest), hi = 3 (2nd largest), D = 2: values clipped to [1 - 2, 3 + 2]; cap = 1 (2nd largest)
+    # lo = 1 (2nd smallest), hi = 3 (2nd largest); g = 1 (the tightest pair), D = max(2, 1) = 2:
+    # values clipped to [1 - 2, 3 + 2]; cap = 1 (2nd largest)
+    assert tightest_spread(np.sort(values, axis=0), 2)[0] == 1.0
     assert bounded_part_mean(values, weights)[0] == pytest.approx((0 + 1 + 2 + 3 + 5) / 5)
     # honest range [0, 3], D_H = 3: within [0 - 3, 3 + 3]; displacement from the honest mean 1.5 at most
     # s (1 + lambda) D_H with share s = 1/5
     assert abs(2.2 - 1.5) <= 0.2 * (1 + CLIP_MARGIN) * 3
-    # three parts: lo = hi = the median; the hostile value becomes the nearer honest one, its weight the larger
+    # three parts: lo = hi = the median 1, D = g = 1 (the tightest pair {1, 2}): clipped to [0, 2]; the hostile value
+    # becomes 0, its weight the 2nd largest (3)
     got = bounded_part_mean(np.array([[1.0], [2.0], [-50.0]]), np.array([[1.0], [3.0], [1e9]]))
-    assert got[0] == pytest.approx((1 * 1 + 3 * 1 + 3 * 1) / 7)  # every value clipped to the median 1
+    assert got[0] == pytest.approx((1 * 1 + 3 * 2 + 3 * 0) / 7)
+    # two honest parts that agree: the hostile one is held to them, whatever it claims
+    got = bounded_part_mean(np.array([[2.0], [2.0], [1e9]]), np.array([[1.0], [1.0], [1e9]]))
+    assert got[0] == pytest.approx(2.0)
     # two parts: nothing can tell the hostile one apart; the plain weighted mean
     assert bounded_part_mean(np.array([[1.0], [5.0]]), np.array([[1.0], [3.0]]))[0] == pytest.approx(4.0)
     assert bounded_part_mean(values, weights, tolerated=0)[0] == pytest.approx((6 + 1000 * 1e6) / (4 + 1e6))
@@ -41,6 +50,16 @@ def test_bounded_part_mean_by_hand():
     assert np.all(bounded_part_mean(v, np.array([[1.0, 0.0]] * 3))[:, 1] == 0.0)
     with pytest.raises(ValueError, match="weights: expected shape"):
         bounded_part_mean(v, np.ones((3, 3)))
+
+
+def test_tightest_spread_is_the_smallest_range_of_any_subset_of_that_size():
+    rng = np.random.default_rng(7)
+    for n_parts in range(3, 8):
+        values = rng.normal(0.0, 3.0, size=(n_parts, 5)) * rng.integers(1, 100, size=(n_parts, 1))
+        for size in range(2, n_parts + 1):
+            brute = np.min([values[list(c)].max(axis=0) - values[list(c)].min(axis=0)
+                            for c in itertools.combinations(range(n_parts), size)], axis=0)
+            np.testing.assert_allclose(tightest_spread(np.sort(values, axis=0), size), brute)
 
 
 @pytest.mark.parametrize("n_honest", [2, 3, 4, 9])
@@ -58,15 +77,18 @@ def test_one_hostile_part_stays_within_the_bounds_of_the_argument(n_honest):
         got = bounded_part_mean(values, weights)
         low, high = honest_v.min(axis=0), honest_v.max(axis=0)
         spread = high - low
+        ordered = np.sort(values, axis=0)
+        lo, hi = ordered[1], ordered[-2]
+        tight = np.maximum(hi - lo, tightest_spread(ordered, 2))  # D, at most the honest spread D_H
+        assert np.all(tight <= spread + 1e-12)
+        assert n_honest > 2 or np.all(tight > 0)  # three parts: not the median (hi = lo) unless two values agree
         assert np.all(got >= low - CLIP_MARGIN * spread - 1e-9) and np.all(got <= high + CLIP_MARGIN * spread + 1e-9)
         cap = np.sort(weights, axis=0)[-2]
         share = np.minimum(hostile_w[0], cap) / np.minimum(weights, cap).sum(axis=0)
         assert np.all(share <= 0.5 + 1e-12)
         assert np.all(np.minimum(hostile_w[0], cap) <= honest_w.max(axis=0))
         # (c): against the honest parts' weighted mean of their own clipped values
-        ordered = np.sort(values, axis=0)
-        lo, hi = ordered[1], ordered[-2]
-        clipped = np.clip(honest_v, lo - CLIP_MARGIN * (hi - lo), hi + CLIP_MARGIN * (hi - lo))
+        clipped = np.clip(honest_v, lo - CLIP_MARGIN * tight, hi + CLIP_MARGIN * tight)
         w_h = np.minimum(honest_w, cap)[:, None, :]
         honest_mean = (w_h * clipped).sum(axis=0) / w_h.sum(axis=0)
         assert np.all(np.abs(got - honest_mean) <= share * (1 + CLIP_MARGIN) * spread + 1e-9)
