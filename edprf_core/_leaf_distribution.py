@@ -193,8 +193,10 @@ __all__ = [
     "TOLERATED_PARTIES",
     "PartPooling",
     "bounded_part_mean",
+    "capped_part_weights",
     "class_share_rows",
     "class_share_weights",
+    "clipped_part_values",
     "consortium_prior",
     "corrected_class_totals",
     "label_shift_factors",
@@ -249,6 +251,26 @@ def tightest_spread(ordered: NDArray[np.float64], size: int) -> NDArray[np.float
     return np.min(ordered[size - 1:] - ordered[:ordered.shape[0] - size + 1], axis=0)
 
 
+def clipped_part_values(values: NDArray[np.float64], tolerated: int) -> NDArray[np.float64]:
+    """Each part's values clipped as item 5 says (axis 0: parts; needs ``n_parts >= 2 * tolerated + 1``).
+
+    To ``[lo - lambda D, hi + lambda D]`` with ``lo``, ``hi`` the ``(f+1)``-th
+    smallest and largest values and ``D = max(hi - lo, tightest_spread(f + 1))``.
+    The one place the clip is written: :func:`bounded_part_mean`, explanations
+    and the ONNX export use it.
+    """
+    n_parts = values.shape[0]
+    ordered = np.sort(values, axis=0)
+    low, high = ordered[tolerated], ordered[n_parts - 1 - tolerated]
+    margin = CLIP_MARGIN * np.maximum(high - low, tightest_spread(ordered, tolerated + 1))
+    return np.clip(values, low - margin, high + margin)
+
+
+def capped_part_weights(weights: NDArray[np.float64], tolerated: int) -> NDArray[np.float64]:
+    """Each class's part weights capped at the ``(f+1)``-th largest of that class (item 5)."""
+    return np.minimum(weights, np.sort(weights, axis=0)[weights.shape[0] - 1 - tolerated])
+
+
 def bounded_part_mean(values: NDArray[np.float64], weights: NDArray[np.float64],
                       tolerated: int | None = None) -> NDArray[np.float64]:
     """Weighted mean over parts of winsorized values with capped weights (item 5), shape ``values.shape[1:]``.
@@ -283,12 +305,7 @@ def bounded_part_mean(values: NDArray[np.float64], weights: NDArray[np.float64],
     if tolerated < 0:
         raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
     if tolerated > 0 and n_parts >= 2 * tolerated + 1:
-        ordered = np.sort(values, axis=0)
-        low, high = ordered[tolerated], ordered[n_parts - 1 - tolerated]
-        margin = CLIP_MARGIN * np.maximum(high - low, tightest_spread(ordered, tolerated + 1))
-        values = np.clip(values, low - margin, high + margin)
-        cap = np.sort(weights, axis=0)[n_parts - 1 - tolerated]
-        weights = np.minimum(weights, cap)
+        values, weights = clipped_part_values(values, tolerated), capped_part_weights(weights, tolerated)
     shape = (n_parts,) + (1,) * (values.ndim - 2) + (values.shape[-1],)
     w = weights.reshape(shape)
     total = weights.sum(axis=0)

@@ -33,7 +33,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._leaf_distribution import CLIP_MARGIN, POOLING_EXPONENT, POOLINGS, TOLERATED_PARTIES, bounded_part_mean
+from ._leaf_distribution import (
+    POOLING_EXPONENT,
+    POOLINGS,
+    TOLERATED_PARTIES,
+    bounded_part_mean,
+    capped_part_weights,
+    clipped_part_values,
+)
 from ._release import DPForest
 
 __all__ = ["LINKS", "LeafTerms", "leaf_indices", "leaf_terms"]
@@ -84,9 +91,7 @@ class LeafTerms:
 
     def effective_weights(self) -> NDArray[np.float64]:
         """The parts' weights after the cap, normalized per class (0 for a class no part weighs)."""
-        w = self.weights
-        if self.clips:
-            w = np.minimum(w, np.sort(w, axis=0)[self.n_parts - 1 - self.tolerated])
+        w = capped_part_weights(self.weights, self.tolerated) if self.clips else self.weights
         total = w.sum(axis=0)
         return w / np.where(total > 0, total, 1.0)
 
@@ -98,12 +103,7 @@ class LeafTerms:
 
     def clipped_scores(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """The parts' scores as the bounded mean uses them (clipped to the range of the others)."""
-        if not self.clips:
-            return scores
-        ordered = np.sort(scores, axis=0)
-        low, high = ordered[self.tolerated], ordered[self.n_parts - 1 - self.tolerated]
-        margin = CLIP_MARGIN * (high - low)
-        return np.clip(scores, low - margin, high + margin)
+        return clipped_part_values(scores, self.tolerated) if self.clips else scores
 
     def probabilities(self, pooled: NDArray[np.float64]) -> NDArray[np.float64]:
         """Apply the link to the pooled scores (shape (n_rows, n_classes))."""

@@ -16,7 +16,8 @@ classes in the schema's order (listed in the encoding).  The graph follows
    reshaped to ``(n_rows, n_parts, n_classes)``;
 2. with ``2 f + 1`` parts or more, the bounded mean: ``TopK`` sorts each
    class's part scores, each is clipped (``Max``/``Min``) to the ``(f+1)``-th
-   smallest and largest widened by ``CLIP_MARGIN`` times their difference;
+   smallest and largest widened by ``CLIP_MARGIN`` times ``max(their difference,
+   the tightest range of any f + 1 part scores)`` (``clipped_part_values``);
    then the weighted sum with the parts' capped, normalized weights
    (constants);
 3. log-linear pooling: ``Softmax(log pi + T**e * pooled)``; mean pooling:
@@ -204,7 +205,15 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
                   const("part_axis", [1], np.int64),
                   helper.make_node("Unsqueeze", ["high2", "part_axis"], ["high"]),
                   helper.make_node("Unsqueeze", ["low2", "part_axis"], ["low"]),
-                  helper.make_node("Sub", ["high", "low"], ["width"]),
+                  # D = max(hi - lo, the tightest range of any f + 1 parts): desc[i] - desc[i + f], least over i
+                  const("head_start", [0], np.int64), const("head_end", [n_parts - f], np.int64),
+                  const("tail_start", [f], np.int64), const("tail_end", [n_parts], np.int64),
+                  helper.make_node("Slice", ["desc", "head_start", "head_end", "part_axis"], ["head"]),
+                  helper.make_node("Slice", ["desc", "tail_start", "tail_end", "part_axis"], ["tail"]),
+                  helper.make_node("Sub", ["head", "tail"], ["gaps"]),
+                  helper.make_node("ReduceMin", ["gaps"], ["spread"], axes=[1], keepdims=1),  # opset 17: an attribute
+                  helper.make_node("Sub", ["high", "low"], ["range"]),
+                  helper.make_node("Max", ["range", "spread"], ["width"]),
                   const("clip_margin", CLIP_MARGIN),
                   helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
                   helper.make_node("Sub", ["low", "margin"], ["lower"]),
