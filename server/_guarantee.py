@@ -13,7 +13,7 @@ is named, and the text then starts with NOT differentially private.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from edprf_core import FEDERATION_NOTE, DPForest
 
@@ -36,6 +36,7 @@ class PartySpend:
     party: str
     release_epsilon: float
     evaluation_epsilon: float = 0.0
+    _: KW_ONLY
     exact_metrics: bool = False
     """True when the party may have sent un-noised held-out counts (exact metrics: not DP)."""
     release_charged_before: bool = False  # a release resent for a reused request-tag: an earlier run charged it

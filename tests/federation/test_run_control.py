@@ -67,7 +67,7 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     forest = forest.fit(X.iloc[:200], y.iloc[:200]).forest_
     fresh = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
     assert fresh.startswith("Spent for this run: epsilon = 1.1") and "Newly charged" not in fresh
-    resumed = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1, True), PartySpend("b", 1.0, 0.1, True)])
+    resumed = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1, release_charged_before=True), PartySpend("b", 1.0, 0.1, release_charged_before=True)])
     assert resumed.startswith("Spent for this model: epsilon = 1.1 per record at most")
     assert "Newly charged by this run: epsilon = 0.1 per party at most" in resumed
     assert "releases of 2 of the 2 parties were resent" in resumed
@@ -103,7 +103,8 @@ def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_not
     policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
     policy = load_policy(policy_path)
     policy_path.write_text(replace(policy, max_trees=1, party_id="clinic-z").to_toml())
-    cfg = replace(cfg, trees_per_party=2, request_tag="trial-1", min_parties=2)
+    cfg = replace(cfg, trees_per_party=2, request_tag="trial-1", min_parties=2,
+                  evaluation_max_interval_width=1.0)  # the evaluation plumbing, not its informativeness
     for d in Path(cfg.sim_dir).glob("party-*"):  # room for the two trees
         p = load_policy(d / "policy.toml")
         if p.party_id != "clinic-z":

@@ -292,10 +292,13 @@ class Recorder:
             info = built[1] if built is not None and built[0] is measurement else {
                 "constructor": "<built before recording>", "scale": math.nan, "metric": "?", "domain": "?",
                 "measure": "?"}
-            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=arg, **info)
+            # as Python values: the code may hand OpenDP a list or an int64 array (the same values)
+            given = np.asarray(arg).tolist() if isinstance(arg, np.ndarray) else arg
+            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=given, **info)
             (self._open[-1].draws if self._open else self.orphan_draws).append(draw)
-            draw.result = real(measurement, arg)
-            return draw.result
+            result = real(measurement, arg)
+            draw.result = np.asarray(result).tolist() if isinstance(result, np.ndarray) else result
+            return result
         return measurement_invoke
 
     # ------------------------------------------------------------ install
