@@ -48,7 +48,6 @@ from edprf_core import (
     MAX_FIT_ROWS,
     DataValidationError,
     DPForest,
-    EDPRFClassifier,
     FeatureGrid,
     Schema,
     discrete_laplace_counts,
@@ -330,7 +329,7 @@ class Party:
             raise Refusal("budget_exhausted", str(exc)) from None
         try:
             auto = req.depth_rule == "auto"
-            clf = EDPRFClassifier(
+            clf = _estimator_class()(
                 self.schema, epsilon=req.epsilon, n_estimators=req.n_trees,
                 max_depth="auto" if auto else req.max_depth, max_depth_cap=req.max_depth,
                 n_rows_public=(self.policy.declared_rows or None) if auto else None, leaf=req.leaf,
@@ -459,6 +458,20 @@ def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
         check_request_id(req.run_id, "run-id")
     except ValueError as exc:
         raise Refusal("bad_request", f"the request's ids cannot go into a reply: {exc}") from None
+
+
+def __getattr__(name: str):
+    """``EDPRFClassifier`` on first use: scikit-learn loads with training, not with ``edprf party check``."""
+    if name == "EDPRFClassifier":
+        from edprf_core import EDPRFClassifier
+
+        return EDPRFClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _estimator_class() -> type:
+    """The estimator a release is trained with (a module attribute, so tests may wrap it)."""
+    return globals().get("EDPRFClassifier") or __getattr__("EDPRFClassifier")
 
 
 def _check_key_file(path: Path) -> None:
