@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     # the forests release leaf counts (the default) and predict pools them log-linearly (the default): issue 23's
     # target is 0.5x scikit-learn for that row
     add_rows("predict", f"predict, {args.predict_trees} trees, max_depth {d}, {n:,} rows", pred_times, 0.5,
-             ", count leaves, log-linear pooling")
+             ", log-linear pooling")
 
     # (c) the party's data path and (d) a party's training request, on a big file
     data_lines: list[str] = []
