@@ -58,13 +58,13 @@ from protocol import (
     InvalidRelease,
     Reason,
     ReleasePolicy,
+    bind_to_run,
+    check_request_id,
     encode_release,
     load_global_model,
     load_private_key,
     peek_global_model,
 )
-from protocol._binding import bind_to_run
-from protocol._ids import check_request_id
 from protocol._task import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost

@@ -19,12 +19,14 @@ The messages are defined in ``release.proto``; ``release_pb2`` is generated
 """
 
 from ._atomic_file import save_atomic
+from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier
 from ._decode import VerifiedRelease, decode_release
 from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
 from ._errors import InvalidRelease, Reason
 from ._global_model import GlobalModelView, build_global_model, load_global_model
+from ._ids import check_request_id
 from ._keys import (
     KEY_KINDS,
     generate_signing_key,
@@ -53,7 +55,10 @@ __all__ = [
     "ReleasePolicy",
     "SignatureStatus",
     "VerifiedRelease",
+    "bind_to_run",
+    "bound_to_run",
     "build_global_model",
+    "check_request_id",
     "decode_release",
     "encode_release",
     "generate_signing_key",

@@ -22,12 +22,12 @@ from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
     ReleasePolicy,
+    bound_to_run,
     build_global_model,
     decode_release,
     load_global_model,
     save_atomic,
 )
-from protocol._binding import bound_to_run
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
