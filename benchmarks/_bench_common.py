@@ -98,12 +98,17 @@ class Split:
 
     def numeric(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(X_train, y_train, X_test, y_test) for scikit-learn: codes for categoricals, labels 0..K-1."""
-        return (numeric_matrix(self.X_train, self.schema), encode_labels(self.y_train, self.schema),
-                numeric_matrix(self.X_test, self.schema), encode_labels(self.y_test, self.schema))
+        return (
+            numeric_matrix(self.X_train, self.schema),
+            encode_labels(self.y_train, self.schema),
+            numeric_matrix(self.X_test, self.schema),
+            encode_labels(self.y_test, self.schema),
+        )
 
 
-def make_split(X: pd.DataFrame, y: pd.Series, schema: Schema, seed: int, *, dataset: str,
-               test_size: float = 0.2) -> Split:
+def make_split(
+    X: pd.DataFrame, y: pd.Series, schema: Schema, seed: int, *, dataset: str, test_size: float = 0.2
+) -> Split:
     """Stratified 80/20 split for ``seed`` (diabetes: undersampled to 7000/7000 first, with the same seed)."""
     from sklearn.model_selection import train_test_split
 
@@ -118,8 +123,9 @@ def inner_split(split: Split, seed: int, val_size: float = 0.25) -> Split:
     """Validation split carved from the training rows only (for tuning; the test rows are not touched)."""
     from sklearn.model_selection import train_test_split
 
-    Xtr, Xva, ytr, yva = train_test_split(split.X_train, split.y_train, test_size=val_size,
-                                          stratify=split.y_train, random_state=seed)
+    Xtr, Xva, ytr, yva = train_test_split(
+        split.X_train, split.y_train, test_size=val_size, stratify=split.y_train, random_state=seed
+    )
     return Split(Xtr, ytr, Xva, yva, split.schema)
 
 
@@ -186,8 +192,12 @@ class Progress:
         self.done += 1
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        print(f"[{self.label}{self.done:>5}/{self.total}] {100 * self.done / self.total:5.1f}% "
-              f"elapsed {_hms(elapsed)} eta {_hms(eta)} | {message}", file=sys.stderr, flush=True)
+        print(
+            f"[{self.label}{self.done:>5}/{self.total}] {100 * self.done / self.total:5.1f}% "
+            f"elapsed {_hms(elapsed)} eta {_hms(eta)} | {message}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _hms(seconds: float) -> str:

@@ -48,17 +48,22 @@ DATASET_TITLE = {
 def heart_binary_schema() -> Schema:
     """The package's Cleveland schema with the binary label ``num > 0`` (classes 0 = no disease, 1 = disease)."""
     schema = example_schema("heart_disease_cleveland")
-    label = LabelSpec(column="num", classes=(0, 1),
-                      source="Binary relabelling num > 0 (heart-disease.names: 0 = < 50 % diameter narrowing, "
-                             "1..4 = > 50 %); the usual binary task, see SOURCE.md.")
+    label = LabelSpec(
+        column="num",
+        classes=(0, 1),
+        source="Binary relabelling num > 0 (heart-disease.names: 0 = < 50 % diameter narrowing, "
+        "1..4 = > 50 %); the usual binary task, see SOURCE.md.",
+    )
     return dataclasses.replace(schema, label=label)
 
 
 def _load_heart(data_dir: str | Path) -> tuple[pd.DataFrame, pd.Series, Schema]:
     path = Path(data_dir) / HEART_RELPATH
     if not path.is_file():
-        sys.exit(f"error: the heart disease data is not at {path}; pass --data-dir DIR or leave out "
-                 "--datasets heart (UCI processed.cleveland.data, CC BY 4.0)")
+        sys.exit(
+            f"error: the heart disease data is not at {path}; pass --data-dir DIR or leave out "
+            "--datasets heart (UCI processed.cleveland.data, CC BY 4.0)"
+        )
     five = example_schema("heart_disease_cleveland")
     X, y = read_csv(path, five, header=False)
     keep, _notes = conforming_rows(X, y, five)  # drops the rows with "?" (missing = refuse); per-record rule

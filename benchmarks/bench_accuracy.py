@@ -150,8 +150,10 @@ class Config:
 
 
 def _ref(dataset: str, epsilon: float, d: int, t: int, evaluation: str = "test") -> list[Config]:
-    return [Config(dataset, "sklearn", d, t, evaluation=evaluation),
-            Config(dataset, "diffprivlib", d, t, epsilon=epsilon, evaluation=evaluation)]
+    return [
+        Config(dataset, "sklearn", d, t, evaluation=evaluation),
+        Config(dataset, "diffprivlib", d, t, epsilon=epsilon, evaluation=evaluation),
+    ]
 
 
 def _edprf(dataset: str, mode: str, d: int, t: int, eps: float = 1.0, **kw) -> Config:
@@ -178,14 +180,38 @@ class Plan:
 
 def make_plan(args: argparse.Namespace) -> Plan:
     if args.quick:
-        return Plan(seeds=tuple(range(args.seeds or 2)), grid_eps=(1.0,), depths=(4, 6), trees=(5, 17),
-                    ref_trees=(10,), ref_depths=(5, 6), paper_depths=(6,), tune_c=(4.0, 16.0, 64.0),
-                    tune_trees=(1, 5), tune_eps=(1.0,), tune_reps=1, sweep_eps=(0.25, 1.0),
-                    tune_bins={"binary": (5, 10), "multiway": (N_BINS,)}, rule_trees=(1, 5))
-    return Plan(seeds=tuple(range(args.seeds or 10)), grid_eps=EPS_ALL if args.grid == "full" else (1.0,),
-                depths=DEPTHS, trees=TREES, ref_trees=(10, 35), ref_depths=(3, 4, 5, 6), paper_depths=(5, 6),
-                tune_c=TUNE_C, tune_trees=RULE_TREES, tune_eps=TUNE_EPS, tune_reps=TUNE_REPS, sweep_eps=EPS_ALL,
-                tune_bins=TUNE_BINS, rule_trees=RULE_TREES)
+        return Plan(
+            seeds=tuple(range(args.seeds or 2)),
+            grid_eps=(1.0,),
+            depths=(4, 6),
+            trees=(5, 17),
+            ref_trees=(10,),
+            ref_depths=(5, 6),
+            paper_depths=(6,),
+            tune_c=(4.0, 16.0, 64.0),
+            tune_trees=(1, 5),
+            tune_eps=(1.0,),
+            tune_reps=1,
+            sweep_eps=(0.25, 1.0),
+            tune_bins={"binary": (5, 10), "multiway": (N_BINS,)},
+            rule_trees=(1, 5),
+        )
+    return Plan(
+        seeds=tuple(range(args.seeds or 10)),
+        grid_eps=EPS_ALL if args.grid == "full" else (1.0,),
+        depths=DEPTHS,
+        trees=TREES,
+        ref_trees=(10, 35),
+        ref_depths=(3, 4, 5, 6),
+        paper_depths=(5, 6),
+        tune_c=TUNE_C,
+        tune_trees=RULE_TREES,
+        tune_eps=TUNE_EPS,
+        tune_reps=TUNE_REPS,
+        sweep_eps=EPS_ALL,
+        tune_bins=TUNE_BINS,
+        rule_trees=RULE_TREES,
+    )
 
 
 def refcheck_configs(plan: Plan, datasets, modes) -> list[Config]:
@@ -251,8 +277,20 @@ def tuning_configs(plan: Plan, datasets, modes, schemas, n_inner: dict[str, int]
 
 
 def _sort_key(c: Config):
-    return (c.dataset, c.evaluation, c.method, c.mode, c.n_bins, c.epsilon if not math.isnan(c.epsilon) else -1,
-            c.n_trees, c.max_depth, c.variant, c.schedule, c.stop_when_pure, c.depth_rule)
+    return (
+        c.dataset,
+        c.evaluation,
+        c.method,
+        c.mode,
+        c.n_bins,
+        c.epsilon if not math.isnan(c.epsilon) else -1,
+        c.n_trees,
+        c.max_depth,
+        c.variant,
+        c.schedule,
+        c.stop_when_pure,
+        c.depth_rule,
+    )
 
 
 # --------------------------------------------------------------------------- worker
@@ -285,9 +323,19 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
     """Fit and score one configuration for one seed (runs in a worker process)."""
     split = _get_split(cfg.dataset, seed, cfg.evaluation)
     schema = split.schema
-    row = {**asdict(cfg), "label": cfg.label(), "dp": cfg.dp, "seed": seed,
-           "n_train": len(split.X_train), "n_test": len(split.X_test),
-           "accuracy": math.nan, "fit_s": math.nan, "predict_s": math.nan, "status": "ok", "est_gb": 0.0}
+    row = {
+        **asdict(cfg),
+        "label": cfg.label(),
+        "dp": cfg.dp,
+        "seed": seed,
+        "n_train": len(split.X_train),
+        "n_test": len(split.X_test),
+        "accuracy": math.nan,
+        "fit_s": math.nan,
+        "predict_s": math.nan,
+        "status": "ok",
+        "est_gb": 0.0,
+    }
     est = cfg.est_gb(schema)
     row["est_gb"] = round(est, 2)
     if est > max_gb:
@@ -298,11 +346,19 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
         from edprf_core import EDPRFClassifier, PrivacyLeakWarning
 
         model = EDPRFClassifier(
-            schema, epsilon=cfg.epsilon, n_estimators=cfg.n_trees, max_depth=cfg.max_depth, split_mode=cfg.mode,
-            n_bins=cfg.n_bins, schedule=cfg.schedule, variant=cfg.variant,
+            schema,
+            epsilon=cfg.epsilon,
+            n_estimators=cfg.n_trees,
+            max_depth=cfg.max_depth,
+            split_mode=cfg.mode,
+            n_bins=cfg.n_bins,
+            schedule=cfg.schedule,
+            variant=cfg.variant,
             leaf="label",  # this benchmark studies the paper's leaf mechanism (bench_probabilities.py: counts)
             exploit_monotonicity=False if cfg.mode == "multiway" else None,  # multiway = the paper's configuration
-            stop_when_pure=cfg.stop_when_pure, random_state=seed)
+            stop_when_pure=cfg.stop_when_pure,
+            random_state=seed,
+        )
         with warnings.catch_warnings():
             if cfg.stop_when_pure:
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -315,16 +371,22 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
         if cfg.method == "sklearn":
             from sklearn.ensemble import RandomForestClassifier
 
-            model = RandomForestClassifier(n_estimators=cfg.n_trees, max_depth=cfg.max_depth, n_jobs=1,
-                                           random_state=seed)
+            model = RandomForestClassifier(
+                n_estimators=cfg.n_trees, max_depth=cfg.max_depth, n_jobs=1, random_state=seed
+            )
         else:
             from diffprivlib.models import RandomForestClassifier as DPRandomForest
 
             lo, hi = public_bounds(schema)
             Xtr, Xte = np.clip(Xtr, lo, hi), np.clip(Xte, lo, hi)
-            model = DPRandomForest(n_estimators=cfg.n_trees, epsilon=cfg.epsilon, bounds=(lo, hi),
-                                   classes=np.arange(schema.n_classes), max_depth=cfg.max_depth,
-                                   random_state=seed)
+            model = DPRandomForest(
+                n_estimators=cfg.n_trees,
+                epsilon=cfg.epsilon,
+                bounds=(lo, hi),
+                classes=np.arange(schema.n_classes),
+                max_depth=cfg.max_depth,
+                random_state=seed,
+            )
         model.fit(Xtr, ytr)
         t1 = time.perf_counter()
         acc = float(np.mean(model.predict(Xte) == yte))
@@ -375,22 +437,37 @@ def select_rule(tuning: pd.DataFrame, plan: Plan, datasets, modes, schemas, n_in
 
             def score(nb, c, t):
                 b = branching_factor(schemas[ds], m, nb)
-                vals = [acc.get((nb, t, e, public_depth(n_inner[ds], t, e, c=c, branching=b,
-                                                        max_depth=RULE_MAX_DEPTH[m])), np.nan)
-                        for e in plan.tune_eps]
+                vals = [
+                    acc.get(
+                        (nb, t, e, public_depth(n_inner[ds], t, e, c=c, branching=b, max_depth=RULE_MAX_DEPTH[m])),
+                        np.nan,
+                    )
+                    for e in plan.tune_eps
+                ]
                 return float(np.mean(vals))  # nan if any point is missing/skipped
 
-            table = {(nb, c, t): score(nb, c, t) for nb in plan.tune_bins[m] for c in plan.tune_c
-                     for t in plan.tune_trees}
+            table = {
+                (nb, c, t): score(nb, c, t) for nb in plan.tune_bins[m] for c in plan.tune_c for t in plan.tune_trees
+            }
             eligible = {k: v for k, v in table.items() if not np.isnan(v)}
             nb, c, t = max(eligible, key=lambda k: (round(eligible[k], 6), -k[0], k[1], -k[2]))
             by_c = {str(cc): table[(nb, cc, t)] for cc in plan.tune_c}
             by_t = {str(tt): table[(nb, c, tt)] for tt in plan.tune_trees}
-            by_bins = {str(bb): max((v for (b2, _, _), v in eligible.items() if b2 == bb), default=np.nan)
-                       for bb in plan.tune_bins[m]}
-            choice[f"{ds}/{m}"] = {"n_bins": nb, "c": c, "trees": t, "branching": branching_factor(schemas[ds], m, nb),
-                                   "n_inner": n_inner[ds], "val_acc": eligible[(nb, c, t)],
-                                   "val_acc_by_c": by_c, "val_acc_by_trees": by_t, "best_val_acc_by_bins": by_bins}
+            by_bins = {
+                str(bb): max((v for (b2, _, _), v in eligible.items() if b2 == bb), default=np.nan)
+                for bb in plan.tune_bins[m]
+            }
+            choice[f"{ds}/{m}"] = {
+                "n_bins": nb,
+                "c": c,
+                "trees": t,
+                "branching": branching_factor(schemas[ds], m, nb),
+                "n_inner": n_inner[ds],
+                "val_acc": eligible[(nb, c, t)],
+                "val_acc_by_c": by_c,
+                "val_acc_by_trees": by_t,
+                "best_val_acc_by_bins": by_bins,
+            }
     return choice
 
 
@@ -434,8 +511,18 @@ def _own_rule(d: pd.DataFrame) -> pd.DataFrame:
 
 
 def edprf_kw(mode, d, t, eps=1.0, **kw):
-    base = dict(method="edprf", mode=mode, max_depth=d, n_trees=t, epsilon=eps, variant="pf",
-                schedule="harmonic", stop_when_pure=False, depth_rule="fixed", n_bins=N_BINS)
+    base = dict(
+        method="edprf",
+        mode=mode,
+        max_depth=d,
+        n_trees=t,
+        epsilon=eps,
+        variant="pf",
+        schedule="harmonic",
+        stop_when_pure=False,
+        depth_rule="fixed",
+        n_bins=N_BINS,
+    )
     base.update(kw)
     return base
 
@@ -446,57 +533,85 @@ def ref_kw(method, d, t, eps=1.0):
     return kw
 
 
-def write_report(df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: Path, tag: str,
-                 wall_time: float | None) -> str:
+def write_report(
+    df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: Path, tag: str, wall_time: float | None
+) -> str:
     R = Results(df)
     datasets = [d for d in DATASETS if (R.df.dataset == d).any()]
     seeds = sorted(R.df.seed.unique())
     lines = [f"# eDPRF accuracy benchmark ({tag})", ""]
-    lines.append(f"Accuracy on the 20 % test split, mean ± std over {len(seeds)} seeds "
-                 f"({', '.join(map(str, seeds))}) in %. Diabetes: undersampled per seed to 7000/7000, "
-                 "stratified 80/20 (11,200 train / 2,800 test). Wall robot: stratified 80/20 (4,364 / 1,092); "
-                 "its rows are a time series, so random splits are optimistic for every method. "
-                 "`max_depth` = split levels (scikit-learn convention; node layers = max_depth + 1). "
-                 "eDPRF multiway = the paper's configuration (5 bins, exploit_monotonicity=False); "
-                 "eDPRF binary = 5 bins (4 thresholds per continuous feature) or the number of bins chosen on validation "
-                 "data where stated, monotone noise scale (valid under add-remove). All eDPRF runs: harmonic schedule, "
-                 "parallel composition (each row in one tree), permute-and-flip, unless stated. "
-                 "References: scikit-learn RandomForestClassifier (non-private, same trees/depth) and diffprivlib "
-                 "RandomForestClassifier (same ε/trees/depth, bounds from the public schema, classes=arange(K)).")
+    lines.append(
+        f"Accuracy on the 20 % test split, mean ± std over {len(seeds)} seeds "
+        f"({', '.join(map(str, seeds))}) in %. Diabetes: undersampled per seed to 7000/7000, "
+        "stratified 80/20 (11,200 train / 2,800 test). Wall robot: stratified 80/20 (4,364 / 1,092); "
+        "its rows are a time series, so random splits are optimistic for every method. "
+        "`max_depth` = split levels (scikit-learn convention; node layers = max_depth + 1). "
+        "eDPRF multiway = the paper's configuration (5 bins, exploit_monotonicity=False); "
+        "eDPRF binary = 5 bins (4 thresholds per continuous feature) or the number of bins chosen on validation "
+        "data where stated, monotone noise scale (valid under add-remove). All eDPRF runs: harmonic schedule, "
+        "parallel composition (each row in one tree), permute-and-flip, unless stated. "
+        "References: scikit-learn RandomForestClassifier (non-private, same trees/depth) and diffprivlib "
+        "RandomForestClassifier (same ε/trees/depth, bounds from the public schema, classes=arange(K))."
+    )
     lines.append("")
     run_file = out / f"{tag}_run.json"
     if wall_time is not None:
-        run = {"command": " ".join(sys.argv), "wall_time_min": round(wall_time / 60, 1), "machine": cpu_info(),
-               "jobs": args.jobs, "max_gb": args.max_gb}
+        run = {
+            "command": " ".join(sys.argv),
+            "wall_time_min": round(wall_time / 60, 1),
+            "machine": cpu_info(),
+            "jobs": args.jobs,
+            "max_gb": args.max_gb,
+        }
         run_file.write_text(json.dumps(run, indent=2))
     elif run_file.is_file():
         run = json.loads(run_file.read_text())
     else:
         run = None
     if run:
-        lines.append(f"Run: `{run['command']}`, wall time {run['wall_time_min']:.1f} min on {run['machine']} "
-                     f"(pool of {run['jobs']}).")
+        lines.append(
+            f"Run: `{run['command']}`, wall time {run['wall_time_min']:.1f} min on {run['machine']} "
+            f"(pool of {run['jobs']})."
+        )
         lines.append("")
     skipped = R.df[R.df.status != "ok"]
     if not skipped.empty:
         cells = skipped.drop_duplicates(["dataset", "mode", "n_trees", "max_depth", "epsilon"])
-        lines.append("Skipped for memory (edprf_core's builder materialises a nodes × bins × classes histogram "
-                     f"per layer; cap --max-gb {run['max_gb'] if run else args.max_gb:g}): " + "; ".join(
-                         f"{r.dataset} {r['mode']} T={r.n_trees} d={r.max_depth} (~{r.est_gb:.0f} GB)"
-                         for _, r in cells.iterrows()) + ".")
+        lines.append(
+            "Skipped for memory (edprf_core's builder materialises a nodes × bins × classes histogram "
+            f"per layer; cap --max-gb {run['max_gb'] if run else args.max_gb:g}): "
+            + "; ".join(
+                f"{r.dataset} {r['mode']} T={r.n_trees} d={r.max_depth} (~{r.est_gb:.0f} GB)"
+                for _, r in cells.iterrows()
+            )
+            + "."
+        )
         lines.append("")
 
     # refcheck
-    if R.select(method="edprf", mode="multiway", n_trees=10).shape[0] or R.select(method="sklearn", n_trees=35).shape[0]:
-        lines += ["## Reference check against PRIVACY_NOTES (ε = 1)", "",
-                  "| configuration | max_depth | diabetes | wall | PRIVACY_NOTES (diabetes / wall) |", "|---|---|---|---|---|"]
-        rows = [("non-private RF, 35 trees", [ref_kw("sklearn", d, 35) for d in (5, 6)], "rf35", "depth 6"),
-                ("diffprivlib RF, 35 trees", [ref_kw("diffprivlib", d, 35) for d in (5, 6)], "dpl35", "depth 6"),
-                ("eDPRF multiway, 10 trees", [edprf_kw("multiway", d, 10) for d in (5, 6)], "mw10_d6", "depth 6"),
-                ("eDPRF multiway, 35 trees", [edprf_kw("multiway", d, 35) for d in (5, 6)], "mw35_d6", "depth 6"),
-                ("eDPRF multiway, 10 trees", [edprf_kw("multiway", d, 10) for d in (3, 4)], "mw10_d4", "depth 4"),
-                ("eDPRF multiway stop-when-pure (NOT DP), 10 trees",
-                 [edprf_kw("multiway", d, 10, stop_when_pure=True) for d in (5, 6)], "pure10_d6", "depth 6")]
+    if (
+        R.select(method="edprf", mode="multiway", n_trees=10).shape[0]
+        or R.select(method="sklearn", n_trees=35).shape[0]
+    ):
+        lines += [
+            "## Reference check against PRIVACY_NOTES (ε = 1)",
+            "",
+            "| configuration | max_depth | diabetes | wall | PRIVACY_NOTES (diabetes / wall) |",
+            "|---|---|---|---|---|",
+        ]
+        rows = [
+            ("non-private RF, 35 trees", [ref_kw("sklearn", d, 35) for d in (5, 6)], "rf35", "depth 6"),
+            ("diffprivlib RF, 35 trees", [ref_kw("diffprivlib", d, 35) for d in (5, 6)], "dpl35", "depth 6"),
+            ("eDPRF multiway, 10 trees", [edprf_kw("multiway", d, 10) for d in (5, 6)], "mw10_d6", "depth 6"),
+            ("eDPRF multiway, 35 trees", [edprf_kw("multiway", d, 35) for d in (5, 6)], "mw35_d6", "depth 6"),
+            ("eDPRF multiway, 10 trees", [edprf_kw("multiway", d, 10) for d in (3, 4)], "mw10_d4", "depth 4"),
+            (
+                "eDPRF multiway stop-when-pure (NOT DP), 10 trees",
+                [edprf_kw("multiway", d, 10, stop_when_pure=True) for d in (5, 6)],
+                "pure10_d6",
+                "depth 6",
+            ),
+        ]
         for name, kws, ref, refdepth in rows:
             for kw in kws:
                 cells = [R.cell(dataset=ds, **kw) for ds in ("diabetes", "wall")]
@@ -519,55 +634,70 @@ def write_report(df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: P
             head = "| trees | max_depth | eDPRF binary, 5 bins |"
             head += f" eDPRF binary, {extra} bins (validation-chosen) |" if extra_col else ""
             head += " eDPRF multiway (paper) | sklearn RF (non-private) | diffprivlib RF |"
-            lines += [f"## Grid: {DATASET_TITLE[ds]}, ε = {eps:g}", "", head,
-                      "|" + "---|" * (head.count("|") - 1)]
+            lines += [f"## Grid: {DATASET_TITLE[ds]}, ε = {eps:g}", "", head, "|" + "---|" * (head.count("|") - 1)]
             for t in plan.trees:
                 for d in plan.depths:
                     cells = [R.cell(dataset=ds, **edprf_kw("binary", d, t, eps))]
                     if extra_col:
                         cells.append(R.cell(dataset=ds, **edprf_kw("binary", d, t, eps, n_bins=extra)))
-                    cells += [R.cell(dataset=ds, **edprf_kw("multiway", d, t, eps)),
-                              R.cell(dataset=ds, **ref_kw("sklearn", d, t)),
-                              R.cell(dataset=ds, **ref_kw("diffprivlib", d, t, eps))]
+                    cells += [
+                        R.cell(dataset=ds, **edprf_kw("multiway", d, t, eps)),
+                        R.cell(dataset=ds, **ref_kw("sklearn", d, t)),
+                        R.cell(dataset=ds, **ref_kw("diffprivlib", d, t, eps)),
+                    ]
                     lines.append(f"| {t} | {d} | " + " | ".join(cells) + " |")
             lines.append("")
 
     # paper comparisons
     if not R.select(method="edprf", n_trees=10, variant="tradition").empty:
-        lines += ["## Paper comparisons (ε = 1, 10 trees, 5 bins)", "",
-                  "| variant | max_depth | diabetes binary | diabetes multiway | wall binary | wall multiway |",
-                  "|---|---|---|---|---|---|"]
-        variants = [("permute-and-flip, harmonic schedule (eDPRF)", {}),
-                    ("permute-and-flip, uniform schedule", {"schedule": "uniform"}),
-                    ("permute-and-flip, linear schedule", {"schedule": "linear"}),
-                    ("tradition (exponential mech. + Laplace), harmonic", {"variant": "tradition"}),
-                    ("stop-when-pure, harmonic (NOT DP: leaks via tree shape)", {"stop_when_pure": True})]
+        lines += [
+            "## Paper comparisons (ε = 1, 10 trees, 5 bins)",
+            "",
+            "| variant | max_depth | diabetes binary | diabetes multiway | wall binary | wall multiway |",
+            "|---|---|---|---|---|---|",
+        ]
+        variants = [
+            ("permute-and-flip, harmonic schedule (eDPRF)", {}),
+            ("permute-and-flip, uniform schedule", {"schedule": "uniform"}),
+            ("permute-and-flip, linear schedule", {"schedule": "linear"}),
+            ("tradition (exponential mech. + Laplace), harmonic", {"variant": "tradition"}),
+            ("stop-when-pure, harmonic (NOT DP: leaks via tree shape)", {"stop_when_pure": True}),
+        ]
         for d in plan.paper_depths:
             for name, kw in variants:
-                cells = [R.cell(dataset=ds, **edprf_kw(m, d, 10, **kw)) for ds in ("diabetes", "wall")
-                         for m in ("binary", "multiway")]
+                cells = [
+                    R.cell(dataset=ds, **edprf_kw(m, d, 10, **kw))
+                    for ds in ("diabetes", "wall")
+                    for m in ("binary", "multiway")
+                ]
                 lines.append(f"| {name} | {d} | " + " | ".join(cells) + " |")
         lines.append("")
 
     # public rule
     if choice:
-        lines += ["## Public-depth rule", "",
-                  "Depth = the largest d with n·ε_leaf(d) / (T·b^d) ≥ c (expected rows per leaf × leaf budget; "
-                  "b = 2 for binary, the geometric mean of the code counts for multiway; n = the public training "
-                  "size, 11,200 diabetes / 4,364 wall). See `edprf_core/_depth_rule.py`. The number of bins, c and the number "
-                  f"of trees T* were chosen on a validation split (75/25) of seed {TUNE_SPLIT_SEED}'s training rows "
-                  f"only: the triple maximising the mean validation accuracy over ε ∈ {list(plan.tune_eps)} "
-                  f"(bins ∈ {list(plan.tune_bins.get('binary', ()))} for binary, 5 for multiway; c ∈ "
-                  f"{[float(c) for c in plan.tune_c]}; T ∈ {list(plan.tune_trees)}; {plan.tune_reps} fits per point). "
-                  "Test rows were never used for a choice.", "",
-                  "| dataset / mode | bins* | c* | T* | validation acc. | by c (bins*, T*) | by T (bins*, c*) | best by bins |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Public-depth rule",
+            "",
+            "Depth = the largest d with n·ε_leaf(d) / (T·b^d) ≥ c (expected rows per leaf × leaf budget; "
+            "b = 2 for binary, the geometric mean of the code counts for multiway; n = the public training "
+            "size, 11,200 diabetes / 4,364 wall). See `edprf_core/_depth_rule.py`. The number of bins, c and the number "
+            f"of trees T* were chosen on a validation split (75/25) of seed {TUNE_SPLIT_SEED}'s training rows "
+            f"only: the triple maximising the mean validation accuracy over ε ∈ {list(plan.tune_eps)} "
+            f"(bins ∈ {list(plan.tune_bins.get('binary', ()))} for binary, 5 for multiway; c ∈ "
+            f"{[float(c) for c in plan.tune_c]}; T ∈ {list(plan.tune_trees)}; {plan.tune_reps} fits per point). "
+            "Test rows were never used for a choice.",
+            "",
+            "| dataset / mode | bins* | c* | T* | validation acc. | by c (bins*, T*) | by T (bins*, c*) | best by bins |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for key, ch in choice.items():
             by_c = ", ".join(f"{float(c):g}: {100 * v:.1f}" for c, v in ch["val_acc_by_c"].items())
             by_t = ", ".join(f"{t}: {100 * v:.1f}" for t, v in ch["val_acc_by_trees"].items())
             by_b = ", ".join(f"{b}: {100 * v:.1f}" for b, v in ch["best_val_acc_by_bins"].items())
-            lines.append(f"| {key} | {ch['n_bins']} | {ch['c']:g} | {ch['trees']} | {100 * ch['val_acc']:.1f} | "
-                         f"{by_c} | {by_t} | {by_b} |")
+            lines.append(
+                f"| {key} | {ch['n_bins']} | {ch['c']:g} | {ch['trees']} | {100 * ch['val_acc']:.1f} | "
+                f"{by_c} | {by_t} | {by_b} |"
+            )
         lines.append("")
         for ds in datasets:
             rule_rows = R.select(dataset=ds, method="edprf", epsilon=1.0)
@@ -576,33 +706,48 @@ def write_report(df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: P
                 continue
             other = next(o for o in DATASETS if o != ds)
             co, cx, cm = (choice.get(k, {}) for k in (f"{ds}/binary", f"{other}/binary", f"{ds}/multiway"))
-            lines += [f"### Public rule at ε = 1: {DATASET_TITLE[ds]}", "",
-                      f"| trees | binary, own ({co.get('n_bins', '–')} bins, c={co.get('c', '–')}) | "
-                      f"binary, other dataset's ({cx.get('n_bins', '–')} bins, c={cx.get('c', '–')}) | "
-                      f"binary, defaults ({DEFAULT_BINS} bins, c={DEFAULT_C:g}) | "
-                      f"multiway, own (5 bins, c={cm.get('c', '–')}) | sklearn RF at the own binary depth | "
-                      "diffprivlib RF at the own binary depth |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += [
+                f"### Public rule at ε = 1: {DATASET_TITLE[ds]}",
+                "",
+                f"| trees | binary, own ({co.get('n_bins', '–')} bins, c={co.get('c', '–')}) | "
+                f"binary, other dataset's ({cx.get('n_bins', '–')} bins, c={cx.get('c', '–')}) | "
+                f"binary, defaults ({DEFAULT_BINS} bins, c={DEFAULT_C:g}) | "
+                f"multiway, own (5 bins, c={cm.get('c', '–')}) | sklearn RF at the own binary depth | "
+                "diffprivlib RF at the own binary depth |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for t in plan.rule_trees:
                 cells = []
-                for m, origin in (("binary", "own"), ("binary", "other dataset"), ("binary", "default"),
-                                  ("multiway", "own")):
-                    r = rule_rows[(rule_rows["mode"] == m) & (rule_rows.n_trees == t)
-                                  & rule_rows.depth_rule.str.endswith(f"({origin})")]
+                for m, origin in (
+                    ("binary", "own"),
+                    ("binary", "other dataset"),
+                    ("binary", "default"),
+                    ("multiway", "own"),
+                ):
+                    r = rule_rows[
+                        (rule_rows["mode"] == m)
+                        & (rule_rows.n_trees == t)
+                        & rule_rows.depth_rule.str.endswith(f"({origin})")
+                    ]
                     if r.empty:
                         cells.append("–")
                     elif (r.status != "ok").all():
                         cells.append(f"d={int(r.max_depth.iloc[0])}: skipped (mem)")
                     else:
                         cells.append(f"d={int(r.max_depth.iloc[0])}: {_fmt(r.accuracy[r.status == 'ok'])}")
-                rb = rule_rows[(rule_rows["mode"] == "binary") & (rule_rows.n_trees == t)
-                               & rule_rows.depth_rule.str.endswith("(own)")]
+                rb = rule_rows[
+                    (rule_rows["mode"] == "binary")
+                    & (rule_rows.n_trees == t)
+                    & rule_rows.depth_rule.str.endswith("(own)")
+                ]
                 if rb.empty:
                     cells += ["–", "–"]
                 else:
                     db = int(rb.max_depth.iloc[0])
-                    cells += [R.cell(dataset=ds, **ref_kw("sklearn", db, t)),
-                              R.cell(dataset=ds, **ref_kw("diffprivlib", db, t, 1.0))]
+                    cells += [
+                        R.cell(dataset=ds, **ref_kw("sklearn", db, t)),
+                        R.cell(dataset=ds, **ref_kw("diffprivlib", db, t, 1.0)),
+                    ]
                 marker = " (T*)" if t == co.get("trees") else ""
                 lines.append(f"| {t}{marker} | " + " | ".join(cells) + " |")
             lines.append("")
@@ -614,16 +759,28 @@ def write_report(df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: P
                 continue
             cb, cm = choice.get(f"{ds}/binary"), choice.get(f"{ds}/multiway")
             desc = lambda ch: "–" if not ch else f"T* = {ch['trees']}, {ch['n_bins']} bins, c* = {ch['c']:g}"
-            lines += [f"### ε sweep at the public-rule configuration: {DATASET_TITLE[ds]}", "",
-                      f"binary: {desc(cb)}; multiway: {desc(cm)}; references at the binary row's trees and depth.", "",
-                      "| ε | eDPRF binary (rule) | eDPRF multiway (rule) | diffprivlib RF | sklearn RF (non-private) |",
-                      "|---|---|---|---|---|"]
+            lines += [
+                f"### ε sweep at the public-rule configuration: {DATASET_TITLE[ds]}",
+                "",
+                f"binary: {desc(cb)}; multiway: {desc(cm)}; references at the binary row's trees and depth.",
+                "",
+                "| ε | eDPRF binary (rule) | eDPRF multiway (rule) | diffprivlib RF | sklearn RF (non-private) |",
+                "|---|---|---|---|---|",
+            ]
             for eps in plan.sweep_eps:
                 cells = []
                 db = None
                 for m, ch in (("binary", cb), ("multiway", cm)):
-                    r = sw[(sw["mode"] == m) & (sw.n_trees == ch["trees"]) & (sw.epsilon == eps)
-                           & (sw.n_bins == ch["n_bins"])] if ch else sw.iloc[:0]
+                    r = (
+                        sw[
+                            (sw["mode"] == m)
+                            & (sw.n_trees == ch["trees"])
+                            & (sw.epsilon == eps)
+                            & (sw.n_bins == ch["n_bins"])
+                        ]
+                        if ch
+                        else sw.iloc[:0]
+                    )
                     if r.empty:
                         cells.append("–")
                         continue
@@ -633,8 +790,10 @@ def write_report(df: pd.DataFrame, choice: dict | None, plan: Plan, args, out: P
                     ok = r[r.status == "ok"]
                     cells.append(f"d={d}: {_fmt(ok.accuracy)}" if len(ok) else f"d={d}: skipped (mem)")
                 if db is not None:
-                    cells += [R.cell(dataset=ds, **ref_kw("diffprivlib", db, cb["trees"], eps)),
-                              f"d={db}: " + R.cell(dataset=ds, **ref_kw("sklearn", db, cb["trees"]))]
+                    cells += [
+                        R.cell(dataset=ds, **ref_kw("diffprivlib", db, cb["trees"], eps)),
+                        f"d={db}: " + R.cell(dataset=ds, **ref_kw("sklearn", db, cb["trees"])),
+                    ]
                 else:
                     cells += ["–", "–"]
                 lines.append(f"| {eps:g} | " + " | ".join(cells) + " |")
@@ -652,9 +811,13 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
 
     R = Results(df)
     made: list[Path] = []
-    styles = {"eDPRF binary": ("tab:blue", "o"), "eDPRF binary, tuned bins": ("tab:purple", "D"),
-              "eDPRF multiway (paper)": ("tab:orange", "s"),
-              "sklearn RF (non-private)": ("black", "^"), "diffprivlib RF": ("tab:green", "v")}
+    styles = {
+        "eDPRF binary": ("tab:blue", "o"),
+        "eDPRF binary, tuned bins": ("tab:purple", "D"),
+        "eDPRF multiway (paper)": ("tab:orange", "s"),
+        "sklearn RF (non-private)": ("black", "^"),
+        "diffprivlib RF": ("tab:green", "v"),
+    }
 
     def series(ds, key, xs, kwf):
         m, s = [], []
@@ -666,10 +829,13 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
         return np.array(m), np.array(s)
 
     def methods(d, t, eps=1.0, extra=N_BINS):
-        return {"eDPRF binary": edprf_kw("binary", d, t, eps),
-                "eDPRF binary, tuned bins": edprf_kw("binary", d, t, eps, n_bins=extra),
-                "eDPRF multiway (paper)": edprf_kw("multiway", d, t, eps),
-                "sklearn RF (non-private)": ref_kw("sklearn", d, t), "diffprivlib RF": ref_kw("diffprivlib", d, t, eps)}
+        return {
+            "eDPRF binary": edprf_kw("binary", d, t, eps),
+            "eDPRF binary, tuned bins": edprf_kw("binary", d, t, eps, n_bins=extra),
+            "eDPRF multiway (paper)": edprf_kw("multiway", d, t, eps),
+            "sklearn RF (non-private)": ref_kw("sklearn", d, t),
+            "diffprivlib RF": ref_kw("diffprivlib", d, t, eps),
+        }
 
     for ds in DATASETS:
         g = R.select(dataset=ds, method="edprf", epsilon=1.0, depth_rule="fixed")
@@ -688,8 +854,10 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
                         m, s = series(ds, name, xs, lambda x: methods(x, p, extra=extra)[name])
                     else:
                         m, s = series(ds, name, xs, lambda x: methods(p, x, extra=extra)[name])
-                    shown = {"eDPRF binary": "eDPRF binary, 5 bins",
-                             "eDPRF binary, tuned bins": f"eDPRF binary, {extra} bins"}.get(name, name)
+                    shown = {
+                        "eDPRF binary": "eDPRF binary, 5 bins",
+                        "eDPRF binary, tuned bins": f"eDPRF binary, {extra} bins",
+                    }.get(name, name)
                     ax.errorbar(xs, m, yerr=s, color=col, marker=mk, capsize=2, label=shown)
                 ax.set_title(f"{'trees' if axis == 'depth' else 'max_depth'} = {p}")
                 ax.set_xlabel("max_depth" if axis == "depth" else "trees")
@@ -713,15 +881,27 @@ def write_plots(df: pd.DataFrame, choice: dict | None, plan: Plan, out: Path, ta
                     continue
                 mm, ss = [], []
                 for e in xs:
-                    r = sw[(sw["mode"] == m) & (sw.n_trees == ch["trees"]) & (sw.epsilon == e)
-                           & (sw.n_bins == ch["n_bins"]) & (sw.status == "ok")]
+                    r = sw[
+                        (sw["mode"] == m)
+                        & (sw.n_trees == ch["trees"])
+                        & (sw.epsilon == e)
+                        & (sw.n_bins == ch["n_bins"])
+                        & (sw.status == "ok")
+                    ]
                     mm.append(100 * r.accuracy.mean() if len(r) else np.nan)
                     ss.append(100 * r.accuracy.std(ddof=1) if len(r) > 1 else np.nan)
                     if m == "binary" and len(r):
                         rule_depth[e] = int(r.max_depth.iloc[0])
                 col, mk = styles[f"eDPRF {m}" + (" (paper)" if m == "multiway" else "")]
-                ax.errorbar(xs, mm, yerr=ss, color=col, marker=mk, capsize=2,
-                            label=f"eDPRF {m}, public depth, T={ch['trees']}, {ch['n_bins']} bins")
+                ax.errorbar(
+                    xs,
+                    mm,
+                    yerr=ss,
+                    color=col,
+                    marker=mk,
+                    capsize=2,
+                    label=f"eDPRF {m}, public depth, T={ch['trees']}, {ch['n_bins']} bins",
+                )
             for name in ("diffprivlib RF", "sklearn RF (non-private)"):
                 mm, ss = [], []
                 for e in xs:
@@ -759,14 +939,26 @@ def _save_figure(fig, path: Path) -> Path:
 
 # --------------------------------------------------------------------------- main
 _SCHEMAS: dict = {}
-COLUMNS = [f.name for f in fields(Config)] + ["label", "dp", "seed", "n_train", "n_test", "accuracy", "fit_s",
-                                              "predict_s", "status", "est_gb"]
+COLUMNS = [f.name for f in fields(Config)] + [
+    "label",
+    "dp",
+    "seed",
+    "n_train",
+    "n_test",
+    "accuracy",
+    "fit_s",
+    "predict_s",
+    "status",
+    "est_gb",
+]
 
 
 def _config_key(cfg: Config) -> tuple:
     """Hashable identity of a configuration (NaN epsilon compares equal to NaN)."""
-    return tuple(None if isinstance(v, float) and math.isnan(v) else
-                 (v.item() if hasattr(v, "item") else v) for v in (getattr(cfg, f.name) for f in fields(Config)))
+    return tuple(
+        None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v)
+        for v in (getattr(cfg, f.name) for f in fields(Config))
+    )
 
 
 def _write_csv(rows: list[dict], path: Path) -> None:
@@ -797,26 +989,44 @@ def parse_only(values: list[str] | None) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="small smoke run (2 seeds, few configs; < 2 minutes)")
-    p.add_argument("--grid", choices=("eps1", "full"), default="eps1",
-                   help="grid suite: epsilon 1 only (default) or all of 0.1..2")
+    p.add_argument(
+        "--grid", choices=("eps1", "full"), default="eps1", help="grid suite: epsilon 1 only (default) or all of 0.1..2"
+    )
     p.add_argument("--suites", default=",".join(SUITES), help=f"comma-separated subset of {SUITES}")
-    p.add_argument("--only", action="append", metavar="DATASET/MODE",
-                   help="restrict to datasets (diabetes, wall) and/or modes (binary, multiway), e.g. wall/binary")
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="DATASET/MODE",
+        help="restrict to datasets (diabetes, wall) and/or modes (binary, multiway), e.g. wall/binary",
+    )
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (default 10; --quick: 2)")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--max-gb", type=float, default=4.0,
-                   help="skip eDPRF configs whose estimated fit memory exceeds this (default 4 GB per worker)")
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help=f"directory holding diabetes_prediction/diabetes_prediction_dataset.csv (default {DEFAULT_DATA_DIR})")
+    p.add_argument(
+        "--max-gb",
+        type=float,
+        default=4.0,
+        help="skip eDPRF configs whose estimated fit memory exceeds this (default 4 GB per worker)",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help=f"directory holding diabetes_prediction/diabetes_prediction_dataset.csv (default {DEFAULT_DATA_DIR})",
+    )
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory (default benchmarks/results)")
     p.add_argument("--tag", default=None, help="output file stem (default accuracy / accuracy_quick)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep the rows of an existing TAG.csv and run only the missing config x seed pairs")
-    p.add_argument("--reuse-tuning", action="store_true",
-                   help="use an existing TAG_tuning.json instead of tuning again")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows of an existing TAG.csv and run only the missing config x seed pairs",
+    )
+    p.add_argument(
+        "--reuse-tuning", action="store_true", help="use an existing TAG_tuning.json instead of tuning again"
+    )
     p.add_argument("--report-only", action="store_true", help="rebuild Markdown and plots from an existing TAG.csv")
     args = p.parse_args(argv)
 
@@ -848,8 +1058,10 @@ def main(argv: list[str] | None = None) -> None:
         splits0[ds] = make_split(X, y, schema, TUNE_SPLIT_SEED, dataset=ds)
     n_train = {ds: len(s.X_train) for ds, s in splits0.items()}  # fixed by design: a public number
     n_inner = {ds: len(inner_split(s, TUNE_SPLIT_SEED).X_train) for ds, s in splits0.items()}
-    log(f"bench_accuracy: tag={tag} datasets={datasets} modes={modes} suites={suites} seeds={len(plan.seeds)} "
-        f"jobs={args.jobs} n_train={n_train}")
+    log(
+        f"bench_accuracy: tag={tag} datasets={datasets} modes={modes} suites={suites} seeds={len(plan.seeds)} "
+        f"jobs={args.jobs} n_train={n_train}"
+    )
 
     # stage 1: tuning of the public-depth rule on validation data
     choice = None
@@ -888,10 +1100,12 @@ def main(argv: list[str] | None = None) -> None:
                     origins.append(("default", {"c": DEFAULT_C, "n_bins": DEFAULT_BINS, "branching": 2.0}))
                 for origin, ch in origins:
                     for t in plan.rule_trees:
-                        d = public_depth(n_train[ds], t, 1.0, c=ch["c"], branching=ch["branching"],
-                                         max_depth=RULE_MAX_DEPTH[m])
-                        configs.append(_edprf(ds, m, d, t, 1.0, n_bins=ch["n_bins"],
-                                              depth_rule=rule_label(ch["c"], origin)))
+                        d = public_depth(
+                            n_train[ds], t, 1.0, c=ch["c"], branching=ch["branching"], max_depth=RULE_MAX_DEPTH[m]
+                        )
+                        configs.append(
+                            _edprf(ds, m, d, t, 1.0, n_bins=ch["n_bins"], depth_rule=rule_label(ch["c"], origin))
+                        )
                         if m == "binary" and origin == "own":
                             configs += _ref(ds, 1.0, d, t)
     if choice and "sweep" in suites:
@@ -899,10 +1113,12 @@ def main(argv: list[str] | None = None) -> None:
             for m in modes:
                 ch = choice[f"{ds}/{m}"]
                 for eps in plan.sweep_eps:
-                    d = public_depth(n_train[ds], ch["trees"], eps, c=ch["c"], branching=ch["branching"],
-                                     max_depth=RULE_MAX_DEPTH[m])
-                    configs.append(_edprf(ds, m, d, ch["trees"], eps, n_bins=ch["n_bins"],
-                                          depth_rule=rule_label(ch["c"], "own")))
+                    d = public_depth(
+                        n_train[ds], ch["trees"], eps, c=ch["c"], branching=ch["branching"], max_depth=RULE_MAX_DEPTH[m]
+                    )
+                    configs.append(
+                        _edprf(ds, m, d, ch["trees"], eps, n_bins=ch["n_bins"], depth_rule=rule_label(ch["c"], "own"))
+                    )
                     if m == "binary":
                         configs += _ref(ds, eps, d, ch["trees"])
     configs = [c for c in dict.fromkeys(configs) if c.method != "edprf" or c.mode in modes]
@@ -910,8 +1126,7 @@ def main(argv: list[str] | None = None) -> None:
     previous: list[dict] = []
     if args.resume and (out / f"{tag}.csv").is_file():
         previous = _read_csv(out / f"{tag}.csv").to_dict("records")
-        done = {(_config_key(Config(**{f.name: r[f.name] for f in fields(Config)})), int(r["seed"]))
-                for r in previous}
+        done = {(_config_key(Config(**{f.name: r[f.name] for f in fields(Config)})), int(r["seed"])) for r in previous}
         jobs = [(cfg, s) for cfg, s in jobs if (_config_key(cfg), s) not in done]
         log(f"--resume: {len(previous)} rows kept from {out / (tag + '.csv')}")
     log(f"stage 2/2: {len(configs)} configurations x {len(plan.seeds)} seeds; {len(jobs)} fits to run")

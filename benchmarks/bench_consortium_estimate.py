@@ -101,13 +101,23 @@ def cell(k: int, layout: str, eps: float, hostile: str, reps: int, seed: int) ->
         shifts.append(out["max_one_party_shift"] if out["max_one_party_shift"] is not None else math.inf)
     est, prev = np.array(est), np.array(prev)
     ok = np.isfinite(est)
-    return {"parties": k, "layout": layout, "eps": eps, "hostile": hostile, "truth": truth,
-            "bias": float(est[ok].mean() - truth), "se": float(est[ok].std() / math.sqrt(ok.sum())),
-            "finite": float(ok.mean()), "coverage": cov / reps, "coverage_robust": cov_robust / reps,
-            "width": float(np.median(widths)), "shift": float(np.median(shifts)),
-            "previous_bias": float(np.nanmean(prev) - truth),
-            "previous_below": float(np.mean(prev[np.isfinite(prev)] < truth)),
-            "runs": evaluation_plan(cfg, k).send}
+    return {
+        "parties": k,
+        "layout": layout,
+        "eps": eps,
+        "hostile": hostile,
+        "truth": truth,
+        "bias": float(est[ok].mean() - truth),
+        "se": float(est[ok].std() / math.sqrt(ok.sum())),
+        "finite": float(ok.mean()),
+        "coverage": cov / reps,
+        "coverage_robust": cov_robust / reps,
+        "width": float(np.median(widths)),
+        "shift": float(np.median(shifts)),
+        "previous_bias": float(np.nanmean(prev) - truth),
+        "previous_below": float(np.mean(prev[np.isfinite(prev)] < truth)),
+        "runs": evaluation_plan(cfg, k).send,
+    }
 
 
 def main() -> None:
@@ -117,9 +127,11 @@ def main() -> None:
     args = parser.parse_args()
     reps = 200 if args.quick else args.reps
     started = time.perf_counter()
-    header = ("| parties | held-out rows | ε | hostile party | truth | bias (± SE) | coverage ci95 | coverage if one "
-              "lied | median width | median one-party reach | previous estimator's bias (runs below truth) | "
-              "skip rule runs it |")
+    header = (
+        "| parties | held-out rows | ε | hostile party | truth | bias (± SE) | coverage ci95 | coverage if one "
+        "lied | median width | median one-party reach | previous estimator's bias (runs below truth) | "
+        "skip rule runs it |"
+    )
     lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seed = 0
     for k in (5, 20):
@@ -132,21 +144,24 @@ def main() -> None:
                         f"| {k} | {layout} | {eps:g} | {hostile} | {c['truth']:.3f} | {c['bias']:+.4f} "
                         f"(± {c['se']:.4f}) | {c['coverage']:.3f} | {c['coverage_robust']:.3f} | {c['width']:.3f} | "
                         f"{c['shift']:.3f} | {c['previous_bias']:+.4f} ({c['previous_below']:.0%}) | "
-                        f"{'yes' if c['runs'] else 'no'} |")
+                        f"{'yes' if c['runs'] else 'no'} |"
+                    )
                     print(lines[-1], flush=True)
     elapsed = time.perf_counter() - started
-    text = (f"# Consortium evaluation estimate: bias and coverage\n\n"
-            f"`python benchmarks/bench_consortium_estimate.py --reps {reps}` ({reps} simulated federations per "
-            f"row, fixed seeds, {elapsed:.0f} s). Truth: the honest parties' row-weighted accuracy. "
-            "B = max-party-rows = the largest honest party's held-out rows; m = 12 noise scales. "
-            "Bias: mean estimate (unclipped) minus truth; runs whose noisy total is not positive have no "
-            "estimate and are left out of the mean. Coverage: share of 95 % intervals containing the truth (nominal 0.95). "
-            "'if one lied': `ci95_if_one_party_lied`, the hull of the all-party and leave-one-out intervals. "
-            "One-party reach: `max_one_party_shift`, the most any one reply inside its plausible box could move "
-            "the estimate. Previous estimator: each party clipped to 0 <= correct <= total <= 1,000,000 (the previous "
-            "default of max-party-rows) before pooling. "
-            "Skip rule: whether evaluation-max-interval-width 0.1 lets the round run (it spends nothing "
-            "otherwise).\n\n" + "\n".join(lines) + "\n" + READING)
+    text = (
+        f"# Consortium evaluation estimate: bias and coverage\n\n"
+        f"`python benchmarks/bench_consortium_estimate.py --reps {reps}` ({reps} simulated federations per "
+        f"row, fixed seeds, {elapsed:.0f} s). Truth: the honest parties' row-weighted accuracy. "
+        "B = max-party-rows = the largest honest party's held-out rows; m = 12 noise scales. "
+        "Bias: mean estimate (unclipped) minus truth; runs whose noisy total is not positive have no "
+        "estimate and are left out of the mean. Coverage: share of 95 % intervals containing the truth (nominal 0.95). "
+        "'if one lied': `ci95_if_one_party_lied`, the hull of the all-party and leave-one-out intervals. "
+        "One-party reach: `max_one_party_shift`, the most any one reply inside its plausible box could move "
+        "the estimate. Previous estimator: each party clipped to 0 <= correct <= total <= 1,000,000 (the previous "
+        "default of max-party-rows) before pooling. "
+        "Skip rule: whether evaluation-max-interval-width 0.1 lets the round run (it spends nothing "
+        "otherwise).\n\n" + "\n".join(lines) + "\n" + READING
+    )
     if not args.quick:
         OUT.write_text(text)
         print(f"wrote {OUT}")

@@ -41,8 +41,12 @@ def _run(cfg, n_parties: int) -> dict:
 def shuffled(seeds: int, parties: int) -> str:
     from cli._simulate import prepare_workspace
 
-    rows = {"all parties, no selection": [], "selective aggregation": [], "exclude flagged": [],
-            "without the shuffled party": []}
+    rows = {
+        "all parties, no selection": [],
+        "selective aggregation": [],
+        "exclude flagged": [],
+        "without the shuffled party": [],
+    }
     flagged, bad_info, honest_info, false_flags = 0, [], [], 0
     bad = parties - 1  # the last party, so a run with parties - 1 nodes leaves it out
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,10 +55,12 @@ def shuffled(seeds: int, parties: int) -> str:
             out = Path(tmp) / f"s{seed}"
             args = _args(data, schema, parties=parties, seed=seed, validation_size=0.1, shuffle_labels_party=[bad])
             cfg, _ = prepare_workspace(args, out, progress=lambda _: None)
-            for label, variant, n in (("all parties, no selection", {}, parties),
-                                      ("selective aggregation", {"selective_aggregation": True}, parties),
-                                      ("exclude flagged", {"exclude_flagged": True}, parties),
-                                      ("without the shuffled party", {"expected_parties": parties - 1}, parties - 1)):
+            for label, variant, n in (
+                ("all parties, no selection", {}, parties),
+                ("selective aggregation", {"selective_aggregation": True}, parties),
+                ("exclude flagged", {"exclude_flagged": True}, parties),
+                ("without the shuffled party", {"expected_parties": parties - 1}, parties - 1),
+            ):
                 run_dir = out / label.replace(" ", "_").replace(",", "")
                 report = _run(replace(cfg, output_dir=str(run_dir), **variant), n)
                 rows[label].append(report["central_evaluation"]["accuracy"])
@@ -68,17 +74,23 @@ def shuffled(seeds: int, parties: int) -> str:
                             false_flags += c["flagged"]
             _say(f"seed {seed}: " + ", ".join(f"{k}: {v[-1]:.4f}" for k, v in rows.items()))
     base = np.array(rows["without the shuffled party"])
-    lines = [f"Diabetes 7000/7000, {parties} parties (IID), eps = 1, depth 5, 1 tree per party; party "
-             f"{bad} trains on shuffled labels; {seeds} seeds.", "",
-             "| global forest | test accuracy | difference to the run without that party (points) |",
-             "|---|---|---|"]
+    lines = [
+        f"Diabetes 7000/7000, {parties} parties (IID), eps = 1, depth 5, 1 tree per party; party "
+        f"{bad} trains on shuffled labels; {seeds} seeds.",
+        "",
+        "| global forest | test accuracy | difference to the run without that party (points) |",
+        "|---|---|---|",
+    ]
     for label, vals in rows.items():
         diff = (np.array(vals) - base) * 100
         lines.append(f"| {label} | {np.mean(vals):.4f} ± {np.std(vals):.4f} | {diff.mean():+.2f} ± {diff.std():.2f} |")
-    lines += ["", f"shuffled party flagged in {flagged}/{seeds} runs; honest parties flagged "
-                  f"{false_flags}/{seeds * (parties - 1)} times",
-              f"information content: shuffled party {np.mean(bad_info):.3f} ± {np.std(bad_info):.3f} bits, "
-              f"honest parties {np.mean(honest_info):.3f} ± {np.std(honest_info):.3f} bits"]
+    lines += [
+        "",
+        f"shuffled party flagged in {flagged}/{seeds} runs; honest parties flagged "
+        f"{false_flags}/{seeds * (parties - 1)} times",
+        f"information content: shuffled party {np.mean(bad_info):.3f} ± {np.std(bad_info):.3f} bits, "
+        f"honest parties {np.mean(honest_info):.3f} ± {np.std(honest_info):.3f} bits",
+    ]
     return "\n".join(lines)
 
 
@@ -97,23 +109,42 @@ def shares(seeds: int) -> str:
         X, y = read_csv(data, schema)
         for seed in range(seeds):
             X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
-            X_tr, X_val, y_tr, y_val = train_test_split(X_tr, y_tr, test_size=0.1, random_state=seed + 1,
-                                                        stratify=y_tr)
+            X_tr, X_val, y_tr, y_val = train_test_split(X_tr, y_tr, test_size=0.1, random_state=seed + 1, stratify=y_tr)
             order = np.random.default_rng(seed).permutation(len(X_tr))
             parts = np.split(order, (np.cumsum(share)[:-1] * len(order)).astype(int))
             ws = Path(tmp) / f"w{seed}"
-            policy = {"lifetime_epsilon_cap": 1.0, "max_release_epsilon": 1.0, "max_evaluation_epsilon": 0.0,
-                      "max_depth": 5, "max_trees": 1, "allow_seeded_randomness": True, "holdout_fraction": 0.0}
+            policy = {
+                "lifetime_epsilon_cap": 1.0,
+                "max_release_epsilon": 1.0,
+                "max_evaluation_epsilon": 0.0,
+                "max_depth": 5,
+                "max_trees": 1,
+                "allow_seeded_randomness": True,
+                "holdout_fraction": 0.0,
+            }
             write_workspace(ws, schema, X_tr, y_tr, parts, X_te, y_te, policy)
             X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(ws / "validation.csv", index=False)
-            cfg = CoordinatorConfig(sim_dir=str(ws), output_dir=str(Path(tmp) / f"o{seed}"), epsilon=1.0,
-                                    max_depth=5, trees_per_party=1, n_bins=16, seed=seed, evaluation_epsilon=0.0)
+            cfg = CoordinatorConfig(
+                sim_dir=str(ws),
+                output_dir=str(Path(tmp) / f"o{seed}"),
+                epsilon=1.0,
+                max_depth=5,
+                trees_per_party=1,
+                n_bins=16,
+                seed=seed,
+                evaluation_epsilon=0.0,
+            )
             report = _run(cfg, len(share))
             for c in report["contributions"]:
                 info[share[int(c["party"].split("-")[1])]].append(c["information_bits"])
             _say(f"seed {seed}: " + ", ".join(f"{s:.2f}: {info[s][-1]:.3f}" for s in share))
-    lines = [f"Diabetes 7000/7000, 5 honest parties with unequal shares of the training rows, eps = 1, depth 5, "
-             f"1 tree each, {seeds} seeds.", "", "| data share | information (bits) |", "|---|---|"]
+    lines = [
+        f"Diabetes 7000/7000, 5 honest parties with unequal shares of the training rows, eps = 1, depth 5, "
+        f"1 tree each, {seeds} seeds.",
+        "",
+        "| data share | information (bits) |",
+        "|---|---|",
+    ]
     lines += [f"| {s:.2f} | {np.mean(info[s]):.3f} ± {np.std(info[s]):.3f} |" for s in share]
     try:
         import matplotlib

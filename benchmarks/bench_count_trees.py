@@ -42,11 +42,23 @@ def sweep(dataset: str, eps_values: list[float], seeds: int, trees: list[int], d
                 proba = model.fit(inner.X_train, inner.y_train).predict_proba(inner.X_test)
                 index = {str(c): i for i, c in enumerate(model.classes_)}
                 truth = np.array([index[str(v)] for v in inner.y_test.to_numpy()])
-                auc = (roc_auc_score(truth, proba[:, 1]) if proba.shape[1] == 2
-                       else roc_auc_score(truth, proba, multi_class="ovr"))
-                row = dict(dataset=dataset, seed=seed, eps=eps, forced_trees=t, trees=model.privacy_.n_trees,
-                           depth=model.privacy_.max_depth, bins=model.privacy_.n_bins, n_rows=len(inner.X_train),
-                           accuracy=float((proba.argmax(1) == truth).mean()), auc=float(auc))
+                auc = (
+                    roc_auc_score(truth, proba[:, 1])
+                    if proba.shape[1] == 2
+                    else roc_auc_score(truth, proba, multi_class="ovr")
+                )
+                row = dict(
+                    dataset=dataset,
+                    seed=seed,
+                    eps=eps,
+                    forced_trees=t,
+                    trees=model.privacy_.n_trees,
+                    depth=model.privacy_.max_depth,
+                    bins=model.privacy_.n_bins,
+                    n_rows=len(inner.X_train),
+                    accuracy=float((proba.argmax(1) == truth).mean()),
+                    auc=float(auc),
+                )
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     return rows
@@ -63,15 +75,22 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=UserWarning)
     rows = []
     for dataset in args.datasets.split(","):
-        rows += sweep(dataset, [float(e) for e in args.eps.split(",")], args.seeds,
-                      [int(t) for t in args.trees.split(",")], args.data_dir)
+        rows += sweep(
+            dataset,
+            [float(e) for e in args.eps.split(",")],
+            args.seeds,
+            [int(t) for t in args.trees.split(",")],
+            args.data_dir,
+        )
     groups = defaultdict(list)
     for r in rows:
         groups[(r["dataset"], r["eps"], r["forced_trees"])].append(r)
     print("dataset | eps | forced T | trees | depth | accuracy % | ROC AUC")
     for (dataset, eps, t), group in sorted(groups.items()):
-        print(f"{dataset} | {eps} | {t} | {group[0]['trees']} | {group[0]['depth']} | "
-              f"{100 * np.mean([r['accuracy'] for r in group]):.1f} | {np.mean([r['auc'] for r in group]):.3f}")
+        print(
+            f"{dataset} | {eps} | {t} | {group[0]['trees']} | {group[0]['depth']} | "
+            f"{100 * np.mean([r['accuracy'] for r in group]):.1f} | {np.mean([r['auc'] for r in group]):.3f}"
+        )
 
 
 if __name__ == "__main__":

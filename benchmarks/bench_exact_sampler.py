@@ -25,8 +25,9 @@ from edprf_core import EDPRFClassifier, example_schema, read_csv
 def _fit_seconds(X, y, schema, sampler: str, depth: int) -> tuple[float, float]:
     seed = None if sampler == "exact" else 0
     t0 = time.perf_counter()
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=depth, n_bins=20, sampler=sampler,
-                          random_state=seed).fit(X, y)
+    clf = EDPRFClassifier(
+        schema, epsilon=1.0, n_estimators=1, max_depth=depth, n_bins=20, sampler=sampler, random_state=seed
+    ).fit(X, y)
     return time.perf_counter() - t0, clf.score(X, y)
 
 
@@ -50,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"one binary tree, depth {args.depth}, 20 bins, {len(X)} rows, {args.repeats} repeats (median [min, max])")
     for sampler in ("numpy", "exact"):
         t = times[sampler]
-        print(f"  {sampler:5s}: fit {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}], "
-              f"training accuracy {statistics.median(scores[sampler]):.4f}")
+        print(
+            f"  {sampler:5s}: fit {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}], "
+            f"training accuracy {statistics.median(scores[sampler]):.4f}"
+        )
     print(f"  exact / numpy: {statistics.median(ratios):.2f}x [{min(ratios):.2f}, {max(ratios):.2f}]")
     return 0
 

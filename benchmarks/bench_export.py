@@ -67,8 +67,12 @@ def _median_times(fns: dict, repeats: int) -> dict[str, list[float]]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help=f"directory holding the shared datasets (default {DEFAULT_DATA_DIR})")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help=f"directory holding the shared datasets (default {DEFAULT_DATA_DIR})",
+    )
     p.add_argument("--dataset", choices=DATASETS, default="diabetes")
     p.add_argument("--trees", type=int, default=100)
     p.add_argument("--max-depth", type=int, default=6)
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     fns = {
         "onnxruntime (codes)": lambda: session.run(["probabilities"], {"codes": codes}),
         "onnxruntime (encoding + graph)": lambda: session.run(
-            ["probabilities"], {"codes": forest.encode(X).astype(np.float64)}),
+            ["probabilities"], {"codes": forest.encode(X).astype(np.float64)}
+        ),
         "eDPRF predict_proba": lambda: forest.predict_proba(X),
         "scikit-learn": lambda: sk.predict_proba(Xn),
     }
@@ -117,24 +122,38 @@ def main(argv: list[str] | None = None) -> None:
     medians = {k: statistics.median(v) for k, v in times.items()}
     sk_rate = n / medians["scikit-learn"]
     head = "| predict_proba | median (s) | rows/s | rows/s ratio vs scikit-learn |"
-    lines = ["# Throughput of the exported ONNX model", "",
-             (f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
-              f"{ort.__version__}, scikit-learn {skl_version}. Dataset {args.dataset}, {n:,} rows; {T} trees, "
-              f"max_depth {d} on both sides (eDPRF: leaf counts, log-linear pooling, binary splits, 20 bins, "
-              f"epsilon 1). Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: "
-              "faster than scikit-learn."), "",
-             f"Command: `python benchmarks/bench_export.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
-             "", head, "|---|---|---|---|"]
+    lines = [
+        "# Throughput of the exported ONNX model",
+        "",
+        (
+            f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
+            f"{ort.__version__}, scikit-learn {skl_version}. Dataset {args.dataset}, {n:,} rows; {T} trees, "
+            f"max_depth {d} on both sides (eDPRF: leaf counts, log-linear pooling, binary splits, 20 bins, "
+            f"epsilon 1). Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: "
+            "faster than scikit-learn."
+        ),
+        "",
+        f"Command: `python benchmarks/bench_export.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
+        "",
+        head,
+        "|---|---|---|---|",
+    ]
     for name, med in medians.items():
         rate = n / med
         lines.append(f"| {name} | {med:.4f} | {rate:,.0f} | {rate / sk_rate:.2f}x |")
-    lines += ["",
-              f"- Largest gap between the graph's probabilities and `predict_proba` on these rows: {gap:.1e}.",
-              f"- Building the graph (`forest_to_onnx`): {t_export:.2f} s, {model.ByteSize() / 1e6:.2f} MB.",
-              ("- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
-               "(`onnxruntime (codes)`); `encoding + graph` includes the schema encoding of the raw frame.")]
-    lines.append(f"- Load average (1/5/15 min) before the runs: {load_before}; after: {load_average()} (the machine "
-                 "is shared: runs alternate so every side sees the same load).")
+    lines += [
+        "",
+        f"- Largest gap between the graph's probabilities and `predict_proba` on these rows: {gap:.1e}.",
+        f"- Building the graph (`forest_to_onnx`): {t_export:.2f} s, {model.ByteSize() / 1e6:.2f} MB.",
+        (
+            "- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
+            "(`onnxruntime (codes)`); `encoding + graph` includes the schema encoding of the raw frame."
+        ),
+    ]
+    lines.append(
+        f"- Load average (1/5/15 min) before the runs: {load_before}; after: {load_average()} (the machine "
+        "is shared: runs alternate so every side sees the same load)."
+    )
     for name, ts in times.items():
         lines.append(f"- {name}: runs " + ", ".join(f"{x:.4f}" for x in ts) + " s")
     text = "\n".join(lines) + "\n"

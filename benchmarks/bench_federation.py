@@ -33,10 +33,26 @@ def _say(msg: str) -> None:
 
 
 def _args(data: Path, schema: Path, **kw) -> argparse.Namespace:
-    base = dict(data=str(data), schema=str(schema), dataset="", parties=5, partition="iid", alpha=0.5, column="",
-                epsilon=1.0, depth=5, trees_per_party=1, bins=16, split_mode="binary", evaluation_epsilon=0.0,
-                party_holdout=0.0, test_size=0.2, seed=0, flower_logs=False,
-                seeded_noise=True)  # research: reproducible, and the variants of one seed see the same trees
+    base = dict(
+        data=str(data),
+        schema=str(schema),
+        dataset="",
+        parties=5,
+        partition="iid",
+        alpha=0.5,
+        column="",
+        epsilon=1.0,
+        depth=5,
+        trees_per_party=1,
+        bins=16,
+        split_mode="binary",
+        evaluation_epsilon=0.0,
+        party_holdout=0.0,
+        test_size=0.2,
+        seed=0,
+        flower_logs=False,
+        seeded_noise=True,
+    )  # research: reproducible, and the variants of one seed see the same trees
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -65,20 +81,34 @@ def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
         for partition in ("iid", "dirichlet"):
             fed, central = [], []
             for seed in range(seeds):
-                r = run_simulation_report(_args(data, schema, parties=parties, partition=partition, seed=seed,
-                                                trees_per_party=trees, depth=depth),
-                                          Path(tmp) / f"{partition}-{seed}", progress=lambda _: None)
+                r = run_simulation_report(
+                    _args(
+                        data,
+                        schema,
+                        parties=parties,
+                        partition=partition,
+                        seed=seed,
+                        trees_per_party=trees,
+                        depth=depth,
+                    ),
+                    Path(tmp) / f"{partition}-{seed}",
+                    progress=lambda _: None,
+                )
                 fed.append(r["federated"]["central_evaluation"]["accuracy"])
                 central.append(r["baselines"]["central_edprf"]["accuracy"])
                 _say(f"{partition} seed {seed}: federated {fed[-1]:.4f} central {central[-1]:.4f}")
             gap = np.array(central) - np.array(fed)
-            rows.append(f"| {partition} | {parties} | {parties * trees} | {np.mean(fed):.4f} ± {np.std(fed):.4f} | "
-                        f"{np.mean(central):.4f} ± {np.std(central):.4f} | {gap.mean() * 100:+.2f} ± "
-                        f"{gap.std() * 100:.2f} |")
-    return ("Diabetes 7000/7000, eps = 1, binary splits, depth "
-            f"{depth}, {trees} tree(s) per party, {seeds} seeds; central = same algorithm, same total trees, "
-            "all parties' rows pooled.\n\n| partition | parties | trees | federated | central | gap (points) |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(rows))
+            rows.append(
+                f"| {partition} | {parties} | {parties * trees} | {np.mean(fed):.4f} ± {np.std(fed):.4f} | "
+                f"{np.mean(central):.4f} ± {np.std(central):.4f} | {gap.mean() * 100:+.2f} ± "
+                f"{gap.std() * 100:.2f} |"
+            )
+    return (
+        "Diabetes 7000/7000, eps = 1, binary splits, depth "
+        f"{depth}, {trees} tree(s) per party, {seeds} seeds; central = same algorithm, same total trees, "
+        "all parties' rows pooled.\n\n| partition | parties | trees | federated | central | gap (points) |\n"
+        "|---|---|---|---|---|---|\n" + "\n".join(rows)
+    )
 
 
 def scaling(party_counts: list[int]) -> str:
@@ -89,19 +119,27 @@ def scaling(party_counts: list[int]) -> str:
         data, schema = _diabetes(Path(tmp), balanced=False)
         for n in party_counts:
             t0 = time.perf_counter()
-            r = run_simulation_report(_args(data, schema, parties=n, evaluation_epsilon=0.1, party_holdout=0.1),
-                                      Path(tmp) / f"p{n}", baselines=False, progress=lambda _: None)
+            r = run_simulation_report(
+                _args(data, schema, parties=n, evaluation_epsilon=0.1, party_holdout=0.1),
+                Path(tmp) / f"p{n}",
+                baselines=False,
+                progress=lambda _: None,
+            )
             wall = time.perf_counter() - t0
             fed = r["federated"]
             sizes = [p["release_bytes"] for p in fed["parties"] if p["release_bytes"]]
-            rows.append(f"| {n} | {wall:.1f} | {r['federation_seconds']:.1f} | "
-                        f"{sum(p['status'] == 'accepted' for p in fed['parties'])} | "
-                        f"{statistics.median(sizes):.0f} | {fed['merge_seconds'] * 1000:.1f} | "
-                        f"{fed['central_evaluation']['accuracy']:.4f} |")
+            rows.append(
+                f"| {n} | {wall:.1f} | {r['federation_seconds']:.1f} | "
+                f"{sum(p['status'] == 'accepted' for p in fed['parties'])} | "
+                f"{statistics.median(sizes):.0f} | {fed['merge_seconds'] * 1000:.1f} | "
+                f"{fed['central_evaluation']['accuracy']:.4f} |"
+            )
             _say(rows[-1])
-    return ("`edprf simulate` end to end on all 100,000 diabetes rows (eps = 1, depth 5, 1 tree per party, "
-            "evaluation round on), one run each.\n\n| parties | wall s | federation s | accepted | "
-            "bytes per release | merge ms | accuracy |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+    return (
+        "`edprf simulate` end to end on all 100,000 diabetes rows (eps = 1, depth 5, 1 tree per party, "
+        "evaluation round on), one run each.\n\n| parties | wall s | federation s | accepted | "
+        "bytes per release | merge ms | accuracy |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+    )
 
 
 def merge(n_releases: int, repeats: int) -> str:
@@ -112,8 +150,11 @@ def merge(n_releases: int, repeats: int) -> str:
     payloads = []
     for i in range(n_releases):
         rows = slice((i * 37) % 5000, (i * 37) % 5000 + 400)
-        forest = EDPRFClassifier(schema, n_estimators=1, max_depth=5, n_bins=16, random_state=i).fit(
-            X.iloc[rows], y.iloc[rows]).forest_
+        forest = (
+            EDPRFClassifier(schema, n_estimators=1, max_depth=5, n_bins=16, random_state=i)
+            .fit(X.iloc[rows], y.iloc[rows])
+            .forest_
+        )
         payloads.append(encode_release(forest, f"party-{i:04d}"))
     policy = ReleasePolicy(max_epsilon=1.0, max_depth=5, max_trees=1)
     decode_s, build_s, load_s = [], [], []
@@ -128,12 +169,14 @@ def merge(n_releases: int, repeats: int) -> str:
         decode_s.append(t1 - t0), build_s.append(t2 - t1), load_s.append(t3 - t2)
     assert view.forest.n_trees == n_releases
     med = statistics.median
-    return (f"Coordinator work for {n_releases} releases (1 tree, depth 5 each, wall robot schema), median of "
-            f"{repeats}.\n\n| step | seconds | per release (ms) |\n|---|---|---|\n"
-            f"| validate (decode_release) | {med(decode_s):.3f} | {med(decode_s) / n_releases * 1000:.2f} |\n"
-            f"| merge into a global model | {med(build_s):.3f} | {med(build_s) / n_releases * 1000:.2f} |\n"
-            f"| reload + re-verify the model | {med(load_s):.3f} | {med(load_s) / n_releases * 1000:.2f} |\n"
-            f"\nrelease bytes: median {int(med(len(p) for p in payloads))}; global model {len(model)} bytes")
+    return (
+        f"Coordinator work for {n_releases} releases (1 tree, depth 5 each, wall robot schema), median of "
+        f"{repeats}.\n\n| step | seconds | per release (ms) |\n|---|---|---|\n"
+        f"| validate (decode_release) | {med(decode_s):.3f} | {med(decode_s) / n_releases * 1000:.2f} |\n"
+        f"| merge into a global model | {med(build_s):.3f} | {med(build_s) / n_releases * 1000:.2f} |\n"
+        f"| reload + re-verify the model | {med(load_s):.3f} | {med(load_s) / n_releases * 1000:.2f} |\n"
+        f"\nrelease bytes: median {int(med(len(p) for p in payloads))}; global model {len(model)} bytes"
+    )
 
 
 def main() -> int:

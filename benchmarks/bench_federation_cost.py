@@ -61,8 +61,11 @@ def _scores(y: np.ndarray, proba: np.ndarray) -> tuple[float, float, float]:
     bacc = float(balanced_accuracy_score(y, np.argmax(proba, axis=1)))
     k = proba.shape[1]
     try:
-        auc = (roc_auc_score(y, proba[:, 1]) if k == 2
-               else roc_auc_score(y, proba, multi_class="ovr", labels=list(range(k))))
+        auc = (
+            roc_auc_score(y, proba[:, 1])
+            if k == 2
+            else roc_auc_score(y, proba, multi_class="ovr", labels=list(range(k)))
+        )
     except ValueError:
         auc = float("nan")
     return acc, bacc, float(auc)
@@ -77,36 +80,61 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
     X, y, schema = load_dataset(dataset, data_dir)
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
-    how = (Partitioning("iid", 0.5, "") if partition == "iid"
-           else Partitioning("dirichlet", float(partition.split("-")[1]), ""))
+    how = (
+        Partitioning("iid", 0.5, "")
+        if partition == "iid"
+        else Partitioning("dirichlet", float(partition.split("-")[1]), "")
+    )
     parts = partition_rows(split.X_train, split.y_train, n_parties, how, np.random.default_rng(seed))
     t0 = time.perf_counter()
     forests, alone, labels = [], [], []
     for i, rows in enumerate(parts):
         if len(rows) == 0:
             continue
-        clf = EDPRFClassifier(schema, epsilon=EPSILON, n_estimators=1, max_depth="auto", max_depth_cap=8, n_bins=20,
-                              random_state=seed * 1000 + i).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
+        clf = EDPRFClassifier(
+            schema,
+            epsilon=EPSILON,
+            n_estimators=1,
+            max_depth="auto",
+            max_depth_cap=8,
+            n_bins=20,
+            random_state=seed * 1000 + i,
+        ).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
         forests.append(clf.forest_)
         labels.append(f"p{i}")
         alone.append(_scores(truth, clf.predict_proba(split.X_test)))
     merged = merge_forests(forests, labels=labels)
     fit_s = time.perf_counter() - t0
-    base = {"dataset": dataset, "partition": partition, "parties": n_parties, "seed": seed,
-            "depths": " ".join(str(p.max_depth) for _, p, _ in merged.parts)}
+    base = {
+        "dataset": dataset,
+        "partition": partition,
+        "parties": n_parties,
+        "seed": seed,
+        "depths": " ".join(str(p.max_depth) for _, p, _ in merged.parts),
+    }
     rows = []
-    for model, proba in (("federated", merged.predict_proba(split.X_test)),
-                         ("federated, unbounded (before issue 20)",
-                          merged.predict_proba(split.X_test, tolerated_parties=0)),
-                         ("federated, mean pooling", merged.predict_proba(split.X_test, pooling="mean")),
-                         ("federated, mean, no label-shift correction",
-                          merged.predict_proba(split.X_test, pooling="mean", label_shift=False))):
+    for model, proba in (
+        ("federated", merged.predict_proba(split.X_test)),
+        ("federated, unbounded (before issue 20)", merged.predict_proba(split.X_test, tolerated_parties=0)),
+        ("federated, mean pooling", merged.predict_proba(split.X_test, pooling="mean")),
+        (
+            "federated, mean, no label-shift correction",
+            merged.predict_proba(split.X_test, pooling="mean", label_shift=False),
+        ),
+    ):
         acc, bacc, auc = _scores(truth, proba)
-        rows.append(base | {"model": model, "accuracy": acc, "balanced_accuracy": bacc, "roc_auc": auc,
-                            "fit_s": fit_s})
+        rows.append(base | {"model": model, "accuracy": acc, "balanced_accuracy": bacc, "roc_auc": auc, "fit_s": fit_s})
     median = sorted(alone)[(len(alone) - 1) // 2]
-    rows.append(base | {"model": "party alone (median)", "accuracy": median[0], "balanced_accuracy": median[1],
-                        "roc_auc": median[2], "fit_s": 0.0})
+    rows.append(
+        base
+        | {
+            "model": "party alone (median)",
+            "accuracy": median[0],
+            "balanced_accuracy": median[1],
+            "roc_auc": median[2],
+            "fit_s": 0.0,
+        }
+    )
     return rows
 
 
@@ -123,10 +151,24 @@ def run_central(job: tuple[str, int, str]) -> list[dict]:
     prior = np.bincount(encode_labels(split.y_train, schema), minlength=schema.n_classes)
     majority = float(np.mean(truth == np.argmax(prior)))
     base = {"dataset": dataset, "partition": "-", "parties": 0, "seed": seed, "depths": str(clf.max_depth_)}
-    return [base | {"model": "central DP (pooled rows)", "accuracy": acc, "balanced_accuracy": bacc, "roc_auc": auc,
-                    "fit_s": 0.0},
-            base | {"model": "majority class", "accuracy": majority, "balanced_accuracy": 1.0 / schema.n_classes,
-                    "roc_auc": 0.5, "fit_s": 0.0}]
+    return [
+        base
+        | {
+            "model": "central DP (pooled rows)",
+            "accuracy": acc,
+            "balanced_accuracy": bacc,
+            "roc_auc": auc,
+            "fit_s": 0.0,
+        },
+        base
+        | {
+            "model": "majority class",
+            "accuracy": majority,
+            "balanced_accuracy": 1.0 / schema.n_classes,
+            "roc_auc": 0.5,
+            "fit_s": 0.0,
+        },
+    ]
 
 
 def _fmt(values: pd.Series) -> str:
@@ -134,29 +176,39 @@ def _fmt(values: pd.Series) -> str:
 
 
 def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
-    lines = ["# The cost of federating (issue 12)", "",
-             f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
-             f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
-             "chosen from a DP count of its own rows (at most 8). Federated = the merged releases pooled by the default "
-             "rule (log-linear pooling of the trees' likelihood ratios, each tree weighted per class by its share "
-             "of that class's rows); mean pooling = the previous default (average of the trees' distributions, "
-             "label-shift corrected). Seeded research runs (reproducible, not DP releases).", ""]
+    lines = [
+        "# The cost of federating (issue 12)",
+        "",
+        f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
+        f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
+        "chosen from a DP count of its own rows (at most 8). Federated = the merged releases pooled by the default "
+        "rule (log-linear pooling of the trees' likelihood ratios, each tree weighted per class by its share "
+        "of that class's rows); mean pooling = the previous default (average of the trees' distributions, "
+        "label-shift corrected). Seeded research runs (reproducible, not DP releases).",
+        "",
+    ]
     for dataset in df.dataset.unique():
         d = df[df.dataset == dataset]
         central = d[d.model == "central DP (pooled rows)"]
         majority = d[d.model == "majority class"]
-        lines += [f"## {dataset}", "",
-                  f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, balanced accuracy "
-                  f"{_fmt(central.balanced_accuracy)}, AUC {_fmt(central.roc_auc)}; "
-                  f"majority class: accuracy {majority.accuracy.mean():.3f}.", "",
-                  "| partition | parties | model | accuracy | balanced accuracy | ROC AUC | depths (seed 0) |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {dataset}",
+            "",
+            f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, balanced accuracy "
+            f"{_fmt(central.balanced_accuracy)}, AUC {_fmt(central.roc_auc)}; "
+            f"majority class: accuracy {majority.accuracy.mean():.3f}.",
+            "",
+            "| partition | parties | model | accuracy | balanced accuracy | ROC AUC | depths (seed 0) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         fed = d[d.parties > 0]
         for (partition, n, model), g in fed.groupby(["partition", "parties", "model"], sort=False):
             depths = g.sort_values("seed").depths.iloc[0]
             depths = depths if len(depths) <= 40 else depths[:37] + "..."
-            lines.append(f"| {partition} | {n} | {model} | {_fmt(g.accuracy)} | {_fmt(g.balanced_accuracy)} | "
-                         f"{_fmt(g.roc_auc)} | {depths} |")
+            lines.append(
+                f"| {partition} | {n} | {model} | {_fmt(g.accuracy)} | {_fmt(g.balanced_accuracy)} | "
+                f"{_fmt(g.roc_auc)} | {depths} |"
+            )
         lines.append("")
     (out / "federation_cost.md").write_text("\n".join(lines) + "\n")
 
@@ -174,17 +226,34 @@ def plot(df: pd.DataFrame, out: Path) -> None:
             for partition, style in zip(PARTITIONS, ("-o", "-s", "-^")):
                 g = d[(d.partition == partition) & (d.model == "federated")].groupby("parties")[metric]
                 if len(g):
-                    ax.errorbar(g.mean().index, g.mean().values, yerr=g.std(ddof=0).values, fmt=style, capsize=3,
-                                label=f"federated, {partition}")
+                    ax.errorbar(
+                        g.mean().index,
+                        g.mean().values,
+                        yerr=g.std(ddof=0).values,
+                        fmt=style,
+                        capsize=3,
+                        label=f"federated, {partition}",
+                    )
             alone = d[(d.partition == "iid") & (d.model == "party alone (median)")].groupby("parties")[metric]
             if len(alone):
-                ax.errorbar(alone.mean().index, alone.mean().values, yerr=alone.std(ddof=0).values, fmt=":x",
-                            color="gray", capsize=3, label="median party alone, iid")
+                ax.errorbar(
+                    alone.mean().index,
+                    alone.mean().values,
+                    yerr=alone.std(ddof=0).values,
+                    fmt=":x",
+                    color="gray",
+                    capsize=3,
+                    label="median party alone, iid",
+                )
             central = d[d.model == "central DP (pooled rows)"][metric]
             ax.axhline(central.mean(), color="black", label=f"central DP, pooled ({central.mean():.3f})")
             if metric == "accuracy":
-                ax.axhline(d[d.model == "majority class"].accuracy.mean(), color="black", linestyle="--",
-                           label="majority class")
+                ax.axhline(
+                    d[d.model == "majority class"].accuracy.mean(),
+                    color="black",
+                    linestyle="--",
+                    label="majority class",
+                )
             ax.set_xscale("log")
             ns = sorted(d[d.parties > 0].parties.unique())
             ax.set_xticks(ns, [str(n) for n in ns])

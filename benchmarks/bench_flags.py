@@ -59,8 +59,11 @@ def _previous_rule(kappa: np.ndarray, alpha: float) -> list[bool]:
             continue
         spread = others.std(ddof=1)
         gap = kappa[i] - others.mean()
-        p = (0.0 if gap < 0 else 1.0) if spread == 0 else stats.t.cdf(
-            gap / (spread * np.sqrt(1 + 1 / others.size)), df=others.size - 1)
+        p = (
+            (0.0 if gap < 0 else 1.0)
+            if spread == 0
+            else stats.t.cdf(gap / (spread * np.sqrt(1 + 1 / others.size)), df=others.size - 1)
+        )
         out.append(bool(p < alpha and kappa[i] < 0.5 * np.median(kappa)))
     return out
 
@@ -85,8 +88,12 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
     n_bad = round(bad_share * len(rest))
     bad_rows, rest = rest[:n_bad], rest[n_bad:]
     if skew > 0:
-        parts = [rest[p] for p in partition_rows(split.X_train.iloc[rest], split.y_train.iloc[rest], n_parties,
-                                                 Partitioning("dirichlet", skew), rng)]
+        parts = [
+            rest[p]
+            for p in partition_rows(
+                split.X_train.iloc[rest], split.y_train.iloc[rest], n_parties, Partitioning("dirichlet", skew), rng
+            )
+        ]
     else:
         parts = np.array_split(rest, n_parties)
     if n_bad:
@@ -94,8 +101,9 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
         parts.append(bad_rows)
     forests = []
     for i, rows in enumerate(parts):
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth_cap=8, n_bins=20,
-                              random_state=seed * 100 + i)
+        clf = EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=1, max_depth_cap=8, n_bins=20, random_state=seed * 100 + i
+        )
         forests.append(clf.fit(split.X_train.iloc[rows], y_train[rows]).forest_)
     merged = merge_forests(forests, labels=[f"p{i}" for i in range(len(parts))])
     codes = merged.encode(split.X_train.iloc[val])
@@ -133,60 +141,91 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     shares = [float(v) for v in args.shares.split(",")]
     first = args.first_seed
-    lines = ["# Quality flags (issue 12)", "",
-             f"Command: `python benchmarks/bench_flags.py {' '.join(argv if argv is not None else sys.argv[1:])}`.",
-             "",
-             (f"Rule (`server/_contribution.py`): a party is flagged when its probability lift (how much more "
-             f"probability its trees give the validation rows' true class than a label drawn at the rows' class "
-             f"frequencies) is significantly below 0.1 x the other parties' median lift, one-sided level alpha = "
-             f"{args.alpha:g}; inconclusive (no flag) when more than 15 % of the others are below 0.2 x their "
-             "median.  Constants chosen on seeds 1000-1199; the runs below use seeds "
-             f"{first}..{first + max(args.seeds, args.power_seeds) - 1}.  Epsilon = 1, one tree per party, leaf "
-             "counts, depth from a DP count (cap 8), 20 bins.  95 % Clopper-Pearson intervals in parentheses.  "
-             "\"previous\": the rule before (leave-one-out t test of the vote's kappa and kappa < half the median), "
-             "on the same runs."), ""]
-    fpr_rows = ["## Honest parties only: flag rate (false positives)", "",
-                "| dataset | parties | partition | flagged, current rule | flagged, previous rule |",
-                "|---|---|---|---|---|"]
-    pow_rows = ["## One party with shuffled labels (the others IID)", "",
-                ("| dataset | honest parties | bad party's share | bad party flagged (power) | honest flagged | "
-                 "power, previous rule |"), "|---|---|---|---|---|---|"]
-    smallest = [f"## Shares with power >= {args.power_target:g}", "",
-                ("Tested shares of the shuffled party at which the current rule flags it in at least "
-                 f"{args.power_target:g} of the runs, and the smallest of them.  Power need not grow with the "
-                 "share: the rows are fixed, so a larger bad party leaves the honest ones fewer rows and weaker "
-                 "trees."), "",
-                "| dataset | honest parties | shares with power >= target | smallest |", "|---|---|---|---|"]
+    lines = [
+        "# Quality flags (issue 12)",
+        "",
+        f"Command: `python benchmarks/bench_flags.py {' '.join(argv if argv is not None else sys.argv[1:])}`.",
+        "",
+        (
+            f"Rule (`server/_contribution.py`): a party is flagged when its probability lift (how much more "
+            f"probability its trees give the validation rows' true class than a label drawn at the rows' class "
+            f"frequencies) is significantly below 0.1 x the other parties' median lift, one-sided level alpha = "
+            f"{args.alpha:g}; inconclusive (no flag) when more than 15 % of the others are below 0.2 x their "
+            "median.  Constants chosen on seeds 1000-1199; the runs below use seeds "
+            f"{first}..{first + max(args.seeds, args.power_seeds) - 1}.  Epsilon = 1, one tree per party, leaf "
+            "counts, depth from a DP count (cap 8), 20 bins.  95 % Clopper-Pearson intervals in parentheses.  "
+            '"previous": the rule before (leave-one-out t test of the vote\'s kappa and kappa < half the median), '
+            "on the same runs."
+        ),
+        "",
+    ]
+    fpr_rows = [
+        "## Honest parties only: flag rate (false positives)",
+        "",
+        "| dataset | parties | partition | flagged, current rule | flagged, previous rule |",
+        "|---|---|---|---|---|",
+    ]
+    pow_rows = [
+        "## One party with shuffled labels (the others IID)",
+        "",
+        (
+            "| dataset | honest parties | bad party's share | bad party flagged (power) | honest flagged | "
+            "power, previous rule |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    smallest = [
+        f"## Shares with power >= {args.power_target:g}",
+        "",
+        (
+            "Tested shares of the shuffled party at which the current rule flags it in at least "
+            f"{args.power_target:g} of the runs, and the smallest of them.  Power need not grow with the "
+            "share: the rows are fixed, so a larger bad party leaves the honest ones fewer rows and weaker "
+            "trees."
+        ),
+        "",
+        "| dataset | honest parties | shares with power >= target | smallest |",
+        "|---|---|---|---|",
+    ]
     with ProcessPoolExecutor(args.jobs) as pool:
         for dataset in args.datasets.split(","):
             for n in (int(v) for v in args.parties.split(",")):
                 for skew in (0.0, args.skew):
-                    jobs = [(dataset, n, s, 0.0, skew, args.alpha, args.data_dir)
-                            for s in range(first, first + args.seeds)]
+                    jobs = [
+                        (dataset, n, s, 0.0, skew, args.alpha, args.data_dir) for s in range(first, first + args.seeds)
+                    ]
                     honest, old = [], []
                     for flags, _, old_flags, _ in pool.map(run_one, jobs, chunksize=4):
                         honest += flags
                         old += old_flags
                     kind = "IID" if skew == 0 else f"Dirichlet {skew:g}"
-                    fpr_rows.append(f"| {dataset} | {n} | {kind} | {_interval(sum(honest), len(honest))} | "
-                                    f"{_interval(sum(old), len(old))} |")
+                    fpr_rows.append(
+                        f"| {dataset} | {n} | {kind} | {_interval(sum(honest), len(honest))} | "
+                        f"{_interval(sum(old), len(old))} |"
+                    )
                     print(fpr_rows[-1], file=sys.stderr, flush=True)
                 powers = {}
                 for share in shares:
-                    jobs = [(dataset, n, s, share, 0.0, args.alpha, args.data_dir)
-                            for s in range(first, first + args.power_seeds)]
+                    jobs = [
+                        (dataset, n, s, share, 0.0, args.alpha, args.data_dir)
+                        for s in range(first, first + args.power_seeds)
+                    ]
                     honest, bad, old_bad = [], [], []
                     for flags, flag_bad, _, old_flag_bad in pool.map(run_one, jobs, chunksize=4):
                         honest += flags
                         bad.append(flag_bad)
                         old_bad.append(old_flag_bad)
                     powers[share] = sum(bad) / len(bad)
-                    pow_rows.append(f"| {dataset} | {n} | {share:g} | {_interval(sum(bad), len(bad))} | "
-                                    f"{_interval(sum(honest), len(honest))} | {sum(old_bad) / len(old_bad):.2f} |")
+                    pow_rows.append(
+                        f"| {dataset} | {n} | {share:g} | {_interval(sum(bad), len(bad))} | "
+                        f"{_interval(sum(honest), len(honest))} | {sum(old_bad) / len(old_bad):.2f} |"
+                    )
                     print(pow_rows[-1], file=sys.stderr, flush=True)
                 holding = [s for s in shares if powers[s] >= args.power_target]
-                smallest.append(f"| {dataset} | {n} | {', '.join(f'{s:g}' for s in holding) or 'none'} | "
-                                f"{min(holding) if holding else '–'} |")
+                smallest.append(
+                    f"| {dataset} | {n} | {', '.join(f'{s:g}' for s in holding) or 'none'} | "
+                    f"{min(holding) if holding else '–'} |"
+                )
     text = "\n".join(lines + fpr_rows + [""] + pow_rows + [""] + smallest)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

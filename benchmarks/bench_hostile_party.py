@@ -64,12 +64,24 @@ def run_one(job: tuple[str, int, int, int, str]) -> list[dict]:
     X, y, schema = load_dataset(dataset, data_dir)
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
-    parts = partition_rows(split.X_train, split.y_train, n_honest + 1, Partitioning("iid", 0.5, ""),
-                           np.random.default_rng(seed))
+    parts = partition_rows(
+        split.X_train, split.y_train, n_honest + 1, Partitioning("iid", 0.5, ""), np.random.default_rng(seed)
+    )
     t0 = time.perf_counter()
-    forests = [EDPRFClassifier(schema, epsilon=EPSILON, n_estimators=trees, max_depth="auto", max_depth_cap=8,
-                               n_bins=20, random_state=seed * 1000 + i)
-               .fit(split.X_train.iloc[rows], split.y_train.iloc[rows]).forest_ for i, rows in enumerate(parts)]
+    forests = [
+        EDPRFClassifier(
+            schema,
+            epsilon=EPSILON,
+            n_estimators=trees,
+            max_depth="auto",
+            max_depth_cap=8,
+            n_bins=20,
+            random_state=seed * 1000 + i,
+        )
+        .fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
+        .forest_
+        for i, rows in enumerate(parts)
+    ]
     honest, own = forests[:n_honest], forests[n_honest]
     labels = [f"p{i}" for i in range(n_honest)]
     all_honest = merge_forests(honest, labels=labels)
@@ -77,45 +89,77 @@ def run_one(job: tuple[str, int, int, int, str]) -> list[dict]:
     acc_honest = _accuracy(all_honest, split.X_test, truth)
     acc_drop = _accuracy(drop_one, split.X_test, truth)
     own_rows = split.X_train.iloc[parts[n_honest]]
-    base = {"dataset": dataset, "honest": n_honest, "seed": seed, "honest_accuracy": acc_honest,
-            "drop_one_accuracy": acc_drop}
+    base = {
+        "dataset": dataset,
+        "honest": n_honest,
+        "seed": seed,
+        "honest_accuracy": acc_honest,
+        "drop_one_accuracy": acc_drop,
+    }
     rows = []
     for attack in ATTACKS:
         forged = forge(attack, own, honest_model=all_honest.predict_proba, own_rows=own_rows, other=honest[0])
         merged = merge_forests([*honest, forged], labels=[*labels, "mallory"])
-        rows.append(base | {"attack": attack, "accuracy": _accuracy(merged, split.X_test, truth),
-                            "unbounded_accuracy": _accuracy(merged, split.X_test, truth, tolerated=0)})
+        rows.append(
+            base
+            | {
+                "attack": attack,
+                "accuracy": _accuracy(merged, split.X_test, truth),
+                "unbounded_accuracy": _accuracy(merged, split.X_test, truth, tolerated=0),
+            }
+        )
     print(f"  {dataset} N={n_honest} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 
 
 def write_report(df: pd.DataFrame, out: Path, command: str, seeds: list[int]) -> bool:
-    cells = (df.groupby(["dataset", "honest", "attack"], sort=False)
-             [["honest_accuracy", "drop_one_accuracy", "accuracy", "unbounded_accuracy"]].mean().reset_index())
-    cells["bound"] = (cells["honest_accuracy"] - (cells["honest_accuracy"] - cells["drop_one_accuracy"]).clip(lower=0)
-                      - MARGIN)
+    cells = (
+        df.groupby(["dataset", "honest", "attack"], sort=False)[
+            ["honest_accuracy", "drop_one_accuracy", "accuracy", "unbounded_accuracy"]
+        ]
+        .mean()
+        .reset_index()
+    )
+    cells["bound"] = (
+        cells["honest_accuracy"] - (cells["honest_accuracy"] - cells["drop_one_accuracy"]).clip(lower=0) - MARGIN
+    )
     cells["met"] = cells["accuracy"] >= cells["bound"]
-    worst = df.assign(bound=df["honest_accuracy"] - (df["honest_accuracy"] - df["drop_one_accuracy"]).clip(lower=0)
-                      - MARGIN)
-    worst_gap = (worst["accuracy"] - worst["bound"]).groupby([worst["dataset"], worst["honest"], worst["attack"]],
-                                                              sort=False).min()
-    lines = ["# One hostile party against N honest ones (issue 20)", "",
-             f"Command: `{command}`. Seeds {seeds}; accuracies are means over seeds. epsilon = {EPSILON:g} per "
-             "party, leaf counts, depth from a DP count (at most 8), IID parties of equal size; seeded research "
-             "fits (reproducible, not DP releases). The hostile party fits its own forest with the same "
-             "parameters on its share and forges the counts (tests/forged_releases.py): the release conforms "
-             "and would be signed. Goal: accuracy >= honest - max(0, honest - drop one) - 0.02 (\"bound\"). "
-             "\"unbounded\" pools the same forests by the rule before issue 20 (no clip, no cap). "
-             "\"worst seed\" is the smallest (accuracy - bound) over seeds.", "",
-             f"Cells meeting the goal (mean over seeds): {int(cells['met'].sum())} of {len(cells)}.", ""]
+    worst = df.assign(
+        bound=df["honest_accuracy"] - (df["honest_accuracy"] - df["drop_one_accuracy"]).clip(lower=0) - MARGIN
+    )
+    worst_gap = (
+        (worst["accuracy"] - worst["bound"])
+        .groupby([worst["dataset"], worst["honest"], worst["attack"]], sort=False)
+        .min()
+    )
+    lines = [
+        "# One hostile party against N honest ones (issue 20)",
+        "",
+        f"Command: `{command}`. Seeds {seeds}; accuracies are means over seeds. epsilon = {EPSILON:g} per "
+        "party, leaf counts, depth from a DP count (at most 8), IID parties of equal size; seeded research "
+        "fits (reproducible, not DP releases). The hostile party fits its own forest with the same "
+        "parameters on its share and forges the counts (tests/forged_releases.py): the release conforms "
+        'and would be signed. Goal: accuracy >= honest - max(0, honest - drop one) - 0.02 ("bound"). '
+        '"unbounded" pools the same forests by the rule before issue 20 (no clip, no cap). '
+        '"worst seed" is the smallest (accuracy - bound) over seeds.',
+        "",
+        f"Cells meeting the goal (mean over seeds): {int(cells['met'].sum())} of {len(cells)}.",
+        "",
+    ]
     for dataset, table in cells.groupby("dataset", sort=False):
-        lines += [f"## {dataset}", "", "| honest parties | attack | honest | drop one | bound | with hostile | "
-                  "met | worst seed | unbounded |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {dataset}",
+            "",
+            "| honest parties | attack | honest | drop one | bound | with hostile | met | worst seed | unbounded |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for _, r in table.iterrows():
             gap = worst_gap[(dataset, r["honest"], r["attack"])]
-            lines.append(f"| {r['honest']} | {r['attack']} | {r['honest_accuracy']:.3f} | {r['drop_one_accuracy']:.3f} "
-                         f"| {r['bound']:.3f} | {r['accuracy']:.3f} | {'yes' if r['met'] else 'NO'} | {gap:+.3f} "
-                         f"| {r['unbounded_accuracy']:.3f} |")
+            lines.append(
+                f"| {r['honest']} | {r['attack']} | {r['honest_accuracy']:.3f} | {r['drop_one_accuracy']:.3f} "
+                f"| {r['bound']:.3f} | {r['accuracy']:.3f} | {'yes' if r['met'] else 'NO'} | {gap:+.3f} "
+                f"| {r['unbounded_accuracy']:.3f} |"
+            )
         lines.append("")
     out.mkdir(parents=True, exist_ok=True)
     (out / "hostile_party.md").write_text("\n".join(lines), encoding="utf-8")
@@ -128,31 +172,39 @@ def honest_cost_section(csv: Path) -> list[str]:
     df = pd.read_csv(csv)
     pair = df[df.model.isin(["federated", "federated, unbounded (before issue 20)"])]
     g = pair.groupby(["dataset", "partition", "parties", "model"])[["accuracy", "roc_auc"]].mean().unstack("model")
-    sd = df[df.model == "federated, unbounded (before issue 20)"].groupby(["dataset", "partition", "parties"])[
-        ["accuracy", "roc_auc"]].std()
+    sd = (
+        df[df.model == "federated, unbounded (before issue 20)"]
+        .groupby(["dataset", "partition", "parties"])[["accuracy", "roc_auc"]]
+        .std()
+    )
     seeds = sorted(int(x) for x in df.seed.unique())
     diff = (g[("accuracy", "federated")] - g[("accuracy", "federated, unbounded (before issue 20)")]).abs()
     mild = diff[diff.index.get_level_values("partition") != "dirichlet-0.1"].max()
     within = (diff <= sd["accuracy"].reindex(diff.index).fillna(0.0)).sum()
-    lines = ["## Honest federations: what the bound costs", "",
-             f"From `python benchmarks/bench_federation_cost.py --quick --seeds {len(seeds)} --data-dir "
-             "/work/shared/data` "
-             f"(written to `results/federation_cost_quick.csv`; seeds {seeds}, one tree per party, the same forests "
-             "pooled both ways; std over those seeds of the unbounded rule). IID and Dirichlet 0.5: "
-             f"the bound changes mean accuracy by at most {100 * mild:.1f} points; in {within} of {len(diff)} "
-             "settings the change is within one std. Dirichlet 0.1 (each class at about one party) pays: a party "
-             "that alone holds a class looks like a hostile party claiming it, its log ratios are clipped, its "
-             "class weight capped and its share of the consortium prior clipped "
-             "(edprf_core/_leaf_distribution.py, item 5).", "",
-             "| dataset | partition | parties | accuracy bounded | unbounded | std | ROC AUC bounded | unbounded "
-             "| std |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Honest federations: what the bound costs",
+        "",
+        f"From `python benchmarks/bench_federation_cost.py --quick --seeds {len(seeds)} --data-dir "
+        "/work/shared/data` "
+        f"(written to `results/federation_cost_quick.csv`; seeds {seeds}, one tree per party, the same forests "
+        "pooled both ways; std over those seeds of the unbounded rule). IID and Dirichlet 0.5: "
+        f"the bound changes mean accuracy by at most {100 * mild:.1f} points; in {within} of {len(diff)} "
+        "settings the change is within one std. Dirichlet 0.1 (each class at about one party) pays: a party "
+        "that alone holds a class looks like a hostile party claiming it, its log ratios are clipped, its "
+        "class weight capped and its share of the consortium prior clipped "
+        "(edprf_core/_leaf_distribution.py, item 5).",
+        "",
+        "| dataset | partition | parties | accuracy bounded | unbounded | std | ROC AUC bounded | unbounded | std |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for (dataset, partition, parties), r in g.iterrows():
         s = sd.loc[(dataset, partition, parties)]
         unbounded = "federated, unbounded (before issue 20)"
-        lines.append(f"| {dataset} | {partition} | {parties} | {r[('accuracy', 'federated')]:.3f} | "
-                     f"{r[('accuracy', unbounded)]:.3f} | {s['accuracy']:.3f} | {r[('roc_auc', 'federated')]:.3f} | "
-                     f"{r[('roc_auc', unbounded)]:.3f} | {s['roc_auc']:.3f} |")
+        lines.append(
+            f"| {dataset} | {partition} | {parties} | {r[('accuracy', 'federated')]:.3f} | "
+            f"{r[('accuracy', unbounded)]:.3f} | {s['accuracy']:.3f} | {r[('roc_auc', 'federated')]:.3f} | "
+            f"{r[('roc_auc', unbounded)]:.3f} | {s['roc_auc']:.3f} |"
+        )
     return [*lines, ""]
 
 
@@ -165,10 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--out", default=str(RESULTS_DIR))
-    p.add_argument("--honest-cost", type=Path, default=None,
-                   help="federation_cost_quick.csv of a bench_federation_cost.py --quick run to append")
-    p.add_argument("--report-only", type=Path, default=None,
-                   help="rewrite the report from this hostile_party.csv instead of running")
+    p.add_argument(
+        "--honest-cost",
+        type=Path,
+        default=None,
+        help="federation_cost_quick.csv of a bench_federation_cost.py --quick run to append",
+    )
+    p.add_argument(
+        "--report-only",
+        type=Path,
+        default=None,
+        help="rewrite the report from this hostile_party.csv instead of running",
+    )
     args = p.parse_args(argv)
     seeds = list(range(args.seeds))
     out = Path(args.out)
@@ -181,8 +241,12 @@ def main(argv: list[str] | None = None) -> int:
             with (out / "hostile_party.md").open("a", encoding="utf-8") as fh:
                 fh.write("\n".join(honest_cost_section(args.honest_cost)))
         return 0 if met else 1
-    jobs = [(d, int(n), s, args.trees, args.data_dir) for d in args.datasets.split(",")
-            for n in args.honest.split(",") for s in seeds]
+    jobs = [
+        (d, int(n), s, args.trees, args.data_dir)
+        for d in args.datasets.split(",")
+        for n in args.honest.split(",")
+        for s in seeds
+    ]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             results = list(pool.map(run_one, jobs))

@@ -83,22 +83,36 @@ def _child(model_path: Path, warm_path: Path) -> None:
             outcome = f"refused: {exc.reason}"
         seconds = time.perf_counter() - start
         peak = _status_kib("VmHWM")
-    print(json.dumps({"extra_mib": (peak - base) / 1024, "estimate_mib": estimate / 2**20, "seconds": seconds,
-                      "outcome": outcome, "bytes": header.n_bytes, "releases": header.n_releases,
-                      "trees": header.n_trees, "nodes": header.n_nodes}))
+    print(
+        json.dumps(
+            {
+                "extra_mib": (peak - base) / 1024,
+                "estimate_mib": estimate / 2**20,
+                "seconds": seconds,
+                "outcome": outcome,
+                "bytes": header.n_bytes,
+                "releases": header.n_releases,
+                "trees": header.n_trees,
+                "nodes": header.n_nodes,
+            }
+        )
+    )
 
 
 # ------------------------------------------------------------------ models
 def _honest_release(schema, X, y, trees: int, leaf: str, party: str, seed: int) -> bytes:
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20, leaf=leaf,
-                             random_state=seed).fit(X, y).forest_
+    forest = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20, leaf=leaf, random_state=seed)
+        .fit(X, y)
+        .forest_
+    )
     return encode_release(forest, party)
 
 
 def _honest_model(schema_toml: str, big: bytes, small: bytes, target: int) -> bytes:
     """Copies (distinct party ids) of one big honest release, then small ones, up to ``target`` bytes."""
     releases, size = [], 0
-    for template in ((big, small) if len(big) <= target else (small,)):
+    for template in (big, small) if len(big) <= target else (small,):
         while size + len(template) <= target or not releases:
             releases.append(_renamed(template, f"honest-{len(releases)}"))
             size += len(template)
@@ -114,8 +128,9 @@ def _renamed(signed_bytes: bytes, party: str) -> release_pb2.SignedRelease:
 
 
 def _wrap(schema_toml: str, releases: list) -> bytes:
-    return release_pb2.GlobalModel(format_version=1, schema_toml=schema_toml, releases=releases,
-                                   manifest_json="{}").SerializeToString(deterministic=True)
+    return release_pb2.GlobalModel(
+        format_version=1, schema_toml=schema_toml, releases=releases, manifest_json="{}"
+    ).SerializeToString(deterministic=True)
 
 
 def _full_binary(depth: int, n_features: int, n_codes: np.ndarray, n_classes: int, rng) -> tuple:
@@ -146,8 +161,17 @@ def _full_multiway(depth: int, n_codes: np.ndarray, n_classes: int) -> tuple:
     return feature, np.full(feature.size, -1), first, leaf
 
 
-def _hostile_release(template: bytes, party: str, trees: list[tuple], *, max_depth: int, n_bins: int,
-                     split_mode: str, counts: int | None, n_classes: int) -> release_pb2.SignedRelease:
+def _hostile_release(
+    template: bytes,
+    party: str,
+    trees: list[tuple],
+    *,
+    max_depth: int,
+    n_bins: int,
+    split_mode: str,
+    counts: int | None,
+    n_classes: int,
+) -> release_pb2.SignedRelease:
     release = release_pb2.Release.FromString(release_pb2.SignedRelease.FromString(template).release)
     release.party_id = party
     p = release.parameters
@@ -190,8 +214,16 @@ def _hostile_model(schema, template: bytes, target: int, case: str) -> bytes:
             trees = [tuple(np.array([v]) for v in (-1, -1, -1, 0))] * per_release
         else:
             trees = [_full_multiway(2, codes64, n_classes)] * per_release
-        signed = _hostile_release(template, f"hostile-{len(releases)}", trees, max_depth=8 if mode == "binary" else 2,
-                                  n_bins=64, split_mode=mode, counts=counts, n_classes=n_classes)
+        signed = _hostile_release(
+            template,
+            f"hostile-{len(releases)}",
+            trees,
+            max_depth=8 if mode == "binary" else 2,
+            n_bins=64,
+            split_mode=mode,
+            counts=counts,
+            n_classes=n_classes,
+        )
         nodes = sum(len(t[0]) for t in trees)
         if sum(len(r.release) for r in releases) and nodes + _nodes(releases) > 1_000_000:
             break
@@ -209,8 +241,9 @@ def _nodes(releases: list) -> int:
 def _run(model: bytes, warm: Path, tmp: Path, name: str) -> dict:
     path = tmp / f"{name}.model"
     path.write_bytes(model)
-    out = subprocess.run([sys.executable, __file__, "--child", str(path), str(warm)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), str(warm)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -234,30 +267,57 @@ def main() -> None:
         small_counts = _honest_release(schema, Xt, yt, 2, "counts", "warm", 1)
         warm = tmp / "warm.model"
         warm.write_bytes(_wrap(toml, [_renamed(small_counts, "warm")]))
-        honest = {leaf: (_honest_release(schema, Xt, yt, args.trees, leaf, "h", 2),
-                         _honest_release(schema, Xt, yt, 2, leaf, "h", 3)) for leaf in ("counts", "label")}
-        cases = ["full depth-8 binary trees, 64 bins, label leaves", "full depth-8 binary trees, 64 bins, counts 2**31-1",
-                 "single-leaf trees (5,000, the tree cap)", "one full depth-8 tree per release",
-                 "full multiway depth-2 trees, 64 bins"]
+        honest = {
+            leaf: (
+                _honest_release(schema, Xt, yt, args.trees, leaf, "h", 2),
+                _honest_release(schema, Xt, yt, 2, leaf, "h", 3),
+            )
+            for leaf in ("counts", "label")
+        }
+        cases = [
+            "full depth-8 binary trees, 64 bins, label leaves",
+            "full depth-8 binary trees, 64 bins, counts 2**31-1",
+            "single-leaf trees (5,000, the tree cap)",
+            "one full depth-8 tree per release",
+            "full multiway depth-2 trees, 64 bins",
+        ]
         for i, case in enumerate(cases):
             model = _hostile_model(schema, honest["label"][1], target, case)
             hostile = _run(model, warm, tmp, f"hostile-{i}")
-            references = {leaf: _run(_honest_model(toml, big, small, hostile["bytes"]), warm, tmp, f"honest-{i}-{leaf}")
-                          for leaf, (big, small) in honest.items()}
+            references = {
+                leaf: _run(_honest_model(toml, big, small, hostile["bytes"]), warm, tmp, f"honest-{i}-{leaf}")
+                for leaf, (big, small) in honest.items()
+            }
             same_leaf = references["counts" if "counts" in case else "label"]
-            rows.append((case, hostile, references["counts"], references["label"],
-                         hostile["extra_mib"] / max(same_leaf["extra_mib"], 1.0)))
-    lines = [(f"Party evaluation memory, {DATA} party (2,000 rows, 400 held out), default policy; "
-              f"honest parties of {args.trees} trees (depth 8, 20 bins).  Peak RSS growth during "
-              "Party.evaluate in a fresh process; estimate = the party's bound from the header."), "",
-             ("| model | bytes | releases | trees | nodes | peak MiB | estimate MiB | seconds | honest counts MiB "
-              "(bytes) | honest label MiB (bytes) | ratio to honest, same leaf output | reply |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            rows.append(
+                (
+                    case,
+                    hostile,
+                    references["counts"],
+                    references["label"],
+                    hostile["extra_mib"] / max(same_leaf["extra_mib"], 1.0),
+                )
+            )
+    lines = [
+        (
+            f"Party evaluation memory, {DATA} party (2,000 rows, 400 held out), default policy; "
+            f"honest parties of {args.trees} trees (depth 8, 20 bins).  Peak RSS growth during "
+            "Party.evaluate in a fresh process; estimate = the party's bound from the header."
+        ),
+        "",
+        (
+            "| model | bytes | releases | trees | nodes | peak MiB | estimate MiB | seconds | honest counts MiB "
+            "(bytes) | honest label MiB (bytes) | ratio to honest, same leaf output | reply |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for case, h, rc, rl, ratio in rows:
-        lines.append(f"| {case} | {h['bytes']:,} | {h['releases']} | {h['trees']} | {h['nodes']:,} | "
-                     f"{h['extra_mib']:.0f} | {h['estimate_mib']:.0f} | {h['seconds']:.1f} | "
-                     f"{rc['extra_mib']:.0f} ({rc['bytes']:,}) | {rl['extra_mib']:.0f} ({rl['bytes']:,}) | "
-                     f"{ratio:.2f} | {h['outcome']} |")
+        lines.append(
+            f"| {case} | {h['bytes']:,} | {h['releases']} | {h['trees']} | {h['nodes']:,} | "
+            f"{h['extra_mib']:.0f} | {h['estimate_mib']:.0f} | {h['seconds']:.1f} | "
+            f"{rc['extra_mib']:.0f} ({rc['bytes']:,}) | {rl['extra_mib']:.0f} ({rl['bytes']:,}) | "
+            f"{ratio:.2f} | {h['outcome']} |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.out:

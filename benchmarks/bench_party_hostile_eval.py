@@ -41,10 +41,14 @@ def _party(tmp: Path, parties: int, trees: int, uncapped: bool = False) -> tuple
     X, y, schema = load_embedded("wall_robot_navigation")
     schema.save(tmp / "schema.toml")
     X.iloc[:2000].assign(Class=y.iloc[:2000].to_numpy()).to_csv(tmp / "data.csv", index=False)
-    policy = PartyPolicy(party_id="hospital-a", lifetime_epsilon_cap=1000.0, max_evaluation_epsilon=0.1,
-                         schema_fingerprint=schema.fingerprint,
-                         max_evaluation_trees=10**9 if uncapped else parties * trees,
-                         max_evaluation_nodes=10**9 if uncapped else 5_000_000)
+    policy = PartyPolicy(
+        party_id="hospital-a",
+        lifetime_epsilon_cap=1000.0,
+        max_evaluation_epsilon=0.1,
+        schema_fingerprint=schema.fingerprint,
+        max_evaluation_trees=10**9 if uncapped else parties * trees,
+        max_evaluation_nodes=10**9 if uncapped else 5_000_000,
+    )
     (tmp / "policy.toml").write_text(policy.to_toml())
     return Party(PartySetup(tmp / "data.csv", tmp / "schema.toml", tmp / "policy.toml", tmp / "ledger.sqlite")), schema
 
@@ -53,15 +57,24 @@ def _honest(schema, parties: int, trees: int) -> tuple[bytes, bytes]:
     X, y, _ = load_embedded("wall_robot_navigation")
     releases = []
     for i in range(parties):
-        forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=6, n_bins=8,
-                                 random_state=i).fit(X.iloc[2000:4000], y.iloc[2000:4000]).forest_
+        forest = (
+            EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=6, n_bins=8, random_state=i)
+            .fit(X.iloc[2000:4000], y.iloc[2000:4000])
+            .forest_
+        )
         raw = encode_release(forest, f"party-{i}")
         releases.append(decode_release(raw, schema, ReleasePolicy()))
     return build_global_model(schema, releases, {"run_id": "bench"}), raw
 
 
-def _model(schema_toml: str, release_template: bytes, n_trees: int, nodes_per_tree: int, leaf: bool = False,
-           n_releases: int = 1) -> bytes:
+def _model(
+    schema_toml: str,
+    release_template: bytes,
+    n_trees: int,
+    nodes_per_tree: int,
+    leaf: bool = False,
+    n_releases: int = 1,
+) -> bytes:
     """``n_releases`` unsigned releases (distinct party ids) of ``n_trees`` trees each."""
     signed = release_pb2.SignedRelease.FromString(release_template)
     template = release_pb2.Release.FromString(signed.release)
@@ -85,7 +98,7 @@ def _model(schema_toml: str, release_template: bytes, n_trees: int, nodes_per_tr
 
 
 def _wide_schema_toml(n_features: int) -> str:
-    lines = ['format = 1', 'name = "wide"', "", "[label]", 'column = "y"', 'classes = ["a", "b"]', ""]
+    lines = ["format = 1", 'name = "wide"', "", "[label]", 'column = "y"', 'classes = ["a", "b"]', ""]
     for i in range(n_features):
         lines += ["[[features]]", f'name = "f{i}"', 'kind = "continuous"', "min = 0.0", "max = 1.0", ""]
     return "\n".join(lines)
@@ -116,8 +129,9 @@ def main() -> None:
         toml = schema.to_toml()
         cases = {
             "honest": honest,
-            "many-tiny-trees": _model(toml, template, args.trees, 1, leaf=True,
-                                      n_releases=max(1, size // (6 * args.trees + 40))),
+            "many-tiny-trees": _model(
+                toml, template, args.trees, 1, leaf=True, n_releases=max(1, size // (6 * args.trees + 40))
+            ),
             "tiny-trees-at-the-tree-cap": _model(toml, template, args.trees, 1, leaf=True, n_releases=args.parties),
             "deep-multiway": _model(toml, template, 1, max(1, size // 4)),
             "wide-schema": _model(_wide_schema_toml(100_000), template, 1, 1),
@@ -133,8 +147,15 @@ def main() -> None:
         (Path(tmp) / "uncapped").mkdir()
         uncapped, _ = _party(Path(tmp) / "uncapped", args.parties, args.trees, uncapped=True)
         peak, outcome = _peak(uncapped, cases["many-tiny-trees"], 99)
-        rows.append(("many-tiny-trees, tree/node caps off (what the caps prevent)", len(cases["many-tiny-trees"]),
-                     peak, peak / base, outcome))
+        rows.append(
+            (
+                "many-tiny-trees, tree/node caps off (what the caps prevent)",
+                len(cases["many-tiny-trees"]),
+                peak,
+                peak / base,
+                outcome,
+            )
+        )
         tracemalloc.stop()
     print("| model | bytes | peak MiB | ratio to honest | party's reply |")
     print("|---|---|---|---|---|")

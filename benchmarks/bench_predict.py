@@ -72,8 +72,9 @@ def build_model(X: pd.DataFrame, y: pd.Series, schema, parties: int, trees: int,
     rows = np.array_split(np.random.default_rng(0).permutation(len(X)), parties)
     per_party = trees // parties
     for i, (party, key) in enumerate(keys.items()):
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=per_party, max_depth=depth, n_bins=20,
-                              random_state=i).fit(X.iloc[rows[i]], y.iloc[rows[i]])
+        clf = EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=per_party, max_depth=depth, n_bins=20, random_state=i
+        ).fit(X.iloc[rows[i]], y.iloc[rows[i]])
         releases.append(decode_release(encode_release(clf.forest_, party, key), schema, policy, registry))
     (out / "global-model.edprf").write_bytes(build_global_model(schema, releases, {"run_id": "bench"}))
 
@@ -94,8 +95,12 @@ def run_command(model: Path, keys: Path, data: Path, out: Path) -> tuple[float, 
     """Seconds and peak RSS (KiB) of ``edprf predict`` in a child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cli", "predict", str(model), str(data), "-o", str(out), "--keys",
-                    str(keys)], cwd=REPO_ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "cli", "predict", str(model), str(data), "-o", str(out), "--keys", str(keys)],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    )
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return seconds, peak if peak > before else -1  # ru_maxrss of children is a running maximum
@@ -103,12 +108,32 @@ def run_command(model: Path, keys: Path, data: Path, out: Path) -> tuple[float, 
 
 def peak_of_one_child(model: Path, keys: Path, data: Path, out: Path) -> tuple[float, int]:
     """Peak RSS of one fresh child (measured by a wrapper process so earlier children do not mask it)."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    result = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "cli", "predict", str(model),
-                             str(data), "-o", str(out), "--keys", str(keys)], cwd=REPO_ROOT, check=True,
-                            capture_output=True, text=True)
+    code = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            sys.executable,
+            "-m",
+            "cli",
+            "predict",
+            str(model),
+            str(data),
+            "-o",
+            str(out),
+            "--keys",
+            str(keys),
+        ],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     seconds, kib = result.stdout.split()
     return float(seconds), int(kib)
 
@@ -147,15 +172,20 @@ def main() -> None:
     matrix = numeric(frame, schema)
 
     def sklearn_file_to_file() -> None:
-        cells = pd.read_csv(data, keep_default_na=False, dtype={f.name: str for f in schema.features
-                                                                 if isinstance(f, CategoricalFeature)})
+        cells = pd.read_csv(
+            data,
+            keep_default_na=False,
+            dtype={f.name: str for f in schema.features if isinstance(f, CategoricalFeature)},
+        )
         proba = rf.predict_proba(numeric(cells, schema))
         pd.DataFrame(proba, columns=[f"p_{c}" for c in schema.classes]).to_csv(work / "sk.csv", index=False)
 
-    jobs = {"edprf predict (command)": lambda: run_command(model, keys, data, work / "out.csv")[0],
-            "scikit-learn file to file": lambda: _timed(sklearn_file_to_file),
-            "load_classifier().predict_proba (in memory)": lambda: _timed(lambda: clf.predict_proba(frame)),
-            "RandomForestClassifier.predict_proba (in memory)": lambda: _timed(lambda: rf.predict_proba(matrix))}
+    jobs = {
+        "edprf predict (command)": lambda: run_command(model, keys, data, work / "out.csv")[0],
+        "scikit-learn file to file": lambda: _timed(sklearn_file_to_file),
+        "load_classifier().predict_proba (in memory)": lambda: _timed(lambda: clf.predict_proba(frame)),
+        "RandomForestClassifier.predict_proba (in memory)": lambda: _timed(lambda: rf.predict_proba(matrix)),
+    }
     times: dict[str, list[float]] = {k: [] for k in jobs}
     load_before = os.getloadavg()
     for r in range(args.repeats):
@@ -178,34 +208,55 @@ def main() -> None:
     lines = [
         "# `edprf predict` throughput and memory",
         "",
-        (f"Produced by `.venv/bin/python benchmarks/bench_predict.py{' --quick' if args.quick else ''}` "
-         f"({name} data, {args.rows:,} rows drawn with replacement; a global model of {args.parties} parties, "
-         f"{args.trees} trees, depth {args.depth}; scikit-learn RandomForestClassifier with n_estimators="
-         f"{args.trees}, max_depth={args.depth}, n_jobs=1). Machine: {cpu_info()}; Python "
-         f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}. Median of "
-         f"{args.repeats} runs, alternating, in one process. Load average before/after: "
-         f"{load_before[0]:.1f}/{load_after[0]:.1f} (shared 2-CPU machine)."),
+        (
+            f"Produced by `.venv/bin/python benchmarks/bench_predict.py{' --quick' if args.quick else ''}` "
+            f"({name} data, {args.rows:,} rows drawn with replacement; a global model of {args.parties} parties, "
+            f"{args.trees} trees, depth {args.depth}; scikit-learn RandomForestClassifier with n_estimators="
+            f"{args.trees}, max_depth={args.depth}, n_jobs=1). Machine: {cpu_info()}; Python "
+            f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}. Median of "
+            f"{args.repeats} runs, alternating, in one process. Load average before/after: "
+            f"{load_before[0]:.1f}/{load_after[0]:.1f} (shared 2-CPU machine)."
+        ),
         "",
         "| what | ours (s) | rows/s | scikit-learn (s) | rows/s | ratio (sklearn time / ours) |",
         "|---|---|---|---|---|---|",
     ]
-    comparisons = (("edprf predict (command)", "scikit-learn file to file",
-                    ("file to file: `edprf predict` (child process, start-up included) vs read_csv + "
-                     "predict_proba + to_csv")),
-                   ("load_classifier().predict_proba (in memory)", "RandomForestClassifier.predict_proba (in memory)",
-                    "in memory: `predict_proba` on a text DataFrame vs on a float matrix"))
+    comparisons = (
+        (
+            "edprf predict (command)",
+            "scikit-learn file to file",
+            ("file to file: `edprf predict` (child process, start-up included) vs read_csv + predict_proba + to_csv"),
+        ),
+        (
+            "load_classifier().predict_proba (in memory)",
+            "RandomForestClassifier.predict_proba (in memory)",
+            "in memory: `predict_proba` on a text DataFrame vs on a float matrix",
+        ),
+    )
     for ours, theirs, label in comparisons:
         a, b = med[ours], med[theirs]
         lines.append(f"| {label} | {a:.3f} | {args.rows / a:,.0f} | {b:.3f} | {args.rows / b:,.0f} | {b / a:.2f}x |")
-    lines += ["", "Peak resident memory of `edprf predict` (one child process, `ru_maxrss`; chunks of 20,000 rows):",
-              "", "| rows | seconds | rows/s | peak RSS (MiB) |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "Peak resident memory of `edprf predict` (one child process, `ru_maxrss`; chunks of 20,000 rows):",
+        "",
+        "| rows | seconds | rows/s | peak RSS (MiB) |",
+        "|---|---|---|---|",
+    ]
     for rows, seconds, kib in memory:
         lines.append(f"| {rows:,} | {seconds:.1f} | {rows / seconds:,.0f} | {kib / 1024:.0f} |")
-    lines += ["", "Runs (s):", *(f"- {k}: {', '.join(f'{t:.3f}' for t in v)}" for k, v in times.items()),
-              "", ("`edprf predict` does more than the scikit-learn job: it verifies the parties' signatures, "
-                   "reads every line by the schema's per-record rules (a malformed line or refused cell becomes a "
-              "row status, never a failed batch), checks every continuous cell for clipping and writes "
-                   "status and reason columns.")]
+    lines += [
+        "",
+        "Runs (s):",
+        *(f"- {k}: {', '.join(f'{t:.3f}' for t in v)}" for k, v in times.items()),
+        "",
+        (
+            "`edprf predict` does more than the scikit-learn job: it verifies the parties' signatures, "
+            "reads every line by the schema's per-record rules (a malformed line or refused cell becomes a "
+            "row status, never a failed batch), checks every continuous cell for clipping and writes "
+            "status and reason columns."
+        ),
+    ]
     text = "\n".join(lines) + "\n"
     Path(args.output).write_text(text, encoding="utf-8")
     print(text)

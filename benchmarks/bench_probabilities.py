@@ -123,12 +123,45 @@ MODEL_TITLE = {
     "sklearn-hgb": "sklearn HistGB (non-private)",
     "majority": "majority / prior",
 }
-GUARANTEE = {"edprf-counts": "ε-DP", "edprf-label": "ε-DP", "dp-ebm": "(ε, δ)-DP", "diffprivlib-rf": "ε-DP",
-             "sklearn-rf": "non-private", "sklearn-hgb": "non-private", "majority": "non-private"}
-COLUMNS = ["dataset", "model", "epsilon", "delta", "guarantee", "seed", "n_train", "n_test", "n_classes",
-           "accuracy", "auc", "log_loss", "brier", "ece", "fit_s", "predict_s", "status", "settings", "reliability"]
-COST = {"sklearn-rf": 8.0, "dp-ebm": 3.0, "sklearn-hgb": 2.0, "diffprivlib-rf": 2.0, "edprf-counts": 2.0,
-        "edprf-label": 1.0, "majority": 0.01}
+GUARANTEE = {
+    "edprf-counts": "ε-DP",
+    "edprf-label": "ε-DP",
+    "dp-ebm": "(ε, δ)-DP",
+    "diffprivlib-rf": "ε-DP",
+    "sklearn-rf": "non-private",
+    "sklearn-hgb": "non-private",
+    "majority": "non-private",
+}
+COLUMNS = [
+    "dataset",
+    "model",
+    "epsilon",
+    "delta",
+    "guarantee",
+    "seed",
+    "n_train",
+    "n_test",
+    "n_classes",
+    "accuracy",
+    "auc",
+    "log_loss",
+    "brier",
+    "ece",
+    "fit_s",
+    "predict_s",
+    "status",
+    "settings",
+    "reliability",
+]
+COST = {
+    "sklearn-rf": 8.0,
+    "dp-ebm": 3.0,
+    "sklearn-hgb": 2.0,
+    "diffprivlib-rf": 2.0,
+    "edprf-counts": 2.0,
+    "edprf-label": 1.0,
+    "majority": 0.01,
+}
 DATASET_COST = {"bank": 4.0, "diabetes": 1.5, "wall": 1.0, "heart": 0.05}
 
 logger = logging.getLogger("bench_probabilities")
@@ -189,10 +222,10 @@ def reference_settings(model: str) -> str:
     sk = f"scikit-learn {_version('scikit-learn')}"
     text = {
         "dp-ebm": f"DPExplainableBoostingClassifier(delta={DPEBM_DELTA:g}, privacy_bounds=schema, "
-                  f"feature_types=declared categories, n_jobs=1, other defaults); interpret-core "
-                  f"{_version('interpret-core')}; {sk}",
+        f"feature_types=declared categories, n_jobs=1, other defaults); interpret-core "
+        f"{_version('interpret-core')}; {sk}",
         "diffprivlib-rf": f"diffprivlib RandomForestClassifier(n_estimators={DPL_TREES}, max_depth={DPL_DEPTH}, "
-                          f"bounds=schema, classes=arange(K), clipped); diffprivlib {_version('diffprivlib')}; {sk}",
+        f"bounds=schema, classes=arange(K), clipped); diffprivlib {_version('diffprivlib')}; {sk}",
         "sklearn-rf": f"RandomForestClassifier(defaults, n_jobs=1); {sk}",
         "sklearn-hgb": f"HistGradientBoostingClassifier(defaults, categorical_features=schema mask); {sk}",
         "majority": "training prior",
@@ -236,8 +269,12 @@ def _fit_edprf(job: Job, split: Split) -> tuple[np.ndarray, float, float, str]:
             raise Skip("EDPRFClassifier has no `leaf` parameter in this version")
         kwargs = {"leaf": "counts", **_WORKER["edprf_kwargs"]}
     else:
-        kwargs = {"split_mode": "binary", "n_bins": LABEL_BINS, "n_estimators": 1,
-                  "max_depth": public_depth(len(split.X_train), 1, job.epsilon)}
+        kwargs = {
+            "split_mode": "binary",
+            "n_bins": LABEL_BINS,
+            "n_estimators": 1,
+            "max_depth": public_depth(len(split.X_train), 1, job.epsilon),
+        }
         if has_leaf:
             kwargs["leaf"] = "label"
     model = EDPRFClassifier(split.schema, epsilon=job.epsilon, random_state=job.seed, **kwargs)
@@ -247,8 +284,10 @@ def _fit_edprf(job: Job, split: Split) -> tuple[np.ndarray, float, float, str]:
     proba = model.predict_proba(split.X_test)
     t2 = time.perf_counter()
     p = model.privacy_
-    settings = (f"kwargs={json.dumps(kwargs, sort_keys=True)}; fitted: trees={p.n_trees} max_depth={p.max_depth} "
-                f"n_bins={p.n_bins} split_mode={p.split_mode} sampler={p.sampler}")
+    settings = (
+        f"kwargs={json.dumps(kwargs, sort_keys=True)}; fitted: trees={p.n_trees} max_depth={p.max_depth} "
+        f"n_bins={p.n_bins} split_mode={p.split_mode} sampler={p.sampler}"
+    )
     return proba, t1 - t0, t2 - t1, settings
 
 
@@ -275,12 +314,20 @@ def _fit_reference(job: Job, split: Split) -> tuple[np.ndarray, float, float]:
             raise Skip("DPExplainableBoostingClassifier supports binary classification only")
         from interpret.privacy import DPExplainableBoostingClassifier
 
-        types = [[str(i) for i in range(len(f.categories))] if isinstance(f, CategoricalFeature) else "continuous"
-                 for f in schema.features]
+        types = [
+            [str(i) for i in range(len(f.categories))] if isinstance(f, CategoricalFeature) else "continuous"
+            for f in schema.features
+        ]
         bounds = np.column_stack([lo, hi])
-        model = DPExplainableBoostingClassifier(feature_names=list(schema.feature_names), feature_types=types,
-                                                epsilon=job.epsilon, delta=DPEBM_DELTA, privacy_bounds=bounds,
-                                                random_state=job.seed, n_jobs=1)
+        model = DPExplainableBoostingClassifier(
+            feature_names=list(schema.feature_names),
+            feature_types=types,
+            epsilon=job.epsilon,
+            delta=DPEBM_DELTA,
+            privacy_bounds=bounds,
+            random_state=job.seed,
+            n_jobs=1,
+        )
         Xtr_f, Xte_f = _dpebm_frame(np.clip(Xtr, lo, hi), schema), _dpebm_frame(np.clip(Xte, lo, hi), schema)
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
@@ -301,8 +348,15 @@ def _fit_reference(job: Job, split: Split) -> tuple[np.ndarray, float, float]:
     if job.model == "diffprivlib-rf":
         from diffprivlib.models import RandomForestClassifier as DPRandomForest
 
-        model = DPRandomForest(n_estimators=DPL_TREES, epsilon=job.epsilon, bounds=(lo, hi), classes=np.arange(K),
-                               max_depth=DPL_DEPTH, random_state=job.seed, n_jobs=1)
+        model = DPRandomForest(
+            n_estimators=DPL_TREES,
+            epsilon=job.epsilon,
+            bounds=(lo, hi),
+            classes=np.arange(K),
+            max_depth=DPL_DEPTH,
+            random_state=job.seed,
+            n_jobs=1,
+        )
         Xtr, Xte = np.clip(Xtr, lo, hi), np.clip(Xte, lo, hi)
     elif job.model == "sklearn-rf":
         from sklearn.ensemble import RandomForestClassifier
@@ -341,10 +395,13 @@ def probability_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> dic
     proba = np.clip(proba, 0.0, 1.0)
     proba /= proba.sum(axis=1, keepdims=True)
     labels = np.arange(n_classes)
-    out = {"accuracy": float(np.mean(np.argmax(proba, axis=1) == y)),
-           "log_loss": float(log_loss(y, proba, labels=labels)),
-           "brier": float(brier_score_loss(y, proba, labels=labels)),
-           "ece": math.nan, "reliability": ""}
+    out = {
+        "accuracy": float(np.mean(np.argmax(proba, axis=1) == y)),
+        "log_loss": float(log_loss(y, proba, labels=labels)),
+        "brier": float(brier_score_loss(y, proba, labels=labels)),
+        "ece": math.nan,
+        "reliability": "",
+    }
     if n_classes == 2:
         out["auc"] = float(roc_auc_score(y, proba[:, 1]))
         p = proba[:, 1]
@@ -365,10 +422,20 @@ def run_one(job: Job) -> dict:
     schema = split.schema
     K = schema.n_classes
     row = {c: math.nan for c in COLUMNS}
-    row.update(dataset=job.dataset, model=job.model, epsilon=job.epsilon, seed=job.seed,
-               delta=(DPEBM_DELTA if job.model == "dp-ebm" else (math.nan if job.model in NON_PRIVATE else 0.0)),
-               guarantee=GUARANTEE[job.model], n_train=len(split.X_train), n_test=len(split.X_test), n_classes=K,
-               status="ok", settings="", reliability="")
+    row.update(
+        dataset=job.dataset,
+        model=job.model,
+        epsilon=job.epsilon,
+        seed=job.seed,
+        delta=(DPEBM_DELTA if job.model == "dp-ebm" else (math.nan if job.model in NON_PRIVATE else 0.0)),
+        guarantee=GUARANTEE[job.model],
+        n_train=len(split.X_train),
+        n_test=len(split.X_test),
+        n_classes=K,
+        status="ok",
+        settings="",
+        reliability="",
+    )
     try:
         if job.model in EDPRF_MODELS:
             proba, fit_s, pred_s, settings = _fit_edprf(job, split)
@@ -390,9 +457,12 @@ def run_one(job: Job) -> dict:
 def _read_csv(path: Path) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame(columns=COLUMNS)
-    frame = pd.read_csv(path, dtype={"status": str, "settings": str, "reliability": str, "guarantee": str},
-                        keep_default_na=False, na_values={c: [""] for c in COLUMNS
-                                                          if c not in ("status", "settings", "reliability")})
+    frame = pd.read_csv(
+        path,
+        dtype={"status": str, "settings": str, "reliability": str, "guarantee": str},
+        keep_default_na=False,
+        na_values={c: [""] for c in COLUMNS if c not in ("status", "settings", "reliability")},
+    )
     for c in ("status", "settings", "reliability", "guarantee"):
         frame[c] = frame[c].fillna("")
     return frame[COLUMNS]
@@ -405,9 +475,14 @@ def _row_key(row) -> tuple[str, str, str, int]:
 def _write_csv(rows: list[dict] | pd.DataFrame, path: Path) -> None:
     frame = pd.DataFrame(rows, columns=COLUMNS) if not isinstance(rows, pd.DataFrame) else rows
     if not frame.empty:
-        frame = frame.assign(_e=frame.epsilon.fillna(-1.0)).sort_values(
-            ["dataset", "model", "_e", "seed"], key=lambda s: s.map(_sort_rank) if s.name in ("dataset", "model")
-            else s).drop(columns="_e")
+        frame = (
+            frame.assign(_e=frame.epsilon.fillna(-1.0))
+            .sort_values(
+                ["dataset", "model", "_e", "seed"],
+                key=lambda s: s.map(_sort_rank) if s.name in ("dataset", "model") else s,
+            )
+            .drop(columns="_e")
+        )
     tmp = path.with_suffix(".csv.tmp")
     frame.to_csv(tmp, index=False, na_rep="")
     tmp.replace(path)
@@ -425,8 +500,9 @@ def run_jobs(jobs: list[Job], args: argparse.Namespace, cache_path: Path, cache:
         return rows
     progress = Progress(len(jobs), "prob ")
     order = sorted(jobs, key=lambda j: -j.cost)  # longest first, so the pool does not end on one long job
-    with ProcessPoolExecutor(max_workers=args.jobs, initializer=_init_worker,
-                             initargs=(str(args.data_dir), args.edprf_kwargs)) as ex:
+    with ProcessPoolExecutor(
+        max_workers=args.jobs, initializer=_init_worker, initargs=(str(args.data_dir), args.edprf_kwargs)
+    ) as ex:
         futures = {ex.submit(run_one, job): job for job in order}
         for fut in as_completed(futures):
             job = futures[fut]
@@ -436,8 +512,10 @@ def run_jobs(jobs: list[Job], args: argparse.Namespace, cache_path: Path, cache:
                 cache[job.key] = row
                 _write_csv(list(cache.values()), cache_path)
             if row["status"] == "ok":
-                msg = (f"acc {row['accuracy']:.4f} auc {row['auc']:.4f} logloss {row['log_loss']:.4f} "
-                       f"brier {row['brier']:.4f} fit {row['fit_s']:.2f}s")
+                msg = (
+                    f"acc {row['accuracy']:.4f} auc {row['auc']:.4f} logloss {row['log_loss']:.4f} "
+                    f"brier {row['brier']:.4f} fit {row['fit_s']:.2f}s"
+                )
             else:
                 msg = row["status"]
             progress.step(f"{job.describe()}: {msg}")
@@ -468,9 +546,15 @@ def _status_note(df: pd.DataFrame, dataset: str, model: str) -> str:
 
 def headline(df: pd.DataFrame, datasets: list[str], models: list[str], eps: float) -> list[str]:
     binary = [d for d in datasets if int(df[df.dataset == d].n_classes.max()) == 2]
-    lines = [f"## Headline at ε = {eps:g}: ROC AUC against the issue's targets", "",
-             ("Mean ± std over seeds.  Targets: AUC diabetes ≥ 0.94, bank ≥ 0.745, and AUC ≥ DP-EBM's on every "
-             "binary dataset (compared on means; the paired per-seed differences are in the next table)."), ""]
+    lines = [
+        f"## Headline at ε = {eps:g}: ROC AUC against the issue's targets",
+        "",
+        (
+            "Mean ± std over seeds.  Targets: AUC diabetes ≥ 0.94, bank ≥ 0.745, and AUC ≥ DP-EBM's on every "
+            "binary dataset (compared on means; the paired per-seed differences are in the next table)."
+        ),
+        "",
+    ]
     head = ["model"] + [f"AUC {d}" for d in datasets] + ["diabetes ≥ 0.94", "bank ≥ 0.745", "≥ DP-EBM (binary)"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     ebm = {d: _rows_at(df, d, "dp-ebm", eps).auc.mean() for d in binary}
@@ -503,11 +587,19 @@ def headline(df: pd.DataFrame, datasets: list[str], models: list[str], eps: floa
             if len(common) == 0:
                 continue
             diff = (a.loc[common] - b.loc[common]).astype(float)
-            pairs.append(f"| {MODEL_TITLE[m]} | {d} | {diff.mean():+.3f} ± {diff.std(ddof=1) if len(diff) > 1 else 0:.3f}"
-                         f" | {int((diff >= 0).sum())}/{len(diff)} |")
+            pairs.append(
+                f"| {MODEL_TITLE[m]} | {d} | {diff.mean():+.3f} ± {diff.std(ddof=1) if len(diff) > 1 else 0:.3f}"
+                f" | {int((diff >= 0).sum())}/{len(diff)} |"
+            )
     if pairs:
-        lines += ["", f"Paired AUC difference against DP-EBM at ε = {eps:g} (same split and seed):", "",
-                  "| model | dataset | mean Δ AUC ± std | seeds with Δ ≥ 0 |", "|---|---|---|---|", *pairs]
+        lines += [
+            "",
+            f"Paired AUC difference against DP-EBM at ε = {eps:g} (same split and seed):",
+            "",
+            "| model | dataset | mean Δ AUC ± std | seeds with Δ ≥ 0 |",
+            "|---|---|---|---|",
+            *pairs,
+        ]
     return lines
 
 
@@ -517,26 +609,35 @@ def dataset_tables(df: pd.DataFrame, dataset: str, models: list[str], eps_values
         return []
     n_train, n_test = int(sub.n_train.iloc[0]), int(sub.n_test.iloc[0])
     K = int(sub.n_classes.max())
-    lines = [f"## {DATASET_TITLE[dataset]}", "",
-             f"{n_train:,} training / {n_test:,} test rows per seed, {K} classes"
-             + (" (AUC: macro one-vs-rest; Brier: sum over classes, range [0, 2]; no ECE)." if K > 2 else ".")]
+    lines = [
+        f"## {DATASET_TITLE[dataset]}",
+        "",
+        f"{n_train:,} training / {n_test:,} test rows per seed, {K} classes"
+        + (" (AUC: macro one-vs-rest; Brier: sum over classes, range [0, 2]; no ECE)." if K > 2 else "."),
+    ]
     notes = {m: _status_note(df, dataset, m) for m in models}
     notes = {m: n for m, n in notes.items() if n and _rows_at(df, dataset, m, eps_values[0]).empty}
     if notes:
         lines += [""] + [f"- {MODEL_TITLE[m]}: {n}" for m, n in notes.items()]
     for eps in eps_values:
-        lines += ["", f"### ε = {eps:g}", "",
-                  "| model | guarantee | accuracy % | ROC AUC | log loss | Brier | ECE | fit s | seeds |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"### ε = {eps:g}",
+            "",
+            "| model | guarantee | accuracy % | ROC AUC | log loss | Brier | ECE | fit s | seeds |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for m in models:
             rows = _rows_at(df, dataset, m, eps)
             if rows.empty:
                 continue
             guarantee = GUARANTEE[m] + (" (ε-independent)" if m in NON_PRIVATE else "")
-            lines.append(f"| {MODEL_TITLE[m]} | {guarantee} | {_mean_std(rows.accuracy, 1, 100)} | "
-                         f"{_mean_std(rows.auc)} | {_mean_std(rows.log_loss)} | {_mean_std(rows.brier)} | "
-                         f"{_mean_std(rows.ece) if K == 2 else '–'} | {rows.fit_s.astype(float).mean():.2f} | "
-                         f"{len(rows)} |")
+            lines.append(
+                f"| {MODEL_TITLE[m]} | {guarantee} | {_mean_std(rows.accuracy, 1, 100)} | "
+                f"{_mean_std(rows.auc)} | {_mean_std(rows.log_loss)} | {_mean_std(rows.brier)} | "
+                f"{_mean_std(rows.ece) if K == 2 else '–'} | {rows.fit_s.astype(float).mean():.2f} | "
+                f"{len(rows)} |"
+            )
     return lines + [""]
 
 
@@ -567,14 +668,21 @@ def calibration_plot(df: pd.DataFrame, path: Path, dataset: str = "diabetes", ep
         nz = count > 0
         ece = float(np.abs(sum_p - pos).sum() / count.sum())
         n_seeds = len(_rows_at(df, dataset, m, eps))
-        ax.plot(sum_p[nz] / count[nz], pos[nz] / count[nz], marker="o", color=f"C{i}",
-                label=f"{MODEL_TITLE[m]}: ECE {ece:.3f} ({n_seeds} seeds)")
+        ax.plot(
+            sum_p[nz] / count[nz],
+            pos[nz] / count[nz],
+            marker="o",
+            color=f"C{i}",
+            label=f"{MODEL_TITLE[m]}: ECE {ece:.3f} ({n_seeds} seeds)",
+        )
         left = np.arange(N_CAL_BINS) / N_CAL_BINS + (i + 0.5) * width
         axh.bar(left, count / count.sum(), width=width, align="edge", label=m, color=f"C{i}")
     ax.set_ylabel("observed share of positives")
     ax.set_xlim(0, 1), ax.set_ylim(0, 1)
-    ax.set_title(f"Reliability, {DATASET_TITLE[dataset]}, ε = {eps:g}\n"
-                 f"{N_CAL_BINS} equal-width bins of P(positive), test rows pooled over seeds")
+    ax.set_title(
+        f"Reliability, {DATASET_TITLE[dataset]}, ε = {eps:g}\n"
+        f"{N_CAL_BINS} equal-width bins of P(positive), test rows pooled over seeds"
+    )
     ax.legend(fontsize=7.5, loc="upper left")
     axh.set_yscale("log")
     axh.set_ylabel("share of test rows")
@@ -592,46 +700,79 @@ def write_report(df: pd.DataFrame, out: Path, tag: str, meta: dict) -> None:
     eps_values = sorted({float(e) for e in df.epsilon.dropna()})
     seeds = sorted({int(s) for s in df.seed})
     lines = [
-        "# Probability benchmark (issue 9)", "",
-        (f"All rows of `{tag}.csv`: seeds {', '.join(map(str, seeds))}; ε ∈ "
-        f"{{{', '.join(f'{e:g}' for e in eps_values)}}}.  Last command: "
-        f"`{meta.get('command', 'benchmarks/bench_probabilities.py')}` on {meta.get('cpu', cpu_info())} "
-        f"({meta.get('fits_run', '?')} fits run, {meta.get('fits_reused', '?')} reference rows reused from "
-        f"`{REFERENCE_CACHE}`)."), "",
-        ("Protocol: per seed, a stratified 80/20 split with that seed (diabetes first undersampled to 7000/7000 "
-        "with the same seed); every model is fitted on the 80 % with `random_state` = seed and scored on the 20 %. "
-        "Bounds, bins, categories and classes come from the project's public schemas. Heart disease: the 6 rows "
-        "with `?` are dropped by the schema's rule (missing = refuse), binary target num > 0."), "",
-        ("Metrics, all from `predict_proba`: accuracy of the argmax; ROC AUC (wall robot: macro one-vs-rest); "
-        "log loss (scikit-learn clips probabilities to [2.2e-16, 1 − 2.2e-16]: a confident wrong 0/1 prediction "
-        "costs 36.04 nats, so models that output hard 0/1 probabilities, like a single eDPRF tree with label "
-        "leaves, get large log losses); Brier score (binary: mean (p − y)², multiclass: mean of the sum over "
-        "classes); ECE: expected calibration error over 10 equal-width bins of P(positive), binary tasks only. "
-        "Fit times are single-threaded (OMP_NUM_THREADS=1, n_jobs=1), two processes in parallel."), "",
+        "# Probability benchmark (issue 9)",
+        "",
+        (
+            f"All rows of `{tag}.csv`: seeds {', '.join(map(str, seeds))}; ε ∈ "
+            f"{{{', '.join(f'{e:g}' for e in eps_values)}}}.  Last command: "
+            f"`{meta.get('command', 'benchmarks/bench_probabilities.py')}` on {meta.get('cpu', cpu_info())} "
+            f"({meta.get('fits_run', '?')} fits run, {meta.get('fits_reused', '?')} reference rows reused from "
+            f"`{REFERENCE_CACHE}`)."
+        ),
+        "",
+        (
+            "Protocol: per seed, a stratified 80/20 split with that seed (diabetes first undersampled to 7000/7000 "
+            "with the same seed); every model is fitted on the 80 % with `random_state` = seed and scored on the 20 %. "
+            "Bounds, bins, categories and classes come from the project's public schemas. Heart disease: the 6 rows "
+            "with `?` are dropped by the schema's rule (missing = refuse), binary target num > 0."
+        ),
+        "",
+        (
+            "Metrics, all from `predict_proba`: accuracy of the argmax; ROC AUC (wall robot: macro one-vs-rest); "
+            "log loss (scikit-learn clips probabilities to [2.2e-16, 1 − 2.2e-16]: a confident wrong 0/1 prediction "
+            "costs 36.04 nats, so models that output hard 0/1 probabilities, like a single eDPRF tree with label "
+            "leaves, get large log losses); Brier score (binary: mean (p − y)², multiclass: mean of the sum over "
+            "classes); ECE: expected calibration error over 10 equal-width bins of P(positive), binary tasks only. "
+            "Fit times are single-threaded (OMP_NUM_THREADS=1, n_jobs=1), two processes in parallel."
+        ),
+        "",
         "Models:",
-        "- **eDPRF, leaf counts**: `EDPRFClassifier(schema, epsilon=ε, random_state=seed, leaf=\"counts\")`, all "
+        '- **eDPRF, leaf counts**: `EDPRFClassifier(schema, epsilon=ε, random_state=seed, leaf="counts")`, all '
         "else default" + (f", plus `{json.dumps(meta['edprf_kwargs'])}`" if meta.get("edprf_kwargs") else "") + ".",
-        ("- **eDPRF, leaf label**: binary splits, 20 bins, 1 tree, `max_depth = public_depth(n_train, 1, ε)` "
-        "(the training size is fixed by the protocol, hence public), `leaf=\"label\"` where available: its "
-        "probabilities are one tree's vote, i.e. 0 or 1."),
-        (f"- **DP-EBM**: InterpretML `DPExplainableBoostingClassifier(epsilon=ε, delta={DPEBM_DELTA:g})`, "
-        f"(ε, δ)-DP with δ = {DPEBM_DELTA:g} (not pure ε-DP), `privacy_bounds` from the schema and the declared "
-        "category lists as feature types (no domain read from the data); it spends 10 % of ε on private "
-        "binning. It supports binary tasks only, so it has no wall-robot column."),
-        (f"- **diffprivlib RF**: `RandomForestClassifier(n_estimators={DPL_TREES}, max_depth={DPL_DEPTH}, epsilon=ε, "
-        "bounds=<schema>, classes=arange(K))`, data clipped to the bounds (the reference configuration of "
-        "PRIVACY_NOTES and `bench_accuracy.py`), ε-DP."),
-        ("- **sklearn RF / HistGB**: non-private ceilings, scikit-learn defaults (categoricals as declared codes; "
-        "HistGB told which features are categorical)."),
-        ("- **majority / prior**: the training class shares as every test row's probabilities (AUC 0.5 by "
-        "definition)."), "",
-        ("All DP runs are seeded for reproducibility: a seeded run is research, **not a DP release** (its noise is "
-        "predictable). The guarantees listed are those of the same mechanisms run with fresh randomness."), "",
-        f"Library versions: {meta.get('versions', '')}.", "",
+        (
+            "- **eDPRF, leaf label**: binary splits, 20 bins, 1 tree, `max_depth = public_depth(n_train, 1, ε)` "
+            '(the training size is fixed by the protocol, hence public), `leaf="label"` where available: its '
+            "probabilities are one tree's vote, i.e. 0 or 1."
+        ),
+        (
+            f"- **DP-EBM**: InterpretML `DPExplainableBoostingClassifier(epsilon=ε, delta={DPEBM_DELTA:g})`, "
+            f"(ε, δ)-DP with δ = {DPEBM_DELTA:g} (not pure ε-DP), `privacy_bounds` from the schema and the declared "
+            "category lists as feature types (no domain read from the data); it spends 10 % of ε on private "
+            "binning. It supports binary tasks only, so it has no wall-robot column."
+        ),
+        (
+            f"- **diffprivlib RF**: `RandomForestClassifier(n_estimators={DPL_TREES}, max_depth={DPL_DEPTH}, epsilon=ε, "
+            "bounds=<schema>, classes=arange(K))`, data clipped to the bounds (the reference configuration of "
+            "PRIVACY_NOTES and `bench_accuracy.py`), ε-DP."
+        ),
+        (
+            "- **sklearn RF / HistGB**: non-private ceilings, scikit-learn defaults (categoricals as declared codes; "
+            "HistGB told which features are categorical)."
+        ),
+        (
+            "- **majority / prior**: the training class shares as every test row's probabilities (AUC 0.5 by "
+            "definition)."
+        ),
+        "",
+        (
+            "All DP runs are seeded for reproducibility: a seeded run is research, **not a DP release** (its noise is "
+            "predictable). The guarantees listed are those of the same mechanisms run with fresh randomness."
+        ),
+        "",
+        f"Library versions: {meta.get('versions', '')}.",
+        "",
     ]
     if "edprf-counts" not in models and not _has_leaf_parameter():
-        meta = {**meta, "notes": [*meta.get("notes", []), ("edprf-counts has no rows: EDPRFClassifier has no `leaf` "
-                                  "parameter in this version (the leaf-count configuration has not landed)")]}
+        meta = {
+            **meta,
+            "notes": [
+                *meta.get("notes", []),
+                (
+                    "edprf-counts has no rows: EDPRFClassifier has no `leaf` "
+                    "parameter in this version (the leaf-count configuration has not landed)"
+                ),
+            ],
+        }
     if meta.get("notes"):
         lines += ["Notes of this run:", ""] + [f"- {n}" for n in meta["notes"]] + [""]
     if HEADLINE_EPS in eps_values:
@@ -654,22 +795,35 @@ def _csv_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--seeds", type=int, default=None, help=f"seeds 0..N-1 (default {N_SEEDS}; --quick: 2)")
     p.add_argument("--eps", default=None, help="comma-separated ε values (default 0.1,0.5,1,2; --quick: 1)")
     p.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated subset of {','.join(DATASETS)}")
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {','.join(MODELS)}")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--quick", action="store_true", help="2 seeds, ε = 1; writes probabilities_quick.*")
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder with diabetes_prediction/ "
-                   "and heart_disease_cleveland/ (default: <repo>/../shared/data)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help="folder with diabetes_prediction/ and heart_disease_cleveland/ (default: <repo>/../shared/data)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default benchmarks/results)")
-    p.add_argument("--recompute-references", action="store_true",
-                   help=f"refit the reference models instead of reusing {REFERENCE_CACHE}")
-    p.add_argument("--edprf-kwargs", default="{}", help="JSON object of extra EDPRFClassifier parameters for "
-                   "edprf-counts, e.g. '{\"n_estimators\": 5}'")
-    p.add_argument("--fresh", action="store_true", help="do not keep the rows of an existing TAG.csv that this run does not refit")
+    p.add_argument(
+        "--recompute-references",
+        action="store_true",
+        help=f"refit the reference models instead of reusing {REFERENCE_CACHE}",
+    )
+    p.add_argument(
+        "--edprf-kwargs",
+        default="{}",
+        help="JSON object of extra EDPRFClassifier parameters for edprf-counts, e.g. '{\"n_estimators\": 5}'",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="do not keep the rows of an existing TAG.csv that this run does not refit"
+    )
     p.add_argument("--report-only", action="store_true", help="rebuild TAG.md and the plot from TAG.csv")
     args = p.parse_args(argv)
     try:
@@ -716,8 +870,10 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     models = list(args.models)
     if "edprf-counts" in models and not _has_leaf_parameter():
-        logger.warning("edprf-counts skipped: EDPRFClassifier has no `leaf` parameter in this version "
-                       "(the leaf-count configuration has not landed)")
+        logger.warning(
+            "edprf-counts skipped: EDPRFClassifier has no `leaf` parameter in this version "
+            "(the leaf-count configuration has not landed)"
+        )
         models.remove("edprf-counts")
     if args.edprf_kwargs:
         notes.append(f"--edprf-kwargs {json.dumps(args.edprf_kwargs)} (edprf-counts only)")
@@ -731,13 +887,19 @@ def main(argv: list[str] | None = None) -> int:
     reused, todo = [], []
     for job in jobs:
         hit = cache.get(job.key)
-        if (job.model in REFERENCE_MODELS and not args.recompute_references and hit is not None
-                and hit["settings"] == settings[job.model]):
+        if (
+            job.model in REFERENCE_MODELS
+            and not args.recompute_references
+            and hit is not None
+            and hit["settings"] == settings[job.model]
+        ):
             reused.append(hit)
         else:
             todo.append(job)
-    log(f"{len(jobs)} fits: {len(reused)} reference rows reused from {cache_path.name}, {len(todo)} to run "
-        f"on {args.jobs} processes")
+    log(
+        f"{len(jobs)} fits: {len(reused)} reference rows reused from {cache_path.name}, {len(todo)} to run "
+        f"on {args.jobs} processes"
+    )
     t0 = time.perf_counter()
     new_rows = run_jobs(todo, args, cache_path, cache)
     elapsed = time.perf_counter() - t0
@@ -754,9 +916,16 @@ def main(argv: list[str] | None = None) -> int:
     _write_csv(df, csv_path)
     df = _read_csv(csv_path)
     versions = ", ".join(f"{p} {_version(p)}" for p in ("numpy", "scikit-learn", "diffprivlib", "interpret-core"))
-    meta = {"command": "python benchmarks/bench_probabilities.py " + " ".join(sys.argv[1:] if argv is None else argv),
-            "cpu": cpu_info(), "versions": versions, "notes": notes, "edprf_kwargs": args.edprf_kwargs,
-            "elapsed_s": round(elapsed, 1), "fits_run": len(new_rows), "fits_reused": len(reused)}
+    meta = {
+        "command": "python benchmarks/bench_probabilities.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "cpu": cpu_info(),
+        "versions": versions,
+        "notes": notes,
+        "edprf_kwargs": args.edprf_kwargs,
+        "elapsed_s": round(elapsed, 1),
+        "fits_run": len(new_rows),
+        "fits_reused": len(reused),
+    }
     meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
     calibration_plot(df, out / f"{args.tag}_calibration_diabetes.png")
     write_report(df, out, args.tag, meta)

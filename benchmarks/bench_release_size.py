@@ -40,21 +40,52 @@ class SizeRow:
 
     def cells(self) -> list[str]:
         return [
-            self.dataset, self.split_mode, str(self.n_trees), f"{self.n_nodes:,}",
-            f"{self.raw_bytes:,}", f"{self.raw_bytes / self.n_nodes:.2f}", f"{self.raw_bytes / self.n_trees:,.0f}",
-            f"{self.gzip_bytes:,}", f"{self.gzip_bytes / self.n_nodes:.2f}", f"{self.gzip_bytes / self.n_trees:,.0f}",
-            f"+{self.signature_bytes}", f"{self.encode_seconds * 1e3:.0f} / {self.decode_seconds * 1e3:.0f}",
+            self.dataset,
+            self.split_mode,
+            str(self.n_trees),
+            f"{self.n_nodes:,}",
+            f"{self.raw_bytes:,}",
+            f"{self.raw_bytes / self.n_nodes:.2f}",
+            f"{self.raw_bytes / self.n_trees:,.0f}",
+            f"{self.gzip_bytes:,}",
+            f"{self.gzip_bytes / self.n_nodes:.2f}",
+            f"{self.gzip_bytes / self.n_trees:,.0f}",
+            f"+{self.signature_bytes}",
+            f"{self.encode_seconds * 1e3:.0f} / {self.decode_seconds * 1e3:.0f}",
         ]
 
 
-HEADER = ["dataset", "split", "trees", "nodes", "raw B", "raw B/node", "raw B/tree", "gzip B", "gzip B/node",
-          "gzip B/tree", "Ed25519 signed", "encode / decode ms"]
+HEADER = [
+    "dataset",
+    "split",
+    "trees",
+    "nodes",
+    "raw B",
+    "raw B/node",
+    "raw B/tree",
+    "gzip B",
+    "gzip B/node",
+    "gzip B/tree",
+    "Ed25519 signed",
+    "encode / decode ms",
+]
 
 
 def measure(dataset: str, split_mode: str, n_trees: int, depth: int, n_bins: int, seed: int) -> SizeRow:
     X, y, schema = load_embedded(dataset)
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=n_trees, max_depth=depth, split_mode=split_mode,
-                             n_bins=n_bins, random_state=seed).fit(X, y).forest_
+    forest = (
+        EDPRFClassifier(
+            schema,
+            epsilon=1.0,
+            n_estimators=n_trees,
+            max_depth=depth,
+            split_mode=split_mode,
+            n_bins=n_bins,
+            random_state=seed,
+        )
+        .fit(X, y)
+        .forest_
+    )
     start = time.perf_counter()
     raw = encode_release(forest, "party-1")
     encode_seconds = time.perf_counter() - start
@@ -62,9 +93,17 @@ def measure(dataset: str, split_mode: str, n_trees: int, depth: int, n_bins: int
     start = time.perf_counter()
     decode_release(raw, schema, INSPECTION_POLICY)
     decode_seconds = time.perf_counter() - start
-    return SizeRow(dataset, split_mode, forest.n_trees, forest.trees.n_nodes, len(raw),
-                   len(gzip.compress(raw, compresslevel=9, mtime=0)), len(signed) - len(raw),
-                   encode_seconds, decode_seconds)
+    return SizeRow(
+        dataset,
+        split_mode,
+        forest.n_trees,
+        forest.trees.n_nodes,
+        len(raw),
+        len(gzip.compress(raw, compresslevel=9, mtime=0)),
+        len(signed) - len(raw),
+        encode_seconds,
+        decode_seconds,
+    )
 
 
 def markdown(rows: Sequence[SizeRow]) -> str:
@@ -81,8 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     rows = [measure(d, m, args.trees, args.depth, args.bins, args.seed) for d in DATASETS for m in SPLIT_MODES]
-    print(f"Release sizes: {args.trees} trees, depth {args.depth}, {args.bins} bins, epsilon 1 "
-          "(raw = SignedRelease bytes, unsigned; gzip level 9)\n")
+    print(
+        f"Release sizes: {args.trees} trees, depth {args.depth}, {args.bins} bins, epsilon 1 "
+        "(raw = SignedRelease bytes, unsigned; gzip level 9)\n"
+    )
     print(markdown(rows))
     return 0
 

@@ -30,9 +30,13 @@ from _bench_common import RESULTS_DIR
 
 EDPRF = Path(sys.executable).parent / "edprf"
 ENGINES = ("in-process", "ray")
-PHASES = (("prepare_s", "preparing the parties' files"), ("federation_s", "federation (engine + rounds)"),
-          ("coordinator_train_round_s", "  of which: train round"),
-          ("coordinator_evaluation_round_s", "  of which: evaluation round"), ("baselines_s", "baselines"))
+PHASES = (
+    ("prepare_s", "preparing the parties' files"),
+    ("federation_s", "federation (engine + rounds)"),
+    ("coordinator_train_round_s", "  of which: train round"),
+    ("coordinator_evaluation_round_s", "  of which: evaluation round"),
+    ("baselines_s", "baselines"),
+)
 SWEEP = ("--epsilons", "0.5,1", "--parties-list", "2,5", "--seeds", "2")
 
 
@@ -71,31 +75,54 @@ def main() -> None:
                 for key, value in timings.items():
                     phases[engine].setdefault(key, []).append(value)
             ratios.append(pair["in-process"] / pair["ray"])
-            print(f"repeat {k + 1}/{args.repeats}: in-process {pair['in-process']:.1f} s, ray {pair['ray']:.1f} s",
-                  file=sys.stderr)
+            print(
+                f"repeat {k + 1}/{args.repeats}: in-process {pair['in-process']:.1f} s, ray {pair['ray']:.1f} s",
+                file=sys.stderr,
+            )
         sweeps = {e: [] for e in ENGINES}
         if args.sweep:
             for k in range(args.repeats):
                 for engine in ENGINES:
-                    sweeps[engine].append(_run([str(EDPRF), "sweep", *SWEEP, "--engine", engine,
-                                                "--output", str(work / f"sweep-{engine}-{k}")]))
+                    sweeps[engine].append(
+                        _run(
+                            [
+                                str(EDPRF),
+                                "sweep",
+                                *SWEEP,
+                                "--engine",
+                                engine,
+                                "--output",
+                                str(work / f"sweep-{engine}-{k}"),
+                            ]
+                        )
+                    )
     med = statistics.median
-    lines = ["# Simulation speed (issue 12)", "",
-             f"Command: `python benchmarks/bench_simulation_speed.py --repeats {args.repeats}"
-             f"{' --sweep' if args.sweep else ''}`. `edprf simulate` on the embedded wall robot data, 5 parties, "
-             "defaults (baselines included), each run a fresh process; engines alternate; medians over "
-             f"{args.repeats} repeats.", "",
-             "| | in-process | ray |", "|---|---|---|",
-             f"| end to end (wall, s) | {med(walls['in-process']):.1f} | {med(walls['ray']):.1f} |"]
+    lines = [
+        "# Simulation speed (issue 12)",
+        "",
+        f"Command: `python benchmarks/bench_simulation_speed.py --repeats {args.repeats}"
+        f"{' --sweep' if args.sweep else ''}`. `edprf simulate` on the embedded wall robot data, 5 parties, "
+        "defaults (baselines included), each run a fresh process; engines alternate; medians over "
+        f"{args.repeats} repeats.",
+        "",
+        "| | in-process | ray |",
+        "|---|---|---|",
+        f"| end to end (wall, s) | {med(walls['in-process']):.1f} | {med(walls['ray']):.1f} |",
+    ]
     for key, label in PHASES:
         cells = [f"{med(phases[e][key]):.2f}" if phases[e].get(key) else "–" for e in ENGINES]
         lines.append(f"| {label} (s) | " + " | ".join(cells) + " |")
     if args.sweep:
-        lines.append(f"| sweep of 8 points, `edprf sweep {' '.join(SWEEP)}` (wall, s) | "
-                     f"{med(sweeps['in-process']):.1f} | {med(sweeps['ray']):.1f} |")
-    lines += ["", f"Ratio in-process / ray, end to end, median of pairs: {med(ratios):.2f} "
-                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}).",
-              "The rest of the end-to-end time is Python start-up, imports, the plot and the summary."]
+        lines.append(
+            f"| sweep of 8 points, `edprf sweep {' '.join(SWEEP)}` (wall, s) | "
+            f"{med(sweeps['in-process']):.1f} | {med(sweeps['ray']):.1f} |"
+        )
+    lines += [
+        "",
+        f"Ratio in-process / ray, end to end, median of pairs: {med(ratios):.2f} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f}).",
+        "The rest of the end-to-end time is Python start-up, imports, the plot and the summary.",
+    ]
     text = "\n".join(lines) + "\n"
     (RESULTS_DIR / "simulation_speed.md").write_text(text)
     print(text)

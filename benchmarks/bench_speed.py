@@ -91,8 +91,12 @@ def load_average() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help=f"directory holding diabetes_prediction/diabetes_prediction_dataset.csv (default {DEFAULT_DATA_DIR})")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help=f"directory holding diabetes_prediction/diabetes_prediction_dataset.csv (default {DEFAULT_DATA_DIR})",
+    )
     p.add_argument("--repeats", type=int, default=5, help="runs per measurement; the median is reported (default 5)")
     p.add_argument("--split-mode", choices=("binary", "multiway", "both"), default="both")
     p.add_argument("--fit-trees", type=int, default=35)
@@ -101,8 +105,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rows", type=int, default=None, help="use only the first N rows (smoke tests)")
     p.add_argument("--out", type=Path, default=RESULTS_DIR)
     p.add_argument("--profile", action="store_true", help="also cProfile one eDPRF predict per mode into the report")
-    p.add_argument("--read-rows", type=int, default=1_000_000,
-                   help="rows of the CSV read in (c) and trained on in (d) (default 1,000,000; 0 skips both)")
+    p.add_argument(
+        "--read-rows",
+        type=int,
+        default=1_000_000,
+        help="rows of the CSV read in (c) and trained on in (d) (default 1,000,000; 0 skips both)",
+    )
     p.add_argument("--party-runs", type=int, default=3, help="training requests timed in (d) (default 3)")
     args = p.parse_args(argv)
 
@@ -118,8 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     n = len(X)
     modes = ("binary", "multiway") if args.split_mode == "both" else (args.split_mode,)
     d, R = args.max_depth, args.repeats
-    log(f"bench_speed: {n} rows, fit {args.fit_trees} trees, predict {args.predict_trees} trees, max_depth {d}, "
-        f"{R} repeats, modes {modes}")
+    log(
+        f"bench_speed: {n} rows, fit {args.fit_trees} trees, predict {args.predict_trees} trees, max_depth {d}, "
+        f"{R} repeats, modes {modes}"
+    )
 
     # scikit-learn's input, prepared once (timed separately for information)
     t_skenc, Xn = timed(lambda: numeric_matrix(X, schema))
@@ -128,8 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     def ours(mode: str, trees: int, seed: int | None = 0) -> EDPRFClassifier:
         """``seed=None``: the production samplers (exact, cryptographic); an int: the seeded research ones."""
         kw = dict(n_bins=5, exploit_monotonicity=False) if mode == "multiway" else dict(n_bins=20)
-        return EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=d, split_mode=mode,
-                               random_state=seed, **kw)
+        return EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=trees, max_depth=d, split_mode=mode, random_state=seed, **kw
+        )
 
     def skl(trees: int) -> RandomForestClassifier:
         return RandomForestClassifier(n_estimators=trees, max_depth=d, n_jobs=1, random_state=0)
@@ -145,8 +156,9 @@ def main(argv: list[str] | None = None) -> None:
         return encode_features(X, schema, grid)
 
     names = {mode: f"eDPRF {mode} (seeded numpy samplers, count leaves)" for mode in modes}
-    names.update({f"{mode} production": f"eDPRF {mode}, production (exact OpenDP samplers, count leaves)"
-                  for mode in modes})
+    names.update(
+        {f"{mode} production": f"eDPRF {mode}, production (exact OpenDP samplers, count leaves)" for mode in modes}
+    )
 
     def add_rows(kind: str, label: str, times: dict, target: float, what: str = "") -> None:
         """One table row per configuration: median time, encoding share, ratio against scikit-learn."""
@@ -157,16 +169,26 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             t = times[key][0]
             results[f"{kind}_{key}"] = t
-            rows.append((label, names[key] + what, f"{t:.3f}", f"{enc:.3f}", f"{sk:.3f}", f"{t / sk:.3f}x",
-                         f"{(t - enc) / sk:.3f}x", f"≤ {target}x", "yes" if t / sk <= target else "NO"))
+            rows.append(
+                (
+                    label,
+                    names[key] + what,
+                    f"{t:.3f}",
+                    f"{enc:.3f}",
+                    f"{sk:.3f}",
+                    f"{t / sk:.3f}x",
+                    f"{(t - enc) / sk:.3f}x",
+                    f"≤ {target}x",
+                    "yes" if t / sk <= target else "NO",
+                )
+            )
 
     # (a) fit
     log("(a) fit")
     load_before = load_average()
     fns = {"sklearn": lambda: skl(args.fit_trees).fit(Xn, yn), "encoding": encode}
     fns.update({mode: (lambda mode=mode: ours(mode, args.fit_trees).fit(X, y)) for mode in modes})
-    fns.update({f"{mode} production": (lambda mode=mode: ours(mode, args.fit_trees, None).fit(X, y))
-                for mode in modes})
+    fns.update({f"{mode} production": (lambda mode=mode: ours(mode, args.fit_trees, None).fit(X, y)) for mode in modes})
     fit_times = interleaved(fns, R)
     add_rows("fit", f"fit, {args.fit_trees} trees, max_depth {d}, {n:,} rows", fit_times, 0.25)
 
@@ -183,8 +205,13 @@ def main(argv: list[str] | None = None) -> None:
     pred_times = interleaved(fns, R)
     # the forests release leaf counts (the default) and predict pools them log-linearly (the default): issue 23's
     # target is 0.5x scikit-learn for that row
-    add_rows("predict", f"predict, {args.predict_trees} trees, max_depth {d}, {n:,} rows", pred_times, 0.5,
-             ", log-linear pooling")
+    add_rows(
+        "predict",
+        f"predict, {args.predict_trees} trees, max_depth {d}, {n:,} rows",
+        pred_times,
+        0.5,
+        ", log-linear pooling",
+    )
 
     # (c) the party's data path and (d) a party's training request, on a big file
     data_lines: list[str] = []
@@ -202,37 +229,57 @@ def main(argv: list[str] | None = None) -> None:
             buf = io.StringIO()
             pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(6)
             text = buf.getvalue()
-            text = text[text.index("ncalls"):] if "ncalls" in text else text
+            text = text[text.index("ncalls") :] if "ncalls" in text else text
             profile_text += f"\n{mode} ({args.predict_trees} trees, {n:,} rows):\n" + text.rstrip() + "\n"
 
-    head = ("| measurement | ours | ours (s, incl. encoding) | encoding alone (s) | scikit-learn (s) | ratio | "
-            "ratio without encoding | target | met |")
-    lines = ["# eDPRF speed benchmark", "",
-             f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, "
-             f"scikit-learn {skl_version}. Median of {R} runs, same process, single thread (sklearn n_jobs=1). "
-             "Ours is timed on the raw DataFrame (encoding to public codes included, as users pay it); "
-             f"scikit-learn gets a prepared float matrix (its categorical encoding took {t_skenc:.3f} s, not counted). "
-             "Ratio = ours / scikit-learn; below 1 means ours is faster. The eDPRF multiway forest is the paper "
-             "configuration (5 bins, exploit_monotonicity=False); binary uses 20 bins. The research rows draw "
-             "from seeded numpy samplers; the production rows are what a party runs (random_state=None: exact "
-             "OpenDP samplers, cryptographic randomness). Every row releases count leaves (the default).", "",
-             f"Command: `python benchmarks/bench_speed.py {' '.join(sys.argv[1:] if argv is None else argv)}`", "",
-             head, "|" + "---|" * (head.count("|") - 1)]
+    head = (
+        "| measurement | ours | ours (s, incl. encoding) | encoding alone (s) | scikit-learn (s) | ratio | "
+        "ratio without encoding | target | met |"
+    )
+    lines = [
+        "# eDPRF speed benchmark",
+        "",
+        f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scikit-learn {skl_version}. Median of {R} runs, same process, single thread (sklearn n_jobs=1). "
+        "Ours is timed on the raw DataFrame (encoding to public codes included, as users pay it); "
+        f"scikit-learn gets a prepared float matrix (its categorical encoding took {t_skenc:.3f} s, not counted). "
+        "Ratio = ours / scikit-learn; below 1 means ours is faster. The eDPRF multiway forest is the paper "
+        "configuration (5 bins, exploit_monotonicity=False); binary uses 20 bins. The research rows draw "
+        "from seeded numpy samplers; the production rows are what a party runs (random_state=None: exact "
+        "OpenDP samplers, cryptographic randomness). Every row releases count leaves (the default).",
+        "",
+        f"Command: `python benchmarks/bench_speed.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        "",
+        head,
+        "|" + "---|" * (head.count("|") - 1),
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines.append("")
-    lines.append(f"- Load average (1/5/15 min) before the fit runs: {load_before}; after the predict runs: "
-                 f"{load_average()} (the 2-CPU machine was shared; runs alternate ours / scikit-learn so both see the "
-                 "same load).")
-    for name, (med, ts) in {**{f"fit {k}": v for k, v in fit_times.items()},
-                            **{f"predict {k}": v for k, v in pred_times.items()}}.items():
+    lines.append(
+        f"- Load average (1/5/15 min) before the fit runs: {load_before}; after the predict runs: "
+        f"{load_average()} (the 2-CPU machine was shared; runs alternate ours / scikit-learn so both see the "
+        "same load)."
+    )
+    for name, (med, ts) in {
+        **{f"fit {k}": v for k, v in fit_times.items()},
+        **{f"predict {k}": v for k, v in pred_times.items()},
+    }.items():
         lines.append(f"- {name}: runs " + ", ".join(f"{x:.3f}" for x in ts) + f" s (median {med:.3f})")
     for mode, t in first_call.items():
-        lines.append(f"- First predict call of the {mode} {args.predict_trees}-tree forest (compiles and caches the "
-                     f"routing table): {t:.3f} s; the table reports later calls.")
+        lines.append(
+            f"- First predict call of the {mode} {args.predict_trees}-tree forest (compiles and caches the "
+            f"routing table): {t:.3f} s; the table reports later calls."
+        )
     lines += data_lines
     if profile_text:
-        lines += ["", "cProfile of one eDPRF predict call per mode (top functions by own time):", "", "```",
-                  profile_text.strip(), "```"]
+        lines += [
+            "",
+            "cProfile of one eDPRF predict call per mode (top functions by own time):",
+            "",
+            "```",
+            profile_text.strip(),
+            "```",
+        ]
     text = "\n".join(lines) + "\n"
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.rows:
@@ -268,9 +315,11 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
         tmp_dir = Path(tmp)
         path = big_csv(require_diabetes(args.data_dir), rows, tmp_dir)
         log(f"(c) reading {rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB)")
-        fns = {"pandas.read_csv": lambda: pd.read_csv(path),
-               "load_local_data": lambda: load_local_data(path, schema, 0.2, "0" * 32),
-               "read_table": lambda: read_table(path, schema)}
+        fns = {
+            "pandas.read_csv": lambda: pd.read_csv(path),
+            "load_local_data": lambda: load_local_data(path, schema, 0.2, "0" * 32),
+            "read_table": lambda: read_table(path, schema),
+        }
         read_times = interleaved(fns, repeats)
         base = read_times["pandas.read_csv"][0]
 
@@ -278,41 +327,68 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
         party_dir = tmp_dir / "party"
         party_dir.mkdir()
         schema.save(party_dir / "schema.toml")
-        policy = PartyPolicy(party_id="bench", lifetime_epsilon_cap=1000.0, max_release_epsilon=1.0,
-                             schema_fingerprint=schema.fingerprint)
+        policy = PartyPolicy(
+            party_id="bench",
+            lifetime_epsilon_cap=1000.0,
+            max_release_epsilon=1.0,
+            schema_fingerprint=schema.fingerprint,
+        )
         (party_dir / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
         setup = PartySetup(path, party_dir / "schema.toml", party_dir / "policy.toml", party_dir / "ledger.sqlite")
         cfg = CoordinatorConfig(schema_path=str(party_dir / "schema.toml"))  # the defaults: a production request
         party_times = []
         for i in range(args.party_runs):
             request = TrainRequest(
-                request_id=f"bench-{i}/train", run_id=f"bench-{i}", schema_fingerprint=schema.fingerprint,
-                epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party,
-                split_mode=cfg.split_mode, n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation,
-                leaf=cfg.leaf, depth_rule=cfg.depth_rule, seed=cfg.seed)
+                request_id=f"bench-{i}/train",
+                run_id=f"bench-{i}",
+                schema_fingerprint=schema.fingerprint,
+                epsilon=cfg.epsilon,
+                max_depth=cfg.max_depth,
+                n_trees=cfg.trees_per_party,
+                split_mode=cfg.split_mode,
+                n_bins=cfg.n_bins,
+                schedule=cfg.schedule,
+                relation=cfg.relation,
+                leaf=cfg.leaf,
+                depth_rule=cfg.depth_rule,
+                seed=cfg.seed,
+            )
             t, _ = timed(lambda request=request: Party(setup).train(request))
             party_times.append(t)
             log(f"  training request {i + 1}/{args.party_runs}: {t:.2f} s")
     party = statistics.median(party_times)
     head = "| measurement | ours | ours (s) | pandas.read_csv (s) | ratio | target | met |"
-    out = ["", f"## The party's data path, {rows:,} rows", "",
-           ("The file is the diabetes rows repeated (written to a temporary directory). Ours: "
-           "`client._local_data.load_local_data` (the per-record reader `read_table`, the schema's per-record "
-           "filter `conforming_rows`, the keyed hold-out split), and `read_table` alone; the baseline is "
-           "`pandas.read_csv(path)` with its defaults (type inference). Same process, alternating, median of "
-           f"{repeats} runs. The party row is `client.Party.train` on a fresh `Party` per request (policy, "
-           f"schema and ledger loaded; data read; DP row count; tree grown; release encoded): the coordinator's "
-           f"default request (epsilon {cfg.epsilon:g}, depth rule {cfg.depth_rule} up to {cfg.max_depth}, "
-           f"{cfg.trees_per_party} tree, {cfg.n_bins} bins, {cfg.leaf} leaves, no seed: exact samplers), "
-           f"{args.party_runs} requests."), "", head, "|" + "---|" * (head.count("|") - 1)]
-    for key, label in (("load_local_data", "read, filter and split (load_local_data)"),
-                       ("read_table", "read only (read_table)")):
+    out = [
+        "",
+        f"## The party's data path, {rows:,} rows",
+        "",
+        (
+            "The file is the diabetes rows repeated (written to a temporary directory). Ours: "
+            "`client._local_data.load_local_data` (the per-record reader `read_table`, the schema's per-record "
+            "filter `conforming_rows`, the keyed hold-out split), and `read_table` alone; the baseline is "
+            "`pandas.read_csv(path)` with its defaults (type inference). Same process, alternating, median of "
+            f"{repeats} runs. The party row is `client.Party.train` on a fresh `Party` per request (policy, "
+            f"schema and ledger loaded; data read; DP row count; tree grown; release encoded): the coordinator's "
+            f"default request (epsilon {cfg.epsilon:g}, depth rule {cfg.depth_rule} up to {cfg.max_depth}, "
+            f"{cfg.trees_per_party} tree, {cfg.n_bins} bins, {cfg.leaf} leaves, no seed: exact samplers), "
+            f"{args.party_runs} requests."
+        ),
+        "",
+        head,
+        "|" + "---|" * (head.count("|") - 1),
+    ]
+    for key, label in (
+        ("load_local_data", "read, filter and split (load_local_data)"),
+        ("read_table", "read only (read_table)"),
+    ):
         t = read_times[key][0]
         target = "≤ 3x" if key == "load_local_data" else "–"
         met = ("yes" if t / base <= 3 else "NO") if key == "load_local_data" else "–"
         out.append(f"| read a {rows:,}-row CSV | {label} | {t:.3f} | {base:.3f} | {t / base:.2f}x | {target} | {met} |")
-    out.append(f"| a party of {rows:,} rows trains | Party.train, production request | {party:.2f} | – | – | "
-               f"< 60 s | {'yes' if party < 60 else 'NO'} |")
+    out.append(
+        f"| a party of {rows:,} rows trains | Party.train, production request | {party:.2f} | – | – | "
+        f"< 60 s | {'yes' if party < 60 else 'NO'} |"
+    )
     out.append("")
     for name, (med, ts) in read_times.items():
         out.append(f"- {name}: runs " + ", ".join(f"{x:.3f}" for x in ts) + f" s (median {med:.3f})")

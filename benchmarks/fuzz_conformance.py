@@ -30,15 +30,35 @@ def main(argv: list[str] | None = None) -> int:
     X, y, schema = load_embedded("wall_robot_navigation")
     forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_estimators=2, n_bins=20).fit(X[:500], y[:500]).forest_
     key = generate_signing_key("ed25519")
-    request = TrainRequest(request_id="run-9/train", run_id="run-9", schema_fingerprint=schema.fingerprint,
-                           epsilon=1.0, max_depth=3, n_trees=2, split_mode="binary", n_bins=20, schedule="harmonic",
-                           relation="add-remove", seed=-1)
+    request = TrainRequest(
+        request_id="run-9/train",
+        run_id="run-9",
+        schema_fingerprint=schema.fingerprint,
+        epsilon=1.0,
+        max_depth=3,
+        n_trees=2,
+        split_mode="binary",
+        n_bins=20,
+        schedule="harmonic",
+        relation="add-remove",
+        seed=-1,
+    )
     t0 = time.perf_counter()
-    out = fuzz_conformance(forest, "hospital-a", key, PartyKeyRegistry({"hospital-a": key.public_key()}), request,
-                           CoordinatorConfig(schema_path="s.toml"), args.inputs, args.seed)
-    print(f"{out.inputs} inputs in {time.perf_counter() - t0:.1f} s: rejected by the decoder {out.rejected_by_decoder}, "
-          f"by the conformance check {out.rejected_by_conformance}, accepted {out.accepted}, "
-          f"wrong accepts {out.wrong_accepts}")
+    out = fuzz_conformance(
+        forest,
+        "hospital-a",
+        key,
+        PartyKeyRegistry({"hospital-a": key.public_key()}),
+        request,
+        CoordinatorConfig(schema_path="s.toml"),
+        args.inputs,
+        args.seed,
+    )
+    print(
+        f"{out.inputs} inputs in {time.perf_counter() - t0:.1f} s: rejected by the decoder {out.rejected_by_decoder}, "
+        f"by the conformance check {out.rejected_by_conformance}, accepted {out.accepted}, "
+        f"wrong accepts {out.wrong_accepts}"
+    )
     return 0 if out.wrong_accepts == 0 else 1
 
 

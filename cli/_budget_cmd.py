@@ -31,8 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
     p.add_argument("--cap", type=float, default=None, help="lifetime cap, if no policy file is given")
     p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
-    p.add_argument("--max-seconds", type=float, default=10.0,
-                   help="give up on a ledger that takes SQLite longer than this to read (default 10 s)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=10.0,
+        help="give up on a ledger that takes SQLite longer than this to read (default 10 s)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -62,22 +66,43 @@ def _show(args: argparse.Namespace) -> int:
     spent = total_spent(entries)
     remaining = None if cap_exact is None else max(Fraction(0), cap_exact - spent)
     if args.json:
-        print(json.dumps({
-            "cap": cap, "spent": float(spent), "remaining": None if remaining is None else float(remaining),
-            "spent_exact": format_epsilon(spent),
-            "remaining_exact": None if remaining is None else format_epsilon(remaining),
-            "entries": [{**{k: v for k, v in e.__dict__.items() if k != "epsilon_exact"},
-                         "epsilon_exact": format_epsilon(e.epsilon_exact)} for e in entries],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cap": cap,
+                    "spent": float(spent),
+                    "remaining": None if remaining is None else float(remaining),
+                    "spent_exact": format_epsilon(spent),
+                    "remaining_exact": None if remaining is None else format_epsilon(remaining),
+                    "entries": [
+                        {
+                            **{k: v for k, v in e.__dict__.items() if k != "epsilon_exact"},
+                            "epsilon_exact": format_epsilon(e.epsilon_exact),
+                        }
+                        for e in entries
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'run':<22} detail")
     for e in entries:
         when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
-              f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}")
-    print(f"\nspent {format_epsilon(spent)}" + ("" if cap_exact is None else
-                                               f" of the lifetime cap {format_epsilon(cap_exact)}; "
-                                               f"remaining {format_epsilon(remaining)}"))
-    print("every entry counts, released or not: a reservation is written before training "
-          "(sequential composition over releases); sums are exact")
+        print(
+            f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
+            f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}"
+        )
+    print(
+        f"\nspent {format_epsilon(spent)}"
+        + (
+            ""
+            if cap_exact is None
+            else f" of the lifetime cap {format_epsilon(cap_exact)}; remaining {format_epsilon(remaining)}"
+        )
+    )
+    print(
+        "every entry counts, released or not: a reservation is written before training "
+        "(sequential composition over releases); sums are exact"
+    )
     return 0

@@ -55,34 +55,55 @@ class PartyFiles:
 def party_files(out: str | Path, party_id: str) -> PartyFiles:
     """The four file names of ``party_id`` under ``out``."""
     out = Path(out)
-    return PartyFiles(out / f"{party_id}.auth.key", out / f"{party_id}.auth.key.pub",
-                      out / f"{party_id}.signing.pem", out / f"{party_id}.pub.pem")
+    return PartyFiles(
+        out / f"{party_id}.auth.key",
+        out / f"{party_id}.auth.key.pub",
+        out / f"{party_id}.signing.pem",
+        out / f"{party_id}.pub.pem",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``certs`` subcommand and its ``init``, ``server`` and ``party`` actions."""
     parser = subparsers.add_parser(
-        "certs", help="make the CA, the SuperLink certificate and parties' keys for a TLS deployment",
+        "certs",
+        help="make the CA, the SuperLink certificate and parties' keys for a TLS deployment",
         description="Make the files of a deployment with TLS and SuperNode authentication: the consortium CA, "
-                    "the SuperLink's certificate, and each party's authentication and release-signing keys.",
-        epilog="See deploy/README.md for the whole runbook.")
+        "the SuperLink's certificate, and each party's authentication and release-signing keys.",
+        epilog="See deploy/README.md for the whole runbook.",
+    )
     actions = parser.add_subparsers(dest="certs_action", metavar="ACTION", required=True)
 
     p = actions.add_parser("init", help="create the consortium CA (EC P-384 key and self-signed certificate)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{CA_KEY} and DIR/{CA_CERT}")
     p.add_argument("--ca-name", required=True, metavar="NAME", help="the CA's common name")
     p.add_argument("--days", type=int, default=3650, help="validity in days (default 3650)")
-    p.add_argument("--force", action="store_true", help="replace an existing CA (every certificate it signed "
-                                                        "stops being trusted by parties that take the new ca.crt)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing CA (every certificate it signed "
+        "stops being trusted by parties that take the new ca.crt)",
+    )
     p.set_defaults(handler=run_init)
 
     p = actions.add_parser("server", help="issue the SuperLink's TLS certificate, signed by the CA")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{SERVER_KEY} and "
-                                                                         f"DIR/{SERVER_CERT}")
-    p.add_argument("--san", action="append", required=True, metavar="DNS:name|IP:address",
-                   help="a subject alternative name the SuperLink is reached by (repeat for several)")
-    p.add_argument("--ca", type=Path, default=None, metavar="DIR",
-                   help=f"directory holding {CA_KEY} and {CA_CERT} (default: --out)")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{SERVER_KEY} and DIR/{SERVER_CERT}"
+    )
+    p.add_argument(
+        "--san",
+        action="append",
+        required=True,
+        metavar="DNS:name|IP:address",
+        help="a subject alternative name the SuperLink is reached by (repeat for several)",
+    )
+    p.add_argument(
+        "--ca",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"directory holding {CA_KEY} and {CA_CERT} (default: --out)",
+    )
     p.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
     p.add_argument("--force", action="store_true", help="replace an existing server key and certificate")
     p.set_defaults(handler=run_server)
@@ -90,10 +111,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = actions.add_parser("party", help="create a party's SuperNode authentication key and release-signing key")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory for the party's key files")
     p.add_argument("--party-id", required=True, help="the party's id (as in its policy file and its releases)")
-    p.add_argument("--signing-key-type", choices=("ed25519", "p384"), default="ed25519",
-                   help="algorithm of the release-signing key (default ed25519)")
-    p.add_argument("--only", choices=("auth", "signing"), default=None,
-                   help="create (or with --force, rotate) only one of the two key pairs")
+    p.add_argument(
+        "--signing-key-type",
+        choices=("ed25519", "p384"),
+        default="ed25519",
+        help="algorithm of the release-signing key (default ed25519)",
+    )
+    p.add_argument(
+        "--only",
+        choices=("auth", "signing"),
+        default=None,
+        help="create (or with --force, rotate) only one of the two key pairs",
+    )
     p.add_argument("--force", action="store_true", help="replace existing keys (key rotation)")
     p.set_defaults(handler=run_party)
 
@@ -111,9 +140,11 @@ def _check_days(days: int) -> None:
 def _refuse_overwrite(paths: Sequence[Path], force: bool, what: str) -> None:
     existing = [str(p) for p in paths if p.exists() or p.is_symlink()]
     if existing and not force:
-        raise FileExistsError(f"refusing to overwrite {what}: {', '.join(existing)} already exist(s). Pass --force to "
-                              "replace them (anything that uses the old files stops working until it gets the new "
-                              "ones), or choose another --out directory")
+        raise FileExistsError(
+            f"refusing to overwrite {what}: {', '.join(existing)} already exist(s). Pass --force to "
+            "replace them (anything that uses the old files stops working until it gets the new "
+            "ones), or choose another --out directory"
+        )
 
 
 def _make_dir(path: Path) -> None:
@@ -130,8 +161,9 @@ def _write(path: Path, data: bytes, private: bool) -> Path:
 def _pem_key(key) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _parse_san(text: str):
@@ -169,8 +201,18 @@ def _q(path: Path | str) -> str:
 
 
 # ----------------------------------------------------------------------------- actions
-def _issue(out: Path, key_path: Path, cert_path: Path, common_name: str, days: int, *, ca: bool,
-           sans: Sequence = (), issuer_key=None, issuer_cert=None) -> None:
+def _issue(
+    out: Path,
+    key_path: Path,
+    cert_path: Path,
+    common_name: str,
+    days: int,
+    *,
+    ca: bool,
+    sans: Sequence = (),
+    issuer_key=None,
+    issuer_cert=None,
+) -> None:
     """A new EC P-384 key and its certificate (self-signed CA, or a server certificate signed by
     ``issuer_key``/``issuer_cert``), written to ``key_path`` (0600) and ``cert_path``."""
     from cryptography import x509
@@ -186,25 +228,38 @@ def _issue(out: Path, key_path: Path, cert_path: Path, common_name: str, days: i
     if ca:
         issuer, issuer_key, issuer_ski = subject, key, ski
     else:
-        issuer, issuer_ski = issuer_cert.subject, issuer_cert.extensions.get_extension_for_class(
-            x509.SubjectKeyIdentifier).value
+        issuer, issuer_ski = (
+            issuer_cert.subject,
+            issuer_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value,
+        )
         not_after = min(not_after, issuer_cert.not_valid_after_utc)
-    usage = {"content_commitment": False, "key_encipherment": False, "data_encipherment": False,
-             "encipher_only": False, "decipher_only": False}
+    usage = {
+        "content_commitment": False,
+        "key_encipherment": False,
+        "data_encipherment": False,
+        "encipher_only": False,
+        "decipher_only": False,
+    }
     builder = (
         x509.CertificateBuilder()
-        .subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(not_after)
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=ca, crl_sign=ca, key_agreement=not ca,
-                                     **usage), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=True, key_cert_sign=ca, crl_sign=ca, key_agreement=not ca, **usage),
+            critical=True,
+        )
         .add_extension(ski, critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer_ski), critical=False)
     )
     if not ca:
-        builder = (builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
-                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False).add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
     cert = builder.sign(issuer_key, hashes.SHA384())
     _make_dir(out)
     _write(key_path, _pem_key(key), private=True)
@@ -220,10 +275,13 @@ def run_init(args: argparse.Namespace) -> int:
     key_path, cert_path = out / CA_KEY, out / CA_CERT
     _refuse_overwrite([key_path, cert_path], args.force, "the CA")
     _issue(out, key_path, cert_path, args.ca_name.strip(), args.days, ca=True)
-    _report([key_path, cert_path], [
-        f"keep {key_path} offline; give {cert_path} to every party and to the operators' flwr CLI",
-        f"edprf certs server --out {_q(out)} --san DNS:<the SuperLink's host name> --san IP:<its address>",
-    ])
+    _report(
+        [key_path, cert_path],
+        [
+            f"keep {key_path} offline; give {cert_path} to every party and to the operators' flwr CLI",
+            f"edprf certs server --out {_q(out)} --san DNS:<the SuperLink's host name> --san IP:<its address>",
+        ],
+    )
     return 0
 
 
@@ -241,20 +299,33 @@ def run_server(args: argparse.Namespace) -> int:
     ca_key_path, ca_cert_path = ca_dir / CA_KEY, ca_dir / CA_CERT
     for p in (ca_key_path, ca_cert_path):
         if not p.is_file():
-            raise FileNotFoundError(f"no CA file {p}: run `edprf certs init --out {ca_dir} --ca-name NAME` first, "
-                                    "or name the CA's directory with --ca DIR")
+            raise FileNotFoundError(
+                f"no CA file {p}: run `edprf certs init --out {ca_dir} --ca-name NAME` first, "
+                "or name the CA's directory with --ca DIR"
+            )
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     if ca_cert.public_key().public_numbers() != ca_key.public_key().public_numbers():
         raise ValueError(f"{ca_key_path} is not the key of {ca_cert_path}")
     key_path, cert_path = out / SERVER_KEY, out / SERVER_CERT
     _refuse_overwrite([key_path, cert_path], args.force, "the SuperLink's key and certificate")
-    _issue(out, key_path, cert_path, str(sans[0].value), args.days, ca=False, sans=sans, issuer_key=ca_key,
-           issuer_cert=ca_cert)
-    superlink = (f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
-                 f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --isolation process "
-                 "--superexec-auth-secret-file <secret file> --database <state dir>/superlink.db   "
-                 "(or deploy/compose.yaml)")
+    _issue(
+        out,
+        key_path,
+        cert_path,
+        str(sans[0].value),
+        args.days,
+        ca=False,
+        sans=sans,
+        issuer_key=ca_key,
+        issuer_cert=ca_cert,
+    )
+    superlink = (
+        f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
+        f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --isolation process "
+        "--superexec-auth-secret-file <secret file> --database <state dir>/superlink.db   "
+        "(or deploy/compose.yaml)"
+    )
     _report([key_path, cert_path], [superlink, "then, per party: edprf certs party --out <keys dir> --party-id <id>"])
     return 0
 
@@ -271,15 +342,17 @@ def run_party(args: argparse.Namespace) -> int:
     files = party_files(args.out, party)
     auth = args.only in (None, "auth")
     signing = args.only in (None, "signing")
-    targets = ([files.auth_key, files.auth_pub] if auth else []) + ([files.signing_key, files.signing_pub]
-                                                                    if signing else [])
+    targets = ([files.auth_key, files.auth_pub] if auth else []) + (
+        [files.signing_key, files.signing_pub] if signing else []
+    )
     _refuse_overwrite(targets, args.force, f"keys of {party}")
     _make_dir(args.out)
     written = []
     if auth:
         key = ec.generate_private_key(ec.SECP384R1())
-        private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                    serialization.NoEncryption())
+        private = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
         public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
         written.append(_write(files.auth_key, private, private=True))
         written.append(_write(files.auth_pub, public + f" edprf-{party}\n".encode(), private=False))
@@ -289,13 +362,17 @@ def run_party(args: argparse.Namespace) -> int:
         written.append(save_public_key(skey, files.signing_pub))
     steps = []
     if auth:
-        steps.append(f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
-                     "(then unregister the node of any key this one replaces)")
+        steps.append(
+            f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
+            "(then unregister the node of any key this one replaces)"
+        )
     if signing:
         steps.append(f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id {key_id(skey)})")
-    steps.append(f"party: flower-supernode --superlink <coordinator's fleet address> --root-certificates ca.crt "
-                 f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' "
-                 f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\"")
+    steps.append(
+        f"party: flower-supernode --superlink <coordinator's fleet address> --root-certificates ca.crt "
+        f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' "
+        f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\""
+    )
     steps.append(f"keep {files.auth_key} and {files.signing_key} on the party's host only")
     _report(written, steps)
     return 0

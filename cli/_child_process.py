@@ -89,8 +89,9 @@ def _leader(target: Callable[..., Any], args: tuple, isolate: bool) -> None:
     if isolate and not isolate_network():
         import logging
 
-        logging.getLogger("edprf").warning("could not give the simulation a loopback-only network namespace; "
-                                           "Ray may listen on every interface")
+        logging.getLogger("edprf").warning(
+            "could not give the simulation a loopback-only network namespace; Ray may listen on every interface"
+        )
     target(*args)
 
 
@@ -124,8 +125,9 @@ def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool =
     are stopped within about ``GRACE_SECONDS + 1`` seconds, then the interrupt
     is re-raised.
     """
-    process = multiprocessing.get_context("spawn").Process(target=_leader, args=(target, args, isolate_network),
-                                                           daemon=False)
+    process = multiprocessing.get_context("spawn").Process(
+        target=_leader, args=(target, args, isolate_network), daemon=False
+    )
     process.start()
     try:
         process.join()

@@ -47,24 +47,43 @@ def default_dir() -> Path:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("consortium", help="run a local consortium (TLS, SuperNode authentication, N parties) "
-                                          "on 127.0.0.1 without Docker, then stop it",
-                       description="Create the CA, certificates and N parties (data share, schema, policy, ledger, "
-                                   "keys), start a TLS SuperLink with SuperNode authentication and N SuperNodes on "
-                                   "127.0.0.1, run the coordinator, print the summary and stop everything.")
+    p = sub.add_parser(
+        "consortium",
+        help="run a local consortium (TLS, SuperNode authentication, N parties) "
+        "on 127.0.0.1 without Docker, then stop it",
+        description="Create the CA, certificates and N parties (data share, schema, policy, ledger, "
+        "keys), start a TLS SuperLink with SuperNode authentication and N SuperNodes on "
+        "127.0.0.1, run the coordinator, print the summary and stop everything.",
+    )
     p.add_argument("--parties", type=int, default=3, help="number of parties, 1 to 26 (default 3)")
-    p.add_argument("--dir", type=Path, default=None,
-                   help=f"where everything is kept (default {default_dir()}); reused by later invocations")
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help=f"where everything is kept (default {default_dir()}); reused by later invocations",
+    )
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded example data set to split")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default 1.0)")
     p.add_argument("--trees-per-party", type=int, default=2, help="trees each party releases (default 2)")
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
-    p.add_argument("--evaluation-epsilon", type=float, default=0.0,
-                   help="epsilon of each party's noised held-out evaluation; 0 skips it (default 0)")
-    p.add_argument("--run-config", default="", metavar="CONFIG",
-                   help="more run config for the coordinator, e.g. \"request-tag='trial-1'\" (wins over the above)")
-    p.add_argument("--app", type=Path, default=None,
-                   help="the edprf-fl source directory to submit (default: the one this command runs from)")
+    p.add_argument(
+        "--evaluation-epsilon",
+        type=float,
+        default=0.0,
+        help="epsilon of each party's noised held-out evaluation; 0 skips it (default 0)",
+    )
+    p.add_argument(
+        "--run-config",
+        default="",
+        metavar="CONFIG",
+        help="more run config for the coordinator, e.g. \"request-tag='trial-1'\" (wins over the above)",
+    )
+    p.add_argument(
+        "--app",
+        type=Path,
+        default=None,
+        help="the edprf-fl source directory to submit (default: the one this command runs from)",
+    )
     p.set_defaults(handler=run_consortium)
 
 
@@ -121,8 +140,8 @@ def lay_out(root: Path, party_ids: list[str], dataset: str, log: Path, seed: int
     if not (coordinator / "schema.toml").is_file():
         schema.save(coordinator / "schema.toml")
         frame.iloc[rows[:n_test]].to_csv(coordinator / "test.csv", index=False)
-        frame.iloc[rows[n_test:n_test + n_val]].to_csv(coordinator / "validation.csv", index=False)
-    shares = np.array_split(rows[n_test + n_val:], len(party_ids))
+        frame.iloc[rows[n_test : n_test + n_val]].to_csv(coordinator / "validation.csv", index=False)
+    shares = np.array_split(rows[n_test + n_val :], len(party_ids))
     parties = {}
     for party_id, share in zip(party_ids, shares, strict=True):
         d = _private_dir(parties_dir / party_id)
@@ -135,9 +154,15 @@ def lay_out(root: Path, party_ids: list[str], dataset: str, log: Path, seed: int
         if not keys.auth_key.is_file():
             _quiet_edprf(["certs", "party", "--out", str(d / "keys"), "--party-id", party_id], log)
         (coordinator / "party-keys" / keys.signing_pub.name).write_bytes(keys.signing_pub.read_bytes())
-        parties[party_id] = {"data-path": d / "data.csv", "schema-path": d / "schema.toml",
-                             "policy-path": d / "policy.toml", "ledger-path": d / "ledger.sqlite",
-                             "signing-key": keys.signing_key, "auth-key": keys.auth_key, "auth-pub": keys.auth_pub}
+        parties[party_id] = {
+            "data-path": d / "data.csv",
+            "schema-path": d / "schema.toml",
+            "policy-path": d / "policy.toml",
+            "ledger-path": d / "ledger.sqlite",
+            "signing-key": keys.signing_key,
+            "auth-key": keys.auth_key,
+            "auth-pub": keys.auth_pub,
+        }
     marker.write_text(json.dumps(wanted), encoding="utf-8")
     return {"pki": pki, "coordinator": coordinator, "parties": parties}
 
@@ -147,13 +172,15 @@ def node_config(paths: dict[str, Path]) -> str:
     keys = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key")
     for key in keys:
         if _NAME_UNSAFE & set(str(paths[key])):
-            raise ValueError(f"{paths[key]}: a node-config path may not contain spaces, quotes or '='; "
-                             "choose a --dir without them")
+            raise ValueError(
+                f"{paths[key]}: a node-config path may not contain spaces, quotes or '='; choose a --dir without them"
+            )
     return " ".join(f"{key}='{paths[key]}'" for key in keys)
 
 
 def config_text(values: dict) -> str:
     """A run config as `flwr run --run-config` reads it (strings as TOML literal strings)."""
+
     def value(v) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -162,6 +189,7 @@ def config_text(values: dict) -> str:
         if "'" in str(v):
             raise ValueError(f"run config value {v!r}: may not contain a single quote")
         return f"'{v}'"
+
     return " ".join(f"{key}={value(v)}" for key, v in values.items())
 
 
@@ -169,8 +197,10 @@ def _app_dir(given: Path | None) -> Path:
     app = given or Path(__file__).resolve().parents[1]
     pyproject = app / "pyproject.toml"
     if not pyproject.is_file() or "[tool.flwr.app]" not in pyproject.read_text(encoding="utf-8"):
-        raise ValueError(f"{app} is not the edprf-fl source directory (no pyproject.toml with [tool.flwr.app]); "
-                         "give --app <edprf-fl source directory>")
+        raise ValueError(
+            f"{app} is not the edprf-fl source directory (no pyproject.toml with [tool.flwr.app]); "
+            "give --app <edprf-fl source directory>"
+        )
     return app
 
 
@@ -202,8 +232,10 @@ def _budget_lines(parties: dict) -> list[str]:
             spent = total_spent(read_ledger_readonly(paths["ledger-path"]))
         except ValueError:
             spent = 0
-        lines.append(f"  {party_id}: spent {format_epsilon(spent) if spent else '0'} of its lifetime cap "
-                     f"{policy.lifetime_epsilon_cap:g}")
+        lines.append(
+            f"  {party_id}: spent {format_epsilon(spent) if spent else '0'} of its lifetime cap "
+            f"{policy.lifetime_epsilon_cap:g}"
+        )
     return lines
 
 
@@ -226,8 +258,11 @@ def run_consortium(args: argparse.Namespace) -> int:
     setup_log.parent.mkdir(exist_ok=True)
     layout = lay_out(root, party_ids, args.dataset, setup_log)
     parties, pki, coordinator = layout["parties"], layout["pki"], layout["coordinator"]
-    print(f"[1/5] {root}: CA and SuperLink certificate in pki/, {len(parties)} parties in parties/ "
-          f"(data share, schema, policy, ledger, keys)", flush=True)
+    print(
+        f"[1/5] {root}: CA and SuperLink certificate in pki/, {len(parties)} parties in parties/ "
+        f"(data share, schema, policy, ledger, keys)",
+        flush=True,
+    )
     _check_parties(parties)
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
@@ -235,8 +270,13 @@ def run_consortium(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     code = 1
     try:
-        fed = Federation(dep, connection="consortium", tls=Tls(pki / "ca.crt", pki / "server.pem", pki / "server.key"),
-                         supernode_auth=True, separate_superexec=True)
+        fed = Federation(
+            dep,
+            connection="consortium",
+            tls=Tls(pki / "ca.crt", pki / "server.pem", pki / "server.key"),
+            supernode_auth=True,
+            separate_superexec=True,
+        )
         fed.start_superlink(root / "superlink.db")
         cli_env = fed.write_cli_config()
         node_ids = {p: fed.register(paths["auth-pub"]) for p, paths in parties.items()}
@@ -244,17 +284,30 @@ def run_consortium(args: argparse.Namespace) -> int:
             fed.start_supernode(party_id, node_config(paths), auth_key=paths["auth-key"])
         fed.wait_online(len(parties))
         listeners = fed.assert_loopback_only()
-        print(f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
-              f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
-              f"{len(listeners)} loopback ports", flush=True)
+        print(
+            f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
+            f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
+            f"{len(listeners)} loopback ports",
+            flush=True,
+        )
         out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
-        run_config = config_text({
-            "schema-path": coordinator / "schema.toml", "keys-dir": coordinator / "party-keys", "output-dir": out,
-            "test-data-path": coordinator / "test.csv", "validation-data-path": coordinator / "validation.csv",
-            "epsilon": args.epsilon, "trees-per-party": args.trees_per_party, "max-depth": args.max_depth,
-            "min-parties": len(parties), "expected-parties": len(parties),
-            "evaluation-epsilon": args.evaluation_epsilon, **extra})
-        print(f"[4/5] coordinator: edprf run {app} consortium --run-config \"{run_config}\"", flush=True)
+        run_config = config_text(
+            {
+                "schema-path": coordinator / "schema.toml",
+                "keys-dir": coordinator / "party-keys",
+                "output-dir": out,
+                "test-data-path": coordinator / "test.csv",
+                "validation-data-path": coordinator / "validation.csv",
+                "epsilon": args.epsilon,
+                "trees-per-party": args.trees_per_party,
+                "max-depth": args.max_depth,
+                "min-parties": len(parties),
+                "expected-parties": len(parties),
+                "evaluation-epsilon": args.evaluation_epsilon,
+                **extra,
+            }
+        )
+        print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
         code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
         _print_summary(out, parties, code)
     except KeyboardInterrupt:
@@ -283,13 +336,18 @@ def _print_summary(out: Path, parties: dict, code: int) -> None:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         for p in sorted(report["parties"], key=lambda p: p["party_id"] or str(p["node_id"])):
             name = p["party_id"] or f"node {p['node_id']}"
-            print(f"  {name}: {p['status']}" + (f" ({p['reason']}) {p['message']}" if p["status"] != "accepted"
-                                                else f", {p['n_trees']} trees, epsilon {p['epsilon']:g}"))
+            print(
+                f"  {name}: {p['status']}"
+                + (
+                    f" ({p['reason']}) {p['message']}"
+                    if p["status"] != "accepted"
+                    else f", {p['n_trees']} trees, epsilon {p['epsilon']:g}"
+                )
+            )
         accuracy = report.get("central_evaluation", {}).get("accuracy")
         if accuracy is not None:
             print(f"  accuracy on the coordinator's test rows: {accuracy:.3f}")
-        for line in contribution_lines(report.get("contributions", []),
-                                       report.get("parameters", {}).get("flag_alpha")):
+        for line in contribution_lines(report.get("contributions", []), report.get("parameters", {}).get("flag_alpha")):
             print(f"  {line}")
         if report.get("failure"):
             print(f"  failure: {report['failure']}")

@@ -14,13 +14,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded dataset (default: %(default)s)")
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per record (default: %(default)s)")
     p.add_argument("--trees", type=int, default=1, help="number of trees (default: %(default)s)")
-    p.add_argument("--depth", default="auto",
-                   help="split levels per tree, or 'auto' for the public-depth rule (default: %(default)s)")
-    p.add_argument("--bins", type=int, default=20, help="equal-width bins of continuous features (default: %(default)s)")
-    p.add_argument("--split-mode", choices=("binary", "multiway"), default="binary",
-                   help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="fixed seed for a reproducible research run (default: cryptographic randomness)")
+    p.add_argument(
+        "--depth",
+        default="auto",
+        help="split levels per tree, or 'auto' for the public-depth rule (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bins", type=int, default=20, help="equal-width bins of continuous features (default: %(default)s)"
+    )
+    p.add_argument(
+        "--split-mode",
+        choices=("binary", "multiway"),
+        default="binary",
+        help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="fixed seed for a reproducible research run (default: cryptographic randomness)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -34,18 +47,30 @@ def run(args: argparse.Namespace) -> int:
     X, y, schema = load_embedded(args.dataset)
     split_seed = 0 if args.seed is None else args.seed
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=split_seed, stratify=y)
-    say(f"[1/3] {args.dataset}: {len(X_train)} training rows, {len(X_test)} test rows, schema {schema.fingerprint[:19]}")
+    say(
+        f"[1/3] {args.dataset}: {len(X_train)} training rows, {len(X_test)} test rows, schema {schema.fingerprint[:19]}"
+    )
     if args.depth == "auto":  # the embedded dataset is public: its size may choose the depth
-        depth = public_depth(len(X_train), args.trees, args.epsilon,
-                             branching=branching_factor(schema, args.split_mode, args.bins))
-        say(f"      depth {depth} from the public-depth rule (n = {len(X_train)}, T = {args.trees}, "
-            f"eps = {args.epsilon:g})")
+        depth = public_depth(
+            len(X_train), args.trees, args.epsilon, branching=branching_factor(schema, args.split_mode, args.bins)
+        )
+        say(
+            f"      depth {depth} from the public-depth rule (n = {len(X_train)}, T = {args.trees}, "
+            f"eps = {args.epsilon:g})"
+        )
     else:
         depth = int(args.depth)
     args.depth = depth
     start = time.perf_counter()
-    clf = EDPRFClassifier(schema, epsilon=args.epsilon, n_estimators=args.trees, max_depth=args.depth,
-                          n_bins=args.bins, split_mode=args.split_mode, random_state=args.seed).fit(X_train, y_train)
+    clf = EDPRFClassifier(
+        schema,
+        epsilon=args.epsilon,
+        n_estimators=args.trees,
+        max_depth=args.depth,
+        n_bins=args.bins,
+        split_mode=args.split_mode,
+        random_state=args.seed,
+    ).fit(X_train, y_train)
     fit_s = time.perf_counter() - start
     say(f"[2/3] DP forest trained in {fit_s:.2f} s ({clf.forest_.trees.n_nodes} nodes)")
     ours = clf.score(X_test, y_test)
@@ -57,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"DP forest accuracy:    {ours:.4f}  ({args.trees} trees, depth {args.depth}, {args.split_mode} splits)")
     print(f"non-private accuracy:  {reference.score(codes_test, y_test):.4f}  (scikit-learn, 100 trees, same bins)")
     print(f"guarantee:             {clf.forest_.guarantee()}")
-    print("note: rows of this dataset are a time series; random splits are optimistic for every method."
-          if args.dataset == "wall_robot_navigation" else "")
+    print(
+        "note: rows of this dataset are a time series; random splits are optimistic for every method."
+        if args.dataset == "wall_robot_navigation"
+        else ""
+    )
     return 0

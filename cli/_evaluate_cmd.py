@@ -31,13 +31,28 @@ __all__ = ["format_report", "register", "run_evaluate"]
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` subcommand."""
-    p = sub.add_parser("evaluate", help="clinical metrics with 95%% intervals on labelled data you may use",
-                       description=__doc__.splitlines()[0], allow_abbrev=False)
+    p = sub.add_parser(
+        "evaluate",
+        help="clinical metrics with 95%% intervals on labelled data you may use",
+        description=__doc__.splitlines()[0],
+        allow_abbrev=False,
+    )
     add_model_arguments(p)
-    p.add_argument("--json", dest="json_path", type=Path, default=None, metavar="PATH",
-                   help="also write the metrics, intervals and tables as JSON")
-    p.add_argument("--calibration-bins", type=int, default=10, metavar="N",
-                   help="equal-width probability bins of the calibration table (default: %(default)s)")
+    p.add_argument(
+        "--json",
+        dest="json_path",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the metrics, intervals and tables as JSON",
+    )
+    p.add_argument(
+        "--calibration-bins",
+        type=int,
+        default=10,
+        metavar="N",
+        help="equal-width probability bins of the calibration table (default: %(default)s)",
+    )
     p.set_defaults(handler=run_evaluate)
 
 
@@ -57,46 +72,90 @@ def format_report(report: ClinicalReport) -> list[str]:
     lines: list[str] = []
     if report.warning:
         lines += ["", "!" * 78, report.warning, "!" * 78]
-    rule = (f"positive class {classes[report.positive]!r} when its probability >= {report.threshold:g}"
-            if report.positive is not None else "the most probable class")
+    rule = (
+        f"positive class {classes[report.positive]!r} when its probability >= {report.threshold:g}"
+        if report.positive is not None
+        else "the most probable class"
+    )
     lines += ["", f"confusion matrix ({report.n} rows; rows: true class, columns: decided class, {rule}):"]
-    lines += _table(["true \\ decided", *classes],
-                    [[c, *(str(int(v)) for v in report.confusion[i])] for i, c in enumerate(classes)])
+    lines += _table(
+        ["true \\ decided", *classes], [[c, *(str(int(v)) for v in report.confusion[i])] for i, c in enumerate(classes)]
+    )
     lines += ["", "summary (95% intervals):"]
-    summary = [["accuracy", _cell(report.accuracy), report.accuracy.method],
-               ["balanced accuracy", _cell(report.balanced_accuracy), report.balanced_accuracy.method]]
+    summary = [
+        ["accuracy", _cell(report.accuracy), report.accuracy.method],
+        ["balanced accuracy", _cell(report.balanced_accuracy), report.balanced_accuracy.method],
+    ]
     if report.positive is not None:
         pos = report.per_class[report.positive]
         name = classes[report.positive]
-        summary += [[f"sensitivity ({name})", _cell(pos.sensitivity), pos.sensitivity.method],
-                    [f"specificity ({name})", _cell(pos.specificity), pos.specificity.method],
-                    [f"PPV ({name})", _cell(pos.ppv), pos.ppv.method],
-                    [f"NPV ({name})", _cell(pos.npv), pos.npv.method]]
+        summary += [
+            [f"sensitivity ({name})", _cell(pos.sensitivity), pos.sensitivity.method],
+            [f"specificity ({name})", _cell(pos.specificity), pos.specificity.method],
+            [f"PPV ({name})", _cell(pos.ppv), pos.ppv.method],
+            [f"NPV ({name})", _cell(pos.npv), pos.npv.method],
+        ]
     one = classes[report.positive] if report.positive is not None and len(classes) == 2 else None
     auc_name = f"ROC AUC ({one})" if one is not None else "ROC AUC (macro, one-vs-rest)"
     brier_name = f"Brier score ({one})" if one is not None else "Brier score (sum over classes)"
-    summary += [[auc_name, _cell(report.roc_auc), report.roc_auc.method],
-                [brier_name, _cell(report.brier), report.brier.method]]
+    summary += [
+        [auc_name, _cell(report.roc_auc), report.roc_auc.method],
+        [brier_name, _cell(report.brier), report.brier.method],
+    ]
     lines += _table(["metric", "value (95% CI)", "interval"], summary)
     lines += ["", "each class against the others (decided as above):"]
-    lines += _table(["class", "rows", "sensitivity", "specificity", "PPV", "NPV", "ROC AUC"],
-                    [[str(c.label), str(c.tp + c.fn), _cell(c.sensitivity), _cell(c.specificity), _cell(c.ppv),
-                      _cell(c.npv), _cell(c.roc_auc)] for c in report.per_class])
+    lines += _table(
+        ["class", "rows", "sensitivity", "specificity", "PPV", "NPV", "ROC AUC"],
+        [
+            [
+                str(c.label),
+                str(c.tp + c.fn),
+                _cell(c.sensitivity),
+                _cell(c.specificity),
+                _cell(c.ppv),
+                _cell(c.npv),
+                _cell(c.roc_auc),
+            ]
+            for c in report.per_class
+        ],
+    )
     focus = report.per_class[report.positive] if report.positive is not None else None
     calibrated = [focus] if focus is not None else list(report.per_class)
     for c in calibrated:
-        lines += ["", (f"calibration of the probability of {str(c.label)!r} (observed share with its Wilson "
-                       "interval; empty bins left out):")]
-        lines += _table(["predicted", "rows", "mean predicted", f"observed {str(c.label)!r} (95% CI)"],
-                        [[f"{b.low:.1f}-{b.high:.1f}", str(b.n), f"{b.mean_predicted:.3f}", _cell(b.observed)]
-                         for b in c.calibration if b.n])
+        lines += [
+            "",
+            (
+                f"calibration of the probability of {str(c.label)!r} (observed share with its Wilson "
+                "interval; empty bins left out):"
+            ),
+        ]
+        lines += _table(
+            ["predicted", "rows", "mean predicted", f"observed {str(c.label)!r} (95% CI)"],
+            [
+                [f"{b.low:.1f}-{b.high:.1f}", str(b.n), f"{b.mean_predicted:.3f}", _cell(b.observed)]
+                for b in c.calibration
+                if b.n
+            ],
+        )
     if focus is not None and focus.thresholds:
-        lines += ["", (f"threshold table: flag {str(focus.label)!r} when its probability >= threshold "
-                       "(point values; intervals in --json):")]
-        lines += _table(["threshold", "flagged", "sensitivity", "specificity", "PPV", "NPV"],
-                        [[f"{t.threshold:g}", str(t.flagged), *(_point(getattr(t, k)) for k in
-                                                                ("sensitivity", "specificity", "ppv", "npv"))]
-                         for t in focus.thresholds])
+        lines += [
+            "",
+            (
+                f"threshold table: flag {str(focus.label)!r} when its probability >= threshold "
+                "(point values; intervals in --json):"
+            ),
+        ]
+        lines += _table(
+            ["threshold", "flagged", "sensitivity", "specificity", "PPV", "NPV"],
+            [
+                [
+                    f"{t.threshold:g}",
+                    str(t.flagged),
+                    *(_point(getattr(t, k)) for k in ("sensitivity", "specificity", "ppv", "npv")),
+                ]
+                for t in focus.thresholds
+            ],
+        )
     lines += ["", f"privacy: {NOT_DP_NOTE}"]
     return lines
 
@@ -122,8 +181,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     labels, probabilities = [], []
     counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}
-    for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header,
-                             require_label=True):
+    for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True):
         scores = score_rows(forest, chunk.frame, chunk.malformed)
         y, _ = read_labels(chunk.frame[forest.schema.label.column], forest.schema)
         for status in ("ok", "clipped", "refused", "malformed"):
@@ -135,13 +193,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
         probabilities.append(scores.proba[use])
     y_all = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
     p_all = np.concatenate(probabilities) if probabilities else np.zeros((0, forest.schema.n_classes))
-    report = clinical_report(y_all, p_all, forest.schema.classes, positive=positive,
-                             threshold=args.threshold if positive is not None else 0.5,
-                             n_calibration_bins=args.calibration_bins)
+    report = clinical_report(
+        y_all,
+        p_all,
+        forest.schema.classes,
+        positive=positive,
+        threshold=args.threshold if positive is not None else 0.5,
+        n_calibration_bins=args.calibration_bins,
+    )
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
-    print(f"evaluated {report.n} rows of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
-          f"({counts['refused']} refused by the schema's rules, {counts['malformed']} malformed lines, "
-          f"{counts['label']} with a missing or undeclared label)")
+    print(
+        f"evaluated {report.n} rows of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
+        f"({counts['refused']} refused by the schema's rules, {counts['malformed']} malformed lines, "
+        f"{counts['label']} with a missing or undeclared label)"
+    )
     if report.n == 0:
         say(f"edprf evaluate: {args.data}: no row could be scored (check --sep, --no-header and the label column)")
         return 1

@@ -18,21 +18,45 @@ DEFAULT_SHOWN_TREES = 10
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``explain`` subcommand."""
-    parser = subparsers.add_parser("explain", help="explain the global model's prediction for one row of your data",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "explain",
+        help="explain the global model's prediction for one row of your data",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("data", type=Path, metavar="DATA", help="your CSV (optionally .gz) or Parquet file")
-    parser.add_argument("--row", type=int, required=True, metavar="N",
-                        help="the row to explain, numbered from 0 (the first row after the header)")
+    parser.add_argument(
+        "--row",
+        type=int,
+        required=True,
+        metavar="N",
+        help="the row to explain, numbered from 0 (the first row after the header)",
+    )
     parser.add_argument("--sep", default=",", help="field separator of DATA (default ',')")
-    parser.add_argument("--no-header", action="store_true",
-                        help="DATA has no header: the schema's features in order, optionally then the label")
-    parser.add_argument("--pooling", choices=("log-linear", "mean"), default="log-linear",
-                        help="pooling rule, as in predict_proba (default log-linear)")
-    parser.add_argument("--show-trees", type=int, default=DEFAULT_SHOWN_TREES, metavar="N",
-                        help=f"trees shown, those weighing most first (default {DEFAULT_SHOWN_TREES})")
-    parser.add_argument("--keys", type=Path, metavar="DIR",
-                        help="directory of <party_id>.pub.pem files: refuse the model unless every release verifies")
+    parser.add_argument(
+        "--no-header",
+        action="store_true",
+        help="DATA has no header: the schema's features in order, optionally then the label",
+    )
+    parser.add_argument(
+        "--pooling",
+        choices=("log-linear", "mean"),
+        default="log-linear",
+        help="pooling rule, as in predict_proba (default log-linear)",
+    )
+    parser.add_argument(
+        "--show-trees",
+        type=int,
+        default=DEFAULT_SHOWN_TREES,
+        metavar="N",
+        help=f"trees shown, those weighing most first (default {DEFAULT_SHOWN_TREES})",
+    )
+    parser.add_argument(
+        "--keys",
+        type=Path,
+        metavar="DIR",
+        help="directory of <party_id>.pub.pem files: refuse the model unless every release verifies",
+    )
     parser.set_defaults(handler=run_explain)
 
 
@@ -54,18 +78,28 @@ def read_row(path: Path, schema, row: int, *, sep: str = ",", header: bool = Tru
     if row < 0:
         raise ValueError(f"--row: expected a row number >= 0, got {row}")
     if path.suffix.lower() in (".parquet", ".pq"):
-        frame = pd.read_parquet(path).iloc[row:row + 1]
+        frame = pd.read_parquet(path).iloc[row : row + 1]
     else:
         skip = range(1, row + 1) if header else range(row)
-        frame = pd.read_csv(path, sep=sep, header=0 if header else None, dtype=str, keep_default_na=False,
-                            skiprows=skip, nrows=1, compression="infer")
+        frame = pd.read_csv(
+            path,
+            sep=sep,
+            header=0 if header else None,
+            dtype=str,
+            keep_default_na=False,
+            skiprows=skip,
+            nrows=1,
+            compression="infer",
+        )
         if not header:
             names = list(schema.feature_names)
             if frame.shape[1] == len(names) + 1:
                 names.append(schema.label.column)
             if frame.shape[1] != len(names):
-                raise ValueError(f"{path}: expected {len(schema.feature_names)} columns (the schema's features, "
-                                 f"optionally then the label) without a header, got {frame.shape[1]}")
+                raise ValueError(
+                    f"{path}: expected {len(schema.feature_names)} columns (the schema's features, "
+                    f"optionally then the label) without a header, got {frame.shape[1]}"
+                )
             frame.columns = names
     if frame.empty:
         raise ValueError(f"{path}: no row {row} (rows are numbered from 0 after the header)")

@@ -19,15 +19,24 @@ FORMATS = ("onnx",)
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``export`` subcommand."""
-    parser = subparsers.add_parser("export", help="export the global model (ONNX) for serving",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "export", help="export the global model (ONNX) for serving", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="output format (default onnx)")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="the file to write")
-    parser.add_argument("--pooling", choices=("log-linear", "mean"), default="log-linear",
-                        help="pooling rule, as in predict_proba (default log-linear)")
-    parser.add_argument("--keys", type=Path, metavar="DIR",
-                        help="directory of <party_id>.pub.pem files: refuse the model unless every release verifies")
+    parser.add_argument(
+        "--pooling",
+        choices=("log-linear", "mean"),
+        default="log-linear",
+        help="pooling rule, as in predict_proba (default log-linear)",
+    )
+    parser.add_argument(
+        "--keys",
+        type=Path,
+        metavar="DIR",
+        help="directory of <party_id>.pub.pem files: refuse the model unless every release verifies",
+    )
     parser.set_defaults(handler=run_export)
 
 
@@ -48,7 +57,9 @@ def run_export(args: argparse.Namespace) -> int:
     save_atomic(args.output, model.SerializeToString())
     spec = encoding_path(args.output)
     save_atomic(spec, (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    print(f"wrote {args.output} (ONNX, input 'codes' float64 (n_rows, {forest.schema.n_features}), output "
-          f"'probabilities' (n_rows, {forest.schema.n_classes}), {forest.n_trees} trees) and {spec} (the encoding)")
+    print(
+        f"wrote {args.output} (ONNX, input 'codes' float64 (n_rows, {forest.schema.n_features}), output "
+        f"'probabilities' (n_rows, {forest.schema.n_classes}), {forest.n_trees} trees) and {spec} (the encoding)"
+    )
     print(f"guarantee: {forest.guarantee()}")
     return 0

@@ -29,9 +29,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-__all__ = ["BIN", "FLOWER_TOOLS", "GRACE", "LOOPBACK", "READY_TIMEOUT", "RUN_TIMEOUT", "Deployment", "Federation",
-           "FlowerProcessError", "Started", "Tls", "command_line", "flower_env", "free_port", "json_in", "kill_group",
-           "listening_sockets", "missing_flower_tools", "port_open", "proc_stat", "process_tree", "tail"]
+__all__ = [
+    "BIN",
+    "FLOWER_TOOLS",
+    "GRACE",
+    "LOOPBACK",
+    "READY_TIMEOUT",
+    "RUN_TIMEOUT",
+    "Deployment",
+    "Federation",
+    "FlowerProcessError",
+    "Started",
+    "Tls",
+    "command_line",
+    "flower_env",
+    "free_port",
+    "json_in",
+    "kill_group",
+    "listening_sockets",
+    "missing_flower_tools",
+    "port_open",
+    "proc_stat",
+    "process_tree",
+    "tail",
+]
 
 BIN = Path(sys.executable).parent
 LOOPBACK = "127.0.0.1"
@@ -129,7 +150,7 @@ def listening_sockets(pids: Iterable[int]) -> list[str]:
             hex_ip, hex_port = cols[1].split(":")
             raw = bytes.fromhex(hex_ip)
             if v6:  # four little-endian 32-bit words
-                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
                 ip = socket.inet_ntop(socket.AF_INET6, raw)
             else:
                 ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
@@ -173,8 +194,15 @@ class Deployment:
         self.logs.mkdir(parents=True, exist_ok=True)
         log_path = self.logs / f"{name}.log"
         log_file = log_path.open("ab")  # a restarted process appends; a repeated command keeps every output
-        popen = subprocess.Popen(argv, cwd=self.root, env=env or self.env, stdout=log_file, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        popen = subprocess.Popen(
+            argv,
+            cwd=self.root,
+            env=env or self.env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         proc = Started(name, popen, log_path, log_file, role)
         self.started.append(proc)
         self.seen[popen.pid] = proc_stat(popen.pid)[1] if proc_stat(popen.pid) else 0
@@ -187,8 +215,11 @@ class Deployment:
         return tree
 
     def check_alive(self, roles: tuple[str, ...] = ("superlink", "superexec", "supernode")) -> None:
-        dead = [f"{p.name} (exit {p.popen.returncode})" for p in self.started
-                if p.role in roles and p.popen.poll() is not None]
+        dead = [
+            f"{p.name} (exit {p.popen.returncode})"
+            for p in self.started
+            if p.role in roles and p.popen.poll() is not None
+        ]
         if dead:
             raise FlowerProcessError(f"Flower processes exited early: {', '.join(dead)}")
 
@@ -239,7 +270,8 @@ class Deployment:
         proc.popen.wait(timeout=GRACE)
         deadline = time.monotonic() + GRACE
         while time.monotonic() < deadline and any(
-                (s := proc_stat(pid)) is not None and s[1] == start for pid, start in tree.items()):
+            (s := proc_stat(pid)) is not None and s[1] == start for pid, start in tree.items()
+        ):
             time.sleep(0.1)
         proc.log_file.close()
         self.started.remove(proc)
@@ -299,16 +331,17 @@ def kill_group(pgid: int) -> None:
 def flower_env(root: Path) -> dict[str, str]:
     """The environment of every Flower process: the venv first on PATH, homes under ``root``,
     no runtime package installation, no telemetry, no update check."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("FLWR_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env.update({
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "FLWR_HOME": str(root / "flwr-home" / "cli"),
-        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-        "FLWR_TELEMETRY_ENABLED": "0",
-        "FLWR_DISABLE_UPDATE_CHECK": "1",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLWR_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(
+        {
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FLWR_HOME": str(root / "flwr-home" / "cli"),
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            "FLWR_TELEMETRY_ENABLED": "0",
+            "FLWR_DISABLE_UPDATE_CHECK": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -355,8 +388,14 @@ class Federation:
         if self.tls is None:
             security = ["--insecure"]
         else:
-            security = ["--ssl-ca-certfile", str(self.tls.ca_cert), "--ssl-certfile", str(self.tls.server_cert),
-                        "--ssl-keyfile", str(self.tls.server_key)]
+            security = [
+                "--ssl-ca-certfile",
+                str(self.tls.ca_cert),
+                "--ssl-certfile",
+                str(self.tls.server_cert),
+                "--ssl-keyfile",
+                str(self.tls.server_key),
+            ]
         if self.supernode_auth:
             security.append("--enable-supernode-auth")
         isolation = []
@@ -371,18 +410,42 @@ class Federation:
         # 1.41 serves Fleet, Control and Runtime APIs on one HTTP port; the deprecated gRPC addresses
         # are still pinned to loopback so that no listener can ever default to 0.0.0.0
         legacy = [free_port(self.used_ports) for _ in range(2)]
-        self.superlink = self.dep.start(name, [
-            str(BIN / "flower-superlink"), *security, *isolation, "--host", LOOPBACK, "--port", str(self.port),
-            "--fleet-api-address", f"{LOOPBACK}:{legacy[0]}", "--control-api-address", f"{LOOPBACK}:{legacy[1]}",
-            "--database", str(database), "--disable-runtime-dependency-installation",
-        ], role="superlink", env={**self.dep.env, "FLWR_HOME": str(self.home / "superlink")})
+        self.superlink = self.dep.start(
+            name,
+            [
+                str(BIN / "flower-superlink"),
+                *security,
+                *isolation,
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(self.port),
+                "--fleet-api-address",
+                f"{LOOPBACK}:{legacy[0]}",
+                "--control-api-address",
+                f"{LOOPBACK}:{legacy[1]}",
+                "--database",
+                str(database),
+                "--disable-runtime-dependency-installation",
+            ],
+            role="superlink",
+            env={**self.dep.env, "FLWR_HOME": str(self.home / "superlink")},
+        )
         self.dep.wait_until(f"the SuperLink on {LOOPBACK}:{self.port}", lambda: port_open(self.port), READY_TIMEOUT)
         if self.separate_superexec:
-            self.dep.start(f"{name}-superexec", [
-                str(BIN / "flower-superexec"), *self._tls_client_args(),
-                "--runtime-api-address", f"{LOOPBACK}:{self.port}",
-                "--superexec-auth-secret-file", str(self.home / "superexec.secret"),
-            ], role="superexec", env={**self.dep.env, "FLWR_HOME": str(self.home / "superexec")})
+            self.dep.start(
+                f"{name}-superexec",
+                [
+                    str(BIN / "flower-superexec"),
+                    *self._tls_client_args(),
+                    "--runtime-api-address",
+                    f"{LOOPBACK}:{self.port}",
+                    "--superexec-auth-secret-file",
+                    str(self.home / "superexec.secret"),
+                ],
+                role="superexec",
+                env={**self.dep.env, "FLWR_HOME": str(self.home / "superexec")},
+            )
         return self.superlink
 
     def write_cli_config(self, home: Path | None = None, port: int | None = None) -> dict[str, str]:
@@ -393,28 +456,55 @@ class Federation:
         (home / "config.toml").write_text(
             f'[superlink]\ndefault = "{self.connection}"\n\n'
             f'[superlink.{self.connection}]\naddress = "{LOOPBACK}:{port or self.port}"\n{security}',
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         return {**self.dep.env, "FLWR_HOME": str(home)}
 
-    def start_supernode(self, name: str, config: str, *, auth_key: Path | None = None, ca_cert: Path | None = None,
-                        role: str = "supernode", env: dict[str, str] | None = None, via: int | None = None,
-                        extra: list[str] = ()) -> Started:
+    def start_supernode(
+        self,
+        name: str,
+        config: str,
+        *,
+        auth_key: Path | None = None,
+        ca_cert: Path | None = None,
+        role: str = "supernode",
+        env: dict[str, str] | None = None,
+        via: int | None = None,
+        extra: list[str] = (),
+    ) -> Started:
         """A SuperNode with its own Runtime API port on loopback and its own Flower home; it dials the
         SuperLink, or the port ``via`` (a gateway)."""
         tls = ["--insecure"] if self.tls is None else ["--root-certificates", str(ca_cert or self.tls.ca_cert)]
         auth = ["--auth-supernode-private-key", str(auth_key)] if auth_key else []
-        return self.dep.start(name, [
-            str(BIN / "flower-supernode"), *tls, *auth, "--superlink", f"{LOOPBACK}:{via or self.port}",
-            "--host", LOOPBACK, "--port", str(free_port(self.used_ports)), "--node-config", config, *extra,
-        ], role=role, env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)})
+        return self.dep.start(
+            name,
+            [
+                str(BIN / "flower-supernode"),
+                *tls,
+                *auth,
+                "--superlink",
+                f"{LOOPBACK}:{via or self.port}",
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(free_port(self.used_ports)),
+                "--node-config",
+                config,
+                *extra,
+            ],
+            role=role,
+            env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)},
+        )
 
     def flwr(self, name: str, args: list[str], timeout: float = 30.0) -> tuple[int, str]:
         return self.dep.cli(name, args, timeout=timeout)
 
     def register(self, public_key: Path) -> int:
         """`flwr supernode register`; returns the node id."""
-        code, out = self.flwr(f"register-{public_key.name}", ["supernode", "register", str(public_key),
-                                                               self.connection, "--format", "json"])
+        code, out = self.flwr(
+            f"register-{public_key.name}",
+            ["supernode", "register", str(public_key), self.connection, "--format", "json"],
+        )
         if code != 0:
             raise FlowerProcessError(f"flwr supernode register {public_key} failed ({code}):\n{out}")
         return int(json_in(out)["node-id"])
@@ -447,8 +537,7 @@ class Federation:
             raise FlowerProcessError(f"a listener is not on {LOOPBACK}: {listeners}")
         return listeners
 
+
 def json_in(output: str) -> dict:
     """The JSON object in a `flwr ... --format json` output (after any log lines)."""
-    return json.loads(output[output.index("{"):output.rindex("}") + 1])
-
-
+    return json.loads(output[output.index("{") : output.rindex("}") + 1])

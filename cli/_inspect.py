@@ -70,16 +70,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="Exit status: 0 valid, 1 invalid file, 3 invalid or missing signature.",
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a SignedRelease or GlobalModel file")
-    parser.add_argument("--keys", type=Path, metavar="DIR",
-                        help="directory of <party_id>.pub.pem files: verify every signature")
-    parser.add_argument("--schema", type=Path, metavar="TOML",
-                        help="schema of a single release (default: a shipped example schema with its fingerprint)")
-    parser.add_argument("--max-releases", type=int, default=MAX_RELEASES, metavar="N",
-                        help=f"refuse global models of more releases (default {MAX_RELEASES})")
-    parser.add_argument("--max-trees", type=int, default=MAX_TREES, metavar="N",
-                        help=f"refuse files of more trees (default {MAX_TREES})")
-    parser.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
-                        help=f"refuse files of more nodes (default {MAX_NODES})")
+    parser.add_argument(
+        "--keys", type=Path, metavar="DIR", help="directory of <party_id>.pub.pem files: verify every signature"
+    )
+    parser.add_argument(
+        "--schema",
+        type=Path,
+        metavar="TOML",
+        help="schema of a single release (default: a shipped example schema with its fingerprint)",
+    )
+    parser.add_argument(
+        "--max-releases",
+        type=int,
+        default=MAX_RELEASES,
+        metavar="N",
+        help=f"refuse global models of more releases (default {MAX_RELEASES})",
+    )
+    parser.add_argument(
+        "--max-trees",
+        type=int,
+        default=MAX_TREES,
+        metavar="N",
+        help=f"refuse files of more trees (default {MAX_TREES})",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        type=int,
+        default=MAX_NODES,
+        metavar="N",
+        help=f"refuse files of more nodes (default {MAX_NODES})",
+    )
     from ._model_rules import add_rules_arguments
 
     add_rules_arguments(parser)
@@ -107,8 +127,11 @@ def run_inspect(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         print(f"{args.keys}: cannot load party keys: {_one_line(exc)}")
         return EXIT_INVALID
-    limits = {"releases": getattr(args, "max_releases", MAX_RELEASES), "trees": getattr(args, "max_trees", MAX_TREES),
-              "nodes": getattr(args, "max_nodes", MAX_NODES)}
+    limits = {
+        "releases": getattr(args, "max_releases", MAX_RELEASES),
+        "trees": getattr(args, "max_trees", MAX_TREES),
+        "nodes": getattr(args, "max_nodes", MAX_NODES),
+    }
     shown = terminal_safe(path)
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
@@ -142,8 +165,9 @@ def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> N
         declared = ", ".join(f"{value} {name}" for name, value in sizes.items())
         allowed = ", ".join(f"{name} <= {limits[name]}" for name in over)
         options = "/".join(f"--max-{name}" for name in over)
-        raise BeyondLimits(f"{what} declares {declared}, beyond inspect's limits ({allowed}); "
-                           f"raise {options} to inspect it anyway")
+        raise BeyondLimits(
+            f"{what} declares {declared}, beyond inspect's limits ({allowed}); raise {options} to inspect it anyway"
+        )
 
 
 def read_bounded_regular_file(path: Path, max_bytes: int) -> bytes:
@@ -170,11 +194,13 @@ def read_bounded_regular_file(path: Path, max_bytes: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise protocol.InvalidRelease(protocol.Reason.MALFORMED,
-                                          f"expected a regular file, got {_file_kind(info.st_mode)}")
+            raise protocol.InvalidRelease(
+                protocol.Reason.MALFORMED, f"expected a regular file, got {_file_kind(info.st_mode)}"
+            )
         if info.st_size > max_bytes:
-            raise protocol.InvalidRelease(protocol.Reason.TOO_LARGE,
-                                          f"expected at most {max_bytes} bytes, got {info.st_size}")
+            raise protocol.InvalidRelease(
+                protocol.Reason.TOO_LARGE, f"expected at most {max_bytes} bytes, got {info.st_size}"
+            )
         chunks: list[bytes] = []
         remaining = max_bytes + 1
         while remaining > 0:
@@ -189,14 +215,20 @@ def read_bounded_regular_file(path: Path, max_bytes: int) -> bytes:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > max_bytes:
-        raise protocol.InvalidRelease(protocol.Reason.TOO_LARGE,
-                                      f"expected at most {max_bytes} bytes, got more (file grew while read)")
+        raise protocol.InvalidRelease(
+            protocol.Reason.TOO_LARGE, f"expected at most {max_bytes} bytes, got more (file grew while read)"
+        )
     return data
 
 
 def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "a special file"
@@ -227,8 +259,9 @@ def _describe(
             raise protocol.InvalidRelease(
                 as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
             ) from None
-        _check_limits("the global model", {"releases": sizes.n_releases, "trees": sizes.n_trees,
-                                           "nodes": sizes.n_nodes}, limits)
+        _check_limits(
+            "the global model", {"releases": sizes.n_releases, "trees": sizes.n_trees, "nodes": sizes.n_nodes}, limits
+        )
         try:
             view = protocol.load_global_model(data, registry=registry, strict=False)
         except protocol.InvalidRelease as as_model:
@@ -241,10 +274,12 @@ def _describe(
 
 
 def _parameters_line(p: TrainingParameters) -> str:
-    return (f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
-            f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
-            f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
-            f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}")
+    return (
+        f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
+        f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
+        f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
+        f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}"
+    )
 
 
 SHOWN_LEAVES = 8
@@ -318,8 +353,9 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
 def _describe_model(view: GlobalModelView) -> list[str]:
     forest = view.forest
     parties = view.parties
-    listed = ", ".join(parties[:SHOWN_RELEASES]) + (f", ... ({len(parties) - SHOWN_RELEASES} more)"
-                                                    if len(parties) > SHOWN_RELEASES else "")
+    listed = ", ".join(parties[:SHOWN_RELEASES]) + (
+        f", ... ({len(parties) - SHOWN_RELEASES} more)" if len(parties) > SHOWN_RELEASES else ""
+    )
     lines = [
         f"kind: global model (edprf.v1, format version {view.format_version})",
         f"schema: {view.schema.name!r}, fingerprint {view.schema.fingerprint}",
@@ -329,8 +365,10 @@ def _describe_model(view: GlobalModelView) -> list[str]:
     ]
     for r in view.releases[:SHOWN_RELEASES]:
         lines += [
-            (f"  - party {r.party_id}: epsilon={r.params.epsilon:g}, {r.forest.n_trees} trees, "
-             f"{r.forest.trees.n_nodes} nodes"),
+            (
+                f"  - party {r.party_id}: epsilon={r.params.epsilon:g}, {r.forest.n_trees} trees, "
+                f"{r.forest.trees.n_nodes} nodes"
+            ),
             f"    parameters: {_parameters_line(r.params)}",
             f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
         ]
@@ -338,8 +376,10 @@ def _describe_model(view: GlobalModelView) -> list[str]:
     if len(view.releases) > SHOWN_RELEASES:
         rest = view.releases[SHOWN_RELEASES:]
         statuses = sorted({r.signature_status.value for r in rest})
-        lines.append(f"  ... and {len(rest)} more releases ({sum(r.forest.n_trees for r in rest)} trees; "
-                     f"signatures: {', '.join(statuses)})")
+        lines.append(
+            f"  ... and {len(rest)} more releases ({sum(r.forest.n_trees for r in rest)} trees; "
+            f"signatures: {', '.join(statuses)})"
+        )
     contributions = view.manifest.get("contributions") or []
     if contributions:
         from server._contribution_text import contribution_lines
@@ -351,8 +391,10 @@ def _describe_model(view: GlobalModelView) -> list[str]:
             lines.append(f"  ... and {len(contributions) - SHOWN_RELEASES} more parties")
     selection = view.manifest.get("selection") or {}
     if selection:
-        lines.append(f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
-                     f"dropped {', '.join(selection.get('dropped', [])) or 'none'}")
+        lines.append(
+            f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
+            f"dropped {', '.join(selection.get('dropped', [])) or 'none'}"
+        )
     rest = {k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")}
     lines.append("manifest: " + json.dumps(rest, sort_keys=True, ensure_ascii=False))
     first, *more = forest.guarantee().split("\n")

@@ -16,9 +16,22 @@ __all__ = ["build_parser", "main", "require_federation"]
 
 # module name -> imported lazily so that `edprf --help` stays fast and a
 # subcommand's heavy imports (flwr, ray) are paid only when it runs
-SUBCOMMANDS: tuple[str, ...] = ("_demo", "_inspect", "_predict_cmd", "_evaluate_cmd", "_explain", "_export",
-                                 "_budget_cmd", "_schema_cmd", "_simulate", "_sweep", "_certs", "_party_cmd", "_run_cmd",
-                                 "_consortium")
+SUBCOMMANDS: tuple[str, ...] = (
+    "_demo",
+    "_inspect",
+    "_predict_cmd",
+    "_evaluate_cmd",
+    "_explain",
+    "_export",
+    "_budget_cmd",
+    "_schema_cmd",
+    "_simulate",
+    "_sweep",
+    "_certs",
+    "_party_cmd",
+    "_run_cmd",
+    "_consortium",
+)
 
 FEDERATION_MODULES = frozenset({"flwr", "ray"})
 """Imported only by the subcommands that run a federation; the slim install (no extras) lacks them."""
@@ -58,8 +71,9 @@ def _accept_verbose(parser: argparse.ArgumentParser) -> None:
     """Accept ``-v`` and refuse abbreviated options (``--party`` for ``--parties``) in every parser below."""
     parser.allow_abbrev = False  # read at parse time: a prefix of a long option is an error, never a guess
     if "-v" not in parser._option_string_actions:
-        parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                            help="more log output (-vv for debug)")
+        parser.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output (-vv for debug)"
+        )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for inner in action.choices.values():
@@ -94,8 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in FEDERATION_MODULES:
             raise
-        print(f"edprf {args.command}: error: this command runs a federation and needs Flower ({exc.name} is not "
-              "installed): pip install 'edprf-fl[federation]'", file=sys.stderr)
+        print(
+            f"edprf {args.command}: error: this command runs a federation and needs Flower ({exc.name} is not "
+            "installed): pip install 'edprf-fl[federation]'",
+            file=sys.stderr,
+        )
         return 1
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)

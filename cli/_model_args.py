@@ -23,20 +23,37 @@ EXIT_SIGNATURE = 3
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL, DATA and the data-format and decision options."""
     parser.add_argument("model", type=Path, metavar="MODEL", help="a global model (global-model.edprf)")
-    parser.add_argument("data", type=Path, metavar="DATA",
-                        help="CSV (optionally .gz) or Parquet file with the schema's feature columns")
-    parser.add_argument("--keys", type=Path, metavar="DIR", default=None,
-                        help="directory of the parties' <party_id>.pub.pem keys: refuse the model unless every "
-                             "release's signature verifies")
+    parser.add_argument(
+        "data", type=Path, metavar="DATA", help="CSV (optionally .gz) or Parquet file with the schema's feature columns"
+    )
+    parser.add_argument(
+        "--keys",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="directory of the parties' <party_id>.pub.pem keys: refuse the model unless every "
+        "release's signature verifies",
+    )
     parser.add_argument("--sep", default=",", help="field separator of DATA, one character (default: %(default)r)")
-    parser.add_argument("--no-header", action="store_true",
-                        help="DATA has no header line: its columns are the schema's features in order, then "
-                             "(optionally for predict) the label")
-    parser.add_argument("--positive-class", default=None, metavar="C",
-                        help="the class a binary decision flags (one of the schema's declared classes)")
-    parser.add_argument("--threshold", type=float, default=None, metavar="T",
-                        help="flag a row when its probability of --positive-class is at least T "
-                             "(default 0.5 with --positive-class)")
+    parser.add_argument(
+        "--no-header",
+        action="store_true",
+        help="DATA has no header line: its columns are the schema's features in order, then "
+        "(optionally for predict) the label",
+    )
+    parser.add_argument(
+        "--positive-class",
+        default=None,
+        metavar="C",
+        help="the class a binary decision flags (one of the schema's declared classes)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="flag a row when its probability of --positive-class is at least T (default 0.5 with --positive-class)",
+    )
 
 
 def say(message: str) -> None:
@@ -56,10 +73,15 @@ def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | i
     try:
         view, provenance = load_model_with_provenance(args.model, keys_dir=args.keys)
     except protocol.InvalidRelease as exc:
-        signature = exc.reason in (protocol.Reason.UNSIGNED, protocol.Reason.UNKNOWN_PARTY,
-                                   protocol.Reason.BAD_SIGNATURE)
-        say(f"{command}: {args.model}: {'signature check failed' if signature else 'not a valid global model'}: "
-            f"{_one_line(str(exc))}")
+        signature = exc.reason in (
+            protocol.Reason.UNSIGNED,
+            protocol.Reason.UNKNOWN_PARTY,
+            protocol.Reason.BAD_SIGNATURE,
+        )
+        say(
+            f"{command}: {args.model}: {'signature check failed' if signature else 'not a valid global model'}: "
+            f"{_one_line(str(exc))}"
+        )
         return EXIT_SIGNATURE if signature else 1
     except FileNotFoundError:
         say(f"{command}: {args.model}: no such file (pass the coordinator's global-model.edprf)")
@@ -98,8 +120,7 @@ def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
                     return i
             except ValueError:
                 pass
-    raise ValueError(f"--positive-class {args.positive_class!r}: expected one of the declared classes "
-                     f"{classes}")
+    raise ValueError(f"--positive-class {args.positive_class!r}: expected one of the declared classes {classes}")
 
 
 def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:

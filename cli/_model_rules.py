@@ -29,12 +29,25 @@ def _positive(text: str) -> int:
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     """``--rules``, ``--show-trees``, ``--show-leaves`` (``--max-trees`` is inspect's refusal limit)."""
-    parser.add_argument("--rules", action="store_true",
-                        help="print the trees as rules with their released noisy counts, and feature importances")
-    parser.add_argument("--show-trees", type=_positive, default=DEFAULT_MAX_TREES, metavar="N",
-                        help=f"with --rules: trees shown (default {DEFAULT_MAX_TREES})")
-    parser.add_argument("--show-leaves", type=_positive, default=DEFAULT_MAX_LEAVES, metavar="N",
-                        help=f"with --rules: leaves shown per tree (default {DEFAULT_MAX_LEAVES})")
+    parser.add_argument(
+        "--rules",
+        action="store_true",
+        help="print the trees as rules with their released noisy counts, and feature importances",
+    )
+    parser.add_argument(
+        "--show-trees",
+        type=_positive,
+        default=DEFAULT_MAX_TREES,
+        metavar="N",
+        help=f"with --rules: trees shown (default {DEFAULT_MAX_TREES})",
+    )
+    parser.add_argument(
+        "--show-leaves",
+        type=_positive,
+        default=DEFAULT_MAX_LEAVES,
+        metavar="N",
+        help=f"with --rules: leaves shown per tree (default {DEFAULT_MAX_LEAVES})",
+    )
 
 
 def importance_lines(forest) -> list[str]:
@@ -45,8 +58,12 @@ def importance_lines(forest) -> list[str]:
     imp = released_importances(forest)
     order = np.argsort(-imp, kind="stable")[:SHOWN_FEATURES]
     names = forest.schema.feature_names
-    lines = [("feature importances (decrease in weighted Gini impurity of the released noisy counts; label-only "
-              "trees: splits weighted by their share of paths; computed from the model file alone, no data read):")]
+    lines = [
+        (
+            "feature importances (decrease in weighted Gini impurity of the released noisy counts; label-only "
+            "trees: splits weighted by their share of paths; computed from the model file alone, no data read):"
+        )
+    ]
     lines += [f"  {shown_name(names[j])}: {imp[j]:.4f}" for j in order if imp[j] > 0]
     if len(names) > SHOWN_FEATURES:
         lines.append(f"  ... {len(names) - SHOWN_FEATURES} more features not shown")

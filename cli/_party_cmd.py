@@ -20,29 +20,52 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("party", help="check a party's set-up before it joins, or write its policy")
     inner = p.add_subparsers(dest="party_command", metavar="ACTION", required=True)
-    check = inner.add_parser("check", help="check schema, policy, signing key, ledger and data file of a SuperNode",
-                             description="Run the checks a party's ClientApp runs, on the files the SuperNode's "
-                                         "--node-config names. Exit status 1 if any problem is found.")
-    check.add_argument("--node-config", required=True, metavar="CONFIG",
-                       help="the SuperNode's --node-config string: \"data-path='...' schema-path='...' "
-                            "policy-path='...' ledger-path='...' [signing-key='...']\"")
+    check = inner.add_parser(
+        "check",
+        help="check schema, policy, signing key, ledger and data file of a SuperNode",
+        description="Run the checks a party's ClientApp runs, on the files the SuperNode's "
+        "--node-config names. Exit status 1 if any problem is found.",
+    )
+    check.add_argument(
+        "--node-config",
+        required=True,
+        metavar="CONFIG",
+        help="the SuperNode's --node-config string: \"data-path='...' schema-path='...' "
+        "policy-path='...' ledger-path='...' [signing-key='...']\"",
+    )
     check.add_argument("--quiet", "-q", action="store_true", help="print problems and notes only")
     check.set_defaults(handler=run_check)
 
-    init = inner.add_parser("init-policy", help="write a party's policy with the schema's full fingerprint",
-                            description="Write a policy TOML with safe defaults (those of "
-                                        "deploy/policy.example.toml), the party's id and the schema's fingerprint.")
+    init = inner.add_parser(
+        "init-policy",
+        help="write a party's policy with the schema's full fingerprint",
+        description="Write a policy TOML with safe defaults (those of "
+        "deploy/policy.example.toml), the party's id and the schema's fingerprint.",
+    )
     init.add_argument("--schema", required=True, type=Path, help="the federation's schema.toml")
     init.add_argument("--party-id", required=True, help="the party's id (1-64 of A-Z a-z 0-9 . _ -)")
     init.add_argument("--output", "-o", required=True, type=Path, help="where to write the policy TOML")
-    init.add_argument("--lifetime-epsilon-cap", type=float, default=None,
-                      help="total epsilon this party will ever spend (default 2.0)")
-    init.add_argument("--max-release-epsilon", type=float, default=None, help="largest epsilon of one release "
-                                                                              "(default 1.0)")
-    init.add_argument("--max-evaluation-epsilon", type=float, default=None,
-                      help="largest epsilon of one noised evaluation; 0 refuses evaluations (default 0.1)")
-    init.add_argument("--declared-rows", type=int, default=None,
-                      help="a training-row count the party agrees to publish (default 0: not declared)")
+    init.add_argument(
+        "--lifetime-epsilon-cap",
+        type=float,
+        default=None,
+        help="total epsilon this party will ever spend (default 2.0)",
+    )
+    init.add_argument(
+        "--max-release-epsilon", type=float, default=None, help="largest epsilon of one release (default 1.0)"
+    )
+    init.add_argument(
+        "--max-evaluation-epsilon",
+        type=float,
+        default=None,
+        help="largest epsilon of one noised evaluation; 0 refuses evaluations (default 0.1)",
+    )
+    init.add_argument(
+        "--declared-rows",
+        type=int,
+        default=None,
+        help="a training-row count the party agrees to publish (default 0: not declared)",
+    )
     init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     init.set_defaults(handler=run_init_policy)
 
@@ -71,18 +94,24 @@ def run_init_policy(args: argparse.Namespace) -> int:
 
     schema = load_schema(args.schema)
     if schema.drafted:
-        raise ValueError(f"{args.schema} is drafted from data (drafted = true): replace its bounds and lists with "
-                         "public knowledge first")
+        raise ValueError(
+            f"{args.schema} is drafted from data (drafted = true): replace its bounds and lists with "
+            "public knowledge first"
+        )
     out: Path = args.output
     if out.exists() and not args.force:
         raise ValueError(f"--output {out} exists; pass --force to overwrite it")
-    chosen = {name: getattr(args, name) for name in ("lifetime_epsilon_cap", "max_release_epsilon",
-                                                     "max_evaluation_epsilon", "declared_rows")
-              if getattr(args, name) is not None}
+    chosen = {
+        name: getattr(args, name)
+        for name in ("lifetime_epsilon_cap", "max_release_epsilon", "max_evaluation_epsilon", "declared_rows")
+        if getattr(args, name) is not None
+    }
     policy = PartyPolicy(party_id=args.party_id, schema_fingerprint=schema.fingerprint, **chosen)
-    header = (f"# policy of party {policy.party_id!r}, written by `edprf party init-policy` for the schema "
-              f"{args.schema}\n# every key: deploy/policy.example.toml; check the whole set-up with "
-              "`edprf party check --node-config ...`\n")
+    header = (
+        f"# policy of party {policy.party_id!r}, written by `edprf party init-policy` for the schema "
+        f"{args.schema}\n# every key: deploy/policy.example.toml; check the whole set-up with "
+        "`edprf party check --node-config ...`\n"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     save_atomic(out, (header + policy.to_toml()).encode("utf-8"), mode=0o644)
     print(f"wrote {out}: party-id {policy.party_id!r}, schema-fingerprint {schema.fingerprint}")

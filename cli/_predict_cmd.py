@@ -37,13 +37,27 @@ PROBABILITY_DECIMALS = 6
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` subcommand."""
-    p = sub.add_parser("predict", help="class probabilities for every row of a file (streamed)",
-                       description=__doc__.splitlines()[0], allow_abbrev=False)
+    p = sub.add_parser(
+        "predict",
+        help="class probabilities for every row of a file (streamed)",
+        description=__doc__.splitlines()[0],
+        allow_abbrev=False,
+    )
     add_model_arguments(p)
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file: .csv, .csv.gz or .parquet; '-' for CSV on stdout")
-    p.add_argument("--chunk-rows", type=int, default=20_000, metavar="N",
-                   help="rows read and written at a time (memory grows with it; default: %(default)s)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output file: .csv, .csv.gz or .parquet; '-' for CSV on stdout",
+    )
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="rows read and written at a time (memory grows with it; default: %(default)s)",
+    )
     p.set_defaults(handler=run_predict)
 
 
@@ -64,11 +78,9 @@ class _Writer:
             if self.target == "-":
                 self._handle = sys.stdout
             elif self.target.endswith(".gz"):
-                self._handle = self._stack.enter_context(
-                    gzip.open(self.target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
+                self._handle = self._stack.enter_context(gzip.open(self.target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
-                self._handle = self._stack.enter_context(
-                    open(self.target, "w", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
+                self._handle = self._stack.enter_context(open(self.target, "w", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
         return self._handle
 
     def write(self, frame: pd.DataFrame) -> None:
@@ -126,8 +138,9 @@ def run_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"--output {target}: that is DATA itself; choose another file")
     with ExitStack() as stack:
         writer = _Writer(target, stack)
-        for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header,
-                                 chunk_rows=args.chunk_rows):
+        for chunk in stream_rows(
+            args.data, forest.schema, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
+        ):
             frame = _result_frame(forest, chunk, positive, args.threshold)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
@@ -138,13 +151,20 @@ def run_predict(args: argparse.Namespace) -> int:
 
             from edprf_core._table_stream import RowChunk
 
-            empty = RowChunk(pd.DataFrame({n: pd.Series(dtype=object) for n in forest.schema.feature_names}),
-                             np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object), False)
+            empty = RowChunk(
+                pd.DataFrame({n: pd.Series(dtype=object) for n in forest.schema.feature_names}),
+                np.zeros(0, dtype=np.int64),
+                np.zeros(0, dtype=object),
+                False,
+            )
             writer.write(_result_frame(forest, empty, positive, args.threshold))
     total = sum(counts.values())
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "clipped", "refused", "malformed"))
-    decision = (f"; decision: {forest.schema.classes[positive]!r} when its probability >= {args.threshold:g}"
-                if positive is not None else "")
+    decision = (
+        f"; decision: {forest.schema.classes[positive]!r} when its probability >= {args.threshold:g}"
+        if positive is not None
+        else ""
+    )
     say(f"predicted {total} rows ({shown}){decision}; written to {target}")
     say("privacy: predicting is post-processing of the parties' DP releases; it spends no epsilon")
     return 0

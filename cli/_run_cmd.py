@@ -29,17 +29,31 @@ _STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status i
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the coordinator (flwr run) and exit with the run's outcome; Ctrl-C stops it",
-                       description="Submit the edprf app to a SuperLink with `flwr run`, stream its log, and exit "
-                                   "0 only if the run completed. Ctrl-C stops the run (flwr stop) unless "
-                                   "--detach-on-interrupt is given.")
+    p = sub.add_parser(
+        "run",
+        help="run the coordinator (flwr run) and exit with the run's outcome; Ctrl-C stops it",
+        description="Submit the edprf app to a SuperLink with `flwr run`, stream its log, and exit "
+        "0 only if the run completed. Ctrl-C stops the run (flwr stop) unless "
+        "--detach-on-interrupt is given.",
+    )
     p.add_argument("app", nargs="?", default=".", help="the app: a directory with pyproject.toml (default: .)")
-    p.add_argument("connection", nargs="?", default=None,
-                   help="the SuperLink connection in $FLWR_HOME/config.toml (default: its default connection)")
-    p.add_argument("--run-config", default=None, metavar="CONFIG",
-                   help="the run config, as for flwr run: \"schema-path='...' output-dir='...' epsilon=1.0\"")
-    p.add_argument("--detach-on-interrupt", action="store_true",
-                   help="on Ctrl-C leave the run going (and print how to stop it) instead of stopping it")
+    p.add_argument(
+        "connection",
+        nargs="?",
+        default=None,
+        help="the SuperLink connection in $FLWR_HOME/config.toml (default: its default connection)",
+    )
+    p.add_argument(
+        "--run-config",
+        default=None,
+        metavar="CONFIG",
+        help="the run config, as for flwr run: \"schema-path='...' output-dir='...' epsilon=1.0\"",
+    )
+    p.add_argument(
+        "--detach-on-interrupt",
+        action="store_true",
+        help="on Ctrl-C leave the run going (and print how to stop it) instead of stopping it",
+    )
     p.set_defaults(handler=run_command)
 
 
@@ -63,8 +77,14 @@ class FlowerRun:
         """(status, details) from `flwr ls --run-id`, e.g. ("finished:failed", "ServerApp failed with ...")."""
         from ._flower_processes import json_in
 
-        proc = subprocess.run([flwr_command(), "ls", *self._conn(), "--run-id", str(self.run_id), "--format", "json"],
-                              capture_output=True, text=True, timeout=60, env=env, check=False)
+        proc = subprocess.run(
+            [flwr_command(), "ls", *self._conn(), "--run-id", str(self.run_id), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
         try:
             row = json_in(proc.stdout)["runs"][0]
         except (ValueError, KeyError, IndexError):
@@ -80,8 +100,14 @@ class FlowerRun:
             time.sleep(1.0)
 
     def stop(self, env: dict[str, str] | None = None) -> tuple[int, str]:
-        proc = subprocess.run([flwr_command(), "stop", str(self.run_id), *self._conn()], capture_output=True,
-                              text=True, timeout=60, env=env, check=False)
+        proc = subprocess.run(
+            [flwr_command(), "stop", str(self.run_id), *self._conn()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
         return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
@@ -108,9 +134,14 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
     KeyboardInterrupt here ends the stream and propagates.
     """
     out = out or sys.stdout
-    proc = subprocess.Popen([flwr_command(), "log", str(run.run_id), *run._conn(), "--stream"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [flwr_command(), "log", str(run.run_id), *run._conn(), "--stream"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         for line in proc.stdout:
             out.write(line)
@@ -126,30 +157,49 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
                 proc.wait()
 
 
-def run_and_follow(app: str, connection: str | None, run_config: str | None, *, detach_on_interrupt: bool = False,
-                   env: dict[str, str] | None = None, out=None) -> int:
+def run_and_follow(
+    app: str,
+    connection: str | None,
+    run_config: str | None,
+    *,
+    detach_on_interrupt: bool = False,
+    env: dict[str, str] | None = None,
+    out=None,
+) -> int:
     """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted)."""
     out = out or sys.stdout
     run = submit(app, connection, run_config, env)
     conn = f" {run.connection}" if run.connection else ""
     try:
-        print(f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
-              f"{'detaches' if detach_on_interrupt else 'stops the run'})", file=out, flush=True)
+        print(
+            f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
+            f"{'detaches' if detach_on_interrupt else 'stops the run'})",
+            file=out,
+            flush=True,
+        )
         follow(run, out, env)
         status, details = run.final_status(env)
     except KeyboardInterrupt:
-        print(f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties to "
-              "spend epsilon until it ends.", file=sys.stderr, flush=True)
+        print(
+            f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties to "
+            "spend epsilon until it ends.",
+            file=sys.stderr,
+            flush=True,
+        )
         if detach_on_interrupt:
             print(f"edprf run: stop it with: flwr stop {run.run_id}{conn}", file=sys.stderr)
             return 130
         code, text = run.stop(env)
         if code == 0:
-            print(f"edprf run: stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties already "
-                  "reserved in their ledgers stays spent", file=sys.stderr)
+            print(
+                f"edprf run: stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties already "
+                "reserved in their ledgers stays spent",
+                file=sys.stderr,
+            )
         else:
-            print(f"edprf run: flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; run it again",
-                  file=sys.stderr)
+            print(
+                f"edprf run: flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; run it again", file=sys.stderr
+            )
         return 130
     if status == "finished:completed":
         print(f"edprf run: run {run.run_id} completed", file=out)

@@ -46,8 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _format_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sep", default=",", help="field separator, one character (default: %(default)r)")
-    p.add_argument("--no-header", action="store_true",
-                   help="the file has no header line (columns: the schema's features in order, then the label)")
+    p.add_argument(
+        "--no-header",
+        action="store_true",
+        help="the file has no header line (columns: the schema's features in order, then the label)",
+    )
 
 
 def run_draft(args: argparse.Namespace) -> int:
@@ -76,8 +79,7 @@ def run_draft(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise ValueError(f"--output {out} exists; pass --force to overwrite it")
     out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge",
-          file=sys.stderr)
+    print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge", file=sys.stderr)
     return 0
 
 
@@ -87,14 +89,17 @@ def run_check(args: argparse.Namespace) -> int:
     schema = load_schema(args.schema)
     report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
     print(f"{args.data} under {args.schema}:")
-    print(f"  schema fingerprint: {schema.fingerprint}   (a party's policy: schema-fingerprint = this value; "
-          "`edprf party init-policy` writes it)")
+    print(
+        f"  schema fingerprint: {schema.fingerprint}   (a party's policy: schema-fingerprint = this value; "
+        "`edprf party init-policy` writes it)"
+    )
     for line in report.lines():
         print(f"  {line}")
     if schema.drafted:
         print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
     if report.rows_kept == 0:
-        print("no row satisfies the schema's rules: check the separator, the header and the column names",
-              file=sys.stderr)
+        print(
+            "no row satisfies the schema's rules: check the separator, the header and the column names", file=sys.stderr
+        )
         return 1
     return 0

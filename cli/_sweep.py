@@ -43,10 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
     add_federation_arguments(p)
-    p.add_argument("--epsilons", type=_floats, default=[0.25, 0.5, 1.0, 2.0],
-                   help="comma-separated epsilons of the parties' releases (default: 0.25,0.5,1,2)")
-    p.add_argument("--parties-list", type=_ints, default=None,
-                   help="comma-separated list of party counts (default: --parties)")
+    p.add_argument(
+        "--epsilons",
+        type=_floats,
+        default=[0.25, 0.5, 1.0, 2.0],
+        help="comma-separated epsilons of the parties' releases (default: 0.25,0.5,1,2)",
+    )
+    p.add_argument(
+        "--parties-list", type=_ints, default=None, help="comma-separated list of party counts (default: --parties)"
+    )
     p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
     p.add_argument("--depths", type=_ints, default=None, help="comma-separated (default: --depth)")
     p.add_argument("--trees-list", type=_ints, default=None, help="trees per party, comma-separated")
@@ -56,8 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _configs(args: argparse.Namespace) -> list[dict]:
-    values = {"epsilon": args.epsilons, "parties": args.parties_list or [args.parties], "partition": args.partitions,
-              "depth": args.depths or [args.depth], "trees_per_party": args.trees_list or [args.trees_per_party]}
+    values = {
+        "epsilon": args.epsilons,
+        "parties": args.parties_list or [args.parties],
+        "partition": args.partitions,
+        "depth": args.depths or [args.depth],
+        "trees_per_party": args.trees_list or [args.trees_per_party],
+    }
     return [dict(zip(_GRID, combo)) for combo in itertools.product(*(values[k] for k in _GRID))]
 
 
@@ -82,38 +92,55 @@ def run(args: argparse.Namespace) -> int:
             run_args.seeded_noise = True  # a sweep is research: reproducible noise, numpy backend
             run_args.evaluation_epsilon = 0.0
             run_args.party_holdout = 0.0
-            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None,
-                                           isolated=True)
+            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None, isolated=True)
             fed = result["federated"]
             base = result.get("baselines", {})
             nan = float("nan")
             ev = fed.get("central_evaluation", {})
             depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
-            rows.append({**config, "seed": seed,
-                         "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
-                         "federated_accuracy": ev.get("accuracy", nan),
-                         "federated_balanced_accuracy": ev.get("balanced_accuracy", nan),
-                         "federated_roc_auc": ev.get("roc_auc", nan),
-                         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
-                         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
-                         "central_depth": base.get("central_edprf", {}).get("depth", ""),
-                         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
-                         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
-                         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
-                         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
-                         "seconds": result["federation_seconds"]})
+            rows.append(
+                {
+                    **config,
+                    "seed": seed,
+                    "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
+                    "federated_accuracy": ev.get("accuracy", nan),
+                    "federated_balanced_accuracy": ev.get("balanced_accuracy", nan),
+                    "federated_roc_auc": ev.get("roc_auc", nan),
+                    "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
+                    "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
+                    "central_depth": base.get("central_edprf", {}).get("depth", ""),
+                    "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
+                    "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
+                    "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
+                    "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+                    "seconds": result["federation_seconds"],
+                }
+            )
             done += 1
             eta = (time.perf_counter() - started) / done * (total - done)
-            print(f"[{done}/{total}] {config} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
-                  f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)", file=sys.stderr, flush=True)
+            print(
+                f"[{done}/{total}] {config} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
+                f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     with (out / "sweep.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    columns = ("federated_accuracy", "federated_roc_auc", "central_accuracy", "party_alone_median_accuracy",
-               "non_private_accuracy", "majority_accuracy")
-    lines = ["| " + " | ".join(_GRID) + " | federated | federated AUC | central DP | party alone (median) | "
-             "non-private | majority |", "|" + "---|" * (len(_GRID) + len(columns))]
+    columns = (
+        "federated_accuracy",
+        "federated_roc_auc",
+        "central_accuracy",
+        "party_alone_median_accuracy",
+        "non_private_accuracy",
+        "majority_accuracy",
+    )
+    lines = [
+        "| " + " | ".join(_GRID) + " | federated | federated AUC | central DP | party alone (median) | "
+        "non-private | majority |",
+        "|" + "---|" * (len(_GRID) + len(columns)),
+    ]
     for config in configs:
         sel = [r for r in rows if all(r[k] == config[k] for k in _GRID)]
         cells = []
@@ -149,13 +176,23 @@ def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
         for i, key in enumerate(sorted({tuple(c[k] for k in others) for c in configs})):
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
             color = f"C{i % 10}"
-            for column, style, name in (("federated_accuracy", "-o", "federated"), ("central_accuracy", "--s",
-                                                                                      "central DP")):
+            for column, style, name in (
+                ("federated_accuracy", "-o", "federated"),
+                ("central_accuracy", "--s", "central DP"),
+            ):
                 sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
                 means = [np.nanmean(v) if v else np.nan for v in sel]
                 stds = [np.nanstd(v) if v else np.nan for v in sel]
-                ax.errorbar(xs, means, yerr=stds, fmt=style, color=color, capsize=3, alpha=1.0 if style == "-o" else 0.6,
-                            label=f"{name} {label}".strip())
+                ax.errorbar(
+                    xs,
+                    means,
+                    yerr=stds,
+                    fmt=style,
+                    color=color,
+                    capsize=3,
+                    alpha=1.0 if style == "-o" else 0.6,
+                    label=f"{name} {label}".strip(),
+                )
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")

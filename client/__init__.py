@@ -4,6 +4,19 @@ from ._ledger import BudgetExhausted, BudgetLedger, LedgerEntry, format_epsilon,
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
-__all__ = ["REASONS", "BudgetExhausted", "BudgetLedger", "LedgerEntry", "Party", "PartyPolicy", "PartySetup",
-           "Refusal", "evaluation_counts", "format_epsilon", "load_policy", "micro_epsilon", "read_ledger_readonly",
-           "release_node_bound"]
+__all__ = [
+    "REASONS",
+    "BudgetExhausted",
+    "BudgetLedger",
+    "LedgerEntry",
+    "Party",
+    "PartyPolicy",
+    "PartySetup",
+    "Refusal",
+    "evaluation_counts",
+    "format_epsilon",
+    "load_policy",
+    "micro_epsilon",
+    "read_ledger_readonly",
+    "release_node_bound",
+]

@@ -84,12 +84,25 @@ def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) ->
     """Bound the memory and work of evaluating the model behind ``header`` (no privacy cost: public inputs only)."""
     n_classes = schema.n_classes
     codes = int(sum(FeatureGrid.from_schema(schema, policy.max_bins).n_codes))
-    memory = (BYTES_FACTOR * header.n_bytes + SCHEMA_FACTOR * header.schema_toml_bytes
-              + (NODE_BYTES + 24 * n_classes) * header.n_nodes
-              + TREE_BYTES * header.n_trees + RELEASE_BYTES * header.n_releases
-              + leafmask_budget(header.n_nodes) + COMPILE_BLOCK_BYTES + dense_budget(header.n_nodes)
-              + PREDICT_BLOCK_BYTES)
-    compile_steps = (header.n_bytes + header.n_nodes + RELEASE_STEPS * header.n_releases
-                     + min(MAX_COMPILE_CELLS, header.n_nodes * codes))
-    return EvaluationCost(memory_bytes=int(memory), compile_steps=int(compile_steps),
-                          steps_per_row=int(header.n_trees) * (policy.max_depth + 1))
+    memory = (
+        BYTES_FACTOR * header.n_bytes
+        + SCHEMA_FACTOR * header.schema_toml_bytes
+        + (NODE_BYTES + 24 * n_classes) * header.n_nodes
+        + TREE_BYTES * header.n_trees
+        + RELEASE_BYTES * header.n_releases
+        + leafmask_budget(header.n_nodes)
+        + COMPILE_BLOCK_BYTES
+        + dense_budget(header.n_nodes)
+        + PREDICT_BLOCK_BYTES
+    )
+    compile_steps = (
+        header.n_bytes
+        + header.n_nodes
+        + RELEASE_STEPS * header.n_releases
+        + min(MAX_COMPILE_CELLS, header.n_nodes * codes)
+    )
+    return EvaluationCost(
+        memory_bytes=int(memory),
+        compile_steps=int(compile_steps),
+        steps_per_row=int(header.n_trees) * (policy.max_depth + 1),
+    )

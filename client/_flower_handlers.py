@@ -56,8 +56,13 @@ def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
     return Party(PartySetup.from_configs(context.node_config, merged))
 
 
-def _serve(msg: Message, context: Context, run_config: Mapping[str, Any] | None,
-           read_request: Callable[[Message], Any], serve: Callable[[Party, Any], Message]) -> Message:
+def _serve(
+    msg: Message,
+    context: Context,
+    run_config: Mapping[str, Any] | None,
+    read_request: Callable[[Message], Any],
+    serve: Callable[[Party, Any], Message],
+) -> Message:
     """Three steps, each mapping every failure to one code: request, party set-up, the work."""
     step = "bad_request"
     party = None
@@ -93,6 +98,7 @@ def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
         payload = party.train(req)
         record = ConfigRecord({"status": "released", "release": payload, "binding": party.bind(payload, req.run_id)})
         return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+
     return serve
 
 
@@ -101,9 +107,11 @@ def _evaluate(msg: Message) -> Callable[[Party, tuple[EvaluateRequest, bytes]], 
         req, model = request
         metrics = dict(party.evaluate(model, req))
         sampler = str(metrics.pop("sampler"))
-        content = RecordDict({RESULT_KEY: ConfigRecord({"status": "evaluated", "sampler": sampler}),
-                              METRICS_KEY: MetricRecord(metrics)})
+        content = RecordDict(
+            {RESULT_KEY: ConfigRecord({"status": "evaluated", "sampler": sampler}), METRICS_KEY: MetricRecord(metrics)}
+        )
         return Message(content, reply_to=msg)
+
     return serve
 
 

@@ -32,8 +32,15 @@ from pathlib import Path
 
 from edprf_core import BudgetError
 
-__all__ = ["BudgetExhausted", "BudgetLedger", "LedgerEntry", "exact_epsilon", "format_epsilon", "read_ledger_readonly",
-           "total_spent"]
+__all__ = [
+    "BudgetExhausted",
+    "BudgetLedger",
+    "LedgerEntry",
+    "exact_epsilon",
+    "format_epsilon",
+    "read_ledger_readonly",
+    "total_spent",
+]
 
 _COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact, {units}"
 
@@ -76,6 +83,7 @@ def format_epsilon(value: Fraction) -> str:
     ctx = Context(prec=len(str(abs(value.numerator))) + digits + 2)
     text = format(ctx.divide(Decimal(value.numerator), Decimal(value.denominator)), "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spends (
@@ -167,8 +175,9 @@ class BudgetLedger:
 
     def find(self, request_id: str) -> tuple[LedgerEntry, bytes | None] | None:
         with self._connect() as db:
-            row = db.execute(f"SELECT {_COLUMNS.format(units=self._units)}, payload FROM spends WHERE request_id = ?",
-                             (request_id,)).fetchone()
+            row = db.execute(
+                f"SELECT {_COLUMNS.format(units=self._units)}, payload FROM spends WHERE request_id = ?", (request_id,)
+            ).fetchone()
         if row is None:
             return None
         return LedgerEntry.from_row(row), row[10]
@@ -202,8 +211,10 @@ class BudgetLedger:
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
                 if self._units != "NULL":  # keep a millionths column of another ledger version filled (rounded up)
-                    db.execute("UPDATE spends SET epsilon_units = ? WHERE request_id = ?",
-                               (max(1, math.ceil(exact * 10**6)), request_id))
+                    db.execute(
+                        "UPDATE spends SET epsilon_units = ? WHERE request_id = ?",
+                        (max(1, math.ceil(exact * 10**6)), request_id),
+                    )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -265,8 +276,10 @@ def _checked_exact(text: str, where: str) -> Fraction:
     """
     match = _EXACT_TEXT.fullmatch(text)
     if match is None:
-        raise ValueError(f"{where}: epsilon_exact expected a fraction n/d of at most 400 digits each, "
-                         f"got {len(text)} characters of another form")
+        raise ValueError(
+            f"{where}: epsilon_exact expected a fraction n/d of at most 400 digits each, "
+            f"got {len(text)} characters of another form"
+        )
     numerator, denominator = int(match.group(1)), int(match.group(2) or 1)
     rest = denominator
     for prime in (2, 5):
@@ -277,36 +290,56 @@ def _checked_exact(text: str, where: str) -> Fraction:
         if power > _MAX_DENOMINATOR_POWER:
             rest = 0
     if rest != 1:
-        raise ValueError(f"{where}: epsilon_exact expected a denominator 2**a * 5**b (a, b <= "
-                         f"{_MAX_DENOMINATOR_POWER}), got another")
+        raise ValueError(
+            f"{where}: epsilon_exact expected a denominator 2**a * 5**b (a, b <= {_MAX_DENOMINATOR_POWER}), got another"
+        )
     return Fraction(numerator, denominator)
 
 
 def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     """A row of an untrusted ledger, each value checked for its kind and range (no value is echoed)."""
     request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, text, units = row
-    for name, value in (("request_id", request_id), ("kind", kind), ("state", state), ("run_id", run_id),
-                        ("detail", detail)):
+    for name, value in (
+        ("request_id", request_id),
+        ("kind", kind),
+        ("state", state),
+        ("run_id", run_id),
+        ("detail", detail),
+    ):
         if not isinstance(value, str):
             raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
-    for name, value, low, high in (("epsilon", epsilon, 0.0, math.inf), ("created_at", created_at, 0.0, _MAX_TIMESTAMP),
-                                   ("updated_at", updated_at, 0.0, _MAX_TIMESTAMP)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
-                or not math.isfinite(value):
+    for name, value, low, high in (
+        ("epsilon", epsilon, 0.0, math.inf),
+        ("created_at", created_at, 0.0, _MAX_TIMESTAMP),
+        ("updated_at", updated_at, 0.0, _MAX_TIMESTAMP),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not low <= value <= high
+            or not math.isfinite(value)
+        ):
             shown = type(value).__name__ if not isinstance(value, (int, float)) else "a value out of range"
             raise ValueError(f"{where}: {name} expected a finite number in [{low:g}, {high:g}], got {shown}")
     if text is not None and not isinstance(text, str):
         raise ValueError(f"{where}: epsilon_exact expected text, got {type(text).__name__}")
     if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units <= 0):
         raise ValueError(f"{where}: epsilon_units expected a positive integer")
-    exact = (_checked_exact(text, where) if text else
-             Fraction(units, 10**6) if units is not None else Fraction(float(epsilon)))
-    return LedgerEntry(request_id, kind, float(epsilon), state, run_id, detail, float(created_at),
-                       float(updated_at), exact)
+    exact = (
+        _checked_exact(text, where)
+        if text
+        else Fraction(units, 10**6)
+        if units is not None
+        else Fraction(float(epsilon))
+    )
+    return LedgerEntry(
+        request_id, kind, float(epsilon), state, run_id, detail, float(created_at), float(updated_at), exact
+    )
 
 
-def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30,
-                         max_seconds: float = READ_SECONDS) -> list[LedgerEntry]:
+def read_ledger_readonly(
+    path: str | Path, max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> list[LedgerEntry]:
     """Read a ledger without changing it: regular files only, opened read-only, in bounded time.
 
     No table is created, no column added, the journal mode is left alone.  Ledgers
@@ -358,20 +391,25 @@ def read_ledger_readonly(path: str | Path, max_bytes: int = 1 << 30,
             if kinds != ["table"]:
                 raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
             columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if not {"request_id", "kind", "epsilon", "state", "run_id", "detail", "created_at",
-                    "updated_at"} <= columns:
+            if (
+                not {"request_id", "kind", "epsilon", "state", "run_id", "detail", "created_at", "updated_at"}
+                <= columns
+            ):
                 raise ValueError(f"{p} is an SQLite database but not a party's ledger (spends lacks columns)")
             exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
             units = "epsilon_units" if "epsilon_units" in columns else "NULL"
-            cursor = db.execute(f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-                                f"{exact}, {units} FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
+            cursor = db.execute(
+                f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+                f"{exact}, {units} FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
+            )
             entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
         finally:
             db.close()
     except sqlite3.Error as exc:
         if time.monotonic() > deadline:
-            raise ValueError(f"{p}: reading the ledger took longer than {max_seconds:g} s; "
-                             "not a ledger this party wrote") from None
+            raise ValueError(
+                f"{p}: reading the ledger took longer than {max_seconds:g} s; not a ledger this party wrote"
+            ) from None
         raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {str(exc)[:200]})") from None
     if len(entries) > MAX_READ_ROWS:
         raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")

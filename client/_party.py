@@ -94,8 +94,10 @@ REASONS: dict[str, str] = {
     "policy_exact_metrics": "exact metrics asked for, not allowed by the policy",
     "policy_min_epsilon": "epsilon below the policy's min-epsilon",
     "policy_model_bytes": "evaluation model larger than max-evaluation-model-bytes",
-    "policy_model_nodes": ("evaluation model with more nodes than max-evaluation-nodes, or whose memory "
-                           "estimated from its header passes max-evaluation-memory-bytes"),
+    "policy_model_nodes": (
+        "evaluation model with more nodes than max-evaluation-nodes, or whose memory "
+        "estimated from its header passes max-evaluation-memory-bytes"
+    ),
     "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
     "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
     "policy_relation": "neighbouring relation other than the policy's",
@@ -182,17 +184,28 @@ class PartySetup:
             if missing:
                 raise ValueError(f"node config: missing keys {missing}")
             key = node_config.get("signing-key") or None
-            return cls(Path(str(node_config["data-path"])), Path(str(node_config["schema-path"])),
-                       Path(str(node_config["policy-path"])), Path(str(node_config["ledger-path"])),
-                       Path(str(key)) if key else None)
+            return cls(
+                Path(str(node_config["data-path"])),
+                Path(str(node_config["schema-path"])),
+                Path(str(node_config["policy-path"])),
+                Path(str(node_config["ledger-path"])),
+                Path(str(key)) if key else None,
+            )
         sim_dir = run_config.get("sim-dir")
         if not sim_dir or "partition-id" not in node_config:
-            raise ValueError("node config needs data-path/schema-path/policy-path/ledger-path "
-                             "(deployment) or the run config sim-dir with a partition-id (simulation)")
+            raise ValueError(
+                "node config needs data-path/schema-path/policy-path/ledger-path "
+                "(deployment) or the run config sim-dir with a partition-id (simulation)"
+            )
         party_dir = Path(str(sim_dir)) / f"party-{int(node_config['partition-id']):04d}"
         key = party_dir / "signing-key.pem"
-        return cls(party_dir / "data.csv", Path(str(sim_dir)) / "schema.toml", party_dir / "policy.toml",
-                   party_dir / "ledger.sqlite", key if key.is_file() else None)
+        return cls(
+            party_dir / "data.csv",
+            Path(str(sim_dir)) / "schema.toml",
+            party_dir / "policy.toml",
+            party_dir / "ledger.sqlite",
+            key if key.is_file() else None,
+        )
 
 
 class Party:
@@ -203,8 +216,10 @@ class Party:
         self.policy: PartyPolicy = load_policy(setup.policy_path)
         self.schema: Schema = load_schema(setup.schema_path)
         if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
-            raise ValueError(f"local schema fingerprint {self.schema.fingerprint} differs from the policy's "
-                             f"{self.policy.schema_fingerprint}")
+            raise ValueError(
+                f"local schema fingerprint {self.schema.fingerprint} differs from the policy's "
+                f"{self.policy.schema_fingerprint}"
+            )
         if setup.signing_key_path is not None:
             _check_key_file(setup.signing_key_path)
         try:
@@ -221,27 +236,37 @@ class Party:
             # only file-level problems get here (no file, missing or unknown columns); row-level
             # problems, down to no usable row at all, are handled in load_local_data, never reported
             log.error("local data cannot be used: %s", exc)
-            raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
-                                                "details are in the party's log") from None
+            raise Refusal(
+                "invalid_local_data",
+                "the party's local data file cannot be used with the schema; details are in the party's log",
+            ) from None
 
     def _check_epsilon(self, epsilon: float, what: str) -> None:
         """Minimum and resolution of a requested ε: checked before anything else."""
         if not epsilon >= self.policy.min_epsilon:
-            raise Refusal("policy_min_epsilon", f"{what} epsilon {epsilon!r} is below the party's minimum "
-                                                f"{self.policy.min_epsilon!r}")
+            raise Refusal(
+                "policy_min_epsilon",
+                f"{what} epsilon {epsilon!r} is below the party's minimum {self.policy.min_epsilon!r}",
+            )
         if micro_epsilon(epsilon) is None:
-            raise Refusal("epsilon_resolution", f"{what} epsilon {epsilon!r} is not a multiple of 1e-6 "
-                                                "(the ledger accounts in micro-epsilon)")
+            raise Refusal(
+                "epsilon_resolution",
+                f"{what} epsilon {epsilon!r} is not a multiple of 1e-6 (the ledger accounts in micro-epsilon)",
+            )
 
     def _check_train(self, req: TrainRequest) -> None:
         p = self.policy
         self._check_epsilon(req.epsilon, "release")
         if req.schema_fingerprint != self.schema.fingerprint:
-            raise Refusal("schema_mismatch", f"request schema {req.schema_fingerprint} differs from the party's "
-                                             f"{self.schema.fingerprint}")
+            raise Refusal(
+                "schema_mismatch",
+                f"request schema {req.schema_fingerprint} differs from the party's {self.schema.fingerprint}",
+            )
         if req.epsilon > p.max_release_epsilon:
-            raise Refusal("policy_epsilon", f"epsilon {req.epsilon:g} exceeds the party's maximum per release "
-                                            f"{p.max_release_epsilon:g}")
+            raise Refusal(
+                "policy_epsilon",
+                f"epsilon {req.epsilon:g} exceeds the party's maximum per release {p.max_release_epsilon:g}",
+            )
         if req.max_depth > p.max_depth:
             raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
         if req.n_trees > p.max_trees:
@@ -251,13 +276,16 @@ class Party:
         if req.relation != p.relation:
             raise Refusal("policy_relation", f"relation {req.relation!r} differs from the party's {p.relation!r}")
         if req.seed >= 0 and not p.allow_seeded_randomness:
-            raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
-                                         "cryptographic randomness")
+            raise Refusal(
+                "policy_seed", "a fixed seed was requested but the party's policy requires cryptographic randomness"
+            )
         nodes = release_node_bound(self.schema, req.n_trees, req.max_depth, req.split_mode, req.n_bins)
         if nodes > p.max_release_nodes:
-            raise Refusal("policy_release_nodes",
-                          f"a release of {req.n_trees} {req.split_mode} trees of depth {req.max_depth} on "
-                          f"{req.n_bins} bins may hold {nodes} nodes; the party's maximum is {p.max_release_nodes}")
+            raise Refusal(
+                "policy_release_nodes",
+                f"a release of {req.n_trees} {req.split_mode} trees of depth {req.max_depth} on "
+                f"{req.n_bins} bins may hold {nodes} nodes; the party's maximum is {p.max_release_nodes}",
+            )
 
     def _seed(self, seed: int) -> np.random.SeedSequence | None:
         """A requested research seed, made party-specific (and so independent of node ids)."""
@@ -303,17 +331,20 @@ class Party:
             # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
             # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
-            if (entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon)
-                    or entry.detail != detail):
-                raise Refusal("request_id_reused",
-                              f"request {req.request_id} was served before with other parameters "
-                              f"(epsilon {format_epsilon(entry.epsilon_exact)}, {entry.detail or entry.kind}); "
-                              "a new request needs a new id")
+            if entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon) or entry.detail != detail:
+                raise Refusal(
+                    "request_id_reused",
+                    f"request {req.request_id} was served before with other parameters "
+                    f"(epsilon {format_epsilon(entry.epsilon_exact)}, {entry.detail or entry.kind}); "
+                    "a new request needs a new id",
+                )
             if entry.state == "released" and payload is not None:
                 log.info("request %s already served; resending the stored release", req.request_id)
                 return payload
-            raise Refusal("request_spent", f"request {req.request_id} was started before and did not complete; "
-                                           "its epsilon stays spent")
+            raise Refusal(
+                "request_spent",
+                f"request {req.request_id} was started before and did not complete; its epsilon stays spent",
+            )
         key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
         data = self._data()
         if len(data.y_train) > MAX_FIT_ROWS:
@@ -321,8 +352,10 @@ class Party:
             # hold in memory (2**31 rows of text cells are hundreds of GB), so memory fails first and this
             # refusal is unreachable in practice; it exists so that no fit fails after a charge.
             log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
-            raise Refusal("invalid_local_data", "the party's local data file cannot be used with the schema; "
-                                                "details are in the party's log")
+            raise Refusal(
+                "invalid_local_data",
+                "the party's local data file cannot be used with the schema; details are in the party's log",
+            )
         try:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
@@ -330,14 +363,22 @@ class Party:
         try:
             auto = req.depth_rule == "auto"
             clf = _estimator_class()(
-                self.schema, epsilon=req.epsilon, n_estimators=req.n_trees,
-                max_depth="auto" if auto else req.max_depth, max_depth_cap=req.max_depth,
-                n_rows_public=(self.policy.declared_rows or None) if auto else None, leaf=req.leaf,
-                split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule, neighbouring=req.relation,
+                self.schema,
+                epsilon=req.epsilon,
+                n_estimators=req.n_trees,
+                max_depth="auto" if auto else req.max_depth,
+                max_depth_cap=req.max_depth,
+                n_rows_public=(self.policy.declared_rows or None) if auto else None,
+                leaf=req.leaf,
+                split_mode=req.split_mode,
+                n_bins=req.n_bins,
+                schedule=req.schedule,
+                neighbouring=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
-            payload = encode_release(clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id,
-                                     request_id=req.request_id)
+            payload = encode_release(
+                clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id, request_id=req.request_id
+            )
         except BaseException as exc:
             self.ledger.fail(req.request_id, f"{type(exc).__name__}")
             if isinstance(exc, STOPPING):
@@ -345,8 +386,12 @@ class Party:
             log.exception("training failed after the reservation; its epsilon stays spent")
             raise Refusal("internal_error", "training failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id, payload)
-        log.info("released %d trees at epsilon %s (remaining %s)", req.n_trees, req.epsilon,
-                 format_epsilon(self.ledger.remaining()))
+        log.info(
+            "released %d trees at epsilon %s (remaining %s)",
+            req.n_trees,
+            req.epsilon,
+            format_epsilon(self.ledger.remaining()),
+        )
         return payload
 
     # --------------------------------------------------------------- evaluate
@@ -357,30 +402,44 @@ class Party:
             header = peek_global_model(model, p.max_evaluation_model_bytes)
         except InvalidRelease as exc:
             if exc.reason is Reason.TOO_LARGE:
-                raise Refusal("policy_model_bytes", f"the global model has {len(model)} bytes; the party's maximum "
-                                                    f"is {p.max_evaluation_model_bytes}") from None
+                raise Refusal(
+                    "policy_model_bytes",
+                    f"the global model has {len(model)} bytes; the party's maximum is {p.max_evaluation_model_bytes}",
+                ) from None
             log.warning("evaluation model refused: %s", exc)
             raise Refusal("bad_model", "the global model is malformed") from None
         if header.fingerprint != self.schema.fingerprint:
-            raise Refusal("schema_mismatch", f"the global model's releases carry schema fingerprints "
-                                             f"{list(header.schema_fingerprints)[:4]}; the party's is "
-                                             f"{self.schema.fingerprint}")
+            raise Refusal(
+                "schema_mismatch",
+                f"the global model's releases carry schema fingerprints "
+                f"{list(header.schema_fingerprints)[:4]}; the party's is "
+                f"{self.schema.fingerprint}",
+            )
         schema_cap = max(_MAX_MODEL_SCHEMA_BYTES, 4 * len(self.schema.to_toml().encode("utf-8")))
         if header.schema_toml_bytes > schema_cap:
-            raise Refusal("policy_model_schema", f"the global model's schema text has {header.schema_toml_bytes} "
-                                                 f"bytes; the party accepts at most {schema_cap}")
+            raise Refusal(
+                "policy_model_schema",
+                f"the global model's schema text has {header.schema_toml_bytes} "
+                f"bytes; the party accepts at most {schema_cap}",
+            )
         if header.n_trees > p.max_evaluation_trees:
-            raise Refusal("policy_model_trees", f"the global model has {header.n_trees} trees; the party's "
-                                                f"maximum is {p.max_evaluation_trees}")
+            raise Refusal(
+                "policy_model_trees",
+                f"the global model has {header.n_trees} trees; the party's maximum is {p.max_evaluation_trees}",
+            )
         if header.n_nodes > p.max_evaluation_nodes:
-            raise Refusal("policy_model_nodes", f"the global model has {header.n_nodes} nodes; the party's "
-                                                f"maximum is {p.max_evaluation_nodes}")
+            raise Refusal(
+                "policy_model_nodes",
+                f"the global model has {header.n_nodes} nodes; the party's maximum is {p.max_evaluation_nodes}",
+            )
         cost = evaluation_cost(header, self.schema, p)
         if cost.memory_bytes > p.max_evaluation_memory_bytes:
-            raise Refusal("policy_model_nodes",
-                          f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
-                          f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.memory_bytes >> 20} MiB; "
-                          f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB")
+            raise Refusal(
+                "policy_model_nodes",
+                f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
+                f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.memory_bytes >> 20} MiB; "
+                f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB",
+            )
 
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:
         """Evaluate the global model on the held-out rows.
@@ -402,18 +461,26 @@ class Party:
         else:
             self._check_epsilon(req.epsilon, "evaluation")
             if req.epsilon > p.max_evaluation_epsilon:
-                raise Refusal("policy_evaluation_epsilon",
-                              f"evaluation epsilon {req.epsilon!r} is above {p.max_evaluation_epsilon!r}, "
-                              "the maximum allowed by the party's policy")
+                raise Refusal(
+                    "policy_evaluation_epsilon",
+                    f"evaluation epsilon {req.epsilon!r} is above {p.max_evaluation_epsilon!r}, "
+                    "the maximum allowed by the party's policy",
+                )
         if req.seed >= 0 and not p.allow_seeded_randomness:
-            raise Refusal("policy_seed", "a fixed seed was requested but the party's policy requires "
-                                         "cryptographic randomness")
+            raise Refusal(
+                "policy_seed", "a fixed seed was requested but the party's policy requires cryptographic randomness"
+            )
         self._check_model(model)
         try:
             # each release in it must also fit the party's own release limits (depth, trees, bins)
-            limits = ReleasePolicy(max_epsilon=math.inf, max_depth=p.max_depth, max_trees=p.max_trees,
-                                   max_bytes=p.max_evaluation_model_bytes, max_bins=p.max_bins,
-                                   allowed_relations=(p.relation,))
+            limits = ReleasePolicy(
+                max_epsilon=math.inf,
+                max_depth=p.max_depth,
+                max_trees=p.max_trees,
+                max_bytes=p.max_evaluation_model_bytes,
+                max_bins=p.max_bins,
+                allowed_relations=(p.relation,),
+            )
             view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes, manifest=False)
         except InvalidRelease as exc:
             log.warning("evaluation model refused: %s", exc)
@@ -424,8 +491,9 @@ class Party:
         data = self._data()
         if not req.exact:
             try:
-                self.ledger.reserve(req.request_id, "evaluation", req.epsilon, run_id=req.run_id,
-                                    detail="noised held-out accuracy")
+                self.ledger.reserve(
+                    req.request_id, "evaluation", req.epsilon, run_id=req.run_id, detail="noised held-out accuracy"
+                )
             except BudgetExhausted as exc:
                 raise Refusal("budget_exhausted", str(exc)) from None
         try:
@@ -433,8 +501,9 @@ class Party:
             if req.exact:
                 return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1, "sampler": "none"}
             rng = np.random.default_rng(self._seed(req.seed)) if req.seed >= 0 else None
-            noisy = discrete_laplace_counts(np.array([correct, total], dtype=np.int64), req.epsilon, sensitivity=2,
-                                            rng=rng)
+            noisy = discrete_laplace_counts(
+                np.array([correct, total], dtype=np.int64), req.epsilon, sensitivity=2, rng=rng
+            )
         except BaseException as exc:
             if not req.exact:
                 self.ledger.fail(req.request_id, f"{type(exc).__name__}")
@@ -443,8 +512,13 @@ class Party:
             log.exception("evaluation failed after the reservation; its epsilon stays spent")
             raise Refusal("internal_error", "evaluation failed at the party; details are in the party's log") from None
         self.ledger.complete(req.request_id)
-        return {"correct": int(noisy[0]), "total": int(noisy[1]), "epsilon": float(req.epsilon), "exact": 0,
-                "sampler": "numpy" if rng is not None else "exact"}
+        return {
+            "correct": int(noisy[0]),
+            "total": int(noisy[1]),
+            "epsilon": float(req.epsilon),
+            "exact": 0,
+            "sampler": "numpy" if rng is not None else "exact",
+        }
 
 
 def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
@@ -483,8 +557,10 @@ def _check_key_file(path: Path) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"signing key {path}: expected a regular file")
     if st.st_mode & 0o077:
-        raise ValueError(f"signing key {path}: expected no group/world permissions (chmod 600), got mode "
-                         f"{stat.S_IMODE(st.st_mode):o}")
+        raise ValueError(
+            f"signing key {path}: expected no group/world permissions (chmod 600), got mode "
+            f"{stat.S_IMODE(st.st_mode):o}"
+        )
     try:
         with path.open("rb"):
             pass
@@ -495,5 +571,6 @@ def _check_key_file(path: Path) -> None:
 def _release_detail(req: TrainRequest) -> str:
     """The ledger's description of a release: also what a repeated request id must match."""
     depth = f"depth {req.max_depth}" if req.depth_rule == "fixed" else f"auto depth <= {req.max_depth}"
-    return (f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, "
-            f"{req.schedule}, {req.relation}" + (", leaf counts" if req.leaf == "counts" else ""))
+    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.schedule}, {req.relation}" + (
+        ", leaf counts" if req.leaf == "counts" else ""
+    )

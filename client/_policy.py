@@ -111,9 +111,17 @@ class PartyPolicy:
             raise ValueError(f"max-evaluation-epsilon: expected a finite number >= 0, got {v!r}")
         if micro_epsilon(self.min_epsilon) is None:
             raise ValueError(f"min-epsilon: expected a multiple of 1e-6, got {self.min_epsilon!r}")
-        for name, low in (("max_depth", 1), ("max_trees", 1), ("max_bins", 2), ("max_release_nodes", 1),
-                          ("max_evaluation_model_bytes", 1), ("max_evaluation_trees", 1),
-                          ("max_evaluation_nodes", 1), ("max_evaluation_memory_bytes", 1), ("declared_rows", 0)):
+        for name, low in (
+            ("max_depth", 1),
+            ("max_trees", 1),
+            ("max_bins", 2),
+            ("max_release_nodes", 1),
+            ("max_evaluation_model_bytes", 1),
+            ("max_evaluation_trees", 1),
+            ("max_evaluation_nodes", 1),
+            ("max_evaluation_memory_bytes", 1),
+            ("declared_rows", 0),
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")

@@ -84,15 +84,20 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
         raise ValueError(f"{option}: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
 
 
-def preflight_configs(node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None,
-                      check_rows: bool = True) -> PreflightReport:
+def preflight_configs(
+    node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None, check_rows: bool = True
+) -> PreflightReport:
     """Check the party that ``node_config`` (and, in simulation, ``run_config``'s ``sim-dir``) describes."""
     report = PreflightReport()
     try:
         setup = PartySetup.from_configs(node_config, run_config or {})
     except ValueError as exc:
-        report._add("problem", "node config", f"{exc}; give --node-config \"data-path='...' schema-path='...' "
-                                             "policy-path='...' ledger-path='...' [signing-key='...']\"")
+        report._add(
+            "problem",
+            "node config",
+            f"{exc}; give --node-config \"data-path='...' schema-path='...' "
+            "policy-path='...' ledger-path='...' [signing-key='...']\"",
+        )
         return report
     return preflight(setup, check_rows=check_rows, report=report)
 
@@ -122,21 +127,36 @@ def _schema(path: Path, report: PreflightReport):
     try:
         schema = load_schema(path)
     except (ValueError, OSError, KeyError, TypeError) as exc:
-        report._add("problem", path, f"not a valid schema ({_one_line(exc)}); take the federation's schema.toml "
-                                     "again from the coordinator")
+        report._add(
+            "problem",
+            path,
+            f"not a valid schema ({_one_line(exc)}); take the federation's schema.toml again from the coordinator",
+        )
         return None
-    report._add("ok", path, f"schema {schema.name!r}, {len(schema.features)} features, label "
-                            f"{schema.label.column!r}, fingerprint {schema.fingerprint}")
+    report._add(
+        "ok",
+        path,
+        f"schema {schema.name!r}, {len(schema.features)} features, label "
+        f"{schema.label.column!r}, fingerprint {schema.fingerprint}",
+    )
     if schema.drafted:
-        report._add("problem", path, "drafted from data (drafted = true): models trained on it are NOT "
-                                     "differentially private; replace its bounds and lists with public knowledge")
+        report._add(
+            "problem",
+            path,
+            "drafted from data (drafted = true): models trained on it are NOT "
+            "differentially private; replace its bounds and lists with public knowledge",
+        )
     return schema
 
 
 def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
     if not path.is_file():
-        report._add("problem", path, "no such policy file; write one with `edprf party init-policy --schema "
-                                     "<schema.toml> --party-id <id> --output <policy.toml>`")
+        report._add(
+            "problem",
+            path,
+            "no such policy file; write one with `edprf party init-policy --schema "
+            "<schema.toml> --party-id <id> --output <policy.toml>`",
+        )
         return None
     try:
         policy = load_policy(path)
@@ -144,40 +164,72 @@ def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
         report._add("problem", path, f"{_one_line(exc)}; fix that key (deploy/policy.example.toml lists them all)")
         return None
     report.party_id = policy.party_id
-    report._add("ok", path, f"party-id {policy.party_id!r}, lifetime cap {policy.lifetime_epsilon_cap:g}, at most "
-                            f"{policy.max_release_epsilon:g} per release and {policy.max_evaluation_epsilon:g} per "
-                            f"evaluation, depth <= {policy.max_depth}, trees <= {policy.max_trees}, "
-                            f"bins <= {policy.max_bins}, relation {policy.relation}")
+    report._add(
+        "ok",
+        path,
+        f"party-id {policy.party_id!r}, lifetime cap {policy.lifetime_epsilon_cap:g}, at most "
+        f"{policy.max_release_epsilon:g} per release and {policy.max_evaluation_epsilon:g} per "
+        f"evaluation, depth <= {policy.max_depth}, trees <= {policy.max_trees}, "
+        f"bins <= {policy.max_bins}, relation {policy.relation}",
+    )
     if schema is not None:
         if not policy.schema_fingerprint:
-            report._add("note", path, f"schema-fingerprint is not set, so any schema is accepted; set it to "
-                                      f"\"{schema.fingerprint}\" (`edprf party init-policy` writes it)")
+            report._add(
+                "note",
+                path,
+                f"schema-fingerprint is not set, so any schema is accepted; set it to "
+                f'"{schema.fingerprint}" (`edprf party init-policy` writes it)',
+            )
         elif policy.schema_fingerprint != schema.fingerprint:
-            report._add("problem", path, f"schema-fingerprint {policy.schema_fingerprint} is not the fingerprint "
-                                         f"of the schema file ({schema.fingerprint}); the schema was edited or is "
-                                         "another one: take the federation's schema again, or set the policy's "
-                                         "fingerprint to the new one if the consortium agreed to it")
+            report._add(
+                "problem",
+                path,
+                f"schema-fingerprint {policy.schema_fingerprint} is not the fingerprint "
+                f"of the schema file ({schema.fingerprint}); the schema was edited or is "
+                "another one: take the federation's schema again, or set the policy's "
+                "fingerprint to the new one if the consortium agreed to it",
+            )
     if policy.min_epsilon > policy.max_release_epsilon:
-        report._add("problem", path, f"min-epsilon {policy.min_epsilon:g} is above max-release-epsilon "
-                                     f"{policy.max_release_epsilon:g}: every release would be refused; lower "
-                                     "min-epsilon or raise max-release-epsilon")
+        report._add(
+            "problem",
+            path,
+            f"min-epsilon {policy.min_epsilon:g} is above max-release-epsilon "
+            f"{policy.max_release_epsilon:g}: every release would be refused; lower "
+            "min-epsilon or raise max-release-epsilon",
+        )
     if policy.max_release_epsilon > policy.lifetime_epsilon_cap:
-        report._add("note", path, f"max-release-epsilon {policy.max_release_epsilon:g} is above the lifetime cap "
-                                  f"{policy.lifetime_epsilon_cap:g}: such a release would be refused")
+        report._add(
+            "note",
+            path,
+            f"max-release-epsilon {policy.max_release_epsilon:g} is above the lifetime cap "
+            f"{policy.lifetime_epsilon_cap:g}: such a release would be refused",
+        )
     if 0 < policy.max_evaluation_epsilon < policy.min_epsilon:
-        report._add("note", path, f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g} is below min-epsilon "
-                                  f"{policy.min_epsilon:g}: every noised evaluation will be refused")
+        report._add(
+            "note",
+            path,
+            f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g} is below min-epsilon "
+            f"{policy.min_epsilon:g}: every noised evaluation will be refused",
+        )
     if policy.allow_seeded_randomness or policy.allow_exact_metrics:
-        report._add("problem", path, "allow-seeded-randomness or allow-exact-metrics is true: what the party sends "
-                                     "is then NOT differentially private; set both to false for real data")
+        report._add(
+            "problem",
+            path,
+            "allow-seeded-randomness or allow-exact-metrics is true: what the party sends "
+            "is then NOT differentially private; set both to false for real data",
+        )
     return policy
 
 
 def _signing_key(path: Path | None, report: PreflightReport) -> None:
     if path is None:
-        report._add("note", "node config", "no signing-key: releases go out unsigned, and a coordinator with a "
-                                           "keys-dir rejects them; add signing-key='<id>.signing.pem' "
-                                           "(`edprf certs party` makes it)")
+        report._add(
+            "note",
+            "node config",
+            "no signing-key: releases go out unsigned, and a coordinator with a "
+            "keys-dir rejects them; add signing-key='<id>.signing.pem' "
+            "(`edprf certs party` makes it)",
+        )
         return
     try:
         _check_key_file(path)
@@ -191,8 +243,11 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
 
         load_private_key(path)
     except (ValueError, TypeError, OSError) as exc:  # any parse failure of the key is the same finding
-        report._add("problem", path, f"not a release-signing key ({type(exc).__name__}); make one with "
-                                     "`edprf certs party --only signing`")
+        report._add(
+            "problem",
+            path,
+            f"not a release-signing key ({type(exc).__name__}); make one with `edprf certs party --only signing`",
+        )
         return
     report._add("ok", path, "signing key readable, mode 0600")
 
@@ -202,17 +257,28 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         parent = path.parent if path.parent != Path("") else Path(".")
         writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
         if parent.exists() and not writable:
-            report._add("problem", path, f"no ledger yet and {parent} is not writable by this user; make it "
-                                         "writable (the ledger is created on the first request)")
+            report._add(
+                "problem",
+                path,
+                f"no ledger yet and {parent} is not writable by this user; make it "
+                "writable (the ledger is created on the first request)",
+            )
         else:
-            report._add("ok", path, f"no ledger yet: it is created on the first request; "
-                                    f"{policy.lifetime_epsilon_cap:g} epsilon available")
+            report._add(
+                "ok",
+                path,
+                f"no ledger yet: it is created on the first request; {policy.lifetime_epsilon_cap:g} epsilon available",
+            )
         return
     try:
         entries = read_ledger_readonly(path)
     except ValueError as exc:
-        report._add("problem", path, f"{_one_line(exc)}; restore the party's ledger from its backup (never "
-                                     "replace it with an empty one: it is the record of spent epsilon)")
+        report._add(
+            "problem",
+            path,
+            f"{_one_line(exc)}; restore the party's ledger from its backup (never "
+            "replace it with an empty one: it is the record of spent epsilon)",
+        )
         return
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
@@ -220,23 +286,31 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
     left = max(Fraction(0), cap - spent)
     open_entries = sum(e.state == "reserved" for e in entries)
-    report._add("ok", path, f"{len(entries)} entries, spent {format_epsilon(spent)}, remaining "
-                            f"{format_epsilon(left)} of the lifetime cap {format_epsilon(cap)}")
+    report._add(
+        "ok",
+        path,
+        f"{len(entries)} entries, spent {format_epsilon(spent)}, remaining "
+        f"{format_epsilon(left)} of the lifetime cap {format_epsilon(cap)}",
+    )
     if open_entries:
-        report._add("note", path, f"{open_entries} request(s) reserved and never completed (a crash): their "
-                                  "epsilon stays spent")
+        report._add(
+            "note", path, f"{open_entries} request(s) reserved and never completed (a crash): their epsilon stays spent"
+        )
     if left < Fraction(repr(float(policy.min_epsilon))):
-        report._add("problem", path, f"remaining epsilon {format_epsilon(left)} is below min-epsilon "
-                                     f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
-                                     "the lifetime cap is reached for this data")
+        report._add(
+            "problem",
+            path,
+            f"remaining epsilon {format_epsilon(left)} is below min-epsilon "
+            f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
+            "the lifetime cap is reached for this data",
+        )
 
 
 def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None:
     from edprf_core import DataValidationError, check_data
 
     if not path.is_file():
-        report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the "
-                                     "schema)")
+        report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the schema)")
         return
     if not check_rows:
         _header(path, schema, report)
@@ -244,15 +318,23 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None
     try:
         result = check_data(path, schema)
     except (DataValidationError, ValueError, OSError) as exc:
-        report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns "
-                                     f"({', '.join([f.name for f in schema.features][:6])}, ..., "
-                                     f"{schema.label.column})")
+        report._add(
+            "problem",
+            path,
+            f"{_one_line(exc)}; the header must name the schema's columns "
+            f"({', '.join([f.name for f in schema.features][:6])}, ..., "
+            f"{schema.label.column})",
+        )
         return
     for line in result.lines():
         report._add("ok", path, line)
     if result.rows_kept == 0:
-        report._add("problem", path, "no row satisfies the schema's rules: check the separator, the header, the "
-                                     "units and the class names (`edprf schema check` shows the same counts)")
+        report._add(
+            "problem",
+            path,
+            "no row satisfies the schema's rules: check the separator, the header, the "
+            "units and the class names (`edprf schema check` shows the same counts)",
+        )
 
 
 def _header(path: Path, schema, report: PreflightReport) -> None:
@@ -277,8 +359,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def log_preflight(node_config: Mapping[str, Any], run_config: Mapping[str, Any],
-                  logger: logging.Logger | None = None) -> PreflightReport:
+def log_preflight(
+    node_config: Mapping[str, Any], run_config: Mapping[str, Any], logger: logging.Logger | None = None
+) -> PreflightReport:
     """Run the checks and write them to the party's log: problems as errors, notes as warnings,
     the rest at DEBUG, and one summary line.
 
@@ -301,6 +384,9 @@ def log_preflight(node_config: Mapping[str, Any], run_config: Mapping[str, Any],
     if report.ok:
         logger.info("party check of %s: no problem found", who)
     else:
-        logger.error("party check of %s: %d problem(s) above; fix them and run `edprf party check "
-                     "--node-config ...` to confirm", who, len(report.problems))
+        logger.error(
+            "party check of %s: %d problem(s) above; fix them and run `edprf party check --node-config ...` to confirm",
+            who,
+            len(report.problems),
+        )
     return report

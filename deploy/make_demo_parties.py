@@ -39,8 +39,9 @@ def policy_text(party_id: str, fingerprint: str) -> str:
     text = TEMPLATE.read_text(encoding="utf-8")
     if FINGERPRINT_PLACEHOLDER not in text or 'party-id = "hospital-a"' not in text:
         raise ValueError(f"{TEMPLATE}: the placeholders this script fills in are missing")
-    return text.replace(FINGERPRINT_PLACEHOLDER, fingerprint).replace('party-id = "hospital-a"',
-                                                                         f'party-id = "{party_id}"')
+    return text.replace(FINGERPRINT_PLACEHOLDER, fingerprint).replace(
+        'party-id = "hospital-a"', f'party-id = "{party_id}"'
+    )
 
 
 def make_demo_parties(local: Path, party_ids: list[str], test_fraction: float = 0.2, seed: int = 0) -> None:

@@ -114,7 +114,9 @@ class LinearSchedule(LayerSchedule):
 
 
 _SCHEDULES: dict[str, type[LayerSchedule]] = {
-    "harmonic": HarmonicSchedule, "uniform": UniformSchedule, "linear": LinearSchedule,
+    "harmonic": HarmonicSchedule,
+    "uniform": UniformSchedule,
+    "linear": LinearSchedule,
 }
 
 

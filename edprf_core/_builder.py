@@ -136,8 +136,14 @@ class _Candidates:
                     feat.append(f), split.append(j), lo.append(o), hi.append(o + j)
         f_arr = np.asarray(feat, dtype=np.int64)
         n_codes = np.asarray(grid.n_codes, dtype=np.int64)
-        return cls(f_arr, np.asarray(split, dtype=np.int64), np.asarray(lo, dtype=np.int64),
-                   np.asarray(hi, dtype=np.int64), offsets[f_arr], offsets[f_arr] + n_codes[f_arr])
+        return cls(
+            f_arr,
+            np.asarray(split, dtype=np.int64),
+            np.asarray(lo, dtype=np.int64),
+            np.asarray(hi, dtype=np.int64),
+            offsets[f_arr],
+            offsets[f_arr] + n_codes[f_arr],
+        )
 
 
 def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -147,9 +153,11 @@ def _weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
     return n - sq / np.maximum(n, 1.0)
 
 
-def _binary_utilities(counts: NDArray[np.float64], cand: _Candidates,
-                      impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
-                      ) -> NDArray[np.float64]:
+def _binary_utilities(
+    counts: NDArray[np.float64],
+    cand: _Candidates,
+    impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
+) -> NDArray[np.float64]:
     """Utility of every candidate at every node of ``counts`` (nodes, bins, classes)."""
     n_nodes, _, n_classes = counts.shape
     m = cand.feature.size
@@ -172,14 +180,19 @@ def _binary_validity(allowed: NDArray[np.bool_], cand: _Candidates) -> NDArray[n
     return (left_allowed > 0) & (left_allowed < seg_allowed)
 
 
-def _multiway_utilities(counts: NDArray[np.float64], offsets: NDArray[np.int64],
-                        impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
-                        ) -> NDArray[np.float64]:
+def _multiway_utilities(
+    counts: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    impurity: Callable[[NDArray[np.float64]], NDArray[np.float64]] = _weighted_gini,
+) -> NDArray[np.float64]:
     return -np.add.reduceat(impurity(counts), offsets, axis=1)
 
 
 def _occupied_histograms(
-    node_of_row: NDArray[np.int64], row_bins: NDArray[np.int64], row_class: NDArray[np.int64], n_bins: int,
+    node_of_row: NDArray[np.int64],
+    row_bins: NDArray[np.int64],
+    row_class: NDArray[np.int64],
+    n_bins: int,
     n_classes: int,
 ):
     """Yield ``(nodes, counts)``: (node, feature bin, class) counts of the nodes that hold rows.
@@ -203,7 +216,7 @@ def _occupied_histograms(
     for b, start in enumerate(range(0, occupied.size, block)):
         stop = min(start + block, occupied.size)
         if occupied.size > block:
-            take = order[bounds[b]:bounds[b + 1]]
+            take = order[bounds[b] : bounds[b + 1]]
             local, bins, cls = compact[take] - start, row_bins[take], row_class[take]
         else:
             local, bins, cls = compact, row_bins, row_class
@@ -261,8 +274,11 @@ def build_forest(
             valid = _binary_validity(allowed, cand) if binary else ~used & (n_codes >= 2)[None, :]
             util = np.zeros(valid.shape)
             for nodes, counts in _occupied_histograms(node_of_row, shifted[rows], y[rows], n_bins, n_classes):
-                util[nodes] = (_binary_utilities(counts, cand, impurity) if binary
-                               else _multiway_utilities(counts, offsets, impurity))
+                util[nodes] = (
+                    _binary_utilities(counts, cand, impurity)
+                    if binary
+                    else _multiway_utilities(counts, offsets, impurity)
+                )
             is_leaf = ~valid.any(axis=1)
         else:
             util = valid = None
@@ -280,8 +296,12 @@ def build_forest(
             streams = TreeStreams(tree_generators, tree[leaves])
             eps_leaf = plan.leaf_epsilon(layer)
             if plan.leaf_counts:
-                noisy = discrete_laplace_counts(class_totals[leaves].astype(np.int64), eps_leaf,
-                                                plan.count_sensitivity, rng=None if plan.exact_counts else streams)
+                noisy = discrete_laplace_counts(
+                    class_totals[leaves].astype(np.int64),
+                    eps_leaf,
+                    plan.count_sensitivity,
+                    rng=None if plan.exact_counts else streams,
+                )
                 leaf_class[leaves] = np.argmax(noisy, axis=1)
                 # clamped to the wire's range 0..MAX_LEAF_COUNT: post-processing, so no dataset can fail here
                 leaf_counts[leaves] = np.clip(noisy, 0, MAX_LEAF_COUNT)
@@ -306,9 +326,7 @@ def build_forest(
             n_children = n_codes[choice]
         total_children = int(n_children.sum())
         if total_children + sum(r[0].size for r in records) > MAX_NODES:
-            raise MemoryError(
-                f"the forest would exceed {MAX_NODES} nodes; lower max_depth, n_bins or n_estimators"
-            )
+            raise MemoryError(f"the forest would exceed {MAX_NODES} nodes; lower max_depth, n_bins or n_estimators")
         # tree-local indices of the children, in breadth-first order
         tree_s = tree[splits]
         excl = np.cumsum(n_children) - n_children
@@ -341,8 +359,9 @@ def build_forest(
         if binary:
             f_s, s_s = feature[splits], split[splits]
             in_seg = bin_feature[None, :] == f_s[:, None]
-            goes_left = np.where(is_cat[f_s][:, None], bin_code[None, :] == s_s[:, None],
-                                 bin_code[None, :] < s_s[:, None])
+            goes_left = np.where(
+                is_cat[f_s][:, None], bin_code[None, :] == s_s[:, None], bin_code[None, :] < s_s[:, None]
+            )
             left = allowed[splits] & (~in_seg | goes_left)
             right = allowed[splits] & (~in_seg | ~goes_left)
             allowed = np.stack([left, right], axis=1).reshape(-1, n_bins)

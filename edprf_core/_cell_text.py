@@ -36,8 +36,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-__all__ = ["NUMBER_PATTERN", "WHITESPACE", "Cells", "number_of_text", "strip_text", "text_array", "text_numbers",
-           "text_numbers_arrow"]
+__all__ = [
+    "NUMBER_PATTERN",
+    "WHITESPACE",
+    "Cells",
+    "number_of_text",
+    "strip_text",
+    "text_array",
+    "text_numbers",
+    "text_numbers_arrow",
+]
 
 WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
 """Every character ``str.strip()`` removes (29 code points, from ``\\t`` to U+3000)."""
@@ -109,5 +117,6 @@ def text_numbers(cells: NDArray[np.object_]) -> NDArray[np.float64]:
     arrow = text_array(cells)
     if arrow is not None:
         return text_numbers_arrow(arrow)
-    return np.fromiter((number_of_text(c) if isinstance(c, str) else math.nan for c in cells), np.float64,
-                       count=len(cells))
+    return np.fromiter(
+        (number_of_text(c) if isinstance(c, str) else math.nan for c in cells), np.float64, count=len(cells)
+    )

@@ -34,15 +34,19 @@ CLIPPING_WARNING_SHARE = 0.2
 
 
 def _warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
-    worst = sorted(((share, name) for name, share in clipped_shares(X, schema).items()
-                    if share > CLIPPING_WARNING_SHARE), reverse=True)
+    worst = sorted(
+        ((share, name) for name, share in clipped_shares(X, schema).items() if share > CLIPPING_WARNING_SHARE),
+        reverse=True,
+    )
     if worst:
         shown = ", ".join(f"{name!r} {share:.0%}" for share, name in worst[:3])
         more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
         warnings.warn(
             f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
             "units than the schema (a scaler before the estimator?); the model only sees the clipped values.",
-            DomainClippingWarning, stacklevel=3)
+            DomainClippingWarning,
+            stacklevel=3,
+        )
 
 
 class EDPRFClassifier(ClassifierMixin, BaseEstimator):
@@ -239,8 +243,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             return load_schema(self.schema)
         raise TypeError(f"schema must be a Schema or a path, got {type(self.schema).__name__}")
 
-    def _parameters(self, n_trees: int, max_depth: int, count_epsilon: float = 0.0,
-                    depth_rule: str = "fixed", n_bins: int | None = None) -> TrainingParameters:
+    def _parameters(
+        self,
+        n_trees: int,
+        max_depth: int,
+        count_epsilon: float = 0.0,
+        depth_rule: str = "fixed",
+        n_bins: int | None = None,
+    ) -> TrainingParameters:
         monotone = self.exploit_monotonicity
         if monotone is None:
             monotone = self.neighbouring == "add-remove"
@@ -282,8 +292,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"leaf must be one of {LEAF_OUTPUTS}, got {self.leaf!r}")
         self._parameters(1, 1)  # the other options, checked before any data is read
 
-    def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None,
-               ) -> tuple[int, int, float, str, int | None, int]:
+    def _shape(
+        self,
+        schema: Schema,
+        n_rows: int,
+        rng: np.random.Generator | None,
+    ) -> tuple[int, int, float, str, int | None, int]:
         """Trees, depth, ε of the row count, depth rule, DP row count (None when none was drawn), bins.
 
         Privacy cost: ``count_epsilon_share * epsilon`` when an automatic rule
@@ -303,11 +317,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         forest_eps = float(self.epsilon) - count_eps
         n_bins = public_bins(size, forest_eps) if auto_bins else int(self.n_bins)
         n_trees, depth = public_shape(
-            size, forest_eps,
+            size,
+            forest_eps,
             n_trees=None if auto_trees else int(self.n_estimators),
             max_depth=None if auto_depth else int(self.max_depth),
-            schedule=self.schedule, branching=branching_factor(schema, self.split_mode, n_bins),
-            depth_cap=int(self.max_depth_cap), leaf=self.leaf)
+            schedule=self.schedule,
+            branching=branching_factor(schema, self.split_mode, n_bins),
+            depth_cap=int(self.max_depth_cap),
+            leaf=self.leaf,
+        )
         return n_trees, depth, count_eps, rule, estimate, n_bins
 
     def _resolved_sampler(self) -> str:
@@ -316,8 +334,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         if self.sampler == "auto":
             return "exact" if self.random_state is None and self.variant == "pf" else "numpy"
         if self.sampler == "exact" and self.random_state is not None:
-            raise ValueError("sampler='exact' draws from the operating system and cannot be seeded; "
-                             "use random_state=None, or sampler='numpy' for reproducible research runs")
+            raise ValueError(
+                "sampler='exact' draws from the operating system and cannot be seeded; "
+                "use random_state=None, or sampler='numpy' for reproducible research runs"
+            )
         if self.sampler == "exact" and self.variant != "pf":
             raise ValueError("sampler='exact' supports variant='pf' only")
         return self.sampler
@@ -374,10 +394,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         sampler = self._resolved_sampler()
         y = check_fit_input(self, X, y, schema)
         if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
-            raise DataValidationError(f"fit accepts at most {MAX_FIT_ROWS} rows (the integer widths of the exact "
-                                      "sampler are proven up to it); train on a random subset")
-        charge_fit(self.accountant, float(self.epsilon),
-                   label=f"{type(self).__name__}.fit on schema {schema.name!r}")
+            raise DataValidationError(
+                f"fit accepts at most {MAX_FIT_ROWS} rows (the integer widths of the exact "
+                "sampler are proven up to it); train on a random subset"
+            )
+        charge_fit(self.accountant, float(self.epsilon), label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         refuse_continuous_target(y, schema)  # reads label values: after the charge
         if self.stop_when_pure:
             warnings.warn(
@@ -389,7 +410,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
         n_trees, depth, count_eps, rule, estimate, n_bins = self._shape(
-            schema, labels.shape[0], master if sampler == "numpy" else None)
+            schema, labels.shape[0], master if sampler == "numpy" else None
+        )
         grid = FeatureGrid.from_schema(schema, n_bins)
         codes = encode_features(X, schema, grid)
         _warn_if_clipped(X, schema)
@@ -404,11 +426,22 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         else:
             sample_tree, sample_rows = np.nonzero(assignment)
         trees = build_forest(
-            codes, labels, grid, schema.n_classes, self._plan(params),
-            sample_tree, sample_rows, spawn_generators(master, params.n_trees),
+            codes,
+            labels,
+            grid,
+            schema.n_classes,
+            self._plan(params),
+            sample_tree,
+            sample_rows,
+            spawn_generators(master, params.n_trees),
         )
-        self.forest_ = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode,
-                                trees=trees, parts=(("local", params, params.n_trees),))
+        self.forest_ = DPForest(
+            schema=schema,
+            grid_bins=params.n_bins,
+            split_mode=params.split_mode,
+            trees=trees,
+            parts=(("local", params, params.n_trees),),
+        )
         self.classes_ = np.asarray(schema.classes)
         self.privacy_ = params
         float_laplace = params.variant == "tradition" and params.leaf == "label"  # see LaplaceMechanism
@@ -446,8 +479,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         check_predict_input(self, X)
         return forest.predict(X)
 
-    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
-              sample_weight: ArrayLike | None = None) -> float:
+    def score(
+        self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Accuracy on ``(X, y)``; labels are read by the schema like in ``fit``.
 
         A label that is missing or not one of the declared classes raises

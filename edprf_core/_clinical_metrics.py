@@ -72,9 +72,11 @@ ONE_CLASS_SHARE = 0.99
 DEFAULT_THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 """Thresholds of the threshold table (probability of the positive class)."""
 
-NOT_DP_NOTE = ("These figures are exact statistics of the labelled rows, NOT differentially private; computing "
-               "them on your own data spends no epsilon of anyone (the model is post-processing of DP releases). "
-               "Do not publish them if those rows are private.")
+NOT_DP_NOTE = (
+    "These figures are exact statistics of the labelled rows, NOT differentially private; computing "
+    "them on your own data spends no epsilon of anyone (the model is post-processing of DP releases). "
+    "Do not publish them if those rows are private."
+)
 
 _BOOTSTRAP_REPLICATES = 200
 
@@ -93,8 +95,11 @@ class Estimate:
     method: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": _finite_or_none(self.value), "ci95": [_finite_or_none(self.low), _finite_or_none(self.high)],
-                "method": self.method}
+        return {
+            "value": _finite_or_none(self.value),
+            "ci95": [_finite_or_none(self.low), _finite_or_none(self.high)],
+            "method": self.method,
+        }
 
     def text(self, digits: int = 3) -> str:
         """``0.912 (95% CI 0.887-0.933)``, or ``n/a`` when undefined."""
@@ -197,8 +202,9 @@ def _balanced_accuracy(correct: NDArray[np.int64], totals: NDArray[np.int64]) ->
     adjusted = (x + z2 / 2.0) / (n + z2)
     se = math.sqrt(float((adjusted * (1.0 - adjusted) / (n + z2)).sum())) / k
     centre = float(adjusted.mean())
-    return Estimate(float((x / n).mean()), max(0.0, centre - Z95 * se), min(1.0, centre + Z95 * se),
-                    "agresti-coull mean")
+    return Estimate(
+        float((x / n).mean()), max(0.0, centre - Z95 * se), min(1.0, centre + Z95 * se), "agresti-coull mean"
+    )
 
 
 def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: float = ONE_CLASS_SHARE) -> str:
@@ -215,9 +221,11 @@ def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: fl
     top = int(np.argmax(counts))
     if counts[top] < share * idx.size:
         return ""
-    return (f"WARNING: the model predicts class {classes[top]!r} for {counts[top]} of {idx.size} rows "
-            f"({counts[top] / idx.size:.1%}): it is (nearly) a constant, whatever its accuracy; look at the "
-            "balanced accuracy and the sensitivity of every class")
+    return (
+        f"WARNING: the model predicts class {classes[top]!r} for {counts[top]} of {idx.size} rows "
+        f"({counts[top] / idx.size:.1%}): it is (nearly) a constant, whatever its accuracy; look at the "
+        "balanced accuracy and the sensitivity of every class"
+    )
 
 
 @dataclass(frozen=True)
@@ -231,8 +239,13 @@ class CalibrationBin:
     observed: Estimate
 
     def as_dict(self) -> dict[str, Any]:
-        return {"low": self.low, "high": self.high, "n": self.n,
-                "mean_predicted": _finite_or_none(self.mean_predicted), "observed": self.observed.as_dict()}
+        return {
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "mean_predicted": _finite_or_none(self.mean_predicted),
+            "observed": self.observed.as_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -247,8 +260,11 @@ class ThresholdRow:
     npv: Estimate
 
     def as_dict(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "flagged": self.flagged,
-                **{k: getattr(self, k).as_dict() for k in ("sensitivity", "specificity", "ppv", "npv")}}
+        return {
+            "threshold": self.threshold,
+            "flagged": self.flagged,
+            **{k: getattr(self, k).as_dict() for k in ("sensitivity", "specificity", "ppv", "npv")},
+        }
 
 
 def _decision_counts(positive: NDArray[np.bool_], flagged: NDArray[np.bool_]) -> tuple[int, int, int, int]:
@@ -260,8 +276,14 @@ def _decision_counts(positive: NDArray[np.bool_], flagged: NDArray[np.bool_]) ->
 
 def _threshold_row(positive: NDArray[np.bool_], score: NDArray[np.float64], threshold: float) -> ThresholdRow:
     tp, fp, fn, tn = _decision_counts(positive, score >= threshold)
-    return ThresholdRow(float(threshold), tp + fp, wilson_interval(tp, tp + fn), wilson_interval(tn, tn + fp),
-                        wilson_interval(tp, tp + fp), wilson_interval(tn, tn + fn))
+    return ThresholdRow(
+        float(threshold),
+        tp + fp,
+        wilson_interval(tp, tp + fn),
+        wilson_interval(tn, tn + fp),
+        wilson_interval(tp, tp + fp),
+        wilson_interval(tn, tn + fn),
+    )
 
 
 def _calibration(positive: NDArray[np.bool_], score: NDArray[np.float64], n_bins: int) -> tuple[CalibrationBin, ...]:
@@ -271,9 +293,15 @@ def _calibration(positive: NDArray[np.bool_], score: NDArray[np.float64], n_bins
     hits = np.bincount(which, weights=positive.astype(float), minlength=n_bins)
     sums = np.bincount(which, weights=score, minlength=n_bins)
     return tuple(
-        CalibrationBin(float(edges[b]), float(edges[b + 1]), int(n[b]),
-                       float(sums[b] / n[b]) if n[b] else _UNDEFINED, wilson_interval(int(hits[b]), int(n[b])))
-        for b in range(n_bins))
+        CalibrationBin(
+            float(edges[b]),
+            float(edges[b + 1]),
+            int(n[b]),
+            float(sums[b] / n[b]) if n[b] else _UNDEFINED,
+            wilson_interval(int(hits[b]), int(n[b])),
+        )
+        for b in range(n_bins)
+    )
 
 
 @dataclass(frozen=True)
@@ -296,8 +324,11 @@ class OneVsRest:
     thresholds: tuple[ThresholdRow, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"class": _plain(self.label), "threshold": self.threshold,
-                               "confusion": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn}}
+        out: dict[str, Any] = {
+            "class": _plain(self.label),
+            "threshold": self.threshold,
+            "confusion": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn},
+        }
         for key in ("sensitivity", "specificity", "ppv", "npv", "roc_auc", "brier"):
             out[key] = getattr(self, key).as_dict()
         out["calibration"] = [b.as_dict() for b in self.calibration]
@@ -309,17 +340,32 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _one_vs_rest(label: object, positive: NDArray[np.bool_], score: NDArray[np.float64],
-                 flagged: NDArray[np.bool_], threshold: float | None, thresholds: Sequence[float],
-                 n_bins: int) -> OneVsRest:
+def _one_vs_rest(
+    label: object,
+    positive: NDArray[np.bool_],
+    score: NDArray[np.float64],
+    flagged: NDArray[np.bool_],
+    threshold: float | None,
+    thresholds: Sequence[float],
+    n_bins: int,
+) -> OneVsRest:
     tp, fp, fn, tn = _decision_counts(positive, flagged)
     return OneVsRest(
-        label=label, threshold=threshold, tp=tp, fp=fp, fn=fn, tn=tn,
-        sensitivity=wilson_interval(tp, tp + fn), specificity=wilson_interval(tn, tn + fp),
-        ppv=wilson_interval(tp, tp + fp), npv=wilson_interval(tn, tn + fn),
-        roc_auc=delong_auc(positive, score), brier=brier_estimate((score - positive) ** 2),
+        label=label,
+        threshold=threshold,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
+        sensitivity=wilson_interval(tp, tp + fn),
+        specificity=wilson_interval(tn, tn + fp),
+        ppv=wilson_interval(tp, tp + fp),
+        npv=wilson_interval(tn, tn + fn),
+        roc_auc=delong_auc(positive, score),
+        brier=brier_estimate((score - positive) ** 2),
         calibration=_calibration(positive, score, n_bins),
-        thresholds=tuple(_threshold_row(positive, score, t) for t in thresholds))
+        thresholds=tuple(_threshold_row(positive, score, t) for t in thresholds),
+    )
 
 
 @dataclass(frozen=True)
@@ -362,17 +408,28 @@ class ClinicalReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "classes": [_plain(c) for c in self.classes], "n": self.n,
+            "classes": [_plain(c) for c in self.classes],
+            "n": self.n,
             "positive_class": None if self.positive is None else _plain(self.classes[self.positive]),
-            "threshold": self.threshold, "confusion": self.confusion.tolist(),
+            "threshold": self.threshold,
+            "confusion": self.confusion.tolist(),
             **{k: getattr(self, k).as_dict() for k in ("accuracy", "balanced_accuracy", "roc_auc", "brier")},
-            "per_class": [c.as_dict() for c in self.per_class], "warning": self.warning, "note": NOT_DP_NOTE,
+            "per_class": [c.as_dict() for c in self.per_class],
+            "warning": self.warning,
+            "note": NOT_DP_NOTE,
         }
 
 
-def clinical_report(y: ArrayLike, proba: ArrayLike, classes: Sequence[object], *, positive: int | None = None,
-                    threshold: float = 0.5, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                    n_calibration_bins: int = 10) -> ClinicalReport:
+def clinical_report(
+    y: ArrayLike,
+    proba: ArrayLike,
+    classes: Sequence[object],
+    *,
+    positive: int | None = None,
+    threshold: float = 0.5,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    n_calibration_bins: int = 10,
+) -> ClinicalReport:
     """Confusion matrix and clinical metrics of probabilities ``proba`` against true class indices ``y``.
 
     Parameters
@@ -426,10 +483,17 @@ def clinical_report(y: ArrayLike, proba: ArrayLike, classes: Sequence[object], *
     confusion = np.bincount(y * k + predicted, minlength=k * k).reshape(k, k)
     correct = np.diag(confusion)
     per_class = tuple(
-        _one_vs_rest(classes[c], y == c, p[:, c], predicted == c,
-                     threshold if c == positive else None, thresholds if c == positive else (),
-                     n_calibration_bins)
-        for c in range(k))
+        _one_vs_rest(
+            classes[c],
+            y == c,
+            p[:, c],
+            predicted == c,
+            threshold if c == positive else None,
+            thresholds if c == positive else (),
+            n_calibration_bins,
+        )
+        for c in range(k)
+    )
     if positive is not None and k == 2:
         roc_auc, brier = per_class[positive].roc_auc, per_class[positive].brier
     else:
@@ -437,12 +501,19 @@ def clinical_report(y: ArrayLike, proba: ArrayLike, classes: Sequence[object], *
         onehot = np.eye(k)[y] if y.size else np.zeros((0, k))
         brier = brier_estimate(((p - onehot) ** 2).sum(axis=1))
     return ClinicalReport(
-        classes=tuple(classes), n=int(y.size), predicted=predicted, confusion=confusion,
+        classes=tuple(classes),
+        n=int(y.size),
+        predicted=predicted,
+        confusion=confusion,
         accuracy=wilson_interval(int(correct.sum()), int(y.size)),
         balanced_accuracy=_balanced_accuracy(correct, confusion.sum(axis=1)),
-        roc_auc=roc_auc, brier=brier, per_class=per_class, positive=positive,
+        roc_auc=roc_auc,
+        brier=brier,
+        per_class=per_class,
+        positive=positive,
         threshold=threshold if positive is not None else None,
-        warning=one_class_warning(predicted, classes))
+        warning=one_class_warning(predicted, classes),
+    )
 
 
 def _macro_auc(y: NDArray[np.int64], proba: NDArray[np.float64]) -> Estimate:
@@ -462,8 +533,9 @@ def macro_f1_estimate(y: ArrayLike, predicted: ArrayLike, n_classes: int, seed: 
         return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "bootstrap")
 
     def f1(rows: NDArray[np.int64] | slice) -> float:
-        cm = np.bincount(y[rows] * n_classes + pred[rows], minlength=n_classes * n_classes).reshape(n_classes,
-                                                                                                   n_classes)
+        cm = np.bincount(y[rows] * n_classes + pred[rows], minlength=n_classes * n_classes).reshape(
+            n_classes, n_classes
+        )
         tp = np.diag(cm).astype(float)
         denominator = cm.sum(axis=0) + cm.sum(axis=1)
         return float(np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0).mean())

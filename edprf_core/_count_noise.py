@@ -42,8 +42,9 @@ def _opendp_measurement(scale: float, n: int):
     return space >> dp.m.then_laplace(scale=scale)
 
 
-def discrete_laplace_counts(counts: ArrayLike, epsilon: float, sensitivity: int = 1,
-                            rng: np.random.Generator | None = None) -> NDArray[np.int64]:
+def discrete_laplace_counts(
+    counts: ArrayLike, epsilon: float, sensitivity: int = 1, rng: np.random.Generator | None = None
+) -> NDArray[np.int64]:
     """Release integer ``counts`` with discrete Laplace noise of scale ``sensitivity / epsilon``.
 
     Parameters

@@ -97,5 +97,11 @@ def check_data(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     label_missing = int(rules.missing(rules.clean(table.y)).sum())
     if label_missing:
         missing[schema.label.column] = (label_missing, "rows dropped (labels have no catch-all)")
-    return DataCheck(lines_read=len(table.X), lines_dropped=dropped, rows_kept=int(keep.sum()),
-                     rows_dropped=problems, clipped=clipped, missing=missing)
+    return DataCheck(
+        lines_read=len(table.X),
+        lines_dropped=dropped,
+        rows_kept=int(keep.sum()),
+        rows_dropped=problems,
+        clipped=clipped,
+        missing=missing,
+    )

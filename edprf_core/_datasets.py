@@ -56,7 +56,9 @@ def example_schema(name: str) -> Schema:
     return load_schema(path)
 
 
-def read_csv(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True) -> tuple[pd.DataFrame, pd.Series]:
+def read_csv(
+    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True
+) -> tuple[pd.DataFrame, pd.Series]:
     """Read a delimited text file into the schema's feature frame and label series.
 
     Every cell stays text; the schema decides, cell by cell, what it means when

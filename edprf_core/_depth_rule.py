@@ -60,8 +60,19 @@ from ._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
 from ._encoding import FeatureGrid
 from ._schema import Schema
 
-__all__ = ["AUTO_DEPTH_CAP", "AUTO_TREE_CAP", "DEFAULT_BINS", "DEFAULT_C", "MIN_COUNT_TREE_DEPTH", "branching_factor", "depth_score",
-           "leaf_epsilon", "public_bins", "public_depth", "public_shape"]
+__all__ = [
+    "AUTO_DEPTH_CAP",
+    "AUTO_TREE_CAP",
+    "DEFAULT_BINS",
+    "DEFAULT_C",
+    "MIN_COUNT_TREE_DEPTH",
+    "branching_factor",
+    "depth_score",
+    "leaf_epsilon",
+    "public_bins",
+    "public_depth",
+    "public_shape",
+]
 
 AUTO_DEPTH_CAP = 12
 """Deepest tree the automatic rule grows (2**12 leaves per binary tree)."""
@@ -122,15 +133,24 @@ def leaf_epsilon(epsilon: float, depth: int, schedule: str = "harmonic") -> floa
     return _SCHEDULES[schedule]().leaf_budget(epsilon, n_layers, n_layers)
 
 
-def depth_score(n_rows: float, n_trees: int, epsilon: float, depth: int, *, schedule: str = "harmonic",
-                branching: float = 2.0) -> float:
+def depth_score(
+    n_rows: float, n_trees: int, epsilon: float, depth: int, *, schedule: str = "harmonic", branching: float = 2.0
+) -> float:
     """Expected rows per leaf times the leaf budget: ``n * eps_leaf(d) / (T * b**d)``."""
-    return n_rows * leaf_epsilon(epsilon, depth, schedule) / (n_trees * branching ** depth)
+    return n_rows * leaf_epsilon(epsilon, depth, schedule) / (n_trees * branching**depth)
 
 
-def public_depth(n_rows: float, n_trees: int, epsilon: float, *, c: float = DEFAULT_C,
-                 schedule: str = "harmonic", branching: float = 2.0, min_depth: int = 1,
-                 max_depth: int = 12) -> int:
+def public_depth(
+    n_rows: float,
+    n_trees: int,
+    epsilon: float,
+    *,
+    c: float = DEFAULT_C,
+    schedule: str = "harmonic",
+    branching: float = 2.0,
+    min_depth: int = 1,
+    max_depth: int = 12,
+) -> int:
     """Largest depth in ``[min_depth, max_depth]`` with ``depth_score >= c`` (else ``min_depth``).
 
     Parameters
@@ -163,9 +183,18 @@ def branching_factor(schema: Schema, split_mode: str, n_bins: int = 5) -> float:
     return math.exp(sum(math.log(k) for k in n_codes) / len(n_codes))
 
 
-def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, max_depth: int | None = None,
-                 c: float = DEFAULT_C, schedule: str = "harmonic", branching: float = 2.0,
-                 depth_cap: int = AUTO_DEPTH_CAP, leaf: str = "label") -> tuple[int, int]:
+def public_shape(
+    n_rows: float,
+    epsilon: float,
+    *,
+    n_trees: int | None = None,
+    max_depth: int | None = None,
+    c: float = DEFAULT_C,
+    schedule: str = "harmonic",
+    branching: float = 2.0,
+    depth_cap: int = AUTO_DEPTH_CAP,
+    leaf: str = "label",
+) -> tuple[int, int]:
     """Trees and depth ``(T, d)`` for ``n_rows`` rows: one tree unless the data support more.
 
     A given ``n_trees`` or ``max_depth`` is kept; the other is chosen.
@@ -185,6 +214,7 @@ def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, m
 
     Privacy cost: none when ``n_rows`` is public or a DP estimate (post-processing).
     """
+
     def trees_at(depth: int) -> int:
         if leaf == "counts":
             k = n_rows / ROWS_PER_COUNT_TREE
@@ -195,8 +225,11 @@ def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, m
     def deep_enough(trees: int) -> int:
         # Fewest trees down from ``trees`` whose public depth still reaches MIN_COUNT_TREE_DEPTH (else 1).
         target = min(MIN_COUNT_TREE_DEPTH, depth_cap)
-        while trees > 1 and public_depth(n_rows, trees, epsilon, c=c, schedule=schedule, branching=branching,
-                                         max_depth=depth_cap) < target:
+        while (
+            trees > 1
+            and public_depth(n_rows, trees, epsilon, c=c, schedule=schedule, branching=branching, max_depth=depth_cap)
+            < target
+        ):
             trees -= 1
         return trees
 
@@ -205,8 +238,9 @@ def public_shape(n_rows: float, epsilon: float, *, n_trees: int | None = None, m
         if leaf == "counts" and max_depth is None:
             n_trees = deep_enough(n_trees)
     if max_depth is None:
-        max_depth = public_depth(n_rows, n_trees, epsilon, c=c, schedule=schedule, branching=branching,
-                                 max_depth=depth_cap)
+        max_depth = public_depth(
+            n_rows, n_trees, epsilon, c=c, schedule=schedule, branching=branching, max_depth=depth_cap
+        )
     return int(n_trees), int(max_depth)
 
 

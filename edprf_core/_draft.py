@@ -54,10 +54,15 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
                 cats = [str(c) for c in cats] if not all(isinstance(c, (int, float)) for c in cats) else cats
             if missing == SEPARATE and SEPARATE in cats:
                 missing = REFUSE
-            features.append(CategoricalFeature(str(col), tuple(cats), missing=missing,
-                                               source="DRAFTED FROM DATA: replace"))
+            features.append(
+                CategoricalFeature(str(col), tuple(cats), missing=missing, source="DRAFTED FROM DATA: replace")
+            )
     classes = sorted(frame[label].dropna().unique().tolist(), key=str)
     classes = [c.item() if isinstance(c, np.generic) else c for c in classes]
-    return Schema(features=tuple(features), label=LabelSpec(str(label), tuple(classes), source="DRAFTED FROM DATA"),
-                  name=name, provenance="Drafted from data by draft_schema: NOT public knowledge.",
-                  drafted=True)
+    return Schema(
+        features=tuple(features),
+        label=LabelSpec(str(label), tuple(classes), source="DRAFTED FROM DATA"),
+        name=name,
+        provenance="Drafted from data by draft_schema: NOT public knowledge.",
+        drafted=True,
+    )

@@ -52,8 +52,17 @@ from ._cell_text import strip_text, text_array, text_numbers, text_numbers_arrow
 from ._exceptions import DataValidationError
 from ._schema import DEFAULT_MISSING_VALUES, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, Schema
 
-__all__ = ["MISSING_TOKENS", "FeatureGrid", "as_frame", "clipped_shares", "conforming_rows", "encode_features",
-           "encode_labels", "label_values", "rule_violations"]
+__all__ = [
+    "MISSING_TOKENS",
+    "FeatureGrid",
+    "as_frame",
+    "clipped_shares",
+    "conforming_rows",
+    "encode_features",
+    "encode_labels",
+    "label_values",
+    "rule_violations",
+]
 
 _MAX_REPORTED = 3
 _MAX_SHOWN_CHARS = 40
@@ -82,8 +91,7 @@ class FeatureGrid:
     @classmethod
     def from_schema(cls, schema: Schema, n_bins: int) -> FeatureGrid:
         edges = tuple(
-            f.interior_edges(n_bins) if isinstance(f, ContinuousFeature) else np.empty(0)
-            for f in schema.features
+            f.interior_edges(n_bins) if isinstance(f, ContinuousFeature) else np.empty(0) for f in schema.features
         )
         return cls(
             n_codes=tuple(f.n_codes(n_bins) for f in schema.features),
@@ -130,7 +138,9 @@ def _shown(value: object) -> str:
     return text if len(text) <= _MAX_SHOWN_CHARS else f"{text[:_MAX_SHOWN_CHARS]}... ({len(text)} characters)"
 
 
-def _refuse(column: str, what: str, rows: Sequence[object], values: Sequence[object], total: int) -> DataValidationError:
+def _refuse(
+    column: str, what: str, rows: Sequence[object], values: Sequence[object], total: int
+) -> DataValidationError:
     shown = ", ".join(f"row {r!r}: {_shown(v)}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
     more = f" (and {total - _MAX_REPORTED} more)" if total > _MAX_REPORTED else ""
     return DataValidationError(f"column {column!r}: {what} at {shown}{more}")
@@ -162,8 +172,9 @@ def _text_cells(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
     """
     dtype = series.dtype
     arrow_text = isinstance(dtype, pd.StringDtype) or (
-        isinstance(dtype, pd.ArrowDtype) and (pa.types.is_string(dtype.pyarrow_dtype)
-                                              or pa.types.is_large_string(dtype.pyarrow_dtype)))
+        isinstance(dtype, pd.ArrowDtype)
+        and (pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype))
+    )
     if arrow_text and (not isinstance(dtype, pd.StringDtype) or dtype.storage == "pyarrow"):
         return pa.array(series.array)  # no copy (a ChunkedArray when the column has several chunks)
     if not (arrow_text or dtype == object or isinstance(dtype, pd.CategoricalDtype)):
@@ -277,8 +288,9 @@ def _parse_numbers(series: pd.Series, skip: NDArray[np.bool_] | None = None) -> 
     return x if skip is None else np.where(skip, np.nan, x)
 
 
-def _as_float(series: pd.Series, column: str, problems: Problems,
-              rules: CellRules = _DEFAULT_RULES) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _as_float(
+    series: pd.Series, column: str, problems: Problems, rules: CellRules = _DEFAULT_RULES
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
     missing = rules.missing(series)
     x = _parse_numbers(series, skip=missing)
@@ -288,14 +300,25 @@ def _as_float(series: pd.Series, column: str, problems: Problems,
     return x, missing
 
 
-def _encode_continuous(series: pd.Series, feature: ContinuousFeature, edges: NDArray[np.float64],
-                       problems: Problems = None, rules: CellRules = _DEFAULT_RULES) -> NDArray[np.int32]:
+def _encode_continuous(
+    series: pd.Series,
+    feature: ContinuousFeature,
+    edges: NDArray[np.float64],
+    problems: Problems = None,
+    rules: CellRules = _DEFAULT_RULES,
+) -> NDArray[np.int32]:
     x, nan = _as_float(series, feature.name, problems, rules)
     x = np.where(np.isnan(x) & ~nan, feature.lower, x)  # placeholder for refused cells: dropped by the caller
     separate = nan if feature.missing == SEPARATE else None
     if nan.any():
         if feature.missing == REFUSE:
-            _reject(feature.name, "missing value (NaN, None or a missing token) and the schema's rule is missing='refuse'", series, nan, problems)
+            _reject(
+                feature.name,
+                "missing value (NaN, None or a missing token) and the schema's rule is missing='refuse'",
+                series,
+                nan,
+                problems,
+            )
             x = np.where(nan, feature.lower, x)  # placeholder: such rows are dropped by the caller
         elif separate is not None:
             x = np.where(nan, feature.lower, x)  # replaced by the missing code below
@@ -336,8 +359,14 @@ def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArr
     return np.where(ranked[pos] == x, order[pos], -1).astype(np.int32)
 
 
-def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: str, what: str = "category",
-                        problems: Problems = None, rules: CellRules = _DEFAULT_RULES) -> NDArray[np.int32]:
+def _encode_categorical(
+    series: pd.Series,
+    feature: CategoricalFeature,
+    column: str,
+    what: str = "category",
+    problems: Problems = None,
+    rules: CellRules = _DEFAULT_RULES,
+) -> NDArray[np.int32]:
     missing = rules.missing(series)
     numeric = not isinstance(feature.categories[0], str)
     if numeric:
@@ -345,7 +374,10 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
     else:
         codes = _lookup(series, [str(c) for c in feature.categories])
     codes = np.where(missing, -2, codes)
-    for rule_name, mask, label in (("missing", codes == -2, "missing value (NaN, None or a missing token)"), ("unknown", codes == -1, f"undeclared {what}")):
+    for rule_name, mask, label in (
+        ("missing", codes == -2, "missing value (NaN, None or a missing token)"),
+        ("unknown", codes == -1, f"undeclared {what}"),
+    ):
         if not mask.any():
             continue
         rule = getattr(feature, rule_name)
@@ -359,8 +391,9 @@ def _encode_categorical(series: pd.Series, feature: CategoricalFeature, column: 
     return codes.astype(np.int32)
 
 
-def encode_features(X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGrid,
-                    problems: Problems = None) -> NDArray[np.int32]:
+def encode_features(
+    X: ArrayLike | pd.DataFrame, schema: Schema, grid: FeatureGrid, problems: Problems = None
+) -> NDArray[np.int32]:
     """Encode ``X`` to an ``(n_samples, n_features)`` array of codes.
 
     Privacy cost: none; this is a local, deterministic map under public rules.
@@ -420,8 +453,9 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
     encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2), problems)
     rules = CellRules.of(schema)
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-    _encode_categorical(_label_series(y, schema, rules), spec, schema.label.column, what="class", problems=problems,
-                        rules=rules)
+    _encode_categorical(
+        _label_series(y, schema, rules), spec, schema.label.column, what="class", problems=problems, rules=rules
+    )
     return problems
 
 
@@ -456,8 +490,9 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
     series = _label_series(y, schema, rules)
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
     try:
-        return _encode_categorical(series, spec, schema.label.column, what="class (not in the declared classes)",
-                                   rules=rules)
+        return _encode_categorical(
+            series, spec, schema.label.column, what="class (not in the declared classes)", rules=rules
+        )
     except DataValidationError as exc:
         raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
 
@@ -465,5 +500,3 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
 def label_values(schema: Schema) -> NDArray:
     """The declared classes as an array (what ``predict`` returns)."""
     return np.asarray(schema.label.classes)
-
-

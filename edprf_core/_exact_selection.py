@@ -100,8 +100,11 @@ class ExactPermuteAndFlip:
     _measurements: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.sensitivity, bool) or not isinstance(self.sensitivity, (int, np.integer)) \
-                or self.sensitivity < 1:
+        if (
+            isinstance(self.sensitivity, bool)
+            or not isinstance(self.sensitivity, (int, np.integer))
+            or self.sensitivity < 1
+        ):
             raise ValueError(f"sensitivity must be an integer >= 1, got {self.sensitivity!r}")
 
     def _measurement(self, epsilon: float):
@@ -118,8 +121,9 @@ class ExactPermuteAndFlip:
             self._measurements[epsilon] = meas
         return self._measurements[epsilon]
 
-    def select(self, utilities: ArrayLike, epsilon: ArrayLike, rng: object = None,
-               valid: ArrayLike | None = None) -> NDArray[np.intp]:
+    def select(
+        self, utilities: ArrayLike, epsilon: ArrayLike, rng: object = None, valid: ArrayLike | None = None
+    ) -> NDArray[np.intp]:
         """One candidate per row of ``utilities`` (exact integers), or -1 where none is valid."""
         u = np.asarray(utilities)
         if u.ndim != 2:

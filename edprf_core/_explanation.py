@@ -71,8 +71,11 @@ class Explanation:
 
     def total(self) -> NDArray[np.float64]:
         """``bias + the trees' contributions + the clipping terms`` (before the softmax of log-linear pooling)."""
-        return (self.bias + np.sum([t.contribution for t in self.trees], axis=0)
-                + np.sum([c for _, c in self.clipping], axis=0) * (len(self.clipping) > 0))
+        return (
+            self.bias
+            + np.sum([t.contribution for t in self.trees], axis=0)
+            + np.sum([c for _, c in self.clipping], axis=0) * (len(self.clipping) > 0)
+        )
 
     def _weight_on(self, tree: int, k: int) -> float:
         """Tree ``tree``'s push on class ``k``: its share (mean), or its log ratio less the others' mean (softmax)."""
@@ -87,19 +90,24 @@ class Explanation:
         probs = ", ".join(f"{c}={p:.4f}" for c, p in zip(self.classes, self.probabilities))
         out = [f"predicted class: {self.classes[top]} (probabilities {probs})"]
         if self.link == "softmax":
-            out.append("pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
-                       "a contribution is the tree's weighted log likelihood ratio per class, times its part's weight")
+            out.append(
+                "pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
+                "a contribution is the tree's weighted log likelihood ratio per class, times its part's weight"
+            )
             out.append("log prior (consortium class mix): " + _vector(self.classes, self.bias))
         else:
             out.append(f"pooling: {self.pooling}: probabilities = sum of the trees' contributions (each tree's share)")
         for part, c in self.clipping:
-            out.append(f"bounded influence: part {part}'s score clipped to the others' range: " + _vector(self.classes, c))
+            out.append(
+                f"bounded influence: part {part}'s score clipped to the others' range: " + _vector(self.classes, c)
+            )
         out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))
         order = sorted(range(len(self.trees)), key=lambda i: -abs(self._weight_on(i, top)))
         shown = order[:max_trees]
         against = " against the other classes" if self.link == "softmax" else ""
-        out.append(f"trees, by how much they move {self.classes[top]}{against} "
-                   f"({len(shown)} of {len(self.trees)} shown):")
+        out.append(
+            f"trees, by how much they move {self.classes[top]}{against} ({len(shown)} of {len(self.trees)} shown):"
+        )
         for i in shown:
             t = self.trees[i]
             out.append(f"  tree {t.tree} (part {t.part}), leaf {t.rule.leaf}: {_vector(self.classes, t.contribution)}")
@@ -113,9 +121,15 @@ def _vector(classes: tuple[str, ...], v: NDArray[np.float64]) -> str:
     return "[" + ", ".join(f"{c}={x:+.4f}" for c, x in zip(classes, v)) + "]"
 
 
-def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
-                label_shift: bool = True, tolerated_parties: int | None = None,
-                terms: LeafTerms | None = None) -> Explanation:
+def explain_row(
+    forest: DPForest,
+    row: ArrayLike | pd.DataFrame,
+    *,
+    pooling: str = "log-linear",
+    label_shift: bool = True,
+    tolerated_parties: int | None = None,
+    terms: LeafTerms | None = None,
+) -> Explanation:
     """Explain the prediction of one row (the first row of ``row``).
 
     Parameters
@@ -131,25 +145,47 @@ def explain_row(forest: DPForest, row: ArrayLike | pd.DataFrame, *, pooling: str
     Privacy cost: none (post-processing of the released forest; reads only ``row``).
     """
     frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
-    terms = terms if terms is not None else leaf_terms(forest, pooling=pooling, label_shift=label_shift,
-                                                       tolerated_parties=tolerated_parties)
+    terms = (
+        terms
+        if terms is not None
+        else leaf_terms(forest, pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties)
+    )
     leaves = leaf_indices(forest, frame)[:, 0]
     scores = terms.part_scores(leaves[:, None])[:, 0, :]
     clipped = terms.clipped_scores(scores[:, None, :])[:, 0, :]
     weight = terms.effective_weights()
     pooled = (weight * clipped).sum(axis=0)
-    factor = (np.full(pooled.shape, terms.scale) if terms.link == "softmax"
-              else np.full(pooled.shape, 1.0 / pooled.sum()) if terms.link == "normalize" else np.ones(pooled.shape))
+    factor = (
+        np.full(pooled.shape, terms.scale)
+        if terms.link == "softmax"
+        else np.full(pooled.shape, 1.0 / pooled.sum())
+        if terms.link == "normalize"
+        else np.ones(pooled.shape)
+    )
     paths = _Paths(forest)
     names = [shown_name(label) for label, _, _ in forest.parts]
     real_part = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])  # votes pool as one part
     contributions = tuple(
-        TreeContribution(tree=t, part=names[int(real_part[t])], rule=_rule(forest, paths, int(leaf)),
-                         contribution=factor * weight[terms.part_of_tree[t]] * terms.node_terms[int(leaf)])
-        for t, leaf in enumerate(leaves))
-    clipping = tuple((names[j], factor * weight[j] * (clipped[j] - scores[j]))
-                     for j in range(terms.n_parts) if np.any(clipped[j] != scores[j]))
+        TreeContribution(
+            tree=t,
+            part=names[int(real_part[t])],
+            rule=_rule(forest, paths, int(leaf)),
+            contribution=factor * weight[terms.part_of_tree[t]] * terms.node_terms[int(leaf)],
+        )
+        for t, leaf in enumerate(leaves)
+    )
+    clipping = tuple(
+        (names[j], factor * weight[j] * (clipped[j] - scores[j]))
+        for j in range(terms.n_parts)
+        if np.any(clipped[j] != scores[j])
+    )
     bias = np.log(terms.prior) if terms.link == "softmax" else np.zeros(pooled.shape)
-    return Explanation(classes=tuple(shown_name(c) for c in forest.schema.classes),
-                       probabilities=terms.probabilities(pooled[None, :])[0], bias=bias, link=terms.link,
-                       pooling=terms.pooling, trees=contributions, clipping=clipping)
+    return Explanation(
+        classes=tuple(shown_name(c) for c in forest.schema.classes),
+        probabilities=terms.probabilities(pooled[None, :])[0],
+        bias=bias,
+        link=terms.link,
+        pooling=terms.pooling,
+        trees=contributions,
+        clipping=clipping,
+    )

@@ -31,7 +31,7 @@ __all__ = ["released_importances"]
 def _gini(counts: NDArray[np.float64]) -> NDArray[np.float64]:
     total = counts.sum(axis=1)
     share = np.divide(counts, total[:, None], out=np.zeros_like(counts), where=total[:, None] > 0)
-    return 1.0 - (share ** 2).sum(axis=1)
+    return 1.0 - (share**2).sum(axis=1)
 
 
 def released_importances(forest: DPForest) -> NDArray[np.float64]:

@@ -81,8 +81,12 @@ def _as_1d_labels(y: object) -> object:
         return y
     else:  # another array-like (it implements __array__): read it as an array
         return np.asarray(y)
-    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
-                  "(n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=3)
+    warnings.warn(
+        "A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+        "(n_samples, ), for example using ravel().",
+        DataConversionWarning,
+        stacklevel=3,
+    )
     return column
 
 
@@ -107,8 +111,9 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
         raise DataValidationError(f"Unknown label type: continuous target; {exc}") from None
 
 
-def check_fit_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
-                    schema: Schema) -> ArrayLike | pd.Series:
+def check_fit_input(
+    estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, schema: Schema
+) -> ArrayLike | pd.Series:
     """Record ``n_features_in_`` / ``feature_names_in_``, check ``X``'s layout against the schema, return ``y``.
 
     Parameters
@@ -186,6 +191,5 @@ def schema_input_tags(tags: Tags, schema: Schema | None) -> Tags:
     """
     tags.input_tags.string = True
     tags.input_tags.allow_nan = schema is not None and _accepts_missing(schema)
-    tags.input_tags.categorical = schema is not None and any(
-        isinstance(f, CategoricalFeature) for f in schema.features)
+    tags.input_tags.categorical = schema is not None and any(isinstance(f, CategoricalFeature) for f in schema.features)
     return tags

@@ -248,7 +248,7 @@ def tightest_spread(ordered: NDArray[np.float64], size: int) -> NDArray[np.float
     The tightest ``size`` values are consecutive in sorted order, so this is
     the least ``ordered[i + size - 1] - ordered[i]``.  Shape ``ordered.shape[1:]``.
     """
-    return np.min(ordered[size - 1:] - ordered[:ordered.shape[0] - size + 1], axis=0)
+    return np.min(ordered[size - 1 :] - ordered[: ordered.shape[0] - size + 1], axis=0)
 
 
 def clipped_part_values(values: NDArray[np.float64], tolerated: int) -> NDArray[np.float64]:
@@ -271,8 +271,9 @@ def capped_part_weights(weights: NDArray[np.float64], tolerated: int) -> NDArray
     return np.minimum(weights, np.sort(weights, axis=0)[weights.shape[0] - 1 - tolerated])
 
 
-def bounded_part_mean(values: NDArray[np.float64], weights: NDArray[np.float64],
-                      tolerated: int | None = None) -> NDArray[np.float64]:
+def bounded_part_mean(
+    values: NDArray[np.float64], weights: NDArray[np.float64], tolerated: int | None = None
+) -> NDArray[np.float64]:
     """Weighted mean over parts of winsorized values with capped weights (item 5), shape ``values.shape[1:]``.
 
     Parameters
@@ -312,8 +313,10 @@ def bounded_part_mean(values: NDArray[np.float64], weights: NDArray[np.float64],
     return (w * values).sum(axis=0) / np.where(total > 0, total, 1.0)
 
 
-def part_consortium_prior(part_totals: NDArray[np.float64], tolerated: int | None = None,
-                          ) -> NDArray[np.float64]:
+def part_consortium_prior(
+    part_totals: NDArray[np.float64],
+    tolerated: int | None = None,
+) -> NDArray[np.float64]:
     """The consortium's class mix ``pi`` from each part's released class totals (items 3 and 5).
 
     Each part's mix ``totals_j / n_j`` (``n_j`` its total; uniform when 0) is
@@ -347,8 +350,11 @@ def part_consortium_prior(part_totals: NDArray[np.float64], tolerated: int | Non
     return pooled / pooled.sum()
 
 
-def leaf_distributions(trees: ForestArrays, n_classes: int, pseudo_counts: NDArray[np.float64],
-                       ) -> NDArray[np.float64]:
+def leaf_distributions(
+    trees: ForestArrays,
+    n_classes: int,
+    pseudo_counts: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """Class distribution of every node, shape ``(n_nodes, n_classes)``.
 
     Parameters
@@ -390,8 +396,9 @@ def leaf_distributions(trees: ForestArrays, n_classes: int, pseudo_counts: NDArr
     return out
 
 
-def label_shift_factors(trees: ForestArrays, n_classes: int, part_sizes: list[int],
-                        tolerated: int | None = None) -> NDArray[np.float64]:
+def label_shift_factors(
+    trees: ForestArrays, n_classes: int, part_sizes: list[int], tolerated: int | None = None
+) -> NDArray[np.float64]:
     """Per tree, the factors ``pi(y) / pi_j(y)`` of its part ``j`` (see the module docstring), shape (n_trees, K).
 
     ``part_sizes`` gives the number of consecutive trees of each part; ``pi``
@@ -452,8 +459,11 @@ def released_class_totals(trees: ForestArrays, n_classes: int) -> NDArray[np.flo
     return totals
 
 
-def class_share_weights(trees: ForestArrays, n_classes: int, noise_scales: NDArray[np.float64],
-                        ) -> NDArray[np.float64]:
+def class_share_weights(
+    trees: ForestArrays,
+    n_classes: int,
+    noise_scales: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """Tree ``t``'s share ``a_tk`` of the rows of class ``k`` over all trees, shape ``(n_trees, n_classes)``.
 
     A tree's class-``k`` total is the sum of its leaves' released counts,
@@ -477,8 +487,11 @@ def class_share_weights(trees: ForestArrays, n_classes: int, noise_scales: NDArr
     return rows / rows.sum(axis=0, keepdims=True)
 
 
-def class_share_rows(trees: ForestArrays, n_classes: int, noise_scales: NDArray[np.float64],
-                     ) -> NDArray[np.float64]:
+def class_share_rows(
+    trees: ForestArrays,
+    n_classes: int,
+    noise_scales: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """The unnormalized shares of :func:`class_share_weights`: corrected class totals + 1, 0 without counts.
 
     Shape ``(n_trees, n_classes)``.  Privacy cost: none (post-processing).
@@ -488,8 +501,11 @@ def class_share_rows(trees: ForestArrays, n_classes: int, noise_scales: NDArray[
     return rows
 
 
-def corrected_class_totals(trees: ForestArrays, n_classes: int, noise_scales: NDArray[np.float64],
-                           ) -> NDArray[np.float64]:
+def corrected_class_totals(
+    trees: ForestArrays,
+    n_classes: int,
+    noise_scales: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """Each tree's released class totals less the mass clamping adds, shape ``(n_trees, n_classes)``.
 
     A tree's class-``k`` total is the sum of its leaves' released counts;
@@ -507,8 +523,12 @@ def corrected_class_totals(trees: ForestArrays, n_classes: int, noise_scales: ND
     return np.maximum(totals - clamp_mass[:, None], 0.0)
 
 
-def log_linear_pool(weighted_log_ratios: NDArray[np.float64], prior: NDArray[np.float64], n_trees: int,
-                    exponent: float = POOLING_EXPONENT) -> NDArray[np.float64]:
+def log_linear_pool(
+    weighted_log_ratios: NDArray[np.float64],
+    prior: NDArray[np.float64],
+    n_trees: int,
+    exponent: float = POOLING_EXPONENT,
+) -> NDArray[np.float64]:
     """Item 4: ``p(k | x)`` proportional to ``pi(k) * exp(T**exponent * sum_t a_tk log r_t(k | x))``.
 
     Parameters

@@ -131,8 +131,9 @@ def leaf_indices(forest: DPForest, X: ArrayLike | pd.DataFrame) -> NDArray[np.in
     return forest._table().leaves(forest.encode(X))
 
 
-def leaf_terms(forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True,
-               tolerated_parties: int | None = None) -> LeafTerms:
+def leaf_terms(
+    forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True, tolerated_parties: int | None = None
+) -> LeafTerms:
     """What reproduces ``forest.predict_proba(X, pooling=..., label_shift=..., tolerated_parties=...)``.
 
     Parameters
@@ -163,16 +164,37 @@ def leaf_terms(forest: DPForest, *, pooling: str = "log-linear", label_shift: bo
         terms = np.zeros((trees.n_nodes, n_classes))
         leaves = np.flatnonzero(trees.feature < 0)
         terms[leaves, trees.leaf_class[leaves]] = 1.0 / n_trees
-        return LeafTerms(node_terms=terms, part_of_tree=np.zeros(n_trees, dtype=np.int64),
-                         weights=np.ones((1, n_classes)), tolerated=0, prior=np.ones(n_classes), scale=1.0,
-                         link="identity", pooling="votes")
+        return LeafTerms(
+            node_terms=terms,
+            part_of_tree=np.zeros(n_trees, dtype=np.int64),
+            weights=np.ones((1, n_classes)),
+            tolerated=0,
+            prior=np.ones(n_classes),
+            scale=1.0,
+            link="identity",
+            pooling="votes",
+        )
     if pooling == "log-linear" and not trees.tree_has_counts().all():
         pooling = "mean"
     vectors, weights = forest._pooling_terms(pooling, label_shift, int(tolerated))
     if pooling == "log-linear":
-        return LeafTerms(node_terms=np.asarray(vectors), part_of_tree=part_of_tree, weights=np.asarray(weights),
-                         tolerated=int(tolerated), prior=np.asarray(forest._prior(int(tolerated))),
-                         scale=float(n_trees) ** POOLING_EXPONENT, link="softmax", pooling="log-linear")
-    return LeafTerms(node_terms=np.asarray(vectors), part_of_tree=part_of_tree, weights=np.asarray(weights),
-                     tolerated=int(tolerated), prior=np.ones(n_classes), scale=1.0, link="normalize",
-                     pooling="mean")
+        return LeafTerms(
+            node_terms=np.asarray(vectors),
+            part_of_tree=part_of_tree,
+            weights=np.asarray(weights),
+            tolerated=int(tolerated),
+            prior=np.asarray(forest._prior(int(tolerated))),
+            scale=float(n_trees) ** POOLING_EXPONENT,
+            link="softmax",
+            pooling="log-linear",
+        )
+    return LeafTerms(
+        node_terms=np.asarray(vectors),
+        part_of_tree=part_of_tree,
+        weights=np.asarray(weights),
+        tolerated=int(tolerated),
+        prior=np.ones(n_classes),
+        scale=1.0,
+        link="normalize",
+        pooling="mean",
+    )

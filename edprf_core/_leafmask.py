@@ -28,8 +28,14 @@ from numpy.typing import NDArray
 from ._encoding import FeatureGrid
 from ._tree import ForestArrays
 
-__all__ = ["COMPILE_BLOCK_BYTES", "LEAFMASK_BYTES_PER_NODE", "MAX_WORDS", "LeafMaskPredictor", "leafmask_budget",
-           "leafmask_table_bytes"]
+__all__ = [
+    "COMPILE_BLOCK_BYTES",
+    "LEAFMASK_BYTES_PER_NODE",
+    "MAX_WORDS",
+    "LeafMaskPredictor",
+    "leafmask_budget",
+    "leafmask_table_bytes",
+]
 
 MAX_WORDS = 4
 _GROUP_TABLE_SIZE = 1024
@@ -72,9 +78,13 @@ def leafmask_budget(n_nodes: int) -> int:
 def _tree_block(forest: ForestArrays, a: int, b: int) -> ForestArrays:
     """Trees ``a:b`` of ``forest`` as a forest of their own (views of the node arrays)."""
     lo, hi = int(forest.tree_offsets[a]), int(forest.tree_offsets[b])
-    return ForestArrays(tree_offsets=forest.tree_offsets[a:b + 1] - lo, feature=forest.feature[lo:hi],
-                        split=forest.split[lo:hi], first_child=forest.first_child[lo:hi],
-                        leaf_class=forest.leaf_class[lo:hi])
+    return ForestArrays(
+        tree_offsets=forest.tree_offsets[a : b + 1] - lo,
+        feature=forest.feature[lo:hi],
+        split=forest.split[lo:hi],
+        first_child=forest.first_child[lo:hi],
+        leaf_class=forest.leaf_class[lo:hi],
+    )
 
 
 def _blocks(tree_offsets: NDArray[np.int64], nodes_per_block: int) -> list[tuple[int, int]]:
@@ -89,8 +99,9 @@ def _blocks(tree_offsets: NDArray[np.int64], nodes_per_block: int) -> list[tuple
     return out
 
 
-def _leaf_admits(forest: ForestArrays, grid: FeatureGrid, parent: NDArray[np.int64],
-                 depth: NDArray[np.int32]) -> NDArray[np.bool_]:
+def _leaf_admits(
+    forest: ForestArrays, grid: FeatureGrid, parent: NDArray[np.int64], depth: NDArray[np.int32]
+) -> NDArray[np.bool_]:
     """Codes each node's path admits: bool array (n_nodes, total codes)."""
     n_codes = np.asarray(grid.n_codes, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(n_codes)[:-1]])
@@ -110,8 +121,9 @@ def _leaf_admits(forest: ForestArrays, grid: FeatureGrid, parent: NDArray[np.int
     return admits
 
 
-def _block_masks(forest: ForestArrays, grid: FeatureGrid, leaves_per_tree: NDArray[np.int64],
-                 words: int) -> tuple[NDArray[np.uint64], NDArray[np.int32], NDArray[np.int64]]:
+def _block_masks(
+    forest: ForestArrays, grid: FeatureGrid, leaves_per_tree: NDArray[np.int64], words: int
+) -> tuple[NDArray[np.uint64], NDArray[np.int32], NDArray[np.int64]]:
     """Per tree of a block, the leaf bits each grid code admits, (trees, words, codes), the leaves' classes and
     the leaves' node indices within the block (-1 for unused bits)."""
     is_leaf = forest.feature < 0
@@ -155,8 +167,10 @@ class LeafMaskPredictor:
         if words > MAX_WORDS:
             return None
         n_codes = np.asarray(grid.n_codes, dtype=np.int64)
-        if (leafmask_table_bytes(forest.n_trees, words, n_codes) > leafmask_budget(forest.n_nodes)
-                or forest.n_nodes * int(n_codes.sum()) > MAX_COMPILE_CELLS):
+        if (
+            leafmask_table_bytes(forest.n_trees, words, n_codes) > leafmask_budget(forest.n_nodes)
+            or forest.n_nodes * int(n_codes.sum()) > MAX_COMPILE_CELLS
+        ):
             return None
         offsets = np.concatenate([[0], np.cumsum(n_codes)[:-1]])
         groups = _feature_groups(n_codes)
@@ -200,8 +214,13 @@ class LeafMaskPredictor:
             leaf[hit] = 64 * w + np.bitwise_count(mask[hit] - np.uint64(1)).astype(np.int64)
         return leaf
 
-    def part_sums(self, codes: NDArray[np.int32], n_codes: tuple[int, ...], node_values: NDArray[np.float64],
-                  part_bounds: NDArray[np.int64]) -> NDArray[np.float64]:
+    def part_sums(
+        self,
+        codes: NDArray[np.int32],
+        n_codes: tuple[int, ...],
+        node_values: NDArray[np.float64],
+        part_bounds: NDArray[np.int64],
+    ) -> NDArray[np.float64]:
         """Per part, the sum over its trees of ``node_values`` at the leaf each row reaches.
 
         ``node_values`` has shape ``(n_nodes, n_values)``; part ``j`` holds trees
@@ -211,8 +230,9 @@ class LeafMaskPredictor:
         n_rows, n_values = codes.shape[0], node_values.shape[1]
         keys = self._keys(codes, n_codes)
         # per tree and value, a table of 64 * words entries: each gather reads a cache-resident 1-D table
-        by_bit = np.where((self.leaf_node >= 0)[:, None, :],
-                          node_values[np.maximum(self.leaf_node, 0)].transpose(0, 2, 1), 0.0)
+        by_bit = np.where(
+            (self.leaf_node >= 0)[:, None, :], node_values[np.maximum(self.leaf_node, 0)].transpose(0, 2, 1), 0.0
+        )
         out = np.zeros((part_bounds.size - 1, n_values, n_rows))
         for j in range(part_bounds.size - 1):
             for t in range(int(part_bounds[j]), int(part_bounds[j + 1])):
@@ -234,7 +254,8 @@ class LeafMaskPredictor:
                     mask &= table[t, 0][key]
                 class_one = np.bitwise_or.reduce(
                     np.left_shift(np.uint64(1), np.flatnonzero(self.leaf_class[t] == 1).astype(np.uint64)),
-                    initial=np.uint64(0))
+                    initial=np.uint64(0),
+                )
                 votes[1] += (mask & class_one) != 0
                 continue
             leaf = np.zeros(n_rows, dtype=np.int64)

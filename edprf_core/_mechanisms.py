@@ -267,7 +267,9 @@ class LaplaceMechanism:
         return v + rng.laplace(0.0, 1.0, size=v.shape) * scale
 
 
-def _flip_probabilities(u: NDArray[np.float64], epsilon: float, sensitivity: float, monotone: bool) -> NDArray[np.float64]:
+def _flip_probabilities(
+    u: NDArray[np.float64], epsilon: float, sensitivity: float, monotone: bool
+) -> NDArray[np.float64]:
     factor = 1.0 if monotone else 2.0
     return np.exp(check_epsilon(epsilon) * (u - u.max()) / (factor * sensitivity))
 

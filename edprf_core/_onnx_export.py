@@ -106,10 +106,12 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
         "strip_whitespace": bool(schema.strip_whitespace),
         "features": features,
         "schema_toml": schema.to_toml(),
-        "recipe": ("continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
-                   "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
-                   "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "
-                   "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."),
+        "recipe": (
+            "continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
+            "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
+            "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "
+            "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."
+        ),
     }
 
 
@@ -122,8 +124,10 @@ def _tree_nodes(forest: DPForest) -> dict[str, list]:
     leaves: list[tuple[int, int, int]] = []  # (tree, node id, global node)
 
     def add(t: int, node_id: int, feature: int, mode: str, value: float, true: int, false: int) -> None:
-        for key, v in zip(("treeids", "nodeids", "featureids", "modes", "values", "true", "false"),
-                          (t, node_id, feature, mode, value, true, false)):
+        for key, v in zip(
+            ("treeids", "nodeids", "featureids", "modes", "values", "true", "false"),
+            (t, node_id, feature, mode, value, true, false),
+        ):
             nodes[key].append(v)
 
     for t in range(trees.n_trees):
@@ -150,8 +154,9 @@ def _tree_nodes(forest: DPForest) -> dict[str, list]:
     return {"nodes": nodes, "leaves": leaves}
 
 
-def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True,
-                   tolerated_parties: int | None = None):
+def forest_to_onnx(
+    forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True, tolerated_parties: int | None = None
+):
     """An ``onnx.ModelProto`` computing ``forest.predict_proba(X, pooling=..., label_shift=...)`` from codes.
 
     ``pooling``, ``label_shift`` and ``tolerated_parties`` are those of
@@ -176,10 +181,20 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
     weights = terms.node_terms[[g for _, _, g in leaves]]
     targets = terms.part_of_tree[tree_of_leaf][:, None] * n_classes + np.arange(n_classes)[None, :]
     ensemble = helper.make_node(
-        "TreeEnsembleRegressor", [INPUT_NAME], ["scores32"], domain="ai.onnx.ml", name="trees",
-        n_targets=n_parts * n_classes, aggregate_function="SUM", post_transform="NONE",
-        nodes_treeids=nodes["treeids"], nodes_nodeids=nodes["nodeids"], nodes_featureids=nodes["featureids"],
-        nodes_modes=nodes["modes"], nodes_truenodeids=nodes["true"], nodes_falsenodeids=nodes["false"],
+        "TreeEnsembleRegressor",
+        [INPUT_NAME],
+        ["scores32"],
+        domain="ai.onnx.ml",
+        name="trees",
+        n_targets=n_parts * n_classes,
+        aggregate_function="SUM",
+        post_transform="NONE",
+        nodes_treeids=nodes["treeids"],
+        nodes_nodeids=nodes["nodeids"],
+        nodes_featureids=nodes["featureids"],
+        nodes_modes=nodes["modes"],
+        nodes_truenodeids=nodes["true"],
+        nodes_falsenodeids=nodes["false"],
         nodes_values_as_tensor=numpy_helper.from_array(np.asarray(nodes["values"], dtype=np.float64)),
         target_treeids=np.repeat(tree_of_leaf, n_classes).tolist(),
         target_nodeids=np.repeat([n for _, n, _ in leaves], n_classes).tolist(),
@@ -188,64 +203,89 @@ def forest_to_onnx(forest: DPForest, *, pooling: str = "log-linear", label_shift
     )
 
     def const(name: str, value, dtype=np.float64):
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype),
-                                                                                     name=name))
+        return helper.make_node(
+            "Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype), name=name)
+        )
 
-    steps = [ensemble, helper.make_node("Cast", ["scores32"], ["flat"], to=TensorProto.DOUBLE),
-             const("part_shape", [-1, n_parts, n_classes], np.int64),
-             helper.make_node("Reshape", ["flat", "part_shape"], ["parts"])]
+    steps = [
+        ensemble,
+        helper.make_node("Cast", ["scores32"], ["flat"], to=TensorProto.DOUBLE),
+        const("part_shape", [-1, n_parts, n_classes], np.int64),
+        helper.make_node("Reshape", ["flat", "part_shape"], ["parts"]),
+    ]
     values = "parts"
     if terms.clips:  # bounded mean (item 5): clip each class's part score to the others' range
         f = terms.tolerated
-        steps += [const("n_parts", [n_parts], np.int64),
-                  helper.make_node("TopK", ["parts", "n_parts"], ["desc", "desc_index"], axis=1, largest=1, sorted=1),
-                  const("high_at", f, np.int64), const("low_at", n_parts - 1 - f, np.int64),
-                  helper.make_node("Gather", ["desc", "high_at"], ["high2"], axis=1),
-                  helper.make_node("Gather", ["desc", "low_at"], ["low2"], axis=1),
-                  const("part_axis", [1], np.int64),
-                  helper.make_node("Unsqueeze", ["high2", "part_axis"], ["high"]),
-                  helper.make_node("Unsqueeze", ["low2", "part_axis"], ["low"]),
-                  # D = max(hi - lo, the tightest range of any f + 1 parts): desc[i] - desc[i + f], least over i
-                  const("head_start", [0], np.int64), const("head_end", [n_parts - f], np.int64),
-                  const("tail_start", [f], np.int64), const("tail_end", [n_parts], np.int64),
-                  helper.make_node("Slice", ["desc", "head_start", "head_end", "part_axis"], ["head"]),
-                  helper.make_node("Slice", ["desc", "tail_start", "tail_end", "part_axis"], ["tail"]),
-                  helper.make_node("Sub", ["head", "tail"], ["gaps"]),
-                  helper.make_node("ReduceMin", ["gaps"], ["spread"], axes=[1], keepdims=1),  # opset 17: an attribute
-                  helper.make_node("Sub", ["high", "low"], ["range"]),
-                  helper.make_node("Max", ["range", "spread"], ["width"]),
-                  const("clip_margin", CLIP_MARGIN),
-                  helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
-                  helper.make_node("Sub", ["low", "margin"], ["lower"]),
-                  helper.make_node("Add", ["high", "margin"], ["upper"]),
-                  helper.make_node("Max", ["parts", "lower"], ["above"]),
-                  helper.make_node("Min", ["above", "upper"], ["clipped"])]
+        steps += [
+            const("n_parts", [n_parts], np.int64),
+            helper.make_node("TopK", ["parts", "n_parts"], ["desc", "desc_index"], axis=1, largest=1, sorted=1),
+            const("high_at", f, np.int64),
+            const("low_at", n_parts - 1 - f, np.int64),
+            helper.make_node("Gather", ["desc", "high_at"], ["high2"], axis=1),
+            helper.make_node("Gather", ["desc", "low_at"], ["low2"], axis=1),
+            const("part_axis", [1], np.int64),
+            helper.make_node("Unsqueeze", ["high2", "part_axis"], ["high"]),
+            helper.make_node("Unsqueeze", ["low2", "part_axis"], ["low"]),
+            # D = max(hi - lo, the tightest range of any f + 1 parts): desc[i] - desc[i + f], least over i
+            const("head_start", [0], np.int64),
+            const("head_end", [n_parts - f], np.int64),
+            const("tail_start", [f], np.int64),
+            const("tail_end", [n_parts], np.int64),
+            helper.make_node("Slice", ["desc", "head_start", "head_end", "part_axis"], ["head"]),
+            helper.make_node("Slice", ["desc", "tail_start", "tail_end", "part_axis"], ["tail"]),
+            helper.make_node("Sub", ["head", "tail"], ["gaps"]),
+            helper.make_node("ReduceMin", ["gaps"], ["spread"], axes=[1], keepdims=1),  # opset 17: an attribute
+            helper.make_node("Sub", ["high", "low"], ["range"]),
+            helper.make_node("Max", ["range", "spread"], ["width"]),
+            const("clip_margin", CLIP_MARGIN),
+            helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
+            helper.make_node("Sub", ["low", "margin"], ["lower"]),
+            helper.make_node("Add", ["high", "margin"], ["upper"]),
+            helper.make_node("Max", ["parts", "lower"], ["above"]),
+            helper.make_node("Min", ["above", "upper"], ["clipped"]),
+        ]
         values = "clipped"
-    steps += [const("part_weights", terms.effective_weights()),
-              helper.make_node("Mul", [values, "part_weights"], ["weighted"]),
-              const("sum_axis", [1], np.int64),
-              helper.make_node("ReduceSum", ["weighted", "sum_axis"], ["pooled"], keepdims=0)]
+    steps += [
+        const("part_weights", terms.effective_weights()),
+        helper.make_node("Mul", [values, "part_weights"], ["weighted"]),
+        const("sum_axis", [1], np.int64),
+        helper.make_node("ReduceSum", ["weighted", "sum_axis"], ["pooled"], keepdims=0),
+    ]
     if terms.link == "softmax":
-        steps += [const("scale", terms.scale), const("log_prior", np.log(terms.prior)),
-                  helper.make_node("Mul", ["pooled", "scale"], ["scaled"]),
-                  helper.make_node("Add", ["scaled", "log_prior"], ["scores"]),
-                  helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1)]
+        steps += [
+            const("scale", terms.scale),
+            const("log_prior", np.log(terms.prior)),
+            helper.make_node("Mul", ["pooled", "scale"], ["scaled"]),
+            helper.make_node("Add", ["scaled", "log_prior"], ["scores"]),
+            helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1),
+        ]
     elif terms.link == "normalize":
-        steps += [helper.make_node("ReduceSum", ["pooled", "sum_axis"], ["total"], keepdims=1),
-                  helper.make_node("Div", ["pooled", "total"], [OUTPUT_NAME])]
+        steps += [
+            helper.make_node("ReduceSum", ["pooled", "sum_axis"], ["total"], keepdims=1),
+            helper.make_node("Div", ["pooled", "total"], [OUTPUT_NAME]),
+        ]
     else:
         steps.append(helper.make_node("Identity", ["pooled"], [OUTPUT_NAME]))
     graph = helper.make_graph(
-        steps, "edprf_forest",
+        steps,
+        "edprf_forest",
         [helper.make_tensor_value_info(INPUT_NAME, TensorProto.DOUBLE, [None, forest.schema.n_features])],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET),
-                                                    helper.make_opsetid("ai.onnx.ml", ONNX_ML_OPSET)],
-                              producer_name="edprf-fl", doc_string=f"pooling={terms.pooling}")
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", ONNX_OPSET), helper.make_opsetid("ai.onnx.ml", ONNX_ML_OPSET)],
+        producer_name="edprf-fl",
+        doc_string=f"pooling={terms.pooling}",
+    )
     model.ir_version = 8  # onnxruntime >= 1.14 reads it
-    helper.set_model_props(model, {"edprf.encoding": json.dumps(encoding_spec(forest), ensure_ascii=False),
-                                   "edprf.pooling": terms.pooling,
-                                   "edprf.guarantee": forest.guarantee()})
+    helper.set_model_props(
+        model,
+        {
+            "edprf.encoding": json.dumps(encoding_spec(forest), ensure_ascii=False),
+            "edprf.pooling": terms.pooling,
+            "edprf.guarantee": forest.guarantee(),
+        },
+    )
     onnx.checker.check_model(model)
     return model

@@ -133,9 +133,16 @@ class TrainingParameters:
     def __post_init__(self) -> None:
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
-        for name, allowed in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
-                              ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("sampler", SAMPLERS),
-                              ("leaf", LEAF_OUTPUTS), ("depth_rule", DEPTH_RULES)):
+        for name, allowed in (
+            ("relation", RELATIONS),
+            ("schedule", SCHEDULES),
+            ("composition", COMPOSITIONS),
+            ("split_mode", SPLIT_MODES),
+            ("variant", VARIANTS),
+            ("sampler", SAMPLERS),
+            ("leaf", LEAF_OUTPUTS),
+            ("depth_rule", DEPTH_RULES),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
@@ -147,12 +154,13 @@ class TrainingParameters:
         if self.exploit_monotonicity and self.relation != "add-remove":
             raise ValueError("exploit_monotonicity holds only under the add-remove relation")
         c = self.count_epsilon
-        if (isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0
-                or c >= self.epsilon):
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 or c >= self.epsilon:
             raise ValueError(f"count_epsilon must be in [0, epsilon = {self.epsilon!r}), got {c!r}")
         if (c > 0) != (self.depth_rule == "dp-count"):
-            raise ValueError(f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
-                             "(a DP row count is spent exactly when the depth comes from it)")
+            raise ValueError(
+                f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
+                "(a DP row count is spent exactly when the depth comes from it)"
+            )
 
     @property
     def forest_epsilon(self) -> float:
@@ -176,8 +184,11 @@ class TrainingParameters:
             mech = "splits by the exponential mechanism, leaf labels from Laplace-noised class counts"
         else:
             mech = "splits and leaf labels by permute-and-flip"
-        backend = ("exact OpenDP sampler" if self.sampler == "exact"
-                   else "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per selection)")
+        backend = (
+            "exact OpenDP sampler"
+            if self.sampler == "exact"
+            else "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per selection)"
+        )
         return f"{mech}, drawn by the {backend}"
 
     def not_dp_reasons(self) -> list[str]:
@@ -188,27 +199,36 @@ class TrainingParameters:
         if self.seeded:
             reasons.append("its noise came from a fixed research seed: anyone who knows the seed can remove it")
         if self.variant == "tradition" and self.leaf == "label":
-            reasons.append("its leaf labels came from floating-point Laplace noise on class counts (the paper's "
-                           "baseline), which reveals the exact count in some draws (Mironov, CCS 2012)")
+            reasons.append(
+                "its leaf labels came from floating-point Laplace noise on class counts (the paper's "
+                "baseline), which reveals the exact count in some draws (Mironov, CCS 2012)"
+            )
         return reasons
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence)."""
-        depth = {"fixed": f"depth {self.max_depth}",
-                 "declared-size": f"depth {self.max_depth} (trees, depth and bins chosen from a row count declared "
-                                  "public)",
-                 "dp-count": (f"depth {self.max_depth} (trees, depth and bins chosen from a DP count of the rows "
-                              f"that spent epsilon = {self.count_epsilon:g} of the total)")}[self.depth_rule]
-        return (f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
-                f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
-                f"{self.schedule} layer schedule, {depth}; {self.mechanisms()})")
+        depth = {
+            "fixed": f"depth {self.max_depth}",
+            "declared-size": f"depth {self.max_depth} (trees, depth and bins chosen from a row count declared public)",
+            "dp-count": (
+                f"depth {self.max_depth} (trees, depth and bins chosen from a DP count of the rows "
+                f"that spent epsilon = {self.count_epsilon:g} of the total)"
+            ),
+        }[self.depth_rule]
+        return (
+            f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
+            f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
+            f"{self.schedule} layer schedule, {depth}; {self.mechanisms()})"
+        )
 
     def statement(self) -> str:
         """Human-readable guarantee of one party's release (one sentence, or NOT DP with the reasons)."""
         reasons = self.not_dp_reasons()
         if reasons:
-            return (f"NOT differentially private as released: {'; '.join(reasons)}. With fresh cryptographic "
-                    f"randomness and no research option this configuration gives {self.configured()}.")
+            return (
+                f"NOT differentially private as released: {'; '.join(reasons)}. With fresh cryptographic "
+                f"randomness and no research option this configuration gives {self.configured()}."
+            )
         return f"{self.configured()}."
 
 
@@ -219,9 +239,11 @@ def _trees(n: int) -> str:
 LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 """L1 sensitivity of a leaf's class-count vector under each neighbouring relation."""
 
-FEDERATION_NOTE = ("Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
-                   "only if each person's records sit at one party; a person present at several parties "
-                   "is protected at the sum of those parties' epsilons.")
+FEDERATION_NOTE = (
+    "Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
+    "only if each person's records sit at one party; a person present at several parties "
+    "is protected at the sum of those parties' epsilons."
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,7 +271,9 @@ class DPForest:
 
     def __post_init__(self) -> None:
         if sum(n for _, _, n in self.parts) != self.trees.n_trees:
-            raise ValueError(f"parts account for {sum(n for _, _, n in self.parts)} trees, expected {self.trees.n_trees}")
+            raise ValueError(
+                f"parts account for {sum(n for _, _, n in self.parts)} trees, expected {self.trees.n_trees}"
+            )
         for label, params, _ in self.parts:
             if params.split_mode != self.split_mode or params.n_bins != self.grid_bins:
                 raise SchemaError(f"part {label!r}: split mode / grid differ from the forest's")
@@ -297,8 +321,10 @@ class DPForest:
             params = self.parts[0][1]
             body = f"Configured for {params.configured()}." if reasons else params.statement()
             return f"{prefix}{body} {FEDERATION_NOTE}"
-        header = (f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
-                  f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}")
+        header = (
+            f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
+            f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"
+        )
         lines = [header]
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:
@@ -366,17 +392,25 @@ class DPForest:
 
     def _noise_scales(self) -> NDArray[np.float64]:
         """Per tree, the scale ``Delta / eps_leaf`` of its leaf-count noise (public parameters)."""
-        return np.concatenate([np.full(n, LEAF_COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1])
-                               for _, p, n in self.parts])
+        return np.concatenate(
+            [np.full(n, LEAF_COUNT_SENSITIVITY[p.relation] / p.layer_epsilons()[-1]) for _, p, n in self.parts]
+        )
 
     def _distributions(self) -> NDArray[np.float64]:
         if "distributions" not in self._routing:
-            self._routing["distributions"] = leaf_distributions(self.trees, self.schema.n_classes,
-                                                                SHRINKAGE * self._noise_scales())
+            self._routing["distributions"] = leaf_distributions(
+                self.trees, self.schema.n_classes, SHRINKAGE * self._noise_scales()
+            )
         return self._routing["distributions"]
 
-    def predict_proba(self, X: ArrayLike | pd.DataFrame, *, pooling: str = "log-linear",
-                      label_shift: bool = True, tolerated_parties: int | None = None) -> NDArray[np.float64]:
+    def predict_proba(
+        self,
+        X: ArrayLike | pd.DataFrame,
+        *,
+        pooling: str = "log-linear",
+        label_shift: bool = True,
+        tolerated_parties: int | None = None,
+    ) -> NDArray[np.float64]:
         """Class probabilities pooled from the trees' leaf distributions.
 
         A tree that released counts gives its leaf's smoothed class
@@ -431,8 +465,12 @@ class DPForest:
             return self.votes(X) / float(self.n_trees)
         count_trees = self.trees.tree_has_counts()
         if pooling == "log-linear" and not count_trees.all():
-            logger.info("log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
-                        "using the mean", int((~count_trees).sum()), self.n_trees)
+            logger.info(
+                "log-linear pooling needs leaf counts in every tree; %d of %d trees released labels only: "
+                "using the mean",
+                int((~count_trees).sum()),
+                self.n_trees,
+            )
             pooling = "mean"
         distinct, inverse = self._distinct_rows(self.encode(X))
         tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
@@ -466,8 +504,12 @@ class DPForest:
         distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
         return distinct, inverse.ravel()
 
-    def _pooling_terms(self, pooling: str, label_shift: bool, tolerated: int = TOLERATED_PARTIES,
-                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _pooling_terms(
+        self,
+        pooling: str,
+        label_shift: bool,
+        tolerated: int = TOLERATED_PARTIES,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per node, its tree's term of its part's score; per part and class, the part's weight (cached per model).
 
         Log-linear (item 4): node ``v`` of tree ``t`` in part ``j`` holds
@@ -491,8 +533,11 @@ class DPForest:
                 shares = class_share_rows(self.trees, n_classes, self._noise_scales())
                 weights = self._part_sums(shares)
                 within = shares / np.where(weights > 0, weights, 1.0)[part_of_tree]
-                log_ref = (np.log(dist[self.trees.tree_offsets[:-1]]) if label_shift
-                           else np.broadcast_to(np.log(self._prior(tolerated)), (self.n_trees, n_classes)))
+                log_ref = (
+                    np.log(dist[self.trees.tree_offsets[:-1]])
+                    if label_shift
+                    else np.broadcast_to(np.log(self._prior(tolerated)), (self.n_trees, n_classes))
+                )
                 with np.errstate(divide="ignore"):
                     log_dist = np.log(dist)
                 leaf = self.trees.feature[:, None] < 0
@@ -554,14 +599,19 @@ class DPForest:
         """
         count_trees = self.trees.tree_has_counts()
         if not count_trees.all():
-            raise ValueError("part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
-                             f"{int((~count_trees).sum())} label-only trees of {self.n_trees}")
+            raise ValueError(
+                "part_pooling needs leaf counts in every tree (leaf='counts'); this forest has "
+                f"{int((~count_trees).sum())} label-only trees of {self.n_trees}"
+            )
         distinct, inverse = self._distinct_rows(self.encode(X))
         vectors, weights = self._pooling_terms("log-linear", True)
         scores = self._part_scores(vectors, distinct)
-        return PartPooling(scores[:, inverse, :], weights,
-                           self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
-                           np.diff(self.part_bounds))
+        return PartPooling(
+            scores[:, inverse, :],
+            weights,
+            self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
+            np.diff(self.part_bounds),
+        )
 
     @property
     def part_bounds(self) -> NDArray[np.int64]:
@@ -584,8 +634,9 @@ class DPForest:
     def _label_shift(self, tolerated: int = TOLERATED_PARTIES) -> NDArray[np.float64]:
         key = ("label_shift", tolerated)
         if key not in self._routing:
-            self._routing[key] = label_shift_factors(self.trees, self.schema.n_classes,
-                                                     [n for _, _, n in self.parts], tolerated)
+            self._routing[key] = label_shift_factors(
+                self.trees, self.schema.n_classes, [n for _, _, n in self.parts], tolerated
+            )
         return self._routing[key]
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
@@ -630,7 +681,8 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         if len(labels) != len(forests):
             raise ValueError(f"expected {len(forests)} labels, got {len(labels)}")
         parts = tuple(
-            (str(lab), p, n) for lab, f in zip(labels, forests)
+            (str(lab), p, n)
+            for lab, f in zip(labels, forests)
             for (_, p, n) in [(None, _single_params(f, lab), f.n_trees)]
         )
     else:

@@ -31,8 +31,9 @@ from ._schema import Schema
 __all__ = ["ReleasedForestClassifier", "schema_accuracy"]
 
 
-def schema_accuracy(forest: DPForest, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
-                    sample_weight: ArrayLike | None = None) -> float:
+def schema_accuracy(
+    forest: DPForest, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
+) -> float:
     """Accuracy of ``forest`` on ``(X, y)``, labels read by the schema (NaN without rows).
 
     A missing or undeclared label raises :class:`DataValidationError`.  Privacy cost: none for the
@@ -138,8 +139,9 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         check_predict_input(self, X)
         return self.forest_.predict(X)
 
-    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series,
-              sample_weight: ArrayLike | None = None) -> float:
+    def score(
+        self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Accuracy on ``(X, y)``, labels read by the schema (``"1"`` and ``1`` are the same numeric class).
 
         A missing or undeclared label raises :class:`DataValidationError`.

@@ -91,8 +91,9 @@ def _append(detail: NDArray[np.object_], mask: NDArray[np.bool_], texts: NDArray
     detail[rows] = np.where(old == "", new, old + "; " + new)
 
 
-def _representatives(schema: Schema, grid_edges: tuple[NDArray[np.float64], ...],
-                     codes: NDArray[np.int32]) -> pd.DataFrame:
+def _representatives(
+    schema: Schema, grid_edges: tuple[NDArray[np.float64], ...], codes: NDArray[np.int32]
+) -> pd.DataFrame:
     """One value per code that the schema's rules encode back to that same code."""
     columns = {}
     for j, f in enumerate(schema.features):
@@ -158,8 +159,11 @@ def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.obje
         if outside.any():
             clipped |= outside
             texts = np.full(n, "", dtype=object)
-            texts[outside] = [f"column {f.name!r}: {x[i]:g} clipped to its {'lower' if x[i] < f.lower else 'upper'} "
-                              f"bound {f.lower if x[i] < f.lower else f.upper:g}" for i in np.flatnonzero(outside)]
+            texts[outside] = [
+                f"column {f.name!r}: {x[i]:g} clipped to its {'lower' if x[i] < f.lower else 'upper'} "
+                f"bound {f.lower if x[i] < f.lower else f.upper:g}"
+                for i in np.flatnonzero(outside)
+            ]
             _append(detail, outside, texts)
         parsed[f.name] = np.where(not_number, f.lower, x)  # a placeholder: that row is refused above
     grid = forest.grid
@@ -217,8 +221,9 @@ def read_labels(y: pd.Series, schema: Schema) -> tuple[NDArray[np.int64], NDArra
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
     series = _label_series(y.reset_index(drop=True), schema, rules)
-    idx = _encode_categorical(series, spec, schema.label.column, what="class", problems=problems,
-                              rules=rules).astype(np.int64)
+    idx = _encode_categorical(series, spec, schema.label.column, what="class", problems=problems, rules=rules).astype(
+        np.int64
+    )
     reason = np.full(len(series), "", dtype=object)
     for _, what, mask in problems:
         idx[mask] = -1

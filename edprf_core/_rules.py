@@ -174,8 +174,9 @@ def _rule(forest: DPForest, paths: _Paths, node: int) -> LeafRule:
         label = shown_name(classes[int(np.argmax(counts))])
     else:
         label = shown_name(classes[int(trees.leaf_class[node])])
-    return LeafRule(tree=t, leaf=node - int(trees.tree_offsets[t]), conditions=paths.conditions(node),
-                    counts=counts, label=label)
+    return LeafRule(
+        tree=t, leaf=node - int(trees.tree_offsets[t]), conditions=paths.conditions(node), counts=counts, label=label
+    )
 
 
 def leaf_rule(forest: DPForest, node: int) -> LeafRule:
@@ -208,8 +209,12 @@ def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int =
     trees = forest.trees
     paths = _Paths(forest)
     classes = tuple(shown_name(c) for c in forest.schema.classes)
-    lines = [("rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
-              "clipped to them; released noisy counts or labels, no epsilon spent):")]
+    lines = [
+        (
+            "rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
+            "clipped to them; released noisy counts or labels, no epsilon spent):"
+        )
+    ]
     shown_trees = min(trees.n_trees, int(max_trees))
     part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
     for t in range(shown_trees):

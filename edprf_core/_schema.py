@@ -111,7 +111,9 @@ class ContinuousFeature:
             edges = tuple(float(e) for e in self.edges)
             arr = np.asarray(edges)
             if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
-                raise SchemaError(f"feature {self.name!r}: edges must be finite and strictly increasing, got {list(edges)}")
+                raise SchemaError(
+                    f"feature {self.name!r}: edges must be finite and strictly increasing, got {list(edges)}"
+                )
             if arr[0] <= self.lower or arr[-1] >= self.upper:
                 raise SchemaError(f"feature {self.name!r}: edges must lie strictly inside ({self.lower}, {self.upper})")
             object.__setattr__(self, "edges", edges)
@@ -136,8 +138,14 @@ class ContinuousFeature:
         return len(self.interior_edges(n_bins)) + 1 + (self.missing == SEPARATE)
 
     def semantic(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "lower": self.lower, "upper": self.upper,
-                "edges": list(self.edges) if self.edges is not None else None, "missing": self.missing}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "lower": self.lower,
+            "upper": self.upper,
+            "edges": list(self.edges) if self.edges is not None else None,
+            "missing": self.missing,
+        }
 
 
 @dataclass(frozen=True)
@@ -173,8 +181,9 @@ class CategoricalFeature:
         object.__setattr__(self, "categories", cats)
         keys = {_category_key(c) for c in cats}
         if self.missing == SEPARATE and SEPARATE in keys:
-            raise SchemaError(f"feature {self.name!r}: missing = 'separate' is ambiguous when 'separate' is a "
-                              "declared category")
+            raise SchemaError(
+                f"feature {self.name!r}: missing = 'separate' is ambiguous when 'separate' is a declared category"
+            )
         for rule in ("unknown", "missing"):
             v = getattr(self, rule)
             if isinstance(v, str) and (v == REFUSE or (rule == "missing" and v == SEPARATE)):
@@ -194,8 +203,13 @@ class CategoricalFeature:
         return [_category_key(c) for c in self.categories].index(_category_key(value))
 
     def semantic(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
-                "unknown": self.unknown, "missing": self.missing}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "categories": list(self.categories),
+            "unknown": self.unknown,
+            "missing": self.missing,
+        }
 
 
 Feature = ContinuousFeature | CategoricalFeature
@@ -312,8 +326,12 @@ class Schema:
 
     def semantic(self) -> dict[str, Any]:
         """The content the fingerprint covers: everything but free text."""
-        out = {"format": SCHEMA_FORMAT, "features": [f.semantic() for f in self.features],
-               "label": self.label.semantic(), "ignored_columns": list(self.ignored_columns)}
+        out = {
+            "format": SCHEMA_FORMAT,
+            "features": [f.semantic() for f in self.features],
+            "label": self.label.semantic(),
+            "ignored_columns": list(self.ignored_columns),
+        }
         if self.drafted:  # only then: declared schemas keep their fingerprints
             out["drafted"] = True
         if self.missing_values != DEFAULT_MISSING_VALUES:
@@ -336,8 +354,22 @@ class Schema:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         """Build from the parsed TOML mapping; unknown keys are errors."""
-        _only_keys(data, {"format", "name", "description", "provenance", "ignored_columns", "label", "features",
-                          "drafted", "missing_values", "strip_whitespace"}, "schema")
+        _only_keys(
+            data,
+            {
+                "format",
+                "name",
+                "description",
+                "provenance",
+                "ignored_columns",
+                "label",
+                "features",
+                "drafted",
+                "missing_values",
+                "strip_whitespace",
+            },
+            "schema",
+        )
         fmt = data.get("format", SCHEMA_FORMAT)
         if fmt != SCHEMA_FORMAT:
             raise SchemaError(f"unsupported schema format: expected {SCHEMA_FORMAT}, got {fmt!r}")
@@ -381,9 +413,12 @@ class Schema:
             except TypeError as exc:
                 raise SchemaError(f"{where}: {exc}") from None
         try:
-            label_spec = LabelSpec(column=label.get("column", ""), classes=tuple(label.get("classes", ())),
-                                   source=label.get("source", ""),
-                                   aliases=tuple(dict(label.get("aliases", {})).items()))
+            label_spec = LabelSpec(
+                column=label.get("column", ""),
+                classes=tuple(label.get("classes", ())),
+                source=label.get("source", ""),
+                aliases=tuple(dict(label.get("aliases", {})).items()),
+            )
         except TypeError as exc:
             raise SchemaError(f"[label]: {exc}") from None
         return cls(
@@ -413,8 +448,12 @@ class Schema:
 
     def to_toml(self) -> str:
         """Serialize to the TOML format :func:`load_schema` reads."""
-        data: dict[str, Any] = {"format": SCHEMA_FORMAT, "name": self.name, "description": self.description,
-                                "provenance": self.provenance}
+        data: dict[str, Any] = {
+            "format": SCHEMA_FORMAT,
+            "name": self.name,
+            "description": self.description,
+            "provenance": self.provenance,
+        }
         if self.drafted:  # written only when true: declared schemas read the same in older versions
             data["drafted"] = True
         if self.missing_values != DEFAULT_MISSING_VALUES:

@@ -80,16 +80,24 @@ def _header(schema: Schema, first: str | None, sep: str, path: Path, require_lab
         raise DataValidationError(f"{path}: the header names a column twice")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
-        raise DataValidationError(f"{path}: missing columns {missing}; the schema declares "
-                                  f"{list(schema.feature_names)}")
+        raise DataValidationError(
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}"
+        )
     if require_label and schema.label.column not in names:
         raise DataValidationError(f"{path}: label column {schema.label.column!r} is missing from the header")
     return names
 
 
-def stream_rows(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True,
-                require_label: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                max_line_chars: int = MAX_LINE_CHARS) -> Iterator[RowChunk]:
+def stream_rows(
+    path: str | Path,
+    schema: Schema,
+    *,
+    sep: str = ",",
+    header: bool = True,
+    require_label: bool = False,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    max_line_chars: int = MAX_LINE_CHARS,
+) -> Iterator[RowChunk]:
     """Yield the file's records in chunks of at most ``chunk_rows`` (CSV, gzip-compressed CSV, or Parquet).
 
     Raises ``ValueError`` / :class:`DataValidationError` for file-level
@@ -111,8 +119,16 @@ def stream_rows(path: str | Path, schema: Schema, *, sep: str = ",", header: boo
             raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
 
 
-def _stream_text(handle: IO[bytes], path: Path, schema: Schema, sep: str, header: bool, require_label: bool,
-                 chunk_rows: int, max_line_chars: int) -> Iterator[RowChunk]:
+def _stream_text(
+    handle: IO[bytes],
+    path: Path,
+    schema: Schema,
+    sep: str,
+    header: bool,
+    require_label: bool,
+    chunk_rows: int,
+    max_line_chars: int,
+) -> Iterator[RowChunk]:
     features = list(schema.feature_names)
     label = schema.label.column
     number = 0
@@ -200,13 +216,17 @@ def _decode(raw: bytes, first: bool) -> str:
     return raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
 
 
-def _chunk(rows: list[list[object]], numbers: list[int], problems: list[str], names: list[str],
-           has_label: bool) -> RowChunk:
+def _chunk(
+    rows: list[list[object]], numbers: list[int], problems: list[str], names: list[str], has_label: bool
+) -> RowChunk:
     cells = np.empty((len(rows), len(names)), dtype=object)
     cells[:] = rows
-    return RowChunk(frame=pd.DataFrame(cells, columns=names, dtype=object),
-                    line_numbers=np.asarray(numbers, dtype=np.int64),
-                    malformed=np.asarray(problems, dtype=object), has_label=has_label)
+    return RowChunk(
+        frame=pd.DataFrame(cells, columns=names, dtype=object),
+        line_numbers=np.asarray(numbers, dtype=np.int64),
+        malformed=np.asarray(problems, dtype=object),
+        has_label=has_label,
+    )
 
 
 def _stream_parquet(path: Path, schema: Schema, require_label: bool, chunk_rows: int) -> Iterator[RowChunk]:
@@ -226,6 +246,10 @@ def _stream_parquet(path: Path, schema: Schema, require_label: bool, chunk_rows:
     for batch in parquet.iter_batches(batch_size=chunk_rows, columns=wanted):
         frame = pd.DataFrame({n: pd.Series(batch.column(n).to_pylist(), dtype=object) for n in wanted})
         n = len(frame)
-        yield RowChunk(frame=frame, line_numbers=np.arange(start + 1, start + n + 1, dtype=np.int64),
-                       malformed=np.full(n, "", dtype=object), has_label=label in wanted)
+        yield RowChunk(
+            frame=frame,
+            line_numbers=np.arange(start + 1, start + n + 1, dtype=np.int64),
+            malformed=np.full(n, "", dtype=object),
+            has_label=label in wanted,
+        )
         start += n

@@ -123,17 +123,21 @@ def _header_names(schema: Schema, first: str | None, sep: str, header: bool, pat
         raise DataValidationError(f"{path}: label column {label!r} is missing from the header")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
-        raise DataValidationError(f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}")
+        raise DataValidationError(
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}"
+        )
     known = set(schema.feature_names) | set(schema.ignored_columns) | {label}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise DataValidationError(f"{path}: unknown columns {unknown}: declare them in the schema as features "
-                                  f"or ignored_columns")
+        raise DataValidationError(
+            f"{path}: unknown columns {unknown}: declare them in the schema as features or ignored_columns"
+        )
     return names
 
 
-def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True,
-               max_line_chars: int = MAX_LINE_CHARS) -> TextTable:
+def read_table(
+    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, max_line_chars: int = MAX_LINE_CHARS
+) -> TextTable:
     """Read a delimited text file (optionally gzip-compressed) under the per-record rules.
 
     Parameters
@@ -189,8 +193,10 @@ def read_table(path: str | Path, schema: Schema, *, sep: str = ",", header: bool
     for block in _blocks(data, start, _BLOCK_BYTES):
         pieces.append(reader.read(block, number))
         number += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
-    columns = [pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
-               for j in range(len(names))]
+    columns = [
+        pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
+        for j in range(len(names))
+    ]
     numbers = np.concatenate([piece[1] for piece in pieces]) if pieces else np.empty(0, dtype=np.int64)
     frame = pd.DataFrame({name: pd.Series(column, dtype=_TEXT_DTYPE) for name, column in zip(names, columns)})
     label = schema.label.column
@@ -262,11 +268,23 @@ class _Lines:
         if sep.isascii():
             names = [f"c{j}" for j in range(width)]
             self._options = (
-                pcsv.ParseOptions(delimiter=sep, quote_char=False, double_quote=False, escape_char=False,
-                                  newlines_in_values=False, ignore_empty_lines=False),
-                pcsv.ConvertOptions(column_types={n: pa.large_string() for n in names}, strings_can_be_null=False,
-                                    quoted_strings_can_be_null=False, null_values=[], check_utf8=True),
-                names)
+                pcsv.ParseOptions(
+                    delimiter=sep,
+                    quote_char=False,
+                    double_quote=False,
+                    escape_char=False,
+                    newlines_in_values=False,
+                    ignore_empty_lines=False,
+                ),
+                pcsv.ConvertOptions(
+                    column_types={n: pa.large_string() for n in names},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                    null_values=[],
+                    check_utf8=True,
+                ),
+                names,
+            )
 
     def read(self, block: memoryview, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
         """The rows of one block (one Arrow string array per column) and their line numbers."""
@@ -306,8 +324,7 @@ class _Lines:
             return columns, numbers
         rows, kept = [], []
         for i in others:
-            fate = _line_fields(_decoded(bytes(block[starts[i]:ends[i]])), self.sep, self.width,
-                                self.max_line_chars)
+            fate = _line_fields(_decoded(bytes(block[starts[i] : ends[i]])), self.sep, self.width, self.max_line_chars)
             if isinstance(fate, list):
                 rows.append(fate)
                 kept.append(i)
@@ -315,8 +332,9 @@ class _Lines:
                 self.dropped.append(f"line {numbers[i]}: {fate}")
         return _merged(columns, numbers[plain], rows, numbers[kept])
 
-    def _arrow(self, block: memoryview, starts: np.ndarray, ends: np.ndarray,
-               plain: np.ndarray) -> list[pa.ChunkedArray] | None:
+    def _arrow(
+        self, block: memoryview, starts: np.ndarray, ends: np.ndarray, plain: np.ndarray
+    ) -> list[pa.ChunkedArray] | None:
         """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
         parse, convert, names = self._options
         if plain.all():
@@ -324,21 +342,26 @@ class _Lines:
         else:
             edges = np.flatnonzero(np.diff(np.concatenate(([0], plain.view(np.int8), [0]))))
             stops = np.append(starts, len(block))
-            data = b"".join(block[stops[a]:stops[b]] for a, b in zip(edges[::2], edges[1::2]))
+            data = b"".join(block[stops[a] : stops[b]] for a, b in zip(edges[::2], edges[1::2]))
         if not len(data):
             return [pa.chunked_array([], pa.large_string()) for _ in names]
         longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
         options = pcsv.ReadOptions(column_names=names, block_size=int(min(max(1 << 20, 2 * longest + 16), 1 << 30)))
         try:
-            table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=options, parse_options=parse,
-                                  convert_options=convert)
+            table = pcsv.read_csv(
+                pa.BufferReader(pa.py_buffer(data)), read_options=options, parse_options=parse, convert_options=convert
+            )
         except pa.ArrowInvalid:  # another number of fields, or invalid UTF-8 (read with replacement characters)
             fixed = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
             if fixed == bytes(data):  # valid UTF-8: the number of fields was off somewhere
                 return None
             try:
-                table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(fixed)), read_options=options,
-                                      parse_options=parse, convert_options=convert)
+                table = pcsv.read_csv(
+                    pa.BufferReader(pa.py_buffer(fixed)),
+                    read_options=options,
+                    parse_options=parse,
+                    convert_options=convert,
+                )
             except pa.ArrowInvalid:
                 return None
         return [table.column(j) for j in range(len(names))]
@@ -360,15 +383,18 @@ class _Lines:
         return _merged(empty, np.empty(0, dtype=np.int64), rows, np.asarray(numbers, dtype=np.int64))
 
 
-def _merged(columns: list[pa.ChunkedArray], numbers: np.ndarray, rows: list[list[str]],
-            row_numbers: np.ndarray) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+def _merged(
+    columns: list[pa.ChunkedArray], numbers: np.ndarray, rows: list[list[str]], row_numbers: np.ndarray
+) -> tuple[list[pa.ChunkedArray], np.ndarray]:
     """Arrow's rows and the Python-read rows together, in line order."""
     if not rows:
         return columns, numbers
     all_numbers = np.concatenate([numbers, np.asarray(row_numbers, dtype=np.int64)])
     order = pa.array(np.argsort(all_numbers, kind="stable"))
-    merged = [pa.chunked_array([*column.chunks, pa.array([r[j] for r in rows], type=pa.large_string())]).take(order)
-              for j, column in enumerate(columns)]
+    merged = [
+        pa.chunked_array([*column.chunks, pa.array([r[j] for r in rows], type=pa.large_string())]).take(order)
+        for j, column in enumerate(columns)
+    ]
     return merged, np.sort(all_numbers, kind="stable")
 
 
@@ -388,5 +414,9 @@ def _read_parquet(path: Path, schema: Schema) -> TextTable:
     columns = {name: pd.Series(table.column(name).to_pylist(), dtype=object) for name in names}
     frame = pd.DataFrame(columns) if columns else pd.DataFrame()
     label = schema.label.column
-    return TextTable(X=frame.drop(columns=[label]), y=frame[label],
-                     line_numbers=np.arange(1, len(frame) + 1, dtype=np.int64), dropped=[])
+    return TextTable(
+        X=frame.drop(columns=[label]),
+        y=frame[label],
+        line_numbers=np.arange(1, len(frame) + 1, dtype=np.int64),
+        dropped=[],
+    )

@@ -115,9 +115,14 @@ class ForestArrays:
             raise TreeStructureError(f"leaf counts: expected one number of classes, got {sorted(widths)}")
         if widths:
             k = widths.pop()
-            fields["leaf_counts"] = np.concatenate([
-                np.asarray(t["leaf_counts"], dtype=np.int64) if t.get("leaf_counts") is not None
-                else np.full((n, k), -1, dtype=np.int64) for t, n in zip(trees, sizes)])
+            fields["leaf_counts"] = np.concatenate(
+                [
+                    np.asarray(t["leaf_counts"], dtype=np.int64)
+                    if t.get("leaf_counts") is not None
+                    else np.full((n, k), -1, dtype=np.int64)
+                    for t, n in zip(trees, sizes)
+                ]
+            )
         return cls(tree_offsets=offsets, **fields)
 
     @classmethod
@@ -129,8 +134,10 @@ class ForestArrays:
         if (self.leaf_counts is None) != (other.leaf_counts is None):
             return False
         same_counts = self.leaf_counts is None or np.array_equal(self.leaf_counts, other.leaf_counts)
-        return same_counts and np.array_equal(self.tree_offsets, other.tree_offsets) and all(
-            np.array_equal(getattr(self, n), getattr(other, n)) for n in _FIELDS
+        return (
+            same_counts
+            and np.array_equal(self.tree_offsets, other.tree_offsets)
+            and all(np.array_equal(getattr(self, n), getattr(other, n)) for n in _FIELDS)
         )
 
     def n_children(self, grid: FeatureGrid, split_mode: str) -> NDArray[np.int64]:
@@ -158,7 +165,9 @@ class ForestArrays:
         same_tree = np.append(tree_of[internal][1:] == tree_of[internal][:-1], False)
         ends = np.where(same_tree, ends, tree_end)
         counts = ends - starts
-        child_index = np.repeat(starts, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+        child_index = np.repeat(starts, counts) + (
+            np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        )
         parent[child_index] = np.repeat(internal, counts)
         return _propagate_depth(parent), parent
 
@@ -195,12 +204,16 @@ class ForestArrays:
         is_leaf = feature == -1
         internal = ~is_leaf
         if np.any((feature < -1) | (feature >= F)):
-            raise TreeStructureError(f"feature index: expected -1..{F - 1}, got {int(feature[(feature < -1) | (feature >= F)][0])}")
+            raise TreeStructureError(
+                f"feature index: expected -1..{F - 1}, got {int(feature[(feature < -1) | (feature >= F)][0])}"
+            )
         if np.any(leaf[is_leaf] < 0) or np.any(leaf[is_leaf] >= n_classes):
             bad = leaf[is_leaf][(leaf[is_leaf] < 0) | (leaf[is_leaf] >= n_classes)][0]
             raise TreeStructureError(f"leaf class: expected 0..{n_classes - 1}, got {int(bad)}")
         if np.any(leaf[internal] != -1) or np.any(first[is_leaf] != -1) or np.any(split[is_leaf] != -1):
-            raise TreeStructureError("node kind: expected leaves with first_child=-1, split=-1 and splits with leaf_class=-1")
+            raise TreeStructureError(
+                "node kind: expected leaves with first_child=-1, split=-1 and splits with leaf_class=-1"
+            )
         if self.leaf_counts is not None:
             _check_leaf_counts(self.leaf_counts, is_leaf, n_classes)
         f_int = feature[internal].astype(np.int64)
@@ -243,7 +256,8 @@ class ForestArrays:
                 )
             if parents.size and (starts[0] != 1 or np.any(np.diff(starts) <= 0)):
                 raise TreeStructureError(
-                    f"tree {t}: expected breadth-first order (child blocks in the order of their parents)")
+                    f"tree {t}: expected breadth-first order (child blocks in the order of their parents)"
+                )
             parent_of = np.empty(size, dtype=np.int64)
             parent_of[0] = -1
             parent_of[1:] = np.repeat(parents, nc[parents])
@@ -269,8 +283,10 @@ def _check_leaf_counts(counts: NDArray, is_leaf: NDArray[np.bool_], n_classes: i
     none = np.all(rows == -1, axis=1)
     bad = ~none & (np.any(rows < 0, axis=1) | np.any(rows > MAX_LEAF_COUNT, axis=1))
     if np.any(bad):
-        raise TreeStructureError(f"leaf counts: expected a leaf's counts all in 0..{MAX_LEAF_COUNT} (or all -1), "
-                                 f"got {rows[np.flatnonzero(bad)[0]].tolist()}")
+        raise TreeStructureError(
+            f"leaf counts: expected a leaf's counts all in 0..{MAX_LEAF_COUNT} (or all -1), "
+            f"got {rows[np.flatnonzero(bad)[0]].tolist()}"
+        )
 
 
 def _propagate_depth(parent_of: NDArray[np.int64], limit: int | None = None) -> NDArray[np.int32]:

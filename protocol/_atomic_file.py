@@ -43,7 +43,7 @@ def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
                 os.fchmod(fd, mode)
             written = 0
             while written < len(view):
-                written += os.write(fd, view[written:written + _CHUNK])
+                written += os.write(fd, view[written : written + _CHUNK])
             os.fsync(fd)
         finally:
             os.close(fd)

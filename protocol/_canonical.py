@@ -47,8 +47,9 @@ def parse_canonical(message_type: type[M], data: bytes, what: str) -> M:
         message.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
         # upb raises DecodeError; RecursionError (a RuntimeError) guards depth
-        raise InvalidRelease(Reason.MALFORMED, f"{what}: expected a {message_type.__name__} message, "
-                                               f"got bytes that do not parse ({exc})") from None
+        raise InvalidRelease(
+            Reason.MALFORMED, f"{what}: expected a {message_type.__name__} message, got bytes that do not parse ({exc})"
+        ) from None
     message.DiscardUnknownFields()
     if serialize_canonical(message) != data:
         raise InvalidRelease(

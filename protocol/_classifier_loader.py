@@ -84,28 +84,48 @@ class ModelProvenance:
 
     def describe(self) -> list[str]:
         """The lines ``edprf predict`` and ``edprf evaluate`` print once, before any result."""
-        lines = [(f"model: {self.source} (run {self.run_id or 'unknown'}; schema {self.schema_name!r}, "
-                  f"{self.schema_fingerprint})"),
-                 f"parties: {len(self.parties)} ({', '.join(self.parties)}), {self.n_trees} trees",
-                 f"provenance: {self.signature_summary()}"]
+        lines = [
+            (
+                f"model: {self.source} (run {self.run_id or 'unknown'}; schema {self.schema_name!r}, "
+                f"{self.schema_fingerprint})"
+            ),
+            f"parties: {len(self.parties)} ({', '.join(self.parties)}), {self.n_trees} trees",
+            f"provenance: {self.signature_summary()}",
+        ]
         lines += ["guarantee: " + self.guarantee.replace("\n", "\n  ")]
         return lines
 
     def as_dict(self) -> dict[str, object]:
-        return {"source": self.source, "run_id": self.run_id, "parties": list(self.parties),
-                "signatures": list(self.signatures), "verified": self.verified, "keys_dir": self.keys_dir,
-                "schema_name": self.schema_name, "schema_fingerprint": self.schema_fingerprint,
-                "n_trees": self.n_trees, "dp": self.dp, "guarantee": self.guarantee}
+        return {
+            "source": self.source,
+            "run_id": self.run_id,
+            "parties": list(self.parties),
+            "signatures": list(self.signatures),
+            "verified": self.verified,
+            "keys_dir": self.keys_dir,
+            "schema_name": self.schema_name,
+            "schema_fingerprint": self.schema_fingerprint,
+            "n_trees": self.n_trees,
+            "dp": self.dp,
+            "guarantee": self.guarantee,
+        }
 
 
 def provenance_of(view: GlobalModelView, source: str, keys_dir: str = "") -> ModelProvenance:
     """The provenance record of a loaded global model."""
     run_id = view.manifest.get("run_id", "")
     return ModelProvenance(
-        source=source, run_id=run_id if isinstance(run_id, str) else str(run_id), parties=view.parties,
-        signatures=tuple(r.signature_status.value for r in view.releases), keys_dir=keys_dir,
-        schema_name=view.schema.name, schema_fingerprint=view.schema.fingerprint, n_trees=view.forest.n_trees,
-        guarantee=view.forest.guarantee(), dp=view.forest.dp)
+        source=source,
+        run_id=run_id if isinstance(run_id, str) else str(run_id),
+        parties=view.parties,
+        signatures=tuple(r.signature_status.value for r in view.releases),
+        keys_dir=keys_dir,
+        schema_name=view.schema.name,
+        schema_fingerprint=view.schema.fingerprint,
+        n_trees=view.forest.n_trees,
+        guarantee=view.forest.guarantee(),
+        dp=view.forest.dp,
+    )
 
 
 def load_classifier(path: str | Path, keys_dir: str | Path | None = None) -> ReleasedForestClassifier:
@@ -146,8 +166,9 @@ def load_classifier(path: str | Path, keys_dir: str | Path | None = None) -> Rel
     return ReleasedForestClassifier(view.forest, provenance=provenance)
 
 
-def load_model_with_provenance(path: str | Path, keys_dir: str | Path | None = None
-                               ) -> tuple[GlobalModelView, ModelProvenance]:
+def load_model_with_provenance(
+    path: str | Path, keys_dir: str | Path | None = None
+) -> tuple[GlobalModelView, ModelProvenance]:
     """:func:`load_classifier`'s checks without scikit-learn: the loaded model and its provenance.
 
     What ``edprf predict`` and ``edprf evaluate`` use (they need the forest, not an estimator, and start

@@ -121,8 +121,10 @@ def decode_envelope(
         raise InvalidRelease(check.failure_reason, f"{what}: {check.detail}")
     release = envelope.release
     if release.schema_fingerprint != schema.fingerprint:
-        raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"{what}: schema fingerprint expected {schema.fingerprint}, "
-                                                     f"got {release.schema_fingerprint!r}")
+        raise InvalidRelease(
+            Reason.SCHEMA_MISMATCH,
+            f"{what}: schema fingerprint expected {schema.fingerprint}, got {release.schema_fingerprint!r}",
+        )
     params = parameters_from_message(release.parameters)
     _check_policy(params, policy, what)
     grid = FeatureGrid.from_schema(schema, params.n_bins)
@@ -134,8 +136,13 @@ def decode_envelope(
     # the counts' layout follows the (now valid) structure: one row per leaf
     trees = replace(trees, leaf_counts=_leaf_counts(release.trees, params, trees.feature, schema.n_classes, what))
     party = release.party_id
-    forest = DPForest(schema=schema, grid_bins=params.n_bins, split_mode=params.split_mode, trees=trees,
-                      parts=((party, params, params.n_trees),))
+    forest = DPForest(
+        schema=schema,
+        grid_bins=params.n_bins,
+        split_mode=params.split_mode,
+        trees=trees,
+        parts=((party, params, params.n_trees),),
+    )
     return VerifiedRelease(
         party_id=party,
         forest=forest,
@@ -153,19 +160,36 @@ def decode_envelope(
 
 def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) -> None:
     if not params.dp and not policy.allow_non_dp:
-        raise InvalidRelease(Reason.NOT_DP, f"{what}: expected dp = true, got a release trained with a "
-                                            "research-only option that breaks the guarantee")
+        raise InvalidRelease(
+            Reason.NOT_DP,
+            f"{what}: expected dp = true, got a release trained with a research-only option that breaks the guarantee",
+        )
     checks = (
-        (Reason.POLICY_RELATION, params.relation not in policy.allowed_relations,
-         f"relation expected one of {policy.allowed_relations}, got {params.relation!r}"),
-        (Reason.POLICY_EPSILON, params.epsilon > policy.max_epsilon,
-         f"epsilon expected <= {policy.max_epsilon:g}, got {params.epsilon:g}"),
-        (Reason.POLICY_DEPTH, params.max_depth > policy.max_depth,
-         f"max_depth expected <= {policy.max_depth}, got {params.max_depth}"),
-        (Reason.POLICY_TREES, params.n_trees > policy.max_trees,
-         f"n_trees expected <= {policy.max_trees}, got {params.n_trees}"),
-        (Reason.POLICY_BINS, params.n_bins > policy.max_bins,
-         f"n_bins expected <= {policy.max_bins}, got {params.n_bins}"),
+        (
+            Reason.POLICY_RELATION,
+            params.relation not in policy.allowed_relations,
+            f"relation expected one of {policy.allowed_relations}, got {params.relation!r}",
+        ),
+        (
+            Reason.POLICY_EPSILON,
+            params.epsilon > policy.max_epsilon,
+            f"epsilon expected <= {policy.max_epsilon:g}, got {params.epsilon:g}",
+        ),
+        (
+            Reason.POLICY_DEPTH,
+            params.max_depth > policy.max_depth,
+            f"max_depth expected <= {policy.max_depth}, got {params.max_depth}",
+        ),
+        (
+            Reason.POLICY_TREES,
+            params.n_trees > policy.max_trees,
+            f"n_trees expected <= {policy.max_trees}, got {params.n_trees}",
+        ),
+        (
+            Reason.POLICY_BINS,
+            params.n_bins > policy.max_bins,
+            f"n_bins expected <= {policy.max_bins}, got {params.n_bins}",
+        ),
     )
     for reason, failed, message in checks:
         if failed:
@@ -176,48 +200,63 @@ def _trees_from_message(message: pb.Trees, params: TrainingParameters, grid: Fea
     """Build ForestArrays after checking every length against its cap."""
     n_trees = params.n_trees
     if len(message.nodes_per_tree) != n_trees:
-        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: nodes_per_tree expected {n_trees} entries "
-                                                   f"(parameters.n_trees), got {len(message.nodes_per_tree)}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: nodes_per_tree expected {n_trees} entries "
+            f"(parameters.n_trees), got {len(message.nodes_per_tree)}",
+        )
     lengths = {name: len(getattr(message, name)) for name in NODE_FIELDS}
     n_nodes = lengths["feature"]
     if len(set(lengths.values())) != 1:
         raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: node arrays expected equal lengths, got {lengths}")
     per_tree_cap = max_nodes_per_tree(grid, params.split_mode, params.max_depth)
     if n_nodes > n_trees * per_tree_cap:
-        raise InvalidRelease(Reason.BAD_STRUCTURE,
-                             f"{what}: expected at most {n_trees * per_tree_cap} nodes for {n_trees} "
-                             f"{params.split_mode} trees of depth {params.max_depth}, got {n_nodes}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: expected at most {n_trees * per_tree_cap} nodes for {n_trees} "
+            f"{params.split_mode} trees of depth {params.max_depth}, got {n_nodes}",
+        )
     sizes = np.fromiter(message.nodes_per_tree, dtype=np.int64, count=n_trees)
     if sizes.min() < 1 or sizes.max() > per_tree_cap:
         t = int(np.flatnonzero((sizes < 1) | (sizes > per_tree_cap))[0])
-        raise InvalidRelease(Reason.BAD_STRUCTURE,
-                             f"{what}: tree {t}: expected 1..{per_tree_cap} nodes, got {int(sizes[t])}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE, f"{what}: tree {t}: expected 1..{per_tree_cap} nodes, got {int(sizes[t])}"
+        )
     if int(sizes.sum()) != n_nodes:
-        raise InvalidRelease(Reason.BAD_STRUCTURE,
-                             f"{what}: nodes_per_tree sums to {int(sizes.sum())}, expected {n_nodes} (the node arrays)")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: nodes_per_tree sums to {int(sizes.sum())}, expected {n_nodes} (the node arrays)",
+        )
     offsets = np.zeros(n_trees + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     nodes = {name: np.fromiter(getattr(message, name), dtype=np.int32, count=n_nodes) for name in NODE_FIELDS}
     return ForestArrays(tree_offsets=offsets, **nodes)
 
 
-def _leaf_counts(message: pb.Trees, params: TrainingParameters, feature: np.ndarray, n_classes: int,
-                 what: str) -> np.ndarray | None:
+def _leaf_counts(
+    message: pb.Trees, params: TrainingParameters, feature: np.ndarray, n_classes: int, what: str
+) -> np.ndarray | None:
     """The (n_nodes, n_classes) count table of a ``leaf = counts`` release (-1 rows at split nodes)."""
     n_values = len(message.leaf_counts)
     if params.leaf != "counts":
         if n_values:
-            raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected empty (parameters.leaf = "
-                                                       f"{params.leaf!r}), got {n_values} values")
+            raise InvalidRelease(
+                Reason.BAD_STRUCTURE,
+                f"{what}: leaf_counts expected empty (parameters.leaf = {params.leaf!r}), got {n_values} values",
+            )
         return None
     leaves = np.flatnonzero(feature == -1)
     if n_values != leaves.size * n_classes:
-        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected {leaves.size} leaves x {n_classes} "
-                                                   f"classes = {leaves.size * n_classes} values, got {n_values}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: leaf_counts expected {leaves.size} leaves x {n_classes} "
+            f"classes = {leaves.size * n_classes} values, got {n_values}",
+        )
     values = np.fromiter(message.leaf_counts, dtype=np.uint64, count=n_values)
     if n_values and int(values.max()) > MAX_LEAF_COUNT:
-        raise InvalidRelease(Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected values 0..{MAX_LEAF_COUNT}, "
-                                                   f"got {int(values.max())}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected values 0..{MAX_LEAF_COUNT}, got {int(values.max())}"
+        )
     counts = np.full((feature.size, n_classes), -1, dtype=np.int64)
     counts[leaves] = values.astype(np.int64).reshape(leaves.size, n_classes)
     return counts

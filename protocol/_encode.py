@@ -19,8 +19,13 @@ __all__ = ["encode_release"]
 
 
 def encode_release(
-    forest: DPForest, party_id: str, signing_key: PrivateKey | None = None, *, allow_non_dp: bool = False,
-    run_id: str = "", request_id: str = "",
+    forest: DPForest,
+    party_id: str,
+    signing_key: PrivateKey | None = None,
+    *,
+    allow_non_dp: bool = False,
+    run_id: str = "",
+    request_id: str = "",
 ) -> bytes:
     """Serialize ``forest`` as an ``edprf.v1.SignedRelease``.
 
@@ -59,15 +64,20 @@ def encode_release(
     check_request_id(request_id, "request_id")
     if len(forest.parts) != 1:
         labels = [label for label, _, _ in forest.parts]
-        raise ValueError(f"forest: expected a single-part forest (one party's release), got {len(forest.parts)} "
-                         f"parts {labels}")
+        raise ValueError(
+            f"forest: expected a single-part forest (one party's release), got {len(forest.parts)} parts {labels}"
+        )
     _, params, n_part = forest.parts[0]
     if not params.dp and not allow_non_dp:
-        raise ValueError("forest: expected dp=True, got a forest trained with a research-only option "
-                         "(pass allow_non_dp=True for research releases only)")
+        raise ValueError(
+            "forest: expected dp=True, got a forest trained with a research-only option "
+            "(pass allow_non_dp=True for research releases only)"
+        )
     if not params.n_trees == n_part == forest.n_trees:
-        raise ValueError(f"forest: expected parameters.n_trees == trees sent, got {params.n_trees} declared and "
-                         f"{forest.n_trees} trees")
+        raise ValueError(
+            f"forest: expected parameters.n_trees == trees sent, got {params.n_trees} declared and "
+            f"{forest.n_trees} trees"
+        )
     try:
         check_trees(forest.trees, forest.grid, forest.schema.n_classes, params.split_mode, params.max_depth)
     except InvalidRelease as exc:

@@ -18,8 +18,17 @@ from ._parameters import VERSION_3_FIELDS, check_party_id, parameters_from_messa
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureCheck, check_signature
 
-__all__ = ["FORMAT_VERSION", "MAX_ID_CHARS", "READABLE_VERSIONS", "ReleaseEnvelope", "ReleaseHeader", "as_bytes",
-           "check_request_id", "open_envelope", "read_release_header"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_ID_CHARS",
+    "READABLE_VERSIONS",
+    "ReleaseEnvelope",
+    "ReleaseHeader",
+    "as_bytes",
+    "check_request_id",
+    "open_envelope",
+    "read_release_header",
+]
 
 FORMAT_VERSION = 3
 """Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes;
@@ -73,7 +82,9 @@ def as_bytes(data: bytes | bytearray | memoryview) -> bytes:
     raise TypeError(f"data: expected bytes, got {type(data).__name__}")
 
 
-def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None, what: str = "release") -> ReleaseEnvelope:
+def open_envelope(
+    data: bytes, max_bytes: int, registry: PartyKeyRegistry | None, what: str = "release"
+) -> ReleaseEnvelope:
     """Size cap, strict parse of both layers, format version, party id, signature status.
 
     The signature status is computed but not enforced (see
@@ -84,8 +95,10 @@ def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None
     signed = parse_canonical(pb.SignedRelease, data, f"{what} (SignedRelease)")
     release = parse_canonical(pb.Release, signed.release, f"{what} (Release)")
     if release.format_version not in READABLE_VERSIONS:
-        raise InvalidRelease(Reason.UNKNOWN_VERSION,
-                             f"{what}: format_version expected one of {READABLE_VERSIONS}, got {release.format_version}")
+        raise InvalidRelease(
+            Reason.UNKNOWN_VERSION,
+            f"{what}: format_version expected one of {READABLE_VERSIONS}, got {release.format_version}",
+        )
     try:
         check_party_id(release.party_id)
         if release.format_version == 1 and (release.run_id or release.request_id):
@@ -95,14 +108,16 @@ def open_envelope(data: bytes, max_bytes: int, registry: PartyKeyRegistry | None
             if release.trees.leaf_counts:
                 newer.append("trees.leaf_counts")
             if newer:
-                raise ValueError(f"a version {release.format_version} release carries no {', '.join(newer)} "
-                                 "(fields of version 3)")
+                raise ValueError(
+                    f"a version {release.format_version} release carries no {', '.join(newer)} (fields of version 3)"
+                )
         check_request_id(release.run_id, "run_id")
         check_request_id(release.request_id, "request_id")
     except ValueError as exc:
         raise InvalidRelease(Reason.BAD_PARAMETERS, f"{what}: {exc}") from None
-    return ReleaseEnvelope(raw=data, signed=signed, release=release,
-                           signature=check_signature(signed, release.party_id, registry))
+    return ReleaseEnvelope(
+        raw=data, signed=signed, release=release, signature=check_signature(signed, release.party_id, registry)
+    )
 
 
 def read_release_header(

@@ -70,7 +70,9 @@ def _repeated(parties: Sequence[str]) -> list[str]:
     return sorted(party for party, n in Counter(parties).items() if n > 1)
 
 
-def build_global_model(schema: Schema, verified_releases: Sequence[VerifiedRelease], manifest: Mapping[str, Any]) -> bytes:
+def build_global_model(
+    schema: Schema, verified_releases: Sequence[VerifiedRelease], manifest: Mapping[str, Any]
+) -> bytes:
     """Serialize an ``edprf.v1.GlobalModel``.
 
     Parameters
@@ -104,8 +106,10 @@ def build_global_model(schema: Schema, verified_releases: Sequence[VerifiedRelea
         raise ValueError(f"verified_releases: expected one release per party, got several from {duplicates}")
     for r in releases:
         if r.forest.schema.fingerprint != schema.fingerprint:
-            raise ValueError(f"release of {r.party_id!r}: schema fingerprint expected {schema.fingerprint}, "
-                             f"got {r.forest.schema.fingerprint}")
+            raise ValueError(
+                f"release of {r.party_id!r}: schema fingerprint expected {schema.fingerprint}, "
+                f"got {r.forest.schema.fingerprint}"
+            )
     merge_forests([r.forest for r in releases], labels=parties)  # refuses mixed grids / split modes
     schema_toml = schema.to_toml()
     if Schema.from_toml(schema_toml).fingerprint != schema.fingerprint:
@@ -127,7 +131,9 @@ def _read_model_bytes(data_or_path: bytes | bytearray | memoryview | str | Path,
         path = Path(data_or_path)
         size = path.stat().st_size
         if size > max_bytes:
-            raise InvalidRelease(Reason.TOO_LARGE, f"global model {path}: expected at most {max_bytes} bytes, got {size}")
+            raise InvalidRelease(
+                Reason.TOO_LARGE, f"global model {path}: expected at most {max_bytes} bytes, got {size}"
+            )
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     else:
@@ -141,18 +147,22 @@ def _schema_from_toml(text: str) -> Schema:
     try:
         return Schema.from_toml(text)
     except Exception as exc:  # noqa: BLE001 - the TOML is untrusted and Schema.from_dict is not total on it
-        raise InvalidRelease(Reason.MALFORMED,
-                             f"global model: schema_toml expected a valid schema, got an invalid one ({exc})") from None
+        raise InvalidRelease(
+            Reason.MALFORMED, f"global model: schema_toml expected a valid schema, got an invalid one ({exc})"
+        ) from None
 
 
 def _manifest_from_json(text: str) -> dict[str, Any]:
     try:
         manifest = json.loads(text, parse_constant=_refuse_constant) if text else {}
     except (ValueError, RecursionError) as exc:
-        raise InvalidRelease(Reason.MALFORMED, f"global model: manifest_json expected JSON, got invalid text ({exc})") from None
+        raise InvalidRelease(
+            Reason.MALFORMED, f"global model: manifest_json expected JSON, got invalid text ({exc})"
+        ) from None
     if not isinstance(manifest, dict):
-        raise InvalidRelease(Reason.MALFORMED,
-                             f"global model: manifest_json expected a JSON object, got {type(manifest).__name__}")
+        raise InvalidRelease(
+            Reason.MALFORMED, f"global model: manifest_json expected a JSON object, got {type(manifest).__name__}"
+        )
     return manifest
 
 
@@ -200,8 +210,10 @@ def load_global_model(
     data = _read_model_bytes(data_or_path, max_bytes)
     model = parse_canonical(pb.GlobalModel, data, "global model")
     if model.format_version != MODEL_FORMAT_VERSION:
-        raise InvalidRelease(Reason.UNKNOWN_VERSION, f"global model: format_version expected {MODEL_FORMAT_VERSION}, "
-                                                     f"got {model.format_version}")
+        raise InvalidRelease(
+            Reason.UNKNOWN_VERSION,
+            f"global model: format_version expected {MODEL_FORMAT_VERSION}, got {model.format_version}",
+        )
     schema = _schema_from_toml(model.schema_toml)
     manifest_record = _manifest_from_json(model.manifest_json) if manifest else {}
     if not model.releases:
@@ -211,17 +223,23 @@ def load_global_model(
         what = f"release {i}"
         envelope = open_envelope(serialize_canonical(signed), policy.max_bytes, registry, what=what)
         what = f"release {i} (party {envelope.release.party_id!r})"
-        releases.append(decode_envelope(envelope, schema, policy, enforce_signature=strict and registry is not None,
-                                        what=what))
+        releases.append(
+            decode_envelope(envelope, schema, policy, enforce_signature=strict and registry is not None, what=what)
+        )
     parties = [r.party_id for r in releases]
     duplicates = _repeated(parties)
     if duplicates:
-        raise InvalidRelease(Reason.DUPLICATE_PARTY,
-                             f"global model: expected one release per party, got several from {duplicates}")
+        raise InvalidRelease(
+            Reason.DUPLICATE_PARTY, f"global model: expected one release per party, got several from {duplicates}"
+        )
     try:
         forest = merge_forests([r.forest for r in releases], labels=parties)
     except SchemaError as exc:
         raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"global model: releases cannot be merged ({exc})") from None
-    return GlobalModelView(format_version=model.format_version, schema=schema, forest=forest,
-                           releases=tuple(releases), manifest=manifest_record)
-
+    return GlobalModelView(
+        format_version=model.format_version,
+        schema=schema,
+        forest=forest,
+        releases=tuple(releases),
+        manifest=manifest_record,
+    )

@@ -81,8 +81,7 @@ def save_private_key(key: PrivateKey, path: str | Path, password: bytes | None =
         Encrypts the PEM (best available encryption) when given.
     """
     key_algorithm(key)
-    encryption = (serialization.BestAvailableEncryption(password) if password
-                  else serialization.NoEncryption())
+    encryption = serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
     return save_atomic(path, pem, mode=0o600)
 

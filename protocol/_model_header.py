@@ -167,6 +167,12 @@ def peek_global_model(data: bytes | bytearray | memoryview, max_bytes: int) -> M
                                 n_trees += _count_repeated(buf, t_wire, t_value)
                             elif t_number == 2:
                                 n_nodes += _count_repeated(buf, t_wire, t_value)
-    return ModelHeader(format_version=version, n_bytes=len(buf), schema_toml_bytes=schema_len,
-                       schema_fingerprints=tuple(sorted(fingerprints)), n_releases=n_releases, n_trees=n_trees,
-                       n_nodes=n_nodes)
+    return ModelHeader(
+        format_version=version,
+        n_bytes=len(buf),
+        schema_toml_bytes=schema_len,
+        schema_fingerprints=tuple(sorted(fingerprints)),
+        n_releases=n_releases,
+        n_trees=n_trees,
+        n_nodes=n_nodes,
+    )

@@ -37,8 +37,11 @@ ENUM_TABLES: dict[str, dict[str, int]] = {
     "variant": {"pf": pb.VARIANT_PERMUTE_AND_FLIP, "tradition": pb.VARIANT_TRADITION},
     "sampler": {"numpy": pb.SAMPLER_NUMPY, "exact": pb.SAMPLER_EXACT},
     "leaf": {"label": pb.LEAF_OUTPUT_LABEL, "counts": pb.LEAF_OUTPUT_COUNTS},
-    "depth_rule": {"fixed": pb.DEPTH_RULE_FIXED, "declared-size": pb.DEPTH_RULE_DECLARED_SIZE,
-                   "dp-count": pb.DEPTH_RULE_DP_COUNT},
+    "depth_rule": {
+        "fixed": pb.DEPTH_RULE_FIXED,
+        "declared-size": pb.DEPTH_RULE_DECLARED_SIZE,
+        "dp-count": pb.DEPTH_RULE_DP_COUNT,
+    },
 }
 _FROM_WIRE = {name: {v: k for k, v in table.items()} for name, table in ENUM_TABLES.items()}
 # releases written before a field existed
@@ -94,7 +97,9 @@ def parameters_from_message(message: pb.TrainingParameters) -> TrainingParameter
     except ValueError as exc:
         raise InvalidRelease(Reason.BAD_PARAMETERS, f"parameters: {exc}") from None
     if not params.count_epsilon <= MAX_COUNT_EPSILON_SHARE * params.epsilon:
-        raise InvalidRelease(Reason.BAD_PARAMETERS,
-                             f"parameters: count_epsilon expected <= {MAX_COUNT_EPSILON_SHARE:g} * epsilon = "
-                             f"{MAX_COUNT_EPSILON_SHARE * params.epsilon:g}, got {params.count_epsilon:g}")
+        raise InvalidRelease(
+            Reason.BAD_PARAMETERS,
+            f"parameters: count_epsilon expected <= {MAX_COUNT_EPSILON_SHARE:g} * epsilon = "
+            f"{MAX_COUNT_EPSILON_SHARE * params.epsilon:g}, got {params.count_epsilon:g}",
+        )
     return params

@@ -57,8 +57,12 @@ class ReleasePolicy:
         if math.isnan(eps) or eps <= 0:
             raise ValueError(f"max_epsilon: expected a number > 0, got {eps!r}")
         object.__setattr__(self, "max_epsilon", float(eps))
-        for name, low, high in (("max_depth", 1, MAX_DEPTH_LIMIT), ("max_trees", 1, None),
-                                ("max_bytes", 1, None), ("max_bins", 2, None)):
+        for name, low, high in (
+            ("max_depth", 1, MAX_DEPTH_LIMIT),
+            ("max_trees", 1, None),
+            ("max_bytes", 1, None),
+            ("max_bins", 2, None),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name}: expected an integer, got {value!r}")

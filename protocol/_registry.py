@@ -47,8 +47,9 @@ class PartyKeyRegistry(Mapping[str, PublicKey]):
         """
         directory = Path(directory)
         if not directory.is_dir():
-            raise ValueError(f"key directory: expected a directory of <party_id>{PUBLIC_KEY_SUFFIX} files, "
-                             f"got {directory}")
+            raise ValueError(
+                f"key directory: expected a directory of <party_id>{PUBLIC_KEY_SUFFIX} files, got {directory}"
+            )
         keys = {}
         for path in sorted(directory.glob(f"*{PUBLIC_KEY_SUFFIX}")):
             party = path.name[: -len(PUBLIC_KEY_SUFFIX)]

@@ -89,30 +89,40 @@ def check_signature(signed: pb.SignedRelease, party_id: str, registry: PartyKeyR
     has_signature = bool(signed.signature)
     if not has_signature:
         if signed.key_id or signed.algorithm != pb.SIGNATURE_ALGORITHM_UNSPECIFIED:
-            return SignatureCheck(SignatureStatus.INVALID,
-                                  "expected an empty key id and algorithm on an unsigned release, got "
-                                  f"key id {signed.key_id!r} and algorithm {signed.algorithm}")
+            return SignatureCheck(
+                SignatureStatus.INVALID,
+                "expected an empty key id and algorithm on an unsigned release, got "
+                f"key id {signed.key_id!r} and algorithm {signed.algorithm}",
+            )
         return SignatureCheck(SignatureStatus.UNSIGNED, "the release carries no signature")
     if signed.algorithm not in _ALGORITHM_NAMES:
-        return SignatureCheck(SignatureStatus.INVALID,
-                              f"signature algorithm: expected one of {sorted(_ALGORITHM_NAMES.values())}, "
-                              f"got enum value {signed.algorithm}")
+        return SignatureCheck(
+            SignatureStatus.INVALID,
+            f"signature algorithm: expected one of {sorted(_ALGORITHM_NAMES.values())}, "
+            f"got enum value {signed.algorithm}",
+        )
     if registry is None:
-        return SignatureCheck(SignatureStatus.UNVERIFIED,
-                              f"signed ({_ALGORITHM_NAMES[signed.algorithm]}, key {signed.key_id}); "
-                              "no key registry to verify it")
+        return SignatureCheck(
+            SignatureStatus.UNVERIFIED,
+            f"signed ({_ALGORITHM_NAMES[signed.algorithm]}, key {signed.key_id}); no key registry to verify it",
+        )
     if party_id not in registry:
-        return SignatureCheck(SignatureStatus.UNKNOWN_PARTY,
-                              f"party {party_id!r}: expected one of the registered parties "
-                              f"{sorted(registry)}, got an unregistered one")
+        return SignatureCheck(
+            SignatureStatus.UNKNOWN_PARTY,
+            f"party {party_id!r}: expected one of the registered parties {sorted(registry)}, got an unregistered one",
+        )
     expected_id = registry.key_id(party_id)
     if signed.key_id != expected_id:
-        return SignatureCheck(SignatureStatus.INVALID,
-                              f"key id: expected party {party_id!r}'s key {expected_id}, got {signed.key_id!r}")
+        return SignatureCheck(
+            SignatureStatus.INVALID, f"key id: expected party {party_id!r}'s key {expected_id}, got {signed.key_id!r}"
+        )
     if not _verify(registry[party_id], signed.algorithm, signed.signature, signed.release):
-        return SignatureCheck(SignatureStatus.INVALID,
-                              f"signature: expected a valid {_ALGORITHM_NAMES[signed.algorithm]} signature "
-                              f"by party {party_id!r}'s key {expected_id}, got one that does not verify")
-    return SignatureCheck(SignatureStatus.VERIFIED,
-                          f"verified: signed by party {party_id!r} ({_ALGORITHM_NAMES[signed.algorithm]}, "
-                          f"key {expected_id})")
+        return SignatureCheck(
+            SignatureStatus.INVALID,
+            f"signature: expected a valid {_ALGORITHM_NAMES[signed.algorithm]} signature "
+            f"by party {party_id!r}'s key {expected_id}, got one that does not verify",
+        )
+    return SignatureCheck(
+        SignatureStatus.VERIFIED,
+        f"verified: signed by party {party_id!r} ({_ALGORITHM_NAMES[signed.algorithm]}, key {expected_id})",
+    )

@@ -55,8 +55,9 @@ def _children_per_node(trees: ForestArrays, grid: FeatureGrid, split_mode: str) 
     outside = (feature < -1) | (feature >= n_features)
     if np.any(outside):
         i = int(np.flatnonzero(outside)[0])
-        raise InvalidRelease(Reason.INDEX_OUT_OF_RANGE,
-                             f"node {i}: feature index expected -1..{n_features - 1}, got {int(feature[i])}")
+        raise InvalidRelease(
+            Reason.INDEX_OUT_OF_RANGE, f"node {i}: feature index expected -1..{n_features - 1}, got {int(feature[i])}"
+        )
     internal = feature >= 0
     if split_mode == "binary":
         return np.where(internal, 2, 0).astype(np.int64)
@@ -80,9 +81,10 @@ def _check_breadth_first(trees: ForestArrays, n_children: NDArray[np.int64], max
         nc = n_children[nodes]
         if level == max_depth and nc.any():
             i = int(nodes[np.flatnonzero(nc)[0]])
-            raise InvalidRelease(Reason.BAD_STRUCTURE,
-                                 f"node {i}: a split at depth {level}, expected leaves only at the declared "
-                                 f"max_depth {max_depth}")
+            raise InvalidRelease(
+                Reason.BAD_STRUCTURE,
+                f"node {i}: a split at depth {level}, expected leaves only at the declared max_depth {max_depth}",
+            )
         per_tree = np.bincount(tree_of, weights=nc, minlength=n_trees).astype(np.int64)
         before_node = np.cumsum(nc) - nc
         before_tree = np.cumsum(per_tree) - per_tree
@@ -100,15 +102,18 @@ def _check_breadth_first(trees: ForestArrays, n_children: NDArray[np.int64], max
         beyond = hi > end
         if np.any(beyond):
             t = int(np.flatnonzero(beyond)[0])
-            raise InvalidRelease(Reason.BAD_STRUCTURE,
-                                 f"tree {t}: children up to node {int(hi[t] - base[t]) - 1}, expected at most "
-                                 f"{int(end[t] - base[t]) - 1} (the tree's last node)")
+            raise InvalidRelease(
+                Reason.BAD_STRUCTURE,
+                f"tree {t}: children up to node {int(hi[t] - base[t]) - 1}, expected at most "
+                f"{int(end[t] - base[t]) - 1} (the tree's last node)",
+            )
     dangling = hi != end
     if np.any(dangling):
         t = int(np.flatnonzero(dangling)[0])
-        raise InvalidRelease(Reason.BAD_STRUCTURE,
-                             f"tree {t}: expected {int(end[t] - base[t])} nodes reachable from the root, "
-                             f"got {int(hi[t] - base[t])}")
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"tree {t}: expected {int(end[t] - base[t])} nodes reachable from the root, got {int(hi[t] - base[t])}",
+        )
 
 
 def check_trees(

@@ -15,7 +15,16 @@ from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
 
 from ._ids import check_request_id
 
-__all__ = ["DEPTH_REQUESTS", "METRICS_KEY", "MODEL_KEY", "REQUEST_KEY", "RESULT_KEY", "EvaluateRequest", "TaskError", "TrainRequest"]
+__all__ = [
+    "DEPTH_REQUESTS",
+    "METRICS_KEY",
+    "MODEL_KEY",
+    "REQUEST_KEY",
+    "RESULT_KEY",
+    "EvaluateRequest",
+    "TaskError",
+    "TrainRequest",
+]
 
 # names of the records inside Flower messages, shared by party and coordinator
 REQUEST_KEY = "request"

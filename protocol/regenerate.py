@@ -86,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.check:
             if stale:
                 old = GENERATED_FILE.read_text(encoding="utf-8").splitlines() if GENERATED_FILE.is_file() else []
-                diff = difflib.unified_diff(old, fresh.read_text(encoding="utf-8").splitlines(),
-                                            "committed", "regenerated", lineterm="")
+                diff = difflib.unified_diff(
+                    old, fresh.read_text(encoding="utf-8").splitlines(), "committed", "regenerated", lineterm=""
+                )
                 print("\n".join(diff))
                 print(f"{GENERATED_FILE} is stale: run python -m protocol.regenerate", file=sys.stderr)
                 return 1

@@ -15,12 +15,13 @@ def __getattr__(name: str):
         return getattr(_coordinator, name)
     raise AttributeError(f"module 'server' has no attribute {name!r}")
 
+
 __all__ = [
-           "DEFAULT_RUN_CONFIG",
-           "MODEL_FILE",
-           "REPORT_FILE",
-           "CoordinatorConfig",
-           "PartyOutcome",
-           "RunReport",
-           "run_federation",
+    "DEFAULT_RUN_CONFIG",
+    "MODEL_FILE",
+    "REPORT_FILE",
+    "CoordinatorConfig",
+    "PartyOutcome",
+    "RunReport",
+    "run_federation",
 ]

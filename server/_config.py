@@ -141,13 +141,17 @@ class CoordinatorConfig:
         if self.expected_parties < 0:
             raise ValueError(f"expected-parties: expected >= 0, got {self.expected_parties}")
         if self.request_tag and not _TAG.fullmatch(self.request_tag):
-            raise ValueError(f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
-                             f"got {self.request_tag!r}")
+            raise ValueError(
+                f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
+                f"got {self.request_tag!r}"
+            )
         if self.max_party_rows < 0:
             raise ValueError(f"max-party-rows: expected >= 0 (0: not declared), got {self.max_party_rows}")
         if not self.evaluation_max_interval_width > 0:  # also refuses NaN
-            raise ValueError(f"evaluation-max-interval-width: expected a number > 0 (1: no check), "
-                             f"got {self.evaluation_max_interval_width!r}")
+            raise ValueError(
+                f"evaluation-max-interval-width: expected a number > 0 (1: no check), "
+                f"got {self.evaluation_max_interval_width!r}"
+            )
         if self.target_parties < 0:
             raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:

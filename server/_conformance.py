@@ -32,9 +32,17 @@ def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: Coord
     if not cfg.request_tag and release.run_id != request.run_id:
         return "replayed_release", "the release was made for another run"
     p = release.params
-    expected = {"epsilon": request.epsilon, "n_trees": request.n_trees,
-                "split_mode": request.split_mode, "n_bins": request.n_bins, "schedule": request.schedule,
-                "relation": request.relation, "composition": "parallel", "variant": "pf", "leaf": request.leaf}
+    expected = {
+        "epsilon": request.epsilon,
+        "n_trees": request.n_trees,
+        "split_mode": request.split_mode,
+        "n_bins": request.n_bins,
+        "schedule": request.schedule,
+        "relation": request.relation,
+        "composition": "parallel",
+        "variant": "pf",
+        "leaf": request.leaf,
+    }
     wrong = [name for name, value in expected.items() if getattr(p, name) != value]
     if request.depth_rule == "fixed" and (p.max_depth != request.max_depth or p.depth_rule != "fixed"):
         wrong.append("max_depth")

@@ -149,8 +149,7 @@ def one_party_robust_interval(correct: np.ndarray, total: np.ndarray, variance: 
     return [lo, hi]
 
 
-def one_party_shift(correct: np.ndarray, total: np.ndarray, variance: float, bound: float,
-                    margin: float) -> float:
+def one_party_shift(correct: np.ndarray, total: np.ndarray, variance: float, bound: float, margin: float) -> float:
     """Largest move of the reported estimate one party can cause with any reply in its plausible box.
 
     For each party ``j``: the estimate with ``j``'s reply anywhere on the box's
@@ -168,8 +167,9 @@ def one_party_shift(correct: np.ndarray, total: np.ndarray, variance: float, bou
     c_edge = np.linspace(-margin, bound + 3.0 * margin, _SHIFT_GRID)
     # box boundary: c = -m and c = t + 2m along t; t = -m and t = B + m along c
     ts = np.concatenate([t_edge, t_edge, np.full(_SHIFT_GRID, -margin), np.full(_SHIFT_GRID, bound + margin)])
-    cs = np.concatenate([np.full(_SHIFT_GRID, -margin), t_edge + 2.0 * margin,
-                         np.clip(c_edge, -margin, margin), c_edge])
+    cs = np.concatenate(
+        [np.full(_SHIFT_GRID, -margin), t_edge + 2.0 * margin, np.clip(c_edge, -margin, margin), c_edge]
+    )
     worst = 0.0
     for j in range(k):
         c_rest, t_rest = correct.sum() - correct[j], total.sum() - total[j]

@@ -103,9 +103,20 @@ from scipy import stats
 
 from edprf_core import DPForest
 
-__all__ = ["LIFT_SHARE", "MIN_MINORITY_SHARE", "MIN_PARTIES_FOR_FLAGS", "WEAK_SHARE_LIMIT", "PartyContribution", "entropy_bits",
-           "lift_flags", "minority_shares", "part_votes", "party_contributions", "probability_lift",
-           "tree_information"]
+__all__ = [
+    "LIFT_SHARE",
+    "MIN_MINORITY_SHARE",
+    "MIN_PARTIES_FOR_FLAGS",
+    "WEAK_SHARE_LIMIT",
+    "PartyContribution",
+    "entropy_bits",
+    "lift_flags",
+    "minority_shares",
+    "part_votes",
+    "party_contributions",
+    "probability_lift",
+    "tree_information",
+]
 
 MIN_PARTIES_FOR_FLAGS = 4
 """Fewer parties leave too few others to say what a typical party's lift is: no flags."""
@@ -212,8 +223,10 @@ def probability_lift(proba: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[
     return lift, float(np.sqrt(variance)) / n
 
 
-def lift_flags(lift: NDArray[np.float64], se: NDArray[np.float64],
-               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+def lift_flags(
+    lift: NDArray[np.float64],
+    se: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """Per party: the test's p-value, its threshold and whether the test is inconclusive (module docstring).
 
     ``p_value[j] = Phi((lift[j] - LIFT_SHARE * median(others)) / se[j])``; a
@@ -284,8 +297,9 @@ def _vote(votes: NDArray[np.int64]) -> NDArray[np.int64]:
     return np.argmax(votes, axis=1)
 
 
-def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64],
-                        alpha: float = 0.01) -> list[PartyContribution]:
+def party_contributions(
+    forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64], alpha: float = 0.01
+) -> list[PartyContribution]:
     """Contribution and quality flags of every part of a merged forest.
 
     Parameters
@@ -322,12 +336,20 @@ def party_contributions(forest: DPForest, codes: NDArray[np.int32], y: NDArray[n
         own, others = _vote(by_part[i]), _vote(total_votes - by_part[i])
         a = float(np.mean(own == others))
         e = float(np.dot(np.bincount(own, minlength=k) / n_rows, np.bincount(others, minlength=k) / n_rows))
-        out.append(PartyContribution(
-            party=label, n_trees=int(n), information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
-            accuracy=float(np.mean(own == y)), agreement_with_global=float(np.mean(own == global_vote)),
-            disagreement_with_others=1.0 - a, kappa_with_others=(a - e) / (1 - e) if e < 1 else 0.0,
-            p_value=float(p_values[i]), flagged=bool(p_values[i] < alpha and not inconclusive[i]),
-            probability_lift=float(lifts[i, 0]),
-            lift_threshold=None if inconclusive[i] else float(thresholds[i]),
-            flag_inconclusive=bool(inconclusive[i])))
+        out.append(
+            PartyContribution(
+                party=label,
+                n_trees=int(n),
+                information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
+                accuracy=float(np.mean(own == y)),
+                agreement_with_global=float(np.mean(own == global_vote)),
+                disagreement_with_others=1.0 - a,
+                kappa_with_others=(a - e) / (1 - e) if e < 1 else 0.0,
+                p_value=float(p_values[i]),
+                flagged=bool(p_values[i] < alpha and not inconclusive[i]),
+                probability_lift=float(lifts[i, 0]),
+                lift_threshold=None if inconclusive[i] else float(thresholds[i]),
+                flag_inconclusive=bool(inconclusive[i]),
+            )
+        )
     return out

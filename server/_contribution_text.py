@@ -26,14 +26,18 @@ def _verdict(c: dict[str, Any], alpha: float | None, n_parties: int) -> str:
     if c.get("flag_inconclusive", True) or c.get("lift_threshold") is None:
         if n_parties < MIN_PARTIES_FOR_FLAGS:
             return f"not compared with the others (it takes at least {MIN_PARTIES_FOR_FLAGS} parties)"
-        return ("not compared with the others (the parties are too uneven to single one out, or its data hold "
-                "almost a single class)")
+        return (
+            "not compared with the others (the parties are too uneven to single one out, or its data hold "
+            "almost a single class)"
+        )
     level = f" at the {alpha:g} level" if alpha else ""
     p_value = _number(c.get("p_value"))
     detail = f" (p = {p_value:.1e})" if p_value is not None else ""
     if c.get("flagged"):
-        return (f"SIGNIFICANTLY BELOW the other parties{level}{detail}: less than a tenth of their typical "
-                f"improvement ({100 * c['lift_threshold']:.1f} points); check this party's data")
+        return (
+            f"SIGNIFICANTLY BELOW the other parties{level}{detail}: less than a tenth of their typical "
+            f"improvement ({100 * c['lift_threshold']:.1f} points); check this party's data"
+        )
     return f"not significantly below the other parties{level}"
 
 
@@ -44,16 +48,21 @@ def contribution_lines(contributions: Sequence[dict[str, Any]], alpha: float | N
         lift = _number(c.get("probability_lift"))
         accuracy = _number(c.get("accuracy"))
         trees = int(c.get("n_trees", 0))
-        subject, verb, they = (f"its {trees} trees", "raise", "they are") if trees != 1 else ("its tree", "raises",
-                                                                                              "it is")
+        subject, verb, they = (
+            (f"its {trees} trees", "raise", "they are") if trees != 1 else ("its tree", "raises", "it is")
+        )
         if lift is None:
             gain = "its effect on predictions could not be measured"
         elif lift > 0:
-            gain = (f"{subject} {verb} the probability given to the right answer by {100 * lift:.1f} points over "
-                    "guessing from the class shares")
+            gain = (
+                f"{subject} {verb} the probability given to the right answer by {100 * lift:.1f} points over "
+                "guessing from the class shares"
+            )
         else:
-            gain = f"{subject} do{'es' if trees == 1 else ''} no better than guessing from the class shares " \
-                   f"({100 * lift:+.1f} points)"
+            gain = (
+                f"{subject} do{'es' if trees == 1 else ''} no better than guessing from the class shares "
+                f"({100 * lift:+.1f} points)"
+            )
         alone = f"; alone {they} right on {100 * accuracy:.0f}% of the rows" if accuracy is not None else ""
         lines.append(f"{c.get('party', '?')}: {gain}{alone}; {_verdict(c, alpha, len(contributions))}")
     return lines

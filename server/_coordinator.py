@@ -62,9 +62,18 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
 def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> TrainRequest:
     """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it."""
     return TrainRequest(
-        request_id=f"{cfg.request_tag or run_id}/train", run_id=run_id, schema_fingerprint=fingerprint,
-        epsilon=cfg.epsilon, max_depth=cfg.max_depth, n_trees=cfg.trees_per_party, split_mode=cfg.split_mode,
-        n_bins=cfg.n_bins, schedule=cfg.schedule, relation=cfg.relation, leaf=cfg.leaf, depth_rule=cfg.depth_rule,
+        request_id=f"{cfg.request_tag or run_id}/train",
+        run_id=run_id,
+        schema_fingerprint=fingerprint,
+        epsilon=cfg.epsilon,
+        max_depth=cfg.max_depth,
+        n_trees=cfg.trees_per_party,
+        split_mode=cfg.split_mode,
+        n_bins=cfg.n_bins,
+        schedule=cfg.schedule,
+        relation=cfg.relation,
+        leaf=cfg.leaf,
+        depth_rule=cfg.depth_rule,
         seed=cfg.seed,  # parties derive their own stream from it and their party id
     )
 
@@ -83,21 +92,36 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         for stale in out_dir.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
     registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
-    policy = ReleasePolicy(max_epsilon=cfg.epsilon, max_depth=cfg.max_depth, max_trees=cfg.trees_per_party,
-                           max_bytes=cfg.max_release_bytes, require_signature=registry is not None,
-                           allowed_relations=(cfg.relation,))
-    report = RunReport(run_id=run_id, parameters={k: v for k, v in vars(cfg).items()},
-                       schema_fingerprint=schema.fingerprint)
+    policy = ReleasePolicy(
+        max_epsilon=cfg.epsilon,
+        max_depth=cfg.max_depth,
+        max_trees=cfg.trees_per_party,
+        max_bytes=cfg.max_release_bytes,
+        require_signature=registry is not None,
+        allowed_relations=(cfg.relation,),
+    )
+    report = RunReport(
+        run_id=run_id, parameters={k: v for k, v in vars(cfg).items()}, schema_fingerprint=schema.fingerprint
+    )
     wanted = cfg.parties_to_wait_for
     nodes = _wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %d parties connected", run_id, len(nodes))
     if len(nodes) < wanted:
-        log.warning("run %s: %d of %d expected parties connected within %.0f s; going on without the others",
-                    run_id, len(nodes), wanted, cfg.node_wait_timeout)
+        log.warning(
+            "run %s: %d of %d expected parties connected within %.0f s; going on without the others",
+            run_id,
+            len(nodes),
+            wanted,
+            cfg.node_wait_timeout,
+        )
     train_request = _train_request(cfg, run_id, schema.fingerprint)
     request = train_request.to_record()
-    messages = [Message(content=RecordDict({REQUEST_KEY: ConfigRecord(request)}), dst_node_id=node,
-                        message_type=MessageType.TRAIN) for node in nodes]
+    messages = [
+        Message(
+            content=RecordDict({REQUEST_KEY: ConfigRecord(request)}), dst_node_id=node, message_type=MessageType.TRAIN
+        )
+        for node in nodes
+    ]
     t0 = time.perf_counter()
     replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=cfg.round_timeout)}
     report.timings["train_round_s"] = time.perf_counter() - t0
@@ -135,8 +159,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
-        if (mismatch is None and release.run_id != run_id and registry is not None
-                and not bound_to_run(payload, run_id, result.get("binding"), release.party_id, registry)):
+        if (
+            mismatch is None
+            and release.run_id != run_id
+            and registry is not None
+            and not bound_to_run(payload, run_id, result.get("binding"), release.party_id, registry)
+        ):
             # a release of an earlier run (request-tag) counts only with its party's signature binding it to
             # this run: a copy sent by anyone else would take the place of the party it names
             mismatch = "replayed_release", "a release of another run, without its party's binding to this run"
@@ -186,16 +214,21 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     return report
 
 
-
-def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schema, accepted: list,
-                          report: RunReport, out_dir: Path) -> None:
+def _model_and_evaluation(
+    grid: Grid, cfg: CoordinatorConfig, run_id: str, schema, accepted: list, report: RunReport, out_dir: Path
+) -> None:
     """Assess, merge and save the model, evaluate it (everything after the releases arrived)."""
     if cfg.validation_file is not None:
         accepted = _assess_parties(cfg, schema, accepted, report)
 
     t0 = time.perf_counter()
-    manifest = {"run_id": run_id, "parameters": report.parameters, "rejections": report.rejections(),
-                "contributions": report.contributions, "selection": report.selection}
+    manifest = {
+        "run_id": run_id,
+        "parameters": report.parameters,
+        "rejections": report.rejections(),
+        "contributions": report.contributions,
+        "selection": report.selection,
+    }
     model = build_global_model(schema, accepted, manifest)
     view = load_global_model(model)
     report.merge_seconds = time.perf_counter() - t0
@@ -203,16 +236,29 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
     report.model_path, report.model_bytes = str(model_path), len(model)
     report.n_trees = view.forest.n_trees
     report.guarantee = federation_guarantee(view.forest, _spends(report))
-    log.info("run %s: global model of %d trees from %d parties saved to %s", run_id, view.forest.n_trees,
-             len(accepted), model_path)
+    log.info(
+        "run %s: global model of %d trees from %d parties saved to %s",
+        run_id,
+        view.forest.n_trees,
+        len(accepted),
+        model_path,
+    )
 
     if len(model) > TRANSPORT_LIMIT and (cfg.evaluation_epsilon > 0 or cfg.exact_metrics):
-        log.error("run %s: the model (%d bytes) exceeds the transport limit (%d bytes); evaluation round skipped",
-                  run_id, len(model), TRANSPORT_LIMIT)
-        report.federated_evaluation = {"skipped": "model_too_large_for_transport", "model_bytes": len(model),
-                                       "transport_limit": TRANSPORT_LIMIT}
-    elif (skip := resumed_evaluation_skip(report, cfg)) is not None and (cfg.evaluation_epsilon > 0
-                                                                        or cfg.exact_metrics):
+        log.error(
+            "run %s: the model (%d bytes) exceeds the transport limit (%d bytes); evaluation round skipped",
+            run_id,
+            len(model),
+            TRANSPORT_LIMIT,
+        )
+        report.federated_evaluation = {
+            "skipped": "model_too_large_for_transport",
+            "model_bytes": len(model),
+            "transport_limit": TRANSPORT_LIMIT,
+        }
+    elif (skip := resumed_evaluation_skip(report, cfg)) is not None and (
+        cfg.evaluation_epsilon > 0 or cfg.exact_metrics
+    ):
         log.info("run %s: %s", run_id, skip["message"])
         report.federated_evaluation = skip
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
@@ -223,8 +269,9 @@ def _model_and_evaluation(grid: Grid, cfg: CoordinatorConfig, run_id: str, schem
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
 
 
-def _evaluate_if_informative(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, forest,
-                             report: RunReport) -> None:
+def _evaluate_if_informative(
+    grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, forest, report: RunReport
+) -> None:
     """The evaluation round, or, when its ε cannot give the interval asked for, nothing sent and nothing spent."""
     plan = evaluation_plan(cfg, len(report.accepted))
     if not plan.send:
@@ -241,9 +288,16 @@ def _evaluate_if_informative(grid: Grid, cfg: CoordinatorConfig, run_id: str, mo
 
 
 def _spends(report: RunReport) -> list[PartySpend]:
-    return [PartySpend(p.party_id or str(p.node_id), p.epsilon, p.evaluation_epsilon,
-                       exact_metrics=p.exact_metrics, release_charged_before=bool(p.resumed_from_run))
-            for p in report.accepted]
+    return [
+        PartySpend(
+            p.party_id or str(p.node_id),
+            p.epsilon,
+            p.evaluation_epsilon,
+            exact_metrics=p.exact_metrics,
+            release_charged_before=bool(p.resumed_from_run),
+        )
+        for p in report.accepted
+    ]
 
 
 def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
@@ -252,8 +306,11 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
     With exact metrics, every party that may have answered is marked instead: its un-noised
     held-out counts are not DP, and the guarantee must say so.
     """
-    refused = {r["node_id"]: r["reason"] for r in report.federated_evaluation.get("refused", [])
-               if r["reason"] not in ("invalid_metrics", "implausible_metrics")}
+    refused = {
+        r["node_id"]: r["reason"]
+        for r in report.federated_evaluation.get("refused", [])
+        if r["reason"] not in ("invalid_metrics", "implausible_metrics")
+    }
     for p in report.accepted:
         if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
             if cfg.exact_metrics:
@@ -285,16 +342,18 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
         for i, c in enumerate(contributions):
             if c.flagged:
                 keep.remove(i)
-                _drop(outcome_of[c.party], "flagged_low_quality",
-                      f"its trees put {c.probability_lift:.3f} more probability on the true class of the "
-                      f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
-                      f"the other parties' median) (p = {c.p_value:.2g})")
+                _drop(
+                    outcome_of[c.party],
+                    "flagged_low_quality",
+                    f"its trees put {c.probability_lift:.3f} more probability on the true class of the "
+                    f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
+                    f"the other parties' median) (p = {c.p_value:.2g})",
+                )
     if cfg.selective_aggregation and keep:
         target = cfg.target_parties or None
         if all(accepted[i].params.leaf == "counts" for i in keep):
             # candidate sets scored as the model they would make (log-linear pooling of those parties)
-            candidates = merge_forests([accepted[i].forest for i in keep],
-                                       labels=[accepted[i].party_id for i in keep])
+            candidates = merge_forests([accepted[i].forest for i in keep], labels=[accepted[i].party_id for i in keep])
             chosen = select_parties(candidates.part_pooling(X_val), y_idx, target)
         else:  # label leaves: the parties' votes
             votes = part_votes(merged, codes)
@@ -302,18 +361,28 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
         kept = [keep[j] for j in chosen.kept]
         for j in chosen.dropped:
             i = keep[j]
-            _drop(outcome_of[accepted[i].party_id], "not_selected",
-                  "its trees did not raise validation accuracy (selective aggregation)")
-        report.selection = {"kept": [accepted[i].party_id for i in kept],
-                            "dropped": [accepted[keep[j]].party_id for j in chosen.dropped],
-                            "validation_accuracy_path": list(chosen.accuracy_path)}
+            _drop(
+                outcome_of[accepted[i].party_id],
+                "not_selected",
+                "its trees did not raise validation accuracy (selective aggregation)",
+            )
+        report.selection = {
+            "kept": [accepted[i].party_id for i in kept],
+            "dropped": [accepted[keep[j]].party_id for j in chosen.dropped],
+            "validation_accuracy_path": list(chosen.accuracy_path),
+        }
         keep = sorted(kept)
     if not keep:
         log.warning("every party was dropped by the quality checks; keeping all releases instead")
         return accepted
     for i, c in enumerate(contributions):
-        log.info("party %s: %.3f bits, agreement %.3f%s", c.party, c.information_bits, c.agreement_with_global,
-                 " FLAGGED" if c.flagged else "")
+        log.info(
+            "party %s: %.3f bits, agreement %.3f%s",
+            c.party,
+            c.information_bits,
+            c.agreement_with_global,
+            " FLAGGED" if c.flagged else "",
+        )
     return [accepted[i] for i in keep]
 
 
@@ -324,9 +393,13 @@ def _drop(outcome: PartyOutcome, reason: str, message: str) -> None:
 def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]) -> dict:
     messages = []
     for node in nodes:
-        req = EvaluateRequest(request_id=f"{run_id}/{node}/evaluate", run_id=run_id,
-                              epsilon=cfg.evaluation_epsilon, exact=cfg.exact_metrics,
-                              seed=cfg.seed)  # research runs only (-1: production noise)
+        req = EvaluateRequest(
+            request_id=f"{run_id}/{node}/evaluate",
+            run_id=run_id,
+            epsilon=cfg.evaluation_epsilon,
+            exact=cfg.exact_metrics,
+            seed=cfg.seed,
+        )  # research runs only (-1: production noise)
         content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
         messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.EVALUATE))
     replies = []

@@ -52,8 +52,13 @@ class EvaluationPlan:
 
     def skipped_record(self) -> dict[str, Any]:
         """The report's ``federated_evaluation`` for a round that was not run."""
-        return {"skipped": self.reason, "message": self.message, "planned_width": self.planned_width,
-                "needed_epsilon": self.needed_epsilon, "parties": 0}
+        return {
+            "skipped": self.reason,
+            "message": self.message,
+            "planned_width": self.planned_width,
+            "needed_epsilon": self.needed_epsilon,
+            "parties": 0,
+        }
 
 
 def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
@@ -72,21 +77,32 @@ def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
     if cfg.exact_metrics or width >= 1.0:
         return EvaluationPlan(send=True)
     if rows <= 0:
-        return EvaluationPlan(send=False, reason="party_rows_not_declared",
-                              message=f"evaluation not run, no epsilon spent: whether evaluation-epsilon {eps:g} "
-                                      f"gives an interval narrower than {width:g} depends on the parties' held-out "
-                                      "rows; set max-party-rows (the most held-out rows any party has, public) or "
-                                      "evaluation-max-interval-width = 1 to evaluate anyway")
+        return EvaluationPlan(
+            send=False,
+            reason="party_rows_not_declared",
+            message=f"evaluation not run, no epsilon spent: whether evaluation-epsilon {eps:g} "
+            f"gives an interval narrower than {width:g} depends on the parties' held-out "
+            "rows; set max-party-rows (the most held-out rows any party has, public) or "
+            "evaluation-max-interval-width = 1 to evaluate anyway",
+        )
     planned = planned_width(n_parties, rows, eps)
     if planned <= width:
         return EvaluationPlan(send=True, planned_width=planned)
     needed = smallest_informative_epsilon(n_parties, rows, width)
-    fix = (f"evaluation-epsilon {needed:g} or more would, where the parties' max-evaluation-epsilon allows it"
-           if needed is not None else "no epsilon would: the held-out rows alone are too few")
-    return EvaluationPlan(send=False, planned_width=planned, needed_epsilon=needed, reason="uninformative",
-                          message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
-                                  f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
-                                  f"{planned:.2f} wide, wider than evaluation-max-interval-width {width:g}; {fix}")
+    fix = (
+        f"evaluation-epsilon {needed:g} or more would, where the parties' max-evaluation-epsilon allows it"
+        if needed is not None
+        else "no epsilon would: the held-out rows alone are too few"
+    )
+    return EvaluationPlan(
+        send=False,
+        planned_width=planned,
+        needed_epsilon=needed,
+        reason="uninformative",
+        message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
+        f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
+        f"{planned:.2f} wide, wider than evaluation-max-interval-width {width:g}; {fix}",
+    )
 
 
 def _counts(metrics: dict[str, Any]) -> tuple[int, int] | None:
@@ -107,8 +123,9 @@ def _shown(value: float) -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else float("nan")
 
 
-def evaluation_summary(replies: list[tuple[int, dict | None, str]], no_reply: list[int],
-                       cfg: CoordinatorConfig) -> dict[str, Any]:
+def evaluation_summary(
+    replies: list[tuple[int, dict | None, str]], no_reply: list[int], cfg: CoordinatorConfig
+) -> dict[str, Any]:
     """Combine the evaluation replies ``(node, metrics or None, refusal reason)``.
 
     A reply without two finite integral counts is ``invalid_metrics``; one
@@ -135,8 +152,13 @@ def evaluation_summary(replies: list[tuple[int, dict | None, str]], no_reply: li
         correct.append(counts[0])
         total.append(counts[1])
         own = bias_corrected_ratio(counts[0], counts[1], 1, variance)
-        per_party.append({"node_id": node, "accuracy": _shown(own) if math.isfinite(own) else None,
-                          "ci95": score_interval(counts[0], counts[1], 1, variance)})
+        per_party.append(
+            {
+                "node_id": node,
+                "accuracy": _shown(own) if math.isfinite(own) else None,
+                "ci95": score_interval(counts[0], counts[1], 1, variance),
+            }
+        )
     k = len(per_party)
     c_sum, t_sum = int(sum(correct)), int(sum(total))
     estimate = bias_corrected_ratio(c_sum, t_sum, k, variance) if k else float("nan")
@@ -145,13 +167,27 @@ def evaluation_summary(replies: list[tuple[int, dict | None, str]], no_reply: li
     if no_reply:
         notes.append("parties in no_reply may have spent their evaluation epsilon on a reply that came too late")
     if not cfg.max_party_rows:
-        notes.append("max-party-rows not declared: one party's reply may move the estimate by up to "
-                     f"{UNDECLARED_ROWS_CEILING:,} rows' worth")
-    return {"parties": k, "refused": refused, "no_reply": no_reply, "noised": not cfg.exact_metrics,
-            "epsilon_per_party": epsilon, "accuracy": _shown(estimate), "accuracy_unclipped": estimate,
-            "ci95": score_interval(c_sum, t_sum, k, variance),
-            "ci95_if_one_party_lied": one_party_robust_interval(np.array(correct), np.array(total), variance)
-            if k else None,
-            "max_one_party_shift": shift if math.isfinite(shift) else None,
-            "max_party_rows": bound, "noise_margin": margin, "per_party": per_party,
-            "noisy_correct": c_sum, "noisy_total": t_sum, "note": "; ".join(notes)}
+        notes.append(
+            "max-party-rows not declared: one party's reply may move the estimate by up to "
+            f"{UNDECLARED_ROWS_CEILING:,} rows' worth"
+        )
+    return {
+        "parties": k,
+        "refused": refused,
+        "no_reply": no_reply,
+        "noised": not cfg.exact_metrics,
+        "epsilon_per_party": epsilon,
+        "accuracy": _shown(estimate),
+        "accuracy_unclipped": estimate,
+        "ci95": score_interval(c_sum, t_sum, k, variance),
+        "ci95_if_one_party_lied": one_party_robust_interval(np.array(correct), np.array(total), variance)
+        if k
+        else None,
+        "max_one_party_shift": shift if math.isfinite(shift) else None,
+        "max_party_rows": bound,
+        "noise_margin": margin,
+        "per_party": per_party,
+        "noisy_correct": c_sum,
+        "noisy_total": t_sum,
+        "note": "; ".join(notes),
+    }

@@ -19,13 +19,32 @@ from edprf_core import FEDERATION_NOTE, DPForest
 
 __all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]
 
-PRE_RESERVATION_REFUSALS = frozenset({
-    "bad_request", "bad_model", "party_setup", "invalid_local_data", "budget_exhausted", "schema_mismatch",
-    "epsilon_resolution", "policy_bins", "policy_depth", "policy_epsilon", "policy_evaluation_epsilon",
-    "policy_exact_metrics", "policy_min_epsilon", "policy_model_bytes", "policy_model_nodes", "policy_model_schema",
-    "policy_model_trees", "policy_relation", "policy_release_nodes", "policy_seed", "policy_trees",
-    "request_id_reused",
-})
+PRE_RESERVATION_REFUSALS = frozenset(
+    {
+        "bad_request",
+        "bad_model",
+        "party_setup",
+        "invalid_local_data",
+        "budget_exhausted",
+        "schema_mismatch",
+        "epsilon_resolution",
+        "policy_bins",
+        "policy_depth",
+        "policy_epsilon",
+        "policy_evaluation_epsilon",
+        "policy_exact_metrics",
+        "policy_min_epsilon",
+        "policy_model_bytes",
+        "policy_model_nodes",
+        "policy_model_schema",
+        "policy_model_trees",
+        "policy_relation",
+        "policy_release_nodes",
+        "policy_seed",
+        "policy_trees",
+        "request_id_reused",
+    }
+)
 """Refusals a party decides before it reserves ε: nothing was charged for them."""
 
 
@@ -59,22 +78,30 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     evaluated = [s for s in spends if s.evaluation_epsilon > 0]
     resumed = [s for s in spends if s.release_charged_before]
     scope = "this model" if resumed else "this run"
-    spent = (f"Spent for {scope}: epsilon = {top.total:g} per record at most (release "
-             f"{top.release_epsilon:g}" + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
-             + f", the largest total over {len(spends)} parties"
-             + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
-             + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
-             "actually faces at most max(release, evaluation); the total is what the ledgers count.")
+    spent = (
+        f"Spent for {scope}: epsilon = {top.total:g} per record at most (release "
+        f"{top.release_epsilon:g}"
+        + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
+        + f", the largest total over {len(spends)} parties"
+        + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
+        + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
+        "actually faces at most max(release, evaluation); the total is what the ledgers count."
+    )
     if resumed:
-        spent += (f" Newly charged by this run: epsilon = {max(s.new for s in spends):g} per party at most; the "
-                  f"releases of {len(resumed)} of the {len(spends)} parties were resent for a reused request-tag "
-                  "and were charged by the run that made them.")
+        spent += (
+            f" Newly charged by this run: epsilon = {max(s.new for s in spends):g} per party at most; the "
+            f"releases of {len(resumed)} of the {len(spends)} parties were resent for a reused request-tag "
+            "and were charged by the run that made them."
+        )
     reasons = forest.not_dp_reasons()
     exact = [s.party for s in spends if s.exact_metrics]
     if exact:
-        reasons = [*reasons, f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
-                             f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
-                             "): exact counts of their held-out rows are not protected"]
+        reasons = [
+            *reasons,
+            f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
+            f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
+            "): exact counts of their held-out rows are not protected",
+        ]
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
     if reasons:
         return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee()}"

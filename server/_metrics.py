@@ -31,9 +31,13 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
     index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
     y = np.array([index[v.item() if isinstance(v, np.generic) else v] for v in truth], dtype=np.int64)
     report = clinical_report(y, proba, tuple(classes))
-    estimates = {"accuracy": report.accuracy, "balanced_accuracy": report.balanced_accuracy,
-                 "f1_macro": macro_f1_estimate(y, report.predicted, len(classes)), "roc_auc": report.roc_auc,
-                 "brier": report.brier}
+    estimates = {
+        "accuracy": report.accuracy,
+        "balanced_accuracy": report.balanced_accuracy,
+        "f1_macro": macro_f1_estimate(y, report.predicted, len(classes)),
+        "roc_auc": report.roc_auc,
+        "brier": report.brier,
+    }
     out: dict[str, Any] = {key: float(e.value) for key, e in estimates.items()}
     out |= {f"{key}_ci95": [float(e.low), float(e.high)] for key, e in estimates.items()}
     out |= {"n": report.n, "warning": report.warning}

@@ -60,8 +60,11 @@ class RunReport:
         return [p for p in self.parties if p.status == "accepted"]
 
     def rejections(self) -> list[dict[str, Any]]:
-        return [{"node_id": p.node_id, "party_id": p.party_id, "status": p.status, "reason": p.reason,
-                 "message": p.message} for p in self.parties if p.status != "accepted"]
+        return [
+            {"node_id": p.node_id, "party_id": p.party_id, "status": p.status, "reason": p.reason, "message": p.message}
+            for p in self.parties
+            if p.status != "accepted"
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return _finite(asdict(self))

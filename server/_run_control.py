@@ -46,8 +46,10 @@ def claim_output_dir(cfg: CoordinatorConfig) -> Path:
     out = Path(cfg.output_dir)
     found = [out / name for name in _RUN_FILES if (out / name).exists()]
     if found and not cfg.overwrite:
-        raise OutputDirInUse(f"output-dir {out} already holds a run ({', '.join(p.name for p in found)}); nothing "
-                             "was sent to the parties. Give a new output-dir, or overwrite=true to replace it")
+        raise OutputDirInUse(
+            f"output-dir {out} already holds a run ({', '.join(p.name for p in found)}); nothing "
+            "was sent to the parties. Give a new output-dir, or overwrite=true to replace it"
+        )
     for path in found:
         path.unlink()
     return out
@@ -59,16 +61,25 @@ def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict |
     if cfg.evaluate_resumed or not accepted or not all(p.resumed_from_run for p in accepted):
         return None
     runs = sorted({p.resumed_from_run for p in accepted})
-    return {"skipped": "resumed_releases",
-            "message": (f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
-                        "the model is theirs and was evaluated then, so no party was asked to spend evaluation "
-                        "epsilon again (evaluate-resumed=true asks anyway)")}
+    return {
+        "skipped": "resumed_releases",
+        "message": (
+            f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
+            "the model is theirs and was evaluated then, so no party was asked to spend evaluation "
+            "epsilon again (evaluate-resumed=true asks anyway)"
+        ),
+    }
 
 
 def failure_text(report: RunReport, min_parties: int) -> str:
     """Why a run without enough valid releases failed: the count, and each party's reason."""
-    reasons = [f"{p.party_id or f'node {p.node_id}'}: {p.status} ({p.reason})" for p in report.parties
-               if p.status != "accepted"]
-    return (f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"
-            + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
-            + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else ""))
+    reasons = [
+        f"{p.party_id or f'node {p.node_id}'}: {p.status} ({p.reason})"
+        for p in report.parties
+        if p.status != "accepted"
+    ]
+    return (
+        f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"
+        + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
+        + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
+    )

@@ -46,11 +46,16 @@ def _margins(votes: NDArray[np.float64], y: NDArray[np.int64]) -> NDArray[np.flo
 def _summed_votes(part_votes: Sequence[NDArray[np.int64]]) -> Callable[[list[int]], NDArray[np.float64]]:
     def scores(parts: list[int]) -> NDArray[np.float64]:
         return np.sum([part_votes[i] for i in parts], axis=0, dtype=np.float64)
+
     return scores
 
 
-def select_parties(parts: Sequence[NDArray[np.int64]] | object, y: NDArray[np.int64],
-                   target_parts: int | None = None, min_gain: float = 0.0) -> Selection:
+def select_parties(
+    parts: Sequence[NDArray[np.int64]] | object,
+    y: NDArray[np.int64],
+    target_parts: int | None = None,
+    min_gain: float = 0.0,
+) -> Selection:
     """Greedy forward selection over parts.
 
     ``parts`` is either a list of (n_rows, n_classes) vote arrays, one per part

@@ -25,14 +25,18 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
     else:
         shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-    head = (f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
-            f"{federated['parties']} parties): {shown}")
+    head = (
+        f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
+        f"{federated['parties']} parties): {shown}"
+    )
     lines = [head]
     shift = federated.get("max_one_party_shift")
     if "max_one_party_shift" in federated:
-        lines.append("  any one party's reply can move it by at most "
-                     + (f"{shift:.3f}" if shift is not None else "any amount (too few other rows)")
-                     + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)")
+        lines.append(
+            "  any one party's reply can move it by at most "
+            + (f"{shift:.3f}" if shift is not None else "any amount (too few other rows)")
+            + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
+        )
     return lines
 
 
@@ -40,8 +44,10 @@ def summary_lines(report: RunReport) -> list[str]:
     """Status, model path, accuracy and balanced accuracy with their intervals (and the one-class warning), every
     party that was not accepted (with its reason), the guarantee."""
     accepted = report.accepted
-    head = (f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
-            f"releases accepted, {report.n_trees} trees")
+    head = (
+        f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
+        f"releases accepted, {report.n_trees} trees"
+    )
     lines = [head]
     if report.failure:
         lines.append(f"failure: {report.failure}")
@@ -55,8 +61,7 @@ def summary_lines(report: RunReport) -> list[str]:
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")
-        lines += [f"  {line}" for line in contribution_lines(report.contributions,
-                                                             report.parameters.get("flag_alpha"))]
+        lines += [f"  {line}" for line in contribution_lines(report.contributions, report.parameters.get("flag_alpha"))]
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
     return lines
@@ -66,8 +71,10 @@ def central_evaluation_lines(central: dict[str, Any]) -> list[str]:
     """Accuracy and balanced accuracy on the coordinator's test data with their intervals, and the one-class warning."""
     if central.get("accuracy") is None:
         return []
-    head = (f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
-            f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}")
+    head = (
+        f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
+        f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}"
+    )
     lines = [head]
     if central.get("warning"):
         lines.append(central["warning"])

@@ -24,8 +24,11 @@ ENGINES = ("in-process", "ray")
 #: ``ray.init`` arguments of every simulation: Ray's node (GCS, raylet, object manager, workers) on
 #: 127.0.0.1 and no dashboard.  ``flwr run`` simulations get the same through
 #: ``[tool.flwr.federations.*.options.backend.init-args]`` in pyproject.toml.
-RAY_LOOPBACK_INIT_ARGS: dict[str, Any] = {"_node_ip_address": "127.0.0.1", "include_dashboard": False,
-                                          "dashboard_host": "127.0.0.1"}
+RAY_LOOPBACK_INIT_ARGS: dict[str, Any] = {
+    "_node_ip_address": "127.0.0.1",
+    "include_dashboard": False,
+    "dashboard_host": "127.0.0.1",
+}
 #: Environment of every simulation: Ray's node address for the processes Ray starts itself.
 RAY_LOOPBACK_ENV: dict[str, str] = {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}
 
@@ -61,8 +64,9 @@ def _server_app(cfg: CoordinatorConfig) -> ServerApp:
     return app
 
 
-def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = False,
-                        engine: str = "in-process") -> None:
+def simulate_federation(
+    cfg: CoordinatorConfig, n_parties: int, verbose: bool = False, engine: str = "in-process"
+) -> None:
     """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
 
     The coordinator writes its model and report to ``cfg.output_dir``.  It waits
@@ -93,8 +97,20 @@ def simulate_federation(cfg: CoordinatorConfig, n_parties: int, verbose: bool = 
         flwr_log.setLevel(logging.WARNING)
     for name, value in RAY_LOOPBACK_ENV.items():
         os.environ.setdefault(name, value)
-    backend = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-               "init_args": {"num_cpus": max(1, os.cpu_count() or 1), "logging_level": "error",
-                             "log_to_driver": verbose, **RAY_LOOPBACK_INIT_ARGS}}
-    run_simulation(server_app=server_app, client_app=client_app, num_supernodes=n_parties, backend_name="ray",
-                   backend_config=backend, verbose_logging=verbose)
+    backend = {
+        "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+        "init_args": {
+            "num_cpus": max(1, os.cpu_count() or 1),
+            "logging_level": "error",
+            "log_to_driver": verbose,
+            **RAY_LOOPBACK_INIT_ARGS,
+        },
+    }
+    run_simulation(
+        server_app=server_app,
+        client_app=client_app,
+        num_supernodes=n_parties,
+        backend_name="ray",
+        backend_config=backend,
+        verbose_logging=verbose,
+    )

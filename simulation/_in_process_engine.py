@@ -90,8 +90,9 @@ class InProcessGrid(Grid):
     def run(self) -> Run:
         return Run(**vars(self._run))
 
-    def create_message(self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str,
-                       ttl: float | None = None) -> Message:
+    def create_message(
+        self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str, ttl: float | None = None
+    ) -> Message:
         return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
@@ -112,8 +113,9 @@ class InProcessGrid(Grid):
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001  (what Flower's simulation worker replies when a ClientApp raises)
-            reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
-                                  reason=f"{type(exc)}:<'{exc}'>"), reply_to=received)
+            reply = Message(
+                Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(exc)}:<'{exc}'>"), reply_to=received
+            )
         reply = _over_the_wire(reply)
         reply.metadata.__dict__["_message_id"] = uuid.uuid4().hex
         node.replies[meta.message_id] = reply
@@ -142,8 +144,9 @@ class InProcessGrid(Grid):
         return list(self.pull_messages(ids))
 
 
-def run_in_process(server_app: ServerApp, client_app: ClientApp, num_supernodes: int,
-                   run_config: Mapping[str, object] | None = None) -> InProcessGrid:
+def run_in_process(
+    server_app: ServerApp, client_app: ClientApp, num_supernodes: int, run_config: Mapping[str, object] | None = None
+) -> InProcessGrid:
     """Run ``server_app`` against ``num_supernodes`` copies of ``client_app`` in this process.
 
     Node ``i`` gets the node config ``{"partition-id": i, "num-partitions": num_supernodes}``
@@ -160,18 +163,28 @@ def run_in_process(server_app: ServerApp, client_app: ClientApp, num_supernodes:
         if node_id in nodes or node_id == SUPERLINK_NODE_ID:
             continue
         partition = len(nodes)
-        nodes[node_id] = (client_app, Context(run_id=run_id, node_id=node_id,
-                                              node_config={"partition-id": partition,
-                                                           "num-partitions": num_supernodes},
-                                              state=RecordDict(), run_config=dict(config)))
+        nodes[node_id] = (
+            client_app,
+            Context(
+                run_id=run_id,
+                node_id=node_id,
+                node_config={"partition-id": partition, "num-partitions": num_supernodes},
+                state=RecordDict(),
+                run_config=dict(config),
+            ),
+        )
     grid = InProcessGrid(run, nodes)
     saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
     # the coordinator's messages are built with the process's task identity, as in Flower's own
     # in-process API (run_simulation); restored afterwards
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = run_id, SUPERLINK_NODE_ID, 1
     try:
-        server_app(grid, Context(run_id=run_id, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(),
-                                 run_config=dict(config)))
+        server_app(
+            grid,
+            Context(
+                run_id=run_id, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(), run_config=dict(config)
+            ),
+        )
     finally:
         TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
     return grid

@@ -34,12 +34,16 @@ class Partitioning:
             raise ValueError("column partitioning needs a column name")
 
     def describe(self) -> str:
-        return {"iid": "IID", "dirichlet": f"Dirichlet label skew (alpha={self.alpha:g})",
-                "column": f"by column {self.column!r}"}[self.kind]
+        return {
+            "iid": "IID",
+            "dirichlet": f"Dirichlet label skew (alpha={self.alpha:g})",
+            "column": f"by column {self.column!r}",
+        }[self.kind]
 
 
-def partition_rows(frame: pd.DataFrame, labels: pd.Series, n_parties: int, how: Partitioning,
-                   rng: np.random.Generator) -> list[np.ndarray]:
+def partition_rows(
+    frame: pd.DataFrame, labels: pd.Series, n_parties: int, how: Partitioning, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Row positions of each party (disjoint, covering every row)."""
     n = len(frame)
     if n_parties < 1:

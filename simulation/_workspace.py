@@ -14,8 +14,17 @@ from edprf_core import Schema
 __all__ = ["write_workspace"]
 
 
-def write_workspace(root: Path, schema: Schema, X: pd.DataFrame, y: pd.Series, parts: list, X_test: pd.DataFrame,
-                    y_test: pd.Series, policy: dict, research_seed: int | None = None) -> list[Path]:
+def write_workspace(
+    root: Path,
+    schema: Schema,
+    X: pd.DataFrame,
+    y: pd.Series,
+    parts: list,
+    X_test: pd.DataFrame,
+    y_test: pd.Series,
+    policy: dict,
+    research_seed: int | None = None,
+) -> list[Path]:
     """Write ``schema.toml``, ``test.csv`` and ``party-NNNN/{data.csv,policy.toml}``.
 
     Each party's ledger is created by the party itself on first use.  With a

@@ -19,8 +19,17 @@ from edprf_core._tree import MAX_LEAF_COUNT
 
 __all__ = ["ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_release_bytes"]
 
-ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
-           "copied-release", "inverted", "inverted-plausible", "one-class-per-tree")
+ATTACKS = (
+    "rarest-class",
+    "majority-class",
+    "zero-counts",
+    "labels-rotated",
+    "counts-scaled",
+    "copied-release",
+    "inverted",
+    "inverted-plausible",
+    "one-class-per-tree",
+)
 """Attacks of issue 20: rarest / majority class at 2**31 - 1 in every leaf, every count 0, the
 class columns rotated, every count x1000, another party's release with counts rotated and x1000,
 every leaf's mass (2**31 - 1, or the leaf's own released size) on the class the honest model rates
@@ -39,8 +48,14 @@ def _one_hot(n_nodes: int, n_classes: int, cls: np.ndarray, mass: np.ndarray | f
     return counts
 
 
-def forge(attack: str, own: DPForest, *, honest_model: Callable[[pd.DataFrame], np.ndarray] | None = None,
-          own_rows: pd.DataFrame | None = None, other: DPForest | None = None) -> DPForest:
+def forge(
+    attack: str,
+    own: DPForest,
+    *,
+    honest_model: Callable[[pd.DataFrame], np.ndarray] | None = None,
+    own_rows: pd.DataFrame | None = None,
+    other: DPForest | None = None,
+) -> DPForest:
     """The hostile party's release for ``attack``, built from its own honestly shaped forest ``own``.
 
     Parameters
@@ -64,11 +79,9 @@ def forge(attack: str, own: DPForest, *, honest_model: Callable[[pd.DataFrame], 
     leaves = trees.feature < 0
     totals = counts[leaves].sum(axis=0)
     if attack == "rarest-class":
-        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmin(totals))),
-                                          MAX_LEAF_COUNT))
+        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmin(totals))), MAX_LEAF_COUNT))
     if attack == "majority-class":
-        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmax(totals))),
-                                          MAX_LEAF_COUNT))
+        return _with_counts(own, _one_hot(n_nodes, n_classes, np.full(n_nodes, int(np.argmax(totals))), MAX_LEAF_COUNT))
     if attack == "zero-counts":
         return _with_counts(own, np.zeros_like(counts))
     if attack == "labels-rotated":
@@ -100,8 +113,14 @@ def forge(attack: str, own: DPForest, *, honest_model: Callable[[pd.DataFrame], 
     raise ValueError(f"forge: unknown attack {attack!r}; expected one of {ATTACKS}")
 
 
-SELF_CONTAINED_ATTACKS = ("rarest-class", "majority-class", "zero-counts", "labels-rotated", "counts-scaled",
-                          "one-class-per-tree")
+SELF_CONTAINED_ATTACKS = (
+    "rarest-class",
+    "majority-class",
+    "zero-counts",
+    "labels-rotated",
+    "counts-scaled",
+    "one-class-per-tree",
+)
 """The attacks a party can mount from its own release alone (what the hostile ClientApps use)."""
 
 
@@ -118,5 +137,11 @@ def forge_release_bytes(payload: bytes, schema, attack: str, signing_key=None) -
         raise ValueError(f"forge_release_bytes: expected one of {SELF_CONTAINED_ATTACKS}, got {attack!r}")
     genuine = decode_release(payload, schema, INSPECTION_POLICY)
     forged = forge(attack, genuine.forest)
-    return encode_release(forged, genuine.party_id, signing_key, allow_non_dp=not forged.dp,
-                          run_id=genuine.run_id, request_id=genuine.request_id)
+    return encode_release(
+        forged,
+        genuine.party_id,
+        signing_key,
+        allow_non_dp=not forged.dp,
+        run_id=genuine.run_id,
+        request_id=genuine.request_id,
+    )

@@ -14,8 +14,9 @@ def make_schema(n_continuous: int = 3, n_categorical: int = 2, n_categories: int
         CategoricalFeature(f"c{i}", tuple(f"v{j}" for j in range(n_categories)), source="synthetic")
         for i in range(n_categorical)
     ]
-    return Schema(features=tuple(features), label=LabelSpec("label", tuple(f"k{j}" for j in range(n_classes))),
-                  name="synthetic")
+    return Schema(
+        features=tuple(features), label=LabelSpec("label", tuple(f"k{j}" for j in range(n_classes))), name="synthetic"
+    )
 
 
 def make_data(schema: Schema, n: int, seed: int, signal: bool = True) -> tuple[pd.DataFrame, pd.Series]:
@@ -50,7 +51,10 @@ def skewed_wall_federation(alpha: float, seed: int, **fit_params):
     test = np.arange(len(data)) % 5 == 0
     Xtr, ytr, Xte, yte = data[~test], labels[~test], data[test], labels[test]
     parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", alpha, ""), np.random.default_rng(seed))
-    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i,
-                               **fit_params).fit(Xtr.iloc[rows], ytr.iloc[rows]).forest_
-               for i, rows in enumerate(parts)]
+    forests = [
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i, **fit_params)
+        .fit(Xtr.iloc[rows], ytr.iloc[rows])
+        .forest_
+        for i, rows in enumerate(parts)
+    ]
     return merge_forests(forests, labels=[f"p{i}" for i in range(5)]), Xte, encode_labels(yte, schema)

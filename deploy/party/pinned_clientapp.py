@@ -77,8 +77,11 @@ def bundle_tree_digest(fab: bytes) -> str:
                 continue
             entries.append((name, hashlib.sha256(archive.read(info)).hexdigest()))
     # parent directories appear in a directory walk but carry no entry; files are sorted by path as in rglob
-    return hashlib.sha256("\n".join(f"{n}\0file\0{h}" for n, h in sorted(entries, key=lambda e: Path(e[0])))
-                          .encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256(
+        "\n".join(f"{n}\0file\0{h}" for n, h in sorted(entries, key=lambda e: Path(e[0]))).encode(
+            "utf-8", "surrogateescape"
+        )
+    ).hexdigest()
 
 
 def install(path: str | Path) -> None:
@@ -123,12 +126,16 @@ def install(path: str | Path) -> None:
     def verified_project_dir(fab_id: str, fab_version: str, fab_hash: str) -> Path:
         entry = verified.get(str(fab_hash).lower())
         if entry is None:
-            raise PermissionError(f"app bundle hash {fab_hash!r} named by the SuperLink was not installed from "
-                                  f"verified content in this process; trusted hashes are in {path}")
+            raise PermissionError(
+                f"app bundle hash {fab_hash!r} named by the SuperLink was not installed from "
+                f"verified content in this process; trusted hashes are in {path}"
+            )
         installed, expected = entry
         if original_project_dir(fab_id, fab_version, fab_hash).name != installed.name:
-            raise PermissionError(f"app {fab_id!r} version {fab_version!r} named by the SuperLink is not the "
-                                  f"verified bundle sha256:{fab_hash}")
+            raise PermissionError(
+                f"app {fab_id!r} version {fab_version!r} named by the SuperLink is not the "
+                f"verified bundle sha256:{fab_hash}"
+            )
         if tree_digest(installed) != expected:
             raise PermissionError(f"files of the verified app bundle sha256:{fab_hash} changed after installation")
         return installed
@@ -142,8 +149,7 @@ def install(path: str | Path) -> None:
 def main() -> int:
     path = os.environ.get(ENV, "")
     if not path:
-        print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes",
-              file=sys.stderr)
+        print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes", file=sys.stderr)
         return 2
     install(path)
     from flwr.supernode.cli import flwr_clientapp

@@ -57,8 +57,13 @@ def test_tightest_spread_is_the_smallest_range_of_any_subset_of_that_size():
     for n_parts in range(3, 8):
         values = rng.normal(0.0, 3.0, size=(n_parts, 5)) * rng.integers(1, 100, size=(n_parts, 1))
         for size in range(2, n_parts + 1):
-            brute = np.min([values[list(c)].max(axis=0) - values[list(c)].min(axis=0)
-                            for c in itertools.combinations(range(n_parts), size)], axis=0)
+            brute = np.min(
+                [
+                    values[list(c)].max(axis=0) - values[list(c)].min(axis=0)
+                    for c in itertools.combinations(range(n_parts), size)
+                ],
+                axis=0,
+            )
             np.testing.assert_allclose(tightest_spread(np.sort(values, axis=0), size), brute)
 
 
@@ -119,9 +124,14 @@ def federation():
     order = rng.permutation(len(X))
     test, train = order[:1000], order[1000:]
     shares = np.array_split(train, 5)
-    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth="auto", max_depth_cap=8, n_bins=20,
-                               random_state=100 + i).fit(X.iloc[rows], y.iloc[rows]).forest_
-               for i, rows in enumerate(shares)]
+    forests = [
+        EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=2, max_depth="auto", max_depth_cap=8, n_bins=20, random_state=100 + i
+        )
+        .fit(X.iloc[rows], y.iloc[rows])
+        .forest_
+        for i, rows in enumerate(shares)
+    ]
     truth = encode_labels(y.iloc[test], schema)
     return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth
 

@@ -44,8 +44,16 @@ def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, 
     # few features in multiway mode: paths end early when features run out
     schema = make_schema(n_continuous=2, n_categorical=2, n_categories=2) if split_mode == "multiway" else make_schema()
     X, y = make_data(schema, 300, seed=depth)
-    clf = EDPRFClassifier(schema, epsilon=0.8, n_estimators=2, max_depth=depth, split_mode=split_mode,
-                          n_bins=3 if split_mode == "multiway" else 8, schedule=schedule, random_state=depth)
+    clf = EDPRFClassifier(
+        schema,
+        epsilon=0.8,
+        n_estimators=2,
+        max_depth=depth,
+        split_mode=split_mode,
+        n_bins=3 if split_mode == "multiway" else 8,
+        schedule=schedule,
+        random_state=depth,
+    )
     forest = clf.fit(X, y).forest_
     node_spend, path_spend = forest.spent_epsilons()
     leaves = forest.trees.feature < 0
@@ -58,8 +66,13 @@ def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, 
 def test_sequential_composition_trees_spend_epsilon_over_t():
     schema = make_schema()
     X, y = make_data(schema, 300, seed=1)
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=3, n_bins=5, composition="sequential",
-                             random_state=0).fit(X, y).forest_
+    forest = (
+        EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=4, max_depth=3, n_bins=5, composition="sequential", random_state=0
+        )
+        .fit(X, y)
+        .forest_
+    )
     _, path_spend = forest.spent_epsilons()
     np.testing.assert_allclose(path_spend[forest.trees.feature < 0], 0.25)
 
@@ -82,8 +95,9 @@ def test_binary_tree_shape_does_not_depend_on_the_data():
 
 def test_multiway_tree_shape_does_not_depend_on_the_data():
     cats = tuple("abc")
-    schema = Schema(features=tuple(CategoricalFeature(f"c{i}", cats) for i in range(4)),
-                    label=LabelSpec("label", ("k0", "k1")))
+    schema = Schema(
+        features=tuple(CategoricalFeature(f"c{i}", cats) for i in range(4)), label=LabelSpec("label", ("k0", "k1"))
+    )
     rng = np.random.default_rng(0)
     import pandas as pd
 
@@ -109,8 +123,17 @@ def test_fitted_model_holds_no_data_derived_value():
     b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=20, random_state=0).fit(X2, y2)
     assert a.get_params() == params_before  # nothing written back into constructor parameters
     assert set(vars(a)) == set(params_before) | {
-        "forest_", "classes_", "n_features_in_", "feature_names_in_", "privacy_", "dp_", "n_estimators_",
-        "max_depth_", "n_bins_", "n_rows_estimate_"}
+        "forest_",
+        "classes_",
+        "n_features_in_",
+        "feature_names_in_",
+        "privacy_",
+        "dp_",
+        "n_estimators_",
+        "max_depth_",
+        "n_bins_",
+        "n_rows_estimate_",
+    }
     assert (a.n_estimators_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
     # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)
     assert len(pickle.dumps(a.forest_.trees)) == len(pickle.dumps(b.forest_.trees))
@@ -157,10 +180,13 @@ def test_validate_refuses_deep_chains_quickly_and_non_breadth_first_order():
     parent = np.r_[-1, np.repeat(internal, 2)]
     assert _propagate_depth(parent, 6).max() == 7
     # a root whose first child block comes after its second child's block
-    swapped = ForestArrays(np.array([0, 7]), np.array([0, 0, 0, -1, -1, -1, -1], np.int32),
-                           np.array([1, 1, 1, -1, -1, -1, -1], np.int32),
-                           np.array([1, 5, 3, -1, -1, -1, -1], np.int32),
-                           np.array([-1, -1, -1, 0, 1, 0, 1], np.int32))
+    swapped = ForestArrays(
+        np.array([0, 7]),
+        np.array([0, 0, 0, -1, -1, -1, -1], np.int32),
+        np.array([1, 1, 1, -1, -1, -1, -1], np.int32),
+        np.array([1, 5, 3, -1, -1, -1, -1], np.int32),
+        np.array([-1, -1, -1, 0, 1, 0, 1], np.int32),
+    )
     with pytest.raises(TreeStructureError, match="breadth-first"):
         swapped.validate(grid, 2, "binary", max_depth=6)
 
@@ -190,8 +216,11 @@ def test_histogram_memory_cap_blocks_nodes_instead_of_refusing(monkeypatch, spli
     X, y = make_data(schema, 3000, seed=3, signal=True)
 
     def fit():
-        return EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=8, split_mode=split_mode,
-                               random_state=11).fit(X, y).forest_.trees
+        return (
+            EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=8, split_mode=split_mode, random_state=11)
+            .fit(X, y)
+            .forest_.trees
+        )
 
     uncapped = fit()
     monkeypatch.setattr(builder, "MAX_HISTOGRAM_BYTES", 1)  # one node per block

@@ -16,12 +16,56 @@ from edprf_core._cell_text import WHITESPACE, number_of_text, strip_text, text_n
 from edprf_core._encoding import _parse_numbers
 
 EDGE_CELLS = [
-    "7", " 7 ", "7.0", "1e3", "+7", "-0", ".5", "5.", "1e", "1e+", "-", ".", "1,000", "1_000", "0x10", "inf", "-inf",
-    "nan", "NaN", "Infinity", "1e309", "-1e309", "1e-400", "007", "1" * 400, "9" * 30, "1e99999999999999999999",
-    "1e-99999999999999999999", "\u0661\u0662", "1.5e+03", "1E5", "  ", "", "e5", "+.5e-3", "-.e3",
-    "9007199254740993", "18446744073709551616", "-9223372036854775809", "2.2250738585072011e-308", "4.9e-324",
-    "1.7976931348623157e308", "1.7976931348623159e308", "0." + "0" * 400 + "1", "1\u00a0", "\u30007", "7\x00",
-    "1d5", "0x1p3", "\ufeff7",
+    "7",
+    " 7 ",
+    "7.0",
+    "1e3",
+    "+7",
+    "-0",
+    ".5",
+    "5.",
+    "1e",
+    "1e+",
+    "-",
+    ".",
+    "1,000",
+    "1_000",
+    "0x10",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "Infinity",
+    "1e309",
+    "-1e309",
+    "1e-400",
+    "007",
+    "1" * 400,
+    "9" * 30,
+    "1e99999999999999999999",
+    "1e-99999999999999999999",
+    "\u0661\u0662",
+    "1.5e+03",
+    "1E5",
+    "  ",
+    "",
+    "e5",
+    "+.5e-3",
+    "-.e3",
+    "9007199254740993",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "2.2250738585072011e-308",
+    "4.9e-324",
+    "1.7976931348623157e308",
+    "1.7976931348623159e308",
+    "0." + "0" * 400 + "1",
+    "1\u00a0",
+    "\u30007",
+    "7\x00",
+    "1d5",
+    "0x1p3",
+    "\ufeff7",
 ]
 
 
@@ -46,8 +90,18 @@ def test_arrow_strips_exactly_like_str_strip_for_every_code_point():
     assert [c for c, s in zip(cells, stripped) if s != c.strip()] == []
 
 
-@pytest.mark.parametrize(("cell", "value"), [("7", 7.0), (" 7 ", 7.0), ("-0", -0.0), (".5", 0.5), ("1e3", 1000.0),
-                                             ("007", 7.0), ("9007199254740993", 9007199254740992.0)])
+@pytest.mark.parametrize(
+    ("cell", "value"),
+    [
+        ("7", 7.0),
+        (" 7 ", 7.0),
+        ("-0", -0.0),
+        (".5", 0.5),
+        ("1e3", 1000.0),
+        ("007", 7.0),
+        ("9007199254740993", 9007199254740992.0),
+    ],
+)
 def test_numbers(cell, value):
     assert _same(number_of_text(cell), value)
 
@@ -88,15 +142,19 @@ def test_objects_that_are_not_text_are_read_one_by_one():
 
 
 SCHEMA = Schema(
-    features=(ContinuousFeature("x", 0.0, 10.0, missing="separate", source="test"),
-              CategoricalFeature("grade", (1, 2, 3), unknown=3, missing="separate", source="test"),
-              CategoricalFeature("code", ("007", "a b", "other"), unknown="other", missing="separate",
-                                 source="test")),
-    label=LabelSpec("y", ("0", "1")), missing_values=("", "?", "NA"),
+    features=(
+        ContinuousFeature("x", 0.0, 10.0, missing="separate", source="test"),
+        CategoricalFeature("grade", (1, 2, 3), unknown=3, missing="separate", source="test"),
+        CategoricalFeature("code", ("007", "a b", "other"), unknown="other", missing="separate", source="test"),
+    ),
+    label=LabelSpec("y", ("0", "1")),
+    missing_values=("", "?", "NA"),
 )
-CELLS = {"x": [" 3.5", "-0", "1e309", "NA", "", "12", "7", "\u30007"],
-         "grade": ["2", " 002 ", "2.0", "-0", "?", "4", "1e0", "3"],
-         "code": ["007", " a b ", "7", "?", "other", "x", "\u00a0007", "a  b"]}
+CELLS = {
+    "x": [" 3.5", "-0", "1e309", "NA", "", "12", "7", "\u30007"],
+    "grade": ["2", " 002 ", "2.0", "-0", "?", "4", "1e0", "3"],
+    "code": ["007", " a b ", "7", "?", "other", "x", "\u00a0007", "a  b"],
+}
 
 
 @pytest.mark.parametrize("dtype", ["object", "str", "string[python]", "string[pyarrow]", "category"])
@@ -110,8 +168,10 @@ def test_codes_do_not_depend_on_the_column_s_dtype_or_on_a_non_text_neighbour(dt
 
     reference = read(pd.DataFrame(CELLS, dtype=object))
     # x: 4 bins of [0, 10] (+ missing = 4); grade: unknown -> 3 (code 2), missing = 3; code: unknown -> "other"
-    assert reference == ([[1, 1, 0], [0, 1, 1], [0, 1, 2], [4, 2, 3], [4, 3, 2], [3, 2, 2], [2, 0, 0], [2, 2, 2]],
-                         [("x", "not a finite number", [False, False, True, False, False, False, False, False])])
+    assert reference == (
+        [[1, 1, 0], [0, 1, 1], [0, 1, 2], [4, 2, 3], [4, 3, 2], [3, 2, 2], [2, 0, 0], [2, 2, 2]],
+        [("x", "not a finite number", [False, False, True, False, False, False, False, False])],
+    )
     typed = pd.DataFrame({k: pd.Series(v, dtype=dtype) for k, v in CELLS.items()})
     assert read(typed) == reference
     mixed = pd.DataFrame({k: pd.Series([*v, 5], dtype=object) for k, v in CELLS.items()})  # one cell is a number

@@ -25,8 +25,10 @@ from edprf_core import (
 )
 
 SCHEMA = Schema(
-    features=(ContinuousFeature("age", 0.0, 100.0, source="test"),
-              CategoricalFeature("workclass", ("State-gov", "Private"), source="test")),
+    features=(
+        ContinuousFeature("age", 0.0, 100.0, source="test"),
+        CategoricalFeature("workclass", ("State-gov", "Private"), source="test"),
+    ),
     label=LabelSpec("income", ("<=50K", ">50K"), aliases=((">50K.", ">50K"), ("<=50K.", "<=50K"))),
     name="census-like",
 )
@@ -53,14 +55,19 @@ def test_read_csv_with_pandas_defaults_fits():
     """pandas 3's default dtype for text is ``str``: the census file failed with "undeclared category ' State-gov'"."""
     frame = pd.read_csv(io.StringIO(CSV))
     EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(
-        frame[["age", "workclass"]], frame["income"])
+        frame[["age", "workclass"]], frame["income"]
+    )
 
 
 @pytest.mark.parametrize("as_", ["list", "array", "str-series", "arrow-series"])
 def test_aliased_labels_in_every_container(as_):
     cells = [" <=50K", ">50K.", " >50K ", "<=50K."]
-    y = {"list": cells, "array": np.array(cells), "str-series": pd.Series(cells, dtype="str"),
-         "arrow-series": pd.Series(cells, dtype="string[pyarrow]")}[as_]
+    y = {
+        "list": cells,
+        "array": np.array(cells),
+        "str-series": pd.Series(cells, dtype="str"),
+        "arrow-series": pd.Series(cells, dtype="string[pyarrow]"),
+    }[as_]
     assert encode_labels(y, SCHEMA).tolist() == [0, 1, 1, 0]
 
 
@@ -73,8 +80,9 @@ def test_missing_cells_of_string_columns_read_as_missing():
 
 def test_a_non_integral_label_fails_after_the_charge():
     """README: a fit refused for its columns or shape costs nothing; one that fails on a value was charged."""
-    schema = Schema(features=(ContinuousFeature("x", 0.0, 1.0, source="test"),),
-                    label=LabelSpec("y", (0, 1)), name="numbers")
+    schema = Schema(
+        features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)), name="numbers"
+    )
     X = pd.DataFrame({"x": [0.1, 0.2, 0.3]})
     acc = BudgetAccountant(epsilon_cap=10.0)
     with pytest.raises(DataValidationError, match="continuous target"):
@@ -83,4 +91,3 @@ def test_a_non_integral_label_fails_after_the_charge():
     with pytest.raises(DataValidationError):  # a refusal for the shape costs nothing
         EDPRFClassifier(schema, epsilon=1.0, accountant=acc, random_state=0).fit(X.assign(z=1.0), [0, 1, 1])
     assert acc.total == pytest.approx(1.0)
-

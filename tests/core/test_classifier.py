@@ -47,8 +47,9 @@ def _reference_predict_one(forest, codes_row, tree):
 def test_vectorized_prediction_matches_reference_traversal(split_mode):
     schema = make_schema(n_classes=3)
     X, y = make_data(schema, 1500, seed=3)
-    clf = EDPRFClassifier(schema, epsilon=2.0, n_estimators=7, max_depth=4, split_mode=split_mode,
-                          n_bins=4, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(
+        schema, epsilon=2.0, n_estimators=7, max_depth=4, split_mode=split_mode, n_bins=4, random_state=0
+    ).fit(X, y)
     forest = clf.forest_
     codes = forest.encode(X.iloc[:200])
     votes = forest.votes(X.iloc[:200])
@@ -103,7 +104,14 @@ def test_privacy_metadata(schema, data):
     clf = EDPRFClassifier(schema, epsilon=0.5, n_estimators=4, max_depth=3, random_state=0).fit(*data)
     p = clf.privacy_
     assert (p.epsilon, p.relation, p.schedule, p.split_mode, p.n_trees, p.max_depth, p.dp) == (
-        0.5, "add-remove", "harmonic", "binary", 4, 3, True)
+        0.5,
+        "add-remove",
+        "harmonic",
+        "binary",
+        4,
+        3,
+        True,
+    )
     assert "epsilon = 0.5" in clf.forest_.guarantee()
 
 
@@ -123,8 +131,10 @@ def test_merge_concatenates_and_states_the_federation_caveat(schema):
 
 def test_merge_multiclass_keeps_every_tree():
     schema = make_schema(n_classes=4)
-    forests = [EDPRFClassifier(schema, n_estimators=3, random_state=s).fit(*make_data(schema, 400, s)).forest_
-               for s in range(2)]
+    forests = [
+        EDPRFClassifier(schema, n_estimators=3, random_state=s).fit(*make_data(schema, 400, s)).forest_
+        for s in range(2)
+    ]
     merged = merge_forests(forests)
     assert merged.n_trees == 6
     assert merged.votes(make_data(schema, 50, 7)[0]).sum(axis=1).tolist() == [6] * 50
@@ -142,8 +152,12 @@ def test_merge_refuses_mismatched_schema(schema, data):
 
 
 def test_example_schemas_load_and_embedded_data_conform():
-    assert set(available_schemas()) >= {"wall_robot_navigation", "bank_marketing", "diabetes_prediction",
-                                        "heart_disease_cleveland"}
+    assert set(available_schemas()) >= {
+        "wall_robot_navigation",
+        "bank_marketing",
+        "diabetes_prediction",
+        "heart_disease_cleveland",
+    }
     for name in available_schemas():
         schema = example_schema(name)
         assert schema.provenance and all(f.source for f in schema.features), name
@@ -160,8 +174,9 @@ def test_shared_datasets_conform_to_their_schemas():
     EDPRFClassifier(diabetes, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
     heart = example_schema("heart_disease_cleveland")
     names = [f.name for f in heart.features] + [heart.label.column]
-    frame = pd.read_csv(SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data", header=None,
-                        names=names, na_values=["?"]).dropna()
+    frame = pd.read_csv(
+        SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data", header=None, names=names, na_values=["?"]
+    ).dropna()
     EDPRFClassifier(heart, n_estimators=2, max_depth=2, random_state=0).fit(frame[names[:-1]], frame[names[-1]])
 
 

@@ -24,8 +24,13 @@ def _compiled_bytes(table: RoutingTable) -> int:
 
 def _single_leaf_forest(n_trees: int) -> ForestArrays:
     one = np.zeros(n_trees, dtype=np.int32)
-    return ForestArrays(tree_offsets=np.arange(n_trees + 1, dtype=np.int64), feature=one - 1, split=one - 1,
-                        first_child=one - 1, leaf_class=one)
+    return ForestArrays(
+        tree_offsets=np.arange(n_trees + 1, dtype=np.int64),
+        feature=one - 1,
+        split=one - 1,
+        first_child=one - 1,
+        leaf_class=one,
+    )
 
 
 @pytest.mark.parametrize("n_bins", [4, 64])
@@ -35,8 +40,11 @@ def test_routing_costs_the_same_bytes_per_node_on_any_grid_and_routes_alike(n_bi
     every row to the same leaf."""
     schema = make_schema(n_classes=3, n_categorical=2, n_categories=5)
     X, y = make_data(schema, 1000, seed=1)
-    forest = EDPRFClassifier(schema, n_estimators=4, max_depth=3, n_bins=n_bins, split_mode=split_mode,
-                             random_state=0).fit(X, y).forest_
+    forest = (
+        EDPRFClassifier(schema, n_estimators=4, max_depth=3, n_bins=n_bins, split_mode=split_mode, random_state=0)
+        .fit(X, y)
+        .forest_
+    )
     codes = forest.encode(X)
     dense = RoutingTable.compile(forest.trees, forest.grid, forest.split_mode, forest.max_depth)
     n = forest.trees.n_nodes

@@ -75,10 +75,12 @@ def test_the_floating_point_laplace_baseline_is_not_called_differentially_privat
     """Issue 19, finding 5: float Laplace on counts shows impossible outputs under a neighbour (Mironov 2012)."""
     from edprf_core import LaplaceMechanism
 
-    schema = Schema(features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)),
-                    name="numbers")
+    schema = Schema(
+        features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)), name="numbers"
+    )
     X, y = pd.DataFrame({"x": np.linspace(0, 1, 40)}), np.arange(40) % 2
-    clf = EDPRFClassifier(schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_estimators=1,
-                          n_bins=4, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(
+        schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_estimators=1, n_bins=4, random_state=0
+    ).fit(X, y)
     assert not clf.dp_ and "floating-point Laplace" in clf.forest_.guarantee()
     assert "it is NOT differentially\n    private" in LaplaceMechanism.__doc__

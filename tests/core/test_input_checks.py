@@ -27,10 +27,21 @@ def _outcome(action):
         try:
             action()
         except Exception as exc:  # noqa: BLE001 - the outcome is what we compare
-            return ("raised", isinstance(exc, ValueError),
-                    str(exc).replace("EDPRFClassifier", "EST").replace("DecisionTreeClassifier", "EST"))
-    return ("warned", sorted((w.category.__name__, str(w.message).replace("EDPRFClassifier", "EST")
-                              .replace("DecisionTreeClassifier", "EST")) for w in caught))
+            return (
+                "raised",
+                isinstance(exc, ValueError),
+                str(exc).replace("EDPRFClassifier", "EST").replace("DecisionTreeClassifier", "EST"),
+            )
+    return (
+        "warned",
+        sorted(
+            (
+                w.category.__name__,
+                str(w.message).replace("EDPRFClassifier", "EST").replace("DecisionTreeClassifier", "EST"),
+            )
+            for w in caught
+        ),
+    )
 
 
 def _both(fit_X, y, method_X, method="predict"):
@@ -133,9 +144,13 @@ def test_tags_follow_the_schema():
     assert tags.estimator_type == "classifier" and tags.non_deterministic
     assert tags.input_tags.string and not tags.input_tags.allow_nan and not tags.input_tags.categorical
     assert not tags.input_tags.sparse
-    imputing = Schema(features=(ContinuousFeature("a", 0.0, 1.0, missing=0.5),
-                                CategoricalFeature("b", ("u", "v"), missing="separate")),
-                      label=LabelSpec("y", (0, 1)))
+    imputing = Schema(
+        features=(
+            ContinuousFeature("a", 0.0, 1.0, missing=0.5),
+            CategoricalFeature("b", ("u", "v"), missing="separate"),
+        ),
+        label=LabelSpec("y", (0, 1)),
+    )
     tags = get_tags(EDPRFClassifier(imputing))
     assert tags.input_tags.allow_nan and tags.input_tags.categorical
     X = np.array([[np.nan, None], [0.2, "u"], [0.9, "v"], [np.nan, "v"]], dtype=object)

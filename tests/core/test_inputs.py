@@ -62,8 +62,10 @@ def test_undeclared_category_is_refused_with_row(schema, data):
 
 def test_catch_all_category_and_imputation():
     schema = Schema(
-        features=(ContinuousFeature("x", 0.0, 10.0, missing=5.0),
-                  CategoricalFeature("c", ("a", "b", "other"), unknown="other", missing="other")),
+        features=(
+            ContinuousFeature("x", 0.0, 10.0, missing=5.0),
+            CategoricalFeature("c", ("a", "b", "other"), unknown="other", missing="other"),
+        ),
         label=LabelSpec("y", (0, 1)),
     )
     grid = FeatureGrid.from_schema(schema, n_bins=2)
@@ -110,12 +112,18 @@ def test_bad_depth(schema, data, depth):
         EDPRFClassifier(schema, max_depth=depth).fit(*data)
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"n_estimators": 0}, "n_estimators must be"), ({"n_bins": 1}, "n_bins must be"),
-    ({"split_mode": "ternary"}, "split_mode must be"), ({"schedule": "cosine"}, "schedule must be"),
-    ({"neighbouring": "swap"}, "relation must be"), ({"variant": "magic"}, "variant must be"),
-    ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"n_estimators": 0}, "n_estimators must be"),
+        ({"n_bins": 1}, "n_bins must be"),
+        ({"split_mode": "ternary"}, "split_mode must be"),
+        ({"schedule": "cosine"}, "schedule must be"),
+        ({"neighbouring": "swap"}, "relation must be"),
+        ({"variant": "magic"}, "variant must be"),
+        ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
+    ],
+)
 def test_bad_parameters(schema, data, kw, match):
     with pytest.raises(ValueError, match=match):
         EDPRFClassifier(schema, **kw).fit(*data)
@@ -161,25 +169,46 @@ def test_draft_schema_warns_and_produces_a_usable_schema(data):
     assert "DRAFTED" in drafted.features[0].source
 
 
-@pytest.mark.parametrize("toml,match", [
-    ('format = 2\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
-     "unsupported schema format"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=1.0\nupper=0.0',
-     "lower must be < upper"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nbins=4',
-     r"unknown keys \['bins'\]"),
-    ('[label]\ncolumn="y"\nclasses=[0]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]',
-     "at least 2"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","a"]',
-     "duplicates"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]\n'
-     'unknown="z"', "unknown must be 'refuse' or one of the declared"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="y"\nkind="categorical"\ncategories=["a","b"]',
-     "unique"),
-    ('[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\n'
-     'edges=[0.5, 0.2]', "strictly increasing"),
-    ("not = toml = at all", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "toml,match",
+    [
+        (
+            'format = 2\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
+            "unsupported schema format",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=1.0\nupper=0.0',
+            "lower must be < upper",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nbins=4',
+            r"unknown keys \['bins'\]",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]',
+            "at least 2",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","a"]',
+            "duplicates",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]\n'
+            'unknown="z"',
+            "unknown must be 'refuse' or one of the declared",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="y"\nkind="categorical"\ncategories=["a","b"]',
+            "unique",
+        ),
+        (
+            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\n'
+            "edges=[0.5, 0.2]",
+            "strictly increasing",
+        ),
+        ("not = toml = at all", "not valid TOML"),
+    ],
+)
 def test_schema_errors(tmp_path, toml, match):
     path = tmp_path / "s.toml"
     path.write_text(toml)
@@ -204,20 +233,28 @@ def test_fingerprint_is_stable_across_processes(schema):
     import subprocess
     import sys
 
-    code = ("from tests.synthetic import make_schema; print(make_schema().fingerprint)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": "", "PYTHONPATH": "."})
+    code = "from tests.synthetic import make_schema; print(make_schema().fingerprint)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": "", "PYTHONPATH": "."},
+    )
     assert out.stdout.strip() == schema.fingerprint
 
 
-@pytest.mark.parametrize("toml", [
-    'features = 1\n[label]\ncolumn="y"\nclasses=[0,1]',
-    'label = "y"\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
-    'ignored_columns = "abc"\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\n'
-    'lower=0.0\nupper=1.0',
-    '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nedges="ab"',
-    '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="categorical"\ncategories="ab"',
-])
+@pytest.mark.parametrize(
+    "toml",
+    [
+        'features = 1\n[label]\ncolumn="y"\nclasses=[0,1]',
+        'label = "y"\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
+        'ignored_columns = "abc"\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\n'
+        "lower=0.0\nupper=1.0",
+        '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nedges="ab"',
+        '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="categorical"\ncategories="ab"',
+    ],
+)
 def test_hostile_schema_toml_raises_schema_error(toml):
     from edprf_core import Schema
 

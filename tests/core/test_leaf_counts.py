@@ -24,15 +24,18 @@ def _stump_data(n_per_leaf: int) -> tuple[pd.DataFrame, pd.Series, object]:
     """x0 in {1, 9} decides the class: a depth-1 tree on it has two leaves of known counts."""
     schema = make_schema(n_continuous=1, n_categorical=0)
     x = np.r_[np.full(n_per_leaf, 1.0), np.full(n_per_leaf, 9.0)]
-    y = np.r_[np.where(np.arange(n_per_leaf) < 0.8 * n_per_leaf, "k0", "k1"),
-              np.where(np.arange(n_per_leaf) < 0.3 * n_per_leaf, "k0", "k1")]
+    y = np.r_[
+        np.where(np.arange(n_per_leaf) < 0.8 * n_per_leaf, "k0", "k1"),
+        np.where(np.arange(n_per_leaf) < 0.3 * n_per_leaf, "k0", "k1"),
+    ]
     return pd.DataFrame({"x0": x}), pd.Series(y), schema
 
 
 def _fit_stump(seed: int, epsilon: float, n_per_leaf: int = 1000):
     X, y, schema = _stump_data(n_per_leaf)
-    return EDPRFClassifier(schema, epsilon=epsilon, n_estimators=1, max_depth=1, n_bins=2, leaf="counts",
-                           random_state=seed).fit(X, y)
+    return EDPRFClassifier(
+        schema, epsilon=epsilon, n_estimators=1, max_depth=1, n_bins=2, leaf="counts", random_state=seed
+    ).fit(X, y)
 
 
 def test_leaves_carry_counts_and_split_nodes_none():
@@ -67,10 +70,14 @@ def test_leaf_noise_has_the_discrete_laplace_variance_of_the_leaf_budget():
 
 def test_distributions_are_consistent_and_shrink_small_leaves():
     # one tree: root -> 2 leaves with counts (90, 10) and (0, 2)
-    trees = ForestArrays(tree_offsets=np.array([0, 3]), feature=np.array([0, -1, -1], dtype=np.int32),
-                         split=np.array([1, -1, -1], dtype=np.int32), first_child=np.array([1, -1, -1], dtype=np.int32),
-                         leaf_class=np.array([-1, 0, 1], dtype=np.int32),
-                         leaf_counts=np.array([[-1, -1], [90, 10], [0, 2]], dtype=np.int64))
+    trees = ForestArrays(
+        tree_offsets=np.array([0, 3]),
+        feature=np.array([0, -1, -1], dtype=np.int32),
+        split=np.array([1, -1, -1], dtype=np.int32),
+        first_child=np.array([1, -1, -1], dtype=np.int32),
+        leaf_class=np.array([-1, 0, 1], dtype=np.int32),
+        leaf_counts=np.array([[-1, -1], [90, 10], [0, 2]], dtype=np.int64),
+    )
     raw = leaf_distributions(trees, 2, np.array([0.0]))
     assert np.allclose(raw[1], [0.9, 0.1]) and np.allclose(raw[2], [0.0, 1.0])
     assert np.allclose(raw[0], [90 / 102, 12 / 102])  # the root is the sum of its leaves
@@ -95,7 +102,9 @@ def test_label_trees_give_one_hot_votes_and_mixed_forests_average():
     from edprf_core import merge_forests
 
     mixed = merge_forests([label.forest_, counts.forest_], labels=["a", "b"])
-    mean = counts.forest_.predict_proba(X, pooling="mean")  # label trees have no likelihood ratio: mixed forests average
+    mean = counts.forest_.predict_proba(
+        X, pooling="mean"
+    )  # label trees have no likelihood ratio: mixed forests average
     assert np.allclose(mixed.predict_proba(X), (votes * 3 + mean * 3) / 6)
 
 
@@ -169,23 +178,34 @@ def test_count_trees_split_the_rows_only_while_each_tree_stays_deep():
 
 def test_bad_shape_options_are_refused_before_reading_data():
     schema = make_schema()
-    for kw, match in (({"max_depth": "deep"}, "max_depth must be"), ({"n_rows_public": 0}, "n_rows_public"),
-                      ({"count_epsilon_share": 0.9}, "count_epsilon_share"), ({"leaf": "probs"}, "leaf must be"),
-                      ({"max_depth_cap": 31}, "max_depth_cap")):
+    for kw, match in (
+        ({"max_depth": "deep"}, "max_depth must be"),
+        ({"n_rows_public": 0}, "n_rows_public"),
+        ({"count_epsilon_share": 0.9}, "count_epsilon_share"),
+        ({"leaf": "probs"}, "leaf must be"),
+        ({"max_depth_cap": 31}, "max_depth_cap"),
+    ):
         with pytest.raises(ValueError, match=match):
             EDPRFClassifier(schema, **kw).fit(None, None)
 
 
 def test_validate_bounds_leaf_counts():
-    base = dict(tree_offsets=np.array([0, 3]), feature=np.array([0, -1, -1], dtype=np.int32),
-                split=np.array([1, -1, -1], dtype=np.int32), first_child=np.array([1, -1, -1], dtype=np.int32),
-                leaf_class=np.array([-1, 0, 1], dtype=np.int32))
+    base = dict(
+        tree_offsets=np.array([0, 3]),
+        feature=np.array([0, -1, -1], dtype=np.int32),
+        split=np.array([1, -1, -1], dtype=np.int32),
+        first_child=np.array([1, -1, -1], dtype=np.int32),
+        leaf_class=np.array([-1, 0, 1], dtype=np.int32),
+    )
     schema = make_schema(n_continuous=1, n_categorical=0)
     from edprf_core import FeatureGrid
 
     grid = FeatureGrid.from_schema(schema, 2)
-    for counts, match in (([[3, 3], [1, 1], [0, 2]], "split node"), ([[-1, -1], [1, -2], [0, 2]], "0..2147483647"),
-                          ([[-1, -1], [1, 2**31], [0, 2]], "0..2147483647")):
+    for counts, match in (
+        ([[3, 3], [1, 1], [0, 2]], "split node"),
+        ([[-1, -1], [1, -2], [0, 2]], "0..2147483647"),
+        ([[-1, -1], [1, 2**31], [0, 2]], "0..2147483647"),
+    ):
         with pytest.raises(TreeStructureError, match=match):
             ForestArrays(**base, leaf_counts=np.array(counts, dtype=np.int64)).validate(grid, 2, "binary")
 
@@ -222,7 +242,12 @@ def test_label_shift_correction_helps_under_strong_label_skew():
         merged, Xte, truth = skewed_wall_federation(0.1, seed)
         # the unbounded rule (issue 20): under Dirichlet(0.1) each class sits at about one party, which the
         # bound cannot tell from a hostile party claiming that class (edprf_core/_leaf_distribution.py, item 5)
-        acc = [np.mean(np.argmax(merged.predict_proba(Xte, pooling="mean", label_shift=s, tolerated_parties=0),
-                                 axis=1) == truth) for s in (True, False)]
+        acc = [
+            np.mean(
+                np.argmax(merged.predict_proba(Xte, pooling="mean", label_shift=s, tolerated_parties=0), axis=1)
+                == truth
+            )
+            for s in (True, False)
+        ]
         gain.append(acc[0] - acc[1])
     assert np.mean(gain) > 0.03

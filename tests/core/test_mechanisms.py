@@ -45,8 +45,12 @@ def _brute_force_pf(u: np.ndarray, eps: float, sens: float, monotone: bool) -> n
 
 @pytest.mark.parametrize("u,eps,sens,monotone", UTILITY_CASES)
 def test_exact_probabilities_match_brute_force(u, eps, sens, monotone):
-    np.testing.assert_allclose(permute_and_flip_probabilities(u, eps, sens, monotone),
-                               _brute_force_pf(u, eps, sens, monotone), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        permute_and_flip_probabilities(u, eps, sens, monotone),
+        _brute_force_pf(u, eps, sens, monotone),
+        rtol=1e-9,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("u,eps,sens,monotone", UTILITY_CASES)

@@ -25,17 +25,21 @@ def _two_stumps() -> ForestArrays:
     # tree A: root -> leaves (10, 0), (5, 1); tree B: root -> leaves (0, 0), (1, 20)
     feature = np.array([0, -1, -1, 0, -1, -1], dtype=np.int32)
     counts = np.array([[-1, -1], [10, 0], [5, 1], [-1, -1], [0, 0], [1, 20]], dtype=np.int64)
-    return ForestArrays(tree_offsets=np.array([0, 3, 6]), feature=feature,
-                        split=np.array([1, -1, -1, 1, -1, -1], dtype=np.int32),
-                        first_child=np.array([1, -1, -1, 1, -1, -1], dtype=np.int32),
-                        leaf_class=np.array([-1, 0, 0, -1, 1, 1], dtype=np.int32), leaf_counts=counts)
+    return ForestArrays(
+        tree_offsets=np.array([0, 3, 6]),
+        feature=feature,
+        split=np.array([1, -1, -1, 1, -1, -1], dtype=np.int32),
+        first_child=np.array([1, -1, -1, 1, -1, -1], dtype=np.int32),
+        leaf_class=np.array([-1, 0, 0, -1, 1, 1], dtype=np.int32),
+        leaf_counts=counts,
+    )
 
 
 def test_positive_part_of_discrete_laplace_matches_the_series():
     for scale in (0.5, 1.0, 4.0, 20.0):
         z = np.arange(1, 20000)
         t = math.exp(-1.0 / scale)
-        series = float(np.sum(z * t ** z) * (1 - t) / (1 + t))  # sum z P(Z = z), P(z) = (1-t)/(1+t) t^|z|
+        series = float(np.sum(z * t**z) * (1 - t) / (1 + t))  # sum z P(Z = z), P(z) = (1-t)/(1+t) t^|z|
         assert _discrete_laplace_positive_part(np.array([scale]))[0] == pytest.approx(series, rel=1e-9)
     assert _discrete_laplace_positive_part(np.array([20.0]))[0] == pytest.approx(10.0, rel=0.01)  # ~ scale / 2
 
@@ -70,8 +74,12 @@ def test_log_linear_pool_by_hand():
 def _party(n_k0: int, n_k1: int) -> tuple[pd.DataFrame, pd.Series, object]:
     """x0 in {1, 9}; P(x0 = 1 | k0) = 0.8, P(x0 = 1 | k1) = 0.3 at every party (label skew only)."""
     schema = make_schema(n_continuous=1, n_categorical=0)
-    x = np.r_[np.full(int(0.8 * n_k0), 1.0), np.full(n_k0 - int(0.8 * n_k0), 9.0),
-              np.full(int(0.3 * n_k1), 1.0), np.full(n_k1 - int(0.3 * n_k1), 9.0)]
+    x = np.r_[
+        np.full(int(0.8 * n_k0), 1.0),
+        np.full(n_k0 - int(0.8 * n_k0), 9.0),
+        np.full(int(0.3 * n_k1), 1.0),
+        np.full(n_k1 - int(0.3 * n_k1), 9.0),
+    ]
     y = np.r_[np.full(n_k0, "k0"), np.full(n_k1, "k1")]
     return pd.DataFrame({"x0": x}), pd.Series(y), schema
 
@@ -81,8 +89,11 @@ def test_merged_stumps_with_opposite_priors_by_hand():
     forests = []
     for n_k0, n_k1 in ((1000, 200), (200, 1000)):
         X, y, schema = _party(n_k0, n_k1)
-        forests.append(EDPRFClassifier(schema, epsilon=1e4, n_estimators=1, max_depth=1, n_bins=2,
-                                       random_state=0).fit(X, y).forest_)
+        forests.append(
+            EDPRFClassifier(schema, epsilon=1e4, n_estimators=1, max_depth=1, n_bins=2, random_state=0)
+            .fit(X, y)
+            .forest_
+        )
     merged = merge_forests(forests, labels=["a", "b"])
     leaf_counts = {"a": np.array([[800, 60], [200, 140]]), "b": np.array([[160, 300], [40, 700]])}
     for f, key in zip(forests, "ab"):
@@ -90,7 +101,7 @@ def test_merged_stumps_with_opposite_priors_by_hand():
     test = pd.DataFrame({"x0": [1.0, 9.0]})
     got = merged.predict_proba(test)
     shares = np.array([[1001, 201], [201, 1001]]) / 1202.0  # (+1 per class; clamping mass ~0 at this epsilon)
-    c = 2.0 ** POOLING_EXPONENT
+    c = 2.0**POOLING_EXPONENT
     for row, leaf in enumerate((0, 1)):
         log_ratio = np.zeros(2)
         for t, key in enumerate("ab"):
@@ -136,10 +147,16 @@ def test_a_party_without_a_class_has_no_say_on_it():
     schema = make_schema()
     X, y = make_data(schema, 6000, seed=13)
     k0 = np.flatnonzero((y == "k0").to_numpy())
-    only_k0 = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=0).fit(
-        X.iloc[k0[:1500]], y.iloc[k0[:1500]]).forest_
-    both = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=1).fit(
-        X.iloc[1500:4500], y.iloc[1500:4500]).forest_
+    only_k0 = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=0)
+        .fit(X.iloc[k0[:1500]], y.iloc[k0[:1500]])
+        .forest_
+    )
+    both = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=1)
+        .fit(X.iloc[1500:4500], y.iloc[1500:4500])
+        .forest_
+    )
     merged = merge_forests([only_k0, both], labels=["a", "b"])
     shares = merged._class_shares()
     n_k1_b = int((y.iloc[1500:4500] == "k1").sum())
@@ -166,8 +183,12 @@ def test_mirrored_parties_with_opposite_priors_cancel(seed):
     k0, k1 = (rng.permutation(np.flatnonzero(truth_all[:9000] == k)) for k in (0, 1))
     party_a = np.r_[k0[:2700], k1[:300]]  # 3,000 rows, 90 % k0
     party_b = np.r_[k0[2700:3000], k1[300:3000]]  # 3,000 rows, 90 % k1
-    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=10 * seed + i)
-               .fit(X.iloc[rows], y.iloc[rows]).forest_ for i, rows in enumerate((party_a, party_b))]
+    forests = [
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, random_state=10 * seed + i)
+        .fit(X.iloc[rows], y.iloc[rows])
+        .forest_
+        for i, rows in enumerate((party_a, party_b))
+    ]
     merged = merge_forests(forests, labels=["a", "b"])
     test = 9000 + np.r_[np.flatnonzero(truth_all[9000:] == 0)[:1000], np.flatnonzero(truth_all[9000:] == 1)[:1000]]
     pooled = merged.predict_proba(X.iloc[test])
@@ -198,9 +219,10 @@ def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_sub
     parts = []
     by_label = np.argsort(encode_labels(y, schema), kind="stable")
     for j in range(4):  # label-skewed parties: rows sorted by class, cut into 4 chunks
-        rows = by_label[j * 400:(j + 1) * 400]
-        fit = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1 + j % 2, max_depth=3, n_bins=8,
-                              random_state=10 + j).fit(X.iloc[rows], y.iloc[rows])
+        rows = by_label[j * 400 : (j + 1) * 400]
+        fit = EDPRFClassifier(
+            schema, epsilon=1.0, n_estimators=1 + j % 2, max_depth=3, n_bins=8, random_state=10 + j
+        ).fit(X.iloc[rows], y.iloc[rows])
         parts.append(fit.forest_)
     X_val, _ = make_data(schema, 300, seed=5)
     merged = merge_forests(parts, labels=[f"p{j}" for j in range(4)])
@@ -209,12 +231,14 @@ def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_sub
     np.testing.assert_allclose(terms.pool(range(4)), merged.predict_proba(X_val), rtol=1e-9, atol=1e-12)
     for subset in ([0], [1, 3], [0, 2, 3]):
         alone = merge_forests([parts[j] for j in subset], labels=[f"p{j}" for j in subset])
-        np.testing.assert_allclose(terms.pool(subset), alone.predict_proba(X_val), rtol=1e-9, atol=1e-12,
-                                   err_msg=str(subset))
+        np.testing.assert_allclose(
+            terms.pool(subset), alone.predict_proba(X_val), rtol=1e-9, atol=1e-12, err_msg=str(subset)
+        )
     with pytest.raises(ValueError, match="at least one part"):
         terms.pool([])
-    label_fit = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=2, n_bins=8, leaf="label",
-                                random_state=0).fit(X, y)
+    label_fit = EDPRFClassifier(
+        schema, epsilon=1.0, n_estimators=1, max_depth=2, n_bins=8, leaf="label", random_state=0
+    ).fit(X, y)
     with pytest.raises(ValueError, match="needs leaf counts in every tree"):
         label_fit.forest_.part_pooling(X_val)
 
@@ -225,11 +249,16 @@ def test_the_leaf_bitmask_path_pools_exactly_as_the_routing_table():
 
     schema = make_schema()
     X, y = make_data(schema, 1200, seed=8)
-    parts = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=4, n_bins=8, random_state=20 + j)
-             .fit(X.iloc[j * 300:(j + 1) * 300], y.iloc[j * 300:(j + 1) * 300]).forest_ for j in range(4)]
+    parts = [
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=4, n_bins=8, random_state=20 + j)
+        .fit(X.iloc[j * 300 : (j + 1) * 300], y.iloc[j * 300 : (j + 1) * 300])
+        .forest_
+        for j in range(4)
+    ]
     merged = merge_forests(parts, labels=list("abcd"))
     assert merged._leafmask() is not None
     routed = replace(merged, _routing={"leafmask": None})  # forces the level-by-level routing table
     for kw in ({}, {"pooling": "mean"}, {"label_shift": False}, {"tolerated_parties": 0}):
-        np.testing.assert_allclose(merged.predict_proba(X, **kw), routed.predict_proba(X, **kw), rtol=1e-12,
-                                   atol=1e-15, err_msg=str(kw))
+        np.testing.assert_allclose(
+            merged.predict_proba(X, **kw), routed.predict_proba(X, **kw), rtol=1e-12, atol=1e-15, err_msg=str(kw)
+        )

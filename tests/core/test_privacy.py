@@ -97,9 +97,12 @@ def test_exact_split_distribution_ratio_within_e_eps(monotone):
 def _root_choices(codes, y, tree_eps, n_trees, seed):
     """Root split of ``n_trees`` depth-1 trees, each grown by the real builder on the same rows."""
     plan = BuildPlan(
-        split_mode="binary", n_layers=2, tree_epsilon=tree_eps,
+        split_mode="binary",
+        n_layers=2,
+        tree_epsilon=tree_eps,
         layer_epsilons=tuple(np.array([0.5, 1.0]) / 1.5 * tree_eps),
-        split_mechanism=PermuteAndFlip(2.0, monotone=True), leaf_mechanism=PermuteAndFlip(1.0, monotone=True),
+        split_mechanism=PermuteAndFlip(2.0, monotone=True),
+        leaf_mechanism=PermuteAndFlip(1.0, monotone=True),
     )
     n = len(y)
     sample_tree = np.repeat(np.arange(n_trees), n)

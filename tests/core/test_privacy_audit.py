@@ -25,10 +25,15 @@ from .test_privacy import GRID, OFFSETS, _binary_u, _random_rows, _worst_neighbo
 def _root_splits(codes, y, eps_root: float, n_trees: int, mechanism, seed: int) -> np.ndarray:
     """Root split of ``n_trees`` depth-1 trees grown by the real builder on the same rows."""
     exact = isinstance(mechanism, ExactPermuteAndFlip)
-    plan = BuildPlan(split_mode="binary", n_layers=2, tree_epsilon=3 * eps_root,
-                     layer_epsilons=(eps_root, 2 * eps_root), split_mechanism=mechanism,
-                     leaf_mechanism=ExactPermuteAndFlip(1, monotone=True) if exact else PermuteAndFlip(1.0, True),
-                     integer_utilities=exact)
+    plan = BuildPlan(
+        split_mode="binary",
+        n_layers=2,
+        tree_epsilon=3 * eps_root,
+        layer_epsilons=(eps_root, 2 * eps_root),
+        split_mechanism=mechanism,
+        leaf_mechanism=ExactPermuteAndFlip(1, monotone=True) if exact else PermuteAndFlip(1.0, True),
+        integer_utilities=exact,
+    )
     m = len(y)
     sample_tree, sample_rows = np.repeat(np.arange(n_trees), m), np.tile(np.arange(m), n_trees)
     gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(n_trees)]
@@ -41,8 +46,11 @@ def _root_splits(codes, y, eps_root: float, n_trees: int, mechanism, seed: int) 
 
 def _best_event(p: np.ndarray, q: np.ndarray, n: int) -> tuple[int, bool]:
     """The candidate (and direction) whose expected audit bound is largest under the laws p, q."""
-    scored = [(loss_lower_bound(round(n * a), n, round(n * b), n), j, flip)
-              for j in range(p.size) for flip, (a, b) in ((False, (p[j], q[j])), (True, (q[j], p[j])))]
+    scored = [
+        (loss_lower_bound(round(n * a), n, round(n * b), n), j, flip)
+        for j in range(p.size)
+        for flip, (a, b) in ((False, (p[j], q[j])), (True, (q[j], p[j])))
+    ]
     _, j, flip = max(scored)
     return j, flip
 

@@ -65,8 +65,10 @@ def _rows(path) -> dict[int, tuple]:
     labels = np.full(len(table.y), -1)
     labels[keep] = encode_labels(table.y[keep], SCHEMA)
     cells = [tuple(row) for row in table.X.assign(outcome=table.y).to_numpy().tolist()]
-    return {int(n): (c, tuple(k), int(lab), bool(ok))
-            for n, c, k, lab, ok in zip(table.line_numbers, cells, codes.tolist(), labels, keep)}
+    return {
+        int(n): (c, tuple(k), int(lab), bool(ok))
+        for n, c, k, lab, ok in zip(table.line_numbers, cells, codes.tolist(), labels, keep)
+    }
 
 
 def _reference(data: bytes) -> dict[int, tuple]:

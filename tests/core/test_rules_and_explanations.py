@@ -28,9 +28,13 @@ from edprf_core import (
 from tests.synthetic import make_data, make_schema
 
 TINY_SCHEMA = Schema(
-    features=(ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
-              CategoricalFeature("color", ("red", "green", "blue"))),
-    label=LabelSpec("sick", ("no", "yes")), name="tiny")
+    features=(
+        ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
+        CategoricalFeature("color", ("red", "green", "blue")),
+    ),
+    label=LabelSpec("sick", ("no", "yes")),
+    name="tiny",
+)
 
 
 def tiny_forest(leaf: str = "counts") -> DPForest:
@@ -57,8 +61,11 @@ def test_rules_of_a_hand_built_tree():
         "    IF age >= 30 AND color != green THEN noisy counts [no=3, yes=3]",
     ]
     labels = forest_rules_text(tiny_forest("label"))
-    assert labels[2:] == ["    IF age < 30 THEN class no", "    IF age >= 30 AND color = green THEN class yes",
-                          "    IF age >= 30 AND color != green THEN class yes"]
+    assert labels[2:] == [
+        "    IF age < 30 THEN class no",
+        "    IF age >= 30 AND color = green THEN class yes",
+        "    IF age >= 30 AND color != green THEN class yes",
+    ]
     assert leaf_rule(tiny_forest(), 4).conditions == ("age >= 30", "color != green")
     with pytest.raises(ValueError, match="expected the index of a leaf"):
         leaf_rule(tiny_forest(), 0)
@@ -75,13 +82,22 @@ def test_rules_output_is_bounded_and_says_what_it_left_out():
 
 
 def test_intervals_merge_along_a_path_and_missing_reads_as_missing():
-    schema = Schema(features=(ContinuousFeature("x", 0.0, 4.0, edges=(1.0, 2.0, 3.0), missing="separate"),
-                              CategoricalFeature("c", ("a", "b"))), label=LabelSpec("y", ("n", "p")), name="m")
+    schema = Schema(
+        features=(
+            ContinuousFeature("x", 0.0, 4.0, edges=(1.0, 2.0, 3.0), missing="separate"),
+            CategoricalFeature("c", ("a", "b")),
+        ),
+        label=LabelSpec("y", ("n", "p")),
+        name="m",
+    )
     # root: x code < 3 (x < 3) ; its first child: x code < 1 (x < 1) -> leaves; second child of root: leaf
-    trees = ForestArrays(tree_offsets=np.array([0, 5]), feature=np.array([0, 0, -1, -1, -1], dtype=np.int32),
-                         split=np.array([3, 1, -1, -1, -1], dtype=np.int32),
-                         first_child=np.array([1, 3, -1, -1, -1], dtype=np.int32),
-                         leaf_class=np.array([-1, -1, 1, 0, 1], dtype=np.int32))
+    trees = ForestArrays(
+        tree_offsets=np.array([0, 5]),
+        feature=np.array([0, 0, -1, -1, -1], dtype=np.int32),
+        split=np.array([3, 1, -1, -1, -1], dtype=np.int32),
+        first_child=np.array([1, 3, -1, -1, -1], dtype=np.int32),
+        leaf_class=np.array([-1, -1, 1, 0, 1], dtype=np.int32),
+    )
     params = TrainingParameters(epsilon=1.0, max_depth=2, n_bins=5)
     forest = DPForest(schema=schema, grid_bins=5, split_mode="binary", trees=trees, parts=(("p", params, 1),))
     assert leaf_rule(forest, 2).conditions == ("(x >= 3 or x is missing)",)
@@ -91,34 +107,52 @@ def test_intervals_merge_along_a_path_and_missing_reads_as_missing():
 
 def test_hostile_names_are_escaped_and_cut():
     name = "\x1b[31mred" + "z" * 200
-    schema = Schema(features=(ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
-                              CategoricalFeature("color", (name, "green", "blue"))),
-                    label=LabelSpec("sick", ("no", "yes")), name="tiny")
+    schema = Schema(
+        features=(
+            ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
+            CategoricalFeature("color", (name, "green", "blue")),
+        ),
+        label=LabelSpec("sick", ("no", "yes")),
+        name="tiny",
+    )
     forest = tiny_forest()
     hostile = DPForest(schema=schema, grid_bins=5, split_mode="binary", trees=forest.trees, parts=forest.parts)
     text = "\n".join(forest_rules_text(hostile))
     assert "\x1b" not in text and "color = green" in text
     schema_hostile_class = Schema(features=schema.features, label=LabelSpec("sick", ("no", "ye\u202es")), name="t")
-    hostile = DPForest(schema=schema_hostile_class, grid_bins=5, split_mode="binary", trees=forest.trees,
-                       parts=forest.parts)
-    assert "\u202e" not in "\n".join(forest_rules_text(hostile)) + "\n".join(explain_row(hostile, [[40, "blue"]])
-                                                                             .lines())
+    hostile = DPForest(
+        schema=schema_hostile_class, grid_bins=5, split_mode="binary", trees=forest.trees, parts=forest.parts
+    )
+    assert "\u202e" not in "\n".join(forest_rules_text(hostile)) + "\n".join(
+        explain_row(hostile, [[40, "blue"]]).lines()
+    )
 
 
 def _forests():
     schema = make_schema(n_classes=3)
     X, y = make_data(schema, 3000, seed=1)
-    fit = {mode: EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=i, **kw)
-           .fit(X.iloc[i * 1000:(i + 1) * 1000], y.iloc[i * 1000:(i + 1) * 1000]).forest_
-           for i, (mode, kw) in enumerate((("counts", {}), ("label", {"leaf": "label"}), ("counts2", {})))}
-    multiway = EDPRFClassifier(schema, n_estimators=3, max_depth=2, n_bins=4, split_mode="multiway",
-                               random_state=3).fit(X, y).forest_
+    fit = {
+        mode: EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=i, **kw)
+        .fit(X.iloc[i * 1000 : (i + 1) * 1000], y.iloc[i * 1000 : (i + 1) * 1000])
+        .forest_
+        for i, (mode, kw) in enumerate((("counts", {}), ("label", {"leaf": "label"}), ("counts2", {})))
+    }
+    multiway = (
+        EDPRFClassifier(schema, n_estimators=3, max_depth=2, n_bins=4, split_mode="multiway", random_state=3)
+        .fit(X, y)
+        .forest_
+    )
     third = EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=9).fit(X, y).forest_
-    return X, {"counts": fit["counts"], "label": fit["label"],
-               "merged counts": merge_forests([fit["counts"], fit["counts2"]], labels=["a", "b"]),
-               "three parts (bounded influence)": merge_forests([fit["counts"], fit["counts2"], third],
-                                                                labels=["a", "b", "c"]),
-               "mixed": merge_forests([fit["counts"], fit["label"]], labels=["a", "b"]), "multiway": multiway}
+    return X, {
+        "counts": fit["counts"],
+        "label": fit["label"],
+        "merged counts": merge_forests([fit["counts"], fit["counts2"]], labels=["a", "b"]),
+        "three parts (bounded influence)": merge_forests(
+            [fit["counts"], fit["counts2"], third], labels=["a", "b", "c"]
+        ),
+        "mixed": merge_forests([fit["counts"], fit["label"]], labels=["a", "b"]),
+        "multiway": multiway,
+    }
 
 
 @pytest.mark.parametrize("pooling", ["log-linear", "mean"])

@@ -55,15 +55,27 @@ CHECK_WIDTH = {
 """Checks that fit on data of one width; checks not listed pass on every instance."""
 
 DP_JUSTIFIED = {
-    "check_estimators_empty_data_messages": (3,
-        ("fitting zero rows is valid under add-remove DP (the empty dataset neighbours a one-row one); refusing it "
-        "would make whether a model is released depend on the data")),
-    "check_classifiers_classes": (2,
-        ("classes_ are the declared classes, not np.unique(y) (the set of labels present is private); the check "
-        "also fits string and numeric label sets that no single schema declares together")),
-    "check_classifiers_train": (2,
-        ("predict_proba has one column per declared class, not per class present in y (which is private); the check "
-        "fits a 3-class and a 2-class problem, and one schema declares one class set")),
+    "check_estimators_empty_data_messages": (
+        3,
+        (
+            "fitting zero rows is valid under add-remove DP (the empty dataset neighbours a one-row one); refusing it "
+            "would make whether a model is released depend on the data"
+        ),
+    ),
+    "check_classifiers_classes": (
+        2,
+        (
+            "classes_ are the declared classes, not np.unique(y) (the set of labels present is private); the check "
+            "also fits string and numeric label sets that no single schema declares together"
+        ),
+    ),
+    "check_classifiers_train": (
+        2,
+        (
+            "predict_proba has one column per declared class, not per class present in y (which is private); the check "
+            "fits a 3-class and a 2-class problem, and one schema declares one class set"
+        ),
+    ),
 }
 """Checks that DP or the declared schema prevent: the width they run at, and the reason."""
 
@@ -84,16 +96,23 @@ def checks_schema(width: int) -> Schema:
 
 def expected_failures(estimator: EDPRFClassifier) -> dict[str, str]:
     width = estimator.schema.n_features
-    out = {name: (f"the check fits {w}-column data and this instance's public schema declares {width} features "
-                  f"(domains come from the schema, never from the data); it runs on the {w}-feature instance")
-           for name, w in CHECK_WIDTH.items() if w != width}
+    out = {
+        name: (
+            f"the check fits {w}-column data and this instance's public schema declares {width} features "
+            f"(domains come from the schema, never from the data); it runs on the {w}-feature instance"
+        )
+        for name, w in CHECK_WIDTH.items()
+        if w != width
+    }
     out.update({name: reason for name, (w, reason) in DP_JUSTIFIED.items() if w == width})
     return out
 
 
 @parametrize_with_checks(
-    [EDPRFClassifier(checks_schema(w), epsilon=1000.0, n_estimators=10, max_depth=4, n_bins=10, random_state=0)
-     for w in WIDTHS],
+    [
+        EDPRFClassifier(checks_schema(w), epsilon=1000.0, n_estimators=10, max_depth=4, n_bins=10, random_state=0)
+        for w in WIDTHS
+    ],
     expected_failed_checks=expected_failures,
     xfail_strict=True,
 )

@@ -67,11 +67,14 @@ def test_a_leading_bom_and_crlf_are_tolerated(tmp_path):
     assert len(read_table(path, SCHEMA).X) == 1
 
 
-@pytest.mark.parametrize(("header", "match"), [
-    ("age,sex", "label column 'num' is missing"),
-    (",".join(COLUMNS[1:]), "missing columns"),
-    (",".join([*COLUMNS, "secret"]), "unknown columns"),
-])
+@pytest.mark.parametrize(
+    ("header", "match"),
+    [
+        ("age,sex", "label column 'num' is missing"),
+        (",".join(COLUMNS[1:]), "missing columns"),
+        (",".join([*COLUMNS, "secret"]), "unknown columns"),
+    ],
+)
 def test_only_the_header_can_refuse_the_file(tmp_path, header, match):
     path = tmp_path / "h.csv"
     path.write_text(header + "\n" + ROW + "\n")
@@ -113,8 +116,20 @@ def test_huge_cells_cost_their_length_not_rows_times_length():
     assert not keep[0] and keep[1:].all() and "10000002 characters" not in " ".join(notes)
 
 
-@pytest.mark.parametrize(("cell", "code"), [("7", 7), (" 7 ", 7), ("7.0", 7), ("1e309", None), ("inf", None),
-                                             ("nan", None), ("", "missing"), ("?", "missing"), ("abc", None)])
+@pytest.mark.parametrize(
+    ("cell", "code"),
+    [
+        ("7", 7),
+        (" 7 ", 7),
+        ("7.0", 7),
+        ("1e309", None),
+        ("inf", None),
+        ("nan", None),
+        ("", "missing"),
+        ("?", "missing"),
+        ("abc", None),
+    ],
+)
 def test_continuous_cells_parse_alone(cell, code):
     from edprf_core._encoding import _as_float
 

@@ -24,8 +24,10 @@ from edprf_core import (
 )
 
 CENSUS = Schema(
-    features=(ContinuousFeature("age", 17.0, 90.0, missing="separate"),
-              CategoricalFeature("workclass", ("Private", "Self-emp", "Gov"), unknown="refuse", missing="separate")),
+    features=(
+        ContinuousFeature("age", 17.0, 90.0, missing="separate"),
+        CategoricalFeature("workclass", ("Private", "Self-emp", "Gov"), unknown="refuse", missing="separate"),
+    ),
     label=LabelSpec("income", ("<=50K", ">50K"), aliases=(("<=50K.", "<=50K"), (">50K.", ">50K"))),
     missing_values=("", "?", "NA"),
 )
@@ -44,8 +46,9 @@ def test_schema_round_trip_keeps_aliases_tokens_and_separate_missing():
 
 
 def test_missing_values_get_a_code_of_their_own():
-    X = pd.DataFrame({"age": ["30", " NA ", "?", "", "95"], "workclass": ["Private", "?", " Gov", "NA", "Gov"]},
-                     dtype=object)
+    X = pd.DataFrame(
+        {"age": ["30", " NA ", "?", "", "95"], "workclass": ["Private", "?", " Gov", "NA", "Gov"]}, dtype=object
+    )
     grid = FeatureGrid.from_schema(CENSUS, n_bins=4)
     assert grid.n_codes == (5, 4)  # 4 bins + missing; 3 categories + missing
     codes = encode_features(X, CENSUS, grid)
@@ -57,8 +60,13 @@ def test_a_tree_can_use_the_missing_code():
     rng = np.random.default_rng(0)
     n = 2000
     missing = rng.random(n) < 0.5
-    X = pd.DataFrame({"age": np.where(missing, "?", rng.uniform(20, 80, n).round().astype(int).astype(str)),
-                      "workclass": rng.choice(["Private", "Gov"], n)}, dtype=object)
+    X = pd.DataFrame(
+        {
+            "age": np.where(missing, "?", rng.uniform(20, 80, n).round().astype(int).astype(str)),
+            "workclass": rng.choice(["Private", "Gov"], n),
+        },
+        dtype=object,
+    )
     y = pd.Series(np.where(missing, ">50K", "<=50K"))
     clf = EDPRFClassifier(CENSUS, epsilon=5.0, n_estimators=1, max_depth=1, n_bins=4, random_state=1).fit(X, y)
     assert clf.score(X, y) > 0.9
@@ -93,8 +101,7 @@ def test_fit_warns_when_a_column_is_mostly_clipped():
 
 def test_check_data_reports_what_each_rule_does(tmp_path):
     path = tmp_path / "census.csv"
-    path.write_text("age,workclass,income\n30,Private,>50K.\n200,Gov,<=50K\n?,Self-emp,>50K\n40,Navy,<=50K\n"
-                    '41,"Gov\n')
+    path.write_text('age,workclass,income\n30,Private,>50K.\n200,Gov,<=50K\n?,Self-emp,>50K\n40,Navy,<=50K\n41,"Gov\n')
     report = check_data(path, CENSUS)
     assert report.lines_read == 4 and report.rows_kept == 3
     assert report.lines_dropped == {"unbalanced quotes": 1}

@@ -18,8 +18,17 @@ from typing import Self
 from ._harness import LOOPBACK
 
 FORWARDED_PREFIX = "/v1/fleet/"
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
-               "host", "content-length"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "host",
+    "content-length",
+}
 
 
 class FleetGateway:
@@ -51,8 +60,11 @@ class FleetGateway:
                     response = conn.getresponse()
                     data = response.read()
                     gateway.forwarded += 1
-                    self._reply(response.status, [(k, v) for k, v in response.getheaders()
-                                                  if k.lower() not in _HOP_BY_HOP], data)
+                    self._reply(
+                        response.status,
+                        [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP],
+                        data,
+                    )
                 finally:
                     conn.close()
 

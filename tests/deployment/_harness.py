@@ -65,8 +65,15 @@ def new_deployment(tmp_path: Path, request) -> Deployment:
 
 
 # ----------------------------------------------------------------------------- parties on disk
-def write_parties(root: Path, caps: dict[str, float], *, release_epsilon: float, evaluation_epsilon: float,
-                  seed: int = 20240604, max_trees: int = 10) -> tuple[dict[str, dict[str, Path]], Path]:
+def write_parties(
+    root: Path,
+    caps: dict[str, float],
+    *,
+    release_epsilon: float,
+    evaluation_epsilon: float,
+    seed: int = 20240604,
+    max_trees: int = 10,
+) -> tuple[dict[str, dict[str, Path]], Path]:
     """Parties with their own schema copy, data partition, policy and (future) ledger, and the
     coordinator's schema; returns ({party: {data, schema, policy, ledger}}, coordinator schema path)."""
     X, y, schema = load_embedded("wall_robot_navigation")
@@ -76,14 +83,25 @@ def write_parties(root: Path, caps: dict[str, float], *, release_epsilon: float,
     for (party_id, cap), part in zip(caps.items(), np.array_split(rows, len(caps)), strict=True):
         d = root / party_id
         d.mkdir(parents=True)
-        paths = {"data": d / "data.csv", "schema": d / "schema.toml", "policy": d / "policy.toml",
-                 "ledger": d / "ledger.sqlite"}
+        paths = {
+            "data": d / "data.csv",
+            "schema": d / "schema.toml",
+            "policy": d / "policy.toml",
+            "ledger": d / "ledger.sqlite",
+        }
         schema.save(paths["schema"])
         X.iloc[part].assign(**{label: y.iloc[part].to_numpy()}).to_csv(paths["data"], index=False)
-        policy = PartyPolicy(party_id=party_id, schema_fingerprint=schema.fingerprint, lifetime_epsilon_cap=cap,
-                             max_release_epsilon=release_epsilon, max_evaluation_epsilon=evaluation_epsilon,
-                             max_depth=8, max_trees=max_trees, allow_exact_metrics=False,
-                             allow_seeded_randomness=False)
+        policy = PartyPolicy(
+            party_id=party_id,
+            schema_fingerprint=schema.fingerprint,
+            lifetime_epsilon_cap=cap,
+            max_release_epsilon=release_epsilon,
+            max_evaluation_epsilon=evaluation_epsilon,
+            max_depth=8,
+            max_trees=max_trees,
+            allow_exact_metrics=False,
+            allow_seeded_randomness=False,
+        )
         paths["policy"].write_text(policy.to_toml(), encoding="utf-8")
         parties[party_id] = paths
     coordinator = root / "coordinator"
@@ -105,11 +123,14 @@ def node_config(paths: dict[str, Path], **extra: Any) -> str:
 class Federation(LocalFederation):
     """The package's federation, plus `flwr run` of this repository's app and its outputs."""
 
-    def run(self, name: str, run_config: dict[str, Any], out: Path, *, stream: bool = True,
-            timeout: float = RUN_TIMEOUT) -> tuple[int, str]:
+    def run(
+        self, name: str, run_config: dict[str, Any], out: Path, *, stream: bool = True, timeout: float = RUN_TIMEOUT
+    ) -> tuple[int, str]:
         """`flwr run` of this repository's app; returns (exit code, output)."""
-        pairs = " ".join(f"{k}='{v}'" if isinstance(v, (str, Path)) else f"{k}={_toml(v)}"
-                         for k, v in {**run_config, "output-dir": out}.items())
+        pairs = " ".join(
+            f"{k}='{v}'" if isinstance(v, (str, Path)) else f"{k}={_toml(v)}"
+            for k, v in {**run_config, "output-dir": out}.items()
+        )
         args = ["run", str(REPO), self.connection, "--run-config", pairs] + (["--stream"] if stream else [])
         return self.flwr(name, args, timeout=timeout)
 
@@ -155,8 +176,12 @@ def _toml(value: Any) -> str:
 def _flwr_migrated(before: str, after: str) -> bool:
     """Whether `flwr` rewrote pyproject.toml: it moves ``[tool.flwr.federations]`` tables to
     ``$FLWR_HOME/config.toml`` and comments them out.  Other changes are people editing the file."""
-    return after != before and "tool.flwr.federations" in before and "tool.flwr.federations" in after \
+    return (
+        after != before
+        and "tool.flwr.federations" in before
+        and "tool.flwr.federations" in after
         and after.count("# [tool.flwr.federations") > before.count("# [tool.flwr.federations")
+    )
 
 
 def run_guarded(dep: Deployment, scenario: Callable[[], None]) -> float:

@@ -44,17 +44,20 @@ def _forged_counts(attack: str, message, reply, context):
 
     if reply.has_error() or reply.content[RESULT_KEY]["status"] != "released":
         return reply
-    spec = importlib.util.spec_from_file_location("forged_releases", Path(__file__).resolve().parents[1]
-                                                  / "forged_releases.py")
+    spec = importlib.util.spec_from_file_location(
+        "forged_releases", Path(__file__).resolve().parents[1] / "forged_releases.py"
+    )
     forged_releases = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(forged_releases)
     setup = PartySetup.from_configs(context.node_config, context.run_config)
     key = load_private_key(setup.signing_key_path) if setup.signing_key_path else None
-    payload = forged_releases.forge_release_bytes(bytes(reply.content[RESULT_KEY]["release"]),
-                                                  load_schema(setup.schema_path),
-                                                  attack.removeprefix(COUNTS_PREFIX), signing_key=key)
-    return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}),
-                   reply_to=message)
+    payload = forged_releases.forge_release_bytes(
+        bytes(reply.content[RESULT_KEY]["release"]),
+        load_schema(setup.schema_path),
+        attack.removeprefix(COUNTS_PREFIX),
+        signing_key=key,
+    )
+    return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}), reply_to=message)
 
 
 def _forged_release(attack: str, msg, context) -> bytes:
@@ -78,9 +81,16 @@ def _forged_release(attack: str, msg, context) -> bytes:
         schema = Schema.from_toml(schema.to_toml().replace("upper = 5.0", "upper = 6.0", 1))
     else:
         raise ValueError(f"unknown attack {attack!r}; expected one of {ATTACKS}")
-    clf = EDPRFClassifier(schema, epsilon=epsilon, n_estimators=n_trees, max_depth=req.max_depth,
-                          split_mode=req.split_mode, n_bins=req.n_bins, schedule=req.schedule,
-                          neighbouring=req.relation).fit(X, y)
+    clf = EDPRFClassifier(
+        schema,
+        epsilon=epsilon,
+        n_estimators=n_trees,
+        max_depth=req.max_depth,
+        split_mode=req.split_mode,
+        n_bins=req.n_bins,
+        schedule=req.schedule,
+        neighbouring=req.relation,
+    ).fit(X, y)
     key = load_private_key(setup.signing_key_path) if setup.signing_key_path else None
     return encode_release(clf.forest_, load_policy(setup.policy_path).party_id, signing_key=key)
 
@@ -100,8 +110,9 @@ def install() -> None:
             return _forged_counts(attack, message, original(self, message, context), context)
         if attack and message.metadata.message_type == MessageType.TRAIN:
             payload = _forged_release(attack, message, context)
-            return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}),
-                           reply_to=message)
+            return Message(
+                RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": payload})}), reply_to=message
+            )
         return original(self, message, context)
 
     ClientApp.__call__ = __call__
@@ -119,6 +130,8 @@ def write_launcher(bin_dir: Path) -> Path:
         "spec.loader.exec_module(hostile)\n"
         "hostile.install()\n"
         "from flwr.supernode.cli import flwr_clientapp\n"
-        "sys.exit(flwr_clientapp())\n", encoding="utf-8")
+        "sys.exit(flwr_clientapp())\n",
+        encoding="utf-8",
+    )
     launcher.chmod(0o755)
     return launcher

@@ -52,8 +52,12 @@ def pki(tmp_path, capsys) -> Pki:
     assert main(["certs", "server", "--out", str(pki_dir), "--san", "DNS:localhost", "--san", "IP:127.0.0.1"]) == 0
     assert main(["certs", "init", "--out", str(foreign), "--ca-name", "someone else's CA"]) == 0
     capsys.readouterr()
-    return Pki(tmp_path, Tls(pki_dir / "ca.crt", pki_dir / "server.pem", pki_dir / "server.key"),
-               foreign / "ca.crt", tmp_path / "party-keys")
+    return Pki(
+        tmp_path,
+        Tls(pki_dir / "ca.crt", pki_dir / "server.pem", pki_dir / "server.key"),
+        foreign / "ca.crt",
+        tmp_path / "party-keys",
+    )
 
 
 def ledger_rows(path: Path) -> list[tuple]:

@@ -55,8 +55,18 @@ def test_init_makes_a_p384_ca_with_a_private_key_file(pki):
 
 
 def test_server_certificate_names_exactly_the_sans_and_chains_to_the_ca(pki, capsys):
-    code, out, _ = _certs(capsys, "server", "--out", pki, "--san", "DNS:coord.example.org", "--san", "IP:127.0.0.1",
-                          "--san", "DNS:superlink")
+    code, out, _ = _certs(
+        capsys,
+        "server",
+        "--out",
+        pki,
+        "--san",
+        "DNS:coord.example.org",
+        "--san",
+        "IP:127.0.0.1",
+        "--san",
+        "DNS:superlink",
+    )
     assert code == 0
     ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
     cert = x509.load_pem_x509_certificate((pki / "server.pem").read_bytes())
@@ -94,7 +104,8 @@ def test_party_keys_are_what_flower_and_the_coordinator_accept(tmp_path, capsys)
     pub = serialization.load_ssh_public_key(files.auth_pub.read_bytes())
     assert pub.public_numbers() == auth.public_key().public_numbers()
     assert try_load_public_key(files.auth_pub) == auth.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
     # release signing: Ed25519 by default; the coordinator's keys-dir reads <party_id>.pub.pem
     signing = load_private_key(files.signing_key)
@@ -118,8 +129,7 @@ def test_existing_keys_are_never_replaced_without_force(pki, tmp_path, capsys):
     before = {p: p.read_bytes() for p in files.all()}
     ca_before = (pki / "ca.key").read_bytes()
 
-    for args in (["party", "--out", keys, "--party-id", "hospital-a"],
-                 ["init", "--out", pki, "--ca-name", "another"]):
+    for args in (["party", "--out", keys, "--party-id", "hospital-a"], ["init", "--out", pki, "--ca-name", "another"]):
         code, out, err = _certs(capsys, *args)
         assert code == 1 and "refusing to overwrite" in err and "--force" in err, err
         assert out == ""
@@ -140,15 +150,18 @@ def test_existing_keys_are_never_replaced_without_force(pki, tmp_path, capsys):
     assert party_files(keys, "hospital-a").auth_key.read_bytes() != before[files.auth_key]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["server", "--out", "{tmp}/nowhere", "--san", "IP:127.0.0.1"], "edprf certs init"),
-    (["server", "--out", "{pki}", "--san", "URI:https://x"], "expected the type DNS or IP"),
-    (["server", "--out", "{pki}", "--san", "IP:not-an-ip"], "is not an IP address"),
-    (["server", "--out", "{pki}", "--san", "coord.example.org"], "expected DNS:<name> or IP:<address>"),
-    (["server", "--out", "{pki}", "--san", "IP:127.0.0.1", "--san", "IP:127.0.0.1"], "given twice"),
-    (["party", "--out", "{tmp}/k", "--party-id", "../escape"], "party id"),
-    (["init", "--out", "{tmp}/ca2", "--ca-name", "x", "--days", "0"], "--days"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["server", "--out", "{tmp}/nowhere", "--san", "IP:127.0.0.1"], "edprf certs init"),
+        (["server", "--out", "{pki}", "--san", "URI:https://x"], "expected the type DNS or IP"),
+        (["server", "--out", "{pki}", "--san", "IP:not-an-ip"], "is not an IP address"),
+        (["server", "--out", "{pki}", "--san", "coord.example.org"], "expected DNS:<name> or IP:<address>"),
+        (["server", "--out", "{pki}", "--san", "IP:127.0.0.1", "--san", "IP:127.0.0.1"], "given twice"),
+        (["party", "--out", "{tmp}/k", "--party-id", "../escape"], "party id"),
+        (["init", "--out", "{tmp}/ca2", "--ca-name", "x", "--days", "0"], "--days"),
+    ],
+)
 def test_bad_arguments_are_refused_with_a_message_and_write_nothing(pki, tmp_path, capsys, args, message):
     before = sorted(p.name for p in tmp_path.rglob("*"))
     code, _, err = _certs(capsys, *[a.format(tmp=tmp_path, pki=pki) for a in args])

@@ -44,8 +44,19 @@ def _env() -> dict[str, str]:
 
 
 def _command(root: Path, *extra: str) -> list[str]:
-    return [str(BIN / "edprf"), "consortium", "--dir", str(root), "--parties", str(len(PARTIES)),
-            "--trees-per-party", "1", "--max-depth", "3", *extra]
+    return [
+        str(BIN / "edprf"),
+        "consortium",
+        "--dir",
+        str(root),
+        "--parties",
+        str(len(PARTIES)),
+        "--trees-per-party",
+        "1",
+        "--max-depth",
+        "3",
+        *extra,
+    ]
 
 
 def _running_under(root: Path) -> list[str]:
@@ -66,7 +77,9 @@ def _running_under(root: Path) -> list[str]:
 def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     root = tmp_path / "consortium"
     t0 = time.monotonic()
-    first = subprocess.run(_command(root), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False)
+    first = subprocess.run(
+        _command(root), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False
+    )
     print(f"\nedprf consortium (3 parties): {time.monotonic() - t0:.1f} s")
     output = first.stdout + first.stderr
     assert first.returncode == 0, output[-6000:]
@@ -90,19 +103,30 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
 
     secrets = [root / "pki" / "ca.key", root / "pki" / "server.key", root / "flwr-home" / "superexec.secret"]
     for party in PARTIES:
-        secrets += [root / "parties" / party / "keys" / f"{party}.auth.key",
-                    root / "parties" / party / "keys" / f"{party}.signing.pem"]
+        secrets += [
+            root / "parties" / party / "keys" / f"{party}.auth.key",
+            root / "parties" / party / "keys" / f"{party}.signing.pem",
+        ]
     assert {str(p): oct(p.stat().st_mode & 0o777) for p in secrets} == {str(p): "0o600" for p in secrets}
     assert (root.stat().st_mode & 0o077) == 0
 
     ledgers = {party: ledger_rows(root / "parties" / party / "ledger.sqlite") for party in PARTIES}
-    assert all([(kind, eps, state) for _, kind, eps, state, _ in rows] == [("release", 1.0, "released")]
-               for rows in ledgers.values()), ledgers
+    assert all(
+        [(kind, eps, state) for _, kind, eps, state, _ in rows] == [("release", 1.0, "released")]
+        for rows in ledgers.values()
+    ), ledgers
 
     # the same output directory again: refused before any request, reported as failed, exit 1
     report_bytes = (run_dir / "report.json").read_bytes()
-    second = subprocess.run(_command(root, "--run-config", f"output-dir='{run_dir}'"), capture_output=True,
-                            text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False)
+    second = subprocess.run(
+        _command(root, "--run-config", f"output-dir='{run_dir}'"),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=_env(),
+        cwd=tmp_path,
+        check=False,
+    )
     output = second.stdout + second.stderr
     assert second.returncode == 1, output[-6000:]
     assert "already holds a run" in output and "overwrite=true" in output, output[-3000:]
@@ -114,8 +138,15 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
 
 def test_ctrl_c_stops_the_run_and_every_process(tmp_path):
     root = tmp_path / "consortium"
-    proc = subprocess.Popen(_command(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
-                            cwd=tmp_path, start_new_session=True)
+    proc = subprocess.Popen(
+        _command(root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     lines = []
     try:
         for line in proc.stdout:

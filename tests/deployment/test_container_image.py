@@ -82,8 +82,15 @@ STOP_GRACE = 15  # seconds `docker stop` waits before SIGKILL
 
 # ----------------------------------------------------------------------------- engine and image
 def _script(step: str, timeout: float, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", str(SCRIPT), step], cwd=REPO, env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        ["sh", str(SCRIPT), step],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -98,8 +105,9 @@ class Engine:
     started_here: bool
 
     def __call__(self, *args: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([self.client, "-H", SOCK, *args], capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = subprocess.run(
+            [self.client, "-H", SOCK, *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"docker {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
         return done
@@ -112,8 +120,9 @@ def context_digest() -> str:
     """SHA-256 of what the image is built from: the Dockerfile, its .dockerignore, the build script
     and every file the .dockerignore admits (path and content of each)."""
     ignore = REPO / "deploy" / "Dockerfile.dockerignore"
-    admitted = [line[1:].strip().rstrip("/") for line in ignore.read_text(encoding="utf-8").splitlines()
-                if line.startswith("!")]
+    admitted = [
+        line[1:].strip().rstrip("/") for line in ignore.read_text(encoding="utf-8").splitlines() if line.startswith("!")
+    ]
     files = {REPO / "deploy" / "Dockerfile", ignore, SCRIPT}
     for name in admitted:
         path = REPO / name
@@ -137,8 +146,10 @@ def engine() -> Iterator[Engine]:
     if running.returncode != 0:
         done = _script("engine", timeout=120)
         if done.returncode != 0:
-            pytest.skip(f"no Docker engine can start: `deploy/build-local-image.sh engine` failed "
-                        f"({done.returncode}):\n{_tail(done.stdout + done.stderr, 20)}")
+            pytest.skip(
+                f"no Docker engine can start: `deploy/build-local-image.sh engine` failed "
+                f"({done.returncode}):\n{_tail(done.stdout + done.stderr, 20)}"
+            )
     eng = Engine(client, started_here=running.returncode != 0)
     try:
         yield eng
@@ -185,15 +196,24 @@ class Containers:
     prefix: str = field(default_factory=lambda: f"edprf-test-{os.getpid()}-{time.monotonic_ns() % 10**9}")
     names: list[str] = field(default_factory=list)
 
-    def run(self, name: str, argv: list[str], *, env: dict[str, str] | None = None,
-            flags: tuple[str, ...] = ()) -> str:
+    def run(self, name: str, argv: list[str], *, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> str:
         """Start ``argv`` in a new detached container; returns its full name."""
         full = f"{self.prefix}-{name}"
         env_flags = [f"--env={k}={v}" for k, v in (env or {}).items()]
         self.names.append(full)
-        self.engine("run", "--detach", f"--name={full}", f"--label=edprf-test={self.prefix}", "--network=host",
-                    f"--user={os.getuid()}:{os.getgid()}", f"--volume={self.root}:{self.root}", *flags, *env_flags,
-                    self.image, *argv)
+        self.engine(
+            "run",
+            "--detach",
+            f"--name={full}",
+            f"--label=edprf-test={self.prefix}",
+            "--network=host",
+            f"--user={os.getuid()}:{os.getgid()}",
+            f"--volume={self.root}:{self.root}",
+            *flags,
+            *env_flags,
+            self.image,
+            *argv,
+        )
         return full
 
     def exec(self, name: str, argv: list[str], timeout: float = 60.0) -> tuple[int, str]:
@@ -254,9 +274,11 @@ def _wait(what: str, condition, timeout: float, box: Containers, services: list[
 
 def _bundle_hash_in(box: Containers, cli: str) -> str:
     """SHA-256 of the app bundle `flwr run /opt/edprf-app` sends, computed inside the image."""
-    program = ("import hashlib, pathlib, warnings; warnings.simplefilter('ignore'); "
-               "from flwr.cli.build import build_fab_from_disk; "
-               "print(hashlib.sha256(build_fab_from_disk(pathlib.Path('/opt/edprf-app'))).hexdigest())")
+    program = (
+        "import hashlib, pathlib, warnings; warnings.simplefilter('ignore'); "
+        "from flwr.cli.build import build_fab_from_disk; "
+        "print(hashlib.sha256(build_fab_from_disk(pathlib.Path('/opt/edprf-app'))).hexdigest())"
+    )
     code, out = box.exec(cli, ["python", "-c", program])
     assert code == 0, out
     return out.strip().splitlines()[-1]
@@ -278,9 +300,15 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     # the runbook's files: the consortium PKI (edprf certs) and the demonstration parties
     assert edprf(["certs", "init", "--out", str(pki), "--ca-name", "edprf container test CA"]) == 0
     assert edprf(["certs", "server", "--out", str(pki), "--san", "IP:127.0.0.1"]) == 0
-    made = subprocess.run([sys.executable, str(REPO / "deploy" / "make_demo_parties.py"), "--local", str(local), *PARTIES],
-                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    made = subprocess.run(
+        [sys.executable, str(REPO / "deploy" / "make_demo_parties.py"), "--local", str(local), *PARTIES],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     capsys.readouterr()
     coordinator = local / "coordinator"
@@ -294,22 +322,44 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     used: set[int] = set()
     port = free_port(used)
     legacy = [free_port(used) for _ in range(2)]
-    superlink = box.run("superlink", [
-        "flower-superlink", f"--ssl-ca-certfile={pki / 'ca.crt'}", f"--ssl-certfile={pki / 'server.pem'}",
-        f"--ssl-keyfile={pki / 'server.key'}", "--enable-supernode-auth", "--isolation=process",
-        f"--superexec-auth-secret-file={secret}", f"--host={LOOPBACK}", f"--port={port}",
-        f"--fleet-api-address={LOOPBACK}:{legacy[0]}", f"--control-api-address={LOOPBACK}:{legacy[1]}",
-        f"--database={tmp_path / 'superlink.db'}", "--disable-runtime-dependency-installation",
-    ], env={"FLWR_HOME": str(homes / "superlink")}, flags=("--security-opt=no-new-privileges:true",))
+    superlink = box.run(
+        "superlink",
+        [
+            "flower-superlink",
+            f"--ssl-ca-certfile={pki / 'ca.crt'}",
+            f"--ssl-certfile={pki / 'server.pem'}",
+            f"--ssl-keyfile={pki / 'server.key'}",
+            "--enable-supernode-auth",
+            "--isolation=process",
+            f"--superexec-auth-secret-file={secret}",
+            f"--host={LOOPBACK}",
+            f"--port={port}",
+            f"--fleet-api-address={LOOPBACK}:{legacy[0]}",
+            f"--control-api-address={LOOPBACK}:{legacy[1]}",
+            f"--database={tmp_path / 'superlink.db'}",
+            "--disable-runtime-dependency-installation",
+        ],
+        env={"FLWR_HOME": str(homes / "superlink")},
+        flags=("--security-opt=no-new-privileges:true",),
+    )
     (homes / "cli").mkdir()
     (homes / "cli" / "config.toml").write_text(
         f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\naddress = "{LOOPBACK}:{port}"\n'
-        f'root-certificates = "{pki / "ca.crt"}"\n', encoding="utf-8")
+        f'root-certificates = "{pki / "ca.crt"}"\n',
+        encoding="utf-8",
+    )
     cli = box.run("cli", ["sleep", "infinity"], env={"FLWR_HOME": str(homes / "cli")})
-    superexec = box.run("superexec", [
-        "flower-superexec", f"--runtime-api-address={LOOPBACK}:{port}", f"--root-certificates={pki / 'ca.crt'}",
-        f"--superexec-auth-secret-file={secret}",
-    ], env={"FLWR_HOME": str(homes / "superexec")}, flags=("--security-opt=no-new-privileges:true",))
+    superexec = box.run(
+        "superexec",
+        [
+            "flower-superexec",
+            f"--runtime-api-address={LOOPBACK}:{port}",
+            f"--root-certificates={pki / 'ca.crt'}",
+            f"--superexec-auth-secret-file={secret}",
+        ],
+        env={"FLWR_HOME": str(homes / "superexec")},
+        flags=("--security-opt=no-new-privileges:true",),
+    )
     services = [superlink, superexec, cli]
 
     def superlink_up() -> bool:
@@ -320,9 +370,18 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     # the operator registers the parties' authentication keys
     node_of = {}
     for party in PARTIES:
-        code, output = box.exec(cli, ["flwr", "supernode", "register",
-                                      str(coordinator / "supernode-keys" / f"{party}.auth.key.pub"), CONNECTION,
-                                      "--format", "json"])
+        code, output = box.exec(
+            cli,
+            [
+                "flwr",
+                "supernode",
+                "register",
+                str(coordinator / "supernode-keys" / f"{party}.auth.key.pub"),
+                CONNECTION,
+                "--format",
+                "json",
+            ],
+        )
         assert code == 0, output
         node_of[party] = int(_json_in(output)["node-id"])
 
@@ -334,24 +393,41 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     for party, trusts_this in PINNED.items():
         listed = [other_release, bundle] if trusts_this else [other_release]
         (local / "parties" / party / "trusted-apps.txt").write_text(
-            "# reviewed releases\n" + "".join(f"{h}\n" for h in listed), encoding="utf-8")
+            "# reviewed releases\n" + "".join(f"{h}\n" for h in listed), encoding="utf-8"
+        )
 
     for party in PARTIES:
         d = local / "parties" / party
         keys = party_files(d / "keys", party)
-        config = (f"data-path='{d / 'data.csv'}' schema-path='{d / 'schema.toml'}' "
-                  f"policy-path='{d / 'policy.toml'}' ledger-path='{ledgers / party}.sqlite' "
-                  f"signing-key='{keys.signing_key}'")
+        config = (
+            f"data-path='{d / 'data.csv'}' schema-path='{d / 'schema.toml'}' "
+            f"policy-path='{d / 'policy.toml'}' ledger-path='{ledgers / party}.sqlite' "
+            f"signing-key='{keys.signing_key}'"
+        )
         env = {"FLWR_HOME": "/tmp/flwr-home"}  # on the tmpfs: the root filesystem is read-only
         if party in PINNED:
-            env.update({"PATH": "/opt/edprf/pinned:/opt/edprf/bin:/usr/local/bin:/usr/bin:/bin",
-                        "EDPRF_TRUSTED_APP_HASHES": str(d / "trusted-apps.txt")})
-        services.append(box.run(party, [
-            "flower-supernode", f"--superlink={LOOPBACK}:{port}", f"--root-certificates={pki / 'ca.crt'}",
-            f"--auth-supernode-private-key={keys.auth_key}", f"--host={LOOPBACK}", f"--port={free_port(used)}",
-            f"--node-config={config}",
-        ], env=env, flags=("--read-only", "--tmpfs=/tmp", "--tmpfs=/home/edprf",
-                           "--security-opt=no-new-privileges:true")))
+            env.update(
+                {
+                    "PATH": "/opt/edprf/pinned:/opt/edprf/bin:/usr/local/bin:/usr/bin:/bin",
+                    "EDPRF_TRUSTED_APP_HASHES": str(d / "trusted-apps.txt"),
+                }
+            )
+        services.append(
+            box.run(
+                party,
+                [
+                    "flower-supernode",
+                    f"--superlink={LOOPBACK}:{port}",
+                    f"--root-certificates={pki / 'ca.crt'}",
+                    f"--auth-supernode-private-key={keys.auth_key}",
+                    f"--host={LOOPBACK}",
+                    f"--port={free_port(used)}",
+                    f"--node-config={config}",
+                ],
+                env=env,
+                flags=("--read-only", "--tmpfs=/tmp", "--tmpfs=/home/edprf", "--security-opt=no-new-privileges:true"),
+            )
+        )
 
     online: list[dict] = []
 
@@ -368,14 +444,26 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     assert f"{LOOPBACK}:{port}" in listeners, listeners
     assert all(a.startswith(f"{LOOPBACK}:") for a in listeners), f"a listener is not on {LOOPBACK}: {listeners}"
 
-    run_config = " ".join([
-        f"schema-path='{coordinator / 'schema.toml'}'", f"keys-dir='{coordinator / 'party-keys'}'",
-        f"output-dir='{out}'", f"test-data-path='{coordinator / 'test.csv'}'", "epsilon=1.0",
-        f"trees-per-party={TREES}", "max-depth=4", "min-parties=2", f"expected-parties={len(PARTIES)}",
-        "evaluation-epsilon=0.1", "evaluation-max-interval-width=1.0", "round-timeout=120.0"])
+    run_config = " ".join(
+        [
+            f"schema-path='{coordinator / 'schema.toml'}'",
+            f"keys-dir='{coordinator / 'party-keys'}'",
+            f"output-dir='{out}'",
+            f"test-data-path='{coordinator / 'test.csv'}'",
+            "epsilon=1.0",
+            f"trees-per-party={TREES}",
+            "max-depth=4",
+            "min-parties=2",
+            f"expected-parties={len(PARTIES)}",
+            "evaluation-epsilon=0.1",
+            "evaluation-max-interval-width=1.0",
+            "round-timeout=120.0",
+        ]
+    )
     t_run = time.monotonic()
-    code, output = box.exec(cli, ["flwr", "run", "/opt/edprf-app", CONNECTION, "--stream", "--run-config",
-                                  run_config], timeout=RUN_TIMEOUT)
+    code, output = box.exec(
+        cli, ["flwr", "run", "/opt/edprf-app", CONNECTION, "--stream", "--run-config", run_config], timeout=RUN_TIMEOUT
+    )
     assert code == 0, output[-4000:]
     print(f"\nflwr run in the image: {time.monotonic() - t_run:.1f} s", flush=True)
 
@@ -402,7 +490,9 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     assert model.forest.n_trees == len(CONTRIBUTORS) * TREES
     for party in CONTRIBUTORS:
         assert [r[1:4] for r in ledger_rows(ledgers / f"{party}.sqlite")] == [
-            ("release", 1.0, "released"), ("evaluation", 0.1, "released")]
+            ("release", 1.0, "released"),
+            ("evaluation", 0.1, "released"),
+        ]
 
     # finding 10: the image carries the reviewed launcher unchanged
     code, output = box.exec(cli, ["sha256sum", "/opt/edprf/pinned/flwr-clientapp"])

@@ -45,7 +45,7 @@ MODEL = "global-model.edprf"
 def _runs(fed: Federation, field: str = "status") -> dict[str, str]:
     code, out = fed.flwr("flwr-ls", ["ls", fed.connection, "--format", "json"])
     assert code == 0, out
-    runs = json.loads(out[out.index("{"):out.rindex("}") + 1])["runs"]
+    runs = json.loads(out[out.index("{") : out.rindex("}") + 1])["runs"]
     return {r["run-id"]: r[field] for r in runs}
 
 
@@ -75,9 +75,18 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
             fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key), auth_key=keys[p].auth_key)
         fed.wait_online(len(PARTIES))
         fed.assert_loopback_only()
-        run_config = {"schema-path": schema, "epsilon": 1.0, "trees-per-party": 2, "max-depth": 4,
-                      "min-parties": 2, "expected-parties": 2, "evaluation-epsilon": 0.1, "round-timeout": 120.0,
-                      "keys-dir": pki.keys_dir(PARTIES), "evaluation-max-interval-width": 1.0}
+        run_config = {
+            "schema-path": schema,
+            "epsilon": 1.0,
+            "trees-per-party": 2,
+            "max-depth": 4,
+            "min-parties": 2,
+            "expected-parties": 2,
+            "evaluation-epsilon": 0.1,
+            "round-timeout": 120.0,
+            "keys-dir": pki.keys_dir(PARTIES),
+            "evaluation-max-interval-width": 1.0,
+        }
 
         # ---- submit, wait for every party's reservation, kill the coordinator's processes at once
         out_killed = tmp_path / "out-killed"
@@ -89,8 +98,9 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         at_kill: dict[str, list] = {}
 
         def reserved() -> bool:
-            at_kill.update({p: [r for r in ledger_rows(paths["ledger"]) if r[4] == killed_run]
-                            for p, paths in parties.items()})
+            at_kill.update(
+                {p: [r for r in ledger_rows(paths["ledger"]) if r[4] == killed_run] for p, paths in parties.items()}
+            )
             return all(at_kill.values())
 
         dep.wait_until("every party's reservation for the run", reserved, timeout=90.0, interval=0.05)
@@ -100,15 +110,22 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         for proc in (fed.superlink, superexec):
             dep.kill_tree(proc)
         with capsys.disabled():
-            print(f"\nkilled the coordinator with the parties' entries in states "
-                  f"{sorted(r[3] for rows in at_kill.values() for r in rows)}")
-        assert all(len(rows) == 1 and rows[0][1:4] in {("release", 1.0, "reserved"), ("release", 1.0, "released")}
-                   for rows in at_kill.values()), at_kill
+            print(
+                f"\nkilled the coordinator with the parties' entries in states "
+                f"{sorted(r[3] for rows in at_kill.values() for r in rows)}"
+            )
+        assert all(
+            len(rows) == 1 and rows[0][1:4] in {("release", 1.0, "reserved"), ("release", 1.0, "released")}
+            for rows in at_kill.values()
+        ), at_kill
         _assert_no_partial_model(out_killed)
 
         # ---- the parties finish on their own; their reservations stay counted
-        dep.wait_until("the parties to finish the killed run's training", lambda: all(
-            r[3] != "reserved" for paths in parties.values() for r in ledger_rows(paths["ledger"])), timeout=60.0)
+        dep.wait_until(
+            "the parties to finish the killed run's training",
+            lambda: all(r[3] != "reserved" for paths in parties.values() for r in ledger_rows(paths["ledger"])),
+            timeout=60.0,
+        )
 
         # ---- restart on the same database; the SuperNodes come back by themselves
         fed.start_superlink(database, name="superlink-restarted")
@@ -133,7 +150,8 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
             assert [(r[1], r[2], r[3], r[4]) for r in rows] == [
                 ("release", 1.0, "released", killed_run),
                 ("release", 1.0, "released", report["run_id"]),
-                ("evaluation", 0.1, "released", report["run_id"])], rows
+                ("evaluation", 0.1, "released", report["run_id"]),
+            ], rows
             assert rows[0][0] == at_kill[party_id][0][0]  # the killed run's entry, kept as it was reserved
             capsys.readouterr()
             assert main(["budget", str(paths["ledger"]), "--policy", str(paths["policy"]), "--json"]) == 0
@@ -145,16 +163,21 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         # ---- resume the killed run's training by its request tag: parties resend, spend nothing
         before = {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()}
         resumed, resumed_view = fed.run_and_load(
-            "run-resumed", {**run_config, "request-tag": killed_run, "evaluation-epsilon": 0.0},
-            tmp_path / "out-resumed")
+            "run-resumed",
+            {**run_config, "request-tag": killed_run, "evaluation-epsilon": 0.0},
+            tmp_path / "out-resumed",
+        )
         assert resumed["status"] == "completed", resumed
         assert all(p["status"] == "accepted" and p["signed"] for p in resumed["parties"]), resumed["parties"]
         assert resumed_view.forest.n_trees == 2 * len(PARTIES)
         assert {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()} == before
         # and a reused tag with other parameters is refused by every party, still spending nothing
-        clash, _ = fed.run_and_load("run-clash", {**run_config, "request-tag": killed_run, "max-depth": 3,
-                                                  "evaluation-epsilon": 0.0, "min-parties": 1},
-                                    tmp_path / "out-clash", expect_model=False)
+        clash, _ = fed.run_and_load(
+            "run-clash",
+            {**run_config, "request-tag": killed_run, "max-depth": 3, "evaluation-epsilon": 0.0, "min-parties": 1},
+            tmp_path / "out-clash",
+            expect_model=False,
+        )
         assert [p["reason"] for p in clash["parties"]] == ["request_id_reused"] * len(PARTIES), clash["parties"]
         assert {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()} == before
 
@@ -183,9 +206,19 @@ def test_a_killed_model_writer_leaves_a_complete_model_or_none(tmp_path):
     X, y, schema = load_embedded("wall_robot_navigation")
     sources = []
     for name, trees in (("first", 60), ("second", 40)):  # about 0.5 MB each: a kill often lands mid-write
-        releases = [decode_release(encode_release(
-            EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20).fit(X.iloc[i::3], y.iloc[i::3])
-            .forest_, f"party-{i}"), schema, ReleasePolicy(max_trees=1000)) for i in range(3)]
+        releases = [
+            decode_release(
+                encode_release(
+                    EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20)
+                    .fit(X.iloc[i::3], y.iloc[i::3])
+                    .forest_,
+                    f"party-{i}",
+                ),
+                schema,
+                ReleasePolicy(max_trees=1000),
+            )
+            for i in range(3)
+        ]
         path = tmp_path / f"{name}.model"
         path.write_bytes(build_global_model(schema, releases, {"run_id": name}))
         sources.append(path)
@@ -195,8 +228,12 @@ def test_a_killed_model_writer_leaves_a_complete_model_or_none(tmp_path):
     contents = {p.read_bytes() for p in sources}
     rng = random.Random(0)
     for trial in range(5):
-        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(target), *map(str, sources)],
-                                  stdout=subprocess.PIPE, cwd=tmp_path, start_new_session=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(target), *map(str, sources)],
+            stdout=subprocess.PIPE,
+            cwd=tmp_path,
+            start_new_session=True,
+        )
         try:
             assert writer.stdout.readline().strip() == b"writing"
             time.sleep(rng.uniform(0.05, 0.4))

@@ -37,11 +37,14 @@ def _compose(path: Path) -> dict:
 def _flower_parser(command: str):
     if command == "flower-superlink":
         from flwr.superlink.cli.flower_superlink import _parse_args_run_superlink
+
         return _parse_args_run_superlink()
     if command == "flower-supernode":
         from flwr.supernode.cli.flower_supernode import _parse_args_run_supernode
+
         return _parse_args_run_supernode()
     from flwr.supercore.cli.flower_superexec import _parse_args
+
     return _parse_args()
 
 
@@ -52,8 +55,11 @@ def _parsed(service: dict):
 
 
 def _services_running(data: dict, command: str) -> dict[str, dict]:
-    return {name: s for name, s in data["services"].items() if isinstance(s.get("command"), list)
-            and s["command"] and s["command"][0] == command}
+    return {
+        name: s
+        for name, s in data["services"].items()
+        if isinstance(s.get("command"), list) and s["command"] and s["command"][0] == command
+    }
 
 
 @pytest.mark.parametrize("path", [SECURE, INSECURE], ids=["secure", "insecure"])
@@ -80,13 +86,13 @@ def test_compose_files_parse_and_their_flower_commands_are_valid_for_flower_1_41
 def test_secure_compose_has_tls_supernode_auth_and_keeps_parties_off_the_control_api():
     data = _compose(SECURE)
     assert "--insecure" not in SECURE.read_text(encoding="utf-8")
-    (link_name, link), = _services_running(data, "flower-superlink").items()
+    ((link_name, link),) = _services_running(data, "flower-superlink").items()
     args = _parsed(link)
     assert args.ssl_ca_certfile and args.ssl_certfile and args.ssl_keyfile and not args.insecure
     assert args.enable_supernode_auth is True
     assert args.isolation == "process" and args.superexec_auth_secret_file
     assert args.runtime_dependency_install is False
-    (_, superexec), = _services_running(data, "flower-superexec").items()
+    ((_, superexec),) = _services_running(data, "flower-superexec").items()
     sx = _parsed(superexec)
     assert sx.runtime_api_address == f"{link_name}:8000" and sx.root_certificates and not sx.insecure
     assert sx.superexec_auth_secret_file
@@ -135,7 +141,7 @@ def test_dockerfile_installs_at_build_time_and_runs_as_a_non_root_user():
     packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     assert copied == {p.rstrip("*") for p in packages}
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
-    assert ignore[ignore.index("*") + 1:].count("!pyproject.toml") == 1
+    assert ignore[ignore.index("*") + 1 :].count("!pyproject.toml") == 1
     assert {f"!{p}/" for p in copied} <= set(ignore)
 
 
@@ -164,13 +170,22 @@ def test_policy_template_holds_the_safe_defaults_and_the_demo_parties_are_valid(
         defaults = PartyPolicy(party_id=party_id, schema_fingerprint=policy.schema_fingerprint)
         assert asdict(policy) == asdict(replace(defaults, holdout_fraction=policy.holdout_fraction))
         assert policy.schema_fingerprint.startswith("sha256:") and policy.holdout_fraction == 0.2
-        party = Party(PartySetup(d / "data.csv", d / "schema.toml", d / "policy.toml", d / "ledger.sqlite",
-                                 d / "keys" / f"{party_id}.signing.pem"))
+        party = Party(
+            PartySetup(
+                d / "data.csv",
+                d / "schema.toml",
+                d / "policy.toml",
+                d / "ledger.sqlite",
+                d / "keys" / f"{party_id}.signing.pem",
+            )
+        )
         data = load_local_data(d / "data.csv", party.schema, policy.holdout_fraction, "00" * 16)
         assert len(data.X_train) > 1000
     assert sorted(PartyKeyRegistry.from_directory(local / "coordinator" / "party-keys")) == ["hospital-a", "hospital-b"]
     assert sorted(p.name for p in (local / "coordinator" / "supernode-keys").iterdir()) == [
-        "hospital-a.auth.key.pub", "hospital-b.auth.key.pub"]
+        "hospital-a.auth.key.pub",
+        "hospital-b.auth.key.pub",
+    ]
     assert (local / "coordinator" / "test.csv").is_file()
     capsys.readouterr()
     assert demo.main(["--local", str(local), "hospital-a"]) == 1
@@ -185,8 +200,9 @@ def _docker_compose_status() -> tuple[bool, bool, str]:
         return False, False, "no docker command on this machine"
     version = subprocess.run([docker, "compose", "version"], check=False, capture_output=True, text=True, timeout=30)
     compose = version.returncode == 0
-    info = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], check=False, capture_output=True, text=True,
-                          timeout=30)
+    info = subprocess.run(
+        [docker, "info", "--format", "{{.ServerVersion}}"], check=False, capture_output=True, text=True, timeout=30
+    )
     engine = info.returncode == 0
     reasons = []
     if not compose:
@@ -202,8 +218,23 @@ def _local_layout(root: Path) -> dict[str, str]:
 
     local = root / "local"
     assert main(["certs", "init", "--out", str(local / "pki"), "--ca-name", "compose check"]) == 0
-    assert main(["certs", "server", "--out", str(local / "pki"), "--san", "DNS:superlink", "--san",
-                 "DNS:fleet-gateway", "--san", "IP:127.0.0.1"]) == 0
+    assert (
+        main(
+            [
+                "certs",
+                "server",
+                "--out",
+                str(local / "pki"),
+                "--san",
+                "DNS:superlink",
+                "--san",
+                "DNS:fleet-gateway",
+                "--san",
+                "IP:127.0.0.1",
+            ]
+        )
+        == 0
+    )
     (local / "superexec.secret").write_text("0" * 64)
     assert _demo_script().main(["--local", str(local), "hospital-a", "hospital-b", "hospital-c"]) == 0
     return {"EDPRF_LOCAL": str(local)}
@@ -220,8 +251,14 @@ def test_docker_compose_config_accepts_the_files(path, tmp_path, capsys):
     capsys.readouterr()
     import os
 
-    result = subprocess.run(["docker", "compose", "-f", str(path), "config", "--quiet"], check=False, capture_output=True,
-                            text=True, timeout=60, env={**os.environ, **env})
+    result = subprocess.run(
+        ["docker", "compose", "-f", str(path), "config", "--quiet"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -240,12 +277,17 @@ def test_docker_compose_brings_up_the_coordinator(tmp_path, capsys):
     capsys.readouterr()
     base = ["docker", "compose", "-f", str(SECURE), "-p", f"edprf-test-{os.getpid()}"]
     try:
-        for args, timeout in ((["build"], 1800), (["up", "-d", "--wait", "superlink", "superexec", "gateway"], 300),
-                              (["run", "--rm", "cli", "flwr", "supernode", "ls"], 120)):
+        for args, timeout in (
+            (["build"], 1800),
+            (["up", "-d", "--wait", "superlink", "superexec", "gateway"], 300),
+            (["run", "--rm", "cli", "flwr", "supernode", "ls"], 120),
+        ):
             result = subprocess.run(base + args, check=False, capture_output=True, text=True, timeout=timeout, env=env)
             assert result.returncode == 0, f"{' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     finally:
-        subprocess.run(base + ["down", "-v", "--remove-orphans"], check=False, capture_output=True, timeout=300, env=env)
+        subprocess.run(
+            base + ["down", "-v", "--remove-orphans"], check=False, capture_output=True, timeout=300, env=env
+        )
 
 
 def test_pinned_clientapp_reads_a_list_of_sha256_and_refuses_anything_else(tmp_path):

@@ -35,8 +35,12 @@ from .conftest import ledger_rows
 pytestmark = [pytest.mark.deployment, pytest.mark.slow]
 
 HONEST = ("hospital-a", "hospital-b")
-EXPECTED_REASON = {"epsilon": "policy_epsilon", "trees": "policy_trees", "schema": "schema_mismatch",
-                   "garbage": "malformed"}
+EXPECTED_REASON = {
+    "epsilon": "policy_epsilon",
+    "trees": "policy_trees",
+    "schema": "schema_mismatch",
+    "garbage": "malformed",
+}
 HOSTILE = {f"mallory-{attack}": attack for attack in EXPECTED_REASON}
 CAUTIOUS = "cautious-party"  # trusts another release of the app only
 TREES = 2
@@ -64,8 +68,9 @@ def _start_federation(dep, pki, tmp_path, parties, keys, attacks: dict[str, str]
     node_of = {p: fed.register(keys[p].auth_pub) for p in parties}
     for p, paths in parties.items():
         attack = {"attack": attacks[p]} if p in attacks else {}
-        fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key, **attack),
-                            auth_key=keys[p].auth_key, env=envs.get(p))
+        fed.start_supernode(
+            p, node_config(paths, signing_key=keys[p].signing_key, **attack), auth_key=keys[p].auth_key, env=envs.get(p)
+        )
     fed.wait_online(len(parties), timeout=90)
     fed.assert_loopback_only()
     return fed, node_of
@@ -89,10 +94,22 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             envs[party_id] = {**dep.env, **pinned, "PATH": pinned["PATH"].format(PATH=dep.env["PATH"])}
 
         fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, HOSTILE, envs)
-        report, view = fed.run_and_load("run-hostile", {
-            "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
-            "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
-            "keys-dir": keys_dir, "evaluation-max-interval-width": 1.0}, tmp_path / "out")
+        report, view = fed.run_and_load(
+            "run-hostile",
+            {
+                "schema-path": schema,
+                "epsilon": 1.0,
+                "trees-per-party": TREES,
+                "max-depth": 4,
+                "min-parties": 2,
+                "expected-parties": len(caps),
+                "evaluation-epsilon": 0.1,
+                "round-timeout": 90.0,
+                "keys-dir": keys_dir,
+                "evaluation-max-interval-width": 1.0,
+            },
+            tmp_path / "out",
+        )
 
         assert report["status"] == "completed", report
         by_node = {p["node_id"]: p for p in report["parties"]}
@@ -107,10 +124,12 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             assert outcome["message"], outcome
 
         assert view.forest.n_trees == len(HONEST) * TREES and sorted(view.parties) == sorted(HONEST)
-        assert sorted(r["reason"] for r in view.manifest["rejections"]) == sorted([*EXPECTED_REASON.values(),
-                                                                                   "client_error"])
-        assert load_global_model(tmp_path / "out" / "global-model.edprf",
-                                 PartyKeyRegistry.from_directory(keys_dir)).all_verified
+        assert sorted(r["reason"] for r in view.manifest["rejections"]) == sorted(
+            [*EXPECTED_REASON.values(), "client_error"]
+        )
+        assert load_global_model(
+            tmp_path / "out" / "global-model.edprf", PartyKeyRegistry.from_directory(keys_dir)
+        ).all_verified
         cautious = by_node[node_of[CAUTIOUS]]
         assert cautious["status"] == "failed" and cautious["reason"] == "client_error", cautious
         assert "is not in the party's trusted list" in cautious["message"], cautious
@@ -118,7 +137,9 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
         assert report["federated_evaluation"]["parties"] == len(HONEST)  # rejected parties are not asked
         for party_id in HONEST:
             assert [r[1:4] for r in ledger_rows(parties[party_id]["ledger"])] == [
-                ("release", 1.0, "released"), ("evaluation", 0.1, "released")]
+                ("release", 1.0, "released"),
+                ("evaluation", 0.1, "released"),
+            ]
 
     print(f"\nhostile parties: {run_guarded(dep, scenario):.1f} s")
 
@@ -152,12 +173,24 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
         write_launcher(hostile_bin)
         hostile_env = {**dep.env, "PATH": f"{hostile_bin}:{BIN}:{dep.env['PATH']}"}
 
-        fed, node_of = _start_federation(dep, pki, tmp_path, parties, keys, {FORGING: "counts:rarest-class"},
-                                         {FORGING: hostile_env})
-        report, view = fed.run_and_load("run-forged-counts", {
-            "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 6, "min-parties": 2,
-            "expected-parties": len(caps), "evaluation-epsilon": 0.1, "round-timeout": 90.0,
-            "keys-dir": keys_dir}, tmp_path / "out")
+        fed, node_of = _start_federation(
+            dep, pki, tmp_path, parties, keys, {FORGING: "counts:rarest-class"}, {FORGING: hostile_env}
+        )
+        report, view = fed.run_and_load(
+            "run-forged-counts",
+            {
+                "schema-path": schema,
+                "epsilon": 1.0,
+                "trees-per-party": TREES,
+                "max-depth": 6,
+                "min-parties": 2,
+                "expected-parties": len(caps),
+                "evaluation-epsilon": 0.1,
+                "round-timeout": 90.0,
+                "keys-dir": keys_dir,
+            },
+            tmp_path / "out",
+        )
 
         assert report["status"] == "completed", report
         by_node = {p["node_id"]: p for p in report["parties"]}
@@ -165,8 +198,9 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
             outcome = by_node[node_of[party_id]]
             assert outcome["status"] == "accepted" and outcome["signed"] is True, outcome
         assert sorted(view.parties) == sorted(caps)
-        assert load_global_model(tmp_path / "out" / "global-model.edprf",
-                                 PartyKeyRegistry.from_directory(keys_dir)).all_verified
+        assert load_global_model(
+            tmp_path / "out" / "global-model.edprf", PartyKeyRegistry.from_directory(keys_dir)
+        ).all_verified
         forged = next(r.forest for r in view.releases if r.party_id == FORGING)
         assert int(forged.trees.leaf_counts.max()) == 2**31 - 1
 
@@ -184,7 +218,9 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
         goal = acc_honest - max(0.0, acc_honest - acc_drop) - 0.02
         assert accuracy(view.forest) >= goal, (accuracy(view.forest), acc_honest, acc_drop)
         assert accuracy(view.forest, tolerated_parties=0) < goal - 0.2  # the attack is real
-        print(f"\nforged counts: global {accuracy(view.forest):.3f}, honest {acc_honest:.3f}, drop one "
-              f"{acc_drop:.3f}, unbounded {accuracy(view.forest, tolerated_parties=0):.3f}")
+        print(
+            f"\nforged counts: global {accuracy(view.forest):.3f}, honest {acc_honest:.3f}, drop one "
+            f"{acc_drop:.3f}, unbounded {accuracy(view.forest, tolerated_parties=0):.3f}"
+        )
 
     print(f"\nforged counts: {run_guarded(dep, scenario):.1f} s")

@@ -58,8 +58,12 @@ def launcher(monkeypatch, tmp_path):
     from flwr.supernode.runtime import run_clientapp
 
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
-    for module, name in ((run_clientapp, "install_from_fab"), (run_clientapp, "get_project_dir"),
-                         (clientapp_utils, "get_project_dir"), (flwr_config, "get_project_dir")):
+    for module, name in (
+        (run_clientapp, "install_from_fab"),
+        (run_clientapp, "get_project_dir"),
+        (clientapp_utils, "get_project_dir"),
+        (flwr_config, "get_project_dir"),
+    ):
         monkeypatch.setattr(module, name, getattr(module, name))
     spec = importlib.util.spec_from_file_location("pinned_clientapp_under_test", LAUNCHER)
     module = importlib.util.module_from_spec(spec)

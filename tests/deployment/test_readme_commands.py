@@ -52,7 +52,7 @@ def test_every_edprf_command_in_the_readme_parses():
             continue
         if "edprf" not in tokens:
             continue
-        args = tokens[tokens.index("edprf") + 1:]
+        args = tokens[tokens.index("edprf") + 1 :]
         args = [a for a in args if a not in ("||", "true")]
         if not args or args[0].startswith("-"):
             continue
@@ -65,8 +65,18 @@ def test_every_edprf_command_in_the_readme_parses():
 
 
 def test_the_documented_blocks_are_marked():
-    assert list(readme_blocks()) == ["coordinator", "superlink", "superexec", "connection", "party-keys", "register",
-                                     "party-setup", "supernode", "run", "read"]
+    assert list(readme_blocks()) == [
+        "coordinator",
+        "superlink",
+        "superexec",
+        "connection",
+        "party-keys",
+        "register",
+        "party-setup",
+        "supernode",
+        "run",
+        "read",
+    ]
 
 
 @pytest.mark.deployment
@@ -87,16 +97,24 @@ def test_the_readme_runs_top_to_bottom_on_loopback(deployment, tmp_path):
     def scenario() -> None:
         for name, text in readme_blocks().items():
             if name in LONG_RUNNING:
-                dep.start(f"readme-{name}", ["bash", "-c", "exec " + script(text).strip()], role=LONG_RUNNING[name],
-                          env=env)
+                dep.start(
+                    f"readme-{name}", ["bash", "-c", "exec " + script(text).strip()], role=LONG_RUNNING[name], env=env
+                )
                 if name == "superlink":
                     dep.wait_until("the SuperLink's port", lambda: port_open(superlink_port), 60.0)
                 if name == "supernode":
                     fed.port = superlink_port
                     fed.wait_online(1)
                 continue
-            proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script(text)], capture_output=True, text=True,
-                                  env=env, cwd=tmp_path, timeout=400, check=False)
+            proc = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", script(text)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=400,
+                check=False,
+            )
             outputs[name] = proc.stdout + proc.stderr
             dep.remember_tree()
             assert proc.returncode == 0, f"README block {name!r} failed ({proc.returncode}):\n{outputs[name][-4000:]}"
@@ -116,6 +134,11 @@ def test_the_readme_runs_top_to_bottom_on_loopback(deployment, tmp_path):
     assert [(kind, eps, state) for _, kind, eps, state, _ in rows] == [("release", 1.0, "released")]
     supernode_log = (tmp_path / "logs" / "readme-supernode.log").read_text(errors="replace")
     assert "party check of hospital-a: no problem found" in supernode_log
-    for secret in (coord / "pki" / "ca.key", coord / "pki" / "server.key", coord / "superexec.secret",
-                   party / "keys" / "hospital-a.auth.key", party / "keys" / "hospital-a.signing.pem"):
+    for secret in (
+        coord / "pki" / "ca.key",
+        coord / "pki" / "server.key",
+        coord / "superexec.secret",
+        party / "keys" / "hospital-a.auth.key",
+        party / "keys" / "hospital-a.signing.pem",
+    ):
         assert secret.stat().st_mode & 0o077 == 0, secret

@@ -54,13 +54,25 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
         gateway_port = free_port(fed.used_ports)
         with FleetGateway(gateway_port, fed.port, pki.tls.server_cert, pki.tls.server_key, pki.tls.ca_cert) as gateway:
             for p, paths in parties.items():
-                fed.start_supernode(p, node_config(paths, signing_key=keys[p].signing_key),
-                                    auth_key=keys[p].auth_key, via=gateway_port)
+                fed.start_supernode(
+                    p, node_config(paths, signing_key=keys[p].signing_key), auth_key=keys[p].auth_key, via=gateway_port
+                )
             # the intruder and the node with the foreign CA use hospital-a's files: only their credentials differ
-            intruder = fed.start_supernode("intruder", node_config(parties["hospital-a"]),
-                                           auth_key=keys["intruder"].auth_key, role="doomed", via=gateway_port)
-            foreign = fed.start_supernode("foreign-ca", node_config(parties["hospital-a"]), via=gateway_port,
-                                          auth_key=keys["hospital-a"].auth_key, ca_cert=pki.foreign_ca, role="doomed")
+            intruder = fed.start_supernode(
+                "intruder",
+                node_config(parties["hospital-a"]),
+                auth_key=keys["intruder"].auth_key,
+                role="doomed",
+                via=gateway_port,
+            )
+            foreign = fed.start_supernode(
+                "foreign-ca",
+                node_config(parties["hospital-a"]),
+                via=gateway_port,
+                auth_key=keys["hospital-a"].auth_key,
+                ca_cert=pki.foreign_ca,
+                role="doomed",
+            )
 
             online = fed.wait_online(len(PARTIES))
             assert sorted(int(n["node-id"]) for n in online) == sorted(node_ids.values())
@@ -73,16 +85,32 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
             log = foreign.log_path.read_text(errors="replace")
             assert "Exit Code: 305" in log and "CERTIFICATE_VERIFY_FAILED" in log, log[-2000:]
 
-            report, view = fed.run_and_load("run-1", {
-                "schema-path": schema, "epsilon": 1.0, "trees-per-party": TREES, "max-depth": 4, "min-parties": 2,
-                "expected-parties": len(PARTIES), "evaluation-epsilon": 0.1, "round-timeout": 120.0,
-                "keys-dir": keys_dir, "evaluation-max-interval-width": 1.0}, tmp_path / "out")
+            report, view = fed.run_and_load(
+                "run-1",
+                {
+                    "schema-path": schema,
+                    "epsilon": 1.0,
+                    "trees-per-party": TREES,
+                    "max-depth": 4,
+                    "min-parties": 2,
+                    "expected-parties": len(PARTIES),
+                    "evaluation-epsilon": 0.1,
+                    "round-timeout": 120.0,
+                    "keys-dir": keys_dir,
+                    "evaluation-max-interval-width": 1.0,
+                },
+                tmp_path / "out",
+            )
             assert gateway.forwarded > 0 and gateway.refused == [], gateway.refused
 
             # a party with the CA certificate and its own key tries the Control API through the gateway
             party_cli = fed.write_cli_config(home=tmp_path / "party-cli", port=gateway_port)
-            code, out = dep.cli("party-register-via-gateway", ["supernode", "register", str(keys["intruder"].auth_pub),
-                                                               fed.connection], timeout=30, env=party_cli)
+            code, out = dep.cli(
+                "party-register-via-gateway",
+                ["supernode", "register", str(keys["intruder"].auth_pub), fed.connection],
+                timeout=30,
+                env=party_cli,
+            )
             assert code != 0, out
             assert any(r.startswith("POST /v1/control/") for r in gateway.refused), gateway.refused
 
@@ -100,28 +128,38 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
         assert all(r.signature_status is SignatureStatus.VERIFIED for r in verified.releases)
         for paths in parties.values():
             assert [(kind, eps, state) for _, kind, eps, state, _ in ledger_rows(paths["ledger"])] == [
-                ("release", 1.0, "released"), ("evaluation", 0.1, "released")]
+                ("release", 1.0, "released"),
+                ("evaluation", 0.1, "released"),
+            ]
         assert len(fed.nodes()) == len(PARTIES)  # neither refused node was added
 
         # removing a party (runbook): unregister its node; its SuperNode is cut off
         removed = next(p for p in dep.started if p.name == "hospital-c")
         removed.role = "doomed"  # expected to stop now
-        code, out = fed.flwr("unregister-hospital-c", ["supernode", "unregister", str(node_ids["hospital-c"]),
-                                                       fed.connection])
+        code, out = fed.flwr(
+            "unregister-hospital-c", ["supernode", "unregister", str(node_ids["hospital-c"]), fed.connection]
+        )
         assert code == 0, out
         assert {int(n["node-id"]): n["status"] for n in fed.nodes()}[node_ids["hospital-c"]] == "unregistered"
         assert dep.wait_exit(removed, REFUSED_WAIT) == 0  # Flower 1.41: the SuperNode stops by itself
-        again = fed.start_supernode("hospital-c-again", node_config(parties["hospital-c"]),
-                                    auth_key=keys["hospital-c"].auth_key, role="doomed")
+        again = fed.start_supernode(
+            "hospital-c-again", node_config(parties["hospital-c"]), auth_key=keys["hospital-c"].auth_key, role="doomed"
+        )
         assert dep.wait_exit(again, REFUSED_WAIT) != 0
         assert "Exit Code: 305" in again.log_path.read_text(errors="replace")
 
         # the reason for the gateway: the same party, straight to the SuperLink's port, is let in
         direct_cli = fed.write_cli_config(home=tmp_path / "party-cli-direct")
-        code, out = dep.cli("party-register-direct", ["supernode", "register", str(keys["intruder"].auth_pub),
-                                                      fed.connection], timeout=30, env=direct_cli)
-        assert code == 0, ("Flower's Control API now refuses an unauthenticated caller: revisit the gateway "
-                           f"section of deploy/README.md\n{out}")
+        code, out = dep.cli(
+            "party-register-direct",
+            ["supernode", "register", str(keys["intruder"].auth_pub), fed.connection],
+            timeout=30,
+            env=direct_cli,
+        )
+        assert code == 0, (
+            "Flower's Control API now refuses an unauthenticated caller: revisit the gateway "
+            f"section of deploy/README.md\n{out}"
+        )
         assert len(fed.nodes()) == len(PARTIES) + 1
 
     print(f"\nTLS + SuperNode authentication: {run_guarded(dep, scenario):.1f} s")

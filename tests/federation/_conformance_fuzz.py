@@ -68,21 +68,37 @@ def _mutate(release: pb.Release, rng: np.random.Generator) -> None:
             release.party_id = str(rng.choice([release.party_id, "hospital-a", "hospital-b"]))
 
 
-def fuzz_conformance(forest: DPForest, party: str, key, registry: PartyKeyRegistry, request: TrainRequest,
-                     cfg: CoordinatorConfig, n: int, seed: int = 0) -> FuzzOutcome:
+def fuzz_conformance(
+    forest: DPForest,
+    party: str,
+    key,
+    registry: PartyKeyRegistry,
+    request: TrainRequest,
+    cfg: CoordinatorConfig,
+    n: int,
+    seed: int = 0,
+) -> FuzzOutcome:
     """Run ``n`` mutated, re-signed releases of ``party`` through decode + conformance."""
     rng = np.random.default_rng(seed)
     schema = forest.schema
-    policy = ReleasePolicy(max_epsilon=request.epsilon, max_depth=request.max_depth, max_trees=request.n_trees,
-                           max_bytes=1 << 22, require_signature=True, allowed_relations=(request.relation,))
-    base = pb.SignedRelease.FromString(encode_release(forest, party, key, run_id=request.run_id,
-                                                      request_id=request.request_id)).release
+    policy = ReleasePolicy(
+        max_epsilon=request.epsilon,
+        max_depth=request.max_depth,
+        max_trees=request.n_trees,
+        max_bytes=1 << 22,
+        require_signature=True,
+        allowed_relations=(request.relation,),
+    )
+    base = pb.SignedRelease.FromString(
+        encode_release(forest, party, key, run_id=request.run_id, request_id=request.request_id)
+    ).release
     out = FuzzOutcome()
     for _ in range(n):
         release = pb.Release.FromString(base)
         _mutate(release, rng)
         data = sign_release_bytes(release.SerializeToString(deterministic=True), key).SerializeToString(
-            deterministic=True)
+            deterministic=True
+        )
         out.inputs += 1
         try:
             got = decode_release(data, schema, policy, registry)
@@ -94,11 +110,20 @@ def fuzz_conformance(forest: DPForest, party: str, key, registry: PartyKeyRegist
             continue
         out.accepted += 1
         q = got.params
-        answers = (got.request_id == request.request_id and got.run_id == request.run_id
-                   and q.epsilon == request.epsilon and q.max_depth == request.max_depth
-                   and q.n_trees == request.n_trees and q.n_bins == request.n_bins
-                   and q.split_mode == request.split_mode and q.schedule == request.schedule
-                   and q.relation == request.relation and q.composition == "parallel" and q.variant == "pf"
-                   and q.dp and (not q.seeded or request.seed >= 0))
+        answers = (
+            got.request_id == request.request_id
+            and got.run_id == request.run_id
+            and q.epsilon == request.epsilon
+            and q.max_depth == request.max_depth
+            and q.n_trees == request.n_trees
+            and q.n_bins == request.n_bins
+            and q.split_mode == request.split_mode
+            and q.schedule == request.schedule
+            and q.relation == request.relation
+            and q.composition == "parallel"
+            and q.variant == "pf"
+            and q.dp
+            and (not q.seeded or request.seed >= 0)
+        )
         out.wrong_accepts += not answers
     return out

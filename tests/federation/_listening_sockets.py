@@ -39,7 +39,7 @@ def _address(hex_address: str, v6: bool) -> str:
     host, port = hex_address.split(":")
     raw = bytes.fromhex(host)
     if v6:  # four 32-bit words, each in host byte order
-        raw = b"".join(struct.pack("=I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, 16, 4))
+        raw = b"".join(struct.pack("=I", struct.unpack(">I", raw[i : i + 4])[0]) for i in range(0, 16, 4))
         return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(port, 16)}"
     return f"{socket.inet_ntop(socket.AF_INET, struct.pack('=I', struct.unpack('>I', raw)[0]))}:{int(port, 16)}"
 

@@ -137,14 +137,22 @@ def make_party(directory: Path, data: bytes, **overrides: Any) -> PartySetup:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "schema.toml").write_text(SCHEMA_TOML, encoding="utf-8")
     schema = load_schema(directory / "schema.toml")
-    fields = {"party_id": "harness", "lifetime_epsilon_cap": 100.0, "max_release_epsilon": 1.0,
-              "max_evaluation_epsilon": 1.0, "schema_fingerprint": schema.fingerprint,
-              "allow_seeded_randomness": True, "holdout_fraction": HOLDOUT_FRACTION, **overrides}
+    fields = {
+        "party_id": "harness",
+        "lifetime_epsilon_cap": 100.0,
+        "max_release_epsilon": 1.0,
+        "max_evaluation_epsilon": 1.0,
+        "schema_fingerprint": schema.fingerprint,
+        "allow_seeded_randomness": True,
+        "holdout_fraction": HOLDOUT_FRACTION,
+        **overrides,
+    }
     policy = PartyPolicy(**fields)
     (directory / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
     (directory / "data.csv").write_bytes(data)
-    return PartySetup(directory / "data.csv", directory / "schema.toml", directory / "policy.toml",
-                      directory / "ledger.sqlite")
+    return PartySetup(
+        directory / "data.csv", directory / "schema.toml", directory / "policy.toml", directory / "ledger.sqlite"
+    )
 
 
 @dataclass(frozen=True)

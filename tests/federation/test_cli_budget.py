@@ -78,20 +78,26 @@ def test_budget_shows_an_old_ledger_without_changing_it(tmp_path, capsys):
 
 def _fifo(tmp_path):
     import os
+
     path = tmp_path / "fifo"
     os.mkfifo(path)
     return str(path)
 
 
-@pytest.mark.parametrize("make, expected", [
-    (lambda d: str(d / "nope.sqlite"), "no ledger at"),
-    (lambda d: str(d), "not a regular file"),
-    (_fifo, "not a regular file"),
-    (lambda d: "/dev/zero", "not a regular file"),
-    (lambda d: (d / "text.sqlite").write_text("hello, not a database\n" * 10) and str(d / "text.sqlite"),
-     "not an SQLite database"),
-    (lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"), "not an SQLite database"),
-])
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda d: str(d / "nope.sqlite"), "no ledger at"),
+        (lambda d: str(d), "not a regular file"),
+        (_fifo, "not a regular file"),
+        (lambda d: "/dev/zero", "not a regular file"),
+        (
+            lambda d: (d / "text.sqlite").write_text("hello, not a database\n" * 10) and str(d / "text.sqlite"),
+            "not an SQLite database",
+        ),
+        (lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"), "not an SQLite database"),
+    ],
+)
 def test_budget_on_an_unusable_path_is_a_one_line_error(tmp_path, capsys, make, expected):
     assert main(["budget", make(tmp_path)]) == 1
     err = capsys.readouterr().err

@@ -20,13 +20,21 @@ pytestmark = pytest.mark.slow  # every case starts the real `edprf` command
 
 EDPRF = Path(sys.executable).parent / "edprf"
 ESCAPES = "\x1b[2J\x1b]0;owned\x07\r\u202eevil\u200b"
-LEDGER_COLUMNS = ("id INTEGER PRIMARY KEY, request_id TEXT, kind TEXT, epsilon REAL, state TEXT, run_id TEXT, "
-                  "detail TEXT, payload BLOB, created_at REAL, updated_at REAL, epsilon_exact TEXT")
+LEDGER_COLUMNS = (
+    "id INTEGER PRIMARY KEY, request_id TEXT, kind TEXT, epsilon REAL, state TEXT, run_id TEXT, "
+    "detail TEXT, payload BLOB, created_at REAL, updated_at REAL, epsilon_exact TEXT"
+)
 
 
 def _edprf(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(EDPRF), *map(str, args)], capture_output=True, text=True, timeout=120, check=False,
-                          errors="surrogateescape")
+    return subprocess.run(
+        [str(EDPRF), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        errors="surrogateescape",
+    )
 
 
 def _assert_terminal_safe(done: subprocess.CompletedProcess) -> None:
@@ -45,33 +53,52 @@ def _assert_one_line_error(done: subprocess.CompletedProcess) -> None:
 def _ledger(path: Path, rows: list[tuple], columns: str = LEDGER_COLUMNS) -> Path:
     with sqlite3.connect(path) as db:
         db.execute(f"CREATE TABLE spends ({columns})")
-        db.executemany("INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
-                       "updated_at, epsilon_exact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
+            "updated_at, epsilon_exact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
     db.close()
     return path
 
 
 def _row(**kw) -> tuple:
-    values = {"request_id": "r1", "kind": "release", "epsilon": 0.5, "state": "released", "run_id": "run-1",
-              "detail": "2 trees", "created_at": 1.7e9, "updated_at": 1.7e9, "epsilon_exact": "1/2", **kw}
+    values = {
+        "request_id": "r1",
+        "kind": "release",
+        "epsilon": 0.5,
+        "state": "released",
+        "run_id": "run-1",
+        "detail": "2 trees",
+        "created_at": 1.7e9,
+        "updated_at": 1.7e9,
+        "epsilon_exact": "1/2",
+        **kw,
+    }
     return tuple(values.values())
 
 
 def _recursive_view(path: Path) -> Path:
     with sqlite3.connect(path) as db:
-        db.execute("CREATE VIEW spends AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
-                   "SELECT x AS id, 'r' || x AS request_id, 'release' AS kind, 1.0 AS epsilon, 'released' AS state, "
-                   "'' AS run_id, '' AS detail, 0.0 AS created_at, 0.0 AS updated_at FROM c")
+        db.execute(
+            "CREATE VIEW spends AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+            "SELECT x AS id, 'r' || x AS request_id, 'release' AS kind, 1.0 AS epsilon, 'released' AS state, "
+            "'' AS run_id, '' AS detail, 0.0 AS created_at, 0.0 AS updated_at FROM c"
+        )
     db.close()
     return path
 
 
 def _generated_blob(path: Path) -> Path:
-    columns = LEDGER_COLUMNS.replace("detail TEXT", "detail TEXT GENERATED ALWAYS AS (hex(zeroblob(100000000))) VIRTUAL")
+    columns = LEDGER_COLUMNS.replace(
+        "detail TEXT", "detail TEXT GENERATED ALWAYS AS (hex(zeroblob(100000000))) VIRTUAL"
+    )
     with sqlite3.connect(path) as db:
         db.execute(f"CREATE TABLE spends ({columns})")
-        db.execute("INSERT INTO spends (request_id, kind, epsilon, state, run_id, created_at, updated_at) "
-                   "VALUES ('r', 'release', 1.0, 'released', '', 0, 0)")
+        db.execute(
+            "INSERT INTO spends (request_id, kind, epsilon, state, run_id, created_at, updated_at) "
+            "VALUES ('r', 'release', 1.0, 'released', '', 0, 0)"
+        )
     db.close()
     return path
 
@@ -114,8 +141,11 @@ def test_a_hostile_ledger_is_a_one_line_error_of_inspect(tmp_path, make):
 @pytest.fixture(scope="module")
 def wall_model():
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=3, n_bins=8, random_state=0).fit(
-        X.iloc[:400], y.iloc[:400]).forest_
+    forest = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=3, n_bins=8, random_state=0)
+        .fit(X.iloc[:400], y.iloc[:400])
+        .forest_
+    )
     release = decode_release(encode_release(forest, "hospital-a"), schema, ReleasePolicy())
     return schema, build_global_model(schema, [release], {"run_id": "r"})
 

@@ -29,13 +29,16 @@ def no_flower(monkeypatch):
         monkeypatch.setattr(sim, "simulate_federation", started)
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--epsilon", "0"], "--epsilon: expected a positive number"),
-    (["--depth", "50"], "--depth: expected 'auto' or an integer in [1, 30]"),
-    (["--parties", "0"], "--parties: expected an integer >= 1"),
-    (["--data", "missing.csv", "--schema", "x.toml"], "--data missing.csv: no such file"),
-    (["--evaluation-epsilon", "-1"], "--evaluation-epsilon: expected a number >= 0"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--epsilon", "0"], "--epsilon: expected a positive number"),
+        (["--depth", "50"], "--depth: expected 'auto' or an integer in [1, 30]"),
+        (["--parties", "0"], "--parties: expected an integer >= 1"),
+        (["--data", "missing.csv", "--schema", "x.toml"], "--data missing.csv: no such file"),
+        (["--evaluation-epsilon", "-1"], "--evaluation-epsilon: expected a number >= 0"),
+    ],
+)
 def test_bad_parameters_fail_before_flower_starts(tmp_path, capsys, no_flower, argv, message):
     assert main(["simulate", *argv, "--output", str(tmp_path / "o")]) == 1
     assert message in capsys.readouterr().err
@@ -58,8 +61,9 @@ def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, caps
     marker.write_bytes(b"old ledger")
     assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out)]) == 1
     assert "pass --overwrite" in capsys.readouterr().err
-    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out),
-                 "--overwrite"]) == 0
+    assert (
+        main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out), "--overwrite"]) == 0
+    )
     assert not marker.exists()  # nothing of the old run is mixed into the new one
 
 
@@ -69,8 +73,25 @@ def test_heart_file_without_header_and_with_missing_values_end_to_end(tmp_path):
     schema = tmp_path / "heart.toml"
     example_schema("heart_disease_cleveland").save(schema)
     out = tmp_path / "out"
-    code = main(["simulate", "--data", str(HEART), "--schema", str(schema), "--no-header", "--parties", "2",
-                 "--depth", "2", "--seeded-noise", "--validation-size", "0", "--output", str(out)])
+    code = main(
+        [
+            "simulate",
+            "--data",
+            str(HEART),
+            "--schema",
+            str(schema),
+            "--no-header",
+            "--parties",
+            "2",
+            "--depth",
+            "2",
+            "--seeded-noise",
+            "--validation-size",
+            "0",
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     result = json.loads((out / "simulation.json").read_text())
     assert result["federated"]["status"] == "completed"
@@ -129,36 +150,72 @@ def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
 def test_the_summary_states_what_federating_buys_and_costs_in_points():
     from cli._simulate import cost_lines, timing_line
 
-    result = {"federated": {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}},
-              "baselines": {"party_alone_median": {"accuracy": 0.75, "roc_auc": 0.85},
-                            "central_edprf": {"accuracy": 0.90, "roc_auc": float("nan")},
-                            "majority_class": {"accuracy": 0.40, "roc_auc": 0.5}},
-              "wall_seconds": 4.25, "engine": "in-process",
-              "timings": {"prepare_s": 0.5, "federation_s": 1.5, "coordinator_train_round_s": 0.75, "baselines_s": 1.0}}
+    result = {
+        "federated": {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}},
+        "baselines": {
+            "party_alone_median": {"accuracy": 0.75, "roc_auc": 0.85},
+            "central_edprf": {"accuracy": 0.90, "roc_auc": float("nan")},
+            "majority_class": {"accuracy": 0.40, "roc_auc": 0.5},
+        },
+        "wall_seconds": 4.25,
+        "engine": "in-process",
+        "timings": {"prepare_s": 0.5, "federation_s": 1.5, "coordinator_train_round_s": 0.75, "baselines_s": 1.0},
+    }
     lines = cost_lines(result)
     assert "median party alone: +5.0 points of accuracy, +5.0 of ROC AUC" in lines[1]
     assert "central DP" in lines[2] and "-10.0 points of accuracy" in lines[2] and "ROC AUC" not in lines[2]
     assert lines[3].endswith("majority class: +40.0 points of accuracy")
     assert not any("best party" in line for line in lines)  # no such baseline: no line
     assert cost_lines({"federated": {"central_evaluation": {}}}) == []
-    assert timing_line(result) == ("wall time: 4.2 s on the in-process engine: preparing the parties' files 0.5 s; "
-                                   "federation 1.5 s (train round 0.8 s); baselines 1.0 s")
+    assert timing_line(result) == (
+        "wall time: 4.2 s on the in-process engine: preparing the parties' files 0.5 s; "
+        "federation 1.5 s (train round 0.8 s); baselines 1.0 s"
+    )
 
 
 def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_value():
     from cli._simulate import contribution_table
 
-    rows = [{"party": "a", "n_trees": 1, "information_bits": 0.5, "accuracy": 0.8, "agreement_with_global": 0.9,
-             "probability_lift": 0.3, "lift_threshold": 0.03, "p_value": 0.9, "flag_inconclusive": False,
-             "flagged": False},
-            {"party": "b", "n_trees": 1, "information_bits": 0.1, "accuracy": 0.4, "agreement_with_global": 0.5,
-             "probability_lift": 0.001, "lift_threshold": 0.03, "p_value": 2e-9, "flag_inconclusive": False,
-             "flagged": True},
-            {"party": "c", "n_trees": 1, "information_bits": 0.5, "accuracy": 0.8, "agreement_with_global": 0.9,
-             "probability_lift": 0.3, "lift_threshold": None, "p_value": 1.0, "flag_inconclusive": True,
-             "flagged": False}]
+    rows = [
+        {
+            "party": "a",
+            "n_trees": 1,
+            "information_bits": 0.5,
+            "accuracy": 0.8,
+            "agreement_with_global": 0.9,
+            "probability_lift": 0.3,
+            "lift_threshold": 0.03,
+            "p_value": 0.9,
+            "flag_inconclusive": False,
+            "flagged": False,
+        },
+        {
+            "party": "b",
+            "n_trees": 1,
+            "information_bits": 0.1,
+            "accuracy": 0.4,
+            "agreement_with_global": 0.5,
+            "probability_lift": 0.001,
+            "lift_threshold": 0.03,
+            "p_value": 2e-9,
+            "flag_inconclusive": False,
+            "flagged": True,
+        },
+        {
+            "party": "c",
+            "n_trees": 1,
+            "information_bits": 0.5,
+            "accuracy": 0.8,
+            "agreement_with_global": 0.9,
+            "probability_lift": 0.3,
+            "lift_threshold": None,
+            "p_value": 1.0,
+            "flag_inconclusive": True,
+            "flagged": False,
+        },
+    ]
     text = contribution_table(rows, alpha=0.01).splitlines()
-    words, table = text[:3], text[text.index("the statistics behind these lines:") + 1:]
+    words, table = text[:3], text[text.index("the statistics behind these lines:") + 1 :]
     assert words[0].startswith("- a: its tree raises the probability given to the right answer by 30.0 points")
     assert words[0].endswith("not significantly below the other parties at the 0.01 level")
     assert "b: its tree raises" in words[1] and "SIGNIFICANTLY BELOW the other parties at the 0.01 level" in words[1]

@@ -17,9 +17,19 @@ def test_no_wrong_accepts_in_fuzzed_releases():
     forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_estimators=2, n_bins=20).fit(X[:500], y[:500]).forest_
     key = generate_signing_key("ed25519")
     registry = PartyKeyRegistry({"hospital-a": key.public_key()})
-    request = TrainRequest(request_id="run-9/train", run_id="run-9", schema_fingerprint=schema.fingerprint,
-                           epsilon=1.0, max_depth=3, n_trees=2, split_mode="binary", n_bins=20, schedule="harmonic",
-                           relation="add-remove", seed=-1)
+    request = TrainRequest(
+        request_id="run-9/train",
+        run_id="run-9",
+        schema_fingerprint=schema.fingerprint,
+        epsilon=1.0,
+        max_depth=3,
+        n_trees=2,
+        split_mode="binary",
+        n_bins=20,
+        schedule="harmonic",
+        relation="add-remove",
+        seed=-1,
+    )
     n = int(os.environ.get("EDPRF_FUZZ_INPUTS", "3000"))
     out = fuzz_conformance(forest, "hospital-a", key, registry, request, CoordinatorConfig(schema_path="s.toml"), n)
     assert out.inputs == n and out.wrong_accepts == 0

@@ -43,8 +43,11 @@ def _federations(rows: np.ndarray, accuracy: np.ndarray, epsilon: float, seed: i
 
 SETTINGS = {  # name: (held-out rows per party, accuracy per party, evaluation epsilon)
     "5 parties IID, eps 1": (np.full(5, 200), np.full(5, 0.8), 1.0),
-    "5 parties non-IID sizes and accuracies, eps 0.5": (np.array([50, 120, 200, 400, 900]),
-                                                        np.array([0.95, 0.6, 0.85, 0.73, 0.8]), 0.5),
+    "5 parties non-IID sizes and accuracies, eps 0.5": (
+        np.array([50, 120, 200, 400, 900]),
+        np.array([0.95, 0.6, 0.85, 0.73, 0.8]),
+        0.5,
+    ),
     "20 small parties, eps 1": (np.full(20, 50), np.full(20, 0.8), 1.0),
     "20 small parties, eps 0.1": (np.full(20, 50), np.full(20, 0.8), 0.1),
     "3 hospitals of 300 rows, eps 0.1": (np.full(3, 300), np.array([0.9, 0.85, 0.92]), 0.1),
@@ -74,8 +77,9 @@ def test_the_pooled_estimate_is_unbiased_and_its_interval_covers(name):
     assert finite.mean() > 0.99
     se = estimates[finite].std() / math.sqrt(finite.sum())
     assert abs(estimates[finite].mean() - truth) <= 4 * se + 1e-3, (estimates[finite].mean(), truth, se)
-    covered = np.mean([lo <= truth <= hi for lo, hi in (score_interval(c, t, k, v)
-                                                       for c, t in zip(correct.sum(1), total.sum(1)))])
+    covered = np.mean(
+        [lo <= truth <= hi for lo, hi in (score_interval(c, t, k, v) for c, t in zip(correct.sum(1), total.sum(1)))]
+    )
     assert covered >= 0.93, covered  # nominal 0.95; 0.93 is 3 simulation SEs below it
 
 
@@ -115,9 +119,13 @@ def test_the_issues_forged_replies_have_no_say(eps):
 
 
 # corners of the plausible box -m <= t <= B + m, -m <= c <= t + 2m, as (c, t) in units of (B, m)
-CORNERS = {"none right": (lambda b, m: (0, b + m)), "all right": (lambda b, m: (b + 3 * m, b + m)),
-           "most negative": (lambda b, m: (-m, -m)), "positive of negative": (lambda b, m: (m, -m)),
-           "negative of most": (lambda b, m: (-m, b + m))}
+CORNERS = {
+    "none right": (lambda b, m: (0, b + m)),
+    "all right": (lambda b, m: (b + 3 * m, b + m)),
+    "most negative": (lambda b, m: (-m, -m)),
+    "positive of negative": (lambda b, m: (m, -m)),
+    "negative of most": (lambda b, m: (-m, b + m)),
+}
 
 
 @pytest.mark.parametrize("corner", list(CORNERS))
@@ -207,8 +215,12 @@ def test_the_skip_rule_decides_from_public_parameters():
     assert "max-party-rows" in undeclared.message
     assert smallest_informative_epsilon(3, 20, 0.1) is None  # 60 rows: sampling alone is wider than 0.1
     assert "no epsilon would" in evaluation_plan(replace(three_hospitals, max_party_rows=20), 3).message
-    assert CoordinatorConfig.from_run_config({"schema-path": "s", "evaluation-max-interval-width": "0.2",
-                                              "max-party-rows": 300}).evaluation_max_interval_width == 0.2
+    assert (
+        CoordinatorConfig.from_run_config(
+            {"schema-path": "s", "evaluation-max-interval-width": "0.2", "max-party-rows": 300}
+        ).evaluation_max_interval_width
+        == 0.2
+    )
     with pytest.raises(ValueError, match="evaluation-max-interval-width"):
         CoordinatorConfig(schema_path="s", evaluation_max_interval_width=0.0)
 
@@ -219,8 +231,9 @@ def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path
 
     from .test_simulation import _args
 
-    cfg, (_, _, _, _, parts, *_rest) = prepare_workspace(_args(parties=5, depth="auto", validation_size=0.1),
-                                                         tmp_path, progress=lambda _: None)
+    cfg, (_, _, _, _, parts, *_rest) = prepare_workspace(
+        _args(parties=5, depth="auto", validation_size=0.1), tmp_path, progress=lambda _: None
+    )
     assert cfg.evaluation_epsilon == 0.1 and cfg.evaluation_max_interval_width == 0.1
     assert max(map(len, parts)) * 0.1 < cfg.max_party_rows < max(map(len, parts)) * 0.2
     plan = evaluation_plan(cfg, 5)

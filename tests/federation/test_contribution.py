@@ -214,12 +214,15 @@ def test_selection_scores_each_candidate_set_as_the_pooled_model_it_would_make()
     order = np.random.default_rng(0).permutation(len(X))
     forests = []
     for j in range(4):
-        rows = order[j * 800:(j + 1) * 800]
+        rows = order[j * 800 : (j + 1) * 800]
         labels = y.iloc[rows]
         if j == 2:  # a party with shuffled labels
             labels = pd.Series(np.random.default_rng(0).permutation(labels.to_numpy()), index=labels.index)
-        forests.append(EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, n_bins=10,
-                                       random_state=j).fit(X.iloc[rows], labels).forest_)
+        forests.append(
+            EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, n_bins=10, random_state=j)
+            .fit(X.iloc[rows], labels)
+            .forest_
+        )
     val = order[3200:4200]
     X_val, y_val = X.iloc[val], y.iloc[val]
     y_idx = encode_labels(y_val, schema).astype(np.int64)
@@ -227,5 +230,5 @@ def test_selection_scores_each_candidate_set_as_the_pooled_model_it_would_make()
     sel = select_parties(pooling, y_idx)
     assert 2 in sel.dropped
     for k in range(len(sel.kept)):  # the path is the accuracy of the pooled model of the first k + 1 parties
-        model = merge_forests([forests[i] for i in sel.kept[:k + 1]], labels=[str(i) for i in sel.kept[:k + 1]])
+        model = merge_forests([forests[i] for i in sel.kept[: k + 1]], labels=[str(i) for i in sel.kept[: k + 1]])
         assert sel.accuracy_path[k] == pytest.approx(float(np.mean(model.predict(X_val) == y_val.to_numpy())))

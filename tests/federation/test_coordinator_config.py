@@ -18,24 +18,28 @@ def test_defaults_are_the_flower_app_config_in_pyproject():
 
 
 def test_run_config_values_are_cast_and_unknown_keys_ignored():
-    cfg = CoordinatorConfig.from_run_config({"schema-path": "s.toml", "epsilon": "0.5", "max-depth": 4,
-                                             "exact-metrics": "true", "another-app-key": 1})
+    cfg = CoordinatorConfig.from_run_config(
+        {"schema-path": "s.toml", "epsilon": "0.5", "max-depth": 4, "exact-metrics": "true", "another-app-key": 1}
+    )
     assert cfg.epsilon == 0.5 and cfg.max_depth == 4 and cfg.exact_metrics is True
 
 
-@pytest.mark.parametrize(("key", "value", "message"), [
-    ("epsilon", 0.0, "epsilon: expected a positive finite number"),
-    ("epsilon", float("inf"), "epsilon: expected a positive finite number"),
-    ("evaluation-epsilon", -0.1, "evaluation-epsilon"),
-    ("max-depth", 0, "max-depth: expected >= 1"),
-    ("min-parties", 0, "min-parties: expected >= 1"),
-    ("expected-parties", -1, "expected-parties: expected >= 0"),
-    ("flag-alpha", 1.0, "flag-alpha"),
-    ("exact-metrics", "yes", "run config exact-metrics: expected bool"),
-    ("max-depth", "deep", "run config max-depth: expected int"),
-    ("request-tag", "../run 1", "request-tag: expected 1..64"),
-    ("request-tag", "x" * 65, "request-tag: expected 1..64"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("epsilon", 0.0, "epsilon: expected a positive finite number"),
+        ("epsilon", float("inf"), "epsilon: expected a positive finite number"),
+        ("evaluation-epsilon", -0.1, "evaluation-epsilon"),
+        ("max-depth", 0, "max-depth: expected >= 1"),
+        ("min-parties", 0, "min-parties: expected >= 1"),
+        ("expected-parties", -1, "expected-parties: expected >= 0"),
+        ("flag-alpha", 1.0, "flag-alpha"),
+        ("exact-metrics", "yes", "run config exact-metrics: expected bool"),
+        ("max-depth", "deep", "run config max-depth: expected int"),
+        ("request-tag", "../run 1", "request-tag: expected 1..64"),
+        ("request-tag", "x" * 65, "request-tag: expected 1..64"),
+    ],
+)
 def test_bad_run_config_values_are_refused_with_the_key_named(key, value, message):
     with pytest.raises(ValueError, match=message):
         CoordinatorConfig.from_run_config({"schema-path": "s.toml", key: value})

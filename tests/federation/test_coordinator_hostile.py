@@ -24,9 +24,19 @@ def wall():
 
 
 def _request(schema, **kw):
-    args = dict(request_id="run-7/train", run_id="run-7", schema_fingerprint=schema.fingerprint, epsilon=1.0,
-                max_depth=3, n_trees=1, split_mode="binary", n_bins=20, schedule="harmonic", relation="add-remove",
-                seed=-1)
+    args = dict(
+        request_id="run-7/train",
+        run_id="run-7",
+        schema_fingerprint=schema.fingerprint,
+        epsilon=1.0,
+        max_depth=3,
+        n_trees=1,
+        split_mode="binary",
+        n_bins=20,
+        schedule="harmonic",
+        relation="add-remove",
+        seed=-1,
+    )
     args.update(kw)
     return TrainRequest(**args)
 
@@ -36,8 +46,9 @@ def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
     params = dict(epsilon=1.0, max_depth=3, n_estimators=1, n_bins=20)
     params.update(fit)
     forest = EDPRFClassifier(schema, **params).fit(X, y).forest_
-    return decode_release(encode_release(forest, "hospital-a", run_id=run_id, request_id=request_id), schema,
-                          INSPECTION_POLICY)
+    return decode_release(
+        encode_release(forest, "hospital-a", run_id=run_id, request_id=request_id), schema, INSPECTION_POLICY
+    )
 
 
 CFG = CoordinatorConfig(schema_path="s.toml")
@@ -47,12 +58,19 @@ def test_a_conforming_release_is_accepted(wall):
     assert request_mismatch(_release(wall), _request(wall[2]), CFG) is None
 
 
-@pytest.mark.parametrize(("fit", "reason"), [
-    ({"n_bins": 21}, "request_mismatch"), ({"split_mode": "multiway", "n_bins": 20}, "request_mismatch"),
-    ({"schedule": "uniform"}, "request_mismatch"), ({"max_depth": 2}, "request_mismatch"),
-    ({"epsilon": 0.5}, "request_mismatch"), ({"random_state": 3}, "seeded_release"),
-    ({"leaf": "label"}, "request_mismatch"), ({"max_depth": "auto"}, "request_mismatch"),
-])
+@pytest.mark.parametrize(
+    ("fit", "reason"),
+    [
+        ({"n_bins": 21}, "request_mismatch"),
+        ({"split_mode": "multiway", "n_bins": 20}, "request_mismatch"),
+        ({"schedule": "uniform"}, "request_mismatch"),
+        ({"max_depth": 2}, "request_mismatch"),
+        ({"epsilon": 0.5}, "request_mismatch"),
+        ({"random_state": 3}, "seeded_release"),
+        ({"leaf": "label"}, "request_mismatch"),
+        ({"max_depth": "auto"}, "request_mismatch"),
+    ],
+)
 def test_a_release_on_other_parameters_is_rejected_with_a_reason(wall, fit, reason):
     got = request_mismatch(_release(wall, **fit), _request(wall[2]), CFG)
     assert got is not None and got[0] == reason
@@ -109,8 +127,11 @@ def test_forged_metrics_move_the_estimate_by_a_bounded_amount():
     out = evaluation_summary([*honest, forged, missing, refused], [96], cfg)
     assert out["parties"] == 9 and out["no_reply"] == [96]
     # beyond what a party of max-party-rows held-out rows can plausibly send: refused, not pooled
-    assert {r["reason"] for r in out["refused"]} == {"invalid_metrics", "implausible_metrics",
-                                                     "policy_evaluation_epsilon"}
+    assert {r["reason"] for r in out["refused"]} == {
+        "invalid_metrics",
+        "implausible_metrics",
+        "policy_evaluation_epsilon",
+    }
     assert out["accuracy"] == pytest.approx(0.8, rel=1e-3)  # bias-corrected ratio: (C/T) / (1 + k v / T^2)
     lying = (99, {"correct": 1000, "total": 1000, "epsilon": 0.1, "exact": 0}, "")  # plausible: pooled as is
     bounded = evaluation_summary([*honest, lying], [], cfg)
@@ -129,8 +150,9 @@ def test_the_interval_covers_the_truth_at_its_level():
     covered = 0
     for _ in range(400):
         noisy = [discrete_laplace_counts([c, t], 0.1, 2, rng) for c, t in zip(truth_c, truth_t)]
-        out = evaluation_summary([(i, {"correct": int(n[0]), "total": int(n[1])}, "") for i, n in enumerate(noisy)],
-                                 [], cfg)
+        out = evaluation_summary(
+            [(i, {"correct": int(n[0]), "total": int(n[1])}, "") for i, n in enumerate(noisy)], [], cfg
+        )
         lo, hi = out["ci95"]
         covered += lo <= truth_c.sum() / truth_t.sum() <= hi
     assert covered / 400 >= 0.9  # nominal 0.95; clipping at 0 and 1 only widens it

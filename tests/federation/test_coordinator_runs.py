@@ -32,11 +32,14 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("EDPRF_SCALE_TESTS") != "1",
-                    reason="about 2.5 minutes on 2 cores: run with EDPRF_SCALE_TESTS=1 (figures in the closing note)")
+@pytest.mark.skipif(
+    os.environ.get("EDPRF_SCALE_TESTS") != "1",
+    reason="about 2.5 minutes on 2 cores: run with EDPRF_SCALE_TESTS=1 (figures in the closing note)",
+)
 def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
-    cfg, _ = prepare_workspace(_args(parties=300, depth=2, validation_size=0.0, test_size=0.1), tmp_path,
-                               progress=lambda _: None)
+    cfg, _ = prepare_workspace(
+        _args(parties=300, depth=2, validation_size=0.0, test_size=0.1), tmp_path, progress=lambda _: None
+    )
     simulate_federation(replace(cfg, round_timeout=600.0, evaluation_max_interval_width=1.0), 300)  # always ask
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     statuses = [p["status"] for p in report["parties"]]

@@ -47,8 +47,9 @@ def test_three_parties_on_loopback_two_runs_and_an_exhausted_budget(deployment: 
 
 
 def _scenario(dep: Deployment, tmp_path: Path) -> None:
-    parties, schema_path = write_parties(tmp_path / "parties", PARTIES, release_epsilon=RELEASE_EPSILON,
-                                         evaluation_epsilon=EVALUATION_EPSILON)
+    parties, schema_path = write_parties(
+        tmp_path / "parties", PARTIES, release_epsilon=RELEASE_EPSILON, evaluation_epsilon=EVALUATION_EPSILON
+    )
     fed = Federation(dep)  # insecure, SuperLink-managed SuperExec
     fed.start_superlink(tmp_path / "superlink.db")
     fed.write_cli_config()
@@ -74,7 +75,9 @@ def _scenario(dep: Deployment, tmp_path: Path) -> None:
     for party_id, paths in parties.items():
         entries = _entries(paths, party_id)
         assert [(e.kind, e.epsilon, e.state) for e in entries] == [
-            ("release", RELEASE_EPSILON, "released"), ("evaluation", EVALUATION_EPSILON, "released")], entries
+            ("release", RELEASE_EPSILON, "released"),
+            ("evaluation", EVALUATION_EPSILON, "released"),
+        ], entries
         assert all(e.run_id == report1["run_id"] for e in entries)
         ledgers1[party_id] = entries
 
@@ -88,7 +91,12 @@ def _scenario(dep: Deployment, tmp_path: Path) -> None:
     assert refused["status"] == "refused" and refused["reason"] == "budget_exhausted", refused
     for party_id in ("party-a", "party-b"):
         p = by_node[node_of[party_id]]
-        assert p["status"] == "accepted" and p["reason"] == "" and p["party_id"] == party_id and p["n_trees"] == TREES_PER_PARTY, p
+        assert (
+            p["status"] == "accepted"
+            and p["reason"] == ""
+            and p["party_id"] == party_id
+            and p["n_trees"] == TREES_PER_PARTY
+        ), p
     assert report2["n_trees"] == 2 * TREES_PER_PARTY
     assert view2.forest.n_trees == 2 * TREES_PER_PARTY and sorted(view2.parties) == ["party-a", "party-b"]
     assert [r["reason"] for r in view2.manifest["rejections"]] == ["budget_exhausted"]
@@ -107,6 +115,14 @@ def _scenario(dep: Deployment, tmp_path: Path) -> None:
 
 
 def _run_config(schema_path: Path) -> dict:
-    return {"schema-path": schema_path, "epsilon": RELEASE_EPSILON, "trees-per-party": TREES_PER_PARTY,
-            "max-depth": 4, "min-parties": 2, "evaluation-epsilon": EVALUATION_EPSILON, "round-timeout": 120.0,
-            "node-wait-timeout": 60.0, "evaluation-max-interval-width": 1.0}
+    return {
+        "schema-path": schema_path,
+        "epsilon": RELEASE_EPSILON,
+        "trees-per-party": TREES_PER_PARTY,
+        "max-depth": 4,
+        "min-parties": 2,
+        "evaluation-epsilon": EVALUATION_EPSILON,
+        "round-timeout": 120.0,
+        "node-wait-timeout": 60.0,
+        "evaluation-max-interval-width": 1.0,
+    }

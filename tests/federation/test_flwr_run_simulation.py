@@ -35,19 +35,40 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
     if shutil.which("flwr", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the flwr command is not installed next to this Python")
     out = tmp_path / "out"
-    assert main(["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out),
-                 "--depth", "3"]) == 0
+    assert (
+        main(["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out), "--depth", "3"])
+        == 0
+    )
     flwr_home = tmp_path / "flwr-home"
-    env = {**os.environ, "FLWR_HOME": str(flwr_home), "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "FLWR_HOME": str(flwr_home),
+        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     pyproject = (REPO / "pyproject.toml").read_bytes()
-    run_config = (f"sim-dir='{out / 'workspace'}' output-dir='{out}' epsilon=1.0 max-depth=3 trees-per-party=1 "
-                  f"seed=0 evaluation-epsilon=0.0 require-exact-sampling=false")  # seeded noise is not exact
+    run_config = (
+        f"sim-dir='{out / 'workspace'}' output-dir='{out}' epsilon=1.0 max-depth=3 trees-per-party=1 "
+        f"seed=0 evaluation-epsilon=0.0 require-exact-sampling=false"
+    )  # seeded noise is not exact
     try:
         proc = subprocess.run(
-            [str(Path(sys.executable).parent / "flwr"), "run", str(REPO), "--stream",
-             "--federation-config", "num-supernodes=2", "--run-config", run_config],
-            env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+            [
+                str(Path(sys.executable).parent / "flwr"),
+                "run",
+                str(REPO),
+                "--stream",
+                "--federation-config",
+                "num-supernodes=2",
+                "--run-config",
+                run_config,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         view = load_global_model(out / "global-model.edprf")
         assert view.forest.n_trees == 2 and len(view.parties) == 2

@@ -41,13 +41,17 @@ class ForgingClientApp(ClientApp):
 
     def __call__(self, message: Message, context) -> Message:
         reply = self._honest(message, context)
-        if (int(context.node_config["partition-id"]) != self._partition
-                or message.metadata.message_type != MessageType.TRAIN or reply.has_error()):
+        if (
+            int(context.node_config["partition-id"]) != self._partition
+            or message.metadata.message_type != MessageType.TRAIN
+            or reply.has_error()
+        ):
             return reply
         record = reply.content[RESULT_KEY]
         forged = forge_release_bytes(bytes(record["release"]), self._schema, self._attack)
-        return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": forged})}),
-                       reply_to=message)
+        return Message(
+            RecordDict({RESULT_KEY: ConfigRecord({"status": "released", "release": forged})}), reply_to=message
+        )
 
 
 def _accuracy(forest, X, truth, **kw) -> float:
@@ -63,8 +67,10 @@ def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
 
     out = tmp_path / "out"
     cfg, (_, _, X_test, y_test, _, schema, *_) = prepare_workspace(
-        _args(parties=HONEST + 1, trees_per_party=2, party_holdout=0.0, evaluation_epsilon=0.0), out,
-        progress=lambda _: None)
+        _args(parties=HONEST + 1, trees_per_party=2, party_holdout=0.0, evaluation_epsilon=0.0),
+        out,
+        progress=lambda _: None,
+    )
     cfg = replace(cfg, output_dir=str(out))
     app = ForgingClientApp(_client_app({"sim-dir": cfg.sim_dir}), HOSTILE_PARTITION, attack, schema)
     run_in_process(_server_app(cfg), app, HONEST + 1)
@@ -78,8 +84,9 @@ def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
     honest_ids = sorted(p for p in releases if p != hostile_id)
     assert len(honest_ids) == HONEST and hostile_id in releases
     forged = releases[hostile_id]
-    assert not np.array_equal(forged.trees.leaf_counts, np.zeros_like(forged.trees.leaf_counts)) or \
-        attack == "zero-counts"
+    assert (
+        not np.array_equal(forged.trees.leaf_counts, np.zeros_like(forged.trees.leaf_counts)) or attack == "zero-counts"
+    )
 
     truth = encode_labels(y_test, schema)
     merged = merge_forests([releases[p] for p in [*honest_ids, hostile_id]], labels=[*honest_ids, hostile_id])

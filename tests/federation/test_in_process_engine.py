@@ -25,9 +25,11 @@ def _echo_app(seen: list) -> ClientApp:
         if msg.content.config_records["q"]["fail"]:
             raise RuntimeError("party broke")
         context.state.config_records["calls"] = ConfigRecord(
-            {"n": int(context.state.config_records["calls"]["n"]) + 1
-             if "calls" in context.state.config_records else 1})
-        reply = ConfigRecord({"partition": context.node_config["partition-id"], "echo": msg.content.config_records["q"]["x"]})
+            {"n": int(context.state.config_records["calls"]["n"]) + 1 if "calls" in context.state.config_records else 1}
+        )
+        reply = ConfigRecord(
+            {"partition": context.node_config["partition-id"], "echo": msg.content.config_records["q"]["x"]}
+        )
         return Message(RecordDict({"r": reply}), reply_to=msg)
 
     return app
@@ -40,8 +42,14 @@ def _server(rounds: list, fail_node: int | None = None, timeout: float | None = 
     def main(grid: Grid, context: Context) -> None:
         nodes = sorted(grid.get_node_ids())
         for _ in range(2):
-            sent = [Message(RecordDict({"q": ConfigRecord({"x": b"\x00payload", "fail": node == fail_node})}),
-                            dst_node_id=node, message_type=MessageType.TRAIN) for node in nodes]
+            sent = [
+                Message(
+                    RecordDict({"q": ConfigRecord({"x": b"\x00payload", "fail": node == fail_node})}),
+                    dst_node_id=node,
+                    message_type=MessageType.TRAIN,
+                )
+                for node in nodes
+            ]
             rounds.append((sent, list(grid.send_and_receive(sent, timeout=timeout)), context.run_id))
 
     return app
@@ -84,8 +92,14 @@ def test_a_party_that_raises_gets_flowers_error_reply_and_the_others_go_on():
     def main(grid: Grid, context: Context) -> None:
         nodes = sorted(grid.get_node_ids())
         failing["node"] = nodes[1]
-        sent = [Message(RecordDict({"q": ConfigRecord({"x": b"", "fail": node == nodes[1]})}), dst_node_id=node,
-                        message_type=MessageType.TRAIN) for node in nodes]
+        sent = [
+            Message(
+                RecordDict({"q": ConfigRecord({"x": b"", "fail": node == nodes[1]})}),
+                dst_node_id=node,
+                message_type=MessageType.TRAIN,
+            )
+            for node in nodes
+        ]
         rounds.append(list(grid.send_and_receive(sent)))
 
     run_in_process(app, _echo_app(seen), 3)
@@ -102,16 +116,33 @@ def test_messages_whose_turn_comes_after_the_timeout_get_no_reply():
     ticks = iter(np.arange(0.0, 100.0, 1.0))  # one second per look at the clock
 
     app = _echo_app(seen)
-    nodes = {node: (app, Context(run_id=5, node_id=node, node_config={"partition-id": i, "num-partitions": 4},
-                                 state=RecordDict(), run_config={})) for i, node in enumerate((11, 12, 13, 14))}
+    nodes = {
+        node: (
+            app,
+            Context(
+                run_id=5,
+                node_id=node,
+                node_config={"partition-id": i, "num-partitions": 4},
+                state=RecordDict(),
+                run_config={},
+            ),
+        )
+        for i, node in enumerate((11, 12, 13, 14))
+    }
     from flwr.supercore.run import Run
 
     grid = InProcessGrid(Run.create_empty(run_id=5), nodes, clock=lambda: float(next(ticks)))
     saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 5, SUPERLINK_NODE_ID, 1
     try:
-        sent = [Message(RecordDict({"q": ConfigRecord({"x": b"", "fail": False})}), dst_node_id=node,
-                        message_type=MessageType.TRAIN) for node in nodes]
+        sent = [
+            Message(
+                RecordDict({"q": ConfigRecord({"x": b"", "fail": False})}),
+                dst_node_id=node,
+                message_type=MessageType.TRAIN,
+            )
+            for node in nodes
+        ]
         replies = list(grid.send_and_receive(sent, timeout=2.5))
         with pytest.raises(ValueError, match="not a valid instruction"):
             grid.push_messages([replies[0]])  # a reply is not an instruction
@@ -134,8 +165,11 @@ def _forest_arrays(path) -> dict:
 
     out = {}
     for release in load_global_model(path).releases:
-        out[release.party_id] = {name: np.asarray(value) for name, value in vars(release.forest.trees).items()
-                                 if isinstance(value, np.ndarray)}
+        out[release.party_id] = {
+            name: np.asarray(value)
+            for name, value in vars(release.forest.trees).items()
+            if isinstance(value, np.ndarray)
+        }
     return out
 
 
@@ -154,8 +188,9 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
     reports, forests = {}, {}
     for engine in ("in-process", "ray"):
         out = tmp_path / engine
-        cfg, _ = prepare_workspace(_args(parties=3, seeded_noise=True, party_holdout=0.0, evaluation_epsilon=0.0),
-                                   out, progress=lambda _: None)
+        cfg, _ = prepare_workspace(
+            _args(parties=3, seeded_noise=True, party_holdout=0.0, evaluation_epsilon=0.0), out, progress=lambda _: None
+        )
         simulate_federation(replace(cfg, output_dir=str(out)), 3, engine=engine)
         reports[engine] = json.loads((out / REPORT_FILE).read_text())
         forests[engine] = _forest_arrays(out / MODEL_FILE)
@@ -180,8 +215,15 @@ def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
 
     from .test_simulation import _args
 
-    runs = [run_simulation_report(_args(parties=3, seed=3, party_holdout=0.2, evaluation_epsilon=0.5), tmp_path / n,
-                                  baselines=False, progress=lambda _: None)["federated"] for n in ("a", "b")]
+    runs = [
+        run_simulation_report(
+            _args(parties=3, seed=3, party_holdout=0.2, evaluation_epsilon=0.5),
+            tmp_path / n,
+            baselines=False,
+            progress=lambda _: None,
+        )["federated"]
+        for n in ("a", "b")
+    ]
     assert runs[0]["central_evaluation"] == runs[1]["central_evaluation"]
     for key in ("noisy_correct", "noisy_total", "per_party"):
         got = [r["federated_evaluation"][key] for r in runs]

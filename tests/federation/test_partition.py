@@ -15,8 +15,9 @@ def _frame(n=3000, k=3, seed=0):
     return X, pd.Series(rng.integers(0, k, n))
 
 
-@pytest.mark.parametrize("how", [Partitioning("iid"), Partitioning("dirichlet", alpha=0.3),
-                                 Partitioning("column", column="region")])
+@pytest.mark.parametrize(
+    "how", [Partitioning("iid"), Partitioning("dirichlet", alpha=0.3), Partitioning("column", column="region")]
+)
 def test_partitions_are_disjoint_and_cover_every_row(how):
     X, y = _frame()
     parts = partition_rows(X, y, 5, how, np.random.default_rng(1))

@@ -19,18 +19,34 @@ def party_files(tmp_path):
     X, y, schema = load_embedded("wall_robot_navigation")
     schema.save(tmp_path / "schema.toml")
     X.iloc[:1500].assign(Class=y.iloc[:1500].to_numpy()).to_csv(tmp_path / "data.csv", index=False)
-    policy = PartyPolicy(party_id="hospital-a", lifetime_epsilon_cap=1.5, max_release_epsilon=1.0,
-                         max_evaluation_epsilon=0.2, schema_fingerprint=schema.fingerprint)
+    policy = PartyPolicy(
+        party_id="hospital-a",
+        lifetime_epsilon_cap=1.5,
+        max_release_epsilon=1.0,
+        max_evaluation_epsilon=0.2,
+        schema_fingerprint=schema.fingerprint,
+    )
     (tmp_path / "policy.toml").write_text(policy.to_toml())
-    setup = PartySetup(tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml",
-                       tmp_path / "ledger.sqlite")
+    setup = PartySetup(
+        tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml", tmp_path / "ledger.sqlite"
+    )
     return setup, schema
 
 
 def _request(schema, request_id="run1/1/train", **kw):
-    args = dict(request_id=request_id, run_id="run1", schema_fingerprint=schema.fingerprint, epsilon=1.0,
-                max_depth=4, n_trees=2, split_mode="binary", n_bins=8, schedule="harmonic", relation="add-remove",
-                seed=-1)
+    args = dict(
+        request_id=request_id,
+        run_id="run1",
+        schema_fingerprint=schema.fingerprint,
+        epsilon=1.0,
+        max_depth=4,
+        n_trees=2,
+        split_mode="binary",
+        n_bins=8,
+        schedule="harmonic",
+        relation="add-remove",
+        seed=-1,
+    )
     args.update(kw)
     return TrainRequest(**args)
 
@@ -117,11 +133,18 @@ def test_train_releases_and_records_the_spend(party_files):
     assert len(party.ledger.entries()) == 1
 
 
-@pytest.mark.parametrize("kw,reason", [
-    ({"epsilon": 2.0}, "policy_epsilon"), ({"max_depth": 30}, "policy_depth"), ({"n_trees": 500}, "policy_trees"),
-    ({"seed": 7}, "policy_seed"), ({"schema_fingerprint": "sha256:00"}, "schema_mismatch"),
-    ({"n_bins": 10_000}, "policy_bins"), ({"relation": "replace-one"}, "policy_relation"),
-])
+@pytest.mark.parametrize(
+    "kw,reason",
+    [
+        ({"epsilon": 2.0}, "policy_epsilon"),
+        ({"max_depth": 30}, "policy_depth"),
+        ({"n_trees": 500}, "policy_trees"),
+        ({"seed": 7}, "policy_seed"),
+        ({"schema_fingerprint": "sha256:00"}, "schema_mismatch"),
+        ({"n_bins": 10_000}, "policy_bins"),
+        ({"relation": "replace-one"}, "policy_relation"),
+    ],
+)
 def test_out_of_policy_requests_are_refused_before_spending(party_files, kw, reason):
     setup, schema = party_files
     party = Party(setup)
@@ -216,14 +239,16 @@ def test_noised_evaluation_is_unbiased_with_the_stated_scale(party_files):
     """Laplace(2/eps) on each count: the mean over repeats is near the exact count."""
     setup, schema = party_files
     party = Party(setup)
-    view = load_global_model(build_global_model(schema, [decode_release(party.train(_request(schema)), schema,
-                                                                        ReleasePolicy())], {}))
+    view = load_global_model(
+        build_global_model(schema, [decode_release(party.train(_request(schema)), schema, ReleasePolicy())], {})
+    )
     data = party._data()
     exact_total = len(data.y_holdout)
     from edprf_core import LaplaceMechanism
 
-    draws = LaplaceMechanism(2.0).randomise(np.tile([0.0, float(exact_total)], (20000, 1)), 0.2,
-                                            np.random.default_rng(0))
+    draws = LaplaceMechanism(2.0).randomise(
+        np.tile([0.0, float(exact_total)], (20000, 1)), 0.2, np.random.default_rng(0)
+    )
     # Laplace(b = 10): sd of the mean of 20000 draws = sqrt(200 / 20000) = 0.1
     assert abs(draws[:, 1].mean() - exact_total) < 0.5
     assert view.forest.n_trees == 2

@@ -27,11 +27,29 @@ def party(tmp_path):
     d.mkdir()
     X.iloc[rows].assign(**{schema.label.column: y.iloc[rows].to_numpy()}).to_csv(d / "data.csv", index=False)
     schema.save(d / "schema.toml")
-    assert main(["party", "init-policy", "--schema", str(d / "schema.toml"), "--party-id", "hospital-a",
-                 "--output", str(d / "policy.toml")]) == 0
+    assert (
+        main(
+            [
+                "party",
+                "init-policy",
+                "--schema",
+                str(d / "schema.toml"),
+                "--party-id",
+                "hospital-a",
+                "--output",
+                str(d / "policy.toml"),
+            ]
+        )
+        == 0
+    )
     assert main(["certs", "party", "--out", str(d / "keys"), "--party-id", "hospital-a", "--only", "signing"]) == 0
-    paths = {"data-path": d / "data.csv", "schema-path": d / "schema.toml", "policy-path": d / "policy.toml",
-             "ledger-path": d / "ledger.sqlite", "signing-key": d / "keys" / "hospital-a.signing.pem"}
+    paths = {
+        "data-path": d / "data.csv",
+        "schema-path": d / "schema.toml",
+        "policy-path": d / "policy.toml",
+        "ledger-path": d / "ledger.sqlite",
+        "signing-key": d / "keys" / "hospital-a.signing.pem",
+    }
     return paths, schema
 
 
@@ -68,8 +86,12 @@ def test_a_moved_data_file_is_one_line_naming_the_file_and_the_fix(party, capsys
     paths["data-path"].rename(moved)
     code, lines = _check(paths, capsys)
     assert code == 1
-    assert _problems(lines) == [(f"problem: {paths['data-path']}: no such data file; set data-path to the party's "
-                                 "CSV (columns as in the schema)")]
+    assert _problems(lines) == [
+        (
+            f"problem: {paths['data-path']}: no such data file; set data-path to the party's "
+            "CSV (columns as in the schema)"
+        )
+    ]
 
 
 def test_an_edited_schema_bound_breaks_the_policy_fingerprint(party, capsys):
@@ -95,10 +117,14 @@ def test_a_header_without_the_schema_columns_and_a_readable_key_are_problems(par
     assert code == 1
     problems = _problems(lines)
     assert len(problems) == 2, problems
-    assert any(p.startswith(f"problem: {paths['signing-key']}:") and p.endswith(f"chmod 600 {paths['signing-key']}")
-               for p in problems), problems
-    assert any(p.startswith(f"problem: {paths['data-path']}:") and "the header must name the schema's columns" in p
-               for p in problems), problems
+    assert any(
+        p.startswith(f"problem: {paths['signing-key']}:") and p.endswith(f"chmod 600 {paths['signing-key']}")
+        for p in problems
+    ), problems
+    assert any(
+        p.startswith(f"problem: {paths['data-path']}:") and "the header must name the schema's columns" in p
+        for p in problems
+    ), problems
 
 
 def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
@@ -149,21 +175,52 @@ def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(
 def test_a_node_config_without_the_paths_is_refused(capsys):
     assert main(["party", "check", "--node-config", "data-path='x.csv'"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("problem: node config: node config: missing keys ['schema-path', 'policy-path', "
-                          "'ledger-path']")
+    assert err.startswith(
+        "problem: node config: node config: missing keys ['schema-path', 'policy-path', 'ledger-path']"
+    )
 
 
 def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
     paths, schema = party
-    assert main(["party", "init-policy", "--schema", str(paths["schema-path"]), "--party-id", "hospital-a",
-                 "--output", str(paths["policy-path"])]) == 1
+    assert (
+        main(
+            [
+                "party",
+                "init-policy",
+                "--schema",
+                str(paths["schema-path"]),
+                "--party-id",
+                "hospital-a",
+                "--output",
+                str(paths["policy-path"]),
+            ]
+        )
+        == 1
+    )
     assert "pass --force" in capsys.readouterr().err
-    assert main(["party", "init-policy", "--schema", str(paths["schema-path"]), "--party-id", "hospital-b",
-                 "--output", str(paths["policy-path"]), "--force", "--lifetime-epsilon-cap", "3.5"]) == 0
+    assert (
+        main(
+            [
+                "party",
+                "init-policy",
+                "--schema",
+                str(paths["schema-path"]),
+                "--party-id",
+                "hospital-b",
+                "--output",
+                str(paths["policy-path"]),
+                "--force",
+                "--lifetime-epsilon-cap",
+                "3.5",
+            ]
+        )
+        == 0
+    )
     from client import load_policy
 
-    assert load_policy(paths["policy-path"]) == PartyPolicy(party_id="hospital-b", lifetime_epsilon_cap=3.5,
-                                                            schema_fingerprint=schema.fingerprint)
+    assert load_policy(paths["policy-path"]) == PartyPolicy(
+        party_id="hospital-b", lifetime_epsilon_cap=3.5, schema_fingerprint=schema.fingerprint
+    )
 
 
 def test_schema_check_prints_the_full_fingerprint(party, capsys):
@@ -174,8 +231,14 @@ def test_schema_check_prints_the_full_fingerprint(party, capsys):
     assert f"schema fingerprint: {schema.fingerprint} " in out
 
 
-@pytest.mark.parametrize("argv", [["simulate", "--party", "0.5"], ["party", "check", "--node", "x"],
-                                  ["certs", "init", "--ou", "d", "--ca-name", "x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--party", "0.5"],
+        ["party", "check", "--node", "x"],
+        ["certs", "init", "--ou", "d", "--ca-name", "x"],
+    ],
+)
 def test_abbreviated_options_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -184,8 +247,15 @@ def test_abbreviated_options_are_refused(argv, capsys):
     assert "unrecognized arguments" in err or "the following arguments are required" in err, err
 
 
-@pytest.mark.parametrize("text", ["data-path='/a b/x.csv' schema-path=\"s.toml\" n=3 x=1.5 flag=true",
-                                  "", "partition-id=0 num-partitions=2", "a='x=y' b='c'"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "data-path='/a b/x.csv' schema-path=\"s.toml\" n=3 x=1.5 flag=true",
+        "",
+        "partition-id=0 num-partitions=2",
+        "a='x=y' b='c'",
+    ],
+)
 def test_node_config_is_read_as_flower_reads_it(text):
     from flwr.common.config import parse_config_args
 

@@ -41,20 +41,40 @@ def _write_party(directory, party_id="hospital-a", rows=slice(0, 600), key=None,
     X, y, schema = load_embedded(WALL)
     schema.save(directory / "schema.toml")
     X.iloc[rows].assign(Class=y.iloc[rows].to_numpy()).to_csv(directory / "data.csv", index=False)
-    args = {"party_id": party_id, "lifetime_epsilon_cap": 5.0, "max_evaluation_epsilon": 0.2,
-            "schema_fingerprint": schema.fingerprint, **policy_kw}
+    args = {
+        "party_id": party_id,
+        "lifetime_epsilon_cap": 5.0,
+        "max_evaluation_epsilon": 0.2,
+        "schema_fingerprint": schema.fingerprint,
+        **policy_kw,
+    }
     (directory / "policy.toml").write_text(PartyPolicy(**args).to_toml())
     key_path = None
     if key is not None:
         key_path = save_private_key(key, directory / "signing-key.pem")
-    return PartySetup(directory / "data.csv", directory / "schema.toml", directory / "policy.toml",
-                      directory / "ledger.sqlite", key_path), schema
+    return PartySetup(
+        directory / "data.csv",
+        directory / "schema.toml",
+        directory / "policy.toml",
+        directory / "ledger.sqlite",
+        key_path,
+    ), schema
 
 
 def _train_request(schema, **kw):
-    args = {"request_id": "run1/train", "run_id": "run1", "schema_fingerprint": schema.fingerprint, "epsilon": 1.0,
-            "max_depth": 3, "n_trees": 2, "split_mode": "binary", "n_bins": 8, "schedule": "harmonic",
-            "relation": "add-remove", "seed": -1}
+    args = {
+        "request_id": "run1/train",
+        "run_id": "run1",
+        "schema_fingerprint": schema.fingerprint,
+        "epsilon": 1.0,
+        "max_depth": 3,
+        "n_trees": 2,
+        "split_mode": "binary",
+        "n_bins": 8,
+        "schedule": "harmonic",
+        "relation": "add-remove",
+        "seed": -1,
+    }
     return TrainRequest(**{**args, **kw})
 
 
@@ -82,8 +102,9 @@ def _full_depth8_label_model(schema, template: bytes, n_releases: int) -> bytes:
             t.first_child.extend(np.where(internal, 2 * np.arange(n) + 1, -1).tolist())
             t.leaf_class.extend(np.where(internal, -1, rng.integers(0, schema.n_classes, n)).tolist())
         wrapped.append(release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True)))
-    return release_pb2.GlobalModel(format_version=1, schema_toml=schema.to_toml(), releases=wrapped,
-                                   manifest_json="{}").SerializeToString(deterministic=True)
+    return release_pb2.GlobalModel(
+        format_version=1, schema_toml=schema.to_toml(), releases=wrapped, manifest_json="{}"
+    ).SerializeToString(deterministic=True)
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +129,19 @@ def test_a_model_inside_the_default_limits_is_evaluated_with_the_compiled_form_b
     forest = view.forest
     forest.votes(np.zeros((1, len(schema.features))))
     from edprf_core._leafmask import leafmask_budget
+
     compiled = forest._leafmask()
-    held = (sum(t.nbytes for t in compiled.tables) if compiled is not None else
-            sum(a.nbytes for a in vars(forest._table()).values() if isinstance(a, np.ndarray)))
+    held = (
+        sum(t.nbytes for t in compiled.tables)
+        if compiled is not None
+        else sum(a.nbytes for a in vars(forest._table()).values() if isinstance(a, np.ndarray))
+    )
     assert held <= max(leafmask_budget(forest.trees.n_nodes), 32 * forest.trees.n_nodes)
 
 
-def test_a_model_whose_estimate_passes_the_memory_limit_is_refused_before_decoding(tmp_path, hostile_model,
-                                                                                 monkeypatch):
+def test_a_model_whose_estimate_passes_the_memory_limit_is_refused_before_decoding(
+    tmp_path, hostile_model, monkeypatch
+):
     setup, _ = _write_party(tmp_path, max_evaluation_memory_bytes=64 << 20)
     party = Party(setup)
 
@@ -146,8 +172,15 @@ def test_the_estimate_grows_linearly_with_the_header(tmp_path, hostile_model):
     _, schema = _write_party(tmp_path)
     policy = PartyPolicy(party_id="p")
     one = peek_global_model(hostile_model, 1 << 30)
-    double = protocol.ModelHeader(one.format_version, 2 * one.n_bytes, one.schema_toml_bytes,
-                                  one.schema_fingerprints, 2 * one.n_releases, 2 * one.n_trees, 2 * one.n_nodes)
+    double = protocol.ModelHeader(
+        one.format_version,
+        2 * one.n_bytes,
+        one.schema_toml_bytes,
+        one.schema_fingerprints,
+        2 * one.n_releases,
+        2 * one.n_trees,
+        2 * one.n_nodes,
+    )
     a, b = evaluation_cost(one, schema, policy), evaluation_cost(double, schema, policy)
     assert a.memory_bytes < b.memory_bytes <= 2 * a.memory_bytes
     assert b.steps_per_row == 2 * a.steps_per_row
@@ -163,19 +196,36 @@ def test_a_request_with_a_malformed_id_is_bad_request_and_spends_nothing(tmp_pat
     setup, schema = _write_party(tmp_path)
     record = _train_request(schema).to_record()
     record[field] = bad
-    md = Metadata(run_id=1, message_id="m1", src_node_id=0, dst_node_id=1, reply_to_message_id="", group_id="g",
-                  created_at=time.time(), ttl=3600, message_type="train")
-    node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
-            "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    md = Metadata(
+        run_id=1,
+        message_id="m1",
+        src_node_id=0,
+        dst_node_id=1,
+        reply_to_message_id="",
+        group_id="g",
+        created_at=time.time(),
+        ttl=3600,
+        message_type="train",
+    )
+    node = {
+        "data-path": str(setup.data_path),
+        "schema-path": str(setup.schema_path),
+        "policy-path": str(setup.policy_path),
+        "ledger-path": str(setup.ledger_path),
+    }
     context = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})
     reply = handle_train(Message(RecordDict({"request": ConfigRecord(record)}), metadata=md), context)
     assert reply.content.config_records["result"]["reason"] == "bad_request"
     eval_record = EvaluateRequest("run1/evaluate", "run1", 0.1, False).to_record()
     eval_record[field] = bad
     md.__dict__["_message_type"] = "evaluate"
-    reply = handle_evaluate(Message(RecordDict({"request": ConfigRecord(eval_record),
-                                                "model": ConfigRecord({"bytes": b"\x08\x01"})}), metadata=md),
-                            context)
+    reply = handle_evaluate(
+        Message(
+            RecordDict({"request": ConfigRecord(eval_record), "model": ConfigRecord({"bytes": b"\x08\x01"})}),
+            metadata=md,
+        ),
+        context,
+    )
     assert reply.content.config_records["result"]["reason"] == "bad_request"
     assert Party(setup).ledger.entries() == []
 
@@ -187,8 +237,10 @@ def test_the_party_itself_refuses_malformed_ids_before_the_reservation(tmp_path,
     with pytest.raises(TaskError):
         _train_request(schema, run_id=bad)
     party = Party(setup)
-    for req, serve in ((_train_request(schema), party.train),
-                       (EvaluateRequest("run1/evaluate", "run1", 0.1, False), lambda r: party.evaluate(b"", r))):
+    for req, serve in (
+        (_train_request(schema), party.train),
+        (EvaluateRequest("run1/evaluate", "run1", 0.1, False), lambda r: party.evaluate(b"", r)),
+    ):
         object.__setattr__(req, "run_id", bad)
         with pytest.raises(Refusal) as exc:
             serve(req)
@@ -214,8 +266,7 @@ def test_a_binding_verifies_only_for_its_party_release_and_run():
     assert bound_to_run(release, "run-2", binding, "hospital-b", registry)
     assert not bound_to_run(release, "run-3", binding, "hospital-b", registry)
     assert not bound_to_run(b"other", "run-2", binding, "hospital-b", registry)
-    assert not bound_to_run(release, "run-2", bind_to_run(release, "run-2", keys["hospital-a"]), "hospital-b",
-                            registry)
+    assert not bound_to_run(release, "run-2", bind_to_run(release, "run-2", keys["hospital-a"]), "hospital-b", registry)
     for junk in (b"", b"\xff\x00", "text", None):
         assert not bound_to_run(release, "run-2", junk, "hospital-b", registry)
 
@@ -249,18 +300,30 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     for i, (party, key) in enumerate(keys.items()):
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
         setup, _ = _write_party(tmp_path / party, party_id=party, rows=slice(600 * i, 600 * (i + 1)), key=key)
-        node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
-                "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path),
-                "signing-key": str(setup.signing_key_path)}
+        node = {
+            "data-path": str(setup.data_path),
+            "schema-path": str(setup.schema_path),
+            "policy-path": str(setup.policy_path),
+            "ledger-path": str(setup.ledger_path),
+            "signing-key": str(setup.signing_key_path),
+        }
         contexts[party] = node
-    cfg = CoordinatorConfig(schema_path=str(tmp_path / "hospital-a" / "schema.toml"), keys_dir=str(keys_dir),
-                            request_tag="tag-1", evaluation_epsilon=0.0, max_depth=3, n_bins=8,
-                            output_dir=str(tmp_path / "out-1"), node_wait_timeout=1.0)
+    cfg = CoordinatorConfig(
+        schema_path=str(tmp_path / "hospital-a" / "schema.toml"),
+        keys_dir=str(keys_dir),
+        request_tag="tag-1",
+        evaluation_epsilon=0.0,
+        max_depth=3,
+        n_bins=8,
+        output_dir=str(tmp_path / "out-1"),
+        node_wait_timeout=1.0,
+    )
 
     def grid(extra=None):
-        nodes = {10 + i: (party_app, Context(run_id=1, node_id=10 + i, node_config=node, state=RecordDict(),
-                                             run_config={}))
-                 for i, node in enumerate(contexts.values())}
+        nodes = {
+            10 + i: (party_app, Context(run_id=1, node_id=10 + i, node_config=node, state=RecordDict(), run_config={}))
+            for i, node in enumerate(contexts.values())
+        }
         if extra is not None:
             nodes[1] = (extra, Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={}))
         return InProcessGrid(Run.create_empty(run_id=1), nodes)
@@ -270,8 +333,9 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     view = protocol.load_global_model(first.model_path)
     stored_b = next(r.raw for r in view.releases if r.party_id == "hospital-b")
     # the coordinator resumes under the same tag; node 1 (served first) sends hospital-b's stored release
-    resumed = run_federation(grid(_copy_of(stored_b)),
-                             CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-2")}), "run-2")
+    resumed = run_federation(
+        grid(_copy_of(stored_b)), CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-2")}), "run-2"
+    )
     outcomes = {p.node_id: p for p in resumed.parties}
     assert outcomes[1].status == "rejected" and outcomes[1].reason == "replayed_release"
     assert sorted(p.party_id for p in resumed.parties if p.status == "accepted") == ["hospital-a", "hospital-b"]

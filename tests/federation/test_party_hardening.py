@@ -36,12 +36,18 @@ def _write_party(tmp_path, **policy_kw):
     X, y, schema = load_embedded("wall_robot_navigation")
     schema.save(tmp_path / "schema.toml")
     X.iloc[:600].assign(Class=y.iloc[:600].to_numpy()).to_csv(tmp_path / "data.csv", index=False)
-    args = {"party_id": "hospital-a", "lifetime_epsilon_cap": 2.0, "max_release_epsilon": 1.0,
-            "max_evaluation_epsilon": 0.2, "schema_fingerprint": schema.fingerprint}
+    args = {
+        "party_id": "hospital-a",
+        "lifetime_epsilon_cap": 2.0,
+        "max_release_epsilon": 1.0,
+        "max_evaluation_epsilon": 0.2,
+        "schema_fingerprint": schema.fingerprint,
+    }
     args.update(policy_kw)
     (tmp_path / "policy.toml").write_text(PartyPolicy(**args).to_toml())
-    setup = PartySetup(tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml",
-                       tmp_path / "ledger.sqlite")
+    setup = PartySetup(
+        tmp_path / "data.csv", tmp_path / "schema.toml", tmp_path / "policy.toml", tmp_path / "ledger.sqlite"
+    )
     return setup, schema
 
 
@@ -51,9 +57,19 @@ def party_files(tmp_path):
 
 
 def _train_request(schema, request_id="run1/1/train", **kw):
-    args = {"request_id": request_id, "run_id": "run1", "schema_fingerprint": schema.fingerprint, "epsilon": 1.0,
-            "max_depth": 3, "n_trees": 2, "split_mode": "binary", "n_bins": 8, "schedule": "harmonic",
-            "relation": "add-remove", "seed": -1}
+    args = {
+        "request_id": request_id,
+        "run_id": "run1",
+        "schema_fingerprint": schema.fingerprint,
+        "epsilon": 1.0,
+        "max_depth": 3,
+        "n_trees": 2,
+        "split_mode": "binary",
+        "n_bins": 8,
+        "schedule": "harmonic",
+        "relation": "add-remove",
+        "seed": -1,
+    }
     args.update(kw)
     return TrainRequest(**args)
 
@@ -65,14 +81,27 @@ def _model(party, schema, request_id="run1/1/train"):
 
 # ------------------------------------------------------------------ handlers
 def _message(kind: str, content: RecordDict) -> Message:
-    md = Metadata(run_id=1, message_id="m1", src_node_id=0, dst_node_id=1, reply_to_message_id="", group_id="g",
-                  created_at=time.time(), ttl=3600, message_type=kind)
+    md = Metadata(
+        run_id=1,
+        message_id="m1",
+        src_node_id=0,
+        dst_node_id=1,
+        reply_to_message_id="",
+        group_id="g",
+        created_at=time.time(),
+        ttl=3600,
+        message_type=kind,
+    )
     return Message(content, metadata=md)
 
 
 def _context(setup: PartySetup) -> Context:
-    node = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
-            "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    node = {
+        "data-path": str(setup.data_path),
+        "schema-path": str(setup.schema_path),
+        "policy-path": str(setup.policy_path),
+        "ledger-path": str(setup.ledger_path),
+    }
     return Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})
 
 
@@ -91,12 +120,25 @@ def _train_msg(schema) -> Message:
 
 def _evaluate_msg(model: bytes = b"\x08\x01", **kw) -> Message:
     req = EvaluateRequest("run1/1/evaluate", "run1", 0.1, False, **kw)
-    return _message("evaluate", RecordDict({"request": ConfigRecord(req.to_record()),
-                                            "model": ConfigRecord({"bytes": model})}))
+    return _message(
+        "evaluate", RecordDict({"request": ConfigRecord(req.to_record()), "model": ConfigRecord({"bytes": model})})
+    )
 
 
-EXCEPTIONS = [MemoryError, RecursionError, OSError, TypeError, sqlite3.Error, ValueError, KeyError, IndexError,
-              ZeroDivisionError, AssertionError, Exception, BaseException]
+EXCEPTIONS = [
+    MemoryError,
+    RecursionError,
+    OSError,
+    TypeError,
+    sqlite3.Error,
+    ValueError,
+    KeyError,
+    IndexError,
+    ZeroDivisionError,
+    AssertionError,
+    Exception,
+    BaseException,
+]
 
 
 @pytest.mark.parametrize("exc_type", EXCEPTIONS, ids=lambda e: e.__name__)
@@ -147,7 +189,8 @@ def test_process_stopping_exceptions_are_not_swallowed(party_files, monkeypatch,
 
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
 def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned_into_a_reply(
-        party_files, monkeypatch, exc_type):
+    party_files, monkeypatch, exc_type
+):
     """Ctrl-C (or SystemExit) while the party trains: its ledger marks the spend failed and the
     process stops; it does not answer with a refusal and go on serving."""
     setup, schema = party_files
@@ -165,8 +208,10 @@ def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned
 def test_refusal_texts_are_from_the_request_and_policy_only(party_files):
     """Refusal codes come from the documented set; an out-of-policy refusal names the requested value."""
     setup, schema = party_files
-    reply = handle_train(_message("train", RecordDict({"request": ConfigRecord(
-        _train_request(schema, max_depth=30).to_record())})), _context(setup))
+    reply = handle_train(
+        _message("train", RecordDict({"request": ConfigRecord(_train_request(schema, max_depth=30).to_record())})),
+        _context(setup),
+    )
     result = reply.content.config_records["result"]
     assert result["reason"] == "policy_depth" and "30" in result["message"]
     assert not setup.ledger_path.exists() or Party(setup).ledger.entries() == []
@@ -223,8 +268,11 @@ def test_evaluation_counts_change_by_at_most_one_per_added_or_removed_record():
     """Exhaustive over a grid of added records (every class, extreme and middle values of three
     features), and every removal: |d correct| <= 1 and |d total| <= 1, so the L1 sensitivity is 2."""
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=3, n_bins=4,
-                             random_state=0).fit(X.iloc[:300], y.iloc[:300]).forest_
+    forest = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=3, n_bins=4, random_state=0)
+        .fit(X.iloc[:300], y.iloc[:300])
+        .forest_
+    )
     base_X, base_y = X.iloc[300:340].reset_index(drop=True), y.iloc[300:340].reset_index(drop=True)
     c0, t0 = evaluation_counts(forest, base_X, base_y)
     template = base_X.iloc[0]
@@ -286,8 +334,11 @@ def _legacy_ledger(path, spends):
     CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """)
     for i, eps in enumerate(spends):
-        db.execute("INSERT INTO spends (request_id, kind, epsilon, state, created_at, updated_at) "
-                   "VALUES (?, 'release', ?, 'released', 0, 0)", (f"old{i}", eps))
+        db.execute(
+            "INSERT INTO spends (request_id, kind, epsilon, state, created_at, updated_at) "
+            "VALUES (?, 'release', ?, 'released', 0, 0)",
+            (f"old{i}", eps),
+        )
     db.commit()
     db.close()
 
@@ -325,8 +376,15 @@ def test_a_ledger_with_millionths_from_another_version_is_read_exactly(tmp_path)
 
 
 # -------------------------------------------------------- minimum and resolution
-@pytest.mark.parametrize("epsilon, reason", [(5e-324, "policy_min_epsilon"), (1e-9, "policy_min_epsilon"),
-                                             (0.001, "policy_min_epsilon"), (0.1234567, "epsilon_resolution")])
+@pytest.mark.parametrize(
+    "epsilon, reason",
+    [
+        (5e-324, "policy_min_epsilon"),
+        (1e-9, "policy_min_epsilon"),
+        (0.001, "policy_min_epsilon"),
+        (0.1234567, "epsilon_resolution"),
+    ],
+)
 def test_tiny_or_unrepresentable_epsilons_are_refused_before_spending(party_files, epsilon, reason):
     setup, schema = party_files
     party = Party(setup)
@@ -357,11 +415,14 @@ def _refused_before_reservation(party, model, reason):
     assert party.ledger.entries() == before
 
 
-@pytest.mark.parametrize("key, value, reason", [
-    ("max_evaluation_model_bytes", 100, "policy_model_bytes"),
-    ("max_evaluation_trees", 1, "policy_model_trees"),
-    ("max_evaluation_nodes", 5, "policy_model_nodes"),
-])
+@pytest.mark.parametrize(
+    "key, value, reason",
+    [
+        ("max_evaluation_model_bytes", 100, "policy_model_bytes"),
+        ("max_evaluation_trees", 1, "policy_model_trees"),
+        ("max_evaluation_nodes", 5, "policy_model_nodes"),
+    ],
+)
 def test_evaluation_model_caps_refuse_before_reservation(tmp_path, key, value, reason):
     setup, schema = _write_party(tmp_path)
     model = _model(Party(setup), schema)
@@ -373,9 +434,13 @@ def test_a_model_on_another_schema_is_refused_before_its_schema_is_parsed(party_
     setup, _ = party_files
     party = Party(setup)
     X, y, other = load_embedded("bank_marketing")
-    forest = EDPRFClassifier(other, epsilon=1.0, n_estimators=1, max_depth=2, random_state=0).fit(
-        X.iloc[:200], y.iloc[:200]).forest_
+    forest = (
+        EDPRFClassifier(other, epsilon=1.0, n_estimators=1, max_depth=2, random_state=0)
+        .fit(X.iloc[:200], y.iloc[:200])
+        .forest_
+    )
     from protocol import encode_release
+
     model = build_global_model(other, [decode_release(encode_release(forest, "x"), other, ReleasePolicy())], {})
     import edprf_core
 
@@ -406,7 +471,7 @@ def test_release_node_bound_from_public_parameters(party_files):
     _, schema = party_files
     assert release_node_bound(schema, 2, 3, "binary", 8) == 2 * 15
     # 24 continuous features on 64 bins: 1 + 64 + 64^2 + 64^3 + 64^4 nodes per tree
-    assert release_node_bound(schema, 1, 4, "multiway", 64) == sum(64 ** d for d in range(5))
+    assert release_node_bound(schema, 1, 4, "multiway", 64) == sum(64**d for d in range(5))
 
 
 def test_multiway_depth4_64_bins_is_refused_before_reserving(party_files):
@@ -427,6 +492,7 @@ def test_party_ids_follow_the_encoding_rule(party_id):
 
 def _with_key(tmp_path, mode):
     from protocol import generate_signing_key, save_private_key
+
     setup, schema = _write_party(tmp_path)
     key = tmp_path / "signing-key.pem"
     save_private_key(generate_signing_key(), key)
@@ -446,8 +512,11 @@ def test_a_group_readable_signing_key_is_a_setup_error_before_any_spend(tmp_path
 def test_a_missing_signing_key_or_unusable_ledger_is_a_setup_error(tmp_path):
     setup, _ = _write_party(tmp_path)
     with pytest.raises(ValueError, match="signing key"):
-        Party(PartySetup(setup.data_path, setup.schema_path, setup.policy_path, setup.ledger_path,
-                         tmp_path / "absent.pem"))
+        Party(
+            PartySetup(
+                setup.data_path, setup.schema_path, setup.policy_path, setup.ledger_path, tmp_path / "absent.pem"
+            )
+        )
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="ledger"):
         Party(PartySetup(setup.data_path, setup.schema_path, setup.policy_path, tmp_path / "file" / "l.sqlite"))
@@ -483,14 +552,19 @@ def test_an_auto_depth_request_uses_the_declared_size_or_a_charged_dp_count(tmp_
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     setup, schema = _write_party(tmp_path / "a")
     party = Party(setup)
-    release = decode_release(party.train(_train_request(schema, depth_rule="auto", max_depth=8)), schema,
-                             ReleasePolicy())
+    release = decode_release(
+        party.train(_train_request(schema, depth_rule="auto", max_depth=8)), schema, ReleasePolicy()
+    )
     p = release.params
     assert (p.depth_rule, p.leaf) == ("dp-count", "counts") and p.count_epsilon > 0 and p.max_depth <= 8
     assert party.ledger.remaining() == pytest.approx(1.0)  # the count is inside the request's epsilon
 
     declared_setup, _ = _write_party(tmp_path / "b", declared_rows=100_000)
-    declared = decode_release(Party(declared_setup).train(_train_request(schema, depth_rule="auto", max_depth=6)),
-                              schema, ReleasePolicy())
+    declared = decode_release(
+        Party(declared_setup).train(_train_request(schema, depth_rule="auto", max_depth=6)), schema, ReleasePolicy()
+    )
     assert (declared.params.depth_rule, declared.params.count_epsilon, declared.params.max_depth) == (
-        "declared-size", 0.0, 6)  # 100,000 declared rows support the cap
+        "declared-size",
+        0.0,
+        6,
+    )  # 100,000 declared rows support the cap

@@ -21,14 +21,21 @@ from .test_simulation import _args
 
 # what a hostile party can put in every text field: NULs (6 JSON bytes each), astral characters
 # (a 12-byte surrogate pair each when escaped), and sheer length (8 MiB)
-HOSTILE = ("\x00" * 1000 + "\U0001F600" * 1000) * 2100
+HOSTILE = ("\x00" * 1000 + "\U0001f600" * 1000) * 2100
 
 
 def _worst_case_report(n: int) -> RunReport:
     report = RunReport(run_id="r" * 256, parameters={"epsilon": 1.0}, schema_fingerprint="sha256:" + "0" * 64)
     for node in range(n):
-        report.parties.append(PartyOutcome(node_id=2**63 - 1 - node, status="refused", reason=party_reason(HOSTILE),
-                                           message=party_text(HOSTILE), party_id="p" * 64))
+        report.parties.append(
+            PartyOutcome(
+                node_id=2**63 - 1 - node,
+                status="refused",
+                reason=party_reason(HOSTILE),
+                message=party_text(HOSTILE),
+                party_id="p" * 64,
+            )
+        )
     return report
 
 

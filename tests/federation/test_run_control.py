@@ -49,8 +49,9 @@ def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(
 
 
 def _outcome(node: int, party: str, resumed: str = "", status: str = "accepted", reason: str = "") -> PartyOutcome:
-    return PartyOutcome(node_id=node, status=status, reason=reason, party_id=party, epsilon=1.0,
-                        resumed_from_run=resumed)
+    return PartyOutcome(
+        node_id=node, status=status, reason=reason, party_id=party, epsilon=1.0, resumed_from_run=resumed
+    )
 
 
 def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
@@ -67,19 +68,33 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     forest = forest.fit(X.iloc[:200], y.iloc[:200]).forest_
     fresh = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
     assert fresh.startswith("Spent for this run: epsilon = 1.1") and "Newly charged" not in fresh
-    resumed = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1, release_charged_before=True), PartySpend("b", 1.0, 0.1, release_charged_before=True)])
+    resumed = federation_guarantee(
+        forest,
+        [
+            PartySpend("a", 1.0, 0.1, release_charged_before=True),
+            PartySpend("b", 1.0, 0.1, release_charged_before=True),
+        ],
+    )
     assert resumed.startswith("Spent for this model: epsilon = 1.1 per record at most")
     assert "Newly charged by this run: epsilon = 0.1 per party at most" in resumed
     assert "releases of 2 of the 2 parties were resent" in resumed
 
 
 def test_failure_text_and_summary_name_parties_by_id():
-    report = RunReport("5", {"flag_alpha": 0.01}, "fp",
-                       parties=[_outcome(111, "hospital-a", status="refused", reason="budget_exhausted"),
-                                _outcome(222, "", status="no_reply", reason="timeout")])
+    report = RunReport(
+        "5",
+        {"flag_alpha": 0.01},
+        "fp",
+        parties=[
+            _outcome(111, "hospital-a", status="refused", reason="budget_exhausted"),
+            _outcome(222, "", status="no_reply", reason="timeout"),
+        ],
+    )
     report.status, report.failure = "failed", failure_text(report, 2)
-    assert report.failure == ("0 valid release(s), min-parties is 2; no model saved. hospital-a: refused "
-                              "(budget_exhausted); node 222: no_reply (timeout)")
+    assert report.failure == (
+        "0 valid release(s), min-parties is 2; no model saved. hospital-a: refused "
+        "(budget_exhausted); node 222: no_reply (timeout)"
+    )
     lines = summary_lines(report)
     assert f"failure: {report.failure}" in lines
     assert "  hospital-a: refused (budget_exhausted)" in lines
@@ -90,8 +105,11 @@ def test_party_ids_claimed_in_replies_are_checked_and_evaluations_named():
     assert claimed_party_id({"party-id": "hospital-a"}) == "hospital-a"
     assert claimed_party_id({"party-id": "x" * 65}) == "" and claimed_party_id({"party-id": b"a"}) == ""
     assert claimed_party_id({"party-id": "a b"}) == "" and claimed_party_id({}) == ""
-    evaluation = {"per_party": [{"node_id": 1, "accuracy": 0.8}], "refused": [{"node_id": 2, "reason": "x"}],
-                  "no_reply": [3]}
+    evaluation = {
+        "per_party": [{"node_id": 1, "accuracy": 0.8}],
+        "refused": [{"node_id": 2, "reason": "x"}],
+        "no_reply": [3],
+    }
     name_evaluation(evaluation, [_outcome(1, "a"), _outcome(2, "b"), _outcome(3, "")])
     assert evaluation["per_party"][0]["party_id"] == "a" and evaluation["refused"][0]["party_id"] == "b"
     assert evaluation["no_reply_parties"] == ["node 3"]
@@ -103,8 +121,9 @@ def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_not
     policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
     policy = load_policy(policy_path)
     policy_path.write_text(replace(policy, max_trees=1, party_id="clinic-z").to_toml())
-    cfg = replace(cfg, trees_per_party=2, request_tag="trial-1", min_parties=2,
-                  evaluation_max_interval_width=1.0)  # the evaluation plumbing, not its informativeness
+    cfg = replace(
+        cfg, trees_per_party=2, request_tag="trial-1", min_parties=2, evaluation_max_interval_width=1.0
+    )  # the evaluation plumbing, not its informativeness
     for d in Path(cfg.sim_dir).glob("party-*"):  # room for the two trees
         p = load_policy(d / "policy.toml")
         if p.party_id != "clinic-z":

@@ -24,10 +24,27 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
     parties = "3" if engine == "ray" else "200"
     # a test run started in the background (`./test.sh &`) inherits SIGINT ignored, and Python then installs
     # no KeyboardInterrupt handler: give the command the default disposition a terminal would
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "simulate", "--parties", parties, "--engine", engine,
-                             "--no-baselines", "--output", str(tmp_path / "o")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "simulate",
+            "--parties",
+            parties,
+            "--engine",
+            engine,
+            "--no-baselines",
+            "--output",
+            str(tmp_path / "o"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 120
         seen = ""
@@ -57,6 +74,10 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
     assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert "Traceback" not in err
     time.sleep(0.5)
-    alive = [pid for pid in started if Path(f"/proc/{pid}").exists()
-             and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split() or ["Z"])[0]]
+    alive = [
+        pid
+        for pid in started
+        if Path(f"/proc/{pid}").exists()
+        and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split() or ["Z"])[0]
+    ]
     assert not alive, f"processes left behind: {alive}"

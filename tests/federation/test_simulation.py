@@ -18,10 +18,26 @@ DIABETES = SHARED_DATA / "diabetes_prediction" / "diabetes_prediction_dataset.cs
 
 
 def _args(**kw):
-    base = dict(data=None, schema=None, dataset="wall_robot_navigation", parties=4, partition="iid", alpha=0.5,
-                column="", epsilon=1.0, depth=5, trees_per_party=1, bins=16, split_mode="binary",
-                evaluation_epsilon=0.1, party_holdout=0.1, test_size=0.2, seed=0, flower_logs=False,
-                seeded_noise=True)  # reproducible research runs; test_exact_federation covers production randomness
+    base = dict(
+        data=None,
+        schema=None,
+        dataset="wall_robot_navigation",
+        parties=4,
+        partition="iid",
+        alpha=0.5,
+        column="",
+        epsilon=1.0,
+        depth=5,
+        trees_per_party=1,
+        bins=16,
+        split_mode="binary",
+        evaluation_epsilon=0.1,
+        party_holdout=0.1,
+        test_size=0.2,
+        seed=0,
+        flower_logs=False,
+        seeded_noise=True,
+    )  # reproducible research runs; test_exact_federation covers production randomness
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -37,8 +53,11 @@ def test_federation_on_real_data_produces_a_model_with_manifest_and_accuracy(tmp
     schema_path = tmp_path / "schema.toml"
     example_schema("diabetes_prediction").save(schema_path)
 
-    result = run_simulation_report(_args(data=str(data), schema=str(schema_path), parties=4, trees_per_party=1,
-                                         depth=4), tmp_path / "out", progress=lambda _: None)
+    result = run_simulation_report(
+        _args(data=str(data), schema=str(schema_path), parties=4, trees_per_party=1, depth=4),
+        tmp_path / "out",
+        progress=lambda _: None,
+    )
     fed = result["federated"]
     assert fed["status"] == "completed"
     assert [p["status"] for p in fed["parties"]] == ["accepted"] * 4
@@ -67,8 +86,19 @@ def test_federation_on_real_data_produces_a_model_with_manifest_and_accuracy(tmp
 @pytest.mark.slow
 def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["simulate", "--parties", "3", "--output", str(out), "--json", str(tmp_path / "r.json"),
-                 "--evaluation-epsilon", "0"])
+    code = main(
+        [
+            "simulate",
+            "--parties",
+            "3",
+            "--output",
+            str(out),
+            "--json",
+            str(tmp_path / "r.json"),
+            "--evaluation-epsilon",
+            "0",
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "federated eDPRF" in printed and "non-private RF" in printed and "guarantee:" in printed
@@ -90,8 +120,9 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     from server import REPORT_FILE
     from simulation import simulate_federation
 
-    cfg, _ = prepare_workspace(_args(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path,
-                               progress=lambda _: None)
+    cfg, _ = prepare_workspace(
+        _args(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path, progress=lambda _: None
+    )
     ws = tmp_path / "workspace"
     bad = (ws / "party-0001" / "data.csv").read_text().splitlines()
     bad[3] = bad[3].rsplit(",", 1)[0] + ",Fly-Upwards"
@@ -99,7 +130,8 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     (ws / "party-0003" / "data.csv").unlink()
     strict = load_policy(ws / "party-0002" / "policy.toml")
     (ws / "party-0002" / "policy.toml").write_text(
-        PartyPolicy(**{**strict.__dict__, "max_release_epsilon": 0.5}).to_toml())
+        PartyPolicy(**{**strict.__dict__, "max_release_epsilon": 0.5}).to_toml()
+    )
 
     simulate_federation(cfg, 4)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
@@ -123,8 +155,9 @@ def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
     from server import MODEL_FILE, REPORT_FILE
     from simulation import simulate_federation
 
-    cfg, _ = prepare_workspace(_args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path,
-                               progress=lambda _: None)
+    cfg, _ = prepare_workspace(
+        _args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path, progress=lambda _: None
+    )
     simulate_federation(replace(cfg, min_parties=3, node_wait_timeout=2.0), 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "failed" and not (tmp_path / MODEL_FILE).exists()
@@ -135,8 +168,15 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     """One of five parties trains on shuffled labels: the coordinator's validation data show
     low information and a chance-corrected agreement no honest party has; it is flagged and
     excluded, and selective aggregation then runs over the honest parties."""
-    args = _args(parties=5, evaluation_epsilon=0.0, party_holdout=0.0, validation_size=0.15,
-                 shuffle_labels_party=[3], selective=True, exclude_flagged=True)
+    args = _args(
+        parties=5,
+        evaluation_epsilon=0.0,
+        party_holdout=0.0,
+        validation_size=0.15,
+        shuffle_labels_party=[3],
+        selective=True,
+        exclude_flagged=True,
+    )
     result = run_simulation_report(args, tmp_path, baselines=False, progress=lambda _: None)
     fed = result["federated"]
     by_party = {c["party"]: c for c in fed["contributions"]}
@@ -181,8 +221,9 @@ def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, mo
     from simulation import simulate_federation
 
     monkeypatch.setattr(vce_api, "secrets", _SlowTokens(secrets))
-    cfg, _ = prepare_workspace(_args(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path,
-                               progress=lambda _: None)
+    cfg, _ = prepare_workspace(
+        _args(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path, progress=lambda _: None
+    )
     simulate_federation(cfg, 3, engine="ray")
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert [p["status"] for p in report["parties"]] == ["accepted"] * 3

@@ -30,10 +30,12 @@ def _alive(pids: set[int]) -> set[int]:
     return alive
 
 
-def _watch(cmd: list[str], env: dict[str, str], cwd: Path,
-           timeout: float = 400, started: set[int] | None = None) -> tuple[int, set[str], set[str], str]:
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+def _watch(
+    cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 400, started: set[int] | None = None
+) -> tuple[int, set[str], set[str], str]:
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     seen: set[str] = set()
     exposed: set[str] = set()
     deadline = time.monotonic() + timeout
@@ -56,8 +58,21 @@ def _watch(cmd: list[str], env: dict[str, str], cwd: Path,
 
 def _simulate_command(tmp_path: Path, *extra: str) -> list[str]:
     edprf = Path(sys.executable).parent / "edprf"
-    return [str(edprf), "simulate", "--seeded-noise", "--parties", "2", "--depth", "2", "--trees-per-party", "1",
-            "--no-baselines", "--output", str(tmp_path / "out"), *extra]
+    return [
+        str(edprf),
+        "simulate",
+        "--seeded-noise",
+        "--parties",
+        "2",
+        "--depth",
+        "2",
+        "--trees-per-party",
+        "1",
+        "--no-baselines",
+        "--output",
+        str(tmp_path / "out"),
+        *extra,
+    ]
 
 
 @pytest.mark.slow

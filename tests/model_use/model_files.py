@@ -51,8 +51,8 @@ def write_model_files(out_dir: str | Path, dataset: str = DATASET, signed: bool 
     model = out / "global-model.edprf"
     model.write_bytes(build_global_model(schema, releases, {"run_id": "test-run"}))
     start = len(PARTIES) * ROWS_PER_PARTY
-    test = X.iloc[start:start + TEST_ROWS].copy()
-    test[schema.label.column] = y.iloc[start:start + TEST_ROWS].to_numpy()
+    test = X.iloc[start : start + TEST_ROWS].copy()
+    test[schema.label.column] = y.iloc[start : start + TEST_ROWS].to_numpy()
     data_path = out / "test.csv"
     test.to_csv(data_path, index=False)
     schema_path = out / "schema.toml"

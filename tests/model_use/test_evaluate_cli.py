@@ -17,20 +17,40 @@ def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, ba
     schema = example_schema("bank_marketing")
     data = tmp_path / "labelled.csv"
     lines = bank_model["data"].read_text().splitlines()
-    hostile = ["abc" + lines[1][lines[1].index(","):],  # age not a number: refused
-               lines[1].rsplit(",", 1)[0] + ",maybe",  # undeclared label
-               lines[1].rsplit(",", 1)[0]]  # one field short: malformed
+    hostile = [
+        "abc" + lines[1][lines[1].index(",") :],  # age not a number: refused
+        lines[1].rsplit(",", 1)[0] + ",maybe",  # undeclared label
+        lines[1].rsplit(",", 1)[0],
+    ]  # one field short: malformed
     data.write_text("\n".join([lines[0], *hostile, *lines[1:]]) + "\n")
     out_json = tmp_path / "metrics.json"
-    assert main(["evaluate", str(bank_model["model"]), str(data), "--positive-class", "yes", "--threshold", "0.03",
-                 "--json", str(out_json)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(bank_model["model"]),
+                str(data),
+                "--positive-class",
+                "yes",
+                "--threshold",
+                "0.03",
+                "--json",
+                str(out_json),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     result = json.loads(out_json.read_text())
     frame = pd.read_csv(bank_model["data"])
     clf = load_classifier(bank_model["model"])
-    expected = clinical_report(encode_labels(frame[schema.label.column], schema),
-                               clf.predict_proba(frame[list(schema.feature_names)]), schema.classes, positive=1,
-                               threshold=0.03)
+    expected = clinical_report(
+        encode_labels(frame[schema.label.column], schema),
+        clf.predict_proba(frame[list(schema.feature_names)]),
+        schema.classes,
+        positive=1,
+        threshold=0.03,
+    )
     assert result["n"] == expected.n == len(frame)
     assert result["rows"] == {"ok": len(frame) + 1, "clipped": 0, "refused": 1, "malformed": 1, "label": 1}
     assert result["confusion"] == expected.confusion.tolist()
@@ -42,8 +62,17 @@ def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, ba
     assert len(positive["thresholds"]) > 0 and len(positive["calibration"]) == 10
     assert result["provenance"]["parties"] == ["hospital-a", "hospital-b", "hospital-c"]
     assert "NOT differentially private" in captured.out and "spends no epsilon" in captured.out
-    for text in ("sensitivity (yes)", "specificity (yes)", "PPV (yes)", "NPV (yes)", "ROC AUC (yes)",
-                 "Brier score (yes)", "threshold table", "calibration", "95% CI"):
+    for text in (
+        "sensitivity (yes)",
+        "specificity (yes)",
+        "PPV (yes)",
+        "NPV (yes)",
+        "ROC AUC (yes)",
+        "Brier score (yes)",
+        "threshold table",
+        "calibration",
+        "95% CI",
+    ):
         assert text in captured.out
 
 

@@ -60,12 +60,14 @@ def test_usable_in_a_pipeline_with_sklearn_metrics_and_calibration_display(bank_
     clf = load_classifier(bank_model["model"], keys_dir=bank_model["keys"])
     X, y = _test_rows(bank_model)
     X_extra = X.assign(patient_id=np.arange(len(X)))  # a column the model does not use
-    select = ColumnTransformer([("features", "passthrough", list(clf.feature_names_in_))], remainder="drop",
-                               verbose_feature_names_out=False).set_output(transform="pandas")
+    select = ColumnTransformer(
+        [("features", "passthrough", list(clf.feature_names_in_))], remainder="drop", verbose_feature_names_out=False
+    ).set_output(transform="pandas")
     pipe = Pipeline([("select", select), ("model", clf)]).fit(X_extra, y)
     assert np.array_equal(pipe.predict_proba(X_extra), clf.predict_proba(X))
     assert roc_auc_score(y == "yes", pipe.predict_proba(X_extra)[:, 1]) == pytest.approx(
-        roc_auc_score(y == "yes", clf.predict_proba(X)[:, 1]))
+        roc_auc_score(y == "yes", clf.predict_proba(X)[:, 1])
+    )
     display = CalibrationDisplay.from_estimator(clf, X, y, pos_label="yes", n_bins=5)
     assert display.prob_true.size >= 1 and np.all((display.prob_pred >= 0) & (display.prob_pred <= 1))
 

@@ -36,17 +36,21 @@ def _predict(tmp_path, lines: list[str], *extra: str, name: str = "in.csv", out:
     assert main(["predict", str(_predict.model), str(path), "-o", str(target), *extra]) == 0
     if out.endswith(".parquet"):
         return pd.read_parquet(target)
-    return pd.read_csv(target, keep_default_na=False, na_values={"p_no": [""], "p_yes": [""]},
-                       dtype={"predicted": str, "status": str, "detail": str})
+    return pd.read_csv(
+        target,
+        keep_default_na=False,
+        na_values={"p_no": [""], "p_yes": [""]},
+        dtype={"predicted": str, "status": str, "detail": str},
+    )
 
 
 def _same(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Same statuses and predictions, probabilities equal up to the CSV's 6 decimals."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     text = [c for c in ("status", "detail", "predicted", "decision") if c in a and c in b]
-    return (a[text].astype(str).equals(b[text].astype(str))
-            and np.allclose(a[["p_no", "p_yes"]].to_numpy(float), b[["p_no", "p_yes"]].to_numpy(float),
-                            rtol=0, atol=1e-6, equal_nan=True))
+    return a[text].astype(str).equals(b[text].astype(str)) and np.allclose(
+        a[["p_no", "p_yes"]].to_numpy(float), b[["p_no", "p_yes"]].to_numpy(float), rtol=0, atol=1e-6, equal_nan=True
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -98,8 +102,15 @@ def test_decision_with_positive_class_and_threshold(tmp_path):
 
 def test_separator_no_header_gzip_and_parquet(tmp_path):
     plain = _predict(tmp_path, [HEADER, GOOD, GOOD.replace("51", "30")], out="plain.csv")
-    semi = _predict(tmp_path, [GOOD.replace(",", ";"), GOOD.replace("51", "30").replace(",", ";") + ";yes"],
-                    "--sep", ";", "--no-header", name="in.csv.gz", out="semi.csv.gz")
+    semi = _predict(
+        tmp_path,
+        [GOOD.replace(",", ";"), GOOD.replace("51", "30").replace(",", ";") + ";yes"],
+        "--sep",
+        ";",
+        "--no-header",
+        name="in.csv.gz",
+        out="semi.csv.gz",
+    )
     assert _same(semi, plain)  # a trailing label field is accepted without a header
     frame = pd.read_csv(tmp_path / "plain.csv", usecols=["line"])
     assert len(frame) == 2
@@ -116,14 +127,20 @@ def test_wrong_keys_exit_3_and_bad_options_are_one_line_errors(tmp_path, bank_mo
     keys = tmp_path / "keys"
     keys.mkdir()
     (keys / "hospital-a.pub.pem").write_bytes((bank_model["keys"] / "hospital-b.pub.pem").read_bytes())
-    assert main(["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"),
-                 "--keys", str(keys)]) == 3
+    assert (
+        main(["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"), "--keys", str(keys)]) == 3
+    )
     assert "signature check failed" in capsys.readouterr().err
-    assert main(["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"),
-                 "--positive-class", "maybe"]) == 1
+    assert (
+        main(
+            ["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"), "--positive-class", "maybe"]
+        )
+        == 1
+    )
     assert "--positive-class 'maybe': expected one of the declared classes" in capsys.readouterr().err
-    assert main(["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"),
-                 "--threshold", "0.2"]) == 1
+    assert (
+        main(["predict", str(bank_model["model"]), str(data), "-o", str(tmp_path / "o.csv"), "--threshold", "0.2"]) == 1
+    )
     assert "--threshold needs --positive-class" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["predict", str(bank_model["model"]), str(data), "-o", "x.csv", "--positive", "yes"])  # no abbreviations
@@ -132,8 +149,9 @@ def test_wrong_keys_exit_3_and_bad_options_are_one_line_errors(tmp_path, bank_mo
 def test_bom_crlf_blank_lines_bad_bytes_and_a_last_line_without_newline(tmp_path):
     path = tmp_path / "odd.csv"
     bad = GOOD.replace("admin.", "adm\xffin.").encode("latin-1")  # not UTF-8: read with a replacement character
-    path.write_bytes(b"\xef\xbb\xbf" + HEADER.encode() + b"\r\n" + GOOD.encode() + b"\r\n\r\n" + bad + b"\n"
-                     + GOOD.encode())
+    path.write_bytes(
+        b"\xef\xbb\xbf" + HEADER.encode() + b"\r\n" + GOOD.encode() + b"\r\n\r\n" + bad + b"\n" + GOOD.encode()
+    )
     target = tmp_path / "odd-out.csv"
     assert main(["predict", str(_predict.model), str(path), "-o", str(target)]) == 0
     out = pd.read_csv(target, keep_default_na=False)

@@ -10,8 +10,31 @@ from edprf_core import EDPRFClassifier, FeatureGrid, conforming_rows, load_embed
 from edprf_core._encoding import encode_features
 from edprf_core._row_scoring import read_labels, score_rows
 
-HOSTILE_CELLS = ["", "?", " ", "nan", "NaN", "inf", "-inf", "1e309", "abc", " 7 ", "007", "1e3", "-5", "1e6", None,
-                 "x" * 100, "unknown", "married", " married ", "MARRIED", "yes", "0x10", "\ufffd"]
+HOSTILE_CELLS = [
+    "",
+    "?",
+    " ",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e309",
+    "abc",
+    " 7 ",
+    "007",
+    "1e3",
+    "-5",
+    "1e6",
+    None,
+    "x" * 100,
+    "unknown",
+    "married",
+    " married ",
+    "MARRIED",
+    "yes",
+    "0x10",
+    "\ufffd",
+]
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +101,11 @@ def test_read_labels_follows_the_schema():
 def test_many_feature_grids_score_every_row_as_predict_proba():
     """The wall robot grid has more than 2**62 cells: rows are scored without the packed-key shortcut."""
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=20,
-                             random_state=0).fit(X.iloc[:2000], y.iloc[:2000]).forest_
+    forest = (
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=20, random_state=0)
+        .fit(X.iloc[:2000], y.iloc[:2000])
+        .forest_
+    )
     rows = X.iloc[2000:2300].astype(str).reset_index(drop=True)
     assert float(np.prod(np.asarray(forest.grid.n_codes, dtype=float))) >= 2.0**62
     np.testing.assert_allclose(score_rows(forest, rows).proba, forest.predict_proba(rows), rtol=0, atol=1e-12)

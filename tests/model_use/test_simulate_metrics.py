@@ -23,18 +23,28 @@ def test_central_metrics_carry_intervals_and_the_one_class_warning():
         low, high = metrics[f"{key}_ci95"]
         assert low <= metrics[key] <= high, key
     assert metrics["warning"].startswith("WARNING: the model predicts class 'no' for 100 of 100 rows")
-    lines = summary_lines(RunReport(run_id="r", parameters={}, schema_fingerprint="", central_evaluation=metrics,
-                                    status="completed"))
-    assert any(line.startswith("on the coordinator's test data (100 rows): accuracy 0.8000 (95% CI ")
-               and "balanced accuracy 0.5000 (95% CI " in line for line in lines)
+    lines = summary_lines(
+        RunReport(run_id="r", parameters={}, schema_fingerprint="", central_evaluation=metrics, status="completed")
+    )
+    assert any(
+        line.startswith("on the coordinator's test data (100 rows): accuracy 0.8000 (95% CI ")
+        and "balanced accuracy 0.5000 (95% CI " in line
+        for line in lines
+    )
     assert metrics["warning"] in lines
 
 
 def test_the_simulate_table_shows_intervals_and_the_warning():
     from cli._simulate import _table
 
-    fed = {"accuracy": 0.8, "accuracy_ci95": [0.71, 0.87], "balanced_accuracy": 0.5,
-           "balanced_accuracy_ci95": [0.45, 0.55], "n": 100, "warning": "WARNING: constant"}
+    fed = {
+        "accuracy": 0.8,
+        "accuracy_ci95": [0.71, 0.87],
+        "balanced_accuracy": 0.5,
+        "balanced_accuracy_ci95": [0.45, 0.55],
+        "n": 100,
+        "warning": "WARNING: constant",
+    }
     table = _table({"federated": {"central_evaluation": fed, "n_trees": 3}})
     assert "| federated eDPRF | 3 | 0.8000 [0.710, 0.870] | 0.5000 [0.450, 0.550] | n/a | n/a | n/a |" in table
     assert "on 100 central test rows" in table and "federated eDPRF: WARNING: constant" in table

@@ -26,8 +26,9 @@ sys.meta_path.insert(0, NoFederation())
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKER + code], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + code], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_predict_and_evaluate_run_without_flower(bank_model, tmp_path):
@@ -55,4 +56,5 @@ def test_a_federation_command_names_the_extra_in_one_line():
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "edprf simulate: error: this command runs a federation and needs Flower (flwr is not installed): "
-        "pip install 'edprf-fl[federation]'")
+        "pip install 'edprf-fl[federation]'"
+    )

@@ -71,8 +71,14 @@ def assured_lower_bound(p: float, q: float, n_a: int, n_b: int, alpha: float = A
     return loss_lower_bound(a_star, n_a, b_star, n_b, alpha)
 
 
-def smallest_sizes(p: float, q: float, epsilon: float, alpha: float = ALPHA, beta: float = BETA,
-                   ratios: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0)) -> tuple[int, int]:
+def smallest_sizes(
+    p: float,
+    q: float,
+    epsilon: float,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+    ratios: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0),
+) -> tuple[int, int]:
     """Sample sizes ``(n_a, n_b)`` of least total for which the audit rejects laws ``p, q`` at ``epsilon``.
 
     ``n_b = ratio * n_a`` for the best of ``ratios`` (the runs on D' see the
@@ -140,8 +146,10 @@ class AuditResult:
         return loss_lower_bound(self.hits_a, self.n_a, self.hits_b, self.n_b, self.alpha)
 
     def __str__(self) -> str:
-        return (f"{self.name}: eps {self.epsilon:.4g}, lower bound {self.lower_bound:.3f} "
-                f"(D {self.hits_a}/{self.n_a}, D' {self.hits_b}/{self.n_b}, alpha {self.alpha:.2g})")
+        return (
+            f"{self.name}: eps {self.epsilon:.4g}, lower bound {self.lower_bound:.3f} "
+            f"(D {self.hits_a}/{self.n_a}, D' {self.hits_b}/{self.n_b}, alpha {self.alpha:.2g})"
+        )
 
 
 class _WeakenedMeasurement:
@@ -184,7 +192,7 @@ def opendp_noise_scaled(factor: float) -> Iterator[None]:
                 kwargs = {**kwargs, "scale": kwargs["scale"] * factor}
             else:  # positional: scale is the 4th argument of make_noisy_max, the 3rd of make_laplace
                 position = 3 if name == "make_noisy_max" else 2
-                args = (*args[:position], args[position] * factor, *args[position + 1:])
+                args = (*args[:position], args[position] * factor, *args[position + 1 :])
             return _WeakenedMeasurement(honest, original(*args, **kwargs))
 
         return build

@@ -172,18 +172,23 @@ class MechanismCall:
         if self.api == "select":
             rows = np.flatnonzero(self.n_valid > 0)
             if len(self.draws) != rows.size:
-                raise AccountingError(f"a selection of {rows.size} rows made {len(self.draws)} exact draws "
-                                      f"({self.site})")
+                raise AccountingError(
+                    f"a selection of {rows.size} rows made {len(self.draws)} exact draws ({self.site})"
+                )
             real = np.zeros(self.n_rows)
             for i, draw in zip(rows, self.draws):
                 if draw.constructor != "make_noisy_max" or draw.n_values != self.n_valid[i]:
-                    raise AccountingError(f"selection row {i} drew {draw.constructor} on {draw.n_values} values, "
-                                          f"expected make_noisy_max on {self.n_valid[i]} candidates")
+                    raise AccountingError(
+                        f"selection row {i} drew {draw.constructor} on {draw.n_values} values, "
+                        f"expected make_noisy_max on {self.n_valid[i]} candidates"
+                    )
                 real[i] = draw.epsilon(sensitivity, monotone)
                 index = np.flatnonzero(self.valid[i])
                 if draw.arg != self.values[i, index].astype(np.int64).tolist() or self.output[i] != index[draw.result]:
-                    raise AccountingError(f"selection row {i} ({self.site}): OpenDP saw other utilities or chose "
-                                          "another candidate than the call returned")
+                    raise AccountingError(
+                        f"selection row {i} ({self.site}): OpenDP saw other utilities or chose "
+                        "another candidate than the call returned"
+                    )
         else:
             n = int(np.prod(self.shape))
             drawn = sum(d.n_values for d in self.draws)
@@ -193,16 +198,22 @@ class MechanismCall:
             real = np.array([math.fsum(d.epsilon(sensitivity, True) for d in self.draws)])
             given = [v for d in self.draws for v in d.arg]
             drawn_out = [v for d in self.draws for v in d.result]
-            if n and (given != self.values.astype(np.int64).ravel().tolist()
-                      or drawn_out != np.asarray(self.output).ravel().tolist()):
-                raise AccountingError(f"a count release ({self.site}): OpenDP saw other counts or the call returned "
-                                      "other values than OpenDP drew")
+            if n and (
+                given != self.values.astype(np.int64).ravel().tolist()
+                or drawn_out != np.asarray(self.output).ravel().tolist()
+            ):
+                raise AccountingError(
+                    f"a count release ({self.site}): OpenDP saw other counts or the call returned "
+                    "other values than OpenDP drew"
+                )
         declared = self.epsilons if self.api == "select" else self.epsilons[:1]
         over = real > declared * (1 + _RELATIVE_SLACK)
         if np.any(over):
             i = int(np.flatnonzero(over)[0])
-            raise AccountingError(f"{self.api} at {self.site}: the noise drawn costs epsilon {real[i]!r} for the "
-                                  f"true sensitivity {sensitivity}, more than the {declared[i]!r} it declared")
+            raise AccountingError(
+                f"{self.api} at {self.site}: the noise drawn costs epsilon {real[i]!r} for the "
+                f"true sensitivity {sensitivity}, more than the {declared[i]!r} it declared"
+            )
         return real
 
 
@@ -233,12 +244,18 @@ class Recorder:
         def discrete_laplace_counts(counts, epsilon, sensitivity=1, rng=None):
             values = np.asarray(counts)
             eps = np.full(max(1, values.size), float(epsilon))
-            call = MechanismCall("discrete_laplace_counts" if rng is None else "research:discrete_laplace_counts",
-                                 sys._getframe(1).f_globals.get("__name__", "?"), eps, sensitivity, values.shape,
-                                 values=values.copy())
+            call = MechanismCall(
+                "discrete_laplace_counts" if rng is None else "research:discrete_laplace_counts",
+                sys._getframe(1).f_globals.get("__name__", "?"),
+                eps,
+                sensitivity,
+                values.shape,
+                values=values.copy(),
+            )
             with self._calling(call):
                 call.output = np.array(real(counts, epsilon, sensitivity, rng))
             return call.output.copy()
+
         return discrete_laplace_counts
 
     def _wrap_select(self, real, api: str):
@@ -248,12 +265,20 @@ class Recorder:
             u = np.asarray(utilities)
             ok = np.ones(u.shape, bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), u.shape)
             eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), u.shape[:1]).copy()
-            call = MechanismCall(api, sys._getframe(1).f_globals.get("__name__", "?"), eps,
-                                 float(getattr(mech, "sensitivity", math.nan)), u.shape, ok.sum(axis=1),
-                                 values=u.copy(), valid=ok.copy())
+            call = MechanismCall(
+                api,
+                sys._getframe(1).f_globals.get("__name__", "?"),
+                eps,
+                float(getattr(mech, "sensitivity", math.nan)),
+                u.shape,
+                ok.sum(axis=1),
+                values=u.copy(),
+                valid=ok.copy(),
+            )
             with recorder._calling(call):
                 call.output = np.array(real(mech, utilities, epsilon, rng, valid))
             return call.output.copy()
+
         return select
 
     def _wrap_randomise(self, real):
@@ -262,11 +287,17 @@ class Recorder:
         def randomise(mech, values, epsilon, rng):
             v = np.asarray(values)
             eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), v.shape[:1]).copy()
-            call = MechanismCall("research:LaplaceMechanism.randomise", sys._getframe(1).f_globals.get("__name__", "?"),
-                                 eps, float(mech.sensitivity), v.shape)
+            call = MechanismCall(
+                "research:LaplaceMechanism.randomise",
+                sys._getframe(1).f_globals.get("__name__", "?"),
+                eps,
+                float(mech.sensitivity),
+                v.shape,
+            )
             with recorder._calling(call):
                 call.output = np.array(real(mech, values, epsilon, rng))
             return call.output.copy()
+
         return randomise
 
     # ------------------------------------------------------------ level 2
@@ -279,19 +310,32 @@ class Recorder:
             bound.apply_defaults()
             meas = real(*args, **kwargs)
             a = bound.arguments
-            info = {"constructor": name, "scale": float(a.get("scale", math.nan)),
-                    "metric": str(a.get("input_metric")), "domain": str(a.get("input_domain")),
-                    "measure": str(a.get("output_measure", a.get("MO", "?")))}
+            info = {
+                "constructor": name,
+                "scale": float(a.get("scale", math.nan)),
+                "metric": str(a.get("input_metric")),
+                "domain": str(a.get("input_domain")),
+                "measure": str(a.get("output_measure", a.get("MO", "?"))),
+            }
             self._built[id(meas)] = (meas, info)  # the reference keeps the id unique
             return meas
+
         return constructor
 
     def _wrap_invoke(self, real):
         def measurement_invoke(measurement, arg):
             built = self._built.get(id(measurement))
-            info = built[1] if built is not None and built[0] is measurement else {
-                "constructor": "<built before recording>", "scale": math.nan, "metric": "?", "domain": "?",
-                "measure": "?"}
+            info = (
+                built[1]
+                if built is not None and built[0] is measurement
+                else {
+                    "constructor": "<built before recording>",
+                    "scale": math.nan,
+                    "metric": "?",
+                    "domain": "?",
+                    "measure": "?",
+                }
+            )
             # as Python values: the code may hand OpenDP a list or an int64 array (the same values)
             given = np.asarray(arg).tolist() if isinstance(arg, np.ndarray) else arg
             draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=given, **info)
@@ -299,6 +343,7 @@ class Recorder:
             result = real(measurement, arg)
             draw.result = np.asarray(result).tolist() if isinstance(result, np.ndarray) else result
             return result
+
         return measurement_invoke
 
     # ------------------------------------------------------------ install
@@ -308,24 +353,27 @@ class Recorder:
         modules = {count_noise.__name__: count_noise, **sys.modules}
         for name, module in list(modules.items()):
             if name.split(".")[0] in _PROJECT_PACKAGES and hasattr(module, "discrete_laplace_counts"):
-                monkeypatch.setattr(module, "discrete_laplace_counts",
-                                    self._wrap_counts(module.discrete_laplace_counts))
+                monkeypatch.setattr(
+                    module, "discrete_laplace_counts", self._wrap_counts(module.discrete_laplace_counts)
+                )
         monkeypatch.setattr(ExactPermuteAndFlip, "select", self._wrap_select(ExactPermuteAndFlip.select, "select"))
         for cls in (PermuteAndFlip, ExponentialMechanism):
             monkeypatch.setattr(cls, "select", self._wrap_select(cls.select, f"research:{cls.__name__}.select"))
         monkeypatch.setattr(LaplaceMechanism, "randomise", self._wrap_randomise(LaplaceMechanism.randomise))
         for name in dir(opendp.measurements):
             if name.startswith("make_") and callable(getattr(opendp.measurements, name)):
-                monkeypatch.setattr(opendp.measurements, name,
-                                    self._wrap_constructor(name, getattr(opendp.measurements, name)))
+                monkeypatch.setattr(
+                    opendp.measurements, name, self._wrap_constructor(name, getattr(opendp.measurements, name))
+                )
         monkeypatch.setattr(opendp.core, "measurement_invoke", self._wrap_invoke(opendp.core.measurement_invoke))
         return self
 
     def take(self) -> list[MechanismCall]:
         """The calls recorded since the last ``take`` (one request's), checking no draw ran outside a call."""
         if self.orphan_draws:
-            raise AccountingError(f"{len(self.orphan_draws)} OpenDP draws ran outside the mechanism API: "
-                                  f"{self.orphan_draws[0]}")
+            raise AccountingError(
+                f"{len(self.orphan_draws)} OpenDP draws ran outside the mechanism API: {self.orphan_draws[0]}"
+            )
         calls, self.calls = self.calls, []
         return calls
 
@@ -379,17 +427,22 @@ def _match_fit(calls: list[MechanismCall], forest: DPForest) -> tuple[MechanismC
             else:
                 ok = not _is_count_call(call) and call.n_rows == nodes.size
             if not ok:
-                raise AccountingError(f"layer {d + 1} released {nodes.size} {kind} nodes but the next call is "
-                                      f"{call.api} of shape {call.shape} from {call.site}")
+                raise AccountingError(
+                    f"layer {d + 1} released {nodes.size} {kind} nodes but the next call is "
+                    f"{call.api} of shape {call.shape} from {call.site}"
+                )
             layers.append(_Layer(nodes, call, kind))
     if queue:
-        raise AccountingError(f"{len(queue)} mechanism calls beyond the released trees, first {queue[0].api} "
-                              f"of shape {queue[0].shape} from {queue[0].site}")
+        raise AccountingError(
+            f"{len(queue)} mechanism calls beyond the released trees, first {queue[0].api} "
+            f"of shape {queue[0].shape} from {queue[0].site}"
+        )
     return count, layers
 
 
-def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
-                           truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+def charged_epsilon_of_fit(
+    calls: list[MechanismCall], forest: DPForest, truth: TrueSensitivity = ADD_REMOVE
+) -> tuple[float, float]:
     """``(row-count ε, ε of the whole fit for one record)`` rebuilt from the real noise of ``calls``.
 
     ``forest`` is what was released (one part: one fit); the calls are matched to it as
@@ -413,8 +466,9 @@ def charged_epsilon_of_fit(calls: list[MechanismCall], forest: DPForest,
     for d in range(1, int(depth.max(initial=0)) + 1):
         at = np.flatnonzero(depth == d)
         path[at] += path[parent[at]]
-    per_tree = np.array([path[a:b][is_leaf[a:b]].max()
-                         for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])])
+    per_tree = np.array(
+        [path[a:b][is_leaf[a:b]].max() for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])]
+    )
     params = forest.parts[0][1]
     trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
     return count_eps, count_eps + trees_eps
@@ -455,22 +509,27 @@ def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:
         out = np.asarray(layer.call.output)
         nodes = layer.nodes
         if layer.kind == "leaf-counts":
-            same = (np.array_equal(trees.leaf_counts[nodes], np.clip(out, 0, MAX_LEAF_COUNT))
-                    and np.array_equal(trees.leaf_class[nodes], np.argmax(out, axis=1)))
+            same = np.array_equal(trees.leaf_counts[nodes], np.clip(out, 0, MAX_LEAF_COUNT)) and np.array_equal(
+                trees.leaf_class[nodes], np.argmax(out, axis=1)
+            )
         elif layer.kind == "leaf-label":
             same = np.array_equal(trees.leaf_class[nodes], out)
         elif candidates is None:
             same = np.array_equal(trees.feature[nodes], out)
         else:
-            same = (np.array_equal(trees.feature[nodes], candidates.feature[out])
-                    and np.array_equal(trees.split[nodes], candidates.split[out]))
+            same = np.array_equal(trees.feature[nodes], candidates.feature[out]) and np.array_equal(
+                trees.split[nodes], candidates.split[out]
+            )
         if not same:
-            raise AccountingError(f"the released {layer.kind} values of {nodes.size} nodes are not what the "
-                                  f"mechanism call from {layer.call.site} output")
+            raise AccountingError(
+                f"the released {layer.kind} values of {nodes.size} nodes are not what the "
+                f"mechanism call from {layer.call.site} output"
+            )
 
 
-def account_fit(calls: list[MechanismCall], forest: DPForest, n_rows: int,
-                truth: TrueSensitivity = ADD_REMOVE) -> tuple[float, float]:
+def account_fit(
+    calls: list[MechanismCall], forest: DPForest, n_rows: int, truth: TrueSensitivity = ADD_REMOVE
+) -> tuple[float, float]:
     """All the checks of one fit's record; returns :func:`charged_epsilon_of_fit`'s ``(row count ε, total ε)``."""
     epsilons = charged_epsilon_of_fit(calls, forest, truth)
     check_mechanism_inputs(calls, forest, n_rows)
@@ -481,6 +540,7 @@ def account_fit(calls: list[MechanismCall], forest: DPForest, n_rows: int,
 def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensitivity = ADD_REMOVE) -> float:
     """ε of a noised evaluation, from its real noise: exactly one count call on ``(correct, total)``."""
     if len(calls) != 1 or not _is_count_call(calls[0]) or calls[0].shape != (2,):
-        raise AccountingError(f"a noised evaluation must make one count call on (correct, total), got "
-                              f"{[(c.api, c.shape) for c in calls]}")
+        raise AccountingError(
+            f"a noised evaluation must make one count call on (correct, total), got {[(c.api, c.shape) for c in calls]}"
+        )
     return float(calls[0].real_epsilons(truth.evaluation, True)[0])

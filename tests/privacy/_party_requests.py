@@ -25,8 +25,18 @@ from edprf_core import load_schema
 from protocol import INSPECTION_POLICY, build_global_model, decode_release
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
-__all__ = ["TrainSettings", "flower_task_identity", "global_model", "ledger", "metrics_of", "release_of",
-           "result_of", "send_evaluate", "send_train", "share_salt"]
+__all__ = [
+    "TrainSettings",
+    "flower_task_identity",
+    "global_model",
+    "ledger",
+    "metrics_of",
+    "release_of",
+    "result_of",
+    "send_evaluate",
+    "send_train",
+    "share_salt",
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,24 +62,39 @@ class TrainSettings:
 
 
 def _context(setup: PartySetup) -> Context:
-    node_config = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
-                   "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
+    node_config = {
+        "data-path": str(setup.data_path),
+        "schema-path": str(setup.schema_path),
+        "policy-path": str(setup.policy_path),
+        "ledger-path": str(setup.ledger_path),
+    }
     return Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={})
 
 
 def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "run1/train") -> Message:
     fingerprint = load_schema(setup.schema_path).fingerprint
-    req = TrainRequest(request_id=request_id, run_id="run1", schema_fingerprint=fingerprint,
-                       epsilon=settings.epsilon, max_depth=settings.max_depth, n_trees=settings.n_trees,
-                       split_mode=settings.split_mode, n_bins=settings.n_bins, schedule="harmonic",
-                       relation="add-remove", seed=-1, leaf=settings.leaf, depth_rule=settings.depth_rule)
-    msg = Message(content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2,
-                  message_type=MessageType.TRAIN)
+    req = TrainRequest(
+        request_id=request_id,
+        run_id="run1",
+        schema_fingerprint=fingerprint,
+        epsilon=settings.epsilon,
+        max_depth=settings.max_depth,
+        n_trees=settings.n_trees,
+        split_mode=settings.split_mode,
+        n_bins=settings.n_bins,
+        schedule="harmonic",
+        relation="add-remove",
+        seed=-1,
+        leaf=settings.leaf,
+        depth_rule=settings.depth_rule,
+    )
+    msg = Message(
+        content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=MessageType.TRAIN
+    )
     return handle_train(msg, _context(setup))
 
 
-def send_evaluate(setup: PartySetup, model: bytes, epsilon: float,
-                  request_id: str = "run1/evaluate") -> Message:
+def send_evaluate(setup: PartySetup, model: bytes, epsilon: float, request_id: str = "run1/evaluate") -> Message:
     req = EvaluateRequest(request_id=request_id, run_id="run1", epsilon=epsilon, exact=False)
     content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
     msg = Message(content=content, dst_node_id=2, message_type=MessageType.EVALUATE)

@@ -83,8 +83,9 @@ def check_fit(calls, forest: DPForest, charged: float, n_rows: int, truth: TrueS
     """
     count_eps, total = account_fit(calls, forest, n_rows, truth)
     if not total <= charged * (1 + 1e-12) or abs(total - charged) > EXACT * charged:
-        raise AccountingError(f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but "
-                              f"{charged!r} was charged")
+        raise AccountingError(
+            f"a record faces epsilon {total!r} (row count {count_eps!r} + costliest path) but {charged!r} was charged"
+        )
     text = forest.guarantee()
     printed = _printed(r"epsilon = (\S+) differential privacy per record", text)
     if abs(printed - total) > 1e-5 * total:
@@ -107,8 +108,9 @@ def _fit(monkeypatch, *, n_rows_public=None, relation="add-remove", **options):
     X, y = make_data(schema, N_ROWS, seed=0)
     accountant = BudgetAccountant()
     recorder = Recorder().install(monkeypatch)
-    clf = EDPRFClassifier(schema, sampler="exact", n_rows_public=n_rows_public, neighbouring=relation,
-                          accountant=accountant, **options).fit(X, y)
+    clf = EDPRFClassifier(
+        schema, sampler="exact", n_rows_public=n_rows_public, neighbouring=relation, accountant=accountant, **options
+    ).fit(X, y)
     return recorder.take(), clf, accountant.total
 
 
@@ -135,7 +137,9 @@ def test_the_row_count_share_comes_out_of_epsilon(monkeypatch, epsilon, share):
 
 def test_replace_one_is_charged_at_its_doubled_sensitivities(monkeypatch):
     calls, clf, charged = _fit(monkeypatch, relation="replace-one", leaf="label", max_depth=3, n_estimators=2)
-    assert check_fit(calls, clf.forest_, charged, N_ROWS, TrueSensitivity("replace-one")) == pytest.approx(1.0, rel=EXACT)
+    assert check_fit(calls, clf.forest_, charged, N_ROWS, TrueSensitivity("replace-one")) == pytest.approx(
+        1.0, rel=EXACT
+    )
 
 
 def _integer_gini(counts) -> int:
@@ -223,8 +227,11 @@ SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize(("settings", "declared_rows"), SETTINGS,
-                         ids=[f"{s.leaf}-{s.split_mode}-{'declared' if d else 'dp-count'}" for s, d in SETTINGS])
+@pytest.mark.parametrize(
+    ("settings", "declared_rows"),
+    SETTINGS,
+    ids=[f"{s.leaf}-{s.split_mode}-{'declared' if d else 'dp-count'}" for s, d in SETTINGS],
+)
 def test_a_party_charges_what_a_record_faces_and_prints_it(tmp_path: Path, monkeypatch, settings, declared_rows):
     setup = make_party(tmp_path, file_bytes(n_rows=2000), allow_seeded_randomness=False, declared_rows=declared_rows)
     sizes = _capture_sizes(monkeypatch)
@@ -268,8 +275,13 @@ def _weaken_split_noise(monkeypatch):
 
 def _argmax_splits(monkeypatch):
     """No noise at all in the selections (the best split and label every time)."""
-    monkeypatch.setattr(ExactPermuteAndFlip, "select", lambda mech, u, eps, rng=None, valid=None: np.argmax(
-        np.where(np.ones_like(u, dtype=bool) if valid is None else valid, u, -np.inf), axis=1))
+    monkeypatch.setattr(
+        ExactPermuteAndFlip,
+        "select",
+        lambda mech, u, eps, rng=None, valid=None: np.argmax(
+            np.where(np.ones_like(u, dtype=bool) if valid is None else valid, u, -np.inf), axis=1
+        ),
+    )
 
 
 def _remove_leaf_noise(monkeypatch):
@@ -294,8 +306,13 @@ def _leaf_noise_drawn_then_dropped(monkeypatch):
 def _split_utilities_doubled_inside_the_sampler(monkeypatch):
     """The sampler hands OpenDP twice the utilities: half the noise relative to them, same scale."""
     real = ExactPermuteAndFlip.select
-    monkeypatch.setattr(ExactPermuteAndFlip, "select", lambda mech, u, eps, rng=None, valid=None: real(
-        mech, np.asarray(u) * (2 if mech.sensitivity > 1 else 1), eps, rng, valid))
+    monkeypatch.setattr(
+        ExactPermuteAndFlip,
+        "select",
+        lambda mech, u, eps, rng=None, valid=None: real(
+            mech, np.asarray(u) * (2 if mech.sensitivity > 1 else 1), eps, rng, valid
+        ),
+    )
 
 
 def _released_leaf_counts_shifted(monkeypatch):
@@ -314,8 +331,11 @@ def _released_leaf_counts_shifted(monkeypatch):
 def _leaf_counts_doubled(monkeypatch):
     """The leaves' counts doubled before the noise: half the noise relative to them."""
     real = builder.discrete_laplace_counts
-    monkeypatch.setattr(builder, "discrete_laplace_counts", lambda counts, epsilon, sensitivity=1, rng=None: real(
-        2 * np.asarray(counts), epsilon, sensitivity, rng))
+    monkeypatch.setattr(
+        builder,
+        "discrete_laplace_counts",
+        lambda counts, epsilon, sensitivity=1, rng=None: real(2 * np.asarray(counts), epsilon, sensitivity, rng),
+    )
 
 
 def _uncharged_extra_count(monkeypatch):
@@ -332,27 +352,46 @@ def _uncharged_extra_count(monkeypatch):
 def _double_epsilon_count(monkeypatch):
     """The row count's noise drawn at twice the ε the caller passed (and the ledger charged)."""
     real = classifier.discrete_laplace_counts
-    monkeypatch.setattr(classifier, "discrete_laplace_counts",
-                        lambda counts, epsilon, sensitivity=1, rng=None: real(counts, 2 * epsilon, sensitivity, rng))
+    monkeypatch.setattr(
+        classifier,
+        "discrete_laplace_counts",
+        lambda counts, epsilon, sensitivity=1, rng=None: real(counts, 2 * epsilon, sensitivity, rng),
+    )
 
 
 def _trees_spend_the_full_epsilon(monkeypatch):
     """Finding 1 as it was: the plan's trees got ε, not ε minus the row count's share."""
     real = classifier.EDPRFClassifier._plan
-    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", lambda self, params: real(
-        self, dataclasses.replace(params, count_epsilon=0.0, depth_rule="fixed")))
+    monkeypatch.setattr(
+        classifier.EDPRFClassifier,
+        "_plan",
+        lambda self, params: real(self, dataclasses.replace(params, count_epsilon=0.0, depth_rule="fixed")),
+    )
 
 
 def _research_sampler_in_production(monkeypatch):
     real = classifier.EDPRFClassifier._plan
-    monkeypatch.setattr(classifier.EDPRFClassifier, "_plan", lambda self, params: real(
-        self, dataclasses.replace(params, sampler="numpy")))
+    monkeypatch.setattr(
+        classifier.EDPRFClassifier,
+        "_plan",
+        lambda self, params: real(self, dataclasses.replace(params, sampler="numpy")),
+    )
 
 
-WEAKENED = [_weaken_split_noise, _argmax_splits, _remove_leaf_noise, _remove_row_count_noise,
-            _leaf_noise_drawn_then_dropped, _leaf_counts_doubled, _split_utilities_doubled_inside_the_sampler, _released_leaf_counts_shifted,
-            _uncharged_extra_count, _double_epsilon_count, _trees_spend_the_full_epsilon,
-            _research_sampler_in_production]
+WEAKENED = [
+    _weaken_split_noise,
+    _argmax_splits,
+    _remove_leaf_noise,
+    _remove_row_count_noise,
+    _leaf_noise_drawn_then_dropped,
+    _leaf_counts_doubled,
+    _split_utilities_doubled_inside_the_sampler,
+    _released_leaf_counts_shifted,
+    _uncharged_extra_count,
+    _double_epsilon_count,
+    _trees_spend_the_full_epsilon,
+    _research_sampler_in_production,
+]
 
 
 @pytest.mark.parametrize("weaken", WEAKENED, ids=[w.__name__.strip("_") for w in WEAKENED])

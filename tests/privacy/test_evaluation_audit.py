@@ -98,12 +98,18 @@ def salt(tmp_path_factory) -> str:
 def _party(directory: Path, n_rows: int, salt: str) -> PartySetup:
     directory.mkdir(parents=True, exist_ok=True)
     LEAF_SCHEMA.save(directory / "schema.toml")
-    policy = PartyPolicy(party_id="audited", lifetime_epsilon_cap=1e6, max_evaluation_epsilon=EPSILON,
-                         schema_fingerprint=LEAF_SCHEMA.fingerprint, holdout_fraction=0.5)
+    policy = PartyPolicy(
+        party_id="audited",
+        lifetime_epsilon_cap=1e6,
+        max_evaluation_epsilon=EPSILON,
+        schema_fingerprint=LEAF_SCHEMA.fingerprint,
+        holdout_fraction=0.5,
+    )
     (directory / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
     _write_data(directory / "data.csv", n_rows)
-    setup = PartySetup(directory / "data.csv", directory / "schema.toml", directory / "policy.toml",
-                       directory / "ledger.sqlite")
+    setup = PartySetup(
+        directory / "data.csv", directory / "schema.toml", directory / "policy.toml", directory / "ledger.sqlite"
+    )
     assert BudgetLedger(setup.ledger_path, policy.lifetime_epsilon_cap).secret(HOLDOUT_SALT_KEY, lambda: salt) == salt
     return setup
 
@@ -112,10 +118,16 @@ def _evaluate(setup: PartySetup, model: bytes, request_id: str) -> tuple[int, in
     """One evaluate message through the party's Flower handler; the released (correct, total)."""
     req = EvaluateRequest(request_id=request_id, run_id="audit", epsilon=EPSILON, exact=False)
     content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
-    node_config = {"data-path": str(setup.data_path), "schema-path": str(setup.schema_path),
-                   "policy-path": str(setup.policy_path), "ledger-path": str(setup.ledger_path)}
-    reply = handle_evaluate(Message(content=content, dst_node_id=2, message_type=MessageType.EVALUATE),
-                            Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={}))
+    node_config = {
+        "data-path": str(setup.data_path),
+        "schema-path": str(setup.schema_path),
+        "policy-path": str(setup.policy_path),
+        "ledger-path": str(setup.ledger_path),
+    }
+    reply = handle_evaluate(
+        Message(content=content, dst_node_id=2, message_type=MessageType.EVALUATE),
+        Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={}),
+    )
     result = dict(reply.content.config_records[RESULT_KEY])
     assert result["status"] == "evaluated", result
     metrics = dict(reply.content.metric_records[METRICS_KEY])
@@ -164,8 +176,7 @@ def _replay(monkeypatch, parties, model) -> AuditResult:
     draw_b = _recorded_noise_call(monkeypatch, d_prime, model, (HELD_OUT + 1, HELD_OUT + 1))
     hits_a = sum(_in_event(draw_a()) for _ in range(REPLAY_A))
     hits_b = sum(_in_event(draw_b()) for _ in range(REPLAY_B))
-    return AuditResult("evaluation counts (replayed party call)", EPSILON, hits_a, REPLAY_A, hits_b, REPLAY_B,
-                       ALPHA)
+    return AuditResult("evaluation counts (replayed party call)", EPSILON, hits_a, REPLAY_A, hits_b, REPLAY_B, ALPHA)
 
 
 def test_replay_sizes_give_the_claimed_power():

@@ -88,15 +88,25 @@ def _encoded(schema, X, y) -> Counter:
 def _public_train(reply, release) -> dict:
     """Everything of a train reply that is not a DP output (the depth is chosen from the DP count)."""
     result = result_of(reply)
-    shape = {"records": sorted(reply.content.keys()), "fields": {k: type(v).__name__ for k, v in result.items()},
-             "status": result["status"], "reason": result.get("reason"), "message": result.get("message")}
+    shape = {
+        "records": sorted(reply.content.keys()),
+        "fields": {k: type(v).__name__ for k, v in result.items()},
+        "status": result["status"],
+        "reason": result.get("reason"),
+        "message": result.get("message"),
+    }
     if release is not None:
         signed = release_pb2.SignedRelease.FromString(result["release"])
         inner = release_pb2.Release.FromString(signed.release)
         shape["signed_fields"] = [f.name for f, _ in signed.ListFields()]
         shape["release_fields"] = [f.name for f, _ in inner.ListFields()]
-        shape["header"] = (inner.format_version, inner.schema_fingerprint, inner.party_id, inner.run_id,
-                           inner.request_id)
+        shape["header"] = (
+            inner.format_version,
+            inner.schema_fingerprint,
+            inner.party_id,
+            inner.run_id,
+            inner.request_id,
+        )
         shape["parameters"] = {k: v for k, v in asdict(release.params).items() if k != "max_depth"}
         shape["n_trees"] = release.forest.trees.n_trees
     return shape
@@ -104,8 +114,11 @@ def _public_train(reply, release) -> dict:
 
 def _public_evaluation(reply) -> dict:
     result = result_of(reply)
-    shape = {"records": sorted(reply.content.keys()), "fields": {k: type(v).__name__ for k, v in result.items()},
-             "result": result}
+    shape = {
+        "records": sorted(reply.content.keys()),
+        "fields": {k: type(v).__name__ for k, v in result.items()},
+        "result": result,
+    }
     metrics = dict(reply.content.metric_records.get(METRICS_KEY, {}))
     shape["metrics"] = {k: type(v).__name__ for k, v in metrics.items()}
     shape["public_metrics"] = {k: v for k, v in metrics.items() if k not in ("correct", "total")}
@@ -143,14 +156,19 @@ def baseline(tmp_path_factory) -> dict:
     assert release.params.max_depth >= 3, "the party must be big enough for several layers"
     assert result_of(evaluation)["status"] == "evaluated"
     assert sum(used.train.values()) + sum(used.holdout.values()) == N_ROWS
-    return {"train": _public_train(train, release), "evaluate": _public_evaluation(evaluation),
-            "model": global_model(release), "used": used}
+    return {
+        "train": _public_train(train, release),
+        "evaluate": _public_evaluation(evaluation),
+        "model": global_model(release),
+        "used": used,
+    }
 
 
 @pytest.mark.parametrize(("name", "line", "where"), HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_one_hostile_record_changes_nothing_but_dp_outputs(tmp_path: Path, monkeypatch, baseline, name, line, where):
-    _, train, release, evaluation, used = _serve(tmp_path, file_bytes(line, where, n_rows=N_ROWS), monkeypatch,
-                                                 baseline["model"])
+    _, train, release, evaluation, used = _serve(
+        tmp_path, file_bytes(line, where, n_rows=N_ROWS), monkeypatch, baseline["model"]
+    )
     assert _public_train(train, release) == baseline["train"], f"{name}: the train reply differs beyond DP outputs"
     assert 1 <= release.params.max_depth <= SETTINGS.max_depth
     assert _public_evaluation(evaluation) == baseline["evaluate"], f"{name}: the evaluation differs beyond DP outputs"
@@ -172,12 +190,14 @@ def test_the_harness_sees_a_coupling_reader(tmp_path: Path, monkeypatch, baselin
     def pandas_reader(path, schema, **_):
         frame = pd.read_csv(path)
         label = schema.label.column
-        return TextTable(X=frame.drop(columns=[label]), y=frame[label],
-                         line_numbers=np.arange(len(frame)) + 2, dropped=[])
+        return TextTable(
+            X=frame.drop(columns=[label]), y=frame[label], line_numbers=np.arange(len(frame)) + 2, dropped=[]
+        )
 
     monkeypatch.setattr(local_data, "read_table", pandas_reader)
-    _, train, release, _, used = _serve(tmp_path, file_bytes(b"30,007,1,", "middle", n_rows=N_ROWS), monkeypatch,
-                                        baseline["model"])
+    _, train, release, _, used = _serve(
+        tmp_path, file_bytes(b"30,007,1,", "middle", n_rows=N_ROWS), monkeypatch, baseline["model"]
+    )
     d = baseline["used"]
     moved = (d.train - used.train) + (d.holdout - used.holdout)
     assert moved or _public_train(train, release) != baseline["train"], "a coupling reader must be caught"

@@ -121,14 +121,23 @@ class FitAudit:
     def run(self, n_a: int, n_b: int) -> list[AuditResult]:
         hits_a = _count_hits(self, *self.d, n_a)
         hits_b = _count_hits(self, *self.d_prime, n_b)
-        return [AuditResult(f"{self.name} / {e.name}", e.epsilon, int(a), n_a, int(b), n_b, self.alpha)
-                for e, a, b in zip(self.events, hits_a, hits_b)]
+        return [
+            AuditResult(f"{self.name} / {e.name}", e.epsilon, int(a), n_a, int(b), n_b, self.alpha)
+            for e, a, b in zip(self.events, hits_a, hits_b)
+        ]
 
 
 def _count_hits(audit: FitAudit, X: pd.DataFrame, y: pd.Series, n: int) -> np.ndarray:
     """Fit ``n`` times on ``(X, y)`` (production path) and count each event."""
-    clf = EDPRFClassifier(audit.schema, random_state=None, sampler="exact", count_epsilon_share=SHARE,
-                          max_depth="auto", n_estimators=1, **audit.options)
+    clf = EDPRFClassifier(
+        audit.schema,
+        random_state=None,
+        sampler="exact",
+        count_epsilon_share=SHARE,
+        max_depth="auto",
+        n_estimators=1,
+        **audit.options,
+    )
     hits = np.zeros(len(audit.events), dtype=np.int64)
     for _ in range(n):
         clf.fit(X, y)
@@ -146,7 +155,9 @@ def _split_audit() -> FitAudit:
     epsilon = 9.0
     eps_root = (1 - SHARE) * epsilon * harmonic_root_share(2)
     m = SPLIT_ROWS_PER_SIDE
-    sensitivity = 2 * UTILITY_SCALE + 1  # integer utilities (edprf_core._exact_selection), monotone: scale = Delta / eps
+    sensitivity = (
+        2 * UTILITY_SCALE + 1
+    )  # integer utilities (edprf_core._exact_selection), monotone: scale = Delta / eps
     shift = (UTILITY_SCALE * 2 * m) // (m + 1)  # floor(K (N^2 - S) / N) of the child (m, 1)
     gap = shift * eps_root / sensitivity
 
@@ -158,9 +169,17 @@ def _split_audit() -> FitAudit:
 
     def make(record: tuple[int, ...], feature: int, mirror: FitAudit | None) -> FitAudit:
         event = Event(f"root splits on f{feature + 1}", eps_root, law, lambda clf: _root_feature(clf) == feature)
-        return FitAudit("split", SPLIT_SCHEMA, options, d, rows(SPLIT_SCHEMA, (m, (0, 0, 0)), (m, (1, 1, 1)),
-                                                                 (1, record)),
-                        (event,), n_a=872, n_b=1744, mirror=mirror)
+        return FitAudit(
+            "split",
+            SPLIT_SCHEMA,
+            options,
+            d,
+            rows(SPLIT_SCHEMA, (m, (0, 0, 0)), (m, (1, 1, 1)), (1, record)),
+            (event,),
+            n_a=872,
+            n_b=1744,
+            mirror=mirror,
+        )
 
     # the mirror pair lowers f2 instead: without noise, a tie goes one way or the other, and one of the two
     # pairs sees it (a noiseless argmax that breaks the tie towards the lowered candidate's rival is blind on one)
@@ -180,15 +199,29 @@ def _leaf_label_audit() -> FitAudit:
     d = rows(LEAF_SCHEMA, *groups)
     options = {"epsilon": epsilon, "max_depth_cap": 1, "n_bins": "auto", "leaf": "label"}
     count_law = _scaled_tail(1.0 / eps_count)
-    shared = (Event("DP row count <= n", eps_count, count_law, lambda clf: clf.n_rows_estimate_ <= LEAF_ROWS),
-              Event("bins rule picks 3 bins", eps_count, count_law, lambda clf: clf.n_bins_ == 3))
+    shared = (
+        Event("DP row count <= n", eps_count, count_law, lambda clf: clf.n_rows_estimate_ <= LEAF_ROWS),
+        Event("bins rule picks 3 bins", eps_count, count_law, lambda clf: clf.n_bins_ == 3),
+    )
 
     def make(label: int, mirror: FitAudit | None) -> FitAudit:
-        event = Event(f"leaf f1=0 says class {1 - label}", eps_leaf,
-                      lambda factor: permute_and_flip_tie_law(eps_leaf / factor),
-                      lambda clf: clf.forest_.trees.leaf_class[_leaf_f1_is_0(clf)] == 1 - label)
-        return FitAudit("leaf label", LEAF_SCHEMA, options, d, rows(LEAF_SCHEMA, *groups, (1, (0, label))),
-                        (event, *shared), n_a=1009, n_b=1766, mirror=mirror)
+        event = Event(
+            f"leaf f1=0 says class {1 - label}",
+            eps_leaf,
+            lambda factor: permute_and_flip_tie_law(eps_leaf / factor),
+            lambda clf: clf.forest_.trees.leaf_class[_leaf_f1_is_0(clf)] == 1 - label,
+        )
+        return FitAudit(
+            "leaf label",
+            LEAF_SCHEMA,
+            options,
+            d,
+            rows(LEAF_SCHEMA, *groups, (1, (0, label))),
+            (event, *shared),
+            n_a=1009,
+            n_b=1766,
+            mirror=mirror,
+        )
 
     return make(1, make(0, None))
 
@@ -198,11 +231,22 @@ def _leaf_counts_audit() -> FitAudit:
     epsilon = 4.5
     eps_leaf = (1 - SHARE) * epsilon * (1 - harmonic_root_share(2))
     groups = ((5, (0, 0)), (5, (0, 1)), (20, (1, 1)))
-    event = Event("leaf f1=0 class-1 count <= 5", eps_leaf, _scaled_tail(1.0 / eps_leaf),
-                  lambda clf: clf.forest_.trees.leaf_counts[_leaf_f1_is_0(clf), 1] <= 5)
-    return FitAudit("leaf counts", LEAF_SCHEMA, {"epsilon": epsilon, "max_depth_cap": 1, "n_bins": 2, "leaf": "counts"},
-                    rows(LEAF_SCHEMA, *groups), rows(LEAF_SCHEMA, *groups, (1, (0, 1))), (event,),
-                    n_a=241, n_b=603)
+    event = Event(
+        "leaf f1=0 class-1 count <= 5",
+        eps_leaf,
+        _scaled_tail(1.0 / eps_leaf),
+        lambda clf: clf.forest_.trees.leaf_counts[_leaf_f1_is_0(clf), 1] <= 5,
+    )
+    return FitAudit(
+        "leaf counts",
+        LEAF_SCHEMA,
+        {"epsilon": epsilon, "max_depth_cap": 1, "n_bins": 2, "leaf": "counts"},
+        rows(LEAF_SCHEMA, *groups),
+        rows(LEAF_SCHEMA, *groups, (1, (0, 1))),
+        (event,),
+        n_a=241,
+        n_b=603,
+    )
 
 
 DEPTH_ROWS = 78
@@ -215,11 +259,20 @@ def _depth_audit() -> FitAudit:
     eps_count = SHARE * epsilon
     groups = ((DEPTH_ROWS // 2, (0, 0)), (DEPTH_ROWS - DEPTH_ROWS // 2, (1, 1)))
     law = _scaled_tail(1.0 / eps_count)
-    events = (Event("DP row count <= n", eps_count, law, lambda clf: clf.n_rows_estimate_ <= DEPTH_ROWS),
-              Event("depth rule picks depth 1", eps_count, law, lambda clf: clf.max_depth_ == 1))
-    return FitAudit("depth", LEAF_SCHEMA, {"epsilon": epsilon, "max_depth_cap": 2, "n_bins": 2, "leaf": "label"},
-                    rows(LEAF_SCHEMA, *groups), rows(LEAF_SCHEMA, *groups, (1, (0, 0))), events,
-                    n_a=253, n_b=633)
+    events = (
+        Event("DP row count <= n", eps_count, law, lambda clf: clf.n_rows_estimate_ <= DEPTH_ROWS),
+        Event("depth rule picks depth 1", eps_count, law, lambda clf: clf.max_depth_ == 1),
+    )
+    return FitAudit(
+        "depth",
+        LEAF_SCHEMA,
+        {"epsilon": epsilon, "max_depth_cap": 2, "n_bins": 2, "leaf": "label"},
+        rows(LEAF_SCHEMA, *groups),
+        rows(LEAF_SCHEMA, *groups, (1, (0, 0))),
+        events,
+        n_a=253,
+        n_b=633,
+    )
 
 
 AUDITS = {a.name: a for a in (_split_audit(), _leaf_label_audit(), _leaf_counts_audit(), _depth_audit())}

@@ -46,8 +46,10 @@ def _impure_csv(n: int) -> bytes:
     code = np.array(["007", "12", "other"])[rng.integers(0, 3, n)]
     grade = rng.integers(1, 4, n)
     outcome = rng.integers(0, 2, n)
-    lines = np.char.add(np.char.add(np.char.add(np.char.add(age.astype(str), ","), code), ","),
-                        np.char.add(np.char.add(grade.astype(str), ","), outcome.astype(str)))
+    lines = np.char.add(
+        np.char.add(np.char.add(np.char.add(age.astype(str), ","), code), ","),
+        np.char.add(np.char.add(grade.astype(str), ","), outcome.astype(str)),
+    )
     return HEADER + b"\n" + "\n".join(lines.tolist()).encode() + b"\n"
 
 
@@ -110,8 +112,9 @@ def test_leaf_counts_at_their_bound_travel_the_wire():
 
 def test_leaf_counts_above_their_bound_cannot_be_released(monkeypatch):
     """The builder clamps (post-processing); a count past the bound is refused by the encoder or decoder."""
-    monkeypatch.setattr(builder, "discrete_laplace_counts",
-                        lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts) + 2**40)
+    monkeypatch.setattr(
+        builder, "discrete_laplace_counts", lambda counts, epsilon, sensitivity=1, rng=None: np.asarray(counts) + 2**40
+    )
     forest = _small_counts_forest()
     leaves = forest.trees.feature < 0
     assert np.all(forest.trees.leaf_counts[leaves] == MAX_LEAF_COUNT)

@@ -10,8 +10,10 @@ from protocol import PartyKeyRegistry, ReleasePolicy, encode_release, generate_s
 
 DATASETS = ("wall_robot_navigation", "bank_marketing")
 # small enough that every protocol test stays fast; multiway trees grow as n_codes ** depth
-FOREST_SHAPES = {"binary": {"n_estimators": 5, "max_depth": 4, "n_bins": 5},
-                 "multiway": {"n_estimators": 3, "max_depth": 3, "n_bins": 5, "leaf": "label"}}
+FOREST_SHAPES = {
+    "binary": {"n_estimators": 5, "max_depth": 4, "n_bins": 5},
+    "multiway": {"n_estimators": 3, "max_depth": 3, "n_bins": 5, "leaf": "label"},
+}
 """Binary fixtures release leaf counts (the default), multiway fixtures labels."""
 
 
@@ -39,8 +41,11 @@ def wall_schema(embedded) -> Schema:
 @pytest.fixture(scope="session")
 def party_keys():
     """One Ed25519 and one EC P-384 party, plus an outsider without a registered key."""
-    return {"hospital-a": generate_signing_key("ed25519"), "hospital-b": generate_signing_key("p384"),
-            "outsider": generate_signing_key("ed25519")}
+    return {
+        "hospital-a": generate_signing_key("ed25519"),
+        "hospital-b": generate_signing_key("p384"),
+        "outsider": generate_signing_key("ed25519"),
+    }
 
 
 @pytest.fixture(scope="session")

@@ -71,8 +71,9 @@ def _draw_tree(draw: st.DrawFn, grid: FeatureGrid, split_mode: str, max_depth: i
 
 
 @st.composite
-def training_parameters(draw: st.DrawFn, split_mode: str, max_depth: int, n_trees: int, n_bins: int,
-                        dp: bool = True) -> TrainingParameters:
+def training_parameters(
+    draw: st.DrawFn, split_mode: str, max_depth: int, n_trees: int, n_bins: int, dp: bool = True
+) -> TrainingParameters:
     relation = draw(st.sampled_from(("add-remove", "replace-one")))
     return TrainingParameters(
         epsilon=draw(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)),
@@ -101,5 +102,10 @@ def random_forests(draw: st.DrawFn, split_mode: str | None = None) -> DPForest:
     n_trees = draw(st.integers(1, 4))
     trees = [_draw_tree(draw, grid, mode, max_depth, schema.n_classes) for _ in range(n_trees)]
     params = draw(training_parameters(mode, max_depth, n_trees, n_bins))
-    return DPForest(schema=schema, grid_bins=n_bins, split_mode=mode, trees=ForestArrays.from_trees(trees),
-                    parts=(("local", params, n_trees),))
+    return DPForest(
+        schema=schema,
+        grid_bins=n_bins,
+        split_mode=mode,
+        trees=ForestArrays.from_trees(trees),
+        parts=(("local", params, n_trees),),
+    )

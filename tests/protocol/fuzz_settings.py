@@ -21,6 +21,5 @@ def bounded(max_examples: int, deadline_ms: int = 1000) -> settings:
         max_examples=max_examples * _SCALE,
         deadline=deadline_ms,
         database=None,  # no .hypothesis/ directory in the working tree
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                               HealthCheck.function_scoped_fixture],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     )

@@ -24,8 +24,10 @@ def edprf(*args) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory, forests, party_keys, policy, wall_schema) -> Path:
-    releases = [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy)
-                for p in ("hospital-a", "hospital-b")]
+    releases = [
+        decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy)
+        for p in ("hospital-a", "hospital-b")
+    ]
     path = tmp_path_factory.mktemp("model") / "global-model.edprf"
     save_atomic(path, build_global_model(wall_schema, releases, {"run": "test"}))
     return path
@@ -46,7 +48,7 @@ def test_inspect_rules(model_file):
     expected = forest_rules_text(forest, max_trees=2, max_leaves=4)
     out = done.stdout.splitlines()
     start = out.index(expected[0])
-    assert out[start:start + len(expected)] == expected
+    assert out[start : start + len(expected)] == expected
     assert "  ... 8 more trees not shown (--show-trees)" in out
     assert "  tree 0 (part hospital-a, " in done.stdout and "noisy counts [" in done.stdout
     assert any(line.startswith("feature importances (") for line in out)
@@ -87,12 +89,20 @@ def test_export_onnx(model_file, rows_file, tmp_path):
 
 
 def test_explain_and_export_do_not_import_flower(model_file, tmp_path):
-    code = ("import sys; from cli._main import main; "
-            f"main(['export', {str(model_file)!r}, '-o', {str(tmp_path / 'm.onnx')!r}]); "
-            f"main(['inspect', {str(model_file)!r}, '--rules']); "
-            "print('flwr' in sys.modules, 'ray' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys; from cli._main import main; "
+        f"main(['export', {str(model_file)!r}, '-o', {str(tmp_path / 'm.onnx')!r}]); "
+        f"main(['inspect', {str(model_file)!r}, '--rules']); "
+        "print('flwr' in sys.modules, 'ray' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "False False"
 
@@ -106,5 +116,5 @@ def test_inspect_rules_of_a_single_release(tmp_path, capsys, signed_wall_release
     forest = decode_release(signed_wall_release, wall_schema, policy).forest  # parts labelled by party id
     expected = forest_rules_text(forest, max_trees=1, max_leaves=2)
     start = out.index(expected[0])
-    assert out[start:start + len(expected)] == expected
+    assert out[start : start + len(expected)] == expected
     assert "  ... 4 more trees not shown (--show-trees)" in out

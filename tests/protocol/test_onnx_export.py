@@ -55,9 +55,12 @@ def run_onnx(model, codes: np.ndarray) -> np.ndarray:
 def federated_forest(X: pd.DataFrame, y: pd.Series, schema: Schema, leaf: str, seed: int):
     """Three parties' forests (4 trees each, depth 5) merged as the coordinator merges them."""
     parts = np.array_split(np.random.default_rng(seed).permutation(len(X))[:6000], 3)
-    forests = [EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=5, n_bins=8, leaf=leaf,
-                               random_state=seed + i).fit(X.iloc[rows], y.iloc[rows]).forest_
-               for i, rows in enumerate(parts)]
+    forests = [
+        EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=5, n_bins=8, leaf=leaf, random_state=seed + i)
+        .fit(X.iloc[rows], y.iloc[rows])
+        .forest_
+        for i, rows in enumerate(parts)
+    ]
     return merge_forests(forests, labels=["hospital-a", "hospital-b", "hospital-c"])
 
 
@@ -85,10 +88,15 @@ def test_multiway_trees_export():
     from edprf_core import load_embedded
 
     X, y, _ = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, n_estimators=3, max_depth=3, n_bins=5, split_mode="multiway",
-                             random_state=0).fit(X.iloc[:3000], y.iloc[:3000]).forest_
+    forest = (
+        EDPRFClassifier(schema, n_estimators=3, max_depth=3, n_bins=5, split_mode="multiway", random_state=0)
+        .fit(X.iloc[:3000], y.iloc[:3000])
+        .forest_
+    )
     rows = X.iloc[3000:5000]
-    assert np.max(np.abs(run_onnx(forest_to_onnx(forest), forest.encode(rows)) - forest.predict_proba(rows))) <= TOLERANCE
+    assert (
+        np.max(np.abs(run_onnx(forest_to_onnx(forest), forest.encode(rows)) - forest.predict_proba(rows))) <= TOLERANCE
+    )
 
 
 def test_encoding_travels_with_the_graph_and_its_recipe_gives_the_codes():
@@ -107,9 +115,12 @@ def test_encoding_travels_with_the_graph_and_its_recipe_gives_the_codes():
     codes = encode_features(rows, exported, FeatureGrid.from_schema(exported, spec["n_bins"]))
     assert np.array_equal(codes, forest.encode(rows))
     # the language-neutral recipe, written from the JSON alone (clean rows: no missing or undeclared cells)
-    by_hand = np.column_stack([
-        np.searchsorted(f["edges"], np.clip(rows[f["name"]].to_numpy(float), f["lower"], f["upper"]), side="right")
-        if f["kind"] == "continuous" else
-        pd.Index([str(c) for c in f["categories"]]).get_indexer(rows[f["name"]].astype(str))
-        for f in spec["features"]])
+    by_hand = np.column_stack(
+        [
+            np.searchsorted(f["edges"], np.clip(rows[f["name"]].to_numpy(float), f["lower"], f["upper"]), side="right")
+            if f["kind"] == "continuous"
+            else pd.Index([str(c) for c in f["categories"]]).get_indexer(rows[f["name"]].astype(str))
+            for f in spec["features"]
+        ]
+    )
     assert np.array_equal(by_hand, codes)

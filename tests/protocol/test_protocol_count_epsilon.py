@@ -25,7 +25,8 @@ def _claiming(signed: bytes, count_epsilon: float) -> bytes:
     release.parameters.depth_rule = release_pb2.DEPTH_RULE_DP_COUNT
     release.parameters.count_epsilon = count_epsilon
     return release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True)).SerializeToString(
-        deterministic=True)
+        deterministic=True
+    )
 
 
 @pytest.mark.parametrize("share", [0.5000001, 0.9, 0.999999, math.nextafter(1.0, 0.0)])
@@ -36,8 +37,9 @@ def test_a_count_epsilon_above_half_of_epsilon_is_refused(signed_wall_release, w
 
 
 @pytest.mark.parametrize("share", [0.05, MAX_COUNT_EPSILON_SHARE])
-def test_the_estimator_s_own_shares_decode_and_predict_without_a_warning(signed_wall_release, wall_schema, share,
-                                                                         embedded):
+def test_the_estimator_s_own_shares_decode_and_predict_without_a_warning(
+    signed_wall_release, wall_schema, share, embedded
+):
     X = embedded[WALL][0].iloc[:300]
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -18,8 +18,12 @@ from .fuzz_settings import bounded
 from .tampering import tamper
 
 FUZZ_POLICY = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_trees=50, max_bytes=1 << 22, max_bins=16)
-CASES = [("wall_robot_navigation", "binary"), ("wall_robot_navigation", "multiway"),
-         ("bank_marketing", "binary"), ("bank_marketing", "multiway")]
+CASES = [
+    ("wall_robot_navigation", "binary"),
+    ("wall_robot_navigation", "multiway"),
+    ("bank_marketing", "binary"),
+    ("bank_marketing", "multiway"),
+]
 
 
 def decode_or_refuse(data, schema, registry=None):
@@ -38,8 +42,13 @@ def decode_or_refuse(data, schema, registry=None):
 @pytest.fixture(scope="module")
 def releases(forests, party_keys):
     """(case) -> (unsigned bytes, signed bytes by hospital-b)."""
-    return {case: (encode_release(forests[case], "hospital-b"),
-                   encode_release(forests[case], "hospital-b", party_keys["hospital-b"])) for case in CASES}
+    return {
+        case: (
+            encode_release(forests[case], "hospital-b"),
+            encode_release(forests[case], "hospital-b", party_keys["hospital-b"]),
+        )
+        for case in CASES
+    }
 
 
 mutations = st.one_of(
@@ -62,9 +71,9 @@ def mutate(data: bytes, ops) -> bytes:
         elif kind == "insert":
             buf[i:i] = arg
         elif kind == "overwrite":
-            buf[i:i + len(arg)] = arg
+            buf[i : i + len(arg)] = arg
         elif kind == "delete":
-            del buf[i:i + arg]
+            del buf[i : i + arg]
     return bytes(buf)
 
 
@@ -89,19 +98,31 @@ def test_mutated_signed_releases_never_verify(releases, embedded, registry, case
     if data != original:
         # canonical encoding + signature over the Release bytes: any change is refused
         assert isinstance(outcome, InvalidRelease)
-        assert outcome.reason in {Reason.MALFORMED, Reason.TOO_LARGE, Reason.UNKNOWN_VERSION,
-                                  Reason.BAD_PARAMETERS, Reason.BAD_SIGNATURE, Reason.UNKNOWN_PARTY,
-                                  Reason.UNSIGNED}
+        assert outcome.reason in {
+            Reason.MALFORMED,
+            Reason.TOO_LARGE,
+            Reason.UNKNOWN_VERSION,
+            Reason.BAD_PARAMETERS,
+            Reason.BAD_SIGNATURE,
+            Reason.UNKNOWN_PARTY,
+            Reason.UNSIGNED,
+        }
 
 
 @bounded(120)
-@given(case=st.sampled_from(CASES), field=st.sampled_from(["feature", "split", "first_child", "leaf_class"]),
-       index=st.integers(0, 10**9), value=st.integers(-2**31, 2**31 - 1))
+@given(
+    case=st.sampled_from(CASES),
+    field=st.sampled_from(["feature", "split", "first_child", "leaf_class"]),
+    index=st.integers(0, 10**9),
+    value=st.integers(-(2**31), 2**31 - 1),
+)
 def test_tampered_node_values(releases, embedded, case, field, index, value):
     """Any single node value: decoded (and valid) or refused for structure/domain reasons."""
+
     def edit(release):
         container = getattr(release.trees, field)
         container[index % len(container)] = value
+
     outcome = decode_or_refuse(tamper(releases[case][0], edit), embedded[case[0]][2])
     if isinstance(outcome, InvalidRelease):
         assert outcome.reason in {Reason.BAD_STRUCTURE, Reason.INDEX_OUT_OF_RANGE}
@@ -121,19 +142,26 @@ def test_permuted_nodes(releases, embedded, case, seed, n_swaps):
             for name in ("feature", "split", "first_child", "leaf_class"):
                 c = getattr(trees, name)
                 c[i], c[j] = c[j], c[i]
+
     outcome = decode_or_refuse(tamper(releases[case][0], edit), embedded[case[0]][2])
     if isinstance(outcome, InvalidRelease):
         assert outcome.reason in {Reason.BAD_STRUCTURE, Reason.INDEX_OUT_OF_RANGE}
 
 
 @bounded(60)
-@given(epsilon=st.floats(), max_depth=st.integers(0, 2**32 - 1), n_trees=st.integers(0, 2**32 - 1),
-       n_bins=st.integers(0, 2**32 - 1), enums=st.lists(st.integers(-5, 5), min_size=5, max_size=5))
+@given(
+    epsilon=st.floats(),
+    max_depth=st.integers(0, 2**32 - 1),
+    n_trees=st.integers(0, 2**32 - 1),
+    n_bins=st.integers(0, 2**32 - 1),
+    enums=st.lists(st.integers(-5, 5), min_size=5, max_size=5),
+)
 def test_tampered_parameters(releases, wall_schema, epsilon, max_depth, n_trees, n_bins, enums):
     def edit(release):
         p = release.parameters
         p.epsilon, p.max_depth, p.n_trees, p.n_bins = epsilon, max_depth, n_trees, n_bins
         p.relation, p.schedule, p.composition, p.split_mode, p.variant = enums
+
     decode_or_refuse(tamper(releases["wall_robot_navigation", "binary"][0], edit), wall_schema)
 
 
@@ -149,8 +177,12 @@ def test_random_global_models(data):
 @bounded(60, 2000)
 @given(toml=st.text(max_size=300), manifest=st.text(max_size=100))
 def test_global_model_with_hostile_schema_and_manifest(releases, toml, manifest):
-    model = pb.GlobalModel(format_version=1, schema_toml=toml, manifest_json=manifest,
-                           releases=[pb.SignedRelease.FromString(releases["wall_robot_navigation", "binary"][0])])
+    model = pb.GlobalModel(
+        format_version=1,
+        schema_toml=toml,
+        manifest_json=manifest,
+        releases=[pb.SignedRelease.FromString(releases["wall_robot_navigation", "binary"][0])],
+    )
     try:
         load_global_model(model.SerializeToString(deterministic=True))
     except InvalidRelease as exc:
@@ -169,8 +201,12 @@ def test_global_model_with_tampered_schema_values(releases, embedded, edits):
     for where, value in edits:
         i = assignments[where % len(assignments)]
         lines[i] = lines[i].split(" = ")[0] + " = " + value
-    model = pb.GlobalModel(format_version=1, schema_toml="\n".join(lines) + "\n", manifest_json="{}",
-                           releases=[pb.SignedRelease.FromString(releases["bank_marketing", "binary"][0])])
+    model = pb.GlobalModel(
+        format_version=1,
+        schema_toml="\n".join(lines) + "\n",
+        manifest_json="{}",
+        releases=[pb.SignedRelease.FromString(releases["bank_marketing", "binary"][0])],
+    )
     try:
         load_global_model(model.SerializeToString(deterministic=True))
     except InvalidRelease as exc:

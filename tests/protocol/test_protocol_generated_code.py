@@ -10,8 +10,10 @@ import pytest
 
 from protocol import regenerate
 
-needs_protoc = pytest.mark.skipif(importlib.util.find_spec("grpc_tools") is None,
-                                  reason="grpc_tools is not installed (pip install 'grpcio-tools<1.82', the dev extra)")
+needs_protoc = pytest.mark.skipif(
+    importlib.util.find_spec("grpc_tools") is None,
+    reason="grpc_tools is not installed (pip install 'grpcio-tools<1.82', the dev extra)",
+)
 
 
 @needs_protoc
@@ -34,15 +36,27 @@ def test_staleness_is_detected(tmp_path):
 
 @needs_protoc
 def test_check_command(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "protocol.regenerate", "--check"], capture_output=True, text=True, check=False,
-                            cwd=regenerate.REPO_ROOT, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "protocol.regenerate", "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=regenerate.REPO_ROOT,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "up to date" in result.stdout
 
 
 def test_generated_module_describes_the_proto():
     from protocol import release_pb2 as pb
+
     assert pb.DESCRIPTOR.package == "edprf.v1"
     assert pb.DESCRIPTOR.name == "protocol/release.proto"
-    assert set(pb.DESCRIPTOR.message_types_by_name) == {"TrainingParameters", "Trees", "Release", "SignedRelease",
-                                                        "GlobalModel"}
+    assert set(pb.DESCRIPTOR.message_types_by_name) == {
+        "TrainingParameters",
+        "Trees",
+        "Release",
+        "SignedRelease",
+        "GlobalModel",
+    }

@@ -34,8 +34,10 @@ MANIFEST = {"run_id": "run-7", "metrics": {"accuracy": 0.61}, "rejections": [{"p
 @pytest.fixture
 def accepted(forests, party_keys, registry, policy, wall_schema):
     """Two verified releases of the multi-class wall forest, from an Ed25519 and a P-384 party."""
-    return [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy, registry)
-            for p in ("hospital-a", "hospital-b")]
+    return [
+        decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy, registry)
+        for p in ("hospital-a", "hospital-b")
+    ]
 
 
 def test_round_trip_and_reverification(accepted, registry, wall_schema, embedded, tmp_path):
@@ -46,7 +48,10 @@ def test_round_trip_and_reverification(accepted, registry, wall_schema, embedded
     assert view.schema.fingerprint == wall_schema.fingerprint
     assert view.parties == ("hospital-a", "hospital-b") and view.all_verified
     assert [r.raw for r in view.releases] == [r.raw for r in accepted]  # exactly as received
-    assert [(r.party_id, r.epsilon, r.n_trees) for r in view.releases] == [("hospital-a", 1.0, 5), ("hospital-b", 1.0, 5)]
+    assert [(r.party_id, r.epsilon, r.n_trees) for r in view.releases] == [
+        ("hospital-a", 1.0, 5),
+        ("hospital-b", 1.0, 5),
+    ]
     forest = view.forest
     assert [(label, n) for label, _, n in forest.parts] == [("hospital-a", 5), ("hospital-b", 5)]
     assert forest.trees.n_trees == 10
@@ -58,8 +63,9 @@ def test_round_trip_and_reverification(accepted, registry, wall_schema, embedded
 
 def test_reverification_with_a_wrong_key(accepted, party_keys, wall_schema):
     data = build_global_model(wall_schema, accepted, {})
-    wrong = PartyKeyRegistry({"hospital-a": party_keys["hospital-a"].public_key(),
-                              "hospital-b": generate_signing_key("p384").public_key()})
+    wrong = PartyKeyRegistry(
+        {"hospital-a": party_keys["hospital-a"].public_key(), "hospital-b": generate_signing_key("p384").public_key()}
+    )
     with pytest.raises(InvalidRelease) as info:
         load_global_model(data, registry=wrong)
     assert info.value.reason is Reason.BAD_SIGNATURE and "release 1 (party 'hospital-b')" in info.value.message
@@ -71,16 +77,18 @@ def test_reverification_with_a_wrong_key(accepted, party_keys, wall_schema):
 def test_tampered_release_inside_a_model(accepted, registry, wall_schema):
     model = pb.GlobalModel.FromString(build_global_model(wall_schema, accepted, {}))
     original = model.releases[1]
-    forged = pb.SignedRelease.FromString(tamper(original.SerializeToString(deterministic=True),
-                                                lambda r: setattr(r.parameters, "epsilon", 0.1)))
+    forged = pb.SignedRelease.FromString(
+        tamper(original.SerializeToString(deterministic=True), lambda r: setattr(r.parameters, "epsilon", 0.1))
+    )
     forged.signature, forged.key_id, forged.algorithm = original.signature, original.key_id, original.algorithm
     model.releases[1].CopyFrom(forged)
     data = model.SerializeToString(deterministic=True)
     with pytest.raises(InvalidRelease) as info:
         load_global_model(data, registry=registry)
     assert info.value.reason is Reason.BAD_SIGNATURE
-    assert load_global_model(data, registry=registry, strict=False).releases[1].signature_status is \
-        SignatureStatus.INVALID
+    assert (
+        load_global_model(data, registry=registry, strict=False).releases[1].signature_status is SignatureStatus.INVALID
+    )
 
 
 def test_policy_applies_on_load(accepted, wall_schema):
@@ -109,18 +117,22 @@ def test_build_refuses_duplicates_other_schemas_and_bad_manifests(accepted, fore
 def _model(releases, **fields) -> bytes:
     base = {"format_version": 1, "schema_toml": fields.pop("schema").to_toml(), "manifest_json": "{}"}
     base.update(fields)
-    return pb.GlobalModel(releases=[pb.SignedRelease.FromString(r) for r in releases],
-                          **base).SerializeToString(deterministic=True)
+    return pb.GlobalModel(releases=[pb.SignedRelease.FromString(r) for r in releases], **base).SerializeToString(
+        deterministic=True
+    )
 
 
-@pytest.mark.parametrize("fields, reason", [
-    ({"format_version": 2}, Reason.UNKNOWN_VERSION),
-    ({"schema_toml": "not toml ["}, Reason.MALFORMED),
-    ({"schema_toml": "features = 1\n[label]\ncolumn = 'y'\nclasses = ['a', 'b']\n"}, Reason.MALFORMED),
-    ({"manifest_json": "[1, 2]"}, Reason.MALFORMED),
-    ({"manifest_json": '{"a": NaN}'}, Reason.MALFORMED),
-    ({"manifest_json": "[" * 100_000}, Reason.MALFORMED),
-])
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ({"format_version": 2}, Reason.UNKNOWN_VERSION),
+        ({"schema_toml": "not toml ["}, Reason.MALFORMED),
+        ({"schema_toml": "features = 1\n[label]\ncolumn = 'y'\nclasses = ['a', 'b']\n"}, Reason.MALFORMED),
+        ({"manifest_json": "[1, 2]"}, Reason.MALFORMED),
+        ({"manifest_json": '{"a": NaN}'}, Reason.MALFORMED),
+        ({"manifest_json": "[" * 100_000}, Reason.MALFORMED),
+    ],
+)
 def test_malformed_models(accepted, wall_schema, fields, reason):
     data = _model([accepted[0].raw], schema=wall_schema, **fields)
     with pytest.raises(InvalidRelease) as info:
@@ -133,8 +145,11 @@ def test_model_level_refusals(accepted, forests, wall_schema, embedded):
         ([], wall_schema, Reason.MALFORMED),
         ([accepted[0].raw, accepted[0].raw], wall_schema, Reason.DUPLICATE_PARTY),
         ([accepted[0].raw], embedded["bank_marketing"][2], Reason.SCHEMA_MISMATCH),
-        ([accepted[0].raw, encode_release(forests[WALL, "multiway"], "hospital-c")], wall_schema,
-         Reason.SCHEMA_MISMATCH),
+        (
+            [accepted[0].raw, encode_release(forests[WALL, "multiway"], "hospital-c")],
+            wall_schema,
+            Reason.SCHEMA_MISMATCH,
+        ),
     ):
         with pytest.raises(InvalidRelease) as info:
             load_global_model(_model(releases, schema=schema))

@@ -48,11 +48,23 @@ def test_release_output(capsys, tmp_path, signed_wall_release, forests, keys_dir
     forest = forests[WALL, "binary"]
     code, out = inspect(capsys, path, "--keys", keys_dir)
     assert code == 0
-    for expected in ("format version 3", "party: hospital-a", f"schema fingerprint: {forest.schema.fingerprint}",
-                     "epsilon=1 relation=add-remove", "split_mode=binary", "max_depth=4", "n_trees=5", "dp=True",
-                     f"trees: 5, nodes: {forest.trees.n_nodes}", "signature: verified",
-                     "structure: valid", "epsilon = 1 differential privacy per record", FEDERATION_NOTE,
-                     "leaf=counts", "leaf counts (discrete Laplace noise, clamped at 0; classes "):
+    for expected in (
+        "format version 3",
+        "party: hospital-a",
+        f"schema fingerprint: {forest.schema.fingerprint}",
+        "epsilon=1 relation=add-remove",
+        "split_mode=binary",
+        "max_depth=4",
+        "n_trees=5",
+        "dp=True",
+        f"trees: 5, nodes: {forest.trees.n_nodes}",
+        "signature: verified",
+        "structure: valid",
+        "epsilon = 1 differential privacy per record",
+        FEDERATION_NOTE,
+        "leaf=counts",
+        "leaf counts (discrete Laplace noise, clamped at 0; classes ",
+    ):
         assert expected in out
     first_tree = forest.trees.tree(0)
     leaf_rows = first_tree["leaf_counts"][first_tree["feature"] < 0]
@@ -88,15 +100,25 @@ def test_invalid_signature_exits_non_zero(capsys, tmp_path, signed_wall_release,
 
 
 def test_global_model_output(capsys, tmp_path, forests, party_keys, registry, policy, wall_schema, keys_dir):
-    accepted = [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy,
-                               registry) for p in ("hospital-a", "hospital-b")]
+    accepted = [
+        decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy, registry)
+        for p in ("hospital-a", "hospital-b")
+    ]
     path = save_atomic(tmp_path / "global.edprf", build_global_model(wall_schema, accepted, {"run_id": "r-1"}))
     code, out = inspect(capsys, path, "--keys", keys_dir)
     assert code == 0
-    for expected in ("kind: global model", "format version 1", "parties: 2 (hospital-a, hospital-b)",
-                     f"fingerprint {wall_schema.fingerprint}", "trees: 10", "party hospital-a: epsilon=1, 5 trees",
-                     "party hospital-b: epsilon=1, 5 trees", '"run_id": "r-1"', "Merged forest of 2 parts",
-                     FEDERATION_NOTE):
+    for expected in (
+        "kind: global model",
+        "format version 1",
+        "parties: 2 (hospital-a, hospital-b)",
+        f"fingerprint {wall_schema.fingerprint}",
+        "trees: 10",
+        "party hospital-a: epsilon=1, 5 trees",
+        "party hospital-b: epsilon=1, 5 trees",
+        '"run_id": "r-1"',
+        "Merged forest of 2 parts",
+        FEDERATION_NOTE,
+    ):
         assert expected in out
     assert out.count("signature: verified") == 2
     # hospital-b's key replaced in the key directory: its release no longer verifies
@@ -133,6 +155,7 @@ def test_help_lists_inspect(capsys):
 
 
 # --- read-only and robust on any input -------------------------------------------------------------------------------
+
 
 def _assert_one_clear_line(code: int, out: str) -> None:
     assert code != 0
@@ -219,19 +242,21 @@ def _mutate(data: bytes, rnd: random.Random) -> bytes:
         if op == 0 and buf:
             buf[rnd.randrange(len(buf))] = rnd.randrange(256)
         elif op == 1 and buf:
-            del buf[rnd.randrange(len(buf)):]  # truncation
+            del buf[rnd.randrange(len(buf)) :]  # truncation
         elif op == 2:
             at = rnd.randrange(len(buf) + 1)
             buf[at:at] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 16)))
         elif buf:
             at = rnd.randrange(len(buf))
-            buf[at:at + 1] = b"\xff" * rnd.randint(1, 10)  # huge varints
+            buf[at : at + 1] = b"\xff" * rnd.randint(1, 10)  # huge varints
     return bytes(buf)
 
 
 def _global_model(forests, party_keys, registry, policy, wall_schema, manifest) -> bytes:
-    accepted = [decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy,
-                               registry) for p in ("hospital-a", "hospital-b")]
+    accepted = [
+        decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy, registry)
+        for p in ("hospital-a", "hospital-b")
+    ]
     return build_global_model(wall_schema, accepted, manifest)
 
 
@@ -255,25 +280,40 @@ def test_fuzz_random_bytes(capsys, tmp_path, data):
 
 @bounded(80, deadline_ms=5000)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_fuzz_mutated_release_and_model(capsys, tmp_path, signed_wall_release, forests, party_keys, registry,
-                                        policy, wall_schema, seed):
+def test_fuzz_mutated_release_and_model(
+    capsys, tmp_path, signed_wall_release, forests, party_keys, registry, policy, wall_schema, seed
+):
     rnd = random.Random(seed)
     model = _global_model(forests, party_keys, registry, policy, wall_schema, {"run_id": "r-1"})
     code, out = _inspect_bytes(capsys, tmp_path, _mutate(rnd.choice([signed_wall_release, model]), rnd))
     _assert_never_a_traceback(code, out)
 
 
-@pytest.mark.parametrize("manifest", [
-    {"contributions": [{"party": "hospital-a"}]},  # missing keys
-    {"contributions": [{"party": "x", "p_value": "high", "flagged": True, "information_bits": None,
-                        "accuracy": [], "agreement_with_global": {}}]},  # wrong types
-    {"contributions": "not a list"},
-    {"selection": {"kept": 7}},
-    {"selection": "no"},
-    {"huge": 10 ** 300, "text": "\udcff" if False else "\u00ff" * 1000},
-])
-def test_malformed_manifest_never_a_traceback(capsys, tmp_path, forests, party_keys, registry, policy, wall_schema,
-                                              manifest):
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        {"contributions": [{"party": "hospital-a"}]},  # missing keys
+        {
+            "contributions": [
+                {
+                    "party": "x",
+                    "p_value": "high",
+                    "flagged": True,
+                    "information_bits": None,
+                    "accuracy": [],
+                    "agreement_with_global": {},
+                }
+            ]
+        },  # wrong types
+        {"contributions": "not a list"},
+        {"selection": {"kept": 7}},
+        {"selection": "no"},
+        {"huge": 10**300, "text": "\udcff" if False else "\u00ff" * 1000},
+    ],
+)
+def test_malformed_manifest_never_a_traceback(
+    capsys, tmp_path, forests, party_keys, registry, policy, wall_schema, manifest
+):
     try:
         model = _global_model(forests, party_keys, registry, policy, wall_schema, manifest)
     except Exception:  # noqa: BLE001 - the builder refused this manifest: nothing to inspect

@@ -48,13 +48,16 @@ def test_label_release_carries_no_counts(forests, wall_schema, policy):
     assert err.reason is Reason.BAD_STRUCTURE and "leaf_counts expected empty" in err.message
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r.trees.leaf_counts.pop(), "leaf_counts expected"),
-    (lambda r: r.trees.leaf_counts.append(3), "leaf_counts expected"),
-    (lambda r: r.trees.leaf_counts.__setitem__(0, 2**31), "values 0..2147483647"),
-    (lambda r: r.trees.leaf_counts.__setitem__(0, 2**64 - 1), "values 0..2147483647"),
-    (lambda r: setattr(r.parameters, "leaf", pb.LEAF_OUTPUT_LABEL), "leaf_counts expected empty"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: r.trees.leaf_counts.pop(), "leaf_counts expected"),
+        (lambda r: r.trees.leaf_counts.append(3), "leaf_counts expected"),
+        (lambda r: r.trees.leaf_counts.__setitem__(0, 2**31), "values 0..2147483647"),
+        (lambda r: r.trees.leaf_counts.__setitem__(0, 2**64 - 1), "values 0..2147483647"),
+        (lambda r: setattr(r.parameters, "leaf", pb.LEAF_OUTPUT_LABEL), "leaf_counts expected empty"),
+    ],
+)
 def test_malformed_counts_are_refused(counts_release, wall_schema, policy, edit, message):
     err = refused(tamper(counts_release, edit), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and message in err.message
@@ -63,6 +66,7 @@ def test_malformed_counts_are_refused(counts_release, wall_schema, policy, edit,
 def test_older_versions_cannot_carry_version_3_fields(counts_release, wall_schema, policy):
     def downgrade(r):
         r.format_version = 2
+
     err = refused(tamper(counts_release, downgrade), wall_schema, policy)
     assert err.reason is Reason.BAD_PARAMETERS and "fields of version 3" in err.message
 
@@ -70,5 +74,6 @@ def test_older_versions_cannot_carry_version_3_fields(counts_release, wall_schem
 def test_depth_rule_must_match_the_count_epsilon(counts_release, wall_schema, policy):
     def claim_dp_count(r):
         r.parameters.depth_rule = pb.DEPTH_RULE_DP_COUNT  # with count_epsilon 0
+
     err = refused(tamper(counts_release, claim_dp_count), wall_schema, policy)
     assert err.reason is Reason.BAD_PARAMETERS and "depth_rule" in err.message

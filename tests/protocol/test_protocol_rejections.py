@@ -25,6 +25,7 @@ def refused(data, schema, policy, registry=None) -> InvalidRelease:
 def set_param(name, value):
     def edit(release):
         setattr(release.parameters, name, value)
+
     return edit
 
 
@@ -101,11 +102,24 @@ def test_bad_party_id(wall_release, wall_schema, policy, party):
 
 
 # ------------------------------------------------------------- parameters
-@pytest.mark.parametrize("name, value", [
-    ("epsilon", 0.0), ("epsilon", -1.0), ("epsilon", math.nan), ("epsilon", math.inf),
-    ("relation", 0), ("relation", 7), ("schedule", 0), ("composition", 9), ("split_mode", 3), ("variant", 0),
-    ("max_depth", 0), ("n_bins", 1), ("n_trees", 0),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("epsilon", 0.0),
+        ("epsilon", -1.0),
+        ("epsilon", math.nan),
+        ("epsilon", math.inf),
+        ("relation", 0),
+        ("relation", 7),
+        ("schedule", 0),
+        ("composition", 9),
+        ("split_mode", 3),
+        ("variant", 0),
+        ("max_depth", 0),
+        ("n_bins", 1),
+        ("n_trees", 0),
+    ],
+)
 def test_bad_parameters(wall_release, wall_schema, policy, name, value):
     err = refused(tamper(wall_release, set_param(name, value)), wall_schema, policy)
     assert err.reason is Reason.BAD_PARAMETERS and name in err.message
@@ -121,14 +135,17 @@ def test_not_dp(wall_release, wall_schema, policy):
     assert err.reason is Reason.NOT_DP
 
 
-@pytest.mark.parametrize("name, value, reason", [
-    ("epsilon", 2.5, Reason.POLICY_EPSILON),
-    ("max_depth", 9, Reason.POLICY_DEPTH),
-    ("n_trees", 51, Reason.POLICY_TREES),
-    ("n_trees", 2**32 - 1, Reason.POLICY_TREES),
-    ("n_bins", 17, Reason.POLICY_BINS),
-    ("n_bins", 2**32 - 1, Reason.POLICY_BINS),
-])
+@pytest.mark.parametrize(
+    "name, value, reason",
+    [
+        ("epsilon", 2.5, Reason.POLICY_EPSILON),
+        ("max_depth", 9, Reason.POLICY_DEPTH),
+        ("n_trees", 51, Reason.POLICY_TREES),
+        ("n_trees", 2**32 - 1, Reason.POLICY_TREES),
+        ("n_bins", 17, Reason.POLICY_BINS),
+        ("n_bins", 2**32 - 1, Reason.POLICY_BINS),
+    ],
+)
 def test_policy_limits(wall_release, wall_schema, policy, name, value, reason):
     err = refused(tamper(wall_release, set_param(name, value)), wall_schema, policy)
     shown = f"{value:g}" if isinstance(value, float) else str(value)
@@ -139,6 +156,7 @@ def test_policy_relation(wall_release, wall_schema):
     def to_replace_one(release):
         release.parameters.relation = pb.RELATION_REPLACE_ONE
         release.parameters.exploit_monotonicity = False
+
     policy = ReleasePolicy(allowed_relations=("add-remove",))
     assert refused(tamper(wall_release, to_replace_one), wall_schema, policy).reason is Reason.POLICY_RELATION
     decode_release(tamper(wall_release, to_replace_one), wall_schema, ReleasePolicy())
@@ -151,6 +169,7 @@ def test_huge_arrays_are_refused_before_building_arrays(wall_release, wall_schem
     def extend_all(release):
         for name in ("feature", "split", "first_child", "leaf_class"):
             getattr(release.trees, name).extend([-1] * 200_000)
+
     data = tamper(wall_release, extend_all)
     monkeypatch.setattr(decode.np, "fromiter", None)  # any array built from the lists would crash
     err = refused(data, wall_schema, ReleasePolicy(max_bytes=len(data)))
@@ -168,6 +187,7 @@ def test_bad_tree_sizes(wall_release, wall_schema, policy, sizes):
         new = sizes(list(release.trees.nodes_per_tree))
         del release.trees.nodes_per_tree[:]
         release.trees.nodes_per_tree.extend(new)
+
     assert refused(tamper(wall_release, edit), wall_schema, policy).reason is Reason.BAD_STRUCTURE
 
 
@@ -179,6 +199,7 @@ def test_unequal_node_arrays(wall_release, wall_schema, policy):
 def test_cycle(wall_release, wall_schema, policy):
     def point_back_to_root(release):
         release.trees.first_child[first_internal(release.trees, 1)] = 0
+
     err = refused(tamper(wall_release, point_back_to_root), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and "first_child expected" in err.message
 
@@ -189,6 +210,7 @@ def test_shared_children(wall_release, wall_schema, policy):
         a = first_internal(trees, 1)
         b = first_internal(trees, a + 1)
         trees.first_child[b] = trees.first_child[a]
+
     assert refused(tamper(wall_release, share), wall_schema, policy).reason is Reason.BAD_STRUCTURE
 
 
@@ -199,6 +221,7 @@ def test_dangling_node(wall_release, wall_schema, policy):
             getattr(trees, name).append(value)
         trees.nodes_per_tree[-1] += 1
         release.parameters.max_depth += 1  # the fitted trees are complete: make room under the size cap
+
     err = refused(tamper(wall_release, append_orphan_leaf), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and "reachable from the root" in err.message
 
@@ -206,6 +229,7 @@ def test_dangling_node(wall_release, wall_schema, policy):
 def test_leaf_with_children_is_bad_structure(wall_release, wall_schema, policy):
     def leaf_points_somewhere(release):
         release.trees.first_child[first_leaf(release.trees)] = 1
+
     assert refused(tamper(wall_release, leaf_points_somewhere), wall_schema, policy).reason is Reason.BAD_STRUCTURE
 
 
@@ -214,6 +238,7 @@ def test_split_node_without_children_is_bad_structure(wall_release, wall_schema,
         i = first_leaf(release.trees)
         release.trees.feature[i] = 0
         release.trees.split[i] = 1
+
     assert refused(tamper(wall_release, leaf_becomes_split), wall_schema, policy).reason is Reason.BAD_STRUCTURE
 
 
@@ -221,6 +246,7 @@ def test_deeper_than_declared(wall_release, wall_schema, policy):
     def deep_but_small(release):
         replace_trees(release, caterpillar(depth=4))  # 9 nodes, under the 15-node cap of depth 3
         release.parameters.max_depth = 3
+
     err = refused(tamper(wall_release, deep_but_small), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and "declared max_depth 3" in err.message
 
@@ -231,15 +257,18 @@ def test_multiway_feature_twice_on_a_path(forests, wall_schema, policy):
     def reuse_root_feature(release):
         trees = release.trees
         trees.feature[first_internal(trees, 1)] = trees.feature[0]  # all wall features have 5 codes
+
     err = refused(tamper(data, reuse_root_feature), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and "once per path" in err.message
 
 
 def test_long_chain_is_refused_quickly(wall_release, wall_schema):
     """A caterpillar of depth 100 000 (ForestArrays.validate alone is quadratic in it)."""
+
     def long_chain(release):
         replace_trees(release, caterpillar(depth=100_000))
         release.parameters.max_depth = 30
+
     data = tamper(wall_release, long_chain)
     start = time.perf_counter()
     err = refused(data, wall_schema, ReleasePolicy(max_depth=30, max_bytes=1 << 24))
@@ -251,18 +280,22 @@ def test_long_chain_is_refused_quickly(wall_release, wall_schema):
 def _edit_node(pick, name, value):
     def edit(release):
         getattr(release.trees, name)[pick(release.trees)] = value
+
     return edit
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (_edit_node(lambda t: 0, "feature", 24), "feature index"),
-    (_edit_node(lambda t: 0, "feature", -2), "feature index"),
-    (_edit_node(first_leaf, "leaf_class", 4), "leaf class"),
-    (_edit_node(first_leaf, "leaf_class", -1), "leaf class"),
-    (_edit_node(lambda t: 0, "split", 5), "split value"),  # thresholds of 5 bins are 1..4
-    (_edit_node(lambda t: 0, "split", 0), "split value"),
-    (_edit_node(lambda t: 0, "split", -2**31), "split value"),
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (_edit_node(lambda t: 0, "feature", 24), "feature index"),
+        (_edit_node(lambda t: 0, "feature", -2), "feature index"),
+        (_edit_node(first_leaf, "leaf_class", 4), "leaf class"),
+        (_edit_node(first_leaf, "leaf_class", -1), "leaf class"),
+        (_edit_node(lambda t: 0, "split", 5), "split value"),  # thresholds of 5 bins are 1..4
+        (_edit_node(lambda t: 0, "split", 0), "split value"),
+        (_edit_node(lambda t: 0, "split", -(2**31)), "split value"),
+    ],
+)
 def test_index_out_of_range_binary(wall_release, wall_schema, policy, edit, expected):
     err = refused(tamper(wall_release, edit), wall_schema, policy)
     assert err.reason is Reason.INDEX_OUT_OF_RANGE and expected in err.message
@@ -287,11 +320,24 @@ def test_multiway_split_value_must_be_unset(forests, wall_schema, policy):
 
 
 # ------------------------------------------------------------------ policy
-@pytest.mark.parametrize("kwargs", [
-    {"max_epsilon": 0}, {"max_epsilon": math.nan}, {"max_epsilon": "1"}, {"max_depth": 31}, {"max_depth": 0},
-    {"max_trees": 0}, {"max_trees": 2.5}, {"max_bytes": True}, {"max_bins": 1}, {"require_signature": 1},
-    {"allowed_relations": ()}, {"allowed_relations": "add-remove"}, {"allowed_relations": ("add-one",)},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_epsilon": 0},
+        {"max_epsilon": math.nan},
+        {"max_epsilon": "1"},
+        {"max_depth": 31},
+        {"max_depth": 0},
+        {"max_trees": 0},
+        {"max_trees": 2.5},
+        {"max_bytes": True},
+        {"max_bins": 1},
+        {"require_signature": 1},
+        {"allowed_relations": ()},
+        {"allowed_relations": "add-remove"},
+        {"allowed_relations": ("add-one",)},
+    ],
+)
 def test_policy_is_validated(kwargs):
     with pytest.raises((TypeError, ValueError), match="expected"):
         ReleasePolicy(**kwargs)
@@ -304,6 +350,7 @@ def test_policy_requiring_signatures_needs_a_registry(wall_release, wall_schema)
 
 def test_invalid_release_pickles_with_its_reason(wall_schema, policy):
     import pickle
+
     err = refused(b"\xff", wall_schema, policy)
     again = pickle.loads(pickle.dumps(err))
     assert again.reason is err.reason and str(again) == str(err)

@@ -55,16 +55,34 @@ def test_random_forests_round_trip_exactly(forest):
 
 
 @bounded(12, 5000)
-@given(dataset=st.sampled_from(["wall_robot_navigation", "bank_marketing"]),
-       split_mode=st.sampled_from(GENERATED_MODES), n_estimators=st.integers(1, 4), max_depth=st.integers(1, 3),
-       n_bins=st.integers(2, 6), leaf=st.sampled_from(["label", "counts"]), seed=st.integers(0, 2**32 - 1))
-def test_fitted_forests_round_trip_and_predict_identically(embedded, dataset, split_mode, n_estimators, max_depth,
-                                                           n_bins, leaf, seed):
+@given(
+    dataset=st.sampled_from(["wall_robot_navigation", "bank_marketing"]),
+    split_mode=st.sampled_from(GENERATED_MODES),
+    n_estimators=st.integers(1, 4),
+    max_depth=st.integers(1, 3),
+    n_bins=st.integers(2, 6),
+    leaf=st.sampled_from(["label", "counts"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fitted_forests_round_trip_and_predict_identically(
+    embedded, dataset, split_mode, n_estimators, max_depth, n_bins, leaf, seed
+):
     X, y, schema = embedded[dataset]
     rows = np.random.default_rng(seed).choice(len(X), 600, replace=False)
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_estimators=n_estimators, max_depth=max_depth,
-                             split_mode=split_mode, n_bins=n_bins, leaf=leaf, random_state=seed).fit(
-        X.iloc[rows], y.iloc[rows]).forest_
+    forest = (
+        EDPRFClassifier(
+            schema,
+            epsilon=1.0,
+            n_estimators=n_estimators,
+            max_depth=max_depth,
+            split_mode=split_mode,
+            n_bins=n_bins,
+            leaf=leaf,
+            random_state=seed,
+        )
+        .fit(X.iloc[rows], y.iloc[rows])
+        .forest_
+    )
     got = decode_release(encode_release(forest, "hospital-a"), schema, OPEN_POLICY)
     assert_same_forest(got.forest, forest, "hospital-a")
     np.testing.assert_array_equal(got.forest.predict_proba(X.iloc[:300]), forest.predict_proba(X.iloc[:300]))
@@ -107,20 +125,47 @@ def test_release_carries_only_the_declared_fields(forests):
     signed = pb.SignedRelease.FromString(encode_release(forest, "hospital-a", run_id="r1", request_id="r1/train"))
     release = pb.Release.FromString(signed.release)
     assert [f.name for f, _ in release.ListFields()] == [
-        "format_version", "schema_fingerprint", "party_id", "parameters", "trees", "run_id", "request_id"]
+        "format_version",
+        "schema_fingerprint",
+        "party_id",
+        "parameters",
+        "trees",
+        "run_id",
+        "request_id",
+    ]
     assert {f.name for f in pb.Release.DESCRIPTOR.fields} == {
-        "format_version", "schema_fingerprint", "party_id", "parameters", "trees", "run_id", "request_id"}
+        "format_version",
+        "schema_fingerprint",
+        "party_id",
+        "parameters",
+        "trees",
+        "run_id",
+        "request_id",
+    }
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
-        f for f in TrainingParameters.__dataclass_fields__}
+        f for f in TrainingParameters.__dataclass_fields__
+    }
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {
-        "nodes_per_tree", "feature", "split", "first_child", "leaf_class", "leaf_counts"}
+        "nodes_per_tree",
+        "feature",
+        "split",
+        "first_child",
+        "leaf_class",
+        "leaf_counts",
+    }
     assert all(f.is_packed for f in pb.Trees.DESCRIPTOR.fields)
 
 
 def test_enum_tables_cover_every_core_value():
-    for name, values in (("relation", RELATIONS), ("schedule", SCHEDULES), ("composition", COMPOSITIONS),
-                         ("split_mode", SPLIT_MODES), ("variant", VARIANTS), ("leaf", LEAF_OUTPUTS),
-                         ("depth_rule", DEPTH_RULES)):
+    for name, values in (
+        ("relation", RELATIONS),
+        ("schedule", SCHEDULES),
+        ("composition", COMPOSITIONS),
+        ("split_mode", SPLIT_MODES),
+        ("variant", VARIANTS),
+        ("leaf", LEAF_OUTPUTS),
+        ("depth_rule", DEPTH_RULES),
+    ):
         assert set(ENUM_TABLES[name]) == set(values)
         assert 0 not in ENUM_TABLES[name].values()
 
@@ -131,8 +176,11 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
         encode_release(merge_forests([forest, forest], labels=["a", "b"]), "a")
     X, y, schema = embedded["wall_robot_navigation"]
     with pytest.warns(PrivacyLeakWarning):
-        leaky = EDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True,
-                                random_state=0).fit(X.iloc[:500], y.iloc[:500]).forest_
+        leaky = (
+            EDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True, random_state=0)
+            .fit(X.iloc[:500], y.iloc[:500])
+            .forest_
+        )
     with pytest.raises(ValueError, match="dp=True"):
         encode_release(leaky, "a")
     research = encode_release(leaky, "a", allow_non_dp=True)

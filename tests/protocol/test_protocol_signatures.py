@@ -75,31 +75,43 @@ def test_signature_of_another_party_is_bad(forests, party_keys, registry, policy
 def test_relabelling_a_signed_release_breaks_it(signed_wall_release, party_keys, registry, policy, wall_schema):
     def relabel(release):
         release.party_id = "hospital-b"
+
     signed = pb.SignedRelease.FromString(signed_wall_release)
     relabelled = tamper(signed_wall_release, relabel)
-    forged = tamper_envelope(relabelled, lambda s: (s.MergeFrom(pb.SignedRelease(
-        signature=signed.signature, key_id=signed.key_id, algorithm=signed.algorithm))))
+    forged = tamper_envelope(
+        relabelled,
+        lambda s: s.MergeFrom(
+            pb.SignedRelease(signature=signed.signature, key_id=signed.key_id, algorithm=signed.algorithm)
+        ),
+    )
     assert refused(forged, wall_schema, policy, registry).reason is Reason.BAD_SIGNATURE
 
 
 def test_tampered_content_with_the_original_signature(signed_wall_release, registry, policy, wall_schema):
     signed = pb.SignedRelease.FromString(signed_wall_release)
     lowered = tamper(signed_wall_release, lambda r: setattr(r.parameters, "epsilon", 0.5))
-    forged = tamper_envelope(lowered, lambda s: s.MergeFrom(pb.SignedRelease(
-        signature=signed.signature, key_id=signed.key_id, algorithm=signed.algorithm)))
+    forged = tamper_envelope(
+        lowered,
+        lambda s: s.MergeFrom(
+            pb.SignedRelease(signature=signed.signature, key_id=signed.key_id, algorithm=signed.algorithm)
+        ),
+    )
     assert refused(forged, wall_schema, policy, registry).reason is Reason.BAD_SIGNATURE
 
 
-@pytest.mark.parametrize("edit", [
-    lambda s: setattr(s, "signature", bytes([s.signature[0] ^ 1]) + s.signature[1:]),
-    lambda s: setattr(s, "signature", s.signature[:-1]),
-    lambda s: setattr(s, "signature", b"\x00" * 200),
-    lambda s: setattr(s, "algorithm", pb.SIGNATURE_ALGORITHM_ECDSA_P384_SHA384),
-    lambda s: setattr(s, "algorithm", pb.SIGNATURE_ALGORITHM_UNSPECIFIED),
-    lambda s: setattr(s, "algorithm", 42),
-    lambda s: setattr(s, "key_id", "sha256:00"),
-    lambda s: (s.ClearField("signature"),),  # key id and algorithm left on an "unsigned" release
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: setattr(s, "signature", bytes([s.signature[0] ^ 1]) + s.signature[1:]),
+        lambda s: setattr(s, "signature", s.signature[:-1]),
+        lambda s: setattr(s, "signature", b"\x00" * 200),
+        lambda s: setattr(s, "algorithm", pb.SIGNATURE_ALGORITHM_ECDSA_P384_SHA384),
+        lambda s: setattr(s, "algorithm", pb.SIGNATURE_ALGORITHM_UNSPECIFIED),
+        lambda s: setattr(s, "algorithm", 42),
+        lambda s: setattr(s, "key_id", "sha256:00"),
+        lambda s: (s.ClearField("signature"),),  # key id and algorithm left on an "unsigned" release
+    ],
+)
 def test_tampered_envelope_is_bad_signature(signed_wall_release, registry, policy, wall_schema, edit):
     err = refused(tamper_envelope(signed_wall_release, edit), wall_schema, policy, registry)
     assert err.reason is Reason.BAD_SIGNATURE
@@ -142,8 +154,13 @@ def test_public_key_file_round_trip(tmp_path, kind):
     assert key_id(load_public_key(path)) == key_id(key)
 
 
-@pytest.mark.parametrize("other", [lambda: ec.generate_private_key(ec.SECP256R1()),
-                                   lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)])
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda: ec.generate_private_key(ec.SECP256R1()),
+        lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    ],
+)
 def test_unsupported_keys_are_refused(tmp_path, forests, other):
     key = other()
     with pytest.raises(ValueError, match="Ed25519 or EC P-384"):
@@ -151,6 +168,7 @@ def test_unsupported_keys_are_refused(tmp_path, forests, other):
     with pytest.raises(ValueError, match="Ed25519 or EC P-384"):
         PartyKeyRegistry({"a": key.public_key()})
     from cryptography.hazmat.primitives import serialization
+
     pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     (tmp_path / "a.pub.pem").write_bytes(pem)
     with pytest.raises(ValueError, match="Ed25519 or EC P-384"):
