@@ -75,6 +75,7 @@ from _bench_common import (
     public_bounds,
     require_diabetes,
 )
+
 from edprf_core._depth_rule import DEFAULT_BINS, DEFAULT_C, branching_factor, public_depth
 
 EPS_ALL = (0.1, 0.25, 0.5, 0.75, 1.0, 2.0)
@@ -511,24 +512,24 @@ def _own_rule(d: pd.DataFrame) -> pd.DataFrame:
 
 
 def edprf_kw(mode, d, t, eps=1.0, **kw):
-    base = dict(
-        method="edprf",
-        mode=mode,
-        max_depth=d,
-        n_trees=t,
-        epsilon=eps,
-        variant="pf",
-        schedule="harmonic",
-        stop_when_pure=False,
-        depth_rule="fixed",
-        n_bins=N_BINS,
-    )
+    base = {
+        "method": "edprf",
+        "mode": mode,
+        "max_depth": d,
+        "n_trees": t,
+        "epsilon": eps,
+        "variant": "pf",
+        "schedule": "harmonic",
+        "stop_when_pure": False,
+        "depth_rule": "fixed",
+        "n_bins": N_BINS,
+    }
     base.update(kw)
     return base
 
 
 def ref_kw(method, d, t, eps=1.0):
-    kw = dict(method=method, max_depth=d, n_trees=t)
+    kw = {"method": method, "max_depth": d, "n_trees": t}
     kw["epsilon"] = math.nan if method == "sklearn" else eps
     return kw
 
@@ -678,14 +679,16 @@ def write_report(
         lines += [
             "## Public-depth rule",
             "",
-            "Depth = the largest d with n·ε_leaf(d) / (T·b^d) ≥ c (expected rows per leaf × leaf budget; "
-            "b = 2 for binary, the geometric mean of the code counts for multiway; n = the public training "
-            "size, 11,200 diabetes / 4,364 wall). See `edprf_core/_depth_rule.py`. The number of bins, c and the number "
-            f"of trees T* were chosen on a validation split (75/25) of seed {TUNE_SPLIT_SEED}'s training rows "
-            f"only: the triple maximising the mean validation accuracy over ε ∈ {list(plan.tune_eps)} "
-            f"(bins ∈ {list(plan.tune_bins.get('binary', ()))} for binary, 5 for multiway; c ∈ "
-            f"{[float(c) for c in plan.tune_c]}; T ∈ {list(plan.tune_trees)}; {plan.tune_reps} fits per point). "
-            "Test rows were never used for a choice.",
+            (
+                "Depth = the largest d with n·ε_leaf(d) / (T·b^d) ≥ c (expected rows per leaf × leaf budget; "
+                "b = 2 for binary, the geometric mean of the code counts for multiway; n = the public training "
+                "size, 11,200 diabetes / 4,364 wall). See `edprf_core/_depth_rule.py`. The number of bins, c and the number "
+                f"of trees T* were chosen on a validation split (75/25) of seed {TUNE_SPLIT_SEED}'s training rows "
+                f"only: the triple maximising the mean validation accuracy over ε ∈ {list(plan.tune_eps)} "
+                f"(bins ∈ {list(plan.tune_bins.get('binary', ()))} for binary, 5 for multiway; c ∈ "
+                f"{[float(c) for c in plan.tune_c]}; T ∈ {list(plan.tune_trees)}; {plan.tune_reps} fits per point). "
+                "Test rows were never used for a choice."
+            ),
             "",
             "| dataset / mode | bins* | c* | T* | validation acc. | by c (bins*, T*) | by T (bins*, c*) | best by bins |",
             "|---|---|---|---|---|---|---|---|",
@@ -709,11 +712,13 @@ def write_report(
             lines += [
                 f"### Public rule at ε = 1: {DATASET_TITLE[ds]}",
                 "",
-                f"| trees | binary, own ({co.get('n_bins', '–')} bins, c={co.get('c', '–')}) | "
-                f"binary, other dataset's ({cx.get('n_bins', '–')} bins, c={cx.get('c', '–')}) | "
-                f"binary, defaults ({DEFAULT_BINS} bins, c={DEFAULT_C:g}) | "
-                f"multiway, own (5 bins, c={cm.get('c', '–')}) | sklearn RF at the own binary depth | "
-                "diffprivlib RF at the own binary depth |",
+                (
+                    f"| trees | binary, own ({co.get('n_bins', '–')} bins, c={co.get('c', '–')}) | "
+                    f"binary, other dataset's ({cx.get('n_bins', '–')} bins, c={cx.get('c', '–')}) | "
+                    f"binary, defaults ({DEFAULT_BINS} bins, c={DEFAULT_C:g}) | "
+                    f"multiway, own (5 bins, c={cm.get('c', '–')}) | sklearn RF at the own binary depth | "
+                    "diffprivlib RF at the own binary depth |"
+                ),
                 "|---|---|---|---|---|---|---|",
             ]
             for t in plan.rule_trees:

@@ -22,7 +22,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_federation import RESULTS, _args, _diabetes, _say  # noqa: E402
+from bench_federation import RESULTS, _args, _diabetes, _say
 
 
 def _run(cfg, n_parties: int) -> dict:
@@ -75,8 +75,10 @@ def shuffled(seeds: int, parties: int) -> str:
             _say(f"seed {seed}: " + ", ".join(f"{k}: {v[-1]:.4f}" for k, v in rows.items()))
     base = np.array(rows["without the shuffled party"])
     lines = [
-        f"Diabetes 7000/7000, {parties} parties (IID), eps = 1, depth 5, 1 tree per party; party "
-        f"{bad} trains on shuffled labels; {seeds} seeds.",
+        (
+            f"Diabetes 7000/7000, {parties} parties (IID), eps = 1, depth 5, 1 tree per party; party "
+            f"{bad} trains on shuffled labels; {seeds} seeds."
+        ),
         "",
         "| global forest | test accuracy | difference to the run without that party (points) |",
         "|---|---|---|",
@@ -86,10 +88,14 @@ def shuffled(seeds: int, parties: int) -> str:
         lines.append(f"| {label} | {np.mean(vals):.4f} ± {np.std(vals):.4f} | {diff.mean():+.2f} ± {diff.std():.2f} |")
     lines += [
         "",
-        f"shuffled party flagged in {flagged}/{seeds} runs; honest parties flagged "
-        f"{false_flags}/{seeds * (parties - 1)} times",
-        f"information content: shuffled party {np.mean(bad_info):.3f} ± {np.std(bad_info):.3f} bits, "
-        f"honest parties {np.mean(honest_info):.3f} ± {np.std(honest_info):.3f} bits",
+        (
+            f"shuffled party flagged in {flagged}/{seeds} runs; honest parties flagged "
+            f"{false_flags}/{seeds * (parties - 1)} times"
+        ),
+        (
+            f"information content: shuffled party {np.mean(bad_info):.3f} ± {np.std(bad_info):.3f} bits, "
+            f"honest parties {np.mean(honest_info):.3f} ± {np.std(honest_info):.3f} bits"
+        ),
     ]
     return "\n".join(lines)
 
@@ -139,8 +145,10 @@ def shares(seeds: int) -> str:
                 info[share[int(c["party"].split("-")[1])]].append(c["information_bits"])
             _say(f"seed {seed}: " + ", ".join(f"{s:.2f}: {info[s][-1]:.3f}" for s in share))
     lines = [
-        f"Diabetes 7000/7000, 5 honest parties with unequal shares of the training rows, eps = 1, depth 5, "
-        f"1 tree each, {seeds} seeds.",
+        (
+            f"Diabetes 7000/7000, 5 honest parties with unequal shares of the training rows, eps = 1, depth 5, "
+            f"1 tree each, {seeds} seeds."
+        ),
         "",
         "| data share | information (bits) |",
         "|---|---|",

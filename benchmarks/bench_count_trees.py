@@ -22,10 +22,10 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
-
 from _bench_common import DEFAULT_DATA_DIR, inner_split, make_split
 from _bench_datasets import DATASETS, load_dataset
+from sklearn.metrics import roc_auc_score
+
 from edprf_core import EDPRFClassifier
 
 
@@ -47,18 +47,18 @@ def sweep(dataset: str, eps_values: list[float], seeds: int, trees: list[int], d
                     if proba.shape[1] == 2
                     else roc_auc_score(truth, proba, multi_class="ovr")
                 )
-                row = dict(
-                    dataset=dataset,
-                    seed=seed,
-                    eps=eps,
-                    forced_trees=t,
-                    trees=model.privacy_.n_trees,
-                    depth=model.privacy_.max_depth,
-                    bins=model.privacy_.n_bins,
-                    n_rows=len(inner.X_train),
-                    accuracy=float((proba.argmax(1) == truth).mean()),
-                    auc=float(auc),
-                )
+                row = {
+                    "dataset": dataset,
+                    "seed": seed,
+                    "eps": eps,
+                    "forced_trees": t,
+                    "trees": model.privacy_.n_trees,
+                    "depth": model.privacy_.max_depth,
+                    "bins": model.privacy_.n_bins,
+                    "n_rows": len(inner.X_train),
+                    "accuracy": float((proba.argmax(1) == truth).mean()),
+                    "auc": float(auc),
+                }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     return rows

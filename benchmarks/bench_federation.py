@@ -33,26 +33,26 @@ def _say(msg: str) -> None:
 
 
 def _args(data: Path, schema: Path, **kw) -> argparse.Namespace:
-    base = dict(
-        data=str(data),
-        schema=str(schema),
-        dataset="",
-        parties=5,
-        partition="iid",
-        alpha=0.5,
-        column="",
-        epsilon=1.0,
-        depth=5,
-        trees_per_party=1,
-        bins=16,
-        split_mode="binary",
-        evaluation_epsilon=0.0,
-        party_holdout=0.0,
-        test_size=0.2,
-        seed=0,
-        flower_logs=False,
-        seeded_noise=True,
-    )  # research: reproducible, and the variants of one seed see the same trees
+    base = {
+        "data": str(data),
+        "schema": str(schema),
+        "dataset": "",
+        "parties": 5,
+        "partition": "iid",
+        "alpha": 0.5,
+        "column": "",
+        "epsilon": 1.0,
+        "depth": 5,
+        "trees_per_party": 1,
+        "bins": 16,
+        "split_mode": "binary",
+        "evaluation_epsilon": 0.0,
+        "party_holdout": 0.0,
+        "test_size": 0.2,
+        "seed": 0,
+        "flower_logs": False,
+        "seeded_noise": True,
+    }  # research: reproducible, and the variants of one seed see the same trees
     base.update(kw)
     return argparse.Namespace(**base)
 

@@ -45,8 +45,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split  # noqa: E402
-from _bench_datasets import load_dataset  # noqa: E402
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split
+from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
 PARTITIONS = ("iid", "dirichlet-0.5", "dirichlet-0.1")
@@ -179,12 +179,14 @@ def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
     lines = [
         "# The cost of federating (issue 12)",
         "",
-        f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
-        f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
-        "chosen from a DP count of its own rows (at most 8). Federated = the merged releases pooled by the default "
-        "rule (log-linear pooling of the trees' likelihood ratios, each tree weighted per class by its share "
-        "of that class's rows); mean pooling = the previous default (average of the trees' distributions, "
-        "label-shift corrected). Seeded research runs (reproducible, not DP releases).",
+        (
+            f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
+            f"{sorted(df.seed.unique().tolist())}, mean ± std over seeds. Each party: one tree, leaf counts, depth "
+            "chosen from a DP count of its own rows (at most 8). Federated = the merged releases pooled by the default "
+            "rule (log-linear pooling of the trees' likelihood ratios, each tree weighted per class by its share "
+            "of that class's rows); mean pooling = the previous default (average of the trees' distributions, "
+            "label-shift corrected). Seeded research runs (reproducible, not DP releases)."
+        ),
         "",
     ]
     for dataset in df.dataset.unique():
@@ -194,9 +196,11 @@ def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
         lines += [
             f"## {dataset}",
             "",
-            f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, balanced accuracy "
-            f"{_fmt(central.balanced_accuracy)}, AUC {_fmt(central.roc_auc)}; "
-            f"majority class: accuracy {majority.accuracy.mean():.3f}.",
+            (
+                f"Central DP on the pooled rows: accuracy {_fmt(central.accuracy)}, balanced accuracy "
+                f"{_fmt(central.balanced_accuracy)}, AUC {_fmt(central.roc_auc)}; "
+                f"majority class: accuracy {majority.accuracy.mean():.3f}."
+            ),
             "",
             "| partition | parties | model | accuracy | balanced accuracy | ROC AUC | depths (seed 0) |",
             "|---|---|---|---|---|---|---|",

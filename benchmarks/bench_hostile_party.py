@@ -40,8 +40,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split  # noqa: E402
-from _bench_datasets import load_dataset  # noqa: E402
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split
+from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
 HONEST = (2, 4, 9)
@@ -135,13 +135,15 @@ def write_report(df: pd.DataFrame, out: Path, command: str, seeds: list[int]) ->
     lines = [
         "# One hostile party against N honest ones (issue 20)",
         "",
-        f"Command: `{command}`. Seeds {seeds}; accuracies are means over seeds. epsilon = {EPSILON:g} per "
-        "party, leaf counts, depth from a DP count (at most 8), IID parties of equal size; seeded research "
-        "fits (reproducible, not DP releases). The hostile party fits its own forest with the same "
-        "parameters on its share and forges the counts (tests/forged_releases.py): the release conforms "
-        'and would be signed. Goal: accuracy >= honest - max(0, honest - drop one) - 0.02 ("bound"). '
-        '"unbounded" pools the same forests by the rule before issue 20 (no clip, no cap). '
-        '"worst seed" is the smallest (accuracy - bound) over seeds.',
+        (
+            f"Command: `{command}`. Seeds {seeds}; accuracies are means over seeds. epsilon = {EPSILON:g} per "
+            "party, leaf counts, depth from a DP count (at most 8), IID parties of equal size; seeded research "
+            "fits (reproducible, not DP releases). The hostile party fits its own forest with the same "
+            "parameters on its share and forges the counts (tests/forged_releases.py): the release conforms "
+            'and would be signed. Goal: accuracy >= honest - max(0, honest - drop one) - 0.02 ("bound"). '
+            '"unbounded" pools the same forests by the rule before issue 20 (no clip, no cap). '
+            '"worst seed" is the smallest (accuracy - bound) over seeds.'
+        ),
         "",
         f"Cells meeting the goal (mean over seeds): {int(cells['met'].sum())} of {len(cells)}.",
         "",
@@ -184,15 +186,17 @@ def honest_cost_section(csv: Path) -> list[str]:
     lines = [
         "## Honest federations: what the bound costs",
         "",
-        f"From `python benchmarks/bench_federation_cost.py --quick --seeds {len(seeds)} --data-dir "
-        "/work/shared/data` "
-        f"(written to `results/federation_cost_quick.csv`; seeds {seeds}, one tree per party, the same forests "
-        "pooled both ways; std over those seeds of the unbounded rule). IID and Dirichlet 0.5: "
-        f"the bound changes mean accuracy by at most {100 * mild:.1f} points; in {within} of {len(diff)} "
-        "settings the change is within one std. Dirichlet 0.1 (each class at about one party) pays: a party "
-        "that alone holds a class looks like a hostile party claiming it, its log ratios are clipped, its "
-        "class weight capped and its share of the consortium prior clipped "
-        "(edprf_core/_leaf_distribution.py, item 5).",
+        (
+            f"From `python benchmarks/bench_federation_cost.py --quick --seeds {len(seeds)} --data-dir "
+            "/work/shared/data` "
+            f"(written to `results/federation_cost_quick.csv`; seeds {seeds}, one tree per party, the same forests "
+            "pooled both ways; std over those seeds of the unbounded rule). IID and Dirichlet 0.5: "
+            f"the bound changes mean accuracy by at most {100 * mild:.1f} points; in {within} of {len(diff)} "
+            "settings the change is within one std. Dirichlet 0.1 (each class at about one party) pays: a party "
+            "that alone holds a class looks like a hostile party claiming it, its log ratios are clipped, its "
+            "class weight capped and its share of the consortium prior clipped "
+            "(edprf_core/_leaf_distribution.py, item 5)."
+        ),
         "",
         "| dataset | partition | parties | accuracy bounded | unbounded | std | ROC AUC bounded | unbounded | std |",
         "|---|---|---|---|---|---|---|---|---|",

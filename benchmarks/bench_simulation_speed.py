@@ -100,10 +100,12 @@ def main() -> None:
     lines = [
         "# Simulation speed (issue 12)",
         "",
-        f"Command: `python benchmarks/bench_simulation_speed.py --repeats {args.repeats}"
-        f"{' --sweep' if args.sweep else ''}`. `edprf simulate` on the embedded wall robot data, 5 parties, "
-        "defaults (baselines included), each run a fresh process; engines alternate; medians over "
-        f"{args.repeats} repeats.",
+        (
+            f"Command: `python benchmarks/bench_simulation_speed.py --repeats {args.repeats}"
+            f"{' --sweep' if args.sweep else ''}`. `edprf simulate` on the embedded wall robot data, 5 parties, "
+            "defaults (baselines included), each run a fresh process; engines alternate; medians over "
+            f"{args.repeats} repeats."
+        ),
         "",
         "| | in-process | ray |",
         "|---|---|---|",
@@ -119,8 +121,10 @@ def main() -> None:
         )
     lines += [
         "",
-        f"Ratio in-process / ray, end to end, median of pairs: {med(ratios):.2f} "
-        f"(min {min(ratios):.2f}, max {max(ratios):.2f}).",
+        (
+            f"Ratio in-process / ray, end to end, median of pairs: {med(ratios):.2f} "
+            f"(min {min(ratios):.2f}, max {max(ratios):.2f})."
+        ),
         "The rest of the end-to-end time is Python start-up, imports, the plot and the summary.",
     ]
     text = "\n".join(lines) + "\n"

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def ours(mode: str, trees: int, seed: int | None = 0) -> EDPRFClassifier:
         """``seed=None``: the production samplers (exact, cryptographic); an int: the seeded research ones."""
-        kw = dict(n_bins=5, exploit_monotonicity=False) if mode == "multiway" else dict(n_bins=20)
+        kw = {"n_bins": 5, "exploit_monotonicity": False} if mode == "multiway" else {"n_bins": 20}
         return EDPRFClassifier(
             schema, epsilon=1.0, n_estimators=trees, max_depth=d, split_mode=mode, random_state=seed, **kw
         )
@@ -239,14 +239,16 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# eDPRF speed benchmark",
         "",
-        f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {skl_version}. Median of {R} runs, same process, single thread (sklearn n_jobs=1). "
-        "Ours is timed on the raw DataFrame (encoding to public codes included, as users pay it); "
-        f"scikit-learn gets a prepared float matrix (its categorical encoding took {t_skenc:.3f} s, not counted). "
-        "Ratio = ours / scikit-learn; below 1 means ours is faster. The eDPRF multiway forest is the paper "
-        "configuration (5 bins, exploit_monotonicity=False); binary uses 20 bins. The research rows draw "
-        "from seeded numpy samplers; the production rows are what a party runs (random_state=None: exact "
-        "OpenDP samplers, cryptographic randomness). Every row releases count leaves (the default).",
+        (
+            f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, "
+            f"scikit-learn {skl_version}. Median of {R} runs, same process, single thread (sklearn n_jobs=1). "
+            "Ours is timed on the raw DataFrame (encoding to public codes included, as users pay it); "
+            f"scikit-learn gets a prepared float matrix (its categorical encoding took {t_skenc:.3f} s, not counted). "
+            "Ratio = ours / scikit-learn; below 1 means ours is faster. The eDPRF multiway forest is the paper "
+            "configuration (5 bins, exploit_monotonicity=False); binary uses 20 bins. The research rows draw "
+            "from seeded numpy samplers; the production rows are what a party runs (random_state=None: exact "
+            "OpenDP samplers, cryptographic randomness). Every row releases count leaves (the default)."
+        ),
         "",
         f"Command: `python benchmarks/bench_speed.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
         "",

@@ -10,6 +10,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
@@ -460,7 +464,7 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
     return out
 
 
-def raw_features(X, schema) -> "np.ndarray":
+def raw_features(X, schema) -> np.ndarray:
     """Continuous columns as numbers (missing: NaN), categorical columns as the declared category's index.
 
     What the non-private reference forest sees: the features before any DP binning.
@@ -619,7 +623,7 @@ def _plot(result: dict, path: Path) -> Path | None:
         vals = [m.get(key) if isinstance(m.get(key), float) else float("nan") for _, m in rows]
         ax.bar(xs, vals, width, label=name)
         for x, v in zip(xs, vals):
-            if v == v:
+            if not math.isnan(v):
                 ax.text(x, v + 0.01, f"{v:.2f}", ha="center", fontsize=7)
     if "majority_class" in base:
         ax.axhline(

@@ -131,7 +131,7 @@ class PartyPolicy:
             raise ValueError(f"holdout-fraction: expected a number in [0, 1), got {self.holdout_fraction!r}")
         for name in ("allow_exact_metrics", "allow_seeded_randomness"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{_key(name)}: expected true or false, got {getattr(self, name)!r}")
+                raise ValueError(f"{_key(name)}: expected true or false, got {getattr(self, name)!r}")  # noqa: TRY004 (callers catch ValueError)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> PartyPolicy:

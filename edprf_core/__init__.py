@@ -20,12 +20,13 @@ from ._count_noise import discrete_laplace_counts
 from ._data_check import DataCheck, check_data
 from ._datasets import available_schemas, embedded_datasets, example_schema, load_embedded, read_csv
 from ._depth_rule import branching_factor, public_bins, public_depth, public_shape
-from ._leaf_distribution import PartPooling, leaf_distributions
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
+from ._exact_selection import MAX_FIT_ROWS
 from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
 from ._explanation import Explanation, TreeContribution, explain_row
 from ._importances import released_importances
+from ._leaf_distribution import PartPooling, leaf_distributions
 from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
 from ._mechanisms import (
     ExponentialMechanism,
@@ -53,7 +54,6 @@ from ._release import (
 from ._rules import LeafRule, forest_rules_text, leaf_rule
 from ._schema import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
 from ._text_table import MAX_LINE_CHARS, TextTable, read_table
-from ._exact_selection import MAX_FIT_ROWS
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
@@ -77,24 +77,24 @@ __all__ = [
     "ClinicalReport",
     "ContinuousFeature",
     "DPForest",
-    "PartPooling",
     "DataCheck",
     "DataValidationError",
     "DomainClippingWarning",
-    "Explanation",
-    "Estimate",
     "EDPRFClassifier",
+    "Estimate",
+    "Explanation",
     "ExponentialMechanism",
     "FeatureGrid",
     "ForestArrays",
     "HarmonicSchedule",
     "LabelSpec",
     "LaplaceMechanism",
+    "LayerSchedule",
     "LeafRule",
     "LeafTerms",
-    "LayerSchedule",
     "LinearSchedule",
     "ParallelComposition",
+    "PartPooling",
     "PermuteAndFlip",
     "PrivacyLeakWarning",
     "ReleasedForestClassifier",
@@ -102,8 +102,8 @@ __all__ = [
     "SchemaError",
     "SequentialComposition",
     "TextTable",
-    "TreeContribution",
     "TrainingParameters",
+    "TreeContribution",
     "TreeStructureError",
     "UniformSchedule",
     "available_schemas",
@@ -116,22 +116,22 @@ __all__ = [
     "discrete_laplace_counts",
     "draft_schema",
     "embedded_datasets",
-    "encoding_spec",
     "encode_features",
     "encode_labels",
+    "encoding_spec",
     "example_schema",
     "explain_row",
-    "forest_to_onnx",
     "forest_rules_text",
+    "forest_to_onnx",
+    "leaf_distributions",
+    "leaf_indices",
+    "leaf_rule",
+    "leaf_terms",
     "load_embedded",
     "load_schema",
     "make_generator",
     "merge_forests",
     "permute_and_flip_literal",
-    "leaf_distributions",
-    "leaf_indices",
-    "leaf_rule",
-    "leaf_terms",
     "permute_and_flip_probabilities",
     "public_bins",
     "public_depth",

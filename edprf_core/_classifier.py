@@ -13,14 +13,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ._accountant import BudgetAccountant, charge_fit
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
+from ._count_noise import discrete_laplace_counts
+from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
 from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
-from ._count_noise import discrete_laplace_counts
-from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._release import LEAF_COUNT_SENSITIVITY, LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 

@@ -98,9 +98,11 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     if exact:
         reasons = [
             *reasons,
-            f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
-            f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
-            "): exact counts of their held-out rows are not protected",
+            (
+                f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
+                f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
+                "): exact counts of their held-out rows are not protected"
+            ),
         ]
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
     if reasons:

@@ -193,8 +193,10 @@ def test_draft_schema_warns_and_produces_a_usable_schema(data):
             "duplicates",
         ),
         (
-            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]\n'
-            'unknown="z"',
+            (
+                '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="c"\nkind="categorical"\ncategories=["a","b"]\n'
+                'unknown="z"'
+            ),
             "unknown must be 'refuse' or one of the declared",
         ),
         (
@@ -202,8 +204,10 @@ def test_draft_schema_warns_and_produces_a_usable_schema(data):
             "unique",
         ),
         (
-            '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\n'
-            "edges=[0.5, 0.2]",
+            (
+                '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\n'
+                "edges=[0.5, 0.2]"
+            ),
             "strictly increasing",
         ),
         ("not = toml = at all", "not valid TOML"),
@@ -249,8 +253,10 @@ def test_fingerprint_is_stable_across_processes(schema):
     [
         'features = 1\n[label]\ncolumn="y"\nclasses=[0,1]',
         'label = "y"\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0',
-        'ignored_columns = "abc"\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\n'
-        "lower=0.0\nupper=1.0",
+        (
+            'ignored_columns = "abc"\n[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\n'
+            "lower=0.0\nupper=1.0"
+        ),
         '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="continuous"\nlower=0.0\nupper=1.0\nedges="ab"',
         '[label]\ncolumn="y"\nclasses=[0,1]\n[[features]]\nname="x"\nkind="categorical"\ncategories="ab"',
     ],

@@ -190,13 +190,13 @@ def test_bad_shape_options_are_refused_before_reading_data():
 
 
 def test_validate_bounds_leaf_counts():
-    base = dict(
-        tree_offsets=np.array([0, 3]),
-        feature=np.array([0, -1, -1], dtype=np.int32),
-        split=np.array([1, -1, -1], dtype=np.int32),
-        first_child=np.array([1, -1, -1], dtype=np.int32),
-        leaf_class=np.array([-1, 0, 1], dtype=np.int32),
-    )
+    base = {
+        "tree_offsets": np.array([0, 3]),
+        "feature": np.array([0, -1, -1], dtype=np.int32),
+        "split": np.array([1, -1, -1], dtype=np.int32),
+        "first_child": np.array([1, -1, -1], dtype=np.int32),
+        "leaf_class": np.array([-1, 0, 1], dtype=np.int32),
+    }
     schema = make_schema(n_continuous=1, n_categorical=0)
     from edprf_core import FeatureGrid
 
@@ -219,7 +219,7 @@ def test_label_shift_factors_leave_one_part_alone_and_correct_skewed_parts():
     k0 = (y == "k0").to_numpy()
     mostly_k0 = np.r_[np.flatnonzero(k0)[:1500], np.flatnonzero(~k0)[:100]]
     mostly_k1 = np.r_[np.flatnonzero(k0)[1500:1600], np.flatnonzero(~k0)[100:1600]]
-    fit = dict(epsilon=1.0, n_estimators=2, max_depth=3, random_state=0)
+    fit = {"epsilon": 1.0, "n_estimators": 2, "max_depth": 3, "random_state": 0}
     a = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k0], y.iloc[mostly_k0]).forest_
     b = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k1], y.iloc[mostly_k1]).forest_
     assert np.allclose(label_shift_factors(a.trees, 2, [2]), 1.0)  # one part: nothing to correct

@@ -24,26 +24,26 @@ def wall():
 
 
 def _request(schema, **kw):
-    args = dict(
-        request_id="run-7/train",
-        run_id="run-7",
-        schema_fingerprint=schema.fingerprint,
-        epsilon=1.0,
-        max_depth=3,
-        n_trees=1,
-        split_mode="binary",
-        n_bins=20,
-        schedule="harmonic",
-        relation="add-remove",
-        seed=-1,
-    )
+    args = {
+        "request_id": "run-7/train",
+        "run_id": "run-7",
+        "schema_fingerprint": schema.fingerprint,
+        "epsilon": 1.0,
+        "max_depth": 3,
+        "n_trees": 1,
+        "split_mode": "binary",
+        "n_bins": 20,
+        "schedule": "harmonic",
+        "relation": "add-remove",
+        "seed": -1,
+    }
     args.update(kw)
     return TrainRequest(**args)
 
 
 def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
     X, y, schema = wall
-    params = dict(epsilon=1.0, max_depth=3, n_estimators=1, n_bins=20)
+    params = {"epsilon": 1.0, "max_depth": 3, "n_estimators": 1, "n_bins": 20}
     params.update(fit)
     forest = EDPRFClassifier(schema, **params).fit(X, y).forest_
     return decode_release(

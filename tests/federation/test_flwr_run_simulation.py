@@ -52,7 +52,7 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
         f"seed=0 evaluation-epsilon=0.0 require-exact-sampling=false"
     )  # seeded noise is not exact
     try:
-        proc = subprocess.run(
+        proc = subprocess.run(  # noqa: PLW1510 (the return code is asserted below)
             [
                 str(Path(sys.executable).parent / "flwr"),
                 "run",

@@ -34,19 +34,19 @@ def party_files(tmp_path):
 
 
 def _request(schema, request_id="run1/1/train", **kw):
-    args = dict(
-        request_id=request_id,
-        run_id="run1",
-        schema_fingerprint=schema.fingerprint,
-        epsilon=1.0,
-        max_depth=4,
-        n_trees=2,
-        split_mode="binary",
-        n_bins=8,
-        schedule="harmonic",
-        relation="add-remove",
-        seed=-1,
-    )
+    args = {
+        "request_id": request_id,
+        "run_id": "run1",
+        "schema_fingerprint": schema.fingerprint,
+        "epsilon": 1.0,
+        "max_depth": 4,
+        "n_trees": 2,
+        "split_mode": "binary",
+        "n_bins": 8,
+        "schedule": "harmonic",
+        "relation": "add-remove",
+        "seed": -1,
+    }
     args.update(kw)
     return TrainRequest(**args)
 

@@ -43,7 +43,7 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 (no threads yet)
     )
     try:
         deadline = time.monotonic() + 120

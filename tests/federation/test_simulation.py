@@ -18,26 +18,26 @@ DIABETES = SHARED_DATA / "diabetes_prediction" / "diabetes_prediction_dataset.cs
 
 
 def _args(**kw):
-    base = dict(
-        data=None,
-        schema=None,
-        dataset="wall_robot_navigation",
-        parties=4,
-        partition="iid",
-        alpha=0.5,
-        column="",
-        epsilon=1.0,
-        depth=5,
-        trees_per_party=1,
-        bins=16,
-        split_mode="binary",
-        evaluation_epsilon=0.1,
-        party_holdout=0.1,
-        test_size=0.2,
-        seed=0,
-        flower_logs=False,
-        seeded_noise=True,
-    )  # reproducible research runs; test_exact_federation covers production randomness
+    base = {
+        "data": None,
+        "schema": None,
+        "dataset": "wall_robot_navigation",
+        "parties": 4,
+        "partition": "iid",
+        "alpha": 0.5,
+        "column": "",
+        "epsilon": 1.0,
+        "depth": 5,
+        "trees_per_party": 1,
+        "bins": 16,
+        "split_mode": "binary",
+        "evaluation_epsilon": 0.1,
+        "party_holdout": 0.1,
+        "test_size": 0.2,
+        "seed": 0,
+        "flower_logs": False,
+        "seeded_noise": True,
+    }  # reproducible research runs; test_exact_federation covers production randomness
     base.update(kw)
     return argparse.Namespace(**base)
 
