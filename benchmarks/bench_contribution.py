@@ -29,8 +29,8 @@ def _run(cfg, n_parties: int) -> dict:
     """One federation.  The variants of one seed differ only in the coordinator's
     post-processing: the simulated parties' ledgers are reset so that the same seeded
     parties release the same trees again (a real party would refuse: its cap is spent)."""
+    from edprf_fl.simulation import simulate_federation
     from server import REPORT_FILE
-    from simulation import simulate_federation
 
     for ledger in Path(cfg.sim_dir).glob("party-*/ledger.sqlite*"):
         ledger.unlink()
@@ -39,7 +39,7 @@ def _run(cfg, n_parties: int) -> dict:
 
 
 def shuffled(seeds: int, parties: int) -> str:
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
 
     rows = {
         "all parties, no selection": [],
@@ -104,8 +104,8 @@ def shares(seeds: int) -> str:
     from sklearn.model_selection import train_test_split
 
     from edprf_core import load_schema, read_csv
+    from edprf_fl.simulation import write_workspace
     from server import CoordinatorConfig
-    from simulation import write_workspace
 
     share = np.array([0.05, 0.10, 0.15, 0.30, 0.40])
     info = {s: [] for s in share}

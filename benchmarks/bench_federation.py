@@ -73,7 +73,7 @@ def _diabetes(tmp: Path, balanced: bool) -> tuple[Path, Path]:
 
 
 def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
-    from cli._simulate import run_simulation_report
+    from edprf_fl.cli._simulate import run_simulation_report
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +112,7 @@ def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
 
 
 def scaling(party_counts: list[int]) -> str:
-    from cli._simulate import run_simulation_report
+    from edprf_fl.cli._simulate import run_simulation_report
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -96,7 +96,7 @@ def run_command(model: Path, keys: Path, data: Path, out: Path) -> tuple[float, 
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "cli", "predict", str(model), str(data), "-o", str(out), "--keys", str(keys)],
+        [sys.executable, "-m", "edprf_fl.cli", "predict", str(model), str(data), "-o", str(out), "--keys", str(keys)],
         cwd=REPO_ROOT,
         check=True,
         capture_output=True,
@@ -120,7 +120,7 @@ def peak_of_one_child(model: Path, keys: Path, data: Path, out: Path) -> tuple[f
             code,
             sys.executable,
             "-m",
-            "cli",
+            "edprf_fl.cli",
             "predict",
             str(model),
             str(data),

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cli._certs import party_files
-from cli._main import main as edprf
 from edprf_core import load_embedded
+from edprf_fl.cli._certs import party_files
+from edprf_fl.cli._main import main as edprf
 
 TEMPLATE = Path(__file__).resolve().parent / "policy.example.toml"
 FINGERPRINT_PLACEHOLDER = "sha256:REPLACE-WITH-THE-SCHEMA-FINGERPRINT"

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from cli._flower_processes import (  # noqa: F401  (re-exported for the tests)
+from client import PartyPolicy
+from edprf_core import load_embedded
+from edprf_fl.cli._flower_processes import (  # noqa: F401  (re-exported for the tests)
     BIN,
     FLOWER_TOOLS,
     GRACE,
@@ -43,10 +45,8 @@ from cli._flower_processes import (  # noqa: F401  (re-exported for the tests)
     process_tree,
     tail,
 )
-from cli._flower_processes import Federation as LocalFederation
-from cli._flower_processes import json_in as _json_in  # noqa: F401  (test_container_image)
-from client import PartyPolicy
-from edprf_core import load_embedded
+from edprf_fl.cli._flower_processes import Federation as LocalFederation
+from edprf_fl.cli._flower_processes import json_in as _json_in  # noqa: F401  (test_container_image)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cli._certs import PartyFiles, party_files
-from cli._main import main
+from edprf_fl.cli._certs import PartyFiles, party_files
+from edprf_fl.cli._main import main
 
 from ._harness import Deployment, Tls, new_deployment
 

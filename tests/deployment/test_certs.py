@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from cli._certs import party_files
-from cli._main import main
+from edprf_fl.cli._certs import party_files
+from edprf_fl.cli._main import main
 from protocol import PartyKeyRegistry, key_id, load_private_key
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cli._flower_processes import BIN, missing_flower_tools
+from edprf_fl.cli._flower_processes import BIN, missing_flower_tools
 
 from .conftest import ledger_rows
 

@@ -46,8 +46,8 @@ from pathlib import Path
 
 import pytest
 
-from cli._certs import party_files
-from cli._main import main as edprf
+from edprf_fl.cli._certs import party_files
+from edprf_fl.cli._main import main as edprf
 from protocol import PartyKeyRegistry, SignatureStatus, load_global_model
 
 from ._harness import (

@@ -30,7 +30,7 @@ import time
 
 import pytest
 
-from cli._main import main
+from edprf_fl.cli._main import main
 from protocol import load_global_model
 
 from ._harness import Federation, bundle_hash, command_line, node_config, process_tree, run_guarded, write_parties

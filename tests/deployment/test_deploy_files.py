@@ -214,7 +214,7 @@ def _docker_compose_status() -> tuple[bool, bool, str]:
 
 def _local_layout(root: Path) -> dict[str, str]:
     """The files compose.yaml mounts, made as the runbook makes them (placeholders for data)."""
-    from cli._main import main
+    from edprf_fl.cli._main import main
 
     local = root / "local"
     assert main(["certs", "init", "--out", str(local / "pki"), "--ca-name", "compose check"]) == 0

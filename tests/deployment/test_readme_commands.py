@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from cli._main import build_parser
+from edprf_fl.cli._main import build_parser
 
 from ._harness import REPO, Federation, free_port, port_open, run_guarded
 from .conftest import ledger_rows

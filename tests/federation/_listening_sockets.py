@@ -8,7 +8,7 @@ import socket
 import struct
 from pathlib import Path
 
-from cli._child_process import descendants as process_descendants
+from edprf_fl.cli._child_process import descendants as process_descendants
 
 __all__ = ["descendants", "listening_addresses", "non_loopback"]
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli._main import main
 from client import BudgetLedger, PartyPolicy
+from edprf_fl.cli._main import main
 
 
 def test_budget_lists_entries_and_remaining_cap(tmp_path, capsys):

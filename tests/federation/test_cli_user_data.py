@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import simulation
-from cli._main import build_parser, main
 from edprf_core import example_schema, load_schema
+from edprf_fl import simulation
+from edprf_fl.cli._main import build_parser, main
 from tests.conftest import SHARED_DATA
 
 HEART = SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data"
@@ -23,7 +23,7 @@ def no_flower(monkeypatch):
         raise AssertionError("Flower was started before the arguments were checked")
 
     monkeypatch.setattr(simulation, "simulate_federation", started)
-    import cli._simulate as sim
+    import edprf_fl.cli._simulate as sim
 
     if hasattr(sim, "simulate_federation"):
         monkeypatch.setattr(sim, "simulate_federation", started)
@@ -128,7 +128,7 @@ def test_every_option_has_help():
 
 
 def test_the_flag_check_uses_the_core_depth_limit():
-    import cli._simulate as sim
+    import edprf_fl.cli._simulate as sim
     from edprf_core import MAX_DEPTH_LIMIT
     from edprf_core._depth_rule import AUTO_DEPTH_CAP
 
@@ -138,7 +138,7 @@ def test_the_flag_check_uses_the_core_depth_limit():
 
 def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
     """Tiny held-out sets: the noisy totals can sum to <= 0 and the report holds null (NaN) for the accuracy."""
-    from cli._simulate import evaluation_line
+    from edprf_fl.cli._simulate import evaluation_line
 
     for value in (None, float("nan")):
         line = evaluation_line({"accuracy": value, "ci95": None, "epsilon_per_party": 0.1, "parties": 2})
@@ -148,7 +148,7 @@ def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
 
 
 def test_the_summary_states_what_federating_buys_and_costs_in_points():
-    from cli._simulate import cost_lines, timing_line
+    from edprf_fl.cli._simulate import cost_lines, timing_line
 
     result = {
         "federated": {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}},
@@ -174,7 +174,7 @@ def test_the_summary_states_what_federating_buys_and_costs_in_points():
 
 
 def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_value():
-    from cli._simulate import contribution_table
+    from edprf_fl.cli._simulate import contribution_table
 
     rows = [
         {

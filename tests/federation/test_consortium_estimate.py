@@ -227,7 +227,7 @@ def test_the_skip_rule_decides_from_public_parameters():
 
 def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path):
     """`./demo.sh` is `edprf simulate` with its defaults: 5 parties on the wall robot data."""
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
 
     from .test_simulation import _args
 
@@ -242,9 +242,9 @@ def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path
 
 def _run(tmp_path, monkeypatch, **kw):
     """A 3-party in-process federation; returns its report and the message types the grid delivered."""
-    from cli._simulate import prepare_workspace
-    from simulation import simulate_federation
-    from simulation._in_process_engine import InProcessGrid
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation._in_process_engine import InProcessGrid
 
     from .test_simulation import _args
 

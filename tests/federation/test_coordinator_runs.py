@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 import server._coordinator as coordinator
-from cli._simulate import prepare_workspace
+from edprf_fl.cli._simulate import prepare_workspace
+from edprf_fl.simulation import simulate_federation
 from server import REPORT_FILE
-from simulation import simulate_federation
 
 from .test_simulation import _args
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from cli._simulate import prepare_workspace
 from edprf_core import example_schema, load_embedded, merge_forests
+from edprf_fl.cli._simulate import prepare_workspace
+from edprf_fl.simulation import simulate_federation
 from server import REPORT_FILE
 from server._guarantee import PartySpend, federation_guarantee
-from simulation import simulate_federation
 
 from .test_simulation import _args
 

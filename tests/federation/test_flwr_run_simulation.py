@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli._main import main
+from edprf_fl.cli._main import main
 from protocol import load_global_model
 
 REPO = Path(__file__).resolve().parents[2]

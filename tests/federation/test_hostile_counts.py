@@ -60,10 +60,10 @@ def _accuracy(forest, X, truth, **kw) -> float:
 
 @pytest.mark.parametrize("attack", ["rarest-class", "labels-rotated", "one-class-per-tree"])
 def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation._engine import _client_app, _server_app
+    from edprf_fl.simulation._in_process_engine import run_in_process
     from server import MODEL_FILE, REPORT_FILE
-    from simulation._engine import _client_app, _server_app
-    from simulation._in_process_engine import run_in_process
 
     out = tmp_path / "out"
     cfg, (_, _, X_test, y_test, _, schema, *_) = prepare_workspace(

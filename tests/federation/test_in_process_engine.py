@@ -13,7 +13,7 @@ from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp import Grid, ServerApp
 from flwr.supercore.task_identity import TaskIdentity
 
-from simulation._in_process_engine import InProcessGrid, run_in_process
+from edprf_fl.simulation._in_process_engine import InProcessGrid, run_in_process
 
 
 def _echo_app(seen: list) -> ClientApp:
@@ -179,9 +179,9 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
 
     No party hold-out: each party's hold-out split is keyed by a secret it draws itself, so two
     workspaces would train on different rows whatever the engine."""
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import simulate_federation
     from server import MODEL_FILE, REPORT_FILE
-    from simulation import simulate_federation
 
     from .test_simulation import _args
 
@@ -211,7 +211,7 @@ def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
     """--seeded-noise with the same --seed: same hold-out rows, same trees, same noisy evaluation counts.
 
     In production the workspace leaves the hold-out key to each party (drawn by the party, in its ledger)."""
-    from cli._simulate import prepare_workspace, run_simulation_report
+    from edprf_fl.cli._simulate import prepare_workspace, run_simulation_report
 
     from .test_simulation import _args
 

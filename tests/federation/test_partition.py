@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulation import Partitioning, partition_rows
+from edprf_fl.simulation import Partitioning, partition_rows
 
 
 def _frame(n=3000, k=3, seed=0):

@@ -12,10 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from cli._main import main
 from client import BudgetLedger, PartyPolicy
 from client._preflight import log_preflight, parse_node_config
 from edprf_core import load_embedded
+from edprf_fl.cli._main import main
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from client._evaluation_cost import evaluation_cost
 from client._flower_handlers import handle_evaluate, handle_train
 from client.client_app import app as party_app
 from edprf_core import FeatureGrid, load_embedded
+from edprf_fl.simulation._in_process_engine import InProcessGrid
 from protocol import (
     generate_signing_key,
     peek_global_model,
@@ -31,7 +32,6 @@ from protocol._binding import bind_to_run, bound_to_run
 from protocol._task import EvaluateRequest, TaskError, TrainRequest
 from server import CoordinatorConfig
 from server._coordinator import run_federation
-from simulation._in_process_engine import InProcessGrid
 
 WALL = "wall_robot_navigation"
 

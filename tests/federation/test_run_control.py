@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from cli._simulate import prepare_workspace
 from client import load_policy
 from edprf_core import EDPRFClassifier, load_embedded
+from edprf_fl.cli._simulate import prepare_workspace
+from edprf_fl.simulation import simulate_federation
 from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
 from server._guarantee import PartySpend, federation_guarantee
 from server._party_names import claimed_party_id, name_evaluation
 from server._run_control import OutputDirInUse, claim_output_dir, failure_text, resumed_evaluation_skip
 from server._summary import summary_lines
-from simulation import simulate_federation
 
 from .test_simulation import _args
 

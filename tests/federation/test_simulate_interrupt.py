@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli._child_process import descendants
+from edprf_fl.cli._child_process import descendants
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
         [
             sys.executable,
             "-m",
-            "cli",
+            "edprf_fl.cli",
             "simulate",
             "--parties",
             parties,

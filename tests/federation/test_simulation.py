@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from cli._main import main
-from cli._simulate import run_simulation_report
 from edprf_core import example_schema
+from edprf_fl.cli._main import main
+from edprf_fl.cli._simulate import run_simulation_report
 from protocol import load_global_model
 from tests.conftest import SHARED_DATA
 
@@ -115,10 +115,10 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     """Party 3 lost its data file, party 2's policy refuses the epsilon: the run completes
     with the other parties and the report names each reason.  Party 1 holds a row that
     breaks the schema: it drops the row locally and nothing about it reaches the coordinator."""
-    from cli._simulate import prepare_workspace
     from client import PartyPolicy, load_policy
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import simulate_federation
     from server import REPORT_FILE
-    from simulation import simulate_federation
 
     cfg, _ = prepare_workspace(
         _args(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path, progress=lambda _: None
@@ -151,9 +151,9 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
 def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
     from dataclasses import replace
 
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import simulate_federation
     from server import MODEL_FILE, REPORT_FILE
-    from simulation import simulate_federation
 
     cfg, _ = prepare_workspace(
         _args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path, progress=lambda _: None
@@ -216,9 +216,9 @@ def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, mo
 
     from flwr.server.superlink.fleet.vce import vce_api
 
-    from cli._simulate import prepare_workspace
+    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import simulate_federation
     from server import REPORT_FILE
-    from simulation import simulate_federation
 
     monkeypatch.setattr(vce_api, "secrets", _SlowTokens(secrets))
     cfg, _ = prepare_workspace(

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cli import main
 from edprf_core import clinical_report, encode_labels, example_schema, load_embedded
+from edprf_fl.cli import main
 from protocol import load_classifier
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cli import main
 from edprf_core import example_schema
+from edprf_fl.cli import main
 from protocol import load_classifier
 
 SCHEMA = example_schema("bank_marketing")

@@ -35,7 +35,7 @@ def test_central_metrics_carry_intervals_and_the_one_class_warning():
 
 
 def test_the_simulate_table_shows_intervals_and_the_warning():
-    from cli._simulate import _table
+    from edprf_fl.cli._simulate import _table
 
     fed = {
         "accuracy": 0.8,

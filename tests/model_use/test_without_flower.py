@@ -34,7 +34,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 def test_predict_and_evaluate_run_without_flower(bank_model, tmp_path):
     out = tmp_path / "predictions.csv"
     code = f"""
-from cli import main
+from edprf_fl.cli import main
 assert main(["predict", {str(bank_model["model"])!r}, {str(bank_model["data"])!r}, "-o", {str(out)!r},
              "--keys", {str(bank_model["keys"])!r}]) == 0
 assert main(["evaluate", {str(bank_model["model"])!r}, {str(bank_model["data"])!r}, "--positive-class", "yes"]) == 0
@@ -52,7 +52,7 @@ print("ok")
 
 
 def test_a_federation_command_names_the_extra_in_one_line():
-    result = _run("from cli import main\nraise SystemExit(main(['simulate', '--no-baselines']))")
+    result = _run("from edprf_fl.cli import main\nraise SystemExit(main(['simulate', '--no-baselines']))")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "edprf simulate: error: this command runs a federation and needs Flower (flwr is not installed): "

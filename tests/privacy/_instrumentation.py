@@ -67,7 +67,7 @@ __all__ = [
     "check_released_values",
 ]
 
-_PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "simulation", "cli")
+_PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "edprf_fl")
 _RELATIVE_SLACK = 1e-12
 """Real ε may exceed the declared ε by float rounding only (the code inflates scales by 1e-12)."""
 

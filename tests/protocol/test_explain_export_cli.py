@@ -90,7 +90,7 @@ def test_export_onnx(model_file, rows_file, tmp_path):
 
 def test_explain_and_export_do_not_import_flower(model_file, tmp_path):
     code = (
-        "import sys; from cli._main import main; "
+        "import sys; from edprf_fl.cli._main import main; "
         f"main(['export', {str(model_file)!r}, '-o', {str(tmp_path / 'm.onnx')!r}]); "
         f"main(['inspect', {str(model_file)!r}, '--rules']); "
         "print('flwr' in sys.modules, 'ray' in sys.modules)"
@@ -108,7 +108,7 @@ def test_explain_and_export_do_not_import_flower(model_file, tmp_path):
 
 
 def test_inspect_rules_of_a_single_release(tmp_path, capsys, signed_wall_release, wall_schema, policy):
-    from cli._main import main
+    from edprf_fl.cli._main import main
 
     path = save_atomic(tmp_path / "a.release", signed_wall_release)
     assert main(["inspect", str(path), "--rules", "--show-trees", "1", "--show-leaves", "2"]) == 0

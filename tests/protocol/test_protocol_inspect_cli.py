@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli._main import main
 from edprf_core import FEDERATION_NOTE
+from edprf_fl.cli._main import main
 from protocol import (
     build_global_model,
     decode_release,
@@ -193,7 +193,7 @@ def test_oversized_file_refused_from_fstat(capsys, tmp_path, monkeypatch):
 
 def test_read_is_bounded_to_cap_plus_one(tmp_path):
     import protocol
-    from cli._inspect import read_bounded_regular_file
+    from edprf_fl.cli._inspect import read_bounded_regular_file
 
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 10)

@@ -15,7 +15,7 @@ without decoding it (:func:`protocol.peek_global_model`, or a release's header);
 a file beyond ``--max-releases``, ``--max-trees`` or ``--max-nodes`` is refused in
 one line before anything is decoded, so time and memory grow with those limits,
 not with what the file claims.  Every line is printed through
-:func:`cli._terminal_text.terminal_safe`: text from the file cannot reach the
+:func:`edprf_fl.cli._terminal_text.terminal_safe`: text from the file cannot reach the
 terminal as escape sequences.
 """
 

@@ -7,7 +7,7 @@ path, a directory, a FIFO, a device, a non-SQLite file, a file above
 ``--max-bytes``, a ledger with values of the wrong kind, one that takes
 SQLite more than ``--max-seconds`` to read) is a one-line error with exit
 code 1, never a traceback.  Every text from the file is printed through
-:func:`cli._terminal_text.terminal_safe` (control characters escaped).
+:func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
 Sums are exact.
 """
 

@@ -203,8 +203,8 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     import numpy as np
     from sklearn.model_selection import train_test_split
 
+    from edprf_fl.simulation import Partitioning, partition_rows, write_workspace
     from server import CoordinatorConfig
-    from simulation import Partitioning, partition_rows, write_workspace
 
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=args.test_size, random_state=args.seed, stratify=y
@@ -311,8 +311,8 @@ def run_simulation_report(
     started = time.perf_counter()
     cfg, (X_train, y_train, X_test, y_test, parts, schema, name, how) = prepare_workspace(args, out_dir, progress)
     timings = {"prepare_s": time.perf_counter() - started}
+    from edprf_fl.simulation import simulate_federation
     from server import REPORT_FILE
-    from simulation import simulate_federation
 
     engine = getattr(args, "engine", "in-process")
     progress(f"[2/4] running the federation: {args.parties} Flower ClientApps and the ServerApp ({engine} engine) ...")

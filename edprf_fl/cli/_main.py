@@ -56,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
-            module = importlib.import_module(f"cli.{name}")
+            module = importlib.import_module(f"edprf_fl.cli.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"cli.{name}":
+            if exc.name == f"edprf_fl.cli.{name}":
                 continue
             raise
         module.register(sub)

@@ -1,0 +1,10 @@
+"""edprf-fl's application layer: the ``edprf`` command line and the simulation of a federation.
+
+The algorithm (:mod:`edprf_core`), the wire format (:mod:`protocol`), the party (:mod:`client`) and the
+coordinator (:mod:`server`) are the four top-level packages; everything else lives under this one name:
+
+- :mod:`edprf_fl.cli`: the ``edprf`` command, a thin layer over the packages;
+- :mod:`edprf_fl.simulation`: a whole federation on one machine (workspaces, partitions, engines).
+"""
+
+__all__: list[str] = []
