@@ -194,7 +194,7 @@ def config_text(values: dict) -> str:
 
 
 def _app_dir(given: Path | None) -> Path:
-    app = given or Path(__file__).resolve().parents[1]
+    app = given or Path(__file__).resolve().parents[2]
     pyproject = app / "pyproject.toml"
     if not pyproject.is_file() or "[tool.flwr.app]" not in pyproject.read_text(encoding="utf-8"):
         raise ValueError(
