@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES, EDPRFError
 
 from ._ids import check_request_id
 
@@ -37,7 +37,7 @@ DEPTH_REQUESTS = ("fixed", "auto")
 """How a request sets the depth: exactly ``max-depth``, or chosen by each party up to it."""
 
 
-class TaskError(ValueError):
+class TaskError(EDPRFError, ValueError):
     """A request record that is missing keys or holds values of the wrong kind."""
 
 
