@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -23,10 +21,6 @@ from edprf_core.config_checks import (
     snake,
 )
 from protocol import ReleasePolicy
-from server import CoordinatorConfig
-from server._config import DEFAULT_RUN_CONFIG
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -137,12 +131,3 @@ def test_the_release_policy_keeps_type_and_value_errors() -> None:
     with pytest.raises(TypeError, match=r"^allow_non_dp: expected a bool, got 1$"):
         ReleasePolicy(allow_non_dp=1)
     assert ReleasePolicy(max_epsilon=math.inf).max_epsilon == math.inf
-
-
-def test_pyproject_run_config_equals_the_dataclass_defaults() -> None:
-    """Flower needs ``[tool.flwr.app.config]``; the dataclass is the source, this table must match it."""
-    table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["flwr"]["app"]["config"]
-    assert table == DEFAULT_RUN_CONFIG
-    assert (
-        CoordinatorConfig.from_run_config({**table, "schema-path": "s.toml"}).epsilon == DEFAULT_RUN_CONFIG["epsilon"]
-    )
