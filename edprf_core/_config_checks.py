@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import KW_ONLY, MISSING, dataclass, field, fields
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "from_kebab",
     "kebab",
     "kebab_defaults",
+    "refuse_unknown_keys",
     "snake",
 ]
 
@@ -200,6 +201,7 @@ def check_fields(
     *,
     key: Callable[[str], str] = kebab,
     type_errors: bool = False,
+    error: type[Exception] = ValueError,
 ) -> None:
     """Check each named attribute of ``obj`` against its rule, in the order given.
 
@@ -213,11 +215,13 @@ def check_fields(
         How a message names the field (``str`` keeps the Python name).
     type_errors : bool, default False
         Raise ``TypeError("key: expected <kind>, got ...")`` for a value of the wrong kind
-        and ``ValueError`` only for one out of range; by default both are ``ValueError``.
+        and ``error`` only for one out of range; by default both are ``error``.
+    error : exception class, default ValueError
+        What a broken rule raises (a subclass of ValueError where callers catch that).
 
     Raises
     ------
-    ValueError
+    error
         ``"<key>: expected <rule>, got <value>"`` for the first field that breaks its rule.
     """
     for name, rule in rules.items():
@@ -226,7 +230,20 @@ def check_fields(
         if not kind_ok and type_errors:
             raise TypeError(f"{key(name)}: expected {rule.kind}, got {value!r}")
         if not kind_ok or not rule.in_range(value):
-            raise ValueError(f"{key(name)}: expected {rule.expected}, got {value!r}")
+            raise error(f"{key(name)}: expected {rule.expected}, got {value!r}")
+
+
+def refuse_unknown_keys(
+    data: Iterable[str], allowed: Collection[str], where: str, *, error: type[Exception] = ValueError
+) -> None:
+    """Raise ``error("<where>: unknown keys [...]; allowed: [...]")`` if ``data`` has a key not in ``allowed``.
+
+    Every config reader refuses unknown keys with this one message: a misspelt setting must
+    not silently fall back to its default.
+    """
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise error(f"{where}: unknown keys {extra}; allowed: {sorted(allowed)}")
 
 
 def from_kebab(
@@ -235,49 +252,65 @@ def from_kebab(
     *,
     what: str,
     unknown: str = "refuse",
-    cast: bool = False,
+    values: str = "as-is",
+    complete: bool = False,
+    error: type[Exception] = ValueError,
 ) -> dict[str, Any]:
     """The keyword arguments of dataclass ``cls`` from a kebab-case mapping (a config file or record).
+
+    The one place where kebab-case keys become field names: policy files, Flower's run
+    config and the request records all go through it.
 
     Parameters
     ----------
     cls : dataclass type
-        Its fields are the known keys (``max_depth`` is read from ``max-depth``).
+        Its fields are the known keys (``max_depth`` is read from ``max-depth``); the fields'
+        annotations (``"float"``, ``"int"``, ``"bool"``, ``"str"``) are their types.
     data : mapping
-        The config as read (TOML table, Flower run config).
+        The config as read (TOML table, run config, message record).
     what : str
-        How messages name the config (``"policy"``, ``"run config"``).
+        How messages name the config (``"policy"``, ``"run config"``, ``"request"``).
     unknown : {"refuse", "ignore"}, default "refuse"
         Refuse keys that are not fields (a typo must not silently fall back to a default),
         or ignore them (a config shared with other apps, such as Flower's run config).
-    cast : bool, default False
-        Convert each value to its field's annotated type (``float``, ``int``, ``bool``,
-        ``str``; ``"true"`` / ``"false"`` for a bool), for configs that arrive as strings.
+    values : {"as-is", "cast", "check"}, default "as-is"
+        ``"as-is"``: leave the checks to the dataclass.  ``"cast"``: convert each value to its
+        field's type (``"true"`` / ``"false"`` for a bool), for configs that arrive as strings.
+        ``"check"``: the value must already be of the field's type (an int passes for a float
+        and becomes one; a bool is never a number), for records read off the wire.
+    complete : bool, default False
+        Every field must be given (no defaults filled in).
+    error : exception class, default ValueError
+        What is raised.
 
     Raises
     ------
-    ValueError
-        ``"<what>: unknown keys [...]; allowed: [...]"``, or
-        ``"<what> <key>: expected <type>, got <value>"`` for a value that cannot be cast.
+    error
+        ``"<what>: unknown keys [...]; allowed: [...]"``, ``"<what>: missing key 'k'"``,
+        ``"<what> <key>: expected <type>, got <value>"`` (cast) or
+        ``"<what>: <key> expected <type>, got <type name>"`` (check).
     """
     known = {kebab(f.name): f for f in fields(cls)}
     if unknown == "refuse":
-        extra = sorted(set(data) - set(known))
-        if extra:
-            raise ValueError(f"{what}: unknown keys {extra}; allowed: {sorted(known)}")
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in known:
+        refuse_unknown_keys(data, known, what, error=error)
+    out: dict[str, Any] = {}
+    for key, f in known.items():
+        if key not in data:
+            if complete:
+                raise error(f"{what}: missing key {key!r}")
             continue
-        f = known[key]
-        if cast:
-            caster = _CASTS[str(f.type)]
+        value, kind = data[key], str(f.type)
+        if values == "cast":
             try:
-                value = caster(value)
+                value = _CASTS[kind](value)
             except (TypeError, ValueError):
-                raise ValueError(f"{what} {key}: expected {f.type}, got {value!r}") from None
-        values[f.name] = value
-    return values
+                raise error(f"{what} {key}: expected {f.type}, got {value!r}") from None
+        elif values == "check":
+            if isinstance(value, bool) and kind != "bool" or not isinstance(value, _TYPES[kind]):
+                raise error(f"{what}: {key} expected {f.type}, got {type(value).__name__}")
+            value = float(value) if kind == "float" else value
+        out[f.name] = value
+    return out
 
 
 def _as_bool(value: Any) -> bool:
@@ -290,6 +323,9 @@ def _as_bool(value: Any) -> bool:
 
 _CASTS: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": _as_bool, "str": str}
 """Field annotation (a string under ``from __future__ import annotations``) -> its conversion."""
+
+_TYPES: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}
+"""Field annotation -> the Python types a value read off the wire may have."""
 
 
 def kebab_defaults(cls: type) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ._config_checks import (
     from_kebab,
     kebab,
     kebab_defaults,
+    refuse_unknown_keys,
     snake,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "from_kebab",
     "kebab",
     "kebab_defaults",
+    "refuse_unknown_keys",
     "snake",
 ]

@@ -134,7 +134,7 @@ class CoordinatorConfig:
     @classmethod
     def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
         # other apps' keys may share the run config: ignored; values may arrive as strings: cast
-        return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", cast=True))
+        return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", values="cast"))
 
     @property
     def schema_file(self) -> Path:

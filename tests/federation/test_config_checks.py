@@ -95,12 +95,12 @@ def test_the_reader_refuses_or_ignores_unknown_keys_and_casts_on_request() -> No
     with pytest.raises(ValueError, match=r"^settings: unknown keys \['n_thing'\]; allowed: \["):
         from_kebab(_Settings, {"n_thing": 2}, what="settings")
     assert from_kebab(_Settings, {"n-things": 2, "other-app": 1}, what="settings", unknown="ignore") == {"n_things": 2}
-    assert from_kebab(_Settings, {"n-things": "3", "verbose": "true"}, what="s", cast=True) == {
+    assert from_kebab(_Settings, {"n-things": "3", "verbose": "true"}, what="s", values="cast") == {
         "n_things": 3,
         "verbose": True,
     }
     with pytest.raises(ValueError, match=r"^s verbose: expected bool, got 'yes'$"):
-        from_kebab(_Settings, {"verbose": "yes"}, what="s", cast=True)
+        from_kebab(_Settings, {"verbose": "yes"}, what="s", values="cast")
     assert kebab_defaults(_Settings) == {"n-things": 1, "share": 0.5, "mode": "a", "verbose": False, "label": ""}
 
 
