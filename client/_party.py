@@ -98,7 +98,7 @@ class Refusal(EDPRFError):
 
     def __init__(self, reason: RefusalReason | str, message: str) -> None:
         if reason not in REASONS:
-            raise ValueError(f"refusal reason: expected one of {sorted(REASONS)}, got {reason!r}")
+            raise ValueError(f"refusal reason: expected one of {sorted(map(str, REASONS))}, got {reason!r}")
         super().__init__(message)
         self.reason = RefusalReason(reason)
 

@@ -37,7 +37,7 @@ from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
-from ._outcomes import PartyStatus, RunStatus
+from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
@@ -131,19 +131,19 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     accepted = []
     seen_parties: set[str] = set()
     for node in nodes:
-        outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason="timeout")
+        outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         report.parties.append(outcome)
         reply = replies.get(node)
         if reply is None:
             continue
         if reply.has_error():
-            outcome.status, outcome.reason = PartyStatus.FAILED, "client_error"
+            outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
             outcome.message = party_text(reply.error.reason)
             continue
         try:
             result = _result(reply)
         except KeyError:
-            outcome.status, outcome.reason = PartyStatus.REJECTED, "malformed"
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.MALFORMED
             continue
         if result.get("status") != ReplyStatus.RELEASED:
             outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
@@ -173,12 +173,15 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         ):
             # a release of an earlier run (request-tag) counts only with its party's signature binding it to
             # this run: a copy sent by anyone else would take the place of the party it names
-            mismatch = "replayed_release", "a release of another run, without its party's binding to this run"
+            mismatch = (
+                OutcomeReason.REPLAYED_RELEASE,
+                "a release of another run, without its party's binding to this run",
+            )
         if mismatch is not None:
             outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
             continue
         if release.party_id in seen_parties:
-            outcome.status, outcome.reason = PartyStatus.REJECTED, "duplicate_party"
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
             outcome.message = f"party {release.party_id!r} already contributed to this run"
             continue
         seen_parties.add(release.party_id)
@@ -258,7 +261,7 @@ def _model_and_evaluation(
             TRANSPORT_LIMIT,
         )
         report.federated_evaluation = {
-            "skipped": "model_too_large_for_transport",
+            "skipped": EvaluationSkip.MODEL_TOO_LARGE_FOR_TRANSPORT,
             "model_bytes": len(model),
             "transport_limit": TRANSPORT_LIMIT,
         }
@@ -350,7 +353,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
                 keep.remove(i)
                 _drop(
                     outcome_of[c.party],
-                    "flagged_low_quality",
+                    OutcomeReason.FLAGGED_LOW_QUALITY,
                     f"its trees put {c.probability_lift:.3f} more probability on the true class of the "
                     f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
                     f"the other parties' median) (p = {c.p_value:.2g})",
@@ -369,7 +372,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
             i = keep[j]
             _drop(
                 outcome_of[accepted[i].party_id],
-                "not_selected",
+                OutcomeReason.NOT_SELECTED,
                 "its trees did not raise validation accuracy (selective aggregation)",
             )
         report.selection = {
@@ -392,7 +395,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
     return [accepted[i] for i in keep]
 
 
-def _drop(outcome: PartyOutcome, reason: str, message: str) -> None:
+def _drop(outcome: PartyOutcome, reason: OutcomeReason, message: str) -> None:
     outcome.status, outcome.reason, outcome.message = PartyStatus.DROPPED, reason, message
 
 

@@ -1,4 +1,4 @@
-"""The coordinator's status codes: one party's outcome in a run, and the run's own status.
+"""The coordinator's codes: a party's outcome and its reason, the run's status, a skipped evaluation's reason.
 
 String enums: a member *is* its string, so ``report.json`` and every comparison with a plain
 string (``p.status == "accepted"``) are unchanged.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["PartyStatus", "RunStatus"]
+__all__ = ["EvaluationSkip", "OutcomeReason", "PartyStatus", "RunStatus"]
 
 
 class PartyStatus(StrEnum):
@@ -34,3 +34,45 @@ class RunStatus(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+class OutcomeReason(StrEnum):
+    """The coordinator's own reason codes in a party's outcome.
+
+    A ``rejected`` outcome may also carry a decoder's :class:`protocol.Reason` and a ``refused``
+    one the party's :class:`protocol.RefusalReason`; these are the codes the coordinator adds.
+    """
+
+    TIMEOUT = "timeout"
+    """``no_reply``: nothing arrived within ``round-timeout``."""
+    CLIENT_ERROR = "client_error"
+    """``failed``: Flower reported an error instead of a reply."""
+    MALFORMED = "malformed"
+    """``rejected``: the reply has no result record."""
+    DUPLICATE_PARTY = "duplicate_party"
+    """``rejected``: a second release of a party already in this run."""
+    REPLAYED_RELEASE = "replayed_release"
+    """``rejected``: a release of another run or request, without its party's binding to this run."""
+    REQUEST_MISMATCH = "request_mismatch"
+    """``rejected``: training parameters other than requested."""
+    SEEDED_RELEASE = "seeded_release"
+    """``rejected``: a fixed seed, where the request asked for cryptographic randomness."""
+    SAMPLER_NOT_EXACT = "sampler_not_exact"
+    """``rejected``: not drawn by the exact sampler, which the run requires."""
+    FLAGGED_LOW_QUALITY = "flagged_low_quality"
+    """``dropped``: the quality test flagged the party's trees (``exclude-flagged``)."""
+    NOT_SELECTED = "not_selected"
+    """``dropped``: its trees did not raise validation accuracy (``selective-aggregation``)."""
+
+
+class EvaluationSkip(StrEnum):
+    """Why the evaluation round was not run (``federated_evaluation["skipped"]`` in the report)."""
+
+    PARTY_ROWS_NOT_DECLARED = "party_rows_not_declared"
+    """``max-party-rows`` is 0: the coordinator cannot tell whether the round would inform."""
+    UNINFORMATIVE = "uninformative"
+    """The planned interval is wider than ``evaluation-max-interval-width``."""
+    RESUMED_RELEASES = "resumed_releases"
+    """Every accepted release was resent for a reused ``request-tag`` (evaluated by its run)."""
+    MODEL_TOO_LARGE_FOR_TRANSPORT = "model_too_large_for_transport"
+    """The global model exceeds what a Flower message carries."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from edprf_core import EDPRFError
 
 from ._config import CoordinatorConfig
-from ._outcomes import PartyStatus
+from ._outcomes import EvaluationSkip, PartyStatus
 from ._report import RunReport
 
 __all__ = ["OutputDirInUse", "RunFailed", "claim_output_dir", "failure_text", "resumed_evaluation_skip"]
@@ -65,7 +65,7 @@ def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict |
         return None
     runs = sorted({p.resumed_from_run for p in accepted})
     return {
-        "skipped": "resumed_releases",
+        "skipped": EvaluationSkip.RESUMED_RELEASES,
         "message": (
             f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
             "the model is theirs and was evaluated then, so no party was asked to spend evaluation "

@@ -10,7 +10,7 @@ from client import REASONS, Refusal
 from client._ledger import EntryState
 from protocol import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from server._guarantee import PRE_RESERVATION_REFUSALS
-from server._outcomes import PartyStatus, RunStatus
+from server._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from server._report import PartyOutcome, RunReport
 
 WIRE_REASONS = [
@@ -60,8 +60,9 @@ def test_a_member_is_its_string() -> None:
 def test_refusal_takes_a_code_or_its_string_and_refuses_others() -> None:
     assert Refusal("policy_depth", "too deep").reason is RefusalReason.POLICY_DEPTH
     assert Refusal(RefusalReason.POLICY_SEED, "no").reason is RefusalReason.POLICY_SEED
-    with pytest.raises(ValueError, match="refusal reason: expected one of"):
+    with pytest.raises(ValueError, match=r"refusal reason: expected one of \['bad_model', 'bad_request', ") as caught:
         Refusal("made_up", "x")
+    assert "RefusalReason" not in str(caught.value)  # the codes as their strings, not the enum's repr
 
 
 def test_pre_reservation_refusals_exclude_the_charged_ones() -> None:
@@ -85,3 +86,26 @@ def test_the_report_holds_plain_strings() -> None:
     assert data["parties"][1]["reason"] == "policy_trees"
     assert [p.node_id for p in report.accepted] == [1]
     assert report.rejections()[0]["status"] == "refused"
+
+
+def test_the_coordinators_own_codes_keep_their_strings() -> None:
+    assert sorted(OutcomeReason) == [
+        "client_error",
+        "duplicate_party",
+        "flagged_low_quality",
+        "malformed",
+        "not_selected",
+        "replayed_release",
+        "request_mismatch",
+        "sampler_not_exact",
+        "seeded_release",
+        "timeout",
+    ]
+    assert sorted(EvaluationSkip) == [
+        "model_too_large_for_transport",
+        "party_rows_not_declared",
+        "resumed_releases",
+        "uninformative",
+    ]
+    assert sorted(PartyStatus) == ["accepted", "dropped", "failed", "no_reply", "refused", "rejected"]
+    assert sorted(RunStatus) == ["completed", "failed", "running"]
