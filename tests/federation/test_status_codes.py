@@ -6,12 +6,10 @@ import json
 
 import pytest
 
-from client import REASONS, Refusal
-from client._ledger import EntryState
+from client import REASONS, EntryState, Refusal
 from protocol import REFUSAL_REASONS, RefusalReason, ReplyStatus
+from server import EvaluationSkip, OutcomeReason, PartyOutcome, PartyStatus, RunReport, RunStatus
 from server._guarantee import PRE_RESERVATION_REFUSALS
-from server._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
-from server._report import PartyOutcome, RunReport
 
 WIRE_REASONS = [
     "bad_model",
