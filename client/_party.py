@@ -55,6 +55,7 @@ from edprf_core import (
     encode_labels,
     load_schema,
 )
+from edprf_core.config_checks import refuse_unknown_keys
 from protocol import (
     REFUSAL_REASONS,
     InvalidRelease,
@@ -138,6 +139,10 @@ def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[
     return int(np.count_nonzero(predicted == labels)), int(total)
 
 
+NODE_CONFIG_KEYS = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key")
+"""The keys of a deployed party's node config (``signing-key`` optional); any other key is refused."""
+
+
 @dataclass(frozen=True)
 class PartySetup:
     """Where a party's files are (all local paths)."""
@@ -155,6 +160,8 @@ class PartySetup:
         ``sim-dir`` and the node's ``partition-id`` locate ``party-NNNN/``.
         """
         if "data-path" in node_config:
+            # a misspelt key (signing-kye) must not silently change the party: refused, as in every config
+            refuse_unknown_keys(node_config, NODE_CONFIG_KEYS, "node config")
             missing = [k for k in ("schema-path", "policy-path", "ledger-path") if k not in node_config]
             if missing:
                 raise ValueError(f"node config: missing keys {missing}")
