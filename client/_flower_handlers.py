@@ -16,6 +16,7 @@ from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 
+from protocol import RefusalReason, ReplyStatus
 from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._party import STOPPING, Party, PartySetup, Refusal
@@ -26,15 +27,15 @@ __all__ = ["handle_evaluate", "handle_train"]
 log = logging.getLogger("edprf.party")
 
 _CONSTANT_TEXT = {
-    "bad_request": "the request record is missing keys or holds values of the wrong kind",
-    "party_setup": "the party is not set up correctly; details are in its log",
-    "internal_error": "the party failed while serving the request; details are in its log",
+    RefusalReason.BAD_REQUEST: "the request record is missing keys or holds values of the wrong kind",
+    RefusalReason.PARTY_SETUP: "the party is not set up correctly; details are in its log",
+    RefusalReason.INTERNAL_ERROR: "the party failed while serving the request; details are in its log",
 }
 
 
-def _refused(msg: Message, reason: str, message: str, party_id: str = "") -> Message:
+def _refused(msg: Message, reason: RefusalReason, message: str, party_id: str = "") -> Message:
     log.warning("refused %s: %s (%s)", msg.metadata.message_type, reason, message)
-    record = ConfigRecord({"status": "refused", "reason": reason, "message": message})
+    record = ConfigRecord({"status": str(ReplyStatus.REFUSED), "reason": str(reason), "message": message})
     if party_id:  # public (the policy's id, also in every release): lets the coordinator's report name the party
         record["party-id"] = party_id
     return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
@@ -64,13 +65,13 @@ def _serve(
     serve: Callable[[Party, Any], Message],
 ) -> Message:
     """Three steps, each mapping every failure to one code: request, party set-up, the work."""
-    step = "bad_request"
+    step = RefusalReason.BAD_REQUEST
     party = None
     try:
         req = read_request(msg)
-        step = "party_setup"
+        step = RefusalReason.PARTY_SETUP
         party = _party(context, run_config)
-        step = "internal_error"
+        step = RefusalReason.INTERNAL_ERROR
         return serve(party, req)
     except Refusal as exc:
         return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config))
@@ -96,7 +97,9 @@ def _read_evaluate(msg: Message) -> tuple[EvaluateRequest, bytes]:
 def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
     def serve(party: Party, req: TrainRequest) -> Message:
         payload = party.train(req)
-        record = ConfigRecord({"status": "released", "release": payload, "binding": party.bind(payload, req.run_id)})
+        record = ConfigRecord(
+            {"status": str(ReplyStatus.RELEASED), "release": payload, "binding": party.bind(payload, req.run_id)}
+        )
         return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
 
     return serve
@@ -108,7 +111,10 @@ def _evaluate(msg: Message) -> Callable[[Party, tuple[EvaluateRequest, bytes]], 
         metrics = dict(party.evaluate(model, req))
         sampler = str(metrics.pop("sampler"))
         content = RecordDict(
-            {RESULT_KEY: ConfigRecord({"status": "evaluated", "sampler": sampler}), METRICS_KEY: MetricRecord(metrics)}
+            {
+                RESULT_KEY: ConfigRecord({"status": str(ReplyStatus.EVALUATED), "sampler": sampler}),
+                METRICS_KEY: MetricRecord(metrics),
+            }
         )
         return Message(content, reply_to=msg)
 

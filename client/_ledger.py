@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Context, Decimal
+from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from edprf_core import BudgetError
 __all__ = [
     "BudgetExhausted",
     "BudgetLedger",
+    "EntryState",
     "LedgerEntry",
     "exact_epsilon",
     "format_epsilon",
@@ -101,6 +103,17 @@ CREATE TABLE IF NOT EXISTS spends (
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+class EntryState(StrEnum):
+    """The state of a ledger entry (the ``state`` column; its CHECK constraint allows exactly these)."""
+
+    RESERVED = "reserved"
+    """ε reserved, nothing released yet (a crash here leaves the ε counted)."""
+    RELEASED = "released"
+    """Served; the entry holds what was released."""
+    FAILED = "failed"
+    """The request failed after its reservation; its ε stays counted."""
 
 
 class BudgetExhausted(BudgetError):
@@ -222,18 +235,18 @@ class BudgetLedger:
 
     def complete(self, request_id: str, payload: bytes | None = None) -> None:
         """Mark a reservation released (storing what was released)."""
-        self._set_state(request_id, "released", payload)
+        self._set_state(request_id, EntryState.RELEASED, payload)
 
     def fail(self, request_id: str, detail: str) -> None:
         """Mark a reservation failed; its ε stays counted."""
-        self._set_state(request_id, "failed", None, detail)
+        self._set_state(request_id, EntryState.FAILED, None, detail)
 
-    def _set_state(self, request_id: str, state: str, payload: bytes | None, detail: str | None = None) -> None:
+    def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, detail: str | None = None) -> None:
         with self._connect() as db:
             cur = db.execute(
                 "UPDATE spends SET state = ?, payload = COALESCE(?, payload), detail = COALESCE(?, detail), "
                 "updated_at = ? WHERE request_id = ? AND state = 'reserved'",
-                (state, payload, detail, time.time(), request_id),
+                (str(state), payload, detail, time.time(), request_id),
             )
             if cur.rowcount != 1:
                 raise ValueError(f"no open reservation for request {request_id!r}")

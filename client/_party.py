@@ -48,15 +48,19 @@ from edprf_core import (
     MAX_FIT_ROWS,
     DataValidationError,
     DPForest,
+    EDPRFError,
     FeatureGrid,
     Schema,
     discrete_laplace_counts,
     encode_labels,
     load_schema,
 )
+from edprf_core.config_checks import refuse_unknown_keys
 from protocol import (
+    REFUSAL_REASONS,
     InvalidRelease,
     Reason,
+    RefusalReason,
     ReleasePolicy,
     bind_to_run,
     check_request_id,
@@ -68,7 +72,7 @@ from protocol import (
 from protocol._task import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._ledger import BudgetExhausted, BudgetLedger, exact_epsilon, format_epsilon
+from ._ledger import BudgetExhausted, BudgetLedger, EntryState, exact_epsilon, format_epsilon
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
@@ -79,53 +83,25 @@ log = logging.getLogger("edprf.party")
 STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit)
 """Exceptions that stop the process: never turned into a reply (the ledger still records the failure)."""
 
-REASONS: dict[str, str] = {
-    "bad_request": "the request record is missing keys or holds values of the wrong kind",
-    "bad_model": "the global model sent for evaluation is malformed or fails its checks",
-    "budget_exhausted": "the request would pass the party's lifetime epsilon cap",
-    "epsilon_resolution": "the requested epsilon is not a multiple of 1e-6 (the ledger's unit)",
-    "internal_error": "the party failed while serving the request (any exception); details in its log",
-    "invalid_local_data": "the party's data file cannot be used with the schema (file level only)",
-    "party_setup": "the party's configuration (policy, schema, key, ledger, paths) is unusable",
-    "policy_bins": "more bins than the policy's max-bins",
-    "policy_depth": "deeper than the policy's max-depth",
-    "policy_epsilon": "release epsilon above the policy's max-release-epsilon",
-    "policy_evaluation_epsilon": "evaluation epsilon above max-evaluation-epsilon (or evaluations disabled)",
-    "policy_exact_metrics": "exact metrics asked for, not allowed by the policy",
-    "policy_min_epsilon": "epsilon below the policy's min-epsilon",
-    "policy_model_bytes": "evaluation model larger than max-evaluation-model-bytes",
-    "policy_model_nodes": (
-        "evaluation model with more nodes than max-evaluation-nodes, or whose memory "
-        "estimated from its header passes max-evaluation-memory-bytes"
-    ),
-    "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
-    "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
-    "policy_relation": "neighbouring relation other than the policy's",
-    "policy_release_nodes": "release larger (nodes, from public parameters) than max-release-nodes",
-    "policy_seed": "a fixed seed asked for, not allowed by the policy",
-    "policy_trees": "more trees than the policy's max-trees",
-    "request_id_reused": "the request id was served before with other parameters",
-    "request_spent": "the request id was started before and did not complete",
-    "schema_mismatch": "the request or model uses another schema than the party's",
-}
-"""Every reason code a party may send, with its meaning (the fixed, documented set)."""
+REASONS = REFUSAL_REASONS
+"""Every reason code a party may send, with its meaning (:data:`protocol.REFUSAL_REASONS`)."""
 
 _MAX_MODEL_SCHEMA_BYTES = 1 << 16
 """Floor of the accepted size of a model's embedded schema text (4 x the party's own, or this)."""
 
 
-class Refusal(Exception):
+class Refusal(EDPRFError):
     """A request the party will not serve; ``reason`` is a code from :data:`REASONS`.
 
     The message travels to the coordinator: it may name a policy rule, a requested value,
     the ledger's state or the public schema, never anything read from the data file.
     """
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: RefusalReason | str, message: str) -> None:
         if reason not in REASONS:
-            raise ValueError(f"refusal reason: expected one of {sorted(REASONS)}, got {reason!r}")
+            raise ValueError(f"refusal reason: expected one of {sorted(map(str, REASONS))}, got {reason!r}")
         super().__init__(message)
-        self.reason = reason
+        self.reason = RefusalReason(reason)
 
 
 def release_node_bound(schema: Schema, n_trees: int, max_depth: int, split_mode: str, n_bins: int) -> int:
@@ -163,6 +139,10 @@ def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[
     return int(np.count_nonzero(predicted == labels)), int(total)
 
 
+NODE_CONFIG_KEYS = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key")
+"""The keys of a deployed party's node config (``signing-key`` optional); any other key is refused."""
+
+
 @dataclass(frozen=True)
 class PartySetup:
     """Where a party's files are (all local paths)."""
@@ -180,6 +160,8 @@ class PartySetup:
         ``sim-dir`` and the node's ``partition-id`` locate ``party-NNNN/``.
         """
         if "data-path" in node_config:
+            # a misspelt key (signing-kye) must not silently change the party: refused, as in every config
+            refuse_unknown_keys(node_config, NODE_CONFIG_KEYS, "node config")
             missing = [k for k in ("schema-path", "policy-path", "ledger-path") if k not in node_config]
             if missing:
                 raise ValueError(f"node config: missing keys {missing}")
@@ -237,7 +219,7 @@ class Party:
             # problems, down to no usable row at all, are handled in load_local_data, never reported
             log.error("local data cannot be used: %s", exc)
             raise Refusal(
-                "invalid_local_data",
+                RefusalReason.INVALID_LOCAL_DATA,
                 "the party's local data file cannot be used with the schema; details are in the party's log",
             ) from None
 
@@ -245,12 +227,12 @@ class Party:
         """Minimum and resolution of a requested ε: checked before anything else."""
         if not epsilon >= self.policy.min_epsilon:
             raise Refusal(
-                "policy_min_epsilon",
+                RefusalReason.POLICY_MIN_EPSILON,
                 f"{what} epsilon {epsilon!r} is below the party's minimum {self.policy.min_epsilon!r}",
             )
         if micro_epsilon(epsilon) is None:
             raise Refusal(
-                "epsilon_resolution",
+                RefusalReason.EPSILON_RESOLUTION,
                 f"{what} epsilon {epsilon!r} is not a multiple of 1e-6 (the ledger accounts in micro-epsilon)",
             )
 
@@ -259,30 +241,35 @@ class Party:
         self._check_epsilon(req.epsilon, "release")
         if req.schema_fingerprint != self.schema.fingerprint:
             raise Refusal(
-                "schema_mismatch",
+                RefusalReason.SCHEMA_MISMATCH,
                 f"request schema {req.schema_fingerprint} differs from the party's {self.schema.fingerprint}",
             )
         if req.epsilon > p.max_release_epsilon:
             raise Refusal(
-                "policy_epsilon",
+                RefusalReason.POLICY_EPSILON,
                 f"epsilon {req.epsilon:g} exceeds the party's maximum per release {p.max_release_epsilon:g}",
             )
         if req.max_depth > p.max_depth:
-            raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
+            raise Refusal(
+                RefusalReason.POLICY_DEPTH, f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}"
+            )
         if req.n_trees > p.max_trees:
-            raise Refusal("policy_trees", f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
+            raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
         if req.n_bins > p.max_bins:
-            raise Refusal("policy_bins", f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
+            raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
         if req.relation != p.relation:
-            raise Refusal("policy_relation", f"relation {req.relation!r} differs from the party's {p.relation!r}")
+            raise Refusal(
+                RefusalReason.POLICY_RELATION, f"relation {req.relation!r} differs from the party's {p.relation!r}"
+            )
         if req.seed >= 0 and not p.allow_seeded_randomness:
             raise Refusal(
-                "policy_seed", "a fixed seed was requested but the party's policy requires cryptographic randomness"
+                RefusalReason.POLICY_SEED,
+                "a fixed seed was requested but the party's policy requires cryptographic randomness",
             )
         nodes = release_node_bound(self.schema, req.n_trees, req.max_depth, req.split_mode, req.n_bins)
         if nodes > p.max_release_nodes:
             raise Refusal(
-                "policy_release_nodes",
+                RefusalReason.POLICY_RELEASE_NODES,
                 f"a release of {req.n_trees} {req.split_mode} trees of depth {req.max_depth} on "
                 f"{req.n_bins} bins may hold {nodes} nodes; the party's maximum is {p.max_release_nodes}",
             )
@@ -301,7 +288,9 @@ class Party:
             return load_private_key(self.setup.signing_key_path)
         except Exception as exc:  # noqa: BLE001 - any failure to load is the party's configuration
             log.error("signing key %s cannot be loaded: %s", self.setup.signing_key_path, exc)
-            raise Refusal("party_setup", "the party's signing key cannot be loaded; details are in its log") from None
+            raise Refusal(
+                RefusalReason.PARTY_SETUP, "the party's signing key cannot be loaded; details are in its log"
+            ) from None
 
     def bind(self, release: bytes, run_id: str) -> bytes:
         """This party's signature binding ``release`` to ``run_id`` (empty when it signs nothing).
@@ -333,16 +322,16 @@ class Party:
             entry, payload = previous
             if entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon) or entry.detail != detail:
                 raise Refusal(
-                    "request_id_reused",
+                    RefusalReason.REQUEST_ID_REUSED,
                     f"request {req.request_id} was served before with other parameters "
                     f"(epsilon {format_epsilon(entry.epsilon_exact)}, {entry.detail or entry.kind}); "
                     "a new request needs a new id",
                 )
-            if entry.state == "released" and payload is not None:
+            if entry.state == EntryState.RELEASED and payload is not None:
                 log.info("request %s already served; resending the stored release", req.request_id)
                 return payload
             raise Refusal(
-                "request_spent",
+                RefusalReason.REQUEST_SPENT,
                 f"request {req.request_id} was started before and did not complete; its epsilon stays spent",
             )
         key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
@@ -353,13 +342,13 @@ class Party:
             # refusal is unreachable in practice; it exists so that no fit fails after a charge.
             log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
             raise Refusal(
-                "invalid_local_data",
+                RefusalReason.INVALID_LOCAL_DATA,
                 "the party's local data file cannot be used with the schema; details are in the party's log",
             )
         try:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
-            raise Refusal("budget_exhausted", str(exc)) from None
+            raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
         try:
             auto = req.depth_rule == "auto"
             clf = _estimator_class()(
@@ -384,7 +373,9 @@ class Party:
             if isinstance(exc, STOPPING):
                 raise  # the process is being stopped: no reply
             log.exception("training failed after the reservation; its epsilon stays spent")
-            raise Refusal("internal_error", "training failed at the party; details are in the party's log") from None
+            raise Refusal(
+                RefusalReason.INTERNAL_ERROR, "training failed at the party; details are in the party's log"
+            ) from None
         self.ledger.complete(req.request_id, payload)
         log.info(
             "released %d trees at epsilon %s (remaining %s)",
@@ -403,14 +394,14 @@ class Party:
         except InvalidRelease as exc:
             if exc.reason is Reason.TOO_LARGE:
                 raise Refusal(
-                    "policy_model_bytes",
+                    RefusalReason.POLICY_MODEL_BYTES,
                     f"the global model has {len(model)} bytes; the party's maximum is {p.max_evaluation_model_bytes}",
                 ) from None
             log.warning("evaluation model refused: %s", exc)
-            raise Refusal("bad_model", "the global model is malformed") from None
+            raise Refusal(RefusalReason.BAD_MODEL, "the global model is malformed") from None
         if header.fingerprint != self.schema.fingerprint:
             raise Refusal(
-                "schema_mismatch",
+                RefusalReason.SCHEMA_MISMATCH,
                 f"the global model's releases carry schema fingerprints "
                 f"{list(header.schema_fingerprints)[:4]}; the party's is "
                 f"{self.schema.fingerprint}",
@@ -418,24 +409,24 @@ class Party:
         schema_cap = max(_MAX_MODEL_SCHEMA_BYTES, 4 * len(self.schema.to_toml().encode("utf-8")))
         if header.schema_toml_bytes > schema_cap:
             raise Refusal(
-                "policy_model_schema",
+                RefusalReason.POLICY_MODEL_SCHEMA,
                 f"the global model's schema text has {header.schema_toml_bytes} "
                 f"bytes; the party accepts at most {schema_cap}",
             )
         if header.n_trees > p.max_evaluation_trees:
             raise Refusal(
-                "policy_model_trees",
+                RefusalReason.POLICY_MODEL_TREES,
                 f"the global model has {header.n_trees} trees; the party's maximum is {p.max_evaluation_trees}",
             )
         if header.n_nodes > p.max_evaluation_nodes:
             raise Refusal(
-                "policy_model_nodes",
+                RefusalReason.POLICY_MODEL_NODES,
                 f"the global model has {header.n_nodes} nodes; the party's maximum is {p.max_evaluation_nodes}",
             )
         cost = evaluation_cost(header, self.schema, p)
         if cost.memory_bytes > p.max_evaluation_memory_bytes:
             raise Refusal(
-                "policy_model_nodes",
+                RefusalReason.POLICY_MODEL_NODES,
                 f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
                 f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.memory_bytes >> 20} MiB; "
                 f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB",
@@ -457,18 +448,19 @@ class Party:
         p = self.policy
         if req.exact:
             if not p.allow_exact_metrics:
-                raise Refusal("policy_exact_metrics", "exact metrics are not allowed by the party's policy")
+                raise Refusal(RefusalReason.POLICY_EXACT_METRICS, "exact metrics are not allowed by the party's policy")
         else:
             self._check_epsilon(req.epsilon, "evaluation")
             if req.epsilon > p.max_evaluation_epsilon:
                 raise Refusal(
-                    "policy_evaluation_epsilon",
+                    RefusalReason.POLICY_EVALUATION_EPSILON,
                     f"evaluation epsilon {req.epsilon!r} is above {p.max_evaluation_epsilon!r}, "
                     "the maximum allowed by the party's policy",
                 )
         if req.seed >= 0 and not p.allow_seeded_randomness:
             raise Refusal(
-                "policy_seed", "a fixed seed was requested but the party's policy requires cryptographic randomness"
+                RefusalReason.POLICY_SEED,
+                "a fixed seed was requested but the party's policy requires cryptographic randomness",
             )
         self._check_model(model)
         try:
@@ -484,10 +476,10 @@ class Party:
             view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes, manifest=False)
         except InvalidRelease as exc:
             log.warning("evaluation model refused: %s", exc)
-            raise Refusal("bad_model", "the global model failed its checks") from None
+            raise Refusal(RefusalReason.BAD_MODEL, "the global model failed its checks") from None
         forest = view.forest
         if forest.schema.fingerprint != self.schema.fingerprint:
-            raise Refusal("schema_mismatch", "the global model uses another schema")
+            raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
         data = self._data()
         if not req.exact:
             try:
@@ -495,7 +487,7 @@ class Party:
                     req.request_id, "evaluation", req.epsilon, run_id=req.run_id, detail="noised held-out accuracy"
                 )
             except BudgetExhausted as exc:
-                raise Refusal("budget_exhausted", str(exc)) from None
+                raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
         try:
             correct, total = evaluation_counts(forest, data.X_holdout, data.y_holdout)
             if req.exact:
@@ -510,7 +502,9 @@ class Party:
             if isinstance(exc, STOPPING):
                 raise  # the process is being stopped: no reply
             log.exception("evaluation failed after the reservation; its epsilon stays spent")
-            raise Refusal("internal_error", "evaluation failed at the party; details are in the party's log") from None
+            raise Refusal(
+                RefusalReason.INTERNAL_ERROR, "evaluation failed at the party; details are in the party's log"
+            ) from None
         self.ledger.complete(req.request_id)
         return {
             "correct": int(noisy[0]),
@@ -531,7 +525,7 @@ def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
         check_request_id(req.request_id, "request-id", required=True)
         check_request_id(req.run_id, "run-id")
     except ValueError as exc:
-        raise Refusal("bad_request", f"the request's ids cannot go into a reply: {exc}") from None
+        raise Refusal(RefusalReason.BAD_REQUEST, f"the request's ids cannot go into a reply: {exc}") from None
 
 
 def __getattr__(name: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import tomli_w
 
 from edprf_core import RELATIONS
+from edprf_core.config_checks import Boolean, Integer, Number, OneOf, check_fields, from_kebab, kebab
 from protocol._parameters import check_party_id
 
 __all__ = ["MICRO", "PartyPolicy", "load_policy", "micro_epsilon"]
@@ -102,52 +103,43 @@ class PartyPolicy:
             check_party_id(self.party_id)
         except ValueError as exc:
             raise ValueError(f"party-id: {exc}") from None
-        for name in ("lifetime_epsilon_cap", "max_release_epsilon", "min_epsilon"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"{_key(name)}: expected a positive finite number, got {v!r}")
-        v = self.max_evaluation_epsilon
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"max-evaluation-epsilon: expected a finite number >= 0, got {v!r}")
+        check_fields(self, _RULES_BEFORE_RESOLUTION)
         if micro_epsilon(self.min_epsilon) is None:
             raise ValueError(f"min-epsilon: expected a multiple of 1e-6, got {self.min_epsilon!r}")
-        for name, low in (
-            ("max_depth", 1),
-            ("max_trees", 1),
-            ("max_bins", 2),
-            ("max_release_nodes", 1),
-            ("max_evaluation_model_bytes", 1),
-            ("max_evaluation_trees", 1),
-            ("max_evaluation_nodes", 1),
-            ("max_evaluation_memory_bytes", 1),
-            ("declared_rows", 0),
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{_key(name)}: expected an integer >= {low}, got {v!r}")
-        if self.relation not in RELATIONS:
-            raise ValueError(f"relation: expected one of {RELATIONS}, got {self.relation!r}")
-        if not (isinstance(self.holdout_fraction, (int, float)) and 0 <= self.holdout_fraction < 1):
-            raise ValueError(f"holdout-fraction: expected a number in [0, 1), got {self.holdout_fraction!r}")
-        for name in ("allow_exact_metrics", "allow_seeded_randomness"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{_key(name)}: expected true or false, got {getattr(self, name)!r}")  # noqa: TRY004 (callers catch ValueError)
+        check_fields(self, _RULES)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> PartyPolicy:
-        known = {_key(f.name): f.name for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"policy: unknown keys {unknown}; allowed: {sorted(known)}")
-        return cls(**{known[k]: v for k, v in data.items()})
+        return cls(**from_kebab(cls, data, what="policy"))
 
     def to_toml(self) -> str:
         """The policy as TOML with kebab-case keys (what :func:`load_policy` reads)."""
-        return tomli_w.dumps({_key(k): v for k, v in asdict(self).items()})
+        return tomli_w.dumps({kebab(k): v for k, v in asdict(self).items()})
 
 
-def _key(name: str) -> str:
-    return name.replace("_", "-")
+_RULES_BEFORE_RESOLUTION = {
+    "lifetime_epsilon_cap": Number(0, low_open=True),
+    "max_release_epsilon": Number(0, low_open=True),
+    "min_epsilon": Number(0, low_open=True),
+    "max_evaluation_epsilon": Number(0),
+}
+"""Checked first: ``min-epsilon``'s resolution is checked on a positive finite number."""
+
+_RULES = {
+    "max_depth": Integer(1),
+    "max_trees": Integer(1),
+    "max_bins": Integer(2),
+    "max_release_nodes": Integer(1),
+    "max_evaluation_model_bytes": Integer(1),
+    "max_evaluation_trees": Integer(1),
+    "max_evaluation_nodes": Integer(1),
+    "max_evaluation_memory_bytes": Integer(1),
+    "declared_rows": Integer(0),
+    "relation": OneOf(RELATIONS),
+    "holdout_fraction": Number(0, 1, high_open=True),
+    "allow_exact_metrics": Boolean(),
+    "allow_seeded_randomness": Boolean(),
+}
 
 
 MICRO = 10**6

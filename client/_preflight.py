@@ -24,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ._ledger import format_epsilon, read_ledger_readonly, total_spent
+from ._ledger import EntryState, format_epsilon, read_ledger_readonly, total_spent
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -285,7 +285,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     spent = total_spent(entries)
     cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
     left = max(Fraction(0), cap - spent)
-    open_entries = sum(e.state == "reserved" for e in entries)
+    open_entries = sum(e.state == EntryState.RESERVED for e in entries)
     report._add(
         "ok",
         path,

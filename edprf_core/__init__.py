@@ -23,7 +23,15 @@ from ._depth_rule import branching_factor, public_bins, public_depth, public_sha
 from ._draft import draft_schema
 from ._encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS
-from ._exceptions import BudgetError, DataValidationError, DomainClippingWarning, PrivacyLeakWarning, SchemaError
+from ._exceptions import (
+    BudgetError,
+    DataValidationError,
+    DomainClippingWarning,
+    EDPRFError,
+    EDPRFWarning,
+    PrivacyLeakWarning,
+    SchemaError,
+)
 from ._explanation import Explanation, TreeContribution, explain_row
 from ._importances import released_importances
 from ._leaf_distribution import PartPooling, leaf_distributions
@@ -81,6 +89,8 @@ __all__ = [
     "DataValidationError",
     "DomainClippingWarning",
     "EDPRFClassifier",
+    "EDPRFError",
+    "EDPRFWarning",
     "Estimate",
     "Explanation",
     "ExponentialMechanism",

@@ -1,11 +1,32 @@
-"""Warnings and errors raised by the core."""
+"""The project's error and warning hierarchy: one root each, :class:`EDPRFError` and :class:`EDPRFWarning`."""
 
 from __future__ import annotations
 
-__all__ = ["BudgetError", "DataValidationError", "DomainClippingWarning", "PrivacyLeakWarning", "SchemaError"]
+__all__ = [
+    "BudgetError",
+    "DataValidationError",
+    "DomainClippingWarning",
+    "EDPRFError",
+    "EDPRFWarning",
+    "PrivacyLeakWarning",
+    "SchemaError",
+]
 
 
-class PrivacyLeakWarning(UserWarning):
+class EDPRFError(Exception):
+    """Root of every error the project raises (core, protocol, party, coordinator, command line).
+
+    ``except EDPRFError`` catches them all.  Errors that were a ``ValueError`` or a
+    ``RuntimeError`` before the hierarchy existed keep that second base, so callers that
+    catch the builtin still do.
+    """
+
+
+class EDPRFWarning(UserWarning):
+    """Root of every warning the project emits (filter them all with this class)."""
+
+
+class PrivacyLeakWarning(EDPRFWarning):
     """Something was computed from private data outside a charged DP mechanism.
 
     Raised by helpers that read the data to help a user start (for example
@@ -15,19 +36,19 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
-class SchemaError(ValueError):
+class SchemaError(EDPRFError, ValueError):
     """A public schema is malformed, or two schemas do not match."""
 
 
-class DataValidationError(ValueError):
+class DataValidationError(EDPRFError, ValueError):
     """Data does not conform to its declared public schema."""
 
 
-class BudgetError(ValueError):
+class BudgetError(EDPRFError, ValueError):
     """A privacy budget is invalid or would be exceeded."""
 
 
-class DomainClippingWarning(UserWarning):
+class DomainClippingWarning(EDPRFWarning):
     """A large share of a column lies outside its declared bounds and was clipped.
 
     It almost always means the data are in other units than the schema (a

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import tomli_w
 
+from ._config_checks import Boolean, check_fields, refuse_unknown_keys
 from ._exceptions import SchemaError
 
 __all__ = [
@@ -296,9 +297,7 @@ class Schema:
                 raise SchemaError(f"features must be ContinuousFeature or CategoricalFeature, got {type(f).__name__}")
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
-        for flag in ("drafted", "strip_whitespace"):
-            if not isinstance(getattr(self, flag), bool):
-                raise SchemaError(f"{flag}: expected true or false, got {getattr(self, flag)!r}")
+        check_fields(self, {"drafted": Boolean(), "strip_whitespace": Boolean()}, key=str, error=SchemaError)
         tokens = tuple(self.missing_values)
         if not all(isinstance(t, str) for t in tokens):
             raise SchemaError(f"missing_values: expected an array of strings, got {list(tokens)!r}")
@@ -482,9 +481,7 @@ class Schema:
 
 
 def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    extra = sorted(set(data) - allowed)
-    if extra:
-        raise SchemaError(f"{where}: unknown keys {extra}; allowed: {sorted(allowed)}")
+    refuse_unknown_keys(data, allowed, where, error=SchemaError)
 
 
 def load_schema(path: str | Path) -> Schema:

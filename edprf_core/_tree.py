@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._encoding import FeatureGrid
+from ._exceptions import EDPRFError
 
 __all__ = ["MAX_LEAF_COUNT", "ForestArrays", "SplitMode", "TreeStructureError"]
 
@@ -45,7 +46,7 @@ SPLIT_MODES: tuple[str, ...] = ("binary", "multiway")
 _FIELDS = ("feature", "split", "first_child", "leaf_class")
 
 
-class TreeStructureError(ValueError):
+class TreeStructureError(EDPRFError, ValueError):
     """Arrays that do not describe valid trees on the given grid."""
 
 

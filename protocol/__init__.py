@@ -39,20 +39,24 @@ from ._keys import (
 from ._model_header import ModelHeader, peek_global_model
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registry import PartyKeyRegistry
+from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from ._signature import SignatureStatus
 
 __all__ = [
     "FORMAT_VERSION",
     "INSPECTION_POLICY",
     "KEY_KINDS",
+    "REFUSAL_REASONS",
     "GlobalModelView",
     "InvalidRelease",
     "ModelHeader",
     "ModelProvenance",
     "PartyKeyRegistry",
     "Reason",
+    "RefusalReason",
     "ReleaseHeader",
     "ReleasePolicy",
+    "ReplyStatus",
     "SignatureStatus",
     "VerifiedRelease",
     "bind_to_run",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from edprf_core import EDPRFError
+
 __all__ = ["InvalidRelease", "Reason"]
 
 
@@ -45,7 +47,7 @@ class Reason(StrEnum):
     """Two releases of one party in one global model (their ε would add up)."""
 
 
-class InvalidRelease(Exception):
+class InvalidRelease(EDPRFError):
     """Untrusted bytes refused by the decoder.
 
     Parameters

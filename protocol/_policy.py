@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 from edprf_core._release import MAX_DEPTH_LIMIT, RELATIONS
+from edprf_core.config_checks import Boolean, Integer, Number, check_fields
 
 __all__ = ["INSPECTION_POLICY", "ReleasePolicy"]
 
@@ -51,28 +51,10 @@ class ReleasePolicy:
     allow_non_dp: bool = False
 
     def __post_init__(self) -> None:
-        eps = self.max_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-            raise TypeError(f"max_epsilon: expected a number, got {eps!r}")
-        if math.isnan(eps) or eps <= 0:
-            raise ValueError(f"max_epsilon: expected a number > 0, got {eps!r}")
-        object.__setattr__(self, "max_epsilon", float(eps))
-        for name, low, high in (
-            ("max_depth", 1, MAX_DEPTH_LIMIT),
-            ("max_trees", 1, None),
-            ("max_bytes", 1, None),
-            ("max_bins", 2, None),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name}: expected an integer, got {value!r}")
-            if value < low or (high is not None and value > high):
-                bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
-                raise ValueError(f"{name}: expected an integer {bounds}, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name in ("require_signature", "allow_non_dp"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name}: expected a bool, got {getattr(self, name)!r}")
+        check_fields(self, _RULES, key=str, type_errors=True)
+        object.__setattr__(self, "max_epsilon", float(self.max_epsilon))
+        for name in ("max_depth", "max_trees", "max_bytes", "max_bins"):
+            object.__setattr__(self, name, int(getattr(self, name)))
         relations = self.allowed_relations
         if isinstance(relations, str):
             raise TypeError(f"allowed_relations: expected a sequence of relations, got the string {relations!r}")
@@ -81,6 +63,18 @@ class ReleasePolicy:
         if not relations or unknown:
             raise ValueError(f"allowed_relations: expected a non-empty subset of {RELATIONS}, got {relations!r}")
         object.__setattr__(self, "allowed_relations", relations)
+
+
+_RULES = {
+    "max_epsilon": Number(0, low_open=True, finite=False, text="a number > 0"),
+    "max_depth": Integer(1, MAX_DEPTH_LIMIT),
+    "max_trees": Integer(1),
+    "max_bytes": Integer(1),
+    "max_bins": Integer(2),
+    "require_signature": Boolean(),
+    "allow_non_dp": Boolean(),
+}
+"""Each limit with its rule: a value of the wrong kind raises TypeError, one out of range ValueError."""
 
 
 INSPECTION_POLICY = ReleasePolicy(

@@ -6,12 +6,12 @@ cannot drift.  Values are checked on arrival like any untrusted input.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES, EDPRFError
+from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_kebab, kebab
 
 from ._ids import check_request_id
 
@@ -37,26 +37,13 @@ DEPTH_REQUESTS = ("fixed", "auto")
 """How a request sets the depth: exactly ``max-depth``, or chosen by each party up to it."""
 
 
-class TaskError(ValueError):
+class TaskError(EDPRFError, ValueError):
     """A request record that is missing keys or holds values of the wrong kind."""
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
 def _read(cls: type, record: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for f in fields(cls):
-        key = _kebab(f.name)
-        if key not in record:
-            raise TaskError(f"request: missing key {key!r}")
-        value = record[key]
-        expected = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}[str(f.type)]
-        if isinstance(value, bool) and str(f.type) != "bool" or not isinstance(value, expected):
-            raise TaskError(f"request: {key} expected {f.type}, got {type(value).__name__}")
-        out[f.name] = float(value) if str(f.type) == "float" else value
-    return out
+    # every field present and of its type; keys of newer coordinators are ignored
+    return from_kebab(cls, record, what="request", unknown="ignore", values="check", complete=True, error=TaskError)
 
 
 def _check_ids(request_id: object, run_id: object) -> None:
@@ -67,6 +54,20 @@ def _check_ids(request_id: object, run_id: object) -> None:
         check_request_id(run_id, "run-id")
     except ValueError as exc:
         raise TaskError(str(exc)) from None
+
+
+_TRAIN_RULES = {
+    "leaf": OneOf(LEAF_OUTPUTS),
+    "depth_rule": OneOf(DEPTH_REQUESTS),
+    "epsilon": Number(0, low_open=True),
+    "max_depth": Integer(1, text=">= 1"),
+    "n_trees": Integer(1, text=">= 1"),
+    "n_bins": Integer(2, text=">= 2"),
+    "split_mode": OneOf(SPLIT_MODES),
+    "schedule": OneOf(SCHEDULES),
+    "relation": OneOf(RELATIONS),
+}
+"""A train request's values (their types are checked when the record is read)."""
 
 
 @dataclass(frozen=True)
@@ -101,21 +102,10 @@ class TrainRequest:
 
     def __post_init__(self) -> None:
         _check_ids(self.request_id, self.run_id)
-        if self.leaf not in LEAF_OUTPUTS:
-            raise TaskError(f"leaf: expected one of {LEAF_OUTPUTS}, got {self.leaf!r}")
-        if self.depth_rule not in DEPTH_REQUESTS:
-            raise TaskError(f"depth-rule: expected one of {DEPTH_REQUESTS}, got {self.depth_rule!r}")
-        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
-            raise TaskError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
-        for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
-            if getattr(self, name) < low:
-                raise TaskError(f"{_kebab(name)}: expected >= {low}, got {getattr(self, name)}")
-        for name, allowed in (("split_mode", SPLIT_MODES), ("schedule", SCHEDULES), ("relation", RELATIONS)):
-            if getattr(self, name) not in allowed:
-                raise TaskError(f"{_kebab(name)}: expected one of {allowed}, got {getattr(self, name)!r}")
+        check_fields(self, _TRAIN_RULES, error=TaskError)
 
     def to_record(self) -> dict[str, Any]:
-        return {_kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
@@ -141,11 +131,10 @@ class EvaluateRequest:
 
     def __post_init__(self) -> None:
         _check_ids(self.request_id, self.run_id)
-        if not math.isfinite(self.epsilon) or self.epsilon < 0:
-            raise TaskError(f"epsilon: expected a finite number >= 0, got {self.epsilon!r}")
+        check_fields(self, {"epsilon": Number(0)}, error=TaskError)
 
     def to_record(self) -> dict[str, Any]:
-        return {_kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> EvaluateRequest:

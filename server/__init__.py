@@ -1,6 +1,7 @@
 """The coordinator: Flower ServerApp, validation and merge of releases, model store, evaluation."""
 
 from ._config import DEFAULT_RUN_CONFIG, CoordinatorConfig
+from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._report import PartyOutcome, RunReport
 
 _FEDERATION_NAMES = ("MODEL_FILE", "REPORT_FILE", "run_federation")
@@ -21,7 +22,11 @@ __all__ = [
     "MODEL_FILE",
     "REPORT_FILE",
     "CoordinatorConfig",
+    "EvaluationSkip",
+    "OutcomeReason",
     "PartyOutcome",
+    "PartyStatus",
     "RunReport",
+    "RunStatus",
     "run_federation",
 ]

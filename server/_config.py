@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edprf_core import LEAF_OUTPUTS
+from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab_defaults
 from protocol._task import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
@@ -125,35 +125,7 @@ class CoordinatorConfig:
     evaluate_resumed: bool = False
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
-            raise ValueError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
-        if not math.isfinite(self.evaluation_epsilon) or self.evaluation_epsilon < 0:
-            raise ValueError(f"evaluation-epsilon: expected a finite number >= 0, got {self.evaluation_epsilon!r}")
-        for name, low in (("max_depth", 1), ("trees_per_party", 1), ("n_bins", 2), ("min_parties", 1)):
-            if getattr(self, name) < low:
-                raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
-        if self.depth_rule not in DEPTH_REQUESTS:
-            raise ValueError(f"depth-rule: expected one of {DEPTH_REQUESTS}, got {self.depth_rule!r}")
-        if self.leaf not in LEAF_OUTPUTS:
-            raise ValueError(f"leaf: expected one of {LEAF_OUTPUTS}, got {self.leaf!r}")
-        if not 0 < self.flag_alpha < 1:
-            raise ValueError(f"flag-alpha: expected a number in (0, 1), got {self.flag_alpha!r}")
-        if self.expected_parties < 0:
-            raise ValueError(f"expected-parties: expected >= 0, got {self.expected_parties}")
-        if self.request_tag and not _TAG.fullmatch(self.request_tag):
-            raise ValueError(
-                f"request-tag: expected 1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), "
-                f"got {self.request_tag!r}"
-            )
-        if self.max_party_rows < 0:
-            raise ValueError(f"max-party-rows: expected >= 0 (0: not declared), got {self.max_party_rows}")
-        if not self.evaluation_max_interval_width > 0:  # also refuses NaN
-            raise ValueError(
-                f"evaluation-max-interval-width: expected a number > 0 (1: no check), "
-                f"got {self.evaluation_max_interval_width!r}"
-            )
-        if self.target_parties < 0:
-            raise ValueError(f"target-parties: expected >= 0, got {self.target_parties}")
+        check_fields(self, _RULES)
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
         if not self.schema_path and not self.sim_dir:
@@ -161,18 +133,8 @@ class CoordinatorConfig:
 
     @classmethod
     def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
-        known = {f.name.replace("_", "-"): f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in run_config.items():
-            if key not in known:
-                continue  # other apps' keys may share the run config
-            f = known[key]
-            caster = {"float": float, "int": int, "bool": _as_bool, "str": str}[str(f.type)]
-            try:
-                values[f.name] = caster(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"run config {key}: expected {f.type}, got {value!r}") from None
-        return cls(**values)
+        # other apps' keys may share the run config: ignored; values may arrive as strings: cast
+        return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", values="cast"))
 
     @property
     def schema_file(self) -> Path:
@@ -203,12 +165,27 @@ class CoordinatorConfig:
         return candidate if candidate is not None and candidate.is_file() else None
 
 
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ValueError(value)
+_RULES = {
+    "epsilon": Number(0, low_open=True),
+    "evaluation_epsilon": Number(0),
+    "max_depth": Integer(1, text=">= 1"),
+    "trees_per_party": Integer(1, text=">= 1"),
+    "n_bins": Integer(2, text=">= 2"),
+    "min_parties": Integer(1, text=">= 1"),
+    "depth_rule": OneOf(DEPTH_REQUESTS),
+    "leaf": OneOf(LEAF_OUTPUTS),
+    "flag_alpha": Number(0, 1, low_open=True, high_open=True),
+    "expected_parties": Integer(0, text=">= 0"),
+    "request_tag": Text(
+        pattern=_TAG.pattern,
+        optional=True,
+        text="1..64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)",
+    ),
+    "max_party_rows": Integer(0, text=">= 0 (0: not declared)"),
+    "evaluation_max_interval_width": Number(0, low_open=True, finite=False, text="a number > 0 (1: no check)"),
+    "target_parties": Integer(0, text=">= 0"),
+}
+"""Each run-config setting with its rule (messages: ``"<key>: expected <rule>, got <value>"``)."""
 
-
-DEFAULT_RUN_CONFIG = {f.name.replace("_", "-"): f.default for f in fields(CoordinatorConfig)}
+DEFAULT_RUN_CONFIG = kebab_defaults(CoordinatorConfig)
+"""``{kebab-key: default}`` of every setting: the one source of the run-config defaults."""

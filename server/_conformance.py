@@ -13,11 +13,14 @@ from protocol import VerifiedRelease
 from protocol._task import TrainRequest
 
 from ._config import CoordinatorConfig
+from ._outcomes import OutcomeReason
 
 __all__ = ["request_mismatch"]
 
 
-def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: CoordinatorConfig) -> tuple[str, str] | None:
+def request_mismatch(
+    release: VerifiedRelease, request: TrainRequest, cfg: CoordinatorConfig
+) -> tuple[OutcomeReason, str] | None:
     """``(reason, message)`` when ``release`` does not answer ``request``; None when it does.
 
     Reasons: ``replayed_release`` (an older format, or another run or request),
@@ -26,11 +29,11 @@ def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: Coord
     requires the exact sampler).
     """
     if release.format_version < 2:
-        return "replayed_release", "a version 1 release is bound to no run or request"
+        return OutcomeReason.REPLAYED_RELEASE, "a version 1 release is bound to no run or request"
     if release.request_id != request.request_id:
-        return "replayed_release", "the release answers another request"
+        return OutcomeReason.REPLAYED_RELEASE, "the release answers another request"
     if not cfg.request_tag and release.run_id != request.run_id:
-        return "replayed_release", "the release was made for another run"
+        return OutcomeReason.REPLAYED_RELEASE, "the release was made for another run"
     p = release.params
     expected = {
         "epsilon": request.epsilon,
@@ -49,9 +52,15 @@ def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: Coord
     if request.depth_rule == "auto" and (p.max_depth > request.max_depth or p.depth_rule == "fixed"):
         wrong.append("max_depth (auto: at most the requested depth, chosen from a declared size or a DP count)")
     if wrong:
-        return "request_mismatch", f"parameters other than requested: {', '.join(wrong)}"
+        return OutcomeReason.REQUEST_MISMATCH, f"parameters other than requested: {', '.join(wrong)}"
     if p.seeded and request.seed < 0:
-        return "seeded_release", "the release used a fixed seed; the request asked for cryptographic randomness"
+        return (
+            OutcomeReason.SEEDED_RELEASE,
+            "the release used a fixed seed; the request asked for cryptographic randomness",
+        )
     if cfg.require_exact_sampling and p.sampler != "exact":
-        return "sampler_not_exact", f"the release was drawn by the {p.sampler} sampler; this run requires exact"
+        return (
+            OutcomeReason.SAMPLER_NOT_EXACT,
+            f"the release was drawn by the {p.sampler} sampler; this run requires exact",
+        )
     return None

@@ -22,6 +22,7 @@ from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
     ReleasePolicy,
+    ReplyStatus,
     bound_to_run,
     build_global_model,
     decode_release,
@@ -36,6 +37,7 @@ from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._metrics import forest_metrics
+from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
@@ -129,22 +131,22 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     accepted = []
     seen_parties: set[str] = set()
     for node in nodes:
-        outcome = PartyOutcome(node_id=node, status="no_reply", reason="timeout")
+        outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         report.parties.append(outcome)
         reply = replies.get(node)
         if reply is None:
             continue
         if reply.has_error():
-            outcome.status, outcome.reason = "failed", "client_error"
+            outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
             outcome.message = party_text(reply.error.reason)
             continue
         try:
             result = _result(reply)
         except KeyError:
-            outcome.status, outcome.reason = "rejected", "malformed"
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.MALFORMED
             continue
-        if result.get("status") != "released":
-            outcome.status, outcome.party_id = "refused", claimed_party_id(result)
+        if result.get("status") != ReplyStatus.RELEASED:
+            outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
             continue
@@ -155,7 +157,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         try:
             release = decode_release(payload, schema, policy, registry)
         except InvalidRelease as exc:
-            outcome.status, outcome.reason, outcome.message = "rejected", str(exc.reason), party_text(str(exc))
+            outcome.status, outcome.reason, outcome.message = (
+                PartyStatus.REJECTED,
+                str(exc.reason),
+                party_text(str(exc)),
+            )
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
@@ -167,16 +173,19 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         ):
             # a release of an earlier run (request-tag) counts only with its party's signature binding it to
             # this run: a copy sent by anyone else would take the place of the party it names
-            mismatch = "replayed_release", "a release of another run, without its party's binding to this run"
+            mismatch = (
+                OutcomeReason.REPLAYED_RELEASE,
+                "a release of another run, without its party's binding to this run",
+            )
         if mismatch is not None:
-            outcome.status, (outcome.reason, outcome.message) = "rejected", mismatch
+            outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
             continue
         if release.party_id in seen_parties:
-            outcome.status, outcome.reason = "rejected", "duplicate_party"
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
             outcome.message = f"party {release.party_id!r} already contributed to this run"
             continue
         seen_parties.add(release.party_id)
-        outcome.status, outcome.reason, outcome.n_trees = "accepted", "", release.forest.n_trees
+        outcome.status, outcome.reason, outcome.n_trees = PartyStatus.ACCEPTED, "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         outcome.sampler = release.params.sampler
         outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
@@ -186,12 +195,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     # make the same forest, and the same floating-point sums at prediction
     accepted.sort(key=lambda r: r.party_id)
     for p in report.parties:
-        if p.status != "accepted":
+        if p.status != PartyStatus.ACCEPTED:
             log.warning("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
-        report.status = "failed"
+        report.status = RunStatus.FAILED
         report.guarantee = "no model: fewer valid releases than min-parties"
         report.failure = failure_text(report, cfg.min_parties)
         log.error("run %s: %d valid releases, %d required; no model saved", run_id, len(accepted), cfg.min_parties)
@@ -203,12 +212,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         _model_and_evaluation(grid, cfg, run_id, schema, accepted, report, out_dir)
     except Exception as exc:
         log.exception("run %s: failed after the releases arrived", run_id)
-        report.status = "failed"
+        report.status = RunStatus.FAILED
         report.failure = f"the coordinator failed after the releases arrived ({type(exc).__name__}); see its log"
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
         return report
-    report.status = "completed"
+    report.status = RunStatus.COMPLETED
     report.timings["total_s"] = time.perf_counter() - started
     report.save(out_dir / REPORT_FILE)
     return report
@@ -252,7 +261,7 @@ def _model_and_evaluation(
             TRANSPORT_LIMIT,
         )
         report.federated_evaluation = {
-            "skipped": "model_too_large_for_transport",
+            "skipped": EvaluationSkip.MODEL_TOO_LARGE_FOR_TRANSPORT,
             "model_bytes": len(model),
             "transport_limit": TRANSPORT_LIMIT,
         }
@@ -336,7 +345,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
     y_idx = encode_labels(y_val, schema).astype(np.int64)
     contributions = party_contributions(merged, codes, y_idx, alpha=cfg.flag_alpha)
     report.contributions = [c.to_dict() for c in contributions]
-    outcome_of = {p.party_id: p for p in report.parties if p.status == "accepted"}
+    outcome_of = {p.party_id: p for p in report.parties if p.status == PartyStatus.ACCEPTED}
     keep = list(range(len(accepted)))
     if cfg.exclude_flagged:
         for i, c in enumerate(contributions):
@@ -344,7 +353,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
                 keep.remove(i)
                 _drop(
                     outcome_of[c.party],
-                    "flagged_low_quality",
+                    OutcomeReason.FLAGGED_LOW_QUALITY,
                     f"its trees put {c.probability_lift:.3f} more probability on the true class of the "
                     f"validation rows than chance, significantly below {c.lift_threshold:.3f} (a tenth of "
                     f"the other parties' median) (p = {c.p_value:.2g})",
@@ -363,7 +372,7 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
             i = keep[j]
             _drop(
                 outcome_of[accepted[i].party_id],
-                "not_selected",
+                OutcomeReason.NOT_SELECTED,
                 "its trees did not raise validation accuracy (selective aggregation)",
             )
         report.selection = {
@@ -386,8 +395,8 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
     return [accepted[i] for i in keep]
 
 
-def _drop(outcome: PartyOutcome, reason: str, message: str) -> None:
-    outcome.status, outcome.reason, outcome.message = "dropped", reason, message
+def _drop(outcome: PartyOutcome, reason: OutcomeReason, message: str) -> None:
+    outcome.status, outcome.reason, outcome.message = PartyStatus.DROPPED, reason, message
 
 
 def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]) -> dict:

@@ -32,6 +32,7 @@ from ._consortium_estimate import (
     score_interval,
     smallest_informative_epsilon,
 )
+from ._outcomes import EvaluationSkip
 
 __all__ = ["UNDECLARED_ROWS_CEILING", "EvaluationPlan", "evaluation_plan", "evaluation_summary", "noise_variance"]
 
@@ -47,7 +48,7 @@ class EvaluationPlan:
     send: bool
     planned_width: float | None = None
     needed_epsilon: float | None = None
-    reason: str = ""
+    reason: EvaluationSkip | str = ""
     message: str = ""
 
     def skipped_record(self) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
     if rows <= 0:
         return EvaluationPlan(
             send=False,
-            reason="party_rows_not_declared",
+            reason=EvaluationSkip.PARTY_ROWS_NOT_DECLARED,
             message=f"evaluation not run, no epsilon spent: whether evaluation-epsilon {eps:g} "
             f"gives an interval narrower than {width:g} depends on the parties' held-out "
             "rows; set max-party-rows (the most held-out rows any party has, public) or "
@@ -98,7 +99,7 @@ def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
         send=False,
         planned_width=planned,
         needed_epsilon=needed,
-        reason="uninformative",
+        reason=EvaluationSkip.UNINFORMATIVE,
         message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
         f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
         f"{planned:.2f} wide, wider than evaluation-max-interval-width {width:g}; {fix}",

@@ -16,33 +16,34 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from edprf_core import FEDERATION_NOTE, DPForest
+from protocol import RefusalReason
 
 __all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]
 
-PRE_RESERVATION_REFUSALS = frozenset(
+PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
     {
-        "bad_request",
-        "bad_model",
-        "party_setup",
-        "invalid_local_data",
-        "budget_exhausted",
-        "schema_mismatch",
-        "epsilon_resolution",
-        "policy_bins",
-        "policy_depth",
-        "policy_epsilon",
-        "policy_evaluation_epsilon",
-        "policy_exact_metrics",
-        "policy_min_epsilon",
-        "policy_model_bytes",
-        "policy_model_nodes",
-        "policy_model_schema",
-        "policy_model_trees",
-        "policy_relation",
-        "policy_release_nodes",
-        "policy_seed",
-        "policy_trees",
-        "request_id_reused",
+        RefusalReason.BAD_REQUEST,
+        RefusalReason.BAD_MODEL,
+        RefusalReason.PARTY_SETUP,
+        RefusalReason.INVALID_LOCAL_DATA,
+        RefusalReason.BUDGET_EXHAUSTED,
+        RefusalReason.SCHEMA_MISMATCH,
+        RefusalReason.EPSILON_RESOLUTION,
+        RefusalReason.POLICY_BINS,
+        RefusalReason.POLICY_DEPTH,
+        RefusalReason.POLICY_EPSILON,
+        RefusalReason.POLICY_EVALUATION_EPSILON,
+        RefusalReason.POLICY_EXACT_METRICS,
+        RefusalReason.POLICY_MIN_EPSILON,
+        RefusalReason.POLICY_MODEL_BYTES,
+        RefusalReason.POLICY_MODEL_NODES,
+        RefusalReason.POLICY_MODEL_SCHEMA,
+        RefusalReason.POLICY_MODEL_TREES,
+        RefusalReason.POLICY_RELATION,
+        RefusalReason.POLICY_RELEASE_NODES,
+        RefusalReason.POLICY_SEED,
+        RefusalReason.POLICY_TREES,
+        RefusalReason.REQUEST_ID_REUSED,
     }
 )
 """Refusals a party decides before it reserves ε: nothing was charged for them."""

@@ -10,6 +10,8 @@ from typing import Any
 
 from protocol import save_atomic
 
+from ._outcomes import PartyStatus, RunStatus
+
 __all__ = ["PartyOutcome", "RunReport"]
 
 
@@ -18,7 +20,7 @@ class PartyOutcome:
     """One node's answer to the train request (and the ε it spent on the evaluation request)."""
 
     node_id: int
-    status: str  # accepted | dropped | rejected | refused | failed | no_reply
+    status: PartyStatus
     reason: str = ""
     message: str = ""
     party_id: str = ""
@@ -52,18 +54,18 @@ class RunReport:
     central_evaluation: dict[str, float] = field(default_factory=dict)
     contributions: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
-    status: str = "running"
+    status: RunStatus = RunStatus.RUNNING
     failure: str = ""
 
     @property
     def accepted(self) -> list[PartyOutcome]:
-        return [p for p in self.parties if p.status == "accepted"]
+        return [p for p in self.parties if p.status == PartyStatus.ACCEPTED]
 
     def rejections(self) -> list[dict[str, Any]]:
         return [
             {"node_id": p.node_id, "party_id": p.party_id, "status": p.status, "reason": p.reason, "message": p.message}
             for p in self.parties
-            if p.status != "accepted"
+            if p.status != PartyStatus.ACCEPTED
         ]
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edprf_core import EDPRFError
+
 from ._config import CoordinatorConfig
+from ._outcomes import EvaluationSkip, PartyStatus
 from ._report import RunReport
 
 __all__ = ["OutputDirInUse", "RunFailed", "claim_output_dir", "failure_text", "resumed_evaluation_skip"]
@@ -29,11 +32,11 @@ __all__ = ["OutputDirInUse", "RunFailed", "claim_output_dir", "failure_text", "r
 _RUN_FILES = ("report.json", "global-model.edprf")
 
 
-class OutputDirInUse(ValueError):
+class OutputDirInUse(EDPRFError, ValueError):
     """The output directory holds another run's report or model."""
 
 
-class RunFailed(RuntimeError):
+class RunFailed(EDPRFError, RuntimeError):
     """The run ended without a usable model; the message is the report's ``failure`` text."""
 
 
@@ -62,7 +65,7 @@ def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict |
         return None
     runs = sorted({p.resumed_from_run for p in accepted})
     return {
-        "skipped": "resumed_releases",
+        "skipped": EvaluationSkip.RESUMED_RELEASES,
         "message": (
             f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
             "the model is theirs and was evaluated then, so no party was asked to spend evaluation "
@@ -76,7 +79,7 @@ def failure_text(report: RunReport, min_parties: int) -> str:
     reasons = [
         f"{p.party_id or f'node {p.node_id}'}: {p.status} ({p.reason})"
         for p in report.parties
-        if p.status != "accepted"
+        if p.status != PartyStatus.ACCEPTED
     ]
     return (
         f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"

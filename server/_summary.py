@@ -7,6 +7,7 @@ from typing import Any
 
 from ._contribution_text import contribution_lines
 from ._metrics import interval_text
+from ._outcomes import PartyStatus
 from ._report import RunReport
 
 __all__ = ["central_evaluation_lines", "federated_evaluation_lines", "summary_lines"]
@@ -56,7 +57,7 @@ def summary_lines(report: RunReport) -> list[str]:
     lines.extend(central_evaluation_lines(report.central_evaluation))
     lines.extend(federated_evaluation_lines(report.federated_evaluation))
     for p in report.parties:
-        if p.status != "accepted":
+        if p.status != PartyStatus.ACCEPTED:
             who = p.party_id or f"node {p.node_id}"
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
     if report.contributions:

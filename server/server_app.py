@@ -12,6 +12,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
+from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir
 from ._summary import summary_lines
 
@@ -30,5 +31,5 @@ def main(grid: Grid, context: Context) -> None:
     report = run_federation(grid, cfg, str(context.run_id))
     for line in summary_lines(report):
         log.info(line)
-    if report.status != "completed":
+    if report.status != RunStatus.COMPLETED:
         raise RunFailed(report.failure or f"the run ended with status {report.status}")

@@ -63,7 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"where everything is kept (default {default_dir()}); reused by later invocations",
     )
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded example data set to split")
-    p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default 1.0)")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="epsilon of each party's release (default: the run config's epsilon, server.CoordinatorConfig)",
+    )
     p.add_argument("--trees-per-party", type=int, default=2, help="trees each party releases (default 2)")
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
     p.add_argument(
@@ -298,12 +303,13 @@ def run_consortium(args: argparse.Namespace) -> int:
                 "output-dir": out,
                 "test-data-path": coordinator / "test.csv",
                 "validation-data-path": coordinator / "validation.csv",
-                "epsilon": args.epsilon,
                 "trees-per-party": args.trees_per_party,
                 "max-depth": args.max_depth,
                 "min-parties": len(parties),
                 "expected-parties": len(parties),
                 "evaluation-epsilon": args.evaluation_epsilon,
+                # not given: left to the coordinator's own default (one source: server.CoordinatorConfig)
+                **({"epsilon": args.epsilon} if args.epsilon is not None else {}),
                 **extra,
             }
         )

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from edprf_core import EDPRFError
+
 __all__ = [
     "BIN",
     "FLOWER_TOOLS",
@@ -63,7 +65,7 @@ RUN_TIMEOUT = 240.0  # one `flwr run --stream`
 GRACE = 15.0  # SIGTERM -> SIGKILL
 
 
-class FlowerProcessError(RuntimeError):
+class FlowerProcessError(EDPRFError, RuntimeError):
     """A Flower process exited early, or did not get ready in time."""
 
 

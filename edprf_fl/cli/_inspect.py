@@ -106,10 +106,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_inspect)
 
 
-class BeyondLimits(Exception):
-    """A file whose declared sizes are beyond inspect's limits: refused before decoding."""
-
-
 def run_inspect(args: argparse.Namespace) -> int:
     """Handler of ``edprf inspect``; returns the exit status.
 
@@ -120,6 +116,8 @@ def run_inspect(args: argparse.Namespace) -> int:
     and :data:`EXIT_INVALID`; never a traceback.
     """
     import protocol  # imported here: `edprf --help` stays fast
+
+    from ._inspect_limits import BeyondLimits
 
     path: Path = args.file
     try:
@@ -160,6 +158,8 @@ def _one_line(exc: BaseException) -> str:
 
 def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> None:
     """Refuse, before decoding, a file whose declared sizes pass a limit (the message names the option)."""
+    from ._inspect_limits import BeyondLimits
+
     over = [name for name, value in sizes.items() if value > limits[name]]
     if over:
         declared = ", ".join(f"{value} {name}" for name, value in sizes.items())

@@ -260,3 +260,11 @@ def test_node_config_is_read_as_flower_reads_it(text):
     from flwr.common.config import parse_config_args
 
     assert parse_node_config(text) == dict(parse_config_args([text]))
+
+
+def test_a_misspelt_node_config_key_is_refused(capsys):
+    """An optional key misspelt (signing-kye) would otherwise leave the party silently unsigned."""
+    config = "data-path='x.csv' schema-path='s.toml' policy-path='p.toml' ledger-path='l.sqlite' signing-kye='k.pem'"
+    assert main(["party", "check", "--node-config", config]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("problem: node config: node config: unknown keys ['signing-kye']; allowed: [")
