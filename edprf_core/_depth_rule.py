@@ -162,6 +162,8 @@ def public_depth(
     schedule : layer schedule of the estimator ("harmonic", "uniform", "linear")
     branching : children per split (2 for binary mode; see :func:`branching_factor`)
 
+    Notes
+    -----
     Privacy cost: none, when ``n_rows`` is public.
     """
     if n_rows <= 0 or n_trees < 1 or epsilon <= 0 or c <= 0:

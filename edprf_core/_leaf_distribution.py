@@ -368,6 +368,8 @@ def leaf_distributions(
     pseudo_counts : ndarray of float, shape (n_trees,)
         The shrinkage pseudo-count ``m`` of each tree (0 disables shrinkage).
 
+    Notes
+    -----
     Privacy cost: none (post-processing of released values).
     """
     n = trees.n_nodes
