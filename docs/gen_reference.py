@@ -21,6 +21,7 @@ import difflib
 import enum
 import importlib
 import inspect
+import itertools
 import os
 import pkgutil
 import re
@@ -203,14 +204,11 @@ def _member_docs(cls: type) -> dict[str, str]:
         return {}
     docs: dict[str, str] = {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    for stmt, after in zip(body, body[1:], strict=False):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if (
-                isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                docs[stmt.targets[0].id] = " ".join(inspect.cleandoc(after.value.value).split())
+    for stmt, after in itertools.pairwise(body):
+        is_name = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        is_text = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        if is_name and is_text and isinstance(after.value.value, str):
+            docs[stmt.targets[0].id] = " ".join(inspect.cleandoc(after.value.value).split())
     return docs
 
 
@@ -267,18 +265,20 @@ def reason_codes_page() -> str:
     packages = ("client", "protocol", "server")
     parts = [
         _header("client.REASONS and the string enums of client, protocol and server"),
-        "# Reason and outcome codes\n\n"
-        "Every code a party or the coordinator writes is one of a fixed set, defined in the code. A party's "
-        "refusal travels to the coordinator as a code and a message that names only a rule, a requested value, "
-        "the ledger's state or the public schema; the coordinator's report, manifest and log carry the codes "
-        "below.\n",
+        (
+            "# Reason and outcome codes\n\n"
+            "Every code a party or the coordinator writes is one of a fixed set, defined in the code. A party's "
+            "refusal travels to the coordinator as a code and a message that names only a rule, a requested value, "
+            "the ledger's state or the public schema; the coordinator's report, manifest and log carry the codes "
+            "below.\n"
+        ),
     ]
     reasons = client.REASONS
     reasons_enum = reasons if isinstance(reasons, type) and issubclass(reasons, enum.Enum) else None
     parts.append("\n## A party's refusals (`client.REASONS`)\n\n")
     if isinstance(reasons, Mapping):
         rows = ["| code | meaning |", "|---|---|"]
-        rows += [f"| `{str(code)}` | {_cell(rst_to_markdown(text))} |" for code, text in reasons.items()]
+        rows += [f"| `{code!s}` | {_cell(rst_to_markdown(text))} |" for code, text in reasons.items()]
         parts.append("\n".join(rows) + "\n")
     elif reasons_enum is not None:
         parts.append(_enum_table(reasons_enum))
