@@ -1,5 +1,8 @@
 """Write the reference pages generated from the code: docs/reference/{policy,run-config,reason-codes,cli}.md.
 
+Also docs/reference/api/<package>.md: one mkdocstrings entry per name in the ``__all__`` of each top-level
+package and its public submodules (the site renders them from the docstrings).
+
 Run from anywhere, with the project's virtualenv::
 
     python docs/gen_reference.py          # (re)write the pages
@@ -323,6 +326,82 @@ def cli_page() -> str:
     )
 
 
+# ---------------------------------------------------------------------------------------------- API pages
+
+API_PACKAGES = ("edprf_core", "protocol", "client", "server", "edprf_fl")
+"""One API page per top-level import name; each documents the names in the ``__all__`` of the package and of
+its public submodules (no leading underscore, with an ``__all__``), so it follows the code's public surface."""
+
+
+def _public_modules(package: str) -> list[str]:
+    """The package and its public submodules (recursively), those that declare ``__all__``."""
+    root = importlib.import_module(package)
+    names = [package]
+    if hasattr(root, "__path__"):
+        for info in sorted(pkgutil.walk_packages(root.__path__, package + "."), key=lambda m: m.name):
+            parts = info.name.split(".")
+            if any(part.startswith("_") for part in parts) or info.name.endswith("_pb2"):
+                continue
+            names.append(info.name)
+    return [name for name in names if hasattr(importlib.import_module(name), "__all__")]
+
+
+def _defining_path(module_name: str, name: str, obj: object) -> str:
+    """Where the documentation tool finds ``obj``: its defining module for classes and functions, else the
+    module that assigns it (found among the loaded modules of the same top-level package)."""
+    if (inspect.isclass(obj) or inspect.isfunction(obj)) and "<" not in obj.__qualname__:
+        return f"{obj.__module__}.{obj.__qualname__}"
+    root = module_name.split(".")[0]
+    for candidate in sorted(sys.modules, key=lambda m: (-m.count("."), m)):
+        if candidate.split(".")[0] != root:
+            continue
+        module = sys.modules[candidate]
+        try:
+            source = inspect.getsource(module)
+        except (OSError, TypeError):
+            continue
+        if re.search(rf"^{re.escape(name)}\s*(:[^=]*)?=", source, re.MULTILINE) and getattr(module, name, None) is obj:
+            return f"{candidate}.{name}"
+    return f"{module_name}.{name}"
+
+
+def api_pages() -> dict[str, str]:
+    seen: dict[int, str] = {}
+    pages = {}
+    for package in API_PACKAGES:
+        parts = [
+            _header(f"the __all__ of {package} and its public submodules"),
+            f"# `{package}`\n\n",
+            (
+                "Generated from the docstrings: each module lists the names in its `__all__`; a name exported by "
+                "several modules is documented once, where it first appears.\n"
+            ),
+        ]
+        for module_name in _public_modules(package):
+            module = importlib.import_module(module_name)
+            exported = list(module.__all__)
+            summary = rst_to_markdown(inspect.cleandoc(module.__doc__ or "").split("\n\n")[0].replace("\n", " "))
+            parts.append(f"\n## `{module_name}`\n\n{summary}\n")
+            if not exported:
+                continue
+            again = []
+            for name in exported:
+                obj = getattr(module, name)
+                first = seen.get(id(obj)) if not isinstance(obj, (str, int, float, tuple, frozenset, dict)) else None
+                if first is not None:
+                    again.append(f"`{name}` (see `{first}`)")
+                    continue
+                seen.setdefault(id(obj), f"{module_name}.{name}")
+                parts.append(
+                    f"\n::: {_defining_path(module_name, name, obj)}\n"
+                    "    options:\n      heading_level: 3\n      show_root_full_path: false\n"
+                )
+            if again:
+                parts.append(f"\nAlso exported here: {', '.join(again)}.\n")
+        pages[f"api/{package}.md"] = "".join(parts)
+    return pages
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "policy.md": policy_page,
     "run-config.md": run_config_page,
@@ -338,7 +417,7 @@ def generate() -> dict[str, str]:
     os.environ["XDG_STATE_HOME"] = "~/.local/state"  # a default under the user's home prints as ~/...
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    return {name: page() for name, page in PAGES.items()}
+    return {name: page() for name, page in PAGES.items()} | api_pages()
 
 
 def main(argv: list[str] | None = None) -> int:
