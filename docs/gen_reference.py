@@ -278,7 +278,10 @@ def reason_codes_page() -> str:
     ]
     reasons = client.REASONS
     reasons_enum = reasons if isinstance(reasons, type) and issubclass(reasons, enum.Enum) else None
-    parts.append("\n## A party's refusals (`client.REASONS`)\n\n")
+    if isinstance(reasons, Mapping) and reasons and all(isinstance(code, enum.Enum) for code in reasons):
+        reasons_enum = type(next(iter(reasons)))  # a table of meanings keyed by an enum: document that enum here
+    of_enum = f", the values of `{_public_name(reasons_enum, packages)}`" if reasons_enum is not None else ""
+    parts.append(f"\n## A party's refusals (`client.REASONS`{of_enum})\n\n")
     if isinstance(reasons, Mapping):
         rows = ["| code | meaning |", "|---|---|"]
         rows += [f"| `{code!s}` | {_cell(rst_to_markdown(text))} |" for code, text in reasons.items()]
