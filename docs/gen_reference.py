@@ -449,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
     if stale:
         print(f"\nstale: {', '.join(stale)} differ from the code; run `python docs/gen_reference.py` and commit them")
+        print(f"(this is Python {sys.version.split()[0]}; the pages are written with the project's Python 3.11, and")
+        print("argparse lays out the command help differently in other versions)")
         return 1
     return 0
 
