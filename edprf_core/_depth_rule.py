@@ -33,19 +33,15 @@ split, so one constant covers splits and leaves.
 - ``c`` is not derived from test data.  ``benchmarks/bench_accuracy.py`` tunes it on a
   validation split carved from the training rows of seed 0 only (inner 75/25
   split) and reports, as a check, the accuracy with the constant tuned on the
-  *other* dataset.  Validation optima (binary mode, parallel composition,
-  harmonic schedule, eps averaged over {0.1, 0.5, 1, 2}): c = 8 with 20 bins
-  on diabetes, c = 32 with 10 bins on the wall robot, both with T = 1 tree
-  (``benchmarks/results/accuracy.md``).  ``DEFAULT_C = 16`` is the compromise between the
-  two (on validation it costs 0.4 points on diabetes and 1.7 on the wall data
-  against each dataset's own optimum); no test accuracy went into it.
+  *other* dataset.  ``DEFAULT_C = 16`` is the compromise between the two
+  datasets' validation optima; no test accuracy went into it (the optima and
+  what the compromise costs: ``benchmarks/results/accuracy.md``, ``benchmarks/results/design_figures.md``).
 
 Bins: binary mode has ``n_bins - 1`` thresholds per continuous feature.
-On validation rows 20 bins was best on diabetes (87.2 % against 86.2 % with
-10 and 86.0 % with 5) and tied with 10 on the wall data (82.0 % against
-82.2 %; 5 bins: 75.8 %), so ``DEFAULT_BINS = 20``.  The test accuracy of the
-defaults, fixed before being measured, is in ``results/accuracy.md``
-("default" column of the rule tables).
+``DEFAULT_BINS = 20`` was chosen on validation rows against 5 and 10 bins
+(``benchmarks/results/design_figures.md``); the test accuracy of the defaults, fixed before being
+measured, is in ``benchmarks/results/accuracy.md`` ("default" column of the
+rule tables).
 
 Reading of the rule with the defaults (binary, harmonic, c = 16, T = 1):
 ``d = max{d : n * eps / (H_{d+1} * 2**d) >= 16}``, e.g. n = 4,364, eps = 1 gives
@@ -82,11 +78,9 @@ ROWS_PER_COUNT_TREE = 4000
 """Rows per tree of the automatic rule with leaf counts.
 
 Chosen on validation rows only (seeds 0-3, each seed's training rows split
-75/25; binary, 20 bins, c = 16, harmonic), by ROC AUC: diabetes (8,400
-inner-training rows) 0.957 with 1 tree, 0.956 with 4, 0.954 with 8; bank
-marketing (27,100 rows) 0.718 with 1... 0.723 with 4 and 0.728 with 8 trees
-at epsilon = 1, and 8 trees best at epsilon = 0.1 as well (0.674).  About
-4,000 rows per tree sits on both optima's plateau."""
+75/25; binary, 20 bins, c = 16, harmonic), by ROC AUC on diabetes and bank
+marketing: about 4,000 rows per tree sits on both optima's plateau (the
+figures: ``benchmarks/results/design_figures.md``)."""
 
 MIN_COUNT_TREE_DEPTH = 5
 """Shallowest tree the automatic rule splits the rows for (leaf counts, depth chosen by the rule).
@@ -96,8 +90,7 @@ falls by about one level per doubling of ``T``; at small ``n * eps`` the
 rows-per-tree rule then gives many trees of depth 2 to 3 whose leaves are too
 coarse to isolate any region where a minority class is the majority, and the
 pooled distributions stay near the class prior: the argmax is the majority
-class (held-out census data, eps = 0.1: eight trees of depth 3, 77.8 %
-against 76.4 % majority).  The rule therefore lowers ``T`` (never below 1)
+class (held-out census data at eps = 0.1: eight trees of depth 3).  The rule therefore lowers ``T`` (never below 1)
 until :func:`public_depth` for ``T`` trees is at least this depth.  Its
 inputs are the public (or DP-estimated) row count and the budget, so the
 choice costs no epsilon (post-processing of public values and the charged
@@ -106,15 +99,11 @@ DP count).
 Chosen on validation rows only (outer seeds 0-2, each seed's training rows
 split 75/25 with the same seed, the test rows untouched; leaf counts,
 automatic bins; accuracy / ROC AUC of the inner validation rows, means over
-seeds), comparing forced tree counts with the rule's depth:
-
-- bank marketing, eps = 0.1 (27,126 inner rows): 8 trees of depth 3 88.3 % /
-  0.684, 4 of depth 4 88.4 / 0.682, 2 of depth 5 88.6 / 0.678, 1 of depth 5
-  88.6 / 0.604 (majority 88.3 %);
-- diabetes, eps = 0.1 (8,400 inner rows): 8 trees of depth 1 77.6 / 0.876, 4 of
-  depth 2 78.9 / 0.872, 2 of depth 3 79.6 / 0.868, 1 of depth 4 81.1 / 0.860;
-- wall robot (4 classes): one tree beats 2, 4 and 8 at every eps (eps = 1:
-  90.5 % against 87.3, 82.1, 79.0), i.e. depth before trees.
+seeds), comparing forced tree counts with the rule's depth: at small
+``n * eps`` (bank marketing and diabetes at eps = 0.1) fewer, deeper trees
+keep the accuracy the many shallow ones lose to the majority class at a
+small cost in ROC AUC, and on the wall robot one tree beats 2, 4 and 8 at
+every eps, i.e. depth before trees.
 
 Depth 5 keeps the larger budgets unchanged (bank at eps >= 0.5 and diabetes
 at eps >= 0.5 already reach it) and moves only the small ``n * eps`` cases
@@ -162,6 +151,8 @@ def public_depth(
     schedule : layer schedule of the estimator ("harmonic", "uniform", "linear")
     branching : children per split (2 for binary mode; see :func:`branching_factor`)
 
+    Notes
+    -----
     Privacy cost: none, when ``n_rows`` is public.
     """
     if n_rows <= 0 or n_trees < 1 or epsilon <= 0 or c <= 0:

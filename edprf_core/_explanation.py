@@ -142,6 +142,8 @@ def explain_row(
     terms : LeafTerms, optional
         Precomputed :func:`~edprf_core.leaf_terms` of the forest (to explain many rows).
 
+    Notes
+    -----
     Privacy cost: none (post-processing of the released forest; reads only ``row``).
     """
     frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)

@@ -58,10 +58,11 @@ item 4 (default) or the arithmetic mean with item 3 (``pooling="mean"``).
    (exponent 1).  Post-processing of released counts and structure: no ε.
 
    Why not the arithmetic mean: the mean of ``T`` flat distributions stays
-   flat, so minority classes rarely win (wall robot, 5 IID parties: balanced
-   accuracy 0.62, accuracy 79.8 against 91.0 for the central model), and under
-   label skew the label-shift factors multiply noise (wall, Dirichlet 0.5:
-   74.5 +- 4.5).  Validation numbers are at :data:`POOLING_EXPONENT`.
+   flat, so minority classes rarely win (wall robot, 5 IID parties: a low
+   balanced accuracy and well below the central model), and under label skew
+   the label-shift factors multiply noise (figures:
+   ``benchmarks/results/federation_cost.md``, ``benchmarks/results/design_figures.md``).  Validation
+   numbers are at :data:`POOLING_EXPONENT`.
 
 5. **Bounded influence across parts** (merged forests of at least three
    parts).  Every weight above is read off released counts, which a party
@@ -158,18 +159,14 @@ item 4 (default) or the arithmetic mean with item 3 (``pooling="mean"``).
    ``P <= 2 f`` parts nothing can tell one hostile party from an honest one,
    and the rule is the plain weighted mean (items 3-4).  When no clip or
    cap binds (honest parts that agree up to their noise) the rule *is*
-   items 3-4.  On honest federations (5 seeds, one tree per
-   party, the same forests pooled both ways,
-   ``benchmarks/results/hostile_party.md``): IID, 1 to 20 parties, accuracy
-   within 0.5 points of the unbounded rule; Dirichlet 0.5 within 2 points
-   except diabetes with 5 parties (84.5 against 87.8).  The price is a part
-   that alone (or nearly alone) holds a class: nothing tells it from a
+   items 3-4.  On honest federations the bounded rule stays close to the
+   unbounded one (IID and Dirichlet 0.5; the same forests pooled both ways:
+   ``benchmarks/results/hostile_party.md``, ``benchmarks/results/design_figures.md``).  The price is a
+   part that alone (or nearly alone) holds a class: nothing tells it from a
    hostile part claiming that class; its extreme log ratios are clipped,
    its class weight capped at the next part's, and its share of the
-   consortium prior clipped.  Under Dirichlet 0.1 with 5 and 20 parties the
-   wall robot loses 5.2 and 5.1 points and diabetes 4.2 and 2.9 (seed std
-   of the unbounded rule 3 to 13 points), ROC AUC 0.2 to 3.3 points
-   (wall, 20 parties: 0.9 higher).  Votes of label leaves: every party
+   consortium prior clipped, which costs accuracy under strong label skew
+   (Dirichlet 0.1; same files).  Votes of label leaves: every party
    sends the number of trees the request fixes, so its vote share is its
    share of trees, a public parameter.  Post-processing of released counts
    and public parameters: no ε, and nothing new is read from any party.
@@ -368,6 +365,8 @@ def leaf_distributions(
     pseudo_counts : ndarray of float, shape (n_trees,)
         The shrinkage pseudo-count ``m`` of each tree (0 disables shrinkage).
 
+    Notes
+    -----
     Privacy cost: none (post-processing of released values).
     """
     n = trees.n_nodes

@@ -246,8 +246,8 @@ class LaplaceMechanism:
     one dataset.  Sampled in floating point, as here, it is NOT differentially
     private: which doubles ``value + noise`` can produce depends on ``value``,
     so some outputs are possible under one count and impossible under its
-    neighbour (Mironov, CCS 2012; measured on small counts: 0.2-1 % of draws),
-    an unbounded loss.  It serves only the paper's "tradition" baseline
+    neighbour (Mironov, CCS 2012; how often on small counts:
+    ``benchmarks/results/design_figures.md``), an unbounded loss.  It serves only the paper's "tradition" baseline
     (``variant="tradition"``, ``leaf="label"``), whose guarantee text says NOT
     differentially private; releases use :func:`edprf_core.discrete_laplace_counts`.
     """

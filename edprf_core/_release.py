@@ -441,16 +441,18 @@ class DPForest:
             against (item 5); 0 gives the unbounded rule of items 3-4 (for
             comparisons: one party's forged counts can then take the model).
 
+        Returns
+        -------
+        ndarray, shape (n_samples, n_classes)
+
+        Notes
+        -----
         Across parts (merged forests of three parts or more) each part's
         pooled values and weights are combined with bounded influence
         (item 5, :func:`edprf_core._leaf_distribution.bounded_part_mean`):
         no party's released counts can move the result outside the range
         the other parties' values span, widened by ``CLIP_MARGIN`` (1) times
         its width, and its weight is capped at the largest of theirs.
-
-        Returns
-        -------
-        ndarray, shape (n_samples, n_classes)
 
         Privacy cost: none.  Every input is a released value (tree structure,
         clamped noisy leaf counts) or a public parameter (leaf budgets,

@@ -88,6 +88,46 @@ class CoordinatorConfig:
         Run the evaluation round even when every accepted release was resent
         for a reused ``request_tag`` (the model an earlier run built and
         evaluated): otherwise no party spends evaluation ε again.
+    schema_path : str
+        The federation's public schema (TOML); every release must carry its fingerprint.  Required
+        unless ``sim_dir`` is given.
+    sim_dir : str
+        A simulation workspace (``edprf simulate --prepare-only``): its schema, test and validation files
+        stand in for the paths not given.  Simulation only.
+    output_dir : str, default "edprf-output"
+        Where the global model (with its manifest) and ``report.json`` are written.
+    split_mode : {"binary", "multiway"}, default "binary"
+        Splits on (feature, threshold) pairs of the public grid, or one child per bin or category.
+    n_bins : int >= 2, default 20
+        Bins of every continuous feature on the public grid, the same for every party: trees must share
+        one grid to merge.
+    relation : {"add-remove", "replace-one"}, default "add-remove"
+        The neighbouring relation the releases are requested under; a party refuses any other than its
+        policy's.
+    seed : int, default -1
+        -1: no seed, production randomness.  A seed >= 0 is sent to the parties for reproducible research
+        runs: a party refuses it unless its policy allows seeded randomness, and the releases and the
+        guarantee say NOT differentially private (``require_exact_sampling`` must be off).
+    round_timeout : float, default 300.0
+        Seconds the coordinator waits for the replies of a round; a party that has not answered is left
+        out of it.
+    node_wait_timeout : float, default 60.0
+        Seconds to wait for ``expected_parties`` to connect before sending requests.
+    exact_metrics : bool, default False
+        Ask the parties for un-noised held-out metrics instead of noised counts: not DP; a party refuses
+        unless its policy allows it, and the guarantee says so.
+    keys_dir : str
+        A directory of the parties' public keys (``<party-id>.pub.pem``); when set, unsigned or wrongly
+        signed releases are rejected.
+    test_data_path : str
+        Labelled data the coordinator may use (public, or its own; never a party's) for the global
+        model's evaluation in the report: exact statistics of these rows, no party's ε.
+    target_parties : int >= 0, default 0
+        With ``selective_aggregation``, keep at most this many parties (0: no cap).
+    flag_alpha : float in (0, 1), default 0.01
+        Level of the one-sided test that flags a party whose trees carry much less than the others'.
+    max_release_bytes : int >= 1, default 64 MiB
+        Largest release the coordinator decodes, checked before parsing.
     """
 
     schema_path: str = ""

@@ -75,7 +75,8 @@ def simulate_federation(
     it has registered every node, so starting at the first node seen would
     silently leave parties out (the in-process engine has every node from the start).
 
-    ``engine`` is ``"in-process"`` (default: no Ray, about 10x faster to start)
+    ``engine`` is ``"in-process"`` (default: no Ray, far quicker to start:
+    ``benchmarks/results/simulation_speed.md``)
     or ``"ray"`` (Flower's simulation engine, what ``flwr run`` uses).
     """
     if engine not in ENGINES:

@@ -2,8 +2,8 @@
 
 Flower's simulation engine (``run_simulation``) starts a Ray cluster and runs
 every ClientApp call in a Ray actor.  For this package's work (one train and
-one evaluate message per party, about 0.1 s of training each) that start-up was
-almost the whole run: 11 s of a 14 s ``edprf simulate`` on the embedded data.
+one evaluate message per party, a short training each) that start-up was
+almost the whole run (``benchmarks/results/simulation_speed.md``).
 
 :class:`InProcessGrid` is a :class:`flwr.serverapp.Grid` that hands each
 message to the destination party's real :class:`flwr.clientapp.ClientApp`
