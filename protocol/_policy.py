@@ -6,7 +6,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from edprf_core._release import MAX_DEPTH_LIMIT, RELATIONS
+from edprf_core.forest import MAX_DEPTH_LIMIT, RELATIONS
 
 __all__ = ["INSPECTION_POLICY", "ReleasePolicy"]
 

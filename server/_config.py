@@ -9,8 +9,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS
-from protocol._task import DEPTH_REQUESTS
+from edprf_core.forest import LEAF_OUTPUTS
+from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
 

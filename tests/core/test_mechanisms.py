@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edprf_core import (
+from edprf_core.mechanisms import (
     ExponentialMechanism,
     LaplaceMechanism,
     PermuteAndFlip,

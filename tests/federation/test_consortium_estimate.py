@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from client._ledger import read_ledger_readonly
-from edprf_core import discrete_laplace_counts
+from edprf_core.mechanisms import discrete_laplace_counts
 from server import REPORT_FILE, CoordinatorConfig
 from server._consortium_estimate import (
     bias_corrected_ratio,

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from edprf_core import EDPRFClassifier, example_schema, read_csv
+from edprf_core import EDPRFClassifier, example_schema
+from edprf_core.datasets import read_csv
 from server._coordinator import _conforming
 from server._metrics import forest_metrics
 

@@ -19,7 +19,8 @@ from client import REASONS, Party, PartyPolicy, PartySetup, Refusal
 from client._evaluation_cost import evaluation_cost
 from client._flower_handlers import handle_evaluate, handle_train
 from client.client_app import app as party_app
-from edprf_core import FeatureGrid, load_embedded
+from edprf_core import load_embedded
+from edprf_core.encoding import FeatureGrid
 from edprf_fl.simulation._in_process_engine import InProcessGrid
 from protocol import (
     generate_signing_key,
@@ -29,7 +30,7 @@ from protocol import (
     save_public_key,
 )
 from protocol._binding import bind_to_run, bound_to_run
-from protocol._task import EvaluateRequest, TaskError, TrainRequest
+from protocol.messages import EvaluateRequest, TaskError, TrainRequest
 from server import CoordinatorConfig
 from server._coordinator import run_federation
 
@@ -128,7 +129,7 @@ def test_a_model_inside_the_default_limits_is_evaluated_with_the_compiled_form_b
     view = protocol.load_global_model(hostile_model)
     forest = view.forest
     forest.votes(np.zeros((1, len(schema.features))))
-    from edprf_core._leafmask import leafmask_budget
+    from edprf_core.prediction import leafmask_budget
 
     compiled = forest._leafmask()
     held = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edprf_core import clinical_report
+from edprf_core.metrics import clinical_report
 
 
 def test_central_metrics_carry_intervals_and_the_one_class_warning():

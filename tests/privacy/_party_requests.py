@@ -23,7 +23,7 @@ from client._local_data import HOLDOUT_SALT_KEY
 from client._policy import load_policy
 from edprf_core import load_schema
 from protocol import INSPECTION_POLICY, build_global_model, decode_release
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 __all__ = [
     "TrainSettings",

@@ -42,7 +42,7 @@ from client._ledger import BudgetLedger
 from client._local_data import HOLDOUT_SALT_KEY, load_local_data
 from edprf_core import EDPRFClassifier
 from protocol import ReleasePolicy, build_global_model, decode_release, encode_release
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest
+from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest
 
 from ._audit import (
     ALPHA,

@@ -1,0 +1,112 @@
+"""The package layout: five top-level import names, and no package reaching into another's private modules.
+
+Each package's public surface is its ``__init__`` (``__all__``) and its public submodules; the underscore
+modules are its implementation, free to change.  These tests read the source with :mod:`ast` (imports inside
+functions count), so they hold for code paths no other test runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TOP_LEVEL = ("edprf_core", "protocol", "client", "server", "edprf_fl")
+"""The import names the distribution installs, and nothing else (generic names such as ``cli`` or
+``simulation`` would collide with other distributions in site-packages)."""
+
+
+def _sources() -> list[Path]:
+    return sorted(p for name in TOP_LEVEL for p in (REPO / name).rglob("*.py"))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _owner(dotted: str) -> str:
+    """The package a module belongs to: its top-level name, or ``edprf_fl.<sub>`` under the namespace package."""
+    parts = dotted.split(".")
+    return ".".join(parts[:2]) if parts[0] == "edprf_fl" and len(parts) > 1 else parts[0]
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _imports(path: Path, source: str | None = None) -> list[tuple[int, str, list[str]]]:
+    """Every import in ``path`` as (line, absolute module, imported names); relative imports resolved."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    text = path.read_text(encoding="utf-8") if source is None else source
+    found = []
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.append((node.lineno, base, [alias.name for alias in node.names]))
+    return sorted(found)
+
+
+def _violations(path: Path, source: str | None = None) -> list[str]:
+    own = _owner(_module_name(path))
+    out = []
+    for line, target, names in _imports(path, source):
+        if target.split(".")[0] not in TOP_LEVEL or _owner(target) == own:
+            continue
+        parts = target.split(".")
+        if any(_private(p) for p in parts) or any(_private(n) for n in names):
+            out.append(f"{path.relative_to(REPO)}:{line}: imports {target} {names or ''} (private to {_owner(target)})")
+    return out
+
+
+def test_no_package_imports_another_packages_private_modules():
+    violations = [v for path in _sources() for v in _violations(path)]
+    assert violations == [], "\n".join(violations)
+
+
+def test_checker_sees_lazy_relative_and_private_name_imports():
+    """The checker itself: an import inside a function, a relative import and a private name all count."""
+    code = "def f():\n    from edprf_core._forest import DPForest\nfrom protocol import _keys\nfrom ._ledger import x\n"
+    probe = REPO / "client" / "probe.py"
+    assert [(line, target) for line, target, _ in _imports(probe, code)] == [
+        (2, "edprf_core._forest"),
+        (3, "protocol"),
+        (4, "client._ledger"),
+    ]
+    assert [v.split(": ")[0] for v in _violations(probe, code)] == ["client/probe.py:2", "client/probe.py:3"]
+    assert _owner("edprf_fl.cli._main") == "edprf_fl.cli" != _owner("edprf_fl.simulation._engine")
+    assert _private("_keys") and not _private("__init__")
+
+
+def test_top_level_import_names_are_the_five():
+    """The packages setuptools installs, and the names the installed distribution records, are the five."""
+    from setuptools import find_namespace_packages
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(include) == sorted(f"{name}*" for name in TOP_LEVEL)
+    found = find_namespace_packages(str(REPO), include=include)
+    assert {name.split(".")[0] for name in found} == set(TOP_LEVEL)
+    top_level = metadata.distribution("edprf-fl").read_text("top_level.txt")
+    if top_level is not None:  # setuptools records it in regular and editable installs alike
+        assert set(top_level.split()) == set(TOP_LEVEL)
+
+
+def test_first_party_imports_use_the_five_names():
+    """No module imports a first-party name outside the five (``cli``, ``simulation``: the old top-level names)."""
+    first_party = {p.parent.name for p in REPO.glob("*/__init__.py")} | {"cli", "simulation"}
+    wrong = [
+        f"{path.relative_to(REPO)}:{line}: imports {target}"
+        for path in _sources()
+        for line, target, _ in _imports(path)
+        if target.split(".")[0] in first_party - set(TOP_LEVEL)
+    ]
+    assert wrong == [], "\n".join(wrong)
