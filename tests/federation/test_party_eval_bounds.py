@@ -15,24 +15,23 @@ from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 import protocol
-from client import REASONS, Party, PartyPolicy, PartySetup, Refusal
+from client import REASONS, Party, PartyPolicy, PartySetup, Refusal, handle_evaluate, handle_train
 from client._evaluation_cost import evaluation_cost
-from client._flower_handlers import handle_evaluate, handle_train
 from client.client_app import app as party_app
 from edprf_core import load_embedded
 from edprf_core.encoding import FeatureGrid
 from edprf_fl.simulation._in_process_engine import InProcessGrid
 from protocol import (
+    bind_to_run,
+    bound_to_run,
     generate_signing_key,
     peek_global_model,
     release_pb2,
     save_private_key,
     save_public_key,
 )
-from protocol._binding import bind_to_run, bound_to_run
 from protocol.messages import EvaluateRequest, TaskError, TrainRequest
-from server import CoordinatorConfig
-from server._coordinator import run_federation
+from server import CoordinatorConfig, run_federation
 
 WALL = "wall_robot_navigation"
 
