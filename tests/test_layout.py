@@ -8,6 +8,8 @@ functions count), so they hold for code paths no other test runs.
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -110,3 +112,38 @@ def test_first_party_imports_use_the_five_names():
         if target.split(".")[0] in first_party - set(TOP_LEVEL)
     ]
     assert wrong == [], "\n".join(wrong)
+
+
+PUBLIC_EDPRF_CORE_LIMIT = 25
+"""About 20 names at the top of ``edprf_core``: what a user of the estimator needs; the rest in submodules."""
+
+
+def _public_modules() -> list[str]:
+    core = [f"edprf_core.{info.name}" for info in pkgutil.iter_modules([str(REPO / "edprf_core")])]
+    return ["edprf_core", "protocol", "protocol.messages", "client", "server"] + [
+        name for name in core if not _private(name.rpartition(".")[2])
+    ]
+
+
+def test_public_modules_export_what_they_list():
+    for name in _public_modules():
+        module = importlib.import_module(name)
+        listed = module.__all__
+        assert len(set(listed)) == len(listed), f"{name}.__all__ lists a name twice"
+        missing = [n for n in listed if not hasattr(module, n)]
+        assert missing == [] and not any(_private(n) for n in listed), (name, missing)
+
+
+def test_edprf_core_is_tiered():
+    """A short top level; every other public name in exactly one named submodule."""
+    import edprf_core
+
+    assert len(edprf_core.__all__) <= PUBLIC_EDPRF_CORE_LIMIT
+    homes: dict[str, list[str]] = {}
+    for name in _public_modules():
+        if name.startswith("edprf_core."):
+            for exported in importlib.import_module(name).__all__:
+                homes.setdefault(exported, []).append(name)
+    twice = {n: m for n, m in homes.items() if len(m) > 1}
+    assert twice == {}, f"names exported by two submodules: {twice}"
+    assert {"edprf_core.schema", "edprf_core.forest", "edprf_core.accounting"} <= set(_public_modules())
