@@ -2,15 +2,12 @@
 
 from ._exact_selection import MAX_FIT_ROWS
 from ._forest import (
-    COMPOSITIONS,
     DEPTH_RULES,
     FEDERATION_NOTE,
     LEAF_OUTPUTS,
     MAX_DEPTH_LIMIT,
     RELATIONS,
-    SAMPLERS,
     SCHEDULES,
-    VARIANTS,
     DPForest,
     TrainingParameters,
     merge_forests,
@@ -18,7 +15,6 @@ from ._forest import (
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
-    "COMPOSITIONS",
     "DEPTH_RULES",
     "FEDERATION_NOTE",
     "LEAF_OUTPUTS",
@@ -26,10 +22,8 @@ __all__ = [
     "MAX_FIT_ROWS",
     "MAX_LEAF_COUNT",
     "RELATIONS",
-    "SAMPLERS",
     "SCHEDULES",
     "SPLIT_MODES",
-    "VARIANTS",
     "DPForest",
     "ForestArrays",
     "TrainingParameters",

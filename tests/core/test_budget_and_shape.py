@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edprf_core import CategoricalFeature, EDPRFClassifier, LabelSpec, Schema
-from edprf_core.accounting import HarmonicSchedule, LinearSchedule, UniformSchedule
+from edprf_core._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
 from tests.synthetic import make_data, make_schema
 
 

@@ -244,7 +244,7 @@ def test_noised_evaluation_is_unbiased_with_the_stated_scale(party_files):
     )
     data = party._data()
     exact_total = len(data.y_holdout)
-    from edprf_core.mechanisms import LaplaceMechanism
+    from edprf_core._mechanisms import LaplaceMechanism
 
     draws = LaplaceMechanism(2.0).randomise(
         np.tile([0.0, float(exact_total)], (20000, 1)), 0.2, np.random.default_rng(0)
