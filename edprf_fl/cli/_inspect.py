@@ -311,8 +311,8 @@ def _signature_line(status: str, detail: str) -> str:
 
 
 def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
-    from edprf_core import Schema, example_schema
-    from edprf_core.datasets import available_schemas  # the core is heavy: loaded when needed
+    from edprf_core import Schema, example_schema  # the core is heavy: loaded when needed
+    from edprf_core.datasets import available_schemas
 
     if schema_path is not None:
         return Schema.from_toml(schema_path.read_text(encoding="utf-8"))
