@@ -148,3 +148,25 @@ def test_edprf_core_is_tiered():
     twice = {n: m for n, m in homes.items() if len(m) > 1}
     assert twice == {}, f"names exported by two submodules: {twice}"
     assert {"edprf_core.schema", "edprf_core.forest", "edprf_core.accounting"} <= set(_public_modules())
+
+
+def test_every_first_party_import_resolves():
+    """Imports inside functions run only when the function does: check now that each imported name exists."""
+    missing = []
+    for path in _sources():
+        for line, target, names in _imports(path):
+            if target.split(".")[0] not in TOP_LEVEL:
+                continue
+            module = importlib.import_module(target)
+            missing += [f"{path.relative_to(REPO)}:{line}: {target}.{n}" for n in names if not _importable(module, n)]
+    assert missing == [], "\n".join(missing)
+
+
+def _importable(module: object, name: str) -> bool:
+    if hasattr(module, name):
+        return True
+    try:  # a submodule not yet imported
+        importlib.import_module(f"{module.__name__}.{name}")
+    except ModuleNotFoundError:
+        return False
+    return True
