@@ -7,26 +7,13 @@ functions count), so they hold for code paths no other test runs.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import pkgutil
 import tomllib
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-TOP_LEVEL = ("edprf_core", "protocol", "client", "server", "edprf_fl")
-"""The import names the distribution installs, and nothing else (generic names such as ``cli`` or
-``simulation`` would collide with other distributions in site-packages)."""
-
-
-def _sources() -> list[Path]:
-    return sorted(p for name in TOP_LEVEL for p in (REPO / name).rglob("*.py"))
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+from tests.import_graph import REPO, TOP_LEVEL, imports, module_name, sources
 
 
 def _owner(dotted: str) -> str:
@@ -39,28 +26,10 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
-def _imports(path: Path, source: str | None = None) -> list[tuple[int, str, list[str]]]:
-    """Every import in ``path`` as (line, absolute module, imported names); relative imports resolved."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    text = path.read_text(encoding="utf-8") if source is None else source
-    found = []
-    for node in ast.walk(ast.parse(text, str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.append((node.lineno, base, [alias.name for alias in node.names]))
-    return sorted(found)
-
-
 def _violations(path: Path, source: str | None = None) -> list[str]:
-    own = _owner(_module_name(path))
+    own = _owner(module_name(path))
     out = []
-    for line, target, names in _imports(path, source):
+    for line, target, names in imports(path, source):
         if target.split(".")[0] not in TOP_LEVEL or _owner(target) == own:
             continue
         parts = target.split(".")
@@ -70,7 +39,7 @@ def _violations(path: Path, source: str | None = None) -> list[str]:
 
 
 def test_no_package_imports_another_packages_private_modules():
-    violations = [v for path in _sources() for v in _violations(path)]
+    violations = [v for path in sources() for v in _violations(path)]
     assert violations == [], "\n".join(violations)
 
 
@@ -78,7 +47,7 @@ def test_checker_sees_lazy_relative_and_private_name_imports():
     """The checker itself: an import inside a function, a relative import and a private name all count."""
     code = "def f():\n    from edprf_core._forest import DPForest\nfrom protocol import _keys\nfrom ._ledger import x\n"
     probe = REPO / "client" / "probe.py"
-    assert [(line, target) for line, target, _ in _imports(probe, code)] == [
+    assert [(line, target) for line, target, _ in imports(probe, code)] == [
         (2, "edprf_core._forest"),
         (3, "protocol"),
         (4, "client._ledger"),
@@ -107,8 +76,8 @@ def test_first_party_imports_use_the_five_names():
     first_party = {p.parent.name for p in REPO.glob("*/__init__.py")} | {"cli", "simulation"}
     wrong = [
         f"{path.relative_to(REPO)}:{line}: imports {target}"
-        for path in _sources()
-        for line, target, _ in _imports(path)
+        for path in sources()
+        for line, target, _ in imports(path)
         if target.split(".")[0] in first_party - set(TOP_LEVEL)
     ]
     assert wrong == [], "\n".join(wrong)
@@ -153,8 +122,8 @@ def test_edprf_core_is_tiered():
 def test_every_first_party_import_resolves():
     """Imports inside functions run only when the function does: check now that each imported name exists."""
     missing = []
-    for path in _sources():
-        for line, target, names in _imports(path):
+    for path in sources():
+        for line, target, names in imports(path):
             if target.split(".")[0] not in TOP_LEVEL:
                 continue
             module = importlib.import_module(target)

@@ -9,7 +9,6 @@ No Flower process is started.
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 import tomllib
@@ -18,51 +17,13 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("edprf_core", "protocol", "client", "server", "edprf_fl")
+from tests.import_graph import REPO, TOP_LEVEL, import_closure
+
 APPS = ("server.server_app", "client.client_app")
 EXTRA_FILES = ("/LICENSE",)
 """Shipped besides the modules (patterns anchored at the repository root)."""
 FLOWER_FILES = {"pyproject.toml", ".info/CONTENT"}
 """What ``flwr build`` adds to every bundle."""
-
-
-def _file_of(module: str) -> Path | None:
-    path = REPO.joinpath(*module.split("."))
-    if (path / "__init__.py").is_file():
-        return path / "__init__.py"
-    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
-
-
-def _imported(module: str, path: Path) -> list[str]:
-    """Every first-party module an import statement in ``path`` may load (a from-import's names may be modules)."""
-    parts = module.split(".")
-    package = parts if path.name == "__init__.py" else parts[:-1]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            anchor = package[: len(package) - node.level + 1] if node.level else []
-            base = ".".join([*anchor, node.module] if node.module else anchor)
-            found += [base, *(f"{base}.{alias.name}" for alias in node.names)]
-    return [name for name in found if name.split(".")[0] in FIRST_PARTY]
-
-
-def import_closure(roots: tuple[str, ...] = APPS) -> list[str]:
-    """Repository-relative paths of the modules ``roots`` import, directly or not, and their packages."""
-    seen: dict[str, Path] = {}
-    todo = list(roots)
-    while todo:
-        module = todo.pop()
-        path = _file_of(module)
-        if module in seen or path is None:
-            continue
-        seen[module] = path
-        parts = module.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        todo += _imported(module, path)
-    return sorted(p.relative_to(REPO).as_posix() for p in seen.values())
 
 
 def _built_bundle() -> bytes:
@@ -74,7 +35,7 @@ def _built_bundle() -> bytes:
 
 
 def test_fab_include_lists_exactly_the_import_closure():
-    closure = import_closure()
+    closure = import_closure(APPS)
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     include = pyproject["tool"]["flwr"]["app"]["fab-include"]
     expected = [*closure, *EXTRA_FILES]
@@ -85,12 +46,12 @@ def test_fab_include_lists_exactly_the_import_closure():
 def test_built_bundle_holds_the_closure_and_the_licence():
     bundle = _built_bundle()
     names = set(zipfile.ZipFile(BytesIO(bundle)).namelist())
-    assert names - FLOWER_FILES == set(import_closure()) | {name.lstrip("/") for name in EXTRA_FILES}
+    assert names - FLOWER_FILES == set(import_closure(APPS)) | {name.lstrip("/") for name in EXTRA_FILES}
     assert not any(name.startswith("edprf_fl/") for name in names), "the command line or the simulation shipped"
 
 
 def test_closure_follows_imports_inside_functions_and_package_inits():
-    closure = import_closure()
+    closure = import_closure(APPS)
     # reached only through a function-level import (edprf_core.__getattr__, protocol.load_classifier)
     assert "edprf_core/_released_classifier.py" in closure
     assert {"edprf_core/__init__.py", "protocol/__init__.py", "client/__init__.py", "server/__init__.py"} <= set(
@@ -105,11 +66,11 @@ def test_closure_covers_what_importing_the_apps_loads():
         "import sys, warnings\n"
         "warnings.simplefilter('ignore')\n"
         f"for name in {APPS!r}: __import__(name)\n"
-        f"print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] in {FIRST_PARTY!r})))\n"
+        f"print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] in {TOP_LEVEL!r})))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = {Path(line).resolve().relative_to(REPO).as_posix() for line in result.stdout.split()}
-    assert loaded and loaded <= set(import_closure()), sorted(loaded - set(import_closure()))
+    assert loaded and loaded <= set(import_closure(APPS)), sorted(loaded - set(import_closure(APPS)))
