@@ -26,16 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edprf_core import (
-    CategoricalFeature,
-    ContinuousFeature,
-    FeatureGrid,
-    Schema,
-    encode_labels,
-    example_schema,
-    load_embedded,
-    read_csv,
-)
+from edprf_core import CategoricalFeature, ContinuousFeature, Schema, example_schema, load_embedded
+from edprf_core.datasets import read_csv
+from edprf_core.encoding import FeatureGrid, encode_labels
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

@@ -13,7 +13,7 @@ and classes are declared there, never computed from the data).
   ``<data-dir>/heart_disease_cleveland/processed.cleveland.data`` (no header).
   The six rows with a ``?`` cell (``ca``, ``thal``) are dropped by the
   schema's own rule (``missing = "refuse"``; a per-record filter, see
-  ``edprf_core.conforming_rows``), and the label is the usual binary target
+  ``edprf_core.encoding.conforming_rows``), and the label is the usual binary target
   ``num > 0`` (SOURCE.md): 0 = no disease, 1 = disease.  The binary schema is
   the package's heart schema with the label's class list replaced by (0, 1).
 """
@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_common import load_dataset as _load_common
 
-from edprf_core import LabelSpec, Schema, conforming_rows, example_schema, load_embedded, read_csv
+from edprf_core import LabelSpec, Schema, example_schema, load_embedded
+from edprf_core.datasets import read_csv
+from edprf_core.encoding import conforming_rows
 
 __all__ = ["DATASETS", "DATASET_TITLE", "HEART_RELPATH", "heart_binary_schema", "load_dataset"]
 

@@ -20,7 +20,7 @@ Suites (``--suites``, default all):
   (harmonic / uniform / linear), the "tradition" variant (exponential
   mechanism + Laplace) and, for multiway, the paper's leaky stop-when-pure
   rule (NOT differentially private; labelled so).
-- ``rule``: the public-depth rule (``edprf_core/_depth_rule.py``, ``edprf_core.public_depth``) at epsilon 1 for each
+- ``rule``: the public-depth rule (``edprf_core/_depth_rule.py``, ``edprf_core.shape.public_depth``) at epsilon 1 for each
   number of trees, with the constant ``c`` tuned on validation data of the
   same dataset and, as a check, the constant tuned on the other dataset.
 - ``sweep``: epsilon in {0.1, ..., 2} at the public-rule configuration chosen
@@ -76,7 +76,8 @@ from _bench_common import (
     require_diabetes,
 )
 
-from edprf_core._depth_rule import DEFAULT_BINS, DEFAULT_C, branching_factor, public_depth
+from edprf_core._depth_rule import DEFAULT_BINS, DEFAULT_C
+from edprf_core.shape import branching_factor, public_depth
 
 EPS_ALL = (0.1, 0.25, 0.5, 0.75, 1.0, 2.0)
 DEPTHS = (4, 5, 6, 7, 8)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edprf_core import discrete_laplace_counts
+from edprf_core.mechanisms import discrete_laplace_counts
 from server import CoordinatorConfig
 from server._consortium_estimate import noise_margin
 from server._evaluation import evaluation_plan, evaluation_summary

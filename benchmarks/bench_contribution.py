@@ -103,7 +103,8 @@ def shuffled(seeds: int, parties: int) -> str:
 def shares(seeds: int) -> str:
     from sklearn.model_selection import train_test_split
 
-    from edprf_core import load_schema, read_csv
+    from edprf_core import load_schema
+    from edprf_core.datasets import read_csv
     from edprf_fl.simulation import write_workspace
     from server import CoordinatorConfig
 

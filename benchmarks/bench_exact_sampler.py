@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._bench_common import DEFAULT_DATA_DIR, require_diabetes
-from edprf_core import EDPRFClassifier, example_schema, read_csv
+from edprf_core import EDPRFClassifier, example_schema
+from edprf_core.datasets import read_csv
 
 
 def _fit_seconds(X, y, schema, sampler: str, depth: int) -> tuple[float, float]:

@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     from sklearn import __version__ as skl_version
     from sklearn.ensemble import RandomForestClassifier
 
-    from edprf_core import EDPRFClassifier, encode_labels, forest_to_onnx
+    from edprf_core import EDPRFClassifier
+    from edprf_core.encoding import encode_labels
+    from edprf_core.export import forest_to_onnx
 
     X, y, schema = _load(args.dataset, args.data_dir)
     if args.rows:

@@ -73,7 +73,8 @@ def _scores(y: np.ndarray, proba: np.ndarray) -> tuple[float, float, float]:
 
 def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
     dataset, partition, n_parties, seed, data_dir = job
-    from edprf_core import EDPRFClassifier, encode_labels, merge_forests
+    from edprf_core import EDPRFClassifier, merge_forests
+    from edprf_core.encoding import encode_labels
     from edprf_fl.simulation._partition import Partitioning, partition_rows
 
     warnings.filterwarnings("ignore")
@@ -140,7 +141,8 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
 
 def run_central(job: tuple[str, int, str]) -> list[dict]:
     dataset, seed, data_dir = job
-    from edprf_core import EDPRFClassifier, encode_labels
+    from edprf_core import EDPRFClassifier
+    from edprf_core.encoding import encode_labels
 
     warnings.filterwarnings("ignore")
     X, y, schema = load_dataset(dataset, data_dir)

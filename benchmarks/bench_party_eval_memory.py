@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edprf_core import EDPRFClassifier, FeatureGrid, load_embedded
+from edprf_core import EDPRFClassifier, load_embedded
+from edprf_core.encoding import FeatureGrid
 from protocol import encode_release, release_pb2
 
 DATA = "wall_robot_navigation"
@@ -66,7 +67,7 @@ def _child(model_path: Path, warm_path: Path) -> None:
     from client import Refusal
     from client._evaluation_cost import evaluation_cost
     from protocol import peek_global_model
-    from protocol._task import EvaluateRequest
+    from protocol.messages import EvaluateRequest
 
     with tempfile.TemporaryDirectory() as tmp:
         party = _setup_party(Path(tmp))

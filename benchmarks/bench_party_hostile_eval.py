@@ -32,9 +32,8 @@ from pathlib import Path
 
 from client import Party, PartyPolicy, PartySetup, Refusal
 from edprf_core import EDPRFClassifier, load_embedded
-from protocol import build_global_model, decode_release, encode_release, release_pb2
-from protocol._policy import ReleasePolicy
-from protocol._task import EvaluateRequest
+from protocol import ReleasePolicy, build_global_model, decode_release, encode_release, release_pb2
+from protocol.messages import EvaluateRequest
 
 
 def _party(tmp: Path, parties: int, trees: int, uncapped: bool = False) -> tuple[Party, object]:

@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_common import DEFAULT_DATA_DIR, REPO_ROOT, RESULTS_DIR, cpu_info, diabetes_path, load_dataset, log
 
-from edprf_core import CategoricalFeature, EDPRFClassifier, encode_labels
+from edprf_core import CategoricalFeature, EDPRFClassifier
+from edprf_core.encoding import encode_labels
 from protocol import (
     PartyKeyRegistry,
     ReleasePolicy,

@@ -97,7 +97,9 @@ from _bench_common import (
 )
 from _bench_datasets import DATASET_TITLE, DATASETS, HEART_RELPATH, load_dataset
 
-from edprf_core import CategoricalFeature, Schema, encode_labels, public_depth
+from edprf_core import CategoricalFeature, Schema
+from edprf_core.encoding import encode_labels
+from edprf_core.shape import public_depth
 
 EPS_ALL = (0.1, 0.5, 1.0, 2.0)
 N_SEEDS = 10

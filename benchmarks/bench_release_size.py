@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edprf_core import EDPRFClassifier, load_embedded
-from protocol import decode_release, encode_release, generate_signing_key
-from protocol._policy import INSPECTION_POLICY
+from protocol import INSPECTION_POLICY, decode_release, encode_release, generate_signing_key
 
 DATASETS = ("wall_robot_navigation", "bank_marketing")
 SPLIT_MODES = ("binary", "multiway")

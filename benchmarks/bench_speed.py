@@ -14,7 +14,7 @@
     count leaves, automatic depth, a DP row count), ledger included.
 
 Ours is timed as a user calls it: ``fit(DataFrame, Series)`` and
-``predict(DataFrame)`` on the raw frame as :func:`edprf_core.read_csv` gives it
+``predict(DataFrame)`` on the raw frame as :func:`edprf_core.datasets.read_csv` gives it
 (text cells), so the encoding to public codes is included; the encoding alone
 (``encode_features``) is also reported.  scikit-learn gets a float matrix with
 integer-coded categoricals, prepared once outside the timing (its encoding time
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     from sklearn import __version__ as skl_version
     from sklearn.ensemble import RandomForestClassifier
 
-    from edprf_core import EDPRFClassifier, FeatureGrid, encode_features, encode_labels
+    from edprf_core import EDPRFClassifier
+    from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 
     require_diabetes(args.data_dir)
     X, y, schema = load_dataset("diabetes", args.data_dir)
@@ -307,8 +308,9 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
 
     from client import Party, PartyPolicy, PartySetup
     from client._local_data import load_local_data
-    from edprf_core import example_schema, read_table
-    from protocol._task import TrainRequest
+    from edprf_core import example_schema
+    from edprf_core.tables import read_table
+    from protocol.messages import TrainRequest
     from server import CoordinatorConfig
 
     schema = example_schema("diabetes_prediction")

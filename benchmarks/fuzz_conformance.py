@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edprf_core import EDPRFClassifier, load_embedded
 from protocol import PartyKeyRegistry, generate_signing_key
-from protocol._task import TrainRequest
+from protocol.messages import TrainRequest
 from server import CoordinatorConfig
 from tests.federation._conformance_fuzz import fuzz_conformance
 

@@ -1,10 +1,40 @@
-"""The party: local data, policy, budget ledger, and the Flower ClientApp."""
+"""The party: local data, policy, budget ledger, and the Flower ClientApp.
 
-from ._ledger import BudgetExhausted, BudgetLedger, EntryState, LedgerEntry, format_epsilon, read_ledger_readonly
+:func:`handle_train` and :func:`handle_evaluate` answer the coordinator's messages (the ClientApp and the
+simulation engines call them); they import Flower, so they load on first use and the rest of the package
+works in the slim install.
+"""
+
+from ._ledger import (
+    BudgetExhausted,
+    BudgetLedger,
+    EntryState,
+    LedgerEntry,
+    exact_epsilon,
+    format_epsilon,
+    read_ledger_readonly,
+    total_spent,
+)
+from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
-from ._policy import PartyPolicy, load_policy, micro_epsilon
+from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
+from ._preflight import parse_node_config, preflight_configs
+
+_FLOWER_NAMES = ("handle_evaluate", "handle_train")
+"""Names from the Flower message handlers, which import Flower: loaded on first use."""
+
+
+def __getattr__(name: str):
+    if name in _FLOWER_NAMES:
+        from . import _flower_handlers
+
+        return getattr(_flower_handlers, name)
+    raise AttributeError(f"module 'client' has no attribute {name!r}")
+
 
 __all__ = [
+    "HOLDOUT_SALT_KEY",
+    "MICRO",
     "REASONS",
     "BudgetExhausted",
     "BudgetLedger",
@@ -15,9 +45,15 @@ __all__ = [
     "PartySetup",
     "Refusal",
     "evaluation_counts",
+    "exact_epsilon",
     "format_epsilon",
+    "handle_evaluate",
+    "handle_train",
     "load_policy",
     "micro_epsilon",
+    "parse_node_config",
+    "preflight_configs",
     "read_ledger_readonly",
     "release_node_bound",
+    "total_spent",
 ]

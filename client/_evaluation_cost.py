@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edprf_core import FeatureGrid, Schema
-from edprf_core._leafmask import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, leafmask_budget
-from edprf_core._predict import dense_budget
+from edprf_core import Schema
+from edprf_core.encoding import FeatureGrid
+from edprf_core.prediction import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, dense_budget, leafmask_budget
 from protocol import ModelHeader
 
 from ._policy import PartyPolicy
@@ -54,7 +54,7 @@ TREE_BYTES = 512
 RELEASE_BYTES = 64 << 10
 """Bytes per release (its parsed messages, parameters, forest object, signature check)."""
 PREDICT_BLOCK_BYTES = 192 << 20
-"""Temporaries of prediction blocks, bounded by the block sizes of :mod:`edprf_core._release`."""
+"""Temporaries of prediction blocks, bounded by the block sizes of :mod:`edprf_core.prediction`."""
 RELEASE_STEPS = 20_000
 """Decoding work per release, in node-equivalents (its own parse, checks and objects)."""
 SCHEMA_FACTOR = 64

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edprf_core import Schema, conforming_rows, read_table
+from edprf_core import Schema
+from edprf_core.encoding import conforming_rows
+from edprf_core.tables import read_table
 
 __all__ = ["LocalData", "load_local_data"]
 
@@ -33,10 +35,10 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     """Read the party's file and split off the held-out rows.
 
     Every step is a per-record map (privacy: a stable transformation, no ε):
-    lines are read one by one as text (:func:`edprf_core.read_table`: a
+    lines are read one by one as text (:func:`edprf_core.tables.read_table`: a
     malformed line is dropped, never the file), cells are judged by the schema
     alone, rows that break a rule are dropped one by one
-    (:func:`edprf_core.conforming_rows`), and a row's side of the split is a
+    (:func:`edprf_core.encoding.conforming_rows`), and a row's side of the split is a
     keyed hash of that row's own cells with a party-local secret ``salt``
     (stored in the ledger): it depends on nothing else, not on its line number
     or on other rows, so adding or removing a record moves no other row.  Training and evaluation requests, which run in separate

@@ -44,18 +44,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from edprf_core import (
-    MAX_FIT_ROWS,
-    DataValidationError,
-    DPForest,
-    EDPRFError,
-    FeatureGrid,
-    Schema,
-    discrete_laplace_counts,
-    encode_labels,
-    load_schema,
-)
+from edprf_core import DataValidationError, DPForest, EDPRFError, Schema, load_schema
 from edprf_core.config_checks import refuse_unknown_keys
+from edprf_core.encoding import FeatureGrid, encode_labels
+from edprf_core.forest import MAX_FIT_ROWS
+from edprf_core.mechanisms import discrete_laplace_counts
 from protocol import (
     REFUSAL_REASONS,
     InvalidRelease,
@@ -69,7 +62,7 @@ from protocol import (
     load_private_key,
     peek_global_model,
 )
-from protocol._task import EvaluateRequest, TrainRequest
+from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
 from ._ledger import BudgetExhausted, BudgetLedger, EntryState, exact_epsilon, format_epsilon
@@ -518,7 +511,7 @@ class Party:
 def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:
     """The ids a reply and the ledger carry follow the release encoder's rule (checked before any reservation).
 
-    Requests built by :mod:`protocol._task` already hold to it; this refuses, with ``bad_request``,
+    Requests built by :mod:`protocol.messages` already hold to it; this refuses, with ``bad_request``,
     one that was built around those checks.  The message gives no part of the ids.
     """
     try:

@@ -11,9 +11,9 @@ from typing import Any
 
 import tomli_w
 
-from edprf_core import RELATIONS
 from edprf_core.config_checks import Boolean, Integer, Number, OneOf, check_fields, from_kebab, kebab
-from protocol._parameters import check_party_id
+from edprf_core.forest import RELATIONS
+from protocol import check_party_id
 
 __all__ = ["MICRO", "PartyPolicy", "load_policy", "micro_epsilon"]
 

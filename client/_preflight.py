@@ -340,7 +340,7 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None
 def _header(path: Path, schema, report: PreflightReport) -> None:
     """The header line only (its cost does not depend on the rows): the ClientApp's check."""
     from edprf_core import DataValidationError
-    from edprf_core._text_table import _header_names
+    from edprf_core.tables import header_names
 
     if path.suffix.lower() not in (".csv", ".txt", ".tsv"):
         report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
@@ -348,7 +348,7 @@ def _header(path: Path, schema, report: PreflightReport) -> None:
     try:
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
-        _header_names(schema, first.rstrip("\r\n") if first else None, ",", True, path)
+        header_names(schema, first.rstrip("\r\n") if first else None, ",", True, path)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return

@@ -20,7 +20,7 @@ Privacy structure (what the mechanisms see and what the trees reveal)
   spends exactly the tree's ε.
 - With ``plan.leaf_counts`` a leaf releases its class-count vector with
   discrete Laplace noise of scale ``sensitivity / eps_leaf`` instead of a
-  label (:func:`edprf_core.discrete_laplace_counts`: eps_leaf-DP, the same
+  label (:func:`edprf_core.mechanisms.discrete_laplace_counts`: eps_leaf-DP, the same
   budget the label mechanism would spend; L1 sensitivity 1 under add-remove,
   2 under replace-one).  The released counts are clamped to 0..MAX_LEAF_COUNT and the leaf's
   label is the argmax of the noisy counts: both are post-processing of the

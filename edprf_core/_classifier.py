@@ -18,10 +18,10 @@ from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
+from ._forest import LEAF_COUNT_SENSITIVITY, LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
-from ._release import LEAF_COUNT_SENSITIVITY, LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
 from ._schema import Schema, load_schema
 
 __all__ = ["EDPRFClassifier"]
@@ -67,13 +67,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         count when one is needed).
     n_estimators : int >= 1 or "auto", default "auto"
         Number of trees T.  ``"auto"``: one tree unless the data are large
-        enough for more (:func:`edprf_core.public_shape`), from the same row
+        enough for more (:func:`edprf_core.shape.public_shape`), from the same row
         count as ``max_depth="auto"``.  An integer must not be derived from the
         number of rows unless that number is public.
     max_depth : int in [1, 30] or "auto", default "auto"
         Split levels per tree; a tree has ``max_depth + 1`` node layers (the
         eDPRF paper's depth D).  ``"auto"``: the public-depth rule
-        (:func:`edprf_core.public_depth`) applied to ``n_rows_public`` when
+        (:func:`edprf_core.shape.public_depth`) applied to ``n_rows_public`` when
         given, else to a DP count of the rows that spends
         ``count_epsilon_share * epsilon`` (the guarantee text says which).
     max_depth_cap : int in [1, 30], default 12
@@ -98,7 +98,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         threshold) candidates on the public grid and one-vs-rest categories;
         features reusable along a path.
     n_bins : int >= 2 or "auto", default "auto"
-        ``"auto"``: :func:`edprf_core.public_bins` of the same row count as
+        ``"auto"``: :func:`edprf_core.shape.public_bins` of the same row count as
         the automatic shape (3 bins for a few hundred rows, 10 for a few
         thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
@@ -141,7 +141,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         Charged ``epsilon`` at the start of every ``fit``, before anything is
         trained; a fit that would exceed its cap raises
         :class:`BudgetExceededError`.  ``None`` charges the process default
-        (:func:`edprf_core.set_default_accountant`, :func:`edprf_core.budget`)
+        (:func:`edprf_core.accounting.set_default_accountant`, :func:`edprf_core.budget`)
         when one is set, else nothing is accounted.  Clones share it.
 
     Attributes

@@ -12,7 +12,7 @@ The code of a cell depends on that cell and the public schema only, never on
 the other cells of its column: a column's dtype may choose *how fast* a cell is
 read (Arrow's element-wise kernels for a column of text, numpy for numbers,
 Python one cell at a time for mixed objects), never *what* it reads as.  Text
-cells (from :func:`edprf_core.read_table`) and typed in-memory cells go through
+cells (from :func:`edprf_core.tables.read_table`) and typed in-memory cells go through
 the same rules (the text rules are written out in :mod:`edprf_core._cell_text`):
 
 - text cells lose surrounding whitespace (``Schema.strip_whitespace``);

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._forest import DPForest
 from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
-from ._release import DPForest
 from ._rules import LeafRule, _Paths, _rule, shown_name
 
 __all__ = ["Explanation", "TreeContribution", "explain_row"]
@@ -140,7 +140,7 @@ def explain_row(
     pooling, label_shift, tolerated_parties
         As in :meth:`~edprf_core.DPForest.predict_proba`.
     terms : LeafTerms, optional
-        Precomputed :func:`~edprf_core.leaf_terms` of the forest (to explain many rows).
+        Precomputed :func:`~edprf_core.prediction.leaf_terms` of the forest (to explain many rows).
 
     Notes
     -----

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._release import DPForest
+from ._forest import DPForest
 
 __all__ = ["released_importances"]
 

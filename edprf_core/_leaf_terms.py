@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._forest import DPForest
 from ._leaf_distribution import (
     POOLING_EXPONENT,
     POOLINGS,
@@ -41,7 +42,6 @@ from ._leaf_distribution import (
     capped_part_weights,
     clipped_part_values,
 )
-from ._release import DPForest
 
 __all__ = ["LINKS", "LeafTerms", "leaf_indices", "leaf_terms"]
 

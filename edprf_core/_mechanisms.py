@@ -249,7 +249,7 @@ class LaplaceMechanism:
     neighbour (Mironov, CCS 2012; how often on small counts:
     ``benchmarks/results/design_figures.md``), an unbounded loss.  It serves only the paper's "tradition" baseline
     (``variant="tradition"``, ``leaf="label"``), whose guarantee text says NOT
-    differentially private; releases use :func:`edprf_core.discrete_laplace_counts`.
+    differentially private; releases use :func:`edprf_core.mechanisms.discrete_laplace_counts`.
     """
 
     sensitivity: float

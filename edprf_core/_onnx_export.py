@@ -65,9 +65,9 @@ from typing import Any
 
 import numpy as np
 
+from ._forest import DPForest
 from ._leaf_distribution import CLIP_MARGIN
 from ._leaf_terms import leaf_terms
-from ._release import DPForest
 from ._schema import ContinuousFeature
 
 __all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx"]
@@ -160,7 +160,7 @@ def forest_to_onnx(
     """An ``onnx.ModelProto`` computing ``forest.predict_proba(X, pooling=..., label_shift=...)`` from codes.
 
     ``pooling``, ``label_shift`` and ``tolerated_parties`` are those of
-    :func:`~edprf_core.leaf_terms` and :meth:`~edprf_core.DPForest.predict_proba`
+    :func:`~edprf_core.prediction.leaf_terms` and :meth:`~edprf_core.DPForest.predict_proba`
     (the defaults give its default output).
 
     Returns

@@ -24,8 +24,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
+from ._forest import DPForest
 from ._input_checks import check_predict_input, schema_input_tags
-from ._release import DPForest
 from ._schema import Schema
 
 __all__ = ["ReleasedForestClassifier", "schema_accuracy"]

@@ -39,7 +39,7 @@ from ._encoding import (
     as_frame,
     encode_features,
 )
-from ._release import DPForest
+from ._forest import DPForest
 from ._schema import SEPARATE, CategoricalFeature, ContinuousFeature, Schema
 
 __all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]

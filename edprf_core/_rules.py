@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._release import DPForest
+from ._forest import DPForest
 from ._schema import CategoricalFeature, ContinuousFeature
 
 __all__ = ["MAX_NAME_CHARS", "LeafRule", "forest_rules_text", "leaf_rule", "shown_name"]

@@ -109,7 +109,13 @@ def _read_bytes(path: Path) -> bytes:
     return data.removeprefix(_BOM)
 
 
-def _header_names(schema: Schema, first: str | None, sep: str, header: bool, path: Path) -> list[str]:
+def header_names(schema: Schema, first: str | None, sep: str, header: bool, path: Path) -> list[str]:
+    """The column names of a table whose first line is ``first``, checked against ``schema``.
+
+    With ``header=False`` the columns are the schema's features then its label.  Raises
+    :class:`DataValidationError` (naming ``path``) for a repeated, missing or undeclared column, and
+    ``ValueError`` when the first line is not a header.  Reads nothing but the header line.
+    """
     label = schema.label.column
     if not header:
         return [*schema.feature_names, label]
@@ -187,7 +193,7 @@ def read_table(
     start, number, first = 0, 1, None
     if header:
         start, number, first = _header_line(data)
-    names = _header_names(schema, first, sep, header, p)
+    names = header_names(schema, first, sep, header, p)
     reader = _Lines(sep, len(names), max_line_chars)
     pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
     for block in _blocks(data, start, _BLOCK_BYTES):
@@ -410,7 +416,7 @@ def _read_parquet(path: Path, schema: Schema) -> TextTable:
         table = pq.read_table(path)
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
-    names = _header_names(schema, ",".join(table.column_names), ",", True, path)
+    names = header_names(schema, ",".join(table.column_names), ",", True, path)
     columns = {name: pd.Series(table.column(name).to_pylist(), dtype=object) for name in names}
     frame = pd.DataFrame(columns) if columns else pd.DataFrame()
     label = schema.label.column

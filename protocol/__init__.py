@@ -14,13 +14,15 @@ defect and nothing else.  Accepted releases go into a global model with
 :func:`build_global_model`; :func:`load_global_model` re-verifies them, and
 :func:`load_classifier` loads a global model as a fitted scikit-learn
 classifier (verifying signatures when given the parties' keys) for predicting.
-The messages are defined in ``release.proto``; ``release_pb2`` is generated
+The coordinator-party message contract (the requests and the record keys of a Flower
+message) is the public module :mod:`protocol.messages`.
+The releases are defined in ``release.proto``; ``release_pb2`` is generated
 (``python -m protocol.regenerate``) and committed.
 """
 
 from ._atomic_file import save_atomic
 from ._binding import bind_to_run, bound_to_run
-from ._classifier_loader import ModelProvenance, load_classifier
+from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
 from ._decode import VerifiedRelease, decode_release
 from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
@@ -37,6 +39,7 @@ from ._keys import (
     save_public_key,
 )
 from ._model_header import ModelHeader, peek_global_model
+from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registry import PartyKeyRegistry
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
@@ -62,6 +65,7 @@ __all__ = [
     "bind_to_run",
     "bound_to_run",
     "build_global_model",
+    "check_party_id",
     "check_request_id",
     "decode_release",
     "encode_release",
@@ -69,6 +73,7 @@ __all__ = [
     "key_id",
     "load_classifier",
     "load_global_model",
+    "load_model_with_provenance",
     "load_private_key",
     "load_public_key",
     "peek_global_model",

@@ -24,7 +24,7 @@ from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
 
 if TYPE_CHECKING:
-    from edprf_core._released_classifier import ReleasedForestClassifier
+    from edprf_core import ReleasedForestClassifier
 
 __all__ = ["ModelProvenance", "load_classifier", "load_model_with_provenance", "provenance_of"]
 
@@ -160,7 +160,7 @@ def load_classifier(path: str | Path, keys_dir: str | Path | None = None) -> Rel
     Privacy cost: none.  The model is the parties' DP releases; loading it is
     post-processing.  Does not import Flower.
     """
-    from edprf_core._released_classifier import ReleasedForestClassifier  # scikit-learn: loaded when needed
+    from edprf_core import ReleasedForestClassifier  # scikit-learn: loaded when needed
 
     view, provenance = load_model_with_provenance(path, keys_dir)
     return ReleasedForestClassifier(view.forest, provenance=provenance)

@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from edprf_core import MAX_LEAF_COUNT, DPForest, FeatureGrid, ForestArrays, Schema, TrainingParameters
+from edprf_core import DPForest, Schema, TrainingParameters
+from edprf_core.encoding import FeatureGrid
+from edprf_core.forest import MAX_LEAF_COUNT, ForestArrays
 
 from . import release_pb2 as pb
 from ._envelope import ReleaseEnvelope, as_bytes, open_envelope

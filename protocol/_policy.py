@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from edprf_core._release import MAX_DEPTH_LIMIT, RELATIONS
 from edprf_core.config_checks import Boolean, Integer, Number, check_fields
+from edprf_core.forest import MAX_DEPTH_LIMIT, RELATIONS
 
 __all__ = ["INSPECTION_POLICY", "ReleasePolicy"]
 

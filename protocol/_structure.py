@@ -24,7 +24,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from edprf_core import FeatureGrid, ForestArrays, TreeStructureError
+from edprf_core.encoding import FeatureGrid
+from edprf_core.forest import ForestArrays, TreeStructureError
 
 from ._errors import InvalidRelease, Reason
 

@@ -1,8 +1,15 @@
-"""The coordinator: Flower ServerApp, validation and merge of releases, model store, evaluation."""
+"""The coordinator: Flower ServerApp, validation and merge of releases, model store, evaluation.
+
+Reading a model's report (the text of contributions and evaluations, the metrics of a forest) works in the
+slim install; the federation itself (:func:`run_federation`) imports Flower and loads on first use.
+"""
 
 from ._config import DEFAULT_RUN_CONFIG, CoordinatorConfig
+from ._contribution_text import contribution_lines
+from ._metrics import classification_metrics, forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._report import PartyOutcome, RunReport
+from ._summary import federated_evaluation_lines
 
 _FEDERATION_NAMES = ("MODEL_FILE", "REPORT_FILE", "run_federation")
 """Names from the coordinator module, which imports Flower: loaded on first use, so that reading a model's
@@ -28,5 +35,9 @@ __all__ = [
     "PartyStatus",
     "RunReport",
     "RunStatus",
+    "classification_metrics",
+    "contribution_lines",
+    "federated_evaluation_lines",
+    "forest_metrics",
     "run_federation",
 ]

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS
 from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab_defaults
-from protocol._task import DEPTH_REQUESTS
+from edprf_core.forest import LEAF_OUTPUTS
+from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
 

@@ -10,7 +10,7 @@ the run goes on with the others.
 from __future__ import annotations
 
 from protocol import VerifiedRelease
-from protocol._task import TrainRequest
+from protocol.messages import TrainRequest
 
 from ._config import CoordinatorConfig
 from ._outcomes import OutcomeReason

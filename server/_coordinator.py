@@ -3,7 +3,7 @@
 Privacy: the coordinator sees only DP releases and noised metrics.  Merging
 and evaluating on its own central test data are post-processing.  The global
 forest is ε-DP per record with ε the parties' release ε, provided each
-person's records sit at one party (see ``edprf_core.FEDERATION_NOTE``).
+person's records sit at one party (see ``edprf_core.forest.FEDERATION_NOTE``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import conforming_rows, encode_labels, load_schema, merge_forests, read_csv
+from edprf_core import load_schema, merge_forests
+from edprf_core.datasets import read_csv
+from edprf_core.encoding import conforming_rows, encode_labels
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
@@ -29,7 +31,7 @@ from protocol import (
     load_global_model,
     save_atomic,
 )
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._config import CoordinatorConfig
 from ._conformance import request_mismatch

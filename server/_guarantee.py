@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 
-from edprf_core import FEDERATION_NOTE, DPForest
+from edprf_core import DPForest
+from edprf_core.forest import FEDERATION_NOTE
 from protocol import RefusalReason
 
 __all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]

@@ -1,6 +1,6 @@
 """Evaluation of a global forest on data the coordinator may use (a central test split).
 
-The figures come from :func:`edprf_core.clinical_report`, the code ``edprf evaluate`` uses: each metric
+The figures come from :func:`edprf_core.metrics.clinical_report`, the code ``edprf evaluate`` uses: each metric
 with its 95 % interval (``<metric>_ci95``), and the warning when the forest predicts one class for
 (nearly) every row.  Exact statistics of the coordinator's own rows: not DP, no party's ε spent.
 """
@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from edprf_core import DPForest, clinical_report, encode_labels
-from edprf_core._clinical_metrics import interval_text as format_interval
-from edprf_core._clinical_metrics import macro_f1_estimate
+from edprf_core import DPForest
+from edprf_core.encoding import encode_labels
+from edprf_core.metrics import clinical_report, macro_f1_estimate
+from edprf_core.metrics import interval_text as format_interval
 
 __all__ = ["classification_metrics", "forest_metrics", "interval_text"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol._parameters import check_party_id
+from protocol import check_party_id
 
 from ._report import PartyOutcome
 

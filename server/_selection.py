@@ -7,7 +7,7 @@ row's weight is ``1 / (1 + |margin|)`` with ``margin`` the current ensemble's
 probability (or vote share) of the true class minus the best other class
 (rows the ensemble barely gets right or wrong count most).  A candidate set
 is scored as the model it would make: with leaf counts, the log-linear pooling
-of exactly those parties (:class:`edprf_core.PartPooling`, what the merged
+of exactly those parties (:class:`edprf_core.prediction.PartPooling`, what the merged
 forest of the set predicts); with label trees, the sum of their votes.  The order is run to the end (or the
 target size); the kept set is the longest prefix that reaches the best
 validation accuracy (minus ``min_gain``, a tolerance the operator may set),
@@ -61,7 +61,7 @@ def select_parties(
     ``parts`` is either a list of (n_rows, n_classes) vote arrays, one per part
     (a set is scored by its summed votes), or an object with ``n_parts`` and
     ``pool(indices) -> (n_rows, n_classes)`` probabilities of the model made of
-    those parts (:class:`edprf_core.PartPooling`).
+    those parts (:class:`edprf_core.prediction.PartPooling`).
     """
     if hasattr(parts, "pool"):
         n_parts, scores = int(parts.n_parts), parts.pool

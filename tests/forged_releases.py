@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from edprf_core import DPForest
-from edprf_core._tree import MAX_LEAF_COUNT
+from edprf_core.forest import MAX_LEAF_COUNT
 
 __all__ = ["ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_release_bytes"]
 

@@ -55,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from client import format_epsilon, load_policy, read_ledger_readonly
-    from client._ledger import exact_epsilon, total_spent
+    from client import exact_epsilon, format_epsilon, load_policy, read_ledger_readonly, total_spent
 
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")

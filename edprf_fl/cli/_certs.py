@@ -335,8 +335,7 @@ def run_party(args: argparse.Namespace) -> int:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from protocol import generate_signing_key, key_id, save_private_key, save_public_key
-    from protocol._parameters import check_party_id
+    from protocol import check_party_id, generate_signing_key, key_id, save_private_key, save_public_key
 
     party = check_party_id(args.party_id)
     files = party_files(args.out, party)

@@ -211,7 +211,7 @@ def _app_dir(given: Path | None) -> Path:
 
 # ----------------------------------------------------------------------------- the run
 def _check_parties(parties: dict) -> None:
-    from client._preflight import parse_node_config, preflight_configs
+    from client import parse_node_config, preflight_configs
 
     problems = []
     for party_id, paths in parties.items():
@@ -227,8 +227,7 @@ def _raise_interrupt(signum, frame) -> None:
 
 
 def _budget_lines(parties: dict) -> list[str]:
-    from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly
-    from client._ledger import total_spent
+    from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly, total_spent
 
     lines = []
     for party_id, paths in parties.items():
@@ -256,7 +255,7 @@ def run_consortium(args: argparse.Namespace) -> int:
     if _NAME_UNSAFE & set(str(root)):
         raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
     party_ids = _party_ids(args.parties)
-    from client._preflight import parse_node_config
+    from client import parse_node_config
 
     extra = parse_node_config(args.run_config, "--run-config") if args.run_config else {}  # Flower's own parser
     setup_log = root / "logs" / "setup.log"
@@ -334,7 +333,7 @@ def run_consortium(args: argparse.Namespace) -> int:
 
 
 def _print_summary(out: Path, parties: dict, code: int) -> None:
-    from server._contribution_text import contribution_lines
+    from server import contribution_lines
 
     report_path = out / "report.json"
     print(f"[5/5] the run {'completed' if code == 0 else 'FAILED'}; outputs in {out}", flush=True)

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import train_test_split
 
-    from edprf_core import EDPRFClassifier, branching_factor, load_embedded, public_depth
+    from edprf_core import EDPRFClassifier, load_embedded
+    from edprf_core.shape import branching_factor, public_depth
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ._model_args import add_model_arguments, prepare, say
 
 if TYPE_CHECKING:
-    from edprf_core import ClinicalReport, Estimate
+    from edprf_core.metrics import ClinicalReport, Estimate
 
 __all__ = ["format_report", "register", "run_evaluate"]
 
@@ -66,7 +66,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def format_report(report: ClinicalReport) -> list[str]:
     """The report as text lines (Markdown tables)."""
-    from edprf_core._clinical_metrics import NOT_DP_NOTE
+    from edprf_core.metrics import NOT_DP_NOTE
 
     classes = [str(c) for c in report.classes]
     lines: list[str] = []
@@ -175,9 +175,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from edprf_core import clinical_report
-    from edprf_core._row_scoring import read_labels, score_rows
-    from edprf_core._table_stream import stream_rows
+    from edprf_core.metrics import clinical_report
+    from edprf_core.prediction import read_labels, score_rows
+    from edprf_core.tables import stream_rows
 
     labels, probabilities = [], []
     counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}

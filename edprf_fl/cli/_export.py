@@ -47,7 +47,7 @@ def encoding_path(output: Path) -> Path:
 
 def run_export(args: argparse.Namespace) -> int:
     """Handler of ``edprf export``; returns the exit status."""
-    from edprf_core import encoding_spec, forest_to_onnx
+    from edprf_core.export import encoding_spec, forest_to_onnx
     from protocol import save_atomic
 
     from ._explain import load_forest

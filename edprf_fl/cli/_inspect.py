@@ -311,7 +311,8 @@ def _signature_line(status: str, detail: str) -> str:
 
 
 def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
-    from edprf_core import Schema, available_schemas, example_schema  # the core is heavy: loaded when needed
+    from edprf_core import Schema, example_schema  # the core is heavy: loaded when needed
+    from edprf_core.datasets import available_schemas
 
     if schema_path is not None:
         return Schema.from_toml(schema_path.read_text(encoding="utf-8"))
@@ -324,7 +325,7 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | None) -> list[str]:
     import protocol
-    from edprf_core import FEDERATION_NOTE
+    from edprf_core.forest import FEDERATION_NOTE
 
     p = header.parameters
     lines = [
@@ -382,7 +383,7 @@ def _describe_model(view: GlobalModelView) -> list[str]:
         )
     contributions = view.manifest.get("contributions") or []
     if contributions:
-        from server._contribution_text import contribution_lines
+        from server import contribution_lines
 
         lines.append("contributions (coordinator's validation data; post-processing, epsilon unchanged):")
         alpha = (view.manifest.get("parameters") or {}).get("flag_alpha")

@@ -67,7 +67,7 @@ def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | i
     Loaded without scikit-learn (``protocol.load_model_with_provenance``): the command starts faster.
     """
     import protocol
-    from protocol._classifier_loader import load_model_with_provenance
+    from protocol import load_model_with_provenance
 
     command = f"edprf {args.command}"
     try:

@@ -51,9 +51,8 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def importance_lines(forest) -> list[str]:
-    """The features by importance from released values (:func:`edprf_core.released_importances`)."""
-    from edprf_core import released_importances
-    from edprf_core._rules import shown_name
+    """The features by importance from released values (:func:`edprf_core.explain.released_importances`)."""
+    from edprf_core.explain import released_importances, shown_name
 
     imp = released_importances(forest)
     order = np.argsort(-imp, kind="stable")[:SHOWN_FEATURES]
@@ -73,7 +72,7 @@ def importance_lines(forest) -> list[str]:
 def rules_lines(data: bytes, schema_path: Path | None, max_trees: int, max_leaves: int) -> list[str]:
     """Rules and importances of the forest in ``data`` (a global model or a release)."""
     import protocol
-    from edprf_core import forest_rules_text
+    from edprf_core.explain import forest_rules_text
 
     from ._inspect import _find_schema
 

@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from client._preflight import parse_node_config, preflight_configs
+    from client import parse_node_config, preflight_configs
 
     report = preflight_configs(parse_node_config(args.node_config))
     for finding in report.findings:

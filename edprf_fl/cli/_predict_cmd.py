@@ -102,7 +102,7 @@ def _result_frame(forest: DPForest, chunk, positive: int | None, threshold: floa
     import numpy as np
     import pandas as pd
 
-    from edprf_core._row_scoring import score_rows
+    from edprf_core.prediction import score_rows
 
     scores = score_rows(forest, chunk.frame, chunk.malformed)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)
@@ -130,7 +130,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     forest, _, positive = prepared
-    from edprf_core._table_stream import stream_rows
+    from edprf_core.tables import stream_rows
 
     counts: dict[str, int] = {}
     target = str(args.output)
@@ -149,7 +149,7 @@ def run_predict(args: argparse.Namespace) -> int:
             import numpy as np
             import pandas as pd
 
-            from edprf_core._table_stream import RowChunk
+            from edprf_core.tables import RowChunk
 
             empty = RowChunk(
                 pd.DataFrame({n: pd.Series(dtype=object) for n in forest.schema.feature_names}),

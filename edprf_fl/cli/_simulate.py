@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["add_federation_arguments", "register", "run_simulation_report"]
 
 MAX_DEPTH_LIMIT = 30
-"""edprf_core.MAX_DEPTH_LIMIT, repeated so that checking flags needs no heavy import (a test compares them)."""
+"""edprf_core.forest.MAX_DEPTH_LIMIT, repeated so that checking flags needs no heavy import (a test compares them)."""
 AUTO_DEPTH_CAP = 12
 """edprf_core.AUTO_DEPTH_CAP, repeated for the same reason (the same test compares them)."""
 
@@ -172,7 +172,9 @@ def _load(args: argparse.Namespace):
     import numpy as np
     import pandas as pd
 
-    from edprf_core import conforming_rows, encode_labels, load_embedded, load_schema, read_csv
+    from edprf_core import load_embedded, load_schema
+    from edprf_core.datasets import read_csv
+    from edprf_core.encoding import conforming_rows, encode_labels
 
     if args.data:
         if not args.schema:
@@ -231,7 +233,7 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
     if auto_depth:
         progress(f"      each party chooses its depth (at most {depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
-    from client._policy import MICRO, micro_epsilon
+    from client import MICRO, micro_epsilon
 
     release_units = micro_epsilon(args.epsilon)
     evaluation_units = micro_epsilon(args.evaluation_epsilon) if args.evaluation_epsilon else 0
@@ -408,8 +410,9 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
     import numpy as np
     from sklearn.ensemble import RandomForestClassifier
 
-    from edprf_core import EDPRFClassifier, encode_labels
-    from server._metrics import classification_metrics, forest_metrics
+    from edprf_core import EDPRFClassifier
+    from edprf_core.encoding import encode_labels
+    from server import classification_metrics, forest_metrics
 
     pooled = np.concatenate(parts)
     n_trees = args.parties * args.trees_per_party
@@ -472,7 +475,8 @@ def raw_features(X, schema) -> np.ndarray:
     import numpy as np
     import pandas as pd
 
-    from edprf_core import CategoricalFeature, FeatureGrid, encode_features
+    from edprf_core import CategoricalFeature
+    from edprf_core.encoding import FeatureGrid, encode_features
 
     grid = FeatureGrid.from_schema(schema, 2)
     codes = encode_features(X, schema, grid)
@@ -526,7 +530,7 @@ def cost_lines(result: dict) -> list[str]:
 
 def contribution_table(contributions: list[dict], alpha: float | None = None) -> str:
     """Per party in plain words, then the statistics: information, own accuracy, agreement, the quality test."""
-    from server._contribution_text import contribution_lines
+    from server import contribution_lines
 
     words = [f"- {line}" for line in contribution_lines(contributions, alpha)]
     return "\n".join([*words, "", "the statistics behind these lines:", _contribution_statistics(contributions, alpha)])
@@ -560,7 +564,7 @@ def _contribution_statistics(contributions: list[dict], alpha: float | None = No
 
 def evaluation_line(fe: dict) -> str:
     """The parties' noised held-out accuracy, its interval and one party's reach, or why there is none."""
-    from server._summary import federated_evaluation_lines
+    from server import federated_evaluation_lines
 
     return "\n".join(federated_evaluation_lines(fe))
 
@@ -592,7 +596,7 @@ def _table(result: dict) -> str:
 
 def _cell(metrics: dict, key: str) -> str:
     """``0.9123 [0.891, 0.931]``: the value and its 95% interval; ``n/a`` when undefined."""
-    from edprf_core._clinical_metrics import interval_text
+    from edprf_core.metrics import interval_text
 
     return interval_text(metrics.get(key), metrics.get(f"{key}_ci95"), brackets=True)
 

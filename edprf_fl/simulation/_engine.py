@@ -11,7 +11,7 @@ from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from client._flower_handlers import handle_evaluate, handle_train
+from client import handle_evaluate, handle_train
 from server import CoordinatorConfig, run_federation
 
 __all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]

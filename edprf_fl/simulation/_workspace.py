@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from client import BudgetLedger, PartyPolicy
-from client._local_data import HOLDOUT_SALT_KEY
+from client import HOLDOUT_SALT_KEY, BudgetLedger, PartyPolicy
 from edprf_core import Schema
 
 __all__ = ["write_workspace"]

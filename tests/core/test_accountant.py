@@ -13,16 +13,9 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
 import edprf_core
-from edprf_core import (
-    BudgetAccountant,
-    BudgetError,
-    BudgetExceededError,
-    DataValidationError,
-    EDPRFClassifier,
-    budget,
-    default_accountant,
-    set_default_accountant,
-)
+import edprf_core.accounting
+from edprf_core import BudgetAccountant, BudgetError, BudgetExceededError, DataValidationError, EDPRFClassifier, budget
+from edprf_core.accounting import default_accountant, set_default_accountant
 from tests.synthetic import make_data, make_schema
 
 EPS = 0.3
@@ -48,8 +41,10 @@ def _clf(schema, **kw):
 
 
 def test_exported():
-    for name in ("BudgetAccountant", "BudgetExceededError", "budget", "default_accountant", "set_default_accountant"):
+    for name in ("BudgetAccountant", "BudgetExceededError", "budget"):
         assert name in edprf_core.__all__
+    for name in ("BudgetAccountant", "BudgetExceededError", "budget", "default_accountant", "set_default_accountant"):
+        assert name in edprf_core.accounting.__all__
     assert issubclass(BudgetExceededError, BudgetError)
 
 

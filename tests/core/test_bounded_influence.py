@@ -12,14 +12,15 @@ import itertools
 import numpy as np
 import pytest
 
-from edprf_core import EDPRFClassifier, encode_labels, load_embedded, merge_forests
+from edprf_core import EDPRFClassifier, load_embedded, merge_forests
 from edprf_core._leaf_distribution import (
     CLIP_MARGIN,
     bounded_part_mean,
     part_consortium_prior,
     tightest_spread,
 )
-from edprf_core._tree import MAX_LEAF_COUNT
+from edprf_core.encoding import encode_labels
+from edprf_core.forest import MAX_LEAF_COUNT
 from tests.forged_releases import ATTACKS, forge
 
 

@@ -7,15 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from edprf_core import (
-    CategoricalFeature,
-    EDPRFClassifier,
-    HarmonicSchedule,
-    LabelSpec,
-    LinearSchedule,
-    Schema,
-    UniformSchedule,
-)
+from edprf_core import CategoricalFeature, EDPRFClassifier, LabelSpec, Schema
+from edprf_core._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
 from tests.synthetic import make_data, make_schema
 
 
@@ -157,8 +150,9 @@ def test_empty_nodes_still_run_the_mechanism():
 
 def test_validate_refuses_deep_chains_quickly_and_non_breadth_first_order():
     """A hostile chain is refused after max_depth + 1 passes, not after its full depth."""
-    from edprf_core import FeatureGrid, ForestArrays, TreeStructureError
     from edprf_core._tree import _propagate_depth
+    from edprf_core.encoding import FeatureGrid
+    from edprf_core.forest import ForestArrays, TreeStructureError
 
     schema = make_schema()
     grid = FeatureGrid.from_schema(schema, 5)
@@ -193,8 +187,8 @@ def test_validate_refuses_deep_chains_quickly_and_non_breadth_first_order():
 
 def test_public_depth_rule():
     """Largest depth with n * eps_leaf(d) / (T * b^d) >= c; monotone in n, T and eps."""
-    from edprf_core import public_depth
     from edprf_core._depth_rule import depth_score
+    from edprf_core.shape import public_depth
 
     d = public_depth(4364, 1, 1.0, c=16)
     assert depth_score(4364, 1, 1.0, d) >= 16 > depth_score(4364, 1, 1.0, d + 1)

@@ -11,9 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from edprf_core import CategoricalFeature, ContinuousFeature, FeatureGrid, LabelSpec, Schema, encode_features
+from edprf_core import CategoricalFeature, ContinuousFeature, LabelSpec, Schema
 from edprf_core._cell_text import WHITESPACE, number_of_text, strip_text, text_numbers, text_numbers_arrow
 from edprf_core._encoding import _parse_numbers
+from edprf_core.encoding import FeatureGrid, encode_features
 
 EDGE_CELLS = [
     "7",

@@ -21,8 +21,8 @@ from edprf_core import (
     EDPRFClassifier,
     LabelSpec,
     Schema,
-    encode_labels,
 )
+from edprf_core.encoding import encode_labels
 
 SCHEMA = Schema(
     features=(

@@ -11,17 +11,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
-from edprf_core import (
-    EDPRFClassifier,
-    PrivacyLeakWarning,
-    SchemaError,
-    available_schemas,
-    embedded_datasets,
-    example_schema,
-    load_embedded,
-    merge_forests,
-    read_csv,
-)
+from edprf_core import EDPRFClassifier, PrivacyLeakWarning, SchemaError, example_schema, load_embedded, merge_forests
+from edprf_core.datasets import available_schemas, embedded_datasets, read_csv
 from tests.conftest import SHARED_DATA
 from tests.synthetic import make_data, make_schema
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edprf_core import EDPRFClassifier, FeatureGrid, ForestArrays, _predict
+from edprf_core import EDPRFClassifier, _predict
 from edprf_core import _leafmask as leafmask
-from edprf_core._leafmask import LeafMaskPredictor, leafmask_budget, leafmask_table_bytes
-from edprf_core._predict import BYTES_PER_NODE, RoutingTable, dense_budget
+from edprf_core._leafmask import LeafMaskPredictor, leafmask_table_bytes
+from edprf_core._predict import BYTES_PER_NODE, RoutingTable
+from edprf_core.encoding import FeatureGrid
+from edprf_core.forest import ForestArrays
+from edprf_core.prediction import dense_budget, leafmask_budget
 from tests.synthetic import make_data, make_schema
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edprf_core import discrete_laplace_counts
+from edprf_core.mechanisms import discrete_laplace_counts
 
 
 def _pmf(z: np.ndarray, scale: float) -> np.ndarray:

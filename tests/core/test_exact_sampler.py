@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edprf_core import EDPRFClassifier, load_embedded, permute_and_flip_probabilities
+from edprf_core import EDPRFClassifier, load_embedded
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core.mechanisms import permute_and_flip_probabilities
 
 ALPHA = 1e-4
 N_DRAWS = 6000

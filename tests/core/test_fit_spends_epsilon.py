@@ -21,7 +21,8 @@ import pytest
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
 from edprf_core import EDPRFClassifier
-from edprf_core._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core.forest import MAX_FIT_ROWS
 
 from ..synthetic import make_data, make_schema
 

@@ -73,7 +73,7 @@ def test_a_merge_names_the_part_that_is_not_dp(wall):
 
 def test_the_floating_point_laplace_baseline_is_not_called_differentially_private():
     """Issue 19, finding 5: float Laplace on counts shows impossible outputs under a neighbour (Mironov 2012)."""
-    from edprf_core import LaplaceMechanism
+    from edprf_core._mechanisms import LaplaceMechanism
 
     schema = Schema(
         features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)), name="numbers"

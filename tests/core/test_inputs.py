@@ -11,15 +11,14 @@ from edprf_core import (
     ContinuousFeature,
     DataValidationError,
     EDPRFClassifier,
-    FeatureGrid,
     LabelSpec,
     PrivacyLeakWarning,
     Schema,
     SchemaError,
     draft_schema,
-    encode_features,
     load_schema,
 )
+from edprf_core.encoding import FeatureGrid, encode_features
 
 
 def _fit(schema, X, y, **kw):
@@ -269,7 +268,7 @@ def test_hostile_schema_toml_raises_schema_error(toml):
 
 
 def test_conforming_rows_is_a_per_record_filter(schema, data):
-    from edprf_core import conforming_rows
+    from edprf_core.encoding import conforming_rows
 
     X, y = data
     X, y = X.copy(), y.copy()

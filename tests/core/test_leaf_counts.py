@@ -8,15 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import (
-    EDPRFClassifier,
-    ForestArrays,
-    TreeStructureError,
-    leaf_distributions,
-    public_bins,
-    public_shape,
-)
+from edprf_core import EDPRFClassifier
 from edprf_core._depth_rule import AUTO_TREE_CAP, MIN_COUNT_TREE_DEPTH, ROWS_PER_COUNT_TREE
+from edprf_core.forest import ForestArrays, TreeStructureError
+from edprf_core.prediction import leaf_distributions
+from edprf_core.shape import public_bins, public_shape
 from tests.synthetic import make_data, make_schema
 
 
@@ -112,7 +108,8 @@ def test_probabilities_rank_better_than_votes():
     """The point of counts: one tree's votes are 0/1, counts give a usable ranking (AUC)."""
     from sklearn.metrics import roc_auc_score
 
-    from edprf_core import encode_labels, load_embedded
+    from edprf_core import load_embedded
+    from edprf_core.encoding import encode_labels
 
     data, labels, schema = load_embedded("bank_marketing")
     X, y, Xt, yt = data.iloc[:8000], labels.iloc[:8000], data.iloc[8000:16000], labels.iloc[8000:16000]
@@ -198,7 +195,7 @@ def test_validate_bounds_leaf_counts():
         "leaf_class": np.array([-1, 0, 1], dtype=np.int32),
     }
     schema = make_schema(n_continuous=1, n_categorical=0)
-    from edprf_core import FeatureGrid
+    from edprf_core.encoding import FeatureGrid
 
     grid = FeatureGrid.from_schema(schema, 2)
     for counts, match in (

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edprf_core import (
-    ExponentialMechanism,
-    LaplaceMechanism,
-    PermuteAndFlip,
-    permute_and_flip_literal,
-    permute_and_flip_probabilities,
-)
+from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, permute_and_flip_literal
+from edprf_core.mechanisms import PermuteAndFlip, permute_and_flip_probabilities
 
 ALPHA = 1e-4
 UTILITY_CASES = [

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import EDPRFClassifier, ForestArrays, encode_labels, merge_forests
+from edprf_core import EDPRFClassifier, merge_forests
 from edprf_core._leaf_distribution import (
     POOLING_EXPONENT,
     POOLINGS,
@@ -18,6 +18,8 @@ from edprf_core._leaf_distribution import (
     corrected_class_totals,
     log_linear_pool,
 )
+from edprf_core.encoding import encode_labels
+from edprf_core.forest import ForestArrays
 from tests.synthetic import make_data, make_schema
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edprf_core import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, permute_and_flip_probabilities
+from edprf_core import CategoricalFeature, ContinuousFeature, LabelSpec, Schema
 from edprf_core._builder import BuildPlan, _binary_utilities, _Candidates, _multiway_utilities, build_forest
-from edprf_core._encoding import FeatureGrid
-from edprf_core._mechanisms import PermuteAndFlip
+from edprf_core.encoding import FeatureGrid
+from edprf_core.mechanisms import PermuteAndFlip, permute_and_flip_probabilities
 
 SCHEMA = Schema(
     features=(ContinuousFeature("x", 0.0, 4.0), CategoricalFeature("c", ("a", "b", "c"))),

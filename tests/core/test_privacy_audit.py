@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from edprf_core import permute_and_flip_probabilities
 from edprf_core._builder import BuildPlan, _Candidates, build_forest
 from edprf_core._exact_selection import ExactPermuteAndFlip
-from edprf_core._mechanisms import PermuteAndFlip
+from edprf_core.mechanisms import PermuteAndFlip, permute_and_flip_probabilities
 from tests.privacy._audit import loss_lower_bound
 
 from .test_privacy import GRID, OFFSETS, _binary_u, _random_rows, _worst_neighbour

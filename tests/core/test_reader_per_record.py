@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import edprf_core._text_table as text_table
-from edprf_core import FeatureGrid, LabelSpec, Schema, encode_features, encode_labels, read_table
+from edprf_core import LabelSpec, Schema
 from edprf_core._encoding import CellRules, _label_series, rule_violations
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
+from edprf_core.tables import read_table
 from tests.federation._neighbours import SCHEMA_TOML
 
 SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age (continuous), code and grade (categorical), outcome

@@ -13,18 +13,15 @@ from edprf_core import (
     ContinuousFeature,
     DPForest,
     EDPRFClassifier,
-    ForestArrays,
     LabelSpec,
     Schema,
     TrainingParameters,
     explain_row,
-    forest_rules_text,
-    leaf_indices,
-    leaf_rule,
-    leaf_terms,
     merge_forests,
-    released_importances,
 )
+from edprf_core.explain import forest_rules_text, leaf_rule, released_importances
+from edprf_core.forest import ForestArrays
+from edprf_core.prediction import leaf_indices, leaf_terms
 from tests.synthetic import make_data, make_schema
 
 TINY_SCHEMA = Schema(

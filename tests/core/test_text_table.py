@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import DataValidationError, EDPRFClassifier, example_schema, load_embedded, read_csv, read_table
-from edprf_core._text_table import MAX_LINE_CHARS
+from edprf_core import DataValidationError, EDPRFClassifier, example_schema, load_embedded
+from edprf_core.datasets import read_csv
+from edprf_core.tables import MAX_LINE_CHARS, read_table
 
 SCHEMA = example_schema("heart_disease_cleveland")
 COLUMNS = [*SCHEMA.feature_names, SCHEMA.label.column]
@@ -110,7 +111,7 @@ def test_huge_cells_cost_their_length_not_rows_times_length():
     X, y, schema = load_embedded("bank_marketing")
     X = X.iloc[:20_000].copy()
     X.iloc[0, X.columns.get_loc("job")] = "x" * 10_000_000
-    from edprf_core import conforming_rows
+    from edprf_core.encoding import conforming_rows
 
     keep, notes = conforming_rows(X, y.iloc[:20_000], schema)
     assert not keep[0] and keep[1:].all() and "10000002 characters" not in " ".join(notes)

@@ -13,15 +13,13 @@ from edprf_core import (
     ContinuousFeature,
     DomainClippingWarning,
     EDPRFClassifier,
-    FeatureGrid,
     LabelSpec,
     Schema,
     SchemaError,
     check_data,
-    encode_features,
-    encode_labels,
     load_embedded,
 )
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 
 CENSUS = Schema(
     features=(

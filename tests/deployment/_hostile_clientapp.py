@@ -40,7 +40,7 @@ def _forged_counts(attack: str, message, reply, context):
     from client import PartySetup
     from edprf_core import load_schema
     from protocol import load_private_key
-    from protocol._task import RESULT_KEY
+    from protocol.messages import RESULT_KEY
 
     if reply.has_error() or reply.content[RESULT_KEY]["status"] != "released":
         return reply
@@ -62,9 +62,10 @@ def _forged_counts(attack: str, message, reply, context):
 
 def _forged_release(attack: str, msg, context) -> bytes:
     from client import PartySetup, load_policy
-    from edprf_core import EDPRFClassifier, Schema, load_schema, read_csv
+    from edprf_core import EDPRFClassifier, Schema, load_schema
+    from edprf_core.datasets import read_csv
     from protocol import encode_release, load_private_key
-    from protocol._task import REQUEST_KEY, TrainRequest
+    from protocol.messages import REQUEST_KEY, TrainRequest
 
     if attack == "garbage":
         return os.urandom(4096)
@@ -100,7 +101,7 @@ def install() -> None:
     from flwr.app import ConfigRecord, Message, MessageType, RecordDict
     from flwr.clientapp import ClientApp
 
-    from protocol._task import RESULT_KEY
+    from protocol.messages import RESULT_KEY
 
     original = ClientApp.__call__
 

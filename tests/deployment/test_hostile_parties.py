@@ -160,7 +160,9 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
     """
     import numpy as np
 
-    from edprf_core import encode_labels, load_schema, merge_forests, read_csv
+    from edprf_core import load_schema, merge_forests
+    from edprf_core.datasets import read_csv
+    from edprf_core.encoding import encode_labels
 
     dep = deployment
 

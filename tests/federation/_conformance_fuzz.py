@@ -21,7 +21,7 @@ from edprf_core import DPForest
 from protocol import InvalidRelease, PartyKeyRegistry, ReleasePolicy, decode_release, encode_release
 from protocol import release_pb2 as pb
 from protocol._signature import sign_release_bytes
-from protocol._task import TrainRequest
+from protocol.messages import TrainRequest
 from server import CoordinatorConfig
 from server._conformance import request_mismatch
 

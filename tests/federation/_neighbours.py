@@ -20,7 +20,8 @@ import numpy as np
 
 from client import PartyPolicy, PartySetup
 from client._local_data import load_local_data
-from edprf_core import FeatureGrid, encode_features, encode_labels, load_schema
+from edprf_core import load_schema
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 
 SCHEMA_TOML = """\
 format = 1

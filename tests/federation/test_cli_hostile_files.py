@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from edprf_core import EDPRFClassifier, load_embedded
-from protocol import build_global_model, decode_release, encode_release, release_pb2
-from protocol._policy import ReleasePolicy
+from protocol import ReleasePolicy, build_global_model, decode_release, encode_release, release_pb2
 
 pytestmark = pytest.mark.slow  # every case starts the real `edprf` command
 

@@ -129,8 +129,8 @@ def test_every_option_has_help():
 
 def test_the_flag_check_uses_the_core_depth_limit():
     import edprf_fl.cli._simulate as sim
-    from edprf_core import MAX_DEPTH_LIMIT
     from edprf_core._depth_rule import AUTO_DEPTH_CAP
+    from edprf_core.forest import MAX_DEPTH_LIMIT
 
     assert sim.MAX_DEPTH_LIMIT == MAX_DEPTH_LIMIT
     assert sim.AUTO_DEPTH_CAP == AUTO_DEPTH_CAP

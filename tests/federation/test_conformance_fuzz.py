@@ -6,7 +6,7 @@ import os
 
 from edprf_core import EDPRFClassifier, load_embedded
 from protocol import PartyKeyRegistry, generate_signing_key
-from protocol._task import TrainRequest
+from protocol.messages import TrainRequest
 from server import CoordinatorConfig
 
 from ._conformance_fuzz import fuzz_conformance

@@ -14,8 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from client._ledger import read_ledger_readonly
-from edprf_core import discrete_laplace_counts
+from client import read_ledger_readonly
+from edprf_core.mechanisms import discrete_laplace_counts
 from server import REPORT_FILE, CoordinatorConfig
 from server._consortium_estimate import (
     bias_corrected_ratio,
@@ -265,7 +265,7 @@ def _run(tmp_path, monkeypatch, **kw):
 
 @pytest.mark.slow
 def test_a_skipped_evaluation_sends_no_request_and_charges_no_ledger(tmp_path, monkeypatch):
-    from server._report import RunReport
+    from server import RunReport
     from server._summary import summary_lines
 
     report, sent, ledgers = _run(tmp_path, monkeypatch, evaluation_epsilon=0.1, party_holdout=0.1)

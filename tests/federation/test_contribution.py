@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import CategoricalFeature, DPForest, ForestArrays, LabelSpec, Schema, TrainingParameters
+from edprf_core import CategoricalFeature, DPForest, LabelSpec, Schema, TrainingParameters
+from edprf_core.forest import ForestArrays
 from server._contribution import entropy_bits, party_contributions, tree_information
 from server._selection import select_parties
 
@@ -208,7 +209,8 @@ def test_a_label_blind_party_is_flagged_unless_its_released_counts_show_a_single
 
 
 def test_selection_scores_each_candidate_set_as_the_pooled_model_it_would_make():
-    from edprf_core import EDPRFClassifier, encode_labels, load_embedded, merge_forests
+    from edprf_core import EDPRFClassifier, load_embedded, merge_forests
+    from edprf_core.encoding import encode_labels
 
     X, y, schema = load_embedded("wall_robot_navigation")
     order = np.random.default_rng(0).permutation(len(X))

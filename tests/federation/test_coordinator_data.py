@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from edprf_core import EDPRFClassifier, example_schema, read_csv
+from edprf_core import EDPRFClassifier, example_schema
+from edprf_core.datasets import read_csv
+from server import forest_metrics
 from server._coordinator import _conforming
-from server._metrics import forest_metrics
 
 from ..conftest import SHARED_DATA
 

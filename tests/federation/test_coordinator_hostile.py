@@ -10,7 +10,7 @@ import pytest
 
 from edprf_core import EDPRFClassifier, load_embedded
 from protocol import INSPECTION_POLICY, decode_release, encode_release
-from protocol._task import TrainRequest
+from protocol.messages import TrainRequest
 from server import CoordinatorConfig
 from server._conformance import request_mismatch
 from server._evaluation import evaluation_summary, noise_variance
@@ -142,7 +142,7 @@ def test_forged_metrics_move_the_estimate_by_a_bounded_amount():
 
 def test_the_interval_covers_the_truth_at_its_level():
     """Coverage of the consortium interval under the real noise (fixed seed, 400 repetitions)."""
-    from edprf_core import discrete_laplace_counts
+    from edprf_core.mechanisms import discrete_laplace_counts
 
     cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=0.1)
     rng = np.random.default_rng(0)

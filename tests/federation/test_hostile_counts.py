@@ -19,9 +19,10 @@ import pytest
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.clientapp import ClientApp
 
-from edprf_core import encode_labels, merge_forests
+from edprf_core import merge_forests
+from edprf_core.encoding import encode_labels
 from protocol import load_global_model
-from protocol._task import RESULT_KEY
+from protocol.messages import RESULT_KEY
 from tests.forged_releases import forge_release_bytes
 
 from .test_simulation import _args

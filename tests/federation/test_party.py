@@ -11,7 +11,7 @@ import pytest
 from client import BudgetExhausted, BudgetLedger, Party, PartyPolicy, PartySetup, Refusal, load_policy
 from edprf_core import load_embedded
 from protocol import INSPECTION_POLICY, ReleasePolicy, build_global_model, decode_release, load_global_model
-from protocol._task import EvaluateRequest, TrainRequest
+from protocol.messages import EvaluateRequest, TrainRequest
 
 
 @pytest.fixture
@@ -244,7 +244,7 @@ def test_noised_evaluation_is_unbiased_with_the_stated_scale(party_files):
     )
     data = party._data()
     exact_total = len(data.y_holdout)
-    from edprf_core import LaplaceMechanism
+    from edprf_core._mechanisms import LaplaceMechanism
 
     draws = LaplaceMechanism(2.0).randomise(
         np.tile([0.0, float(exact_total)], (20000, 1)), 0.2, np.random.default_rng(0)

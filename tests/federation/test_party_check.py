@@ -12,8 +12,8 @@ import os
 import numpy as np
 import pytest
 
-from client import BudgetLedger, PartyPolicy
-from client._preflight import log_preflight, parse_node_config
+from client import BudgetLedger, PartyPolicy, parse_node_config
+from client._preflight import log_preflight
 from edprf_core import load_embedded
 from edprf_fl.cli._main import main
 

@@ -15,23 +15,23 @@ from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 import protocol
-from client import REASONS, Party, PartyPolicy, PartySetup, Refusal
+from client import REASONS, Party, PartyPolicy, PartySetup, Refusal, handle_evaluate, handle_train
 from client._evaluation_cost import evaluation_cost
-from client._flower_handlers import handle_evaluate, handle_train
 from client.client_app import app as party_app
-from edprf_core import FeatureGrid, load_embedded
+from edprf_core import load_embedded
+from edprf_core.encoding import FeatureGrid
 from edprf_fl.simulation._in_process_engine import InProcessGrid
 from protocol import (
+    bind_to_run,
+    bound_to_run,
     generate_signing_key,
     peek_global_model,
     release_pb2,
     save_private_key,
     save_public_key,
 )
-from protocol._binding import bind_to_run, bound_to_run
-from protocol._task import EvaluateRequest, TaskError, TrainRequest
-from server import CoordinatorConfig
-from server._coordinator import run_federation
+from protocol.messages import EvaluateRequest, TaskError, TrainRequest
+from server import CoordinatorConfig, run_federation
 
 WALL = "wall_robot_navigation"
 
@@ -128,7 +128,7 @@ def test_a_model_inside_the_default_limits_is_evaluated_with_the_compiled_form_b
     view = protocol.load_global_model(hostile_model)
     forest = view.forest
     forest.votes(np.zeros((1, len(schema.features))))
-    from edprf_core._leafmask import leafmask_budget
+    from edprf_core.prediction import leafmask_budget
 
     compiled = forest._leafmask()
     held = (

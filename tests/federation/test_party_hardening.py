@@ -21,13 +21,13 @@ from client import (
     PartyPolicy,
     PartySetup,
     evaluation_counts,
+    handle_evaluate,
+    handle_train,
     release_node_bound,
 )
-from client._flower_handlers import handle_evaluate, handle_train
 from edprf_core import EDPRFClassifier, load_embedded
-from protocol import build_global_model, decode_release, load_global_model, peek_global_model
-from protocol._policy import ReleasePolicy
-from protocol._task import EvaluateRequest, TrainRequest
+from protocol import ReleasePolicy, build_global_model, decode_release, load_global_model, peek_global_model
+from protocol.messages import EvaluateRequest, TrainRequest
 
 DATA_LOOKING = "row 4711 of 1234 rows: value 57.25 in column Class 'slight-right-turn' (98 chars)"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from client import evaluation_counts
 from client._local_data import load_local_data
-from client._party import evaluation_counts
 from edprf_core import EDPRFClassifier, load_schema
 
 from ._neighbours import HOSTILE, file_bytes, make_party

@@ -12,9 +12,8 @@ from edprf_core import EDPRFClassifier, load_embedded
 from edprf_fl.cli._simulate import prepare_workspace
 from edprf_fl.simulation import simulate_federation
 from protocol import INSPECTION_POLICY, build_global_model, decode_release, encode_release
-from server import REPORT_FILE
+from server import REPORT_FILE, PartyOutcome, RunReport
 from server._party_text import party_reason, party_text
-from server._report import PartyOutcome, RunReport
 from server._size_bounds import model_bound, report_bound
 
 from .test_simulation import _args

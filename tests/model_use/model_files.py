@@ -23,6 +23,7 @@ def write_model_files(out_dir: str | Path, dataset: str = DATASET, signed: bool 
     """
     from edprf_core import EDPRFClassifier, load_embedded
     from protocol import (
+        PartyKeyRegistry,
         ReleasePolicy,
         build_global_model,
         decode_release,
@@ -30,7 +31,6 @@ def write_model_files(out_dir: str | Path, dataset: str = DATASET, signed: bool 
         generate_signing_key,
         save_public_key,
     )
-    from protocol._registry import PartyKeyRegistry
 
     out = Path(out_dir)
     keys_dir = out / "keys"

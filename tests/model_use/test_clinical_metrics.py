@@ -14,16 +14,15 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from edprf_core import clinical_report
 from edprf_core._clinical_metrics import (
     ONE_CLASS_SHARE,
     Z95,
     _balanced_accuracy,
     delong_auc,
-    macro_f1_estimate,
     one_class_warning,
     wilson_interval,
 )
+from edprf_core.metrics import clinical_report, macro_f1_estimate
 
 
 def test_wilson_interval_matches_its_closed_form_and_known_values():

@@ -1,4 +1,4 @@
-"""edprf evaluate: the same metrics as edprf_core.clinical_report on the scorable rows, hostile rows counted."""
+"""edprf evaluate: the same metrics as edprf_core.metrics.clinical_report on the scorable rows, hostile rows counted."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import clinical_report, encode_labels, example_schema, load_embedded
+from edprf_core import example_schema, load_embedded
+from edprf_core.encoding import encode_labels
+from edprf_core.metrics import clinical_report
 from edprf_fl.cli import main
 from protocol import load_classifier
 

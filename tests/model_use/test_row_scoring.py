@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import EDPRFClassifier, FeatureGrid, conforming_rows, load_embedded
-from edprf_core._encoding import encode_features
-from edprf_core._row_scoring import read_labels, score_rows
+from edprf_core import EDPRFClassifier, load_embedded
+from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+from edprf_core.prediction import read_labels, score_rows
 
 HOSTILE_CELLS = [
     "",

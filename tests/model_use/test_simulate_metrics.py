@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from edprf_core import clinical_report
+from edprf_core.metrics import clinical_report
 
 
 def test_central_metrics_carry_intervals_and_the_one_class_warning():
-    from server._metrics import classification_metrics
-    from server._report import RunReport
+    from server import RunReport, classification_metrics
     from server._summary import summary_lines
 
     classes = np.array(["no", "yes"], dtype=object)

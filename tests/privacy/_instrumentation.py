@@ -48,10 +48,13 @@ import opendp.measurements
 import pytest
 
 import edprf_core._count_noise as count_noise
-from edprf_core import MAX_LEAF_COUNT, DPForest, FeatureGrid
+from edprf_core import DPForest
 from edprf_core._builder import _Candidates
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
-from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
+from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism
+from edprf_core.encoding import FeatureGrid
+from edprf_core.forest import MAX_LEAF_COUNT
+from edprf_core.mechanisms import PermuteAndFlip
 
 __all__ = [
     "ADD_REMOVE",

@@ -16,14 +16,10 @@ import pytest
 from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
-from client import PartySetup
-from client._flower_handlers import handle_evaluate, handle_train
-from client._ledger import BudgetLedger
-from client._local_data import HOLDOUT_SALT_KEY
-from client._policy import load_policy
+from client import HOLDOUT_SALT_KEY, BudgetLedger, PartySetup, handle_evaluate, handle_train, load_policy
 from edprf_core import load_schema
 from protocol import INSPECTION_POLICY, build_global_model, decode_release
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 __all__ = [
     "TrainSettings",

@@ -8,7 +8,7 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from edprf_core import discrete_laplace_counts
+from edprf_core.mechanisms import discrete_laplace_counts
 
 from ._audit import assured_lower_bound, discrete_laplace_tail_law, loss_lower_bound, opendp_noise_scaled
 

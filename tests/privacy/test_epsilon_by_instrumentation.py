@@ -36,8 +36,9 @@ import pytest
 import client._party as party_module
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
-from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier, FeatureGrid, encode_features, encode_labels
+from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 from server._guarantee import PartySpend, federation_guarantee
 
 from ..federation._neighbours import file_bytes, make_party

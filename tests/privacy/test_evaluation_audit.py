@@ -36,13 +36,11 @@ import pytest
 from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
 
 import client._party as party_module
-from client import PartyPolicy, PartySetup
-from client._flower_handlers import handle_evaluate
-from client._ledger import BudgetLedger
-from client._local_data import HOLDOUT_SALT_KEY, load_local_data
+from client import HOLDOUT_SALT_KEY, BudgetLedger, PartyPolicy, PartySetup, handle_evaluate
+from client._local_data import load_local_data
 from edprf_core import EDPRFClassifier
 from protocol import ReleasePolicy, build_global_model, decode_release, encode_release
-from protocol._task import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest
+from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest
 
 from ._audit import (
     ALPHA,

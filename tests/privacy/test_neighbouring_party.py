@@ -31,9 +31,10 @@ import pytest
 
 import client._local_data as local_data
 import client._party as party_module
-from edprf_core import FeatureGrid, TextTable, encode_features, encode_labels
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
+from edprf_core.tables import TextTable
 from protocol import release_pb2
-from protocol._task import METRICS_KEY
+from protocol.messages import METRICS_KEY
 
 from ..federation._neighbours import HOSTILE, file_bytes, make_party
 from ._instrumentation import Recorder, account_fit, charged_epsilon_of_evaluation

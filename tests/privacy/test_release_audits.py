@@ -287,7 +287,7 @@ def _report(record_property, results: list[AuditResult], mode: str) -> None:
 # ------------------------------------------------------------------ tests
 def test_the_public_rules_switch_between_the_neighbours():
     """The shape events are tight only if the public rules switch exactly between n and n + 1 rows."""
-    from edprf_core import public_bins, public_depth
+    from edprf_core.shape import public_bins, public_depth
 
     label = AUDITS["leaf label"]
     forest_eps = (1 - SHARE) * label.options["epsilon"]

@@ -24,9 +24,11 @@ import numpy as np
 import pytest
 
 import edprf_core._builder as builder
-from edprf_core import MAX_LEAF_COUNT, DPForest, EDPRFClassifier, discrete_laplace_counts
+from edprf_core import DPForest, EDPRFClassifier
 from edprf_core._builder import MAX_NODES
-from edprf_core._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core.forest import MAX_FIT_ROWS, MAX_LEAF_COUNT
+from edprf_core.mechanisms import discrete_laplace_counts
 from protocol import INSPECTION_POLICY, InvalidRelease, decode_release, encode_release, release_pb2
 
 from ..federation._neighbours import HEADER, make_party

@@ -10,16 +10,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from edprf_core import (
-    CategoricalFeature,
-    ContinuousFeature,
-    DPForest,
-    FeatureGrid,
-    ForestArrays,
-    LabelSpec,
-    Schema,
-    TrainingParameters,
-)
+from edprf_core import CategoricalFeature, ContinuousFeature, DPForest, LabelSpec, Schema, TrainingParameters
+from edprf_core.encoding import FeatureGrid
+from edprf_core.forest import ForestArrays
 
 SPLIT_MODES = ("binary", "multiway")
 MAX_NODES_PER_TREE = 80

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edprf_core import FeatureGrid, Schema, encode_features, forest_rules_text, load_embedded
+from edprf_core import Schema, load_embedded
+from edprf_core.encoding import FeatureGrid, encode_features
+from edprf_core.explain import forest_rules_text
 from protocol import build_global_model, decode_release, encode_release, load_global_model, save_atomic
 
 WALL = "wall_robot_navigation"

@@ -8,18 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import (
-    EDPRFClassifier,
-    FeatureGrid,
-    Schema,
-    conforming_rows,
-    encode_features,
-    encoding_spec,
-    example_schema,
-    forest_to_onnx,
-    merge_forests,
-    read_csv,
-)
+from edprf_core import EDPRFClassifier, Schema, example_schema, merge_forests
+from edprf_core.datasets import read_csv
+from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+from edprf_core.export import encoding_spec, forest_to_onnx
 from tests.conftest import SHARED_DATA
 
 ort = pytest.importorskip("onnxruntime")

@@ -8,7 +8,7 @@ import stat
 import numpy as np
 import pytest
 
-from edprf_core import FEDERATION_NOTE
+from edprf_core.forest import FEDERATION_NOTE
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,

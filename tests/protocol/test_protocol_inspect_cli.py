@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edprf_core import FEDERATION_NOTE
+from edprf_core.forest import FEDERATION_NOTE
 from edprf_fl.cli._main import main
 from protocol import (
     build_global_model,

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, merge_forests
-from edprf_core._release import COMPOSITIONS, DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, VARIANTS
-from edprf_core._tree import SPLIT_MODES
+from edprf_core._forest import COMPOSITIONS, VARIANTS
+from edprf_core.forest import DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
 from protocol import (
     ReleasePolicy,
     SignatureStatus,

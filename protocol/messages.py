@@ -1,7 +1,10 @@
-"""What the coordinator asks of a party, as flat key/value records.
+"""The message contract between coordinator and party: what the coordinator asks, as flat key/value records.
 
 Both Flower sides build and read these through one definition, so a key
 cannot drift.  Values are checked on arrival like any untrusted input.
+:class:`TrainRequest` and :class:`EvaluateRequest` are the requests; the ``*_KEY``
+constants name the records inside a Flower message; :class:`TaskError` is raised
+for a request record that does not conform.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES, EDPRFError
+from edprf_core import EDPRFError
 from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_kebab, kebab
+from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
 
 from ._ids import check_request_id
 

@@ -1,0 +1,32 @@
+"""The released forest: its arrays, its training parameters, the values they take, and the merge of forests."""
+
+from ._exact_selection import MAX_FIT_ROWS
+from ._forest import (
+    DEPTH_RULES,
+    FEDERATION_NOTE,
+    LEAF_OUTPUTS,
+    MAX_DEPTH_LIMIT,
+    RELATIONS,
+    SCHEDULES,
+    DPForest,
+    TrainingParameters,
+    merge_forests,
+)
+from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
+
+__all__ = [
+    "DEPTH_RULES",
+    "FEDERATION_NOTE",
+    "LEAF_OUTPUTS",
+    "MAX_DEPTH_LIMIT",
+    "MAX_FIT_ROWS",
+    "MAX_LEAF_COUNT",
+    "RELATIONS",
+    "SCHEDULES",
+    "SPLIT_MODES",
+    "DPForest",
+    "ForestArrays",
+    "TrainingParameters",
+    "TreeStructureError",
+    "merge_forests",
+]

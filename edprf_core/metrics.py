@@ -1,0 +1,7 @@
+"""Clinical metrics of a model on labelled data, with confidence intervals (computed on the evaluator's own
+data: not differentially private unless the data are public).
+"""
+
+from ._clinical_metrics import NOT_DP_NOTE, ClinicalReport, Estimate, clinical_report, interval_text, macro_f1_estimate
+
+__all__ = ["NOT_DP_NOTE", "ClinicalReport", "Estimate", "clinical_report", "interval_text", "macro_f1_estimate"]

@@ -1,0 +1,24 @@
+"""Prediction from released forests: leaf terms, pooled leaf distributions, scoring rows with reasons, and the
+memory budgets of the compiled predictors.
+"""
+
+from ._leaf_distribution import PartPooling, leaf_distributions
+from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
+from ._leafmask import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, leafmask_budget
+from ._predict import dense_budget
+from ._row_scoring import RowScores, read_labels, score_rows
+
+__all__ = [
+    "COMPILE_BLOCK_BYTES",
+    "MAX_COMPILE_CELLS",
+    "LeafTerms",
+    "PartPooling",
+    "RowScores",
+    "dense_budget",
+    "leaf_distributions",
+    "leaf_indices",
+    "leaf_terms",
+    "leafmask_budget",
+    "read_labels",
+    "score_rows",
+]

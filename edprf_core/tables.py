@@ -1,0 +1,10 @@
+"""Reading tables of untrusted text (CSV, Parquet) against a schema, whole or in chunks.
+
+Each cell is parsed by the schema alone; a malformed line is reported by its number and never stops
+the reading of the others.
+"""
+
+from ._table_stream import RowChunk, stream_rows
+from ._text_table import MAX_LINE_CHARS, TextTable, header_names, read_table
+
+__all__ = ["MAX_LINE_CHARS", "RowChunk", "TextTable", "header_names", "read_table", "stream_rows"]
