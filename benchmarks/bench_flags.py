@@ -72,7 +72,7 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
     """(honest flags, bad party's flag or None) under the current rule, then the same under the previous one."""
     dataset, n_parties, seed, bad_share, skew, alpha, data_dir = job
     from edprf_core import EDPRFClassifier, encode_labels, merge_forests
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
     from server._contribution import party_contributions
 
     warnings.filterwarnings("ignore")

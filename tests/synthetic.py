@@ -45,7 +45,7 @@ def skewed_wall_federation(alpha: float, seed: int, **fit_params):
     Returns ``(merged forest, test rows, test class indices)``; every fifth row is a test row.
     """
     from edprf_core import EDPRFClassifier, encode_labels, load_embedded, merge_forests
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
 
     data, labels, schema = load_embedded("wall_robot_navigation")
     test = np.arange(len(data)) % 5 == 0
