@@ -107,7 +107,7 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
 
     report = run_simulation(settings, out_dir, progress=say, flower_logs=args.flower_logs, isolate_ray=run_in_child)
     if not report.completed:
-        print(f"federation failed: {report.federated.get('guarantee')}; see {out_dir / 'report.json'}")
+        print(f"federation failed: {report.guarantee}; see {out_dir / 'report.json'}")
         return 1
     plot = plot_report(report, out_dir / "accuracy.png")
     report.write_json(out_dir / "simulation.json")

@@ -71,6 +71,21 @@ class SimulationReport:
         return self.federated.get("status") == "completed"
 
     @property
+    def federated_metrics(self) -> dict[str, Any]:
+        """The global model's metrics on the central test rows (accuracy, ROC AUC, ... with 95% intervals)."""
+        return self.federated.get("central_evaluation", {})
+
+    @property
+    def contributions(self) -> list[dict[str, Any]]:
+        """Each party's contribution on the coordinator's validation data (empty without validation data)."""
+        return self.federated.get("contributions") or []
+
+    @property
+    def guarantee(self) -> str | None:
+        """The coordinator's statement of what the global model guarantees (None if it wrote none)."""
+        return self.federated.get("guarantee")
+
+    @property
     def caveats(self) -> list[str]:
         """What this simulation treated as public or fixed that a deployment must not (part of its guarantee)."""
         return simulation_caveats(self.settings)

@@ -36,11 +36,11 @@ def report_lines(report: SimulationReport) -> list[str]:
     fe = fed.get("federated_evaluation") or {}
     if fe:
         lines.append("\n" + evaluation_line(fe))
-    if fed.get("contributions"):
+    if report.contributions:
         lines.append(
             "\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):"
         )
-        lines.append(contribution_table(fed["contributions"], fed.get("parameters", {}).get("flag_alpha")))
+        lines.append(contribution_table(report.contributions, fed.get("parameters", {}).get("flag_alpha")))
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     lines.append(
         f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
@@ -56,7 +56,7 @@ def report_lines(report: SimulationReport) -> list[str]:
             f"model {fed['model_bytes']} bytes, merge {fed['merge_seconds'] * 1000:.1f} ms"
         )
     lines.append(timing_line(report.timings, s.engine))
-    lines.append(f"\nguarantee: {fed['guarantee']}")
+    lines.append(f"\nguarantee: {report.guarantee}")
     lines += [f"  simulation: {caveat}" for caveat in report.caveats]
     return lines
 

@@ -81,7 +81,7 @@ def run_sweep(
 
 def _metrics(report: SimulationReport) -> dict[str, Any]:
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
-    ev = fed.get("central_evaluation", {})
+    ev = report.federated_metrics
     depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
     return {
         "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)

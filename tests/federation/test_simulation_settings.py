@@ -142,6 +142,7 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
         "NOT differentially private as run" in got["simulation_caveats"][0]
         and "--seed 9" in got["simulation_caveats"][0]
     )
+    assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
     report.write_json(tmp_path / "r.json")
