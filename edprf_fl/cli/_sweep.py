@@ -9,6 +9,12 @@ import argparse
 import csv
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._simulation_args import add_federation_arguments, flag_of
+
+if TYPE_CHECKING:
+    from edprf_fl.simulation import SimulationSettings
 
 __all__ = ["register"]
 
@@ -36,8 +42,6 @@ _words = _list_of(str, "names")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ._simulation_args import add_federation_arguments
-
     p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
     add_federation_arguments(p)
     p.add_argument(
@@ -58,13 +62,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edprf_fl.simulation import SettingsError
+
+    from ._simulation_args import settings_from_args
+
+    base = settings_from_args(args)
+    try:
+        return _sweep(base, args)
+    except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag
+        raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+
+
+_LIST_FLAGS = {
+    "epsilon": "--epsilons",
+    "parties": "--parties-list",
+    "partition": "--partitions",
+    "max_depth": "--depths",
+    "n_trees": "--trees-list",
+}
+"""Settings the sweep takes as lists, and the flags of those lists."""
+
+
+def _sweep(base: SimulationSettings, args: argparse.Namespace) -> int:
     from edprf_fl.simulation import plot_sweep, run_sweep, sweep_grid, sweep_table
 
     from ._child_process import run_in_child
     from ._simulate import say
-    from ._simulation_args import settings_from_args
 
-    base = settings_from_args(args)
     values = {
         "epsilon": args.epsilons,
         "parties": args.parties_list,
@@ -72,10 +96,7 @@ def run(args: argparse.Namespace) -> int:
         "depth": args.depths,
         "trees_per_party": args.trees_list,
     }
-    try:
-        configs = sweep_grid(base, values)
-    except ValueError as exc:
-        raise ValueError(_flags_named(exc)) from None
+    configs = sweep_grid(base, values)  # every configuration checked before the first run
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))
     out.mkdir(parents=True, exist_ok=True)
     rows = run_sweep(base, configs, args.seeds, out, progress=say, isolate_ray=run_in_child)
@@ -89,19 +110,3 @@ def run(args: argparse.Namespace) -> int:
     plot_sweep(rows, configs, out)
     print(f"\nresults: {out / 'sweep.csv'}, {out / 'sweep.md'}, plots in {out}")
     return 0
-
-
-def _flags_named(exc: ValueError) -> str:
-    """A grid value out of range, named by the list flag it came from."""
-    from edprf_fl.simulation import SettingsError
-
-    from ._simulation_args import flag_of
-
-    lists = {
-        "epsilon": "--epsilons",
-        "parties": "--parties-list",
-        "partition": "--partitions",
-        "max_depth": "--depths",
-        "n_trees": "--trees-list",
-    }
-    return exc.describe(lambda name: lists.get(name) or flag_of(name)) if isinstance(exc, SettingsError) else str(exc)
