@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
+
+    from edprf_core import Schema
 
     from ._prepare import PreparedWorkspace
     from ._settings import SimulationSettings
@@ -82,7 +85,7 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     return out
 
 
-def raw_features(X, schema) -> np.ndarray:
+def raw_features(X: pd.DataFrame | np.ndarray, schema: Schema) -> np.ndarray:
     """Continuous columns as numbers (missing: NaN), categorical columns as the declared category's index.
 
     What the non-private reference forest sees: the features before any DP binning.

@@ -135,7 +135,14 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
 
 
 def _write_parties(
-    settings: SimulationSettings, sim_dir: Path, schema, X_train, y_train, parts, X_test, y_test
+    settings: SimulationSettings,
+    sim_dir: Path,
+    schema: Schema,
+    X_train: pd.DataFrame,
+    y_train: pd.Series,
+    parts: list[np.ndarray],
+    X_test: pd.DataFrame,
+    y_test: pd.Series,
 ) -> None:
     """Each party's data and policy: a lifetime cap of exactly one release and one evaluation."""
     from client import micro_epsilon
