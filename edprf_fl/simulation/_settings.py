@@ -1,7 +1,7 @@
 """What one simulated federation is asked to do: a frozen, validated settings dataclass.
 
-This module imports nothing heavy (no numpy, pandas, scikit-learn or Flower) so that wrong settings fail
-at once, before any data is read or an engine starts.
+This module imports nothing heavy (no Flower, no pandas) so that wrong settings fail at once, before any
+data is read or an engine starts; only the check of epsilon's units imports the party's policy.
 """
 
 from __future__ import annotations
