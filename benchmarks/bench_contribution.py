@@ -22,7 +22,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_federation import RESULTS, _args, _diabetes, _say
+from bench_federation import RESULTS, _diabetes, _say, _settings
 
 
 def _run(cfg, n_parties: int) -> dict:
@@ -39,7 +39,7 @@ def _run(cfg, n_parties: int) -> dict:
 
 
 def shuffled(seeds: int, parties: int) -> str:
-    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import prepare_workspace
 
     rows = {
         "all parties, no selection": [],
@@ -53,8 +53,10 @@ def shuffled(seeds: int, parties: int) -> str:
         data, schema = _diabetes(Path(tmp), balanced=True)
         for seed in range(seeds):
             out = Path(tmp) / f"s{seed}"
-            args = _args(data, schema, parties=parties, seed=seed, validation_size=0.1, shuffle_labels_party=[bad])
-            cfg, _ = prepare_workspace(args, out, progress=lambda _: None)
+            settings = _settings(
+                data, schema, parties=parties, seed=seed, validation_size=0.1, shuffled_label_parties=[bad]
+            )
+            cfg = prepare_workspace(settings, out).config
             for label, variant, n in (
                 ("all parties, no selection", {}, parties),
                 ("selective aggregation", {"selective_aggregation": True}, parties),

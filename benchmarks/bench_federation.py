@@ -32,29 +32,22 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _args(data: Path, schema: Path, **kw) -> argparse.Namespace:
+def _settings(data: Path, schema: Path, **kw):
+    """A seeded federation on ``data``: depth 5, one tree per party, no evaluation round, no validation split."""
+    from edprf_fl.simulation import SimulationSettings
+
     base = {
-        "data": str(data),
-        "schema": str(schema),
-        "dataset": "",
-        "parties": 5,
-        "partition": "iid",
-        "alpha": 0.5,
-        "column": "",
+        "data": data,
+        "schema": schema,
         "epsilon": 1.0,
-        "depth": 5,
-        "trees_per_party": 1,
-        "bins": 16,
-        "split_mode": "binary",
+        "max_depth": 5,
+        "n_bins": 16,
         "evaluation_epsilon": 0.0,
         "party_holdout": 0.0,
-        "test_size": 0.2,
-        "seed": 0,
-        "flower_logs": False,
+        "validation_size": 0.0,
         "seeded_noise": True,
     }  # research: reproducible, and the variants of one seed see the same trees
-    base.update(kw)
-    return argparse.Namespace(**base)
+    return SimulationSettings(**(base | kw))
 
 
 def _diabetes(tmp: Path, balanced: bool) -> tuple[Path, Path]:
@@ -73,7 +66,7 @@ def _diabetes(tmp: Path, balanced: bool) -> tuple[Path, Path]:
 
 
 def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
-    from edprf_fl.cli._simulate import run_simulation_report
+    from edprf_fl.simulation import run_simulation
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,21 +74,20 @@ def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
         for partition in ("iid", "dirichlet"):
             fed, central = [], []
             for seed in range(seeds):
-                r = run_simulation_report(
-                    _args(
+                r = run_simulation(
+                    _settings(
                         data,
                         schema,
                         parties=parties,
                         partition=partition,
                         seed=seed,
-                        trees_per_party=trees,
-                        depth=depth,
+                        n_trees=trees,
+                        max_depth=depth,
                     ),
                     Path(tmp) / f"{partition}-{seed}",
-                    progress=lambda _: None,
                 )
-                fed.append(r["federated"]["central_evaluation"]["accuracy"])
-                central.append(r["baselines"]["central_edprf"]["accuracy"])
+                fed.append(r.federated["central_evaluation"]["accuracy"])
+                central.append(r.baselines["central_edprf"]["accuracy"])
                 _say(f"{partition} seed {seed}: federated {fed[-1]:.4f} central {central[-1]:.4f}")
             gap = np.array(central) - np.array(fed)
             rows.append(
@@ -112,24 +104,22 @@ def accuracy(seeds: int, parties: int, trees: int, depth: int) -> str:
 
 
 def scaling(party_counts: list[int]) -> str:
-    from edprf_fl.cli._simulate import run_simulation_report
+    from edprf_fl.simulation import run_simulation
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data, schema = _diabetes(Path(tmp), balanced=False)
         for n in party_counts:
             t0 = time.perf_counter()
-            r = run_simulation_report(
-                _args(data, schema, parties=n, evaluation_epsilon=0.1, party_holdout=0.1),
+            r = run_simulation(
+                _settings(data, schema, parties=n, evaluation_epsilon=0.1, party_holdout=0.1, baselines=False),
                 Path(tmp) / f"p{n}",
-                baselines=False,
-                progress=lambda _: None,
             )
             wall = time.perf_counter() - t0
-            fed = r["federated"]
+            fed = r.federated
             sizes = [p["release_bytes"] for p in fed["parties"] if p["release_bytes"]]
             rows.append(
-                f"| {n} | {wall:.1f} | {r['federation_seconds']:.1f} | "
+                f"| {n} | {wall:.1f} | {r.timings.federation_s:.1f} | "
                 f"{sum(p['status'] == 'accepted' for p in fed['parties'])} | "
                 f"{statistics.median(sizes):.0f} | {fed['merge_seconds'] * 1000:.1f} | "
                 f"{fed['central_evaluation']['accuracy']:.4f} |"

@@ -75,7 +75,7 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
     dataset, partition, n_parties, seed, data_dir = job
     from edprf_core import EDPRFClassifier, merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
 
     warnings.filterwarnings("ignore")
     X, y, schema = load_dataset(dataset, data_dir)

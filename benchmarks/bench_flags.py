@@ -73,7 +73,7 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
     dataset, n_parties, seed, bad_share, skew, alpha, data_dir = job
     from edprf_core import EDPRFClassifier, merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
     from server._contribution import party_contributions
 
     warnings.filterwarnings("ignore")

@@ -58,7 +58,7 @@ def run_one(job: tuple[str, int, int, int, str]) -> list[dict]:
     dataset, n_honest, seed, trees, data_dir = job
     from edprf_core import EDPRFClassifier, merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
     from tests.forged_releases import ATTACKS, forge
 
     warnings.filterwarnings("ignore")

@@ -4,7 +4,8 @@ The algorithm (:mod:`edprf_core`), the wire format (:mod:`protocol`), the party 
 coordinator (:mod:`server`) are the four top-level packages; everything else lives under this one name:
 
 - :mod:`edprf_fl.cli`: the ``edprf`` command, a thin layer over the packages;
-- :mod:`edprf_fl.simulation`: a whole federation on one machine (workspaces, partitions, engines).
+- :mod:`edprf_fl.simulation`: a whole federation on one machine, typed settings in and a report out
+  (workspaces, partitions, engines, baselines, sweeps).
 """
 
 __all__: list[str] = []

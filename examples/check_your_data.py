@@ -6,7 +6,9 @@ Run: python examples/check_your_data.py  (writes a small CSV with a few flawed l
 import tempfile
 from pathlib import Path
 
-from edprf_core import EDPRFClassifier, check_data, conforming_rows, example_schema, load_embedded, read_table
+from edprf_core import EDPRFClassifier, check_data, example_schema, load_embedded
+from edprf_core.encoding import conforming_rows
+from edprf_core.tables import read_table
 
 schema = example_schema("bank_marketing")  # the public schema: bounds, categories, classes, missing-value rules
 X, y, _ = load_embedded("bank_marketing")

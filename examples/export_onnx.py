@@ -11,15 +11,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from edprf_core import (
-    EDPRFClassifier,
-    FeatureGrid,
-    Schema,
-    encode_features,
-    encoding_spec,
-    forest_to_onnx,
-    load_embedded,
-)
+from edprf_core import EDPRFClassifier, Schema, load_embedded
+from edprf_core.encoding import FeatureGrid, encode_features
+from edprf_core.export import encoding_spec, forest_to_onnx
 
 X, y, schema = load_embedded("wall_robot_navigation")
 forest = EDPRFClassifier(schema, epsilon=1.0).fit(X, y).forest_

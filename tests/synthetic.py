@@ -46,7 +46,7 @@ def skewed_wall_federation(alpha: float, seed: int, **fit_params):
     """
     from edprf_core import EDPRFClassifier, load_embedded, merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation._partition import Partitioning, partition_rows
+    from edprf_fl.simulation import Partitioning, partition_rows
 
     data, labels, schema = load_embedded("wall_robot_navigation")
     test = np.arange(len(data)) % 5 == 0

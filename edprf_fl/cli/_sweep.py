@@ -1,19 +1,22 @@
-"""``edprf sweep``: simulated federations over a grid, with several seeds."""
+"""``edprf sweep``: simulated federations over a grid, with several seeds.
+
+The runs and the table come from :mod:`edprf_fl.simulation`; this module reads the options and writes the files.
+"""
 
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
-import itertools
-import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._simulation_args import add_federation_arguments, flag_of
+
+if TYPE_CHECKING:
+    from edprf_fl.simulation import SimulationSettings
 
 __all__ = ["register"]
-
-_GRID = ("epsilon", "parties", "partition", "depth", "trees_per_party")
 
 
 def _list_of(kind: type, what: str):
@@ -39,8 +42,6 @@ _words = _list_of(str, "names")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ._simulate import add_federation_arguments
-
     p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
     add_federation_arguments(p)
     p.add_argument(
@@ -60,148 +61,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def _configs(args: argparse.Namespace) -> list[dict]:
+def run(args: argparse.Namespace) -> int:
+    from edprf_fl.simulation import SettingsError
+
+    from ._simulation_args import settings_from_args
+
+    base = settings_from_args(args)
+    try:
+        return _sweep(base, args)
+    except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag
+        raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+
+
+_LIST_FLAGS = {
+    "epsilon": "--epsilons",
+    "parties": "--parties-list",
+    "partition": "--partitions",
+    "max_depth": "--depths",
+    "n_trees": "--trees-list",
+}
+"""Settings the sweep takes as lists, and the flags of those lists."""
+
+
+def _sweep(base: SimulationSettings, args: argparse.Namespace) -> int:
+    from edprf_fl.simulation import plot_sweep, run_sweep, sweep_grid, sweep_table
+
+    from ._child_process import run_in_child
+    from ._simulate import say
+
     values = {
         "epsilon": args.epsilons,
-        "parties": args.parties_list or [args.parties],
+        "parties": args.parties_list,
         "partition": args.partitions,
-        "depth": args.depths or [args.depth],
-        "trees_per_party": args.trees_list or [args.trees_per_party],
+        "depth": args.depths,
+        "trees_per_party": args.trees_list,
     }
-    return [dict(zip(_GRID, combo)) for combo in itertools.product(*(values[k] for k in _GRID))]
-
-
-def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from ._simulate import check_arguments, run_simulation_report
-
-    for epsilon in args.epsilons:
-        check_arguments(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
+    configs = sweep_grid(base, values)  # every configuration checked before the first run
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))
     out.mkdir(parents=True, exist_ok=True)
-    configs = _configs(args)
-    total = len(configs) * args.seeds
-    rows, done, started = [], 0, time.perf_counter()
-    for config in configs:
-        for seed in range(args.seeds):
-            run_args = copy.copy(args)
-            for key, value in config.items():
-                setattr(run_args, key, value)
-            run_args.seed = seed
-            run_args.seeded_noise = True  # a sweep is research: reproducible noise, numpy backend
-            run_args.evaluation_epsilon = 0.0
-            run_args.party_holdout = 0.0
-            result = run_simulation_report(run_args, out / f"run-{done:04d}", progress=lambda _: None, isolated=True)
-            fed = result["federated"]
-            base = result.get("baselines", {})
-            nan = float("nan")
-            ev = fed.get("central_evaluation", {})
-            depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
-            rows.append(
-                {
-                    **config,
-                    "seed": seed,
-                    "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
-                    "federated_accuracy": ev.get("accuracy", nan),
-                    "federated_balanced_accuracy": ev.get("balanced_accuracy", nan),
-                    "federated_roc_auc": ev.get("roc_auc", nan),
-                    "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
-                    "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
-                    "central_depth": base.get("central_edprf", {}).get("depth", ""),
-                    "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
-                    "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
-                    "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
-                    "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
-                    "seconds": result["federation_seconds"],
-                }
-            )
-            done += 1
-            eta = (time.perf_counter() - started) / done * (total - done)
-            print(
-                f"[{done}/{total}] {config} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
-                f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+    rows = run_sweep(base, configs, args.seeds, out, progress=say, isolate_ray=run_in_child)
     with (out / "sweep.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    columns = (
-        "federated_accuracy",
-        "federated_roc_auc",
-        "central_accuracy",
-        "party_alone_median_accuracy",
-        "non_private_accuracy",
-        "majority_accuracy",
-    )
-    lines = [
-        "| " + " | ".join(_GRID) + " | federated | federated AUC | central DP | party alone (median) | "
-        "non-private | majority |",
-        "|" + "---|" * (len(_GRID) + len(columns)),
-    ]
-    for config in configs:
-        sel = [r for r in rows if all(r[k] == config[k] for k in _GRID)]
-        cells = []
-        for key in columns:
-            vals = np.array([r[key] for r in sel], dtype=float)
-            cells.append(f"{np.nanmean(vals):.4f} ± {np.nanstd(vals):.4f}")
-        lines.append("| " + " | ".join(str(config[k]) for k in _GRID) + " | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
+    table = sweep_table(rows, configs)
     (out / "sweep.md").write_text(table + "\n")
     print(table)
-    _plots(rows, configs, out)
+    plot_sweep(rows, configs, out)
     print(f"\nresults: {out / 'sweep.csv'}, {out / 'sweep.md'}, plots in {out}")
     return 0
-
-
-def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    import numpy as np
-
-    for axis in ("epsilon", "parties", "depth", "trees_per_party"):
-        xs = sorted({c[axis] for c in configs})
-        if len(xs) < 2:
-            continue
-        fig, ax = plt.subplots(figsize=(6.5, 4.0))
-        others = [k for k in _GRID if k != axis]
-        n_seeds = len({r["seed"] for r in rows})
-        for i, key in enumerate(sorted({tuple(c[k] for k in others) for c in configs})):
-            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
-            color = f"C{i % 10}"
-            for column, style, name in (
-                ("federated_accuracy", "-o", "federated"),
-                ("central_accuracy", "--s", "central DP"),
-            ):
-                sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
-                means = [np.nanmean(v) if v else np.nan for v in sel]
-                stds = [np.nanstd(v) if v else np.nan for v in sel]
-                ax.errorbar(
-                    xs,
-                    means,
-                    yerr=stds,
-                    fmt=style,
-                    color=color,
-                    capsize=3,
-                    alpha=1.0 if style == "-o" else 0.6,
-                    label=f"{name} {label}".strip(),
-                )
-        majority = np.nanmean([r["majority_accuracy"] for r in rows])
-        if np.isfinite(majority):
-            ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
-        if axis in ("parties", "depth", "trees_per_party"):
-            ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
-        ax.set_xlabel(axis.replace("_", " "))
-        ax.set_ylabel("test accuracy")
-        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')} (mean ± std over {n_seeds} seeds)", fontsize=9)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)
-        plt.close(fig)

@@ -14,12 +14,9 @@ from flwr.serverapp import Grid, ServerApp
 from client import handle_evaluate, handle_train
 from server import CoordinatorConfig, run_federation
 
-__all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
+from ._settings import ENGINES
 
-#: The engines a simulation can run on: ``in-process`` (:mod:`simulation._in_process_engine`: the
-#: real ServerApp and ClientApps called in this process, no Ray) and ``ray`` (Flower's simulation
-#: engine, ``flwr.simulation.run_simulation``: one Ray actor per concurrent ClientApp).
-ENGINES = ("in-process", "ray")
+__all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
 
 #: ``ray.init`` arguments of every simulation: Ray's node (GCS, raylet, object manager, workers) on
 #: 127.0.0.1 and no dashboard.  ``flwr run`` simulations get the same through

@@ -22,11 +22,10 @@ def no_flower(monkeypatch):
     def started(*_, **__):
         raise AssertionError("Flower was started before the arguments were checked")
 
-    monkeypatch.setattr(simulation, "simulate_federation", started)
-    import edprf_fl.cli._simulate as sim
+    from edprf_fl.simulation import _engine
 
-    if hasattr(sim, "simulate_federation"):
-        monkeypatch.setattr(sim, "simulate_federation", started)
+    monkeypatch.setattr(simulation, "simulate_federation", started)
+    monkeypatch.setattr(_engine, "simulate_federation", started)  # what run_simulation calls
 
 
 @pytest.mark.parametrize(
@@ -127,18 +126,17 @@ def test_every_option_has_help():
                 assert action.help, f"edprf {name} {action.option_strings[0]} has no help text"
 
 
-def test_the_flag_check_uses_the_core_depth_limit():
-    import edprf_fl.cli._simulate as sim
+def test_the_settings_check_uses_the_core_depth_limit():
     from edprf_core._depth_rule import AUTO_DEPTH_CAP
     from edprf_core.forest import MAX_DEPTH_LIMIT
 
-    assert sim.MAX_DEPTH_LIMIT == MAX_DEPTH_LIMIT
-    assert sim.AUTO_DEPTH_CAP == AUTO_DEPTH_CAP
+    assert simulation.MAX_DEPTH_LIMIT == MAX_DEPTH_LIMIT
+    assert simulation.AUTO_DEPTH_CAP == AUTO_DEPTH_CAP
 
 
 def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
     """Tiny held-out sets: the noisy totals can sum to <= 0 and the report holds null (NaN) for the accuracy."""
-    from edprf_fl.cli._simulate import evaluation_line
+    from edprf_fl.simulation import evaluation_line
 
     for value in (None, float("nan")):
         line = evaluation_line({"accuracy": value, "ci95": None, "epsilon_per_party": 0.1, "parties": 2})
@@ -148,33 +146,31 @@ def test_an_inestimable_federated_accuracy_is_said_so_not_a_crash():
 
 
 def test_the_summary_states_what_federating_buys_and_costs_in_points():
-    from edprf_fl.cli._simulate import cost_lines, timing_line
+    from edprf_fl.simulation import SimulationTimings, cost_lines, timing_line
 
-    result = {
-        "federated": {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}},
-        "baselines": {
-            "party_alone_median": {"accuracy": 0.75, "roc_auc": 0.85},
-            "central_edprf": {"accuracy": 0.90, "roc_auc": float("nan")},
-            "majority_class": {"accuracy": 0.40, "roc_auc": 0.5},
-        },
-        "wall_seconds": 4.25,
-        "engine": "in-process",
-        "timings": {"prepare_s": 0.5, "federation_s": 1.5, "coordinator_train_round_s": 0.75, "baselines_s": 1.0},
+    federated = {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}}
+    baselines = {
+        "party_alone_median": {"accuracy": 0.75, "roc_auc": 0.85},
+        "central_edprf": {"accuracy": 0.90, "roc_auc": float("nan")},
+        "majority_class": {"accuracy": 0.40, "roc_auc": 0.5},
     }
-    lines = cost_lines(result)
+    timings = SimulationTimings(
+        prepare_s=0.5, federation_s=1.5, wall_s=4.25, baselines_s=1.0, coordinator={"train_round_s": 0.75}
+    )
+    lines = cost_lines(federated, baselines)
     assert "median party alone: +5.0 points of accuracy, +5.0 of ROC AUC" in lines[1]
     assert "central DP" in lines[2] and "-10.0 points of accuracy" in lines[2] and "ROC AUC" not in lines[2]
     assert lines[3].endswith("majority class: +40.0 points of accuracy")
     assert not any("best party" in line for line in lines)  # no such baseline: no line
-    assert cost_lines({"federated": {"central_evaluation": {}}}) == []
-    assert timing_line(result) == (
+    assert cost_lines({"central_evaluation": {}}, None) == []
+    assert timing_line(timings, "in-process") == (
         "wall time: 4.2 s on the in-process engine: preparing the parties' files 0.5 s; "
         "federation 1.5 s (train round 0.8 s); baselines 1.0 s"
     )
 
 
 def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_value():
-    from edprf_fl.cli._simulate import contribution_table
+    from edprf_fl.simulation import contribution_table
 
     rows = [
         {

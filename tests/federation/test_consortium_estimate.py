@@ -227,13 +227,12 @@ def test_the_skip_rule_decides_from_public_parameters():
 
 def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path):
     """`./demo.sh` is `edprf simulate` with its defaults: 5 parties on the wall robot data."""
-    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import prepare_workspace
 
-    from .test_simulation import _args
+    from .test_simulation import _settings
 
-    cfg, (_, _, _, _, parts, *_rest) = prepare_workspace(
-        _args(parties=5, depth="auto", validation_size=0.1), tmp_path, progress=lambda _: None
-    )
+    workspace = prepare_workspace(_settings(parties=5, max_depth="auto", validation_size=0.1), tmp_path)
+    cfg, parts = workspace.config, workspace.parts
     assert cfg.evaluation_epsilon == 0.1 and cfg.evaluation_max_interval_width == 0.1
     assert max(map(len, parts)) * 0.1 < cfg.max_party_rows < max(map(len, parts)) * 0.2
     plan = evaluation_plan(cfg, 5)
@@ -242,11 +241,10 @@ def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path
 
 def _run(tmp_path, monkeypatch, **kw):
     """A 3-party in-process federation; returns its report and the message types the grid delivered."""
-    from edprf_fl.cli._simulate import prepare_workspace
-    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
     from edprf_fl.simulation._in_process_engine import InProcessGrid
 
-    from .test_simulation import _args
+    from .test_simulation import _settings
 
     sent = []
     deliver = InProcessGrid._deliver
@@ -256,7 +254,7 @@ def _run(tmp_path, monkeypatch, **kw):
         return deliver(self, message)
 
     monkeypatch.setattr(InProcessGrid, "_deliver", recording)
-    cfg, _ = prepare_workspace(_args(parties=3, depth=3, **kw), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=3, max_depth=3, **kw), tmp_path).config
     simulate_federation(cfg, 3)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     ledgers = [read_ledger_readonly(tmp_path / "workspace" / f"party-{i:04d}" / "ledger.sqlite") for i in range(3)]

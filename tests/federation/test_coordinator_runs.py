@@ -9,16 +9,15 @@ from dataclasses import replace
 import pytest
 
 import server._coordinator as coordinator
-from edprf_fl.cli._simulate import prepare_workspace
-from edprf_fl.simulation import simulate_federation
+from edprf_fl.simulation import prepare_workspace, simulate_federation
 from server import REPORT_FILE
 
-from .test_simulation import _args
+from .test_simulation import _settings
 
 
 @pytest.mark.slow
 def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, monkeypatch):
-    cfg, _ = prepare_workspace(_args(parties=2, depth=3, evaluation_epsilon=0.0), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=2, max_depth=3, evaluation_epsilon=0.0), tmp_path).config
 
     def broken(*_, **__):
         raise RuntimeError("merge failed: hostile content 'x' * 10**6")
@@ -37,9 +36,7 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
     reason="about 2.5 minutes on 2 cores: run with EDPRF_SCALE_TESTS=1 (figures in the closing note)",
 )
 def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
-    cfg, _ = prepare_workspace(
-        _args(parties=300, depth=2, validation_size=0.0, test_size=0.1), tmp_path, progress=lambda _: None
-    )
+    cfg = prepare_workspace(_settings(parties=300, max_depth=2, validation_size=0.0, test_size=0.1), tmp_path).config
     simulate_federation(replace(cfg, round_timeout=600.0, evaluation_max_interval_width=1.0), 300)  # always ask
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     statuses = [p["status"] for p in report["parties"]]
@@ -52,7 +49,7 @@ def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
 @pytest.mark.slow
 def test_exact_metrics_make_the_guarantee_say_not_differentially_private(tmp_path):
     """Issue 19, finding 3: un-noised held-out counts left the parties while report.json kept a DP guarantee."""
-    cfg, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=False), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=2, max_depth=2, seeded_noise=False), tmp_path).config
     for policy in sorted(tmp_path.glob("workspace/party-*/policy.toml")):
         text = policy.read_text()
         assert "allow-exact-metrics = false" in text

@@ -8,17 +8,16 @@ from dataclasses import replace
 import pytest
 
 from edprf_core import example_schema, load_embedded, merge_forests
-from edprf_fl.cli._simulate import prepare_workspace
-from edprf_fl.simulation import simulate_federation
+from edprf_fl.simulation import prepare_workspace, simulate_federation
 from server import REPORT_FILE
 from server._guarantee import PartySpend, federation_guarantee
 
-from .test_simulation import _args
+from .test_simulation import _settings
 
 
 @pytest.mark.slow
 def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spends(tmp_path):
-    cfg, _ = prepare_workspace(_args(parties=3, depth=3, seeded_noise=False), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=3, max_depth=3, seeded_noise=False), tmp_path).config
     assert cfg.seed == -1  # no research seed: production randomness
     # width 1: evaluate whatever the interval (the default would skip this uninformative evaluation, spending 0)
     simulate_federation(replace(cfg, require_exact_sampling=True, evaluation_max_interval_width=1.0), 3)
@@ -30,7 +29,7 @@ def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spend
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most")
     assert "exact OpenDP sampler" in text and "NOT" not in text
 
-    seeded_cfg, _ = prepare_workspace(_args(parties=3, depth=3), tmp_path / "seeded", progress=lambda _: None)
+    seeded_cfg = prepare_workspace(_settings(parties=3, max_depth=3), tmp_path / "seeded").config
     simulate_federation(replace(seeded_cfg, require_exact_sampling=True), 3)
     seeded = json.loads((tmp_path / "seeded" / REPORT_FILE).read_text())
     assert {p["reason"] for p in seeded["parties"]} == {"sampler_not_exact"}

@@ -25,7 +25,7 @@ from protocol import load_global_model
 from protocol.messages import RESULT_KEY
 from tests.forged_releases import forge_release_bytes
 
-from .test_simulation import _args
+from .test_simulation import _settings
 
 pytestmark = pytest.mark.slow
 
@@ -61,18 +61,17 @@ def _accuracy(forest, X, truth, **kw) -> float:
 
 @pytest.mark.parametrize("attack", ["rarest-class", "labels-rotated", "one-class-per-tree"])
 def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
-    from edprf_fl.cli._simulate import prepare_workspace
+    from edprf_fl.simulation import prepare_workspace
     from edprf_fl.simulation._engine import _client_app, _server_app
     from edprf_fl.simulation._in_process_engine import run_in_process
     from server import MODEL_FILE, REPORT_FILE
 
     out = tmp_path / "out"
-    cfg, (_, _, X_test, y_test, _, schema, *_) = prepare_workspace(
-        _args(parties=HONEST + 1, trees_per_party=2, party_holdout=0.0, evaluation_epsilon=0.0),
-        out,
-        progress=lambda _: None,
+    workspace = prepare_workspace(
+        _settings(parties=HONEST + 1, n_trees=2, party_holdout=0.0, evaluation_epsilon=0.0), out
     )
-    cfg = replace(cfg, output_dir=str(out))
+    cfg = replace(workspace.config, output_dir=str(out))
+    X_test, y_test, schema = workspace.X_test, workspace.y_test, workspace.schema
     app = ForgingClientApp(_client_app({"sim-dir": cfg.sim_dir}), HOSTILE_PARTITION, attack, schema)
     run_in_process(_server_app(cfg), app, HONEST + 1)
 

@@ -179,18 +179,17 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
 
     No party hold-out: each party's hold-out split is keyed by a secret it draws itself, so two
     workspaces would train on different rows whatever the engine."""
-    from edprf_fl.cli._simulate import prepare_workspace
-    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
     from server import MODEL_FILE, REPORT_FILE
 
-    from .test_simulation import _args
+    from .test_simulation import _settings
 
     reports, forests = {}, {}
     for engine in ("in-process", "ray"):
         out = tmp_path / engine
-        cfg, _ = prepare_workspace(
-            _args(parties=3, seeded_noise=True, party_holdout=0.0, evaluation_epsilon=0.0), out, progress=lambda _: None
-        )
+        cfg = prepare_workspace(
+            _settings(parties=3, seeded_noise=True, party_holdout=0.0, evaluation_epsilon=0.0), out
+        ).config
         simulate_federation(replace(cfg, output_dir=str(out)), 3, engine=engine)
         reports[engine] = json.loads((out / REPORT_FILE).read_text())
         forests[engine] = _forest_arrays(out / MODEL_FILE)
@@ -211,17 +210,14 @@ def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
     """--seeded-noise with the same --seed: same hold-out rows, same trees, same noisy evaluation counts.
 
     In production the workspace leaves the hold-out key to each party (drawn by the party, in its ledger)."""
-    from edprf_fl.cli._simulate import prepare_workspace, run_simulation_report
+    from edprf_fl.simulation import prepare_workspace, run_simulation
 
-    from .test_simulation import _args
+    from .test_simulation import _settings
 
     runs = [
-        run_simulation_report(
-            _args(parties=3, seed=3, party_holdout=0.2, evaluation_epsilon=0.5),
-            tmp_path / n,
-            baselines=False,
-            progress=lambda _: None,
-        )["federated"]
+        run_simulation(
+            _settings(parties=3, seed=3, party_holdout=0.2, evaluation_epsilon=0.5, baselines=False), tmp_path / n
+        ).federated
         for n in ("a", "b")
     ]
     assert runs[0]["central_evaluation"] == runs[1]["central_evaluation"]
@@ -230,7 +226,7 @@ def test_a_seeded_research_run_is_reproducible_hold_out_included(tmp_path):
         if key == "per_party":  # node ids are random per run
             got = [sorted((p["accuracy"], tuple(p["ci95"])) for p in g) for g in got]
         assert got[0] == got[1], key
-    prepare_workspace(_args(parties=2, seeded_noise=False), tmp_path / "production", progress=lambda _: None)
+    prepare_workspace(_settings(parties=2, seeded_noise=False), tmp_path / "production")
     assert not (tmp_path / "production" / "workspace" / "party-0000" / "ledger.sqlite").exists()
 
 

@@ -9,14 +9,13 @@ import pytest
 
 import server._coordinator as coordinator
 from edprf_core import EDPRFClassifier, load_embedded
-from edprf_fl.cli._simulate import prepare_workspace
-from edprf_fl.simulation import simulate_federation
+from edprf_fl.simulation import prepare_workspace, simulate_federation
 from protocol import INSPECTION_POLICY, build_global_model, decode_release, encode_release
 from server import REPORT_FILE, PartyOutcome, RunReport
 from server._party_text import party_reason, party_text
 from server._size_bounds import model_bound, report_bound
 
-from .test_simulation import _args
+from .test_simulation import _settings
 
 # what a hostile party can put in every text field: NULs (6 JSON bytes each), astral characters
 # (a 12-byte surrogate pair each when escaped), and sheer length (8 MiB)
@@ -59,7 +58,7 @@ def test_the_model_is_bounded_by_its_releases_and_the_party_count():
 @pytest.mark.slow
 def test_a_model_over_the_transport_limit_is_saved_and_not_sent(tmp_path, monkeypatch):
     monkeypatch.setattr(coordinator, "TRANSPORT_LIMIT", 1000)  # any real model is larger
-    cfg, _ = prepare_workspace(_args(parties=2, depth=3), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=2, max_depth=3), tmp_path).config
     simulate_federation(cfg, 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "completed" and report["model_bytes"] > 1000

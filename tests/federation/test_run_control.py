@@ -14,15 +14,14 @@ import pytest
 
 from client import load_policy
 from edprf_core import EDPRFClassifier, load_embedded
-from edprf_fl.cli._simulate import prepare_workspace
-from edprf_fl.simulation import simulate_federation
+from edprf_fl.simulation import prepare_workspace, simulate_federation
 from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
 from server._guarantee import PartySpend, federation_guarantee
 from server._party_names import claimed_party_id, name_evaluation
 from server._run_control import OutputDirInUse, claim_output_dir, failure_text, resumed_evaluation_skip
 from server._summary import summary_lines
 
-from .test_simulation import _args
+from .test_simulation import _settings
 
 
 def test_an_output_dir_holding_a_run_is_refused_unless_overwrite(tmp_path):
@@ -43,8 +42,8 @@ def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(
     assert CoordinatorConfig(schema_path="s.toml").require_exact_sampling is True
     text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert "\nrequire-exact-sampling = true\n" in text
-    seeded, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=True), tmp_path / "a", progress=lambda _: 0)
-    crypto, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=False), tmp_path / "b", progress=lambda _: 0)
+    seeded = prepare_workspace(_settings(parties=2, max_depth=2, seeded_noise=True), tmp_path / "a").config
+    crypto = prepare_workspace(_settings(parties=2, max_depth=2, seeded_noise=False), tmp_path / "b").config
     assert seeded.require_exact_sampling is False and crypto.require_exact_sampling is True
 
 
@@ -117,7 +116,7 @@ def test_party_ids_claimed_in_replies_are_checked_and_evaluations_named():
 
 @pytest.mark.slow
 def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_nothing(tmp_path):
-    cfg, _ = prepare_workspace(_args(parties=3, depth=3, evaluation_epsilon=0.1), tmp_path, progress=lambda _: None)
+    cfg = prepare_workspace(_settings(parties=3, max_depth=3, evaluation_epsilon=0.1), tmp_path).config
     policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
     policy = load_policy(policy_path)
     policy_path.write_text(replace(policy, max_trees=1, party_id="clinic-z").to_toml())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pandas as pd
@@ -10,36 +9,23 @@ import pytest
 
 from edprf_core import example_schema
 from edprf_fl.cli._main import main
-from edprf_fl.cli._simulate import run_simulation_report
+from edprf_fl.simulation import SimulationSettings, run_simulation
 from protocol import load_global_model
 from tests.conftest import SHARED_DATA
 
 DIABETES = SHARED_DATA / "diabetes_prediction" / "diabetes_prediction_dataset.csv"
 
 
-def _args(**kw):
+def _settings(**kw) -> SimulationSettings:
+    """A small seeded federation on the embedded data (no coordinator validation split unless asked)."""
     base = {
-        "data": None,
-        "schema": None,
-        "dataset": "wall_robot_navigation",
         "parties": 4,
-        "partition": "iid",
-        "alpha": 0.5,
-        "column": "",
-        "epsilon": 1.0,
-        "depth": 5,
-        "trees_per_party": 1,
-        "bins": 16,
-        "split_mode": "binary",
-        "evaluation_epsilon": 0.1,
-        "party_holdout": 0.1,
-        "test_size": 0.2,
-        "seed": 0,
-        "flower_logs": False,
+        "max_depth": 5,
+        "n_bins": 16,
+        "validation_size": 0.0,
         "seeded_noise": True,
     }  # reproducible research runs; test_exact_federation covers production randomness
-    base.update(kw)
-    return argparse.Namespace(**base)
+    return SimulationSettings(**(base | kw))
 
 
 @pytest.mark.slow
@@ -53,12 +39,10 @@ def test_federation_on_real_data_produces_a_model_with_manifest_and_accuracy(tmp
     schema_path = tmp_path / "schema.toml"
     example_schema("diabetes_prediction").save(schema_path)
 
-    result = run_simulation_report(
-        _args(data=str(data), schema=str(schema_path), parties=4, trees_per_party=1, depth=4),
-        tmp_path / "out",
-        progress=lambda _: None,
+    result = run_simulation(
+        _settings(data=data, schema=schema_path, parties=4, n_trees=1, max_depth=4), tmp_path / "out"
     )
-    fed = result["federated"]
+    fed = result.federated
     assert fed["status"] == "completed"
     assert [p["status"] for p in fed["parties"]] == ["accepted"] * 4
 
@@ -72,7 +56,7 @@ def test_federation_on_real_data_produces_a_model_with_manifest_and_accuracy(tmp
     # accuracy floor derived from the central run: the federated forest has the same
     # total trees and rows; over seeds both vary by about 1.5 points (benchmarks), so a
     # deficit of more than 6 points (4 standard deviations) means the federation broke
-    central = result["baselines"]["central_edprf"]["accuracy"]
+    central = result.baselines["central_edprf"]["accuracy"]
     federated = fed["central_evaluation"]["accuracy"]
     assert federated >= central - 0.06
     assert federated > 0.75  # far above the 0.5 of a balanced coin
@@ -116,13 +100,10 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     with the other parties and the report names each reason.  Party 1 holds a row that
     breaks the schema: it drops the row locally and nothing about it reaches the coordinator."""
     from client import PartyPolicy, load_policy
-    from edprf_fl.cli._simulate import prepare_workspace
-    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
     from server import REPORT_FILE
 
-    cfg, _ = prepare_workspace(
-        _args(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path, progress=lambda _: None
-    )
+    cfg = prepare_workspace(_settings(parties=4, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path).config
     ws = tmp_path / "workspace"
     bad = (ws / "party-0001" / "data.csv").read_text().splitlines()
     bad[3] = bad[3].rsplit(",", 1)[0] + ",Fly-Upwards"
@@ -151,13 +132,12 @@ def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
 def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
     from dataclasses import replace
 
-    from edprf_fl.cli._simulate import prepare_workspace
-    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
     from server import MODEL_FILE, REPORT_FILE
 
-    cfg, _ = prepare_workspace(
-        _args(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path, progress=lambda _: None
-    )
+    cfg = prepare_workspace(
+        _settings(parties=2, evaluation_epsilon=0.0, party_holdout=0.0, epsilon=1.0), tmp_path
+    ).config
     simulate_federation(replace(cfg, min_parties=3, node_wait_timeout=2.0), 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "failed" and not (tmp_path / MODEL_FILE).exists()
@@ -168,17 +148,17 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     """One of five parties trains on shuffled labels: the coordinator's validation data show
     low information and a chance-corrected agreement no honest party has; it is flagged and
     excluded, and selective aggregation then runs over the honest parties."""
-    args = _args(
+    settings = _settings(
         parties=5,
         evaluation_epsilon=0.0,
         party_holdout=0.0,
         validation_size=0.15,
-        shuffle_labels_party=[3],
+        shuffled_label_parties=[3],
         selective=True,
         exclude_flagged=True,
+        baselines=False,
     )
-    result = run_simulation_report(args, tmp_path, baselines=False, progress=lambda _: None)
-    fed = result["federated"]
+    fed = run_simulation(settings, tmp_path).federated
     by_party = {c["party"]: c for c in fed["contributions"]}
     bad = by_party.pop("party-0003")
     assert bad["flagged"] and bad["kappa_with_others"] < 0.2
@@ -216,14 +196,11 @@ def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, mo
 
     from flwr.server.superlink.fleet.vce import vce_api
 
-    from edprf_fl.cli._simulate import prepare_workspace
-    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
     from server import REPORT_FILE
 
     monkeypatch.setattr(vce_api, "secrets", _SlowTokens(secrets))
-    cfg, _ = prepare_workspace(
-        _args(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path, progress=lambda _: None
-    )
+    cfg = prepare_workspace(_settings(parties=3, evaluation_epsilon=0.0, party_holdout=0.0), tmp_path).config
     simulate_federation(cfg, 3, engine="ray")
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert [p["status"] for p in report["parties"]] == ["accepted"] * 3

@@ -34,7 +34,7 @@ def test_central_metrics_carry_intervals_and_the_one_class_warning():
 
 
 def test_the_simulate_table_shows_intervals_and_the_warning():
-    from edprf_fl.cli._simulate import _table
+    from edprf_fl.simulation import results_table
 
     fed = {
         "accuracy": 0.8,
@@ -44,6 +44,6 @@ def test_the_simulate_table_shows_intervals_and_the_warning():
         "n": 100,
         "warning": "WARNING: constant",
     }
-    table = _table({"federated": {"central_evaluation": fed, "n_trees": 3}})
+    table = results_table({"central_evaluation": fed, "n_trees": 3}, None)
     assert "| federated eDPRF | 3 | 0.8000 [0.710, 0.870] | 0.5000 [0.450, 0.550] | n/a | n/a | n/a |" in table
     assert "on 100 central test rows" in table and "federated eDPRF: WARNING: constant" in table

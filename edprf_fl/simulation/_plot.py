@@ -1,0 +1,127 @@
+"""Pictures of simulations: one report against its baselines; a sweep's accuracy along each axis."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._run import SimulationReport
+
+__all__ = ["plot_report", "plot_sweep"]
+
+
+def plot_report(report: SimulationReport, path: Path) -> Path | None:
+    """Bar chart of the federated model against the baselines on the central test rows; None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fed = report.federated
+    base = report.baselines or {}
+    rows = [("federated", fed.get("central_evaluation", {}))]
+    shown = (
+        ("central_edprf", "central DP"),
+        ("party_alone_median", "party alone\n(median)"),
+        ("party_alone_best", "party alone\n(best)"),
+        ("non_private_rf", "non-private RF"),
+    )
+    rows += [(short, base[key]) for key, short in shown if key in base]
+    metrics = (("accuracy", "accuracy"), ("balanced_accuracy", "balanced acc."), ("roc_auc", "ROC AUC"))
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    width = 0.8 / len(metrics)
+    for k, (key, name) in enumerate(metrics):
+        xs = [i + (k - 1) * width for i in range(len(rows))]
+        vals = [m.get(key) if isinstance(m.get(key), float) else float("nan") for _, m in rows]
+        ax.bar(xs, vals, width, label=name)
+        for x, v in zip(xs, vals):
+            if not math.isnan(v):
+                ax.text(x, v + 0.01, f"{v:.2f}", ha="center", fontsize=7)
+    if "majority_class" in base:
+        ax.axhline(
+            base["majority_class"]["accuracy"],
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label="majority-class accuracy",
+        )
+    ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.set_ylim(0, 1.22)
+    ax.set_ylabel("on the central test rows")
+    ax.set_title(
+        f"Cost of federating: {report.dataset}, {report.settings.parties} parties ({report.partition}), "
+        f"eps={report.settings.epsilon:g}",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+    """``accuracy_vs_<axis>.png`` for each axis with two values or more; the files written (none without matplotlib)."""
+    plt = _pyplot()
+    if plt is None:
+        return []
+    import numpy as np
+
+    from ._sweep import SWEEP_AXES
+
+    written = []
+
+    for axis in ("epsilon", "parties", "depth", "trees_per_party"):
+        xs = sorted({c[axis] for c in configs})
+        if len(xs) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(6.5, 4.0))
+        others = [k for k in SWEEP_AXES if k != axis]
+        n_seeds = len({r["seed"] for r in rows})
+        for i, key in enumerate(sorted({tuple(c[k] for k in others) for c in configs})):
+            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
+            color = f"C{i % 10}"
+            for column, style, name in (
+                ("federated_accuracy", "-o", "federated"),
+                ("central_accuracy", "--s", "central DP"),
+            ):
+                sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
+                means = [np.nanmean(v) if v else np.nan for v in sel]
+                stds = [np.nanstd(v) if v else np.nan for v in sel]
+                ax.errorbar(
+                    xs,
+                    means,
+                    yerr=stds,
+                    fmt=style,
+                    color=color,
+                    capsize=3,
+                    alpha=1.0 if style == "-o" else 0.6,
+                    label=f"{name} {label}".strip(),
+                )
+        majority = np.nanmean([r["majority_accuracy"] for r in rows])
+        if np.isfinite(majority):
+            ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
+        if axis in ("parties", "depth", "trees_per_party"):
+            ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
+        ax.set_xlabel(axis.replace("_", " "))
+        ax.set_ylabel("test accuracy")
+        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')} (mean ± std over {n_seeds} seeds)", fontsize=9)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)
+        plt.close(fig)
+        written.append(out / f"accuracy_vs_{axis}.png")
+    return written
+
+
+def _pyplot():
+    """matplotlib's pyplot on the file-only backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt

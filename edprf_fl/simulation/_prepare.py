@@ -1,0 +1,214 @@
+"""Read the data, split it among the simulated parties and write their workspace."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._settings import SettingsError, SimulationSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from edprf_core import Schema
+    from server import CoordinatorConfig
+
+    from ._partition import Partitioning
+
+__all__ = ["PreparedWorkspace", "held_out_rows_bound", "load_simulation_data", "prepare_workspace"]
+
+Progress = Callable[[str], object]
+"""Receives one line of progress text at a time (the command prints it; the default drops it)."""
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedWorkspace:
+    """The parties' workspace on disk and what the baselines need of the split.
+
+    config : CoordinatorConfig
+        The coordinator's run configuration (``config.sim_dir`` is the workspace).
+    dataset : str
+        The data's name (the file's name, or the embedded dataset's).
+    schema : Schema
+    partitioning : Partitioning
+    X_train, y_train : the training rows (labels shuffled for ``shuffled_label_parties``), all parties'
+    X_test, y_test : the central held-out test rows
+    parts : list of integer arrays
+        Row positions of ``X_train`` held by each party.
+    """
+
+    config: CoordinatorConfig
+    dataset: str
+    schema: Schema
+    partitioning: Partitioning
+    X_train: pd.DataFrame
+    y_train: pd.Series
+    X_test: pd.DataFrame
+    y_test: pd.Series
+    parts: list[np.ndarray]
+
+    @property
+    def directory(self) -> Path:
+        """The workspace: ``schema.toml``, ``test.csv`` and one directory per party."""
+        return Path(self.config.sim_dir)
+
+
+def load_simulation_data(
+    settings: SimulationSettings, progress: Progress = _quiet
+) -> tuple[pd.DataFrame, pd.Series, Schema, str]:
+    """The rows, labels (as the declared classes), schema and name of the simulation's data.
+
+    The simulation holds every party's rows: it applies the parties' per-record filter once, up front
+    (the rows a party would drop), and says so through ``progress``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from edprf_core import load_embedded, load_schema
+    from edprf_core.datasets import read_csv
+    from edprf_core.encoding import conforming_rows, encode_labels
+
+    if settings.data is None:
+        X, y, schema = load_embedded(settings.dataset)
+        return X, y, schema, settings.dataset
+    schema = load_schema(settings.schema)
+    X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header)
+    keep, problems = conforming_rows(X, y, schema)
+    for note in problems:
+        progress(f"      {note}; those rows are left out")
+    if not keep.any():
+        raise SettingsError(
+            "{data} {path}: no row satisfies the schema's rules (check {sep}, {header} "
+            "and the label's classes; `edprf schema check` shows what each rule does)",
+            path=str(settings.data),
+        )
+    X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
+    y = pd.Series(np.asarray(schema.classes)[encode_labels(y, schema)], name=schema.label.column)
+    return X, y, schema, settings.data.name
+
+
+def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Progress = _quiet) -> PreparedWorkspace:
+    """Split the data, write the parties' directories under ``out_dir / "workspace"``.
+
+    Spends no epsilon: the parties spend theirs when the federation runs.  The simulation made the split,
+    so its row counts are public here (unlike in a deployment).
+    """
+    out_dir = Path(out_dir)
+    X, y, schema, name = load_simulation_data(settings, progress)  # first: a wrong file fails before the rest
+
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from ._partition import Partitioning, partition_rows
+
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=settings.test_size, random_state=settings.seed, stratify=y
+    )
+    if settings.validation_size > 0:
+        X_train, X_val, y_train, y_val = train_test_split(
+            X_train, y_train, test_size=settings.validation_size, random_state=settings.seed + 1, stratify=y_train
+        )
+    how = Partitioning(settings.partition, settings.alpha, settings.column)
+    parts = partition_rows(X_train, y_train, settings.parties, how, np.random.default_rng(settings.seed))
+    y_train = y_train.copy()
+    for p in settings.shuffled_label_parties:
+        rows = parts[p]
+        y_train.iloc[rows] = np.random.default_rng(settings.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
+    progress(
+        f"[1/4] {name}: {len(X_train)} training rows split among {settings.parties} parties ({how.describe()}); "
+        f"{len(X_test)} central test rows"
+    )
+    if settings.auto_depth:
+        progress(f"      each party chooses its depth (at most {settings.depth_cap}) from a DP count of its rows")
+    sim_dir = out_dir / "workspace"
+    _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
+    if settings.validation_size > 0:
+        X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
+    config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)))
+    return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
+
+
+def _write_parties(
+    settings: SimulationSettings,
+    sim_dir: Path,
+    schema: Schema,
+    X_train: pd.DataFrame,
+    y_train: pd.Series,
+    parts: list[np.ndarray],
+    X_test: pd.DataFrame,
+    y_test: pd.Series,
+) -> None:
+    """Each party's data and policy: a lifetime cap of exactly one release and one evaluation."""
+    from client import MICRO, micro_epsilon
+
+    from ._workspace import write_workspace
+
+    cap_units = micro_epsilon(settings.epsilon) + (
+        micro_epsilon(settings.evaluation_epsilon) if settings.evaluation_epsilon else 0
+    )
+    policy = {
+        "lifetime_epsilon_cap": cap_units / MICRO,
+        "min_epsilon": min(0.01, settings.epsilon, settings.evaluation_epsilon or 0.01),
+        "max_release_epsilon": settings.epsilon,
+        "max_evaluation_epsilon": settings.evaluation_epsilon,
+        "max_depth": settings.depth_cap,
+        "max_trees": settings.n_trees,
+        "allow_seeded_randomness": settings.seeded_noise,
+        "holdout_fraction": settings.party_holdout,
+    }
+    write_workspace(
+        sim_dir,
+        schema,
+        X_train,
+        y_train,
+        parts,
+        X_test,
+        y_test,
+        policy,
+        research_seed=settings.seed if settings.seeded_noise else None,
+    )
+
+
+def _coordinator_config(
+    settings: SimulationSettings, sim_dir: Path, out_dir: Path, largest_party: int
+) -> CoordinatorConfig:
+    from server import CoordinatorConfig
+
+    return CoordinatorConfig(
+        sim_dir=str(sim_dir),
+        output_dir=str(out_dir),
+        epsilon=settings.epsilon,
+        max_depth=settings.depth_cap,
+        depth_rule="auto" if settings.auto_depth else "fixed",
+        leaf=settings.leaf,
+        trees_per_party=settings.n_trees,
+        split_mode=settings.split_mode,
+        n_bins=settings.n_bins,
+        seed=settings.seed if settings.seeded_noise else -1,
+        min_parties=1,
+        require_exact_sampling=not settings.seeded_noise,  # seeded noise is drawn by numpy
+        evaluation_epsilon=settings.evaluation_epsilon if settings.party_holdout > 0 else 0.0,
+        max_party_rows=held_out_rows_bound(largest_party, settings.party_holdout),
+        evaluation_max_interval_width=settings.evaluation_max_interval_width,
+        selective_aggregation=settings.selective,
+        exclude_flagged=settings.exclude_flagged,
+    )
+
+
+def held_out_rows_bound(rows: int, holdout: float) -> int:
+    """The simulation's public bound on a party's held-out rows: its share plus 5 binomial standard deviations.
+
+    The simulation made the split, so a party's row count is public here; each row is held out
+    independently with probability ``holdout`` (a keyed draw), so the held-out count exceeds this
+    with probability below 3e-7.
+    """
+    mean = rows * holdout
+    return math.ceil(mean + 5.0 * math.sqrt(mean * (1.0 - holdout))) + 1

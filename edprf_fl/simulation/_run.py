@@ -1,0 +1,226 @@
+"""Run one simulated federation end to end: workspace, federation, baselines; a typed report."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._prepare import Progress, _quiet, prepare_workspace
+from ._settings import SimulationSettings
+
+__all__ = ["SimulationReport", "SimulationTimings", "run_simulation", "simulation_caveats"]
+
+
+@dataclass(frozen=True)
+class SimulationTimings:
+    """Where the wall time of one run went, in seconds.
+
+    ``baselines_s`` is None when the baselines were skipped; ``coordinator`` holds the coordinator's
+    own phases as its report names them (``train_round_s``, ``evaluation_round_s``, ...).
+    """
+
+    prepare_s: float
+    federation_s: float
+    wall_s: float
+    baselines_s: float | None = None
+    coordinator: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, float]:
+        """The ``timings`` of ``simulation.json``: the phases, then ``coordinator_``-prefixed ones."""
+        phases = {"prepare_s": self.prepare_s, "federation_s": self.federation_s}
+        if self.baselines_s is not None:
+            phases["baselines_s"] = self.baselines_s
+        return phases | {f"coordinator_{k}": v for k, v in self.coordinator.items()}
+
+
+@dataclass(frozen=True)
+class SimulationReport:
+    """What one simulated federation produced.
+
+    settings : SimulationSettings
+        What was asked.
+    dataset : str
+        The data's name.
+    partition : str
+        How rows were split, in words.
+    depth : int or str
+        ``settings.max_depth``, or with ``"auto"`` the depths the parties chose (``"auto (3-5 by party)"``).
+    federated : dict
+        The coordinator's report (``report.json`` as written): status, parties, central evaluation,
+        federated evaluation, contributions, guarantee, model path...
+    baselines : dict or None
+        Metrics of the baselines by name (:func:`train_baselines`); None when skipped.
+    timings : SimulationTimings
+    """
+
+    settings: SimulationSettings
+    dataset: str
+    partition: str
+    depth: int | str
+    federated: dict[str, Any]
+    baselines: dict[str, dict[str, Any]] | None
+    timings: SimulationTimings
+
+    @property
+    def completed(self) -> bool:
+        """Whether the coordinator built a global model."""
+        return self.federated.get("status") == "completed"
+
+    @property
+    def federated_metrics(self) -> dict[str, Any]:
+        """The global model's metrics on the central test rows (accuracy, ROC AUC, ... with 95% intervals)."""
+        return self.federated.get("central_evaluation", {})
+
+    @property
+    def contributions(self) -> list[dict[str, Any]]:
+        """Each party's contribution on the coordinator's validation data (empty without validation data)."""
+        return self.federated.get("contributions") or []
+
+    @property
+    def guarantee(self) -> str | None:
+        """The coordinator's statement of what the global model guarantees (None if it wrote none)."""
+        return self.federated.get("guarantee")
+
+    @property
+    def caveats(self) -> list[str]:
+        """What this simulation treated as public or fixed that a deployment must not (part of its guarantee)."""
+        return simulation_caveats(self.settings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``simulation.json`` holds it."""
+        fed = self.federated
+        out = {
+            "dataset": self.dataset,
+            "parties": self.settings.parties,
+            "partition": self.partition,
+            "epsilon": self.settings.epsilon,
+            "depth": self.depth,
+            "trees_per_party": self.settings.n_trees,
+            "split_mode": self.settings.split_mode,
+            "seed": self.settings.seed,
+            "engine": self.settings.engine,
+            "federated": fed,
+            "federation_seconds": self.timings.federation_s,
+            "per_party_trees": {p["party_id"] or str(p["node_id"]): p["n_trees"] for p in fed["parties"]},
+            "bytes_per_party": [p["release_bytes"] for p in fed["parties"]],
+            "simulation_caveats": self.caveats,
+        }
+        if self.baselines is not None:
+            out["baselines"] = self.baselines
+        return out | {"timings": self.timings.to_dict(), "wall_seconds": self.timings.wall_s}
+
+    def write_json(self, path: Path) -> None:
+        """Write :meth:`to_dict` as indented JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=str))
+
+
+def simulation_caveats(settings: SimulationSettings) -> list[str]:
+    """What a simulation with these settings treats as public or fixed that a deployment must not."""
+    if not settings.seeded_noise:
+        return []
+    return [
+        (
+            f"NOT differentially private as run: parties drew their noise from research seeds derived "
+            f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
+        )
+    ]
+
+
+def run_simulation(
+    settings: SimulationSettings,
+    out_dir: Path,
+    *,
+    progress: Progress = _quiet,
+    flower_logs: bool = False,
+    isolate_ray: Callable[..., object] | None = None,
+) -> SimulationReport:
+    """Prepare the workspace, run the federation on ``settings.engine``, train the baselines.
+
+    Privacy cost: each simulated party spends at most ``settings.epsilon`` on its release and
+    ``settings.evaluation_epsilon`` on its noised held-out metrics, through its own ledger in the
+    workspace (disjoint rows: parallel composition across parties).  The baselines are comparisons on
+    the simulation's pooled rows, never released.
+
+    Parameters
+    ----------
+    out_dir : Path
+        Receives the workspace, the global model and the coordinator's report (an existing run there is
+        not checked for: the caller chooses a fresh directory).
+    progress : callable
+        Receives the ``[1/4]`` ... ``[4/4]`` lines.
+    flower_logs : bool
+        Show Flower's own logs.
+    isolate_ray : callable, optional
+        Runs the Ray engine elsewhere: called as ``isolate_ray(simulate_federation, config, parties,
+        flower_logs, "ray")`` (the command passes a child process that Ctrl-C stops with everything Ray
+        started, inside a loopback-only network namespace).  The in-process engine starts no process and
+        opens no socket: it always runs here.
+
+    Raises
+    ------
+    RuntimeError
+        When the coordinator wrote no report.
+    """
+    from server import REPORT_FILE
+
+    from . import _engine
+
+    out_dir = Path(out_dir)
+    started = time.perf_counter()
+    workspace = prepare_workspace(settings, out_dir, progress)
+    prepare_s = time.perf_counter() - started
+    engine = settings.engine
+    progress(
+        f"[2/4] running the federation: {settings.parties} Flower ClientApps and the ServerApp ({engine} engine) ..."
+    )
+    t0 = time.perf_counter()
+    if isolate_ray is not None and engine == "ray":
+        isolate_ray(_engine.simulate_federation, workspace.config, settings.parties, flower_logs, engine)
+    else:
+        _engine.simulate_federation(workspace.config, settings.parties, verbose=flower_logs, engine=engine)
+    federation_s = time.perf_counter() - t0
+    report_path = out_dir / REPORT_FILE
+    if not report_path.is_file():
+        raise RuntimeError(f"the coordinator wrote no report to {report_path}; rerun with --flower-logs")
+    fed = json.loads(report_path.read_text())
+    progress(
+        f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
+        f"{sum(p['status'] == 'accepted' for p in fed['parties'])} parties"
+    )
+    baselines, baselines_s = None, None
+    if settings.baselines:
+        from ._baselines import train_baselines
+
+        t0 = time.perf_counter()
+        baselines = train_baselines(settings, workspace)
+        baselines_s = time.perf_counter() - t0
+        progress("[4/4] central eDPRF and non-private baselines trained")
+    timings = SimulationTimings(
+        prepare_s=prepare_s,
+        federation_s=federation_s,
+        wall_s=time.perf_counter() - started,
+        baselines_s=baselines_s,
+        coordinator=dict(fed.get("timings", {})),
+    )
+    return SimulationReport(
+        settings,
+        workspace.dataset,
+        workspace.partitioning.describe(),
+        _depth_used(settings, fed),
+        fed,
+        baselines,
+        timings,
+    )
+
+
+def _depth_used(settings: SimulationSettings, fed: Mapping[str, Any]) -> int | str:
+    if not settings.auto_depth:
+        return settings.max_depth
+    depths = sorted({p["depth"] for p in fed["parties"] if p.get("depth")})
+    if len(depths) > 1:
+        return f"auto ({depths[0]}-{depths[-1]} by party)"
+    return f"auto ({depths[0] if depths else '-'})"

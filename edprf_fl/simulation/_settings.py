@@ -1,0 +1,258 @@
+"""What one simulated federation is asked to do: a frozen, validated settings dataclass.
+
+This module imports nothing heavy (no Flower, no pandas) so that wrong settings fail at once, before any
+data is read or an engine starts; only the check of epsilon's units imports the party's policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal
+
+from edprf_core import EDPRFError
+
+__all__ = [
+    "AUTO_DEPTH_CAP",
+    "ENGINES",
+    "LEAVES",
+    "MAX_DEPTH_LIMIT",
+    "PARTITIONS",
+    "SPLIT_MODES",
+    "SettingsError",
+    "SimulationSettings",
+]
+
+MAX_DEPTH_LIMIT = 30
+"""edprf_core.MAX_DEPTH_LIMIT, repeated so that checking settings needs no heavy import (a test compares them)."""
+AUTO_DEPTH_CAP = 12
+"""edprf_core.AUTO_DEPTH_CAP, repeated for the same reason (the same test compares them)."""
+
+#: The engines a simulation can run on: ``in-process`` (the real ServerApp and ClientApps called in this
+#: process, no Ray) and ``ray`` (Flower's simulation engine, ``flwr.simulation.run_simulation``).
+ENGINES = ("in-process", "ray")
+#: How rows are split among parties: at random, label-skewed (Dirichlet), or by the values of a column.
+PARTITIONS = ("iid", "dirichlet", "column")
+#: What leaves release: noisy class counts (probabilities) or the paper's label (votes).
+LEAVES = ("counts", "label")
+#: Binary (feature, threshold) splits or the paper's multiway splits.
+SPLIT_MODES = ("binary", "multiway")
+
+
+class SettingsError(EDPRFError, ValueError):
+    """A simulation setting out of its range.
+
+    The message is a template whose ``{name}`` fields are setting names (filled with the setting's own
+    name by default); :meth:`describe` fills them otherwise, e.g. with the command's flags.
+    """
+
+    def __init__(self, template: str, **values: object) -> None:
+        self.template = template
+        self.values = values
+        super().__init__(self.describe(str))
+
+    def describe(self, name: Callable[[str], str]) -> str:
+        """The message, each setting called ``name(setting)``."""
+        return self.template.format_map(_Names(name, self.values))
+
+
+class _Names(dict):
+    def __init__(self, name: Callable[[str], str], values: Mapping[str, object]) -> None:
+        super().__init__(values)
+        self._name = name
+
+    def __missing__(self, key: str) -> str:
+        return self._name(key)
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """The settings of one simulated federation and its baselines (each validated at construction).
+
+    Data
+    ----
+    data : Path or None
+        CSV (or Parquet) with the schema's columns and label; None: the embedded ``dataset``.
+    schema : Path or None
+        Schema TOML of ``data`` (required with ``data``: bounds, categories and classes are declared,
+        never inferred).
+    sep : str
+        Field separator of ``data``, one character.
+    header : bool
+        Whether ``data`` has a header line (without one its columns are the schema's features, then the label).
+    dataset : str
+        Embedded dataset when ``data`` is None.
+
+    Federation
+    ----------
+    parties : int >= 1
+        Simulated parties.
+    partition : {"iid", "dirichlet", "column"}
+        How rows are split among parties; ``alpha`` (> 0) is the Dirichlet concentration, ``column`` the
+        column whose values assign rows to parties.
+    epsilon : float in (0, inf), a multiple of 1e-6
+        Epsilon of each party's release (the parties' ledgers count epsilon exactly in millionths).
+    max_depth : int in [1, 30] or "auto"
+        Split levels per tree; ``"auto"``: each party chooses its depth (at most 12) from a DP count of its
+        rows, charged within its ``epsilon``.
+    leaf : {"counts", "label"}
+        What leaves release.
+    n_trees : int >= 1
+        Trees each party releases.
+    n_bins : int >= 2
+        Bins of continuous features.
+    split_mode : {"binary", "multiway"}
+    evaluation_epsilon : float in [0, inf), a multiple of 1e-6
+        Epsilon of each party's noised held-out metrics; 0 skips that round.
+    evaluation_max_interval_width : float in (0, inf)
+        Skip the parties' evaluation (spending nothing) when its 95% interval would be wider than this.
+    party_holdout : float in [0, 1)
+        Share of each party's rows kept for its own evaluation.
+    test_size : float in (0, 1)
+        Central held-out test share.
+    validation_size : float in [0, 1)
+        Share of the training rows the coordinator keeps as its validation data (contribution report,
+        quality flags, selection); 0 disables.
+    selective, exclude_flagged : bool
+        Selective aggregation; dropping the parties the quality test flags.
+    shuffled_label_parties : tuple of int in [0, parties)
+        Research: these parties get shuffled labels (low-quality parties).
+    engine : {"in-process", "ray"}
+    seed : int
+        Seed of the train/test split, the partition and the baselines.
+    seeded_noise : bool
+        Research: parties draw their DP noise from seeds derived from ``seed`` (reproducible, NOT private
+        against anyone who knows the seed); False: production randomness, exact samplers.
+    baselines : bool
+        Also train the baselines (central eDPRF, each party alone, non-private forest, majority class).
+    """
+
+    data: Path | None = None
+    schema: Path | None = None
+    sep: str = ","
+    header: bool = True
+    dataset: str = "wall_robot_navigation"
+    parties: int = 5
+    partition: Literal["iid", "dirichlet", "column"] = "iid"
+    alpha: float = 0.5
+    column: str = ""
+    epsilon: float = 1.0
+    max_depth: int | Literal["auto"] = "auto"
+    leaf: Literal["counts", "label"] = "counts"
+    n_trees: int = 1
+    n_bins: int = 20
+    split_mode: Literal["binary", "multiway"] = "binary"
+    evaluation_epsilon: float = 0.1
+    evaluation_max_interval_width: float = 0.1
+    party_holdout: float = 0.1
+    test_size: float = 0.2
+    validation_size: float = 0.1
+    selective: bool = False
+    exclude_flagged: bool = False
+    shuffled_label_parties: tuple[int, ...] = ()
+    engine: Literal["in-process", "ray"] = "in-process"
+    seed: int = 0
+    seeded_noise: bool = False
+    baselines: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("data", "schema"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        object.__setattr__(self, "shuffled_label_parties", tuple(self.shuffled_label_parties))
+        self._check_numbers()
+        self._check_choices()
+        self._check_data()
+        self._check_budget_units()
+
+    @property
+    def auto_depth(self) -> bool:
+        """Whether each party chooses its own depth (``max_depth="auto"``)."""
+        return self.max_depth == "auto"
+
+    @property
+    def depth_cap(self) -> int:
+        """The largest depth a party may grow: ``max_depth``, or the automatic rule's cap."""
+        return AUTO_DEPTH_CAP if self.auto_depth else int(self.max_depth)
+
+    def _check_numbers(self) -> None:
+        def fail(name: str, expected: str) -> None:
+            raise SettingsError(f"{{{name}}}: expected {expected}, got {{value!r}}", value=getattr(self, name))
+
+        if not (_is_number(self.epsilon) and math.isfinite(self.epsilon) and self.epsilon > 0):
+            fail("epsilon", "a positive number (the epsilon of each party's release)")
+        if not (_is_number(self.evaluation_epsilon) and math.isfinite(self.evaluation_epsilon)) or (
+            self.evaluation_epsilon < 0
+        ):
+            fail("evaluation_epsilon", "a number >= 0 (0 skips the evaluation round)")
+        if not (_is_number(self.evaluation_max_interval_width) and self.evaluation_max_interval_width > 0):
+            fail("evaluation_max_interval_width", "a number > 0 (1: evaluate whatever the width)")
+        if not (self.auto_depth or (_is_integer(self.max_depth) and 1 <= self.max_depth <= MAX_DEPTH_LIMIT)):
+            fail("max_depth", f"'auto' or an integer in [1, {MAX_DEPTH_LIMIT}]")
+        for name, low in (("parties", 1), ("n_trees", 1), ("n_bins", 2)):
+            if not (_is_integer(getattr(self, name)) and getattr(self, name) >= low):
+                fail(name, f"an integer >= {low}")
+        for name in ("test_size", "party_holdout", "validation_size"):
+            if not (_is_number(getattr(self, name)) and 0 <= getattr(self, name) < 1):
+                fail(name, "a share in [0, 1)")
+        if not self.test_size > 0:
+            fail("test_size", "a share in (0, 1)")
+        if not _is_integer(self.seed):
+            fail("seed", "an integer")
+        for p in self.shuffled_label_parties:
+            if not (_is_integer(p) and 0 <= p < self.parties):
+                raise SettingsError(f"{{shuffled_label_parties}} {p}: expected 0..{self.parties - 1}")
+
+    def _check_choices(self) -> None:
+        for name, choices in (
+            ("partition", PARTITIONS),
+            ("leaf", LEAVES),
+            ("split_mode", SPLIT_MODES),
+            ("engine", ENGINES),
+        ):
+            if getattr(self, name) not in choices:
+                raise SettingsError(
+                    f"{{{name}}}: expected one of {', '.join(choices)}, got {{value!r}}", value=getattr(self, name)
+                )
+        if self.partition == "dirichlet" and not (_is_number(self.alpha) and self.alpha > 0):
+            raise SettingsError("{alpha}: expected a positive Dirichlet concentration, got {value!r}", value=self.alpha)
+        if self.partition == "column" and not self.column:
+            raise SettingsError("{partition} column needs {column} NAME")
+        if not (isinstance(self.sep, str) and len(self.sep) == 1):
+            raise SettingsError("{sep}: expected one character, got {value!r}", value=self.sep)
+
+    def _check_data(self) -> None:
+        if self.data is not None and not self.data.is_file():
+            raise SettingsError("{data} {path}: no such file", path=str(self.data))
+        if self.data is not None and self.schema is None:
+            raise SettingsError(
+                "{data} needs {schema}: bounds, categories and classes must be declared, not inferred "
+                "(`edprf schema draft DATA --label COL` writes a starting point)"
+            )
+
+    def _check_budget_units(self) -> None:
+        from client import micro_epsilon  # after the cheap checks: this import pulls in the core
+
+        for name in ("epsilon", "evaluation_epsilon"):
+            value = getattr(self, name)
+            if value and micro_epsilon(value) is None:
+                raise SettingsError(
+                    f"{{{name}}}: expected a positive multiple of 1e-06 (parties' ledgers count epsilon "
+                    "exactly in millionths), got {value!r}",
+                    value=value,
+                )
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The settings' names, in order."""
+        return tuple(f.name for f in fields(cls))
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

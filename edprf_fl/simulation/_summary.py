@@ -1,0 +1,179 @@
+"""A simulation report in words and tables: what ``edprf simulate`` prints."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._run import SimulationReport, SimulationTimings
+
+__all__ = ["contribution_table", "cost_lines", "evaluation_line", "report_lines", "results_table", "timing_line"]
+
+BASELINE_ROWS = (
+    ("central_edprf", "central eDPRF (pooled rows; needs a trusted curator)"),
+    ("party_alone_median", "each party alone: median party"),
+    ("party_alone_best", "each party alone: best party"),
+    ("non_private_rf", "non-private RF (raw features)"),
+    ("majority_class", "majority class"),
+)
+"""The baselines' keys in :attr:`SimulationReport.baselines` and their labels, in table order."""
+
+
+def report_lines(report: SimulationReport) -> list[str]:
+    """The whole summary of a completed run: settings, metrics table, costs, evaluation, contributions,
+    releases, bytes, wall time, guarantee and caveats."""
+    fed, s = report.federated, report.settings
+    lines = [
+        (
+            f"\n{report.dataset}: {s.parties} parties ({report.partition}), epsilon {s.epsilon:g}, "
+            f"depth {report.depth}, {s.n_trees} tree(s) per party, {s.split_mode} splits\n"
+        ),
+        results_table(fed, report.baselines),
+        *cost_lines(fed, report.baselines),
+    ]
+    fe = fed.get("federated_evaluation") or {}
+    if fe:
+        lines.append("\n" + evaluation_line(fe))
+    if report.contributions:
+        lines.append(
+            "\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):"
+        )
+        lines.append(contribution_table(report.contributions, fed.get("parameters", {}).get("flag_alpha")))
+    rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
+    lines.append(
+        f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
+        + "".join(
+            f"\n  - {p['party_id'] or 'node ' + str(p['node_id'])}: {p['status']} ({p['reason']}) {p['message']}"
+            for p in rejected
+        )
+    )
+    sizes = [p["release_bytes"] for p in fed["parties"] if p["release_bytes"]]
+    if sizes:
+        lines.append(
+            f"bytes on the wire per party release: median {sorted(sizes)[len(sizes) // 2]}, "
+            f"model {fed['model_bytes']} bytes, merge {fed['merge_seconds'] * 1000:.1f} ms"
+        )
+    lines.append(timing_line(report.timings, s.engine))
+    lines.append(f"\nguarantee: {report.guarantee}")
+    lines += [f"  simulation: {caveat}" for caveat in report.caveats]
+    return lines
+
+
+def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """The federated model and each baseline on the central test rows, with 95% intervals (Markdown)."""
+    baselines = baselines or {}
+    rows = [("federated eDPRF", federated.get("central_evaluation", {}), federated["n_trees"])]
+    for key, label in BASELINE_ROWS:
+        if key in baselines:
+            rows.append((label, baselines[key], baselines[key]["trees"]))
+    lines = [
+        "| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, m, trees in rows:
+        cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", "brier")]
+        lines.append(f"| {label} | {trees} | " + " | ".join(cells) + " |")
+    n = rows[0][1].get("n")
+    lines.append(
+        f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
+        "accuracy, Agresti-Coull for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
+        "Brier); exact statistics of the test rows, no party's epsilon spent"
+    )
+    for label, m, _ in rows:
+        if m.get("warning") and label != dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction
+            lines.append(f"{label}: {m['warning']}")
+    return "\n".join(lines)
+
+
+def _cell(metrics: Mapping[str, Any], key: str) -> str:
+    """``0.9123 [0.891, 0.931]``: the value and its 95% interval; ``n/a`` when undefined."""
+    from edprf_core.metrics import interval_text
+
+    return interval_text(metrics.get(key), metrics.get(f"{key}_ci95"), brackets=True)
+
+
+def cost_lines(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """What federating buys and costs, in points of accuracy and of ROC AUC, on the central test rows."""
+    fed = federated.get("central_evaluation", {})
+    base = baselines or {}
+
+    def gap(key: str, metric: str) -> str | None:
+        a, b = fed.get(metric), base.get(key, {}).get(metric)
+        if not (isinstance(a, float) and isinstance(b, float) and math.isfinite(a) and math.isfinite(b)):
+            return None
+        return f"{100 * (a - b):+.1f}"
+
+    rows = (
+        ("party_alone_median", "against the median party alone"),
+        ("party_alone_best", "against the best party alone"),
+        ("central_edprf", "against central DP on the pooled rows (the model a trusted curator would give)"),
+        ("majority_class", "against always predicting the majority class"),
+    )
+    lines = []
+    for key, label in rows:
+        acc, auc = gap(key, "accuracy"), gap(key, "roc_auc")
+        if acc is None:
+            continue
+        lines.append(
+            f"  {label}: {acc} points of accuracy" + (f", {auc} of ROC AUC" if auc and key != "majority_class" else "")
+        )
+    return ["\nthe federated model, in points (positive: federating does better):", *lines] if lines else []
+
+
+def evaluation_line(fe: Mapping[str, Any]) -> str:
+    """The parties' noised held-out accuracy, its interval and one party's reach, or why there is none."""
+    from server import federated_evaluation_lines
+
+    return "\n".join(federated_evaluation_lines(fe))
+
+
+def contribution_table(contributions: list[Mapping[str, Any]], alpha: float | None = None) -> str:
+    """Per party in plain words, then the statistics: information, own accuracy, agreement, the quality test."""
+    from server import contribution_lines
+
+    words = [f"- {line}" for line in contribution_lines(contributions, alpha)]
+    return "\n".join([*words, "", "the statistics behind these lines:", _contribution_statistics(contributions, alpha)])
+
+
+def _contribution_statistics(contributions: list[Mapping[str, Any]], alpha: float | None = None) -> str:
+    lines = [
+        (
+            "| party | trees | information (bits) | own accuracy | agreement with global | probability lift "
+            "(threshold) | p-value | flagged |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in contributions:
+        threshold = c.get("lift_threshold")
+        lift = f"{c.get('probability_lift', float('nan')):.3f}" + (
+            f" ({threshold:.3f})" if threshold is not None else " (no test)"
+        )
+        p_value = "–" if c.get("flag_inconclusive") else f"{c['p_value']:.1e}"
+        lines.append(
+            f"| {c['party']} | {c['n_trees']} | {c['information_bits']:.3f} | {c['accuracy']:.3f} | "
+            f"{c['agreement_with_global']:.3f} | {lift} | {p_value} | {'YES' if c['flagged'] else 'no'} |"
+        )
+    if alpha is not None:
+        lines.append(
+            f'flagged: p-value below alpha = {alpha:g} for "the party\'s lift is at least its threshold"; '
+            "the rate among honest parties was measured at or below alpha (benchmarks/results/flags.md)"
+        )
+    return "\n".join(lines)
+
+
+def timing_line(timings: SimulationTimings, engine: str) -> str:
+    """Where the wall time of a run went."""
+    rounds = [
+        f"{label} {timings.coordinator[key]:.1f} s"
+        for key, label in (("train_round_s", "train round"), ("evaluation_round_s", "evaluation round"))
+        if key in timings.coordinator
+    ]
+    parts = [
+        f"preparing the parties' files {timings.prepare_s:.1f} s",
+        f"federation {timings.federation_s:.1f} s" + (f" ({', '.join(rounds)})" if rounds else ""),
+    ]
+    if timings.baselines_s is not None:
+        parts.append(f"baselines {timings.baselines_s:.1f} s")
+    return f"wall time: {timings.wall_s:.1f} s on the {engine} engine: {'; '.join(parts)}"

@@ -1,0 +1,182 @@
+"""The simulation's typed surface: validated settings, the command's defaults, the report's JSON layout, the sweep grid."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edprf_fl.cli._main import build_parser, main
+from edprf_fl.simulation import (
+    SettingsError,
+    SimulationReport,
+    SimulationSettings,
+    SimulationTimings,
+    sweep_grid,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _parsed(command: str, *argv: str):
+    return build_parser().parse_args([command, *argv])
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep"])
+def test_the_commands_defaults_are_the_settings_defaults(command):
+    from edprf_fl.cli._simulation_args import settings_from_args
+
+    assert settings_from_args(_parsed(command)) == SimulationSettings()
+
+
+def test_flags_reach_the_settings_by_their_names():
+    from edprf_fl.cli._simulation_args import settings_from_args
+
+    args = _parsed(
+        "simulate",
+        *("--depth", "4", "--trees-per-party", "2", "--bins", "8", "--no-header", "--no-baselines"),
+        *("--shuffle-labels-party", "1", "--shuffle-labels-party", "2", "--parties", "3"),
+    )
+    got = settings_from_args(args)
+    assert (got.max_depth, got.n_trees, got.n_bins, got.header, got.baselines) == (4, 2, 8, False, False)
+    assert got.shuffled_label_parties == (1, 2)
+    assert _parsed("simulate", "--depth", "auto").max_depth == "auto"
+
+
+@pytest.mark.parametrize(
+    ("changes", "setting", "flag"),
+    [
+        ({"epsilon": 0.0}, "epsilon", "--epsilon"),
+        ({"epsilon": 0.1234567}, "epsilon", "--epsilon"),
+        ({"evaluation_epsilon": -1.0}, "evaluation_epsilon", "--evaluation-epsilon"),
+        ({"max_depth": 31}, "max_depth", "--depth"),
+        ({"max_depth": "deep"}, "max_depth", "--depth"),
+        ({"n_trees": 0}, "n_trees", "--trees-per-party"),
+        ({"n_bins": 1}, "n_bins", "--bins"),
+        ({"parties": True}, "parties", "--parties"),
+        ({"test_size": 0.0}, "test_size", "--test-size"),
+        ({"validation_size": 1.0}, "validation_size", "--validation-size"),
+        ({"partition": "dirichlet", "alpha": 0.0}, "alpha", "--alpha"),
+        ({"engine": "grpc"}, "engine", "--engine"),
+        ({"shuffled_label_parties": (5,)}, "shuffled_label_parties", "--shuffle-labels-party"),
+        ({"sep": ";;"}, "sep", "--sep"),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_by_name(changes, setting, flag):
+    from edprf_fl.cli._simulation_args import flag_of
+
+    with pytest.raises(SettingsError) as refused:
+        SimulationSettings(**changes)
+    assert isinstance(refused.value, ValueError)  # callers catching ValueError keep working
+    assert str(refused.value).startswith(setting)
+    assert refused.value.describe(flag_of).startswith(flag)
+
+
+def test_data_needs_an_existing_file_and_a_schema(tmp_path):
+    with pytest.raises(SettingsError, match=r"^data .*missing.csv: no such file"):
+        SimulationSettings(data=tmp_path / "missing.csv", schema=tmp_path / "s.toml")
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    with pytest.raises(SettingsError, match="^data needs schema: bounds"):
+        SimulationSettings(data=tmp_path / "d.csv")
+    with pytest.raises(SettingsError, match="^partition column needs column NAME$"):
+        SimulationSettings(partition="column")
+    settings = SimulationSettings(data=str(tmp_path / "d.csv"), schema=str(tmp_path / "s.toml"))
+    assert settings.data == tmp_path / "d.csv" and isinstance(settings.schema, Path)
+
+
+def test_settings_are_frozen_and_derive_the_depth_cap():
+    settings = SimulationSettings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.epsilon = 2.0  # type: ignore[misc]
+    assert settings.auto_depth and settings.depth_cap == 12
+    assert SimulationSettings(max_depth=4).depth_cap == 4
+
+
+def test_wrong_settings_fail_before_flower_is_imported():
+    """Flower (and Ray) take seconds to import: the simulation package loads them on first use only."""
+    code = (
+        "import sys\nfrom edprf_fl.simulation import SettingsError, SimulationSettings\n"
+        "try:\n    SimulationSettings(max_depth=0)\nexcept SettingsError:\n    pass\n"
+        "print(sorted(m for m in ('flwr', 'ray') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def _report(baselines: dict | None) -> SimulationReport:
+    parties = [
+        {"party_id": "party-0000", "node_id": 7, "n_trees": 1, "release_bytes": 300},
+        {"party_id": "", "node_id": 8, "n_trees": 0, "release_bytes": 0},
+    ]
+    timings = SimulationTimings(
+        prepare_s=1.0,
+        federation_s=2.0,
+        wall_s=4.0,
+        baselines_s=None if baselines is None else 1.0,
+        coordinator={"train_round_s": 1.5},
+    )
+    settings = SimulationSettings(parties=2, max_depth=3, seeded_noise=True, seed=9)
+    return SimulationReport(settings, "wall", "IID", 3, {"parties": parties, "status": "completed"}, baselines, timings)
+
+
+def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
+    report = _report({"majority_class": {"accuracy": 0.4, "trees": 0}})
+    got = report.to_dict()
+    assert list(got) == [
+        "dataset", "parties", "partition", "epsilon", "depth", "trees_per_party", "split_mode", "seed", "engine",
+        "federated", "federation_seconds", "per_party_trees", "bytes_per_party", "simulation_caveats",
+        "baselines", "timings", "wall_seconds",
+    ]  # fmt: skip
+    assert got["per_party_trees"] == {"party-0000": 1, "8": 0} and got["bytes_per_party"] == [300, 0]
+    assert got["timings"] == {
+        "prepare_s": 1.0,
+        "federation_s": 2.0,
+        "baselines_s": 1.0,
+        "coordinator_train_round_s": 1.5,
+    }
+    assert got["federation_seconds"] == 2.0 and got["wall_seconds"] == 4.0 and report.completed
+    assert (
+        "NOT differentially private as run" in got["simulation_caveats"][0]
+        and "--seed 9" in got["simulation_caveats"][0]
+    )
+    assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
+    skipped = _report(None).to_dict()
+    assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
+    report.write_json(tmp_path / "r.json")
+    assert '"trees_per_party": 1' in (tmp_path / "r.json").read_text()
+
+
+def test_the_sweep_grid_is_the_product_of_the_axes_checked_before_any_run():
+    base = SimulationSettings(max_depth=3)
+    grid = sweep_grid(base, {"epsilon": [0.5, 1.0], "parties": [2, 3], "partition": ["iid"]})
+    assert [(c["epsilon"], c["parties"]) for c in grid] == [(0.5, 2), (0.5, 3), (1.0, 2), (1.0, 3)]
+    assert all(c["depth"] == 3 and c["trees_per_party"] == 1 for c in grid)  # unswept axes: the base's values
+    with pytest.raises(SettingsError, match="^max_depth: expected"):
+        sweep_grid(base, {"depth": [2, 50]})
+
+
+@pytest.mark.slow
+def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--epsilons", "0.5,1", "--parties", "2", "--depth", "2", "--seeds", "1", "--output", str(out)]
+    assert main(argv) == 0
+    with (out / "sweep.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["epsilon"] for r in rows] == ["0.5", "1.0"] and {r["accepted"] for r in rows} == {"2"}
+    assert all(0 < float(r["federated_accuracy"]) <= 1 for r in rows)
+    table = (out / "sweep.md").read_text().splitlines()
+    assert table[0].startswith("| epsilon | parties | partition | depth | trees_per_party | federated |")
+    assert len(table) == 4 and table[2].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert (out / "accuracy_vs_epsilon.png").is_file()
+    assert "sweep.md" in capsys.readouterr().out
+
+
+def test_a_sweep_value_out_of_range_is_named_by_its_list_flag_before_any_run(tmp_path, capsys):
+    out = tmp_path / "never"
+    assert main(["sweep", "--depths", "2,50", "--seeds", "1", "--output", str(out)]) == 1
+    assert "edprf sweep: error: --depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
+    assert not out.exists()  # refused before the first run
