@@ -98,8 +98,10 @@ REASONS: dict[str, str] = {
         "evaluation model with more nodes than max-evaluation-nodes, or whose memory "
         "estimated from its header passes max-evaluation-memory-bytes"
     ),
+    "policy_model_parts": "evaluation model with more releases than max-evaluation-parts",
     "policy_model_schema": "evaluation model whose embedded schema text is larger than the party accepts",
     "policy_model_trees": "evaluation model with more trees than max-evaluation-trees",
+    "policy_model_work": "evaluation model whose work estimated from its header passes max-evaluation-work",
     "policy_relation": "neighbouring relation other than the policy's",
     "policy_release_nodes": "release larger (nodes, from public parameters) than max-release-nodes",
     "policy_seed": "a fixed seed asked for, not allowed by the policy",
@@ -432,7 +434,20 @@ class Party:
                 "policy_model_nodes",
                 f"the global model has {header.n_nodes} nodes; the party's maximum is {p.max_evaluation_nodes}",
             )
+        if header.n_releases > p.max_evaluation_parts:
+            raise Refusal(
+                "policy_model_parts",
+                f"the global model has {header.n_releases} releases; the party's max-evaluation-parts is "
+                f"{p.max_evaluation_parts}",
+            )
         cost = evaluation_cost(header, self.schema, p)
+        if cost.work_units > p.max_evaluation_work:
+            raise Refusal(
+                "policy_model_work",
+                f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
+                f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.work_units} work units; "
+                f"the party's max-evaluation-work is {p.max_evaluation_work}",
+            )
         if cost.memory_bytes > p.max_evaluation_memory_bytes:
             raise Refusal(
                 "policy_model_nodes",
