@@ -77,7 +77,7 @@ PREDICT_BLOCK_BYTES = 192 << 20
 """Temporaries of prediction blocks, bounded by the block sizes of :mod:`edprf_core._release`."""
 RELEASE_WORK = 5_000
 """Work units (about 1 us each) to decode, check and set up one release, whatever its size."""
-TREE_WORK = 60
+TREE_WORK = 200
 """Work units per tree (offsets, validation, bookkeeping)."""
 NODE_WORK = 2
 """Work units per node (decoding, structure checks, routing arrays)."""
