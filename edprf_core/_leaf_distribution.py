@@ -87,8 +87,12 @@ item 4 (default) or the arithmetic mean with item 3 (``pooling="mean"``).
      and ``P >= 4``, ``g <= hi - lo`` and ``D = hi - lo``; with ``P = 2 f +
      1`` (3 parts), ``hi = lo`` is the median and ``D = g`` the smallest
      distance between two parts' values;
-   - the weights *capped*: each ``w_jk`` at most the ``(f+1)``-th largest of
-     the parts' weights of class ``k``,
+   - the weights *capped* (:func:`capped_part_weights`): each ``w_jk`` at
+     most ``c_j`` times ``cap_k``, the ``(f+1)``-th largest of the parts'
+     weights of class ``k``, with ``c_j = WEIGHT_CAP_FACTOR`` (2) when the
+     part's size ``n_j = sum_k w_jk`` is plausible, i.e. at most ``rho =
+     PLAUSIBLE_SIZE_FACTOR`` (64) times the ``(f+1)``-th largest size, and
+     ``c_j = 1`` otherwise (counts near 2**31 - 1, or scaled up by far),
 
    with ``f = TOLERATED_PARTIES`` (1), applied whenever ``P >= 2 f + 1``.
 
@@ -109,17 +113,20 @@ item 4 (default) or the arithmetic mean with item 3 (``pooling="mean"``).
        prior share never leave the range the honest parties span, widened by
        ``lambda`` times its width, whatever the hostile ones release (their
        counts may be 2**31 - 1 at every leaf: it changes nothing).
-   (b) *Weight.*  The cap is at most the largest honest weight (at least one
-       of the ``f + 1`` largest is honest), so each hostile part weighs at
-       most ``max_H w_k``; with ``f = 1`` its share of class ``k`` is at most
-       ``cap / (cap + sum_H min(w_hk, cap)) <= 1/2`` (the honest part at or
-       above the cap keeps ``cap``), and at most the share of the largest
-       honest party.
+   (b) *Weight.*  ``cap_k`` is at most the largest honest weight of class
+       ``k`` (at least one of the ``f + 1`` largest is honest), and the
+       ``(f+1)``-th largest size at most the largest honest size, so each
+       hostile part weighs at most ``c max_H w_k``, and at most ``max_H
+       w_k`` unless its claimed size is within ``rho`` times the largest
+       honest party's.  With ``f = 1`` its share of class ``k`` is at most
+       ``c cap / (c cap + cap) = c / (c + 1) = 2/3`` (the honest part at or
+       above the cap keeps at least ``cap``), and at most ``1/2`` when its
+       size is implausible.
    (c) *Displacement.*  Writing ``m_H`` for the honest parts' weighted mean of
        the clipped values and ``s`` for the hostile share,
        ``|pooled - m_H| = s |v_hostile - m_H| <= s (1 + lambda) D_H``: a
        hostile party moves any pooled log ratio, probability or prior share
-       by at most its capped share (at most 1/2) times ``(1 + lambda)`` the
+       by at most its capped share (at most 2/3) times ``(1 + lambda)`` the
        honest parties' spread.
 
    Why the margin ``lambda = 1``: with one tree per party the parts' log
@@ -187,10 +194,12 @@ from ._tree import ForestArrays
 
 __all__ = [
     "CLIP_MARGIN",
+    "PLAUSIBLE_SIZE_FACTOR",
     "POOLINGS",
     "POOLING_EXPONENT",
     "SHRINKAGE",
     "TOLERATED_PARTIES",
+    "WEIGHT_CAP_FACTOR",
     "PartPooling",
     "bounded_part_mean",
     "capped_part_weights",
@@ -241,6 +250,13 @@ CLIP_MARGIN = 1.0
 TOLERATED_PARTIES = 1
 """Hostile parts the across-part combination is bounded against (item 5): ``f`` in :func:`bounded_part_mean`."""
 
+WEIGHT_CAP_FACTOR = 2.0
+"""``c`` of item 5 (b): a part of plausible size weighs at most ``c`` times the ``(f+1)``-th largest weight of a class."""
+
+PLAUSIBLE_SIZE_FACTOR = 64.0
+"""``rho`` of item 5 (b): a part is of plausible size when its weights sum to at most ``rho`` times the
+``(f+1)``-th largest part's; a larger one (e.g. counts near 2**31 - 1) is capped at ``c = 1``."""
+
 
 def tightest_spread(ordered: NDArray[np.float64], size: int) -> NDArray[np.float64]:
     """The smallest range of any ``size`` of the values sorted along axis 0: ``D`` of item 5.
@@ -267,8 +283,21 @@ def clipped_part_values(values: NDArray[np.float64], tolerated: int) -> NDArray[
 
 
 def capped_part_weights(weights: NDArray[np.float64], tolerated: int) -> NDArray[np.float64]:
-    """Each class's part weights capped at the ``(f+1)``-th largest of that class (item 5)."""
-    return np.minimum(weights, np.sort(weights, axis=0)[weights.shape[0] - 1 - tolerated])
+    """Each class's part weights capped as item 5 (b) says (axis 0: parts; needs ``n_parts >= 2 * tolerated + 1``).
+
+    ``cap_k`` is the ``(f+1)``-th largest weight of class ``k``.  A part whose
+    size (its weights summed over classes) is at most
+    :data:`PLAUSIBLE_SIZE_FACTOR` times the ``(f+1)``-th largest size keeps up to
+    :data:`WEIGHT_CAP_FACTOR` times ``cap_k``; a larger one keeps up to ``cap_k``.
+    The one place the cap is written: :func:`bounded_part_mean`, explanations and
+    the ONNX export (its weights are constants) use it.
+    """
+    n_parts = weights.shape[0]
+    cap = np.sort(weights, axis=0)[n_parts - 1 - tolerated]
+    size = weights.sum(axis=1)
+    plausible = size <= PLAUSIBLE_SIZE_FACTOR * np.sort(size)[n_parts - 1 - tolerated]
+    factor = np.where(plausible, WEIGHT_CAP_FACTOR, 1.0)
+    return np.minimum(weights, factor[:, None] * cap[None, :])
 
 
 def bounded_part_mean(
