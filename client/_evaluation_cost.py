@@ -25,11 +25,31 @@ within their budget), so a model's size bounds its cost.  Memory that grows with
 party's held-out rows (codes, one row of votes per row) is the party's own data and
 is not part of the model's cost.
 
-Work: decoding and compiling are linear in bytes + nodes + releases (plus at most
-:data:`edprf_core._leafmask.MAX_COMPILE_CELLS` node x code cells for the leaf-mask
-tables); prediction costs at most ``n_trees * (max_depth + 1)`` vectorized steps
-per held-out row, ``max_depth`` from the party's own policy (deeper releases are
-refused on decode).
+Work (time), in work units of about one microsecond each on the benchmark machine
+(``benchmarks/bench_party_eval_memory.py`` measures it against the estimate)::
+
+    RELEASE_WORK * n_releases     per release: its envelope decoded, its grid rebuilt from the
+                                  schema, its structure checked, its part object (about 4-5 ms)
+  + TREE_WORK * n_trees           per tree: offsets, validation, bookkeeping
+  + NODE_WORK * n_nodes           per node: decoding, checks, routing arrays
+  + n_bytes // BYTES_PER_WORK     parsing the bytes themselves (large counts, unknown fields)
+  + n_schema_bytes                parsing the embedded schema once
+  + compile cells // CELLS_PER_WORK   the leaf-mask tables, at most
+                                  :data:`edprf_core._leafmask.MAX_COMPILE_CELLS` node x code cells
+
+Decoding a release costs far more than its bytes suggest (a 2 KB release with one
+tree costs as much as 2,500 nodes of a large one), so a model of many small releases
+is the slow shape inside a byte limit: 1,825 one-tree releases took 12-29 s where an
+honest model of the same bytes took about 1 s.  The party refuses, before anything is
+decoded or reserved, a model with more releases than ``max-evaluation-parts``
+(default 512: an honest 300-party federation passes) or whose work estimate passes
+``max-evaluation-work`` (default 10**7 units, about 10 s: every model inside the other
+default limits passes it, so it binds when an operator lowers it or raises the others).
+Prediction then costs at most ``n_trees * (max_depth + 1) + n_releases * n_classes``
+vectorized steps per held-out row (``max_depth`` from the party's own policy: deeper
+releases are refused on decode; the second term is the bounded mean across parts).
+The held-out rows are the party's data, so no limit depends on their number: the
+per-row cost is bounded by the trees and parts limits instead.
 """
 
 from __future__ import annotations
@@ -55,8 +75,16 @@ RELEASE_BYTES = 64 << 10
 """Bytes per release (its parsed messages, parameters, forest object, signature check)."""
 PREDICT_BLOCK_BYTES = 192 << 20
 """Temporaries of prediction blocks, bounded by the block sizes of :mod:`edprf_core.prediction`."""
-RELEASE_STEPS = 20_000
-"""Decoding work per release, in node-equivalents (its own parse, checks and objects)."""
+RELEASE_WORK = 5_000
+"""Work units (about 1 us each) to decode, check and set up one release, whatever its size."""
+TREE_WORK = 200
+"""Work units per tree (offsets, validation, bookkeeping)."""
+NODE_WORK = 2
+"""Work units per node (decoding, structure checks, routing arrays)."""
+BYTES_PER_WORK = 16
+"""Bytes parsed per work unit."""
+CELLS_PER_WORK = 64
+"""Leaf-mask node x code cells compiled per work unit."""
 SCHEMA_FACTOR = 64
 """Memory per byte of the embedded schema text (parsed TOML, grid, fingerprint)."""
 
@@ -69,19 +97,24 @@ class EvaluationCost:
     ----------
     memory_bytes : int
         Peak memory of decoding, compiling and predicting, beyond the party's data.
-    compile_steps : int
-        Node-level work to decode and compile (linear in bytes and nodes).
+    work_units : int
+        Work to decode and compile, in units of about one microsecond on the benchmark
+        machine (linear in releases, trees, nodes and bytes; see the module docstring).
     steps_per_row : int
-        Tree steps per held-out row.
+        Vectorized steps per held-out row: tree levels plus the parts' bounded mean.
     """
 
     memory_bytes: int
-    compile_steps: int
+    work_units: int
     steps_per_row: int
 
 
 def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) -> EvaluationCost:
-    """Bound the memory and work of evaluating the model behind ``header`` (no privacy cost: public inputs only)."""
+    """Bound the memory and work of evaluating the model behind ``header``.
+
+    Reads the header, the party's public schema and its policy, never its data: a
+    refusal built on the result is the same for every dataset (privacy cost: none).
+    """
     n_classes = schema.n_classes
     codes = int(sum(FeatureGrid.from_schema(schema, policy.max_bins).n_codes))
     memory = (
@@ -95,14 +128,16 @@ def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) ->
         + dense_budget(header.n_nodes)
         + PREDICT_BLOCK_BYTES
     )
-    compile_steps = (
-        header.n_bytes
-        + header.n_nodes
-        + RELEASE_STEPS * header.n_releases
-        + min(MAX_COMPILE_CELLS, header.n_nodes * codes)
+    work = (
+        RELEASE_WORK * header.n_releases
+        + TREE_WORK * header.n_trees
+        + NODE_WORK * header.n_nodes
+        + header.n_bytes // BYTES_PER_WORK
+        + header.schema_toml_bytes
+        + min(MAX_COMPILE_CELLS, header.n_nodes * codes) // CELLS_PER_WORK
     )
     return EvaluationCost(
         memory_bytes=int(memory),
-        compile_steps=int(compile_steps),
-        steps_per_row=int(header.n_trees) * (policy.max_depth + 1),
+        work_units=int(work),
+        steps_per_row=int(header.n_trees) * (policy.max_depth + 1) + int(header.n_releases) * n_classes,
     )

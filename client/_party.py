@@ -416,7 +416,20 @@ class Party:
                 RefusalReason.POLICY_MODEL_NODES,
                 f"the global model has {header.n_nodes} nodes; the party's maximum is {p.max_evaluation_nodes}",
             )
+        if header.n_releases > p.max_evaluation_parts:
+            raise Refusal(
+                RefusalReason.POLICY_MODEL_PARTS,
+                f"the global model has {header.n_releases} releases; the party's max-evaluation-parts is "
+                f"{p.max_evaluation_parts}",
+            )
         cost = evaluation_cost(header, self.schema, p)
+        if cost.work_units > p.max_evaluation_work:
+            raise Refusal(
+                RefusalReason.POLICY_MODEL_WORK,
+                f"evaluating the global model ({header.n_bytes} bytes, {header.n_releases} releases, "
+                f"{header.n_trees} trees, {header.n_nodes} nodes) may take {cost.work_units} work units; "
+                f"the party's max-evaluation-work is {p.max_evaluation_work}",
+            )
         if cost.memory_bytes > p.max_evaluation_memory_bytes:
             raise Refusal(
                 RefusalReason.POLICY_MODEL_NODES,

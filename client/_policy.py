@@ -70,6 +70,18 @@ class PartyPolicy:
         Largest memory the party lets an evaluation take, estimated from the model's
         header before anything is decoded or reserved (:mod:`client._evaluation_cost`);
         a model whose estimate passes it is refused (``policy_model_nodes``).
+    max_evaluation_parts : int >= 1, default 512
+        Largest number of releases (parts) in a global model to evaluate.  Each release
+        costs milliseconds to decode whatever its size, so many small releases are the
+        slow shape inside the byte limit; 512 admits an honest 300-party federation.
+        Refused from the header before anything is decoded or reserved
+        (``policy_model_parts``).
+    max_evaluation_work : int >= 1, default 10_000_000
+        Largest decode-and-compile work of an evaluation, in the work units of
+        :mod:`client._evaluation_cost` (about one microsecond each on the benchmark
+        machine), estimated from the model's header before anything is decoded or
+        reserved; above it the model is refused (``policy_model_work``).  Every model
+        inside the other default limits passes the default.
     declared_rows : int >= 0, default 0
         A training-row count this party declares public (e.g. published in a
         registry).  A request with ``depth-rule = "auto"`` then chooses the
@@ -96,6 +108,8 @@ class PartyPolicy:
     max_evaluation_trees: int = 5_000
     max_evaluation_nodes: int = 1_000_000
     max_evaluation_memory_bytes: int = 2 << 30
+    max_evaluation_parts: int = 512
+    max_evaluation_work: int = 10_000_000
     declared_rows: int = 0
 
     def __post_init__(self) -> None:
@@ -134,6 +148,8 @@ _RULES = {
     "max_evaluation_trees": Integer(1),
     "max_evaluation_nodes": Integer(1),
     "max_evaluation_memory_bytes": Integer(1),
+    "max_evaluation_parts": Integer(1),
+    "max_evaluation_work": Integer(1),
     "declared_rows": Integer(0),
     "relation": OneOf(RELATIONS),
     "holdout_fraction": Number(0, 1, high_open=True),

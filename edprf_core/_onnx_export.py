@@ -19,7 +19,8 @@ classes in the schema's order (listed in the encoding).  The graph follows
    smallest and largest widened by ``CLIP_MARGIN`` times ``max(their difference,
    the tightest range of any f + 1 part scores)`` (``clipped_part_values``);
    then the weighted sum with the parts' capped, normalized weights
-   (constants);
+   (constants from ``capped_part_weights``, the plausible-size factor
+   included);
 3. log-linear pooling: ``Softmax(log pi + T**e * pooled)``; mean pooling:
    ``pooled / sum(pooled)``; label votes: the sum as it is.
 

@@ -42,8 +42,10 @@ class RefusalReason(StrEnum):
     POLICY_MIN_EPSILON = "policy_min_epsilon"
     POLICY_MODEL_BYTES = "policy_model_bytes"
     POLICY_MODEL_NODES = "policy_model_nodes"
+    POLICY_MODEL_PARTS = "policy_model_parts"
     POLICY_MODEL_SCHEMA = "policy_model_schema"
     POLICY_MODEL_TREES = "policy_model_trees"
+    POLICY_MODEL_WORK = "policy_model_work"
     POLICY_RELATION = "policy_relation"
     POLICY_RELEASE_NODES = "policy_release_nodes"
     POLICY_SEED = "policy_seed"
@@ -72,8 +74,12 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
         "evaluation model with more nodes than max-evaluation-nodes, or whose memory "
         "estimated from its header passes max-evaluation-memory-bytes"
     ),
+    RefusalReason.POLICY_MODEL_PARTS: "evaluation model with more releases than max-evaluation-parts",
     RefusalReason.POLICY_MODEL_SCHEMA: "evaluation model whose embedded schema text is larger than the party accepts",
     RefusalReason.POLICY_MODEL_TREES: "evaluation model with more trees than max-evaluation-trees",
+    RefusalReason.POLICY_MODEL_WORK: (
+        "evaluation model whose work estimated from its header passes max-evaluation-work"
+    ),
     RefusalReason.POLICY_RELATION: "neighbouring relation other than the policy's",
     RefusalReason.POLICY_RELEASE_NODES: "release larger (nodes, from public parameters) than max-release-nodes",
     RefusalReason.POLICY_SEED: "a fixed seed asked for, not allowed by the policy",

@@ -15,7 +15,10 @@ import pytest
 from edprf_core import EDPRFClassifier, load_embedded, merge_forests
 from edprf_core._leaf_distribution import (
     CLIP_MARGIN,
+    PLAUSIBLE_SIZE_FACTOR,
+    WEIGHT_CAP_FACTOR,
     bounded_part_mean,
+    capped_part_weights,
     part_consortium_prior,
     tightest_spread,
 )
@@ -39,6 +42,12 @@ def test_bounded_part_mean_by_hand():
     # becomes 0, its weight the 2nd largest (3)
     got = bounded_part_mean(np.array([[1.0], [2.0], [-50.0]]), np.array([[1.0], [3.0], [1e9]]))
     assert got[0] == pytest.approx((1 * 1 + 3 * 2 + 3 * 0) / 7)
+    # a part of plausible size (at most 64 x the 2nd largest) keeps up to 2 x the cap, a larger one the cap
+    # (caps: 10 and 3, the 2nd largest of each class; sizes 2, 6, 11, 600: 600 <= 64 x 11)
+    caps = capped_part_weights(np.array([[1.0, 1.0], [3.0, 3.0], [10.0, 1.0], [300.0, 300.0]]), 1)
+    np.testing.assert_allclose(caps, [[1.0, 1.0], [3.0, 3.0], [10.0, 1.0], [20.0, 6.0]])
+    caps = capped_part_weights(np.array([[1.0, 1.0], [3.0, 3.0], [10.0, 1.0], [500.0, 5e3]]), 1)
+    np.testing.assert_allclose(caps[3], [10.0, 3.0])  # size 5,500 > 64 x 11: capped at 1 x the cap
     # two honest parts that agree: the hostile one is held to them, whatever it claims
     got = bounded_part_mean(np.array([[2.0], [2.0], [1e9]]), np.array([[1.0], [1.0], [1e9]]))
     assert got[0] == pytest.approx(2.0)
@@ -76,7 +85,7 @@ def test_one_hostile_part_stays_within_the_bounds_of_the_argument(n_honest):
         honest_v = rng.normal(0.0, rng.uniform(0.1, 5.0), size=(n_honest, 6, 3))
         honest_w = rng.uniform(0.5, 50.0, size=(n_honest, 3))
         hostile_v = rng.choice([-1e9, 1e9, 0.0]) + rng.normal(0, 1e3, size=(1, 6, 3)) * rng.integers(0, 2)
-        hostile_w = rng.choice([0.0, 1.0, 1e12], size=(1, 3))
+        hostile_w = rng.choice([0.0, 1.0, 40.0, 1e4, 1e12], size=(1, 3))
         at = rng.integers(0, n_honest + 1)  # the hostile part's position does not matter
         values = np.insert(honest_v, at, hostile_v, axis=0)
         weights = np.insert(honest_w, at, hostile_w, axis=0)
@@ -89,13 +98,17 @@ def test_one_hostile_part_stays_within_the_bounds_of_the_argument(n_honest):
         assert np.all(tight <= spread + 1e-12)
         assert n_honest > 2 or np.all(tight > 0)  # three parts: not the median (hi = lo) unless two values agree
         assert np.all(got >= low - CLIP_MARGIN * spread - 1e-9) and np.all(got <= high + CLIP_MARGIN * spread + 1e-9)
-        cap = np.sort(weights, axis=0)[-2]
-        share = np.minimum(hostile_w[0], cap) / np.minimum(weights, cap).sum(axis=0)
-        assert np.all(share <= 0.5 + 1e-12)
-        assert np.all(np.minimum(hostile_w[0], cap) <= honest_w.max(axis=0))
+        capped = capped_part_weights(weights, 1)
+        share = capped[at] / capped.sum(axis=0)
+        # (b): at most c times the largest honest weight, share at most c / (c + 1); a part claiming more than
+        # rho times the largest honest size weighs at most the largest honest weight, share at most 1/2
+        plausible = hostile_w.sum() <= PLAUSIBLE_SIZE_FACTOR * honest_w.sum(axis=1).max()
+        factor = WEIGHT_CAP_FACTOR if plausible else 1.0
+        assert np.all(capped[at] <= factor * honest_w.max(axis=0) + 1e-9)
+        assert np.all(share <= factor / (factor + 1) + 1e-12)
         # (c): against the honest parts' weighted mean of their own clipped values
         clipped = np.clip(honest_v, lo - CLIP_MARGIN * tight, hi + CLIP_MARGIN * tight)
-        w_h = np.minimum(honest_w, cap)[:, None, :]
+        w_h = np.delete(capped, at, axis=0)[:, None, :]
         honest_mean = (w_h * clipped).sum(axis=0) / w_h.sum(axis=0)
         assert np.all(np.abs(got - honest_mean) <= share * (1 + CLIP_MARGIN) * spread + 1e-9)
 

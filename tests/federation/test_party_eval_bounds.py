@@ -186,6 +186,81 @@ def test_the_estimate_grows_linearly_with_the_header(tmp_path, hostile_model):
     assert b.steps_per_row == 2 * a.steps_per_row
 
 
+def _header_cost(model, schema):
+    header = peek_global_model(model, 1 << 30)
+    return header, evaluation_cost(header, schema, PartyPolicy(party_id="p"))
+
+
+@pytest.mark.parametrize("limit", ["parts", "work"])
+def test_a_header_just_over_the_parts_or_work_limit_is_refused_before_decoding_or_reserving(
+    tmp_path, hostile_model, monkeypatch, limit
+):
+    """One unit under what the header needs: refused with a constant reason code, nothing decoded, ledger unchanged."""
+    _, schema = _write_party(tmp_path / "probe")
+    header, cost = _header_cost(hostile_model, schema)
+    needed = header.n_releases if limit == "parts" else cost.work_units
+    setup, _ = _write_party(tmp_path, **{f"max_evaluation_{limit}": needed - 1})
+    party = Party(setup)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was decoded or the data read")
+
+    monkeypatch.setattr("client._party.load_global_model", never)
+    monkeypatch.setattr(Party, "_data", never)
+    before = party.ledger.entries()
+    with pytest.raises(Refusal) as exc:
+        party.evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+    assert exc.value.reason == f"policy_model_{limit}" and exc.value.reason in REASONS
+    assert f"max-evaluation-{limit}" in str(exc.value)
+    assert party.ledger.entries() == before == []
+
+
+@pytest.mark.parametrize("limit", ["parts", "work"])
+def test_a_header_exactly_at_the_parts_or_work_limit_is_evaluated(tmp_path, hostile_model, limit):
+    _, schema = _write_party(tmp_path / "probe")
+    header, cost = _header_cost(hostile_model, schema)
+    needed = header.n_releases if limit == "parts" else cost.work_units
+    setup, _ = _write_party(tmp_path, **{f"max_evaluation_{limit}": needed})
+    party = Party(setup)
+    result = party.evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+    assert result["exact"] == 0 and [e.state for e in party.ledger.entries()] == ["released"]
+
+
+def test_the_parts_and_work_refusals_do_not_depend_on_the_data(tmp_path, hostile_model):
+    """Parties with other rows (and row counts) give the same refusal, word for word."""
+    _, schema = _write_party(tmp_path / "probe")
+    header, cost = _header_cost(hostile_model, schema)
+    for key, value in (("max_evaluation_parts", header.n_releases - 1), ("max_evaluation_work", cost.work_units - 1)):
+        messages = set()
+        for name, rows in (("a", slice(0, 600)), ("b", slice(600, 1900))):
+            setup, _ = _write_party(tmp_path / f"{key}-{name}", rows=rows, **{key: value})
+            with pytest.raises(Refusal) as exc:
+                Party(setup).evaluate(hostile_model, EvaluateRequest("run1/evaluate", "run1", 0.1, False))
+            messages.add((exc.value.reason, str(exc.value)))
+        assert len(messages) == 1
+
+
+def test_the_default_limits_admit_an_honest_300_party_model_and_bound_the_work_of_any_model_inside_them():
+    """Defaults: a 300-party model of the coordinator's default request (one depth-8 tree of 20 bins per party,
+    leaf counts) passes parts and work; any header inside the other default limits passes the work limit."""
+    _, _, schema = load_embedded(WALL)
+    policy = PartyPolicy(party_id="p")
+    full_tree = 2**9 - 1
+    honest = protocol.ModelHeader(1, 300 * 8_000, 4_000, ("f",), 300, 300, 300 * full_tree)
+    assert honest.n_releases <= policy.max_evaluation_parts
+    assert evaluation_cost(honest, schema, policy).work_units <= policy.max_evaluation_work
+    largest = protocol.ModelHeader(
+        1,
+        policy.max_evaluation_model_bytes,
+        1 << 16,
+        ("f",),
+        policy.max_evaluation_parts,
+        policy.max_evaluation_trees,
+        policy.max_evaluation_nodes,
+    )
+    assert evaluation_cost(largest, schema, policy).work_units <= policy.max_evaluation_work
+
+
 # ------------------------------------------------------------------- item 4: reply ids
 BAD_IDS = ["run\x1b[31mred", "x" * 257, "line\nbreak", "nul\x00", "bidi\u202eevil"]
 
