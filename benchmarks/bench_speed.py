@@ -349,7 +349,6 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
                 n_trees=cfg.trees_per_party,
                 split_mode=cfg.split_mode,
                 n_bins=cfg.n_bins,
-                schedule=cfg.schedule,
                 relation=cfg.relation,
                 leaf=cfg.leaf,
                 depth_rule=cfg.depth_rule,

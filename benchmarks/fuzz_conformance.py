@@ -39,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         n_trees=2,
         split_mode="binary",
         n_bins=20,
-        schedule="harmonic",
         relation="add-remove",
         seed=-1,
     )

@@ -372,7 +372,6 @@ class Party:
                 leaf=req.leaf,
                 split_mode=req.split_mode,
                 n_bins=req.n_bins,
-                schedule=req.schedule,
                 neighbouring=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
@@ -571,6 +570,6 @@ def _check_key_file(path: Path) -> None:
 def _release_detail(req: TrainRequest) -> str:
     """The ledger's description of a release: also what a repeated request id must match."""
     depth = f"depth {req.max_depth}" if req.depth_rule == "fixed" else f"auto depth <= {req.max_depth}"
-    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.schedule}, {req.relation}" + (
+    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.relation}" + (
         ", leaf counts" if req.leaf == "counts" else ""
     )

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from edprf_core import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core import LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 
 from ._ids import check_request_id
 
@@ -93,7 +93,6 @@ class TrainRequest:
     n_trees: int
     split_mode: str
     n_bins: int
-    schedule: str
     relation: str
     seed: int
     leaf: str = "counts"
@@ -110,7 +109,7 @@ class TrainRequest:
         for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2)):
             if getattr(self, name) < low:
                 raise TaskError(f"{_kebab(name)}: expected >= {low}, got {getattr(self, name)}")
-        for name, allowed in (("split_mode", SPLIT_MODES), ("schedule", SCHEDULES), ("relation", RELATIONS)):
+        for name, allowed in (("split_mode", SPLIT_MODES), ("relation", RELATIONS)):
             if getattr(self, name) not in allowed:
                 raise TaskError(f"{_kebab(name)}: expected one of {allowed}, got {getattr(self, name)!r}")
 

@@ -100,7 +100,6 @@ class CoordinatorConfig:
     trees_per_party: int = 1
     split_mode: str = "binary"
     n_bins: int = 20
-    schedule: str = "harmonic"
     relation: str = "add-remove"
     seed: int = -1
     min_parties: int = 1

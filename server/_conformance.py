@@ -37,7 +37,7 @@ def request_mismatch(release: VerifiedRelease, request: TrainRequest, cfg: Coord
         "n_trees": request.n_trees,
         "split_mode": request.split_mode,
         "n_bins": request.n_bins,
-        "schedule": request.schedule,
+        "schedule": "harmonic",
         "relation": request.relation,
         "composition": "parallel",
         "variant": "pf",

@@ -70,7 +70,6 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> Tra
         n_trees=cfg.trees_per_party,
         split_mode=cfg.split_mode,
         n_bins=cfg.n_bins,
-        schedule=cfg.schedule,
         relation=cfg.relation,
         leaf=cfg.leaf,
         depth_rule=cfg.depth_rule,

@@ -16,6 +16,7 @@ from edprf_core import (
     Schema,
     UniformSchedule,
 )
+from edprf_core.research import PaperEDPRFClassifier
 from tests.synthetic import make_data, make_schema
 
 
@@ -44,7 +45,7 @@ def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, 
     # few features in multiway mode: paths end early when features run out
     schema = make_schema(n_continuous=2, n_categorical=2, n_categories=2) if split_mode == "multiway" else make_schema()
     X, y = make_data(schema, 300, seed=depth)
-    clf = EDPRFClassifier(
+    clf = PaperEDPRFClassifier(
         schema,
         epsilon=0.8,
         n_estimators=2,
@@ -67,7 +68,7 @@ def test_sequential_composition_trees_spend_epsilon_over_t():
     schema = make_schema()
     X, y = make_data(schema, 300, seed=1)
     forest = (
-        EDPRFClassifier(
+        PaperEDPRFClassifier(
             schema, epsilon=1.0, n_estimators=4, max_depth=3, n_bins=5, composition="sequential", random_state=0
         )
         .fit(X, y)

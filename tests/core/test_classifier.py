@@ -22,6 +22,7 @@ from edprf_core import (
     merge_forests,
     read_csv,
 )
+from edprf_core.research import PaperEDPRFClassifier
 from tests.conftest import SHARED_DATA
 from tests.synthetic import make_data, make_schema
 
@@ -95,7 +96,7 @@ def test_random_state_reproducible_and_default_is_random(schema, data):
 def test_stop_when_pure_warns_and_marks_model_not_dp(schema, data):
     X, y = data
     with pytest.warns(PrivacyLeakWarning, match="stop_when_pure"):
-        clf = EDPRFClassifier(schema, stop_when_pure=True, split_mode="multiway", random_state=0).fit(X, y)
+        clf = PaperEDPRFClassifier(schema, stop_when_pure=True, split_mode="multiway", random_state=0).fit(X, y)
     assert clf.dp_ is False and clf.forest_.dp is False
     assert clf.forest_.guarantee().startswith("NOT differentially private")
 

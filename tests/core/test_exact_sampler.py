@@ -8,6 +8,7 @@ from scipy import stats
 
 from edprf_core import EDPRFClassifier, load_embedded, permute_and_flip_probabilities
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
+from edprf_core.research import PaperEDPRFClassifier
 
 ALPHA = 1e-4
 N_DRAWS = 6000
@@ -91,7 +92,7 @@ def test_auto_uses_exact_without_a_seed_and_numpy_with_one():
     with pytest.raises(ValueError, match="cannot be seeded"):
         EDPRFClassifier(schema, max_depth=2, random_state=0, sampler="exact").fit(X, y)
     with pytest.raises(ValueError, match="variant='pf' only"):
-        EDPRFClassifier(schema, max_depth=2, variant="tradition", sampler="exact").fit(X, y)
+        PaperEDPRFClassifier(schema, max_depth=2, variant="tradition", sampler="exact").fit(X, y)
 
 
 @pytest.mark.parametrize("split_mode", ["binary", "multiway"])

@@ -18,6 +18,7 @@ from edprf_core import (
     load_embedded,
     merge_forests,
 )
+from edprf_core.research import PaperEDPRFClassifier
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def test_a_seeded_fit_is_not_dp(wall):
 def test_stop_when_pure_is_not_dp(wall):
     X, y, schema = wall
     with pytest.warns(PrivacyLeakWarning):
-        clf = EDPRFClassifier(schema, max_depth=3, n_estimators=1, stop_when_pure=True).fit(X, y)
+        clf = PaperEDPRFClassifier(schema, max_depth=3, n_estimators=1, stop_when_pure=True).fit(X, y)
     assert not clf.dp_ and "stop_when_pure" in clf.forest_.guarantee()
     assert clf.forest_.guarantee().startswith("NOT differentially private")
 
@@ -79,7 +80,7 @@ def test_the_floating_point_laplace_baseline_is_not_called_differentially_privat
         features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)), name="numbers"
     )
     X, y = pd.DataFrame({"x": np.linspace(0, 1, 40)}), np.arange(40) % 2
-    clf = EDPRFClassifier(
+    clf = PaperEDPRFClassifier(
         schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_estimators=1, n_bins=4, random_state=0
     ).fit(X, y)
     assert not clf.dp_ and "floating-point Laplace" in clf.forest_.guarantee()

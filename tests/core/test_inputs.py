@@ -20,6 +20,7 @@ from edprf_core import (
     encode_features,
     load_schema,
 )
+from edprf_core.research import PaperEDPRFClassifier
 
 
 def _fit(schema, X, y, **kw):
@@ -102,31 +103,40 @@ def test_missing_label(schema, data):
 
 @pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), None])
 def test_bad_epsilon(schema, data, eps):
-    with pytest.raises(ValueError, match="epsilon must be a positive finite number"):
+    with pytest.raises(ValueError, match="'epsilon' parameter of EDPRFClassifier must be a float in the range"):
         _fit(schema, *data, epsilon=eps)
 
 
 @pytest.mark.parametrize("depth", [0, -3, 1.5, 31])
 def test_bad_depth(schema, data, depth):
-    with pytest.raises(ValueError, match="max_depth must be"):
+    with pytest.raises(ValueError, match="'max_depth' parameter of EDPRFClassifier must be"):
         EDPRFClassifier(schema, max_depth=depth).fit(*data)
 
 
 @pytest.mark.parametrize(
     "kw,match",
     [
-        ({"n_estimators": 0}, "n_estimators must be"),
-        ({"n_bins": 1}, "n_bins must be"),
-        ({"split_mode": "ternary"}, "split_mode must be"),
-        ({"schedule": "cosine"}, "schedule must be"),
-        ({"neighbouring": "swap"}, "relation must be"),
-        ({"variant": "magic"}, "variant must be"),
+        ({"n_estimators": 0}, "'n_estimators' parameter of PaperEDPRFClassifier must be"),
+        ({"n_bins": 1}, "'n_bins' parameter of PaperEDPRFClassifier must be"),
+        ({"split_mode": "ternary"}, "'split_mode' parameter of PaperEDPRFClassifier must be"),
+        ({"schedule": "cosine"}, "'schedule' parameter of PaperEDPRFClassifier must be"),
+        ({"neighbouring": "swap"}, "'neighbouring' parameter of PaperEDPRFClassifier must be"),
+        ({"variant": "magic"}, "'variant' parameter of PaperEDPRFClassifier must be"),
         ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
     ],
 )
 def test_bad_parameters(schema, data, kw, match):
     with pytest.raises(ValueError, match=match):
-        EDPRFClassifier(schema, **kw).fit(*data)
+        PaperEDPRFClassifier(schema, **kw).fit(*data)
+
+
+@pytest.mark.parametrize("option", ["schedule", "composition", "variant", "exploit_monotonicity", "stop_when_pure"])
+def test_the_production_estimator_has_no_research_options(schema, option):
+    """The paper's options live behind edprf_core.research: the production estimator does not take them."""
+    assert option not in EDPRFClassifier().get_params()
+    assert option in PaperEDPRFClassifier().get_params()
+    with pytest.raises(ValueError, match="'sampler' parameter of EDPRFClassifier must be a str among"):
+        EDPRFClassifier(schema, sampler="numpy").fit(None, None)
 
 
 def test_empty_data_still_gives_a_dp_forest_of_the_same_shape(schema, data):

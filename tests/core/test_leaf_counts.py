@@ -179,10 +179,10 @@ def test_count_trees_split_the_rows_only_while_each_tree_stays_deep():
 def test_bad_shape_options_are_refused_before_reading_data():
     schema = make_schema()
     for kw, match in (
-        ({"max_depth": "deep"}, "max_depth must be"),
+        ({"max_depth": "deep"}, "max_depth. parameter of EDPRFClassifier must be"),
         ({"n_rows_public": 0}, "n_rows_public"),
         ({"count_epsilon_share": 0.9}, "count_epsilon_share"),
-        ({"leaf": "probs"}, "leaf must be"),
+        ({"leaf": "probs"}, "leaf. parameter of EDPRFClassifier must be"),
         ({"max_depth_cap": 31}, "max_depth_cap"),
     ):
         with pytest.raises(ValueError, match=match):

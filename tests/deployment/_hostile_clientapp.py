@@ -88,7 +88,6 @@ def _forged_release(attack: str, msg, context) -> bytes:
         max_depth=req.max_depth,
         split_mode=req.split_mode,
         n_bins=req.n_bins,
-        schedule=req.schedule,
         neighbouring=req.relation,
     ).fit(X, y)
     key = load_private_key(setup.signing_key_path) if setup.signing_key_path else None

@@ -118,7 +118,7 @@ def fuzz_conformance(
             and q.n_trees == request.n_trees
             and q.n_bins == request.n_bins
             and q.split_mode == request.split_mode
-            and q.schedule == request.schedule
+            and q.schedule == "harmonic"
             and q.relation == request.relation
             and q.composition == "parallel"
             and q.variant == "pf"

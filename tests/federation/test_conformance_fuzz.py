@@ -26,7 +26,6 @@ def test_no_wrong_accepts_in_fuzzed_releases():
         n_trees=2,
         split_mode="binary",
         n_bins=20,
-        schedule="harmonic",
         relation="add-remove",
         seed=-1,
     )

@@ -8,7 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from edprf_core import EDPRFClassifier, load_embedded
+from edprf_core import load_embedded
+from edprf_core.research import PaperEDPRFClassifier
 from protocol import INSPECTION_POLICY, decode_release, encode_release
 from protocol._task import TrainRequest
 from server import CoordinatorConfig
@@ -33,7 +34,6 @@ def _request(schema, **kw):
         "n_trees": 1,
         "split_mode": "binary",
         "n_bins": 20,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }
@@ -45,7 +45,7 @@ def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
     X, y, schema = wall
     params = {"epsilon": 1.0, "max_depth": 3, "n_estimators": 1, "n_bins": 20}
     params.update(fit)
-    forest = EDPRFClassifier(schema, **params).fit(X, y).forest_
+    forest = PaperEDPRFClassifier(schema, **params).fit(X, y).forest_
     return decode_release(
         encode_release(forest, "hospital-a", run_id=run_id, request_id=request_id), schema, INSPECTION_POLICY
     )

@@ -66,7 +66,6 @@ def _train_request(schema, request_id="run1/1/train", **kw):
         "n_trees": 2,
         "split_mode": "binary",
         "n_bins": 8,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }

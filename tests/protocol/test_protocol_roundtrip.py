@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, merge_forests
 from edprf_core._release import COMPOSITIONS, DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, VARIANTS
 from edprf_core._tree import SPLIT_MODES
+from edprf_core.research import PaperEDPRFClassifier
 from protocol import (
     ReleasePolicy,
     SignatureStatus,
@@ -177,7 +178,7 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
     X, y, schema = embedded["wall_robot_navigation"]
     with pytest.warns(PrivacyLeakWarning):
         leaky = (
-            EDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True, random_state=0)
+            PaperEDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True, random_state=0)
             .fit(X.iloc[:500], y.iloc[:500])
             .forest_
         )
