@@ -350,7 +350,7 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
         model = PaperEDPRFClassifier(
             schema,
             epsilon=cfg.epsilon,
-            n_estimators=cfg.n_trees,
+            n_trees=cfg.n_trees,
             max_depth=cfg.max_depth,
             split_mode=cfg.mode,
             n_bins=cfg.n_bins,

@@ -27,7 +27,7 @@ def _fit_seconds(X, y, schema, sampler: str, depth: int) -> tuple[float, float]:
     seed = None if sampler == "exact" else 0
     t0 = time.perf_counter()
     clf = PaperEDPRFClassifier(
-        schema, epsilon=1.0, n_estimators=1, max_depth=depth, n_bins=20, sampler=sampler, random_state=seed
+        schema, epsilon=1.0, n_trees=1, max_depth=depth, n_bins=20, sampler=sampler, random_state=seed
     ).fit(X, y)
     return time.perf_counter() - t0, clf.score(X, y)
 

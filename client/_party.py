@@ -103,7 +103,7 @@ REASONS: dict[str, str] = {
     "policy_relation": "neighbouring relation other than the policy's",
     "policy_release_nodes": "release larger (nodes, from public parameters) than max-release-nodes",
     "policy_seed": "a fixed seed asked for, not allowed by the policy",
-    "policy_trees": "more trees than the policy's max-trees",
+    "policy_trees": "more trees than the policy's max-n-trees",
     "request_id_reused": "the request id was served before with other parameters",
     "request_spent": "the request id was started before and did not complete",
     "schema_mismatch": "the request or model uses another schema than the party's",
@@ -269,8 +269,8 @@ class Party:
             )
         if req.max_depth > p.max_depth:
             raise Refusal("policy_depth", f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}")
-        if req.n_trees > p.max_trees:
-            raise Refusal("policy_trees", f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
+        if req.n_trees > p.max_n_trees:
+            raise Refusal("policy_trees", f"{req.n_trees} trees exceed the party's maximum {p.max_n_trees}")
         if req.n_bins > p.max_bins:
             raise Refusal("policy_bins", f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
         if req.relation != p.relation:
@@ -365,14 +365,14 @@ class Party:
             clf = _estimator_class()(
                 self.schema,
                 epsilon=req.epsilon,
-                n_estimators=req.n_trees,
+                n_trees=req.n_trees,
                 max_depth="auto" if auto else req.max_depth,
                 max_depth_cap=req.max_depth,
                 n_rows_public=(self.policy.declared_rows or None) if auto else None,
                 leaf=req.leaf,
                 split_mode=req.split_mode,
                 n_bins=req.n_bins,
-                neighbouring=req.relation,
+                relation=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
             payload = encode_release(
@@ -475,7 +475,7 @@ class Party:
             limits = ReleasePolicy(
                 max_epsilon=math.inf,
                 max_depth=p.max_depth,
-                max_trees=p.max_trees,
+                max_n_trees=p.max_n_trees,
                 max_bytes=p.max_evaluation_model_bytes,
                 max_bins=p.max_bins,
                 allowed_relations=(p.relation,),

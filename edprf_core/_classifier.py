@@ -89,7 +89,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     epsilon : float in (0, inf), default 1.0
         Privacy budget of the whole fit per record (trees, and the DP row
         count when one is needed).
-    n_estimators : int >= 1 or "auto", default "auto"
+    n_trees : int >= 1 or "auto", default "auto"
         Number of trees T.  ``"auto"``: one tree unless the data are large
         enough for more (:func:`edprf_core.public_shape`), from the same row
         count as ``max_depth="auto"``.  An integer must not be derived from the
@@ -127,7 +127,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
-    neighbouring : {"add-remove", "replace-one"}, default "add-remove"
+    relation : {"add-remove", "replace-one"}, default "add-remove"
         Neighbouring relation of the guarantee.  Sensitivities: split utility
         2 (add-remove) or 4 (replace-one); class counts 1.
     random_state : None, int or numpy Generator, default None
@@ -167,8 +167,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         False when a drafted schema (or a research option of
         :mod:`edprf_core.research`) breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
         says NOT differentially private for seeded fits too).
-    n_estimators_ : int
-        Trees grown (``n_estimators`` or the automatic rule's choice).
+    n_trees_ : int
+        Trees grown (``n_trees`` or the automatic rule's choice).
     max_depth_ : int
         Depth grown (``max_depth`` or the automatic rule's choice).
     n_bins_ : int
@@ -180,7 +180,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Privacy cost of ``fit``: ε per record under ``neighbouring``.  When an
+    Privacy cost of ``fit``: ε per record under ``relation``.  When an
     automatic rule needs a size and ``n_rows_public`` is None, a DP count of
     the rows spends ``count_epsilon_share * ε`` first and the trees share the
     rest (sequential composition).  The trees see disjoint random subsets of
@@ -196,7 +196,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "schema": [Schema, str, Path, None],
         "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
-        "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_trees": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_depth": [Interval(Integral, 1, MAX_DEPTH_LIMIT, closed="both"), StrOptions({"auto"})],
         "max_depth_cap": [Interval(Integral, 1, MAX_DEPTH_LIMIT, closed="both")],
         "n_rows_public": [Interval(Integral, 1, None, closed="left"), None],
@@ -204,7 +204,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         "leaf": [StrOptions(set(LEAF_OUTPUTS))],
         "split_mode": [StrOptions(set(SPLIT_MODES))],
         "n_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
-        "neighbouring": [StrOptions(set(RELATIONS))],
+        "relation": [StrOptions(set(RELATIONS))],
         "random_state": [None, Interval(Integral, 0, None, closed="left"), np.random.Generator, np.random.SeedSequence],
         "sampler": [StrOptions({"auto", "exact"})],
         "accountant": [BudgetAccountant, None],
@@ -215,7 +215,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | str | Path | None = None,
         *,
         epsilon: float = 1.0,
-        n_estimators: int | str = "auto",
+        n_trees: int | str = "auto",
         max_depth: int | str = "auto",
         max_depth_cap: int = AUTO_DEPTH_CAP,
         n_rows_public: int | None = None,
@@ -223,14 +223,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         leaf: str = "counts",
         split_mode: str = "binary",
         n_bins: int | str = "auto",
-        neighbouring: str = "add-remove",
+        relation: str = "add-remove",
         random_state: RandomState = None,
         sampler: str = "auto",
         accountant: BudgetAccountant | None = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
-        self.n_estimators = n_estimators
+        self.n_trees = n_trees
         self.max_depth = max_depth
         self.max_depth_cap = max_depth_cap
         self.n_rows_public = n_rows_public
@@ -238,7 +238,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.leaf = leaf
         self.split_mode = split_mode
         self.n_bins = n_bins
-        self.neighbouring = neighbouring
+        self.relation = relation
         self.random_state = random_state
         self.sampler = sampler
         self.accountant = accountant
@@ -271,10 +271,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         options = self._paper_options()
         monotone = options.exploit_monotonicity
         if monotone is None:
-            monotone = self.neighbouring == "add-remove"
+            monotone = self.relation == "add-remove"
         return TrainingParameters(
             epsilon=self.epsilon,
-            relation=self.neighbouring,
+            relation=self.relation,
             schedule=options.schedule,
             composition=options.composition,
             split_mode=self.split_mode,
@@ -303,10 +303,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         needs a size and ``n_rows_public`` is None (a discrete Laplace count of
         sensitivity 1, exact without a seed); nothing otherwise.
         """
-        auto_trees, auto_depth = self.n_estimators == "auto", self.max_depth == "auto"
+        auto_trees, auto_depth = self.n_trees == "auto", self.max_depth == "auto"
         auto_bins = self.n_bins == "auto"
         if not (auto_trees or auto_depth or auto_bins):
-            return int(self.n_estimators), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
+            return int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
         count_eps, rule, estimate = 0.0, "declared-size", None
         size = self.n_rows_public
         if size is None:
@@ -318,7 +318,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         n_trees, depth = public_shape(
             size,
             forest_eps,
-            n_trees=None if auto_trees else int(self.n_estimators),
+            n_trees=None if auto_trees else int(self.n_trees),
             max_depth=None if auto_depth else int(self.max_depth),
             schedule=self._paper_options().schedule,
             branching=branching_factor(schema, self.split_mode, n_bins),
@@ -385,7 +385,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
         Notes
         -----
-        Privacy cost: ``epsilon`` per record under ``neighbouring`` (see the
+        Privacy cost: ``epsilon`` per record under ``relation`` (see the
         class notes).  Calling ``fit`` again on the same data spends it again.
         """
         self._validate_params()  # every option, checked before any data is read
@@ -446,7 +446,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.privacy_ = params
         float_laplace = params.variant == "tradition" and params.leaf == "label"  # see LaplaceMechanism
         self.dp_ = params.dp and not schema.drafted and not float_laplace
-        self.n_estimators_ = params.n_trees
+        self.n_trees_ = params.n_trees
         self.max_depth_ = params.max_depth
         self.n_bins_ = params.n_bins
         self.n_rows_estimate_ = estimate

@@ -29,8 +29,8 @@ class PaperEDPRFClassifier(EDPRFClassifier):
 
     Parameters
     ----------
-    schema, epsilon, n_estimators, max_depth, max_depth_cap, n_rows_public, count_epsilon_share, leaf, \
-split_mode, n_bins, neighbouring, random_state, accountant
+    schema, epsilon, n_trees, max_depth, max_depth_cap, n_rows_public, count_epsilon_share, leaf, \
+split_mode, n_bins, relation, random_state, accountant
         As in :class:`~edprf_core.EDPRFClassifier`.
     schedule : {"harmonic", "uniform", "linear"}, default "harmonic"
         Layer schedule (harmonic = eDPRF formulas 9 and 10;
@@ -63,7 +63,7 @@ split_mode, n_bins, neighbouring, random_state, accountant
 
     Notes
     -----
-    Privacy cost of ``fit``: ε per record under ``neighbouring`` when the
+    Privacy cost of ``fit``: ε per record under ``relation`` when the
     guarantee holds (see :class:`~edprf_core.EDPRFClassifier`).  With
     sequential composition each tree sees every row at ε / T (sequential
     composition over the trees).
@@ -84,7 +84,7 @@ split_mode, n_bins, neighbouring, random_state, accountant
         schema: Schema | str | Path | None = None,
         *,
         epsilon: float = 1.0,
-        n_estimators: int | str = "auto",
+        n_trees: int | str = "auto",
         max_depth: int | str = "auto",
         max_depth_cap: int = AUTO_DEPTH_CAP,
         n_rows_public: int | None = None,
@@ -92,7 +92,7 @@ split_mode, n_bins, neighbouring, random_state, accountant
         leaf: str = "counts",
         split_mode: str = "binary",
         n_bins: int | str = "auto",
-        neighbouring: str = "add-remove",
+        relation: str = "add-remove",
         random_state: RandomState = None,
         sampler: str = "auto",
         accountant: BudgetAccountant | None = None,
@@ -105,7 +105,7 @@ split_mode, n_bins, neighbouring, random_state, accountant
         super().__init__(
             schema,
             epsilon=epsilon,
-            n_estimators=n_estimators,
+            n_trees=n_trees,
             max_depth=max_depth,
             max_depth_cap=max_depth_cap,
             n_rows_public=n_rows_public,
@@ -113,7 +113,7 @@ split_mode, n_bins, neighbouring, random_state, accountant
             leaf=leaf,
             split_mode=split_mode,
             n_bins=n_bins,
-            neighbouring=neighbouring,
+            relation=relation,
             random_state=random_state,
             sampler=sampler,
             accountant=accountant,

@@ -182,8 +182,8 @@ def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) 
         ),
         (
             Reason.POLICY_TREES,
-            params.n_trees > policy.max_trees,
-            f"n_trees expected <= {policy.max_trees}, got {params.n_trees}",
+            params.n_trees > policy.max_n_trees,
+            f"n_trees expected <= {policy.max_n_trees}, got {params.n_trees}",
         ),
         (
             Reason.POLICY_BINS,

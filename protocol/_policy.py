@@ -26,7 +26,7 @@ class ReleasePolicy:
         Largest ε per record accepted (``math.inf`` accepts any finite ε).
     max_depth : int in [1, 30], default 12
         Largest declared ``max_depth``.
-    max_trees : int >= 1, default 1000
+    max_n_trees : int >= 1, default 1000
         Largest number of trees in one release.
     max_bytes : int >= 1, default 64 MiB
         Size cap of the serialized ``SignedRelease``, checked before parsing.
@@ -43,7 +43,7 @@ class ReleasePolicy:
 
     max_epsilon: float = 10.0
     max_depth: int = 12
-    max_trees: int = 1000
+    max_n_trees: int = 1000
     max_bytes: int = 64 * _MiB
     max_bins: int = 64
     require_signature: bool = False
@@ -59,7 +59,7 @@ class ReleasePolicy:
         object.__setattr__(self, "max_epsilon", float(eps))
         for name, low, high in (
             ("max_depth", 1, MAX_DEPTH_LIMIT),
-            ("max_trees", 1, None),
+            ("max_n_trees", 1, None),
             ("max_bytes", 1, None),
             ("max_bins", 2, None),
         ):
@@ -86,7 +86,7 @@ class ReleasePolicy:
 INSPECTION_POLICY = ReleasePolicy(
     max_epsilon=math.inf,
     max_depth=MAX_DEPTH_LIMIT,
-    max_trees=1_000_000,
+    max_n_trees=1_000_000,
     max_bytes=1024 * _MiB,
     max_bins=4096,
     allow_non_dp=True,

@@ -35,7 +35,7 @@ class CoordinatorConfig:
     leaf : {"counts", "label"}, default "counts"
         What leaves release: noisy class counts (probabilities, risk scores)
         or the paper's permute-and-flip label (votes).
-    trees_per_party : int >= 1
+    n_trees : int >= 1
         Trees every party releases: decided here, never from row counts.
     min_parties : int >= 1
         Fewer valid releases than this: no model is saved.
@@ -97,7 +97,7 @@ class CoordinatorConfig:
     max_depth: int = 8
     depth_rule: str = "auto"
     leaf: str = "counts"
-    trees_per_party: int = 1
+    n_trees: int = 1
     split_mode: str = "binary"
     n_bins: int = 20
     relation: str = "add-remove"
@@ -128,7 +128,7 @@ class CoordinatorConfig:
             raise ValueError(f"epsilon: expected a positive finite number, got {self.epsilon!r}")
         if not math.isfinite(self.evaluation_epsilon) or self.evaluation_epsilon < 0:
             raise ValueError(f"evaluation-epsilon: expected a finite number >= 0, got {self.evaluation_epsilon!r}")
-        for name, low in (("max_depth", 1), ("trees_per_party", 1), ("n_bins", 2), ("min_parties", 1)):
+        for name, low in (("max_depth", 1), ("n_trees", 1), ("n_bins", 2), ("min_parties", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name.replace('_', '-')}: expected >= {low}, got {getattr(self, name)}")
         if self.depth_rule not in DEPTH_REQUESTS:

@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded example data set to split")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default 1.0)")
-    p.add_argument("--trees-per-party", type=int, default=2, help="trees each party releases (default 2)")
+    p.add_argument("--n-trees", type=int, default=2, help="trees each party releases (default 2)")
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
     p.add_argument(
         "--evaluation-epsilon",
@@ -299,7 +299,7 @@ def run_consortium(args: argparse.Namespace) -> int:
                 "test-data-path": coordinator / "test.csv",
                 "validation-data-path": coordinator / "validation.csv",
                 "epsilon": args.epsilon,
-                "trees-per-party": args.trees_per_party,
+                "n-trees": args.n_trees,
                 "max-depth": args.max_depth,
                 "min-parties": len(parties),
                 "expected-parties": len(parties),

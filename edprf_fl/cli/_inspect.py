@@ -12,7 +12,7 @@ unsigned or from an unknown party.
 
 Bounded work: the sizes a file declares (releases, trees, nodes) are read first
 without decoding it (:func:`protocol.peek_global_model`, or a release's header);
-a file beyond ``--max-releases``, ``--max-trees`` or ``--max-nodes`` is refused in
+a file beyond ``--max-releases``, ``--max-n-trees`` or ``--max-nodes`` is refused in
 one line before anything is decoded, so time and memory grow with those limits,
 not with what the file claims.  Every line is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe`: text from the file cannot reach the
@@ -44,7 +44,7 @@ EXIT_SIGNATURE = 3
 MAX_RELEASES = 1_000
 """Default ``--max-releases``: each release is decoded and checked on its own (Python work per release)."""
 MAX_TREES = 5_000
-"""Default ``--max-trees`` (a party's default ``max-evaluation-trees``)."""
+"""Default ``--max-n-trees`` (a party's default ``max-evaluation-trees``)."""
 MAX_NODES = 1_000_000
 """Default ``--max-nodes`` (a party's default ``max-evaluation-nodes``)."""
 SHOWN_RELEASES = 50
@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"refuse global models of more releases (default {MAX_RELEASES})",
     )
     parser.add_argument(
-        "--max-trees",
+        "--max-n-trees",
         type=int,
         default=MAX_TREES,
         metavar="N",
@@ -129,7 +129,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     limits = {
         "releases": getattr(args, "max_releases", MAX_RELEASES),
-        "trees": getattr(args, "max_trees", MAX_TREES),
+        "trees": getattr(args, "max_n_trees", MAX_TREES),
         "nodes": getattr(args, "max_nodes", MAX_NODES),
     }
     shown = terminal_safe(path)

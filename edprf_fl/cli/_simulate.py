@@ -53,7 +53,7 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--column", default="", help="column that assigns rows to parties (--partition column)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of each party's release (default: %(default)s)")
     p.add_argument(
-        "--depth",
+        "--max-depth",
         default="auto",
         help="split levels per tree, or 'auto': each party chooses its depth (at most 12) from a DP "
         "count of its rows, charged within its epsilon (default: %(default)s)",
@@ -65,8 +65,8 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
         help="what leaves release: noisy class counts (probabilities) or the paper's label (votes) "
         "(default: %(default)s)",
     )
-    p.add_argument("--trees-per-party", type=int, default=1, help="trees each party releases (default: %(default)s)")
-    p.add_argument("--bins", type=int, default=20, help="bins of continuous features (default: %(default)s)")
+    p.add_argument("--n-trees", type=int, default=1, help="trees each party releases (default: %(default)s)")
+    p.add_argument("--n-bins", type=int, default=20, help="bins of continuous features (default: %(default)s)")
     p.add_argument(
         "--split-mode",
         choices=("binary", "multiway"),
@@ -226,8 +226,8 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         f"[1/4] {name}: {len(X_train)} training rows split among {args.parties} parties ({how.describe()}); "
         f"{len(X_test)} central test rows"
     )
-    auto_depth = str(args.depth) == "auto"
-    depth_cap = AUTO_DEPTH_CAP if auto_depth else int(args.depth)
+    auto_depth = str(args.max_depth) == "auto"
+    depth_cap = AUTO_DEPTH_CAP if auto_depth else int(args.max_depth)
     if auto_depth:
         progress(f"      each party chooses its depth (at most {depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
@@ -249,7 +249,7 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         "max_release_epsilon": args.epsilon,
         "max_evaluation_epsilon": args.evaluation_epsilon,
         "max_depth": depth_cap,
-        "max_trees": args.trees_per_party,
+        "max_n_trees": args.n_trees,
         "allow_seeded_randomness": seeded_noise(args),
         "holdout_fraction": args.party_holdout,
     }
@@ -273,9 +273,9 @@ def prepare_workspace(args: argparse.Namespace, out_dir: Path, progress=_say):
         max_depth=depth_cap,
         depth_rule="auto" if auto_depth else "fixed",
         leaf=getattr(args, "leaf", "counts"),
-        trees_per_party=args.trees_per_party,
+        n_trees=args.n_trees,
         split_mode=args.split_mode,
-        n_bins=args.bins,
+        n_bins=args.n_bins,
         seed=args.seed if seeded_noise(args) else -1,
         min_parties=1,
         require_exact_sampling=not seeded_noise(args),  # seeded noise is drawn by numpy
@@ -333,10 +333,10 @@ def run_simulation_report(
         f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
         f"{sum(p['status'] == 'accepted' for p in fed['parties'])} parties"
     )
-    depths = sorted({p["depth"] for p in fed["parties"] if p.get("depth")})
+    depths = sorted({p["max_depth"] for p in fed["parties"] if p.get("max_depth")})
     depth = (
-        args.depth
-        if str(args.depth) != "auto"
+        args.max_depth
+        if str(args.max_depth) != "auto"
         else (
             f"auto ({depths[0]}-{depths[-1]} by party)" if len(depths) > 1 else f"auto ({depths[0] if depths else '-'})"
         )
@@ -346,8 +346,8 @@ def run_simulation_report(
         "parties": args.parties,
         "partition": how.describe(),
         "epsilon": args.epsilon,
-        "depth": depth,
-        "trees_per_party": args.trees_per_party,
+        "max_depth": depth,
+        "n_trees": args.n_trees,
         "split_mode": args.split_mode,
         "seed": args.seed,
         "engine": engine,
@@ -412,24 +412,24 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
     from server._metrics import classification_metrics, forest_metrics
 
     pooled = np.concatenate(parts)
-    n_trees = args.parties * args.trees_per_party
-    auto = str(args.depth) == "auto"
+    n_trees = args.parties * args.n_trees
+    auto = str(args.max_depth) == "auto"
     leaf = getattr(args, "leaf", "counts")
     # the best central DP model a trusted curator could fit on the pooled rows: the estimator's defaults
     central = EDPRFClassifier(
         schema,
         epsilon=args.epsilon,
-        n_estimators="auto" if auto else n_trees,
-        max_depth="auto" if auto else int(args.depth),
+        n_trees="auto" if auto else n_trees,
+        max_depth="auto" if auto else int(args.max_depth),
         leaf=leaf,
-        n_bins=args.bins,
+        n_bins=args.n_bins,
         split_mode=args.split_mode,
         random_state=args.seed,
     )
     central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
     out = {
         "central_edprf": forest_metrics(central.forest_, X_test, y_test)
-        | {"trees": central.n_estimators_, "depth": central.max_depth_}
+        | {"n_trees": central.n_trees_, "max_depth": central.max_depth_}
     }
     # each party alone: what a party gets without the consortium (same request, its own rows only)
     alone = []
@@ -439,28 +439,28 @@ def _baselines(args, schema, X_train, y_train, X_test, y_test, parts) -> dict:
         own = EDPRFClassifier(
             schema,
             epsilon=args.epsilon,
-            n_estimators=args.trees_per_party,
-            max_depth="auto" if auto else int(args.depth),
+            n_trees=args.n_trees,
+            max_depth="auto" if auto else int(args.max_depth),
             leaf=leaf,
-            n_bins=args.bins,
+            n_bins=args.n_bins,
             split_mode=args.split_mode,
             random_state=args.seed + 7919 * (i + 1),
         )
         alone.append(forest_metrics(own.fit(X_train.iloc[rows], y_train.iloc[rows]).forest_, X_test, y_test))
     if alone:
         by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
-        out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"trees": args.trees_per_party}
-        out["party_alone_best"] = by_accuracy[-1] | {"trees": args.trees_per_party}
+        out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"n_trees": args.n_trees}
+        out["party_alone_best"] = by_accuracy[-1] | {"n_trees": args.n_trees}
     classes = np.asarray(schema.classes)
     y_true = classes[encode_labels(y_test, schema)]
     rf = RandomForestClassifier(n_estimators=100, random_state=args.seed, n_jobs=1)
     rf.fit(raw_features(X_train, schema), encode_labels(y_train, schema))
     proba = np.zeros((len(X_test), len(classes)))
     proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
-    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"trees": 100}
+    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"n_trees": 100}
     majority = np.bincount(encode_labels(y_train, schema), minlength=len(classes)).astype(float)
     prior = np.tile(majority / majority.sum(), (len(X_test), 1))
-    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"trees": 0}
+    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"n_trees": 0}
     return out
 
 
@@ -570,7 +570,7 @@ def _table(result: dict) -> str:
     rows = [("federated eDPRF", fed.get("central_evaluation", {}), fed["n_trees"])]
     for key, label in _BASELINE_ROWS:
         if key in result.get("baselines", {}):
-            rows.append((label, result["baselines"][key], result["baselines"][key]["trees"]))
+            rows.append((label, result["baselines"][key], result["baselines"][key]["n_trees"]))
     lines = [
         "| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
         "|---|---|---|---|---|---|---|",
@@ -663,14 +663,14 @@ def check_arguments(args: argparse.Namespace) -> None:
         fail("--evaluation-epsilon", "a number >= 0 (0 skips the evaluation round)")
     if not getattr(args, "evaluation_max_interval_width", 0.1) > 0:
         fail("--evaluation-max-interval-width", "a number > 0 (1: evaluate whatever the width)")
-    if str(args.depth) != "auto":
+    if str(args.max_depth) != "auto":
         try:
-            depth = int(args.depth)
+            depth = int(args.max_depth)
         except ValueError:
             depth = 0
         if not 1 <= depth <= MAX_DEPTH_LIMIT:
-            fail("--depth", f"'auto' or an integer in [1, {MAX_DEPTH_LIMIT}]")
-    for flag, low in (("--parties", 1), ("--trees-per-party", 1), ("--bins", 2)):
+            fail("--max-depth", f"'auto' or an integer in [1, {MAX_DEPTH_LIMIT}]")
+    for flag, low in (("--parties", 1), ("--n-trees", 1), ("--n-bins", 2)):
         if getattr(args, flag[2:].replace("-", "_")) < low:
             fail(flag, f"an integer >= {low}")
     for flag in ("--test-size", "--party-holdout"):
@@ -727,7 +727,7 @@ def run(args: argparse.Namespace) -> int:
             f'  flwr run . --stream --federation-config "num-supernodes={args.parties}" --run-config '
             f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={args.epsilon} max-depth={cfg.max_depth} "
             f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
-            f"trees-per-party={args.trees_per_party} n-bins={args.bins} split-mode='{args.split_mode}' "
+            f"n-trees={args.n_trees} n-bins={args.n_bins} split-mode='{args.split_mode}' "
             f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
             f'evaluation-max-interval-width={cfg.evaluation_max_interval_width}"'
         )
@@ -743,7 +743,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json_path).write_text(json.dumps(result, indent=2, default=str))
     print(
         f"\n{result['dataset']}: {result['parties']} parties ({result['partition']}), epsilon {result['epsilon']:g}, "
-        f"depth {result['depth']}, {result['trees_per_party']} tree(s) per party, {result['split_mode']} splits\n"
+        f"depth {result['max_depth']}, {result['n_trees']} tree(s) per party, {result['split_mode']} splits\n"
     )
     print(_table(result))
     for line in cost_lines(result):

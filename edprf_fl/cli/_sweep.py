@@ -13,7 +13,7 @@ from pathlib import Path
 
 __all__ = ["register"]
 
-_GRID = ("epsilon", "parties", "partition", "depth", "trees_per_party")
+_GRID = ("epsilon", "parties", "partition", "max_depth", "n_trees")
 
 
 def _list_of(kind: type, what: str):
@@ -53,8 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--parties-list", type=_ints, default=None, help="comma-separated list of party counts (default: --parties)"
     )
     p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
-    p.add_argument("--depths", type=_ints, default=None, help="comma-separated (default: --depth)")
-    p.add_argument("--trees-list", type=_ints, default=None, help="trees per party, comma-separated")
+    p.add_argument("--max-depths", type=_ints, default=None, help="comma-separated (default: --max-depth)")
+    p.add_argument("--n-trees-list", type=_ints, default=None, help="trees per party, comma-separated")
     p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default: %(default)s)")
     p.add_argument("--output", default=None, help="directory for sweep.csv, sweep.md and plots")
     p.set_defaults(handler=run)
@@ -65,8 +65,8 @@ def _configs(args: argparse.Namespace) -> list[dict]:
         "epsilon": args.epsilons,
         "parties": args.parties_list or [args.parties],
         "partition": args.partitions,
-        "depth": args.depths or [args.depth],
-        "trees_per_party": args.trees_list or [args.trees_per_party],
+        "max_depth": args.max_depths or [args.max_depth],
+        "n_trees": args.n_trees_list or [args.n_trees],
     }
     return [dict(zip(_GRID, combo)) for combo in itertools.product(*(values[k] for k in _GRID))]
 
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             base = result.get("baselines", {})
             nan = float("nan")
             ev = fed.get("central_evaluation", {})
-            depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
+            depths = sorted(p["max_depth"] for p in fed["parties"] if p.get("max_depth"))
             rows.append(
                 {
                     **config,
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                     "federated_roc_auc": ev.get("roc_auc", nan),
                     "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
                     "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
-                    "central_depth": base.get("central_edprf", {}).get("depth", ""),
+                    "central_depth": base.get("central_edprf", {}).get("max_depth", ""),
                     "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
                     "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
                     "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
@@ -166,7 +166,7 @@ def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
         return
     import numpy as np
 
-    for axis in ("epsilon", "parties", "depth", "trees_per_party"):
+    for axis in ("epsilon", "parties", "max_depth", "n_trees"):
         xs = sorted({c[axis] for c in configs})
         if len(xs) < 2:
             continue
@@ -196,7 +196,7 @@ def _plots(rows: list[dict], configs: list[dict], out: Path) -> None:
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
-        if axis in ("parties", "depth", "trees_per_party"):
+        if axis in ("parties", "max_depth", "n_trees"):
             ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
         ax.set_xlabel(axis.replace("_", " "))
         ax.set_ylabel("test accuracy")

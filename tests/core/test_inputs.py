@@ -24,7 +24,7 @@ from edprf_core.research import PaperEDPRFClassifier
 
 
 def _fit(schema, X, y, **kw):
-    return EDPRFClassifier(schema, n_estimators=2, max_depth=2, random_state=0, **kw).fit(X, y)
+    return EDPRFClassifier(schema, n_trees=2, max_depth=2, random_state=0, **kw).fit(X, y)
 
 
 def test_unknown_column(schema, data):
@@ -116,13 +116,13 @@ def test_bad_depth(schema, data, depth):
 @pytest.mark.parametrize(
     "kw,match",
     [
-        ({"n_estimators": 0}, "'n_estimators' parameter of PaperEDPRFClassifier must be"),
+        ({"n_trees": 0}, "'n_trees' parameter of PaperEDPRFClassifier must be"),
         ({"n_bins": 1}, "'n_bins' parameter of PaperEDPRFClassifier must be"),
         ({"split_mode": "ternary"}, "'split_mode' parameter of PaperEDPRFClassifier must be"),
         ({"schedule": "cosine"}, "'schedule' parameter of PaperEDPRFClassifier must be"),
-        ({"neighbouring": "swap"}, "'neighbouring' parameter of PaperEDPRFClassifier must be"),
+        ({"relation": "swap"}, "'relation' parameter of PaperEDPRFClassifier must be"),
         ({"variant": "magic"}, "'variant' parameter of PaperEDPRFClassifier must be"),
-        ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
+        ({"relation": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
     ],
 )
 def test_bad_parameters(schema, data, kw, match):

@@ -84,7 +84,7 @@ def fuzz_conformance(
     policy = ReleasePolicy(
         max_epsilon=request.epsilon,
         max_depth=request.max_depth,
-        max_trees=request.n_trees,
+        max_n_trees=request.n_trees,
         max_bytes=1 << 22,
         require_signature=True,
         allowed_relations=(request.relation,),

@@ -232,7 +232,7 @@ def test_the_demo_defaults_spend_nothing_on_an_uninformative_evaluation(tmp_path
     from .test_simulation import _args
 
     cfg, (_, _, _, _, parts, *_rest) = prepare_workspace(
-        _args(parties=5, depth="auto", validation_size=0.1), tmp_path, progress=lambda _: None
+        _args(parties=5, max_depth="auto", validation_size=0.1), tmp_path, progress=lambda _: None
     )
     assert cfg.evaluation_epsilon == 0.1 and cfg.evaluation_max_interval_width == 0.1
     assert max(map(len, parts)) * 0.1 < cfg.max_party_rows < max(map(len, parts)) * 0.2
@@ -256,7 +256,7 @@ def _run(tmp_path, monkeypatch, **kw):
         return deliver(self, message)
 
     monkeypatch.setattr(InProcessGrid, "_deliver", recording)
-    cfg, _ = prepare_workspace(_args(parties=3, depth=3, **kw), tmp_path, progress=lambda _: None)
+    cfg, _ = prepare_workspace(_args(parties=3, max_depth=3, **kw), tmp_path, progress=lambda _: None)
     simulate_federation(cfg, 3)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     ledgers = [read_ledger_readonly(tmp_path / "workspace" / f"party-{i:04d}" / "ledger.sqlite") for i in range(3)]

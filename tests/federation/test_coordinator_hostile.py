@@ -43,7 +43,7 @@ def _request(schema, **kw):
 
 def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
     X, y, schema = wall
-    params = {"epsilon": 1.0, "max_depth": 3, "n_estimators": 1, "n_bins": 20}
+    params = {"epsilon": 1.0, "max_depth": 3, "n_trees": 1, "n_bins": 20}
     params.update(fit)
     forest = PaperEDPRFClassifier(schema, **params).fit(X, y).forest_
     return decode_release(

@@ -18,7 +18,7 @@ from .test_simulation import _args
 
 @pytest.mark.slow
 def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, monkeypatch):
-    cfg, _ = prepare_workspace(_args(parties=2, depth=3, evaluation_epsilon=0.0), tmp_path, progress=lambda _: None)
+    cfg, _ = prepare_workspace(_args(parties=2, max_depth=3, evaluation_epsilon=0.0), tmp_path, progress=lambda _: None)
 
     def broken(*_, **__):
         raise RuntimeError("merge failed: hostile content 'x' * 10**6")
@@ -38,7 +38,7 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
 )
 def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
     cfg, _ = prepare_workspace(
-        _args(parties=300, depth=2, validation_size=0.0, test_size=0.1), tmp_path, progress=lambda _: None
+        _args(parties=300, max_depth=2, validation_size=0.0, test_size=0.1), tmp_path, progress=lambda _: None
     )
     simulate_federation(replace(cfg, round_timeout=600.0, evaluation_max_interval_width=1.0), 300)  # always ask
     report = json.loads((tmp_path / REPORT_FILE).read_text())
@@ -52,7 +52,7 @@ def test_300_parties_are_all_accounted_for_in_both_rounds(tmp_path):
 @pytest.mark.slow
 def test_exact_metrics_make_the_guarantee_say_not_differentially_private(tmp_path):
     """Issue 19, finding 3: un-noised held-out counts left the parties while report.json kept a DP guarantee."""
-    cfg, _ = prepare_workspace(_args(parties=2, depth=2, seeded_noise=False), tmp_path, progress=lambda _: None)
+    cfg, _ = prepare_workspace(_args(parties=2, max_depth=2, seeded_noise=False), tmp_path, progress=lambda _: None)
     for policy in sorted(tmp_path.glob("workspace/party-*/policy.toml")):
         text = policy.read_text()
         assert "allow-exact-metrics = false" in text

@@ -18,7 +18,7 @@ from .test_simulation import _args
 
 @pytest.mark.slow
 def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spends(tmp_path):
-    cfg, _ = prepare_workspace(_args(parties=3, depth=3, seeded_noise=False), tmp_path, progress=lambda _: None)
+    cfg, _ = prepare_workspace(_args(parties=3, max_depth=3, seeded_noise=False), tmp_path, progress=lambda _: None)
     assert cfg.seed == -1  # no research seed: production randomness
     # width 1: evaluate whatever the interval (the default would skip this uninformative evaluation, spending 0)
     simulate_federation(replace(cfg, require_exact_sampling=True, evaluation_max_interval_width=1.0), 3)
@@ -30,7 +30,7 @@ def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spend
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most")
     assert "exact OpenDP sampler" in text and "NOT" not in text
 
-    seeded_cfg, _ = prepare_workspace(_args(parties=3, depth=3), tmp_path / "seeded", progress=lambda _: None)
+    seeded_cfg, _ = prepare_workspace(_args(parties=3, max_depth=3), tmp_path / "seeded", progress=lambda _: None)
     simulate_federation(replace(seeded_cfg, require_exact_sampling=True), 3)
     seeded = json.loads((tmp_path / "seeded" / REPORT_FILE).read_text())
     assert {p["reason"] for p in seeded["parties"]} == {"sampler_not_exact"}
@@ -42,17 +42,14 @@ def test_federation_guarantee_is_computed_from_the_spends():
     from edprf_core import EDPRFClassifier
 
     forest = merge_forests(
-        [
-            EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20).fit(X[:200], y[:200]).forest_
-            for _ in range(2)
-        ],
+        [EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X[:200], y[:200]).forest_ for _ in range(2)],
         labels=["a", "b"],
     )
     text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
     assert "1 of them served the evaluation" in text
     seeded = (
-        EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_estimators=1, random_state=0)
+        EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_trees=1, random_state=0)
         .fit(X[:200], y[:200])
         .forest_
     )

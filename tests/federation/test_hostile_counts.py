@@ -67,7 +67,7 @@ def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
 
     out = tmp_path / "out"
     cfg, (_, _, X_test, y_test, _, schema, *_) = prepare_workspace(
-        _args(parties=HONEST + 1, trees_per_party=2, party_holdout=0.0, evaluation_epsilon=0.0),
+        _args(parties=HONEST + 1, n_trees=2, party_holdout=0.0, evaluation_epsilon=0.0),
         out,
         progress=lambda _: None,
     )

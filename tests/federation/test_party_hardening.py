@@ -268,7 +268,7 @@ def test_evaluation_counts_change_by_at_most_one_per_added_or_removed_record():
     features), and every removal: |d correct| <= 1 and |d total| <= 1, so the L1 sensitivity is 2."""
     X, y, schema = load_embedded("wall_robot_navigation")
     forest = (
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=3, n_bins=4, random_state=0)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=3, n_bins=4, random_state=0)
         .fit(X.iloc[:300], y.iloc[:300])
         .forest_
     )
@@ -434,7 +434,7 @@ def test_a_model_on_another_schema_is_refused_before_its_schema_is_parsed(party_
     party = Party(setup)
     X, y, other = load_embedded("bank_marketing")
     forest = (
-        EDPRFClassifier(other, epsilon=1.0, n_estimators=1, max_depth=2, random_state=0)
+        EDPRFClassifier(other, epsilon=1.0, n_trees=1, max_depth=2, random_state=0)
         .fit(X.iloc[:200], y.iloc[:200])
         .forest_
     )

@@ -49,7 +49,7 @@ def test_the_report_of_hostile_parties_is_bounded_by_their_number(n, tmp_path):
 
 def test_the_model_is_bounded_by_its_releases_and_the_party_count():
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, n_estimators=2, max_depth=4, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=2, max_depth=4, random_state=0).fit(X, y).forest_
     raw = encode_release(forest, "hospital-a")
     release = decode_release(raw, schema, INSPECTION_POLICY)
     report = _worst_case_report(299)  # 299 refusals at the text cap and one accepted party
@@ -60,7 +60,7 @@ def test_the_model_is_bounded_by_its_releases_and_the_party_count():
 @pytest.mark.slow
 def test_a_model_over_the_transport_limit_is_saved_and_not_sent(tmp_path, monkeypatch):
     monkeypatch.setattr(coordinator, "TRANSPORT_LIMIT", 1000)  # any real model is larger
-    cfg, _ = prepare_workspace(_args(parties=2, depth=3), tmp_path, progress=lambda _: None)
+    cfg, _ = prepare_workspace(_args(parties=2, max_depth=3), tmp_path, progress=lambda _: None)
     simulate_federation(cfg, 2)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["status"] == "completed" and report["model_bytes"] > 1000

@@ -27,9 +27,9 @@ def _args(**kw):
         "alpha": 0.5,
         "column": "",
         "epsilon": 1.0,
-        "depth": 5,
-        "trees_per_party": 1,
-        "bins": 16,
+        "max_depth": 5,
+        "n_trees": 1,
+        "n_bins": 16,
         "split_mode": "binary",
         "evaluation_epsilon": 0.1,
         "party_holdout": 0.1,
@@ -54,7 +54,7 @@ def test_federation_on_real_data_produces_a_model_with_manifest_and_accuracy(tmp
     example_schema("diabetes_prediction").save(schema_path)
 
     result = run_simulation_report(
-        _args(data=str(data), schema=str(schema_path), parties=4, trees_per_party=1, depth=4),
+        _args(data=str(data), schema=str(schema_path), parties=4, n_trees=1, max_depth=4),
         tmp_path / "out",
         progress=lambda _: None,
     )

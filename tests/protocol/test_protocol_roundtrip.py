@@ -28,7 +28,7 @@ from .forest_strategies import SPLIT_MODES as GENERATED_MODES
 from .forest_strategies import random_forests
 from .fuzz_settings import bounded
 
-OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_trees=100, max_bins=64)
+OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_n_trees=100, max_bins=64)
 
 
 def assert_same_forest(decoded, original, party_id):
@@ -59,14 +59,14 @@ def test_random_forests_round_trip_exactly(forest):
 @given(
     dataset=st.sampled_from(["wall_robot_navigation", "bank_marketing"]),
     split_mode=st.sampled_from(GENERATED_MODES),
-    n_estimators=st.integers(1, 4),
+    n_trees=st.integers(1, 4),
     max_depth=st.integers(1, 3),
     n_bins=st.integers(2, 6),
     leaf=st.sampled_from(["label", "counts"]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_fitted_forests_round_trip_and_predict_identically(
-    embedded, dataset, split_mode, n_estimators, max_depth, n_bins, leaf, seed
+    embedded, dataset, split_mode, n_trees, max_depth, n_bins, leaf, seed
 ):
     X, y, schema = embedded[dataset]
     rows = np.random.default_rng(seed).choice(len(X), 600, replace=False)
@@ -74,7 +74,7 @@ def test_fitted_forests_round_trip_and_predict_identically(
         EDPRFClassifier(
             schema,
             epsilon=1.0,
-            n_estimators=n_estimators,
+            n_trees=n_trees,
             max_depth=max_depth,
             split_mode=split_mode,
             n_bins=n_bins,
@@ -178,7 +178,7 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
     X, y, schema = embedded["wall_robot_navigation"]
     with pytest.warns(PrivacyLeakWarning):
         leaky = (
-            PaperEDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True, random_state=0)
+            PaperEDPRFClassifier(schema, n_trees=2, max_depth=2, stop_when_pure=True, random_state=0)
             .fit(X.iloc[:500], y.iloc[:500])
             .forest_
         )
