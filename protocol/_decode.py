@@ -49,8 +49,7 @@ class VerifiedRelease:
     signature_detail : str
     format_version : int
     run_id, request_id : str
-        The run and request the release answers, inside the signed bytes
-        (version 2; empty for version 1).
+        The run and request the release answers, inside the signed bytes.
     """
 
     party_id: str

@@ -158,13 +158,17 @@ def _one_line(exc: BaseException) -> str:
     return terminal_safe(" ".join(str(exc).split()), 500)
 
 
+_LIMIT_OPTIONS = {"releases": "--max-releases", "trees": "--max-n-trees", "nodes": "--max-nodes"}
+"""The option that raises each of inspect's limits."""
+
+
 def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> None:
     """Refuse, before decoding, a file whose declared sizes pass a limit (the message names the option)."""
     over = [name for name, value in sizes.items() if value > limits[name]]
     if over:
         declared = ", ".join(f"{value} {name}" for name, value in sizes.items())
         allowed = ", ".join(f"{name} <= {limits[name]}" for name in over)
-        options = "/".join(f"--max-{name}" for name in over)
+        options = "/".join(_LIMIT_OPTIONS[name] for name in over)
         raise BeyondLimits(
             f"{what} declares {declared}, beyond inspect's limits ({allowed}); raise {options} to inspect it anyway"
         )

@@ -28,8 +28,8 @@ from server._conformance import request_mismatch
 __all__ = ["FuzzOutcome", "fuzz_conformance"]
 
 _INT_FIELDS = ("max_depth", "n_trees", "n_bins")
-_ENUM_FIELDS = ("relation", "schedule", "composition", "split_mode", "variant", "sampler")
-_BOOL_FIELDS = ("seeded", "dp", "exploit_monotonicity")
+_ENUM_FIELDS = ("relation", "split_mode", "sampler", "leaf", "depth_rule")
+_BOOL_FIELDS = ("seeded", "dp")
 
 
 @dataclass

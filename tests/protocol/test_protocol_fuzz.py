@@ -160,7 +160,7 @@ def test_tampered_parameters(releases, wall_schema, epsilon, max_depth, n_trees,
     def edit(release):
         p = release.parameters
         p.epsilon, p.max_depth, p.n_trees, p.n_bins = epsilon, max_depth, n_trees, n_bins
-        p.relation, p.schedule, p.composition, p.split_mode, p.variant = enums
+        p.relation, p.split_mode, p.sampler, p.leaf, p.depth_rule = enums
 
     decode_or_refuse(tamper(releases["wall_robot_navigation", "binary"][0], edit), wall_schema)
 

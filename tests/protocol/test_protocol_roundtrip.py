@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, merge_forests
-from edprf_core._release import COMPOSITIONS, DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, VARIANTS
+from edprf_core._release import DEPTH_RULES, LEAF_OUTPUTS, RELATIONS
 from edprf_core._tree import SPLIT_MODES
 from edprf_core.research import PaperEDPRFClassifier
 from protocol import (
@@ -114,7 +114,7 @@ def test_multiclass_merge_of_decoded_releases_keeps_every_tree(forests, embedded
 def test_header_is_readable_without_a_schema(signed_wall_release, forests, registry):
     header = read_release_header(signed_wall_release, max_bytes=1 << 22, registry=registry)
     forest = forests["wall_robot_navigation", "binary"]
-    assert header.party_id == "hospital-a" and header.format_version == 3
+    assert header.party_id == "hospital-a" and header.format_version == 1
     assert header.schema_fingerprint == forest.schema.fingerprint
     assert header.parameters == forest.parts[0][1]
     assert (header.n_trees, header.n_nodes) == (forest.n_trees, forest.trees.n_nodes)
@@ -143,9 +143,10 @@ def test_release_carries_only_the_declared_fields(forests):
         "run_id",
         "request_id",
     }
+    research = {"schedule", "composition", "variant", "exploit_monotonicity"}  # edprf_core.research: not on the wire
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__
-    }
+    } - research
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {
         "nodes_per_tree",
         "feature",
@@ -160,10 +161,7 @@ def test_release_carries_only_the_declared_fields(forests):
 def test_enum_tables_cover_every_core_value():
     for name, values in (
         ("relation", RELATIONS),
-        ("schedule", SCHEDULES),
-        ("composition", COMPOSITIONS),
         ("split_mode", SPLIT_MODES),
-        ("variant", VARIANTS),
         ("leaf", LEAF_OUTPUTS),
         ("depth_rule", DEPTH_RULES),
     ):
@@ -187,6 +185,20 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
     research = encode_release(leaky, "a", allow_non_dp=True)
     got = decode_release(research, schema, replace(OPEN_POLICY, allow_non_dp=True))
     assert not got.params.dp and "NOT differentially private" in got.forest.guarantee()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"schedule": "uniform"}, {"composition": "sequential"}, {"variant": "tradition"}, {"exploit_monotonicity": False}],
+)
+def test_encoder_refuses_research_options(embedded, option):
+    """The wire carries the production configuration only: a research model cannot be sent to a federation."""
+    X, y, schema = embedded["wall_robot_navigation"]
+    forest = (
+        PaperEDPRFClassifier(schema, n_trees=2, max_depth=2, random_state=0, **option).fit(X[:500], y[:500]).forest_
+    )
+    with pytest.raises(ValueError, match="research options"):
+        encode_release(forest, "a")
 
 
 @pytest.mark.parametrize("party_id", ["", "a/b", "../x", "-lead", "x" * 65, "é", 7])
