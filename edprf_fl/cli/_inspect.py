@@ -278,10 +278,10 @@ def _describe(
 
 
 def _parameters_line(p: TrainingParameters) -> str:
+    """The parameters a release carries (the wire has no research options: those are always the production ones)."""
     return (
-        f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
-        f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
-        f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
+        f"epsilon={p.epsilon:g} relation={p.relation} split_mode={p.split_mode} max_depth={p.max_depth} "
+        f"n_trees={p.n_trees} n_bins={p.n_bins} dp={p.dp} seeded={p.seeded} "
         f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}"
     )
 
