@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -292,3 +294,20 @@ def test_conforming_rows_is_a_per_record_filter(schema, data):
     # a row's fate depends on that row only: removing another row does not change it
     keep2, _ = conforming_rows(X.drop(index=5), y.drop(index=5), schema)
     assert np.array_equal(np.delete(keep, 5), keep2)
+
+
+@pytest.mark.parametrize("estimator", ["EDPRFClassifier", "PaperEDPRFClassifier"])
+def test_every_parameter_is_declared_and_checked_before_fitting(estimator):
+    """scikit-learn's own check: each __init__ parameter has a constraint, and fit refuses every invalid value of it."""
+    from sklearn.utils.estimator_checks import check_param_validation
+
+    cls = {"EDPRFClassifier": EDPRFClassifier, "PaperEDPRFClassifier": PaperEDPRFClassifier}[estimator]
+    schema = Schema(
+        features=tuple(ContinuousFeature(str(i), -4.0, 4.0) for i in range(10)),
+        label=LabelSpec("y", (0, 1, 2)),
+        name="param-checks",
+    )
+    assert set(cls._parameter_constraints) == set(cls().get_params())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the check's unscaled data lie outside the declared bounds
+        check_param_validation(estimator, cls(schema, n_trees=2, max_depth=2, random_state=0))
