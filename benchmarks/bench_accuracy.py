@@ -345,12 +345,13 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
         return row
     t0 = time.perf_counter()
     if cfg.method == "edprf":
-        from edprf_core import EDPRFClassifier, PrivacyLeakWarning
+        from edprf_core import PrivacyLeakWarning
+        from edprf_core.research import PaperEDPRFClassifier
 
-        model = EDPRFClassifier(
+        model = PaperEDPRFClassifier(
             schema,
             epsilon=cfg.epsilon,
-            n_estimators=cfg.n_trees,
+            n_trees=cfg.n_trees,
             max_depth=cfg.max_depth,
             split_mode=cfg.mode,
             n_bins=cfg.n_bins,

@@ -127,7 +127,7 @@ def shares(seeds: int) -> str:
                 "max_release_epsilon": 1.0,
                 "max_evaluation_epsilon": 0.0,
                 "max_depth": 5,
-                "max_trees": 1,
+                "max_n_trees": 1,
                 "allow_seeded_randomness": True,
                 "holdout_fraction": 0.0,
             }
@@ -138,7 +138,7 @@ def shares(seeds: int) -> str:
                 output_dir=str(Path(tmp) / f"o{seed}"),
                 epsilon=1.0,
                 max_depth=5,
-                trees_per_party=1,
+                n_trees=1,
                 n_bins=16,
                 seed=seed,
                 evaluation_epsilon=0.0,

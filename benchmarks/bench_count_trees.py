@@ -37,7 +37,7 @@ def sweep(dataset: str, eps_values: list[float], seeds: int, trees: list[int], d
         inner = inner_split(make_split(X, y, schema, seed, dataset=dataset), seed)
         for eps in eps_values:
             for t in trees:
-                extra = {} if t == 0 else {"n_estimators": t}
+                extra = {} if t == 0 else {"n_trees": t}
                 model = EDPRFClassifier(schema, epsilon=eps, random_state=seed, leaf="counts", **extra)
                 proba = model.fit(inner.X_train, inner.y_train).predict_proba(inner.X_test)
                 index = {str(c): i for i, c in enumerate(model.classes_)}

@@ -19,15 +19,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._bench_common import DEFAULT_DATA_DIR, require_diabetes
-from edprf_core import EDPRFClassifier, example_schema
+from edprf_core import example_schema
 from edprf_core.datasets import read_csv
+from edprf_core.research import PaperEDPRFClassifier
 
 
 def _fit_seconds(X, y, schema, sampler: str, depth: int) -> tuple[float, float]:
     seed = None if sampler == "exact" else 0
     t0 = time.perf_counter()
-    clf = EDPRFClassifier(
-        schema, epsilon=1.0, n_estimators=1, max_depth=depth, n_bins=20, sampler=sampler, random_state=seed
+    clf = PaperEDPRFClassifier(
+        schema, epsilon=1.0, n_trees=1, max_depth=depth, n_bins=20, sampler=sampler, random_state=seed
     ).fit(X, y)
     return time.perf_counter() - t0, clf.score(X, y)
 

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     log(f"bench_export: {args.dataset}, {n} rows, {T} trees, max_depth {d}, {args.repeats} repeats")
     Xn = numeric_matrix(X, schema)
     yn = encode_labels(y, schema)
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=T, max_depth=d, n_bins=20, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=T, max_depth=d, n_bins=20, random_state=0).fit(X, y)
     forest = clf.forest_
     sk = RandomForestClassifier(n_estimators=T, max_depth=d, n_jobs=1, random_state=0).fit(Xn, yn)
     options = ort.SessionOptions()

@@ -41,7 +41,9 @@ def _settings(data: Path, schema: Path, **kw):
         "schema": schema,
         "epsilon": 1.0,
         "max_depth": 5,
+        "n_trees": 1,
         "n_bins": 16,
+        "split_mode": "binary",
         "evaluation_epsilon": 0.0,
         "party_holdout": 0.0,
         "validation_size": 0.0,
@@ -141,12 +143,12 @@ def merge(n_releases: int, repeats: int) -> str:
     for i in range(n_releases):
         rows = slice((i * 37) % 5000, (i * 37) % 5000 + 400)
         forest = (
-            EDPRFClassifier(schema, n_estimators=1, max_depth=5, n_bins=16, random_state=i)
+            EDPRFClassifier(schema, n_trees=1, max_depth=5, n_bins=16, random_state=i)
             .fit(X.iloc[rows], y.iloc[rows])
             .forest_
         )
         payloads.append(encode_release(forest, f"party-{i:04d}"))
-    policy = ReleasePolicy(max_epsilon=1.0, max_depth=5, max_trees=1)
+    policy = ReleasePolicy(max_epsilon=1.0, max_depth=5, max_n_trees=1)
     decode_s, build_s, load_s = [], [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -174,14 +176,14 @@ def main() -> int:
     parser.add_argument("what", choices=("accuracy", "scaling", "merge"))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--parties", type=int, default=5)
-    parser.add_argument("--trees-per-party", type=int, default=1)
+    parser.add_argument("--n-trees", type=int, default=1)
     parser.add_argument("--depth", type=int, default=5)
     parser.add_argument("--party-counts", default="10,30,100,300")
     parser.add_argument("--releases", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     if args.what == "accuracy":
-        text = accuracy(args.seeds, args.parties, args.trees_per_party, args.depth)
+        text = accuracy(args.seeds, args.parties, args.n_trees, args.depth)
     elif args.what == "scaling":
         text = scaling([int(v) for v in args.party_counts.split(",")])
     else:

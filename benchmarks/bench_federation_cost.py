@@ -95,7 +95,7 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
         clf = EDPRFClassifier(
             schema,
             epsilon=EPSILON,
-            n_estimators=1,
+            n_trees=1,
             max_depth="auto",
             max_depth_cap=8,
             n_bins=20,

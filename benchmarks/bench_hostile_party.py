@@ -73,7 +73,7 @@ def run_one(job: tuple[str, int, int, int, str]) -> list[dict]:
         EDPRFClassifier(
             schema,
             epsilon=EPSILON,
-            n_estimators=trees,
+            n_trees=trees,
             max_depth="auto",
             max_depth_cap=8,
             n_bins=20,

@@ -68,14 +68,14 @@ def build_model(X: pd.DataFrame, y: pd.Series, schema, parties: int, trees: int,
     for party, key in keys.items():
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
     registry = PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
-    policy = ReleasePolicy(max_epsilon=10.0, max_depth=depth, max_trees=trees, max_bytes=1 << 26, max_bins=64)
+    policy = ReleasePolicy(max_epsilon=10.0, max_depth=depth, max_n_trees=trees, max_bytes=1 << 26, max_bins=64)
     releases = []
     rows = np.array_split(np.random.default_rng(0).permutation(len(X)), parties)
     per_party = trees // parties
     for i, (party, key) in enumerate(keys.items()):
-        clf = EDPRFClassifier(
-            schema, epsilon=1.0, n_estimators=per_party, max_depth=depth, n_bins=20, random_state=i
-        ).fit(X.iloc[rows[i]], y.iloc[rows[i]])
+        clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=per_party, max_depth=depth, n_bins=20, random_state=i).fit(
+            X.iloc[rows[i]], y.iloc[rows[i]]
+        )
         releases.append(decode_release(encode_release(clf.forest_, party, key), schema, policy, registry))
     (out / "global-model.edprf").write_bytes(build_global_model(schema, releases, {"run_id": "bench"}))
 

@@ -274,7 +274,7 @@ def _fit_edprf(job: Job, split: Split) -> tuple[np.ndarray, float, float, str]:
         kwargs = {
             "split_mode": "binary",
             "n_bins": LABEL_BINS,
-            "n_estimators": 1,
+            "n_trees": 1,
             "max_depth": public_depth(len(split.X_train), 1, job.epsilon),
         }
         if has_leaf:
@@ -821,7 +821,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--edprf-kwargs",
         default="{}",
-        help="JSON object of extra EDPRFClassifier parameters for edprf-counts, e.g. '{\"n_estimators\": 5}'",
+        help="JSON object of extra EDPRFClassifier parameters for edprf-counts, e.g. '{\"n_trees\": 5}'",
     )
     p.add_argument(
         "--fresh", action="store_true", help="do not keep the rows of an existing TAG.csv that this run does not refit"

@@ -76,7 +76,7 @@ def measure(dataset: str, split_mode: str, n_trees: int, depth: int, n_bins: int
         EDPRFClassifier(
             schema,
             epsilon=1.0,
-            n_estimators=n_trees,
+            n_trees=n_trees,
             max_depth=depth,
             split_mode=split_mode,
             n_bins=n_bins,

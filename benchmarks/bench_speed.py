@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         """``seed=None``: the production samplers (exact, cryptographic); an int: the seeded research ones."""
         kw = {"n_bins": 5, "exploit_monotonicity": False} if mode == "multiway" else {"n_bins": 20}
         return EDPRFClassifier(
-            schema, epsilon=1.0, n_estimators=trees, max_depth=d, split_mode=mode, random_state=seed, **kw
+            schema, epsilon=1.0, n_trees=trees, max_depth=d, split_mode=mode, random_state=seed, **kw
         )
 
     def skl(trees: int) -> RandomForestClassifier:
@@ -348,10 +348,9 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
                 schema_fingerprint=schema.fingerprint,
                 epsilon=cfg.epsilon,
                 max_depth=cfg.max_depth,
-                n_trees=cfg.trees_per_party,
+                n_trees=cfg.n_trees,
                 split_mode=cfg.split_mode,
                 n_bins=cfg.n_bins,
-                schedule=cfg.schedule,
                 relation=cfg.relation,
                 leaf=cfg.leaf,
                 depth_rule=cfg.depth_rule,
@@ -374,7 +373,7 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
             f"{repeats} runs. The party row is `client.Party.train` on a fresh `Party` per request (policy, "
             f"schema and ledger loaded; data read; DP row count; tree grown; release encoded): the coordinator's "
             f"default request (epsilon {cfg.epsilon:g}, depth rule {cfg.depth_rule} up to {cfg.max_depth}, "
-            f"{cfg.trees_per_party} tree, {cfg.n_bins} bins, {cfg.leaf} leaves, no seed: exact samplers), "
+            f"{cfg.n_trees} tree, {cfg.n_bins} bins, {cfg.leaf} leaves, no seed: exact samplers), "
             f"{args.party_runs} requests."
         ),
         "",

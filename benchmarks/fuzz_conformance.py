@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_estimators=2, n_bins=20).fit(X[:500], y[:500]).forest_
+    forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=2, n_bins=20).fit(X[:500], y[:500]).forest_
     key = generate_signing_key("ed25519")
     request = TrainRequest(
         request_id="run-9/train",
@@ -39,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         n_trees=2,
         split_mode="binary",
         n_bins=20,
-        schedule="harmonic",
         relation="add-remove",
         seed=-1,
     )

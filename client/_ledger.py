@@ -44,7 +44,7 @@ __all__ = [
     "total_spent",
 ]
 
-_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact, {units}"
+_COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
 
 
 def exact_epsilon(epsilon: float | Fraction) -> Fraction:
@@ -52,16 +52,6 @@ def exact_epsilon(epsilon: float | Fraction) -> Fraction:
     if isinstance(epsilon, Fraction):
         return epsilon
     return Fraction(repr(float(epsilon)))
-
-
-def _stored_epsilon(real: float, text: str | None, units: int | None = None) -> Fraction:
-    """A row's spend: its exact text; else integer millionths (``epsilon_units``, written by
-    another ledger version); else (rows of old ledgers) the exact value of its float."""
-    if text:
-        return Fraction(text)
-    if units is not None:
-        return Fraction(int(units), 10**6)
-    return Fraction(float(real))
 
 
 def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
@@ -99,10 +89,16 @@ CREATE TABLE IF NOT EXISTS spends (
     payload BLOB,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    epsilon_exact TEXT
+    epsilon_exact TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+LEDGER_COLUMNS = frozenset(
+    ("id", "request_id", "kind", "epsilon", "state", "run_id", "detail", "payload", "created_at", "updated_at")
+    + ("epsilon_exact",)
+)
+"""The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
 
 
 class EntryState(StrEnum):
@@ -134,8 +130,8 @@ class LedgerEntry:
 
     @classmethod
     def from_row(cls, row: Sequence) -> LedgerEntry:
-        """From ``_COLUMNS`` (the last is ``epsilon_units`` or NULL)."""
-        return cls(*row[:8], epsilon_exact=_stored_epsilon(row[2], row[8], row[9]))
+        """From ``_COLUMNS``."""
+        return cls(*row[:8], epsilon_exact=Fraction(row[8]))
 
 
 class BudgetLedger:
@@ -154,12 +150,25 @@ class BudgetLedger:
         self.cap = float(cap)
         self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_another_schema()
         with self._connect() as db:
             db.executescript(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if "epsilon_exact" not in columns:  # a ledger written before exact accounting
-                db.execute("ALTER TABLE spends ADD COLUMN epsilon_exact TEXT")
-            self._units = "epsilon_units" if "epsilon_units" in columns else "NULL"
+
+    def _refuse_another_schema(self) -> None:
+        """One ledger schema: a ledger of another version is refused before anything writes to it (no migration)."""
+        if not self.path.is_file():
+            return
+        db = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            columns = frozenset(row[1] for row in db.execute("PRAGMA table_info(spends)"))
+        finally:
+            db.close()
+        if columns and columns != LEDGER_COLUMNS:
+            raise ValueError(
+                f"ledger {self.path}: expected the columns {sorted(LEDGER_COLUMNS)}, got {sorted(columns)} (a ledger "
+                "of another version); keep that file as the record of what this party spent and give the party a "
+                "new ledger path"
+            )
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -172,8 +181,8 @@ class BudgetLedger:
             db.close()
 
     def _sum(self, db: sqlite3.Connection) -> Fraction:
-        rows = db.execute(f"SELECT epsilon, epsilon_exact, {self._units} FROM spends")
-        return sum((_stored_epsilon(r, t, u) for r, t, u in rows), Fraction(0))
+        rows = db.execute("SELECT epsilon_exact FROM spends")
+        return sum((Fraction(text) for (text,) in rows), Fraction(0))
 
     def spent(self) -> Fraction:
         """ε spent so far (all entries), exactly."""
@@ -188,12 +197,10 @@ class BudgetLedger:
 
     def find(self, request_id: str) -> tuple[LedgerEntry, bytes | None] | None:
         with self._connect() as db:
-            row = db.execute(
-                f"SELECT {_COLUMNS.format(units=self._units)}, payload FROM spends WHERE request_id = ?", (request_id,)
-            ).fetchone()
+            row = db.execute(f"SELECT {_COLUMNS}, payload FROM spends WHERE request_id = ?", (request_id,)).fetchone()
         if row is None:
             return None
-        return LedgerEntry.from_row(row), row[10]
+        return LedgerEntry.from_row(row), row[9]
 
     def reserve(self, request_id: str, kind: str, epsilon: float, run_id: str = "", detail: str = "") -> None:
         """Record ``epsilon`` as spent, atomically refusing what exceeds the cap.
@@ -223,11 +230,6 @@ class BudgetLedger:
                     "epsilon_exact) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
-                if self._units != "NULL":  # keep a millionths column of another ledger version filled (rounded up)
-                    db.execute(
-                        "UPDATE spends SET epsilon_units = ? WHERE request_id = ?",
-                        (max(1, math.ceil(exact * 10**6)), request_id),
-                    )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -253,7 +255,7 @@ class BudgetLedger:
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
-            rows = db.execute(f"SELECT {_COLUMNS.format(units=self._units)} FROM spends ORDER BY id").fetchall()
+            rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
         return [LedgerEntry.from_row(r) for r in rows]
 
     def secret(self, key: str, factory: Callable[[], str]) -> str:
@@ -311,7 +313,7 @@ def _checked_exact(text: str, where: str) -> Fraction:
 
 def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     """A row of an untrusted ledger, each value checked for its kind and range (no value is echoed)."""
-    request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, text, units = row
+    request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, text = row
     for name, value in (
         ("request_id", request_id),
         ("kind", kind),
@@ -334,17 +336,9 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
         ):
             shown = type(value).__name__ if not isinstance(value, (int, float)) else "a value out of range"
             raise ValueError(f"{where}: {name} expected a finite number in [{low:g}, {high:g}], got {shown}")
-    if text is not None and not isinstance(text, str):
-        raise ValueError(f"{where}: epsilon_exact expected text, got {type(text).__name__}")
-    if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units <= 0):
-        raise ValueError(f"{where}: epsilon_units expected a positive integer")
-    exact = (
-        _checked_exact(text, where)
-        if text
-        else Fraction(units, 10**6)
-        if units is not None
-        else Fraction(float(epsilon))
-    )
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: epsilon_exact expected text, got {type(text).__name__}")  # noqa: TRY004 - a bad file
+    exact = _checked_exact(text, where)
     return LedgerEntry(
         request_id, kind, float(epsilon), state, run_id, detail, float(created_at), float(updated_at), exact
     )
@@ -404,16 +398,14 @@ def read_ledger_readonly(
             if kinds != ["table"]:
                 raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
             columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if (
-                not {"request_id", "kind", "epsilon", "state", "run_id", "detail", "created_at", "updated_at"}
-                <= columns
-            ):
-                raise ValueError(f"{p} is an SQLite database but not a party's ledger (spends lacks columns)")
-            exact = "epsilon_exact" if "epsilon_exact" in columns else "NULL"
-            units = "epsilon_units" if "epsilon_units" in columns else "NULL"
+            if columns != LEDGER_COLUMNS:
+                raise ValueError(
+                    f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
+                    f"{', '.join(sorted(LEDGER_COLUMNS))})"
+                )
             cursor = db.execute(
                 f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-                f"{exact}, {units} FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
+                f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
             )
             entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
         finally:

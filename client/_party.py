@@ -246,8 +246,8 @@ class Party:
             raise Refusal(
                 RefusalReason.POLICY_DEPTH, f"depth {req.max_depth} exceeds the party's maximum {p.max_depth}"
             )
-        if req.n_trees > p.max_trees:
-            raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_trees}")
+        if req.n_trees > p.max_n_trees:
+            raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_n_trees}")
         if req.n_bins > p.max_bins:
             raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
         if req.relation != p.relation:
@@ -347,15 +347,14 @@ class Party:
             clf = _estimator_class()(
                 self.schema,
                 epsilon=req.epsilon,
-                n_estimators=req.n_trees,
+                n_trees=req.n_trees,
                 max_depth="auto" if auto else req.max_depth,
                 max_depth_cap=req.max_depth,
                 n_rows_public=(self.policy.declared_rows or None) if auto else None,
                 leaf=req.leaf,
                 split_mode=req.split_mode,
                 n_bins=req.n_bins,
-                schedule=req.schedule,
-                neighbouring=req.relation,
+                relation=req.relation,
                 random_state=self._seed(req.seed),
             ).fit(data.X_train, data.y_train)
             payload = encode_release(
@@ -474,7 +473,7 @@ class Party:
             limits = ReleasePolicy(
                 max_epsilon=math.inf,
                 max_depth=p.max_depth,
-                max_trees=p.max_trees,
+                max_n_trees=p.max_n_trees,
                 max_bytes=p.max_evaluation_model_bytes,
                 max_bins=p.max_bins,
                 allowed_relations=(p.relation,),
@@ -571,6 +570,6 @@ def _check_key_file(path: Path) -> None:
 def _release_detail(req: TrainRequest) -> str:
     """The ledger's description of a release: also what a repeated request id must match."""
     depth = f"depth {req.max_depth}" if req.depth_rule == "fixed" else f"auto depth <= {req.max_depth}"
-    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.schedule}, {req.relation}" + (
+    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.relation}" + (
         ", leaf counts" if req.leaf == "counts" else ""
     )

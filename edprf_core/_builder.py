@@ -326,7 +326,7 @@ def build_forest(
             n_children = n_codes[choice]
         total_children = int(n_children.sum())
         if total_children + sum(r[0].size for r in records) > MAX_NODES:
-            raise MemoryError(f"the forest would exceed {MAX_NODES} nodes; lower max_depth, n_bins or n_estimators")
+            raise MemoryError(f"the forest would exceed {MAX_NODES} nodes; lower max_depth, n_bins or n_trees")
         # tree-local indices of the children, in breadth-first order
         tree_s = tree[splits]
         excl = np.cumsum(n_children) - n_children

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accountant import BudgetAccountant, charge_fit
 from ._budget import tree_composition
@@ -18,15 +23,41 @@ from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
-from ._forest import LEAF_COUNT_SENSITIVITY, LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SAMPLERS, DPForest, TrainingParameters
+from ._forest import (
+    LEAF_COUNT_SENSITIVITY,
+    LEAF_OUTPUTS,
+    MAX_DEPTH_LIMIT,
+    RELATIONS,
+    DPForest,
+    TrainingParameters,
+)
 from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._schema import Schema, load_schema
+from ._tree import SPLIT_MODES
 
-__all__ = ["EDPRFClassifier"]
+__all__ = ["EDPRFClassifier", "PaperOptions"]
 
 _SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
+
+
+@dataclass(frozen=True)
+class PaperOptions:
+    """The paper-reproduction options (:class:`edprf_core.research.PaperEDPRFClassifier`).
+
+    The defaults are what :class:`EDPRFClassifier` always uses: the harmonic
+    layer schedule, parallel composition across trees, permute-and-flip, the
+    monotone noise scale under add-remove, no "stop when pure" rule, and the
+    exact sampler unless a seed is given.
+    """
+
+    schedule: str = "harmonic"
+    composition: str = "parallel"
+    variant: str = "pf"
+    exploit_monotonicity: bool | None = None
+    stop_when_pure: bool = False
+    sampler: str = "auto"
 
 
 CLIPPING_WARNING_SHARE = 0.2
@@ -65,7 +96,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     epsilon : float in (0, inf), default 1.0
         Privacy budget of the whole fit per record (trees, and the DP row
         count when one is needed).
-    n_estimators : int >= 1 or "auto", default "auto"
+    n_trees : int >= 1 or "auto", default "auto"
         Number of trees T.  ``"auto"``: one tree unless the data are large
         enough for more (:func:`edprf_core.shape.public_shape`), from the same row
         count as ``max_depth="auto"``.  An integer must not be derived from the
@@ -103,40 +134,20 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
-    schedule : {"harmonic", "uniform", "linear"}, default "harmonic"
-        Layer schedule (harmonic = eDPRF formulas 9 and 10).
-    composition : {"parallel", "sequential"}, default "parallel"
-        ``parallel``: each row goes to one tree at random, each tree spends ε.
-        ``sequential``: each tree sees all rows and spends ε / T (baselines).
-    variant : {"pf", "tradition"}, default "pf"
-        ``tradition``: exponential mechanism for splits, Laplace-noised leaf
-        counts (the paper's baseline).
-    neighbouring : {"add-remove", "replace-one"}, default "add-remove"
+    relation : {"add-remove", "replace-one"}, default "add-remove"
         Neighbouring relation of the guarantee.  Sensitivities: split utility
         2 (add-remove) or 4 (replace-one); class counts 1.
-    exploit_monotonicity : bool or None, default None
-        Under add-remove both utilities are monotone (adding a record never
-        raises a weighted Gini impurity term's negative, and raises exactly one
-        class count), which halves the permute-and-flip noise.  ``None`` means
-        True under add-remove and False under replace-one.  The paper's
-        configuration is ``False``.
-    stop_when_pure : bool, default False
-        Research only: the paper's literal "stop when pure" rule.  Leaks the
-        data through tree shapes; warns with PrivacyLeakWarning and marks the
-        model ``dp=False``.
     random_state : None, int or numpy Generator, default None
-        ``None`` draws a cryptographically seeded generator in ``fit`` (the
-        production setting).  Integers are for tests and research.
-    sampler : {"auto", "exact", "numpy"}, default "auto"
-        Backend of the mechanisms.  ``"exact"``: OpenDP's exact noisy max with
-        exponential noise (permute-and-flip) on integer utilities, randomness
-        from the operating system; what a release in production uses.
-        ``"numpy"``: the vectorized floating-point backend (ε-DP up to a δ of
-        about 1e-19 per selection; fast, seedable: research, simulations,
-        benchmarks).  ``"auto"``: exact when ``random_state`` is None, numpy
-        when a seed is given.  ``"exact"`` cannot be seeded and supports the
-        ``"pf"`` variant only.  The backend used is recorded in
-        ``privacy_.sampler`` and in the release.
+        ``None`` draws from the operating system in every ``fit`` and samples
+        every release exactly with OpenDP (the production setting); a seed switches to the vectorized floating-point numpy
+        backend (ε-DP up to a δ of about 1e-19 per selection; fast,
+        reproducible: tests, simulations, benchmarks), and the guarantee text
+        says NOT differentially private (anyone who knows the seed can remove
+        the noise).  The backend used is recorded in ``privacy_.sampler``.
+    sampler : {"auto", "exact"}, default "auto"
+        ``"auto"``: as ``random_state`` says.  ``"exact"`` insists on the
+        exact OpenDP samplers: a seeded fit is refused.  (The numpy sampler
+        without a seed is a research option, :mod:`edprf_core.research`.)
     accountant : BudgetAccountant or None, default None
         Charged ``epsilon`` at the start of every ``fit``, before anything is
         trained; a fit that would exceed its cap raises
@@ -160,12 +171,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
-        False when a research option (``stop_when_pure``, or the floating-point
-        Laplace labels of ``variant="tradition", leaf="label"``) or a drafted schema
-        breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
+        False when a drafted schema (or a research option of
+        :mod:`edprf_core.research`) breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
         says NOT differentially private for seeded fits too).
-    n_estimators_ : int
-        Trees grown (``n_estimators`` or the automatic rule's choice).
+    n_trees_ : int
+        Trees grown (``n_trees`` or the automatic rule's choice).
     max_depth_ : int
         Depth grown (``max_depth`` or the automatic rule's choice).
     n_bins_ : int
@@ -177,22 +187,42 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Privacy cost of ``fit``: ε per record under ``neighbouring``.  When an
+    Privacy cost of ``fit``: ε per record under ``relation``.  When an
     automatic rule needs a size and ``n_rows_public`` is None, a DP count of
     the rows spends ``count_epsilon_share * ε`` first and the trees share the
-    rest (sequential composition).  With
-    parallel composition the trees see disjoint random subsets (each ε-DP,
-    parallel composition); with sequential composition each tree sees every
-    row at ε / T (sequential composition).  Within a tree each root-to-leaf
-    path spends exactly its tree's ε (see :mod:`edprf_core._budget`).
+    rest (sequential composition).  The trees see disjoint random subsets of
+    the rows (each ε-DP, parallel composition).  Within a tree each
+    root-to-leaf path spends exactly its tree's ε under the harmonic layer
+    schedule (see :mod:`edprf_core._budget`).
+
+    The paper's baselines (other schedules, sequential composition, the
+    exponential mechanism, "stop when pure", the numpy sampler without a
+    seed) are in :class:`edprf_core.research.PaperEDPRFClassifier`.
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "schema": [Schema, str, Path, None],
+        "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
+        "n_trees": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "max_depth": [Interval(Integral, 1, MAX_DEPTH_LIMIT, closed="both"), StrOptions({"auto"})],
+        "max_depth_cap": [Interval(Integral, 1, MAX_DEPTH_LIMIT, closed="both")],
+        "n_rows_public": [Interval(Integral, 1, None, closed="left"), None],
+        "count_epsilon_share": [Interval(Real, 0, 0.5, closed="right")],
+        "leaf": [StrOptions(set(LEAF_OUTPUTS))],
+        "split_mode": [StrOptions(set(SPLIT_MODES))],
+        "n_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+        "relation": [StrOptions(set(RELATIONS))],
+        "random_state": [None, Interval(Integral, 0, None, closed="left"), np.random.Generator, np.random.SeedSequence],
+        "sampler": [StrOptions({"auto", "exact"})],
+        "accountant": [BudgetAccountant, None],
+    }
 
     def __init__(
         self,
         schema: Schema | str | Path | None = None,
         *,
         epsilon: float = 1.0,
-        n_estimators: int | str = "auto",
+        n_trees: int | str = "auto",
         max_depth: int | str = "auto",
         max_depth_cap: int = AUTO_DEPTH_CAP,
         n_rows_public: int | None = None,
@@ -200,19 +230,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         leaf: str = "counts",
         split_mode: str = "binary",
         n_bins: int | str = "auto",
-        schedule: str = "harmonic",
-        composition: str = "parallel",
-        variant: str = "pf",
-        neighbouring: str = "add-remove",
-        exploit_monotonicity: bool | None = None,
-        stop_when_pure: bool = False,
+        relation: str = "add-remove",
         random_state: RandomState = None,
         sampler: str = "auto",
         accountant: BudgetAccountant | None = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
-        self.n_estimators = n_estimators
+        self.n_trees = n_trees
         self.max_depth = max_depth
         self.max_depth_cap = max_depth_cap
         self.n_rows_public = n_rows_public
@@ -220,17 +245,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.leaf = leaf
         self.split_mode = split_mode
         self.n_bins = n_bins
-        self.schedule = schedule
-        self.composition = composition
-        self.variant = variant
-        self.neighbouring = neighbouring
-        self.exploit_monotonicity = exploit_monotonicity
-        self.stop_when_pure = stop_when_pure
+        self.relation = relation
         self.random_state = random_state
         self.sampler = sampler
         self.accountant = accountant
 
     # ------------------------------------------------------------------ fit
+    def _paper_options(self) -> PaperOptions:
+        """The paper-reproduction options; the production estimator sets only the sampler."""
+        return PaperOptions(sampler=self.sampler)
+
     def _resolved_schema(self) -> Schema:
         if self.schema is None:
             raise ValueError(
@@ -251,46 +275,28 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         depth_rule: str = "fixed",
         n_bins: int | None = None,
     ) -> TrainingParameters:
-        monotone = self.exploit_monotonicity
+        options = self._paper_options()
+        monotone = options.exploit_monotonicity
         if monotone is None:
-            monotone = self.neighbouring == "add-remove"
+            monotone = self.relation == "add-remove"
         return TrainingParameters(
             epsilon=self.epsilon,
-            relation=self.neighbouring,
-            schedule=self.schedule,
-            composition=self.composition,
+            relation=self.relation,
+            schedule=options.schedule,
+            composition=options.composition,
             split_mode=self.split_mode,
-            variant=self.variant,
+            variant=options.variant,
             max_depth=max_depth,
             n_trees=n_trees,
             n_bins=(DEFAULT_BINS if self.n_bins == "auto" else self.n_bins) if n_bins is None else n_bins,
             exploit_monotonicity=bool(monotone),
-            dp=not self.stop_when_pure,
+            dp=not options.stop_when_pure,
             seeded=self.random_state is not None,
             sampler=self._resolved_sampler(),
             leaf=self.leaf,
             count_epsilon=count_epsilon,
             depth_rule=depth_rule,
         )
-
-    def _check_shape_options(self) -> None:
-        for name in ("n_estimators", "max_depth", "n_bins"):
-            v = getattr(self, name)
-            low = 2 if name == "n_bins" else 1
-            if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low):
-                raise ValueError(f"{name} must be 'auto' or an integer >= {low}, got {v!r}")
-        cap = self.max_depth_cap
-        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or not 1 <= cap <= MAX_DEPTH_LIMIT:
-            raise ValueError(f"max_depth_cap must be an integer in [1, {MAX_DEPTH_LIMIT}], got {cap!r}")
-        n = self.n_rows_public
-        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
-            raise ValueError(f"n_rows_public must be None or an integer >= 1, got {n!r}")
-        share = self.count_epsilon_share
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 0.5:
-            raise ValueError(f"count_epsilon_share must be in (0, 0.5], got {share!r}")
-        if self.leaf not in LEAF_OUTPUTS:
-            raise ValueError(f"leaf must be one of {LEAF_OUTPUTS}, got {self.leaf!r}")
-        self._parameters(1, 1)  # the other options, checked before any data is read
 
     def _shape(
         self,
@@ -304,10 +310,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         needs a size and ``n_rows_public`` is None (a discrete Laplace count of
         sensitivity 1, exact without a seed); nothing otherwise.
         """
-        auto_trees, auto_depth = self.n_estimators == "auto", self.max_depth == "auto"
+        auto_trees, auto_depth = self.n_trees == "auto", self.max_depth == "auto"
         auto_bins = self.n_bins == "auto"
         if not (auto_trees or auto_depth or auto_bins):
-            return int(self.n_estimators), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
+            return int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
         count_eps, rule, estimate = 0.0, "declared-size", None
         size = self.n_rows_public
         if size is None:
@@ -319,9 +325,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         n_trees, depth = public_shape(
             size,
             forest_eps,
-            n_trees=None if auto_trees else int(self.n_estimators),
+            n_trees=None if auto_trees else int(self.n_trees),
             max_depth=None if auto_depth else int(self.max_depth),
-            schedule=self.schedule,
+            schedule=self._paper_options().schedule,
             branching=branching_factor(schema, self.split_mode, n_bins),
             depth_cap=int(self.max_depth_cap),
             leaf=self.leaf,
@@ -329,18 +335,18 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return n_trees, depth, count_eps, rule, estimate, n_bins
 
     def _resolved_sampler(self) -> str:
-        if self.sampler not in ("auto", *SAMPLERS):
-            raise ValueError(f"sampler must be one of ('auto', 'exact', 'numpy'), got {self.sampler!r}")
-        if self.sampler == "auto":
-            return "exact" if self.random_state is None and self.variant == "pf" else "numpy"
-        if self.sampler == "exact" and self.random_state is not None:
+        """``"exact"`` without a seed, ``"numpy"`` with one (or when a research option needs it)."""
+        options = self._paper_options()
+        if options.sampler == "auto":
+            return "exact" if self.random_state is None and options.variant == "pf" else "numpy"
+        if options.sampler == "exact" and self.random_state is not None:
             raise ValueError(
                 "sampler='exact' draws from the operating system and cannot be seeded; "
                 "use random_state=None, or sampler='numpy' for reproducible research runs"
             )
-        if self.sampler == "exact" and self.variant != "pf":
+        if options.sampler == "exact" and options.variant != "pf":
             raise ValueError("sampler='exact' supports variant='pf' only")
-        return self.sampler
+        return options.sampler
 
     def _plan(self, params: TrainingParameters) -> BuildPlan:
         # the trees share what the DP row count left: epsilon - count_epsilon (sequential composition)
@@ -365,7 +371,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             layer_epsilons=tuple(float(e) for e in layer_eps),
             split_mechanism=split_mech,
             leaf_mechanism=leaf_mech,
-            stop_when_pure=bool(self.stop_when_pure),
+            stop_when_pure=bool(self._paper_options().stop_when_pure),
             integer_utilities=params.sampler == "exact",
             leaf_counts=params.leaf == "counts",
             count_sensitivity=LEAF_COUNT_SENSITIVITY[params.relation],
@@ -386,12 +392,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
         Notes
         -----
-        Privacy cost: ``epsilon`` per record under ``neighbouring`` (see the
+        Privacy cost: ``epsilon`` per record under ``relation`` (see the
         class notes).  Calling ``fit`` again on the same data spends it again.
         """
+        self._validate_params()  # every option, checked before any data is read
         schema = self._resolved_schema()
-        self._check_shape_options()
         sampler = self._resolved_sampler()
+        self._parameters(1, 1)  # the options' combinations, checked before any data is read
         y = check_fit_input(self, X, y, schema)
         if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
             raise DataValidationError(
@@ -400,7 +407,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             )
         charge_fit(self.accountant, float(self.epsilon), label=f"{type(self).__name__}.fit on schema {schema.name!r}")
         refuse_continuous_target(y, schema)  # reads label values: after the charge
-        if self.stop_when_pure:
+        if self._paper_options().stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
                 "reveals whether its rows share one class. The model is marked dp=False and must not be released.",
@@ -446,7 +453,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.privacy_ = params
         float_laplace = params.variant == "tradition" and params.leaf == "label"  # see LaplaceMechanism
         self.dp_ = params.dp and not schema.drafted and not float_laplace
-        self.n_estimators_ = params.n_trees
+        self.n_trees_ = params.n_trees
         self.max_depth_ = params.max_depth
         self.n_bins_ = params.n_bins
         self.n_rows_estimate_ = estimate

@@ -51,8 +51,7 @@ class VerifiedRelease:
     signature_detail : str
     format_version : int
     run_id, request_id : str
-        The run and request the release answers, inside the signed bytes
-        (version 2; empty for version 1).
+        The run and request the release answers, inside the signed bytes.
     """
 
     party_id: str
@@ -184,8 +183,8 @@ def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) 
         ),
         (
             Reason.POLICY_TREES,
-            params.n_trees > policy.max_trees,
-            f"n_trees expected <= {policy.max_trees}, got {params.n_trees}",
+            params.n_trees > policy.max_n_trees,
+            f"n_trees expected <= {policy.max_n_trees}, got {params.n_trees}",
         ),
         (
             Reason.POLICY_BINS,

@@ -14,14 +14,13 @@ from . import release_pb2 as pb
 from ._canonical import parse_canonical
 from ._errors import InvalidRelease, Reason
 from ._ids import MAX_ID_CHARS, check_request_id
-from ._parameters import VERSION_3_FIELDS, check_party_id, parameters_from_message
+from ._parameters import check_party_id, parameters_from_message
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureCheck, check_signature
 
 __all__ = [
     "FORMAT_VERSION",
     "MAX_ID_CHARS",
-    "READABLE_VERSIONS",
     "ReleaseEnvelope",
     "ReleaseHeader",
     "as_bytes",
@@ -30,10 +29,8 @@ __all__ = [
     "read_release_header",
 ]
 
-FORMAT_VERSION = 3
-"""Version written by :func:`protocol.encode_release` (2: run and request ids in the signed bytes;
-3: leaf class counts and the parameters ``leaf``, ``count_epsilon``, ``depth_rule``)."""
-READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 1
+"""The one version :func:`protocol.encode_release` writes and a decoder reads."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ class ReleaseHeader:
     format_version : int
     party_id : str
     run_id, request_id : str
-        What the release answers (version 2; empty in version 1).
+        What the release answers.
     schema_fingerprint : str
     parameters : TrainingParameters
     n_trees, n_nodes : int
@@ -94,23 +91,13 @@ def open_envelope(
         raise InvalidRelease(Reason.TOO_LARGE, f"{what}: expected at most {max_bytes} bytes, got {len(data)}")
     signed = parse_canonical(pb.SignedRelease, data, f"{what} (SignedRelease)")
     release = parse_canonical(pb.Release, signed.release, f"{what} (Release)")
-    if release.format_version not in READABLE_VERSIONS:
+    if release.format_version != FORMAT_VERSION:
         raise InvalidRelease(
             Reason.UNKNOWN_VERSION,
-            f"{what}: format_version expected one of {READABLE_VERSIONS}, got {release.format_version}",
+            f"{what}: format_version expected {FORMAT_VERSION}, got {release.format_version}",
         )
     try:
         check_party_id(release.party_id)
-        if release.format_version == 1 and (release.run_id or release.request_id):
-            raise ValueError("a version 1 release carries no run or request id")
-        if release.format_version < 3:
-            newer = [name for name in VERSION_3_FIELDS if getattr(release.parameters, name)]
-            if release.trees.leaf_counts:
-                newer.append("trees.leaf_counts")
-            if newer:
-                raise ValueError(
-                    f"a version {release.format_version} release carries no {', '.join(newer)} (fields of version 3)"
-                )
         check_request_id(release.run_id, "run_id")
         check_request_id(release.request_id, "request_id")
     except ValueError as exc:

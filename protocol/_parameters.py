@@ -1,4 +1,11 @@
-"""Training parameters and party ids on the wire (enum tables, validation)."""
+"""Training parameters and party ids on the wire (enum tables, validation).
+
+Only the production configuration travels: the harmonic layer schedule,
+parallel composition across trees, permute-and-flip, and the monotone noise
+scale exactly under add-remove.  The encoder refuses a forest trained with
+another (a research option of :mod:`edprf_core.research`); the wire has no
+field for one, so the decoder restores these values.
+"""
 
 from __future__ import annotations
 
@@ -31,10 +38,7 @@ PARTY_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # TrainingParameters field -> {core string value: wire enum value}
 ENUM_TABLES: dict[str, dict[str, int]] = {
     "relation": {"add-remove": pb.RELATION_ADD_REMOVE, "replace-one": pb.RELATION_REPLACE_ONE},
-    "schedule": {"harmonic": pb.SCHEDULE_HARMONIC, "uniform": pb.SCHEDULE_UNIFORM, "linear": pb.SCHEDULE_LINEAR},
-    "composition": {"parallel": pb.COMPOSITION_PARALLEL, "sequential": pb.COMPOSITION_SEQUENTIAL},
     "split_mode": {"binary": pb.SPLIT_MODE_BINARY, "multiway": pb.SPLIT_MODE_MULTIWAY},
-    "variant": {"pf": pb.VARIANT_PERMUTE_AND_FLIP, "tradition": pb.VARIANT_TRADITION},
     "sampler": {"numpy": pb.SAMPLER_NUMPY, "exact": pb.SAMPLER_EXACT},
     "leaf": {"label": pb.LEAF_OUTPUT_LABEL, "counts": pb.LEAF_OUTPUT_COUNTS},
     "depth_rule": {
@@ -44,13 +48,10 @@ ENUM_TABLES: dict[str, dict[str, int]] = {
     },
 }
 _FROM_WIRE = {name: {v: k for k, v in table.items()} for name, table in ENUM_TABLES.items()}
-# releases written before a field existed
-_FROM_WIRE["sampler"][pb.SAMPLER_UNSPECIFIED] = "numpy"
-_FROM_WIRE["leaf"][pb.LEAF_OUTPUT_UNSPECIFIED] = "label"
-_FROM_WIRE["depth_rule"][pb.DEPTH_RULE_UNSPECIFIED] = "fixed"
-_PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "exploit_monotonicity", "dp", "seeded", "count_epsilon")
-VERSION_3_FIELDS = ("leaf", "count_epsilon", "depth_rule")
-"""Parameters a release before format version 3 must leave unset."""
+_PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "dp", "seeded", "count_epsilon")
+
+PRODUCTION_OPTIONS = {"schedule": "harmonic", "composition": "parallel", "variant": "pf"}
+"""The values of the research options every release has (the wire carries no field for them)."""
 
 
 def check_party_id(party_id: object) -> str:
@@ -60,14 +61,38 @@ def check_party_id(party_id: object) -> str:
     return party_id
 
 
+def _research_options(params: TrainingParameters) -> list[str]:
+    """The research options ``params`` uses (empty for a production configuration)."""
+    used = [
+        f"{name}={getattr(params, name)!r}"
+        for name, value in PRODUCTION_OPTIONS.items()
+        if getattr(params, name) != value
+    ]
+    if params.exploit_monotonicity != (params.relation == "add-remove"):
+        used.append(f"exploit_monotonicity={params.exploit_monotonicity!r} under {params.relation}")
+    return used
+
+
 def parameters_to_message(params: TrainingParameters) -> pb.TrainingParameters:
-    """The wire form of ``params``."""
+    """The wire form of ``params``.
+
+    Raises
+    ------
+    ValueError
+        For parameters that use a research option (:mod:`edprf_core.research`):
+        the wire format carries only the production configuration.
+    """
+    research = _research_options(params)
+    if research:
+        raise ValueError(
+            f"parameters: a release carries only the production configuration, got the research options "
+            f"{', '.join(research)} (edprf_core.research models cannot be sent to a federation)"
+        )
     return pb.TrainingParameters(
         epsilon=float(params.epsilon),
         max_depth=int(params.max_depth),
         n_trees=int(params.n_trees),
         n_bins=int(params.n_bins),
-        exploit_monotonicity=bool(params.exploit_monotonicity),
         dp=bool(params.dp),
         seeded=bool(params.seeded),
         count_epsilon=float(params.count_epsilon),
@@ -84,7 +109,7 @@ def parameters_from_message(message: pb.TrainingParameters) -> TrainingParameter
         ``bad_parameters`` for an unknown enum value or values
         :class:`~edprf_core.TrainingParameters` refuses.
     """
-    values: dict[str, object] = {name: getattr(message, name) for name in _PLAIN_FIELDS}
+    values: dict[str, object] = {name: getattr(message, name) for name in _PLAIN_FIELDS} | PRODUCTION_OPTIONS
     for name, table in _FROM_WIRE.items():
         wire = getattr(message, name)
         if wire not in table:
@@ -92,6 +117,7 @@ def parameters_from_message(message: pb.TrainingParameters) -> TrainingParameter
                 Reason.BAD_PARAMETERS, f"parameters.{name}: expected one of {sorted(table)}, got enum value {wire}"
             )
         values[name] = table[wire]
+    values["exploit_monotonicity"] = values["relation"] == "add-remove"
     try:
         params = TrainingParameters(**values)
     except ValueError as exc:

@@ -26,7 +26,7 @@ class ReleasePolicy:
         Largest ε per record accepted (``math.inf`` accepts any finite ε).
     max_depth : int in [1, 30], default 12
         Largest declared ``max_depth``.
-    max_trees : int >= 1, default 1000
+    max_n_trees : int >= 1, default 1000
         Largest number of trees in one release.
     max_bytes : int >= 1, default 64 MiB
         Size cap of the serialized ``SignedRelease``, checked before parsing.
@@ -43,7 +43,7 @@ class ReleasePolicy:
 
     max_epsilon: float = 10.0
     max_depth: int = 12
-    max_trees: int = 1000
+    max_n_trees: int = 1000
     max_bytes: int = 64 * _MiB
     max_bins: int = 64
     require_signature: bool = False
@@ -53,7 +53,7 @@ class ReleasePolicy:
     def __post_init__(self) -> None:
         check_fields(self, _RULES, key=str, type_errors=True)
         object.__setattr__(self, "max_epsilon", float(self.max_epsilon))
-        for name in ("max_depth", "max_trees", "max_bytes", "max_bins"):
+        for name in ("max_depth", "max_n_trees", "max_bytes", "max_bins"):
             object.__setattr__(self, name, int(getattr(self, name)))
         relations = self.allowed_relations
         if isinstance(relations, str):
@@ -68,7 +68,7 @@ class ReleasePolicy:
 _RULES = {
     "max_epsilon": Number(0, low_open=True, finite=False, text="a number > 0"),
     "max_depth": Integer(1, MAX_DEPTH_LIMIT),
-    "max_trees": Integer(1),
+    "max_n_trees": Integer(1),
     "max_bytes": Integer(1),
     "max_bins": Integer(2),
     "require_signature": Boolean(),
@@ -80,7 +80,7 @@ _RULES = {
 INSPECTION_POLICY = ReleasePolicy(
     max_epsilon=math.inf,
     max_depth=MAX_DEPTH_LIMIT,
-    max_trees=1_000_000,
+    max_n_trees=1_000_000,
     max_bytes=1024 * _MiB,
     max_bins=4096,
     allow_non_dp=True,

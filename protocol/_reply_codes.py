@@ -83,7 +83,7 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_RELATION: "neighbouring relation other than the policy's",
     RefusalReason.POLICY_RELEASE_NODES: "release larger (nodes, from public parameters) than max-release-nodes",
     RefusalReason.POLICY_SEED: "a fixed seed asked for, not allowed by the policy",
-    RefusalReason.POLICY_TREES: "more trees than the policy's max-trees",
+    RefusalReason.POLICY_TREES: "more trees than the policy's max-n-trees",
     RefusalReason.REQUEST_ID_REUSED: "the request id was served before with other parameters",
     RefusalReason.REQUEST_SPENT: "the request id was started before and did not complete",
     RefusalReason.SCHEMA_MISMATCH: "the request or model uses another schema than the party's",

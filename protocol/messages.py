@@ -15,7 +15,7 @@ from typing import Any
 
 from edprf_core import EDPRFError
 from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_kebab, kebab
-from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 
 from ._ids import check_request_id
 
@@ -68,7 +68,6 @@ _TRAIN_RULES = {
     "n_trees": Integer(1, text=">= 1"),
     "n_bins": Integer(2, text=">= 2"),
     "split_mode": OneOf(SPLIT_MODES),
-    "schedule": OneOf(SCHEDULES),
     "relation": OneOf(RELATIONS),
 }
 """A train request's values (their types are checked when the record is read)."""
@@ -98,7 +97,6 @@ class TrainRequest:
     n_trees: int
     split_mode: str
     n_bins: int
-    schedule: str
     relation: str
     seed: int
     leaf: str = "counts"

@@ -35,7 +35,7 @@ class CoordinatorConfig:
     leaf : {"counts", "label"}, default "counts"
         What leaves release: noisy class counts (probabilities, risk scores)
         or the paper's permute-and-flip label (votes).
-    trees_per_party : int >= 1
+    n_trees : int >= 1
         Trees every party releases: decided here, never from row counts.
     min_parties : int >= 1
         Fewer valid releases than this: no model is saved.
@@ -137,10 +137,9 @@ class CoordinatorConfig:
     max_depth: int = 8
     depth_rule: str = "auto"
     leaf: str = "counts"
-    trees_per_party: int = 1
+    n_trees: int = 1
     split_mode: str = "binary"
     n_bins: int = 20
-    schedule: str = "harmonic"
     relation: str = "add-remove"
     seed: int = -1
     min_parties: int = 1
@@ -209,7 +208,7 @@ _RULES = {
     "epsilon": Number(0, low_open=True),
     "evaluation_epsilon": Number(0),
     "max_depth": Integer(1, text=">= 1"),
-    "trees_per_party": Integer(1, text=">= 1"),
+    "n_trees": Integer(1, text=">= 1"),
     "n_bins": Integer(2, text=">= 2"),
     "min_parties": Integer(1, text=">= 1"),
     "depth_rule": OneOf(DEPTH_REQUESTS),

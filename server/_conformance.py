@@ -23,13 +23,11 @@ def request_mismatch(
 ) -> tuple[OutcomeReason, str] | None:
     """``(reason, message)`` when ``release`` does not answer ``request``; None when it does.
 
-    Reasons: ``replayed_release`` (an older format, or another run or request),
+    Reasons: ``replayed_release`` (made for another run or request),
     ``request_mismatch`` (parameters other than requested), ``seeded_release``
     (a fixed seed the request did not ask for), ``sampler_not_exact`` (the run
     requires the exact sampler).
     """
-    if release.format_version < 2:
-        return OutcomeReason.REPLAYED_RELEASE, "a version 1 release is bound to no run or request"
     if release.request_id != request.request_id:
         return OutcomeReason.REPLAYED_RELEASE, "the release answers another request"
     if not cfg.request_tag and release.run_id != request.run_id:
@@ -40,10 +38,7 @@ def request_mismatch(
         "n_trees": request.n_trees,
         "split_mode": request.split_mode,
         "n_bins": request.n_bins,
-        "schedule": request.schedule,
         "relation": request.relation,
-        "composition": "parallel",
-        "variant": "pf",
         "leaf": request.leaf,
     }
     wrong = [name for name, value in expected.items() if getattr(p, name) != value]

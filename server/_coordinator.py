@@ -71,10 +71,9 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> Tra
         schema_fingerprint=fingerprint,
         epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
-        n_trees=cfg.trees_per_party,
+        n_trees=cfg.n_trees,
         split_mode=cfg.split_mode,
         n_bins=cfg.n_bins,
-        schedule=cfg.schedule,
         relation=cfg.relation,
         leaf=cfg.leaf,
         depth_rule=cfg.depth_rule,
@@ -99,7 +98,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     policy = ReleasePolicy(
         max_epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
-        max_trees=cfg.trees_per_party,
+        max_n_trees=cfg.n_trees,
         max_bytes=cfg.max_release_bytes,
         require_signature=registry is not None,
         allowed_relations=(cfg.relation,),
@@ -191,7 +190,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         outcome.sampler = release.params.sampler
         outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
-        outcome.depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
+        outcome.max_depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
         accepted.append(release)
     # parts in party-id order, not in the order of node ids (random per run): the same releases
     # make the same forest, and the same floating-point sums at prediction

@@ -29,7 +29,7 @@ class PartyOutcome:
     evaluation_epsilon: float = 0.0
     exact_metrics: bool = False  # it may have sent un-noised held-out counts (not DP)
     sampler: str = ""
-    depth: int = 0  # the released depth (each party's own under depth-rule "auto")
+    max_depth: int = 0  # the released depth (each party's own under depth-rule "auto")
     depth_rule: str = ""  # fixed | declared-size | dp-count
     signed: bool = False
     release_bytes: int = 0

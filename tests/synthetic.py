@@ -53,7 +53,7 @@ def skewed_wall_federation(alpha: float, seed: int, **fit_params):
     Xtr, ytr, Xte, yte = data[~test], labels[~test], data[test], labels[test]
     parts = partition_rows(Xtr, ytr, 5, Partitioning("dirichlet", alpha, ""), np.random.default_rng(seed))
     forests = [
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, n_bins=20, random_state=10 * seed + i, **fit_params)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, n_bins=20, random_state=10 * seed + i, **fit_params)
         .fit(Xtr.iloc[rows], ytr.iloc[rows])
         .forest_
         for i, rows in enumerate(parts)

@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="epsilon of each party's release (default: the run config's epsilon, server.CoordinatorConfig)",
     )
-    p.add_argument("--trees-per-party", type=int, default=2, help="trees each party releases (default 2)")
+    p.add_argument("--n-trees", type=int, default=2, help="trees each party releases (default 2)")
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
     p.add_argument(
         "--evaluation-epsilon",
@@ -302,7 +302,7 @@ def run_consortium(args: argparse.Namespace) -> int:
                 "output-dir": out,
                 "test-data-path": coordinator / "test.csv",
                 "validation-data-path": coordinator / "validation.csv",
-                "trees-per-party": args.trees_per_party,
+                "n-trees": args.n_trees,
                 "max-depth": args.max_depth,
                 "min-parties": len(parties),
                 "expected-parties": len(parties),

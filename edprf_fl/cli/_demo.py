@@ -13,14 +13,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="train a DP forest on an embedded dataset and compare with a non-private forest")
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded dataset (default: %(default)s)")
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per record (default: %(default)s)")
-    p.add_argument("--trees", type=int, default=1, help="number of trees (default: %(default)s)")
+    p.add_argument("--n-trees", type=int, default=1, help="number of trees (default: %(default)s)")
     p.add_argument(
-        "--depth",
+        "--max-depth",
         default="auto",
         help="split levels per tree, or 'auto' for the public-depth rule (default: %(default)s)",
     )
     p.add_argument(
-        "--bins", type=int, default=20, help="equal-width bins of continuous features (default: %(default)s)"
+        "--n-bins", type=int, default=20, help="equal-width bins of continuous features (default: %(default)s)"
     )
     p.add_argument(
         "--split-mode",
@@ -51,24 +51,24 @@ def run(args: argparse.Namespace) -> int:
     say(
         f"[1/3] {args.dataset}: {len(X_train)} training rows, {len(X_test)} test rows, schema {schema.fingerprint[:19]}"
     )
-    if args.depth == "auto":  # the embedded dataset is public: its size may choose the depth
+    if args.max_depth == "auto":  # the embedded dataset is public: its size may choose the depth
         depth = public_depth(
-            len(X_train), args.trees, args.epsilon, branching=branching_factor(schema, args.split_mode, args.bins)
+            len(X_train), args.n_trees, args.epsilon, branching=branching_factor(schema, args.split_mode, args.n_bins)
         )
         say(
-            f"      depth {depth} from the public-depth rule (n = {len(X_train)}, T = {args.trees}, "
+            f"      depth {depth} from the public-depth rule (n = {len(X_train)}, T = {args.n_trees}, "
             f"eps = {args.epsilon:g})"
         )
     else:
-        depth = int(args.depth)
-    args.depth = depth
+        depth = int(args.max_depth)
+    args.max_depth = depth
     start = time.perf_counter()
     clf = EDPRFClassifier(
         schema,
         epsilon=args.epsilon,
-        n_estimators=args.trees,
-        max_depth=args.depth,
-        n_bins=args.bins,
+        n_trees=args.n_trees,
+        max_depth=args.max_depth,
+        n_bins=args.n_bins,
         split_mode=args.split_mode,
         random_state=args.seed,
     ).fit(X_train, y_train)
@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     reference.fit(codes_train, y_train)
     say("[3/3] non-private reference forest trained")
     print(f"dataset:               {args.dataset} ({schema.n_classes} classes, {schema.n_features} features)")
-    print(f"DP forest accuracy:    {ours:.4f}  ({args.trees} trees, depth {args.depth}, {args.split_mode} splits)")
+    print(
+        f"DP forest accuracy:    {ours:.4f}  ({args.n_trees} trees, depth {args.max_depth}, {args.split_mode} splits)"
+    )
     print(f"non-private accuracy:  {reference.score(codes_test, y_test):.4f}  (scikit-learn, 100 trees, same bins)")
     print(f"guarantee:             {clf.forest_.guarantee()}")
     print(

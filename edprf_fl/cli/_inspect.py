@@ -12,7 +12,7 @@ unsigned or from an unknown party.
 
 Bounded work: the sizes a file declares (releases, trees, nodes) are read first
 without decoding it (:func:`protocol.peek_global_model`, or a release's header);
-a file beyond ``--max-releases``, ``--max-trees`` or ``--max-nodes`` is refused in
+a file beyond ``--max-releases``, ``--max-n-trees`` or ``--max-nodes`` is refused in
 one line before anything is decoded, so time and memory grow with those limits,
 not with what the file claims.  Every line is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe`: text from the file cannot reach the
@@ -44,7 +44,7 @@ EXIT_SIGNATURE = 3
 MAX_RELEASES = 1_000
 """Default ``--max-releases``: each release is decoded and checked on its own (Python work per release)."""
 MAX_TREES = 5_000
-"""Default ``--max-trees`` (a party's default ``max-evaluation-trees``)."""
+"""Default ``--max-n-trees`` (a party's default ``max-evaluation-trees``)."""
 MAX_NODES = 1_000_000
 """Default ``--max-nodes`` (a party's default ``max-evaluation-nodes``)."""
 SHOWN_RELEASES = 50
@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"refuse global models of more releases (default {MAX_RELEASES})",
     )
     parser.add_argument(
-        "--max-trees",
+        "--max-n-trees",
         type=int,
         default=MAX_TREES,
         metavar="N",
@@ -127,7 +127,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     limits = {
         "releases": getattr(args, "max_releases", MAX_RELEASES),
-        "trees": getattr(args, "max_trees", MAX_TREES),
+        "trees": getattr(args, "max_n_trees", MAX_TREES),
         "nodes": getattr(args, "max_nodes", MAX_NODES),
     }
     shown = terminal_safe(path)
@@ -156,6 +156,10 @@ def _one_line(exc: BaseException) -> str:
     return terminal_safe(" ".join(str(exc).split()), 500)
 
 
+_LIMIT_OPTIONS = {"releases": "--max-releases", "trees": "--max-n-trees", "nodes": "--max-nodes"}
+"""The option that raises each of inspect's limits."""
+
+
 def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> None:
     """Refuse, before decoding, a file whose declared sizes pass a limit (the message names the option)."""
     from ._inspect_limits import BeyondLimits
@@ -164,7 +168,7 @@ def _check_limits(what: str, sizes: dict[str, int], limits: dict[str, int]) -> N
     if over:
         declared = ", ".join(f"{value} {name}" for name, value in sizes.items())
         allowed = ", ".join(f"{name} <= {limits[name]}" for name in over)
-        options = "/".join(f"--max-{name}" for name in over)
+        options = "/".join(_LIMIT_OPTIONS[name] for name in over)
         raise BeyondLimits(
             f"{what} declares {declared}, beyond inspect's limits ({allowed}); raise {options} to inspect it anyway"
         )
@@ -274,10 +278,10 @@ def _describe(
 
 
 def _parameters_line(p: TrainingParameters) -> str:
+    """The parameters a release carries (the wire has no research options: those are always the production ones)."""
     return (
-        f"epsilon={p.epsilon:g} relation={p.relation} schedule={p.schedule} composition={p.composition} "
-        f"split_mode={p.split_mode} variant={p.variant} max_depth={p.max_depth} n_trees={p.n_trees} "
-        f"n_bins={p.n_bins} exploit_monotonicity={p.exploit_monotonicity} dp={p.dp} seeded={p.seeded} "
+        f"epsilon={p.epsilon:g} relation={p.relation} split_mode={p.split_mode} max_depth={p.max_depth} "
+        f"n_trees={p.n_trees} n_bins={p.n_bins} dp={p.dp} seeded={p.seeded} "
         f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}"
     )
 

@@ -28,7 +28,7 @@ def _positive(text: str) -> int:
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--rules``, ``--show-trees``, ``--show-leaves`` (``--max-trees`` is inspect's refusal limit)."""
+    """``--rules``, ``--show-trees``, ``--show-leaves`` (``--max-n-trees`` is inspect's refusal limit)."""
     parser.add_argument(
         "--rules",
         action="store_true",

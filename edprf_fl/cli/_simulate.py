@@ -93,7 +93,7 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f'  flwr run . --stream --federation-config "num-supernodes={settings.parties}" --run-config '
         f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={settings.epsilon} max-depth={cfg.max_depth} "
         f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
-        f"trees-per-party={settings.n_trees} n-bins={settings.n_bins} split-mode='{settings.split_mode}' "
+        f"n-trees={settings.n_trees} n-bins={settings.n_bins} split-mode='{settings.split_mode}' "
         f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
         f'evaluation-max-interval-width={cfg.evaluation_max_interval_width}"'
     )

@@ -14,9 +14,6 @@ DEFAULTS = SimulationSettings()
 """Every option's default is the settings' default."""
 
 _FLAGS = {
-    "max_depth": "--depth",
-    "n_trees": "--trees-per-party",
-    "n_bins": "--bins",
     "shuffled_label_parties": "--shuffle-labels-party",
     "header": "--no-header",
     "baselines": "--no-baselines",
@@ -25,7 +22,7 @@ _FLAGS = {
 
 
 def flag_of(setting: str) -> str:
-    """The command-line flag of a setting: ``n_trees`` -> ``--trees-per-party``, ``epsilon`` -> ``--epsilon``."""
+    """The command-line flag of a setting: ``shuffled_label_parties`` -> ``--shuffle-labels-party``, ``epsilon`` -> ``--epsilon``."""
     return _FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
 
@@ -35,7 +32,7 @@ def settings_from_args(args: argparse.Namespace, **changes: Any) -> SimulationSe
     Raises
     ------
     ValueError
-        A setting out of its range, the message naming its flag (``--depth: expected ...``).
+        A setting out of its range, the message naming its flag (``--max-depth: expected ...``).
     """
     given = {name: getattr(args, name) for name in SimulationSettings.field_names() if hasattr(args, name)}
     given["header"] = not getattr(args, "no_header", False)
@@ -92,9 +89,7 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
         "--epsilon", type=float, default=DEFAULTS.epsilon, help="epsilon of each party's release (default: %(default)s)"
     )
     p.add_argument(
-        "--depth",
-        dest="max_depth",
-        metavar="DEPTH",
+        "--max-depth",
         type=_depth,
         default=DEFAULTS.max_depth,
         help="split levels per tree, or 'auto': each party chooses its depth (at most 12) from a DP "
@@ -108,17 +103,13 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
         "(default: %(default)s)",
     )
     p.add_argument(
-        "--trees-per-party",
-        dest="n_trees",
-        metavar="TREES_PER_PARTY",
+        "--n-trees",
         type=int,
         default=DEFAULTS.n_trees,
         help="trees each party releases (default: %(default)s)",
     )
     p.add_argument(
-        "--bins",
-        dest="n_bins",
-        metavar="BINS",
+        "--n-bins",
         type=int,
         default=DEFAULTS.n_bins,
         help="bins of continuous features (default: %(default)s)",

@@ -54,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--parties-list", type=_ints, default=None, help="comma-separated list of party counts (default: --parties)"
     )
     p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
-    p.add_argument("--depths", type=_ints, default=None, help="comma-separated (default: --depth)")
-    p.add_argument("--trees-list", type=_ints, default=None, help="trees per party, comma-separated")
+    p.add_argument("--max-depths", type=_ints, default=None, help="comma-separated (default: --max-depth)")
+    p.add_argument("--n-trees-list", type=_ints, default=None, help="trees per party, comma-separated")
     p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default: %(default)s)")
     p.add_argument("--output", default=None, help="directory for sweep.csv, sweep.md and plots")
     p.set_defaults(handler=run)
@@ -77,8 +77,8 @@ _LIST_FLAGS = {
     "epsilon": "--epsilons",
     "parties": "--parties-list",
     "partition": "--partitions",
-    "max_depth": "--depths",
-    "n_trees": "--trees-list",
+    "max_depth": "--max-depths",
+    "n_trees": "--n-trees-list",
 }
 """Settings the sweep takes as lists, and the flags of those lists."""
 
@@ -93,8 +93,8 @@ def _sweep(base: SimulationSettings, args: argparse.Namespace) -> int:
         "epsilon": args.epsilons,
         "parties": args.parties_list,
         "partition": args.partitions,
-        "depth": args.depths,
-        "trees_per_party": args.trees_list,
+        "max_depth": args.max_depths,
+        "n_trees": args.n_trees_list,
     }
     configs = sweep_grid(base, values)  # every configuration checked before the first run
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))

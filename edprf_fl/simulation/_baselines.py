@@ -41,7 +41,7 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     central = EDPRFClassifier(
         schema,
         epsilon=settings.epsilon,
-        n_estimators="auto" if auto else n_trees,
+        n_trees="auto" if auto else n_trees,
         max_depth="auto" if auto else settings.max_depth,
         leaf=leaf,
         n_bins=settings.n_bins,
@@ -51,7 +51,7 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
     out = {
         "central_edprf": forest_metrics(central.forest_, X_test, y_test)
-        | {"trees": central.n_estimators_, "depth": central.max_depth_}
+        | {"n_trees": central.n_trees_, "max_depth": central.max_depth_}
     }
     # each party alone: what a party gets without the consortium (same request, its own rows only)
     alone = []
@@ -61,7 +61,7 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
         own = EDPRFClassifier(
             schema,
             epsilon=settings.epsilon,
-            n_estimators=settings.n_trees,
+            n_trees=settings.n_trees,
             max_depth="auto" if auto else settings.max_depth,
             leaf=leaf,
             n_bins=settings.n_bins,

@@ -72,7 +72,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
 
     written = []
 
-    for axis in ("epsilon", "parties", "depth", "trees_per_party"):
+    for axis in ("epsilon", "parties", "max_depth", "n_trees"):
         xs = sorted({c[axis] for c in configs})
         if len(xs) < 2:
             continue
@@ -102,7 +102,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
-        if axis in ("parties", "depth", "trees_per_party"):
+        if axis in ("parties", "max_depth", "n_trees"):
             ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
         ax.set_xlabel(axis.replace("_", " "))
         ax.set_ylabel("test accuracy")

@@ -160,7 +160,7 @@ def _write_parties(
         "max_release_epsilon": settings.epsilon,
         "max_evaluation_epsilon": settings.evaluation_epsilon,
         "max_depth": settings.depth_cap,
-        "max_trees": settings.n_trees,
+        "max_n_trees": settings.n_trees,
         "allow_seeded_randomness": settings.seeded_noise,
         "holdout_fraction": settings.party_holdout,
     }
@@ -189,7 +189,7 @@ def _coordinator_config(
         max_depth=settings.depth_cap,
         depth_rule="auto" if settings.auto_depth else "fixed",
         leaf=settings.leaf,
-        trees_per_party=settings.n_trees,
+        n_trees=settings.n_trees,
         split_mode=settings.split_mode,
         n_bins=settings.n_bins,
         seed=settings.seed if settings.seeded_noise else -1,

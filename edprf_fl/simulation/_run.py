@@ -98,8 +98,8 @@ class SimulationReport:
             "parties": self.settings.parties,
             "partition": self.partition,
             "epsilon": self.settings.epsilon,
-            "depth": self.depth,
-            "trees_per_party": self.settings.n_trees,
+            "max_depth": self.depth,
+            "n_trees": self.settings.n_trees,
             "split_mode": self.settings.split_mode,
             "seed": self.settings.seed,
             "engine": self.settings.engine,
@@ -220,7 +220,7 @@ def run_simulation(
 def _depth_used(settings: SimulationSettings, fed: Mapping[str, Any]) -> int | str:
     if not settings.auto_depth:
         return settings.max_depth
-    depths = sorted({p["depth"] for p in fed["parties"] if p.get("depth")})
+    depths = sorted({p["max_depth"] for p in fed["parties"] if p.get("max_depth")})
     if len(depths) > 1:
         return f"auto ({depths[0]}-{depths[-1]} by party)"
     return f"auto ({depths[0] if depths else '-'})"

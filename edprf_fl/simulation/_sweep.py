@@ -14,10 +14,8 @@ from ._settings import SimulationSettings
 
 __all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_table"]
 
-SWEEP_AXES = ("epsilon", "parties", "partition", "depth", "trees_per_party")
+SWEEP_AXES = ("epsilon", "parties", "partition", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns."""
-
-_SETTING_OF_AXIS = {"depth": "max_depth", "trees_per_party": "n_trees"}
 
 _TABLE_COLUMNS = (
     ("federated_accuracy", "federated"),
@@ -34,7 +32,7 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]]) ->
 
     Each combination is checked against the settings' rules here, before anything runs.
     """
-    axes = {axis: values.get(axis) or [getattr(base, _SETTING_OF_AXIS.get(axis, axis))] for axis in SWEEP_AXES}
+    axes = {axis: values.get(axis) or [getattr(base, axis)] for axis in SWEEP_AXES}
     configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
     for config in configs:
         _settings_of(base, config, seed=0)
@@ -43,7 +41,7 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]]) ->
 
 def _settings_of(base: SimulationSettings, config: Mapping[str, Any], seed: int) -> SimulationSettings:
     """One run of a sweep: research seeds (reproducible noise, numpy backend), no evaluation round."""
-    changes = {_SETTING_OF_AXIS.get(axis, axis): value for axis, value in config.items()}
+    changes = dict(config)
     return replace(base, **changes, seed=seed, seeded_noise=True, evaluation_epsilon=0.0, party_holdout=0.0)
 
 
@@ -82,7 +80,7 @@ def run_sweep(
 def _metrics(report: SimulationReport) -> dict[str, Any]:
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
     ev = report.federated_metrics
-    depths = sorted(p["depth"] for p in fed["parties"] if p.get("depth"))
+    depths = sorted(p["max_depth"] for p in fed["parties"] if p.get("max_depth"))
     return {
         "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
         "federated_accuracy": ev.get("accuracy", nan),
@@ -90,7 +88,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "federated_roc_auc": ev.get("roc_auc", nan),
         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
-        "central_depth": base.get("central_edprf", {}).get("depth", ""),
+        "central_depth": base.get("central_edprf", {}).get("max_depth", ""),
         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),

@@ -37,7 +37,7 @@ def small():
 
 
 def _clf(schema, **kw):
-    return EDPRFClassifier(schema, epsilon=EPS, n_estimators=2, max_depth=2, random_state=0, **kw)
+    return EDPRFClassifier(schema, epsilon=EPS, n_trees=2, max_depth=2, random_state=0, **kw)
 
 
 def test_exported():

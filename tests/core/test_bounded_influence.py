@@ -140,7 +140,7 @@ def federation():
     shares = np.array_split(train, 5)
     forests = [
         EDPRFClassifier(
-            schema, epsilon=1.0, n_estimators=2, max_depth="auto", max_depth_cap=8, n_bins=20, random_state=100 + i
+            schema, epsilon=1.0, n_trees=2, max_depth="auto", max_depth_cap=8, n_bins=20, random_state=100 + i
         )
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edprf_core import CategoricalFeature, EDPRFClassifier, LabelSpec, Schema
-from edprf_core._budget import HarmonicSchedule, LinearSchedule, UniformSchedule
+from edprf_core.research import HarmonicSchedule, LinearSchedule, PaperEDPRFClassifier, UniformSchedule
 from tests.synthetic import make_data, make_schema
 
 
@@ -37,10 +37,10 @@ def test_fitted_trees_spend_exactly_epsilon_on_every_path(split_mode, schedule, 
     # few features in multiway mode: paths end early when features run out
     schema = make_schema(n_continuous=2, n_categorical=2, n_categories=2) if split_mode == "multiway" else make_schema()
     X, y = make_data(schema, 300, seed=depth)
-    clf = EDPRFClassifier(
+    clf = PaperEDPRFClassifier(
         schema,
         epsilon=0.8,
-        n_estimators=2,
+        n_trees=2,
         max_depth=depth,
         split_mode=split_mode,
         n_bins=3 if split_mode == "multiway" else 8,
@@ -60,8 +60,8 @@ def test_sequential_composition_trees_spend_epsilon_over_t():
     schema = make_schema()
     X, y = make_data(schema, 300, seed=1)
     forest = (
-        EDPRFClassifier(
-            schema, epsilon=1.0, n_estimators=4, max_depth=3, n_bins=5, composition="sequential", random_state=0
+        PaperEDPRFClassifier(
+            schema, epsilon=1.0, n_trees=4, max_depth=3, n_bins=5, composition="sequential", random_state=0
         )
         .fit(X, y)
         .forest_
@@ -79,8 +79,8 @@ def test_binary_tree_shape_does_not_depend_on_the_data():
     schema = make_schema()
     big, labels = make_data(schema, 5000, seed=1, signal=True)
     small, noise = make_data(schema, 7, seed=2, signal=False)
-    a = EDPRFClassifier(schema, n_estimators=3, max_depth=6, n_bins=16, random_state=0).fit(big, labels)
-    b = EDPRFClassifier(schema, n_estimators=3, max_depth=6, n_bins=16, random_state=1).fit(small, noise)
+    a = EDPRFClassifier(schema, n_trees=3, max_depth=6, n_bins=16, random_state=0).fit(big, labels)
+    b = EDPRFClassifier(schema, n_trees=3, max_depth=6, n_bins=16, random_state=1).fit(small, noise)
     assert _structure(a.forest_) == _structure(b.forest_)
     # full binary trees of depth 6
     assert a.forest_.trees.n_nodes == 3 * (2**7 - 1)
@@ -97,8 +97,8 @@ def test_multiway_tree_shape_does_not_depend_on_the_data():
     def frame(n):
         return pd.DataFrame({f"c{i}": rng.choice(list(cats), n) for i in range(4)})
 
-    a = EDPRFClassifier(schema, n_estimators=2, max_depth=6, split_mode="multiway", random_state=0)
-    b = EDPRFClassifier(schema, n_estimators=2, max_depth=6, split_mode="multiway", random_state=5)
+    a = EDPRFClassifier(schema, n_trees=2, max_depth=6, split_mode="multiway", random_state=0)
+    b = EDPRFClassifier(schema, n_trees=2, max_depth=6, split_mode="multiway", random_state=5)
     a.fit(frame(3000), rng.choice(["k0", "k1"], 3000))
     b.fit(frame(5), ["k0"] * 5)
     # every path uses all 4 features once, then stops: 1 + 3 + 9 + 27 + 81 nodes
@@ -110,10 +110,10 @@ def test_fitted_model_holds_no_data_derived_value():
     schema = make_schema()
     X1, y1 = make_data(schema, 4000, seed=1)
     X2, y2 = make_data(schema, 40, seed=2)
-    a = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=20, random_state=0)
+    a = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0)
     params_before = a.get_params()
     a.fit(X1, y1)
-    b = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=20, random_state=0).fit(X2, y2)
+    b = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0).fit(X2, y2)
     assert a.get_params() == params_before  # nothing written back into constructor parameters
     assert set(vars(a)) == set(params_before) | {
         "forest_",
@@ -122,12 +122,12 @@ def test_fitted_model_holds_no_data_derived_value():
         "feature_names_in_",
         "privacy_",
         "dp_",
-        "n_estimators_",
+        "n_trees_",
         "max_depth_",
         "n_bins_",
         "n_rows_estimate_",
     }
-    assert (a.n_estimators_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
+    assert (a.n_trees_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
     # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)
     assert len(pickle.dumps(a.forest_.trees)) == len(pickle.dumps(b.forest_.trees))
     assert a.n_features_in_ == schema.n_features and list(a.classes_) == list(schema.classes)
@@ -140,7 +140,7 @@ def test_empty_nodes_still_run_the_mechanism():
     """A tree trained on one row still has full shape and labelled leaves everywhere."""
     schema = make_schema()
     X, y = make_data(schema, 1, seed=0)
-    forest = EDPRFClassifier(schema, n_estimators=1, max_depth=5, n_bins=8, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=1, max_depth=5, n_bins=8, random_state=0).fit(X, y).forest_
     leaves = forest.trees.feature < 0
     assert leaves.sum() == 2**5
     assert np.all(forest.trees.leaf_class[leaves] >= 0)
@@ -211,7 +211,7 @@ def test_histogram_memory_cap_blocks_nodes_instead_of_refusing(monkeypatch, spli
 
     def fit():
         return (
-            EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=8, split_mode=split_mode, random_state=11)
+            EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=8, split_mode=split_mode, random_state=11)
             .fit(X, y)
             .forest_.trees
         )

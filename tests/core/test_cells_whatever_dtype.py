@@ -47,14 +47,14 @@ def _frame(dtype: str) -> tuple[pd.DataFrame, pd.Series]:
 def test_text_cells_are_stripped_and_aliased_whatever_the_dtype(dtype):
     X, y = _frame(dtype)
     assert encode_labels(y, SCHEMA).tolist() == [0, 1, 1, 0]
-    clf = EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(SCHEMA, epsilon=1.0, n_trees=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
     assert clf.predict(X).shape == (4,)
 
 
 def test_read_csv_with_pandas_defaults_fits():
     """pandas 3's default dtype for text is ``str``: the census file failed with "undeclared category ' State-gov'"."""
     frame = pd.read_csv(io.StringIO(CSV))
-    EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(
+    EDPRFClassifier(SCHEMA, epsilon=1.0, n_trees=1, max_depth=1, n_bins=4, random_state=0).fit(
         frame[["age", "workclass"]], frame["income"]
     )
 
@@ -75,7 +75,7 @@ def test_missing_cells_of_string_columns_read_as_missing():
     X = pd.DataFrame({"age": [30.0, 40.0], "workclass": pd.Series([None, "Private"], dtype="string[pyarrow]")})
     y = pd.Series(["<=50K", ">50K"], dtype="string[python]")
     with pytest.raises(DataValidationError, match="missing value"):
-        EDPRFClassifier(SCHEMA, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
+        EDPRFClassifier(SCHEMA, epsilon=1.0, n_trees=1, max_depth=1, n_bins=4, random_state=0).fit(X, y)
 
 
 def test_a_non_integral_label_fails_after_the_charge():

@@ -13,6 +13,7 @@ from sklearn.model_selection import cross_val_score
 
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, SchemaError, example_schema, load_embedded, merge_forests
 from edprf_core.datasets import available_schemas, embedded_datasets, read_csv
+from edprf_core.research import PaperEDPRFClassifier
 from tests.conftest import SHARED_DATA
 from tests.synthetic import make_data, make_schema
 
@@ -39,7 +40,7 @@ def test_vectorized_prediction_matches_reference_traversal(split_mode):
     schema = make_schema(n_classes=3)
     X, y = make_data(schema, 1500, seed=3)
     clf = EDPRFClassifier(
-        schema, epsilon=2.0, n_estimators=7, max_depth=4, split_mode=split_mode, n_bins=4, random_state=0
+        schema, epsilon=2.0, n_trees=7, max_depth=4, split_mode=split_mode, n_bins=4, random_state=0
     ).fit(X, y)
     forest = clf.forest_
     codes = forest.encode(X.iloc[:200])
@@ -56,15 +57,15 @@ def test_learns_the_signal_at_large_epsilon():
     schema = make_schema()
     X, y = make_data(schema, 4000, seed=0)
     Xt, yt = make_data(schema, 2000, seed=1)
-    clf = EDPRFClassifier(schema, epsilon=50.0, n_estimators=5, max_depth=3, n_bins=8, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(schema, epsilon=50.0, n_trees=5, max_depth=3, n_bins=8, random_state=0).fit(X, y)
     assert clf.score(Xt, yt) > 0.95
-    noisy = EDPRFClassifier(schema, epsilon=1e-4, n_estimators=5, max_depth=3, n_bins=8, random_state=0).fit(X, y)
+    noisy = EDPRFClassifier(schema, epsilon=1e-4, n_trees=5, max_depth=3, n_bins=8, random_state=0).fit(X, y)
     assert noisy.score(Xt, yt) < 0.8
 
 
 def test_sklearn_clone_and_cross_val_score(schema, data):
     X, y = data
-    clf = EDPRFClassifier(schema, epsilon=5.0, n_estimators=3, max_depth=3, random_state=0)
+    clf = EDPRFClassifier(schema, epsilon=5.0, n_trees=3, max_depth=3, random_state=0)
     cloned = clone(clf)
     assert cloned.get_params() == clf.get_params()
     scores = cross_val_score(clf, X, y, cv=3)
@@ -73,10 +74,10 @@ def test_sklearn_clone_and_cross_val_score(schema, data):
 
 def test_random_state_reproducible_and_default_is_random(schema, data):
     X, y = data
-    a = EDPRFClassifier(schema, n_estimators=3, random_state=42).fit(X, y).forest_.trees
-    b = EDPRFClassifier(schema, n_estimators=3, random_state=42).fit(X, y).forest_.trees
-    c = EDPRFClassifier(schema, n_estimators=3).fit(X, y)
-    d = EDPRFClassifier(schema, n_estimators=3).fit(X, y)
+    a = EDPRFClassifier(schema, n_trees=3, random_state=42).fit(X, y).forest_.trees
+    b = EDPRFClassifier(schema, n_trees=3, random_state=42).fit(X, y).forest_.trees
+    c = EDPRFClassifier(schema, n_trees=3).fit(X, y)
+    d = EDPRFClassifier(schema, n_trees=3).fit(X, y)
     assert a.equals(b)
     assert not c.forest_.trees.equals(d.forest_.trees)
     assert c.privacy_.seeded is False and "fixed seed" not in c.forest_.guarantee()
@@ -86,13 +87,13 @@ def test_random_state_reproducible_and_default_is_random(schema, data):
 def test_stop_when_pure_warns_and_marks_model_not_dp(schema, data):
     X, y = data
     with pytest.warns(PrivacyLeakWarning, match="stop_when_pure"):
-        clf = EDPRFClassifier(schema, stop_when_pure=True, split_mode="multiway", random_state=0).fit(X, y)
+        clf = PaperEDPRFClassifier(schema, stop_when_pure=True, split_mode="multiway", random_state=0).fit(X, y)
     assert clf.dp_ is False and clf.forest_.dp is False
     assert clf.forest_.guarantee().startswith("NOT differentially private")
 
 
 def test_privacy_metadata(schema, data):
-    clf = EDPRFClassifier(schema, epsilon=0.5, n_estimators=4, max_depth=3, random_state=0).fit(*data)
+    clf = EDPRFClassifier(schema, epsilon=0.5, n_trees=4, max_depth=3, random_state=0).fit(*data)
     p = clf.privacy_
     assert (p.epsilon, p.relation, p.schedule, p.split_mode, p.n_trees, p.max_depth, p.dp) == (
         0.5,
@@ -110,7 +111,7 @@ def test_merge_concatenates_and_states_the_federation_caveat(schema):
     parts = []
     for seed in range(3):
         X, y = make_data(schema, 500, seed=seed)
-        parts.append(EDPRFClassifier(schema, epsilon=1.0 + seed, n_estimators=2 + seed, random_state=seed).fit(X, y))
+        parts.append(EDPRFClassifier(schema, epsilon=1.0 + seed, n_trees=2 + seed, random_state=seed).fit(X, y))
     merged = merge_forests([p.forest_ for p in parts], labels=["a", "b", "c"])
     assert merged.n_trees == 2 + 3 + 4
     assert merged.epsilon == 3.0
@@ -123,8 +124,7 @@ def test_merge_concatenates_and_states_the_federation_caveat(schema):
 def test_merge_multiclass_keeps_every_tree():
     schema = make_schema(n_classes=4)
     forests = [
-        EDPRFClassifier(schema, n_estimators=3, random_state=s).fit(*make_data(schema, 400, s)).forest_
-        for s in range(2)
+        EDPRFClassifier(schema, n_trees=3, random_state=s).fit(*make_data(schema, 400, s)).forest_ for s in range(2)
     ]
     merged = merge_forests(forests)
     assert merged.n_trees == 6
@@ -154,7 +154,7 @@ def test_example_schemas_load_and_embedded_data_conform():
         assert schema.provenance and all(f.source for f in schema.features), name
     for name in embedded_datasets():
         X, y, schema = load_embedded(name)
-        clf = EDPRFClassifier(schema, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+        clf = EDPRFClassifier(schema, n_trees=2, max_depth=2, random_state=0).fit(X, y)
         assert clf.predict(X.iloc[:5]).shape == (5,)
 
 
@@ -162,13 +162,13 @@ def test_example_schemas_load_and_embedded_data_conform():
 def test_shared_datasets_conform_to_their_schemas():
     diabetes = example_schema("diabetes_prediction")
     X, y = read_csv(SHARED_DATA / "diabetes_prediction" / "diabetes_prediction_dataset.csv", diabetes)
-    EDPRFClassifier(diabetes, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    EDPRFClassifier(diabetes, n_trees=2, max_depth=2, random_state=0).fit(X, y)
     heart = example_schema("heart_disease_cleveland")
     names = [f.name for f in heart.features] + [heart.label.column]
     frame = pd.read_csv(
         SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data", header=None, names=names, na_values=["?"]
     ).dropna()
-    EDPRFClassifier(heart, n_estimators=2, max_depth=2, random_state=0).fit(frame[names[:-1]], frame[names[-1]])
+    EDPRFClassifier(heart, n_trees=2, max_depth=2, random_state=0).fit(frame[names[:-1]], frame[names[-1]])
 
 
 def test_core_does_not_import_flower():
@@ -186,7 +186,7 @@ def test_leaf_mask_predictor_agrees_with_routing_table(n_classes, depth):
 
     schema = make_schema(n_classes=n_classes, n_categorical=3, n_categories=4)
     X, y = make_data(schema, 2000, seed=depth)
-    forest = EDPRFClassifier(schema, n_estimators=6, max_depth=depth, n_bins=8, random_state=depth).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=6, max_depth=depth, n_bins=8, random_state=depth).fit(X, y).forest_
     codes = forest.encode(X)
     compiled = LeafMaskPredictor.compile(forest.trees, forest.grid)
     assert (compiled is None) == (depth > 8)

@@ -43,7 +43,7 @@ def test_routing_costs_the_same_bytes_per_node_on_any_grid_and_routes_alike(n_bi
     schema = make_schema(n_classes=3, n_categorical=2, n_categories=5)
     X, y = make_data(schema, 1000, seed=1)
     forest = (
-        EDPRFClassifier(schema, n_estimators=4, max_depth=3, n_bins=n_bins, split_mode=split_mode, random_state=0)
+        EDPRFClassifier(schema, n_trees=4, max_depth=3, n_bins=n_bins, split_mode=split_mode, random_state=0)
         .fit(X, y)
         .forest_
     )
@@ -72,7 +72,7 @@ def test_tiny_trees_are_routed_not_compiled_into_tables():
 def test_the_tables_that_are_built_stay_within_their_budget():
     schema = make_schema(n_classes=3, n_categorical=2, n_categories=4)
     X, y = make_data(schema, 2000, seed=2)
-    forest = EDPRFClassifier(schema, n_estimators=20, max_depth=6, n_bins=16, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=20, max_depth=6, n_bins=16, random_state=0).fit(X, y).forest_
     compiled = LeafMaskPredictor.compile(forest.trees, forest.grid)
     assert compiled is not None
     assert sum(t.nbytes for t in compiled.tables) <= leafmask_budget(forest.trees.n_nodes)
@@ -81,7 +81,7 @@ def test_the_tables_that_are_built_stay_within_their_budget():
 def test_blocked_compilation_gives_the_same_votes(monkeypatch):
     schema = make_schema(n_classes=3, n_categorical=3, n_categories=4)
     X, y = make_data(schema, 2000, seed=4)
-    forest = EDPRFClassifier(schema, n_estimators=9, max_depth=7, n_bins=8, random_state=1).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=9, max_depth=7, n_bins=8, random_state=1).fit(X, y).forest_
     codes = forest.encode(X)
     whole = LeafMaskPredictor.compile(forest.trees, forest.grid)
     monkeypatch.setattr(leafmask, "COMPILE_BLOCK_BYTES", 1)  # one tree per block

@@ -9,6 +9,7 @@ from scipy import stats
 from edprf_core import EDPRFClassifier, load_embedded
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
 from edprf_core.mechanisms import permute_and_flip_probabilities
+from edprf_core.research import PaperEDPRFClassifier
 
 ALPHA = 1e-4
 N_DRAWS = 6000
@@ -87,19 +88,19 @@ def test_integer_gini_is_monotone_with_sensitivity_2k_plus_1():
 def test_auto_uses_exact_without_a_seed_and_numpy_with_one():
     X, y, schema = load_embedded("wall_robot_navigation")
     X, y = X[:300], y[:300]
-    assert EDPRFClassifier(schema, max_depth=2, n_estimators=1).fit(X, y).privacy_.sampler == "exact"
-    assert EDPRFClassifier(schema, max_depth=2, n_estimators=1, random_state=0).fit(X, y).privacy_.sampler == "numpy"
+    assert EDPRFClassifier(schema, max_depth=2, n_trees=1).fit(X, y).privacy_.sampler == "exact"
+    assert EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y).privacy_.sampler == "numpy"
     with pytest.raises(ValueError, match="cannot be seeded"):
         EDPRFClassifier(schema, max_depth=2, random_state=0, sampler="exact").fit(X, y)
     with pytest.raises(ValueError, match="variant='pf' only"):
-        EDPRFClassifier(schema, max_depth=2, variant="tradition", sampler="exact").fit(X, y)
+        PaperEDPRFClassifier(schema, max_depth=2, variant="tradition", sampler="exact").fit(X, y)
 
 
 @pytest.mark.parametrize("split_mode", ["binary", "multiway"])
 def test_exact_forest_has_the_data_independent_shape(split_mode):
     X, y, schema = load_embedded("wall_robot_navigation")
-    a = EDPRFClassifier(schema, max_depth=3, n_estimators=2, split_mode=split_mode, n_bins=4).fit(X[:500], y[:500])
-    b = EDPRFClassifier(schema, max_depth=3, n_estimators=2, split_mode=split_mode, n_bins=4).fit(X[:0], y[:0])
+    a = EDPRFClassifier(schema, max_depth=3, n_trees=2, split_mode=split_mode, n_bins=4).fit(X[:500], y[:500])
+    b = EDPRFClassifier(schema, max_depth=3, n_trees=2, split_mode=split_mode, n_bins=4).fit(X[:0], y[:0])
     if split_mode == "binary":
         np.testing.assert_array_equal(a.forest_.trees.feature < 0, b.forest_.trees.feature < 0)
     assert a.forest_.parts[0][1].sampler == "exact" and a.score(X[:500], y[:500]) > 0.3

@@ -67,7 +67,7 @@ def test_a_fit_with_a_dp_row_count_spends_exactly_epsilon(monkeypatch, share, le
     schema = make_schema(n_continuous=2, n_categorical=1)
     X, y = make_data(schema, 600, seed=0)
     rec = _Recorder(monkeypatch)
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, count_epsilon_share=share, leaf=leaf).fit(X, y)
+    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, count_epsilon_share=share, leaf=leaf).fit(X, y)
     assert clf.privacy_.depth_rule == "dp-count" and clf.privacy_.sampler == "exact"
     assert [k for k, _ in rec.calls].count("row-count") == 1
     assert rec.calls[0] == ("row-count", pytest.approx(share * 1.0))
@@ -78,7 +78,7 @@ def test_a_fit_with_a_declared_size_spends_epsilon_on_the_trees_alone(monkeypatc
     schema = make_schema(n_continuous=2, n_categorical=1)
     X, y = make_data(schema, 600, seed=0)
     rec = _Recorder(monkeypatch)
-    EDPRFClassifier(schema, epsilon=0.7, n_estimators=1, n_rows_public=600).fit(X, y)
+    EDPRFClassifier(schema, epsilon=0.7, n_trees=1, n_rows_public=600).fit(X, y)
     assert "row-count" not in [k for k, _ in rec.calls]
     assert rec.path_epsilon() == pytest.approx(0.7, rel=1e-12)
 
@@ -104,7 +104,7 @@ def test_a_node_of_70000_balanced_rows_trains_on_the_exact_path():
     n = 70_000
     X = pd.DataFrame({"x0": np.linspace(0.0, 10.0, n)})
     y = pd.Series(np.where(np.arange(n) % 2 == 0, "k0", "k1"), name="label")
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=1, n_bins=4).fit(X, y)
+    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=1, n_bins=4).fit(X, y)
     assert clf.privacy_.sampler == "exact" and clf.forest_.trees.n_trees == 1
 
 

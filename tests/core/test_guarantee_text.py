@@ -18,6 +18,7 @@ from edprf_core import (
     load_embedded,
     merge_forests,
 )
+from edprf_core.research import PaperEDPRFClassifier
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +29,14 @@ def wall():
 
 def test_production_fit_states_relation_mechanisms_and_exact_backend(wall):
     X, y, schema = wall
-    text = EDPRFClassifier(schema, epsilon=0.5, max_depth=3, n_estimators=1).fit(X, y).forest_.guarantee()
+    text = EDPRFClassifier(schema, epsilon=0.5, max_depth=3, n_trees=1).fit(X, y).forest_.guarantee()
     assert text.startswith("epsilon = 0.5 differential privacy per record under the add-remove")
     assert "permute-and-flip" in text and "exact OpenDP sampler" in text and "NOT" not in text
 
 
 def test_a_seeded_fit_is_not_dp(wall):
     X, y, schema = wall
-    clf = EDPRFClassifier(schema, max_depth=3, n_estimators=1, random_state=3).fit(X, y)
+    clf = EDPRFClassifier(schema, max_depth=3, n_trees=1, random_state=3).fit(X, y)
     text = clf.forest_.guarantee()
     assert text.startswith("NOT differentially private") and "fixed research seed" in text
     assert "numpy floating-point sampler" in text and clf.dp_  # the mechanism itself is DP
@@ -44,7 +45,7 @@ def test_a_seeded_fit_is_not_dp(wall):
 def test_stop_when_pure_is_not_dp(wall):
     X, y, schema = wall
     with pytest.warns(PrivacyLeakWarning):
-        clf = EDPRFClassifier(schema, max_depth=3, n_estimators=1, stop_when_pure=True).fit(X, y)
+        clf = PaperEDPRFClassifier(schema, max_depth=3, n_trees=1, stop_when_pure=True).fit(X, y)
     assert not clf.dp_ and "stop_when_pure" in clf.forest_.guarantee()
     assert clf.forest_.guarantee().startswith("NOT differentially private")
 
@@ -55,18 +56,18 @@ def test_a_drafted_schema_is_not_dp_until_declared(wall):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         drafted = draft_schema(X.assign(Class=y), "Class")
     assert drafted.drafted and drafted.fingerprint != schema.fingerprint
-    clf = EDPRFClassifier(drafted, max_depth=3, n_estimators=1).fit(X, y)
+    clf = EDPRFClassifier(drafted, max_depth=3, n_trees=1).fit(X, y)
     assert not clf.dp_ and "schema was drafted from data" in clf.forest_.guarantee()
     from dataclasses import replace
 
     declared = replace(drafted, drafted=False)
-    assert EDPRFClassifier(declared, max_depth=3, n_estimators=1).fit(X, y).dp_
+    assert EDPRFClassifier(declared, max_depth=3, n_trees=1).fit(X, y).dp_
 
 
 def test_a_merge_names_the_part_that_is_not_dp(wall):
     X, y, schema = wall
-    good = EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20).fit(X, y).forest_
-    seeded = EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20, random_state=1).fit(X, y).forest_
+    good = EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X, y).forest_
+    seeded = EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20, random_state=1).fit(X, y).forest_
     text = merge_forests([good, seeded], labels=["a", "b"]).guarantee()
     assert text.startswith("NOT differentially private: part 'b'")
 
@@ -79,8 +80,8 @@ def test_the_floating_point_laplace_baseline_is_not_called_differentially_privat
         features=(ContinuousFeature("x", 0.0, 1.0, source="test"),), label=LabelSpec("y", (0, 1)), name="numbers"
     )
     X, y = pd.DataFrame({"x": np.linspace(0, 1, 40)}), np.arange(40) % 2
-    clf = EDPRFClassifier(
-        schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_estimators=1, n_bins=4, random_state=0
+    clf = PaperEDPRFClassifier(
+        schema, epsilon=1.0, variant="tradition", leaf="label", max_depth=1, n_trees=1, n_bins=4, random_state=0
     ).fit(X, y)
     assert not clf.dp_ and "floating-point Laplace" in clf.forest_.guarantee()
     assert "it is NOT differentially\n    private" in LaplaceMechanism.__doc__

@@ -45,7 +45,7 @@ def _outcome(action):
 
 
 def _both(fit_X, y, method_X, method="predict"):
-    ours = EDPRFClassifier(SCHEMA, epsilon=5.0, n_estimators=2, max_depth=2, random_state=0).fit(fit_X, y)
+    ours = EDPRFClassifier(SCHEMA, epsilon=5.0, n_trees=2, max_depth=2, random_state=0).fit(fit_X, y)
     ref = DecisionTreeClassifier(max_depth=2, random_state=0).fit(fit_X, y)
     return (_outcome(lambda: getattr(ours, method)(method_X)), _outcome(lambda: getattr(ref, method)(method_X)))
 
@@ -83,14 +83,14 @@ def test_the_cases_do_warn_and_fail(data):
 
 def test_score_checks_names_like_predict(data):
     X, y = data
-    clf = EDPRFClassifier(SCHEMA, epsilon=5.0, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(SCHEMA, epsilon=5.0, n_trees=2, max_depth=2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="same order"):
         clf.score(X[X.columns[::-1]], y)
 
 
 def test_attributes_are_the_schemas_when_the_frame_matches_it(data):
     X, y = data
-    clf = EDPRFClassifier(SCHEMA, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(SCHEMA, n_trees=2, max_depth=2, random_state=0).fit(X, y)
     assert clf.n_features_in_ == SCHEMA.n_features
     assert clf.feature_names_in_.dtype == object and list(clf.feature_names_in_) == list(SCHEMA.feature_names)
     clf.fit(X.to_numpy(), y)  # refit on an array: names are forgotten, as in scikit-learn
@@ -113,7 +113,7 @@ def test_layouts_scikit_learn_refuses(data):
     X, y = data
     from scipy.sparse import csr_matrix
 
-    clf = EDPRFClassifier(SCHEMA, n_estimators=2, max_depth=2, random_state=0)
+    clf = EDPRFClassifier(SCHEMA, n_trees=2, max_depth=2, random_state=0)
     with pytest.raises(TypeError, match="sparse"):
         clf.fit(csr_matrix(X.to_numpy()), y)
     with pytest.raises(ValueError, match="Complex data not supported"):
@@ -129,9 +129,9 @@ def test_column_vector_y_is_raveled_with_a_warning(data):
     from sklearn.exceptions import DataConversionWarning
 
     X, y = data
-    a = EDPRFClassifier(SCHEMA, n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    a = EDPRFClassifier(SCHEMA, n_trees=2, max_depth=2, random_state=0).fit(X, y)
     with pytest.warns(DataConversionWarning, match="column-vector y"):
-        b = EDPRFClassifier(SCHEMA, n_estimators=2, max_depth=2, random_state=0).fit(X, y.to_frame())
+        b = EDPRFClassifier(SCHEMA, n_trees=2, max_depth=2, random_state=0).fit(X, y.to_frame())
     assert np.array_equal(a.predict(X), b.predict(X))
 
 
@@ -154,5 +154,5 @@ def test_tags_follow_the_schema():
     tags = get_tags(EDPRFClassifier(imputing))
     assert tags.input_tags.allow_nan and tags.input_tags.categorical
     X = np.array([[np.nan, None], [0.2, "u"], [0.9, "v"], [np.nan, "v"]], dtype=object)
-    EDPRFClassifier(imputing, n_estimators=1, max_depth=1, random_state=0).fit(X, [0, 1, 1, 0]).predict(X)
+    EDPRFClassifier(imputing, n_trees=1, max_depth=1, random_state=0).fit(X, [0, 1, 1, 0]).predict(X)
     assert not get_tags(EDPRFClassifier()).input_tags.allow_nan  # no schema yet: nothing is promised

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,10 +21,11 @@ from edprf_core import (
     load_schema,
 )
 from edprf_core.encoding import FeatureGrid, encode_features
+from edprf_core.research import PaperEDPRFClassifier
 
 
 def _fit(schema, X, y, **kw):
-    return EDPRFClassifier(schema, n_estimators=2, max_depth=2, random_state=0, **kw).fit(X, y)
+    return EDPRFClassifier(schema, n_trees=2, max_depth=2, random_state=0, **kw).fit(X, y)
 
 
 def test_unknown_column(schema, data):
@@ -101,31 +104,40 @@ def test_missing_label(schema, data):
 
 @pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), None])
 def test_bad_epsilon(schema, data, eps):
-    with pytest.raises(ValueError, match="epsilon must be a positive finite number"):
+    with pytest.raises(ValueError, match="'epsilon' parameter of EDPRFClassifier must be a float in the range"):
         _fit(schema, *data, epsilon=eps)
 
 
 @pytest.mark.parametrize("depth", [0, -3, 1.5, 31])
 def test_bad_depth(schema, data, depth):
-    with pytest.raises(ValueError, match="max_depth must be"):
+    with pytest.raises(ValueError, match="'max_depth' parameter of EDPRFClassifier must be"):
         EDPRFClassifier(schema, max_depth=depth).fit(*data)
 
 
 @pytest.mark.parametrize(
     "kw,match",
     [
-        ({"n_estimators": 0}, "n_estimators must be"),
-        ({"n_bins": 1}, "n_bins must be"),
-        ({"split_mode": "ternary"}, "split_mode must be"),
-        ({"schedule": "cosine"}, "schedule must be"),
-        ({"neighbouring": "swap"}, "relation must be"),
-        ({"variant": "magic"}, "variant must be"),
-        ({"neighbouring": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
+        ({"n_trees": 0}, "'n_trees' parameter of PaperEDPRFClassifier must be"),
+        ({"n_bins": 1}, "'n_bins' parameter of PaperEDPRFClassifier must be"),
+        ({"split_mode": "ternary"}, "'split_mode' parameter of PaperEDPRFClassifier must be"),
+        ({"schedule": "cosine"}, "'schedule' parameter of PaperEDPRFClassifier must be"),
+        ({"relation": "swap"}, "'relation' parameter of PaperEDPRFClassifier must be"),
+        ({"variant": "magic"}, "'variant' parameter of PaperEDPRFClassifier must be"),
+        ({"relation": "replace-one", "exploit_monotonicity": True}, "monotonicity holds only"),
     ],
 )
 def test_bad_parameters(schema, data, kw, match):
     with pytest.raises(ValueError, match=match):
-        EDPRFClassifier(schema, **kw).fit(*data)
+        PaperEDPRFClassifier(schema, **kw).fit(*data)
+
+
+@pytest.mark.parametrize("option", ["schedule", "composition", "variant", "exploit_monotonicity", "stop_when_pure"])
+def test_the_production_estimator_has_no_research_options(schema, option):
+    """The paper's options live behind edprf_core.research: the production estimator does not take them."""
+    assert option not in EDPRFClassifier().get_params()
+    assert option in PaperEDPRFClassifier().get_params()
+    with pytest.raises(ValueError, match="'sampler' parameter of EDPRFClassifier must be a str among"):
+        EDPRFClassifier(schema, sampler="numpy").fit(None, None)
 
 
 def test_empty_data_still_gives_a_dp_forest_of_the_same_shape(schema, data):
@@ -281,3 +293,20 @@ def test_conforming_rows_is_a_per_record_filter(schema, data):
     # a row's fate depends on that row only: removing another row does not change it
     keep2, _ = conforming_rows(X.drop(index=5), y.drop(index=5), schema)
     assert np.array_equal(np.delete(keep, 5), keep2)
+
+
+@pytest.mark.parametrize("estimator", ["EDPRFClassifier", "PaperEDPRFClassifier"])
+def test_every_parameter_is_declared_and_checked_before_fitting(estimator):
+    """scikit-learn's own check: each __init__ parameter has a constraint, and fit refuses every invalid value of it."""
+    from sklearn.utils.estimator_checks import check_param_validation
+
+    cls = {"EDPRFClassifier": EDPRFClassifier, "PaperEDPRFClassifier": PaperEDPRFClassifier}[estimator]
+    schema = Schema(
+        features=tuple(ContinuousFeature(str(i), -4.0, 4.0) for i in range(10)),
+        label=LabelSpec("y", (0, 1, 2)),
+        name="param-checks",
+    )
+    assert set(cls._parameter_constraints) == set(cls().get_params())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the check's unscaled data lie outside the declared bounds
+        check_param_validation(estimator, cls(schema, n_trees=2, max_depth=2, random_state=0))

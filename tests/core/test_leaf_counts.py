@@ -30,7 +30,7 @@ def _stump_data(n_per_leaf: int) -> tuple[pd.DataFrame, pd.Series, object]:
 def _fit_stump(seed: int, epsilon: float, n_per_leaf: int = 1000):
     X, y, schema = _stump_data(n_per_leaf)
     return EDPRFClassifier(
-        schema, epsilon=epsilon, n_estimators=1, max_depth=1, n_bins=2, leaf="counts", random_state=seed
+        schema, epsilon=epsilon, n_trees=1, max_depth=1, n_bins=2, leaf="counts", random_state=seed
     ).fit(X, y)
 
 
@@ -88,8 +88,8 @@ def test_distributions_are_consistent_and_shrink_small_leaves():
 def test_label_trees_give_one_hot_votes_and_mixed_forests_average():
     schema = make_schema()
     X, y = make_data(schema, 2000, seed=3)
-    label = EDPRFClassifier(schema, n_estimators=3, max_depth=3, leaf="label", random_state=1).fit(X, y)
-    counts = EDPRFClassifier(schema, n_estimators=3, max_depth=3, leaf="counts", random_state=1).fit(X, y)
+    label = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="label", random_state=1).fit(X, y)
+    counts = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="counts", random_state=1).fit(X, y)
     votes = label.forest_.votes(X) / 3.0
     assert np.allclose(label.predict_proba(X), votes)
     p = counts.predict_proba(X)
@@ -118,7 +118,7 @@ def test_probabilities_rank_better_than_votes():
     for leaf in ("label", "counts"):
         scores = []
         for seed in range(3):
-            clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, leaf=leaf, random_state=seed)
+            clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, leaf=leaf, random_state=seed)
             scores.append(roc_auc_score(truth, clf.fit(X, y).predict_proba(Xt)[:, 1]))
         auc[leaf] = np.mean(scores)
     assert auc["counts"] > auc["label"] + 0.02
@@ -134,7 +134,7 @@ def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
     assert p.depth_rule == "dp-count" and p.count_epsilon == pytest.approx(0.05)
     assert p.tree_epsilon() == pytest.approx(0.95)  # the trees get the rest (sequential composition)
     assert abs(clf.n_rows_estimate_ - 3000) < 200  # scale 1 / 0.05 = 20
-    assert (clf.n_estimators_, clf.max_depth_) == public_shape(clf.n_rows_estimate_, 0.95, leaf="counts")
+    assert (clf.n_trees_, clf.max_depth_) == public_shape(clf.n_rows_estimate_, 0.95, leaf="counts")
     assert "chosen from a DP count of the rows that spent epsilon = 0.05" in clf.forest_.guarantee()
     assert clf.get_params()["max_depth"] == "auto"  # nothing written back
 
@@ -176,10 +176,10 @@ def test_count_trees_split_the_rows_only_while_each_tree_stays_deep():
 def test_bad_shape_options_are_refused_before_reading_data():
     schema = make_schema()
     for kw, match in (
-        ({"max_depth": "deep"}, "max_depth must be"),
+        ({"max_depth": "deep"}, "max_depth. parameter of EDPRFClassifier must be"),
         ({"n_rows_public": 0}, "n_rows_public"),
         ({"count_epsilon_share": 0.9}, "count_epsilon_share"),
-        ({"leaf": "probs"}, "leaf must be"),
+        ({"leaf": "probs"}, "leaf. parameter of EDPRFClassifier must be"),
         ({"max_depth_cap": 31}, "max_depth_cap"),
     ):
         with pytest.raises(ValueError, match=match):
@@ -216,7 +216,7 @@ def test_label_shift_factors_leave_one_part_alone_and_correct_skewed_parts():
     k0 = (y == "k0").to_numpy()
     mostly_k0 = np.r_[np.flatnonzero(k0)[:1500], np.flatnonzero(~k0)[:100]]
     mostly_k1 = np.r_[np.flatnonzero(k0)[1500:1600], np.flatnonzero(~k0)[100:1600]]
-    fit = {"epsilon": 1.0, "n_estimators": 2, "max_depth": 3, "random_state": 0}
+    fit = {"epsilon": 1.0, "n_trees": 2, "max_depth": 3, "random_state": 0}
     a = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k0], y.iloc[mostly_k0]).forest_
     b = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k1], y.iloc[mostly_k1]).forest_
     assert np.allclose(label_shift_factors(a.trees, 2, [2]), 1.0)  # one part: nothing to correct

@@ -71,7 +71,7 @@ def test_rules_of_a_hand_built_tree():
 def test_rules_output_is_bounded_and_says_what_it_left_out():
     schema = make_schema()
     X, y = make_data(schema, 1000, seed=0)
-    forest = EDPRFClassifier(schema, n_estimators=5, max_depth=4, n_bins=6, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=5, max_depth=4, n_bins=6, random_state=0).fit(X, y).forest_
     lines = forest_rules_text(forest, max_trees=2, max_leaves=3)
     assert sum(line.startswith("    IF ") for line in lines) == 6
     assert lines[-1] == "  ... 3 more trees not shown (--show-trees)"
@@ -129,17 +129,17 @@ def _forests():
     schema = make_schema(n_classes=3)
     X, y = make_data(schema, 3000, seed=1)
     fit = {
-        mode: EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=i, **kw)
+        mode: EDPRFClassifier(schema, n_trees=4, max_depth=4, n_bins=6, random_state=i, **kw)
         .fit(X.iloc[i * 1000 : (i + 1) * 1000], y.iloc[i * 1000 : (i + 1) * 1000])
         .forest_
         for i, (mode, kw) in enumerate((("counts", {}), ("label", {"leaf": "label"}), ("counts2", {})))
     }
     multiway = (
-        EDPRFClassifier(schema, n_estimators=3, max_depth=2, n_bins=4, split_mode="multiway", random_state=3)
+        EDPRFClassifier(schema, n_trees=3, max_depth=2, n_bins=4, split_mode="multiway", random_state=3)
         .fit(X, y)
         .forest_
     )
-    third = EDPRFClassifier(schema, n_estimators=4, max_depth=4, n_bins=6, random_state=9).fit(X, y).forest_
+    third = EDPRFClassifier(schema, n_trees=4, max_depth=4, n_bins=6, random_state=9).fit(X, y).forest_
     return X, {
         "counts": fit["counts"],
         "label": fit["label"],

@@ -110,7 +110,7 @@ def expected_failures(estimator: EDPRFClassifier) -> dict[str, str]:
 
 @parametrize_with_checks(
     [
-        EDPRFClassifier(checks_schema(w), epsilon=1000.0, n_estimators=10, max_depth=4, n_bins=10, random_state=0)
+        EDPRFClassifier(checks_schema(w), epsilon=1000.0, n_trees=10, max_depth=4, n_bins=10, random_state=0)
         for w in WIDTHS
     ],
     expected_failed_checks=expected_failures,

@@ -150,5 +150,5 @@ def test_parquet_input_reads_the_same_rows(tmp_path):
     X.iloc[:300].assign(Class=y.iloc[:300].to_numpy()).to_parquet(path)
     table = read_table(path, schema)
     assert len(table.X) == 300 and table.y.tolist() == y.iloc[:300].tolist()
-    clf = EDPRFClassifier(schema, max_depth=2, n_estimators=1, random_state=0)
+    clf = EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0)
     assert clf.fit(table.X, table.y).score(table.X, table.y) == clf.fit(X[:300], y[:300]).score(X[:300], y[:300])

@@ -66,7 +66,7 @@ def test_a_tree_can_use_the_missing_code():
         dtype=object,
     )
     y = pd.Series(np.where(missing, ">50K", "<=50K"))
-    clf = EDPRFClassifier(CENSUS, epsilon=5.0, n_estimators=1, max_depth=1, n_bins=4, random_state=1).fit(X, y)
+    clf = EDPRFClassifier(CENSUS, epsilon=5.0, n_trees=1, max_depth=1, n_bins=4, random_state=1).fit(X, y)
     assert clf.score(X, y) > 0.9
 
 
@@ -91,10 +91,10 @@ def test_fit_warns_when_a_column_is_mostly_clipped():
 
     X, y, schema = load_embedded("wall_robot_navigation")
     with pytest.warns(DomainClippingWarning, match="other units"):
-        make_pipeline(StandardScaler(), EDPRFClassifier(schema, max_depth=2, n_estimators=1, random_state=0)).fit(X, y)
+        make_pipeline(StandardScaler(), EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0)).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DomainClippingWarning)
-        EDPRFClassifier(schema, max_depth=2, n_estimators=1, random_state=0).fit(X, y)
+        EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y)
 
 
 def test_check_data_reports_what_each_rule_does(tmp_path):

@@ -72,7 +72,7 @@ def write_parties(
     release_epsilon: float,
     evaluation_epsilon: float,
     seed: int = 20240604,
-    max_trees: int = 10,
+    max_n_trees: int = 10,
 ) -> tuple[dict[str, dict[str, Path]], Path]:
     """Parties with their own schema copy, data partition, policy and (future) ledger, and the
     coordinator's schema; returns ({party: {data, schema, policy, ledger}}, coordinator schema path)."""
@@ -98,7 +98,7 @@ def write_parties(
             max_release_epsilon=release_epsilon,
             max_evaluation_epsilon=evaluation_epsilon,
             max_depth=8,
-            max_trees=max_trees,
+            max_n_trees=max_n_trees,
             allow_exact_metrics=False,
             allow_seeded_randomness=False,
         )

@@ -85,12 +85,11 @@ def _forged_release(attack: str, msg, context) -> bytes:
     clf = EDPRFClassifier(
         schema,
         epsilon=epsilon,
-        n_estimators=n_trees,
+        n_trees=n_trees,
         max_depth=req.max_depth,
         split_mode=req.split_mode,
         n_bins=req.n_bins,
-        schedule=req.schedule,
-        neighbouring=req.relation,
+        relation=req.relation,
     ).fit(X, y)
     key = load_private_key(setup.signing_key_path) if setup.signing_key_path else None
     return encode_release(clf.forest_, load_policy(setup.policy_path).party_id, signing_key=key)

@@ -51,7 +51,7 @@ def _command(root: Path, *extra: str) -> list[str]:
         str(root),
         "--parties",
         str(len(PARTIES)),
-        "--trees-per-party",
+        "--n-trees",
         "1",
         "--max-depth",
         "3",

@@ -451,7 +451,7 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
             f"output-dir='{out}'",
             f"test-data-path='{coordinator / 'test.csv'}'",
             "epsilon=1.0",
-            f"trees-per-party={TREES}",
+            f"n-trees={TREES}",
             "max-depth=4",
             "min-parties=2",
             f"expected-parties={len(PARTIES)}",

@@ -78,7 +78,7 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         run_config = {
             "schema-path": schema,
             "epsilon": 1.0,
-            "trees-per-party": 2,
+            "n-trees": 2,
             "max-depth": 4,
             "min-parties": 2,
             "expected-parties": 2,
@@ -209,13 +209,13 @@ def test_a_killed_model_writer_leaves_a_complete_model_or_none(tmp_path):
         releases = [
             decode_release(
                 encode_release(
-                    EDPRFClassifier(schema, epsilon=1.0, n_estimators=trees, max_depth=8, n_bins=20)
+                    EDPRFClassifier(schema, epsilon=1.0, n_trees=trees, max_depth=8, n_bins=20)
                     .fit(X.iloc[i::3], y.iloc[i::3])
                     .forest_,
                     f"party-{i}",
                 ),
                 schema,
-                ReleasePolicy(max_trees=1000),
+                ReleasePolicy(max_n_trees=1000),
             )
             for i in range(3)
         ]

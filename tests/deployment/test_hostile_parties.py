@@ -99,7 +99,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
             {
                 "schema-path": schema,
                 "epsilon": 1.0,
-                "trees-per-party": TREES,
+                "n-trees": TREES,
                 "max-depth": 4,
                 "min-parties": 2,
                 "expected-parties": len(caps),
@@ -183,7 +183,7 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
             {
                 "schema-path": schema,
                 "epsilon": 1.0,
-                "trees-per-party": TREES,
+                "n-trees": TREES,
                 "max-depth": 6,
                 "min-parties": 2,
                 "expected-parties": len(caps),

@@ -90,7 +90,7 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
                 {
                     "schema-path": schema,
                     "epsilon": 1.0,
-                    "trees-per-party": TREES,
+                    "n-trees": TREES,
                     "max-depth": 4,
                     "min-parties": 2,
                     "expected-parties": len(PARTIES),

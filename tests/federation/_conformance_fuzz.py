@@ -28,8 +28,8 @@ from server._conformance import request_mismatch
 __all__ = ["FuzzOutcome", "fuzz_conformance"]
 
 _INT_FIELDS = ("max_depth", "n_trees", "n_bins")
-_ENUM_FIELDS = ("relation", "schedule", "composition", "split_mode", "variant", "sampler")
-_BOOL_FIELDS = ("seeded", "dp", "exploit_monotonicity")
+_ENUM_FIELDS = ("relation", "split_mode", "sampler", "leaf", "depth_rule")
+_BOOL_FIELDS = ("seeded", "dp")
 
 
 @dataclass
@@ -84,7 +84,7 @@ def fuzz_conformance(
     policy = ReleasePolicy(
         max_epsilon=request.epsilon,
         max_depth=request.max_depth,
-        max_trees=request.n_trees,
+        max_n_trees=request.n_trees,
         max_bytes=1 << 22,
         require_signature=True,
         allowed_relations=(request.relation,),
@@ -118,7 +118,7 @@ def fuzz_conformance(
             and q.n_trees == request.n_trees
             and q.n_bins == request.n_bins
             and q.split_mode == request.split_mode
-            and q.schedule == request.schedule
+            and q.schedule == "harmonic"
             and q.relation == request.relation
             and q.composition == "parallel"
             and q.variant == "pf"

@@ -65,14 +65,15 @@ def test_budget_on_a_ledger_that_is_not_a_ledger_does_not_create_tables(tmp_path
     assert path.read_bytes() == before
 
 
-def test_budget_shows_an_old_ledger_without_changing_it(tmp_path, capsys):
+def test_budget_refuses_an_old_ledger_in_one_line_without_changing_it(tmp_path, capsys):
     from tests.federation.test_party_hardening import _legacy_ledger
 
     path = tmp_path / "old.sqlite"
     _legacy_ledger(path, [0.5])
     before = path.read_bytes()
-    assert main(["budget", str(path), "--cap", "1"]) == 0
-    assert "spent 0.5 of the lifetime cap 1; remaining 0.5" in capsys.readouterr().out
+    assert main(["budget", str(path), "--cap", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "not a ledger of this version" in err and len(err.strip().splitlines()) == 1
     assert path.read_bytes() == before
 
 

@@ -141,7 +141,7 @@ def test_a_hostile_ledger_is_a_one_line_error_of_inspect(tmp_path, make):
 def wall_model():
     X, y, schema = load_embedded("wall_robot_navigation")
     forest = (
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=2, max_depth=3, n_bins=8, random_state=0)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=3, n_bins=8, random_state=0)
         .fit(X.iloc[:400], y.iloc[:400])
         .forest_
     )
@@ -173,8 +173,8 @@ def test_a_model_beyond_inspect_s_limits_is_refused_in_one_line_before_decoding(
     done = _edprf("inspect", path)
     _assert_one_line_error(done)
     assert "not checked" in done.stdout and "--max-releases" in done.stdout
-    done = _edprf("inspect", path, "--max-trees", "10")
-    assert "--max-trees" in done.stdout
+    done = _edprf("inspect", path, "--max-n-trees", "10")
+    assert "--max-n-trees" in done.stdout
 
 
 def test_control_characters_of_a_model_are_shown_escaped(tmp_path, wall_model):

@@ -32,7 +32,7 @@ def no_flower(monkeypatch):
     ("argv", "message"),
     [
         (["--epsilon", "0"], "--epsilon: expected a positive number"),
-        (["--depth", "50"], "--depth: expected 'auto' or an integer in [1, 30]"),
+        (["--max-depth", "50"], "--max-depth: expected 'auto' or an integer in [1, 30]"),
         (["--parties", "0"], "--parties: expected an integer >= 1"),
         (["--data", "missing.csv", "--schema", "x.toml"], "--data missing.csv: no such file"),
         (["--evaluation-epsilon", "-1"], "--evaluation-epsilon: expected a number >= 0"),
@@ -54,14 +54,15 @@ def test_a_renamed_column_fails_before_flower_starts(tmp_path, capsys, no_flower
 
 def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out)]) == 0
+    assert main(["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(out)]) == 0
     marker = out / "workspace" / "party-0000" / "ledger.sqlite"
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_bytes(b"old ledger")
-    assert main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out)]) == 1
+    assert main(["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(out)]) == 1
     assert "pass --overwrite" in capsys.readouterr().err
     assert (
-        main(["simulate", "--prepare-only", "--parties", "2", "--depth", "3", "--output", str(out), "--overwrite"]) == 0
+        main(["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(out), "--overwrite"])
+        == 0
     )
     assert not marker.exists()  # nothing of the old run is mixed into the new one
 
@@ -82,7 +83,7 @@ def test_heart_file_without_header_and_with_missing_values_end_to_end(tmp_path):
             "--no-header",
             "--parties",
             "2",
-            "--depth",
+            "--max-depth",
             "2",
             "--seeded-noise",
             "--validation-size",

@@ -14,7 +14,7 @@ from ._conformance_fuzz import fuzz_conformance
 
 def test_no_wrong_accepts_in_fuzzed_releases():
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_estimators=2, n_bins=20).fit(X[:500], y[:500]).forest_
+    forest = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=2, n_bins=20).fit(X[:500], y[:500]).forest_
     key = generate_signing_key("ed25519")
     registry = PartyKeyRegistry({"hospital-a": key.public_key()})
     request = TrainRequest(
@@ -26,7 +26,6 @@ def test_no_wrong_accepts_in_fuzzed_releases():
         n_trees=2,
         split_mode="binary",
         n_bins=20,
-        schedule="harmonic",
         relation="add-remove",
         seed=-1,
     )

@@ -221,7 +221,7 @@ def test_selection_scores_each_candidate_set_as_the_pooled_model_it_would_make()
         if j == 2:  # a party with shuffled labels
             labels = pd.Series(np.random.default_rng(0).permutation(labels.to_numpy()), index=labels.index)
         forests.append(
-            EDPRFClassifier(schema, epsilon=1.0, n_estimators=1, max_depth=4, n_bins=10, random_state=j)
+            EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, n_bins=10, random_state=j)
             .fit(X.iloc[rows], labels)
             .forest_
         )

@@ -33,7 +33,6 @@ def _request(schema, **kw):
         "n_trees": 1,
         "split_mode": "binary",
         "n_bins": 20,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }
@@ -43,7 +42,7 @@ def _request(schema, **kw):
 
 def _release(wall, run_id="run-7", request_id="run-7/train", **fit):
     X, y, schema = wall
-    params = {"epsilon": 1.0, "max_depth": 3, "n_estimators": 1, "n_bins": 20}
+    params = {"epsilon": 1.0, "max_depth": 3, "n_trees": 1, "n_bins": 20}
     params.update(fit)
     forest = EDPRFClassifier(schema, **params).fit(X, y).forest_
     return decode_release(
@@ -63,7 +62,6 @@ def test_a_conforming_release_is_accepted(wall):
     [
         ({"n_bins": 21}, "request_mismatch"),
         ({"split_mode": "multiway", "n_bins": 20}, "request_mismatch"),
-        ({"schedule": "uniform"}, "request_mismatch"),
         ({"max_depth": 2}, "request_mismatch"),
         ({"epsilon": 0.5}, "request_mismatch"),
         ({"random_state": 3}, "seeded_release"),

@@ -118,7 +118,7 @@ def _run_config(schema_path: Path) -> dict:
     return {
         "schema-path": schema_path,
         "epsilon": RELEASE_EPSILON,
-        "trees-per-party": TREES_PER_PARTY,
+        "n-trees": TREES_PER_PARTY,
         "max-depth": 4,
         "min-parties": 2,
         "evaluation-epsilon": EVALUATION_EPSILON,

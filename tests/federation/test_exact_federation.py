@@ -41,17 +41,14 @@ def test_federation_guarantee_is_computed_from_the_spends():
     from edprf_core import EDPRFClassifier
 
     forest = merge_forests(
-        [
-            EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=20).fit(X[:200], y[:200]).forest_
-            for _ in range(2)
-        ],
+        [EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X[:200], y[:200]).forest_ for _ in range(2)],
         labels=["a", "b"],
     )
     text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
     assert "1 of them served the evaluation" in text
     seeded = (
-        EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_estimators=1, random_state=0)
+        EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_trees=1, random_state=0)
         .fit(X[:200], y[:200])
         .forest_
     )

@@ -36,7 +36,9 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
         pytest.skip("the flwr command is not installed next to this Python")
     out = tmp_path / "out"
     assert (
-        main(["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out), "--depth", "3"])
+        main(
+            ["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out), "--max-depth", "3"]
+        )
         == 0
     )
     flwr_home = tmp_path / "flwr-home"
@@ -48,7 +50,7 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
     }
     pyproject = (REPO / "pyproject.toml").read_bytes()
     run_config = (
-        f"sim-dir='{out / 'workspace'}' output-dir='{out}' epsilon=1.0 max-depth=3 trees-per-party=1 "
+        f"sim-dir='{out / 'workspace'}' output-dir='{out}' epsilon=1.0 max-depth=3 n-trees=1 "
         f"seed=0 evaluation-epsilon=0.0 require-exact-sampling=false"
     )  # seeded noise is not exact
     try:

@@ -197,7 +197,9 @@ def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp
     assert a["status"] == b["status"] == "completed"
     assert [p["status"] for p in a["parties"]] == [p["status"] for p in b["parties"]] == ["accepted"] * 3
     _assert_close_metrics(a["central_evaluation"], b["central_evaluation"])
-    assert {p["party_id"]: p["depth"] for p in a["parties"]} == {p["party_id"]: p["depth"] for p in b["parties"]}
+    assert {p["party_id"]: p["max_depth"] for p in a["parties"]} == {
+        p["party_id"]: p["max_depth"] for p in b["parties"]
+    }
     assert forests["in-process"].keys() == forests["ray"].keys() and forests["ray"]
     for party, arrays in forests["in-process"].items():
         assert arrays and arrays.keys() == forests["ray"][party].keys()

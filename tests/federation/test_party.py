@@ -43,7 +43,6 @@ def _request(schema, request_id="run1/1/train", **kw):
         "n_trees": 2,
         "split_mode": "binary",
         "n_bins": 8,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }
@@ -121,7 +120,7 @@ def test_train_releases_and_records_the_spend(party_files):
     assert party.train(_request(schema, run_id="run-after-crash")) == payload
     assert party.ledger.spent() == pytest.approx(1.0)
     # the same request id with other parameters is not a retry: refused, nothing recorded
-    for changed in ({"max_depth": 3}, {"n_trees": 1}, {"epsilon": 0.5}, {"n_bins": 16}, {"schedule": "uniform"}):
+    for changed in ({"max_depth": 3}, {"n_trees": 1}, {"epsilon": 0.5}, {"n_bins": 16}):
         with pytest.raises(Refusal, match="served before with other parameters") as exc:
             party.train(_request(schema, **changed))
         assert exc.value.reason == "request_id_reused"

@@ -71,7 +71,6 @@ def _train_request(schema, **kw):
         "n_trees": 2,
         "split_mode": "binary",
         "n_bins": 8,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }

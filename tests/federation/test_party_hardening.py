@@ -66,7 +66,6 @@ def _train_request(schema, request_id="run1/1/train", **kw):
         "n_trees": 2,
         "split_mode": "binary",
         "n_bins": 8,
-        "schedule": "harmonic",
         "relation": "add-remove",
         "seed": -1,
     }
@@ -269,7 +268,7 @@ def test_evaluation_counts_change_by_at_most_one_per_added_or_removed_record():
     features), and every removal: |d correct| <= 1 and |d total| <= 1, so the L1 sensitivity is 2."""
     X, y, schema = load_embedded("wall_robot_navigation")
     forest = (
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=3, n_bins=4, random_state=0)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=3, n_bins=4, random_state=0)
         .fit(X.iloc[:300], y.iloc[:300])
         .forest_
     )
@@ -343,36 +342,15 @@ def _legacy_ledger(path, spends):
     db.close()
 
 
-def test_an_old_ledger_with_real_epsilons_opens_and_counts_them_exactly(tmp_path):
+def test_a_ledger_of_an_earlier_schema_is_refused_in_one_line_and_left_unchanged(tmp_path):
+    """One ledger schema: a ledger without exact epsilons is refused, never migrated (no ALTER TABLE)."""
     path = tmp_path / "old.sqlite"
     _legacy_ledger(path, [0.5, 0.3])
-    ledger = BudgetLedger(path, cap=1.0)
-    assert ledger.spent() == Fraction(0.5) + Fraction(0.3)  # the floats as recorded, exactly
-    ledger.reserve("new", "evaluation", 0.2)
-    assert [e.request_id for e in ledger.entries()] == ["old0", "old1", "new"]
-    assert ledger.entries()[-1].epsilon_exact == Fraction(1, 5)
-    assert ledger.remaining() == Fraction(3, 10) - Fraction(0.3)  # the float 0.3 is just below 3/10
-    other = tmp_path / "other.sqlite"
-    _legacy_ledger(other, [0.9])
-    with pytest.raises(BudgetExhausted):
-        BudgetLedger(other, cap=1.0).reserve("new", "evaluation", 0.1)  # the float 0.9 is just above 9/10
-
-
-def test_a_ledger_with_millionths_from_another_version_is_read_exactly(tmp_path):
-    path = tmp_path / "units.sqlite"
-    _legacy_ledger(path, [0.3])
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE spends ADD COLUMN epsilon_units INTEGER")
-    db.execute("UPDATE spends SET epsilon_units = 300000")
-    db.commit()
-    db.close()
-    ledger = BudgetLedger(path, cap=1.0)
-    assert ledger.spent() == Fraction(3, 10)
-    ledger.reserve("new", "evaluation", 0.7)
-    assert ledger.spent() == 1
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT epsilon_units FROM spends WHERE request_id = 'new'").fetchone()[0] == 700000
-    db.close()
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="a ledger of another version") as exc:
+        BudgetLedger(path, cap=1.0)
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value) and "new ledger path" in str(exc.value)
+    assert path.read_bytes() == before
 
 
 # -------------------------------------------------------- minimum and resolution
@@ -435,7 +413,7 @@ def test_a_model_on_another_schema_is_refused_before_its_schema_is_parsed(party_
     party = Party(setup)
     X, y, other = load_embedded("bank_marketing")
     forest = (
-        EDPRFClassifier(other, epsilon=1.0, n_estimators=1, max_depth=2, random_state=0)
+        EDPRFClassifier(other, epsilon=1.0, n_trees=1, max_depth=2, random_state=0)
         .fit(X.iloc[:200], y.iloc[:200])
         .forest_
     )

@@ -47,7 +47,7 @@ def test_the_report_of_hostile_parties_is_bounded_by_their_number(n, tmp_path):
 
 def test_the_model_is_bounded_by_its_releases_and_the_party_count():
     X, y, schema = load_embedded("wall_robot_navigation")
-    forest = EDPRFClassifier(schema, n_estimators=2, max_depth=4, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=2, max_depth=4, random_state=0).fit(X, y).forest_
     raw = encode_release(forest, "hospital-a")
     release = decode_release(raw, schema, INSPECTION_POLICY)
     report = _worst_case_report(299)  # 299 refusals at the text cap and one accepted party

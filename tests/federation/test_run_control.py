@@ -62,7 +62,7 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     mixed = RunReport("9", {}, "fp", parties=[_outcome(1, "a", "7"), _outcome(2, "b")])
     assert resumed_evaluation_skip(mixed, cfg) is None  # another model: evaluated
 
-    forest = EDPRFClassifier(load_embedded()[2], max_depth=2, n_estimators=1)  # production randomness
+    forest = EDPRFClassifier(load_embedded()[2], max_depth=2, n_trees=1)  # production randomness
     X, y, _ = load_embedded()
     forest = forest.fit(X.iloc[:200], y.iloc[:200]).forest_
     fresh = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
@@ -119,14 +119,14 @@ def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_not
     cfg = prepare_workspace(_settings(parties=3, max_depth=3, evaluation_epsilon=0.1), tmp_path).config
     policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
     policy = load_policy(policy_path)
-    policy_path.write_text(replace(policy, max_trees=1, party_id="clinic-z").to_toml())
+    policy_path.write_text(replace(policy, max_n_trees=1, party_id="clinic-z").to_toml())
     cfg = replace(
-        cfg, trees_per_party=2, request_tag="trial-1", min_parties=2, evaluation_max_interval_width=1.0
+        cfg, n_trees=2, request_tag="trial-1", min_parties=2, evaluation_max_interval_width=1.0
     )  # the evaluation plumbing, not its informativeness
     for d in Path(cfg.sim_dir).glob("party-*"):  # room for the two trees
         p = load_policy(d / "policy.toml")
         if p.party_id != "clinic-z":
-            (d / "policy.toml").write_text(replace(p, max_trees=2).to_toml())
+            (d / "policy.toml").write_text(replace(p, max_n_trees=2).to_toml())
     simulate_federation(cfg, 3)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     refused = [p for p in report["parties"] if p["status"] == "refused"]

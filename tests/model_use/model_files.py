@@ -40,11 +40,11 @@ def write_model_files(out_dir: str | Path, dataset: str = DATASET, signed: bool 
     for party, key in keys.items():
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
     registry = PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
-    policy = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_trees=50, max_bytes=1 << 22, max_bins=32)
+    policy = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=32)
     releases = []
     for i, party in enumerate(PARTIES):
         rows = slice(i * ROWS_PER_PARTY, (i + 1) * ROWS_PER_PARTY)
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=4, n_bins=10, random_state=i)
+        clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=4, max_depth=4, n_bins=10, random_state=i)
         clf.fit(X.iloc[rows], y.iloc[rows])
         data = encode_release(clf.forest_, party, keys[party] if signed else None, run_id="test-run")
         releases.append(decode_release(data, schema, policy, registry if signed else None))

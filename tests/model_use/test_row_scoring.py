@@ -40,7 +40,7 @@ HOSTILE_CELLS = [
 @pytest.fixture(scope="module")
 def bank():
     X, y, schema = load_embedded("bank_marketing")
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=8, random_state=0)
+    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=4, n_bins=8, random_state=0)
     return clf.fit(X.iloc[:3000], y.iloc[:3000]).forest_, X.iloc[3000:3200].astype(str).reset_index(drop=True), y
 
 
@@ -102,7 +102,7 @@ def test_many_feature_grids_score_every_row_as_predict_proba():
     """The wall robot grid has more than 2**62 cells: rows are scored without the packed-key shortcut."""
     X, y, schema = load_embedded("wall_robot_navigation")
     forest = (
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=3, max_depth=4, n_bins=20, random_state=0)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=4, n_bins=20, random_state=0)
         .fit(X.iloc[:2000], y.iloc[:2000])
         .forest_
     )

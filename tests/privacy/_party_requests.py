@@ -78,7 +78,6 @@ def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "ru
         n_trees=settings.n_trees,
         split_mode=settings.split_mode,
         n_bins=settings.n_bins,
-        schedule="harmonic",
         relation="add-remove",
         seed=-1,
         leaf=settings.leaf,

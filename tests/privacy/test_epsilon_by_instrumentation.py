@@ -110,7 +110,7 @@ def _fit(monkeypatch, *, n_rows_public=None, relation="add-remove", **options):
     accountant = BudgetAccountant()
     recorder = Recorder().install(monkeypatch)
     clf = EDPRFClassifier(
-        schema, sampler="exact", n_rows_public=n_rows_public, neighbouring=relation, accountant=accountant, **options
+        schema, sampler="exact", n_rows_public=n_rows_public, relation=relation, accountant=accountant, **options
     ).fit(X, y)
     return recorder.take(), clf, accountant.total
 
@@ -130,14 +130,14 @@ def test_a_fit_charges_exactly_what_its_noise_costs(monkeypatch, split_mode, lea
 @pytest.mark.parametrize(("epsilon", "share"), [(0.7, 0.5), (2.0, 0.05)])
 def test_the_row_count_share_comes_out_of_epsilon(monkeypatch, epsilon, share):
     """At share 0.5 the old trees faced 1.5 ε for 1 charged."""
-    calls, clf, charged = _fit(monkeypatch, epsilon=epsilon, count_epsilon_share=share, n_estimators=3)
+    calls, clf, charged = _fit(monkeypatch, epsilon=epsilon, count_epsilon_share=share, n_trees=3)
     count_eps, _ = charged_epsilon_of_fit(calls, clf.forest_)
     assert count_eps == pytest.approx(share * epsilon, rel=EXACT)
     assert check_fit(calls, clf.forest_, charged, N_ROWS) == pytest.approx(epsilon, rel=EXACT)
 
 
 def test_replace_one_is_charged_at_its_doubled_sensitivities(monkeypatch):
-    calls, clf, charged = _fit(monkeypatch, relation="replace-one", leaf="label", max_depth=3, n_estimators=2)
+    calls, clf, charged = _fit(monkeypatch, relation="replace-one", leaf="label", max_depth=3, n_trees=2)
     assert check_fit(calls, clf.forest_, charged, N_ROWS, TrueSensitivity("replace-one")) == pytest.approx(
         1.0, rel=EXACT
     )
@@ -184,7 +184,7 @@ def check_root_utilities(calls, X, y, forest: DPForest) -> None:
 
 @pytest.mark.parametrize("split_mode", ["binary", "multiway"])
 def test_the_root_split_sees_the_integer_gini_of_the_data(monkeypatch, split_mode):
-    calls, clf, charged = _fit(monkeypatch, split_mode=split_mode, n_estimators=1)
+    calls, clf, charged = _fit(monkeypatch, split_mode=split_mode, n_trees=1)
     schema = clf.forest_.schema
     X, y = make_data(schema, N_ROWS, seed=0)
     check_root_utilities(calls, X, y, clf.forest_)
@@ -195,7 +195,7 @@ def test_the_root_check_sees_scaled_utilities(monkeypatch):
     """Power check: utilities doubled before the sampler (half the noise relative to them) are caught."""
     real = builder.integer_weighted_gini
     monkeypatch.setattr(builder, "integer_weighted_gini", lambda v: 2 * real(v))
-    calls, clf, _ = _fit(monkeypatch, n_estimators=1)
+    calls, clf, _ = _fit(monkeypatch, n_trees=1)
     X, y = make_data(clf.forest_.schema, N_ROWS, seed=0)
     with pytest.raises(AccountingError, match="integer weighted Gini"):
         check_root_utilities(calls, X, y, clf.forest_)
@@ -402,14 +402,14 @@ def test_the_checker_refuses_a_weakened_fit(monkeypatch, weaken):
     weaken(monkeypatch)
     recorder = Recorder().install(monkeypatch)
     accountant = BudgetAccountant()
-    clf = EDPRFClassifier(schema, sampler="exact", n_estimators=2, accountant=accountant).fit(X, y)
+    clf = EDPRFClassifier(schema, sampler="exact", n_trees=2, accountant=accountant).fit(X, y)
     with pytest.raises(AccountingError):
         check_fit(recorder.take(), clf.forest_, accountant.total, 600)
 
 
 def test_the_checker_refuses_a_doctored_record(monkeypatch):
     """The same real record passes, and fails once one OpenDP draw's scale is halved."""
-    calls, clf, charged = _fit(monkeypatch, n_estimators=2)
+    calls, clf, charged = _fit(monkeypatch, n_trees=2)
     check_fit(calls, clf.forest_, charged, N_ROWS)
     split = next(c for c in calls if c.api == "select" and c.declared_sensitivity > 1)
     split.draws[-1].scale /= 2

@@ -135,7 +135,7 @@ def _count_hits(audit: FitAudit, X: pd.DataFrame, y: pd.Series, n: int) -> np.nd
         sampler="exact",
         count_epsilon_share=SHARE,
         max_depth="auto",
-        n_estimators=1,
+        n_trees=1,
         **audit.options,
     )
     hits = np.zeros(len(audit.events), dtype=np.int64)

@@ -95,7 +95,7 @@ def test_integer_gini_is_exact_at_the_row_bound():
 def _small_counts_forest() -> DPForest:
     schema = make_schema(n_continuous=1, n_categorical=1)
     X, y = make_data(schema, 300, seed=0)
-    return EDPRFClassifier(schema, max_depth=2, n_estimators=1, n_bins=4, leaf="counts").fit(X, y).forest_
+    return EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=4, leaf="counts").fit(X, y).forest_
 
 
 def _with_leaf_counts(forest: DPForest, value: int) -> DPForest:

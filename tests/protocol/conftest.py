@@ -11,8 +11,8 @@ from protocol import PartyKeyRegistry, ReleasePolicy, encode_release, generate_s
 DATASETS = ("wall_robot_navigation", "bank_marketing")
 # small enough that every protocol test stays fast; multiway trees grow as n_codes ** depth
 FOREST_SHAPES = {
-    "binary": {"n_estimators": 5, "max_depth": 4, "n_bins": 5},
-    "multiway": {"n_estimators": 3, "max_depth": 3, "n_bins": 5, "leaf": "label"},
+    "binary": {"n_trees": 5, "max_depth": 4, "n_bins": 5},
+    "multiway": {"n_trees": 3, "max_depth": 3, "n_bins": 5, "leaf": "label"},
 }
 """Binary fixtures release leaf counts (the default), multiway fixtures labels."""
 
@@ -55,7 +55,7 @@ def registry(party_keys) -> PartyKeyRegistry:
 
 @pytest.fixture(scope="session")
 def policy() -> ReleasePolicy:
-    return ReleasePolicy(max_epsilon=2.0, max_depth=8, max_trees=50, max_bytes=1 << 22, max_bins=16)
+    return ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=16)
 
 
 @pytest.fixture(scope="session")

@@ -71,16 +71,15 @@ def training_parameters(
     return TrainingParameters(
         epsilon=draw(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)),
         relation=relation,
-        schedule=draw(st.sampled_from(("harmonic", "uniform", "linear"))),
-        composition=draw(st.sampled_from(("parallel", "sequential"))),
         split_mode=split_mode,
-        variant=draw(st.sampled_from(("pf", "tradition"))),
         max_depth=max_depth,
         n_trees=n_trees,
         n_bins=n_bins,
-        exploit_monotonicity=relation == "add-remove" and draw(st.booleans()),
+        exploit_monotonicity=relation == "add-remove",  # the wire carries the production configuration only
         dp=dp,
         seeded=draw(st.booleans()),
+        sampler=draw(st.sampled_from(("numpy", "exact"))),
+        leaf="label",
     )
 
 

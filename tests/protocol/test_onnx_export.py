@@ -48,7 +48,7 @@ def federated_forest(X: pd.DataFrame, y: pd.Series, schema: Schema, leaf: str, s
     """Three parties' forests (4 trees each, depth 5) merged as the coordinator merges them."""
     parts = np.array_split(np.random.default_rng(seed).permutation(len(X))[:6000], 3)
     forests = [
-        EDPRFClassifier(schema, epsilon=1.0, n_estimators=4, max_depth=5, n_bins=8, leaf=leaf, random_state=seed + i)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=4, max_depth=5, n_bins=8, leaf=leaf, random_state=seed + i)
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_
         for i, rows in enumerate(parts)
@@ -81,7 +81,7 @@ def test_multiway_trees_export():
 
     X, y, _ = load_embedded("wall_robot_navigation")
     forest = (
-        EDPRFClassifier(schema, n_estimators=3, max_depth=3, n_bins=5, split_mode="multiway", random_state=0)
+        EDPRFClassifier(schema, n_trees=3, max_depth=3, n_bins=5, split_mode="multiway", random_state=0)
         .fit(X.iloc[:3000], y.iloc[:3000])
         .forest_
     )
@@ -95,7 +95,7 @@ def test_encoding_travels_with_the_graph_and_its_recipe_gives_the_codes():
     from edprf_core import load_embedded
 
     X, y, schema = load_embedded("bank_marketing")
-    forest = EDPRFClassifier(schema, n_estimators=3, max_depth=4, n_bins=8, random_state=0).fit(X, y).forest_
+    forest = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=8, random_state=0).fit(X, y).forest_
     model = forest_to_onnx(forest)
     spec = json.loads({p.key: p.value for p in model.metadata_props}["edprf.encoding"])
     assert spec == json.loads(json.dumps(encoding_spec(forest)))

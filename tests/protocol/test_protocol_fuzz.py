@@ -17,7 +17,7 @@ from protocol import release_pb2 as pb
 from .fuzz_settings import bounded
 from .tampering import tamper
 
-FUZZ_POLICY = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_trees=50, max_bytes=1 << 22, max_bins=16)
+FUZZ_POLICY = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=16)
 CASES = [
     ("wall_robot_navigation", "binary"),
     ("wall_robot_navigation", "multiway"),
@@ -160,7 +160,7 @@ def test_tampered_parameters(releases, wall_schema, epsilon, max_depth, n_trees,
     def edit(release):
         p = release.parameters
         p.epsilon, p.max_depth, p.n_trees, p.n_bins = epsilon, max_depth, n_trees, n_bins
-        p.relation, p.schedule, p.composition, p.split_mode, p.variant = enums
+        p.relation, p.split_mode, p.sampler, p.leaf, p.depth_rule = enums
 
     decode_or_refuse(tamper(releases["wall_robot_navigation", "binary"][0], edit), wall_schema)
 

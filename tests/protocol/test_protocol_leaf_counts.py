@@ -1,4 +1,4 @@
-"""Format version 3: leaf class counts on the wire, bounded and tied to the parameters."""
+"""Leaf class counts on the wire, bounded and tied to the parameters."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def counts_release(forests):
 def test_counts_round_trip_and_give_the_same_probabilities(forests, counts_release, wall_schema, policy, embedded):
     forest = forests[WALL, "binary"]
     got = decode_release(counts_release, wall_schema, policy)
-    assert got.format_version == 3 and got.params.leaf == "counts"
+    assert got.format_version == 1 and got.params.leaf == "counts"
     assert np.array_equal(got.forest.trees.leaf_counts, forest.trees.leaf_counts)
     X = embedded[WALL][0].iloc[:500]
     assert np.allclose(got.forest.predict_proba(X), forest.predict_proba(X))
@@ -61,14 +61,6 @@ def test_label_release_carries_no_counts(forests, wall_schema, policy):
 def test_malformed_counts_are_refused(counts_release, wall_schema, policy, edit, message):
     err = refused(tamper(counts_release, edit), wall_schema, policy)
     assert err.reason is Reason.BAD_STRUCTURE and message in err.message
-
-
-def test_older_versions_cannot_carry_version_3_fields(counts_release, wall_schema, policy):
-    def downgrade(r):
-        r.format_version = 2
-
-    err = refused(tamper(counts_release, downgrade), wall_schema, policy)
-    assert err.reason is Reason.BAD_PARAMETERS and "fields of version 3" in err.message
 
 
 def test_depth_rule_must_match_the_count_epsilon(counts_release, wall_schema, policy):

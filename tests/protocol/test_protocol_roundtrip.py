@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, merge_forests
-from edprf_core._forest import COMPOSITIONS, VARIANTS
-from edprf_core.forest import DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SCHEDULES, SPLIT_MODES
+from edprf_core.forest import DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
+from edprf_core.research import PaperEDPRFClassifier
 from protocol import (
     ReleasePolicy,
     SignatureStatus,
@@ -27,7 +27,7 @@ from .forest_strategies import SPLIT_MODES as GENERATED_MODES
 from .forest_strategies import random_forests
 from .fuzz_settings import bounded
 
-OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_trees=100, max_bins=64)
+OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_n_trees=100, max_bins=64)
 
 
 def assert_same_forest(decoded, original, party_id):
@@ -58,14 +58,14 @@ def test_random_forests_round_trip_exactly(forest):
 @given(
     dataset=st.sampled_from(["wall_robot_navigation", "bank_marketing"]),
     split_mode=st.sampled_from(GENERATED_MODES),
-    n_estimators=st.integers(1, 4),
+    n_trees=st.integers(1, 4),
     max_depth=st.integers(1, 3),
     n_bins=st.integers(2, 6),
     leaf=st.sampled_from(["label", "counts"]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_fitted_forests_round_trip_and_predict_identically(
-    embedded, dataset, split_mode, n_estimators, max_depth, n_bins, leaf, seed
+    embedded, dataset, split_mode, n_trees, max_depth, n_bins, leaf, seed
 ):
     X, y, schema = embedded[dataset]
     rows = np.random.default_rng(seed).choice(len(X), 600, replace=False)
@@ -73,7 +73,7 @@ def test_fitted_forests_round_trip_and_predict_identically(
         EDPRFClassifier(
             schema,
             epsilon=1.0,
-            n_estimators=n_estimators,
+            n_trees=n_trees,
             max_depth=max_depth,
             split_mode=split_mode,
             n_bins=n_bins,
@@ -113,7 +113,7 @@ def test_multiclass_merge_of_decoded_releases_keeps_every_tree(forests, embedded
 def test_header_is_readable_without_a_schema(signed_wall_release, forests, registry):
     header = read_release_header(signed_wall_release, max_bytes=1 << 22, registry=registry)
     forest = forests["wall_robot_navigation", "binary"]
-    assert header.party_id == "hospital-a" and header.format_version == 3
+    assert header.party_id == "hospital-a" and header.format_version == 1
     assert header.schema_fingerprint == forest.schema.fingerprint
     assert header.parameters == forest.parts[0][1]
     assert (header.n_trees, header.n_nodes) == (forest.n_trees, forest.trees.n_nodes)
@@ -142,9 +142,10 @@ def test_release_carries_only_the_declared_fields(forests):
         "run_id",
         "request_id",
     }
+    research = {"schedule", "composition", "variant", "exploit_monotonicity"}  # edprf_core.research: not on the wire
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__
-    }
+    } - research
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {
         "nodes_per_tree",
         "feature",
@@ -159,10 +160,7 @@ def test_release_carries_only_the_declared_fields(forests):
 def test_enum_tables_cover_every_core_value():
     for name, values in (
         ("relation", RELATIONS),
-        ("schedule", SCHEDULES),
-        ("composition", COMPOSITIONS),
         ("split_mode", SPLIT_MODES),
-        ("variant", VARIANTS),
         ("leaf", LEAF_OUTPUTS),
         ("depth_rule", DEPTH_RULES),
     ):
@@ -177,7 +175,7 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
     X, y, schema = embedded["wall_robot_navigation"]
     with pytest.warns(PrivacyLeakWarning):
         leaky = (
-            EDPRFClassifier(schema, n_estimators=2, max_depth=2, stop_when_pure=True, random_state=0)
+            PaperEDPRFClassifier(schema, n_trees=2, max_depth=2, stop_when_pure=True, random_state=0)
             .fit(X.iloc[:500], y.iloc[:500])
             .forest_
         )
@@ -186,6 +184,20 @@ def test_encoder_refuses_merged_and_non_dp_forests(forests, embedded):
     research = encode_release(leaky, "a", allow_non_dp=True)
     got = decode_release(research, schema, replace(OPEN_POLICY, allow_non_dp=True))
     assert not got.params.dp and "NOT differentially private" in got.forest.guarantee()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"schedule": "uniform"}, {"composition": "sequential"}, {"variant": "tradition"}, {"exploit_monotonicity": False}],
+)
+def test_encoder_refuses_research_options(embedded, option):
+    """The wire carries the production configuration only: a research model cannot be sent to a federation."""
+    X, y, schema = embedded["wall_robot_navigation"]
+    forest = (
+        PaperEDPRFClassifier(schema, n_trees=2, max_depth=2, random_state=0, **option).fit(X[:500], y[:500]).forest_
+    )
+    with pytest.raises(ValueError, match="research options"):
+        encode_release(forest, "a")
 
 
 @pytest.mark.parametrize("party_id", ["", "a/b", "../x", "-lead", "x" * 65, "é", 7])
