@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
 from ._accountant import BudgetAccountant, charge_fit
 from ._budget import tree_composition
@@ -78,6 +78,19 @@ def _warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
             DomainClippingWarning,
             stacklevel=3,
         )
+
+
+_COUNT_PARAMETERS = ("n_trees", "max_depth", "max_depth_cap", "n_rows_public", "n_bins")
+"""Integer parameters: scikit-learn's ``Interval(Integral, ...)`` admits ``True``, which is no count."""
+
+
+def _refuse_bool_counts(estimator: BaseEstimator) -> None:
+    for name in _COUNT_PARAMETERS:
+        if isinstance(getattr(estimator, name), bool):
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be an int, not a bool. "
+                f"Got {getattr(estimator, name)!r} instead."
+            )
 
 
 class EDPRFClassifier(ClassifierMixin, BaseEstimator):
@@ -396,6 +409,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         class notes).  Calling ``fit`` again on the same data spends it again.
         """
         self._validate_params()  # every option, checked before any data is read
+        _refuse_bool_counts(self)
         schema = self._resolved_schema()
         sampler = self._resolved_sampler()
         self._parameters(1, 1)  # the options' combinations, checked before any data is read

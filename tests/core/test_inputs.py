@@ -310,3 +310,9 @@ def test_every_parameter_is_declared_and_checked_before_fitting(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the check's unscaled data lie outside the declared bounds
         check_param_validation(estimator, cls(schema, n_trees=2, max_depth=2, random_state=0))
+
+
+@pytest.mark.parametrize("name", ["n_trees", "max_depth", "max_depth_cap", "n_rows_public", "n_bins"])
+def test_a_bool_is_not_a_count(schema, name):
+    with pytest.raises(ValueError, match=f"'{name}' parameter of EDPRFClassifier must be an int"):
+        EDPRFClassifier(schema, **{name: True}).fit(None, None)
