@@ -68,7 +68,7 @@ def build_model(X: pd.DataFrame, y: pd.Series, schema, parties: int, trees: int,
     for party, key in keys.items():
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
     registry = PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
-    policy = ReleasePolicy(max_epsilon=10.0, max_depth=depth, max_n_trees=trees, max_bytes=1 << 26, max_bins=64)
+    policy = ReleasePolicy(max_epsilon=10.0, max_depth=depth, max_n_trees=trees, max_bytes=1 << 26, max_n_bins=64)
     releases = []
     rows = np.array_split(np.random.default_rng(0).permutation(len(X)), parties)
     per_party = trees // parties

@@ -4,7 +4,7 @@ A party is sent a model it did not choose.  Before it decodes anything or reserv
 any ε, it bounds the memory and the work of decoding, compiling and predicting from
 what :func:`protocol.peek_global_model` reads (bytes, releases, trees, nodes, the
 embedded schema's size) and from its own policy and schema (the grid at its
-``max-bins``, its classes): never from its data, so a refusal says nothing about
+``max-n-bins``, its classes): never from its data, so a refusal says nothing about
 the data (privacy invariant 4).
 
 Memory (an upper bound, in bytes; the benchmark ``bench_party_eval_memory.py``
@@ -116,7 +116,7 @@ def evaluation_cost(header: ModelHeader, schema: Schema, policy: PartyPolicy) ->
     refusal built on the result is the same for every dataset (privacy cost: none).
     """
     n_classes = schema.n_classes
-    codes = int(sum(FeatureGrid.from_schema(schema, policy.max_bins).n_codes))
+    codes = int(sum(FeatureGrid.from_schema(schema, policy.max_n_bins).n_codes))
     memory = (
         BYTES_FACTOR * header.n_bytes
         + SCHEMA_FACTOR * header.schema_toml_bytes

@@ -248,8 +248,8 @@ class Party:
             )
         if req.n_trees > p.max_n_trees:
             raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_n_trees}")
-        if req.n_bins > p.max_bins:
-            raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_bins}")
+        if req.n_bins > p.max_n_bins:
+            raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_n_bins}")
         if req.relation != p.relation:
             raise Refusal(
                 RefusalReason.POLICY_RELATION, f"relation {req.relation!r} differs from the party's {p.relation!r}"
@@ -475,7 +475,7 @@ class Party:
                 max_depth=p.max_depth,
                 max_n_trees=p.max_n_trees,
                 max_bytes=p.max_evaluation_model_bytes,
-                max_bins=p.max_bins,
+                max_n_bins=p.max_n_bins,
                 allowed_relations=(p.relation,),
             )
             view = load_global_model(model, policy=limits, max_bytes=p.max_evaluation_model_bytes, manifest=False)

@@ -36,7 +36,7 @@ class PartyPolicy:
         Largest ε of one noised evaluation; 0 refuses evaluations.
     max_depth : int >= 1, default 8
     max_n_trees : int >= 1, default 50
-    max_bins : int >= 2, default 64
+    max_n_bins : int >= 2, default 64
         Largest ``n_bins`` of a request.  Memory and time of training grow with it (a request
         for 10,000 bins exhausts gigabytes); 64 matches the coordinator's release policy.
     relation : "add-remove" or "replace-one", default "add-remove"
@@ -96,7 +96,7 @@ class PartyPolicy:
     max_evaluation_epsilon: float = 0.1
     max_depth: int = 8
     max_n_trees: int = 50
-    max_bins: int = 64
+    max_n_bins: int = 64
     relation: str = "add-remove"
     schema_fingerprint: str = ""
     allow_exact_metrics: bool = False
@@ -142,7 +142,7 @@ _RULES_BEFORE_RESOLUTION = {
 _RULES = {
     "max_depth": Integer(1),
     "max_n_trees": Integer(1),
-    "max_bins": Integer(2),
+    "max_n_bins": Integer(2),
     "max_release_nodes": Integer(1),
     "max_evaluation_model_bytes": Integer(1),
     "max_evaluation_trees": Integer(1),

@@ -188,8 +188,8 @@ def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) 
         ),
         (
             Reason.POLICY_BINS,
-            params.n_bins > policy.max_bins,
-            f"n_bins expected <= {policy.max_bins}, got {params.n_bins}",
+            params.n_bins > policy.max_n_bins,
+            f"n_bins expected <= {policy.max_n_bins}, got {params.n_bins}",
         ),
     )
     for reason, failed, message in checks:

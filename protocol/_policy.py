@@ -30,7 +30,7 @@ class ReleasePolicy:
         Largest number of trees in one release.
     max_bytes : int >= 1, default 64 MiB
         Size cap of the serialized ``SignedRelease``, checked before parsing.
-    max_bins : int >= 2, default 64
+    max_n_bins : int >= 2, default 64
         Largest ``n_bins`` (the grid, and so memory, grows with it).
     require_signature : bool, default False
         Require a key registry when decoding (with a registry every release
@@ -45,7 +45,7 @@ class ReleasePolicy:
     max_depth: int = 12
     max_n_trees: int = 1000
     max_bytes: int = 64 * _MiB
-    max_bins: int = 64
+    max_n_bins: int = 64
     require_signature: bool = False
     allowed_relations: tuple[str, ...] = RELATIONS
     allow_non_dp: bool = False
@@ -53,7 +53,7 @@ class ReleasePolicy:
     def __post_init__(self) -> None:
         check_fields(self, _RULES, key=str, type_errors=True)
         object.__setattr__(self, "max_epsilon", float(self.max_epsilon))
-        for name in ("max_depth", "max_n_trees", "max_bytes", "max_bins"):
+        for name in ("max_depth", "max_n_trees", "max_bytes", "max_n_bins"):
             object.__setattr__(self, name, int(getattr(self, name)))
         relations = self.allowed_relations
         if isinstance(relations, str):
@@ -70,7 +70,7 @@ _RULES = {
     "max_depth": Integer(1, MAX_DEPTH_LIMIT),
     "max_n_trees": Integer(1),
     "max_bytes": Integer(1),
-    "max_bins": Integer(2),
+    "max_n_bins": Integer(2),
     "require_signature": Boolean(),
     "allow_non_dp": Boolean(),
 }
@@ -82,7 +82,7 @@ INSPECTION_POLICY = ReleasePolicy(
     max_depth=MAX_DEPTH_LIMIT,
     max_n_trees=1_000_000,
     max_bytes=1024 * _MiB,
-    max_bins=4096,
+    max_n_bins=4096,
     allow_non_dp=True,
 )
 """Accepts every well-formed release (for inspection tools and re-loading a

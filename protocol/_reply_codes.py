@@ -63,7 +63,7 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.INTERNAL_ERROR: "the party failed while serving the request (any exception); details in its log",
     RefusalReason.INVALID_LOCAL_DATA: "the party's data file cannot be used with the schema (file level only)",
     RefusalReason.PARTY_SETUP: "the party's configuration (policy, schema, key, ledger, paths) is unusable",
-    RefusalReason.POLICY_BINS: "more bins than the policy's max-bins",
+    RefusalReason.POLICY_BINS: "more bins than the policy's max-n-bins",
     RefusalReason.POLICY_DEPTH: "deeper than the policy's max-depth",
     RefusalReason.POLICY_EPSILON: "release epsilon above the policy's max-release-epsilon",
     RefusalReason.POLICY_EVALUATION_EPSILON: "evaluation epsilon above max-evaluation-epsilon (or evaluations disabled)",

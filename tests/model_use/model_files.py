@@ -40,7 +40,7 @@ def write_model_files(out_dir: str | Path, dataset: str = DATASET, signed: bool 
     for party, key in keys.items():
         save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
     registry = PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
-    policy = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=32)
+    policy = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_n_bins=32)
     releases = []
     for i, party in enumerate(PARTIES):
         rows = slice(i * ROWS_PER_PARTY, (i + 1) * ROWS_PER_PARTY)

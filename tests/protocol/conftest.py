@@ -55,7 +55,7 @@ def registry(party_keys) -> PartyKeyRegistry:
 
 @pytest.fixture(scope="session")
 def policy() -> ReleasePolicy:
-    return ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=16)
+    return ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_n_bins=16)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from protocol import release_pb2 as pb
 from .fuzz_settings import bounded
 from .tampering import tamper
 
-FUZZ_POLICY = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_bins=16)
+FUZZ_POLICY = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_n_bins=16)
 CASES = [
     ("wall_robot_navigation", "binary"),
     ("wall_robot_navigation", "multiway"),

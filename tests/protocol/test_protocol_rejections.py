@@ -329,7 +329,7 @@ def test_multiway_split_value_must_be_unset(forests, wall_schema, policy):
         {"max_n_trees": 0},
         {"max_n_trees": 2.5},
         {"max_bytes": True},
-        {"max_bins": 1},
+        {"max_n_bins": 1},
         {"require_signature": 1},
         {"allowed_relations": ()},
         {"allowed_relations": "add-remove"},

@@ -27,7 +27,7 @@ from .forest_strategies import SPLIT_MODES as GENERATED_MODES
 from .forest_strategies import random_forests
 from .fuzz_settings import bounded
 
-OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_n_trees=100, max_bins=64)
+OPEN_POLICY = ReleasePolicy(max_epsilon=math.inf, max_depth=30, max_n_trees=100, max_n_bins=64)
 
 
 def assert_same_forest(decoded, original, party_id):
