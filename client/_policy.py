@@ -35,7 +35,11 @@ class PartyPolicy:
     max_evaluation_epsilon : float in [0, inf), default 0.1
         Largest ε of one noised evaluation; 0 refuses evaluations.
     max_depth : int >= 1, default 8
+        Largest ``max_depth`` of a request (a fixed depth, or the cap of an automatic one).  Training
+        time and the release's size grow as ``2 ** max_depth``.
     max_n_trees : int >= 1, default 50
+        Largest ``n_trees`` of a request.  Trees split the party's rows (parallel composition), so more
+        trees do not spend more ε, but each tree sees fewer rows.
     max_n_bins : int >= 2, default 64
         Largest ``n_bins`` of a request.  Memory and time of training grow with it (a request
         for 10,000 bins exhausts gigabytes); 64 matches the coordinator's release policy.
