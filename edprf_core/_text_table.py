@@ -190,9 +190,9 @@ def read_table(
     names = _header_names(schema, first, sep, header, p)
     reader = _Lines(sep, len(names), max_line_chars)
     pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
-    for block in _blocks(data, start, _BLOCK_BYTES):
-        pieces.append(reader.read(block, number))
-        number += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+    for offset, block in _blocks(data, start, _BLOCK_BYTES):
+        pieces.append(reader.read(block, number, data, offset))
+        number += reader.line_breaks
     columns = [
         pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
         for j in range(len(names))
@@ -228,14 +228,14 @@ def _header_line(data: bytes) -> tuple[int, int, str | None]:
 
 
 def _blocks(data: bytes, start: int, size: int):
-    """Consecutive pieces of ``data[start:]``, each ending just after a line break (the last: at the end)."""
+    """Consecutive pieces of ``data[start:]`` and where each starts; each ends just after a line break (the last: at the end)."""
     pos = start
     while pos < len(data):
         cut = data.rfind(b"\n", pos, pos + size)
         if cut < 0 or pos + size >= len(data):
             cut = data.find(b"\n", pos + size) if pos + size < len(data) else -1
         end = len(data) if cut < 0 else cut + 1
-        yield memoryview(data)[pos:end]
+        yield pos, memoryview(data)[pos:end]
         pos = end
 
 
@@ -264,6 +264,8 @@ class _Lines:
     def __init__(self, sep: str, width: int, max_line_chars: int) -> None:
         self.sep, self.width, self.max_line_chars = sep, width, max_line_chars
         self.dropped: list[str] = []
+        self.line_breaks = 0
+        """Line breaks in the block last read (the next block's first line number follows from it)."""
         self._options = None
         if sep.isascii():
             names = [f"c{j}" for j in range(width)]
@@ -286,24 +288,38 @@ class _Lines:
                 names,
             )
 
-    def read(self, block: memoryview, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
-        """The rows of one block (one Arrow string array per column) and their line numbers."""
+    def read(
+        self, block: memoryview, first_number: int, source: bytes, offset: int
+    ) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+        """The rows of one block, ``source[offset:offset + len(block)]`` (one Arrow string array per column), and
+        their line numbers."""
+
+        def occurs(byte: int) -> bool:  # bytes.find: a quick look for a byte that is usually absent
+            return source.find(bytes((byte,)), offset, offset + len(block)) >= 0
+
         if self._options is None:
-            return self._python(bytes(block), first_number)
+            raw = bytes(block)
+            self.line_breaks = raw.count(b"\n")
+            return self._python(raw, first_number)
         buf = np.frombuffer(block, dtype=np.uint8)
         breaks = np.flatnonzero(buf == 10)
+        self.line_breaks = int(breaks.size)
         starts = np.concatenate(([0], breaks + 1))
         if starts[-1] == len(buf):  # the block ends with a line break: no line after it
             starts = starts[:-1]
         ends = np.append(breaks, len(buf))[: len(starts)]
         content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
         plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
-        bom = starts + 3 <= len(buf)  # Arrow's parser drops a byte-order mark that starts its input: not plain
-        bom[bom] = np.all(buf[starts[bom, None] + np.arange(3)] == np.frombuffer(_BOM, dtype=np.uint8), axis=1)
-        plain &= ~bom
+        # Arrow's parser drops a byte-order mark that starts its input: a line that starts with one is not plain
+        # (looked for where its first byte occurs, usually nowhere: the same lines as checking every line start)
+        at = np.flatnonzero(buf[: max(len(buf) - 2, 0)] == _BOM[0]) if occurs(_BOM[0]) else np.empty(0, np.intp)
+        at = at[(buf[at + 1] == _BOM[1]) & (buf[at + 2] == _BOM[2])]
+        if at.size:
+            line = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
+            plain[line[starts[line] == at]] = False
         for byte in (34, 13):  # a quote anywhere, or a carriage return before the last character
-            at = np.flatnonzero(buf == byte)
-            if at.size:
+            at = np.flatnonzero(buf == byte) if occurs(byte) else None
+            if at is not None and at.size:
                 line = np.searchsorted(breaks, at)
                 plain[line[at < content_end[line]]] = False
         if self.sep.isspace():  # a line of separators and spaces only is blank: without a visible ASCII
