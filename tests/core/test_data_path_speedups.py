@@ -103,3 +103,16 @@ def test_the_split_of_a_file_is_a_function_of_each_row_alone(tmp_path, holdout):
     alone = np.array([_keyed_uniform(rows.iloc[[i]], SALT)[0] for i in range(len(rows))]) < holdout
     assert len(data.X_holdout) == int(alone.sum()) and len(data.X_train) == int((~alone).sum())
     pd.testing.assert_frame_equal(data.X_holdout.reset_index(drop=True), table.X[keep][alone].reset_index(drop=True))
+
+
+def test_rows_selects_like_pandas_boolean_indexing():
+    from client._local_data import _rows
+
+    X, y = _messy_table(500)
+    X.index = X.index * 3 + 7  # an index that is not 0..n-1
+    y.index = X.index
+    mask = np.random.default_rng(0).random(len(X)) < 0.6
+    pd.testing.assert_frame_equal(_rows(X, mask), X[mask])
+    pd.testing.assert_series_equal(_rows(y, mask), y[mask])
+    mixed = X.assign(age=X["age"].astype(object))  # a column not held by Arrow: pandas' own selection
+    pd.testing.assert_frame_equal(_rows(mixed, mask), mixed[mask])
