@@ -76,90 +76,6 @@ def _opendp():
     return dp
 
 
-class _DirectInvoker:
-    """Calls one OpenDP index-valued measurement on an int64 vector through OpenDP's C functions.
-
-    ``measurement(values)`` through OpenDP's Python layer costs about 0.15-0.3 ms a call in type-string parsing
-    and conversions, while the exact draw itself takes a few microseconds per candidate; a forest makes
-    thousands of selections.  This class makes the same call the Python layer makes
-    (``opendp_core__measurement_invoke`` on an ``AnyObject`` holding ``Vec<i64>``) and reads the ``usize`` index
-    back, without the per-call parsing.  The measurement, and so the sampler, the noise and the randomness,
-    are OpenDP's own and unchanged: this is a faster way to pass arguments, not another sampler.  It relies on
-    OpenDP's C interface (stable within the pinned ``opendp==0.16.*``); :func:`direct_invoker` falls back to
-    the public call when that interface is not as expected.
-    """
-
-    def __init__(self, measurement: object) -> None:
-        import ctypes
-
-        from opendp._lib import FfiResult, FfiSlice, lib, unwrap
-
-        self._ctypes = ctypes
-        self._slice_type = FfiSlice
-        self._unwrap = unwrap
-        self._measurement = measurement  # kept alive as long as its pointer is used
-        self._pointer = ctypes.cast(measurement, ctypes.c_void_p)
-
-        def function(name: str, *argtypes: object):
-            fn = lib[name]  # a fresh function object: OpenDP's own cached ones are left as they are
-            fn.argtypes = list(argtypes)
-            fn.restype = FfiResult
-            return fn
-
-        void_p = ctypes.c_void_p
-        self._slice_as_object = function("opendp_data__slice_as_object", void_p, ctypes.c_char_p)
-        self._invoke = function("opendp_core__measurement_invoke", void_p, void_p)
-        self._object_as_slice = function("opendp_data__object_as_slice", void_p)
-        self._object_free = function("opendp_data__object_free", void_p)
-        self._slice_free = function("opendp_data__slice_free", void_p)
-
-    def _ok(self, result: object) -> int:
-        if result.tag != 0:
-            self._unwrap(result, self._ctypes.c_void_p)  # raises OpenDP's own error (and frees it)
-            raise RuntimeError("OpenDP returned an error without a message")  # pragma: no cover
-        return result.payload.Ok
-
-    def __call__(self, values: NDArray[np.int64]) -> int:
-        ctypes = self._ctypes
-        if values.dtype != np.int64 or not values.flags.c_contiguous:
-            values = np.ascontiguousarray(values, dtype=np.int64)
-        raw = self._slice_type(values.__array_interface__["data"][0], values.size)
-        data = self._ok(self._slice_as_object(ctypes.byref(raw), b"Vec<i64>"))  # OpenDP copies the vector
-        try:
-            release = self._ok(self._invoke(self._pointer, data))
-        finally:
-            self._ok(self._object_free(data))
-        try:
-            view = self._ok(self._object_as_slice(release))
-            try:
-                pointer = ctypes.cast(view, ctypes.POINTER(self._slice_type)).contents.ptr
-                return int(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_size_t)).contents.value)
-            finally:
-                self._ok(self._slice_free(view))
-        finally:
-            self._ok(self._object_free(release))
-
-
-def direct_invoker(measurement: object):
-    """A callable ``int64 vector -> index`` equal to ``measurement`` (OpenDP's noisy max), faster when possible.
-
-    The direct path is checked once against the measurement's declared types (input ``Vec<i64>``, an index
-    output, see :class:`_DirectInvoker`); any mismatch, or an OpenDP without the expected C functions, gives
-    the public call instead.  Both draw from the same OpenDP measurement.
-    """
-    try:
-        from opendp.core import measurement_input_carrier_type
-
-        if str(measurement_input_carrier_type(measurement)) != "Vec<i64>":
-            raise TypeError("unexpected input type")
-        invoker = _DirectInvoker(measurement)
-        if invoker(np.zeros(1, dtype=np.int64)) != 0:  # a single candidate: the index must be 0
-            raise TypeError("unexpected output")
-    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - depends on OpenDP's build
-        return lambda values: int(measurement(np.ascontiguousarray(values, dtype=np.int64)))
-    return invoker
-
-
 @dataclass
 class ExactPermuteAndFlip:
     """Permute-and-flip on integer utilities, sampled exactly by OpenDP.
@@ -202,7 +118,7 @@ class ExactPermuteAndFlip:
             meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
             if meas.map(int(self.sensitivity)) > epsilon:
                 raise RuntimeError("the noisy-max measurement does not meet the requested epsilon")
-            self._measurements[epsilon] = direct_invoker(meas)
+            self._measurements[epsilon] = meas
         return self._measurements[epsilon]
 
     def select(
@@ -227,5 +143,7 @@ class ExactPermuteAndFlip:
             draw = draws.get(e)
             if draw is None:
                 draw = draws[e] = self._measurement(e)
-            out[i] = column[a + draw(flat[a:b])]  # one exact draw per selection
+            # one exact draw per selection: an int64 array goes to OpenDP's i64 vector as is (no per-element
+            # Python conversion); each draw is one call of OpenDP's public measurement_invoke
+            out[i] = column[a + draw(flat[a:b])]
         return out
