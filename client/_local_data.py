@@ -52,7 +52,12 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:
         log.warning("local data: %d more lines left out", len(table.dropped) - _LOGGED)
-    keep, problems = conforming_rows(table.X, table.y, schema)
+    # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
+    # verdicts are then judged once per distinct text, and the keyed hash reads each distinct text once.
+    # Both give every row what its own cells give it (pandas hashes a categorical cell as its category).
+    cells = pd.concat([table.X, table.y], axis=1).astype("category")
+    label = schema.label.column
+    keep, problems = conforming_rows(cells.drop(columns=[label]), cells[label], schema)
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
@@ -62,7 +67,7 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     X, y = (table.X, table.y) if keep.all() else (_rows(table.X, keep), _rows(table.y, keep))
     # The side of the split is a keyed hash of the row's own cells: adding or removing a
     # record never moves another row to the other side (and equal rows go to the same side).
-    hold = _keyed_uniform(pd.concat([X, y], axis=1), salt) < holdout_fraction
+    hold = _keyed_uniform(cells, salt)[keep] < holdout_fraction
     return LocalData(_rows(X, ~hold), _rows(y, ~hold), _rows(X, hold), _rows(y, hold))
 
 

@@ -459,24 +459,33 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
     return problems
 
 
-def _distinct_cells(series: pd.Series) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Row of the first occurrence of each distinct cell, and each row's distinct-cell number.
+def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.intp]]:
+    """The distinct cells of a column (a Series indexed 0..k-1) and each row's number among them.
 
-    Only a text column (pandas' string dtype) is collapsed: there, equal cells are the same characters (or
+    Only text is collapsed: a column of pandas' string dtype, or a categorical one whose categories are all
+    text (its cells read as those texts, missing as missing).  There, equal cells are the same characters (or
     both missing), so they meet the same verdict.  Any other column keeps every row as its own cell (in an
     object column ``1 == 1.0 == True``, yet the rules read them differently).
     """
     n = len(series)
-    every = np.arange(n)
-    if n == 0 or not isinstance(series.dtype, pd.StringDtype):
-        return every, every
+    every = series.reset_index(drop=True), np.arange(n)
+    dtype = series.dtype
+    if n and isinstance(dtype, pd.CategoricalDtype):
+        categories = dtype.categories
+        if not isinstance(categories.dtype, pd.StringDtype) and pd.api.types.infer_dtype(categories) != "string":
+            return every
+        codes = np.asarray(series.cat.codes, dtype=np.intp)
+        texts = np.append(np.asarray(categories, dtype=object), np.nan)  # the last one: a missing cell
+        return pd.Series(texts, dtype=_TEXT_DTYPE), np.where(codes < 0, len(categories), codes)
+    if n == 0 or not isinstance(dtype, pd.StringDtype):
+        return every
     codes, _ = pd.factorize(series, use_na_sentinel=False)  # numbered in order of first occurrence
     codes = np.asarray(codes, dtype=np.intp)
     seen = np.maximum.accumulate(codes)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
     if not np.array_equal(codes[first], np.arange(first.size)):  # pragma: no cover - not in first-seen order
-        return every, every
-    return first, codes
+        return every
+    return series.iloc[first].reset_index(drop=True), codes
 
 
 def _distinct_verdicts(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
@@ -494,19 +503,20 @@ def _distinct_verdicts(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tu
     label = schema.label.column
     cells = [_distinct_cells(X.iloc[:, j]) for j in range(X.shape[1])]
     label_cells = _distinct_cells(y)
-    size = max(first.size for first, _ in [*cells, label_cells])
+    size = max(len(values) for values, _ in [*cells, label_cells])
     if size == len(X) or len(set(names)) != len(names) or label in names:
         return rule_violations(X, y, schema)
 
-    def padded(series: pd.Series, first: NDArray[np.intp]) -> pd.Series:
-        rows = np.concatenate([first, np.full(size - first.size, first[0], dtype=np.intp)])
-        return series.iloc[rows].reset_index(drop=True)
+    def padded(values: pd.Series) -> pd.Series:
+        rows = np.r_[np.arange(len(values)), np.zeros(size - len(values), dtype=np.intp)]
+        return values.iloc[rows].reset_index(drop=True)
 
-    frame = pd.DataFrame({name: padded(X.iloc[:, j], cells[j][0]) for j, name in enumerate(names)}, columns=names)
+    frame = pd.DataFrame({name: padded(cells[j][0]) for j, name in enumerate(names)}, columns=names)
     codes = {name: cells[j][1] for j, name in enumerate(names)}
     codes[label] = label_cells[1]
-    distinct = rule_violations(frame, padded(y, label_cells[0]), schema)
-    return [(column, what, mask[codes[column]]) for column, what, mask in distinct]
+    distinct = rule_violations(frame, padded(label_cells[0]), schema)
+    rows = [(column, what, mask[codes[column]]) for column, what, mask in distinct]
+    return [(column, what, mask) for column, what, mask in rows if mask.any()]  # a cell no row holds: no problem
 
 
 def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:

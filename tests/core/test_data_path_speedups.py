@@ -116,3 +116,23 @@ def test_rows_selects_like_pandas_boolean_indexing():
     pd.testing.assert_series_equal(_rows(y, mask), y[mask])
     mixed = X.assign(age=X["age"].astype(object))  # a column not held by Arrow: pandas' own selection
     pd.testing.assert_frame_equal(_rows(mixed, mask), mixed[mask])
+
+
+def test_categorical_text_columns_get_the_verdicts_of_their_texts():
+    """The party judges a categorical view of its text columns: the same verdicts and notes as the texts."""
+    X, y = _messy_table()
+    keep, notes = conforming_rows(X.astype("category"), y.astype("category"), SCHEMA)
+    expected_keep, expected_notes = conforming_rows(X, y, SCHEMA)
+    np.testing.assert_array_equal(keep, expected_keep)
+    assert notes == expected_notes
+    clean = X[expected_keep].astype("category")  # no missing cell left: no note about one
+    assert (
+        conforming_rows(clean, y[expected_keep].astype("category"), SCHEMA)[1]
+        == conforming_rows(X[expected_keep], y[expected_keep], SCHEMA)[1]
+    )
+
+
+def test_the_keyed_hash_of_a_categorical_view_is_the_hash_of_the_texts():
+    X, y = _messy_table(300)
+    rows = pd.concat([X, y], axis=1)
+    np.testing.assert_array_equal(_keyed_uniform(rows.astype("category"), SALT), _keyed_uniform(rows, SALT))
