@@ -55,7 +55,9 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
     # verdicts are then judged once per distinct text, and the keyed hash reads each distinct text once.
     # Both give every row what its own cells give it (pandas hashes a categorical cell as its category).
-    cells = pd.concat([table.X, table.y], axis=1).astype("category")
+    # Only text columns: a categorical of Python objects would merge 1, 1.0 and True (a Parquet file's cells).
+    cells = pd.concat([table.X, table.y], axis=1)
+    cells = cells.astype({c: "category" for c, t in cells.dtypes.items() if isinstance(t, pd.StringDtype)})
     label = schema.label.column
     keep, problems = conforming_rows(cells.drop(columns=[label]), cells[label], schema)
     for note in problems:

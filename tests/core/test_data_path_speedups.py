@@ -136,3 +136,26 @@ def test_the_keyed_hash_of_a_categorical_view_is_the_hash_of_the_texts():
     X, y = _messy_table(300)
     rows = pd.concat([X, y], axis=1)
     np.testing.assert_array_equal(_keyed_uniform(rows.astype("category"), SALT), _keyed_uniform(rows, SALT))
+
+
+def test_object_cells_of_a_parquet_file_are_not_merged(tmp_path):
+    """1, 1.0 and True are equal to pandas but read apart by the rules: the party's view keeps them apart."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "age": pa.array([30.0, 30.0, 7.5, 30.0]),
+            "code": pa.array(["007", "12", "007", "x"]),
+            "grade": pa.array([1, 2, 1, 3]),
+            "outcome": pa.array(["0", "1", "0", "1"]),
+        }
+    )
+    path = tmp_path / "data.parquet"
+    pq.write_table(table, path)
+    data = load_local_data(path, SCHEMA, 0.5, SALT)
+    read = read_table(path, SCHEMA)
+    keep, _ = conforming_rows(read.X, read.y, SCHEMA)
+    rows = pd.concat([read.X[keep], read.y[keep]], axis=1)
+    assert len(data.X_holdout) == int((_keyed_uniform(rows, SALT) < 0.5).sum())
+    assert len(data.X_train) + len(data.X_holdout) == int(keep.sum())
