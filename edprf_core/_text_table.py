@@ -311,7 +311,8 @@ class _Lines:
         if starts[-1] == len(buf):  # the block ends with a line break: no line after it
             starts = starts[:-1]
         ends = np.append(breaks, len(buf))[: len(starts)]
-        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
+        has_cr = occurs(13)
+        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)) if has_cr else ends
         plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
         # Arrow's parser drops a byte-order mark that starts its input: a line that starts with one is not plain
         # (looked for where its first byte occurs, usually nowhere: the same lines as checking every line start)
@@ -320,8 +321,8 @@ class _Lines:
         if at.size:
             line = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
             plain[line[starts[line] == at]] = False
-        for byte in (34, 13):  # a quote anywhere, or a carriage return before the last character
-            at = np.flatnonzero(buf == byte) if occurs(byte) else None
+        for byte, present in ((34, occurs(34)), (13, has_cr)):  # a quote anywhere, or a carriage return before the end
+            at = np.flatnonzero(buf == byte) if present else None
             if at is not None and at.size:
                 line = np.searchsorted(breaks, at)
                 plain[line[at < content_end[line]]] = False
