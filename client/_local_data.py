@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from edprf_core import Schema
 from edprf_core.encoding import conforming_rows
@@ -52,18 +54,45 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:
         log.warning("local data: %d more lines left out", len(table.dropped) - _LOGGED)
-    keep, problems = conforming_rows(table.X, table.y, schema)
+    # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
+    # verdicts are then judged once per distinct text, and the keyed hash reads each distinct text once.
+    # Both give every row what its own cells give it (pandas hashes a categorical cell as its category).
+    # Only text columns: a categorical of Python objects would merge 1, 1.0 and True (a Parquet file's cells).
+    cells = pd.concat([table.X, table.y], axis=1)
+    cells = cells.astype({c: "category" for c, t in cells.dtypes.items() if isinstance(t, pd.StringDtype)})
+    label = schema.label.column
+    keep, problems = conforming_rows(cells.drop(columns=[label]), cells[label], schema)
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
         # Not refused: whether any usable row exists is itself data (one record away from a
         # release); training on no rows is still epsilon-DP, just uninformative.
         log.warning("local data: no row conforms to the schema; the release will carry no information")
-    X, y = (table.X, table.y) if keep.all() else (table.X[keep], table.y[keep])
+    X, y = (table.X, table.y) if keep.all() else (_rows(table.X, keep), _rows(table.y, keep))
     # The side of the split is a keyed hash of the row's own cells: adding or removing a
     # record never moves another row to the other side (and equal rows go to the same side).
-    hold = _keyed_uniform(pd.concat([X, y], axis=1), salt) < holdout_fraction
-    return LocalData(X[~hold], y[~hold], X[hold], y[hold])
+    hold = _keyed_uniform(cells, salt)[keep] < holdout_fraction
+    return LocalData(_rows(X, ~hold), _rows(y, ~hold), _rows(X, hold), _rows(y, hold))
+
+
+def _rows(data: pd.DataFrame | pd.Series, mask: np.ndarray) -> pd.DataFrame | pd.Series:
+    """``data[mask]``: the same rows, index and dtypes; Arrow-held text columns filtered by Arrow (no take).
+
+    pandas selects rows of an Arrow column by gathering their positions; Arrow's own filter copies the
+    kept strings in one pass, about twice as fast on a million rows.
+    """
+    frame = data.to_frame() if isinstance(data, pd.Series) else data
+    if not all(isinstance(t, pd.StringDtype) and t.storage == "pyarrow" for t in frame.dtypes):
+        return data[mask]
+    keep = pa.array(np.asarray(mask, dtype=bool))
+    columns = {
+        j: pd.Series(pc.filter(pa.array(frame.iloc[:, j].array), keep), dtype=frame.dtypes.iloc[j], copy=False)
+        for j in range(frame.shape[1])
+    }
+    out = pd.DataFrame(columns)  # positional keys first: the index and the names are set after, no alignment
+    out.columns = frame.columns
+    out.index = frame.index[mask]
+    return out.iloc[:, 0].rename(data.name) if isinstance(data, pd.Series) else out
 
 
 def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:

@@ -190,12 +190,13 @@ def _multiway_utilities(
 
 def _occupied_histograms(
     node_of_row: NDArray[np.int64],
-    row_bins: NDArray[np.int64],
-    row_class: NDArray[np.int64],
+    row_cells: NDArray[np.int64],
     n_bins: int,
     n_classes: int,
 ):
     """Yield ``(nodes, counts)``: (node, feature bin, class) counts of the nodes that hold rows.
+
+    ``row_cells[i, f]`` is ``bin * n_classes + class`` of row ``i``'s feature ``f`` (bins shifted per feature).
 
     Only occupied nodes are histogrammed: an empty node's utilities are all 0
     (weighted Gini of empty children), which its zero row in the caller's
@@ -217,10 +218,10 @@ def _occupied_histograms(
         stop = min(start + block, occupied.size)
         if occupied.size > block:
             take = order[bounds[b] : bounds[b + 1]]
-            local, bins, cls = compact[take] - start, row_bins[take], row_class[take]
+            local, cells = compact[take] - start, row_cells[take]
         else:
-            local, bins, cls = compact, row_bins, row_class
-        idx = ((local[:, None] * n_bins + bins) * n_classes + cls[:, None]).ravel()
+            local, cells = compact, row_cells
+        idx = (local[:, None] * (n_bins * n_classes) + cells).ravel()
         counts = np.bincount(idx, minlength=(stop - start) * n_bins * n_classes).astype(np.float64)
         yield occupied[start:stop], counts.reshape(stop - start, n_bins, n_classes)
 
@@ -252,7 +253,8 @@ def build_forest(
     binary = plan.split_mode == "binary"
     impurity = integer_weighted_gini if plan.integer_utilities else _weighted_gini
     cand = _Candidates.from_grid(grid, offsets) if binary else None
-    shifted = codes.astype(np.int64) + offsets[None, :]
+    # (shifted bin, class) of every row and feature, once: a layer's histogram index adds only the node
+    cells = (codes.astype(np.int64) + offsets[None, :]) * n_classes + np.asarray(y, dtype=np.int64)[:, None]
 
     # active nodes of the current layer, sorted by (tree, local index)
     tree = np.arange(n_trees, dtype=np.int64)
@@ -261,19 +263,21 @@ def build_forest(
     used = np.zeros((n_trees, n_codes.size), dtype=bool) if not binary else None
     tree_next = np.ones(n_trees, dtype=np.int64)
     rows = np.asarray(sample_rows, dtype=np.int64)
+    row_cells = cells[rows]  # gathered again only when rows leave (in leaves before the last layer)
+    row_class = np.asarray(y, dtype=np.int64)[rows]
     node_of_row = np.asarray(sample_tree, dtype=np.int64)
     records: list[tuple[NDArray[np.int64], ...]] = []
 
     for layer in range(1, plan.n_layers + 1):
         n_nodes = tree.size
         # the last layer holds only leaves: class counts suffice (most multiway nodes live there)
-        class_totals = np.bincount(node_of_row * n_classes + y[rows], minlength=n_nodes * n_classes)
+        class_totals = np.bincount(node_of_row * n_classes + row_class, minlength=n_nodes * n_classes)
         class_totals = class_totals.reshape(n_nodes, n_classes).astype(np.float64)
         if layer < plan.n_layers:
             # empty nodes keep utility 0 (see _occupied_histograms)
             valid = _binary_validity(allowed, cand) if binary else ~used & (n_codes >= 2)[None, :]
             util = np.zeros(valid.shape)
-            for nodes, counts in _occupied_histograms(node_of_row, shifted[rows], y[rows], n_bins, n_classes):
+            for nodes, counts in _occupied_histograms(node_of_row, row_cells, n_bins, n_classes):
                 util[nodes] = (
                     _binary_utilities(counts, cand, impurity)
                     if binary
@@ -339,7 +343,8 @@ def build_forest(
         # route rows of split nodes to their child; rows in leaves are done
         split_index = np.cumsum(~is_leaf) - 1
         keep = ~is_leaf[node_of_row]
-        rows, node_of_row = rows[keep], node_of_row[keep]
+        if not keep.all():
+            rows, node_of_row, row_cells, row_class = rows[keep], node_of_row[keep], row_cells[keep], row_class[keep]
         f_row = feature[node_of_row]
         code_row = codes[rows, f_row].astype(np.int64)
         if binary:

@@ -84,7 +84,8 @@ def discrete_laplace_counts(
         meas = _opendp_measurement(scale * (1 + 1e-12), values.size)
         if meas.map(int(sensitivity)) > eps:
             raise RuntimeError("the discrete Laplace measurement does not meet the requested epsilon")
-        noisy = np.asarray(meas([int(v) for v in values.ravel()]), dtype=np.int64)
+        # an int64 array goes to OpenDP's i64 vector as is (no per-element Python conversion)
+        noisy = np.asarray(meas(np.ascontiguousarray(values.ravel())), dtype=np.int64)
         return noisy.reshape(values.shape)
     p = -math.expm1(-1.0 / scale)  # 1 - exp(-1/t)
     noise = rng.geometric(p, size=values.shape) - rng.geometric(p, size=values.shape)

@@ -459,6 +459,66 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
     return problems
 
 
+def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.intp]]:
+    """The distinct cells of a column (a Series indexed 0..k-1) and each row's number among them.
+
+    Only text is collapsed: a column of pandas' string dtype, or a categorical one whose categories are all
+    text (its cells read as those texts, missing as missing).  There, equal cells are the same characters (or
+    both missing), so they meet the same verdict.  Any other column keeps every row as its own cell (in an
+    object column ``1 == 1.0 == True``, yet the rules read them differently).
+    """
+    n = len(series)
+    every = series.reset_index(drop=True), np.arange(n)
+    dtype = series.dtype
+    if n and isinstance(dtype, pd.CategoricalDtype):
+        categories = dtype.categories
+        if not isinstance(categories.dtype, pd.StringDtype) and pd.api.types.infer_dtype(categories) != "string":
+            return every
+        codes = np.asarray(series.cat.codes, dtype=np.intp)
+        texts = np.append(np.asarray(categories, dtype=object), np.nan)  # the last one: a missing cell
+        return pd.Series(texts, dtype=_TEXT_DTYPE), np.where(codes < 0, len(categories), codes)
+    if n == 0 or not isinstance(dtype, pd.StringDtype):
+        return every
+    codes, _ = pd.factorize(series, use_na_sentinel=False)  # numbered in order of first occurrence
+    codes = np.asarray(codes, dtype=np.intp)
+    seen = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
+    if not np.array_equal(codes[first], np.arange(first.size)):  # pragma: no cover - not in first-seen order
+        return every
+    return series.iloc[first].reset_index(drop=True), codes
+
+
+def _distinct_verdicts(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
+    """:func:`rule_violations`, computed on each text column's distinct cells and mapped back to the rows.
+
+    Every rule is a function of one cell (the per-record reading: a row's fate depends on that row only, and
+    within the row each column is judged alone), so judging a distinct text once and giving each row its own
+    cell's verdict is the same map as judging every row.  The columns' distinct cells are stacked in one frame
+    of as many rows as the column with the most of them (the shorter ones repeat their first cell; those
+    padding rows are never read back).
+    """
+    if not isinstance(X, pd.DataFrame) or not isinstance(y, pd.Series) or len(X) != len(y) or len(X) == 0:
+        return rule_violations(X, y, schema)
+    names = [str(c) for c in X.columns]
+    label = schema.label.column
+    cells = [_distinct_cells(X.iloc[:, j]) for j in range(X.shape[1])]
+    label_cells = _distinct_cells(y)
+    size = max(len(values) for values, _ in [*cells, label_cells])
+    if size == len(X) or len(set(names)) != len(names) or label in names:
+        return rule_violations(X, y, schema)
+
+    def padded(values: pd.Series) -> pd.Series:
+        rows = np.r_[np.arange(len(values)), np.zeros(size - len(values), dtype=np.intp)]
+        return values.iloc[rows].reset_index(drop=True)
+
+    frame = pd.DataFrame({name: padded(cells[j][0]) for j, name in enumerate(names)}, columns=names)
+    codes = {name: cells[j][1] for j, name in enumerate(names)}
+    codes[label] = label_cells[1]
+    distinct = rule_violations(frame, padded(label_cells[0]), schema)
+    rows = [(column, what, mask[codes[column]]) for column, what, mask in distinct]
+    return [(column, what, mask) for column, what, mask in rows if mask.any()]  # a cell no row holds: no problem
+
+
 def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:
     """Rows that satisfy every rule of the schema, and one description per violated rule.
 
@@ -467,8 +527,13 @@ def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDAr
     give neighbouring outputs) and costs no extra ε.  The descriptions name
     columns, values and rows: for the data owner's eyes only, never to be sent.
     Column-level problems (a missing or unknown column) still raise.
+
+    Speed: a rule judges one cell at a time, so each text column's rules run
+    once per distinct text (in a frame of the distinct cells) and every row
+    takes the verdict of its own cell's text: the same verdicts, row by row,
+    as judging every row (:func:`_distinct_verdicts`).
     """
-    problems = rule_violations(X, y, schema)
+    problems = _distinct_verdicts(X, y, schema)
     keep = np.ones(len(X), dtype=bool)
     notes = []
     for column, what, mask in problems:

@@ -133,9 +133,17 @@ class ExactPermuteAndFlip:
         ok = np.ones(u.shape, dtype=bool) if valid is None else np.broadcast_to(np.asarray(valid, dtype=bool), u.shape)
         eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), u.shape[:1])
         out = np.full(u.shape[0], -1, dtype=np.intp)
-        values = u.astype(np.int64)
-        for i in range(u.shape[0]):  # one exact draw per selection (OpenDP has no batched form)
-            index = np.flatnonzero(ok[i])
-            if index.size:  # an int64 array goes to OpenDP's i64 vector as is (no per-element Python checks)
-                out[i] = index[self._measurement(float(eps[i]))(np.ascontiguousarray(values[i, index]))]
+        # the valid candidates of every row, gathered once: row i's are flat[bounds[i]:bounds[i + 1]] (contiguous)
+        row, column = np.nonzero(ok)
+        flat = np.ascontiguousarray(u[row, column], dtype=np.int64)
+        bounds = np.searchsorted(row, np.arange(u.shape[0] + 1))
+        rows = np.flatnonzero(bounds[1:] > bounds[:-1])
+        draws: dict[float, object] = {}
+        for i, e, a, b in zip(rows.tolist(), eps[rows].tolist(), bounds[rows].tolist(), bounds[rows + 1].tolist()):
+            draw = draws.get(e)
+            if draw is None:
+                draw = draws[e] = self._measurement(e)
+            # one exact draw per selection: an int64 array goes to OpenDP's i64 vector as is (no per-element
+            # Python conversion); each draw is one call of OpenDP's public measurement_invoke
+            out[i] = column[a + draw(flat[a:b])]
         return out

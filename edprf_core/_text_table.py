@@ -196,9 +196,9 @@ def read_table(
     names = header_names(schema, first, sep, header, p)
     reader = _Lines(sep, len(names), max_line_chars)
     pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
-    for block in _blocks(data, start, _BLOCK_BYTES):
-        pieces.append(reader.read(block, number))
-        number += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+    for offset, block in _blocks(data, start, _BLOCK_BYTES):
+        pieces.append(reader.read(block, number, data, offset))
+        number += reader.line_breaks
     columns = [
         pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
         for j in range(len(names))
@@ -234,14 +234,14 @@ def _header_line(data: bytes) -> tuple[int, int, str | None]:
 
 
 def _blocks(data: bytes, start: int, size: int):
-    """Consecutive pieces of ``data[start:]``, each ending just after a line break (the last: at the end)."""
+    """Consecutive pieces of ``data[start:]`` and where each starts; each ends just after a line break (the last: at the end)."""
     pos = start
     while pos < len(data):
         cut = data.rfind(b"\n", pos, pos + size)
         if cut < 0 or pos + size >= len(data):
             cut = data.find(b"\n", pos + size) if pos + size < len(data) else -1
         end = len(data) if cut < 0 else cut + 1
-        yield memoryview(data)[pos:end]
+        yield pos, memoryview(data)[pos:end]
         pos = end
 
 
@@ -270,6 +270,8 @@ class _Lines:
     def __init__(self, sep: str, width: int, max_line_chars: int) -> None:
         self.sep, self.width, self.max_line_chars = sep, width, max_line_chars
         self.dropped: list[str] = []
+        self.line_breaks = 0
+        """Line breaks in the block last read (the next block's first line number follows from it)."""
         self._options = None
         if sep.isascii():
             names = [f"c{j}" for j in range(width)]
@@ -282,34 +284,52 @@ class _Lines:
                     newlines_in_values=False,
                     ignore_empty_lines=False,
                 ),
-                pcsv.ConvertOptions(
-                    column_types={n: pa.large_string() for n in names},
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
-                    null_values=[],
-                    check_utf8=True,
+                *(
+                    pcsv.ConvertOptions(
+                        column_types={n: pa.large_string() for n in names},
+                        strings_can_be_null=False,
+                        quoted_strings_can_be_null=False,
+                        null_values=[],
+                        check_utf8=check,
+                    )
+                    for check in (True, False)
                 ),
                 names,
             )
 
-    def read(self, block: memoryview, first_number: int) -> tuple[list[pa.ChunkedArray], np.ndarray]:
-        """The rows of one block (one Arrow string array per column) and their line numbers."""
+    def read(
+        self, block: memoryview, first_number: int, source: bytes, offset: int
+    ) -> tuple[list[pa.ChunkedArray], np.ndarray]:
+        """The rows of one block, ``source[offset:offset + len(block)]`` (one Arrow string array per column), and
+        their line numbers."""
+
+        def occurs(byte: int) -> bool:  # bytes.find: a quick look for a byte that is usually absent
+            return source.find(bytes((byte,)), offset, offset + len(block)) >= 0
+
         if self._options is None:
-            return self._python(bytes(block), first_number)
+            raw = bytes(block)
+            self.line_breaks = raw.count(b"\n")
+            return self._python(raw, first_number)
         buf = np.frombuffer(block, dtype=np.uint8)
         breaks = np.flatnonzero(buf == 10)
+        self.line_breaks = int(breaks.size)
         starts = np.concatenate(([0], breaks + 1))
         if starts[-1] == len(buf):  # the block ends with a line break: no line after it
             starts = starts[:-1]
         ends = np.append(breaks, len(buf))[: len(starts)]
-        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))
+        has_cr = occurs(13)
+        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)) if has_cr else ends
         plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
-        bom = starts + 3 <= len(buf)  # Arrow's parser drops a byte-order mark that starts its input: not plain
-        bom[bom] = np.all(buf[starts[bom, None] + np.arange(3)] == np.frombuffer(_BOM, dtype=np.uint8), axis=1)
-        plain &= ~bom
-        for byte in (34, 13):  # a quote anywhere, or a carriage return before the last character
-            at = np.flatnonzero(buf == byte)
-            if at.size:
+        # Arrow's parser drops a byte-order mark that starts its input: a line that starts with one is not plain
+        # (looked for where its first byte occurs, usually nowhere: the same lines as checking every line start)
+        at = np.flatnonzero(buf[: max(len(buf) - 2, 0)] == _BOM[0]) if occurs(_BOM[0]) else np.empty(0, np.intp)
+        at = at[(buf[at + 1] == _BOM[1]) & (buf[at + 2] == _BOM[2])]
+        if at.size:
+            line = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
+            plain[line[starts[line] == at]] = False
+        for byte, present in ((34, occurs(34)), (13, has_cr)):  # a quote anywhere, or a carriage return before the end
+            at = np.flatnonzero(buf == byte) if present else None
+            if at is not None and at.size:
                 line = np.searchsorted(breaks, at)
                 plain[line[at < content_end[line]]] = False
         if self.sep.isspace():  # a line of separators and spaces only is blank: without a visible ASCII
@@ -342,7 +362,7 @@ class _Lines:
         self, block: memoryview, starts: np.ndarray, ends: np.ndarray, plain: np.ndarray
     ) -> list[pa.ChunkedArray] | None:
         """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
-        parse, convert, names = self._options
+        parse, checked, unchecked, names = self._options
         if plain.all():
             data = block
         else:
@@ -352,6 +372,9 @@ class _Lines:
         if not len(data):
             return [pa.chunked_array([], pa.large_string()) for _ in names]
         longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
+        # bytes below 128 are ASCII, valid UTF-8 byte for byte: Arrow's UTF-8 check (a third of its time) could only
+        # pass, so it is skipped; any other byte keeps the check (and the replacement-character route below)
+        convert = unchecked if int(np.frombuffer(data, dtype=np.uint8).max()) < 128 else checked
         options = pcsv.ReadOptions(column_names=names, block_size=int(min(max(1 << 20, 2 * longest + 16), 1 << 30)))
         try:
             table = pcsv.read_csv(
