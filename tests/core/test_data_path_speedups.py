@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from client._local_data import _keyed_uniform, load_local_data
-from edprf_core import Schema, conforming_rows, read_table
+from edprf_core import Schema
 from edprf_core._encoding import rule_violations
+from edprf_core.encoding import conforming_rows
+from edprf_core.tables import read_table
 from tests.federation._neighbours import SCHEMA_TOML
 
 SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age (continuous), code and grade (categorical), outcome
