@@ -32,9 +32,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 
 import numpy as np
-from _bench_common import DEFAULT_DATA_DIR, inner_split, make_split
-from _bench_datasets import DATASETS, load_dataset
-from sklearn.metrics import roc_auc_score
+from _bench_common import add_sweep_arguments, inner_validation_row, inner_validation_splits
 
 import edprf_core._depth_rule as depth_rule
 import edprf_core._forest as forest_module
@@ -93,10 +91,9 @@ def research_constants(knobs: dict):
 
 def sweep(dataset: str, eps_values: list[float], seeds: int, configs: list[dict], data_dir: str) -> list[dict]:
     """Accuracy and ROC AUC (macro one-vs-rest for several classes) on the inner validation rows."""
-    X, y, schema = load_dataset(dataset, data_dir)
     rows = []
-    for seed in range(seeds):
-        inner = inner_split(make_split(X, y, schema, seed, dataset=dataset), seed)
+    for seed, inner in inner_validation_splits(dataset, seeds, data_dir):
+        schema = inner.schema
         for eps in eps_values:
             for config in configs:
                 knobs = {k: v for k, v in config.items() if k in KNOBS}
@@ -106,37 +103,17 @@ def sweep(dataset: str, eps_values: list[float], seeds: int, configs: list[dict]
                     params["n_bins"] = bins_per_threshold_rule(schema, len(inner.X_train), 0.95 * eps, k)
                 with research_constants(knobs):
                     model = EDPRFClassifier(schema, epsilon=eps, random_state=seed, leaf="counts", **params)
-                    proba = model.fit(inner.X_train, inner.y_train).predict_proba(inner.X_test)
-                index = {str(c): i for i, c in enumerate(model.classes_)}
-                truth = np.array([index[str(v)] for v in inner.y_test.to_numpy()])
-                auc = (
-                    roc_auc_score(truth, proba[:, 1])
-                    if proba.shape[1] == 2
-                    else roc_auc_score(truth, proba, multi_class="ovr")
-                )
-                row = {
-                    "dataset": dataset,
-                    "seed": seed,
-                    "eps": eps,
-                    "config": json.dumps(config, sort_keys=True),
-                    "trees": model.privacy_.n_trees,
-                    "depth": model.privacy_.max_depth,
-                    "bins": model.privacy_.n_bins,
-                    "accuracy": float((proba.argmax(1) == truth).mean()),
-                    "auc": float(auc),
-                }
-                print(json.dumps(row), flush=True)
+                    row = inner_validation_row(
+                        model, inner, dataset=dataset, seed=seed, eps=eps, config=json.dumps(config, sort_keys=True)
+                    )
                 rows.append(row)
     return rows
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--eps", default="0.1,0.5,1,2")
-    p.add_argument("--seeds", type=int, default=3)
+    add_sweep_arguments(p)
     p.add_argument("--configs", default="[{}]", help="JSON list of configurations; {} = the defaults")
-    p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     args = p.parse_args()
     configs = json.loads(args.configs)
     if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
