@@ -10,8 +10,10 @@ Each configuration is a JSON object: estimator parameters (``n_trees``,
 of ``edprf_core`` for the duration of one fit and are restored afterwards:
 ``min_depth`` (``MIN_COUNT_TREE_DEPTH``), ``c`` (the depth rule's constant),
 ``rows_per_tree`` (``ROWS_PER_COUNT_TREE``), ``shrinkage`` (``SHRINKAGE``) and
-``pooling_exponent`` (the log-linear pooling exponent of ``predict_proba``).
-The knobs are for this sweep only; a federation never sees them.
+``pooling_exponent`` (the log-linear pooling exponent of ``predict_proba``);
+``rows_eps_per_threshold`` sets ``n_bins`` by :func:`bins_per_threshold_rule`
+(a candidate bin rule that ``results/rule_sweep.md`` rejects).  The knobs are
+for this sweep only; a federation never sees them.
 
 Seeded runs are research, not DP releases.
 
