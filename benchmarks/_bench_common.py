@@ -16,6 +16,7 @@ clipped to, and ``bounds`` taken from, the public schema (never the data).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -120,6 +121,56 @@ def inner_split(split: Split, seed: int, val_size: float = 0.25) -> Split:
         split.X_train, split.y_train, test_size=val_size, stratify=split.y_train, random_state=seed
     )
     return Split(Xtr, ytr, Xva, yva, split.schema)
+
+
+def validation_scores(model, split: Split) -> tuple[float, float]:
+    """Accuracy of the argmax and ROC AUC (macro one-vs-rest for several classes) of a fitted model on ``split``'s test rows."""
+    from sklearn.metrics import roc_auc_score
+
+    proba = model.predict_proba(split.X_test)
+    index = {str(c): i for i, c in enumerate(model.classes_)}
+    truth = np.array([index[str(v)] for v in split.y_test.to_numpy()])
+    auc = roc_auc_score(truth, proba[:, 1]) if proba.shape[1] == 2 else roc_auc_score(truth, proba, multi_class="ovr")
+    return float((proba.argmax(1) == truth).mean()), float(auc)
+
+
+def inner_validation_splits(dataset: str, seeds: int, data_dir: str):
+    """Yield ``(seed, inner)`` for seeds ``0..seeds-1``: the benchmark split's training rows split 75/25 (:func:`inner_split`)."""
+    from _bench_datasets import load_dataset
+
+    X, y, schema = load_dataset(dataset, data_dir)
+    for seed in range(seeds):
+        yield seed, inner_split(make_split(X, y, schema, seed, dataset=dataset), seed)
+
+
+def inner_validation_row(model, inner: Split, **fields) -> dict:
+    """Fit ``model`` on ``inner``'s training rows, score it on its validation rows, print and return one JSON row.
+
+    The row holds ``fields``, the shape the automatic rule chose (trees, depth, bins), the training size,
+    the accuracy and the ROC AUC (:func:`validation_scores`).
+    """
+    accuracy, auc = validation_scores(model.fit(inner.X_train, inner.y_train), inner)
+    row = {
+        **fields,
+        "trees": model.privacy_.n_trees,
+        "depth": model.privacy_.max_depth,
+        "bins": model.privacy_.n_bins,
+        "n_rows": len(inner.X_train),
+        "accuracy": accuracy,
+        "auc": auc,
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def add_sweep_arguments(parser) -> None:
+    """The options every inner-validation sweep shares: datasets, ε values, seeds, data folder."""
+    from _bench_datasets import DATASETS
+
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--eps", default="0.1,0.5,1,2")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
 
 
 def numeric_matrix(X: pd.DataFrame, schema: Schema) -> np.ndarray:

@@ -17,60 +17,33 @@ Usage: ``python benchmarks/bench_count_trees.py --datasets bank,heart --eps 0.1,
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from _bench_common import DEFAULT_DATA_DIR, inner_split, make_split
-from _bench_datasets import DATASETS, load_dataset
-from sklearn.metrics import roc_auc_score
+from _bench_common import add_sweep_arguments, inner_validation_row, inner_validation_splits
 
 from edprf_core import EDPRFClassifier
 
 
 def sweep(dataset: str, eps_values: list[float], seeds: int, trees: list[int], data_dir: str) -> list[dict]:
     """Accuracy and ROC AUC (macro one-vs-rest for several classes) on the inner validation rows."""
-    X, y, schema = load_dataset(dataset, data_dir)
     rows = []
-    for seed in range(seeds):
-        inner = inner_split(make_split(X, y, schema, seed, dataset=dataset), seed)
+    for seed, inner in inner_validation_splits(dataset, seeds, data_dir):
+        schema = inner.schema
         for eps in eps_values:
             for t in trees:
                 extra = {} if t == 0 else {"n_trees": t}
                 model = EDPRFClassifier(schema, epsilon=eps, random_state=seed, leaf="counts", **extra)
-                proba = model.fit(inner.X_train, inner.y_train).predict_proba(inner.X_test)
-                index = {str(c): i for i, c in enumerate(model.classes_)}
-                truth = np.array([index[str(v)] for v in inner.y_test.to_numpy()])
-                auc = (
-                    roc_auc_score(truth, proba[:, 1])
-                    if proba.shape[1] == 2
-                    else roc_auc_score(truth, proba, multi_class="ovr")
-                )
-                row = {
-                    "dataset": dataset,
-                    "seed": seed,
-                    "eps": eps,
-                    "forced_trees": t,
-                    "trees": model.privacy_.n_trees,
-                    "depth": model.privacy_.max_depth,
-                    "bins": model.privacy_.n_bins,
-                    "n_rows": len(inner.X_train),
-                    "accuracy": float((proba.argmax(1) == truth).mean()),
-                    "auc": float(auc),
-                }
-                print(json.dumps(row), flush=True)
+                row = inner_validation_row(model, inner, dataset=dataset, seed=seed, eps=eps, forced_trees=t)
                 rows.append(row)
     return rows
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--eps", default="0.1,0.5,1,2")
-    p.add_argument("--seeds", type=int, default=3)
+    add_sweep_arguments(p)
     p.add_argument("--trees", default="0,1,2,4,8,16", help="forced tree counts; 0 = the automatic rule")
-    p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     args = p.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     rows = []

@@ -605,6 +605,45 @@ def headline(df: pd.DataFrame, datasets: list[str], models: list[str], eps: floa
     return lines
 
 
+def goal_table(df: pd.DataFrame, datasets: list[str], eps_values: list[float]) -> list[str]:
+    """Issue 23's central goals per binary dataset and ε, on means over seeds.
+
+    Accuracy of the defaults at least max(DP-EBM, leaf-label configuration) − 0.5 point; ROC AUC at least DP-EBM's.
+    """
+    binary = [d for d in datasets if int(df[df.dataset == d].n_classes.max()) == 2]
+    lines = [
+        "## Goals of issue 23 (defaults, central, means over seeds)",
+        "",
+        (
+            "Accuracy target: max(DP-EBM, eDPRF leaf label) − 0.5 point; ROC AUC target: DP-EBM's.  "
+            "Mean over the seeds of each column (the per-dataset tables give the spread)."
+        ),
+        "",
+        "| dataset | ε | accuracy % | target % | accuracy met | ROC AUC | DP-EBM AUC | AUC met |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def mean(dataset: str, model: str, eps: float, column: str) -> float:
+        rows = _rows_at(df, dataset, model, eps)
+        return float(rows[column].astype(float).mean()) if not rows.empty else math.nan
+
+    for d in binary:
+        for eps in eps_values:
+            acc, auc = 100 * mean(d, "edprf-counts", eps, "accuracy"), mean(d, "edprf-counts", eps, "auc")
+            if math.isnan(acc):
+                continue
+            refs = [100 * mean(d, m, eps, "accuracy") for m in ("dp-ebm", "edprf-label")]
+            refs = [r for r in refs if not math.isnan(r)]
+            target = max(refs) - 0.5 if refs else math.nan
+            ebm_auc = mean(d, "dp-ebm", eps, "auc")
+            acc_ok = "–" if math.isnan(target) else ("**yes**" if acc >= target else "no")
+            auc_ok = "–" if math.isnan(ebm_auc) else ("**yes**" if auc >= ebm_auc else "no")
+            lines.append(
+                f"| {d} | {eps:g} | {acc:.2f} | {target:.2f} | {acc_ok} | {auc:.3f} | {ebm_auc:.3f} | {auc_ok} |"
+            )
+    return lines
+
+
 def dataset_tables(df: pd.DataFrame, dataset: str, models: list[str], eps_values: list[float]) -> list[str]:
     sub = df[df.dataset == dataset]
     if sub.empty:
@@ -779,6 +818,8 @@ def write_report(df: pd.DataFrame, out: Path, tag: str, meta: dict) -> None:
         lines += ["Notes of this run:", ""] + [f"- {n}" for n in meta["notes"]] + [""]
     if HEADLINE_EPS in eps_values:
         lines += headline(df, datasets, models, HEADLINE_EPS) + [""]
+    if "edprf-counts" in models:
+        lines += goal_table(df, datasets, eps_values) + [""]
     cal = out / f"{tag}_calibration_diabetes.png"
     if cal.exists():
         lines += [f"Calibration (diabetes, ε = 1, pooled over seeds): `{cal.name}`.", ""]
