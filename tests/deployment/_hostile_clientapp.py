@@ -23,6 +23,7 @@ A hostile party spends no ledger budget and ignores its policy: it is not bound 
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from pathlib import Path
@@ -106,6 +107,9 @@ def install() -> None:
 
     def __call__(self, message, context):
         attack = str(context.node_config.get("attack", ""))
+        # the party's own code refuses unknown node-config keys: it sees the node config without `attack`
+        context = copy.copy(context)
+        context.node_config = {k: v for k, v in context.node_config.items() if k != "attack"}
         if attack.startswith(COUNTS_PREFIX) and message.metadata.message_type == MessageType.TRAIN:
             return _forged_counts(attack, message, original(self, message, context), context)
         if attack and message.metadata.message_type == MessageType.TRAIN:
