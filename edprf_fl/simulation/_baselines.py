@@ -71,18 +71,18 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
         alone.append(forest_metrics(own.fit(X_train.iloc[rows], y_train.iloc[rows]).forest_, X_test, y_test))
     if alone:
         by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
-        out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"trees": settings.n_trees}
-        out["party_alone_best"] = by_accuracy[-1] | {"trees": settings.n_trees}
+        out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"n_trees": settings.n_trees}
+        out["party_alone_best"] = by_accuracy[-1] | {"n_trees": settings.n_trees}
     classes = np.asarray(schema.classes)
     y_true = classes[encode_labels(y_test, schema)]
     rf = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=1)
     rf.fit(raw_features(X_train, schema), encode_labels(y_train, schema))
     proba = np.zeros((len(X_test), len(classes)))
     proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
-    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"trees": 100}
+    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"n_trees": 100}
     majority = np.bincount(encode_labels(y_train, schema), minlength=len(classes)).astype(float)
     prior = np.tile(majority / majority.sum(), (len(X_test), 1))
-    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"trees": 0}
+    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"n_trees": 0}
     return out
 
 

@@ -67,7 +67,7 @@ def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[
     rows = [("federated eDPRF", federated.get("central_evaluation", {}), federated["n_trees"])]
     for key, label in BASELINE_ROWS:
         if key in baselines:
-            rows.append((label, baselines[key], baselines[key]["trees"]))
+            rows.append((label, baselines[key], baselines[key]["n_trees"]))
     lines = [
         "| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
         "|---|---|---|---|---|---|---|",

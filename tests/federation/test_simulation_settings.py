@@ -38,13 +38,13 @@ def test_flags_reach_the_settings_by_their_names():
 
     args = _parsed(
         "simulate",
-        *("--depth", "4", "--trees-per-party", "2", "--bins", "8", "--no-header", "--no-baselines"),
+        *("--max-depth", "4", "--n-trees", "2", "--n-bins", "8", "--no-header", "--no-baselines"),
         *("--shuffle-labels-party", "1", "--shuffle-labels-party", "2", "--parties", "3"),
     )
     got = settings_from_args(args)
     assert (got.max_depth, got.n_trees, got.n_bins, got.header, got.baselines) == (4, 2, 8, False, False)
     assert got.shuffled_label_parties == (1, 2)
-    assert _parsed("simulate", "--depth", "auto").max_depth == "auto"
+    assert _parsed("simulate", "--max-depth", "auto").max_depth == "auto"
 
 
 @pytest.mark.parametrize(
@@ -53,10 +53,10 @@ def test_flags_reach_the_settings_by_their_names():
         ({"epsilon": 0.0}, "epsilon", "--epsilon"),
         ({"epsilon": 0.1234567}, "epsilon", "--epsilon"),
         ({"evaluation_epsilon": -1.0}, "evaluation_epsilon", "--evaluation-epsilon"),
-        ({"max_depth": 31}, "max_depth", "--depth"),
-        ({"max_depth": "deep"}, "max_depth", "--depth"),
-        ({"n_trees": 0}, "n_trees", "--trees-per-party"),
-        ({"n_bins": 1}, "n_bins", "--bins"),
+        ({"max_depth": 31}, "max_depth", "--max-depth"),
+        ({"max_depth": "deep"}, "max_depth", "--max-depth"),
+        ({"n_trees": 0}, "n_trees", "--n-trees"),
+        ({"n_bins": 1}, "n_bins", "--n-bins"),
         ({"parties": True}, "parties", "--parties"),
         ({"test_size": 0.0}, "test_size", "--test-size"),
         ({"validation_size": 1.0}, "validation_size", "--validation-size"),
@@ -124,10 +124,10 @@ def _report(baselines: dict | None) -> SimulationReport:
 
 
 def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
-    report = _report({"majority_class": {"accuracy": 0.4, "trees": 0}})
+    report = _report({"majority_class": {"accuracy": 0.4, "n_trees": 0}})
     got = report.to_dict()
     assert list(got) == [
-        "dataset", "parties", "partition", "epsilon", "depth", "trees_per_party", "split_mode", "seed", "engine",
+        "dataset", "parties", "partition", "epsilon", "max_depth", "n_trees", "split_mode", "seed", "engine",
         "federated", "federation_seconds", "per_party_trees", "bytes_per_party", "simulation_caveats",
         "baselines", "timings", "wall_seconds",
     ]  # fmt: skip
@@ -147,29 +147,29 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
     report.write_json(tmp_path / "r.json")
-    assert '"trees_per_party": 1' in (tmp_path / "r.json").read_text()
+    assert '"n_trees": 1' in (tmp_path / "r.json").read_text()
 
 
 def test_the_sweep_grid_is_the_product_of_the_axes_checked_before_any_run():
     base = SimulationSettings(max_depth=3)
     grid = sweep_grid(base, {"epsilon": [0.5, 1.0], "parties": [2, 3], "partition": ["iid"]})
     assert [(c["epsilon"], c["parties"]) for c in grid] == [(0.5, 2), (0.5, 3), (1.0, 2), (1.0, 3)]
-    assert all(c["depth"] == 3 and c["trees_per_party"] == 1 for c in grid)  # unswept axes: the base's values
+    assert all(c["max_depth"] == 3 and c["n_trees"] == 1 for c in grid)  # unswept axes: the base's values
     with pytest.raises(SettingsError, match="^max_depth: expected"):
-        sweep_grid(base, {"depth": [2, 50]})
+        sweep_grid(base, {"max_depth": [2, 50]})
 
 
 @pytest.mark.slow
 def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
     out = tmp_path / "sweep"
-    argv = ["sweep", "--epsilons", "0.5,1", "--parties", "2", "--depth", "2", "--seeds", "1", "--output", str(out)]
+    argv = ["sweep", "--epsilons", "0.5,1", "--parties", "2", "--max-depth", "2", "--seeds", "1", "--output", str(out)]
     assert main(argv) == 0
     with (out / "sweep.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [r["epsilon"] for r in rows] == ["0.5", "1.0"] and {r["accepted"] for r in rows} == {"2"}
     assert all(0 < float(r["federated_accuracy"]) <= 1 for r in rows)
     table = (out / "sweep.md").read_text().splitlines()
-    assert table[0].startswith("| epsilon | parties | partition | depth | trees_per_party | federated |")
+    assert table[0].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
     assert len(table) == 4 and table[2].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
     assert (out / "accuracy_vs_epsilon.png").is_file()
     assert "sweep.md" in capsys.readouterr().out
@@ -177,6 +177,6 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
 
 def test_a_sweep_value_out_of_range_is_named_by_its_list_flag_before_any_run(tmp_path, capsys):
     out = tmp_path / "never"
-    assert main(["sweep", "--depths", "2,50", "--seeds", "1", "--output", str(out)]) == 1
-    assert "edprf sweep: error: --depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
+    assert main(["sweep", "--max-depths", "2,50", "--seeds", "1", "--output", str(out)]) == 1
+    assert "edprf sweep: error: --max-depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
     assert not out.exists()  # refused before the first run
