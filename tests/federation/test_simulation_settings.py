@@ -178,5 +178,7 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
 def test_a_sweep_value_out_of_range_is_named_by_its_list_flag_before_any_run(tmp_path, capsys):
     out = tmp_path / "never"
     assert main(["sweep", "--max-depths", "2,50", "--seeds", "1", "--output", str(out)]) == 1
-    assert "edprf sweep: error: --max-depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
+    assert (
+        "edprf sweep: error: --max-depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
+    )
     assert not out.exists()  # refused before the first run
