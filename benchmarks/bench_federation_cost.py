@@ -435,7 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_from is not None:
         df = pd.read_csv(args.report_from)
         out.mkdir(parents=True, exist_ok=True)
-        write_report(df, out, "python benchmarks/bench_federation_cost.py " + " ".join(argv or sys.argv[1:]))
+        command = (
+            f"python benchmarks/bench_federation_cost.py --seeds {df.seed.nunique()} --jobs 2`; tables and plots "
+            "rewritten by `python benchmarks/bench_federation_cost.py " + " ".join(argv or sys.argv[1:])
+        )
+        write_report(df, out, command)
         plot(df, out)
         print(f"wrote {out / 'federation_cost.md'} from {args.report_from}")
         return 0
