@@ -451,8 +451,10 @@ class DPForest:
         pooled values and weights are combined with bounded influence
         (item 5, :func:`edprf_core._leaf_distribution.bounded_part_mean`):
         no party's released counts can move the result outside the range
-        the other parties' values span, widened by ``CLIP_MARGIN`` (1) times
-        its width, and its weight is capped at the largest of theirs.
+        the other parties' values span, widened by ``PLAUSIBLE_CLIP_MARGIN``
+        (1.75) times its width if the size it claims is plausible and by
+        ``CLIP_MARGIN`` (1) otherwise, and its weight is capped at twice the
+        largest of theirs (once if its size is implausible).
 
         Privacy cost: none.  Every input is a released value (tree structure,
         clamped noisy leaf counts) or a public parameter (leaf budgets,

@@ -7,7 +7,8 @@
    (log-linear: ``a_tk (log p_l(k) - log ref_tk) / w_jk``; mean: ``p_l / T_j``);
 2. the parts' scores are combined by :func:`bounded_part_mean`: with at
    least ``2 f + 1`` parts each class's score is clipped to the range the
-   other parts span (widened by ``CLIP_MARGIN``) and each part's weight is
+   other parts span (widened by ``PLAUSIBLE_CLIP_MARGIN`` for a part of
+   plausible size, ``CLIP_MARGIN`` otherwise) and each part's weight is
    capped, then the weighted mean is taken;
 3. log-linear pooling: ``softmax(log pi + T**POOLING_EXPONENT * pooled)``;
    mean pooling: ``pooled / sum(pooled)``.  A forest of label trees returns
@@ -41,6 +42,7 @@ from ._leaf_distribution import (
     bounded_part_mean,
     capped_part_weights,
     clipped_part_values,
+    part_clip_margins,
 )
 
 __all__ = ["LINKS", "LeafTerms", "leaf_indices", "leaf_terms"]
@@ -103,7 +105,11 @@ class LeafTerms:
 
     def clipped_scores(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """The parts' scores as the bounded mean uses them (clipped to the range of the others)."""
-        return clipped_part_values(scores, self.tolerated) if self.clips else scores
+        return clipped_part_values(scores, self.tolerated, self.clip_margins()) if self.clips else scores
+
+    def clip_margins(self) -> NDArray[np.float64]:
+        """Each part's clip margin, in widths (:func:`~edprf_core._leaf_distribution.part_clip_margins`)."""
+        return part_clip_margins(self.weights, self.tolerated)
 
     def probabilities(self, pooled: NDArray[np.float64]) -> NDArray[np.float64]:
         """Apply the link to the pooled scores (shape (n_rows, n_classes))."""

@@ -16,8 +16,10 @@ classes in the schema's order (listed in the encoding).  The graph follows
    reshaped to ``(n_rows, n_parts, n_classes)``;
 2. with ``2 f + 1`` parts or more, the bounded mean: ``TopK`` sorts each
    class's part scores, each is clipped (``Max``/``Min``) to the ``(f+1)``-th
-   smallest and largest widened by ``CLIP_MARGIN`` times ``max(their difference,
-   the tightest range of any f + 1 part scores)`` (``clipped_part_values``);
+   smallest and largest widened by the part's margin (``part_clip_margins``:
+   ``PLAUSIBLE_CLIP_MARGIN`` for a part of plausible size, ``CLIP_MARGIN``
+   otherwise; a constant per part) times ``max(their difference, the tightest
+   range of any f + 1 part scores)`` (``clipped_part_values``);
    then the weighted sum with the parts' capped, normalized weights
    (constants from ``capped_part_weights``, the plausible-size factor
    included);
@@ -67,7 +69,6 @@ from typing import Any
 import numpy as np
 
 from ._forest import DPForest
-from ._leaf_distribution import CLIP_MARGIN
 from ._leaf_terms import leaf_terms
 from ._schema import ContinuousFeature
 
@@ -238,7 +239,7 @@ def forest_to_onnx(
             helper.make_node("ReduceMin", ["gaps"], ["spread"], axes=[1], keepdims=1),  # opset 17: an attribute
             helper.make_node("Sub", ["high", "low"], ["range"]),
             helper.make_node("Max", ["range", "spread"], ["width"]),
-            const("clip_margin", CLIP_MARGIN),
+            const("clip_margin", terms.clip_margins().reshape(1, n_parts, 1)),  # per part: plausible size or not
             helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
             helper.make_node("Sub", ["low", "margin"], ["lower"]),
             helper.make_node("Add", ["high", "margin"], ["upper"]),

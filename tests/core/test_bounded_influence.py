@@ -15,11 +15,14 @@ import pytest
 from edprf_core import EDPRFClassifier, load_embedded, merge_forests
 from edprf_core._leaf_distribution import (
     CLIP_MARGIN,
+    PLAUSIBLE_CLIP_MARGIN,
     PLAUSIBLE_SIZE_FACTOR,
     WEIGHT_CAP_FACTOR,
     bounded_part_mean,
     capped_part_weights,
+    part_clip_margins,
     part_consortium_prior,
+    plausible_parts,
     tightest_spread,
 )
 from edprf_core.encoding import encode_labels
@@ -42,6 +45,14 @@ def test_bounded_part_mean_by_hand():
     # becomes 0, its weight the 2nd largest (3)
     got = bounded_part_mean(np.array([[1.0], [2.0], [-50.0]]), np.array([[1.0], [3.0], [1e9]]))
     assert got[0] == pytest.approx((1 * 1 + 3 * 2 + 3 * 0) / 7)
+    # the same hostile value from a part of plausible size (3 <= 64 x 3): margin 1.75 instead of 1, clipped to
+    # [1 - 1.75, 1 + 1.75], weight 3 (at most 2 x the cap 3)
+    np.testing.assert_array_equal(part_clip_margins(np.array([[1.0], [3.0], [3.0]]), 1), [PLAUSIBLE_CLIP_MARGIN] * 3)
+    np.testing.assert_array_equal(
+        part_clip_margins(np.array([[1.0], [3.0], [1e9]]), 1), [PLAUSIBLE_CLIP_MARGIN] * 2 + [CLIP_MARGIN]
+    )
+    got = bounded_part_mean(np.array([[1.0], [2.0], [-50.0]]), np.array([[1.0], [3.0], [3.0]]))
+    assert got[0] == pytest.approx((1 * 1 + 3 * 2 + 3 * (1 - PLAUSIBLE_CLIP_MARGIN)) / 7)
     # a part of plausible size (at most 64 x the 2nd largest) keeps up to 2 x the cap, a larger one the cap
     # (caps: 10 and 3, the 2nd largest of each class; sizes 2, 6, 11, 600: 600 <= 64 x 11)
     caps = capped_part_weights(np.array([[1.0, 1.0], [3.0, 3.0], [10.0, 1.0], [300.0, 300.0]]), 1)
@@ -97,20 +108,29 @@ def test_one_hostile_part_stays_within_the_bounds_of_the_argument(n_honest):
         tight = np.maximum(hi - lo, tightest_spread(ordered, 2))  # D, at most the honest spread D_H
         assert np.all(tight <= spread + 1e-12)
         assert n_honest > 2 or np.all(tight > 0)  # three parts: not the median (hi = lo) unless two values agree
-        assert np.all(got >= low - CLIP_MARGIN * spread - 1e-9) and np.all(got <= high + CLIP_MARGIN * spread + 1e-9)
+        # (a): within the honest range widened by the largest margin (a part of plausible size)
+        widest = max(CLIP_MARGIN, PLAUSIBLE_CLIP_MARGIN)
+        assert np.all(got >= low - widest * spread - 1e-9) and np.all(got <= high + widest * spread + 1e-9)
         capped = capped_part_weights(weights, 1)
         share = capped[at] / capped.sum(axis=0)
         # (b): at most c times the largest honest weight, share at most c / (c + 1); a part claiming more than
         # rho times the largest honest size weighs at most the largest honest weight, share at most 1/2
         plausible = hostile_w.sum() <= PLAUSIBLE_SIZE_FACTOR * honest_w.sum(axis=1).max()
+        assert plausible or not plausible_parts(weights, 1)[at]  # the rule's test is at least as strict
         factor = WEIGHT_CAP_FACTOR if plausible else 1.0
         assert np.all(capped[at] <= factor * honest_w.max(axis=0) + 1e-9)
         assert np.all(share <= factor / (factor + 1) + 1e-12)
-        # (c): against the honest parts' weighted mean of their own clipped values
-        clipped = np.clip(honest_v, lo - CLIP_MARGIN * tight, hi + CLIP_MARGIN * tight)
+        # (c): against the honest parts' weighted mean of their own clipped values (each with its own margin:
+        # 1.75 for a part of plausible size, at most 64 x the 2nd largest size, else 1), at most the hostile share
+        # times (1 + its margin) the honest spread
+        sizes = weights.sum(axis=1)
+        margins = np.where(sizes <= PLAUSIBLE_SIZE_FACTOR * np.sort(sizes)[-2], PLAUSIBLE_CLIP_MARGIN, CLIP_MARGIN)
+        m_h = np.delete(margins, at)[:, None, None]
+        clipped = np.clip(honest_v, lo - m_h * tight, hi + m_h * tight)
         w_h = np.delete(capped, at, axis=0)[:, None, :]
         honest_mean = (w_h * clipped).sum(axis=0) / w_h.sum(axis=0)
-        assert np.all(np.abs(got - honest_mean) <= share * (1 + CLIP_MARGIN) * spread + 1e-9)
+        hostile_margin = PLAUSIBLE_CLIP_MARGIN if plausible else CLIP_MARGIN
+        assert np.all(np.abs(got - honest_mean) <= share * (1 + hostile_margin) * spread + 1e-9)
 
 
 def test_the_consortium_prior_of_parts_by_hand():
@@ -171,8 +191,10 @@ def test_every_attack_of_the_library_is_bounded_and_meets_the_goal(federation, a
     scores = merged._part_scores(vectors, codes)
     pooled = bounded_part_mean(scores, weights)
     low, high = scores[:-1].min(axis=0), scores[:-1].max(axis=0)
-    assert np.all(pooled >= low - CLIP_MARGIN * (high - low) - 1e-9)
-    assert np.all(pooled <= high + CLIP_MARGIN * (high - low) + 1e-9)
+    # the hostile part's margin: 1.75 widths if the size it claims is plausible (at most 64 x the 2nd largest), else 1
+    margin = PLAUSIBLE_CLIP_MARGIN if plausible_parts(weights, 1)[-1] else CLIP_MARGIN
+    assert np.all(pooled >= low - margin * (high - low) - 1e-9)
+    assert np.all(pooled <= high + margin * (high - low) + 1e-9)
 
     # the goal of issue 20 on this federation
     acc_honest = _accuracy(all_honest, X_test, truth)
