@@ -182,3 +182,25 @@ def test_a_sweep_value_out_of_range_is_named_by_its_list_flag_before_any_run(tmp
         "edprf sweep: error: --max-depths: expected 'auto' or an integer in [1, 30], got 50" in capsys.readouterr().err
     )
     assert not out.exists()  # refused before the first run
+
+
+def test_the_simulation_defaults_are_the_coordinators_where_they_mean_the_same():
+    """A simulated federation asks what a deployed coordinator asks by default (depth and seed differ on purpose:
+    the simulation lets each party choose its depth, and seeds its partition)."""
+    from dataclasses import fields
+
+    from server import CoordinatorConfig
+
+    coordinator = {f.name: f.default for f in fields(CoordinatorConfig)}
+    shared = [
+        "epsilon",
+        "evaluation_epsilon",
+        "evaluation_max_interval_width",
+        "exclude_flagged",
+        "leaf",
+        "n_bins",
+        "n_trees",
+        "split_mode",
+    ]
+    simulation_defaults = SimulationSettings()
+    assert {k: getattr(simulation_defaults, k) for k in shared} == {k: coordinator[k] for k in shared}
