@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from edprf_core import EDPRFError
+from edprf_core.forest import LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SPLIT_MODES
+from edprf_core.shape import AUTO_DEPTH_CAP
 
 __all__ = [
     "AUTO_DEPTH_CAP",
@@ -25,10 +27,6 @@ __all__ = [
     "SimulationSettings",
 ]
 
-MAX_DEPTH_LIMIT = 30
-"""edprf_core.MAX_DEPTH_LIMIT, repeated so that checking settings needs no heavy import (a test compares them)."""
-AUTO_DEPTH_CAP = 12
-"""edprf_core.AUTO_DEPTH_CAP, repeated for the same reason (the same test compares them)."""
 
 #: The engines a simulation can run on: ``in-process`` (the real ServerApp and ClientApps called in this
 #: process, no Ray) and ``ray`` (Flower's simulation engine, ``flwr.simulation.run_simulation``).
@@ -36,9 +34,7 @@ ENGINES = ("in-process", "ray")
 #: How rows are split among parties: at random, label-skewed (Dirichlet), or by the values of a column.
 PARTITIONS = ("iid", "dirichlet", "column")
 #: What leaves release: noisy class counts (probabilities) or the paper's label (votes).
-LEAVES = ("counts", "label")
-#: Binary (feature, threshold) splits or the paper's multiway splits.
-SPLIT_MODES = ("binary", "multiway")
+LEAVES = tuple(sorted(LEAF_OUTPUTS))
 
 
 class SettingsError(EDPRFError, ValueError):
