@@ -63,7 +63,8 @@ def load_dataset(name: str, data_dir: str | Path) -> tuple[pd.DataFrame, pd.Seri
         return load_embedded("wall_robot_navigation")
     if name == "diabetes":
         schema = example_schema("diabetes_prediction")
-        X, y = read_csv(require_diabetes(data_dir), schema)
+        X, y = read_csv(require_diabetes(data_dir), schema)  # labels as read: text
+        y = pd.Series(np.asarray(schema.classes)[encode_labels(y, schema)], name=y.name)  # the declared classes
         return X, y, schema
     raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
 

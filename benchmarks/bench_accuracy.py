@@ -368,8 +368,7 @@ def run_one(cfg: Config, seed: int, max_gb: float) -> dict:
             model.fit(split.X_train, split.y_train)
         t1 = time.perf_counter()
         pred = model.predict(split.X_test)
-        # labels as the schema's class text: predict returns the declared classes, the file may hold numbers
-        acc = float(np.mean(np.asarray(pred).astype(str) == split.y_test.astype(str).to_numpy()))
+        acc = float(np.mean(pred == split.y_test.to_numpy()))
     else:
         Xtr, ytr, Xte, yte = split.numeric()
         if cfg.method == "sklearn":
