@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._opendp_entry import index_draw
+
 __all__ = ["MAX_FIT_ROWS", "UTILITY_SCALE", "ExactPermuteAndFlip", "integer_weighted_gini"]
 
 UTILITY_SCALE = 1 << 16
@@ -118,7 +120,7 @@ class ExactPermuteAndFlip:
             meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
             if meas.map(int(self.sensitivity)) > epsilon:
                 raise RuntimeError("the noisy-max measurement does not meet the requested epsilon")
-            self._measurements[epsilon] = meas
+            self._measurements[epsilon] = index_draw(meas)
         return self._measurements[epsilon]
 
     def select(
@@ -143,7 +145,7 @@ class ExactPermuteAndFlip:
             draw = draws.get(e)
             if draw is None:
                 draw = draws[e] = self._measurement(e)
-            # one exact draw per selection: an int64 array goes to OpenDP's i64 vector as is (no per-element
-            # Python conversion); each draw is one call of OpenDP's public measurement_invoke
+            # one exact draw per selection: an int64 slice handed to OpenDP's C entry point as is (no per-element
+            # Python conversion, no type parsing: edprf_core._opendp_entry); one measurement invocation each
             out[i] = column[a + draw(flat[a:b])]
         return out

@@ -152,20 +152,15 @@ class AuditResult:
         )
 
 
-class _WeakenedMeasurement:
-    """An OpenDP measurement whose privacy map is the honest one and whose draws come from ``noisy``."""
+def _with_honest_map(noisy: Any, honest: Any) -> Any:
+    """The real OpenDP measurement ``noisy``, whose ``map`` now answers with ``honest``'s privacy map.
 
-    def __init__(self, honest: Any, noisy: Any) -> None:
-        self._honest, self._noisy = honest, noisy
-
-    def map(self, d_in: Any) -> Any:
-        return self._honest.map(d_in)
-
-    def __call__(self, arg: Any) -> Any:
-        return self._noisy(arg)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._honest, name)
+    It stays an OpenDP ``Measurement`` (so every way of invoking it, OpenDP's Python layer or the
+    project's direct call of the C entry point, draws from it), and every check of its privacy map
+    passes as if it were the honest one.
+    """
+    noisy.map = honest.map  # an instance attribute: the class's map is untouched
+    return noisy
 
 
 @contextmanager
@@ -174,9 +169,9 @@ def opendp_noise_scaled(factor: float) -> Iterator[None]:
 
     ``make_noisy_max`` and ``make_laplace`` (which ``then_laplace`` calls) build
     the measurement the caller asked for and one with ``factor`` times the scale
-    (0: no noise at all); the caller gets an object whose ``map`` is the honest
-    one (so any check of the privacy map passes) and whose draws come from the
-    weakened one.  This is the "sampler with less noise whose privacy map still
+    (0: no noise at all); the caller gets the weakened OpenDP measurement itself,
+    whose ``map`` answers with the honest one's (so any check of the privacy map
+    passes), however it is then invoked.  This is the "sampler with less noise whose privacy map still
     looks honest" an audit must catch.  ``factor = 0.5`` doubles every loss.
     """
     from opendp import measurements
@@ -186,14 +181,14 @@ def opendp_noise_scaled(factor: float) -> Iterator[None]:
     def weakened(name: str):
         original = originals[name]
 
-        def build(*args: Any, **kwargs: Any) -> _WeakenedMeasurement:
+        def build(*args: Any, **kwargs: Any) -> Any:
             honest = original(*args, **kwargs)
             if "scale" in kwargs:
                 kwargs = {**kwargs, "scale": kwargs["scale"] * factor}
             else:  # positional: scale is the 4th argument of make_noisy_max, the 3rd of make_laplace
                 position = 3 if name == "make_noisy_max" else 2
                 args = (*args[:position], args[position] * factor, *args[position + 1 :])
-            return _WeakenedMeasurement(honest, original(*args, **kwargs))
+            return _with_honest_map(original(*args, **kwargs), honest)
 
         return build
 

@@ -11,8 +11,11 @@ Two levels are recorded while a fit or a party request runs:
    declared, its input values, its output and the module that called it.
 2. OpenDP: every ``make_*`` constructor of :mod:`opendp.measurements` (the ``then_*``
    partial constructors call them), with the scale, metric, domain and output measure it
-   was built with, and every invocation of a measurement (``opendp.core.measurement_invoke``,
-   with its input and its result) attached to the level-1 call that is running.
+   was built with, and every invocation of a measurement, with its input and its result,
+   attached to the level-1 call that is running.  Invocations are recorded at OpenDP's C
+   entry point ``opendp_core__measurement_invoke`` (the function object of OpenDP's library
+   handle), which OpenDP's Python ``measurement_invoke`` and the project's direct call
+   (``edprf_core._opendp_entry``) both go through.
 
 A call made while another is running (one entry point calling another) is part of the
 outer call: the caller's declared ε and shape are recorded, with every draw made inside.
@@ -34,6 +37,7 @@ mismatch raises :class:`AccountingError`.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 import math
@@ -43,9 +47,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-import opendp.core
+import opendp._lib
 import opendp.measurements
 import pytest
+from opendp._convert import c_to_py
+from opendp._lib import AnyObject
 
 import edprf_core._count_noise as count_noise
 from edprf_core import DPForest
@@ -326,7 +332,20 @@ class Recorder:
         return constructor
 
     def _wrap_invoke(self, real):
-        def measurement_invoke(measurement, arg):
+        """OpenDP's C entry point ``opendp_core__measurement_invoke``, which every invocation passes through.
+
+        OpenDP's Python ``measurement_invoke`` calls it, and so does the project's direct call
+        (``edprf_core._opendp_entry``): recording here sees every draw whichever Python path made
+        it.  The argument and the release are read back as copies (``c_to_py`` on a plain pointer,
+        which frees nothing); the ``FfiResult`` goes back to the caller untouched.
+        """
+        object_pointer = ctypes.POINTER(AnyObject)
+
+        def as_python(pointer: object) -> object:
+            value = c_to_py(ctypes.cast(pointer, object_pointer))
+            return np.asarray(value).tolist() if isinstance(value, np.ndarray) else value
+
+        def entry(measurement, arg):
             built = self._built.get(id(measurement))
             info = (
                 built[1]
@@ -339,15 +358,17 @@ class Recorder:
                     "measure": "?",
                 }
             )
-            # as Python values: the code may hand OpenDP a list or an int64 array (the same values)
-            given = np.asarray(arg).tolist() if isinstance(arg, np.ndarray) else arg
-            draw = OpenDPDraw(n_values=len(arg) if hasattr(arg, "__len__") else 1, arg=given, **info)
+            given = as_python(arg)  # as Python values: the same whether the caller passed a list or an array
+            draw = OpenDPDraw(n_values=len(given) if hasattr(given, "__len__") else 1, arg=given, **info)
             (self._open[-1].draws if self._open else self.orphan_draws).append(draw)
+            real.argtypes, real.restype = entry.argtypes, entry.restype  # what the caller declared
             result = real(measurement, arg)
-            draw.result = np.asarray(result).tolist() if isinstance(result, np.ndarray) else result
+            if result.tag == 0:
+                draw.result = as_python(result.payload.Ok)
             return result
 
-        return measurement_invoke
+        entry.argtypes, entry.restype = real.argtypes, real.restype
+        return entry
 
     # ------------------------------------------------------------ install
     def install(self, monkeypatch: pytest.MonkeyPatch) -> Recorder:
@@ -368,7 +389,8 @@ class Recorder:
                 monkeypatch.setattr(
                     opendp.measurements, name, self._wrap_constructor(name, getattr(opendp.measurements, name))
                 )
-        monkeypatch.setattr(opendp.core, "measurement_invoke", self._wrap_invoke(opendp.core.measurement_invoke))
+        entry = opendp._lib.lib.opendp_core__measurement_invoke  # the C entry point (see _wrap_invoke)
+        monkeypatch.setattr(opendp._lib.lib, "opendp_core__measurement_invoke", self._wrap_invoke(entry))
         return self
 
     def take(self) -> list[MechanismCall]:

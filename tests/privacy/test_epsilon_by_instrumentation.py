@@ -37,7 +37,8 @@ import client._party as party_module
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
 from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
-from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, _opendp
+from edprf_core._opendp_entry import IndexDraw, index_draw
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 from server._guarantee import PartySpend, federation_guarantee
 
@@ -379,7 +380,35 @@ def _research_sampler_in_production(monkeypatch):
     )
 
 
+def _direct_draws_at_half_scale(monkeypatch):
+    """The selections' noisy max built at half the scale, then drawn through the direct C-entry call."""
+
+    def measurement(self, epsilon):
+        dp = _opendp()
+        scale = (1 if self.monotone else 2) * int(self.sensitivity) / epsilon / 2
+        space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=self.monotone)
+        draw = index_draw(dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale))
+        assert isinstance(draw, IndexDraw)  # the weakening goes through the direct call
+        return draw
+
+    monkeypatch.setattr(ExactPermuteAndFlip, "_measurement", measurement)
+
+
+def _direct_draw_of_doubled_utilities(monkeypatch):
+    """The direct call hands OpenDP twice the utilities it was given: half the noise relative to them."""
+    real = IndexDraw.__call__
+    monkeypatch.setattr(IndexDraw, "__call__", lambda draw, values: real(draw, 2 * np.asarray(values)))
+
+
+def _direct_draw_without_opendp(monkeypatch):
+    """The direct call answers the best candidate itself and never reaches OpenDP."""
+    monkeypatch.setattr(IndexDraw, "__call__", lambda draw, values: int(np.argmax(values)))
+
+
 WEAKENED = [
+    _direct_draws_at_half_scale,
+    _direct_draw_of_doubled_utilities,
+    _direct_draw_without_opendp,
     _weaken_split_noise,
     _argmax_splits,
     _remove_leaf_noise,
