@@ -1,0 +1,294 @@
+#!/usr/bin/env python
+"""Feasibility (issue 23): does a release of public-feature stumps rank like DP-EBM where our trees do not?
+
+Not a library model: a measurement to decide what to build next.  The
+question is whether the ROC AUC missing on heart disease (237 training rows)
+and bank marketing comes from the *shape* of what a party releases (a few
+deep trees whose splits permute-and-flip picks from little data) rather than
+from pure ε-DP itself.
+
+Two releases are measured, both on the public grid (5 bins, the paper's, and
+the declared categories; fixed a priori):
+
+- **stumps, pooled by the library**: ``d`` trees, tree ``j`` one multiway
+  stump on feature ``j`` (a public choice: no split is selected, no split
+  budget is spent), the rows split at random into ``d`` disjoint subsets, each
+  stump's leaves the class counts of its subset released with discrete
+  Laplace noise at the full ε.  Parallel composition: ε-DP (add/remove), the
+  same argument as the forest's.  The stumps are assembled as a
+  ``DPForest`` and pooled by ``predict_proba``'s default rule (log-linear
+  pooling, shrinkage), with the pooling exponent ``e`` of
+  ``T ** e`` (:data:`edprf_core._leaf_distribution.POOLING_EXPONENT`, 0.25 for
+  trees) chosen among 0.25, 0.5, 0.75, 1 on inner validation splits only
+  (seeds 0-3, each seed's training rows split 75/25, ``_bench_common.inner_split``;
+  mean accuracy over the binary datasets and ε, ROC AUC being unchanged by
+  ``e`` for two classes), then scored once on the test rows.
+- **naive Bayes**: the ``d + 1`` histograms (class x bin per feature, and the
+  class counts) of all rows at ε/(d+1) each, sequential composition, add-one
+  smoothing, product of the ratios.
+
+The noise is the seeded research approximation (``discrete_laplace_counts``
+with a Generator): research runs, NOT DP releases.  The split protocol is
+``_bench_common.make_split`` (that of ``bench_probabilities.py``), so the
+eDPRF defaults and DP-EBM are read, seed by seed, from
+``results/probabilities.csv`` and ``results/probabilities_reference.csv``.
+
+    python benchmarks/bench_feature_stumps.py            # 10 seeds, 4 datasets (~3 min)
+
+Output: ``results/feature_stumps.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, inner_split, make_split
+from _bench_datasets import load_dataset
+from sklearn.metrics import roc_auc_score
+
+import edprf_core._forest as forest_module
+from edprf_core import DPForest, EDPRFClassifier
+from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
+from edprf_core.forest import MAX_LEAF_COUNT, ForestArrays
+from edprf_core.mechanisms import discrete_laplace_counts
+
+EPSILONS = (0.1, 0.5, 1.0, 2.0)
+N_BINS = 5
+EXPONENTS = (0.25, 0.5, 0.75, 1.0)
+INNER_SEEDS = (0, 1, 2, 3)
+BINARY = ("heart", "bank", "diabetes")
+
+
+def naive_bayes_proba(
+    codes: np.ndarray,
+    y: np.ndarray,
+    test_codes: np.ndarray,
+    grid: FeatureGrid,
+    n_classes: int,
+    epsilon: float,
+    seed: int,
+) -> np.ndarray:
+    """Class probabilities from the d + 1 noisy histograms of all rows (each at epsilon / (d + 1))."""
+    rng = np.random.default_rng(seed)
+    d = codes.shape[1]
+    share = epsilon / (d + 1)
+    prior = discrete_laplace_counts(np.bincount(y, minlength=n_classes), share, rng=rng)
+    logit = np.tile(np.log(np.maximum(prior, 0) + 1.0), (len(test_codes), 1))
+    for j in range(d):
+        counts = np.zeros((grid.n_codes[j], n_classes), dtype=np.int64)
+        np.add.at(counts, (codes[:, j], y), 1)
+        noisy = np.maximum(discrete_laplace_counts(counts, share, rng=rng), 0) + 1.0
+        logit += np.log(noisy / noisy.sum(axis=0, keepdims=True))[test_codes[:, j]]
+    proba = np.exp(logit - logit.max(axis=1, keepdims=True))
+    return proba / proba.sum(axis=1, keepdims=True)
+
+
+def stump_forest(codes: np.ndarray, y: np.ndarray, schema, grid: FeatureGrid, epsilon: float, seed: int) -> DPForest:
+    """One multiway stump per feature (public), on disjoint random row subsets, noisy leaf counts at ``epsilon``."""
+    rng = np.random.default_rng(seed)
+    features = [j for j, n in enumerate(grid.n_codes) if n >= 2]
+    subset = rng.permutation(len(y)) % len(features)
+    k = schema.n_classes
+    offsets, feature, first_child, leaf_class, counts = [0], [], [], [], []
+    for t, j in enumerate(features):
+        mine = subset == t
+        table = np.zeros((grid.n_codes[j], k), dtype=np.int64)
+        np.add.at(table, (codes[mine, j], y[mine]), 1)
+        noisy = np.clip(discrete_laplace_counts(table, epsilon, rng=rng), 0, MAX_LEAF_COUNT)
+        n = grid.n_codes[j]
+        feature += [j] + [-1] * n
+        first_child += [1] + [-1] * n
+        leaf_class += [-1, *np.argmax(noisy, axis=1).tolist()]
+        counts += [np.full((1, k), -1, dtype=np.int64), noisy]
+        offsets.append(offsets[-1] + n + 1)
+    trees = ForestArrays(
+        np.asarray(offsets, dtype=np.int64),
+        np.asarray(feature, dtype=np.int32),
+        np.full(len(feature), -1, dtype=np.int32),
+        np.asarray(first_child, dtype=np.int32),
+        np.asarray(leaf_class, dtype=np.int32),
+        np.concatenate(counts),
+    )
+    model = EDPRFClassifier(schema, epsilon=epsilon, split_mode="multiway", max_depth=1, n_trees=len(features))
+    params = model._parameters(len(features), 1, 0.0, "fixed", N_BINS)
+    return DPForest(
+        schema=schema, grid_bins=N_BINS, split_mode="multiway", trees=trees, parts=(("local", params, len(features)),)
+    )
+
+
+def scores(proba: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    auc = roc_auc_score(y, proba[:, 1]) if proba.shape[1] == 2 else roc_auc_score(y, proba, multi_class="ovr")
+    return float((proba.argmax(1) == y).mean()), float(auc)
+
+
+def stump_scores(split: Split, grid: FeatureGrid, epsilon: float, seed: int) -> dict[float, tuple[float, float]]:
+    """(accuracy, AUC) of the stump forest of one split, per pooling exponent."""
+    schema = split.schema
+    codes = encode_features(split.X_train, schema, grid)
+    forest = stump_forest(codes, encode_labels(split.y_train, schema), schema, grid, epsilon, seed)
+    y_test = encode_labels(split.y_test, schema)
+    out = {}
+    for exponent in EXPONENTS:
+        with pooling_exponent(exponent):
+            out[exponent] = scores(forest.predict_proba(split.X_test), y_test)
+    return out
+
+
+@contextmanager
+def pooling_exponent(exponent: float):
+    """``predict_proba`` pools with ``T ** exponent`` instead of the library's (benchmark-only patch)."""
+    real = forest_module.log_linear_pool
+    forest_module.log_linear_pool = functools.partial(real, exponent=exponent)
+    try:
+        yield
+    finally:
+        forest_module.log_linear_pool = real
+
+
+def choose_exponent(datasets: dict, data_dir: str) -> tuple[float, pd.DataFrame]:
+    """The exponent of best mean inner-validation accuracy over the binary datasets and ε (training rows only)."""
+    rows = []
+    for name, (X, y, schema) in datasets.items():
+        if name not in BINARY:
+            continue
+        grid = FeatureGrid.from_schema(schema, n_bins=N_BINS)
+        for seed in INNER_SEEDS:
+            inner = inner_split(make_split(X, y, schema, seed, dataset=name), seed)
+            for eps in EPSILONS:
+                for exponent, (acc, auc) in stump_scores(inner, grid, eps, seed).items():
+                    rows.append({"dataset": name, "epsilon": eps, "exponent": exponent, "accuracy": acc, "auc": auc})
+    table = pd.DataFrame(rows)
+    best = float(table.groupby("exponent").accuracy.mean().idxmax())
+    return best, table
+
+
+def run(names: list[str], seeds: int, data_dir: str) -> tuple[pd.DataFrame, float, pd.DataFrame]:
+    datasets = {name: load_dataset(name, data_dir) for name in names}
+    exponent, inner = choose_exponent(datasets, data_dir)
+    rows = []
+    for name, (X, y, schema) in datasets.items():
+        grid = FeatureGrid.from_schema(schema, n_bins=N_BINS)
+        for seed in range(seeds):
+            split = make_split(X, y, schema, seed, dataset=name)
+            codes = encode_features(split.X_train, schema, grid)
+            test_codes = encode_features(split.X_test, schema, grid)
+            y_train, y_test = encode_labels(split.y_train, schema), encode_labels(split.y_test, schema)
+            for eps in EPSILONS:
+                acc, auc = stump_scores(split, grid, eps, seed)[exponent]
+                rows.append(
+                    {"dataset": name, "model": "stumps", "epsilon": eps, "seed": seed, "accuracy": acc, "auc": auc}
+                )
+                if schema.n_classes == 2:
+                    nb = naive_bayes_proba(codes, y_train, test_codes, grid, schema.n_classes, eps, seed)
+                    acc, auc = scores(nb, y_test)
+                    rows.append(
+                        {
+                            "dataset": name,
+                            "model": "naive-bayes",
+                            "epsilon": eps,
+                            "seed": seed,
+                            "accuracy": acc,
+                            "auc": auc,
+                        }
+                    )
+    return pd.DataFrame(rows), exponent, inner
+
+
+def report(ours: pd.DataFrame, exponent: float, inner: pd.DataFrame, seeds: int) -> str:
+    columns = ["dataset", "model", "epsilon", "seed", "accuracy", "auc"]
+    others = pd.concat(
+        [pd.read_csv(RESULTS_DIR / name) for name in ("probabilities.csv", "probabilities_reference.csv")]
+    )
+    others = others[others.model.isin(["edprf-counts", "edprf-label", "dp-ebm"]) & (others.seed < seeds)][columns]
+    stats = pd.concat([ours, others]).groupby(["dataset", "epsilon", "model"])[["accuracy", "auc"]].mean()
+    stats = stats.unstack("model")
+    by_exponent = inner.groupby(["dataset", "exponent"]).accuracy.mean().unstack("exponent")
+    lines = [
+        "# Public-feature stumps: a feasibility measurement (issue 23)",
+        "",
+        (
+            f"Command: `python benchmarks/bench_feature_stumps.py --seeds {seeds}`. What is measured and why: the "
+            "docstring of `benchmarks/bench_feature_stumps.py`. Test rows: seeds 0.."
+            f"{seeds - 1}, the split protocol of `bench_probabilities.py`, whose rows give the eDPRF defaults, the label "
+            "configuration and DP-EBM (δ = 1e-6) for the same seeds. Seeded research noise; no library change. Means "
+            "over seeds."
+        ),
+        "",
+        (
+            f"Pooling exponent of the stumps, chosen on inner validation splits (seeds {list(INNER_SEEDS)}, training "
+            f"rows 75/25): **{exponent:g}** (the trees' is 0.25). Inner-validation accuracy by exponent (mean over ε):"
+        ),
+        "",
+        "| dataset | " + " | ".join(f"e = {e:g}" for e in by_exponent.columns) + " |",
+        "|---|" + "---|" * len(by_exponent.columns),
+    ]
+    lines += [f"| {d} | " + " | ".join(f"{v:.3f}" for v in row) + " |" for d, row in by_exponent.iterrows()]
+    lines += [
+        "",
+        "Test rows. Goal check per cell (issue 23): AUC ≥ DP-EBM's, and accuracy ≥ max(DP-EBM, label) − 0.005.",
+        "",
+        (
+            "| dataset | ε | AUC stumps | AUC naive Bayes | AUC defaults | AUC DP-EBM | acc. stumps | acc. naive Bayes "
+            "| acc. defaults | acc. label | acc. DP-EBM | stumps meet both |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (dataset, eps), row in stats.iterrows():
+
+        def value(metric: str, model: str) -> float:
+            return float(row.get((metric, model), np.nan))
+
+        def cell(metric: str, model: str) -> str:
+            v = value(metric, model)
+            return "–" if np.isnan(v) else f"{v:.3f}"
+
+        auc_goal = value("auc", "dp-ebm")
+        acc_goal = np.nanmax([value("accuracy", "dp-ebm"), value("accuracy", "edprf-label")]) - 0.005
+        if np.isnan(auc_goal):  # multiclass: no lower than today
+            meets = value("accuracy", "stumps") >= value("accuracy", "edprf-counts")
+        else:
+            meets = value("auc", "stumps") >= auc_goal and value("accuracy", "stumps") >= acc_goal
+        lines.append(
+            f"| {dataset} | {eps:g} | {cell('auc', 'stumps')} | {cell('auc', 'naive-bayes')} | "
+            f"{cell('auc', 'edprf-counts')} | {cell('auc', 'dp-ebm')} | {cell('accuracy', 'stumps')} | "
+            f"{cell('accuracy', 'naive-bayes')} | {cell('accuracy', 'edprf-counts')} | "
+            f"{cell('accuracy', 'edprf-label')} | {cell('accuracy', 'dp-ebm')} | {'yes' if meets else 'no'} |"
+        )
+    lines += [
+        "",
+        (
+            "Reading. The stumps rank at least as well as DP-EBM wherever the trees do not (bank at every ε, heart at "
+            "ε ≤ 1), so the AUC gap is the shape of the release, not pure ε-DP. They lose where interactions matter "
+            "(wall robot, and the trees' accuracy on diabetes at ε = 2), and heart's accuracy at ε ≥ 1 is within about "
+            "one point of the goal. A library rule would release stumps next to the trees (or choose between them by "
+            "public quantities), pool them with their own exponent, and let the privacy gate know that a public split "
+            "makes no selection; that is the next step, not done here."
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--datasets", default="heart,bank,diabetes,wall")
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "feature_stumps.md"))
+    args = parser.parse_args()
+    ours, exponent, inner = run(args.datasets.split(","), args.seeds, args.data_dir)
+    Path(args.out).write_text(report(ours, exponent, inner, args.seeds))
+    print(Path(args.out).read_text())
+
+
+if __name__ == "__main__":
+    main()
