@@ -17,7 +17,11 @@ This script varies what each party releases, one factor at a time:
   ``leaf:<f>`` that gives the leaf layer the share ``f`` of the tree's epsilon
   and the split layers the rest (harmonic among them); with a large epsilon
   and ``f`` near 0 or 1 this isolates the leaf noise or the split noise;
-- the pooling rule (log-linear, mean) and leaf labels instead of counts.
+- the pooling rule (log-linear, mean) and leaf labels instead of counts;
+- an upper bound for a feature-selection round: the parties' trees on the
+  ``k`` features a non-private forest ranks first (``oracle_features``);
+- a simulated multi-round protocol: one shared tree grown by the parties'
+  votes (``run_vote_protocol``).
 
 Splits: ``--split inner`` (default) fits on 75 % of each outer seed's
 training rows and scores on the other 25 % (``_bench_common.inner_split``,
@@ -136,8 +140,35 @@ def _party_depth(n_rows: int, n_parties: int, alpha: float, trees: int, eps: flo
     return public_depth(size, trees, (1.0 - COUNT_SHARE) * eps, max_depth=DEPTH_CAP)
 
 
+def oracle_feature_split(split, k: int):
+    """``split`` restricted to the ``k`` features a NON-private random forest ranks first on its training rows.
+
+    An upper bound for any protocol round that selects features before the
+    trees are grown (e.g. a DP vote on features): the selection here is exact
+    and costs nothing, which no DP round can do.
+    """
+    import dataclasses
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    schema = split.schema
+    names = [f.name for f in schema.features]
+    numeric = split.X_train[names].apply(lambda c: c.astype("category").cat.codes if c.dtype == object else c)
+    ranking = RandomForestClassifier(100, random_state=0, n_jobs=1).fit(numeric, split.y_train).feature_importances_
+    keep = [schema.features[i] for i in sorted(np.argsort(-ranking)[:k])]
+    kept = [f.name for f in keep]
+    return dataclasses.replace(
+        split,
+        X_train=split.X_train[kept],
+        X_test=split.X_test[kept],
+        schema=dataclasses.replace(schema, features=tuple(keep)),
+    )
+
+
 def run_config(split, seed: int, cfg: dict) -> dict:
     """Fit one federation (or the central model) described by ``cfg`` on ``split``; score its test rows."""
+    if "oracle_features" in cfg:
+        split = oracle_feature_split(split, int(cfg["oracle_features"]))
     schema = split.schema
     truth = encode_labels(split.y_test, schema)
     eps = float(cfg.get("eps", 1.0))
@@ -299,6 +330,11 @@ PRESETS: dict[str, list[dict]] = {
     "schedule": _dirichlet(
         [{"schedule": s, "depth": d, "bins": 10} for s in ("harmonic", "uniform", "leaf:0.3") for d in (2, 3, 4)]
         + [{"pooling": "mean"}, {"leaf": "label", "depth": 3}]
+    ),
+    # the ceiling of selecting features first (exactly, non-privately), then today's per-party trees
+    "features": _dirichlet(
+        [{"central": True, "oracle_features": k} for k in (2, 4, 8)]
+        + [{"oracle_features": k} | c for k in (2, 4, 8) for c in ({}, {"bins": 10}, {"depth": 4, "bins": 10})]
     ),
     # the shared-structure voting protocol (run_vote_protocol), against the same central model
     "vote": _dirichlet(
