@@ -143,15 +143,22 @@ def scores(proba: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def stump_scores(split: Split, grid: FeatureGrid, epsilon: float, seed: int) -> dict[float, tuple[float, float]]:
     """(accuracy, AUC) of the stump forest of one split, per pooling setting (exponent, shrinkage)."""
     schema = split.schema
-    codes = encode_features(split.X_train, schema, grid)
-    forest = stump_forest(codes, encode_labels(split.y_train, schema), schema, grid, epsilon, seed)
+    codes, labels = encode_features(split.X_train, schema, grid), encode_labels(split.y_train, schema)
     y_test = encode_labels(split.y_test, schema)
     out = {}
     for setting in POOLINGS:
-        forest._routing.clear()  # the shrunk leaves and pooling terms are cached per forest: recomputed per setting
+        # the same seeded forest, built afresh: a forest keeps its shrunk leaves and pooling terms once computed
+        forest = stump_forest(codes, labels, schema, grid, epsilon, seed)
         with pooling_exponent(setting):
             out[setting] = scores(forest.predict_proba(split.X_test), y_test)
     return out
+
+
+def log_pool(weighted: list[tuple[float, np.ndarray]]) -> np.ndarray:
+    """Class probabilities proportional to ``prod_i p_i ** w_i`` over the given (weight, probabilities) pairs."""
+    score = sum(weight * np.log(np.clip(proba, 1e-12, 1)) for weight, proba in weighted)
+    out = np.exp(score - score.max(axis=1, keepdims=True))
+    return out / out.sum(axis=1, keepdims=True)
 
 
 @contextmanager
@@ -168,7 +175,7 @@ def pooling_exponent(setting: float | tuple[float, float]):
         forest_module.log_linear_pool, forest_module.SHRINKAGE = real, real_shrinkage
 
 
-def choose_exponent(datasets: dict, data_dir: str) -> tuple[tuple[float, float], pd.DataFrame]:
+def choose_exponent(datasets: dict) -> tuple[tuple[float, float], pd.DataFrame]:
     """The (exponent, shrinkage) of best mean inner-validation accuracy over the binary datasets and ε."""
     rows = []
     for name, (X, y, schema) in datasets.items():
@@ -185,9 +192,8 @@ def choose_exponent(datasets: dict, data_dir: str) -> tuple[tuple[float, float],
     return best, table
 
 
-def run(names: list[str], seeds: int, data_dir: str) -> tuple[pd.DataFrame, float, pd.DataFrame]:
-    datasets = {name: load_dataset(name, data_dir) for name in names}
-    exponent, inner = choose_exponent(datasets, data_dir)
+def run(datasets: dict, seeds: int) -> tuple[pd.DataFrame, tuple[float, float], pd.DataFrame]:
+    exponent, inner = choose_exponent(datasets)
     rows = []
     for name, (X, y, schema) in datasets.items():
         grid = FeatureGrid.from_schema(schema, n_bins=N_BINS)
@@ -321,17 +327,16 @@ def mixing_sweep(datasets: dict, exponent: tuple[float, float]) -> tuple[str, pd
             for eps in EPSILONS:
                 for rho in MIX_FRACTIONS:
                     stumps = draw < rho
-                    score = np.zeros((len(y_test), schema.n_classes))
+                    weighted = []
                     if (~stumps).any():
                         trees = EDPRFClassifier(schema, epsilon=eps, random_state=seed)
                         trees.fit(inner.X_train[~stumps], inner.y_train[~stumps])
-                        score += (1 - rho) * np.log(np.clip(trees.predict_proba(inner.X_test), 1e-12, 1))
+                        weighted.append((1 - rho, trees.predict_proba(inner.X_test)))
                     if stumps.any():
                         with pooling_exponent(exponent):
                             forest = stump_forest(codes[stumps], y_train[stumps], schema, grid, eps, seed)
-                            score += rho * np.log(np.clip(forest.predict_proba(inner.X_test), 1e-12, 1))
-                    proba = np.exp(score - score.max(axis=1, keepdims=True))
-                    acc, auc = scores(proba / proba.sum(axis=1, keepdims=True), y_test)
+                            weighted.append((rho, forest.predict_proba(inner.X_test)))
+                    acc, auc = scores(log_pool(weighted), y_test)
                     rows.append({"dataset": name, "epsilon": eps, "rho": rho, "accuracy": acc, "auc": auc})
     table = pd.DataFrame(rows).groupby(["dataset", "epsilon", "rho"])[["accuracy", "auc"]].mean()
     lines = [
@@ -405,7 +410,7 @@ EXPLORE_SEEDS = 4
 EXPLORE_PARTIES = 20
 
 
-def explore(names: list[str], exponent: tuple[float, float], data_dir: str) -> str:
+def explore(datasets: dict, exponent: tuple[float, float]) -> str:
     """Two looks at what a library rule could be, on the test rows of seeds 0-3 (used for no choice).
 
     - **half and half**: the eDPRF defaults fitted on a random half of the training rows, the stumps on the
@@ -418,8 +423,7 @@ def explore(names: list[str], exponent: tuple[float, float], data_dir: str) -> s
     from edprf_fl.simulation import Partitioning, partition_rows
 
     rows = []
-    for name in names:
-        X, y, schema = load_dataset(name, data_dir)
+    for name, (X, y, schema) in datasets.items():
         grid = FeatureGrid.from_schema(schema, n_bins=N_BINS)
         for seed in range(EXPLORE_SEEDS):
             split = make_split(X, y, schema, seed, dataset=name)
@@ -431,11 +435,7 @@ def explore(names: list[str], exponent: tuple[float, float], data_dir: str) -> s
             trees = EDPRFClassifier(schema, epsilon=1.0, random_state=seed).fit(
                 split.X_train[half], split.y_train[half]
             )
-            mixed = (
-                np.log(np.clip(stumps, 1e-12, 1)) + np.log(np.clip(trees.predict_proba(split.X_test), 1e-12, 1))
-            ) / 2
-            mixed = np.exp(mixed - mixed.max(axis=1, keepdims=True))
-            acc, auc = scores(mixed / mixed.sum(axis=1, keepdims=True), y_test)
+            acc, auc = scores(log_pool([(0.5, stumps), (0.5, trees.predict_proba(split.X_test))]), y_test)
             rows.append({"dataset": name, "setting": "half trees, half stumps (central)", "accuracy": acc, "auc": auc})
             parts = partition_rows(
                 split.X_train,
@@ -496,12 +496,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     names = args.datasets.split(",")
-    ours, exponent, inner = run(names, args.seeds, args.data_dir)
+    datasets = {name: load_dataset(name, args.data_dir) for name in names}  # read once, used by every section
+    ours, exponent, inner = run(datasets, args.seeds)
     text = report(ours, exponent, inner, args.seeds)
     if not args.no_explore:
-        datasets = {name: load_dataset(name, args.data_dir) for name in names}
         sweep, _ = mixing_sweep(datasets, exponent)
-        text += sweep + candidate_rule(ours, args.seeds, datasets) + explore(names, exponent, args.data_dir)
+        text += sweep + candidate_rule(ours, args.seeds, datasets) + explore(datasets, exponent)
     Path(args.out).write_text(text)
     print(text)
 

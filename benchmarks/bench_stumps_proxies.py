@@ -40,7 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench_common import RESULTS_DIR
-from bench_feature_stumps import CELL_SNR_THRESHOLD, EPSILONS, N_BINS, cell_snr, pooling_exponent, scores, stump_forest
+from bench_feature_stumps import (
+    CELL_SNR_THRESHOLD,
+    EPSILONS,
+    N_BINS,
+    cell_snr,
+    log_pool,
+    pooling_exponent,
+    scores,
+    stump_forest,
+)
 from sklearn.model_selection import train_test_split
 
 from edprf_core import EDPRFClassifier
@@ -81,12 +90,6 @@ def cancer() -> tuple[pd.DataFrame, pd.Series, dict[str, tuple[float, float]]]:
 DATASETS = {"fair": fair, "cancer": cancer}
 
 
-def log_mean(*probas: np.ndarray) -> np.ndarray:
-    score = np.mean([np.log(np.clip(p, 1e-12, 1)) for p in probas], axis=0)
-    out = np.exp(score - score.max(axis=1, keepdims=True))
-    return out / out.sum(axis=1, keepdims=True)
-
-
 def run(name: str, seeds: int) -> pd.DataFrame:
     from interpret.privacy import DPExplainableBoostingClassifier
 
@@ -123,7 +126,7 @@ def run(name: str, seeds: int) -> pd.DataFrame:
                 stumps = stump_forest(codes, labels, schema, grid, eps, seed).predict_proba(X_test)
                 half_stumps = stump_forest(codes[~half], labels[~half], schema, grid, eps, seed).predict_proba(X_test)
             half_trees = EDPRFClassifier(schema, epsilon=eps, random_state=seed).fit(X_train[half], y_train[half])
-            mixed = log_mean(half_stumps, half_trees.predict_proba(X_test))
+            mixed = log_pool([(0.5, half_stumps), (0.5, half_trees.predict_proba(X_test))])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ebm = DPExplainableBoostingClassifier(
