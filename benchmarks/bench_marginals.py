@@ -37,6 +37,12 @@ with a Generator): research runs, NOT DP releases.
     python benchmarks/bench_marginals.py --quick    # 2 inner seeds, 3 test seeds, smaller grid (smoke test)
 
 Output: ``results/marginals.md`` (``results/marginals_quick.md`` with ``--quick``).
+
+Reuse from another script (the chosen constants are module-level)::
+
+    from bench_marginals import marginals_n_bins, marginals_proba, mix_rho
+    grid = FeatureGrid.from_schema(schema, n_bins=marginals_n_bins(n_train, schema.n_features, eps))
+    proba = marginals_proba(codes, y, test_codes, grid, schema.n_classes, eps, seed)  # chosen defaults
 """
 
 from __future__ import annotations
@@ -68,13 +74,15 @@ BINARY = ("heart", "bank", "diabetes")
 MIX_DATASETS = ("heart", "bank", "diabetes", "wall")
 
 BIN_CHOICES = (5, 10, 20)
-SHRINKAGE_CHOICES = (0.125, 0.25, 0.5, 1.0, 2.0)
-TEMPER_RULES = {f"{c:g}/sqrt(d)": c for c in (1.0, 1.5, 2.0, 2.5)}
+SHRINKAGE_CHOICES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+TEMPER_RULES = {f"{c:g}/sqrt(d)": c for c in (1.0, 1.5, 2.0, 2.5, 3.0, 3.5)}
 """Tempers tried as the public rule ``min(1, c / sqrt(d))``; constants are tried too (:data:`TEMPER_CONSTANTS`)."""
 TEMPER_CONSTANTS = (0.25, 0.35, 0.5, 0.7, 1.0)
 THRESHOLDS = (10.0, 30.0, 100.0, 300.0, 1000.0)
 """Thresholds on ``n ε / d`` (n: the model's training rows) tried for two-regime rules (bins, rho)."""
 RHO_CHOICES = (0.25, 0.5, 0.75)
+RHO_REFERENCE = 0.0
+"""Also measured on the inner splits (not a candidate): rho = 0, the default trees on all rows."""
 
 STUMPS_POOLING = (0.75, 0.5)
 """The stumps' (pooling exponent, leaf shrinkage) chosen on inner validation by ``bench_feature_stumps.py``
@@ -83,24 +91,30 @@ STUMPS_BINS = 5
 
 # The chosen constants: inner validation, results/marginals.md (inner tables 1-3).  A run whose own choice differs
 # says so in its report.
-MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 10, 100.0
+MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 20, 300.0
 """The public grid of the marginals has ``MARGINALS_BINS_LOW`` bins when ``n ε / d < MARGINALS_BINS_THRESHOLD``
 (n: the rows the marginals are fitted on), else ``MARGINALS_BINS_HIGH`` (:func:`marginals_n_bins`)."""
-MARGINALS_SHRINKAGE = 0.5
+MARGINALS_SHRINKAGE = 4.0
 """Pseudo-count per histogram cell, in units of the noise scale ``d / ε``: a bin of the histogram of feature
 ``j`` gets ``MARGINALS_SHRINKAGE * (d / ε) * n_classes`` pseudo-rows distributed as the class totals."""
-MARGINALS_TEMPER = 0.5
-"""Weight of the summed per-feature evidence (tempers the double counting of correlated features)."""
-MIX_RHO_LOW, MIX_RHO_HIGH, MIX_THRESHOLD = 0.5, 0.5, 100.0
+MARGINALS_TEMPER_C = 2.5
+"""The weight of the summed per-feature evidence is ``min(1, MARGINALS_TEMPER_C / sqrt(d))`` (:func:`marginals_temper`:
+tempers the double counting of correlated features)."""
+MIX_RHO_LOW, MIX_RHO_HIGH, MIX_THRESHOLD = 0.25, 0.75, 10.0
 """Two classes: the mix gives ``MIX_RHO_LOW`` of the rows to the marginals when ``n ε / d < MIX_THRESHOLD``
 (n: all training rows), else ``MIX_RHO_HIGH``."""
-MIX_RHO_MULTICLASS = 0.25
+MIX_RHO_MULTICLASS = 0.5
 """More than two classes: the mix's fraction of rows for the marginals (chosen on the wall robot alone)."""
 
 
 def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
     """The chosen public rule for the marginals' number of bins (``n_rows``: the rows they are fitted on)."""
     return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
+
+
+def marginals_temper(n_features: int) -> float:
+    """The chosen public temper rule ``min(1, MARGINALS_TEMPER_C / sqrt(d))``."""
+    return temper_rule(MARGINALS_TEMPER_C, n_features)
 
 
 def mix_rho(n_rows: int, n_features: int, n_classes: int, epsilon: float) -> float:
@@ -170,7 +184,7 @@ def marginals_proba(
     seed: int,
     *,
     shrinkage: float = MARGINALS_SHRINKAGE,
-    temper: float = MARGINALS_TEMPER,
+    temper: float | None = None,
 ) -> np.ndarray:
     """Class probabilities of the test rows from the ``d`` noisy one-way (bin x class) histograms.
 
@@ -178,11 +192,12 @@ def marginals_proba(
     ----------
     codes, y : training codes ``(n, d)`` on ``grid`` and labels ``0..n_classes-1``.
     test_codes : codes ``(n_test, d)`` of the rows to score, on the same grid.
-    grid : the public ``FeatureGrid`` (``MARGINALS_N_BINS`` bins for the chosen model).
+    grid : the public ``FeatureGrid``; the chosen model's has ``marginals_n_bins(n, d, epsilon)`` bins.
     epsilon : float in (0, inf), the whole budget.
     seed : seeds the research noise (``discrete_laplace_counts`` with a Generator: NOT a DP release).
     shrinkage : float > 0, pseudo-count per cell in units of the noise scale ``d / ε``.
-    temper : float > 0, weight of the summed per-feature evidence.
+    temper : float > 0 or None, weight of the summed per-feature evidence; ``None``: the chosen rule
+        :func:`marginals_temper` of ``d``.
 
     Returns
     -------
@@ -205,6 +220,8 @@ def marginals_proba(
     feature).  For two classes the ROC AUC does not depend on ``temper``; the accuracy does.
     """
     log_prior, evidence = marginal_terms(codes, y, test_codes, grid, n_classes, epsilon, seed, shrinkage)
+    if temper is None:
+        temper = marginals_temper(codes.shape[1])
     return softmax(log_prior + temper * evidence)
 
 
@@ -295,7 +312,11 @@ def temper_value(label: str, d: int) -> float:
 
 
 CHOSEN_MARGINALS = MarginalsSetting(
-    MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD, MARGINALS_SHRINKAGE, f"{MARGINALS_TEMPER:g}"
+    MARGINALS_BINS_LOW,
+    MARGINALS_BINS_HIGH,
+    MARGINALS_BINS_THRESHOLD,
+    MARGINALS_SHRINKAGE,
+    f"{MARGINALS_TEMPER_C:g}/sqrt(d)",
 )
 CHOSEN_MIX = MixSetting(MIX_RHO_LOW, MIX_RHO_HIGH, MIX_THRESHOLD, MIX_RHO_MULTICLASS)
 
@@ -363,6 +384,12 @@ def mix_proba(split, epsilon: float, seed: int, rho: float, setting: MarginalsSe
     """
     schema = split.schema
     d = schema.n_features
+    if rho == 0:
+        return (
+            EDPRFClassifier(schema, epsilon=epsilon, random_state=seed)
+            .fit(split.X_train, split.y_train)
+            .predict_proba(split.X_test)
+        )
     grid = FeatureGrid.from_schema(schema, n_bins=setting.n_bins(round(rho * len(split.y_train)), d, epsilon))
     codes, y_train, test_codes, _ = encoded(split, grid)
     mine = np.random.default_rng(2000 + seed).random(len(y_train)) < rho
@@ -386,7 +413,7 @@ def mix_sweep(splits: dict, setting: MarginalsSetting) -> pd.DataFrame:
     rows = []
     for (name, seed), inner in splits.items():
         y_test = encode_labels(inner.y_test, inner.schema)
-        for eps, rho in itertools.product(EPSILONS, RHO_CHOICES):
+        for eps, rho in itertools.product(EPSILONS, (RHO_REFERENCE, *RHO_CHOICES)):
             acc, auc = scores(mix_proba(inner, eps, seed, rho, setting), y_test)
             r = len(inner.y_train) * eps / inner.schema.n_features
             k = inner.schema.n_classes
@@ -405,6 +432,7 @@ def choose_rho(sweep: pd.DataFrame) -> tuple[MixSetting, pd.DataFrame]:
     keys = ["dataset", "classes", "epsilon", "rho"]
     cells = sweep.groupby(keys)[["accuracy", "auc", "n_eps_d"]].mean().reset_index()
     cells["score"] = cells.accuracy + cells.auc
+    cells = cells[cells.rho != RHO_REFERENCE]
     binary, multi = cells[cells.classes == 2], cells[cells.classes > 2]
     candidates = []
     for rule in rule_candidates(RHO_CHOICES):
@@ -612,8 +640,10 @@ def inner_mix_text(sweep: pd.DataFrame, rule_table: pd.DataFrame, mix: MixSettin
         "",
         "### Inner table 3: the mix's rho (accuracy / ROC AUC, mean over inner seeds)",
         "",
-        "| dataset | ε | n ε / d | " + " | ".join(f"ρ = {r:g}" for r in RHO_CHOICES) + " |",
-        "|---|---|---|" + "---|" * len(RHO_CHOICES),
+        "ρ = 0 is the default trees on all the inner training rows: shown for reference, not a candidate.",
+        "",
+        "| dataset | ε | n ε / d | " + " | ".join(f"ρ = {r:g}" for r in (RHO_REFERENCE, *RHO_CHOICES)) + " |",
+        "|---|---|---|" + "---|" * (1 + len(RHO_CHOICES)),
     ]
     for (name, eps), group in cells.groupby(level=[0, 1]):
         row = [f"{a:.3f} / {u:.3f}" for a, u in zip(group.accuracy, group.auc)]
