@@ -667,6 +667,42 @@ def inner_mix_text(sweep: pd.DataFrame, rule_table: pd.DataFrame, mix: MixSettin
     return "\n".join(lines) + "\n"
 
 
+READING = """
+## Reading (written for the 10-seed run above)
+
+- **The release was not the problem, the estimation was.** The same kind of release as the old naive Bayes
+  (one-way histograms of all rows), read with noise-aware post-processing, has the best ROC AUC of every model
+  measured on bank at ε <= 1 (the mix's is 0.001 higher at ε = 2) and on heart at ε >= 0.5 (heart ε = 1: 0.873
+  against 0.831 for the old naive Bayes, 0.819 for DP-EBM and 0.752 for the defaults), at least DP-EBM's AUC in
+  all 12 two-class cells, and no
+  longer collapses at ε = 0.1 (heart 0.643 against 0.496; bank accuracy 0.886-0.888 against 0.860-0.863).
+  Alone it meets both goals in 9 of 12 two-class cells: it misses bank's accuracy at ε = 1 and 2 by 0.001-0.002
+  (std over seeds 0.002-0.003) and heart's at ε = 0.1 (0.568 against 0.610), where n ε / d is about 2: each
+  cell's noise scale (d/ε = 130) is half the training set, and no post-processing recovers that.
+- **The mix meets both goals in all 12 two-class cells**, on the means: the trees keep most rows where the
+  histograms are noise (ρ = 0.25 below n ε / d = 10: heart at ε <= 0.5) and carry bank's accuracy at high ε;
+  the marginals carry the AUC. Some margins are thin: heart ε = 0.1 accuracy 0.613 against 0.610 (std 0.100),
+  bank ε = 0.5 accuracy 0.890 against 0.887; on heart the seed-to-seed std (AUC 0.03-0.11, DP-EBM's up to
+  0.20) is larger than most gaps, so heart's cells are not significant either way with 10 seeds.
+- **Wall robot (4 classes): the mix loses** 3-14 points of accuracy against the defaults (AUC level or better
+  at ε >= 0.5). One-way marginals cannot express the interactions the trees find there, and every ρ in the
+  candidate set {0.25, 0.5, 0.75} loses accuracy on the inner splits too, while the reference ρ = 0 (the
+  trees alone, inner table 3) wins at ε = 0.1, 1 and 2. The rule for more than two classes should be ρ = 0,
+  i.e. no marginals; that value was outside this benchmark's candidate set, so it was not chosen here.
+- **How firm the constants are.** They come from three two-class datasets and four inner seeds. The shrinkage
+  has a flat optimum (a = 2-8 within 0.0015 of inner AUC). Few bins at small n ε / d and many at large holds
+  on bank and diabetes (inner table 1, per cell), but heart prefers 20 bins to 5 at ε = 0.5 and 1 (n ε / d 7
+  and 14); the bins threshold (300) and the mix's (10) fall between datasets, so each is in effect read off a
+  few cells. The temper is the weakest choice: heart prefers about
+  0.7 or more, bank about 0.5 (its accuracy is set by where the score crosses the 11.7 % prior), and
+  min(1, 2.5 / sqrt(d)) is the compromise the inner mean picked; a rule of d alone cannot give both. AUC does
+  not depend on it for two classes.
+- Not measured here: credit and census stand-ins (the lead runs the same functions), the federated setting
+  (per-party histograms merge by addition, so the marginals model federates with no selection step; its noise
+  then adds up over parties), and the exact OpenDP sampler (these are seeded research draws).
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="test seeds 0..SEEDS-1")
@@ -730,6 +766,8 @@ def main() -> None:
         "## Test rows: the goal table",
         goals,
     ]
+    if not args.quick and seeds == 10:
+        lines.append(READING)
     out.write_text("\n".join(lines))
     print("\n".join(lines))
     log(f"wrote {out} in {elapsed:.0f} s")
