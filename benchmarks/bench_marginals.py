@@ -108,7 +108,12 @@ MIX_RHO_MULTICLASS = 0.5
 
 
 def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
-    """The chosen public rule for the marginals' number of bins (``n_rows``: the rows they are fitted on)."""
+    """The chosen rule for the marginals' number of bins (``n_rows``: the rows they are fitted on).
+
+    The rule reads the training size, which this benchmark's protocol fixes (hence public here, as for the label
+    configuration of ``bench_probabilities.py``).  Under add/remove neighbours a party's row count is private: a
+    library version must take ``n`` from a declared public figure (or a DP estimate), never from the data.
+    """
     return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
 
 
@@ -118,7 +123,8 @@ def marginals_temper(n_features: int) -> float:
 
 
 def mix_rho(n_rows: int, n_features: int, n_classes: int, epsilon: float) -> float:
-    """The chosen fraction of rows for the marginals in the mix (``n_rows``: all training rows)."""
+    """The chosen fraction of rows for the marginals in the mix (``n_rows``: all training rows; public only by this
+    benchmark's protocol, see :func:`marginals_n_bins`)."""
     if n_classes > 2:
         return MIX_RHO_MULTICLASS
     return MIX_RHO_LOW if n_rows * epsilon / n_features < MIX_THRESHOLD else MIX_RHO_HIGH
@@ -136,34 +142,32 @@ def class_histogram(codes: np.ndarray, y: np.ndarray, n_codes: int, n_classes: i
     )
 
 
-def marginal_terms(
-    codes: np.ndarray,
-    y: np.ndarray,
-    test_codes: np.ndarray,
-    grid: FeatureGrid,
-    n_classes: int,
-    epsilon: float,
-    seed: int,
-    shrinkage: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(log prior, evidence)`` of :func:`marginals_proba`: its score is ``log prior + temper * evidence``.
+def noisy_marginals(
+    codes: np.ndarray, y: np.ndarray, grid: FeatureGrid, n_classes: int, epsilon: float, seed: int
+) -> list[np.ndarray]:
+    """The release of :func:`marginals_proba`: the ``d`` (bin x class) histograms, each noised at ``epsilon / d``.
 
-    Shapes ``(n_classes,)`` and ``(n_test, n_classes)``.  The release and its privacy argument: see
-    :func:`marginals_proba` (this function draws the same noise for the same seed).
+    Privacy cost: ``epsilon`` (argument in :func:`marginals_proba`'s docstring).  Seeded research noise.
     """
     rng = np.random.default_rng(seed)
     d = codes.shape[1]
-    share = epsilon / d
-    noisy = [
-        discrete_laplace_counts(class_histogram(codes[:, j], y, grid.n_codes[j], n_classes), share, rng=rng)
+    return [
+        discrete_laplace_counts(class_histogram(codes[:, j], y, grid.n_codes[j], n_classes), epsilon / d, rng=rng)
         for j in range(d)
     ]
-    # Post-processing from here on: only the noisy histograms are used.
+
+
+def marginal_terms(
+    noisy: list[np.ndarray], test_codes: np.ndarray, epsilon: float, shrinkage: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(log prior, evidence)`` from the noisy histograms: :func:`marginals_proba` scores ``log prior + temper *
+    evidence``.  Shapes ``(n_classes,)`` and ``(n_test, n_classes)``.  Post-processing only (no privacy cost)."""
+    d, n_classes = len(noisy), noisy[0].shape[1]
     # Class totals: the mean over features of each histogram's column sums.  Their noise std is
     # sqrt(2 * sum_j bins_j) / ε (each cell's variance is about 2 (d/ε)^2, averaged over d histograms); that many
     # pseudo-rows per class pull the prior toward uniform when the totals are small against the noise.
     totals = np.maximum(np.mean([h.sum(axis=0) for h in noisy], axis=0), 0.0)
-    total_noise = np.sqrt(2 * sum(grid.n_codes)) / epsilon
+    total_noise = np.sqrt(2 * sum(h.shape[0] for h in noisy)) / epsilon
     prior = (totals + total_noise) / (totals.sum() + n_classes * total_noise)
     pseudo = shrinkage * (d / epsilon) * n_classes
     evidence = np.zeros((len(test_codes), n_classes))
@@ -219,7 +223,8 @@ def marginals_proba(
     prior + temper * sum_j log p_j(bin_j | c)`` up to a term that does not depend on the class (Bayes' rule per
     feature).  For two classes the ROC AUC does not depend on ``temper``; the accuracy does.
     """
-    log_prior, evidence = marginal_terms(codes, y, test_codes, grid, n_classes, epsilon, seed, shrinkage)
+    noisy = noisy_marginals(codes, y, grid, n_classes, epsilon, seed)
+    log_prior, evidence = marginal_terms(noisy, test_codes, epsilon, shrinkage)
     if temper is None:
         temper = marginals_temper(codes.shape[1])
     return softmax(log_prior + temper * evidence)
@@ -344,12 +349,16 @@ def marginals_sweep(splits: dict, bins, shrinkages) -> pd.DataFrame:
         for n_bins in bins:
             grid = FeatureGrid.from_schema(schema, n_bins=n_bins)
             codes, y_train, test_codes, y_test = encoded(inner, grid)
-            for eps, m in itertools.product(EPSILONS, shrinkages):
-                log_prior, evidence = marginal_terms(codes, y_train, test_codes, grid, 2, eps, seed, m)
-                base = {"dataset": name, "seed": seed, "epsilon": eps, "n_eps_d": len(y_train) * eps / d}
-                for label in [*TEMPER_RULES, *(f"{t:g}" for t in TEMPER_CONSTANTS)]:
-                    acc, auc = scores(softmax(log_prior + temper_value(label, d) * evidence), y_test)
-                    rows.append({**base, "bins": n_bins, "shrinkage": m, "temper": label, "accuracy": acc, "auc": auc})
+            for eps in EPSILONS:
+                noisy = noisy_marginals(codes, y_train, grid, 2, eps, seed)
+                for m in shrinkages:
+                    log_prior, evidence = marginal_terms(noisy, test_codes, eps, m)
+                    base = {"dataset": name, "seed": seed, "epsilon": eps, "n_eps_d": len(y_train) * eps / d}
+                    for label in [*TEMPER_RULES, *(f"{t:g}" for t in TEMPER_CONSTANTS)]:
+                        acc, auc = scores(softmax(log_prior + temper_value(label, d) * evidence), y_test)
+                        rows.append(
+                            {**base, "bins": n_bins, "shrinkage": m, "temper": label, "accuracy": acc, "auc": auc}
+                        )
     return pd.DataFrame(rows)
 
 
@@ -501,6 +510,24 @@ TITLES = {
 }
 
 
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a Markdown table."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def goal_targets(cell: pd.DataFrame) -> tuple[float, float]:
+    """(AUC, accuracy) targets of one (dataset, ε) cell of model means.
+
+    Two classes (DP-EBM present): DP-EBM's AUC and max(DP-EBM, label) accuracy − 0.005; otherwise the
+    defaults' AUC and accuracy (no lower than today).
+    """
+    if "dp-ebm" in cell.index:
+        return cell.loc["dp-ebm", "auc"], max(
+            cell.loc["dp-ebm", "accuracy"], cell.loc["edprf-label", "accuracy"]
+        ) - 0.005
+    return cell.loc["edprf-counts", "auc"], cell.loc["edprf-counts", "accuracy"]
+
+
 def goal_tables(ours: pd.DataFrame, seeds: int) -> tuple[str, pd.DataFrame]:
     columns = ["dataset", "model", "epsilon", "seed", "accuracy", "auc"]
     others = pd.concat(
@@ -511,34 +538,34 @@ def goal_tables(ours: pd.DataFrame, seeds: int) -> tuple[str, pd.DataFrame]:
     grouped = pd.concat([ours, others]).groupby(["dataset", "epsilon", "model"])[["accuracy", "auc"]]
     mean, std = grouped.mean(), grouped.std(ddof=0)
     models = [m for m in MODELS if m in mean.index.get_level_values("model")]
+    cells = mean.index.droplevel("model").unique()
     lines = []
     for metric, title in (("auc", "ROC AUC"), ("accuracy", "Accuracy")):
-        lines += [
-            "",
-            f"{title}, test rows, mean ± std over seeds (ddof 0):",
-            "",
-            "| dataset | ε | " + " | ".join(TITLES[m] for m in models) + " |",
-            "|---|---|" + "---|" * len(models),
+        rows = [
+            [dataset, f"{eps:g}"]
+            + [
+                f"{mean.loc[key, metric]:.3f} ± {std.loc[key, metric]:.3f}" if key in mean.index else "–"
+                for key in ((dataset, eps, m) for m in models)
+            ]
+            for dataset, eps in cells
         ]
-        for dataset, eps in mean.index.droplevel("model").unique():
-            cells = []
-            for m in models:
-                key = (dataset, eps, m)
-                cells.append(f"{mean.loc[key, metric]:.3f} ± {std.loc[key, metric]:.3f}" if key in mean.index else "–")
-            lines.append(f"| {dataset} | {eps:g} | " + " | ".join(cells) + " |")
-    verdict = []
-    for dataset, eps in mean.index.droplevel("model").unique():
+        lines += ["", f"{title}, test rows, mean ± std over seeds (ddof 0):", ""]
+        lines += markdown_table(["dataset", "ε", *(TITLES[m] for m in models)], rows)
+    verdict, rows = [], []
+    for dataset, eps in cells:
         cell = mean.loc[(dataset, eps)]
-        if "dp-ebm" in cell.index:
-            auc_goal = cell.loc["dp-ebm", "auc"]
-            acc_goal = max(cell.loc["dp-ebm", "accuracy"], cell.loc["edprf-label", "accuracy"]) - 0.005
-        else:  # multiclass: no lower than today's defaults
-            auc_goal, acc_goal = cell.loc["edprf-counts", "auc"], cell.loc["edprf-counts", "accuracy"]
-        for m in models:
-            if m in cell.index and m != "dp-ebm":
-                ok = cell.loc[m, "auc"] >= auc_goal and cell.loc[m, "accuracy"] >= acc_goal
-                verdict.append({"dataset": dataset, "epsilon": eps, "model": m, "meets": bool(ok)})
-    verdict = pd.DataFrame(verdict)
+        auc_goal, acc_goal = goal_targets(cell)
+        meeting = [
+            m
+            for m in models
+            if m in cell.index
+            and m != "dp-ebm"
+            and cell.loc[m, "auc"] >= auc_goal
+            and cell.loc[m, "accuracy"] >= acc_goal
+        ]
+        verdict += [{"dataset": dataset, "epsilon": eps, "model": m, "meets": m in meeting} for m in models]
+        names = ", ".join(TITLES[m] for m in meeting) or "none"
+        rows.append([dataset, f"{eps:g}", f"{auc_goal:.3f}", f"{acc_goal:.3f}", names])
     lines += [
         "",
         (
@@ -546,30 +573,17 @@ def goal_tables(ours: pd.DataFrame, seeds: int) -> tuple[str, pd.DataFrame]:
             "(multiclass): AUC and accuracy ≥ today's defaults'."
         ),
         "",
-        "| dataset | ε | AUC target | accuracy target | models meeting both |",
-        "|---|---|---|---|---|",
     ]
-    for (dataset, eps), group in verdict.groupby(["dataset", "epsilon"], sort=False):
-        cell = mean.loc[(dataset, eps)]
-        if "dp-ebm" in cell.index:
-            targets = (
-                cell.loc["dp-ebm", "auc"],
-                max(cell.loc["dp-ebm", "accuracy"], cell.loc["edprf-label", "accuracy"]) - 0.005,
-            )
-        else:
-            targets = (cell.loc["edprf-counts", "auc"], cell.loc["edprf-counts", "accuracy"])
-        names = ", ".join(TITLES[m] for m in group.model[group.meets]) or "none"
-        lines.append(f"| {dataset} | {eps:g} | {targets[0]:.3f} | {targets[1]:.3f} | {names} |")
+    lines += markdown_table(["dataset", "ε", "AUC target", "accuracy target", "models meeting both"], rows)
+    verdict = pd.DataFrame(verdict)
     counts = verdict.groupby("model", sort=False).meets.sum()
-    lines += [
-        "",
-        "Cells meeting both goals, per model (of "
-        + str(verdict[["dataset", "epsilon"]].drop_duplicates().shape[0])
-        + "): "
-        + ", ".join(f"{TITLES[m]} {int(counts[m])}" for m in models if m in counts.index)
-        + ".",
-    ]
+    summary = ", ".join(f"{TITLES[m]} {int(counts[m])}" for m in models if m != "dp-ebm")
+    lines += ["", f"Cells meeting both goals, per model (of {len(cells)}): {summary}."]
     return "\n".join(lines) + "\n", verdict
+
+
+def rule_lines(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["", title, "", *markdown_table(header, rows)]
 
 
 def inner_marginals_text(sweep: pd.DataFrame, setting: MarginalsSetting, rules: pd.DataFrame) -> str:
@@ -578,43 +592,33 @@ def inner_marginals_text(sweep: pd.DataFrame, setting: MarginalsSetting, rules: 
     at_shrinkage = one_temper[one_temper.shrinkage == setting.shrinkage]
     per_cell = at_shrinkage.groupby(["dataset", "epsilon", "bins"]).agg(auc=("auc", "mean"), r=("n_eps_d", "mean"))
     per_cell = per_cell.unstack("bins")
-    lines = [
-        "",
-        "### Inner table 1: bins and shrinkage (mean inner ROC AUC; the AUC does not depend on the temper)",
-        "",
-        "Constant bins, mean over heart, bank, diabetes and ε:",
-        "",
-        "| bins | " + " | ".join(f"a = {m:g}" for m in auc.columns) + " |",
-        "|---|" + "---|" * len(auc.columns),
-    ]
-    lines += [f"| {b} | " + " | ".join(f"{v:.4f}" for v in row) + " |" for b, row in auc.iterrows()]
     bins = list(per_cell["auc"].columns)
-    lines += [
-        "",
+    lines = ["", "### Inner table 1: bins and shrinkage (mean inner ROC AUC; the AUC does not depend on the temper)"]
+    lines += rule_lines(
+        "Constant bins, mean over heart, bank, diabetes and ε:",
+        ["bins", *(f"a = {m:g}" for m in auc.columns)],
+        [[str(b), *(f"{v:.4f}" for v in row)] for b, row in auc.iterrows()],
+    )
+    lines += rule_lines(
         f"Per (dataset, ε) at a = {setting.shrinkage:g} (n: inner training rows):",
-        "",
-        "| dataset | ε | n ε / d | " + " | ".join(f"{b} bins" for b in bins) + " |",
-        "|---|---|---|" + "---|" * len(bins),
-    ]
-    for (name, eps), row in per_cell.iterrows():
-        values = " | ".join(f"{row[('auc', b)]:.3f}" for b in bins)
-        lines.append(f"| {name} | {eps:g} | {row[('r', bins[0])]:.0f} | {values} |")
-    top = rules.sort_values("auc", ascending=False).head(10)
-    lines += [
-        "",
+        ["dataset", "ε", "n ε / d", *(f"{b} bins" for b in bins)],
+        [
+            [name, f"{eps:g}", f"{row[('r', bins[0])]:.0f}", *(f"{row[('auc', b)]:.3f}" for b in bins)]
+            for (name, eps), row in per_cell.iterrows()
+        ],
+    )
+    lines += rule_lines(
         (
             "Bins rules (`low` bins when n ε / d < threshold, else `high`) x shrinkage, mean inner AUC over the 12 "
             "cells, best 10:"
         ),
-        "",
-        "| bins low | bins high | threshold | a | AUC |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r.bins_rule[0]} | {r.bins_rule[1]} | {'–' if r.constant else f'{r.threshold:g}'} | {r.shrinkage:g} "
-        f"| {r.auc:.4f} |"
-        for r in top.itertuples()
-    ]
+        ["bins low", "bins high", "threshold", "a", "AUC"],
+        [
+            [str(r.bins_rule[0]), str(r.bins_rule[1]), "–" if r.constant else f"{r.threshold:g}", f"{r.shrinkage:g}"]
+            + [f"{r.auc:.4f}"]
+            for r in rules.sort_values("auc", ascending=False).head(10).itertuples()
+        ],
+    )
     picked = apply_rule(
         sweep[sweep.shrinkage == setting.shrinkage],
         "bins",
@@ -622,47 +626,38 @@ def inner_marginals_text(sweep: pd.DataFrame, setting: MarginalsSetting, rules: 
     )
     acc = picked.groupby(["dataset", "temper"], sort=False).accuracy.mean().unstack("temper")
     overall = picked.groupby("temper", sort=False).accuracy.mean()
-    lines += [
-        "",
+    lines += rule_lines(
         "### Inner table 2: temper (mean inner accuracy over ε, at the chosen bins rule and shrinkage)",
-        "",
-        "| dataset | " + " | ".join(acc.columns) + " |",
-        "|---|" + "---|" * len(acc.columns),
-    ]
-    lines += [f"| {d} | " + " | ".join(f"{v:.4f}" for v in row) + " |" for d, row in acc.iterrows()]
-    lines += ["| **mean** | " + " | ".join(f"{overall[c]:.4f}" for c in acc.columns) + " |"]
+        ["dataset", *acc.columns],
+        [[d, *(f"{v:.4f}" for v in row)] for d, row in acc.iterrows()]
+        + [["**mean**", *(f"{overall[c]:.4f}" for c in acc.columns)]],
+    )
     return "\n".join(lines) + "\n"
 
 
 def inner_mix_text(sweep: pd.DataFrame, rule_table: pd.DataFrame, mix: MixSetting) -> str:
     cells = sweep.groupby(["dataset", "epsilon", "rho"])[["accuracy", "auc", "n_eps_d"]].mean()
-    lines = [
-        "",
-        "### Inner table 3: the mix's rho (accuracy / ROC AUC, mean over inner seeds)",
-        "",
+    lines = ["", "### Inner table 3: the mix's rho (accuracy / ROC AUC, mean over inner seeds)"]
+    lines += rule_lines(
         "ρ = 0 is the default trees on all the inner training rows: shown for reference, not a candidate.",
-        "",
-        "| dataset | ε | n ε / d | " + " | ".join(f"ρ = {r:g}" for r in (RHO_REFERENCE, *RHO_CHOICES)) + " |",
-        "|---|---|---|" + "---|" * (1 + len(RHO_CHOICES)),
-    ]
-    for (name, eps), group in cells.groupby(level=[0, 1]):
-        row = [f"{a:.3f} / {u:.3f}" for a, u in zip(group.accuracy, group.auc)]
-        lines.append(f"| {name} | {eps:g} | {group.n_eps_d.iloc[0]:.0f} | " + " | ".join(row) + " |")
-    top = rule_table.sort_values("score", ascending=False).head(8)
-    lines += [
-        "",
+        ["dataset", "ε", "n ε / d", *(f"ρ = {r:g}" for r in (RHO_REFERENCE, *RHO_CHOICES))],
+        [
+            [name, f"{eps:g}", f"{group.n_eps_d.iloc[0]:.0f}"]
+            + [f"{a:.3f} / {u:.3f}" for a, u in zip(group.accuracy, group.auc)]
+            for (name, eps), group in cells.groupby(level=[0, 1])
+        ],
+    )
+    lines += rule_lines(
         (
             "Two-class rho rules (`low` when n ε / d < threshold, else `high`), mean inner accuracy + AUC over the "
             "12 two-class cells, best 8 (wall robot: the constant rho of best mean accuracy + AUC over its 4 cells):"
         ),
-        "",
-        "| rho low | rho high | threshold | score |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r.rule[0]:g} | {r.rule[1]:g} | {'–' if r.constant else f'{r.threshold:g}'} | {r.score:.4f} |"
-        for r in top.itertuples()
-    ]
+        ["rho low", "rho high", "threshold", "score"],
+        [
+            [f"{r.rule[0]:g}", f"{r.rule[1]:g}", "–" if r.constant else f"{r.threshold:g}", f"{r.score:.4f}"]
+            for r in rule_table.sort_values("score", ascending=False).head(8).itertuples()
+        ],
+    )
     lines += ["", f"Chosen: **{mix.describe()}**."]
     return "\n".join(lines) + "\n"
 
