@@ -64,7 +64,15 @@ from edprf_core.encoding import FeatureGrid, encode_labels
 SHARED = ("heart", "bank", "diabetes")
 DATASETS = (*SHARED, *STANDINS)
 REFERENCES = ("DP-EBM", "label")
-CANDIDATES = ("defaults", "stumps", "half/half", "marginals", "marginals+trees")
+CANDIDATES = (
+    "defaults",
+    "stumps",
+    "stumps 1/4 + trees 3/4",
+    "half/half",
+    "stumps 3/4 + trees 1/4",
+    "marginals",
+    "marginals+trees",
+)
 INNER_SEEDS = (0, 1, 2, 3)
 TEST_SEEDS = tuple(range(10))
 CSV = RESULTS_DIR / "rule_transfer.csv"
