@@ -220,6 +220,31 @@ CANDIDATES = ("defaults", "stumps", "half/half", "rule", "marginals", "marginals
 """The models whose goals are checked (DP-EBM and the label configuration set the targets)."""
 
 
+READING = [
+    "",
+    "Reading (the numbers are this file's):",
+    "",
+    (
+        "- **The DP marginals carry over to data they were not tuned on.** Their constants were chosen on inner rows "
+        "of heart, bank and diabetes only; on these six datasets the marginals meet both goals in 14 of 24 cells and "
+        "their mix with the trees in 13, against 2 for today's defaults and 4 for the stumps. Both meet the census "
+        "stand-in at every ε."
+    ),
+    (
+        "- **Where they still miss.** Credit at ε ≥ 0.5 (AUC 0.758 to 0.782 against DP-EBM's 0.774 to 0.809); breast "
+        "cancer's accuracy at ε ≤ 1, where the label configuration reaches 0.91 with 30 features and 455 rows; and "
+        "cells within 0.01 AUC of DP-EBM (fair, attrition and mroz at ε = 2)."
+    ),
+    (
+        "- **Bins are not the whole of DP-EBM's lead.** Restricted to the public grid (its binning budget then spent "
+        "on the declared levels only), DP-EBM still ranks credit at 0.793 and 0.799 (ε = 1 and 2, 5 bins), above "
+        "every eDPRF variant: its cyclic boosting on residuals, composed under (ε, δ) accounting, models correlated "
+        "features that one-shot pure ε-DP marginals count twice. On census the 5 public bins cost it 0.013 to 0.015 "
+        "AUC."
+    ),
+]
+
+
 def goal_table(table: pd.DataFrame) -> pd.DataFrame:
     """Per (dataset, ε, model): mean accuracy and AUC over seeds, the targets, and whether both goals are met."""
     mean = table.groupby(["dataset", "epsilon", "model"], sort=False)[["accuracy", "auc"]].mean().reset_index()
@@ -263,6 +288,7 @@ def report(table: pd.DataFrame) -> str:
         + f"{n_cells}: "
         + ", ".join(f"{m} {int(counts[m])}" for m in checked)
         + ".",
+        *READING,
     ]
     return "\n".join(lines) + "\n"
 
@@ -276,12 +302,12 @@ def main() -> None:
     parser.add_argument("--csv", default=str(CSV), help="per-seed rows, read and rewritten")
     args = parser.parse_args()
     csv = Path(args.csv)
-    models = tuple(args.models.split(","))
+    models = tuple(filter(None, args.models.split(",")))  # empty: report the CSV's rows only
     unknown = sorted(set(models) - set(MODELS))
     if unknown:
         parser.error(f"--models: unknown {unknown}; expected some of {list(MODELS)}")
-    fresh = pd.concat([run(name, args.seeds, models) for name in args.datasets.split(",")])
-    kept = pd.read_csv(csv) if csv.exists() else fresh.iloc[:0]
+    kept = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["dataset", "model", "seed"])
+    fresh = pd.concat([kept.iloc[:0]] + [run(name, args.seeds, models) for name in args.datasets.split(",") if models])
     stale = kept.set_index(["dataset", "model"]).index.isin(fresh.set_index(["dataset", "model"]).index)
     table = pd.concat([kept[~stale], fresh], ignore_index=True)
     table = table[table.seed < args.seeds]
