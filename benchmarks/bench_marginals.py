@@ -30,8 +30,12 @@ recomputed with the same seeds) and the eDPRF defaults, the label
 configuration and DP-EBM (δ = 1e-6) read seed by seed from
 ``results/probabilities.csv`` and ``results/probabilities_reference.csv``.
 
-The noise is the seeded research approximation (``discrete_laplace_counts``
-with a Generator): research runs, NOT DP releases.
+The release and the estimator are the core library's (``edprf_core._marginals``:
+``release_marginals``, ``marginal_evidence``, ``marginal_proba``; no estimator
+or wire format yet), called with the same seeded draws as before they moved
+there, so ``results/marginals.md`` is reproduced byte for byte apart from the
+run time.  The noise is the seeded research approximation
+(``discrete_laplace_counts`` with a Generator): research runs, NOT DP releases.
 
     python benchmarks/bench_marginals.py            # inner sweeps + 10 test seeds (~4 min on one core)
     python benchmarks/bench_marginals.py --quick    # 2 inner seeds, 3 test seeds, smaller grid (smoke test)
