@@ -30,8 +30,12 @@ recomputed with the same seeds) and the eDPRF defaults, the label
 configuration and DP-EBM (δ = 1e-6) read seed by seed from
 ``results/probabilities.csv`` and ``results/probabilities_reference.csv``.
 
-The noise is the seeded research approximation (``discrete_laplace_counts``
-with a Generator): research runs, NOT DP releases.
+The release and the estimator are the core library's (``edprf_core._marginals``:
+``release_marginals``, ``marginal_evidence``, ``marginal_proba``; no estimator
+or wire format yet), called with the same seeded draws as before they moved
+there, so ``results/marginals.md`` is reproduced byte for byte apart from the
+run time.  The noise is the seeded research approximation
+(``discrete_laplace_counts`` with a Generator): research runs, NOT DP releases.
 
     python benchmarks/bench_marginals.py            # inner sweeps + 10 test seeds (~4 min on one core)
     python benchmarks/bench_marginals.py --quick    # 2 inner seeds, 3 test seeds, smaller grid (smoke test)
@@ -65,8 +69,15 @@ from _bench_datasets import load_dataset
 from bench_feature_stumps import log_pool, naive_bayes_proba, pooling_exponent, scores, stump_forest
 
 from edprf_core import EDPRFClassifier
+from edprf_core._marginals import (
+    MARGINALS_SHRINKAGE,
+    MARGINALS_TEMPER_C,
+    NoisyMarginals,
+    marginal_evidence,
+    marginal_proba,
+    release_marginals,
+)
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
-from edprf_core.mechanisms import discrete_laplace_counts
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 INNER_SEEDS = (0, 1, 2, 3)
@@ -94,12 +105,8 @@ STUMPS_BINS = 5
 MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 20, 300.0
 """The public grid of the marginals has ``MARGINALS_BINS_LOW`` bins when ``n ε / d < MARGINALS_BINS_THRESHOLD``
 (n: the rows the marginals are fitted on), else ``MARGINALS_BINS_HIGH`` (:func:`marginals_n_bins`)."""
-MARGINALS_SHRINKAGE = 4.0
-"""Pseudo-count per histogram cell, in units of the noise scale ``d / ε``: a bin of the histogram of feature
-``j`` gets ``MARGINALS_SHRINKAGE * (d / ε) * n_classes`` pseudo-rows distributed as the class totals."""
-MARGINALS_TEMPER_C = 2.5
-"""The weight of the summed per-feature evidence is ``min(1, MARGINALS_TEMPER_C / sqrt(d))`` (:func:`marginals_temper`:
-tempers the double counting of correlated features)."""
+# MARGINALS_SHRINKAGE and MARGINALS_TEMPER_C (the pseudo-count factor and the temper rule's constant) now live in
+# edprf_core._marginals, with the estimator; imported above.
 MIX_RHO_LOW, MIX_RHO_HIGH, MIX_THRESHOLD = 0.25, 0.75, 10.0
 """Two classes: the mix gives ``MIX_RHO_LOW`` of the rows to the marginals when ``n ε / d < MIX_THRESHOLD``
 (n: all training rows), else ``MIX_RHO_HIGH``."""
@@ -117,11 +124,6 @@ def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
     return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
 
 
-def marginals_temper(n_features: int) -> float:
-    """The chosen public temper rule ``min(1, MARGINALS_TEMPER_C / sqrt(d))``."""
-    return temper_rule(MARGINALS_TEMPER_C, n_features)
-
-
 def mix_rho(n_rows: int, n_features: int, n_classes: int, epsilon: float) -> float:
     """The chosen fraction of rows for the marginals in the mix (``n_rows``: all training rows; public only by this
     benchmark's protocol, see :func:`marginals_n_bins`)."""
@@ -135,47 +137,21 @@ def two_regime(low, high, threshold: float, n_eps_d: float):
     return low if n_eps_d < threshold else high
 
 
-def class_histogram(codes: np.ndarray, y: np.ndarray, n_codes: int, n_classes: int) -> np.ndarray:
-    """Exact (bin x class) counts of one feature's codes."""
-    return np.bincount(codes.astype(np.int64) * n_classes + y, minlength=n_codes * n_classes).reshape(
-        n_codes, n_classes
-    )
-
-
 def noisy_marginals(
     codes: np.ndarray, y: np.ndarray, grid: FeatureGrid, n_classes: int, epsilon: float, seed: int
-) -> list[np.ndarray]:
-    """The release of :func:`marginals_proba`: the ``d`` (bin x class) histograms, each noised at ``epsilon / d``.
+) -> NoisyMarginals:
+    """The release of :func:`marginals_proba`: ``edprf_core._marginals.release_marginals`` (the ``d`` (bin x class)
+    histograms, each noised at ``epsilon / d``), with seeded research noise.
 
-    Privacy cost: ``epsilon`` (argument in :func:`marginals_proba`'s docstring).  Seeded research noise.
+    Privacy cost: ``epsilon`` (argument in ``release_marginals``' docstring).  NOT a DP release (seeded).
     """
-    rng = np.random.default_rng(seed)
-    d = codes.shape[1]
-    return [
-        discrete_laplace_counts(class_histogram(codes[:, j], y, grid.n_codes[j], n_classes), epsilon / d, rng=rng)
-        for j in range(d)
-    ]
+    return release_marginals(codes, y, grid.n_codes, n_classes, epsilon, rng=np.random.default_rng(seed))
 
 
-def marginal_terms(
-    noisy: list[np.ndarray], test_codes: np.ndarray, epsilon: float, shrinkage: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(log prior, evidence)`` from the noisy histograms: :func:`marginals_proba` scores ``log prior + temper *
-    evidence``.  Shapes ``(n_classes,)`` and ``(n_test, n_classes)``.  Post-processing only (no privacy cost)."""
-    d, n_classes = len(noisy), noisy[0].shape[1]
-    # Class totals: the mean over features of each histogram's column sums.  Their noise std is
-    # sqrt(2 * sum_j bins_j) / ε (each cell's variance is about 2 (d/ε)^2, averaged over d histograms); that many
-    # pseudo-rows per class pull the prior toward uniform when the totals are small against the noise.
-    totals = np.maximum(np.mean([h.sum(axis=0) for h in noisy], axis=0), 0.0)
-    total_noise = np.sqrt(2 * sum(h.shape[0] for h in noisy)) / epsilon
-    prior = (totals + total_noise) / (totals.sum() + n_classes * total_noise)
-    pseudo = shrinkage * (d / epsilon) * n_classes
-    evidence = np.zeros((len(test_codes), n_classes))
-    for j, h in enumerate(noisy):
-        kept = np.maximum(h, 0).astype(np.float64)
-        given_bin = (kept + pseudo * prior) / (kept.sum(axis=1, keepdims=True) + pseudo)
-        evidence += np.log(given_bin / prior)[test_codes[:, j]]
-    return np.log(prior), evidence
+def marginal_terms(noisy: NoisyMarginals, test_codes: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(log prior, evidence)`` from the noisy histograms (``edprf_core._marginals.marginal_evidence``):
+    :func:`marginals_proba` scores ``log prior + temper * evidence``.  Post-processing only (no privacy cost)."""
+    return marginal_evidence(noisy, test_codes, shrinkage=shrinkage)
 
 
 def marginals_proba(
@@ -224,10 +200,7 @@ def marginals_proba(
     feature).  For two classes the ROC AUC does not depend on ``temper``; the accuracy does.
     """
     noisy = noisy_marginals(codes, y, grid, n_classes, epsilon, seed)
-    log_prior, evidence = marginal_terms(noisy, test_codes, epsilon, shrinkage)
-    if temper is None:
-        temper = marginals_temper(codes.shape[1])
-    return softmax(log_prior + temper * evidence)
+    return marginal_proba(noisy, test_codes, shrinkage=shrinkage, temper=temper)
 
 
 def softmax(score: np.ndarray) -> np.ndarray:
@@ -352,7 +325,7 @@ def marginals_sweep(splits: dict, bins, shrinkages) -> pd.DataFrame:
             for eps in EPSILONS:
                 noisy = noisy_marginals(codes, y_train, grid, 2, eps, seed)
                 for m in shrinkages:
-                    log_prior, evidence = marginal_terms(noisy, test_codes, eps, m)
+                    log_prior, evidence = marginal_terms(noisy, test_codes, m)
                     base = {"dataset": name, "seed": seed, "epsilon": eps, "n_eps_d": len(y_train) * eps / d}
                     for label in [*TEMPER_RULES, *(f"{t:g}" for t in TEMPER_CONSTANTS)]:
                         acc, auc = scores(softmax(log_prior + temper_value(label, d) * evidence), y_test)

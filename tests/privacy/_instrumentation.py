@@ -57,6 +57,7 @@ import edprf_core._count_noise as count_noise
 from edprf_core import DPForest
 from edprf_core._builder import _Candidates
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core._marginals import RELEASE_RANGE, NoisyMarginals
 from edprf_core._mechanisms import ExponentialMechanism, LaplaceMechanism
 from edprf_core.encoding import FeatureGrid
 from edprf_core.forest import MAX_LEAF_COUNT
@@ -70,6 +71,7 @@ __all__ = [
     "Recorder",
     "TrueSensitivity",
     "account_fit",
+    "account_marginals",
     "charged_epsilon_of_evaluation",
     "charged_epsilon_of_fit",
     "check_mechanism_inputs",
@@ -569,3 +571,51 @@ def charged_epsilon_of_evaluation(calls: list[MechanismCall], truth: TrueSensiti
             f"a noised evaluation must make one count call on (correct, total), got {[(c.api, c.shape) for c in calls]}"
         )
     return float(calls[0].real_epsilons(truth.evaluation, True)[0])
+
+
+def account_marginals(
+    calls: list[MechanismCall],
+    marginals: NoisyMarginals,
+    codes: np.ndarray,
+    y: np.ndarray,
+    truth: TrueSensitivity = ADD_REMOVE,
+) -> float:
+    """ε of a release of DP one-way marginals for one record, rebuilt from the real noise of ``calls``.
+
+    The calls must be exactly one count call per histogram, in feature order, each on the
+    ``(n_codes[j], K)`` histogram of the rows ``codes``, ``y`` (recounted here in Python, not
+    with the library's code), each drawing exact noise whose real ε for the TRUE sensitivity of
+    a histogram (1 add-remove, 2 replace-one: a record sits in one cell of each) is at most its
+    share ``epsilon / d`` of the release's budget; every released histogram must be its call's
+    output clamped to the release range.  Returns the sum of the real ε's (sequential
+    composition over histograms of the same rows); raises :class:`AccountingError` otherwise.
+    """
+    d, k = marginals.n_features, marginals.n_classes
+    if marginals.relation != truth.relation:
+        raise AccountingError(f"the release says {marginals.relation}, the audit is for {truth.relation}")
+    if len(calls) != d or not all(_is_count_call(c) for c in calls):
+        raise AccountingError(
+            f"a release of {d} histograms made {len(calls)} mechanism calls: {[(c.api, c.shape) for c in calls]}"
+        )
+    share = marginals.epsilon / d
+    low, high = RELEASE_RANGE
+    real = []
+    for j, (call, released) in enumerate(zip(calls, marginals.counts)):
+        n_codes = released.shape[0]
+        if call.shape != (n_codes, k):
+            raise AccountingError(f"histogram {j} is {(n_codes, k)} but its call drew on shape {call.shape}")
+        exact = np.zeros((n_codes, k), dtype=np.int64)
+        for row, label in zip(np.asarray(codes)[:, j].tolist(), np.asarray(y).tolist()):
+            exact[row, label] += 1
+        if not np.array_equal(call.values, exact):
+            raise AccountingError(f"histogram {j}'s mechanism saw other counts than the rows' (from {call.site})")
+        cost = float(call.real_epsilons(truth.leaf_counts, True)[0])
+        if cost > share * (1 + _RELATIVE_SLACK):
+            raise AccountingError(
+                f"histogram {j}'s noise costs epsilon {cost!r} for the true sensitivity {truth.leaf_counts}, "
+                f"more than its share {share!r} of the release's {marginals.epsilon!r}"
+            )
+        if not np.array_equal(released, np.clip(call.output, low, high)):
+            raise AccountingError(f"histogram {j}'s released counts are not its mechanism's output (from {call.site})")
+        real.append(cost)
+    return math.fsum(real)

@@ -1,0 +1,355 @@
+"""DP one-way marginals: the per-feature (bin x class) count histograms, released with discrete Laplace noise.
+
+The release
+-----------
+For ``d`` features with public code ranges ``0..n_codes[j]-1`` (bins of a public grid) and labels
+``0..K-1`` from the public schema, :func:`release_marginals` releases, for every feature ``j``, the
+histogram ``H_j[b, c] = #{rows with code b on feature j and label c}`` of ALL the given rows, plus
+independent discrete Laplace noise of scale ``t = Delta * d / epsilon`` in every cell.
+
+Privacy argument (kept next to the code)
+----------------------------------------
+- Neighbouring relation.  Add-remove: the datasets differ by one record (added or removed); replace-one:
+  one record's values are replaced.
+- Sensitivity.  A record has exactly one code per feature and one label, so it falls in exactly one cell
+  of each histogram ``H_j``: adding or removing it changes one cell of ``H_j`` by 1 (L1 sensitivity
+  ``Delta = 1``); replacing it moves one count down and one up (``Delta = 2``, or 0 when the cell is the
+  same).  The grid, the code ranges and the label set are public (schema), never read from the data.
+- Each histogram.  ``H_j`` plus i.i.d. discrete Laplace noise of scale ``Delta / (epsilon / d)`` in every
+  cell is ``epsilon / d``-DP (``edprf_core._count_noise``: ``P(o | D) / P(o | D') <= exp(||H_j(D) -
+  H_j(D')||_1 / t)``).  Every cell is noised, empty ones included: which bins are empty is never revealed.
+- Composition.  The ``d`` histograms are ``d`` mechanisms on the same rows, each ``epsilon / d``-DP:
+  sequential composition gives ``epsilon``-DP for the tuple.
+- What leaves.  Only the noisy counts (clamped to the wire range, post-processing) with the public
+  ``epsilon``, relation, class count and code ranges.  No row count, no class total and no other
+  data-derived figure; the shapes are the public code ranges.  Input checks read only the encoded codes'
+  types and ranges, which the public encoder fixes, so a valid encoding never fails here.
+- Randomness.  ``rng=None`` draws with OpenDP's exact sampler (what a party releases); a numpy Generator
+  draws a seeded research approximation (NOT a DP release).
+
+Post-processing
+---------------
+:func:`marginal_evidence`, :func:`marginal_log_scores` and :func:`marginal_proba` read only a
+:class:`NoisyMarginals` and the codes of the rows to score: post-processing of an ``epsilon``-DP
+release, so they cost nothing more.  The estimator is the one measured by
+``benchmarks/bench_marginals.py`` (``results/marginals.md``): class totals as the mean of the
+histograms' column sums, each bin's class distribution shrunk toward the totals' by a pseudo-count
+proportional to the noise scale, and a tempered sum of per-feature log-ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._count_noise import discrete_laplace_counts
+from ._forest import LEAF_COUNT_SENSITIVITY, RELATIONS
+from ._mechanisms import check_epsilon
+from ._tree import MAX_LEAF_COUNT
+
+__all__ = [
+    "MARGINALS_SHRINKAGE",
+    "MARGINALS_TEMPER_C",
+    "NoisyMarginals",
+    "marginal_evidence",
+    "marginal_log_scores",
+    "marginal_proba",
+    "marginals_temper",
+    "release_marginals",
+]
+
+MARGINALS_SHRINKAGE = 4.0
+"""Pseudo-count per histogram cell, in units of the noise scale ``t = Delta * d / epsilon``: each bin of every
+histogram gets ``MARGINALS_SHRINKAGE * t * n_classes`` pseudo-rows distributed as the class totals.  Chosen on
+inner validation splits of heart, bank and diabetes by ``benchmarks/bench_marginals.py`` (inner table 1 of
+``benchmarks/results/marginals.md``; flat optimum, 2-8 within 0.0015 of inner ROC AUC)."""
+
+MARGINALS_TEMPER_C = 2.5
+"""The summed per-feature evidence is weighted by ``min(1, MARGINALS_TEMPER_C / sqrt(d))`` (it tempers the double
+counting of correlated features).  Chosen on inner validation splits of heart, bank and diabetes by
+``benchmarks/bench_marginals.py`` (inner table 2 of ``benchmarks/results/marginals.md``)."""
+
+RELEASE_RANGE = (-MAX_LEAF_COUNT, MAX_LEAF_COUNT)
+"""Released counts are clamped to this range (post-processing).  They stay signed: the estimator's class totals
+average raw noisy column sums, whose negative cells cancel the positive noise of the others (clamping at 0
+would bias every total upward by about the noise scale per cell)."""
+
+
+def _as_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_relation(relation: object) -> str:
+    if relation not in RELATIONS:
+        raise ValueError(f"relation: expected one of {', '.join(RELATIONS)}, got {relation!r}")
+    return str(relation)
+
+
+def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") -> NDArray[np.int64]:
+    """``codes`` as a 2-D int64 array with ``len(n_codes)`` columns, column ``j`` within ``0..n_codes[j]-1``."""
+    arr = np.asarray(codes)
+    if arr.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D array (rows x features), got {arr.ndim} dimension(s)")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name}: expected integer codes, got dtype {arr.dtype}")
+    if arr.shape[1] != len(n_codes):
+        raise ValueError(f"{name}: expected {len(n_codes)} feature column(s), got {arr.shape[1]}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size:
+        bad = (arr < 0) | (arr >= np.asarray(n_codes, dtype=np.int64))
+        if bad.any():
+            j = int(np.flatnonzero(bad.any(axis=0))[0])
+            raise ValueError(f"{name}: expected feature {j}'s codes within 0..{n_codes[j] - 1}, got {arr[bad][0]}")
+    return arr
+
+
+@dataclass(frozen=True)
+class NoisyMarginals:
+    """The released DP one-way marginals: one noisy (code x class) count histogram per feature.
+
+    Parameters
+    ----------
+    counts : sequence of int64 arrays
+        ``counts[j]`` has shape ``(n_codes[j], n_classes)``: feature ``j``'s noisy histogram, values within
+        ``RELEASE_RANGE`` (signed; see :data:`RELEASE_RANGE`).  Stored as read-only copies in a tuple.
+    epsilon : float in (0, inf)
+        The budget of the whole release (each histogram spent ``epsilon / d``).
+    relation : {"add-remove", "replace-one"}
+        The neighbouring relation the noise was calibrated for.
+    n_classes : int >= 1
+        Size of the public label set.
+
+    Validated on construction (shapes, dtype, range, budget, relation), so a deserialized release can be
+    checked by building one.  Holding one costs nothing: it is the output of :func:`release_marginals`.
+    """
+
+    counts: tuple[NDArray[np.int64], ...]
+    epsilon: float
+    relation: str
+    n_classes: int
+
+    def __post_init__(self) -> None:
+        n_classes = _as_int(self.n_classes, "n_classes", 1)
+        object.__setattr__(self, "n_classes", n_classes)
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        _check_relation(self.relation)
+        if isinstance(self.counts, np.ndarray) or not isinstance(self.counts, Sequence) or not self.counts:
+            raise ValueError(f"counts: expected a non-empty sequence of per-feature arrays, got {self.counts!r}")
+        low, high = RELEASE_RANGE
+        frozen = []
+        for j, h in enumerate(self.counts):
+            if not isinstance(h, np.ndarray) or h.dtype != np.int64:
+                kind = h.dtype if isinstance(h, np.ndarray) else type(h).__name__
+                raise ValueError(f"counts[{j}]: expected an int64 array, got {kind}")
+            if h.ndim != 2 or h.shape[0] < 1 or h.shape[1] != n_classes:
+                raise ValueError(f"counts[{j}]: expected shape (n_codes >= 1, {n_classes}), got {h.shape}")
+            if h.size and (h.min() < low or h.max() > high):
+                raise ValueError(f"counts[{j}]: expected values within {low}..{high}, got {h.min()}..{h.max()}")
+            h = h.copy()
+            h.flags.writeable = False
+            frozen.append(h)
+        object.__setattr__(self, "counts", tuple(frozen))
+
+    @property
+    def n_features(self) -> int:
+        """``d``, the number of histograms."""
+        return len(self.counts)
+
+    @property
+    def n_codes(self) -> tuple[int, ...]:
+        """Each feature's public number of codes (the histograms' first dimensions)."""
+        return tuple(h.shape[0] for h in self.counts)
+
+    @property
+    def sensitivity(self) -> int:
+        """L1 sensitivity of one histogram under :attr:`relation` (1 add-remove, 2 replace-one)."""
+        return LEAF_COUNT_SENSITIVITY[self.relation]
+
+    @property
+    def noise_scale(self) -> float:
+        """The discrete Laplace scale of every cell, ``sensitivity * d / epsilon``."""
+        return self.sensitivity * self.n_features / self.epsilon
+
+
+def release_marginals(
+    codes: ArrayLike,
+    y: ArrayLike,
+    n_codes: Sequence[int],
+    n_classes: int,
+    epsilon: float,
+    *,
+    relation: str = "add-remove",
+    rng: np.random.Generator | None = None,
+) -> NoisyMarginals:
+    """Release the ``d`` per-feature (code x class) count histograms of all rows, each at ``epsilon / d``.
+
+    Parameters
+    ----------
+    codes : int array, shape (n, d)
+        The rows' codes on a public grid (``edprf_core.encoding.encode_features``); column ``j`` within
+        ``0..n_codes[j]-1``.  ``n = 0`` is allowed (the release is then noise only).
+    y : int array, shape (n,)
+        Labels within ``0..n_classes-1`` (``edprf_core.encoding.encode_labels``).
+    n_codes : sequence of d ints >= 1
+        Each feature's public number of codes (``FeatureGrid.n_codes``), never read from the data.
+    n_classes : int >= 1
+        Size of the public label set.
+    epsilon : float in (0, inf)
+        The budget of the whole release; each histogram gets ``epsilon / d``.
+    relation : {"add-remove", "replace-one"}, default "add-remove"
+        Neighbouring relation: one histogram's L1 sensitivity is 1 under add-remove, 2 under replace-one.
+    rng : numpy Generator or None, default None
+        ``None``: OpenDP's exact sampler with operating-system randomness (what a party releases; one
+        OpenDP measurement per histogram).  A Generator: the seeded research approximation (NOT a DP
+        release).
+
+    Returns
+    -------
+    NoisyMarginals
+        ``counts[j]`` of shape ``(n_codes[j], n_classes)``, int64, clamped to :data:`RELEASE_RANGE`.
+
+    Privacy cost: ``epsilon``.  Each histogram has L1 sensitivity ``Delta`` (a record sits in one cell of
+    it) and gets discrete Laplace noise of scale ``Delta * d / epsilon`` in every cell (``epsilon / d``-DP);
+    the ``d`` histograms of the same rows compose sequentially to ``epsilon``; the clamp is
+    post-processing.  Full argument in the module docstring.  The caller charges ``epsilon`` to its
+    ledger before calling.
+    """
+    eps = check_epsilon(epsilon)
+    relation = _check_relation(relation)
+    n_classes = _as_int(n_classes, "n_classes", 1)
+    if isinstance(n_codes, (str, bytes)) or not isinstance(n_codes, Sequence) or not len(n_codes):
+        raise ValueError(f"n_codes: expected a non-empty sequence of per-feature code counts, got {n_codes!r}")
+    sizes = [_as_int(n, f"n_codes[{j}]", 1) for j, n in enumerate(n_codes)]
+    X = _check_codes(codes, sizes)
+    labels = np.asarray(y)
+    if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+        raise ValueError(f"y: expected shape ({X.shape[0]},) to match the codes' rows, got {labels.shape}")
+    if labels.size and not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"y: expected integer labels, got dtype {labels.dtype}")
+    labels = labels.astype(np.int64, copy=False)
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        bad = labels[(labels < 0) | (labels >= n_classes)][0]
+        raise ValueError(f"y: expected labels within 0..{n_classes - 1}, got {bad}")
+
+    d = len(sizes)
+    # one bincount for all d histograms: feature j's cell (b, c) sits at offsets[j] + b * K + c
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64) * n_classes)])
+    flat = (offsets[:-1] + X * n_classes + labels[:, None]).ravel()
+    exact = np.bincount(flat, minlength=int(offsets[-1]))
+    share = eps / d
+    sensitivity = LEAF_COUNT_SENSITIVITY[relation]
+    low, high = RELEASE_RANGE
+    released = tuple(
+        np.clip(
+            discrete_laplace_counts(
+                exact[offsets[j] : offsets[j + 1]].reshape(sizes[j], n_classes), share, sensitivity, rng=rng
+            ),
+            low,
+            high,
+        ).astype(np.int64, copy=False)
+        for j in range(d)
+    )
+    return NoisyMarginals(released, eps, relation, n_classes)
+
+
+def marginals_temper(n_features: int) -> float:
+    """The public temper rule ``min(1, MARGINALS_TEMPER_C / sqrt(d))`` (``d = n_features >= 1``)."""
+    d = _as_int(n_features, "n_features", 1)
+    return min(1.0, MARGINALS_TEMPER_C / math.sqrt(d))
+
+
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name}: expected a positive finite number, got {value!r}")
+    return number
+
+
+def marginal_evidence(
+    marginals: NoisyMarginals, codes: ArrayLike, *, shrinkage: float = MARGINALS_SHRINKAGE
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(log prior, evidence)`` of the rows ``codes`` from the noisy histograms; shapes ``(K,)``, ``(n, K)``.
+
+    Parameters
+    ----------
+    marginals : NoisyMarginals
+        The release (its ``epsilon`` in (0, inf) and relation set the noise scale ``t``).
+    codes : int array, shape (n, d)
+        Codes of the rows to score, on the grid the release was made on.
+    shrinkage : float > 0, default :data:`MARGINALS_SHRINKAGE`
+        Pseudo-count per cell in units of the noise scale ``t = sensitivity * d / epsilon``.
+
+    Estimation.  Class totals: the mean over features of each histogram's column sums (raw, signed),
+    floored at 0.  Their noise standard deviation is about ``s = sqrt(2 * sum_j n_codes[j]) * t / d``
+    (each cell's variance is about ``2 t^2``, averaged over ``d`` histograms); ``prior`` is the totals'
+    distribution after adding ``s`` pseudo-rows to every class (toward uniform where the totals are
+    noise).  Each bin's class distribution is ``(kept[b, c] + a prior[c]) / (kept[b].sum() + a)`` with
+    ``kept`` the counts floored at 0 and ``a = shrinkage * t * K``: a bin whose counts are small against
+    the noise falls back to the prior and carries no evidence.  ``evidence[i, c] = sum_j log(p_j(c |
+    bin_ij) / prior[c])``.
+
+    Privacy cost: none (post-processing of an ``epsilon``-DP release and of the rows to score).
+    """
+    a = _positive(shrinkage, "shrinkage")
+    X = _check_codes(codes, marginals.n_codes)
+    noisy, n_classes = marginals.counts, marginals.n_classes
+    d = len(noisy)
+    totals = np.maximum(np.mean([h.sum(axis=0) for h in noisy], axis=0), 0.0)
+    total_noise = marginals.sensitivity * np.sqrt(2 * sum(h.shape[0] for h in noisy)) / marginals.epsilon
+    prior = (totals + total_noise) / (totals.sum() + n_classes * total_noise)
+    pseudo = a * (marginals.sensitivity * d / marginals.epsilon) * n_classes
+    evidence = np.zeros((X.shape[0], n_classes))
+    for j, h in enumerate(noisy):
+        kept = np.maximum(h, 0).astype(np.float64)
+        given_bin = (kept + pseudo * prior) / (kept.sum(axis=1, keepdims=True) + pseudo)
+        evidence += np.log(given_bin / prior)[X[:, j]]
+    return np.log(prior), evidence
+
+
+def marginal_log_scores(
+    marginals: NoisyMarginals,
+    codes: ArrayLike,
+    *,
+    shrinkage: float = MARGINALS_SHRINKAGE,
+    temper: float | None = None,
+) -> NDArray[np.float64]:
+    """Unnormalised class log-scores ``log prior + temper * evidence`` of the rows ``codes``, shape ``(n, K)``.
+
+    Parameters
+    ----------
+    marginals, codes, shrinkage
+        As for :func:`marginal_evidence`.
+    temper : float > 0 or None, default None
+        Weight of the summed per-feature evidence; ``None``: the public rule :func:`marginals_temper` of
+        ``d``.  With two classes the ranking of the rows (hence the ROC AUC) does not depend on it.
+
+    The score is ``log prior + temper * sum_j log p_j(bin_j | c)`` up to a term free of the class (Bayes'
+    rule per feature).  Privacy cost: none (post-processing; the release's ``epsilon`` in (0, inf) was
+    spent once by :func:`release_marginals`).
+    """
+    weight = marginals_temper(marginals.n_features) if temper is None else _positive(temper, "temper")
+    log_prior, evidence = marginal_evidence(marginals, codes, shrinkage=shrinkage)
+    return log_prior + weight * evidence
+
+
+def marginal_proba(
+    marginals: NoisyMarginals,
+    codes: ArrayLike,
+    *,
+    shrinkage: float = MARGINALS_SHRINKAGE,
+    temper: float | None = None,
+) -> NDArray[np.float64]:
+    """Class probabilities ``(n, K)`` of the rows ``codes``: the softmax of :func:`marginal_log_scores`.
+
+    Parameters as for :func:`marginal_log_scores`.  Privacy cost: none (post-processing of an
+    ``epsilon``-DP release, ``epsilon`` in (0, inf)).
+    """
+    score = marginal_log_scores(marginals, codes, shrinkage=shrinkage, temper=temper)
+    out = np.exp(score - score.max(axis=1, keepdims=True))
+    return out / out.sum(axis=1, keepdims=True)
