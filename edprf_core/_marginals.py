@@ -105,7 +105,8 @@ def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") 
         bad = (arr < 0) | (arr >= np.asarray(n_codes, dtype=np.int64))
         if bad.any():
             j = int(np.flatnonzero(bad.any(axis=0))[0])
-            raise ValueError(f"{name}: expected feature {j}'s codes within 0..{n_codes[j] - 1}, got {arr[bad][0]}")
+            # the offending value is not quoted: an error text is an output too, and codes are the party's data
+            raise ValueError(f"{name}: expected feature {j}'s codes within 0..{n_codes[j] - 1}, got a code outside")
     return arr
 
 
@@ -229,13 +230,13 @@ def release_marginals(
     X = _check_codes(codes, sizes)
     labels = np.asarray(y)
     if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
-        raise ValueError(f"y: expected shape ({X.shape[0]},) to match the codes' rows, got {labels.shape}")
+        # no row count in the text: the number of rows is the party's data
+        raise ValueError("y: expected a 1-D array with one label per row of the codes, got another shape")
     if labels.size and not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"y: expected integer labels, got dtype {labels.dtype}")
     labels = labels.astype(np.int64, copy=False)
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        bad = labels[(labels < 0) | (labels >= n_classes)][0]
-        raise ValueError(f"y: expected labels within 0..{n_classes - 1}, got {bad}")
+        raise ValueError(f"y: expected labels within 0..{n_classes - 1}, got a label outside")
 
     d = len(sizes)
     # one bincount for all d histograms: feature j's cell (b, c) sits at offsets[j] + b * K + c
