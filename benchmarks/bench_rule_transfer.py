@@ -56,10 +56,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, inner_split, make_split
 from _bench_datasets import load_dataset
 from _bench_standins import STANDINS, load_standin
-from bench_feature_stumps import EPSILONS, N_BINS, scores
-from bench_stumps_proxies import SeedModels
+from bench_feature_stumps import N_BINS
+from bench_stumps_proxies import model_scores
 
-from edprf_core.encoding import FeatureGrid, encode_labels
+from edprf_core.encoding import FeatureGrid
 
 SHARED = ("heart", "bank", "diabetes")
 DATASETS = (*SHARED, *STANDINS)
@@ -100,24 +100,20 @@ def score_rows(name: str, data_dir: str, models: tuple[str, ...]) -> pd.DataFram
         outer = make_split(X, y, schema, seed, dataset=name)
         stages = [("test", outer)] + ([("inner", inner_split(outer, seed))] if seed in INNER_SEEDS else [])
         for stage, split in stages:
-            truth = encode_labels(split.y_test, schema)
-            for eps in EPSILONS:
-                fitted = SeedModels(split, grid, eps, seed)
-                for model in models:
-                    acc, auc = scores(fitted.proba(model), truth)
-                    rows.append(
-                        {
-                            "dataset": name,
-                            "stage": stage,
-                            "model": model,
-                            "epsilon": eps,
-                            "seed": seed,
-                            "n_train": len(split.y_train),
-                            "n_features": schema.n_features,
-                            "accuracy": acc,
-                            "auc": auc,
-                        }
-                    )
+            for eps, model, acc, auc in model_scores(split, grid, seed, models):
+                rows.append(
+                    {
+                        "dataset": name,
+                        "stage": stage,
+                        "model": model,
+                        "epsilon": eps,
+                        "seed": seed,
+                        "n_train": len(split.y_train),
+                        "n_features": schema.n_features,
+                        "accuracy": acc,
+                        "auc": auc,
+                    }
+                )
         print(f"{name}: seed {seed} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -312,9 +308,10 @@ def main() -> None:
     csv = Path(args.csv)
     kept = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["dataset", "model"])
     refit = set(filter(None, args.refit.split(",")))
-    kept = kept[~kept.model.isin(refit)]
+    names = args.datasets.split(",")
+    kept = kept[~(kept.model.isin(refit) & kept.dataset.isin(names))]  # refit only the datasets asked for
     parts = [kept]
-    for name in args.datasets.split(","):
+    for name in names:
         have = set(kept[kept.dataset == name].model)
         todo = tuple(m for m in wanted if m not in have)
         if todo:

@@ -198,20 +198,24 @@ class SeedModels:
         return mix_proba(self.split, self.eps, self.seed, rho, CHOSEN_MARGINALS)
 
 
+def model_scores(split: Split, grid: FeatureGrid, seed: int, models: tuple[str, ...]):
+    """Yield ``(ε, model, accuracy, ROC AUC)`` of every model of ``models`` on ``split``'s test rows, at every ε."""
+    truth = encode_labels(split.y_test, split.schema)
+    for eps in EPSILONS:
+        fitted = SeedModels(split, grid, eps, seed)
+        for model in models:
+            acc, auc = scores(fitted.proba(model), truth)
+            yield eps, model, acc, auc
+
+
 def run(name: str, seeds: int, models: tuple[str, ...]) -> pd.DataFrame:
     X, y, schema = load_standin(name)
     grid = FeatureGrid.from_schema(schema, N_BINS)
     rows = []
     for seed in range(seeds):
         split = make_split(X, y, schema, seed, dataset=name)
-        truth = encode_labels(split.y_test, schema)
-        for eps in EPSILONS:
-            fitted = SeedModels(split, grid, eps, seed)
-            for model in models:
-                acc, auc = scores(fitted.proba(model), truth)
-                rows.append(
-                    {"dataset": name, "model": model, "epsilon": eps, "seed": seed, "accuracy": acc, "auc": auc}
-                )
+        for eps, model, acc, auc in model_scores(split, grid, seed, models):
+            rows.append({"dataset": name, "model": model, "epsilon": eps, "seed": seed, "accuracy": acc, "auc": auc})
         print(f"{name}: seed {seed} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
