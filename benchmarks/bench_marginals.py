@@ -78,6 +78,7 @@ from edprf_core._marginals import (
     NoisyMarginals,
     marginal_evidence,
     marginal_proba,
+    marginals_n_bins,
     release_marginals,
 )
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels

@@ -341,11 +341,13 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         :func:`edprf_core._marginals.marginal_proba` of ``marginals_``.  Privacy cost: none
         (post-processing of the release, which spent ``epsilon`` in (0, inf) once in ``fit``).
         """
-        return marginal_proba(self.marginals_, self._codes(X))
+        codes = self._codes(X)  # refuses an unfitted estimator first
+        return marginal_proba(self.marginals_, codes)
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
