@@ -78,7 +78,7 @@ from edprf_core._marginals import (
     NoisyMarginals,
     marginal_evidence,
     marginal_proba,
-    marginals_n_bins,
+    marginals_n_bins,  # noqa: F401 (re-exported: bench_marginals_federated and bench_stumps_proxies import it here)
     release_marginals,
 )
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels

@@ -154,7 +154,7 @@ def test_a_missing_schema_says_how_to_get_one():
 
 # ------------------------------------------------------------------ a production fit on the bank data
 def test_a_production_fit_on_bank_is_dp_and_says_so(bank, bank_fit):
-    X, y, schema = bank
+    _, _, schema = bank
     clf, accountant = bank_fit
     assert accountant.total == 1.0
     assert clf.privacy_.sampler == "exact" and not clf.privacy_.seeded and clf.dp_
@@ -230,9 +230,8 @@ def test_a_fit_past_the_cap_is_refused_before_anything_is_drawn(monkeypatch):
     with pytest.raises(BudgetExceededError, match="nothing was trained"):
         clf.fit(X, y)
     assert drawn == [] and accountant.total == 0.0 and not hasattr(clf, "marginals_")
-    with edprf_core.budget(0.5) as default:  # the process default is charged the same way
-        with pytest.raises(BudgetExceededError):
-            DPMarginalsClassifier(schema, epsilon=0.6).fit(X, y)
+    with edprf_core.budget(0.5) as default, pytest.raises(BudgetExceededError):  # the process default, the same way
+        DPMarginalsClassifier(schema, epsilon=0.6).fit(X, y)
     assert drawn == [] and default.total == 0.0
 
 
