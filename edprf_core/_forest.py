@@ -60,6 +60,7 @@ __all__ = [
     "check_is_forest",
     "merge_forests",
     "release_guarantee",
+    "size_source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -211,14 +212,8 @@ class TrainingParameters:
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence)."""
-        depth = {
-            "fixed": f"depth {self.max_depth}",
-            "declared-size": f"depth {self.max_depth} (trees, depth and bins chosen from a row count declared public)",
-            "dp-count": (
-                f"depth {self.max_depth} (trees, depth and bins chosen from a DP count of the rows "
-                f"that spent epsilon = {self.count_epsilon:g} of the total)"
-            ),
-        }[self.depth_rule]
+        source = size_source(self.depth_rule, self.count_epsilon)
+        depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
             f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
@@ -234,6 +229,18 @@ class TrainingParameters:
                 f"randomness and no research option this configuration gives {self.configured()}."
             )
         return f"{self.configured()}."
+
+
+def size_source(rule: str, count_epsilon: float) -> str:
+    """Where the size-dependent choices came from, in words (empty for ``"fixed"``: they were given).
+
+    ``rule`` is one of :data:`DEPTH_RULES`; ``count_epsilon`` in [0, epsilon) is the DP row count's ε.
+    """
+    return {
+        "fixed": "",
+        "declared-size": "chosen from a row count declared public",
+        "dp-count": f"chosen from a DP count of the rows that spent epsilon = {count_epsilon:g} of the total",
+    }[rule]
 
 
 def _trees(n: int) -> str:

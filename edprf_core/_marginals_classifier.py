@@ -43,7 +43,7 @@ from ._accountant import BudgetAccountant
 from ._classifier import admit_fit, fit_size, resolved_schema, training_tags, warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
-from ._forest import DRAFTED_REASON, RELATIONS, SEEDED_REASON, release_guarantee
+from ._forest import DEPTH_RULES, DRAFTED_REASON, RELATIONS, SEEDED_REASON, release_guarantee, size_source
 from ._input_checks import check_predict_input
 from ._marginals import NoisyMarginals, marginal_proba, marginals_n_bins, release_marginals
 from ._randomness import RandomState, make_generator
@@ -51,8 +51,9 @@ from ._schema import Schema
 
 __all__ = ["DPMarginalsClassifier", "MarginalsParameters"]
 
-SIZE_RULES = ("fixed", "declared-size", "dp-count")
-"""Where the number of bins came from: given, the rule on a declared row count, the rule on a DP count."""
+SIZE_RULES = DEPTH_RULES
+"""Where the number of bins came from: given, the rule on a declared row count, the rule on a DP count (the
+values of the forest's ``depth_rule``)."""
 
 
 @dataclass(frozen=True)
@@ -114,14 +115,7 @@ class MarginalsParameters:
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence without its final stop)."""
-        bins = {
-            "fixed": f"{self.n_bins} bins given",
-            "declared-size": f"{self.n_bins} bins chosen from a row count declared public",
-            "dp-count": (
-                f"{self.n_bins} bins chosen from a DP count of the rows that spent epsilon = {self.count_epsilon:g} "
-                "of the total"
-            ),
-        }[self.size_rule]
+        bins = f"{self.n_bins} bins {size_source(self.size_rule, self.count_epsilon) or 'given'}"
         backend = "exact OpenDP sampler" if self.sampler == "exact" else "numpy floating-point sampler"
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} neighbouring "
@@ -278,19 +272,12 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         return n_bins, counted.count_epsilon, counted.rule, counted.estimate
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> DPMarginalsClassifier:
-        """Release the DP one-way marginals of ``(X, y)``.
+        """Release the DP one-way marginals of ``(X, y)`` and return ``self``.
 
-        Parameters
-        ----------
-        X : DataFrame with the schema's feature columns, or 2-D array in schema order
-        y : array-like of labels, each one of the schema's declared classes
+        ``X`` is a DataFrame holding the schema's feature columns (matched by name) or a 2-D array in the
+        schema's feature order; ``y`` holds one declared class per row.  Every cell is read by the schema
+        alone.
 
-        Returns
-        -------
-        self
-
-        Notes
-        -----
         Privacy cost: ``epsilon`` in (0, inf) per record under ``relation``, charged before anything is
         drawn: the DP row count (``count_epsilon_share * epsilon``, only for ``n_bins="auto"`` without
         ``n_rows_public``) and the ``d`` histograms (the rest), sequential composition.

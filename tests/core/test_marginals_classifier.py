@@ -24,15 +24,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import edprf_core
 import edprf_core._classifier as classifier
+import edprf_core._marginals as marginals_lib
 import edprf_core._marginals_classifier as marginals_classifier
 from edprf_core import BudgetAccountant, BudgetExceededError, DPMarginalsClassifier, load_embedded
-from edprf_core._marginals import (
-    MARGINALS_BINS_HIGH,
-    MARGINALS_BINS_LOW,
-    MARGINALS_BINS_THRESHOLD,
-    marginal_proba,
-    marginals_n_bins,
-)
+from edprf_core._marginals import marginal_proba, marginals_n_bins
 from edprf_core.encoding import FeatureGrid, encode_features
 from edprf_core.explain import forest_rules_text
 from edprf_core.export import encoding_spec, forest_to_onnx
@@ -42,18 +37,12 @@ from .test_sklearn_conformance import WIDTHS, checks_schema, expected_failures
 
 
 @pytest.fixture(scope="module")
-def bank():
+def bank_fit():
+    """The embedded bank data and one production fit on it: no seed (exact OpenDP), the DP row count."""
     X, y, schema = load_embedded("bank_marketing")
-    return X, y, schema
-
-
-@pytest.fixture(scope="module")
-def bank_fit(bank):
-    """One production fit: no seed (exact OpenDP sampler), the DP row count, its own accountant."""
-    X, y, schema = bank
     accountant = BudgetAccountant()
     clf = DPMarginalsClassifier(schema, epsilon=1.0, accountant=accountant).fit(X, y)
-    return clf, accountant
+    return X, y, schema, clf, accountant
 
 
 def _small(n: int = 400, seed: int = 0):
@@ -153,9 +142,8 @@ def test_a_missing_schema_says_how_to_get_one():
 
 
 # ------------------------------------------------------------------ a production fit on the bank data
-def test_a_production_fit_on_bank_is_dp_and_says_so(bank, bank_fit):
-    _, _, schema = bank
-    clf, accountant = bank_fit
+def test_a_production_fit_on_bank_is_dp_and_says_so(bank_fit):
+    _, _, schema, clf, accountant = bank_fit
     assert accountant.total == 1.0
     assert clf.privacy_.sampler == "exact" and not clf.privacy_.seeded and clf.dp_
     assert clf.privacy_.size_rule == "dp-count" and clf.privacy_.count_epsilon == pytest.approx(0.05)
@@ -171,9 +159,8 @@ def test_a_production_fit_on_bank_is_dp_and_says_so(bank, bank_fit):
     assert "each person's records sit at one party" in text
 
 
-def test_predict_proba_is_the_libraries_marginal_proba_of_the_release(bank, bank_fit):
-    X, y, schema = bank
-    clf, _ = bank_fit
+def test_predict_proba_is_the_libraries_marginal_proba_of_the_release(bank_fit):
+    X, y, schema, clf, _ = bank_fit
     rows = X.iloc[:2000]
     proba = clf.predict_proba(rows)
     assert proba.shape == (len(rows), schema.n_classes)
@@ -240,11 +227,11 @@ def test_auto_bins_on_a_declared_size_draw_no_count(monkeypatch):
     schema, X, y = _small()
     recorder = _CountRecorder(monkeypatch)
     d = schema.n_features
-    small = int(MARGINALS_BINS_THRESHOLD * d / 2.0) - 1  # n * eps / d just under the threshold at eps = 2
+    small = int(marginals_lib.MARGINALS_BINS_THRESHOLD * d / 2.0) - 1  # n * eps / d just under the threshold at eps = 2
     low = DPMarginalsClassifier(schema, epsilon=2.0, n_rows_public=small, random_state=0).fit(X, y)
     high = DPMarginalsClassifier(schema, epsilon=2.0, n_rows_public=small + 2, random_state=0).fit(X, y)
     assert recorder.epsilons == []
-    assert (low.n_bins_, high.n_bins_) == (MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH)
+    assert (low.n_bins_, high.n_bins_) == (marginals_lib.MARGINALS_BINS_LOW, marginals_lib.MARGINALS_BINS_HIGH)
     for clf in (low, high):
         assert clf.privacy_.size_rule == "declared-size" and clf.privacy_.count_epsilon == 0.0
         assert clf.n_rows_estimate_ is None and clf.marginals_.epsilon == 2.0

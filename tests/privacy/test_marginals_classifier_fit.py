@@ -20,13 +20,13 @@ import re
 import numpy as np
 import pytest
 
-import edprf_core._classifier as classifier
 import edprf_core._marginals_classifier as marginals_classifier
 from edprf_core import BudgetAccountant, DPMarginalsClassifier
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 
 from ..synthetic import make_data, make_schema
 from ._instrumentation import AccountingError, MechanismCall, Recorder, TrueSensitivity, account_marginals
+from .test_epsilon_by_instrumentation import _uncharged_extra_count  # the row count drawn twice
 
 pytestmark = pytest.mark.privacy
 
@@ -105,17 +105,6 @@ def _histograms_at_the_full_epsilon(monkeypatch):
     monkeypatch.setattr(marginals_classifier.MarginalsParameters, "histogram_epsilon", property(lambda p: p.epsilon))
 
 
-def _a_second_row_count(monkeypatch):
-    """The row count drawn twice, the second draw uncharged."""
-    real = classifier.discrete_laplace_counts
-
-    def twice(values, epsilon, sensitivity=1, rng=None):
-        real(values, epsilon, sensitivity, rng)
-        return real(values, epsilon, sensitivity, rng)
-
-    monkeypatch.setattr(classifier, "discrete_laplace_counts", twice)
-
-
 @pytest.mark.parametrize(
     ("weaken", "reason"),
     [
@@ -123,7 +112,7 @@ def _a_second_row_count(monkeypatch):
             _histograms_at_the_full_epsilon,
             r"faces epsilon 1\.0[45]\d* \(row count 0\.0[45]\d* \+ histograms (0\.9999|1\.0)\d*\) but 1\.0 was charged",
         ),
-        (_a_second_row_count, r"a fit of 4 histograms \(dp-count\) made 6 mechanism calls"),
+        (_uncharged_extra_count, r"a fit of 4 histograms \(dp-count\) made 6 mechanism calls"),
     ],
     ids=["histograms-at-the-full-epsilon", "a-second-row-count"],
 )
