@@ -700,7 +700,7 @@ def main() -> None:
             "`results/probabilities_reference.csv`; stumps (pooling exponent 0.75, shrinkage 0.5, 5 bins) and the "
             "old naive Bayes (5 bins) recomputed with `bench_feature_stumps`' functions and seeds. Seeded research "
             "noise (not DP releases); the release and its estimator are the core library's "
-            "`edprf_core._marginals` (private: no public estimator, wire format or default yet)."
+            "`edprf_core._marginals`, public as `edprf_core.DPMarginalsClassifier` (central only: no wire format or default yet)."
         ),
         "",
         "## Chosen constants (inner validation only)",
