@@ -70,11 +70,15 @@ from bench_feature_stumps import log_pool, naive_bayes_proba, pooling_exponent, 
 
 from edprf_core import EDPRFClassifier
 from edprf_core._marginals import (
+    MARGINALS_BINS_HIGH,
+    MARGINALS_BINS_LOW,
+    MARGINALS_BINS_THRESHOLD,
     MARGINALS_SHRINKAGE,
     MARGINALS_TEMPER_C,
     NoisyMarginals,
     marginal_evidence,
     marginal_proba,
+    marginals_n_bins,  # noqa: F401 (re-exported: bench_marginals_federated and bench_stumps_proxies import it here)
     release_marginals,
 )
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
@@ -102,26 +106,15 @@ STUMPS_BINS = 5
 
 # The chosen constants: inner validation, results/marginals.md (inner tables 1-3).  A run whose own choice differs
 # says so in its report.
-MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 20, 300.0
-"""The public grid of the marginals has ``MARGINALS_BINS_LOW`` bins when ``n ε / d < MARGINALS_BINS_THRESHOLD``
-(n: the rows the marginals are fitted on), else ``MARGINALS_BINS_HIGH`` (:func:`marginals_n_bins`)."""
-# MARGINALS_SHRINKAGE and MARGINALS_TEMPER_C (the pseudo-count factor and the temper rule's constant) now live in
-# edprf_core._marginals, with the estimator; imported above.
+# The bins rule (MARGINALS_BINS_LOW/HIGH/THRESHOLD, marginals_n_bins), MARGINALS_SHRINKAGE and MARGINALS_TEMPER_C
+# (the pseudo-count factor and the temper rule's constant) now live in edprf_core._marginals, with the release
+# and DPMarginalsClassifier; imported above.  Here the rule reads the training size, which this benchmark's
+# protocol fixes (hence public here); the estimator takes it from n_rows_public or a DP count.
 MIX_RHO_LOW, MIX_RHO_HIGH, MIX_THRESHOLD = 0.25, 0.75, 10.0
 """Two classes: the mix gives ``MIX_RHO_LOW`` of the rows to the marginals when ``n ε / d < MIX_THRESHOLD``
 (n: all training rows), else ``MIX_RHO_HIGH``."""
 MIX_RHO_MULTICLASS = 0.5
 """More than two classes: the mix's fraction of rows for the marginals (chosen on the wall robot alone)."""
-
-
-def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
-    """The chosen rule for the marginals' number of bins (``n_rows``: the rows they are fitted on).
-
-    The rule reads the training size, which this benchmark's protocol fixes (hence public here, as for the label
-    configuration of ``bench_probabilities.py``).  Under add/remove neighbours a party's row count is private: a
-    library version must take ``n`` from a declared public figure (or a DP estimate), never from the data.
-    """
-    return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
 
 
 def mix_rho(n_rows: int, n_features: int, n_classes: int, epsilon: float) -> float:
@@ -707,7 +700,7 @@ def main() -> None:
             "`results/probabilities_reference.csv`; stumps (pooling exponent 0.75, shrinkage 0.5, 5 bins) and the "
             "old naive Bayes (5 bins) recomputed with `bench_feature_stumps`' functions and seeds. Seeded research "
             "noise (not DP releases); the release and its estimator are the core library's "
-            "`edprf_core._marginals` (private: no public estimator, wire format or default yet)."
+            "`edprf_core._marginals`, public as `edprf_core.DPMarginalsClassifier` (central only: no wire format or default yet)."
         ),
         "",
         "## Chosen constants (inner validation only)",

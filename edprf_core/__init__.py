@@ -5,6 +5,9 @@ The algorithm only; no networking.  Usable alone, scikit-learn style::
     from edprf_core import EDPRFClassifier, example_schema
     clf = EDPRFClassifier(example_schema("wall_robot_navigation"), epsilon=1.0).fit(X, y)
 
+:class:`DPMarginalsClassifier` is the other estimator: DP one-way marginals (noisy per-feature bin x class
+counts), one data holder's model with no wire format yet.
+
 The names here are what a user of the estimator needs: the estimators, the public schema, the released
 forest, the privacy budget, explanations and the errors.  The rest lives in public submodules:
 
@@ -46,6 +49,7 @@ __all__ = [
     "CategoricalFeature",
     "ContinuousFeature",
     "DPForest",
+    "DPMarginalsClassifier",
     "DataValidationError",
     "DomainClippingWarning",
     "EDPRFClassifier",
@@ -75,6 +79,11 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = EDPRFClassifier
         return EDPRFClassifier
+    if name == "DPMarginalsClassifier":
+        from ._marginals_classifier import DPMarginalsClassifier
+
+        globals()[name] = DPMarginalsClassifier
+        return DPMarginalsClassifier
     if name == "ReleasedForestClassifier":
         from ._released_classifier import ReleasedForestClassifier
 

@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,20 @@ from ._randomness import RandomState, make_generator, spawn_generators
 from ._schema import Schema, load_schema
 from ._tree import SPLIT_MODES
 
-__all__ = ["EDPRFClassifier", "PaperOptions"]
+if TYPE_CHECKING:
+    from sklearn.utils import Tags
+
+__all__ = [
+    "EDPRFClassifier",
+    "FitSize",
+    "PaperOptions",
+    "admit_fit",
+    "fit_size",
+    "refuse_bool_counts",
+    "resolved_schema",
+    "training_tags",
+    "warn_if_clipped",
+]
 
 _SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
 
@@ -64,7 +77,11 @@ CLIPPING_WARNING_SHARE = 0.2
 """Warn at fit when more than this share of a continuous column lies outside its declared bounds."""
 
 
-def _warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
+def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
+    """Warn (``DomainClippingWarning``, pointing at the caller of ``fit``) when a column is mostly out of bounds.
+
+    Privacy: a local warning to the data holder; nothing leaves.
+    """
     worst = sorted(
         ((share, name) for name, share in clipped_shares(X, schema).items() if share > CLIPPING_WARNING_SHARE),
         reverse=True,
@@ -84,13 +101,119 @@ _COUNT_PARAMETERS = ("n_trees", "max_depth", "max_depth_cap", "n_rows_public", "
 """Integer parameters: scikit-learn's ``Interval(Integral, ...)`` admits ``True``, which is no count."""
 
 
-def _refuse_bool_counts(estimator: BaseEstimator) -> None:
-    for name in _COUNT_PARAMETERS:
+def refuse_bool_counts(estimator: BaseEstimator, names: tuple[str, ...] = _COUNT_PARAMETERS) -> None:
+    """Refuse ``True``/``False`` given for one of the integer parameters ``names`` (scikit-learn's wording)."""
+    for name in names:
         if isinstance(getattr(estimator, name), bool):
             raise InvalidParameterError(
                 f"The {name!r} parameter of {type(estimator).__name__} must be an int, not a bool. "
                 f"Got {getattr(estimator, name)!r} instead."
             )
+
+
+def resolved_schema(schema: object, owner: str) -> Schema:
+    """The estimator parameter ``schema`` as a :class:`Schema` (loaded when a path); ``owner`` names the estimator."""
+    if schema is None:
+        raise ValueError(
+            f"{owner} needs a public schema (schema=Schema or a TOML path); "
+            "use edprf_core.draft_schema only to start writing one"
+        )
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, (str, Path)):
+        return load_schema(schema)
+    raise TypeError(f"schema must be a Schema or a path, got {type(schema).__name__}")
+
+
+def admit_fit(
+    estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, schema: Schema
+) -> ArrayLike | pd.Series:
+    """What every fit does before it may read a value: check the input's layout, refuse too many rows, charge.
+
+    Order: :func:`check_fit_input` (types, shapes and column names only), the ``MAX_FIT_ROWS`` refusal (before
+    any charge: nothing is released), :func:`charge_fit` of the estimator's whole ``epsilon`` in (0, inf) to
+    its ``accountant``, then :func:`refuse_continuous_target` (it reads label values, so after the charge).
+    Returns ``y`` as a 1-D array-like.  Privacy cost: none by itself; it records the fit's ``epsilon`` before
+    anything is drawn.
+    """
+    y = check_fit_input(estimator, X, y, schema)
+    if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
+        raise DataValidationError(
+            f"fit accepts at most {MAX_FIT_ROWS} rows (the integer widths of the exact "
+            "sampler are proven up to it); train on a random subset"
+        )
+    owner = type(estimator).__name__
+    charge_fit(estimator.accountant, float(estimator.epsilon), label=f"{owner}.fit on schema {schema.name!r}")
+    refuse_continuous_target(y, schema)  # reads label values: after the charge
+    return y
+
+
+@dataclass(frozen=True)
+class FitSize:
+    """The row count the automatic rules read, and what it cost.
+
+    Attributes
+    ----------
+    size : int >= 1
+        ``n_rows_public``, or the DP count floored at 1.
+    count_epsilon : float in [0, epsilon)
+        ε of the DP count (0 when the size was declared).
+    rule : {"declared-size", "dp-count"}
+    estimate : int or None
+        The DP count as drawn (may be negative), None when the size was declared.
+    """
+
+    size: int
+    count_epsilon: float
+    rule: str
+    estimate: int | None
+
+
+def fit_size(
+    n_rows_public: int | None,
+    count_epsilon_share: float,
+    epsilon: float,
+    n_rows: int,
+    rng: np.random.Generator | None,
+) -> FitSize:
+    """``n_rows_public`` when declared, else a DP count of the ``n_rows`` training rows.
+
+    Parameters
+    ----------
+    n_rows_public : int >= 1 or None
+        A row count that is public knowledge; nothing is spent when given.
+    count_epsilon_share : float in (0, 0.5]
+        Share of ``epsilon`` the count spends.
+    epsilon : float in (0, inf)
+        The fit's whole budget.
+    n_rows : int
+        The true number of training rows (read only by the mechanism).
+    rng : numpy Generator or None
+        None: OpenDP's exact sampler (production); a Generator: the seeded research approximation.
+
+    Privacy cost: ``count_epsilon_share * epsilon`` when ``n_rows_public`` is None (a discrete Laplace count of
+    L1 sensitivity 1 under add-remove; a replaced record leaves the count unchanged), nothing otherwise.  The
+    caller's other releases share the rest (sequential composition).
+    """
+    if n_rows_public is not None:
+        return FitSize(int(n_rows_public), 0.0, "declared-size", None)
+    count_eps = float(count_epsilon_share) * float(epsilon)
+    estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
+    return FitSize(max(1, estimate), count_eps, "dp-count", estimate)
+
+
+def training_tags(tags: Tags, schema: object, owner: str) -> Tags:
+    """The tags of an estimator that trains under the schema parameter ``schema`` (``owner``: its name).
+
+    Non-deterministic (``random_state=None`` draws fresh cryptographic randomness in every fit), and the input
+    tags the schema's rules give (:func:`schema_input_tags`; none while no usable schema is set).
+    """
+    tags.non_deterministic = True
+    try:
+        resolved = resolved_schema(schema, owner)
+    except (ValueError, TypeError):  # no usable schema yet: fit will say why
+        resolved = None
+    return schema_input_tags(tags, resolved)
 
 
 class EDPRFClassifier(ClassifierMixin, BaseEstimator):
@@ -269,16 +392,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return PaperOptions(sampler=self.sampler)
 
     def _resolved_schema(self) -> Schema:
-        if self.schema is None:
-            raise ValueError(
-                "EDPRFClassifier needs a public schema (schema=Schema or a TOML path); "
-                "use edprf_core.draft_schema only to start writing one"
-            )
-        if isinstance(self.schema, Schema):
-            return self.schema
-        if isinstance(self.schema, (str, Path)):
-            return load_schema(self.schema)
-        raise TypeError(f"schema must be a Schema or a path, got {type(self.schema).__name__}")
+        return resolved_schema(self.schema, type(self).__name__)
 
     def _parameters(
         self,
@@ -327,12 +441,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         auto_bins = self.n_bins == "auto"
         if not (auto_trees or auto_depth or auto_bins):
             return int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
-        count_eps, rule, estimate = 0.0, "declared-size", None
-        size = self.n_rows_public
-        if size is None:
-            count_eps = float(self.count_epsilon_share) * float(self.epsilon)
-            estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
-            size, rule = max(1, estimate), "dp-count"
+        counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
+        size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
         forest_eps = float(self.epsilon) - count_eps
         n_bins = public_bins(size, forest_eps) if auto_bins else int(self.n_bins)
         n_trees, depth = public_shape(
@@ -409,18 +519,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         class notes).  Calling ``fit`` again on the same data spends it again.
         """
         self._validate_params()  # every option, checked before any data is read
-        _refuse_bool_counts(self)
+        refuse_bool_counts(self)
         schema = self._resolved_schema()
         sampler = self._resolved_sampler()
         self._parameters(1, 1)  # the options' combinations, checked before any data is read
-        y = check_fit_input(self, X, y, schema)
-        if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
-            raise DataValidationError(
-                f"fit accepts at most {MAX_FIT_ROWS} rows (the integer widths of the exact "
-                "sampler are proven up to it); train on a random subset"
-            )
-        charge_fit(self.accountant, float(self.epsilon), label=f"{type(self).__name__}.fit on schema {schema.name!r}")
-        refuse_continuous_target(y, schema)  # reads label values: after the charge
+        y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         if self._paper_options().stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
@@ -435,7 +538,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         )
         grid = FeatureGrid.from_schema(schema, n_bins)
         codes = encode_features(X, schema, grid)
-        _warn_if_clipped(X, schema)
+        warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
         params = self._parameters(n_trees, depth, count_eps, rule, n_bins)
@@ -515,13 +618,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
         forest = self._fitted()
         check_predict_input(self, X)
-        return schema_accuracy(forest, X, y, sample_weight)
+        return schema_accuracy(forest.schema, lambda: forest.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True  # random_state=None draws fresh cryptographic randomness in every fit
-        try:
-            schema = self._resolved_schema()
-        except (ValueError, TypeError):  # no usable schema yet: fit will say why
-            schema = None
-        return schema_input_tags(tags, schema)
+        return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__)

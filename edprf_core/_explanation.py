@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._forest import DPForest
+from ._forest import DPForest, check_is_forest
 from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
 from ._rules import LeafRule, _Paths, _rule, shown_name
 
@@ -146,6 +146,7 @@ def explain_row(
     -----
     Privacy cost: none (post-processing of the released forest; reads only ``row``).
     """
+    check_is_forest(forest, "explain_row")
     frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
     terms = (
         terms

@@ -46,16 +46,21 @@ from ._tree import SPLIT_MODES, ForestArrays
 __all__ = [
     "COMPOSITIONS",
     "DEPTH_RULES",
+    "DRAFTED_REASON",
     "FEDERATION_NOTE",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
     "SAMPLERS",
     "SCHEDULES",
+    "SEEDED_REASON",
     "VARIANTS",
     "DPForest",
     "TrainingParameters",
+    "check_is_forest",
     "merge_forests",
+    "release_guarantee",
+    "size_source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -197,7 +202,7 @@ class TrainingParameters:
         if not self.dp:
             reasons.append("trained with a research-only option (stop_when_pure) whose tree shapes depend on the data")
         if self.seeded:
-            reasons.append("its noise came from a fixed research seed: anyone who knows the seed can remove it")
+            reasons.append(SEEDED_REASON)
         if self.variant == "tradition" and self.leaf == "label":
             reasons.append(
                 "its leaf labels came from floating-point Laplace noise on class counts (the paper's "
@@ -207,14 +212,8 @@ class TrainingParameters:
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence)."""
-        depth = {
-            "fixed": f"depth {self.max_depth}",
-            "declared-size": f"depth {self.max_depth} (trees, depth and bins chosen from a row count declared public)",
-            "dp-count": (
-                f"depth {self.max_depth} (trees, depth and bins chosen from a DP count of the rows "
-                f"that spent epsilon = {self.count_epsilon:g} of the total)"
-            ),
-        }[self.depth_rule]
+        source = size_source(self.depth_rule, self.count_epsilon)
+        depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
             f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
@@ -232,6 +231,18 @@ class TrainingParameters:
         return f"{self.configured()}."
 
 
+def size_source(rule: str, count_epsilon: float) -> str:
+    """Where the size-dependent choices came from, in words (empty for ``"fixed"``: they were given).
+
+    ``rule`` is one of :data:`DEPTH_RULES`; ``count_epsilon`` in [0, epsilon) is the DP row count's ε.
+    """
+    return {
+        "fixed": "",
+        "declared-size": "chosen from a row count declared public",
+        "dp-count": f"chosen from a DP count of the rows that spent epsilon = {count_epsilon:g} of the total",
+    }[rule]
+
+
 def _trees(n: int) -> str:
     return f"{n} tree" if n == 1 else f"{n} trees"
 
@@ -240,10 +251,44 @@ LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 """L1 sensitivity of a leaf's class-count vector under each neighbouring relation."""
 
 FEDERATION_NOTE = (
-    "Across parties, records are assumed disjoint: the global forest is epsilon-DP per record "
+    "Across parties, records are assumed disjoint: the global model is epsilon-DP per record "
     "only if each person's records sit at one party; a person present at several parties "
     "is protected at the sum of those parties' epsilons."
 )
+
+
+SEEDED_REASON = "its noise came from a fixed research seed: anyone who knows the seed can remove it"
+"""Why a seeded release is not DP (every guarantee text says it in these words)."""
+
+DRAFTED_REASON = "its schema was drafted from data (bounds and categories are data, not public knowledge)"
+"""Why a release on a drafted schema is not DP."""
+
+
+def release_guarantee(reasons: Sequence[str], configured: str) -> str:
+    """One fit's privacy statement: NOT differentially private with ``reasons``, or ``configured``; then the
+    federation caveat (:data:`FEDERATION_NOTE`).  ``configured`` is what the configuration gives when every
+    input is DP (a sentence without its final stop)."""
+    if reasons:
+        return f"NOT differentially private: {'; '.join(reasons)}. Configured for {configured}. {FEDERATION_NOTE}"
+    return f"{configured}. {FEDERATION_NOTE}"
+
+
+def check_is_forest(forest: object, what: str) -> None:
+    """Refuse anything but a :class:`DPForest` where ``what`` (an export, the wire format) needs a forest.
+
+    The DP marginals (:class:`~edprf_core.DPMarginalsClassifier`) are not a forest and have no wire or export
+    format yet: they are refused here with that reason, before anything is read.
+    """
+    if isinstance(forest, DPForest):
+        return
+    kind = type(forest).__name__
+    if kind in ("DPMarginalsClassifier", "NoisyMarginals"):
+        raise TypeError(
+            f"{what}: expected a DPForest, got {kind}: the DP marginals model has no wire or export format yet "
+            "(a party cannot release it, and it cannot be exported or explained); use it locally with predict_proba"
+        )
+    hint = " (pass the estimator's forest_)" if hasattr(forest, "forest_") else ""
+    raise TypeError(f"{what}: expected a DPForest, got {kind}{hint}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -304,7 +349,7 @@ class DPForest:
         """Every reason this forest is not differentially private (empty when it is)."""
         reasons = []
         if self.schema.drafted:
-            reasons.append("its schema was drafted from data (bounds and categories are data, not public knowledge)")
+            reasons.append(DRAFTED_REASON)
         for label, params, _ in self.parts:
             reasons += [f"part {label!r}: {r}" if len(self.parts) > 1 else r for r in params.not_dp_reasons()]
         return reasons
@@ -316,11 +361,9 @@ class DPForest:
     def guarantee(self) -> str:
         """The privacy statement of this forest, with the federation caveat when merged."""
         reasons = self.not_dp_reasons()
-        prefix = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
         if len(self.parts) == 1:
-            params = self.parts[0][1]
-            body = f"Configured for {params.configured()}." if reasons else params.statement()
-            return f"{prefix}{body} {FEDERATION_NOTE}"
+            return release_guarantee(reasons, self.parts[0][1].configured())
+        prefix = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
         header = (
             f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
             f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"

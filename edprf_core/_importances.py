@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._forest import DPForest
+from ._forest import DPForest, check_is_forest
 
 __all__ = ["released_importances"]
 
@@ -40,6 +40,7 @@ def released_importances(forest: DPForest) -> NDArray[np.float64]:
     See the module docstring for the rule.  Privacy cost: none
     (post-processing of released values; reads no data).
     """
+    check_is_forest(forest, "released_importances")
     trees = forest.trees
     n_features = forest.schema.n_features
     depth, parent = trees.depths_and_parents()

@@ -52,12 +52,16 @@ from ._mechanisms import check_epsilon
 from ._tree import MAX_LEAF_COUNT
 
 __all__ = [
+    "MARGINALS_BINS_HIGH",
+    "MARGINALS_BINS_LOW",
+    "MARGINALS_BINS_THRESHOLD",
     "MARGINALS_SHRINKAGE",
     "MARGINALS_TEMPER_C",
     "NoisyMarginals",
     "marginal_evidence",
     "marginal_log_scores",
     "marginal_proba",
+    "marginals_n_bins",
     "marginals_temper",
     "release_marginals",
 ]
@@ -72,6 +76,12 @@ MARGINALS_TEMPER_C = 2.5
 """The summed per-feature evidence is weighted by ``min(1, MARGINALS_TEMPER_C / sqrt(d))`` (it tempers the double
 counting of correlated features).  Chosen on inner validation splits of heart, bank and diabetes by
 ``benchmarks/bench_marginals.py`` (inner table 2 of ``benchmarks/results/marginals.md``)."""
+
+MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 20, 300.0
+"""The public grid of the marginals has ``MARGINALS_BINS_LOW`` bins per continuous feature (without declared
+edges) when ``n * epsilon / d < MARGINALS_BINS_THRESHOLD``, else ``MARGINALS_BINS_HIGH``
+(:func:`marginals_n_bins`).  Chosen on inner validation splits by ``benchmarks/bench_marginals.py`` (the bins
+rule of ``benchmarks/results/marginals.md``), which imports them from here."""
 
 RELEASE_RANGE = (-MAX_LEAF_COUNT, MAX_LEAF_COUNT)
 """Released counts are clamped to this range (post-processing).  They stay signed: the estimator's class totals
@@ -257,6 +267,25 @@ def release_marginals(
         for j in range(d)
     )
     return NoisyMarginals(released, eps, relation, n_classes)
+
+
+def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
+    """The public bins rule of the marginals: ``MARGINALS_BINS_LOW`` when ``n * epsilon / d < threshold``, else
+    ``MARGINALS_BINS_HIGH`` (:data:`MARGINALS_BINS_THRESHOLD`).
+
+    Parameters
+    ----------
+    n_rows : int
+        ``n``, a PUBLIC row count: declared (never measured on the private rows), or a DP count already paid for
+        (``DPMarginalsClassifier`` draws one when none is declared).
+    n_features : int >= 1
+        ``d``, the schema's feature count.
+    epsilon : float in (0, inf)
+        The histograms' budget.
+
+    Privacy cost: none (a rule on public figures).
+    """
+    return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
 
 
 def marginals_temper(n_features: int) -> float:

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from ._forest import DPForest
+from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
 from ._schema import ContinuousFeature
 
@@ -88,6 +88,7 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
 
     Privacy cost: none (public schema and grid).
     """
+    check_is_forest(forest, "encoding_spec")
     schema, grid = forest.schema, forest.grid
     features = []
     for f, edges in zip(schema.features, grid.edges):
@@ -172,6 +173,7 @@ def forest_to_onnx(
 
     Privacy cost: none (post-processing of the released forest; reads no data).
     """
+    check_is_forest(forest, "forest_to_onnx")
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 

@@ -17,6 +17,8 @@ statistics of those rows (not DP).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
@@ -32,15 +34,20 @@ __all__ = ["ReleasedForestClassifier", "schema_accuracy"]
 
 
 def schema_accuracy(
-    forest: DPForest, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
+    schema: Schema,
+    predict_proba: Callable[[], NDArray[np.float64]],
+    y: ArrayLike | pd.Series,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
-    """Accuracy of ``forest`` on ``(X, y)``, labels read by the schema (NaN without rows).
+    """Accuracy of a model's ``predict_proba()`` (of the rows scored) against ``y`` read by ``schema`` (NaN
+    without rows).
 
-    A missing or undeclared label raises :class:`DataValidationError`.  Privacy cost: none for the
-    forest; the accuracy is an exact statistic of ``(X, y)`` (not DP).
+    The labels are read first: a missing or undeclared label raises :class:`DataValidationError` before
+    anything is scored.  Privacy cost: none for the model (post-processing of a release); the accuracy is an
+    exact statistic of the scored rows and ``y`` (not DP).
     """
-    truth = encode_labels(y, forest.schema)
-    predicted = np.argmax(forest.predict_proba(X), axis=1)
+    truth = encode_labels(y, schema)
+    predicted = np.argmax(predict_proba(), axis=1)
     if truth.shape[0] != predicted.shape[0]:
         raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
     if truth.shape[0] == 0:
@@ -148,7 +155,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
         check_predict_input(self, X)
-        return schema_accuracy(self.forest_, X, y, sample_weight)
+        return schema_accuracy(self.schema_, lambda: self.forest_.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._forest import DPForest
+from ._forest import DPForest, check_is_forest
 from ._schema import CategoricalFeature, ContinuousFeature
 
 __all__ = ["MAX_NAME_CHARS", "LeafRule", "forest_rules_text", "leaf_rule", "shown_name"]
@@ -181,6 +181,7 @@ def _rule(forest: DPForest, paths: _Paths, node: int) -> LeafRule:
 
 def leaf_rule(forest: DPForest, node: int) -> LeafRule:
     """The rule of leaf ``node`` (a global node index).  Privacy cost: none (released structure only)."""
+    check_is_forest(forest, "leaf_rule")
     if not 0 <= node < forest.trees.n_nodes or forest.trees.feature[node] >= 0:
         raise ValueError(f"node {node}: expected the index of a leaf among {forest.trees.n_nodes} nodes")
     return _rule(forest, _Paths(forest), node)
@@ -203,6 +204,7 @@ def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int =
 
     Privacy cost: none (released structure and counts, public schema).
     """
+    check_is_forest(forest, "forest_rules_text")
     for name, value in (("max_trees", max_trees), ("max_leaves", max_leaves)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

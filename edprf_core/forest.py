@@ -9,6 +9,7 @@ from ._forest import (
     RELATIONS,
     DPForest,
     TrainingParameters,
+    check_is_forest,
     merge_forests,
 )
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
@@ -26,5 +27,6 @@ __all__ = [
     "ForestArrays",
     "TrainingParameters",
     "TreeStructureError",
+    "check_is_forest",
     "merge_forests",
 ]

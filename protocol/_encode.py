@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from edprf_core import DPForest
+from edprf_core.forest import check_is_forest
 
 from . import release_pb2 as pb
 from ._canonical import serialize_canonical
@@ -59,6 +60,7 @@ def encode_release(
         For a merged forest, a non-DP forest (unless allowed), a bad party id,
         an unsupported key, or trees a decoder would refuse.
     """
+    check_is_forest(forest, "encode_release")
     check_party_id(party_id)
     check_request_id(run_id, "run_id")
     check_request_id(request_id, "request_id")

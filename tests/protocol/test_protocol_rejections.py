@@ -352,3 +352,18 @@ def test_invalid_release_pickles_with_its_reason(wall_schema, policy):
     err = refused(b"\xff", wall_schema, policy)
     again = pickle.loads(pickle.dumps(err))
     assert again.reason is err.reason and str(again) == str(err)
+
+
+def test_the_encoder_refuses_the_marginals_model():
+    """DPMarginalsClassifier has no wire format yet: a party cannot release it (nor its NoisyMarginals)."""
+    from edprf_core import DPMarginalsClassifier
+
+    from ..synthetic import make_data, make_schema
+
+    schema = make_schema()
+    clf = DPMarginalsClassifier(schema, n_bins=5, random_state=0).fit(*make_data(schema, 100, seed=0))
+    for model in (clf, clf.marginals_):
+        with pytest.raises(
+            TypeError, match="encode_release: expected a DPForest, got .*: the DP marginals model has no"
+        ):
+            encode_release(model, "party-1")
