@@ -208,8 +208,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : MarginalsParameters
         ε, relation, the row count's share, how the bins were chosen, the sampler and whether it was seeded.
     dp_ : bool
-        False when the fit is not differentially private: seeded randomness or a drafted schema
-        (``guarantee_`` gives the reasons).
+        False when a drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_``
+        gives the reasons (and says NOT differentially private for seeded fits too).
     guarantee_ : str
         The privacy statement, computed from ``privacy_`` (the ε charged) and the schema; it says NOT
         differentially private, with the reasons, whenever an input was not DP.
@@ -312,7 +312,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self.n_bins_ = n_bins
         self.n_rows_estimate_ = estimate
         self.privacy_ = params
-        self.dp_ = not reasons
+        self.dp_ = not schema.drafted  # the same meaning as EDPRFClassifier.dp_; seeded fits: see guarantee_
         self.guarantee_ = release_guarantee(reasons, params.configured())
         return self
 
