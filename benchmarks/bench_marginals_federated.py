@@ -58,14 +58,13 @@ from bench_marginals import (
     MARGINALS_SHRINKAGE,
     marginal_terms,
     marginals_n_bins,
-    marginals_temper,
     mix_rho,
     noisy_marginals,
     softmax,
 )
 
 from edprf_core import EDPRFClassifier, merge_forests
-from edprf_core._marginals import NoisyMarginals
+from edprf_core._marginals import NoisyMarginals, marginals_temper
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 
 DATASETS = ("heart", "bank", "diabetes", "wall", "census", "credit")
