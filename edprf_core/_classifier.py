@@ -32,6 +32,7 @@ from ._forest import (
     TrainingParameters,
 )
 from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
+from ._marginals import marginals_n_bins, marginals_rows, marginals_share_rule, release_marginals
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._schema import Schema, load_schema
@@ -167,6 +168,35 @@ class FitSize:
     count_epsilon: float
     rule: str
     estimate: int | None
+
+
+@dataclass(frozen=True)
+class FitShape:
+    """What :meth:`EDPRFClassifier.fit` grows, chosen from public figures before any mechanism reads the rows.
+
+    Attributes
+    ----------
+    n_trees, max_depth, n_bins : int
+        The trees' shape and grid.
+    count_epsilon : float in [0, epsilon)
+        ε of the DP row count (0 when none was drawn).
+    rule : {"fixed", "declared-size", "dp-count"}
+    estimate : int or None
+        The DP count as drawn, None when none was drawn.
+    marginals_share : float in [0, 1)
+        Expected share of the rows for the marginals part (0: none).
+    marginals_bins : int
+        The marginals part's grid (0 without one).
+    """
+
+    n_trees: int
+    max_depth: int
+    count_epsilon: float
+    rule: str
+    estimate: int | None
+    n_bins: int
+    marginals_share: float
+    marginals_bins: int
 
 
 def fit_size(
@@ -351,6 +381,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         "random_state": [None, Interval(Integral, 0, None, closed="left"), np.random.Generator, np.random.SeedSequence],
         "sampler": [StrOptions({"auto", "exact"})],
         "accountant": [BudgetAccountant, None],
+        "marginals_share": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
     }
 
     def __init__(
@@ -370,6 +401,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         random_state: RandomState = None,
         sampler: str = "auto",
         accountant: BudgetAccountant | None = None,
+        marginals_share: float | str = "auto",
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -385,6 +417,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.sampler = sampler
         self.accountant = accountant
+        self.marginals_share = marginals_share
 
     # ------------------------------------------------------------------ fit
     def _paper_options(self) -> PaperOptions:
@@ -401,6 +434,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         count_epsilon: float = 0.0,
         depth_rule: str = "fixed",
         n_bins: int | None = None,
+        marginals_share: float = 0.0,
+        marginals_bins: int = 0,
     ) -> TrainingParameters:
         options = self._paper_options()
         monotone = options.exploit_monotonicity
@@ -423,30 +458,36 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             leaf=self.leaf,
             count_epsilon=count_epsilon,
             depth_rule=depth_rule,
+            marginals_share=marginals_share,
+            marginals_bins=marginals_bins,
         )
 
-    def _shape(
-        self,
-        schema: Schema,
-        n_rows: int,
-        rng: np.random.Generator | None,
-    ) -> tuple[int, int, float, str, int | None, int]:
-        """Trees, depth, ε of the row count, depth rule, DP row count (None when none was drawn), bins.
+    def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None) -> FitShape:
+        """Trees, depth, bins and the marginals part's share and bins, with the row count they read.
 
         Privacy cost: ``count_epsilon_share * epsilon`` when an automatic rule
         needs a size and ``n_rows_public`` is None (a discrete Laplace count of
-        sensitivity 1, exact without a seed); nothing otherwise.
+        sensitivity 1, exact without a seed); nothing otherwise.  The rules
+        read only that public size, the schema and ``epsilon``.
         """
         auto_trees, auto_depth = self.n_trees == "auto", self.max_depth == "auto"
         auto_bins = self.n_bins == "auto"
-        if not (auto_trees or auto_depth or auto_bins):
-            return int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, int(self.n_bins)
+        requested = self.marginals_share
+        auto_share = requested == "auto" and schema.n_classes == 2
+        share = 0.0 if requested == "auto" else float(requested)
+        if not (auto_trees or auto_depth or auto_bins or auto_share):
+            bins = int(self.n_bins)
+            return FitShape(int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, bins * (share > 0))
         counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
         size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
         forest_eps = float(self.epsilon) - count_eps
-        n_bins = public_bins(size, forest_eps) if auto_bins else int(self.n_bins)
+        if auto_share:
+            share = marginals_share_rule(size, schema.n_features, schema.n_classes, float(self.epsilon))
+        # each part's rules read its expected share of the public size
+        tree_size = max(1, round((1.0 - share) * size))
+        n_bins = public_bins(tree_size, forest_eps) if auto_bins else int(self.n_bins)
         n_trees, depth = public_shape(
-            size,
+            tree_size,
             forest_eps,
             n_trees=None if auto_trees else int(self.n_trees),
             max_depth=None if auto_depth else int(self.max_depth),
@@ -455,7 +496,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             depth_cap=int(self.max_depth_cap),
             leaf=self.leaf,
         )
-        return n_trees, depth, count_eps, rule, estimate, n_bins
+        marginals_bins = 0
+        if share > 0:
+            marginals_size = max(1, round(share * size))
+            marginals_bins = (
+                marginals_n_bins(marginals_size, schema.n_features, forest_eps) if auto_bins else int(self.n_bins)
+            )
+        return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins)
 
     def _resolved_sampler(self) -> str:
         """``"exact"`` without a seed, ``"numpy"`` with one (or when a research option needs it)."""
@@ -533,15 +580,37 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             )
         labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
-        n_trees, depth, count_eps, rule, estimate, n_bins = self._shape(
-            schema, labels.shape[0], master if sampler == "numpy" else None
-        )
-        grid = FeatureGrid.from_schema(schema, n_bins)
+        shape = self._shape(schema, labels.shape[0], master if sampler == "numpy" else None)
+        grid = FeatureGrid.from_schema(schema, shape.n_bins)
         codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
-        params = self._parameters(n_trees, depth, count_eps, rule, n_bins)
+        params = self._parameters(
+            shape.n_trees,
+            shape.max_depth,
+            shape.count_epsilon,
+            shape.rule,
+            shape.n_bins,
+            shape.marginals_share,
+            shape.marginals_bins,
+        )
+        marginals = None
+        if params.marginals_share > 0:
+            # parallel composition: a random, data-independent share of the rows goes to the marginals, the rest to
+            # the trees; each part spends epsilon - count_epsilon on its own rows
+            to_marginals = marginals_rows(codes.shape[0], params.marginals_share, master)
+            marginals_grid = FeatureGrid.from_schema(schema, params.marginals_bins)
+            marginals = release_marginals(
+                encode_features(X, schema, marginals_grid)[to_marginals],
+                labels[to_marginals],
+                marginals_grid.n_codes,
+                schema.n_classes,
+                params.forest_epsilon,
+                relation=params.relation,
+                rng=None if params.sampler == "exact" else master,
+            )
+            codes, labels = codes[~to_marginals], labels[~to_marginals]
         composition = tree_composition(params.composition)
         assignment = composition.assign_rows(codes.shape[0], params.n_trees, master)
         if assignment.ndim == 1:
@@ -565,6 +634,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             split_mode=params.split_mode,
             trees=trees,
             parts=(("local", params, params.n_trees),),
+            marginals=marginals,
         )
         self.classes_ = np.asarray(schema.classes)
         self.privacy_ = params
@@ -573,7 +643,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.n_trees_ = params.n_trees
         self.max_depth_ = params.max_depth
         self.n_bins_ = params.n_bins
-        self.n_rows_estimate_ = estimate
+        self.n_rows_estimate_ = shape.estimate
+        self.marginals_share_ = params.marginals_share
+        self.marginals_bins_ = params.marginals_bins
         return self
 
     # -------------------------------------------------------------- predict

@@ -15,6 +15,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,9 @@ from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
 from ._tree import SPLIT_MODES, ForestArrays
+
+if TYPE_CHECKING:
+    from ._marginals import NoisyMarginals
 
 __all__ = [
     "COMPOSITIONS",
@@ -116,6 +120,15 @@ class TrainingParameters:
         Where the size-dependent choices (trees, ``max_depth``, bins) came
         from: all given, chosen from a row count declared public, or chosen
         from the DP count (``count_epsilon > 0``).
+    marginals_share : float in [0, 1), default 0
+        Expected share of the rows assigned (independently per row, at
+        random) to the marginals part; the trees get the others.  0: no
+        marginals part.  Both parts spend ``epsilon - count_epsilon`` on
+        disjoint rows (parallel composition), and predictions pool them with
+        weights ``marginals_share`` and ``1 - marginals_share``.
+    marginals_bins : int
+        ``n_bins`` of the marginals part's public grid: >= 2 when
+        ``marginals_share > 0``, else 0.
     """
 
     epsilon: float
@@ -134,6 +147,8 @@ class TrainingParameters:
     leaf: str = "label"
     count_epsilon: float = 0.0
     depth_rule: str = "fixed"
+    marginals_share: float = 0.0
+    marginals_bins: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -165,6 +180,17 @@ class TrainingParameters:
             raise ValueError(
                 f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
                 "(a DP row count is spent exactly when the depth comes from it)"
+            )
+        m = self.marginals_share
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) or not 0 <= m < 1:
+            raise ValueError(f"marginals_share must be in [0, 1), got {m!r}")
+        b = self.marginals_bins
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b != 0 and b < 2:
+            raise ValueError(f"marginals_bins must be 0 or an integer >= 2, got {b!r}")
+        if (m > 0) != (b > 0):
+            raise ValueError(
+                f"marginals_bins = {b!r} does not match marginals_share = {m!r} "
+                "(a marginals part has a grid of >= 2 bins exactly when its share is > 0)"
             )
 
     @property
@@ -214,10 +240,17 @@ class TrainingParameters:
         """What this configuration gives when every input is DP (one sentence)."""
         source = size_source(self.depth_rule, self.count_epsilon)
         depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
+        marginals = ""
+        if self.marginals_share > 0:
+            marginals = (
+                f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
+                f"composition), release one-way marginals instead: one class-count histogram per feature on a "
+                f"{self.marginals_bins}-bin public grid, each with discrete Laplace noise at epsilon / d"
+            )
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
             f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
-            f"{self.schedule} layer schedule, {depth}; {self.mechanisms()})"
+            f"{self.schedule} layer schedule, {depth}; {self.mechanisms()}{marginals})"
         )
 
     def statement(self) -> str:
@@ -273,13 +306,20 @@ def release_guarantee(reasons: Sequence[str], configured: str) -> str:
     return f"{configured}. {FEDERATION_NOTE}"
 
 
-def check_is_forest(forest: object, what: str) -> None:
+def check_is_forest(forest: object, what: str, *, marginals_supported: bool = False) -> None:
     """Refuse anything but a :class:`DPForest` where ``what`` (an export, the wire format) needs a forest.
+
+    A forest with a marginals part is refused too unless ``marginals_supported``.
 
     The DP marginals (:class:`~edprf_core.DPMarginalsClassifier`) are not a forest and have no wire or export
     format yet: they are refused here with that reason, before anything is read.
     """
     if isinstance(forest, DPForest):
+        if forest.marginals is not None and not marginals_supported:
+            raise ValueError(
+                f"{what}: this forest has a marginals part (marginals_share = {forest.marginals_share:g}), which "
+                f"{what} does not support yet; fit with marginals_share=0 for a trees-only model"
+            )
         return
     kind = type(forest).__name__
     if kind in ("DPMarginalsClassifier", "NoisyMarginals"):
@@ -305,6 +345,11 @@ class DPForest:
     parts : tuple of (str, TrainingParameters, int)
         Contributions: a label (party id, or "local"), the parameters, and
         how many of ``trees`` (consecutive, in order) came from it.
+    marginals : NoisyMarginals or None, default None
+        The marginals part (:mod:`edprf_core._marginals`): the noisy one-way
+        class histograms released on the rows the trees did not see, on the
+        grid of ``marginals_bins`` bins of the parts that have one.  Present
+        exactly when a part has ``marginals_share > 0``.
     """
 
     schema: Schema
@@ -312,6 +357,7 @@ class DPForest:
     split_mode: str
     trees: ForestArrays
     parts: tuple[tuple[str, TrainingParameters, int], ...]
+    marginals: NoisyMarginals | None = None
     _routing: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -322,6 +368,51 @@ class DPForest:
         for label, params, _ in self.parts:
             if params.split_mode != self.split_mode or params.n_bins != self.grid_bins:
                 raise SchemaError(f"part {label!r}: split mode / grid differ from the forest's")
+        self._check_marginals()
+
+    def _check_marginals(self) -> None:
+        """The marginals part matches the parts' declarations, the schema and the public grid."""
+        declared = {p.marginals_bins for _, p, _ in self.parts if p.marginals_share > 0}
+        if self.marginals is None:
+            if declared:
+                raise ValueError("marginals: a part declares marginals_share > 0, expected its marginals, got None")
+            return
+        if len(declared) != 1:
+            raise ValueError(
+                f"marginals: expected every part with a marginals part on one grid, got grids {sorted(declared)} "
+                "(a forest without a part declaring marginals_share > 0 holds no marginals)"
+            )
+        m = self.marginals
+        if m.n_classes != self.schema.n_classes:
+            raise ValueError(f"marginals: expected {self.schema.n_classes} classes, got {m.n_classes}")
+        expected = FeatureGrid.from_schema(self.schema, self.marginals_bins).n_codes
+        if tuple(m.n_codes) != tuple(expected):
+            raise ValueError(f"marginals: expected histograms of {tuple(expected)} codes, got {tuple(m.n_codes)}")
+        relations = {p.relation for _, p, _ in self.parts}
+        if relations != {m.relation}:
+            raise ValueError(f"marginals: expected the relation {sorted(relations)}, got {m.relation!r}")
+
+    @property
+    def marginals_bins(self) -> int:
+        """``n_bins`` of the marginals part's grid (0 without one)."""
+        return max(p.marginals_bins for _, p, _ in self.parts)
+
+    @property
+    def marginals_share(self) -> float:
+        """The marginals part's weight in :meth:`predict_proba`: the mean of the parts' ``marginals_share``."""
+        return float(np.mean([p.marginals_share for _, p, _ in self.parts])) if self.marginals is not None else 0.0
+
+    def marginals_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The marginals part's own class probabilities (:func:`edprf_core._marginals.marginal_proba`).
+
+        Privacy cost: none (post-processing of the marginals release).
+        """
+        from ._marginals import marginal_proba
+
+        if self.marginals is None:
+            raise ValueError("this forest has no marginals part (marginals_share = 0)")
+        grid = FeatureGrid.from_schema(self.schema, self.marginals_bins)
+        return marginal_proba(self.marginals, encode_features(X, self.schema, grid))
 
     # --------------------------------------------------------------- metadata
     @property
@@ -499,13 +590,34 @@ class DPForest:
         ``CLIP_MARGIN`` (1) otherwise, and its weight is capped at twice the
         largest of theirs (once if its size is implausible).
 
+        With a marginals part (``marginals_share > 0``) the result is
+        proportional to ``p_marginals ** s * p_trees ** (1 - s)`` with ``s``
+        :attr:`marginals_share` (:func:`edprf_core._marginals.mix_probabilities`);
+        ``pooling``, ``label_shift`` and ``tolerated_parties`` apply to the trees.
+
         Privacy cost: none.  Every input is a released value (tree structure,
-        clamped noisy leaf counts) or a public parameter (leaf budgets,
-        sensitivity); no pooling rule touches the data again, so the output is
+        clamped noisy leaf counts, noisy marginals) or a public parameter (leaf
+        budgets, sensitivity); no pooling rule touches the data again, so the output is
         post-processing of the parts' DP releases and is as private as they
         are (post-processing theorem).  A merged forest is DP per record only
         under the federation's disjointness assumption (:data:`FEDERATION_NOTE`).
         """
+        trees = self._tree_proba(X, pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties)
+        if self.marginals is None:
+            return trees
+        from ._marginals import mix_probabilities
+
+        return mix_probabilities(trees, self.marginals_proba(X), self.marginals_share)
+
+    def _tree_proba(
+        self,
+        X: ArrayLike | pd.DataFrame,
+        *,
+        pooling: str,
+        label_shift: bool,
+        tolerated_parties: int | None,
+    ) -> NDArray[np.float64]:
+        """The trees' pooled probabilities (:meth:`predict_proba` without the marginals part)."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if not self.has_counts:
@@ -691,7 +803,7 @@ class DPForest:
 
         Ties go to the class declared first.
         """
-        if self.has_counts:
+        if self.has_counts or self.marginals is not None:
             return self.classes[np.argmax(self.predict_proba(X), axis=1)]
         return self.classes[np.argmax(self.votes(X), axis=1)]
 
@@ -711,6 +823,10 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
     forests = list(forests)
     if not forests:
         raise ValueError("merge_forests needs at least one forest")
+    if any(f.marginals is not None for f in forests):
+        raise ValueError(
+            "merge_forests: forests with a marginals part cannot be merged yet (fit them with marginals_share=0)"
+        )
     first = forests[0]
     for i, f in enumerate(forests[1:], start=1):
         if f.schema.fingerprint != first.schema.fingerprint:

@@ -57,12 +57,18 @@ __all__ = [
     "MARGINALS_BINS_THRESHOLD",
     "MARGINALS_SHRINKAGE",
     "MARGINALS_TEMPER_C",
+    "MIX_SHARE_HIGH",
+    "MIX_SHARE_LOW",
+    "MIX_SHARE_THRESHOLD",
     "NoisyMarginals",
     "marginal_evidence",
     "marginal_log_scores",
     "marginal_proba",
     "marginals_n_bins",
+    "marginals_rows",
+    "marginals_share_rule",
     "marginals_temper",
+    "mix_probabilities",
     "release_marginals",
 ]
 
@@ -381,5 +387,62 @@ def marginal_proba(
     ``epsilon``-DP release, ``epsilon`` in (0, inf)).
     """
     score = marginal_log_scores(marginals, codes, shrinkage=shrinkage, temper=temper)
+    out = np.exp(score - score.max(axis=1, keepdims=True))
+    return out / out.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The mix with the trees (EDPRFClassifier's marginals part)
+
+MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD = 0.25, 0.75, 10.0
+"""Two classes: the share of the rows the marginals get in :class:`edprf_core.EDPRFClassifier` is
+``MIX_SHARE_LOW`` when ``n * epsilon / d < MIX_SHARE_THRESHOLD``, else ``MIX_SHARE_HIGH``.  Chosen on inner
+validation splits of training rows only (seeds 0-3, training rows split 75/25, of heart, bank, diabetes and the
+wall robot: ``benchmarks/results/marginals.md``, inner table 3); ``benchmarks/results/rule_transfer.md`` checks
+the rule on six datasets it was not read from."""
+
+
+def marginals_share_rule(n_rows: int, n_features: int, n_classes: int, epsilon: float) -> float:
+    """The public share of the rows for the marginals part: 0 for more than two classes, else the two-regime rule.
+
+    Parameters
+    ----------
+    n_rows : int >= 1
+        A PUBLIC row count of all the fit's rows: declared, or a DP count already paid for.
+    n_features : int >= 1
+        ``d``, the schema's feature count.
+    n_classes : int >= 1
+        The public label set's size.  More than two classes get 0 (one-way marginals cannot express the
+        interactions a multiclass task like the wall robot needs; inner validation chose the trees alone).
+    epsilon : float in (0, inf)
+        The budget each part spends.
+
+    Privacy cost: none (a rule on public figures).
+    """
+    if n_classes > 2:
+        return 0.0
+    return MIX_SHARE_LOW if n_rows * epsilon / n_features < MIX_SHARE_THRESHOLD else MIX_SHARE_HIGH
+
+
+def marginals_rows(n_rows: int, share: float, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """Which rows go to the marginals part: each row independently with probability ``share`` in [0, 1).
+
+    The assignment is randomness independent of the data (one uniform draw per row position), so the two parts
+    see disjoint sets of records and a record's part never depends on the other records: each part's release
+    is a mechanism on its own rows, and the two compose in parallel (a record added, removed or replaced
+    changes the input of one part only).  Which rows went where is never released.  Privacy cost: none.
+    """
+    if share <= 0:
+        return np.zeros(n_rows, dtype=bool)
+    return rng.random(n_rows) < share
+
+
+def mix_probabilities(trees: NDArray[np.float64], marginals: NDArray[np.float64], share: float) -> NDArray[np.float64]:
+    """The mix's class probabilities: proportional to ``marginals ** share * trees ** (1 - share)``.
+
+    Both inputs are ``(n, K)`` probability rows (values clipped at 1e-12 before the logarithm, so a tree vote
+    share of 0 does not veto a class).  Privacy cost: none (post-processing of the two parts' releases).
+    """
+    score = share * np.log(np.clip(marginals, 1e-12, 1.0)) + (1.0 - share) * np.log(np.clip(trees, 1e-12, 1.0))
     out = np.exp(score - score.max(axis=1, keepdims=True))
     return out / out.sum(axis=1, keepdims=True)

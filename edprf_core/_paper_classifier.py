@@ -48,6 +48,9 @@ split_mode, n_bins, relation, random_state, accountant
         class count), which halves the permute-and-flip noise.  ``None`` means
         True under add-remove and False under replace-one.  The paper's
         configuration is ``False``.
+    marginals_share : float in [0, 1) or "auto", default 0.0
+        As in :class:`~edprf_core.EDPRFClassifier`, but 0 by default: the
+        paper's forest has no marginals part.
     stop_when_pure : bool, default False
         The paper's literal "stop when pure" rule.  Leaks the data through
         tree shapes: NOT differentially private; warns with
@@ -101,6 +104,7 @@ split_mode, n_bins, relation, random_state, accountant
         variant: str = "pf",
         exploit_monotonicity: bool | None = None,
         stop_when_pure: bool = False,
+        marginals_share: float | str = 0.0,
     ) -> None:
         super().__init__(
             schema,
@@ -117,6 +121,7 @@ split_mode, n_bins, relation, random_state, accountant
             random_state=random_state,
             sampler=sampler,
             accountant=accountant,
+            marginals_share=marginals_share,
         )
         self.schedule = schedule
         self.composition = composition
