@@ -19,8 +19,11 @@ Models (``--models``)
 - ``edprf-counts``: ``EDPRFClassifier(schema, epsilon=eps, random_state=seed,
   leaf="counts")``, everything else at the defaults (plus ``--edprf-kwargs``).
   Skipped, with a message, while the estimator has no ``leaf`` parameter.
+- ``edprf-trees``: as ``edprf-counts`` with ``marginals_share=0``: the trees
+  alone, which were the defaults before the marginals part.
 - ``edprf-label``: the configuration recommended before leaf counts: binary
   splits, 20 bins, one tree, ``max_depth = public_depth(n_train, 1, eps)``
+  (trees only: ``marginals_share=0``)
   (the training size is fixed by the protocol, hence public), and
   ``leaf="label"`` when that parameter exists.
 - ``dp-ebm``: InterpretML's ``DPExplainableBoostingClassifier(epsilon=eps,
@@ -103,8 +106,17 @@ from edprf_core.shape import public_depth
 
 EPS_ALL = (0.1, 0.5, 1.0, 2.0)
 N_SEEDS = 10
-MODELS = ("edprf-counts", "edprf-label", "dp-ebm", "diffprivlib-rf", "sklearn-rf", "sklearn-hgb", "majority")
-EDPRF_MODELS = ("edprf-counts", "edprf-label")
+MODELS = (
+    "edprf-counts",
+    "edprf-trees",
+    "edprf-label",
+    "dp-ebm",
+    "diffprivlib-rf",
+    "sklearn-rf",
+    "sklearn-hgb",
+    "majority",
+)
+EDPRF_MODELS = ("edprf-counts", "edprf-trees", "edprf-label")
 REFERENCE_MODELS = tuple(m for m in MODELS if m not in EDPRF_MODELS)
 NON_PRIVATE = ("sklearn-rf", "sklearn-hgb", "majority")
 DPEBM_DELTA = 1e-6
@@ -118,6 +130,7 @@ REFERENCE_CACHE = "probabilities_reference.csv"
 PROTOCOL = "split=_bench_common.make_split(80/20 stratified; diabetes 7000/7000 per seed)"
 MODEL_TITLE = {
     "edprf-counts": "eDPRF, leaf counts (defaults)",
+    "edprf-trees": "eDPRF, trees only (the defaults before the marginals part)",
     "edprf-label": "eDPRF, leaf label (1 tree, 20 bins, public depth)",
     "dp-ebm": f"DP-EBM (δ = {DPEBM_DELTA:g})",
     "diffprivlib-rf": f"diffprivlib RF ({DPL_TREES} trees, depth {DPL_DEPTH})",
@@ -127,6 +140,7 @@ MODEL_TITLE = {
 }
 GUARANTEE = {
     "edprf-counts": "ε-DP",
+    "edprf-trees": "ε-DP",
     "edprf-label": "ε-DP",
     "dp-ebm": "(ε, δ)-DP",
     "diffprivlib-rf": "ε-DP",
@@ -161,6 +175,7 @@ COST = {
     "sklearn-hgb": 2.0,
     "diffprivlib-rf": 2.0,
     "edprf-counts": 2.0,
+    "edprf-trees": 2.0,
     "edprf-label": 1.0,
     "majority": 0.01,
 }
@@ -266,10 +281,15 @@ def _fit_edprf(job: Job, split: Split) -> tuple[np.ndarray, float, float, str]:
     from edprf_core import EDPRFClassifier
 
     has_leaf = _has_leaf_parameter()
+    trees_only = {"marginals_share": 0.0} if "marginals_share" in EDPRFClassifier().get_params() else {}
     if job.model == "edprf-counts":
         if not has_leaf:
             raise Skip("EDPRFClassifier has no `leaf` parameter in this version")
         kwargs = {"leaf": "counts", **_WORKER["edprf_kwargs"]}
+    elif job.model == "edprf-trees":
+        if not trees_only:
+            raise Skip("EDPRFClassifier has no marginals part in this version (edprf-counts is trees only)")
+        kwargs = {"leaf": "counts", **trees_only}
     else:
         kwargs = {
             "split_mode": "binary",
@@ -279,6 +299,7 @@ def _fit_edprf(job: Job, split: Split) -> tuple[np.ndarray, float, float, str]:
         }
         if has_leaf:
             kwargs["leaf"] = "label"
+        kwargs.update(trees_only)  # today's label configuration: trees only
     model = EDPRFClassifier(split.schema, epsilon=job.epsilon, random_state=job.seed, **kwargs)
     t0 = time.perf_counter()
     model.fit(split.X_train, split.y_train)

@@ -501,21 +501,24 @@ def charged_epsilon_of_fit(
     return count_eps, count_eps + trees_eps
 
 
-def check_mechanism_inputs(calls: list[MechanismCall], forest: DPForest, n_rows: int) -> None:
-    """The mechanisms saw the data at its true size: the row count, and every row in one leaf.
+def check_mechanism_inputs(
+    calls: list[MechanismCall], forest: DPForest, n_rows: int, tree_rows: int | None = None
+) -> None:
+    """The mechanisms saw the data at its true size: the row count, and every tree row in one leaf.
 
-    The DP row count's input is ``[n_rows]``; under parallel composition each training row
-    reaches exactly one leaf, so the leaves' class counts (or label utilities) add up to
-    ``n_rows``.  A copy that scales the counts up (less noise relative to them) or drops
-    rows fails here.
+    The DP row count's input is ``[n_rows]``; under parallel composition each of the trees'
+    ``tree_rows`` rows (all ``n_rows`` unless a marginals part took the others) reaches exactly
+    one leaf, so the leaves' class counts (or label utilities) add up to ``tree_rows``.  A copy
+    that scales the counts up (less noise relative to them) or drops rows fails here.
     """
     count, layers = _match_fit(calls, forest)
     if count is not None and count.values.ravel().tolist() != [n_rows]:
         raise AccountingError(f"the DP row count was given {count.values.ravel().tolist()}, the fit had {n_rows} rows")
+    want = n_rows if tree_rows is None else tree_rows
     if forest.parts[0][1].composition == "parallel":
         total = sum(int(np.sum(layer.call.values)) for layer in layers if layer.kind != "split")
-        if total != n_rows:
-            raise AccountingError(f"the leaves' mechanisms saw {total} rows, the fit had {n_rows}")
+        if total != want:
+            raise AccountingError(f"the leaves' mechanisms saw {total} rows, the trees had {want}")
 
 
 def check_released_values(calls: list[MechanismCall], forest: DPForest) -> None:
