@@ -667,30 +667,38 @@ def goal_table(df: pd.DataFrame, datasets: list[str], eps_values: list[float]) -
 
 WHAT_LIMITS = [
     "",
+    (
+        'The defaults now include the marginals part on two-class tasks (`EDPRFClassifier(marginals_share="auto")`: '
+        "a random 25 % or 75 % of the rows release DP one-way marginals instead of growing trees, pooled with the "
+        "trees; more classes keep the trees alone). `eDPRF, trees only` is the defaults before it. The defaults meet "
+        "both goals in 9 of the 12 binary cells above, the trees alone in 5; the wall robot is unchanged."
+    ),
+    "",
     "What limits the goals missed (each from its own benchmark):",
     "",
     (
-        "- **ROC AUC on bank (every ε) and heart (ε ≥ 1)**: the shape of what is released, not pure ε-DP. The trees' "
-        "defaults miss them; DP one-way marginals (the d per-feature class histograms of all rows at ε/d each, "
-        "post-processed with noise-aware shrinkage) and their mix with the trees meet both goals on every binary "
-        "cell of this table, and over nine binary datasets, six of which they were not tuned on, they move the goal "
-        "count from 7 to 25 of 36 cells (`marginals.md`, `stumps_proxies.md`, `rule_transfer.md`). The marginals are now a central "
-        "estimator (`edprf_core.DPMarginalsClassifier`), not yet a party's release or the default."
+        "- **Bank ROC AUC at ε = 0.1** (0.722 against 0.723): the marginals alone rank 0.734 there (`marginals.md`); "
+        "the mix rule gives them 75 % of the rows and the trees' quarter pulls the ranking down. The rule was chosen "
+        "on inner validation and is not retuned on test rows."
     ),
     (
-        "- **Accuracy at ε = 0.5 (diabetes, bank)**: for the trees, the number of bins is the lever, and the two "
-        "datasets want it moved in opposite directions; no public quantity separates them (`rule_sweep.md`). The "
-        "marginals' mix meets both (`marginals.md`)."
+        "- **Heart accuracy at ε ≤ 0.5** (237 training rows, n ε / d < 10): the rule gives the marginals 25 % of the "
+        "rows, about 59 rows at ε ≈ 0.1-0.5 over 13 histograms, where their counts are mostly noise, and the trees "
+        "left get a shallower automatic shape than on all rows (depth 1 instead of 2 at ε = 0.5). The trees alone "
+        "meet both cells. The benchmark's own mix (`marginals.md`, from which the rule was read) met them: it "
+        "differs from the estimator in that its trees drew their own DP row count. Choosing the rule again on inner "
+        "validation through the estimator itself is the next step; no constant was changed on these test rows."
     ),
     (
-        "- **Heart accuracy at ε ≥ 1**: 237 training rows; no public shape rule for the trees beat the defaults on "
-        "inner validation (`rule_sweep.md`); the marginals reach 0.802 and 0.818 against targets of 0.747 and 0.760 "
-        "(`marginals.md`)."
+        "- **Held-out-like data**: over nine binary datasets, six of which the mix was not tuned on, the mix meets "
+        "25 of 36 cells against 7 for the trees alone (`rule_transfer.md`); credit-like data at ε ≥ 0.5 stay below "
+        "DP-EBM's ranking (`stumps_proxies.md`)."
     ),
     (
         "- **Federated, 20 parties, Dirichlet 0.5, within 2 points**: met on diabetes and bank accuracy; wall is about "
         "19 points below central because each party picks its splits from about 220 rows (`federation_depth.md`: "
-        "closing it needs splits chosen from statistics pooled across parties, i.e. a multi-round protocol)."
+        "closing it needs splits chosen from statistics pooled across parties, i.e. a multi-round protocol); the "
+        "summed marginals are partition-independent (`marginals_federated.md`)."
     ),
 ]
 

@@ -320,6 +320,19 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         :class:`BudgetExceededError`.  ``None`` charges the process default
         (:func:`edprf_core.accounting.set_default_accountant`, :func:`edprf_core.budget`)
         when one is set, else nothing is accounted.  Clones share it.
+    marginals_share : float in [0, 1) or "auto", default "auto"
+        Expected share of the rows given to the *marginals part* instead of
+        the trees: each row goes there independently with this probability
+        (public randomness), and those rows release DP one-way marginals,
+        one class-count histogram per feature with discrete Laplace noise at
+        ``(epsilon - count_epsilon) / d`` each (:mod:`edprf_core._marginals`).
+        ``predict_proba`` pools the two parts, proportional to
+        ``p_marginals ** s * p_trees ** (1 - s)``.  ``"auto"``: for two
+        classes 0.25 when ``n * epsilon / d < 10`` and 0.75 otherwise (``n``:
+        ``n_rows_public`` or the DP row count), for more classes 0 (trees
+        only); chosen on inner validation splits of training rows
+        (``benchmarks/results/marginals.md``).  0: trees only (the model
+        before the marginals part).
 
     Attributes
     ----------
@@ -350,13 +363,22 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         The DP row count the automatic rules used (released with discrete
         Laplace noise; may be off by a few rows or be negative), or None when
         no count was drawn.
+    marginals_share_ : float
+        The share used (0: no marginals part).
+    marginals_bins_ : int
+        Bins of the marginals part's public grid (0 without one): 5 when
+        ``share * n * epsilon / d < 300``, else 20 (``n_bins="auto"``), or
+        ``n_bins``.
 
     Notes
     -----
     Privacy cost of ``fit``: ε per record under ``relation``.  When an
     automatic rule needs a size and ``n_rows_public`` is None, a DP count of
     the rows spends ``count_epsilon_share * ε`` first and the trees share the
-    rest (sequential composition).  The trees see disjoint random subsets of
+    rest (sequential composition).  With a marginals part, the rows are
+    split at random, independently of the data, into the marginals' rows and
+    the trees' rows; each part spends ``ε - count_epsilon`` on its own rows,
+    so a record meets one of them (parallel composition) and the fit costs ε.  The trees see disjoint random subsets of
     the rows (each ε-DP, parallel composition).  Within a tree each
     root-to-leaf path spends exactly its tree's ε under the harmonic layer
     schedule (see :mod:`edprf_core._budget`).
@@ -601,8 +623,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             # the trees; each part spends epsilon - count_epsilon on its own rows
             to_marginals = marginals_rows(codes.shape[0], params.marginals_share, master)
             marginals_grid = FeatureGrid.from_schema(schema, params.marginals_bins)
+            same_grid = params.marginals_bins == params.n_bins  # the trees' codes serve: no second encoding
             marginals = release_marginals(
-                encode_features(X, schema, marginals_grid)[to_marginals],
+                (codes if same_grid else encode_features(X, schema, marginals_grid))[to_marginals],
                 labels[to_marginals],
                 marginals_grid.n_codes,
                 schema.n_classes,

@@ -513,7 +513,9 @@ class DPForest:
 
     def votes(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int64]:
         """Trees voting for each class, shape (n_samples, n_classes)."""
-        codes = self.encode(X)
+        return self._votes(self.encode(X))
+
+    def _votes(self, codes: NDArray[np.int32]) -> NDArray[np.int64]:
         fast = self._leafmask()
         if fast is not None:
             return fast.votes(codes, self.grid.n_codes, self.schema.n_classes)
@@ -602,26 +604,29 @@ class DPForest:
         are (post-processing theorem).  A merged forest is DP per record only
         under the federation's disjointness assumption (:data:`FEDERATION_NOTE`).
         """
-        trees = self._tree_proba(X, pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties)
+        codes = self.encode(X)
+        trees = self._tree_proba(codes, pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties)
         if self.marginals is None:
             return trees
-        from ._marginals import mix_probabilities
+        from ._marginals import marginal_proba, mix_probabilities
 
-        return mix_probabilities(trees, self.marginals_proba(X), self.marginals_share)
+        if self.marginals_bins != self.grid_bins:  # the marginals' own grid; else the trees' codes serve
+            codes = encode_features(X, self.schema, FeatureGrid.from_schema(self.schema, self.marginals_bins))
+        return mix_probabilities(trees, marginal_proba(self.marginals, codes), self.marginals_share)
 
     def _tree_proba(
         self,
-        X: ArrayLike | pd.DataFrame,
+        codes: NDArray[np.int32],
         *,
         pooling: str,
         label_shift: bool,
         tolerated_parties: int | None,
     ) -> NDArray[np.float64]:
-        """The trees' pooled probabilities (:meth:`predict_proba` without the marginals part)."""
+        """The trees' pooled probabilities of the rows ``codes`` (:meth:`predict_proba` without the marginals part)."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if not self.has_counts:
-            return self.votes(X) / float(self.n_trees)
+            return self._votes(codes) / float(self.n_trees)
         count_trees = self.trees.tree_has_counts()
         if pooling == "log-linear" and not count_trees.all():
             logger.info(
@@ -631,7 +636,7 @@ class DPForest:
                 self.n_trees,
             )
             pooling = "mean"
-        distinct, inverse = self._distinct_rows(self.encode(X))
+        distinct, inverse = self._distinct_rows(codes)
         tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
         if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
             raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
