@@ -9,9 +9,7 @@ import pytest
 
 from edprf_core import EDPRFClassifier, TrainingParameters
 from edprf_core._marginals import (
-    MIX_SHARE_HIGH,
-    MIX_SHARE_LOW,
-    MIX_SHARE_THRESHOLD,
+    MIX_SHARE,
     marginal_proba,
     marginals_n_bins,
     marginals_rows,
@@ -32,18 +30,11 @@ def _fit(n_rows=2000, n_classes=2, **options):
 
 
 # ------------------------------------------------------------------ the public rules
-@pytest.mark.parametrize(
-    ("n_rows", "epsilon", "want"),
-    [(49, 1.0, MIX_SHARE_LOW), (50, 1.0, MIX_SHARE_HIGH), (499, 0.1, MIX_SHARE_LOW), (10_000, 0.1, MIX_SHARE_HIGH)],
-)
-def test_the_two_class_share_rule_switches_at_its_threshold(n_rows, epsilon, want):
-    assert MIX_SHARE_THRESHOLD == 10.0  # n * eps / d with d = 5 below: 49 -> 9.8, 50 -> 10
-    assert marginals_share_rule(n_rows, 5, 2, epsilon) == want
-
-
-@pytest.mark.parametrize("n_classes", [3, 4, 7])
-def test_more_than_two_classes_get_no_marginals(n_classes):
-    assert marginals_share_rule(10**6, 5, n_classes, 10.0) == 0.0
+def test_two_classes_get_the_chosen_share_and_more_classes_none():
+    assert MIX_SHARE == 0.75  # results/mix_rule.md
+    assert marginals_share_rule(2) == MIX_SHARE
+    for n_classes in (1, 3, 4, 7):
+        assert marginals_share_rule(n_classes) == 0.0
 
 
 def test_the_row_assignment_is_data_free_and_keeps_its_share():
@@ -66,9 +57,9 @@ def test_the_mix_is_the_weighted_geometric_pool():
 
 # ------------------------------------------------------------------ fitted models
 def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
-    clf, _, _ = _fit(n_rows_public=2000)  # n eps / d = 400 >= 10: the high share; >= 300: 20 bins
+    clf, _, _ = _fit(n_rows_public=2000)  # 0.75 * 2000 * eps / d = 300: 20 bins
     forest = clf.forest_
-    assert clf.marginals_share_ == MIX_SHARE_HIGH == clf.privacy_.marginals_share == forest.marginals_share
+    assert clf.marginals_share_ == MIX_SHARE == clf.privacy_.marginals_share == forest.marginals_share
     assert clf.marginals_bins_ == marginals_n_bins(round(0.75 * 2000), 5, 1.0) == forest.marginals_bins
     grid = FeatureGrid.from_schema(forest.schema, clf.marginals_bins_)
     assert forest.marginals.n_codes == tuple(grid.n_codes)
@@ -122,11 +113,20 @@ def test_the_fitted_marginals_hold_no_data_derived_size():
     assert [h.shape for h in a.forest_.marginals.counts] == [h.shape for h in b.forest_.marginals.counts]
 
 
-def test_a_fixed_shape_with_the_automatic_share_draws_one_row_count():
+def test_a_fixed_shape_with_the_automatic_share_draws_no_row_count():
     clf, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8)
+    assert clf.privacy_.depth_rule == "fixed" and clf.n_rows_estimate_ is None
+    assert clf.marginals_share_ == MIX_SHARE and clf.marginals_bins_ == 8  # an integer n_bins is both grids
+    assert clf.forest_.marginals.epsilon == pytest.approx(1.0)
+
+
+def test_the_automatic_shapes_read_each_part_of_the_dp_count():
+    clf, _, _ = _fit(n_rows=2000)
     assert clf.privacy_.depth_rule == "dp-count" and clf.n_rows_estimate_ is not None
-    assert clf.marginals_bins_ == 8  # an integer n_bins is the marginals' grid too
-    assert clf.forest_.marginals.epsilon == pytest.approx(1.0 - clf.privacy_.count_epsilon)
+    size = max(1, clf.n_rows_estimate_)
+    eps = 1.0 - clf.privacy_.count_epsilon
+    assert clf.marginals_bins_ == marginals_n_bins(max(1, round(0.75 * size)), 5, eps)
+    assert clf.forest_.marginals.epsilon == pytest.approx(eps)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, "half", True])
