@@ -128,7 +128,9 @@ def stump_forest(codes: np.ndarray, y: np.ndarray, schema, grid: FeatureGrid, ep
         np.asarray(leaf_class, dtype=np.int32),
         np.concatenate(counts),
     )
-    model = EDPRFClassifier(schema, epsilon=epsilon, split_mode="multiway", max_depth=1, n_trees=len(features))
+    model = EDPRFClassifier(
+        schema, epsilon=epsilon, split_mode="multiway", max_depth=1, n_trees=len(features), marginals_share=0.0
+    )
     params = model._parameters(len(features), 1, 0.0, "fixed", N_BINS)
     return DPForest(
         schema=schema, grid_bins=N_BINS, split_mode="multiway", trees=trees, parts=(("local", params, len(features)),)
@@ -333,7 +335,7 @@ def mixing_sweep(datasets: dict, exponent: tuple[float, float]) -> tuple[str, pd
                     stumps = draw < rho
                     weighted = []
                     if (~stumps).any():
-                        trees = EDPRFClassifier(schema, epsilon=eps, random_state=seed)
+                        trees = EDPRFClassifier(schema, epsilon=eps, random_state=seed, marginals_share=0.0)
                         trees.fit(inner.X_train[~stumps], inner.y_train[~stumps])
                         weighted.append((1 - rho, trees.predict_proba(inner.X_test)))
                     if stumps.any():
@@ -436,7 +438,7 @@ def explore(datasets: dict, exponent: tuple[float, float]) -> str:
             half = np.random.default_rng(1000 + seed).random(len(y_train)) < 0.5
             with pooling_exponent(exponent):
                 stumps = stump_forest(codes[~half], y_train[~half], schema, grid, 1.0, seed).predict_proba(split.X_test)
-            trees = EDPRFClassifier(schema, epsilon=1.0, random_state=seed).fit(
+            trees = EDPRFClassifier(schema, epsilon=1.0, random_state=seed, marginals_share=0.0).fit(
                 split.X_train[half], split.y_train[half]
             )
             acc, auc = scores(log_pool([(0.5, stumps), (0.5, trees.predict_proba(split.X_test))]), y_test)
@@ -458,7 +460,13 @@ def explore(datasets: dict, exponent: tuple[float, float]) -> str:
             merged = merge_forests(
                 [
                     EDPRFClassifier(
-                        schema, epsilon=1.0, n_trees=1, max_depth_cap=8, n_bins=20, random_state=seed * 1000 + i
+                        schema,
+                        epsilon=1.0,
+                        n_trees=1,
+                        max_depth_cap=8,
+                        n_bins=20,
+                        random_state=seed * 1000 + i,
+                        marginals_share=0.0,
                     )
                     .fit(split.X_train.iloc[r], split.y_train.iloc[r])
                     .forest_

@@ -362,7 +362,7 @@ def mix_proba(split, epsilon: float, seed: int, rho: float, setting: MarginalsSe
     d = schema.n_features
     if rho == 0:
         return (
-            EDPRFClassifier(schema, epsilon=epsilon, random_state=seed)
+            EDPRFClassifier(schema, epsilon=epsilon, random_state=seed, marginals_share=0.0)
             .fit(split.X_train, split.y_train)
             .predict_proba(split.X_test)
         )
@@ -380,7 +380,7 @@ def mix_proba(split, epsilon: float, seed: int, rho: float, setting: MarginalsSe
         shrinkage=setting.shrinkage,
         temper=setting.temper_for(d),
     )
-    trees = EDPRFClassifier(schema, epsilon=epsilon, random_state=seed)
+    trees = EDPRFClassifier(schema, epsilon=epsilon, random_state=seed, marginals_share=0.0)
     trees.fit(split.X_train[~mine], split.y_train[~mine])
     return log_pool([(rho, marg), (1 - rho, trees.predict_proba(split.X_test))])
 

@@ -134,6 +134,7 @@ class Federation:
                 max_depth_cap=8,
                 n_bins=20,
                 random_state=self.seed * 1000 + i,
+                marginals_share=0.0,
             ).fit(s.X_train.iloc[rows], s.y_train.iloc[rows])
             forests.append(clf.forest_)
             names.append(f"p{i}")
@@ -142,7 +143,7 @@ class Federation:
     def defaults_central(self, rows: np.ndarray | None = None) -> np.ndarray:
         s = self.split
         rows = np.arange(self.n) if rows is None else rows
-        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed)
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=0.0)
         return model.fit(s.X_train.iloc[rows], s.y_train.iloc[rows]).predict_proba(s.X_test)
 
     def models(self) -> dict[str, np.ndarray]:

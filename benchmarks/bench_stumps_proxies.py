@@ -70,6 +70,7 @@ STUMP_POOLING = (0.75, 0.5)
 CSV = RESULTS_DIR / "stumps_proxies.csv"
 MODELS = (
     "defaults",
+    "trees only",
     "label",
     "stumps",
     "half/half",
@@ -81,7 +82,12 @@ MODELS = (
     "DP-EBM on 32 public bins",
     "marginals",
     "marginals+trees",
+    "share 0.25",
+    "share 0.5",
+    "share 0.75",
 )
+"""``share r``: ``EDPRFClassifier(marginals_share=r)``, the estimator with its marginals part on a share ``r`` of
+the rows (``trees only`` is ``r = 0``)."""
 
 
 class SeedModels:
@@ -97,6 +103,7 @@ class SeedModels:
         self._cache: dict[str, np.ndarray] = {}
         self._fits: dict[str, Callable[[], np.ndarray]] = {
             "defaults": self._defaults,
+            "trees only": self._trees,
             "label": self._label,
             "stumps": self._stumps,
             "half/half": functools.partial(self._mix, 0.5),
@@ -108,6 +115,7 @@ class SeedModels:
             "DP-EBM on 32 public bins": functools.partial(self._dp_ebm_public_bins, 32),
             "marginals": self._marginals,
             "marginals+trees": self._marginals_mix,
+            **{f"share {r:g}": functools.partial(self._with_share, r) for r in (0.25, 0.5, 0.75)},
         }
 
     def proba(self, name: str) -> np.ndarray:
@@ -117,17 +125,32 @@ class SeedModels:
 
     def _trees(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         s = self.split
-        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed)
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=0.0)
         return model.fit(s.X_train[rows], s.y_train[rows]).predict_proba(s.X_test)
 
     def _defaults(self) -> np.ndarray:
-        return self._trees()
+        """The library's defaults (two classes: the trees and the marginals part, ``marginals_share="auto"``)."""
+        s = self.split
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed)
+        return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
+
+    def _with_share(self, share: float) -> np.ndarray:
+        s = self.split
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=share)
+        return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
 
     def _label(self) -> np.ndarray:
         s = self.split
         depth = public_depth(len(self.labels), 1, self.eps)
         model = EDPRFClassifier(
-            s.schema, epsilon=self.eps, random_state=self.seed, n_trees=1, n_bins=20, max_depth=depth, leaf="label"
+            s.schema,
+            epsilon=self.eps,
+            random_state=self.seed,
+            n_trees=1,
+            n_bins=20,
+            max_depth=depth,
+            leaf="label",
+            marginals_share=0.0,
         )
         return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
 
@@ -149,7 +172,7 @@ class SeedModels:
 
     def _rule(self) -> np.ndarray:
         snr = cell_snr(len(self.labels), self.split.schema.n_features, self.eps)
-        return self.proba("stumps") if snr >= CELL_SNR_THRESHOLD else self.proba("defaults")
+        return self.proba("stumps") if snr >= CELL_SNR_THRESHOLD else self.proba("trees only")
 
     def _dp_ebm(self) -> np.ndarray:
         proba, _, _ = _fit_reference(Job(self.split.schema.name, "dp-ebm", self.eps, self.seed), self.split)
@@ -220,7 +243,7 @@ def run(name: str, seeds: int, models: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-CANDIDATES = ("defaults", "stumps", "half/half", "rule", "marginals", "marginals+trees")
+CANDIDATES = ("defaults", "trees only", "stumps", "half/half", "rule", "marginals", "marginals+trees")
 """The models whose goals are checked (DP-EBM and the label configuration set the targets)."""
 
 
