@@ -327,10 +327,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         one class-count histogram per feature with discrete Laplace noise at
         ``(epsilon - count_epsilon) / d`` each (:mod:`edprf_core._marginals`).
         ``predict_proba`` pools the two parts, proportional to
-        ``p_marginals ** s * p_trees ** (1 - s)``.  ``"auto"``: 0.75 for two
-        classes, 0 (trees only) for more; chosen on inner validation splits
-        of training rows (``benchmarks/results/mix_rule.md``).  0: trees
-        only (the model before the marginals part).
+        ``p_marginals ** s * p_trees ** (1 - s)``.  ``"auto"``: for two
+        classes 0.25 when ``n * epsilon / d < 6.2`` and 0.75 otherwise
+        (``n``: ``n_rows_public`` or the DP row count), for more classes 0
+        (trees only); chosen on inner validation splits of training rows of
+        nine datasets (``benchmarks/results/rule_transfer_estimator.md``).
+        0: trees only (the model before the marginals part).
 
     Attributes
     ----------
@@ -493,13 +495,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         auto_trees, auto_depth = self.n_trees == "auto", self.max_depth == "auto"
         auto_bins = self.n_bins == "auto"
         requested = self.marginals_share
-        share = marginals_share_rule(schema.n_classes) if requested == "auto" else float(requested)
-        if not (auto_trees or auto_depth or auto_bins):
+        auto_share = requested == "auto" and schema.n_classes == 2
+        share = 0.0 if requested == "auto" else float(requested)
+        if not (auto_trees or auto_depth or auto_bins or auto_share):
             bins = int(self.n_bins)
             return FitShape(int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, bins * (share > 0))
         counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
         size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
         forest_eps = float(self.epsilon) - count_eps
+        if auto_share:
+            share = marginals_share_rule(size, schema.n_features, schema.n_classes, float(self.epsilon))
         # each part's rules read its expected share of the public size
         tree_size = max(1, round((1.0 - share) * size))
         n_bins = public_bins(tree_size, forest_eps) if auto_bins else int(self.n_bins)

@@ -9,7 +9,9 @@ import pytest
 
 from edprf_core import EDPRFClassifier, TrainingParameters
 from edprf_core._marginals import (
-    MIX_SHARE,
+    MIX_SHARE_HIGH,
+    MIX_SHARE_LOW,
+    MIX_SHARE_THRESHOLD,
     marginal_proba,
     marginals_n_bins,
     marginals_rows,
@@ -30,11 +32,18 @@ def _fit(n_rows=2000, n_classes=2, **options):
 
 
 # ------------------------------------------------------------------ the public rules
-def test_two_classes_get_the_chosen_share_and_more_classes_none():
-    assert MIX_SHARE == 0.75  # results/mix_rule.md
-    assert marginals_share_rule(2) == MIX_SHARE
-    for n_classes in (1, 3, 4, 7):
-        assert marginals_share_rule(n_classes) == 0.0
+@pytest.mark.parametrize(
+    ("n_rows", "epsilon", "want"),
+    [(30, 1.0, MIX_SHARE_LOW), (31, 1.0, MIX_SHARE_HIGH), (309, 0.1, MIX_SHARE_LOW), (10_000, 0.1, MIX_SHARE_HIGH)],
+)
+def test_the_two_class_share_rule_switches_at_its_threshold(n_rows, epsilon, want):
+    assert MIX_SHARE_THRESHOLD == 6.2  # n * eps / d with d = 5 below: 30 -> 6.0, 31 -> 6.2
+    assert marginals_share_rule(n_rows, 5, 2, epsilon) == want
+
+
+@pytest.mark.parametrize("n_classes", [3, 4, 7])
+def test_more_than_two_classes_get_no_marginals(n_classes):
+    assert marginals_share_rule(10**6, 5, n_classes, 10.0) == 0.0
 
 
 def test_the_row_assignment_is_data_free_and_keeps_its_share():
@@ -59,7 +68,7 @@ def test_the_mix_is_the_weighted_geometric_pool():
 def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
     clf, _, _ = _fit(n_rows_public=2000)  # 0.75 * 2000 * eps / d = 300: 20 bins
     forest = clf.forest_
-    assert clf.marginals_share_ == MIX_SHARE == clf.privacy_.marginals_share == forest.marginals_share
+    assert clf.marginals_share_ == MIX_SHARE_HIGH == clf.privacy_.marginals_share == forest.marginals_share
     assert clf.marginals_bins_ == marginals_n_bins(round(0.75 * 2000), 5, 1.0) == forest.marginals_bins
     grid = FeatureGrid.from_schema(forest.schema, clf.marginals_bins_)
     assert forest.marginals.n_codes == tuple(grid.n_codes)
@@ -113,11 +122,14 @@ def test_the_fitted_marginals_hold_no_data_derived_size():
     assert [h.shape for h in a.forest_.marginals.counts] == [h.shape for h in b.forest_.marginals.counts]
 
 
-def test_a_fixed_shape_with_the_automatic_share_draws_no_row_count():
+def test_a_fixed_shape_with_the_automatic_share_draws_one_row_count():
+    """The two-class share rule reads a public size: without a declared one, one DP count is drawn."""
     clf, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8)
-    assert clf.privacy_.depth_rule == "fixed" and clf.n_rows_estimate_ is None
-    assert clf.marginals_share_ == MIX_SHARE and clf.marginals_bins_ == 8  # an integer n_bins is both grids
-    assert clf.forest_.marginals.epsilon == pytest.approx(1.0)
+    assert clf.privacy_.depth_rule == "dp-count" and clf.n_rows_estimate_ is not None
+    assert clf.marginals_bins_ == 8  # an integer n_bins is both grids
+    assert clf.forest_.marginals.epsilon == pytest.approx(1.0 - clf.privacy_.count_epsilon)
+    declared, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8, n_rows_public=2000)
+    assert declared.privacy_.depth_rule == "declared-size" and declared.n_rows_estimate_ is None
 
 
 def test_the_automatic_shapes_read_each_part_of_the_dp_count():
