@@ -8,16 +8,32 @@ trees-only forest must give what it gave before.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import EDPRFClassifier, example_schema, load_embedded
-from edprf_core._marginals import marginal_evidence, marginal_log_ratio_tables, marginals_temper
+from edprf_core import (
+    CategoricalFeature,
+    ContinuousFeature,
+    DPForest,
+    EDPRFClassifier,
+    LabelSpec,
+    Schema,
+    TrainingParameters,
+    example_schema,
+    explain_row,
+    load_embedded,
+)
+from edprf_core._importances import marginals_importances
+from edprf_core._marginals import NoisyMarginals, marginal_evidence, marginal_log_ratio_tables, marginals_temper
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+from edprf_core.explain import forest_rules_text, leaf_rule, released_importances
 from edprf_core.export import encoding_spec, forest_to_onnx, onnx_inputs
+from edprf_core.forest import ForestArrays
+from edprf_core.prediction import leaf_terms
 from tests.conftest import SHARED_DATA
 
 N_ROWS = 10_000
@@ -43,6 +59,12 @@ def mixed_forest(leaf: str = "counts", seed: int = 3, **params):
     forest = EDPRFClassifier(schema, leaf=leaf, random_state=seed, **params).fit(X, y).forest_
     assert forest.marginals is not None and forest.marginals_share > 0
     return forest, rows
+
+
+def without_marginals(forest: DPForest) -> DPForest:
+    """The same trees without the marginals part (a trees-only forest)."""
+    parts = tuple((label, replace(p, marginals_share=0.0, marginals_bins=0), n) for label, p, n in forest.parts)
+    return replace(forest, parts=parts, marginals=None, _routing={})
 
 
 def run_onnx(model, feed: dict[str, np.ndarray]) -> np.ndarray:
@@ -193,3 +215,220 @@ def test_the_graph_uses_the_library_temper():
     stacked = numpy_helper.to_array(tables.attribute[0].t)
     _, expected = marginal_log_ratio_tables(forest.marginals)
     assert np.allclose(stacked, marginals_temper(forest.schema.n_features) * np.concatenate(expected), atol=0)
+
+
+# ------------------------------------------------------------------------------------------ hand-built forest
+
+TINY_SCHEMA = Schema(
+    features=(
+        ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
+        CategoricalFeature("color", ("red", "green", "blue")),
+    ),
+    label=LabelSpec("sick", ("no", "yes")),
+    name="tiny",
+)
+TINY_MARGINALS = (
+    np.array([[50, 10], [30, 30], [5, 40]], dtype=np.int64),  # age < 30, 30 <= age < 60, age >= 60
+    np.array([[20, 20], [40, 10], [25, 50]], dtype=np.int64),  # red, green, blue
+)
+
+
+def tiny_mixed_forest(leaf: str = "counts", share: float = 0.5, marginals=TINY_MARGINALS, epsilon: float = 1.0):
+    """The tree of tests/core/test_rules_and_explanations.py (age < 30 -> [5, 1]; else color = green -> [0, 7];
+    else [3, 3]) mixed with hand-set noisy marginals of weight ``share``."""
+    counts = np.array([[-1, -1], [5, 1], [-1, -1], [0, 7], [3, 3]], dtype=np.int64)
+    trees = ForestArrays(
+        tree_offsets=np.array([0, 5]),
+        feature=np.array([0, -1, 1, -1, -1], dtype=np.int32),
+        split=np.array([1, -1, 1, -1, -1], dtype=np.int32),
+        first_child=np.array([1, -1, 3, -1, -1], dtype=np.int32),
+        leaf_class=np.array([-1, 0, -1, 1, 1], dtype=np.int32),
+        leaf_counts=counts if leaf == "counts" else None,
+    )
+    params = TrainingParameters(
+        epsilon=epsilon, max_depth=2, n_bins=5, leaf=leaf, marginals_share=share, marginals_bins=4
+    )
+    return DPForest(
+        schema=TINY_SCHEMA,
+        grid_bins=5,
+        split_mode="binary",
+        trees=trees,
+        parts=(("local", params, 1),),
+        marginals=NoisyMarginals(marginals, epsilon, "add-remove", 2),
+    )
+
+
+TINY_ROWS = pd.DataFrame({"age": [12.0, 45.0, 75.0, 45.0], "color": ["red", "green", "blue", "blue"]})
+
+
+# ------------------------------------------------------------------------------------------------ explanations
+
+
+def softmax(v: np.ndarray) -> np.ndarray:
+    e = np.exp(v - v.max())
+    return e / e.sum()
+
+
+@pytest.mark.parametrize("leaf", ["counts", "label"])
+@pytest.mark.parametrize("pooling", ["log-linear", "mean"])
+def test_explanation_adds_up_to_the_mixed_probabilities(leaf, pooling):
+    forest, rows = mixed_forest(leaf)
+    rows = rows.iloc[:30]
+    expected = forest.predict_proba(rows, pooling=pooling)
+    s = forest.marginals_share
+    grid = FeatureGrid.from_schema(forest.schema, forest.marginals_bins)
+    codes = encode_features(rows, forest.schema, grid)
+    log_prior, tables = marginal_log_ratio_tables(forest.marginals)
+    temper = marginals_temper(forest.schema.n_features)
+    trees_only = [explain_row(without_marginals(forest), rows.iloc[[i]], pooling=pooling) for i in range(3)]
+    for i in range(len(rows)):
+        e = explain_row(forest, rows.iloc[[i]], pooling=pooling)
+        assert e.marginals_share == s
+        assert np.allclose(e.probabilities, expected[i], rtol=0, atol=1e-12)
+        # the link of the total is the probability: softmax for both mixed links
+        assert e.link == ("softmax" if leaf == "counts" and pooling == "log-linear" else "mix")
+        assert np.allclose(softmax(e.total()), expected[i], rtol=0, atol=1e-12)
+        # one marginals term per feature: s * temper * the log-ratio of the row's bin, labelled by feature
+        assert [m.feature for m in e.marginals] == list(forest.schema.feature_names)
+        for j, m in enumerate(e.marginals):
+            assert np.allclose(m.contribution, s * temper * tables[j][codes[i, j]], rtol=0, atol=0)
+        assert np.all(e.floor == 0)  # no probability of these rows falls below 1e-12
+        if e.link == "softmax":
+            assert np.allclose(e.bias - s * log_prior, (1 - s) * np.log(leaf_terms(forest).prior), atol=1e-15)
+        else:  # the trees' contributions are the trees' own probabilities
+            trees = forest._tree_proba(rows.iloc[[i]], pooling=pooling, label_shift=True, tolerated_parties=None)
+            assert np.allclose(e.tree_total(), trees[0], rtol=0, atol=1e-12)
+            assert np.allclose(e.bias, s * log_prior, atol=0)
+    # the trees' contributions are the trees-only explanation's, weighted by 1 - s (log-linear) or as they are
+    for i, before in enumerate(trees_only):
+        e = explain_row(forest, rows.iloc[[i]], pooling=pooling)
+        factor = (1 - s) if e.link == "softmax" else 1.0
+        for t, (a, b) in enumerate(zip(e.trees, before.trees)):
+            assert a.rule == b.rule and a.tree == b.tree == t
+            assert np.allclose(a.contribution, factor * b.contribution, rtol=0, atol=1e-15)
+
+
+def test_precomputed_leaf_terms_give_the_same_explanation():
+    forest, rows = mixed_forest()
+    terms = leaf_terms(forest)
+    for i in range(5):
+        a, b = explain_row(forest, rows.iloc[[i]]), explain_row(forest, rows.iloc[[i]], terms=terms)
+        assert np.array_equal(a.total(), b.total()) and np.array_equal(a.probabilities, b.probabilities)
+
+
+def test_the_floor_term_keeps_the_sum_exact_when_it_binds():
+    # huge noisy counts at a large epsilon: almost no shrinkage, so the marginals give "no" far below 1e-12
+    extreme = (
+        np.array([[1_000_000, 0], [0, 1_000_000], [0, 1_000_000]], dtype=np.int64),
+        np.array([[1_000_000, 0], [0, 1_000_000], [0, 1_000_000]], dtype=np.int64),
+    )
+    forest = tiny_mixed_forest("label", share=0.5, marginals=extreme, epsilon=100.0)
+    row = pd.DataFrame({"age": [75.0], "color": ["green"]})  # votes: all "yes", so p_trees("no") = 0 too
+    assert forest.marginals_proba(row)[0, 0] < 1e-12
+    e = explain_row(forest, row)
+    assert e.link == "mix" and np.any(e.floor != 0)
+    assert np.allclose(softmax(e.total()), forest.predict_proba(row)[0], rtol=0, atol=1e-15)
+    assert any(line.startswith("probability floor (1e-12) of the mix: ") for line in e.lines())
+
+
+def test_explanation_text_labels_the_marginals_part():
+    forest = tiny_mixed_forest()
+    e = explain_row(forest, TINY_ROWS.iloc[[1]])
+    text = e.lines()
+    assert text[1].startswith("mix: probabilities = softmax(0.5 * log p_marginals + 0.5 * log p_trees)")
+    assert any(line.startswith("marginals part (one noisy class histogram per feature") for line in text)
+    assert "  age, bin 30 <= age < 60: [" in "\n".join(text)
+    assert "  color, bin color = green: [" in "\n".join(text)
+    assert [m.bin for m in e.marginals] == ["30 <= age < 60", "color = green"]
+
+
+def test_trees_only_explanations_are_unchanged():
+    forest = tiny_mixed_forest()
+    plain = DPForest(
+        schema=forest.schema,
+        grid_bins=5,
+        split_mode="binary",
+        trees=forest.trees,
+        parts=(("local", TrainingParameters(epsilon=1.0, max_depth=2, n_bins=5), 1),),
+    )
+    e = explain_row(plain, TINY_ROWS.iloc[[0]])
+    assert e.marginals == () and e.marginals_share == 0 and e.floor is None
+    assert np.allclose(softmax(e.total()), plain.predict_proba(TINY_ROWS.iloc[[0]])[0], atol=1e-12)
+    assert not any("marginals" in line or line.startswith("mix:") for line in e.lines())
+    assert any(line.startswith("sum of contributions: ") for line in e.lines())
+
+
+# ------------------------------------------------------------------------------------------------------ rules
+
+
+def test_rules_text_has_the_marginals_section():
+    forest = tiny_mixed_forest()
+    lines = forest_rules_text(forest)
+    log_prior, tables = marginal_log_ratio_tables(forest.marginals)
+    assert lines[0].startswith("marginals part (weight s = 0.5 in the mix: probabilities = softmax(0.5 * ")
+    prior = np.exp(log_prior)
+    assert lines[1] == f"  class prior (from the noisy class totals): no={prior[0]:.4f}, yes={prior[1]:.4f}"
+    r = tables[0][1]
+    assert "  feature age (3 bins):" in lines
+    assert f"    30 <= age < 60: noisy counts [no=30, yes=30]; log-ratio [no={r[0]:+.4f}, yes={r[1]:+.4f}]" in lines
+    assert "  feature color (3 values):" in lines
+    assert any(line.startswith("    color = blue: noisy counts [no=25, yes=50]; log-ratio [") for line in lines)
+    # then the trees, as without marginals, their header naming the trees' weight; the last lines are the trees'
+    start = lines.index(
+        "trees' part (weight 1 - s = 0.5 in the mix): rules (conditions on the public grid in the schema's units; "
+        "values outside the declared bounds are clipped to them; released noisy counts or labels, no epsilon spent):"
+    )
+    assert lines[start + 1 :] == [
+        "  tree 0 (part local, 3 leaves):",
+        "    IF age < 30 THEN noisy counts [no=5, yes=1]",
+        "    IF age >= 30 AND color = green THEN noisy counts [no=0, yes=7]",
+        "    IF age >= 30 AND color != green THEN noisy counts [no=3, yes=3]",
+    ]
+    assert leaf_rule(forest, 4).conditions == ("age >= 30", "color != green")  # leaves read as before
+
+
+def test_rules_text_bounds_the_marginals_section():
+    forest, _ = mixed_forest()
+    lines = forest_rules_text(forest, max_trees=1, max_leaves=3, max_features=2)
+    assert sum(line.startswith("  feature ") for line in lines) == 2
+    assert f"  ... {forest.schema.n_features - 2} more features not shown (--show-features)" in lines
+    assert any(line.endswith("more bins of this feature not shown (--show-leaves)") for line in lines)
+    assert lines[-1] == f"  ... {forest.n_trees - 1} more trees not shown (--show-trees)"
+    with pytest.raises(ValueError, match="max_features"):
+        forest_rules_text(forest, max_features=0)
+
+
+# ------------------------------------------------------------------------------------------------ importances
+
+
+def test_importances_mix_the_trees_and_the_marginals():
+    forest = tiny_mixed_forest(share=0.5)
+    imp = released_importances(forest)
+    assert imp.sum() == pytest.approx(1.0)
+    _, tables = marginal_log_ratio_tables(forest.marginals)
+    spread = []
+    for table, counts in zip(tables, TINY_MARGINALS):
+        rows = counts.sum(axis=1)
+        spread.append(rows @ (table.max(axis=1) - table.min(axis=1)) / rows.sum())
+    marginals = np.array(spread) / sum(spread)
+    assert np.allclose(marginals_importances(forest.marginals), marginals)
+    plain = DPForest(
+        schema=forest.schema,
+        grid_bins=5,
+        split_mode="binary",
+        trees=forest.trees,
+        parts=(("local", TrainingParameters(epsilon=1.0, max_depth=2, n_bins=5), 1),),
+    )
+    assert np.allclose(imp, 0.5 * released_importances(plain) + 0.5 * marginals)
+
+
+def test_a_feature_no_tree_splits_on_gets_weight_from_the_marginals():
+    X, y, _, schema = bank()
+    forest = EDPRFClassifier(schema, n_trees=1, max_depth=1, n_bins=8, random_state=0).fit(X, y).forest_
+    assert forest.marginals is not None
+    split_on = set(forest.trees.feature[forest.trees.feature >= 0].tolist())
+    imp = released_importances(forest)
+    assert imp.sum() == pytest.approx(1.0) and np.all(imp >= 0)
+    # a stump splits on one feature; every feature gets weight through the marginals part
+    assert len(split_on) == 1 and np.all(imp > 0)
+    assert np.allclose(released_importances(without_marginals(forest))[sorted(split_on)], 1.0)
