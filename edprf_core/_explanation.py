@@ -145,7 +145,7 @@ class Explanation:
         trees = self.tree_total()
         if self.link == "mix":
             trees = (1.0 - self.marginals_share) * np.log(np.maximum(trees, MIX_FLOOR))
-        if self.floor is None:
+        if not self.marginals:
             return self.bias + trees
         return self.bias + trees + self.marginals_total() + self.floor
 
@@ -169,38 +169,19 @@ class Explanation:
         probs = ", ".join(f"{c}={p:.4f}" for c, p in zip(self.classes, self.probabilities))
         out = [f"predicted class: {self.classes[top]} (probabilities {probs})"]
         s = self.marginals_share
-        if self.floor is not None:
+        if not self.marginals:
+            out += self._trees_lines()
+        else:
             out.append(
                 f"mix: probabilities = softmax({s:g} * log p_marginals + {1 - s:g} * log p_trees): the marginals "
                 f"part's weight is its share s = {s:g} of the rows, the trees' 1 - s = {1 - s:g}"
             )
-        if self.link == "softmax":
-            weighted = f"{1 - s:g} * " if self.floor is not None else ""
-            out.append(
-                "pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
-                "a contribution is the tree's weighted log likelihood ratio per class, times its part's weight"
-                + (f", times the trees' weight {1 - s:g}" if self.floor is not None else "")
-            )
-            prior = (
-                "log prior (consortium class mix)"
-                if self.floor is None
-                else (f"log prior ({weighted}the trees' consortium class mix + {s:g} * the marginals' class prior)")
-            )
-            out.append(f"{prior}: " + _vector(self.classes, self.bias))
-        elif self.link == "mix":
-            out.append(
-                f"pooling: {self.pooling}: the trees' probabilities = sum of the trees' contributions (each tree's "
-                f"share): {_vector(self.classes, self.tree_total())}; the trees' part = {1 - s:g} * log(them): "
-                + _vector(self.classes, (1 - s) * np.log(np.maximum(self.tree_total(), MIX_FLOOR)))
-            )
-            out.append(f"log prior ({s:g} * the marginals' class prior): " + _vector(self.classes, self.bias))
-        else:
-            out.append(f"pooling: {self.pooling}: probabilities = sum of the trees' contributions (each tree's share)")
+            out += self._mixed_lines()
         for part, c in self.clipping:
             out.append(
                 f"bounded influence: part {part}'s score clipped to the others' range: " + _vector(self.classes, c)
             )
-        if self.floor is None:
+        if not self.marginals:
             out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))
         else:
             out += self._marginals_lines(top)
@@ -217,6 +198,41 @@ class Explanation:
         if len(order) > len(shown):
             out.append(f"  ... {len(order) - len(shown)} more trees not shown (--show-trees)")
         return out
+
+    def _trees_lines(self) -> list[str]:
+        """How a trees-only forest's contributions add up."""
+        if self.link != "softmax":
+            return [f"pooling: {self.pooling}: probabilities = sum of the trees' contributions (each tree's share)"]
+        return [
+            (
+                "pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions); "
+                "a contribution is the tree's weighted log likelihood ratio per class, times its part's weight"
+            ),
+            "log prior (consortium class mix): " + _vector(self.classes, self.bias),
+        ]
+
+    def _mixed_lines(self) -> list[str]:
+        """How the trees' part and the marginals part add up (a forest with a marginals part)."""
+        s = self.marginals_share
+        if self.link == "softmax":
+            return [
+                (
+                    "pooling: log-linear: probabilities = softmax(log prior + sum of the trees' contributions + "
+                    "sum of the marginals terms); a tree's contribution is its weighted log likelihood ratio per "
+                    f"class, times its part's weight, times the trees' weight {1 - s:g}"
+                ),
+                f"log prior ({1 - s:g} * the trees' consortium class mix + {s:g} * the marginals' class prior): "
+                + _vector(self.classes, self.bias),
+            ]
+        trees = self.tree_total()
+        return [
+            f"pooling: {self.pooling}: probabilities = softmax(log prior + the trees' part + sum of the marginals "
+            f"terms); the trees' probabilities are the sum of the trees' contributions (each tree's share): "
+            + _vector(self.classes, trees),
+            f"the trees' part = {1 - s:g} * log(max(the trees' probabilities, {MIX_FLOOR:g})): "
+            + _vector(self.classes, (1 - s) * np.log(np.maximum(trees, MIX_FLOOR))),
+            f"log prior ({s:g} * the marginals' class prior): " + _vector(self.classes, self.bias),
+        ]
 
     def _marginals_lines(self, top: int) -> list[str]:
         """The sums of both parts, the floor when it binds, and the marginals terms weighing most on ``top``."""

@@ -43,7 +43,10 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rules",
         action="store_true",
-        help="print the trees as rules with their released noisy counts, and feature importances",
+        help=(
+            "print the trees as rules with their released noisy counts (and a marginals part's noisy histograms), "
+            "and feature importances"
+        ),
     )
     parser.add_argument(
         "--show-trees",
