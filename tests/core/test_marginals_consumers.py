@@ -14,36 +14,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edprf_core import (
-    CategoricalFeature,
-    ContinuousFeature,
-    DPForest,
-    EDPRFClassifier,
-    LabelSpec,
-    Schema,
-    TrainingParameters,
-    example_schema,
-    explain_row,
-    load_embedded,
-)
+from edprf_core import DPForest, EDPRFClassifier, explain_row, load_embedded
 from edprf_core._importances import marginals_importances
 from edprf_core._marginals import NoisyMarginals, marginal_evidence, marginal_log_ratio_tables, marginals_temper
-from edprf_core.datasets import read_csv
-from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+from edprf_core.encoding import FeatureGrid, encode_features
 from edprf_core.explain import forest_rules_text, leaf_rule, released_importances
 from edprf_core.export import encoding_spec, forest_to_onnx, onnx_inputs
-from edprf_core.forest import ForestArrays
 from edprf_core.prediction import leaf_terms
-from tests.conftest import SHARED_DATA
+from tests.core.test_rules_and_explanations import tiny_forest
 
 N_ROWS = 10_000
 TOLERANCE = 1e-6
 SHARED = {
-    # name: (file, read_csv keywords, marginals_share), the files of tests/protocol/test_onnx_export.py;
-    # heart has five classes, so "auto" gives it no marginals part: it asks for one (the mix works for any K)
-    "diabetes_prediction": ("diabetes_prediction_dataset.csv", {}, "auto"),
-    "bank_marketing": ("bank-full.csv", {"sep": ";"}, "auto"),
-    "heart_disease_cleveland": ("processed.cleveland.data", {"header": False}, 0.25),
+    # name: marginals_share, on the files of tests/protocol/test_onnx_export.py; heart has five classes, so
+    # "auto" gives it no marginals part: it asks for one (the mix works for any number of classes)
+    "diabetes_prediction": "auto",
+    "bank_marketing": "auto",
+    "heart_disease_cleveland": 0.25,
 }
 
 
@@ -174,22 +161,13 @@ def test_trees_only_export_is_unchanged():
     assert np.max(np.abs(run_onnx(model, onnx_inputs(rows, spec)) - forest.predict_proba(rows))) <= TOLERANCE
 
 
-def shared_rows(name: str):
-    file, kwargs, _ = SHARED[name]
-    path = SHARED_DATA / name / file
-    if not path.is_file():
-        pytest.skip(f"needs {path}")
-    schema = example_schema(name)
-    X, y = read_csv(path, schema, **kwargs)
-    keep, _ = conforming_rows(X, y, schema)
-    return X[keep].reset_index(drop=True), y[keep].reset_index(drop=True), schema
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SHARED))
 def test_onnx_reproduces_the_mix_on_shared_data(name):
+    from tests.protocol.test_onnx_export import shared_rows
+
     X, y, schema = shared_rows(name)
-    share = SHARED[name][2]
+    share = SHARED[name]
     rows = X.iloc[np.random.default_rng(7).choice(len(X), N_ROWS, replace=len(X) < N_ROWS)]
     train = np.random.default_rng(11).permutation(len(X))[:6000]
     for leaf, poolings in (("counts", ("log-linear", "mean")), ("label", ("log-linear",))):
@@ -219,14 +197,6 @@ def test_the_graph_uses_the_library_temper():
 
 # ------------------------------------------------------------------------------------------ hand-built forest
 
-TINY_SCHEMA = Schema(
-    features=(
-        ContinuousFeature("age", 0.0, 90.0, edges=(30.0, 60.0)),
-        CategoricalFeature("color", ("red", "green", "blue")),
-    ),
-    label=LabelSpec("sick", ("no", "yes")),
-    name="tiny",
-)
 TINY_MARGINALS = (
     np.array([[50, 10], [30, 30], [5, 40]], dtype=np.int64),  # age < 30, 30 <= age < 60, age >= 60
     np.array([[20, 20], [40, 10], [25, 50]], dtype=np.int64),  # red, green, blue
@@ -234,28 +204,13 @@ TINY_MARGINALS = (
 
 
 def tiny_mixed_forest(leaf: str = "counts", share: float = 0.5, marginals=TINY_MARGINALS, epsilon: float = 1.0):
-    """The tree of tests/core/test_rules_and_explanations.py (age < 30 -> [5, 1]; else color = green -> [0, 7];
-    else [3, 3]) mixed with hand-set noisy marginals of weight ``share``."""
-    counts = np.array([[-1, -1], [5, 1], [-1, -1], [0, 7], [3, 3]], dtype=np.int64)
-    trees = ForestArrays(
-        tree_offsets=np.array([0, 5]),
-        feature=np.array([0, -1, 1, -1, -1], dtype=np.int32),
-        split=np.array([1, -1, 1, -1, -1], dtype=np.int32),
-        first_child=np.array([1, -1, 3, -1, -1], dtype=np.int32),
-        leaf_class=np.array([-1, 0, -1, 1, 1], dtype=np.int32),
-        leaf_counts=counts if leaf == "counts" else None,
-    )
-    params = TrainingParameters(
-        epsilon=epsilon, max_depth=2, n_bins=5, leaf=leaf, marginals_share=share, marginals_bins=4
-    )
-    return DPForest(
-        schema=TINY_SCHEMA,
-        grid_bins=5,
-        split_mode="binary",
-        trees=trees,
-        parts=(("local", params, 1),),
-        marginals=NoisyMarginals(marginals, epsilon, "add-remove", 2),
-    )
+    """:func:`tests.core.test_rules_and_explanations.tiny_forest` (age < 30 -> [5, 1]; else color = green ->
+    [0, 7]; else [3, 3]) mixed with hand-set noisy marginals of weight ``share`` (on the declared age edges)."""
+    trees = tiny_forest(leaf)
+    ((label, params, n),) = trees.parts
+    params = replace(params, marginals_share=share, marginals_bins=4)
+    released = NoisyMarginals(marginals, epsilon, "add-remove", 2)
+    return replace(trees, parts=((label, params, n),), marginals=released, _routing={})
 
 
 TINY_ROWS = pd.DataFrame({"age": [12.0, 45.0, 75.0, 45.0], "color": ["red", "green", "blue", "blue"]})
@@ -344,13 +299,7 @@ def test_explanation_text_labels_the_marginals_part():
 
 def test_trees_only_explanations_are_unchanged():
     forest = tiny_mixed_forest()
-    plain = DPForest(
-        schema=forest.schema,
-        grid_bins=5,
-        split_mode="binary",
-        trees=forest.trees,
-        parts=(("local", TrainingParameters(epsilon=1.0, max_depth=2, n_bins=5), 1),),
-    )
+    plain = without_marginals(forest)
     e = explain_row(plain, TINY_ROWS.iloc[[0]])
     assert e.marginals == () and e.marginals_share == 0 and e.floor is None
     assert np.allclose(softmax(e.total()), plain.predict_proba(TINY_ROWS.iloc[[0]])[0], atol=1e-12)
@@ -412,13 +361,7 @@ def test_importances_mix_the_trees_and_the_marginals():
         spread.append(rows @ (table.max(axis=1) - table.min(axis=1)) / rows.sum())
     marginals = np.array(spread) / sum(spread)
     assert np.allclose(marginals_importances(forest.marginals), marginals)
-    plain = DPForest(
-        schema=forest.schema,
-        grid_bins=5,
-        split_mode="binary",
-        trees=forest.trees,
-        parts=(("local", TrainingParameters(epsilon=1.0, max_depth=2, n_bins=5), 1),),
-    )
+    plain = without_marginals(forest)
     assert np.allclose(imp, 0.5 * released_importances(plain) + 0.5 * marginals)
 
 
