@@ -46,13 +46,10 @@ from numpy.typing import ArrayLike, NDArray
 from ._encoding import FeatureGrid, encode_features
 from ._forest import DPForest, check_is_forest
 from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
-from ._marginals import marginal_log_ratio_tables, marginals_temper, mix_probabilities
+from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper, mix_probabilities
 from ._rules import LeafRule, _Paths, _rule, code_condition, shown_name
 
-__all__ = ["MIX_FLOOR", "Explanation", "MarginalContribution", "TreeContribution", "explain_row"]
-
-MIX_FLOOR = 1e-12
-"""Each part's probabilities are floored here before the mix's logarithm (as in ``mix_probabilities``)."""
+__all__ = ["Explanation", "MarginalContribution", "TreeContribution", "explain_row"]
 MAX_SHOWN_FEATURES = 20
 """Marginals terms :meth:`Explanation.lines` shows (those weighing most first; the rest are counted)."""
 
@@ -110,7 +107,7 @@ class Explanation:
     marginals_share : float in [0, 1)
         ``s``, the marginals part's weight in the mix (0 without one).
     floor : ndarray of shape (n_classes,) or None
-        With a marginals part: the effect of flooring either part's probabilities at :data:`MIX_FLOOR`
+        With a marginals part: the effect of flooring either part's probabilities at :data:`~edprf_core._marginals.MIX_FLOOR`
         (zero unless a class's probability fell below it); None without one.
     """
 

@@ -57,6 +57,7 @@ __all__ = [
     "MARGINALS_BINS_THRESHOLD",
     "MARGINALS_SHRINKAGE",
     "MARGINALS_TEMPER_C",
+    "MIX_FLOOR",
     "MIX_SHARE_HIGH",
     "MIX_SHARE_LOW",
     "MIX_SHARE_THRESHOLD",
@@ -422,6 +423,10 @@ def marginal_proba(
 # ---------------------------------------------------------------------------------------------------------------
 # The mix with the trees (EDPRFClassifier's marginals part)
 
+MIX_FLOOR = 1e-12
+"""Each part's probabilities are floored here before the logarithm of :func:`mix_probabilities` (the ONNX
+export and the explanations follow the same floor)."""
+
 MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD = 0.25, 0.75, 10.0
 """Two classes: the share of the rows the marginals get in :class:`edprf_core.EDPRFClassifier` is
 ``MIX_SHARE_LOW`` when ``n * epsilon / d < MIX_SHARE_THRESHOLD``, else ``MIX_SHARE_HIGH``.  Chosen on inner
@@ -468,9 +473,9 @@ def marginals_rows(n_rows: int, share: float, rng: np.random.Generator) -> NDArr
 def mix_probabilities(trees: NDArray[np.float64], marginals: NDArray[np.float64], share: float) -> NDArray[np.float64]:
     """The mix's class probabilities: proportional to ``marginals ** share * trees ** (1 - share)``.
 
-    Both inputs are ``(n, K)`` probability rows (values clipped at 1e-12 before the logarithm, so a tree vote
-    share of 0 does not veto a class).  Privacy cost: none (post-processing of the two parts' releases).
+    Both inputs are ``(n, K)`` probability rows (values clipped at :data:`MIX_FLOOR` before the logarithm, so a
+    tree vote share of 0 does not veto a class).  Privacy cost: none (post-processing of the two parts' releases).
     """
-    score = share * np.log(np.clip(marginals, 1e-12, 1.0)) + (1.0 - share) * np.log(np.clip(trees, 1e-12, 1.0))
+    score = share * np.log(np.clip(marginals, MIX_FLOOR, 1.0)) + (1.0 - share) * np.log(np.clip(trees, MIX_FLOOR, 1.0))
     out = np.exp(score - score.max(axis=1, keepdims=True))
     return out / out.sum(axis=1, keepdims=True)

@@ -98,7 +98,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._encoding import FeatureGrid, encode_features
 from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
-from ._marginals import marginal_log_ratio_tables, marginals_temper
+from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper
 from ._schema import ContinuousFeature, Schema
 
 __all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
@@ -111,8 +111,6 @@ ONNX_ML_OPSET = 3
 INPUT_NAME = "codes"
 MARGINALS_INPUT_NAME = "marginals_codes"
 OUTPUT_NAME = "probabilities"
-PROBABILITY_FLOOR = 1e-12
-"""The mix's floor on each part's probabilities (as in :func:`edprf_core._marginals.mix_probabilities`)."""
 
 
 def encoding_spec(forest: DPForest) -> dict[str, Any]:
@@ -252,7 +250,6 @@ def _mix_steps(forest: DPForest, trees_out: str) -> list:
     temper = marginals_temper(forest.marginals.n_features)
     n_codes = np.asarray(forest.marginals.n_codes, dtype=np.int64)
     share = forest.marginals_share
-    floor = PROBABILITY_FLOOR
     return [
         helper.make_node("Cast", [MARGINALS_INPUT_NAME], ["marginals_int"], to=TensorProto.INT64),
         _const("marginals_zero", 0, np.int64),
@@ -271,9 +268,9 @@ def _mix_steps(forest: DPForest, trees_out: str) -> list:
         _const("marginals_log_prior", log_prior),
         helper.make_node("Add", ["marginals_evidence", "marginals_log_prior"], ["marginals_scores"]),
         helper.make_node("LogSoftmax", ["marginals_scores"], ["marginals_log_proba"], axis=1),
-        _const("log_floor", np.log(floor)),
+        _const("log_floor", np.log(MIX_FLOOR)),
         helper.make_node("Max", ["marginals_log_proba", "log_floor"], ["marginals_log_floored"]),
-        _const("floor", floor),
+        _const("floor", MIX_FLOOR),
         _const("one", 1.0),
         helper.make_node("Clip", [trees_out, "floor", "one"], ["tree_floored"]),
         helper.make_node("Log", ["tree_floored"], ["tree_log_proba"]),

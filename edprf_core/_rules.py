@@ -12,15 +12,15 @@ schema's rules before any condition applies.
 
 A forest with a marginals part (``marginals_share > 0``) also released one
 noisy (bin x class) count histogram per feature on a second public grid; its
-rules text ends with them, bin by bin, each with the per-class log-ratio
+rules text starts with them, bin by bin, each with the per-class log-ratio
 ``log(p_j(c | bin) / prior(c))`` its predictions use
 (:func:`edprf_core._marginals.marginal_log_ratio_tables`), and the mix weight.
 
 Privacy cost: none.  Every condition comes from the released structure and
 the public schema, every leaf outcome from a released label or noisy counts,
-every histogram line from the released noisy marginals; nothing reads data.  The names shown come from the model file, which may be
-hostile: they are shown with control characters escaped and cut to a bounded
-length.
+every histogram line from the released noisy marginals; nothing reads data.
+The names shown come from the model file, which may be hostile: they are
+shown with control characters escaped and cut to a bounded length.
 """
 
 from __future__ import annotations
