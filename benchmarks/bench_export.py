@@ -1,14 +1,16 @@
 #!/usr/bin/env python
 """Throughput of the exported ONNX model in onnxruntime against scikit-learn's RandomForestClassifier (issue 21).
 
-One eDPRF forest (leaf counts, log-linear pooling, binary splits, 20 bins) and
+One eDPRF forest (leaf counts, log-linear pooling, binary splits, 20 bins; on a
+two-class dataset with the default marginals part, so its graph has two inputs) and
 one scikit-learn RandomForestClassifier with the same number of trees and the
 same max_depth are fitted on the same rows; then, in this process, alternating
 rounds time ``predict_proba`` on the same rows:
 
 - ``onnxruntime (codes)``: the exported graph on the schema's codes (what a
-  serving process that already holds codes pays);
-- ``onnxruntime (encoding + graph)``: ``encode_features`` on the raw frame, then the graph;
+  serving process that already holds codes pays; both grids' with a marginals part);
+- ``onnxruntime (encoding + graph)``: ``onnx_inputs`` (``encode_features`` per grid) on the raw frame, then
+  the graph;
 - ``eDPRF predict_proba``: the package on the raw frame (for reference);
 - ``scikit-learn``: ``predict_proba`` on a prepared float matrix (categoricals as
   their declared index, prepared once outside the timing), ``n_jobs=1``.
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from edprf_core import EDPRFClassifier
     from edprf_core.encoding import encode_labels
-    from edprf_core.export import forest_to_onnx
+    from edprf_core.export import encoding_spec, forest_to_onnx, onnx_inputs
 
     X, y, schema = _load(args.dataset, args.data_dir)
     if args.rows:
@@ -106,16 +108,15 @@ def main(argv: list[str] | None = None) -> None:
     model = forest_to_onnx(forest)
     t_export = time.perf_counter() - t0
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    codes = forest.encode(X).astype(np.float64)
-    got = session.run(["probabilities"], {"codes": codes})[0]
+    spec = encoding_spec(forest)
+    feed = onnx_inputs(X, spec)  # codes (and, with a marginals part, the codes on its grid)
+    got = session.run(["probabilities"], feed)[0]
     gap = float(np.max(np.abs(got - forest.predict_proba(X))))
     forest.predict_proba(X)  # compiles the routing table before the timing
 
     fns = {
-        "onnxruntime (codes)": lambda: session.run(["probabilities"], {"codes": codes}),
-        "onnxruntime (encoding + graph)": lambda: session.run(
-            ["probabilities"], {"codes": forest.encode(X).astype(np.float64)}
-        ),
+        "onnxruntime (codes)": lambda: session.run(["probabilities"], feed),
+        "onnxruntime (encoding + graph)": lambda: session.run(["probabilities"], onnx_inputs(X, spec)),
         "eDPRF predict_proba": lambda: forest.predict_proba(X),
         "scikit-learn": lambda: sk.predict_proba(Xn),
     }
@@ -124,6 +125,12 @@ def main(argv: list[str] | None = None) -> None:
     medians = {k: statistics.median(v) for k, v in times.items()}
     sk_rate = n / medians["scikit-learn"]
     head = "| predict_proba | median (s) | rows/s | rows/s ratio vs scikit-learn |"
+    mix = (
+        f", mixed with a marginals part of share {forest.marginals_share:g} on {forest.marginals_bins} bins: the "
+        "graph takes its codes as a second input"
+        if forest.marginals is not None
+        else ""
+    )
     lines = [
         "# Throughput of the exported ONNX model",
         "",
@@ -131,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
             f"Machine: {cpu_info()}; Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
             f"{ort.__version__}, scikit-learn {skl_version}. Dataset {args.dataset}, {n:,} rows; {T} trees, "
             f"max_depth {d} on both sides (eDPRF: leaf counts, log-linear pooling, binary splits, 20 bins, "
-            f"epsilon 1). Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: "
+            f"epsilon 1{mix}). Median of {args.repeats} alternating runs in one process, one thread each. Ratio above 1: "
             "faster than scikit-learn."
         ),
         "",

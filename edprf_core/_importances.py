@@ -13,9 +13,23 @@ root-to-leaf paths through it, a public quantity), the classic split-count
 importance.  Each tree's importances are normalized to sum to 1 and the
 forest's are the mean over trees.
 
-Privacy cost: none.  Only released values (structure, clamped noisy counts)
-and public parameters are read; no data, public or private, is used.  The
-noise stays in: with small ε or small leaves the importances are noisy too.
+A forest with a marginals part (``marginals_share = s > 0``) predicts with
+both parts, weighted ``s`` and ``1 - s`` in log space, so a feature's
+importance is the same mix: ``(1 - s) * trees' importance + s * marginals'
+importance``, renormalized to sum to 1 (a forest of stumps then gets the
+marginals' importances alone).  A feature's marginals importance is the
+spread of the evidence it adds: per bin of its noisy histogram, the range
+over classes of the log-ratio ``log(p_j(c | bin) / prior(c))`` its
+predictions use (:func:`edprf_core._marginals.marginal_log_ratio_tables`;
+with two classes, how far the bin moves the log-odds), averaged over the
+bins weighted by their released noisy row counts (floored at 0; equal
+weights when every count is 0), then normalized over features.  A bin whose
+counts are small against the noise is shrunk to the prior and adds nothing.
+
+Privacy cost: none.  Only released values (structure, clamped noisy counts,
+noisy marginals) and public parameters are read; no data, public or
+private, is used (post-processing theorem).  The noise stays in: with small
+ε or small leaves the importances are noisy too.
 """
 
 from __future__ import annotations
@@ -24,8 +38,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._forest import DPForest, check_is_forest
+from ._marginals import NoisyMarginals, marginal_log_ratio_tables
 
-__all__ = ["released_importances"]
+__all__ = ["marginals_importances", "released_importances"]
 
 
 def _gini(counts: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -34,13 +49,42 @@ def _gini(counts: NDArray[np.float64]) -> NDArray[np.float64]:
     return 1.0 - (share**2).sum(axis=1)
 
 
+def _normalized(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    total = values.sum()
+    return values / total if total > 0 else np.zeros_like(values)
+
+
+def marginals_importances(marginals: NoisyMarginals) -> NDArray[np.float64]:
+    """Each feature's spread of evidence in the marginals, shape (n_features,), summing to 1 (or all 0).
+
+    See the module docstring for the rule.  Privacy cost: none (post-processing of the noisy marginals).
+    """
+    _, tables = marginal_log_ratio_tables(marginals)
+    spread = np.zeros(marginals.n_features)
+    for j, (table, counts) in enumerate(zip(tables, marginals.counts)):
+        rows = np.maximum(counts, 0).sum(axis=1).astype(np.float64)
+        weight = rows / rows.sum() if rows.sum() > 0 else np.full(rows.size, 1.0 / rows.size)
+        spread[j] = float(weight @ (table.max(axis=1) - table.min(axis=1)))
+    return _normalized(spread)
+
+
 def released_importances(forest: DPForest) -> NDArray[np.float64]:
     """Importance of every feature, shape (n_features,), summing to 1 (all 0 for a forest of stumps).
 
-    See the module docstring for the rule.  Privacy cost: none
+    With a marginals part: ``(1 - s)`` times the trees' importances plus ``s`` times
+    :func:`marginals_importances`, renormalized.  See the module docstring for the rule.  Privacy cost: none
     (post-processing of released values; reads no data).
     """
-    check_is_forest(forest, "released_importances")
+    check_is_forest(forest, "released_importances", marginals_supported=True)
+    trees = _tree_importances(forest)
+    if forest.marginals is None:
+        return trees
+    s = forest.marginals_share
+    return _normalized((1.0 - s) * trees + s * marginals_importances(forest.marginals))
+
+
+def _tree_importances(forest: DPForest) -> NDArray[np.float64]:
+    """The trees' importances (module docstring), summing to 1 or all 0."""
     trees = forest.trees
     n_features = forest.schema.n_features
     depth, parent = trees.depths_and_parents()

@@ -29,9 +29,9 @@ Privacy argument (kept next to the code)
 
 Post-processing
 ---------------
-:func:`marginal_evidence`, :func:`marginal_log_scores` and :func:`marginal_proba` read only a
-:class:`NoisyMarginals` and the codes of the rows to score: post-processing of an ``epsilon``-DP
-release, so they cost nothing more.  The estimator is the one measured by
+:func:`marginal_log_ratio_tables`, :func:`marginal_evidence`, :func:`marginal_log_scores` and
+:func:`marginal_proba` read only a :class:`NoisyMarginals` and the codes of the rows to score:
+post-processing of an ``epsilon``-DP release, so they cost nothing more.  The estimator is the one measured by
 ``benchmarks/bench_marginals.py`` (``results/marginals.md``): class totals as the mean of the
 histograms' column sums, each bin's class distribution shrunk toward the totals' by a pseudo-count
 proportional to the noise scale, and a tempered sum of per-feature log-ratios.
@@ -57,11 +57,13 @@ __all__ = [
     "MARGINALS_BINS_THRESHOLD",
     "MARGINALS_SHRINKAGE",
     "MARGINALS_TEMPER_C",
+    "MIX_FLOOR",
     "MIX_SHARE_HIGH",
     "MIX_SHARE_LOW",
     "MIX_SHARE_THRESHOLD",
     "NoisyMarginals",
     "marginal_evidence",
+    "marginal_log_ratio_tables",
     "marginal_log_scores",
     "marginal_proba",
     "marginals_n_bins",
@@ -307,6 +309,40 @@ def _positive(value: float, name: str) -> float:
     return number
 
 
+def marginal_log_ratio_tables(
+    marginals: NoisyMarginals, *, shrinkage: float = MARGINALS_SHRINKAGE
+) -> tuple[NDArray[np.float64], tuple[NDArray[np.float64], ...]]:
+    """``(log prior, tables)``: the class log prior, shape ``(K,)``, and per feature ``j`` the table
+    ``log(p_j(c | b) / prior[c])`` of shape ``(n_codes[j], K)``.
+
+    Parameters
+    ----------
+    marginals : NoisyMarginals
+        The release (its ``epsilon`` in (0, inf) and relation set the noise scale ``t``).
+    shrinkage : float > 0, default :data:`MARGINALS_SHRINKAGE`
+        Pseudo-count per cell in units of the noise scale ``t = sensitivity * d / epsilon``.
+
+    The estimator of :func:`marginal_evidence` (described there), before any row is scored: a row's evidence
+    is ``sum_j tables[j][code_j]``.  The ONNX export (a gather per feature), the explanations and the
+    importances read these tables, so every consumer scores with this one implementation.
+
+    Privacy cost: none (post-processing of an ``epsilon``-DP release; no row is read).
+    """
+    a = _positive(shrinkage, "shrinkage")
+    noisy, n_classes = marginals.counts, marginals.n_classes
+    d = len(noisy)
+    totals = np.maximum(np.mean([h.sum(axis=0) for h in noisy], axis=0), 0.0)
+    total_noise = marginals.sensitivity * np.sqrt(2 * sum(h.shape[0] for h in noisy)) / marginals.epsilon
+    prior = (totals + total_noise) / (totals.sum() + n_classes * total_noise)
+    pseudo = a * (marginals.sensitivity * d / marginals.epsilon) * n_classes
+    tables = []
+    for h in noisy:
+        kept = np.maximum(h, 0).astype(np.float64)
+        given_bin = (kept + pseudo * prior) / (kept.sum(axis=1, keepdims=True) + pseudo)
+        tables.append(np.log(given_bin / prior))
+    return np.log(prior), tuple(tables)
+
+
 def marginal_evidence(
     marginals: NoisyMarginals, codes: ArrayLike, *, shrinkage: float = MARGINALS_SHRINKAGE
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -328,24 +364,17 @@ def marginal_evidence(
     noise).  Each bin's class distribution is ``(kept[b, c] + a prior[c]) / (kept[b].sum() + a)`` with
     ``kept`` the counts floored at 0 and ``a = shrinkage * t * K``: a bin whose counts are small against
     the noise falls back to the prior and carries no evidence.  ``evidence[i, c] = sum_j log(p_j(c |
-    bin_ij) / prior[c])``.
+    bin_ij) / prior[c])`` (the tables of :func:`marginal_log_ratio_tables`, gathered and summed).
 
     Privacy cost: none (post-processing of an ``epsilon``-DP release and of the rows to score).
     """
-    a = _positive(shrinkage, "shrinkage")
+    _positive(shrinkage, "shrinkage")
     X = _check_codes(codes, marginals.n_codes)
-    noisy, n_classes = marginals.counts, marginals.n_classes
-    d = len(noisy)
-    totals = np.maximum(np.mean([h.sum(axis=0) for h in noisy], axis=0), 0.0)
-    total_noise = marginals.sensitivity * np.sqrt(2 * sum(h.shape[0] for h in noisy)) / marginals.epsilon
-    prior = (totals + total_noise) / (totals.sum() + n_classes * total_noise)
-    pseudo = a * (marginals.sensitivity * d / marginals.epsilon) * n_classes
-    evidence = np.zeros((X.shape[0], n_classes))
-    for j, h in enumerate(noisy):
-        kept = np.maximum(h, 0).astype(np.float64)
-        given_bin = (kept + pseudo * prior) / (kept.sum(axis=1, keepdims=True) + pseudo)
-        evidence += np.log(given_bin / prior)[X[:, j]]
-    return np.log(prior), evidence
+    log_prior, tables = marginal_log_ratio_tables(marginals, shrinkage=shrinkage)
+    evidence = np.zeros((X.shape[0], marginals.n_classes))
+    for j, table in enumerate(tables):
+        evidence += table[X[:, j]]
+    return log_prior, evidence
 
 
 def marginal_log_scores(
@@ -393,6 +422,10 @@ def marginal_proba(
 
 # ---------------------------------------------------------------------------------------------------------------
 # The mix with the trees (EDPRFClassifier's marginals part)
+
+MIX_FLOOR = 1e-12
+"""Each part's probabilities are floored here before the logarithm of :func:`mix_probabilities` (the ONNX
+export and the explanations follow the same floor)."""
 
 MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD = 0.25, 0.75, 6.2
 """Two classes: the share of the rows the marginals part gets in :class:`edprf_core.EDPRFClassifier` is
@@ -446,9 +479,9 @@ def marginals_rows(n_rows: int, share: float, rng: np.random.Generator) -> NDArr
 def mix_probabilities(trees: NDArray[np.float64], marginals: NDArray[np.float64], share: float) -> NDArray[np.float64]:
     """The mix's class probabilities: proportional to ``marginals ** share * trees ** (1 - share)``.
 
-    Both inputs are ``(n, K)`` probability rows (values clipped at 1e-12 before the logarithm, so a tree vote
-    share of 0 does not veto a class).  Privacy cost: none (post-processing of the two parts' releases).
+    Both inputs are ``(n, K)`` probability rows (values clipped at :data:`MIX_FLOOR` before the logarithm, so a
+    tree vote share of 0 does not veto a class).  Privacy cost: none (post-processing of the two parts' releases).
     """
-    score = share * np.log(np.clip(marginals, 1e-12, 1.0)) + (1.0 - share) * np.log(np.clip(trees, 1e-12, 1.0))
+    score = share * np.log(np.clip(marginals, MIX_FLOOR, 1.0)) + (1.0 - share) * np.log(np.clip(trees, MIX_FLOOR, 1.0))
     out = np.exp(score - score.max(axis=1, keepdims=True))
     return out / out.sum(axis=1, keepdims=True)

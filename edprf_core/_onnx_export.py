@@ -30,6 +30,29 @@ The float32 rounding of step 1 moves a probability by about 2e-8; the tests
 (``tests/protocol/test_onnx_export.py``) require 1e-6 on 10,000 rows of each
 shared dataset, with three parties (the bound active).
 
+A forest with a marginals part
+------------------------------
+A forest fitted with ``marginals_share > 0`` (:attr:`~edprf_core.DPForest.marginals`)
+mixes its trees with DP one-way marginals scored on a second public grid
+(``marginals_bins`` bins), so its graph has two inputs, both ``tensor(double)``
+of shape ``(n_rows, n_features)``: ``codes`` (the trees' grid, as above) and
+``marginals_codes`` (the same row on the marginals' grid: the same recipe with
+the ``marginals_edges`` of the encoding; categorical codes are the same on both
+grids).  Steps 1-3 give the trees' probabilities ``p_t``; then
+
+4. the marginals' log-scores: each feature's code (clamped to its own code
+   range, so a bad code never reads another feature's table) indexes one row
+   of its precomputed table ``temper * log(p_j(c | bin) / prior)``
+   (:func:`edprf_core._marginals.marginal_log_ratio_tables`, tempered by
+   :func:`~edprf_core._marginals.marginals_temper`), one ``Gather`` over the
+   tables stacked end to end; the rows are summed over features, the log
+   prior added, and ``LogSoftmax`` gives ``log p_m``;
+5. the mix (:func:`edprf_core._marginals.mix_probabilities`):
+   ``Softmax(s * max(log p_m, log 1e-12) + (1 - s) * log(clip(p_t, 1e-12, 1)))``
+   with ``s`` the forest's ``marginals_share``.
+
+A trees-only forest's graph is exactly the one-input graph above.
+
 Splits on codes: a binary split on a continuous feature sends ``code < j``
 to its first child (``BRANCH_LT``), on a categorical feature ``code == c``
 (``BRANCH_EQ``); a multiway split becomes a chain of ``BRANCH_LT`` nodes
@@ -54,7 +77,9 @@ encoding travels as JSON (:func:`encoding_spec`, also stored in the model's
 
 In Python the package does it exactly: ``encode_features(X, schema,
 FeatureGrid.from_schema(schema, n_bins))`` with ``schema =
-Schema.from_toml(spec["schema_toml"])`` and ``n_bins = spec["n_bins"]``.
+Schema.from_toml(spec["schema_toml"])`` and ``n_bins = spec["n_bins"]``
+(and ``spec["marginals"]["n_bins"]`` for ``marginals_codes``);
+:func:`onnx_inputs` builds the graph's whole input from the spec.
 
 Privacy cost: none.  The graph holds the released structure, vectors
 computed from released counts and public parameters, and the public schema;
@@ -67,12 +92,16 @@ import json
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
+from ._encoding import FeatureGrid, encode_features
 from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
-from ._schema import ContinuousFeature
+from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper
+from ._schema import ContinuousFeature, Schema
 
-__all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx"]
+__all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
 
 ONNX_OPSET = 17
 """Default-domain opset of the graph (Softmax over axis 1)."""
@@ -80,26 +109,41 @@ ONNX_ML_OPSET = 3
 """``ai.onnx.ml`` opset of TreeEnsembleRegressor (the ``*_as_tensor`` double attributes)."""
 
 INPUT_NAME = "codes"
+MARGINALS_INPUT_NAME = "marginals_codes"
 OUTPUT_NAME = "probabilities"
 
 
 def encoding_spec(forest: DPForest) -> dict[str, Any]:
-    """The public encoding of the graph's input, as a JSON-ready dict (see the module docstring).
+    """The public encoding of the graph's input(s), as a JSON-ready dict (see the module docstring).
 
-    Privacy cost: none (public schema and grid).
+    A trees-only forest gets format ``edprf.onnx-encoding.v1`` (one input, ``codes``).  A forest with a
+    marginals part gets ``edprf.onnx-encoding.v2``: the same keys, plus ``inputs`` (both input names),
+    ``marginals`` (``input``, ``n_bins`` and ``share``) and, per continuous feature, ``marginals_edges``.
+
+    Privacy cost: none (public schema and grids; the marginals' share and bins are public parameters).
     """
-    check_is_forest(forest, "encoding_spec")
+    check_is_forest(forest, "encoding_spec", marginals_supported=True)
     schema, grid = forest.schema, forest.grid
+    mixed = forest.marginals is not None
+    marginals_grid = FeatureGrid.from_schema(schema, forest.marginals_bins) if mixed else grid
     features = []
-    for f, edges in zip(schema.features, grid.edges):
+    for f, edges, marginals_edges in zip(schema.features, grid.edges, marginals_grid.edges):
         item: dict[str, Any] = {"name": f.name, "kind": f.kind, "missing": f.missing}
         if isinstance(f, ContinuousFeature):
             item |= {"lower": f.lower, "upper": f.upper, "edges": [float(e) for e in edges]}
+            if mixed:
+                item["marginals_edges"] = [float(e) for e in marginals_edges]
         else:
             item |= {"categories": list(f.categories), "unknown": f.unknown}
         features.append(item)
-    return {
-        "format": "edprf.onnx-encoding.v1",
+    recipe = (
+        "continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
+        "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
+        "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "
+        "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."
+    )
+    spec: dict[str, Any] = {
+        "format": "edprf.onnx-encoding.v2" if mixed else "edprf.onnx-encoding.v1",
         "input": INPUT_NAME,
         "output": OUTPUT_NAME,
         "classes": list(schema.classes),
@@ -109,12 +153,44 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
         "strip_whitespace": bool(schema.strip_whitespace),
         "features": features,
         "schema_toml": schema.to_toml(),
-        "recipe": (
-            "continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
-            "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
-            "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "
-            "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."
-        ),
+        "recipe": recipe,
+    }
+    if mixed:
+        spec |= {
+            "inputs": [INPUT_NAME, MARGINALS_INPUT_NAME],
+            "marginals": {
+                "input": MARGINALS_INPUT_NAME,
+                "n_bins": forest.marginals_bins,
+                "share": forest.marginals_share,
+            },
+            "recipe": recipe
+            + f" {MARGINALS_INPUT_NAME}: the same recipe with marginals_edges in place of edges (categorical "
+            "codes are the same); feed both inputs.",
+        }
+    return spec
+
+
+def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, NDArray[np.float64]]:
+    """The graph's input feed for the rows ``X``, from the encoding ``spec`` alone (:func:`encoding_spec`).
+
+    ``{"codes": ...}`` for a trees-only forest, ``{"codes": ..., "marginals_codes": ...}`` with a marginals
+    part; each float64 of shape ``(n_rows, n_features)``, encoded by the package's encoder under the spec's
+    schema (:func:`~edprf_core.encoding.encode_features`: the same clipping, missing and unknown rules).
+
+    Privacy cost: none (a per-row map under public rules; reads only ``X``, the caller's rows).
+    """
+    schema = Schema.from_toml(spec["schema_toml"])
+    if schema.fingerprint != spec["schema_fingerprint"]:
+        raise ValueError(
+            f"encoding spec: expected schema fingerprint {spec['schema_fingerprint']}, got {schema.fingerprint} "
+            "from its schema_toml; re-export the model"
+        )
+    grids = {spec["input"]: spec["n_bins"]}
+    if "marginals" in spec:
+        grids[spec["marginals"]["input"]] = spec["marginals"]["n_bins"]
+    return {
+        name: encode_features(X, schema, FeatureGrid.from_schema(schema, int(n_bins))).astype(np.float64)
+        for name, n_bins in grids.items()
     }
 
 
@@ -157,6 +233,56 @@ def _tree_nodes(forest: DPForest) -> dict[str, list]:
     return {"nodes": nodes, "leaves": leaves}
 
 
+def _const(name: str, value: ArrayLike, dtype: type = np.float64):
+    """A ``Constant`` node named ``name`` holding ``value``."""
+    from onnx import helper, numpy_helper
+
+    return helper.make_node(
+        "Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype), name=name)
+    )
+
+
+def _mix_steps(forest: DPForest, trees_out: str) -> list:
+    """Steps 4-5 of the module docstring: the marginals' log-probabilities and the mix with ``trees_out``."""
+    from onnx import TensorProto, helper
+
+    log_prior, tables = marginal_log_ratio_tables(forest.marginals)
+    temper = marginals_temper(forest.marginals.n_features)
+    n_codes = np.asarray(forest.marginals.n_codes, dtype=np.int64)
+    share = forest.marginals_share
+    return [
+        helper.make_node("Cast", [MARGINALS_INPUT_NAME], ["marginals_int"], to=TensorProto.INT64),
+        _const("marginals_zero", 0, np.int64),
+        _const("marginals_last", n_codes - 1, np.int64),
+        helper.make_node("Max", ["marginals_int", "marginals_zero"], ["marginals_above"]),
+        helper.make_node("Min", ["marginals_above", "marginals_last"], ["marginals_within"]),
+        # feature j's table starts at row offsets[j] of the stacked tables
+        _const("marginals_offsets", np.concatenate([[0], np.cumsum(n_codes)[:-1]]), np.int64),
+        helper.make_node("Add", ["marginals_within", "marginals_offsets"], ["marginals_rows"]),
+        _const("marginals_tables", temper * np.concatenate(tables, axis=0)),
+        helper.make_node("Gather", ["marginals_tables", "marginals_rows"], ["marginals_terms"], axis=0),
+        _const("marginals_feature_axis", [1], np.int64),
+        helper.make_node(
+            "ReduceSum", ["marginals_terms", "marginals_feature_axis"], ["marginals_evidence"], keepdims=0
+        ),
+        _const("marginals_log_prior", log_prior),
+        helper.make_node("Add", ["marginals_evidence", "marginals_log_prior"], ["marginals_scores"]),
+        helper.make_node("LogSoftmax", ["marginals_scores"], ["marginals_log_proba"], axis=1),
+        _const("log_floor", np.log(MIX_FLOOR)),
+        helper.make_node("Max", ["marginals_log_proba", "log_floor"], ["marginals_log_floored"]),
+        _const("floor", MIX_FLOOR),
+        _const("one", 1.0),
+        helper.make_node("Clip", [trees_out, "floor", "one"], ["tree_floored"]),
+        helper.make_node("Log", ["tree_floored"], ["tree_log_proba"]),
+        _const("marginals_share", share),
+        _const("trees_share", 1.0 - share),
+        helper.make_node("Mul", ["marginals_log_floored", "marginals_share"], ["marginals_mixed"]),
+        helper.make_node("Mul", ["tree_log_proba", "trees_share"], ["trees_mixed"]),
+        helper.make_node("Add", ["marginals_mixed", "trees_mixed"], ["mixed_scores"]),
+        helper.make_node("Softmax", ["mixed_scores"], [OUTPUT_NAME], axis=1),
+    ]
+
+
 def forest_to_onnx(
     forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True, tolerated_parties: int | None = None
 ):
@@ -166,6 +292,11 @@ def forest_to_onnx(
     :func:`~edprf_core.prediction.leaf_terms` and :meth:`~edprf_core.DPForest.predict_proba`
     (the defaults give its default output).
 
+    Inputs: ``codes``, float64 ``(n_rows, n_features)``, the rows' codes on the trees' grid; with a marginals
+    part also ``marginals_codes``, the same rows' codes on the marginals' grid (:func:`onnx_inputs` builds
+    both from the encoding).  Output: ``probabilities``, float64 ``(n_rows, n_classes)``, the mix of the
+    trees and the marginals when the forest has a marginals part (module docstring, steps 4-5).
+
     Returns
     -------
     onnx.ModelProto
@@ -173,7 +304,7 @@ def forest_to_onnx(
 
     Privacy cost: none (post-processing of the released forest; reads no data).
     """
-    check_is_forest(forest, "forest_to_onnx")
+    check_is_forest(forest, "forest_to_onnx", marginals_supported=True)
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -206,42 +337,39 @@ def forest_to_onnx(
         target_weights_as_tensor=numpy_helper.from_array(weights.astype(np.float64).ravel()),
     )
 
-    def const(name: str, value, dtype=np.float64):
-        return helper.make_node(
-            "Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype), name=name)
-        )
+    trees_out = OUTPUT_NAME if forest.marginals is None else "tree_probabilities"
 
     steps = [
         ensemble,
         helper.make_node("Cast", ["scores32"], ["flat"], to=TensorProto.DOUBLE),
-        const("part_shape", [-1, n_parts, n_classes], np.int64),
+        _const("part_shape", [-1, n_parts, n_classes], np.int64),
         helper.make_node("Reshape", ["flat", "part_shape"], ["parts"]),
     ]
     values = "parts"
     if terms.clips:  # bounded mean (item 5): clip each class's part score to the others' range
         f = terms.tolerated
         steps += [
-            const("n_parts", [n_parts], np.int64),
+            _const("n_parts", [n_parts], np.int64),
             helper.make_node("TopK", ["parts", "n_parts"], ["desc", "desc_index"], axis=1, largest=1, sorted=1),
-            const("high_at", f, np.int64),
-            const("low_at", n_parts - 1 - f, np.int64),
+            _const("high_at", f, np.int64),
+            _const("low_at", n_parts - 1 - f, np.int64),
             helper.make_node("Gather", ["desc", "high_at"], ["high2"], axis=1),
             helper.make_node("Gather", ["desc", "low_at"], ["low2"], axis=1),
-            const("part_axis", [1], np.int64),
+            _const("part_axis", [1], np.int64),
             helper.make_node("Unsqueeze", ["high2", "part_axis"], ["high"]),
             helper.make_node("Unsqueeze", ["low2", "part_axis"], ["low"]),
             # D = max(hi - lo, the tightest range of any f + 1 parts): desc[i] - desc[i + f], least over i
-            const("head_start", [0], np.int64),
-            const("head_end", [n_parts - f], np.int64),
-            const("tail_start", [f], np.int64),
-            const("tail_end", [n_parts], np.int64),
+            _const("head_start", [0], np.int64),
+            _const("head_end", [n_parts - f], np.int64),
+            _const("tail_start", [f], np.int64),
+            _const("tail_end", [n_parts], np.int64),
             helper.make_node("Slice", ["desc", "head_start", "head_end", "part_axis"], ["head"]),
             helper.make_node("Slice", ["desc", "tail_start", "tail_end", "part_axis"], ["tail"]),
             helper.make_node("Sub", ["head", "tail"], ["gaps"]),
             helper.make_node("ReduceMin", ["gaps"], ["spread"], axes=[1], keepdims=1),  # opset 17: an attribute
             helper.make_node("Sub", ["high", "low"], ["range"]),
             helper.make_node("Max", ["range", "spread"], ["width"]),
-            const("clip_margin", terms.clip_margins().reshape(1, n_parts, 1)),  # per part: plausible size or not
+            _const("clip_margin", terms.clip_margins().reshape(1, n_parts, 1)),  # per part: plausible size or not
             helper.make_node("Mul", ["width", "clip_margin"], ["margin"]),
             helper.make_node("Sub", ["low", "margin"], ["lower"]),
             helper.make_node("Add", ["high", "margin"], ["upper"]),
@@ -250,30 +378,34 @@ def forest_to_onnx(
         ]
         values = "clipped"
     steps += [
-        const("part_weights", terms.effective_weights()),
+        _const("part_weights", terms.effective_weights()),
         helper.make_node("Mul", [values, "part_weights"], ["weighted"]),
-        const("sum_axis", [1], np.int64),
+        _const("sum_axis", [1], np.int64),
         helper.make_node("ReduceSum", ["weighted", "sum_axis"], ["pooled"], keepdims=0),
     ]
     if terms.link == "softmax":
         steps += [
-            const("scale", terms.scale),
-            const("log_prior", np.log(terms.prior)),
+            _const("scale", terms.scale),
+            _const("log_prior", np.log(terms.prior)),
             helper.make_node("Mul", ["pooled", "scale"], ["scaled"]),
             helper.make_node("Add", ["scaled", "log_prior"], ["scores"]),
-            helper.make_node("Softmax", ["scores"], [OUTPUT_NAME], axis=1),
+            helper.make_node("Softmax", ["scores"], [trees_out], axis=1),
         ]
     elif terms.link == "normalize":
         steps += [
             helper.make_node("ReduceSum", ["pooled", "sum_axis"], ["total"], keepdims=1),
-            helper.make_node("Div", ["pooled", "total"], [OUTPUT_NAME]),
+            helper.make_node("Div", ["pooled", "total"], [trees_out]),
         ]
     else:
-        steps.append(helper.make_node("Identity", ["pooled"], [OUTPUT_NAME]))
+        steps.append(helper.make_node("Identity", ["pooled"], [trees_out]))
+    inputs = [INPUT_NAME]
+    if forest.marginals is not None:
+        steps += _mix_steps(forest, trees_out)
+        inputs.append(MARGINALS_INPUT_NAME)
     graph = helper.make_graph(
         steps,
         "edprf_forest",
-        [helper.make_tensor_value_info(INPUT_NAME, TensorProto.DOUBLE, [None, forest.schema.n_features])],
+        [helper.make_tensor_value_info(name, TensorProto.DOUBLE, [None, forest.schema.n_features]) for name in inputs],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes])],
     )
     model = helper.make_model(
@@ -283,13 +415,13 @@ def forest_to_onnx(
         doc_string=f"pooling={terms.pooling}",
     )
     model.ir_version = 8  # onnxruntime >= 1.14 reads it
-    helper.set_model_props(
-        model,
-        {
-            "edprf.encoding": json.dumps(encoding_spec(forest), ensure_ascii=False),
-            "edprf.pooling": terms.pooling,
-            "edprf.guarantee": forest.guarantee(),
-        },
-    )
+    props = {
+        "edprf.encoding": json.dumps(encoding_spec(forest), ensure_ascii=False),
+        "edprf.pooling": terms.pooling,
+        "edprf.guarantee": forest.guarantee(),
+    }
+    if forest.marginals is not None:
+        props["edprf.marginals_share"] = repr(forest.marginals_share)
+    helper.set_model_props(model, props)
     onnx.checker.check_model(model)
     return model

@@ -10,11 +10,17 @@ last bin or category (``missing = "separate"``) reads as "missing"; an imputed
 missing value (``missing = <constant>``) and a catch-all category follow the
 schema's rules before any condition applies.
 
+A forest with a marginals part (``marginals_share > 0``) also released one
+noisy (bin x class) count histogram per feature on a second public grid; its
+rules text starts with them, bin by bin, each with the per-class log-ratio
+``log(p_j(c | bin) / prior(c))`` its predictions use
+(:func:`edprf_core._marginals.marginal_log_ratio_tables`), and the mix weight.
+
 Privacy cost: none.  Every condition comes from the released structure and
-the public schema, every leaf outcome from a released label or noisy counts;
-nothing reads data.  The names shown come from the model file, which may be
-hostile: they are shown with control characters escaped and cut to a bounded
-length.
+the public schema, every leaf outcome from a released label or noisy counts,
+every histogram line from the released noisy marginals; nothing reads data.
+The names shown come from the model file, which may be hostile: they are
+shown with control characters escaped and cut to a bounded length.
 """
 
 from __future__ import annotations
@@ -24,13 +30,25 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ._encoding import FeatureGrid
 from ._forest import DPForest, check_is_forest
+from ._marginals import MARGINALS_TEMPER_C, marginal_log_ratio_tables, marginals_temper
 from ._schema import CategoricalFeature, ContinuousFeature
 
-__all__ = ["MAX_NAME_CHARS", "LeafRule", "forest_rules_text", "leaf_rule", "shown_name"]
+__all__ = [
+    "DEFAULT_MAX_FEATURES",
+    "MAX_NAME_CHARS",
+    "LeafRule",
+    "code_condition",
+    "forest_rules_text",
+    "leaf_rule",
+    "shown_name",
+]
 
 MAX_NAME_CHARS = 60
 """Longest feature, category or class name shown (longer names are cut, with their length)."""
+DEFAULT_MAX_FEATURES = 20
+"""Features of the marginals part :func:`forest_rules_text` shows unless told otherwise."""
 
 
 def shown_name(value: object) -> str:
@@ -164,6 +182,21 @@ def _categorical_condition(feature: CategoricalFeature, mask: NDArray[np.bool_])
     return f"{shown} not in {{{', '.join(left)}}}"
 
 
+def code_condition(
+    feature: ContinuousFeature | CategoricalFeature, edges: NDArray[np.float64], n_codes: int, code: int
+) -> str:
+    """The condition that selects one code of ``feature`` on a grid (its interior ``edges``, ``n_codes`` codes).
+
+    ``30 <= age < 45``, ``age >= 60``, ``age is missing``, ``color = red``; empty when the feature has one code
+    only (every value).  Privacy cost: none (public schema and grid).
+    """
+    mask = np.zeros(n_codes, dtype=bool)
+    mask[code] = True
+    if isinstance(feature, ContinuousFeature):
+        return _continuous_condition(feature.name, edges, mask)
+    return _categorical_condition(feature, mask)
+
+
 def _rule(forest: DPForest, paths: _Paths, node: int) -> LeafRule:
     trees = forest.trees
     t = int(np.searchsorted(trees.tree_offsets, node, side="right") - 1)
@@ -180,43 +213,58 @@ def _rule(forest: DPForest, paths: _Paths, node: int) -> LeafRule:
 
 
 def leaf_rule(forest: DPForest, node: int) -> LeafRule:
-    """The rule of leaf ``node`` (a global node index).  Privacy cost: none (released structure only)."""
-    check_is_forest(forest, "leaf_rule")
+    """The rule of leaf ``node`` (a global node index).  Privacy cost: none (released structure only).
+
+    A marginals part (if any) does not change the trees, so their leaves read the same.
+    """
+    check_is_forest(forest, "leaf_rule", marginals_supported=True)
     if not 0 <= node < forest.trees.n_nodes or forest.trees.feature[node] >= 0:
         raise ValueError(f"node {node}: expected the index of a leaf among {forest.trees.n_nodes} nodes")
     return _rule(forest, _Paths(forest), node)
 
 
-def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int = 32) -> list[str]:
+def forest_rules_text(
+    forest: DPForest, *, max_trees: int = 3, max_leaves: int = 32, max_features: int = DEFAULT_MAX_FEATURES
+) -> list[str]:
     """The first ``max_trees`` trees as rules, ``max_leaves`` leaves each, and what was left out.
+
+    With a marginals part, its section comes first: the mix weight, the class prior, and for the first
+    ``max_features`` features each bin of the marginals' grid (up to ``max_leaves``) with its released noisy
+    counts and per-class log-ratio; then the trees' rules as without one.
 
     Parameters
     ----------
     forest : DPForest
     max_trees : int >= 1
     max_leaves : int >= 1
-        Leaves shown per tree (in breadth-first order).
+        Leaves shown per tree (in breadth-first order); bins shown per feature of the marginals part.
+    max_features : int >= 1
+        Features of the marginals part shown (in the schema's order).
 
     Returns
     -------
     list of str
-        Lines of text; the last lines say how many trees and leaves were not shown.
+        Lines of text; the last lines say how many trees and leaves were not shown (and the marginals
+        section's last lines, how many features and bins).
 
-    Privacy cost: none (released structure and counts, public schema).
+    Privacy cost: none (released structure, counts and marginals; public schema).
     """
-    check_is_forest(forest, "forest_rules_text")
-    for name, value in (("max_trees", max_trees), ("max_leaves", max_leaves)):
+    check_is_forest(forest, "forest_rules_text", marginals_supported=True)
+    for name, value in (("max_trees", max_trees), ("max_leaves", max_leaves), ("max_features", max_features)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     trees = forest.trees
     paths = _Paths(forest)
     classes = tuple(shown_name(c) for c in forest.schema.classes)
-    lines = [
-        (
-            "rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
-            "clipped to them; released noisy counts or labels, no epsilon spent):"
-        )
-    ]
+    lines = []
+    header = (
+        "rules (conditions on the public grid in the schema's units; values outside the declared bounds are "
+        "clipped to them; released noisy counts or labels, no epsilon spent):"
+    )
+    if forest.marginals is not None:  # first, so the last lines still say what the trees' rules left out
+        lines += _marginals_text(forest, classes, int(max_features), int(max_leaves))
+        header = f"trees' part (weight 1 - s = {1 - forest.marginals_share:g} in the mix): {header}"
+    lines.append(header)
     shown_trees = min(trees.n_trees, int(max_trees))
     part_of = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts])
     for t in range(shown_trees):
@@ -230,4 +278,43 @@ def forest_rules_text(forest: DPForest, *, max_trees: int = 3, max_leaves: int =
             lines.append(f"    ... {leaves.size - max_leaves} more leaves of tree {t} not shown (--show-leaves)")
     if trees.n_trees > shown_trees:
         lines.append(f"  ... {trees.n_trees - shown_trees} more trees not shown (--show-trees)")
+    return lines
+
+
+def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: int, max_bins: int) -> list[str]:
+    """The marginals part's section of :func:`forest_rules_text`.  Privacy cost: none (released values)."""
+    marginals, schema = forest.marginals, forest.schema
+    s = forest.marginals_share
+    grid = FeatureGrid.from_schema(schema, forest.marginals_bins)
+    log_prior, tables = marginal_log_ratio_tables(marginals)
+    temper = marginals_temper(marginals.n_features)
+    lines = [
+        (
+            f"marginals part (weight s = {s:g} in the mix: probabilities = softmax({s:g} * log p_marginals + "
+            f"{1 - s:g} * log p_trees); released on a random {s:.0%} of the rows, disjoint from the trees' rows: "
+            f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
+            f"{marginals.epsilon:g} / {marginals.n_features} each; no epsilon spent here):"
+        ),
+        "  class prior (from the noisy class totals): "
+        + ", ".join(f"{c}={p:.4f}" for c, p in zip(classes, np.exp(log_prior))),
+        (
+            f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
+            f"log(p(class | bin) / prior), up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
+            "small against the noise falls back to the prior: log-ratio near 0)"
+        ),
+    ]
+    shown = min(marginals.n_features, max_features)
+    for j in range(shown):
+        feature, counts, table = schema.features[j], marginals.counts[j], tables[j]
+        kind = "bins" if isinstance(feature, ContinuousFeature) else "values"
+        lines.append(f"  feature {shown_name(feature.name)} ({grid.n_codes[j]} {kind}):")
+        for b in range(min(grid.n_codes[j], max_bins)):
+            condition = code_condition(feature, grid.edges[j], grid.n_codes[j], b) or "any value"
+            noisy = ", ".join(f"{c}={int(n)}" for c, n in zip(classes, counts[b]))
+            ratio = ", ".join(f"{c}={r:+.4f}" for c, r in zip(classes, table[b]))
+            lines.append(f"    {condition}: noisy counts [{noisy}]; log-ratio [{ratio}]")
+        if grid.n_codes[j] > max_bins:
+            lines.append(f"    ... {grid.n_codes[j] - max_bins} more bins of this feature not shown (--show-leaves)")
+    if marginals.n_features > shown:
+        lines.append(f"  ... {marginals.n_features - shown} more features not shown (--show-features)")
     return lines

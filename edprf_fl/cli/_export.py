@@ -1,8 +1,9 @@
 """``edprf export MODEL --format onnx -o model.onnx``: the global model as an ONNX graph, its encoding beside it.
 
-Writes the graph (input ``codes``, output ``probabilities``; see
-:mod:`edprf_core._onnx_export`) and ``<OUT stem>.encoding.json``, the public
-encoding that turns a row into codes.  Post-processing of the released model:
+Writes the graph (input ``codes``, and ``marginals_codes`` for a model with
+a marginals part; output ``probabilities``; see :mod:`edprf_core._onnx_export`)
+and ``<OUT stem>.encoding.json``, the public encoding that turns a row into
+codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Post-processing of the released model:
 no data is read and no epsilon is spent.
 """
 
@@ -57,9 +58,16 @@ def run_export(args: argparse.Namespace) -> int:
     save_atomic(args.output, model.SerializeToString())
     spec = encoding_path(args.output)
     save_atomic(spec, (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    shape = f"float64 (n_rows, {forest.schema.n_features})"
+    inputs, model_parts = f"input 'codes' {shape}", f"{forest.n_trees} trees"
+    if forest.marginals is not None:
+        inputs = (
+            f"inputs 'codes' and 'marginals_codes' {shape} (the rows' codes on the trees' and the marginals' grids)"
+        )
+        model_parts += f" mixed with a marginals part of weight {forest.marginals_share:g}"
     print(
-        f"wrote {args.output} (ONNX, input 'codes' float64 (n_rows, {forest.schema.n_features}), output "
-        f"'probabilities' (n_rows, {forest.schema.n_classes}), {forest.n_trees} trees) and {spec} (the encoding)"
+        f"wrote {args.output} (ONNX, {inputs}, output 'probabilities' (n_rows, {forest.schema.n_classes}), "
+        f"{model_parts}) and {spec} (the encoding)"
     )
     print(f"guarantee: {forest.guarantee()}")
     return 0

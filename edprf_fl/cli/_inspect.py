@@ -137,7 +137,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
 
-            lines += rules_lines(data, args.schema, args.show_trees, args.show_leaves)
+            lines += rules_lines(data, args.schema, args.show_trees, args.show_leaves, args.show_features)
     except BeyondLimits as exc:
         print(f"{shown}: not checked: {_one_line(exc)}")
         return EXIT_INVALID

@@ -1,7 +1,8 @@
 """Rules and importances of a release or global model, for ``edprf inspect --rules``.
 
 Post-processing of released values only: the trees' structure, their noisy
-leaf counts or labels, and the public schema.  No data file is read.
+leaf counts or labels, the noisy marginals of a model with a marginals part,
+and the public schema.  No data file is read.
 """
 
 from __future__ import annotations
@@ -11,12 +12,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_LEAVES", "DEFAULT_MAX_TREES", "add_rules_arguments", "importance_lines", "rules_lines"]
+__all__ = [
+    "DEFAULT_MAX_FEATURES",
+    "DEFAULT_MAX_LEAVES",
+    "DEFAULT_MAX_TREES",
+    "add_rules_arguments",
+    "importance_lines",
+    "rules_lines",
+]
 
 DEFAULT_MAX_TREES = 3
 """Trees ``edprf inspect --rules`` prints unless told otherwise (the rest are counted)."""
 DEFAULT_MAX_LEAVES = 32
-"""Leaves per tree ``edprf inspect --rules`` prints unless told otherwise."""
+"""Leaves per tree (and bins per feature of a marginals part) ``edprf inspect --rules`` prints by default."""
+DEFAULT_MAX_FEATURES = 20
+"""Features of a marginals part ``edprf inspect --rules`` prints unless told otherwise."""
 SHOWN_FEATURES = 10
 
 
@@ -28,11 +38,15 @@ def _positive(text: str) -> int:
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--rules``, ``--show-trees``, ``--show-leaves`` (``--max-n-trees`` is inspect's refusal limit)."""
+    """``--rules``, ``--show-trees``, ``--show-leaves``, ``--show-features`` (``--max-n-trees`` is inspect's
+    refusal limit)."""
     parser.add_argument(
         "--rules",
         action="store_true",
-        help="print the trees as rules with their released noisy counts, and feature importances",
+        help=(
+            "print the trees as rules with their released noisy counts (and a marginals part's noisy histograms), "
+            "and feature importances"
+        ),
     )
     parser.add_argument(
         "--show-trees",
@@ -46,7 +60,14 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         default=DEFAULT_MAX_LEAVES,
         metavar="N",
-        help=f"with --rules: leaves shown per tree (default {DEFAULT_MAX_LEAVES})",
+        help=f"with --rules: leaves shown per tree, bins per feature of a marginals part (default {DEFAULT_MAX_LEAVES})",
+    )
+    parser.add_argument(
+        "--show-features",
+        type=_positive,
+        default=DEFAULT_MAX_FEATURES,
+        metavar="N",
+        help=f"with --rules: features of a marginals part shown (default {DEFAULT_MAX_FEATURES})",
     )
 
 
@@ -57,19 +78,26 @@ def importance_lines(forest) -> list[str]:
     imp = released_importances(forest)
     order = np.argsort(-imp, kind="stable")[:SHOWN_FEATURES]
     names = forest.schema.feature_names
-    lines = [
-        (
-            "feature importances (decrease in weighted Gini impurity of the released noisy counts; label-only "
-            "trees: splits weighted by their share of paths; computed from the model file alone, no data read):"
+    rule = (
+        "decrease in weighted Gini impurity of the released noisy counts; label-only trees: splits weighted by "
+        "their share of paths"
+    )
+    if forest.marginals is not None:
+        s = forest.marginals_share
+        rule = (
+            f"{1 - s:g} * the trees' ({rule}) + {s:g} * the marginals part's (the spread over classes of each "
+            "bin's log-ratio, averaged over bins by their noisy counts), each normalized"
         )
-    ]
+    lines = [f"feature importances ({rule}; computed from the model file alone, no data read):"]
     lines += [f"  {shown_name(names[j])}: {imp[j]:.4f}" for j in order if imp[j] > 0]
     if len(names) > SHOWN_FEATURES:
         lines.append(f"  ... {len(names) - SHOWN_FEATURES} more features not shown")
     return lines
 
 
-def rules_lines(data: bytes, schema_path: Path | None, max_trees: int, max_leaves: int) -> list[str]:
+def rules_lines(
+    data: bytes, schema_path: Path | None, max_trees: int, max_leaves: int, max_features: int = DEFAULT_MAX_FEATURES
+) -> list[str]:
     """Rules and importances of the forest in ``data`` (a global model or a release)."""
     import protocol
     from edprf_core.explain import forest_rules_text
@@ -84,4 +112,6 @@ def rules_lines(data: bytes, schema_path: Path | None, max_trees: int, max_leave
         if schema is None:
             return ["rules: not shown (schema with this fingerprint not found; pass --schema TOML)"]
         forest = protocol.decode_release(data, schema, protocol.INSPECTION_POLICY).forest
-    return forest_rules_text(forest, max_trees=max_trees, max_leaves=max_leaves) + importance_lines(forest)
+    return forest_rules_text(
+        forest, max_trees=max_trees, max_leaves=max_leaves, max_features=max_features
+    ) + importance_lines(forest)
