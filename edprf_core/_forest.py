@@ -402,6 +402,22 @@ class DPForest:
         """The marginals part's weight in :meth:`predict_proba`: the mean of the parts' ``marginals_share``."""
         return float(np.mean([p.marginals_share for _, p, _ in self.parts])) if self.marginals is not None else 0.0
 
+    def trees_proba(
+        self,
+        X: ArrayLike | pd.DataFrame,
+        *,
+        pooling: str = "log-linear",
+        label_shift: bool = True,
+        tolerated_parties: int | None = None,
+    ) -> NDArray[np.float64]:
+        """The trees' own class probabilities: :meth:`predict_proba` without the marginals part.
+
+        Parameters as for :meth:`predict_proba`.  Privacy cost: none (post-processing of the released trees).
+        """
+        return self._tree_proba(
+            self.encode(X), pooling=pooling, label_shift=label_shift, tolerated_parties=tolerated_parties
+        )
+
     def marginals_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The marginals part's own class probabilities (:func:`edprf_core._marginals.marginal_proba`).
 

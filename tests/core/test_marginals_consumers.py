@@ -90,7 +90,7 @@ def test_onnx_reproduces_the_mixed_predict_proba(leaf, pooling):
     assert got.shape == expected.shape == (len(rows), 2)
     assert np.max(np.abs(got - expected)) <= TOLERANCE
     # the mix is not the trees alone: the marginals part moves the probabilities
-    trees_alone = forest._tree_proba(rows, pooling=pooling, label_shift=True, tolerated_parties=None)
+    trees_alone = forest.trees_proba(rows, pooling=pooling)
     assert np.max(np.abs(expected - trees_alone)) > 0.01
 
 
@@ -251,7 +251,7 @@ def test_explanation_adds_up_to_the_mixed_probabilities(leaf, pooling):
         if e.link == "softmax":
             assert np.allclose(e.bias - s * log_prior, (1 - s) * np.log(leaf_terms(forest).prior), atol=1e-15)
         else:  # the trees' contributions are the trees' own probabilities
-            trees = forest._tree_proba(rows.iloc[[i]], pooling=pooling, label_shift=True, tolerated_parties=None)
+            trees = forest.trees_proba(rows.iloc[[i]], pooling=pooling)
             assert np.allclose(e.tree_total(), trees[0], rtol=0, atol=1e-12)
             assert np.allclose(e.bias, s * log_prior, atol=0)
     # the trees' contributions are the trees-only explanation's, weighted by 1 - s (log-linear) or as they are

@@ -80,7 +80,7 @@ def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
 def test_predict_proba_is_the_mix_of_the_two_parts():
     clf, X, _ = _fit(marginals_share=0.4)
     forest = clf.forest_
-    trees = forest._tree_proba(forest.encode(X), pooling="log-linear", label_shift=True, tolerated_parties=None)
+    trees = forest.trees_proba(X)
     codes = encode_features(X, forest.schema, FeatureGrid.from_schema(forest.schema, forest.marginals_bins))
     marg = marginal_proba(forest.marginals, codes)
     np.testing.assert_allclose(clf.predict_proba(X), mix_probabilities(trees, marg, 0.4))
