@@ -669,30 +669,29 @@ WHAT_LIMITS = [
     "",
     (
         'The defaults now include the marginals part on two-class tasks (`EDPRFClassifier(marginals_share="auto")`: '
-        "a random 25 % or 75 % of the rows release DP one-way marginals instead of growing trees, pooled with the "
-        "trees; more classes keep the trees alone). `eDPRF, trees only` is the defaults before it. The defaults meet "
-        "both goals in 9 of the 12 binary cells above, the trees alone in 5; the wall robot is unchanged."
+        "a random 25 % of the rows when n ε / d < 6.2, else 75 %, release DP one-way marginals instead of growing "
+        "trees, pooled with the trees; more classes keep the trees alone). `eDPRF, trees only` is the defaults "
+        "before it. The defaults meet both goals in 10 of the 12 binary cells above, the trees alone in 5; the "
+        "wall robot is unchanged. Over nine binary datasets, six of them stand-ins for the held-out data, they meet "
+        "22 of 36 cells and the trees alone 7 (`rule_transfer_estimator.md`)."
     ),
     "",
     "What limits the goals missed (each from its own benchmark):",
     "",
     (
         "- **Bank ROC AUC at ε = 0.1** (0.722 against 0.723): the marginals alone rank 0.734 there (`marginals.md`); "
-        "the mix rule gives them 75 % of the rows and the trees' quarter pulls the ranking down. The rule was chosen "
-        "on inner validation and is not retuned on test rows."
+        "the rule gives them 75 % of the rows and the trees' quarter pulls the ranking down. The rule was picked on "
+        "inner validation and is not retuned on test rows."
     ),
     (
-        "- **Heart accuracy at ε ≤ 0.5** (237 training rows, n ε / d < 10): the rule gives the marginals 25 % of the "
-        "rows, about 59 rows at ε ≈ 0.1-0.5 over 13 histograms, where their counts are mostly noise, and the trees "
-        "left get a shallower automatic shape than on all rows (depth 1 instead of 2 at ε = 0.5). The trees alone "
-        "meet both cells. The benchmark's own mix (`marginals.md`, from which the rule was read) met them: it "
-        "differs from the estimator in that its trees drew their own DP row count. Choosing the rule again on inner "
-        "validation through the estimator itself is the next step; no constant was changed on these test rows."
+        "- **Heart accuracy at ε = 0.1** (237 training rows, n ε / d = 1.8): the marginals' counts are mostly noise "
+        "at that budget, and the trees left to the other rows are weaker than on all rows; the trees alone meet "
+        "the cell, and the inner rows of the nine datasets did not single out this regime (`rule_transfer_estimator.md`)."
     ),
     (
-        "- **Held-out-like data**: over nine binary datasets, six of which the mix was not tuned on, the mix meets "
-        "25 of 36 cells against 7 for the trees alone (`rule_transfer.md`); credit-like data at ε ≥ 0.5 stay below "
-        "DP-EBM's ranking (`stumps_proxies.md`)."
+        "- **Held-out-like data**: credit-like data at ε ≥ 0.5 stay below DP-EBM's ranking, and on small, wide data "
+        "(cancer, attrition) the single label tree stays more accurate at ε ≤ 1 (`stumps_proxies.md`, "
+        "`rule_transfer_estimator.md`)."
     ),
     (
         "- **Federated, 20 parties, Dirichlet 0.5, within 2 points**: met on diabetes and bank accuracy; wall is about "

@@ -127,7 +127,7 @@ READING = [
     "Reading (the numbers are this file's):",
     "",
     (
-        "- **The marginals are what moves the count.** With one model everywhere, today's defaults meet both goals "
+        "- **The marginals are what moves the count.** With one model everywhere, the trees alone (the defaults before the marginals part) meet both goals "
         "in 7 of the 36 cells, the stumps and their mixes in 10 to 13, the DP marginals in 23 and their mix with the "
         "trees (the ρ rule of `bench_marginals.py`) in 25."
     ),
@@ -144,7 +144,35 @@ READING = [
 ]
 
 
-ESTIMATOR_READING: list[str] = []
+ESTIMATOR_READING = [
+    "",
+    "Reading (the numbers are this file's):",
+    "",
+    (
+        '- **The library\'s rule.** `EDPRFClassifier(marginals_share="auto")` takes the rule picked on all nine '
+        "datasets' inner rows: share 0.25 when n ε / d < 6.2, else 0.75 (`edprf_core._marginals`). On the test rows it "
+        "meets both goals in 22 of 36 cells; the trees alone, the defaults before the marginals part, in 7."
+    ),
+    (
+        "- **Leave one dataset out: 20 of 36**, the estimate of how this procedure fares on a dataset it did not "
+        "see. The folds pick nearly the same rule (thresholds 2 to 11 on n ε / d, shares 0.25 and 0.75; trees "
+        "alone below 2 when cancer or attrition is left out)."
+    ),
+    (
+        "- **What it misses.** Credit at ε ≥ 0.5 (DP-EBM ranks it better, `stumps_proxies.md`); attrition and "
+        "cancer accuracy at ε ≤ 1 (the label configuration's single tree is more accurate there while the mix ranks "
+        "better: its class prior, estimated from noisy histogram totals and shrunk toward uniform, moves the "
+        "decision threshold); heart at ε = 0.1 (237 rows, n ε / d = 1.8); bank's AUC at ε = 0.1 (0.722 against "
+        "0.723)."
+    ),
+    (
+        "- **Forking paths, said plainly.** A first choice through the estimator, by mean accuracy + AUC on heart, "
+        "bank, diabetes and the wall robot (`mix_rule.md`: a constant 0.75), and the benchmark mix's rule before it "
+        "(`marginals.md`: 0.25 below n ε / d = 10), were each scored on the test rows of the shared datasets "
+        "before this procedure was run; this one was adopted because it selects on issue 23's own criterion (goal "
+        "count) over nine datasets. No constant was read off test rows."
+    ),
+]
 
 READINGS = {"all": READING, "estimator": ESTIMATOR_READING}
 
