@@ -17,7 +17,7 @@ import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import load_schema, merge_forests
+from edprf_core import Schema, load_schema, merge_forests
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
 from protocol import (
@@ -63,12 +63,17 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
         time.sleep(1.0)
 
 
-def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> TrainRequest:
-    """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it."""
+def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema) -> TrainRequest:
+    """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it.
+
+    The marginals part's share and grid are the consortium's (:meth:`CoordinatorConfig.marginals_plan`, public
+    figures only): every party's histograms land on one grid and are summed.
+    """
+    marginals_share, marginals_bins = cfg.marginals_plan(schema)
     return TrainRequest(
         request_id=f"{cfg.request_tag or run_id}/train",
         run_id=run_id,
-        schema_fingerprint=fingerprint,
+        schema_fingerprint=schema.fingerprint,
         epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
         n_trees=cfg.n_trees,
@@ -78,6 +83,8 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> Tra
         leaf=cfg.leaf,
         depth_rule=cfg.depth_rule,
         seed=cfg.seed,  # parties derive their own stream from it and their party id
+        marginals_share=marginals_share,
+        marginals_bins=marginals_bins,
     )
 
 
@@ -117,7 +124,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    train_request = _train_request(cfg, run_id, schema.fingerprint)
+    train_request = _train_request(cfg, run_id, schema)
     request = train_request.to_record()
     messages = [
         Message(
