@@ -404,6 +404,13 @@ class DPForest:
         Parts without a marginals part count with 0 (see :func:`merge_forests`)."""
         return float(np.mean([p.marginals_share for _, p, _ in self.parts])) if self.marginals is not None else 0.0
 
+    def trees_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The trees' own class probabilities: :meth:`predict_proba` (default pooling) without the marginals part.
+
+        Privacy cost: none (post-processing of the released trees).
+        """
+        return self._tree_proba(X, pooling="log-linear", label_shift=True, tolerated_parties=None)
+
     def marginals_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The marginals part's own class probabilities (:func:`edprf_core._marginals.marginal_proba`).
 

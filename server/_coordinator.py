@@ -38,6 +38,7 @@ from ._conformance import request_mismatch
 from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
+from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._party_names import claimed_party_id, name_evaluation, who
@@ -198,6 +199,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.sampler = release.params.sampler
         outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
         outcome.max_depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
+        outcome.marginals_share, outcome.marginals_bins = release.params.marginals_share, release.params.marginals_bins
         accepted.append(release)
     # parts in party-id order, not in the order of node ids (random per run): the same releases
     # make the same forest, and the same floating-point sums at prediction
@@ -281,9 +283,11 @@ def _model_and_evaluation(
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report)
     test_file = cfg.test_file
+    report.marginals = marginals_record(view.forest)
     if test_file is not None:
         X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
+        report.marginals = marginals_record(view.forest, X_test, y_test)
 
 
 def _evaluate_if_informative(

@@ -232,5 +232,10 @@ def test_two_class_federation_reaches_a_global_model_with_a_marginals_part(tmp_p
     # honest parties of similar sizes: no bound binds, the model's histograms are the plain sum
     for j, h in enumerate(summed.counts):
         np.testing.assert_array_equal(h, sum(r.forest.marginals.counts[j] for r in view.releases))
-    assert "one-way marginals" in fed["guarantee"]
+    assert "one-way marginals" in fed["guarantee"] and "marginals part sums" in fed["guarantee"]
+    # the report describes the part: its share, grid, parties, the sum's noise and each part's test accuracy
+    record = fed["marginals"]
+    assert (record["share"], record["bins"], len(record["parties"])) == (MIX_SHARE_HIGH, bins, 3)
+    assert record["test_accuracy_marginals_alone"] > 0.8 and record["test_accuracy_trees_alone"] > 0.8
+    assert {(p["marginals_share"], p["marginals_bins"]) for p in fed["parties"]} == {(MIX_SHARE_HIGH, bins)}
     assert fed["central_evaluation"]["accuracy"] > 0.85  # bank: 88 % majority class; the mix reaches about 89
