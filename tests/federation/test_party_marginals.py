@@ -14,6 +14,8 @@ from edprf_core import load_embedded
 from protocol import ReleasePolicy, decode_release
 from protocol.messages import TaskError, TrainRequest
 
+from .test_party_eval_bounds import _train_request
+
 
 @pytest.fixture
 def bank_party(tmp_path):
@@ -28,20 +30,8 @@ def bank_party(tmp_path):
     return setup, schema
 
 
-def _request(schema, request_id="run1/train", **kw) -> TrainRequest:
-    args = {
-        "request_id": request_id,
-        "run_id": "run1",
-        "schema_fingerprint": schema.fingerprint,
-        "epsilon": 1.0,
-        "max_depth": 3,
-        "n_trees": 2,
-        "split_mode": "binary",
-        "n_bins": 8,
-        "relation": "add-remove",
-        "seed": -1,
-    }
-    return TrainRequest(**(args | kw))
+def _request(schema, **kw) -> TrainRequest:
+    return _train_request(schema, max_depth=3, **kw)
 
 
 def test_the_party_releases_the_requested_share_and_grid_for_one_charge(bank_party):
