@@ -4,7 +4,11 @@ Privacy argument of one party
 -----------------------------
 Every reply depends on the party's data only through:
 - a release: an eDPRF forest whose ε is reserved in the ledger before
-  training (ε-DP per record, see :mod:`edprf_core`);
+  training (ε-DP per record, see :mod:`edprf_core`); when the request asks
+  for a marginals part, a random share of the rows (public randomness, row by
+  row) releases noisy one-way histograms instead of feeding the trees: the
+  two parts spend the same ε on disjoint rows (parallel composition), so the
+  ledger's one charge of ε covers both;
 - noised evaluation counts: ``correct`` and ``total`` are sums of per-record
   terms over the held-out rows (a record's label is encoded with the schema
   and compared with the forest's predicted class index), so each changes by at
@@ -250,6 +254,11 @@ class Party:
             raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_n_trees}")
         if req.n_bins > p.max_n_bins:
             raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_n_bins}")
+        if req.marginals_bins > p.max_n_bins:
+            raise Refusal(
+                RefusalReason.POLICY_BINS,
+                f"a marginals grid of {req.marginals_bins} bins exceeds the party's maximum {p.max_n_bins}",
+            )
         if req.relation != p.relation:
             raise Refusal(
                 RefusalReason.POLICY_RELATION, f"relation {req.relation!r} differs from the party's {p.relation!r}"
@@ -356,6 +365,9 @@ class Party:
                 n_bins=req.n_bins,
                 relation=req.relation,
                 random_state=self._seed(req.seed),
+                # the consortium's share and grid, never the estimator's own rule: histograms are summed on one grid
+                marginals_share=req.marginals_share,
+                marginals_bins=req.marginals_bins if req.marginals_bins else "auto",
             ).fit(data.X_train, data.y_train)
             payload = encode_release(
                 clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id, request_id=req.request_id
@@ -570,6 +582,11 @@ def _check_key_file(path: Path) -> None:
 def _release_detail(req: TrainRequest) -> str:
     """The ledger's description of a release: also what a repeated request id must match."""
     depth = f"depth {req.max_depth}" if req.depth_rule == "fixed" else f"auto depth <= {req.max_depth}"
-    return f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.relation}" + (
-        ", leaf counts" if req.leaf == "counts" else ""
+    marginals = (
+        f", marginals {req.marginals_share:g} of the rows on {req.marginals_bins} bins" if req.marginals_share else ""
+    )
+    return (
+        f"{req.n_trees} trees, {depth}, {req.split_mode}, {req.n_bins} bins, {req.relation}"
+        + (", leaf counts" if req.leaf == "counts" else "")
+        + marginals
     )

@@ -300,6 +300,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
+    marginals_share : float in [0, 1) or "auto", default "auto"
+        Expected share of the rows (each row independently, public randomness) that go to the marginals
+        part instead of the trees.  ``"auto"``: :func:`edprf_core._marginals.marginals_share_rule` of the
+        public size (two classes: 0.25 or 0.75; more classes: 0).  0: trees only.
+    marginals_bins : int >= 2 or "auto", default "auto"
+        ``n_bins`` of the marginals part's public grid.  ``"auto"``: the marginals bins rule
+        (:func:`edprf_core._marginals.marginals_n_bins`) of the part's share of the public size when
+        ``n_bins`` is automatic, else ``n_bins``.  A federation fixes one grid for every party (the
+        coordinator's request), since parties' histograms are summed.
     relation : {"add-remove", "replace-one"}, default "add-remove"
         Neighbouring relation of the guarantee.  Sensitivities: split utility
         2 (add-remove) or 4 (replace-one); class counts 1.
@@ -404,6 +413,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         "sampler": [StrOptions({"auto", "exact"})],
         "accountant": [BudgetAccountant, None],
         "marginals_share": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
+        "marginals_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
     }
 
     def __init__(
@@ -424,6 +434,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         sampler: str = "auto",
         accountant: BudgetAccountant | None = None,
         marginals_share: float | str = "auto",
+        marginals_bins: int | str = "auto",
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -440,6 +451,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.sampler = sampler
         self.accountant = accountant
         self.marginals_share = marginals_share
+        self.marginals_bins = marginals_bins
 
     # ------------------------------------------------------------------ fit
     def _paper_options(self) -> PaperOptions:
@@ -497,9 +509,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         requested = self.marginals_share
         auto_share = requested == "auto" and schema.n_classes == 2
         share = 0.0 if requested == "auto" else float(requested)
+        given_marginals_bins = None if self.marginals_bins == "auto" else int(self.marginals_bins)
         if not (auto_trees or auto_depth or auto_bins or auto_share):
             bins = int(self.n_bins)
-            return FitShape(int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, bins * (share > 0))
+            marginals_bins = (bins if given_marginals_bins is None else given_marginals_bins) * (share > 0)
+            return FitShape(int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, marginals_bins)
         counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
         size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
         forest_eps = float(self.epsilon) - count_eps
@@ -519,7 +533,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             leaf=self.leaf,
         )
         marginals_bins = 0
-        if share > 0:
+        if share > 0 and given_marginals_bins is not None:
+            marginals_bins = given_marginals_bins
+        elif share > 0:
             marginals_size = max(1, round(share * size))
             marginals_bins = (
                 marginals_n_bins(marginals_size, schema.n_features, forest_eps) if auto_bins else int(self.n_bins)

@@ -399,7 +399,9 @@ class DPForest:
 
     @property
     def marginals_share(self) -> float:
-        """The marginals part's weight in :meth:`predict_proba`: the mean of the parts' ``marginals_share``."""
+        """The marginals part's weight in :meth:`predict_proba`: the mean of the parts' ``marginals_share``.
+
+        Parts without a marginals part count with 0 (see :func:`merge_forests`)."""
         return float(np.mean([p.marginals_share for _, p, _ in self.parts])) if self.marginals is not None else 0.0
 
     def trees_proba(
@@ -835,6 +837,18 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
     This is the federation's aggregation primitive.  All forests must share
     the schema fingerprint, split mode and grid; anything else is refused.
 
+    Marginals parts: the histograms of the forests that have one are summed
+    cell by cell after each is bounded (:mod:`edprf_core._marginals_merge`:
+    a floor at 12 noise scales and, with three or more such forests, the
+    trees' cap on each party's class mass), all on one marginals grid
+    (differing grids are refused).  The sum carries the effective budget
+    ``1 / sqrt(sum_p 1 / eps_p**2)`` whose noise scale is the sum's.  Forests
+    without a marginals part (``marginals_share = 0``) contribute trees only;
+    the merged model's mixing weight :attr:`DPForest.marginals_share` is the
+    mean of the parts' shares, 0 counted for those (the consortium's expected
+    share of rows in the marginals when parties weigh alike, since no party's
+    size is public).
+
     Privacy: merging is post-processing of released forests and costs nothing.
     The merged forest is ε-DP per record with ε the largest of the parts' only
     when the parts were trained on disjoint records (parallel composition
@@ -844,10 +858,6 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
     forests = list(forests)
     if not forests:
         raise ValueError("merge_forests needs at least one forest")
-    if any(f.marginals is not None for f in forests):
-        raise ValueError(
-            "merge_forests: forests with a marginals part cannot be merged yet (fit them with marginals_share=0)"
-        )
     first = forests[0]
     for i, f in enumerate(forests[1:], start=1):
         if f.schema.fingerprint != first.schema.fingerprint:
@@ -871,7 +881,38 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         )
     else:
         parts = tuple(part for f in forests for part in f.parts)
-    return replace(first, trees=ForestArrays.concatenate([f.trees for f in forests]), parts=parts, _routing={})
+    return replace(
+        first,
+        trees=ForestArrays.concatenate([f.trees for f in forests]),
+        parts=parts,
+        marginals=_merged_marginals(forests),
+        _routing={},
+    )
+
+
+def _merged_marginals(forests: Sequence[DPForest]) -> NoisyMarginals | None:
+    """The forests' marginals parts summed (:func:`edprf_core._marginals_merge.bounded_marginals_sum`), or None.
+
+    Every forest with a marginals part must use one marginals grid (their histograms are summed cell by
+    cell); forests without one contribute trees only.  Each input forest counts as one contributor of the
+    bound (a forest that is already a merge brings its sum).  Privacy cost: none (post-processing).
+    """
+    with_marginals = [(i, f) for i, f in enumerate(forests) if f.marginals is not None]
+    if not with_marginals:
+        return None
+    grids = {f.marginals_bins for _, f in with_marginals}
+    if len(grids) != 1:
+        shown = ", ".join(f"forest {i}: {f.marginals_bins} bins" for i, f in with_marginals)
+        raise SchemaError(
+            f"marginals grids expected one for every forest with a marginals part, got {shown} (a federation "
+            "sums the parties' histograms cell by cell: fit every party with the same marginals_bins)"
+        )
+    from ._marginals_merge import bounded_marginals_sum
+
+    try:
+        return bounded_marginals_sum([f.marginals for _, f in with_marginals])
+    except ValueError as exc:
+        raise SchemaError(f"marginals parts cannot be summed: {exc}") from None
 
 
 def _single_params(forest: DPForest, label: str) -> TrainingParameters:

@@ -51,6 +51,8 @@ split_mode, n_bins, relation, random_state, accountant
     marginals_share : float in [0, 1) or "auto", default 0.0
         As in :class:`~edprf_core.EDPRFClassifier`, but 0 by default: the
         paper's forest has no marginals part.
+    marginals_bins : int >= 2 or "auto", default "auto"
+        As in :class:`~edprf_core.EDPRFClassifier`.
     stop_when_pure : bool, default False
         The paper's literal "stop when pure" rule.  Leaks the data through
         tree shapes: NOT differentially private; warns with
@@ -105,6 +107,7 @@ split_mode, n_bins, relation, random_state, accountant
         exploit_monotonicity: bool | None = None,
         stop_when_pure: bool = False,
         marginals_share: float | str = 0.0,
+        marginals_bins: int | str = "auto",
     ) -> None:
         super().__init__(
             schema,
@@ -122,6 +125,7 @@ split_mode, n_bins, relation, random_state, accountant
             sampler=sampler,
             accountant=accountant,
             marginals_share=marginals_share,
+            marginals_bins=marginals_bins,
         )
         self.schedule = schedule
         self.composition = composition

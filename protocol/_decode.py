@@ -4,7 +4,9 @@ Order of checks (each before anything that depends on it): size cap;
 strict parse; format version; party id; provenance (when a registry is
 configured); schema fingerprint; parameters; policy; array lengths against
 caps derived from the policy and the public grid; tree structure and domain;
-leaf counts (their layout follows the validated structure).
+leaf counts (their layout follows the validated structure); the marginals
+part (its presence from ``marginals_share``, its shapes from the schema and
+the marginals grid, its budget and relation from the parameters).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from edprf_core import DPForest, Schema, TrainingParameters
 from edprf_core.encoding import FeatureGrid
 from edprf_core.forest import MAX_LEAF_COUNT, ForestArrays
+from edprf_core.marginals import RELEASE_RANGE, NoisyMarginals
 
 from . import release_pb2 as pb
 from ._envelope import ReleaseEnvelope, as_bytes, open_envelope
@@ -143,6 +146,7 @@ def decode_envelope(
         split_mode=params.split_mode,
         trees=trees,
         parts=((party, params, params.n_trees),),
+        marginals=_marginals(release, params, schema, what),
     )
     return VerifiedRelease(
         party_id=party,
@@ -190,6 +194,11 @@ def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) 
             Reason.POLICY_BINS,
             params.n_bins > policy.max_n_bins,
             f"n_bins expected <= {policy.max_n_bins}, got {params.n_bins}",
+        ),
+        (
+            Reason.POLICY_BINS,
+            params.marginals_bins > policy.max_n_bins,
+            f"marginals_bins expected <= {policy.max_n_bins}, got {params.marginals_bins}",
         ),
     )
     for reason, failed, message in checks:
@@ -261,3 +270,45 @@ def _leaf_counts(
     counts = np.full((feature.size, n_classes), -1, dtype=np.int64)
     counts[leaves] = values.astype(np.int64).reshape(leaves.size, n_classes)
     return counts
+
+
+def _marginals(release: pb.Release, params: TrainingParameters, schema: Schema, what: str) -> NoisyMarginals | None:
+    """The marginals part: present exactly when ``marginals_share > 0``, shaped by the schema and its grid.
+
+    The number of counts expected is ``sum_j n_codes[j] * n_classes`` of
+    ``FeatureGrid.from_schema(schema, marginals_bins)`` (the policy caps
+    ``marginals_bins``), checked before any array is built; the budget and the
+    relation are the parameters' (``epsilon - count_epsilon``), never sent twice.
+    """
+    present = release.HasField("marginals")
+    if params.marginals_share == 0:
+        if present:
+            raise InvalidRelease(
+                Reason.BAD_STRUCTURE, f"{what}: marginals expected absent (parameters.marginals_share = 0), got some"
+            )
+        return None
+    if not present:
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: marginals expected (parameters.marginals_share = {params.marginals_share:g}), got none",
+        )
+    n_codes = FeatureGrid.from_schema(schema, params.marginals_bins).n_codes
+    k = schema.n_classes
+    sizes = [int(n) * k for n in n_codes]
+    n_values = len(release.marginals.counts)
+    if n_values != sum(sizes):
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: marginals expected {sum(sizes)} counts ({len(n_codes)} features on the "
+            f"{params.marginals_bins}-bin grid x {k} classes), got {n_values}",
+        )
+    values = np.fromiter(release.marginals.counts, dtype=np.int64, count=n_values)
+    low, high = RELEASE_RANGE
+    if n_values and (int(values.min()) < low or int(values.max()) > high):
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: marginals expected counts within {low}..{high}, got {int(values.min())}..{int(values.max())}",
+        )
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    counts = tuple(values[offsets[j] : offsets[j + 1]].reshape(int(n_codes[j]), k) for j in range(len(n_codes)))
+    return NoisyMarginals(counts, params.forest_epsilon, params.relation, k)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from edprf_core import DPForest
+from edprf_core import DPForest, TrainingParameters
+from edprf_core.encoding import FeatureGrid
 from edprf_core.forest import check_is_forest
 
 from . import release_pb2 as pb
@@ -31,8 +34,9 @@ def encode_release(
     """Serialize ``forest`` as an ``edprf.v1.SignedRelease``.
 
     The release carries the schema fingerprint, the party id, the training
-    parameters and the trees (with ``leaf="counts"``, the leaves' noisy class
-    counts); nothing else (no exact counts, no timestamps).
+    parameters, the trees (with ``leaf="counts"``, the leaves' noisy class
+    counts) and, when ``marginals_share > 0``, the marginals part's noisy
+    histograms; nothing else (no exact counts, no timestamps).
 
     Parameters
     ----------
@@ -58,9 +62,9 @@ def encode_release(
     ------
     ValueError
         For a merged forest, a non-DP forest (unless allowed), a bad party id,
-        an unsupported key, or trees a decoder would refuse.
+        an unsupported key, or trees or marginals a decoder would refuse.
     """
-    check_is_forest(forest, "encode_release")
+    check_is_forest(forest, "encode_release", marginals_supported=True)
     check_party_id(party_id)
     check_request_id(run_id, "run_id")
     check_request_id(request_id, "request_id")
@@ -100,8 +104,38 @@ def encode_release(
             leaf_class=trees.leaf_class.tolist(),
             leaf_counts=_leaf_counts(forest, params.leaf),
         ),
+        marginals=_marginals(forest, params),
     )
     return serialize_canonical(sign_release_bytes(serialize_canonical(release), signing_key))
+
+
+def _marginals(forest: DPForest, params: TrainingParameters) -> pb.Marginals | None:
+    """The marginals part's counts, feature-major and each histogram row-major (None without one).
+
+    Checked against what a decoder derives from the parameters alone: the grid of
+    ``marginals_bins``, the budget ``epsilon - count_epsilon`` and the relation.
+    """
+    marginals = forest.marginals
+    if params.marginals_share == 0:
+        if marginals is not None:
+            raise ValueError("forest: parameters say marginals_share = 0 but the forest has a marginals part")
+        return None
+    if marginals is None:
+        raise ValueError(f"forest: parameters say marginals_share = {params.marginals_share:g}, got no marginals part")
+    expected = FeatureGrid.from_schema(forest.schema, params.marginals_bins).n_codes
+    if tuple(marginals.n_codes) != tuple(expected) or marginals.n_classes != forest.schema.n_classes:
+        raise ValueError(
+            f"forest: marginals expected {tuple(expected)} codes x {forest.schema.n_classes} classes, got "
+            f"{tuple(marginals.n_codes)} x {marginals.n_classes}"
+        )
+    if not math.isclose(marginals.epsilon, params.forest_epsilon, rel_tol=1e-12) or marginals.relation != (
+        params.relation
+    ):
+        raise ValueError(
+            f"forest: marginals expected epsilon {params.forest_epsilon:g} under {params.relation}, got "
+            f"{marginals.epsilon:g} under {marginals.relation} (a decoder takes both from the parameters)"
+        )
+    return pb.Marginals(counts=np.concatenate([h.ravel() for h in marginals.counts]).tolist())
 
 
 def _leaf_counts(forest: DPForest, leaf: str) -> list[int]:

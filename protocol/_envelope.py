@@ -29,8 +29,8 @@ __all__ = [
     "read_release_header",
 ]
 
-FORMAT_VERSION = 1
-"""The one version :func:`protocol.encode_release` writes and a decoder reads."""
+FORMAT_VERSION = 2
+"""The one version :func:`protocol.encode_release` writes and a decoder reads (2: with the marginals part)."""
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,17 @@ ENUM_TABLES: dict[str, dict[str, int]] = {
     },
 }
 _FROM_WIRE = {name: {v: k for k, v in table.items()} for name, table in ENUM_TABLES.items()}
-_PLAIN_FIELDS = ("epsilon", "max_depth", "n_trees", "n_bins", "dp", "seeded", "count_epsilon")
+_PLAIN_FIELDS = (
+    "epsilon",
+    "max_depth",
+    "n_trees",
+    "n_bins",
+    "dp",
+    "seeded",
+    "count_epsilon",
+    "marginals_share",
+    "marginals_bins",
+)
 
 PRODUCTION_OPTIONS = {"schedule": "harmonic", "composition": "parallel", "variant": "pf"}
 """The values of the research options every release has (the wire carries no field for them)."""
@@ -96,6 +106,8 @@ def parameters_to_message(params: TrainingParameters) -> pb.TrainingParameters:
         dp=bool(params.dp),
         seeded=bool(params.seeded),
         count_epsilon=float(params.count_epsilon),
+        marginals_share=float(params.marginals_share),
+        marginals_bins=int(params.marginals_bins),
         **{name: table[getattr(params, name)] for name, table in ENUM_TABLES.items()},
     )
 

@@ -69,6 +69,8 @@ _TRAIN_RULES = {
     "n_bins": Integer(2, text=">= 2"),
     "split_mode": OneOf(SPLIT_MODES),
     "relation": OneOf(RELATIONS),
+    "marginals_share": Number(0, 1, high_open=True),
+    "marginals_bins": Integer(0, text=">= 0 (0: no marginals part)"),
 }
 """A train request's values (their types are checked when the record is read)."""
 
@@ -87,6 +89,12 @@ class TrainRequest:
     from a DP count of its rows charged within ``epsilon``, so a big hospital
     and a small clinic each grow what their data support.  Records from
     coordinators that predate these keys read as ``"label"`` and ``"fixed"``.
+
+    ``marginals_share`` in [0, 1) and ``marginals_bins``: the share of its rows
+    each party gives to the marginals part (one-way class histograms, summed
+    across parties) and that part's grid, one for the whole consortium (the
+    coordinator fixes both from public figures); ``0`` and ``0``: trees only,
+    which is also how records before these keys read.
     """
 
     request_id: str
@@ -101,17 +109,27 @@ class TrainRequest:
     seed: int
     leaf: str = "counts"
     depth_rule: str = "fixed"
+    marginals_share: float = 0.0
+    marginals_bins: int = 0
 
     def __post_init__(self) -> None:
         _check_ids(self.request_id, self.run_id)
         check_fields(self, _TRAIN_RULES, error=TaskError)
+        share, bins = self.marginals_share, self.marginals_bins
+        if (share > 0) != (bins > 0) or bins == 1:
+            raise TaskError(
+                f"request marginals-bins: expected >= 2 exactly when marginals-share > 0 (else 0), got "
+                f"{bins!r} with marginals-share {share!r}"
+            )
 
     def to_record(self) -> dict[str, Any]:
         return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
-        return cls(**_read(cls, {"leaf": "label", "depth-rule": "fixed", **record}))  # records before these keys
+        # records before these keys: label leaves, a fixed depth, no marginals part
+        defaults = {"leaf": "label", "depth-rule": "fixed", "marginals-share": 0.0, "marginals-bins": 0}
+        return cls(**_read(cls, {**defaults, **record}))
 
 
 @dataclass(frozen=True)

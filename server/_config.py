@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edprf_core import Schema
 from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab_defaults
 from edprf_core.forest import LEAF_OUTPUTS
+from edprf_core.marginals import MARGINALS_BINS_LOW, marginals_n_bins, marginals_share_rule
 from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
@@ -128,6 +131,20 @@ class CoordinatorConfig:
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB
         Largest release the coordinator decodes, checked before parsing.
+    marginals_share : "auto" or a number in [0, 1), default "auto"
+        Share of its rows every party gives to the marginals part (one-way class histograms, summed across
+        parties and mixed with the trees' probabilities); the trees get the others.  ``"auto"``: the public
+        rule ``edprf_core.marginals.marginals_share_rule`` of ``consortium_rows`` (two classes: 0.25 or 0.75;
+        more classes: 0), and 0 (trees only) while ``consortium_rows`` is not declared: no size is inferred.
+        0: trees only.  One share for the whole consortium, sent in the request; a release with another is
+        rejected.
+    marginals_bins : int, 0 or >= 2, default 0
+        Bins of the marginals part's public grid, one for the whole consortium (the parties' histograms are
+        summed cell by cell).  0: the public rule ``edprf_core.marginals.marginals_n_bins`` of the marginals'
+        share of ``consortium_rows`` (5 bins while it is not declared).
+    consortium_rows : int >= 0, default 0
+        Public (declared, e.g. published) total training rows of the consortium: the size the marginals rules
+        read.  0: not declared.
     """
 
     schema_path: str = ""
@@ -162,9 +179,15 @@ class CoordinatorConfig:
     request_tag: str = ""
     overwrite: bool = False
     evaluate_resumed: bool = False
+    marginals_share: str = "auto"
+    marginals_bins: int = 0
+    consortium_rows: int = 0
 
     def __post_init__(self) -> None:
         check_fields(self, _RULES)
+        _marginals_share_setting(self.marginals_share)
+        if self.marginals_bins == 1:
+            raise ValueError("marginals-bins: expected 0 (the rule) or an integer >= 2, got 1")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
         if not self.schema_path and not self.sim_dir:
@@ -174,6 +197,25 @@ class CoordinatorConfig:
     def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
         # other apps' keys may share the run config: ignored; values may arrive as strings: cast
         return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", values="cast"))
+
+    def marginals_plan(self, schema: Schema) -> tuple[float, int]:
+        """``(share, bins)`` of the marginals part every party is asked for, from public figures only.
+
+        The configured share or the public rule of ``consortium_rows`` (declared) at ``epsilon`` and the
+        schema's feature and class counts; the configured bins or the rule of the marginals' share of
+        ``consortium_rows``.  ``(0.0, 0)``: trees only.  Privacy cost: none (public figures).
+        """
+        share = _marginals_share_setting(self.marginals_share)
+        rows = self.consortium_rows
+        if share is None:
+            share = marginals_share_rule(rows, schema.n_features, schema.n_classes, self.epsilon) if rows else 0.0
+        if share == 0:
+            return 0.0, 0
+        if self.marginals_bins:
+            return share, self.marginals_bins
+        if not rows:
+            return share, MARGINALS_BINS_LOW
+        return share, marginals_n_bins(max(1, round(share * rows)), schema.n_features, self.epsilon)
 
     @property
     def schema_file(self) -> Path:
@@ -223,8 +265,24 @@ _RULES = {
     "max_party_rows": Integer(0, text=">= 0 (0: not declared)"),
     "evaluation_max_interval_width": Number(0, low_open=True, finite=False, text="a number > 0 (1: no check)"),
     "target_parties": Integer(0, text=">= 0"),
+    "marginals_bins": Integer(0, text="0 (the rule) or >= 2"),
+    "consortium_rows": Integer(0, text=">= 0 (0: not declared)"),
 }
 """Each run-config setting with its rule (messages: ``"<key>: expected <rule>, got <value>"``)."""
+
+
+def _marginals_share_setting(value: str) -> float | None:
+    """``marginals-share`` as a number in [0, 1), or None for ``"auto"``; ValueError naming the key otherwise."""
+    if value == "auto":
+        return None
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = math.nan
+    if not 0 <= share < 1:
+        raise ValueError(f'marginals-share: expected "auto" or a number in [0, 1), got {value!r}')
+    return share
+
 
 DEFAULT_RUN_CONFIG = kebab_defaults(CoordinatorConfig)
 """``{kebab-key: default}`` of every setting: the one source of the run-config defaults."""

@@ -40,6 +40,8 @@ def request_mismatch(
         "n_bins": request.n_bins,
         "relation": request.relation,
         "leaf": request.leaf,
+        "marginals_share": request.marginals_share,
+        "marginals_bins": request.marginals_bins,
     }
     wrong = [name for name, value in expected.items() if getattr(p, name) != value]
     if request.depth_rule == "fixed" and (p.max_depth != request.max_depth or p.depth_rule != "fixed"):

@@ -17,7 +17,7 @@ import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import load_schema, merge_forests
+from edprf_core import Schema, load_schema, merge_forests
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
 from protocol import (
@@ -38,6 +38,7 @@ from ._conformance import request_mismatch
 from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
+from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._party_names import claimed_party_id, name_evaluation, who
@@ -63,12 +64,17 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
         time.sleep(1.0)
 
 
-def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> TrainRequest:
-    """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it."""
+def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema) -> TrainRequest:
+    """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it.
+
+    The marginals part's share and grid are the consortium's (:meth:`CoordinatorConfig.marginals_plan`, public
+    figures only): every party's histograms land on one grid and are summed.
+    """
+    marginals_share, marginals_bins = cfg.marginals_plan(schema)
     return TrainRequest(
         request_id=f"{cfg.request_tag or run_id}/train",
         run_id=run_id,
-        schema_fingerprint=fingerprint,
+        schema_fingerprint=schema.fingerprint,
         epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
         n_trees=cfg.n_trees,
@@ -78,6 +84,8 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, fingerprint: str) -> Tra
         leaf=cfg.leaf,
         depth_rule=cfg.depth_rule,
         seed=cfg.seed,  # parties derive their own stream from it and their party id
+        marginals_share=marginals_share,
+        marginals_bins=marginals_bins,
     )
 
 
@@ -117,7 +125,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    train_request = _train_request(cfg, run_id, schema.fingerprint)
+    train_request = _train_request(cfg, run_id, schema)
     request = train_request.to_record()
     messages = [
         Message(
@@ -191,6 +199,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.sampler = release.params.sampler
         outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
         outcome.max_depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
+        outcome.marginals_share, outcome.marginals_bins = release.params.marginals_share, release.params.marginals_bins
         accepted.append(release)
     # parts in party-id order, not in the order of node ids (random per run): the same releases
     # make the same forest, and the same floating-point sums at prediction
@@ -274,9 +283,11 @@ def _model_and_evaluation(
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report)
     test_file = cfg.test_file
+    report.marginals = marginals_record(view.forest)
     if test_file is not None:
         X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
+        report.marginals = marginals_record(view.forest, X_test, y_test)
 
 
 def _evaluate_if_informative(

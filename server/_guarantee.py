@@ -19,6 +19,8 @@ from edprf_core import DPForest
 from edprf_core.forest import FEDERATION_NOTE
 from protocol import RefusalReason
 
+from ._marginals_text import marginals_guarantee
+
 __all__ = ["PRE_RESERVATION_REFUSALS", "PartySpend", "federation_guarantee"]
 
 PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
@@ -109,6 +111,8 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
             ),
         ]
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
+    marginals = marginals_guarantee(forest)
+    spent += f" {marginals}" if marginals else ""
     if reasons:
         return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee()}"
     return f"{spent} {forest.guarantee()}"

@@ -34,6 +34,8 @@ class PartyOutcome:
     signed: bool = False
     release_bytes: int = 0
     resumed_from_run: str = ""  # the earlier run whose release was resent (reused request-tag): charged then
+    marginals_share: float = 0.0  # its release's marginals part: share of its rows (0: none) and grid
+    marginals_bins: int = 0
 
 
 @dataclass
@@ -54,6 +56,7 @@ class RunReport:
     central_evaluation: dict[str, float] = field(default_factory=dict)
     contributions: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
+    marginals: dict[str, Any] = field(default_factory=dict)  # the model's marginals part ({}: none)
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
 

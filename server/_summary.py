@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ._contribution_text import contribution_lines
+from ._marginals_text import marginals_lines
 from ._metrics import interval_text
 from ._outcomes import PartyStatus
 from ._report import RunReport
@@ -55,6 +56,7 @@ def summary_lines(report: RunReport) -> list[str]:
     if report.model_path:
         lines.append(f"model: {report.model_path}")
     lines.extend(central_evaluation_lines(report.central_evaluation))
+    lines.extend(marginals_lines(report.marginals))
     lines.extend(federated_evaluation_lines(report.federated_evaluation))
     for p in report.parties:
         if p.status != PartyStatus.ACCEPTED:

@@ -17,7 +17,7 @@ import pandas as pd
 from edprf_core import DPForest
 from edprf_core.forest import MAX_LEAF_COUNT
 
-__all__ = ["ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_release_bytes"]
+__all__ = ["ATTACKS", "MARGINALS_ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_marginals", "forge_release_bytes"]
 
 ATTACKS = (
     "rarest-class",
@@ -34,6 +34,36 @@ ATTACKS = (
 class columns rotated, every count x1000, another party's release with counts rotated and x1000,
 every leaf's mass (2**31 - 1, or the leaf's own released size) on the class the honest model rates
 least on the hostile party's rows reaching that leaf, tree ``t`` all class ``t mod K`` at 2**31 - 1."""
+
+
+MARGINALS_ATTACKS = ("marginals-rarest-max", "marginals-majority-erased", "marginals-scaled")
+"""Forged marginals parts (signed cells inside the wire range ``RELEASE_RANGE``): every cell of the class the
+party's own histograms hold least at ``2**31 - 1``; every cell of the class they hold most at ``-(2**31 - 1)``
+(erasing it from the sum); every cell x1000."""
+
+
+def forge_marginals(attack: str, own: DPForest) -> DPForest:
+    """``own`` (a forest with a marginals part) with its histograms forged by ``attack`` (:data:`MARGINALS_ATTACKS`);
+    its trees, parameters and shapes are kept, so it passes the decoder and the conformance checks."""
+    from edprf_core.marginals import RELEASE_RANGE, NoisyMarginals
+
+    m = own.marginals
+    if m is None:
+        raise ValueError("forge_marginals: the hostile forest must have a marginals part (marginals_share > 0)")
+    low, high = RELEASE_RANGE
+    totals = np.mean([h.sum(axis=0) for h in m.counts], axis=0)
+    counts = [h.copy() for h in m.counts]
+    if attack == "marginals-rarest-max":
+        for h in counts:
+            h[:, int(np.argmin(totals))] = high
+    elif attack == "marginals-majority-erased":
+        for h in counts:
+            h[:, int(np.argmax(totals))] = low
+    elif attack == "marginals-scaled":
+        counts = [np.clip(h * 1000, low, high) for h in counts]
+    else:
+        raise ValueError(f"forge_marginals: unknown attack {attack!r}; expected one of {MARGINALS_ATTACKS}")
+    return replace(own, marginals=NoisyMarginals(tuple(counts), m.epsilon, m.relation, m.n_classes))
 
 
 def _with_counts(forest: DPForest, counts: np.ndarray) -> DPForest:

@@ -95,6 +95,7 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
         f"n-trees={settings.n_trees} n-bins={settings.n_bins} split-mode='{settings.split_mode}' "
         f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
+        f"consortium-rows={cfg.consortium_rows} "
         f'evaluation-max-interval-width={cfg.evaluation_max_interval_width}"'
     )
     return 0

@@ -132,7 +132,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
     if settings.validation_size > 0:
         X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
-    config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)))
+    config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
 
 
@@ -178,8 +178,13 @@ def _write_parties(
 
 
 def _coordinator_config(
-    settings: SimulationSettings, sim_dir: Path, out_dir: Path, largest_party: int
+    settings: SimulationSettings, sim_dir: Path, out_dir: Path, largest_party: int, all_rows: int
 ) -> CoordinatorConfig:
+    """The coordinator's run config; the simulation made the split, so the parties' sizes are public here.
+
+    ``consortium_rows`` (the size the marginals part's share and grid rules read) is the parties' expected
+    training rows: all their rows less the expected held-out share.
+    """
     from server import CoordinatorConfig
 
     return CoordinatorConfig(
@@ -197,6 +202,7 @@ def _coordinator_config(
         require_exact_sampling=not settings.seeded_noise,  # seeded noise is drawn by numpy
         evaluation_epsilon=settings.evaluation_epsilon if settings.party_holdout > 0 else 0.0,
         max_party_rows=held_out_rows_bound(largest_party, settings.party_holdout),
+        consortium_rows=max(1, round(all_rows * (1.0 - settings.party_holdout))),
         evaluation_max_interval_width=settings.evaluation_max_interval_width,
         selective_aggregation=settings.selective,
         exclude_flagged=settings.exclude_flagged,

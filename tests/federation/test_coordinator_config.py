@@ -38,6 +38,12 @@ def test_run_config_values_are_cast_and_unknown_keys_ignored():
         ("max-depth", "deep", "run config max-depth: expected int"),
         ("request-tag", "../run 1", "request-tag: expected 1..64"),
         ("request-tag", "x" * 65, "request-tag: expected 1..64"),
+        ("marginals-share", 1.0, 'marginals-share: expected "auto" or a number in \\[0, 1\\)'),
+        ("marginals-share", "half", "marginals-share: expected"),
+        ("marginals-share", "nan", "marginals-share: expected"),
+        ("marginals-bins", 1, "marginals-bins: expected 0"),
+        ("marginals-bins", -2, "marginals-bins: expected 0"),
+        ("consortium-rows", -1, "consortium-rows: expected >= 0"),
     ],
 )
 def test_bad_run_config_values_are_refused_with_the_key_named(key, value, message):
@@ -59,3 +65,23 @@ def test_parties_to_wait_for(tmp_path):
     (tmp_path / "party-notes.txt").write_text("not a party")
     assert CoordinatorConfig(sim_dir=str(tmp_path)).parties_to_wait_for == 4
     assert CoordinatorConfig(sim_dir=str(tmp_path), expected_parties=2).parties_to_wait_for == 2
+
+
+def test_the_marginals_plan_reads_public_figures_only():
+    """One share and one grid for the consortium: from the declared size, or as configured; nothing inferred."""
+    from edprf_core.marginals import MARGINALS_BINS_HIGH, MARGINALS_BINS_LOW, MIX_SHARE_HIGH, MIX_SHARE_LOW
+    from tests.synthetic import make_schema
+
+    two, four = make_schema(n_classes=2), make_schema(n_classes=4)  # d = 5 features
+
+    def plan(schema, **kw):
+        return CoordinatorConfig.from_run_config({"schema-path": "s.toml", **kw}).marginals_plan(schema)
+
+    assert plan(two) == (0.0, 0)  # auto without a declared size: trees only
+    assert plan(two, **{"consortium-rows": 40}) == (MIX_SHARE_LOW, MARGINALS_BINS_LOW)  # 40 * 1 / 5 < 10
+    assert plan(two, **{"consortium-rows": 4000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_HIGH)  # 3000 * 1 / 5 >= 300
+    assert plan(two, **{"consortium-rows": 1000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_LOW)  # 750 / 5 < 300
+    assert plan(four, **{"consortium-rows": 10**6}) == (0.0, 0)  # more than two classes: trees only
+    assert plan(four, **{"marginals-share": 0.5}) == (0.5, MARGINALS_BINS_LOW)
+    assert plan(two, **{"marginals-share": "0.5", "marginals-bins": 8, "consortium-rows": 10**6}) == (0.5, 8)
+    assert plan(two, **{"marginals-share": 0, "consortium-rows": 10**6}) == (0.0, 0)

@@ -67,11 +67,20 @@ def test_a_conforming_release_is_accepted(wall):
         ({"random_state": 3}, "seeded_release"),
         ({"leaf": "label"}, "request_mismatch"),
         ({"max_depth": "auto"}, "request_mismatch"),
+        ({"marginals_share": 0.5, "marginals_bins": 5}, "request_mismatch"),  # a marginals part nobody asked for
     ],
 )
 def test_a_release_on_other_parameters_is_rejected_with_a_reason(wall, fit, reason):
     got = request_mismatch(_release(wall, **fit), _request(wall[2]), CFG)
     assert got is not None and got[0] == reason
+
+
+def test_a_release_answers_a_marginals_request_only_with_its_share_and_grid(wall):
+    asked = _request(wall[2], marginals_share=0.5, marginals_bins=5)
+    assert request_mismatch(_release(wall, marginals_share=0.5, marginals_bins=5), asked, CFG) is None
+    for fit in ({"marginals_share": 0.5, "marginals_bins": 6}, {"marginals_share": 0.25, "marginals_bins": 5}, {}):
+        got = request_mismatch(_release(wall, **fit), asked, CFG)
+        assert got is not None and got[0] == "request_mismatch" and "marginals" in got[1], fit
 
 
 def test_auto_depth_requests_accept_a_party_chosen_depth_up_to_the_cap(wall):

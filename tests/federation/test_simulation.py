@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -205,3 +207,35 @@ def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, mo
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert [p["status"] for p in report["parties"]] == ["accepted"] * 3
     assert report["n_trees"] == 3
+
+
+@pytest.mark.slow
+def test_two_class_federation_reaches_a_global_model_with_a_marginals_part(tmp_path):
+    """Two classes and a public consortium size (the simulation's split): every party is asked for the same
+    marginals share and grid, releases its histograms on the wire, and the stored model rebuilds the mix."""
+    import math
+
+    from edprf_core.marginals import MIX_SHARE_HIGH, effective_epsilon
+
+    settings = _settings(dataset="bank_marketing", parties=3, n_trees=1, max_depth=4, evaluation_epsilon=0.0)
+    result = run_simulation(replace(settings, baselines=False), tmp_path / "out")
+    fed = result.federated
+    assert fed["status"] == "completed"
+    assert [p["status"] for p in fed["parties"]] == ["accepted"] * 3
+    view = load_global_model(tmp_path / "out" / "global-model.edprf")
+    assert {r.params.marginals_share for r in view.releases} == {MIX_SHARE_HIGH}  # n * eps / d far above 10
+    (bins,) = {r.params.marginals_bins for r in view.releases}
+    assert bins >= 2 and all(r.forest.marginals is not None for r in view.releases)
+    summed = view.forest.marginals
+    assert summed is not None and view.forest.marginals_share == MIX_SHARE_HIGH
+    assert math.isclose(summed.epsilon, effective_epsilon([r.params.forest_epsilon for r in view.releases]))
+    # honest parties of similar sizes: no bound binds, the model's histograms are the plain sum
+    for j, h in enumerate(summed.counts):
+        np.testing.assert_array_equal(h, sum(r.forest.marginals.counts[j] for r in view.releases))
+    assert "one-way marginals" in fed["guarantee"] and "marginals part sums" in fed["guarantee"]
+    # the report describes the part: its share, grid, parties, the sum's noise and each part's test accuracy
+    record = fed["marginals"]
+    assert (record["share"], record["bins"], len(record["parties"])) == (MIX_SHARE_HIGH, bins, 3)
+    assert record["test_accuracy_marginals_alone"] > 0.8 and record["test_accuracy_trees_alone"] > 0.8
+    assert {(p["marginals_share"], p["marginals_bins"]) for p in fed["parties"]} == {(MIX_SHARE_HIGH, bins)}
+    assert fed["central_evaluation"]["accuracy"] > 0.85  # bank: 88 % majority class; the mix reaches about 89

@@ -72,6 +72,7 @@ __all__ = [
     "TrueSensitivity",
     "account_fit",
     "account_marginals",
+    "account_mixed_fit",
     "charged_epsilon_of_evaluation",
     "charged_epsilon_of_fit",
     "check_mechanism_inputs",
@@ -622,3 +623,79 @@ def account_marginals(
             raise AccountingError(f"histogram {j}'s released counts are not its mechanism's output (from {call.site})")
         real.append(cost)
     return math.fsum(real)
+
+
+MARGINALS_SITE = "edprf_core._marginals"
+"""The module whose count calls are the marginals part's histograms (``release_marginals``)."""
+
+
+@dataclass(frozen=True)
+class MixedAccount:
+    """What one record faces in a fit with a marginals part, each term rebuilt from the real noise.
+
+    ``per_record = count + max(trees, marginals)``: the DP row count reads every row; each
+    other row feeds the trees or the marginals, never both (parallel composition).
+    """
+
+    count: float
+    trees: float
+    marginals: float
+
+    @property
+    def per_record(self) -> float:
+        return self.count + max(self.trees, self.marginals)
+
+
+def account_mixed_fit(
+    calls: list[MechanismCall],
+    forest: DPForest,
+    codes: np.ndarray,
+    y: np.ndarray,
+    to_marginals: np.ndarray,
+    truth: TrueSensitivity = ADD_REMOVE,
+) -> MixedAccount:
+    """The checks of one fit with a marginals part (``marginals_share > 0``); see :class:`MixedAccount`.
+
+    ``codes`` (all the fit's rows on the marginals grid), ``y`` (their class indices) and
+    ``to_marginals`` (the rows the fit assigned to the marginals, recorded where it drew them)
+    are the TRUE inputs.  The calls from :data:`MARGINALS_SITE` must be exactly one measured
+    exact release per histogram (one OpenDP draw each) on the true histograms of the rows
+    assigned to the marginals, each at most ``(epsilon - count_epsilon) / d`` for the true
+    sensitivity (:func:`account_marginals`, with the release's budget taken from its
+    parameters by the decoder); every other call must match the released trees
+    (:func:`charged_epsilon_of_fit`), the row count must have read all the rows, and the
+    leaves' class totals must be exactly those of the rows NOT assigned to the marginals
+    (the trees and the marginals saw disjoint rows).  Raises :class:`AccountingError` otherwise.
+    """
+    params = forest.parts[0][1]
+    if params.marginals_share <= 0 or forest.marginals is None:
+        raise AccountingError("the release has no marginals part to account for")
+    mask = np.asarray(to_marginals, dtype=bool)
+    labels = np.asarray(y, dtype=np.int64)
+    ours = [c for c in calls if c.site == MARGINALS_SITE]
+    rest = [c for c in calls if c.site != MARGINALS_SITE]
+    if any(len(c.draws) != 1 for c in ours):
+        raise AccountingError(f"the marginals made {[len(c.draws) for c in ours]} draws per histogram, expected 1 each")
+    if not math.isclose(forest.marginals.epsilon, params.forest_epsilon, rel_tol=1e-12):
+        raise AccountingError(
+            f"the marginals claim epsilon {forest.marginals.epsilon!r}, the parameters give {params.forest_epsilon!r}"
+        )
+    marginals = account_marginals(ours, forest.marginals, np.asarray(codes)[mask], labels[mask], truth)
+    count, total = charged_epsilon_of_fit(rest, forest, truth)
+    count_call, layers = _match_fit(rest, forest)
+    if count_call is not None and count_call.values.ravel().tolist() != [labels.size]:
+        raise AccountingError(
+            f"the DP row count was given {count_call.values.ravel().tolist()}, the fit had {labels.size} rows"
+        )
+    k = forest.schema.n_classes
+    seen = np.zeros(k, dtype=np.int64)
+    for layer in layers:
+        if layer.kind == "leaf-counts":
+            seen += np.asarray(layer.call.values, dtype=np.int64).reshape(-1, k).sum(axis=0)
+    if params.leaf == "counts" and not np.array_equal(seen, np.bincount(labels[~mask], minlength=k)):
+        raise AccountingError(
+            f"the trees' leaves saw class totals {seen.tolist()}, the rows not assigned to the marginals hold "
+            f"{np.bincount(labels[~mask], minlength=k).tolist()} (the parts must see disjoint rows)"
+        )
+    check_released_values(rest, forest)
+    return MixedAccount(count, total - count, marginals)

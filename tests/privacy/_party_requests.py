@@ -55,6 +55,8 @@ class TrainSettings:
     n_bins: int = 8
     epsilon: float = 1.0
     depth_rule: str = "auto"
+    marginals_share: float = 0.0
+    marginals_bins: int = 0
 
 
 def _context(setup: PartySetup) -> Context:
@@ -82,6 +84,8 @@ def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "ru
         seed=-1,
         leaf=settings.leaf,
         depth_rule=settings.depth_rule,
+        marginals_share=settings.marginals_share,
+        marginals_bins=settings.marginals_bins,
     )
     msg = Message(
         content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=MessageType.TRAIN

@@ -56,6 +56,7 @@ def test_generated_module_describes_the_proto():
     assert set(pb.DESCRIPTOR.message_types_by_name) == {
         "TrainingParameters",
         "Trees",
+        "Marginals",
         "Release",
         "SignedRelease",
         "GlobalModel",

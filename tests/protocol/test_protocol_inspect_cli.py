@@ -49,7 +49,7 @@ def test_release_output(capsys, tmp_path, signed_wall_release, forests, keys_dir
     code, out = inspect(capsys, path, "--keys", keys_dir)
     assert code == 0
     for expected in (
-        "format version 1",
+        "format version 2",
         "party: hospital-a",
         f"schema fingerprint: {forest.schema.fingerprint}",
         "epsilon=1 relation=add-remove",

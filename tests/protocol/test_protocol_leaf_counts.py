@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocol import InvalidRelease, Reason, decode_release, encode_release
+from protocol import FORMAT_VERSION, InvalidRelease, Reason, decode_release, encode_release
 from protocol import release_pb2 as pb
 
 from .tampering import tamper
@@ -29,7 +29,7 @@ def counts_release(forests):
 def test_counts_round_trip_and_give_the_same_probabilities(forests, counts_release, wall_schema, policy, embedded):
     forest = forests[WALL, "binary"]
     got = decode_release(counts_release, wall_schema, policy)
-    assert got.format_version == 1 and got.params.leaf == "counts"
+    assert got.format_version == FORMAT_VERSION and got.params.leaf == "counts"
     assert np.array_equal(got.forest.trees.leaf_counts, forest.trees.leaf_counts)
     X = embedded[WALL][0].iloc[:500]
     assert np.allclose(got.forest.predict_proba(X), forest.predict_proba(X))

@@ -70,11 +70,11 @@ def test_non_canonical_encoding_is_malformed(wall_release, wall_schema, policy):
     assert refused(signed.SerializeToString(deterministic=True), wall_schema, policy).reason is Reason.MALFORMED
 
 
-@pytest.mark.parametrize("version", [0, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 3, 4])
 def test_unknown_version(wall_release, wall_schema, policy, version):
-    """The decoder reads exactly one format version."""
+    """The decoder reads exactly one format version (2; 1 had no marginals part)."""
     err = refused(tamper(wall_release, lambda r: setattr(r, "format_version", version)), wall_schema, policy)
-    assert err.reason is Reason.UNKNOWN_VERSION and f"format_version expected 1, got {version}" in err.message
+    assert err.reason is Reason.UNKNOWN_VERSION and f"format_version expected 2, got {version}" in err.message
 
 
 def test_ids_are_bounded_and_printable(wall_release, wall_schema, policy):

@@ -14,6 +14,7 @@ from edprf_core import EDPRFClassifier, PrivacyLeakWarning, TrainingParameters, 
 from edprf_core.forest import DEPTH_RULES, LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 from edprf_core.research import PaperEDPRFClassifier
 from protocol import (
+    FORMAT_VERSION,
     ReleasePolicy,
     SignatureStatus,
     decode_release,
@@ -113,7 +114,7 @@ def test_multiclass_merge_of_decoded_releases_keeps_every_tree(forests, embedded
 def test_header_is_readable_without_a_schema(signed_wall_release, forests, registry):
     header = read_release_header(signed_wall_release, max_bytes=1 << 22, registry=registry)
     forest = forests["wall_robot_navigation", "binary"]
-    assert header.party_id == "hospital-a" and header.format_version == 1
+    assert header.party_id == "hospital-a" and header.format_version == FORMAT_VERSION
     assert header.schema_fingerprint == forest.schema.fingerprint
     assert header.parameters == forest.parts[0][1]
     assert (header.n_trees, header.n_nodes) == (forest.n_trees, forest.trees.n_nodes)
@@ -132,7 +133,7 @@ def test_release_carries_only_the_declared_fields(forests):
         "trees",
         "run_id",
         "request_id",
-    ]
+    ] + (["marginals"] if forest.marginals is not None else [])
     assert {f.name for f in pb.Release.DESCRIPTOR.fields} == {
         "format_version",
         "schema_fingerprint",
@@ -141,6 +142,7 @@ def test_release_carries_only_the_declared_fields(forests):
         "trees",
         "run_id",
         "request_id",
+        "marginals",
     }
     research = {"schedule", "composition", "variant", "exploit_monotonicity"}  # edprf_core.research: not on the wire
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {

@@ -1,0 +1,135 @@
+"""The federation's marginals part: the parties' noisy histograms summed, each bounded first (invariant 7).
+
+Why a sum
+---------
+A party's marginals part is one noisy ``(n_codes_j x K)`` class-count histogram per feature of the rows it gave
+to the marginals (:func:`edprf_core._marginals.release_marginals`).  Summing the parties' histograms cell by cell
+gives the histogram of all their marginals rows, whatever the partition (label skew does not enter), plus the sum
+of their noises: independent discrete Laplace noises of scales ``t_p = Delta * d / eps_p`` (``eps_p`` the budget
+of party ``p``'s marginals, its ``epsilon - count_epsilon``), of variance about ``2 t_p**2`` each.  The sum's
+variance is ``2 (Delta d)**2 sum_p 1 / eps_p**2``: the variance of one release at the *effective* budget
+``eps_eff = 1 / sqrt(sum_p 1 / eps_p**2)`` (``eps / sqrt(P)`` for ``P`` equal budgets).  The summed
+:class:`NoisyMarginals` carries ``eps_eff`` as its ``epsilon`` so that :func:`edprf_core._marginals.marginal_evidence`,
+which reads every noise scale from ``sensitivity * d / epsilon`` (the shrinkage pseudo-counts and the class
+totals' noise), sees the noise of the sum.  ``eps_eff`` is a description of the noise for post-processing, not a
+guarantee: each record sits at one party, whose release is ``eps_p``-DP (see ``FEDERATION_NOTE``).
+
+Bounded influence (what one forged release can do)
+--------------------------------------------------
+Every released cell is signed and may be anything in ``RELEASE_RANGE`` (+-2**31 - 1): a signed, conforming release
+with ``2**31 - 1`` in every cell of one class would own the sum.  Before summing, :func:`bounded_marginals_sum`
+bounds each party's histograms by what its public parameters and the other parties' releases make plausible,
+with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`, item 5):
+
+1. *Floor.*  Every cell of party ``p`` is raised to at least ``-m_p``, ``m_p = NOISE_MARGIN_SCALES * t_p`` (12
+   noise scales, from the party's public ``eps_p``, ``d`` and relation).  An honest cell is a count ``>= 0`` plus
+   discrete Laplace noise, below ``-m_p`` with probability ``a**m_p / (1 + a) < exp(-12) ~ 6e-6`` (``a =
+   exp(-1 / t_p)``), so the floor leaves honest releases unchanged except with that probability per cell.  A
+   forged ``-2**31`` (to erase a class) weighs at most ``m_p`` per cell: the size of an honest party's own noise.
+   The decoder bounds ``t_p``: a release's ``count_epsilon <= epsilon / 2`` and the coordinator accepts only the
+   requested ``epsilon``.
+2. *Mass cap.*  Party ``p``'s class-``k`` mass ``w_pk`` is the mean over features of its histograms' class-``k``
+   column sums (the estimator's class totals), floored at 0.  With ``P >= 2 f + 1`` parts carrying marginals
+   (``f = TOLERATED_PARTIES``), each ``w_pk`` is capped by :func:`capped_part_weights`, the trees' rule: at
+   ``c_p`` times the ``(f+1)``-th largest mass of class ``k``, ``c_p = WEIGHT_CAP_FACTOR`` (2) when the part's
+   size ``sum_k w_pk`` is plausible (at most ``PLAUSIBLE_SIZE_FACTOR`` times the ``(f+1)``-th largest size) and
+   1 otherwise; the party's class-``k`` column is scaled by ``capped / w_pk`` (rounded to integers).  At least
+   one of the ``f + 1`` largest masses is honest, so a forged party's class-``k`` mass is at most ``c`` times the
+   largest honest party's (once when its size is implausible, e.g. ``2**31 - 1`` in every cell): with ``f = 1``
+   at most ``c / (c + 1) = 2/3`` of the summed class-``k`` mass comes from it (1/2 when implausible), and the
+   summed class totals and every bin's class shares move at most by that share.  With ``P <= 2 f`` parts
+   nothing tells a forged party from an honest one, and only the floor applies (as for the trees).
+
+The price, as for the trees: a party that alone (or nearly alone) holds a class under strong label skew has its
+class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) the bounded
+sum is the plain sum.  Post-processing of released histograms and public parameters: no ε.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
+from ._marginals import RELEASE_RANGE, NoisyMarginals
+
+__all__ = ["NOISE_MARGIN_SCALES", "bounded_marginals_sum", "cell_floor", "effective_epsilon"]
+
+NOISE_MARGIN_SCALES = 12
+"""An honest released cell lies below ``-NOISE_MARGIN_SCALES`` noise scales with probability below ``exp(-12)``."""
+
+
+def effective_epsilon(epsilons: Sequence[float]) -> float:
+    """``1 / sqrt(sum_p 1 / eps_p**2)``: the budget of one release whose noise has the variance of the sum's.
+
+    Parameters
+    ----------
+    epsilons : sequence of float in (0, inf)
+        Each summed release's budget.
+
+    Privacy cost: none (a description of the summed noise for post-processing, not a guarantee).
+    """
+    return 1.0 / math.sqrt(sum(1.0 / float(e) ** 2 for e in epsilons))
+
+
+def cell_floor(marginals: NoisyMarginals) -> int:
+    """``-ceil(NOISE_MARGIN_SCALES * t)``: the lowest value an honest cell of ``marginals`` plausibly takes.
+
+    ``t = sensitivity * d / epsilon``, from the release's public parameters only.
+    """
+    return -math.ceil(NOISE_MARGIN_SCALES * marginals.noise_scale)
+
+
+def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None = None) -> NoisyMarginals:
+    """The parties' histograms, each bounded (module docstring, items 1-2), summed cell by cell.
+
+    Parameters
+    ----------
+    parts : sequence of NoisyMarginals
+        One per party, on one grid (equal ``n_codes``), one class set and one relation.
+    tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
+        ``f``: the mass cap applies with ``len(parts) >= 2 f + 1``.
+
+    Returns
+    -------
+    NoisyMarginals
+        The sum, clamped to :data:`RELEASE_RANGE`, with ``epsilon`` :func:`effective_epsilon` of the parts'.
+
+    Raises
+    ------
+    ValueError
+        No parts, or parts on different grids, class sets or relations.
+
+    Privacy cost: none (post-processing of released histograms and public parameters).
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("marginals: expected at least one part to sum, got none")
+    first = parts[0]
+    for i, m in enumerate(parts[1:], start=1):
+        if m.n_codes != first.n_codes or m.n_classes != first.n_classes:
+            raise ValueError(
+                f"marginals part {i}: expected histograms of {first.n_codes} codes x {first.n_classes} classes "
+                f"(one grid for every party), got {m.n_codes} x {m.n_classes}"
+            )
+        if m.relation != first.relation:
+            raise ValueError(f"marginals part {i}: expected the relation {first.relation!r}, got {m.relation!r}")
+    f = TOLERATED_PARTIES if tolerated is None else int(tolerated)
+    if f < 0:
+        raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
+    d, k = first.n_features, first.n_classes
+    # (P, d) lists of int64 histograms, floored at each party's noise margin (item 1)
+    floored = [[np.maximum(h, cell_floor(m)) for h in m.counts] for m in parts]
+    if f > 0 and len(parts) >= 2 * f + 1:
+        masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
+        capped = capped_part_weights(masses, f)
+        scale = np.where(masses > 0, capped / np.where(masses > 0, masses, 1.0), 1.0)  # (P, K), each <= 1
+        floored = [
+            [np.rint(h * scale[p][None, :]).astype(np.int64) if (scale[p] < 1).any() else h for h in hs]
+            for p, hs in enumerate(floored)
+        ]
+    low, high = RELEASE_RANGE
+    summed = tuple(np.clip(np.sum([hs[j] for hs in floored], axis=0), low, high).astype(np.int64) for j in range(d))
+    return NoisyMarginals(summed, effective_epsilon([m.epsilon for m in parts]), first.relation, k)

@@ -1,0 +1,32 @@
+"""The marginals part: DP one-way class-count histograms, their wire range, and their sum across parties."""
+
+from ._marginals import (
+    MARGINALS_BINS_HIGH,
+    MARGINALS_BINS_LOW,
+    MIX_SHARE_HIGH,
+    MIX_SHARE_LOW,
+    RELEASE_RANGE,
+    NoisyMarginals,
+    marginal_proba,
+    marginals_n_bins,
+    marginals_share_rule,
+    release_marginals,
+)
+from ._marginals_merge import NOISE_MARGIN_SCALES, bounded_marginals_sum, cell_floor, effective_epsilon
+
+__all__ = [
+    "MARGINALS_BINS_HIGH",
+    "MARGINALS_BINS_LOW",
+    "MIX_SHARE_HIGH",
+    "MIX_SHARE_LOW",
+    "NOISE_MARGIN_SCALES",
+    "RELEASE_RANGE",
+    "NoisyMarginals",
+    "bounded_marginals_sum",
+    "cell_floor",
+    "effective_epsilon",
+    "marginal_proba",
+    "marginals_n_bins",
+    "marginals_share_rule",
+    "release_marginals",
+]
