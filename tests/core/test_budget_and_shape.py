@@ -110,10 +110,10 @@ def test_fitted_model_holds_no_data_derived_value():
     schema = make_schema()
     X1, y1 = make_data(schema, 4000, seed=1)
     X2, y2 = make_data(schema, 40, seed=2)
-    a = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0)
+    a = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0, marginals_share=0.0)
     params_before = a.get_params()
     a.fit(X1, y1)
-    b = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0).fit(X2, y2)
+    b = EDPRFClassifier(schema, n_trees=3, max_depth=4, n_bins=20, random_state=0, marginals_share=0.0).fit(X2, y2)
     assert a.get_params() == params_before  # nothing written back into constructor parameters
     assert set(vars(a)) == set(params_before) | {
         "forest_",
@@ -126,6 +126,8 @@ def test_fitted_model_holds_no_data_derived_value():
         "max_depth_",
         "n_bins_",
         "n_rows_estimate_",
+        "marginals_share_",
+        "marginals_bins_",
     }
     assert (a.n_trees_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
     # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)

@@ -111,7 +111,11 @@ def test_merge_concatenates_and_states_the_federation_caveat(schema):
     parts = []
     for seed in range(3):
         X, y = make_data(schema, 500, seed=seed)
-        parts.append(EDPRFClassifier(schema, epsilon=1.0 + seed, n_trees=2 + seed, random_state=seed).fit(X, y))
+        parts.append(
+            EDPRFClassifier(schema, epsilon=1.0 + seed, n_trees=2 + seed, random_state=seed, marginals_share=0.0).fit(
+                X, y
+            )
+        )
     merged = merge_forests([p.forest_ for p in parts], labels=["a", "b", "c"])
     assert merged.n_trees == 2 + 3 + 4
     assert merged.epsilon == 3.0

@@ -30,7 +30,7 @@ def _stump_data(n_per_leaf: int) -> tuple[pd.DataFrame, pd.Series, object]:
 def _fit_stump(seed: int, epsilon: float, n_per_leaf: int = 1000):
     X, y, schema = _stump_data(n_per_leaf)
     return EDPRFClassifier(
-        schema, epsilon=epsilon, n_trees=1, max_depth=1, n_bins=2, leaf="counts", random_state=seed
+        schema, epsilon=epsilon, n_trees=1, max_depth=1, n_bins=2, leaf="counts", random_state=seed, marginals_share=0.0
     ).fit(X, y)
 
 
@@ -88,8 +88,10 @@ def test_distributions_are_consistent_and_shrink_small_leaves():
 def test_label_trees_give_one_hot_votes_and_mixed_forests_average():
     schema = make_schema()
     X, y = make_data(schema, 2000, seed=3)
-    label = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="label", random_state=1).fit(X, y)
-    counts = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="counts", random_state=1).fit(X, y)
+    label = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="label", random_state=1, marginals_share=0.0).fit(X, y)
+    counts = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="counts", random_state=1, marginals_share=0.0).fit(
+        X, y
+    )
     votes = label.forest_.votes(X) / 3.0
     assert np.allclose(label.predict_proba(X), votes)
     p = counts.predict_proba(X)
@@ -118,7 +120,9 @@ def test_probabilities_rank_better_than_votes():
     for leaf in ("label", "counts"):
         scores = []
         for seed in range(3):
-            clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, leaf=leaf, random_state=seed)
+            clf = EDPRFClassifier(
+                schema, epsilon=1.0, n_trees=1, max_depth=4, leaf=leaf, random_state=seed, marginals_share=0.0
+            )
             scores.append(roc_auc_score(truth, clf.fit(X, y).predict_proba(Xt)[:, 1]))
         auc[leaf] = np.mean(scores)
     assert auc["counts"] > auc["label"] + 0.02
@@ -127,7 +131,7 @@ def test_probabilities_rank_better_than_votes():
 def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
     schema = make_schema()
     X, y = make_data(schema, 3000, seed=7)
-    clf = EDPRFClassifier(schema, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(schema, random_state=0, marginals_share=0.0).fit(X, y)
     p = clf.privacy_
     assert (clf.n_bins, p.split_mode, p.leaf) == ("auto", "binary", "counts")
     assert p.n_bins == clf.n_bins_ == public_bins(clf.n_rows_estimate_, 0.95) == 10  # 3,000 rows x 0.95
@@ -138,7 +142,7 @@ def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
     assert "chosen from a DP count of the rows that spent epsilon = 0.05" in clf.forest_.guarantee()
     assert clf.get_params()["max_depth"] == "auto"  # nothing written back
 
-    declared = EDPRFClassifier(schema, n_rows_public=50_000, random_state=0).fit(X, y)
+    declared = EDPRFClassifier(schema, n_rows_public=50_000, random_state=0, marginals_share=0.0).fit(X, y)
     q = declared.privacy_
     assert q.depth_rule == "declared-size" and q.count_epsilon == 0 and declared.n_rows_estimate_ is None
     assert (q.n_trees, q.max_depth) == public_shape(50_000, 1.0, leaf="counts")
@@ -183,7 +187,7 @@ def test_bad_shape_options_are_refused_before_reading_data():
         ({"max_depth_cap": 31}, "max_depth_cap"),
     ):
         with pytest.raises(ValueError, match=match):
-            EDPRFClassifier(schema, **kw).fit(None, None)
+            EDPRFClassifier(schema, **kw, marginals_share=0.0).fit(None, None)
 
 
 def test_validate_bounds_leaf_counts():
@@ -217,8 +221,8 @@ def test_label_shift_factors_leave_one_part_alone_and_correct_skewed_parts():
     mostly_k0 = np.r_[np.flatnonzero(k0)[:1500], np.flatnonzero(~k0)[:100]]
     mostly_k1 = np.r_[np.flatnonzero(k0)[1500:1600], np.flatnonzero(~k0)[100:1600]]
     fit = {"epsilon": 1.0, "n_trees": 2, "max_depth": 3, "random_state": 0}
-    a = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k0], y.iloc[mostly_k0]).forest_
-    b = EDPRFClassifier(schema, **fit).fit(X.iloc[mostly_k1], y.iloc[mostly_k1]).forest_
+    a = EDPRFClassifier(schema, **fit, marginals_share=0.0).fit(X.iloc[mostly_k0], y.iloc[mostly_k0]).forest_
+    b = EDPRFClassifier(schema, **fit, marginals_share=0.0).fit(X.iloc[mostly_k1], y.iloc[mostly_k1]).forest_
     assert np.allclose(label_shift_factors(a.trees, 2, [2]), 1.0)  # one part: nothing to correct
     merged = merge_forests([a, b], labels=["a", "b"])
     f = label_shift_factors(merged.trees, 2, [2, 2])

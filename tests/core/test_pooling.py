@@ -92,7 +92,9 @@ def test_merged_stumps_with_opposite_priors_by_hand():
     for n_k0, n_k1 in ((1000, 200), (200, 1000)):
         X, y, schema = _party(n_k0, n_k1)
         forests.append(
-            EDPRFClassifier(schema, epsilon=1e4, n_trees=1, max_depth=1, n_bins=2, random_state=0).fit(X, y).forest_
+            EDPRFClassifier(schema, epsilon=1e4, n_trees=1, max_depth=1, n_bins=2, random_state=0, marginals_share=0.0)
+            .fit(X, y)
+            .forest_
         )
     merged = merge_forests(forests, labels=["a", "b"])
     leaf_counts = {"a": np.array([[800, 60], [200, 140]]), "b": np.array([[160, 300], [40, 700]])}
@@ -123,7 +125,11 @@ def test_single_tree_without_correction_equals_its_distribution():
     """One tree, ratios against the consortium's mix: pi * (p_t / pi)^1 = p_t, the mean's answer."""
     schema = make_schema()
     X, y = make_data(schema, 2000, seed=5)
-    forest = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=3, random_state=2).fit(X, y).forest_
+    forest = (
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=3, random_state=2, marginals_share=0.0)
+        .fit(X, y)
+        .forest_
+    )
     assert np.allclose(forest.predict_proba(X, label_shift=False), forest.predict_proba(X, pooling="mean"))
     p = forest.predict_proba(X)
     assert np.allclose(p.sum(axis=1), 1.0) and np.all(p > 0)
@@ -132,8 +138,16 @@ def test_single_tree_without_correction_equals_its_distribution():
 def test_pooling_is_validated_and_mixed_forests_use_the_mean():
     schema = make_schema()
     X, y = make_data(schema, 2000, seed=3)
-    counts = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="counts", random_state=1).fit(X, y).forest_
-    label = EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="label", random_state=1).fit(X, y).forest_
+    counts = (
+        EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="counts", random_state=1, marginals_share=0.0)
+        .fit(X, y)
+        .forest_
+    )
+    label = (
+        EDPRFClassifier(schema, n_trees=3, max_depth=3, leaf="label", random_state=1, marginals_share=0.0)
+        .fit(X, y)
+        .forest_
+    )
     with pytest.raises(ValueError, match="pooling"):
         counts.predict_proba(X, pooling="median")
     mixed = merge_forests([label, counts], labels=["a", "b"])
@@ -148,12 +162,12 @@ def test_a_party_without_a_class_has_no_say_on_it():
     X, y = make_data(schema, 6000, seed=13)
     k0 = np.flatnonzero((y == "k0").to_numpy())
     only_k0 = (
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=0)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=0, marginals_share=0.0)
         .fit(X.iloc[k0[:1500]], y.iloc[k0[:1500]])
         .forest_
     )
     both = (
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=1)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=1, marginals_share=0.0)
         .fit(X.iloc[1500:4500], y.iloc[1500:4500])
         .forest_
     )
@@ -184,7 +198,7 @@ def test_mirrored_parties_with_opposite_priors_cancel(seed):
     party_a = np.r_[k0[:2700], k1[:300]]  # 3,000 rows, 90 % k0
     party_b = np.r_[k0[2700:3000], k1[300:3000]]  # 3,000 rows, 90 % k1
     forests = [
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=10 * seed + i)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=4, random_state=10 * seed + i, marginals_share=0.0)
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_
         for i, rows in enumerate((party_a, party_b))
@@ -220,9 +234,9 @@ def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_sub
     by_label = np.argsort(encode_labels(y, schema), kind="stable")
     for j in range(4):  # label-skewed parties: rows sorted by class, cut into 4 chunks
         rows = by_label[j * 400 : (j + 1) * 400]
-        fit = EDPRFClassifier(schema, epsilon=1.0, n_trees=1 + j % 2, max_depth=3, n_bins=8, random_state=10 + j).fit(
-            X.iloc[rows], y.iloc[rows]
-        )
+        fit = EDPRFClassifier(
+            schema, epsilon=1.0, n_trees=1 + j % 2, max_depth=3, n_bins=8, random_state=10 + j, marginals_share=0.0
+        ).fit(X.iloc[rows], y.iloc[rows])
         parts.append(fit.forest_)
     X_val, _ = make_data(schema, 300, seed=5)
     merged = merge_forests(parts, labels=[f"p{j}" for j in range(4)])
@@ -237,7 +251,7 @@ def test_part_pooling_pools_any_subset_of_parts_as_the_merged_forest_of_that_sub
     with pytest.raises(ValueError, match="at least one part"):
         terms.pool([])
     label_fit = EDPRFClassifier(
-        schema, epsilon=1.0, n_trees=1, max_depth=2, n_bins=8, leaf="label", random_state=0
+        schema, epsilon=1.0, n_trees=1, max_depth=2, n_bins=8, leaf="label", random_state=0, marginals_share=0.0
     ).fit(X, y)
     with pytest.raises(ValueError, match="needs leaf counts in every tree"):
         label_fit.forest_.part_pooling(X_val)
@@ -250,7 +264,7 @@ def test_the_leaf_bitmask_path_pools_exactly_as_the_routing_table():
     schema = make_schema()
     X, y = make_data(schema, 1200, seed=8)
     parts = [
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=4, n_bins=8, random_state=20 + j)
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=4, n_bins=8, random_state=20 + j, marginals_share=0.0)
         .fit(X.iloc[j * 300 : (j + 1) * 300], y.iloc[j * 300 : (j + 1) * 300])
         .forest_
         for j in range(4)

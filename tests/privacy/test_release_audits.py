@@ -6,7 +6,12 @@ system), ``max_depth="auto"`` without a declared size (so the DP row count
 runs and the trees get what it leaves, as in a party's default request) and
 ``count_epsilon_share = 0.5`` (the largest allowed: a count whose ε is spent
 twice, or not charged to the trees, shows up as a loss twice the budget).
-Tiny datasets and ``max_depth_cap`` fix the shape.
+Tiny datasets and ``max_depth_cap`` fix the shape.  The fits hold no marginals
+part (``marginals_share=0``): these pairs are worst cases for the trees'
+mechanisms, and a random share of their few rows sent to the marginals would
+blur them; the marginals release is audited exactly, from the noise OpenDP
+draws, by ``test_marginals_release.py``, ``test_mixed_fit.py`` (an estimator
+fit with both parts) and ``test_party_marginals_audit.py`` (a party's release).
 
 Each audit is a worst-case neighbouring pair D, D' = D + one record, an event
 per released output where the log-ratio reaches that output's ε, and the
@@ -137,6 +142,7 @@ def _count_hits(audit: FitAudit, X: pd.DataFrame, y: pd.Series, n: int) -> np.nd
         max_depth="auto",
         n_trees=1,
         **audit.options,
+        marginals_share=0.0,  # the trees' mechanisms alone (module docstring)
     )
     hits = np.zeros(len(audit.events), dtype=np.int64)
     for _ in range(n):

@@ -142,10 +142,11 @@ def test_the_dp_row_count_chooses_a_shape_at_the_row_bound():
     """The DP count and the depth rule at MAX_FIT_ROWS rows (the count's noise may push it past 2**31)."""
     schema = make_schema(n_continuous=2, n_categorical=1)
     clf = EDPRFClassifier(schema, sampler="exact")
-    n_trees, depth, count_eps, rule, estimate, n_bins = clf._shape(schema, MAX_FIT_ROWS, None)
-    assert rule == "dp-count" and count_eps == pytest.approx(0.05)
-    assert abs(estimate - MAX_FIT_ROWS) < 600  # scale 20: |noise| >= 600 has probability 2 e^-30
-    assert n_trees >= 1 and 1 <= depth and n_bins >= 2
+    shape = clf._shape(schema, MAX_FIT_ROWS, None)
+    assert shape.rule == "dp-count" and shape.count_epsilon == pytest.approx(0.05)
+    assert abs(shape.estimate - MAX_FIT_ROWS) < 600  # scale 20: |noise| >= 600 has probability 2 e^-30
+    assert shape.n_trees >= 1 and 1 <= shape.max_depth and shape.n_bins >= 2
+    assert shape.marginals_share == 0.75 and shape.marginals_bins >= 2  # two classes: the marginals part too
 
 
 def test_node_fields_are_bounded_by_public_parameters():

@@ -11,7 +11,7 @@ import pytest
 from edprf_core import EDPRFClassifier, Schema, example_schema, merge_forests
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
-from edprf_core.export import encoding_spec, forest_to_onnx
+from edprf_core.export import encoding_spec, forest_to_onnx, onnx_inputs
 from tests.conftest import SHARED_DATA
 
 ort = pytest.importorskip("onnxruntime")
@@ -39,9 +39,11 @@ def shared_rows(name: str) -> tuple[pd.DataFrame, pd.Series, Schema]:
     return X[keep].reset_index(drop=True), y[keep].reset_index(drop=True), schema
 
 
-def run_onnx(model, codes: np.ndarray) -> np.ndarray:
+def run_onnx(model, codes: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+    """The graph's probabilities on ``codes`` (the trees' codes), or on a whole feed (``onnx_inputs``)."""
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(["probabilities"], {"codes": codes.astype(np.float64)})[0]
+    feed = codes if isinstance(codes, dict) else {"codes": codes.astype(np.float64)}
+    return session.run(["probabilities"], feed)[0]
 
 
 def federated_forest(X: pd.DataFrame, y: pd.Series, schema: Schema, leaf: str, seed: int):
@@ -62,14 +64,14 @@ def test_onnx_reproduces_predict_proba_on_shared_data(name):
     X, y, schema = shared_rows(name)
     rng = np.random.default_rng(7)
     rows = X.iloc[rng.choice(len(X), N_ROWS, replace=len(X) < N_ROWS)]  # heart has 297 rows: drawn with replacement
-    codes = None
     for leaf, poolings in (("counts", ("log-linear", "mean")), ("label", ("log-linear",))):
         forest = federated_forest(X, y, schema, leaf, seed=11)
         assert forest.n_trees == 12
-        codes = forest.encode(rows) if codes is None else codes
+        assert (forest.marginals is not None) == (schema.n_classes == 2)  # the default's marginals part
+        feed = onnx_inputs(rows, encoding_spec(forest))
         for pooling in poolings:
             expected = forest.predict_proba(rows, pooling=pooling)
-            got = run_onnx(forest_to_onnx(forest, pooling=pooling), codes)
+            got = run_onnx(forest_to_onnx(forest, pooling=pooling), feed)
             assert got.shape == (N_ROWS, schema.n_classes)
             assert np.max(np.abs(got - expected)) <= TOLERANCE, (name, leaf, pooling)
             assert np.allclose(got.sum(axis=1), 1.0)
