@@ -78,7 +78,7 @@ def test_the_marginals_plan_reads_public_figures_only():
         return CoordinatorConfig.from_run_config({"schema-path": "s.toml", **kw}).marginals_plan(schema)
 
     assert plan(two) == (0.0, 0)  # auto without a declared size: trees only
-    assert plan(two, **{"consortium-rows": 40}) == (MIX_SHARE_LOW, MARGINALS_BINS_LOW)  # 40 * 1 / 5 < 10
+    assert plan(two, **{"consortium-rows": 30}) == (MIX_SHARE_LOW, MARGINALS_BINS_LOW)  # 30 * 1 / 5 < 6.2
     assert plan(two, **{"consortium-rows": 4000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_HIGH)  # 3000 * 1 / 5 >= 300
     assert plan(two, **{"consortium-rows": 1000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_LOW)  # 750 / 5 < 300
     assert plan(four, **{"consortium-rows": 10**6}) == (0.0, 0)  # more than two classes: trees only
