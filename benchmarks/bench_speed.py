@@ -273,6 +273,14 @@ def main(argv: list[str] | None = None) -> None:
             f"- First predict call of the {mode} {args.predict_trees}-tree forest (compiles and caches the "
             f"routing table): {t:.3f} s; the table reports later calls."
         )
+    for mode, model in models.items():
+        if getattr(model, "marginals_share_", 0):
+            lines.append(
+                f'- The data have two classes, so the {mode} defaults hold a marginals part (`marginals_share="auto"`):'
+                f" a random {model.marginals_share_:.0%} of the rows release one-way histograms on "
+                f"{model.marginals_bins_} bins and the trees see the others; fit and predict "
+                "times include it."
+            )
     lines += data_lines
     if profile_text:
         lines += [
