@@ -85,7 +85,13 @@ MARGINALS_TEMPER_C = 2.5
 counting of correlated features).  Chosen on inner validation splits of heart, bank and diabetes by
 ``benchmarks/bench_marginals.py`` (inner table 2 of ``benchmarks/results/marginals.md``)."""
 
-MARGINALS_BINS_LOW, MARGINALS_BINS_HIGH, MARGINALS_BINS_THRESHOLD = 5, 20, 300.0
+MARGINALS_BINS_LOW = 5
+"""Bins per continuous feature of the marginals' grid below the threshold (see :data:`MARGINALS_BINS_THRESHOLD`)."""
+
+MARGINALS_BINS_HIGH = 20
+"""Bins per continuous feature of the marginals' grid at or above the threshold (see :data:`MARGINALS_BINS_THRESHOLD`)."""
+
+MARGINALS_BINS_THRESHOLD = 300.0
 """The public grid of the marginals has ``MARGINALS_BINS_LOW`` bins per continuous feature (without declared
 edges) when ``n * epsilon / d < MARGINALS_BINS_THRESHOLD``, else ``MARGINALS_BINS_HIGH``
 (:func:`marginals_n_bins`).  Chosen on inner validation splits by ``benchmarks/bench_marginals.py`` (the bins
@@ -144,6 +150,8 @@ class NoisyMarginals:
     n_classes : int >= 1
         Size of the public label set.
 
+    Notes
+    -----
     Validated on construction (shapes, dtype, range, budget, relation), so a deserialized release can be
     checked by building one.  Holding one costs nothing: it is the output of :func:`release_marginals`.
     """
@@ -291,6 +299,8 @@ def marginals_n_bins(n_rows: int, n_features: int, epsilon: float) -> int:
     epsilon : float in (0, inf)
         The histograms' budget.
 
+    Notes
+    -----
     Privacy cost: none (a rule on public figures).
     """
     return MARGINALS_BINS_LOW if n_rows * epsilon / n_features < MARGINALS_BINS_THRESHOLD else MARGINALS_BINS_HIGH
@@ -427,7 +437,13 @@ MIX_FLOOR = 1e-12
 """Each part's probabilities are floored here before the logarithm of :func:`mix_probabilities` (the ONNX
 export and the explanations follow the same floor)."""
 
-MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD = 0.25, 0.75, 6.2
+MIX_SHARE_LOW = 0.25
+"""The marginals' share of the rows below the threshold (see :data:`MIX_SHARE_THRESHOLD`)."""
+
+MIX_SHARE_HIGH = 0.75
+"""The marginals' share of the rows at or above the threshold (see :data:`MIX_SHARE_THRESHOLD`)."""
+
+MIX_SHARE_THRESHOLD = 6.2
 """Two classes: the share of the rows the marginals part gets in :class:`edprf_core.EDPRFClassifier` is
 ``MIX_SHARE_LOW`` when ``n * epsilon / d < MIX_SHARE_THRESHOLD``, else ``MIX_SHARE_HIGH``.
 
@@ -456,6 +472,8 @@ def marginals_share_rule(n_rows: int, n_features: int, n_classes: int, epsilon: 
     epsilon : float in (0, inf)
         The fit's budget.
 
+    Notes
+    -----
     Privacy cost: none (a rule on public figures).
     """
     if _as_int(n_classes, "n_classes", 1) != 2:

@@ -69,6 +69,8 @@ def effective_epsilon(epsilons: Sequence[float]) -> float:
     epsilons : sequence of float in (0, inf)
         Each summed release's budget.
 
+    Notes
+    -----
     Privacy cost: none (a description of the summed noise for post-processing, not a guarantee).
     """
     return 1.0 / math.sqrt(sum(1.0 / float(e) ** 2 for e in epsilons))
