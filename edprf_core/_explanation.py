@@ -17,9 +17,10 @@ the clipping's effect; so
 A forest with a marginals part (``marginals_share = s > 0``) predicts
 ``softmax(s * log p_m + (1 - s) * log p_t)`` (each part's probabilities
 floored at 1e-12, :func:`edprf_core._marginals.mix_probabilities`), with
-``log p_m = log prior_m + temper * sum_j log(p_j(c | bin_j) / prior_m)`` up to
-a constant per row.  The marginals part adds one term per feature,
-``s * temper * log(p_j(c | bin_j) / prior_m(c))`` (the row's bin on the
+``log p_m = log prior_m + temper * sum_j log(p_j(c | bin_j) / q_j(c))`` up to
+a constant per row (``q_j``: feature ``j``'s own class distribution over its
+bins).  The marginals part adds one term per feature,
+``s * temper * log(p_j(c | bin_j) / q_j(c))`` (the row's bin on the
 marginals' grid), and ``s * log prior_m`` to the bias; the floor, when it
 binds, adds one more term.  The trees' part is weighted by ``1 - s``:
 
@@ -85,7 +86,7 @@ class MarginalContribution:
     bin : str
         The row's bin of the feature on the marginals' public grid, as a condition in the schema's units.
     contribution : ndarray, shape (n_classes,)
-        ``s * temper * log(p_j(c | bin) / prior_m(c))``: additive in the mix's log space (module docstring).
+        ``s * temper * log(p_j(c | bin) / q_j(c))``: additive in the mix's log space (module docstring).
     """
 
     feature: str
@@ -249,7 +250,8 @@ class Explanation:
         shown = order[:MAX_SHOWN_FEATURES]
         out.append(
             f"marginals terms, by how much they move {self.classes[top]} against the other classes ({len(shown)} of "
-            f"{len(order)} features shown; a term is {s:g} * temper * log(p(class | bin) / prior)):"
+            f"{len(order)} features shown; a term is {s:g} * temper * log(p(class | bin) / p(class | feature)), "
+            "p(class | feature) the feature's class distribution over its bins):"
         )
         out += [f"  {m.feature}, bin {m.bin}: {_vector(self.classes, m.contribution)}" for m in shown]
         if len(order) > len(shown):

@@ -19,7 +19,7 @@ importance is the same mix: ``(1 - s) * trees' importance + s * marginals'
 importance``, renormalized to sum to 1 (a forest of stumps then gets the
 marginals' importances alone).  A feature's marginals importance is the
 spread of the evidence it adds: per bin of its noisy histogram, the range
-over classes of the log-ratio ``log(p_j(c | bin) / prior(c))`` its
+over classes of the log-ratio ``log(p_j(c | bin) / q_j(c))`` its
 predictions use (:func:`edprf_core._marginals.marginal_log_ratio_tables`;
 with two classes, how far the bin moves the log-odds), averaged over the
 bins weighted by their released noisy row counts (floored at 0; equal

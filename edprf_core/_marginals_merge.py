@@ -28,7 +28,14 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    forged ``-2**31`` (to erase a class) weighs at most ``m_p`` per cell: the size of an honest party's own noise.
    The decoder bounds ``t_p``: a release's ``count_epsilon <= epsilon / 2`` and the coordinator accepts only the
    requested ``epsilon``.
-2. *Mass cap.*  Party ``p``'s class-``k`` mass ``w_pk`` is the mean over features of its histograms' class-``k``
+2. *Column floor.*  Party ``p``'s class-``k`` column of feature ``j`` sums ``n = n_codes[j]`` cells: a count
+   ``>= 0`` plus ``n`` independent noises of standard deviation ``t_p sqrt(2)`` each.  It is raised to at least
+   ``-NOISE_MARGIN_SCALES * t_p * sqrt(2 n)`` (12 standard deviations of the column's noise) by scaling the
+   column's negative cells down by one factor.  An honest column is below that with probability about
+   ``2e-8`` for ``n = 1`` (about ``exp(-12 sqrt 2) / 2``) and below ``(4/3)**n exp(-6 sqrt(2 n)) <= 1.1e-5``
+   for ``n >= 2`` (Chernoff, ``lambda = 1 / (2 t_p)``).  Without it a forged party could floor every cell of a
+   class at ``-m_p``, ``n`` times its own noise in every column, and empty the class's rare bins.
+3. *Mass cap.*  Party ``p``'s class-``k`` mass ``w_pk`` is the mean over features of its histograms' class-``k``
    column sums (the estimator's class totals), floored at 0.  With ``P >= 2 f + 1`` parts carrying marginals
    (``f = TOLERATED_PARTIES``), each ``w_pk`` is capped by :func:`capped_part_weights`, the trees' rule: at
    ``c_p`` times the ``(f+1)``-th largest mass of class ``k``, ``c_p = WEIGHT_CAP_FACTOR`` (2) when the part's
@@ -55,7 +62,7 @@ import numpy as np
 from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
 from ._marginals import RELEASE_RANGE, NoisyMarginals
 
-__all__ = ["NOISE_MARGIN_SCALES", "bounded_marginals_sum", "cell_floor", "effective_epsilon"]
+__all__ = ["NOISE_MARGIN_SCALES", "bounded_marginals_sum", "cell_floor", "column_floor", "effective_epsilon"]
 
 NOISE_MARGIN_SCALES = 12
 """An honest released cell lies below ``-NOISE_MARGIN_SCALES`` noise scales with probability below ``exp(-12)``."""
@@ -76,6 +83,23 @@ def effective_epsilon(epsilons: Sequence[float]) -> float:
     return 1.0 / math.sqrt(sum(1.0 / float(e) ** 2 for e in epsilons))
 
 
+def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:
+    """``-NOISE_MARGIN_SCALES * t * sqrt(2 n_codes)``: the lowest sum an honest class column of ``n_codes`` cells
+    plausibly takes (module docstring, item 2); ``t`` from the release's public parameters only."""
+    return -NOISE_MARGIN_SCALES * marginals.noise_scale * math.sqrt(2 * n_codes)
+
+
+def _raise_columns(h: np.ndarray, floor: float) -> np.ndarray:
+    """``h`` with each column whose sum is below ``floor`` brought up to it by scaling its negative cells."""
+    sums = h.sum(axis=0)
+    low = sums < floor
+    if not low.any():
+        return h
+    negative = np.minimum(h, 0).sum(axis=0).astype(np.float64)  # < 0 wherever a column is below the floor
+    keep = np.where(low, 1.0 - (floor - sums) / np.where(low, -negative, 1.0), 1.0)  # in [0, 1)
+    return np.where(h < 0, np.rint(h * np.clip(keep, 0.0, 1.0)[None, :]), h).astype(np.int64)
+
+
 def cell_floor(marginals: NoisyMarginals) -> int:
     """``-ceil(NOISE_MARGIN_SCALES * t)``: the lowest value an honest cell of ``marginals`` plausibly takes.
 
@@ -85,7 +109,7 @@ def cell_floor(marginals: NoisyMarginals) -> int:
 
 
 def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None = None) -> NoisyMarginals:
-    """The parties' histograms, each bounded (module docstring, items 1-2), summed cell by cell.
+    """The parties' histograms, each bounded (module docstring, items 1-3), summed cell by cell.
 
     Parameters
     ----------
@@ -124,6 +148,8 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     d, k = first.n_features, first.n_classes
     # (P, d) lists of int64 histograms, floored at each party's noise margin (item 1)
     floored = [[np.maximum(h, cell_floor(m)) for h in m.counts] for m in parts]
+    # every class column at least its noise margin (item 2)
+    floored = [[_raise_columns(h, column_floor(m, h.shape[0])) for h in hs] for m, hs in zip(parts, floored)]
     if f > 0 and len(parts) >= 2 * f + 1:
         masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
         capped = capped_part_weights(masses, f)

@@ -42,7 +42,7 @@ grids).  Steps 1-3 give the trees' probabilities ``p_t``; then
 
 4. the marginals' log-scores: each feature's code (clamped to its own code
    range, so a bad code never reads another feature's table) indexes one row
-   of its precomputed table ``temper * log(p_j(c | bin) / prior)``
+   of its precomputed table ``temper * log(p_j(c | bin) / q_j)``
    (:func:`edprf_core._marginals.marginal_log_ratio_tables`, tempered by
    :func:`~edprf_core._marginals.marginals_temper`), one ``Gather`` over the
    tables stacked end to end; the rows are summed over features, the log

@@ -13,7 +13,7 @@ schema's rules before any condition applies.
 A forest with a marginals part (``marginals_share > 0``) also released one
 noisy (bin x class) count histogram per feature on a second public grid; its
 rules text starts with them, bin by bin, each with the per-class log-ratio
-``log(p_j(c | bin) / prior(c))`` its predictions use
+``log(p_j(c | bin) / q_j(c))`` (``q_j`` the feature's own class distribution) its predictions use
 (:func:`edprf_core._marginals.marginal_log_ratio_tables`), and the mix weight.
 
 Privacy cost: none.  Every condition comes from the released structure and
@@ -299,8 +299,9 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
         + ", ".join(f"{c}={p:.4f}" for c, p in zip(classes, np.exp(log_prior))),
         (
             f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
-            f"log(p(class | bin) / prior), up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
-            "small against the noise falls back to the prior: log-ratio near 0)"
+            "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
+            f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
+            "small against the noise falls back to the prior)"
         ),
     ]
     shown = min(marginals.n_features, max_features)

@@ -12,7 +12,13 @@ from ._marginals import (
     marginals_share_rule,
     release_marginals,
 )
-from ._marginals_merge import NOISE_MARGIN_SCALES, bounded_marginals_sum, cell_floor, effective_epsilon
+from ._marginals_merge import (
+    NOISE_MARGIN_SCALES,
+    bounded_marginals_sum,
+    cell_floor,
+    column_floor,
+    effective_epsilon,
+)
 
 __all__ = [
     "MARGINALS_BINS_HIGH",
@@ -24,6 +30,7 @@ __all__ = [
     "NoisyMarginals",
     "bounded_marginals_sum",
     "cell_floor",
+    "column_floor",
     "effective_epsilon",
     "marginal_proba",
     "marginals_n_bins",

@@ -64,13 +64,13 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
         time.sleep(1.0)
 
 
-def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema) -> TrainRequest:
+def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema, n_parties: int) -> TrainRequest:
     """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it.
 
     The marginals part's share and grid are the consortium's (:meth:`CoordinatorConfig.marginals_plan`, public
-    figures only): every party's histograms land on one grid and are summed.
+    figures and the number of parties asked): every party's histograms land on one grid and are summed.
     """
-    marginals_share, marginals_bins = cfg.marginals_plan(schema)
+    marginals_share, marginals_bins = cfg.marginals_plan(schema, max(1, n_parties))
     return TrainRequest(
         request_id=f"{cfg.request_tag or run_id}/train",
         run_id=run_id,
@@ -125,7 +125,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    train_request = _train_request(cfg, run_id, schema)
+    train_request = _train_request(cfg, run_id, schema, len(nodes))
     request = train_request.to_record()
     messages = [
         Message(

@@ -22,6 +22,7 @@ from edprf_core.marginals import (
     NoisyMarginals,
     bounded_marginals_sum,
     cell_floor,
+    column_floor,
     effective_epsilon,
 )
 from tests.forged_releases import MARGINALS_ATTACKS, forge_marginals
@@ -78,8 +79,10 @@ def test_the_floor_and_the_cap_by_hand():
     low, high = RELEASE_RANGE
     erased = NoisyMarginals(tuple(np.array([[low, 10]] * 3, dtype=np.int64) for _ in range(d)), 1.0, "add-remove", k)
     got = bounded_marginals_sum([*honest, erased])
-    # class 0: the forged -2**31 cells count as the floor, -24 each; class 1 as sent (mass 30 <= 2 x 36)
-    np.testing.assert_array_equal(got.counts[0], np.array([[36 - 24, 36 + 10]] * 3))
+    # class 0: the forged -2**31 cells count as the cell floor, -24 each, then the column (sum -72) is raised to
+    # its floor -12 * 2 * sqrt(2 * 3) = -58.8 (each cell x 0.817: -19.6, rounded -20); class 1 as sent
+    assert column_floor(honest[0], 3) == pytest.approx(-12 * 2 * np.sqrt(6))
+    np.testing.assert_array_equal(got.counts[0], np.array([[36 - 20, 36 + 10]] * 3))
     flooded = NoisyMarginals(tuple(np.full((3, k), high, dtype=np.int64) for _ in range(d)), 1.0, "add-remove", k)
     got = bounded_marginals_sum([*honest, flooded])
     # implausible size: each class mass capped at the 2nd largest, the largest honest one (42: 14 per cell)

@@ -34,10 +34,11 @@ def _fit(n_rows=2000, n_classes=2, **options):
 # ------------------------------------------------------------------ the public rules
 @pytest.mark.parametrize(
     ("n_rows", "epsilon", "want"),
-    [(30, 1.0, MIX_SHARE_LOW), (31, 1.0, MIX_SHARE_HIGH), (309, 0.1, MIX_SHARE_LOW), (10_000, 0.1, MIX_SHARE_HIGH)],
+    [(9, 1.0, MIX_SHARE_LOW), (10, 1.0, MIX_SHARE_HIGH), (99, 0.1, MIX_SHARE_LOW), (10_000, 0.1, MIX_SHARE_HIGH)],
 )
 def test_the_two_class_share_rule_switches_at_its_threshold(n_rows, epsilon, want):
-    assert MIX_SHARE_THRESHOLD == 6.2  # n * eps / d with d = 5 below: 30 -> 6.0, 31 -> 6.2
+    assert (MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD) == (0.0, 0.75, 2.0)  # below: the trees alone
+    # n * eps / d with d = 5 below: 9 -> 1.8, 10 -> 2.0
     assert marginals_share_rule(n_rows, 5, 2, epsilon) == want
 
 

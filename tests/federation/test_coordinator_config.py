@@ -78,10 +78,19 @@ def test_the_marginals_plan_reads_public_figures_only():
         return CoordinatorConfig.from_run_config({"schema-path": "s.toml", **kw}).marginals_plan(schema)
 
     assert plan(two) == (0.0, 0)  # auto without a declared size: trees only
-    assert plan(two, **{"consortium-rows": 30}) == (MIX_SHARE_LOW, MARGINALS_BINS_LOW)  # 30 * 1 / 5 < 6.2
+    assert MIX_SHARE_LOW == 0.0
+    assert plan(two, **{"consortium-rows": 9}) == (0.0, 0)  # 9 * 1 / 5 < 2: the trees alone
+    assert plan(two, **{"consortium-rows": 30}) == (MIX_SHARE_HIGH, MARGINALS_BINS_LOW)  # 30 / 5 >= 2, 22.5 / 5 < 300
     assert plan(two, **{"consortium-rows": 4000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_HIGH)  # 3000 * 1 / 5 >= 300
     assert plan(two, **{"consortium-rows": 1000}) == (MIX_SHARE_HIGH, MARGINALS_BINS_LOW)  # 750 / 5 < 300
     assert plan(four, **{"consortium-rows": 10**6}) == (0.0, 0)  # more than two classes: trees only
     assert plan(four, **{"marginals-share": 0.5}) == (0.5, MARGINALS_BINS_LOW)
     assert plan(two, **{"marginals-share": "0.5", "marginals-bins": 8, "consortium-rows": 10**6}) == (0.5, 8)
     assert plan(two, **{"marginals-share": 0, "consortium-rows": 10**6}) == (0.0, 0)
+    # the bins rule reads the summed histograms' budget epsilon / sqrt(parties): 3000 * (1 / 3) / 5 = 200 < 300
+    config = CoordinatorConfig.from_run_config({"schema-path": "s.toml", "consortium-rows": 4000})
+    assert config.marginals_plan(two, 4) == (MIX_SHARE_HIGH, MARGINALS_BINS_HIGH)  # 600 / 2 = 300
+    assert config.marginals_plan(two, 9) == (MIX_SHARE_HIGH, MARGINALS_BINS_LOW)
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="n_parties: expected an integer >= 1"):
+            config.marginals_plan(two, bad)
