@@ -114,6 +114,19 @@ def make_split(
     return Split(Xtr, ytr, Xte, yte, schema)
 
 
+def party_rows(split: Split, partition: str, n_parties: int, seed: int) -> list[np.ndarray]:
+    """The training rows of ``split`` cut into ``n_parties`` parties (``edprf_fl.simulation.partition_rows``):
+    ``partition`` is ``"iid"`` or ``"dirichlet-<alpha>"`` (label skew), drawn from ``default_rng(seed)``."""
+    from edprf_fl.simulation import Partitioning, partition_rows
+
+    how = (
+        Partitioning("iid", 0.5, "")
+        if partition == "iid"
+        else Partitioning("dirichlet", float(partition.split("-")[1]), "")
+    )
+    return list(partition_rows(split.X_train, split.y_train, n_parties, how, np.random.default_rng(seed)))
+
+
 def inner_split(split: Split, seed: int, val_size: float = 0.25) -> Split:
     """Validation split carved from the training rows only (for tuning; the test rows are not touched)."""
     from sklearn.model_selection import train_test_split

@@ -52,9 +52,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split
-from _bench_datasets import load_dataset
-from _bench_standins import STANDINS, load_standin
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split, party_rows
+from _bench_datasets import load_any_dataset
 from bench_feature_stumps import scores
 
 from edprf_core import EDPRFClassifier, merge_forests
@@ -65,10 +64,6 @@ DATASETS = ("heart", "bank", "diabetes", "wall", "census", "credit")
 EPSILONS = (0.5, 1.0, 2.0)
 PARTITIONS = ("iid", "dirichlet-0.5")
 N_PARTIES = 20
-
-
-def load(name: str, data_dir: str):
-    return load_standin(name) if name in STANDINS else load_dataset(name, data_dir)
 
 
 def plan(split: Split, epsilon: float) -> tuple[float, int]:
@@ -102,9 +97,7 @@ def federated(split: Split, parties: list[np.ndarray], epsilon: float, seed: int
 
 
 def run(name: str, seeds: int, data_dir: str) -> pd.DataFrame:
-    from edprf_fl.simulation import Partitioning, partition_rows
-
-    X, y, schema = load(name, data_dir)
+    X, y, schema = load_any_dataset(name, data_dir)
     rows = []
     for seed in range(seeds):
         split = make_split(X, y, schema, seed, dataset=name)
@@ -116,10 +109,7 @@ def run(name: str, seeds: int, data_dir: str) -> pd.DataFrame:
                 central = EDPRFClassifier(schema, epsilon=eps, random_state=seed).fit(split.X_train, split.y_train)
                 models = {"defaults, central": central.predict_proba(split.X_test)}
                 for partition in PARTITIONS:
-                    how = Partitioning("iid", 0.5, "") if partition == "iid" else Partitioning("dirichlet", 0.5, "")
-                    parties = list(
-                        partition_rows(split.X_train, split.y_train, N_PARTIES, how, np.random.default_rng(seed))
-                    )
+                    parties = party_rows(split, partition, N_PARTIES, seed)
                     models[f"defaults, {partition}"] = federated(split, parties, eps, seed, share, bins)
                     models[f"trees only, {partition}"] = federated(split, parties, eps, seed, 0.0, 0)
             for model, proba in models.items():

@@ -54,7 +54,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_rows
 from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
@@ -89,18 +89,12 @@ def run_one(job: tuple[str, str, int, int, str]) -> list[dict]:
     dataset, partition, n_parties, seed, data_dir = job
     from edprf_core import EDPRFClassifier, merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation import Partitioning, partition_rows
 
     warnings.filterwarnings("ignore")
     X, y, schema = load_dataset(dataset, data_dir)
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
-    how = (
-        Partitioning("iid", 0.5, "")
-        if partition == "iid"
-        else Partitioning("dirichlet", float(partition.split("-")[1]), "")
-    )
-    parts = partition_rows(split.X_train, split.y_train, n_parties, how, np.random.default_rng(seed))
+    parts = party_rows(split, partition, n_parties, seed)
     t0 = time.perf_counter()
     forests, alone, labels = [], [], []
     for i, rows in enumerate(parts):

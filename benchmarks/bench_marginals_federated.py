@@ -50,9 +50,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split
-from _bench_datasets import load_dataset
-from _bench_standins import STANDINS, load_standin
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split, party_rows
+from _bench_datasets import load_any_dataset
 from bench_feature_stumps import log_pool, scores
 from bench_marginals import (
     MARGINALS_SHRINKAGE,
@@ -74,23 +73,14 @@ N_PARTIES = 20
 CSV = RESULTS_DIR / "marginals_federated.csv"
 
 
-def load(name: str, data_dir: str):
-    return load_standin(name) if name in STANDINS else load_dataset(name, data_dir)
-
-
 class Federation:
     """One seed's split, cut into parties, with every model of the benchmark at one ε."""
 
     def __init__(self, split: Split, partition: str, epsilon: float, seed: int) -> None:
-        from edprf_fl.simulation import Partitioning, partition_rows
-
         self.split, self.eps, self.seed = split, epsilon, seed
         schema = split.schema
         self.n, self.d, self.k = len(split.y_train), schema.n_features, schema.n_classes
-        how = Partitioning("iid", 0.5, "") if partition == "iid" else Partitioning("dirichlet", 0.5, "")
-        self.parties = [
-            rows for rows in partition_rows(split.X_train, split.y_train, N_PARTIES, how, np.random.default_rng(seed))
-        ]
+        self.parties = party_rows(split, partition, N_PARTIES, seed)
         self.labels = encode_labels(split.y_train, schema)
         # which rows a holder gives to the marginals in the mix (public randomness, as in the mix of bench_marginals)
         self.rho = mix_rho(self.n, self.d, self.k, epsilon)
@@ -168,7 +158,7 @@ class Federation:
 
 
 def run(name: str, seeds: int, data_dir: str) -> pd.DataFrame:
-    X, y, schema = load(name, data_dir)
+    X, y, schema = load_any_dataset(name, data_dir)
     rows = []
     for seed in range(seeds):
         split = make_split(X, y, schema, seed, dataset=name)

@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, inner_split, make_split
-from _bench_datasets import load_dataset
-from _bench_standins import STANDINS, load_standin
+from _bench_datasets import load_any_dataset
+from _bench_standins import STANDINS
 from bench_feature_stumps import N_BINS
 from bench_stumps_proxies import model_scores
 
@@ -82,10 +82,6 @@ TEST_SEEDS = tuple(range(10))
 CSV = RESULTS_DIR / "rule_transfer.csv"
 
 
-def load(name: str, data_dir: str):
-    return load_dataset(name, data_dir) if name in SHARED else load_standin(name)
-
-
 def available(models: tuple[str, ...]) -> tuple[str, ...]:
     """``models`` without the marginals ones when ``bench_marginals.py`` is absent."""
     try:
@@ -97,7 +93,7 @@ def available(models: tuple[str, ...]) -> tuple[str, ...]:
 
 def score_rows(name: str, data_dir: str, models: tuple[str, ...]) -> pd.DataFrame:
     """Inner-validation rows (stage "inner") and test rows (stage "test") of ``models`` on dataset ``name``."""
-    X, y, schema = load(name, data_dir)
+    X, y, schema = load_any_dataset(name, data_dir)
     grid = FeatureGrid.from_schema(schema, N_BINS)
     rows = []
     for seed in TEST_SEEDS:

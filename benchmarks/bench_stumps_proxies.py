@@ -112,7 +112,7 @@ class SeedModels:
             "stumps 1/4 + trees 3/4": functools.partial(self._mix, 0.25),
             "stumps 3/4 + trees 1/4": functools.partial(self._mix, 0.75),
             "rule": self._rule,
-            "DP-EBM": self._dp_ebm,
+            "DP-EBM": functools.partial(self._reference, "dp-ebm"),
             "DP-EBM on 5 public bins": functools.partial(self._dp_ebm_public_bins, 5),
             "DP-EBM on 32 public bins": functools.partial(self._dp_ebm_public_bins, 32),
             "marginals": self._marginals,
@@ -179,13 +179,9 @@ class SeedModels:
         return self.proba("stumps") if snr >= CELL_SNR_THRESHOLD else self.proba("trees only")
 
     def _reference(self, model: str) -> np.ndarray:
-        """A reference model of ``bench_probabilities.py``: diffprivlib's RF (35 trees, depth 6, ε-DP, the schema's
-        bounds) or scikit-learn's HistGB (non-private, the same at every ε)."""
+        """A reference model of ``bench_probabilities.py``: DP-EBM, diffprivlib's RF (35 trees, depth 6, ε-DP, the
+        schema's bounds) or scikit-learn's HistGB (non-private, the same at every ε)."""
         proba, _, _ = _fit_reference(Job(self.split.schema.name, model, self.eps, self.seed), self.split)
-        return proba
-
-    def _dp_ebm(self) -> np.ndarray:
-        proba, _, _ = _fit_reference(Job(self.split.schema.name, "dp-ebm", self.eps, self.seed), self.split)
         return proba
 
     def _dp_ebm_public_bins(self, n_bins: int) -> np.ndarray:

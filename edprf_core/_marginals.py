@@ -377,16 +377,16 @@ def marginal_evidence(
     distribution after adding ``s`` pseudo-rows to every class (toward uniform where the totals are
     noise).  Each bin's class distribution is ``(kept[b, c] + a prior[c]) / (kept[b].sum() + a)`` with
     ``kept`` the counts floored at 0 and ``a = shrinkage * t * K``: a bin whose counts are small against
-    the noise falls back to the prior (no evidence when every bin does).  ``evidence[i, c] =
-    sum_j log(p_j(c | bin_ij) / q_j[c])`` (the tables of :func:`marginal_log_ratio_tables`, gathered and summed), where
-    ``q_j = sum_b w_b p_j(. | b)`` is feature ``j``'s own class distribution, ``w_b`` the bins' shares of
-    ``kept``. Dividing by ``q_j`` rather than by ``prior`` keeps a feature's evidence centred: flooring at 0 adds up
-    to ``t / 2`` (the mean of the noise's positive part) to every cell of every class alike, which pulls each
-    ``p_j(. | b)`` toward uniform; against ``prior`` every feature would then favour the rarer class by the same
-    amount and ``d`` features would add that bias up (a federation's summed histograms, noisier by ``sqrt(P)``,
-    turned attrition's 16 % minority into 60 % of the predictions). Chosen on inner validation splits of training
-    rows only (seeds 0-3, nine two-class datasets; ``benchmarks/bench_federated_defaults.py`` docstring): central
-    goal cells 23 against 24 of 36, federated cells within 2 points of central 14 against 9 of 27.
+    the noise falls back to the prior (no evidence when every bin does). ``evidence[i, c] = sum_j log(p_j(c |
+    bin_ij) / q_j[c])`` (the tables of :func:`marginal_log_ratio_tables`, gathered and summed), where ``q_j = sum_b
+    w_b p_j(. | b)`` is feature ``j``'s own class distribution, ``w_b`` the bins' shares of ``kept``. Dividing by
+    ``q_j`` rather than by ``prior`` keeps a feature's evidence centred: flooring at 0 adds up to ``t / 2`` (the
+    mean of the noise's positive part) to every cell of every class alike, which pulls each ``p_j(. | b)`` toward
+    uniform; against ``prior`` every feature would then favour the rarer class by the same amount and ``d`` features
+    would add that bias up (a federation's summed histograms, noisier by ``sqrt(P)``, turned attrition's 16 %
+    minority into 60 % of the predictions). Chosen on inner validation splits of training rows only (seeds 0-3, nine
+    two-class datasets; ``benchmarks/bench_federated_defaults.py`` docstring): central goal cells 23 against 24 of
+    36, federated cells within 2 points of central 14 against 9 of 27.
 
     Privacy cost: none (post-processing of an ``epsilon``-DP release and of the rows to score).
     """

@@ -89,15 +89,20 @@ def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:
     return -NOISE_MARGIN_SCALES * marginals.noise_scale * math.sqrt(2 * n_codes)
 
 
-def _raise_columns(h: np.ndarray, floor: float) -> np.ndarray:
-    """``h`` with each column whose sum is below ``floor`` brought up to it by scaling its negative cells."""
+def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
+    """``h``, one of ``marginals``' histograms, bounded below (module docstring, items 1-2): every cell raised to
+    :func:`cell_floor`, then every class column whose sum is below :func:`column_floor` brought up to it by
+    scaling the column's negative cells by one factor in (0, 1)."""
+    h = np.maximum(h, cell_floor(marginals))
+    floor = column_floor(marginals, h.shape[0])
     sums = h.sum(axis=0)
     low = sums < floor
     if not low.any():
         return h
-    negative = np.minimum(h, 0).sum(axis=0).astype(np.float64)  # < 0 wherever a column is below the floor
-    keep = np.where(low, 1.0 - (floor - sums) / np.where(low, -negative, 1.0), 1.0)  # in [0, 1)
-    return np.where(h < 0, np.rint(h * np.clip(keep, 0.0, 1.0)[None, :]), h).astype(np.int64)
+    negative = np.minimum(h, 0).sum(axis=0)  # < 0 in every low column, and <= its sum
+    keep = np.ones(h.shape[1])
+    keep[low] = 1.0 - (floor - sums[low]) / -negative[low]
+    return np.where(h < 0, np.rint(h * keep), h).astype(np.int64)
 
 
 def cell_floor(marginals: NoisyMarginals) -> int:
@@ -146,10 +151,8 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     if f < 0:
         raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
     d, k = first.n_features, first.n_classes
-    # (P, d) lists of int64 histograms, floored at each party's noise margin (item 1)
-    floored = [[np.maximum(h, cell_floor(m)) for h in m.counts] for m in parts]
-    # every class column at least its noise margin (item 2)
-    floored = [[_raise_columns(h, column_floor(m, h.shape[0])) for h in hs] for m, hs in zip(parts, floored)]
+    # (P, d) lists of int64 histograms, bounded below by each party's noise margins (items 1-2)
+    floored = [[_bounded_histogram(h, m) for h in m.counts] for m in parts]
     if f > 0 and len(parts) >= 2 * f + 1:
         masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
         capped = capped_part_weights(masses, f)

@@ -12,7 +12,7 @@ from typing import Any
 from edprf_core import Schema
 from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab_defaults
 from edprf_core.forest import LEAF_OUTPUTS
-from edprf_core.marginals import MARGINALS_BINS_LOW, marginals_n_bins, marginals_share_rule
+from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
 from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
@@ -210,6 +210,8 @@ class CoordinatorConfig:
         with 20 parties it moved diabetes at ε = 0.5 from 5.8 to 2.3 points behind central.  ``(0.0, 0)``:
         trees only.  Privacy cost: none (public figures).
         """
+        if isinstance(n_parties, bool) or not isinstance(n_parties, int) or n_parties < 1:
+            raise ValueError(f"n_parties: expected an integer >= 1, got {n_parties!r}")
         share = _marginals_share_setting(self.marginals_share)
         rows = self.consortium_rows
         if share is None:
@@ -220,9 +222,7 @@ class CoordinatorConfig:
             return share, self.marginals_bins
         if not rows:
             return share, MARGINALS_BINS_LOW
-        if isinstance(n_parties, bool) or not isinstance(n_parties, int) or n_parties < 1:
-            raise ValueError(f"n_parties: expected an integer >= 1, got {n_parties!r}")
-        summed_epsilon = self.epsilon / math.sqrt(n_parties)
+        summed_epsilon = effective_epsilon([self.epsilon] * n_parties)  # the merge's description of the sum's noise
         return share, marginals_n_bins(max(1, round(share * rows)), schema.n_features, summed_epsilon)
 
     @property
