@@ -254,6 +254,12 @@ class Party:
             raise Refusal(RefusalReason.POLICY_TREES, f"{req.n_trees} trees exceed the party's maximum {p.max_n_trees}")
         if req.n_bins > p.max_n_bins:
             raise Refusal(RefusalReason.POLICY_BINS, f"{req.n_bins} bins exceed the party's maximum {p.max_n_bins}")
+        if req.marginals_share > 0 and not p.allow_marginals:
+            raise Refusal(
+                RefusalReason.POLICY_MARGINALS,
+                f"a marginals part on {req.marginals_share:g} of the rows was requested but the party's policy "
+                "releases trees only (allow-marginals = false)",
+            )
         if req.marginals_bins > p.max_n_bins:
             raise Refusal(
                 RefusalReason.POLICY_BINS,

@@ -86,6 +86,12 @@ class PartyPolicy:
         machine), estimated from the model's header before anything is decoded or
         reserved; above it the model is refused (``policy_model_work``).  Every model
         inside the other default limits passes the default.
+    allow_marginals : bool, default True
+        Release the marginals part a request asks for (``marginals-share`` above 0): one noisy
+        (bin x class) count histogram per feature, from a random share of the rows, next to the
+        trees built from the others.  The ε of a release is the same with or without it (the two
+        parts hold disjoint rows: parallel composition); false refuses such requests
+        (``policy_marginals``) for a party whose governance approved tree structures only.
     declared_rows : int >= 0, default 0
         A training-row count this party declares public (e.g. published in a
         registry).  A request with ``depth-rule = "auto"`` then chooses the
@@ -114,6 +120,7 @@ class PartyPolicy:
     max_evaluation_memory_bytes: int = 2 << 30
     max_evaluation_parts: int = 512
     max_evaluation_work: int = 10_000_000
+    allow_marginals: bool = True
     declared_rows: int = 0
 
     def __post_init__(self) -> None:
@@ -159,6 +166,7 @@ _RULES = {
     "holdout_fraction": Number(0, 1, high_open=True),
     "allow_exact_metrics": Boolean(),
     "allow_seeded_randomness": Boolean(),
+    "allow_marginals": Boolean(),
 }
 
 

@@ -170,7 +170,8 @@ def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
         f"party-id {policy.party_id!r}, lifetime cap {policy.lifetime_epsilon_cap:g}, at most "
         f"{policy.max_release_epsilon:g} per release and {policy.max_evaluation_epsilon:g} per "
         f"evaluation, depth <= {policy.max_depth}, trees <= {policy.max_n_trees}, "
-        f"bins <= {policy.max_n_bins}, relation {policy.relation}",
+        f"bins <= {policy.max_n_bins}, relation {policy.relation}, "
+        + ("trees and a marginals part" if policy.allow_marginals else "trees only (allow-marginals = false)"),
     )
     if schema is not None:
         if not policy.schema_fingerprint:

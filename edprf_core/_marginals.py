@@ -135,7 +135,7 @@ def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") 
     return arr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoisyMarginals:
     """The released DP one-way marginals: one noisy (code x class) count histogram per feature.
 
@@ -183,6 +183,19 @@ class NoisyMarginals:
             h.flags.writeable = False
             frozen.append(h)
         object.__setattr__(self, "counts", tuple(frozen))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the budget, relation, label set and every histogram agree (arrays compared whole)."""
+        if not isinstance(other, NoisyMarginals):
+            return NotImplemented
+        return (self.epsilon, self.relation, self.n_classes, self.n_codes) == (
+            other.epsilon,
+            other.relation,
+            other.n_classes,
+            other.n_codes,
+        ) and all(np.array_equal(a, b) for a, b in zip(self.counts, other.counts, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # holds arrays, like them unhashable
 
     @property
     def n_features(self) -> int:

@@ -39,6 +39,7 @@ class RefusalReason(StrEnum):
     POLICY_EPSILON = "policy_epsilon"
     POLICY_EVALUATION_EPSILON = "policy_evaluation_epsilon"
     POLICY_EXACT_METRICS = "policy_exact_metrics"
+    POLICY_MARGINALS = "policy_marginals"
     POLICY_MIN_EPSILON = "policy_min_epsilon"
     POLICY_MODEL_BYTES = "policy_model_bytes"
     POLICY_MODEL_NODES = "policy_model_nodes"
@@ -68,6 +69,7 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_EPSILON: "release epsilon above the policy's max-release-epsilon",
     RefusalReason.POLICY_EVALUATION_EPSILON: "evaluation epsilon above max-evaluation-epsilon (or evaluations disabled)",
     RefusalReason.POLICY_EXACT_METRICS: "exact metrics asked for, not allowed by the policy",
+    RefusalReason.POLICY_MARGINALS: "a marginals part asked for, not allowed by the policy's allow-marginals",
     RefusalReason.POLICY_MIN_EPSILON: "epsilon below the policy's min-epsilon",
     RefusalReason.POLICY_MODEL_BYTES: "evaluation model larger than max-evaluation-model-bytes",
     RefusalReason.POLICY_MODEL_NODES: (

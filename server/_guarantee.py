@@ -37,6 +37,7 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
         RefusalReason.POLICY_EPSILON,
         RefusalReason.POLICY_EVALUATION_EPSILON,
         RefusalReason.POLICY_EXACT_METRICS,
+        RefusalReason.POLICY_MARGINALS,
         RefusalReason.POLICY_MIN_EPSILON,
         RefusalReason.POLICY_MODEL_BYTES,
         RefusalReason.POLICY_MODEL_NODES,

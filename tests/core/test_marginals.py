@@ -138,6 +138,21 @@ def test_seeded_releases_are_reproducible_and_code_dtype_does_not_matter():
     assert all(np.array_equal(a, b) for a, b in zip(one.counts, two.counts))
 
 
+def test_two_releases_compare_by_their_counts_and_parameters_and_are_unhashable():
+    codes, y = _data(80, (5, 6), 2, seed=7)
+    one = release_marginals(codes, y, (5, 6), 2, 1.0, rng=np.random.default_rng(9))
+    assert one == NoisyMarginals([h.copy() for h in one.counts], 1.0, "add-remove", 2)  # arrays compared whole
+    changed = [h.copy() for h in one.counts]
+    changed[1][4, 1] += 1
+    assert one != NoisyMarginals(changed, 1.0, "add-remove", 2)
+    assert one != NoisyMarginals(one.counts, 2.0, "add-remove", 2)
+    assert one != NoisyMarginals(one.counts, 1.0, "replace-one", 2)
+    assert one != NoisyMarginals(one.counts[:1], 1.0, "add-remove", 2)
+    assert one != one.counts
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(one)
+
+
 # ------------------------------------------------------------------ input checks
 GOOD = {"n_codes": (3, 2), "n_classes": 2, "epsilon": 1.0}
 

@@ -30,6 +30,12 @@ def bank_party(tmp_path):
     return setup, schema
 
 
+def _refusing_marginals(setup: PartySetup) -> PartySetup:
+    policy = PartyPolicy(party_id="clinic-b", lifetime_epsilon_cap=2.0, max_n_bins=16, allow_marginals=False)
+    setup.policy_path.write_text(policy.to_toml())
+    return setup
+
+
 def _request(schema, **kw) -> TrainRequest:
     return _train_request(schema, max_depth=3, **kw)
 
@@ -88,3 +94,14 @@ def test_inconsistent_marginals_keys_are_a_bad_request(bank_party, share, bins):
     record = _request(schema).to_record() | {"marginals-share": share, "marginals-bins": bins}
     with pytest.raises(TaskError, match="marginals"):
         TrainRequest.from_record(record)
+
+
+def test_a_party_that_releases_trees_only_refuses_a_marginals_part_before_any_reservation(bank_party):
+    setup, schema = bank_party
+    party = Party(_refusing_marginals(setup))
+    with pytest.raises(Refusal) as exc:
+        party.train(_request(schema, marginals_share=0.75, marginals_bins=5))
+    assert exc.value.reason == "policy_marginals" and "allow-marginals = false" in str(exc.value)
+    assert party.ledger.entries() == [] and party.ledger.spent() == 0
+    release = decode_release(party.train(_request(schema)), schema, ReleasePolicy())  # trees only: served
+    assert release.forest.marginals is None and party.ledger.spent() == pytest.approx(1.0)

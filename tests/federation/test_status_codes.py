@@ -24,6 +24,7 @@ WIRE_REASONS = [
     "policy_epsilon",
     "policy_evaluation_epsilon",
     "policy_exact_metrics",
+    "policy_marginals",
     "policy_min_epsilon",
     "policy_model_bytes",
     "policy_model_nodes",
