@@ -13,8 +13,8 @@ party's ledger charged and what the coordinator's guarantee prints.
 
 Weakened copies of the fit (applied before the recorder, as a change to the source would be) must each be
 refused: the marginals drawn at the full ε (not ε minus the row count's share) behind the release's
-claimed budget, the marginals on ALL the rows (on top of the trees), the trees on all the rows (on top of
-the marginals), and the histograms released without noise.
+claimed budget, the histograms drawn at half their noise scale, the marginals on ALL the rows (on top of
+the trees), the trees on all the rows (on top of the marginals), and the histograms released without noise.
 """
 
 from __future__ import annotations
@@ -193,8 +193,19 @@ def _histograms_without_noise(monkeypatch):
     )
 
 
+def _histograms_at_half_the_noise(monkeypatch):
+    """Each histogram drawn at half its discrete Laplace scale (twice its ε) behind the same claimed budget."""
+    real = marginals_module.discrete_laplace_counts
+
+    def half(counts, epsilon, sensitivity=1, rng=None):
+        return real(counts, 2.0 * epsilon, sensitivity, rng)
+
+    monkeypatch.setattr(marginals_module, "discrete_laplace_counts", half)
+
+
 WEAKENED = [
     (_marginals_at_the_full_epsilon, "more than its share"),
+    (_histograms_at_half_the_noise, "for the true sensitivity 1, more than the"),
     (_marginals_on_all_rows, "saw other counts than the rows'"),
     (_trees_on_all_rows, "the parts must see disjoint rows"),
     (_histograms_without_noise, "draws per histogram, expected 1 each"),
