@@ -239,3 +239,31 @@ def test_two_class_federation_reaches_a_global_model_with_a_marginals_part(tmp_p
     assert record["test_accuracy_marginals_alone"] > 0.8 and record["test_accuracy_trees_alone"] > 0.8
     assert {(p["marginals_share"], p["marginals_bins"]) for p in fed["parties"]} == {(MIX_SHARE_HIGH, bins)}
     assert fed["central_evaluation"]["accuracy"] > 0.85  # bank: 88 % majority class; the mix reaches about 89
+
+
+@pytest.mark.slow
+def test_a_party_releasing_trees_only_refuses_the_marginals_part_and_the_run_goes_on(tmp_path):
+    """Party 2's policy says ``allow-marginals = false``: it refuses the consortium's request before spending
+    anything (``policy_marginals``); the global model is the other two parties' trees and summed histograms."""
+    from client import PartyPolicy, load_policy
+    from edprf_fl.simulation import prepare_workspace, simulate_federation
+    from server import REPORT_FILE
+
+    settings = _settings(
+        dataset="bank_marketing", parties=3, n_trees=1, max_depth=4, evaluation_epsilon=0.0, party_holdout=0.0
+    )
+    cfg = prepare_workspace(settings, tmp_path).config
+    trees_only = tmp_path / "workspace" / "party-0002"
+    policy = load_policy(trees_only / "policy.toml")
+    (trees_only / "policy.toml").write_text(PartyPolicy(**{**policy.__dict__, "allow_marginals": False}).to_toml())
+
+    simulate_federation(cfg, 3)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "completed"
+    assert sorted(p["status"] for p in report["parties"]) == ["accepted", "accepted", "refused"]
+    (refused,) = [p for p in report["parties"] if p["status"] == "refused"]
+    assert refused["reason"] == "policy_marginals"
+    view = load_global_model(tmp_path / "global-model.edprf")
+    assert len(view.releases) == 2 and all(r.forest.marginals is not None for r in view.releases)
+    assert view.forest.marginals is not None and view.forest.n_trees == 2
+    assert {r["reason"] for r in view.manifest["rejections"]} == {"policy_marginals"}
