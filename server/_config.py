@@ -210,8 +210,9 @@ class CoordinatorConfig:
         with 20 parties it moved diabetes at ε = 0.5 from 5.8 to 2.3 points behind central.  ``(0.0, 0)``:
         trees only.  Privacy cost: none (public figures).
         """
-        if isinstance(n_parties, bool) or not isinstance(n_parties, int) or n_parties < 1:
-            raise ValueError(f"n_parties: expected an integer >= 1, got {n_parties!r}")
+        count = Integer(1)  # the run config's own rule for a count
+        if not (count.of_kind(n_parties) and count.in_range(n_parties)):
+            raise ValueError(f"n_parties: expected {count.expected}, got {n_parties!r}")
         share = _marginals_share_setting(self.marginals_share)
         rows = self.consortium_rows
         if share is None:

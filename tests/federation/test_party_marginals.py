@@ -7,9 +7,11 @@ treats a request without the keys as trees only, and charges its ledger the requ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from client import Party, PartyPolicy, PartySetup, Refusal
+from client import Party, PartyPolicy, PartySetup, Refusal, load_policy
 from edprf_core import load_embedded
 from protocol import ReleasePolicy, decode_release
 from protocol.messages import TaskError, TrainRequest
@@ -31,8 +33,8 @@ def bank_party(tmp_path):
 
 
 def _refusing_marginals(setup: PartySetup) -> PartySetup:
-    policy = PartyPolicy(party_id="clinic-b", lifetime_epsilon_cap=2.0, max_n_bins=16, allow_marginals=False)
-    setup.policy_path.write_text(policy.to_toml())
+    """The fixture's party, its policy changed in one key: ``allow-marginals = false``."""
+    setup.policy_path.write_text(replace(load_policy(setup.policy_path), allow_marginals=False).to_toml())
     return setup
 
 

@@ -245,7 +245,7 @@ def test_two_class_federation_reaches_a_global_model_with_a_marginals_part(tmp_p
 def test_a_party_releasing_trees_only_refuses_the_marginals_part_and_the_run_goes_on(tmp_path):
     """Party 2's policy says ``allow-marginals = false``: it refuses the consortium's request before spending
     anything (``policy_marginals``); the global model is the other two parties' trees and summed histograms."""
-    from client import PartyPolicy, load_policy
+    from client import load_policy
     from edprf_fl.simulation import prepare_workspace, simulate_federation
     from server import REPORT_FILE
 
@@ -255,7 +255,7 @@ def test_a_party_releasing_trees_only_refuses_the_marginals_part_and_the_run_goe
     cfg = prepare_workspace(settings, tmp_path).config
     trees_only = tmp_path / "workspace" / "party-0002"
     policy = load_policy(trees_only / "policy.toml")
-    (trees_only / "policy.toml").write_text(PartyPolicy(**{**policy.__dict__, "allow_marginals": False}).to_toml())
+    (trees_only / "policy.toml").write_text(replace(policy, allow_marginals=False).to_toml())
 
     simulate_federation(cfg, 3)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
