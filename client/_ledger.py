@@ -232,7 +232,12 @@ class BudgetLedger:
                 )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                # A Ctrl-C whose signal came during COMMIT's fsync is raised just after it: the entry is
+                # committed (its epsilon stays counted) and there is no transaction left to roll back.
+                # Rolling back then would raise an OperationalError in place of the interrupt, and the
+                # party would answer with internal_error and go on serving instead of stopping.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
 
     def complete(self, request_id: str, payload: bytes | None = None) -> None:

@@ -3,6 +3,7 @@ exact ledger, minimum and resolution of ε, caps checked before the reservation,
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 import time
@@ -202,6 +203,46 @@ def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned
         handle_train(_train_msg(schema), _context(setup))
     entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
     assert [(e.kind, e.state) for e in entries] == [("release", "failed")]
+
+
+class _StopAfterCommit:
+    """A ledger connection whose reservation's COMMIT succeeds and is then interrupted, as a Ctrl-C
+    delivered during COMMIT's fsync is raised by Python right after the call returns."""
+
+    def __init__(self, db: sqlite3.Connection, exc_type: type[BaseException]) -> None:
+        self._db, self._exc_type, self._last = db, exc_type, ""
+
+    def execute(self, sql: str, *args):
+        cursor = self._db.execute(sql, *args)
+        if sql == "COMMIT" and self._last.startswith("INSERT INTO spends"):
+            raise self._exc_type()
+        self._last = sql
+        return cursor
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_a_stop_just_after_the_reservation_commits_stops_the_process_and_stays_counted(
+    party_files, monkeypatch, exc_type
+):
+    """The stop is neither replaced by a failed ROLLBACK's error (which became an internal_error reply
+    and a run that went on: seen once in a Ctrl-C of `edprf simulate`) nor undoes the committed spend."""
+    setup, schema = party_files
+    connect = BudgetLedger._connect
+
+    @contextlib.contextmanager
+    def interrupted(self):
+        with connect(self) as db:
+            yield _StopAfterCommit(db, exc_type)
+
+    monkeypatch.setattr(BudgetLedger, "_connect", interrupted)
+    with pytest.raises(exc_type):
+        handle_train(_train_msg(schema), _context(setup))
+    monkeypatch.undo()
+    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
+    assert [(e.kind, e.state, e.epsilon) for e in entries] == [("release", "reserved", 1.0)]
 
 
 def test_refusal_texts_are_from_the_request_and_policy_only(party_files):
