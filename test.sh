@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/ensure-venv.sh
-ensure_venv "federation,test,dev" "edprf_core flwr pytest hypothesis scipy grpc_tools"
+ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist hypothesis scipy grpc_tools"
 export PATH="$PWD/.venv/bin:$PATH"
-exec .venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist): the tests that start Flower or Ray processes run one after another in
+# one of them (tests/conftest.py), the rest spread over both.  `-n 0` runs in this process (pdb, -s).
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

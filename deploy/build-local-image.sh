@@ -13,7 +13,8 @@
 # run them with `--network host` and bind every service to 127.0.0.1.
 # Settings (environment): EDPRF_DOCKER_STATE (default /tmp/edprf-docker), EDPRF_STORAGE_DRIVER
 # (default overlay2 where an overlay mount works, else vfs), EDPRF_BASE_TAG,
-# EDPRF_IMAGE_TAG, DEBIAN_MIRROR; EDPRF_BUILD_CA = the PEM bundle pip trusts in the build
+# EDPRF_IMAGE_TAG, DEBIAN_MIRROR, EDPRF_BUILD_CACHE_KEEP (build cache kept after `image`, default 2GB);
+# EDPRF_BUILD_CA = the PEM bundle pip trusts in the build
 # (default: PIP_CERT, pip's `cert` setting, SSL_CERT_FILE, /etc/ssl/certs/ca-certificates.crt;
 # `none` for pip's own); the index: PIP_INDEX_URL / PIP_EXTRA_INDEX_URL / PIP_TRUSTED_HOST or
 # pip's configuration files (http and https addresses only; file:// paths of the host are dropped).
@@ -26,6 +27,7 @@ SOCK="unix://$STATE/docker.sock"
 BASE_TAG=${EDPRF_BASE_TAG:-edprf-local-base:bookworm}
 IMAGE_TAG=${EDPRF_IMAGE_TAG:-edprf-fl:local}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+CACHE_KEEP=${EDPRF_BUILD_CACHE_KEEP:-2GB}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 docker_cli() { docker -H "$SOCK" "$@"; }
@@ -139,6 +141,9 @@ image)
     DOCKER_BUILDKIT=1 "$cli" -H "$SOCK" build --network host -f "$REPO/deploy/Dockerfile" \
         --build-arg "PYTHON_IMAGE=$BASE_TAG" $secrets -t "$IMAGE_TAG" "$@" "$REPO"
     echo "image: $IMAGE_TAG"
+    # every build from a changed context adds its layers (about 1.4 GB) to the build cache: keep it bounded
+    docker_cli builder prune --force --keep-storage "$CACHE_KEEP" >/dev/null
+    echo "build cache pruned to at most $CACHE_KEEP"
     ;;
 stop)
     if [ ! -f "$STATE/docker.pid" ] || ! kill -0 "$(cat "$STATE/docker.pid")" 2>/dev/null; then

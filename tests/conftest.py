@@ -1,4 +1,4 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the one serial group of the parallel run."""
 
 from __future__ import annotations
 
@@ -12,6 +12,19 @@ from tests.synthetic import make_data, make_schema
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+#: ``./test.sh`` runs the suite in two pytest-xdist workers (``--dist loadgroup``).  Tests that start
+#: Flower processes (marker ``deployment``) or a Ray cluster (marker ``ray``) share this group, so
+#: they run one after another in one worker: two federations never compete for ports, for Ray's
+#: session directory or for the two cores under their timeouts.  Every other test spreads freely.
+SERIAL_GROUP = "flower-and-ray"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("deployment") or item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ def _superlinks_started_under(flwr_home: Path) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
     if shutil.which("flwr", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the flwr command is not installed next to this Python")

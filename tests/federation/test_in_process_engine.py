@@ -174,6 +174,7 @@ def _forest_arrays(path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_the_in_process_engine_gives_the_federation_flowers_ray_engine_gives(tmp_path):
     """Same workspace, research seeds: both engines produce the same trees, counts and metrics.
 

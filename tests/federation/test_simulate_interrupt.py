@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["in-process", "ray"])
+@pytest.mark.parametrize("engine", ["in-process", pytest.param("ray", marks=pytest.mark.ray)])
 def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # enough parties that the in-process run is still going when the signal comes

@@ -193,6 +193,7 @@ class _SlowTokens:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_simulation_waits_for_every_node_before_requesting_releases(tmp_path, monkeypatch):
     import secrets
 

@@ -84,6 +84,7 @@ def test_the_in_process_engine_opens_no_listening_socket(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_edprf_simulate_listens_on_loopback_only(tmp_path):
     cmd = _simulate_command(tmp_path, "--engine", "ray")
     started: set[int] = set()
