@@ -315,6 +315,20 @@ class Party:
             return b""
 
     # ------------------------------------------------------------------ train
+    def _mark_failed(self, request_id: str, exc: BaseException) -> None:
+        """Mark a reservation failed after ``exc`` (its epsilon stays counted either way).
+
+        While the process is stopping (``exc`` in :data:`STOPPING`), a ledger that cannot be written
+        (locked, disk full) must not replace the stop with its own error, which the handler would turn
+        into a reply: the entry then stays ``reserved``, counted all the same, and the stop goes on.
+        """
+        try:
+            self.ledger.fail(request_id, type(exc).__name__)
+        except Exception:
+            if not isinstance(exc, STOPPING):
+                raise
+            log.exception("could not mark request %s failed while stopping; it stays reserved (spent)", request_id)
+
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
 
@@ -379,7 +393,7 @@ class Party:
                 clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id, request_id=req.request_id
             )
         except BaseException as exc:
-            self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+            self._mark_failed(req.request_id, exc)
             if isinstance(exc, STOPPING):
                 raise  # the process is being stopped: no reply
             log.exception("training failed after the reservation; its epsilon stays spent")
@@ -521,7 +535,7 @@ class Party:
             )
         except BaseException as exc:
             if not req.exact:
-                self.ledger.fail(req.request_id, f"{type(exc).__name__}")
+                self._mark_failed(req.request_id, exc)
             if isinstance(exc, STOPPING):
                 raise  # the process is being stopped: no reply
             log.exception("evaluation failed after the reservation; its epsilon stays spent")

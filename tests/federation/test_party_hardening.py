@@ -205,6 +205,74 @@ def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned
     assert [(e.kind, e.state) for e in entries] == [("release", "failed")]
 
 
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_a_stop_during_training_survives_a_ledger_that_cannot_mark_it_failed(party_files, monkeypatch, exc_type):
+    """The ledger's own error (locked, disk full) while a stop is handled does not replace the stop with
+    an internal_error reply; the entry stays reserved, its epsilon counted."""
+    setup, schema = party_files
+
+    def stop(*args, **kwargs):
+        raise exc_type()
+
+    def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(EDPRFClassifier, "fit", stop)
+    monkeypatch.setattr(BudgetLedger, "fail", locked)
+    with pytest.raises(exc_type):
+        handle_train(_train_msg(schema), _context(setup))
+    monkeypatch.undo()
+    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
+    assert [(e.kind, e.state, e.epsilon) for e in entries] == [("release", "reserved", 1.0)]
+
+
+@pytest.mark.parametrize("ledger_writable", [True, False])
+def test_a_stop_during_evaluation_stops_the_process_and_keeps_the_spend(party_files, monkeypatch, ledger_writable):
+    """Ctrl-C while the evaluation counts are noised: no reply; the evaluation entry is marked failed,
+    or stays reserved when the ledger cannot be written then; its epsilon is counted either way."""
+    import client._party as party_module
+
+    setup, schema = party_files
+    model = _model(Party(setup), schema)
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(party_module, "discrete_laplace_counts", stop)
+    if not ledger_writable:
+        monkeypatch.setattr(BudgetLedger, "fail", locked)
+    with pytest.raises(KeyboardInterrupt):
+        handle_evaluate(_evaluate_msg(model), _context(setup))
+    monkeypatch.undo()
+    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
+    assert [(e.kind, e.state) for e in entries] == [
+        ("release", "released"),
+        ("evaluation", "failed" if ledger_writable else "reserved"),
+    ]
+    assert Party(setup).ledger.spent() == Fraction(11, 10)
+
+
+def test_an_ordinary_training_failure_still_reports_a_ledger_that_cannot_mark_it(party_files, monkeypatch):
+    """Outside a stop, the ledger's error is not hidden: the party answers internal_error (its log has both)."""
+    setup, schema = party_files
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in training")
+
+    def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(EDPRFClassifier, "fit", broken)
+    monkeypatch.setattr(BudgetLedger, "fail", locked)
+    reply = handle_train(_train_msg(schema), _context(setup))
+    assert reply.content.config_records["result"]["reason"] == "internal_error"
+    monkeypatch.undo()
+    assert [e.state for e in BudgetLedger(setup.ledger_path, cap=10.0).entries()] == ["reserved"]
+
+
 class _StopAfterCommit:
     """A ledger connection whose reservation's COMMIT succeeds and is then interrupted, as a Ctrl-C
     delivered during COMMIT's fsync is raised by Python right after the call returns."""
