@@ -187,6 +187,22 @@ def test_process_stopping_exceptions_are_not_swallowed(party_files, monkeypatch,
         handle_train(_train_msg(schema), _context(setup))
 
 
+def _raising(exc_type: type[BaseException], *args):
+    """A stand-in for a method or function that raises ``exc_type(*args)``."""
+
+    def stand_in(*_args, **_kwargs):
+        raise exc_type(*args)
+
+    return stand_in
+
+
+_LOCKED = (sqlite3.OperationalError, "database is locked")
+
+
+def _ledger_entries(setup) -> list[tuple[str, str, float]]:
+    return [(e.kind, e.state, e.epsilon) for e in BudgetLedger(setup.ledger_path, cap=10.0).entries()]
+
+
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
 def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned_into_a_reply(
     party_files, monkeypatch, exc_type
@@ -194,15 +210,10 @@ def test_a_stop_during_training_after_the_reservation_is_recorded_and_not_turned
     """Ctrl-C (or SystemExit) while the party trains: its ledger marks the spend failed and the
     process stops; it does not answer with a refusal and go on serving."""
     setup, schema = party_files
-
-    def stop(*args, **kwargs):
-        raise exc_type()
-
-    monkeypatch.setattr(EDPRFClassifier, "fit", stop)
+    monkeypatch.setattr(EDPRFClassifier, "fit", _raising(exc_type))
     with pytest.raises(exc_type):
         handle_train(_train_msg(schema), _context(setup))
-    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
-    assert [(e.kind, e.state) for e in entries] == [("release", "failed")]
+    assert _ledger_entries(setup) == [("release", "failed", 1.0)]
 
 
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
@@ -210,20 +221,12 @@ def test_a_stop_during_training_survives_a_ledger_that_cannot_mark_it_failed(par
     """The ledger's own error (locked, disk full) while a stop is handled does not replace the stop with
     an internal_error reply; the entry stays reserved, its epsilon counted."""
     setup, schema = party_files
-
-    def stop(*args, **kwargs):
-        raise exc_type()
-
-    def locked(*args, **kwargs):
-        raise sqlite3.OperationalError("database is locked")
-
-    monkeypatch.setattr(EDPRFClassifier, "fit", stop)
-    monkeypatch.setattr(BudgetLedger, "fail", locked)
+    monkeypatch.setattr(EDPRFClassifier, "fit", _raising(exc_type))
+    monkeypatch.setattr(BudgetLedger, "fail", _raising(*_LOCKED))
     with pytest.raises(exc_type):
         handle_train(_train_msg(schema), _context(setup))
     monkeypatch.undo()
-    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
-    assert [(e.kind, e.state, e.epsilon) for e in entries] == [("release", "reserved", 1.0)]
+    assert _ledger_entries(setup) == [("release", "reserved", 1.0)]
 
 
 @pytest.mark.parametrize("ledger_writable", [True, False])
@@ -234,23 +237,15 @@ def test_a_stop_during_evaluation_stops_the_process_and_keeps_the_spend(party_fi
 
     setup, schema = party_files
     model = _model(Party(setup), schema)
-
-    def stop(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    def locked(*args, **kwargs):
-        raise sqlite3.OperationalError("database is locked")
-
-    monkeypatch.setattr(party_module, "discrete_laplace_counts", stop)
+    monkeypatch.setattr(party_module, "discrete_laplace_counts", _raising(KeyboardInterrupt))
     if not ledger_writable:
-        monkeypatch.setattr(BudgetLedger, "fail", locked)
+        monkeypatch.setattr(BudgetLedger, "fail", _raising(*_LOCKED))
     with pytest.raises(KeyboardInterrupt):
         handle_evaluate(_evaluate_msg(model), _context(setup))
     monkeypatch.undo()
-    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
-    assert [(e.kind, e.state) for e in entries] == [
-        ("release", "released"),
-        ("evaluation", "failed" if ledger_writable else "reserved"),
+    assert _ledger_entries(setup) == [
+        ("release", "released", 1.0),
+        ("evaluation", "failed" if ledger_writable else "reserved", 0.1),
     ]
     assert Party(setup).ledger.spent() == Fraction(11, 10)
 
@@ -258,19 +253,12 @@ def test_a_stop_during_evaluation_stops_the_process_and_keeps_the_spend(party_fi
 def test_an_ordinary_training_failure_still_reports_a_ledger_that_cannot_mark_it(party_files, monkeypatch):
     """Outside a stop, the ledger's error is not hidden: the party answers internal_error (its log has both)."""
     setup, schema = party_files
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("a bug in training")
-
-    def locked(*args, **kwargs):
-        raise sqlite3.OperationalError("database is locked")
-
-    monkeypatch.setattr(EDPRFClassifier, "fit", broken)
-    monkeypatch.setattr(BudgetLedger, "fail", locked)
+    monkeypatch.setattr(EDPRFClassifier, "fit", _raising(RuntimeError, "a bug in training"))
+    monkeypatch.setattr(BudgetLedger, "fail", _raising(*_LOCKED))
     reply = handle_train(_train_msg(schema), _context(setup))
     assert reply.content.config_records["result"]["reason"] == "internal_error"
     monkeypatch.undo()
-    assert [e.state for e in BudgetLedger(setup.ledger_path, cap=10.0).entries()] == ["reserved"]
+    assert _ledger_entries(setup) == [("release", "reserved", 1.0)]
 
 
 class _StopAfterCommit:
@@ -309,8 +297,7 @@ def test_a_stop_just_after_the_reservation_commits_stops_the_process_and_stays_c
     with pytest.raises(exc_type):
         handle_train(_train_msg(schema), _context(setup))
     monkeypatch.undo()
-    entries = BudgetLedger(setup.ledger_path, cap=10.0).entries()
-    assert [(e.kind, e.state, e.epsilon) for e in entries] == [("release", "reserved", 1.0)]
+    assert _ledger_entries(setup) == [("release", "reserved", 1.0)]
 
 
 def test_refusal_texts_are_from_the_request_and_policy_only(party_files):
