@@ -27,6 +27,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The serial group's time, the suite's critical path with two workers: in every run's summary,
+    so that CI's log shows which real-process tests to shorten (call phases, from any worker)."""
+    calls = [
+        r
+        for outcome in ("passed", "failed")
+        for r in terminalreporter.getreports(outcome)
+        if r.when == "call" and ("deployment" in r.keywords or "ray" in r.keywords)
+    ]
+    if not calls:
+        return
+    calls.sort(key=lambda r: -r.duration)
+    slowest = ", ".join(f"{r.nodeid.rsplit('/', 1)[-1]} {r.duration:.0f} s" for r in calls[:5])
+    terminalreporter.write_line(
+        f"serial group ({SERIAL_GROUP}): {len(calls)} tests, {sum(r.duration for r in calls):.0f} s; slowest: {slowest}"
+    )
+
+
 @pytest.fixture
 def schema() -> Schema:
     return make_schema()
