@@ -6,6 +6,6 @@ cd "$(dirname "$0")"
 source scripts/ensure-venv.sh
 ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist hypothesis scipy grpc_tools"
 export PATH="$PWD/.venv/bin:$PATH"
-# Two workers (pytest-xdist): the tests that start Flower or Ray processes run one after another in
-# one of them (tests/conftest.py), the rest spread over both.  `-n 0` runs in this process (pdb, -s).
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+# Two workers (pytest-xdist); every test, the real Flower and Ray ones too, keeps its processes, ports
+# (free_port) and Flower home under its own tmp_path.  `-n 0` runs in this process (pdb, -s).
+exec .venv/bin/python -m pytest -n 2 "$@"
