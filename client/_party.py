@@ -314,7 +314,7 @@ class Party:
             log.exception("the release could not be bound to run %s", run_id)
             return b""
 
-    # ------------------------------------------------------------------ train
+    # ------------------------------------------------ a failure after a reservation (train, evaluate)
     def _mark_failed(self, request_id: str, exc: BaseException) -> None:
         """Mark a reservation failed after ``exc`` (its epsilon stays counted either way).
 
@@ -329,6 +329,7 @@ class Party:
                 raise
             log.exception("could not mark request %s failed while stopping; it stays reserved (spent)", request_id)
 
+    # ------------------------------------------------------------------ train
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
 
