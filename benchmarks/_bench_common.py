@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +113,16 @@ def make_split(
         X, y = X.iloc[idx].reset_index(drop=True), y.iloc[idx].reset_index(drop=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, stratify=y, random_state=seed)
     return Split(Xtr, ytr, Xte, yte, schema)
+
+
+def per_seed_table(out: str | Path, report_only: bool, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """A benchmark's per-seed table, kept in the CSV next to its report ``out``: computed by ``compute`` and written
+    there unless ``report_only`` (``--report-only``), then read back from it, so that a report is always built from
+    the rounded figures its CSV holds (a goal cell on the edge reads the same in both paths)."""
+    csv = Path(out).with_suffix(".csv")
+    if not report_only:
+        compute().to_csv(csv, index=False, float_format="%.6f")
+    return pd.read_csv(csv)
 
 
 def party_rows(split: Split, partition: str, n_parties: int, seed: int) -> list[np.ndarray]:

@@ -52,7 +52,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split, party_rows
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, make_split, party_rows, per_seed_table
 from _bench_datasets import load_any_dataset
 from bench_feature_stumps import scores
 
@@ -75,7 +75,12 @@ def plan(split: Split, epsilon: float) -> tuple[float, int]:
 
 
 def federated(split: Split, parties: list[np.ndarray], epsilon: float, seed: int, share: float, bins: int):
-    """The global model's probabilities: one forest per party (its trees and, if ``share``, its histograms), merged."""
+    """The global model's probabilities on the test rows (:func:`merged_forest`)."""
+    return merged_forest(split, parties, epsilon, seed, share, bins).predict_proba(split.X_test)
+
+
+def merged_forest(split: Split, parties: list[np.ndarray], epsilon: float, seed: int, share: float, bins: int):
+    """The global model: one forest per party (its trees and, if ``share``, its histograms), merged."""
     forests, names = [], []
     for i, rows in enumerate(parties):
         if len(rows) == 0:
@@ -93,7 +98,7 @@ def federated(split: Split, parties: list[np.ndarray], epsilon: float, seed: int
         ).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
         forests.append(clf.forest_)
         names.append(f"p{i}")
-    return merge_forests(forests, labels=names).predict_proba(split.X_test)
+    return merge_forests(forests, labels=names)
 
 
 def run(name: str, seeds: int, data_dir: str) -> pd.DataFrame:
@@ -190,12 +195,11 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS_DIR / "federated_defaults.md"))
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the CSV next to --out")
     args = parser.parse_args()
-    csv = Path(args.out).with_suffix(".csv")
-    if args.report_only:
-        table = pd.read_csv(csv)
-    else:
-        table = pd.concat([run(n, args.seeds, args.data_dir) for n in args.datasets.split(",")], ignore_index=True)
-        table.to_csv(csv, index=False, float_format="%.6f")
+    table = per_seed_table(
+        args.out,
+        args.report_only,
+        lambda: pd.concat([run(n, args.seeds, args.data_dir) for n in args.datasets.split(",")], ignore_index=True),
+    )
     text = report(table, args.seeds)
     Path(args.out).write_text(text)
     print(text)
