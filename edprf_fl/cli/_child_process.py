@@ -9,6 +9,17 @@ session, so the terminal's Ctrl-C reaches only this process; on
 found through ``/proc``) is sent SIGTERM, then SIGKILL after a grace period,
 and the interrupt is re-raised for the command to exit with 130.
 
+A stop can reach a process that the child has just forked and not yet turned
+into another program (``ray.init`` starting Ray's daemons).  Python runs the
+fork handlers of the libraries it imported there (filelock 4.2 registers a
+large one), the SIGTERM handler that ``ray.init`` installed, inherited by the
+fork, raises ``SystemExit`` inside them, and Python prints "Exception ignored
+in ... Traceback" on the terminal, which the fork still shares.  The child
+therefore installs :func:`quiet_stops_in_forked_children`: such interrupts,
+which only a stop produces, are dropped (the process is killed with the rest
+if it outlives the grace period); every other unraisable error is still
+printed.
+
 The child also gets a network namespace of its own, holding only a loopback
 interface (Linux; unprivileged users through a user namespace).  Ray 2.55's
 gRPC servers listen on every interface whatever node address they are given;
@@ -23,12 +34,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["descendants", "isolate_network", "run_in_child"]
+__all__ = ["descendants", "isolate_network", "quiet_stops_in_forked_children", "run_in_child"]
 
 GRACE_SECONDS = 2.0
 
@@ -83,9 +95,27 @@ def isolate_network() -> bool:
     return True
 
 
+def quiet_stops_in_forked_children() -> None:
+    """Drop the unraisable ``KeyboardInterrupt`` and ``SystemExit`` of this process and of the processes it forks.
+
+    Python reports an exception raised in a fork handler (``os.register_at_fork``) through
+    ``sys.unraisablehook``; a forked process keeps the hook until it executes another program.  Those two
+    exceptions come from signal handlers, i.e. from a stop in progress, whose SIGKILL round ends the process if
+    it outlives the grace period; any other unraisable error still goes to the previous hook.
+    """
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, (KeyboardInterrupt, SystemExit)):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
 def _leader(target: Callable[..., Any], args: tuple, isolate: bool) -> None:
     os.setsid()  # its own session: the terminal's Ctrl-C goes to the parent only
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    quiet_stops_in_forked_children()
     if isolate and not isolate_network():
         import logging
 

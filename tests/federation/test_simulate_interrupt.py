@@ -81,3 +81,47 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
         and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split() or ["Z"])[0]
     ]
     assert not alive, f"processes left behind: {alive}"
+
+
+_FORK_DURING_A_STOP = """
+import os, sys
+if sys.argv[1] == "quiet":
+    from edprf_fl.cli._child_process import quiet_stops_in_forked_children
+
+    quiet_stops_in_forked_children()
+error = {"SystemExit": SystemExit(143), "KeyboardInterrupt": KeyboardInterrupt(), "ValueError": ValueError("a bug")}
+
+
+def fork_handler():  # stands in for a library's handler that a stop's signal interrupts in the new child
+    raise error[sys.argv[2]]
+
+
+os.register_at_fork(after_in_child=fork_handler)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "error", "printed"),
+    [
+        ("default", "SystemExit", True),  # what a Ctrl-C during Ray's start-up used to show
+        ("quiet", "SystemExit", False),
+        ("quiet", "KeyboardInterrupt", False),
+        ("quiet", "ValueError", True),  # any other error in a fork handler is still reported
+    ],
+)
+def test_a_stop_inside_a_forked_childs_fork_handler_prints_no_traceback(mode, error, printed):
+    run = subprocess.run(
+        [sys.executable, "-c", _FORK_DURING_A_STOP, mode, error],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert ("Traceback" in run.stderr) is printed, run.stderr
+    if printed:
+        assert error in run.stderr
