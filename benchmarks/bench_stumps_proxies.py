@@ -92,6 +92,10 @@ MODELS = (
 the rows (``trees only`` is ``r = 0``)."""
 
 
+COUNT_SHARES = (0.02, 0.1, 0.2)
+"""``count c``: the defaults with ``EDPRFClassifier(count_epsilon_share=c)`` (the library's 0.05 is ``defaults``)."""
+
+
 class SeedModels:
     """The models of one (dataset, seed, ε): each ``proba(name)`` fits on the split's training rows once."""
 
@@ -118,6 +122,7 @@ class SeedModels:
             "marginals": self._marginals,
             "marginals+trees": self._marginals_mix,
             **{f"share {r:g}": functools.partial(self._with_share, r) for r in (0.25, 0.5, 0.75)},
+            **{f"count {c:g}": functools.partial(self._with_count_share, c) for c in COUNT_SHARES},
             "diffprivlib RF": functools.partial(self._reference, "diffprivlib-rf"),
             "HistGB (non-private)": functools.partial(self._reference, "sklearn-hgb"),
         }
@@ -141,6 +146,12 @@ class SeedModels:
     def _with_share(self, share: float) -> np.ndarray:
         s = self.split
         model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=share)
+        return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
+
+    def _with_count_share(self, count_share: float) -> np.ndarray:
+        """The defaults with another share of ε for their DP row count (the library's default is 0.05)."""
+        s = self.split
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, count_epsilon_share=count_share)
         return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
 
     def _label(self) -> np.ndarray:
