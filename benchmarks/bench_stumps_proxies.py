@@ -121,8 +121,8 @@ class SeedModels:
             "DP-EBM on 32 public bins": functools.partial(self._dp_ebm_public_bins, 32),
             "marginals": self._marginals,
             "marginals+trees": self._marginals_mix,
-            **{f"share {r:g}": functools.partial(self._with_share, r) for r in (0.25, 0.5, 0.75)},
-            **{f"count {c:g}": functools.partial(self._with_count_share, c) for c in COUNT_SHARES},
+            **{f"share {r:g}": functools.partial(self._defaults, marginals_share=r) for r in (0.25, 0.5, 0.75)},
+            **{f"count {c:g}": functools.partial(self._defaults, count_epsilon_share=c) for c in COUNT_SHARES},
             "diffprivlib RF": functools.partial(self._reference, "diffprivlib-rf"),
             "HistGB (non-private)": functools.partial(self._reference, "sklearn-hgb"),
         }
@@ -137,21 +137,11 @@ class SeedModels:
         model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=0.0)
         return model.fit(s.X_train[rows], s.y_train[rows]).predict_proba(s.X_test)
 
-    def _defaults(self) -> np.ndarray:
-        """The library's defaults (two classes: the trees and the marginals part, ``marginals_share="auto"``)."""
+    def _defaults(self, **changed: float) -> np.ndarray:
+        """The library's defaults (two classes: the trees and the marginals part, ``marginals_share="auto"``), with the
+        estimator parameters ``changed`` (``marginals_share``, ``count_epsilon_share``) set otherwise."""
         s = self.split
-        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed)
-        return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
-
-    def _with_share(self, share: float) -> np.ndarray:
-        s = self.split
-        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, marginals_share=share)
-        return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
-
-    def _with_count_share(self, count_share: float) -> np.ndarray:
-        """The defaults with another share of ε for their DP row count (the library's default is 0.05)."""
-        s = self.split
-        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, count_epsilon_share=count_share)
+        model = EDPRFClassifier(s.schema, epsilon=self.eps, random_state=self.seed, **changed)
         return model.fit(s.X_train, s.y_train).predict_proba(s.X_test)
 
     def _label(self) -> np.ndarray:
