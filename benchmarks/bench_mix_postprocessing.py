@@ -111,17 +111,19 @@ def federated_rows(name: str, data_dir: str) -> pd.DataFrame:
     """The merged model of ``bench_federated_defaults.py`` (20 parties, Dirichlet 0.5) under every ``(w, g)``."""
     X, y, schema = load_any_dataset(name, data_dir)
     rows = []
-    for seed, eps in itertools.product(FEDERATED_SEEDS, FEDERATED_EPSILONS):
+    for seed in FEDERATED_SEEDS:
         split = make_split(X, y, schema, seed, dataset=name)
-        share, bins = plan(split, eps)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            forest = merged_forest(split, party_rows(split, PARTITION, N_PARTIES, seed), eps, seed, share, bins)
-        for (w, g), (acc, auc) in grid_scores(forest, split).items():
-            rows.append(
-                {"part": "federated", "stage": "test", "dataset": name, "epsilon": eps, "seed": seed}
-                | {"w": w, "g": g, "accuracy": acc, "auc": auc}
-            )
+        parties = party_rows(split, PARTITION, N_PARTIES, seed)
+        for eps in FEDERATED_EPSILONS:
+            share, bins = plan(split, eps)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                forest = merged_forest(split, parties, eps, seed, share, bins)
+            for (w, g), (acc, auc) in grid_scores(forest, split).items():
+                rows.append(
+                    {"part": "federated", "stage": "test", "dataset": name, "epsilon": eps, "seed": seed}
+                    | {"w": w, "g": g, "accuracy": acc, "auc": auc}
+                )
     print(f"federated {name} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -130,11 +132,12 @@ def central_cells(table: pd.DataFrame) -> pd.DataFrame:
     """Per (stage, dataset, ε, (w, g)): means and issue 23's goals (targets from ``rule_transfer.csv``)."""
     refs = pd.read_csv(RULE_TRANSFER_CSV)
     refs = refs[refs.model.isin(REFERENCES)]
+    grid = {label(w, g): (w, g) for w, g in itertools.product(WEIGHTS, TEMPER_FACTORS)}
     central = table[table.part == "central"]
     central = central.assign(model=[label(w, g) for w, g in zip(central.w, central.g, strict=True)])
     cells = cell_means(pd.concat([central, refs], ignore_index=True))
     cells = cells[~cells.model.isin(REFERENCES)].copy()
-    cells[["w", "g"]] = cells.model.str.extract(r"w=([\d.]+), g=([\d.]+)").astype(float).to_numpy()
+    cells[["w", "g"]] = cells.model.map(grid).tolist()  # cell_means keeps the model's label only
     cells["goal margin"] = np.minimum(cells.auc - cells.target_auc, cells.accuracy - cells.target_accuracy)
     return cells
 
