@@ -47,6 +47,7 @@ __all__ = [
     "flower_env",
     "free_port",
     "json_in",
+    "json_result",
     "kill_group",
     "listening_sockets",
     "missing_flower_tools",
@@ -507,17 +508,13 @@ class Federation:
             f"register-{public_key.name}",
             ["supernode", "register", str(public_key), self.connection, "--format", "json"],
         )
-        if code != 0:
-            raise FlowerProcessError(f"flwr supernode register {public_key} failed ({code}):\n{out}")
-        return int(json_in(out)["node-id"])
+        return int(json_result(code, out, f"flwr supernode register {public_key}")["node-id"])
 
     def nodes(self) -> list[dict]:
         code, out = self.flwr("supernode-ls", ["supernode", "ls", self.connection, "--format", "json"], timeout=20)
-        if code != 0:
-            return []
         try:
-            return list(json_in(out)["nodes"])
-        except (ValueError, KeyError):
+            return list(json_result(code, out, "flwr supernode ls")["nodes"])
+        except (FlowerProcessError, KeyError):
             return []
 
     def wait_online(self, count: int, timeout: float = READY_TIMEOUT) -> list[dict]:
@@ -543,3 +540,26 @@ class Federation:
 def json_in(output: str) -> dict:
     """The JSON object in a `flwr ... --format json` output (after any log lines)."""
     return json.loads(output[output.index("{") : output.rindex("}") + 1])
+
+
+def json_result(code: int, output: str, what: str) -> dict:
+    """The JSON object of a `flwr ... --format json` command that succeeded.
+
+    Flower 1.41 exits 0 in JSON mode even when the command failed (the SuperLink is not listening
+    yet, a key is refused): the object then holds ``"success": false`` and an ``"error-message"``.
+    So the exit code alone cannot tell success; this reads both.
+
+    Raises
+    ------
+    FlowerProcessError
+        The command exited non-zero, printed no JSON object, or reported ``"success": false``;
+        the message names ``what`` and carries Flower's own text.
+    """
+    try:
+        payload = json_in(output)
+    except ValueError:
+        payload = None
+    if code != 0 or not isinstance(payload, dict) or payload.get("success") is False:
+        said = payload.get("error-message") if isinstance(payload, dict) else None
+        raise FlowerProcessError(f"{what} failed (exit {code}):\n{said or output.strip()}")
+    return payload

@@ -32,11 +32,13 @@ from edprf_fl.cli._flower_processes import (  # noqa: F401  (re-exported for the
     READY_TIMEOUT,
     RUN_TIMEOUT,
     Deployment,
+    FlowerProcessError,
     Started,
     Tls,
     command_line,
     flower_env,
     free_port,
+    json_result,
     kill_group,
     listening_sockets,
     missing_flower_tools,
@@ -46,7 +48,6 @@ from edprf_fl.cli._flower_processes import (  # noqa: F401  (re-exported for the
     tail,
 )
 from edprf_fl.cli._flower_processes import Federation as LocalFederation
-from edprf_fl.cli._flower_processes import json_in as _json_in  # noqa: F401  (test_container_image)
 
 REPO = Path(__file__).resolve().parents[2]
 

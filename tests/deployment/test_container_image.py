@@ -54,9 +54,10 @@ from ._harness import (
     LOOPBACK,
     READY_TIMEOUT,
     RUN_TIMEOUT,
-    _json_in,
+    FlowerProcessError,
     bundle_hash,
     free_port,
+    json_result,
     listening_sockets,
     process_tree,
 )
@@ -389,8 +390,17 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     )
     services = [superlink, superexec, cli]
 
+    def listed_nodes() -> list[dict] | None:
+        """`flwr supernode ls`'s nodes, or None while the SuperLink does not answer (Flower's JSON
+        mode exits 0 then too: json_result reads its "success")."""
+        code, output = box.exec(cli, ["flwr", "supernode", "ls", CONNECTION, "--format", "json"], timeout=30)
+        try:
+            return list(json_result(code, output, "flwr supernode ls")["nodes"])
+        except (FlowerProcessError, KeyError):
+            return None
+
     def superlink_up() -> bool:
-        return box.exec(cli, ["flwr", "supernode", "ls", CONNECTION, "--format", "json"], timeout=30)[0] == 0
+        return listed_nodes() is not None
 
     _wait("the SuperLink", superlink_up, READY_TIMEOUT, box, services)
 
@@ -409,8 +419,7 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
                 "json",
             ],
         )
-        assert code == 0, output
-        node_of[party] = int(_json_in(output)["node-id"])
+        node_of[party] = int(json_result(code, output, f"registering {party}")["node-id"])
 
     # the pinned parties list the hash of the bundle built from the image's /opt/edprf-app
     bundle = _bundle_hash_in(box, cli)
@@ -459,8 +468,7 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     online: list[dict] = []
 
     def all_online() -> bool:
-        code, output = box.exec(cli, ["flwr", "supernode", "ls", CONNECTION, "--format", "json"], timeout=30)
-        online[:] = [n for n in _json_in(output)["nodes"] if n.get("status") == "online"] if code == 0 else []
+        online[:] = [n for n in listed_nodes() or [] if n.get("status") == "online"]
         return len(online) == len(PARTIES)
 
     _wait(f"{len(PARTIES)} SuperNodes online", all_online, READY_TIMEOUT, box, services)

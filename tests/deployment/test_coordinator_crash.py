@@ -33,7 +33,16 @@ import pytest
 from edprf_fl.cli._main import main
 from protocol import load_global_model
 
-from ._harness import Federation, bundle_hash, command_line, node_config, process_tree, run_guarded, write_parties
+from ._harness import (
+    Federation,
+    bundle_hash,
+    command_line,
+    json_result,
+    node_config,
+    process_tree,
+    run_guarded,
+    write_parties,
+)
 from .conftest import ledger_rows
 
 pytestmark = [pytest.mark.deployment, pytest.mark.slow]
@@ -44,8 +53,7 @@ MODEL = "global-model.edprf"
 
 def _runs(fed: Federation, field: str = "status") -> dict[str, str]:
     code, out = fed.flwr("flwr-ls", ["ls", fed.connection, "--format", "json"])
-    assert code == 0, out
-    runs = json.loads(out[out.index("{") : out.rindex("}") + 1])["runs"]
+    runs = json_result(code, out, "flwr ls")["runs"]
     return {r["run-id"]: r[field] for r in runs}
 
 
