@@ -125,6 +125,29 @@ def per_seed_table(out: str | Path, report_only: bool, compute: Callable[[], pd.
     return pd.read_csv(csv)
 
 
+def report_main(
+    description: str,
+    default_out: Path,
+    compute: Callable[[str, int], pd.DataFrame],
+    report: Callable[[pd.DataFrame], str],
+) -> None:
+    """The command line of a benchmark whose per-seed table is kept beside its report (:func:`per_seed_table`):
+    ``--data-dir``, ``--jobs`` (worker processes, passed to ``compute(data_dir, jobs)``), ``--out`` and
+    ``--report-only``; writes ``report(table)`` to ``--out`` and prints it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--out", default=str(default_out))
+    parser.add_argument("--report-only", action="store_true", help="rebuild the report from the CSV next to --out")
+    args = parser.parse_args()
+    table = per_seed_table(args.out, args.report_only, lambda: compute(args.data_dir, args.jobs))
+    text = report(table)
+    Path(args.out).write_text(text)
+    print(text)
+
+
 def party_rows(split: Split, partition: str, n_parties: int, seed: int) -> list[np.ndarray]:
     """The training rows of ``split`` cut into ``n_parties`` parties (``edprf_fl.simulation.partition_rows``):
     ``partition`` is ``"iid"`` or ``"dirichlet-<alpha>"`` (label skew), drawn from ``default_rng(seed)``."""

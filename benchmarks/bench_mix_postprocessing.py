@@ -31,7 +31,6 @@ Output: ``results/mix_postprocessing.md`` (and ``.csv``).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import warnings
@@ -44,7 +43,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, Split, inner_split, make_split, party_rows, per_seed_table
+from _bench_common import RESULTS_DIR, Split, inner_split, make_split, party_rows, report_main
 from _bench_datasets import load_any_dataset
 from bench_feature_stumps import scores
 from bench_federated_defaults import N_PARTIES, merged_forest, plan
@@ -269,16 +268,7 @@ def compute(data_dir: str, jobs: int) -> pd.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--out", default=str(RESULTS_DIR / "mix_postprocessing.md"))
-    parser.add_argument("--report-only", action="store_true", help="rebuild the report from the CSV next to --out")
-    args = parser.parse_args()
-    table = per_seed_table(args.out, args.report_only, lambda: compute(args.data_dir, args.jobs))
-    text = report(table)
-    Path(args.out).write_text(text)
-    print(text)
+    report_main(__doc__.splitlines()[0], RESULTS_DIR / "mix_postprocessing.md", compute, report)
 
 
 if __name__ == "__main__":
