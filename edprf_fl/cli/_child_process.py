@@ -31,31 +31,37 @@ before and says so in the log.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["descendants", "isolate_network", "quiet_stops_in_forked_children", "run_in_child"]
+__all__ = ["descendants", "isolate_network", "quiet_stops_in_forked_children", "run_in_child", "session_members"]
 
 GRACE_SECONDS = 2.0
 
 
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (Linux ``/proc``; empty elsewhere)."""
-    parents: dict[int, list[int]] = {}
+def _process_table() -> Iterator[tuple[int, str, int, int]]:
+    """``(pid, state, parent pid, session id)`` of every process in ``/proc`` (Linux; nothing elsewhere)."""
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            stat = (entry / "stat").read_text()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2:
-            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+        if len(fields) > 3:
+            yield int(entry.name), fields[0], int(fields[1]), int(fields[3])
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` that /proc still lists (Linux ``/proc``; empty elsewhere)."""
+    parents: dict[int, list[int]] = {}
+    for child, _, parent, _ in _process_table():
+        parents.setdefault(parent, []).append(child)
     found, todo = set(), [pid]
     while todo:
         for child in parents.get(todo.pop(), []):
@@ -63,6 +69,16 @@ def descendants(pid: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def session_members(sid: int) -> set[int]:
+    """Every process of session ``sid`` that has not exited (zombies excluded; empty without ``/proc``)."""
+    return {pid for pid, state, _, session in _process_table() if session == sid and state != "Z"}
+
+
+def _running(pids: set[int]) -> set[int]:
+    """Those of ``pids`` that have not exited (zombies excluded)."""
+    return {pid for pid, state, _, _ in _process_table() if pid in pids and state != "Z"}
 
 
 _CLONE_NEWUSER = 0x10000000
@@ -117,16 +133,15 @@ def _leader(target: Callable[..., Any], args: tuple, isolate: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     quiet_stops_in_forked_children()
     if isolate and not isolate_network():
-        import logging
-
         logging.getLogger("edprf").warning(
             "could not give the simulation a loopback-only network namespace; Ray may listen on every interface"
         )
     target(*args)
 
 
-def _stop(pid: int) -> None:
-    victims = descendants(pid) | {pid}
+def _terminate(victims: set[int]) -> None:
+    """SIGTERM to ``victims``, SIGKILL to those still running after ``GRACE_SECONDS``; reaps this process's
+    children meanwhile."""
     for sig, wait in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, 1.0)):
         for victim in victims:
             try:
@@ -134,15 +149,36 @@ def _stop(pid: int) -> None:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(Path(f"/proc/{v}").exists() for v in victims):
+        while time.monotonic() < deadline and _running(victims):
             try:
                 os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 pass
             time.sleep(0.05)
-        victims = {v for v in victims if Path(f"/proc/{v}").exists()}
+        victims = _running(victims)
         if not victims:
             return
+
+
+def _stop(pid: int) -> None:
+    """Ctrl-C: the child ``pid``, everything below it, and what is left of its session (a process whose parent
+    exited is no longer below it)."""
+    _terminate(descendants(pid) | session_members(pid) | {pid})
+
+
+def _finish_session(sid: int) -> None:
+    """After the child ``sid`` (a session leader) exited: wait up to ``GRACE_SECONDS`` for the rest of its
+    session to exit, then stop what is left, so that nothing the job started outlives the command.
+
+    Ray's daemons (the autoscaler's monitor, for one) are still winding down when ``ray.shutdown`` returns;
+    they exit within a fraction of a second, and are stopped if they do not.
+    """
+    deadline = time.monotonic() + GRACE_SECONDS
+    while (left := session_members(sid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if left:
+        logging.getLogger("edprf").warning("stopping %d process(es) the job left running: %s", len(left), sorted(left))
+        _terminate(left)
 
 
 def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool = True) -> int:
@@ -153,7 +189,9 @@ def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool =
 
     On Ctrl-C (``KeyboardInterrupt`` here) the child and all its descendants
     are stopped within about ``GRACE_SECONDS + 1`` seconds, then the interrupt
-    is re-raised.
+    is re-raised.  When the child ends, what is left of its session gets
+    ``GRACE_SECONDS`` to exit and is then stopped: nothing it started outlives
+    this call.
     """
     process = multiprocessing.get_context("spawn").Process(
         target=_leader, args=(target, args, isolate_network), daemon=False
@@ -164,5 +202,10 @@ def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool =
     except KeyboardInterrupt:
         _stop(process.pid)
         process.join(timeout=1.0)
+        raise
+    try:
+        _finish_session(process.pid)
+    except KeyboardInterrupt:  # during the wait for the session's last processes
+        _terminate(session_members(process.pid))
         raise
     return int(process.exitcode or 0)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from edprf_fl.cli._child_process import session_members
+
 from ._listening_sockets import descendants, listening_addresses, non_loopback
 
 
@@ -43,7 +45,10 @@ def _watch(
         while proc.poll() is None and time.monotonic() < deadline:
             pids = descendants(proc.pid)
             if started is not None:
-                started |= pids - {proc.pid}
+                # what the engine child started: everything outside the command's own session, which holds
+                # only the command and Python's multiprocessing resource tracker (it exits on the command's
+                # exit, when its pipe closes, a moment after the command)
+                started |= pids - session_members(proc.pid)
             seen |= listening_addresses(pids)
             exposed |= listening_addresses(pids, exposed_only=True)
             time.sleep(0.2)
