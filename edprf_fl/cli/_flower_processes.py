@@ -312,6 +312,9 @@ class Deployment:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        deadline = time.monotonic() + 1.0  # SIGKILL is delivered asynchronously: let the kernel finish them
+        while time.monotonic() < deadline and self.leftovers():
+            time.sleep(0.05)
         for p in self.started:
             kill_group(p.popen.pid)  # each was started as the leader of its own group
             p.log_file.close()
