@@ -177,7 +177,13 @@ def _finish_session(sid: int) -> None:
     while (left := session_members(sid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     if left:
-        logging.getLogger("edprf").warning("stopping %d process(es) the job left running: %s", len(left), sorted(left))
+        from ._flower_processes import command_line
+
+        logging.getLogger("edprf").warning(
+            "stopping %d process(es) the job left running: %s",
+            len(left),
+            "; ".join(f"{pid} {command_line(pid)[:120] or '?'}" for pid in sorted(left)),
+        )
         _terminate(left)
 
 
