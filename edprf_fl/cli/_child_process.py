@@ -164,6 +164,8 @@ def _stop(pid: int) -> None:
     """Ctrl-C: the child ``pid``, everything below it, and what is left of its session (a process whose parent
     exited is no longer below it)."""
     _terminate(descendants(pid) | session_members(pid) | {pid})
+    if late := session_members(pid):  # started while the first round ran (Ray's raylet forks workers)
+        _terminate(late)
 
 
 def _finish_session(sid: int) -> None:

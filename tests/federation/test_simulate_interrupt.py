@@ -54,13 +54,20 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
                 break
             seen += line
         assert "[2/4]" in seen, seen
-        if engine == "ray":
-            time.sleep(4.0)  # let Ray start its processes
+
+        def started_by_the_child() -> set[int]:
+            # the child leads a session of its own, and Ray's processes join it; the command's own multiprocessing
+            # resource tracker stays in the command's session and exits a moment after the command (its pipe closes)
+            return descendants(proc.pid) - session_members(os.getsid(proc.pid))
+
+        if engine == "ray":  # let Ray start its processes: wait for the child and one of Ray's, then 3 s more
+            ray_deadline = time.monotonic() + 60
+            while len(started_by_the_child()) < 2 and time.monotonic() < ray_deadline and proc.poll() is None:
+                time.sleep(0.2)
+            time.sleep(3.0)
         else:
             time.sleep(1.0)  # into the parties' training
-        # what the simulation's child started; the command's own multiprocessing resource tracker stays in the
-        # command's session and exits a moment after the command does (its pipe closes)
-        started = descendants(proc.pid) - session_members(os.getsid(proc.pid))
+        started = started_by_the_child()
         if engine == "ray":
             assert started, "the simulation started no child process"
         assert proc.poll() is None, "the run ended before the signal: the test did not interrupt anything"
