@@ -41,7 +41,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["descendants", "isolate_network", "quiet_stops_in_forked_children", "run_in_child", "session_members"]
+__all__ = [
+    "descendants",
+    "isolate_network",
+    "quiet_stops_in_forked_children",
+    "run_in_child",
+    "running",
+    "session_members",
+]
 
 GRACE_SECONDS = 2.0
 
@@ -76,7 +83,7 @@ def session_members(sid: int) -> set[int]:
     return {pid for pid, state, _, session in _process_table() if session == sid and state != "Z"}
 
 
-def _running(pids: set[int]) -> set[int]:
+def running(pids: set[int]) -> set[int]:
     """Those of ``pids`` that have not exited (zombies excluded)."""
     return {pid for pid, state, _, _ in _process_table() if pid in pids and state != "Z"}
 
@@ -149,13 +156,13 @@ def _terminate(victims: set[int]) -> None:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _running(victims):
+        while time.monotonic() < deadline and running(victims):
             try:
                 os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 pass
             time.sleep(0.05)
-        victims = _running(victims)
+        victims = running(victims)
         if not victims:
             return
 

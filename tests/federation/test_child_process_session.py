@@ -13,20 +13,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from edprf_fl.cli._child_process import run_in_child, session_members
+from edprf_fl.cli._child_process import run_in_child, running, session_members
 
 
 def _leave_behind(pid_file: str, command: list[str]) -> None:
     """The job: start ``command`` in the child's session and return without waiting for it."""
     Path(pid_file).write_text(str(subprocess.Popen(command).pid))
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_process_the_job_leaves_running_is_stopped_before_the_call_returns(tmp_path, caplog):
@@ -35,7 +27,7 @@ def test_a_process_the_job_leaves_running_is_stopped_before_the_call_returns(tmp
         code = run_in_child(_leave_behind, str(pid_file), ["sleep", "600"], isolate_network=False)
     assert code == 0
     left = int(pid_file.read_text())
-    assert not _running(left), f"process {left} outlived run_in_child"
+    assert not running({left}), f"process {left} outlived run_in_child"
     assert "stopping 1 process(es) the job left running" in caplog.text
     assert f"{left} sleep 600" in caplog.text  # names the process by its command line
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edprf_fl.cli._child_process import descendants, session_members
+from edprf_fl.cli._child_process import descendants, running, session_members
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,12 +83,7 @@ def test_sigint_stops_the_simulation_and_everything_it_started(tmp_path, engine)
     assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert "Traceback" not in err
     time.sleep(0.5)
-    alive = [
-        pid
-        for pid in started
-        if Path(f"/proc/{pid}").exists()
-        and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split() or ["Z"])[0]
-    ]
+    alive = sorted(running(started))
     assert not alive, f"processes left behind: {alive}"
 
 

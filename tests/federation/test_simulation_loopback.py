@@ -14,22 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from edprf_fl.cli._child_process import session_members
+from edprf_fl.cli._child_process import running, session_members
 
 from ._listening_sockets import descendants, listening_addresses, non_loopback
-
-
-def _alive(pids: set[int]) -> set[int]:
-    """Those of ``pids`` still running (zombies excluded)."""
-    alive = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z":
-            alive.add(pid)
-    return alive
 
 
 def _watch(
@@ -101,4 +88,4 @@ def test_edprf_simulate_listens_on_loopback_only(tmp_path):
     assert not non_loopback(exposed), f"reachable from outside loopback: {sorted(non_loopback(exposed))}"
     # and nothing Ray started outlives the command (its processes sit in the engine child's session)
     assert started, "no child process observed"
-    assert not _alive(started), f"left running after the command ended: {sorted(_alive(started))}"
+    assert not running(started), f"left running after the command ended: {sorted(running(started))}"
