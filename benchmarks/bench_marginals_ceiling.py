@@ -35,9 +35,11 @@ Output: ``results/marginals_ceiling.md`` (and ``.csv``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -56,6 +58,7 @@ from edprf_core._count_noise import discrete_laplace_counts
 from edprf_core._marginals import (
     MARGINALS_BINS_HIGH,
     MARGINALS_BINS_LOW,
+    marginal_evidence,
     marginal_log_ratio_tables,
     marginals_n_bins,
     marginals_temper,
@@ -95,7 +98,7 @@ def evidence(
     return np.stack(columns, axis=1)
 
 
-def ceiling_scores(codes_train, y_train, codes_test, y_test, n_codes) -> list[tuple[str, float, float]]:
+def ceiling_scores(codes_train, codes_test, y_train, y_test, n_codes) -> list[tuple[str, float, float]]:
     """``(model, pseudo-count, ROC AUC on the test rows)`` of the three non-private models of the module docstring
     (the two naive-Bayes models once per pseudo-count of :data:`PSEUDO_ROWS`; the additive model has none: nan)."""
     from sklearn.linear_model import LogisticRegression
@@ -164,46 +167,56 @@ def weighted_marginals_sketch(
     return prior_logit, tables, weights
 
 
-def sketch_scores(split, schema, seed: int) -> list[tuple[str, float, float]]:
+Encoded = tuple[np.ndarray, np.ndarray, tuple[int, ...]]
+"""A split's training codes, test codes and code ranges on one grid."""
+
+
+def sketch_scores(encoded: Callable[[int], Encoded], labels: np.ndarray, y_test: np.ndarray, d: int, seed: int):
     """``(model, ε, ROC AUC on the test rows)`` of the marginals alone (every training row to the histograms) and
-    of :func:`weighted_marginals_sketch`, on the bins rule's grid for the histogram rows."""
+    of :func:`weighted_marginals_sketch`, on the bins rule's grid for the histogram rows (``encoded(n_bins)``)."""
     from sklearn.metrics import roc_auc_score
 
-    labels, y_test = encode_labels(split.y_train, schema), encode_labels(split.y_test, schema)
     out = []
     for eps in SKETCH_EPSILONS:
         for model, share in zip(SKETCHES, (1.0, HISTOGRAM_ROWS), strict=True):
-            grid = FeatureGrid.from_schema(schema, marginals_n_bins(round(share * len(labels)), schema.n_features, eps))
-            codes = np.asarray(encode_features(split.X_train, schema, grid), dtype=np.int64)
-            test = np.asarray(encode_features(split.X_test, schema, grid), dtype=np.int64)
+            train, test, n_codes = encoded(marginals_n_bins(round(share * len(labels)), d, eps))
             rng = np.random.default_rng([seed, 11])
             if share == 1.0:
-                marginals = release_marginals(codes, labels, grid.n_codes, 2, eps, rng=rng)
-                _, tables = marginal_log_ratio_tables(marginals)
-                score = sum((t[:, 1] - t[:, 0])[test[:, j]] for j, t in enumerate(tables))
+                _, ev = marginal_evidence(release_marginals(train, labels, n_codes, 2, eps, rng=rng), test)
+                score = ev[:, 1] - ev[:, 0]
             else:
-                prior_logit, tables, weights = weighted_marginals_sketch(codes, labels, grid.n_codes, eps, rng)
+                prior_logit, tables, weights = weighted_marginals_sketch(train, labels, n_codes, eps, rng)
                 score = prior_logit + np.stack([t[test[:, j]] for j, t in enumerate(tables)], axis=1) @ weights
             out.append((model, eps, roc_auc_score(y_test, score)))
     return out
 
 
 def dataset_rows(name: str, data_dir: str) -> pd.DataFrame:
+    """Every seed's ceilings (each grid) and sketch rows; one split and one encoding per grid a seed."""
     X, y, schema = load_any_dataset(name, data_dir)
     rows = []
-    for seed, n_bins in itertools.product(TEST_SEEDS, GRIDS):
+    for seed in TEST_SEEDS:
         split = make_split(X, y, schema, seed, dataset=name)
-        grid = FeatureGrid.from_schema(schema, n_bins)
-        codes_train = np.asarray(encode_features(split.X_train, schema, grid), dtype=np.int64)
-        codes_test = np.asarray(encode_features(split.X_test, schema, grid), dtype=np.int64)
         y_train, y_test = encode_labels(split.y_train, schema), encode_labels(split.y_test, schema)
+
+        @functools.cache
+        def encoded(n_bins: int, split=split) -> Encoded:
+            grid = FeatureGrid.from_schema(schema, n_bins)
+            return (
+                np.asarray(encode_features(split.X_train, schema, grid), dtype=np.int64),
+                np.asarray(encode_features(split.X_test, schema, grid), dtype=np.int64),
+                grid.n_codes,
+            )
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # clipped cells: the schema's rule, as in every benchmark
-            scores = ceiling_scores(codes_train, y_train, codes_test, y_test, grid.n_codes)
-        for model, pseudo, auc in scores:
-            rows.append({"dataset": name, "seed": seed, "n_bins": n_bins, "pseudo": pseudo, "model": model, "auc": auc})
-        if n_bins == GRIDS[0]:
-            for model, eps, auc in sketch_scores(split, schema, seed):
+            for n_bins in GRIDS:
+                train, test, n_codes = encoded(n_bins)
+                for model, pseudo, auc in ceiling_scores(train, test, y_train, y_test, n_codes):
+                    rows.append(
+                        {"dataset": name, "seed": seed, "n_bins": n_bins, "pseudo": pseudo, "model": model, "auc": auc}
+                    )
+            for model, eps, auc in sketch_scores(encoded, y_train, y_test, schema.n_features, seed):
                 rows.append({"dataset": name, "seed": seed, "epsilon": eps, "model": model, "auc": auc})
     print(f"{name} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
