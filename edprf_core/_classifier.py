@@ -303,7 +303,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     marginals_share : float in [0, 1) or "auto", default "auto"
         Expected share of the rows (each row independently, public randomness) that go to the marginals
         part instead of the trees.  ``"auto"``: :func:`edprf_core._marginals.marginals_share_rule` of the
-        public size (two classes: 0 or 0.75; more classes: 0).  0: trees only.
+        public size (two classes: 0 or 0.9; more classes: 0).  0: trees only.
     marginals_bins : int >= 2 or "auto", default "auto"
         ``n_bins`` of the marginals part's public grid.  ``"auto"``: the marginals bins rule
         (:func:`edprf_core._marginals.marginals_n_bins`) of the part's share of the public size when
@@ -337,7 +337,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         ``(epsilon - count_epsilon) / d`` each (:mod:`edprf_core._marginals`).
         ``predict_proba`` pools the two parts, proportional to
         ``p_marginals ** s * p_trees ** (1 - s)``.  ``"auto"``: for two
-        classes 0 when ``n * epsilon / d < 2`` and 0.75 otherwise
+        classes 0 when ``n * epsilon / d < 2`` and 0.9 otherwise
         (``n``: ``n_rows_public`` or the DP row count), for more classes 0
         (trees only); chosen on inner validation splits of training rows of
         nine datasets (``benchmarks/results/rule_transfer_estimator.md``).

@@ -135,7 +135,7 @@ class CoordinatorConfig:
     marginals_share : "auto" or a number in [0, 1), default "auto"
         Share of its rows every party gives to the marginals part (one-way class histograms, summed across
         parties and mixed with the trees' probabilities); the trees get the others.  ``"auto"``: the public
-        rule ``edprf_core.marginals.marginals_share_rule`` of ``consortium_rows`` (two classes: 0 or 0.75;
+        rule ``edprf_core.marginals.marginals_share_rule`` of ``consortium_rows`` (two classes: 0 or 0.9;
         more classes: 0), and 0 (trees only) while ``consortium_rows`` is not declared: no size is inferred.
         0: trees only.  One share for the whole consortium, sent in the request; a release with another is
         rejected.

@@ -37,7 +37,7 @@ def _fit(n_rows=2000, n_classes=2, **options):
     [(9, 1.0, MIX_SHARE_LOW), (10, 1.0, MIX_SHARE_HIGH), (99, 0.1, MIX_SHARE_LOW), (10_000, 0.1, MIX_SHARE_HIGH)],
 )
 def test_the_two_class_share_rule_switches_at_its_threshold(n_rows, epsilon, want):
-    assert (MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD) == (0.0, 0.75, 2.0)  # below: the trees alone
+    assert (MIX_SHARE_LOW, MIX_SHARE_HIGH, MIX_SHARE_THRESHOLD) == (0.0, 0.9, 2.0)  # below: the trees alone
     # n * eps / d with d = 5 below: 9 -> 1.8, 10 -> 2.0
     assert marginals_share_rule(n_rows, 5, 2, epsilon) == want
 
@@ -67,10 +67,10 @@ def test_the_mix_is_the_weighted_geometric_pool():
 
 # ------------------------------------------------------------------ fitted models
 def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
-    clf, _, _ = _fit(n_rows_public=2000)  # 0.75 * 2000 * eps / d = 300: 20 bins
+    clf, _, _ = _fit(n_rows_public=2000)  # 0.9 * 2000 * eps / d = 360 >= 300: 20 bins
     forest = clf.forest_
     assert clf.marginals_share_ == MIX_SHARE_HIGH == clf.privacy_.marginals_share == forest.marginals_share
-    assert clf.marginals_bins_ == marginals_n_bins(round(0.75 * 2000), 5, 1.0) == forest.marginals_bins
+    assert clf.marginals_bins_ == marginals_n_bins(round(MIX_SHARE_HIGH * 2000), 5, 1.0) == forest.marginals_bins == 20
     grid = FeatureGrid.from_schema(forest.schema, clf.marginals_bins_)
     assert forest.marginals.n_codes == tuple(grid.n_codes)
     assert forest.marginals.epsilon == pytest.approx(1.0)  # a declared size: no row count
@@ -138,7 +138,7 @@ def test_the_automatic_shapes_read_each_part_of_the_dp_count():
     assert clf.privacy_.depth_rule == "dp-count" and clf.n_rows_estimate_ is not None
     size = max(1, clf.n_rows_estimate_)
     eps = 1.0 - clf.privacy_.count_epsilon
-    assert clf.marginals_bins_ == marginals_n_bins(max(1, round(0.75 * size)), 5, eps)
+    assert clf.marginals_bins_ == marginals_n_bins(max(1, round(MIX_SHARE_HIGH * size)), 5, eps)
     assert clf.forest_.marginals.epsilon == pytest.approx(eps)
 
 

@@ -28,6 +28,7 @@ from edprf_core import DPForest, EDPRFClassifier
 from edprf_core._builder import MAX_NODES
 from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, integer_weighted_gini
 from edprf_core.forest import MAX_FIT_ROWS, MAX_LEAF_COUNT
+from edprf_core.marginals import MIX_SHARE_HIGH
 from edprf_core.mechanisms import discrete_laplace_counts
 from protocol import INSPECTION_POLICY, InvalidRelease, decode_release, encode_release, release_pb2
 
@@ -146,7 +147,7 @@ def test_the_dp_row_count_chooses_a_shape_at_the_row_bound():
     assert shape.rule == "dp-count" and shape.count_epsilon == pytest.approx(0.05)
     assert abs(shape.estimate - MAX_FIT_ROWS) < 600  # scale 20: |noise| >= 600 has probability 2 e^-30
     assert shape.n_trees >= 1 and 1 <= shape.max_depth and shape.n_bins >= 2
-    assert shape.marginals_share == 0.75 and shape.marginals_bins >= 2  # two classes: the marginals part too
+    assert shape.marginals_share == MIX_SHARE_HIGH and shape.marginals_bins >= 2  # two classes: the marginals part too
 
 
 def test_node_fields_are_bounded_by_public_parameters():

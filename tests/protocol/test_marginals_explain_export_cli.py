@@ -51,7 +51,9 @@ def test_explain_prints_the_marginals_part(mixed, rows_file, monkeypatch, capsys
     out = capsys.readouterr().out.splitlines()
     expected = explain_row(forest, _explain.read_row(rows_file, forest.schema, 3)).lines(2)
     assert out[1:] == expected
-    assert any(line.startswith("mix: probabilities = softmax(0.75 * log p_marginals") for line in out)
+    assert any(
+        line.startswith(f"mix: probabilities = softmax({forest.marginals_share:g} * log p_marginals") for line in out
+    )
     assert any(line.startswith("marginals terms, by how much they move") for line in out)
 
 
@@ -66,7 +68,7 @@ def test_export_writes_both_inputs(mixed, tmp_path, monkeypatch, capsys):
     assert _export.run_export(args) == 0
     printed = capsys.readouterr().out
     assert "inputs 'codes' and 'marginals_codes' float64 (n_rows, 15)" in printed
-    assert "mixed with a marginals part of weight 0.75" in printed
+    assert f"mixed with a marginals part of weight {forest.marginals_share:g}" in printed
     spec = json.loads(_export.encoding_path(out).read_text(encoding="utf-8"))
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     got = session.run(["probabilities"], onnx_inputs(rows, spec))[0]
@@ -76,8 +78,9 @@ def test_export_writes_both_inputs(mixed, tmp_path, monkeypatch, capsys):
 def test_importance_lines_say_how_the_parts_mix(mixed):
     forest, _ = mixed
     lines = importance_lines(forest)
-    assert lines[0].startswith("feature importances (0.25 * the trees' (decrease in weighted Gini impurity")
-    assert "+ 0.75 * the marginals part's (the spread over classes" in lines[0]
+    share = forest.marginals_share
+    assert lines[0].startswith(f"feature importances ({1 - share:g} * the trees' (decrease in weighted Gini impurity")
+    assert f"+ {share:g} * the marginals part's (the spread over classes" in lines[0]
     imp = released_importances(forest)
     top = forest.schema.feature_names[int(np.argmax(imp))]
     assert lines[1] == f"  {top}: {imp.max():.4f}"
