@@ -91,6 +91,6 @@ def load_dataset(name: str, data_dir: str | Path) -> tuple[pd.DataFrame, pd.Seri
 
 def load_any_dataset(name: str, data_dir: str | Path) -> tuple[pd.DataFrame, pd.Series, Schema]:
     """:func:`load_dataset` for the shared datasets, :func:`_bench_standins.load_standin` for the stand-ins."""
-    from _bench_standins import STANDINS, load_standin
+    from _bench_standins import STANDINS, UNSEEN, load_standin
 
-    return load_standin(name) if name in STANDINS else load_dataset(name, data_dir)
+    return load_standin(name) if name in STANDINS or name in UNSEEN else load_dataset(name, data_dir)

@@ -125,9 +125,11 @@ def main(argv: list[str] | None = None) -> None:
     medians = {k: statistics.median(v) for k, v in times.items()}
     sk_rate = n / medians["scikit-learn"]
     head = "| predict_proba | median (s) | rows/s | rows/s ratio vs scikit-learn |"
+    passed = forest.marginals is not None and forest.marginals.residual_pass is not None
     mix = (
-        f", mixed with a marginals part of share {forest.marginals_share:g} on {forest.marginals_bins} bins: the "
-        "graph takes its codes as a second input"
+        f", mixed with a marginals part of share {forest.marginals_share:g} on {forest.marginals_bins} bins"
+        + (" (with its residual pass: the graph gathers the fitted terms)" if passed else "")
+        + ": the graph takes its codes as a second input"
         if forest.marginals is not None
         else ""
     )

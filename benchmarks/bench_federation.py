@@ -143,7 +143,7 @@ def merge(n_releases: int, repeats: int) -> str:
     for i in range(n_releases):
         rows = slice((i * 37) % 5000, (i * 37) % 5000 + 400)
         forest = (
-            EDPRFClassifier(schema, n_trees=1, max_depth=5, n_bins=16, random_state=i)
+            EDPRFClassifier(schema, n_trees=1, max_depth=5, n_bins=16, random_state=i, residual_pass=False)
             .fit(X.iloc[rows], y.iloc[rows])
             .forest_
         )

@@ -102,7 +102,9 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
         parts.append(bad_rows)
     forests = []
     for i, rows in enumerate(parts):
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth_cap=8, n_bins=20, random_state=seed * 100 + i)
+        clf = EDPRFClassifier(
+            schema, epsilon=1.0, n_trees=1, max_depth_cap=8, n_bins=20, random_state=seed * 100 + i, residual_pass=False
+        )
         forests.append(clf.fit(split.X_train.iloc[rows], y_train[rows]).forest_)
     merged = merge_forests(forests, labels=[f"p{i}" for i in range(len(parts))])
     codes = merged.encode(split.X_train.iloc[val])

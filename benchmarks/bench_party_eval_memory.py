@@ -108,7 +108,16 @@ def _child(model_path: Path, warm_path: Path) -> None:
 # ------------------------------------------------------------------ models
 def _honest_release(schema, X, y, trees: int, leaf: str, party: str, seed: int) -> bytes:
     forest = (
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=trees, max_depth=8, n_bins=20, leaf=leaf, random_state=seed)
+        EDPRFClassifier(
+            schema,
+            epsilon=1.0,
+            n_trees=trees,
+            max_depth=8,
+            n_bins=20,
+            leaf=leaf,
+            random_state=seed,
+            residual_pass=False,
+        )
         .fit(X, y)
         .forest_
     )

@@ -57,7 +57,9 @@ def _honest(schema, parties: int, trees: int) -> tuple[bytes, bytes]:
     releases = []
     for i in range(parties):
         forest = (
-            EDPRFClassifier(schema, epsilon=1.0, n_trees=trees, max_depth=6, n_bins=8, random_state=i)
+            EDPRFClassifier(
+                schema, epsilon=1.0, n_trees=trees, max_depth=6, n_bins=8, random_state=i, residual_pass=False
+            )
             .fit(X.iloc[2000:4000], y.iloc[2000:4000])
             .forest_
         )

@@ -73,9 +73,9 @@ def build_model(X: pd.DataFrame, y: pd.Series, schema, parties: int, trees: int,
     rows = np.array_split(np.random.default_rng(0).permutation(len(X)), parties)
     per_party = trees // parties
     for i, (party, key) in enumerate(keys.items()):
-        clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=per_party, max_depth=depth, n_bins=20, random_state=i).fit(
-            X.iloc[rows[i]], y.iloc[rows[i]]
-        )
+        clf = EDPRFClassifier(
+            schema, epsilon=1.0, n_trees=per_party, max_depth=depth, n_bins=20, random_state=i, residual_pass=False
+        ).fit(X.iloc[rows[i]], y.iloc[rows[i]])
         releases.append(decode_release(encode_release(clf.forest_, party, key), schema, policy, registry))
     (out / "global-model.edprf").write_bytes(build_global_model(schema, releases, {"run_id": "bench"}))
 

@@ -81,6 +81,7 @@ def measure(dataset: str, split_mode: str, n_trees: int, depth: int, n_bins: int
             split_mode=split_mode,
             n_bins=n_bins,
             random_state=seed,
+            residual_pass=False,  # a party's release: histograms only
         )
         .fit(X, y)
         .forest_

@@ -278,8 +278,9 @@ def main(argv: list[str] | None = None) -> None:
             lines.append(
                 f'- The data have two classes, so the {mode} defaults hold a marginals part (`marginals_share="auto"`):'
                 f" a random {model.marginals_share_:.0%} of the rows release one-way histograms on "
-                f"{model.marginals_bins_} bins and the trees see the others; fit and predict "
-                "times include it."
+                f"{model.marginals_bins_} bins"
+                + (", followed by a residual pass on those rows," if getattr(model, "residual_pass_", False) else "")
+                + " and the trees see the others; fit and predict times include it."
             )
     lines += data_lines
     if profile_text:

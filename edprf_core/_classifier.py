@@ -35,6 +35,7 @@ from ._input_checks import check_fit_input, check_predict_input, refuse_continuo
 from ._marginals import marginals_n_bins, marginals_rows, marginals_share_rule, release_marginals
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
+from ._residual_pass import RESIDUAL_HISTOGRAM_SHARE, release_residual_pass, residual_pass_rule
 from ._schema import Schema, load_schema
 from ._tree import SPLIT_MODES
 
@@ -187,6 +188,8 @@ class FitShape:
         Expected share of the rows for the marginals part (0: none).
     marginals_bins : int
         The marginals part's grid (0 without one).
+    residual_pass : bool
+        Whether the marginals part runs a residual pass (:mod:`edprf_core._residual_pass`).
     """
 
     n_trees: int
@@ -197,6 +200,7 @@ class FitShape:
     n_bins: int
     marginals_share: float
     marginals_bins: int
+    residual_pass: bool = False
 
 
 def fit_size(
@@ -342,6 +346,20 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         (trees only); chosen on inner validation splits of training rows of
         nine datasets (``benchmarks/results/rule_transfer_estimator.md``).
         0: trees only (the model before the marginals part).
+    residual_pass : bool or "auto", default "auto"
+        Whether the marginals part (two classes) follows its histograms with
+        one backfitting pass on its rows' residuals
+        (:mod:`edprf_core._residual_pass`): the histograms then spend half
+        of the part's ``epsilon - count_epsilon`` and the pass, one noisy
+        integer residual sum per bin of every feature, the other half, so
+        the fit still costs ε.  It corrects the double counting of
+        correlated features and ranks better where rows are plentiful.
+        ``"auto"``: with ``marginals_share="auto"``, the public rule
+        :func:`edprf_core._residual_pass.residual_pass_rule` (ε >= 1 and
+        ``n * epsilon / d >= 220``, chosen on inner validation splits of
+        nine datasets, ``benchmarks/results/residual_pass.md``); with a
+        given share, no pass.  A party's release never carries one (the
+        summed histograms of a federation have no pass).
 
     Attributes
     ----------
@@ -378,6 +396,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         Bins of the marginals part's public grid (0 without one): 5 when
         ``share * n * epsilon / d < 300``, else 20 (``n_bins="auto"``), or
         ``n_bins``.
+    residual_pass_ : bool
+        Whether the marginals part ran a residual pass.
 
     Notes
     -----
@@ -414,6 +434,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         "accountant": [BudgetAccountant, None],
         "marginals_share": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "marginals_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+        "residual_pass": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(
@@ -435,6 +456,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         accountant: BudgetAccountant | None = None,
         marginals_share: float | str = "auto",
         marginals_bins: int | str = "auto",
+        residual_pass: bool | str = "auto",
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -452,6 +474,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.accountant = accountant
         self.marginals_share = marginals_share
         self.marginals_bins = marginals_bins
+        self.residual_pass = residual_pass
 
     # ------------------------------------------------------------------ fit
     def _paper_options(self) -> PaperOptions:
@@ -513,7 +536,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         if not (auto_trees or auto_depth or auto_bins or auto_share):
             bins = int(self.n_bins)
             marginals_bins = (bins if given_marginals_bins is None else given_marginals_bins) * (share > 0)
-            return FitShape(int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, marginals_bins)
+            residual = self._residual_pass_on(schema, share, None, float(self.epsilon))
+            return FitShape(
+                int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, marginals_bins, residual
+            )
         counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
         size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
         forest_eps = float(self.epsilon) - count_eps
@@ -540,7 +566,25 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             marginals_bins = (
                 marginals_n_bins(marginals_size, schema.n_features, forest_eps) if auto_bins else int(self.n_bins)
             )
-        return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins)
+        residual = self._residual_pass_on(schema, share, size if auto_share else None, float(self.epsilon))
+        return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins, residual)
+
+    def _residual_pass_on(self, schema: Schema, share: float, auto_size: int | None, epsilon: float) -> bool:
+        """Whether the marginals part runs a residual pass: as requested, or (``"auto"``) by the public rule of
+        the public size ``auto_size`` when the share itself was automatic (None: it was given).  Privacy cost:
+        none (a rule on public figures)."""
+        if self.residual_pass == "auto":
+            return (
+                auto_size is not None
+                and share > 0
+                and residual_pass_rule(auto_size, schema.n_features, schema.n_classes, epsilon)
+            )
+        if self.residual_pass and (share <= 0 or schema.n_classes != 2):
+            raise ValueError(
+                "residual_pass=True needs a marginals part on a two-class task (marginals_share > 0, two classes), "
+                f"got marginals_share = {share:g} with {schema.n_classes} classes"
+            )
+        return bool(self.residual_pass)
 
     def _resolved_sampler(self) -> str:
         """``"exact"`` without a seed, ``"numpy"`` with one (or when a research option needs it)."""
@@ -640,15 +684,28 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             to_marginals = marginals_rows(codes.shape[0], params.marginals_share, master)
             marginals_grid = FeatureGrid.from_schema(schema, params.marginals_bins)
             same_grid = params.marginals_bins == params.n_bins  # the trees' codes serve: no second encoding
+            part_codes = (codes if same_grid else encode_features(X, schema, marginals_grid))[to_marginals]
+            # with a residual pass the histograms spend a share of the part's budget and the pass the rest, on the
+            # same rows (sequential composition): the part still spends epsilon - count_epsilon
+            histogram_eps = params.forest_epsilon * (RESIDUAL_HISTOGRAM_SHARE if shape.residual_pass else 1.0)
+            marginals_rng = None if params.sampler == "exact" else master
             marginals = release_marginals(
-                (codes if same_grid else encode_features(X, schema, marginals_grid))[to_marginals],
+                part_codes,
                 labels[to_marginals],
                 marginals_grid.n_codes,
                 schema.n_classes,
-                params.forest_epsilon,
+                histogram_eps,
                 relation=params.relation,
-                rng=None if params.sampler == "exact" else master,
+                rng=marginals_rng,
             )
+            if shape.residual_pass:
+                marginals = release_residual_pass(
+                    part_codes,
+                    labels[to_marginals],
+                    marginals,
+                    params.forest_epsilon - histogram_eps,
+                    rng=marginals_rng,
+                )
             codes, labels = codes[~to_marginals], labels[~to_marginals]
         composition = tree_composition(params.composition)
         assignment = composition.assign_rows(codes.shape[0], params.n_trees, master)
@@ -685,6 +742,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.n_rows_estimate_ = shape.estimate
         self.marginals_share_ = params.marginals_share
         self.marginals_bins_ = params.marginals_bins
+        self.residual_pass_ = marginals is not None and marginals.residual_pass is not None
         return self
 
     # -------------------------------------------------------------- predict

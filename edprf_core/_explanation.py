@@ -22,7 +22,10 @@ a constant per row (``q_j``: feature ``j``'s own class distribution over its
 bins).  The marginals part adds one term per feature,
 ``s * temper * log(p_j(c | bin_j) / q_j(c))`` (the row's bin on the
 marginals' grid), and ``s * log prior_m`` to the bias; the floor, when it
-binds, adds one more term.  The trees' part is weighted by ``1 - s``:
+binds, adds one more term.  A marginals part with a residual pass
+(:mod:`edprf_core._residual_pass`) replaces each log-ratio by the feature's
+fitted additive term ``F_j(bin_j) / temper``, split evenly between the two
+classes (:func:`edprf_core._marginals.marginal_log_ratio_tables`).  The trees' part is weighted by ``1 - s``:
 
 - log-linear pooling: every tree contribution, clipping term and the log
   prior are scaled by ``1 - s``, so ``softmax(bias + contributions + clipping
@@ -110,6 +113,8 @@ class Explanation:
     floor : ndarray of shape (n_classes,) or None
         With a marginals part: the effect of flooring either part's probabilities at :data:`~edprf_core._marginals.MIX_FLOOR`
         (zero unless a class's probability fell below it); None without one.
+    residual_pass : bool
+        Whether the marginals part ran a residual pass (its terms are then the fitted additive terms).
     """
 
     classes: tuple[str, ...]
@@ -122,6 +127,7 @@ class Explanation:
     marginals: tuple[MarginalContribution, ...] = ()
     marginals_share: float = 0.0
     floor: NDArray[np.float64] | None = None
+    residual_pass: bool = False
 
     def tree_total(self) -> NDArray[np.float64]:
         """The trees' contributions plus the clipping terms (link ``"mix"``: the trees' probabilities ``p_t``)."""
@@ -248,10 +254,16 @@ class Explanation:
             out.append(f"probability floor ({MIX_FLOOR:g}) of the mix: " + _vector(self.classes, self.floor))
         order = sorted(self.marginals, key=lambda m: -abs(self._push(m.contribution, top, True)))
         shown = order[:MAX_SHOWN_FEATURES]
+        term = (
+            f"{s:g} * the feature's additive term for the bin (its tempered log-ratio, corrected by one backfitting "
+            "pass on the residuals), split evenly between the two classes"
+            if self.residual_pass
+            else f"{s:g} * temper * log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class "
+            "distribution over its bins"
+        )
         out.append(
             f"marginals terms, by how much they move {self.classes[top]} against the other classes ({len(shown)} of "
-            f"{len(order)} features shown; a term is {s:g} * temper * log(p(class | bin) / p(class | feature)), "
-            "p(class | feature) the feature's class distribution over its bins):"
+            f"{len(order)} features shown; a term is {term}):"
         )
         out += [f"  {m.feature}, bin {m.bin}: {_vector(self.classes, m.contribution)}" for m in shown]
         if len(order) > len(shown):
@@ -392,6 +404,7 @@ def _mixed(
         marginals=terms_m,
         marginals_share=s,
         floor=floor,
+        residual_pass=marginals.residual_pass is not None,
     )
 
 

@@ -236,12 +236,25 @@ class TrainingParameters:
             )
         return reasons
 
-    def configured(self) -> str:
-        """What this configuration gives when every input is DP (one sentence)."""
+    def configured(self, residual_epsilon: float = 0.0) -> str:
+        """What this configuration gives when every input is DP (one sentence).
+
+        ``residual_epsilon`` > 0: the marginals part's histograms spent ``forest_epsilon - residual_epsilon`` and a
+        residual pass on the same rows the rest (:mod:`edprf_core._residual_pass`).
+        """
         source = size_source(self.depth_rule, self.count_epsilon)
         depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
         marginals = ""
-        if self.marginals_share > 0:
+        if self.marginals_share > 0 and residual_epsilon > 0:
+            marginals = (
+                f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
+                f"composition), release one-way marginals instead: one class-count histogram per feature on a "
+                f"{self.marginals_bins}-bin public grid, each with discrete Laplace noise at epsilon = "
+                f"{self.forest_epsilon - residual_epsilon:g} / d, then one backfitting pass on the same rows' "
+                f"residuals, one noisy integer sum per bin of each feature at epsilon = {residual_epsilon:g} / d "
+                "(sequential composition on those rows)"
+            )
+        elif self.marginals_share > 0:
             marginals = (
                 f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
                 f"composition), release one-way marginals instead: one class-count histogram per feature on a "
@@ -391,6 +404,13 @@ class DPForest:
         relations = {p.relation for _, p, _ in self.parts}
         if relations != {m.relation}:
             raise ValueError(f"marginals: expected the relation {sorted(relations)}, got {m.relation!r}")
+        if m.residual_pass is not None:
+            budget = self.parts[0][1].forest_epsilon
+            if len(self.parts) != 1 or not math.isclose(m.part_epsilon, budget, rel_tol=1e-9):
+                raise ValueError(
+                    f"marginals: a residual pass belongs to one fit whose histograms and pass spend its "
+                    f"epsilon - count_epsilon = {budget:g}; got {len(self.parts)} parts spending {m.part_epsilon:g}"
+                )
 
     @property
     def marginals_bins(self) -> int:
@@ -471,7 +491,9 @@ class DPForest:
         """The privacy statement of this forest, with the federation caveat when merged."""
         reasons = self.not_dp_reasons()
         if len(self.parts) == 1:
-            return release_guarantee(reasons, self.parts[0][1].configured())
+            extra = None if self.marginals is None else self.marginals.residual_pass
+            residual_epsilon = 0.0 if extra is None else extra.epsilon
+            return release_guarantee(reasons, self.parts[0][1].configured(residual_epsilon))
         prefix = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
         header = (
             f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
@@ -900,6 +922,12 @@ def _merged_marginals(forests: Sequence[DPForest]) -> NoisyMarginals | None:
     with_marginals = [(i, f) for i, f in enumerate(forests) if f.marginals is not None]
     if not with_marginals:
         return None
+    passes = [i for i, f in with_marginals if f.marginals.residual_pass is not None]
+    if passes:
+        raise SchemaError(
+            f"marginals parts cannot be summed: forest {passes[0]} ran a residual pass, which is fitted to one data "
+            "holder's rows (a federation sums histograms only: fit every party with residual_pass=False)"
+        )
     grids = {f.marginals_bins for _, f in with_marginals}
     if len(grids) != 1:
         shown = ", ".join(f"forest {i}: {f.marginals_bins} bins" for i, f in with_marginals)

@@ -62,6 +62,7 @@ __all__ = [
     "MIX_SHARE_LOW",
     "MIX_SHARE_THRESHOLD",
     "NoisyMarginals",
+    "ResidualPass",
     "marginal_evidence",
     "marginal_log_ratio_tables",
     "marginal_log_scores",
@@ -71,6 +72,7 @@ __all__ = [
     "marginals_share_rule",
     "marginals_temper",
     "mix_probabilities",
+    "naive_bayes_tables",
     "release_marginals",
 ]
 
@@ -136,6 +138,64 @@ def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") 
 
 
 @dataclass(frozen=True, eq=False)
+class ResidualPass:
+    """The released backfitting pass of a two-class marginals part (:mod:`edprf_core._residual_pass`).
+
+    Parameters
+    ----------
+    sums : sequence of int64 arrays
+        ``sums[j]``, shape ``(n_codes[j],)``: feature ``j``'s noisy integer residual sums, one per bin, in units
+        of ``1 / quantum`` residual (values within ``quantum`` times :data:`RELEASE_RANGE`).  Stored as read-only
+        copies in a tuple.
+    epsilon : float in (0, inf)
+        The pass's whole budget (each feature's release spent ``epsilon / d``).
+    quantum : int >= 1
+        A row's residual ``y - p`` is released as the integer ``round(quantum * (y - p))``.
+
+    Notes
+    -----
+    Validated on construction (dtype, rank, range, budget); :class:`NoisyMarginals` checks the shapes against
+    its histograms.  Holding one costs nothing: it is the output of
+    :func:`edprf_core._residual_pass.release_residual_pass`.
+    """
+
+    sums: tuple[NDArray[np.int64], ...]
+    epsilon: float
+    quantum: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        quantum = _as_int(self.quantum, "quantum", 1)
+        object.__setattr__(self, "quantum", quantum)
+        if isinstance(self.sums, np.ndarray) or not isinstance(self.sums, Sequence) or not self.sums:
+            raise ValueError(f"sums: expected a non-empty sequence of per-feature arrays, got {self.sums!r}")
+        low, high = (quantum * bound for bound in RELEASE_RANGE)
+        frozen = []
+        for j, s in enumerate(self.sums):
+            if not isinstance(s, np.ndarray) or s.dtype != np.int64:
+                kind = s.dtype if isinstance(s, np.ndarray) else type(s).__name__
+                raise ValueError(f"sums[{j}]: expected an int64 array, got {kind}")
+            if s.ndim != 1 or s.shape[0] < 1:
+                raise ValueError(f"sums[{j}]: expected shape (n_codes >= 1,), got {s.shape}")
+            if s.min() < low or s.max() > high:
+                raise ValueError(f"sums[{j}]: expected values within {low}..{high}, got {s.min()}..{s.max()}")
+            s = s.copy()
+            s.flags.writeable = False
+            frozen.append(s)
+        object.__setattr__(self, "sums", tuple(frozen))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the budget, the quantum and every sum agree (arrays compared whole)."""
+        if not isinstance(other, ResidualPass):
+            return NotImplemented
+        return (self.epsilon, self.quantum, len(self.sums)) == (other.epsilon, other.quantum, len(other.sums)) and all(
+            np.array_equal(a, b) for a, b in zip(self.sums, other.sums, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # holds arrays, like them unhashable
+
+
+@dataclass(frozen=True, eq=False)
 class NoisyMarginals:
     """The released DP one-way marginals: one noisy (code x class) count histogram per feature.
 
@@ -150,6 +210,10 @@ class NoisyMarginals:
         The neighbouring relation the noise was calibrated for.
     n_classes : int >= 1
         Size of the public label set.
+    residual_pass : ResidualPass or None, default None
+        A backfitting pass released on the same rows after the histograms (two classes only;
+        :mod:`edprf_core._residual_pass`); it changes the scores (:func:`marginal_log_ratio_tables`), and its
+        budget adds to ``epsilon`` (:attr:`part_epsilon`).  A party's release never carries one.
 
     Notes
     -----
@@ -161,6 +225,7 @@ class NoisyMarginals:
     epsilon: float
     relation: str
     n_classes: int
+    residual_pass: ResidualPass | None = None
 
     def __post_init__(self) -> None:
         n_classes = _as_int(self.n_classes, "n_classes", 1)
@@ -183,17 +248,32 @@ class NoisyMarginals:
             h.flags.writeable = False
             frozen.append(h)
         object.__setattr__(self, "counts", tuple(frozen))
+        self._check_residual_pass()
+
+    def _check_residual_pass(self) -> None:
+        """The pass, when there is one: a :class:`ResidualPass` of two classes with one sum per bin of every histogram."""
+        extra = self.residual_pass
+        if extra is None:
+            return
+        if not isinstance(extra, ResidualPass):
+            raise TypeError(f"residual_pass: expected a ResidualPass or None, got {type(extra).__name__}")
+        if self.n_classes != 2:
+            raise ValueError(f"residual_pass: expected two classes, got {self.n_classes}")
+        shapes = tuple(s.shape[0] for s in extra.sums)
+        if shapes != self.n_codes:
+            raise ValueError(f"residual_pass: expected sums of {self.n_codes} bins, got {shapes}")
 
     def __eq__(self, other: object) -> bool:
-        """Equal when the budget, relation, label set and every histogram agree (arrays compared whole)."""
+        """Equal when the budget, relation, label set, every histogram and the pass agree (arrays compared whole)."""
         if not isinstance(other, NoisyMarginals):
             return NotImplemented
-        return (self.epsilon, self.relation, self.n_classes, self.n_codes) == (
-            other.epsilon,
-            other.relation,
-            other.n_classes,
-            other.n_codes,
-        ) and all(np.array_equal(a, b) for a, b in zip(self.counts, other.counts, strict=True))
+        return (
+            (self.epsilon, self.relation, self.n_classes, self.n_codes)
+            == (other.epsilon, other.relation, other.n_classes, other.n_codes)
+            and all(np.array_equal(a, b) for a, b in zip(self.counts, other.counts, strict=True))
+            and (self.residual_pass is None) == (other.residual_pass is None)
+            and (self.residual_pass is None or self.residual_pass == other.residual_pass)
+        )
 
     __hash__ = None  # type: ignore[assignment]  # holds arrays, like them unhashable
 
@@ -216,6 +296,11 @@ class NoisyMarginals:
     def noise_scale(self) -> float:
         """The discrete Laplace scale of every cell, ``sensitivity * d / epsilon``."""
         return self.sensitivity * self.n_features / self.epsilon
+
+    @property
+    def part_epsilon(self) -> float:
+        """What the part spent on its rows: the histograms' ``epsilon`` plus the pass's (sequential composition)."""
+        return self.epsilon + (0.0 if self.residual_pass is None else self.residual_pass.epsilon)
 
 
 def release_marginals(
@@ -350,7 +435,29 @@ def marginal_log_ratio_tables(
     is ``sum_j tables[j][code_j]``.  The ONNX export (a gather per feature), the explanations and the
     importances read these tables, so every consumer scores with this one implementation.
 
-    Privacy cost: none (post-processing of an ``epsilon``-DP release; no row is read).
+    With a residual pass (``marginals.residual_pass``, two classes) the tables are the additive model that the
+    pass fitted, started from these (:func:`edprf_core._residual_pass.additive_terms`): feature ``j``'s term
+    ``F_j`` is split evenly between the two classes' columns, ``tables[j][:, 1] = -tables[j][:, 0] = F_j / (2
+    temper)``, so that ``log prior + temper * sum_j tables[j][code_j]`` is still the model's class log-scores.
+
+    Privacy cost: none (post-processing of an ``epsilon``-DP release and of its pass; no row is read).
+    """
+    if marginals.residual_pass is None:
+        return naive_bayes_tables(marginals, shrinkage=shrinkage)
+    from ._residual_pass import additive_terms  # the pass's replay reads these tables: imported here, not above
+
+    log_prior, terms = additive_terms(marginals, shrinkage=shrinkage)
+    half = 0.5 / marginals_temper(marginals.n_features)
+    return log_prior, tuple(np.stack([-half * term, half * term], axis=1) for term in terms)
+
+
+def naive_bayes_tables(
+    marginals: NoisyMarginals, *, shrinkage: float = MARGINALS_SHRINKAGE
+) -> tuple[NDArray[np.float64], tuple[NDArray[np.float64], ...]]:
+    """:func:`marginal_log_ratio_tables` of the histograms alone (a residual pass, if any, left out): the
+    one-shot estimator of :func:`marginal_evidence`, and the start of a residual pass.
+
+    Privacy cost: none (post-processing of the histograms).
     """
     a = _positive(shrinkage, "shrinkage")
     noisy, n_classes = marginals.counts, marginals.n_classes

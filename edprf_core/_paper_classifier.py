@@ -53,6 +53,9 @@ split_mode, n_bins, relation, random_state, accountant
         paper's forest has no marginals part.
     marginals_bins : int >= 2 or "auto", default "auto"
         As in :class:`~edprf_core.EDPRFClassifier`.
+    residual_pass : bool or "auto", default False
+        As in :class:`~edprf_core.EDPRFClassifier`, but off by default: the
+        paper's forest has no marginals part.
     stop_when_pure : bool, default False
         The paper's literal "stop when pure" rule.  Leaks the data through
         tree shapes: NOT differentially private; warns with
@@ -108,6 +111,7 @@ split_mode, n_bins, relation, random_state, accountant
         stop_when_pure: bool = False,
         marginals_share: float | str = 0.0,
         marginals_bins: int | str = "auto",
+        residual_pass: bool | str = False,
     ) -> None:
         super().__init__(
             schema,
@@ -126,6 +130,7 @@ split_mode, n_bins, relation, random_state, accountant
             accountant=accountant,
             marginals_share=marginals_share,
             marginals_bins=marginals_bins,
+            residual_pass=residual_pass,
         )
         self.schedule = schedule
         self.composition = composition

@@ -288,21 +288,37 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
     grid = FeatureGrid.from_schema(schema, forest.marginals_bins)
     log_prior, tables = marginal_log_ratio_tables(marginals)
     temper = marginals_temper(marginals.n_features)
+    extra = marginals.residual_pass
+    released = (
+        f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
+        f"{marginals.epsilon:g} / {marginals.n_features} each"
+    )
+    if extra is not None:
+        released += (
+            f", then one backfitting pass on the same rows' residuals, one noisy integer sum per bin of each "
+            f"feature, epsilon {extra.epsilon:g} / {marginals.n_features} each"
+        )
+    scoring = (
+        f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
+        "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
+        f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
+        "small against the noise falls back to the prior)"
+    )
+    if extra is not None:
+        scoring = (
+            f"  log-odds of {classes[1]} = log prior odds + the sum over features of the row's bin's term: the bin's "
+            f"log-ratio tempered by {temper:.4g}, then moved by a damped Newton step on its noisy residual sum "
+            "(shown in units of one row's residual y - p), one feature after the other"
+        )
     lines = [
         (
             f"marginals part (weight s = {s:g} in the mix: probabilities = softmax({s:g} * log p_marginals + "
             f"{1 - s:g} * log p_trees); released on a random {s:.0%} of the rows, disjoint from the trees' rows: "
-            f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
-            f"{marginals.epsilon:g} / {marginals.n_features} each; no epsilon spent here):"
+            f"{released}; no epsilon spent here):"
         ),
         "  class prior (from the noisy class totals): "
         + ", ".join(f"{c}={p:.4f}" for c, p in zip(classes, np.exp(log_prior))),
-        (
-            f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
-            "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
-            f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
-            "small against the noise falls back to the prior)"
-        ),
+        scoring,
     ]
     shown = min(marginals.n_features, max_features)
     for j in range(shown):
@@ -312,8 +328,15 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
         for b in range(min(grid.n_codes[j], max_bins)):
             condition = code_condition(feature, grid.edges[j], grid.n_codes[j], b) or "any value"
             noisy = ", ".join(f"{c}={int(n)}" for c, n in zip(classes, counts[b]))
-            ratio = ", ".join(f"{c}={r:+.4f}" for c, r in zip(classes, table[b]))
-            lines.append(f"    {condition}: noisy counts [{noisy}]; log-ratio [{ratio}]")
+            if extra is None:
+                ratio = ", ".join(f"{c}={r:+.4f}" for c, r in zip(classes, table[b]))
+                lines.append(f"    {condition}: noisy counts [{noisy}]; log-ratio [{ratio}]")
+            else:
+                residual = extra.sums[j][b] / extra.quantum
+                term = temper * (table[b][1] - table[b][0])
+                lines.append(
+                    f"    {condition}: noisy counts [{noisy}]; noisy residual sum {residual:+.2f}; term {term:+.4f}"
+                )
         if grid.n_codes[j] > max_bins:
             lines.append(f"    ... {grid.n_codes[j] - max_bins} more bins of this feature not shown (--show-leaves)")
     if marginals.n_features > shown:

@@ -1,4 +1,5 @@
-"""The marginals part: DP one-way class-count histograms, their wire range, and their sum across parties."""
+"""The marginals part: DP one-way class-count histograms, their wire range, their sum across parties, and the
+residual pass a single data holder's fit may run on them."""
 
 from ._marginals import (
     MARGINALS_BINS_HIGH,
@@ -7,6 +8,7 @@ from ._marginals import (
     MIX_SHARE_LOW,
     RELEASE_RANGE,
     NoisyMarginals,
+    ResidualPass,
     marginal_proba,
     marginals_n_bins,
     marginals_share_rule,
@@ -19,6 +21,7 @@ from ._marginals_merge import (
     column_floor,
     effective_epsilon,
 )
+from ._residual_pass import release_residual_pass, residual_pass_rule
 
 __all__ = [
     "MARGINALS_BINS_HIGH",
@@ -28,6 +31,7 @@ __all__ = [
     "NOISE_MARGIN_SCALES",
     "RELEASE_RANGE",
     "NoisyMarginals",
+    "ResidualPass",
     "bounded_marginals_sum",
     "cell_floor",
     "column_floor",
@@ -36,4 +40,6 @@ __all__ = [
     "marginals_n_bins",
     "marginals_share_rule",
     "release_marginals",
+    "release_residual_pass",
+    "residual_pass_rule",
 ]

@@ -122,6 +122,11 @@ def _marginals(forest: DPForest, params: TrainingParameters) -> pb.Marginals | N
         return None
     if marginals is None:
         raise ValueError(f"forest: parameters say marginals_share = {params.marginals_share:g}, got no marginals part")
+    if marginals.residual_pass is not None:
+        raise ValueError(
+            "forest: a release carries histograms only, but this marginals part ran a residual pass (one data "
+            "holder's fit: a federation sums histograms); fit with residual_pass=False"
+        )
     expected = FeatureGrid.from_schema(forest.schema, params.marginals_bins).n_codes
     if tuple(marginals.n_codes) != tuple(expected) or marginals.n_classes != forest.schema.n_classes:
         raise ValueError(

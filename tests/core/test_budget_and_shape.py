@@ -128,6 +128,7 @@ def test_fitted_model_holds_no_data_derived_value():
         "n_rows_estimate_",
         "marginals_share_",
         "marginals_bins_",
+        "residual_pass_",
     }
     assert (a.n_trees_, a.max_depth_, a.n_rows_estimate_) == (3, 4, None)  # fixed shape: no count drawn
     # the serialized models have the same size: no exact counts or row numbers inside (leaf counts are noisy)

@@ -18,6 +18,7 @@ from edprf_core._marginals import (
     marginals_share_rule,
     mix_probabilities,
 )
+from edprf_core._residual_pass import RESIDUAL_HISTOGRAM_SHARE
 from edprf_core.encoding import FeatureGrid, encode_features
 from edprf_core.research import PaperEDPRFClassifier
 
@@ -73,7 +74,9 @@ def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
     assert clf.marginals_bins_ == marginals_n_bins(round(MIX_SHARE_HIGH * 2000), 5, 1.0) == forest.marginals_bins == 20
     grid = FeatureGrid.from_schema(forest.schema, clf.marginals_bins_)
     assert forest.marginals.n_codes == tuple(grid.n_codes)
-    assert forest.marginals.epsilon == pytest.approx(1.0)  # a declared size: no row count
+    # a declared size: no row count; 2000 * 1 / 5 = 400 >= 220 at epsilon 1: the histograms and a residual pass
+    assert clf.residual_pass_ and forest.marginals.part_epsilon == pytest.approx(1.0)
+    assert forest.marginals.epsilon == pytest.approx(RESIDUAL_HISTOGRAM_SHARE)
     # the trees' automatic shape reads the trees' share of the public size
     assert clf.n_rows_estimate_ is None
 
@@ -128,7 +131,7 @@ def test_a_fixed_shape_with_the_automatic_share_draws_one_row_count():
     clf, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8)
     assert clf.privacy_.depth_rule == "dp-count" and clf.n_rows_estimate_ is not None
     assert clf.marginals_bins_ == 8  # an integer n_bins is both grids
-    assert clf.forest_.marginals.epsilon == pytest.approx(1.0 - clf.privacy_.count_epsilon)
+    assert clf.forest_.marginals.part_epsilon == pytest.approx(1.0 - clf.privacy_.count_epsilon)
     declared, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8, n_rows_public=2000)
     assert declared.privacy_.depth_rule == "declared-size" and declared.n_rows_estimate_ is None
 
@@ -139,7 +142,7 @@ def test_the_automatic_shapes_read_each_part_of_the_dp_count():
     size = max(1, clf.n_rows_estimate_)
     eps = 1.0 - clf.privacy_.count_epsilon
     assert clf.marginals_bins_ == marginals_n_bins(max(1, round(MIX_SHARE_HIGH * size)), 5, eps)
-    assert clf.forest_.marginals.epsilon == pytest.approx(eps)
+    assert clf.forest_.marginals.part_epsilon == pytest.approx(eps)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, "half", True])

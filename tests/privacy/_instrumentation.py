@@ -628,6 +628,76 @@ def account_marginals(
 MARGINALS_SITE = "edprf_core._marginals"
 """The module whose count calls are the marginals part's histograms (``release_marginals``)."""
 
+RESIDUAL_SITE = "edprf_core._residual_pass"
+"""The module whose count calls are a residual pass's sums (``release_residual_pass``)."""
+
+
+def account_residual_pass(
+    calls: list[MechanismCall],
+    marginals: NoisyMarginals,
+    codes: np.ndarray,
+    y: np.ndarray,
+    truth: TrueSensitivity = ADD_REMOVE,
+) -> float:
+    """ε of a residual pass for one record, rebuilt from the real noise of ``calls``.
+
+    The calls must be exactly one count call per feature, in feature order, each on the vector of
+    per-bin sums of ``round(Q (y - p))`` over the rows ``codes``, ``y`` (the part's rows), where ``p``
+    is the model replayed HERE from the released values only: the histograms' tempered naive-Bayes
+    tables (``edprf_core._marginals.naive_bayes_tables``, which read the histograms and nothing else;
+    not the pass module's own binding, so a pass that started from anything else is caught) moved by
+    each earlier feature's step, recomputed here from its released sums.  A record adds one integer in ``[-Q, Q]`` to one bin,
+    so the TRUE sensitivity is ``Q`` (``2 Q`` under replace-one); each call's noise must cost at most
+    the pass's ``epsilon / d`` for it, and every released sum must be its call's output clamped to ``Q``
+    times the release range.  Returns the sum of the real ε's (adaptive sequential composition);
+    raises :class:`AccountingError` otherwise.
+    """
+    from edprf_core._marginals import marginals_temper, naive_bayes_tables
+    from edprf_core._residual_pass import RESIDUAL_RIDGE
+
+    extra = marginals.residual_pass
+    if extra is None:
+        raise AccountingError("the marginals part carries no residual pass to account for")
+    d, q = marginals.n_features, extra.quantum
+    if len(calls) != d or not all(_is_count_call(c) for c in calls):
+        raise AccountingError(f"a residual pass over {d} features made {len(calls)} mechanism calls")
+    bare = NoisyMarginals(marginals.counts, marginals.epsilon, marginals.relation, marginals.n_classes)
+    log_prior, tables = naive_bayes_tables(bare)
+    temper = marginals_temper(d)
+    intercept = float(log_prior[1] - log_prior[0])
+    terms = [temper * (t[:, 1] - t[:, 0]) for t in tables]
+    prior = 1.0 / (1.0 + math.exp(-intercept))
+    curvature = prior * (1.0 - prior)
+    sensitivity = truth.leaf_counts * q
+    relation_sensitivity = 2 if marginals.relation == "replace-one" else 1  # the release's, as its replay uses
+    noise_sd = math.sqrt(2.0) * relation_sensitivity * d / extra.epsilon
+    codes = np.asarray(codes, dtype=np.int64)
+    labels = np.asarray(y, dtype=np.float64)
+    low, high = (q * bound for bound in RELEASE_RANGE)
+    real = []
+    for j, (call, released) in enumerate(zip(calls, extra.sums)):
+        logit = intercept + sum(term[codes[:, k]] for k, term in enumerate(terms))
+        residual = np.clip(np.rint(q * (labels - 1.0 / (1.0 + np.exp(-logit)))), -q, q).astype(np.int64)
+        exact = np.zeros(marginals.n_codes[j], dtype=np.int64)
+        np.add.at(exact, codes[:, j], residual)
+        if call.shape != exact.shape or not np.array_equal(call.values, exact):
+            raise AccountingError(
+                f"residual sum {j}'s mechanism saw other sums than the part's rows against the released model "
+                f"(from {call.site})"
+            )
+        cost = float(call.real_epsilons(sensitivity, True)[0])
+        if cost > extra.epsilon / d * (1 + _RELATIVE_SLACK):
+            raise AccountingError(
+                f"residual sum {j}'s noise costs epsilon {cost!r} for the true sensitivity {sensitivity}, more "
+                f"than its share {extra.epsilon / d!r} of the pass's {extra.epsilon!r}"
+            )
+        if not np.array_equal(released, np.clip(call.output, low, high)):
+            raise AccountingError(f"residual sum {j}'s released values are not its mechanism's output")
+        rows_in_bin = np.maximum(marginals.counts[j].sum(axis=1), 0)
+        terms[j] = terms[j] + (released / q) / (rows_in_bin * curvature + RESIDUAL_RIDGE * noise_sd)
+        real.append(cost)
+    return math.fsum(real)
+
 
 @dataclass(frozen=True)
 class MixedAccount:

@@ -70,7 +70,9 @@ REPLAY_A, REPLAY_B = 571, 1142
 def model() -> bytes:
     """A global model fixed in advance (public rows, a research seed) that says class 0 when f1 = 0."""
     X, y = rows(LEAF_SCHEMA, (200, (0, 0)), (200, (1, 1)))
-    clf = EDPRFClassifier(LEAF_SCHEMA, epsilon=8.0, n_trees=1, max_depth=1, n_bins=2, random_state=0).fit(X, y)
+    clf = EDPRFClassifier(  # released like a party's fit: histograms only, no residual pass
+        LEAF_SCHEMA, epsilon=8.0, n_trees=1, max_depth=1, n_bins=2, random_state=0, residual_pass=False
+    ).fit(X, y)
     assert list(clf.predict(pd.DataFrame({"f1": [0, 1]}))) == [0, 1]
     release = decode_release(encode_release(clf.forest_, "model-owner"), LEAF_SCHEMA, ReleasePolicy(max_epsilon=8.0))
     return build_global_model(LEAF_SCHEMA, [release], {"run_id": "audit"})

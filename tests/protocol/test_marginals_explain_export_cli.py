@@ -23,7 +23,7 @@ from edprf_fl.cli._model_rules import importance_lines
 def mixed():
     X, y, schema = load_embedded("bank_marketing")
     forest = EDPRFClassifier(schema, n_trees=4, max_depth=5, n_bins=8, random_state=3).fit(X[:6000], y[:6000]).forest_
-    assert forest.marginals is not None
+    assert forest.marginals is not None and forest.marginals.residual_pass is not None  # 6000 rows, 16 features
     return forest, X.iloc[6000:6100]
 
 

@@ -47,10 +47,13 @@ def run_onnx(model, codes: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
 
 
 def federated_forest(X: pd.DataFrame, y: pd.Series, schema: Schema, leaf: str, seed: int):
-    """Three parties' forests (4 trees each, depth 5) merged as the coordinator merges them."""
+    """Three parties' forests (4 trees each, depth 5) merged as the coordinator merges them (a party releases
+    histograms, never a residual pass: residual_pass=False)."""
     parts = np.array_split(np.random.default_rng(seed).permutation(len(X))[:6000], 3)
     forests = [
-        EDPRFClassifier(schema, epsilon=1.0, n_trees=4, max_depth=5, n_bins=8, leaf=leaf, random_state=seed + i)
+        EDPRFClassifier(
+            schema, epsilon=1.0, n_trees=4, max_depth=5, n_bins=8, leaf=leaf, random_state=seed + i, residual_pass=False
+        )
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_
         for i, rows in enumerate(parts)
