@@ -131,7 +131,8 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     Raises
     ------
     ValueError
-        No parts, or parts on different grids, class sets or relations.
+        No parts, parts on different grids, class sets or relations, or a part with a residual pass (fitted to
+        one holder's rows: it cannot be summed, and dropping it silently would waste its budget).
 
     Privacy cost: none (post-processing of released histograms and public parameters).
     """
@@ -139,6 +140,9 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     if not parts:
         raise ValueError("marginals: expected at least one part to sum, got none")
     first = parts[0]
+    passes = [i for i, m in enumerate(parts) if m.residual_pass is not None]
+    if passes:
+        raise ValueError(f"marginals part {passes[0]}: carries a residual pass; only histograms can be summed")
     for i, m in enumerate(parts[1:], start=1):
         if m.n_codes != first.n_codes or m.n_classes != first.n_classes:
             raise ValueError(

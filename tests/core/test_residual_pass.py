@@ -21,6 +21,7 @@ from edprf_core._marginals import (
     naive_bayes_tables,
     release_marginals,
 )
+from edprf_core._marginals_merge import bounded_marginals_sum
 from edprf_core._residual_pass import (
     RESIDUAL_MIN_EPSILON,
     RESIDUAL_QUANTUM,
@@ -198,6 +199,8 @@ def test_a_forest_with_a_pass_is_neither_released_nor_merged():
     with pytest.raises(SchemaError, match="forest 1 ran a residual pass"):
         merge_forests([plain, forest])
     assert merge_forests([plain, plain]).marginals.residual_pass is None
+    with pytest.raises(ValueError, match="part 1: carries a residual pass"):
+        bounded_marginals_sum([plain.marginals, forest.marginals])
 
 
 def test_a_forest_whose_pass_and_histograms_do_not_spend_the_part_budget_is_refused():
