@@ -59,10 +59,9 @@ from bench_rule_transfer import DATASETS, INNER_SEEDS, REFERENCES, TEST_SEEDS, c
 from edprf_core import EDPRFClassifier
 from edprf_core._count_noise import discrete_laplace_counts
 from edprf_core._marginals import (
-    marginal_log_ratio_tables,
+    marginal_log_scores,
     marginals_n_bins,
     marginals_share_rule,
-    marginals_temper,
     mix_probabilities,
     release_marginals,
 )
@@ -94,11 +93,8 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 def _logit(marginals, codes: np.ndarray) -> np.ndarray:
     """Class 1's log-odds of the rows ``codes`` under a release (with or without its pass): the library's scores."""
-    log_prior, tables = marginal_log_ratio_tables(marginals)
-    temper = marginals_temper(marginals.n_features)
-    return (
-        log_prior[1] - log_prior[0] + temper * sum(t[codes[:, j], 1] - t[codes[:, j], 0] for j, t in enumerate(tables))
-    )
+    scores = marginal_log_scores(marginals, codes)
+    return scores[:, 1] - scores[:, 0]
 
 
 def simultaneous_pass(codes: np.ndarray, labels: np.ndarray, marginals, epsilon: float, rng) -> tuple[float, list]:

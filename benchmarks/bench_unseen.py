@@ -29,7 +29,6 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -174,5 +173,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()

@@ -245,20 +245,17 @@ class TrainingParameters:
         source = size_source(self.depth_rule, self.count_epsilon)
         depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
         marginals = ""
-        if self.marginals_share > 0 and residual_epsilon > 0:
+        if self.marginals_share > 0:
+            histograms = "epsilon" if residual_epsilon <= 0 else f"epsilon = {self.forest_epsilon - residual_epsilon:g}"
             marginals = (
                 f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
                 f"composition), release one-way marginals instead: one class-count histogram per feature on a "
-                f"{self.marginals_bins}-bin public grid, each with discrete Laplace noise at epsilon = "
-                f"{self.forest_epsilon - residual_epsilon:g} / d, then one backfitting pass on the same rows' "
-                f"residuals, one noisy integer sum per bin of each feature at epsilon = {residual_epsilon:g} / d "
-                "(sequential composition on those rows)"
+                f"{self.marginals_bins}-bin public grid, each with discrete Laplace noise at {histograms} / d"
             )
-        elif self.marginals_share > 0:
-            marginals = (
-                f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
-                f"composition), release one-way marginals instead: one class-count histogram per feature on a "
-                f"{self.marginals_bins}-bin public grid, each with discrete Laplace noise at epsilon / d"
+        if self.marginals_share > 0 and residual_epsilon > 0:
+            marginals += (
+                f", then one backfitting pass on the same rows' residuals, one noisy integer sum per bin of each "
+                f"feature at epsilon = {residual_epsilon:g} / d (sequential composition on those rows)"
             )
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "

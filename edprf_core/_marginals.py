@@ -271,8 +271,7 @@ class NoisyMarginals:
             (self.epsilon, self.relation, self.n_classes, self.n_codes)
             == (other.epsilon, other.relation, other.n_classes, other.n_codes)
             and all(np.array_equal(a, b) for a, b in zip(self.counts, other.counts, strict=True))
-            and (self.residual_pass is None) == (other.residual_pass is None)
-            and (self.residual_pass is None or self.residual_pass == other.residual_pass)
+            and self.residual_pass == other.residual_pass  # None == None; a pass never equals None
         )
 
     __hash__ = None  # type: ignore[assignment]  # holds arrays, like them unhashable

@@ -56,6 +56,7 @@ Privacy argument (kept next to the code)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -68,6 +69,7 @@ from ._marginals import (
     RELEASE_RANGE,
     NoisyMarginals,
     ResidualPass,
+    _check_codes,
     marginals_temper,
     naive_bayes_tables,
 )
@@ -161,15 +163,8 @@ def start_terms(
 ) -> tuple[float, list[NDArray[np.float64]]]:
     """``(F_0, [F_j])``: the additive model a pass starts from, the histograms' tempered naive-Bayes log-odds
     of class 1 (``F_0`` the prior's, ``F_j`` per bin of feature ``j``).  Privacy cost: none (post-processing)."""
-    model = _Terms(marginals, _positive(shrinkage))
+    model = _Terms(marginals, shrinkage)  # naive_bayes_tables checks the shrinkage
     return model.intercept, model.terms
-
-
-def _positive(value: float) -> float:
-    number = float(value)
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError(f"shrinkage: expected a positive finite number, got {value!r}")
-    return number
 
 
 def release_residual_pass(
@@ -209,17 +204,14 @@ def release_residual_pass(
     if marginals.residual_pass is not None:
         raise ValueError("marginals: already carry a residual pass")
     model = _Terms(marginals, MARGINALS_SHRINKAGE)
-    X = np.asarray(codes)
+    X = _check_codes(codes, marginals.n_codes)  # the histograms' grid (the public encoder never fails it)
     labels = np.asarray(y)
     d = marginals.n_features
-    if X.ndim != 2 or X.shape[1] != d or labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+    if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
         # no row count in the text: the number of rows is the party's data
-        raise ValueError(f"codes, y: expected (rows, {d}) codes and one label per row")
-    if X.size and (X.min() < 0 or np.any(X.max(axis=0) >= np.asarray(marginals.n_codes))):
-        raise ValueError("codes: expected codes on the histograms' grid")
+        raise ValueError("y: expected a 1-D array with one label per row of the codes, got another shape")
     if labels.size and not np.isin(labels, (0, 1)).all():
         raise ValueError("y: expected labels 0 and 1")
-    X = X.astype(np.int64, copy=False)
     quantum = RESIDUAL_QUANTUM
     scale_sensitivity = model.sensitivity * quantum
     low, high = (quantum * bound for bound in RELEASE_RANGE)
@@ -234,13 +226,7 @@ def release_residual_pass(
         change = model.step(j, noisy, eps, quantum)
         logit = logit + change[X[:, j]]
         released.append(noisy)
-    return NoisyMarginals(
-        marginals.counts,
-        marginals.epsilon,
-        marginals.relation,
-        marginals.n_classes,
-        residual_pass=ResidualPass(tuple(released), eps, quantum),
-    )
+    return dataclasses.replace(marginals, residual_pass=ResidualPass(tuple(released), eps, quantum))
 
 
 def additive_terms(
@@ -258,7 +244,7 @@ def additive_terms(
     extra = marginals.residual_pass
     if extra is None:
         raise ValueError("marginals: carry no residual pass")
-    model = _Terms(marginals, _positive(shrinkage))
+    model = _Terms(marginals, shrinkage)
     for j, released in enumerate(extra.sums):
         model.step(j, released, extra.epsilon, extra.quantum)
     return model.log_prior, model.terms

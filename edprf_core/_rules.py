@@ -298,13 +298,14 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
             f", then one backfitting pass on the same rows' residuals, one noisy integer sum per bin of each "
             f"feature, epsilon {extra.epsilon:g} / {marginals.n_features} each"
         )
-    scoring = (
-        f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
-        "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
-        f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
-        "small against the noise falls back to the prior)"
-    )
-    if extra is not None:
+    if extra is None:
+        scoring = (
+            f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
+            "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
+            f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
+            "small against the noise falls back to the prior)"
+        )
+    else:
         scoring = (
             f"  log-odds of {classes[1]} = log prior odds + the sum over features of the row's bin's term: the bin's "
             f"log-ratio tempered by {temper:.4g}, then moved by a damped Newton step on its noisy residual sum "
