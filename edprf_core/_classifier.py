@@ -32,7 +32,13 @@ from ._forest import (
     TrainingParameters,
 )
 from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
-from ._marginals import marginals_n_bins, marginals_rows, marginals_share_rule, release_marginals
+from ._marginals import (
+    MIX_SHARE_THRESHOLD,
+    marginals_n_bins,
+    marginals_rows,
+    marginals_share_rule,
+    release_marginals,
+)
 from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._residual_pass import RESIDUAL_HISTOGRAM_SHARE, release_residual_pass, residual_pass_rule
@@ -580,9 +586,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 and residual_pass_rule(auto_size, schema.n_features, schema.n_classes, epsilon)
             )
         if self.residual_pass and (share <= 0 or schema.n_classes != 2):
+            why = ""
+            if auto_size is not None and share <= 0 and schema.n_classes == 2:
+                why = (
+                    f" (marginals_share='auto' keeps the trees alone when n * epsilon / d < {MIX_SHARE_THRESHOLD:g}: "
+                    f"here n = {auto_size}, the public size, and d = {schema.n_features}; give marginals_share or "
+                    "set residual_pass='auto')"
+                )
             raise ValueError(
                 "residual_pass=True needs a marginals part on a two-class task (marginals_share > 0, two classes), "
-                f"got marginals_share = {share:g} with {schema.n_classes} classes"
+                f"got marginals_share = {share:g} with {schema.n_classes} classes{why}"
             )
         return bool(self.residual_pass)
 

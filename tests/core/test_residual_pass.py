@@ -177,6 +177,9 @@ def test_auto_runs_the_rule_only_with_the_automatic_share():
 def test_a_pass_without_a_two_class_marginals_part_is_refused():
     with pytest.raises(ValueError, match="residual_pass=True needs a marginals part"):
         _fit(marginals_share=0.0, residual_pass=True)
+    # the automatic share chose the trees alone: the message says why, from public figures only
+    with pytest.raises(ValueError, match=r"marginals_share='auto' keeps the trees alone .* n = 4, the public size"):
+        _fit(n_rows_public=4, residual_pass=True)  # 4 * 1 / 4 < 2
     schema = make_schema(n_classes=3)
     X, y = make_data(schema, 300, seed=1)
     with pytest.raises(ValueError, match="with 3 classes"):
