@@ -66,12 +66,13 @@ PARTITIONS = ("iid", "dirichlet-0.5")
 N_PARTIES = 20
 
 
-def plan(split: Split, epsilon: float) -> tuple[float, int]:
-    """The coordinator's marginals share and grid for this consortium (its declared size: the training rows)."""
-    config = CoordinatorConfig.from_run_config(
-        {"schema-path": "schema.toml", "epsilon": epsilon, "consortium-rows": len(split.y_train)}
-    )
-    return config.marginals_plan(split.schema, N_PARTIES)
+def plan(split: Split, epsilon: float, share: float | None = None) -> tuple[float, int]:
+    """The coordinator's marginals share and grid for this consortium (its declared size: the training rows),
+    with ``marginals-share = share`` when given (else the rule's)."""
+    config = {"schema-path": "schema.toml", "epsilon": epsilon, "consortium-rows": len(split.y_train)}
+    if share is not None:
+        config["marginals-share"] = share
+    return CoordinatorConfig.from_run_config(config).marginals_plan(split.schema, N_PARTIES)
 
 
 def federated(split: Split, parties: list[np.ndarray], epsilon: float, seed: int, share: float, bins: int):

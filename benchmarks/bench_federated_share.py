@@ -37,12 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _bench_common import RESULTS_DIR, inner_split, make_split, party_rows, report_main
 from _bench_datasets import load_any_dataset
 from bench_feature_stumps import scores
-from bench_federated_defaults import N_PARTIES, merged_forest
+from bench_federated_defaults import N_PARTIES, merged_forest, plan
 from bench_rule_transfer import DATASETS, INNER_SEEDS
 
 from edprf_core import EDPRFClassifier
 from edprf_core.encoding import encode_labels
-from server import CoordinatorConfig
 
 EPSILONS = (0.5, 1.0, 2.0)
 SHARES = (None, 0.95, 0.98)
@@ -52,14 +51,6 @@ PARTITION = "dirichlet-0.5"
 
 def share_name(share: float | None) -> str:
     return "federated, share rule" if share is None else f"federated, share {share:g}"
-
-
-def plan(split, epsilon: float, share: float | None) -> tuple[float, int]:
-    """The coordinator's marginals share and grid (its declared size: the training rows) for ``share``."""
-    config = {"schema-path": "schema.toml", "epsilon": epsilon, "consortium-rows": len(split.y_train)}
-    if share is not None:
-        config["marginals-share"] = share
-    return CoordinatorConfig.from_run_config(config).marginals_plan(split.schema, N_PARTIES)
 
 
 def dataset_rows(name: str, data_dir: str) -> list[dict]:

@@ -10,9 +10,9 @@ how much of each dataset's accuracy a better intercept would give back, and whet
   its own training rows, read off those rows without noise.  NOT private: a ceiling, not a candidate;
 - ``DP intercept (sketch)``: the shift one damped Newton step would take from one noisy residual sum: ``S =
   sum_i (y_i - p_i)`` over the training rows with Laplace noise of scale ``1 / ε_int``, ``ε_int = 0.1 ε`` (a
-  record moves ``S`` by at most 1), step ``S / (sum_i p_i (1 - p_i) + RIDGE)``.  A sketch of what a release would
-  buy, not in the library: its ``ε_int`` would have to come out of the fit's budget, which is not modelled here
-  (the fit keeps all of ε), so the sketch flatters it.
+  record moves ``S`` by at most 1), step ``S / (sum_i p_i (1 - p_i) + RESIDUAL_RIDGE)`` (the residual pass's
+  damping).  A sketch of what a release would buy, not in the library: its ``ε_int`` would have to come out of
+  the fit's budget, which is not modelled here (the fit keeps all of ε), so the sketch flatters it.
 
 AUC is unchanged by a shift (a monotone map of the scores), so only accuracy is reported.  Rows: the nine
 two-class datasets of ``bench_rule_transfer.py``, ε in {0.1, 0.5, 1, 2}, test rows of seeds 0..9; the goal's
@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
+from scipy.special import expit, logit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,40 +46,34 @@ from bench_rule_transfer import CSV as RULE_TRANSFER_CSV
 from bench_rule_transfer import DATASETS, TEST_SEEDS, cell_means
 
 from edprf_core import EDPRFClassifier
+from edprf_core._residual_pass import RESIDUAL_RIDGE
 from edprf_core.encoding import encode_labels
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 INTERCEPT_SHARE = 0.1
 """``ε_int / ε`` of the DP intercept sketch."""
-RIDGE = 8.0
-"""Damping of the sketch's Newton step (the library's residual pass uses the same value)."""
 MODELS = ("defaults", "oracle intercept", "DP intercept (sketch)")
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-12, 1 - 1e-12)
-    return np.log(p) - np.log1p(-p)
+    return logit(np.clip(p, 1e-12, 1 - 1e-12))
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def oracle_shift(logit: np.ndarray, y: np.ndarray) -> float:
-    """The constant added to ``logit`` that maximises the log-likelihood of labels ``y`` (non-private)."""
+def oracle_shift(log_odds: np.ndarray, y: np.ndarray) -> float:
+    """The constant added to ``log_odds`` that maximises the log-likelihood of labels ``y`` (non-private)."""
 
     def loss(shift: float) -> float:
-        z = logit + shift
+        z = log_odds + shift
         return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
     return float(minimize_scalar(loss, bounds=(-10.0, 10.0), method="bounded").x)
 
 
-def dp_shift_sketch(logit: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
+def dp_shift_sketch(log_odds: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
     """One damped Newton step on the intercept from a residual sum with Laplace noise at ``epsilon``."""
-    p = _sigmoid(logit)
+    p = expit(log_odds)
     noisy = float(np.sum(y - p)) + rng.laplace(scale=1.0 / epsilon)
-    return noisy / (float(np.sum(p * (1.0 - p))) + RIDGE)
+    return noisy / (float(np.sum(p * (1.0 - p))) + RESIDUAL_RIDGE)
 
 
 def dataset_rows(name: str, data_dir: str) -> list[dict]:
