@@ -316,11 +316,11 @@ READING = [
         "- **Where DP-EBM ranks above the naive-Bayes ceiling, no budget closes the gap through one-shot "
         "marginals.** That is credit at ε = 1 and 2 (DP-EBM 0.794 and 0.809 against a ceiling of 0.790) and fair at "
         "ε = 2 (0.733 against 0.727): the model's form, not its noise. The defaults now leave that form where rows "
-        "are plentiful: their residual pass (`residual_pass.md`, ε ≥ 1 and n ε / d ≥ 220) fits feature terms "
-        "against the residuals, and takes them past the ceiling on credit at ε = 2 (0.795), fair at ε = 1 and 2 "
-        "(0.741, 0.747, where they now rank above DP-EBM), bank (0.765, 0.770 against 0.756) and census (0.809 "
-        "against 0.806); credit stays below DP-EBM (0.781 and 0.795 at ε = 1 and 2). The other misses on AUC are "
-        "noise: credit at ε = 0.5 (defaults 0.765, DP-EBM 0.774, ceiling 0.790: no pass below ε = 1) and attrition "
+        "are plentiful: their residual pass (`residual_pass.md`, ε ≥ 0.5 and n ε / d ≥ 220) fits feature terms "
+        "against the residuals, and takes them past the ceiling on credit at ε = 2 (0.794), fair at ε = 1 and 2 "
+        "(0.740, 0.746, where they now rank above DP-EBM), bank (0.765, 0.770 against 0.756) and census (0.809 "
+        "against 0.806); credit stays below DP-EBM (0.780 and 0.794 at ε = 1 and 2). The other misses on AUC are "
+        "noise: credit at ε = 0.5 (defaults 0.765, DP-EBM 0.774, ceiling 0.790: n ε / d = 124, no pass) and attrition "
         "at ε = 2 (0.714, 0.732, 0.795; n ε / d = 78, under the pass's threshold)."
     ),
     (

@@ -355,15 +355,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     residual_pass : bool or "auto", default "auto"
         Whether the marginals part (two classes) follows its histograms with
         one backfitting pass on its rows' residuals
-        (:mod:`edprf_core._residual_pass`): the histograms then spend half
+        (:mod:`edprf_core._residual_pass`): the histograms then spend 60 %
         of the part's ``epsilon - count_epsilon`` and the pass, one noisy
-        integer residual sum per bin of every feature, the other half, so
+        integer residual sum per bin of every feature, the other 40 %, so
         the fit still costs ε.  It corrects the double counting of
         correlated features and ranks better where rows are plentiful.
         ``"auto"``: with ``marginals_share="auto"``, the public rule
-        :func:`edprf_core._residual_pass.residual_pass_rule` (ε >= 1 and
+        :func:`edprf_core._residual_pass.residual_pass_rule` (ε >= 0.5 and
         ``n * epsilon / d >= 220``, chosen on inner validation splits of
-        nine datasets, ``benchmarks/results/residual_pass.md``); with a
+        nine datasets, ``benchmarks/results/residual_constants.md``); with a
         given share, no pass.  A party's release never carries one (the
         summed histograms of a federation have no pass).
 

@@ -60,13 +60,14 @@ def _pass(n=20_000, copies=6, epsilon=4.0, seed=0):
     [
         (2200, 1.0, 2, True),  # n eps / d = 220: at the threshold
         (2199, 1.0, 2, False),
-        (10**6, 0.99, 2, False),  # epsilon below the minimum, whatever the rows
+        (4400, 0.5, 2, True),  # the minimum epsilon, at the threshold
+        (10**6, 0.49, 2, False),  # epsilon below the minimum, whatever the rows
         (1100, 2.0, 2, True),
         (10**6, 1.0, 3, False),  # two classes only
     ],
 )
 def test_the_rule_needs_both_epsilon_and_rows_per_feature(n_rows, epsilon, n_classes, want):
-    assert (RESIDUAL_MIN_EPSILON, RESIDUAL_THRESHOLD) == (1.0, 220.0)
+    assert (RESIDUAL_MIN_EPSILON, RESIDUAL_THRESHOLD) == (0.5, 220.0)
     assert residual_pass_rule(n_rows, 10, n_classes, epsilon) is want
 
 
@@ -168,7 +169,8 @@ def _fit(**options):
 def test_auto_runs_the_rule_only_with_the_automatic_share():
     auto = _fit(n_rows_public=4000)  # 4000 * 1 / 4 = 1000 >= 220 at epsilon 1
     assert auto.residual_pass_ and auto.forest_.marginals.residual_pass is not None
-    assert not _fit(n_rows_public=4000, epsilon=0.5).residual_pass_  # epsilon below the minimum
+    assert _fit(n_rows_public=4000, epsilon=0.5).residual_pass_  # 500 >= 220 at the minimum epsilon
+    assert not _fit(n_rows_public=4000, epsilon=0.4).residual_pass_  # epsilon below the minimum
     assert not _fit(marginals_share=0.5).residual_pass_  # a given share (a party's request): no pass
     assert _fit(marginals_share=0.5, residual_pass=True).residual_pass_
     assert not _fit(n_rows_public=4000, residual_pass=False).residual_pass_
@@ -188,8 +190,8 @@ def test_a_pass_without_a_two_class_marginals_part_is_refused():
 
 def test_the_guarantee_says_what_the_histograms_and_the_pass_spent():
     text = _fit(n_rows_public=4000).forest_.guarantee()
-    assert "noise at epsilon = 0.5 / d, then one backfitting pass on the same rows' residuals" in text
-    assert "one noisy integer sum per bin of each feature at epsilon = 0.5 / d" in text
+    assert "noise at epsilon = 0.6 / d, then one backfitting pass on the same rows' residuals" in text
+    assert "one noisy integer sum per bin of each feature at epsilon = 0.4 / d" in text
     assert "epsilon = 1 differential privacy per record" in text
 
 
