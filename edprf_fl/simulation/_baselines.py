@@ -22,7 +22,8 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     ``central_edprf``: the best central DP model a trusted curator could fit on the pooled rows;
     ``party_alone_median`` / ``party_alone_best``: each party alone, with the federation's request;
     ``non_private_rf``: scikit-learn's forest on the raw features; ``majority_class``: the prior.
-    Each entry also holds ``trees`` (and ``depth`` for the central model).  Research seeds throughout
+    Each entry also holds ``n_trees`` (the central model ``max_depth`` too), and the eDPRF ones
+    ``marginals_share`` and ``residual_pass``.  Research seeds throughout
     (``settings.seed``): a comparison, never a release.
     """
     import numpy as np
@@ -51,7 +52,12 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     central.fit(X_train.iloc[pooled], y_train.iloc[pooled])
     out = {
         "central_edprf": forest_metrics(central.forest_, X_test, y_test)
-        | {"n_trees": central.n_trees_, "max_depth": central.max_depth_}
+        | {
+            "n_trees": central.n_trees_,
+            "max_depth": central.max_depth_,
+            "marginals_share": central.marginals_share_,
+            "residual_pass": bool(central.residual_pass_),
+        }
     }
     # each party alone: what a party gets without the consortium (same request, its own rows only)
     alone = []
@@ -68,7 +74,11 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
             split_mode=settings.split_mode,
             random_state=settings.seed + 7919 * (i + 1),
         )
-        alone.append(forest_metrics(own.fit(X_train.iloc[rows], y_train.iloc[rows]).forest_, X_test, y_test))
+        own.fit(X_train.iloc[rows], y_train.iloc[rows])
+        alone.append(
+            forest_metrics(own.forest_, X_test, y_test)
+            | {"marginals_share": own.marginals_share_, "residual_pass": bool(own.residual_pass_)}
+        )
     if alone:
         by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
         out["party_alone_median"] = by_accuracy[(len(by_accuracy) - 1) // 2] | {"n_trees": settings.n_trees}

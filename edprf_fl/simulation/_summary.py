@@ -64,10 +64,18 @@ def report_lines(report: SimulationReport) -> list[str]:
 def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
     """The federated model and each baseline on the central test rows, with 95% intervals (Markdown)."""
     baselines = baselines or {}
-    rows = [("federated eDPRF", federated.get("central_evaluation", {}), federated["n_trees"])]
+    merged = federated.get("marginals") or {}
+    rows = [
+        (
+            "federated eDPRF",
+            federated.get("central_evaluation", {}),
+            _parts_text(federated["n_trees"], merged.get("share", 0.0), False),
+        )
+    ]
     for key, label in BASELINE_ROWS:
         if key in baselines:
-            rows.append((label, baselines[key], baselines[key]["n_trees"]))
+            b = baselines[key]
+            rows.append((label, b, _parts_text(b["n_trees"], b.get("marginals_share", 0.0), b.get("residual_pass"))))
     lines = [
         "| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
         "|---|---|---|---|---|---|---|",
@@ -81,10 +89,23 @@ def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[
         "accuracy, Agresti-Coull for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
+    if any("marginals" in trees for _, _, trees in rows):
+        lines.append(
+            "trees + marginals: a share of the rows released noisy one-way class histograms instead of growing "
+            "trees, pooled with the trees' probabilities; + pass: one residual pass on those rows (a central fit "
+            "by one data holder only; a party's release never carries one)"
+        )
     for label, m, _ in rows:
         if m.get("warning") and label != dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction
             lines.append(f"{label}: {m['warning']}")
     return "\n".join(lines)
+
+
+def _parts_text(n_trees: int, marginals_share: float | None, residual_pass: bool | None) -> str:
+    """The model's parts for the table's ``trees`` column: ``5``, ``5 + marginals (90 % of rows)``, ``... + pass``."""
+    if not marginals_share:
+        return str(n_trees)
+    return f"{n_trees} + marginals ({100 * marginals_share:.0f} % of rows)" + (" + pass" if residual_pass else "")
 
 
 def _cell(metrics: Mapping[str, Any], key: str) -> str:
