@@ -293,11 +293,6 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
         f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
         f"{marginals.epsilon:g} / {marginals.n_features} each"
     )
-    if extra is not None:
-        released += (
-            f", then one backfitting pass on the same rows' residuals, one noisy integer sum per bin of each "
-            f"feature, epsilon {extra.epsilon:g} / {marginals.n_features} each"
-        )
     if extra is None:
         scoring = (
             f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
@@ -306,6 +301,10 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
             "small against the noise falls back to the prior)"
         )
     else:
+        released += (
+            f", then one backfitting pass on the same rows' residuals, one noisy integer sum per bin of each "
+            f"feature, epsilon {extra.epsilon:g} / {marginals.n_features} each"
+        )
         scoring = (
             f"  log-odds of {classes[1]} = log prior odds + the sum over features of the row's bin's term: the bin's "
             f"log-ratio tempered by {temper:.4g}, then moved by a damped Newton step on its noisy residual sum "
