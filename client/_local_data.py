@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,44 +57,45 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     if len(table.dropped) > _LOGGED:
         log.warning("local data: %d more lines left out", len(table.dropped) - _LOGGED)
     # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
-    # verdicts are then judged once per distinct text, and the keyed hash reads each distinct text once.
-    # Both give every row what its own cells give it (pandas hashes a categorical cell as its category).
-    # Only text columns: a categorical of Python objects would merge 1, 1.0 and True (a Parquet file's cells).
-    cells = pd.concat([table.X, table.y], axis=1)
-    cells = cells.astype({c: "category" for c, t in cells.dtypes.items() if isinstance(t, pd.StringDtype)})
+    # verdicts, the keyed hash and the encoding at fit time then read each distinct text once, and selecting
+    # rows gathers small integers instead of copying strings.  Every step still gives each row what its own
+    # cells give it (pandas hashes a categorical cell as its category's text; the encoder reads a category's
+    # text).  Only text columns: a categorical of Python objects would merge 1, 1.0 and True (Parquet cells).
+    cells = _text_categories(pd.concat([table.X, table.y], axis=1))
     label = schema.label.column
-    keep, problems = conforming_rows(cells.drop(columns=[label]), cells[label], schema)
+    X, y = cells.drop(columns=[label]), cells[label]
+    keep, problems = conforming_rows(X, y, schema)
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
         # Not refused: whether any usable row exists is itself data (one record away from a
         # release); training on no rows is still epsilon-DP, just uninformative.
         log.warning("local data: no row conforms to the schema; the release will carry no information")
-    X, y = (table.X, table.y) if keep.all() else (_rows(table.X, keep), _rows(table.y, keep))
     # The side of the split is a keyed hash of the row's own cells: adding or removing a
     # record never moves another row to the other side (and equal rows go to the same side).
-    hold = _keyed_uniform(cells, salt)[keep] < holdout_fraction
-    return LocalData(_rows(X, ~hold), _rows(y, ~hold), _rows(X, hold), _rows(y, hold))
+    hold = _keyed_uniform(cells, salt) < holdout_fraction
+    train, held = keep & ~hold, keep & hold
+    return LocalData(X[train], y[train], X[held], y[held])
 
 
-def _rows(data: pd.DataFrame | pd.Series, mask: np.ndarray) -> pd.DataFrame | pd.Series:
-    """``data[mask]``: the same rows, index and dtypes; Arrow-held text columns filtered by Arrow (no take).
+def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each column of pandas' ``str`` dtype as a categorical of the same texts (others as they are).
 
-    pandas selects rows of an Arrow column by gathering their positions; Arrow's own filter copies the
-    kept strings in one pass, about twice as fast on a million rows.
+    ``frame[c].astype("category")``, numbered by Arrow's dictionary encoding in one thread per column
+    (categories in order of first appearance; a missing cell stays missing).
     """
-    frame = data.to_frame() if isinstance(data, pd.Series) else data
-    if not all(isinstance(t, pd.StringDtype) and t.storage == "pyarrow" for t in frame.dtypes):
-        return data[mask]
-    keep = pa.array(np.asarray(mask, dtype=bool))
-    columns = {
-        j: pd.Series(pc.filter(pa.array(frame.iloc[:, j].array), keep), dtype=frame.dtypes.iloc[j], copy=False)
-        for j in range(frame.shape[1])
-    }
-    out = pd.DataFrame(columns)  # positional keys first: the index and the names are set after, no alignment
-    out.columns = frame.columns
-    out.index = frame.index[mask]
-    return out.iloc[:, 0].rename(data.name) if isinstance(data, pd.Series) else out
+    text = [c for c, t in frame.dtypes.items() if isinstance(t, pd.StringDtype)]
+
+    def categories(column: str) -> pd.Categorical:
+        chunks = pc.dictionary_encode(pa.chunked_array(pa.array(frame[column].array)))
+        encoded = chunks.unify_dictionaries().combine_chunks()  # one dictionary for the column
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        texts = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=frame[column].dtype)
+        return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(texts), validate=False)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(text), os.cpu_count() or 1))) as pool:
+        numbered = dict(zip(text, pool.map(categories, text)))
+    return pd.DataFrame({c: numbered.get(c, frame[c]) for c in frame.columns}, index=frame.index)
 
 
 def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:

@@ -38,7 +38,7 @@ Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -400,17 +400,58 @@ def encode_features(
     Raises :class:`DataValidationError` naming the column, value and row of
     the first offending values when a rule says ``refuse`` (with a
     ``problems`` list, records them there instead; see :func:`conforming_rows`).
+    A text column (pandas' ``str``, or a categorical of text) is encoded once
+    per distinct cell and each row takes its own cell's code: the same codes
+    as encoding row by row, since every rule reads one cell alone.
     """
     frame = as_frame(X, schema)
     rules = CellRules.of(schema)
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
     for j, feature in enumerate(schema.features):
-        series = rules.clean(frame[feature.name])
-        if isinstance(feature, ContinuousFeature):
-            out[:, j] = _encode_continuous(series, feature, grid.edges[j], problems, rules)
-        else:
-            out[:, j] = _encode_categorical(series, feature, feature.name, problems=problems, rules=rules)
+        out[:, j] = _each_distinct_cell(frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems)
     return out
+
+
+Encoder = Callable[[pd.Series, Problems], NDArray[np.int32]]
+"""Codes of a column's cells (recording refused cells in the list, or raising without one)."""
+
+
+def _feature_encoder(
+    feature: ContinuousFeature | CategoricalFeature, edges: NDArray[np.float64], rules: CellRules
+) -> Encoder:
+    if isinstance(feature, ContinuousFeature):
+        return lambda cells, found: _encode_continuous(rules.clean(cells), feature, edges, found, rules)
+    return lambda cells, found: _encode_categorical(
+        rules.clean(cells), feature, feature.name, problems=found, rules=rules
+    )
+
+
+def _each_distinct_cell(
+    series: pd.Series, encode: Encoder, problems: Problems, *, codes: bool = True
+) -> NDArray[np.int32] | None:
+    """``encode(series, problems)``, computed once per distinct text cell and given back to every row.
+
+    Every rule reads one cell alone (the per-record map above), so a row's code and
+    verdict are its own cell's: encoding the distinct cells of a text column (pandas'
+    ``str``, or a categorical of text, :func:`_distinct_cells`) and gathering by each
+    row's cell number is the same map as encoding every row, at the cost of one hash
+    pass.  Any other column is encoded row by row.  A refused cell that some row holds,
+    without a ``problems`` list, is refused by encoding the column row by row: the same
+    error, naming the same rows, as without this shortcut.  With ``codes=False`` only the
+    problems are recorded (None is returned).
+    """
+    values, rows = _distinct_cells(series)
+    if len(values) == len(series):  # nothing collapsed (or not text): every row is its own cell
+        return encode(series, problems)
+    found: list[tuple[str, str, NDArray[np.bool_]]] = []
+    distinct = encode(values, found)
+    held = [(column, what, mask[rows]) for column, what, mask in found]
+    held = [problem for problem in held if problem[2].any()]  # a category no row holds refuses no row
+    if held and problems is None:
+        return encode(series, None)  # raises, naming the rows
+    if problems is not None:
+        problems.extend(held)
+    return distinct[rows] if codes else None
 
 
 def _label_series(y: ArrayLike | pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
@@ -439,7 +480,8 @@ def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, flo
     shares = {}
     for f in schema.features:
         if isinstance(f, ContinuousFeature):
-            x = _parse_numbers(rules.clean(frame[f.name]))
+            values, rows = _distinct_cells(frame[f.name])  # each distinct text read once (a per-cell map)
+            x = _parse_numbers(rules.clean(values))[rows]
             finite = np.isfinite(x)
             if finite.any():
                 outside = finite & ((x < f.lower) | (x > f.upper))
@@ -450,16 +492,22 @@ def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, flo
 def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
     """Every violated 'refuse' rule: (column, what, mask of the rows that break it); each row judged alone."""
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
-    encode_features(X, schema, FeatureGrid.from_schema(schema, n_bins=2), problems)
+    frame = as_frame(X, schema)
     rules = CellRules.of(schema)
+    grid = FeatureGrid.from_schema(schema, n_bins=2)
+    for j, feature in enumerate(schema.features):
+        _each_distinct_cell(frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems, codes=False)
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-    _encode_categorical(
-        _label_series(y, schema, rules), spec, schema.label.column, what="class", problems=problems, rules=rules
-    )
+
+    def encode(cells: pd.Series, found: Problems) -> NDArray[np.int32]:
+        labels = _label_series(cells, schema, rules)
+        return _encode_categorical(labels, spec, schema.label.column, what="class", problems=found, rules=rules)
+
+    _each_distinct_cell(y, encode, problems, codes=False)
     return problems
 
 
-def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.intp]]:
+def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.integer]]:
     """The distinct cells of a column (a Series indexed 0..k-1) and each row's number among them.
 
     Only text is collapsed: a column of pandas' string dtype, or a categorical one whose categories are all
@@ -468,55 +516,25 @@ def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.intp]]:
     object column ``1 == 1.0 == True``, yet the rules read them differently).
     """
     n = len(series)
-    every = series.reset_index(drop=True), np.arange(n)
     dtype = series.dtype
     if n and isinstance(dtype, pd.CategoricalDtype):
         categories = dtype.categories
         if not isinstance(categories.dtype, pd.StringDtype) and pd.api.types.infer_dtype(categories) != "string":
-            return every
-        codes = np.asarray(series.cat.codes, dtype=np.intp)
+            return series.reset_index(drop=True), np.arange(n)
+        codes = series.cat.codes.to_numpy()  # the narrowest integers: gathers by them read less memory
+        if codes.min() < 0:
+            codes = np.where(codes < 0, len(categories), codes.astype(np.intp))
         texts = np.append(np.asarray(categories, dtype=object), np.nan)  # the last one: a missing cell
-        return pd.Series(texts, dtype=_TEXT_DTYPE), np.where(codes < 0, len(categories), codes)
+        return pd.Series(texts, dtype=_TEXT_DTYPE), codes
     if n == 0 or not isinstance(dtype, pd.StringDtype):
-        return every
+        return series.reset_index(drop=True), np.arange(n)
     codes, _ = pd.factorize(series, use_na_sentinel=False)  # numbered in order of first occurrence
     codes = np.asarray(codes, dtype=np.intp)
     seen = np.maximum.accumulate(codes)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
     if not np.array_equal(codes[first], np.arange(first.size)):  # pragma: no cover - not in first-seen order
-        return every
+        return series.reset_index(drop=True), np.arange(n)
     return series.iloc[first].reset_index(drop=True), codes
-
-
-def _distinct_verdicts(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
-    """:func:`rule_violations`, computed on each text column's distinct cells and mapped back to the rows.
-
-    Every rule is a function of one cell (the per-record reading: a row's fate depends on that row only, and
-    within the row each column is judged alone), so judging a distinct text once and giving each row its own
-    cell's verdict is the same map as judging every row.  The columns' distinct cells are stacked in one frame
-    of as many rows as the column with the most of them (the shorter ones repeat their first cell; those
-    padding rows are never read back).
-    """
-    if not isinstance(X, pd.DataFrame) or not isinstance(y, pd.Series) or len(X) != len(y) or len(X) == 0:
-        return rule_violations(X, y, schema)
-    names = [str(c) for c in X.columns]
-    label = schema.label.column
-    cells = [_distinct_cells(X.iloc[:, j]) for j in range(X.shape[1])]
-    label_cells = _distinct_cells(y)
-    size = max(len(values) for values, _ in [*cells, label_cells])
-    if size == len(X) or len(set(names)) != len(names) or label in names:
-        return rule_violations(X, y, schema)
-
-    def padded(values: pd.Series) -> pd.Series:
-        rows = np.r_[np.arange(len(values)), np.zeros(size - len(values), dtype=np.intp)]
-        return values.iloc[rows].reset_index(drop=True)
-
-    frame = pd.DataFrame({name: padded(cells[j][0]) for j, name in enumerate(names)}, columns=names)
-    codes = {name: cells[j][1] for j, name in enumerate(names)}
-    codes[label] = label_cells[1]
-    distinct = rule_violations(frame, padded(label_cells[0]), schema)
-    rows = [(column, what, mask[codes[column]]) for column, what, mask in distinct]
-    return [(column, what, mask) for column, what, mask in rows if mask.any()]  # a cell no row holds: no problem
 
 
 def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:
@@ -529,11 +547,11 @@ def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDAr
     Column-level problems (a missing or unknown column) still raise.
 
     Speed: a rule judges one cell at a time, so each text column's rules run
-    once per distinct text (in a frame of the distinct cells) and every row
-    takes the verdict of its own cell's text: the same verdicts, row by row,
-    as judging every row (:func:`_distinct_verdicts`).
+    once per distinct text and every row takes the verdict of its own cell's
+    text: the same verdicts, row by row, as judging every row
+    (:func:`_each_distinct_cell`).
     """
-    problems = _distinct_verdicts(X, y, schema)
+    problems = rule_violations(X, y, schema)
     keep = np.ones(len(X), dtype=bool)
     notes = []
     for column, what, mask in problems:
@@ -552,12 +570,16 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
     if isinstance(y, pd.DataFrame) or np.ndim(y) > 1:
         raise DataValidationError("y must be 1-D")
     rules = CellRules.of(schema)
-    series = _label_series(y, schema, rules)
+    series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+
+    def encode(cells: pd.Series, found: Problems) -> NDArray[np.int32]:
+        labels = _label_series(cells, schema, rules)
+        what = "class (not in the declared classes)"
+        return _encode_categorical(labels, spec, schema.label.column, what=what, problems=found, rules=rules)
+
     try:
-        return _encode_categorical(
-            series, spec, schema.label.column, what="class (not in the declared classes)", rules=rules
-        )
+        return _each_distinct_cell(series, encode, None)
     except DataValidationError as exc:
         raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
 

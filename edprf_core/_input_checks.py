@@ -97,7 +97,12 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
     that depends on a value costs the fit's ε like any other value-dependent failure.
     """
     dtype = getattr(y, "dtype", None)
-    if isinstance(dtype, pd.StringDtype) or (isinstance(dtype, pd.ArrowDtype) and dtype.kind in "OSU"):
+    text_categories = isinstance(dtype, pd.CategoricalDtype) and isinstance(dtype.categories.dtype, pd.StringDtype)
+    if (
+        isinstance(dtype, pd.StringDtype)
+        or (isinstance(dtype, pd.ArrowDtype) and dtype.kind in "OSU")
+        or text_categories
+    ):
         return  # text cells: type_of_target can only say "continuous" of floats (and would sort them all)
     try:
         kind = type_of_target(y, input_name="y")

@@ -1,8 +1,9 @@
-"""The party's data path, made faster, gives every row the same fate and the same side of the split.
+"""The party's data path, made faster, gives every row the same fate, code and side of the split.
 
-``conforming_rows`` judges each text column's distinct cells once and maps the verdicts back; it must
-return, row by row, what judging every row returns (``rule_violations``).  The keyed hold-out hash must
-stay the same function of a row's cells: a pinned fixture fixes which rows are held out.
+The encoder and ``conforming_rows`` judge each text column's distinct cells once and map the verdicts
+and codes back; they must return, row by row, what judging every row returns (the same rules on object
+columns, which are never collapsed).  The keyed hold-out hash must stay the same function of a row's
+cells: a pinned fixture fixes which rows are held out.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import pandas as pd
 import pytest
 
 from client._local_data import _keyed_uniform, load_local_data
-from edprf_core import Schema
+from edprf_core import DataValidationError, Schema
 from edprf_core._encoding import rule_violations
-from edprf_core.encoding import conforming_rows
+from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
 from edprf_core.tables import read_table
 from tests.federation._neighbours import SCHEMA_TOML
 
@@ -34,7 +35,7 @@ def _messy_table(n: int = 3000, seed: int = 3) -> tuple[pd.DataFrame, pd.Series]
 
 
 def _row_by_row(X: pd.DataFrame, y: pd.Series) -> tuple[np.ndarray, list[tuple[str, str, np.ndarray]]]:
-    problems = rule_violations(X, y, SCHEMA)  # every row judged (no distinct-cell shortcut)
+    problems = rule_violations(X.astype(object), y.astype(object), SCHEMA)  # object cells: every row judged
     keep = np.ones(len(X), dtype=bool)
     for _, _, mask in problems:
         keep &= ~mask
@@ -104,20 +105,8 @@ def test_the_split_of_a_file_is_a_function_of_each_row_alone(tmp_path, holdout):
     rows = pd.concat([table.X[keep], table.y[keep]], axis=1)
     alone = np.array([_keyed_uniform(rows.iloc[[i]], SALT)[0] for i in range(len(rows))]) < holdout
     assert len(data.X_holdout) == int(alone.sum()) and len(data.X_train) == int((~alone).sum())
-    pd.testing.assert_frame_equal(data.X_holdout.reset_index(drop=True), table.X[keep][alone].reset_index(drop=True))
-
-
-def test_rows_selects_like_pandas_boolean_indexing():
-    from client._local_data import _rows
-
-    X, y = _messy_table(500)
-    X.index = X.index * 3 + 7  # an index that is not 0..n-1
-    y.index = X.index
-    mask = np.random.default_rng(0).random(len(X)) < 0.6
-    pd.testing.assert_frame_equal(_rows(X, mask), X[mask])
-    pd.testing.assert_series_equal(_rows(y, mask), y[mask])
-    mixed = X.assign(age=X["age"].astype(object))  # a column not held by Arrow: pandas' own selection
-    pd.testing.assert_frame_equal(_rows(mixed, mask), mixed[mask])
+    texts = data.X_holdout.astype(table.X.dtypes.to_dict())  # the party's categorical view, read back as text
+    pd.testing.assert_frame_equal(texts.reset_index(drop=True), table.X[keep][alone].reset_index(drop=True))
 
 
 def test_categorical_text_columns_get_the_verdicts_of_their_texts():
@@ -161,3 +150,96 @@ def test_object_cells_of_a_parquet_file_are_not_merged(tmp_path):
     rows = pd.concat([read.X[keep], read.y[keep]], axis=1)
     assert len(data.X_holdout) == int((_keyed_uniform(rows, SALT) < 0.5).sum())
     assert len(data.X_train) + len(data.X_holdout) == int(keep.sum())
+
+
+@pytest.mark.parametrize("view", ["str", "category"])
+def test_the_encoder_gives_every_row_the_code_of_encoding_it_alone(view):
+    """Codes and per-rule masks of a text column (or its categorical view) equal those of encoding each row."""
+    X, y = _messy_table()
+    grid = FeatureGrid.from_schema(SCHEMA, n_bins=4)
+    found, expected = [], []
+    codes = encode_features(X.astype(view), SCHEMA, grid, found)
+    np.testing.assert_array_equal(codes, encode_features(X.astype(object), SCHEMA, grid, expected))
+    assert [(c, w) for c, w, _ in found] == [(c, w) for c, w, _ in expected]
+    for (_, _, mask), (_, _, want) in zip(found, expected):
+        np.testing.assert_array_equal(mask, want)
+    keep, _ = _row_by_row(X, y)
+    np.testing.assert_array_equal(
+        encode_labels(y[keep].astype(view), SCHEMA), encode_labels(y[keep].astype(object), SCHEMA)
+    )
+
+
+@pytest.mark.parametrize("view", ["str", "category"])
+def test_a_refused_cell_names_the_same_rows_with_or_without_the_shortcut(view):
+    """Without a problems list the error names the rows that hold the cell, as encoding row by row does."""
+    X, y = _messy_table(200)
+    X.index = X.index * 3 + 7
+    grid = FeatureGrid.from_schema(SCHEMA, n_bins=4)
+    with pytest.raises(DataValidationError) as row_by_row:
+        encode_features(X.astype(object), SCHEMA, grid)
+    with pytest.raises(DataValidationError) as shortcut:
+        encode_features(X.astype(view), SCHEMA, grid)
+    assert str(shortcut.value) == str(row_by_row.value)
+    with pytest.raises(DataValidationError) as label_error:
+        encode_labels(y.astype(view), SCHEMA)
+    assert str(label_error.value) == str(
+        pytest.raises(DataValidationError, encode_labels, y.astype(object), SCHEMA).value
+    )
+
+
+def test_a_category_no_row_holds_refuses_no_row():
+    """A categorical column may declare categories that no row holds: they are encoded but refuse nothing."""
+    X, y = _messy_table(300)
+    keep, _ = _row_by_row(X, y)
+    clean = X.astype("category")[keep]  # categories of all rows, kept rows only: some unused, refused texts
+    assert any(len(clean[c].cat.categories) > clean[c].nunique() for c in clean.columns)
+    grid = FeatureGrid.from_schema(SCHEMA, n_bins=4)
+    np.testing.assert_array_equal(
+        encode_features(clean, SCHEMA, grid), encode_features(X[keep].astype(object), SCHEMA, grid)
+    )
+    assert rule_violations(clean, y.astype("category")[keep], SCHEMA) == []
+
+
+def test_the_partys_local_data_is_a_categorical_view_of_the_files_texts(tmp_path):
+    X, y = _messy_table(400)
+    path = tmp_path / "data.csv"
+    pd.concat([X, y], axis=1).to_csv(path, index=False)
+    data = load_local_data(path, SCHEMA, 0.3, SALT)
+    assert all(isinstance(t, pd.CategoricalDtype) for t in data.X_train.dtypes)
+    assert isinstance(data.y_train.dtype, pd.CategoricalDtype)
+    table = read_table(path, SCHEMA)
+    rows = np.r_[data.X_train.index, data.X_holdout.index]
+    both = pd.concat([data.X_train, data.X_holdout]).astype(table.X.dtypes.to_dict())
+    pd.testing.assert_frame_equal(both, table.X.loc[rows])
+    grid = FeatureGrid.from_schema(SCHEMA, n_bins=4)
+    np.testing.assert_array_equal(
+        encode_features(data.X_train, SCHEMA, grid),
+        encode_features(table.X.loc[data.X_train.index].astype(object), SCHEMA, grid),
+    )
+
+
+@pytest.mark.parametrize("storage", ["pyarrow", "python"])
+def test_text_categories_number_the_same_texts_as_pandas(storage):
+    from client._local_data import _text_categories
+
+    dtype = pd.StringDtype(storage, na_value=np.nan)
+    X, y = _messy_table(300)
+    frame = pd.concat([X, y], axis=1).astype(dtype)
+    frame.loc[[3, 40], "age"] = np.nan  # missing cells stay missing
+    frame["number"] = np.arange(len(frame), dtype=float)  # not text: kept as it is
+    numbered = _text_categories(frame)
+    expected = frame.astype({c: "category" for c in ["age", "code", "grade", "outcome"]})
+    pd.testing.assert_frame_equal(numbered.astype(object), expected.astype(object))
+    assert all(isinstance(numbered[c].dtype, pd.CategoricalDtype) for c in ["age", "code", "grade", "outcome"])
+    assert numbered["number"].dtype == np.float64
+    assert numbered["age"].isna().sum() == 2
+    assert len(_text_categories(frame.iloc[:0])) == 0
+
+
+@pytest.mark.parametrize("view", ["str", "category"])
+def test_clipped_shares_read_each_distinct_text_as_its_rows_would(view):
+    from edprf_core._encoding import clipped_shares
+
+    X, _ = _messy_table()
+    assert clipped_shares(X.astype(view), SCHEMA) == clipped_shares(X.astype(object), SCHEMA)
+    assert clipped_shares(X.astype(view), SCHEMA)["age"] > 0  # "101" lies outside age's bounds
