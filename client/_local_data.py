@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,8 +80,9 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
 def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with each column of pandas' ``str`` dtype as a categorical of the same texts (others as they are).
 
-    ``frame[c].astype("category")``, numbered by Arrow's dictionary encoding in one thread per column
-    (categories in order of first appearance; a missing cell stays missing).
+    ``frame[c].astype("category")``, numbered by Arrow's dictionary encoding, a column per thread on as
+    many threads as Arrow's own pool has (``pyarrow.cpu_count()``: the machine's CPUs unless
+    ``OMP_NUM_THREADS`` says otherwise); categories in order of first appearance; a missing cell stays missing.
     """
     text = [c for c, t in frame.dtypes.items() if isinstance(t, pd.StringDtype)]
 
@@ -93,7 +93,7 @@ def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
         texts = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=frame[column].dtype)
         return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(texts), validate=False)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(text), os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(len(text), pa.cpu_count()))) as pool:
         numbered = dict(zip(text, pool.map(categories, text)))
     return pd.DataFrame({c: numbered.get(c, frame[c]) for c in frame.columns}, index=frame.index)
 
