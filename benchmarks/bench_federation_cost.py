@@ -5,7 +5,8 @@ For each dataset, partition (IID, Dirichlet label skew 0.5 and 0.1) and number
 of parties N in {1, 2, 5, 10, 20, 50}, 10 seeds at epsilon = 1: each party fits
 what it releases in a federation with the defaults (one tree, 20 bins: the
 grid the coordinator fixes for all, leaf counts, its own depth from a DP
-count of its rows, charged within its epsilon); the
+count of its rows, charged within its epsilon; with two classes also the
+default marginals part, never a residual pass); the
 coordinator merges the releases (``merge_forests``) and predicts with the
 default rule: log-linear pooling of share-weighted likelihood ratios (item 4
 of ``edprf_core._leaf_distribution``) combined across parties with bounded
@@ -28,7 +29,7 @@ the coordinator make); ``edprf simulate`` runs the same through Flower, which
 adds start-up time but no numbers.  Seeded research randomness, so the runs
 are reproducible and NOT DP releases.
 
-    python benchmarks/bench_federation_cost.py --jobs 2       # 10 seeds, ~10 min on 2 cores
+    python benchmarks/bench_federation_cost.py --jobs 2       # 10 seeds, ~4 min on 2 cores
     python benchmarks/bench_federation_cost.py --quick        # 2 seeds (or --seeds n), N in {1, 5, 20}
     python benchmarks/bench_federation_cost.py --report-from results/federation_cost.csv   # tables only
 
@@ -311,7 +312,12 @@ def write_report(df: pd.DataFrame, out: Path, command: str) -> None:
         (
             f"Command: `{command}`. epsilon = {EPSILON:g} per party release, seeds "
             f"{sorted(df.seed.unique().tolist())}, mean ± std (ddof 0) over seeds. Each party: one tree, leaf "
-            "counts, depth chosen from a DP count of its own rows (at most 8). "
+            "counts, depth chosen from a DP count of its own rows (at most 8); with two classes (diabetes, bank) "
+            'also the default marginals part (`marginals_share="auto"`: a random 90 % of the party\'s rows when '
+            "n ε / d >= 2, the tree's depth then read from the other 10 %; no residual pass, which a party's "
+            "release never carries), the parties' histograms summed by `merge_forests` and mixed with the trees' "
+            "pooled distribution (p_marginals^s · p_trees^(1 - s)) under every rule below, which pool the trees "
+            "only. "
             "Federated (bounded, default) = the merged releases pooled by the default rule: log-linear pooling of "
             "the trees' likelihood ratios, each tree weighted per class by its share of that class's rows (item 4 "
             "of `edprf_core/_leaf_distribution.py`), combined across parties with bounded influence (item 5: each "
