@@ -154,8 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         return RandomForestClassifier(n_estimators=trees, max_depth=d, n_jobs=1, random_state=0)
 
     # (c) the party's data path and (d) a party's training request, on a big file: run first, in a process that
-    # holds no model yet, as a party's process reads its file at the start of a request (the 1000-tree forests of
-    # (b) fill the heap, and allocating the reader's large buffers then costs more)
+    # holds no model yet, as a party's process reads its file at the start of a request
     data_lines: list[str] = []
     if args.read_rows:
         data_lines = data_path_section(args, R)
