@@ -426,6 +426,14 @@ def _feature_encoder(
     )
 
 
+def _label_encoder(schema: Schema, rules: CellRules, what: str) -> Encoder:
+    """Class indices of labels (after :func:`_label_series`); ``what`` names an undeclared one in refusals."""
+    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
+    return lambda cells, found: _encode_categorical(
+        _label_series(cells, schema, rules), spec, spec.name, what=what, problems=found, rules=rules
+    )
+
+
 def _each_distinct_cell(
     series: pd.Series, encode: Encoder, problems: Problems, *, codes: bool = True
 ) -> NDArray[np.int32] | None:
@@ -454,10 +462,9 @@ def _each_distinct_cell(
     return distinct[rows] if codes else None
 
 
-def _label_series(y: ArrayLike | pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
+def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
     """Labels after whitespace stripping and the schema's declared aliases (each cell alone)."""
-    series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
-    series = rules.clean(series)
+    series = rules.clean(y)
     aliases = dict(schema.label.aliases)
     text = _text_cells(series) if aliases else None
     if text is not None:  # a text column (clean made it Arrow-held): the alias's class as text, cell by cell
@@ -497,13 +504,7 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
     grid = FeatureGrid.from_schema(schema, n_bins=2)
     for j, feature in enumerate(schema.features):
         _each_distinct_cell(frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems, codes=False)
-    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-
-    def encode(cells: pd.Series, found: Problems) -> NDArray[np.int32]:
-        labels = _label_series(cells, schema, rules)
-        return _encode_categorical(labels, spec, schema.label.column, what="class", problems=found, rules=rules)
-
-    _each_distinct_cell(y, encode, problems, codes=False)
+    _each_distinct_cell(y, _label_encoder(schema, rules, "class"), problems, codes=False)
     return problems
 
 
@@ -571,15 +572,8 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
         raise DataValidationError("y must be 1-D")
     rules = CellRules.of(schema)
     series = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
-    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-
-    def encode(cells: pd.Series, found: Problems) -> NDArray[np.int32]:
-        labels = _label_series(cells, schema, rules)
-        what = "class (not in the declared classes)"
-        return _encode_categorical(labels, spec, schema.label.column, what=what, problems=found, rules=rules)
-
     try:
-        return _each_distinct_cell(series, encode, None)
+        return _each_distinct_cell(series, _label_encoder(schema, rules, "class (not in the declared classes)"), None)
     except DataValidationError as exc:
         raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
 

@@ -33,14 +33,13 @@ from numpy.typing import NDArray
 
 from ._encoding import (
     CellRules,
-    _encode_categorical,
-    _label_series,
+    _label_encoder,
     _parse_numbers,
     as_frame,
     encode_features,
 )
 from ._forest import DPForest
-from ._schema import SEPARATE, CategoricalFeature, ContinuousFeature, Schema
+from ._schema import SEPARATE, ContinuousFeature, Schema
 
 __all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]
 
@@ -219,12 +218,8 @@ def read_labels(y: pd.Series, schema: Schema) -> tuple[NDArray[np.int64], NDArra
     """
     rules = CellRules.of(schema)
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
-    spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
-    series = _label_series(y.reset_index(drop=True), schema, rules)
-    idx = _encode_categorical(series, spec, schema.label.column, what="class", problems=problems, rules=rules).astype(
-        np.int64
-    )
-    reason = np.full(len(series), "", dtype=object)
+    idx = _label_encoder(schema, rules, "class")(y.reset_index(drop=True), problems).astype(np.int64)
+    reason = np.full(len(y), "", dtype=object)
     for _, what, mask in problems:
         idx[mask] = -1
         text = "label missing" if what.startswith("missing") else "label not one of the declared classes"
