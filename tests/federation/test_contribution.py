@@ -234,3 +234,25 @@ def test_selection_scores_each_candidate_set_as_the_pooled_model_it_would_make()
     for k in range(len(sel.kept)):  # the path is the accuracy of the pooled model of the first k + 1 parties
         model = merge_forests([forests[i] for i in sel.kept[: k + 1]], labels=[str(i) for i in sel.kept[: k + 1]])
         assert sel.accuracy_path[k] == pytest.approx(float(np.mean(model.predict(X_val) == y_val.to_numpy())))
+
+
+def test_the_normal_distribution_function_is_scipys_to_rounding():
+    from scipy import stats
+
+    from server._contribution import _normal_cdf
+
+    z = np.concatenate([np.linspace(-37.0, 9.0, 4601), [0.0, -1e-300, 1e-300]])
+    ours = np.array([_normal_cdf(v) for v in z])
+    np.testing.assert_allclose(ours, stats.norm.cdf(z), rtol=1e-12, atol=0.0)
+    assert _normal_cdf(0.0) == 0.5
+    assert _normal_cdf(-40.0) < 1e-300 and _normal_cdf(40.0) == 1.0
+
+
+def test_the_coordinator_starts_without_scipy_stats():
+    """``import server`` (the coordinator, ``edprf inspect``) does not pay for scipy.stats' import (about 0.5 s)."""
+    import subprocess
+    import sys
+
+    code = "import sys, server, server.server_app; print('scipy.stats' in sys.modules, 'sklearn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
