@@ -23,6 +23,11 @@ log = logging.getLogger("edprf.party")
 
 _LOGGED = 20
 
+_THREADED_ROWS = 20_000
+"""From this many rows on, :func:`_text_categories` numbers its columns on a thread each.  Below, handing columns
+to threads costs more than it saves: on 2 cores, 2,000 diabetes rows took 1.5x as long with threads, 10,000 the same,
+30,000 0.74x, 100,000 0.65x."""
+
 
 @dataclass(frozen=True, eq=False)
 class LocalData:
@@ -87,14 +92,19 @@ def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
     text = [c for c, t in frame.dtypes.items() if isinstance(t, pd.StringDtype)]
 
     def categories(column: str) -> pd.Categorical:
-        chunks = pc.dictionary_encode(pa.chunked_array(pa.array(frame[column].array)))
+        cells = frame[column]
+        chunks = pc.dictionary_encode(pa.chunked_array(pa.array(cells.array)))
         encoded = chunks.unify_dictionaries().combine_chunks()  # one dictionary for the column
         codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        texts = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=frame[column].dtype)
+        texts = pd.Index(pd.array(encoded.dictionary, dtype=cells.dtype))  # the dictionary: distinct, no null
         return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(texts), validate=False)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(text), pa.cpu_count()))) as pool:
-        numbered = dict(zip(text, pool.map(categories, text)))
+    workers = min(len(text), pa.cpu_count()) if len(frame) >= _THREADED_ROWS else 1
+    if workers <= 1:  # a small frame: handing columns to threads costs more than numbering them here
+        numbered = {c: categories(c) for c in text}
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            numbered = dict(zip(text, pool.map(categories, text)))
     return pd.DataFrame({c: numbered.get(c, frame[c]) for c in frame.columns}, index=frame.index)
 
 

@@ -11,7 +11,9 @@ Every cell is mapped by itself (privacy: a per-record map)
 The code of a cell depends on that cell and the public schema only, never on
 the other cells of its column: a column's dtype may choose *how fast* a cell is
 read (Arrow's element-wise kernels for a column of text, numpy for numbers,
-Python one cell at a time for mixed objects), never *what* it reads as.  Text
+Python one cell at a time for mixed objects), never *what* it reads as.  So may
+the cells read with it: a text column is read once per distinct cell, and the
+distinct cells of a frame's text columns go through those kernels together.  Text
 cells (from :func:`edprf_core.tables.read_table`) and typed in-memory cells go through
 the same rules (the text rules are written out in :mod:`edprf_core._cell_text`):
 
@@ -37,6 +39,7 @@ Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -149,9 +152,10 @@ def _refuse(
 Problems = list[tuple[str, str, NDArray[np.bool_]]] | None
 
 
-def _reject(column: str, what: str, series: pd.Series, mask: NDArray[np.bool_], problems: Problems) -> None:
-    """Refuse the offending rows: raise, or (with a ``problems`` list) record them."""
+def _reject(column: str, what: str, series: pd.Series | None, mask: NDArray[np.bool_], problems: Problems) -> None:
+    """Refuse the offending rows: raise (naming rows and cells of ``series``), or (with a ``problems`` list) record them."""
     if problems is None:
+        assert series is not None, "refusing by raising names the cells: the column is needed"
         idx = np.flatnonzero(mask)
         raise _refuse(column, what, series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
     problems.append((column, what, mask.copy()))
@@ -227,11 +231,15 @@ class CellRules:
         """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
         text = _text_cells(series)
         if text is not None:
-            hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
-            if text.null_count:
-                hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
-            return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+            return self.missing_text(text)
         return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
+
+    def missing_text(self, text: pa.Array | pa.ChunkedArray) -> NDArray[np.bool_]:
+        """:meth:`missing` of Arrow text cells (null, or a declared missing token), element-wise."""
+        hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
+        if text.null_count:
+            hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
+        return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 _DEFAULT_RULES = CellRules()
@@ -308,6 +316,18 @@ def _encode_continuous(
     rules: CellRules = _DEFAULT_RULES,
 ) -> NDArray[np.int32]:
     x, nan = _as_float(series, feature.name, problems, rules)
+    return _continuous_codes(x, nan, feature, edges, series, problems)
+
+
+def _continuous_codes(
+    x: NDArray[np.float64],
+    nan: NDArray[np.bool_],
+    feature: ContinuousFeature,
+    edges: NDArray[np.float64],
+    series: pd.Series | None,
+    problems: Problems,
+) -> NDArray[np.int32]:
+    """Codes of cells read as numbers ``x`` (NaN: missing where ``nan``, else refused already) by the feature's rules."""
     x = np.where(np.isnan(x) & ~nan, feature.lower, x)  # placeholder for refused cells: dropped by the caller
     separate = nan if feature.missing == SEPARATE else None
     if nan.any():
@@ -368,11 +388,29 @@ def _encode_categorical(
     rules: CellRules = _DEFAULT_RULES,
 ) -> NDArray[np.int32]:
     missing = rules.missing(series)
-    numeric = not isinstance(feature.categories[0], str)
-    if numeric:
+    if _numeric_categories(feature):
         codes = _number_lookup(_parse_numbers(series, skip=missing), [float(c) for c in feature.categories])
     else:
         codes = _lookup(series, [str(c) for c in feature.categories])
+    return _categorical_codes(codes, missing, feature, column, what, series, problems)
+
+
+def _numeric_categories(feature: CategoricalFeature) -> bool:
+    """Whether the feature's cells are compared as numbers (its declared categories are numbers)."""
+    return not isinstance(feature.categories[0], str)
+
+
+def _categorical_codes(
+    codes: NDArray[np.int32],
+    missing: NDArray[np.bool_],
+    feature: CategoricalFeature,
+    column: str,
+    what: str,
+    series: pd.Series | None,
+    problems: Problems,
+) -> NDArray[np.int32]:
+    """Codes of cells found at ``codes`` among the categories (-1: undeclared) by the feature's rules for the
+    missing (``missing``) and undeclared cells."""
     codes = np.where(missing, -2, codes)
     for rule_name, mask, label in (
         ("missing", codes == -2, "missing value (NaN, None or a missing token)"),
@@ -407,8 +445,11 @@ def encode_features(
     frame = as_frame(X, schema)
     rules = CellRules.of(schema)
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
+    read = _distinct_readings(frame, schema, rules, grid.edges)
     for j, feature in enumerate(schema.features):
-        out[:, j] = _each_distinct_cell(frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems)
+        out[:, j] = _each_distinct_cell(
+            frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems, distinct=read.get(j)
+        )
     return out
 
 
@@ -435,7 +476,12 @@ def _label_encoder(schema: Schema, rules: CellRules, what: str) -> Encoder:
 
 
 def _each_distinct_cell(
-    series: pd.Series, encode: Encoder, problems: Problems, *, codes: bool = True
+    series: pd.Series,
+    encode: Encoder,
+    problems: Problems,
+    *,
+    codes: bool = True,
+    distinct: tuple[NDArray[np.integer], Callable[[Problems], NDArray[np.int32]]] | None = None,
 ) -> NDArray[np.int32] | None:
     """``encode(series, problems)``, computed once per distinct text cell and given back to every row.
 
@@ -446,20 +492,108 @@ def _each_distinct_cell(
     pass.  Any other column is encoded row by row.  A refused cell that some row holds,
     without a ``problems`` list, is refused by encoding the column row by row: the same
     error, naming the same rows, as without this shortcut.  With ``codes=False`` only the
-    problems are recorded (None is returned).
+    problems are recorded (None is returned).  ``distinct``: each row's number among the
+    distinct cells and their codes (a function of a problems list), when the caller read the
+    distinct cells of several columns together (:func:`_distinct_readings`).
     """
-    values, rows = _distinct_cells(series)
-    if len(values) == len(series):  # nothing collapsed (or not text): every row is its own cell
-        return encode(series, problems)
+    if distinct is None:
+        values, rows = _distinct_cells(series)
+        if len(values) == len(series):  # nothing collapsed (or not text): every row is its own cell
+            return encode(series, problems)
+        distinct = (rows, lambda found: encode(values, found))
+    rows, encode_distinct = distinct
     found: list[tuple[str, str, NDArray[np.bool_]]] = []
-    distinct = encode(values, found)
+    distinct_codes = encode_distinct(found)
     held = [(column, what, mask[rows]) for column, what, mask in found]
     held = [problem for problem in held if problem[2].any()]  # a category no row holds refuses no row
     if held and problems is None:
         return encode(series, None)  # raises, naming the rows
     if problems is not None:
         problems.extend(held)
-    return distinct[rows] if codes else None
+    return distinct_codes[rows] if codes else None
+
+
+@dataclass(frozen=True, eq=False)
+class _TextReading:
+    """How the rules read some text cells, each alone: the cells stripped (as the schema says), which are
+    missing, and (when asked) each one's number (NaN where missing or not a finite number)."""
+
+    text: pa.Array
+    missing: NDArray[np.bool_]
+    numbers: NDArray[np.float64] | None
+
+
+def _read_texts(columns: Sequence[pa.Array], rules: CellRules, numbers: Sequence[bool]) -> list[_TextReading]:
+    """:class:`_TextReading` of each column's Arrow text cells (null: missing), its numbers where ``numbers`` says.
+
+    Every step is an element-wise Arrow kernel (``CellRules.clean``, ``CellRules.missing``,
+    :func:`~edprf_core._cell_text.text_numbers_arrow`), run once on the columns' cells laid end to end
+    and cut back into columns: a cell's reading is its own, whichever cells it is read with, only
+    the calls are fewer.
+    """
+    if not columns:
+        return []
+    sizes = np.array([len(c) for c in columns])
+    ends = np.cumsum(sizes)
+    cells = pa.concat_arrays([c.cast(pa.large_string()) for c in columns])
+    if rules.strip_whitespace:
+        cells = strip_text(cells)
+    missing = rules.missing_text(cells)
+    wanted = [j for j, asked in enumerate(numbers) if asked]
+    parsed = None
+    if wanted:
+        some = pa.concat_arrays([cells.slice(ends[j] - sizes[j], sizes[j]) for j in wanted])
+        skip = np.concatenate([missing[ends[j] - sizes[j] : ends[j]] for j in wanted])
+        parsed = text_numbers_arrow(pc.if_else(pa.array(skip), pa.scalar(None, some.type), some))
+    readings, at = [], 0
+    for j, (size, end) in enumerate(zip(sizes, ends)):
+        x = None
+        if numbers[j]:
+            x, at = parsed[at : at + size], at + size
+        readings.append(_TextReading(cells.slice(end - size, size), missing[end - size : end], x))
+    return readings
+
+
+def _codes_of_reading(
+    reading: _TextReading, feature: ContinuousFeature | CategoricalFeature, edges: NDArray[np.float64], found: Problems
+) -> NDArray[np.int32]:
+    """The feature's codes of cells read by :func:`_read_texts`: what its encoder gives the same cells."""
+    if isinstance(feature, ContinuousFeature):
+        x, nan = reading.numbers, reading.missing
+        bad = np.isnan(x) & ~nan
+        if bad.any():
+            _reject(feature.name, "not a finite number", None, bad, found)
+        return _continuous_codes(x, nan, feature, edges, None, found)
+    if _numeric_categories(feature):
+        codes = _number_lookup(reading.numbers, [float(c) for c in feature.categories])
+    else:
+        categories = pa.array([str(c) for c in feature.categories], type=reading.text.type)
+        codes = pc.fill_null(pc.index_in(reading.text, value_set=categories), -1).to_numpy(zero_copy_only=False)
+        codes = codes.astype(np.int32)
+    return _categorical_codes(codes, reading.missing, feature, feature.name, "category", None, found)
+
+
+def _distinct_readings(
+    frame: pd.DataFrame, schema: Schema, rules: CellRules, edges: Sequence[NDArray[np.float64]]
+) -> dict[int, tuple[NDArray[np.integer], Callable[[Problems], NDArray[np.int32]]]]:
+    """For each feature whose text column has fewer distinct cells than rows (:func:`_distinct_cells`): each row's
+    number among them and their codes (a function of a problems list), all such columns read at once
+    (:func:`_read_texts`): a few Arrow calls for the frame instead of a dozen per column.  Other columns are not
+    in the result (:func:`_each_distinct_cell` reads them alone)."""
+    picked, texts, rows_of = [], [], []
+    for j, feature in enumerate(schema.features):
+        found = _distinct_text(frame[feature.name])
+        if found is not None and len(found[0]) < len(frame):  # collapsed: fewer distinct cells than rows
+            picked.append(j)
+            texts.append(found[0])
+            rows_of.append(found[1])
+    features = [schema.features[j] for j in picked]
+    numbers = [isinstance(f, ContinuousFeature) or _numeric_categories(f) for f in features]
+    readings = _read_texts(texts, rules, numbers)
+    return {
+        j: (rows, functools.partial(_codes_of_reading, reading, feature, edges[j]))
+        for j, rows, reading, feature in zip(picked, rows_of, readings, features)
+    }
 
 
 def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
@@ -502,8 +636,10 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
     frame = as_frame(X, schema)
     rules = CellRules.of(schema)
     grid = FeatureGrid.from_schema(schema, n_bins=2)
+    read = _distinct_readings(frame, schema, rules, grid.edges)
     for j, feature in enumerate(schema.features):
-        _each_distinct_cell(frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems, codes=False)
+        encoder = _feature_encoder(feature, grid.edges[j], rules)
+        _each_distinct_cell(frame[feature.name], encoder, problems, codes=False, distinct=read.get(j))
     _each_distinct_cell(y, _label_encoder(schema, rules, "class"), problems, codes=False)
     return problems
 
@@ -511,31 +647,56 @@ def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple
 def _distinct_cells(series: pd.Series) -> tuple[pd.Series, NDArray[np.integer]]:
     """The distinct cells of a column (a Series indexed 0..k-1) and each row's number among them.
 
-    Only text is collapsed: a column of pandas' string dtype, or a categorical one whose categories are all
-    text (its cells read as those texts, missing as missing).  There, equal cells are the same characters (or
-    both missing), so they meet the same verdict.  Any other column keeps every row as its own cell (in an
-    object column ``1 == 1.0 == True``, yet the rules read them differently).
+    Only text is collapsed (:func:`_distinct_text`); any other column keeps every row as its own cell
+    (in an object column ``1 == 1.0 == True``, yet the rules read them differently).
+    """
+    found = _distinct_text(series)
+    if found is None:
+        return series.reset_index(drop=True), np.arange(len(series))
+    text, rows = found
+    return pd.Series(text, dtype=_TEXT_DTYPE), rows
+
+
+def _distinct_text(series: pd.Series) -> tuple[pa.Array, NDArray[np.integer]] | None:
+    """A text column's distinct cells (Arrow text, null for a missing cell) and each row's number among them;
+    None for a column that is not collapsed.
+
+    Collapsed: a non-empty column of pandas' string dtype, or a categorical one whose categories are all text
+    (its cells read as those texts, missing as missing).  There, equal cells are the same characters (or both
+    missing), so they meet the same verdict.
     """
     n = len(series)
     dtype = series.dtype
     if n and isinstance(dtype, pd.CategoricalDtype):
         categories = dtype.categories
-        if not isinstance(categories.dtype, pd.StringDtype) and pd.api.types.infer_dtype(categories) != "string":
-            return series.reset_index(drop=True), np.arange(n)
+        if isinstance(categories.dtype, pd.StringDtype) and categories.dtype.storage == "pyarrow":
+            texts = _one_array(pa.array(categories.array))  # no copy
+        elif pd.api.types.infer_dtype(categories) == "string":
+            texts = text_array(np.asarray(categories, dtype=object))
+        else:
+            return None
+        if texts is None:  # text Arrow cannot hold (a lone surrogate): read cell by cell
+            return None
         codes = series.cat.codes.to_numpy()  # the narrowest integers: gathers by them read less memory
-        if codes.min() < 0:
+        if codes.min() < 0:  # a missing cell: the slot after the last category
             codes = np.where(codes < 0, len(categories), codes.astype(np.intp))
-        texts = np.append(np.asarray(categories, dtype=object), np.nan)  # the last one: a missing cell
-        return pd.Series(texts, dtype=_TEXT_DTYPE), codes
+            texts = pa.concat_arrays([texts, pa.nulls(1, texts.type)])
+        return texts, codes
     if n == 0 or not isinstance(dtype, pd.StringDtype):
-        return series.reset_index(drop=True), np.arange(n)
+        return None
     codes, _ = pd.factorize(series, use_na_sentinel=False)  # numbered in order of first occurrence
     codes = np.asarray(codes, dtype=np.intp)
     seen = np.maximum.accumulate(codes)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
     if not np.array_equal(codes[first], np.arange(first.size)):  # pragma: no cover - not in first-seen order
-        return series.reset_index(drop=True), np.arange(n)
-    return series.iloc[first].reset_index(drop=True), codes
+        return None
+    texts = _text_cells(series.iloc[first])
+    return None if texts is None else (_one_array(texts), codes)
+
+
+def _one_array(cells: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The cells as one Arrow array (the chunks of a chunked one put together)."""
+    return cells.combine_chunks() if isinstance(cells, pa.ChunkedArray) else cells
 
 
 def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:

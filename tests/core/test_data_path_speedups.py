@@ -218,10 +218,14 @@ def test_the_partys_local_data_is_a_categorical_view_of_the_files_texts(tmp_path
     )
 
 
+@pytest.mark.parametrize("threaded", [False, True])
 @pytest.mark.parametrize("storage", ["pyarrow", "python"])
-def test_text_categories_number_the_same_texts_as_pandas(storage):
+def test_text_categories_number_the_same_texts_as_pandas(storage, threaded, monkeypatch):
+    from client import _local_data
     from client._local_data import _text_categories
 
+    # a column per thread from _THREADED_ROWS rows on (a party's big file); here both ways on small frames
+    monkeypatch.setattr(_local_data, "_THREADED_ROWS", 1 if threaded else 10**9)
     dtype = pd.StringDtype(storage, na_value=np.nan)
     X, y = _messy_table(300)
     frame = pd.concat([X, y], axis=1).astype(dtype)
@@ -243,3 +247,51 @@ def test_clipped_shares_read_each_distinct_text_as_its_rows_would(view):
     X, _ = _messy_table()
     assert clipped_shares(X.astype(view), SCHEMA) == clipped_shares(X.astype(object), SCHEMA)
     assert clipped_shares(X.astype(view), SCHEMA)["age"] > 0  # "101" lies outside age's bounds
+
+
+@pytest.mark.parametrize("strip", [True, False])
+def test_a_text_cell_reads_the_same_whichever_columns_it_is_read_with(strip):
+    """The encoder reads the distinct texts of all columns in one pass of element-wise kernels: a cell's reading
+    (stripped text, missing, number) is the one it gets read alone, even where its neighbours change the route the
+    number parse takes (all numbers: one cast; some text: a pattern match first)."""
+    import pyarrow as pa
+
+    from edprf_core._encoding import CellRules, _read_texts
+
+    rules = CellRules(missing_values=("", "?", "-1"), strip_whitespace=strip)
+    columns = [
+        pa.array(["30", "7.5", "-0", "1e3"]),  # numbers only: read alone, one cast does
+        pa.array([" 30", "abc", None, "?", "1e309", " -1 ", "-1"]),  # text and missing tokens: the pattern route
+        pa.array(["007", " 12 ", "x", ""]),
+    ]
+    numbers = [True, True, False]
+    together = _read_texts(columns, rules, numbers)
+    for column, asked, reading in zip(columns, numbers, together):
+        (alone,) = _read_texts([column], rules, [asked])
+        assert reading.text.equals(alone.text)
+        np.testing.assert_array_equal(reading.missing, alone.missing)
+        if asked:
+            np.testing.assert_array_equal(reading.numbers, alone.numbers)
+        else:
+            assert reading.numbers is None
+    np.testing.assert_array_equal(together[0].numbers, [30.0, 7.5, -0.0, 1000.0])
+    # a number is read stripped either way; " -1 " is the missing token "-1" only once the schema strips cells
+    expected = [30.0, np.nan, np.nan, np.nan, np.nan, np.nan if strip else -1.0, np.nan]
+    np.testing.assert_array_equal(together[1].numbers, expected)
+    assert together[1].missing.tolist() == [False, False, True, True, False, strip, True]
+
+
+def test_encoding_a_frame_reads_each_column_as_encoding_it_alone():
+    """Codes and refusals of a frame whose text columns are read together equal those of the row-by-row encoder."""
+    X, y = _messy_table(500)
+    grid = FeatureGrid.from_schema(SCHEMA, n_bins=4)
+    keep, _ = conforming_rows(X, y, SCHEMA)
+    for view in ("str", "category"):
+        np.testing.assert_array_equal(
+            encode_features(X[keep].astype(view), SCHEMA, grid), encode_features(X[keep].astype(object), SCHEMA, grid)
+        )
+        found = rule_violations(X.astype(view), y.astype(view), SCHEMA)
+        expected = rule_violations(X.astype(object), y.astype(object), SCHEMA)
+        assert [(c, w) for c, w, _ in found] == [(c, w) for c, w, _ in expected]
+        for (_, _, mask), (_, _, want) in zip(found, expected):
+            np.testing.assert_array_equal(mask, want)
