@@ -254,7 +254,7 @@ def _normal_cdf(z: float) -> float:
     """The standard normal distribution function at ``z``, ``erfc(-z / sqrt 2) / 2`` (accurate in both tails).
 
     Written out rather than taken from ``scipy.stats``, whose import alone took about half a second of every
-    coordinator's start-up (``import server``; also ``edprf inspect``).
+    coordinator's start-up (``import server``).
     """
     return 0.5 * math.erfc(-float(z) / math.sqrt(2.0))
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     say(f"[2/3] DP forest trained in {fit_s:.2f} s ({clf.forest_.trees.n_nodes} nodes)")
     ours = clf.score(X_test, y_test)
     codes_train, codes_test = clf.forest_.encode(X_train), clf.forest_.encode(X_test)
-    reference = RandomForestClassifier(n_estimators=100, max_depth=None, random_state=split_seed, n_jobs=1)
+    reference = RandomForestClassifier(n_estimators=100, max_depth=None, random_state=split_seed, n_jobs=-1)
     reference.fit(codes_train, y_train)
     say("[3/3] non-private reference forest trained")
     print(f"dataset:               {args.dataset} ({schema.n_classes} classes, {schema.n_features} features)")
