@@ -361,8 +361,14 @@ def _lookup(values: pd.Series, categories: Sequence[str]) -> NDArray[np.int32]:
         index = pc.index_in(text, value_set=pa.array(list(categories), type=text.type))
         return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int32)
     index = pd.Index(list(categories), dtype=object)
-    cells = values.astype(object).map(str)
-    return index.get_indexer(pd.Index(cells.to_numpy(dtype=object), dtype=object)).astype(np.int32)
+    # str of every cell, kept as Python objects: Series.map(str) would infer pandas' str dtype, which Arrow
+    # holds, and fail the whole column on one text without a UTF-8 form (a lone surrogate)
+    cells = _as_text(values.to_numpy(dtype=object))
+    return index.get_indexer(pd.Index(cells, dtype=object)).astype(np.int32)
+
+
+_as_text = np.frompyfunc(str, 1, 1)
+"""``str`` of each cell of an object array, into an object array."""
 
 
 def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArray[np.int32]:

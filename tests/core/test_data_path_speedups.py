@@ -295,3 +295,15 @@ def test_encoding_a_frame_reads_each_column_as_encoding_it_alone():
         assert [(c, w) for c, w, _ in found] == [(c, w) for c, w, _ in expected]
         for (_, _, mask), (_, _, want) in zip(found, expected):
             np.testing.assert_array_equal(mask, want)
+
+
+def test_a_categorical_of_text_arrow_cannot_hold_is_judged_row_by_row():
+    """A lone surrogate has no UTF-8 form: such a categorical is read cell by cell, with the same verdicts."""
+    X, y = _messy_table(40)
+    cats = pd.Index(np.array(["007", "x\ud800", "12"], dtype=object), dtype=object)
+    X = X.astype(object)
+    X["code"] = pd.Series(pd.Categorical.from_codes(np.arange(40) % 3, dtype=pd.CategoricalDtype(cats)))
+    keep, notes = conforming_rows(X, y, SCHEMA)
+    expected_keep, problems = _row_by_row(X, y)
+    np.testing.assert_array_equal(keep, expected_keep)
+    assert len(notes) == len(problems)
