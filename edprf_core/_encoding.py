@@ -302,10 +302,17 @@ def _as_float(
     """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
     missing = rules.missing(series)
     x = _parse_numbers(series, skip=missing)
+    _refuse_non_numbers(x, missing, column, series, problems)
+    return x, missing
+
+
+def _refuse_non_numbers(
+    x: NDArray[np.float64], missing: NDArray[np.bool_], column: str, series: pd.Series | None, problems: Problems
+) -> None:
+    """Refuse the cells read as neither missing nor a finite number (NaN in ``x`` where not ``missing``)."""
     bad = np.isnan(x) & ~missing
     if bad.any():
         _reject(column, "not a finite number", series, bad, problems)
-    return x, missing
 
 
 def _encode_continuous(
@@ -358,13 +365,18 @@ def _lookup(values: pd.Series, categories: Sequence[str]) -> NDArray[np.int32]:
     """
     text = _text_cells(values)
     if text is not None:
-        index = pc.index_in(text, value_set=pa.array(list(categories), type=text.type))
-        return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+        return _text_lookup(text, categories)
     index = pd.Index(list(categories), dtype=object)
     # str of every cell, kept as Python objects: Series.map(str) would infer pandas' str dtype, which Arrow
     # holds, and fail the whole column on one text without a UTF-8 form (a lone surrogate)
     cells = _as_text(values.to_numpy(dtype=object))
     return index.get_indexer(pd.Index(cells, dtype=object)).astype(np.int32)
+
+
+def _text_lookup(text: pa.Array | pa.ChunkedArray, categories: Sequence[str]) -> NDArray[np.int32]:
+    """:func:`_lookup` of Arrow text cells: each one's index among ``categories``, -1 where absent or null."""
+    index = pc.index_in(text, value_set=pa.array(list(categories), type=text.type))
+    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int32)
 
 
 _as_text = np.frompyfunc(str, 1, 1)
@@ -449,13 +461,25 @@ def encode_features(
     as encoding row by row, since every rule reads one cell alone.
     """
     frame = as_frame(X, schema)
-    rules = CellRules.of(schema)
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
+    for j, codes in enumerate(_feature_codes(frame, schema, grid, CellRules.of(schema), problems)):
+        out[:, j] = codes
+    return out
+
+
+def _feature_codes(
+    frame: pd.DataFrame, schema: Schema, grid: FeatureGrid, rules: CellRules, problems: Problems, codes: bool = True
+) -> list[NDArray[np.int32] | None]:
+    """Each feature's codes (None with ``codes=False``: only the problems are recorded), the text columns that
+    collapse read together (:func:`_distinct_readings`), the others row by row."""
     read = _distinct_readings(frame, schema, rules, grid.edges)
+    out = []
     for j, feature in enumerate(schema.features):
-        out[:, j] = _each_distinct_cell(
-            frame[feature.name], _feature_encoder(feature, grid.edges[j], rules), problems, distinct=read.get(j)
-        )
+        encode = _feature_encoder(feature, grid.edges[j], rules)
+        if read[j] is None:  # every row its own cell
+            out.append(encode(frame[feature.name], problems))
+        else:
+            out.append(_each_distinct_cell(frame[feature.name], encode, problems, codes=codes, distinct=read[j]))
     return out
 
 
@@ -500,7 +524,7 @@ def _each_distinct_cell(
     error, naming the same rows, as without this shortcut.  With ``codes=False`` only the
     problems are recorded (None is returned).  ``distinct``: each row's number among the
     distinct cells and their codes (a function of a problems list), when the caller read the
-    distinct cells of several columns together (:func:`_distinct_readings`).
+    distinct cells of several columns together (:func:`_feature_codes`).
     """
     if distinct is None:
         values, rows = _distinct_cells(series)
@@ -565,27 +589,22 @@ def _codes_of_reading(
 ) -> NDArray[np.int32]:
     """The feature's codes of cells read by :func:`_read_texts`: what its encoder gives the same cells."""
     if isinstance(feature, ContinuousFeature):
-        x, nan = reading.numbers, reading.missing
-        bad = np.isnan(x) & ~nan
-        if bad.any():
-            _reject(feature.name, "not a finite number", None, bad, found)
-        return _continuous_codes(x, nan, feature, edges, None, found)
+        _refuse_non_numbers(reading.numbers, reading.missing, feature.name, None, found)
+        return _continuous_codes(reading.numbers, reading.missing, feature, edges, None, found)
     if _numeric_categories(feature):
         codes = _number_lookup(reading.numbers, [float(c) for c in feature.categories])
     else:
-        categories = pa.array([str(c) for c in feature.categories], type=reading.text.type)
-        codes = pc.fill_null(pc.index_in(reading.text, value_set=categories), -1).to_numpy(zero_copy_only=False)
-        codes = codes.astype(np.int32)
+        codes = _text_lookup(reading.text, [str(c) for c in feature.categories])
     return _categorical_codes(codes, reading.missing, feature, feature.name, "category", None, found)
 
 
 def _distinct_readings(
     frame: pd.DataFrame, schema: Schema, rules: CellRules, edges: Sequence[NDArray[np.float64]]
-) -> dict[int, tuple[NDArray[np.integer], Callable[[Problems], NDArray[np.int32]]]]:
-    """For each feature whose text column has fewer distinct cells than rows (:func:`_distinct_cells`): each row's
+) -> list[tuple[NDArray[np.integer], Callable[[Problems], NDArray[np.int32]]] | None]:
+    """Per feature, for a text column with fewer distinct cells than rows (:func:`_distinct_text`): each row's
     number among them and their codes (a function of a problems list), all such columns read at once
-    (:func:`_read_texts`): a few Arrow calls for the frame instead of a dozen per column.  Other columns are not
-    in the result (:func:`_each_distinct_cell` reads them alone)."""
+    (:func:`_read_texts`): a few Arrow calls for the frame instead of a dozen per column.  None for any other
+    column (every row is its own cell)."""
     picked, texts, rows_of = [], [], []
     for j, feature in enumerate(schema.features):
         found = _distinct_text(frame[feature.name])
@@ -596,10 +615,10 @@ def _distinct_readings(
     features = [schema.features[j] for j in picked]
     numbers = [isinstance(f, ContinuousFeature) or _numeric_categories(f) for f in features]
     readings = _read_texts(texts, rules, numbers)
-    return {
-        j: (rows, functools.partial(_codes_of_reading, reading, feature, edges[j]))
-        for j, rows, reading, feature in zip(picked, rows_of, readings, features)
-    }
+    out: list[tuple[NDArray[np.integer], Callable[[Problems], NDArray[np.int32]]] | None] = [None] * len(edges)
+    for j, rows, reading, feature in zip(picked, rows_of, readings, features):
+        out[j] = (rows, functools.partial(_codes_of_reading, reading, feature, edges[j]))
+    return out
 
 
 def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
@@ -639,13 +658,8 @@ def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, flo
 def rule_violations(X: pd.DataFrame, y: pd.Series, schema: Schema) -> list[tuple[str, str, NDArray[np.bool_]]]:
     """Every violated 'refuse' rule: (column, what, mask of the rows that break it); each row judged alone."""
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
-    frame = as_frame(X, schema)
     rules = CellRules.of(schema)
-    grid = FeatureGrid.from_schema(schema, n_bins=2)
-    read = _distinct_readings(frame, schema, rules, grid.edges)
-    for j, feature in enumerate(schema.features):
-        encoder = _feature_encoder(feature, grid.edges[j], rules)
-        _each_distinct_cell(frame[feature.name], encoder, problems, codes=False, distinct=read.get(j))
+    _feature_codes(as_frame(X, schema), schema, FeatureGrid.from_schema(schema, n_bins=2), rules, problems, False)
     _each_distinct_cell(y, _label_encoder(schema, rules, "class"), problems, codes=False)
     return problems
 
