@@ -6,6 +6,10 @@ coordinator (:mod:`server`) are the four top-level packages; everything else liv
 - :mod:`edprf_fl.cli`: the ``edprf`` command, a thin layer over the packages;
 - :mod:`edprf_fl.simulation`: a whole federation on one machine, typed settings in and a report out
   (workspaces, partitions, engines, baselines, sweeps).
+
+Both stop on Ctrl-C through :func:`remembered_interrupts` and :func:`raise_if_interrupted`.
 """
 
-__all__: list[str] = []
+from ._interrupts import raise_if_interrupted, remembered_interrupts
+
+__all__ = ["raise_if_interrupted", "remembered_interrupts"]

@@ -17,9 +17,12 @@ from tests.import_graph import REPO, TOP_LEVEL, imports, module_name, sources
 
 
 def _owner(dotted: str) -> str:
-    """The package a module belongs to: its top-level name, or ``edprf_fl.<sub>`` under the namespace package."""
+    """The package a module belongs to: its top-level name, or ``edprf_fl.<sub>`` for a subpackage of the
+    namespace package (a module directly under ``edprf_fl`` belongs to ``edprf_fl``)."""
     parts = dotted.split(".")
-    return ".".join(parts[:2]) if parts[0] == "edprf_fl" and len(parts) > 1 else parts[0]
+    if parts[0] == "edprf_fl" and len(parts) > 1 and (REPO / "edprf_fl" / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return parts[0]
 
 
 def _private(part: str) -> bool:
@@ -54,6 +57,8 @@ def test_checker_sees_lazy_relative_and_private_name_imports():
     ]
     assert [v.split(": ")[0] for v in _violations(probe, code)] == ["client/probe.py:2", "client/probe.py:3"]
     assert _owner("edprf_fl.cli._main") == "edprf_fl.cli" != _owner("edprf_fl.simulation._engine")
+    assert _owner("edprf_fl._interrupts") == "edprf_fl" == _owner("edprf_fl")
+    assert _violations(REPO / "edprf_fl" / "cli" / "probe.py", "from edprf_fl._interrupts import x\n")
     assert _private("_keys") and not _private("__init__")
 
 

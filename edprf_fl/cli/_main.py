@@ -100,8 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    from edprf_fl import remembered_interrupts
+
     try:
-        return int(args.handler(args) or 0)
+        with remembered_interrupts():  # a Ctrl-C that a finalizer dropped still stops the command
+            return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

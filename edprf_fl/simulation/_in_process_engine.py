@@ -44,6 +44,8 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
+from edprf_fl import raise_if_interrupted
+
 __all__ = ["InProcessGrid", "run_in_process"]
 
 _ID_BITS = 63  # Flower's node and run ids are random unsigned 64-bit integers; stay in sint64 range
@@ -99,6 +101,7 @@ class InProcessGrid(Grid):
         return list(self._nodes)
 
     def _deliver(self, message: Message) -> str:
+        raise_if_interrupted()  # a Ctrl-C that a finalizer dropped during the previous party's work stops here
         meta = message.metadata
         if meta.reply_to_message_id or not meta.ttl > 0 or meta.dst_node_id not in self._nodes:
             raise ValueError(f"not a valid instruction message for this grid: {meta}")

@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from edprf_fl import raise_if_interrupted
+
 from ._prepare import Progress, _quiet
 from ._run import SimulationReport, run_simulation
 from ._settings import SimulationSettings
@@ -65,6 +67,7 @@ def run_sweep(
     total, started = len(configs) * seeds, time.perf_counter()
     for config in configs:
         for seed in range(seeds):
+            raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
             report = run_simulation(
                 _settings_of(base, config, seed), Path(out_dir) / f"run-{len(rows):04d}", isolate_ray=isolate_ray
             )
