@@ -15,6 +15,13 @@ declared ignored columns and any other column may be too; others are not
 read).  Without a header, a line holds the features in schema order,
 optionally followed by the label (decided per line by its number of fields).
 
+Speed without coupling: a plain line (no quote, no carriage return but a
+final one, no byte-order mark at its start, within the length limit) with as
+many fields as one allowed width is split by Arrow's CSV parser, the lines of
+each width together; every other line by the rules written out in Python.
+Which way a line goes depends on its own bytes only, and both ways give it
+the same record (``tests/core/test_table_stream.py``).
+
 Privacy: reading the caller's own file; nothing is released.
 """
 
@@ -28,10 +35,22 @@ from typing import IO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ._exceptions import DataValidationError
 from ._schema import Schema
-from ._text_table import _BOM, MAX_LINE_CHARS, PARQUET_SUFFIXES, _split_line
+from ._text_table import (
+    _BOM,
+    _TEXT_DTYPE,
+    MAX_LINE_CHARS,
+    PARQUET_SUFFIXES,
+    _decoded,
+    _line_counts,
+    _Lines,
+    _split_line,
+    plain_lines,
+    visible_lines,
+)
 
 __all__ = ["DEFAULT_CHUNK_ROWS", "RowChunk", "stream_rows"]
 
@@ -47,7 +66,10 @@ class RowChunk:
     ----------
     frame : DataFrame
         The schema's feature columns (and the label column when the file has
-        it), one row per record; the cells of a malformed line are None.
+        it), one row per record.  From a CSV file every cell is text (pandas'
+        ``str`` dtype, held by Arrow); the cells of a malformed line, and the
+        label of a line without one, are missing.  From a Parquet file the
+        cells keep the types the file declares (``object`` columns).
     line_numbers : ndarray of int
         1-based line number of each record (row number for Parquet).
     malformed : ndarray of str
@@ -152,79 +174,196 @@ def _stream_text(
         if not require_label:
             widths[len(features)] = list(range(len(features))) + [None]
     has_label = label in wanted
-    # a line whose fields are exactly the wanted columns, in order, is kept as split (no reordering)
-    as_split = {w for w, positions in widths.items() if positions == list(range(len(wanted)))}
-    rows: list[list[object]] = []
-    numbers: list[int] = []
-    problems: list[str] = []
-    blank = [None] * len(wanted)
-    expected = " or ".join(str(w) for w in sorted(widths))
-    for line in _lines(handle, first_line):
-        number += 1
-        if not line or line.isspace():
-            continue
-        fields = None
-        if len(line) > max_line_chars:
-            problem = f"line longer than {max_line_chars} characters"
-        else:
-            fields = _split_line(line, sep)
-            if fields is None:
-                problem = "unbalanced quotes"
-            elif len(fields) not in widths:
-                problem, fields = f"{len(fields)} fields, expected {expected}", None
-            else:
-                problem = ""
-        if fields is None:
-            rows.append(blank)
-        elif len(fields) in as_split:
-            rows.append(fields)
-        else:
-            rows.append([fields[i] if i is not None else None for i in widths[len(fields)]])
-        numbers.append(number)
-        problems.append(problem)
-        if len(rows) >= chunk_rows:
-            yield _chunk(rows, numbers, problems, wanted, has_label)
-            rows, numbers, problems = [], [], []
-    if rows:
-        yield _chunk(rows, numbers, problems, wanted, has_label)
+    lines = _RecordLines(sep, widths, max_line_chars, len(wanted))
+    pending: list[_Records] = []
+    waiting = 0
+    for block, first_number in _line_blocks(handle, first_line, number + 1):
+        records = lines.read(block, first_number)
+        pending.append(records)
+        waiting += records.size
+        while waiting >= chunk_rows:
+            ready, pending, waiting = _take(pending, chunk_rows)
+            yield _chunk(ready, wanted, has_label)
+    if waiting:
+        yield _chunk(_take(pending, waiting)[0], wanted, has_label)
 
 
 _BLOCK_BYTES = 1 << 22
+"""Bytes of lines read at a time (4 MiB; a longer line makes its block longer)."""
 
 
-def _lines(handle: IO[bytes], first: bool) -> Iterator[str]:
-    """The remaining lines, decoded a block of whole lines at a time (UTF-8 with replacement; a line break is
-    never part of a multi-byte sequence, so this equals decoding each line alone), without their line ends."""
+def _line_blocks(handle: IO[bytes], first: bool, first_number: int) -> Iterator[tuple[bytes, int]]:
+    """The remaining lines in blocks of whole lines, and the number of each block's first line.
+
+    ``first``: the block starts the file, and a byte-order mark that opens it is removed.
+    """
+    parts: list[bytes] = []  # the start of a line that has not ended yet
     while True:
-        block = handle.readlines(_BLOCK_BYTES)
-        if not block:
+        data = handle.read(_BLOCK_BYTES)
+        if not data:
+            if parts:
+                yield b"".join(parts), first_number
             return
         if first:
-            block[0] = block[0].removeprefix(_BOM)
+            data = data.removeprefix(_BOM)
             first = False
-        text = b"".join(block).decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()  # the empty text after the block's last line break
-        for line in lines:
-            yield line.removesuffix("\r")
+        cut = data.rfind(b"\n")
+        if cut < 0:  # no line ends in it: read on (joined once, however long the line)
+            parts.append(data)
+            continue
+        block = b"".join([*parts, data[: cut + 1]]) if parts else data[: cut + 1]
+        parts = [data[cut + 1 :]] if cut + 1 < len(data) else []
+        yield block, first_number
+        first_number += block.count(b"\n")
 
 
 def _decode(raw: bytes, first: bool) -> str:
+    """A header line's text (a byte-order mark that opens the file removed)."""
     if first:
         raw = raw.removeprefix(_BOM)
     return raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
 
 
-def _chunk(
-    rows: list[list[object]], numbers: list[int], problems: list[str], names: list[str], has_label: bool
-) -> RowChunk:
-    cells = np.empty((len(rows), len(names)), dtype=object)
-    cells[:] = rows
+@dataclass(frozen=True, eq=False)
+class _Records:
+    """Consecutive records: one Arrow text array per wanted column (null: no cell), line numbers, problems."""
+
+    columns: list[pa.ChunkedArray]
+    numbers: np.ndarray
+    problems: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.numbers)
+
+
+def _take(pending: list[_Records], n: int) -> tuple[_Records, list[_Records], int]:
+    """The first ``n`` records of ``pending``, what is left, and how many are left."""
+    columns = _joined([r.columns for r in pending])
+    numbers = np.concatenate([r.numbers for r in pending])
+    problems = np.concatenate([r.problems for r in pending])
+    ready = _Records([c.slice(0, n) for c in columns], numbers[:n], problems[:n])  # slices: nothing copied
+    left = len(numbers) - n
+    rest = [_Records([c.slice(n) for c in columns], numbers[n:], problems[n:])] if left else []
+    return ready, rest, left
+
+
+def _joined(groups: list[list[pa.ChunkedArray]]) -> list[pa.ChunkedArray]:
+    """Per column, the groups' cells one after the other (their chunks, not copied)."""
+    return [
+        pa.chunked_array([chunk for g in groups for chunk in g[j].chunks], pa.large_string())
+        for j in range(len(groups[0]))
+    ]
+
+
+class _RecordLines:
+    """Reads blocks of lines into records: every data line one record, a malformed one with its reason.
+
+    A plain line (see :func:`_text_table.plain_lines`) with as many fields as one of ``widths`` allows is
+    split by Arrow's parser (quoting off: exactly ``str.split(sep)``), a group of lines per width; every other
+    line goes through :func:`_line_record`, the rules written out in Python.  Which way a line goes is decided
+    from its own bytes, and both ways give it the record the rules give it alone.
+    """
+
+    def __init__(self, sep: str, widths: dict[int, list[int | None]], max_line_chars: int, n_wanted: int) -> None:
+        self.sep, self.widths, self.max_line_chars, self.n_wanted = sep, widths, max_line_chars, n_wanted
+        self.expected = " or ".join(str(w) for w in sorted(widths))
+        self._parsers = {w: _Lines(sep, w, max_line_chars) for w in widths} if sep.isascii() else {}
+
+    def read(self, block: bytes, first_number: int) -> _Records:
+        if not self._parsers:
+            return self._python(block, first_number)
+        lines = plain_lines(memoryview(block), block, 0, self.sep, self.max_line_chars)
+        starts, ends, plain = lines.starts, lines.ends, lines.plain
+        if min(self.widths) == 1 and not self.sep.isspace():  # a line of one field may be blank: the rules decide
+            plain &= visible_lines(lines.buf, starts)
+        numbers = first_number + np.arange(len(starts), dtype=np.int64)
+        fields = _line_counts(lines.buf == ord(self.sep), starts) + 1
+        groups: list[_Records] = []
+        parsed = np.zeros(len(starts), dtype=bool)
+        for width, positions in self.widths.items():
+            these = plain & (fields == width)
+            if not these.any():
+                continue
+            columns = self._parsers[width]._arrow(memoryview(block), starts, ends, these)
+            if columns is None:  # Arrow refused them: the Python rules read them
+                continue
+            parsed |= these
+            n = int(these.sum())
+            wanted = [
+                columns[i] if i is not None else pa.chunked_array([pa.nulls(n, pa.large_string())]) for i in positions
+            ]
+            groups.append(_Records(wanted, numbers[these], np.full(n, "", dtype=object)))
+        others = np.flatnonzero(~parsed)
+        if others.size:
+            rows, kept, problems = [], [], []
+            for i in others:
+                record = _line_record(_decoded(block[starts[i] : ends[i]]), self)
+                if record is not None:
+                    rows.append(record[0])
+                    problems.append(record[1])
+                    kept.append(i)
+            groups.append(self._records(rows, numbers[kept], problems))
+        return _in_line_order(groups, self.n_wanted)
+
+    def _python(self, block: bytes, first_number: int) -> _Records:
+        """Every line of a block through the Python rules (a separator that is not ASCII)."""
+        rows, numbers, problems = [], [], []
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()  # the block ends with a line break: no line after it
+        for k, line in enumerate(lines):
+            record = _line_record(_decoded(line), self)
+            if record is not None:
+                rows.append(record[0])
+                problems.append(record[1])
+                numbers.append(first_number + k)
+        return self._records(rows, np.asarray(numbers, dtype=np.int64), problems)
+
+    def _records(self, rows: list[list[str | None]], numbers: np.ndarray, problems: list[str]) -> _Records:
+        columns = [
+            pa.chunked_array([pa.array([r[j] for r in rows], type=pa.large_string())]) for j in range(self.n_wanted)
+        ]
+        return _Records(columns, np.asarray(numbers, dtype=np.int64), np.asarray(problems, dtype=object))
+
+
+def _line_record(line: str, rules: _RecordLines) -> tuple[list[str | None], str] | None:
+    """The rules for one line (after decoding): its wanted cells and ``""``, or no cells and why it is malformed;
+    None when it is blank (not a record)."""
+    if not line or line.isspace():
+        return None
+    blank = [None] * rules.n_wanted
+    if len(line) > rules.max_line_chars:
+        return blank, f"line longer than {rules.max_line_chars} characters"
+    fields = _split_line(line, rules.sep)
+    if fields is None:
+        return blank, "unbalanced quotes"
+    if len(fields) not in rules.widths:
+        return blank, f"{len(fields)} fields, expected {rules.expected}"
+    return [fields[i] if i is not None else None for i in rules.widths[len(fields)]], ""
+
+
+def _in_line_order(groups: list[_Records], n_wanted: int) -> _Records:
+    """The groups' records together, ordered by line number."""
+    if len(groups) == 1:
+        return groups[0]
+    if not groups:
+        return _Records(
+            [pa.chunked_array([], pa.large_string()) for _ in range(n_wanted)],
+            np.zeros(0, np.int64),
+            np.zeros(0, object),
+        )
+    numbers = np.concatenate([g.numbers for g in groups])
+    order = np.argsort(numbers, kind="stable")
+    columns = [c.take(pa.array(order)) for c in _joined([g.columns for g in groups])]
+    return _Records(columns, numbers[order], np.concatenate([g.problems for g in groups])[order])
+
+
+def _chunk(records: _Records, names: list[str], has_label: bool) -> RowChunk:
     return RowChunk(
-        frame=pd.DataFrame(cells, columns=names, dtype=object),
-        line_numbers=np.asarray(numbers, dtype=np.int64),
-        malformed=np.asarray(problems, dtype=object),
+        frame=pd.DataFrame({n: pd.Series(c, dtype=_TEXT_DTYPE) for n, c in zip(names, records.columns)}),
+        line_numbers=records.numbers,
+        malformed=records.problems,
         has_label=has_label,
     )
 

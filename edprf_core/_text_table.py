@@ -264,6 +264,65 @@ def _line_counts(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(flags.view(np.uint8), starts, dtype=np.int32 if flags.size < 2**31 else np.int64)
 
 
+@dataclass(frozen=True, eq=False)
+class PlainLines:
+    """The lines of a block and which of them plainly meet the rules (see :func:`read_table`'s notes)."""
+
+    buf: np.ndarray
+    """The block's bytes."""
+    starts: np.ndarray
+    """Where each line starts in the block."""
+    ends: np.ndarray
+    """Where each line ends (its line break, or the block's end)."""
+    plain: np.ndarray
+    """Per line: no quote, no carriage return but a final one, no byte-order mark at its start, at most
+    ``max_line_chars`` bytes, not empty; with a whitespace separator, at least one visible ASCII character.
+    (The number of separators is not checked here.)"""
+    line_breaks: int
+    """Line breaks in the block."""
+
+
+def plain_lines(block: memoryview, source: bytes, offset: int, sep: str, max_line_chars: int) -> PlainLines:
+    """The lines of ``block`` (``source[offset:offset + len(block)]``, whole lines) and which are plain.
+
+    Which way a line goes is decided from its own bytes alone.
+    """
+
+    def occurs(byte: int) -> bool:  # bytes.find: a quick look for a byte that is usually absent
+        return source.find(bytes((byte,)), offset, offset + len(block)) >= 0
+
+    buf = np.frombuffer(block, dtype=np.uint8)
+    breaks = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], breaks + 1))
+    if starts[-1] == len(buf):  # the block ends with a line break: no line after it
+        starts = starts[:-1]
+    ends = np.append(breaks, len(buf))[: len(starts)]
+    has_cr = occurs(13)
+    content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)) if has_cr else ends
+    plain = (content_end > starts) & ((content_end - starts) <= max_line_chars)  # bytes >= characters
+    # Arrow's parser drops a byte-order mark that starts its input: a line that starts with one is not plain
+    # (looked for where its first byte occurs, usually nowhere: the same lines as checking every line start)
+    at = np.flatnonzero(buf[: max(len(buf) - 2, 0)] == _BOM[0]) if occurs(_BOM[0]) else np.empty(0, np.intp)
+    at = at[(buf[at + 1] == _BOM[1]) & (buf[at + 2] == _BOM[2])]
+    if at.size:
+        line = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
+        plain[line[starts[line] == at]] = False
+    for byte, present in ((34, occurs(34)), (13, has_cr)):  # a quote anywhere, or a carriage return before the end
+        at = np.flatnonzero(buf == byte) if present else None
+        if at is not None and at.size:
+            line = np.searchsorted(breaks, at)
+            plain[line[at < content_end[line]]] = False
+    if sep.isspace():  # a line of separators and spaces only is blank: without a visible ASCII
+        plain &= visible_lines(buf, starts)  # character, the rules decide it
+    return PlainLines(buf, starts, ends, plain, int(breaks.size))
+
+
+def visible_lines(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per line, whether it holds a visible ASCII character (a line without one may be blank)."""
+    solid = (buf < 128) & ~np.isin(buf, _ASCII_WHITESPACE)
+    return _line_counts(solid, starts) > 0
+
+
 class _Lines:
     """Reads blocks of lines under the per-line rules; collects the notes on dropped lines."""
 
@@ -302,39 +361,13 @@ class _Lines:
     ) -> tuple[list[pa.ChunkedArray], np.ndarray]:
         """The rows of one block, ``source[offset:offset + len(block)]`` (one Arrow string array per column), and
         their line numbers."""
-
-        def occurs(byte: int) -> bool:  # bytes.find: a quick look for a byte that is usually absent
-            return source.find(bytes((byte,)), offset, offset + len(block)) >= 0
-
         if self._options is None:
             raw = bytes(block)
             self.line_breaks = raw.count(b"\n")
             return self._python(raw, first_number)
-        buf = np.frombuffer(block, dtype=np.uint8)
-        breaks = np.flatnonzero(buf == 10)
-        self.line_breaks = int(breaks.size)
-        starts = np.concatenate(([0], breaks + 1))
-        if starts[-1] == len(buf):  # the block ends with a line break: no line after it
-            starts = starts[:-1]
-        ends = np.append(breaks, len(buf))[: len(starts)]
-        has_cr = occurs(13)
-        content_end = ends - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)) if has_cr else ends
-        plain = (content_end > starts) & ((content_end - starts) <= self.max_line_chars)  # bytes >= characters
-        # Arrow's parser drops a byte-order mark that starts its input: a line that starts with one is not plain
-        # (looked for where its first byte occurs, usually nowhere: the same lines as checking every line start)
-        at = np.flatnonzero(buf[: max(len(buf) - 2, 0)] == _BOM[0]) if occurs(_BOM[0]) else np.empty(0, np.intp)
-        at = at[(buf[at + 1] == _BOM[1]) & (buf[at + 2] == _BOM[2])]
-        if at.size:
-            line = np.minimum(np.searchsorted(starts, at), len(starts) - 1)
-            plain[line[starts[line] == at]] = False
-        for byte, present in ((34, occurs(34)), (13, has_cr)):  # a quote anywhere, or a carriage return before the end
-            at = np.flatnonzero(buf == byte) if present else None
-            if at is not None and at.size:
-                line = np.searchsorted(breaks, at)
-                plain[line[at < content_end[line]]] = False
-        if self.sep.isspace():  # a line of separators and spaces only is blank: without a visible ASCII
-            solid = (buf < 128) & ~np.isin(buf, _ASCII_WHITESPACE)  # character, the rules decide it
-            plain &= _line_counts(solid, starts) > 0
+        lines = plain_lines(block, source, offset, self.sep, self.max_line_chars)
+        buf, starts, ends, plain = lines.buf, lines.starts, lines.ends, lines.plain
+        self.line_breaks = lines.line_breaks
         numbers = first_number + np.arange(len(starts), dtype=np.int64)
         # Optimistic first: Arrow's parser checks every line's number of fields and refuses the whole input
         # if one is off; only then are the separators counted line by line (the same lines end up plain).
