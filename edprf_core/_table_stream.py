@@ -285,7 +285,7 @@ class _RecordLines:
             these = plain & (fields == width)
             if not these.any():
                 continue
-            columns = self._parsers[width]._arrow(memoryview(block), starts, ends, these)
+            columns = self._parsers[width].plain_columns(memoryview(block), starts, ends, these)
             if columns is None:  # Arrow refused them: the Python rules read them
                 continue
             parsed |= these

@@ -371,10 +371,10 @@ class _Lines:
         numbers = first_number + np.arange(len(starts), dtype=np.int64)
         # Optimistic first: Arrow's parser checks every line's number of fields and refuses the whole input
         # if one is off; only then are the separators counted line by line (the same lines end up plain).
-        columns = self._arrow(block, starts, ends, plain)
+        columns = self.plain_columns(block, starts, ends, plain)
         if columns is None:
             plain &= _line_counts(buf == ord(self.sep), starts) == self.width - 1
-            columns = self._arrow(block, starts, ends, plain)
+            columns = self.plain_columns(block, starts, ends, plain)
         if columns is None:  # Arrow refused the plain lines: the Python rules read them (never the file fails)
             plain[:] = False
             columns = [pa.chunked_array([], pa.large_string()) for _ in range(self.width)]
@@ -391,7 +391,7 @@ class _Lines:
                 self.dropped.append(f"line {numbers[i]}: {fate}")
         return _merged(columns, numbers[plain], rows, numbers[kept])
 
-    def _arrow(
+    def plain_columns(
         self, block: memoryview, starts: np.ndarray, ends: np.ndarray, plain: np.ndarray
     ) -> list[pa.ChunkedArray] | None:
         """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""

@@ -41,8 +41,7 @@ MORE = {
 
 def _reference(data: bytes, widths: dict[int, list[int | None]], n_wanted: int, first: int) -> list[tuple]:
     """The rules applied line by line in Python (the specification): (line number, cells, reason) per record."""
-    rules = table_stream._RecordLines("x", widths, MAX_CHARS, n_wanted)  # only its rules are used
-    rules.sep = ","
+    rules = table_stream._RecordLines(",", widths, MAX_CHARS, n_wanted)  # only its rules are used
     out = []
     lines = data.split(b"\n")
     if data.endswith(b"\n"):
@@ -168,3 +167,19 @@ def test_a_line_of_one_field_that_is_blank_is_no_record(tmp_path, small_blocks):
         (8, (None, None), "3 fields, expected 1 or 2"),
         (9, ("x", None), ""),
     ]
+
+
+def test_lines_arrow_cannot_parse_are_read_by_the_python_rules(tmp_path, small_blocks, monkeypatch):
+    """No file-wide failure: if Arrow's parser refuses a group of lines, they go through the rules one by one."""
+    import edprf_core._text_table as text_table
+
+    body = b"\n".join(_body(seed=3)) + b"\n"
+    path = tmp_path / "d.csv"
+    path.write_bytes(HEADER + b"\n" + body)
+    expected = _records(path)
+
+    def refuse(*args, **kwargs):
+        raise text_table.pa.ArrowInvalid("refused")
+
+    monkeypatch.setattr(text_table.pcsv, "read_csv", refuse)
+    assert _records(path) == expected == _reference(body, {4: [0, 1, 2, 3]}, 4, first=2)
