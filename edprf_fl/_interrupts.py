@@ -14,9 +14,10 @@ engine's run went on in 2 of about 130 interrupted simulations under load.
 While :func:`remembered_interrupts` is active, a SIGINT is written down as
 well as raised.  :func:`raise_if_interrupted` raises it again at the next
 point that calls it (the in-process engine calls it before each message it
-delivers), and leaving the block raises it if nothing else did.  A
-``KeyboardInterrupt`` dropped in a finalizer is not printed: it is raised
-again where it can stop the command.  pyarrow's signal handling is turned off
+delivers).  A ``KeyboardInterrupt`` dropped in a finalizer is not printed: it
+is raised again where it can stop the command, at the latest when the block
+ends.  One that the command caught itself (to stop a run and say so) is not
+raised again there: the command's own answer stands.  pyarrow's signal handling is turned off
 inside the block (``pyarrow.enable_signal_handlers(False)``): SIGINT reaches
 Python's handler during a read too, and the read's ``KeyboardInterrupt`` comes
 when the read returns (the reader reads at most 64 MiB at a time).
@@ -39,10 +40,13 @@ __all__ = ["raise_if_interrupted", "remembered_interrupts"]
 
 
 class _Record:
-    """Whether a SIGINT came while a :func:`remembered_interrupts` block was active."""
+    """What became of the SIGINTs that came while a :func:`remembered_interrupts` block was active."""
 
     def __init__(self) -> None:
         self.interrupted = False
+        """A SIGINT came."""
+        self.dropped = False
+        """A finalizer dropped the ``KeyboardInterrupt`` of one."""
         self.depth = 0
 
 
@@ -81,7 +85,9 @@ def remembered_interrupts() -> Iterator[None]:
             signal.default_int_handler(signum, frame)
 
         def drop_lost_interrupts(unraisable: Any) -> None:
-            if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECORD.interrupted):
+            if isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECORD.interrupted:
+                _RECORD.dropped = True  # raised again at the next checkpoint, or when the block ends
+            else:
                 previous_hook(unraisable)
 
         signal.signal(signal.SIGINT, remember)
@@ -90,14 +96,15 @@ def remembered_interrupts() -> Iterator[None]:
     _RECORD.depth += 1
     try:
         yield
-        raise_if_interrupted()  # dropped inside the block and not raised again by a checkpoint
+        if _RECORD.dropped:  # dropped by a finalizer and not raised again by a checkpoint
+            raise KeyboardInterrupt
     finally:
         _RECORD.depth -= 1
         if outermost:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             sys.unraisablehook = previous_hook
             _arrow_signal_handlers(True)  # pyarrow's default
-            _RECORD.interrupted = False
+            _RECORD.interrupted = _RECORD.dropped = False
 
 
 def _arrow_signal_handlers(enabled: bool) -> None:

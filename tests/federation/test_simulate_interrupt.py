@@ -171,6 +171,21 @@ def test_an_interrupt_a_finalizer_drops_is_raised_at_the_next_checkpoint(monkeyp
     assert sys.unraisablehook is hook and dropped == ["KeyboardInterrupt"]
 
 
+def test_an_interrupt_the_command_caught_itself_is_not_raised_again(python_sigint_handler):
+    """``edprf run`` and ``edprf consortium`` catch Ctrl-C to stop what they started and answer 130 themselves."""
+    from edprf_fl._interrupts import remembered_interrupts
+
+    with remembered_interrupts():
+        try:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(3):
+                pass
+            raise AssertionError("no KeyboardInterrupt")
+        except KeyboardInterrupt:
+            answer = 130
+    assert answer == 130  # the block ended without raising it again
+
+
 _SIMULATE_WITH_A_DROPPED_INTERRUPT = """
 import signal, sys
 import client._party as party_module
