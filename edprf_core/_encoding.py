@@ -640,14 +640,19 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
 
 
 def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, float]:
-    """Share of each continuous column's numbers that lie outside its declared bounds (for the owner only)."""
+    """Share of each continuous column's numbers that lie outside its declared bounds (for the owner only).
+
+    A declared missing token is missing, not a number, even when it reads as one (``"-999"``): the encoder
+    imputes it or gives it its own code, and it is never clipped.
+    """
     frame = as_frame(X, schema)
     rules = CellRules.of(schema)
     shares = {}
     for f in schema.features:
         if isinstance(f, ContinuousFeature):
             values, rows = _distinct_cells(frame[f.name])  # each distinct text read once (a per-cell map)
-            x = _parse_numbers(rules.clean(values))[rows]
+            cells = rules.clean(values)
+            x = np.where(rules.missing(cells), np.nan, _parse_numbers(cells))[rows]
             finite = np.isfinite(x)
             if finite.any():
                 outside = finite & ((x < f.lower) | (x > f.upper))

@@ -249,6 +249,19 @@ def test_clipped_shares_read_each_distinct_text_as_its_rows_would(view):
     assert clipped_shares(X.astype(view), SCHEMA)["age"] > 0  # "101" lies outside age's bounds
 
 
+@pytest.mark.parametrize("view", ["str", "category", "object"])
+def test_a_missing_token_that_reads_as_a_number_is_not_clipped(view):
+    """The encoder reads "-999" as missing when the schema declares it: the clipping warning must not count it."""
+    from dataclasses import replace
+
+    from edprf_core._encoding import clipped_shares
+
+    schema = replace(SCHEMA, missing_values=("", "?", "-999"))
+    X = pd.DataFrame({"age": ["30", "-999", "-999", "101", " -999 "], "code": "007", "grade": "1"}, dtype="str")
+    assert clipped_shares(X.astype(view), schema) == {"age": 0.5}  # "101" of the two numbers, 30 and 101
+    assert clipped_shares(X.astype(view), SCHEMA) == {"age": 0.8}  # undeclared, -999 is a number below 0
+
+
 @pytest.mark.parametrize("strip", [True, False])
 def test_a_text_cell_reads_the_same_whichever_columns_it_is_read_with(strip):
     """The encoder reads the distinct texts of all columns in one pass of element-wise kernels: a cell's reading
