@@ -268,6 +268,13 @@ def _numbers_of_objects(values: NDArray[np.object_]) -> NDArray[np.float64]:
     return np.fromiter(map(_number_of_object, values), np.float64, count=len(values))
 
 
+def _text_numbers_skipping(text: pa.Array | pa.ChunkedArray, skip: NDArray[np.bool_] | None) -> NDArray[np.float64]:
+    """:func:`~edprf_core._cell_text.text_numbers_arrow` of Arrow text cells, NaN where ``skip`` (not parsed)."""
+    if skip is not None and skip.any():
+        text = pc.if_else(pa.array(skip), pa.scalar(None, text.type), text)
+    return text_numbers_arrow(text)
+
+
 def _parse_numbers(series: pd.Series, skip: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
     """Each cell as a float by itself; NaN where a cell is not a finite number (and where ``skip``).
 
@@ -280,9 +287,7 @@ def _parse_numbers(series: pd.Series, skip: NDArray[np.bool_] | None = None) -> 
     else:
         text = _text_cells(series)
         if text is not None:
-            if skip is not None and skip.any():
-                text = pc.if_else(pa.array(skip), pa.scalar(None, text.type), text)
-            return text_numbers_arrow(text)
+            return _text_numbers_skipping(text, skip)
         values = series.to_numpy(dtype=object)
         if pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:  # no text cell at all
             return _numbers_of_objects(values) if skip is None else np.where(skip, np.nan, _numbers_of_objects(values))
@@ -574,7 +579,7 @@ def _read_texts(columns: Sequence[pa.Array], rules: CellRules, numbers: Sequence
     if wanted:
         some = pa.concat_arrays([cells.slice(ends[j] - sizes[j], sizes[j]) for j in wanted])
         skip = np.concatenate([missing[ends[j] - sizes[j] : ends[j]] for j in wanted])
-        parsed = text_numbers_arrow(pc.if_else(pa.array(skip), pa.scalar(None, some.type), some))
+        parsed = _text_numbers_skipping(some, skip)
     readings, at = [], 0
     for j, (size, end) in enumerate(zip(sizes, ends)):
         x = None
@@ -652,7 +657,7 @@ def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, flo
         if isinstance(f, ContinuousFeature):
             values, rows = _distinct_cells(frame[f.name])  # each distinct text read once (a per-cell map)
             cells = rules.clean(values)
-            x = np.where(rules.missing(cells), np.nan, _parse_numbers(cells))[rows]
+            x = _parse_numbers(cells, skip=rules.missing(cells))[rows]
             finite = np.isfinite(x)
             if finite.any():
                 outside = finite & ((x < f.lower) | (x > f.upper))

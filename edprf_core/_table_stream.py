@@ -28,7 +28,7 @@ Privacy: reading the caller's own file; nothing is released.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -219,9 +219,7 @@ def _line_blocks(handle: IO[bytes], first: bool, first_number: int) -> Iterator[
 
 def _decode(raw: bytes, first: bool) -> str:
     """A header line's text (a byte-order mark that opens the file removed)."""
-    if first:
-        raw = raw.removeprefix(_BOM)
-    return raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+    return _decoded((raw.removeprefix(_BOM) if first else raw).removesuffix(b"\n"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,35 +294,29 @@ class _RecordLines:
             groups.append(_Records(wanted, numbers[these], np.full(n, "", dtype=object)))
         others = np.flatnonzero(~parsed)
         if others.size:
-            rows, kept, problems = [], [], []
-            for i in others:
-                record = _line_record(_decoded(block[starts[i] : ends[i]]), self)
-                if record is not None:
-                    rows.append(record[0])
-                    problems.append(record[1])
-                    kept.append(i)
-            groups.append(self._records(rows, numbers[kept], problems))
+            groups.append(self._by_the_rules((block[starts[i] : ends[i]] for i in others), numbers[others]))
         return _in_line_order(groups, self.n_wanted)
 
     def _python(self, block: bytes, first_number: int) -> _Records:
         """Every line of a block through the Python rules (a separator that is not ASCII)."""
-        rows, numbers, problems = [], [], []
         lines = block.split(b"\n")
         if block.endswith(b"\n"):
             lines.pop()  # the block ends with a line break: no line after it
-        for k, line in enumerate(lines):
+        return self._by_the_rules(lines, first_number + np.arange(len(lines), dtype=np.int64))
+
+    def _by_the_rules(self, lines: Iterable[bytes], numbers: np.ndarray) -> _Records:
+        """The records of ``lines`` (numbered ``numbers``) by :func:`_line_record`; blank lines give none."""
+        rows, kept, problems = [], [], []
+        for line, number in zip(lines, numbers):
             record = _line_record(_decoded(line), self)
             if record is not None:
                 rows.append(record[0])
                 problems.append(record[1])
-                numbers.append(first_number + k)
-        return self._records(rows, np.asarray(numbers, dtype=np.int64), problems)
-
-    def _records(self, rows: list[list[str | None]], numbers: np.ndarray, problems: list[str]) -> _Records:
+                kept.append(number)
         columns = [
             pa.chunked_array([pa.array([r[j] for r in rows], type=pa.large_string())]) for j in range(self.n_wanted)
         ]
-        return _Records(columns, np.asarray(numbers, dtype=np.int64), np.asarray(problems, dtype=object))
+        return _Records(columns, np.asarray(kept, dtype=np.int64), np.asarray(problems, dtype=object))
 
 
 def _line_record(line: str, rules: _RecordLines) -> tuple[list[str | None], str] | None:

@@ -109,8 +109,6 @@ def remembered_interrupts() -> Iterator[None]:
 
 def _arrow_signal_handlers(enabled: bool) -> None:
     """Let pyarrow take SIGINT during its reads (its default) or leave it to Python's handler."""
-    try:
-        import pyarrow
-    except ImportError:  # pragma: no cover - a dependency of edprf_core
-        return
+    import pyarrow  # a dependency of edprf_core, which every command imports already
+
     pyarrow.enable_signal_handlers(enabled)
