@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike, NDArray
 
-from ._cell_text import strip_text, text_array, text_numbers, text_numbers_arrow
+from ._cell_text import number_of_text, strip_text, text_array, text_numbers, text_numbers_arrow
 from ._exceptions import DataValidationError
 from ._schema import DEFAULT_MISSING_VALUES, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, Schema
 
@@ -627,21 +627,43 @@ def _distinct_readings(
 
 
 def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
-    """Labels after whitespace stripping and the schema's declared aliases (each cell alone)."""
+    """Labels after whitespace stripping and the schema's declared aliases (each cell alone).
+
+    A cell meets an alias the way it meets a class (:func:`_encode_categorical`): with numeric classes, as
+    numbers (``2``, ``2.0`` and the text ``" 2"`` all meet the alias ``"2"``); with text classes, as text (a
+    cell that is not text as ``str`` of it).  So the same labels are aliased whether pandas read the column
+    as numbers or as text.
+    """
     series = rules.clean(y)
     aliases = dict(schema.label.aliases)
-    text = _text_cells(series) if aliases else None
+    if not aliases:
+        return series
+    keys, targets = list(aliases), list(aliases.values())
+    if _numeric_classes(schema):
+        found = _number_lookup(_parse_numbers(series, skip=rules.missing(series)), _alias_numbers(keys))
+    else:
+        found = _lookup(series, keys)
+    hit = found >= 0
+    if not hit.any():
+        return series
+    text = _text_cells(series)
     if text is not None:  # a text column (clean made it Arrow-held): the alias's class as text, cell by cell
-        found = pc.index_in(text, value_set=pa.array(list(aliases), type=text.type))
-        targets = pa.array([str(c) for c in aliases.values()], type=text.type)  # numbers: their repr parses back
-        text = pc.coalesce(pc.take(targets, found), text)
-        return pd.Series(text, index=series.index, dtype=_TEXT_DTYPE, name=series.name)
-    if aliases:  # cell by cell, whatever the column's dtype
-        hit = series.isin(list(aliases)).to_numpy()
-        if hit.any():
-            series = series.copy()
-            series[hit] = series[hit].map(aliases)
+        classes = pa.array([str(c) for c in targets], type=text.type)  # numbers: their repr parses back
+        aliased = pc.take(classes, pa.array(found, mask=~hit))
+        return pd.Series(pc.coalesce(aliased, text), index=series.index, dtype=_TEXT_DTYPE, name=series.name)
+    series = series.astype(object)  # a class may not fit the column's dtype (a text class in a column of numbers)
+    series[hit] = np.asarray(targets, dtype=object)[found[hit]]
     return series
+
+
+def _numeric_classes(schema: Schema) -> bool:
+    """Whether labels are compared as numbers (the declared classes are numbers)."""
+    return not isinstance(schema.label.classes[0], str)
+
+
+def _alias_numbers(keys: Sequence[str]) -> list[float]:
+    """Each alias's text as a number (NaN where it is not one: such an alias meets no cell compared as a number)."""
+    return [number_of_text(k) for k in keys]
 
 
 def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, float]:

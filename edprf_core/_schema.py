@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import tomli_w
 
+from ._cell_text import number_of_text
 from ._config_checks import Boolean, check_fields, refuse_unknown_keys
 from ._exceptions import SchemaError
 
@@ -237,6 +238,7 @@ class LabelSpec:
         for text, target in pairs:
             if not isinstance(text, str) or _category_key(target) not in keys:
                 raise SchemaError(f"[label] aliases: expected text = a declared class, got {text!r} = {target!r}")
+        _check_alias_keys(pairs, self.classes)
         object.__setattr__(self, "aliases", pairs)
 
     def semantic(self) -> dict[str, Any]:
@@ -244,6 +246,27 @@ class LabelSpec:
         if self.aliases:  # only then: schemas without aliases keep their fingerprints
             out["aliases"] = [list(pair) for pair in self.aliases]
         return out
+
+
+def _check_alias_keys(pairs: tuple[tuple[str, Category], ...], classes: tuple[Category, ...]) -> None:
+    """Refuse aliases a cell could meet twice over: labels are compared as the classes are (numbers with numeric
+    classes, so ``"2"`` and ``"2.0"`` are one alias), and an alias may not rename one declared class as another."""
+    numeric = not isinstance(classes[0], str)
+    seen: dict[str | float, tuple[str, Category]] = {}
+    for text, target in pairs:
+        key: str | float = number_of_text(text) if numeric else text
+        if isinstance(key, float) and math.isnan(key):
+            key = text  # not a number: met by no cell compared as a number
+        if key in seen and _category_key(seen[key][1]) != _category_key(target):
+            raise SchemaError(
+                f"[label] aliases: {seen[key][0]!r} and {text!r} name the same label but different classes"
+            )
+        seen[key] = (text, target)
+        declared = [c for c in classes if _category_key(c) == key]
+        if declared and _category_key(declared[0]) != _category_key(target):
+            raise SchemaError(
+                f"[label] aliases: {text!r} is the declared class {declared[0]!r}; an alias may not make it {target!r}"
+            )
 
 
 def _check_name(name: object) -> None:
