@@ -9,9 +9,15 @@ party's data (post-processing of the released model: no epsilon is spent).
 from __future__ import annotations
 
 import argparse
+import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["load_forest", "read_row", "register", "run_explain"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FileRow", "load_forest", "read_row", "register", "run_explain"]
 
 DEFAULT_SHOWN_TREES = 10
 
@@ -25,12 +31,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("data", type=Path, metavar="DATA", help="your CSV (optionally .gz) or Parquet file")
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
         "--row",
         type=int,
-        required=True,
         metavar="N",
-        help="the row to explain, numbered from 0 (the first row after the header)",
+        help="the row to explain, numbered from 0 in the order `edprf predict` writes its rows "
+        "(blank lines are not rows)",
+    )
+    which.add_argument(
+        "--line",
+        type=int,
+        metavar="L",
+        help="the row on line L of DATA, counting the header (the `line` column of `edprf predict`'s output; "
+        "for Parquet, the row number from 1)",
     )
     parser.add_argument("--sep", default=",", help="field separator of DATA (default ',')")
     parser.add_argument(
@@ -71,52 +85,80 @@ def load_forest(path: Path, keys: Path | None):
         raise ValueError(f"{path}: not a valid global model: {exc}") from None
 
 
-def read_row(path: Path, schema, row: int, *, sep: str = ",", header: bool = True):
-    """Row ``row`` (from 0) of the caller's file as a one-row DataFrame of text cells, feature columns only."""
-    import pandas as pd
+@dataclass(frozen=True)
+class FileRow:
+    """One record of the caller's file, read as ``edprf predict`` reads it."""
 
-    if row < 0:
+    frame: pd.DataFrame
+    """The record's feature cells, one row."""
+    line: int
+    """Its line in the file (Parquet: its row number from 1), as in ``edprf predict``'s ``line`` column."""
+    malformed: str
+    """Why its line could not be read, or ``""``."""
+
+
+def read_row(
+    path: Path, schema, *, row: int | None = None, line: int | None = None, sep: str = ",", header: bool = True
+) -> FileRow:
+    """The record numbered ``row`` (from 0) or on file line ``line`` of the caller's file.
+
+    Read by :func:`edprf_core.tables.stream_rows`, the reader of ``edprf predict`` and ``edprf evaluate``: the
+    same lines are records (blank lines are not), numbered alike, with the same cells.
+    """
+    import numpy as np
+
+    from edprf_core.tables import stream_rows
+
+    if (row is None) == (line is None):
+        raise ValueError("give exactly one of --row and --line")
+    if row is not None and row < 0:
         raise ValueError(f"--row: expected a row number >= 0, got {row}")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame = pd.read_parquet(path).iloc[row : row + 1]
-    else:
-        skip = range(1, row + 1) if header else range(row)
-        frame = pd.read_csv(
-            path,
-            sep=sep,
-            header=0 if header else None,
-            dtype=str,
-            keep_default_na=False,
-            skiprows=skip,
-            nrows=1,
-            compression="infer",
-        )
-        if not header:
-            names = list(schema.feature_names)
-            if frame.shape[1] == len(names) + 1:
-                names.append(schema.label.column)
-            if frame.shape[1] != len(names):
-                raise ValueError(
-                    f"{path}: expected {len(schema.feature_names)} columns (the schema's features, "
-                    f"optionally then the label) without a header, got {frame.shape[1]}"
-                )
-            frame.columns = names
-    if frame.empty:
-        raise ValueError(f"{path}: no row {row} (rows are numbered from 0 after the header)")
-    frame.columns = [str(c).strip() for c in frame.columns]
-    missing = [n for n in schema.feature_names if n not in frame.columns]
-    if missing:
-        raise ValueError(f"{path}: missing columns {missing}; the model's schema declares {list(schema.feature_names)}")
-    return frame[list(schema.feature_names)].reset_index(drop=True)
+    if line is not None and line < 1:
+        raise ValueError(f"--line: expected a line number >= 1, got {line}")
+    seen = 0
+    for chunk in stream_rows(path, schema, sep=sep, header=header):
+        if line is not None:
+            found = np.flatnonzero(chunk.line_numbers == line)
+            k = int(found[0]) if found.size else None
+        else:
+            k = row - seen if row - seen < len(chunk.line_numbers) else None
+        if k is not None:
+            cells = chunk.frame[list(schema.feature_names)].iloc[k : k + 1].reset_index(drop=True)
+            return FileRow(cells, int(chunk.line_numbers[k]), str(chunk.malformed[k]))
+        seen += len(chunk.line_numbers)
+    if line is not None:
+        raise ValueError(f"{path}: no row on line {line} (blank lines, the header and lines past the end hold none)")
+    raise ValueError(f"{path}: no row {row}: the file has {seen} rows, numbered from 0")
 
 
 def run_explain(args: argparse.Namespace) -> int:
     """Handler of ``edprf explain``; returns the exit status."""
     from edprf_core import explain_row
+    from edprf_core.prediction import score_rows
 
     forest = load_forest(args.model, args.keys)
-    row = read_row(args.data, forest.schema, args.row, sep=args.sep, header=not args.no_header)
-    explanation = explain_row(forest, row, pooling=args.pooling)
-    print(f"model: {args.model} ({forest.n_trees} trees); row {args.row} of {args.data}")
+    found = read_row(args.data, forest.schema, row=args.row, line=args.line, sep=args.sep, header=not args.no_header)
+    where = f"line {found.line} of {args.data}"
+    if found.malformed:
+        raise ValueError(f"{where} is malformed ({found.malformed}); `edprf predict` scores no such row")
+    verdict = score_rows(forest, found.frame)
+    status, detail = str(verdict.status[0]), str(verdict.detail[0])
+    if not verdict.scored[0]:
+        raise ValueError(f"{where}: {detail}; `edprf predict` marks it {status!r} and does not score it")
+    explanation = explain_row(forest, found.frame, pooling=args.pooling)
+    shown = where if args.row is None else f"row {args.row}, {where}"
+    print(f"model: {args.model} ({forest.n_trees} trees); {shown}")
+    print("cells: " + ", ".join(f"{name}={_cell(v)}" for name, v in found.frame.iloc[0].items()))
+    if detail:
+        print(f"note: {detail} (as `edprf predict` reports it)")
     print("\n".join(explanation.lines(max(1, args.show_trees))))
     return 0
+
+
+def _cell(value: object) -> str:
+    """A cell as shown on the cells line: missing as '(missing)', long text cut, no control characters."""
+    from ._terminal_text import terminal_safe
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "(missing)"
+    return terminal_safe(value, max_chars=24)

@@ -73,6 +73,45 @@ def test_explain_a_row(model_file, rows_file):
     assert missing.returncode == 1 and "no row 500" in missing.stderr
 
 
+def _probabilities(done: subprocess.CompletedProcess) -> list[float]:
+    shown = re.search(r"predicted class: \S+ \(probabilities (.*)\)", done.stdout)
+    assert shown, done.stdout + done.stderr
+    return [float(part.split("=")[1]) for part in shown.group(1).split(", ")]
+
+
+def test_explain_reads_rows_as_predict_does(model_file, rows_file, tmp_path):
+    """A blank line is not a row (it made --row 2 and --row 3 explain the same record), --line names predict's
+    line, and a refused or malformed row is named by its line with predict's verdict (it said "at row 0")."""
+    lines = rows_file.read_text().splitlines()
+    odd = tmp_path / "odd.csv"
+    # line 1 header, 2-3 rows, 4 blank, 5 a row, 6 a malformed row, 7 a row with an undeclared class column value
+    broken = lines[4].split(",")
+    broken[0] = "not-a-number"
+    odd.write_text("\n".join([lines[0], lines[1], lines[2], "", lines[3], "1,2,3", ",".join(broken), lines[5]]) + "\n")
+    predicted = tmp_path / "p.csv"
+    done = edprf("predict", model_file, odd, "-o", predicted)
+    assert done.returncode == 0, done.stderr
+    rows = predicted.read_text().splitlines()[1:]
+    assert [r.split(",")[0] for r in rows] == ["2", "3", "5", "6", "7", "8"]
+    third = edprf("explain", model_file, odd, "--row", "2")
+    by_line = edprf("explain", model_file, odd, "--line", "5")
+    assert third.returncode == 0 and by_line.returncode == 0, third.stderr + by_line.stderr
+    assert "row 2, line 5 of" in third.stdout and "; line 5 of" in by_line.stdout
+    expected = [float(v) for v in rows[2].split(",")[3:-1]]
+    assert np.allclose(_probabilities(third), expected, atol=5e-5)
+    assert _probabilities(by_line) == _probabilities(third)
+    assert _probabilities(edprf("explain", model_file, odd, "--row", "1")) != _probabilities(third)
+    malformed = edprf("explain", model_file, odd, "--row", "3")
+    assert malformed.returncode == 1 and "line 6 of" in malformed.stderr and "is malformed" in malformed.stderr
+    refused = edprf("explain", model_file, odd, "--line", "7")
+    assert refused.returncode == 1 and "line 7 of" in refused.stderr and "'refused'" in refused.stderr
+    assert "row 0" not in refused.stderr
+    blank = edprf("explain", model_file, odd, "--line", "4")
+    assert blank.returncode == 1 and "no row on line 4" in blank.stderr
+    both = edprf("explain", model_file, odd, "--row", "1", "--line", "2")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
 def test_export_onnx(model_file, rows_file, tmp_path):
     ort = pytest.importorskip("onnxruntime")
     out = tmp_path / "model.onnx"
