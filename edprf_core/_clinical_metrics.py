@@ -221,8 +221,9 @@ def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: fl
     top = int(np.argmax(counts))
     if counts[top] < share * idx.size:
         return ""
+    shown = classes[top].item() if isinstance(classes[top], np.generic) else classes[top]  # 0, not np.int64(0)
     return (
-        f"WARNING: the model predicts class {classes[top]!r} for {counts[top]} of {idx.size} rows "
+        f"WARNING: the model predicts class {shown!r} for {counts[top]} of {idx.size} rows "
         f"({counts[top] / idx.size:.1%}): it is (nearly) a constant, whatever its accuracy; look at the "
         "balanced accuracy and the sensitivity of every class"
     )

@@ -499,7 +499,10 @@ class DPForest:
         lines = [header]
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:
-            groups.setdefault(p.statement(), []).append(f"{label} ({_trees(n)})")
+            statement = p.statement()
+            if self.schema.drafted and not p.not_dp_reasons():  # a drafted schema voids every part's guarantee
+                statement = f"configured for {p.configured()} (no guarantee: the model is NOT differentially private)."
+            groups.setdefault(statement, []).append(f"{label} ({_trees(n)})")
         for statement, members in groups.items():
             shown = ", ".join(members) if len(members) <= 4 else f"{', '.join(members[:3])} and {len(members) - 3} more"
             lines.append(f"  - {shown}: {statement}")

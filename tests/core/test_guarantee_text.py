@@ -72,6 +72,21 @@ def test_a_merge_names_the_part_that_is_not_dp(wall):
     assert text.startswith("NOT differentially private: part 'b'")
 
 
+def test_a_merge_on_a_drafted_schema_states_no_guarantee_on_any_line(wall):
+    """The headline said NOT differentially private, and the part lines below it still read "epsilon = 1
+    differential privacy per record"."""
+    X, y, _ = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drafted = draft_schema(X.assign(Class=y), "Class")
+    parts = [EDPRFClassifier(drafted, max_depth=2, n_trees=1).fit(X, y).forest_ for _ in range(2)]
+    text = merge_forests(parts, labels=["a", "b"]).guarantee()
+    headline, *lines = text.splitlines()
+    assert headline.startswith("NOT differentially private: its schema was drafted from data")
+    assert lines and all("configured for epsilon = 1 differential privacy" in line for line in lines)
+    assert all("no guarantee: the model is NOT differentially private" in line for line in lines)
+
+
 def test_the_floating_point_laplace_baseline_is_not_called_differentially_private():
     """Issue 19, finding 5: float Laplace on counts shows impossible outputs under a neighbour (Mironov 2012)."""
     from edprf_core._mechanisms import LaplaceMechanism

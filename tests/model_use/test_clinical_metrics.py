@@ -117,6 +117,15 @@ def test_balanced_accuracy_interval_covers_about_95_percent():
     assert 0.93 <= covered / 2000 <= 0.98
 
 
+@pytest.mark.parametrize(
+    ("classes", "shown"), [(np.array([0, 1]), "class 0 "), (np.array(["no", "yes"]), "class 'no' ")]
+)
+def test_one_class_warning_names_the_class_as_declared(classes, shown):
+    """Classes held in a numpy array were shown as ``np.int64(0)`` and ``np.str_('no')``."""
+    warning = one_class_warning(np.zeros(10, dtype=int), classes)
+    assert shown in warning and "np." not in warning
+
+
 def test_one_class_warning_fires_at_the_share_and_not_below():
     n = 1000
     almost = np.zeros(n, dtype=int)
