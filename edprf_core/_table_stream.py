@@ -48,6 +48,7 @@ from ._text_table import (
     _line_counts,
     _Lines,
     _split_line,
+    header_hint,
     plain_lines,
     visible_lines,
 )
@@ -95,18 +96,22 @@ def _open_lines(path: Path) -> IO[bytes]:
 
 def _header(schema: Schema, first: str | None, sep: str, path: Path, require_label: bool) -> list[str]:
     names = _split_line(first, sep) if first is not None else None
+    hint = header_hint(first, sep, schema) or " (or pass --no-header)"
     if not names:
-        raise ValueError(f"{path}: the first line must be a header naming the columns (or pass --no-header)")
+        raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
     if len(set(names)) != len(names):
-        raise DataValidationError(f"{path}: the header names a column twice")
+        raise DataValidationError(f"{path}: the header names a column twice{header_hint(first, sep, schema)}")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
         raise DataValidationError(
             f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}"
+            f"{header_hint(first, sep, schema)}"
         )
     if require_label and schema.label.column not in names:
-        raise DataValidationError(f"{path}: label column {schema.label.column!r} is missing from the header")
+        raise DataValidationError(
+            f"{path}: label column {schema.label.column!r} is missing from the header{header_hint(first, sep, schema)}"
+        )
     return names
 
 

@@ -120,17 +120,18 @@ def header_names(schema: Schema, first: str | None, sep: str, header: bool, path
     if not header:
         return [*schema.feature_names, label]
     names = _split_line(first, sep) if first is not None else None
+    hint = header_hint(first, sep, schema)
     if not names:
-        raise ValueError(f"{path}: the first line must be a header naming the columns")
+        raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
     if len(set(names)) != len(names):
-        raise DataValidationError(f"{path}: the header names a column twice")
+        raise DataValidationError(f"{path}: the header names a column twice{hint}")
     if label not in names:
-        raise DataValidationError(f"{path}: label column {label!r} is missing from the header")
+        raise DataValidationError(f"{path}: label column {label!r} is missing from the header{hint}")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
         raise DataValidationError(
-            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}"
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{hint}"
         )
     known = set(schema.feature_names) | set(schema.ignored_columns) | {label}
     unknown = [n for n in names if n not in known]
@@ -139,6 +140,25 @@ def header_names(schema: Schema, first: str | None, sep: str, header: bool, path
             f"{path}: unknown columns {unknown}: declare them in the schema as features or ignored_columns"
         )
     return names
+
+
+_OTHER_SEPARATORS = (",", ";", "\t", "|")
+
+
+def header_hint(first: str | None, sep: str, schema: Schema) -> str:
+    """A hint for a first line that does not read as the schema's header: another separator it holds, or
+    that the file may have no header (none of the schema's columns in it); ``""`` when neither applies."""
+    if not first:
+        return ""
+    held = [c for c in _OTHER_SEPARATORS if c != sep and c in first]
+    if held:
+        c = max(held, key=first.count)
+        flag = "--sep $'\\t'" if c == "\t" else f"--sep '{c}'"
+        return f" (the first line holds {c!r}: is that the separator? pass {flag})"
+    names = {n.strip().strip('"') for n in first.split(sep)}
+    if not names & {*schema.feature_names, schema.label.column}:
+        return " (none of the schema's columns is in the first line: if the file has no header, pass --no-header)"
+    return ""
 
 
 def read_table(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -36,7 +37,10 @@ def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
     """
     path = Path(path)
     view = memoryview(bytes(data))
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:  # named by the destination, not by the temporary file's made-up name
+        raise FileNotFoundError(errno.ENOENT, f"its directory {path.parent} does not exist", str(path)) from None
     try:
         try:
             if hasattr(os, "fchmod"):

@@ -91,7 +91,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the subcommand that was given them, with its usage (argparse says it at the top level)
+        innermost = _innermost(parser, args)
+        innermost.error(_unrecognized(extra, innermost))
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -119,5 +122,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)
-        print(f"edprf {args.command}: error: {exc}", file=sys.stderr)
+        print(f"edprf {args.command}: error: {_error_text(exc)}", file=sys.stderr)
         return 1
+
+
+def _error_text(exc: Exception) -> str:
+    """An error as one line: a file-system error as 'PATH: what' (not Python's '[Errno 2] ...')."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser that read the command line last: ``edprf schema draft`` -> the draft parser."""
+    while True:
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, action.dest, None) if action is not None else None
+        if chosen not in (action.choices if action is not None else {}):
+            return parser
+        parser = action.choices[chosen]
+
+
+def _unrecognized(extra: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's message for arguments no option takes, with the closest option for a mistyped one."""
+    import difflib
+
+    text = f"unrecognized arguments: {' '.join(extra)}"
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    for arg in extra:
+        if arg.startswith("--"):
+            close = difflib.get_close_matches(arg.split("=", 1)[0], options, n=1)
+            if close:
+                return f"{text} (did you mean {close[0]}?)"
+    return text

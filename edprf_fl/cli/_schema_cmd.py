@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     draft.add_argument("--label", required=True, help="the label column")
     draft.add_argument("--output", "-o", default=None, help="where to write the schema TOML (default: print it)")
     draft.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    _format_options(draft)
+    _format_options(draft, header_option=False)  # a draft names its columns from the header line
     draft.set_defaults(handler=run_draft)
     check = inner.add_parser("check", help="report what a schema's rules do to a data file, before training")
     check.add_argument("schema", help="the schema TOML")
@@ -44,8 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(handler=run_check)
 
 
-def _format_options(p: argparse.ArgumentParser) -> None:
+def _format_options(p: argparse.ArgumentParser, header_option: bool = True) -> None:
     p.add_argument("--sep", default=",", help="field separator, one character (default: %(default)r)")
+    if not header_option:
+        return
     p.add_argument(
         "--no-header",
         action="store_true",
@@ -61,11 +63,11 @@ def run_draft(args: argparse.Namespace) -> int:
     path = Path(args.data)
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
-    if args.no_header:
-        raise ValueError("--no-header: a draft needs column names; add a header line to the file")
     frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True)
     if args.label not in frame.columns:
-        raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}")
+        held = [c for c in (",", ";", "\t", "|") if c != args.sep and any(c in str(name) for name in frame.columns)]
+        hint = f" (the header holds {held[0]!r}: is that the separator? pass --sep '{held[0]}')" if held else ""
+        raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}{hint}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)
         schema = draft_schema(frame, args.label, name=path.stem)

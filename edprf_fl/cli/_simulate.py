@@ -77,11 +77,23 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read
     require_federation()
+    created = not args.output or not Path(args.output).exists()
     out_dir = output_dir(args.output, args.overwrite)
     try:
         return _prepare_only(settings, out_dir) if args.prepare_only else _simulate(settings, out_dir, args)
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
+        _drop_if_empty(out_dir, created)
         raise ValueError(exc.describe(flag_of)) from None
+    except BaseException:
+        _drop_if_empty(out_dir, created)
+        raise
+
+
+def _drop_if_empty(out_dir: Path, created: bool) -> None:
+    """Remove the directory this run created when the run failed before writing anything into it (a failure
+    after a party wrote its ledger keeps the directory: the ledger records what was spent)."""
+    if created and out_dir.is_dir() and not any(out_dir.iterdir()):
+        out_dir.rmdir()
 
 
 def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:

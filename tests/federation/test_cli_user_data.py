@@ -50,6 +50,19 @@ def test_a_renamed_column_fails_before_flower_starts(tmp_path, capsys, no_flower
     example_schema("wall_robot_navigation").save(schema)
     assert main(["simulate", "--data", str(data), "--schema", str(schema), "--output", str(tmp_path / "o")]) == 1
     assert "missing from the header" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # a failed run leaves no empty --output behind
+
+
+def test_a_failed_run_keeps_an_output_directory_it_did_not_create(tmp_path, capsys, no_flower):
+    kept = tmp_path / "mine"
+    kept.mkdir()
+    assert main(["simulate", "--data", str(tmp_path / "w.csv"), "--schema", "x.toml", "--output", str(kept)]) == 1
+    assert kept.is_dir()
+    schema = tmp_path / "s.toml"
+    example_schema("wall_robot_navigation").save(schema)
+    (tmp_path / "w.csv").write_text("US1,US2\n0.1,0.2\n")
+    assert main(["simulate", "--data", str(tmp_path / "w.csv"), "--schema", str(schema), "--output", str(kept)]) == 1
+    assert kept.is_dir() and not any(kept.iterdir())
 
 
 def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, capsys):
@@ -109,6 +122,52 @@ def test_schema_draft_and_check_on_a_semicolon_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "rows read: 45211" in out and "NOT differentially private" in out
     assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 1
+
+
+@pytest.mark.skipif(not BANK.is_file(), reason="needs ../shared/data/bank_marketing")
+def test_a_wrong_separator_is_named_by_every_command(tmp_path, capsys):
+    """Without --sep ';' the bank file failed with "the first line must be a header" and nothing pointed at --sep."""
+    drafted = tmp_path / "bank.toml"
+    assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 0
+    capsys.readouterr()
+    assert main(["schema", "check", str(drafted), str(BANK)]) == 1
+    assert "is that the separator? pass --sep ';'" in capsys.readouterr().err
+    assert main(["schema", "draft", str(BANK), "--label", "y"]) == 1
+    assert "is that the separator? pass --sep ';'" in capsys.readouterr().err
+
+
+def test_a_file_without_header_is_named(tmp_path, capsys):
+    schema = tmp_path / "wall.toml"
+    example_schema("wall_robot_navigation").save(schema)
+    data = tmp_path / "rows.csv"
+    data.write_text("0.5,0.5,0.5,0.5,Move-Forward\n" * 3)
+    assert main(["schema", "check", str(schema), str(data)]) == 1
+    assert "if the file has no header, pass --no-header" in capsys.readouterr().err
+
+
+def test_a_mistyped_option_is_refused_by_its_subcommand_with_the_closest_option(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["schema", "draft", "x.csv", "--label", "y", "--outptu", "s.toml"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: edprf schema draft")
+    assert "unrecognized arguments: --outptu s.toml (did you mean --output?)" in err
+    with pytest.raises(SystemExit):
+        main(["schema", "draft", "x.csv", "--label", "y", "--no-header"])  # a draft needs the header's names
+    assert "unrecognized arguments: --no-header" in capsys.readouterr().err
+
+
+def test_a_missing_directory_is_named_by_the_file_asked_for(tmp_path, capsys):
+    from protocol import save_atomic
+
+    with pytest.raises(FileNotFoundError) as failed:
+        save_atomic(tmp_path / "nowhere" / "model.onnx", b"x")
+    assert failed.value.filename == str(tmp_path / "nowhere" / "model.onnx")
+    data = tmp_path / "d.csv"
+    data.write_text("a,y\n1,0\n2,1\n")
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(tmp_path / "nowhere" / "s.toml")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'nowhere' / 's.toml'}: No such file or directory" in err and "Errno" not in err
 
 
 def test_version_and_verbose_after_the_subcommand(capsys):
