@@ -6,7 +6,7 @@ key; checks every party as ``edprf party check`` does; starts a SuperLink with T
 authentication, a separate SuperExec and N SuperNodes on 127.0.0.1 (each on its own port);
 registers the parties' keys; runs the coordinator as ``edprf run`` does; prints the summary and
 each party's remaining budget; and stops everything it started, on success, on failure, on
-Ctrl-C and on SIGTERM (each process leads its own process group; whatever outlives the grace
+Ctrl-C, on SIGTERM and on SIGHUP (each process leads its own process group; whatever outlives the grace
 period is killed by pid and start time; it then checks that nothing is left).
 
 Files (all under ``--dir``, mode 0700 directories, private keys and secrets 0600)::
@@ -31,7 +31,6 @@ import contextlib
 import io
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -222,10 +221,6 @@ def _check_parties(parties: dict) -> None:
     print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def _budget_lines(parties: dict) -> list[str]:
     from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly, total_spent
 
@@ -246,6 +241,7 @@ def _budget_lines(parties: dict) -> list[str]:
 def run_consortium(args: argparse.Namespace) -> int:
     from ._flower_processes import Deployment, Federation, Tls, flower_env, missing_flower_tools
     from ._run_cmd import run_and_follow
+    from ._stop_signals import exit_status, stop_signals
 
     missing = missing_flower_tools()
     if missing:
@@ -271,64 +267,61 @@ def run_consortium(args: argparse.Namespace) -> int:
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
     dep = Deployment(root=root, env=flower_env(root))
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     code = 1
-    try:
-        fed = Federation(
-            dep,
-            connection="consortium",
-            tls=Tls(pki / "ca.crt", pki / "server.pem", pki / "server.key"),
-            supernode_auth=True,
-            separate_superexec=True,
-        )
-        fed.start_superlink(root / "superlink.db")
-        cli_env = fed.write_cli_config()
-        node_ids = {p: fed.register(paths["auth-pub"]) for p, paths in parties.items()}
-        for party_id, paths in parties.items():
-            fed.start_supernode(party_id, node_config(paths), auth_key=paths["auth-key"])
-        fed.wait_online(len(parties))
-        listeners = fed.assert_loopback_only()
-        print(
-            f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
-            f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
-            f"{len(listeners)} loopback ports",
-            flush=True,
-        )
-        out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
-        run_config = config_text(
-            {
-                "schema-path": coordinator / "schema.toml",
-                "keys-dir": coordinator / "party-keys",
-                "output-dir": out,
-                "test-data-path": coordinator / "test.csv",
-                "validation-data-path": coordinator / "validation.csv",
-                "n-trees": args.n_trees,
-                "max-depth": args.max_depth,
-                "min-parties": len(parties),
-                "expected-parties": len(parties),
-                "evaluation-epsilon": args.evaluation_epsilon,
-                # not given: left to the coordinator's own default (one source: server.CoordinatorConfig)
-                **({"epsilon": args.epsilon} if args.epsilon is not None else {}),
-                **extra,
-            }
-        )
-        print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
-        code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
-        _print_summary(out, parties, code)
-    except KeyboardInterrupt:
-        print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
-        code = 130
-    finally:
+    with stop_signals():  # SIGTERM and SIGHUP stop every process as Ctrl-C does
         try:
-            dep.stop()
+            fed = Federation(
+                dep,
+                connection="consortium",
+                tls=Tls(pki / "ca.crt", pki / "server.pem", pki / "server.key"),
+                supernode_auth=True,
+                separate_superexec=True,
+            )
+            fed.start_superlink(root / "superlink.db")
+            cli_env = fed.write_cli_config()
+            node_ids = {p: fed.register(paths["auth-pub"]) for p, paths in parties.items()}
+            for party_id, paths in parties.items():
+                fed.start_supernode(party_id, node_config(paths), auth_key=paths["auth-key"])
+            fed.wait_online(len(parties))
+            listeners = fed.assert_loopback_only()
+            print(
+                f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
+                f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
+                f"{len(listeners)} loopback ports",
+                flush=True,
+            )
+            out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
+            run_config = config_text(
+                {
+                    "schema-path": coordinator / "schema.toml",
+                    "keys-dir": coordinator / "party-keys",
+                    "output-dir": out,
+                    "test-data-path": coordinator / "test.csv",
+                    "validation-data-path": coordinator / "validation.csv",
+                    "n-trees": args.n_trees,
+                    "max-depth": args.max_depth,
+                    "min-parties": len(parties),
+                    "expected-parties": len(parties),
+                    "evaluation-epsilon": args.evaluation_epsilon,
+                    # not given: left to the coordinator's own default (one source: server.CoordinatorConfig)
+                    **({"epsilon": args.epsilon} if args.epsilon is not None else {}),
+                    **extra,
+                }
+            )
+            print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
+            code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
+            _print_summary(out, parties, code)
+        except KeyboardInterrupt as interrupt:
+            print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
+            code = exit_status(interrupt)
         finally:
-            signal.signal(signal.SIGTERM, previous)
-        left = dep.leftovers()
-        if left:
-            print(f"edprf consortium: processes still running: {left}", file=sys.stderr)
-            code = code or 1
-        else:
-            print(f"stopped: every process this command started has exited (logs in {dep.logs})", flush=True)
+            dep.stop()
+            left = dep.leftovers()
+            if left:
+                print(f"edprf consortium: processes still running: {left}", file=sys.stderr)
+                code = code or 1
+            else:
+                print(f"stopped: every process this command started has exited (logs in {dep.logs})", flush=True)
     return code
 
 

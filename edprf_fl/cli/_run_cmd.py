@@ -8,8 +8,9 @@ log stream while the run goes on charging every party.  This wrapper uses Flower
 2. ``flwr log RUN_ID [CONNECTION] --stream`` shows the ServerApp's log until the run ends;
 3. ``flwr ls [CONNECTION] --run-id RUN_ID --format json`` reads the final status: exit 0 for
    ``finished:completed``, 1 otherwise, with Flower's details (the report's ``failure`` text);
-4. on Ctrl-C it says that the run continues on the SuperLink and stops it with ``flwr stop``
-   (``--detach-on-interrupt``: leave it running and print the command that stops it); exit 130.
+4. on Ctrl-C, SIGTERM or SIGHUP it stops the run with ``flwr stop`` and says so
+   (``--detach-on-interrupt``: leave it running and print the command that stops it); exit 130
+   (143 on SIGTERM, 129 on SIGHUP).
 """
 
 from __future__ import annotations
@@ -167,45 +168,54 @@ def run_and_follow(
     out=None,
 ) -> int:
     """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted)."""
+    from ._stop_signals import exit_status, stop_signals
+
     out = out or sys.stdout
     run = submit(app, connection, run_config, env)
     conn = f" {run.connection}" if run.connection else ""
     try:
-        print(
-            f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
-            f"{'detaches' if detach_on_interrupt else 'stops the run'})",
-            file=out,
-            flush=True,
-        )
-        follow(run, out, env)
-        status, details = run.final_status(env)
-    except KeyboardInterrupt:
-        print(
-            f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties to "
-            "spend epsilon until it ends.",
-            file=sys.stderr,
-            flush=True,
-        )
-        if detach_on_interrupt:
-            print(f"edprf run: stop it with: flwr stop {run.run_id}{conn}", file=sys.stderr)
-            return 130
-        code, text = run.stop(env)
-        if code == 0:
+        with stop_signals():  # SIGTERM (timeout, systemd, kill) and SIGHUP (a closed terminal) stop it too
             print(
-                f"edprf run: stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties already "
-                "reserved in their ledgers stays spent",
-                file=sys.stderr,
+                f"edprf run: run {run.run_id} submitted; following its log (Ctrl-C "
+                f"{'detaches' if detach_on_interrupt else 'stops the run'})",
+                file=out,
+                flush=True,
+            )
+            follow(run, out, env)
+            status, details = run.final_status(env)
+    except KeyboardInterrupt as interrupt:
+        if detach_on_interrupt:
+            _tell(
+                f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties "
+                f"to spend epsilon until it ends; stop it with: flwr stop {run.run_id}{conn}"
+            )
+            return exit_status(interrupt)
+        code, text = run.stop(env)  # first: after SIGHUP there may be no terminal left to tell
+        if code == 0:
+            _tell(
+                f"\nedprf run: interrupted; stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties "
+                "already reserved in their ledgers stays spent"
             )
         else:
-            print(
-                f"edprf run: flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; run it again", file=sys.stderr
+            _tell(
+                f"\nedprf run: interrupted, but flwr stop {run.run_id}{conn} failed ({code}): {text[-500:]}; the run "
+                "continues on the SuperLink and keeps asking parties to spend epsilon until it ends: run that "
+                "command again"
             )
-        return 130
+        return exit_status(interrupt)
     if status == "finished:completed":
         print(f"edprf run: run {run.run_id} completed", file=out)
         return 0
     print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
     return 1
+
+
+def _tell(text: str) -> None:
+    """A line to stderr, if there still is one (a closed terminal after SIGHUP is not an error here)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:

@@ -7,8 +7,8 @@
 - Run control: a second invocation told to write into the first run's output directory is refused
   by the coordinator before any request (the ledgers do not change), Flower marks the run failed,
   and the command exits 1 with the reason.
-- Ctrl-C while the coordinator runs: the run is stopped (`flwr stop`), the command exits 130, and
-  nothing it started is left running.
+- Ctrl-C, SIGTERM or SIGHUP while the coordinator runs: the run is stopped (`flwr stop`), the command
+  exits 128 + the signal's number, and nothing it started is left running.
 """
 
 from __future__ import annotations
@@ -136,7 +136,12 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     assert _running_under(root) == [], "processes left running"
 
 
-def test_ctrl_c_stops_the_run_and_every_process(tmp_path):
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["ctrl-c", "term", "hup"]
+)
+def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
+    """Ctrl-C, SIGTERM (timeout, systemd, kill) and SIGHUP (a closed terminal) each stop the run: with SIGTERM
+    and SIGHUP the command died at once and the run stayed queued, to spend epsilon later."""
     root = tmp_path / "consortium"
     proc = subprocess.Popen(
         _command(root),
@@ -154,14 +159,14 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path):
             if "submitted; following its log" in line:
                 break
         assert any("submitted" in line for line in lines), "".join(lines)[-4000:]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         rest, _ = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     output = "".join(lines) + rest
-    assert proc.returncode == 130, output[-4000:]
-    assert "continues on the SuperLink" in output and "stopped run" in output, output[-4000:]
+    assert proc.returncode == status, output[-4000:]
+    assert "interrupted; stopped run" in output and "continues on the SuperLink" not in output, output[-4000:]
     assert "stopped: every process this command started has exited" in output, output[-4000:]
     assert _running_under(root) == [], "processes left running"
