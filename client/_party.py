@@ -65,6 +65,7 @@ from protocol import (
     load_global_model,
     load_private_key,
     peek_global_model,
+    registration_problem,
 )
 from protocol.messages import EvaluateRequest, TrainRequest
 
@@ -337,6 +338,10 @@ class Party:
         """
         _check_reply_ids(req)
         self._check_train(req)
+        key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
+        problem = registration_problem(req.registered_parties, self.policy.party_id, key)
+        if problem is not None:  # its release would be rejected: refused before anything is reserved
+            raise Refusal(RefusalReason.NOT_REGISTERED, problem)
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:
@@ -357,7 +362,6 @@ class Party:
                 RefusalReason.REQUEST_SPENT,
                 f"request {req.request_id} was started before and did not complete; its epsilon stays spent",
             )
-        key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
         data = self._data()
         if len(data.y_train) > MAX_FIT_ROWS:
             # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can

@@ -41,6 +41,7 @@ from ._keys import (
 from ._model_header import ModelHeader, peek_global_model
 from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
+from ._registration import registration_problem, registration_text
 from ._registry import PartyKeyRegistry
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from ._signature import SignatureStatus
@@ -78,6 +79,8 @@ __all__ = [
     "load_public_key",
     "peek_global_model",
     "read_release_header",
+    "registration_problem",
+    "registration_text",
     "save_atomic",
     "save_private_key",
     "save_public_key",

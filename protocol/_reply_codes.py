@@ -33,6 +33,7 @@ class RefusalReason(StrEnum):
     EPSILON_RESOLUTION = "epsilon_resolution"
     INTERNAL_ERROR = "internal_error"
     INVALID_LOCAL_DATA = "invalid_local_data"
+    NOT_REGISTERED = "not_registered"
     PARTY_SETUP = "party_setup"
     POLICY_BINS = "policy_bins"
     POLICY_DEPTH = "policy_depth"
@@ -63,6 +64,8 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.EPSILON_RESOLUTION: "the requested epsilon is not a multiple of 1e-6 (the ledger's unit)",
     RefusalReason.INTERNAL_ERROR: "the party failed while serving the request (any exception); details in its log",
     RefusalReason.INVALID_LOCAL_DATA: "the party's data file cannot be used with the schema (file level only)",
+    RefusalReason.NOT_REGISTERED: "the party's id or signing key is not one the coordinator registered (checked before "
+    "any epsilon is reserved)",
     RefusalReason.PARTY_SETUP: "the party's configuration (policy, schema, key, ledger, paths) is unusable",
     RefusalReason.POLICY_BINS: "more bins than the policy's max-n-bins",
     RefusalReason.POLICY_DEPTH: "deeper than the policy's max-depth",

@@ -18,6 +18,7 @@ from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_
 from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 
 from ._ids import check_request_id
+from ._registration import check_registration_text
 
 __all__ = [
     "DEPTH_REQUESTS",
@@ -95,6 +96,11 @@ class TrainRequest:
     across parties) and that part's grid, one for the whole consortium (the
     coordinator fixes both from public figures); ``0`` and ``0``: trees only,
     which is also how records before these keys read.
+
+    ``registered_parties``: the coordinator's registered parties, as digests
+    (:func:`protocol._registration.registration_text`), so that a party whose id
+    or signing key the coordinator would reject refuses before it reserves
+    epsilon; ``""`` when the coordinator registers no keys (and in older records).
     """
 
     request_id: str
@@ -111,10 +117,15 @@ class TrainRequest:
     depth_rule: str = "fixed"
     marginals_share: float = 0.0
     marginals_bins: int = 0
+    registered_parties: str = ""
 
     def __post_init__(self) -> None:
         _check_ids(self.request_id, self.run_id)
         check_fields(self, _TRAIN_RULES, error=TaskError)
+        try:
+            check_registration_text(self.registered_parties)
+        except (TypeError, ValueError) as exc:
+            raise TaskError(f"request {exc}") from None
         share, bins = self.marginals_share, self.marginals_bins
         if (share > 0) != (bins > 0) or bins == 1:
             raise TaskError(
@@ -128,7 +139,13 @@ class TrainRequest:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
         # records before these keys: label leaves, a fixed depth, no marginals part
-        defaults = {"leaf": "label", "depth-rule": "fixed", "marginals-share": 0.0, "marginals-bins": 0}
+        defaults = {
+            "leaf": "label",
+            "depth-rule": "fixed",
+            "marginals-share": 0.0,
+            "marginals-bins": 0,
+            "registered-parties": "",
+        }
         return cls(**_read(cls, {**defaults, **record}))
 
 

@@ -29,6 +29,7 @@ from protocol import (
     build_global_model,
     decode_release,
     load_global_model,
+    registration_text,
     save_atomic,
 )
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
@@ -64,7 +65,9 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
         time.sleep(1.0)
 
 
-def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema, n_parties: int) -> TrainRequest:
+def _train_request(
+    cfg: CoordinatorConfig, run_id: str, schema: Schema, n_parties: int, registry: PartyKeyRegistry | None
+) -> TrainRequest:
     """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it.
 
     The marginals part's share and grid are the consortium's (:meth:`CoordinatorConfig.marginals_plan`, public
@@ -86,6 +89,8 @@ def _train_request(cfg: CoordinatorConfig, run_id: str, schema: Schema, n_partie
         seed=cfg.seed,  # parties derive their own stream from it and their party id
         marginals_share=marginals_share,
         marginals_bins=marginals_bins,
+        # parties check their own entry before reserving epsilon (a wrong party-id or key is refused for free)
+        registered_parties=registration_text(registry) if registry is not None else "",
     )
 
 
@@ -125,7 +130,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    train_request = _train_request(cfg, run_id, schema, len(nodes))
+    train_request = _train_request(cfg, run_id, schema, len(nodes), registry)
     request = train_request.to_record()
     messages = [
         Message(
@@ -171,6 +176,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 str(exc.reason),
                 party_text(str(exc)),
             )
+            outcome.rejected_release_epsilon = cfg.epsilon if payload else 0.0
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
@@ -188,10 +194,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             )
         if mismatch is not None:
             outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
+            outcome.rejected_release_epsilon = cfg.epsilon
             continue
         if release.party_id in seen_parties:
             outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
             outcome.message = f"party {release.party_id!r} already contributed to this run"
+            outcome.rejected_release_epsilon = cfg.epsilon
             continue
         seen_parties.add(release.party_id)
         outcome.status, outcome.reason, outcome.n_trees = PartyStatus.ACCEPTED, "", release.forest.n_trees

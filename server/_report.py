@@ -36,6 +36,9 @@ class PartyOutcome:
     resumed_from_run: str = ""  # the earlier run whose release was resent (reused request-tag): charged then
     marginals_share: float = 0.0  # its release's marginals part: share of its rows (0: none) and grid
     marginals_bins: int = 0
+    rejected_release_epsilon: float = 0.0
+    """The request's ε when the party sent a release the coordinator rejected: an honest party's ledger charged
+    (up to) that much before releasing, and the model does not use it (0 otherwise)."""
 
 
 @dataclass

@@ -15,31 +15,44 @@ __all__ = ["central_evaluation_lines", "federated_evaluation_lines", "summary_li
 
 
 def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
-    """The parties' held-out accuracy with its interval and one party's reach, or why it was not measured."""
+    """The parties' held-out accuracy with its interval and one party's reach, or why it was not measured; then
+    every party that refused or did not answer the evaluation request, by name, with its reason."""
     if federated.get("skipped"):
         message = federated.get("message") or f"the evaluation round was skipped ({federated['skipped']})"
         return [f"parties' own held-out accuracy: {message}"]
-    if not federated.get("parties"):
+    refused, silent = federated.get("refused") or [], federated.get("no_reply") or []
+    n = federated.get("parties") or 0
+    if not n and not refused and not silent:
         return []
-    kind = "noised" if federated.get("noised") else "exact"
-    value, ci = federated.get("accuracy"), federated.get("ci95")
-    if not (isinstance(value, float) and math.isfinite(value)):
-        shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
+    if not n:
+        lines = ["parties' own held-out accuracy: not measured (no party's counts could be used; reasons below)"]
     else:
-        shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-    head = (
-        f"parties' own held-out accuracy ({kind}, epsilon {federated.get('epsilon_per_party', 0.0):g} each, "
-        f"{federated['parties']} parties): {shown}"
-    )
-    lines = [head]
-    shift = federated.get("max_one_party_shift")
-    if "max_one_party_shift" in federated:
-        lines.append(
-            "  any one party's reply can move it by at most "
-            + (f"{shift:.3f}" if shift is not None else "any amount (too few other rows)")
-            + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
-        )
+        kind = "noised" if federated.get("noised") else "exact"
+        value, ci = federated.get("accuracy"), federated.get("ci95")
+        if not (isinstance(value, float) and math.isfinite(value)):
+            shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
+        else:
+            shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+        each = f"epsilon {federated.get('epsilon_per_party', 0.0):g} each"
+        lines = [f"parties' own held-out accuracy ({kind}, {each}, {_parties(n)}): {shown}"]
+        if "max_one_party_shift" in federated:
+            shift = federated.get("max_one_party_shift")
+            lines.append(
+                "  any one party's reply can move it by at most "
+                + (f"{shift:.3f}" if shift is not None else "an unbounded amount (too few other parties' rows)")
+                + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
+            )
+    for entry in refused:
+        who = entry.get("party_id") or f"node {entry.get('node_id')}"
+        lines.append(f"  {who}: not in the estimate ({entry.get('reason')})")
+    if silent:
+        names = federated.get("no_reply_parties") or [f"node {node}" for node in silent]
+        lines.append(f"  no reply to the evaluation request: {', '.join(names)}")
     return lines
+
+
+def _parties(n: int) -> str:
+    return "1 party" if n == 1 else f"{n} parties"
 
 
 def summary_lines(report: RunReport) -> list[str]:
@@ -62,6 +75,11 @@ def summary_lines(report: RunReport) -> list[str]:
         if p.status != PartyStatus.ACCEPTED:
             who = p.party_id or f"node {p.node_id}"
             lines.append(f"  {who}: {p.status} ({p.reason}) {p.message}".rstrip())
+            if p.rejected_release_epsilon:
+                lines.append(
+                    f"    it sent a release: its ledger has charged up to epsilon {p.rejected_release_epsilon:g} "
+                    "for it, which the model does not use"
+                )
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")
         lines += [f"  {line}" for line in contribution_lines(report.contributions, report.parameters.get("flag_alpha"))]

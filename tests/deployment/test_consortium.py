@@ -137,7 +137,9 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["ctrl-c", "term", "hup"]
+    ("sig", "status"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["ctrl-c", "term", "hup"],
 )
 def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
     """Ctrl-C, SIGTERM (timeout, systemd, kill) and SIGHUP (a closed terminal) each stop the run: with SIGTERM

@@ -331,6 +331,93 @@ def test_an_unloadable_signing_key_is_refused_before_the_reservation(tmp_path):
     assert Party(setup).ledger.entries() == []
 
 
+# ------------------------------------------ registration: a wrong party-id or key is refused before any charge
+def _registered(**keys):
+    return protocol.registration_text({party: key.public_key() for party, key in keys.items()})
+
+
+def test_a_party_the_coordinator_did_not_register_refuses_before_the_reservation(tmp_path):
+    """A typo in party-id (hospital-E) or another party's signing key passed the party check, charged the ledger,
+    and the coordinator then rejected the release: the epsilon was burnt for nothing."""
+    mine, theirs = generate_signing_key("ed25519"), generate_signing_key("p384")
+    registered = _registered(**{"hospital-e": mine, "hospital-f": theirs})
+    cases = {
+        "typo": ("hospital-E", mine, "party-id 'hospital-E' is not one of the 2 parties the coordinator registered"),
+        "other key": ("hospital-e", theirs, "the signing key is not the one the coordinator registered for"),
+        "no key": ("hospital-e", None, "has no signing-key"),
+    }
+    for case, (party_id, key, message) in cases.items():
+        setup, schema = _write_party(tmp_path / case.replace(" ", "-"), party_id=party_id, key=key)
+        with pytest.raises(Refusal) as exc:
+            Party(setup).train(_train_request(schema, registered_parties=registered))
+        assert exc.value.reason == "not_registered" and message in str(exc.value), case
+        assert Party(setup).ledger.entries() == [], case
+    setup, schema = _write_party(tmp_path / "right", party_id="hospital-e", key=mine)
+    assert Party(setup).train(_train_request(schema, registered_parties=registered))
+    assert [e.kind for e in Party(setup).ledger.entries()] == ["release"]
+
+
+def test_the_registration_list_names_no_party_and_is_checked_on_arrival(tmp_path):
+    key = generate_signing_key("ed25519")
+    text = _registered(**{"hospital-a": key})
+    assert "hospital" not in text and len(text) == 65
+    _, schema = _write_party(tmp_path)
+    record = _train_request(schema, registered_parties=text).to_record()
+    assert TrainRequest.from_record(record).registered_parties == text
+    del record["registered-parties"]  # a coordinator before this key: no check
+    assert TrainRequest.from_record(record).registered_parties == ""
+    for bad in ("hospital-a", text + ",", text.upper(), 5):
+        with pytest.raises(TaskError, match="registered-parties"):
+            TrainRequest.from_record({**record, "registered-parties": bad})
+
+
+def test_a_run_refuses_an_unregistered_party_before_it_spends(tmp_path, coordinator_identity):
+    """Through the coordinator: the request carries the registered parties; the party with a typo in its
+    party-id refuses (not_registered), its ledger stays empty, and the others are accepted."""
+    keys = {p: generate_signing_key("ed25519") for p in ("hospital-a", "hospital-b")}
+    keys_dir = tmp_path / "keys"
+    keys_dir.mkdir()
+    nodes = {}
+    for i, (party, key) in enumerate(keys.items()):
+        save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
+        claimed = "hospital-B" if party == "hospital-b" else party  # the typo
+        setup, _ = _write_party(tmp_path / party, party_id=claimed, rows=slice(600 * i, 600 * (i + 1)), key=key)
+        nodes[10 + i] = setup
+    cfg = CoordinatorConfig(
+        schema_path=str(tmp_path / "hospital-a" / "schema.toml"),
+        keys_dir=str(keys_dir),
+        evaluation_epsilon=0.0,
+        max_depth=3,
+        n_bins=8,
+        min_parties=1,
+        output_dir=str(tmp_path / "out"),
+        node_wait_timeout=1.0,
+    )
+    config = {
+        node: {
+            "data-path": str(s.data_path),
+            "schema-path": str(s.schema_path),
+            "policy-path": str(s.policy_path),
+            "ledger-path": str(s.ledger_path),
+            "signing-key": str(s.signing_key_path),
+        }
+        for node, s in nodes.items()
+    }
+    grid = InProcessGrid(
+        Run.create_empty(run_id=1),
+        {
+            n: (party_app, Context(run_id=1, node_id=n, node_config=c, state=RecordDict(), run_config={}))
+            for n, c in config.items()
+        },
+    )
+    report = run_federation(grid, cfg, "run-1")
+    outcomes = {p.node_id: p for p in report.parties}
+    assert outcomes[10].status == "accepted"
+    assert (outcomes[11].status, outcomes[11].reason) == ("refused", "not_registered")
+    assert "hospital-B" in outcomes[11].message and outcomes[11].rejected_release_epsilon == 0.0
+    assert Party(nodes[11]).ledger.entries() == []
+
+
 # -------------------------------------------------------- item 5(i): resumed releases
 def test_a_binding_verifies_only_for_its_party_release_and_run():
     keys = {p: generate_signing_key("ed25519") for p in ("hospital-a", "hospital-b")}
@@ -412,5 +499,7 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     )
     outcomes = {p.node_id: p for p in resumed.parties}
     assert outcomes[1].status == "rejected" and outcomes[1].reason == "replayed_release"
+    assert outcomes[1].rejected_release_epsilon == cfg.epsilon  # a release came: the report says what it may have cost
+    assert all(p.rejected_release_epsilon == 0.0 for p in resumed.parties if p.status == "accepted")
     assert sorted(p.party_id for p in resumed.parties if p.status == "accepted") == ["hospital-a", "hospital-b"]
     assert resumed.status == "completed"

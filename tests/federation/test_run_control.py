@@ -19,7 +19,7 @@ from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
 from server._guarantee import PartySpend, federation_guarantee
 from server._party_names import claimed_party_id, name_evaluation
 from server._run_control import OutputDirInUse, claim_output_dir, failure_text, resumed_evaluation_skip
-from server._summary import summary_lines
+from server._summary import federated_evaluation_lines, summary_lines
 
 from .test_simulation import _settings
 
@@ -98,6 +98,42 @@ def test_failure_text_and_summary_name_parties_by_id():
     assert f"failure: {report.failure}" in lines
     assert "  hospital-a: refused (budget_exhausted)" in lines
     assert not any("111" in line for line in lines)
+
+
+def test_the_summary_names_evaluation_refusals_and_a_rejected_release_s_charge():
+    """Three parties refused the evaluation request (budget spent) and the summary printed no evaluation line at
+    all; a party whose release was rejected (unknown party-id) had charged its ledger, and nothing said so."""
+    from server import PartyOutcome
+
+    everyone_refused = {
+        "parties": 0,
+        "refused": [{"node_id": n, "party_id": f"h-{n}", "reason": "budget_exhausted"} for n in (1, 2, 3)],
+        "no_reply": [],
+    }
+    lines = federated_evaluation_lines(everyone_refused)
+    assert lines[0].startswith("parties' own held-out accuracy: not measured")
+    assert "  h-2: not in the estimate (budget_exhausted)" in lines
+    some = {
+        "parties": 1,
+        "noised": True,
+        "epsilon_per_party": 0.1,
+        "accuracy": 0.9,
+        "ci95": [0.8, 0.95],
+        "refused": [{"node_id": 2, "party_id": "h-2", "reason": "budget_exhausted"}],
+        "no_reply": [3],
+        "no_reply_parties": ["h-3"],
+    }
+    lines = federated_evaluation_lines(some)
+    assert "epsilon 0.1 each, 1 party)" in lines[0]
+    assert "  h-2: not in the estimate (budget_exhausted)" in lines
+    assert "  no reply to the evaluation request: h-3" in lines
+    report = RunReport(
+        "5", {}, "fp", parties=[PartyOutcome(7, "rejected", "unknown_party", rejected_release_epsilon=0.5)]
+    )
+    shown = summary_lines(report)
+    assert (
+        "    it sent a release: its ledger has charged up to epsilon 0.5 for it, which the model does not use" in shown
+    )
 
 
 def test_party_ids_claimed_in_replies_are_checked_and_evaluations_named():

@@ -18,6 +18,7 @@ WIRE_REASONS = [
     "epsilon_resolution",
     "internal_error",
     "invalid_local_data",
+    "not_registered",
     "party_setup",
     "policy_bins",
     "policy_depth",
