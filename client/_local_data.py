@@ -39,7 +39,9 @@ class LocalData:
     y_holdout: pd.Series
 
 
-def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, salt: str) -> LocalData:
+def load_local_data(
+    path: str | Path, schema: Schema, holdout_fraction: float, salt: str, *, sep: str = ","
+) -> LocalData:
     """Read the party's file and split off the held-out rows.
 
     Every step is a per-record map (privacy: a stable transformation, no ε):
@@ -53,9 +55,10 @@ def load_local_data(path: str | Path, schema: Schema, holdout_fraction: float, s
     processes, therefore see the same split, and the coordinator cannot
     predict it.  What was dropped, and why, goes to the party's own log, never
     into a reply.  Only a file-level problem (no file, a header without the
-    schema's columns) raises.
+    schema's columns) raises.  ``sep`` is the file's field separator (the node
+    config's ``data-separator``).
     """
-    table = read_table(path, schema)
+    table = read_table(path, schema, sep=sep)
     for note in table.dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:

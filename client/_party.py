@@ -137,8 +137,9 @@ def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[
     return int(np.count_nonzero(predicted == labels)), int(total)
 
 
-NODE_CONFIG_KEYS = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key")
-"""The keys of a deployed party's node config (``signing-key`` optional); any other key is refused."""
+NODE_CONFIG_KEYS = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key", "data-separator")
+"""The keys of a deployed party's node config (``signing-key`` and ``data-separator`` optional); any other key is
+refused."""
 
 
 @dataclass(frozen=True)
@@ -150,11 +151,20 @@ class PartySetup:
     policy_path: Path
     ledger_path: Path
     signing_key_path: Path | None = None
+    data_separator: str = ","
+    """The data file's field separator (one character; ``;`` for many European exports, a tab)."""
+
+    def __post_init__(self) -> None:
+        sep = self.data_separator
+        if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
+            raise ValueError(
+                f"node config data-separator: expected one character other than a quote or a line break, got {sep!r}"
+            )
 
     @classmethod
     def from_configs(cls, node_config: Mapping[str, Any], run_config: Mapping[str, Any]) -> PartySetup:
         """Deployment: node config keys ``data-path``, ``schema-path``, ``policy-path``,
-        ``ledger-path`` and optionally ``signing-key``.  Simulation: the run config's
+        ``ledger-path`` and optionally ``signing-key`` and ``data-separator``.  Simulation: the run config's
         ``sim-dir`` and the node's ``partition-id`` locate ``party-NNNN/``.
         """
         if "data-path" in node_config:
@@ -162,7 +172,10 @@ class PartySetup:
             refuse_unknown_keys(node_config, NODE_CONFIG_KEYS, "node config")
             missing = [k for k in ("schema-path", "policy-path", "ledger-path") if k not in node_config]
             if missing:
-                raise ValueError(f"node config: missing keys {missing}")
+                raise ValueError(
+                    f"node config: missing keys {missing} (is every value quoted, and every quote closed? an open "
+                    "quote takes in the keys after it)"
+                )
             key = node_config.get("signing-key") or None
             return cls(
                 Path(str(node_config["data-path"])),
@@ -170,6 +183,7 @@ class PartySetup:
                 Path(str(node_config["policy-path"])),
                 Path(str(node_config["ledger-path"])),
                 Path(str(key)) if key else None,
+                node_config.get("data-separator", ","),
             )
         sim_dir = run_config.get("sim-dir")
         if not sim_dir or "partition-id" not in node_config:
@@ -211,7 +225,9 @@ class Party:
     def _data(self) -> LocalData:
         salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
         try:
-            return load_local_data(self.setup.data_path, self.schema, self.policy.holdout_fraction, salt)
+            return load_local_data(
+                self.setup.data_path, self.schema, self.policy.holdout_fraction, salt, sep=self.setup.data_separator
+            )
         except (DataValidationError, ValueError) as exc:
             # only file-level problems get here (no file, missing or unknown columns); row-level
             # problems, down to no usable row at all, are handled in load_local_data, never reported

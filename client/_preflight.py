@@ -95,8 +95,8 @@ def preflight_configs(
         report._add(
             "problem",
             "node config",
-            f"{exc}; give --node-config \"data-path='...' schema-path='...' "
-            "policy-path='...' ledger-path='...' [signing-key='...']\"",
+            f"{str(exc).removeprefix('node config: ')}; give --node-config \"data-path='...' schema-path='...' "
+            "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';']\"",
         )
         return report
     return preflight(setup, check_rows=check_rows, report=report)
@@ -114,7 +114,7 @@ def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightRepor
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
-        _data(setup.data_path, schema, check_rows, report)
+        _data(setup.data_path, schema, check_rows, report, setup.data_separator)
     return report
 
 
@@ -307,17 +307,17 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         )
 
 
-def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None:
+def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: str = ",") -> None:
     from edprf_core import DataValidationError, check_data
 
     if not path.is_file():
         report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the schema)")
         return
     if not check_rows:
-        _header(path, schema, report)
+        _header(path, schema, report, sep)
         return
     try:
-        result = check_data(path, schema)
+        result = check_data(path, schema, sep=sep)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add(
             "problem",
@@ -338,7 +338,7 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport) -> None
         )
 
 
-def _header(path: Path, schema, report: PreflightReport) -> None:
+def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None:
     """The header line only (its cost does not depend on the rows): the ClientApp's check."""
     from edprf_core import DataValidationError
     from edprf_core.tables import header_names
@@ -349,7 +349,7 @@ def _header(path: Path, schema, report: PreflightReport) -> None:
     try:
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
-        header_names(schema, first.rstrip("\r\n") if first else None, ",", True, path)
+        header_names(schema, first.rstrip("\r\n") if first else None, sep, True, path)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return

@@ -175,9 +175,29 @@ def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(
 def test_a_node_config_without_the_paths_is_refused(capsys):
     assert main(["party", "check", "--node-config", "data-path='x.csv'"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(
-        "problem: node config: node config: missing keys ['schema-path', 'policy-path', 'ledger-path']"
-    )
+    assert err.startswith("problem: node config: missing keys ['schema-path', 'policy-path', 'ledger-path']")
+    assert "every quote closed" in err
+
+
+def test_a_semicolon_file_is_read_with_the_node_config_s_data_separator(party, capsys):
+    """A European export (fields separated by ';') could not be used by a party: the node config had no separator."""
+    from client import Party, PartySetup, parse_node_config
+    from protocol.messages import TrainRequest
+
+    paths, schema = party
+    data = paths["data-path"]
+    data.write_text(data.read_text().replace(",", ";"))
+    code, lines = _check(paths, capsys)
+    assert code == 1 and any("is that the separator? pass --sep ';'" in line for line in _problems(lines))
+    with_sep = {**paths, "data-separator": ";"}
+    code, lines = _check(with_sep, capsys)
+    assert code == 0 and not _problems(lines), lines
+    assert any("rows kept: 400" in line for line in lines), lines
+    setup = PartySetup.from_configs(parse_node_config(_config(with_sep)), {})
+    request = TrainRequest("r/train", "r", schema.fingerprint, 1.0, 3, 1, "binary", 8, "add-remove", -1)
+    assert Party(setup).train(request)  # released from the ';' file
+    code, lines = _check({**paths, "data-separator": "ab"}, capsys)
+    assert code == 1 and any("data-separator: expected one character" in line for line in lines)
 
 
 def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
@@ -267,4 +287,4 @@ def test_a_misspelt_node_config_key_is_refused(capsys):
     config = "data-path='x.csv' schema-path='s.toml' policy-path='p.toml' ledger-path='l.sqlite' signing-kye='k.pem'"
     assert main(["party", "check", "--node-config", config]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("problem: node config: node config: unknown keys ['signing-kye']; allowed: [")
+    assert err.startswith("problem: node config: unknown keys ['signing-kye']; allowed: [")
