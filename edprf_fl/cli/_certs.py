@@ -323,8 +323,9 @@ def run_server(args: argparse.Namespace) -> int:
     superlink = (
         f"flower-superlink --ssl-ca-certfile {_q(ca_cert_path)} --ssl-certfile {_q(cert_path)} "
         f"--ssl-keyfile {_q(key_path)} --enable-supernode-auth --isolation process "
-        "--superexec-auth-secret-file <secret file> --database <state dir>/superlink.db   "
-        "(or deploy/compose.yaml)"
+        "--superexec-auth-secret-file <secret file> --host 127.0.0.1 --port 9093 "
+        "--database <state dir>/superlink.db --disable-runtime-dependency-installation   "
+        "(deploy/README.md section 2; or deploy/compose.yaml)"
     )
     _report([key_path, cert_path], [superlink, "then, per party: edprf certs party --out <keys dir> --party-id <id>"])
     return 0

@@ -19,6 +19,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,8 @@ def submit(app: str, connection: str | None, run_config: str | None, env: dict[s
     """`flwr run ... --format json`; raises ValueError with Flower's output when it is refused."""
     from ._flower_processes import json_in
 
+    if run_config:
+        check_run_config_keys(app, run_config)
     argv = [flwr_command(), "run", app, *([connection] if connection else []), "--format", "json"]
     if run_config:
         argv += ["--run-config", run_config]
@@ -126,6 +129,36 @@ def submit(app: str, connection: str | None, run_config: str | None, env: dict[s
     except (ValueError, KeyError, TypeError):
         text = (proc.stdout + proc.stderr).strip()
         raise ValueError(f"flwr run did not start a run (exit {proc.returncode}): {text[-2000:]}") from None
+
+
+def check_run_config_keys(app: str, run_config: str) -> None:
+    """Refuse a run config key the app does not declare, naming it and the closest declared key.
+
+    Flower refuses such a run only after submitting it, with "Invalid run configuration" and no key named.
+    Checked when ``app`` is a directory holding the app's ``pyproject.toml`` (its ``[tool.flwr.app.config]``).
+    """
+    import difflib
+    import tomllib
+
+    from client import parse_node_config
+
+    pyproject = Path(app) / "pyproject.toml"
+    if not pyproject.is_file():
+        return
+    try:
+        declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["flwr"]["app"]["config"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError):
+        return  # not an app's pyproject: Flower says what is wrong
+    given = parse_node_config(run_config, option="--run-config")
+    unknown = [key for key in given if key not in declared]
+    if unknown:
+        close = {k: difflib.get_close_matches(k, list(declared), n=1) for k in unknown}
+        hints = "; ".join(f"{k!r}: did you mean {c[0]!r}?" for k, c in close.items() if c)
+        raise ValueError(
+            f"--run-config: unknown keys {unknown}"
+            + (f" ({hints})" if hints else "")
+            + f"; the app's keys are in [tool.flwr.app.config] of {pyproject} (docs/reference/run-config.md)"
+        )
 
 
 def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
@@ -181,7 +214,11 @@ def run_and_follow(
                 file=out,
                 flush=True,
             )
-            follow(run, out, env)
+            watch = _pending_watch(run, env)
+            try:
+                follow(run, out, env)
+            finally:
+                watch.cancel()
             status, details = run.final_status(env)
     except KeyboardInterrupt as interrupt:
         if detach_on_interrupt:
@@ -208,6 +245,32 @@ def run_and_follow(
         return 0
     print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
     return 1
+
+
+PENDING_WARNING_SECONDS = 60.0
+"""After this long still ``pending``, ``edprf run`` says why a run may never start."""
+
+
+def _pending_watch(run: FlowerRun, env: dict[str, str] | None) -> threading.Timer:
+    """A timer that warns once if ``run`` is still pending after :data:`PENDING_WARNING_SECONDS`.
+
+    A SuperExec that cannot reach the SuperLink (a wrong secret or certificate) exits with status 0 and
+    the run waits, pending, for ever: only the SuperLink's log says why.
+    """
+
+    def check() -> None:
+        status, _ = run.status(env)
+        if status == "pending":
+            _tell(
+                f"edprf run: run {run.run_id} is still pending after {PENDING_WARNING_SECONDS:.0f} s: no SuperExec "
+                "has started it. Is the SuperExec running, with the SuperLink's secret and certificate? (A wrong "
+                "one makes it exit quietly; the SuperLink's log says why.) Ctrl-C stops the run."
+            )
+
+    timer = threading.Timer(PENDING_WARNING_SECONDS, check)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _tell(text: str) -> None:

@@ -170,6 +170,41 @@ def test_a_missing_directory_is_named_by_the_file_asked_for(tmp_path, capsys):
     assert f"error: {tmp_path / 'nowhere' / 's.toml'}: No such file or directory" in err and "Errno" not in err
 
 
+def test_edprf_run_names_an_unknown_run_config_key_before_submitting(capsys, monkeypatch):
+    """Flower refused a typo (min-party) after submission with 'Invalid run configuration' and no key named."""
+    from pathlib import Path
+
+    from edprf_fl.cli import _run_cmd
+
+    monkeypatch.setattr(_run_cmd.subprocess, "run", lambda *a, **k: pytest.fail("flwr run was called"))
+    app = str(Path(__file__).resolve().parents[2])
+    assert main(["run", app, "--run-config", "min-party=1 epsilon=0.5"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown keys ['min-party'] ('min-party': did you mean 'min-parties'?)" in err
+    assert "[tool.flwr.app.config]" in err
+
+
+@pytest.mark.parametrize(("status", "warned"), [("pending", True), ("running", False)])
+def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, warned):
+    """A SuperExec with a wrong secret exits quietly and the run waited, pending, with nothing said."""
+    import time
+
+    from edprf_fl.cli import _run_cmd
+
+    class Run:
+        run_id = 7
+
+        def status(self, env=None):
+            return status, ""
+
+    monkeypatch.setattr(_run_cmd, "PENDING_WARNING_SECONDS", 0.05)
+    watch = _run_cmd._pending_watch(Run(), None)
+    time.sleep(0.5)
+    watch.cancel()
+    err = capsys.readouterr().err
+    assert ("run 7 is still pending after" in err and "SuperExec" in err) == warned
+
+
 def test_version_and_verbose_after_the_subcommand(capsys):
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args(["--version"])
