@@ -102,7 +102,8 @@ def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
         reason=EvaluationSkip.UNINFORMATIVE,
         message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
         f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
-        f"{planned:.2f} wide, wider than evaluation-max-interval-width {width:g}; {fix}",
+        f"{planned:.2f} wide{' (more than the whole range 0-1 of an accuracy: it would say nothing)' if planned > 1 else ''}"
+        f", wider than evaluation-max-interval-width {width:g}; {fix}",
     )
 
 

@@ -213,6 +213,9 @@ def test_the_skip_rule_decides_from_public_parameters():
     undeclared = evaluation_plan(CoordinatorConfig(schema_path="s.toml"), 3)
     assert not undeclared.send and undeclared.reason == "party_rows_not_declared"
     assert "max-party-rows" in undeclared.message
+    tiny = evaluation_plan(replace(three_hospitals, max_party_rows=16), 5)  # heart disease: 16 rows a party
+    assert tiny.planned_width > 1 and "more than the whole range 0-1 of an accuracy" in tiny.message
+    assert "whole range" not in plan.message
     assert smallest_informative_epsilon(3, 20, 0.1) is None  # 60 rows: sampling alone is wider than 0.1
     assert "no epsilon would" in evaluation_plan(replace(three_hospitals, max_party_rows=20), 3).message
     assert (
