@@ -1,34 +1,52 @@
 """SIGTERM and SIGHUP raise ``Terminated`` (a ``KeyboardInterrupt``) inside ``stop_signals``, so ``edprf run`` and
-``edprf consortium`` stop the run they submitted as on Ctrl-C.  End to end: ``tests/deployment/test_consortium.py``."""
+``edprf consortium`` stop the run they submitted as on Ctrl-C.  End to end: ``tests/deployment/test_consortium.py``.
+
+Each case runs in a process of its own: the signal goes to that process's main thread, whatever thread the
+test runner uses (a test worker's own handlers are not touched).
+"""
 
 from __future__ import annotations
 
-import os
-import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
-from edprf_fl.cli._stop_signals import Terminated, exit_status, stop_signals
+SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from edprf_fl.cli._stop_signals import Terminated, exit_status, stop_signals
 
-
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_a_stop_signal_is_raised_as_an_interrupt_and_the_handler_restored(sig, status):
+    sig = getattr(signal, sys.argv[1])
+    if sys.argv[2] == "ignored":
+        signal.signal(sig, signal.SIG_IGN)
     before = signal.getsignal(sig)
-    with pytest.raises(Terminated) as stopped, stop_signals():
-        os.kill(os.getpid(), sig)
-        signal.sigtimedwait([], 0.1)  # let the handler run
-    assert isinstance(stopped.value, KeyboardInterrupt) and stopped.value.signum == sig
-    assert exit_status(stopped.value) == status and exit_status(KeyboardInterrupt()) == 130
-    assert signal.getsignal(sig) == before
+    try:
+        with stop_signals():
+            os.kill(os.getpid(), sig)
+            signal.sigtimedwait([], 0.2)  # let the handler run
+        print("not raised")
+    except Terminated as stopped:
+        print("raised", isinstance(stopped, KeyboardInterrupt), stopped.signum == sig, exit_status(stopped))
+    print("restored", signal.getsignal(sig) == before, exit_status(KeyboardInterrupt()))
+    """
+)
+
+
+def _run(name: str, disposition: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, name, disposition], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_stop_signal_is_raised_as_an_interrupt_and_the_handler_restored(name, status):
+    assert _run(name, "default") == [f"raised True True {status}", "restored True 130"]
 
 
 def test_an_ignored_hangup_stays_ignored():
     """Under nohup, SIGHUP is ignored: the block does not take it over."""
-    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        with stop_signals():
-            os.kill(os.getpid(), signal.SIGHUP)
-            signal.sigtimedwait([], 0.1)
-        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGHUP, previous)
+    assert _run("SIGHUP", "ignored") == ["not raised", "restored True 130"]
