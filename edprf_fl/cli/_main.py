@@ -115,14 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (exc.name or "").split(".")[0] not in FEDERATION_MODULES:
             raise
         print(
-            f"edprf {args.command}: error: this command runs a federation and needs Flower ({exc.name} is not "
+            f"{_innermost(parser, args).prog}: error: this command runs a federation and needs Flower ({exc.name} is not "
             "installed): pip install 'edprf-fl[federation]'",
             file=sys.stderr,
         )
         return 1
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)
-        print(f"edprf {args.command}: error: {_error_text(exc)}", file=sys.stderr)
+        print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)
         return 1
 
 

@@ -131,7 +131,9 @@ def test_a_wrong_separator_is_named_by_every_command(tmp_path, capsys):
     assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 0
     capsys.readouterr()
     assert main(["schema", "check", str(drafted), str(BANK)]) == 1
-    assert "is that the separator? pass --sep ';'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("edprf schema check: error: ")  # the whole command, not just 'edprf schema'
+    assert "is that the separator? pass --sep ';'" in err
     assert main(["schema", "draft", str(BANK), "--label", "y"]) == 1
     assert "is that the separator? pass --sep ';'" in capsys.readouterr().err
 
