@@ -402,7 +402,11 @@ def _describe_model(view: GlobalModelView) -> list[str]:
             f"dropped {', '.join(selection.get('dropped', [])) or 'none'}"
         )
     rest = {k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")}
-    lines.append("manifest: " + json.dumps(rest, sort_keys=True, ensure_ascii=False))
+    lines.append(
+        "manifest (what the coordinator recorded; its 'parameters' are the run config as given, where 'auto' "
+        "and 0 leave a value to the coordinator's rule: each release's parameters above are what was used): "
+        + json.dumps(rest, sort_keys=True, ensure_ascii=False)
+    )
     first, *more = forest.guarantee().split("\n")
     lines.append("guarantee: " + first)
     lines += ["  " + line for line in more]
