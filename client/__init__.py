@@ -18,7 +18,7 @@ from ._ledger import (
 from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
-from ._preflight import parse_node_config, preflight_configs
+from ._preflight import check_supernode_files, parse_node_config, preflight_configs
 
 _FLOWER_NAMES = ("handle_evaluate", "handle_train")
 """Names from the Flower message handlers, which import Flower: loaded on first use."""
@@ -44,6 +44,7 @@ __all__ = [
     "PartyPolicy",
     "PartySetup",
     "Refusal",
+    "check_supernode_files",
     "evaluation_counts",
     "exact_epsilon",
     "format_epsilon",

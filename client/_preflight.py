@@ -28,7 +28,15 @@ from ._ledger import EntryState, format_epsilon, read_ledger_readonly, total_spe
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
-__all__ = ["Finding", "PreflightReport", "log_preflight", "parse_node_config", "preflight", "preflight_configs"]
+__all__ = [
+    "Finding",
+    "PreflightReport",
+    "check_supernode_files",
+    "log_preflight",
+    "parse_node_config",
+    "preflight",
+    "preflight_configs",
+]
 
 log = logging.getLogger("edprf.party")
 
@@ -111,6 +119,8 @@ def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightRepor
     schema = _schema(setup.schema_path, report)
     policy = _policy(setup.policy_path, schema, report)
     _signing_key(setup.signing_key_path, report)
+    if policy is not None and setup.signing_key_path is not None:
+        _key_named_for(setup.signing_key_path, policy.party_id, report)
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
@@ -354,6 +364,88 @@ def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return
     report._add("ok", path, "header names the schema's columns (rows not read here: `edprf party check` reads them)")
+
+
+_SIGNING_SUFFIX = ".signing.pem"
+
+
+def _key_named_for(path: Path, party_id: str, report: PreflightReport) -> None:
+    """A problem when the signing key's file is named for another party (`edprf certs party` names it
+    ``<party-id>.signing.pem``): a typo in party-id, or another party's key, that the coordinator would reject."""
+    name = Path(path).name
+    if name.endswith(_SIGNING_SUFFIX) and name[: -len(_SIGNING_SUFFIX)] != party_id:
+        report._add(
+            "problem",
+            path,
+            f"the signing key is named for {name[: -len(_SIGNING_SUFFIX)]!r} but the policy's party-id is "
+            f"{party_id!r}: a coordinator with that party's public key would reject the releases; fix party-id "
+            "or signing-key",
+        )
+
+
+def check_supernode_files(
+    auth_key: Path | None, root_certificates: Path | None, report: PreflightReport
+) -> PreflightReport:
+    """The SuperNode's own TLS and authentication files, as ``flower-supernode`` reads them.
+
+    A wrong ``--auth-supernode-private-key`` path ends the SuperNode with a traceback; a key given as
+    ``--root-certificates`` makes it fail its handshake and hang.  Checked here before it starts.
+    """
+    if auth_key is not None:
+        _auth_key(Path(auth_key), report)
+    if root_certificates is not None:
+        _root_certificates(Path(root_certificates), report)
+    return report
+
+
+def _auth_key(path: Path, report: PreflightReport) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
+    try:
+        _check_key_file(path)
+    except ValueError as exc:
+        text = str(exc).split(": ", 1)[-1]
+        fix = f"chmod 600 {path}" if "chmod" in text else "check --auth-supernode-private-key"
+        report._add("problem", path, f"{text}; {fix}")
+        return
+    try:
+        key = load_ssh_private_key(path.read_bytes(), None)
+    except (ValueError, TypeError, OSError):  # Flower reads it the same way and exits on any failure
+        key = None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        report._add(
+            "problem",
+            path,
+            "not a SuperNode authentication key (an OpenSSH EC private key without passphrase, "
+            "<id>.auth.key from `edprf certs party`)",
+        )
+        return
+    report._add("ok", path, "SuperNode authentication key readable (OpenSSH EC), mode 0600")
+
+
+def _root_certificates(path: Path, report: PreflightReport) -> None:
+    import datetime as dt
+
+    from cryptography import x509
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        report._add("problem", path, f"cannot read the root certificates ({exc.strerror or type(exc).__name__})")
+        return
+    try:
+        certificates = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        held = "a private key" if b"PRIVATE KEY" in data else "no PEM certificate"
+        report._add("problem", path, f"holds {held}: give --root-certificates the consortium's CA certificate (ca.crt)")
+        return
+    now = dt.datetime.now(dt.UTC)
+    expired = [c for c in certificates if c.not_valid_after_utc < now]
+    if expired:
+        report._add("problem", path, f"the certificate expired on {expired[0].not_valid_after_utc:%Y-%m-%d}")
+        return
+    report._add("ok", path, f"root certificates readable ({len(certificates)} certificate(s), not expired)")
 
 
 def _one_line(exc: BaseException) -> str:

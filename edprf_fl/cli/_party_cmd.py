@@ -33,6 +33,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the SuperNode's --node-config string: \"data-path='...' schema-path='...' "
         "policy-path='...' ledger-path='...' [signing-key='...']\"",
     )
+    check.add_argument(
+        "--auth-key",
+        type=Path,
+        metavar="PATH",
+        help="also check the SuperNode's --auth-supernode-private-key (<id>.auth.key)",
+    )
+    check.add_argument(
+        "--root-certificates",
+        type=Path,
+        metavar="PATH",
+        help="also check the SuperNode's --root-certificates (the consortium's ca.crt)",
+    )
     check.add_argument("--quiet", "-q", action="store_true", help="print problems and notes only")
     check.set_defaults(handler=run_check)
 
@@ -71,9 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from client import parse_node_config, preflight_configs
+    from client import check_supernode_files, parse_node_config, preflight_configs
 
     report = preflight_configs(parse_node_config(args.node_config))
+    check_supernode_files(args.auth_key, args.root_certificates, report)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

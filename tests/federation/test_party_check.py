@@ -179,6 +179,42 @@ def test_a_node_config_without_the_paths_is_refused(capsys):
     assert "every quote closed" in err
 
 
+def test_the_supernode_s_own_key_and_root_certificates_are_checked(party, tmp_path, capsys):
+    """A wrong --auth-supernode-private-key path ended the SuperNode with a traceback, and a key given as
+    --root-certificates made it hang; `edprf party check` now reads both as flower-supernode does."""
+    paths, _ = party
+    keys = paths["signing-key"].parent
+    assert main(["certs", "party", "--out", str(keys), "--party-id", "hospital-a", "--only", "auth"]) == 0
+    pki = tmp_path / "pki"
+    assert main(["certs", "init", "--out", str(pki), "--ca-name", "test consortium"]) == 0
+    auth, ca = keys / "hospital-a.auth.key", pki / "ca.crt"
+
+    def check(*extra):
+        capsys.readouterr()
+        code = main(["party", "check", "--node-config", _config(paths), *map(str, extra)])
+        out = capsys.readouterr()
+        return code, out.out + out.err
+
+    code, text = check("--auth-key", auth, "--root-certificates", ca)
+    assert code == 0 and "SuperNode authentication key readable" in text and "root certificates readable" in text
+    code, text = check("--auth-key", keys / "missing.key")
+    assert code == 1 and "missing.key" in text
+    code, text = check("--auth-key", paths["signing-key"])  # the release-signing key given as the auth key
+    assert code == 1 and "not a SuperNode authentication key" in text
+    code, text = check("--root-certificates", auth)  # a key given as the CA certificate
+    assert code == 1 and "holds a private key: give --root-certificates the consortium's CA certificate" in text
+
+
+def test_a_signing_key_named_for_another_party_is_a_problem(party, capsys):
+    """A typo in party-id (hospital-A) beside hospital-a.signing.pem passed the check, then burnt epsilon."""
+    paths, _ = party
+    policy = paths["policy-path"]
+    policy.write_text(policy.read_text().replace('party-id = "hospital-a"', 'party-id = "hospital-A"'))
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    assert any("named for 'hospital-a' but the policy's party-id is 'hospital-A'" in p for p in _problems(lines))
+
+
 def test_a_semicolon_file_is_read_with_the_node_config_s_data_separator(party, capsys):
     """A European export (fields separated by ';') could not be used by a party: the node config had no separator."""
     from client import Party, PartySetup, parse_node_config
