@@ -12,9 +12,10 @@ Exact accounting: each spend is stored as an exact fraction (column
 readers).  A request's ε is taken as the shortest decimal of its float
 (``0.1`` is exactly 1/10); the cap likewise.  Sums and the cap check
 (``spent + ε > cap`` refused) use :class:`fractions.Fraction`, so no rounding
-can let a spend slip past the cap.  Ledgers written before this column
-existed still open: the column is added, and their old rows count at the
-exact value of the float they recorded.
+can let a spend slip past the cap.  A ledger of another version (other
+columns, such as one written before this column existed) is refused, not
+migrated: it stays the record of what the party spent, and the party is
+given a new ledger path.
 """
 
 from __future__ import annotations
@@ -202,6 +203,19 @@ class BudgetLedger:
             return None
         return LedgerEntry.from_row(row), row[9]
 
+    def refuse_unaffordable(self, kind: str, epsilon: float) -> None:
+        """Raise :class:`BudgetExhausted` now if :meth:`reserve` of ``epsilon`` would be refused (nothing recorded).
+
+        For a party to refuse before it reads any row: a refusal decided from the ledger alone takes a time
+        that does not depend on the data.  :meth:`reserve` still decides, atomically.
+        """
+        exact = exact_epsilon(epsilon)
+        if self.cap_exact is not None:
+            with self._connect() as db:
+                spent = self._sum(db)
+            if spent + exact > self.cap_exact:
+                raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))
+
     def reserve(self, request_id: str, kind: str, epsilon: float, run_id: str = "", detail: str = "") -> None:
         """Record ``epsilon`` as spent, atomically refusing what exceeds the cap.
 
@@ -220,11 +234,7 @@ class BudgetLedger:
                     raise ValueError(f"request {request_id!r} is already in the ledger")
                 spent = self._sum(db)
                 if self.cap_exact is not None and spent + exact > self.cap_exact:
-                    left = max(Fraction(0), self.cap_exact - spent)
-                    raise BudgetExhausted(
-                        f"refused: this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
-                        f"of the lifetime cap {format_epsilon(self.cap_exact)} remains"
-                    )
+                    raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))
                 db.execute(
                     "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
                     "epsilon_exact) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
@@ -354,9 +364,8 @@ def read_ledger_readonly(
 ) -> list[LedgerEntry]:
     """Read a ledger without changing it: regular files only, opened read-only, in bounded time.
 
-    No table is created, no column added, the journal mode is left alone.  Ledgers
-    without the ``epsilon_exact`` column (written before exact accounting) are read
-    at the exact value of their floats.  The file is untrusted (an operator may be
+    No table is created, no column added, the journal mode is left alone.  A file
+    whose ``spends`` table has other columns (another ledger version) is refused.  The file is untrusted (an operator may be
     handed one): ``spends`` must be a table (a view could compute forever); SQLite
     is stopped after ``max_seconds`` of work (a progress handler), hands back no
     value longer than :data:`MAX_VALUE_BYTES`, runs no function a schema names
@@ -424,3 +433,12 @@ def read_ledger_readonly(
     if len(entries) > MAX_READ_ROWS:
         raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")
     return entries
+
+
+def _exhausted(kind: str, exact: Fraction, spent: Fraction, cap: Fraction) -> str:
+    """The refusal of a spend of ``exact`` past ``cap`` with ``spent`` already spent."""
+    left = max(Fraction(0), cap - spent)
+    return (
+        f"refused: this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
+        f"of the lifetime cap {format_epsilon(cap)} remains"
+    )

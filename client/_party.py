@@ -347,6 +347,18 @@ class Party:
             log.exception("could not mark request %s failed while stopping; it stays reserved (spent)", request_id)
 
     # ------------------------------------------------------------------ train
+    def _refuse_unaffordable(self, kind: str, epsilon: float) -> None:
+        """Refuse a request the ledger cannot pay before the data file is read.
+
+        Reading the rows takes time that grows with their number; a refusal decided after the read would let a
+        coordinator, once the budget is spent, send requests that cost nothing and time the refusals to follow
+        the row count.  Decided from the ledger alone, a refusal's time does not depend on the data.
+        """
+        try:
+            self.ledger.refuse_unaffordable(kind, epsilon)
+        except BudgetExhausted as exc:
+            raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
+
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.
 
@@ -378,6 +390,7 @@ class Party:
                 RefusalReason.REQUEST_SPENT,
                 f"request {req.request_id} was started before and did not complete; its epsilon stays spent",
             )
+        self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         data = self._data()
         if len(data.y_train) > MAX_FIT_ROWS:
             # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can
@@ -538,6 +551,8 @@ class Party:
         forest = view.forest
         if forest.schema.fingerprint != self.schema.fingerprint:
             raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
+        if not req.exact:
+            self._refuse_unaffordable("evaluation", req.epsilon)  # before any row is read (see the method)
         data = self._data()
         if not req.exact:
             try:

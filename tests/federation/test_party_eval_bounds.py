@@ -331,6 +331,22 @@ def test_an_unloadable_signing_key_is_refused_before_the_reservation(tmp_path):
     assert Party(setup).ledger.entries() == []
 
 
+def test_a_request_past_the_budget_is_refused_before_any_row_is_read(tmp_path, monkeypatch, hostile_model):
+    """The refusal read the whole data file first (0.04 s for 500 rows, 0.35 s for 200,000): once the budget was
+    spent, free requests could time it to follow the row count.  Now the ledger alone decides it."""
+    setup, schema = _write_party(tmp_path, lifetime_epsilon_cap=1.0, max_evaluation_epsilon=0.2)
+    party = Party(setup)
+    party.train(_train_request(schema, epsilon=1.0))
+    read = []
+    monkeypatch.setattr(Party, "_data", lambda self: read.append(1) or pytest.fail("the data file was read"))
+    with pytest.raises(Refusal) as train:
+        Party(setup).train(_train_request(schema, request_id="run2/train", run_id="run2", epsilon=0.5))
+    with pytest.raises(Refusal) as evaluate:
+        Party(setup).evaluate(hostile_model, EvaluateRequest("run2/evaluate", "run2", 0.1, False))
+    assert train.value.reason == "budget_exhausted" and "only 0 of the lifetime cap 1 remains" in str(train.value)
+    assert evaluate.value.reason == "budget_exhausted" and not read
+
+
 # ------------------------------------------ registration: a wrong party-id or key is refused before any charge
 def _registered(**keys):
     return protocol.registration_text({party: key.public_key() for party, key in keys.items()})
