@@ -43,6 +43,7 @@ __all__ = [
     "budget",
     "charge_fit",
     "default_accountant",
+    "refuse_unaccounted_pickling",
     "set_default_accountant",
 ]
 
@@ -117,6 +118,8 @@ class BudgetAccountant:
     epsilon_cap: float | None = None
     _spends: list[tuple[Fraction, str]] = field(default_factory=list, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _enclosing: BudgetAccountant | None = field(default=None, init=False, repr=False, compare=False)
+    """The accountant of the :func:`budget` block this one's block was opened in: it is charged too."""
 
     def __post_init__(self) -> None:
         if self.epsilon_cap is not None:
@@ -175,18 +178,27 @@ class BudgetAccountant:
         """
         exact = _exact(epsilon, "epsilon")
         record = Spend(float(epsilon), label)
-        with self._lock:
-            cap = self._cap
-            spent = self._total()
-            if cap is not None and spent + exact > cap:
-                what = f"{label} needs" if label else "this spend needs"
-                raise BudgetExceededError(
-                    f"{what} ε={_shown(exact)}, the accountant has {_shown(cap - spent)} of {_shown(cap)} left "
-                    f"({len(self._spends)} spends recorded); nothing was trained. Every fit, fold and grid "
-                    "candidate on the same data spends its ε again: tune on public or synthetic data instead"
-                )
-            self._spends.append((exact, label))
-        logger.debug("spent ε=%s (%s); total %s", _shown(exact), label, _shown(spent + exact))
+        chain = [self]
+        while chain[-1]._enclosing is not None:  # nested budget() blocks: each enclosing cap holds too
+            chain.append(chain[-1]._enclosing)
+        with contextlib.ExitStack() as held:
+            for accountant in chain:  # always innermost first: one order, no deadlock
+                held.enter_context(accountant._lock)
+            for depth, accountant in enumerate(chain):
+                cap, spent = accountant._cap, accountant._total()
+                if cap is not None and spent + exact > cap:
+                    what = f"{label} needs" if label else "this spend needs"
+                    whose = "the accountant" if depth == 0 else "an enclosing budget() block's accountant"
+                    raise BudgetExceededError(
+                        f"{what} ε={_shown(exact)}, {whose} has {_shown(cap - spent)} of {_shown(cap)} left "
+                        f"({len(accountant._spends)} spends recorded); nothing was trained. Every fit, fold and "
+                        "grid candidate on the same data spends its ε again: tune on public or synthetic data "
+                        "instead"
+                    )
+            for accountant in chain:
+                accountant._spends.append((exact, label))
+            total = self._total()
+        logger.debug("spent ε=%s (%s); total %s", _shown(exact), label, _shown(total))
         return record
 
     @property
@@ -250,15 +262,36 @@ def budget(epsilon_cap: float | None) -> Iterator[BudgetAccountant]:
     Notes
     -----
     Every ``fit`` inside the block whose estimator has ``accountant=None``
-    charges this accountant (sequential composition).  The previous default
-    is restored on exit.  Per process: run searches with ``n_jobs=1``.
+    charges this accountant (sequential composition), and the accountant of
+    every enclosing ``budget`` block too: an inner block's cap never lifts an
+    outer one.  The previous default is restored on exit.  Per process: an
+    unfitted estimator that would charge it cannot be pickled inside the block
+    (:func:`refuse_unaccounted_pickling`), so a search with ``n_jobs > 1`` on
+    processes fails instead of fitting uncharged; use ``n_jobs=1`` or threads.
     """
     accountant = BudgetAccountant(epsilon_cap)
+    object.__setattr__(accountant, "_enclosing", default_accountant())  # an enclosing block's cap still holds
     previous = set_default_accountant(accountant)
     try:
         yield accountant
     finally:
         set_default_accountant(previous)
+
+
+def refuse_unaccounted_pickling(estimator: object) -> None:
+    """Refuse to pickle an unfitted estimator that would charge the :func:`budget` block's accountant.
+
+    Pickling is how ``n_jobs > 1`` sends estimators to worker processes, where no block is active: their fits
+    would charge nothing (``cross_val_score(..., n_jobs=2)`` under ``budget(2.0)`` recorded 0).  An estimator
+    with an explicit ``accountant`` is refused by the accountant itself; a fitted one pickles (to be saved).
+    """
+    charges_the_block = getattr(estimator, "accountant", None) is None and default_accountant() is not None
+    if charges_the_block and not hasattr(estimator, "n_features_in_"):
+        raise TypeError(
+            f"an unfitted {type(estimator).__name__} cannot be pickled inside a budget() block: a fit in "
+            "another process would not be charged. Run cross-validation and searches with n_jobs=1 (or a "
+            "threading backend)"
+        )
 
 
 def charge_fit(accountant: BudgetAccountant | None, epsilon: float, label: str) -> BudgetAccountant | None:

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from ._accountant import BudgetAccountant, charge_fit
+from ._accountant import BudgetAccountant, charge_fit, refuse_unaccounted_pickling
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._count_noise import discrete_laplace_counts
@@ -643,6 +643,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             exact_counts=params.sampler == "exact",
         )
 
+    def __getstate__(self) -> dict:
+        refuse_unaccounted_pickling(self)  # n_jobs > 1 on processes would fit it outside the budget() block
+        return super().__getstate__()
+
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> EDPRFClassifier:
         """Grow the forest.
 
@@ -665,6 +669,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         schema = self._resolved_schema()
         sampler = self._resolved_sampler()
         self._parameters(1, 1)  # the options' combinations, checked before any data is read
+        if self.residual_pass is True and (schema.n_classes != 2 or self.marginals_share in (0, 0.0)):
+            self._residual_pass_on(schema, 0.0, None, float(self.epsilon))  # refuses, before the charge
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         if self._paper_options().stop_when_pure:
             warnings.warn(

@@ -135,9 +135,10 @@ def check_fit_input(
     Raises
     ------
     DataValidationError
-        When a DataFrame lacks some of the schema's feature columns or holds
-        undeclared ones, a 2-D array does not have one column per declared
-        feature, ``X`` is not 2-D or complex, or ``y`` is missing.
+        When a DataFrame lacks some of the schema's feature columns, holds
+        undeclared ones or the label column, or names a column twice; a 2-D
+        array does not have one column per declared feature; ``X`` is not 2-D
+        or complex; ``y`` is missing or has another number of rows than ``X``.
     TypeError
         For sparse ``X``.
 
@@ -153,7 +154,12 @@ def check_fit_input(
     """
     shape = _check_layout(estimator, X)
     y = _as_1d_labels(y)
+    if isinstance(X, pd.DataFrame):
+        _refuse_odd_columns(X, schema)
     validate_data(estimator, X=X, y=y, reset=True, skip_check_array=True)
+    y_rows = _shape(y)
+    if shape is not None and y_rows is not None and shape[0] != y_rows[0]:  # shapes only, before any charge
+        raise DataValidationError(f"X has {shape[0]} rows but y has {y_rows[0]}")
     if isinstance(X, pd.DataFrame):
         names = {str(c) for c in X.columns}
         missing = [n for n in schema.feature_names if n not in names]
@@ -170,6 +176,20 @@ def check_fit_input(
             f"{schema.name!r} declares {list(schema.feature_names)} and an array is read in that order"
         )
     return y
+
+
+def _refuse_odd_columns(X: pd.DataFrame, schema: Schema) -> None:
+    """Refuse a frame that names a column twice, or holds the label among the features (it would become a
+    feature name the model then asks for at predict).  Column names only."""
+    names = [str(c) for c in X.columns]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DataValidationError(f"X names a column twice: {twice}; pass each feature once")
+    if schema.label.column in names:
+        raise DataValidationError(
+            f"X holds the label column {schema.label.column!r}: pass the features only "
+            f"(X.drop(columns=[{schema.label.column!r}])) and the labels as y"
+        )
 
 
 def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame) -> None:

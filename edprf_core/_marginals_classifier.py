@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from ._accountant import BudgetAccountant
+from ._accountant import BudgetAccountant, refuse_unaccounted_pickling
 from ._classifier import admit_fit, fit_size, resolved_schema, training_tags, warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
@@ -270,6 +270,10 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         histogram_eps = float(self.epsilon) - counted.count_epsilon
         n_bins = marginals_n_bins(counted.size, schema.n_features, histogram_eps)
         return n_bins, counted.count_epsilon, counted.rule, counted.estimate
+
+    def __getstate__(self) -> dict:
+        refuse_unaccounted_pickling(self)  # n_jobs > 1 on processes would fit it outside the budget() block
+        return super().__getstate__()
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> DPMarginalsClassifier:
         """Release the DP one-way marginals of ``(X, y)`` and return ``self``.

@@ -1,0 +1,99 @@
+"""Found by a walkthrough of the estimator API: refusals that charged, budgets that did not hold, labels as text.
+
+- A fit refused for its shape (X and y of different lengths) or its columns (one named twice, the label among
+  the features) charged the accountant first; the docs say such a refusal costs nothing.
+- A label column left in X became a feature name that ``predict`` then demanded.
+- Inside nested ``budget()`` blocks only the innermost cap held; and under ``budget()`` a search with
+  ``n_jobs > 1`` on processes fitted in workers that no block charged (a cap of 2 exceeded silently).
+- ``edprf_core.datasets.read_csv`` gave numeric classes as text, so ``accuracy_score(y, clf.predict(X))`` was 0.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+import pytest
+
+from edprf_core import (
+    BudgetAccountant,
+    BudgetExceededError,
+    DataValidationError,
+    EDPRFClassifier,
+    budget,
+    example_schema,
+    load_embedded,
+)
+from edprf_core.datasets import read_csv
+
+
+@pytest.fixture(scope="module")
+def wall():
+    X, y, schema = load_embedded("wall_robot_navigation")
+    return X[:300], y[:300], schema
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda X, y: (X, y[:-1]), "X has 300 rows but y has 299"),
+        (lambda X, y: (pd.concat([X, X[["US1"]]], axis=1), y), "X names a column twice: ['US1']"),
+        (lambda X, y: (X.assign(Class=y.to_numpy()), y), "X holds the label column 'Class'"),
+    ],
+    ids=["rows", "twice", "label"],
+)
+def test_a_fit_refused_for_its_layout_costs_nothing(wall, make, message):
+    X, y, schema = wall
+    accountant = BudgetAccountant(5.0)
+    with pytest.raises(DataValidationError) as refused:
+        EDPRFClassifier(schema, epsilon=1.0, accountant=accountant).fit(*make(X, y))
+    assert message in str(refused.value) and accountant.total == 0.0
+
+
+@pytest.mark.parametrize("share", ["auto", 0.0])
+def test_an_impossible_residual_pass_is_refused_before_the_charge(wall, share):
+    """residual_pass=True on four classes (or with no marginals part) charged the fit, then raised."""
+    X, y, schema = wall
+    accountant = BudgetAccountant(5.0)
+    with pytest.raises(ValueError, match="residual_pass=True needs a marginals part on a two-class task"):
+        EDPRFClassifier(schema, residual_pass=True, marginals_share=share, accountant=accountant).fit(X, y)
+    assert accountant.total == 0.0
+
+
+def test_an_enclosing_budget_cap_holds_inside_a_nested_block(wall):
+    X, y, schema = wall
+    with budget(1.0) as outer:
+        with budget(5.0) as inner:
+            EDPRFClassifier(schema, epsilon=0.75, max_depth=2).fit(X, y)
+            with pytest.raises(BudgetExceededError, match="an enclosing budget\\(\\) block's accountant has 0.25"):
+                EDPRFClassifier(schema, epsilon=0.5, max_depth=2).fit(X, y)
+        assert inner.total == outer.total == 0.75
+        EDPRFClassifier(schema, epsilon=0.25, max_depth=2).fit(X, y)  # what is left of the outer cap
+        assert outer.total == 1.0
+
+
+def test_an_estimator_that_would_fit_uncharged_in_another_process_cannot_be_pickled(wall):
+    X, y, schema = wall
+    unfitted = EDPRFClassifier(schema, epsilon=1.0, max_depth=2)
+    with budget(2.0):
+        with pytest.raises(TypeError, match="cannot be pickled inside a budget\\(\\) block"):
+            pickle.dumps(unfitted)
+        fitted = EDPRFClassifier(schema, epsilon=1.0, max_depth=2).fit(X, y)
+        assert pickle.loads(pickle.dumps(fitted)).predict(X[:3]).shape == (3,)  # a fitted model is saved
+    assert pickle.loads(pickle.dumps(unfitted)).epsilon == 1.0  # outside a block nothing is charged anyway
+
+
+def test_read_csv_gives_numeric_classes_as_numbers(tmp_path):
+    schema = example_schema("wall_robot_navigation")
+    X, y, _ = load_embedded("wall_robot_navigation")
+    path = tmp_path / "wall.csv"
+    X[:20].assign(Class=y[:20].to_numpy()).to_csv(path, index=False)
+    _, labels = read_csv(path, schema)
+    assert list(labels) == list(y[:20])
+    heart = example_schema("heart_disease_cleveland")
+    rows = "63,1,1,145,233,1,2,150,0,2.3,3,0,6,0\n67,1,4,160,286,0,2,108,1,1.5,2,3,3,2\n"
+    (tmp_path / "heart.csv").write_text(rows)
+    _, labels = read_csv(tmp_path / "heart.csv", heart, header=False)
+    assert labels.tolist() == [0, 2] and labels.dtype.kind == "i"
+    _, text = read_csv(tmp_path / "heart.csv", heart, header=False, labels="text")
+    assert text.tolist() == ["0", "2"]
