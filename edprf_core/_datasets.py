@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._encoding import declared_labels
 from ._schema import ContinuousFeature, Schema, load_schema
 from ._text_table import read_table
 
@@ -57,23 +58,31 @@ def example_schema(name: str) -> Schema:
 
 
 def read_csv(
-    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True
+    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, labels: str = "classes"
 ) -> tuple[pd.DataFrame, pd.Series]:
     """Read a delimited text file into the schema's feature frame and label series.
 
-    Every cell stays text; the schema decides, cell by cell, what it means when
-    the rows are encoded (``""`` and ``"?"`` are missing).  Lines that cannot
-    be read as one row (wrong number of fields, unbalanced quotes, longer than
-    :data:`~edprf_core._text_table.MAX_LINE_CHARS`) are left out and logged
-    with their line number.  See :func:`read_table` for the rules and why they
-    are per record.
+    Every feature cell stays text; the schema decides, cell by cell, what it
+    means when the rows are encoded (``""`` and ``"?"`` are missing).  Lines
+    that cannot be read as one row (wrong number of fields, unbalanced quotes,
+    longer than :data:`~edprf_core._text_table.MAX_LINE_CHARS`) are left out
+    and logged with their line number.  See :func:`read_table` for the rules
+    and why they are per record.
+
+    ``labels="classes"`` (default) gives each label as the declared class it
+    reads as (:func:`~edprf_core._encoding.declared_labels`: numbers for
+    numeric classes, aliases applied), so it compares equal to ``predict``'s
+    output; a label that is no declared class stays text.  ``labels="text"``
+    keeps the label cells as read.
     """
+    if labels not in ("classes", "text"):
+        raise ValueError(f"labels: expected 'classes' or 'text', got {labels!r}")
     table = read_table(path, schema, sep=sep, header=header)
     for note in table.dropped[:_LOGGED_NOTES]:
         log.warning("%s: %s; left out", path, note)
     if len(table.dropped) > _LOGGED_NOTES:
         log.warning("%s: %d more lines left out", path, len(table.dropped) - _LOGGED_NOTES)
-    return table.X, table.y
+    return table.X, (declared_labels(table.y, schema) if labels == "classes" else table.y)
 
 
 def _typed(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
@@ -91,7 +100,7 @@ def load_embedded(name: str = DEFAULT_DATASET) -> tuple[pd.DataFrame, pd.Series,
     if not path.is_file():
         raise ValueError(f"no embedded dataset {name!r}; available: {embedded_datasets()}")
     schema = example_schema(name)
-    X, y = read_csv(path, schema)
+    X, y = read_csv(path, schema, labels="text")
     if not isinstance(schema.label.classes[0], str):
         y = pd.to_numeric(y, errors="coerce")
     return _typed(X, schema), y, schema

@@ -61,6 +61,7 @@ __all__ = [
     "as_frame",
     "clipped_shares",
     "conforming_rows",
+    "declared_labels",
     "encode_features",
     "encode_labels",
     "label_values",
@@ -789,6 +790,24 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
         return _each_distinct_cell(series, _label_encoder(schema, rules, "class (not in the declared classes)"), None)
     except DataValidationError as exc:
         raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
+
+
+def declared_labels(y: pd.Series, schema: Schema) -> pd.Series:
+    """Each label as the declared class it reads as (numbers for numeric classes), by the schema's rules cell by
+    cell (whitespace, missing tokens, aliases); a cell that is no declared class stays as it is.
+
+    So labels read as text compare equal to what ``predict`` returns (``accuracy_score(y, clf.predict(X))``).
+    Privacy cost: none (a per-cell map by public rules).
+    """
+    problems: Problems = []
+    codes = _each_distinct_cell(y, _label_encoder(schema, CellRules.of(schema), "class"), problems)
+    bad = np.zeros(len(y), dtype=bool)
+    for _, _, mask in problems:
+        bad |= mask
+    classes = np.asarray(schema.label.classes, dtype=object)
+    values = np.where(bad, y.to_numpy(dtype=object), classes[np.clip(codes, 0, len(classes) - 1)])
+    dtype = None if bad.any() else np.asarray(schema.label.classes).dtype
+    return pd.Series(values, index=y.index, name=y.name, dtype=dtype)
 
 
 def label_values(schema: Schema) -> NDArray:

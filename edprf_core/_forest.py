@@ -243,7 +243,9 @@ class TrainingParameters:
         residual pass on the same rows the rest (:mod:`edprf_core._residual_pass`).
         """
         source = size_source(self.depth_rule, self.count_epsilon)
-        depth = f"depth {self.max_depth}" + (f" (trees, depth and bins {source})" if source else "")
+        # the parameters do not record which of these the caller gave: the words cover exactly the ones it did not
+        shown = f" (those of trees, depth, bins and the marginals share not given: {source})" if source else ""
+        depth = f"depth {self.max_depth}{shown}"
         marginals = ""
         if self.marginals_share > 0:
             histograms = "epsilon" if residual_epsilon <= 0 else f"epsilon = {self.forest_epsilon - residual_epsilon:g}"

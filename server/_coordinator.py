@@ -293,7 +293,7 @@ def _model_and_evaluation(
     test_file = cfg.test_file
     report.marginals = marginals_record(view.forest)
     if test_file is not None:
-        X_test, y_test = _conforming(read_csv(test_file, schema), schema, "test")
+        X_test, y_test = _conforming(read_csv(test_file, schema, labels="text"), schema, "test")
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
         report.marginals = marginals_record(view.forest, X_test, y_test)
 
@@ -359,7 +359,7 @@ def _conforming(table: tuple, schema, what: str) -> tuple:
 
 def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunReport) -> list:
     """Contribution report, quality flags and (optionally) selective aggregation on validation data."""
-    X_val, y_val = _conforming(read_csv(cfg.validation_file, schema), schema, "validation")
+    X_val, y_val = _conforming(read_csv(cfg.validation_file, schema, labels="text"), schema, "validation")
     merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
     codes = merged.encode(X_val)
     y_idx = encode_labels(y_val, schema).astype(np.int64)

@@ -77,6 +77,22 @@ class PartySpend:
         return self.release_epsilon + self.evaluation_epsilon
 
 
+def _evaluation_overlap(forest: DPForest, evaluated: list[PartySpend]) -> str:
+    """What one record faces of a release and an evaluation on disjoint rows, under the model's relation."""
+    if not evaluated:
+        return "The total is what the ledgers count."
+    if all(params.relation == "add-remove" for _, params, _ in forest.parts):
+        return (
+            "The held-out rows a party evaluates on are disjoint from its training rows (a keyed hash of each "
+            "row's own cells), so under add-remove a record actually faces at most max(release, evaluation); "
+            "the total is what the ledgers count."
+        )
+    return (
+        "Under replace-one a record swapped for another can leave the training rows while its replacement "
+        "joins the held-out rows, so the total (release + evaluation) is the bound; it is what the ledgers count."
+    )
+
+
 def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     """The run's privacy statement: per-record total from the spends, then the model's own statement."""
     if not spends:
@@ -91,8 +107,8 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
         + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
         + f", the largest total over {len(spends)} parties"
         + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
-        + "). The held-out rows a party evaluates on are disjoint from its training rows, so a record "
-        "actually faces at most max(release, evaluation); the total is what the ledgers count."
+        + "). "
+        + _evaluation_overlap(forest, evaluated)
     )
     if resumed:
         spent += (

@@ -80,7 +80,7 @@ def load_simulation_data(
         X, y, schema = load_embedded(settings.dataset)
         return X, y, schema, settings.dataset
     schema = load_schema(settings.schema)
-    X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header)
+    X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header, labels="text")
     keep, problems = conforming_rows(X, y, schema)
     for note in problems:
         progress(f"      {note}; those rows are left out")

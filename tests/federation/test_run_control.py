@@ -179,3 +179,23 @@ def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_not
     assert second["federated_evaluation"]["skipped"] == "resumed_releases"
     assert all(p["evaluation_epsilon"] == 0 for p in accepted)
     assert "Newly charged by this run: epsilon = 0 per party at most" in second["guarantee"]
+
+
+@pytest.mark.parametrize(
+    ("relation", "said"),
+    [
+        ("add-remove", "at most max(release, evaluation)"),
+        ("replace-one", "the total (release + evaluation) is the bound"),
+    ],
+)
+def test_the_run_guarantee_states_what_a_record_faces_under_its_relation(relation, said):
+    """Under replace-one a record replaced by another can leave training while its replacement joins the held-out
+    rows: the run guarantee said 'at most max(release, evaluation)' whatever the relation."""
+    from server._guarantee import PartySpend, federation_guarantee
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    X, y = X[:400], y[:400]
+    forest = EDPRFClassifier(schema, max_depth=2, n_trees=1, relation=relation).fit(X, y).forest_
+    text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
+    assert said in text and "release 1 + noised evaluation 0.1" in text
+    assert "max(release" not in federation_guarantee(forest, [PartySpend("a", 1.0)])
