@@ -22,7 +22,7 @@ from ._count_noise import discrete_laplace_counts
 from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
-from ._exceptions import DataValidationError, DomainClippingWarning, PrivacyLeakWarning
+from ._exceptions import DataValidationError, DomainClippingWarning, EDPRFWarning, PrivacyLeakWarning
 from ._forest import (
     LEAF_COUNT_SENSITIVITY,
     LEAF_OUTPUTS,
@@ -152,6 +152,12 @@ def admit_fit(
         )
     owner = type(estimator).__name__
     charge_fit(estimator.accountant, float(estimator.epsilon), label=f"{owner}.fit on schema {schema.name!r}")
+    if len(y) == 0:  # not refused (a party's filtered rows may be none: that is data); said to the caller
+        warnings.warn(
+            f"{owner}.fit on 0 rows: the model is noise alone (its epsilon is spent all the same)",
+            EDPRFWarning,
+            stacklevel=3,
+        )
     refuse_continuous_target(y, schema)  # reads label values: after the charge
     return y
 

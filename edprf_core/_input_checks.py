@@ -164,9 +164,12 @@ def check_fit_input(
         names = {str(c) for c in X.columns}
         missing = [n for n in schema.feature_names if n not in names]
         if missing:
+            given = [str(c) for c in X.columns]
+            shown = given if len(given) <= 12 else [*given[:12], f"... {len(given) - 12} more"]
             raise DataValidationError(
                 f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
-                f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name)"
+                f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
+                f"X has {shown}"
             )
         as_frame(X, schema)  # other columns must be the label or declared ignored columns
     elif shape is not None and shape[1] != schema.n_features:

@@ -83,6 +83,22 @@ def test_an_estimator_that_would_fit_uncharged_in_another_process_cannot_be_pick
     assert pickle.loads(pickle.dumps(unfitted)).epsilon == 1.0  # outside a block nothing is charged anyway
 
 
+def test_a_fit_on_no_rows_says_its_model_is_noise(wall):
+    from edprf_core import DPMarginalsClassifier, EDPRFWarning
+
+    X, y, schema = wall
+    for estimator in (EDPRFClassifier(schema, epsilon=1.0), DPMarginalsClassifier(schema, epsilon=1.0)):
+        with pytest.warns(EDPRFWarning, match="fit on 0 rows: the model is noise alone"):
+            estimator.fit(X.iloc[:0], y.iloc[:0])
+
+
+def test_missing_columns_are_shown_beside_the_columns_x_has(wall):
+    """ColumnTransformer's prefixed names (imp__US1) were refused as 24 missing columns, without the names given."""
+    X, y, schema = wall
+    with pytest.raises(DataValidationError, match=r"X has \['imp__US1', 'imp__US2'"):
+        EDPRFClassifier(schema).fit(X.add_prefix("imp__"), y)
+
+
 def test_read_csv_gives_numeric_classes_as_numbers(tmp_path):
     schema = example_schema("wall_robot_navigation")
     X, y, _ = load_embedded("wall_robot_navigation")
