@@ -211,8 +211,7 @@ class BudgetLedger:
         """
         exact = exact_epsilon(epsilon)
         if self.cap_exact is not None:
-            with self._connect() as db:
-                spent = self._sum(db)
+            spent = self.spent()
             if spent + exact > self.cap_exact:
                 raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))
 

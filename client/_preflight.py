@@ -232,6 +232,18 @@ def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
     return policy
 
 
+def _private_key_file(path: Path, fix: str, report: PreflightReport) -> bool:
+    """Whether a private key's file is a regular file of mode 0600 (:func:`_check_key_file`); a problem naming
+    ``fix`` (or the ``chmod`` that fixes its mode) otherwise."""
+    try:
+        _check_key_file(path)
+    except ValueError as exc:
+        text = str(exc).split(": ", 1)[-1]
+        report._add("problem", path, f"{text}; {f'chmod 600 {path}' if 'chmod' in text else fix}")
+        return False
+    return True
+
+
 def _signing_key(path: Path | None, report: PreflightReport) -> None:
     if path is None:
         report._add(
@@ -242,12 +254,7 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
             "(`edprf certs party` makes it)",
         )
         return
-    try:
-        _check_key_file(path)
-    except ValueError as exc:
-        text = str(exc).split(": ", 1)[-1]
-        fix = f"chmod 600 {path}" if "chmod" in text else "check signing-key in the node config"
-        report._add("problem", path, f"{text}; {fix}")
+    if not _private_key_file(path, "check signing-key in the node config", report):
         return
     try:
         from protocol import load_private_key
@@ -372,12 +379,12 @@ _SIGNING_SUFFIX = ".signing.pem"
 def _key_named_for(path: Path, party_id: str, report: PreflightReport) -> None:
     """A problem when the signing key's file is named for another party (`edprf certs party` names it
     ``<party-id>.signing.pem``): a typo in party-id, or another party's key, that the coordinator would reject."""
-    name = Path(path).name
-    if name.endswith(_SIGNING_SUFFIX) and name[: -len(_SIGNING_SUFFIX)] != party_id:
+    named_for = Path(path).name.removesuffix(_SIGNING_SUFFIX)
+    if named_for != Path(path).name and named_for != party_id:
         report._add(
             "problem",
             path,
-            f"the signing key is named for {name[: -len(_SIGNING_SUFFIX)]!r} but the policy's party-id is "
+            f"the signing key is named for {named_for!r} but the policy's party-id is "
             f"{party_id!r}: a coordinator with that party's public key would reject the releases; fix party-id "
             "or signing-key",
         )
@@ -402,12 +409,7 @@ def _auth_key(path: Path, report: PreflightReport) -> None:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
-    try:
-        _check_key_file(path)
-    except ValueError as exc:
-        text = str(exc).split(": ", 1)[-1]
-        fix = f"chmod 600 {path}" if "chmod" in text else "check --auth-supernode-private-key"
-        report._add("problem", path, f"{text}; {fix}")
+    if not _private_key_file(path, "check --auth-supernode-private-key", report):
         return
     try:
         key = load_ssh_private_key(path.read_bytes(), None)

@@ -53,7 +53,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._cell_text import number_of_text, strip_text, text_array, text_numbers, text_numbers_arrow
 from ._exceptions import DataValidationError
-from ._schema import DEFAULT_MISSING_VALUES, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, Schema
+from ._schema import (
+    DEFAULT_MISSING_VALUES,
+    REFUSE,
+    SEPARATE,
+    CategoricalFeature,
+    ContinuousFeature,
+    Schema,
+    numeric_values,
+)
 
 __all__ = [
     "MISSING_TOKENS",
@@ -421,7 +429,7 @@ def _encode_categorical(
 
 def _numeric_categories(feature: CategoricalFeature) -> bool:
     """Whether the feature's cells are compared as numbers (its declared categories are numbers)."""
-    return not isinstance(feature.categories[0], str)
+    return numeric_values(feature.categories)
 
 
 def _categorical_codes(
@@ -640,8 +648,9 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
     if not aliases:
         return series
     keys, targets = list(aliases), list(aliases.values())
-    if _numeric_classes(schema):
-        found = _number_lookup(_parse_numbers(series, skip=rules.missing(series)), _alias_numbers(keys))
+    if numeric_values(schema.label.classes):
+        # an alias whose text is no number is NaN here and meets no cell compared as a number
+        found = _number_lookup(_parse_numbers(series, skip=rules.missing(series)), [number_of_text(k) for k in keys])
     else:
         found = _lookup(series, keys)
     hit = found >= 0
@@ -655,16 +664,6 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
     series = series.astype(object)  # a class may not fit the column's dtype (a text class in a column of numbers)
     series[hit] = np.asarray(targets, dtype=object)[found[hit]]
     return series
-
-
-def _numeric_classes(schema: Schema) -> bool:
-    """Whether labels are compared as numbers (the declared classes are numbers)."""
-    return not isinstance(schema.label.classes[0], str)
-
-
-def _alias_numbers(keys: Sequence[str]) -> list[float]:
-    """Each alias's text as a number (NaN where it is not one: such an alias meets no cell compared as a number)."""
-    return [number_of_text(k) for k in keys]
 
 
 def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, float]:

@@ -65,6 +65,11 @@ def _check_values(values: Sequence[Category], what: str) -> tuple[Category, ...]
     return vals
 
 
+def numeric_values(values: Sequence[Category]) -> bool:
+    """Whether declared categories or classes are numbers (cells are then compared with them as numbers)."""
+    return not isinstance(values[0], str)
+
+
 def _category_key(v: Category) -> str | float:
     return v if isinstance(v, str) else float(v)
 
@@ -251,7 +256,7 @@ class LabelSpec:
 def _check_alias_keys(pairs: tuple[tuple[str, Category], ...], classes: tuple[Category, ...]) -> None:
     """Refuse aliases a cell could meet twice over: labels are compared as the classes are (numbers with numeric
     classes, so ``"2"`` and ``"2.0"`` are one alias), and an alias may not rename one declared class as another."""
-    numeric = not isinstance(classes[0], str)
+    numeric = numeric_values(classes)
     seen: dict[str | float, tuple[str, Category]] = {}
     for text, target in pairs:
         key: str | float = number_of_text(text) if numeric else text

@@ -96,22 +96,21 @@ def _open_lines(path: Path) -> IO[bytes]:
 
 def _header(schema: Schema, first: str | None, sep: str, path: Path, require_label: bool) -> list[str]:
     names = _split_line(first, sep) if first is not None else None
-    hint = header_hint(first, sep, schema) or " (or pass --no-header)"
+    hint = header_hint(first, sep, schema)
     if not names:
-        raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
+        raise ValueError(
+            f"{path}: the first line must be a header naming the columns{hint or ' (or pass --no-header)'}"
+        )
     names = [n.strip() for n in names]
     if len(set(names)) != len(names):
-        raise DataValidationError(f"{path}: the header names a column twice{header_hint(first, sep, schema)}")
+        raise DataValidationError(f"{path}: the header names a column twice{hint}")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
         raise DataValidationError(
-            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}"
-            f"{header_hint(first, sep, schema)}"
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{hint}"
         )
     if require_label and schema.label.column not in names:
-        raise DataValidationError(
-            f"{path}: label column {schema.label.column!r} is missing from the header{header_hint(first, sep, schema)}"
-        )
+        raise DataValidationError(f"{path}: label column {schema.label.column!r} is missing from the header{hint}")
     return names
 
 

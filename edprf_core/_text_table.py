@@ -145,16 +145,23 @@ def header_names(schema: Schema, first: str | None, sep: str, header: bool, path
 _OTHER_SEPARATORS = (",", ";", "\t", "|")
 
 
+def separator_hint(line: str, sep: str) -> str:
+    """A hint naming another separator ``line`` (a header) holds, the most frequent; ``""`` when it holds none."""
+    held = [c for c in _OTHER_SEPARATORS if c != sep and c in line]
+    if not held:
+        return ""
+    c = max(held, key=line.count)
+    flag = "--sep $'\\t'" if c == "\t" else f"--sep '{c}'"
+    return f" (the first line holds {c!r}: is that the separator? pass {flag})"
+
+
 def header_hint(first: str | None, sep: str, schema: Schema) -> str:
     """A hint for a first line that does not read as the schema's header: another separator it holds, or
     that the file may have no header (none of the schema's columns in it); ``""`` when neither applies."""
     if not first:
         return ""
-    held = [c for c in _OTHER_SEPARATORS if c != sep and c in first]
-    if held:
-        c = max(held, key=first.count)
-        flag = "--sep $'\\t'" if c == "\t" else f"--sep '{c}'"
-        return f" (the first line holds {c!r}: is that the separator? pass {flag})"
+    if held := separator_hint(first, sep):
+        return held
     names = {n.strip().strip('"') for n in first.split(sep)}
     if not names & {*schema.feature_names, schema.label.column}:
         return " (none of the schema's columns is in the first line: if the file has no header, pass --no-header)"

@@ -5,6 +5,6 @@ the reading of the others.
 """
 
 from ._table_stream import RowChunk, stream_rows
-from ._text_table import MAX_LINE_CHARS, TextTable, header_names, read_table
+from ._text_table import MAX_LINE_CHARS, TextTable, header_names, read_table, separator_hint
 
-__all__ = ["MAX_LINE_CHARS", "RowChunk", "TextTable", "header_names", "read_table", "stream_rows"]
+__all__ = ["MAX_LINE_CHARS", "RowChunk", "TextTable", "header_names", "read_table", "separator_hint", "stream_rows"]

@@ -176,7 +176,6 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 str(exc.reason),
                 party_text(str(exc)),
             )
-            outcome.rejected_release_epsilon = cfg.epsilon if payload else 0.0
             continue
         outcome.party_id = release.party_id
         mismatch = request_mismatch(release, train_request, cfg)
@@ -194,12 +193,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             )
         if mismatch is not None:
             outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
-            outcome.rejected_release_epsilon = cfg.epsilon
             continue
         if release.party_id in seen_parties:
             outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
             outcome.message = f"party {release.party_id!r} already contributed to this run"
-            outcome.rejected_release_epsilon = cfg.epsilon
             continue
         seen_parties.add(release.party_id)
         outcome.status, outcome.reason, outcome.n_trees = PartyStatus.ACCEPTED, "", release.forest.n_trees
@@ -213,6 +210,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     # make the same forest, and the same floating-point sums at prediction
     accepted.sort(key=lambda r: r.party_id)
     for p in report.parties:
+        if p.status == PartyStatus.REJECTED and p.release_bytes:  # a release came: its ledger charged for it
+            p.rejected_release_epsilon = cfg.epsilon
         if p.status != PartyStatus.ACCEPTED:
             log.warning("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 

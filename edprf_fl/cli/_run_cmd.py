@@ -16,6 +16,7 @@ log stream while the run goes on charging every party.  This wrapper uses Flower
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -275,10 +276,8 @@ def _pending_watch(run: FlowerRun, env: dict[str, str] | None) -> threading.Time
 
 def _tell(text: str) -> None:
     """A line to stderr, if there still is one (a closed terminal after SIGHUP is not an error here)."""
-    try:
+    with contextlib.suppress(OSError):
         print(text, file=sys.stderr, flush=True)
-    except OSError:
-        pass
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:

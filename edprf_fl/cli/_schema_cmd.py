@@ -59,14 +59,14 @@ def run_draft(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from edprf_core import PrivacyLeakWarning, draft_schema
+    from edprf_core.tables import separator_hint
 
     path = Path(args.data)
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
     frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True)
     if args.label not in frame.columns:
-        held = [c for c in (",", ";", "\t", "|") if c != args.sep and any(c in str(name) for name in frame.columns)]
-        hint = f" (the header holds {held[0]!r}: is that the separator? pass --sep '{held[0]}')" if held else ""
+        hint = separator_hint(args.sep.join(map(str, frame.columns)), args.sep)
         raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}{hint}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)

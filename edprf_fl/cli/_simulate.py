@@ -82,11 +82,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _prepare_only(settings, out_dir) if args.prepare_only else _simulate(settings, out_dir, args)
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
-        _drop_if_empty(out_dir, created)
         raise ValueError(exc.describe(flag_of)) from None
-    except BaseException:
+    finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)
-        raise
 
 
 def _drop_if_empty(out_dir: Path, created: bool) -> None:

@@ -189,8 +189,6 @@ def test_edprf_run_names_an_unknown_run_config_key_before_submitting(capsys, mon
 @pytest.mark.parametrize(("status", "warned"), [("pending", True), ("running", False)])
 def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, warned):
     """A SuperExec with a wrong secret exits quietly and the run waited, pending, with nothing said."""
-    import time
-
     from edprf_fl.cli import _run_cmd
 
     class Run:
@@ -201,8 +199,7 @@ def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, war
 
     monkeypatch.setattr(_run_cmd, "PENDING_WARNING_SECONDS", 0.05)
     watch = _run_cmd._pending_watch(Run(), None)
-    time.sleep(0.5)
-    watch.cancel()
+    watch.join(timeout=60)  # the timer's check has run (not a guess at how long it takes)
     err = capsys.readouterr().err
     assert ("run 7 is still pending after" in err and "SuperExec" in err) == warned
 
