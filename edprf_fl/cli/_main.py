@@ -14,8 +14,10 @@ from collections.abc import Sequence
 
 __all__ = ["build_parser", "main", "require_federation"]
 
-# module name -> imported lazily so that `edprf --help` stays fast and a
-# subcommand's heavy imports (flwr, ray) are paid only when it runs
+# module name -> imported when the parser is built: each imports only light modules at its top (the
+# standard library, light constants) so that `edprf --help` and argument errors stay fast, and a subcommand's
+# heavy imports (pandas, numpy, flwr, ray) are paid only when its handler runs
+# (tests/federation/test_cli_startup.py)
 SUBCOMMANDS: tuple[str, ...] = (
     "_demo",
     "_inspect",
@@ -52,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_InstalledVersion)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
@@ -78,6 +80,20 @@ def _accept_verbose(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for inner in action.choices.values():
                 _accept_verbose(inner)
+
+
+class _InstalledVersion(argparse._VersionAction):
+    """``--version``, looking the installed version up only when asked (importlib.metadata is slow to import)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"%(prog)s {_version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _version() -> str:

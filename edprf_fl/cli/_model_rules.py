@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 __all__ = [
     "DEFAULT_MAX_FEATURES",
     "DEFAULT_MAX_LEAVES",
@@ -73,6 +71,8 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
 
 def importance_lines(forest) -> list[str]:
     """The features by importance from released values (:func:`edprf_core.explain.released_importances`)."""
+    import numpy as np
+
     from edprf_core.explain import released_importances, shown_name
 
     imp = released_importances(forest)

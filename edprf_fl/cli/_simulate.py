@@ -11,10 +11,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-
-from edprf_fl.simulation import SettingsError, SimulationSettings
+from typing import TYPE_CHECKING
 
 from ._simulation_args import add_federation_arguments, flag_of, settings_from_args
+
+if TYPE_CHECKING:
+    from edprf_fl.simulation import SimulationSettings
 
 __all__ = ["register", "run"]
 
@@ -73,6 +75,8 @@ def output_dir(output: str | None, overwrite: bool) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edprf_fl.simulation import SettingsError
+
     from ._main import require_federation
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read

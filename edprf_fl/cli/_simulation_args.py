@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from edprf_fl.simulation import ENGINES, LEAVES, PARTITIONS, SPLIT_MODES, SettingsError, SimulationSettings
+from edprf_fl.simulation import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
+
+if TYPE_CHECKING:
+    from edprf_fl.simulation import SimulationSettings
 
 __all__ = ["DEFAULTS", "add_federation_arguments", "flag_of", "settings_from_args"]
 
-DEFAULTS = SimulationSettings()
-"""Every option's default is the settings' default."""
+DEFAULTS = argparse.Namespace(**SETTING_DEFAULTS)
+"""Every option's default is the settings' default (read without importing the core: ``edprf --help`` stays fast)."""
 
 _FLAGS = {
     "shuffled_label_parties": "--shuffle-labels-party",
@@ -34,6 +37,8 @@ def settings_from_args(args: argparse.Namespace, **changes: Any) -> SimulationSe
     ValueError
         A setting out of its range, the message naming its flag (``--max-depth: expected ...``).
     """
+    from edprf_fl.simulation import SettingsError, SimulationSettings
+
     given = {name: getattr(args, name) for name in SimulationSettings.field_names() if hasattr(args, name)}
     given["header"] = not getattr(args, "no_header", False)
     given["baselines"] = not getattr(args, "no_baselines", False)

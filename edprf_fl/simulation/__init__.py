@@ -8,8 +8,9 @@ Typed inputs and outputs: :class:`SimulationSettings` (validated at construction
     report = run_simulation(SimulationSettings(parties=3, max_depth=4, seeded_noise=True), out_dir)
     report.federated["central_evaluation"]["accuracy"]
 
-The names that need Flower or pandas (the engine, the partition, the workspace writer) are imported on
-first use, so that settings are checked before any heavy import.
+Every name is imported on first use (from the submodule that defines it), so that importing this package
+costs nothing: the ``edprf`` parser reads the settings' defaults and choice lists (:data:`SETTING_DEFAULTS`,
+:data:`ENGINES`, ...) from a standard-library module, and wrong settings are refused before Flower loads.
 """
 
 from __future__ import annotations
@@ -17,26 +18,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._baselines import raw_features, train_baselines
-from ._plot import plot_report, plot_sweep
-from ._prepare import PreparedWorkspace, held_out_rows_bound, load_simulation_data, prepare_workspace
-from ._run import SimulationReport, SimulationTimings, run_simulation, simulation_caveats
-from ._settings import (
-    AUTO_DEPTH_CAP,
-    ENGINES,
-    LEAVES,
-    MAX_DEPTH_LIMIT,
-    PARTITIONS,
-    SPLIT_MODES,
-    SettingsError,
-    SimulationSettings,
-)
-from ._summary import contribution_table, cost_lines, evaluation_line, report_lines, results_table, timing_line
-from ._sweep import SWEEP_AXES, run_sweep, sweep_grid, sweep_table
-
 if TYPE_CHECKING:
+    from ._baselines import raw_features, train_baselines
     from ._engine import simulate_federation
     from ._partition import Partitioning, partition_rows
+    from ._plot import plot_report, plot_sweep
+    from ._prepare import PreparedWorkspace, held_out_rows_bound, load_simulation_data, prepare_workspace
+    from ._run import SimulationReport, SimulationTimings, run_simulation, simulation_caveats
+    from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
+    from ._settings import AUTO_DEPTH_CAP, MAX_DEPTH_LIMIT, SettingsError, SimulationSettings
+    from ._summary import contribution_table, cost_lines, evaluation_line, report_lines, results_table, timing_line
+    from ._sweep import SWEEP_AXES, run_sweep, sweep_grid, sweep_table
     from ._workspace import write_workspace
 
 __all__ = [
@@ -45,6 +37,7 @@ __all__ = [
     "LEAVES",
     "MAX_DEPTH_LIMIT",
     "PARTITIONS",
+    "SETTING_DEFAULTS",
     "SPLIT_MODES",
     "SWEEP_AXES",
     "Partitioning",
@@ -76,15 +69,54 @@ __all__ = [
     "write_workspace",
 ]
 
-_LAZY = {
+_HOMES = {
+    "raw_features": "._baselines",
+    "train_baselines": "._baselines",
     "simulate_federation": "._engine",
     "Partitioning": "._partition",
     "partition_rows": "._partition",
+    "plot_report": "._plot",
+    "plot_sweep": "._plot",
+    "PreparedWorkspace": "._prepare",
+    "held_out_rows_bound": "._prepare",
+    "load_simulation_data": "._prepare",
+    "prepare_workspace": "._prepare",
+    "SimulationReport": "._run",
+    "SimulationTimings": "._run",
+    "run_simulation": "._run",
+    "simulation_caveats": "._run",
+    "ENGINES": "._setting_fields",
+    "LEAVES": "._setting_fields",
+    "PARTITIONS": "._setting_fields",
+    "SETTING_DEFAULTS": "._setting_fields",
+    "SPLIT_MODES": "._setting_fields",
+    "AUTO_DEPTH_CAP": "._settings",
+    "MAX_DEPTH_LIMIT": "._settings",
+    "SettingsError": "._settings",
+    "SimulationSettings": "._settings",
+    "contribution_table": "._summary",
+    "cost_lines": "._summary",
+    "evaluation_line": "._summary",
+    "report_lines": "._summary",
+    "results_table": "._summary",
+    "timing_line": "._summary",
+    "SWEEP_AXES": "._sweep",
+    "run_sweep": "._sweep",
+    "sweep_grid": "._sweep",
+    "sweep_table": "._sweep",
     "write_workspace": "._workspace",
 }
+"""Each public name and the submodule that defines it (imported by :func:`__getattr__` on first use)."""
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Import ``name`` from its submodule on first use, and keep it here for the next."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

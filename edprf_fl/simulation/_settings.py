@@ -1,7 +1,8 @@
 """What one simulated federation is asked to do: a frozen, validated settings dataclass.
 
-This module imports nothing heavy (no Flower, no pandas) so that wrong settings fail at once, before any
-data is read or an engine starts; only the check of epsilon's units imports the party's policy.
+This module imports nothing of Flower's so that wrong settings fail at once, before any data is read or an
+engine starts; only the check of epsilon's units imports the party's policy.  The fields, their defaults
+and the choice lists are declared in :mod:`._setting_fields`, which the ``edprf`` parser reads alone.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal
 
 from edprf_core import EDPRFError
-from edprf_core.forest import LEAF_OUTPUTS, MAX_DEPTH_LIMIT, SPLIT_MODES
+from edprf_core.forest import MAX_DEPTH_LIMIT
 from edprf_core.shape import AUTO_DEPTH_CAP
+
+from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SPLIT_MODES, SettingFields
 
 __all__ = [
     "AUTO_DEPTH_CAP",
@@ -26,15 +28,6 @@ __all__ = [
     "SettingsError",
     "SimulationSettings",
 ]
-
-
-#: The engines a simulation can run on: ``in-process`` (the real ServerApp and ClientApps called in this
-#: process, no Ray) and ``ray`` (Flower's simulation engine, ``flwr.simulation.run_simulation``).
-ENGINES = ("in-process", "ray")
-#: How rows are split among parties: at random, label-skewed (Dirichlet), or by the values of a column.
-PARTITIONS = ("iid", "dirichlet", "column")
-#: What leaves release: noisy class counts (probabilities) or the paper's label (votes).
-LEAVES = tuple(sorted(LEAF_OUTPUTS))
 
 
 class SettingsError(EDPRFError, ValueError):
@@ -64,7 +57,7 @@ class _Names(dict):
 
 
 @dataclass(frozen=True)
-class SimulationSettings:
+class SimulationSettings(SettingFields):
     """The settings of one simulated federation and its baselines (each validated at construction).
 
     Data
@@ -124,34 +117,6 @@ class SimulationSettings:
     baselines : bool
         Also train the baselines (central eDPRF, each party alone, non-private forest, majority class).
     """
-
-    data: Path | None = None
-    schema: Path | None = None
-    sep: str = ","
-    header: bool = True
-    dataset: str = "wall_robot_navigation"
-    parties: int = 5
-    partition: Literal["iid", "dirichlet", "column"] = "iid"
-    alpha: float = 0.5
-    column: str = ""
-    epsilon: float = 1.0
-    max_depth: int | Literal["auto"] = "auto"
-    leaf: Literal["counts", "label"] = "counts"
-    n_trees: int = 1
-    n_bins: int = 20
-    split_mode: Literal["binary", "multiway"] = "binary"
-    evaluation_epsilon: float = 0.1
-    evaluation_max_interval_width: float = 0.1
-    party_holdout: float = 0.1
-    test_size: float = 0.2
-    validation_size: float = 0.1
-    selective: bool = False
-    exclude_flagged: bool = False
-    shuffled_label_parties: tuple[int, ...] = ()
-    engine: Literal["in-process", "ray"] = "in-process"
-    seed: int = 0
-    seeded_noise: bool = False
-    baselines: bool = True
 
     def __post_init__(self) -> None:
         for name in ("data", "schema"):

@@ -33,6 +33,26 @@ def test_the_commands_defaults_are_the_settings_defaults(command):
     assert settings_from_args(_parsed(command)) == SimulationSettings()
 
 
+def test_the_light_defaults_and_choices_are_the_settings_and_the_cores():
+    """The parser reads stdlib-only copies (``edprf --help`` imports no core): they must say what the checks do."""
+    from edprf_core.forest import LEAF_OUTPUTS
+    from edprf_core.forest import SPLIT_MODES as CORE_SPLIT_MODES
+    from edprf_fl.simulation import LEAVES, SETTING_DEFAULTS, SPLIT_MODES
+
+    assert dict(SETTING_DEFAULTS) == dataclasses.asdict(SimulationSettings())
+    assert list(SETTING_DEFAULTS) == list(SimulationSettings.field_names())
+    assert LEAVES == tuple(sorted(LEAF_OUTPUTS))
+    assert SPLIT_MODES == CORE_SPLIT_MODES
+
+
+def test_every_public_name_of_the_simulation_loads_on_first_use():
+    """The package imports its names lazily: each one in ``__all__`` has a home and is found there."""
+    from edprf_fl import simulation
+
+    assert set(simulation._HOMES) == set(simulation.__all__)
+    assert all(getattr(simulation, name) is not None for name in simulation.__all__)
+
+
 def test_flags_reach_the_settings_by_their_names():
     from edprf_fl.cli._simulation_args import settings_from_args
 
