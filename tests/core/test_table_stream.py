@@ -18,7 +18,7 @@ import edprf_core._table_stream as table_stream
 from edprf_core import Schema
 from edprf_core._text_table import _decoded
 from edprf_core.tables import stream_rows
-from tests.core.test_reader_per_record import HOSTILE, MAX_CHARS, _lines
+from tests.core.test_reader_per_record import HOSTILE, MAX_CHARS, _lines, _whole_blocks
 from tests.federation._neighbours import SCHEMA_TOML
 
 SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age, code, grade (features), outcome (label)
@@ -191,17 +191,7 @@ def test_lines_arrow_cannot_parse_are_read_by_the_python_rules(tmp_path, small_b
 
 
 def test_blocks_of_plain_lines_are_read_whole_when_one_width_is_allowed(tmp_path, small_blocks, monkeypatch):
-    import edprf_core._text_table as text_table
-
-    taken: list[bool] = []
-    whole_block = text_table._Lines.whole_block
-
-    def spy(self, *args):
-        rows = whole_block(self, *args)
-        taken.append(rows is not None)
-        return rows
-
-    monkeypatch.setattr(text_table._Lines, "whole_block", spy)
+    taken = _whole_blocks(monkeypatch)
     body = b"\n".join(_body(seed=11, carriage_returns=0.0)) + b"\n"
     path = tmp_path / "d.csv"
     path.write_bytes(HEADER + b"\n" + body)
