@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
 
 from edprf_core import example_schema, load_schema
 from edprf_fl import simulation
 from edprf_fl.cli._main import build_parser, main
+from server import CoordinatorConfig
 from tests.conftest import SHARED_DATA
 
 HEART = SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data"
@@ -78,6 +80,20 @@ def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, caps
         == 0
     )
     assert not marker.exists()  # nothing of the old run is mixed into the new one
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_prepare_only_writes_the_run_config_its_command_names(tmp_path, capsys, seeded):
+    """The printed ``flwr run`` command lacked ``require-exact-sampling=false`` for seeded runs (the coordinator
+    would have rejected every release): it now names a run config holding every setting off the defaults."""
+    argv = ["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(tmp_path / "o")]
+    assert main(argv + (["--seeded-noise", "--seed", "5"] if seeded else [])) == 0
+    run_config = tmp_path / "o" / "run-config.toml"
+    assert f"--run-config {run_config}" in capsys.readouterr().out
+    got = tomllib.loads(run_config.read_text())
+    expected = CoordinatorConfig.from_run_config(got)  # the keys are the coordinator's own
+    assert got == expected.run_config_changes() and got["sim-dir"] == str(tmp_path / "o" / "workspace")
+    assert got.get("require-exact-sampling", True) is not seeded and got.get("seed", -1) == (5 if seeded else -1)
 
 
 @pytest.mark.slow
