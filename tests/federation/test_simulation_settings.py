@@ -16,6 +16,7 @@ from edprf_fl.simulation import (
     SimulationReport,
     SimulationSettings,
     SimulationTimings,
+    simulation_caveats,
     sweep_grid,
 )
 
@@ -143,6 +144,10 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
         "NOT differentially private as run" in got["simulation_caveats"][0]
         and "--seed 9" in got["simulation_caveats"][0]
     )
+    # the walkthrough: exact row counts chose the marginals plan and bounded the evaluation, unsaid
+    assert all("consortium-rows and max-party-rows" in c[-1] for c in (got["simulation_caveats"], report.caveats))
+    production = simulation_caveats(SimulationSettings(parties=2))
+    assert len(production) == 1 and "row counts were public here" in production[0]
     assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
