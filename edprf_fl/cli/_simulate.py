@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from ._main import require_federation
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read
+    if args.json_path:
+        _check_json_path(Path(args.json_path))
     require_federation()
     created = not args.output or not Path(args.output).exists()
     out_dir = output_dir(args.output, args.overwrite)
@@ -86,6 +88,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(exc.describe(flag_of)) from None
     finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)
+
+
+def _check_json_path(path: Path) -> None:
+    """Refuse a ``--json`` path that cannot be written, before the federation runs and spends its budgets."""
+    if path.is_dir():
+        raise ValueError(f"--json {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"--json {path}: directory {path.parent} does not exist")
 
 
 def _drop_if_empty(out_dir: Path, created: bool) -> None:
