@@ -67,6 +67,13 @@ def test_a_failed_run_keeps_an_output_directory_it_did_not_create(tmp_path, caps
     assert kept.is_dir() and not any(kept.iterdir())
 
 
+def test_an_unwritable_json_path_is_refused_before_the_federation_runs(tmp_path, capsys):
+    out = tmp_path / "out"
+    for json_path, said in ((tmp_path / "no" / "r.json", "does not exist"), (tmp_path, "is a directory")):
+        assert main(["simulate", "--json", str(json_path), "--output", str(out)]) != 0
+        assert f"--json {json_path}: " in capsys.readouterr().err and not out.exists()  # no ledger was charged
+
+
 def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(out)]) == 0

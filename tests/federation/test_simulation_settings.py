@@ -60,6 +60,9 @@ def test_flags_reach_the_settings_by_their_names():
         ({"n_bins": 1}, "n_bins", "--n-bins"),
         ({"parties": True}, "parties", "--parties"),
         ({"test_size": 0.0}, "test_size", "--test-size"),
+        ({"test_size": 1.0}, "test_size", "--test-size"),
+        ({"seed": -1}, "seed", "--seed"),  # was scikit-learn's random_state message, after reading the data
+        ({"seed": 2**31}, "seed", "--seed"),
         ({"validation_size": 1.0}, "validation_size", "--validation-size"),
         ({"partition": "dirichlet", "alpha": 0.0}, "alpha", "--alpha"),
         ({"engine": "grpc"}, "engine", "--engine"),
