@@ -11,10 +11,10 @@ Intervals (all two-sided, 95 %)
 -------------------------------
 - proportions (sensitivity, specificity, PPV, NPV, accuracy, a calibration
   bin's observed share): the Wilson score interval of ``successes / trials``;
-- balanced accuracy: the mean of the classes' recalls; each recall is an
-  Agresti-Coull proportion and the recalls are computed on disjoint rows
-  (independent), so the variance of the mean is the sum of their variances
-  over ``K ** 2`` (normal interval around the adjusted mean);
+- balanced accuracy: the mean of the classes' recalls, which are computed on
+  disjoint rows (independent); the interval is MOVER's (Zou and Donner, 2008)
+  from each recall's Wilson interval, so it holds the mean itself and stays
+  asymmetric near 0 and 1;
 - ROC AUC: DeLong's variance (structural components from mid-ranks, Sun and
   Xu's O(n log n) form), a normal interval clipped to [0, 1]; the macro AUC of
   several classes (the mean of one-vs-rest AUCs) uses the mean of the
@@ -192,19 +192,24 @@ def brier_estimate(squared_errors: ArrayLike) -> Estimate:
 
 
 def _balanced_accuracy(correct: NDArray[np.int64], totals: NDArray[np.int64]) -> Estimate:
-    """Mean recall over the classes present; Agresti-Coull recalls, independent (disjoint rows)."""
+    """Mean recall over the classes present, with the MOVER interval built from the recalls' Wilson intervals.
+
+    The recalls are computed on disjoint rows (independent).  MOVER (Zou and Donner, 2008) recovers the
+    variance of the sum on each side from the Wilson limits of its terms: the lower limit is
+    ``mean - sqrt(sum((r_i - l_i) ** 2)) / K``, the upper ``mean + sqrt(sum((u_i - r_i) ** 2)) / K``.  The
+    interval holds the mean recall itself, also when a class has a handful of rows or a recall of 0 or 1
+    (a normal interval around Agresti-Coull-adjusted recalls did not: 0.200 [0.242, 0.443] for a constant
+    model of five classes, four of them small).
+    """
     present = totals > 0
     if not present.any():
-        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "agresti-coull mean")
-    x, n = correct[present].astype(float), totals[present].astype(float)
-    k = x.size
-    z2 = Z95 * Z95
-    adjusted = (x + z2 / 2.0) / (n + z2)
-    se = math.sqrt(float((adjusted * (1.0 - adjusted) / (n + z2)).sum())) / k
-    centre = float(adjusted.mean())
-    return Estimate(
-        float((x / n).mean()), max(0.0, centre - Z95 * se), min(1.0, centre + Z95 * se), "agresti-coull mean"
-    )
+        return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, "mover-wilson mean")
+    recalls = [wilson_interval(int(x), int(n)) for x, n in zip(correct[present], totals[present])]
+    k = len(recalls)
+    mean = sum(r.value for r in recalls) / k
+    below = math.sqrt(sum((r.value - r.low) ** 2 for r in recalls)) / k
+    above = math.sqrt(sum((r.high - r.value) ** 2 for r in recalls)) / k
+    return Estimate(mean, max(0.0, mean - below), min(1.0, mean + above), "mover-wilson mean")
 
 
 def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: float = ONE_CLASS_SHARE) -> str:

@@ -20,7 +20,9 @@ final one, no byte-order mark at its start, within the length limit) with as
 many fields as one allowed width is split by Arrow's CSV parser, the lines of
 each width together; every other line by the rules written out in Python.
 Which way a line goes depends on its own bytes only, and both ways give it
-the same record (``tests/core/test_table_stream.py``).
+the same record (``tests/core/test_table_stream.py``).  With one allowed
+width (a header), a block whose every line is plain and of that width is
+read whole, without locating its lines (``_Lines.whole_block``).
 
 Privacy: reading the caller's own file; nothing is released.
 """
@@ -275,6 +277,11 @@ class _RecordLines:
     def read(self, block: bytes, first_number: int) -> _Records:
         if not self._parsers:
             return self._python(block, first_number)
+        if len(self.widths) == 1:  # one allowed width: a block of plain lines of that width is read whole
+            ((width, positions),) = self.widths.items()
+            whole = self._parsers[width].whole_block(memoryview(block), first_number, block, 0)
+            if whole is not None:
+                return self._records(*whole, positions)
         lines = plain_lines(memoryview(block), block, 0, self.sep, self.max_line_chars)
         starts, ends, plain = lines.starts, lines.ends, lines.plain
         if min(self.widths) == 1 and not self.sep.isspace():  # a line of one field may be blank: the rules decide
@@ -291,15 +298,20 @@ class _RecordLines:
             if columns is None:  # Arrow refused them: the Python rules read them
                 continue
             parsed |= these
-            n = int(these.sum())
-            wanted = [
-                columns[i] if i is not None else pa.chunked_array([pa.nulls(n, pa.large_string())]) for i in positions
-            ]
-            groups.append(_Records(wanted, numbers[these], np.full(n, "", dtype=object)))
+            groups.append(self._records(columns, numbers[these], positions))
         others = np.flatnonzero(~parsed)
         if others.size:
             groups.append(self._by_the_rules((block[starts[i] : ends[i]] for i in others), numbers[others]))
         return _in_line_order(groups, self.n_wanted)
+
+    @staticmethod
+    def _records(columns: list[pa.ChunkedArray], numbers: np.ndarray, positions: list[int | None]) -> _Records:
+        """Well-formed records: the parsed columns at ``positions`` (None: no such cell, as for a missing label)."""
+        n = len(numbers)
+        wanted = [
+            columns[i] if i is not None else pa.chunked_array([pa.nulls(n, pa.large_string())]) for i in positions
+        ]
+        return _Records(wanted, numbers, np.full(n, "", dtype=object))
 
     def _python(self, block: bytes, first_number: int) -> _Records:
         """Every line of a block through the Python rules (a separator that is not ASCII)."""

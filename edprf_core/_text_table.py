@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from ._exceptions import DataValidationError
@@ -209,7 +210,11 @@ def read_table(
     line, and the lines with another count go the Python way.)
     Which way a line goes is decided from its own bytes, so both ways give each
     line the fate the rules give it alone.  Lines are read in blocks of about
-    :data:`_BLOCK_BYTES` (cut after a line break: no line is split).
+    :data:`_BLOCK_BYTES` (cut after a line break: no line is split).  A block
+    in which every line is plain, shown without locating its lines (no quote,
+    carriage return or byte-order mark in it; the parser accepts it whole; no
+    row is empty or too long), is read whole (``_Lines.whole_block``); any
+    other block line by line as above.
     """
     if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
         raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
@@ -392,6 +397,9 @@ class _Lines:
             raw = bytes(block)
             self.line_breaks = raw.count(b"\n")
             return self._python(raw, first_number)
+        whole = self.whole_block(block, first_number, source, offset)
+        if whole is not None:
+            return whole
         lines = plain_lines(block, source, offset, self.sep, self.max_line_chars)
         buf, starts, ends, plain = lines.buf, lines.starts, lines.ends, lines.plain
         self.line_breaks = lines.line_breaks
@@ -418,10 +426,58 @@ class _Lines:
                 self.dropped.append(f"line {numbers[i]}: {fate}")
         return _merged(columns, numbers[plain], rows, numbers[kept])
 
+    def whole_block(
+        self, block: memoryview, first_number: int, source: bytes, offset: int
+    ) -> tuple[list[pa.ChunkedArray], np.ndarray] | None:
+        """The rows of a block whose every line is plain with the header's number of fields, read by Arrow's
+        parser at once without locating its lines first; None when that cannot be shown (the caller reads the
+        block line by line).
+
+        Shown from the block's bytes and from what the parser accepts: no quote, no carriage return and no
+        byte-order mark anywhere; the parser, which refuses its whole input when a line has another number of
+        fields than the header's (two or more), accepted every line, so its rows are the block's lines in order;
+        every row holds a character (the parser reads an empty line as a row of empty cells); and no row (its
+        cells and separators) is longer than ``max_line_chars``.  Each of these is a property of every single
+        line, so a line read this way is read as the rules read it alone.
+        """
+        end = offset + len(block)
+        if (
+            self.width < 2
+            or self.sep.isspace()
+            or not len(block)
+            or source.find(b'"', offset, end) >= 0
+            or source.find(b"\r", offset, end) >= 0
+            or (source.find(_BOM[:1], offset, end) >= 0 and source.find(_BOM, offset, end) >= 0)
+        ):
+            return None
+        # blocks of the parser sized for lines within the limit (a longer line is found below, by its cells)
+        whole = np.ones(1, dtype=bool)
+        columns = self.plain_columns(block, np.zeros(1, np.int64), np.full(1, len(block)), whole, self.max_line_chars)
+        if columns is None:
+            return None
+        rows = len(columns[0])
+        # the parser reads an empty line as a row of empty cells: a row without a character is left to the rules
+        # (it may also be a line of separators alone), and so is a row longer than the limit
+        cells = np.zeros(rows, dtype=np.int64)
+        for column in columns:
+            cells += pc.binary_length(column).to_numpy()
+        if rows and (int(cells.min()) == 0 or int(cells.max()) + self.width - 1 > self.max_line_chars):
+            return None
+        self.line_breaks = rows - (0 if block[-1:] == b"\n" else 1)
+        return columns, first_number + np.arange(rows, dtype=np.int64)
+
     def plain_columns(
-        self, block: memoryview, starts: np.ndarray, ends: np.ndarray, plain: np.ndarray
+        self,
+        block: memoryview,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        plain: np.ndarray,
+        longest: int | None = None,
     ) -> list[pa.ChunkedArray] | None:
-        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
+        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails.
+
+        ``longest``: an upper bound on the lines' lengths, when they are not the lines ``starts``/``ends`` give.
+        """
         parse, checked, unchecked, names = self._options
         if plain.all():
             data = block
@@ -431,7 +487,8 @@ class _Lines:
             data = b"".join(block[stops[a] : stops[b]] for a, b in zip(edges[::2], edges[1::2]))
         if not len(data):
             return [pa.chunked_array([], pa.large_string()) for _ in names]
-        longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
+        if longest is None:
+            longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
         # bytes below 128 are ASCII, valid UTF-8 byte for byte: Arrow's UTF-8 check (a third of its time) could only
         # pass, so it is skipped; any other byte keeps the check (and the replacement-character route below)
         convert = unchecked if int(np.frombuffer(data, dtype=np.uint8).max()) < 128 else checked

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from edprf_core import Schema
-from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab_defaults
+from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab, kebab_defaults
 from edprf_core.forest import LEAF_OUTPUTS
 from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
 from protocol.messages import DEPTH_REQUESTS
@@ -198,6 +198,13 @@ class CoordinatorConfig:
     def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
         # other apps' keys may share the run config: ignored; values may arrive as strings: cast
         return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", values="cast"))
+
+    def run_config_changes(self) -> dict[str, Any]:
+        """``{kebab-key: value}`` of the settings that differ from their defaults (the app's
+        ``[tool.flwr.app.config]``): what ``flwr run --run-config`` must give to run this config."""
+        defaults = kebab_defaults(type(self))
+        values = {kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return {key: value for key, value in values.items() if value != defaults[key]}
 
     def marginals_plan(self, schema: Schema, n_parties: int = 1) -> tuple[float, int]:
         """``(share, bins)`` of the marginals part every party is asked for, from public figures only.

@@ -36,11 +36,9 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         each = f"epsilon {federated.get('epsilon_per_party', 0.0):g} each"
         lines = [f"parties' own held-out accuracy ({kind}, {each}, {_parties(n)}): {shown}"]
         if "max_one_party_shift" in federated:
-            shift = federated.get("max_one_party_shift")
             lines.append(
-                "  any one party's reply can move it by at most "
-                + (f"{shift:.3f}" if shift is not None else "an unbounded amount (too few other parties' rows)")
-                + f" (parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
+                f"  any one party's reply can move it {_reach(federated.get('max_one_party_shift'))} "
+                f"(parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
             )
     for entry in refused:
         who = entry.get("party_id") or f"node {entry.get('node_id')}"
@@ -49,6 +47,15 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         names = federated.get("no_reply_parties") or [f"node {node}" for node in silent]
         lines.append(f"  no reply to the evaluation request: {', '.join(names)}")
     return lines
+
+
+def _reach(shift: float | None) -> str:
+    """How far one party's reply can move an accuracy in [0, 1], in words."""
+    if shift is None:
+        return "by an unbounded amount (too few other parties' rows)"
+    if shift >= 1:
+        return f"anywhere in 0-1 (the bound, {shift:.2f}, exceeds an accuracy's whole range)"
+    return f"by at most {shift:.3f}"
 
 
 def _parties(n: int) -> str:

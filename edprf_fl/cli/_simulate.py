@@ -7,6 +7,7 @@ chooses the output directory and prints the report.
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import sys
 import tempfile
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from ._main import require_federation
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read
+    if args.json_path:
+        _check_json_path(Path(args.json_path))
     require_federation()
     created = not args.output or not Path(args.output).exists()
     out_dir = output_dir(args.output, args.overwrite)
@@ -91,6 +94,14 @@ def run(args: argparse.Namespace) -> int:
         _drop_if_empty(out_dir, created)
 
 
+def _check_json_path(path: Path) -> None:
+    """Refuse a ``--json`` path that cannot be written, before the federation runs and spends its budgets."""
+    if path.is_dir():
+        raise ValueError(f"--json {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"--json {path}: directory {path.parent} does not exist")
+
+
 def _drop_if_empty(out_dir: Path, created: bool) -> None:
     """Remove the directory this run created when the run failed before writing anything into it (a failure
     after a party wrote its ledger keeps the directory: the ledger records what was spent)."""
@@ -99,18 +110,21 @@ def _drop_if_empty(out_dir: Path, created: bool) -> None:
 
 
 def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
+    import tomli_w
+
     from edprf_fl.simulation import prepare_workspace
 
+    out_dir = out_dir.resolve()  # the command runs from the project directory: paths that hold from anywhere
     cfg = prepare_workspace(settings, out_dir, say).config
+    run_config = out_dir / "run-config.toml"
+    run_config.write_text(tomli_w.dumps(cfg.run_config_changes()), encoding="utf-8")
     print(
-        f"workspace: {cfg.sim_dir}\nrun it from the project directory with:\n"
-        f'  flwr run . --stream --federation-config "num-supernodes={settings.parties}" --run-config '
-        f"\"sim-dir='{cfg.sim_dir}' output-dir='{out_dir}' epsilon={settings.epsilon} max-depth={cfg.max_depth} "
-        f"depth-rule='{cfg.depth_rule}' leaf='{cfg.leaf}' "
-        f"n-trees={settings.n_trees} n-bins={settings.n_bins} split-mode='{settings.split_mode}' "
-        f"seed={cfg.seed} evaluation-epsilon={cfg.evaluation_epsilon} max-party-rows={cfg.max_party_rows} "
-        f"consortium-rows={cfg.consortium_rows} "
-        f'evaluation-max-interval-width={cfg.evaluation_max_interval_width}"'
+        f"workspace: {cfg.sim_dir}\nrun config: {run_config} (the settings that differ from the app's defaults)\n"
+        "run it from the project directory with:\n"
+        f"  FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 flwr run . --stream "
+        f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'
+        "(the variable keeps Flower from installing the app's dependencies from the package index for the run: "
+        "this environment has them; `flwr run` leaves a local flower-superlink running, stop it when done)"
     )
     return 0
 

@@ -118,16 +118,21 @@ class SimulationReport:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=str))
 
 
+_PUBLIC_ROWS = (
+    "row counts were public here (the simulation made the split): the coordinator's consortium-rows and "
+    "max-party-rows (report.json) are the parties' exact sizes, and they chose the marginals part's share and "
+    "bins and bounded the evaluation round; in a deployment they are figures the consortium declares (or 0: "
+    "the parties' DP counts decide)"
+)
+
+
 def simulation_caveats(settings: SimulationSettings) -> list[str]:
     """What a simulation with these settings treats as public or fixed that a deployment must not."""
-    if not settings.seeded_noise:
-        return []
-    return [
-        (
-            f"NOT differentially private as run: parties drew their noise from research seeds derived "
-            f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
-        )
-    ]
+    seeded = (
+        f"NOT differentially private as run: parties drew their noise from research seeds derived "
+        f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
+    )
+    return [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
 
 
 def run_simulation(

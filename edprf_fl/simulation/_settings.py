@@ -30,6 +30,11 @@ __all__ = [
 ]
 
 
+#: Largest ``seed``: the seeds derived from it (``seed + 1``, ``seed + 1000 + party``) stay below 2**32, the limit
+#: of the split's ``random_state``.
+MAX_SEED = 2**31 - 1
+
+
 class SettingsError(EDPRFError, ValueError):
     """A simulation setting out of its range.
 
@@ -110,7 +115,7 @@ class SimulationSettings(SettingFields):
         Research: these parties get shuffled labels (low-quality parties).
     engine : {"in-process", "ray"}
     seed : int
-        Seed of the train/test split, the partition and the baselines.
+        Seed of the train/test split, the partition and the baselines, in ``[0, MAX_SEED]``.
     seeded_noise : bool
         Research: parties draw their DP noise from seeds derived from ``seed`` (reproducible, NOT private
         against anyone who knows the seed); False: production randomness, exact samplers.
@@ -155,13 +160,13 @@ class SimulationSettings(SettingFields):
         for name, low in (("parties", 1), ("n_trees", 1), ("n_bins", 2)):
             if not (_is_integer(getattr(self, name)) and getattr(self, name) >= low):
                 fail(name, f"an integer >= {low}")
-        for name in ("test_size", "party_holdout", "validation_size"):
+        if not (_is_number(self.test_size) and 0 < self.test_size < 1):
+            fail("test_size", "a share in (0, 1)")
+        for name in ("party_holdout", "validation_size"):
             if not (_is_number(getattr(self, name)) and 0 <= getattr(self, name) < 1):
                 fail(name, "a share in [0, 1)")
-        if not self.test_size > 0:
-            fail("test_size", "a share in (0, 1)")
-        if not _is_integer(self.seed):
-            fail("seed", "an integer")
+        if not (_is_integer(self.seed) and 0 <= self.seed <= MAX_SEED):
+            fail("seed", f"an integer in [0, {MAX_SEED}]")
         for p in self.shuffled_label_parties:
             if not (_is_integer(p) and 0 <= p < self.parties):
                 raise SettingsError(f"{{shuffled_label_parties}} {p}: expected 0..{self.parties - 1}")

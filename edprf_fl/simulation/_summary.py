@@ -86,7 +86,7 @@ def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[
     n = rows[0][1].get("n")
     lines.append(
         f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
-        "accuracy, Agresti-Coull for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
+        "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
     if any("marginals" in trees for _, _, trees in rows):

@@ -45,13 +45,15 @@ HOSTILE = {
 }
 
 
-def _lines(n: int = 6000, seed: int = 1) -> list[bytes]:
+def _lines(n: int = 6000, seed: int = 1, carriage_returns: float = 0.1) -> list[bytes]:
+    """``n`` lines, a share ``carriage_returns`` of them ending in ``\\r\\n`` (with none, every block of lines
+    without the hostile one is read whole, see ``_Lines.whole_block``)."""
     rng = np.random.default_rng(seed)
     age = rng.uniform(0, 100, n).round(2)
     code = rng.choice(["007", "12", "other", " 12 ", "x"], n)
     grade = rng.choice(["1", "2", "3", "2.0", "?"], n)
     label = rng.choice(["0", "1", "1 "], n)
-    ends = rng.choice(["", "\r"], n, p=[0.9, 0.1])
+    ends = rng.choice(["", "\r"], n, p=[1 - carriage_returns, carriage_returns])
     return [f"{a},{c},{g},{o}{e}".encode() for a, c, g, o, e in zip(age, code, grade, label, ends)]
 
 
@@ -88,10 +90,11 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(text_table, "_BLOCK_BYTES", 4096)
 
 
+@pytest.mark.parametrize("carriage_returns", [0.1, 0.0], ids=["some_crlf", "lf_only"])
 @pytest.mark.parametrize("where", ["start", "middle", "end"])
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_one_hostile_line_leaves_every_other_row_as_it_was(tmp_path, small_blocks, name, where):
-    lines = _lines()
+def test_one_hostile_line_leaves_every_other_row_as_it_was(tmp_path, small_blocks, name, where, carriage_returns):
+    lines = _lines(carriage_returns=carriage_returns)
     at = {"start": 0, "middle": len(lines) // 2 + 7, "end": len(lines)}[where]
     hostile = HOSTILE[name]
     d = b"\n".join([HEADER, *lines]) + b"\n"
@@ -147,3 +150,48 @@ def test_lines_arrow_cannot_parse_are_read_by_the_python_rules(tmp_path, small_b
 
     monkeypatch.setattr(text_table.pcsv, "read_csv", refuse)
     assert _rows(tmp_path / "d.csv") == expected
+
+
+def _whole_blocks(monkeypatch) -> list[bool]:
+    """Per block read from now on, whether it was read whole (``_Lines.whole_block`` gave its rows)."""
+    taken: list[bool] = []
+    whole_block = text_table._Lines.whole_block
+
+    def spy(self, *args):
+        rows = whole_block(self, *args)
+        taken.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(text_table._Lines, "whole_block", spy)
+    return taken
+
+
+def test_a_block_of_plain_lines_is_read_whole_and_one_hostile_line_sends_its_block_line_by_line(
+    tmp_path, small_blocks, monkeypatch
+):
+    taken = _whole_blocks(monkeypatch)
+    lines = _lines(carriage_returns=0.0)
+    (tmp_path / "d.csv").write_bytes(b"\n".join([HEADER, *lines]) + b"\n")
+    assert _rows(tmp_path / "d.csv") and len(taken) > 3 and all(taken)
+    for name in ("extra_field", "too_long", "stray_quote", "empty", "bom", "carriage_return_inside"):
+        taken.clear()
+        at = len(lines) // 2
+        data = b"\n".join([HEADER, *lines[:at], HOSTILE[name], *lines[at:]]) + b"\n"
+        (tmp_path / "d_prime.csv").write_bytes(data)
+        rows = _rows(tmp_path / "d_prime.csv")
+        assert taken.count(False) == 1, f"{name}: {taken}"
+        assert {n: row[0] for n, row in rows.items()} == _reference(data)
+
+
+def test_a_line_longer_than_the_limit_is_found_in_a_block_read_whole(tmp_path, monkeypatch):
+    """Default block size: the block is far longer than the limit, and the parser would accept the long line."""
+    taken = _whole_blocks(monkeypatch)
+    lines = _lines(n=200, carriage_returns=0.0)
+    long_line = b"30," + b"x" * (MAX_CHARS - 6) + b",1,0"  # one byte over MAX_CHARS
+    for line, kept in ((long_line, False), (long_line[1:], True)):
+        data = b"\n".join([HEADER, *lines[:100], line, *lines[100:]]) + b"\n"
+        (tmp_path / "d.csv").write_bytes(data)
+        rows = _rows(tmp_path / "d.csv")
+        assert (102 in rows) is kept and len(rows) == 200 + kept
+        assert taken[-1] is kept  # read whole only when every line is within the limit
+        assert {n: row[0] for n, row in rows.items()} == _reference(data)

@@ -18,7 +18,7 @@ import edprf_core._table_stream as table_stream
 from edprf_core import Schema
 from edprf_core._text_table import _decoded
 from edprf_core.tables import stream_rows
-from tests.core.test_reader_per_record import HOSTILE, MAX_CHARS, _lines
+from tests.core.test_reader_per_record import HOSTILE, MAX_CHARS, _lines, _whole_blocks
 from tests.federation._neighbours import SCHEMA_TOML
 
 SCHEMA = Schema.from_toml(SCHEMA_TOML)  # age, code, grade (features), outcome (label)
@@ -66,14 +66,18 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(table_stream, "_BLOCK_BYTES", 4096)
 
 
-def _body(seed: int = 1) -> list[bytes]:
+def _body(seed: int = 1, carriage_returns: float = 0.1) -> list[bytes]:
+    """Plain lines around two runs of hostile ones; with no carriage return, the blocks of plain lines alone are
+    read whole (``_Lines.whole_block``) when one number of fields is allowed."""
     hostile = [*HOSTILE.values(), *MORE.values()]
-    return [*_lines(1500, seed), *hostile, *_lines(1500, seed + 1), *hostile, *_lines(300, seed + 2)]
+    lines = [_lines(n, seed + k, carriage_returns) for k, n in enumerate((1500, 1500, 300))]
+    return [*lines[0], *hostile, *lines[1], *hostile, *lines[2]]
 
 
+@pytest.mark.parametrize("carriage_returns", [0.1, 0.0], ids=["some_crlf", "lf_only"])
 @pytest.mark.parametrize("chunk_rows", [1, 7, 20_000])
-def test_every_line_is_read_as_the_rules_read_it_alone(tmp_path, small_blocks, chunk_rows):
-    body = b"\n".join(_body()) + b"\n"
+def test_every_line_is_read_as_the_rules_read_it_alone(tmp_path, small_blocks, chunk_rows, carriage_returns):
+    body = b"\n".join(_body(carriage_returns=carriage_returns)) + b"\n"
     path = tmp_path / "d.csv"
     path.write_bytes(HEADER + b"\n" + body)
     got = _records(path, chunk_rows=chunk_rows)
@@ -83,8 +87,9 @@ def test_every_line_is_read_as_the_rules_read_it_alone(tmp_path, small_blocks, c
     assert {"unbalanced quotes", f"line longer than {MAX_CHARS} characters"} <= {r[2] for r in malformed}
 
 
-def test_without_a_header_a_line_may_hold_the_label_or_not(tmp_path, small_blocks):
-    body = b"\xef\xbb\xbf" + b"\n".join(_body(seed=5)) + b"\n"  # a byte-order mark opens the file
+@pytest.mark.parametrize("carriage_returns", [0.1, 0.0], ids=["some_crlf", "lf_only"])
+def test_without_a_header_a_line_may_hold_the_label_or_not(tmp_path, small_blocks, carriage_returns):
+    body = b"\xef\xbb\xbf" + b"\n".join(_body(5, carriage_returns)) + b"\n"  # a byte-order mark opens the file
     path = tmp_path / "d.csv"
     path.write_bytes(body)
     widths = {4: [0, 1, 2, 3], 3: [0, 1, 2, None]}
@@ -183,3 +188,15 @@ def test_lines_arrow_cannot_parse_are_read_by_the_python_rules(tmp_path, small_b
 
     monkeypatch.setattr(text_table.pcsv, "read_csv", refuse)
     assert _records(path) == expected == _reference(body, {4: [0, 1, 2, 3]}, 4, first=2)
+
+
+def test_blocks_of_plain_lines_are_read_whole_when_one_width_is_allowed(tmp_path, small_blocks, monkeypatch):
+    taken = _whole_blocks(monkeypatch)
+    body = b"\n".join(_body(seed=11, carriage_returns=0.0)) + b"\n"
+    path = tmp_path / "d.csv"
+    path.write_bytes(HEADER + b"\n" + body)
+    assert _records(path, chunk_rows=500) == _reference(body, {4: [0, 1, 2, 3]}, 4, first=2)
+    assert taken.count(True) > 5 and 2 <= taken.count(False) <= 4  # the blocks holding the hostile lines
+    taken.clear()
+    list(stream_rows(path, SCHEMA, header=False, max_line_chars=MAX_CHARS))  # two widths: never read whole
+    assert not taken

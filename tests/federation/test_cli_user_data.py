@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
 
 from edprf_core import example_schema, load_schema
 from edprf_fl import simulation
 from edprf_fl.cli._main import build_parser, main
+from server import CoordinatorConfig
 from tests.conftest import SHARED_DATA
 
 HEART = SHARED_DATA / "heart_disease_cleveland" / "processed.cleveland.data"
@@ -65,6 +67,13 @@ def test_a_failed_run_keeps_an_output_directory_it_did_not_create(tmp_path, caps
     assert kept.is_dir() and not any(kept.iterdir())
 
 
+def test_an_unwritable_json_path_is_refused_before_the_federation_runs(tmp_path, capsys):
+    out = tmp_path / "out"
+    for json_path, said in ((tmp_path / "no" / "r.json", "does not exist"), (tmp_path, "is a directory")):
+        assert main(["simulate", "--json", str(json_path), "--output", str(out)]) != 0
+        assert f"--json {json_path}: " in capsys.readouterr().err and not out.exists()  # no ledger was charged
+
+
 def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(out)]) == 0
@@ -78,6 +87,20 @@ def test_a_rerun_into_the_same_output_is_refused_unless_overwrite(tmp_path, caps
         == 0
     )
     assert not marker.exists()  # nothing of the old run is mixed into the new one
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_prepare_only_writes_the_run_config_its_command_names(tmp_path, capsys, seeded):
+    """The printed ``flwr run`` command lacked ``require-exact-sampling=false`` for seeded runs (the coordinator
+    would have rejected every release): it now names a run config holding every setting off the defaults."""
+    argv = ["simulate", "--prepare-only", "--parties", "2", "--max-depth", "3", "--output", str(tmp_path / "o")]
+    assert main(argv + (["--seeded-noise", "--seed", "5"] if seeded else [])) == 0
+    run_config = tmp_path / "o" / "run-config.toml"
+    assert f"--run-config {run_config}" in capsys.readouterr().out
+    got = tomllib.loads(run_config.read_text())
+    expected = CoordinatorConfig.from_run_config(got)  # the keys are the coordinator's own
+    assert got == expected.run_config_changes() and got["sim-dir"] == str(tmp_path / "o" / "workspace")
+    assert got.get("require-exact-sampling", True) is not seeded and got.get("seed", -1) == (5 if seeded else -1)
 
 
 @pytest.mark.slow

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -32,45 +34,37 @@ def _superlinks_started_under(flwr_home: Path) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path):
+def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypatch):
+    """The command ``--prepare-only`` prints, run as printed (from another directory: its paths are absolute)."""
     if shutil.which("flwr", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the flwr command is not installed next to this Python")
+    monkeypatch.chdir(tmp_path)
+    argv = ["simulate", "--prepare-only", "--seeded-noise", "--seed", "3", "--parties", "2", "--max-depth", "3"]
+    assert main([*argv, "--output", "out"]) == 0
     out = tmp_path / "out"
-    assert (
-        main(
-            ["simulate", "--prepare-only", "--seeded-noise", "--parties", "2", "--output", str(out), "--max-depth", "3"]
-        )
-        == 0
-    )
+    printed = capsys.readouterr().out
+    command = shlex.split(next(line for line in printed.splitlines() if "flwr run ." in line))
+    variable, flwr, *args = command
+    assert variable == "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1" and flwr == "flwr" and args[:2] == ["run", "."]
+    run_config = tomllib.loads((out / "run-config.toml").read_text())
+    assert run_config["seed"] == 3 and run_config["require-exact-sampling"] is False  # seeded noise is not exact
+    assert run_config["sim-dir"] == str(out / "workspace") and run_config["max-depth"] == 3
     flwr_home = tmp_path / "flwr-home"
     env = {
         **os.environ,
         "FLWR_HOME": str(flwr_home),
-        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        variable.split("=")[0]: variable.split("=")[1],
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     pyproject = (REPO / "pyproject.toml").read_bytes()
-    run_config = (
-        f"sim-dir='{out / 'workspace'}' output-dir='{out}' epsilon=1.0 max-depth=3 n-trees=1 "
-        f"seed=0 evaluation-epsilon=0.0 require-exact-sampling=false"
-    )  # seeded noise is not exact
     try:
         proc = subprocess.run(  # noqa: PLW1510 (the return code is asserted below)
-            [
-                str(Path(sys.executable).parent / "flwr"),
-                "run",
-                str(REPO),
-                "--stream",
-                "--federation-config",
-                "num-supernodes=2",
-                "--run-config",
-                run_config,
-            ],
+            [str(Path(sys.executable).parent / "flwr"), *args],
             env=env,
             capture_output=True,
             text=True,
             timeout=300,
-            cwd=tmp_path,
+            cwd=REPO,  # the project directory, as the printed hint says
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         view = load_global_model(out / "global-model.edprf")

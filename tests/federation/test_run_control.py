@@ -125,6 +125,9 @@ def test_the_summary_names_evaluation_refusals_and_a_rejected_release_s_charge()
     }
     lines = federated_evaluation_lines(some)
     assert "epsilon 0.1 each, 1 party)" in lines[0]
+    for shift, said in ((0.25, "by at most 0.250 "), (2.157, "move it anywhere in 0-1 (the bound, 2.16, exceeds")):
+        reach = federated_evaluation_lines(some | {"max_one_party_shift": shift, "max_party_rows": 40})[1]
+        assert said in reach and reach.endswith("(parties of at most 40 held-out rows)")  # not "at most 2.157"
     assert "  h-2: not in the estimate (budget_exhausted)" in lines
     assert "  no reply to the evaluation request: h-3" in lines
     report = RunReport(

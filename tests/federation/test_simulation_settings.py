@@ -16,6 +16,7 @@ from edprf_fl.simulation import (
     SimulationReport,
     SimulationSettings,
     SimulationTimings,
+    simulation_caveats,
     sweep_grid,
 )
 
@@ -79,6 +80,9 @@ def test_flags_reach_the_settings_by_their_names():
         ({"n_bins": 1}, "n_bins", "--n-bins"),
         ({"parties": True}, "parties", "--parties"),
         ({"test_size": 0.0}, "test_size", "--test-size"),
+        ({"test_size": 1.0}, "test_size", "--test-size"),
+        ({"seed": -1}, "seed", "--seed"),  # was scikit-learn's random_state message, after reading the data
+        ({"seed": 2**31}, "seed", "--seed"),
         ({"validation_size": 1.0}, "validation_size", "--validation-size"),
         ({"partition": "dirichlet", "alpha": 0.0}, "alpha", "--alpha"),
         ({"engine": "grpc"}, "engine", "--engine"),
@@ -163,6 +167,10 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
         "NOT differentially private as run" in got["simulation_caveats"][0]
         and "--seed 9" in got["simulation_caveats"][0]
     )
+    # the walkthrough: exact row counts chose the marginals plan and bounded the evaluation, unsaid
+    assert all("consortium-rows and max-party-rows" in c[-1] for c in (got["simulation_caveats"], report.caveats))
+    production = simulation_caveats(SimulationSettings(parties=2))
+    assert len(production) == 1 and "row counts were public here" in production[0]
     assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]

@@ -117,6 +117,19 @@ def test_balanced_accuracy_interval_covers_about_95_percent():
     assert 0.93 <= covered / 2000 <= 0.98
 
 
+def test_balanced_accuracy_interval_holds_the_mean_recall_of_a_constant_model():
+    """Five classes, four small, a model predicting the large one: recalls 1, 0, 0, 0, 0, balanced accuracy 0.2.
+    The normal interval around Agresti-Coull-adjusted recalls read [0.242, 0.443] (walkthrough, heart disease)."""
+    e = _balanced_accuracy(np.array([33, 0, 0, 0, 0]), np.array([33, 11, 7, 7, 3]))
+    assert e.value == pytest.approx(0.2) and e.low <= 0.2 <= e.high
+    assert e.high - e.value > e.value - e.low  # asymmetric: it cannot go far below 0.2
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        n = rng.integers(1, 30, rng.integers(2, 6))
+        e = _balanced_accuracy(rng.binomial(n, rng.uniform(0, 1, n.size)), n)
+        assert 0.0 <= e.low <= e.value <= e.high <= 1.0
+
+
 @pytest.mark.parametrize(
     ("classes", "shown"), [(np.array([0, 1]), "class 0 "), (np.array(["no", "yes"]), "class 'no' ")]
 )
