@@ -35,7 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     draft.add_argument("--label", required=True, help="the label column")
     draft.add_argument("--output", "-o", default=None, help="where to write the schema TOML (default: print it)")
     draft.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    _format_options(draft, header_option=False)  # a draft names its columns from the header line
+    draft.add_argument(
+        "--names",
+        default=None,
+        metavar="NAME,...",
+        help="the file has no header line: its columns' names, in order, comma-separated (the label among them)",
+    )
+    _format_options(draft, header_option=False)  # a draft names its columns from the header line or --names
     draft.set_defaults(handler=run_draft)
     check = inner.add_parser("check", help="report what a schema's rules do to a data file, before training")
     check.add_argument("schema", help="the schema TOML")
@@ -64,15 +70,26 @@ def run_draft(args: argparse.Namespace) -> int:
     path = Path(args.data)
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
-    frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True)
+    names = _names(args.names, path, args.sep)
+    columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
+    frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
     if args.label not in frame.columns:
-        hint = separator_hint(args.sep.join(map(str, frame.columns)), args.sep)
+        first = _first_line(path)
+        hint = separator_hint(first, args.sep) or (
+            _NO_HEADER_HINT if names is None and _numbers(first, args.sep) else ""
+        )
         raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}{hint}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)
         schema = draft_schema(frame, args.label, name=path.stem)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
+    if names and names[-1] != args.label:
+        print(
+            "warning: the label is not the last column: a file without a header is read as the schema's features "
+            "in order, then the label; add a header line to the file (or put the label last)",
+            file=sys.stderr,
+        )
     text = _DRAFT_HEADER + schema.to_toml()
     if args.output is None:
         sys.stdout.write(text)
@@ -83,6 +100,42 @@ def run_draft(args: argparse.Namespace) -> int:
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge", file=sys.stderr)
     return 0
+
+
+_NO_HEADER_HINT = (
+    " (the first line holds numbers, not names: if the file has no header line, name its columns with --names NAME,...)"
+)
+
+
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        return fh.readline().rstrip("\r\n")
+
+
+def _numbers(line: str, sep: str) -> bool:
+    """Whether every field of ``line`` is a number or a missing-value mark (a data line, not a header)."""
+
+    def number(cell: str) -> bool:
+        try:
+            float(cell)
+        except ValueError:
+            return cell.strip() in ("", "?")
+        return True
+
+    return all(number(cell) for cell in line.split(sep))
+
+
+def _names(given: str | None, path: Path, sep: str) -> list[str] | None:
+    """The columns ``--names`` gives, checked against the number of fields on the file's first line."""
+    if given is None:
+        return None
+    names = [n.strip() for n in given.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise ValueError(f"--names {given!r}: expected distinct, non-empty names separated by commas")
+    fields = len(_first_line(path).split(sep))
+    if fields != len(names):
+        raise ValueError(f"--names gives {len(names)} names; the first line of {path} holds {fields} fields")
+    return names
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -170,6 +170,30 @@ def test_a_file_without_header_is_named(tmp_path, capsys):
     assert "if the file has no header, pass --no-header" in capsys.readouterr().err
 
 
+def test_schema_draft_names_the_columns_of_a_file_without_header(tmp_path, capsys):
+    """Cleveland's file has no header: draft took its first record for the column names, and said nothing."""
+    data = tmp_path / "rows.csv"
+    data.write_text("63.0,1.0,?,0\n41.0,0.0,3.0,1\n57.0,1.0,2.0,0\n")
+    drafted = tmp_path / "s.toml"
+    assert main(["schema", "draft", str(data), "--label", "num", "-o", str(drafted)]) == 1
+    assert "the first line holds numbers, not names" in capsys.readouterr().err
+    assert main(["schema", "draft", str(data), "--label", "num", "--names", "age,sex", "-o", str(drafted)]) == 1
+    assert "--names gives 2 names; the first line of" in capsys.readouterr().err
+    assert main(["schema", "draft", str(data), "--label", "num", "--names", "age,sex,ca,num", "-o", str(drafted)]) == 0
+    assert "label is not the last column" not in capsys.readouterr().err
+    schema = load_schema(drafted)
+    assert schema.feature_names == ("age", "sex", "ca") and schema.label.column == "num"
+    assert main(["schema", "check", str(drafted), str(data), "--no-header"]) == 0
+    assert "rows read: 3" in capsys.readouterr().out
+    assert (
+        main(
+            ["schema", "draft", str(data), "--label", "sex", "--names", "age,sex,ca,num", "--force", "-o", str(drafted)]
+        )
+        == 0
+    )
+    assert "label is not the last column" in capsys.readouterr().err
+
+
 def test_a_mistyped_option_is_refused_by_its_subcommand_with_the_closest_option(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["schema", "draft", "x.csv", "--label", "y", "--outptu", "s.toml"])
