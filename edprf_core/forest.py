@@ -3,6 +3,7 @@
 from ._exact_selection import MAX_FIT_ROWS
 from ._forest import (
     DEPTH_RULES,
+    DRAFTED_REASON,
     FEDERATION_NOTE,
     LEAF_OUTPUTS,
     MAX_DEPTH_LIMIT,
@@ -16,6 +17,7 @@ from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
 
 __all__ = [
     "DEPTH_RULES",
+    "DRAFTED_REASON",
     "FEDERATION_NOTE",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",

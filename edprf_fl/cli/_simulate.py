@@ -57,19 +57,36 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def output_dir(output: str | None, overwrite: bool) -> Path:
-    """A directory for this run's files: never a mix of an old run's and this one's."""
+def output_dir(
+    output: str | None, overwrite: bool, run_files: tuple[str, ...] = _RUN_FILES, temp_prefix: str = "edprf-simulate-"
+) -> Path:
+    """A directory for this run's files: never a mix of an old run's and this one's.
+
+    Parameters
+    ----------
+    output : str or None
+        ``--output``; None: a new temporary directory named ``temp_prefix...``.
+    overwrite : bool
+        ``--overwrite``: remove an old run's files instead of refusing the directory.
+    run_files : tuple of str
+        What a run writes there, as glob patterns (``edprf sweep``: ``run-*``, ``sweep.csv``, ...).
+    temp_prefix : str
+
+    Raises
+    ------
+    ValueError
+        ``output`` holds one of ``run_files`` and ``overwrite`` is off.
+    """
     if not output:
-        return Path(tempfile.mkdtemp(prefix="edprf-simulate-"))
+        return Path(tempfile.mkdtemp(prefix=temp_prefix))
     out_dir = Path(output)
-    old = [name for name in _RUN_FILES if (out_dir / name).exists()]
+    old = [pattern for pattern in run_files if any(out_dir.glob(pattern))]
     if old and not overwrite:
         raise ValueError(
             f"--output {out_dir} already holds a run ({', '.join(old)}; its parties' ledgers have "
             "spent their budget): choose a new --output, or pass --overwrite to replace that run"
         )
-    for name in old:
-        target = out_dir / name
+    for target in [path for pattern in old for path in out_dir.glob(pattern)]:
         shutil.rmtree(target) if target.is_dir() else target.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir
@@ -79,8 +96,10 @@ def run(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import SettingsError
 
     from ._main import require_federation
+    from ._simulation_args import refuse_alpha_without_dirichlet
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read
+    refuse_alpha_without_dirichlet(args, [settings.partition])
     if args.json_path:
         _check_json_path(Path(args.json_path))
     require_federation()

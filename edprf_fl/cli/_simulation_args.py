@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,14 @@ from edprf_fl.simulation import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, S
 if TYPE_CHECKING:
     from edprf_fl.simulation import SimulationSettings
 
-__all__ = ["DEFAULTS", "add_federation_arguments", "flag_of", "settings_from_args"]
+__all__ = [
+    "DEFAULTS",
+    "add_federation_arguments",
+    "depth_or_auto",
+    "flag_of",
+    "refuse_alpha_without_dirichlet",
+    "settings_from_args",
+]
 
 DEFAULTS = argparse.Namespace(**SETTING_DEFAULTS)
 """Every option's default is the settings' default (read without importing the core: ``edprf --help`` stays fast)."""
@@ -48,7 +56,7 @@ def settings_from_args(args: argparse.Namespace, **changes: Any) -> SimulationSe
         raise ValueError(exc.describe(flag_of)) from None
 
 
-def _depth(text: str) -> int | str:
+def depth_or_auto(text: str) -> int | str:
     """``auto`` or an integer; anything else is left for the settings to refuse by name."""
     try:
         return int(text)
@@ -56,111 +64,182 @@ def _depth(text: str) -> int | str:
         return text
 
 
-def add_federation_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of a simulated federation (``edprf simulate`` and ``edprf sweep``), defaults from the settings."""
-    p.add_argument(
+def refuse_alpha_without_dirichlet(args: argparse.Namespace, partitions: Collection[str]) -> None:
+    """Refuse ``--alpha`` (absent from ``args`` unless given) when no run splits its rows by a Dirichlet draw.
+
+    Raises
+    ------
+    ValueError
+        ``--alpha`` given, and ``dirichlet`` not among ``partitions``.
+    """
+    if hasattr(args, "alpha") and "dirichlet" not in partitions:
+        raise ValueError(
+            f"--alpha {args.alpha:g} is the concentration of the dirichlet partition, and the partition here is "
+            f"{', '.join(partitions)}: drop --alpha, or ask for the dirichlet partition"
+        )
+
+
+_ADDED_DEFAULT = " (default: %(default)s)"
+"""How the help of an option with a default ends."""
+
+
+class _Refused(argparse.Action):
+    """An option the command does not take (hidden from its help): given, it is refused with the reason."""
+
+    def __init__(self, option_strings: list[str], dest: str, why: str = "", **options: Any) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **options)
+        self.why = why
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *_: Any) -> None:
+        raise argparse.ArgumentError(self, f"not an option of {parser.prog}: {self.why}")
+
+
+def _option_adder(
+    p: argparse.ArgumentParser, fixed: Mapping[str, str], one_value_of: Mapping[str, str]
+) -> Callable[..., None]:
+    """``p.add_argument``, refusing the options of ``fixed`` settings (hidden from the help) and turning the
+    option of each setting in ``one_value_of`` into one value of its list (absent from the namespace unless
+    given)."""
+
+    def add(flag: str, **options: Any) -> None:
+        setting = options.get("dest", flag.removeprefix("--").replace("-", "_"))
+        if setting in fixed:
+            nargs = 0 if options.get("action") == "store_true" else None
+            p.add_argument(flag, action=_Refused, nargs=nargs, why=fixed[setting])
+            return
+        if setting in one_value_of:
+            options["default"] = argparse.SUPPRESS
+            options["help"] = (
+                options["help"].removesuffix(_ADDED_DEFAULT)
+                + f"; one value for {one_value_of[setting]} (give one of the two)"
+            )
+        p.add_argument(flag, **options)
+
+    return add
+
+
+def add_federation_arguments(
+    p: argparse.ArgumentParser, *, fixed: Mapping[str, str] | None = None, one_value_of: Mapping[str, str] | None = None
+) -> None:
+    """The options of a simulated federation (``edprf simulate`` and ``edprf sweep``), defaults from the settings.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    fixed : mapping of str to str, optional
+        Setting -> why the command sets it itself: its option is not in the help, and refused with that reason.
+    one_value_of : mapping of str to str, optional
+        Setting -> the flag of the command's list of its values (``{"epsilon": "--epsilons"}``): the setting's
+        own option gives that list one value, and is left out of the namespace unless given.
+
+    ``--alpha`` is left out of the namespace unless given (:func:`refuse_alpha_without_dirichlet`).
+    """
+    add = _option_adder(p, fixed or {}, one_value_of or {})
+    add(
         "--data",
         type=Path,
         default=DEFAULTS.data,
         help="CSV (or Parquet) with the schema's columns and label (default: the embedded dataset)",
     )
-    p.add_argument(
-        "--sep", default=DEFAULTS.sep, help="field separator of --data, one character (default: %(default)r)"
-    )
-    p.add_argument(
+    add("--sep", default=DEFAULTS.sep, help="field separator of --data, one character (default: %(default)r)")
+    add(
         "--no-header",
         action="store_true",
         help="--data has no header line: its columns are the schema's features in order, then the label",
     )
-    p.add_argument(
-        "--schema", type=Path, default=DEFAULTS.schema, help="schema TOML of --data (default: the embedded dataset's)"
-    )
-    p.add_argument(
+    add("--schema", type=Path, default=DEFAULTS.schema, help="schema TOML of --data (default: the embedded dataset's)")
+    add(
         "--dataset",
         default=DEFAULTS.dataset,
         help="embedded dataset when --data is not given (default: %(default)s)",
     )
-    p.add_argument("--parties", type=int, default=DEFAULTS.parties, help="simulated parties (default: %(default)s)")
-    p.add_argument(
+    add("--parties", type=int, default=DEFAULTS.parties, help="simulated parties (default: %(default)s)")
+    add(
         "--partition",
         choices=PARTITIONS,
         default=DEFAULTS.partition,
         help="how rows are split among parties: at random, label-skewed (Dirichlet --alpha), or by the "
         "values of --column (default: %(default)s)",
     )
-    p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="Dirichlet concentration (default: %(default)s)")
-    p.add_argument("--column", default=DEFAULTS.column, help="column that assigns rows to parties (--partition column)")
-    p.add_argument(
+    add(
+        "--alpha",
+        type=float,
+        default=argparse.SUPPRESS,
+        help=f"Dirichlet concentration of the dirichlet partition (default: {DEFAULTS.alpha:g})",
+    )
+    add("--column", default=DEFAULTS.column, help="column that assigns rows to parties (--partition column)")
+    add(
         "--epsilon", type=float, default=DEFAULTS.epsilon, help="epsilon of each party's release (default: %(default)s)"
     )
-    p.add_argument(
+    add(
         "--max-depth",
-        type=_depth,
+        type=depth_or_auto,
         default=DEFAULTS.max_depth,
         help="split levels per tree, or 'auto': each party chooses its depth (at most 12) from a DP "
         "count of its rows, charged within its epsilon (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--leaf",
         choices=LEAVES,
         default=DEFAULTS.leaf,
         help="what leaves release: noisy class counts (probabilities) or the paper's label (votes) "
         "(default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--n-trees",
         type=int,
         default=DEFAULTS.n_trees,
         help="trees each party releases (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--n-bins",
         type=int,
         default=DEFAULTS.n_bins,
         help="bins of continuous features (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--split-mode",
         choices=SPLIT_MODES,
         default=DEFAULTS.split_mode,
         help="binary (feature, threshold) splits or the paper's multiway splits (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--evaluation-epsilon",
         type=float,
         default=DEFAULTS.evaluation_epsilon,
         help="epsilon of each party's noised held-out metrics; 0 skips that round (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--evaluation-max-interval-width",
         type=float,
         default=DEFAULTS.evaluation_max_interval_width,
         help="skip the parties' evaluation (spending nothing) when its 95%% interval would be wider "
         "than this; 1 evaluates whatever the width (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--party-holdout",
         type=float,
         default=DEFAULTS.party_holdout,
         help="share of each party's rows kept for its own evaluation (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--test-size", type=float, default=DEFAULTS.test_size, help="central held-out test share (default: %(default)s)"
     )
-    p.add_argument(
+    add(
         "--validation-size",
         type=float,
         default=DEFAULTS.validation_size,
         help="share of the training rows kept by the coordinator as its own validation data "
         "(contribution report, quality flags, selection); 0 disables (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--selective",
         action="store_true",
         help="selective aggregation: keep only parties whose trees raise validation accuracy",
     )
-    p.add_argument("--exclude-flagged", action="store_true", help="drop parties the quality test flags")
-    p.add_argument(
+    add("--exclude-flagged", action="store_true", help="drop parties the quality test flags")
+    add(
         "--shuffle-labels-party",
         dest="shuffled_label_parties",
         metavar="SHUFFLE_LABELS_PARTY",
@@ -169,7 +248,7 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
         default=list(DEFAULTS.shuffled_label_parties),
         help="research: give this party (0-based) shuffled labels, a low-quality party (repeatable)",
     )
-    p.add_argument(
+    add(
         "--engine",
         choices=ENGINES,
         default=DEFAULTS.engine,
@@ -177,13 +256,13 @@ def add_federation_arguments(p: argparse.ArgumentParser) -> None:
         "messages in Flower's wire form (fast, no Ray); 'ray' is Flower's simulation engine, what "
         "`flwr run` uses (about 10 s of start-up per run) (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--seed",
         type=int,
         default=DEFAULTS.seed,
         help="seed of the train/test split, the partition and the baselines (default: %(default)s)",
     )
-    p.add_argument(
+    add(
         "--seeded-noise",
         action="store_true",
         help="research: parties draw their DP noise from seeds derived from --seed (reproducible, fast, "

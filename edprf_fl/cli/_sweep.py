@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ._simulation_args import add_federation_arguments, flag_of
+from ._model_rules import _positive
+from ._simulation_args import DEFAULTS, add_federation_arguments, depth_or_auto, flag_of
 
 if TYPE_CHECKING:
     from edprf_fl.simulation import SimulationSettings
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _list_of(kind: type, what: str):
+def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list]:
     def parse(text: str) -> list:
         items = [v.strip() for v in text.split(",") if v.strip()]
         try:
@@ -28,7 +29,7 @@ def _list_of(kind: type, what: str):
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}") from None
         if not values:
             raise argparse.ArgumentTypeError(f"expected at least one value, got {text!r}")
-        if kind is not str and any(v <= 0 for v in values):
+        if any(not isinstance(v, str) and v <= 0 for v in values):
             raise argparse.ArgumentTypeError(f"expected positive values, got {text!r}")
         return values
 
@@ -39,39 +40,7 @@ def _list_of(kind: type, what: str):
 _floats = _list_of(float, "numbers")
 _ints = _list_of(int, "integers")
 _words = _list_of(str, "names")
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="simulated federations over a grid of epsilon, parties, skew, depth and trees")
-    add_federation_arguments(p)
-    p.add_argument(
-        "--epsilons",
-        type=_floats,
-        default=[0.25, 0.5, 1.0, 2.0],
-        help="comma-separated epsilons of the parties' releases (default: 0.25,0.5,1,2)",
-    )
-    p.add_argument(
-        "--parties-list", type=_ints, default=None, help="comma-separated list of party counts (default: --parties)"
-    )
-    p.add_argument("--partitions", type=_words, default=["iid"], help="comma-separated: iid,dirichlet")
-    p.add_argument("--max-depths", type=_ints, default=None, help="comma-separated (default: --max-depth)")
-    p.add_argument("--n-trees-list", type=_ints, default=None, help="trees per party, comma-separated")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default: %(default)s)")
-    p.add_argument("--output", default=None, help="directory for sweep.csv, sweep.md and plots")
-    p.set_defaults(handler=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    from edprf_fl.simulation import SettingsError
-
-    from ._simulation_args import settings_from_args
-
-    base = settings_from_args(args)
-    try:
-        return _sweep(base, args)
-    except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag
-        raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
-
+_depths = _list_of(depth_or_auto, "depths")
 
 _LIST_FLAGS = {
     "epsilon": "--epsilons",
@@ -80,33 +49,155 @@ _LIST_FLAGS = {
     "max_depth": "--max-depths",
     "n_trees": "--n-trees-list",
 }
-"""Settings the sweep takes as lists, and the flags of those lists."""
+"""Settings the sweep takes as lists, and the flags of those lists (the setting's own flag: a list of one)."""
+
+_NO_EVALUATION = "a sweep's runs have no evaluation round (and no party hold-out)"
+_SET_BY_EACH_RUN = {
+    "seed": "a sweep runs each configuration with the seeds 0 .. SEEDS-1 (--seeds)",
+    "seeded_noise": "every run of a sweep draws its noise from its seed (research runs, NOT differentially "
+    "private); for a differentially private run use edprf simulate",
+    "evaluation_epsilon": _NO_EVALUATION,
+    "evaluation_max_interval_width": _NO_EVALUATION,
+    "party_holdout": _NO_EVALUATION,
+}
+"""Settings every run of a sweep sets itself (its seed, seeded noise, no evaluation round, no party hold-out),
+and why: ``edprf sweep`` refuses their options."""
+
+DEFAULT_EPSILONS = (0.25, 0.5, 1.0, 2.0)
+"""The epsilons of a sweep given neither ``--epsilons`` nor ``--epsilon``."""
+
+_SWEEP_FILES = ("sweep.csv", "sweep.md", "accuracy_vs_*.png", "run-*")
+"""What a sweep writes in its ``--output`` (an old sweep's ``run-*`` hold spent ledgers)."""
+
+_DESCRIPTION = (
+    "Research runs, NOT differentially private: every run draws its parties' noise from the seeds 0 .. SEEDS-1 "
+    "(anyone who knows a seed can remove that noise), with no evaluation round and no party hold-out, so "
+    "epsilon is the budget each party was configured to spend and the results are an accuracy study. For a "
+    "differentially private run use `edprf simulate` (without --seeded-noise)."
+)
 
 
-def _sweep(base: SimulationSettings, args: argparse.Namespace) -> int:
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="simulated federations over a grid of epsilon, parties, skew, depth and trees (seeded research runs)",
+        description=_DESCRIPTION,
+    )
+    add_federation_arguments(p, fixed=_SET_BY_EACH_RUN, one_value_of=_LIST_FLAGS)
+    p.add_argument(
+        "--epsilons",
+        type=_floats,
+        default=None,
+        help="comma-separated epsilons of the parties' releases (default: --epsilon, else "
+        f"{','.join(f'{e:g}' for e in DEFAULT_EPSILONS)})",
+    )
+    p.add_argument(
+        "--parties-list", type=_ints, default=None, help=f"comma-separated party counts {_default_text('parties')}"
+    )
+    p.add_argument(
+        "--partitions",
+        type=_words,
+        default=None,
+        help=f"comma-separated: iid,dirichlet,column {_default_text('partition')}",
+    )
+    p.add_argument(
+        "--max-depths",
+        type=_depths,
+        default=None,
+        help=f"comma-separated split levels per tree, or 'auto' {_default_text('max_depth')}",
+    )
+    p.add_argument(
+        "--n-trees-list", type=_ints, default=None, help=f"trees per party, comma-separated {_default_text('n_trees')}"
+    )
+    p.add_argument("--seeds", type=_positive, default=3, help="seeds per configuration (default: %(default)s)")
+    p.add_argument(
+        "--output", default=None, help="directory for sweep.csv, sweep.md and plots (default: a new temporary one)"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a previous sweep in --output (its runs, their spent ledgers, its table and plots)",
+    )
+    p.set_defaults(handler=run)
+
+
+def _default_text(setting: str) -> str:
+    """``(default: --parties, else 5)``: the default of a list of the setting's values."""
+    return f"(default: {flag_of(setting)}, else {getattr(DEFAULTS, setting)})"
+
+
+def run(args: argparse.Namespace) -> int:
+    from edprf_fl.simulation import SettingsError
+
+    from ._simulation_args import refuse_alpha_without_dirichlet, settings_from_args
+
+    base = settings_from_args(args)
+    values = _axis_values(args)
+    refuse_alpha_without_dirichlet(args, values["partition"] or [base.partition])
+    try:
+        return _sweep(base, values, args)
+    except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag
+        raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+
+
+def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
+    """Each swept setting's values (None: the value of the setting's own flag, or its default).
+
+    Raises
+    ------
+    ValueError
+        A setting's flag and its list's flag both given (the own flag is absent from ``args`` unless given).
+    """
+    values = {}
+    for setting, list_flag in _LIST_FLAGS.items():
+        listed = getattr(args, list_flag.removeprefix("--").replace("-", "_"))
+        if listed is not None and hasattr(args, setting):
+            raise ValueError(f"{flag_of(setting)} and {list_flag}: give one")
+        values[setting] = listed
+    if values["epsilon"] is None and not hasattr(args, "epsilon"):
+        values["epsilon"] = list(DEFAULT_EPSILONS)
+    return values
+
+
+def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
     from edprf_fl.simulation import plot_sweep, run_sweep, sweep_grid, sweep_table
 
     from ._child_process import run_in_child
-    from ._simulate import say
+    from ._simulate import output_dir, say
 
-    values = {
-        "epsilon": args.epsilons,
-        "parties": args.parties_list,
-        "partition": args.partitions,
-        "max_depth": args.max_depths,
-        "n_trees": args.n_trees_list,
-    }
     configs = sweep_grid(base, values)  # every configuration checked before the first run
-    out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="edprf-sweep-"))
-    out.mkdir(parents=True, exist_ok=True)
-    rows = run_sweep(base, configs, args.seeds, out, progress=say, isolate_ray=run_in_child)
-    with (out / "sweep.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
+    csv_path = out / "sweep.csv"
+    finished: list[Mapping[str, Any]] = []
+
+    def record(row: Mapping[str, Any]) -> None:
+        _append_row(csv_path, row, header=not finished)
+        finished.append(row)
+
+    try:
+        rows = run_sweep(base, configs, args.seeds, out, progress=say, record=record, isolate_ray=run_in_child)
+    except KeyboardInterrupt:
+        say(_interrupted_text(len(finished), csv_path))
+        raise
     table = sweep_table(rows, configs)
     (out / "sweep.md").write_text(table + "\n")
     print(table)
     plot_sweep(rows, configs, out)
-    print(f"\nresults: {out / 'sweep.csv'}, {out / 'sweep.md'}, plots in {out}")
+    print(f"\nresults: {csv_path}, {out / 'sweep.md'}, plots in {out}")
     return 0
+
+
+def _interrupted_text(finished: int, csv_path: Path) -> str:
+    """Where an interrupted sweep's finished runs are."""
+    if not finished:
+        return "sweep interrupted before its first run finished"
+    return f"sweep interrupted: the {finished} run(s) that finished are in {csv_path}"
+
+
+def _append_row(path: Path, row: Mapping[str, Any], *, header: bool) -> None:
+    """Add one run's row to ``sweep.csv`` (with the header line first when ``header``), at once on disk."""
+    with path.open("w" if header else "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        if header:
+            writer.writeheader()
+        writer.writerow(row)

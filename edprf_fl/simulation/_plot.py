@@ -62,7 +62,10 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
 
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
-    """``accuracy_vs_<axis>.png`` for each axis with two values or more; the files written (none without matplotlib)."""
+    """``accuracy_vs_<axis>.png`` for each axis with two values or more; the files written (none without matplotlib).
+
+    Each title says what the runs are: seeded research runs, not differentially private (and a drafted schema).
+    """
     plt = _pyplot()
     if plt is None:
         return []
@@ -71,15 +74,17 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
     from ._sweep import SWEEP_AXES
 
     written = []
-
+    n_seeds = len({r["seed"] for r in rows})
+    what = _sweep_runs_text(rows, n_seeds)
     for axis in ("epsilon", "parties", "max_depth", "n_trees"):
-        xs = sorted({c[axis] for c in configs})
+        xs = sorted({c[axis] for c in configs}, key=_axis_order)
         if len(xs) < 2:
             continue
+        positions = list(range(len(xs))) if any(isinstance(x, str) for x in xs) else xs  # 'auto' among depths
         fig, ax = plt.subplots(figsize=(6.5, 4.0))
         others = [k for k in SWEEP_AXES if k != axis]
-        n_seeds = len({r["seed"] for r in rows})
-        for i, key in enumerate(sorted({tuple(c[k] for k in others) for c in configs})):
+        keys = sorted({tuple(c[k] for k in others) for c in configs}, key=lambda key: tuple(map(_axis_order, key)))
+        for i, key in enumerate(keys):
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
             color = f"C{i % 10}"
             for column, style, name in (
@@ -88,11 +93,11 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
             ):
                 sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
                 means = [np.nanmean(v) if v else np.nan for v in sel]
-                stds = [np.nanstd(v) if v else np.nan for v in sel]
+                spreads = [np.nanstd(v, ddof=1) if len(v) > 1 else np.nan for v in sel]
                 ax.errorbar(
-                    xs,
+                    positions,
                     means,
-                    yerr=stds,
+                    yerr=spreads if n_seeds > 1 else None,
                     fmt=style,
                     color=color,
                     capsize=3,
@@ -103,16 +108,28 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
         if axis in ("parties", "max_depth", "n_trees"):
-            ax.set_xticks(xs, [str(x) for x in xs])  # counts: integer ticks only
+            ax.set_xticks(positions, [str(x) for x in xs])  # counts: integer ticks only
         ax.set_xlabel(axis.replace("_", " "))
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')} (mean ± std over {n_seeds} seeds)", fontsize=9)
+        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')}: {what}", fontsize=8)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)
         plt.close(fig)
         written.append(out / f"accuracy_vs_{axis}.png")
     return written
+
+
+def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
+    """What a sweep plot shows, for its title."""
+    drafted = ", drafted schema" if any(r.get("schema_drafted") for r in rows) else ""
+    spread = "one seed" if n_seeds == 1 else f"mean ± sample sd over {n_seeds} seeds"
+    return f"seeded research runs, NOT differentially private{drafted}\n({spread}; 'central DP': the same, centrally)"
+
+
+def _axis_order(value: object) -> tuple[bool, Any]:
+    """Sort key of an axis' values: numbers in order, then words (``auto`` after the depths)."""
+    return isinstance(value, str), value
 
 
 def _pyplot():

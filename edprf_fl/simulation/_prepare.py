@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._settings import SettingsError, SimulationSettings
 
@@ -19,7 +19,15 @@ if TYPE_CHECKING:
 
     from ._partition import Partitioning
 
-__all__ = ["PreparedWorkspace", "held_out_rows_bound", "load_simulation_data", "prepare_workspace"]
+__all__ = [
+    "PreparedWorkspace",
+    "RowSplit",
+    "held_out_rows_bound",
+    "load_simulation_data",
+    "partition_training_rows",
+    "prepare_workspace",
+    "split_rows",
+]
 
 Progress = Callable[[str], object]
 """Receives one line of progress text at a time (the command prints it; the default drops it)."""
@@ -105,19 +113,10 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     X, y, schema, name = load_simulation_data(settings, progress)  # first: a wrong file fails before the rest
 
     import numpy as np
-    from sklearn.model_selection import train_test_split
 
-    from ._partition import Partitioning, partition_rows
-
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=settings.test_size, random_state=settings.seed, stratify=y
-    )
-    if settings.validation_size > 0:
-        X_train, X_val, y_train, y_val = train_test_split(
-            X_train, y_train, test_size=settings.validation_size, random_state=settings.seed + 1, stratify=y_train
-        )
-    how = Partitioning(settings.partition, settings.alpha, settings.column)
-    parts = partition_rows(X_train, y_train, settings.parties, how, np.random.default_rng(settings.seed))
+    split = split_rows(settings, X, y)
+    X_train, y_train, X_test, y_test = split.X_train, split.y_train, split.X_test, split.y_test
+    how, parts = partition_training_rows(settings, X_train, y_train)
     y_train = y_train.copy()
     for p in settings.shuffled_label_parties:
         rows = parts[p]
@@ -130,10 +129,56 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
         progress(f"      each party chooses its depth (at most {settings.depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
     _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
-    if settings.validation_size > 0:
-        X_val.assign(**{schema.label.column: y_val.to_numpy()}).to_csv(sim_dir / "validation.csv", index=False)
+    if split.X_validation is not None:
+        validation = split.X_validation.assign(**{schema.label.column: split.y_validation.to_numpy()})
+        validation.to_csv(sim_dir / "validation.csv", index=False)
     config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
+
+
+class RowSplit(NamedTuple):
+    """The simulation's rows split as a run splits them: training rows (all parties'), the central test rows,
+    and the coordinator's validation rows (None with ``validation_size`` 0)."""
+
+    X_train: pd.DataFrame
+    y_train: pd.Series
+    X_test: pd.DataFrame
+    y_test: pd.Series
+    X_validation: pd.DataFrame | None
+    y_validation: pd.Series | None
+
+
+def split_rows(settings: SimulationSettings, X: pd.DataFrame, y: pd.Series) -> RowSplit:
+    """Split the rows into training, central test and validation rows (stratified, seeded by ``settings.seed``)."""
+    from sklearn.model_selection import train_test_split
+
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=settings.test_size, random_state=settings.seed, stratify=y
+    )
+    if settings.validation_size <= 0:
+        return RowSplit(X_train, y_train, X_test, y_test, None, None)
+    X_train, X_val, y_train, y_val = train_test_split(
+        X_train, y_train, test_size=settings.validation_size, random_state=settings.seed + 1, stratify=y_train
+    )
+    return RowSplit(X_train, y_train, X_test, y_test, X_val, y_val)
+
+
+def partition_training_rows(
+    settings: SimulationSettings, X_train: pd.DataFrame, y_train: pd.Series
+) -> tuple[Partitioning, list[np.ndarray]]:
+    """How the training rows go to the parties, and each party's row positions.
+
+    Raises
+    ------
+    ValueError
+        The rows cannot be split so (fewer rows than parties, a ``column`` with fewer values than parties...).
+    """
+    import numpy as np
+
+    from ._partition import Partitioning, partition_rows
+
+    how = Partitioning(settings.partition, settings.alpha, settings.column)
+    return how, partition_rows(X_train, y_train, settings.parties, how, np.random.default_rng(settings.seed))
 
 
 def _write_parties(

@@ -1,4 +1,9 @@
-"""Simulated federations over a grid of settings, several seeds each: one row of metrics per run."""
+"""Simulated federations over a grid of settings, several seeds each: one row of metrics per run.
+
+Every run of a sweep is a research run: parties draw their noise from seeds (NOT differentially private
+against anyone who knows them), there is no evaluation round and no party hold-out.  The table and the
+plots say so.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,9 @@ __all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_table"]
 SWEEP_AXES = ("epsilon", "parties", "partition", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns."""
 
+_RESEARCH_RUN: Mapping[str, Any] = {"seeded_noise": True, "evaluation_epsilon": 0.0, "party_holdout": 0.0}
+"""What every run of a sweep sets, whatever the base settings (and its ``seed``: ``0 .. seeds - 1``)."""
+
 _TABLE_COLUMNS = (
     ("federated_accuracy", "federated"),
     ("federated_roc_auc", "federated AUC"),
@@ -28,23 +36,64 @@ _TABLE_COLUMNS = (
     ("majority_accuracy", "majority"),
 )
 
+_RESEARCH_TEXT = (
+    "Seeded research runs, NOT differentially private releases: each party drew its noise from a research "
+    "seed, which removes the noise for anyone who knows it. An accuracy study only: epsilon is the budget each "
+    "party was configured to spend. No evaluation round, no party hold-out. 'central DP' is the same seeded "
+    "algorithm trained centrally on the pooled training rows."
+)
+"""What every sweep's table opens with."""
+
+
+def _research_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """:data:`_RESEARCH_TEXT`, and the reason the runs' guarantee gives when their schema was drafted from data."""
+    from edprf_core.forest import DRAFTED_REASON
+
+    if any(r.get("schema_drafted") for r in rows):
+        return f"{_RESEARCH_TEXT} Also NOT differentially private because {DRAFTED_REASON}."
+    return _RESEARCH_TEXT
+
 
 def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Every combination of the axes' values (an axis not in ``values``: ``base``'s value), in order.
 
-    Each combination is checked against the settings' rules here, before anything runs.
+    Each combination is checked here, before anything runs: against the settings' rules, then against the
+    data (read once): that its training rows can be split among its parties as its partition asks.
+
+    Raises
+    ------
+    SettingsError
+        A value out of its range (named by its setting).
+    ValueError
+        A configuration whose training rows cannot be split among its parties (the configuration named).
     """
     axes = {axis: values.get(axis) or [getattr(base, axis)] for axis in SWEEP_AXES}
     configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
     for config in configs:
         _settings_of(base, config, seed=0)
+    _check_partitions(base, configs)
     return configs
 
 
+def _check_partitions(base: SimulationSettings, configs: Sequence[Mapping[str, Any]]) -> None:
+    """Split the data as the first run of each configuration does (row counts do not depend on the seed)."""
+    from ._prepare import load_simulation_data, partition_training_rows, split_rows
+
+    X, y, _, _ = load_simulation_data(base)
+    split = split_rows(_settings_of(base, configs[0], seed=0), X, y)  # the axes do not change the split
+    for parties, partition in dict.fromkeys((c["parties"], c["partition"]) for c in configs):
+        settings = replace(base, parties=parties, partition=partition, seed=0)
+        try:
+            partition_training_rows(settings, split.X_train, split.y_train)
+        except ValueError as exc:
+            raise ValueError(
+                f"parties {parties}, partition {partition}: {exc} (checked before the first run)"
+            ) from None
+
+
 def _settings_of(base: SimulationSettings, config: Mapping[str, Any], seed: int) -> SimulationSettings:
-    """One run of a sweep: research seeds (reproducible noise, numpy backend), no evaluation round."""
-    changes = dict(config)
-    return replace(base, **changes, seed=seed, seeded_noise=True, evaluation_epsilon=0.0, party_holdout=0.0)
+    """One run of a sweep: ``config`` on ``base``, seeded noise, no evaluation round (:data:`_RESEARCH_RUN`)."""
+    return replace(base, **config, **_RESEARCH_RUN, seed=seed)
 
 
 def run_sweep(
@@ -54,33 +103,62 @@ def run_sweep(
     out_dir: Path,
     *,
     progress: Progress = _quiet,
+    record: Callable[[dict[str, Any]], object] | None = None,
     isolate_ray: Callable[..., object] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every configuration with seeds ``0 .. seeds - 1`` under ``out_dir/run-NNNN``; one row per run.
 
     Research runs: parties draw their noise from seeds (NOT differentially private against anyone who
     knows them); each simulated party spends ``epsilon`` of its own, fresh ledger per run.
+
+    Parameters
+    ----------
+    progress : callable
+        Receives what the runs are (:data:`_RESEARCH_TEXT`), a line per run, and a warning for a run in which
+        a party's release was not accepted.
+    record : callable, optional
+        Called with each run's row as soon as the run ends (``edprf sweep`` appends it to ``sweep.csv``, so
+        that an interrupted sweep keeps its finished runs).
     """
     import time
 
+    progress(_RESEARCH_TEXT)
     rows: list[dict[str, Any]] = []
     total, started = len(configs) * seeds, time.perf_counter()
     for config in configs:
         for seed in range(seeds):
             raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
-            report = run_simulation(
-                _settings_of(base, config, seed), Path(out_dir) / f"run-{len(rows):04d}", isolate_ray=isolate_ray
-            )
-            rows.append({**config, "seed": seed, **_metrics(report)})
+            run_dir = Path(out_dir) / f"run-{len(rows):04d}"
+            report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
+            rows.append({**config, "alpha": _alpha_of(base, config), "seed": seed, **_metrics(report)})
+            if record is not None:
+                record(rows[-1])
             eta = (time.perf_counter() - started) / len(rows) * (total - len(rows))
             progress(
                 f"[{len(rows)}/{total}] {dict(config)} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
                 f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)"
             )
+            if rows[-1]["accepted"] < config["parties"]:
+                progress(f"      warning: {_refusals(report)}; see {run_dir}")
     return rows
 
 
+def _alpha_of(base: SimulationSettings, config: Mapping[str, Any]) -> float | str:
+    """The Dirichlet concentration of a dirichlet configuration; "" for the others."""
+    return base.alpha if config["partition"] == "dirichlet" else ""
+
+
+def _refusals(report: SimulationReport) -> str:
+    """``1/2 parties' releases accepted (party-0001: refused, budget_exhausted)``."""
+    parties = report.federated["parties"]
+    refused = [p for p in parties if p["status"] != "accepted"]
+    named = ", ".join(f"{p['party_id'] or 'node ' + str(p['node_id'])}: {p['status']} {p['reason']}" for p in refused)
+    return f"{len(parties) - len(refused)}/{len(parties)} parties' releases accepted ({named})"
+
+
 def _metrics(report: SimulationReport) -> dict[str, Any]:
+    from edprf_core.forest import DRAFTED_REASON
+
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
     ev = report.federated_metrics
     depths = sorted(p["max_depth"] for p in fed["parties"] if p.get("max_depth"))
@@ -89,6 +167,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "federated_accuracy": ev.get("accuracy", nan),
         "federated_balanced_accuracy": ev.get("balanced_accuracy", nan),
         "federated_roc_auc": ev.get("roc_auc", nan),
+        "federated_one_class": bool(ev.get("warning")),  # the global model predicts (nearly) one class
         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
         "central_depth": base.get("central_edprf", {}).get("max_depth", ""),
@@ -96,23 +175,73 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+        "seeded_noise": report.settings.seeded_noise,  # always: research runs, NOT differentially private
+        "schema_drafted": DRAFTED_REASON in (report.guarantee or ""),  # as the run's guarantee says
         "seconds": report.timings.federation_s,
     }
 
 
 def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]]) -> str:
-    """Mean ± standard deviation over the seeds of each configuration (Markdown)."""
-    import numpy as np
-
+    """What the runs were (:func:`_research_note`), then the mean ± sample standard deviation over the seeds of
+    each configuration (Markdown); notes on configurations with refused parties or a one-class model."""
+    n_seeds = len({r["seed"] for r in rows})
+    with_alpha = any(c["partition"] == "dirichlet" for c in configs)
+    keys = [*SWEEP_AXES[:3], *(["alpha"] if with_alpha else []), *SWEEP_AXES[3:]]
     lines = [
-        "| " + " | ".join(SWEEP_AXES) + " | " + " | ".join(label for _, label in _TABLE_COLUMNS) + " |",
-        "|" + "---|" * (len(SWEEP_AXES) + len(_TABLE_COLUMNS)),
+        _research_note(rows),
+        _spread_text(n_seeds),
+        "",
+        "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), "accepted"]) + " |",
+        "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + 1),
     ]
+    refused, one_class = [], []
     for config in configs:
         sel = [r for r in rows if all(r[k] == config[k] for k in SWEEP_AXES)]
-        cells = []
-        for key, _ in _TABLE_COLUMNS:
-            vals = np.array([r[key] for r in sel], dtype=float)
-            cells.append(f"{np.nanmean(vals):.4f} ± {np.nanstd(vals):.4f}")
-        lines.append("| " + " | ".join(str(config[k]) for k in SWEEP_AXES) + " | " + " | ".join(cells) + " |")
+        cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
+        cells += [_mean_and_spread([r[key] for r in sel], n_seeds) for key, _ in _TABLE_COLUMNS]
+        cells.append(_accepted_text([r["accepted"] for r in sel], config["parties"]))
+        lines.append("| " + " | ".join(cells) + " |")
+        if any(r["accepted"] < config["parties"] for r in sel):
+            refused.append(_config_text(config))
+        if any(r.get("federated_one_class") for r in sel):
+            one_class.append(_config_text(config))
+    if refused:
+        lines.append(
+            f"\nWARNING: parties' releases were not accepted in runs of {'; '.join(refused)} (see 'accepted', "
+            "and each run's report.json): those federated models hold fewer parties' trees."
+        )
+    if one_class:
+        lines.append(
+            f"\nThe federated model predicts (nearly) one class in runs of {'; '.join(one_class)}: "
+            "no better than the majority class, whatever its accuracy."
+        )
     return "\n".join(lines)
+
+
+def _spread_text(n_seeds: int) -> str:
+    """What a cell holds."""
+    if n_seeds == 1:
+        return "Cells: accuracy on the central test rows, one seed per configuration."
+    return f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {n_seeds} seeds."
+
+
+def _mean_and_spread(values: Sequence[float], n_seeds: int) -> str:
+    """``0.8123 ± 0.0100`` (mean ± sample standard deviation), or ``0.8123`` with one seed."""
+    import numpy as np
+
+    vals = np.array(values, dtype=float)
+    mean = np.nanmean(vals) if np.isfinite(vals).any() else float("nan")
+    if n_seeds == 1:
+        return f"{mean:.4f}"
+    spread = np.nanstd(vals, ddof=1) if np.isfinite(vals).sum() > 1 else float("nan")
+    return f"{mean:.4f} ± {spread:.4f}"
+
+
+def _accepted_text(accepted: Sequence[int], parties: int) -> str:
+    """``5/5``, or ``3-5/5`` when runs differ."""
+    low, high = min(accepted, default=0), max(accepted, default=0)
+    return f"{low}/{parties}" if low == high else f"{low}-{high}/{parties}"
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {config[k]}" for k in SWEEP_AXES)

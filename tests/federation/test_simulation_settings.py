@@ -197,8 +197,9 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
     assert [r["epsilon"] for r in rows] == ["0.5", "1.0"] and {r["accepted"] for r in rows} == {"2"}
     assert all(0 < float(r["federated_accuracy"]) <= 1 for r in rows)
     table = (out / "sweep.md").read_text().splitlines()
-    assert table[0].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
-    assert len(table) == 4 and table[2].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert table[0].startswith("Seeded research runs, NOT differentially private releases")
+    assert table[3].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
+    assert len(table) == 7 and table[5].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
     assert (out / "accuracy_vs_epsilon.png").is_file()
     assert "sweep.md" in capsys.readouterr().out
 

@@ -1,0 +1,307 @@
+"""`edprf sweep`: seeded research runs that say so, options that are not silently ignored, a grid checked
+against the data before the first run, rows kept on Ctrl-C, and a table that says what its cells are."""
+
+from __future__ import annotations
+
+import csv
+import math
+import warnings
+
+import pytest
+
+from edprf_fl.cli._main import build_parser, main
+from edprf_fl.cli._simulation_args import settings_from_args
+from edprf_fl.simulation import SimulationReport, SimulationSettings, SimulationTimings, _sweep, sweep_grid, sweep_table
+
+TINY = ("--epsilons", "1", "--seeds", "1", "--parties", "2", "--max-depth", "2", "--engine", "in-process")
+"""The quickest real sweep: one run of two parties."""
+
+
+def _parsed(command: str, *argv: str):
+    return build_parser().parse_args([command, *argv])
+
+
+def _report(
+    settings: SimulationSettings, accepted: int = 2, guarantee: str = "NOT differentially private"
+) -> SimulationReport:
+    """What run_simulation returns, without running: ``accepted`` of the settings' parties accepted."""
+    parties = [
+        {
+            "party_id": f"party-{i:04d}",
+            "node_id": i,
+            "status": "accepted" if i < accepted else "refused",
+            "reason": "" if i < accepted else "budget_exhausted",
+            "message": "",
+            "max_depth": 2,
+        }
+        for i in range(settings.parties)
+    ]
+    federated = {
+        "parties": parties,
+        "status": "completed",
+        "guarantee": guarantee,
+        "central_evaluation": {"accuracy": 0.5 + settings.seed / 10, "roc_auc": 0.7},
+    }
+    baselines = {"central_edprf": {"accuracy": 0.6}, "majority_class": {"accuracy": 0.4}}
+    return SimulationReport(settings, "wall", "IID", 2, federated, baselines, SimulationTimings(0.1, 0.2, 0.3))
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    """run_simulation replaced by :func:`_report` (no data split, no Flower); the settings of each call."""
+    calls: list[SimulationSettings] = []
+
+    def run(settings, out_dir, **_):
+        calls.append(settings)
+        out_dir.mkdir(parents=True)
+        return _report(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
+    return calls
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    """Fail the test if a run starts."""
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+
+
+def _csv_rows(path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+# 1. seeded research runs, said everywhere
+
+
+@pytest.mark.slow
+def test_a_sweep_says_its_runs_are_seeded_research_runs_and_not_dp(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--output", str(out)]) == 0
+    printed = capsys.readouterr()
+    table = (out / "sweep.md").read_text()
+    first = table.splitlines()[0]
+    assert first.startswith("Seeded research runs, NOT differentially private releases")
+    assert "No evaluation round, no party hold-out" in first and "epsilon is the budget" in first
+    assert "'central DP' is the same seeded algorithm trained centrally" in first
+    assert "drafted" not in table  # the embedded dataset's schema is declared
+    assert printed.out.startswith(first) and "Seeded research runs" in printed.err  # said before the first run too
+    [row] = _csv_rows(out / "sweep.csv")
+    assert (row["seeded_noise"], row["schema_drafted"]) == ("True", "False")
+
+
+def test_the_plots_say_seeded_research_runs():
+    from edprf_fl.simulation._plot import _sweep_runs_text
+
+    assert _sweep_runs_text([{"seed": 0}], 1).startswith("seeded research runs, NOT differentially private\n")
+    assert "drafted schema" in _sweep_runs_text([{"seed": 0, "schema_drafted": True}], 1)
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_drafted_schema_says_that_too(tmp_path, capsys):
+    from edprf_core import PrivacyLeakWarning, draft_schema, load_embedded
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    data = tmp_path / "wall.csv"
+    X.assign(**{schema.label.column: y}).to_csv(data, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        draft_schema(X.assign(**{schema.label.column: y}), schema.label.column).save(tmp_path / "drafted.toml")
+    argv = ["sweep", *TINY, "--data", str(data), "--schema", str(tmp_path / "drafted.toml")]
+    assert main([*argv, "--output", str(tmp_path / "sweep")]) == 0
+    first = (tmp_path / "sweep" / "sweep.md").read_text().splitlines()[0]
+    assert "Also NOT differentially private because its schema was drafted from data" in first
+    assert _csv_rows(tmp_path / "sweep" / "sweep.csv")[0]["schema_drafted"] == "True"
+
+
+def test_the_sweep_help_offers_none_of_what_each_run_sets(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    text = capsys.readouterr().out
+    assert "NOT differentially private" in text and "production randomness" not in text
+    for flag in ("--seed", "--seeded-noise", "--evaluation-epsilon", "--party-holdout", "--evaluation-max-interval"):
+        assert f"[{flag} " not in text and f"[{flag}]" not in text and f"\n  {flag} " not in text  # usage, options
+
+
+def test_the_options_a_sweep_refuses_are_what_each_run_sets():
+    from edprf_fl.cli._sweep import _SET_BY_EACH_RUN
+
+    base = SimulationSettings(seed=7, seeded_noise=False, evaluation_epsilon=0.5, party_holdout=0.3)
+    run = _sweep._settings_of(base, {"epsilon": 2.0}, seed=1)
+    changed = {f for f in SimulationSettings.field_names() if getattr(run, f) != getattr(base, f)} - {"epsilon"}
+    assert changed == {"seed", *_sweep._RESEARCH_RUN} and changed <= set(_SET_BY_EACH_RUN)
+
+
+# 2. no option silently ignored
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--seed", "1"],
+        ["--seeded-noise"],
+        ["--evaluation-epsilon", "0.1"],
+        ["--party-holdout", "0.2"],
+        ["--evaluation-max-interval-width", "0.5"],
+    ],
+)
+def test_an_option_of_what_each_run_sets_is_refused_with_the_reason(capsys, argv):
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", *argv])
+    assert stop.value.code == 2
+    assert f"argument {argv[0]}: not an option of edprf sweep: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("single", "listed"),
+    [
+        (["--epsilon", "2"], ["--epsilons", "1,2"]),
+        (["--parties", "3"], ["--parties-list", "2,3"]),
+        (["--partition", "dirichlet"], ["--partitions", "iid"]),
+        (["--max-depth", "3"], ["--max-depths", "2,3"]),
+        (["--n-trees", "2"], ["--n-trees-list", "1,2"]),
+    ],
+)
+def test_a_setting_and_its_list_are_refused_together(tmp_path, capsys, no_runs, single, listed):
+    assert main(["sweep", *single, *listed, "--output", str(tmp_path / "o")]) == 1
+    assert f"edprf sweep: error: {single[0]} and {listed[0]}: give one" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "axis", "expected"),
+    [
+        (["--epsilon", "2"], "epsilon", [2.0]),
+        ([], "epsilon", [0.25, 0.5, 1.0, 2.0]),
+        (["--partition", "dirichlet"], "partition", ["dirichlet"]),
+        (["--max-depth", "3"], "max_depth", [3]),
+        (["--n-trees", "2"], "n_trees", [2]),
+        (["--parties", "3"], "parties", [3]),
+    ],
+)
+def test_a_setting_alone_is_a_list_of_one_value(argv, axis, expected):
+    from edprf_fl.cli._sweep import _axis_values
+
+    args = _parsed("sweep", *argv)
+    configs = sweep_grid(settings_from_args(args), _axis_values(args))
+    assert sorted({c[axis] for c in configs}) == expected
+
+
+def test_alpha_without_a_dirichlet_partition_is_refused_by_both_commands(tmp_path, capsys, no_runs):
+    from edprf_fl.cli._simulation_args import refuse_alpha_without_dirichlet
+
+    for argv in (["simulate", "--alpha", "0.1"], ["sweep", "--alpha", "0.1", "--partitions", "iid,column"]):
+        assert main([*argv, "--output", str(tmp_path / "o")]) == 1
+        assert "--alpha 0.1 is the concentration of the dirichlet partition" in capsys.readouterr().err
+    for argv in (
+        ["simulate", "--alpha", "0.1", "--partition", "dirichlet"],
+        ["sweep", "--partitions", "iid,dirichlet"],
+    ):
+        refuse_alpha_without_dirichlet(_parsed(*argv), ["dirichlet"])  # accepted
+    refuse_alpha_without_dirichlet(_parsed("simulate"), ["iid"])  # the default alpha is not "given"
+    assert settings_from_args(_parsed("simulate", "--alpha", "0.1", "--partition", "dirichlet")).alpha == 0.1
+
+
+# 3. an existing --output, refused parties
+
+
+def test_an_existing_sweep_output_is_refused_and_overwrite_replaces_it(tmp_path, capsys, fake_runs):
+    out = tmp_path / "sweep"
+    (out / "run-0000" / "workspace").mkdir(parents=True)  # an old run's spent ledgers
+    (out / "sweep.csv").write_text("old\n")
+    assert main(["sweep", *TINY, "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"--output {out} already holds a run (sweep.csv, run-*" in err and "--overwrite" in err
+    assert not fake_runs
+    assert main(["sweep", *TINY, "--output", str(out), "--overwrite"]) == 0
+    assert len(fake_runs) == 1 and not (out / "run-0000" / "workspace").exists()
+    assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["0"]
+
+
+def test_refused_parties_are_in_the_table_and_warned_of(tmp_path, monkeypatch):
+    monkeypatch.setattr(_sweep, "run_simulation", lambda settings, out_dir, **_: _report(settings, accepted=1))
+    base = SimulationSettings(max_depth=2, parties=2)
+    configs = [{"epsilon": 1.0, "parties": 2, "partition": "iid", "max_depth": 2, "n_trees": 1}]
+    said: list[str] = []
+    rows = _sweep.run_sweep(base, configs, 1, tmp_path, progress=said.append)
+    assert any("warning: 1/2 parties' releases accepted (party-0001: refused budget_exhausted)" in s for s in said)
+    table = sweep_table(rows, configs)
+    assert table.splitlines()[5].endswith("| 1/2 |")
+    assert "WARNING: parties' releases were not accepted in runs of epsilon 1.0, parties 2" in table
+
+
+# 4. --seeds
+
+
+@pytest.mark.parametrize("seeds", ["0", "-1"])
+def test_seeds_must_be_a_positive_integer(capsys, seeds):
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", "--seeds", seeds])
+    assert stop.value.code == 2
+    assert f"argument --seeds: expected an integer >= 1, got {seeds}" in capsys.readouterr().err
+
+
+# 5. Ctrl-C
+
+
+def test_an_interrupted_sweep_keeps_its_finished_rows(tmp_path, capsys, monkeypatch):
+    finished: list[int] = []
+
+    def run(settings, out_dir, **_):
+        if finished:
+            raise KeyboardInterrupt
+        finished.append(settings.seed)
+        return _report(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--seeds", "3", "--output", str(out)]) == 130
+    assert f"the 1 run(s) that finished are in {out / 'sweep.csv'}" in capsys.readouterr().err
+    assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["0"]
+
+
+# 6. the grid against the data
+
+
+def test_a_configuration_the_data_cannot_be_split_for_is_refused_before_the_first_run(tmp_path, capsys, no_runs):
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--parties-list", "3,5000", "--epsilons", "1", "--seeds", "1", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "parties 5000, partition iid: 3927 rows cannot be split among 5000 parties" in err
+    assert not out.exists()
+
+
+# 7. --max-depths auto
+
+
+def test_max_depths_takes_auto_and_the_plot_orders_it_after_the_depths(tmp_path):
+    from edprf_fl.simulation import plot_sweep
+
+    assert _parsed("sweep", "--max-depths", "auto,3").max_depths == ["auto", 3]
+    configs = sweep_grid(SimulationSettings(), {"max_depth": ["auto", 3], "epsilon": [1.0]})
+    rows = [
+        {**c, "seed": s, "federated_accuracy": 0.8, "central_accuracy": 0.9, "majority_accuracy": 0.4}
+        for c in configs
+        for s in (0, 1)
+    ]
+    assert plot_sweep(rows, configs, tmp_path) in ([], [tmp_path / "accuracy_vs_max_depth.png"])
+
+
+# 8. what ± is; alpha
+
+
+def test_the_table_says_what_its_cells_are_and_one_seed_has_no_spread(tmp_path, fake_runs):
+    base = SimulationSettings(max_depth=2, parties=2, alpha=0.3)
+    configs = [
+        {"epsilon": 1.0, "parties": 2, "partition": partition, "max_depth": 2, "n_trees": 1}
+        for partition in ("iid", "dirichlet")
+    ]
+    rows = _sweep.run_sweep(base, configs, 2, tmp_path)
+    assert [r["alpha"] for r in rows] == ["", "", 0.3, 0.3]
+    lines = sweep_table(rows, configs).splitlines()
+    assert lines[1] == "Cells: accuracy on the central test rows, mean ± sample standard deviation over 2 seeds."
+    assert lines[3].startswith("| epsilon | parties | partition | alpha | max_depth | n_trees | federated |")
+    assert lines[6].startswith(f"| 1.0 | 2 | dirichlet | 0.3 | 2 | 1 | 0.5500 ± {math.sqrt(0.005):.4f} |")
+    one = sweep_table([r for r in rows if r["seed"] == 0], configs).splitlines()
+    assert one[1] == "Cells: accuracy on the central test rows, one seed per configuration."
+    assert one[5].startswith("| 1.0 | 2 | iid |  | 2 | 1 | 0.5000 | ") and "±" not in "\n".join(one[5:])
