@@ -96,10 +96,10 @@ def run(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import SettingsError
 
     from ._main import require_federation
-    from ._simulation_args import refuse_alpha_without_dirichlet
+    from ._simulation_args import refuse_unused_partition_options
 
     settings = settings_from_args(args)  # refuses impossible settings before any data is read
-    refuse_alpha_without_dirichlet(args, [settings.partition])
+    refuse_unused_partition_options(args, [settings.partition])
     if args.json_path:
         _check_json_path(Path(args.json_path))
     require_federation()

@@ -17,7 +17,7 @@ __all__ = [
     "add_federation_arguments",
     "depth_or_auto",
     "flag_of",
-    "refuse_alpha_without_dirichlet",
+    "refuse_unused_partition_options",
     "settings_from_args",
 ]
 
@@ -64,18 +64,25 @@ def depth_or_auto(text: str) -> int | str:
         return text
 
 
-def refuse_alpha_without_dirichlet(args: argparse.Namespace, partitions: Collection[str]) -> None:
-    """Refuse ``--alpha`` (absent from ``args`` unless given) when no run splits its rows by a Dirichlet draw.
+def refuse_unused_partition_options(args: argparse.Namespace, partitions: Collection[str]) -> None:
+    """Refuse ``--alpha`` (absent from ``args`` unless given) when no run splits its rows by a Dirichlet draw, and
+    ``--column`` when no run splits them by a column's values: either would be ignored without a word.
 
     Raises
     ------
     ValueError
-        ``--alpha`` given, and ``dirichlet`` not among ``partitions``.
+        ``--alpha`` given and ``dirichlet`` not among ``partitions``, or ``--column`` given and ``column`` not.
     """
+    shown = ", ".join(partitions)
     if hasattr(args, "alpha") and "dirichlet" not in partitions:
         raise ValueError(
             f"--alpha {args.alpha:g} is the concentration of the dirichlet partition, and the partition here is "
-            f"{', '.join(partitions)}: drop --alpha, or ask for the dirichlet partition"
+            f"{shown}: drop --alpha, or ask for the dirichlet partition"
+        )
+    if getattr(args, "column", "") and "column" not in partitions:
+        raise ValueError(
+            f"--column {args.column!r} assigns rows to parties in the column partition, and the partition here is "
+            f"{shown}: drop --column, or ask for the column partition"
         )
 
 
@@ -133,7 +140,7 @@ def add_federation_arguments(
         Setting -> the flag of the command's list of its values (``{"epsilon": "--epsilons"}``): the setting's
         own option gives that list one value, and is left out of the namespace unless given.
 
-    ``--alpha`` is left out of the namespace unless given (:func:`refuse_alpha_without_dirichlet`).
+    ``--alpha`` is left out of the namespace unless given (:func:`refuse_unused_partition_options`).
     """
     add = _option_adder(p, fixed or {}, one_value_of or {})
     add(

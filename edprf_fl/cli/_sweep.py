@@ -129,11 +129,11 @@ def _default_text(setting: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import SettingsError
 
-    from ._simulation_args import refuse_alpha_without_dirichlet, settings_from_args
+    from ._simulation_args import refuse_unused_partition_options, settings_from_args
 
     base = settings_from_args(args)
     values = _axis_values(args)
-    refuse_alpha_without_dirichlet(args, values["partition"] or [base.partition])
+    refuse_unused_partition_options(args, values["partition"] or [base.partition])
     try:
         return _sweep(base, values, args)
     except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag

@@ -187,8 +187,8 @@ def test_a_setting_alone_is_a_list_of_one_value(argv, axis, expected):
     assert sorted({c[axis] for c in configs}) == expected
 
 
-def test_alpha_without_a_dirichlet_partition_is_refused_by_both_commands(tmp_path, capsys, no_runs):
-    from edprf_fl.cli._simulation_args import refuse_alpha_without_dirichlet
+def test_alpha_or_column_without_their_partition_are_refused_by_both_commands(tmp_path, capsys, no_runs):
+    from edprf_fl.cli._simulation_args import refuse_unused_partition_options
 
     for argv in (["simulate", "--alpha", "0.1"], ["sweep", "--alpha", "0.1", "--partitions", "iid,column"]):
         assert main([*argv, "--output", str(tmp_path / "o")]) == 1
@@ -197,8 +197,12 @@ def test_alpha_without_a_dirichlet_partition_is_refused_by_both_commands(tmp_pat
         ["simulate", "--alpha", "0.1", "--partition", "dirichlet"],
         ["sweep", "--partitions", "iid,dirichlet"],
     ):
-        refuse_alpha_without_dirichlet(_parsed(*argv), ["dirichlet"])  # accepted
-    refuse_alpha_without_dirichlet(_parsed("simulate"), ["iid"])  # the default alpha is not "given"
+        refuse_unused_partition_options(_parsed(*argv), ["dirichlet"])  # accepted
+    refuse_unused_partition_options(_parsed("simulate"), ["iid"])  # the default alpha is not "given"
+    for argv in (["simulate", "--column", "region"], ["sweep", "--column", "region", "--partitions", "iid,dirichlet"]):
+        assert main([*argv, "--output", str(tmp_path / "o")]) == 1
+        assert "--column 'region' assigns rows to parties in the column partition" in capsys.readouterr().err
+    refuse_unused_partition_options(_parsed("simulate", "--column", "region", "--partition", "column"), ["column"])
     assert settings_from_args(_parsed("simulate", "--alpha", "0.1", "--partition", "dirichlet")).alpha == 0.1
 
 
