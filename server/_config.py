@@ -199,12 +199,10 @@ class CoordinatorConfig:
         # other apps' keys may share the run config: ignored; values may arrive as strings: cast
         return cls(**from_kebab(cls, run_config, what="run config", unknown="ignore", values="cast"))
 
-    def run_config_changes(self) -> dict[str, Any]:
-        """``{kebab-key: value}`` of the settings that differ from their defaults (the app's
-        ``[tool.flwr.app.config]``): what ``flwr run --run-config`` must give to run this config."""
-        defaults = kebab_defaults(type(self))
-        values = {kebab(f.name): getattr(self, f.name) for f in fields(self)}
-        return {key: value for key, value in values.items() if value != defaults[key]}
+    def run_config(self) -> dict[str, Any]:
+        """``{kebab-key: value}`` of every setting: what ``flwr run --run-config`` gives to run this config,
+        whatever the app's ``[tool.flwr.app.config]`` holds (:meth:`from_run_config` reads it back)."""
+        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
 
     def marginals_plan(self, schema: Schema, n_parties: int = 1) -> tuple[float, int]:
         """``(share, bins)`` of the marginals part every party is asked for, from public figures only.

@@ -53,7 +53,7 @@ def _reach(shift: float | None) -> str:
     """How far one party's reply can move an accuracy in [0, 1], in words."""
     if shift is None:
         return "by an unbounded amount (too few other parties' rows)"
-    if shift >= 1:
+    if shift > 1:
         return f"anywhere in 0-1 (the bound, {shift:.2f}, exceeds an accuracy's whole range)"
     return f"by at most {shift:.3f}"
 

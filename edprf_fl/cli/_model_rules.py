@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_MAX_TREES",
     "add_rules_arguments",
     "importance_lines",
+    "positive_integer",
     "rules_lines",
 ]
 
@@ -28,7 +29,8 @@ DEFAULT_MAX_FEATURES = 20
 SHOWN_FEATURES = 10
 
 
-def _positive(text: str) -> int:
+def positive_integer(text: str) -> int:
+    """An option's value as an integer >= 1 (argparse ``type``), refused with the value otherwise."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
@@ -48,21 +50,21 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--show-trees",
-        type=_positive,
+        type=positive_integer,
         default=DEFAULT_MAX_TREES,
         metavar="N",
         help=f"with --rules: trees shown (default {DEFAULT_MAX_TREES})",
     )
     parser.add_argument(
         "--show-leaves",
-        type=_positive,
+        type=positive_integer,
         default=DEFAULT_MAX_LEAVES,
         metavar="N",
         help=f"with --rules: leaves shown per tree, bins per feature of a marginals part (default {DEFAULT_MAX_LEAVES})",
     )
     parser.add_argument(
         "--show-features",
-        type=_positive,
+        type=positive_integer,
         default=DEFAULT_MAX_FEATURES,
         metavar="N",
         help=f"with --rules: features of a marginals part shown (default {DEFAULT_MAX_FEATURES})",

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--names",
         default=None,
         metavar="NAME,...",
-        help="the file has no header line: its columns' names, in order, comma-separated (the label among them)",
+        help="the file has no header line: its columns' names, in order, comma-separated (the label last)",
     )
     _format_options(draft, header_option=False)  # a draft names its columns from the header line or --names
     draft.set_defaults(handler=run_draft)
@@ -71,6 +71,11 @@ def run_draft(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
     names = _names(args.names, path, args.sep)
+    if names and names[-1] != args.label:  # the schema drafted would read its own file shifted
+        raise ValueError(
+            f"--label {args.label!r} is not the last of --names: every command reads a file without a header as the "
+            "schema's features in order, then the label; add a header line to the file"
+        )
     columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
     frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
     if args.label not in frame.columns:
@@ -84,12 +89,6 @@ def run_draft(args: argparse.Namespace) -> int:
         schema = draft_schema(frame, args.label, name=path.stem)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    if names and names[-1] != args.label:
-        print(
-            "warning: the label is not the last column: a file without a header is read as the schema's features "
-            "in order, then the label; add a header line to the file (or put the label last)",
-            file=sys.stderr,
-        )
     text = _DRAFT_HEADER + schema.to_toml()
     if args.output is None:
         sys.stdout.write(text)
@@ -108,6 +107,7 @@ _NO_HEADER_HINT = (
 
 
 def _first_line(path: Path) -> str:
+    """The file's first line, without its line break (undecodable bytes replaced)."""
     with path.open(encoding="utf-8", errors="replace") as fh:
         return fh.readline().rstrip("\r\n")
 

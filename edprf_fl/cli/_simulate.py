@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run"]
 
-_RUN_FILES = ("workspace", "global-model.edprf", "report.json", "simulation.json", "accuracy.png")
+_RUN_FILES = ("workspace", "global-model.edprf", "report.json", "simulation.json", "accuracy.png", "run-config.toml")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +71,7 @@ def output_dir(
     run_files : tuple of str
         What a run writes there, as glob patterns (``edprf sweep``: ``run-*``, ``sweep.csv``, ...).
     temp_prefix : str
+        Name prefix of the temporary directory used when ``output`` is None.
 
     Raises
     ------
@@ -136,9 +137,9 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
     out_dir = out_dir.resolve()  # the command runs from the project directory: paths that hold from anywhere
     cfg = prepare_workspace(settings, out_dir, say).config
     run_config = out_dir / "run-config.toml"
-    run_config.write_text(tomli_w.dumps(cfg.run_config_changes()), encoding="utf-8")
+    run_config.write_text(tomli_w.dumps(cfg.run_config()), encoding="utf-8")
     print(
-        f"workspace: {cfg.sim_dir}\nrun config: {run_config} (the settings that differ from the app's defaults)\n"
+        f"workspace: {cfg.sim_dir}\nrun config: {run_config} (every setting of the coordinator's run)\n"
         "run it from the project directory with:\n"
         f"  FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 flwr run . --stream "
         f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'

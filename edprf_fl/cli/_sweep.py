@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._model_rules import _positive
+from ._model_rules import positive_integer
 from ._simulation_args import DEFAULTS, add_federation_arguments, depth_or_auto, flag_of
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--n-trees-list", type=_ints, default=None, help=f"trees per party, comma-separated {_default_text('n_trees')}"
     )
-    p.add_argument("--seeds", type=_positive, default=3, help="seeds per configuration (default: %(default)s)")
+    p.add_argument("--seeds", type=positive_integer, default=3, help="seeds per configuration (default: %(default)s)")
     p.add_argument(
         "--output", default=None, help="directory for sweep.csv, sweep.md and plots (default: a new temporary one)"
     )
@@ -165,7 +165,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
 
-    configs = sweep_grid(base, values)  # every configuration checked before the first run
+    configs = sweep_grid(base, values, args.seeds)  # every configuration and seed checked before the first run
     out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
     csv_path = out / "sweep.csv"
     finished: list[Mapping[str, Any]] = []

@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 
-#: Largest ``seed``: the seeds derived from it (``seed + 1``, ``seed + 1000 + party``) stay below 2**32, the limit
-#: of the split's ``random_state``.
+#: Largest ``seed``: what scikit-learn is given (``seed`` and ``seed + 1`` for the splits, ``seed`` for the
+#: non-private forest) stays below 2**32, the limit of its ``random_state``; numpy's generators, seeded with
+#: ``seed + 1000 + party`` and ``seed + 7919 * (party + 1)``, take integers of any size.
 MAX_SEED = 2**31 - 1
 
 

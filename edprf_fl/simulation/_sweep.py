@@ -54,11 +54,13 @@ def _research_note(rows: Sequence[Mapping[str, Any]]) -> str:
     return _RESEARCH_TEXT
 
 
-def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]], seeds: int = 1) -> list[dict[str, Any]]:
     """Every combination of the axes' values (an axis not in ``values``: ``base``'s value), in order.
 
     Each combination is checked here, before anything runs: against the settings' rules, then against the
-    data (read once): that its training rows can be split among its parties as its partition asks.
+    data (read once): that, for each of the ``seeds`` seeds ``0 .. seeds - 1`` the runs will use, its training
+    rows can be split among its parties as its partition asks (the split and the partition depend on the seed:
+    a column's rarest value may reach the training rows under one seed and not under another).
 
     Raises
     ------
@@ -71,23 +73,29 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]]) ->
     configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
     for config in configs:
         _settings_of(base, config, seed=0)
-    _check_partitions(base, configs)
+    from ._prepare import load_simulation_data
+
+    X, y, _, _ = load_simulation_data(base)
+    for seed in range(seeds):
+        _check_partitions(base, configs, seed, X, y)
     return configs
 
 
-def _check_partitions(base: SimulationSettings, configs: Sequence[Mapping[str, Any]]) -> None:
-    """Split the data as the first run of each configuration does (row counts do not depend on the seed)."""
-    from ._prepare import load_simulation_data, partition_training_rows, split_rows
+def _check_partitions(
+    base: SimulationSettings, configs: Sequence[Mapping[str, Any]], seed: int, X: Any, y: Any
+) -> None:
+    """Split the rows ``X``, ``y`` as each configuration's run with ``seed`` does (the axes do not change the
+    split)."""
+    from ._prepare import partition_training_rows, split_rows
 
-    X, y, _, _ = load_simulation_data(base)
-    split = split_rows(_settings_of(base, configs[0], seed=0), X, y)  # the axes do not change the split
+    split = split_rows(_settings_of(base, configs[0], seed=seed), X, y)
     for parties, partition in dict.fromkeys((c["parties"], c["partition"]) for c in configs):
-        settings = replace(base, parties=parties, partition=partition, seed=0)
+        settings = replace(base, parties=parties, partition=partition, seed=seed)
         try:
             partition_training_rows(settings, split.X_train, split.y_train)
         except ValueError as exc:
             raise ValueError(
-                f"parties {parties}, partition {partition}: {exc} (checked before the first run)"
+                f"parties {parties}, partition {partition}, seed {seed}: {exc} (checked before the first run)"
             ) from None
 
 

@@ -271,8 +271,25 @@ def test_a_configuration_the_data_cannot_be_split_for_is_refused_before_the_firs
     out = tmp_path / "sweep"
     assert main(["sweep", "--parties-list", "3,5000", "--epsilons", "1", "--seeds", "1", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "parties 5000, partition iid: 3927 rows cannot be split among 5000 parties" in err
+    assert "parties 5000, partition iid, seed 0: 3927 rows cannot be split among 5000 parties" in err
     assert not out.exists()
+
+
+def test_the_grid_is_checked_for_every_seed_the_runs_use(monkeypatch):
+    """The review: a column whose rarest value reaches the training rows under seed 0 but not under a later seed
+    passed the check (made with seed 0 alone) and failed in a later run (here: seed 1's)."""
+    import numpy as np
+    import pandas as pd
+
+    from edprf_fl.simulation import _prepare
+
+    X = pd.DataFrame({"site": ["A"] * 100 + ["B"] * 99 + ["C"], "x": np.random.default_rng(0).normal(size=200)})
+    y = pd.Series(np.random.default_rng(1).integers(0, 2, 200), name="y")
+    monkeypatch.setattr(_prepare, "load_simulation_data", lambda settings, progress=None: (X, y, None, "sites"))
+    base = SimulationSettings(parties=3, partition="column", column="site")
+    assert len(sweep_grid(base, {}, seeds=1)) == 1  # seed 0's training rows hold the three sites
+    with pytest.raises(ValueError, match=r"seed 1: column 'site' has 2 values, fewer than 3 parties"):
+        sweep_grid(base, {}, seeds=2)
 
 
 # 7. --max-depths auto
