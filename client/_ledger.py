@@ -20,8 +20,10 @@ given a new ledger path.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +36,8 @@ from pathlib import Path
 
 from edprf_core import BudgetError
 
+from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
+
 __all__ = [
     "BudgetExhausted",
     "BudgetLedger",
@@ -44,6 +48,8 @@ __all__ = [
     "read_ledger_readonly",
     "total_spent",
 ]
+
+log = logging.getLogger("edprf.party")
 
 _COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
 
@@ -144,6 +150,10 @@ class BudgetLedger:
     cap : float in (0, inf)
         The party's lifetime ε cap (from its policy).  Every entry, reserved,
         released or failed, counts against it (sequential composition).
+
+    Opening a ledger reconciles it with its anchor (:mod:`client._ledger_anchor`):
+    ε the anchor records and the ledger does not hold (a ledger restored from a
+    backup, replaced or lost) is written into it as spent first.
     """
 
     def __init__(self, path: str | Path, cap: float) -> None:
@@ -152,8 +162,46 @@ class BudgetLedger:
         self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._refuse_another_schema()
+        self.anchor_path = anchor_path(self.path)
+        anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts
         with self._connect() as db:
             db.executescript(_SCHEMA)
+        self.ledger_id = self.secret(LEDGER_ID_KEY, lambda: secrets.token_hex(16))
+        self._carry(anchor)
+
+    def _carry(self, anchor: LedgerAnchor | None) -> None:
+        """Write what ``anchor`` records beyond this ledger into it as spent, then anchor the ledger's total."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                spent = self._sum(db)
+                missing = carried(anchor, self.ledger_id, spent)
+                if missing:
+                    other = anchor is not None and anchor.ledger_id != self.ledger_id
+                    detail = (
+                        f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent "
+                        f"{'by another ledger' if other else 'by this ledger'}, which held "
+                        f"{format_epsilon(spent)}: a ledger restored from a backup, replaced or lost; "
+                        f"{format_epsilon(missing)} is counted as spent"
+                    )
+                    now = time.time()
+                    db.execute(
+                        "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
+                        "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
+                        (f"carried-{secrets.token_hex(8)}", float(missing), detail, now, now, str(missing)),
+                    )
+                    spent += missing
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        if missing:
+            log.warning("ledger %s: %s", self.path, detail)
+        self._anchor(spent)
+
+    def _anchor(self, spent: Fraction) -> None:
+        write_anchor(self.anchor_path, LedgerAnchor(self.ledger_id, spent))
 
     def _refuse_another_schema(self) -> None:
         """One ledger schema: a ledger of another version is refused before anything writes to it (no migration)."""
@@ -240,6 +288,7 @@ class BudgetLedger:
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
                 db.execute("COMMIT")
+                self._anchor(spent + exact)  # a crash before this leaves the anchor behind, never ahead
             except BaseException:
                 # A Ctrl-C whose signal came during COMMIT's fsync is raised just after it: the entry is
                 # committed (its epsilon stays counted) and there is no transaction left to roll back.

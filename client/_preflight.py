@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._ledger import EntryState, format_epsilon, read_ledger_readonly, total_spent
+from ._ledger_anchor import anchor_path, carried, read_anchor, stored_ledger_id
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -271,6 +272,19 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
 
 
 def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
+    try:
+        anchor = read_anchor(anchor_path(path))
+    except ValueError as exc:
+        report._add("problem", anchor_path(path), _one_line(exc))
+        return
+    if not path.exists() and anchor is not None:
+        report._add(
+            "note",
+            path,
+            f"no ledger, but its anchor {anchor_path(path).name} records {format_epsilon(anchor.spent)} spent: the "
+            "ledger was lost or moved; restore it, or the new ledger will count that as spent",
+        )
+    cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
     if not path.exists():
         parent = path.parent if path.parent != Path("") else Path(".")
         writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
@@ -285,7 +299,8 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             report._add(
                 "ok",
                 path,
-                f"no ledger yet: it is created on the first request; {policy.lifetime_epsilon_cap:g} epsilon available",
+                f"no ledger yet: it is created on the first request; "
+                f"{format_epsilon(max(Fraction(0), cap - (anchor.spent if anchor else 0)))} epsilon available",
             )
         return
     try:
@@ -301,7 +316,16 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
     spent = total_spent(entries)
-    cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
+    missing = carried(anchor, stored_ledger_id(path), spent)
+    if missing:
+        report._add(
+            "note",
+            path,
+            f"the ledger holds {format_epsilon(spent)} spent and its anchor {anchor_path(path).name} records more "
+            f"(restored from a backup, or replaced?): the party counts {format_epsilon(missing)} more as spent "
+            "before its next request",
+        )
+        spent += missing
     left = max(Fraction(0), cap - spent)
     open_entries = sum(e.state == EntryState.RESERVED for e in entries)
     report._add(

@@ -1,0 +1,107 @@
+"""The ledger's anchor: a second record of what a party has spent, so that a ledger restored from a backup,
+replaced or lost does not hand the party its budget again.
+
+The anchor is a small file beside the ledger (``ledger-anchor.json`` beside ``ledger.sqlite``: a name that the
+``ledger.sqlite*`` files a backup of the ledger copies do not cover).  It holds the ledger's id (a random
+token the ledger keeps in its ``ledger_meta`` table) and the ε the ledger had spent, exactly, as of its last
+reservation.  When a ledger is opened and holds less than its anchor records, the difference is written into
+the ledger as spent (an entry whose request id starts with ``carried-``) before any request is served:
+
+- the same ledger with less spent (a copy restored from a backup): the difference;
+- another ledger (another id), or a new one where the ledger was lost: all that the anchor records.
+
+So a party's accounting never goes backwards: invariant 4 holds across a restore.  A stale anchor (one that
+lags its ledger, after a crash between a reservation and the anchor's write) records less, never more, than
+was spent, and is rewritten at the next opening.
+
+Limit: restoring the anchor together with the ledger (a snapshot of the whole directory or machine) defeats
+it; a party's storage must not be rolled back (``deploy/README.md``).  Privacy cost: none (it records ε).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from protocol import save_atomic
+
+__all__ = ["LEDGER_ID_KEY", "LedgerAnchor", "anchor_path", "carried", "read_anchor", "stored_ledger_id", "write_anchor"]
+
+LEDGER_ID_KEY = "ledger-id"
+"""The ``ledger_meta`` key of the ledger's id."""
+
+_ID = re.compile(r"[0-9a-f]{32}")
+_EXACT = re.compile(r"\d{1,400}(/\d{1,400})?")
+
+
+@dataclass(frozen=True)
+class LedgerAnchor:
+    """What a ledger had spent as of its last reservation: its id and the exact ε."""
+
+    ledger_id: str
+    spent: Fraction
+
+
+def anchor_path(ledger_path: Path) -> Path:
+    """The anchor of the ledger at ``ledger_path`` (``ledger.sqlite`` -> ``ledger-anchor.json``)."""
+    return ledger_path.with_name(f"{ledger_path.stem}-anchor.json")
+
+
+def read_anchor(path: Path) -> LedgerAnchor | None:
+    """The anchor at ``path``, or None when there is none.
+
+    Raises
+    ------
+    ValueError
+        The file is not an anchor (a party refuses to serve rather than guess what it spent).
+    """
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        ledger_id, spent = data["ledger"], data["spent"]
+        if not (isinstance(ledger_id, str) and _ID.fullmatch(ledger_id)):
+            raise ValueError("ledger")
+        if not (isinstance(spent, str) and _EXACT.fullmatch(spent)):
+            raise ValueError("spent")
+        return LedgerAnchor(ledger_id, Fraction(spent))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        raise ValueError(
+            f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}}, got something '
+            "else; it records what the party spent: restore it (never delete it to make the party serve again)"
+        ) from None
+
+
+def write_anchor(path: Path, anchor: LedgerAnchor) -> None:
+    """Write ``anchor`` to ``path`` atomically (owner-only mode, as the ledger's directory)."""
+    text = json.dumps({"ledger": anchor.ledger_id, "spent": str(anchor.spent)})
+    save_atomic(path, text.encode("utf-8"), mode=0o600)
+
+
+def carried(anchor: LedgerAnchor | None, ledger_id: str | None, spent: Fraction) -> Fraction:
+    """ε the anchor records that the ledger (id ``ledger_id``, ``spent`` so far) does not hold.
+
+    The same ledger: what the anchor records beyond ``spent`` (a restored copy holds less).  Another ledger,
+    or none (``ledger_id`` None): all that the anchor records, which that ledger never held.
+    """
+    if anchor is None:
+        return Fraction(0)
+    if anchor.ledger_id != ledger_id:
+        return anchor.spent
+    return max(Fraction(0), anchor.spent - spent)
+
+
+def stored_ledger_id(ledger_path: Path) -> str | None:
+    """The id a ledger file holds, read without writing (None when it holds none)."""
+    db = sqlite3.connect(f"file:{ledger_path}?mode=ro", uri=True, timeout=10.0)
+    try:
+        row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (LEDGER_ID_KEY,)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return row[0] if row else None

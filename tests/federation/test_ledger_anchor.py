@@ -1,0 +1,103 @@
+"""A ledger restored from a backup, replaced or lost does not hand the party its budget again.
+
+Day-2 walkthrough: after ``cp ledger.sqlite* backup/``, one more training, and ``cp backup/ledger.sqlite* .``,
+``edprf party check`` said "spent 1, remaining 1 of the lifetime cap 2" and the party released again: epsilon 3
+against a cap of 2.  Moving the ledger away gave a fresh one with the whole cap.  The anchor beside the ledger
+(``client._ledger_anchor``) records what was spent; a ledger that holds less is made to count the difference.
+"""
+
+from __future__ import annotations
+
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from client import BudgetExhausted, BudgetLedger, Party, Refusal
+from client._ledger_anchor import anchor_path, read_anchor
+from edprf_fl.cli._main import main
+
+from .test_party import _request, party_files  # noqa: F401 (a fixture)
+
+
+def _copy_ledger(source: Path, target: Path) -> None:
+    """``cp source/ledger.sqlite* target/`` after removing the target's ledger files (what an operator does)."""
+    target.mkdir(exist_ok=True)
+    for old in target.glob("ledger.sqlite*"):
+        old.unlink()
+    for f in source.glob("ledger.sqlite*"):
+        shutil.copy2(f, target / f.name)
+
+
+def _carried(ledger: BudgetLedger) -> list[Fraction]:
+    return [e.epsilon_exact for e in ledger.entries() if e.request_id.startswith("carried-")]
+
+
+def test_a_restored_backup_counts_what_was_spent_after_it(tmp_path):
+    d = tmp_path / "party"
+    BudgetLedger(d / "ledger.sqlite", cap=2.0).reserve("run-1", "release", 1.0)
+    _copy_ledger(d, tmp_path / "backup")  # the backup: 1 spent
+    BudgetLedger(d / "ledger.sqlite", cap=2.0).reserve("run-2", "release", 1.0)
+    _copy_ledger(tmp_path / "backup", d)  # restored: the file holds 1 spent, the anchor records 2
+    assert not (tmp_path / "backup" / anchor_path(d / "ledger.sqlite").name).exists()  # not among ledger.sqlite*
+    ledger = BudgetLedger(d / "ledger.sqlite", cap=2.0)
+    assert ledger.spent() == 2 and _carried(ledger) == [Fraction(1)]
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("run-3", "release", 0.5)
+    again = BudgetLedger(d / "ledger.sqlite", cap=2.0)  # carried once, not at every opening
+    assert again.spent() == 2 and len(_carried(again)) == 1
+
+
+def test_a_lost_ledger_starts_with_what_its_anchor_records(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=5.0).reserve("run-1", "release", 0.7)
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()  # moved away, or a volume not mounted
+    assert BudgetLedger(path, cap=5.0).spent() == Fraction(7, 10)
+
+
+def test_another_ledger_in_its_place_adds_all_its_anchor_records(tmp_path):
+    BudgetLedger(tmp_path / "a" / "ledger.sqlite", cap=5.0).reserve("a-1", "release", 2.0)
+    BudgetLedger(tmp_path / "b" / "ledger.sqlite", cap=5.0).reserve("b-1", "release", 0.5)
+    _copy_ledger(tmp_path / "b", tmp_path / "a")  # b's ledger put in a's place: a's 2 were never in it
+    assert BudgetLedger(tmp_path / "a" / "ledger.sqlite", cap=5.0).spent() == Fraction(5, 2)
+
+
+def test_in_normal_use_nothing_is_carried_and_the_anchor_follows_the_ledger(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    for i in range(5):
+        ledger = BudgetLedger(path, cap=10.0)
+        ledger.reserve(f"r{i}", "release", 0.3)
+        ledger.complete(f"r{i}")
+        anchor = read_anchor(anchor_path(path))
+        assert anchor is not None and anchor.spent == ledger.spent() and anchor.ledger_id == ledger.ledger_id
+    assert not _carried(BudgetLedger(path, cap=10.0))
+    assert anchor_path(path).stat().st_mode & 0o077 == 0
+
+
+def test_an_unreadable_anchor_is_refused_not_guessed(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=1.0)
+    anchor_path(path).write_text("{}")
+    with pytest.raises(ValueError, match="never delete it to make the party serve again"):
+        BudgetLedger(path, cap=1.0)
+
+
+def test_a_party_whose_ledger_was_restored_refuses_what_it_already_spent(party_files, capsys):  # noqa: F811
+    setup, schema = party_files  # lifetime cap 1.5, releases of 1.0
+    Party(setup)  # the ledger exists, nothing spent
+    backup = setup.ledger_path.parent / "backup"
+    _copy_ledger(setup.ledger_path.parent, backup)
+    Party(setup).train(_request(schema))
+    _copy_ledger(backup, setup.ledger_path.parent)
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{setup.ledger_path}'"
+    )
+    main(["party", "check", "--node-config", node_config])
+    said = capsys.readouterr()
+    assert "its anchor ledger-anchor.json records more (restored from a backup, or replaced?)" in said.out + said.err
+    with pytest.raises(Refusal) as refused:
+        Party(setup).train(_request(schema, request_id="run2/1/train"))
+    assert refused.value.reason == "budget_exhausted"
