@@ -23,6 +23,7 @@ The coordinator's ``flwr ls`` shows the ``fab-hash`` of every run.  Tied to flwr
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import sys
@@ -113,7 +114,9 @@ def install(path: str | Path) -> None:
         content = bytes(fab_file) if isinstance(fab_file, (bytes, bytearray)) else Path(fab_file).read_bytes()
         digest = hashlib.sha256(content).hexdigest()
         if digest not in allowed:
-            raise PermissionError(f"app bundle sha256:{digest} is not in the party's trusted list {path}")
+            # the message travels to the coordinator (Flower's client_error): no path of the party's host in it
+            logging.getLogger("edprf.party").error("app bundle sha256:%s is not in %s", digest, path)
+            raise PermissionError(f"app bundle sha256:{digest} is not in the party's trusted list")
         fresh = Path(tempfile.mkdtemp(prefix="edprf-pinned-app-"))
         atexit.register(shutil.rmtree, fresh, True)  # one ClientApp process per message: no growth
         installed = Path(original_install(content, fresh, skip_prompt=True))
@@ -128,7 +131,7 @@ def install(path: str | Path) -> None:
         if entry is None:
             raise PermissionError(
                 f"app bundle hash {fab_hash!r} named by the SuperLink was not installed from "
-                f"verified content in this process; trusted hashes are in {path}"
+                "verified content in this process"
             )
         installed, expected = entry
         if original_project_dir(fab_id, fab_version, fab_hash).name != installed.name:

@@ -103,8 +103,9 @@ def test_untrusted_bundle_refused(launcher, bundles, tmp_path):
 
     good, evil = bundles
     launcher.install(_pin(tmp_path, good))
-    with pytest.raises(PermissionError, match="not in the party's trusted list"):
+    with pytest.raises(PermissionError, match="not in the party's trusted list") as refused:
         run_clientapp.install_from_fab(evil, skip_prompt=True)
+    assert str(tmp_path) not in str(refused.value)  # the coordinator gets the message: no path of the party's host
 
 
 def test_tampered_directory_named_with_the_pinned_hash_is_never_run(launcher, bundles, tmp_path):
