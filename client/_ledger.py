@@ -46,6 +46,7 @@ __all__ = [
     "exact_epsilon",
     "format_epsilon",
     "read_ledger_readonly",
+    "read_meta_readonly",
     "total_spent",
 ]
 
@@ -108,6 +109,16 @@ LEDGER_COLUMNS = frozenset(
 """The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
 
 
+CAP_KEY = "lifetime-cap"
+"""The ``ledger_meta`` key of the lifetime cap the ledger was last opened with (exact text, or ``inf``)."""
+CAP_CHANGES_KEY = "lifetime-cap-changes"
+"""The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``."""
+
+
+def _cap_text(value: str) -> str:
+    return value if value == "inf" else format_epsilon(Fraction(value))
+
+
 class EntryState(StrEnum):
     """The state of a ledger entry (the ``state`` column; its CHECK constraint allows exactly these)."""
 
@@ -168,6 +179,25 @@ class BudgetLedger:
             db.executescript(_SCHEMA)
         self.ledger_id = self.secret(LEDGER_ID_KEY, lambda: secrets.token_hex(16))
         self._carry(anchor)
+        self._record_cap()
+
+    def _record_cap(self) -> None:
+        """Keep the lifetime cap this ledger is opened with, and a line for every change of it (the policy is
+        the operator's to change; the ledger keeps the trail, which ``edprf party check`` shows)."""
+        cap = "inf" if self.cap_exact is None else str(self.cap_exact)
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (CAP_KEY,)).fetchone()
+            if row is not None and row[0] != cap:
+                change = (
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_cap_text(row[0])} -> {_cap_text(cap)}"
+                )
+                old = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (CAP_CHANGES_KEY,)).fetchone()
+                trail = f"{old[0]}\n{change}" if old else change
+                db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_CHANGES_KEY, trail))
+                log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, change)
+            db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
+            db.execute("COMMIT")
 
     def _carry(self, anchor: LedgerAnchor | None) -> None:
         """Write what ``anchor`` records beyond this ledger into it as spent, then anchor the ledger's total."""
@@ -405,6 +435,19 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     return LedgerEntry(
         request_id, kind, float(epsilon), state, run_id, detail, float(created_at), float(updated_at), exact
     )
+
+
+def read_meta_readonly(path: str | Path, key: str) -> str | None:
+    """The ``ledger_meta`` value of ``key`` in the ledger at ``path``, read without writing (None: none, or no
+    such table)."""
+    db = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, timeout=10.0)
+    try:
+        row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return row[0] if row else None
 
 
 def read_ledger_readonly(

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 from protocol import save_atomic
 
-__all__ = ["LEDGER_ID_KEY", "LedgerAnchor", "anchor_path", "carried", "read_anchor", "stored_ledger_id", "write_anchor"]
+__all__ = ["LEDGER_ID_KEY", "LedgerAnchor", "anchor_path", "carried", "read_anchor", "write_anchor"]
 
 LEDGER_ID_KEY = "ledger-id"
 """The ``ledger_meta`` key of the ledger's id."""
@@ -93,15 +92,3 @@ def carried(anchor: LedgerAnchor | None, ledger_id: str | None, spent: Fraction)
     if anchor.ledger_id != ledger_id:
         return anchor.spent
     return max(Fraction(0), anchor.spent - spent)
-
-
-def stored_ledger_id(ledger_path: Path) -> str | None:
-    """The id a ledger file holds, read without writing (None when it holds none)."""
-    db = sqlite3.connect(f"file:{ledger_path}?mode=ro", uri=True, timeout=10.0)
-    try:
-        row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (LEDGER_ID_KEY,)).fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        db.close()
-    return row[0] if row else None

@@ -24,8 +24,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ._ledger import EntryState, format_epsilon, read_ledger_readonly, total_spent
-from ._ledger_anchor import anchor_path, carried, read_anchor, stored_ledger_id
+from ._ledger import CAP_CHANGES_KEY, EntryState, format_epsilon, read_ledger_readonly, read_meta_readonly, total_spent
+from ._ledger_anchor import LEDGER_ID_KEY, anchor_path, carried, read_anchor
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -316,7 +316,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
     spent = total_spent(entries)
-    missing = carried(anchor, stored_ledger_id(path), spent)
+    missing = carried(anchor, read_meta_readonly(path, LEDGER_ID_KEY), spent)
     if missing:
         report._add(
             "note",
@@ -326,6 +326,9 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             "before its next request",
         )
         spent += missing
+    changes = read_meta_readonly(path, CAP_CHANGES_KEY)
+    if changes:
+        report._add("note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}")
     left = max(Fraction(0), cap - spent)
     open_entries = sum(e.state == EntryState.RESERVED for e in entries)
     report._add(

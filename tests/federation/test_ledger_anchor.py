@@ -101,3 +101,21 @@ def test_a_party_whose_ledger_was_restored_refuses_what_it_already_spent(party_f
     with pytest.raises(Refusal) as refused:
         Party(setup).train(_request(schema, request_id="run2/1/train"))
     assert refused.value.reason == "budget_exhausted"
+
+
+def test_a_changed_cap_leaves_a_trail_that_party_check_shows(party_files, capsys):  # noqa: F811
+    """Day-2 walkthrough: raising a party's cap from 2 to 3 left no trace anywhere."""
+    setup, _ = party_files  # lifetime cap 1.5
+    Party(setup)
+    policy = setup.policy_path.read_text()
+    setup.policy_path.write_text(policy.replace("lifetime-epsilon-cap = 1.5", "lifetime-epsilon-cap = 3.0"))
+    Party(setup)
+    Party(setup)  # the same cap again: no new line
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{setup.ledger_path}'"
+    )
+    main(["party", "check", "--node-config", node_config])
+    said = capsys.readouterr()
+    notes = [line for line in (said.out + said.err).splitlines() if "the lifetime cap was changed (UTC)" in line]
+    assert len(notes) == 1 and notes[0].endswith(": 1.5 -> 3") and notes[0].count("->") == 1
