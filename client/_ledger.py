@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import secrets
 import sqlite3
@@ -115,6 +116,15 @@ CAP_CHANGES_KEY = "lifetime-cap-changes"
 """The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``."""
 
 
+def _create_owner_only(path: Path) -> None:
+    """Create an absent ledger file readable by its owner only (it holds the hold-out split's secret salt);
+    SQLite gives its ``-wal`` and ``-shm`` files the database file's mode.  An existing file is left as it is."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
 def _cap_text(value: str) -> str:
     return value if value == "inf" else format_epsilon(Fraction(value))
 
@@ -172,6 +182,7 @@ class BudgetLedger:
         self.cap = float(cap)
         self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_owner_only(self.path)
         self._refuse_another_schema()
         self.anchor_path = anchor_path(self.path)
         anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts

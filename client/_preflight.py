@@ -315,6 +315,13 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         return
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
+    if path.stat().st_mode & 0o077:
+        report._add(
+            "note",
+            path,
+            f"the ledger is readable by others (mode {path.stat().st_mode & 0o777:o}): it holds the hold-out "
+            f"split's secret salt; chmod 600 {path.name}*",
+        )
     spent = total_spent(entries)
     missing = carried(anchor, read_meta_readonly(path, LEDGER_ID_KEY), spent)
     if missing:

@@ -119,3 +119,21 @@ def test_a_changed_cap_leaves_a_trail_that_party_check_shows(party_files, capsys
     said = capsys.readouterr()
     notes = [line for line in (said.out + said.err).splitlines() if "the lifetime cap was changed (UTC)" in line]
     assert len(notes) == 1 and notes[0].endswith(": 1.5 -> 3") and notes[0].count("->") == 1
+
+
+def test_a_new_ledger_is_readable_by_its_owner_only(tmp_path, party_files, capsys):  # noqa: F811
+    """Day-2 walkthrough: ledger.sqlite was created 0644; it holds the hold-out split's secret salt."""
+    ledger = BudgetLedger(tmp_path / "own" / "ledger.sqlite", cap=1.0)
+    ledger.reserve("r", "release", 0.5)
+    for f in (tmp_path / "own").glob("ledger*"):
+        assert f.stat().st_mode & 0o077 == 0, f
+    setup, _ = party_files
+    Party(setup)
+    setup.ledger_path.chmod(0o644)  # a ledger made by an older version, or copied with another umask
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{setup.ledger_path}'"
+    )
+    main(["party", "check", "--node-config", node_config])
+    said = capsys.readouterr()
+    assert "the ledger is readable by others (mode 644)" in said.out + said.err
