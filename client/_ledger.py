@@ -165,16 +165,16 @@ class LedgerEntry:
 class BudgetLedger:
     """Lifetime ε ledger of one party, in an SQLite file.
 
+    Opening a ledger reconciles it with its anchor (:mod:`client._ledger_anchor`):
+    ε the anchor records and the ledger does not hold (a ledger restored from a
+    backup, replaced or lost) is written into it as spent first.
+
     Parameters
     ----------
     path : path of the SQLite database (created if absent)
     cap : float in (0, inf)
         The party's lifetime ε cap (from its policy).  Every entry, reserved,
         released or failed, counts against it (sequential composition).
-
-    Opening a ledger reconciles it with its anchor (:mod:`client._ledger_anchor`):
-    ε the anchor records and the ledger does not hold (a ledger restored from a
-    backup, replaced or lost) is written into it as spent first.
     """
 
     def __init__(self, path: str | Path, cap: float) -> None:
