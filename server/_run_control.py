@@ -9,6 +9,10 @@
   guarantee separates what this run newly charged from what the earlier run had charged; and the
   evaluation round is skipped when every accepted release is resumed (the model is the one the
   earlier run built and evaluated), unless ``evaluate-resumed = true``.
+- A run holds its output directory while it runs (a claim file naming the run and its process): a
+  second run sent to the same directory while the first is still running is refused before any
+  request (both used to run, and the second's report replaced the first's model).  A claim left by
+  a run whose process is gone (a crash) is taken over, so a resubmission after a crash works.
 - A failed run raises :class:`RunFailed` from the ServerApp once the report (with its ``failure``
   text) is saved and the summary logged: Flower 1.41 then marks the run ``finished:failed`` with
   the text as its details (``flwr ls``), and ``edprf run`` exits non-zero.
@@ -19,6 +23,9 @@ released before (no new ε), and a refusal here happens before any request.
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 from pathlib import Path
 
 from edprf_core import EDPRFError
@@ -27,9 +34,18 @@ from ._config import CoordinatorConfig
 from ._outcomes import EvaluationSkip, PartyStatus
 from ._report import RunReport
 
-__all__ = ["OutputDirInUse", "RunFailed", "claim_output_dir", "failure_text", "resumed_evaluation_skip"]
+__all__ = [
+    "OutputDirInUse",
+    "RunFailed",
+    "claim_output_dir",
+    "failure_text",
+    "release_output_dir",
+    "resumed_evaluation_skip",
+]
 
 _RUN_FILES = ("report.json", "global-model.edprf")
+CLAIM_NAME = ".edprf-run.claim"
+"""The file a running run holds in its output directory: ``{"run": id, "pid": n, "host": name}``."""
 
 
 class OutputDirInUse(EDPRFError, ValueError):
@@ -40,13 +56,80 @@ class RunFailed(EDPRFError, RuntimeError):
     """The run ended without a usable model; the message is the report's ``failure`` text."""
 
 
-def claim_output_dir(cfg: CoordinatorConfig) -> Path:
-    """The run's output directory, refused when it holds a run and ``overwrite`` is false.
+def claim_output_dir(cfg: CoordinatorConfig, run_id: str = "") -> Path:
+    """The run's output directory, refused when it holds a run and ``overwrite`` is false, or when another
+    run still running holds it (whatever ``overwrite`` says); then this run holds it
+    (:func:`release_output_dir` lets it go).
 
     With ``overwrite`` the earlier run's report and model are removed first, so that a failure of
     this run cannot leave the old model looking like its result.
     """
     out = Path(cfg.output_dir)
+    _hold(out, run_id)
+    try:
+        _refuse_a_finished_run(out, cfg)
+    except BaseException:
+        release_output_dir(out)
+        raise
+    return out
+
+
+def release_output_dir(out: Path) -> None:
+    """Let go of ``out`` (held by :func:`claim_output_dir` in this process); nothing if it is not held."""
+    claim = out / CLAIM_NAME
+    if _holder(claim).get("pid") == os.getpid():
+        claim.unlink(missing_ok=True)
+
+
+def _hold(out: Path, run_id: str) -> None:
+    """Create ``out``'s claim file, exclusively; a claim whose process is gone is replaced."""
+    out.mkdir(parents=True, exist_ok=True)
+    claim = out / CLAIM_NAME
+    mine = json.dumps({"run": run_id, "pid": os.getpid(), "host": socket.gethostname()}).encode()
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _holder(claim)
+            if _running(holder):
+                raise OutputDirInUse(
+                    f"output-dir {out} is being written by run {holder.get('run') or '?'} (process "
+                    f"{holder.get('pid')} on {holder.get('host')}), still running; nothing was sent to the parties. "
+                    f"Give another output-dir, or wait for that run to end (if no run uses it, delete {claim})"
+                ) from None
+            claim.unlink(missing_ok=True)  # left by a run whose process is gone (a crash)
+            continue
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(mine)
+        return
+    raise OutputDirInUse(f"output-dir {out}: another run claimed it at the same moment; nothing was sent")
+
+
+def _holder(claim: Path) -> dict:
+    try:
+        holder = json.loads(claim.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _running(holder: dict) -> bool:
+    """Whether the claim's process still runs (on this host; a claim from another host counts as running)."""
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():  # this process's own claim is not another run
+        return False
+    if holder.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _refuse_a_finished_run(out: Path, cfg: CoordinatorConfig) -> None:
     found = [out / name for name in _RUN_FILES if (out / name).exists()]
     if found and not cfg.overwrite:
         raise OutputDirInUse(
@@ -55,7 +138,6 @@ def claim_output_dir(cfg: CoordinatorConfig) -> Path:
         )
     for path in found:
         path.unlink()
-    return out
 
 
 def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict | None:

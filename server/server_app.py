@@ -13,7 +13,7 @@ from flwr.serverapp import Grid, ServerApp
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
 from ._outcomes import RunStatus
-from ._run_control import RunFailed, claim_output_dir
+from ._run_control import RunFailed, claim_output_dir, release_output_dir
 from ._summary import summary_lines
 
 app = ServerApp()
@@ -24,11 +24,14 @@ def main(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
-        claim_output_dir(cfg)
+        out = claim_output_dir(cfg, str(context.run_id))
     except ValueError as exc:
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
         raise RunFailed(str(exc)) from None
-    report = run_federation(grid, cfg, str(context.run_id))
+    try:
+        report = run_federation(grid, cfg, str(context.run_id))
+    finally:
+        release_output_dir(out)
     for line in summary_lines(report):
         log.info(line)
     if report.status != RunStatus.COMPLETED:

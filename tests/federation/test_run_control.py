@@ -18,7 +18,14 @@ from edprf_fl.simulation import prepare_workspace, simulate_federation
 from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
 from server._guarantee import PartySpend, federation_guarantee
 from server._party_names import claimed_party_id, name_evaluation
-from server._run_control import OutputDirInUse, claim_output_dir, failure_text, resumed_evaluation_skip
+from server._run_control import (
+    CLAIM_NAME,
+    OutputDirInUse,
+    claim_output_dir,
+    failure_text,
+    release_output_dir,
+    resumed_evaluation_skip,
+)
 from server._summary import federated_evaluation_lines, summary_lines
 
 from .test_simulation import _settings
@@ -27,15 +34,44 @@ from .test_simulation import _settings
 def test_an_output_dir_holding_a_run_is_refused_unless_overwrite(tmp_path):
     cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "out"))
     assert claim_output_dir(cfg) == tmp_path / "out"  # new directory: fine
-    (tmp_path / "out").mkdir()
+    release_output_dir(tmp_path / "out")
     (tmp_path / "out" / "notes.txt").write_text("operator's notes")
     claim_output_dir(cfg)  # a directory without a run is fine too
+    release_output_dir(tmp_path / "out")
     (tmp_path / "out" / "report.json").write_text("{}")
     with pytest.raises(OutputDirInUse, match=r"already holds a run \(report.json\).*overwrite=true"):
         claim_output_dir(cfg)
     (tmp_path / "out" / "global-model.edprf").write_bytes(b"model")
     claim_output_dir(replace(cfg, overwrite=True))
+    release_output_dir(tmp_path / "out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+
+
+def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
+    """Day-2 walkthrough: two runs sent to one output-dir a second apart both ran, and the second's report replaced
+    the first's model (both had spent).  Now the second is refused while the first's process runs; a claim left by
+    a process that is gone (a crash) is taken over, so a resubmission after a crash works."""
+    import json
+    import subprocess
+    import sys
+
+    cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "out"), overwrite=True)
+    claim = tmp_path / "out" / CLAIM_NAME
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claim_output_dir(cfg, "run-a")
+        holder = json.loads(claim.read_text())
+        claim.write_text(json.dumps({**holder, "run": "run-a", "pid": other.pid}))  # as another ServerApp holds it
+        with pytest.raises(OutputDirInUse, match=r"is being written by run run-a \(process \d+ on .*\), still running"):
+            claim_output_dir(cfg, "run-b")  # overwrite does not take a running run's directory
+        assert json.loads(claim.read_text())["pid"] == other.pid  # the refusal left the holder's claim alone
+    finally:
+        other.kill()
+        other.wait()
+    assert claim_output_dir(cfg, "run-b") == tmp_path / "out"  # its process is gone: taken over
+    assert json.loads(claim.read_text())["run"] == "run-b"
+    release_output_dir(tmp_path / "out")
+    assert not claim.exists()
 
 
 def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(tmp_path):
