@@ -34,6 +34,18 @@ def _carried(ledger: BudgetLedger) -> list[Fraction]:
     return [e.epsilon_exact for e in ledger.entries() if e.request_id.startswith("carried-")]
 
 
+def _party_check(setup, capsys) -> str:
+    """What ``edprf party check`` prints for the party ``setup``."""
+    capsys.readouterr()
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{setup.ledger_path}'"
+    )
+    main(["party", "check", "--node-config", node_config])
+    said = capsys.readouterr()
+    return said.out + said.err
+
+
 def test_a_restored_backup_counts_what_was_spent_after_it(tmp_path):
     d = tmp_path / "party"
     BudgetLedger(d / "ledger.sqlite", cap=2.0).reserve("run-1", "release", 1.0)
@@ -91,13 +103,8 @@ def test_a_party_whose_ledger_was_restored_refuses_what_it_already_spent(party_f
     _copy_ledger(setup.ledger_path.parent, backup)
     Party(setup).train(_request(schema))
     _copy_ledger(backup, setup.ledger_path.parent)
-    node_config = (
-        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
-        f"ledger-path='{setup.ledger_path}'"
-    )
-    main(["party", "check", "--node-config", node_config])
-    said = capsys.readouterr()
-    assert "its anchor ledger-anchor.json records more (restored from a backup, or replaced?)" in said.out + said.err
+    said = _party_check(setup, capsys)
+    assert "its anchor ledger-anchor.json records more (restored from a backup, or replaced?)" in said
     with pytest.raises(Refusal) as refused:
         Party(setup).train(_request(schema, request_id="run2/1/train"))
     assert refused.value.reason == "budget_exhausted"
@@ -111,13 +118,8 @@ def test_a_changed_cap_leaves_a_trail_that_party_check_shows(party_files, capsys
     setup.policy_path.write_text(policy.replace("lifetime-epsilon-cap = 1.5", "lifetime-epsilon-cap = 3.0"))
     Party(setup)
     Party(setup)  # the same cap again: no new line
-    node_config = (
-        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
-        f"ledger-path='{setup.ledger_path}'"
-    )
-    main(["party", "check", "--node-config", node_config])
-    said = capsys.readouterr()
-    notes = [line for line in (said.out + said.err).splitlines() if "the lifetime cap was changed (UTC)" in line]
+    said = _party_check(setup, capsys)
+    notes = [line for line in said.splitlines() if "the lifetime cap was changed (UTC)" in line]
     assert len(notes) == 1 and notes[0].endswith(": 1.5 -> 3") and notes[0].count("->") == 1
 
 
@@ -130,10 +132,5 @@ def test_a_new_ledger_is_readable_by_its_owner_only(tmp_path, party_files, capsy
     setup, _ = party_files
     Party(setup)
     setup.ledger_path.chmod(0o644)  # a ledger made by an older version, or copied with another umask
-    node_config = (
-        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
-        f"ledger-path='{setup.ledger_path}'"
-    )
-    main(["party", "check", "--node-config", node_config])
-    said = capsys.readouterr()
-    assert "the ledger is readable by others (mode 644)" in said.out + said.err
+    said = _party_check(setup, capsys)
+    assert "the ledger is readable by others (mode 644)" in said
