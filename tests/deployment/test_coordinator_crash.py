@@ -32,6 +32,7 @@ import pytest
 
 from edprf_fl.cli._main import main
 from protocol import load_global_model
+from server._run_control import CLAIM_NAME
 
 from ._harness import (
     Federation,
@@ -57,13 +58,18 @@ def _runs(fed: Federation, field: str = "status") -> dict[str, str]:
     return {r["run-id"]: r[field] for r in runs}
 
 
-def _assert_no_partial_model(out_dir) -> None:
+def _assert_no_partial_model(out_dir, killed_run: str | None = None) -> None:
+    """No temporary file and no incomplete model in ``out_dir``; the claim of ``killed_run`` may be left (its
+    process is gone: the next run there takes it over)."""
     if not out_dir.exists():
         return
     names = sorted(p.name for p in out_dir.iterdir())
     assert [n for n in names if n.endswith(".tmp")] == [], f"temporary files left in {out_dir}: {names}"
     if (out_dir / MODEL).exists():
         load_global_model(out_dir / MODEL)  # complete, or this raises
+    if killed_run is not None and (out_dir / CLAIM_NAME).exists():
+        assert json.loads((out_dir / CLAIM_NAME).read_text())["run"] == killed_run
+        names.remove(CLAIM_NAME)
     assert set(names) <= {MODEL, "report.json"}, names
 
 
@@ -126,7 +132,7 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
             len(rows) == 1 and rows[0][1:4] in {("release", 1.0, "reserved"), ("release", 1.0, "released")}
             for rows in at_kill.values()
         ), at_kill
-        _assert_no_partial_model(out_killed)
+        _assert_no_partial_model(out_killed, killed_run)
 
         # ---- the parties finish on their own; their reservations stay counted
         dep.wait_until(
@@ -165,7 +171,7 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
             assert main(["budget", str(paths["ledger"]), "--policy", str(paths["policy"]), "--json"]) == 0
             budget = json.loads(capsys.readouterr().out)
             assert budget["spent"] == pytest.approx(2.1) and budget["remaining"] == pytest.approx(2.9)
-        _assert_no_partial_model(out_killed)
+        _assert_no_partial_model(out_killed, killed_run)
         _assert_no_partial_model(tmp_path / "out-new")
 
         # ---- resume the killed run's training by its request tag: parties resend, spend nothing
@@ -173,9 +179,10 @@ def test_coordinator_killed_mid_run_and_restarted(deployment, pki, tmp_path, cap
         resumed, resumed_view = fed.run_and_load(
             "run-resumed",
             {**run_config, "request-tag": killed_run, "evaluation-epsilon": 0.0},
-            tmp_path / "out-resumed",
+            out_killed,  # into the killed run's directory: its claim is taken over (the killed process is gone)
         )
         assert resumed["status"] == "completed", resumed
+        assert sorted(p.name for p in out_killed.iterdir()) == sorted([MODEL, "report.json"])  # claim released
         assert all(p["status"] == "accepted" and p["signed"] for p in resumed["parties"]), resumed["parties"]
         assert resumed_view.forest.n_trees == 2 * len(PARTIES)
         assert {p: ledger_rows(paths["ledger"]) for p, paths in parties.items()} == before
