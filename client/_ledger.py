@@ -188,58 +188,63 @@ class BudgetLedger:
         anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts
         with self._connect() as db:
             db.executescript(_SCHEMA)
-        self.ledger_id = self.secret(LEDGER_ID_KEY, lambda: secrets.token_hex(16))
-        self._carry(anchor)
-        self._record_cap()
-
-    def _record_cap(self) -> None:
-        """Keep the lifetime cap this ledger is opened with, and a line for every change of it (the policy is
-        the operator's to change; the ledger keeps the trail, which ``edprf party check`` shows)."""
-        cap = "inf" if self.cap_exact is None else str(self.cap_exact)
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (CAP_KEY,)).fetchone()
-            if row is not None and row[0] != cap:
-                change = (
-                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_cap_text(row[0])} -> {_cap_text(cap)}"
-                )
-                old = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (CAP_CHANGES_KEY,)).fetchone()
-                trail = f"{old[0]}\n{change}" if old else change
-                db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_CHANGES_KEY, trail))
-                log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, change)
-            db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
-            db.execute("COMMIT")
-
-    def _carry(self, anchor: LedgerAnchor | None) -> None:
-        """Write what ``anchor`` records beyond this ledger into it as spent, then anchor the ledger's total."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")  # the id, the carried spend and the cap: one transaction
             try:
-                spent = self._sum(db)
-                missing = carried(anchor, self.ledger_id, spent)
-                if missing:
-                    other = anchor is not None and anchor.ledger_id != self.ledger_id
-                    detail = (
-                        f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent "
-                        f"{'by another ledger' if other else 'by this ledger'}, which held "
-                        f"{format_epsilon(spent)}: a ledger restored from a backup, replaced or lost; "
-                        f"{format_epsilon(missing)} is counted as spent"
-                    )
-                    now = time.time()
-                    db.execute(
-                        "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
-                        "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
-                        (f"carried-{secrets.token_hex(8)}", float(missing), detail, now, now, str(missing)),
-                    )
-                    spent += missing
+                self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
+                spent, carried_note = self._carry(db, anchor)
+                cap_change = self._record_cap(db)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
-        if missing:
-            log.warning("ledger %s: %s", self.path, detail)
-        self._anchor(spent)
+        if carried_note:
+            log.warning("ledger %s: %s", self.path, carried_note)
+        if cap_change:
+            log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, cap_change)
+        if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
+            self._anchor(spent)
+
+    def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> tuple[Fraction, str]:
+        """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); the
+        ledger's total then, and a note on what was carried (``""``: nothing)."""
+        spent = self._sum(db)
+        missing = carried(anchor, self.ledger_id, spent)
+        if not missing:
+            return spent, ""
+        other = anchor.ledger_id != self.ledger_id
+        note = (
+            f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent "
+            f"{'by another ledger' if other else 'by this ledger'}, which held "
+            f"{format_epsilon(spent)}: a ledger restored from a backup, replaced or lost; "
+            f"{format_epsilon(missing)} is counted as spent"
+        )
+        now = time.time()
+        db.execute(
+            "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
+            "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
+            (f"carried-{secrets.token_hex(8)}", float(missing), note, now, now, str(missing)),
+        )
+        return spent + missing, note
+
+    def _record_cap(self, db: sqlite3.Connection) -> str:
+        """Keep the lifetime cap this ledger is opened with, and a line for every change of it (inside ``db``'s
+        transaction; the policy is the operator's to change, the ledger keeps the trail that ``edprf party
+        check`` shows); the change's line, or ``""``."""
+        cap = "inf" if self.cap_exact is None else str(self.cap_exact)
+        previous = _meta(db, CAP_KEY)
+        if previous == cap:
+            return ""
+        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
+        if previous is None:
+            return ""
+        change = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_cap_text(previous)} -> {_cap_text(cap)}"
+        trail = _meta(db, CAP_CHANGES_KEY)
+        db.execute(
+            "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+            (CAP_CHANGES_KEY, f"{trail}\n{change}" if trail else change),
+        )
+        return change
 
     def _anchor(self, spent: Fraction) -> None:
         write_anchor(self.anchor_path, LedgerAnchor(self.ledger_id, spent))
@@ -366,14 +371,24 @@ class BudgetLedger:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                value = factory()
-                db.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
-                db.execute("COMMIT")
-                return value
+            value = _meta_or_add(db, key, factory)
             db.execute("COMMIT")
-            return row[0]
+            return value
+
+
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    """The ``ledger_meta`` value of ``key`` (None: absent)."""
+    row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _meta_or_add(db: sqlite3.Connection, key: str, factory: Callable[[], str]) -> str:
+    """The ``ledger_meta`` value of ``key``, stored from ``factory()`` the first time."""
+    value = _meta(db, key)
+    if value is None:
+        value = factory()
+        db.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
+    return value
 
 
 READ_SECONDS = 10.0
@@ -448,17 +463,24 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     )
 
 
-def read_meta_readonly(path: str | Path, key: str) -> str | None:
-    """The ``ledger_meta`` value of ``key`` in the ledger at ``path``, read without writing (None: none, or no
-    such table)."""
-    db = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, timeout=10.0)
-    try:
-        row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        db.close()
-    return row[0] if row else None
+def read_meta_readonly(
+    path: str | Path, keys: tuple[str, ...], max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> dict[str, str]:
+    """The ``ledger_meta`` values of ``keys`` in a ledger (those it holds), read as :func:`read_ledger_readonly`
+    reads: without changing it, in bounded time, the file untrusted.
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_ledger_readonly`.
+    """
+    with _readonly_ledger(Path(path), max_bytes, max_seconds) as db:
+        kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'ledger_meta' LIMIT 2")]
+        if kinds != ["table"]:
+            return {}
+        marks = ", ".join("?" * len(keys))
+        rows = db.execute(f"SELECT key, value FROM ledger_meta WHERE key IN ({marks})", keys).fetchall()
+    return {key: value for key, value in rows if isinstance(key, str) and isinstance(value, str)}
 
 
 def read_ledger_readonly(
@@ -481,9 +503,33 @@ def read_ledger_readonly(
         database, not a ledger, a value of the wrong kind, or too slow to read; the
         message is one line and quotes no text from the file.
     """
+    p = Path(path)
+    with _readonly_ledger(p, max_bytes, max_seconds) as db:
+        kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
+        if kinds != ["table"]:
+            raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+        if columns != LEDGER_COLUMNS:
+            raise ValueError(
+                f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
+                f"{', '.join(sorted(LEDGER_COLUMNS))})"
+            )
+        cursor = db.execute(
+            f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+            f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
+        )
+        entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
+    if len(entries) > MAX_READ_ROWS:
+        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")
+    return entries
+
+
+@contextmanager
+def _readonly_ledger(p: Path, max_bytes: int, max_seconds: float) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the untrusted SQLite file ``p`` (see :func:`read_ledger_readonly`); an SQLite
+    error while it is used becomes a one-line ``ValueError``."""
     import stat
 
-    p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError:
@@ -510,20 +556,7 @@ def read_ledger_readonly(
             db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             db.execute("PRAGMA trusted_schema = OFF")
             db.execute("PRAGMA query_only = ON")
-            kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
-            if kinds != ["table"]:
-                raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
-            columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-            if columns != LEDGER_COLUMNS:
-                raise ValueError(
-                    f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
-                    f"{', '.join(sorted(LEDGER_COLUMNS))})"
-                )
-            cursor = db.execute(
-                f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-                f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
-            )
-            entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
+            yield db
         finally:
             db.close()
     except sqlite3.Error as exc:
@@ -532,9 +565,6 @@ def read_ledger_readonly(
                 f"{p}: reading the ledger took longer than {max_seconds:g} s; not a ledger this party wrote"
             ) from None
         raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {str(exc)[:200]})") from None
-    if len(entries) > MAX_READ_ROWS:
-        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")
-    return entries
 
 
 def _exhausted(kind: str, exact: Fraction, spent: Fraction, cap: Fraction) -> str:

@@ -305,6 +305,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         return
     try:
         entries = read_ledger_readonly(path)
+        meta = read_meta_readonly(path, (LEDGER_ID_KEY, CAP_CHANGES_KEY))
     except ValueError as exc:
         report._add(
             "problem",
@@ -315,15 +316,16 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         return
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
-    if path.stat().st_mode & 0o077:
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
         report._add(
             "note",
             path,
-            f"the ledger is readable by others (mode {path.stat().st_mode & 0o777:o}): it holds the hold-out "
+            f"the ledger is readable by others (mode {mode:o}): it holds the hold-out "
             f"split's secret salt; chmod 600 {path.name}*",
         )
     spent = total_spent(entries)
-    missing = carried(anchor, read_meta_readonly(path, LEDGER_ID_KEY), spent)
+    missing = carried(anchor, meta.get(LEDGER_ID_KEY), spent)
     if missing:
         report._add(
             "note",
@@ -333,7 +335,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             "before its next request",
         )
         spent += missing
-    changes = read_meta_readonly(path, CAP_CHANGES_KEY)
+    changes = meta.get(CAP_CHANGES_KEY)
     if changes:
         report._add("note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}")
     left = max(Fraction(0), cap - spent)

@@ -331,3 +331,8 @@ _TYPES: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "st
 def kebab_defaults(cls: type) -> dict[str, Any]:
     """``{kebab-key: default}`` of every field of dataclass ``cls`` that has a default."""
     return {kebab(f.name): f.default for f in fields(cls) if f.default is not MISSING}
+
+
+def kebab_values(instance: Any) -> dict[str, Any]:
+    """``{kebab-key: value}`` of every field of the dataclass ``instance`` (what :func:`from_kebab` reads back)."""
+    return {kebab(f.name): getattr(instance, f.name) for f in fields(instance)}

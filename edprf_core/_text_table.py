@@ -451,8 +451,7 @@ class _Lines:
         ):
             return None
         # blocks of the parser sized for lines within the limit (a longer line is found below, by its cells)
-        whole = np.ones(1, dtype=bool)
-        columns = self.plain_columns(block, np.zeros(1, np.int64), np.full(1, len(block)), whole, self.max_line_chars)
+        columns = self._parsed(block, self.max_line_chars)
         if columns is None:
             return None
         rows = len(columns[0])
@@ -467,28 +466,23 @@ class _Lines:
         return columns, first_number + np.arange(rows, dtype=np.int64)
 
     def plain_columns(
-        self,
-        block: memoryview,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        plain: np.ndarray,
-        longest: int | None = None,
+        self, block: memoryview, starts: np.ndarray, ends: np.ndarray, plain: np.ndarray
     ) -> list[pa.ChunkedArray] | None:
-        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails.
-
-        ``longest``: an upper bound on the lines' lengths, when they are not the lines ``starts``/``ends`` give.
-        """
-        parse, checked, unchecked, names = self._options
+        """Arrow's CSV parser on the plain lines (copied together unless every line is plain); None if it fails."""
         if plain.all():
             data = block
         else:
             edges = np.flatnonzero(np.diff(np.concatenate(([0], plain.view(np.int8), [0]))))
             stops = np.append(starts, len(block))
             data = b"".join(block[stops[a] : stops[b]] for a, b in zip(edges[::2], edges[1::2]))
+        longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
+        return self._parsed(data, longest)
+
+    def _parsed(self, data: bytes | memoryview, longest: int) -> list[pa.ChunkedArray] | None:
+        """Arrow's CSV parser on ``data``, lines of at most ``longest`` bytes; None if it refuses them."""
+        parse, checked, unchecked, names = self._options
         if not len(data):
             return [pa.chunked_array([], pa.large_string()) for _ in names]
-        if longest is None:
-            longest = int(np.max(ends[plain] - starts[plain])) if plain.any() else 0
         # bytes below 128 are ASCII, valid UTF-8 byte for byte: Arrow's UTF-8 check (a third of its time) could only
         # pass, so it is skipped; any other byte keeps the check (and the replacement-character route below)
         convert = unchecked if int(np.frombuffer(data, dtype=np.uint8).max()) < 128 else checked

@@ -15,6 +15,7 @@ from ._config_checks import (
     from_kebab,
     kebab,
     kebab_defaults,
+    kebab_values,
     refuse_unknown_keys,
     snake,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "from_kebab",
     "kebab",
     "kebab_defaults",
+    "kebab_values",
     "refuse_unknown_keys",
     "snake",
 ]

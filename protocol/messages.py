@@ -10,11 +10,11 @@ for a request record that does not conform.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from edprf_core import EDPRFError
-from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_kebab, kebab
+from edprf_core.config_checks import Integer, Number, OneOf, check_fields, from_kebab, kebab_values
 from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 
 from ._ids import check_request_id
@@ -134,7 +134,7 @@ class TrainRequest:
             )
 
     def to_record(self) -> dict[str, Any]:
-        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return kebab_values(self)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainRequest:
@@ -171,7 +171,7 @@ class EvaluateRequest:
         check_fields(self, {"epsilon": Number(0)}, error=TaskError)
 
     def to_record(self) -> dict[str, Any]:
-        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return kebab_values(self)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> EvaluateRequest:

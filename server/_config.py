@@ -5,13 +5,22 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from edprf_core import Schema
-from edprf_core.config_checks import Integer, Number, OneOf, Text, check_fields, from_kebab, kebab, kebab_defaults
+from edprf_core.config_checks import (
+    Integer,
+    Number,
+    OneOf,
+    Text,
+    check_fields,
+    from_kebab,
+    kebab_defaults,
+    kebab_values,
+)
 from edprf_core.forest import LEAF_OUTPUTS
 from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
 from protocol.messages import DEPTH_REQUESTS
@@ -202,7 +211,7 @@ class CoordinatorConfig:
     def run_config(self) -> dict[str, Any]:
         """``{kebab-key: value}`` of every setting: what ``flwr run --run-config`` gives to run this config,
         whatever the app's ``[tool.flwr.app.config]`` holds (:meth:`from_run_config` reads it back)."""
-        return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
+        return kebab_values(self)
 
     def marginals_plan(self, schema: Schema, n_parties: int = 1) -> tuple[float, int]:
         """``(share, bins)`` of the marginals part every party is asked for, from public figures only.

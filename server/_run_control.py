@@ -121,11 +121,11 @@ def _running(holder: dict) -> bool:
     if holder.get("host") != socket.gethostname():
         return True
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: is it there? (PermissionError: there, another user's)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 

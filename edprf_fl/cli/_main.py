@@ -82,8 +82,17 @@ def _accept_verbose(parser: argparse.ArgumentParser) -> None:
                 _accept_verbose(inner)
 
 
-class _InstalledVersion(argparse._VersionAction):
+class _InstalledVersion(argparse.Action):
     """``--version``, looking the installed version up only when asked (importlib.metadata is slow to import)."""
+
+    def __init__(self, option_strings: list[str], dest: str) -> None:
+        super().__init__(
+            option_strings,
+            argparse.SUPPRESS,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show program's version number and exit",
+        )
 
     def __call__(
         self,
@@ -92,8 +101,8 @@ class _InstalledVersion(argparse._VersionAction):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        self.version = f"%(prog)s {_version()}"
-        super().__call__(parser, namespace, values, option_string)
+        print(f"{parser.prog} {_version()}")  # on stdout, as argparse's version action
+        parser.exit()
 
 
 def _version() -> str:
