@@ -40,13 +40,12 @@ import pandas as pd
 import pyarrow as pa
 
 from ._exceptions import DataValidationError
+from ._file_lines import decoded, header_line, line_blocks, open_lines
 from ._schema import Schema
 from ._text_table import (
-    _BOM,
     _TEXT_DTYPE,
     MAX_LINE_CHARS,
     PARQUET_SUFFIXES,
-    _decoded,
     _line_counts,
     _Lines,
     _split_line,
@@ -85,15 +84,6 @@ class RowChunk:
     line_numbers: np.ndarray
     malformed: np.ndarray
     has_label: bool
-
-
-def _open_lines(path: Path) -> IO[bytes]:
-    if not path.is_file():
-        raise ValueError(f"data file {path} does not exist or is not a regular file")
-    try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
-    except OSError as exc:
-        raise ValueError(f"cannot read data file {path}: {type(exc).__name__}") from None
 
 
 def _header(schema: Schema, first: str | None, sep: str, path: Path, require_label: bool) -> list[str]:
@@ -140,7 +130,7 @@ def stream_rows(
     if p.suffix.lower() in PARQUET_SUFFIXES:
         yield from _stream_parquet(p, schema, require_label, chunk_rows)
         return
-    with _open_lines(p) as handle:
+    with open_lines(p) as handle:
         try:
             yield from _stream_text(handle, p, schema, sep, header, require_label, chunk_rows, max_line_chars)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -162,14 +152,8 @@ def _stream_text(
     number = 0
     first_line = True
     if header:
-        first = None
-        for raw in handle:
-            number += 1
-            text = _decode(raw, first_line)
-            first_line = False
-            if text.strip():
-                first = text
-                break
+        number, first = header_line(handle)
+        first_line = number == 0
         names = _header(schema, first, sep, path, require_label)
         wanted = features + ([label] if label in names else [])
         positions = [names.index(n) for n in wanted]
@@ -183,8 +167,10 @@ def _stream_text(
     lines = _RecordLines(sep, widths, max_line_chars, len(wanted))
     pending: list[_Records] = []
     waiting = 0
-    for block, first_number in _line_blocks(handle, first_line, number + 1):
-        records = lines.read(block, first_number)
+    first_number = number + 1
+    for source, start, end in line_blocks(handle, first_line, _BLOCK_BYTES):
+        records = lines.read(memoryview(source)[start:end], first_number, source, start)
+        first_number += lines.line_breaks
         pending.append(records)
         waiting += records.size
         while waiting >= chunk_rows:
@@ -196,36 +182,6 @@ def _stream_text(
 
 _BLOCK_BYTES = 1 << 22
 """Bytes of lines read at a time (4 MiB; a longer line makes its block longer)."""
-
-
-def _line_blocks(handle: IO[bytes], first: bool, first_number: int) -> Iterator[tuple[bytes, int]]:
-    """The remaining lines in blocks of whole lines, and the number of each block's first line.
-
-    ``first``: the block starts the file, and a byte-order mark that opens it is removed.
-    """
-    parts: list[bytes] = []  # the start of a line that has not ended yet
-    while True:
-        data = handle.read(_BLOCK_BYTES)
-        if not data:
-            if parts:
-                yield b"".join(parts), first_number
-            return
-        if first:
-            data = data.removeprefix(_BOM)
-            first = False
-        cut = data.rfind(b"\n")
-        if cut < 0:  # no line ends in it: read on (joined once, however long the line)
-            parts.append(data)
-            continue
-        block = b"".join([*parts, data[: cut + 1]]) if parts else data[: cut + 1]
-        parts = [data[cut + 1 :]] if cut + 1 < len(data) else []
-        yield block, first_number
-        first_number += block.count(b"\n")
-
-
-def _decode(raw: bytes, first: bool) -> str:
-    """A header line's text (a byte-order mark that opens the file removed)."""
-    return _decoded((raw.removeprefix(_BOM) if first else raw).removesuffix(b"\n"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,16 +229,23 @@ class _RecordLines:
         self.sep, self.widths, self.max_line_chars, self.n_wanted = sep, widths, max_line_chars, n_wanted
         self.expected = " or ".join(str(w) for w in sorted(widths))
         self._parsers = {w: _Lines(sep, w, max_line_chars) for w in widths} if sep.isascii() else {}
+        self.line_breaks = 0
+        """Line breaks in the block last read."""
 
-    def read(self, block: bytes, first_number: int) -> _Records:
+    def read(self, block: memoryview, first_number: int, source: bytes, offset: int) -> _Records:
+        """The records of one block, ``source[offset:offset + len(block)]`` (whole lines), its first line numbered
+        ``first_number``; sets :attr:`line_breaks` to the block's number of line breaks."""
         if not self._parsers:
-            return self._python(block, first_number)
+            return self._python(bytes(block), first_number)
         if len(self.widths) == 1:  # one allowed width: a block of plain lines of that width is read whole
             ((width, positions),) = self.widths.items()
-            whole = self._parsers[width].whole_block(memoryview(block), first_number, block, 0)
+            parser = self._parsers[width]
+            whole = parser.whole_block(block, first_number, source, offset)
             if whole is not None:
+                self.line_breaks = parser.line_breaks
                 return self._records(*whole, positions)
-        lines = plain_lines(memoryview(block), block, 0, self.sep, self.max_line_chars)
+        lines = plain_lines(block, source, offset, self.sep, self.max_line_chars)
+        self.line_breaks = lines.line_breaks
         starts, ends, plain = lines.starts, lines.ends, lines.plain
         if min(self.widths) == 1 and not self.sep.isspace():  # a line of one field may be blank: the rules decide
             plain &= visible_lines(lines.buf, starts)
@@ -294,14 +257,14 @@ class _RecordLines:
             these = plain & (fields == width)
             if not these.any():
                 continue
-            columns = self._parsers[width].plain_columns(memoryview(block), starts, ends, these)
+            columns = self._parsers[width].plain_columns(block, starts, ends, these)
             if columns is None:  # Arrow refused them: the Python rules read them
                 continue
             parsed |= these
             groups.append(self._records(columns, numbers[these], positions))
         others = np.flatnonzero(~parsed)
         if others.size:
-            groups.append(self._by_the_rules((block[starts[i] : ends[i]] for i in others), numbers[others]))
+            groups.append(self._by_the_rules((bytes(block[starts[i] : ends[i]]) for i in others), numbers[others]))
         return _in_line_order(groups, self.n_wanted)
 
     @staticmethod
@@ -316,6 +279,7 @@ class _RecordLines:
     def _python(self, block: bytes, first_number: int) -> _Records:
         """Every line of a block through the Python rules (a separator that is not ASCII)."""
         lines = block.split(b"\n")
+        self.line_breaks = len(lines) - 1
         if block.endswith(b"\n"):
             lines.pop()  # the block ends with a line break: no line after it
         return self._by_the_rules(lines, first_number + np.arange(len(lines), dtype=np.int64))
@@ -324,7 +288,7 @@ class _RecordLines:
         """The records of ``lines`` (numbered ``numbers``) by :func:`_line_record`; blank lines give none."""
         rows, kept, problems = [], [], []
         for line, number in zip(lines, numbers):
-            record = _line_record(_decoded(line), self)
+            record = _line_record(decoded(line), self)
             if record is not None:
                 rows.append(record[0])
                 problems.append(record[1])

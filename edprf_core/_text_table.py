@@ -52,6 +52,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from ._exceptions import DataValidationError
+from ._file_lines import BOM as _BOM
+from ._file_lines import decoded as _decoded
+from ._file_lines import header_line, line_blocks, open_lines
 from ._schema import Schema
 
 __all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "TextTable", "read_table"]
@@ -61,7 +64,6 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_LINE_CHARS = 1 << 20
 """Longest data line kept (1,048,576 characters): longer lines are dropped, whatever they hold."""
 
-_BOM = b"\xef\xbb\xbf"
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
@@ -96,18 +98,6 @@ def _split_line(text: str, sep: str) -> list[str] | None:
     except csv.Error:
         return None
     return rows[0] if len(rows) == 1 else None
-
-
-def _read_bytes(path: Path) -> bytes:
-    if not path.is_file():
-        raise ValueError(f"data file {path} does not exist or is not a regular file")
-    try:
-        data = path.read_bytes()
-        if path.suffix == ".gz":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ValueError(f"cannot read data file {path}: {type(exc).__name__}") from None
-    return data.removeprefix(_BOM)
 
 
 def header_names(schema: Schema, first: str | None, sep: str, header: bool, path: Path) -> list[str]:
@@ -221,16 +211,18 @@ def read_table(
     p = Path(path)
     if p.suffix.lower() in PARQUET_SUFFIXES:
         return _read_parquet(p, schema)
-    data = _read_bytes(p)
-    start, number, first = 0, 1, None
-    if header:
-        start, number, first = _header_line(data)
-    names = header_names(schema, first, sep, header, p)
-    reader = _Lines(sep, len(names), max_line_chars)
-    pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
-    for offset, block in _blocks(data, start, _BLOCK_BYTES):
-        pieces.append(reader.read(block, number, data, offset))
-        number += reader.line_breaks
+    with open_lines(p) as handle:
+        try:
+            number, first = header_line(handle) if header else (0, None)
+            names = header_names(schema, first, sep, header, p)
+            reader = _Lines(sep, len(names), max_line_chars)
+            pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
+            first_number = number + 1
+            for source, start, end in line_blocks(handle, number == 0, _BLOCK_BYTES):
+                pieces.append(reader.read(memoryview(source)[start:end], first_number, source, start))
+                first_number += reader.line_breaks
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
     columns = [
         pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], pa.large_string())
         for j in range(len(names))
@@ -241,40 +233,10 @@ def read_table(
     return TextTable(X=frame.drop(columns=[label]), y=frame[label], line_numbers=numbers, dropped=reader.dropped)
 
 
-_BLOCK_BYTES = 1 << 26
-"""Bytes of lines read at a time (64 MiB; a longer line makes its block longer)."""
+_BLOCK_BYTES = 1 << 22
+"""Bytes of lines read from the file at a time (4 MiB; a longer line makes its block longer)."""
 
 _ASCII_WHITESPACE = np.array([c for c in range(128) if chr(c).isspace()], dtype=np.uint8)
-
-
-def _decoded(line: bytes) -> str:
-    """A line's text: UTF-8 with replacement characters, one trailing carriage return removed."""
-    return line.decode("utf-8", errors="replace").removesuffix("\r")
-
-
-def _header_line(data: bytes) -> tuple[int, int, str | None]:
-    """Where the data lines start, the number of the first of them, and the header (the first non-blank line)."""
-    pos, number = 0, 1
-    while pos <= len(data):
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        line = _decoded(data[pos:end])
-        pos, number = end + 1, number + 1
-        if line.strip():
-            return pos, number, line
-    return pos, number, None
-
-
-def _blocks(data: bytes, start: int, size: int):
-    """Consecutive pieces of ``data[start:]`` and where each starts; each ends just after a line break (the last: at the end)."""
-    pos = start
-    while pos < len(data):
-        cut = data.rfind(b"\n", pos, pos + size)
-        if cut < 0 or pos + size >= len(data):
-            cut = data.find(b"\n", pos + size) if pos + size < len(data) else -1
-        end = len(data) if cut < 0 else cut + 1
-        yield pos, memoryview(data)[pos:end]
-        pos = end
 
 
 def _line_fields(line: str, sep: str, width: int, max_line_chars: int) -> list[str] | str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from client._local_data import _keyed_uniform, load_local_data
@@ -320,3 +321,59 @@ def test_a_categorical_of_text_arrow_cannot_hold_is_judged_row_by_row():
     expected_keep, problems = _row_by_row(X, y)
     np.testing.assert_array_equal(keep, expected_keep)
     assert len(notes) == len(problems)
+
+
+def _arrow_text(chunks: list[pa.Array]) -> pd.Series:
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks)), dtype=pd.StringDtype("pyarrow", np.nan))
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["string", "large_string"])
+@pytest.mark.parametrize(
+    ("cells", "by_table"),
+    [
+        (["1", "0", "0", "1", "y", "1"], True),  # flags: numbered from their bytes
+        (["1", "0", "", "1"], False),  # an empty cell
+        (["1", None, "0"], False),  # a missing cell
+        (["1", "10", "0"], False),  # another length
+        (["1", "\u00e9", "0"], False),  # one character, two bytes
+        ([], True),
+    ],
+)
+def test_one_character_columns_are_numbered_as_the_dictionary_numbers_them(cells, by_table, large, monkeypatch):
+    from client import _local_data
+
+    kind = pa.large_string() if large else pa.string()
+    whole = pa.array(["x", "0", *cells, "z"], type=kind)
+    half = len(cells) // 2  # two chunks sliced out of one buffer: their offsets start inside it
+    series = _arrow_text([whole.slice(2, half), whole.slice(2 + half, len(cells) - half)])
+    assert (_local_data._one_character_codes(series) is not None) is by_table
+    got = _local_data._numbered(series)
+    monkeypatch.setattr(_local_data, "_one_character_codes", lambda cells: None)  # the dictionary's way alone
+    expected = _local_data._numbered(series)
+    assert list(got.categories) == list(expected.categories) == list(dict.fromkeys(c for c in cells if c is not None))
+    np.testing.assert_array_equal(got.codes, expected.codes)
+    assert got.dtype == expected.dtype
+
+
+def test_row_hashes_are_pandas_hashes_of_the_rows():
+    from client._local_data import _row_hashes
+
+    X, y = _messy_table(300)
+    rows = pd.concat([X, y], axis=1).astype("category")
+    rows.loc[[3, 40], "age"] = np.nan  # a missing cell
+    rows["none"] = pd.Categorical([np.nan] * len(rows))  # no category at all
+    rows["number"] = np.arange(len(rows), dtype=float)  # not a categorical: hashed by pandas
+    rows["text"] = X["code"].astype(object)
+    for frame in (rows, rows.iloc[:0], rows[["age"]]):
+        expected = pd.util.hash_pandas_object(frame, index=False, hash_key=SALT[:16]).to_numpy()
+        np.testing.assert_array_equal(_row_hashes(frame, SALT[:16]), expected)
+
+
+def test_held_out_rows_are_those_whose_keyed_uniform_is_below_the_fraction():
+    from client._local_data import _held_out
+
+    X, y = _messy_table(2000)
+    rows = pd.concat([X, y], axis=1).astype("category")
+    u = _keyed_uniform(rows, SALT)
+    for fraction in (0.0, 0.2, 1 / 3, 0.5, 1.0, *u[:5], *np.nextafter(u[:5], 1.0), *np.nextafter(u[:5], 0.0)):
+        np.testing.assert_array_equal(_held_out(rows, SALT, fraction), u < fraction, err_msg=f"{fraction!r}")
