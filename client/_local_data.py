@@ -82,8 +82,8 @@ def load_local_data(
     # The side of the split is a keyed hash of the row's own cells: adding or removing a
     # record never moves another row to the other side (and equal rows go to the same side).
     hold = _held_out(cells, salt, holdout_fraction)
-    train, held = keep & ~hold, keep & hold
-    return LocalData(X[train], y[train], X[held], y[held])
+    train, held = np.flatnonzero(keep & ~hold), np.flatnonzero(keep & hold)  # positions: one gather per column
+    return LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
 
 
 def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
@@ -149,7 +149,7 @@ def _one_character_codes(cells: pd.Series) -> tuple[np.ndarray, list[str]] | Non
     order = sorted(present.tolist(), key=lambda byte: raw.find(bytes((byte,))))  # first appearance
     table = np.zeros(128, dtype=np.int8)
     table[order] = np.arange(len(order), dtype=np.int8)
-    return table[data], [chr(byte) for byte in order]
+    return np.take(table, data), [chr(byte) for byte in order]
 
 
 def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:
