@@ -388,7 +388,9 @@ class Party:
                 return payload
             raise Refusal(
                 RefusalReason.REQUEST_SPENT,
-                f"request {req.request_id} was started before and did not complete; its epsilon stays spent",
+                f"request {req.request_id} was started before and has not completed: it is still running in "
+                "another process of this party (two SuperNodes serving one party's data?) or it was interrupted; "
+                "its epsilon stays spent",
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         data = self._data()

@@ -90,7 +90,10 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_SEED: "a fixed seed asked for, not allowed by the policy",
     RefusalReason.POLICY_TREES: "more trees than the policy's max-n-trees",
     RefusalReason.REQUEST_ID_REUSED: "the request id was served before with other parameters",
-    RefusalReason.REQUEST_SPENT: "the request id was started before and did not complete",
+    RefusalReason.REQUEST_SPENT: (
+        "the request id was started before and has not completed (still running in another process of the "
+        "party, or interrupted)"
+    ),
     RefusalReason.SCHEMA_MISMATCH: "the request or model uses another schema than the party's",
 }
 """Every reason code a party may send, with its meaning (the fixed, documented set)."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from client import BudgetExhausted, BudgetLedger, Party, PartyPolicy, PartySetup, Refusal, load_policy
+from client._party import _release_detail
 from edprf_core import load_embedded
 from protocol import INSPECTION_POLICY, ReleasePolicy, build_global_model, decode_release, load_global_model
 from protocol.messages import EvaluateRequest, TrainRequest
@@ -130,6 +131,20 @@ def test_train_releases_and_records_the_spend(party_files):
         party.train(_request(schema, request_id="run2/1/train"))
     assert exc.value.reason == "budget_exhausted"
     assert len(party.ledger.entries()) == 1
+
+
+def test_a_request_another_process_of_the_party_started_is_not_served_twice(party_files):
+    """Two SuperNodes serving one party's files get the same request: the one that finds it reserved and not
+    released refuses, and says it may still be running elsewhere (not only "interrupted"), spending nothing."""
+    setup, schema = party_files
+    first, second = Party(setup), Party(setup)
+    req = _request(schema)
+    first.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=_release_detail(req))
+    with pytest.raises(Refusal, match="still running in another process of this party") as exc:
+        second.train(req)
+    assert exc.value.reason == "request_spent"
+    assert [(e.kind, e.state) for e in second.ledger.entries()] == [("release", "reserved")]
+    assert second.ledger.spent() == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
