@@ -64,6 +64,8 @@ def line_blocks(handle: IO[bytes], first: bool, size: int) -> Iterator[tuple[byt
                 yield line, 0, len(line)
             return
         if first:
+            while len(data) < len(BOM) and BOM.startswith(data) and (more := handle.read(size)):
+                data += more  # a read shorter than the mark: enough of the file to tell whether it opens with one
             data = data.removeprefix(BOM)
             first = False
         start = 0

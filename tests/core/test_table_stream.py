@@ -217,3 +217,20 @@ def test_blocks_of_plain_lines_are_read_whole_when_one_width_is_allowed(tmp_path
     taken.clear()
     list(stream_rows(path, SCHEMA, header=False, max_line_chars=MAX_CHARS))  # two widths: never read whole
     assert not taken
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 4096])
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_byte_order_mark_is_removed_whatever_the_first_read_brings(tmp_path, monkeypatch, block, gz):
+    """Fuzzing found reads of 1 or 2 bytes kept the mark (a first cell "\\ufeff30"): it is looked for in the first
+    three bytes of the file, however many reads they take."""
+    monkeypatch.setattr(table_stream, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(text_table, "_BLOCK_BYTES", block)
+    data = b"\xef\xbb\xbf30,007,1,0\n40,12,2,1\n"
+    path = tmp_path / ("d.csv.gz" if gz else "d.csv")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    table = text_table.read_table(path, SCHEMA, header=False)
+    assert table.X["age"].tolist() == ["30", "40"] and table.dropped == []
+    assert [r[1][0] for r in _records(path, header=False)] == ["30", "40"]
+    path.write_bytes(gzip.compress(b"\xef\xbb\xbf") if gz else b"\xef\xbb\xbf")  # the mark alone: no line at all
+    assert len(text_table.read_table(path, SCHEMA, header=False).X) == 0 and _records(path, header=False) == []
