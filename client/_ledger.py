@@ -219,13 +219,40 @@ class BudgetLedger:
             f"{format_epsilon(spent)}: a ledger restored from a backup, replaced or lost; "
             f"{format_epsilon(missing)} is counted as spent"
         )
-        now = time.time()
-        db.execute(
-            "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
-            "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
-            (f"carried-{secrets.token_hex(8)}", float(missing), note, now, now, str(missing)),
-        )
+        _insert_carried(db, missing, note)
         return spent + missing, note
+
+    def carry_recorded(self, recorded: Fraction, source: str) -> Fraction:
+        """Count as spent what ``recorded`` (ε this party is known elsewhere to have spent) exceeds the ledger's
+        total by; return that amount (``0``: the ledger holds at least as much, nothing written).
+
+        For the coordinator's spend record (:mod:`protocol._spend_record`), which survives a restore of the
+        party's whole host.  One transaction: two processes carrying the same record carry it once.  The
+        entry is a ``carried-`` one, as for the anchor, and the anchor is brought up to the new total.
+        """
+        if recorded <= 0:
+            return Fraction(0)
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                spent = self._sum(db)
+                missing = recorded - spent if recorded > spent else Fraction(0)
+                if missing:
+                    note = (
+                        f"carried from {source}: it records {format_epsilon(recorded)} spent by this party, the "
+                        f"ledger held {format_epsilon(spent)}: the ledger, or the whole host, restored from an "
+                        f"earlier state; {format_epsilon(missing)} is counted as spent"
+                    )
+                    _insert_carried(db, missing, note)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        if missing:
+            log.warning("ledger %s: %s", self.path, note)
+            self._anchor(spent + missing)
+        return missing
 
     def _record_cap(self, db: sqlite3.Connection) -> str:
         """Keep the lifetime cap this ledger is opened with, and a line for every change of it (inside ``db``'s
@@ -374,6 +401,16 @@ class BudgetLedger:
             value = _meta_or_add(db, key, factory)
             db.execute("COMMIT")
             return value
+
+
+def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str) -> None:
+    """Write ``amount`` as a spent (``failed``, nothing released) ``carried-`` entry, inside ``db``'s transaction."""
+    now = time.time()
+    db.execute(
+        "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
+        "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
+        (f"carried-{secrets.token_hex(8)}", float(amount), note, now, now, str(amount)),
+    )
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:

@@ -65,6 +65,7 @@ from protocol import (
     load_global_model,
     load_private_key,
     peek_global_model,
+    recorded_spend,
     registration_problem,
 )
 from protocol.messages import EvaluateRequest, TrainRequest
@@ -370,6 +371,9 @@ class Party:
         problem = registration_problem(req.registered_parties, self.policy.party_id, key)
         if problem is not None:  # its release would be rejected: refused before anything is reserved
             raise Refusal(RefusalReason.NOT_REGISTERED, problem)
+        recorded = recorded_spend(req.spend_record, self.policy.party_id)
+        if recorded is not None:  # spend this ledger lost (a host restored from a snapshot) counts again
+            self.ledger.carry_recorded(recorded, "the coordinator's spend record")
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:

@@ -45,6 +45,7 @@ from ._registration import registration_problem, registration_text
 from ._registry import PartyKeyRegistry
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from ._signature import SignatureStatus
+from ._spend_record import recorded_spend, spend_record_text
 
 __all__ = [
     "FORMAT_VERSION",
@@ -79,9 +80,11 @@ __all__ = [
     "load_public_key",
     "peek_global_model",
     "read_release_header",
+    "recorded_spend",
     "registration_problem",
     "registration_text",
     "save_atomic",
     "save_private_key",
     "save_public_key",
+    "spend_record_text",
 ]

@@ -19,6 +19,7 @@ from edprf_core.forest import LEAF_OUTPUTS, RELATIONS, SPLIT_MODES
 
 from ._ids import check_request_id
 from ._registration import check_registration_text
+from ._spend_record import check_spend_record_text
 
 __all__ = [
     "DEPTH_REQUESTS",
@@ -101,6 +102,10 @@ class TrainRequest:
     (:func:`protocol._registration.registration_text`), so that a party whose id
     or signing key the coordinator would reject refuses before it reserves
     epsilon; ``""`` when the coordinator registers no keys (and in older records).
+
+    ``spend_record``: the coordinator's record of the ε each registered party's verified releases charged
+    (:mod:`protocol._spend_record`); a party whose ledger holds less counts the difference as spent before it
+    serves (a host restored from a snapshot).  ``""``: no record (no keys, and older records).
     """
 
     request_id: str
@@ -118,12 +123,14 @@ class TrainRequest:
     marginals_share: float = 0.0
     marginals_bins: int = 0
     registered_parties: str = ""
+    spend_record: str = ""
 
     def __post_init__(self) -> None:
         _check_ids(self.request_id, self.run_id)
         check_fields(self, _TRAIN_RULES, error=TaskError)
         try:
             check_registration_text(self.registered_parties)
+            check_spend_record_text(self.spend_record)
         except (TypeError, ValueError) as exc:
             raise TaskError(f"request {exc}") from None
         share, bins = self.marginals_share, self.marginals_bins
@@ -145,6 +152,7 @@ class TrainRequest:
             "marginals-share": 0.0,
             "marginals-bins": 0,
             "registered-parties": "",
+            "spend-record": "",
         }
         return cls(**_read(cls, {**defaults, **record}))
 

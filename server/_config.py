@@ -155,6 +155,13 @@ class CoordinatorConfig:
     consortium_rows : int >= 0, default 0
         Public (declared, e.g. published) total training rows of the consortium: the size the marginals rules
         read.  0: not declared.
+    spend_record : str, default "auto"
+        The coordinator's record of the ε each party's verified releases charged (SQLite, kept across runs),
+        sent with every train request: a party whose ledger holds less (its whole host restored from a
+        snapshot or backup) counts the difference as spent before it serves.  Needs ``keys_dir`` (only a
+        signed release names its party reliably).  ``"auto"``: ``spend-record.sqlite`` beside ``output_dir``
+        (in its parent directory, shared by the runs kept there) when ``keys_dir`` is set, else none;
+        ``"none"``: no record; any other value: the file's path.
     """
 
     schema_path: str = ""
@@ -192,6 +199,7 @@ class CoordinatorConfig:
     marginals_share: str = "auto"
     marginals_bins: int = 0
     consortium_rows: int = 0
+    spend_record: str = "auto"
 
     def __post_init__(self) -> None:
         check_fields(self, _RULES)
@@ -202,6 +210,11 @@ class CoordinatorConfig:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
         if not self.schema_path and not self.sim_dir:
             raise ValueError("schema-path: the coordinator needs the public schema (or sim-dir in simulation)")
+        if self.spend_record not in ("auto", "none") and not self.keys_dir:
+            raise ValueError(
+                "spend-record: a record file needs keys-dir (only a signed release names its party reliably); "
+                f'got {self.spend_record!r} without keys-dir; use "auto" or "none"'
+            )
 
     @classmethod
     def from_run_config(cls, run_config: Mapping[str, Any]) -> CoordinatorConfig:
@@ -238,6 +251,15 @@ class CoordinatorConfig:
             return share, MARGINALS_BINS_LOW
         summed_epsilon = effective_epsilon([self.epsilon] * n_parties)  # the merge's description of the sum's noise
         return share, marginals_n_bins(max(1, round(share * rows)), schema.n_features, summed_epsilon)
+
+    @property
+    def spend_record_file(self) -> Path | None:
+        """Where the spend record is kept (None: no record, see ``spend_record``)."""
+        if self.spend_record == "none" or not self.keys_dir:
+            return None
+        if self.spend_record == "auto":
+            return Path(self.output_dir).absolute().parent / "spend-record.sqlite"
+        return Path(self.spend_record)
 
     @property
     def schema_file(self) -> Path:
@@ -289,6 +311,7 @@ _RULES = {
     "target_parties": Integer(0, text=">= 0"),
     "marginals_bins": Integer(0, text="0 (the rule) or >= 2"),
     "consortium_rows": Integer(0, text=">= 0 (0: not declared)"),
+    "spend_record": Text(pattern=r".+", text='"auto", "none" or a file path'),
 }
 """Each run-config setting with its rule (messages: ``"<key>: expected <rule>, got <value>"``)."""
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +27,14 @@ from protocol import (
     PartyKeyRegistry,
     ReleasePolicy,
     ReplyStatus,
+    VerifiedRelease,
     bound_to_run,
     build_global_model,
     decode_release,
     load_global_model,
     registration_text,
     save_atomic,
+    spend_record_text,
 )
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
@@ -48,6 +52,7 @@ from ._report import PartyOutcome, RunReport
 from ._run_control import failure_text, resumed_evaluation_skip
 from ._selection import select_parties
 from ._size_bounds import TRANSPORT_LIMIT
+from ._spend_store import SpendStore
 
 __all__ = ["MODEL_FILE", "REPORT_FILE", "run_federation"]
 
@@ -66,7 +71,12 @@ def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
 
 
 def _train_request(
-    cfg: CoordinatorConfig, run_id: str, schema: Schema, n_parties: int, registry: PartyKeyRegistry | None
+    cfg: CoordinatorConfig,
+    run_id: str,
+    schema: Schema,
+    n_parties: int,
+    registry: PartyKeyRegistry | None,
+    spend_record: str = "",
 ) -> TrainRequest:
     """One request for every party: its id names the training (``request-tag``), each party's ledger keys on it.
 
@@ -91,7 +101,31 @@ def _train_request(
         marginals_bins=marginals_bins,
         # parties check their own entry before reserving epsilon (a wrong party-id or key is refused for free)
         registered_parties=registration_text(registry) if registry is not None else "",
+        # what each party's verified releases charged: a party whose ledger holds less counts the rest again
+        spend_record=spend_record,
     )
+
+
+def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> SpendStore | None:
+    """The spend record (``spend-record``), opened before any request is sent; None without one."""
+    path = cfg.spend_record_file
+    if path is None or registry is None:
+        return None
+    try:
+        return SpendStore(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise ValueError(f"spend-record: cannot open {path}: {exc}") from None
+
+
+def _record_spend(spends: SpendStore, release: VerifiedRelease, run_id: str) -> None:
+    """Add a verified release to the spend record (once per party and request; a failure is logged, the run
+    goes on: the record only adds a check to the parties' own ledgers)."""
+    # the party's ledger charges the request's epsilon as the shortest decimal of its float (exact_epsilon)
+    charged = Fraction(repr(float(release.params.epsilon)))
+    try:
+        spends.add(release.party_id, f"{release.run_id}/train", charged, run_id)
+    except (OSError, sqlite3.Error):
+        log.exception("spend record %s: could not record %s's release", spends.path, release.party_id)
 
 
 def _result(reply: Message) -> dict:
@@ -108,6 +142,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         for stale in out_dir.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
     registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
+    spends = _spend_store(cfg, registry)  # opened before any request: a path it cannot use fails the run here
     policy = ReleasePolicy(
         max_epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
@@ -130,7 +165,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    train_request = _train_request(cfg, run_id, schema, len(nodes), registry)
+    record = spend_record_text(spends.totals()) if spends is not None else ""
+    train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
     messages = [
         Message(
@@ -178,6 +214,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             )
             continue
         outcome.party_id = release.party_id
+        if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon
+            _record_spend(spends, release, run_id)
         mismatch = request_mismatch(release, train_request, cfg)
         if (
             mismatch is None

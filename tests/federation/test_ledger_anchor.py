@@ -17,6 +17,9 @@ import pytest
 from client import BudgetExhausted, BudgetLedger, Party, Refusal
 from client._ledger_anchor import anchor_path, read_anchor
 from edprf_fl.cli._main import main
+from protocol import ReleasePolicy, decode_release, spend_record_text
+from server import CoordinatorConfig
+from server._spend_store import SpendStore
 
 from .test_party import _request, party_files  # noqa: F401 (a fixture)
 
@@ -134,3 +137,63 @@ def test_a_new_ledger_is_readable_by_its_owner_only(tmp_path, party_files, capsy
     setup.ledger_path.chmod(0o644)  # a ledger made by an older version, or copied with another umask
     said = _party_check(setup, capsys)
     assert "the ledger is readable by others (mode 644)" in said
+
+
+def _snapshot(directory: Path, target: Path) -> None:
+    """The party's state files (the ledger with its ``-wal``/``-shm`` and the anchor beside it) as a host image
+    holds them: ``target`` gets exactly ``directory``'s."""
+    target.mkdir(exist_ok=True)
+    for old in target.glob("ledger*"):
+        old.unlink()
+    for f in directory.glob("ledger*"):
+        shutil.copy2(f, target / f.name)
+
+
+def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(party_files, tmp_path):  # noqa: F811
+    """The anchor cannot see a snapshot of the whole host; the coordinator's spend record can.  (Through a real
+    SuperLink and SuperNodes: tests/deployment/test_host_rollback.py.)"""
+    setup, schema = party_files  # hospital-a, lifetime cap 1.5
+    host = setup.ledger_path.parent
+    Party(setup)
+    _snapshot(host, tmp_path / "image")
+    store = SpendStore(tmp_path / "coordinator" / "spend-record.sqlite")
+    request = _request(schema, spend_record=spend_record_text(store.totals()))
+    release = decode_release(Party(setup).train(request), schema, ReleasePolicy(max_epsilon=1.0))
+    assert store.add(release.party_id, f"{release.run_id}/train", Fraction(1), "run1")
+    assert not store.add(release.party_id, f"{release.run_id}/train", Fraction(1), "run1-resumed")  # once
+    _snapshot(tmp_path / "image", host)  # ledger and anchor back to before the release
+    assert BudgetLedger(setup.ledger_path, cap=1.5).spent() == 0
+
+    record = spend_record_text(store.totals())
+    with pytest.raises(Refusal) as refused:
+        Party(setup).train(_request(schema, request_id="run2/1/train", spend_record=record))
+    assert refused.value.reason == "budget_exhausted"
+    ledger = BudgetLedger(setup.ledger_path, cap=1.5)
+    assert _carried(ledger) == [Fraction(1)] and ledger.spent() == 1
+    assert read_anchor(anchor_path(setup.ledger_path)).spent == 1  # the anchor follows
+    # the same record again (another request, or another process), or one that holds less: nothing more
+    assert ledger.carry_recorded(Fraction(1), "test") == 0 and ledger.carry_recorded(Fraction(1, 2), "test") == 0
+    assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == [Fraction(1)]
+
+
+def test_the_record_of_other_parties_changes_nothing(party_files):  # noqa: F811
+    setup, schema = party_files
+    record = spend_record_text({"hospital-b": Fraction(5), "hospital-c": Fraction(1, 10)})
+    Party(setup).train(_request(schema, spend_record=record))
+    assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == []
+
+
+def test_the_coordinators_record_needs_keys_and_sits_beside_the_runs(tmp_path):
+    base = {"schema-path": "s.toml", "output-dir": str(tmp_path / "outputs" / "run-1")}
+    assert CoordinatorConfig.from_run_config(base).spend_record_file is None  # no keys: party ids unverified
+    keyed = CoordinatorConfig.from_run_config({**base, "keys-dir": "keys"})
+    assert keyed.spend_record_file == tmp_path / "outputs" / "spend-record.sqlite"
+    assert (
+        CoordinatorConfig.from_run_config({**base, "keys-dir": "k", "spend-record": "none"}).spend_record_file is None
+    )
+    chosen = CoordinatorConfig.from_run_config({**base, "keys-dir": "k", "spend-record": str(tmp_path / "r.sqlite")})
+    assert chosen.spend_record_file == tmp_path / "r.sqlite"
+    with pytest.raises(ValueError, match="spend-record: a record file needs keys-dir"):
+        CoordinatorConfig.from_run_config({**base, "spend-record": str(tmp_path / "r.sqlite")})
+    with pytest.raises(ValueError, match="spend-record"):
+        CoordinatorConfig.from_run_config({**base, "spend-record": ""})

@@ -1,0 +1,76 @@
+"""The coordinator's spend record: the ε each party's verified releases charged, kept across runs (SQLite).
+
+What a train request carries as ``spend-record`` (:mod:`protocol._spend_record`, which gives the privacy
+argument).  One row per verified release, keyed by its party and by the request it answered (the run that
+made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.
+Written as soon as a release is verified, before the run goes on, so that a coordinator that crashes later in
+the run keeps it.  Public figures only (party ids and the ε of their requests): no data, no ε.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from pathlib import Path
+
+__all__ = ["SpendStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS releases (
+    party_id TEXT NOT NULL,
+    release_key TEXT NOT NULL,
+    epsilon_exact TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (party_id, release_key)
+);
+"""
+
+
+class SpendStore:
+    """The record at ``path`` (created with its directory if absent).
+
+    Parameters
+    ----------
+    path : path of the SQLite file
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            yield db
+        finally:
+            db.close()
+
+    def add(self, party_id: str, release_key: str, epsilon: Fraction, run_id: str) -> bool:
+        """Record that ``party_id``'s release for ``release_key`` charged ``epsilon``; False if it was recorded
+        before (a resent release: nothing added)."""
+        if epsilon <= 0:
+            raise ValueError(f"epsilon: expected > 0, got {epsilon}")
+        with self._connect() as db:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO releases (party_id, release_key, epsilon_exact, run_id, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (party_id, release_key, str(epsilon), run_id, time.time()),
+            )
+            return cursor.rowcount == 1
+
+    def totals(self) -> dict[str, Fraction]:
+        """Per party, the exact sum of its recorded releases' ε."""
+        totals: dict[str, Fraction] = {}
+        with self._connect() as db:
+            for party_id, text in db.execute("SELECT party_id, epsilon_exact FROM releases"):
+                totals[party_id] = totals.get(party_id, Fraction(0)) + Fraction(text)
+        return totals
