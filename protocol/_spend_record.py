@@ -3,12 +3,13 @@
 Why: a party's ledger and the anchor beside it (:mod:`client._ledger_anchor`) both live on the party's host.
 Restoring the whole host from a snapshot or backup rolls both back, and the party would serve again ε it has
 already spent.  The coordinator keeps, for every release it verified (a signed release: its party id is
-authentic), the ε that release charged the party's ledger.  Each train request carries the totals; a party
+authentic) and every noised evaluation that party answered in the same run, the ε it charged the party's
+ledger.  Each train request carries the totals; a party
 whose ledger holds less than its total writes the difference into its ledger as spent before it serves
 (:meth:`client.BudgetLedger.carry_recorded`), so the lost spend still counts against its cap.
 
-Sound in one direction only, which is the one that matters: every verified release was reserved in its
-party's ledger before it was sent, so an honest record never exceeds the ledger's total (which also counts
+Sound in one direction only, which is the one that matters: every verified release and every noised
+evaluation was reserved in its party's ledger before it was sent, so an honest record never exceeds the ledger's total (which also counts
 evaluations, failures and other coordinators' requests).  A record that is too low (the coordinator's file
 lost or rolled back, a party at several coordinators) detects less; a record that is too high (a coordinator
 lying) makes the party count more than it spent: less available budget, never a weaker guarantee.

@@ -156,9 +156,9 @@ class CoordinatorConfig:
         Public (declared, e.g. published) total training rows of the consortium: the size the marginals rules
         read.  0: not declared.
     spend_record : str, default "auto"
-        The coordinator's record of the ε each party's verified releases charged (SQLite, kept across runs),
-        sent with every train request: a party whose ledger holds less (its whole host restored from a
-        snapshot or backup) counts the difference as spent before it serves.  Needs ``keys_dir`` (only a
+        The coordinator's record of the ε each party's verified releases and noised evaluations charged
+        (SQLite, kept across runs), sent with every train request: a party whose ledger holds less (its whole
+        host restored from a snapshot or backup) counts the difference as spent before it serves.  Needs ``keys_dir`` (only a
         signed release names its party reliably).  ``"auto"``: ``spend-record.sqlite`` beside ``output_dir``
         (in its parent directory, shared by the runs kept there) when ``keys_dir`` is set, else none;
         ``"none"``: no record; any other value: the file's path.

@@ -118,14 +118,20 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
 
 
 def _record_spend(spends: SpendStore, release: VerifiedRelease, run_id: str) -> None:
-    """Add a verified release to the spend record (once per party and request; a failure is logged, the run
-    goes on: the record only adds a check to the parties' own ledgers)."""
-    # the party's ledger charges the request's epsilon as the shortest decimal of its float (exact_epsilon)
-    charged = Fraction(repr(float(release.params.epsilon)))
+    """Add a verified release to the spend record, keyed by the run that made it (a release resent for a reused
+    request-tag is the same release: recorded once)."""
+    _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
+
+
+def _record(spends: SpendStore, party_id: str, request: str, epsilon: float, run_id: str) -> None:
+    """One row of the spend record (once per party and request).  A failure is logged and the run goes on: the
+    record only adds a check to the parties' own ledgers."""
+    # a party's ledger charges a request's epsilon as the shortest decimal of its float (exact_epsilon)
+    charged = Fraction(repr(float(epsilon)))
     try:
-        spends.add(release.party_id, f"{release.run_id}/train", charged, run_id)
+        spends.add(party_id, request, charged, run_id)
     except (OSError, sqlite3.Error):
-        log.exception("spend record %s: could not record %s's release", spends.path, release.party_id)
+        log.exception("spend record %s: could not record %s for %s", spends.path, request, party_id)
 
 
 def _result(reply: Message) -> dict:
@@ -264,7 +270,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         return report
 
     try:
-        _model_and_evaluation(grid, cfg, run_id, schema, accepted, report, out_dir)
+        _model_and_evaluation(grid, cfg, run_id, schema, accepted, report, out_dir, spends)
     except Exception as exc:
         log.exception("run %s: failed after the releases arrived", run_id)
         report.status = RunStatus.FAILED
@@ -279,7 +285,14 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
 
 
 def _model_and_evaluation(
-    grid: Grid, cfg: CoordinatorConfig, run_id: str, schema, accepted: list, report: RunReport, out_dir: Path
+    grid: Grid,
+    cfg: CoordinatorConfig,
+    run_id: str,
+    schema,
+    accepted: list,
+    report: RunReport,
+    out_dir: Path,
+    spends: SpendStore | None = None,
 ) -> None:
     """Assess, merge and save the model, evaluate it (everything after the releases arrived)."""
     if cfg.validation_file is not None:
@@ -326,7 +339,7 @@ def _model_and_evaluation(
         log.info("run %s: %s", run_id, skip["message"])
         report.federated_evaluation = skip
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
-        _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report)
+        _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report, spends)
     test_file = cfg.test_file
     report.marginals = marginals_record(view.forest)
     if test_file is not None:
@@ -336,7 +349,13 @@ def _model_and_evaluation(
 
 
 def _evaluate_if_informative(
-    grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, forest, report: RunReport
+    grid: Grid,
+    cfg: CoordinatorConfig,
+    run_id: str,
+    model: bytes,
+    forest,
+    report: RunReport,
+    spends: SpendStore | None = None,
 ) -> None:
     """The evaluation round, or, when its ε cannot give the interval asked for, nothing sent and nothing spent."""
     plan = evaluation_plan(cfg, len(report.accepted))
@@ -345,7 +364,13 @@ def _evaluate_if_informative(
         report.federated_evaluation = plan.skipped_record()
         return
     t0 = time.perf_counter()
-    report.federated_evaluation = _evaluation_round(grid, cfg, run_id, model, [p.node_id for p in report.accepted])
+    report.federated_evaluation, metered = _evaluation_round(
+        grid, cfg, run_id, model, [p.node_id for p in report.accepted]
+    )
+    if spends is not None and not cfg.exact_metrics:  # noised counts came back: each of those ledgers charged
+        for p in report.accepted:
+            if p.node_id in metered:
+                _record(spends, p.party_id, f"{run_id}/{p.node_id}/evaluate", cfg.evaluation_epsilon, run_id)
     name_evaluation(report.federated_evaluation, report.parties)
     _charge_evaluation(report, cfg)
     report.guarantee = federation_guarantee(forest, _spends(report))
@@ -456,7 +481,10 @@ def _drop(outcome: PartyOutcome, reason: OutcomeReason, message: str) -> None:
     outcome.status, outcome.reason, outcome.message = PartyStatus.DROPPED, reason, message
 
 
-def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]) -> dict:
+def _evaluation_round(
+    grid: Grid, cfg: CoordinatorConfig, run_id: str, model: bytes, nodes: list[int]
+) -> tuple[dict, set[int]]:
+    """The evaluation round's summary, and the nodes that answered with metrics."""
     messages = []
     for node in nodes:
         req = EvaluateRequest(
@@ -482,4 +510,4 @@ def _evaluation_round(grid: Grid, cfg: CoordinatorConfig, run_id: str, model: by
             continue
         replies.append((node, dict(reply.content.metric_records[METRICS_KEY]), ""))
     no_reply = [node for node in nodes if node not in answered_nodes]
-    return evaluation_summary(replies, no_reply, cfg)
+    return evaluation_summary(replies, no_reply, cfg), {node for node, metrics, _ in replies if metrics is not None}

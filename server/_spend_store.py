@@ -1,8 +1,10 @@
-"""The coordinator's spend record: the ε each party's verified releases charged, kept across runs (SQLite).
+"""The coordinator's spend record: the ε each party's verified releases and noised evaluations charged (SQLite).
 
 What a train request carries as ``spend-record`` (:mod:`protocol._spend_record`, which gives the privacy
 argument).  One row per verified release, keyed by its party and by the request it answered (the run that
-made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.
+made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.  One
+row per evaluation a party answered with noised counts (its request id), its party known from the release
+the same node sent in that run.
 Written as soon as a release is verified, before the run goes on, so that a coordinator that crashes later in
 the run keeps it.  Public figures only (party ids and the ε of their requests): no data, no ε.
 """

@@ -6,15 +6,17 @@ anchor back too, and the party would serve its spent ε again.  The coordinator'
 and travels in every train request; the restored party counts the difference as spent before it serves.
 
 Real SuperLink with TLS and SuperNode authentication, real SuperNodes, signed releases, loopback only.
-hospital-a's lifetime cap is 1.5: one release of ε 1 fits, a second does not.  After its host is restored to
-the state before its first release, it must refuse the second request (``budget_exhausted``), with the lost
-ε 1 written into its ledger as a ``carried-`` entry; hospital-b, not restored, serves and carries nothing.
+hospital-a's lifetime cap is 1.5: one release of ε 1 and its evaluation (ε 0.1) fit, a second release does not.
+After its host is restored to the state before its first release, it must refuse the second request
+(``budget_exhausted``), with the lost ε 1.1 written into its ledger as a ``carried-`` entry; hospital-b, not
+restored, serves and carries nothing.
 """
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
+from fractions import Fraction
 
 import pytest
 
@@ -24,6 +26,7 @@ from .conftest import ledger_rows
 pytestmark = [pytest.mark.deployment, pytest.mark.slow]
 
 CAPS = {"hospital-a": 1.5, "hospital-b": 5.0}
+ONE, TENTH = Fraction(1), Fraction(1, 10)
 
 
 def test_a_host_restored_from_a_snapshot_does_not_serve_its_spent_epsilon_again(deployment, pki, tmp_path):
@@ -49,7 +52,8 @@ def test_a_host_restored_from_a_snapshot_does_not_serve_its_spent_epsilon_again(
             "max-depth": 4,
             "min-parties": 1,
             "expected-parties": 2,
-            "evaluation-epsilon": 0.0,
+            "evaluation-epsilon": 0.1,
+            "evaluation-max-interval-width": 1.0,  # small parties: evaluate anyway (its epsilon is recorded too)
             "round-timeout": 120.0,
             "keys-dir": pki.keys_dir(CAPS),
         }
@@ -61,9 +65,7 @@ def test_a_host_restored_from_a_snapshot_does_not_serve_its_spent_epsilon_again(
         first, _ = fed.run_and_load("run-1", run_config, outputs / "run-1")
         assert [p["status"] for p in first["parties"]] == ["accepted", "accepted"], first["parties"]
         record = outputs / "spend-record.sqlite"
-        with sqlite3.connect(record) as db:
-            rows = sorted(db.execute("SELECT party_id, epsilon_exact, run_id FROM releases"))
-        assert rows == [("hospital-a", "1", first["run_id"]), ("hospital-b", "1", first["run_id"])]
+        assert _recorded(record) == {"hospital-a": [TENTH, ONE], "hospital-b": [TENTH, ONE]}
 
         # hospital-a's host comes back from the snapshot taken before its release (the files as a restore
         # leaves them; its SuperNode keeps running: each request's ClientApp opens the ledger anew)
@@ -77,10 +79,18 @@ def test_a_host_restored_from_a_snapshot_does_not_serve_its_spent_epsilon_again(
         assert outcome["hospital-a"]["reason"] == "budget_exhausted", second["parties"]
         assert outcome["hospital-b"]["status"] == "accepted", second["parties"]
         restored = ledger_rows(parties["hospital-a"]["ledger"])
-        assert [(r[0][:8], r[1], r[2], r[3]) for r in restored] == [("carried-", "release", 1.0, "failed")], restored
-        assert [r[2] for r in ledger_rows(parties["hospital-b"]["ledger"])] == [1.0, 1.0]  # nothing carried
-        with sqlite3.connect(record) as db:  # hospital-b's second release is recorded; a refusal is not
-            totals = dict(db.execute("SELECT party_id, COUNT(*) FROM releases GROUP BY party_id"))
-        assert totals == {"hospital-a": 1, "hospital-b": 2}
+        assert [(r[0][:8], r[1], r[2], r[3]) for r in restored] == [("carried-", "release", 1.1, "failed")], restored
+        assert [r[2] for r in ledger_rows(parties["hospital-b"]["ledger"])] == [1.0, 0.1, 1.0, 0.1]  # none carried
+        # hospital-b's second release and evaluation are recorded; hospital-a's refusal is not
+        assert _recorded(record) == {"hospital-a": [TENTH, ONE], "hospital-b": [TENTH, TENTH, ONE, ONE]}
 
     run_guarded(dep, scenario)
+
+
+def _recorded(record) -> dict[str, list[Fraction]]:
+    """Per party, the exact epsilon of each row of the coordinator's spend record, in increasing order."""
+    recorded: dict[str, list[Fraction]] = {}
+    with sqlite3.connect(record) as db:
+        for party, epsilon in db.execute("SELECT party_id, epsilon_exact FROM releases ORDER BY party_id"):
+            recorded.setdefault(party, []).append(Fraction(epsilon))
+    return {party: sorted(values) for party, values in recorded.items()}
