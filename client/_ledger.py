@@ -56,6 +56,10 @@ log = logging.getLogger("edprf.party")
 _COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
 
 
+COORDINATOR_RECORD = "the coordinator's spend record"
+"""Where :meth:`BudgetLedger.carry_recorded` says a party's carried spend came from (its entries' detail)."""
+
+
 def exact_epsilon(epsilon: float | Fraction) -> Fraction:
     """A requested ε as an exact fraction: the shortest decimal that round-trips its float."""
     if isinstance(epsilon, Fraction):

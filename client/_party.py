@@ -71,7 +71,7 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._ledger import BudgetExhausted, BudgetLedger, EntryState, exact_epsilon, format_epsilon
+from ._ledger import COORDINATOR_RECORD, BudgetExhausted, BudgetLedger, EntryState, exact_epsilon, format_epsilon
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
@@ -373,7 +373,7 @@ class Party:
             raise Refusal(RefusalReason.NOT_REGISTERED, problem)
         recorded = recorded_spend(req.spend_record, self.policy.party_id)
         if recorded is not None:  # spend this ledger lost (a host restored from a snapshot) counts again
-            self.ledger.carry_recorded(recorded, "the coordinator's spend record")
+            self.ledger.carry_recorded(recorded, COORDINATOR_RECORD)
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:

@@ -24,7 +24,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ._ledger import CAP_CHANGES_KEY, EntryState, format_epsilon, read_ledger_readonly, read_meta_readonly, total_spent
+from ._ledger import (
+    CAP_CHANGES_KEY,
+    COORDINATOR_RECORD,
+    EntryState,
+    format_epsilon,
+    read_ledger_readonly,
+    read_meta_readonly,
+    total_spent,
+)
 from ._ledger_anchor import LEDGER_ID_KEY, anchor_path, carried, read_anchor
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
@@ -335,6 +343,15 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             "before its next request",
         )
         spent += missing
+    from_record = [e for e in entries if e.request_id.startswith("carried-") and COORDINATOR_RECORD in e.detail]
+    if from_record:
+        report._add(
+            "note",
+            path,
+            f"{format_epsilon(total_spent(from_record))} of the spent epsilon was carried from {COORDINATOR_RECORD} "
+            f"({len(from_record)} time(s)): the ledger held less than the coordinator recorded for this party "
+            "(the host or the ledger restored from an earlier state?); the details are in the ledger's entries",
+        )
     changes = meta.get(CAP_CHANGES_KEY)
     if changes:
         report._add("note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}")

@@ -149,7 +149,7 @@ def _snapshot(directory: Path, target: Path) -> None:
         shutil.copy2(f, target / f.name)
 
 
-def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(party_files, tmp_path):  # noqa: F811
+def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(party_files, tmp_path, capsys):  # noqa: F811
     """The anchor cannot see a snapshot of the whole host; the coordinator's spend record can.  (Through a real
     SuperLink and SuperNodes: tests/deployment/test_host_rollback.py.)"""
     setup, schema = party_files  # hospital-a, lifetime cap 1.5
@@ -174,6 +174,9 @@ def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(pa
     # the same record again (another request, or another process), or one that holds less: nothing more
     assert ledger.carry_recorded(Fraction(1), "test") == 0 and ledger.carry_recorded(Fraction(1, 2), "test") == 0
     assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == [Fraction(1)]
+    said = _party_check(setup, capsys)
+    assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time(s))" in said
+    assert "spent 1, remaining 0.5 of the lifetime cap 1.5" in said
 
 
 def test_the_record_of_other_parties_changes_nothing(party_files):  # noqa: F811
