@@ -226,13 +226,17 @@ class BudgetLedger:
         _insert_carried(db, missing, note)
         return spent + missing, note
 
-    def carry_recorded(self, recorded: Fraction, source: str) -> Fraction:
+    def carry_recorded(self, recorded: Fraction, source: str, run_id: str = "", request_id: str = "") -> Fraction:
         """Count as spent what ``recorded`` (ε this party is known elsewhere to have spent) exceeds the ledger's
-        total by; return that amount (``0``: the ledger holds at least as much, nothing written).
+        total by, at most what is left of the cap; return the amount written (``0``: nothing).
 
         For the coordinator's spend record (:mod:`protocol._spend_record`), which survives a restore of the
-        party's whole host.  One transaction: two processes carrying the same record carry it once.  The
-        entry is a ``carried-`` one, as for the anchor, and the anchor is brought up to the new total.
+        party's whole host; ``run_id`` and ``request_id`` name the request that brought it (kept in the entry).
+        One transaction: two processes carrying the same record carry it once.  The entry is a ``carried-``
+        one, as for the anchor, and the anchor is brought up to the new total.  A record above the cap
+        exhausts the budget and no more (what is carried stays a readable ledger amount).
+
+        Privacy cost: none; the ledger's total can only grow.
         """
         if recorded <= 0:
             return Fraction(0)
@@ -240,14 +244,17 @@ class BudgetLedger:
             db.execute("BEGIN IMMEDIATE")
             try:
                 spent = self._sum(db)
-                missing = recorded - spent if recorded > spent else Fraction(0)
+                missing = max(Fraction(0), recorded - spent)
+                if self.cap_exact is not None:
+                    missing = min(missing, max(Fraction(0), self.cap_exact - spent))
                 if missing:
                     note = (
-                        f"carried from {source}: it records {format_epsilon(recorded)} spent by this party, the "
-                        f"ledger held {format_epsilon(spent)}: the ledger, or the whole host, restored from an "
-                        f"earlier state; {format_epsilon(missing)} is counted as spent"
+                        f"carried from {source} (request {request_id or '-'}): it records "
+                        f"{format_epsilon(recorded)} spent by this party, the ledger held {format_epsilon(spent)}: "
+                        f"the ledger, or the whole host, restored from an earlier state (or a record that "
+                        f"overstates); {format_epsilon(missing)} is counted as spent"
                     )
-                    _insert_carried(db, missing, note)
+                    _insert_carried(db, missing, note, run_id)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -407,13 +414,13 @@ class BudgetLedger:
             return value
 
 
-def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str) -> None:
+def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id: str = "") -> None:
     """Write ``amount`` as a spent (``failed``, nothing released) ``carried-`` entry, inside ``db``'s transaction."""
     now = time.time()
     db.execute(
         "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, "
-        "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', '', ?, ?, ?, ?)",
-        (f"carried-{secrets.token_hex(8)}", float(amount), note, now, now, str(amount)),
+        "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', ?, ?, ?, ?, ?)",
+        (f"carried-{secrets.token_hex(8)}", float(amount), run_id, note, now, now, str(amount)),
     )
 
 

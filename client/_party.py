@@ -371,9 +371,9 @@ class Party:
         problem = registration_problem(req.registered_parties, self.policy.party_id, key)
         if problem is not None:  # its release would be rejected: refused before anything is reserved
             raise Refusal(RefusalReason.NOT_REGISTERED, problem)
-        recorded = recorded_spend(req.spend_record, self.policy.party_id)
+        recorded = recorded_spend(req.spend_record, self.policy.party_id, key)
         if recorded is not None:  # spend this ledger lost (a host restored from a snapshot) counts again
-            self.ledger.carry_recorded(recorded, COORDINATOR_RECORD)
+            self.ledger.carry_recorded(recorded, COORDINATOR_RECORD, run_id=req.run_id, request_id=req.request_id)
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:

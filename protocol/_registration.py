@@ -19,13 +19,7 @@ from collections.abc import Mapping
 
 from ._keys import PrivateKey, PublicKey, key_id
 
-__all__ = [
-    "MAX_REGISTERED_PARTIES",
-    "check_registration_text",
-    "party_digest",
-    "registration_problem",
-    "registration_text",
-]
+__all__ = ["MAX_REGISTERED_PARTIES", "check_registration_text", "registration_problem", "registration_text"]
 
 MAX_REGISTERED_PARTIES = 100_000
 """Most entries a request's list may hold (a bound on what a party parses)."""
@@ -36,11 +30,6 @@ _ENTRY = re.compile(r"[0-9a-f]{32}:[0-9a-f]{32}")
 
 def _digest(text: str) -> str:
     return hashlib.sha256(f"{_DOMAIN}\0{text}".encode()).hexdigest()[:32]
-
-
-def party_digest(party_id: str) -> str:
-    """The digest that stands for ``party_id`` in a request's lists (its first 128 bits of SHA-256, hex)."""
-    return _digest(party_id)
 
 
 def _entry(party_id: str, key: str) -> str:

@@ -6,7 +6,8 @@ already spent.  The coordinator keeps, for every release it verified (a signed r
 authentic) and every noised evaluation that party answered in the same run, the ε it charged the party's
 ledger.  Each train request carries the totals; a party
 whose ledger holds less than its total writes the difference into its ledger as spent before it serves
-(:meth:`client.BudgetLedger.carry_recorded`), so the lost spend still counts against its cap.
+(:meth:`client.BudgetLedger.carry_recorded`, at most up to its cap), so the lost spend still counts against
+its cap.
 
 Sound in one direction only, which is the one that matters: every verified release and every noised
 evaluation was reserved in its party's ledger before it was sent, so an honest record never exceeds the ledger's total (which also counts
@@ -14,36 +15,58 @@ evaluations, failures and other coordinators' requests).  A record that is too l
 lost or rolled back, a party at several coordinators) detects less; a record that is too high (a coordinator
 lying) makes the party count more than it spent: less available budget, never a weaker guarantee.
 
-The text names no party in clear: per party, the digest of its id used by the registration list
-(:mod:`protocol._registration`) and the exact total, ``<32 hex>=<total>`` (``<total>`` a decimal or
-``numerator/denominator``, as the ledger writes it).  The totals are sums of public request parameters (the
-ε of each request a party answered), not data: the record costs no ε.
+The text names no party in clear and holds only the parties the coordinator registers now: per party, a
+digest of its id with its registered key's id (``sha256:`` of the public key), in a domain of its own, and
+its total, ``<32 hex>=<total>``.  A party finds its own entry from its id and signing key; telling which
+party another entry belongs to takes its id and public key.  What every party can see is the set of
+totals.  A total is a decimal of at most 12 integer and 6 fraction digits: every ε a party accepts is a
+multiple of 1e-6 (its ledger accounts in micro-ε), so an honest total always is one, and the coordinator
+rounds down what is not (recording less is the safe side).  The totals are sums of public request
+parameters (the ε of each request a party answered), not data: the record costs no ε.
+
+Privacy cost of every function here: none (public parameters only).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ._registration import MAX_REGISTERED_PARTIES, party_digest
+from ._keys import PrivateKey, key_id
+from ._registration import MAX_REGISTERED_PARTIES
 
 __all__ = ["check_spend_record_text", "recorded_spend", "spend_record_text"]
 
-_ENTRY = re.compile(r"([0-9a-f]{32})=([0-9]{1,400}(?:\.[0-9]{1,400}|/[1-9][0-9]{0,399})?)")
+_DOMAIN = "edprf-spend-record-v1"
+_ENTRY = re.compile(r"([0-9a-f]{32})=([0-9]{1,12}(?:\.[0-9]{1,6})?)")
+_MICRO = 10**6
 
 
-def spend_record_text(totals: Mapping[str, Fraction]) -> str:
-    """The per-party totals (party id to the exact ε its verified releases charged) as a train request's
-    ``spend-record`` value (entries sorted; parties with nothing recorded are left out)."""
-    entries = [f"{party_digest(party)}={_exact_text(total)}" for party, total in totals.items() if total > 0]
+def _digest(party_id: str, key: str) -> str:
+    return hashlib.sha256(f"{_DOMAIN}\0{party_id}={key}".encode()).hexdigest()[:32]
+
+
+def spend_record_text(totals: Mapping[str, Fraction], key_ids: Mapping[str, str]) -> str:
+    """The totals of the parties registered now (``key_ids``: party id to its registered key's id) as a
+    train request's ``spend-record`` value: entries sorted, each total rounded down to a multiple of 1e-6,
+    parties with nothing recorded left out."""
+    entries = []
+    for party, key in key_ids.items():
+        micro = math.floor(totals.get(party, Fraction(0)) * _MICRO)
+        if micro > 0:
+            whole, fraction = divmod(micro, _MICRO)
+            text = f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")
+            entries.append(f"{_digest(party, key)}={text}")
     return ",".join(sorted(entries))
 
 
 def check_spend_record_text(text: object) -> None:
     """Raise ``ValueError`` (``TypeError`` for a non-text value) unless ``text`` is ``""`` or a record made by
-    :func:`spend_record_text`: at most one entry per party, each ``<32 hex>=<total>`` with at most 400 digits
-    on either side of a point or fraction bar (a bound on what a party parses)."""
+    :func:`spend_record_text`: at most one entry per party, each ``<32 hex>=<decimal>`` with at most 12 integer
+    and 6 fraction digits."""
     if not isinstance(text, str):
         raise TypeError(f"spend-record: expected text, got {type(text).__name__}")
     if not text:
@@ -55,37 +78,24 @@ def check_spend_record_text(text: object) -> None:
     for entry in entries:
         match = _ENTRY.fullmatch(entry)
         if match is None:
-            raise ValueError("spend-record: expected comma-separated <32 hex>=<decimal or n/d> entries")
+            raise ValueError(
+                "spend-record: expected comma-separated <32 hex>=<decimal> entries (at most 12 integer and 6 "
+                "fraction digits)"
+            )
         digests.add(match.group(1))
     if len(digests) != len(entries):
         raise ValueError("spend-record: expected one entry per party, got a party twice")
 
 
-def recorded_spend(text: str, party_id: str) -> Fraction | None:
-    """The total the record holds for ``party_id`` (None: no entry; the text is checked first)."""
+def recorded_spend(text: str, party_id: str, signing_key: PrivateKey | None) -> Fraction | None:
+    """The total the record holds for ``party_id`` with the public key of ``signing_key`` (None: no entry, or
+    no key to find it with; the text is checked first)."""
     check_spend_record_text(text)
-    if not text:
+    if not text or signing_key is None:
         return None
-    digest = party_digest(party_id)
+    digest = _digest(party_id, key_id(signing_key))
     for entry in text.split(","):
         key, _, total = entry.partition("=")
         if key == digest:
             return Fraction(total)
     return None
-
-
-def _exact_text(value: Fraction) -> str:
-    """``value`` as the record writes it: a finite decimal when there is one, else ``n/d``."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    d, twos, fives = value.denominator, 0, 0
-    while d % 2 == 0:
-        d, twos = d // 2, twos + 1
-    while d % 5 == 0:
-        d, fives = d // 5, fives + 1
-    if d != 1:
-        return f"{value.numerator}/{value.denominator}"
-    digits = max(twos, fives)
-    scaled = value.numerator * 10**digits // value.denominator
-    whole, frac = divmod(scaled, 10**digits)
-    return f"{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")

@@ -112,9 +112,11 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
     if path is None or registry is None:
         return None
     try:
-        return SpendStore(path)
+        store = SpendStore(path, {party: registry.key_id(party) for party in registry})
+        log.info("spend record %s: %d rows", store.path.absolute(), store.rows())
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"spend-record: cannot open {path}: {exc}") from None
+    return store
 
 
 def _record_spend(spends: SpendStore, release: VerifiedRelease, run_id: str) -> None:
@@ -171,7 +173,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             wanted,
             cfg.node_wait_timeout,
         )
-    record = spend_record_text(spends.totals()) if spends is not None else ""
+    record = spend_record_text(spends.totals(), spends.key_ids) if spends is not None else ""
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
     messages = [

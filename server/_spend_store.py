@@ -1,7 +1,8 @@
 """The coordinator's spend record: the ε each party's verified releases and noised evaluations charged (SQLite).
 
 What a train request carries as ``spend-record`` (:mod:`protocol._spend_record`, which gives the privacy
-argument).  One row per verified release, keyed by its party and by the request it answered (the run that
+argument).  Each row also holds the id of the key the party was registered with: only rows under a party's
+current key count for it.  One row per verified release, keyed by its party and by the request it answered (the run that
 made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.  One
 row per evaluation a party answered with noised counts (its request id), its party known from the release
 the same node sent in that run.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = ["SpendStore"]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS releases (
     party_id TEXT NOT NULL,
+    key_id TEXT NOT NULL,
     release_key TEXT NOT NULL,
     epsilon_exact TEXT NOT NULL,
     run_id TEXT NOT NULL,
@@ -33,14 +35,17 @@ CREATE TABLE IF NOT EXISTS releases (
 
 
 class SpendStore:
-    """The record at ``path`` (created with its directory if absent).
+    """The record at ``path`` (created with its directory if absent), for the parties registered now.
 
     Parameters
     ----------
     path : path of the SQLite file
+    key_ids : Mapping of str to str
+        The registered parties: party id to the id of its public key (``sha256:...``).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, key_ids: Mapping[str, str]) -> None:
+        self.key_ids = dict(key_ids)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
@@ -57,22 +62,31 @@ class SpendStore:
             db.close()
 
     def add(self, party_id: str, release_key: str, epsilon: Fraction, run_id: str) -> bool:
-        """Record that ``party_id``'s release for ``release_key`` charged ``epsilon``; False if it was recorded
-        before (a resent release: nothing added)."""
+        """Record that the registered party ``party_id`` was charged ``epsilon`` for ``release_key`` (under its
+        current key); False if that was recorded before (a resent release: nothing added)."""
         if epsilon <= 0:
             raise ValueError(f"epsilon: expected > 0, got {epsilon}")
+        key_id = self.key_ids[party_id]  # a verified release's party is registered
         with self._connect() as db:
             cursor = db.execute(
-                "INSERT OR IGNORE INTO releases (party_id, release_key, epsilon_exact, run_id, recorded_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (party_id, release_key, str(epsilon), run_id, time.time()),
+                "INSERT OR IGNORE INTO releases (party_id, key_id, release_key, epsilon_exact, run_id, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (party_id, key_id, release_key, str(epsilon), run_id, time.time()),
             )
             return cursor.rowcount == 1
 
     def totals(self) -> dict[str, Fraction]:
-        """Per party, the exact sum of its recorded releases' ε."""
+        """Per registered party, the exact sum of the rows recorded under its current key.  Rows of other
+        parties, or of a party's former key (another consortium's ``hospital-a``, a party before its key was
+        rotated), are left out: they count for no one."""
         totals: dict[str, Fraction] = {}
         with self._connect() as db:
-            for party_id, text in db.execute("SELECT party_id, epsilon_exact FROM releases"):
-                totals[party_id] = totals.get(party_id, Fraction(0)) + Fraction(text)
+            for party_id, key, text in db.execute("SELECT party_id, key_id, epsilon_exact FROM releases"):
+                if self.key_ids.get(party_id) == key:
+                    totals[party_id] = totals.get(party_id, Fraction(0)) + Fraction(text)
         return totals
+
+    def rows(self) -> int:
+        """How many rows the record holds (for the coordinator's log)."""
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM releases").fetchone()[0])

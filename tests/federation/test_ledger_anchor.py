@@ -9,6 +9,7 @@ against a cap of 2.  Moving the ledger away gave a fresh one with the whole cap.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,7 +18,15 @@ import pytest
 from client import BudgetExhausted, BudgetLedger, Party, Refusal
 from client._ledger_anchor import anchor_path, read_anchor
 from edprf_fl.cli._main import main
-from protocol import ReleasePolicy, decode_release, spend_record_text
+from protocol import (
+    ReleasePolicy,
+    decode_release,
+    generate_signing_key,
+    key_id,
+    load_private_key,
+    save_private_key,
+    spend_record_text,
+)
 from server import CoordinatorConfig
 from server._spend_store import SpendStore
 
@@ -152,19 +161,20 @@ def _snapshot(directory: Path, target: Path) -> None:
 def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(party_files, tmp_path, capsys):  # noqa: F811
     """The anchor cannot see a snapshot of the whole host; the coordinator's spend record can.  (Through a real
     SuperLink and SuperNodes: tests/deployment/test_host_rollback.py.)"""
-    setup, schema = party_files  # hospital-a, lifetime cap 1.5
+    setup, schema = _signing(party_files, tmp_path)  # hospital-a, lifetime cap 1.5
     host = setup.ledger_path.parent
     Party(setup)
     _snapshot(host, tmp_path / "image")
-    store = SpendStore(tmp_path / "coordinator" / "spend-record.sqlite")
-    request = _request(schema, spend_record=spend_record_text(store.totals()))
+    registered = {"hospital-a": key_id(load_private_key(setup.signing_key_path))}
+    store = SpendStore(tmp_path / "coordinator" / "spend-record.sqlite", registered)
+    request = _request(schema, spend_record=spend_record_text(store.totals(), registered))
     release = decode_release(Party(setup).train(request), schema, ReleasePolicy(max_epsilon=1.0))
     assert store.add(release.party_id, f"{release.run_id}/train", Fraction(1), "run1")
     assert not store.add(release.party_id, f"{release.run_id}/train", Fraction(1), "run1-resumed")  # once
     _snapshot(tmp_path / "image", host)  # ledger and anchor back to before the release
     assert BudgetLedger(setup.ledger_path, cap=1.5).spent() == 0
 
-    record = spend_record_text(store.totals())
+    record = spend_record_text(store.totals(), registered)
     with pytest.raises(Refusal) as refused:
         Party(setup).train(_request(schema, request_id="run2/1/train", spend_record=record))
     assert refused.value.reason == "budget_exhausted"
@@ -174,14 +184,29 @@ def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(pa
     # the same record again (another request, or another process), or one that holds less: nothing more
     assert ledger.carry_recorded(Fraction(1), "test") == 0 and ledger.carry_recorded(Fraction(1, 2), "test") == 0
     assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == [Fraction(1)]
+    entry = next(e for e in ledger.entries() if e.request_id.startswith("carried-"))
+    assert entry.run_id == "run1" and "request run2/1/train" in entry.detail
+    # the same party under a rotated key, or another consortium's hospital-a: the old rows count for no one
+    assert SpendStore(store.path, {"hospital-a": "sha256:" + "0" * 64}).totals() == {}
     said = _party_check(setup, capsys)
     assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time(s))" in said
     assert "spent 1, remaining 0.5 of the lifetime cap 1.5" in said
+    # a record far above the cap (a coordinator that overstates) exhausts the budget, and no more
+    assert ledger.carry_recorded(Fraction(10**11), "test") == Fraction(1, 2) and ledger.spent() == Fraction(3, 2)
 
 
-def test_the_record_of_other_parties_changes_nothing(party_files):  # noqa: F811
+def _signing(party_files, tmp_path):  # noqa: F811
+    """The party of ``party_files`` with a release-signing key (it finds its entry in a record with it)."""
     setup, schema = party_files
-    record = spend_record_text({"hospital-b": Fraction(5), "hospital-c": Fraction(1, 10)})
+    key_path = tmp_path / "signing-key.pem"
+    save_private_key(generate_signing_key(), key_path)
+    return replace(setup, signing_key_path=key_path), schema
+
+
+def test_the_record_of_other_parties_changes_nothing(party_files, tmp_path):  # noqa: F811
+    setup, schema = _signing(party_files, tmp_path)
+    others = {"hospital-b": key_id(generate_signing_key()), "hospital-c": key_id(generate_signing_key())}
+    record = spend_record_text({"hospital-b": Fraction(5), "hospital-c": Fraction(1, 10)}, others)
     Party(setup).train(_request(schema, spend_record=record))
     assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == []
 

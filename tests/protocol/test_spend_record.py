@@ -6,8 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from protocol import recorded_spend, spend_record_text
-from protocol._registration import party_digest
+from protocol import generate_signing_key, key_id, recorded_spend, spend_record_text
 from protocol._spend_record import check_spend_record_text
 from protocol.messages import TaskError, TrainRequest
 
@@ -31,42 +30,57 @@ def _exact(value: float) -> Fraction:
     return Fraction(repr(value))  # how a party's ledger charges a request's epsilon
 
 
+KEYS = {party: generate_signing_key() for party in ("hospital-a", "hospital-b", "clinic")}
+KEY_IDS = {party: key_id(key) for party, key in KEYS.items()}
+
+
 @pytest.mark.parametrize(
     "totals",
     [
         {"hospital-a": _exact(1.0), "hospital-b": _exact(0.1) * 3},
         {"clinic": _exact(1e-5) + _exact(2.5) + _exact(0.3)},
-        {"tiny": _exact(5e-324)},  # the smallest float: 324 decimals, still exact
-        {"big": Fraction(10**25)},
-        {"thirds": Fraction(1, 3)},  # not a decimal: written n/d
+        {"hospital-a": Fraction(10**11) + _exact(0.000001)},
     ],
 )
 def test_totals_round_trip_exactly(totals):
-    text = spend_record_text(totals)
+    text = spend_record_text(totals, KEY_IDS)
     check_spend_record_text(text)
     for party, total in totals.items():
-        assert recorded_spend(text, party) == total
-    assert recorded_spend(text, "someone-else") is None
+        assert recorded_spend(text, party, KEYS[party]) == total
+        assert recorded_spend(text, party, generate_signing_key()) is None  # another key: not its entry
+        assert recorded_spend(text, party, None) is None
+    assert recorded_spend(text, "someone-else", KEYS["hospital-a"]) is None
     assert all(party not in text for party in totals)  # no id in clear
 
 
+def test_only_registered_parties_are_sent_and_totals_are_rounded_down_to_micro_epsilon():
+    totals = {"hospital-a": Fraction(1, 3), "hospital-b": Fraction(1, 10**7), "gone": Fraction(5)}
+    text = spend_record_text(totals, {p: KEY_IDS[p] for p in ("hospital-a", "hospital-b")})
+    assert text.count("=") == 1  # b rounds down to nothing; "gone" is not registered
+    assert recorded_spend(text, "hospital-a", KEYS["hospital-a"]) == Fraction(333333, 10**6)
+
+
 def test_nothing_recorded_is_no_entry():
-    assert spend_record_text({}) == "" == spend_record_text({"a": Fraction(0)})
-    assert recorded_spend("", "a") is None
+    assert spend_record_text({}, KEY_IDS) == "" == spend_record_text({"hospital-a": Fraction(0)}, KEY_IDS)
+    assert recorded_spend("", "hospital-a", KEYS["hospital-a"]) is None
+
+
+ENTRY = "0" * 32
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "x",
-        f"{party_digest('a')}=-1",
-        f"{party_digest('a')}=1e5",
-        f"{party_digest('a')}=1/0",
-        f"{party_digest('a')}=1.",
-        f"{party_digest('a')}=" + "9" * 401,
-        f"{party_digest('a')}=1,{party_digest('a')}=2",  # a party twice
-        f"{party_digest('a')}=1,",
-        f"{party_digest('a').upper()}=1",
+        f"{ENTRY}=-1",
+        f"{ENTRY}=1e5",
+        f"{ENTRY}=1/3",  # honest totals are multiples of 1e-6: always decimals
+        f"{ENTRY}=1.",
+        f"{ENTRY}=0.0000001",  # 7 fraction digits
+        f"{ENTRY}=" + "9" * 13,  # 13 integer digits
+        f"{ENTRY}=1,{ENTRY}=2",  # a party twice
+        f"{ENTRY}=1,",
+        f"{ENTRY.upper()}A=1",
     ],
 )
 def test_a_malformed_record_is_refused_before_anything_else(text):
