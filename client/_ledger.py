@@ -192,16 +192,10 @@ class BudgetLedger:
         anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts
         with self._connect() as db:
             db.executescript(_SCHEMA)
-            db.execute("BEGIN IMMEDIATE")  # the id, the carried spend and the cap: one transaction
-            try:
+            with _immediate(db):  # the id, the carried spend and the cap: one transaction
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
                 spent, carried_note = self._carry(db, anchor)
                 cap_change = self._record_cap(db)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
         if carried_note:
             log.warning("ledger %s: %s", self.path, carried_note)
         if cap_change:
@@ -240,26 +234,19 @@ class BudgetLedger:
         """
         if recorded <= 0:
             return Fraction(0)
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                spent = self._sum(db)
-                missing = max(Fraction(0), recorded - spent)
-                if self.cap_exact is not None:
-                    missing = min(missing, max(Fraction(0), self.cap_exact - spent))
-                if missing:
-                    note = (
-                        f"carried from {source} (request {request_id or '-'}): it records "
-                        f"{format_epsilon(recorded)} spent by this party, the ledger held {format_epsilon(spent)}: "
-                        f"the ledger, or the whole host, restored from an earlier state (or a record that "
-                        f"overstates); {format_epsilon(missing)} is counted as spent"
-                    )
-                    _insert_carried(db, missing, note, run_id)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+        with self._connect() as db, _immediate(db):
+            spent = self._sum(db)
+            missing = max(Fraction(0), recorded - spent)
+            if self.cap_exact is not None:
+                missing = min(missing, max(Fraction(0), self.cap_exact - spent))
+            if missing:
+                note = (
+                    f"carried from {source} (request {request_id or '-'}): it records "
+                    f"{format_epsilon(recorded)} spent by this party, the ledger held {format_epsilon(spent)}: "
+                    f"the ledger, or the whole host, restored from an earlier state (or a record that "
+                    f"overstates); {format_epsilon(missing)} is counted as spent"
+                )
+                _insert_carried(db, missing, note, run_id)
         if missing:
             log.warning("ledger %s: %s", self.path, note)
             self._anchor(spent + missing)
@@ -412,6 +399,19 @@ class BudgetLedger:
             value = _meta_or_add(db, key, factory)
             db.execute("COMMIT")
             return value
+
+
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taken at once (``BEGIN IMMEDIATE``): committed, or rolled back on any exception."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id: str = "") -> None:
