@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -86,7 +87,10 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     assert _running_under(root) == [], "processes left running"
     assert "stopped: every process this command started has exited" in output
 
-    [run_dir] = list((root / "runs").iterdir())
+    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    # beside the runs: the coordinator's spend record (keys-dir is set), one row per release (no evaluation here)
+    with sqlite3.connect(root / "runs" / "spend-record.sqlite") as db:
+        assert db.execute("SELECT COUNT(DISTINCT party_id), COUNT(*) FROM releases").fetchone() == (3, 3)
     report = json.loads((run_dir / "report.json").read_text())
     assert report["status"] == "completed" and report["failure"] == ""
     assert sorted(p["party_id"] for p in report["parties"]) == list(PARTIES)
