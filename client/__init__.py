@@ -5,6 +5,16 @@ simulation engines call them); they import Flower, so they load on first use and
 works in the slim install.
 """
 
+# The packages this one builds on, whole, before any of their submodules: Flower's simulation loads the
+# ServerApp and the ClientApps on several threads at once (its check of a ClientApp's module imports it
+# outside Flower's import lock).  A thread that meets a package another thread is still initializing waits
+# for it only when it imports the package itself; importing a submodule (``protocol.messages``) goes on
+# concurrently, and two threads importing one package's submodules in different orders can get a partially
+# initialized module ("cannot import name 'PrivateKey' from partially initialized module 'protocol._keys'",
+# seen in CI).  Imported whole first, each package is initialized by one thread while the others wait.
+import edprf_core  # noqa: F401  (isort: keep first)
+import protocol  # noqa: F401
+
 from ._ledger import (
     BudgetExhausted,
     BudgetLedger,

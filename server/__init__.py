@@ -4,6 +4,16 @@ Reading a model's report (the text of contributions and evaluations, the metrics
 slim install; the federation itself (:func:`run_federation`) imports Flower and loads on first use.
 """
 
+# The packages this one builds on, whole, before any of their submodules: Flower's simulation loads the
+# ServerApp and the ClientApps on several threads at once (its check of a ClientApp's module imports it
+# outside Flower's import lock).  A thread that meets a package another thread is still initializing waits
+# for it only when it imports the package itself; importing a submodule (``protocol.messages``) goes on
+# concurrently, and two threads importing one package's submodules in different orders can get a partially
+# initialized module ("cannot import name 'PrivateKey' from partially initialized module 'protocol._keys'",
+# seen in CI).  Imported whole first, each package is initialized by one thread while the others wait.
+import edprf_core  # noqa: F401  (isort: keep first)
+import protocol  # noqa: F401
+
 from ._config import DEFAULT_RUN_CONFIG, CoordinatorConfig
 from ._contribution_text import contribution_lines
 from ._metrics import classification_metrics, forest_metrics
