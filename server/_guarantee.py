@@ -105,7 +105,7 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
         f"Spent for {scope}: epsilon = {top.total:g} per record at most (release "
         f"{top.release_epsilon:g}"
         + (f" + noised evaluation {top.evaluation_epsilon:g}" if evaluated else "")
-        + f", the largest total over {len(spends)} parties"
+        + (f", the largest total over {len(spends)} parties" if len(spends) > 1 else ", its one party's total")
         + (f"; {len(evaluated)} of them served the evaluation, charged to their ledgers" if evaluated else "")
         + "). "
         + _evaluation_overlap(forest, evaluated)

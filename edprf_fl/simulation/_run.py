@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._party_count import party_count
 from ._prepare import Progress, _quiet, prepare_workspace
 from ._settings import SimulationSettings
 
@@ -180,7 +181,8 @@ def run_simulation(
     prepare_s = time.perf_counter() - started
     engine = settings.engine
     progress(
-        f"[2/4] running the federation: {settings.parties} Flower ClientApps and the ServerApp ({engine} engine) ..."
+        f"[2/4] running the federation: {party_count(settings.parties, 'Flower ClientApp', 'Flower ClientApps')} and "
+        f"the ServerApp ({engine} engine) ..."
     )
     t0 = time.perf_counter()
     if isolate_ray is not None and engine == "ray":
@@ -194,7 +196,7 @@ def run_simulation(
     fed = json.loads(report_path.read_text())
     progress(
         f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
-        f"{sum(p['status'] == 'accepted' for p in fed['parties'])} parties"
+        f"{party_count(sum(p['status'] == 'accepted' for p in fed['parties']))}"
     )
     baselines, baselines_s = None, None
     if settings.baselines:

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._party_count import party_count
+
 if TYPE_CHECKING:
     from ._run import SimulationReport, SimulationTimings
 
@@ -27,7 +29,7 @@ def report_lines(report: SimulationReport) -> list[str]:
     fed, s = report.federated, report.settings
     lines = [
         (
-            f"\n{report.dataset}: {s.parties} parties ({report.partition}), epsilon {s.epsilon:g}, "
+            f"\n{report.dataset}: {party_count(s.parties)} ({report.partition}), epsilon {s.epsilon:g}, "
             f"depth {report.depth}, {s.n_trees} tree(s) per party, {s.split_mode} splits\n"
         ),
         results_table(fed, report.baselines),

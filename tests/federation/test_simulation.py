@@ -96,6 +96,17 @@ def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
     assert report["federated"]["federated_evaluation"] == {}
 
 
+def test_one_party_is_one_party_in_every_line(tmp_path, capsys):
+    """Walkthrough (stop 40): "1 parties" and "1 Flower ClientApps" in the progress and the summary."""
+    code = main(["simulate", "--parties", "1", "--output", str(tmp_path / "run"), "--evaluation-epsilon", "0"])
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert code == 0, text
+    assert "split among 1 party (" in text and "1 Flower ClientApp and the ServerApp" in text
+    assert "trees from 1 party" in text and ": 1 party (" in text
+    assert "1 parties" not in text and "1 Flower ClientApps" not in text
+
+
 @pytest.mark.slow
 def test_federation_continues_without_failing_parties_and_reports_why(tmp_path):
     """Party 3 lost its data file, party 2's policy refuses the epsilon: the run completes
