@@ -77,8 +77,17 @@ def _serve(
         return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config))
     except STOPPING:
         raise
-    except BaseException:
-        log.exception("%s failed (%s)", msg.metadata.message_type, step)
+    except BaseException as exc:
+        if step == RefusalReason.PARTY_SETUP and isinstance(exc, ValueError):
+            # the party's own configuration (schema edited after the policy, a missing file, a bad ledger):
+            # its message names the file and the fix; the party's log gets that line, not a traceback
+            log.error(
+                "%s refused (party_setup): %s; `edprf party check --node-config ...` lists every problem",
+                msg.metadata.message_type,
+                exc,
+            )
+        else:
+            log.exception("%s failed (%s)", msg.metadata.message_type, step)
         return _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
 
 

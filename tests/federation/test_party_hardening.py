@@ -172,6 +172,19 @@ def test_a_failing_party_setup_replies_party_setup_only(party_files, monkeypatch
         assert "4711" not in _reply_text(reply)
 
 
+def test_a_party_whose_schema_was_edited_says_why_in_its_log_without_a_traceback(party_files, caplog):
+    """Walkthrough (stop 40): editing schema.toml after the policy gave a generic party_setup and a traceback."""
+    setup, schema = party_files
+    setup.schema_path.write_text(setup.schema_path.read_text().replace("upper = 5.0", "upper = 6.0", 1))
+    with caplog.at_level("ERROR", logger="edprf.party"):
+        reply = handle_train(_train_msg(schema), _context(setup))
+    assert reply.content.config_records["result"]["reason"] == "party_setup"
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].exc_info is None, errors
+    assert "differs from the policy's" in errors[0].getMessage() and "edprf party check" in errors[0].getMessage()
+    assert "differs" not in _reply_text(reply)  # the detail stays in the party's log
+
+
 def test_a_bad_request_replies_bad_request_with_a_constant_text(party_files):
     setup, _ = party_files
     reply = handle_train(_message("train", RecordDict({"request": ConfigRecord({"epsilon": 1.0})})), _context(setup))
