@@ -19,7 +19,13 @@ from collections.abc import Mapping
 
 from ._keys import PrivateKey, PublicKey, key_id
 
-__all__ = ["MAX_REGISTERED_PARTIES", "check_registration_text", "registration_problem", "registration_text"]
+__all__ = [
+    "MAX_REGISTERED_PARTIES",
+    "check_registration_text",
+    "checked_entries",
+    "registration_problem",
+    "registration_text",
+]
 
 MAX_REGISTERED_PARTIES = 100_000
 """Most entries a request's list may hold (a bound on what a party parses)."""
@@ -44,16 +50,24 @@ def registration_text(keys: Mapping[str, PublicKey]) -> str:
 def check_registration_text(text: object) -> None:
     """Raise ``ValueError`` (``TypeError`` for a non-text value) unless ``text`` is ``""`` or a list made by
     :func:`registration_text`."""
+    checked_entries(text, "registered-parties", _ENTRY, "<32 hex>:<32 hex> entries")
+
+
+def checked_entries(text: object, key: str, entry: re.Pattern[str], form: str) -> list[re.Match[str]]:
+    """The entries of a request's comma-separated list ``key`` (``""``: none), each matched whole by ``entry``;
+    ``TypeError`` for a value that is not text, ``ValueError`` (naming ``key`` and the ``form`` expected) for
+    more than :data:`MAX_REGISTERED_PARTIES` entries or one that does not match."""
     if not isinstance(text, str):
-        raise TypeError(f"registered-parties: expected text, got {type(text).__name__}")
+        raise TypeError(f"{key}: expected text, got {type(text).__name__}")
     if not text:
-        return
+        return []
     entries = text.split(",")
     if len(entries) > MAX_REGISTERED_PARTIES:
-        raise ValueError(f"registered-parties: expected at most {MAX_REGISTERED_PARTIES} entries, got {len(entries)}")
-    for entry in entries:
-        if _ENTRY.fullmatch(entry) is None:
-            raise ValueError("registered-parties: expected comma-separated <32 hex>:<32 hex> entries")
+        raise ValueError(f"{key}: expected at most {MAX_REGISTERED_PARTIES} entries, got {len(entries)}")
+    matches = [entry.fullmatch(e) for e in entries]
+    if any(m is None for m in matches):
+        raise ValueError(f"{key}: expected comma-separated {form}")
+    return matches
 
 
 def registration_problem(text: str, party_id: str, signing_key: PrivateKey | None) -> str | None:

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from ._keys import PrivateKey, key_id
-from ._registration import MAX_REGISTERED_PARTIES
+from ._registration import checked_entries
 
 __all__ = ["check_spend_record_text", "recorded_spend", "spend_record_text"]
 
@@ -67,35 +67,25 @@ def check_spend_record_text(text: object) -> None:
     """Raise ``ValueError`` (``TypeError`` for a non-text value) unless ``text`` is ``""`` or a record made by
     :func:`spend_record_text`: at most one entry per party, each ``<32 hex>=<decimal>`` with at most 12 integer
     and 6 fraction digits."""
-    if not isinstance(text, str):
-        raise TypeError(f"spend-record: expected text, got {type(text).__name__}")
-    if not text:
-        return
-    entries = text.split(",")
-    if len(entries) > MAX_REGISTERED_PARTIES:
-        raise ValueError(f"spend-record: expected at most {MAX_REGISTERED_PARTIES} entries, got {len(entries)}")
-    digests = set()
-    for entry in entries:
-        match = _ENTRY.fullmatch(entry)
-        if match is None:
-            raise ValueError(
-                "spend-record: expected comma-separated <32 hex>=<decimal> entries (at most 12 integer and 6 "
-                "fraction digits)"
-            )
-        digests.add(match.group(1))
-    if len(digests) != len(entries):
+    _entries(text)
+
+
+def _entries(text: object) -> dict[str, str]:
+    """The checked record: digest to total text (see :func:`check_spend_record_text`)."""
+    matches = checked_entries(
+        text, "spend-record", _ENTRY, "<32 hex>=<decimal> entries (at most 12 integer and 6 fraction digits)"
+    )
+    entries = {m.group(1): m.group(2) for m in matches}
+    if len(entries) != len(matches):
         raise ValueError("spend-record: expected one entry per party, got a party twice")
+    return entries
 
 
 def recorded_spend(text: str, party_id: str, signing_key: PrivateKey | None) -> Fraction | None:
     """The total the record holds for ``party_id`` with the public key of ``signing_key`` (None: no entry, or
     no key to find it with; the text is checked first)."""
-    check_spend_record_text(text)
-    if not text or signing_key is None:
+    entries = _entries(text)
+    if signing_key is None:
         return None
-    digest = _digest(party_id, key_id(signing_key))
-    for entry in text.split(","):
-        key, _, total = entry.partition("=")
-        if key == digest:
-            return Fraction(total)
-    return None
+    total = entries.get(_digest(party_id, key_id(signing_key)))
+    return None if total is None else Fraction(total)

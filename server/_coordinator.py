@@ -27,7 +27,6 @@ from protocol import (
     PartyKeyRegistry,
     ReleasePolicy,
     ReplyStatus,
-    VerifiedRelease,
     bound_to_run,
     build_global_model,
     decode_release,
@@ -117,12 +116,6 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"spend-record: cannot open {path}: {exc}") from None
     return store
-
-
-def _record_spend(spends: SpendStore, release: VerifiedRelease, run_id: str) -> None:
-    """Add a verified release to the spend record, keyed by the run that made it (a release resent for a reused
-    request-tag is the same release: recorded once)."""
-    _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
 
 
 def _record(spends: SpendStore, party_id: str, request: str, epsilon: float, run_id: str) -> None:
@@ -222,8 +215,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             )
             continue
         outcome.party_id = release.party_id
-        if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon
-            _record_spend(spends, release, run_id)
+        if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
+            # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
+            _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
         mismatch = request_mismatch(release, train_request, cfg)
         if (
             mismatch is None
