@@ -16,13 +16,17 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._ledger import (
+    NOT_DP_COUNT_KEY,
+    NOT_DP_KEY,
     BudgetExhausted,
     BudgetLedger,
     EntryState,
     LedgerEntry,
     exact_epsilon,
     format_epsilon,
+    not_dp_replies,
     read_ledger_readonly,
+    read_meta_readonly,
     total_spent,
 )
 from ._local_data import HOLDOUT_SALT_KEY
@@ -45,6 +49,8 @@ def __getattr__(name: str):
 __all__ = [
     "HOLDOUT_SALT_KEY",
     "MICRO",
+    "NOT_DP_COUNT_KEY",
+    "NOT_DP_KEY",
     "REASONS",
     "BudgetExhausted",
     "BudgetLedger",
@@ -62,9 +68,11 @@ __all__ = [
     "handle_train",
     "load_policy",
     "micro_epsilon",
+    "not_dp_replies",
     "parse_node_config",
     "preflight_configs",
     "read_ledger_readonly",
+    "read_meta_readonly",
     "release_node_bound",
     "total_spent",
 ]

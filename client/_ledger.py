@@ -40,12 +40,15 @@ from edprf_core import BudgetError
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
 
 __all__ = [
+    "NOT_DP_COUNT_KEY",
+    "NOT_DP_KEY",
     "BudgetExhausted",
     "BudgetLedger",
     "EntryState",
     "LedgerEntry",
     "exact_epsilon",
     "format_epsilon",
+    "not_dp_replies",
     "read_ledger_readonly",
     "read_meta_readonly",
     "total_spent",
@@ -118,6 +121,13 @@ CAP_KEY = "lifetime-cap"
 """The ``ledger_meta`` key of the lifetime cap the ledger was last opened with (exact text, or ``inf``)."""
 CAP_CHANGES_KEY = "lifetime-cap-changes"
 """The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``."""
+NOT_DP_KEY = "not-dp-replies"
+"""The ``ledger_meta`` key of the replies that were not differentially private (a seeded request, exact
+metrics), one line each: ``<UTC time>: request <id> (run <id>): <what>``; the first and the latest
+:data:`KEPT_NOT_DP_LINES` - 1 are kept."""
+NOT_DP_COUNT_KEY = "not-dp-reply-count"
+"""The ``ledger_meta`` key of how many replies were not differentially private (every one, kept line or not)."""
+KEPT_NOT_DP_LINES = 50
 
 
 def _create_owner_only(path: Path) -> None:
@@ -387,6 +397,33 @@ class BudgetLedger:
             if cur.rowcount != 1:
                 raise ValueError(f"no open reservation for request {request_id!r}")
 
+    def note_not_dp(self, request_id: str, run_id: str, what: str) -> None:
+        """Keep a line for a reply that is not differentially private (``what`` says why), before it is made.
+
+        The policy's ``allow-seeded-randomness`` and ``allow-exact-metrics`` let a party answer such requests
+        (research data); the ledger keeps the trail, which ``edprf budget`` and ``edprf party check`` show as
+        NOT DP, also after the policy is set back.  A request id noted before is not noted again (a resent
+        release).  Privacy cost: none (the line holds the request's public parameters only).
+        """
+        line = (
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: request {request_id} (run {run_id or '-'}): {what}"
+        )
+        with self._connect() as db, _immediate(db):
+            lines = (_meta(db, NOT_DP_KEY) or "").splitlines()
+            if any(f": request {request_id} (" in old for old in lines):
+                return
+            lines.append(line)
+            if len(lines) > KEPT_NOT_DP_LINES:  # the first, and the latest (a meta value stays small to read)
+                lines = lines[:1] + lines[-(KEPT_NOT_DP_LINES - 1) :]
+            count = _meta(db, NOT_DP_COUNT_KEY)
+            db.executemany(
+                "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+                [
+                    (NOT_DP_KEY, "\n".join(lines)),
+                    (NOT_DP_COUNT_KEY, str((int(count) if count and count.isdigit() else len(lines) - 1) + 1)),
+                ],
+            )
+
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
@@ -529,6 +566,20 @@ def read_meta_readonly(
         marks = ", ".join("?" * len(keys))
         rows = db.execute(f"SELECT key, value FROM ledger_meta WHERE key IN ({marks})", keys).fetchall()
     return {key: value for key, value in rows if isinstance(key, str) and isinstance(value, str)}
+
+
+def not_dp_replies(meta: dict[str, str]) -> tuple[int, list[str]]:
+    """How many replies were not differentially private, and the kept lines, from a ledger's ``ledger_meta``
+    values (:func:`read_meta_readonly` of :data:`NOT_DP_KEY` and :data:`NOT_DP_COUNT_KEY`; the file untrusted:
+    an unreadable count is taken as the number of lines, a line is cut at 300 characters and any character
+    that is not printable shown as ``?``)."""
+    lines = [
+        "".join(c if c.isprintable() else "?" for c in line[:300])  # shown on terminals: no control characters
+        for line in meta.get(NOT_DP_KEY, "").splitlines()[: 2 * KEPT_NOT_DP_LINES]
+        if line.strip()
+    ]
+    count = meta.get(NOT_DP_COUNT_KEY, "")
+    return max(int(count) if count.isdigit() and len(count) < 19 else 0, len(lines)), lines
 
 
 def read_ledger_readonly(

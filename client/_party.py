@@ -412,6 +412,8 @@ class Party:
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
         try:
+            if req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail
+                self.ledger.note_not_dp(req.request_id, req.run_id, _SEEDED_RELEASE)
             auto = req.depth_rule == "auto"
             clf = _estimator_class()(
                 self.schema,
@@ -568,6 +570,8 @@ class Party:
             except BudgetExhausted as exc:
                 raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
         try:
+            if req.exact or req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail
+                self.ledger.note_not_dp(req.request_id, req.run_id, _EXACT_METRICS if req.exact else _SEEDED_EVALUATION)
             correct, total = evaluation_counts(forest, data.X_holdout, data.y_holdout)
             if req.exact:
                 return {"correct": correct, "total": total, "epsilon": 0.0, "exact": 1, "sampler": "none"}
@@ -639,6 +643,11 @@ def _check_key_file(path: Path) -> None:
             pass
     except OSError as exc:
         raise ValueError(f"signing key {path}: cannot be read ({exc.strerror})") from None
+
+
+_SEEDED_RELEASE = "release with the request's seed (its noise is known to whoever knows the seed)"
+_SEEDED_EVALUATION = "held-out counts noised with the request's seed (known to whoever knows the seed)"
+_EXACT_METRICS = "exact held-out counts (no noise)"
 
 
 def _release_detail(req: TrainRequest) -> str:

@@ -27,8 +27,11 @@ from typing import Any
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
+    NOT_DP_COUNT_KEY,
+    NOT_DP_KEY,
     EntryState,
     format_epsilon,
+    not_dp_replies,
     read_ledger_readonly,
     read_meta_readonly,
     total_spent,
@@ -313,7 +316,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         return
     try:
         entries = read_ledger_readonly(path)
-        meta = read_meta_readonly(path, (LEDGER_ID_KEY, CAP_CHANGES_KEY))
+        meta = read_meta_readonly(path, (LEDGER_ID_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY))
     except ValueError as exc:
         report._add(
             "problem",
@@ -351,6 +354,15 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             f"{format_epsilon(total_spent(from_record))} of the spent epsilon was carried from {COORDINATOR_RECORD} "
             f"({len(from_record)} time(s)): the ledger held less than the coordinator recorded for this party "
             "(the host or the ledger restored from an earlier state?); the details are in the ledger's entries",
+        )
+    n_not_dp, not_dp_lines = not_dp_replies(meta)
+    if n_not_dp:
+        report._add(
+            "note",
+            path,
+            f"NOT DP: {n_not_dp} {'reply' if n_not_dp == 1 else 'replies'} of this party did not come from a DP "
+            f"mechanism (seeded randomness or exact metrics, allowed by its policy then), the latest: "
+            f"{not_dp_lines[-1] if not_dp_lines else '-'}; `edprf budget` lists them",
         )
     changes = meta.get(CAP_CHANGES_KEY)
     if changes:

@@ -55,11 +55,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from client import exact_epsilon, format_epsilon, load_policy, read_ledger_readonly, total_spent
+    from client import (
+        NOT_DP_COUNT_KEY,
+        NOT_DP_KEY,
+        exact_epsilon,
+        format_epsilon,
+        load_policy,
+        not_dp_replies,
+        read_ledger_readonly,
+        read_meta_readonly,
+        total_spent,
+    )
 
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
     entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
+    meta = read_meta_readonly(
+        args.ledger, (NOT_DP_KEY, NOT_DP_COUNT_KEY), max_bytes=args.max_bytes, max_seconds=args.max_seconds
+    )
+    n_not_dp, not_dp_lines = not_dp_replies(meta)
     cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
     cap_exact = None if cap is None else exact_epsilon(cap)
     spent = total_spent(entries)
@@ -73,6 +87,8 @@ def _show(args: argparse.Namespace) -> int:
                     "remaining": None if remaining is None else float(remaining),
                     "spent_exact": format_epsilon(spent),
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
+                    "not_dp_replies": n_not_dp,
+                    "not_dp": not_dp_lines,
                     "entries": [
                         {
                             **{k: v for k, v in e.__dict__.items() if k != "epsilon_exact"},
@@ -104,4 +120,14 @@ def _show(args: argparse.Namespace) -> int:
         "every entry counts, released or not: a reservation is written before training "
         "(sequential composition over releases); sums are exact"
     )
+    if n_not_dp:
+        print(
+            f"\nNOT DP: {n_not_dp} {'reply' if n_not_dp == 1 else 'replies'} of this party did not come from a DP "
+            "mechanism (its policy allowed seeded randomness or exact metrics); the epsilon above bounds the other "
+            "replies only, not what these reveal:"
+        )
+        for line in not_dp_lines:
+            print(f"  {terminal_safe(line, 300)}")
+        if n_not_dp > len(not_dp_lines):
+            print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
     return 0
