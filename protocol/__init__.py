@@ -23,7 +23,7 @@ The releases are defined in ``release.proto``; ``release_pb2`` is generated
 from ._atomic_file import save_atomic
 from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
-from ._decode import VerifiedRelease, decode_release
+from ._decode import SignedCharge, VerifiedRelease, decode_release, signed_charge
 from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
 from ._errors import InvalidRelease, Reason
@@ -63,6 +63,7 @@ __all__ = [
     "ReleasePolicy",
     "ReplyStatus",
     "SignatureStatus",
+    "SignedCharge",
     "VerifiedRelease",
     "bind_to_run",
     "bound_to_run",
@@ -86,5 +87,6 @@ __all__ = [
     "save_atomic",
     "save_private_key",
     "save_public_key",
+    "signed_charge",
     "spend_record_text",
 ]

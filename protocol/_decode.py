@@ -29,7 +29,7 @@ from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
 from ._structure import check_trees, max_nodes_per_tree
 
-__all__ = ["VerifiedRelease", "decode_envelope", "decode_release"]
+__all__ = ["SignedCharge", "VerifiedRelease", "decode_envelope", "decode_release", "signed_charge"]
 
 NODE_FIELDS = ("feature", "split", "first_child", "leaf_class")
 
@@ -114,6 +114,38 @@ def decode_release(
         raise ValueError("policy requires signatures: expected a PartyKeyRegistry, got None")
     envelope = open_envelope(as_bytes(data), policy.max_bytes, registry)
     return decode_envelope(envelope, schema, policy, enforce_signature=registry is not None)
+
+
+@dataclass(frozen=True)
+class SignedCharge:
+    """What a release signed by its party's registered key shows the party charged: its ε, for its run."""
+
+    party_id: str
+    run_id: str
+    epsilon: float
+
+
+def signed_charge(
+    data: bytes | bytearray | memoryview, max_bytes: int, registry: PartyKeyRegistry
+) -> SignedCharge | None:
+    """The charge a release shows when it is signed by the registered key of the party it names and its
+    parameters parse, whatever else is wrong with it (a policy limit, its trees); None otherwise.
+
+    For the coordinator's spend record (:mod:`protocol._spend_record`): a party signs a release only after
+    its ledger charged the release's ε, so a release the coordinator refuses still counts against that
+    party.  An unsigned or forged release shows nothing (anyone could have made it), and neither does one
+    above ``max_bytes`` (it is not read).  Never raises for any content of ``data``.
+
+    Privacy cost: none (public parameters of a release the party sent).
+    """
+    try:
+        envelope = open_envelope(as_bytes(data), max_bytes, registry)
+        if envelope.signature.status is not SignatureStatus.VERIFIED:
+            return None
+        params = parameters_from_message(envelope.release.parameters)
+    except InvalidRelease:
+        return None
+    return SignedCharge(envelope.release.party_id, envelope.release.run_id, float(params.epsilon))
 
 
 def decode_envelope(

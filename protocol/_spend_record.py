@@ -43,6 +43,8 @@ __all__ = ["check_spend_record_text", "recorded_spend", "spend_record_text"]
 _DOMAIN = "edprf-spend-record-v1"
 _ENTRY = re.compile(r"([0-9a-f]{32})=([0-9]{1,12}(?:\.[0-9]{1,6})?)")
 _MICRO = 10**6
+_MAX_MICRO = 10**18 - 1
+"""The largest total a record holds, in micro-ε (12 integer and 6 fraction digits)."""
 
 
 def _digest(party_id: str, key: str) -> str:
@@ -52,10 +54,12 @@ def _digest(party_id: str, key: str) -> str:
 def spend_record_text(totals: Mapping[str, Fraction], key_ids: Mapping[str, str]) -> str:
     """The totals of the parties registered now (``key_ids``: party id to its registered key's id) as a
     train request's ``spend-record`` value: entries sorted, each total rounded down to a multiple of 1e-6,
-    parties with nothing recorded left out."""
+    parties with nothing recorded left out, a total of 10**12 or more written as the largest that fits."""
     entries = []
     for party, key in key_ids.items():
-        micro = math.floor(totals.get(party, Fraction(0)) * _MICRO)
+        # at most the 12 integer digits a record holds (a total that large exhausts any cap: a party that signs
+        # releases of absurd epsilon cannot make the record unreadable to every party)
+        micro = min(math.floor(totals.get(party, Fraction(0)) * _MICRO), _MAX_MICRO)
         if micro > 0:
             whole, fraction = divmod(micro, _MICRO)
             text = f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")

@@ -33,6 +33,7 @@ from protocol import (
     load_global_model,
     registration_text,
     save_atomic,
+    signed_charge,
     spend_record_text,
 )
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
@@ -213,6 +214,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 str(exc.reason),
                 party_text(str(exc)),
             )
+            charge = signed_charge(payload, policy.max_bytes, registry) if spends is not None else None
+            if charge is not None:  # refused, but signed by its party: its ledger charged for it all the same
+                outcome.party_id = charge.party_id
+                _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
             continue
         outcome.party_id = release.party_id
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by

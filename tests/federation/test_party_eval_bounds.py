@@ -5,6 +5,7 @@ request tag is bound to its party."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -32,6 +33,7 @@ from protocol import (
 )
 from protocol.messages import EvaluateRequest, TaskError, TrainRequest
 from server import CoordinatorConfig, run_federation
+from server._spend_store import SpendStore
 
 WALL = "wall_robot_navigation"
 
@@ -519,3 +521,72 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     assert all(p.rejected_release_epsilon == 0.0 for p in resumed.parties if p.status == "accepted")
     assert sorted(p.party_id for p in resumed.parties if p.status == "accepted") == ["hospital-a", "hospital-b"]
     assert resumed.status == "completed"
+
+
+# -------------------------------------------------------- the spend record counts refused signed releases
+def _asks_for_more(setup: PartySetup, epsilon: float):
+    """A ClientApp that has its party train at ``epsilon`` whatever the coordinator asked (a modified app)."""
+    greedy = ClientApp()
+
+    @greedy.train()
+    def train(msg: Message, context: Context) -> Message:
+        request = TrainRequest.from_record(dict(msg.content.config_records["request"]))
+        payload = Party(setup).train(replace(request, epsilon=epsilon))
+        return Message(RecordDict({"result": ConfigRecord({"status": "released", "release": payload})}), reply_to=msg)
+
+    return greedy
+
+
+def test_a_signed_release_the_coordinator_refuses_still_counts_in_its_spend_record(tmp_path, coordinator_identity):
+    """hospital-b's app trains at epsilon 2 when the run asks 1: its ledger charges 2, the coordinator's policy
+    refuses the release (policy_epsilon), and the spend record keeps the 2 its signature shows; hospital-a's
+    accepted release is recorded at 1."""
+    keys = {p: generate_signing_key("ed25519") for p in ("hospital-a", "hospital-b")}
+    keys_dir = tmp_path / "keys"
+    keys_dir.mkdir()
+    setups = {}
+    for i, (party, key) in enumerate(keys.items()):
+        save_public_key(key.public_key(), keys_dir / f"{party}.pub.pem")
+        setups[party], _ = _write_party(
+            tmp_path / party, party_id=party, rows=slice(600 * i, 600 * (i + 1)), key=key, max_release_epsilon=2.0
+        )
+    a = setups["hospital-a"]
+    node_a = {
+        "data-path": str(a.data_path),
+        "schema-path": str(a.schema_path),
+        "policy-path": str(a.policy_path),
+        "ledger-path": str(a.ledger_path),
+        "signing-key": str(a.signing_key_path),
+    }
+    cfg = CoordinatorConfig(
+        schema_path=str(a.schema_path),
+        keys_dir=str(keys_dir),
+        evaluation_epsilon=0.0,
+        max_depth=3,
+        n_bins=8,
+        min_parties=1,
+        output_dir=str(tmp_path / "runs" / "run-1"),
+        node_wait_timeout=1.0,
+    )
+    grid = InProcessGrid(
+        Run.create_empty(run_id=1),
+        {
+            10: (party_app, Context(run_id=1, node_id=10, node_config=node_a, state=RecordDict(), run_config={})),
+            11: (
+                _asks_for_more(setups["hospital-b"], 2.0),
+                Context(run_id=1, node_id=11, node_config={}, state=RecordDict(), run_config={}),
+            ),
+        },
+    )
+    report = run_federation(grid, cfg, "run-1")
+    outcomes = {p.node_id: p for p in report.parties}
+    assert outcomes[10].status == "accepted"
+    assert (outcomes[11].status, outcomes[11].reason, outcomes[11].party_id) == (
+        "rejected",
+        "policy_epsilon",
+        "hospital-b",
+    )
+    assert Party(setups["hospital-b"]).ledger.spent() == 2
+    registry = protocol.PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
+    store = SpendStore(cfg.spend_record_file, {p: registry.key_id(p) for p in registry})
+    assert store.totals() == {"hospital-a": 1, "hospital-b": 2}

@@ -97,3 +97,37 @@ def test_records_from_before_the_key_read_as_none():
     record = _request().to_record()
     del record["spend-record"]
     assert TrainRequest.from_record(record).spend_record == ""
+
+
+def test_a_total_beyond_what_a_record_holds_is_written_as_the_largest_that_fits():
+    """A registered party that signs releases of absurd epsilon cannot make the record unreadable to all."""
+    text = spend_record_text({"hospital-a": Fraction(10**300), "clinic": _exact(0.5)}, KEY_IDS)
+    check_spend_record_text(text)
+    assert recorded_spend(text, "hospital-a", KEYS["hospital-a"]) == Fraction(10**18 - 1, 10**6)
+    assert recorded_spend(text, "clinic", KEYS["clinic"]) == Fraction(1, 2)
+
+
+def _signed_release(party: str, epsilon: float, key=None) -> tuple[bytes, object]:
+    from edprf_core import EDPRFClassifier, load_embedded
+    from protocol import encode_release
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    clf = EDPRFClassifier(schema, epsilon=epsilon, n_trees=1, max_depth=2, n_bins=4, random_state=0)
+    clf.fit(X.iloc[:300], y.iloc[:300])
+    return encode_release(clf.forest_, party, signing_key=key, run_id="run-7", request_id="run-7/train"), schema
+
+
+def test_signed_charge_reads_a_refused_release_only_when_its_party_signed_it():
+    from protocol import InvalidRelease, PartyKeyRegistry, ReleasePolicy, decode_release, signed_charge
+
+    registry = PartyKeyRegistry({p: k.public_key() for p, k in KEYS.items()})
+    payload, schema = _signed_release("hospital-a", 2.0, KEYS["hospital-a"])
+    with pytest.raises(InvalidRelease):  # above the coordinator's policy
+        decode_release(payload, schema, ReleasePolicy(max_epsilon=1.0), registry)
+    charge = signed_charge(payload, 1 << 20, registry)
+    assert (charge.party_id, charge.run_id, charge.epsilon) == ("hospital-a", "run-7", 2.0)
+    assert signed_charge(payload, len(payload) - 1, registry) is None  # above the size limit: not read
+    forged, _ = _signed_release("hospital-a", 2.0, KEYS["clinic"])  # another party's key
+    unsigned, _ = _signed_release("hospital-a", 2.0)
+    for data in (forged, unsigned, b"", b"\x0a\x03abc", payload[:-3]):
+        assert signed_charge(data, 1 << 20, registry) is None
