@@ -211,7 +211,8 @@ class BudgetLedger:
         if cap_change:
             log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, cap_change)
         if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
-            self._anchor(spent)
+            with self._connect() as db:
+                self._anchor(db)
 
     def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> tuple[Fraction, str]:
         """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); the
@@ -244,22 +245,24 @@ class BudgetLedger:
         """
         if recorded <= 0:
             return Fraction(0)
-        with self._connect() as db, _immediate(db):
-            spent = self._sum(db)
-            missing = max(Fraction(0), recorded - spent)
-            if self.cap_exact is not None:
-                missing = min(missing, max(Fraction(0), self.cap_exact - spent))
+        with self._connect() as db:
+            with _immediate(db):
+                spent = self._sum(db)
+                missing = max(Fraction(0), recorded - spent)
+                if self.cap_exact is not None:
+                    missing = min(missing, max(Fraction(0), self.cap_exact - spent))
+                if missing:
+                    note = (
+                        f"carried from {source} (request {request_id or '-'}): it records "
+                        f"{format_epsilon(recorded)} spent by this party, the ledger held {format_epsilon(spent)}: "
+                        f"the ledger, or the whole host, restored from an earlier state (or a record that "
+                        f"overstates); {format_epsilon(missing)} is counted as spent"
+                    )
+                    _insert_carried(db, missing, note, run_id)
             if missing:
-                note = (
-                    f"carried from {source} (request {request_id or '-'}): it records "
-                    f"{format_epsilon(recorded)} spent by this party, the ledger held {format_epsilon(spent)}: "
-                    f"the ledger, or the whole host, restored from an earlier state (or a record that "
-                    f"overstates); {format_epsilon(missing)} is counted as spent"
-                )
-                _insert_carried(db, missing, note, run_id)
+                self._anchor(db)
         if missing:
             log.warning("ledger %s: %s", self.path, note)
-            self._anchor(spent + missing)
         return missing
 
     def _record_cap(self, db: sqlite3.Connection) -> str:
@@ -281,8 +284,13 @@ class BudgetLedger:
         )
         return change
 
-    def _anchor(self, spent: Fraction) -> None:
-        write_anchor(self.anchor_path, LedgerAnchor(self.ledger_id, spent))
+    def _anchor(self, db: sqlite3.Connection) -> None:
+        """Write the anchor from the ledger's committed total, read and written under SQLite's write lock (a
+        transaction of its own, after the one that changed the ledger): anchors are written in the order of
+        the totals they record, so one process's anchor never overwrites another's larger one, and an anchor
+        never records what is not committed (a crash before this leaves it behind, never ahead)."""
+        with _immediate(db):
+            write_anchor(self.anchor_path, LedgerAnchor(self.ledger_id, self._sum(db)))
 
     def _refuse_another_schema(self) -> None:
         """One ledger schema: a ledger of another version is refused before anything writes to it (no migration)."""
@@ -369,7 +377,7 @@ class BudgetLedger:
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
                 db.execute("COMMIT")
-                self._anchor(spent + exact)  # a crash before this leaves the anchor behind, never ahead
+                self._anchor(db)
             except BaseException:
                 # A Ctrl-C whose signal came during COMMIT's fsync is raised just after it: the entry is
                 # committed (its epsilon stays counted) and there is no transaction left to roll back.

@@ -105,7 +105,7 @@ def _quiet_edprf(argv: list[str], log: Path) -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
         code = main(argv)
-    with log.open("a", encoding="utf-8") as handle:
+    with os.fdopen(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8") as handle:
         handle.write(f"$ edprf {' '.join(argv)}\n{buffer.getvalue()}")
     if code != 0:
         raise ValueError(f"edprf {' '.join(argv)} failed: {buffer.getvalue().strip()[-500:]}")

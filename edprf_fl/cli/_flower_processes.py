@@ -196,7 +196,9 @@ class Deployment:
     def start(self, name: str, argv: list[str], role: str, env: dict[str, str] | None = None) -> Started:
         self.logs.mkdir(parents=True, exist_ok=True)
         log_path = self.logs / f"{name}.log"
-        log_file = log_path.open("ab")  # a restarted process appends; a repeated command keeps every output
+        # a restarted process appends; a repeated command keeps every output.  Owner-only, as is every file the
+        # process creates (umask 077): the SuperLink's database holds the runs' messages, a party's log its notes
+        log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         popen = subprocess.Popen(
             argv,
             cwd=self.root,
@@ -205,6 +207,7 @@ class Deployment:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            umask=0o077,
         )
         proc = Started(name, popen, log_path, log_file, role)
         self.started.append(proc)

@@ -113,6 +113,9 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
         ]
     assert {str(p): oct(p.stat().st_mode & 0o777) for p in secrets} == {str(p): "0o600" for p in secrets}
     assert (root.stat().st_mode & 0o077) == 0
+    # what the processes write is owner-only too (umask 077), not only through the directory's mode
+    written = [root / "superlink.db", root / "runs" / "spend-record.sqlite", *(root / "logs").iterdir()]
+    assert {str(p): oct(p.stat().st_mode & 0o077) for p in written} == {str(p): "0o0" for p in written}
 
     ledgers = {party: ledger_rows(root / "parties" / party / "ledger.sqlite") for party in PARTIES}
     assert all(

@@ -100,6 +100,36 @@ def test_in_normal_use_nothing_is_carried_and_the_anchor_follows_the_ledger(tmp_
     assert anchor_path(path).stat().st_mode & 0o077 == 0
 
 
+def test_two_processes_reserving_at_once_leave_the_anchor_at_the_larger_total(tmp_path, monkeypatch):
+    """Review item 6 of stop 41: a reservation's anchor was written after its commit from the total it had
+    computed, so a second process reserving in between could see its larger anchor overwritten (the anchor
+    behind the ledger: a restore would then forget that spend).  Here the first process's anchor write lets a
+    second ledger object reserve in another thread first (for at most a second): the anchor ends at the
+    ledger's total either way."""
+    import threading
+
+    import client._ledger as ledger_module
+
+    path = tmp_path / "ledger.sqlite"
+    first, second = BudgetLedger(path, cap=10.0), BudgetLedger(path, cap=10.0)
+    real_write = ledger_module.write_anchor
+    other = threading.Thread(target=lambda: second.reserve("b", "release", 0.5))
+    calls = []
+
+    def write_after_the_other(anchor_file, anchor):
+        if not calls:  # the first process, between its commit and its anchor: the other one reserves
+            calls.append(anchor)
+            other.start()
+            other.join(timeout=1.0)  # blocked by the write lock with the fix; finished without it
+        real_write(anchor_file, anchor)
+
+    monkeypatch.setattr(ledger_module, "write_anchor", write_after_the_other)
+    first.reserve("a", "release", 1.0)
+    other.join()
+    assert first.spent() == Fraction(3, 2)
+    assert read_anchor(anchor_path(path)).spent == Fraction(3, 2)
+
+
 def test_an_unreadable_anchor_is_refused_not_guessed(tmp_path):
     path = tmp_path / "ledger.sqlite"
     BudgetLedger(path, cap=1.0)
