@@ -31,7 +31,13 @@ from ._forest import (
     DPForest,
     TrainingParameters,
 )
-from ._input_checks import check_fit_input, check_predict_input, refuse_continuous_target, schema_input_tags
+from ._input_checks import (
+    check_fit_input,
+    check_predict_input,
+    log_of,
+    refuse_continuous_target,
+    schema_input_tags,
+)
 from ._marginals import (
     MIX_SHARE_THRESHOLD,
     marginals_n_bins,
@@ -328,7 +334,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     relation : {"add-remove", "replace-one"}, default "add-remove"
         Neighbouring relation of the guarantee.  Sensitivities: split utility
         2 (add-remove) or 4 (replace-one); class counts 1.
-    random_state : None, int or numpy Generator, default None
+    random_state : None, int, numpy Generator, SeedSequence or RandomState, default None
         ``None`` draws from the operating system in every ``fit`` and samples
         every release exactly with OpenDP (the production setting); a seed switches to the vectorized floating-point numpy
         backend (ε-DP up to a δ of about 1e-19 per selection; fast,
@@ -441,7 +447,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         "split_mode": [StrOptions(set(SPLIT_MODES))],
         "n_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "relation": [StrOptions(set(RELATIONS))],
-        "random_state": [None, Interval(Integral, 0, None, closed="left"), np.random.Generator, np.random.SeedSequence],
+        "random_state": [
+            None,
+            Interval(Integral, 0, None, closed="left"),
+            np.random.Generator,
+            np.random.SeedSequence,
+            np.random.RandomState,
+        ],
         "sampler": [StrOptions({"auto", "exact"})],
         "accountant": [BudgetAccountant, None],
         "marginals_share": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
@@ -790,6 +802,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         forest = self._fitted()
         check_predict_input(self, X)
         return forest.predict_proba(X)
+
+    def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
+        return log_of(self.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""

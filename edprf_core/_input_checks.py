@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import issparse
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
@@ -35,7 +35,19 @@ if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
     from sklearn.utils import Tags
 
-__all__ = ["check_fit_input", "check_predict_input", "refuse_continuous_target", "schema_input_tags"]
+__all__ = [
+    "check_fit_input",
+    "check_predict_input",
+    "log_of",
+    "refuse_continuous_target",
+    "schema_input_tags",
+]
+
+
+def log_of(proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``np.log(proba)`` with ``-inf`` for a probability of 0 (``predict_log_proba``; privacy cost: none)."""
+    with np.errstate(divide="ignore"):
+        return np.log(proba)
 
 
 def _shape(X: object) -> tuple[int, ...] | None:

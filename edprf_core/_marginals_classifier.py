@@ -44,7 +44,7 @@ from ._classifier import admit_fit, fit_size, resolved_schema, training_tags, wa
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
 from ._forest import DEPTH_RULES, DRAFTED_REASON, RELATIONS, SEEDED_REASON, release_guarantee, size_source
-from ._input_checks import check_predict_input
+from ._input_checks import check_predict_input, log_of
 from ._marginals import NoisyMarginals, marginal_proba, marginals_n_bins, release_marginals
 from ._randomness import RandomState, make_generator
 from ._schema import Schema
@@ -334,6 +334,10 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         """
         codes = self._codes(X)  # refuses an unfitted estimator first
         return marginal_proba(self.marginals_, codes)
+
+    def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
+        return log_of(self.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""

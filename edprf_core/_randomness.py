@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["RandomState", "is_cryptographically_seeded", "make_generator", "spawn_generators"]
 
-RandomState = None | int | np.random.Generator | np.random.SeedSequence
+RandomState = None | int | np.random.Generator | np.random.SeedSequence | np.random.RandomState
 
 _CSPRNG_BITS = 256
 
@@ -25,13 +25,15 @@ def _seed_sequence(random_state: RandomState) -> tuple[np.random.SeedSequence, b
         return np.random.SeedSequence(secrets.randbits(_CSPRNG_BITS)), True
     if isinstance(random_state, np.random.SeedSequence):
         return random_state, False
+    if isinstance(random_state, np.random.RandomState):  # scikit-learn's convention: drawn from, so it moves on
+        return np.random.SeedSequence(random_state.randint(0, 2**32, size=4, dtype=np.uint64).tolist()), False
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if int(random_state) < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
         return np.random.SeedSequence(int(random_state)), False
     raise TypeError(
         "random_state must be None (cryptographically seeded), a non-negative int, "
-        f"a numpy SeedSequence or a numpy Generator; got {type(random_state).__name__}"
+        f"a numpy SeedSequence, Generator or RandomState; got {type(random_state).__name__}"
     )
 
 
@@ -40,11 +42,12 @@ def make_generator(random_state: RandomState = None) -> np.random.Generator:
 
     Parameters
     ----------
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or RandomState
         ``None`` (the default, and the only choice for a production release)
         seeds a PCG64DXSM generator with 256 bits from :mod:`secrets`.  An int or
         SeedSequence gives a reproducible stream for tests and simulation.  A
-        Generator is used as is.
+        Generator is used as is; a legacy ``RandomState`` (scikit-learn's
+        convention) seeds one with 128 bits drawn from it, so each fit moves it on.
     """
     if isinstance(random_state, np.random.Generator):
         return random_state

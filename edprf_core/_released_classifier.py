@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
 from ._forest import DPForest
-from ._input_checks import check_predict_input, schema_input_tags
+from ._input_checks import check_predict_input, log_of, schema_input_tags
 from ._schema import Schema
 
 __all__ = ["ReleasedForestClassifier", "schema_accuracy"]
@@ -140,6 +140,10 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
         check_predict_input(self, X)
         return self.forest_.predict_proba(X)
+
+    def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
+        return log_of(self.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""

@@ -335,6 +335,15 @@ class Schema:
         if dupes:
             raise SchemaError(f"column names must be unique across features, label and ignored columns: {dupes}")
 
+    def __repr__(self) -> str:
+        """One line (an estimator's repr shows its schema): name, features, label and classes, fingerprint.
+        :meth:`to_toml` gives the whole content."""
+        classes = ", ".join(repr(c) for c in self.classes[:6]) + (", ..." if self.n_classes > 6 else "")
+        return (
+            f"Schema(name={self.name!r}, {self.n_features} features, label={self.label.column!r}, "
+            f"classes=({classes}), fingerprint={self.fingerprint[:19]!r}{', drafted' if self.drafted else ''})"
+        )
+
     @property
     def feature_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.features)

@@ -1,0 +1,57 @@
+"""scikit-learn conventions beyond the estimator checks: a legacy RandomState as random_state, log
+probabilities, no record weights, and a one-line repr."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edprf_core import DPMarginalsClassifier, EDPRFClassifier, load_embedded
+
+
+@pytest.fixture(scope="module")
+def wall():
+    X, y, schema = load_embedded("wall_robot_navigation")
+    return X.iloc[:800], y.iloc[:800], schema
+
+
+def _small(schema, **kw):
+    return EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=3, n_bins=8, **kw)
+
+
+def test_a_random_state_instance_seeds_reproducibly_and_moves_on(wall):
+    X, y, schema = wall
+    a = _small(schema, random_state=np.random.RandomState(3)).fit(X, y).predict_proba(X)
+    b = _small(schema, random_state=np.random.RandomState(3)).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+    rs = np.random.RandomState(3)
+    clf = _small(schema, random_state=rs)
+    first = clf.fit(X, y).predict_proba(X)
+    second = clf.fit(X, y).predict_proba(X)  # the RandomState moved on: another draw, as in scikit-learn
+    assert not np.array_equal(first, second)
+    assert "NOT differentially private" in clf.forest_.guarantee()  # seeded: a research run
+
+
+def test_predict_log_proba_is_the_log_of_predict_proba(wall):
+    X, y, schema = wall
+    for clf in (_small(schema, random_state=0), DPMarginalsClassifier(schema, epsilon=1.0, random_state=0)):
+        clf.fit(X, y)
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(clf.predict_log_proba(X), np.log(clf.predict_proba(X)))
+
+
+def test_no_sample_weight_parameter_so_meta_estimators_subsample_rows_instead():
+    """scikit-learn's meta-estimators (bagging, boosting) pass weights to any fit that declares them; record
+    weights would multiply what one record changes, so fit declares none."""
+    from sklearn.utils.validation import has_fit_parameter
+
+    assert not has_fit_parameter(EDPRFClassifier, "sample_weight")
+    assert not has_fit_parameter(DPMarginalsClassifier, "sample_weight")
+
+
+def test_the_estimator_repr_is_one_line_with_the_schema_named(wall):
+    _, _, schema = wall
+    assert "\n" not in repr(schema)
+    text = repr(_small(schema))  # scikit-learn wraps the parameters; the schema is one of them, in one line
+    assert len(text) < 400
+    assert f"fingerprint={schema.fingerprint[:19]!r}" in text and "24 features" in text and "label='Class'" in text
