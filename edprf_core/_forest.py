@@ -295,6 +295,9 @@ def _trees(n: int) -> str:
 LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 """L1 sensitivity of a leaf's class-count vector under each neighbouring relation."""
 
+NAMED_PARTS = 3
+"""How many parts a merged forest's reason names before it counts the rest (:meth:`DPForest.not_dp_reasons`)."""
+
 FEDERATION_NOTE = (
     "Across parties, records are assumed disjoint: the global model is epsilon-DP per record "
     "only if each person's records sit at one party; a person present at several parties "
@@ -474,12 +477,26 @@ class DPForest:
         return max(p.max_depth for _, p, _ in self.parts)
 
     def not_dp_reasons(self) -> list[str]:
-        """Every reason this forest is not differentially private (empty when it is)."""
-        reasons = []
-        if self.schema.drafted:
-            reasons.append(DRAFTED_REASON)
+        """Every reason this forest is not differentially private (empty when it is).
+
+        In a merged forest, each reason once, with the parts it applies to (the first
+        :data:`NAMED_PARTS` by name, then how many more), in the order the parts first give them.
+        """
+        reasons = [DRAFTED_REASON] if self.schema.drafted else []
+        if len(self.parts) == 1:
+            return reasons + self.parts[0][1].not_dp_reasons()
+        parts_of: dict[str, list[str]] = {}
         for label, params, _ in self.parts:
-            reasons += [f"part {label!r}: {r}" if len(self.parts) > 1 else r for r in params.not_dp_reasons()]
+            for reason in params.not_dp_reasons():
+                parts_of.setdefault(reason, []).append(label)
+        for reason, labels in parts_of.items():
+            named = ", ".join(repr(label) for label in labels[:NAMED_PARTS])
+            more = len(labels) - NAMED_PARTS
+            if len(labels) == 1:
+                reasons.append(f"part {named}: {reason}")
+            else:
+                whose = f"{len(labels)} of {len(self.parts)} parts ({named}{f' and {more} more' if more > 0 else ''})"
+                reasons.append(f"{whose}: {reason}")
         return reasons
 
     @property

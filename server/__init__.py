@@ -15,7 +15,7 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._config import DEFAULT_RUN_CONFIG, CoordinatorConfig
-from ._contribution_text import contribution_lines
+from ._contribution_text import contribution_lines, contribution_verdict
 from ._metrics import classification_metrics, forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._report import PartyOutcome, RunReport
@@ -47,6 +47,7 @@ __all__ = [
     "RunStatus",
     "classification_metrics",
     "contribution_lines",
+    "contribution_verdict",
     "federated_evaluation_lines",
     "forest_metrics",
     "run_federation",

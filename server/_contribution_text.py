@@ -15,14 +15,15 @@ from typing import Any
 
 from ._contribution import MIN_PARTIES_FOR_FLAGS
 
-__all__ = ["contribution_lines"]
+__all__ = ["contribution_lines", "contribution_verdict"]
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def _verdict(c: dict[str, Any], alpha: float | None, n_parties: int) -> str:
+def contribution_verdict(c: dict[str, Any], alpha: float | None, n_parties: int) -> str:
+    """How a party compares with the others, in words (the end of its contribution line)."""
     if c.get("flag_inconclusive", True) or c.get("lift_threshold") is None:
         if n_parties < MIN_PARTIES_FOR_FLAGS:
             return f"not compared with the others (it takes at least {MIN_PARTIES_FOR_FLAGS} parties)"
@@ -64,5 +65,5 @@ def contribution_lines(contributions: Sequence[dict[str, Any]], alpha: float | N
                 f"({100 * lift:+.1f} points)"
             )
         alone = f"; alone {they} right on {100 * accuracy:.0f}% of the rows" if accuracy is not None else ""
-        lines.append(f"{c.get('party', '?')}: {gain}{alone}; {_verdict(c, alpha, len(contributions))}")
+        lines.append(f"{c.get('party', '?')}: {gain}{alone}; {contribution_verdict(c, alpha, len(contributions))}")
     return lines

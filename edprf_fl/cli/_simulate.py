@@ -150,7 +150,13 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
 
 
 def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namespace) -> int:
-    from edprf_fl.simulation import plot_report, report_lines, run_simulation
+    from edprf_fl.simulation import (
+        CONTRIBUTIONS_FILE,
+        contributions_markdown,
+        plot_report,
+        report_lines,
+        run_simulation,
+    )
 
     from ._child_process import run_in_child
 
@@ -160,10 +166,19 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
         return 1
     plot = plot_report(report, out_dir / "accuracy.png")
     report.write_json(out_dir / "simulation.json")
+    contributions = None
+    if report.contributions:
+        contributions = out_dir / CONTRIBUTIONS_FILE
+        alpha = report.federated.get("parameters", {}).get("flag_alpha")
+        contributions.write_text(contributions_markdown(report.contributions, alpha), encoding="utf-8")
     if args.json_path:
         report.write_json(Path(args.json_path))
     for line in report_lines(report):
         print(line)
     model = report.federated["model_path"]
-    print(f"\nmodel: {model}\nreport: {out_dir / 'simulation.json'}" + (f"\nplot: {plot}" if plot else ""))
+    print(
+        f"\nmodel: {model}\nreport: {out_dir / 'simulation.json'}"
+        + (f"\ncontributions: {contributions}" if contributions else "")
+        + (f"\nplot: {plot}" if plot else "")
+    )
     return 0

@@ -27,12 +27,22 @@ if TYPE_CHECKING:
     from ._run import SimulationReport, SimulationTimings, run_simulation, simulation_caveats
     from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
     from ._settings import AUTO_DEPTH_CAP, MAX_DEPTH_LIMIT, SettingsError, SimulationSettings
-    from ._summary import contribution_table, cost_lines, evaluation_line, report_lines, results_table, timing_line
+    from ._summary import (
+        CONTRIBUTIONS_FILE,
+        contribution_table,
+        contributions_markdown,
+        cost_lines,
+        evaluation_line,
+        report_lines,
+        results_table,
+        timing_line,
+    )
     from ._sweep import SWEEP_AXES, run_sweep, sweep_grid, sweep_table
     from ._workspace import write_workspace
 
 __all__ = [
     "AUTO_DEPTH_CAP",
+    "CONTRIBUTIONS_FILE",
     "ENGINES",
     "LEAVES",
     "MAX_DEPTH_LIMIT",
@@ -47,6 +57,7 @@ __all__ = [
     "SimulationSettings",
     "SimulationTimings",
     "contribution_table",
+    "contributions_markdown",
     "cost_lines",
     "evaluation_line",
     "held_out_rows_bound",
@@ -94,7 +105,9 @@ _HOMES = {
     "MAX_DEPTH_LIMIT": "._settings",
     "SettingsError": "._settings",
     "SimulationSettings": "._settings",
+    "CONTRIBUTIONS_FILE": "._summary",
     "contribution_table": "._summary",
+    "contributions_markdown": "._summary",
     "cost_lines": "._summary",
     "evaluation_line": "._summary",
     "report_lines": "._summary",

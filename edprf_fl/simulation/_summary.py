@@ -11,7 +11,17 @@ from ._party_count import party_count
 if TYPE_CHECKING:
     from ._run import SimulationReport, SimulationTimings
 
-__all__ = ["contribution_table", "cost_lines", "evaluation_line", "report_lines", "results_table", "timing_line"]
+__all__ = [
+    "CONTRIBUTIONS_FILE",
+    "contribution_section",
+    "contribution_table",
+    "contributions_markdown",
+    "cost_lines",
+    "evaluation_line",
+    "report_lines",
+    "results_table",
+    "timing_line",
+]
 
 BASELINE_ROWS = (
     ("central_edprf", "central eDPRF (pooled rows; needs a trusted curator)"),
@@ -42,7 +52,7 @@ def report_lines(report: SimulationReport) -> list[str]:
         lines.append(
             "\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):"
         )
-        lines.append(contribution_table(report.contributions, fed.get("parameters", {}).get("flag_alpha")))
+        lines += contribution_section(report.contributions, fed.get("parameters", {}).get("flag_alpha"))
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     lines.append(
         f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
@@ -158,6 +168,52 @@ def contribution_table(contributions: list[Mapping[str, Any]], alpha: float | No
 
     words = [f"- {line}" for line in contribution_lines(contributions, alpha)]
     return "\n".join([*words, "", "the statistics behind these lines:", _contribution_statistics(contributions, alpha)])
+
+
+SHOWN_PARTY_LINES = 12
+"""Up to this many parties, the summary gives every party's contribution line and statistics; beyond, the
+parties flagged or not compared by name and the others in one line (``contributions.md`` holds them all)."""
+
+CONTRIBUTIONS_FILE = "contributions.md"
+"""Every party's contribution line and statistics, beside ``simulation.json``."""
+
+
+def contribution_section(contributions: list[Mapping[str, Any]], alpha: float | None = None) -> list[str]:
+    """The summary's contribution part: :func:`contribution_table` for a few parties; for more than
+    :data:`SHOWN_PARTY_LINES`, each flagged party's line, one line per other verdict (how many parties, the
+    spread of their lift), and where the full table is."""
+    if len(contributions) <= SHOWN_PARTY_LINES:
+        return [contribution_table(contributions, alpha)]
+    from server import contribution_lines, contribution_verdict
+
+    lines = [f"- {w}" for c, w in zip(contributions, contribution_lines(contributions, alpha)) if c.get("flagged")]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for c in contributions:
+        if not c.get("flagged"):
+            groups.setdefault(contribution_verdict(c, alpha, len(contributions)), []).append(c)
+    for verdict, members in groups.items():
+        lifts = sorted(
+            100 * lift
+            for lift in (c.get("probability_lift") for c in members)
+            if isinstance(lift, float) and math.isfinite(lift)
+        )
+        spread = (
+            f"; their trees change the probability given to the right answer by {lifts[0]:+.1f} to {lifts[-1]:+.1f} "
+            f"points (median {lifts[len(lifts) // 2]:+.1f})"
+            if lifts
+            else ""
+        )
+        lines.append(f"- {'the other ' if lines else ''}{party_count(len(members))}: {verdict}{spread}")
+    lines.append(f"every party's line and the statistics behind them: {CONTRIBUTIONS_FILE} (beside simulation.json)")
+    return lines
+
+
+def contributions_markdown(contributions: list[Mapping[str, Any]], alpha: float | None = None) -> str:
+    """The text of :data:`CONTRIBUTIONS_FILE`: every party's line, then the statistics table."""
+    return (
+        "# What each party's trees add, on the coordinator's validation rows\n\n"
+        "Post-processing of the released trees: no epsilon.\n\n" + contribution_table(contributions, alpha) + "\n"
+    )
 
 
 def _contribution_statistics(contributions: list[Mapping[str, Any]], alpha: float | None = None) -> str:

@@ -72,6 +72,20 @@ def test_a_merge_names_the_part_that_is_not_dp(wall):
     assert text.startswith("NOT differentially private: part 'b'")
 
 
+def test_a_merge_states_each_reason_once_with_the_parts_it_applies_to(wall):
+    """30 seeded parties repeated the same reason 30 times in the guarantee (stop 40 walkthrough item)."""
+    X, y, schema = wall
+    good = EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X, y).forest_
+    seeded = [
+        EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20, random_state=i).fit(X, y).forest_ for i in range(5)
+    ]
+    forest = merge_forests([seeded[0], good, *seeded[1:]], labels=["a", "ok", "b", "c", "d", "e"])
+    reasons = forest.not_dp_reasons()
+    assert len(reasons) == 1
+    assert reasons[0].startswith("5 of 6 parts ('a', 'b', 'c' and 2 more): its noise came from a fixed research seed")
+    assert forest.guarantee().count("fixed research seed") == 1 + 1  # the headline, and the seeded parts' line
+
+
 def test_a_merge_on_a_drafted_schema_states_no_guarantee_on_any_line(wall):
     """The headline said NOT differentially private, and the part lines below it still read "epsilon = 1
     differential privacy per record"."""

@@ -256,3 +256,40 @@ def test_the_coordinator_starts_without_scipy_stats():
     code = "import sys, server, server.server_app; print('scipy.stats' in sys.modules, 'sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def _entry(party: str, lift: float, flagged: bool = False, inconclusive: bool = False) -> dict:
+    return {
+        "party": party,
+        "n_trees": 1,
+        "information_bits": 0.1,
+        "accuracy": 0.5,
+        "agreement_with_global": 0.8,
+        "probability_lift": lift,
+        "lift_threshold": None if inconclusive else 0.01,
+        "p_value": 0.5 if not flagged else 1e-4,
+        "flagged": flagged,
+        "flag_inconclusive": inconclusive,
+    }
+
+
+def test_the_summary_of_many_parties_names_the_flagged_and_counts_the_others():
+    """100 parties gave 200 summary lines (stop 40 walkthrough item): beyond 12, the flagged party by name,
+    one line per other verdict, and the file with every line."""
+    from edprf_fl.simulation._summary import SHOWN_PARTY_LINES, contribution_section, contributions_markdown
+
+    many = [_entry(f"p{i:03d}", 0.01 * (i % 7)) for i in range(97)]
+    many += [_entry("blind", -0.001, flagged=True), _entry("one-class", 0.0, inconclusive=True)]
+    many += [_entry("odd", float("nan"), inconclusive=True)]
+    lines = contribution_section(many, 0.01)
+    assert len(lines) == 4, lines
+    assert lines[0].startswith("- blind: ") and "SIGNIFICANTLY BELOW" in lines[0]
+    assert lines[1].startswith("- the other 97 parties: not significantly below the other parties at the 0.01 level")
+    assert "by +0.0 to +6.0 points (median +3.0)" in lines[1]
+    assert lines[2].startswith("- the other 2 parties: not compared with the others")
+    assert "by +0.0 to +0.0 points" in lines[2]  # the NaN lift is left out of the spread
+    assert "contributions.md" in lines[3]
+    full = contributions_markdown(many, 0.01)
+    assert all(f"- {c['party']}: " in full for c in many) and all(f"| {c['party']} |" in full for c in many)
+    few = contribution_section(many[:SHOWN_PARTY_LINES], 0.01)
+    assert len(few) == 1 and all(f"- {c['party']}: " in few[0] for c in many[:SHOWN_PARTY_LINES])
