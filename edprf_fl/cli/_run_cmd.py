@@ -245,6 +245,13 @@ def run_and_follow(
         print(f"edprf run: run {run.run_id} completed", file=out)
         return 0
     print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
+    if not status.startswith("finished"):  # the log ended but the run did not (the SuperLink lost, restarted)
+        print(
+            f"edprf run: the run's end was not seen: it may still be running, and asking parties to spend epsilon, "
+            f"once the SuperLink is back. Check it with: flwr ls{conn} --run-id {run.run_id}; stop it with: "
+            f"flwr stop {run.run_id}{conn}",
+            file=sys.stderr,
+        )
     return 1
 
 

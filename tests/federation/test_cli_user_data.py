@@ -250,6 +250,29 @@ def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, war
     assert ("run 7 is still pending after" in err and "SuperExec" in err) == warned
 
 
+@pytest.mark.parametrize(
+    ("status", "hinted"),
+    [("unknown", True), ("running", True), ("finished:failed", False), ("finished:stopped", False)],
+)
+def test_edprf_run_says_how_to_stop_a_run_whose_end_it_did_not_see(capsys, monkeypatch, status, hinted):
+    """The log stream ended without the run ending (a SuperLink lost under `edprf run`): the exit status was 1
+    with no word that the run may go on charging parties once the SuperLink is back (stop 40 walkthrough)."""
+    import io
+
+    from edprf_fl.cli import _run_cmd
+
+    run = _run_cmd.FlowerRun(12, "consortium")
+    monkeypatch.setattr(_run_cmd, "submit", lambda *a, **k: run)
+    monkeypatch.setattr(_run_cmd, "follow", lambda *a, **k: None)
+    monkeypatch.setattr(_run_cmd, "_pending_watch", lambda *a, **k: type("W", (), {"cancel": lambda self: None})())
+    monkeypatch.setattr(_run_cmd.FlowerRun, "final_status", lambda self, env=None: (status, "connection refused"))
+    assert _run_cmd.run_and_follow(".", "consortium", None, out=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert f"run 12 {status}: connection refused" in err
+    said = "flwr ls consortium --run-id 12" in err and "flwr stop 12 consortium" in err
+    assert said == hinted
+
+
 def test_version_and_verbose_after_the_subcommand(capsys):
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args(["--version"])
