@@ -92,10 +92,18 @@ def _hold(out: Path, run_id: str) -> None:
         except FileExistsError:
             holder = _holder(claim)
             if _running(holder):
+                elsewhere = holder.get("host") != socket.gethostname()
                 raise OutputDirInUse(
                     f"output-dir {out} is being written by run {holder.get('run') or '?'} (process "
-                    f"{holder.get('pid')} on {holder.get('host')}), still running; nothing was sent to the parties. "
-                    f"Give another output-dir, or wait for that run to end (if no run uses it, delete {claim})"
+                    f"{holder.get('pid')} on {holder.get('host')}), "
+                    + (
+                        "another host name, whose processes this one cannot see (another machine, or a container "
+                        "before a restart), so it counts as running"
+                        if elsewhere
+                        else "still running"
+                    )
+                    + f"; nothing was sent to the parties. Give another output-dir, or wait for that run to end (if "
+                    f"no run uses it, delete {claim})"
                 ) from None
             claim.unlink(missing_ok=True)  # left by a run whose process is gone (a crash)
             continue

@@ -72,6 +72,12 @@ def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
     assert json.loads(claim.read_text())["run"] == "run-b"
     release_output_dir(tmp_path / "out")
     assert not claim.exists()
+    # a claim from another host name (another machine, or this container before a restart) counts as running,
+    # and the refusal says why and which file to delete
+    claim.write_text(json.dumps({"run": "run-c", "pid": 4242, "host": "coordinator-before-restart"}))
+    with pytest.raises(OutputDirInUse, match=r"another host name, whose processes this one cannot see") as refused:
+        claim_output_dir(cfg, "run-d")
+    assert str(claim) in str(refused.value)
 
 
 def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(tmp_path):
