@@ -48,6 +48,7 @@ __all__ = [
     "LedgerEntry",
     "exact_epsilon",
     "format_epsilon",
+    "not_dp_headline",
     "not_dp_replies",
     "read_ledger_readonly",
     "read_meta_readonly",
@@ -357,7 +358,11 @@ class BudgetLedger:
 
         Raises :class:`BudgetExhausted` (nothing recorded) if the cap would be
         exceeded (exact arithmetic: ``spent + epsilon > cap``), and
-        :class:`ValueError` if ``request_id`` is already used.
+        :class:`ValueError` if ``request_id`` is already used.  An error
+        writing the anchor after the reservation committed (a full disk, the
+        ledger locked for 30 s) is raised too: the reservation stays, counted,
+        and the caller releases nothing (the privacy-safe side: nothing leaves
+        with an anchor that does not record it).
         """
         if not (isinstance(epsilon, (int, float, Fraction)) and 0 < epsilon < float("inf")):
             raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
@@ -409,17 +414,17 @@ class BudgetLedger:
         """Keep a line for a reply that is not differentially private (``what`` says why), before it is made.
 
         The policy's ``allow-seeded-randomness`` and ``allow-exact-metrics`` let a party answer such requests
-        (research data); the ledger keeps the trail, which ``edprf budget`` and ``edprf party check`` show as
-        NOT DP, also after the policy is set back.  A request id noted before is not noted again (a resent
-        release).  Privacy cost: none (the line holds the request's public parameters only).
+        (research data), and a schema drafted from data makes every release NOT DP; the ledger keeps the trail,
+        which ``edprf budget`` and ``edprf party check`` show as NOT DP, also after the policy is set back.  Every
+        call is a reply of its own, even under a request id seen before (exact metrics reserve nothing, so
+        nothing else stops an id's reuse); a resent release is not one (it is returned before this is called).
+        Privacy cost: none (the line holds the request's public parameters only).
         """
         line = (
             f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: request {request_id} (run {run_id or '-'}): {what}"
         )
         with self._connect() as db, _immediate(db):
             lines = (_meta(db, NOT_DP_KEY) or "").splitlines()
-            if any(f": request {request_id} (" in old for old in lines):
-                return
             lines.append(line)
             if len(lines) > KEPT_NOT_DP_LINES:  # the first, and the latest (a meta value stays small to read)
                 lines = lines[:1] + lines[-(KEPT_NOT_DP_LINES - 1) :]
@@ -428,7 +433,7 @@ class BudgetLedger:
                 "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
                 [
                     (NOT_DP_KEY, "\n".join(lines)),
-                    (NOT_DP_COUNT_KEY, str((int(count) if count and count.isdigit() else len(lines) - 1) + 1)),
+                    (NOT_DP_COUNT_KEY, str((_count(count) if _count(count) is not None else len(lines) - 1) + 1)),
                 ],
             )
 
@@ -586,8 +591,22 @@ def not_dp_replies(meta: dict[str, str]) -> tuple[int, list[str]]:
         for line in meta.get(NOT_DP_KEY, "").splitlines()[: 2 * KEPT_NOT_DP_LINES]
         if line.strip()
     ]
-    count = meta.get(NOT_DP_COUNT_KEY, "")
-    return max(int(count) if count.isdigit() and len(count) < 19 else 0, len(lines)), lines
+    return max(_count(meta.get(NOT_DP_COUNT_KEY)) or 0, len(lines)), lines
+
+
+def not_dp_headline(count: int) -> str:
+    """The NOT DP sentence ``edprf budget`` and ``edprf party check`` open the trail with."""
+    return (
+        f"NOT DP: {count} {'reply' if count == 1 else 'replies'} of this party did not come from a DP mechanism "
+        "(seeded randomness or exact metrics its policy allowed, or a schema drafted from data)"
+    )
+
+
+def _count(text: str | None) -> int | None:
+    """A stored count (ASCII digits, at most 18), or None for anything else (the file is untrusted)."""
+    if text and len(text) <= 18 and text.isascii() and text.isdigit():
+        return int(text)
+    return None
 
 
 def read_ledger_readonly(

@@ -412,8 +412,11 @@ class Party:
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
         try:
-            if req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail
-                self.ledger.note_not_dp(req.request_id, req.run_id, _SEEDED_RELEASE)
+            if req.seed >= 0 or self.schema.drafted:  # the policy allows a seed (checked above): the ledger keeps
+                # the trail, before the release exists (a failure to write it is a failed request: no reply)
+                self.ledger.note_not_dp(
+                    req.request_id, req.run_id, _SEEDED_RELEASE if req.seed >= 0 else _DRAFTED_SCHEMA_RELEASE
+                )
             auto = req.depth_rule == "auto"
             clf = _estimator_class()(
                 self.schema,
@@ -648,6 +651,7 @@ def _check_key_file(path: Path) -> None:
 _SEEDED_RELEASE = "release with the request's seed (its noise is known to whoever knows the seed)"
 _SEEDED_EVALUATION = "held-out counts noised with the request's seed (known to whoever knows the seed)"
 _EXACT_METRICS = "exact held-out counts (no noise)"
+_DRAFTED_SCHEMA_RELEASE = "release on a schema drafted from data (its domains came from the records)"
 
 
 def _release_detail(req: TrainRequest) -> str:

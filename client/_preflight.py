@@ -31,6 +31,7 @@ from ._ledger import (
     NOT_DP_KEY,
     EntryState,
     format_epsilon,
+    not_dp_headline,
     not_dp_replies,
     read_ledger_readonly,
     read_meta_readonly,
@@ -360,9 +361,8 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         report._add(
             "note",
             path,
-            f"NOT DP: {n_not_dp} {'reply' if n_not_dp == 1 else 'replies'} of this party did not come from a DP "
-            f"mechanism (seeded randomness or exact metrics, allowed by its policy then), the latest: "
-            f"{not_dp_lines[-1] if not_dp_lines else '-'}; `edprf budget` lists them",
+            f"{not_dp_headline(n_not_dp)}; the latest: {not_dp_lines[-1] if not_dp_lines else '-'}; "
+            "`edprf budget` lists them",
         )
     changes = meta.get(CAP_CHANGES_KEY)
     if changes:

@@ -143,8 +143,12 @@ _PARAMETER_RULES = {
     "count_epsilon_share": ("a number in (0, 0.5]", lambda v: _is_real(v, 0, 0.5, high_closed=True)),
     "relation": (f"one of {', '.join(RELATIONS)}", lambda v: isinstance(v, str) and v in RELATIONS),
     "random_state": (
-        "None, an integer >= 0, a numpy Generator or a numpy SeedSequence",
-        lambda v: v is None or _is_int(v, 0) or isinstance(v, (np.random.Generator, np.random.SeedSequence)),
+        "None, an integer >= 0, a numpy Generator, SeedSequence or RandomState",
+        lambda v: (
+            v is None
+            or _is_int(v, 0)
+            or isinstance(v, (np.random.Generator, np.random.SeedSequence, np.random.RandomState))
+        ),
     ),
     "accountant": ("a BudgetAccountant or None", lambda v: v is None or isinstance(v, BudgetAccountant)),
 }

@@ -126,21 +126,27 @@ class SignedCharge:
 
 
 def signed_charge(
-    data: bytes | bytearray | memoryview, max_bytes: int, registry: PartyKeyRegistry
+    data: bytes | bytearray | memoryview, schema: Schema, max_bytes: int, registry: PartyKeyRegistry
 ) -> SignedCharge | None:
-    """The charge a release shows when it is signed by the registered key of the party it names and its
-    parameters parse, whatever else is wrong with it (a policy limit, its trees); None otherwise.
+    """The charge a release shows when it is signed by the registered key of the party it names, carries
+    ``schema``'s fingerprint and its parameters parse, whatever else is wrong with it (a policy limit, its
+    trees); None otherwise.
 
     For the coordinator's spend record (:mod:`protocol._spend_record`): a party signs a release only after
     its ledger charged the release's ε, so a release the coordinator refuses still counts against that
-    party.  An unsigned or forged release shows nothing (anyone could have made it), and neither does one
-    above ``max_bytes`` (it is not read).  Never raises for any content of ``data``.
+    party.  An unsigned or forged release shows nothing (anyone could have made it), neither does one
+    above ``max_bytes`` (it is not read), nor one made for another schema (the party's release to another
+    consortium, replayed here, was charged to that consortium's ledger).  Never raises for any content of
+    ``data``.
 
     Privacy cost: none (public parameters of a release the party sent).
     """
     try:
         envelope = open_envelope(as_bytes(data), max_bytes, registry)
-        if envelope.signature.status is not SignatureStatus.VERIFIED:
+        if (
+            envelope.signature.status is not SignatureStatus.VERIFIED
+            or envelope.release.schema_fingerprint != schema.fingerprint
+        ):
             return None
         params = parameters_from_message(envelope.release.parameters)
     except InvalidRelease:

@@ -28,7 +28,7 @@ def contribution_verdict(c: dict[str, Any], alpha: float | None, n_parties: int)
         if n_parties < MIN_PARTIES_FOR_FLAGS:
             return f"not compared with the others (it takes at least {MIN_PARTIES_FOR_FLAGS} parties)"
         return (
-            "not compared with the others (the parties are too uneven to single one out, or its data hold "
+            "not compared with the others (the parties are too uneven to single one out, or the data hold "
             "almost a single class)"
         )
     level = f" at the {alpha:g} level" if alpha else ""

@@ -214,9 +214,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 str(exc.reason),
                 party_text(str(exc)),
             )
-            charge = signed_charge(payload, policy.max_bytes, registry) if spends is not None else None
+            charge = signed_charge(payload, schema, policy.max_bytes, registry) if spends is not None else None
             if charge is not None:  # refused, but signed by its party: its ledger charged for it all the same
-                outcome.party_id = charge.party_id
+                # (whichever node relayed the bytes: the outcome stays the node's, the signer is named)
+                outcome.message += f" (signed by {charge.party_id}, charged epsilon {charge.epsilon:g})"
+                outcome.rejected_release_epsilon = charge.epsilon
                 _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
             continue
         outcome.party_id = release.party_id
@@ -256,7 +258,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     accepted.sort(key=lambda r: r.party_id)
     for p in report.parties:
         if p.status == PartyStatus.REJECTED and p.release_bytes:  # a release came: its ledger charged for it
-            p.rejected_release_epsilon = cfg.epsilon
+            p.rejected_release_epsilon = p.rejected_release_epsilon or cfg.epsilon  # its signature's, if it shows
         if p.status != PartyStatus.ACCEPTED:
             log.warning("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 

@@ -61,6 +61,7 @@ def _show(args: argparse.Namespace) -> int:
         exact_epsilon,
         format_epsilon,
         load_policy,
+        not_dp_headline,
         not_dp_replies,
         read_ledger_readonly,
         read_meta_readonly,
@@ -121,11 +122,7 @@ def _show(args: argparse.Namespace) -> int:
         "(sequential composition over releases); sums are exact"
     )
     if n_not_dp:
-        print(
-            f"\nNOT DP: {n_not_dp} {'reply' if n_not_dp == 1 else 'replies'} of this party did not come from a DP "
-            "mechanism (its policy allowed seeded randomness or exact metrics); the epsilon above bounds the other "
-            "replies only, not what these reveal:"
-        )
+        print(f"\n{not_dp_headline(n_not_dp)}; the epsilon above bounds the other replies only, not what these reveal:")
         for line in not_dp_lines:
             print(f"  {terminal_safe(line, 300)}")
         if n_not_dp > len(not_dp_lines):

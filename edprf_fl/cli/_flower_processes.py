@@ -198,7 +198,9 @@ class Deployment:
         log_path = self.logs / f"{name}.log"
         # a restarted process appends; a repeated command keeps every output.  Owner-only, as is every file the
         # process creates (umask 077): the SuperLink's database holds the runs' messages, a party's log its notes
-        log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(fd, 0o600)  # a log an earlier version left readable by others, too
+        log_file = os.fdopen(fd, "ab")
         popen = subprocess.Popen(
             argv,
             cwd=self.root,

@@ -172,7 +172,7 @@ def contribution_table(contributions: list[Mapping[str, Any]], alpha: float | No
 
 SHOWN_PARTY_LINES = 12
 """Up to this many parties, the summary gives every party's contribution line and statistics; beyond, the
-parties flagged or not compared by name and the others in one line (``contributions.md`` holds them all)."""
+flagged parties by name and the others in one line per verdict (``contributions.md`` holds them all)."""
 
 CONTRIBUTIONS_FILE = "contributions.md"
 """Every party's contribution line and statistics, beside ``simulation.json``."""
@@ -187,6 +187,7 @@ def contribution_section(contributions: list[Mapping[str, Any]], alpha: float | 
     from server import contribution_lines, contribution_verdict
 
     lines = [f"- {w}" for c, w in zip(contributions, contribution_lines(contributions, alpha)) if c.get("flagged")]
+    flagged = bool(lines)
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for c in contributions:
         if not c.get("flagged"):
@@ -203,7 +204,7 @@ def contribution_section(contributions: list[Mapping[str, Any]], alpha: float | 
             if lifts
             else ""
         )
-        lines.append(f"- {'the other ' if lines else ''}{party_count(len(members))}: {verdict}{spread}")
+        lines.append(f"- {party_count(len(members))}{' other than those named' if flagged else ''}: {verdict}{spread}")
     lines.append(f"every party's line and the statistics behind them: {CONTRIBUTIONS_FILE} (beside simulation.json)")
     return lines
 

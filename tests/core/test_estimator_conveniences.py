@@ -30,6 +30,8 @@ def test_a_random_state_instance_seeds_reproducibly_and_moves_on(wall):
     second = clf.fit(X, y).predict_proba(X)  # the RandomState moved on: another draw, as in scikit-learn
     assert not np.array_equal(first, second)
     assert "NOT differentially private" in clf.forest_.guarantee()  # seeded: a research run
+    marginals = [DPMarginalsClassifier(schema, epsilon=1.0, random_state=np.random.RandomState(3)) for _ in range(2)]
+    np.testing.assert_array_equal(*(m.fit(X, y).predict_proba(X) for m in marginals))
 
 
 def test_predict_log_proba_is_the_log_of_predict_proba(wall):

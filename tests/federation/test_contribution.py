@@ -284,12 +284,14 @@ def test_the_summary_of_many_parties_names_the_flagged_and_counts_the_others():
     lines = contribution_section(many, 0.01)
     assert len(lines) == 4, lines
     assert lines[0].startswith("- blind: ") and "SIGNIFICANTLY BELOW" in lines[0]
-    assert lines[1].startswith("- the other 97 parties: not significantly below the other parties at the 0.01 level")
+    assert lines[1].startswith("- 97 parties other than those named: not significantly below the other parties at the")
     assert "by +0.0 to +6.0 points (median +3.0)" in lines[1]
-    assert lines[2].startswith("- the other 2 parties: not compared with the others")
+    assert lines[2].startswith("- 2 parties other than those named: not compared with the others")
     assert "by +0.0 to +0.0 points" in lines[2]  # the NaN lift is left out of the spread
     assert "contributions.md" in lines[3]
     full = contributions_markdown(many, 0.01)
     assert all(f"- {c['party']}: " in full for c in many) and all(f"| {c['party']} |" in full for c in many)
+    unflagged = contribution_section(many[:97], 0.01)  # no flagged party: the groups are all the parties
+    assert unflagged[0].startswith("- 97 parties: not significantly below the other parties")
     few = contribution_section(many[:SHOWN_PARTY_LINES], 0.01)
     assert len(few) == 1 and all(f"- {c['party']}: " in few[0] for c in many[:SHOWN_PARTY_LINES])

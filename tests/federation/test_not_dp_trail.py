@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from client import NOT_DP_COUNT_KEY, NOT_DP_KEY, BudgetLedger, Party, not_dp_replies, read_meta_readonly
+import pytest
+
+from client import NOT_DP_COUNT_KEY, NOT_DP_KEY, BudgetLedger, Party, Refusal, not_dp_replies, read_meta_readonly
 from client._ledger import KEPT_NOT_DP_LINES
 from edprf_fl.cli._main import main
 from protocol import ReleasePolicy, build_global_model, decode_release
@@ -53,20 +55,24 @@ def test_seeded_and_exact_replies_are_kept_and_shown_as_not_dp(tmp_path, capsys)
     assert "NOT DP: 3 replies of this party did not come from a DP mechanism" in out
     assert all(line in out for line in lines)
     assert json.loads(_budget(setup, capsys, "--json"))["not_dp"] == lines
+    # exact metrics reserve nothing, so a request id may come again (a modified coordinator): each reply counts
+    for _ in range(3):
+        party.evaluate(model, EvaluateRequest("run1/e2", "run1", 0.0, True))
+    party.evaluate(model, EvaluateRequest("run1/1/train", "run1", 0.0, True))  # an id the release used
+    assert _trail(setup)[0] == 7
 
     # the policy set back to DP only: the trail stays, and the party check says so
     _write_party(tmp_path)
     config = f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
     config += f"ledger-path='{setup.ledger_path}'"
     main(["party", "check", "--node-config", config])
-    assert "NOT DP: 3 replies of this party did not come from a DP mechanism" in capsys.readouterr().out
+    assert "NOT DP: 7 replies of this party did not come from a DP mechanism" in capsys.readouterr().out
 
 
 def test_the_trail_keeps_the_first_and_the_latest_lines_and_counts_every_reply(tmp_path, capsys):
     ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
     for i in range(KEPT_NOT_DP_LINES + 7):
         ledger.note_not_dp(f"r{i}", "run", "exact held-out counts (no noise)")
-    ledger.note_not_dp("r20", "run", "exact held-out counts (no noise)")  # kept already: not counted again
     count, lines = not_dp_replies(read_meta_readonly(ledger.path, (NOT_DP_KEY, NOT_DP_COUNT_KEY)))
     assert count == KEPT_NOT_DP_LINES + 7 and len(lines) == KEPT_NOT_DP_LINES
     assert ": request r0 (" in lines[0] and ": request r1 (" not in "".join(lines)
@@ -79,3 +85,62 @@ def test_a_hostile_trail_is_read_as_text_without_control_characters():
     count, lines = not_dp_replies({NOT_DP_KEY: "a\x1b[2Jb\nc", NOT_DP_COUNT_KEY: "x9"})
     assert count == 2 and lines == ["a?[2Jb", "c"]
     assert not_dp_replies({NOT_DP_COUNT_KEY: "4"}) == (4, [])
+    for unreadable in ("\u00b2", "\u0663", "9" * 40, "-3", ""):  # digits Python's int() refuses, or absurd
+        assert not_dp_replies({NOT_DP_KEY: "a", NOT_DP_COUNT_KEY: unreadable}) == (1, ["a"])
+
+
+def test_a_ledger_whose_count_is_unreadable_still_takes_lines(tmp_path):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    ledger.note_not_dp("r1", "run", "exact held-out counts (no noise)")
+    import sqlite3
+
+    with sqlite3.connect(ledger.path) as db:
+        db.execute("UPDATE ledger_meta SET value = ? WHERE key = ?", ("\u00b2", NOT_DP_COUNT_KEY))
+    ledger.note_not_dp("r2", "run", "exact held-out counts (no noise)")
+    assert not_dp_replies(read_meta_readonly(ledger.path, (NOT_DP_KEY, NOT_DP_COUNT_KEY)))[0] == 2
+
+
+def test_no_non_dp_reply_leaves_without_its_line(tmp_path, monkeypatch):
+    """A trail that cannot be written is a failed request: the party answers internal_error, sends nothing."""
+    setup, schema = _write_party(
+        tmp_path, allow_seeded_randomness=True, allow_exact_metrics=True, lifetime_epsilon_cap=5.0
+    )
+    party = Party(setup)
+    model = build_global_model(
+        schema, [decode_release(party.train(_train_request(schema)), schema, ReleasePolicy())], {"run_id": "run1"}
+    )
+
+    def broken(*_, **__):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(BudgetLedger, "note_not_dp", broken)
+    for call in (
+        lambda: party.train(_train_request(schema, request_id="run2/1/train", run_id="run2", seed=7)),
+        lambda: party.evaluate(model, EvaluateRequest("run1/e1", "run1", 0.1, False, seed=3)),
+        lambda: party.evaluate(model, EvaluateRequest("run1/e2", "run1", 0.0, True)),
+    ):
+        with pytest.raises(Refusal) as refused:
+            call()
+        assert refused.value.reason == "internal_error"
+    assert party.train(_train_request(schema, request_id="run3/1/train", run_id="run3"))  # DP: no trail needed
+
+
+def test_a_release_on_a_drafted_schema_leaves_a_line(tmp_path):
+    from dataclasses import replace
+
+    from client import PartyPolicy
+
+    setup, schema = _write_party(tmp_path)
+    drafted = replace(schema, drafted=True)
+    drafted.save(setup.schema_path)
+    policy = PartyPolicy(
+        party_id="hospital-a",
+        lifetime_epsilon_cap=2.0,
+        max_release_epsilon=1.0,
+        max_evaluation_epsilon=0.2,
+        schema_fingerprint=drafted.fingerprint,
+    )
+    setup.policy_path.write_text(policy.to_toml())
+    Party(setup).train(_train_request(drafted))
+    count, lines = _trail(setup)
+    assert count == 1 and "release on a schema drafted from data" in lines[0]

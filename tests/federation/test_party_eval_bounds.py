@@ -581,11 +581,9 @@ def test_a_signed_release_the_coordinator_refuses_still_counts_in_its_spend_reco
     report = run_federation(grid, cfg, "run-1")
     outcomes = {p.node_id: p for p in report.parties}
     assert outcomes[10].status == "accepted"
-    assert (outcomes[11].status, outcomes[11].reason, outcomes[11].party_id) == (
-        "rejected",
-        "policy_epsilon",
-        "hospital-b",
-    )
+    assert (outcomes[11].status, outcomes[11].reason) == ("rejected", "policy_epsilon")
+    assert "(signed by hospital-b, charged epsilon 2)" in outcomes[11].message
+    assert outcomes[11].rejected_release_epsilon == 2.0  # what its signature shows, not the run's epsilon
     assert Party(setups["hospital-b"]).ledger.spent() == 2
     registry = protocol.PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
     store = SpendStore(cfg.spend_record_file, {p: registry.key_id(p) for p in registry})

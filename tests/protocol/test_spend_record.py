@@ -124,10 +124,14 @@ def test_signed_charge_reads_a_refused_release_only_when_its_party_signed_it():
     payload, schema = _signed_release("hospital-a", 2.0, KEYS["hospital-a"])
     with pytest.raises(InvalidRelease):  # above the coordinator's policy
         decode_release(payload, schema, ReleasePolicy(max_epsilon=1.0), registry)
-    charge = signed_charge(payload, 1 << 20, registry)
+    charge = signed_charge(payload, schema, 1 << 20, registry)
     assert (charge.party_id, charge.run_id, charge.epsilon) == ("hospital-a", "run-7", 2.0)
-    assert signed_charge(payload, len(payload) - 1, registry) is None  # above the size limit: not read
+    assert signed_charge(payload, schema, len(payload) - 1, registry) is None  # above the size limit: not read
+    from dataclasses import replace
+
+    other = replace(schema, name="another consortium", drafted=True)  # another fingerprint
+    assert signed_charge(payload, other, 1 << 20, registry) is None  # charged to that consortium's ledger
     forged, _ = _signed_release("hospital-a", 2.0, KEYS["clinic"])  # another party's key
     unsigned, _ = _signed_release("hospital-a", 2.0)
     for data in (forged, unsigned, b"", b"\x0a\x03abc", payload[:-3]):
-        assert signed_charge(data, 1 << 20, registry) is None
+        assert signed_charge(data, schema, 1 << 20, registry) is None
