@@ -26,8 +26,13 @@ RAY_LOOPBACK_INIT_ARGS: dict[str, Any] = {
     "include_dashboard": False,
     "dashboard_host": "127.0.0.1",
 }
-#: Environment of every simulation: Ray's node address for the processes Ray starts itself.
-RAY_LOOPBACK_ENV: dict[str, str] = {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}
+#: Environment of every simulation: Ray's node address for the processes Ray starts itself, and Ray's
+#: single-machine mode, in which it takes 127.0.0.1 as this node's address as given.  Without it Ray 2.55 turns
+#: ``_node_ip_address="127.0.0.1"`` into "a remotely reachable IP" by a route lookup towards 8.8.8.8:53
+#: (a UDP connect, no packet: inside the engine child's loopback-only namespace it fails, and Ray printed
+#: "Failed to determine local IP via external connectivity to: 8.8.8.8:53" into every run's output).
+#: Read when Ray is imported: set before ``flwr.simulation`` is.
+RAY_LOOPBACK_ENV: dict[str, str] = {"RAY_NODE_IP_ADDRESS": "127.0.0.1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 class _DropRunSimulationDeprecation(logging.Filter):
@@ -84,6 +89,8 @@ def simulate_federation(
 
         run_in_process(server_app, client_app, n_parties)
         return
+    for name, value in RAY_LOOPBACK_ENV.items():  # before Ray is imported: it reads them then
+        os.environ.setdefault(name, value)
     from flwr.simulation import run_simulation
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
@@ -93,8 +100,6 @@ def simulate_federation(
         flwr_log.addFilter(_DropRunSimulationDeprecation())
     if not verbose:
         flwr_log.setLevel(logging.WARNING)
-    for name, value in RAY_LOOPBACK_ENV.items():
-        os.environ.setdefault(name, value)
     backend = {
         "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
         "init_args": {

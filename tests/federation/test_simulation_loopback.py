@@ -86,6 +86,8 @@ def test_edprf_simulate_listens_on_loopback_only(tmp_path):
     # Ray's gRPC servers bind every interface of their network namespace; the simulation runs in one
     # whose only interface is loopback, so no listener is reachable from outside
     assert not non_loopback(exposed), f"reachable from outside loopback: {sorted(non_loopback(exposed))}"
+    # and Ray took 127.0.0.1 as given: no route lookup towards a public address (it printed 8.8.8.8:53)
+    assert "external connectivity" not in out and "8.8.8.8" not in out, out[-3000:]
     # and nothing Ray started outlives the command (its processes sit in the engine child's session)
     assert started, "no child process observed"
     assert not running(started), f"left running after the command ended: {sorted(running(started))}"
