@@ -131,5 +131,9 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     marginals = marginals_guarantee(forest)
     spent += f" {marginals}" if marginals else ""
     if reasons:
-        return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee()}"
+        model = forest.guarantee()
+        said = f"NOT differentially private: {'; '.join(forest.not_dp_reasons())}. "
+        if forest.not_dp_reasons() and model.startswith(said):  # stated in the headline already: once is enough
+            model = "NOT differentially private (the reasons above). " + model[len(said) :]
+        return f"{head}{spent} {FEDERATION_NOTE}\n{model}"
     return f"{spent} {forest.guarantee()}"

@@ -53,3 +53,20 @@ def test_federation_guarantee_is_computed_from_the_spends():
         .forest_
     )
     assert federation_guarantee(seeded, [PartySpend("a", 1.0)]).startswith("NOT differentially private")
+
+
+def test_a_federation_guarantee_states_each_reason_once():
+    """The run's headline and the model's own statement below it both listed every reason (stop 40 walkthrough)."""
+    from edprf_core import EDPRFClassifier
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    parts = [
+        EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20, random_state=i).fit(X[:200], y[:200]).forest_
+        for i in range(4)
+    ]
+    forest = merge_forests(parts, labels=["a", "b", "c", "d"])
+    text = federation_guarantee(forest, [PartySpend(p, 1.0) for p in "abcd"])
+    headline, model, *part_lines = text.splitlines()
+    assert headline.startswith("NOT differentially private: 4 of 4 parts ('a', 'b', 'c' and 1 more): its noise")
+    assert model.startswith("NOT differentially private (the reasons above). Merged forest of 4 parts")
+    assert part_lines and all("NOT differentially private as released" in line for line in part_lines)
