@@ -44,8 +44,9 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
     out = tmp_path / "out"
     printed = capsys.readouterr().out
     command = shlex.split(next(line for line in printed.splitlines() if "flwr run ." in line))
-    variable, flwr, *args = command
+    variable, ray_variable, flwr, *args = command
     assert variable == "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1" and flwr == "flwr" and args[:2] == ["run", "."]
+    assert ray_variable == "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0"
     run_config = tomllib.loads((out / "run-config.toml").read_text())
     assert run_config["seed"] == 3 and run_config["require-exact-sampling"] is False  # seeded noise is not exact
     assert run_config["sim-dir"] == str(out / "workspace") and run_config["max-depth"] == 3
@@ -54,6 +55,7 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
         **os.environ,
         "FLWR_HOME": str(flwr_home),
         variable.split("=")[0]: variable.split("=")[1],
+        ray_variable.split("=")[0]: ray_variable.split("=")[1],
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     pyproject = (REPO / "pyproject.toml").read_bytes()

@@ -91,3 +91,22 @@ def test_edprf_simulate_listens_on_loopback_only(tmp_path):
     # and nothing Ray started outlives the command (its processes sit in the engine child's session)
     assert started, "no child process observed"
     assert not running(started), f"left running after the command ended: {sorted(running(started))}"
+
+
+def test_with_the_engine_environment_ray_takes_loopback_as_this_node_s_address():
+    """Ray 2.55 turns 127.0.0.1 into this machine's address by a route lookup towards 8.8.8.8 (here it gave
+    192.0.2.2); in single-machine mode, which the engine and the `flwr run` hint set, it keeps 127.0.0.1."""
+    from edprf_fl.simulation._engine import RAY_LOOPBACK_ENV
+
+    code = "from ray._private.services import get_node_ip_address; print(get_node_ip_address())"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, **RAY_LOOPBACK_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "127.0.0.1"
