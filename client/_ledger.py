@@ -207,13 +207,12 @@ class BudgetLedger:
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
                 spent, carried_note = self._carry(db, anchor)
                 cap_change = self._record_cap(db)
+            if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
+                self._anchor(db)
         if carried_note:
             log.warning("ledger %s: %s", self.path, carried_note)
         if cap_change:
             log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, cap_change)
-        if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
-            with self._connect() as db:
-                self._anchor(db)
 
     def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> tuple[Fraction, str]:
         """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); the
@@ -262,8 +261,7 @@ class BudgetLedger:
                     _insert_carried(db, missing, note, run_id)
             if missing:
                 self._anchor(db)
-        if missing:
-            log.warning("ledger %s: %s", self.path, note)
+                log.warning("ledger %s: %s", self.path, note)
         return missing
 
     def _record_cap(self, db: sqlite3.Connection) -> str:
@@ -428,12 +426,12 @@ class BudgetLedger:
             lines.append(line)
             if len(lines) > KEPT_NOT_DP_LINES:  # the first, and the latest (a meta value stays small to read)
                 lines = lines[:1] + lines[-(KEPT_NOT_DP_LINES - 1) :]
-            count = _meta(db, NOT_DP_COUNT_KEY)
+            before = _count(_meta(db, NOT_DP_COUNT_KEY))  # an unreadable count: the lines kept before this one
             db.executemany(
                 "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
                 [
                     (NOT_DP_KEY, "\n".join(lines)),
-                    (NOT_DP_COUNT_KEY, str((_count(count) if _count(count) is not None else len(lines) - 1) + 1)),
+                    (NOT_DP_COUNT_KEY, str((len(lines) - 1 if before is None else before) + 1)),
                 ],
             )
 

@@ -288,6 +288,13 @@ def size_source(rule: str, count_epsilon: float) -> str:
     }[rule]
 
 
+def _some(names: list[str], shown: int, whole: int) -> str:
+    """``names`` joined by commas, all of them up to ``whole``, else the first ``shown`` and how many more."""
+    if len(names) <= whole:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
+
+
 def _trees(n: int) -> str:
     return f"{n} tree" if n == 1 else f"{n} trees"
 
@@ -312,13 +319,23 @@ DRAFTED_REASON = "its schema was drafted from data (bounds and categories are da
 """Why a release on a drafted schema is not DP."""
 
 
-def release_guarantee(reasons: Sequence[str], configured: str) -> str:
+def release_guarantee(reasons: Sequence[str], configured: str, *, reasons_above: bool = False) -> str:
     """One fit's privacy statement: NOT differentially private with ``reasons``, or ``configured``; then the
     federation caveat (:data:`FEDERATION_NOTE`).  ``configured`` is what the configuration gives when every
-    input is DP (a sentence without its final stop)."""
+    input is DP (a sentence without its final stop).  ``reasons_above``: the statement goes under a headline
+    that gives the reasons already, and points to it instead."""
     if reasons:
-        return f"NOT differentially private: {'; '.join(reasons)}. Configured for {configured}. {FEDERATION_NOTE}"
+        return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {FEDERATION_NOTE}"
     return f"{configured}. {FEDERATION_NOTE}"
+
+
+def _not_dp(reasons: Sequence[str], reasons_above: bool) -> str:
+    """The NOT-DP sentence a statement opens with (``""`` without reasons)."""
+    if not reasons:
+        return ""
+    if reasons_above:
+        return "NOT differentially private (the reasons above). "
+    return f"NOT differentially private: {'; '.join(reasons)}. "
 
 
 def check_is_forest(forest: object, what: str, *, marginals_supported: bool = False) -> None:
@@ -490,27 +507,29 @@ class DPForest:
             for reason in params.not_dp_reasons():
                 parts_of.setdefault(reason, []).append(label)
         for reason, labels in parts_of.items():
-            named = ", ".join(repr(label) for label in labels[:NAMED_PARTS])
-            more = len(labels) - NAMED_PARTS
-            if len(labels) == 1:
-                reasons.append(f"part {named}: {reason}")
-            else:
-                whose = f"{len(labels)} of {len(self.parts)} parts ({named}{f' and {more} more' if more > 0 else ''})"
-                reasons.append(f"{whose}: {reason}")
+            named = _some([repr(label) for label in labels], NAMED_PARTS, NAMED_PARTS)
+            whose = f"part {named}" if len(labels) == 1 else f"{len(labels)} of {len(self.parts)} parts ({named})"
+            reasons.append(f"{whose}: {reason}")
         return reasons
 
     @property
     def dp(self) -> bool:
         return not self.not_dp_reasons()
 
-    def guarantee(self) -> str:
-        """The privacy statement of this forest, with the federation caveat when merged."""
+    def guarantee(self, *, reasons_above: bool = False) -> str:
+        """The privacy statement of this forest, with the federation caveat when merged.
+
+        ``reasons_above``: the statement goes under a headline that already gives its NOT-DP
+        reasons (a federation's guarantee), so it says "NOT differentially private (the reasons above)".
+        """
         reasons = self.not_dp_reasons()
         if len(self.parts) == 1:
             extra = None if self.marginals is None else self.marginals.residual_pass
             residual_epsilon = 0.0 if extra is None else extra.epsilon
-            return release_guarantee(reasons, self.parts[0][1].configured(residual_epsilon))
-        prefix = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
+            return release_guarantee(
+                reasons, self.parts[0][1].configured(residual_epsilon), reasons_above=reasons_above
+            )
+        prefix = _not_dp(reasons, reasons_above)
         header = (
             f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
             f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"
@@ -523,8 +542,7 @@ class DPForest:
                 statement = f"configured for {p.configured()} (no guarantee: the model is NOT differentially private)."
             groups.setdefault(statement, []).append(f"{label} ({_trees(n)})")
         for statement, members in groups.items():
-            shown = ", ".join(members) if len(members) <= 4 else f"{', '.join(members[:3])} and {len(members) - 3} more"
-            lines.append(f"  - {shown}: {statement}")
+            lines.append(f"  - {_some(members, 3, 4)}: {statement}")
         return "\n".join(lines)
 
     def spent_epsilons(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -130,10 +130,6 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
     marginals = marginals_guarantee(forest)
     spent += f" {marginals}" if marginals else ""
-    if reasons:
-        model = forest.guarantee()
-        said = f"NOT differentially private: {'; '.join(forest.not_dp_reasons())}. "
-        if forest.not_dp_reasons() and model.startswith(said):  # stated in the headline already: once is enough
-            model = "NOT differentially private (the reasons above). " + model[len(said) :]
-        return f"{head}{spent} {FEDERATION_NOTE}\n{model}"
+    if reasons:  # the model's own reasons are in the headline already: stated once
+        return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee(reasons_above=True)}"
     return f"{spent} {forest.guarantee()}"

@@ -105,9 +105,9 @@ def _quiet_edprf(argv: list[str], log: Path) -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
         code = main(argv)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.fchmod(fd, 0o600)  # a log an earlier version left readable by others, too
-    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+    from ._flower_processes import open_log
+
+    with open_log(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ edprf {' '.join(argv)}\n{buffer.getvalue()}")
     if code != 0:
         raise ValueError(f"edprf {' '.join(argv)} failed: {buffer.getvalue().strip()[-500:]}")

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from edprf_core import EDPRFError
 
@@ -51,6 +51,7 @@ __all__ = [
     "kill_group",
     "listening_sockets",
     "missing_flower_tools",
+    "open_log",
     "port_open",
     "proc_stat",
     "process_tree",
@@ -198,9 +199,7 @@ class Deployment:
         log_path = self.logs / f"{name}.log"
         # a restarted process appends; a repeated command keeps every output.  Owner-only, as is every file the
         # process creates (umask 077): the SuperLink's database holds the runs' messages, a party's log its notes
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.fchmod(fd, 0o600)  # a log an earlier version left readable by others, too
-        log_file = os.fdopen(fd, "ab")
+        log_file = open_log(log_path, "ab")
         popen = subprocess.Popen(
             argv,
             cwd=self.root,
@@ -337,6 +336,14 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def open_log(path: Path, mode: str = "a", **kwargs: Any) -> IO:
+    """``path`` opened for appending (``mode`` "a" or "ab"), readable by its owner only: created 0600, and an
+    existing log (one an earlier version left readable by others) set to 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, mode, **kwargs)
 
 
 def flower_env(root: Path) -> dict[str, str]:

@@ -128,18 +128,12 @@ def test_no_non_dp_reply_leaves_without_its_line(tmp_path, monkeypatch):
 def test_a_release_on_a_drafted_schema_leaves_a_line(tmp_path):
     from dataclasses import replace
 
-    from client import PartyPolicy
+    from client import load_policy
 
     setup, schema = _write_party(tmp_path)
     drafted = replace(schema, drafted=True)
     drafted.save(setup.schema_path)
-    policy = PartyPolicy(
-        party_id="hospital-a",
-        lifetime_epsilon_cap=2.0,
-        max_release_epsilon=1.0,
-        max_evaluation_epsilon=0.2,
-        schema_fingerprint=drafted.fingerprint,
-    )
+    policy = replace(load_policy(setup.policy_path), schema_fingerprint=drafted.fingerprint)
     setup.policy_path.write_text(policy.to_toml())
     Party(setup).train(_train_request(drafted))
     count, lines = _trail(setup)
