@@ -7,9 +7,10 @@ coordinator (:mod:`server`) are the four top-level packages; everything else liv
 - :mod:`edprf_fl.simulation`: a whole federation on one machine, typed settings in and a report out
   (workspaces, partitions, engines, baselines, sweeps).
 
-Both stop on Ctrl-C through :func:`remembered_interrupts` and :func:`raise_if_interrupted`.
+Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remembered_interrupts`,
+:func:`record_interrupt` and :func:`raise_if_interrupted`.
 """
 
-from ._interrupts import raise_if_interrupted, remembered_interrupts
+from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
 
-__all__ = ["raise_if_interrupted", "remembered_interrupts"]
+__all__ = ["raise_if_interrupted", "record_interrupt", "remembered_interrupts"]

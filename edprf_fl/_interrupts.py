@@ -36,15 +36,15 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["raise_if_interrupted", "remembered_interrupts"]
+__all__ = ["raise_if_interrupted", "record_interrupt", "remembered_interrupts"]
 
 
 class _Record:
     """What became of the SIGINTs that came while a :func:`remembered_interrupts` block was active."""
 
     def __init__(self) -> None:
-        self.interrupted = False
-        """A SIGINT came."""
+        self.interrupted: KeyboardInterrupt | None = None
+        """The interrupt of the SIGINT that came (or of a stop signal given to :func:`record_interrupt`)."""
         self.dropped = False
         """A finalizer dropped the ``KeyboardInterrupt`` of one."""
         self.depth = 0
@@ -59,8 +59,20 @@ def raise_if_interrupted() -> None:
     A checkpoint for loops that run party after party: a Ctrl-C whose exception a finalizer dropped still
     stops the loop here.  Does nothing outside such a block.
     """
-    if _RECORD.interrupted:
-        raise KeyboardInterrupt
+    if _RECORD.interrupted is not None:
+        raise _RECORD.interrupted
+
+
+def record_interrupt(interrupt: KeyboardInterrupt) -> None:
+    """Write down ``interrupt``, which a signal handler is about to raise, inside the active
+    :func:`remembered_interrupts` block (nothing outside one).
+
+    SIGINT's handler calls it; so does the handler that turns SIGTERM and SIGHUP into an interrupt
+    (``edprf_fl.cli``), so that a finalizer dropping that interrupt still stops the command, with its own
+    exit status.
+    """
+    if _RECORD.depth:
+        _RECORD.interrupted = interrupt
 
 
 @contextmanager
@@ -81,11 +93,12 @@ def remembered_interrupts() -> Iterator[None]:
         previous_hook = sys.unraisablehook
 
         def remember(signum: int, frame: FrameType | None) -> None:
-            _RECORD.interrupted = True
-            signal.default_int_handler(signum, frame)
+            interrupt = KeyboardInterrupt()
+            record_interrupt(interrupt)
+            raise interrupt
 
         def drop_lost_interrupts(unraisable: Any) -> None:
-            if isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECORD.interrupted:
+            if isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECORD.interrupted is not None:
                 _RECORD.dropped = True  # raised again at the next checkpoint, or when the block ends
             else:
                 previous_hook(unraisable)
@@ -96,15 +109,15 @@ def remembered_interrupts() -> Iterator[None]:
     _RECORD.depth += 1
     try:
         yield
-        if _RECORD.dropped:  # dropped by a finalizer and not raised again by a checkpoint
-            raise KeyboardInterrupt
+        if _RECORD.dropped and _RECORD.interrupted is not None:  # dropped by a finalizer, not raised by a checkpoint
+            raise _RECORD.interrupted
     finally:
         _RECORD.depth -= 1
         if outermost:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             sys.unraisablehook = previous_hook
             _arrow_signal_handlers(True)  # pyarrow's default
-            _RECORD.interrupted = _RECORD.dropped = False
+            _RECORD.interrupted, _RECORD.dropped = None, False
 
 
 def _arrow_signal_handlers(enabled: bool) -> None:

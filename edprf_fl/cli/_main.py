@@ -130,12 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from edprf_fl import remembered_interrupts
 
+    from ._stop_signals import Terminated, exit_status, stop_signals
+
     try:
-        with remembered_interrupts():  # a Ctrl-C that a finalizer dropped still stops the command
+        # a Ctrl-C that a finalizer dropped still stops the command; SIGTERM and SIGHUP stop it as Ctrl-C does
+        with remembered_interrupts(), stop_signals():
             return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        print(f"stopped by {interrupt}" if isinstance(interrupt, Terminated) else "interrupted", file=sys.stderr)
+        return exit_status(interrupt)
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in FEDERATION_MODULES:
             raise

@@ -1,10 +1,13 @@
-"""SIGTERM and SIGHUP stop a command that runs a federation the way Ctrl-C does.
+"""SIGTERM and SIGHUP stop every ``edprf`` command the way Ctrl-C does.
 
 A run submitted to a SuperLink outlives the command that submitted it: if ``edprf run`` dies
 without stopping it, the run stays queued and later asks every party to spend epsilon.  Ctrl-C
 is handled (the run is stopped); ``timeout``, systemd and ``kill`` send SIGTERM, a closed SSH
 session or terminal SIGHUP, and both killed the command at once.  Inside :func:`stop_signals`,
 they raise :class:`Terminated`, a ``KeyboardInterrupt``, so the command's Ctrl-C path runs.
+``edprf`` runs every subcommand inside it: ``edprf simulate --engine ray`` killed by SIGTERM used to
+leave its child and Ray's processes running, finishing the federation and writing its model after
+the command had ended.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+
+from edprf_fl._interrupts import record_interrupt
 
 __all__ = ["Terminated", "exit_status", "stop_signals"]
 
@@ -46,7 +51,9 @@ def stop_signals() -> Iterator[None]:
         return
 
     def terminated(signum: int, frame: FrameType | None) -> None:
-        raise Terminated(signum)
+        interrupt = Terminated(signum)
+        record_interrupt(interrupt)  # raised again if a finalizer drops it (edprf_fl.remembered_interrupts)
+        raise interrupt
 
     previous = {}
     for sig in _SIGNALS:

@@ -50,3 +50,35 @@ def test_a_stop_signal_is_raised_as_an_interrupt_and_the_handler_restored(name, 
 def test_an_ignored_hangup_stays_ignored():
     """Under nohup, SIGHUP is ignored: the block does not take it over."""
     assert _run("SIGHUP", "ignored") == ["not raised", "restored True 130"]
+
+
+DROPPED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from edprf_fl import raise_if_interrupted, remembered_interrupts
+    from edprf_fl.cli._stop_signals import Terminated, exit_status, stop_signals
+
+    class DropsASigterm:  # its finalizer is where the SIGTERM is handled: Python drops the interrupt raised there
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0.2)
+
+    sys.unraisablehook = lambda u: print("reported", type(u.exc_value).__name__)
+    try:
+        with remembered_interrupts(), stop_signals():
+            DropsASigterm()
+            print("went on")
+            raise_if_interrupted()
+            print("not raised")
+    except KeyboardInterrupt as stopped:
+        print("raised", type(stopped).__name__, exit_status(stopped))
+    """
+)
+
+
+def test_a_stop_signal_a_finalizer_drops_is_raised_again_as_itself():
+    """As for Ctrl-C (``edprf_fl.remembered_interrupts``): a SIGTERM whose interrupt a finalizer dropped stops the
+    command at the next checkpoint, with SIGTERM's exit status, not Ctrl-C's."""
+    done = subprocess.run([sys.executable, "-c", DROPPED], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["went on", "raised Terminated 143"]
