@@ -563,6 +563,14 @@ class Party:
         if forest.schema.fingerprint != self.schema.fingerprint:
             raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
         if not req.exact:
+            if self.ledger.find(req.request_id) is not None:
+                # Decided from the ledger alone, before any row is read: the reservation below would refuse it
+                # anyway, but only after reading the file, and a coordinator could repeat such a request, at no
+                # cost in epsilon, to time how long this party's data takes to read.
+                raise Refusal(
+                    RefusalReason.REQUEST_ID_REUSED,
+                    f"request {req.request_id} is already in this party's ledger; a new evaluation needs a new id",
+                )
             self._refuse_unaffordable("evaluation", req.epsilon)  # before any row is read (see the method)
         data = self._data()
         if not req.exact:

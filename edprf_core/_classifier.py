@@ -337,7 +337,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     random_state : None, int, numpy Generator, SeedSequence or RandomState, default None
         ``None`` draws from the operating system in every ``fit`` and samples
         every release exactly with OpenDP (the production setting); a seed switches to the vectorized floating-point numpy
-        backend (ε-DP up to a δ of about 1e-19 per selection; fast,
+        backend (ε-DP up to a δ of about 1e-19 per noisy draw; fast,
         reproducible: tests, simulations, benchmarks), and the guarantee text
         says NOT differentially private (anyone who knows the seed can remove
         the noise).  The backend used is recorded in ``privacy_.sampler``.

@@ -218,7 +218,10 @@ class TrainingParameters:
         backend = (
             "exact OpenDP sampler"
             if self.sampler == "exact"
-            else "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per selection)"
+            else (
+                "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per noisy draw: each "
+                "selection and each noisy count)"
+            )
         )
         return f"{mech}, drawn by the {backend}"
 
@@ -248,7 +251,8 @@ class TrainingParameters:
         depth = f"depth {self.max_depth}{shown}"
         marginals = ""
         if self.marginals_share > 0:
-            histograms = "epsilon" if residual_epsilon <= 0 else f"epsilon = {self.forest_epsilon - residual_epsilon:g}"
+            spent = self.forest_epsilon - max(residual_epsilon, 0.0)  # less the DP row count's and the pass's share
+            histograms = "epsilon" if spent == self.epsilon else f"epsilon = {spent:g}"
             marginals = (
                 f"; a random {self.marginals_share:.0%} of the rows, disjoint from the trees' rows (parallel "
                 f"composition), release one-way marginals instead: one class-count histogram per feature on a "

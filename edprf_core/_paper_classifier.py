@@ -64,7 +64,7 @@ split_mode, n_bins, relation, random_state, accountant
         Backend of the mechanisms.  ``"exact"``: OpenDP's exact noisy max with
         exponential noise on integer utilities, randomness from the operating
         system.  ``"numpy"``: the vectorized floating-point backend (ε-DP up
-        to a δ of about 1e-19 per selection; fast, seedable).  ``"auto"``:
+        to a δ of about 1e-19 per noisy draw; fast, seedable).  ``"auto"``:
         exact when ``random_state`` is None and ``variant="pf"``, numpy
         otherwise.  ``"exact"`` cannot be seeded and supports the ``"pf"``
         variant only.

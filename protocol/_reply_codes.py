@@ -89,7 +89,9 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_RELEASE_NODES: "release larger (nodes, from public parameters) than max-release-nodes",
     RefusalReason.POLICY_SEED: "a fixed seed asked for, not allowed by the policy",
     RefusalReason.POLICY_TREES: "more trees than the policy's max-n-trees",
-    RefusalReason.REQUEST_ID_REUSED: "the request id was served before with other parameters",
+    RefusalReason.REQUEST_ID_REUSED: (
+        "the request id was used before: by a release with other parameters, or by any earlier evaluation"
+    ),
     RefusalReason.REQUEST_SPENT: (
         "the request id was started before and has not completed (still running in another process of the "
         "party, or interrupted)"

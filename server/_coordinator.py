@@ -388,6 +388,7 @@ def _spends(report: RunReport) -> list[PartySpend]:
             p.epsilon,
             p.evaluation_epsilon,
             exact_metrics=p.exact_metrics,
+            seeded_evaluation=p.seeded_evaluation,
             release_charged_before=bool(p.resumed_from_run),
         )
         for p in report.accepted
@@ -398,7 +399,9 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
     """Record the evaluation ε of every party that may have been charged (conservative: all but known refusals).
 
     With exact metrics, every party that may have answered is marked instead: its un-noised
-    held-out counts are not DP, and the guarantee must say so.
+    held-out counts are not DP, and the guarantee must say so.  So are counts noised with the run's
+    seed (``seed >= 0``): whoever knows the seed removes the noise.  The releases of such a run say
+    NOT DP already, unless they were resent from an unseeded run under a reused request-tag.
     """
     refused = {
         r["node_id"]: r["reason"]
@@ -411,6 +414,7 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
                 p.exact_metrics = True
             else:
                 p.evaluation_epsilon = cfg.evaluation_epsilon
+                p.seeded_evaluation = cfg.seed >= 0
 
 
 def _conforming(table: tuple, schema, what: str) -> tuple:

@@ -65,6 +65,8 @@ class PartySpend:
     _: KW_ONLY
     exact_metrics: bool = False
     """True when the party may have sent un-noised held-out counts (exact metrics: not DP)."""
+    seeded_evaluation: bool = False
+    """True when the party may have noised its held-out counts with the run's seed (not DP)."""
     release_charged_before: bool = False  # a release resent for a reused request-tag: an earlier run charged it
 
     @property
@@ -93,6 +95,10 @@ def _evaluation_overlap(forest: DPForest, evaluated: list[PartySpend]) -> str:
     )
 
 
+def _named(parties: list[str]) -> str:
+    return f"{', '.join(parties[:5])}{', ...' if len(parties) > 5 else ''}"
+
+
 def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     """The run's privacy statement: per-record total from the spends, then the model's own statement."""
     if not spends:
@@ -116,17 +122,20 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
             f"releases of {len(resumed)} of the {len(spends)} parties were resent for a reused request-tag "
             "and were charged by the run that made them."
         )
-    reasons = forest.not_dp_reasons()
+    reasons = list(forest.not_dp_reasons())  # a copy: the run's reasons are added below
     exact = [s.party for s in spends if s.exact_metrics]
     if exact:
-        reasons = [
-            *reasons,
-            (
-                f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
-                f"metrics and may have sent them ({', '.join(exact[:5])}{', ...' if len(exact) > 5 else ''}"
-                "): exact counts of their held-out rows are not protected"
-            ),
-        ]
+        reasons.append(
+            f"{len(exact)} of {len(spends)} parties were asked for exact (un-noised) held-out "
+            f"metrics and may have sent them ({_named(exact)}): exact counts of their held-out rows are not "
+            "protected"
+        )
+    seeded = [s.party for s in spends if s.seeded_evaluation]
+    if seeded:
+        reasons.append(
+            f"{len(seeded)} of {len(spends)} parties were asked to noise their held-out counts with the run's "
+            f"seed ({_named(seeded)}): whoever knows the seed can remove that noise"
+        )
     head = f"NOT differentially private: {'; '.join(reasons)}. " if reasons else ""
     marginals = marginals_guarantee(forest)
     spent += f" {marginals}" if marginals else ""

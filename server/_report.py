@@ -28,6 +28,7 @@ class PartyOutcome:
     epsilon: float = 0.0
     evaluation_epsilon: float = 0.0
     exact_metrics: bool = False  # it may have sent un-noised held-out counts (not DP)
+    seeded_evaluation: bool = False  # it may have noised its held-out counts with the run's seed (not DP)
     sampler: str = ""
     max_depth: int = 0  # the released depth (each party's own under depth-rule "auto")
     depth_rule: str = ""  # fixed | declared-size | dp-count

@@ -115,7 +115,16 @@ def test_the_guarantee_names_the_marginals_part_and_its_composition():
     clf, _, _ = _fit(marginals_share=0.25)
     text = clf.forest_.guarantee()
     assert "a random 25% of the rows, disjoint from the trees' rows (parallel composition)" in text
-    assert f"{clf.marginals_bins_}-bin public grid" in text and "epsilon / d" in text
+    assert f"{clf.marginals_bins_}-bin public grid" in text and "discrete Laplace noise at epsilon = " in text
+
+
+def test_the_guarantee_gives_the_histograms_the_epsilon_they_spent_after_a_dp_row_count():
+    """With a DP row count drawn first the histograms get epsilon - count_epsilon; the text said epsilon / d."""
+    clf, _, _ = _fit(marginals_share=0.25)  # a DP row count, no residual pass
+    spent = 1.0 - clf.privacy_.count_epsilon
+    assert clf.privacy_.count_epsilon > 0 and clf.forest_.marginals.part_epsilon == pytest.approx(spent)
+    text = clf.forest_.guarantee()
+    assert f"discrete Laplace noise at epsilon = {spent:g} / d" in text and "noise at epsilon / d" not in text
 
 
 def test_the_fitted_marginals_hold_no_data_derived_size():

@@ -588,3 +588,53 @@ def test_a_signed_release_the_coordinator_refuses_still_counts_in_its_spend_reco
     registry = protocol.PartyKeyRegistry({p: k.public_key() for p, k in keys.items()})
     store = SpendStore(cfg.spend_record_file, {p: registry.key_id(p) for p in registry})
     assert store.totals() == {"hospital-a": 1, "hospital-b": 2}
+
+
+# -------------------------------------------------------- a seeded evaluation of resent unseeded releases
+def test_a_seeded_evaluation_of_resent_releases_makes_the_guarantee_say_not_dp(tmp_path, coordinator_identity):
+    """A run resumed under a reused request-tag gets the parties' stored unseeded releases back, so the model's own
+    statement is DP; if that run sends a seed, the parties (whose policy allows seeds) noise their held-out counts
+    with it, and whoever knows it removes the noise.  The run's guarantee said epsilon-DP all the same."""
+    contexts = {}
+    for i, party in enumerate(("hospital-a", "hospital-b")):
+        rows = slice(600 * i, 600 * (i + 1))
+        setup, _ = _write_party(tmp_path / party, party_id=party, rows=rows, allow_seeded_randomness=True)
+        contexts[party] = {
+            "data-path": str(setup.data_path),
+            "schema-path": str(setup.schema_path),
+            "policy-path": str(setup.policy_path),
+            "ledger-path": str(setup.ledger_path),
+        }
+    first_cfg = CoordinatorConfig(
+        schema_path=str(tmp_path / "hospital-a" / "schema.toml"),
+        request_tag="tag-1",
+        evaluation_epsilon=0.0,
+        max_depth=3,
+        n_bins=8,
+        output_dir=str(tmp_path / "out-1"),
+        node_wait_timeout=1.0,
+    )
+
+    def grid():
+        nodes = {
+            10 + i: (party_app, Context(run_id=1, node_id=10 + i, node_config=node, state=RecordDict(), run_config={}))
+            for i, node in enumerate(contexts.values())
+        }
+        return InProcessGrid(Run.create_empty(run_id=1), nodes)
+
+    first = run_federation(grid(), first_cfg, "run-1")
+    assert first.status == "completed" and "NOT" not in first.guarantee
+    resumed_cfg = replace(
+        first_cfg,
+        output_dir=str(tmp_path / "out-2"),
+        seed=3,
+        evaluate_resumed=True,
+        evaluation_epsilon=0.1,
+        evaluation_max_interval_width=1.0,  # always evaluate
+    )
+    resumed = run_federation(grid(), resumed_cfg, "run-2")
+    assert resumed.status == "completed"
+    assert all(p.resumed_from_run for p in resumed.accepted)  # the unseeded releases of run-1, resent
+    assert resumed.federated_evaluation["parties"] == 2
+    assert resumed.guarantee.startswith("NOT differentially private: 2 of 2 parties were asked to noise their held-out")
+    assert "whoever knows the seed can remove that noise" in resumed.guarantee

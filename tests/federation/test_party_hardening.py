@@ -494,10 +494,10 @@ def test_min_epsilon_is_a_policy_key(tmp_path):
 
 
 # ---------------------------------------------------------- evaluation model caps
-def _refused_before_reservation(party, model, reason):
+def _refused_before_reservation(party, model, reason, request_id="run1/1/evaluate"):
     before = party.ledger.entries()
     with pytest.raises(Exception) as exc:
-        party.evaluate(model, EvaluateRequest("run1/1/evaluate", "run1", 0.1, False))
+        party.evaluate(model, EvaluateRequest(request_id, "run1", 0.1, False))
     assert exc.value.reason == reason
     assert party.ledger.entries() == before
 
@@ -655,3 +655,20 @@ def test_an_auto_depth_request_uses_the_declared_size_or_a_charged_dp_count(tmp_
         0.0,
         6,
     )  # 100,000 declared rows support the cap
+
+
+def test_an_evaluation_under_a_used_request_id_is_refused_before_any_row_is_read(party_files, monkeypatch):
+    """Otherwise the party read its whole file before its ledger refused the id: a free, repeatable probe of how
+    long its data takes to read (its size), for a coordinator resending one evaluation request."""
+    setup, schema = party_files
+    party = Party(setup)
+    model = _model(party, schema)
+    party.evaluate(model, EvaluateRequest("run1/1/evaluate", "run1", 0.1, False))
+    reads = []
+    original = Party._data
+    monkeypatch.setattr(Party, "_data", lambda self: reads.append(1) or original(self))
+    for request_id in ("run1/1/evaluate", "run1/1/train"):  # an evaluation's id, a release's
+        _refused_before_reservation(party, model, "request_id_reused", request_id)
+    assert reads == []
+    party.evaluate(model, EvaluateRequest("run1/2/evaluate", "run1", 0.1, False))  # a new id is served
+    assert reads == [1]
