@@ -19,7 +19,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._baselines import raw_features, train_baselines
+    from ._baselines import BASELINE_DRAWS, raw_features, train_baselines
     from ._engine import simulate_federation
     from ._partition import Partitioning, partition_rows
     from ._plot import plot_report, plot_sweep
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_DEPTH_CAP",
+    "BASELINE_DRAWS",
     "CONTRIBUTIONS_FILE",
     "ENGINES",
     "LEAVES",
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "BASELINE_DRAWS": "._baselines",
     "raw_features": "._baselines",
     "train_baselines": "._baselines",
     "simulate_federation": "._engine",

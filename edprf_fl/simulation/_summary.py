@@ -101,6 +101,13 @@ def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[
         "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
+    drawn = [(label, m["draws"]) for label, m, _ in rows if m.get("draws", 1) > 1]
+    if drawn:
+        counts = sorted({n for _, n in drawn})
+        lines.append(
+            f"DP baselines: of {' or '.join(map(str, counts))} draws of their noise (research seeds; baselines are "
+            "never released), the draw of median accuracy; the federated model is one draw of its parties' noise"
+        )
     if any("marginals" in trees for _, _, trees in rows):
         lines.append(
             "trees + marginals: a share of the rows released noisy one-way class histograms instead of growing "
@@ -144,15 +151,34 @@ def cost_lines(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str
         ("central_edprf", "against central DP on the pooled rows (the model a trusted curator would give)"),
         ("majority_class", "against always predicting the majority class"),
     )
-    lines = []
+    lines, spread = [], False
     for key, label in rows:
         acc, auc = gap(key, "accuracy"), gap(key, "roc_auc")
         if acc is None:
             continue
+        span = _draw_span(base.get(key, {}))
+        spread |= bool(span)
         lines.append(
-            f"  {label}: {acc} points of accuracy" + (f", {auc} of ROC AUC" if auc and key != "majority_class" else "")
+            f"  {label}: {acc} points of accuracy"
+            + (f", {auc} of ROC AUC" if auc and key != "majority_class" else "")
+            + (f" ({span})" if span else "")
         )
-    return ["\nthe federated model, in points (positive: federating does better):", *lines] if lines else []
+    if not lines:
+        return []
+    if spread:
+        lines.append(
+            "  a gap within a baseline's spread is within what its noise alone moves it, and the federated model's "
+            "own noise moves it too (one draw): run again, or `edprf sweep --seeds`, before reading its sign"
+        )
+    return ["\nthe federated model, in points (positive: federating does better):", *lines]
+
+
+def _draw_span(baseline: Mapping[str, Any]) -> str:
+    """``its 5 noise draws: accuracy 0.902 to 0.926`` for a baseline drawn more than once, else ``""``."""
+    draws = [a for a in baseline.get("accuracy_draws") or () if isinstance(a, float) and math.isfinite(a)]
+    if len(draws) < 2:
+        return ""
+    return f"its {len(draws)} noise draws: accuracy {min(draws):.3f} to {max(draws):.3f}"
 
 
 def evaluation_line(fe: Mapping[str, Any]) -> str:

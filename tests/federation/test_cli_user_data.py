@@ -332,6 +332,39 @@ def test_the_summary_states_what_federating_buys_and_costs_in_points():
     )
 
 
+def test_a_comparison_with_a_drawn_baseline_gives_the_spread_of_its_noise_draws():
+    """The demo compared one draw of the federation's noise with one seeded draw of each baseline's: the verdict's
+    sign flipped from run to run (-0.9 to +7.9 points against the median party, walkthrough of stop 43)."""
+    from edprf_fl.simulation import cost_lines, results_table
+
+    federated = {"central_evaluation": {"accuracy": 0.80, "roc_auc": 0.90}, "n_trees": 5}
+    drawn = {"accuracy": 0.78, "roc_auc": 0.85, "n_trees": 1, "draws": 5}
+    baselines = {"party_alone_median": drawn | {"accuracy_draws": [0.78, 0.76, 0.82, 0.79, 0.77]}}
+    lines = cost_lines(federated, baselines)
+    assert lines[1].endswith("+2.0 points of accuracy, +5.0 of ROC AUC (its 5 noise draws: accuracy 0.760 to 0.820)")
+    assert "a gap within a baseline's spread" in lines[2]
+    assert "of 5 draws of their noise" in results_table(federated, baselines)
+    single = {
+        "party_alone_median": {"accuracy": 0.75, "roc_auc": 0.85, "n_trees": 1}
+    }  # one draw: no spread, no caveat line
+    assert len(cost_lines(federated, single)) == 2 and "draws" not in results_table(federated, single)
+
+
+def test_the_dp_baselines_are_the_median_of_several_noise_draws(tmp_path):
+    from edprf_fl.simulation import BASELINE_DRAWS, SimulationSettings, prepare_workspace, train_baselines
+    from edprf_fl.simulation._baselines import party_alone_draws
+
+    settings = SimulationSettings(parties=3, max_depth=3)
+    baselines = train_baselines(settings, prepare_workspace(settings, tmp_path))
+    central = baselines["central_edprf"]
+    assert central["draws"] == BASELINE_DRAWS == len(central["accuracy_draws"]) == 5
+    assert len(set(central["accuracy_draws"])) > 1  # different noise in each draw
+    assert central["accuracy"] == sorted(central["accuracy_draws"])[2]  # the median draw's metrics
+    assert baselines["party_alone_median"]["draws"] == party_alone_draws(3) == 5
+    assert party_alone_draws(50) == 2 and party_alone_draws(300) == 1  # at most 100 fits for the parties alone
+    assert baselines["non_private_rf"].get("draws") is None
+
+
 def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_value():
     from edprf_fl.simulation import contribution_table
 
