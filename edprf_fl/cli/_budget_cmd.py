@@ -22,14 +22,41 @@ from fractions import Fraction
 
 from ._terminal_text import terminal_safe
 
-__all__ = ["register"]
+__all__ = ["OVER_CAP_STATUS", "register"]
+
+OVER_CAP_STATUS = 3
+"""Exit status of ``edprf budget`` for a ledger that has spent more than its cap."""
+
+
+def _positive_cap(text: str) -> float:
+    """``--cap``: a positive, finite number (argparse names the flag when this raises)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("budget", help="show a party's ledger: every release, its epsilon, its time, the remaining cap")
+    p = sub.add_parser(
+        "budget",
+        help="show a party's ledger: every release, its epsilon, its time, the remaining cap",
+        description=(
+            "Show a party's privacy-budget ledger (read-only): every reservation, what was spent against the "
+            "lifetime cap, and the replies that were not differentially private."
+        ),
+        epilog=(
+            f"exit status: 0 shown; 1 the ledger or policy cannot be read; {OVER_CAP_STATUS} the ledger has spent "
+            "more than the cap (a cap lowered after spending, or spend carried from the coordinator's record): "
+            "the party refuses every request that spends epsilon"
+        ),
+    )
     p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
-    p.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
-    p.add_argument("--cap", type=float, default=None, help="lifetime cap, if no policy file is given")
+    cap = p.add_mutually_exclusive_group()
+    cap.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
+    cap.add_argument("--cap", type=_positive_cap, default=None, help="lifetime cap, if no policy file is given")
     p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
     p.add_argument(
         "--max-seconds",
@@ -79,6 +106,8 @@ def _show(args: argparse.Namespace) -> int:
     cap_exact = None if cap is None else exact_epsilon(cap)
     spent = total_spent(entries)
     remaining = None if cap_exact is None else max(Fraction(0), cap_exact - spent)
+    over = None if cap_exact is None or spent <= cap_exact else spent - cap_exact
+    status = OVER_CAP_STATUS if over is not None else 0
     if args.json:
         print(
             json.dumps(
@@ -88,6 +117,8 @@ def _show(args: argparse.Namespace) -> int:
                     "remaining": None if remaining is None else float(remaining),
                     "spent_exact": format_epsilon(spent),
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
+                    "over_cap": None if over is None else float(over),
+                    "over_cap_exact": None if over is None else format_epsilon(over),
                     "not_dp_replies": n_not_dp,
                     "not_dp": not_dp_lines,
                     "entries": [
@@ -101,7 +132,7 @@ def _show(args: argparse.Namespace) -> int:
                 indent=2,
             )
         )
-        return 0
+        return status
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'run':<22} detail")
     for e in entries:
         when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
@@ -117,6 +148,11 @@ def _show(args: argparse.Namespace) -> int:
             else f" of the lifetime cap {format_epsilon(cap_exact)}; remaining {format_epsilon(remaining)}"
         )
     )
+    if over is not None:
+        print(
+            f"OVER THE CAP by {format_epsilon(over)}: this party refuses every request that spends epsilon "
+            "(the cap was lowered after spending, or spend was carried from the coordinator's record)"
+        )
     print(
         "every entry counts, released or not: a reservation is written before training "
         "(sequential composition over releases); sums are exact"
@@ -127,4 +163,4 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  {terminal_safe(line, 300)}")
         if n_not_dp > len(not_dp_lines):
             print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
-    return 0
+    return status

@@ -27,6 +27,40 @@ def test_budget_lists_entries_and_remaining_cap(tmp_path, capsys):
     assert abs(data["remaining"] - 0.9) < 1e-12 and [e["kind"] for e in data["entries"]] == ["release", "evaluation"]
 
 
+def test_a_ledger_over_its_cap_says_so_and_exits_with_its_own_status(tmp_path, capsys):
+    """A cap lowered after spending showed 'spent 1 of the lifetime cap 0.5; remaining 0' with exit 0 (walkthrough)."""
+    from edprf_fl.cli._budget_cmd import OVER_CAP_STATUS
+
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")  # 0.3 spent
+    (tmp_path / "policy.toml").write_text(PartyPolicy(party_id="p", lifetime_epsilon_cap=0.2).to_toml())
+    assert main(["budget", str(path), "--policy", str(tmp_path / "policy.toml")]) == OVER_CAP_STATUS == 3
+    out = capsys.readouterr().out
+    assert "spent 0.3 of the lifetime cap 0.2; remaining 0" in out
+    assert "OVER THE CAP by 0.1: this party refuses every request that spends epsilon" in out
+    assert main(["budget", str(path), "--cap", "0.2", "--json"]) == OVER_CAP_STATUS
+    data = json.loads(capsys.readouterr().out)
+    assert data["over_cap_exact"] == "0.1" and data["remaining"] == 0.0
+    assert main(["budget", str(path), "--cap", "0.3"]) == 0  # at the cap exactly: not over
+    assert "OVER" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cap", ["-1", "0", "inf", "nan", "x"])
+def test_a_cap_that_is_not_a_positive_number_is_refused(tmp_path, capsys, cap):
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    with pytest.raises(SystemExit) as exc:
+        main(["budget", str(path), "--cap", cap])
+    assert exc.value.code == 2 and "--cap" in capsys.readouterr().err
+
+
+def test_a_cap_and_a_policy_together_are_refused(tmp_path, capsys):
+    """--cap was ignored when --policy was given."""
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    (tmp_path / "policy.toml").write_text(PartyPolicy(party_id="p", lifetime_epsilon_cap=2.0).to_toml())
+    with pytest.raises(SystemExit) as exc:
+        main(["budget", str(path), "--cap", "1", "--policy", str(tmp_path / "policy.toml")])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
 def test_budget_on_a_missing_ledger_is_a_clear_error(tmp_path, capsys):
     assert main(["budget", str(tmp_path / "nope.sqlite")]) == 1
     assert "no ledger at" in capsys.readouterr().err
