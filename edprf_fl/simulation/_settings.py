@@ -16,7 +16,7 @@ from edprf_core import EDPRFError
 from edprf_core.forest import MAX_DEPTH_LIMIT
 from edprf_core.shape import AUTO_DEPTH_CAP
 
-from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SPLIT_MODES, SettingFields
+from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES, SettingFields
 
 __all__ = [
     "AUTO_DEPTH_CAP",
@@ -191,6 +191,23 @@ class SimulationSettings(SettingFields):
             raise SettingsError("{sep}: expected one character, got {value!r}", value=self.sep)
 
     def _check_data(self) -> None:
+        if self.data is None:  # the embedded dataset, with its own schema and file format: these would be ignored
+            for given, name in (
+                (self.schema is not None, "schema"),
+                (not self.header, "header"),
+                (self.sep != SETTING_DEFAULTS["sep"], "sep"),
+            ):
+                if given:
+                    raise SettingsError(
+                        "{" + name + "} describes {data}, and no {data} was given: the embedded {dataset} "
+                        "{embedded} would run, with its own schema and format; give {data}, or drop {" + name + "}",
+                        embedded=repr(self.dataset),
+                    )
+        elif self.dataset != SETTING_DEFAULTS["dataset"]:
+            raise SettingsError(
+                "{dataset} {embedded} names an embedded dataset, and {data} was given: drop one of them",
+                embedded=repr(self.dataset),
+            )
         if self.data is not None and not self.data.is_file():
             raise SettingsError("{data} {path}: no such file", path=str(self.data))
         if self.data is not None and self.schema is None:

@@ -54,11 +54,13 @@ def test_every_public_name_of_the_simulation_loads_on_first_use():
     assert all(getattr(simulation, name) is not None for name in simulation.__all__)
 
 
-def test_flags_reach_the_settings_by_their_names():
+def test_flags_reach_the_settings_by_their_names(tmp_path):
     from edprf_fl.cli._simulation_args import settings_from_args
 
+    (tmp_path / "d.csv").write_text("")
     args = _parsed(
         "simulate",
+        *("--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.toml")),
         *("--max-depth", "4", "--n-trees", "2", "--n-bins", "8", "--no-header", "--no-baselines"),
         *("--shuffle-labels-party", "1", "--shuffle-labels-party", "2", "--parties", "3"),
     )
@@ -66,6 +68,25 @@ def test_flags_reach_the_settings_by_their_names():
     assert (got.max_depth, got.n_trees, got.n_bins, got.header, got.baselines) == (4, 2, 8, False, False)
     assert got.shuffled_label_parties == (1, 2)
     assert _parsed("simulate", "--max-depth", "auto").max_depth == "auto"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--schema", "s.toml"], "--schema describes --data, and no --data was given: the embedded --dataset"),
+        (["--no-header"], "--no-header describes --data, and no --data was given"),
+        (["--sep", ";"], "--sep describes --data, and no --data was given"),
+        (["--data", "d.csv", "--schema", "s.toml", "--dataset", "bank_marketing"], "--dataset 'bank_marketing' names"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(tmp_path, monkeypatch, flags, message):
+    """`--schema` without `--data` ran the embedded dataset without a word, as did `--dataset` beside `--data`."""
+    from edprf_fl.cli._simulation_args import settings_from_args
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.csv").write_text("")
+    with pytest.raises(ValueError, match=message):
+        settings_from_args(_parsed("simulate", *flags))
 
 
 @pytest.mark.parametrize(
