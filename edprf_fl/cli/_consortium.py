@@ -223,6 +223,40 @@ def _check_parties(parties: dict) -> None:
     print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
 
 
+def _check_request(parties: dict, epsilon: float, evaluation_epsilon: float) -> None:
+    """Refuse, before any process starts, a run every party's policy would refuse: ``--epsilon`` above its
+    max-release-epsilon or below its min-epsilon, ``--evaluation-epsilon`` above its max-evaluation-epsilon
+    (the parties would each refuse the request, after the SuperLink and SuperNodes came up).  The lifetime
+    cap is left to the parties: what a ledger has spent shows in the summary.
+    """
+    from client import load_policy
+
+    problems = []
+    for party_id, paths in parties.items():
+        policy = load_policy(paths["policy-path"])
+        if epsilon > policy.max_release_epsilon:
+            problems.append(
+                f"{party_id}: --epsilon {epsilon:g} exceeds its policy's max-release-epsilon "
+                f"{policy.max_release_epsilon:g}"
+            )
+        elif epsilon < policy.min_epsilon:
+            problems.append(
+                f"{party_id}: --epsilon {epsilon:g} is below its policy's min-epsilon {policy.min_epsilon:g}"
+            )
+        if evaluation_epsilon > policy.max_evaluation_epsilon:
+            problems.append(
+                f"{party_id}: --evaluation-epsilon {evaluation_epsilon:g} exceeds its policy's "
+                f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g}"
+            )
+    if problems:
+        refusing = len({line.split(":", 1)[0] for line in problems})
+        raise ValueError(
+            f"{refusing} of {len(parties)} parties would refuse this run, by their policies:\n  "
+            + "\n  ".join(problems)
+            + "\n(the policies are parties/<party>/policy.toml under --dir; a party's own policy is its to set)"
+        )
+
+
 def _budget_lines(parties: dict) -> list[str]:
     from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly, total_spent
 
@@ -266,6 +300,16 @@ def run_consortium(args: argparse.Namespace) -> int:
         flush=True,
     )
     _check_parties(parties)
+    from server import CoordinatorConfig
+
+    asked = {"evaluation-epsilon": args.evaluation_epsilon, "epsilon": args.epsilon} | extra  # as the run config
+    try:
+        epsilon = float(CoordinatorConfig.epsilon if asked["epsilon"] is None else asked["epsilon"])
+        evaluation_epsilon = float(asked["evaluation-epsilon"])
+    except (TypeError, ValueError):
+        pass  # not a number: the coordinator's run config check names it
+    else:
+        _check_request(parties, epsilon, evaluation_epsilon)
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
     dep = Deployment(root=root, env=flower_env(root))

@@ -179,3 +179,17 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
     assert "interrupted; stopped run" in output and "continues on the SuperLink" not in output, output[-4000:]
     assert "stopped: every process this command started has exited" in output, output[-4000:]
     assert _running_under(root) == [], "processes left running"
+
+
+def test_a_run_every_policy_refuses_is_refused_before_any_process_starts(tmp_path, capsys):
+    """`--epsilon 5` against the policies the command itself wrote (max-release-epsilon 1) started the SuperLink
+    and SuperNodes, waited about 30 s, then ended in a Flower traceback before the party's refusal (walkthrough)."""
+    from edprf_fl.cli._main import main
+
+    root = tmp_path / "c"
+    assert main(["consortium", "--dir", str(root), "--epsilon", "5", "--run-config", "evaluation-epsilon=0.5"]) == 1
+    err = capsys.readouterr().err
+    assert "3 of 3 parties would refuse this run, by their policies:" in err
+    assert "hospital-a: --epsilon 5 exceeds its policy's max-release-epsilon 1" in err
+    assert "hospital-c: --evaluation-epsilon 0.5 exceeds its policy's max-evaluation-epsilon 0.1" in err
+    assert not list(root.glob("superlink.db*")) and not (root / "runs").exists()  # nothing started, no run
