@@ -247,7 +247,9 @@ class TrainingParameters:
         """
         source = size_source(self.depth_rule, self.count_epsilon)
         # the parameters do not record which of these the caller gave: the words cover exactly the ones it did not
-        shown = f" (those of trees, depth, bins and the marginals share not given: {source})" if source else ""
+        shown = (
+            f" (where the trees, depth, bins and marginals share were not given, they were {source})" if source else ""
+        )
         depth = f"depth {self.max_depth}{shown}"
         marginals = ""
         if self.marginals_share > 0:

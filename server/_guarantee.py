@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from edprf_core import DPForest
-from edprf_core.forest import FEDERATION_NOTE
 from protocol import RefusalReason
 
 from ._marginals_text import marginals_guarantee
@@ -140,5 +139,5 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     marginals = marginals_guarantee(forest)
     spent += f" {marginals}" if marginals else ""
     if reasons:  # the model's own reasons are in the headline already: stated once
-        return f"{head}{spent} {FEDERATION_NOTE}\n{forest.guarantee(reasons_above=True)}"
+        return f"{head}{spent}\n{forest.guarantee(reasons_above=True)}"  # the model's statement has the note
     return f"{spent} {forest.guarantee()}"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from edprf_fl._interrupts import record_interrupt
+from edprf_fl import record_interrupt
 
 __all__ = ["Terminated", "exit_status", "stop_signals"]
 

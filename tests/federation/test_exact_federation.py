@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from edprf_core import example_schema, load_embedded, merge_forests
+from edprf_core.forest import FEDERATION_NOTE
 from edprf_fl.simulation import prepare_workspace, simulate_federation
 from server import REPORT_FILE
 from server._guarantee import PartySpend, federation_guarantee
@@ -70,3 +71,4 @@ def test_a_federation_guarantee_states_each_reason_once():
     assert headline.startswith("NOT differentially private: 4 of 4 parts ('a', 'b', 'c' and 1 more): its noise")
     assert model.startswith("NOT differentially private (the reasons above). Merged forest of 4 parts")
     assert part_lines and all("NOT differentially private as released" in line for line in part_lines)
+    assert text.count(FEDERATION_NOTE) == 1  # the headline and the model's statement both had it
