@@ -52,6 +52,7 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike, NDArray
 
 from ._cell_text import number_of_text, strip_text, text_array, text_numbers, text_numbers_arrow
+from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._schema import (
     DEFAULT_MISSING_VALUES,
@@ -121,14 +122,18 @@ def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
+        known = [*schema.feature_names, *schema.ignored_columns, schema.label.column]
+        unknown = [n for n in names if n not in known]
         missing = [n for n in schema.feature_names if n not in names]
         if missing:
-            raise DataValidationError(f"missing columns {missing}; the schema declares {list(schema.feature_names)}")
-        known = set(schema.feature_names) | set(schema.ignored_columns) | {schema.label.column}
-        unknown = [n for n in names if n not in known]
-        if unknown:
+            spelt = misspelling_hint(unknown, missing, "the frame")
             raise DataValidationError(
-                f"unknown columns {unknown}: declare them in the schema as features or ignored_columns"
+                f"missing columns {missing}; the schema declares {list(schema.feature_names)}{spelt}"
+            )
+        if unknown:
+            spelt = misspelling_hint(unknown, [n for n in known if n not in names], "the frame")
+            raise DataValidationError(
+                f"unknown columns {unknown}: declare them in the schema as features or ignored_columns{spelt}"
             )
         frame = X.copy(deep=False)
         frame.columns = names

@@ -27,6 +27,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
+from ._column_names import misspelling_hint
 from ._encoding import as_frame, encode_labels
 from ._exceptions import DataValidationError
 from ._schema import REFUSE, CategoricalFeature, Schema
@@ -178,10 +179,12 @@ def check_fit_input(
         if missing:
             given = [str(c) for c in X.columns]
             shown = given if len(given) <= 12 else [*given[:12], f"... {len(given) - 12} more"]
+            known = {*schema.feature_names, *schema.ignored_columns, schema.label.column}
+            spelt = misspelling_hint([n for n in given if n not in known], missing, "X")
             raise DataValidationError(
                 f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
                 f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
-                f"X has {shown}"
+                f"X has {shown}{spelt}"
             )
         as_frame(X, schema)  # other columns must be the label or declared ignored columns
     elif shape is not None and shape[1] != schema.n_features:

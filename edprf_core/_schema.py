@@ -528,4 +528,6 @@ def load_schema(path: str | Path) -> Schema:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise SchemaError(f"cannot read schema file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SchemaError(f"schema file {p} is not UTF-8 text (a schema is a TOML file)") from None
     return Schema.from_toml(text)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._file_lines import decoded, header_line, line_blocks, open_lines
 from ._schema import Schema
@@ -96,13 +97,17 @@ def _header(schema: Schema, first: str | None, sep: str, path: Path, require_lab
     names = [n.strip() for n in names]
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
+    label = schema.label.column
+    unknown = [n for n in names if n not in {*schema.feature_names, *schema.ignored_columns, label}]
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
+        spelt = misspelling_hint(unknown, missing, "the header")
         raise DataValidationError(
-            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{hint}"
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{spelt}{hint}"
         )
-    if require_label and schema.label.column not in names:
-        raise DataValidationError(f"{path}: label column {schema.label.column!r} is missing from the header{hint}")
+    if require_label and label not in names:
+        spelt = misspelling_hint(unknown, [label], "the header")
+        raise DataValidationError(f"{path}: label column {label!r} is missing from the header{spelt}{hint}")
     return names
 
 

@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._file_lines import BOM as _BOM
 from ._file_lines import decoded as _decoded
@@ -117,18 +118,21 @@ def header_names(schema: Schema, first: str | None, sep: str, header: bool, path
     names = [n.strip() for n in names]
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
+    known = [*schema.feature_names, *schema.ignored_columns, label]
+    unknown = [n for n in names if n not in known]
     if label not in names:
-        raise DataValidationError(f"{path}: label column {label!r} is missing from the header{hint}")
+        spelt = misspelling_hint(unknown, [label], "the header")
+        raise DataValidationError(f"{path}: label column {label!r} is missing from the header{spelt}{hint}")
     missing = [n for n in schema.feature_names if n not in names]
     if missing:
+        spelt = misspelling_hint(unknown, missing, "the header")
         raise DataValidationError(
-            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{hint}"
+            f"{path}: missing columns {missing}; the schema declares {list(schema.feature_names)}{spelt}{hint}"
         )
-    known = set(schema.feature_names) | set(schema.ignored_columns) | {label}
-    unknown = [n for n in names if n not in known]
     if unknown:
+        spelt = misspelling_hint(unknown, [n for n in known if n not in names], "the header")
         raise DataValidationError(
-            f"{path}: unknown columns {unknown}: declare them in the schema as features or ignored_columns"
+            f"{path}: unknown columns {unknown}: declare them in the schema as features or ignored_columns{spelt}"
         )
     return names
 

@@ -4,7 +4,17 @@ Each cell is parsed by the schema alone; a malformed line is reported by its num
 the reading of the others.
 """
 
+from ._column_names import closest_name
 from ._table_stream import RowChunk, stream_rows
 from ._text_table import MAX_LINE_CHARS, TextTable, header_names, read_table, separator_hint
 
-__all__ = ["MAX_LINE_CHARS", "RowChunk", "TextTable", "header_names", "read_table", "separator_hint", "stream_rows"]
+__all__ = [
+    "MAX_LINE_CHARS",
+    "RowChunk",
+    "TextTable",
+    "closest_name",
+    "header_names",
+    "read_table",
+    "separator_hint",
+    "stream_rows",
+]

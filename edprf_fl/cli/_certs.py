@@ -74,7 +74,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     actions = parser.add_subparsers(dest="certs_action", metavar="ACTION", required=True)
 
-    p = actions.add_parser("init", help="create the consortium CA (EC P-384 key and self-signed certificate)")
+    p = actions.add_parser(
+        "init",
+        help="create the consortium CA (EC P-384 key and self-signed certificate)",
+        description="Create the consortium CA: an EC P-384 key and its self-signed certificate, which signs the "
+        "SuperLink's certificate.",
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{CA_KEY} and DIR/{CA_CERT}")
     p.add_argument("--ca-name", required=True, metavar="NAME", help="the CA's common name")
     p.add_argument("--days", type=int, default=3650, help="validity in days (default 3650)")
@@ -86,7 +91,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=run_init)
 
-    p = actions.add_parser("server", help="issue the SuperLink's TLS certificate, signed by the CA")
+    p = actions.add_parser(
+        "server",
+        help="issue the SuperLink's TLS certificate, signed by the CA",
+        description="Issue the SuperLink's TLS key and certificate, signed by the consortium CA, for the names "
+        "and addresses it is reached by.",
+    )
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help=f"writes DIR/{SERVER_KEY} and DIR/{SERVER_CERT}"
     )
@@ -108,7 +118,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing server key and certificate")
     p.set_defaults(handler=run_server)
 
-    p = actions.add_parser("party", help="create a party's SuperNode authentication key and release-signing key")
+    p = actions.add_parser(
+        "party",
+        help="create a party's SuperNode authentication key and release-signing key",
+        description="Create a party's SuperNode authentication key pair and its release-signing key pair (or, "
+        "with --only, one of them).",
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory for the party's key files")
     p.add_argument("--party-id", required=True, help="the party's id (as in its policy file and its releases)")
     p.add_argument(

@@ -21,7 +21,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._model_args import add_model_arguments, prepare, say
+from ._arg_types import integer
+from ._model_args import add_model_arguments, check_output_directory, prepare, say
 
 if TYPE_CHECKING:
     from edprf_core.metrics import ClinicalReport, Estimate
@@ -48,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--calibration-bins",
-        type=int,
+        type=integer(1),
         default=10,
         metavar="N",
         help="equal-width probability bins of the calibration table (default: %(default)s)",
@@ -166,8 +167,8 @@ def _point(e: Estimate) -> str:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
-    if args.calibration_bins < 1:
-        raise ValueError(f"--calibration-bins: expected an integer >= 1, got {args.calibration_bins}")
+    if args.json_path is not None:  # before the model is loaded: a wrong option is one line, never after its banner
+        check_output_directory("--json", args.json_path)
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared

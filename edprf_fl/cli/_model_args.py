@@ -10,11 +10,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._arg_types import probability
+
 if TYPE_CHECKING:
     from edprf_core import DPForest, Schema
     from protocol import ModelProvenance
 
-__all__ = ["EXIT_SIGNATURE", "add_model_arguments", "load_model", "positive_index", "prepare", "say"]
+__all__ = [
+    "EXIT_SIGNATURE",
+    "add_model_arguments",
+    "check_output_directory",
+    "describe",
+    "load_model",
+    "positive_index",
+    "prepare",
+    "say",
+]
 
 EXIT_SIGNATURE = 3
 """Exit status when a signature does not verify (as ``edprf inspect``)."""
@@ -49,10 +60,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=probability,
         default=None,
         metavar="T",
-        help="flag a row when its probability of --positive-class is at least T (default 0.5 with --positive-class)",
+        help="flag a row when its probability of --positive-class is at least T, a number in [0, 1] "
+        "(default 0.5 with --positive-class)",
     )
 
 
@@ -62,7 +74,8 @@ def say(message: str) -> None:
 
 
 def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | int:
-    """The model's forest and provenance, the provenance printed once to stderr; or an exit status after one line.
+    """The model's forest and provenance (nothing printed: :func:`describe` prints the provenance); or an exit
+    status after one line.
 
     Loaded without scikit-learn (``protocol.load_model_with_provenance``): the command starts faster.
     """
@@ -86,11 +99,15 @@ def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | i
     except FileNotFoundError:
         say(f"{command}: {args.model}: no such file (pass the coordinator's global-model.edprf)")
         return 1
+    return view.forest, provenance
+
+
+def describe(provenance: ModelProvenance) -> None:
+    """The model's provenance and guarantee, once, to stderr."""
     for line in provenance.describe():
         say(line)
     if "invalid" in provenance.signatures:
         say("WARNING: a release's signature fields are malformed (status 'invalid'); pass --keys to refuse it")
-    return view.forest, provenance
 
 
 def _one_line(text: str) -> str:
@@ -99,15 +116,15 @@ def _one_line(text: str) -> str:
 
 
 def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
-    """Index of ``--positive-class`` among the declared classes (numeric classes compare as numbers)."""
+    """Index of ``--positive-class`` among the declared classes (numeric classes compare as numbers).
+
+    ``--threshold`` (read by argparse as a probability) defaults to 0.5 when a positive class is given.
+    """
     if args.positive_class is None:
-        if args.threshold is not None:
-            raise ValueError("--threshold needs --positive-class C: the class whose probability it applies to")
+        _refuse_threshold_alone(args)
         return None
-    threshold = 0.5 if args.threshold is None else args.threshold
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"--threshold: expected a probability in [0, 1], got {threshold!r}")
-    args.threshold = threshold
+    if args.threshold is None:
+        args.threshold = 0.5
     classes = list(schema.classes)
     wanted = args.positive_class.strip()
     for i, c in enumerate(classes):
@@ -123,17 +140,35 @@ def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
     raise ValueError(f"--positive-class {args.positive_class!r}: expected one of the declared classes {classes}")
 
 
+def _refuse_threshold_alone(args: argparse.Namespace) -> None:
+    if args.positive_class is None and args.threshold is not None:
+        raise ValueError("--threshold needs --positive-class C: the class whose probability it applies to")
+
+
+def check_output_directory(flag: str, path: str | Path) -> None:
+    """Refuse an output file whose directory does not exist, before the model is loaded or anything printed."""
+    directory = Path(path).parent
+    if not directory.is_dir():
+        raise ValueError(f"{flag} {path}: no such directory {str(directory)!r}")
+
+
 def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:
-    """Check the data options, load the model (provenance to stderr), resolve ``--positive-class``.
+    """Check the options, load the model, resolve ``--positive-class`` against its classes, then print its
+    provenance to stderr: a wrong option is one line, never after the model's banner.
 
     Returns the forest, its provenance and the positive class's index (None without one), or an exit status.
     """
     if len(args.sep) != 1:
         raise ValueError(f"--sep: expected one character, got {args.sep!r}")
+    _refuse_threshold_alone(args)
+    if args.keys is not None and not args.keys.is_dir():
+        raise ValueError(f"--keys {args.keys}: expected a directory of the parties' <party_id>.pub.pem files")
     if not args.data.is_file():
         raise ValueError(f"DATA {args.data}: no such file")
     loaded = load_model(args)
     if isinstance(loaded, int):
         return loaded
     forest, provenance = loaded
-    return forest, provenance, positive_index(forest.schema, args)
+    positive = positive_index(forest.schema, args)
+    describe(provenance)
+    return forest, provenance, positive

@@ -18,7 +18,12 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("party", help="check a party's set-up before it joins, or write its policy")
+    p = sub.add_parser(
+        "party",
+        help="check a party's set-up before it joins, or write its policy",
+        description="Check a party's set-up (schema, policy, keys, ledger, data) before it joins a federation, "
+        "or write its policy file.",
+    )
     inner = p.add_subparsers(dest="party_command", metavar="ACTION", required=True)
     check = inner.add_parser(
         "check",

@@ -22,7 +22,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ._model_args import add_model_arguments, prepare, say
+from ._arg_types import integer
+from ._model_args import add_model_arguments, check_output_directory, prepare, say
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--chunk-rows",
-        type=int,
+        type=integer(1),
         default=20_000,
         metavar="N",
         help="rows read and written at a time (memory grows with it; default: %(default)s)",
@@ -124,8 +125,11 @@ def _result_frame(forest: DPForest, chunk, positive: int | None, threshold: floa
 
 def run_predict(args: argparse.Namespace) -> int:
     """Handler of ``edprf predict``; returns the exit status (0 even when some rows were refused)."""
-    if args.chunk_rows < 1:
-        raise ValueError(f"--chunk-rows: expected an integer >= 1, got {args.chunk_rows}")
+    target = str(args.output)
+    if target != "-":  # checked before the model is loaded: a wrong option is one line, never after its banner
+        if Path(target).resolve() == args.data.resolve():
+            raise ValueError(f"--output {target}: that is DATA itself; choose another file")
+        check_output_directory("--output", target)
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared
@@ -133,9 +137,6 @@ def run_predict(args: argparse.Namespace) -> int:
     from edprf_core.tables import stream_rows
 
     counts: dict[str, int] = {}
-    target = str(args.output)
-    if target != "-" and Path(target).resolve() == args.data.resolve():
-        raise ValueError(f"--output {target}: that is DATA itself; choose another file")
     with ExitStack() as stack:
         writer = _Writer(target, stack)
         for chunk in stream_rows(

@@ -28,9 +28,19 @@ _DRAFT_HEADER = """\
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("schema", help="draft a schema from data, or check what a schema does to a data file")
+    p = sub.add_parser(
+        "schema",
+        help="draft a schema from data, or check what a schema does to a data file",
+        description="Draft a schema from a data file, or check what a schema's rules do to a data file; "
+        "both are local: nothing is sent anywhere.",
+    )
     inner = p.add_subparsers(dest="schema_command", metavar="ACTION", required=True)
-    draft = inner.add_parser("draft", help="write a starting schema from a data file (NOT private: read the warning)")
+    draft = inner.add_parser(
+        "draft",
+        help="write a starting schema from a data file (NOT private: read the warning)",
+        description="Write a starting schema from a data file: its bounds, categories and classes are the data's "
+        "own (NOT public knowledge, marked drafted = true) until you replace them.",
+    )
     draft.add_argument("data", help="the data file (CSV)")
     draft.add_argument("--label", required=True, help="the label column")
     draft.add_argument("--output", "-o", default=None, help="where to write the schema TOML (default: print it)")
@@ -43,9 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _format_options(draft, header_option=False)  # a draft names its columns from the header line or --names
     draft.set_defaults(handler=run_draft)
-    check = inner.add_parser("check", help="report what a schema's rules do to a data file, before training")
-    check.add_argument("schema", help="the schema TOML")
-    check.add_argument("data", help="the data file (CSV)")
+    check = inner.add_parser(
+        "check",
+        help="report what a schema's rules do to a data file, before training",
+        description="Report what a schema's rules do to a data file, as a party applies them: lines left out, "
+        "rows dropped per rule, missing and clipped values. Give the schema first, then the data.",
+    )
+    check.add_argument("schema", metavar="SCHEMA", help="the schema TOML (first)")
+    check.add_argument("data", metavar="DATA", help="the data file (CSV), after the schema")
     _format_options(check)
     check.set_defaults(handler=run_check)
 
@@ -65,7 +80,7 @@ def run_draft(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from edprf_core import PrivacyLeakWarning, draft_schema
-    from edprf_core.tables import separator_hint
+    from edprf_core.tables import closest_name, separator_hint
 
     path = Path(args.data)
     if not path.is_file():
@@ -80,8 +95,11 @@ def run_draft(args: argparse.Namespace) -> int:
     frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
     if args.label not in frame.columns:
         first = _first_line(path)
-        hint = separator_hint(first, args.sep) or (
-            _NO_HEADER_HINT if names is None and _numbers(first, args.sep) else ""
+        close = closest_name(args.label, [str(c) for c in frame.columns])
+        hint = (
+            (f" (did you mean {close!r}?)" if close is not None else "")
+            or separator_hint(first, args.sep)
+            or (_NO_HEADER_HINT if names is None and _numbers(first, args.sep) else "")
         )
         raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}{hint}")
     with warnings.catch_warnings(record=True) as caught:
@@ -138,10 +156,42 @@ def _names(given: str | None, path: Path, sep: str) -> list[str] | None:
     return names
 
 
-def run_check(args: argparse.Namespace) -> int:
-    from edprf_core import check_data, load_schema
+_CHECK_USAGE = "edprf schema check SCHEMA DATA"
+_DATA_SUFFIXES = (".csv", ".data", ".parquet", ".pq", ".gz", ".tsv")
+"""Suffixes of data files: a schema path ending so is most likely DATA given first."""
 
-    schema = load_schema(args.schema)
+
+def _swapped(schema: Path, data: Path) -> bool:
+    """Whether ``schema`` (which did not load) and ``data`` look given in the wrong order: the schema's path
+    ends as a data file's does, or the data file is a TOML table."""
+    import tomllib
+
+    if schema.name.lower().endswith(_DATA_SUFFIXES):
+        return True
+    try:
+        if data.stat().st_size > 1 << 20:  # a schema is small; a large file is data
+            return False
+        return bool(tomllib.loads(data.read_text(encoding="utf-8")))  # an empty file parses as an empty table
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def _load_schema(schema: str, data: str):
+    """The schema SCHEMA; its error says when SCHEMA and DATA look swapped."""
+    from edprf_core import SchemaError, load_schema
+
+    try:
+        return load_schema(schema)
+    except SchemaError as exc:
+        if Path(schema).is_file() and _swapped(Path(schema), Path(data)):
+            raise SchemaError(f"{exc} (arguments in the wrong order? usage: {_CHECK_USAGE})") from None
+        raise
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from edprf_core import check_data
+
+    schema = _load_schema(args.schema, args.data)
     report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
     print(f"{args.data} under {args.schema}:")
     print(

@@ -1,0 +1,91 @@
+"""Argument types that refuse a bad value while the command line is read: argparse names the flag, prints the
+usage line and exits 2, before any data is read or anything is printed.
+
+Standard library only (the parser is built without the heavy libraries: tests/federation/test_cli_startup.py);
+the core's limits are copied here as constants, and a test holds them equal to the core's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "MAX_DEPTH_LIMIT",
+    "MAX_SKLEARN_SEED",
+    "depth_or_auto",
+    "embedded_datasets",
+    "integer",
+    "positive_finite",
+    "probability",
+]
+
+MAX_DEPTH_LIMIT = 30
+"""Largest split depth of a tree: ``edprf_core.forest.MAX_DEPTH_LIMIT`` (importing the core is slow)."""
+
+MAX_SKLEARN_SEED = 2**32 - 1
+"""Largest ``random_state`` scikit-learn's splits and forests take."""
+
+
+def integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An integer in ``[low, high]`` (no upper bound when ``high`` is None)."""
+    expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    read.__name__ = "integer"
+    return read
+
+
+def positive_finite(text: str) -> float:
+    """A finite number > 0 (an epsilon)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A number in [0, 1] (a decision threshold)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}")
+    return value
+
+
+def depth_or_auto(text: str) -> int | str:
+    """``auto`` or an integer in ``[1, MAX_DEPTH_LIMIT]``."""
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_DEPTH_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer in [1, {MAX_DEPTH_LIMIT}], got {text!r}")
+    return value
+
+
+def embedded_datasets() -> tuple[str, ...]:
+    """The datasets shipped with ``edprf_core`` (its ``datasets/*.csv.gz``), found without importing it."""
+    spec = importlib.util.find_spec("edprf_core")
+    roots = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return tuple(
+        sorted(p.name.removesuffix(".csv.gz") for root in roots for p in Path(root, "datasets").glob("*.csv.gz"))
+    )

@@ -1,0 +1,236 @@
+"""What the `edprf` command says about a wrong flag, a swapped argument or a misspelled column: the flag or the
+column by name, the valid values, a suggestion; and a one-line description at the top of every help."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+
+import pandas as pd
+import pytest
+
+from edprf_core import DataValidationError, EDPRFClassifier, example_schema, load_embedded
+from edprf_fl.cli import main
+from edprf_fl.cli._main import build_parser
+
+
+@pytest.fixture
+def demo_never_runs(monkeypatch):
+    """Fail the test if the demo's handler starts (the flags must be refused while the command line is read)."""
+    from edprf_core import _datasets
+
+    def loaded(*_, **__):
+        raise AssertionError("the demo loaded its dataset before its flags were checked")
+
+    monkeypatch.setattr(_datasets, "load_embedded", loaded)
+    monkeypatch.setattr("edprf_core.load_embedded", loaded)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--epsilon", "0"], "argument --epsilon: expected a positive finite number, got '0'"),
+        (["--epsilon", "-1"], "argument --epsilon: expected a positive finite number, got '-1'"),
+        (["--epsilon", "inf"], "argument --epsilon: expected a positive finite number, got 'inf'"),
+        (["--epsilon", "nan"], "argument --epsilon: expected a positive finite number, got 'nan'"),
+        (["--epsilon", "much"], "argument --epsilon: expected a positive finite number, got 'much'"),
+        (["--epsilon", "0", "--max-depth", "3"], "argument --epsilon: expected a positive finite number"),
+        (["--max-depth", "abc"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got 'abc'"),
+        (["--max-depth", "0"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got '0'"),
+        (["--max-depth", "31"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got '31'"),
+        (["--n-trees", "0"], "argument --n-trees: expected an integer >= 1, got '0'"),
+        (["--n-trees", "2.5"], "argument --n-trees: expected an integer >= 1, got '2.5'"),
+        (["--n-bins", "1"], "argument --n-bins: expected an integer >= 2, got '1'"),
+        (["--seed", "-1"], "argument --seed: expected an integer in [0, 4294967295], got '-1'"),
+        (["--seed", str(2**32)], "argument --seed: expected an integer in [0, 4294967295]"),
+        (["--dataset", "nope"], "argument --dataset: invalid choice: 'nope'"),
+        (["--split-mode", "ternary"], "argument --split-mode: invalid choice: 'ternary'"),
+    ],
+)
+def test_demo_refuses_a_bad_flag_by_name_while_reading_the_command_line(capsys, demo_never_runs, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        main(["demo", *argv])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: edprf demo")
+    assert f"edprf demo: error: {message}" in err
+    for internal in ("must be positive", "invalid literal", "parameter of EDPRFClassifier"):
+        assert internal not in err
+
+
+def test_demo_reads_good_flags_as_numbers_and_names_the_datasets():
+    args = build_parser().parse_args(
+        ["demo", "--epsilon", "0.5", "--max-depth", "4", "--n-trees", "3", "--n-bins", "8", "--seed", "7"]
+    )
+    assert (args.epsilon, args.max_depth, args.n_trees, args.n_bins, args.seed) == (0.5, 4, 3, 8, 7)
+    assert build_parser().parse_args(["demo"]).max_depth == "auto"
+    from edprf_core.datasets import embedded_datasets as shipped
+    from edprf_fl.cli._arg_types import embedded_datasets
+
+    assert embedded_datasets() == tuple(shipped())
+    assert build_parser().parse_args(["demo", "--dataset", "bank_marketing"]).dataset == "bank_marketing"
+
+
+def test_the_demo_depth_limit_is_the_cores():
+    from edprf_core.forest import MAX_DEPTH_LIMIT as CORE_LIMIT
+    from edprf_fl.cli._arg_types import MAX_DEPTH_LIMIT
+
+    assert MAX_DEPTH_LIMIT == CORE_LIMIT
+
+
+# ------------------------------------------------------------------------------------------ schema check order
+
+
+@pytest.fixture
+def bank_files(tmp_path):
+    schema = tmp_path / "bank.toml"
+    example_schema("bank_marketing").save(schema)
+    X, y, _ = load_embedded("bank_marketing")
+    frame = X.head(20).assign(y=y.head(20).to_numpy())
+    data = tmp_path / "bank.csv"
+    frame.to_csv(data, index=False)
+    return schema, data, frame
+
+
+HINT = "(arguments in the wrong order? usage: edprf schema check SCHEMA DATA)"
+
+
+def test_schema_check_with_data_first_says_the_order(bank_files, capsys, tmp_path):
+    schema, data, _ = bank_files
+    assert main(["schema", "check", str(data), str(schema)]) == 1
+    err = capsys.readouterr().err
+    assert "schema is not valid TOML" in err and HINT in err
+    gz = tmp_path / "bank.csv.gz"
+    gz.write_bytes(gzip.compress(data.read_bytes()))
+    assert main(["schema", "check", str(gz), str(schema)]) == 1
+    err = capsys.readouterr().err
+    assert "is not UTF-8 text" in err and HINT in err
+    odd = tmp_path / "bank.txt"  # no data suffix: the other argument, a TOML table, shows the swap
+    odd.write_bytes(data.read_bytes())
+    assert main(["schema", "check", str(odd), str(schema)]) == 1
+    assert HINT in capsys.readouterr().err
+
+
+def test_schema_check_in_the_right_order_or_a_plain_bad_schema_has_no_order_hint(bank_files, capsys, tmp_path):
+    schema, data, _ = bank_files
+    assert main(["schema", "check", str(schema), str(data)]) == 0
+    capsys.readouterr()
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n")
+    assert main(["schema", "check", str(broken), str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "schema is not valid TOML" in err and "wrong order" not in err
+    empty = tmp_path / "empty.txt"  # an empty file parses as an empty TOML table: no hint from it
+    empty.write_text("")
+    assert main(["schema", "check", str(broken), str(empty)]) == 1
+    assert "wrong order" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ misspelled columns
+
+
+def test_schema_check_suggests_the_declared_column_for_a_misspelled_one(bank_files, capsys, tmp_path):
+    schema, _, frame = bank_files
+    data = tmp_path / "renamed.csv"
+    frame.rename(columns={"age": "Age"}).to_csv(data, index=False)
+    assert main(["schema", "check", str(schema), str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "missing columns ['age']" in err and "the header's 'Age': did you mean 'age'?" in err
+    frame.rename(columns={"balance": "balanse"}).to_csv(data, index=False)  # a typo, not only the case
+    assert main(["schema", "check", str(schema), str(data)]) == 1
+    assert "the header's 'balanse': did you mean 'balance'?" in capsys.readouterr().err
+    frame.rename(columns={"y": "Y"}).to_csv(data, index=False)
+    assert main(["schema", "check", str(schema), str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "label column 'y' is missing from the header; the header's 'Y': did you mean 'y'?" in err
+
+
+def test_no_suggestion_when_no_column_is_close(bank_files, capsys, tmp_path):
+    schema, _, frame = bank_files
+    data = tmp_path / "renamed.csv"
+    frame.rename(columns={"age": "zzz"}).to_csv(data, index=False)
+    assert main(["schema", "check", str(schema), str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "missing columns ['age']" in err and "did you mean" not in err
+
+
+def test_predict_streams_and_fit_suggest_the_declared_column(bank_files, tmp_path):
+    from edprf_core.tables import stream_rows
+
+    _, _, frame = bank_files
+    schema = example_schema("bank_marketing")
+    data = tmp_path / "renamed.csv"
+    frame.rename(columns={"age": "AGE"}).to_csv(data, index=False)
+    with pytest.raises(DataValidationError, match="the header's 'AGE': did you mean 'age'"):
+        next(iter(stream_rows(data, schema)))
+    X = frame.drop(columns="y").rename(columns={"age": "Age"})
+    with pytest.raises(DataValidationError, match="X's 'Age': did you mean 'age'"):
+        EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=2, random_state=0).fit(X, frame["y"])
+
+
+def test_an_unknown_column_suggests_the_declared_one_it_misspells(capsys, tmp_path):
+    import dataclasses
+
+    schema = dataclasses.replace(example_schema("wall_robot_navigation"), ignored_columns=("row_id",))
+    path = tmp_path / "wall.toml"
+    schema.save(path)
+    X, y, _ = load_embedded("wall_robot_navigation")
+    data = tmp_path / "wall.csv"
+    X.head(5).assign(Row_Id=range(5), Class=y.head(5).to_numpy()).to_csv(data, index=False)
+    assert main(["schema", "check", str(path), str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown columns ['Row_Id']" in err and "did you mean 'row_id'?" in err
+
+
+def test_schema_draft_suggests_the_label_column(bank_files, capsys):
+    _, data, _ = bank_files
+    assert main(["schema", "draft", str(data), "--label", "Y"]) == 1
+    assert "--label 'Y': no such column" in (err := capsys.readouterr().err) and "(did you mean 'y'?)" in err
+
+
+def test_closest_name_prefers_a_case_only_difference():
+    from edprf_core.tables import closest_name
+
+    assert closest_name("Age", ["age", "page"]) == "age"
+    assert closest_name("agee", ["age", "job"]) == "age"
+    assert closest_name("xyz", ["age", "job"]) is None
+    assert closest_name("age", ["age"]) is None  # never itself
+
+
+# ------------------------------------------------------------------------------------------ descriptions
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _commands(sub, (*path, name))
+
+
+UNDESCRIBED = {("budget",), ("simulate",)}
+"""Commands whose modules another change owns: their description is left to it."""
+
+
+def test_every_subcommand_help_starts_with_a_description(capsys):
+    found = dict(_commands(build_parser()))
+    assert ("demo",) in found and ("schema", "check") in found and ("certs", "party") in found
+    for path, parser in found.items():
+        if path in UNDESCRIBED:
+            continue
+        assert parser.description and parser.description.strip(), f"edprf {' '.join(path)} has no description"
+        assert "\n" not in parser.description.strip().split(". ")[0], path
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("usage: edprf demo")
+    assert "Train a DP forest centrally on an embedded dataset" in out.split("options:")[0]
+
+
+def test_the_frame_check_names_the_frame(tmp_path):
+    from edprf_core._encoding import as_frame
+
+    schema = example_schema("wall_robot_navigation")
+    frame = pd.DataFrame({name: [0.5] for name in schema.feature_names}).rename(columns={"US1": "us1"})
+    with pytest.raises(DataValidationError, match="the frame's 'us1': did you mean 'US1'"):
+        as_frame(frame, schema)

@@ -1,0 +1,95 @@
+"""edprf predict / evaluate check every flag before printing anything: a wrong flag is one line naming it and
+its valid values, never after the model's banner (its provenance and guarantee, about six long lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edprf_fl.cli import main
+
+BANNER = ("model: ", "parties: ", "provenance: ", "guarantee: ")
+"""How the lines of the model's banner start (``_model_args.describe``)."""
+
+
+def _argv(command: str, model: dict, tmp_path, *flags: str) -> list[str]:
+    out = ["-o", str(tmp_path / "out.csv")] if command == "predict" else []
+    return [command, str(model["model"]), str(model["data"]), *out, *flags]
+
+
+def _no_banner(err: str) -> None:
+    assert not [line for line in err.splitlines() if line.startswith(BANNER)], err
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--positive-class", "maybe"], "--positive-class 'maybe': expected one of the declared classes ['no', 'yes']"),
+        (["--threshold", "0.3"], "--threshold needs --positive-class C"),
+        (["--positive-class", "yes", "--keys", "no-such-dir"], "--keys no-such-dir: expected a directory"),
+        (["--sep", ";;"], "--sep: expected one character"),
+    ],
+)
+def test_a_wrong_flag_is_one_line_before_the_model_banner(tmp_path, bank_model, capsys, command, flags, message):
+    assert main(_argv(command, bank_model, tmp_path, *flags)) == 1
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"edprf {command}: error: ")
+    assert message in err
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--positive-class", "yes", "--threshold", "1.5"], "argument --threshold: expected a probability in [0, 1]"),
+        (["--positive-class", "yes", "--threshold", "nan"], "argument --threshold: expected a probability in [0, 1]"),
+        (["--threshold", "-0.1"], "argument --threshold: expected a probability in [0, 1], got '-0.1'"),
+    ],
+)
+def test_a_threshold_outside_0_1_is_refused_by_argparse(tmp_path, bank_model, capsys, command, flags, message):
+    with pytest.raises(SystemExit) as stop:
+        main(_argv(command, bank_model, tmp_path, *flags))
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert err.startswith(f"usage: edprf {command}") and message in err
+
+
+def test_a_class_of_another_model_names_this_models_classes(tmp_path, wall_model, capsys):
+    """The walkthrough's case: --positive-class yes on the four-class wall-robot model."""
+    assert main(_argv("predict", wall_model, tmp_path, "--positive-class", "yes")) == 1
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert "--positive-class 'yes': expected one of the declared classes" in err
+    assert "Move-Forward" in err and "Sharp-Right-Turn" in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_output_files_in_a_missing_directory_are_refused_before_the_banner(tmp_path, bank_model, capsys):
+    target = tmp_path / "nowhere" / "out.csv"
+    assert main(["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert f"--output {target}: no such directory" in err
+    assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", str(target)]) == 1
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert f"--json {target}: no such directory" in err
+
+
+@pytest.mark.parametrize(("command", "flag"), [("predict", "--chunk-rows"), ("evaluate", "--calibration-bins")])
+def test_counts_below_one_are_refused_by_argparse(tmp_path, bank_model, capsys, command, flag):
+    with pytest.raises(SystemExit) as stop:
+        main(_argv(command, bank_model, tmp_path, flag, "0"))
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert f"argument {flag}: expected an integer >= 1, got '0'" in err
+
+
+def test_good_flags_still_print_the_banner_once(tmp_path, bank_model, capsys):
+    assert main(_argv("predict", bank_model, tmp_path, "--positive-class", "yes", "--threshold", "0.2")) == 0
+    err = capsys.readouterr().err
+    assert sum(line.startswith("model: ") for line in err.splitlines()) == 1
+    assert sum(line.startswith("guarantee: ") for line in err.splitlines()) == 1
