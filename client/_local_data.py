@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 
 from edprf_core import Schema
 from edprf_core.encoding import conforming_rows
-from edprf_core.tables import read_table
+from edprf_core.tables import OptionHints, read_table
 
-__all__ = ["LocalData", "load_local_data"]
+__all__ = ["LocalData", "load_local_data", "node_config_hints"]
 
 log = logging.getLogger("edprf.party")
 
@@ -40,8 +40,23 @@ class LocalData:
     y_holdout: pd.Series
 
 
+def node_config_hints() -> OptionHints:
+    """How a deployed party sets its reader's options: the node config keys ``data-separator`` and ``data-header``.
+
+    Returns
+    -------
+    OptionHints
+        The words of the hint of a data file whose first line does not read as the schema's header.
+    """
+    return OptionHints(
+        no_header="set data-header=false in the node config",
+        separator="set data-separator='{sep}' in the node config",
+        tab='set data-separator="\\t" in the node config',
+    )
+
+
 def load_local_data(
-    path: str | Path, schema: Schema, holdout_fraction: float, salt: str, *, sep: str = ","
+    path: str | Path, schema: Schema, holdout_fraction: float, salt: str, *, sep: str = ",", header: bool = True
 ) -> LocalData:
     """Read the party's file and split off the held-out rows.
 
@@ -56,10 +71,14 @@ def load_local_data(
     processes, therefore see the same split, and the coordinator cannot
     predict it.  What was dropped, and why, goes to the party's own log, never
     into a reply.  Only a file-level problem (no file, a header without the
-    schema's columns) raises.  ``sep`` is the file's field separator (the node
-    config's ``data-separator``).
+    schema's columns) raises, its message naming the node config keys that
+    read the file otherwise (:func:`node_config_hints`).  ``sep`` is the file's
+    field separator (the node config's ``data-separator``); ``header`` whether its
+    first line names the columns (the node config's ``data-header``; without one the
+    columns are the schema's features in order, then the label).  A row's cells, and
+    so its side of the split, are the same whether the file has a header or not.
     """
-    table = read_table(path, schema, sep=sep)
+    table = read_table(path, schema, sep=sep, header=header, hints=node_config_hints())
     for note in table.dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:

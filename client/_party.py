@@ -138,9 +138,45 @@ def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[
     return int(np.count_nonzero(predicted == labels)), int(total)
 
 
-NODE_CONFIG_KEYS = ("data-path", "schema-path", "policy-path", "ledger-path", "signing-key", "data-separator")
-"""The keys of a deployed party's node config (``signing-key`` and ``data-separator`` optional); any other key is
-refused."""
+NODE_CONFIG_KEYS = (
+    "data-path",
+    "schema-path",
+    "policy-path",
+    "ledger-path",
+    "signing-key",
+    "data-separator",
+    "data-header",
+)
+"""The keys of a deployed party's node config (``signing-key``, ``data-separator`` and ``data-header`` optional); any
+other key is refused."""
+
+
+def _node_config_flag(key: str, value: Any) -> bool:
+    """A node config's boolean: TOML's ``true``/``false`` (``data-header=false``) or the same words quoted.
+
+    Parameters
+    ----------
+    key : str
+        The node config key, for the message.
+    value : Any
+        Its value as Flower parsed it.
+
+    Returns
+    -------
+    bool
+        The value as a boolean.
+
+    Raises
+    ------
+    ValueError
+        For anything else (``1``, ``'no'``, ``'False'``): a misspelt value must not silently read the file
+        another way.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    raise ValueError(f"node config {key}: expected true or false, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -154,6 +190,9 @@ class PartySetup:
     signing_key_path: Path | None = None
     data_separator: str = ","
     """The data file's field separator (one character; ``;`` for many European exports, a tab)."""
+    data_header: bool = True
+    """Whether the data file's first line names its columns; without one they are the schema's features in order,
+    then the label (UCI's ``processed.cleveland.data``)."""
 
     def __post_init__(self) -> None:
         sep = self.data_separator
@@ -161,12 +200,15 @@ class PartySetup:
             raise ValueError(
                 f"node config data-separator: expected one character other than a quote or a line break, got {sep!r}"
             )
+        if self.data_header is not True and self.data_header is not False:  # a quoted "false" would read as true
+            raise ValueError(f"node config data-header: expected true or false, got {self.data_header!r}")
 
     @classmethod
     def from_configs(cls, node_config: Mapping[str, Any], run_config: Mapping[str, Any]) -> PartySetup:
         """Deployment: node config keys ``data-path``, ``schema-path``, ``policy-path``,
-        ``ledger-path`` and optionally ``signing-key`` and ``data-separator``.  Simulation: the run config's
-        ``sim-dir`` and the node's ``partition-id`` locate ``party-NNNN/``.
+        ``ledger-path`` and optionally ``signing-key``, ``data-separator`` and ``data-header`` (``true`` or
+        ``false``).  Simulation: the run config's ``sim-dir`` and the node's ``partition-id`` locate
+        ``party-NNNN/`` (its ``data.csv`` has a header).
         """
         if "data-path" in node_config:
             # a misspelt key (signing-kye) must not silently change the party: refused, as in every config
@@ -185,6 +227,7 @@ class PartySetup:
                 Path(str(node_config["ledger-path"])),
                 Path(str(key)) if key else None,
                 node_config.get("data-separator", ","),
+                _node_config_flag("data-header", node_config.get("data-header", True)),
             )
         sim_dir = run_config.get("sim-dir")
         if not sim_dir or "partition-id" not in node_config:
@@ -227,7 +270,12 @@ class Party:
         salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
         try:
             return load_local_data(
-                self.setup.data_path, self.schema, self.policy.holdout_fraction, salt, sep=self.setup.data_separator
+                self.setup.data_path,
+                self.schema,
+                self.policy.holdout_fraction,
+                salt,
+                sep=self.setup.data_separator,
+                header=self.setup.data_header,
             )
         except (DataValidationError, ValueError) as exc:
             # only file-level problems get here (no file, missing or unknown columns); row-level

@@ -38,6 +38,7 @@ from ._ledger import (
     total_spent,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, anchor_path, carried, read_anchor
+from ._local_data import node_config_hints
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -117,7 +118,8 @@ def preflight_configs(
             "problem",
             "node config",
             f"{str(exc).removeprefix('node config: ')}; give --node-config \"data-path='...' schema-path='...' "
-            "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';']\"",
+            "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';'] "
+            '[data-header=false]"',
         )
         return report
     return preflight(setup, check_rows=check_rows, report=report)
@@ -137,7 +139,7 @@ def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightRepor
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
-        _data(setup.data_path, schema, check_rows, report, setup.data_separator)
+        _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header)
     return report
 
 
@@ -389,25 +391,26 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         )
 
 
-def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: str = ",") -> None:
+def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: str = ",", header: bool = True) -> None:
+    """The data file: with ``check_rows`` every row through the schema's rules, else its first line only.
+
+    ``sep`` and ``header`` are the node config's ``data-separator`` and ``data-header``.
+    """
     from edprf_core import DataValidationError, check_data
 
     if not path.is_file():
         report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the schema)")
         return
+    if not header:
+        _headerless(path, schema, report, sep)
     if not check_rows:
-        _header(path, schema, report, sep)
+        if header:
+            _header(path, schema, report, sep)
         return
     try:
-        result = check_data(path, schema, sep=sep)
+        result = check_data(path, schema, sep=sep, header=header, hints=node_config_hints())
     except (DataValidationError, ValueError, OSError) as exc:
-        report._add(
-            "problem",
-            path,
-            f"{_one_line(exc)}; the header must name the schema's columns "
-            f"({', '.join([f.name for f in schema.features][:6])}, ..., "
-            f"{schema.label.column})",
-        )
+        report._add("problem", path, f"{_one_line(exc)}; {_columns_rule(schema, header)}")
         return
     for line in result.lines():
         report._add("ok", path, line)
@@ -415,9 +418,27 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
         report._add(
             "problem",
             path,
-            "no row satisfies the schema's rules: check the separator, the header, the "
+            "no row satisfies the schema's rules: check the separator, the header (data-header), the "
             "units and the class names (`edprf schema check` shows the same counts)",
         )
+
+
+def _columns_rule(schema, header: bool) -> str:
+    """How the data file must lay out the schema's columns, with or without a header line."""
+    shown = f"{', '.join([f.name for f in schema.features][:6])}, ..., {schema.label.column}"
+    if header:
+        return f"the header must name the schema's columns ({shown})"
+    return (
+        "without a header (data-header=false) the columns must be the schema's features in order, then the label "
+        f"({shown})"
+    )
+
+
+def _first_line(path: Path) -> str | None:
+    """The data file's first non-blank line among its first 100 (at most 1 MiB of it), without its line break."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
+    return first.rstrip("\r\n") if first else None
 
 
 def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None:
@@ -429,13 +450,40 @@ def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None
         report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
         return
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
-        header_names(schema, first.rstrip("\r\n") if first else None, sep, True, path)
+        header_names(schema, _first_line(path), sep, True, path, node_config_hints())
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return
     report._add("ok", path, "header names the schema's columns (rows not read here: `edprf party check` reads them)")
+
+
+def _headerless(path: Path, schema, report: PreflightReport, sep: str = ",") -> None:
+    """With ``data-header=false``: a note when the first line names the schema's columns after all (it would be
+    read as a record, and most likely left out), else what the columns are taken to be.
+
+    Reads the first non-blank line only, as :func:`_header` does (the ClientApp's check runs it too: its cost
+    does not depend on the rows); the finding stays in the party's own output.
+    """
+    if path.suffix.lower() in (".parquet", ".pq"):  # edprf_core.tables.read_table reads these as Parquet
+        report._add("note", path, "data-header=false does not apply to Parquet: its columns are named in the file")
+        return
+    try:
+        first = _first_line(path)
+    except OSError as exc:
+        report._add("problem", path, f"cannot read the data file ({exc.strerror or type(exc).__name__})")
+        return
+    cells = {c.strip().strip('"') for c in first.split(sep)} if first else set()
+    if schema.label.column in cells and cells & set(schema.feature_names):
+        report._add(
+            "note",
+            path,
+            "data-header=false, but the first line names the schema's columns: it is read as a record (and most "
+            "likely left out); remove data-header=false from the node config if it is a header",
+        )
+        return
+    report._add(
+        "ok", path, "no header line (data-header=false): columns are the schema's features in order, then the label"
+    )
 
 
 _SIGNING_SUFFIX = ".signing.pem"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._encoding import CellRules, _parse_numbers, rule_violations
 from ._schema import ContinuousFeature, Schema
-from ._text_table import read_table
+from ._text_table import OptionHints, read_table
 
 __all__ = ["DataCheck", "check_data"]
 
@@ -64,12 +64,15 @@ class DataCheck:
         return out
 
 
-def check_data(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True) -> DataCheck:
+def check_data(
+    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, hints: OptionHints | None = None
+) -> DataCheck:
     """Report what the schema's rules do to the file at ``path`` (nothing is trained or sent).
 
-    Privacy cost: none released; the report itself is exact data about the file, for its owner.
+    ``sep``, ``header`` and ``hints`` are those of :func:`edprf_core.tables.read_table`.  Privacy cost: none
+    released; the report itself is exact data about the file, for its owner.
     """
-    table = read_table(path, schema, sep=sep, header=header)
+    table = read_table(path, schema, sep=sep, header=header, hints=hints)
     dropped: dict[str, int] = {}
     for note in table.dropped:
         reason = note.split(": ", 1)[1].split(",")[0]

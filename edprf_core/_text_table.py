@@ -58,7 +58,7 @@ from ._file_lines import decoded as _decoded
 from ._file_lines import header_line, line_blocks, open_lines
 from ._schema import Schema
 
-__all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "TextTable", "read_table"]
+__all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "OptionHints", "TextTable", "read_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -90,6 +90,28 @@ class TextTable:
     dropped: list[str]
 
 
+@dataclass(frozen=True)
+class OptionHints:
+    """How the reader's caller sets its options, for the hints of a first line that does not read as the header.
+
+    The reader does not know who calls it: the ``edprf`` commands take flags, a deployed party its node
+    config.  Each text completes a hint such as "if the file has no header, <no_header>".
+
+    Attributes
+    ----------
+    no_header : str, default "pass --no-header"
+        What reads a file without a header line.
+    separator : str, default "pass --sep '{sep}'"
+        What reads a file with the separator ``{sep}`` (replaced with the one the first line holds).
+    tab : str, default "pass --sep $'\\t'"
+        What reads a file whose separator is a tab.
+    """
+
+    no_header: str = "pass --no-header"
+    separator: str = "pass --sep '{sep}'"
+    tab: str = "pass --sep $'\\t'"
+
+
 def _split_line(text: str, sep: str) -> list[str] | None:
     """Fields of one line, or None when the line is malformed (open quote, stray quote)."""
     if '"' not in text:
@@ -101,18 +123,21 @@ def _split_line(text: str, sep: str) -> list[str] | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def header_names(schema: Schema, first: str | None, sep: str, header: bool, path: Path) -> list[str]:
+def header_names(
+    schema: Schema, first: str | None, sep: str, header: bool, path: Path, hints: OptionHints | None = None
+) -> list[str]:
     """The column names of a table whose first line is ``first``, checked against ``schema``.
 
     With ``header=False`` the columns are the schema's features then its label.  Raises
     :class:`DataValidationError` (naming ``path``) for a repeated, missing or undeclared column, and
-    ``ValueError`` when the first line is not a header.  Reads nothing but the header line.
+    ``ValueError`` when the first line is not a header; their hints name the options as ``hints`` words
+    them (the ``edprf`` flags by default).  Reads nothing but the header line.
     """
     label = schema.label.column
     if not header:
         return [*schema.feature_names, label]
     names = _split_line(first, sep) if first is not None else None
-    hint = header_hint(first, sep, schema)
+    hint = header_hint(first, sep, schema, hints)
     if not names:
         raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
@@ -140,31 +165,45 @@ def header_names(schema: Schema, first: str | None, sep: str, header: bool, path
 _OTHER_SEPARATORS = (",", ";", "\t", "|")
 
 
-def separator_hint(line: str, sep: str) -> str:
-    """A hint naming another separator ``line`` (a header) holds, the most frequent; ``""`` when it holds none."""
+def separator_hint(line: str, sep: str, hints: OptionHints | None = None) -> str:
+    """A hint naming another separator ``line`` (a header) holds, the most frequent; ``""`` when it holds none.
+
+    ``hints`` words how to choose it (default: the ``edprf`` flag ``--sep``).
+    """
     held = [c for c in _OTHER_SEPARATORS if c != sep and c in line]
     if not held:
         return ""
+    hints = hints or OptionHints()
     c = max(held, key=line.count)
-    flag = "--sep $'\\t'" if c == "\t" else f"--sep '{c}'"
-    return f" (the first line holds {c!r}: is that the separator? pass {flag})"
+    fix = hints.tab if c == "\t" else hints.separator.format(sep=c)
+    return f" (the first line holds {c!r}: is that the separator? {fix})"
 
 
-def header_hint(first: str | None, sep: str, schema: Schema) -> str:
+def header_hint(first: str | None, sep: str, schema: Schema, hints: OptionHints | None = None) -> str:
     """A hint for a first line that does not read as the schema's header: another separator it holds, or
-    that the file may have no header (none of the schema's columns in it); ``""`` when neither applies."""
+    that the file may have no header (none of the schema's columns in it); ``""`` when neither applies.
+
+    ``hints`` words the options to set (default: the ``edprf`` flags ``--sep`` and ``--no-header``).
+    """
     if not first:
         return ""
-    if held := separator_hint(first, sep):
+    hints = hints or OptionHints()
+    if held := separator_hint(first, sep, hints):
         return held
     names = {n.strip().strip('"') for n in first.split(sep)}
     if not names & {*schema.feature_names, schema.label.column}:
-        return " (none of the schema's columns is in the first line: if the file has no header, pass --no-header)"
+        return f" (none of the schema's columns is in the first line: if the file has no header, {hints.no_header})"
     return ""
 
 
 def read_table(
-    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, max_line_chars: int = MAX_LINE_CHARS
+    path: str | Path,
+    schema: Schema,
+    *,
+    sep: str = ",",
+    header: bool = True,
+    max_line_chars: int = MAX_LINE_CHARS,
+    hints: OptionHints | None = None,
 ) -> TextTable:
     """Read a delimited text file (optionally gzip-compressed) under the per-record rules.
 
@@ -179,6 +218,9 @@ def read_table(
         the columns must be the schema's features in order, then the label.
     max_line_chars : int, default 1,048,576
         Longer lines are dropped.
+    hints : OptionHints, optional
+        How the caller's user sets ``sep`` and ``header``, for the hint of a header that does not read
+        (default: the ``edprf`` flags ``--sep`` and ``--no-header``).
 
     Returns
     -------
@@ -218,7 +260,7 @@ def read_table(
     with open_lines(p) as handle:
         try:
             number, first = header_line(handle) if header else (0, None)
-            names = header_names(schema, first, sep, header, p)
+            names = header_names(schema, first, sep, header, p, hints)
             reader = _Lines(sep, len(names), max_line_chars)
             pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
             first_number = number + 1

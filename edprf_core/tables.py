@@ -6,10 +6,11 @@ the reading of the others.
 
 from ._column_names import closest_name
 from ._table_stream import RowChunk, stream_rows
-from ._text_table import MAX_LINE_CHARS, TextTable, header_names, read_table, separator_hint
+from ._text_table import MAX_LINE_CHARS, OptionHints, TextTable, header_names, read_table, separator_hint
 
 __all__ = [
     "MAX_LINE_CHARS",
+    "OptionHints",
     "RowChunk",
     "TextTable",
     "closest_name",

@@ -224,7 +224,9 @@ def test_a_semicolon_file_is_read_with_the_node_config_s_data_separator(party, c
     data = paths["data-path"]
     data.write_text(data.read_text().replace(",", ";"))
     code, lines = _check(paths, capsys)
-    assert code == 1 and any("is that the separator? pass --sep ';'" in line for line in _problems(lines))
+    problems = _problems(lines)
+    assert code == 1 and any("is that the separator? set data-separator=';' in the node config" in p for p in problems)
+    assert not any("--sep" in p for p in problems), problems  # a flag of the edprf commands, not of a party
     with_sep = {**paths, "data-separator": ";"}
     code, lines = _check(with_sep, capsys)
     assert code == 0 and not _problems(lines), lines
@@ -234,6 +236,55 @@ def test_a_semicolon_file_is_read_with_the_node_config_s_data_separator(party, c
     assert Party(setup).train(request)  # released from the ';' file
     code, lines = _check({**paths, "data-separator": "ab"}, capsys)
     assert code == 1 and any("data-separator: expected one character" in line for line in lines)
+
+
+def _without_header(paths) -> None:
+    """The party's data file without its header line (as UCI's processed.cleveland.data comes)."""
+    data = paths["data-path"]
+    data.write_text(data.read_text().split("\n", 1)[1])
+
+
+def test_a_headerless_file_is_checked_with_the_node_config_s_data_header(party, capsys, caplog):
+    """`edprf party check` said "pass --no-header" for a headerless file: no party command has that flag."""
+    paths, _ = party
+    _without_header(paths)
+    code, lines = _check(paths, capsys)
+    problems = _problems(lines)
+    assert code == 1 and len(problems) == 1, lines
+    assert "if the file has no header, set data-header=false in the node config" in problems[0]
+    assert "--no-header" not in problems[0]
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):  # the ClientApp's check: the header only
+        assert not log_preflight(parse_node_config(_config(paths)), {}, logging.getLogger("edprf.test.lifespan")).ok
+    assert any("set data-header=false in the node config" in r.getMessage() for r in caplog.records)
+    for value in ("false", "'false'"):  # TOML's false, as Flower parses it, and the quoted word
+        capsys.readouterr()
+        code = main(["party", "check", "--node-config", f"{_config(paths)} data-header={value}"])
+        captured = capsys.readouterr()
+        lines = (captured.out + captured.err).splitlines()
+        assert code == 0 and not _problems(lines), lines
+        assert any("no header line (data-header=false)" in line for line in lines), lines
+        assert any("rows read: 400; rows kept: 400" in line for line in lines), lines
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+            config = parse_node_config(f"{_config(paths)} data-header={value}")
+            assert log_preflight(config, {}, logging.getLogger("edprf.test.lifespan")).ok
+
+
+def test_data_header_false_on_a_file_with_a_header_is_a_note_and_a_bad_value_a_problem(party, capsys):
+    paths, _ = party
+    code, lines = _check({**paths, "data-header": "false"}, capsys)
+    assert code == 0  # the header line is read as a record and left out: worth a note, not a refusal
+    assert any(line.startswith("note: ") and "the first line names the schema's columns" in line for line in lines)
+    code, lines = _check({**paths, "data-header": "no"}, capsys)
+    assert code == 1
+    assert any("data-header: expected true or false, got 'no'" in p for p in _problems(lines)), lines
+
+
+def test_party_check_s_usage_lists_the_optional_node_config_keys(capsys):
+    with pytest.raises(SystemExit):
+        main(["party", "check", "--help"])
+    usage = "".join(capsys.readouterr().out.split())  # argparse wraps lines after a hyphen too
+    assert "[data-separator=';'][data-header=false]" in usage and "data-header=falsereadsadatafile" in usage
 
 
 def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
