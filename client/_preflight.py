@@ -117,7 +117,7 @@ def preflight_configs(
         report._add(
             "problem",
             "node config",
-            f"{str(exc).removeprefix('node config: ')}; give --node-config \"data-path='...' schema-path='...' "
+            f"{str(exc).removeprefix('node config: ').removeprefix('node config ')}; give --node-config \"data-path='...' schema-path='...' "
             "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';'] "
             '[data-header=false]"',
         )
