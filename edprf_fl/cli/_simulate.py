@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "simulate",
         help="simulate a federation of Flower apps on one machine and compare "
         "with central training, each party alone and a non-private forest",
+        description=(
+            "Simulate a federation on one machine: split a dataset among parties, run the parties' Flower "
+            "ClientApps and the coordinator's ServerApp, and compare the global model with central DP, each "
+            "party alone, a non-private forest and the majority class."
+        ),
     )
     add_federation_arguments(p)
     p.add_argument(
@@ -110,8 +115,34 @@ def run(args: argparse.Namespace) -> int:
         return _prepare_only(settings, out_dir) if args.prepare_only else _simulate(settings, out_dir, args)
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
         raise ValueError(exc.describe(flag_of)) from None
+    except KeyboardInterrupt:
+        spent = _spent_so_far(out_dir)
+        if spent:
+            say(spent)
+        raise
     finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)
+
+
+def _spent_so_far(out_dir: Path) -> str:
+    """What the simulated parties' ledgers under ``out_dir`` spent before a stop, in one line ("" if none did)."""
+    from client import format_epsilon, read_ledger_readonly, total_spent
+
+    parties = [d for d in (out_dir / "workspace").glob("party-*") if d.is_dir()]
+    totals = []
+    for path in (d / "ledger.sqlite" for d in parties):  # a party creates its ledger when first asked
+        try:
+            totals.append(total_spent(read_ledger_readonly(path)))
+        except (ValueError, OSError):  # created, not yet written: nothing spent
+            totals.append(0)
+    charged = [t for t in totals if t > 0]
+    if not charged:
+        return ""
+    return (
+        f"stopped after {len(charged)} of {len(parties)} parties charged their ledgers (up to epsilon "
+        f"{format_epsilon(max(charged))} each; `edprf budget {out_dir}/workspace/party-NNNN/ledger.sqlite` shows one); "
+        f"they keep it: rerun with --output {out_dir} --overwrite, or choose a new --output"
+    )
 
 
 def _check_json_path(path: Path) -> None:

@@ -91,11 +91,25 @@ def test_a_stop_signal_stops_the_simulation_and_everything_it_started(tmp_path, 
     assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert "Traceback" not in err
     assert err.rstrip().endswith(said), err[-500:]
+    charged = _charged_ledgers(tmp_path / "o")
+    assert (f"stopped after {charged} of " in err) == (charged > 0), err[-800:]  # what was spent, when anything was
     time.sleep(0.5)
     alive = sorted(running(started))
     assert not alive, f"processes left behind: {alive}"
     time.sleep(3.0)  # what a stray engine would have written by now: the run's model
     assert not list((tmp_path / "o").glob("*.edprf")), sorted(p.name for p in (tmp_path / "o").iterdir())
+
+
+def _charged_ledgers(out_dir: Path) -> int:
+    from client import read_ledger_readonly, total_spent
+
+    charged = 0
+    for path in out_dir.glob("workspace/party-*/ledger.sqlite"):
+        try:
+            charged += total_spent(read_ledger_readonly(path)) > 0
+        except ValueError:
+            pass
+    return charged
 
 
 def _default_stop_signals() -> None:
