@@ -133,7 +133,20 @@ def simulation_caveats(settings: SimulationSettings) -> list[str]:
         f"NOT differentially private as run: parties drew their noise from research seeds derived "
         f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
     )
-    return [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
+    caveats = [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
+    if settings.epsilon > LARGE_EPSILON:
+        caveats.append(
+            f"epsilon {settings.epsilon:g} per record is a bound that protects little: the odds of any "
+            f"conclusion about one record may change by a factor up to e^{settings.epsilon:g}; deployments "
+            f"usually keep epsilon at {LARGE_EPSILON:g} or below (a party's policy caps it: max-release-epsilon, "
+            "default 1)"
+        )
+    return caveats
+
+
+LARGE_EPSILON = 10.0
+"""Above this ε the simulation's summary says the bound protects little (a caveat, not a refusal: a study may
+chart accuracy up to a large ε)."""
 
 
 def run_simulation(
