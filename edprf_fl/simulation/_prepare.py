@@ -112,6 +112,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     """
     out_dir = Path(out_dir)
     X, y, schema, name = load_simulation_data(settings, progress)  # first: a wrong file fails before the rest
+    _check_release_size(settings, schema)
 
     import numpy as np
 
@@ -135,6 +136,28 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
         validation.to_csv(sim_dir / "validation.csv", index=False)
     config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
+
+
+def _check_release_size(settings: SimulationSettings, schema: Schema) -> None:
+    """Refuse, before the parties are written, trees no simulated party's policy would release: their node
+    bound (public parameters only) above the policy's ``max-release-nodes``.  Every party refused such a request
+    after Flower had started, each refusal logged twice."""
+    from client import PartyPolicy, release_node_bound
+
+    limit = PartyPolicy.max_release_nodes
+    nodes = release_node_bound(schema, settings.n_trees, settings.depth_cap, settings.split_mode, settings.n_bins)
+    if nodes > limit:
+        raise SettingsError(
+            "{n_trees} {trees} of depth up to {depth} ({max_depth}) on {bins} bins, {split_mode} {mode}: a "
+            "party's release may hold {nodes} nodes, above the parties' max-release-nodes {limit}; lower {n_trees} "
+            "or {max_depth}",
+            trees=settings.n_trees,
+            depth=settings.depth_cap,
+            bins=settings.n_bins,
+            mode=settings.split_mode,
+            nodes=f"{nodes:,}",
+            limit=f"{limit:,}",
+        )
 
 
 class RowSplit(NamedTuple):

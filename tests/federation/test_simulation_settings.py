@@ -257,3 +257,15 @@ def test_the_simulation_defaults_are_the_coordinators_where_they_mean_the_same()
     ]
     simulation_defaults = SimulationSettings()
     assert {k: getattr(simulation_defaults, k) for k in shared} == {k: coordinator[k] for k in shared}
+
+
+def test_trees_no_party_would_release_are_refused_before_flower_starts(tmp_path, capsys):
+    """`--n-trees 1000` (depth up to 12): every simulated party refused the request after Flower started, each
+    refusal logged twice; the node bound is public, so the command refuses it first, naming the flags."""
+    from edprf_fl.cli._main import main
+
+    assert main(["simulate", "--n-trees", "1000", "--no-baselines", "--output", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "--n-trees 1000 of depth up to 12 (--max-depth) on 20 bins, --split-mode binary" in err
+    assert "may hold 8,191,000 nodes, above the parties' max-release-nodes 1,000,000" in err
+    assert "[2/4]" not in err and not (tmp_path / "o").exists()  # no federation, no workspace left behind
