@@ -39,8 +39,10 @@ import logging
 import math
 import sqlite3
 import stat
+import warnings
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from edprf_core import DataValidationError, DPForest, EDPRFError, Schema, load_schema
+from edprf_core import DataValidationError, DPForest, EDPRFError, EDPRFWarning, Schema, load_schema
 from edprf_core.config_checks import refuse_unknown_keys
 from edprf_core.encoding import FeatureGrid, encode_labels
 from edprf_core.forest import MAX_FIT_ROWS
@@ -466,22 +468,23 @@ class Party:
                     req.request_id, req.run_id, _SEEDED_RELEASE if req.seed >= 0 else _DRAFTED_SCHEMA_RELEASE
                 )
             auto = req.depth_rule == "auto"
-            clf = _estimator_class()(
-                self.schema,
-                epsilon=req.epsilon,
-                n_trees=req.n_trees,
-                max_depth="auto" if auto else req.max_depth,
-                max_depth_cap=req.max_depth,
-                n_rows_public=(self.policy.declared_rows or None) if auto else None,
-                leaf=req.leaf,
-                split_mode=req.split_mode,
-                n_bins=req.n_bins,
-                relation=req.relation,
-                random_state=self._seed(req.seed),
-                # the consortium's share and grid, never the estimator's own rule: histograms are summed on one grid
-                marginals_share=req.marginals_share,
-                marginals_bins=req.marginals_bins if req.marginals_bins else "auto",
-            ).fit(data.X_train, data.y_train)
+            with _warnings_to_the_log():
+                clf = _estimator_class()(
+                    self.schema,
+                    epsilon=req.epsilon,
+                    n_trees=req.n_trees,
+                    max_depth="auto" if auto else req.max_depth,
+                    max_depth_cap=req.max_depth,
+                    n_rows_public=(self.policy.declared_rows or None) if auto else None,
+                    leaf=req.leaf,
+                    split_mode=req.split_mode,
+                    n_bins=req.n_bins,
+                    relation=req.relation,
+                    random_state=self._seed(req.seed),
+                    # the consortium's share and grid, not the estimator's rule: histograms are summed on one grid
+                    marginals_share=req.marginals_share,
+                    marginals_bins=req.marginals_bins if req.marginals_bins else "auto",
+                ).fit(data.X_train, data.y_train)
             payload = encode_release(
                 clf.forest_, self.policy.party_id, signing_key=key, run_id=req.run_id, request_id=req.request_id
             )
@@ -655,6 +658,21 @@ class Party:
             "exact": 0,
             "sampler": "numpy" if rng is not None else "exact",
         }
+
+
+@contextmanager
+def _warnings_to_the_log() -> Iterator[None]:
+    """The estimator's own warnings during a party's fit (values clipped to the schema's bounds, ...) go to the
+    party's log, once each, instead of Python's warning output with a source path.  Local only: nothing of them
+    reaches a reply.  Other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        yield
+    for w in caught:
+        if issubclass(w.category, EDPRFWarning):
+            log.warning("training: %s", w.message)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:

@@ -6,11 +6,12 @@ import sqlite3
 import threading
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from client import BudgetExhausted, BudgetLedger, Party, PartyPolicy, PartySetup, Refusal, load_policy
 from client._party import _release_detail
-from edprf_core import load_embedded
+from edprf_core import EDPRFWarning, load_embedded
 from protocol import INSPECTION_POLICY, ReleasePolicy, build_global_model, decode_release, load_global_model
 from protocol.messages import EvaluateRequest, TrainRequest
 
@@ -283,3 +284,21 @@ def test_setup_from_node_config_and_simulation(tmp_path):
     with pytest.raises(ValueError, match="node config"):
         PartySetup.from_configs({}, {})
     _ = INSPECTION_POLICY
+
+
+def test_a_party_s_clipping_warning_goes_to_its_log_not_to_python_s_warning_output(party_files, caplog, recwarn):
+    """Data in other units than the schema (a walkthrough's cholesterol in mmol/L) printed a raw
+    DomainClippingWarning with the source path client/_party.py:NNN, once per party."""
+    import logging
+
+    setup, schema = party_files
+    frame = pd.read_csv(setup.data_path)
+    first = schema.features[0].name
+    frame[first] = frame[first] * 1000  # far beyond the declared bounds: clipped
+    frame.to_csv(setup.data_path, index=False)
+    with caplog.at_level(logging.WARNING, logger="edprf.party"):
+        Party(setup).train(_request(schema))
+    assert not [w for w in recwarn if issubclass(w.category, EDPRFWarning)]
+    assert any(
+        "training: values outside the schema's declared bounds were clipped" in r.getMessage() for r in caplog.records
+    )
