@@ -35,7 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
         help="clinical metrics with 95%% intervals on labelled data you may use",
-        description=__doc__.splitlines()[0],
+        description=(
+            "Clinical metrics of a model on labelled rows: confusion matrix, sensitivity, specificity, PPV, NPV, "
+            "accuracy, balanced accuracy, ROC AUC and Brier score, each with its 95% interval; calibration and "
+            "threshold tables.  Exact statistics of DATA, not differentially private."
+        ),
         allow_abbrev=False,
     )
     add_model_arguments(p)

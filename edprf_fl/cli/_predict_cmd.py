@@ -41,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "predict",
         help="class probabilities for every row of a file (streamed)",
-        description=__doc__.splitlines()[0],
+        description=(
+            "Class probabilities for every row of a file, streamed: one output row per data line, with the line number, a status and the probabilities."
+        ),
         allow_abbrev=False,
     )
     add_model_arguments(p)
