@@ -20,23 +20,13 @@ import sys
 from datetime import UTC, datetime
 from fractions import Fraction
 
+from ._arg_types import positive_finite
 from ._terminal_text import terminal_safe
 
 __all__ = ["OVER_CAP_STATUS", "register"]
 
 OVER_CAP_STATUS = 3
 """Exit status of ``edprf budget`` for a ledger that has spent more than its cap."""
-
-
-def _positive_cap(text: str) -> float:
-    """``--cap``: a positive, finite number (argparse names the flag when this raises)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a positive, finite number, got {text!r}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
     cap = p.add_mutually_exclusive_group()
     cap.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
-    cap.add_argument("--cap", type=_positive_cap, default=None, help="lifetime cap, if no policy file is given")
+    cap.add_argument("--cap", type=positive_finite, default=None, help="lifetime cap, if no policy file is given")
     p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
     p.add_argument(
         "--max-seconds",
