@@ -90,6 +90,9 @@ def test_a_stop_signal_stops_the_simulation_and_everything_it_started(tmp_path, 
     assert code == status, err
     assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert "Traceback" not in err
+    # killed at once: on SIGTERM Ray's daemons dumped their stacks and the driver logged every actor that died
+    # (up to 826 lines for one Ctrl-C); what is left is the progress lines, what was spent and how it stopped
+    assert len(err.splitlines()) <= 8 and "ActorDiedError" not in err and "received" not in err, err[-3000:]
     assert err.rstrip().endswith(said), err[-500:]
     charged = _charged_ledgers(tmp_path / "o")
     assert (f"stopped after {charged} of " in err) == (charged > 0), err[-800:]  # what was spent, when anything was
