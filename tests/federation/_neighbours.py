@@ -118,15 +118,17 @@ def base_lines(n: int = 240, seed: int = 0) -> list[bytes]:
     return [f"{a},{c},{g},{o}".encode() for a, c, g, o in zip(age, code, grade, outcome)]
 
 
-def file_bytes(hostile: bytes | None = None, where: str = "middle", n_rows: int = 240) -> bytes:
-    """D (``hostile`` None) or D' = D plus the hostile line, in the middle or at the end (no final newline)."""
+def file_bytes(hostile: bytes | None = None, where: str = "middle", n_rows: int = 240, header: bool = True) -> bytes:
+    """D (``hostile`` None) or D' = D plus the hostile line, first, in the middle or at the end (no final newline);
+    without the header line when ``header`` is False (a party's ``data-header=false``)."""
     lines = base_lines(n_rows)
+    top = [HEADER] if header else []
     if hostile is None:
-        return b"\n".join([HEADER, *lines]) + b"\n"
+        return b"\n".join([*top, *lines]) + b"\n"
     if where == "end":
-        return b"\n".join([HEADER, *lines, hostile])
-    half = len(lines) // 2
-    return b"\n".join([HEADER, *lines[:half], hostile, *lines[half:]]) + b"\n"
+        return b"\n".join([*top, *lines, hostile])
+    cut = 0 if where == "first" else len(lines) // 2
+    return b"\n".join([*top, *lines[:cut], hostile, *lines[cut:]]) + b"\n"
 
 
 def make_party(directory: Path, data: bytes, **overrides: Any) -> PartySetup:

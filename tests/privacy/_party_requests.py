@@ -65,6 +65,7 @@ def _context(setup: PartySetup) -> Context:
         "schema-path": str(setup.schema_path),
         "policy-path": str(setup.policy_path),
         "ledger-path": str(setup.ledger_path),
+        **({} if setup.data_header else {"data-header": False}),
     }
     return Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={})
 

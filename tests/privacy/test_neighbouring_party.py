@@ -22,7 +22,7 @@ path, the DP row count or a failure that depends on one record.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -126,9 +126,12 @@ def _public_evaluation(reply) -> dict:
     return shape
 
 
-def _serve(directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model: bytes | None = None):
-    """Train then evaluate on one party; every mechanism call must add up to the ledger's charges."""
-    setup = make_party(directory, data, allow_seeded_randomness=False)
+def _serve(
+    directory: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, model: bytes | None = None, header: bool = True
+):
+    """Train then evaluate on one party; every mechanism call must add up to the ledger's charges.  ``header``
+    False: the file has no header line, and the party's node config says so (``data-header=false``)."""
+    setup = replace(make_party(directory, data, allow_seeded_randomness=False), data_header=header)
     share_salt(setup, SALT)
     used = _UsedRows(monkeypatch)
     recorder = Recorder().install(monkeypatch)
@@ -163,6 +166,39 @@ def baseline(tmp_path_factory) -> dict:
         "model": global_model(release),
         "used": used,
     }
+
+
+@pytest.fixture(scope="module")
+def headerless_baseline(tmp_path_factory) -> dict:
+    """D without its header line, read by a party whose node config says ``data-header=false``."""
+    with pytest.MonkeyPatch.context() as mp:
+        data = file_bytes(n_rows=N_ROWS, header=False)
+        _, train, release, evaluation, used = _serve(tmp_path_factory.mktemp("D-headerless"), data, mp, header=False)
+    assert sum(used.train.values()) + sum(used.holdout.values()) == N_ROWS  # every line a record
+    return {"train": _public_train(train, release), "evaluate": _public_evaluation(evaluation), "used": used}
+
+
+_HEADERLESS = [(name, line, where) for name, line, where in HOSTILE] + [
+    (f"{name}_first", line, "first") for name, line, where in HOSTILE if where == "middle"
+]
+
+
+@pytest.mark.parametrize(("name", "line", "where"), _HEADERLESS, ids=[h[0] for h in _HEADERLESS])
+def test_one_hostile_record_in_a_headerless_file_changes_nothing_but_dp_outputs(
+    tmp_path: Path, monkeypatch, baseline, headerless_baseline, name, line, where
+):
+    """The same audit for a party reading a file without a header line (``data-header=false``), the hostile
+    line also as the file's first line, where a header would be: the replies are D's with a header, and D's
+    rows keep their reading and their side of the split (the split hashes a row's own cells)."""
+    data = file_bytes(line, where, n_rows=N_ROWS, header=False)
+    _, train, release, evaluation, used = _serve(tmp_path, data, monkeypatch, baseline["model"], header=False)
+    assert _public_train(train, release) == headerless_baseline["train"] == baseline["train"], name
+    assert _public_evaluation(evaluation) == headerless_baseline["evaluate"] == baseline["evaluate"], name
+    d = baseline["used"]
+    same = headerless_baseline["used"]  # D without a header: the same rows, read the same way, on the same sides
+    assert (same.train, same.holdout) == (d.train, d.holdout)
+    assert not (d.train - used.train) and not (d.holdout - used.holdout), f"{name}: a row of D moved"
+    assert sum(((used.train - d.train) + (used.holdout - d.holdout)).values()) <= 1, name
 
 
 @pytest.mark.parametrize(("name", "line", "where"), HOSTILE, ids=[h[0] for h in HOSTILE])
