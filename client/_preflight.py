@@ -100,6 +100,14 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
     ``tests/federation/test_party_check.py`` checks this against Flower's own parser.
     """
     pairs = _PAIR.findall(text)
+    for key, value in pairs:  # one pair at a time first: the error can then name its key
+        try:
+            tomllib.loads(f"{key} = {value}")
+        except tomllib.TOMLDecodeError:
+            raise ValueError(
+                f"{option}: {key}={value} cannot be parsed: a text value needs quotes ({key}='...'), a number or "
+                "true/false none"
+            ) from None
     try:
         return tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs))
     except tomllib.TOMLDecodeError as exc:

@@ -141,9 +141,11 @@ def header_names(
     if not names:
         raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
+    known = [*schema.feature_names, *schema.ignored_columns, label]
+    if hint and not set(names) & set(known):  # data, not a header (a file without one): say that first
+        raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
-    known = [*schema.feature_names, *schema.ignored_columns, label]
     unknown = [n for n in names if n not in known]
     if label not in names:
         spelt = misspelling_hint(unknown, [label], "the header")

@@ -375,3 +375,12 @@ def test_a_misspelt_node_config_key_is_refused(capsys):
     assert main(["party", "check", "--node-config", config]) == 1
     err = capsys.readouterr().err
     assert err.startswith("problem: node config: unknown keys ['signing-kye']; allowed: [")
+
+
+@pytest.mark.parametrize("pair", ["data-header=no", "data-header=False", "data-path=/srv/data.csv"])
+def test_a_node_config_value_that_is_not_toml_is_named_with_its_key(pair):
+    """`data-header=no` gave "cannot be parsed (Invalid value (at line 6, column 15))" (runbook walkthrough)."""
+    from client import parse_node_config
+
+    with pytest.raises(ValueError, match=f"--node-config: {pair} cannot be parsed: a text value needs quotes"):
+        parse_node_config(f"schema-path='s.toml' {pair} ledger-path='l'")
