@@ -665,14 +665,17 @@ def _warnings_to_the_log() -> Iterator[None]:
     """The estimator's own warnings during a party's fit (values clipped to the schema's bounds, ...) go to the
     party's log, once each, instead of Python's warning output with a source path.  Local only: nothing of them
     reaches a reply.  Other warnings are shown as Python shows them."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        yield
-    for w in caught:
-        if issubclass(w.category, EDPRFWarning):
-            log.warning("training: %s", w.message)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:  # process-wide: a party serves one request at a time
+            warnings.simplefilter("default")
+            yield
+    finally:  # also when the fit fails: the warnings may say why
+        for w in caught:
+            if issubclass(w.category, EDPRFWarning):
+                log.warning("training: %s", w.message)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _check_reply_ids(req: TrainRequest | EvaluateRequest) -> None:

@@ -125,9 +125,9 @@ def preflight_configs(
         report._add(
             "problem",
             "node config",
-            f"{str(exc).removeprefix('node config: ').removeprefix('node config ')}; give --node-config \"data-path='...' schema-path='...' "
-            "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';'] "
-            '[data-header=false]"',
+            f"{str(exc).removeprefix('node config: ').removeprefix('node config ')}; give --node-config "
+            "\"data-path='...' schema-path='...' policy-path='...' ledger-path='...' [signing-key='...'] "
+            "[data-separator=';'] [data-header=false]\"",
         )
         return report
     return preflight(setup, check_rows=check_rows, report=report)

@@ -355,7 +355,10 @@ def _defining_path(module_name: str, name: str, obj: object) -> str:
     if (inspect.isclass(obj) or inspect.isfunction(obj)) and "<" not in obj.__qualname__:
         return f"{obj.__module__}.{obj.__qualname__}"
     root = module_name.split(".")[0]
-    for candidate in sorted(sys.modules, key=lambda m: (-m.count("."), m)):
+    # the exporting module's own submodules first: a small int (30) or a short string is the same object wherever
+    # it is assigned, and another module of the package may assign an equal constant of its own
+    inside = (module_name + ".", module_name)
+    for candidate in sorted(sys.modules, key=lambda m: (not m.startswith(inside), -m.count("."), m)):
         if candidate.split(".")[0] != root:
             continue
         module = sys.modules[candidate]

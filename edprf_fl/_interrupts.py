@@ -22,8 +22,9 @@ inside the block (``pyarrow.enable_signal_handlers(False)``): SIGINT reaches
 Python's handler during a read too, and the read's ``KeyboardInterrupt`` comes
 when the read returns (the reader reads at most 64 MiB at a time).
 
-The record is process state, like the signal disposition it mirrors: one per
-process, set only by SIGINT's handler, cleared when the outermost block ends.
+The record is process state, like the signal dispositions it mirrors: one per
+process, set by SIGINT's handler and by the stop signals' (``record_interrupt``:
+SIGTERM and SIGHUP, ``edprf_fl.cli``), cleared when the outermost block ends.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ __all__ = ["raise_if_interrupted", "record_interrupt", "remembered_interrupts"]
 
 
 class _Record:
-    """What became of the SIGINTs that came while a :func:`remembered_interrupts` block was active."""
+    """What became of the interrupts (SIGINT, and the stop signals') that came while a
+    :func:`remembered_interrupts` block was active."""
 
     def __init__(self) -> None:
         self.interrupted: KeyboardInterrupt | None = None
@@ -54,10 +56,11 @@ _RECORD = _Record()
 
 
 def raise_if_interrupted() -> None:
-    """Raise ``KeyboardInterrupt`` if a SIGINT came inside the active :func:`remembered_interrupts` block.
+    """Raise the recorded interrupt (a SIGINT's ``KeyboardInterrupt``, a stop signal's) if one came inside the
+    active :func:`remembered_interrupts` block.
 
-    A checkpoint for loops that run party after party: a Ctrl-C whose exception a finalizer dropped still
-    stops the loop here.  Does nothing outside such a block.
+    A checkpoint for loops that run party after party: a Ctrl-C or SIGTERM whose exception a finalizer dropped
+    still stops the loop here.  Does nothing outside such a block.
     """
     if _RECORD.interrupted is not None:
         raise _RECORD.interrupted
@@ -77,25 +80,21 @@ def record_interrupt(interrupt: KeyboardInterrupt) -> None:
 
 @contextmanager
 def remembered_interrupts() -> Iterator[None]:
-    """Remember every SIGINT that comes inside the block (see the module docstring).
+    """Remember every interrupt that comes inside the block (see the module docstring).
 
-    Installed only in the main thread and only over Python's own SIGINT handler: a process that ignores
-    SIGINT (started in the background) or that installed another handler keeps its own behaviour.  Blocks
-    nest; the outermost one restores the previous handler and hook and forgets the record.
+    Main thread only.  SIGINT's handler is installed only over Python's own: a process that ignores SIGINT
+    (started in the background) or that installed another handler keeps its own behaviour for SIGINT, and
+    the record still catches the interrupts of the stop signals (:func:`record_interrupt`), which is where
+    a background job gets them (``timeout``, a batch scheduler).  Blocks nest; the outermost one restores
+    the previous handler and hook and forgets the record.
     """
-    if threading.current_thread() is not threading.main_thread() or (
-        _RECORD.depth == 0 and signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     outermost = _RECORD.depth == 0
+    takes_sigint = outermost and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if outermost:
         previous_hook = sys.unraisablehook
-
-        def remember(signum: int, frame: FrameType | None) -> None:
-            interrupt = KeyboardInterrupt()
-            record_interrupt(interrupt)
-            raise interrupt
 
         def drop_lost_interrupts(unraisable: Any) -> None:
             if isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECORD.interrupted is not None:
@@ -103,8 +102,15 @@ def remembered_interrupts() -> Iterator[None]:
             else:
                 previous_hook(unraisable)
 
-        signal.signal(signal.SIGINT, remember)
         sys.unraisablehook = drop_lost_interrupts
+    if takes_sigint:
+
+        def remember(signum: int, frame: FrameType | None) -> None:
+            interrupt = KeyboardInterrupt()
+            record_interrupt(interrupt)
+            raise interrupt
+
+        signal.signal(signal.SIGINT, remember)
         _arrow_signal_handlers(False)
     _RECORD.depth += 1
     try:
@@ -113,10 +119,11 @@ def remembered_interrupts() -> Iterator[None]:
             raise _RECORD.interrupted
     finally:
         _RECORD.depth -= 1
-        if outermost:
+        if takes_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            sys.unraisablehook = previous_hook
             _arrow_signal_handlers(True)  # pyarrow's default
+        if outermost:
+            sys.unraisablehook = previous_hook
             _RECORD.interrupted, _RECORD.dropped = None, False
 
 

@@ -25,6 +25,7 @@ from edprf_core.encoding import conforming_rows, encode_labels
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
+    RefusalReason,
     ReleasePolicy,
     ReplyStatus,
     bound_to_run,
@@ -409,7 +410,10 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
         if r["reason"] not in ("invalid_metrics", "implausible_metrics")
     }
     for p in report.accepted:
-        if refused.get(p.node_id) not in PRE_RESERVATION_REFUSALS:
+        reason = refused.get(p.node_id)
+        # an evaluation's request id is this run's own: refused as reused, it reached the party before (a repeated
+        # delivery), and that delivery may have been charged
+        if reason not in PRE_RESERVATION_REFUSALS or reason == RefusalReason.REQUEST_ID_REUSED:
             if cfg.exact_metrics:
                 p.exact_metrics = True
             else:

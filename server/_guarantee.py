@@ -95,6 +95,7 @@ def _evaluation_overlap(forest: DPForest, evaluated: list[PartySpend]) -> str:
 
 
 def _named(parties: list[str]) -> str:
+    """The first five party names, then ``...`` if there are more."""
     return f"{', '.join(parties[:5])}{', ...' if len(parties) > 5 else ''}"
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
-    "MAX_DEPTH_LIMIT",
+    "CLI_DEPTH_LIMIT",
     "MAX_SKLEARN_SEED",
     "depth_or_auto",
     "embedded_datasets",
@@ -23,7 +23,7 @@ __all__ = [
     "probability",
 ]
 
-MAX_DEPTH_LIMIT = 30
+CLI_DEPTH_LIMIT = 30
 """Largest split depth of a tree: ``edprf_core.forest.MAX_DEPTH_LIMIT`` (importing the core is slow)."""
 
 MAX_SKLEARN_SEED = 2**32 - 1
@@ -70,15 +70,15 @@ def probability(text: str) -> float:
 
 
 def depth_or_auto(text: str) -> int | str:
-    """``auto`` or an integer in ``[1, MAX_DEPTH_LIMIT]``."""
+    """``auto`` or an integer in ``[1, CLI_DEPTH_LIMIT]``."""
     if text.strip() == "auto":
         return "auto"
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if not 1 <= value <= MAX_DEPTH_LIMIT:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer in [1, {MAX_DEPTH_LIMIT}], got {text!r}")
+    if not 1 <= value <= CLI_DEPTH_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer in [1, {CLI_DEPTH_LIMIT}], got {text!r}")
     return value
 
 

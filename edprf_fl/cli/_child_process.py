@@ -10,16 +10,16 @@ found through ``/proc``) is killed (SIGKILL: on SIGTERM Ray's processes print
 hundreds of lines; see :func:`_stop`), and the interrupt is re-raised for the
 command to exit with 130 (143 on SIGTERM, 129 on SIGHUP).
 
-A stop can reach a process that the child has just forked and not yet turned
-into another program (``ray.init`` starting Ray's daemons).  Python runs the
+A SIGTERM (what a finished job left running gets, :func:`_finish_session`; an
+interrupted one is killed outright) can reach a process that the child has just
+forked and not yet turned into another program (``ray.init`` starting Ray's daemons).  Python runs the
 fork handlers of the libraries it imported there (filelock 4.2 registers a
 large one), the SIGTERM handler that ``ray.init`` installed, inherited by the
 fork, raises ``SystemExit`` inside them, and Python prints "Exception ignored
 in ... Traceback" on the terminal, which the fork still shares.  The child
 therefore installs :func:`quiet_stops_in_forked_children`: such interrupts,
-which only a stop produces, are dropped (the process is killed with the rest
-if it outlives the grace period); every other unraisable error is still
-printed.
+which only a stop produces, are dropped (the process is killed if it outlives
+the grace period); every other unraisable error is still printed.
 
 The child also gets a network namespace of its own, holding only a loopback
 interface (Linux; unprivileged users through a user namespace).  Ray 2.55's
@@ -124,8 +124,9 @@ def quiet_stops_in_forked_children() -> None:
 
     Python reports an exception raised in a fork handler (``os.register_at_fork``) through
     ``sys.unraisablehook``; a forked process keeps the hook until it executes another program.  Those two
-    exceptions come from signal handlers, i.e. from a stop in progress, whose SIGKILL round ends the process if
-    it outlives the grace period; any other unraisable error still goes to the previous hook.
+    exceptions come from signal handlers, i.e. from a SIGTERM in progress (:func:`_finish_session`), whose SIGKILL
+    round ends the process if it outlives the grace period; any other unraisable error still goes to the
+    previous hook.
     """
     previous = sys.unraisablehook
 
@@ -147,10 +148,11 @@ def _leader(target: Callable[..., Any], args: tuple, isolate: bool) -> None:
     target(*args)
 
 
-def _terminate(victims: set[int]) -> None:
-    """SIGTERM to ``victims``, SIGKILL to those still running after ``GRACE_SECONDS``; reaps this process's
-    children meanwhile."""
-    for sig, wait in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, 1.0)):
+def _terminate(victims: set[int], rounds: tuple[tuple[int, float], ...] | None = None) -> None:
+    """Send each round's signal to those of ``victims`` still running and wait up to its seconds for them to go,
+    reaping this process's children meanwhile.  Default: SIGTERM, then SIGKILL to those still running after
+    ``GRACE_SECONDS``."""
+    for sig, wait in rounds or ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, 1.0)):
         for victim in victims:
             try:
                 os.kill(victim, sig)
@@ -168,6 +170,10 @@ def _terminate(victims: set[int]) -> None:
             return
 
 
+_KILL = ((signal.SIGKILL, 1.0),)
+"""One round: SIGKILL, then up to a second for the processes to go."""
+
+
 def _stop(pid: int) -> None:
     """Ctrl-C: the child ``pid``, everything below it, and what is left of its session (a process whose parent
     exited is no longer below it), killed at once.
@@ -180,25 +186,9 @@ def _stop(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)  # the child leads its process group: every member in one delivery
     except (ProcessLookupError, PermissionError):
         pass
-    _kill(descendants(pid) | session_members(pid) | {pid})
+    _terminate(descendants(pid) | session_members(pid) | {pid}, _KILL)
     if late := session_members(pid):  # forked while the first round ran, outside the group (Ray's raylet)
-        _kill(late)
-
-
-def _kill(victims: set[int]) -> None:
-    """SIGKILL to ``victims``; waits up to a second for them to go, reaping this process's children."""
-    for victim in victims:
-        try:
-            os.kill(victim, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and running(victims):
-        try:
-            os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.05)
+        _terminate(late, _KILL)
 
 
 def _finish_session(sid: int) -> None:
@@ -246,6 +236,6 @@ def run_in_child(target: Callable[..., Any], *args: Any, isolate_network: bool =
     try:
         _finish_session(process.pid)
     except KeyboardInterrupt:  # during the wait for the session's last processes
-        _kill(session_members(process.pid))
+        _terminate(session_members(process.pid), _KILL)
         raise
     return int(process.exitcode or 0)

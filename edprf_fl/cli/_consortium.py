@@ -224,24 +224,34 @@ def _check_parties(parties: dict) -> None:
 
 
 def _check_request(parties: dict, epsilon: float, evaluation_epsilon: float) -> None:
-    """Refuse, before any process starts, a run every party's policy would refuse: ``--epsilon`` above its
-    max-release-epsilon or below its min-epsilon, ``--evaluation-epsilon`` above its max-evaluation-epsilon
-    (the parties would each refuse the request, after the SuperLink and SuperNodes came up).  The lifetime
-    cap is left to the parties: what a ledger has spent shows in the summary.
-    """
-    from client import load_policy
+    """Refuse, before any process starts, a run the parties' policies would refuse: an epsilon below a
+    party's min-epsilon or finer than 1e-6, ``--epsilon`` above its max-release-epsilon,
+    ``--evaluation-epsilon`` above its max-evaluation-epsilon (each party would refuse the request after the
+    SuperLink and SuperNodes came up).  The lifetime cap is left to the parties: what a ledger has spent
+    shows in the summary.
 
+    Raises
+    ------
+    ValueError
+        One line per party and problem, the flag named.
+    """
+    from client import load_policy, micro_epsilon
+
+    asked = [("--epsilon", epsilon)] + ([("--evaluation-epsilon", evaluation_epsilon)] if evaluation_epsilon else [])
     problems = []
     for party_id, paths in parties.items():
         policy = load_policy(paths["policy-path"])
+        for flag, value in asked:  # the party's own first checks (client.Party._check_epsilon)
+            if value < policy.min_epsilon:
+                problems.append(
+                    f"{party_id}: {flag} {value:g} is below its policy's min-epsilon {policy.min_epsilon:g}"
+                )
+            elif micro_epsilon(value) is None:
+                problems.append(f"{party_id}: {flag} {value!r} is not a multiple of 1e-6 (ledgers count micro-epsilon)")
         if epsilon > policy.max_release_epsilon:
             problems.append(
                 f"{party_id}: --epsilon {epsilon:g} exceeds its policy's max-release-epsilon "
                 f"{policy.max_release_epsilon:g}"
-            )
-        elif epsilon < policy.min_epsilon:
-            problems.append(
-                f"{party_id}: --epsilon {epsilon:g} is below its policy's min-epsilon {policy.min_epsilon:g}"
             )
         if evaluation_epsilon > policy.max_evaluation_epsilon:
             problems.append(

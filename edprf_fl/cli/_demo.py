@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from ._arg_types import MAX_DEPTH_LIMIT, MAX_SKLEARN_SEED, depth_or_auto, embedded_datasets, integer, positive_finite
+from ._arg_types import CLI_DEPTH_LIMIT, MAX_SKLEARN_SEED, depth_or_auto, embedded_datasets, integer, positive_finite
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-depth",
         type=depth_or_auto,
         default="auto",
-        help=f"split levels per tree (1 to {MAX_DEPTH_LIMIT}), or 'auto' for the public-depth rule "
+        help=f"split levels per tree (1 to {CLI_DEPTH_LIMIT}), or 'auto' for the public-depth rule "
         "(default: %(default)s)",
     )
     p.add_argument(

@@ -141,6 +141,7 @@ def positive_index(schema: Schema, args: argparse.Namespace) -> int | None:
 
 
 def _refuse_threshold_alone(args: argparse.Namespace) -> None:
+    """``--threshold`` applies to the ``--positive-class`` probability: refused without one (before any output)."""
     if args.positive_class is None and args.threshold is not None:
         raise ValueError("--threshold needs --positive-class C: the class whose probability it applies to")
 

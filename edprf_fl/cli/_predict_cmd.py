@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "predict",
         help="class probabilities for every row of a file (streamed)",
         description=(
-            "Class probabilities for every row of a file, streamed: one output row per data line, with the line number, a status and the probabilities."
+            "Class probabilities for every row of a file, streamed: one output row per data line, with the line "
+            "number, a status and the probabilities."
         ),
         allow_abbrev=False,
     )

@@ -15,6 +15,10 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edprf_core import Schema
 
 __all__ = ["register"]
 
@@ -176,7 +180,7 @@ def _swapped(schema: Path, data: Path) -> bool:
         return False
 
 
-def _load_schema(schema: str, data: str):
+def _load_schema(schema: str, data: str) -> Schema:
     """The schema SCHEMA; its error says when SCHEMA and DATA look swapped."""
     from edprf_core import SchemaError, load_schema
 

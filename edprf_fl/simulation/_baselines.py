@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._prepare import PreparedWorkspace
     from ._settings import SimulationSettings
 
-__all__ = ["BASELINE_DRAWS", "party_alone_draws", "raw_features", "train_baselines"]
+__all__ = ["BASELINE_DRAWS", "raw_features", "train_baselines"]
 
 BASELINE_DRAWS = 5
 """Draws of the central DP baseline's noise (research seeds): its row is the draw of median accuracy, and the

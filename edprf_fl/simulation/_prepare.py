@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PreparedWorkspace",
     "RowSplit",
+    "check_release_size",
     "held_out_rows_bound",
     "load_simulation_data",
     "partition_training_rows",
@@ -112,7 +113,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     """
     out_dir = Path(out_dir)
     X, y, schema, name = load_simulation_data(settings, progress)  # first: a wrong file fails before the rest
-    _check_release_size(settings, schema)
+    check_release_size(settings, schema)
 
     import numpy as np
 
@@ -138,7 +139,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
 
 
-def _check_release_size(settings: SimulationSettings, schema: Schema) -> None:
+def check_release_size(settings: SimulationSettings, schema: Schema) -> None:
     """Refuse, before the parties are written, trees no simulated party's policy would release: their node
     bound (public parameters only) above the policy's ``max-release-nodes``.  Every party refused such a request
     after Flower had started, each refusal logged twice."""

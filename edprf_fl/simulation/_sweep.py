@@ -58,6 +58,7 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]], se
     """Every combination of the axes' values (an axis not in ``values``: ``base``'s value), in order.
 
     Each combination is checked here, before anything runs: against the settings' rules, then against the
+    schema (a release no simulated party's policy allows, :func:`check_release_size`), then against the
     data (read once): that, for each of the ``seeds`` seeds ``0 .. seeds - 1`` the runs will use, its training
     rows can be split among its parties as its partition asks (the split and the partition depend on the seed:
     a column's rarest value may reach the training rows under one seed and not under another).
@@ -73,9 +74,11 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]], se
     configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
     for config in configs:
         _settings_of(base, config, seed=0)
-    from ._prepare import load_simulation_data
+    from ._prepare import check_release_size, load_simulation_data
 
-    X, y, _, _ = load_simulation_data(base)
+    X, y, schema, _ = load_simulation_data(base)
+    for config in configs:  # trees no party's policy would release: refused here, not after the first runs
+        check_release_size(_settings_of(base, config, seed=0), schema)
     for seed in range(seeds):
         _check_partitions(base, configs, seed, X, y)
     return configs

@@ -193,3 +193,14 @@ def test_a_run_every_policy_refuses_is_refused_before_any_process_starts(tmp_pat
     assert "hospital-a: --epsilon 5 exceeds its policy's max-release-epsilon 1" in err
     assert "hospital-c: --evaluation-epsilon 0.5 exceeds its policy's max-evaluation-epsilon 0.1" in err
     assert not list(root.glob("superlink.db*")) and not (root / "runs").exists()  # nothing started, no run
+
+
+def test_an_epsilon_below_min_epsilon_or_finer_than_a_micro_is_refused_before_any_process_starts(tmp_path, capsys):
+    from edprf_fl.cli._main import main
+
+    root = tmp_path / "c"
+    assert main(["consortium", "--dir", str(root), "--epsilon", "0.1234567", "--evaluation-epsilon", "0.001"]) == 1
+    err = capsys.readouterr().err
+    assert "hospital-a: --epsilon 0.1234567 is not a multiple of 1e-6" in err
+    assert "hospital-b: --evaluation-epsilon 0.001 is below its policy's min-epsilon 0.01" in err
+    assert not list(root.glob("superlink.db*"))

@@ -73,9 +73,9 @@ def test_demo_reads_good_flags_as_numbers_and_names_the_datasets():
 
 def test_the_demo_depth_limit_is_the_cores():
     from edprf_core.forest import MAX_DEPTH_LIMIT as CORE_LIMIT
-    from edprf_fl.cli._arg_types import MAX_DEPTH_LIMIT
+    from edprf_fl.cli._arg_types import CLI_DEPTH_LIMIT
 
-    assert MAX_DEPTH_LIMIT == CORE_LIMIT
+    assert CLI_DEPTH_LIMIT == CORE_LIMIT
 
 
 # ------------------------------------------------------------------------------------------ schema check order

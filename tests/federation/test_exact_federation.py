@@ -72,3 +72,21 @@ def test_a_federation_guarantee_states_each_reason_once():
     assert model.startswith("NOT differentially private (the reasons above). Merged forest of 4 parts")
     assert part_lines and all("NOT differentially private as released" in line for line in part_lines)
     assert text.count(FEDERATION_NOTE) == 1  # the headline and the model's statement both had it
+
+
+@pytest.mark.parametrize(
+    ("reason", "charged"),
+    [("request_id_reused", True), ("policy_seed", False), ("budget_exhausted", False), ("internal_error", True)],
+)
+def test_an_evaluation_refused_as_reused_counts_as_charged(reason, charged):
+    """An evaluation's request id is the run's own: refused as reused, the request reached the party before, and
+    that delivery may have been charged (review of stop 43: it counted as refused before any reservation)."""
+    from server import CoordinatorConfig
+    from server._coordinator import _charge_evaluation
+    from server._outcomes import PartyStatus
+    from server._report import PartyOutcome, RunReport
+
+    report = RunReport("run", {}, "fp", parties=[PartyOutcome(7, PartyStatus.ACCEPTED, party_id="a", epsilon=1.0)])
+    report.federated_evaluation = {"refused": [{"node_id": 7, "reason": reason}]}
+    _charge_evaluation(report, CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=0.1))
+    assert report.parties[0].evaluation_epsilon == (0.1 if charged else 0.0)

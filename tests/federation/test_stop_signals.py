@@ -76,9 +76,14 @@ DROPPED = textwrap.dedent(
 )
 
 
-def test_a_stop_signal_a_finalizer_drops_is_raised_again_as_itself():
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_stop_signal_a_finalizer_drops_is_raised_again_as_itself(sigint):
     """As for Ctrl-C (``edprf_fl.remembered_interrupts``): a SIGTERM whose interrupt a finalizer dropped stops the
-    command at the next checkpoint, with SIGTERM's exit status, not Ctrl-C's."""
-    done = subprocess.run([sys.executable, "-c", DROPPED], capture_output=True, text=True, timeout=60, check=False)
+    command at the next checkpoint, with SIGTERM's exit status, not Ctrl-C's; also in a process that ignores
+    SIGINT (a background job: where ``timeout`` and batch schedulers send SIGTERM)."""
+    ignore = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n" if sigint == "ignored" else ""
+    done = subprocess.run(
+        [sys.executable, "-c", ignore + DROPPED], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["went on", "raised Terminated 143"]

@@ -326,3 +326,14 @@ def test_the_table_says_what_its_cells_are_and_one_seed_has_no_spread(tmp_path, 
     one = sweep_table([r for r in rows if r["seed"] == 0], configs).splitlines()
     assert one[1] == "Cells: accuracy on the central test rows, one seed per configuration."
     assert one[5].startswith("| 1.0 | 2 | iid |  | 2 | 1 | 0.5000 | ") and "±" not in "\n".join(one[5:])
+
+
+def test_a_release_no_party_would_make_is_refused_before_the_first_run():
+    """`--n-trees-list 10,1000`: the 1000-tree configuration failed at its turn, after the first runs had spent
+    their parties' budgets, leaving no sweep.md (review of stop 43)."""
+    from edprf_fl.simulation import SettingsError
+
+    base = SimulationSettings(parties=3, epsilon=1.0)
+    with pytest.raises(SettingsError, match="may hold 8,191,000 nodes, above the parties' max-release-nodes"):
+        sweep_grid(base, {"n_trees": [10, 1000]})
+    assert len(sweep_grid(base, {"n_trees": [10, 20]})) == 2
