@@ -16,6 +16,8 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._ledger import (
+    CAP_CHANGES_KEY,
+    CAP_KEY,
     NOT_DP_COUNT_KEY,
     NOT_DP_KEY,
     BudgetExhausted,
@@ -48,6 +50,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "CAP_CHANGES_KEY",
+    "CAP_KEY",
     "HOLDOUT_SALT_KEY",
     "MICRO",
     "NOT_DP_COUNT_KEY",

@@ -695,6 +695,6 @@ def _exhausted(kind: str, exact: Fraction, spent: Fraction, cap: Fraction) -> st
     """The refusal of a spend of ``exact`` past ``cap`` with ``spent`` already spent."""
     left = max(Fraction(0), cap - spent)
     return (
-        f"refused: this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
+        f"this {kind} needs epsilon {format_epsilon(exact)} but only {format_epsilon(left)} "
         f"of the lifetime cap {format_epsilon(cap)} remains"
     )

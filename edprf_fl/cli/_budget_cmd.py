@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from client import (
+        CAP_CHANGES_KEY,
+        CAP_KEY,
         NOT_DP_COUNT_KEY,
         NOT_DP_KEY,
         exact_epsilon,
@@ -89,13 +91,18 @@ def _show(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
     entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     meta = read_meta_readonly(
-        args.ledger, (NOT_DP_KEY, NOT_DP_COUNT_KEY), max_bytes=args.max_bytes, max_seconds=args.max_seconds
+        args.ledger,
+        (NOT_DP_KEY, NOT_DP_COUNT_KEY, CAP_KEY, CAP_CHANGES_KEY),
+        max_bytes=args.max_bytes,
+        max_seconds=args.max_seconds,
     )
+    cap_changes = _cap_changes(meta.get(CAP_CHANGES_KEY))
     n_not_dp, not_dp_lines = not_dp_replies(meta)
     cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
     cap_exact = None if cap is None else exact_epsilon(cap)
     spent = total_spent(entries)
     remaining = None if cap_exact is None else max(Fraction(0), cap_exact - spent)
+    pending = _pending_cap_change(meta.get(CAP_KEY), cap_exact)
     over = None if cap_exact is None or spent <= cap_exact else spent - cap_exact
     status = OVER_CAP_STATUS if over is not None else 0
     if args.json:
@@ -109,6 +116,8 @@ def _show(args: argparse.Namespace) -> int:
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
                     "over_cap": None if over is None else float(over),
                     "over_cap_exact": None if over is None else format_epsilon(over),
+                    "cap_changes": cap_changes,
+                    "cap_not_yet_recorded": pending,
                     "not_dp_replies": n_not_dp,
                     "not_dp": not_dp_lines,
                     "entries": [
@@ -138,6 +147,10 @@ def _show(args: argparse.Namespace) -> int:
             else f" of the lifetime cap {format_epsilon(cap_exact)}; remaining {format_epsilon(remaining)}"
         )
     )
+    for line in cap_changes:
+        print(f"the lifetime cap was changed (UTC) {line}")
+    if pending:
+        print(pending)
     if over is not None:
         print(
             f"OVER THE CAP by {format_epsilon(over)}: this party refuses every request that spends epsilon "
@@ -154,3 +167,32 @@ def _show(args: argparse.Namespace) -> int:
         if n_not_dp > len(not_dp_lines):
             print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
     return status
+
+
+_SHOWN_CAP_CHANGES = 10
+
+
+def _cap_changes(trail: str | None) -> list[str]:
+    """The ledger's record of its cap's changes (``<UTC time>: <old> -> <new>``, the latest
+    :data:`_SHOWN_CAP_CHANGES`), each line made safe for a terminal (the file is untrusted)."""
+    lines = [line for line in (trail or "").splitlines() if line.strip()]
+    return [terminal_safe(line, 120) for line in lines[-_SHOWN_CAP_CHANGES:]]
+
+
+def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str:
+    """A line when the cap shown differs from the one the ledger last recorded (a policy edited since the
+    party last opened its ledger, which then records the change), else ``""``."""
+    from client import format_epsilon
+
+    if cap_exact is None or recorded is None or recorded == "inf":
+        return ""
+    try:
+        last = Fraction(recorded)
+    except (ValueError, ZeroDivisionError):
+        return ""
+    if last == cap_exact:
+        return ""
+    return (
+        f"the cap shown ({format_epsilon(cap_exact)}) is not the one the ledger last recorded "
+        f"({format_epsilon(last)}): the party records the change when it next opens its ledger"
+    )

@@ -143,3 +143,19 @@ def test_budget_refuses_a_ledger_above_the_size_bound(tmp_path, capsys):
     path = _ledger_with_spends(tmp_path / "ledger.sqlite")
     assert main(["budget", str(path), "--max-bytes", "100"]) == 1
     assert "at most 100 bytes" in capsys.readouterr().err
+
+
+def test_budget_shows_the_caps_changes_and_a_change_not_yet_recorded(tmp_path, capsys):
+    """A cap raised from 2 to 3 showed only 'spent 2.1 of the lifetime cap 3' (runbook walkthrough)."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=2.0).reserve("r1", "release", 1.0)
+    BudgetLedger(path, cap=3.0)  # the party opens its ledger under the edited policy: the change is recorded
+    assert main(["budget", str(path), "--cap", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "spent 1 of the lifetime cap 3; remaining 2" in out
+    assert [line.split(": ", 1)[1] for line in out.splitlines() if "the lifetime cap was changed" in line] == ["2 -> 3"]
+    assert "not the one the ledger last recorded" not in out
+    assert main(["budget", str(path), "--cap", "4", "--json"]) == 0  # the policy edited again, the party not yet run
+    data = json.loads(capsys.readouterr().out)
+    assert data["cap_changes"][0].endswith(": 2 -> 3")
+    assert data["cap_not_yet_recorded"].startswith("the cap shown (4) is not the one the ledger last recorded (3)")
