@@ -49,23 +49,22 @@ def integer(low: int, high: int | None = None) -> Callable[[str], int]:
 
 def positive_finite(text: str) -> float:
     """A finite number > 0 (an epsilon)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 
 
 def probability(text: str) -> float:
     """A number in [0, 1] (a decision threshold)."""
+    return _number(text, lambda v: 0.0 <= v <= 1.0, "a probability in [0, 1]")
+
+
+def _number(text: str, accepted: Callable[[float], bool], expected: str) -> float:
+    """``text`` as a float that ``accepted`` holds true of (NaN never is: every comparison with it is false)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}")
+    if math.isnan(value) or not accepted(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
