@@ -142,7 +142,10 @@ def header_names(
         raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
     known = [*schema.feature_names, *schema.ignored_columns, label]
-    if hint and not set(names) & set(known):  # data, not a header (a file without one): say that first
+    folded = {n.casefold() for n in known}
+    if hint and not separator_hint(first, sep, hints) and not any(n.casefold() in folded for n in names):
+        # no name of the schema even ignoring case, and no other separator: data, not a header (a file without
+        # one) -- said first, before "a column twice", which a row of data often is
         raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
@@ -192,8 +195,8 @@ def header_hint(first: str | None, sep: str, schema: Schema, hints: OptionHints 
     hints = hints or OptionHints()
     if held := separator_hint(first, sep, hints):
         return held
-    names = {n.strip().strip('"') for n in first.split(sep)}
-    if not names & {*schema.feature_names, schema.label.column}:
+    names = {n.strip().strip('"').casefold() for n in first.split(sep)}
+    if not names & {n.casefold() for n in (*schema.feature_names, schema.label.column)}:  # not even misspelt in case
         return f" (none of the schema's columns is in the first line: if the file has no header, {hints.no_header})"
     return ""
 

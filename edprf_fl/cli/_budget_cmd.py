@@ -148,7 +148,7 @@ def _show(args: argparse.Namespace) -> int:
         )
     )
     for line in cap_changes:
-        print(f"the lifetime cap was changed (UTC) {line}")
+        print(f"the lifetime cap was changed (UTC): {line}")
     if pending:
         print(pending)
     if over is not None:
@@ -179,20 +179,28 @@ def _cap_changes(trail: str | None) -> list[str]:
     return [terminal_safe(line, 120) for line in lines[-_SHOWN_CAP_CHANGES:]]
 
 
-def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str:
+def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str | None:
     """A line when the cap shown differs from the one the ledger last recorded (a policy edited since the
-    party last opened its ledger, which then records the change), else ``""``."""
+    party last opened its ledger, which then records the change), else None.
+
+    The recorded text is untrusted: only the ledger's own forms are read (``inf``, or an exact fraction of
+    at most 40 characters, as the ledger writes it); anything else is left unread.
+    """
+    import re
+
     from client import format_epsilon
 
-    if cap_exact is None or recorded is None or recorded == "inf":
-        return ""
-    try:
-        last = Fraction(recorded)
-    except (ValueError, ZeroDivisionError):
-        return ""
-    if last == cap_exact:
-        return ""
+    if cap_exact is None or recorded is None:
+        return None
+    if recorded == "inf":
+        last = "no cap"
+    elif len(recorded) <= 40 and re.fullmatch(r"\d+(/[1-9]\d*)?", recorded) and Fraction(recorded) > 0:
+        if Fraction(recorded) == cap_exact:
+            return None
+        last = format_epsilon(Fraction(recorded))
+    else:
+        return None
     return (
         f"the cap shown ({format_epsilon(cap_exact)}) is not the one the ledger last recorded "
-        f"({format_epsilon(last)}): the party records the change when it next opens its ledger"
+        f"({last}): the party records the change when it next opens its ledger"
     )

@@ -315,7 +315,8 @@ def run_consortium(args: argparse.Namespace) -> int:
     asked = {"evaluation-epsilon": args.evaluation_epsilon, "epsilon": args.epsilon} | extra  # as the run config
     try:
         epsilon = float(CoordinatorConfig.epsilon if asked["epsilon"] is None else asked["epsilon"])
-        evaluation_epsilon = float(asked["evaluation-epsilon"])
+        # exact metrics spend no epsilon: the parties check no evaluation epsilon then
+        evaluation_epsilon = 0.0 if asked.get("exact-metrics") is True else float(asked["evaluation-epsilon"])
     except (TypeError, ValueError):
         pass  # not a number: the coordinator's run config check names it
     else:

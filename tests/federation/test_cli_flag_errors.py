@@ -234,3 +234,28 @@ def test_the_frame_check_names_the_frame(tmp_path):
     frame = pd.DataFrame({name: [0.5] for name in schema.feature_names}).rename(columns={"US1": "us1"})
     with pytest.raises(DataValidationError, match="the frame's 'us1': did you mean 'US1'"):
         as_frame(frame, schema)
+
+
+@pytest.mark.parametrize(
+    ("first", "said", "not_said"),
+    [
+        ("30,007,1,0", "the first line is not a header of this schema", "names a column twice"),
+        ("30,30,1,1", "the first line is not a header of this schema", "names a column twice"),  # data repeating
+        ("Age,Code,Grade,Outcome", "did you mean 'outcome'?", "not a header"),  # a header, other case
+        ("age;code;grade;outcome", "pass --sep ';'", "not a header"),  # a header, another separator
+    ],
+)
+def test_a_first_line_of_data_is_told_from_a_header_with_another_case_or_separator(tmp_path, first, said, not_said):
+    """A headerless file read 'the header names a column twice'; the first fix called a header in another case
+    or with another separator 'not a header of this schema' too, pointing at --no-header (review of stop 43)."""
+    from edprf_core import load_schema
+    from edprf_core.tables import header_names
+
+    from ._neighbours import SCHEMA_TOML
+
+    (tmp_path / "s.toml").write_text(SCHEMA_TOML)
+    with pytest.raises(ValueError) as exc:
+        header_names(load_schema(tmp_path / "s.toml"), first, ",", True, tmp_path / "f.csv")
+    assert said in str(exc.value) and not_said not in str(exc.value)
+    if "did you mean" in said:
+        assert "--no-header" not in str(exc.value)

@@ -302,3 +302,36 @@ def test_a_party_s_clipping_warning_goes_to_its_log_not_to_python_s_warning_outp
     assert any(
         "training: values outside the schema's declared bounds were clipped" in r.getMessage() for r in caplog.records
     )
+
+
+def test_a_fit_that_fails_still_logs_the_warnings_it_gave(party_files, caplog, monkeypatch):
+    """The warnings may say why the fit failed (review of stop 43: they were dropped when it raised)."""
+    import logging
+    import warnings
+
+    import client._party as party_module
+    from edprf_core import DomainClippingWarning
+
+    class Failing:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def fit(self, X, y):
+            warnings.warn("values outside the schema's declared bounds were clipped: 'x' 90%", DomainClippingWarning)
+            raise RuntimeError("a failure after the warning")
+
+    monkeypatch.setattr(party_module, "_estimator_class", lambda: Failing)
+    setup, schema = party_files
+    with caplog.at_level(logging.WARNING, logger="edprf.party"), pytest.raises(Refusal) as exc:
+        Party(setup).train(_request(schema))
+    assert exc.value.reason == "internal_error"
+    assert any(r.getMessage().startswith("training: values outside the schema") for r in caplog.records)
+
+
+def test_a_budget_refusal_says_refused_once(tmp_path):
+    """'hospital-a refused: budget_exhausted refused: this release needs ...' (runbook walkthrough)."""
+    ledger = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
+    ledger.reserve("r1", "release", 0.6)
+    with pytest.raises(BudgetExhausted) as exc:
+        ledger.reserve("r2", "release", 0.6)
+    assert str(exc.value).startswith("this release needs epsilon 0.6 but only 0.4 of the lifetime cap 1 remains")
