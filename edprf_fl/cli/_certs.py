@@ -385,7 +385,8 @@ def run_party(args: argparse.Namespace) -> int:
         steps.append(f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id {key_id(skey)})")
     steps.append(
         f"party: flower-supernode --superlink <coordinator's fleet address> --root-certificates ca.crt "
-        f"--auth-supernode-private-key {_q(files.auth_key)} --node-config \"data-path='...' "
+        f"--auth-supernode-private-key {_q(files.auth_key)} --host 127.0.0.1 --port <a free port, one per "
+        f"SuperNode on the host> --node-config \"data-path='...' "
         f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\""
     )
     steps.append(f"keep {files.auth_key} and {files.signing_key} on the party's host only")

@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edprf_core import EDPRFClassifier, load_embedded
     from edprf_core.shape import branching_factor, public_depth
+    from edprf_fl.simulation._setting_fields import large_epsilon_caveat
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"non-private accuracy:  {reference.score(codes_test, y_test):.4f}  (scikit-learn, 100 trees, same bins)")
     print(f"guarantee:             {clf.forest_.guarantee()}")
+    if large := large_epsilon_caveat(args.epsilon):
+        print(f"note: {large}")
     print(
         "note: rows of this dataset are a time series; random splits are optimistic for every method."
         if args.dataset == "wall_robot_navigation"

@@ -11,6 +11,7 @@ from typing import Any
 
 from ._party_count import party_count
 from ._prepare import Progress, _quiet, prepare_workspace
+from ._setting_fields import large_epsilon_caveat
 from ._settings import SimulationSettings
 
 __all__ = ["SimulationReport", "SimulationTimings", "run_simulation", "simulation_caveats"]
@@ -134,19 +135,9 @@ def simulation_caveats(settings: SimulationSettings) -> list[str]:
         f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
     )
     caveats = [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
-    if settings.epsilon > LARGE_EPSILON:
-        caveats.append(
-            f"epsilon {settings.epsilon:g} per record is a bound that protects little: the odds of any "
-            f"conclusion about one record may change by a factor up to e^{settings.epsilon:g}; deployments "
-            f"usually keep epsilon at {LARGE_EPSILON:g} or below (a party's policy caps it: max-release-epsilon, "
-            "default 1)"
-        )
+    if large := large_epsilon_caveat(settings.epsilon):
+        caveats.append(large)
     return caveats
-
-
-LARGE_EPSILON = 10.0
-"""Above this ε the simulation's summary says the bound protects little (a caveat, not a refusal: a study may
-chart accuracy up to a large ε)."""
 
 
 def run_simulation(

@@ -259,3 +259,15 @@ def test_a_first_line_of_data_is_told_from_a_header_with_another_case_or_separat
     assert said in str(exc.value) and not_said not in str(exc.value)
     if "did you mean" in said:
         assert "--no-header" not in str(exc.value)
+
+
+def test_the_demo_says_what_a_large_epsilon_means(capsys):
+    """`--epsilon 1e6` printed 'epsilon = 1e+06 differential privacy' with no word on what it protects
+    (walkthrough of stop 43); `simulate` says it under its guarantee, `demo` now too."""
+    from edprf_fl.cli._main import main
+
+    assert main(["demo", "--epsilon", "50", "--n-trees", "2", "--max-depth", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "note: epsilon 50 per record is a bound that protects little" in out
+    assert main(["demo", "--epsilon", "10", "--n-trees", "2", "--max-depth", "3"]) == 0
+    assert "protects little" not in capsys.readouterr().out
