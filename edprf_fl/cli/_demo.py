@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edprf_core import EDPRFClassifier, load_embedded
     from edprf_core.shape import branching_factor, public_depth
-    from edprf_fl.simulation._setting_fields import large_epsilon_caveat
+    from edprf_fl.simulation import large_epsilon_caveat
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)
