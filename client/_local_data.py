@@ -18,7 +18,7 @@ from edprf_core import Schema
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import OptionHints, read_table
 
-__all__ = ["LocalData", "load_local_data", "node_config_hints"]
+__all__ = ["NODE_CONFIG_HINTS", "LocalData", "load_local_data"]
 
 log = logging.getLogger("edprf.party")
 
@@ -40,19 +40,13 @@ class LocalData:
     y_holdout: pd.Series
 
 
-def node_config_hints() -> OptionHints:
-    """How a deployed party sets its reader's options: the node config keys ``data-separator`` and ``data-header``.
-
-    Returns
-    -------
-    OptionHints
-        The words of the hint of a data file whose first line does not read as the schema's header.
-    """
-    return OptionHints(
-        no_header="set data-header=false in the node config",
-        separator="set data-separator='{sep}' in the node config",
-        tab='set data-separator="\\t" in the node config',
-    )
+NODE_CONFIG_HINTS = OptionHints(
+    no_header="set data-header=false in the node config",
+    separator="set data-separator='{sep}' in the node config",
+    tab='set data-separator="\\t" in the node config',
+)
+"""How a deployed party sets its reader's options (the node config keys ``data-separator`` and ``data-header``):
+the words of the hint of a data file whose first line does not read as the schema's header."""
 
 
 def load_local_data(
@@ -72,13 +66,13 @@ def load_local_data(
     predict it.  What was dropped, and why, goes to the party's own log, never
     into a reply.  Only a file-level problem (no file, a header without the
     schema's columns) raises, its message naming the node config keys that
-    read the file otherwise (:func:`node_config_hints`).  ``sep`` is the file's
+    read the file otherwise (:data:`NODE_CONFIG_HINTS`).  ``sep`` is the file's
     field separator (the node config's ``data-separator``); ``header`` whether its
     first line names the columns (the node config's ``data-header``; without one the
     columns are the schema's features in order, then the label).  A row's cells, and
     so its side of the split, are the same whether the file has a header or not.
     """
-    table = read_table(path, schema, sep=sep, header=header, hints=node_config_hints())
+    table = read_table(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
     for note in table.dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:

@@ -38,7 +38,7 @@ from ._ledger import (
     total_spent,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, anchor_path, carried, read_anchor
-from ._local_data import node_config_hints
+from ._local_data import NODE_CONFIG_HINTS
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -416,7 +416,7 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
             _header(path, schema, report, sep)
         return
     try:
-        result = check_data(path, schema, sep=sep, header=header, hints=node_config_hints())
+        result = check_data(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; {_columns_rule(schema, header)}")
         return
@@ -458,7 +458,7 @@ def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None
         report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
         return
     try:
-        header_names(schema, _first_line(path), sep, True, path, node_config_hints())
+        header_names(schema, _first_line(path), sep, True, path, NODE_CONFIG_HINTS)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return
