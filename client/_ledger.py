@@ -669,6 +669,8 @@ def _readonly_ledger(p: Path, max_bytes: int, max_seconds: float) -> Iterator[sq
             magic = handle.read(16)
     except OSError as exc:
         raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    if not magic:  # a party stopped between creating its ledger file and writing its tables
+        raise ValueError(f"{p} is empty: a ledger file created but never written; it records no spend")
     if magic != b"SQLite format 3\x00":
         raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
     uri = p.resolve().as_uri() + "?mode=ro"

@@ -130,7 +130,10 @@ def _fifo(tmp_path):
             lambda d: (d / "text.sqlite").write_text("hello, not a database\n" * 10) and str(d / "text.sqlite"),
             "not an SQLite database",
         ),
-        (lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"), "not an SQLite database"),
+        (
+            lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"),
+            "is empty: a ledger file created but never written; it records no spend",
+        ),
     ],
 )
 def test_budget_on_an_unusable_path_is_a_one_line_error(tmp_path, capsys, make, expected):
