@@ -52,6 +52,7 @@ __all__ = [
     "DEPTH_RULES",
     "DRAFTED_REASON",
     "FEDERATION_NOTE",
+    "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
     "RELATIONS",
@@ -62,6 +63,7 @@ __all__ = [
     "DPForest",
     "TrainingParameters",
     "check_is_forest",
+    "large_epsilon_note",
     "merge_forests",
     "release_guarantee",
     "size_source",
@@ -325,14 +327,39 @@ DRAFTED_REASON = "its schema was drafted from data (bounds and categories are da
 """Why a release on a drafted schema is not DP."""
 
 
-def release_guarantee(reasons: Sequence[str], configured: str, *, reasons_above: bool = False) -> str:
+LARGE_EPSILON = 10.0
+"""Above this ε per record a DP statement says what the bound means (:func:`large_epsilon_note`)."""
+
+
+def large_epsilon_note(epsilon: float) -> str:
+    """What an ε above :data:`LARGE_EPSILON` means for the people in the data, in one sentence without its final
+    stop; ``""`` at or below it.  Privacy cost: none (text)."""
+    if not epsilon > LARGE_EPSILON:
+        return ""
+    return (
+        f"epsilon {epsilon:g} per record is a bound that protects little: the odds of any conclusion about one "
+        f"record may change by a factor up to e^{epsilon:g}; deployments usually keep epsilon at {LARGE_EPSILON:g} "
+        "or below"
+    )
+
+
+def _with_large_epsilon_note(statement: str, epsilon: float | None) -> str:
+    """``statement`` followed by :func:`large_epsilon_note` of ``epsilon`` (``None``: no note)."""
+    note = "" if epsilon is None else large_epsilon_note(epsilon)
+    return f"{statement} Note: {note}." if note else statement
+
+
+def release_guarantee(
+    reasons: Sequence[str], configured: str, *, reasons_above: bool = False, epsilon: float | None = None
+) -> str:
     """One fit's privacy statement: NOT differentially private with ``reasons``, or ``configured``; then the
     federation caveat (:data:`FEDERATION_NOTE`).  ``configured`` is what the configuration gives when every
     input is DP (a sentence without its final stop).  ``reasons_above``: the statement goes under a headline
-    that gives the reasons already, and points to it instead."""
+    that gives the reasons already, and points to it instead.  ``epsilon``: the fit's ε per record; a DP
+    statement above :data:`LARGE_EPSILON` ends with :func:`large_epsilon_note`."""
     if reasons:
         return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {FEDERATION_NOTE}"
-    return f"{configured}. {FEDERATION_NOTE}"
+    return _with_large_epsilon_note(f"{configured}. {FEDERATION_NOTE}", epsilon)
 
 
 def _not_dp(reasons: Sequence[str], reasons_above: bool) -> str:
@@ -522,18 +549,21 @@ class DPForest:
     def dp(self) -> bool:
         return not self.not_dp_reasons()
 
-    def guarantee(self, *, reasons_above: bool = False) -> str:
+    def guarantee(self, *, reasons_above: bool = False, large_epsilon: bool = True) -> str:
         """The privacy statement of this forest, with the federation caveat when merged.
 
         ``reasons_above``: the statement goes under a headline that already gives its NOT-DP
         reasons (a federation's guarantee), so it says "NOT differentially private (the reasons above)".
+        ``large_epsilon``: a DP statement whose ε per record is above :data:`LARGE_EPSILON` ends with
+        :func:`large_epsilon_note` (``False``: the caller states the ε that note is about).
         """
         reasons = self.not_dp_reasons()
+        epsilon = self.epsilon if large_epsilon else None
         if len(self.parts) == 1:
             extra = None if self.marginals is None else self.marginals.residual_pass
             residual_epsilon = 0.0 if extra is None else extra.epsilon
             return release_guarantee(
-                reasons, self.parts[0][1].configured(residual_epsilon), reasons_above=reasons_above
+                reasons, self.parts[0][1].configured(residual_epsilon), reasons_above=reasons_above, epsilon=epsilon
             )
         prefix = _not_dp(reasons, reasons_above)
         header = (
@@ -549,6 +579,8 @@ class DPForest:
             groups.setdefault(statement, []).append(f"{label} ({_trees(n)})")
         for statement, members in groups.items():
             lines.append(f"  - {_some(members, 3, 4)}: {statement}")
+        if not reasons:
+            lines[0] = _with_large_epsilon_note(header, epsilon)
         return "\n".join(lines)
 
     def spent_epsilons(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -321,7 +321,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self.n_rows_estimate_ = estimate
         self.privacy_ = params
         self.dp_ = not schema.drafted  # the same meaning as EDPRFClassifier.dp_; seeded fits: see guarantee_
-        self.guarantee_ = release_guarantee(reasons, params.configured())
+        self.guarantee_ = release_guarantee(reasons, params.configured(), epsilon=params.epsilon)
         return self
 
     # -------------------------------------------------------------- predict

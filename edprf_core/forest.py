@@ -5,12 +5,14 @@ from ._forest import (
     DEPTH_RULES,
     DRAFTED_REASON,
     FEDERATION_NOTE,
+    LARGE_EPSILON,
     LEAF_OUTPUTS,
     MAX_DEPTH_LIMIT,
     RELATIONS,
     DPForest,
     TrainingParameters,
     check_is_forest,
+    large_epsilon_note,
     merge_forests,
 )
 from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
@@ -19,6 +21,7 @@ __all__ = [
     "DEPTH_RULES",
     "DRAFTED_REASON",
     "FEDERATION_NOTE",
+    "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
     "MAX_FIT_ROWS",
@@ -30,5 +33,6 @@ __all__ = [
     "TrainingParameters",
     "TreeStructureError",
     "check_is_forest",
+    "large_epsilon_note",
     "merge_forests",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from edprf_core import DPForest
+from edprf_core.forest import large_epsilon_note
 from protocol import RefusalReason
 
 from ._marginals_text import marginals_guarantee
@@ -141,4 +142,5 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
     spent += f" {marginals}" if marginals else ""
     if reasons:  # the model's own reasons are in the headline already: stated once
         return f"{head}{spent}\n{forest.guarantee(reasons_above=True)}"  # the model's statement has the note
-    return f"{spent} {forest.guarantee()}"
+    large = large_epsilon_note(top.total)  # about what was spent, release and evaluation, not the release alone
+    return f"{spent} {forest.guarantee(large_epsilon=False)}" + (f" Note: {large}." if large else "")

@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     from sklearn.model_selection import train_test_split
 
     from edprf_core import EDPRFClassifier, load_embedded
+    from edprf_core.forest import large_epsilon_note
     from edprf_core.shape import branching_factor, public_depth
-    from edprf_fl.simulation import large_epsilon_caveat
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"non-private accuracy:  {reference.score(codes_test, y_test):.4f}  (scikit-learn, 100 trees, same bins)")
     print(f"guarantee:             {clf.forest_.guarantee()}")
-    if large := large_epsilon_caveat(args.epsilon):
+    if (large := large_epsilon_note(args.epsilon)) and not clf.forest_.dp:  # a DP guarantee ends with it
         print(f"note: {large}")
     print(
         "note: rows of this dataset are a time series; random splits are optimistic for every method."

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._plot import plot_report, plot_sweep
     from ._prepare import PreparedWorkspace, held_out_rows_bound, load_simulation_data, prepare_workspace
     from ._run import SimulationReport, SimulationTimings, run_simulation, simulation_caveats
-    from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES, large_epsilon_caveat
+    from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
     from ._settings import AUTO_DEPTH_CAP, MAX_DEPTH_LIMIT, SettingsError, SimulationSettings
     from ._summary import (
         CONTRIBUTIONS_FILE,
@@ -62,7 +62,6 @@ __all__ = [
     "cost_lines",
     "evaluation_line",
     "held_out_rows_bound",
-    "large_epsilon_caveat",
     "load_simulation_data",
     "partition_rows",
     "plot_report",
@@ -101,7 +100,6 @@ _HOMES = {
     "simulation_caveats": "._run",
     "ENGINES": "._setting_fields",
     "LEAVES": "._setting_fields",
-    "large_epsilon_caveat": "._setting_fields",
     "PARTITIONS": "._setting_fields",
     "SETTING_DEFAULTS": "._setting_fields",
     "SPLIT_MODES": "._setting_fields",

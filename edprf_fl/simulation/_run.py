@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edprf_core.forest import large_epsilon_note
+
 from ._party_count import party_count
 from ._prepare import Progress, _quiet, prepare_workspace
-from ._setting_fields import large_epsilon_caveat
 from ._settings import SimulationSettings
 
 __all__ = ["SimulationReport", "SimulationTimings", "run_simulation", "simulation_caveats"]
@@ -135,8 +136,13 @@ def simulation_caveats(settings: SimulationSettings) -> list[str]:
         f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
     )
     caveats = [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
-    if large := large_epsilon_caveat(settings.epsilon):
-        caveats.append(large)
+    if large := large_epsilon_note(settings.epsilon):
+        # a DP run's guarantee ends with the note already; a seeded run's says NOT DP and no more
+        caveats += [large] if settings.seeded_noise else []
+        caveats.append(
+            f"a party refuses a release above its policy's max-release-epsilon (default 1): a deployment at "
+            f"epsilon {settings.epsilon:g} needs every party's policy to allow it"
+        )
     return caveats
 
 

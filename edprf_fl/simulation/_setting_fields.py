@@ -13,13 +13,11 @@ from typing import Literal
 
 __all__ = [
     "ENGINES",
-    "LARGE_EPSILON",
     "LEAVES",
     "PARTITIONS",
     "SETTING_DEFAULTS",
     "SPLIT_MODES",
     "SettingFields",
-    "large_epsilon_caveat",
 ]
 
 #: The engines a simulation can run on: ``in-process`` (the real ServerApp and ClientApps called in this
@@ -70,20 +68,3 @@ class SettingFields:
 
 SETTING_DEFAULTS = MappingProxyType({f.name: f.default for f in fields(SettingFields)})
 """Each setting's default by name, read without importing the core (the ``edprf`` options' defaults)."""
-
-
-LARGE_EPSILON = 10.0
-"""Above this epsilon the summary says the bound protects little (a caveat, not a refusal: a study may chart
-accuracy up to a large epsilon)."""
-
-
-def large_epsilon_caveat(epsilon: float) -> str:
-    """What an epsilon above :data:`LARGE_EPSILON` means for the people in the data, in one sentence; ``""``
-    for one at or below it."""
-    if not epsilon > LARGE_EPSILON:
-        return ""
-    return (
-        f"epsilon {epsilon:g} per record is a bound that protects little: the odds of any conclusion about one "
-        f"record may change by a factor up to e^{epsilon:g}; deployments usually keep epsilon at {LARGE_EPSILON:g} "
-        "or below (a party's policy caps it: max-release-epsilon, default 1)"
-    )

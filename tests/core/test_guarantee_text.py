@@ -114,3 +114,22 @@ def test_the_floating_point_laplace_baseline_is_not_called_differentially_privat
     ).fit(X, y)
     assert not clf.dp_ and "floating-point Laplace" in clf.forest_.guarantee()
     assert "it is NOT differentially\n    private" in LaplaceMechanism.__doc__
+
+
+def test_a_guarantee_above_epsilon_10_says_what_the_bound_means(wall):
+    """A model fitted at epsilon 50 printed 'epsilon = 50 differential privacy' in `edprf inspect`, `predict`'s
+    banner and the ONNX metadata with no word on what that protects; only `simulate` and `demo` said it."""
+    from edprf_core import DPMarginalsClassifier
+
+    X, y, schema = wall
+    note = "Note: epsilon 50 per record is a bound that protects little"
+    large = EDPRFClassifier(schema, epsilon=50, max_depth=2, n_trees=1, n_bins=20).fit(X, y).forest_
+    assert large.guarantee().count(note) == 1 and large.guarantee().endswith("10 or below.")
+    at_10 = EDPRFClassifier(schema, epsilon=10, max_depth=2, n_trees=1, n_bins=20).fit(X, y).forest_
+    assert "protects little" not in at_10.guarantee()
+    merged = merge_forests([large, at_10], labels=["a", "b"]).guarantee()  # the merge's epsilon is the largest
+    assert merged.splitlines()[0].endswith("or below.") and merged.count(note) == 1
+    seeded = EDPRFClassifier(schema, epsilon=50, max_depth=2, n_trees=1, random_state=0).fit(X, y).forest_
+    assert "protects little" not in seeded.guarantee()  # NOT DP: the reason is what matters
+    assert "protects little" not in large.guarantee(large_epsilon=False)
+    assert note in DPMarginalsClassifier(schema, epsilon=50).fit(X, y).guarantee_

@@ -47,7 +47,13 @@ def test_federation_guarantee_is_computed_from_the_spends():
     )
     text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
-    assert "1 of them served the evaluation" in text
+    assert "1 of them served the evaluation" in text and "protects little" not in text
+    # the note is about what was spent, release and evaluation: stated once, with the total
+    large = federation_guarantee(forest, [PartySpend("a", 1.0, 9.5)])
+    assert large.count("protects little") == 1 and large.endswith(
+        "Note: epsilon 10.5 per record is a bound that protects little: the odds of any conclusion about one record "
+        "may change by a factor up to e^10.5; deployments usually keep epsilon at 10 or below."
+    )
     seeded = (
         EDPRFClassifier(example_schema("wall_robot_navigation"), max_depth=2, n_trees=1, random_state=0)
         .fit(X[:200], y[:200])

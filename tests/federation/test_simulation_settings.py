@@ -192,8 +192,12 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
     assert all("consortium-rows and max-party-rows" in c[-1] for c in (got["simulation_caveats"], report.caveats))
     production = simulation_caveats(SimulationSettings(parties=2))
     assert len(production) == 1 and "row counts were public here" in production[0]
-    large = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6))  # accepted, with a word on what it means
-    assert large[-1].startswith("epsilon 1e+06 per record is a bound that protects little")
+    # accepted, with a word on what it means: a DP run's guarantee says it, a seeded run's caveats do
+    large = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6))
+    assert len(large) == 2 and "needs every party's policy to allow it" in large[-1]
+    assert not any("protects little" in c for c in large)
+    seeded = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6, seeded_noise=True))
+    assert seeded[-2].startswith("epsilon 1e+06 per record is a bound that protects little")
     assert len(simulation_caveats(SimulationSettings(parties=2, epsilon=10.0))) == 1
     assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
