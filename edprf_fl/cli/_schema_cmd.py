@@ -95,6 +95,8 @@ def run_draft(args: argparse.Namespace) -> int:
             f"--label {args.label!r} is not the last of --names: every command reads a file without a header as the "
             "schema's features in order, then the label; add a header line to the file"
         )
+    if names is None:
+        _check_header_line(_first_line(path), args.sep)
     columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
     frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
     if args.label not in frame.columns:
@@ -126,6 +128,29 @@ def run_draft(args: argparse.Namespace) -> int:
 _NO_HEADER_HINT = (
     " (the first line holds numbers, not names: if the file has no header line, name its columns with --names NAME,...)"
 )
+
+
+def _check_header_line(first: str, sep: str) -> None:
+    """Refuse a first line that names a column twice (pandas would draft ``x`` and ``x.1``, names no file has);
+    warn on stderr when some of its names are numbers (a data line read as the header)."""
+    import csv
+
+    cells = next(csv.reader([first], delimiter=sep), [])
+    names = [c.strip() for c in cells]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"the first line names {', '.join(repr(n) for n in twice)} more than once: column names must be "
+            "distinct; if the file has no header line, name its columns with --names NAME,..."
+        )
+    numeric = [n for n in names if _numbers(n, sep) and n not in ("", "?")]
+    if numeric:
+        print(
+            f"warning: the first line is read as the header, and {len(numeric)} of its {len(names)} names are "
+            f"numbers ({', '.join(repr(n) for n in numeric[:3])}{', ...' if len(numeric) > 3 else ''}): if it is "
+            "a data line, name the columns with --names NAME,...",
+            file=sys.stderr,
+        )
 
 
 def _first_line(path: Path) -> str:

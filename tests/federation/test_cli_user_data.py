@@ -193,6 +193,23 @@ def test_schema_draft_names_the_columns_of_a_file_without_header(tmp_path, capsy
     assert "--label 'sex' is not the last of --names" in capsys.readouterr().err
 
 
+def test_schema_draft_refuses_a_first_line_that_names_a_column_twice_and_warns_on_numbers(tmp_path, capsys):
+    """A headerless file whose first record held a text label drafted columns '1', '2' and '1.1' (pandas'
+    names for a repeated one, names no file has), without a word (stop 43 walkthrough)."""
+    data = tmp_path / "rows.csv"
+    data.write_text("1,2,1,a\n3,2,0,b\n5,1,1,a\n")
+    assert main(["schema", "draft", str(data), "--label", "a"]) == 1
+    err = capsys.readouterr().err
+    assert "the first line names '1' more than once" in err and "--names NAME,..." in err
+    data.write_text("1,2,3,a\n3,2,0,b\n5,1,1,a\n")
+    assert main(["schema", "draft", str(data), "--label", "a"]) == 0  # a header may hold numbers: drafted, with a word
+    err = capsys.readouterr().err
+    assert "3 of its 4 names are numbers ('1', '2', '3'): if it is a data line, name the columns with --names" in err
+    data.write_text("age,dose,y\n3,2,0\n5,1,1\n")
+    assert main(["schema", "draft", str(data), "--label", "y"]) == 0
+    assert "names are numbers" not in capsys.readouterr().err
+
+
 def test_a_mistyped_option_is_refused_by_its_subcommand_with_the_closest_option(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["schema", "draft", "x.csv", "--label", "y", "--outptu", "s.toml"])
