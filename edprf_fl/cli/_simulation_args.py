@@ -48,6 +48,14 @@ def settings_from_args(args: argparse.Namespace, **changes: Any) -> SimulationSe
     from edprf_fl.simulation import SettingsError, SimulationSettings
 
     given = {name: getattr(args, name) for name in SimulationSettings.field_names() if hasattr(args, name)}
+    if getattr(args, "data", None) is None and "sep" in given:  # the settings refuse only a separator not the default
+        raise ValueError(
+            f"--sep describes --data, and no --data was given: the embedded --dataset "
+            f"{given.get('dataset', DEFAULTS.dataset)!r} would run, with its own schema and format; give --data, or "
+            "drop --sep"
+        )
+    if getattr(args, "data", None) is not None and "dataset" in given:  # likewise only another dataset
+        raise ValueError(f"--dataset {given['dataset']!r} names an embedded dataset, and --data was given: drop one")
     given["header"] = not getattr(args, "no_header", False)
     given["baselines"] = not getattr(args, "no_baselines", False)
     try:
@@ -149,7 +157,11 @@ def add_federation_arguments(
         default=DEFAULTS.data,
         help="CSV (or Parquet) with the schema's columns and label (default: the embedded dataset)",
     )
-    add("--sep", default=DEFAULTS.sep, help="field separator of --data, one character (default: %(default)r)")
+    # --sep and --dataset are absent from the namespace unless given: given at their defaults, they are still
+    # refused where they would be ignored (settings_from_args)
+    add(
+        "--sep", default=argparse.SUPPRESS, help=f"field separator of --data, one character (default: {DEFAULTS.sep!r})"
+    )
     add(
         "--no-header",
         action="store_true",
@@ -158,8 +170,8 @@ def add_federation_arguments(
     add("--schema", type=Path, default=DEFAULTS.schema, help="schema TOML of --data (default: the embedded dataset's)")
     add(
         "--dataset",
-        default=DEFAULTS.dataset,
-        help="embedded dataset when --data is not given (default: %(default)s)",
+        default=argparse.SUPPRESS,
+        help=f"embedded dataset when --data is not given (default: {DEFAULTS.dataset})",
     )
     add("--parties", type=int, default=DEFAULTS.parties, help="simulated parties (default: %(default)s)")
     add(

@@ -77,6 +77,9 @@ def test_flags_reach_the_settings_by_their_names(tmp_path):
         (["--no-header"], "--no-header describes --data, and no --data was given"),
         (["--sep", ";"], "--sep describes --data, and no --data was given"),
         (["--data", "d.csv", "--schema", "s.toml", "--dataset", "bank_marketing"], "--dataset 'bank_marketing' names"),
+        # given at their defaults, they were let through (the settings compare with the default)
+        (["--sep", ","], "--sep describes --data, and no --data was given: the embedded --dataset 'wall_robot_nav"),
+        (["--data", "d.csv", "--schema", "s.toml", "--dataset", "wall_robot_navigation"], "--dataset 'wall_robot_nav"),
     ],
 )
 def test_options_that_would_be_ignored_are_refused(tmp_path, monkeypatch, flags, message):
