@@ -37,6 +37,7 @@ from ._exceptions import (
     EDPRFWarning,
     PrivacyLeakWarning,
     SchemaError,
+    SeededNoiseWarning,
 )
 from ._explanation import explain_row
 from ._forest import DPForest, TrainingParameters, merge_forests
@@ -60,6 +61,7 @@ __all__ = [
     "ReleasedForestClassifier",
     "Schema",
     "SchemaError",
+    "SeededNoiseWarning",
     "TrainingParameters",
     "budget",
     "check_data",

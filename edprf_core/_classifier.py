@@ -22,7 +22,13 @@ from ._count_noise import discrete_laplace_counts
 from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
-from ._exceptions import DataValidationError, DomainClippingWarning, EDPRFWarning, PrivacyLeakWarning
+from ._exceptions import (
+    DataValidationError,
+    DomainClippingWarning,
+    EDPRFWarning,
+    PrivacyLeakWarning,
+    SeededNoiseWarning,
+)
 from ._forest import (
     LEAF_COUNT_SENSITIVITY,
     LEAF_OUTPUTS,
@@ -49,7 +55,7 @@ from ._mechanisms import ExponentialMechanism, LaplaceMechanism, PermuteAndFlip
 from ._randomness import RandomState, make_generator, spawn_generators
 from ._residual_pass import RESIDUAL_HISTOGRAM_SHARE, release_residual_pass, residual_pass_rule
 from ._schema import Schema, load_schema
-from ._tree import SPLIT_MODES
+from ._tree import MAX_FIT_NODES, SPLIT_MODES, max_tree_nodes
 
 if TYPE_CHECKING:
     from sklearn.utils import Tags
@@ -162,6 +168,14 @@ def admit_fit(
         warnings.warn(
             f"{owner}.fit on 0 rows: the model is noise alone (its epsilon is spent all the same)",
             EDPRFWarning,
+            stacklevel=3,
+        )
+    if getattr(estimator, "random_state", None) is not None:  # scikit-learn habit: random_state=42
+        warnings.warn(
+            f"{owner}.fit with random_state set: its noise comes from a fixed research seed, so the model is NOT "
+            "differentially private (anyone who knows the seed can remove the noise); leave random_state=None for "
+            "a DP model",
+            SeededNoiseWarning,
             stacklevel=3,
         )
     refuse_continuous_target(y, schema)  # reads label values: after the charge
@@ -395,9 +409,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
-        False when a drafted schema (or a research option of
-        :mod:`edprf_core.research`) breaks the guarantee; ``forest_.guarantee()`` gives the reasons (and
-        says NOT differentially private for seeded fits too).
+        Whether the model is differentially private: False when a research seed (``random_state``), a drafted
+        schema or a research option of :mod:`edprf_core.research` breaks the guarantee (``forest_.dp``).
+        ``privacy_.dp`` is narrower: whether the training options alone keep the tree shapes data-independent.
+    guarantee_ : str
+        The privacy statement (``forest_.guarantee()``): what the fit spent, or NOT differentially private
+        with every reason.
     n_trees_ : int
         Trees grown (``n_trees`` or the automatic rule's choice).
     max_depth_ : int
@@ -617,6 +634,30 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             )
         return bool(self.residual_pass)
 
+    def _refuse_oversized(
+        self, schema: Schema, n_trees: int, max_depth: int, n_bins: int | None, *, charged: bool
+    ) -> None:
+        """Refuse a forest that may have more than :data:`MAX_FIT_NODES` nodes (public shape only).
+
+        ``n_bins`` None: bins not chosen yet, which only a multiway bound needs (checked later, ``charged``).
+        """
+        if n_bins is None and self.split_mode == "multiway":
+            return
+        n_codes = FeatureGrid.from_schema(schema, n_bins or DEFAULT_BINS).n_codes
+        nodes = n_trees * max_tree_nodes(n_codes, self.split_mode, max_depth)
+        if nodes <= MAX_FIT_NODES:
+            return
+        spent = (
+            f" (its epsilon {self.epsilon:g} was charged: the automatic rules chose this shape from the DP row count)"
+            if charged
+            else " (nothing was charged)"
+        )
+        raise InvalidParameterError(
+            f"{n_trees} tree(s) of depth {max_depth} with {self.split_mode} splits may hold {nodes:,} nodes, more "
+            f"than the {MAX_FIT_NODES:,} a fit builds (about 1.3 GB of memory per million nodes){spent}: lower "
+            "max_depth or n_trees"
+        )
+
     def _resolved_sampler(self) -> str:
         """``"exact"`` without a seed, ``"numpy"`` with one (or when a research option needs it)."""
         options = self._paper_options()
@@ -624,8 +665,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             return "exact" if self.random_state is None and options.variant == "pf" else "numpy"
         if options.sampler == "exact" and self.random_state is not None:
             raise ValueError(
-                "sampler='exact' draws from the operating system and cannot be seeded; "
-                "use random_state=None, or sampler='numpy' for reproducible research runs"
+                "sampler='exact' draws from the operating system and cannot be seeded; use random_state=None for "
+                "a DP model, or sampler='auto' with the seed for a reproducible research run (NOT differentially "
+                "private)"
             )
         if options.sampler == "exact" and options.variant != "pf":
             raise ValueError("sampler='exact' supports variant='pf' only")
@@ -689,6 +731,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self._parameters(1, 1)  # the options' combinations, checked before any data is read
         if self.residual_pass is True and (schema.n_classes != 2 or self.marginals_share in (0, 0.0)):
             self._residual_pass_on(schema, 0.0, None, float(self.epsilon))  # refuses, before the charge
+        if isinstance(self.n_trees, Integral) and isinstance(self.max_depth, Integral):  # public: before the charge
+            bins = None if self.n_bins == "auto" else int(self.n_bins)
+            self._refuse_oversized(schema, int(self.n_trees), int(self.max_depth), bins, charged=False)
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         if self._paper_options().stop_when_pure:
             warnings.warn(
@@ -700,6 +745,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
         shape = self._shape(schema, labels.shape[0], master if sampler == "numpy" else None)
+        self._refuse_oversized(schema, shape.n_trees, shape.max_depth, shape.n_bins, charged=True)  # the rules' shape
         grid = FeatureGrid.from_schema(schema, shape.n_bins)
         codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
@@ -771,8 +817,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         )
         self.classes_ = np.asarray(schema.classes)
         self.privacy_ = params
-        float_laplace = params.variant == "tradition" and params.leaf == "label"  # see LaplaceMechanism
-        self.dp_ = params.dp and not schema.drafted and not float_laplace
+        self.dp_ = self.forest_.dp  # every reason: a research option, a seed, a drafted schema, float Laplace
+        self.guarantee_ = self.forest_.guarantee()
         self.n_trees_ = params.n_trees
         self.max_depth_ = params.max_depth
         self.n_bins_ = params.n_bins

@@ -10,6 +10,7 @@ __all__ = [
     "EDPRFWarning",
     "PrivacyLeakWarning",
     "SchemaError",
+    "SeededNoiseWarning",
 ]
 
 
@@ -33,6 +34,15 @@ class PrivacyLeakWarning(EDPRFWarning):
     :func:`edprf_core.draft_schema`) and by research-only options that break the
     guarantee (``stop_when_pure=True``).  A model or schema touched by such a
     helper must not be released as differentially private.
+    """
+
+
+class SeededNoiseWarning(EDPRFWarning):
+    """A fit drew its noise from a fixed research seed (``random_state`` set): the model is NOT differentially
+    private, since anyone who knows the seed can remove the noise.
+
+    For tests and reproducible research; leave ``random_state=None`` for a DP model.  Research code that seeds
+    on purpose filters this class (``warnings.simplefilter("ignore", SeededNoiseWarning)``).
     """
 
 

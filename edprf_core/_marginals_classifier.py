@@ -212,8 +212,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : MarginalsParameters
         ε, relation, the row count's share, how the bins were chosen, the sampler and whether it was seeded.
     dp_ : bool
-        False when a drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_``
-        gives the reasons (and says NOT differentially private for seeded fits too).
+        Whether the model is differentially private: False when a research seed (``random_state``) or a
+        drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
     guarantee_ : str
         The privacy statement, computed from ``privacy_`` (the ε charged) and the schema; it says NOT
         differentially private, with the reasons, whenever an input was not DP.
@@ -320,7 +320,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self.n_bins_ = n_bins
         self.n_rows_estimate_ = estimate
         self.privacy_ = params
-        self.dp_ = not schema.drafted  # the same meaning as EDPRFClassifier.dp_; seeded fits: see guarantee_
+        self.dp_ = not reasons  # as EDPRFClassifier.dp_: a seed or a drafted schema makes it False
         self.guarantee_ = release_guarantee(reasons, params.configured(), epsilon=params.epsilon)
         return self
 

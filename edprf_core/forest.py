@@ -15,7 +15,7 @@ from ._forest import (
     large_epsilon_note,
     merge_forests,
 )
-from ._tree import MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError
+from ._tree import MAX_FIT_NODES, MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError, max_tree_nodes
 
 __all__ = [
     "DEPTH_RULES",
@@ -24,6 +24,7 @@ __all__ = [
     "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "MAX_FIT_NODES",
     "MAX_FIT_ROWS",
     "MAX_LEAF_COUNT",
     "RELATIONS",
@@ -34,5 +35,6 @@ __all__ = [
     "TreeStructureError",
     "check_is_forest",
     "large_epsilon_note",
+    "max_tree_nodes",
     "merge_forests",
 ]

@@ -19,13 +19,11 @@ things must happen before it can safely run on hostile arrays:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import NDArray
 
 from edprf_core.encoding import FeatureGrid
-from edprf_core.forest import ForestArrays, TreeStructureError
+from edprf_core.forest import ForestArrays, TreeStructureError, max_tree_nodes
 
 from ._errors import InvalidRelease, Reason
 
@@ -37,10 +35,7 @@ _DOMAIN_MESSAGES = ("feature index", "leaf class", "split value")
 
 def max_nodes_per_tree(grid: FeatureGrid, split_mode: str, max_depth: int) -> int:
     """Largest number of nodes a valid tree of depth ``max_depth`` can have on ``grid``."""
-    if split_mode == "binary":
-        return 2 ** (max_depth + 1) - 1
-    widths = sorted(grid.n_codes, reverse=True)[:max_depth]
-    return 1 + sum(math.prod(widths[:k]) for k in range(1, len(widths) + 1))
+    return max_tree_nodes(grid.n_codes, split_mode, max_depth)
 
 
 def _concatenated_ranges(lo: NDArray[np.int64], hi: NDArray[np.int64]) -> NDArray[np.int64]:

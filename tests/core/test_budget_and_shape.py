@@ -122,6 +122,7 @@ def test_fitted_model_holds_no_data_derived_value():
         "feature_names_in_",
         "privacy_",
         "dp_",
+        "guarantee_",
         "n_trees_",
         "max_depth_",
         "n_bins_",
@@ -222,3 +223,29 @@ def test_histogram_memory_cap_blocks_nodes_instead_of_refusing(monkeypatch, spli
     uncapped = fit()
     monkeypatch.setattr(builder, "MAX_HISTOGRAM_BYTES", 1)  # one node per block
     assert fit().equals(uncapped)
+
+
+def test_a_forest_too_large_to_build_is_refused_before_the_charge():
+    """max_depth=22 (valid up to 30) ran out of 8 GB after 60-90 s, its epsilon charged (walkthrough, stop 44)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from edprf_core import BudgetAccountant, load_embedded
+    from edprf_core.forest import MAX_FIT_NODES
+
+    schema = make_schema()
+    X, y = make_data(schema, 400, seed=1)
+    acc = BudgetAccountant(epsilon_cap=1e5)
+    for shape in ({"max_depth": 22, "n_trees": 1}, {"max_depth": 21, "n_trees": 2}, {"max_depth": 30, "n_trees": 1}):
+        with pytest.raises(InvalidParameterError, match=r"nodes, more than the 4,194,304 .*nothing was charged"):
+            EDPRFClassifier(schema, accountant=acc, marginals_share=0.0, **shape).fit(X, y)
+    assert acc.total == 0
+    assert MAX_FIT_NODES == 2**22  # a binary tree of depth 21 is the deepest one fit builds
+    with pytest.raises(InvalidParameterError, match=r"may hold \d[\d,]+ nodes.*nothing was charged"):
+        wall_X, wall_y, wall = load_embedded("wall_robot_navigation")  # 24 features: 20^6 leaves at depth 6
+        EDPRFClassifier(wall, split_mode="multiway", n_bins=20, max_depth=6, n_trees=1).fit(wall_X[:50], wall_y[:50])
+    # a shape the automatic rules choose is checked once chosen (the DP row count charged the fit)
+    with pytest.raises(InvalidParameterError, match=r"600 tree\(s\) of depth 12 .* was charged"):
+        EDPRFClassifier(
+            schema, accountant=acc, epsilon=1e4, n_trees=600, max_depth="auto", marginals_share=0.0, n_rows_public=10**6
+        ).fit(X, y)
+    assert acc.total == 1e4

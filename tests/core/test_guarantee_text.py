@@ -39,7 +39,25 @@ def test_a_seeded_fit_is_not_dp(wall):
     clf = EDPRFClassifier(schema, max_depth=3, n_trees=1, random_state=3).fit(X, y)
     text = clf.forest_.guarantee()
     assert text.startswith("NOT differentially private") and "fixed research seed" in text
-    assert "numpy floating-point sampler" in text and clf.dp_  # the mechanism itself is DP
+    assert "numpy floating-point sampler" in text and clf.privacy_.dp  # the options keep the shapes public
+    assert not clf.dp_ and clf.guarantee_ == text  # the model is not DP: a sklearn habit (random_state=42) says so
+
+
+def test_a_seeded_fit_warns_that_the_model_is_not_dp(wall):
+    """random_state=42 out of scikit-learn habit gave a model whose dp_ was True (walkthrough of stop 44)."""
+    from edprf_core import DPMarginalsClassifier, SeededNoiseWarning
+
+    X, y, schema = wall
+    for estimator in (
+        EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=42),
+        DPMarginalsClassifier(schema, random_state=42),
+    ):
+        with pytest.warns(SeededNoiseWarning, match="random_state set: .* NOT differentially private") as seen:
+            estimator.fit(X, y)
+        assert seen[0].filename == __file__ and not estimator.dp_  # attributed to the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SeededNoiseWarning)
+        assert EDPRFClassifier(schema, max_depth=2, n_trees=1).fit(X, y).dp_  # no seed: no warning, DP
 
 
 def test_stop_when_pure_is_not_dp(wall):

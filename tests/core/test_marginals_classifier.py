@@ -181,8 +181,8 @@ def test_seeded_fits_are_reproducible_and_not_dp():
     for a, b in zip(first.marginals_.counts, second.marginals_.counts):
         np.testing.assert_array_equal(a, b)
     assert first.n_rows_estimate_ == second.n_rows_estimate_
-    # dp_ means what EDPRFClassifier.dp_ means (the mechanisms and the schema); the seed shows in the guarantee
-    assert first.privacy_.seeded and first.privacy_.sampler == "numpy" and first.dp_
+    # dp_ means what EDPRFClassifier.dp_ means: a seeded model is not DP
+    assert first.privacy_.seeded and first.privacy_.sampler == "numpy" and not first.dp_
     assert first.guarantee_.startswith(
         "NOT differentially private: its noise came from a fixed research seed: anyone who knows the seed can remove it"
     )
