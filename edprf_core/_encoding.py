@@ -155,24 +155,114 @@ def _shown(value: object) -> str:
     return text if len(text) <= _MAX_SHOWN_CHARS else f"{text[:_MAX_SHOWN_CHARS]}... ({len(text)} characters)"
 
 
+def _positional(index: pd.Index) -> bool:
+    """Whether the index labels are the positions 0..n-1 (a numpy input, a default ``RangeIndex``): then a row's
+    label and its position are the same number and one name says both (checked on refusal only)."""
+    if isinstance(index, pd.RangeIndex):
+        return index.start == 0 and index.step == 1
+    return index.equals(pd.RangeIndex(len(index)))
+
+
+def _row_names(index: pd.Index, positions: NDArray[np.intp]) -> list[str]:
+    """How a refusal names the rows at ``positions``: ``row 5`` where the index labels are the positions (a numpy
+    input, a default index), else the label and the position, ``index 14001 (iloc 0)``: after a
+    ``train_test_split`` the label is not where the row is."""
+    if _positional(index):
+        return [f"row {int(p)}" for p in positions]
+    return [f"index {label!r} (iloc {int(p)})" for label, p in zip(index[positions].tolist(), positions)]
+
+
 def _refuse(
-    column: str, what: str, rows: Sequence[object], values: Sequence[object], total: int
+    column: str,
+    what: str,
+    rows: Sequence[str],
+    values: Sequence[object],
+    total: int,
+    detail: Callable[[Sequence[object]], str] | None = None,
 ) -> DataValidationError:
-    shown = ", ".join(f"row {r!r}: {_shown(v)}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
+    shown = ", ".join(f"{r}: {_shown(v)}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
     more = f" (and {total - _MAX_REPORTED} more)" if total > _MAX_REPORTED else ""
-    return DataValidationError(f"column {column!r}: {what} at {shown}{more}")
+    extra = detail(values[:_MAX_REPORTED]) if detail is not None else ""
+    return DataValidationError(f"column {column!r}: {what} at {shown}{more}{extra}")
 
 
 Problems = list[tuple[str, str, NDArray[np.bool_]]] | None
 
 
-def _reject(column: str, what: str, series: pd.Series | None, mask: NDArray[np.bool_], problems: Problems) -> None:
-    """Refuse the offending rows: raise (naming rows and cells of ``series``), or (with a ``problems`` list) record them."""
+def _reject(
+    column: str,
+    what: str,
+    series: pd.Series | None,
+    mask: NDArray[np.bool_],
+    problems: Problems,
+    detail: Callable[[Sequence[object]], str] | None = None,
+) -> None:
+    """Refuse the offending rows: raise (naming rows and cells of ``series``), or (with a ``problems`` list) record them.
+
+    ``detail``: text appended to the raised error from the cells it shows (built only when raising).
+    """
     if problems is None:
         assert series is not None, "refusing by raising names the cells: the column is needed"
-        idx = np.flatnonzero(mask)
-        raise _refuse(column, what, series.index[idx].tolist(), series.iloc[idx].tolist(), idx.size)
+        idx = np.flatnonzero(mask)[:_MAX_REPORTED]
+        rows = _row_names(series.index, idx)
+        raise _refuse(column, what, rows, series.iloc[idx].tolist(), int(np.count_nonzero(mask)), detail)
     problems.append((column, what, mask.copy()))
+
+
+_MAX_LISTED = 10
+"""Declared categories (or classes) a refusal lists; more are counted."""
+
+
+def _declared_text(values: Sequence[object], noun: str) -> str:
+    """``declared categories are ['a', 'b']``: all of them when few, else the first :data:`_MAX_LISTED` and a count."""
+    shown = [v.item() if isinstance(v, np.generic) else v for v in values[:_MAX_LISTED]]
+    more = f" and {len(values) - _MAX_LISTED} more" if len(values) > _MAX_LISTED else ""
+    return f"declared {noun} are {shown!r}{more}"
+
+
+def _fold(value: object) -> str:
+    return str(value).strip().casefold()
+
+
+def _near_miss_hint(cells: Sequence[object], declared: Sequence[object]) -> str:
+    """``"; did you mean 'management'? (...)"`` when a refused cell is a declared value but for case or surrounding
+    whitespace, else ``""``.  A few cells only: built when an error is raised."""
+    folded: dict[str, list[object]] = {}
+    for value in declared:
+        folded.setdefault(_fold(value), []).append(value)
+    pairs: dict[tuple[str, str], tuple[object, object]] = {}  # keyed by reprs: a cell may be any object
+    for cell in cells:
+        for match in folded.get(_fold(cell), []):
+            if str(match) != str(cell):
+                pairs.setdefault((repr(cell), repr(match)), (cell, match))
+    if not pairs:
+        return ""
+    if len(pairs) == 1 and all(repr(cell) == next(iter(pairs))[0] for cell in cells):  # one cell, one near miss
+        guess = _shown(next(iter(pairs.values()))[1])
+    else:
+        guess = ", ".join(f"{_shown(m)} for {_shown(c)}" for c, m in pairs.values())
+    how = (
+        "case counts"
+        if any(str(c).strip() != str(m).strip() for c, m in pairs.values())
+        else "surrounding whitespace counts when the schema's strip_whitespace is false"
+    )
+    return f"; did you mean {guess}? (values are compared exactly: {how})"
+
+
+def _undeclared_detail(declared: Sequence[object], noun: str | None) -> Callable[[Sequence[object]], str]:
+    """What a refusal of undeclared cells adds: a near miss (:func:`_near_miss_hint`), and the declared values
+    (``noun``: ``"categories"``; None when the caller lists them, as :func:`encode_labels` does)."""
+
+    def detail(cells: Sequence[object]) -> str:
+        hint = _near_miss_hint(cells, declared)
+        if noun is None:
+            return hint
+        return (
+            f"{hint}; {_declared_text(declared, noun)}: correct the cells, add the value to the schema's {noun}, "
+            "or set the feature's unknown to a catch-all category"
+        )
+
+    return detail
 
 
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
@@ -423,13 +513,16 @@ def _encode_categorical(
     what: str = "category",
     problems: Problems = None,
     rules: CellRules = _DEFAULT_RULES,
+    listed: str | None = "categories",
 ) -> NDArray[np.int32]:
+    """Codes of a column's cells by the feature's rules; ``listed`` names the declared values in a refusal of
+    undeclared cells (None: the caller lists them)."""
     missing = rules.missing(series)
     if _numeric_categories(feature):
         codes = _number_lookup(_parse_numbers(series, skip=missing), [float(c) for c in feature.categories])
     else:
         codes = _lookup(series, [str(c) for c in feature.categories])
-    return _categorical_codes(codes, missing, feature, column, what, series, problems)
+    return _categorical_codes(codes, missing, feature, column, what, series, problems, listed)
 
 
 def _numeric_categories(feature: CategoricalFeature) -> bool:
@@ -445,9 +538,14 @@ def _categorical_codes(
     what: str,
     series: pd.Series | None,
     problems: Problems,
+    listed: str | None = "categories",
 ) -> NDArray[np.int32]:
     """Codes of cells found at ``codes`` among the categories (-1: undeclared) by the feature's rules for the
-    missing (``missing``) and undeclared cells."""
+    missing (``missing``) and undeclared cells.
+
+    A raised refusal of undeclared cells adds a near miss (``'MANAGEMENT'``: did you mean ``'management'``?)
+    and, unless ``listed`` is None, the declared values under that name.
+    """
     codes = np.where(missing, -2, codes)
     for rule_name, mask, label in (
         ("missing", codes == -2, "missing value (NaN, None or a missing token)"),
@@ -457,7 +555,8 @@ def _categorical_codes(
             continue
         rule = getattr(feature, rule_name)
         if isinstance(rule, str) and rule == REFUSE:
-            _reject(column, f"{label} and the schema's rule is {rule_name}='refuse'", series, mask, problems)
+            detail = _undeclared_detail(feature.categories, listed) if rule_name == "unknown" else None
+            _reject(column, f"{label} and the schema's rule is {rule_name}='refuse'", series, mask, problems, detail)
             codes = np.where(mask, 0, codes)  # placeholder: such rows are dropped by the caller
         elif rule_name == "missing" and rule == SEPARATE:
             codes = np.where(mask, len(feature.categories), codes)  # the code after the declared categories
@@ -475,6 +574,10 @@ def encode_features(
     Raises :class:`DataValidationError` naming the column, value and row of
     the first offending values when a rule says ``refuse`` (with a
     ``problems`` list, records them there instead; see :func:`conforming_rows`).
+    A row is named by its position (``row 5``) when the index labels are the
+    positions (a numpy input, a default index), else by its index label and
+    position (``index 14001 (iloc 0)``); a refused undeclared category comes
+    with the declared ones and a near miss (case, surrounding whitespace).
     A text column (pandas' ``str``, or a categorical of text) is encoded once
     per distinct cell and each row takes its own cell's code: the same codes
     as encoding row by row, since every rule reads one cell alone.
@@ -520,7 +623,7 @@ def _label_encoder(schema: Schema, rules: CellRules, what: str) -> Encoder:
     """Class indices of labels (after :func:`_label_series`); ``what`` names an undeclared one in refusals."""
     spec = CategoricalFeature(name=schema.label.column, categories=schema.label.classes)
     return lambda cells, found: _encode_categorical(
-        _label_series(cells, schema, rules), spec, spec.name, what=what, problems=found, rules=rules
+        _label_series(cells, schema, rules), spec, spec.name, what=what, problems=found, rules=rules, listed=None
     )
 
 
@@ -773,10 +876,15 @@ def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDAr
     problems = rule_violations(X, y, schema)
     keep = np.ones(len(X), dtype=bool)
     notes = []
+    positional = _positional(X.index) if problems else True
     for column, what, mask in problems:
         keep &= ~mask
-        rows = X.index[np.flatnonzero(mask)[:3]].tolist()
-        notes.append(f"column {column!r}: {what}: {int(mask.sum())} rows (first rows {rows})")
+        first = np.flatnonzero(mask)[:3]
+        if positional:
+            where = f"first rows {first.tolist()}"
+        else:
+            where = f"first at index {X.index[first].tolist()}, iloc {first.tolist()}"
+        notes.append(f"column {column!r}: {what}: {int(mask.sum())} rows ({where})")
     return keep, notes
 
 
@@ -793,7 +901,7 @@ def encode_labels(y: ArrayLike | pd.Series, schema: Schema) -> NDArray[np.int32]
     try:
         return _each_distinct_cell(series, _label_encoder(schema, rules, "class (not in the declared classes)"), None)
     except DataValidationError as exc:
-        raise DataValidationError(f"label {exc}; declared classes are {list(schema.label.classes)}") from None
+        raise DataValidationError(f"label {exc}; {_declared_text(schema.label.classes, 'classes')}") from None
 
 
 def declared_labels(y: pd.Series, schema: Schema) -> pd.Series:

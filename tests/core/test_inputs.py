@@ -20,7 +20,7 @@ from edprf_core import (
     draft_schema,
     load_schema,
 )
-from edprf_core.encoding import FeatureGrid, encode_features
+from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
 from edprf_core.research import PaperEDPRFClassifier
 
 
@@ -316,3 +316,96 @@ def test_every_parameter_is_declared_and_checked_before_fitting(estimator):
 def test_a_bool_is_not_a_count(schema, name):
     with pytest.raises(ValueError, match=f"'{name}' parameter of EDPRFClassifier must be an int"):
         EDPRFClassifier(schema, **{name: True}).fit(None, None)
+
+
+def _grid(schema):
+    return FeatureGrid.from_schema(schema, n_bins=2)
+
+
+def test_undeclared_category_names_the_declared_ones_and_a_near_miss(schema, data):
+    """It said only "undeclared category ... at row 5: 'V1'": neither the declared categories nor the case."""
+    X = data[0].copy()
+    X.loc[5, "c0"] = "V1"
+    X.loc[7, "c0"] = "zebra"
+    with pytest.raises(DataValidationError) as err:
+        _fit(schema, X, data[1])
+    text = str(err.value)
+    assert "row 5: 'V1', row 7: 'zebra'" in text
+    assert "did you mean 'v1' for 'V1'?" in text and "case counts" in text
+    assert "declared categories are ['v0', 'v1', 'v2']" in text
+    X.loc[7, "c0"] = "v2"
+    with pytest.raises(DataValidationError, match=r"row 5: 'V1'; did you mean 'v1'\? "):
+        _fit(schema, X, data[1])
+
+
+def test_undeclared_category_lists_the_first_ten_of_many_and_counts_the_rest():
+    many = tuple(f"job{i:02d}" for i in range(25))
+    schema = Schema(features=(CategoricalFeature("job", many),), label=LabelSpec("y", ("no", "yes")))
+    X = pd.DataFrame({"job": ["job01", "Job 3"]})
+    with pytest.raises(DataValidationError) as err:
+        encode_features(X, schema, _grid(schema))
+    text = str(err.value)
+    assert f"declared categories are {list(many[:10])!r} and 15 more" in text
+    assert "did you mean" not in text  # 'Job 3' is no declared category whatever the case
+
+
+def test_a_boolean_column_for_a_yes_no_category_is_shown_the_declared_values():
+    schema = Schema(features=(CategoricalFeature("default", ("no", "yes")),), label=LabelSpec("y", (0, 1)))
+    X = pd.DataFrame({"default": [True, False]})
+    with pytest.raises(
+        DataValidationError, match=r"row 0: True, row 1: False; declared categories are \['no', 'yes'\]"
+    ):
+        encode_features(X, schema, _grid(schema))
+
+
+def test_surrounding_whitespace_kept_by_the_schema_is_named_as_the_near_miss():
+    schema = Schema(
+        features=(CategoricalFeature("c", ("a", "b")),), label=LabelSpec("y", (0, 1)), strip_whitespace=False
+    )
+    with pytest.raises(DataValidationError, match=r"did you mean 'a'\? .*strip_whitespace is false"):
+        encode_features(pd.DataFrame({"c": ["a", " a "]}), schema, _grid(schema))
+
+
+def test_a_refusal_names_index_label_and_position_after_a_split(schema, data):
+    """After train_test_split it said "at row 14001" of a shorter frame: the label, read as a position."""
+    X, y = data[0].copy(), data[1].copy()
+    X.index = y.index = X.index + 14000
+    bad = X.copy()
+    bad.iloc[1, bad.columns.get_loc("c0")] = "zebra"
+    with pytest.raises(
+        DataValidationError, match=r"column 'c0': undeclared category .* at index 14001 \(iloc 1\): 'zebra'"
+    ):
+        _fit(schema, bad, y)
+    bad = X.astype({"x1": object})
+    bad.iloc[2, bad.columns.get_loc("x1")] = "many"
+    with pytest.raises(
+        DataValidationError, match=r"column 'x1': not a finite number at index 14002 \(iloc 2\): 'many'"
+    ):
+        _fit(schema, bad, y)
+    bad = y.copy()
+    bad.iloc[3] = "k9"
+    with pytest.raises(DataValidationError, match=r"undeclared class .* at index 14003 \(iloc 3\): 'k9'"):
+        _fit(schema, X, bad)
+    bad = X.copy()
+    bad.iloc[4, bad.columns.get_loc("x2")] = np.nan
+    with pytest.raises(DataValidationError, match=r"column 'x2': missing value .* at index 14004 \(iloc 4\): nan"):
+        _fit(schema, bad, y)
+    # positions alone where they are the labels: a numpy input, a default index
+    with pytest.raises(DataValidationError, match=r"column 'x2': missing value .* at row 4: nan"):
+        _fit(schema, bad.to_numpy(), y.to_numpy())
+    with pytest.raises(DataValidationError, match=r"column 'x2': missing value .* at row 4: nan"):
+        _fit(schema, bad.reset_index(drop=True), y.reset_index(drop=True))
+
+
+def test_conforming_rows_notes_name_index_label_and_position(schema, data):
+    X, y = data[0].copy(), data[1].copy()
+    X.index = y.index = X.index + 14000
+    X.iloc[[1, 5], X.columns.get_loc("c0")] = "zebra"
+    keep, notes = conforming_rows(X, y, schema)
+    assert keep.sum() == len(X) - 2
+    assert notes == [
+        "column 'c0': undeclared category and the schema's rule is unknown='refuse': 2 rows (first at index "
+        + "[14001, 14005], iloc [1, 5])"
+    ]
+    _, notes = conforming_rows(X.reset_index(drop=True), y.reset_index(drop=True), schema)
+    assert notes[0].endswith("2 rows (first rows [1, 5])")
