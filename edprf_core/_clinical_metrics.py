@@ -38,11 +38,13 @@ not be published when those rows are private.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
@@ -431,36 +433,60 @@ def clinical_report(
     proba: ArrayLike,
     classes: Sequence[object],
     *,
-    positive: int | None = None,
+    positive: object | None = None,
     threshold: float = 0.5,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     n_calibration_bins: int = 10,
+    indices: bool | None = None,
 ) -> ClinicalReport:
-    """Confusion matrix and clinical metrics of probabilities ``proba`` against true class indices ``y``.
+    """Confusion matrix and clinical metrics of probabilities ``proba`` against the true classes ``y``.
 
     Parameters
     ----------
-    y : array of int, shape (n,)
-        True class index of each row (0..K-1, the declared order).
+    y : array, shape (n,)
+        True class of each row: labels among ``classes`` (``'no'``/``'yes'``,
+        what ``predict`` returns), or class indices 0..K-1 (the declared order);
+        see ``indices`` for which reading is taken.
     proba : array, shape (n, K)
-        Predicted class probabilities (each row sums to 1).
+        Predicted class probabilities (each row sums to 1), columns in the
+        order of ``classes`` (``predict_proba``'s).
     classes : sequence
-        The declared classes.
-    positive : int or None
-        Index of the positive class.  Given, a row is decided positive when
-        ``proba[:, positive] >= threshold`` (with two classes, the other class
-        otherwise; with more, the most probable of the others); the summary
-        AUC, Brier score and threshold table are the positive class's.
-        ``None``: every row gets its most probable class.
+        The declared classes (the model's ``classes_``).
+    positive : label, int or None
+        The positive class: a label among ``classes``, or its index (read as
+        ``y`` is, with ``indices``).  Given, a row is decided positive when
+        its probability of that class is at least ``threshold`` (with two
+        classes, the other class otherwise; with more, the most probable of
+        the others); the summary AUC, Brier score and threshold table are
+        the positive class's.  ``None``: every row gets its most probable class.
     threshold : float in [0, 1], default 0.5
     thresholds : sequence of float in [0, 1]
         Rows of the threshold table (positive class only).
     n_calibration_bins : int >= 1, default 10
         Equal-width bins of predicted probability in the calibration tables.
+    indices : bool or None, default None
+        How ``y`` and ``positive`` are read.  ``None``: as labels when every
+        value is among ``classes``, else as class indices (integers in
+        0..K-1).  So when the classes are integers other than 0..K-1 (grades
+        ``(1, 2, 3)``), values among them are read as **labels**: ``y = [1,
+        2]`` means the classes 1 and 2 (indices 0 and 1), and ``positive=2``
+        the class 2; when the classes are exactly ``0..K-1`` the two readings
+        agree.  ``True``: class indices only (for callers holding
+        :func:`edprf_core.encoding.encode_labels`' output); ``False``: labels
+        only.
 
     Returns
     -------
     ClinicalReport
+        ``predicted``, ``confusion`` and ``positive`` are in class indices
+        (the order of ``classes``).
+
+    Raises
+    ------
+    ValueError
+        A value of ``y`` or ``positive`` that is neither among ``classes`` nor
+        a class index (the error names it and the classes), or inconsistent
+        shapes or a threshold outside [0, 1].
 
     Notes
     -----
@@ -468,15 +494,15 @@ def clinical_report(
     exact statistics of ``(y, proba)`` (see :data:`NOT_DP_NOTE`).  The
     intervals are described in the module docstring.
     """
-    y = np.asarray(y, dtype=np.int64).ravel()
+    values = np.asarray(y)
+    values = values.ravel() if values.ndim else values.reshape(1)
     p = np.asarray(proba, dtype=np.float64)
     k = len(classes)
-    if p.ndim != 2 or p.shape != (y.size, k):
-        raise ValueError(f"proba: expected shape ({y.size}, {k}), got {p.shape}")
-    if y.size and (y.min() < 0 or y.max() >= k):
-        raise ValueError(f"y: expected class indices in [0, {k - 1}], got values in [{y.min()}, {y.max()}]")
-    if positive is not None and not 0 <= positive < k:
-        raise ValueError(f"positive: expected a class index in [0, {k - 1}], got {positive}")
+    if p.ndim != 2 or p.shape != (values.size, k):
+        raise ValueError(f"proba: expected shape ({values.size}, {k}), got {p.shape}")
+    y = _class_indices(values, classes, "y", indices)
+    if positive is not None:
+        positive = int(_class_indices(np.array([positive], dtype=object), classes, "positive", indices)[0])
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold: expected a probability in [0, 1], got {threshold}")
     if positive is None:
@@ -520,6 +546,99 @@ def clinical_report(
         threshold=threshold if positive is not None else None,
         warning=one_class_warning(predicted, classes),
     )
+
+
+def _class_indices(
+    values: ArrayLike, classes: Sequence[object], name: str, indices: bool | None = None
+) -> NDArray[np.int64]:
+    """The class index of each of ``values``, read as labels among ``classes`` or as class indices 0..K-1.
+
+    Parameters
+    ----------
+    values : array, shape (n,)
+    classes : sequence
+        The declared classes, in order.
+    name : str
+        What the values are, for errors (``"y"``, ``"positive"``).
+    indices : bool or None
+        ``None``: labels when every value is among ``classes`` (so labels win when the classes are integers
+        other than 0..K-1; with classes exactly 0..K-1 the readings agree), else indices; ``True``: indices
+        only; ``False``: labels only.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        Naming (at most three of) the values that are neither, and the classes.
+    """
+    cells = np.asarray(values)
+    cells = cells.ravel() if cells.ndim else cells.reshape(1)
+    k = len(classes)
+    found = None
+    if indices is not True and not (_are_positions(classes) and cells.dtype.kind in "iu"):
+        # each value looked up among the classes by hash (1 == 1.0, 'no' == np.str_('no')); -1 where absent
+        found = pd.Index(list(classes), dtype=object).get_indexer(pd.Index(cells.astype(object), dtype=object))
+        if (found >= 0).all():
+            return found.astype(np.int64)
+    index = _index_reading(cells) if indices is not False else None
+    if index is not None and (index.size == 0 or (index.min() >= 0 and index.max() < k)):
+        return index
+    _refuse_classes(cells, found, index, classes, name, indices)
+
+
+def _are_positions(classes: Sequence[object]) -> bool:
+    """Whether the classes are exactly the integers 0..K-1 (then a value's label and index readings agree)."""
+    return all(
+        isinstance(c, numbers.Integral) and not isinstance(c, (bool, np.bool_)) and c == j
+        for j, c in enumerate(classes)
+    )
+
+
+def _index_reading(cells: NDArray) -> NDArray[np.int64] | None:
+    """The values as integers (integers, integral floats), whatever their range; None when some value is no integer."""
+    kind = cells.dtype.kind
+    if kind == "O" and pd.api.types.infer_dtype(cells, skipna=False) == "integer":  # Python ints (a `positive`)
+        kind = "i"
+    if kind in "iu":
+        return cells.astype(np.int64)
+    if kind == "f" and np.isfinite(cells).all() and (cells == np.round(cells)).all():
+        return cells.astype(np.int64)
+    return None
+
+
+def _refuse_classes(
+    cells: NDArray,
+    found: NDArray[np.intp] | None,
+    index: NDArray[np.int64] | None,
+    classes: Sequence[object],
+    name: str,
+    indices: bool | None,
+) -> NoReturn:
+    """Raise the error naming the values that are neither among ``classes`` nor (as allowed) class indices."""
+    k = len(classes)
+    listed = [_plain(c) for c in list(classes)[:10]]
+    more = f" and {k - 10} more" if k > 10 else ""
+    is_index = np.zeros(cells.size, dtype=bool)
+    if index is not None:
+        is_index = (index >= 0) & (index < k)
+    bad = ~is_index if found is None else (found < 0) & ~is_index
+    shown = list(dict.fromkeys(repr(_plain(v)) for v in cells[np.flatnonzero(bad)[:50]]))[:3]
+    labels, positions = f"among the classes {listed!r}{more}", f"in [0, {k - 1}]"
+    if cells.size == 1:
+        labels, positions = f"a label {labels}", f"a class index {positions}"
+    else:
+        labels, positions = f"labels {labels}", f"class indices {positions}"
+    wanted = {
+        None: f"{labels} or {positions}",
+        True: f"{positions} (indices=True)",
+        False: f"{labels} (indices=False)",
+    }[indices]
+    if not shown:  # each value is one or the other, but not all the same one
+        raise ValueError(f"{name}: expected {wanted}, all read one way; got some of each")
+    raise ValueError(f"{name}: expected {wanted}; got {', '.join(shown)}")
 
 
 def _macro_auc(y: NDArray[np.int64], proba: NDArray[np.float64]) -> Estimate:
