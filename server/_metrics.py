@@ -31,7 +31,7 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
     truth = np.asarray(y_true)
     index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
     y = np.array([index[v.item() if isinstance(v, np.generic) else v] for v in truth], dtype=np.int64)
-    report = clinical_report(y, proba, tuple(classes))
+    report = clinical_report(y, proba, tuple(classes), indices=True)
     estimates = {
         "accuracy": report.accuracy,
         "balanced_accuracy": report.balanced_accuracy,

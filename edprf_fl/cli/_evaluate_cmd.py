@@ -203,6 +203,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         p_all,
         forest.schema.classes,
         positive=positive,
+        indices=True,  # y_all and positive are class indices: classes such as (1, 2) would read them as labels
         threshold=args.threshold if positive is not None else 0.5,
         n_calibration_bins=args.calibration_bins,
     )

@@ -68,3 +68,13 @@ def test_the_simulate_table_names_the_marginals_part_and_the_pass():
         {"central_evaluation": metrics, "n_trees": 3}, {"party_alone_median": metrics | {"n_trees": 1}}
     )
     assert "marginals" not in plain
+
+
+def test_central_metrics_on_integer_classes_that_are_not_indices():
+    """clinical_report reads labels now: classes (1, 2) with a test set of class 2 only gave indices [1, 1, ...]
+    that are also class values; they must stay indices (found merging the library walkthrough's fix, stop 44)."""
+    from server import classification_metrics
+
+    classes = np.array([1, 2])
+    metrics = classification_metrics(np.array([2] * 10), np.tile([0.2, 0.8], (10, 1)), classes)
+    assert metrics["accuracy"] == 1.0
