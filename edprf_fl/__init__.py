@@ -8,9 +8,11 @@ coordinator (:mod:`server`) are the four top-level packages; everything else liv
   (workspaces, partitions, engines, baselines, sweeps).
 
 Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remembered_interrupts`,
-:func:`record_interrupt` and :func:`raise_if_interrupted`.
+:func:`record_interrupt` and :func:`raise_if_interrupted`, and both keep Flower's usage telemetry off
+(:func:`keep_flower_telemetry_off`).
 """
 
+from ._flower_telemetry import keep_flower_telemetry_off
 from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
 
-__all__ = ["raise_if_interrupted", "record_interrupt", "remembered_interrupts"]
+__all__ = ["keep_flower_telemetry_off", "raise_if_interrupted", "record_interrupt", "remembered_interrupts"]

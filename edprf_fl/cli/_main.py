@@ -128,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from edprf_fl import remembered_interrupts
+    from edprf_fl import keep_flower_telemetry_off, remembered_interrupts
+
+    keep_flower_telemetry_off()  # before any subcommand imports Flower
 
     from ._stop_signals import Terminated, exit_status, stop_signals
 
