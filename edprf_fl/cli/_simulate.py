@@ -116,12 +116,31 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
         raise ValueError(exc.describe(flag_of)) from None
     except KeyboardInterrupt:
-        spent = _spent_so_far(out_dir)
-        if spent:
-            say(spent)
+        said = _finished_before_the_stop(out_dir) or _spent_so_far(out_dir)
+        if said:
+            say(said)
         raise
     finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)
+
+
+def _finished_before_the_stop(out_dir: Path) -> str:
+    """One line when the federation had written its model and a completed report before the stop (a Ctrl-C while
+    Ray shuts down, or during the baselines), ``""`` otherwise: that model is whole, its ε spent as planned, and a
+    rerun would spend it again."""
+    import json
+
+    model, report = out_dir / "global-model.edprf", out_dir / "report.json"
+    try:
+        completed = model.is_file() and json.loads(report.read_text(encoding="utf-8")).get("status") == "completed"
+    except (OSError, ValueError, AttributeError):  # absent, partly written or not an object: not finished
+        return ""
+    if not completed:
+        return ""
+    return (
+        f"the federation had finished before the stop: its model {model} and {report} are complete (the summary, "
+        "the baselines and the plot were not made); keep them rather than rerun, which would spend epsilon again"
+    )
 
 
 def _spent_so_far(out_dir: Path) -> str:
