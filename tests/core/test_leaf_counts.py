@@ -107,25 +107,37 @@ def test_label_trees_give_one_hot_votes_and_mixed_forests_average():
 
 
 def test_probabilities_rank_better_than_votes():
-    """The point of counts: one tree's votes are 0/1, counts give a usable ranking (AUC)."""
+    """The point of counts: one tree's votes are 0/1, counts give a usable ranking (AUC).
+
+    On a random split of bank marketing (its file is in time order: the first 16,000 rows put both near chance,
+    and the test passed on its three seeds by 0.001, failing on 10 of 15 others: flaky-test audit, stop 44).
+    Here 10 seeds at ε = 1 gave a gain of 0.032 on average, every seed above 0 (lowest 0.004)."""
     from sklearn.metrics import roc_auc_score
 
     from edprf_core import load_embedded
     from edprf_core.encoding import encode_labels
 
     data, labels, schema = load_embedded("bank_marketing")
-    X, y, Xt, yt = data.iloc[:8000], labels.iloc[:8000], data.iloc[8000:16000], labels.iloc[8000:16000]
+    rows = np.random.default_rng(0).permutation(len(data))[:16000]
+    X, y, Xt, yt = data.iloc[rows[:8000]], labels.iloc[rows[:8000]], data.iloc[rows[8000:]], labels.iloc[rows[8000:]]
     truth = encode_labels(yt, schema)
     auc = {}
     for leaf in ("label", "counts"):
-        scores = []
-        for seed in range(3):
-            clf = EDPRFClassifier(
-                schema, epsilon=1.0, n_trees=1, max_depth=4, leaf=leaf, random_state=seed, marginals_share=0.0
-            )
-            scores.append(roc_auc_score(truth, clf.fit(X, y).predict_proba(Xt)[:, 1]))
-        auc[leaf] = np.mean(scores)
-    assert auc["counts"] > auc["label"] + 0.02
+        auc[leaf] = np.array(
+            [
+                roc_auc_score(
+                    truth,
+                    EDPRFClassifier(
+                        schema, epsilon=1.0, n_trees=1, max_depth=4, leaf=leaf, random_state=seed, marginals_share=0.0
+                    )
+                    .fit(X, y)
+                    .predict_proba(Xt)[:, 1],
+                )
+                for seed in range(10)
+            ]
+        )
+    gain = auc["counts"] - auc["label"]
+    assert gain.mean() > 0.01 and np.sum(gain > 0) >= 8, gain
 
 
 def test_default_shape_comes_from_a_charged_dp_count_or_a_declared_size():
@@ -235,11 +247,14 @@ def test_label_shift_factors_leave_one_part_alone_and_correct_skewed_parts():
 
 @pytest.mark.slow
 def test_label_shift_correction_helps_under_strong_label_skew():
-    """Five parties, Dirichlet(0.1) label skew on the wall robot: the correction raises accuracy (5 seeds)."""
+    """Five parties, Dirichlet(0.1) label skew on the wall robot: the correction raises accuracy (10 seeds).
+
+    Groups of 5 seeds gained 0.053 on average (spread 0.036, one group -0.009): 10 seeds and a bound of 0.01
+    (5 seeds and 0.03 passed by 0.001: flaky-test audit, stop 44)."""
     from tests.synthetic import skewed_wall_federation
 
     gain = []
-    for seed in range(5):
+    for seed in range(10):
         merged, Xte, truth = skewed_wall_federation(0.1, seed)
         # the unbounded rule (issue 20): under Dirichlet(0.1) each class sits at about one party, which the
         # bound cannot tell from a hostile party claiming that class (edprf_core/_leaf_distribution.py, item 5)
@@ -251,4 +266,4 @@ def test_label_shift_correction_helps_under_strong_label_skew():
             for s in (True, False)
         ]
         gain.append(acc[0] - acc[1])
-    assert np.mean(gain) > 0.03
+    assert np.mean(gain) > 0.01, gain
