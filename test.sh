@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/ensure-venv.sh
-ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist hypothesis scipy grpc_tools"
+ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist pytest_timeout hypothesis scipy grpc_tools"
 export PATH="$PWD/.venv/bin:$PATH"
 # Two workers (pytest-xdist); every test, the real Flower and Ray ones too, keeps its processes, ports
 # (free_port) and Flower home under its own tmp_path.  `-n 0` runs in this process (pdb, -s).
