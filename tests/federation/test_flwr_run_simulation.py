@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from edprf_fl.cli._flower_processes import free_port
 from edprf_fl.cli._main import main
 from protocol import load_global_model
 
@@ -51,12 +52,17 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
     assert run_config["seed"] == 3 and run_config["require-exact-sampling"] is False  # seeded noise is not exact
     assert run_config["sim-dir"] == str(out / "workspace") and run_config["max-depth"] == 3
     flwr_home = tmp_path / "flwr-home"
+    ports: set[int] = set()
     env = {
         **os.environ,
         "FLWR_HOME": str(flwr_home),
         variable.split("=")[0]: variable.split("=")[1],
         ray_variable.split("=")[0]: ray_variable.split("=")[1],
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # the local SuperLink `flwr run` starts: free ports, not Flower's fixed 39091 and 39093, which flwr reuses
+        # when anything answers there (another test's SuperLink; flaky-test audit, stop 44)
+        "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(free_port(ports)),
+        "FLWR_LOCAL_CONTROL_API_PORT": str(free_port(ports)),
     }
     pyproject = (REPO / "pyproject.toml").read_bytes()
     try:
