@@ -336,10 +336,6 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         thousand, 20 above ``n * epsilon = 8,000``).
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
-    marginals_share : float in [0, 1) or "auto", default "auto"
-        Expected share of the rows (each row independently, public randomness) that go to the marginals
-        part instead of the trees.  ``"auto"``: :func:`edprf_core._marginals.marginals_share_rule` of the
-        public size (two classes: 0 or 0.9; more classes: 0).  0: trees only.
     marginals_bins : int >= 2 or "auto", default "auto"
         ``n_bins`` of the marginals part's public grid.  ``"auto"``: the marginals bins rule
         (:func:`edprf_core._marginals.marginals_n_bins`) of the part's share of the public size when
