@@ -53,7 +53,7 @@ import pandas as pd
 from edprf_core import DataValidationError, DPForest, EDPRFError, EDPRFWarning, Schema, load_schema
 from edprf_core.config_checks import refuse_unknown_keys
 from edprf_core.encoding import FeatureGrid, encode_labels
-from edprf_core.forest import MAX_FIT_ROWS
+from edprf_core.forest import MAX_FIT_NODES, MAX_FIT_ROWS, max_tree_nodes
 from edprf_core.mechanisms import discrete_laplace_counts
 from protocol import (
     REFUSAL_REASONS,
@@ -110,18 +110,10 @@ def release_node_bound(schema: Schema, n_trees: int, max_depth: int, split_mode:
 
     Binary trees have at most ``2**(depth+1) - 1`` nodes.  A multiway node has one child per
     code of its feature and a path uses each feature once, so layer ``d`` has at most the
-    product of the ``d`` largest code counts of the grid.  Computed from the schema and the
-    request alone (no data, no privacy cost), in exact integers.
+    product of the ``d`` largest code counts of the grid (:func:`edprf_core.forest.max_tree_nodes`).
+    Computed from the schema and the request alone (no data, no privacy cost), in exact integers.
     """
-    if split_mode == "binary":
-        per_tree = 2 ** (max_depth + 1) - 1
-    else:
-        codes = sorted(FeatureGrid.from_schema(schema, n_bins).n_codes, reverse=True)
-        per_tree = layer = 1
-        for d in range(min(max_depth, len(codes))):
-            layer *= codes[d]
-            per_tree += layer
-    return n_trees * per_tree
+    return n_trees * max_tree_nodes(FeatureGrid.from_schema(schema, n_bins).n_codes, split_mode, max_depth)
 
 
 def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[int, int]:
@@ -343,11 +335,14 @@ class Party:
                 "a fixed seed was requested but the party's policy requires cryptographic randomness",
             )
         nodes = release_node_bound(self.schema, req.n_trees, req.max_depth, req.split_mode, req.n_bins)
-        if nodes > p.max_release_nodes:
+        # binary trees above what one fit builds: the estimator would refuse them after the reservation
+        most = min(p.max_release_nodes, MAX_FIT_NODES) if req.split_mode == "binary" else p.max_release_nodes
+        if nodes > most:
+            whose = "the party's maximum" if most == p.max_release_nodes else "the most one fit builds"
             raise Refusal(
                 RefusalReason.POLICY_RELEASE_NODES,
                 f"a release of {req.n_trees} {req.split_mode} trees of depth {req.max_depth} on "
-                f"{req.n_bins} bins may hold {nodes} nodes; the party's maximum is {p.max_release_nodes}",
+                f"{req.n_bins} bins may hold {nodes} nodes; {whose} is {most}",
             )
 
     def _seed(self, seed: int) -> np.random.SeedSequence | None:

@@ -19,7 +19,7 @@ from ._accountant import BudgetAccountant, charge_fit, refuse_unaccounted_pickli
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._count_noise import discrete_laplace_counts
-from ._depth_rule import AUTO_DEPTH_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
+from ._depth_rule import AUTO_DEPTH_CAP, AUTO_TREE_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import (
@@ -630,28 +630,31 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             )
         return bool(self.residual_pass)
 
-    def _refuse_oversized(
-        self, schema: Schema, n_trees: int, max_depth: int, n_bins: int | None, *, charged: bool
-    ) -> None:
-        """Refuse a forest that may have more than :data:`MAX_FIT_NODES` nodes (public shape only).
+    def _refuse_oversized(self) -> None:
+        """Refuse, before the charge, binary trees that may hold more than :data:`MAX_FIT_NODES` nodes.
 
-        ``n_bins`` None: bins not chosen yet, which only a multiway bound needs (checked later, ``charged``).
+        From the public options alone: ``n_trees`` or, when automatic, :data:`AUTO_TREE_CAP`; ``max_depth`` or,
+        when automatic, ``max_depth_cap``.  Every node of a binary tree exists (shapes are data-independent), so
+        the bound is what the fit builds.  A multiway tree's worst case (the widest features at every layer) can
+        exceed what it builds by a hundred times: it is not refused here (a party's release bound still applies).
         """
-        if n_bins is None and self.split_mode == "multiway":
+        if self.split_mode != "binary":
             return
-        n_codes = FeatureGrid.from_schema(schema, n_bins or DEFAULT_BINS).n_codes
-        nodes = n_trees * max_tree_nodes(n_codes, self.split_mode, max_depth)
+        trees = int(self.n_trees) if isinstance(self.n_trees, Integral) else AUTO_TREE_CAP
+        depth = int(self.max_depth) if isinstance(self.max_depth, Integral) else int(self.max_depth_cap)
+        nodes = trees * max_tree_nodes((), "binary", depth)
         if nodes <= MAX_FIT_NODES:
             return
-        spent = (
-            f" (its epsilon {self.epsilon:g} was charged: the automatic rules chose this shape from the DP row count)"
-            if charged
-            else " (nothing was charged)"
+        trees_text = (
+            f"{trees} tree(s)" if isinstance(self.n_trees, Integral) else f"up to {trees} trees (n_trees='auto')"
+        )
+        depth_text = (
+            f"depth {depth}" if isinstance(self.max_depth, Integral) else f"depth up to {depth} (max_depth_cap)"
         )
         raise InvalidParameterError(
-            f"{n_trees} tree(s) of depth {max_depth} with {self.split_mode} splits may hold {nodes:,} nodes, more "
-            f"than the {MAX_FIT_NODES:,} a fit builds (about 1.3 GB of memory per million nodes){spent}: lower "
-            "max_depth or n_trees"
+            f"{trees_text} of {depth_text} may hold {nodes:,} nodes, more than the {MAX_FIT_NODES:,} a fit builds "
+            "(about 1.3 GB of memory per million nodes; nothing was charged): lower max_depth, max_depth_cap or "
+            "n_trees"
         )
 
     def _resolved_sampler(self) -> str:
@@ -727,9 +730,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self._parameters(1, 1)  # the options' combinations, checked before any data is read
         if self.residual_pass is True and (schema.n_classes != 2 or self.marginals_share in (0, 0.0)):
             self._residual_pass_on(schema, 0.0, None, float(self.epsilon))  # refuses, before the charge
-        if isinstance(self.n_trees, Integral) and isinstance(self.max_depth, Integral):  # public: before the charge
-            bins = None if self.n_bins == "auto" else int(self.n_bins)
-            self._refuse_oversized(schema, int(self.n_trees), int(self.max_depth), bins, charged=False)
+        self._refuse_oversized()  # public options: before the charge
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         if self._paper_options().stop_when_pure:
             warnings.warn(
@@ -741,7 +742,6 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
         shape = self._shape(schema, labels.shape[0], master if sampler == "numpy" else None)
-        self._refuse_oversized(schema, shape.n_trees, shape.max_depth, shape.n_bins, charged=True)  # the rules' shape
         grid = FeatureGrid.from_schema(schema, shape.n_bins)
         codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)

@@ -453,8 +453,8 @@ def clinical_report(
     classes : sequence
         The declared classes (the model's ``classes_``).
     positive : label, int or None
-        The positive class: a label among ``classes``, or its index (read as
-        ``y`` is, with ``indices``).  Given, a row is decided positive when
+        The positive class: a label among ``classes``, or its index (an
+        index when ``y`` is read as indices, with ``indices``).  Given, a row is decided positive when
         its probability of that class is at least ``threshold`` (with two
         classes, the other class otherwise; with more, the most probable of
         the others); the summary AUC, Brier score and threshold table are
@@ -502,7 +502,10 @@ def clinical_report(
         raise ValueError(f"proba: expected shape ({values.size}, {k}), got {p.shape}")
     y = _class_indices(values, classes, "y", indices)
     if positive is not None:
-        positive = int(_class_indices(np.array([positive], dtype=object), classes, "positive", indices)[0])
+        # y read as indices: positive too (positive=1 read as the label 1 while y held indices was the wrong
+        # class); y read as labels: positive is a label, or else its index
+        reading = indices if indices is not None or _all_labels(values, classes) else True
+        positive = int(_class_indices(np.array([positive], dtype=object), classes, "positive", reading)[0])
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold: expected a probability in [0, 1], got {threshold}")
     if positive is None:
@@ -546,6 +549,16 @@ def clinical_report(
         threshold=threshold if positive is not None else None,
         warning=one_class_warning(predicted, classes),
     )
+
+
+def _all_labels(values: NDArray, classes: Sequence[object]) -> bool:
+    """Whether :func:`_class_indices` (``indices=None``) reads ``values`` as labels: every one among ``classes``
+    (integers when the classes are 0..K-1 read either way, as indices)."""
+    cells = values.ravel() if values.ndim else values.reshape(1)
+    if _are_positions(classes) and cells.dtype.kind in "iu":
+        return False
+    found = pd.Index(list(classes), dtype=object).get_indexer(pd.Index(cells.astype(object), dtype=object))
+    return bool((found >= 0).all())
 
 
 def _class_indices(

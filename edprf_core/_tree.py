@@ -42,7 +42,8 @@ MAX_LEAF_COUNT = 2**31 - 1
 """Largest noisy class count a leaf may carry (a public bound checked on decode)."""
 
 MAX_FIT_NODES = 2**22
-"""Most nodes one fit may build, over all its trees (4,194,304: a binary tree of depth 21).  Building takes about
+"""Most nodes one fit of binary trees may build, over all its trees (4,194,304: one tree of depth 21); checked
+before the charge from the public options (a multiway tree's worst case is far above what it builds: not checked).  Building takes about
 1.3 GB of memory per million nodes (bank marketing, one tree of depth 19: 1,047,651 nodes, 1.3 GB, 20 s); a
 depth-22 tree ran out of 8 GB after its ε was charged."""
 

@@ -87,6 +87,8 @@ def run_draft(args: argparse.Namespace) -> int:
     from edprf_core.tables import closest_name, separator_hint
 
     path = Path(args.data)
+    if len(args.sep) != 1:  # as every command that reads a data file
+        raise ValueError(f"--sep: expected one character, got {args.sep!r}")
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
     names = _names(args.names, path, args.sep)
@@ -136,7 +138,7 @@ def _check_header_line(first: str, sep: str) -> None:
     import csv
 
     cells = next(csv.reader([first], delimiter=sep), [])
-    names = [c.strip() for c in cells]
+    names = [c.lstrip() for c in cells]  # as pandas reads them (skipinitialspace)
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(

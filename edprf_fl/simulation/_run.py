@@ -136,14 +136,24 @@ def simulation_caveats(settings: SimulationSettings) -> list[str]:
         f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
     )
     caveats = [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
-    if large := large_epsilon_note(settings.epsilon):
-        # a DP run's guarantee ends with the note already; a seeded run's says NOT DP and no more
-        caveats += [large] if settings.seeded_noise else []
+    if (large := large_epsilon_note(settings.epsilon)) and settings.seeded_noise:
+        caveats.append(large)  # a DP run's guarantee ends with the note already; a seeded run's says NOT DP only
+    default_cap = _default_release_epsilon()
+    if settings.epsilon > default_cap:
         caveats.append(
-            f"a party refuses a release above its policy's max-release-epsilon (default 1): a deployment at "
-            f"epsilon {settings.epsilon:g} needs every party's policy to allow it"
+            f"a party refuses a release above its policy's max-release-epsilon (default {default_cap:g}): a "
+            f"deployment at epsilon {settings.epsilon:g} needs every party's policy to allow it"
         )
     return caveats
+
+
+def _default_release_epsilon() -> float:
+    """A party policy's default ``max-release-epsilon`` (the simulated parties' policies allow the run's)."""
+    from dataclasses import fields
+
+    from client import PartyPolicy
+
+    return next(float(f.default) for f in fields(PartyPolicy) if f.name == "max_release_epsilon")
 
 
 def run_simulation(

@@ -57,3 +57,15 @@ def test_integer_classes_other_than_positions_read_values_among_them_as_labels()
         clinical_report([2, 0, 1, 1], PROBA, (1, 2))
     with pytest.raises(ValueError, match=r"\(indices=False\); got 0"):
         clinical_report([0, 1, 1, 0], PROBA, (1, 2), indices=False)
+
+
+def test_positive_is_read_as_y_is():
+    """With classes (1, 2), y of indices and positive=1 took positive as the label 1 (index 0): the wrong positive
+    class, AUC and confusion without a word (review of stop 44)."""
+    from edprf_core.metrics import clinical_report
+
+    p = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    by_index = clinical_report([0, 1, 1, 0], p, (1, 2), positive=1)  # y holds indices: so does positive
+    assert by_index.positive == 1 == clinical_report([0, 1, 1, 0], p, (1, 2), positive=1, indices=True).positive
+    by_label = clinical_report([1, 2, 2, 1], p, (1, 2), positive=2)  # y holds labels: so does positive
+    assert by_label.positive == 1 and by_label.accuracy.value == by_index.accuracy.value == 1.0

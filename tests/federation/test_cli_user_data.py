@@ -208,6 +208,9 @@ def test_schema_draft_refuses_a_first_line_that_names_a_column_twice_and_warns_o
     data.write_text("age,dose,y\n3,2,0\n5,1,1\n")
     assert main(["schema", "draft", str(data), "--label", "y"]) == 0
     assert "names are numbers" not in capsys.readouterr().err
+    assert main(["schema", "draft", str(data), "--label", "y", "--sep", ";;"]) == 1  # the header check's csv reader
+    err = capsys.readouterr().err  # raised a TypeError with a traceback (review of stop 44)
+    assert "--sep: expected one character, got ';;'" in err and "Traceback" not in err
 
 
 def test_a_mistyped_option_is_refused_by_its_subcommand_with_the_closest_option(capsys):

@@ -45,9 +45,9 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
     out = tmp_path / "out"
     printed = capsys.readouterr().out
     command = shlex.split(next(line for line in printed.splitlines() if "flwr run ." in line))
-    variable, ray_variable, flwr, *args = command
+    variable, ray_variable, telemetry_variable, flwr, *args = command
     assert variable == "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1" and flwr == "flwr" and args[:2] == ["run", "."]
-    assert ray_variable == "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0"
+    assert ray_variable == "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" and telemetry_variable == "FLWR_TELEMETRY_ENABLED=0"
     run_config = tomllib.loads((out / "run-config.toml").read_text())
     assert run_config["seed"] == 3 and run_config["require-exact-sampling"] is False  # seeded noise is not exact
     assert run_config["sim-dir"] == str(out / "workspace") and run_config["max-depth"] == 3
@@ -58,6 +58,7 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
         "FLWR_HOME": str(flwr_home),
         variable.split("=")[0]: variable.split("=")[1],
         ray_variable.split("=")[0]: ray_variable.split("=")[1],
+        telemetry_variable.split("=")[0]: telemetry_variable.split("=")[1],
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         # the local SuperLink `flwr run` starts: free ports, not Flower's fixed 39091 and 39093, which flwr reuses
         # when anything answers there (another test's SuperLink; flaky-test audit, stop 44)

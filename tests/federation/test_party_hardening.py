@@ -569,6 +569,17 @@ def test_multiway_depth4_64_bins_is_refused_before_reserving(party_files):
     assert exc.value.reason == "policy_release_nodes" and party.ledger.entries() == []
 
 
+def test_binary_trees_above_what_a_fit_builds_are_refused_before_reserving(tmp_path):
+    """A policy may allow more nodes than one fit builds (MAX_FIT_NODES): the estimator refused after the
+    ledger's reservation, an internal_error with its epsilon spent (review of stop 44)."""
+    setup, schema = _write_party(tmp_path, max_release_nodes=10**9, max_depth=30)
+    party = Party(setup)
+    with pytest.raises(Exception) as exc:
+        party.train(_train_request(schema, max_depth=22, n_trees=1))
+    assert exc.value.reason == "policy_release_nodes" and "the most one fit builds is 4194304" in str(exc.value)
+    assert party.ledger.entries() == []
+
+
 # ------------------------------------------------------------ configuration
 @pytest.mark.parametrize("party_id", ["a/b", "../x", "a" * 65, "", "-a", "a b", "é"])
 def test_party_ids_follow_the_encoding_rule(party_id):

@@ -201,7 +201,9 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
     assert not any("protects little" in c for c in large)
     seeded = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6, seeded_noise=True))
     assert seeded[-2].startswith("epsilon 1e+06 per record is a bound that protects little")
-    assert len(simulation_caveats(SimulationSettings(parties=2, epsilon=10.0))) == 1
+    at_10 = simulation_caveats(SimulationSettings(parties=2, epsilon=10.0))  # above the policies' default of 1
+    assert len(at_10) == 2 and "at epsilon 10 needs every party's policy to allow it" in at_10[-1]
+    assert len(simulation_caveats(SimulationSettings(parties=2, epsilon=1.0))) == 1
     assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
