@@ -113,7 +113,8 @@ def release_node_bound(schema: Schema, n_trees: int, max_depth: int, split_mode:
     product of the ``d`` largest code counts of the grid (:func:`edprf_core.forest.max_tree_nodes`).
     Computed from the schema and the request alone (no data, no privacy cost), in exact integers.
     """
-    return n_trees * max_tree_nodes(FeatureGrid.from_schema(schema, n_bins).n_codes, split_mode, max_depth)
+    codes = () if split_mode == "binary" else FeatureGrid.from_schema(schema, n_bins).n_codes  # binary: no grid
+    return n_trees * max_tree_nodes(codes, split_mode, max_depth)
 
 
 def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[int, int]:

@@ -158,10 +158,13 @@ def test_a_finished_run_is_told_from_a_partial_one(tmp_path):
 def _charged_ledgers(out_dir: Path) -> int:
     """Parties whose ledger holds a spend, read with plain SQLite (not the command's own reader)."""
     import sqlite3
+    from contextlib import closing
 
     charged = 0
     for path in out_dir.glob("workspace/party-*/ledger.sqlite"):
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        # read-write: a ledger whose writer was killed mid-transaction needs its write-ahead log recovered, which a
+        # read-only connection cannot do ("attempt to write a readonly database", CI rehearsal of stop 44)
+        with closing(sqlite3.connect(path)) as db:
             if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'spends'").fetchone() is None:
                 continue  # the stop came between the file's creation and its tables: nothing spent (CI run 43)
             charged += db.execute("SELECT COUNT(*) FROM spends").fetchone()[0] > 0
