@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from ._simulation_args import add_federation_arguments, flag_of, settings_from_args
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from edprf_fl.simulation import SimulationSettings
 
 __all__ = ["register", "run"]
@@ -145,15 +147,12 @@ def _finished_before_the_stop(out_dir: Path) -> str:
 
 def _spent_so_far(out_dir: Path) -> str:
     """What the simulated parties' ledgers under ``out_dir`` spent before a stop, in one line ("" if none did)."""
-    from client import format_epsilon, read_ledger_readonly, total_spent
+    from client import format_epsilon
 
     parties = [d for d in (out_dir / "workspace").glob("party-*") if d.is_dir()]
     totals = []
     for path in (d / "ledger.sqlite" for d in parties):  # a party creates its ledger when first asked
-        try:
-            totals.append(total_spent(read_ledger_readonly(path)))
-        except (ValueError, OSError):  # created, not yet written; or killed mid-write (below)
-            totals.append(total_spent(read_ledger_readonly(path)) if _recovered(path) else 0)
+        totals.append(_total_of(path))
     charged = [t for t in totals if t > 0]
     if not charged:
         return ""
@@ -162,6 +161,20 @@ def _spent_so_far(out_dir: Path) -> str:
         f"{format_epsilon(max(charged))} each; `edprf budget {out_dir}/workspace/party-NNNN/ledger.sqlite` shows one); "
         f"they keep it: rerun with --output {out_dir} --overwrite, or choose a new --output"
     )
+
+
+def _total_of(path: Path) -> Fraction | int:
+    """What one simulated party's ledger spent: 0 for a ledger created and not yet written (no spends table:
+    the stop came between its creation and its tables), after recovering one a kill left mid-write."""
+    from client import read_ledger_readonly, total_spent
+
+    for attempt in range(2):
+        try:
+            return total_spent(read_ledger_readonly(path))
+        except (ValueError, OSError):
+            if attempt or not _recovered(path):
+                return 0
+    return 0
 
 
 def _recovered(path: Path) -> bool:

@@ -344,3 +344,23 @@ def test_no_interrupt_is_lost_during_a_csv_read(python_sigint_handler):
                 timer.join()
         assert lost == 0
         raise KeyboardInterrupt  # the block's own last word, for pytest.raises
+
+
+def test_the_stop_message_reads_ledgers_caught_between_their_creation_and_their_tables(tmp_path):
+    """A ledger with an SQLite header and no spends table (the stop came while its tables were being written)
+    made the stop message itself fail: 'edprf simulate: error: ... not a party's ledger' (CI rehearsal 4)."""
+    import sqlite3
+    from contextlib import closing
+
+    from edprf_fl.cli._simulate import _spent_so_far
+
+    for i, kind in enumerate(["empty", "tables being written", "not created"]):
+        party = tmp_path / "workspace" / f"party-{i:04d}"
+        party.mkdir(parents=True)
+        if kind == "empty":
+            (party / "ledger.sqlite").write_bytes(b"")
+        elif kind == "tables being written":
+            with closing(sqlite3.connect(party / "ledger.sqlite")) as db:
+                db.execute("CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.commit()
+    assert _spent_so_far(tmp_path) == ""  # nothing spent, and no error
