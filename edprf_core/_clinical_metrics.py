@@ -500,12 +500,12 @@ def clinical_report(
     k = len(classes)
     if p.ndim != 2 or p.shape != (values.size, k):
         raise ValueError(f"proba: expected shape ({values.size}, {k}), got {p.shape}")
-    y = _class_indices(values, classes, "y", indices)
+    y, as_labels = _class_indices(values, classes, "y", indices)
     if positive is not None:
         # y read as indices: positive too (positive=1 read as the label 1 while y held indices was the wrong
         # class); y read as labels: positive is a label, or else its index
-        reading = indices if indices is not None or _all_labels(values, classes) else True
-        positive = int(_class_indices(np.array([positive], dtype=object), classes, "positive", reading)[0])
+        reading = indices if indices is not None or as_labels else True
+        positive = int(_class_indices(np.array([positive], dtype=object), classes, "positive", reading)[0][0])
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold: expected a probability in [0, 1], got {threshold}")
     if positive is None:
@@ -551,19 +551,9 @@ def clinical_report(
     )
 
 
-def _all_labels(values: NDArray, classes: Sequence[object]) -> bool:
-    """Whether :func:`_class_indices` (``indices=None``) reads ``values`` as labels: every one among ``classes``
-    (integers when the classes are 0..K-1 read either way, as indices)."""
-    cells = values.ravel() if values.ndim else values.reshape(1)
-    if _are_positions(classes) and cells.dtype.kind in "iu":
-        return False
-    found = pd.Index(list(classes), dtype=object).get_indexer(pd.Index(cells.astype(object), dtype=object))
-    return bool((found >= 0).all())
-
-
 def _class_indices(
     values: ArrayLike, classes: Sequence[object], name: str, indices: bool | None = None
-) -> NDArray[np.int64]:
+) -> tuple[NDArray[np.int64], bool]:
     """The class index of each of ``values``, read as labels among ``classes`` or as class indices 0..K-1.
 
     Parameters
@@ -580,7 +570,8 @@ def _class_indices(
 
     Returns
     -------
-    ndarray of int64
+    (ndarray of int64, bool)
+        The class indices, and whether the values were read as labels.
 
     Raises
     ------
@@ -595,10 +586,10 @@ def _class_indices(
         # each value looked up among the classes by hash (1 == 1.0, 'no' == np.str_('no')); -1 where absent
         found = pd.Index(list(classes), dtype=object).get_indexer(pd.Index(cells.astype(object), dtype=object))
         if (found >= 0).all():
-            return found.astype(np.int64)
+            return found.astype(np.int64), True
     index = _index_reading(cells) if indices is not False else None
     if index is not None and (index.size == 0 or (index.min() >= 0 and index.max() < k)):
-        return index
+        return index, False
     _refuse_classes(cells, found, index, classes, name, indices)
 
 
