@@ -28,9 +28,22 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
     without rows of some class), each ``<key>_ci95`` as ``[low, high]``, ``n`` and ``warning``.
     """
     classes = np.asarray(classes)
-    truth = np.asarray(y_true)
+    return _index_metrics(_class_indices(np.asarray(y_true), classes), proba, classes)
+
+
+def _class_indices(truth: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Each cell's position in ``classes``: the distinct cells are looked up once, the rows gathered by them."""
     index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
-    y = np.array([index[v.item() if isinstance(v, np.generic) else v] for v in truth], dtype=np.int64)
+    distinct, inverse = np.unique(truth, return_inverse=True)
+    found = [index.get(v.item() if isinstance(v, np.generic) else v, -1) for v in distinct]
+    missing = [v for v, k in zip(distinct.tolist(), found) if k < 0]
+    if missing:
+        raise ValueError(f"y_true: expected classes among {classes.tolist()!r}, got {missing[0]!r}")
+    return np.asarray(found, dtype=np.int64)[inverse.reshape(-1)]
+
+
+def _index_metrics(y: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, Any]:
+    """:func:`classification_metrics` on class indices ``y`` (positions in ``classes``)."""
     report = clinical_report(y, proba, tuple(classes), indices=True)
     estimates = {
         "accuracy": report.accuracy,
@@ -48,8 +61,7 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
 def forest_metrics(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> dict[str, Any]:
     """Metrics of ``forest`` on ``(X, y)``; labels are read by the schema, cell by cell."""
     classes = np.asarray(forest.schema.classes)
-    truth = classes[encode_labels(y, forest.schema)]
-    return classification_metrics(truth, forest.predict_proba(X), classes)
+    return _index_metrics(encode_labels(y, forest.schema).astype(np.int64), forest.predict_proba(X), classes)
 
 
 def interval_text(metrics: dict[str, Any], key: str, digits: int = 4) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from edprf_core.metrics import clinical_report
 
@@ -78,3 +79,10 @@ def test_central_metrics_on_integer_classes_that_are_not_indices():
     classes = np.array([1, 2])
     metrics = classification_metrics(np.array([2] * 10), np.tile([0.2, 0.8], (10, 1)), classes)
     assert metrics["accuracy"] == 1.0
+
+
+def test_central_metrics_name_a_value_that_is_not_a_class():
+    from server import classification_metrics
+
+    with pytest.raises(ValueError, match=r"expected classes among \['no', 'yes'\], got 'maybe'"):
+        classification_metrics(np.array(["no", "maybe"], dtype=object), np.tile([0.5, 0.5], (2, 1)), ["no", "yes"])
