@@ -20,11 +20,11 @@ from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._count_noise import discrete_laplace_counts
 from ._depth_rule import AUTO_DEPTH_CAP, AUTO_TREE_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
-from ._encoding import FeatureGrid, clipped_shares, encode_features, encode_labels
+from ._domain_warning import warn_if_clipped
+from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import (
     DataValidationError,
-    DomainClippingWarning,
     EDPRFWarning,
     PrivacyLeakWarning,
     SeededNoiseWarning,
@@ -69,7 +69,6 @@ __all__ = [
     "refuse_bool_counts",
     "resolved_schema",
     "training_tags",
-    "warn_if_clipped",
 ]
 
 _SPLIT_SENSITIVITY = {"add-remove": 2.0, "replace-one": 4.0}
@@ -91,30 +90,6 @@ class PaperOptions:
     exploit_monotonicity: bool | None = None
     stop_when_pure: bool = False
     sampler: str = "auto"
-
-
-CLIPPING_WARNING_SHARE = 0.2
-"""Warn at fit when more than this share of a continuous column lies outside its declared bounds."""
-
-
-def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
-    """Warn (``DomainClippingWarning``, pointing at the caller of ``fit``) when a column is mostly out of bounds.
-
-    Privacy: a local warning to the data holder; nothing leaves.
-    """
-    worst = sorted(
-        ((share, name) for name, share in clipped_shares(X, schema).items() if share > CLIPPING_WARNING_SHARE),
-        reverse=True,
-    )
-    if worst:
-        shown = ", ".join(f"{name!r} {share:.0%}" for share, name in worst[:3])
-        more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
-        warnings.warn(
-            f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
-            "units than the schema (a scaler before the estimator?); the model only sees the clipped values.",
-            DomainClippingWarning,
-            stacklevel=3,
-        )
 
 
 _COUNT_PARAMETERS = ("n_trees", "max_depth", "max_depth_cap", "n_rows_public", "n_bins")
@@ -843,6 +818,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         forest = self._fitted()
         check_predict_input(self, X)
+        warn_if_clipped(X, forest.schema)
         return forest.predict_proba(X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
@@ -853,6 +829,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
         forest = self._fitted()
         check_predict_input(self, X)
+        warn_if_clipped(X, forest.schema)
         return forest.predict(X)
 
     def score(

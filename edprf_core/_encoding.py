@@ -333,6 +333,10 @@ class CellRules:
 
     def missing(self, series: pd.Series) -> NDArray[np.bool_]:
         """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
+        if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+            # the tokens are text (the schema admits only strings), and no text equals a number or a bool:
+            # only the missing cells themselves, without comparing every cell with every token
+            return series.isna().to_numpy(dtype=bool)
         text = _text_cells(series)
         if text is not None:
             return self.missing_text(text)

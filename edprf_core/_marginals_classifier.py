@@ -40,7 +40,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 from ._accountant import BudgetAccountant, refuse_unaccounted_pickling
-from ._classifier import admit_fit, fit_size, resolved_schema, training_tags, warn_if_clipped
+from ._classifier import admit_fit, fit_size, resolved_schema, training_tags
+from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
 from ._forest import DEPTH_RULES, DRAFTED_REASON, RELATIONS, SEEDED_REASON, release_guarantee, size_source
@@ -337,6 +338,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         (post-processing of the release, which spent ``epsilon`` in (0, inf) once in ``fit``).
         """
         codes = self._codes(X)  # refuses an unfitted estimator first
+        warn_if_clipped(X, self.schema_)
         return marginal_proba(self.marginals_, codes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
@@ -345,8 +347,9 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        codes = self._codes(X)
+        warn_if_clipped(X, self.schema_)
+        return self.classes_[np.argmax(marginal_proba(self.marginals_, codes), axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None

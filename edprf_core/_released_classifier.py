@@ -24,6 +24,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from ._domain_warning import warn_if_clipped
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
 from ._forest import DPForest
@@ -139,6 +140,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
         check_predict_input(self, X)
+        warn_if_clipped(X, self.schema_)
         return self.forest_.predict_proba(X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
@@ -148,6 +150,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
         check_predict_input(self, X)
+        warn_if_clipped(X, self.schema_)
         return self.forest_.predict(X)
 
     def score(

@@ -97,6 +97,30 @@ def test_fit_warns_when_a_column_is_mostly_clipped():
         EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y)
 
 
+def test_predict_warns_when_a_column_is_mostly_clipped():
+    """The same unit mistake made only at predict (the test rows scaled, the training rows not): every prediction
+    would come from the bounds alone.  Each estimator warns, pointing at the caller; a few clipped rows do not."""
+    from edprf_core import DPMarginalsClassifier, ReleasedForestClassifier
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    scaled = (X - X.mean()) / X.std() * 10  # other units: most values below the declared lower bound 0
+    fitted = [
+        EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y),
+        DPMarginalsClassifier(schema, epsilon=1.0, random_state=0).fit(X, y),
+    ]
+    fitted.append(ReleasedForestClassifier(fitted[0].forest_))
+    few = X.copy()
+    few.iloc[:50, 0] = 1e6  # 50 of 5,456 rows out of bounds: ordinary
+    for model in fitted:
+        for method in (model.predict, model.predict_proba):
+            with pytest.warns(DomainClippingWarning, match="other units") as caught:
+                method(scaled)
+            assert caught[0].filename == __file__, (model, method)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DomainClippingWarning)
+                method(few)
+
+
 def test_check_data_reports_what_each_rule_does(tmp_path):
     path = tmp_path / "census.csv"
     path.write_text('age,workclass,income\n30,Private,>50K.\n200,Gov,<=50K\n?,Self-emp,>50K\n40,Navy,<=50K\n41,"Gov\n')
