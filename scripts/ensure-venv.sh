@@ -1,5 +1,5 @@
-# Sourced by demo.sh and test.sh: create .venv/ once and (re)install edprf-fl when
-# pyproject.toml changed or an import is missing.
+# Sourced by demo.sh and test.sh: create .venv/ once and (re)install edprf-fl, with the versions of
+# constraints.txt, when pyproject.toml or constraints.txt changed or an import is missing.
 #   ensure_venv EXTRAS "module module ..."
 ensure_venv() {
     local extras="$1" modules="$2" stamp=".venv/.installed${1:+-${1//,/-}}"
@@ -7,10 +7,10 @@ ensure_venv() {
     command -v "$python" >/dev/null 2>&1 || python=python3
     [ -x .venv/bin/python ] || "$python" -m venv .venv
     local check="import ${modules// /, }"
-    if ! .venv/bin/python -c "$check" >/dev/null 2>&1 || [ pyproject.toml -nt "$stamp" ]; then
+    if ! .venv/bin/python -c "$check" >/dev/null 2>&1 || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
         echo "installing edprf-fl${extras:+ with [$extras]} into .venv ..." >&2
         .venv/bin/python -m pip install --quiet --upgrade pip >&2
-        .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}" >&2
+        .venv/bin/python -m pip install --quiet -c constraints.txt -e ".${extras:+[$extras]}" >&2
         touch "$stamp"
     fi
 }
