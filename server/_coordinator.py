@@ -183,6 +183,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
 
     accepted = []
     seen_parties: set[str] = set()
+    heard: set[str] = set()  # parties named by a reply: a refusal's claim, a signed release (accepted or not)
     for node in nodes:
         outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         report.parties.append(outcome)
@@ -200,6 +201,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             continue
         if result.get("status") != ReplyStatus.RELEASED:
             outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
+            heard.add(outcome.party_id)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
             continue
@@ -220,9 +222,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 # (whichever node relayed the bytes: the outcome stays the node's, the signer is named)
                 outcome.message += f" (signed by {charge.party_id}, charged epsilon {charge.epsilon:g})"
                 outcome.rejected_release_epsilon = charge.epsilon
+                heard.add(charge.party_id)
                 _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
             continue
         outcome.party_id = release.party_id
+        heard.add(release.party_id)
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
             # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
             _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
@@ -263,6 +267,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         if p.status != PartyStatus.ACCEPTED:
             log.warning("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
+    if registry is not None:
+        report.absent_parties = sorted(set(registry) - heard)
+        if report.absent_parties:
+            log.warning("run %s: registered parties not heard from: %s", run_id, ", ".join(report.absent_parties[:20]))
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
         report.status = RunStatus.FAILED

@@ -61,6 +61,7 @@ class RunReport:
     contributions: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
     marginals: dict[str, Any] = field(default_factory=dict)  # the model's marginals part ({}: none)
+    absent_parties: list[str] = field(default_factory=list)  # registered (keys-dir) but named by no reply
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
 

@@ -37,6 +37,7 @@ from ._report import RunReport
 __all__ = [
     "OutputDirInUse",
     "RunFailed",
+    "absent_text",
     "claim_output_dir",
     "failure_text",
     "release_output_dir",
@@ -175,4 +176,14 @@ def failure_text(report: RunReport, min_parties: int) -> str:
         f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"
         + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
         + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
+        + (f". {absent_text(report.absent_parties)}" if report.absent_parties else "")
+    )
+
+
+def absent_text(parties: list[str]) -> str:
+    """The registered parties (``keys-dir``) that no reply named, and what that can mean."""
+    shown = ", ".join(parties[:20]) + (f" and {len(parties) - 20} more" if len(parties) > 20 else "")
+    return (
+        f"Registered parties no reply named: {shown} (a SuperNode that did not connect, did not reply in time, "
+        "or failed before naming its party: see the node lines and that party's log)"
     )

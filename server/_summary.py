@@ -10,6 +10,7 @@ from ._marginals_text import marginals_lines
 from ._metrics import interval_text
 from ._outcomes import PartyStatus
 from ._report import RunReport
+from ._run_control import absent_text
 
 __all__ = ["central_evaluation_lines", "federated_evaluation_lines", "summary_lines"]
 
@@ -87,6 +88,8 @@ def summary_lines(report: RunReport) -> list[str]:
                     f"    it sent a release: its ledger has charged up to epsilon {p.rejected_release_epsilon:g} "
                     "for it, which the model does not use"
                 )
+    if report.absent_parties and not report.failure:  # a failure's text names them already
+        lines.append(f"  {absent_text(report.absent_parties)}")
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")
         lines += [f"  {line}" for line in contribution_lines(report.contributions, report.parameters.get("flag_alpha"))]

@@ -135,6 +135,10 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
         assert "is not in the party's trusted list" in cautious["message"], cautious
         assert not parties[CAUTIOUS]["ledger"].exists(), "the refused bundle ran at the cautious party"
         assert report["federated_evaluation"]["parties"] == len(HONEST)  # rejected parties are not asked
+        # registered parties no reply named: the cautious party's node failed before naming it, the garbage
+        # release names no one; every honest party was named by its own signed release
+        absent = set(report["absent_parties"])
+        assert {CAUTIOUS, "mallory-garbage"} <= absent <= {CAUTIOUS, *HOSTILE}, absent
         for party_id in HONEST:
             assert [r[1:4] for r in ledger_rows(parties[party_id]["ledger"])] == [
                 ("release", 1.0, "released"),

@@ -142,6 +142,23 @@ def test_failure_text_and_summary_name_parties_by_id():
     assert not any("111" in line for line in lines)
 
 
+def test_registered_parties_no_reply_named_are_listed_once():
+    """keys-dir registers hospital-c, whose SuperNode never connected: the failure says so by name (a node id is
+    all a timeout shows, and hospital-c has none); a completed run's summary says it on a line of its own."""
+    report = RunReport(
+        "6", {}, "fp", parties=[_outcome(222, "", status="no_reply", reason="timeout")], absent_parties=["hospital-c"]
+    )
+    report.status, report.failure = "failed", failure_text(report, 2)
+    assert report.failure.endswith(
+        "node 222: no_reply (timeout). Registered parties no reply named: hospital-c (a SuperNode that did not "
+        "connect, did not reply in time, or failed before naming its party: see the node lines and that party's log)"
+    )
+    assert sum("hospital-c" in line for line in summary_lines(report)) == 1  # in the failure line only
+    said = "  Registered parties no reply named: " + report.failure.split("Registered parties no reply named: ")[1]
+    report.status, report.failure = "completed", ""
+    assert [line for line in summary_lines(report) if "hospital-c" in line] == [said]
+
+
 def test_the_summary_names_evaluation_refusals_and_a_rejected_release_s_charge():
     """Three parties refused the evaluation request (budget spent) and the summary printed no evaluation line at
     all; a party whose release was rejected (unknown party-id) had charged its ledger, and nothing said so."""
