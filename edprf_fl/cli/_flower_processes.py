@@ -10,7 +10,10 @@ Used by ``edprf consortium`` (a local consortium in one command) and by the depl
   outlives the grace period.
 - :func:`listening_sockets` reads ``/proc`` to check that nothing listens beyond loopback.
 - :class:`Federation` wraps the usual steps (SuperLink with or without TLS and SuperNode
-  authentication, the CLI connection, SuperNodes, registration, waiting for nodes).
+  authentication, the CLI connection, SuperNodes, registration, waiting for nodes).  A SuperLink or
+  SuperNode started on a freshly chosen port that another process takes first (between
+  :func:`free_port` closing its probe and Flower binding) is started again on new ports, up to
+  :data:`PORT_ATTEMPTS` times; a SuperLink restarted on its fixed port is never moved.
 
 Linux only (``/proc``).  Never targets anything but 127.0.0.1.
 """
@@ -18,6 +21,7 @@ Linux only (``/proc``).  Never targets anything but 127.0.0.1.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -36,6 +40,7 @@ __all__ = [
     "FLOWER_TOOLS",
     "GRACE",
     "LOOPBACK",
+    "PORT_ATTEMPTS",
     "READY_TIMEOUT",
     "RUN_TIMEOUT",
     "Deployment",
@@ -43,6 +48,7 @@ __all__ = [
     "FlowerProcessError",
     "Started",
     "Tls",
+    "address_in_use",
     "command_line",
     "flower_env",
     "free_port",
@@ -50,6 +56,7 @@ __all__ = [
     "json_result",
     "kill_group",
     "listening_sockets",
+    "listens_on",
     "missing_flower_tools",
     "open_log",
     "port_open",
@@ -62,9 +69,10 @@ BIN = Path(sys.executable).parent
 LOOPBACK = "127.0.0.1"
 FLOWER_TOOLS = ("flower-superlink", "flower-supernode", "flower-superexec", "flwr")
 
-READY_TIMEOUT = 60.0  # SuperLink port open, SuperNodes online
+READY_TIMEOUT = 60.0  # SuperLink and SuperNodes listening, SuperNodes online
 RUN_TIMEOUT = 240.0  # one `flwr run --stream`
 GRACE = 15.0  # SIGTERM -> SIGKILL
+PORT_ATTEMPTS = 3  # starts of a SuperLink or SuperNode on freshly chosen ports, when another process takes one
 
 
 class FlowerProcessError(EDPRFError, RuntimeError):
@@ -162,6 +170,31 @@ def listening_sockets(pids: Iterable[int]) -> list[str]:
     return found
 
 
+def listens_on(proc: Started, port: int) -> bool:
+    """Whether ``proc`` or one of its descendants listens on ``LOOPBACK:port`` (from /proc: a
+    connection test would also succeed when another process holds the port)."""
+    return f"{LOOPBACK}:{port}" in listening_sockets(process_tree([proc.popen.pid]))
+
+
+def address_in_use(proc: Started) -> str | None:
+    """The line of ``proc``'s log (since it started) saying an address was in use, once ``proc`` has
+    exited; None while it runs, or when it exited for another reason.
+
+    Flower 1.41's SuperLink and SuperNode both log uvicorn's ``[Errno 98] error while attempting to
+    bind on address ('127.0.0.1', PORT): address already in use`` and exit 1 when their HTTP port is
+    taken; neither retries.
+    """
+    if proc.popen.poll() is None:
+        return None
+    try:
+        with proc.log_path.open("rb") as f:
+            f.seek(proc.log_offset)
+            said = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return next((line.strip() for line in said.splitlines() if "address already in use" in line.lower()), None)
+
+
 def tail(path: Path, lines: int = 60) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -178,6 +211,7 @@ class Started:
     log_path: Path
     log_file: IO[bytes]
     role: str  # superlink | superexec | supernode | cli | doomed (expected to exit by itself)
+    log_offset: int = 0  # size of the log when this process started (a restarted process appends)
 
 
 @dataclass
@@ -200,6 +234,7 @@ class Deployment:
         # a restarted process appends; a repeated command keeps every output.  Owner-only, as is every file the
         # process creates (umask 077): the SuperLink's database holds the runs' messages, a party's log its notes
         log_file = open_log(log_path, "ab")
+        log_offset = os.fstat(log_file.fileno()).st_size  # (an O_APPEND file's position is 0 until written)
         popen = subprocess.Popen(
             argv,
             cwd=self.root,
@@ -210,10 +245,17 @@ class Deployment:
             start_new_session=True,
             umask=0o077,
         )
-        proc = Started(name, popen, log_path, log_file, role)
+        proc = Started(name, popen, log_path, log_file, role, log_offset)
         self.started.append(proc)
         self.seen[popen.pid] = proc_stat(popen.pid)[1] if proc_stat(popen.pid) else 0
         return proc
+
+    def forget(self, proc: Started) -> None:
+        """Drop ``proc``, which has exited, from the started processes (its log stays; so does its pid
+        among those :meth:`stop` checks), so that :meth:`check_alive` no longer counts it."""
+        proc.popen.wait(timeout=GRACE)
+        proc.log_file.close()
+        self.started.remove(proc)
 
     def remember_tree(self) -> dict[int, int]:
         """Note every live descendant (SuperExec, ServerApp and ClientApp processes run detached)."""
@@ -381,7 +423,11 @@ class Tls:
 @dataclass
 class Federation:
     """One SuperLink (optionally with TLS, SuperNode authentication and a separate SuperExec),
-    the CLI connection to it, and SuperNodes, all on loopback under ``dep.root``."""
+    the CLI connection to it, and SuperNodes, all on loopback under ``dep.root``.
+
+    ``choose_port(used)`` picks each port (:func:`free_port` unless told otherwise); the port of a
+    SuperLink or SuperNode is chosen again when another process takes it before Flower binds it.
+    """
 
     dep: Deployment
     connection: str = "edprf-loopback"
@@ -391,6 +437,7 @@ class Federation:
     used_ports: set[int] = field(default_factory=set)
     port: int = 0
     superlink: Started | None = None
+    choose_port: Callable[[set[int]], int] = free_port
 
     @property
     def home(self) -> Path:
@@ -400,56 +447,21 @@ class Federation:
         return ["--insecure"] if self.tls is None else ["--root-certificates", str(self.tls.ca_cert)]
 
     def start_superlink(self, database: Path, name: str = "superlink") -> Started:
-        """Start (or restart, same port and database) the SuperLink; wait for its port."""
-        if not self.port:
-            self.port = free_port(self.used_ports)
-        if self.tls is None:
-            security = ["--insecure"]
-        else:
-            security = [
-                "--ssl-ca-certfile",
-                str(self.tls.ca_cert),
-                "--ssl-certfile",
-                str(self.tls.server_cert),
-                "--ssl-keyfile",
-                str(self.tls.server_key),
-            ]
-        if self.supernode_auth:
-            security.append("--enable-supernode-auth")
-        isolation = []
-        if self.separate_superexec:
-            secret = self.home / "superexec.secret"
-            if not secret.exists():
-                secret.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(os.urandom(32).hex().encode())
-            isolation = ["--isolation", "process", "--superexec-auth-secret-file", str(secret)]
-        # 1.41 serves Fleet, Control and Runtime APIs on one HTTP port; the deprecated gRPC addresses
-        # are still pinned to loopback so that no listener can ever default to 0.0.0.0
-        legacy = [free_port(self.used_ports) for _ in range(2)]
-        self.superlink = self.dep.start(
-            name,
-            [
-                str(BIN / "flower-superlink"),
-                *security,
-                *isolation,
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(self.port),
-                "--fleet-api-address",
-                f"{LOOPBACK}:{legacy[0]}",
-                "--control-api-address",
-                f"{LOOPBACK}:{legacy[1]}",
-                "--database",
-                str(database),
-                "--disable-runtime-dependency-installation",
-            ],
-            role="superlink",
-            env={**self.dep.env, "FLWR_HOME": str(self.home / "superlink")},
+        """Start (or restart, same port and database) the SuperLink; wait until it listens on its port.
+
+        A first start chooses the port (``self.port`` is 0) and chooses again when another process
+        takes it first; a restart keeps ``self.port``, which the SuperNodes dial, even when it is taken.
+
+        Raises
+        ------
+        FlowerProcessError
+            The SuperLink exited, or did not listen in time; its fixed port was in use; or every one of
+            :data:`PORT_ATTEMPTS` freshly chosen ports was.
+        """
+        fixed = self.port or None
+        self.superlink, self.port = self._start_listening(
+            name, lambda port: self._launch_superlink(database, name, port), fixed=fixed
         )
-        self.dep.wait_until(f"the SuperLink on {LOOPBACK}:{self.port}", lambda: port_open(self.port), READY_TIMEOUT)
         if self.separate_superexec:
             self.dep.start(
                 f"{name}-superexec",
@@ -465,6 +477,131 @@ class Federation:
                 env={**self.dep.env, "FLWR_HOME": str(self.home / "superexec")},
             )
         return self.superlink
+
+    def _launch_superlink(self, database: Path, name: str, port: int) -> Started:
+        """``flower-superlink`` on ``LOOPBACK:port`` (not waited for)."""
+        if self.tls is None:
+            security = ["--insecure"]
+        else:
+            security = [
+                "--ssl-ca-certfile",
+                str(self.tls.ca_cert),
+                "--ssl-certfile",
+                str(self.tls.server_cert),
+                "--ssl-keyfile",
+                str(self.tls.server_key),
+            ]
+        if self.supernode_auth:
+            security.append("--enable-supernode-auth")
+        # 1.41 serves Fleet, Control and Runtime APIs on one HTTP port; the deprecated gRPC addresses
+        # are still pinned to loopback so that no listener can ever default to 0.0.0.0
+        legacy = [self.choose_port(self.used_ports) for _ in range(2)]
+        return self.dep.start(
+            name,
+            [
+                str(BIN / "flower-superlink"),
+                *security,
+                *self._isolation_args(),
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(port),
+                "--fleet-api-address",
+                f"{LOOPBACK}:{legacy[0]}",
+                "--control-api-address",
+                f"{LOOPBACK}:{legacy[1]}",
+                "--database",
+                str(database),
+                "--disable-runtime-dependency-installation",
+            ],
+            role="superlink",
+            env={**self.dep.env, "FLWR_HOME": str(self.home / "superlink")},
+        )
+
+    def _isolation_args(self) -> list[str]:
+        """``--isolation process`` and the SuperExec's shared secret (written once, owner-only), or nothing."""
+        if not self.separate_superexec:
+            return []
+        secret = self.home / "superexec.secret"
+        if not secret.exists():
+            secret.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(32).hex().encode())
+        return ["--isolation", "process", "--superexec-auth-secret-file", str(secret)]
+
+    def _start_listening(
+        self, name: str, launch: Callable[[int], Started], fixed: int | None = None
+    ) -> tuple[Started, int]:
+        """``launch(port)`` and wait until the process listens on the port; returns it and the port.
+
+        Without ``fixed``, the port is chosen by ``choose_port`` and chosen again, up to
+        :data:`PORT_ATTEMPTS` times, when the process exits because another process took it first
+        (each such port is logged).  A process on the ``fixed`` port is never moved to another.
+
+        Raises
+        ------
+        FlowerProcessError
+            The process exited for another reason or did not listen in time (the message of
+            :meth:`Deployment.wait_until`), its ``fixed`` port was in use, or every chosen port was.
+        """
+        tried = []
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = fixed or self.choose_port(self.used_ports)
+            proc = launch(port)
+            said = self._wait_listening(proc, port)
+            if said is None:
+                return proc, port
+            if fixed:
+                raise FlowerProcessError(
+                    f"{name} could not listen on {LOOPBACK}:{port}, held by another process; a restart keeps its "
+                    f"port (the SuperNodes dial it), so it was not moved to another one.  Flower said: {said}"
+                )
+            self.dep.forget(proc)
+            tried.append(port)
+            logging.getLogger("edprf").warning(
+                "%s: port %s:%d was taken by another process before it could bind it (attempt %d of %d)%s; "
+                "Flower said: %s",
+                name,
+                LOOPBACK,
+                port,
+                attempt,
+                PORT_ATTEMPTS,
+                ", starting it again on a new port" if attempt < PORT_ATTEMPTS else "",
+                said,
+            )
+        raise FlowerProcessError(
+            f"{name}: each of the {PORT_ATTEMPTS} ports chosen for it ({', '.join(map(str, tried))}) was taken by "
+            f"another process before it could bind it.  Flower said: {said}"
+        )
+
+    def _wait_listening(self, proc: Started, port: int) -> str | None:
+        """Wait until ``proc`` listens on ``port`` (or, when it is expected to exit, until it exits).
+
+        Returns None, or Flower's line saying the address was in use when it exited for that
+        (:func:`address_in_use`).
+
+        Raises
+        ------
+        FlowerProcessError
+            It (or another Flower process) exited for another reason, or it did not listen in time.
+        """
+        try:
+            self.dep.wait_until(
+                f"{proc.name} to listen on {LOOPBACK}:{port}",
+                lambda: proc.popen.poll() is not None or listens_on(proc, port),
+                READY_TIMEOUT,
+                interval=0.2,
+            )
+        except FlowerProcessError:
+            said = address_in_use(proc)
+            if said is None:
+                raise
+            return said
+        said = address_in_use(proc)
+        if said is None:
+            self.dep.check_alive()  # exited between two checks: "exited early", unless expected to ("doomed")
+        return said
 
     def write_cli_config(self, home: Path | None = None, port: int | None = None) -> dict[str, str]:
         """A `flwr` home whose default connection is this SuperLink (or ``port``); returns the env that uses it."""
@@ -491,28 +628,39 @@ class Federation:
         extra: list[str] = (),
     ) -> Started:
         """A SuperNode with its own Runtime API port on loopback and its own Flower home; it dials the
-        SuperLink, or the port ``via`` (a gateway)."""
+        SuperLink, or the port ``via`` (a gateway).  Returns once it listens on its port (or, ``role``
+        "doomed", has exited); started again on a new port when another process took the chosen one.
+
+        Raises
+        ------
+        FlowerProcessError
+            It exited (unless "doomed") or did not listen in time, or each chosen port was taken.
+        """
         tls = ["--insecure"] if self.tls is None else ["--root-certificates", str(ca_cert or self.tls.ca_cert)]
         auth = ["--auth-supernode-private-key", str(auth_key)] if auth_key else []
-        return self.dep.start(
-            name,
-            [
-                str(BIN / "flower-supernode"),
-                *tls,
-                *auth,
-                "--superlink",
-                f"{LOOPBACK}:{via or self.port}",
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(free_port(self.used_ports)),
-                "--node-config",
-                config,
-                *extra,
-            ],
-            role=role,
-            env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)},
-        )
+
+        def launch(port: int) -> Started:
+            return self.dep.start(
+                name,
+                [
+                    str(BIN / "flower-supernode"),
+                    *tls,
+                    *auth,
+                    "--superlink",
+                    f"{LOOPBACK}:{via or self.port}",
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(port),
+                    "--node-config",
+                    config,
+                    *extra,
+                ],
+                role=role,
+                env={**(env or self.dep.env), "FLWR_HOME": str(self.home / name)},
+            )
+
+        return self._start_listening(name, launch)[0]
 
     def flwr(self, name: str, args: list[str], timeout: float = 30.0) -> tuple[int, str]:
         return self.dep.cli(name, args, timeout=timeout)
