@@ -1,8 +1,8 @@
 """Bounded influence across parts (issue 20; item 5 of edprf_core/_leaf_distribution.py).
 
 The inequalities of the argument are checked by hand on small cases and on random hostile inputs
-(fixed seeds); every attack of the forged-release library is checked against the bound and the
-accuracy goal on a fixed federation; honest federations keep their model.
+(fixed seeds); every attack of the forged-release library is checked against the bound on a fixed federation and against
+the accuracy goal on average over ten seeded federations; honest federations keep their model.
 """
 
 from __future__ import annotations
@@ -150,17 +150,26 @@ def test_the_consortium_prior_of_parts_by_hand():
     assert np.allclose(zero.sum(), 1.0) and np.all(zero > 0)
 
 
-@pytest.fixture(scope="module")
-def federation():
-    """Wall robot, 4 honest IID parties + 1 hostile party's own forest (2 trees each, epsilon = 1, seeded)."""
+def _federation(seed: int):
+    """Wall robot, 4 honest IID parties + 1 hostile party's own forest (2 trees each, epsilon = 1, seeded).
+
+    Seed ``s``: 1000 test rows drawn by ``default_rng(s)``, the rest split in 5 shares, party ``i`` fitted with
+    ``random_state = 100 + 10 s + i`` (seed 0 is the fixture below).
+    """
     X, y, schema = load_embedded("wall_robot_navigation")
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     order = rng.permutation(len(X))
     test, train = order[:1000], order[1000:]
     shares = np.array_split(train, 5)
     forests = [
         EDPRFClassifier(
-            schema, epsilon=1.0, n_trees=2, max_depth="auto", max_depth_cap=8, n_bins=20, random_state=100 + i
+            schema,
+            epsilon=1.0,
+            n_trees=2,
+            max_depth="auto",
+            max_depth_cap=8,
+            n_bins=20,
+            random_state=100 + 10 * seed + i,
         )
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_
@@ -170,13 +179,19 @@ def federation():
     return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth
 
 
+@pytest.fixture(scope="module")
+def federation():
+    """Seed 0 of :func:`_federation`."""
+    return _federation(0)
+
+
 def _accuracy(forest, X, truth, **kw) -> float:
     return float(np.mean(np.argmax(forest.predict_proba(X, **kw), axis=1) == truth))
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_every_attack_of_the_library_is_bounded_and_meets_the_goal(federation, attack):
-    honest, own, own_rows, X_test, truth = federation
+def test_every_attack_of_the_library_is_bounded(federation, attack):
+    honest, own, own_rows, X_test, _ = federation
     labels = [f"p{i}" for i in range(len(honest))]
     all_honest = merge_forests(honest, labels=labels)
     forged = forge(attack, own, honest_model=all_honest.predict_proba, own_rows=own_rows, other=honest[0])
@@ -196,11 +211,61 @@ def test_every_attack_of_the_library_is_bounded_and_meets_the_goal(federation, a
     assert np.all(pooled >= low - margin * (high - low) - 1e-9)
     assert np.all(pooled <= high + margin * (high - low) + 1e-9)
 
-    # the goal of issue 20 on this federation
-    acc_honest = _accuracy(all_honest, X_test, truth)
-    acc_drop = _accuracy(merge_forests(honest[1:], labels=labels[1:]), X_test, truth)
-    goal = acc_honest - max(0.0, acc_honest - acc_drop) - 0.02
-    assert _accuracy(merged, X_test, truth) >= goal, attack
+
+GOAL_SEEDS = range(10)
+"""The federations (:func:`_federation`) the goal of issue 20 is read on, as a mean over seeds."""
+
+GOAL_TOLERANCE = 0.019
+"""How far the mean over :data:`GOAL_SEEDS` of the per-seed shortfall (goal - accuracy) may exceed 0.
+
+Two standard errors of honest noise: replacing the hostile part by an honest fifth party (its own forest, another
+forest of the same rows, another forest of party 0's rows), the per-seed shortfall has an sd of 0.030 (200 seeds,
+``benchmarks/results/bounded_influence_seeds.md``); 2 x 0.030 / sqrt(10) = 0.019.  A single seed's goal is
+within that noise: an honest fifth party misses it on about 3 % of seeds, the copied release on about 30 %
+while its mean shortfall is -0.009 (it meets the goal on average).  On 20 disjoint groups of 10 seeds (0-199) every
+attack passes (worst group mean +0.004, copied release) and without the bound every attack of
+:data:`UNBOUNDED_MISSES` fails in every group."""
+
+UNBOUNDED_MISSES = ("rarest-class", "majority-class", "copied-release", "inverted", "one-class-per-tree")
+"""The attacks the bound is for: without it (``tolerated_parties=0``) their mean shortfall over the seeds is above
+:data:`GOAL_TOLERANCE` (200 seeds: +0.34 to +0.68, one class per tree +0.042, sd 0.039)."""
+
+
+@pytest.fixture(scope="module")
+def seeded_goal():
+    """Per attack, the shortfall (goal - accuracy) on each seed of :data:`GOAL_SEEDS`, bounded and unbounded.
+
+    The goal of issue 20 on each federation: acc(4 honest + forged) >= acc_honest - max(0, acc_honest -
+    acc_drop) - 0.02, acc_drop the model without the first honest party.
+    """
+    bounded = {attack: [] for attack in ATTACKS}
+    unbounded = {attack: [] for attack in ATTACKS}
+    for seed in GOAL_SEEDS:
+        honest, own, own_rows, X_test, truth = _federation(seed)
+        labels = [f"p{i}" for i in range(len(honest))]
+        all_honest = merge_forests(honest, labels=labels)
+        acc_honest = _accuracy(all_honest, X_test, truth)
+        acc_drop = _accuracy(merge_forests(honest[1:], labels=labels[1:]), X_test, truth)
+        goal = acc_honest - max(0.0, acc_honest - acc_drop) - 0.02
+        for attack in ATTACKS:
+            forged = forge(attack, own, honest_model=all_honest.predict_proba, own_rows=own_rows, other=honest[0])
+            merged = merge_forests([*honest, forged], labels=[*labels, "mallory"])
+            bounded[attack].append(goal - _accuracy(merged, X_test, truth))
+            unbounded[attack].append(goal - _accuracy(merged, X_test, truth, tolerated_parties=0))
+    return {a: np.array(v) for a, v in bounded.items()}, {a: np.array(v) for a, v in unbounded.items()}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_every_attack_of_the_library_meets_the_goal_over_seeds(seeded_goal, attack):
+    shortfall = seeded_goal[0][attack]
+    assert shortfall.mean() <= GOAL_TOLERANCE, (attack, np.round(shortfall, 3))
+
+
+@pytest.mark.parametrize("attack", UNBOUNDED_MISSES)
+def test_without_the_bound_the_goal_over_seeds_is_missed(seeded_goal, attack):
+    """The goal test has the power to see the bound missing."""
+    shortfall = seeded_goal[1][attack]
+    assert shortfall.mean() > GOAL_TOLERANCE, (attack, np.round(shortfall, 3))
 
 
 def test_the_issues_release_took_the_unbounded_model(federation):
