@@ -158,9 +158,16 @@ def test_no_model_when_fewer_valid_releases_than_min_parties(tmp_path):
 
 @pytest.mark.slow
 def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
-    """One of five parties trains on shuffled labels: the coordinator's validation data show
-    low information and a chance-corrected agreement no honest party has; it is flagged and
-    excluded, and selective aggregation then runs over the honest parties."""
+    """One of five parties trains on shuffled labels: its trees put next to no more probability on the
+    validation rows' true class than chance, so the quality test flags it; it is excluded, and selective
+    aggregation then runs over the honest parties.
+
+    Every bar below is set from ``benchmarks/results/flagging_seeds.md`` (this federation on seeds 0-299,
+    and on 60 seeds with nobody shuffled): each assertion holds on all 300 seeds except the flag itself,
+    which misses the shuffled party on 8 (the rule's power here, 97 %: 5 times its lift came near a tenth
+    of the honest median by chance, 3 times a weak honest tree made the test inconclusive); no honest party
+    was flagged in 1,500 honest party-runs.  The test fails on every measured seed with party 3's labels
+    left true (60 seeds) or with ``exclude_flagged`` off (40)."""
     settings = _settings(
         parties=5,
         evaluation_epsilon=0.0,
@@ -174,10 +181,18 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     fed = run_simulation(settings, tmp_path).federated
     by_party = {c["party"]: c for c in fed["contributions"]}
     bad = by_party.pop("party-0003")
-    assert bad["flagged"] and bad["kappa_with_others"] < 0.2
+    assert bad["flagged"] and not bad["flag_inconclusive"]
     assert not any(c["flagged"] for c in by_party.values())
-    # random splits on informative sensors still carry some information: "near zero" is relative
-    assert bad["information_bits"] < 0.5 * min(c["information_bits"] for c in by_party.values())
+    # the flag's statistic: over the seeds the shuffled party's lift was at most 0.13 of the honest
+    # parties' median (mostly within +-0.05), a party-0003 with true labels at least 0.40 of it
+    assert bad["probability_lift"] < 0.2 * np.median([c["probability_lift"] for c in by_party.values()])
+    # the descriptive fields are no test of quality: random splits on informative sensors carry
+    # information whatever the labels (shuffled 0.28 +- 0.10 bits, honest 0.70 +- 0.14; the shuffled
+    # party was above the least informative honest one on 10 of 300 seeds), and shallow trees' votes
+    # agree by chance (shuffled kappa up to 0.60, honest down to 0.05).  Its kappa stayed below the
+    # honest median on every seed (by at least 0.09)
+    assert bad["kappa_with_others"] < np.median([c["kappa_with_others"] for c in by_party.values()])
+    assert 0 <= bad["information_bits"] < max(c["information_bits"] for c in by_party.values())
     statuses = {p["party_id"]: (p["status"], p["reason"]) for p in fed["parties"]}
     assert statuses["party-0003"] == ("dropped", "flagged_low_quality")
     selection = fed["selection"]
