@@ -1,4 +1,5 @@
-"""The released forest: its arrays, its training parameters, the values they take, and the merge of forests."""
+"""The released forest: its arrays, its training parameters, the values they take, the merge of forests, and where
+the merge's bounded influence cuts a party's say."""
 
 from ._exact_selection import MAX_FIT_ROWS
 from ._forest import (
@@ -15,9 +16,11 @@ from ._forest import (
     large_epsilon_note,
     merge_forests,
 )
+from ._influence_cuts import CUT_REPORT_SHARE, InfluenceCut, influence_cuts
 from ._tree import MAX_FIT_NODES, MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError, max_tree_nodes
 
 __all__ = [
+    "CUT_REPORT_SHARE",
     "DEPTH_RULES",
     "DRAFTED_REASON",
     "FEDERATION_NOTE",
@@ -31,9 +34,11 @@ __all__ = [
     "SPLIT_MODES",
     "DPForest",
     "ForestArrays",
+    "InfluenceCut",
     "TrainingParameters",
     "TreeStructureError",
     "check_is_forest",
+    "influence_cuts",
     "large_epsilon_note",
     "max_tree_nodes",
     "merge_forests",

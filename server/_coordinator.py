@@ -12,8 +12,10 @@ import json
 import logging
 import sqlite3
 import time
+from dataclasses import asdict
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
@@ -22,6 +24,7 @@ from flwr.serverapp import Grid
 from edprf_core import Schema, load_schema, merge_forests
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
+from edprf_core.forest import influence_cuts
 from protocol import (
     InvalidRelease,
     PartyKeyRegistry,
@@ -296,6 +299,22 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     return report
 
 
+def _influence_cuts(accepted: list, run_id: str) -> list[dict[str, Any]]:
+    """Where the merge's bounded influence counts less than half of what a release claims for a class, for the
+    report (:func:`edprf_core.forest.influence_cuts`: post-processing of released counts, no ε)."""
+    cuts = influence_cuts([r.forest for r in accepted], [r.party_id for r in accepted])
+    for cut in cuts:
+        log.info(  # the summary says it with what it means; the log keeps the figures
+            "run %s: bounded influence counts about %.0f of the %.0f rows of class %r that %s's release claims",
+            run_id,
+            cut.counted,
+            cut.claimed,
+            cut.label,
+            cut.party,
+        )
+    return [asdict(cut) for cut in cuts]
+
+
 def _model_and_evaluation(
     grid: Grid,
     cfg: CoordinatorConfig,
@@ -310,6 +329,7 @@ def _model_and_evaluation(
     if cfg.validation_file is not None:
         accepted = _assess_parties(cfg, schema, accepted, report)
 
+    report.influence_cuts = _influence_cuts(accepted, run_id)
     t0 = time.perf_counter()
     manifest = {
         "run_id": run_id,

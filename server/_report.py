@@ -62,6 +62,7 @@ class RunReport:
     selection: dict[str, Any] = field(default_factory=dict)
     marginals: dict[str, Any] = field(default_factory=dict)  # the model's marginals part ({}: none)
     absent_parties: list[str] = field(default_factory=list)  # registered (keys-dir) but named by no reply
+    influence_cuts: list[dict[str, Any]] = field(default_factory=list)  # edprf_core.forest.influence_cuts
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
 

@@ -90,11 +90,31 @@ def summary_lines(report: RunReport) -> list[str]:
                 )
     if report.absent_parties and not report.failure:  # a failure's text names them already
         lines.append(f"  {absent_text(report.absent_parties)}")
+    lines.extend(influence_cut_lines(report.influence_cuts))
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")
         lines += [f"  {line}" for line in contribution_lines(report.contributions, report.parameters.get("flag_alpha"))]
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
+    return lines
+
+
+def influence_cut_lines(cuts: list[dict[str, Any]]) -> list[str]:
+    """Where bounded influence counted less than half of a party's claim on a class, and what that means."""
+    if not cuts:
+        return []
+    head = (
+        "bounded influence (one forged release cannot take the model) counted less than half of what these "
+        "releases claim; a class that one party alone holds is learned from it only up to twice the next "
+        "party's weight, so under strong label skew the model may miss that class:"
+    )
+    lines = [head]
+    lines += [
+        f"  {c['party']}, class {c['label']!r}: about {c['claimed']:,.0f} rows claimed, {c['counted']:,.0f} counted"
+        for c in cuts[:10]
+    ]
+    if len(cuts) > 10:
+        lines.append(f"  and {len(cuts) - 10} more (report.json: influence_cuts)")
     return lines
 
 

@@ -53,6 +53,7 @@ def report_lines(report: SimulationReport) -> list[str]:
             "\nper-party contribution on the coordinator's validation data (post-processing; epsilon unchanged):"
         )
         lines += contribution_section(report.contributions, fed.get("parameters", {}).get("flag_alpha"))
+    lines += influence_lines(fed.get("influence_cuts") or [])
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     lines.append(
         f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"
@@ -179,6 +180,14 @@ def _draw_span(baseline: Mapping[str, Any]) -> str:
     if len(draws) < 2:
         return ""
     return f"its {len(draws)} noise draws: accuracy {min(draws):.3f} to {max(draws):.3f}"
+
+
+def influence_lines(cuts: list[Mapping[str, Any]]) -> list[str]:
+    """Where the merge's bounded influence counted less than half of a party's claim (server's lines), or none."""
+    from server import influence_cut_lines
+
+    lines = influence_cut_lines(list(cuts))
+    return ["\n" + lines[0], *lines[1:]] if lines else []
 
 
 def evaluation_line(fe: Mapping[str, Any]) -> str:

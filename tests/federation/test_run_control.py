@@ -159,6 +159,16 @@ def test_registered_parties_no_reply_named_are_listed_once():
     assert [line for line in summary_lines(report) if "hospital-c" in line] == [said]
 
 
+def test_the_summary_says_where_bounded_influence_cut_a_party_s_claim():
+    cut = {"party": "hospital-a", "label": "no", "claimed": 31966.2, "counted": 24.4}
+    report = RunReport("7", {}, "fp", status="completed", influence_cuts=[cut])
+    lines = summary_lines(report)
+    at = lines.index(next(line for line in lines if line.startswith("bounded influence")))
+    assert "a class that one party alone holds is learned from it only up to twice" in lines[at]
+    assert lines[at + 1] == "  hospital-a, class 'no': about 31,966 rows claimed, 24 counted"
+    assert not any(line.startswith("bounded influence") for line in summary_lines(RunReport("8", {}, "fp")))
+
+
 def test_the_summary_names_evaluation_refusals_and_a_rejected_release_s_charge():
     """Three parties refused the evaluation request (budget spent) and the summary printed no evaluation line at
     all; a party whose release was rejected (unknown party-id) had charged its ledger, and nothing said so."""
