@@ -823,7 +823,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
-        return log_of(self.predict_proba(X))
+        forest = self._fitted()
+        check_predict_input(self, X)
+        warn_if_clipped(X, forest.schema)
+        return log_of(forest.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
@@ -847,6 +850,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
         forest = self._fitted()
         check_predict_input(self, X)
+        warn_if_clipped(X, forest.schema)
         return schema_accuracy(forest.schema, lambda: forest.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):

@@ -9,10 +9,14 @@ one sees almost none of a class, the model can no longer learn that class from t
 30 federations predicted the minority class for every row.  A model's evaluation then shows the collapse;
 :func:`influence_cuts` says why, party by party and class by class.
 
-Each party's class mass is what its release claims: its trees' released leaf counts summed, plus its marginals
-part's class totals (the mean over features of its histograms' class columns, at least 0).  The cap is the rule's
-own (:func:`capped_part_weights`) applied to those masses; the trees and the marginals apply it to their parts of
-the mass separately, so the figures are those of the release as a whole, to be read as "about".
+The weights are the merge's own, part by part, each capped by its own rule (:func:`capped_part_weights`):
+
+- the trees' (log-linear pooling, item 4): a party's class-``k`` weight is the sum over its trees of their
+  released class totals less the mass that clamping the noise at 0 adds, plus 1 (:func:`class_share_rows`), about
+  the number of its tree rows of class ``k``.  A model with a tree that released labels only pools by votes and
+  caps no class: no trees' cut is reported then;
+- the marginals' (:mod:`edprf_core._marginals_merge`, item 3): a party's class-``k`` mass, the mean over features
+  of its floored histograms' class-``k`` columns, about the number of its marginals rows of class ``k``.
 
 Privacy: post-processing of released counts and public parameters; no ε.  Nothing here changes a model.
 """
@@ -26,7 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._forest import DPForest
-from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights, released_class_totals
+from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights, class_share_rows
+from ._marginals_merge import bounded_histogram
 
 __all__ = ["CUT_REPORT_SHARE", "InfluenceCut", "influence_cuts"]
 
@@ -34,33 +39,53 @@ CUT_REPORT_SHARE = 0.5
 """A cut is reported when the rule counts less than this share of what a party's release claims for a class."""
 
 _SMALLEST_REPORTED_MASS = 10.0
-"""Claims below this many rows are not reported (the noise of one release is of that order)."""
+"""Weights below this (about that many rows) are not reported (the noise of one release is of that order)."""
 
 
 @dataclass(frozen=True)
 class InfluenceCut:
-    """A party whose release claims ``claimed`` rows of class ``label``, of which the rule counts ``counted``."""
+    """In ``part`` ("trees" or "marginals"), ``party``'s weight on class ``label`` (about its rows of that class
+    there) is ``claimed``, of which the merge counts ``counted``."""
 
     party: str
+    part: str
     label: object
     claimed: float
     counted: float
 
 
-def _class_masses(forest: DPForest) -> NDArray[np.float64]:
-    """What one party's release claims per class: its trees' leaf counts plus its marginals' class totals."""
-    n_classes = forest.schema.n_classes
-    mass = released_class_totals(forest.trees, n_classes).sum(axis=0)
-    if forest.marginals is not None:
-        columns = [np.asarray(h, dtype=np.float64).sum(axis=0) for h in forest.marginals.counts]
-        mass = mass + np.maximum(np.mean(columns, axis=0), 0.0)
-    return np.maximum(mass, 0.0)
+def _tree_weights(forest: DPForest) -> NDArray[np.float64] | None:
+    """One party's class weights in the log-linear pooling, or None when a tree released labels only."""
+    if not forest.has_counts or not forest.trees.tree_has_counts().all():
+        return None
+    return class_share_rows(forest.trees, forest.schema.n_classes, forest._noise_scales()).sum(axis=0)
+
+
+def _marginals_mass(forest: DPForest) -> NDArray[np.float64]:
+    """One party's class masses in the marginals merge (its floored histograms, as the merge reads them)."""
+    marginals = forest.marginals
+    columns = [bounded_histogram(np.asarray(h), marginals).sum(axis=0) for h in marginals.counts]
+    return np.maximum(np.mean(columns, axis=0), 0.0)
+
+
+def _cuts(
+    part: str, parties: Sequence[str], weights: NDArray[np.float64], tolerated: int, classes: Sequence[object]
+) -> list[InfluenceCut]:
+    if len(parties) < 2 * tolerated + 1:
+        return []
+    counted = capped_part_weights(weights, tolerated)
+    cut = (weights >= _SMALLEST_REPORTED_MASS) & (counted < CUT_REPORT_SHARE * weights)
+    return [
+        InfluenceCut(parties[j], part, classes[k], float(weights[j, k]), float(counted[j, k]))
+        for j, k in np.argwhere(cut)
+    ]
 
 
 def influence_cuts(
     forests: Sequence[DPForest], parties: Sequence[str], tolerated: int | None = None
 ) -> list[InfluenceCut]:
-    """The (party, class) pairs whose claimed mass bounded influence counts at less than :data:`CUT_REPORT_SHARE`.
+    """The (party, part, class) weights that the merge's bounded influence counts at less than
+    :data:`CUT_REPORT_SHARE`.
 
     Parameters
     ----------
@@ -69,7 +94,7 @@ def influence_cuts(
     parties : sequence of str
         Their names, in the same order.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
-        ``f`` of item 5; the cap applies from ``2 f + 1`` parties on (fewer: nothing is cut).
+        ``f`` of item 5; each cap applies from ``2 f + 1`` parts on (fewer: nothing is cut).
 
     Returns
     -------
@@ -83,13 +108,16 @@ def influence_cuts(
     if len(forests) != len(parties):
         raise ValueError(f"parties: expected one name per forest ({len(forests)}), got {len(parties)}")
     f = TOLERATED_PARTIES if tolerated is None else int(tolerated)
-    if f <= 0 or len(forests) < 2 * f + 1:
+    if f <= 0 or not forests:
         return []
-    masses = np.array([_class_masses(forest) for forest in forests])
-    counted = capped_part_weights(masses, f)
     classes = forests[0].schema.classes
-    cut = (masses >= _SMALLEST_REPORTED_MASS) & (counted < CUT_REPORT_SHARE * masses)
-    found = [
-        InfluenceCut(parties[j], classes[k], float(masses[j, k]), float(counted[j, k])) for j, k in np.argwhere(cut)
-    ]
+    found = []
+    trees = [_tree_weights(forest) for forest in forests]
+    if all(w is not None for w in trees):  # every tree released counts: log-linear pooling, per-class caps
+        found += _cuts("trees", parties, np.array(trees), f, classes)
+    with_marginals = [(name, forest) for name, forest in zip(parties, forests) if forest.marginals is not None]
+    if with_marginals:
+        names = [name for name, _ in with_marginals]
+        masses = np.array([_marginals_mass(forest) for _, forest in with_marginals])
+        found += _cuts("marginals", names, masses, f, classes)
     return sorted(found, key=lambda c: -c.claimed)

@@ -343,7 +343,9 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
-        return log_of(self.predict_proba(X))
+        codes = self._codes(X)
+        warn_if_clipped(X, self.schema_)
+        return log_of(marginal_proba(self.marginals_, codes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
@@ -362,6 +364,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         codes = self._codes(X)
+        warn_if_clipped(X, self.schema_)
         return schema_accuracy(self.schema_, lambda: marginal_proba(self.marginals_, codes), y, sample_weight)
 
     def __sklearn_tags__(self):

@@ -62,7 +62,14 @@ import numpy as np
 from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
 from ._marginals import RELEASE_RANGE, NoisyMarginals
 
-__all__ = ["NOISE_MARGIN_SCALES", "bounded_marginals_sum", "cell_floor", "column_floor", "effective_epsilon"]
+__all__ = [
+    "NOISE_MARGIN_SCALES",
+    "bounded_histogram",
+    "bounded_marginals_sum",
+    "cell_floor",
+    "column_floor",
+    "effective_epsilon",
+]
 
 NOISE_MARGIN_SCALES = 12
 """An honest released cell lies below ``-NOISE_MARGIN_SCALES`` noise scales with probability below ``exp(-12)``."""
@@ -89,7 +96,7 @@ def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:
     return -NOISE_MARGIN_SCALES * marginals.noise_scale * math.sqrt(2 * n_codes)
 
 
-def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
+def bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
     """``h``, one of ``marginals``' histograms, bounded below (module docstring, items 1-2): every cell raised to
     :func:`cell_floor`, then every class column whose sum is below :func:`column_floor` brought up to it by
     scaling the column's negative cells by one factor in (0, 1)."""
@@ -156,7 +163,7 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
         raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
     d, k = first.n_features, first.n_classes
     # (P, d) lists of int64 histograms, bounded below by each party's noise margins (items 1-2)
-    floored = [[_bounded_histogram(h, m) for h in m.counts] for m in parts]
+    floored = [[bounded_histogram(h, m) for h in m.counts] for m in parts]
     if f > 0 and len(parts) >= 2 * f + 1:
         masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
         capped = capped_part_weights(masses, f)

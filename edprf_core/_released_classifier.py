@@ -145,7 +145,9 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
-        return log_of(self.predict_proba(X))
+        check_predict_input(self, X)
+        warn_if_clipped(X, self.schema_)
+        return log_of(self.forest_.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
@@ -162,6 +164,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
         check_predict_input(self, X)
+        warn_if_clipped(X, self.schema_)
         return schema_accuracy(self.schema_, lambda: self.forest_.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):

@@ -305,12 +305,13 @@ def _influence_cuts(accepted: list, run_id: str) -> list[dict[str, Any]]:
     cuts = influence_cuts([r.forest for r in accepted], [r.party_id for r in accepted])
     for cut in cuts:
         log.info(  # the summary says it with what it means; the log keeps the figures
-            "run %s: bounded influence counts about %.0f of the %.0f rows of class %r that %s's release claims",
+            "run %s: bounded influence counts %.0f of %s's weight %.0f on class %r in the %s",
             run_id,
             cut.counted,
+            cut.party,
             cut.claimed,
             cut.label,
-            cut.party,
+            cut.part,
         )
     return [asdict(cut) for cut in cuts]
 

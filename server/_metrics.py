@@ -34,12 +34,13 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
 def _class_indices(truth: np.ndarray, classes: np.ndarray) -> np.ndarray:
     """Each cell's position in ``classes``: the distinct cells are looked up once, the rows gathered by them."""
     index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
-    distinct, inverse = np.unique(truth, return_inverse=True)
-    found = [index.get(v.item() if isinstance(v, np.generic) else v, -1) for v in distinct]
-    missing = [v for v, k in zip(distinct.tolist(), found) if k < 0]
+    inverse, distinct = pd.factorize(truth.reshape(-1), use_na_sentinel=False)  # no sort: mixed types are fine
+    values = [v.item() if isinstance(v, np.generic) else v for v in distinct]
+    found = [index.get(v, -1) for v in values]
+    missing = [v for v, k in zip(values, found) if k < 0]
     if missing:
         raise ValueError(f"y_true: expected classes among {classes.tolist()!r}, got {missing[0]!r}")
-    return np.asarray(found, dtype=np.int64)[inverse.reshape(-1)]
+    return np.asarray(found, dtype=np.int64)[inverse]
 
 
 def _index_metrics(y: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, Any]:

@@ -181,9 +181,14 @@ def failure_text(report: RunReport, min_parties: int) -> str:
 
 
 def absent_text(parties: list[str]) -> str:
-    """The registered parties (``keys-dir``) that no reply named, and what that can mean."""
+    """The registered parties (``keys-dir``) that no reply named, and what that can mean.
+
+    A reply names a party by a signed release (accepted or not) or by the ``party-id`` of a refusal, which is
+    the refusing node's unverified claim: a diagnostic for the consortium's operators, not a check.
+    """
     shown = ", ".join(parties[:20]) + (f" and {len(parties) - 20} more" if len(parties) > 20 else "")
     return (
         f"Registered parties no reply named: {shown} (a SuperNode that did not connect, did not reply in time, "
-        "or failed before naming its party: see the node lines and that party's log)"
+        "failed before naming its party, or sent a release no registered key signed: see the node lines and "
+        "that party's log)"
     )

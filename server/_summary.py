@@ -104,13 +104,14 @@ def influence_cut_lines(cuts: list[dict[str, Any]]) -> list[str]:
     if not cuts:
         return []
     head = (
-        "bounded influence (one forged release cannot take the model) counted less than half of what these "
-        "releases claim; a class that one party alone holds is learned from it only up to twice the next "
+        "bounded influence (one forged release cannot take the model) counted less than half of these parties' "
+        "weight on a class; a class that one party alone holds is learned from it only up to twice the next "
         "party's weight, so under strong label skew the model may miss that class:"
     )
     lines = [head]
     lines += [
-        f"  {c['party']}, class {c['label']!r}: about {c['claimed']:,.0f} rows claimed, {c['counted']:,.0f} counted"
+        f"  {c['party']}, class {c['label']!r}, {c['part']}: weight {c['claimed']:,.0f} (about its rows of the "
+        f"class there), {c['counted']:,.0f} counted"
         for c in cuts[:10]
     ]
     if len(cuts) > 10:

@@ -91,3 +91,23 @@ def test_a_non_integral_label_fails_after_the_charge():
     with pytest.raises(DataValidationError):  # a refusal for the shape costs nothing
         EDPRFClassifier(schema, epsilon=1.0, accountant=acc, random_state=0).fit(X.assign(z=1.0), [0, 1, 1])
     assert acc.total == pytest.approx(1.0)
+
+
+NUMERIC_DTYPES = ["int64", "float64", "Int64", "Float64", "boolean", "int64[pyarrow]", "double[pyarrow]"]
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
+def test_a_numeric_column_s_missing_cells_are_its_missing_values_whatever_the_dtype(dtype):
+    """The schema's tokens are text and never equal a number: in a numeric column only the missing values themselves
+    are missing, -999 included when "-999" is a token (a text cell "-999" is missing).  Arrow-held numbers too
+    (their comparison with the text tokens raised ArrowTypeError before)."""
+    from edprf_core._encoding import CellRules
+
+    rules = CellRules(missing_values=("", "?", "-999", "1", "True", "nan"))
+    values = {"boolean": [True, False, None], "int64": [1, -999], "float64": [1.0, -999.0, np.nan]}.get(
+        dtype, [1, -999, None]
+    )
+    series = pd.Series(values, dtype=dtype)
+    expected = [False] * 2 + [True] * (len(values) - 2)
+    assert rules.missing(series).tolist() == expected
+    assert rules.missing(pd.Series(["-999", "5"], dtype="str")).tolist() == [True, False]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -99,7 +100,8 @@ def test_fit_warns_when_a_column_is_mostly_clipped():
 
 def test_predict_warns_when_a_column_is_mostly_clipped():
     """The same unit mistake made only at predict (the test rows scaled, the training rows not): every prediction
-    would come from the bounds alone.  Each estimator warns, pointing at the caller; a few clipped rows do not."""
+    would come from the bounds alone.  Each estimator's predict, predict_proba, predict_log_proba and score (the
+    path of cross_val_score) warn once, pointing at the caller; a few clipped rows do not."""
     from edprf_core import DPMarginalsClassifier, ReleasedForestClassifier
 
     X, y, schema = load_embedded("wall_robot_navigation")
@@ -112,10 +114,15 @@ def test_predict_warns_when_a_column_is_mostly_clipped():
     few = X.copy()
     few.iloc[:50, 0] = 1e6  # 50 of 5,456 rows out of bounds: ordinary
     for model in fitted:
-        for method in (model.predict, model.predict_proba):
+        for method in (
+            model.predict,
+            model.predict_proba,
+            model.predict_log_proba,
+            functools.partial(model.score, y=y),
+        ):
             with pytest.warns(DomainClippingWarning, match="other units") as caught:
                 method(scaled)
-            assert caught[0].filename == __file__, (model, method)
+            assert len(caught) == 1 and caught[0].filename == __file__, (model, method)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", DomainClippingWarning)
                 method(few)

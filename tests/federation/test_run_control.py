@@ -151,7 +151,8 @@ def test_registered_parties_no_reply_named_are_listed_once():
     report.status, report.failure = "failed", failure_text(report, 2)
     assert report.failure.endswith(
         "node 222: no_reply (timeout). Registered parties no reply named: hospital-c (a SuperNode that did not "
-        "connect, did not reply in time, or failed before naming its party: see the node lines and that party's log)"
+        "connect, did not reply in time, failed before naming its party, or sent a release no registered key "
+        "signed: see the node lines and that party's log)"
     )
     assert sum("hospital-c" in line for line in summary_lines(report)) == 1  # in the failure line only
     said = "  Registered parties no reply named: " + report.failure.split("Registered parties no reply named: ")[1]
@@ -160,12 +161,15 @@ def test_registered_parties_no_reply_named_are_listed_once():
 
 
 def test_the_summary_says_where_bounded_influence_cut_a_party_s_claim():
-    cut = {"party": "hospital-a", "label": "no", "claimed": 31966.2, "counted": 24.4}
+    cut = {"party": "hospital-a", "part": "marginals", "label": "no", "claimed": 31966.2, "counted": 24.4}
     report = RunReport("7", {}, "fp", status="completed", influence_cuts=[cut])
     lines = summary_lines(report)
     at = lines.index(next(line for line in lines if line.startswith("bounded influence")))
     assert "a class that one party alone holds is learned from it only up to twice" in lines[at]
-    assert lines[at + 1] == "  hospital-a, class 'no': about 31,966 rows claimed, 24 counted"
+    assert (
+        lines[at + 1]
+        == "  hospital-a, class 'no', marginals: weight 31,966 (about its rows of the class there), 24 counted"
+    )
     assert not any(line.startswith("bounded influence") for line in summary_lines(RunReport("8", {}, "fp")))
 
 

@@ -86,3 +86,8 @@ def test_central_metrics_name_a_value_that_is_not_a_class():
 
     with pytest.raises(ValueError, match=r"expected classes among \['no', 'yes'\], got 'maybe'"):
         classification_metrics(np.array(["no", "maybe"], dtype=object), np.tile([0.5, 0.5], (2, 1)), ["no", "yes"])
+    for odd in (None, 1, float("nan")):  # mixed with text: named too (np.unique could not sort them)
+        with pytest.raises(ValueError, match=r"expected classes among \['no', 'yes'\], got "):
+            classification_metrics(
+                np.array(["no", odd, "yes"], dtype=object), np.tile([0.5, 0.5], (3, 1)), ["no", "yes"]
+            )
