@@ -31,7 +31,7 @@ model would do elsewhere.
 
 Privacy: none of this is differentially private.  The figures are exact
 statistics of the labelled rows; computed on the caller's own data they spend
-no ε of anyone (the model is post-processing of DP releases), and they must
+no ε of anyone (using the model is post-processing of its releases), and they must
 not be published when those rows are private.
 """
 
@@ -76,7 +76,7 @@ DEFAULT_THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 NOT_DP_NOTE = (
     "These figures are exact statistics of the labelled rows, NOT differentially private; computing "
-    "them on your own data spends no epsilon of anyone (the model is post-processing of DP releases). "
+    "them on your own data spends no epsilon of anyone (using the model is post-processing of its releases). "
     "Do not publish them if those rows are private."
 )
 

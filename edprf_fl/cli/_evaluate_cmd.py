@@ -10,8 +10,8 @@ features or label break the schema's rules are counted and left out, never
 fail the run.  ``--json PATH`` writes everything as JSON.
 
 Privacy: the figures are exact statistics of DATA, not differentially
-private; evaluating on your own data spends no ε of anyone (the model is
-post-processing of DP releases).
+private; evaluating on your own data spends no ε of anyone (using the model
+is post-processing of its releases).
 """
 
 from __future__ import annotations

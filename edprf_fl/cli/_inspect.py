@@ -278,10 +278,11 @@ def _describe(
 
 
 def _parameters_line(p: TrainingParameters) -> str:
-    """The parameters a release carries (the wire has no research options: those are always the production ones)."""
+    """The parameters a release carries (the wire has no research options: those are always the production ones);
+    ``dp`` is whether they give a DP release (False for a seeded one, with ``seeded=True``)."""
     return (
         f"epsilon={p.epsilon:g} relation={p.relation} split_mode={p.split_mode} max_depth={p.max_depth} "
-        f"n_trees={p.n_trees} n_bins={p.n_bins} dp={p.dp} seeded={p.seeded} "
+        f"n_trees={p.n_trees} n_bins={p.n_bins} dp={not p.not_dp_reasons()} seeded={p.seeded} "
         f"sampler={p.sampler} leaf={p.leaf} depth_rule={p.depth_rule} count_epsilon={p.count_epsilon:g}"
         + (f" marginals_share={p.marginals_share:g} marginals_bins={p.marginals_bins}" if p.marginals_share else "")
     )

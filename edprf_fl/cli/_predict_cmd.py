@@ -9,7 +9,7 @@ provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
 (probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.
 
-Privacy: post-processing of the parties' DP releases on your own rows; no ε
+Privacy: post-processing of the parties' releases on your own rows; no ε
 is spent and nothing leaves this machine.
 """
 
@@ -170,5 +170,6 @@ def run_predict(args: argparse.Namespace) -> int:
         else ""
     )
     say(f"predicted {total} rows ({shown}){decision}; written to {target}")
-    say("privacy: predicting is post-processing of the parties' DP releases; it spends no epsilon")
+    dp = "" if forest.dp else " (the model itself is NOT differentially private: see its guarantee, `edprf inspect`)"
+    say(f"privacy: predicting is post-processing of the parties' releases; it spends no epsilon{dp}")
     return 0

@@ -274,3 +274,18 @@ def test_the_demo_says_what_a_large_epsilon_means(capsys):
     assert "NOT differentially private" in seeded and "note: epsilon 50 per record is a bound" in seeded
     assert main(["demo", "--epsilon", "10", "--n-trees", "2", "--max-depth", "3"]) == 0
     assert "protects little" not in capsys.readouterr().out
+
+
+def test_the_demo_s_automatic_depth_reads_a_dp_count(capsys):
+    """`edprf demo` chose its depth from the exact number of training rows and printed an unconditional guarantee
+    (walkthrough of stop 45): the shape then depends on the rows.  'auto' is the estimator's rule now, on a DP count
+    charged within epsilon, and the guarantee says so."""
+    from edprf_fl.cli._main import main
+
+    assert main(["demo", "--n-trees", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "chosen from a DP count of the rows" in captured.err and "n = " not in captured.err
+    assert "they were chosen from a DP count of the rows that spent epsilon = " in captured.out
+    assert main(["demo", "--n-trees", "2", "--max-depth", "3"]) == 0  # given: no count is spent
+    captured = capsys.readouterr()
+    assert "DP count" not in captured.err + captured.out and "depth 3" in captured.out

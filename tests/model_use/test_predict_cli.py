@@ -75,6 +75,9 @@ def test_every_line_gets_one_row_in_order_with_status_and_reason(tmp_path, bank_
     err = capsys.readouterr().err
     assert "parties: 3 (hospital-a, hospital-b, hospital-c)" in err and "guarantee:" in err
     assert "1 clipped, 3 refused, 2 malformed" in err
+    # the test model is seeded: predicting is post-processing, of releases that are not DP, and it says so
+    assert "privacy: predicting is post-processing of the parties' releases; it spends no epsilon (the model " in err
+    assert "itself is NOT differentially private" in err and "DP releases" not in err
 
 
 def test_a_hostile_row_changes_no_other_row(tmp_path):
