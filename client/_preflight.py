@@ -420,8 +420,8 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; {_columns_rule(schema, header)}")
         return
-    for line in result.lines():
-        report._add("ok", path, line)
+    for line in result.lines():  # lines and rows the rules leave out are worth a look: notes, not problems
+        report._add("note" if line.startswith(("lines left out", "rows dropped")) else "ok", path, line)
     if result.rows_kept == 0:
         report._add(
             "problem",
