@@ -32,6 +32,7 @@ from ._ledger import (
     read_meta_readonly,
     total_spent,
 )
+from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
 from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
@@ -53,6 +54,7 @@ __all__ = [
     "CAP_CHANGES_KEY",
     "CAP_KEY",
     "HOLDOUT_SALT_KEY",
+    "LEDGER_ID_KEY",
     "MICRO",
     "NOT_DP_COUNT_KEY",
     "NOT_DP_KEY",
@@ -60,11 +62,14 @@ __all__ = [
     "BudgetExhausted",
     "BudgetLedger",
     "EntryState",
+    "LedgerAnchor",
     "LedgerEntry",
     "Party",
     "PartyPolicy",
     "PartySetup",
     "Refusal",
+    "anchor_path",
+    "carried",
     "check_supernode_files",
     "evaluation_counts",
     "exact_epsilon",
@@ -77,6 +82,7 @@ __all__ = [
     "not_dp_replies",
     "parse_node_config",
     "preflight_configs",
+    "read_anchor",
     "read_ledger_readonly",
     "read_meta_readonly",
     "release_node_bound",
