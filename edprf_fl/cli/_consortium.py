@@ -4,10 +4,12 @@ It lays out (once, then reuses) a consortium CA and the SuperLink's certificate,
 with its own data share, schema, policy, ledger, SuperNode authentication key and release-signing
 key; checks every party as ``edprf party check`` does; starts a SuperLink with TLS and SuperNode
 authentication, a separate SuperExec and N SuperNodes on 127.0.0.1 (each on its own port);
-registers the parties' keys; runs the coordinator as ``edprf run`` does; prints the summary and
-each party's remaining budget; and stops everything it started, on success, on failure, on
-Ctrl-C, on SIGTERM and on SIGHUP (each process leads its own process group; whatever outlives the grace
-period is killed by pid and start time; it then checks that nothing is left).
+registers the parties' keys; runs the coordinator as ``edprf run`` does; prints the summary; stops
+everything it started, on success, on failure, on Ctrl-C, on SIGTERM and on SIGHUP (each process leads
+its own process group; whatever outlives the grace period is killed by pid and start time; it then
+checks that nothing is left); and only then prints each party's spent budget, from its ledger and the
+ledger's anchor (the ClientApps write the ledgers until they exit).  It holds ``--dir`` (an exclusive
+lock on ``consortium.lock``) while it runs: a second invocation on the same ``--dir`` is refused.
 
 Files (all under ``--dir``, mode 0700 directories, private keys and secrets 0600)::
 
@@ -16,6 +18,7 @@ Files (all under ``--dir``, mode 0700 directories, private keys and secrets 0600
     parties/<id>/data.csv schema.toml policy.toml ledger.sqlite keys/<id>.*
     flwr-home/                                      Flower homes, SuperExec secret
     logs/<process>.log  superlink.db  runs/<time>/  report.json and global-model.edprf per run
+    consortium.lock                                 held by the running invocation (its pid inside)
 
 The default ``--dir`` is outside any repository (``$XDG_STATE_HOME/edprf/consortium``).
 Ledgers persist between invocations: each run spends from the same lifetime caps, as at real
@@ -38,6 +41,7 @@ from pathlib import Path
 __all__ = ["default_dir", "register"]
 
 _NAME_UNSAFE = set(" '\"=")
+_LOCK = "consortium.lock"
 
 
 def default_dir() -> Path:
@@ -157,8 +161,16 @@ def lay_out(root: Path, party_ids: list[str], dataset: str, log: Path, seed: int
             schema.save(d / "schema.toml")
             policy = PartyPolicy(party_id=party_id, schema_fingerprint=schema.fingerprint)
             (d / "policy.toml").write_text(policy.to_toml(), encoding="utf-8")
-        if not keys.auth_key.is_file():
+        key_files = (keys.auth_key, keys.auth_pub, keys.signing_key, keys.signing_pub)
+        absent = [p.name for p in key_files if not p.is_file()]
+        if len(absent) == len(key_files):
             _quiet_edprf(["certs", "party", "--out", str(d / "keys"), "--party-id", party_id], log)
+        elif absent:  # `edprf certs party` would refuse (its --force is not this command's)
+            raise ValueError(
+                f"{d / 'keys'}: {', '.join(absent)} missing beside the party's other keys; restore it from a backup, "
+                f"or delete {d / 'keys'} and run this command again to give {party_id} new keys (its SuperNode key "
+                "is registered anew by every run, its signing key copied to the coordinator)"
+            )
         (coordinator / "party-keys" / keys.signing_pub.name).write_bytes(keys.signing_pub.read_bytes())
         parties[party_id] = {
             "data-path": d / "data.csv",
@@ -268,26 +280,68 @@ def _check_request(parties: dict, epsilon: float, evaluation_epsilon: float) -> 
 
 
 def _budget_lines(parties: dict) -> list[str]:
-    from client import PartyPolicy, format_epsilon, load_policy, read_ledger_readonly, total_spent
+    """Each party's spent epsilon, from its ledger and the ledger's anchor (as `edprf party check` reads them).
+
+    Read once every process has exited (the ClientApps write the ledgers).  A ledger that cannot be read is
+    "unknown (<reason>)", never 0; where the anchor records more than the ledger holds, the line says so (the
+    party counts the difference as spent before its next request).
+    """
+    from client import (
+        LEDGER_ID_KEY,
+        anchor_path,
+        carried,
+        format_epsilon,
+        load_policy,
+        read_anchor,
+        read_ledger_readonly,
+        read_meta_readonly,
+        total_spent,
+    )
 
     lines = []
     for party_id, paths in parties.items():
-        policy: PartyPolicy = load_policy(paths["policy-path"])
+        ledger = Path(paths["ledger-path"])
         try:
-            spent = total_spent(read_ledger_readonly(paths["ledger-path"]))
-        except ValueError:
-            spent = 0
-        lines.append(
-            f"  {party_id}: spent {format_epsilon(spent) if spent else '0'} of its lifetime cap "
-            f"{policy.lifetime_epsilon_cap:g}"
-        )
+            cap = f"{load_policy(paths['policy-path']).lifetime_epsilon_cap:g}"
+        except (ValueError, OSError) as exc:
+            cap = f"unknown ({_one_line(exc)})"
+        try:
+            anchor, anchor_problem = read_anchor(anchor_path(ledger)), ""
+        except ValueError as exc:
+            anchor, anchor_problem = None, _one_line(exc)
+        notes = [f"anchor unreadable: {anchor_problem}"] if anchor_problem else []
+        if not ledger.exists() and anchor is None and not anchor_problem:
+            spent_text = "0 (no ledger yet)"
+        else:
+            try:
+                entries = read_ledger_readonly(ledger)
+                meta = read_meta_readonly(ledger, (LEDGER_ID_KEY,))
+            except ValueError as exc:
+                spent_text = f"unknown ({_one_line(exc)})"
+                if anchor is not None:
+                    notes.append(
+                        f"its anchor {anchor_path(ledger).name} records {format_epsilon(anchor.spent)} spent, which "
+                        "the party counts as spent"
+                    )
+            else:
+                spent = total_spent(entries)
+                spent_text = format_epsilon(spent)
+                missing = carried(anchor, meta.get(LEDGER_ID_KEY), spent)
+                if missing:
+                    notes.append(
+                        f"its anchor {anchor_path(ledger).name} records {format_epsilon(missing)} more (restored from "
+                        "a backup, or replaced?), which the party counts as spent before its next request"
+                    )
+        lines.append(f"  {party_id}: spent {spent_text} of its lifetime cap {cap}" + "".join(f"; {n}" for n in notes))
     return lines
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def run_consortium(args: argparse.Namespace) -> int:
-    from ._flower_processes import Deployment, Federation, Tls, flower_env, missing_flower_tools
-    from ._run_cmd import run_and_follow
-    from ._stop_signals import exit_status, stop_signals
+    from ._flower_processes import missing_flower_tools
 
     missing = missing_flower_tools()
     if missing:
@@ -296,10 +350,47 @@ def run_consortium(args: argparse.Namespace) -> int:
     root = _private_dir((args.dir or default_dir()).resolve())
     if _NAME_UNSAFE & set(str(root)):
         raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
+    with _exclusive(root):
+        return _run_in(root, app, args)
+
+
+@contextlib.contextmanager
+def _exclusive(root: Path):
+    """Hold ``root`` for this command's lifetime: a second `edprf consortium` on it is refused (two would share
+    the SuperLink's database, the ports' registrations and the ledgers, and stop each other's processes)."""
+    import fcntl
+
+    path = root / _LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise ValueError(
+                f"{root} is in use by another edprf consortium (pid {holder}); wait for it or give another --dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
+
+
+def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
+    from ._flower_processes import Deployment, Federation, FlowerProcessError, Tls, flower_env
+    from ._run_cmd import run_and_follow
+    from ._stop_signals import exit_status, stop_signals
+
     party_ids = _party_ids(args.parties)
     from client import parse_node_config
 
     extra = parse_node_config(args.run_config, "--run-config") if args.run_config else {}  # Flower's own parser
+    # the run's output directory: the run config's (after --run-config), absolute (a relative one is taken from
+    # where the command runs, not from the ServerApp's working directory); the summary reads it
+    out = Path(str(extra.get("output-dir") or root / "runs" / time.strftime("%Y%m%d-%H%M%S"))).absolute()
+    if "output-dir" in extra:
+        extra["output-dir"] = str(out)
     setup_log = root / "logs" / "setup.log"
     setup_log.parent.mkdir(exist_ok=True)
     layout = lay_out(root, party_ids, args.dataset, setup_log)
@@ -347,7 +438,6 @@ def run_consortium(args: argparse.Namespace) -> int:
                 f"{len(listeners)} loopback ports",
                 flush=True,
             )
-            out = root / "runs" / time.strftime("%Y%m%d-%H%M%S")
             run_config = config_text(
                 {
                     "schema-path": coordinator / "schema.toml",
@@ -366,11 +456,15 @@ def run_consortium(args: argparse.Namespace) -> int:
                 }
             )
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
+            submitted = time.time()
             code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
-            _print_summary(out, parties, code)
+            _print_summary(out, code, submitted)
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
             code = exit_status(interrupt)
+        except FlowerProcessError as exc:  # one line and where to look, not a traceback
+            print(f"edprf consortium: error: {_one_line(exc)} (logs in {dep.logs})", file=sys.stderr, flush=True)
+            code = 1
         finally:
             dep.stop()
             left = dep.leftovers()
@@ -379,15 +473,24 @@ def run_consortium(args: argparse.Namespace) -> int:
                 code = code or 1
             else:
                 print(f"stopped: every process this command started has exited (logs in {dep.logs})", flush=True)
+        # the ClientApps write the ledgers: read them only once every process has exited
+        if left:
+            print("budgets: not read while processes of the consortium still run (`edprf budget <ledger>` later)")
+        else:
+            print("budgets (from each party's ledger):")
+            for line in _budget_lines(parties):
+                print(line)
     return code
 
 
-def _print_summary(out: Path, parties: dict, code: int) -> None:
+def _print_summary(out: Path, code: int, submitted: float) -> None:
+    """The run's outcome from ``out``/report.json (``out``: the run config's output-dir, after --run-config),
+    when this run wrote it (a refused run leaves an earlier run's report in place)."""
     from server import contribution_lines
 
     report_path = out / "report.json"
     print(f"[5/5] the run {'completed' if code == 0 else 'FAILED'}; outputs in {out}", flush=True)
-    if report_path.is_file():
+    if report_path.is_file() and report_path.stat().st_mtime >= submitted - 1:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         for p in sorted(report["parties"], key=lambda p: p["party_id"] or str(p["node_id"])):
             name = p["party_id"] or f"node {p['node_id']}"
@@ -408,6 +511,3 @@ def _print_summary(out: Path, parties: dict, code: int) -> None:
             print(f"  failure: {report['failure']}")
         if report.get("guarantee"):
             print(f"  guarantee: {report['guarantee'].splitlines()[0]}")
-    print("budgets (from each party's ledger):")
-    for line in _budget_lines(parties):
-        print(line)

@@ -138,6 +138,9 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     assert second.returncode == 1, output[-6000:]
     assert "already holds a run" in output and "overwrite=true" in output, output[-3000:]
     assert "finished:failed" in output, output[-3000:]
+    # the summary names the output-dir the run config gave, and not the earlier run's parties as this run's
+    assert f"[5/5] the run FAILED; outputs in {run_dir}\n" in output, output[-3000:]
+    assert "  hospital-a: accepted" not in output, output[-3000:]
     assert (run_dir / "report.json").read_bytes() == report_bytes
     assert {party: ledger_rows(root / "parties" / party / "ledger.sqlite") for party in PARTIES} == ledgers
     assert _running_under(root) == [], "processes left running"
@@ -168,6 +171,15 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
             if "submitted; following its log" in line:
                 break
         assert any("submitted" in line for line in lines), "".join(lines)[-4000:]
+        # a second invocation on the same --dir is refused while this one runs (two crashed the first)
+        second = subprocess.run(
+            _command(root), capture_output=True, text=True, timeout=120, env=_env(), cwd=tmp_path, check=False
+        )
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert second.stderr.strip() == (
+            f"edprf consortium: error: {root} is in use by another edprf consortium (pid {proc.pid}); "
+            "wait for it or give another --dir"
+        ), second.stdout + second.stderr
         proc.send_signal(sig)
         rest, _ = proc.communicate(timeout=180)
     finally:
@@ -179,6 +191,15 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
     assert "interrupted; stopped run" in output and "continues on the SuperLink" not in output, output[-4000:]
     assert "stopped: every process this command started has exited" in output, output[-4000:]
     assert _running_under(root) == [], "processes left running"
+    # the budgets, read once every process has exited, are what the ledgers hold (a ClientApp that finished
+    # after the signal wrote its release after the summary had said `spent 0`)
+    from client import format_epsilon, read_ledger_readonly, total_spent
+
+    assert output.index("stopped: every process") < output.index("budgets (from each party's ledger):"), output
+    for party in PARTIES:
+        ledger = root / "parties" / party / "ledger.sqlite"
+        spent = format_epsilon(total_spent(read_ledger_readonly(ledger))) if ledger.exists() else "0 (no ledger yet)"
+        assert f"  {party}: spent {spent} of its lifetime cap 2\n" in output, output[-3000:]
 
 
 def test_a_run_every_policy_refuses_is_refused_before_any_process_starts(tmp_path, capsys):
@@ -204,3 +225,219 @@ def test_an_epsilon_below_min_epsilon_or_finer_than_a_micro_is_refused_before_an
     assert "hospital-a: --epsilon 0.1234567 is not a multiple of 1e-6" in err
     assert "hospital-b: --evaluation-epsilon 0.001 is below its policy's min-epsilon 0.01" in err
     assert not list(root.glob("superlink.db*"))
+
+
+# ----------------------------------------------------------------------------- without Flower processes
+# The command's own logic, with the Flower processes replaced (fast): the summary, the budgets, the lock.
+
+
+class _FakeFederation:
+    """Stands in for the SuperLink, SuperExec and SuperNodes (nothing is started)."""
+
+    port = 1
+    fail: Exception | None = None
+
+    def __init__(self, dep, **kwargs):
+        self.dep = dep
+
+    def start_superlink(self, database):
+        pass
+
+    def write_cli_config(self):
+        return {}
+
+    def register(self, public_key):
+        return 7
+
+    def start_supernode(self, *args, **kwargs):
+        pass
+
+    def wait_online(self, count):
+        if self.fail is not None:
+            raise self.fail
+        return []
+
+    def assert_loopback_only(self):
+        return []
+
+
+@pytest.fixture
+def fake_run(monkeypatch):
+    """`edprf consortium` with fake Flower processes; the run writes a report of three accepted parties into
+    its output-dir (``runs`` lists the run configs) and returns ``state['code']``."""
+    import re
+
+    from edprf_fl.cli import _flower_processes, _run_cmd
+
+    state = {"code": 0, "runs": [], "during": None}
+
+    def run_and_follow(app, connection, run_config, env=None, **kwargs):
+        state["runs"].append(run_config)
+        if state["during"] is not None:
+            state["during"]()
+        out = Path(re.search(r"output-dir='([^']*)'", run_config).group(1))
+        out.mkdir(parents=True, exist_ok=True)
+        parties = [{"party_id": p, "node_id": 7, "status": "accepted", "n_trees": 1, "epsilon": 1.0} for p in PARTIES]
+        (out / "report.json").write_text(json.dumps({"parties": parties}))
+        return state["code"]
+
+    _FakeFederation.fail = None
+    monkeypatch.setattr(_flower_processes, "Federation", _FakeFederation)
+    monkeypatch.setattr(_run_cmd, "run_and_follow", run_and_follow)
+    return state
+
+
+def _consortium(root: Path, *extra: str) -> int:
+    from edprf_fl.cli._main import main
+
+    return main(["consortium", "--dir", str(root), "--n-trees", "1", *extra])
+
+
+def test_the_summary_names_the_output_dir_the_run_config_gave(tmp_path, fake_run, capsys, monkeypatch):
+    """`--run-config "output-dir='...'"` said `outputs in <runs/<time>, which did not exist>` and no party lines."""
+    custom = tmp_path / "elsewhere" / "trial-1"
+    assert _consortium(tmp_path / "c", "--run-config", f"output-dir='{custom}'") == 0
+    out = capsys.readouterr().out
+    assert f"output-dir='{custom}'" in fake_run["runs"][0]
+    assert f"[5/5] the run completed; outputs in {custom}\n" in out, out
+    for party in PARTIES:
+        assert f"  {party}: accepted, 1 trees, epsilon 1" in out, out
+    # a relative one is taken from where the command runs (absolute in the run config, and in the summary)
+    monkeypatch.chdir(tmp_path)
+    assert _consortium(tmp_path / "c", "--run-config", "output-dir='rel/trial-2'") == 0
+    out = capsys.readouterr().out
+    assert f"output-dir='{tmp_path / 'rel' / 'trial-2'}'" in fake_run["runs"][1]
+    assert f"outputs in {tmp_path / 'rel' / 'trial-2'}\n" in out and "  hospital-b: accepted" in out, out
+
+
+def test_budgets_are_read_after_every_process_has_exited(tmp_path, fake_run, capsys, monkeypatch):
+    """After a SIGINT the summary said `hospital-a: spent 0` while the ledger recorded a release of 1 written
+    2 s after the signal, by the ClientApp, before the SuperNodes had stopped."""
+    from client import BudgetLedger
+    from edprf_fl.cli._flower_processes import Deployment
+
+    root = tmp_path / "c"
+    stop = Deployment.stop
+
+    def stop_then_the_late_release(self):
+        BudgetLedger(root / "parties" / "hospital-a" / "ledger.sqlite", cap=2.0).reserve("late", "release", 1.0)
+        stop(self)
+
+    monkeypatch.setattr(Deployment, "stop", stop_then_the_late_release)
+    fake_run["code"] = 130
+    assert _consortium(root) == 130
+    out = capsys.readouterr().out
+    assert out.index("stopped: every process this command started has exited") < out.index(
+        "budgets (from each party"
+    ), out
+    assert "  hospital-a: spent 1 of its lifetime cap 2\n" in out, out
+    assert "  hospital-b: spent 0 (no ledger yet) of its lifetime cap 2\n" in out, out
+
+
+def _parties(tmp_path: Path) -> dict:
+    from client import PartyPolicy
+
+    parties = {}
+    for party in ("hospital-a",):
+        d = tmp_path / party
+        d.mkdir()
+        (d / "policy.toml").write_text(PartyPolicy(party_id=party).to_toml())
+        parties[party] = {"policy-path": d / "policy.toml", "ledger-path": d / "ledger.sqlite"}
+    return parties
+
+
+def test_budget_of_an_unreadable_ledger_is_unknown_never_0(tmp_path):
+    from edprf_fl.cli._consortium import _budget_lines
+
+    parties = _parties(tmp_path)
+    parties["hospital-a"]["ledger-path"].write_bytes(b"not a ledger" * 100)
+    [line] = _budget_lines(parties)
+    assert line.startswith("  hospital-a: spent unknown (") and "of its lifetime cap 2" in line, line
+    assert "spent 0" not in line
+
+
+def test_budget_of_a_lost_ledger_says_what_its_anchor_records(tmp_path):
+    """hospital-b's ledger.sqlite deleted: the summary said `spent 0`, `edprf party check` that the anchor records 1."""
+    from client import BudgetLedger
+    from edprf_fl.cli._consortium import _budget_lines
+
+    parties = _parties(tmp_path)
+    ledger = parties["hospital-a"]["ledger-path"]
+    BudgetLedger(ledger, cap=2.0).reserve("r1", "release", 1.0)
+    for f in ledger.parent.glob("ledger.sqlite*"):
+        f.unlink()
+    [line] = _budget_lines(parties)
+    assert line.startswith("  hospital-a: spent unknown (") and "spent 0" not in line, line
+    assert "its anchor ledger-anchor.json records 1 spent, which the party counts as spent" in line, line
+
+
+def test_budget_of_a_ledger_below_its_anchor_says_so(tmp_path):
+    """A ledger restored from a backup holds less than its anchor: the summary says how much more is spent."""
+    import shutil
+
+    from client import BudgetLedger
+    from edprf_fl.cli._consortium import _budget_lines
+
+    parties = _parties(tmp_path)
+    ledger = parties["hospital-a"]["ledger-path"]
+    BudgetLedger(ledger, cap=2.0).reserve("r1", "release", 1.0)
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    for f in ledger.parent.glob("ledger.sqlite*"):
+        shutil.copy2(f, backup / f.name)
+    BudgetLedger(ledger, cap=2.0).reserve("r2", "release", 0.5)
+    for f in ledger.parent.glob("ledger.sqlite*"):
+        f.unlink()
+    for f in backup.iterdir():
+        shutil.copy2(f, ledger.parent / f.name)
+    [line] = _budget_lines(parties)
+    assert line.startswith(
+        "  hospital-a: spent 1 of its lifetime cap 2; its anchor ledger-anchor.json records 0.5 more"
+    )
+
+
+def test_a_second_consortium_on_the_same_dir_is_refused(tmp_path, fake_run, capsys):
+    """Two runs on one --dir: the first crashed with `FlowerProcessError: Flower processes exited early`."""
+    root = tmp_path / "c"
+    said = {}
+
+    def second_invocation():
+        fake_run["during"] = None
+        said["code"] = _consortium(root)
+        said["err"] = capsys.readouterr().err
+
+    fake_run["during"] = second_invocation
+    assert _consortium(root) == 0
+    assert said["code"] == 1, said
+    assert (
+        f"{root} is in use by another edprf consortium (pid {os.getpid()}); wait for it or give another --dir"
+        in said["err"]
+    )
+    assert len(fake_run["runs"]) == 1  # the second submitted nothing
+    assert _consortium(root) == 0  # released when the first ended
+
+
+def test_a_flower_process_error_is_one_line_with_the_logs(tmp_path, fake_run, capsys):
+    from edprf_fl.cli._flower_processes import FlowerProcessError
+
+    _FakeFederation.fail = FlowerProcessError("Flower processes exited early: hospital-a (exit 0)")
+    assert _consortium(tmp_path / "c") == 1
+    err = capsys.readouterr().err
+    assert (
+        f"edprf consortium: error: Flower processes exited early: hospital-a (exit 0) (logs in {tmp_path / 'c' / 'logs'})"
+        in err
+    ), err
+
+
+def test_a_missing_party_key_names_a_fix_this_command_has(tmp_path, fake_run, capsys):
+    """A missing hospital-c.auth.key ended in `Pass --force to replace them`; `edprf consortium` has no --force."""
+    root = tmp_path / "c"
+    assert _consortium(root) == 0
+    keys = root / "parties" / "hospital-c" / "keys"
+    (keys / "hospital-c.auth.key").unlink()
+    capsys.readouterr()
+    assert _consortium(root) == 1
+    err = capsys.readouterr().err
+    assert "--force" not in err, err
+    assert f"{keys}: hospital-c.auth.key missing beside the party's other keys" in err, err
+    assert f"delete {keys} and run this command again" in err, err
