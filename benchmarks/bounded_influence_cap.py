@@ -178,32 +178,13 @@ PROBE_SCALES = (2.0, 8.0, 60.0)
 def attack_job(seed: int) -> list[dict]:
     from dataclasses import replace
 
-    from edprf_core import EDPRFClassifier, load_embedded, merge_forests
-    from edprf_core.encoding import encode_labels
-    from tests.forged_releases import ATTACKS, _with_counts, forge
+    from edprf_core import merge_forests
+    from tests.forged_releases import ATTACKS, _with_counts, forge, seeded_federation
 
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
-    X, y, schema = load_embedded("wall_robot_navigation")
-    order = np.random.default_rng(seed).permutation(len(X))
-    test, train = order[:N_TEST], order[N_TEST:]
-    shares = np.array_split(train, 5)
-    forests = [
-        EDPRFClassifier(
-            schema,
-            epsilon=1.0,
-            n_trees=2,
-            max_depth="auto",
-            max_depth_cap=8,
-            n_bins=20,
-            random_state=100 + 10 * seed + i,
-        )
-        .fit(X.iloc[rows], y.iloc[rows])
-        .forest_
-        for i, rows in enumerate(shares)
-    ]
-    honest, own, other = forests[:4], forests[4], forests[0]
-    X_test, truth = X.iloc[test], encode_labels(y.iloc[test], schema)
+    honest, own, own_rows, X_test, truth = seeded_federation(seed)  # the test's federation (N_TEST test rows)
+    other = honest[0]
     labels = [f"p{i}" for i in range(4)]
 
     def acc(parts, names):
@@ -226,9 +207,7 @@ def attack_job(seed: int) -> list[dict]:
             goal = acc_honest - max(0.0, acc_honest - acc_drop) - SLACK
             parts = [("fifth", "reference", own)]
             for attack in ATTACKS:
-                forged = forge(
-                    attack, own, honest_model=all_honest.predict_proba, own_rows=X.iloc[shares[4]], other=other
-                )
+                forged = forge(attack, own, honest_model=all_honest.predict_proba, own_rows=own_rows, other=other)
                 parts.append((attack, "attack", forged))
             parts += [(name, "probe", part) for name, part in probes.items()]
             for name, kind, part in parts:

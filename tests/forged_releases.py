@@ -17,7 +17,15 @@ import pandas as pd
 from edprf_core import DPForest
 from edprf_core.forest import MAX_LEAF_COUNT
 
-__all__ = ["ATTACKS", "MARGINALS_ATTACKS", "SELF_CONTAINED_ATTACKS", "forge", "forge_marginals", "forge_release_bytes"]
+__all__ = [
+    "ATTACKS",
+    "MARGINALS_ATTACKS",
+    "SELF_CONTAINED_ATTACKS",
+    "forge",
+    "forge_marginals",
+    "forge_release_bytes",
+    "seeded_federation",
+]
 
 ATTACKS = (
     "rarest-class",
@@ -175,3 +183,35 @@ def forge_release_bytes(payload: bytes, schema, attack: str, signing_key=None) -
         run_id=genuine.run_id,
         request_id=genuine.request_id,
     )
+
+
+def seeded_federation(seed: int):
+    """Wall robot, 4 honest IID parties + 1 hostile party's own forest (2 trees each, epsilon = 1, seeded).
+
+    Seed ``s``: 1000 test rows drawn by ``default_rng(s)``, the rest split in 5 shares, party ``i`` fitted with
+    ``random_state = 100 + 10 s + i`` (seed 0 is the fixture of ``tests/core/test_bounded_influence.py``); returns the 4 honest forests, the hostile party's own forest, its rows, the test rows and their class indices.
+    """
+    from edprf_core import EDPRFClassifier, load_embedded
+    from edprf_core.encoding import encode_labels
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(X))
+    test, train = order[:1000], order[1000:]
+    shares = np.array_split(train, 5)
+    forests = [
+        EDPRFClassifier(
+            schema,
+            epsilon=1.0,
+            n_trees=2,
+            max_depth="auto",
+            max_depth_cap=8,
+            n_bins=20,
+            random_state=100 + 10 * seed + i,
+        )
+        .fit(X.iloc[rows], y.iloc[rows])
+        .forest_
+        for i, rows in enumerate(shares)
+    ]
+    truth = encode_labels(y.iloc[test], schema)
+    return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth

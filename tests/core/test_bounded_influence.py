@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from edprf_core import EDPRFClassifier, load_embedded, merge_forests
+from edprf_core import merge_forests
 from edprf_core._leaf_distribution import (
     CLIP_MARGIN,
     PLAUSIBLE_CLIP_MARGIN,
@@ -25,9 +25,8 @@ from edprf_core._leaf_distribution import (
     plausible_parts,
     tightest_spread,
 )
-from edprf_core.encoding import encode_labels
 from edprf_core.forest import MAX_LEAF_COUNT
-from tests.forged_releases import ATTACKS, forge
+from tests.forged_releases import ATTACKS, forge, seeded_federation
 
 
 def test_bounded_part_mean_by_hand():
@@ -150,39 +149,10 @@ def test_the_consortium_prior_of_parts_by_hand():
     assert np.allclose(zero.sum(), 1.0) and np.all(zero > 0)
 
 
-def _federation(seed: int):
-    """Wall robot, 4 honest IID parties + 1 hostile party's own forest (2 trees each, epsilon = 1, seeded).
-
-    Seed ``s``: 1000 test rows drawn by ``default_rng(s)``, the rest split in 5 shares, party ``i`` fitted with
-    ``random_state = 100 + 10 s + i`` (seed 0 is the fixture below).
-    """
-    X, y, schema = load_embedded("wall_robot_navigation")
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(X))
-    test, train = order[:1000], order[1000:]
-    shares = np.array_split(train, 5)
-    forests = [
-        EDPRFClassifier(
-            schema,
-            epsilon=1.0,
-            n_trees=2,
-            max_depth="auto",
-            max_depth_cap=8,
-            n_bins=20,
-            random_state=100 + 10 * seed + i,
-        )
-        .fit(X.iloc[rows], y.iloc[rows])
-        .forest_
-        for i, rows in enumerate(shares)
-    ]
-    truth = encode_labels(y.iloc[test], schema)
-    return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth
-
-
 @pytest.fixture(scope="module")
 def federation():
     """Seed 0 of :func:`_federation`."""
-    return _federation(0)
+    return seeded_federation(0)
 
 
 def _accuracy(forest, X, truth, **kw) -> float:
@@ -241,7 +211,7 @@ def seeded_goal():
     bounded = {attack: [] for attack in ATTACKS}
     unbounded = {attack: [] for attack in ATTACKS}
     for seed in GOAL_SEEDS:
-        honest, own, own_rows, X_test, truth = _federation(seed)
+        honest, own, own_rows, X_test, truth = seeded_federation(seed)
         labels = [f"p{i}" for i in range(len(honest))]
         all_honest = merge_forests(honest, labels=labels)
         acc_honest = _accuracy(all_honest, X_test, truth)
