@@ -62,6 +62,7 @@ __all__ = [
     "interval_text",
     "macro_f1_estimate",
     "one_class_warning",
+    "unpredicted_class_warning",
     "wilson_interval",
 ]
 
@@ -236,6 +237,27 @@ def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: fl
     )
 
 
+def unpredicted_class_warning(truth: ArrayLike, predicted: ArrayLike, classes: Sequence[object]) -> str:
+    """A warning naming the classes that occur among the rows but that the model predicts for none, else ``""``.
+
+    Their sensitivity is 0, which a good accuracy can hide (with several classes, or under label skew a
+    federation's pooling can lose a class: ``influence_cuts`` in the coordinator's report says where).
+    """
+    y, idx = np.asarray(truth, dtype=np.int64), np.asarray(predicted, dtype=np.int64)
+    present = np.bincount(y, minlength=len(classes)) if y.size else np.zeros(len(classes), dtype=np.int64)
+    never = [k for k in np.flatnonzero(present) if not np.any(idx == k)]
+    if not never:
+        return ""
+    shown = ", ".join(
+        f"{(classes[k].item() if isinstance(classes[k], np.generic) else classes[k])!r} ({present[k]} rows)"
+        for k in never
+    )
+    return (
+        f"WARNING: the model predicts none of these rows' class {shown}: its sensitivity for "
+        f"{'it' if len(never) == 1 else 'them'} is 0, whatever the accuracy"
+    )
+
+
 @dataclass(frozen=True)
 class CalibrationBin:
     """Rows whose predicted probability lies in ``[low, high)`` (the last bin includes 1)."""
@@ -398,7 +420,7 @@ class ClinicalReport:
     positive : int or None
         Index of the positive class.
     warning : str
-        :func:`one_class_warning`'s text, or ``""``.
+        :func:`one_class_warning`'s text, else :func:`unpredicted_class_warning`'s, or ``""``.
     """
 
     classes: tuple[object, ...]
@@ -547,7 +569,7 @@ def clinical_report(
         per_class=per_class,
         positive=positive,
         threshold=threshold if positive is not None else None,
-        warning=one_class_warning(predicted, classes),
+        warning=one_class_warning(predicted, classes) or unpredicted_class_warning(y, predicted, classes),
     )
 
 

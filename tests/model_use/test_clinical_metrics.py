@@ -157,3 +157,22 @@ def test_report_refuses_inconsistent_inputs():
         clinical_report([0, 2], np.ones((2, 2)) / 2, (0, 1))
     with pytest.raises(ValueError, match="threshold"):
         clinical_report([0, 1], np.ones((2, 2)) / 2, (0, 1), positive=1, threshold=1.5)
+
+
+def test_a_class_the_model_never_predicts_is_named():
+    """Four classes, a model that predicts only two of them (no single class above 99 %): the one-class warning is
+    silent, and the report names the two classes whose sensitivity is 0 (the walkthrough's evaluate on wall robot
+    said nothing).  A class absent from the rows is not named; a model predicting every class present warns not."""
+    classes = ("a", "b", "c", "d")
+    y = np.array([0] * 40 + [1] * 30 + [2] * 20 + [3] * 10)
+    proba = np.zeros((100, 4))
+    proba[:50, 0] = proba[50:, 1] = 1.0  # predicts a or b only
+    report = clinical_report(y, proba, classes, indices=True)
+    assert report.warning == (
+        "WARNING: the model predicts none of these rows' class 'c' (20 rows), 'd' (10 rows): its sensitivity for "
+        "them is 0, whatever the accuracy"
+    )
+    assert clinical_report(y[:70], proba[:70], classes, indices=True).warning == ""  # c and d absent: nothing to say
+    proba[90:, :] = [0, 0, 0.2, 0.8]
+    proba[70:90, :] = [0, 0, 0.9, 0.1]
+    assert clinical_report(y, proba, classes, indices=True).warning == ""
