@@ -52,6 +52,11 @@ def positive_finite(text: str) -> float:
     return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 
 
+def non_negative_finite(text: str) -> float:
+    """A finite number >= 0 (an epsilon where 0 turns a step off)."""
+    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
 def probability(text: str) -> float:
     """A number in [0, 1] (a decision threshold)."""
     return _number(text, lambda v: 0.0 <= v <= 1.0, "a probability in [0, 1]")

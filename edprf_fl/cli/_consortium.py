@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from ._arg_types import CLI_DEPTH_LIMIT, integer, non_negative_finite, positive_finite
+
 __all__ = ["default_dir", "register"]
 
 _NAME_UNSAFE = set(" '\"=")
@@ -58,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "keys), start a TLS SuperLink with SuperNode authentication and N SuperNodes on "
         "127.0.0.1, run the coordinator, print the summary and stop everything.",
     )
-    p.add_argument("--parties", type=int, default=3, help="number of parties, 1 to 26 (default 3)")
+    p.add_argument("--parties", type=integer(1, 26), default=3, help="number of parties, 1 to 26 (default 3)")
     p.add_argument(
         "--dir",
         type=Path,
@@ -68,15 +70,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="wall_robot_navigation", help="embedded example data set to split")
     p.add_argument(
         "--epsilon",
-        type=float,
+        type=positive_finite,
         default=None,
-        help="epsilon of each party's release (default: the run config's epsilon, server.CoordinatorConfig)",
+        help="epsilon of each party's release, a positive finite number (default: the coordinator's default, 1)",
     )
-    p.add_argument("--n-trees", type=int, default=2, help="trees each party releases (default 2)")
-    p.add_argument("--max-depth", type=int, default=4, help="deepest tree (default 4)")
+    p.add_argument("--n-trees", type=integer(1), default=2, help="trees each party releases, >= 1 (default 2)")
+    p.add_argument(
+        "--max-depth",
+        type=integer(1, CLI_DEPTH_LIMIT),
+        default=4,
+        help=f"deepest tree, 1 to {CLI_DEPTH_LIMIT} (default 4)",
+    )
     p.add_argument(
         "--evaluation-epsilon",
-        type=float,
+        type=non_negative_finite,
         default=0.0,
         help="epsilon of each party's noised held-out evaluation; 0 skips it (default 0)",
     )

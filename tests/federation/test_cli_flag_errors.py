@@ -289,3 +289,29 @@ def test_the_demo_s_automatic_depth_reads_a_dp_count(capsys):
     assert main(["demo", "--n-trees", "2", "--max-depth", "3"]) == 0  # given: no count is spent
     captured = capsys.readouterr()
     assert "DP count" not in captured.err + captured.out and "depth 3" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--epsilon", "-1"], "argument --epsilon: expected a positive finite number, got '-1'"),
+        (["--epsilon", "nan"], "argument --epsilon: expected a positive finite number, got 'nan'"),
+        (["--evaluation-epsilon", "-0.1"], "argument --evaluation-epsilon: expected a finite number >= 0, got '-0.1'"),
+        (["--parties", "27"], "argument --parties: expected an integer in [1, 26], got '27'"),
+        (["--n-trees", "0"], "argument --n-trees: expected an integer >= 1, got '0'"),
+        (["--max-depth", "0"], "argument --max-depth: expected an integer in [1, 30], got '0'"),
+    ],
+)
+def test_consortium_refuses_a_bad_number_before_building_anything(capsys, tmp_path, argv, message):
+    """`--epsilon -1` laid out the whole consortium (keys, parties, policies) and then said 'below its policy's
+    min-epsilon 0.01' (walkthrough of stop 45): the command line is read first now, and nothing is written."""
+    with pytest.raises(SystemExit) as stop:
+        main(["consortium", "--dir", str(tmp_path / "c"), *argv])
+    assert stop.value.code == 2 and f"edprf consortium: error: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+def test_consortium_s_epsilon_default_is_the_coordinator_s():
+    from server import CoordinatorConfig
+
+    assert CoordinatorConfig.__dataclass_fields__["epsilon"].default == 1.0  # as `consortium --help` says
