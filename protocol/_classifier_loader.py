@@ -79,7 +79,8 @@ class ModelProvenance:
         for status in self.signatures:
             counts[status] = counts.get(status, 0) + 1
         shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        hint = "" if self.keys_dir else "; pass the parties' public keys (--keys DIR) to verify them"
+        signed = SignatureStatus.UNVERIFIED.value in counts  # unsigned releases have nothing to verify
+        hint = "" if self.keys_dir or not signed else "; pass the parties' public keys (--keys DIR) to verify them"
         return f"signatures NOT verified ({shown}){hint}"
 
     def describe(self) -> list[str]:

@@ -41,6 +41,17 @@ def test_without_keys_the_signatures_are_recorded_as_not_verified(bank_model):
     assert not clf.provenance.verified
     assert set(clf.provenance.signatures) == {"unverified"}
     assert "NOT verified" in clf.provenance.signature_summary()
+    assert clf.provenance.signature_summary().endswith("to verify them")  # signed: keys would verify them
+
+
+def test_an_unsigned_model_is_not_told_to_pass_keys(bank_model):
+    """A simulation's model holds unsigned releases: no key can verify them, and the summary no longer says to pass
+    --keys (walkthrough of stop 45; docs/using-a-model.md says to leave --keys out for it)."""
+    from dataclasses import replace
+
+    clf = load_classifier(bank_model["model"])
+    unsigned = replace(clf.provenance, signatures=("unsigned",) * len(clf.provenance.signatures))
+    assert unsigned.signature_summary() == f"signatures NOT verified ({len(unsigned.signatures)} unsigned)"
 
 
 def test_wrong_keys_refuse_the_model(bank_model, tmp_path):
