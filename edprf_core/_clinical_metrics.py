@@ -420,7 +420,9 @@ class ClinicalReport:
     positive : int or None
         Index of the positive class.
     warning : str
-        :func:`one_class_warning`'s text, else :func:`unpredicted_class_warning`'s, or ``""``.
+        :func:`one_class_warning`'s text, or ``""``.
+    unpredicted : str
+        :func:`unpredicted_class_warning`'s text when there is no one-class warning, or ``""``.
     """
 
     classes: tuple[object, ...]
@@ -435,6 +437,7 @@ class ClinicalReport:
     positive: int | None
     threshold: float | None
     warning: str
+    unpredicted: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -446,6 +449,7 @@ class ClinicalReport:
             **{k: getattr(self, k).as_dict() for k in ("accuracy", "balanced_accuracy", "roc_auc", "brier")},
             "per_class": [c.as_dict() for c in self.per_class],
             "warning": self.warning,
+            "unpredicted": self.unpredicted,
             "note": NOT_DP_NOTE,
         }
 
@@ -569,7 +573,8 @@ def clinical_report(
         per_class=per_class,
         positive=positive,
         threshold=threshold if positive is not None else None,
-        warning=one_class_warning(predicted, classes) or unpredicted_class_warning(y, predicted, classes),
+        warning=(constant := one_class_warning(predicted, classes)),
+        unpredicted="" if constant else unpredicted_class_warning(y, predicted, classes),
     )
 
 

@@ -25,7 +25,8 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
 
     ``y_true`` holds declared classes; every row gets its most probable class.  Keys: ``accuracy``,
     ``balanced_accuracy``, ``f1_macro``, ``roc_auc``, ``brier`` (NaN when undefined, e.g. an AUC
-    without rows of some class), each ``<key>_ci95`` as ``[low, high]``, ``n`` and ``warning``.
+    without rows of some class), each ``<key>_ci95`` as ``[low, high]``, ``n``, ``warning`` (one class for
+    (nearly) every row) and ``unpredicted`` (classes among the rows it never predicts).
     """
     classes = np.asarray(classes)
     return _index_metrics(_class_indices(np.asarray(y_true), classes), proba, classes)
@@ -55,7 +56,7 @@ def _index_metrics(y: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dic
     }
     out: dict[str, Any] = {key: float(e.value) for key, e in estimates.items()}
     out |= {f"{key}_ci95": [float(e.low), float(e.high)] for key, e in estimates.items()}
-    out |= {"n": report.n, "warning": report.warning}
+    out |= {"n": report.n, "warning": report.warning, "unpredicted": report.unpredicted}
     return out
 
 

@@ -128,6 +128,5 @@ def central_evaluation_lines(central: dict[str, Any]) -> list[str]:
         f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}"
     )
     lines = [head]
-    if central.get("warning"):
-        lines.append(central["warning"])
+    lines += [central[key] for key in ("warning", "unpredicted") if central.get(key)]
     return lines

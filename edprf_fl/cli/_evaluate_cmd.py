@@ -75,8 +75,9 @@ def format_report(report: ClinicalReport) -> list[str]:
 
     classes = [str(c) for c in report.classes]
     lines: list[str] = []
-    if report.warning:
-        lines += ["", "!" * 78, report.warning, "!" * 78]
+    for warning in (report.warning, report.unpredicted):
+        if warning:
+            lines += ["", "!" * 78, warning, "!" * 78]
     rule = (
         f"positive class {classes[report.positive]!r} when its probability >= {report.threshold:g}"
         if report.positive is not None
@@ -218,8 +219,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         return 1
     for line in format_report(report):
         print(line)
-    if report.warning:
-        say(report.warning)
+    for warning in (report.warning, report.unpredicted):
+        if warning:
+            say(warning)
     if args.json_path is not None:
         out = {"data": str(args.data), "rows": counts, "provenance": provenance.as_dict(), **report.as_dict()}
         args.json_path.write_text(json.dumps(out, indent=2), encoding="utf-8")

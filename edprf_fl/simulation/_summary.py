@@ -116,8 +116,9 @@ def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[
             "by one data holder only; a party's release never carries one)"
         )
     for label, m, _ in rows:
-        if m.get("warning") and label != dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction
-            lines.append(f"{label}: {m['warning']}")
+        if label == dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction
+            continue
+        lines += [f"{label}: {m[key]}" for key in ("warning", "unpredicted") if m.get(key)]
     return "\n".join(lines)
 
 

@@ -168,11 +168,19 @@ def test_a_class_the_model_never_predicts_is_named():
     proba = np.zeros((100, 4))
     proba[:50, 0] = proba[50:, 1] = 1.0  # predicts a or b only
     report = clinical_report(y, proba, classes, indices=True)
-    assert report.warning == (
+    assert report.warning == ""  # the one-class warning: not a constant model
+    assert report.unpredicted == (
         "WARNING: the model predicts none of these rows' class 'c' (20 rows), 'd' (10 rows): its sensitivity for "
         "them is 0, whatever the accuracy"
     )
-    assert clinical_report(y[:70], proba[:70], classes, indices=True).warning == ""  # c and d absent: nothing to say
+    assert report.as_dict()["unpredicted"] == report.unpredicted
+    from edprf_fl.cli._evaluate_cmd import format_report
+
+    assert report.unpredicted in format_report(report)  # edprf evaluate prints it in its warning box
+    assert clinical_report(y[:70], proba[:70], classes, indices=True).unpredicted == ""  # c and d absent
     proba[90:, :] = [0, 0, 0.2, 0.8]
     proba[70:90, :] = [0, 0, 0.9, 0.1]
-    assert clinical_report(y, proba, classes, indices=True).warning == ""
+    assert clinical_report(y, proba, classes, indices=True).unpredicted == ""
+    proba[:] = [1, 0, 0, 0]  # a constant: the one-class warning says it, the other stays silent
+    constant = clinical_report(y, proba, classes, indices=True)
+    assert constant.warning.startswith("WARNING: the model predicts class 'a' for 100") and constant.unpredicted == ""
