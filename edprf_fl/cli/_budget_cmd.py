@@ -19,6 +19,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 from fractions import Fraction
+from pathlib import Path
 
 from ._arg_types import positive_finite
 from ._terminal_text import terminal_safe
@@ -89,6 +90,7 @@ def _show(args: argparse.Namespace) -> int:
 
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
+    _refuse_missing_ledger(Path(args.ledger))
     entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     meta = read_meta_readonly(
         args.ledger,
@@ -167,6 +169,31 @@ def _show(args: argparse.Namespace) -> int:
         if n_not_dp > len(not_dp_lines):
             print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
     return status
+
+
+def _refuse_missing_ledger(ledger: Path) -> None:
+    """A missing ledger, said with what its anchor beside it records (a lost ledger) or what that means (a new one).
+
+    Raises
+    ------
+    ValueError
+        Always when ``ledger`` does not exist (exit status 1: nothing to show).
+    """
+    from client import anchor_path, format_epsilon, read_anchor
+
+    if ledger.exists():
+        return
+    anchor = read_anchor(anchor_path(ledger))  # a file that is no anchor raises, naming it
+    if anchor is not None:
+        raise ValueError(
+            f"no ledger at {ledger}, but its anchor {anchor_path(ledger).name} records "
+            f"{format_epsilon(anchor.spent)} spent: the ledger was deleted or moved; restore it from a backup "
+            "(the party counts what the anchor records as spent either way)"
+        )
+    raise ValueError(
+        f"no ledger at {ledger}, and no anchor beside it: a party's ledger is created on its first request, so a "
+        "party that has served none has spent nothing; otherwise check the path (the node config's ledger-path)"
+    )
 
 
 _SHOWN_CAP_CHANGES = 10

@@ -62,8 +62,21 @@ def test_a_cap_and_a_policy_together_are_refused(tmp_path, capsys):
 
 
 def test_budget_on_a_missing_ledger_is_a_clear_error(tmp_path, capsys):
+    """A new party (no ledger, no anchor) and a lost ledger (its anchor beside it) were both 'no ledger at ...'
+    (walkthrough of stop 45): the anchor's figure is now shown, and a new party's case is said."""
     assert main(["budget", str(tmp_path / "nope.sqlite")]) == 1
-    assert "no ledger at" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no ledger at" in err and "no anchor beside it" in err and "has spent nothing" in err
+    ledger = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    assert main(["budget", str(ledger)]) == 0
+    capsys.readouterr()
+    ledger.unlink()  # lost: its anchor stays
+    assert main(["budget", str(ledger)]) == 1
+    err = capsys.readouterr().err
+    assert "but its anchor ledger-anchor.json records " in err and "the ledger was deleted or moved" in err
+    (tmp_path / "ledger-anchor.json").write_text("{}")  # not an anchor: named, never read as nothing spent
+    assert main(["budget", str(ledger)]) == 1
+    assert "ledger anchor" in capsys.readouterr().err
 
 
 def _ledger_with_spends(path):
