@@ -808,6 +808,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             raise NotFittedError("this EDPRFClassifier is not fitted yet; call fit first")
         return forest
 
+    def _checked(self, X: ArrayLike | pd.DataFrame) -> DPForest:
+        """The fitted forest, once ``X`` passed scikit-learn's input checks; warns (pointing at the caller of the
+        public method) when a column of ``X`` is mostly outside its declared bounds."""
+        forest = self._fitted()
+        check_predict_input(self, X)
+        warn_if_clipped(X, forest.schema, stacklevel=4)
+        return forest
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none).
 
@@ -816,23 +824,17 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         :mod:`edprf_core._leaf_distribution`);
         ``leaf="label"``: the share of trees voting for each class.
         """
-        forest = self._fitted()
-        check_predict_input(self, X)
-        warn_if_clipped(X, forest.schema)
+        forest = self._checked(X)
         return forest.predict_proba(X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
-        forest = self._fitted()
-        check_predict_input(self, X)
-        warn_if_clipped(X, forest.schema)
+        forest = self._checked(X)
         return log_of(forest.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
-        forest = self._fitted()
-        check_predict_input(self, X)
-        warn_if_clipped(X, forest.schema)
+        forest = self._checked(X)
         return forest.predict(X)
 
     def score(
@@ -848,9 +850,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         from ._released_classifier import schema_accuracy
 
-        forest = self._fitted()
-        check_predict_input(self, X)
-        warn_if_clipped(X, forest.schema)
+        forest = self._checked(X)
         return schema_accuracy(forest.schema, lambda: forest.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):

@@ -35,8 +35,8 @@ def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema, *, stacklevel: 
     schema : Schema
         The public schema whose bounds the values are clipped to.
     stacklevel : int, default 3
-        Passed to :func:`warnings.warn`: 3 points at the caller of an estimator method that calls this
-        function directly.
+        Passed to :func:`warnings.warn`: 3 points at the caller of an estimator method that calls this (4: of a
+        method that calls a helper which calls this).
 
     Notes
     -----

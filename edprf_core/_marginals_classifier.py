@@ -327,9 +327,13 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def _codes(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.int32]:
+        """``X``'s codes, once it passed scikit-learn's input checks; warns (pointing at the caller of the public
+        method) when a column of ``X`` is mostly outside its declared bounds."""
         check_is_fitted(self, "marginals_")
         check_predict_input(self, X)
-        return encode_features(X, self.schema_, FeatureGrid.from_schema(self.schema_, self.n_bins_))
+        codes = encode_features(X, self.schema_, FeatureGrid.from_schema(self.schema_, self.n_bins_))
+        warn_if_clipped(X, self.schema_, stacklevel=4)
+        return codes
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_``; rows read by the schema alone.
@@ -338,19 +342,16 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         (post-processing of the release, which spent ``epsilon`` in (0, inf) once in ``fit``).
         """
         codes = self._codes(X)  # refuses an unfitted estimator first
-        warn_if_clipped(X, self.schema_)
         return marginal_proba(self.marginals_, codes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         codes = self._codes(X)
-        warn_if_clipped(X, self.schema_)
         return log_of(marginal_proba(self.marginals_, codes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
         codes = self._codes(X)
-        warn_if_clipped(X, self.schema_)
         return self.classes_[np.argmax(marginal_proba(self.marginals_, codes), axis=1)]
 
     def score(
@@ -364,7 +365,6 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         codes = self._codes(X)
-        warn_if_clipped(X, self.schema_)
         return schema_accuracy(self.schema_, lambda: marginal_proba(self.marginals_, codes), y, sample_weight)
 
     def __sklearn_tags__(self):

@@ -137,22 +137,25 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         check_predict_input(self, X)
         return self
 
+    def _check(self, X: ArrayLike | pd.DataFrame) -> None:
+        """scikit-learn's input checks; warns (pointing at the caller of the public method) when a column of ``X``
+        is mostly outside its declared bounds."""
+        check_predict_input(self, X)
+        warn_if_clipped(X, self.schema_, stacklevel=4)
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
-        check_predict_input(self, X)
-        warn_if_clipped(X, self.schema_)
+        self._check(X)
         return self.forest_.predict_proba(X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
-        check_predict_input(self, X)
-        warn_if_clipped(X, self.schema_)
+        self._check(X)
         return log_of(self.forest_.predict_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
-        check_predict_input(self, X)
-        warn_if_clipped(X, self.schema_)
+        self._check(X)
         return self.forest_.predict(X)
 
     def score(
@@ -163,8 +166,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         A missing or undeclared label raises :class:`DataValidationError`.
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
-        check_predict_input(self, X)
-        warn_if_clipped(X, self.schema_)
+        self._check(X)
         return schema_accuracy(self.schema_, lambda: self.forest_.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):
