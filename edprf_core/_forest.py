@@ -810,7 +810,7 @@ class DPForest:
             part_of_tree = np.repeat(np.arange(len(self.parts)), [n for _, _, n in self.parts])
             if pooling == "log-linear":
                 shares = class_share_rows(self.trees, n_classes, self._noise_scales())
-                weights = self._part_sums(shares)
+                weights = self._part_sums(shares)  # = part_class_weights(), with the shares kept for below
                 within = shares / np.where(weights > 0, weights, 1.0)[part_of_tree]
                 log_ref = (
                     np.log(dist[self.trees.tree_offsets[:-1]])
@@ -896,6 +896,12 @@ class DPForest:
     def part_bounds(self) -> NDArray[np.int64]:
         """Tree offsets of the parts: part ``j`` holds trees ``part_bounds[j]:part_bounds[j + 1]``."""
         return np.cumsum([0, *(n for _, _, n in self.parts)]).astype(np.int64)
+
+    def part_class_weights(self) -> NDArray[np.float64]:
+        """Each part's class weights ``w_jk`` in the log-linear pooling (item 4): its trees' released class totals
+        less the clamping mass, plus 1, summed; shape ``(n_parts, n_classes)``, before item 5's cap.  Privacy cost:
+        none (post-processing of released counts and public budgets)."""
+        return self._part_sums(class_share_rows(self.trees, self.schema.n_classes, self._noise_scales()))
 
     def _part_sums(self, per_tree: NDArray[np.float64]) -> NDArray[np.float64]:
         """Sum a per-tree array (first axis) over each part's trees."""

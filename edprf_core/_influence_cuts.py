@@ -30,8 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._forest import DPForest
-from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights, class_share_rows
-from ._marginals_merge import bounded_histogram
+from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
+from ._marginals_merge import floored_masses
 
 __all__ = ["CUT_REPORT_SHARE", "InfluenceCut", "influence_cuts"]
 
@@ -58,14 +58,7 @@ def _tree_weights(forest: DPForest) -> NDArray[np.float64] | None:
     """One party's class weights in the log-linear pooling, or None when a tree released labels only."""
     if not forest.has_counts or not forest.trees.tree_has_counts().all():
         return None
-    return class_share_rows(forest.trees, forest.schema.n_classes, forest._noise_scales()).sum(axis=0)
-
-
-def _marginals_mass(forest: DPForest) -> NDArray[np.float64]:
-    """One party's class masses in the marginals merge (its floored histograms, as the merge reads them)."""
-    marginals = forest.marginals
-    columns = [bounded_histogram(np.asarray(h), marginals).sum(axis=0) for h in marginals.counts]
-    return np.maximum(np.mean(columns, axis=0), 0.0)
+    return forest.part_class_weights().sum(axis=0)
 
 
 def _cuts(
@@ -118,6 +111,6 @@ def influence_cuts(
     with_marginals = [(name, forest) for name, forest in zip(parties, forests) if forest.marginals is not None]
     if with_marginals:
         names = [name for name, _ in with_marginals]
-        masses = np.array([_marginals_mass(forest) for _, forest in with_marginals])
+        _, masses = floored_masses([forest.marginals for _, forest in with_marginals])
         found += _cuts("marginals", names, masses, f, classes)
     return sorted(found, key=lambda c: -c.claimed)

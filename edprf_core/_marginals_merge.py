@@ -64,11 +64,11 @@ from ._marginals import RELEASE_RANGE, NoisyMarginals
 
 __all__ = [
     "NOISE_MARGIN_SCALES",
-    "bounded_histogram",
     "bounded_marginals_sum",
     "cell_floor",
     "column_floor",
     "effective_epsilon",
+    "floored_masses",
 ]
 
 NOISE_MARGIN_SCALES = 12
@@ -96,7 +96,7 @@ def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:
     return -NOISE_MARGIN_SCALES * marginals.noise_scale * math.sqrt(2 * n_codes)
 
 
-def bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
+def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
     """``h``, one of ``marginals``' histograms, bounded below (module docstring, items 1-2): every cell raised to
     :func:`cell_floor`, then every class column whose sum is below :func:`column_floor` brought up to it by
     scaling the column's negative cells by one factor in (0, 1)."""
@@ -118,6 +118,17 @@ def cell_floor(marginals: NoisyMarginals) -> int:
     ``t = sensitivity * d / epsilon``, from the release's public parameters only.
     """
     return -math.ceil(NOISE_MARGIN_SCALES * marginals.noise_scale)
+
+
+def floored_masses(parts: Sequence[NoisyMarginals]) -> tuple[list[list[np.ndarray]], np.ndarray]:
+    """Each part's histograms bounded below by its noise margins (items 1-2), a ``(P, d)`` list of int64 arrays,
+    and each part's class masses (item 3), shape ``(P, K)``: the weights the mass cap reads.
+
+    Privacy cost: none (post-processing of released histograms and public parameters).
+    """
+    floored = [[_bounded_histogram(h, m) for h in m.counts] for m in parts]
+    masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
+    return floored, masses
 
 
 def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None = None) -> NoisyMarginals:
@@ -162,10 +173,8 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     if f < 0:
         raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
     d, k = first.n_features, first.n_classes
-    # (P, d) lists of int64 histograms, bounded below by each party's noise margins (items 1-2)
-    floored = [[bounded_histogram(h, m) for h in m.counts] for m in parts]
+    floored, masses = floored_masses(parts)
     if f > 0 and len(parts) >= 2 * f + 1:
-        masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
         capped = capped_part_weights(masses, f)
         scale = np.where(masses > 0, capped / np.where(masses > 0, masses, 1.0), 1.0)  # (P, K), each <= 1
         floored = [
