@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -210,6 +211,16 @@ class FitShape:
     residual_pass: bool = False
 
 
+def _caller_outside_package() -> int:
+    """The ``stacklevel`` that points a warning raised in this module's caller chain at the first frame outside
+    ``edprf_core`` (the user's ``fit`` call, however deep the estimator's own calls are)."""
+    package = str(Path(__file__).resolve().parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve().parent) == package:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def fit_size(
     n_rows_public: int | None,
     count_epsilon_share: float,
@@ -235,8 +246,23 @@ def fit_size(
     Privacy cost: ``count_epsilon_share * epsilon`` when ``n_rows_public`` is None (a discrete Laplace count of
     L1 sensitivity 1 under add-remove; a replaced record leaves the count unchanged), nothing otherwise.  The
     caller's other releases share the rest (sequential composition).
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        When ``n_rows_public`` equals ``n_rows``: a size read from the data (``len(X)``) makes the shape
+        data-dependent.  Local only (nothing is released by the warning); the declared value is still used.
     """
     if n_rows_public is not None:
+        if int(n_rows_public) == int(n_rows):
+            warnings.warn(
+                f"n_rows_public={int(n_rows_public)} is exactly the number of training rows: if it was read from "
+                "the data (len(X)), the model's shape depends on the data and the fit is not epsilon-DP. Declare "
+                "a figure that is public knowledge (e.g. a published or rounded registry size), or leave "
+                "n_rows_public=None for a DP count within epsilon; ignore this warning if the exact size is public.",
+                PrivacyLeakWarning,
+                stacklevel=_caller_outside_package(),
+            )
         return FitSize(int(n_rows_public), 0.0, "declared-size", None)
     count_eps = float(count_epsilon_share) * float(epsilon)
     estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
@@ -289,7 +315,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     n_rows_public : int >= 1 or None, default None
         A number of training rows that is public knowledge (declared, not
         measured on the private data), used by the automatic rules instead
-        of a DP count.
+        of a DP count.  A value equal to the exact number of training rows
+        raises :class:`PrivacyLeakWarning` (``len(X)`` is not public).
     count_epsilon_share : float in (0, 0.5], default 0.05
         Share of ``epsilon`` spent on the DP row count when an automatic rule
         needs a size and ``n_rows_public`` is not given (sequential

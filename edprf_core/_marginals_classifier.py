@@ -177,7 +177,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         ``n`` is ``n_rows_public`` when given, else a DP count of the rows.
     n_rows_public : int >= 1 or None, default None
         A number of training rows that is public knowledge (declared, not measured on the private data), read
-        by ``n_bins="auto"`` instead of a DP count.
+        by ``n_bins="auto"`` instead of a DP count.  A value equal to the exact number of training rows raises
+        :class:`~edprf_core.PrivacyLeakWarning` (``len(X)`` is not public).
     count_epsilon_share : float in (0, 0.5], default 0.05
         Share of ``epsilon`` the DP row count spends when ``n_bins="auto"`` and ``n_rows_public`` is None
         (sequential composition: the histograms get the rest).

@@ -8,9 +8,12 @@ ensure_venv() {
     [ -x .venv/bin/python ] || "$python" -m venv .venv
     local check="import ${modules// /, }"
     if ! .venv/bin/python -c "$check" >/dev/null 2>&1 || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-        echo "installing edprf-fl${extras:+ with [$extras]} into .venv ..." >&2
+        local started=$SECONDS
+        echo "installing edprf-fl${extras:+ with [$extras]} into .venv (the first time about 1-3 minutes;" \
+            "later runs skip this) ..." >&2
         .venv/bin/python -m pip install --quiet --upgrade pip >&2
         .venv/bin/python -m pip install --quiet -c constraints.txt -e ".${extras:+[$extras]}" >&2
         touch "$stamp"
+        echo "installed in $((SECONDS - started)) s" >&2
     fi
 }

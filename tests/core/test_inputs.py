@@ -12,6 +12,7 @@ from edprf_core import (
     CategoricalFeature,
     ContinuousFeature,
     DataValidationError,
+    DPMarginalsClassifier,
     EDPRFClassifier,
     LabelSpec,
     PrivacyLeakWarning,
@@ -409,3 +410,17 @@ def test_conforming_rows_notes_name_index_label_and_position(schema, data):
     ]
     _, notes = conforming_rows(X.reset_index(drop=True), y.reset_index(drop=True), schema)
     assert notes[0].endswith("2 rows (first rows [1, 5])")
+
+
+@pytest.mark.parametrize("estimator", [EDPRFClassifier, DPMarginalsClassifier])
+def test_a_declared_size_equal_to_the_exact_row_count_warns_at_the_callers_fit(schema, data, estimator):
+    """``n_rows_public=len(X)`` reads the data: the automatic shape then depends on it (a leak the demo once had).
+    The declared figure is taken as given (the fit runs), but the caller is told, at its own line."""
+    X, y = data
+    with pytest.warns(PrivacyLeakWarning, match="exactly the number of training rows") as caught:
+        estimator(schema, epsilon=1.0, n_rows_public=len(X), random_state=0).fit(X, y)
+    assert {w.filename for w in caught if issubclass(w.category, PrivacyLeakWarning)} == {__file__}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        estimator(schema, epsilon=1.0, n_rows_public=len(X) + 50, random_state=0).fit(X, y)  # a public figure
+        estimator(schema, epsilon=1.0, random_state=0).fit(X, y)  # a DP count

@@ -68,13 +68,13 @@ def test_the_mix_is_the_weighted_geometric_pool():
 
 # ------------------------------------------------------------------ fitted models
 def test_an_auto_two_class_fit_has_a_marginals_part_on_its_own_grid():
-    clf, _, _ = _fit(n_rows_public=2000)  # 0.9 * 2000 * eps / d = 360 >= 300: 20 bins
+    clf, _, _ = _fit(n_rows_public=2048)  # 0.9 * 2048 * eps / d = 369 >= 300: 20 bins
     forest = clf.forest_
     assert clf.marginals_share_ == MIX_SHARE_HIGH == clf.privacy_.marginals_share == forest.marginals_share
-    assert clf.marginals_bins_ == marginals_n_bins(round(MIX_SHARE_HIGH * 2000), 5, 1.0) == forest.marginals_bins == 20
+    assert clf.marginals_bins_ == marginals_n_bins(round(MIX_SHARE_HIGH * 2048), 5, 1.0) == forest.marginals_bins == 20
     grid = FeatureGrid.from_schema(forest.schema, clf.marginals_bins_)
     assert forest.marginals.n_codes == tuple(grid.n_codes)
-    # a declared size: no row count; 2000 * 1 / 5 = 400 >= 220 at epsilon 1: the histograms and a residual pass
+    # a declared size: no row count; 2048 * 1 / 5 = 410 >= 220 at epsilon 1: the histograms and a residual pass
     assert clf.residual_pass_ and forest.marginals.part_epsilon == pytest.approx(1.0)
     assert forest.marginals.epsilon == pytest.approx(RESIDUAL_HISTOGRAM_SHARE)
     # the trees' automatic shape reads the trees' share of the public size
@@ -141,7 +141,7 @@ def test_a_fixed_shape_with_the_automatic_share_draws_one_row_count():
     assert clf.privacy_.depth_rule == "dp-count" and clf.n_rows_estimate_ is not None
     assert clf.marginals_bins_ == 8  # an integer n_bins is both grids
     assert clf.forest_.marginals.part_epsilon == pytest.approx(1.0 - clf.privacy_.count_epsilon)
-    declared, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8, n_rows_public=2000)
+    declared, _, _ = _fit(n_trees=2, max_depth=3, n_bins=8, n_rows_public=2048)
     assert declared.privacy_.depth_rule == "declared-size" and declared.n_rows_estimate_ is None
 
 

@@ -167,13 +167,13 @@ def _fit(**options):
 
 
 def test_auto_runs_the_rule_only_with_the_automatic_share():
-    auto = _fit(n_rows_public=4000)  # 4000 * 1 / 4 = 1000 >= 220 at epsilon 1
+    auto = _fit(n_rows_public=4096)  # 4096 * 1 / 4 = 1024 >= 220 at epsilon 1
     assert auto.residual_pass_ and auto.forest_.marginals.residual_pass is not None
-    assert _fit(n_rows_public=4000, epsilon=0.5).residual_pass_  # 500 >= 220 at the minimum epsilon
-    assert not _fit(n_rows_public=4000, epsilon=0.4).residual_pass_  # epsilon below the minimum
+    assert _fit(n_rows_public=4096, epsilon=0.5).residual_pass_  # 512 >= 220 at the minimum epsilon
+    assert not _fit(n_rows_public=4096, epsilon=0.4).residual_pass_  # epsilon below the minimum
     assert not _fit(marginals_share=0.5).residual_pass_  # a given share (a party's request): no pass
     assert _fit(marginals_share=0.5, residual_pass=True).residual_pass_
-    assert not _fit(n_rows_public=4000, residual_pass=False).residual_pass_
+    assert not _fit(n_rows_public=4096, residual_pass=False).residual_pass_
 
 
 def test_a_pass_without_a_two_class_marginals_part_is_refused():
@@ -189,7 +189,7 @@ def test_a_pass_without_a_two_class_marginals_part_is_refused():
 
 
 def test_the_guarantee_says_what_the_histograms_and_the_pass_spent():
-    text = _fit(n_rows_public=4000).forest_.guarantee()
+    text = _fit(n_rows_public=4096).forest_.guarantee()
     assert "noise at epsilon = 0.6 / d, then one backfitting pass on the same rows' residuals" in text
     assert "one noisy integer sum per bin of each feature at epsilon = 0.4 / d" in text
     assert "epsilon = 1 differential privacy per record" in text
@@ -197,10 +197,10 @@ def test_the_guarantee_says_what_the_histograms_and_the_pass_spent():
 
 def test_a_forest_with_a_pass_is_neither_released_nor_merged():
     """A party releases histograms, which a federation sums; a pass is fitted to one holder's rows."""
-    forest = _fit(n_rows_public=4000).forest_
+    forest = _fit(n_rows_public=4096).forest_
     with pytest.raises(ValueError, match="a release carries histograms only"):
         encode_release(forest, "party-a")
-    plain = _fit(n_rows_public=4000, residual_pass=False).forest_
+    plain = _fit(n_rows_public=4096, residual_pass=False).forest_
     with pytest.raises(SchemaError, match="forest 1 ran a residual pass"):
         merge_forests([plain, forest])
     assert merge_forests([plain, plain]).marginals.residual_pass is None
@@ -209,7 +209,7 @@ def test_a_forest_with_a_pass_is_neither_released_nor_merged():
 
 
 def test_a_forest_whose_pass_and_histograms_do_not_spend_the_part_budget_is_refused():
-    forest = _fit(n_rows_public=4000).forest_
+    forest = _fit(n_rows_public=4096).forest_
     m = forest.marginals
     half = dataclasses.replace(m.residual_pass, epsilon=m.residual_pass.epsilon / 2)
     with pytest.raises(ValueError, match="a residual pass belongs to one fit"):

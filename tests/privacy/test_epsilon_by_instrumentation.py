@@ -121,7 +121,7 @@ def _fit(monkeypatch, *, n_rows_public=None, relation="add-remove", **options):
 @pytest.mark.parametrize("leaf", ["counts", "label"])
 @pytest.mark.parametrize("declared", [False, True], ids=["dp-count", "declared-rows"])
 def test_a_fit_charges_exactly_what_its_noise_costs(monkeypatch, split_mode, leaf, declared):
-    calls, clf, charged = _fit(monkeypatch, leaf=leaf, split_mode=split_mode, n_rows_public=1500 if declared else None)
+    calls, clf, charged = _fit(monkeypatch, leaf=leaf, split_mode=split_mode, n_rows_public=1600 if declared else None)
     assert clf.privacy_.depth_rule == ("declared-size" if declared else "dp-count")
     assert clf.privacy_.sampler == "exact" and not clf.privacy_.seeded
     assert charged == 1.0
