@@ -97,7 +97,10 @@ def run_command(model: Path, keys: Path, data: Path, out: Path) -> tuple[float, 
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "edprf_fl.cli", "predict", str(model), str(data), "-o", str(out), "--keys", str(keys)],
+        [
+            *(sys.executable, "-m", "edprf_fl.cli", "predict", str(model), str(data)),
+            *("-o", str(out), "--force", "--keys", str(keys)),  # --force: every repeat writes the same out
+        ],
         cwd=REPO_ROOT,
         check=True,
         capture_output=True,
@@ -127,6 +130,7 @@ def peak_of_one_child(model: Path, keys: Path, data: Path, out: Path) -> tuple[f
             str(data),
             "-o",
             str(out),
+            "--force",
             "--keys",
             str(keys),
         ],

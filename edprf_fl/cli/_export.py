@@ -3,8 +3,8 @@
 Writes the graph (input ``codes``, and ``marginals_codes`` for a model with
 a marginals part; output ``probabilities``; see :mod:`edprf_core._onnx_export`)
 and ``<OUT stem>.encoding.json``, the public encoding that turns a row into
-codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Post-processing of the released model:
-no data is read and no epsilon is spent.
+codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Either file existing is refused unless
+``--force`` is given.  Post-processing of the released model: no data is read and no epsilon is spent.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from ._model_args import add_force_argument, check_output_directory, refuse_existing_outputs
 
 __all__ = ["FORMATS", "encoding_path", "register", "run_export"]
 
@@ -26,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="output format (default onnx)")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="the file to write")
+    add_force_argument(parser, "overwrite OUT and its encoding file if they exist")
     parser.add_argument(
         "--pooling",
         choices=("log-linear", "mean"),
@@ -53,10 +56,16 @@ def run_export(args: argparse.Namespace) -> int:
 
     from ._explain import load_forest
 
+    spec = encoding_path(args.output)
+    check_output_directory("--output", args.output)  # before the model is loaded: one line, nothing written
+    refuse_existing_outputs(
+        [(f"--output {args.output}", args.output), (f"{spec} (the encoding, written beside --output)", spec)],
+        args.force,
+        model=args.model,
+    )
     forest = load_forest(args.model, args.keys)
     model = forest_to_onnx(forest, pooling=args.pooling)
     save_atomic(args.output, model.SerializeToString())
-    spec = encoding_path(args.output)
     save_atomic(spec, (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     shape = f"float64 (n_rows, {forest.schema.n_features})"
     inputs, model_parts = f"input 'codes' {shape}", f"{forest.n_trees} trees"

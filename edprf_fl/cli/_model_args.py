@@ -6,7 +6,9 @@ Nothing here imports Flower: using a model needs only the slim install.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,12 +20,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_SIGNATURE",
+    "add_force_argument",
     "add_model_arguments",
     "check_output_directory",
     "describe",
     "load_model",
     "positive_index",
     "prepare",
+    "refuse_existing_outputs",
     "say",
 ]
 
@@ -151,6 +155,37 @@ def check_output_directory(flag: str, path: str | Path) -> None:
     directory = Path(path).parent
     if not directory.is_dir():
         raise ValueError(f"{flag} {path}: no such directory {str(directory)!r}")
+
+
+def add_force_argument(parser: argparse.ArgumentParser, text: str = "overwrite OUT if it exists") -> None:
+    """``--force``: replace existing output files (as ``edprf schema draft`` and ``edprf party init-policy``)."""
+    parser.add_argument("--force", action="store_true", help=f"{text} (default: refuse)")
+
+
+def refuse_existing_outputs(outputs: Sequence[tuple[str, Path]], force: bool, model: Path | None = None) -> None:
+    """Refuse, before the model is loaded, to replace a file the command would write, unless ``--force``.
+
+    Parameters
+    ----------
+    outputs : sequence of (str, Path)
+        Each file the command writes, with how the message names it (``"--output out.csv"``).
+    force : bool
+        ``--force``: an existing file is replaced.
+    model : Path, optional
+        MODEL: never replaced, whatever ``force`` says.
+
+    Raises
+    ------
+    ValueError
+        One line naming the file and ``--force``; or naming MODEL, or a directory, however ``force`` is set.
+    """
+    for name, path in outputs:
+        if model is not None and path.resolve() == model.resolve():
+            raise ValueError(f"{name}: that is MODEL itself; choose another file")
+        if path.is_dir():
+            raise ValueError(f"{name}: is a directory; expected a file name")
+        if os.path.lexists(path) and not force:  # a dangling symlink too: writing would follow it
+            raise ValueError(f"{name} exists; pass --force to overwrite it")
 
 
 def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:

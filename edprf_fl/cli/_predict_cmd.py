@@ -7,7 +7,8 @@ probability of each declared class, the predicted class and, with
 the schema's rules is reported, never fails the batch.  The model's
 provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
-(probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.
+(probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.  An existing OUT is
+refused (yesterday's predictions are not replaced silently) unless ``--force`` is given.
 
 Privacy: post-processing of the parties' releases on your own rows; no ε
 is spent and nothing leaves this machine.
@@ -23,7 +24,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ._arg_types import integer
-from ._model_args import add_model_arguments, check_output_directory, prepare, say
+from ._model_args import (
+    add_force_argument,
+    add_model_arguments,
+    check_output_directory,
+    prepare,
+    refuse_existing_outputs,
+    say,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="OUT",
         help="output file: .csv, .csv.gz or .parquet; '-' for CSV on stdout",
     )
+    add_force_argument(p)
     p.add_argument(
         "--chunk-rows",
         type=integer(1),
@@ -133,6 +142,7 @@ def run_predict(args: argparse.Namespace) -> int:
         if Path(target).resolve() == args.data.resolve():
             raise ValueError(f"--output {target}: that is DATA itself; choose another file")
         check_output_directory("--output", target)
+        refuse_existing_outputs([(f"--output {target}", Path(target))], args.force, model=args.model)
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared

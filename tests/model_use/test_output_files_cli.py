@@ -1,0 +1,66 @@
+"""edprf predict and edprf export refuse to replace a file they would write, unless --force (hospital IT walkthrough:
+both silently overwrote yesterday's predictions, or the encoding export writes beside the model).
+
+The refusal is one line naming the file and --force, before the model is loaded (no banner, nothing written);
+MODEL itself is never an output, whatever --force says; ``-o -`` (stdout) is unaffected.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from edprf_fl.cli import main
+
+from .test_model_flags_cli import _no_banner
+
+OLD = "yesterday's file\n"
+
+
+def _one_line(capsys, command: str, *texts: str) -> None:
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"edprf {command}: error: "), err
+    assert all(text in err for text in texts), err
+
+
+def test_predict_refuses_an_existing_output_unless_force(tmp_path, bank_model, capsys):
+    out = tmp_path / "risk.csv"
+    out.write_text(OLD)
+    argv = ["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out)]
+    assert main(argv) == 1
+    _one_line(capsys, "predict", f"--output {out} exists; pass --force to overwrite it")
+    assert out.read_text() == OLD
+    assert main([*argv, "--force"]) == 0
+    assert out.read_text().startswith("line,status,detail,")
+
+
+def test_predict_never_writes_over_model_and_stdout_is_unaffected(tmp_path, bank_model, capsys):
+    model = bank_model["model"]
+    before = model.read_bytes()
+    assert main(["predict", str(model), str(bank_model["data"]), "-o", str(model), "--force"]) == 1
+    _one_line(capsys, "predict", "that is MODEL itself")
+    assert model.read_bytes() == before
+    assert main(["predict", str(model), str(bank_model["data"]), "-o", "-"]) == 0
+    assert capsys.readouterr().out.startswith("line,status,detail,")
+
+
+@pytest.mark.parametrize("existing", ["model.onnx", "model.encoding.json"])
+def test_export_refuses_either_file_it_writes(tmp_path, bank_model, capsys, existing):
+    out = tmp_path / "model.onnx"
+    (tmp_path / existing).write_text(OLD)
+    assert main(["export", str(bank_model["model"]), "-o", str(out)]) == 1
+    _one_line(capsys, "export", f"{tmp_path / existing}", "exists; pass --force to overwrite it")
+    assert [p.name for p in tmp_path.iterdir()] == [existing]  # nothing written
+    assert (tmp_path / existing).read_text() == OLD
+
+
+def test_export_with_force_replaces_both_and_checks_the_directory_first(tmp_path, bank_model, capsys):
+    pytest.importorskip("onnx")
+    out = tmp_path / "model.onnx"
+    for path in (out, tmp_path / "model.encoding.json"):
+        path.write_text(OLD)
+    assert main(["export", str(bank_model["model"]), "-o", str(out), "--force"]) == 0
+    assert out.read_bytes() != OLD.encode() and (tmp_path / "model.encoding.json").read_text().startswith("{")
+    capsys.readouterr()
+    assert main(["export", str(bank_model["model"]), "-o", str(tmp_path / "no-dir" / "m.onnx")]) == 1
+    _one_line(capsys, "export", "no such directory")
