@@ -211,8 +211,9 @@ class PartySetup:
             missing = [k for k in ("schema-path", "policy-path", "ledger-path") if k not in node_config]
             if missing:
                 raise ValueError(
-                    f"node config: missing keys {missing} (is every value quoted, and every quote closed? an open "
-                    "quote takes in the keys after it)"
+                    f"node config: missing keys {missing} (is every pair written key='value', with no space around "
+                    "'=' (Flower drops 'key = value' without a word), and every quote closed? an open quote takes in "
+                    "the keys after it)"
                 )
             key = node_config.get("signing-key") or None
             return cls(
@@ -228,7 +229,8 @@ class PartySetup:
         if not sim_dir or "partition-id" not in node_config:
             raise ValueError(
                 "node config needs data-path/schema-path/policy-path/ledger-path "
-                "(deployment) or the run config sim-dir with a partition-id (simulation)"
+                "(deployment; each written key='value', with no space around '=') or the run config sim-dir with a "
+                "partition-id (simulation)"
             )
         party_dir = Path(str(sim_dir)) / f"party-{int(node_config['partition-id']):04d}"
         key = party_dir / "signing-key.pem"

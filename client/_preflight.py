@@ -97,9 +97,20 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
 
     ``key=value`` pairs separated by spaces; a value is a quoted string (``'...'`` or ``"..."``)
     or a bare TOML value (``1.0``, ``true``).  Flower is not imported (it takes seconds):
-    ``tests/federation/test_party_check.py`` checks this against Flower's own parser.
+    ``tests/federation/test_party_check.py`` checks this against Flower's own parser.  Text that is no
+    such pair (``ledger-path = '/x'``: Flower reads no pair from it and drops it without a word) is refused,
+    naming the key and the form Flower reads; whatever is accepted, Flower reads the same.  As in Flower, a
+    text ending in ``.toml`` is that file's path, and dotted keys (``a.b=1``, TOML tables) are flattened.
     """
-    pairs = _PAIR.findall(text)
+    if text.endswith(".toml"):  # flwr.common.config.parse_config_args reads the file then
+        with Path(text).expanduser().open("rb") as handle:
+            return _flat(tomllib.load(handle))
+    pairs, end = [], 0
+    for match in _PAIR.finditer(text):
+        _refuse_unread(text[end : match.start()], option)
+        pairs.append(match.groups())
+        end = match.end()
+    _refuse_unread(text[end:], option)
     for key, value in pairs:  # one pair at a time first: the error can then name its key
         try:
             tomllib.loads(f"{key} = {value}")
@@ -109,9 +120,48 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
                 "true/false none"
             ) from None
     try:
-        return tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs))
+        return _flat(tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs)))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{option}: cannot be parsed ({exc}); expected \"key='value' key='value'\"") from None
+
+
+def _flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, as Flower flattens a node or run config."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+_SPACED_PAIR = re.compile(r"""(\S+?)\s*=\s*('[^']*'|"[^"]*"|\S+)""")
+
+
+def _refuse_unread(fragment: str, option: str) -> None:
+    """Refuse text between the ``key=value`` pairs that Flower would drop (nothing but spaces may be there).
+
+    Raises
+    ------
+    ValueError
+        Naming the key and the pair as Flower reads it (``key='value'``, no space around ``=``) when
+        ``fragment`` looks like a pair written with spaces; else naming the fragment and the expected form.
+    """
+    if not fragment.strip():
+        return
+    spaced = _SPACED_PAIR.search(fragment)
+    if spaced is None:
+        raise ValueError(f"{option}: expected key=value pairs separated by spaces, got {fragment.strip()!r}")
+    key, value = spaced.groups()
+    try:
+        tomllib.loads(f"k = {value}")
+    except tomllib.TOMLDecodeError:
+        value = f"'{value}'"  # a text value needs quotes
+    raise ValueError(
+        f"{option}: {key}: expected {key}={value} (key=value, no space around '='), got {spaced.group(0)!r}, "
+        "which Flower would ignore"
+    )
 
 
 def preflight_configs(

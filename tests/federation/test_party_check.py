@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -361,12 +362,53 @@ def test_abbreviated_options_are_refused(argv, capsys):
         "",
         "partition-id=0 num-partitions=2",
         "a='x=y' b='c'",
+        "  a.b=1   c=2 ",
     ],
 )
 def test_node_config_is_read_as_flower_reads_it(text):
     from flwr.common.config import parse_config_args
 
     assert parse_node_config(text) == dict(parse_config_args([text]))
+
+
+def test_a_toml_file_is_read_as_flower_reads_it(tmp_path):
+    from flwr.common.config import parse_config_args
+
+    path = tmp_path / "run-config.toml"
+    path.write_text("epsilon = 0.5\noutput-dir = '/x y'\n[a]\nb = true\n", encoding="utf-8")
+    expected = {"epsilon": 0.5, "output-dir": "/x y", "a.b": True}
+    assert parse_node_config(str(path)) == dict(parse_config_args([str(path)])) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ledger-path = /x/ledger.sqlite", "ledger-path: expected ledger-path='/x/ledger.sqlite' (key=value, no space"),
+        ("ledger-path= '/x'", "ledger-path: expected ledger-path='/x' (key=value"),
+        ("data-header =false", "data-header: expected data-header=false (key=value"),
+        ("n = 3", "n: expected n=3 (key=value"),
+        ("stray", "expected key=value pairs separated by spaces, got 'stray'"),
+    ],
+)
+def test_text_flower_would_drop_is_refused_naming_the_key_and_the_form(text, message):
+    """`ledger-path = /x/ledger.sqlite` was read as no pair at all, by Flower and by us: `edprf party check` then said
+    "missing keys ['ledger-path']" of a key the operator had written (hospital IT walkthrough)."""
+    from flwr.common.config import parse_config_args
+
+    full = f"data-path='d.csv' schema-path='s.toml' policy-path='p.toml' {text}"
+    assert set(parse_config_args([full])) == {"data-path", "schema-path", "policy-path"}  # Flower drops it
+    with pytest.raises(ValueError, match=re.escape(f"--node-config: {message}")):
+        parse_node_config(full)
+
+
+def test_party_check_names_the_spaced_key(capsys):
+    config = "data-path='d.csv' schema-path='s.toml' policy-path='p.toml' ledger-path = /x/ledger.sqlite"
+    assert main(["party", "check", "--node-config", config]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "edprf party check: error: --node-config: ledger-path: expected ledger-path='/x/ledger.sqlite' (key=value, no "
+        "space around '='), got 'ledger-path = /x/ledger.sqlite', which Flower would ignore"
+    )
 
 
 def test_a_misspelt_node_config_key_is_refused(capsys):
