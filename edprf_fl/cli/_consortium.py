@@ -36,14 +36,23 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._arg_types import CLI_DEPTH_LIMIT, integer, non_negative_finite, positive_finite
+
+if TYPE_CHECKING:
+    from server import CoordinatorConfig
 
 __all__ = ["default_dir", "register"]
 
 _NAME_UNSAFE = set(" '\"=")
 _LOCK = "consortium.lock"
+_DEFAULTS = {"n-trees": 2, "max-depth": 4, "evaluation-epsilon": 0.0}
+"""Defaults of this command's run settings (``--epsilon``'s is the coordinator's own, ``server.CoordinatorConfig``)."""
+_SETTINGS = ("epsilon", "evaluation-epsilon", "n-trees", "max-depth")
+"""Run config keys this command has an option for (``--epsilon`` for ``epsilon``): given either way, the same."""
 
 
 def default_dir() -> Path:
@@ -74,24 +83,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="epsilon of each party's release, a positive finite number (default: the coordinator's default, 1)",
     )
-    p.add_argument("--n-trees", type=integer(1), default=2, help="trees each party releases, >= 1 (default 2)")
+    p.add_argument(  # default None: an option given can be told from its default (--run-config may not contradict it)
+        "--n-trees",
+        type=integer(1),
+        default=None,
+        help=f"trees each party releases, >= 1 (default {_DEFAULTS['n-trees']})",
+    )
     p.add_argument(
         "--max-depth",
         type=integer(1, CLI_DEPTH_LIMIT),
-        default=4,
-        help=f"deepest tree, 1 to {CLI_DEPTH_LIMIT} (default 4)",
+        default=None,
+        help=f"deepest tree, 1 to {CLI_DEPTH_LIMIT} (default {_DEFAULTS['max-depth']})",
     )
     p.add_argument(
         "--evaluation-epsilon",
         type=non_negative_finite,
-        default=0.0,
-        help="epsilon of each party's noised held-out evaluation; 0 skips it (default 0)",
+        default=None,
+        help=f"epsilon of each party's noised held-out evaluation; 0 skips it (default {_DEFAULTS['evaluation-epsilon']:g})",
     )
     p.add_argument(
         "--run-config",
         default="",
         metavar="CONFIG",
-        help="more run config for the coordinator, e.g. \"request-tag='trial-1'\" (wins over the above)",
+        help="more run config for the coordinator, e.g. \"request-tag='trial-1'\"; a key of an option above "
+        "(epsilon=0.5) is used as that option is, by the parties' policy check too, and may not contradict it",
     )
     p.add_argument(
         "--app",
@@ -242,39 +257,80 @@ def _check_parties(parties: dict) -> None:
     print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
 
 
-def _check_request(parties: dict, epsilon: float, evaluation_epsilon: float) -> None:
-    """Refuse, before any process starts, a run the parties' policies would refuse: an epsilon below a
-    party's min-epsilon or finer than 1e-6, ``--epsilon`` above its max-release-epsilon,
-    ``--evaluation-epsilon`` above its max-evaluation-epsilon (each party would refuse the request after the
-    SuperLink and SuperNodes came up).  The lifetime cap is left to the parties: what a ledger has spent
-    shows in the summary.
+def _run_settings(args: argparse.Namespace, run_values: dict) -> CoordinatorConfig:
+    """The settings the run will use, read from ``run_values`` (this command's run config, ``--run-config``
+    merged last) as the coordinator reads them.
 
     Raises
     ------
     ValueError
-        One line per party and problem, the flag named.
+        A value the coordinator would refuse (after every process came up), named as ``--run-config`` gave it;
+        or an option and its ``--run-config`` key that disagree (``--epsilon 0.5`` and ``epsilon=1.5``): which
+        one was meant is not guessed.
+    """
+    from server import CoordinatorConfig
+
+    try:
+        settings = CoordinatorConfig.from_run_config(run_values)
+    except ValueError as exc:
+        raise ValueError(f"--run-config {str(exc).removeprefix('run config ')}") from None
+    for key in _SETTINGS:
+        given, used = getattr(args, key.replace("-", "_")), getattr(settings, key.replace("-", "_"))
+        if given is not None and given != used:
+            raise ValueError(f"--{key} {given} and --run-config {key}={used} disagree; give {key} once")
+    return settings
+
+
+def _check_request(
+    parties: dict, epsilon: float, evaluation_epsilon: float, from_run_config: Collection[str] = ()
+) -> None:
+    """Refuse, before any process starts, a run the parties' policies would refuse: an epsilon below a
+    party's min-epsilon or finer than 1e-6, ``epsilon`` above its max-release-epsilon,
+    ``evaluation_epsilon`` above its max-evaluation-epsilon (each party would refuse the request after the
+    SuperLink and SuperNodes came up).  The lifetime cap is left to the parties: what a ledger has spent
+    shows in the summary.
+
+    Parameters
+    ----------
+    parties : dict
+        The layout's parties (their ``policy-path``).
+    epsilon, evaluation_epsilon : float
+        What the run will ask each party for (``evaluation_epsilon`` 0: no evaluation).
+    from_run_config : collection of str
+        The keys (``epsilon``, ``evaluation-epsilon``) that ``--run-config`` gave: named so in the messages.
+
+    Raises
+    ------
+    ValueError
+        One line per party and problem, naming where the value came from (``--epsilon 5``,
+        ``--run-config epsilon=5``).
     """
     from client import load_policy, micro_epsilon
 
-    asked = [("--epsilon", epsilon)] + ([("--evaluation-epsilon", evaluation_epsilon)] if evaluation_epsilon else [])
+    def said(key: str, value: float, spec: str = "g") -> str:
+        return f"--run-config {key}={value:{spec}}" if key in from_run_config else f"--{key} {value:{spec}}"
+
+    asked = [("epsilon", epsilon)] + ([("evaluation-epsilon", evaluation_epsilon)] if evaluation_epsilon else [])
     problems = []
     for party_id, paths in parties.items():
         policy = load_policy(paths["policy-path"])
-        for flag, value in asked:  # the party's own first checks (client.Party._check_epsilon)
+        for key, value in asked:  # the party's own first checks (client.Party._check_epsilon)
             if value < policy.min_epsilon:
                 problems.append(
-                    f"{party_id}: {flag} {value:g} is below its policy's min-epsilon {policy.min_epsilon:g}"
+                    f"{party_id}: {said(key, value)} is below its policy's min-epsilon {policy.min_epsilon:g}"
                 )
             elif micro_epsilon(value) is None:
-                problems.append(f"{party_id}: {flag} {value!r} is not a multiple of 1e-6 (ledgers count micro-epsilon)")
+                problems.append(
+                    f"{party_id}: {said(key, value, '')} is not a multiple of 1e-6 (ledgers count micro-epsilon)"
+                )
         if epsilon > policy.max_release_epsilon:
             problems.append(
-                f"{party_id}: --epsilon {epsilon:g} exceeds its policy's max-release-epsilon "
+                f"{party_id}: {said('epsilon', epsilon)} exceeds its policy's max-release-epsilon "
                 f"{policy.max_release_epsilon:g}"
             )
         if evaluation_epsilon > policy.max_evaluation_epsilon:
             problems.append(
-                f"{party_id}: --evaluation-epsilon {evaluation_epsilon:g} exceeds its policy's "
+                f"{party_id}: {said('evaluation-epsilon', evaluation_epsilon)} exceeds its policy's "
                 f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g}"
             )
     if problems:
@@ -408,17 +464,27 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
         flush=True,
     )
     _check_parties(parties)
-    from server import CoordinatorConfig
-
-    asked = {"evaluation-epsilon": args.evaluation_epsilon, "epsilon": args.epsilon} | extra  # as the run config
-    try:
-        epsilon = float(CoordinatorConfig.epsilon if asked["epsilon"] is None else asked["epsilon"])
-        # exact metrics spend no epsilon: the parties check no evaluation epsilon then
-        evaluation_epsilon = 0.0 if asked.get("exact-metrics") is True else float(asked["evaluation-epsilon"])
-    except (TypeError, ValueError):
-        pass  # not a number: the coordinator's run config check names it
-    else:
-        _check_request(parties, epsilon, evaluation_epsilon)
+    given = {key: getattr(args, key.replace("-", "_")) for key in _SETTINGS}
+    run_values = {
+        "schema-path": coordinator / "schema.toml",
+        "keys-dir": coordinator / "party-keys",
+        "output-dir": out,
+        "test-data-path": coordinator / "test.csv",
+        "validation-data-path": coordinator / "validation.csv",
+        "min-parties": len(parties),
+        "expected-parties": len(parties),
+        # an option not given: this command's default; epsilon: left to the coordinator's own (server.CoordinatorConfig)
+        **{key: value if value is not None else _DEFAULTS[key] for key, value in given.items() if key in _DEFAULTS},
+        **({"epsilon": args.epsilon} if args.epsilon is not None else {}),
+        **extra,  # wins: the pre-flight check and the summary use what the run will use
+    }
+    settings = _run_settings(args, {k: str(v) if isinstance(v, Path) else v for k, v in run_values.items()})
+    for key in ("min-parties", "expected-parties"):  # more than --parties: the run would wait for parties never coming
+        if getattr(settings, key.replace("-", "_")) > len(parties):
+            raise ValueError(f"--run-config {key}: expected at most {len(parties)} (--parties), got {extra[key]!r}")
+    # exact metrics spend no epsilon: the parties check no evaluation epsilon then
+    evaluation_epsilon = 0.0 if settings.exact_metrics else settings.evaluation_epsilon
+    _check_request(parties, settings.epsilon, evaluation_epsilon, from_run_config=extra.keys())
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
     dep = Deployment(root=root, env=flower_env(root))
@@ -445,23 +511,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
                 f"{len(listeners)} loopback ports",
                 flush=True,
             )
-            run_config = config_text(
-                {
-                    "schema-path": coordinator / "schema.toml",
-                    "keys-dir": coordinator / "party-keys",
-                    "output-dir": out,
-                    "test-data-path": coordinator / "test.csv",
-                    "validation-data-path": coordinator / "validation.csv",
-                    "n-trees": args.n_trees,
-                    "max-depth": args.max_depth,
-                    "min-parties": len(parties),
-                    "expected-parties": len(parties),
-                    "evaluation-epsilon": args.evaluation_epsilon,
-                    # not given: left to the coordinator's own default (one source: server.CoordinatorConfig)
-                    **({"epsilon": args.epsilon} if args.epsilon is not None else {}),
-                    **extra,
-                }
-            )
+            run_config = config_text(run_values)
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
             code = run_and_follow(str(app), "consortium", run_config, env=cli_env)

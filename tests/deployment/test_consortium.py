@@ -212,7 +212,7 @@ def test_a_run_every_policy_refuses_is_refused_before_any_process_starts(tmp_pat
     err = capsys.readouterr().err
     assert "3 of 3 parties would refuse this run, by their policies:" in err
     assert "hospital-a: --epsilon 5 exceeds its policy's max-release-epsilon 1" in err
-    assert "hospital-c: --evaluation-epsilon 0.5 exceeds its policy's max-evaluation-epsilon 0.1" in err
+    assert "hospital-c: --run-config evaluation-epsilon=0.5 exceeds its policy's max-evaluation-epsilon 0.1" in err
     assert not list(root.glob("superlink.db*")) and not (root / "runs").exists()  # nothing started, no run
 
 
@@ -441,3 +441,29 @@ def test_a_missing_party_key_names_a_fix_this_command_has(tmp_path, fake_run, ca
     assert "--force" not in err, err
     assert f"{keys}: hospital-c.auth.key missing beside the party's other keys" in err, err
     assert f"delete {keys} and run this command again" in err, err
+
+
+def test_a_run_config_key_of_an_option_is_checked_as_the_run_reads_it_and_named_as_given(tmp_path, fake_run, capsys):
+    """`--run-config "epsilon=5"` was refused as `--epsilon 5 exceeds ...`, an option nobody gave (hospital IT
+    walkthrough); `exact-metrics='true'`, true to the coordinator, still had the evaluation epsilon checked; a value
+    the coordinator refuses (`epsilon='abc'`) started every process first."""
+    root = tmp_path / "c"
+    assert _consortium(root, "--run-config", "epsilon=5 evaluation-epsilon=0.5") == 1
+    err = capsys.readouterr().err
+    assert "hospital-a: --run-config epsilon=5 exceeds its policy's max-release-epsilon 1" in err, err
+    assert "hospital-b: --run-config evaluation-epsilon=0.5 exceeds its policy's max-evaluation-epsilon 0.1" in err
+    assert " --epsilon" not in err and " --evaluation-epsilon" not in err, err
+    for config, message in [
+        ("epsilon='abc'", "--run-config epsilon: expected float, got 'abc'"),
+        ("min-parties=4", "--run-config min-parties: expected at most 3 (--parties), got 4"),
+        ("n-trees=3", "--n-trees 1 and --run-config n-trees=3 disagree; give n-trees once"),
+    ]:
+        assert _consortium(root, "--run-config", config) == 1
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1] == f"edprf consortium: error: {message}", err
+    assert _consortium(root, "--epsilon", "0.5", "--run-config", "epsilon=0.7") == 1
+    assert "--epsilon 0.5 and --run-config epsilon=0.7 disagree; give epsilon once" in capsys.readouterr().err
+    assert not fake_run["runs"]  # every refusal came before any process
+    assert _consortium(root, "--epsilon", "0.5", "--run-config", "exact-metrics='true' evaluation-epsilon=0.5") == 0
+    assert _consortium(root, "--run-config", "max-depth=3 epsilon=0.25") == 0
+    assert "max-depth=3" in fake_run["runs"][-1] and "epsilon=0.25" in fake_run["runs"][-1]
