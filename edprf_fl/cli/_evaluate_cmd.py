@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arg_types import integer
-from ._model_args import add_model_arguments, check_output_directory, prepare, say
+from ._model_args import (
+    add_force_argument,
+    add_model_arguments,
+    check_output_directory,
+    prepare,
+    refuse_existing_outputs,
+    say,
+)
 
 if TYPE_CHECKING:
     from edprf_core.metrics import ClinicalReport, Estimate
@@ -51,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="also write the metrics, intervals and tables as JSON",
     )
+    add_force_argument(p, "overwrite the --json file if it exists")
     p.add_argument(
         "--calibration-bins",
         type=integer(1),
@@ -174,6 +182,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
     if args.json_path is not None:  # before the model is loaded: a wrong option is one line, never after its banner
         check_output_directory("--json", args.json_path)
+        refuse_existing_outputs([(f"--json {args.json_path}", args.json_path)], args.force, model=args.model)
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared

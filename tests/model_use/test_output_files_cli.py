@@ -1,4 +1,4 @@
-"""edprf predict and edprf export refuse to replace a file they would write, unless --force (hospital IT walkthrough:
+"""edprf predict, edprf export and edprf evaluate --json refuse to replace a file they would write, unless --force (hospital IT walkthrough:
 both silently overwrote yesterday's predictions, or the encoding export writes beside the model).
 
 The refusal is one line naming the file and --force, before the model is loaded (no banner, nothing written);
@@ -64,3 +64,14 @@ def test_export_with_force_replaces_both_and_checks_the_directory_first(tmp_path
     capsys.readouterr()
     assert main(["export", str(bank_model["model"]), "-o", str(tmp_path / "no-dir" / "m.onnx")]) == 1
     _one_line(capsys, "export", "no such directory")
+
+
+def test_evaluate_refuses_an_existing_json_unless_force(tmp_path, bank_model, capsys):
+    target = tmp_path / "metrics.json"
+    target.write_text(OLD)
+    argv = ["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", str(target)]
+    assert main(argv) == 1
+    _one_line(capsys, "evaluate", f"--json {target} exists; pass --force to overwrite it")
+    assert target.read_text() == OLD
+    assert main([*argv, "--force"]) == 0
+    assert target.read_text().startswith("{")
