@@ -15,6 +15,7 @@ works in the slim install.
 import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
+from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._ledger import (
     CAP_CHANGES_KEY,
     CAP_KEY,
@@ -61,9 +62,11 @@ __all__ = [
     "REASONS",
     "BudgetExhausted",
     "BudgetLedger",
+    "BudgetState",
     "EntryState",
     "LedgerAnchor",
     "LedgerEntry",
+    "LedgerStatus",
     "Party",
     "PartyPolicy",
     "PartySetup",
@@ -83,6 +86,7 @@ __all__ = [
     "parse_node_config",
     "preflight_configs",
     "read_anchor",
+    "read_budget",
     "read_ledger_readonly",
     "read_meta_readonly",
     "release_node_bound",

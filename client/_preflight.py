@@ -20,24 +20,20 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
-    NOT_DP_COUNT_KEY,
-    NOT_DP_KEY,
     EntryState,
+    exact_epsilon,
     format_epsilon,
     not_dp_headline,
     not_dp_replies,
-    read_ledger_readonly,
-    read_meta_readonly,
     total_spent,
 )
-from ._ledger_anchor import LEDGER_ID_KEY, anchor_path, carried, read_anchor
 from ._local_data import NODE_CONFIG_HINTS
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
@@ -344,48 +340,62 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
 
 
 def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
-    try:
-        anchor = read_anchor(anchor_path(path))
-    except ValueError as exc:
-        report._add("problem", anchor_path(path), _one_line(exc))
+    state = read_budget(path, policy.lifetime_epsilon_cap)
+    if state.anchor_error:
+        report._add("problem", state.anchor_path, state.anchor_error)
         return
-    if not path.exists() and anchor is not None:
-        report._add(
-            "note",
-            path,
-            f"no ledger, but its anchor {anchor_path(path).name} records {format_epsilon(anchor.spent)} spent: the "
-            "ledger was lost or moved; restore it, or the new ledger will count that as spent",
-        )
-    cap = Fraction(repr(float(policy.lifetime_epsilon_cap)))
-    if not path.exists():
-        parent = path.parent if path.parent != Path("") else Path(".")
-        writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
-        if parent.exists() and not writable:
-            report._add(
-                "problem",
-                path,
-                f"no ledger yet and {parent} is not writable by this user; make it "
-                "writable (the ledger is created on the first request)",
-            )
-        else:
-            report._add(
-                "ok",
-                path,
-                f"no ledger yet: it is created on the first request; "
-                f"{format_epsilon(max(Fraction(0), cap - (anchor.spent if anchor else 0)))} epsilon available",
-            )
-        return
-    try:
-        entries = read_ledger_readonly(path)
-        meta = read_meta_readonly(path, (LEDGER_ID_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY))
-    except ValueError as exc:
+    if state.status is LedgerStatus.UNREADABLE:
         report._add(
             "problem",
             path,
-            f"{_one_line(exc)}; restore the party's ledger from its backup (never "
+            f"{state.ledger_error}; restore the party's ledger from its backup (never "
             "replace it with an empty one: it is the record of spent epsilon)",
         )
         return
+    if state.ledger_absent:
+        _no_ledger_yet(state, report)
+    else:
+        _ledger_read(state, report)
+    if state.remaining < exact_epsilon(policy.min_epsilon):
+        report._add(
+            "problem",
+            path,
+            f"remaining epsilon {format_epsilon(state.remaining)} is below min-epsilon "
+            f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
+            "the lifetime cap is reached for this data",
+        )
+
+
+def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
+    """A ledger path with nothing at it: what its anchor records (a lost ledger), and whether it can be created."""
+    path = state.ledger_path
+    if state.status is LedgerStatus.LOST:
+        report._add(
+            "note",
+            path,
+            f"no ledger, but its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent: "
+            "the ledger was lost or moved; restore it, or the new ledger will count that as spent",
+        )
+    parent = path.parent if path.parent != Path("") else Path(".")
+    writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+    if parent.exists() and not writable:
+        report._add(
+            "problem",
+            path,
+            f"no ledger yet and {parent} is not writable by this user; make it "
+            "writable (the ledger is created on the first request)",
+        )
+    else:
+        report._add(
+            "ok",
+            path,
+            f"no ledger yet: it is created on the first request; {format_epsilon(state.remaining)} epsilon available",
+        )
+
+
+def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
+    """A ledger that was read: its file's access, what its anchor adds, its trails, and what is spent and left."""
+    path = state.ledger_path
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
     mode = path.stat().st_mode & 0o777
@@ -396,17 +406,15 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             f"the ledger is readable by others (mode {mode:o}): it holds the hold-out "
             f"split's secret salt; chmod 600 {path.name}*",
         )
-    spent = total_spent(entries)
-    missing = carried(anchor, meta.get(LEDGER_ID_KEY), spent)
-    if missing:
+    if state.status is LedgerStatus.BEHIND_ANCHOR:
         report._add(
             "note",
             path,
-            f"the ledger holds {format_epsilon(spent)} spent and its anchor {anchor_path(path).name} records more "
-            f"(restored from a backup, or replaced?): the party counts {format_epsilon(missing)} more as spent "
-            "before its next request",
+            f"the ledger holds {format_epsilon(state.in_ledger)} spent and its anchor {state.anchor_path.name} "
+            f"records more (restored from a backup, or replaced?): the party counts {format_epsilon(state.carried)} "
+            "more as spent before its next request",
         )
-        spent += missing
+    entries = state.entries
     from_record = [e for e in entries if e.request_id.startswith("carried-") and COORDINATOR_RECORD in e.detail]
     if from_record:
         report._add(
@@ -416,7 +424,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             f"({len(from_record)} time(s)): the ledger held less than the coordinator recorded for this party "
             "(the host or the ledger restored from an earlier state?); the details are in the ledger's entries",
         )
-    n_not_dp, not_dp_lines = not_dp_replies(meta)
+    n_not_dp, not_dp_lines = not_dp_replies(state.meta)
     if n_not_dp:
         report._add(
             "note",
@@ -424,28 +432,19 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             f"{not_dp_headline(n_not_dp)}; the latest: {not_dp_lines[-1] if not_dp_lines else '-'}; "
             "`edprf budget` lists them",
         )
-    changes = meta.get(CAP_CHANGES_KEY)
+    changes = state.meta.get(CAP_CHANGES_KEY)
     if changes:
         report._add("note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}")
-    left = max(Fraction(0), cap - spent)
     open_entries = sum(e.state == EntryState.RESERVED for e in entries)
     report._add(
         "ok",
         path,
-        f"{len(entries)} entries, spent {format_epsilon(spent)}, remaining "
-        f"{format_epsilon(left)} of the lifetime cap {format_epsilon(cap)}",
+        f"{len(entries)} entries, spent {format_epsilon(state.spent)}, remaining "
+        f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)}",
     )
     if open_entries:
         report._add(
             "note", path, f"{open_entries} request(s) reserved and never completed (a crash): their epsilon stays spent"
-        )
-    if left < Fraction(repr(float(policy.min_epsilon))):
-        report._add(
-            "problem",
-            path,
-            f"remaining epsilon {format_epsilon(left)} is below min-epsilon "
-            f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
-            "the lifetime cap is reached for this data",
         )
 
 

@@ -8,7 +8,9 @@ path, a directory, a FIFO, a device, a non-SQLite file, a file above
 SQLite more than ``--max-seconds`` to read) is a one-line error with exit
 code 1, never a traceback.  Every text from the file is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
-Sums are exact.
+Sums are exact.  The ledger and its anchor are read by :func:`client.read_budget`
+(as ``edprf party check`` and ``edprf consortium`` read them): the spend shown is
+the one the party counts, the anchor's record beyond the entries included.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ import logging
 import sys
 from datetime import UTC, datetime
 from fractions import Fraction
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._arg_types import positive_finite
 from ._terminal_text import terminal_safe
+
+if TYPE_CHECKING:
+    from client import BudgetState
 
 __all__ = ["OVER_CAP_STATUS", "register"]
 
@@ -39,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "lifetime cap, and the replies that were not differentially private."
         ),
         epilog=(
-            f"exit status: 0 shown; 1 the ledger or policy cannot be read; {OVER_CAP_STATUS} the ledger has spent "
-            "more than the cap (a cap lowered after spending, or spend carried from the coordinator's record): "
-            "the party refuses every request that spends epsilon"
+            f"exit status: 0 shown; 1 the ledger, its anchor or the policy cannot be read; {OVER_CAP_STATUS} the "
+            "party has spent more than the cap (a cap lowered after spending, or spend carried from the coordinator's "
+            "record or the ledger's anchor): the party refuses every request that spends epsilon"
         ),
     )
     p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
@@ -76,41 +81,32 @@ def _show(args: argparse.Namespace) -> int:
     from client import (
         CAP_CHANGES_KEY,
         CAP_KEY,
-        NOT_DP_COUNT_KEY,
-        NOT_DP_KEY,
-        exact_epsilon,
         format_epsilon,
         load_policy,
         not_dp_headline,
         not_dp_replies,
-        read_ledger_readonly,
-        read_meta_readonly,
-        total_spent,
+        read_budget,
     )
 
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
-    _refuse_missing_ledger(Path(args.ledger))
-    entries = read_ledger_readonly(args.ledger, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
-    meta = read_meta_readonly(
-        args.ledger,
-        (NOT_DP_KEY, NOT_DP_COUNT_KEY, CAP_KEY, CAP_CHANGES_KEY),
-        max_bytes=args.max_bytes,
-        max_seconds=args.max_seconds,
-    )
+    cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
+    state = read_budget(args.ledger, cap, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
+    _refuse_unread(state)
+    entries, meta = state.entries, state.meta
     cap_changes = _cap_changes(meta.get(CAP_CHANGES_KEY))
     n_not_dp, not_dp_lines = not_dp_replies(meta)
-    cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
-    cap_exact = None if cap is None else exact_epsilon(cap)
-    spent = total_spent(entries)
-    remaining = None if cap_exact is None else max(Fraction(0), cap_exact - spent)
-    pending = _pending_cap_change(meta.get(CAP_KEY), cap_exact)
-    over = None if cap_exact is None or spent <= cap_exact else spent - cap_exact
-    status = OVER_CAP_STATUS if over is not None else 0
+    # the spend the party counts: the entries and what the anchor records beyond them; while the anchor cannot be
+    # read that is unknown: the entries' own sum is shown, nothing as remaining, and the exit status is 1
+    spent = state.in_ledger if state.spent is None else state.spent
+    remaining, over = state.remaining, state.over_cap
+    pending = _pending_cap_change(meta.get(CAP_KEY), state.cap)
+    status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
     if args.json:
         print(
             json.dumps(
                 {
+                    "ledger_status": str(state.status),
                     "cap": cap,
                     "spent": float(spent),
                     "remaining": None if remaining is None else float(remaining),
@@ -118,6 +114,8 @@ def _show(args: argparse.Namespace) -> int:
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
                     "over_cap": None if over is None else float(over),
                     "over_cap_exact": None if over is None else format_epsilon(over),
+                    "carried_from_anchor_exact": format_epsilon(state.carried),
+                    "anchor_error": state.anchor_error or None,
                     "cap_changes": cap_changes,
                     "cap_not_yet_recorded": pending,
                     "not_dp_replies": n_not_dp,
@@ -141,14 +139,13 @@ def _show(args: argparse.Namespace) -> int:
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}"
         )
-    print(
-        f"\nspent {format_epsilon(spent)}"
-        + (
-            ""
-            if cap_exact is None
-            else f" of the lifetime cap {format_epsilon(cap_exact)}; remaining {format_epsilon(remaining)}"
+    if state.carried:
+        print(
+            f"\nthe entries hold {format_epsilon(state.in_ledger)}, and its anchor {state.anchor_path.name} records "
+            f"{format_epsilon(state.carried)} more (restored from a backup, or replaced?): the party counts that as "
+            "spent before its next request, and so do the figures below"
         )
-    )
+    print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining))
     for line in cap_changes:
         print(f"the lifetime cap was changed (UTC): {line}")
     if pending:
@@ -168,32 +165,50 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  {terminal_safe(line, 300)}")
         if n_not_dp > len(not_dp_lines):
             print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
+    if state.anchor_error:
+        print(
+            f"edprf budget: error: {terminal_safe(state.anchor_error, 500)}; the party refuses to serve until it is "
+            "restored, and may have spent more than the entries above hold",
+            file=sys.stderr,
+        )
     return status
 
 
-def _refuse_missing_ledger(ledger: Path) -> None:
-    """A missing ledger, said with what its anchor beside it records (a lost ledger) or what that means (a new one).
+def _of_the_cap(cap: Fraction | None, remaining: Fraction | None) -> str:
+    """The rest of the ``spent`` line: the cap and what remains of it (nothing without a cap)."""
+    from client import format_epsilon
+
+    if cap is None:
+        return ""
+    left = "unknown (the anchor cannot be read)" if remaining is None else format_epsilon(remaining)
+    return f" of the lifetime cap {format_epsilon(cap)}; remaining {left}"
+
+
+def _refuse_unread(state: BudgetState) -> None:
+    """Nothing to show: a missing ledger, said with what its anchor records (a lost ledger) or what that means (a
+    new one); an unreadable ledger, or an unreadable anchor beside a missing ledger, named.
 
     Raises
     ------
     ValueError
-        Always when ``ledger`` does not exist (exit status 1: nothing to show).
+        When the ledger was not read (exit status 1).
     """
-    from client import anchor_path, format_epsilon, read_anchor
+    from client import LedgerStatus, format_epsilon
 
-    if ledger.exists():
-        return
-    anchor = read_anchor(anchor_path(ledger))  # a file that is no anchor raises, naming it
-    if anchor is not None:
+    ledger = state.ledger_path
+    if state.status is LedgerStatus.LOST:
         raise ValueError(
-            f"no ledger at {ledger}, but its anchor {anchor_path(ledger).name} records "
-            f"{format_epsilon(anchor.spent)} spent: the ledger was deleted or moved; restore it from a backup "
+            f"no ledger at {ledger}, but its anchor {state.anchor_path.name} records "
+            f"{format_epsilon(state.anchor.spent)} spent: the ledger was deleted or moved; restore it from a backup "
             "(the party counts what the anchor records as spent either way)"
         )
-    raise ValueError(
-        f"no ledger at {ledger}, and no anchor beside it: a party's ledger is created on its first request, so a "
-        "party that has served none has spent nothing; otherwise check the path (the node config's ledger-path)"
-    )
+    if state.status is LedgerStatus.NOT_CREATED:
+        raise ValueError(
+            f"no ledger at {ledger}, and no anchor beside it: a party's ledger is created on its first request, so a "
+            "party that has served none has spent nothing; otherwise check the path (the node config's ledger-path)"
+        )
+    if state.in_ledger is None:  # unreadable; or absent, its anchor unreadable: the anchor is what to restore
+        raise ValueError(state.anchor_error if state.ledger_absent else state.ledger_error)
 
 
 _SHOWN_CAP_CHANGES = 10

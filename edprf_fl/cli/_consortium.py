@@ -349,52 +349,33 @@ def _budget_lines(parties: dict) -> list[str]:
     "unknown (<reason>)", never 0; where the anchor records more than the ledger holds, the line says so (the
     party counts the difference as spent before its next request).
     """
-    from client import (
-        LEDGER_ID_KEY,
-        anchor_path,
-        carried,
-        format_epsilon,
-        load_policy,
-        read_anchor,
-        read_ledger_readonly,
-        read_meta_readonly,
-        total_spent,
-    )
+    from client import LedgerStatus, format_epsilon, load_policy, read_budget
 
     lines = []
     for party_id, paths in parties.items():
-        ledger = Path(paths["ledger-path"])
         try:
             cap = f"{load_policy(paths['policy-path']).lifetime_epsilon_cap:g}"
         except (ValueError, OSError) as exc:
             cap = f"unknown ({_one_line(exc)})"
-        try:
-            anchor, anchor_problem = read_anchor(anchor_path(ledger)), ""
-        except ValueError as exc:
-            anchor, anchor_problem = None, _one_line(exc)
-        notes = [f"anchor unreadable: {anchor_problem}"] if anchor_problem else []
-        if not ledger.exists() and anchor is None and not anchor_problem:
+        state = read_budget(Path(paths["ledger-path"]))
+        anchor_name = state.anchor_path.name
+        notes = [f"anchor unreadable: {state.anchor_error}"] if state.anchor_error else []
+        if state.status is LedgerStatus.NOT_CREATED:
             spent_text = "0 (no ledger yet)"
+        elif state.in_ledger is None:  # absent with an anchor, or unreadable: what the ledger holds is unknown
+            spent_text = f"unknown ({state.ledger_error})"
+            if state.anchor is not None:
+                notes.append(
+                    f"its anchor {anchor_name} records {format_epsilon(state.anchor.spent)} spent, which "
+                    "the party counts as spent"
+                )
         else:
-            try:
-                entries = read_ledger_readonly(ledger)
-                meta = read_meta_readonly(ledger, (LEDGER_ID_KEY,))
-            except ValueError as exc:
-                spent_text = f"unknown ({_one_line(exc)})"
-                if anchor is not None:
-                    notes.append(
-                        f"its anchor {anchor_path(ledger).name} records {format_epsilon(anchor.spent)} spent, which "
-                        "the party counts as spent"
-                    )
-            else:
-                spent = total_spent(entries)
-                spent_text = format_epsilon(spent)
-                missing = carried(anchor, meta.get(LEDGER_ID_KEY), spent)
-                if missing:
-                    notes.append(
-                        f"its anchor {anchor_path(ledger).name} records {format_epsilon(missing)} more (restored from "
-                        "a backup, or replaced?), which the party counts as spent before its next request"
-                    )
+            spent_text = format_epsilon(state.in_ledger)
+            if state.carried:
+                notes.append(
+                    f"its anchor {anchor_name} records {format_epsilon(state.carried)} more (restored from "
+                    "a backup, or replaced?), which the party counts as spent before its next request"
+                )
         lines.append(f"  {party_id}: spent {spent_text} of its lifetime cap {cap}" + "".join(f"; {n}" for n in notes))
     return lines
 

@@ -373,27 +373,32 @@ def test_budget_of_a_lost_ledger_says_what_its_anchor_records(tmp_path):
 
 def test_budget_of_a_ledger_below_its_anchor_says_so(tmp_path):
     """A ledger restored from a backup holds less than its anchor: the summary says how much more is spent."""
-    import shutil
+    from edprf_fl.cli._consortium import _budget_lines
+    from tests.federation.test_budget_state import restored_from_a_backup
 
+    parties = _parties(tmp_path)
+    restored_from_a_backup(parties["hospital-a"]["ledger-path"])
+    [line] = _budget_lines(parties)
+    assert line.startswith(
+        "  hospital-a: spent 1 of its lifetime cap 2; its anchor ledger-anchor.json records 0.5 more"
+    )
+
+
+def test_budget_beside_an_unreadable_anchor_names_it(tmp_path):
     from client import BudgetLedger
     from edprf_fl.cli._consortium import _budget_lines
 
     parties = _parties(tmp_path)
     ledger = parties["hospital-a"]["ledger-path"]
-    BudgetLedger(ledger, cap=2.0).reserve("r1", "release", 1.0)
-    backup = tmp_path / "backup"
-    backup.mkdir()
-    for f in ledger.parent.glob("ledger.sqlite*"):
-        shutil.copy2(f, backup / f.name)
-    BudgetLedger(ledger, cap=2.0).reserve("r2", "release", 0.5)
+    BudgetLedger(ledger, cap=2.0).reserve("r1", "release", 0.5)
+    (ledger.parent / "ledger-anchor.json").write_text("{}")
+    [line] = _budget_lines(parties)
+    assert line.startswith("  hospital-a: spent 0.5 of its lifetime cap 2; anchor unreadable: ledger anchor "), line
     for f in ledger.parent.glob("ledger.sqlite*"):
         f.unlink()
-    for f in backup.iterdir():
-        shutil.copy2(f, ledger.parent / f.name)
     [line] = _budget_lines(parties)
-    assert line.startswith(
-        "  hospital-a: spent 1 of its lifetime cap 2; its anchor ledger-anchor.json records 0.5 more"
-    )
+    assert line.startswith(f"  hospital-a: spent unknown (no ledger at {ledger}) of its lifetime cap 2; anchor "), line
+    assert not ledger.exists()
 
 
 def test_a_second_consortium_on_the_same_dir_is_refused(tmp_path, fake_run, capsys):

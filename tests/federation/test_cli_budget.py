@@ -191,3 +191,40 @@ def test_a_recorded_cap_in_another_form_is_left_unread(tmp_path, capsys, recorde
         db.execute("UPDATE ledger_meta SET value = ? WHERE key = 'lifetime-cap'", (recorded,))
     assert main(["budget", str(path), "--cap", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cap_not_yet_recorded"] is None
+
+
+def test_a_ledger_behind_its_anchor_shows_what_the_party_counts(tmp_path, capsys):
+    """A ledger restored from a backup showed 'spent 1 ...; remaining 1' while the party, which carries its
+    anchor's 0.5 before its next request, had 0.5 left (`edprf party check` and `edprf consortium` said so)."""
+    from edprf_fl.cli._budget_cmd import OVER_CAP_STATUS
+
+    from .test_budget_state import restored_from_a_backup
+
+    path = restored_from_a_backup(tmp_path / "ledger.sqlite")
+    before = path.read_bytes()
+    assert main(["budget", str(path), "--cap", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "the entries hold 1, and its anchor ledger-anchor.json records 0.5 more (restored from a backup" in out
+    assert "spent 1.5 of the lifetime cap 2; remaining 0.5" in out
+    assert main(["budget", str(path), "--cap", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["spent_exact"] == "1.5" and data["carried_from_anchor_exact"] == "0.5" and len(data["entries"]) == 1
+    assert data["anchor_error"] is None and data["ledger_status"] == "behind-anchor"
+    assert main(["budget", str(path), "--cap", "1.2"]) == OVER_CAP_STATUS  # what the anchor adds counts
+    assert "OVER THE CAP by 0.3" in capsys.readouterr().out
+    assert path.read_bytes() == before  # nothing carried by showing it
+
+
+def test_an_unreadable_anchor_beside_a_ledger_is_named_and_exits_1(tmp_path, capsys):
+    """The anchor was not read when the ledger existed: an anchor the party cannot read (it then refuses to
+    serve) went unsaid, with exit status 0."""
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    (tmp_path / "ledger-anchor.json").write_text("{}")
+    assert main(["budget", str(path), "--cap", "2"]) == 1
+    said = capsys.readouterr()
+    assert "spent 0.3 of the lifetime cap 2; remaining unknown (the anchor cannot be read)" in said.out  # entries shown
+    assert said.err.startswith("edprf budget: error: ledger anchor ") and "refuses to serve" in said.err
+    assert main(["budget", str(path), "--cap", "2", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["anchor_error"].startswith("ledger anchor ") and data["ledger_status"] == "anchor-unreadable"
+    assert data["spent_exact"] == "0.3" and data["remaining"] is None and len(data["entries"]) == 3

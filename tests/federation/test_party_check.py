@@ -145,6 +145,25 @@ def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
     assert paths["ledger-path"].read_bytes() == before  # read-only
 
 
+def test_a_lost_ledger_whose_anchor_records_the_cap_is_a_problem_as_an_exhausted_ledger_is(party, capsys):
+    """A lost ledger whose anchor recorded the whole cap was 'ok: no ledger yet ...; 0 epsilon available' (no
+    problem), while the same spend in the ledger itself was the below-min-epsilon problem: the party refuses
+    every request either way (its new ledger counts what the anchor records)."""
+    paths, _ = party
+    BudgetLedger(paths["ledger-path"], 2.0).reserve("r1", "release", 2.0)
+    for f in paths["ledger-path"].parent.glob("ledger.sqlite*"):
+        f.unlink()
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    assert any("no ledger, but its anchor ledger-anchor.json records 2 spent" in line for line in lines), lines
+    assert (
+        f"ok: {paths['ledger-path']}: no ledger yet: it is created on the first request; 0 epsilon available" in lines
+    )
+    [problem] = _problems(lines)
+    assert problem.startswith(f"problem: {paths['ledger-path']}: remaining epsilon 0 is below min-epsilon 0.01")
+    assert not paths["ledger-path"].exists()  # the check creates no ledger
+
+
 def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(party, caplog, monkeypatch):
     import edprf_core
 
