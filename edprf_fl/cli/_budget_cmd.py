@@ -16,12 +16,14 @@ the one the party counts, the anchor's record beyond the entries included.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ._arg_types import positive_finite
 from ._terminal_text import terminal_safe
@@ -52,7 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
     cap = p.add_mutually_exclusive_group()
     cap.add_argument("--policy", default=None, help="the party's policy TOML (for the lifetime cap)")
-    cap.add_argument("--cap", type=positive_finite, default=None, help="lifetime cap, if no policy file is given")
+    cap.add_argument(
+        "--cap",
+        type=positive_finite,
+        default=None,
+        help="lifetime cap, if no policy file is given (default: the cap the ledger last recorded)",
+    )
     p.add_argument("--max-bytes", type=int, default=1 << 30, help="refuse ledgers larger than this (default 1 GiB)")
     p.add_argument(
         "--max-seconds",
@@ -94,6 +101,10 @@ def _show(args: argparse.Namespace) -> int:
     state = read_budget(args.ledger, cap, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     _refuse_unread(state)
     entries, meta = state.entries, state.meta
+    cap_source = "--policy" if args.policy else "--cap" if cap is not None else None
+    recorded = _recorded_cap(meta.get(CAP_KEY))
+    if cap is None and isinstance(recorded, Fraction):  # no cap given: the one the party last recorded
+        state, cap_source = dataclasses.replace(state, cap=recorded), "ledger"
     cap_changes = _cap_changes(meta.get(CAP_CHANGES_KEY))
     n_not_dp, not_dp_lines = not_dp_replies(meta)
     # the spend the party counts: the entries and what the anchor records beyond them; while the anchor cannot be
@@ -107,7 +118,8 @@ def _show(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "ledger_status": str(state.status),
-                    "cap": cap,
+                    "cap": None if state.cap is None else float(state.cap),
+                    "cap_source": cap_source,
                     "spent": float(spent),
                     "remaining": None if remaining is None else float(remaining),
                     "spent_exact": format_epsilon(spent),
@@ -146,6 +158,8 @@ def _show(args: argparse.Namespace) -> int:
             "spent before its next request, and so do the figures below"
         )
     print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining))
+    if cap_source == "ledger":
+        print("(the lifetime cap the ledger last recorded; --policy shows the party's current one)")
     for line in cap_changes:
         print(f"the lifetime cap was changed (UTC): {line}")
     if pending:
@@ -221,6 +235,18 @@ def _cap_changes(trail: str | None) -> list[str]:
     return [terminal_safe(line, 120) for line in lines[-_SHOWN_CAP_CHANGES:]]
 
 
+def _recorded_cap(recorded: str | None) -> Fraction | Literal["inf"] | None:
+    """The cap the ledger last recorded: ``"inf"`` (no cap), an exact positive fraction, or None (none recorded,
+    or not one of the ledger's own forms: the text is untrusted, at most 40 characters of ``\\d+(/[1-9]\\d*)?``
+    are read)."""
+    if recorded == "inf":
+        return "inf"
+    if recorded is None or len(recorded) > 40 or not re.fullmatch(r"\d+(/[1-9]\d*)?", recorded):
+        return None
+    value = Fraction(recorded)
+    return value if value > 0 else None
+
+
 def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str | None:
     """A line when the cap shown differs from the one the ledger last recorded (a policy edited since the
     party last opened its ledger, which then records the change), else None.
@@ -228,20 +254,12 @@ def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str
     The recorded text is untrusted: only the ledger's own forms are read (``inf``, or an exact fraction of
     at most 40 characters, as the ledger writes it); anything else is left unread.
     """
-    import re
-
     from client import format_epsilon
 
-    if cap_exact is None or recorded is None:
+    last_cap = _recorded_cap(recorded)
+    if cap_exact is None or last_cap is None or last_cap == cap_exact:
         return None
-    if recorded == "inf":
-        last = "no cap"
-    elif len(recorded) <= 40 and re.fullmatch(r"\d+(/[1-9]\d*)?", recorded) and Fraction(recorded) > 0:
-        if Fraction(recorded) == cap_exact:
-            return None
-        last = format_epsilon(Fraction(recorded))
-    else:
-        return None
+    last = "no cap" if last_cap == "inf" else format_epsilon(last_cap)
     return (
         f"the cap shown ({format_epsilon(cap_exact)}) is not the one the ledger last recorded "
         f"({last}): the party records the change when it next opens its ledger"

@@ -228,3 +228,22 @@ def test_an_unreadable_anchor_beside_a_ledger_is_named_and_exits_1(tmp_path, cap
     data = json.loads(capsys.readouterr().out)
     assert data["anchor_error"].startswith("ledger anchor ") and data["ledger_status"] == "anchor-unreadable"
     assert data["spent_exact"] == "0.3" and data["remaining"] is None and len(data["entries"]) == 3
+
+
+def test_without_a_cap_the_one_the_ledger_recorded_is_shown_and_named(tmp_path, capsys):
+    """`edprf budget LEDGER` alone showed no cap ('"cap": null'), though the ledger records the one the party last
+    opened it with (walkthrough): that cap is now shown, named as the ledger's, and --policy still wins."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=1.5).reserve("run-1/7/train", "release", 0.5, run_id="run-1")
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "spent 0.5 of the lifetime cap 1.5; remaining 1" in out and "the lifetime cap the ledger last recorded" in out
+    )
+    assert main(["budget", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["cap"], data["cap_source"], data["remaining"]) == (1.5, "ledger", 1.0)
+    assert main(["budget", str(path), "--cap", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["cap"], data["cap_source"], data["remaining"]) == (2.0, "--cap", 1.5)
+    assert data["cap_not_yet_recorded"] and "1.5" in data["cap_not_yet_recorded"]
