@@ -13,6 +13,9 @@
   second run sent to the same directory while the first is still running is refused before any
   request (both used to run, and the second's report replaced the first's model).  A claim left by
   a run whose process is gone (a crash) is taken over, so a resubmission after a crash works.
+- A directory the run created and left empty (a run stopped or failed before it wrote anything: Ctrl-C
+  during ``edprf run`` left ``runs/<time>/`` behind, empty) is removed when the run lets it go; a
+  directory that existed before, or holds anything, is kept.
 - A failed run raises :class:`RunFailed` from the ServerApp once the report (with its ``failure``
   text) is saved and the summary logged: Flower 1.41 then marks the run ``finished:failed`` with
   the text as its details (``flwr ls``), and ``edprf run`` exits non-zero.
@@ -23,6 +26,7 @@ released before (no new ε), and a refusal here happens before any request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -46,7 +50,8 @@ __all__ = [
 
 _RUN_FILES = ("report.json", "global-model.edprf")
 CLAIM_NAME = ".edprf-run.claim"
-"""The file a running run holds in its output directory: ``{"run": id, "pid": n, "host": name}``."""
+"""The file a running run holds in its output directory: ``{"run": id, "pid": n, "host": name, "created": bool}``
+(``created``: the run made the directory, which it removes on release if it is still empty)."""
 
 
 class OutputDirInUse(EDPRFError, ValueError):
@@ -76,18 +81,29 @@ def claim_output_dir(cfg: CoordinatorConfig, run_id: str = "") -> Path:
 
 
 def release_output_dir(out: Path) -> None:
-    """Let go of ``out`` (held by :func:`claim_output_dir` in this process); nothing if it is not held."""
+    """Let go of ``out`` (held by :func:`claim_output_dir` in this process); nothing if it is not held.
+
+    A directory the claim created is removed if nothing is left in it (``rmdir``: never one with content).
+    """
     claim = out / CLAIM_NAME
-    if _holder(claim).get("pid") == os.getpid():
+    holder = _holder(claim)
+    if holder.get("pid") == os.getpid():
         claim.unlink(missing_ok=True)
+        if holder.get("created") is True:
+            with contextlib.suppress(OSError):  # not empty (the run wrote something), or already gone
+                out.rmdir()
 
 
 def _hold(out: Path, run_id: str) -> None:
-    """Create ``out``'s claim file, exclusively; a claim whose process is gone is replaced."""
+    """Create ``out``'s claim file, exclusively; a claim whose process is gone is replaced (and what it says of
+    who created ``out`` is kept)."""
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     claim = out / CLAIM_NAME
-    mine = json.dumps({"run": run_id, "pid": os.getpid(), "host": socket.gethostname()}).encode()
     for _ in range(2):
+        mine = json.dumps(
+            {"run": run_id, "pid": os.getpid(), "host": socket.gethostname(), "created": created}
+        ).encode()
         try:
             fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
@@ -106,6 +122,7 @@ def _hold(out: Path, run_id: str) -> None:
                     + f"; nothing was sent to the parties. Give another output-dir, or wait for that run to end (if "
                     f"no run uses it, delete {claim})"
                 ) from None
+            created = created or holder.get("created") is True
             claim.unlink(missing_ok=True)  # left by a run whose process is gone (a crash)
             continue
         with os.fdopen(fd, "wb") as fh:

@@ -527,7 +527,9 @@ def _print_summary(out: Path, code: int, submitted: float) -> None:
     from server import contribution_lines
 
     report_path = out / "report.json"
-    print(f"[5/5] the run {'completed' if code == 0 else 'FAILED'}; outputs in {out}", flush=True)
+    outcome = "completed" if code == 0 else "STOPPED" if code >= 128 else "FAILED"  # 128 + a signal: interrupted
+    wrote = any((out / name).is_file() for name in ("report.json", "global-model.edprf"))
+    print(f"[5/5] the run {outcome}; {f'outputs in {out}' if wrote else f'no report in {out}'}", flush=True)
     if report_path.is_file() and report_path.stat().st_mtime >= submitted - 1:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         for p in sorted(report["parties"], key=lambda p: p["party_id"] or str(p["node_id"])):

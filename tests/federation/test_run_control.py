@@ -35,6 +35,7 @@ def test_an_output_dir_holding_a_run_is_refused_unless_overwrite(tmp_path):
     cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "out"))
     assert claim_output_dir(cfg) == tmp_path / "out"  # new directory: fine
     release_output_dir(tmp_path / "out")
+    (tmp_path / "out").mkdir()  # (released empty, the directory it created went: test_an_empty_output_dir_...)
     (tmp_path / "out" / "notes.txt").write_text("operator's notes")
     claim_output_dir(cfg)  # a directory without a run is fine too
     release_output_dir(tmp_path / "out")
@@ -45,6 +46,32 @@ def test_an_output_dir_holding_a_run_is_refused_unless_overwrite(tmp_path):
     claim_output_dir(replace(cfg, overwrite=True))
     release_output_dir(tmp_path / "out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+
+
+def test_an_empty_output_dir_the_run_created_is_removed_when_released(tmp_path):
+    """Ctrl-C during `edprf consortium` (or any run stopped before it wrote anything) left an empty
+    runs/<time>/ behind.  Released empty, a directory the run created goes; one that existed before, or that
+    holds anything, stays."""
+    cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "runs" / "new"))
+    out = claim_output_dir(cfg)
+    assert (out / CLAIM_NAME).is_file()
+    release_output_dir(out)
+    assert not out.exists() and (tmp_path / "runs").is_dir()  # only the run's own directory, not its parent
+    out.mkdir()  # made by the operator, say a mount point: kept
+    release_output_dir(claim_output_dir(cfg))
+    assert out.is_dir() and list(out.iterdir()) == []
+    out.rmdir()
+    claim_output_dir(cfg)
+    (out / "report.json").write_text("{}")  # the run wrote something: kept
+    release_output_dir(out)
+    assert [p.name for p in out.iterdir()] == ["report.json"]
+    # a crashed run's claim, taken over: the directory that run created still goes when left empty
+    gone = tmp_path / "runs" / "crashed"
+    claim_output_dir(replace(cfg, output_dir=str(gone)))
+    holder = json.loads((gone / CLAIM_NAME).read_text())
+    (gone / CLAIM_NAME).write_text(json.dumps({**holder, "pid": 2**22 + 1}))  # no such process
+    release_output_dir(claim_output_dir(replace(cfg, output_dir=str(gone))))
+    assert not gone.exists()
 
 
 def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
@@ -72,6 +99,7 @@ def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
     assert json.loads(claim.read_text())["run"] == "run-b"
     release_output_dir(tmp_path / "out")
     assert not claim.exists()
+    claim.parent.mkdir(exist_ok=True)  # (run-a created it; released empty, it went)
     # a claim from another host name (another machine, or this container before a restart) counts as running,
     # and the refusal says why and which file to delete
     claim.write_text(json.dumps({"run": "run-c", "pid": 4242, "host": "coordinator-before-restart"}))
