@@ -9,10 +9,20 @@ coordinator (:mod:`server`) are the four top-level packages; everything else liv
 
 Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remembered_interrupts`,
 :func:`record_interrupt` and :func:`raise_if_interrupted`, and both keep Flower's usage telemetry off
-(:func:`keep_flower_telemetry_off`).
+(:func:`keep_flower_telemetry_off`); Flower's log lines are coloured on a terminal only
+(:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).
 """
 
+from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import keep_flower_telemetry_off
 from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
 
-__all__ = ["keep_flower_telemetry_off", "raise_if_interrupted", "record_interrupt", "remembered_interrupts"]
+__all__ = [
+    "colour_flower_logs_on_terminals_only",
+    "is_terminal",
+    "keep_flower_telemetry_off",
+    "raise_if_interrupted",
+    "record_interrupt",
+    "remembered_interrupts",
+    "without_colour",
+]

@@ -2,16 +2,21 @@
 
 Run control (:mod:`server._run_control`): an output directory holding another run is refused
 before any request is sent (``overwrite = true`` replaces it); a failed run raises once its
-report is saved and its summary logged, so that Flower marks it ``finished:failed``.
+report is saved and its summary and failure logged, so that Flower marks it ``finished:failed``
+(:mod:`server._failure_log`: Flower's traceback of that exception goes to DEBUG).  Flower's log lines
+are coloured only when its console is a terminal (the ServerApp's output is stored by the SuperLink
+and shown by ``flwr log``: never a terminal here).
 """
 
 import logging
 
 from flwr.app import Context
+from flwr.common.logger import console_handler, update_console_handler
 from flwr.serverapp import Grid, ServerApp
 
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
+from ._failure_log import failure_lines, quiet_flower_traceback
 from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir, release_output_dir
 from ._summary import summary_lines
@@ -22,11 +27,13 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
+    update_console_handler(colored=_is_terminal(console_handler.stream))  # Flower 1.41 colours them always
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
         out = claim_output_dir(cfg, str(context.run_id))
     except ValueError as exc:
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
+        quiet_flower_traceback()
         raise RunFailed(str(exc)) from None
     try:
         report = run_federation(grid, cfg, str(context.run_id))
@@ -35,4 +42,14 @@ def main(grid: Grid, context: Context) -> None:
     for line in summary_lines(report):
         log.info(line)
     if report.status != RunStatus.COMPLETED:
+        for line in failure_lines(str(context.run_id), report):
+            log.error(line)
+        quiet_flower_traceback()
         raise RunFailed(report.failure or f"the run ended with status {report.status}")
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # no isatty, or closed
+        return False

@@ -4,7 +4,8 @@ Used by ``edprf consortium`` (a local consortium in one command) and by the depl
 (``tests/deployment/_harness.py`` builds on it).
 
 - :class:`Deployment` starts SuperLinks, SuperNodes and `flwr` commands, each the leader of its own
-  process group, with its output in ``<root>/logs/<name>.log``; it remembers every descendant it
+  process group, with its output in ``<root>/logs/<name>.log`` (copied there without the colour codes
+  Flower 1.41 writes whatever its output is: ``edprf_fl.without_colour``); it remembers every descendant it
   has seen (SuperExec, ServerApp and ClientApp processes run detached) and :meth:`Deployment.stop`
   ends them all: SIGTERM to SuperNodes, then SuperLinks, SIGKILL by pid and start time to whatever
   outlives the grace period.
@@ -27,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -186,6 +188,7 @@ def address_in_use(proc: Started) -> str | None:
     """
     if proc.popen.poll() is None:
         return None
+    proc.log_copied()
     try:
         with proc.log_path.open("rb") as f:
             f.seek(proc.log_offset)
@@ -212,6 +215,19 @@ class Started:
     log_file: IO[bytes]
     role: str  # superlink | superexec | supernode | cli | doomed (expected to exit by itself)
     log_offset: int = 0  # size of the log when this process started (a restarted process appends)
+    copier: threading.Thread | None = None  # copies its output (and its descendants') to the log
+
+    def log_copied(self, timeout: float = 5.0) -> bool:
+        """Wait until everything the process wrote is in its log (its output ended: it and every descendant
+        holding it have exited), for at most ``timeout`` seconds; whether it is."""
+        if self.copier is not None:
+            self.copier.join(timeout)
+        return self.copier is None or not self.copier.is_alive()
+
+    def close_log(self) -> None:
+        """Close the log once the output is copied (or after the wait of :meth:`log_copied`)."""
+        self.log_copied()
+        self.log_file.close()
 
 
 @dataclass
@@ -239,13 +255,15 @@ class Deployment:
             argv,
             cwd=self.root,
             env=env or self.env,
-            stdout=log_file,
+            stdout=subprocess.PIPE,  # to the log through a copier: Flower colours its lines whatever they go to
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             umask=0o077,
         )
-        proc = Started(name, popen, log_path, log_file, role, log_offset)
+        copier = threading.Thread(target=_copy_plain, args=(popen.stdout, log_file), name=f"log {name}", daemon=True)
+        copier.start()
+        proc = Started(name, popen, log_path, log_file, role, log_offset, copier)
         self.started.append(proc)
         self.seen[popen.pid] = proc_stat(popen.pid)[1] if proc_stat(popen.pid) else 0
         return proc
@@ -254,7 +272,7 @@ class Deployment:
         """Drop ``proc``, which has exited, from the started processes (its log stays; so does its pid
         among those :meth:`stop` checks), so that :meth:`check_alive` no longer counts it."""
         proc.popen.wait(timeout=GRACE)
-        proc.log_file.close()
+        proc.close_log()
         self.started.remove(proc)
 
     def remember_tree(self) -> dict[int, int]:
@@ -301,7 +319,7 @@ class Deployment:
             proc.popen.wait(timeout=GRACE)
             raise FlowerProcessError(f"`flwr {' '.join(args)}` did not finish within {timeout:g} s") from None
         finally:
-            proc.log_file.close()
+            proc.close_log()
             self.started.remove(proc)
         with proc.log_path.open("rb") as f:
             f.seek(offset)
@@ -322,7 +340,7 @@ class Deployment:
             (s := proc_stat(pid)) is not None and s[1] == start for pid, start in tree.items()
         ):
             time.sleep(0.1)
-        proc.log_file.close()
+        proc.close_log()
         self.started.remove(proc)
         return sorted(tree)
 
@@ -363,7 +381,7 @@ class Deployment:
             time.sleep(0.05)
         for p in self.started:
             kill_group(p.popen.pid)  # each was started as the leader of its own group
-            p.log_file.close()
+            p.close_log()
 
     def leftovers(self) -> list[int]:
         return [pid for pid, start in self.seen.items() if (s := proc_stat(pid)) is not None and s[1] == start]
@@ -371,6 +389,19 @@ class Deployment:
     def print_logs(self, lines: int = 60) -> None:
         for path in sorted(self.logs.glob("*.log")):
             print(f"\n===== {path.name} (last {lines} lines) =====\n{tail(path, lines)}", flush=True)
+
+
+def _copy_plain(output: IO[bytes], log: IO[bytes]) -> None:
+    """Copy a process's ``output`` to its ``log`` line by line, without colour codes, until the output ends."""
+    from edprf_fl import without_colour
+
+    try:
+        with output:
+            for line in iter(output.readline, b""):
+                log.write(without_colour(line))
+                log.flush()
+    except (OSError, ValueError):  # the log was closed: a process still held the output when the wait ended
+        pass
 
 
 def kill_group(pgid: int) -> None:

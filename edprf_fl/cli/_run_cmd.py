@@ -29,6 +29,7 @@ from pathlib import Path
 __all__ = ["FlowerRun", "register", "run_and_follow"]
 
 _STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status is final
+_FLOWER_FAILURE_PREFIX = "ServerApp failed with exception: "  # Flower 1.41's status details of a failed run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -166,9 +167,13 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
     """Copy `flwr log --stream` of ``run`` to ``out`` until the run ends.
 
     The stream runs in a session of its own, so a terminal's Ctrl-C reaches this process only; a
-    KeyboardInterrupt here ends the stream and propagates.
+    KeyboardInterrupt here ends the stream and propagates.  Flower colours its log lines whatever they are
+    written to: unless ``out`` is a terminal, they are copied without colour codes.
     """
+    from edprf_fl import is_terminal, without_colour
+
     out = out or sys.stdout
+    plain = not is_terminal(out)
     proc = subprocess.Popen(
         [flwr_command(), "log", str(run.run_id), *run._conn(), "--stream"],
         stdout=subprocess.PIPE,
@@ -179,7 +184,7 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
     )
     try:
         for line in proc.stdout:
-            out.write(line)
+            out.write(without_colour(line) if plain else line)
             out.flush()
         proc.wait()
     finally:
@@ -244,6 +249,7 @@ def run_and_follow(
     if status == "finished:completed":
         print(f"edprf run: run {run.run_id} completed", file=out)
         return 0
+    details = details.removeprefix(_FLOWER_FAILURE_PREFIX)  # the failure is the ServerApp's own text
     print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
     if not status.startswith("finished"):  # the log ended but the run did not (the SuperLink lost, restarted)
         print(

@@ -12,7 +12,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from client import handle_evaluate, handle_train
-from edprf_fl import keep_flower_telemetry_off
+from edprf_fl import colour_flower_logs_on_terminals_only, keep_flower_telemetry_off
 from server import CoordinatorConfig, run_federation
 
 from ._settings import ENGINES
@@ -83,6 +83,7 @@ def simulate_federation(
     or ``"ray"`` (Flower's simulation engine, what ``flwr run`` uses).
     """
     keep_flower_telemetry_off()  # Flower read the variable on import: it is told now, before it runs
+    colour_flower_logs_on_terminals_only()  # its log lines (--flower-logs, -v) reach a file or a pipe plain
     if engine not in ENGINES:
         raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
     server_app, client_app = _server_app(cfg), _client_app({"sim-dir": cfg.sim_dir})

@@ -7,14 +7,18 @@
 - Run control: a second invocation told to write into the first run's output directory is refused
   by the coordinator before any request (the ledgers do not change), Flower marks the run failed,
   and the command exits 1 with the reason.
+- A run every party refuses (their budgets): exit 1, the report's failure, each party's reason and what to do,
+  and no traceback.  No colour codes in the command's output or its processes' logs (neither is a terminal).
 - Ctrl-C, SIGTERM or SIGHUP while the coordinator runs: the run is stopped (`flwr stop`), the command
-  exits 128 + the signal's number, and nothing it started is left running.
+  exits 128 + the signal's number, and nothing it started is left running; Ctrl-C once the coordinator has
+  made its output directory leaves no empty directory behind.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -73,6 +77,15 @@ def _running_under(root: Path) -> list[str]:
             if str(root) in cmd and state != "Z":
                 found.append(cmd)
     return found
+
+
+def _assert_plain(output: str, root: Path) -> None:
+    """No traceback and no colour code in the command's output; no colour code in its processes' logs (Flower
+    colours its log lines whatever they are written to: ``\x1b[92mINFO \x1b[0m:`` in files and pipes)."""
+    assert "Traceback" not in output and "raised an exception" not in output, output[-6000:]
+    assert "\x1b[" not in output, [line for line in output.splitlines() if "\x1b[" in line][:5]
+    coloured = {log.name: log.read_text(errors="replace").count("\x1b[") for log in (root / "logs").iterdir()}
+    assert set(coloured.values()) == {0}, coloured
 
 
 def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
@@ -141,19 +154,54 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     # the summary names the output-dir the run config gave, and not the earlier run's parties as this run's
     assert f"[5/5] the run FAILED; outputs in {run_dir}\n" in output, output[-3000:]
     assert "  hospital-a: accepted" not in output, output[-3000:]
+    _assert_plain(output, root)  # the ServerApp's refusal was followed by Flower's traceback of it
     assert (run_dir / "report.json").read_bytes() == report_bytes
     assert {party: ledger_rows(root / "parties" / party / "ledger.sqlite") for party in PARTIES} == ledgers
     assert _running_under(root) == [], "processes left running"
 
 
+def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(tmp_path):
+    """Hospital IT walkthrough: every party refused (budget exhausted); the streamed log showed Flower's traceback
+    of the ServerApp's RunFailed and its "Exit Code: 201 ... An unhandled exception occurred" before our own
+    failure line, and colour codes (``\x1b[92mINFO \x1b[0m:``) in the output and in every process log."""
+    from client import BudgetLedger
+    from edprf_fl.cli._consortium import _party_ids, lay_out
+
+    root = tmp_path / "consortium"
+    (root / "logs").mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    layout = lay_out(root, _party_ids(len(PARTIES)), "wall_robot_navigation", root / "logs" / "setup.log")
+    for paths in layout["parties"].values():  # 0.5 of the cap 2 left: the party check passes, a request of 1 not
+        BudgetLedger(paths["ledger-path"], cap=2.0).reserve("earlier", "release", 1.5)
+    t0 = time.monotonic()
+    done = subprocess.run(
+        _command(root), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False
+    )
+    print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-6000:]
+    assert "finished:failed: 0 valid release(s), min-parties is 3; no model saved" in output, output[-3000:]
+    assert "ServerApp failed with exception" not in output, output[-3000:]  # Flower's prefix, not our text
+    for party in PARTIES:
+        assert f"  {party}: refused (budget_exhausted) this release needs epsilon 1 but only 0.5" in output
+    assert "FAILED (the failure and each party's reason are above); what to do:" in output, output[-3000:]
+    assert "(budget_exhausted): the request would pass the lifetime epsilon cap" in output, output[-3000:]
+    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    assert json.loads((run_dir / "report.json").read_text())["failure"].startswith("0 valid release(s)")
+    _assert_plain(output, root)
+    assert _running_under(root) == [], "processes left running"
+
+
 @pytest.mark.parametrize(
-    ("sig", "status"),
-    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ("sig", "status", "after_claim"),
+    [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False), (signal.SIGHUP, 129, False)],
     ids=["ctrl-c", "term", "hup"],
 )
-def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
+def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status, after_claim):
     """Ctrl-C, SIGTERM (timeout, systemd, kill) and SIGHUP (a closed terminal) each stop the run: with SIGTERM
-    and SIGHUP the command died at once and the run stayed queued, to spend epsilon later."""
+    and SIGHUP the command died at once and the run stayed queued, to spend epsilon later.  SIGTERM and SIGHUP
+    come right after the submission; Ctrl-C once the coordinator has made its output directory (which the stop
+    left behind, empty)."""
     root = tmp_path / "consortium"
     proc = subprocess.Popen(
         _command(root),
@@ -180,6 +228,11 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
             f"edprf consortium: error: {root} is in use by another edprf consortium (pid {proc.pid}); "
             "wait for it or give another --dir"
         ), second.stdout + second.stderr
+        [run_dir] = [Path(m) for line in lines for m in re.findall(r"output-dir='([^']*)'", line)]
+        deadline = time.monotonic() + 120
+        while after_claim and not run_dir.is_dir() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run_dir.is_dir() or not after_claim, "the coordinator did not make its output directory"
         proc.send_signal(sig)
         rest, _ = proc.communicate(timeout=180)
     finally:
@@ -191,6 +244,8 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status):
     assert "interrupted; stopped run" in output and "continues on the SuperLink" not in output, output[-4000:]
     assert "stopped: every process this command started has exited" in output, output[-4000:]
     assert _running_under(root) == [], "processes left running"
+    assert not run_dir.is_dir() or any(run_dir.iterdir()), f"{run_dir} left behind, empty"
+    assert "[5/5] the run STOPPED; " in output, output[-4000:]
     # the budgets, read once every process has exited, are what the ledgers hold (a ClientApp that finished
     # after the signal wrote its release after the summary had said `spent 0`)
     from client import format_epsilon, read_ledger_readonly, total_spent

@@ -1,0 +1,81 @@
+"""A failed run in the ServerApp's log: one clear line of what failed and what to do, not a traceback.
+
+The ServerApp raises :class:`~server._run_control.RunFailed` so that Flower 1.41 marks the run
+``finished:failed`` (``edprf run`` then exits 1).  Flower logs every exception a ServerApp raises at
+ERROR with its traceback ("ServerApp raised an exception"), then "Exit Code: 201 ... An unhandled
+exception occurred in the ServerApp": both reach ``flwr log`` and ``edprf run``, after the run's
+summary, and read as a crash.  :func:`quiet_flower_traceback` puts a filter on Flower's logger
+(``flwr``) that turns those two records into DEBUG records when the exception is a ``RunFailed``:
+the console shows neither, ``FLWR_LOG_LEVEL=DEBUG`` shows both, traceback included.  Any other
+exception keeps Flower's ERROR and its traceback (it is a defect).  :func:`failure_lines` is what
+the ServerApp logs instead, at ERROR, before it raises.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ._outcomes import PartyStatus
+from ._report import RunReport
+from ._run_control import RunFailed
+
+__all__ = ["failure_lines", "quiet_flower_traceback"]
+
+_NEXT_STEPS = {
+    "budget_exhausted": "the request would pass the lifetime epsilon cap (each party's line above says what "
+    "remains): ask for an epsilon within what remains, or leave it out (a lower min-parties); a cap is its party's "
+    "to set",
+    "not_registered": "the party's id or signing key is not in keys-dir: add its public signing key there, or check "
+    "the party-id in its policy",
+    "schema_mismatch": "the party uses another schema than the coordinator's schema-path: both need the same file",
+    "request_id_reused": "the request-tag was used before with other parameters: give a new request-tag",
+    "request_spent": "the request-tag's request was started and not completed at the party: give a new request-tag",
+    "timeout": "no reply within round-timeout: check that the party's SuperNode runs, and its log",
+    "client_error": "the party's ClientApp failed: see that party's SuperNode log",
+}
+"""What to do about the commonest reasons a party is missing from a failed run."""
+
+
+def failure_lines(run_id: str, report: RunReport) -> list[str]:
+    """The failed run in a few lines: that it failed, then for each reason the parties that gave it and what to do
+    (the summary above holds the failure and each party's message)."""
+    by_reason: dict[str, list[str]] = {}
+    for p in report.parties:
+        if p.status != PartyStatus.ACCEPTED:
+            by_reason.setdefault(str(p.reason), []).append(p.party_id or f"node {p.node_id}")
+    if not by_reason:
+        return [f"edprf run {run_id} FAILED: {report.failure or f'the run ended with status {report.status}'}"]
+    lines = [f"edprf run {run_id} FAILED (the failure and each party's reason are above); what to do:"]
+    for reason, who in by_reason.items():
+        step = _NEXT_STEPS.get(reason) or (
+            "outside that party's policy (its line above names the rule): ask within it; the policy is the party's "
+            "to set"
+            if reason.startswith("policy_")
+            else "see its line above (docs/reference/reason-codes.md)"
+        )
+        lines.append(f"  {', '.join(who)} ({reason}): {step}")
+    return lines
+
+
+class _RunFailedAtDebug(logging.Filter):
+    """Demotes Flower's records about a :class:`RunFailed` (its traceback, then its exit message) to DEBUG."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RunFailed):
+            self.seen = True
+        elif not (self.seen and record.levelno >= logging.ERROR and str(record.msg).startswith("Exit Code: ")):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
+
+
+def quiet_flower_traceback() -> None:
+    """Put the filter on Flower's logger (once per process); call it before the ServerApp raises ``RunFailed``."""
+    flower = logging.getLogger("flwr")
+    if not any(isinstance(f, _RunFailedAtDebug) for f in flower.filters):
+        flower.addFilter(_RunFailedAtDebug())

@@ -1,0 +1,137 @@
+"""What Flower's logger shows the user: no traceback for a refused run, no colour codes off a terminal.
+
+Hospital IT walkthrough: a run every party refused ended, in `edprf run`'s output, with Flower's traceback of
+the ServerApp's ``RunFailed`` and "Exit Code: 201 ... An unhandled exception occurred in the ServerApp"; and
+Flower's colour codes (``\\x1b[92mINFO \\x1b[0m:``) were in the output and the process logs of `edprf
+consortium`, neither a terminal.  The whole path, with real Flower processes, is in
+tests/deployment/test_consortium.py; here the pieces.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+
+import pytest
+
+from edprf_fl import colour_flower_logs_on_terminals_only, is_terminal, without_colour
+from server import PartyOutcome, RunReport
+from server._failure_log import failure_lines, quiet_flower_traceback
+from server._run_control import RunFailed
+
+COLOURED = "\x1b[92mINFO \x1b[0m:      Starting Flower SuperNode\n"
+
+
+@pytest.fixture
+def flower_console():
+    """Flower's logger with one more console at INFO (as Flower's own) and one at DEBUG; its filters restored."""
+    from flwr.common.logger import FLOWER_LOGGER
+
+    filters = list(FLOWER_LOGGER.filters)
+    streams = {"info": io.StringIO(), "debug": io.StringIO()}
+    handlers = []
+    for name, level in (("info", logging.INFO), ("debug", logging.DEBUG)):
+        handler = logging.StreamHandler(streams[name])
+        handler.setLevel(level)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        FLOWER_LOGGER.addHandler(handler)
+        handlers.append(handler)
+    yield FLOWER_LOGGER, streams
+    for handler in handlers:
+        FLOWER_LOGGER.removeHandler(handler)
+    FLOWER_LOGGER.filters[:] = filters
+
+
+def _as_flower_reports(log: logging.Logger, exc: Exception) -> None:
+    """What Flower 1.41's run_serverapp and flwr_exit log when a ServerApp raises ``exc``."""
+    log.error("%s raised an exception", "ServerApp", exc_info=exc)
+    log.error("Exit Code: 201\n\nAn unhandled exception occurred in the ServerApp.\n\nFor more information, visit")
+
+
+def _raised(exc: Exception) -> Exception:
+    """``exc`` with a traceback, as Flower's ``except Exception as ex`` has it."""
+    try:
+        raise exc
+    except Exception as caught:  # noqa: BLE001 (any exception: it is the value returned)
+        return caught
+
+
+def test_flowers_traceback_of_a_failed_run_is_at_debug_only(flower_console):
+    log, streams = flower_console
+    quiet_flower_traceback()
+    quiet_flower_traceback()  # once per process, however often called
+    assert sum(type(f).__name__ == "_RunFailedAtDebug" for f in log.filters) == 1
+    _as_flower_reports(log, _raised(RunFailed("0 valid release(s), min-parties is 3; no model saved")))
+    assert streams["info"].getvalue() == ""
+    debug = streams["debug"].getvalue()
+    assert "Traceback" in debug and "RunFailed: 0 valid release(s)" in debug and "Exit Code: 201" in debug
+    assert debug.startswith("DEBUG ServerApp raised an exception")
+
+
+def test_any_other_exception_keeps_flowers_error_and_traceback(flower_console):
+    log, streams = flower_console
+    quiet_flower_traceback()
+    log.error("Exit Code: 201 before any RunFailed")  # not armed yet: Flower's own exit message stays
+    _as_flower_reports(log, _raised(KeyError("a defect")))
+    info = streams["info"].getvalue()
+    assert info.startswith("ERROR Exit Code: 201 before any RunFailed")
+    assert "ERROR ServerApp raised an exception\nTraceback" in info and "KeyError: 'a defect'" in info
+
+
+def test_failure_lines_name_who_refused_and_what_to_do():
+    parties = [
+        PartyOutcome(node_id=1, status="refused", reason="budget_exhausted", party_id="hospital-a"),
+        PartyOutcome(node_id=2, status="refused", reason="budget_exhausted", party_id="hospital-b"),
+        PartyOutcome(node_id=3, status="refused", reason="policy_depth", party_id="hospital-c"),
+        PartyOutcome(node_id=4, status="no_reply", reason="timeout"),
+        PartyOutcome(node_id=5, status="accepted", party_id="hospital-e"),
+    ]
+    report = RunReport("7", {}, "fp", parties=parties, status="failed", failure="1 valid release(s), min-parties 5")
+    head, *steps = failure_lines("7", report)
+    assert head == "edprf run 7 FAILED (the failure and each party's reason are above); what to do:"
+    assert steps[0].startswith("  hospital-a, hospital-b (budget_exhausted): the request would pass the lifetime")
+    assert steps[1].startswith("  hospital-c (policy_depth): outside that party's policy")
+    assert steps[2].startswith("  node 4 (timeout): no reply within round-timeout")
+    assert len(steps) == 3  # the accepted party is not named
+    nobody = RunReport("8", {}, "fp", parties=[], status="failed", failure="0 valid release(s). No party was connected")
+    assert failure_lines("8", nobody) == ["edprf run 8 FAILED: 0 valid release(s). No party was connected"]
+
+
+def test_colour_codes_go_and_nothing_else():
+    assert without_colour(COLOURED) == "INFO :      Starting Flower SuperNode\n"
+    assert without_colour(COLOURED.encode()) == b"INFO :      Starting Flower SuperNode\n"
+    hostile = "\x1b[2J\x1b]0;title\x07 plain"  # not a colour code: left for terminal_safe's escaping
+    assert without_colour(hostile) == hostile
+    assert not is_terminal(io.StringIO()) and not is_terminal(object())
+
+
+def test_flower_colours_only_on_a_terminal(monkeypatch):
+    from flwr.common.logger import console_handler
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(console_handler, "colored", True)
+    monkeypatch.setattr(console_handler, "stream", io.StringIO())
+    colour_flower_logs_on_terminals_only()
+    assert console_handler.colored is False
+    record = logging.LogRecord("flwr", logging.INFO, __file__, 1, "Starting", None, None)
+    assert "\x1b" not in console_handler.format(record)
+    monkeypatch.setattr(console_handler, "stream", Tty())
+    colour_flower_logs_on_terminals_only()
+    assert console_handler.colored is True  # Flower's own behaviour on a terminal
+
+
+def test_a_deployments_process_logs_are_written_without_colour(tmp_path):
+    """`edprf consortium` writes each Flower process's output to logs/<name>.log: Flower's colour codes were there."""
+    from edprf_fl.cli._flower_processes import Deployment
+
+    dep = Deployment(root=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    script = f"import sys; sys.stdout.write({COLOURED!r} * 3); sys.stdout.write('last line, no newline')"
+    proc = dep.start("noisy", [sys.executable, "-c", script], role="doomed")
+    assert dep.wait_exit(proc, 30) == 0
+    dep.stop()
+    text = (tmp_path / "logs" / "noisy.log").read_text()
+    assert text == "INFO :      Starting Flower SuperNode\n" * 3 + "last line, no newline"
