@@ -83,7 +83,9 @@ def simulate_federation(
     or ``"ray"`` (Flower's simulation engine, what ``flwr run`` uses).
     """
     keep_flower_telemetry_off()  # Flower read the variable on import: it is told now, before it runs
-    colour_flower_logs_on_terminals_only()  # its log lines (--flower-logs, -v) reach a file or a pipe plain
+    # plain log lines in a file or a pipe; but run_simulation(verbose_logging=True) (the ray engine with
+    # --flower-logs) sets colored=True again itself, and its lines stay coloured
+    colour_flower_logs_on_terminals_only()
     if engine not in ENGINES:
         raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
     server_app, client_app = _server_app(cfg), _client_app({"sim-dir": cfg.sim_dir})
