@@ -68,7 +68,9 @@ class _RunFailedAtDebug(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, RunFailed):
             self.seen = True
-        elif not (self.seen and record.levelno >= logging.ERROR and str(record.msg).startswith("Exit Code: ")):
+        elif self.seen and record.levelno >= logging.ERROR and str(record.msg).startswith("Exit Code: "):
+            self.seen = False  # its exit message: a later exit in a long-lived process is not this one
+        else:
             return True
         record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
         return True

@@ -67,6 +67,8 @@ def test_flowers_traceback_of_a_failed_run_is_at_debug_only(flower_console):
     debug = streams["debug"].getvalue()
     assert "Traceback" in debug and "RunFailed: 0 valid release(s)" in debug and "Exit Code: 201" in debug
     assert debug.startswith("DEBUG ServerApp raised an exception")
+    log.error("Exit Code: 201 of a later defect")  # the failed run's exit was demoted once: a later one is shown
+    assert streams["info"].getvalue() == "ERROR Exit Code: 201 of a later defect\n"
 
 
 def test_any_other_exception_keeps_flowers_error_and_traceback(flower_console):
