@@ -349,10 +349,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     random_state : None, int, numpy Generator, SeedSequence or RandomState, default None
         ``None`` draws from the operating system in every ``fit`` and samples
         every release exactly with OpenDP (the production setting); a seed switches to the vectorized floating-point numpy
-        backend (ε-DP up to a δ of about 1e-19 per noisy draw; fast,
-        reproducible: tests, simulations, benchmarks), and the guarantee text
+        backend (fast, reproducible: tests, simulations, benchmarks), and the guarantee text
         says NOT differentially private (anyone who knows the seed can remove
-        the noise).  The backend used is recorded in ``privacy_.sampler``.
+        the noise, and no DP proof covers floating-point noise).  The backend used is recorded in
+        ``privacy_.sampler``.
     sampler : {"auto", "exact"}, default "auto"
         ``"auto"``: as ``random_state`` says.  ``"exact"`` insists on the
         exact OpenDP samplers: a seeded fit is refused.  (The numpy sampler
@@ -407,8 +407,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
-        Whether the model is differentially private: False when a research seed (``random_state``), a drafted
-        schema or a research option of :mod:`edprf_core.research` breaks the guarantee (``forest_.dp``).
+        Whether the model is differentially private: False when a research seed (``random_state``), the
+        floating-point sampler (seeded or not), a drafted schema or a research option of
+        :mod:`edprf_core.research` breaks the guarantee (``forest_.dp``).
         ``privacy_.dp`` is narrower: whether the training options alone keep the tree shapes data-independent.
     guarantee_ : str
         The privacy statement (``forest_.guarantee()``): what the fit spent, or NOT differentially private
@@ -815,7 +816,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         )
         self.classes_ = np.asarray(schema.classes)
         self.privacy_ = params
-        self.dp_ = self.forest_.dp  # every reason: a research option, a seed, a drafted schema, float Laplace
+        self.dp_ = self.forest_.dp  # every reason: a research option, a seed, float noise, a drafted schema
         self.guarantee_ = self.forest_.guarantee()
         self.n_trees_ = params.n_trees
         self.max_depth_ = params.max_depth

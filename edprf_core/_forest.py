@@ -52,6 +52,7 @@ __all__ = [
     "DEPTH_RULES",
     "DRAFTED_REASON",
     "FEDERATION_NOTE",
+    "FLOAT_NOISE_REASON",
     "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
@@ -107,8 +108,9 @@ class TrainingParameters:
         such a release is not protected against someone who knows the seed.
     sampler : {"numpy", "exact"}
         Which mechanism backend drew the noise: the vectorized floating-point
-        numpy backend (research, seeded simulations, benchmarks) or the exact
-        samplers (production releases).
+        numpy backend (research, seeded simulations, benchmarks; NOT
+        differentially private, seeded or not: :data:`FLOAT_NOISE_REASON`) or
+        the exact samplers (production releases).
     leaf : {"label", "counts"}
         What a leaf releases: ``"label"``, the class chosen by the leaf
         mechanism (the paper); ``"counts"``, the class counts with discrete
@@ -217,14 +219,7 @@ class TrainingParameters:
             mech = "splits by the exponential mechanism, leaf labels from Laplace-noised class counts"
         else:
             mech = "splits and leaf labels by permute-and-flip"
-        backend = (
-            "exact OpenDP sampler"
-            if self.sampler == "exact"
-            else (
-                "numpy floating-point sampler (epsilon-DP up to a delta of about 1e-19 per noisy draw: each "
-                "selection and each noisy count)"
-            )
-        )
+        backend = "exact OpenDP sampler" if self.sampler == "exact" else "numpy floating-point sampler"
         return f"{mech}, drawn by the {backend}"
 
     def not_dp_reasons(self) -> list[str]:
@@ -234,6 +229,8 @@ class TrainingParameters:
             reasons.append("trained with a research-only option (stop_when_pure) whose tree shapes depend on the data")
         if self.seeded:
             reasons.append(SEEDED_REASON)
+        if self.sampler != "exact":
+            reasons.append(FLOAT_NOISE_REASON)
         if self.variant == "tradition" and self.leaf == "label":
             reasons.append(
                 "its leaf labels came from floating-point Laplace noise on class counts (the paper's "
@@ -277,10 +274,7 @@ class TrainingParameters:
         """Human-readable guarantee of one party's release (one sentence, or NOT DP with the reasons)."""
         reasons = self.not_dp_reasons()
         if reasons:
-            return (
-                f"NOT differentially private as released: {'; '.join(reasons)}. With fresh cryptographic "
-                f"randomness and no research option this configuration gives {self.configured()}."
-            )
+            return f"NOT differentially private as released: {'; '.join(reasons)}. Configured for {self.configured()}."
         return f"{self.configured()}."
 
 
@@ -322,6 +316,12 @@ FEDERATION_NOTE = (
 
 SEEDED_REASON = "its noise came from a fixed research seed: anyone who knows the seed can remove it"
 """Why a seeded release is not DP (every guarantee text says it in these words)."""
+
+FLOAT_NOISE_REASON = (
+    "its noise was drawn in floating point (sampler='numpy'), which no DP proof covers (rounding can reveal the "
+    "data, Mironov, CCS 2012): use the exact sampler for a release"
+)
+"""Why a fit drawn by the floating-point sampler is not DP, seeded or not (every guarantee says it in these words)."""
 
 DRAFTED_REASON = "its schema was drafted from data (bounds and categories are data, not public knowledge)"
 """Why a release on a drafted schema is not DP."""

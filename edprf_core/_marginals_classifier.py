@@ -18,7 +18,7 @@ Privacy argument of ``fit`` (kept next to the code)
 - Composition.  The count and the ``d`` histograms run on the same rows: sequential composition gives
   ``epsilon_c + epsilon_h = epsilon`` per record under ``relation``, exactly what was charged.
 - Randomness.  ``random_state=None``: OpenDP's exact samplers with operating-system randomness; a seed: the
-  seeded numpy approximation, and the guarantee says NOT differentially private.
+  seeded numpy approximation (floating-point noise), and the guarantee says NOT differentially private.
 - Prediction reads the release and the rows to score only: post-processing, no cost.
 
 Not on the wire yet: a party cannot release this model (``protocol`` has no format for it) and it cannot be
@@ -44,7 +44,15 @@ from ._classifier import admit_fit, fit_size, resolved_schema, training_tags
 from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
-from ._forest import DEPTH_RULES, DRAFTED_REASON, RELATIONS, SEEDED_REASON, release_guarantee, size_source
+from ._forest import (
+    DEPTH_RULES,
+    DRAFTED_REASON,
+    FLOAT_NOISE_REASON,
+    RELATIONS,
+    SEEDED_REASON,
+    release_guarantee,
+    size_source,
+)
 from ._input_checks import check_predict_input, log_of
 from ._marginals import NoisyMarginals, marginal_proba, marginals_n_bins, release_marginals
 from ._randomness import RandomState, make_generator
@@ -77,7 +85,7 @@ class MarginalsParameters:
     seeded : bool
         True when the noise came from a fixed seed (reproducible research, not DP).
     sampler : {"numpy", "exact"}
-        The backend that drew the noise.
+        The backend that drew the noise; ``"numpy"`` (floating point) makes the fit NOT differentially private.
     """
 
     epsilon: float
@@ -112,7 +120,7 @@ class MarginalsParameters:
 
     def not_dp_reasons(self) -> list[str]:
         """Why a fit with these parameters is not differentially private (empty when it is)."""
-        return [SEEDED_REASON] if self.seeded else []
+        return ([SEEDED_REASON] if self.seeded else []) + ([FLOAT_NOISE_REASON] if self.sampler != "exact" else [])
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence without its final stop)."""
@@ -214,8 +222,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
     privacy_ : MarginalsParameters
         ε, relation, the row count's share, how the bins were chosen, the sampler and whether it was seeded.
     dp_ : bool
-        Whether the model is differentially private: False when a research seed (``random_state``) or a
-        drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
+        Whether the model is differentially private: False when a research seed (``random_state``, which also
+        means floating-point noise) or a drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
     guarantee_ : str
         The privacy statement, computed from ``privacy_`` (the ε charged) and the schema; it says NOT
         differentially private, with the reasons, whenever an input was not DP.

@@ -55,15 +55,21 @@ exponential noise, McKenna & Sheldon 2020 and Ding et al. 2021).
 ``tests/core/test_privacy.py`` checks monotonicity and the bound on random
 neighbours, and the exact output ratio of the builder's root split.
 
-Floating point (research backend)
----------------------------------
-numpy's exponential sampler draws ``-log(U)`` with ``U`` a double in (0, 1], so
-its largest value is about 44.4 (``-log(2**-64)``): the noise has bounded
-support, and eps-DP holds only up to a ``delta`` of about ``exp(-44.4) ~ 1e-19``
-per selection.  The same holds for every floating-point Laplace or Gumbel draw.
-That is fine for research runs and simulations; what a party releases is drawn
-by the exact backend (:mod:`edprf_core._exact_selection` for selections,
-:mod:`edprf_core._count_noise` for counts: OpenDP, integers, no float noise).
+Floating point (research backend): no DP claim
+----------------------------------------------
+The proofs above are about real-valued noise.  The classes here draw it from
+numpy in double precision (``Generator.standard_exponential``, ``gumbel``,
+``laplace``), and nothing here bounds how far those draws are from the real
+distributions: the exponential draws use numpy's default ziggurat algorithm,
+not an inverse transform whose tail could be bounded, and the spacing and
+rounding of doubles can make some outputs possible under one dataset and
+impossible under a neighbour (the attack of Mironov, CCS 2012, on
+floating-point Laplace).  So a fit drawn by this backend is NOT called
+differentially private, seeded or not (:data:`edprf_core._forest.FLOAT_NOISE_REASON`
+is the reason its guarantee gives).  It is for research runs, simulations and
+benchmarks; what a party releases is drawn by the exact backend
+(:mod:`edprf_core._exact_selection` for selections, :mod:`edprf_core._count_noise`
+for counts: OpenDP, integers, no float noise).
 
 The exponential mechanism is sampled with the Gumbel-max trick
 (``argmax_r eps * u_r / (2 * Delta) + G_r``, ``G_r ~ Gumbel(0, 1)``), which is
@@ -149,9 +155,12 @@ class PermuteAndFlip:
 
     Notes
     -----
-    Privacy cost: one call to :meth:`select` on a row of utilities is
-    ``epsilon``-DP for that row's data.  Rows computed on disjoint data compose
-    in parallel; rows on the same data compose sequentially.
+    Privacy cost: in exact real arithmetic, one call to :meth:`select` on a row
+    of utilities is ``epsilon``-DP for that row's data (``epsilon`` in (0, inf)).
+    Rows computed on disjoint data compose in parallel; rows on the same data
+    compose sequentially.  Sampled in floating point, as here, no DP claim is
+    made (module docstring); the exact backend is
+    :class:`edprf_core._exact_selection.ExactPermuteAndFlip`.
     """
 
     sensitivity: float
@@ -181,7 +190,7 @@ class PermuteAndFlip:
         epsilon : float or array broadcastable to ``utilities.shape[:-1]``
             Budget of each selection, each in (0, inf).
         rng : numpy.random.Generator
-            Source of randomness (cryptographically seeded in production).
+            Source of randomness (research runs; releases use the exact backend).
         valid : bool array broadcastable to ``utilities.shape``, optional
             Candidates that may be chosen.  The mask must not depend on the
             private data.  Rows with no valid candidate return -1.
@@ -203,8 +212,10 @@ class ExponentialMechanism:
     """The exponential mechanism (McSherry & Talwar, 2007), Gumbel-max sampled.
 
     Selects ``r`` with probability proportional to ``exp(eps * u_r / (2 Delta))``
-    (``exp(eps * u_r / Delta)`` when ``monotone``).  Privacy cost: ``epsilon``
-    per selection.  Used by the "tradition" baseline.
+    (``exp(eps * u_r / Delta)`` when ``monotone``).  Privacy cost: in exact
+    real arithmetic ``epsilon`` in (0, inf) per selection; sampled in floating
+    point, as here, no DP claim (module docstring).  Used by the "tradition"
+    baseline.
     """
 
     sensitivity: float

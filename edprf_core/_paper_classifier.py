@@ -63,8 +63,10 @@ split_mode, n_bins, relation, random_state, accountant
     sampler : {"auto", "exact", "numpy"}, default "auto"
         Backend of the mechanisms.  ``"exact"``: OpenDP's exact noisy max with
         exponential noise on integer utilities, randomness from the operating
-        system.  ``"numpy"``: the vectorized floating-point backend (ε-DP up
-        to a δ of about 1e-19 per noisy draw; fast, seedable).  ``"auto"``:
+        system.  ``"numpy"``: the vectorized floating-point backend (fast,
+        seedable; NOT differentially private, seeded or not: no DP proof covers
+        floating-point noise, so ``dp_`` is False and the guarantee says why;
+        use it for research, never for a release).  ``"auto"``:
         exact when ``random_state`` is None and ``variant="pf"``, numpy
         otherwise.  ``"exact"`` cannot be seeded and supports the ``"pf"``
         variant only.

@@ -60,6 +60,34 @@ def test_a_seeded_fit_warns_that_the_model_is_not_dp(wall):
         assert EDPRFClassifier(schema, max_depth=2, n_trees=1).fit(X, y).dp_  # no seed: no warning, DP
 
 
+def test_an_unseeded_fit_by_the_floating_point_sampler_is_not_dp(wall):
+    """sampler="numpy" without a seed gave dp_ True and "epsilon = 1 differential privacy per record", with a
+    delta of about 1e-19 per draw that no argument supports (numpy's exponential draws are ziggurat, not -log U;
+    and float rounding is not a tail effect)."""
+    from edprf_core import DPMarginalsClassifier
+    from edprf_core._forest import FLOAT_NOISE_REASON
+
+    X, y, schema = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no seed: nothing warns, the guarantee text is what says it
+        clf = PaperEDPRFClassifier(schema, epsilon=1, max_depth=3, n_trees=1, sampler="numpy").fit(X, y)
+    assert clf.privacy_.sampler == "numpy" and not clf.privacy_.seeded and clf.privacy_.dp
+    assert clf.dp_ is False and clf.forest_.dp is False
+    text = clf.guarantee_
+    assert text.startswith(f"NOT differentially private: {FLOAT_NOISE_REASON}.")
+    assert "floating point (sampler='numpy')" in text and "use the exact sampler for a release" in text
+    assert "delta" not in text and "1e-19" not in text
+    assert clf.forest_.parts[0][1].statement().startswith("NOT differentially private as released: its noise was")
+    # the research path still fits and predicts
+    assert clf.predict(X[:5]).shape == (5,)
+    # the same reason on the marginals model's seeded (numpy) fits, beside the seed's
+    marginals = DPMarginalsClassifier(schema, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        marginals.fit(X, y)
+    assert FLOAT_NOISE_REASON in marginals.guarantee_ and not marginals.dp_
+
+
 def test_stop_when_pure_is_not_dp(wall):
     X, y, schema = wall
     with pytest.warns(PrivacyLeakWarning):
@@ -99,9 +127,11 @@ def test_a_merge_states_each_reason_once_with_the_parts_it_applies_to(wall):
     ]
     forest = merge_forests([seeded[0], good, *seeded[1:]], labels=["a", "ok", "b", "c", "d", "e"])
     reasons = forest.not_dp_reasons()
-    assert len(reasons) == 1
+    assert len(reasons) == 2  # the seed, and the floating-point noise a seed implies
     assert reasons[0].startswith("5 of 6 parts ('a', 'b', 'c' and 2 more): its noise came from a fixed research seed")
+    assert reasons[1].startswith("5 of 6 parts ('a', 'b', 'c' and 2 more): its noise was drawn in floating point")
     assert forest.guarantee().count("fixed research seed") == 1 + 1  # the headline, and the seeded parts' line
+    assert forest.guarantee().count("sampler='numpy'") == 1 + 1
 
 
 def test_a_merge_on_a_drafted_schema_states_no_guarantee_on_any_line(wall):
