@@ -32,7 +32,7 @@ Models (``--models``)
   read from the data; DP-EBM still spends 10 % of ε on its private binning).
   Binary tasks only (the library refuses multiclass).
 - ``diffprivlib-rf``: ``diffprivlib.models.RandomForestClassifier`` with 35
-  trees and ``max_depth`` 6 (the reference configuration of PRIVACY_NOTES and
+  trees and ``max_depth`` 6 (the ``refcheck`` configuration of
   ``bench_accuracy.py``), ``bounds`` from the schema, ``classes=arange(K)``,
   data clipped to the bounds.
 - ``sklearn-rf`` / ``sklearn-hgb``: non-private ceilings (scikit-learn
@@ -844,8 +844,8 @@ def write_report(df: pd.DataFrame, out: Path, tag: str, meta: dict) -> None:
         ),
         (
             f"- **diffprivlib RF**: `RandomForestClassifier(n_estimators={DPL_TREES}, max_depth={DPL_DEPTH}, epsilon=ε, "
-            "bounds=<schema>, classes=arange(K))`, data clipped to the bounds (the reference configuration of "
-            "PRIVACY_NOTES and `bench_accuracy.py`), ε-DP."
+            "bounds=<schema>, classes=arange(K))`, data clipped to the bounds (the `refcheck` configuration "
+            "of `bench_accuracy.py`), ε-DP."
         ),
         (
             "- **sklearn RF / HistGB**: non-private ceilings, scikit-learn defaults (categoricals as declared codes; "

@@ -1,7 +1,9 @@
 """The rules that read one text cell, and their vectorized (Arrow) form.
 
 A text cell is read by itself: its result depends on its own characters and
-the public schema only (``PRIVACY_NOTES.md``, note 11).  Each rule is stated
+the public schema only, so adding or removing a record cannot change how any
+other record is read (``docs/privacy.md``, "Threat model"; ``docs/your-own-data.md``,
+"How each row is read").  Each rule is stated
 here once as a plain Python function on one ``str`` (the specification, also
 used for the rare cells Arrow cannot hold, such as lone surrogates), and once
 as a column of Arrow kernels that apply the same rule to every cell

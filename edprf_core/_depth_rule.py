@@ -28,8 +28,10 @@ split, so one constant covers splits and leaves.
   of codes (bins or categories) of the features on the public grid.
 - Inputs are public: ``n`` must be declared (e.g. the benchmark's fixed
   training size, or a party's declared size).  Using a party's true row count
-  when it is not public would leak it (PRIVACY_NOTES, item 9); a DP count,
-  charged to the budget, is the alternative.
+  when it is not public would leak it: the count is data (a neighbouring
+  dataset has one row more or less), and a depth chosen from it can show it.
+  A DP count, charged to the budget, is the alternative (``docs/privacy.md``,
+  "The guarantee", Shape).
 - ``c`` is not derived from test data.  ``benchmarks/bench_accuracy.py`` tunes it on a
   validation split carved from the training rows of seed 0 only (inner 75/25
   split) and reports, as a check, the accuracy with the constant tuned on the

@@ -2,7 +2,9 @@
 
 Why not :func:`pandas.read_csv`
 -------------------------------
-Parsing is part of the mechanism (``PRIVACY_NOTES.md``, note 11).  pandas
+Parsing is part of the mechanism: the guarantee compares datasets that differ
+in one record, so reading a record must not depend on the other records
+(``docs/privacy.md``, "Threat model").  pandas
 guesses each column's type from all of its cells, parses NA tokens by default
 and fails the whole file on one malformed line: one added record can change
 how every other record is read (an empty label cell turns a column of ``"0"``

@@ -5,8 +5,12 @@ hostile line.  ``tests/privacy/test_neighbouring_party.py`` serves a train and a
 request on each through the party's real Flower handlers on the production path (no
 seed, automatic depth, one shared held-out salt) and compares everything that would go to
 the coordinator: it must be identical except through the DP outputs.  This is the
-permanent gate for every change to the data path (see ``PRIVACY_NOTES.md``, notes 11 and
-12); ``tests/federation/test_party_outputs.py`` reuses the same lines.
+permanent gate for every change to the data path, which must keep two rules: how one row
+is read may not depend on any other row (adding a record must not change how the others
+are parsed), and everything a party sends, refusals, error texts, reason codes and sizes
+included, is an output that may depend on the data only through DP outputs
+(``docs/privacy.md``, "Threat model").  ``tests/federation/test_party_outputs.py`` reuses
+the same lines.
 """
 
 from __future__ import annotations
