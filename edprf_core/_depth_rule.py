@@ -5,11 +5,13 @@ The rule
 A tree of depth ``d`` (split levels, scikit-learn convention) with branching
 factor ``b`` has ``b**d`` leaves.  With ``n`` training rows (a *public* or
 declared number) shared by ``T`` trees, the expected number of rows reaching
-a leaf is ``n / (T * b**d)``.  The leaf's class is chosen by permute-and-flip
-on its class counts with the leaf budget ``eps_leaf(d)`` (the part of the
-tree's budget the layer schedule leaves to layer ``d + 1``; harmonic:
-``eps / H_{d+1}``).  Counts of that size are readable through noise of scale
-``~1 / eps_leaf`` only when::
+a leaf is ``n / (T * b**d)``.  A leaf spends the leaf budget ``eps_leaf(d)``
+(the part of the tree's budget the layer schedule leaves to layer ``d + 1``;
+harmonic: ``eps / H_{d+1}``) on its class counts: by default it releases them
+with discrete Laplace noise of scale ``1 / eps_leaf`` (``leaf="counts"``); the
+paper's option (``leaf="label"``) chooses its class by permute-and-flip on
+them, whose noise has the same scale.  Either way counts of that size are
+readable through noise of scale ``~1 / eps_leaf`` only when::
 
     score(d) = n * eps_leaf(d) / (T * b**d)   >=   c
 
