@@ -415,6 +415,14 @@ class DPForest:
         class histograms released on the rows the trees did not see, on the
         grid of ``marginals_bins`` bins of the parts that have one.  Present
         exactly when a part has ``marginals_share > 0``.
+    notes : tuple of str, default ()
+        Conditions of the guarantee that the parts' parameters cannot show,
+        each a sentence: a global model read back from a simulation says that
+        its run treated the parties' exact row counts as public
+        (:func:`protocol.load_global_model` adds it from the model's manifest).
+        :meth:`guarantee` ends its first line with them.  A note only narrows
+        a guarantee; it never makes a forest DP (:attr:`dp` ignores notes).
+        :func:`merge_forests` keeps every input forest's notes.
     """
 
     schema: Schema
@@ -423,9 +431,14 @@ class DPForest:
     trees: ForestArrays
     parts: tuple[tuple[str, TrainingParameters, int], ...]
     marginals: NoisyMarginals | None = None
+    notes: tuple[str, ...] = ()
     _routing: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.notes, tuple):
+            raise TypeError(f"notes: expected a tuple of sentences, got {type(self.notes).__name__}")
+        if not all(isinstance(n, str) and n.strip() for n in self.notes):
+            raise ValueError("notes: expected non-empty strings, got an empty one or another type")
         if sum(n for _, _, n in self.parts) != self.trees.n_trees:
             raise ValueError(
                 f"parts account for {sum(n for _, _, n in self.parts)} trees, expected {self.trees.n_trees}"
@@ -562,8 +575,10 @@ class DPForest:
         if len(self.parts) == 1:
             extra = None if self.marginals is None else self.marginals.residual_pass
             residual_epsilon = 0.0 if extra is None else extra.epsilon
-            return release_guarantee(
-                reasons, self.parts[0][1].configured(residual_epsilon), reasons_above=reasons_above, epsilon=epsilon
+            return self._with_notes(
+                release_guarantee(
+                    reasons, self.parts[0][1].configured(residual_epsilon), reasons_above=reasons_above, epsilon=epsilon
+                )
             )
         prefix = _not_dp(reasons, reasons_above)
         header = (
@@ -581,7 +596,14 @@ class DPForest:
             lines.append(f"  - {_some(members, 3, 4)}: {statement}")
         if not reasons:
             lines[0] = _with_large_epsilon_note(header, epsilon)
-        return "\n".join(lines)
+        return self._with_notes("\n".join(lines))
+
+    def _with_notes(self, statement: str) -> str:
+        """``statement`` with :attr:`notes` at the end of its first line (the headline)."""
+        if not self.notes:
+            return statement
+        first, newline, rest = statement.partition("\n")
+        return f"{first} {' '.join(self.notes)}{newline}{rest}"
 
     def spent_epsilons(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """ε spent at every node, and ε spent along the path ending at every node.
@@ -989,6 +1011,7 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         trees=ForestArrays.concatenate([f.trees for f in forests]),
         parts=parts,
         marginals=_merged_marginals(forests),
+        notes=tuple(dict.fromkeys(note for f in forests for note in f.notes)),  # each once, in order
         _routing={},
     )
 

@@ -27,7 +27,14 @@ from ._decode import SignedCharge, VerifiedRelease, decode_release, signed_charg
 from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
 from ._errors import InvalidRelease, Reason
-from ._global_model import GlobalModelView, build_global_model, load_global_model
+from ._global_model import (
+    ROW_COUNT_SOURCES,
+    ROW_COUNTS_KEY,
+    SIMULATION_ROW_COUNTS_NOTE,
+    GlobalModelView,
+    build_global_model,
+    load_global_model,
+)
 from ._ids import check_request_id
 from ._keys import (
     KEY_KINDS,
@@ -52,6 +59,9 @@ __all__ = [
     "INSPECTION_POLICY",
     "KEY_KINDS",
     "REFUSAL_REASONS",
+    "ROW_COUNTS_KEY",
+    "ROW_COUNT_SOURCES",
+    "SIMULATION_ROW_COUNTS_NOTE",
     "GlobalModelView",
     "InvalidRelease",
     "ModelHeader",

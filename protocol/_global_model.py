@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,33 @@ from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
 
-__all__ = ["GlobalModelView", "build_global_model", "load_global_model"]
+__all__ = [
+    "ROW_COUNTS_KEY",
+    "ROW_COUNT_SOURCES",
+    "SIMULATION_ROW_COUNTS_NOTE",
+    "GlobalModelView",
+    "build_global_model",
+    "load_global_model",
+]
 
 MODEL_FORMAT_VERSION = 1
 """Version of the GlobalModel message (its releases carry their own versions)."""
+
+ROW_COUNTS_KEY = "row_counts"
+"""The manifest key saying where the run's row-count figures (``consortium_rows``, ``max_party_rows``) came from."""
+
+ROW_COUNT_SOURCES = ("declared", "simulation")
+"""Its values: ``"declared"``, figures the consortium declared public (or 0: none); ``"simulation"``, the exact
+sizes of the parties a simulation laid out.  A manifest without the key (models written before it) reads as
+``"declared"``."""
+
+SIMULATION_ROW_COUNTS_NOTE = (
+    "Simulation: this run read the exact row counts of the parties it simulated as public figures "
+    "(consortium_rows and max_party_rows in the manifest's parameters, which size the marginals part's share and "
+    "bins and bound the evaluation round), so this guarantee assumes those counts are public, which only a "
+    "simulation may assume; in a deployment they are figures the consortium declares, or 0."
+)
+"""What every guarantee of a model whose manifest says ``row_counts = "simulation"`` ends its headline with."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,12 +64,13 @@ class GlobalModelView:
     format_version : int
     schema : Schema
     forest : DPForest
-        The merged forest; one part per release, labelled by party id.
+        The merged forest; one part per release, labelled by party id, with the conditions the
+        manifest records as its ``notes`` (see :data:`ROW_COUNTS_KEY`).
     releases : tuple of VerifiedRelease
         In the stored order, each with its party, parameters (ε), trees and
         signature status.
     manifest : dict
-        The coordinator's free-form manifest.
+        The coordinator's manifest (free-form, except :data:`ROW_COUNTS_KEY`, checked on load).
     """
 
     format_version: int
@@ -82,7 +106,9 @@ def build_global_model(
     verified_releases : sequence of VerifiedRelease
         Outputs of :func:`protocol.decode_release`, at most one per party.
     manifest : mapping
-        JSON-serializable (finite numbers only): run id, metrics, rejections.
+        JSON-serializable (finite numbers only): run id, metrics, rejections, and
+        :data:`ROW_COUNTS_KEY` (one of :data:`ROW_COUNT_SOURCES`) when the run's row-count
+        figures were a simulation's exact sizes.
 
     Returns
     -------
@@ -92,8 +118,9 @@ def build_global_model(
     ------
     ValueError
         No releases, a party twice, another schema, forests on different
-        grids, a manifest with non-finite numbers, or a schema whose TOML
-        form does not reproduce its fingerprint.
+        grids, a manifest with non-finite numbers or an unknown
+        :data:`ROW_COUNTS_KEY` value, or a schema whose TOML form does not
+        reproduce its fingerprint.
     TypeError
         A manifest that is not a mapping, or holds values JSON cannot represent.
     """
@@ -116,6 +143,8 @@ def build_global_model(
         raise ValueError("schema: its TOML form does not reproduce its fingerprint; the model could not be reloaded")
     if not isinstance(manifest, Mapping):
         raise TypeError(f"manifest: expected a mapping (a JSON object), got {type(manifest).__name__}")
+    if (problem := _row_counts_problem(manifest)) is not None:
+        raise ValueError(f"manifest: {problem}")
     manifest_json = json.dumps(dict(manifest), sort_keys=True, allow_nan=False, ensure_ascii=False)
     model = pb.GlobalModel(
         format_version=MODEL_FORMAT_VERSION,
@@ -166,6 +195,21 @@ def _manifest_from_json(text: str) -> dict[str, Any]:
     return manifest
 
 
+def _row_counts_problem(manifest: Mapping[str, Any]) -> str | None:
+    """What is wrong with the manifest's :data:`ROW_COUNTS_KEY` entry (None: absent, or one of the sources)."""
+    if ROW_COUNTS_KEY not in manifest or manifest[ROW_COUNTS_KEY] in ROW_COUNT_SOURCES:
+        return None
+    value = manifest[ROW_COUNTS_KEY]
+    shown = repr(value[:40]) + ("..." if len(value) > 40 else "") if isinstance(value, str) else type(value).__name__
+    expected = " or ".join(repr(s) for s in ROW_COUNT_SOURCES)
+    return f"{ROW_COUNTS_KEY} expected {expected}, got {shown}"
+
+
+def _notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The conditions the manifest adds to the model's guarantee (:attr:`edprf_core.DPForest.notes`)."""
+    return (SIMULATION_ROW_COUNTS_NOTE,) if manifest.get(ROW_COUNTS_KEY) == "simulation" else ()
+
+
 def _refuse_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} (expected finite numbers only)")
 
@@ -195,9 +239,11 @@ def load_global_model(
     max_bytes : int
         Size cap of the whole model, checked before reading it all.
     manifest : bool, default True
-        Parse the manifest JSON.  ``False`` (a party evaluating the model: it needs only
-        the trees) leaves it unread and the view's manifest empty, so a large manifest
-        costs no more than its bytes.
+        Parse the manifest JSON, and give the forest the conditions it records
+        (:data:`SIMULATION_ROW_COUNTS_NOTE` when :data:`ROW_COUNTS_KEY` is ``"simulation"``),
+        which its guarantee then states.  ``False`` (a party evaluating the model: it needs only
+        the trees) leaves it unread, the view's manifest empty and the forest without notes, so
+        a large manifest costs no more than its bytes.
 
     Raises
     ------
@@ -216,6 +262,8 @@ def load_global_model(
         )
     schema = _schema_from_toml(model.schema_toml)
     manifest_record = _manifest_from_json(model.manifest_json) if manifest else {}
+    if (problem := _row_counts_problem(manifest_record)) is not None:
+        raise InvalidRelease(Reason.MALFORMED, f"global model: manifest {problem}")
     if not model.releases:
         raise InvalidRelease(Reason.MALFORMED, "global model: expected at least one release, got none")
     releases = []
@@ -236,6 +284,8 @@ def load_global_model(
         forest = merge_forests([r.forest for r in releases], labels=parties)
     except SchemaError as exc:
         raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"global model: releases cannot be merged ({exc})") from None
+    if notes := _notes(manifest_record):
+        forest = replace(forest, notes=notes, _routing={})
     return GlobalModelView(
         format_version=model.format_version,
         schema=schema,

@@ -26,6 +26,7 @@ from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
 from edprf_core.forest import influence_cuts
 from protocol import (
+    ROW_COUNTS_KEY,
     InvalidRelease,
     PartyKeyRegistry,
     RefusalReason,
@@ -338,6 +339,8 @@ def _model_and_evaluation(
         "rejections": report.rejections(),
         "contributions": report.contributions,
         "selection": report.selection,
+        # a simulation's figures are the exact sizes of the parties it laid out: the model's guarantee says so
+        ROW_COUNTS_KEY: "simulation" if cfg.sim_dir and (cfg.consortium_rows or cfg.max_party_rows) else "declared",
     }
     model = build_global_model(schema, accepted, manifest)
     view = load_global_model(model)
