@@ -65,7 +65,9 @@ def test_export_writes_both_inputs(mixed, tmp_path, monkeypatch, capsys):
     forest, rows = mixed
     monkeypatch.setattr(_explain, "load_forest", lambda path, keys: forest)
     out = tmp_path / "model.onnx"
-    args = argparse.Namespace(model=tmp_path / "m.edprf", output=out, format="onnx", pooling="log-linear", keys=None)
+    args = argparse.Namespace(
+        model=tmp_path / "m.edprf", output=out, format="onnx", pooling="log-linear", keys=None, force=False
+    )
     assert _export.run_export(args) == 0
     printed = capsys.readouterr().out
     assert "inputs 'codes' and 'marginals_codes' float64 (n_rows, 15)" in printed
