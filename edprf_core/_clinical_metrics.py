@@ -49,6 +49,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "MAX_CALIBRATION_BINS",
     "NOT_DP_NOTE",
     "ONE_CLASS_SHARE",
     "CalibrationBin",
@@ -74,6 +75,10 @@ ONE_CLASS_SHARE = 0.99
 
 DEFAULT_THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 """Thresholds of the threshold table (probability of the positive class)."""
+
+MAX_CALIBRATION_BINS = 1000
+"""Most calibration bins: finer bins hold too few rows for their observed share to mean anything (a 95 %
+interval on fewer than ~10 rows spans most of [0, 1]), and each bin costs memory whatever the rows."""
 
 NOT_DP_NOTE = (
     "These figures are exact statistics of the labelled rows, NOT differentially private; computing "
@@ -488,7 +493,7 @@ def clinical_report(
     threshold : float in [0, 1], default 0.5
     thresholds : sequence of float in [0, 1]
         Rows of the threshold table (positive class only).
-    n_calibration_bins : int >= 1, default 10
+    n_calibration_bins : int in [1, MAX_CALIBRATION_BINS], default 10
         Equal-width bins of predicted probability in the calibration tables.
     indices : bool or None, default None
         How ``y`` and ``positive`` are read.  ``None``: as labels when every
@@ -512,7 +517,8 @@ def clinical_report(
     ValueError
         A value of ``y`` or ``positive`` that is neither among ``classes`` nor
         a class index (the error names it and the classes), or inconsistent
-        shapes or a threshold outside [0, 1].
+        shapes, a threshold outside [0, 1] or ``n_calibration_bins`` outside
+        [1, :data:`MAX_CALIBRATION_BINS`] (refused before anything is allocated).
 
     Notes
     -----
@@ -520,6 +526,7 @@ def clinical_report(
     exact statistics of ``(y, proba)`` (see :data:`NOT_DP_NOTE`).  The
     intervals are described in the module docstring.
     """
+    _check_bins(n_calibration_bins)
     values = np.asarray(y)
     values = values.ravel() if values.ndim else values.reshape(1)
     p = np.asarray(proba, dtype=np.float64)
@@ -576,6 +583,12 @@ def clinical_report(
         warning=(constant := one_class_warning(predicted, classes)),
         unpredicted="" if constant else unpredicted_class_warning(y, predicted, classes),
     )
+
+
+def _check_bins(n_bins: object) -> None:
+    """Refuse a bin count that is not an integer in [1, MAX_CALIBRATION_BINS] (a bool is not a count)."""
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or not 1 <= n_bins <= MAX_CALIBRATION_BINS:
+        raise ValueError(f"n_calibration_bins: expected an integer in [1, {MAX_CALIBRATION_BINS}], got {n_bins!r}")
 
 
 def _class_indices(

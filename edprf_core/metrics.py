@@ -2,6 +2,22 @@
 data: not differentially private unless the data are public).
 """
 
-from ._clinical_metrics import NOT_DP_NOTE, ClinicalReport, Estimate, clinical_report, interval_text, macro_f1_estimate
+from ._clinical_metrics import (
+    MAX_CALIBRATION_BINS,
+    NOT_DP_NOTE,
+    ClinicalReport,
+    Estimate,
+    clinical_report,
+    interval_text,
+    macro_f1_estimate,
+)
 
-__all__ = ["NOT_DP_NOTE", "ClinicalReport", "Estimate", "clinical_report", "interval_text", "macro_f1_estimate"]
+__all__ = [
+    "MAX_CALIBRATION_BINS",
+    "NOT_DP_NOTE",
+    "ClinicalReport",
+    "Estimate",
+    "clinical_report",
+    "interval_text",
+    "macro_f1_estimate",
+]

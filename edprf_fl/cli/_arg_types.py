@@ -15,6 +15,7 @@ from pathlib import Path
 
 __all__ = [
     "CLI_DEPTH_LIMIT",
+    "CLI_MAX_CALIBRATION_BINS",
     "MAX_SKLEARN_SEED",
     "depth_or_auto",
     "embedded_datasets",
@@ -25,6 +26,9 @@ __all__ = [
 
 CLI_DEPTH_LIMIT = 30
 """Largest split depth of a tree: ``edprf_core.forest.MAX_DEPTH_LIMIT`` (importing the core is slow)."""
+
+CLI_MAX_CALIBRATION_BINS = 1000
+"""Most calibration bins of ``edprf evaluate``: ``edprf_core.metrics.MAX_CALIBRATION_BINS``."""
 
 MAX_SKLEARN_SEED = 2**32 - 1
 """Largest ``random_state`` scikit-learn's splits and forests take."""

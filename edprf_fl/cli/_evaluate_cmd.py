@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._arg_types import integer
+from ._arg_types import CLI_MAX_CALIBRATION_BINS, integer
 from ._model_args import (
     add_force_argument,
     add_model_arguments,
@@ -61,10 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_force_argument(p, "overwrite the --json file if it exists")
     p.add_argument(
         "--calibration-bins",
-        type=integer(1),
+        type=integer(1, CLI_MAX_CALIBRATION_BINS),
         default=10,
         metavar="N",
-        help="equal-width probability bins of the calibration table (default: %(default)s)",
+        help=(
+            f"equal-width probability bins of the calibration table, at most {CLI_MAX_CALIBRATION_BINS}: a finer "
+            "bin holds too few rows for its observed share to mean anything (default: %(default)s)"
+        ),
     )
     p.set_defaults(handler=run_evaluate)
 

@@ -159,6 +159,14 @@ def test_report_refuses_inconsistent_inputs():
         clinical_report([0, 1], np.ones((2, 2)) / 2, (0, 1), positive=1, threshold=1.5)
 
 
+@pytest.mark.parametrize("bins", [0, -1, 10**8, True, 2.5])
+def test_an_absurd_number_of_calibration_bins_is_refused_before_anything_is_allocated(bins):
+    """10**8 bins allocated three 800 MB arrays per class (numpy's _ArrayMemoryError, or the OOM killer)."""
+    with pytest.raises(ValueError, match=r"n_calibration_bins: expected an integer in \[1, 1000\], got "):
+        clinical_report([0, 1], np.ones((2, 2)) / 2, (0, 1), n_calibration_bins=bins)
+    assert len(clinical_report([0, 1], np.ones((2, 2)) / 2, (0, 1), n_calibration_bins=1000).per_class[0].calibration)
+
+
 def test_a_class_the_model_never_predicts_is_named():
     """Four classes, a model that predicts only two of them (no single class above 99 %): the one-class warning is
     silent, and the report names the two classes whose sensitivity is 0 (the walkthrough's evaluate on wall robot

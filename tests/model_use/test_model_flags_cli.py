@@ -85,7 +85,20 @@ def test_counts_below_one_are_refused_by_argparse(tmp_path, bank_model, capsys, 
     assert stop.value.code == 2
     err = capsys.readouterr().err
     _no_banner(err)
-    assert f"argument {flag}: expected an integer >= 1, got '0'" in err
+    assert f"argument {flag}: expected an integer " in err and ", got '0'" in err
+
+
+def test_calibration_bins_above_the_cap_are_refused_by_argparse(tmp_path, bank_model, capsys):
+    from edprf_core.metrics import MAX_CALIBRATION_BINS
+    from edprf_fl.cli._arg_types import CLI_MAX_CALIBRATION_BINS
+
+    assert CLI_MAX_CALIBRATION_BINS == MAX_CALIBRATION_BINS == 1000
+    with pytest.raises(SystemExit) as stop:
+        main(_argv("evaluate", bank_model, tmp_path, "--calibration-bins", "100000000"))
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    _no_banner(err)
+    assert "argument --calibration-bins: expected an integer in [1, 1000], got '100000000'" in err
 
 
 def test_good_flags_still_print_the_banner_once(tmp_path, bank_model, capsys):
