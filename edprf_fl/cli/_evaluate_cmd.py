@@ -197,10 +197,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from edprf_core.prediction import read_labels, score_rows
     from edprf_core.tables import stream_rows
 
+    from ._row_diagnostics import RowDiagnostics
+
+    diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     labels, probabilities = [], []
     counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}
     for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True):
         scores = score_rows(forest, chunk.frame, chunk.malformed)
+        diagnostics.add(chunk, scores)
         y, _ = read_labels(chunk.frame[forest.schema.label.column], forest.schema)
         for status in ("ok", "clipped", "refused", "malformed"):
             counts[status] += int((scores.status == status).sum())
@@ -226,8 +230,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         f"({counts['refused']} refused by the schema's rules, {counts['malformed']} malformed lines, "
         f"{counts['label']} with a missing or undeclared label)"
     )
+    for hint in diagnostics.hints():
+        print(f"  {hint}")
     if report.n == 0:
-        say(f"edprf evaluate: {args.data}: no row could be scored (check --sep, --no-header and the label column)")
+        reason = diagnostics.most_common_reason()
+        say(
+            f"edprf evaluate: {args.data}: no row could be scored "
+            + (f"(most common reason: {reason})" if reason else "(check --sep, --no-header and the label column)")
+        )
         return 1
     for line in format_report(report):
         print(line)

@@ -10,6 +10,10 @@ chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
 (probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.  An existing OUT is
 refused (yesterday's predictions are not replaced silently) unless ``--force`` is given.
 
+Exit status 0 when at least one row was scored (or DATA has no data line), even when other rows were
+refused; 1 when not one row could be scored (OUT is still written, each row with its reason), with the most
+common reason and hints for the usual causes (decimal commas, a header read with ``--no-header``).
+
 Privacy: post-processing of the parties' releases on your own rows; no ε
 is spent and nothing leaves this machine.
 """
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from edprf_core import DPForest
+
+    from ._row_diagnostics import RowDiagnostics
 
 __all__ = ["PROBABILITY_DECIMALS", "register", "run_predict"]
 
@@ -111,13 +117,17 @@ class _Writer:
         self.first = False
 
 
-def _result_frame(forest: DPForest, chunk, positive: int | None, threshold: float | None) -> pd.DataFrame:
+def _result_frame(
+    forest: DPForest, chunk, positive: int | None, threshold: float | None, diagnostics: RowDiagnostics | None = None
+) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
     from edprf_core.prediction import score_rows
 
     scores = score_rows(forest, chunk.frame, chunk.malformed)
+    if diagnostics is not None:
+        diagnostics.add(chunk, scores)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)
     out = {"line": chunk.line_numbers, "status": scores.status, "detail": scores.detail}
     for k, c in enumerate(classes):
@@ -136,7 +146,8 @@ def _result_frame(forest: DPForest, chunk, positive: int | None, threshold: floa
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    """Handler of ``edprf predict``; returns the exit status (0 even when some rows were refused)."""
+    """Handler of ``edprf predict``; returns the exit status: 0 even when some rows were refused, 1 when every
+    row was (or any error before the first row)."""
     target = str(args.output)
     if target != "-":  # checked before the model is loaded: a wrong option is one line, never after its banner
         if Path(target).resolve() == args.data.resolve():
@@ -149,13 +160,16 @@ def run_predict(args: argparse.Namespace) -> int:
     forest, _, positive = prepared
     from edprf_core.tables import stream_rows
 
+    from ._row_diagnostics import RowDiagnostics
+
+    diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     counts: dict[str, int] = {}
     with ExitStack() as stack:
         writer = _Writer(target, stack)
         for chunk in stream_rows(
             args.data, forest.schema, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
         ):
-            frame = _result_frame(forest, chunk, positive, args.threshold)
+            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
             writer.write(frame)
@@ -180,6 +194,14 @@ def run_predict(args: argparse.Namespace) -> int:
         else ""
     )
     say(f"predicted {total} rows ({shown}){decision}; written to {target}")
+    for hint in diagnostics.hints():
+        say(f"  {hint}")
+    if total and diagnostics.not_scored == total:
+        say(
+            f"edprf predict: {args.data}: no row could be scored; most common reason: "
+            f"{diagnostics.most_common_reason()}; each row's reason is in the detail column of {target}"
+        )
+        return 1
     dp = "" if forest.dp else " (the model itself is NOT differentially private: see its guarantee, `edprf inspect`)"
     say(f"privacy: predicting is post-processing of the parties' releases; it spends no epsilon{dp}")
     return 0

@@ -1,0 +1,78 @@
+"""edprf predict / evaluate when rows are refused: a file none of whose rows can be scored is a failure, and the
+usual causes (decimal commas, a header read as data, labels in another case) are named with what to do
+(hospital-analyst walkthrough: 20 of 20 rows refused said nothing more and exited 0)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from edprf_fl.cli import main
+
+DECIMAL_HINT = "decimal comma? "
+POINT = "the schema reads '.' as the decimal point"
+
+
+def _rows(bank_model, n: int = 20) -> pd.DataFrame:
+    return pd.read_csv(bank_model["data"]).head(n)
+
+
+def _decimal_commas(bank_model, tmp_path, n: int = 20, refused: int | None = None):
+    """DATA with ';' between fields and a decimal comma in 'age' and 'balance' of the first ``refused`` rows."""
+    frame = _rows(bank_model, n).astype({"age": str, "balance": str})
+    rows = frame.index[: n if refused is None else refused]
+    frame.loc[rows, "age"] += ",414"
+    frame.loc[rows, "balance"] += ",5"
+    path = tmp_path / "commadec.csv"
+    frame.to_csv(path, sep=";", index=False)
+    return path
+
+
+def test_predict_fails_when_no_row_can_be_scored_and_names_the_decimal_comma(tmp_path, bank_model, capsys):
+    data = _decimal_commas(bank_model, tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["predict", str(bank_model["model"]), str(data), "--sep", ";", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "predicted 20 rows (0 ok, 0 clipped, 20 refused, 0 malformed)" in err
+    assert (
+        f"edprf predict: {data}: no row could be scored; most common reason: column 'age': not a number "
+        "(20 of 20 rows); each row's reason is in the detail column of " in err
+    )
+    assert f"{DECIMAL_HINT}40 refused numbers such as '51,414' (column 'age'): {POINT}" in err
+    assert list(pd.read_csv(out)["status"]) == ["refused"] * 20  # OUT is still written, with every reason
+
+
+def test_predict_still_exits_0_when_some_rows_are_scored_and_still_hints(tmp_path, bank_model, capsys):
+    data = _decimal_commas(bank_model, tmp_path, refused=1)
+    assert main(["predict", str(bank_model["model"]), str(data), "--sep", ";", "-o", str(tmp_path / "o.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "19 ok, 0 clipped, 1 refused" in err and "no row could be scored" not in err
+    assert f"{DECIMAL_HINT}2 refused numbers such as '51,414' (column 'age'): {POINT}" in err
+
+
+def test_a_comma_that_is_no_decimal_comma_gets_no_hint(tmp_path, bank_model, capsys):
+    frame = _rows(bank_model).astype({"age": str})
+    frame.loc[0, "age"] = "1,2,3"
+    frame.loc[1, "age"] = "old"
+    frame.to_csv(tmp_path / "odd.csv", sep=";", index=False)
+    argv = ["predict", str(bank_model["model"]), str(tmp_path / "odd.csv"), "--sep", ";", "-o", str(tmp_path / "o.csv")]
+    assert main(argv) == 0
+    assert DECIMAL_HINT not in capsys.readouterr().err
+
+
+def test_evaluate_names_the_decimal_comma_and_the_most_common_reason(tmp_path, bank_model, capsys):
+    data = _decimal_commas(bank_model, tmp_path)
+    assert main(["evaluate", str(bank_model["model"]), str(data), "--sep", ";"]) == 1
+    captured = capsys.readouterr()
+    assert f"{DECIMAL_HINT}40 refused numbers such as '51,414' (column 'age'): {POINT}" in captured.out
+    assert "no row could be scored (most common reason: column 'age': not a number (20 of 20 rows))" in captured.err
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_malformed_lines_are_a_reason_too(tmp_path, bank_model, capsys, command):
+    data = tmp_path / "semicolons.csv"
+    _rows(bank_model).to_csv(data, sep=";", index=False)
+    out = ["-o", str(tmp_path / "o.csv")] if command == "predict" else []
+    # no header at all: every line is one field, malformed
+    assert main([command, str(bank_model["model"]), str(data), "--no-header", *out]) == 1
+    assert "most common reason: 1 fields, expected " in capsys.readouterr().err
