@@ -1,5 +1,5 @@
 """Why rows of DATA were not scored, for ``edprf predict`` and ``edprf evaluate``: the most common reason, and
-hints for the usual causes (decimal commas).
+hints for the usual causes (decimal commas, a header read as data with ``--no-header``).
 
 Fed chunk by chunk as the file streams (bounded memory: only counts and a few example values are kept).
 Imported by the handlers only (it loads numpy and pandas).
@@ -24,6 +24,9 @@ __all__ = ["DECIMAL_COMMA", "RowDiagnostics"]
 
 DECIMAL_COMMA = r"\s*[-+]?\d+,\d+\s*"
 """A cell that is a number written with a decimal comma ('1,414'): refused, the schema reads '.' as the point."""
+
+_HEADER_SHARE = 0.5
+"""Line 1 looks like a header when at least this share of its cells are the schema's feature names."""
 
 _VALUE = re.compile(r" \((?:'[^']*'|\"[^\"]*\")[^)]*\)$")
 """The refused value a reason ends with: ``column 'age': not a number ('51,414')`` counts as its reason only."""
@@ -52,6 +55,7 @@ class RowDiagnostics:
     reasons: Counter[str] = field(default_factory=Counter)
     decimal_commas: int = 0
     decimal_example: tuple[str, str] | None = None
+    header_like: bool = False
 
     def add(self, chunk: RowChunk, scores: RowScores) -> None:
         """Count the chunk's rows that were not scored, by reason, and look for the usual causes."""
@@ -66,6 +70,8 @@ class RowDiagnostics:
         refused = scores.status == "refused"
         if refused.any():
             self._decimal_commas(chunk.frame, refused)
+        if self.no_header and len(chunk.line_numbers) and chunk.line_numbers[0] == 1 and failed[0]:
+            self.header_like = self.header_like or self._looks_like_header(chunk.frame.iloc[0])
 
     def _decimal_commas(self, frame: pd.DataFrame, refused: NDArray[np.bool_]) -> None:
         for f in self.schema.features:
@@ -79,6 +85,13 @@ class RowDiagnostics:
                 if self.decimal_example is None:
                     self.decimal_example = (f.name, hits.iloc[0].strip())
 
+    def _looks_like_header(self, first: pd.Series) -> bool:
+        """Line 1's cells are the schema's feature names (most of them, in order; case and spaces aside)."""
+        names = [n.strip().casefold() for n in self.schema.feature_names]
+        cells = [str(first.get(n, "")).strip().casefold() for n in self.schema.feature_names]
+        same = sum(c == n for c, n in zip(cells, names))
+        return same >= max(1.0, _HEADER_SHARE * len(names))
+
     def most_common_reason(self) -> str:
         """``"column 'age': not a number (20 of 20 rows)"``, or ``""`` when every row was scored."""
         if not self.reasons:
@@ -89,6 +102,8 @@ class RowDiagnostics:
     def hints(self) -> list[str]:
         """One line per likely cause found (none when nothing was refused)."""
         lines = []
+        if self.header_like:
+            lines.append("line 1 looks like a header (its cells are the schema's feature names): drop --no-header")
         if self.decimal_example is not None:
             column, value = self.decimal_example
             lines.append(

@@ -76,3 +76,34 @@ def test_malformed_lines_are_a_reason_too(tmp_path, bank_model, capsys, command)
     # no header at all: every line is one field, malformed
     assert main([command, str(bank_model["model"]), str(data), "--no-header", *out]) == 1
     assert "most common reason: 1 fields, expected " in capsys.readouterr().err
+
+
+HEADER_HINT = "line 1 looks like a header (its cells are the schema's feature names): drop --no-header"
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_header_read_with_no_header_is_named(tmp_path, bank_model, capsys, command):
+    data = tmp_path / "with-header.csv"
+    _rows(bank_model).to_csv(data, index=False)
+    out = ["-o", str(tmp_path / "o.csv")] if command == "predict" else []
+    assert main([command, str(bank_model["model"]), str(data), "--no-header", *out]) == 0  # the other rows score
+    captured = capsys.readouterr()
+    assert HEADER_HINT in captured.out + captured.err
+    # without --no-header, or when line 1 is data that is refused for another reason: no such hint
+    frame = _rows(bank_model).astype({"age": str})
+    frame.loc[0, "age"] = "old"
+    frame.to_csv(data, index=False, header=False)
+    (tmp_path / "o.csv").unlink(missing_ok=True)
+    assert main([command, str(bank_model["model"]), str(data), "--no-header", *out]) == 0
+    assert main([command, str(bank_model["model"]), str(bank_model["data"]), *out, "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "looks like a header" not in captured.out + captured.err
+
+
+def test_a_header_of_a_few_renamed_columns_is_still_named(tmp_path, bank_model, capsys):
+    frame = _rows(bank_model)
+    frame.columns = ["Age", " job ", "status", *frame.columns[3:]]  # two of 15 differ: still most of them
+    data = tmp_path / "renamed.csv"
+    frame.to_csv(data, index=False)
+    assert main(["predict", str(bank_model["model"]), str(data), "--no-header", "-o", str(tmp_path / "o.csv")]) == 0
+    assert HEADER_HINT in capsys.readouterr().err
