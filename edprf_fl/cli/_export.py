@@ -13,11 +13,14 @@ import argparse
 import json
 from pathlib import Path
 
-from ._model_args import add_force_argument, check_output_directory, refuse_existing_outputs
+from ._model_args import add_force_argument, check_output_directory, check_output_extension, refuse_existing_outputs
 
-__all__ = ["FORMATS", "encoding_path", "register", "run_export"]
+__all__ = ["EXTENSIONS", "FORMATS", "encoding_path", "register", "run_export"]
 
 FORMATS = ("onnx",)
+
+EXTENSIONS = {"onnx": ".onnx"}
+"""What OUT's name must end in, per format (ONNX written to m.txt was never what anyone wanted)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="output format (default onnx)")
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="the file to write")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="OUT", help="the file to write: .onnx for --format onnx"
+    )
     add_force_argument(parser, "overwrite OUT and its encoding file if they exist")
     parser.add_argument(
         "--pooling",
@@ -56,6 +61,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     from ._explain import load_forest
 
+    check_output_extension("--output", args.output, (EXTENSIONS[args.format],), also=f"--format {args.format}")
     spec = encoding_path(args.output)
     check_output_directory("--output", args.output)  # before the model is loaded: one line, nothing written
     refuse_existing_outputs(

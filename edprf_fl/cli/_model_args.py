@@ -23,6 +23,7 @@ __all__ = [
     "add_force_argument",
     "add_model_arguments",
     "check_output_directory",
+    "check_output_extension",
     "describe",
     "load_model",
     "positive_index",
@@ -155,6 +156,20 @@ def check_output_directory(flag: str, path: str | Path) -> None:
     directory = Path(path).parent
     if not directory.is_dir():
         raise ValueError(f"{flag} {path}: no such directory {str(directory)!r}")
+
+
+def check_output_extension(flag: str, path: str | Path, supported: Sequence[str], also: str = "") -> None:
+    """Refuse an output file whose name ends in none of ``supported`` (``.xlsx`` silently got CSV), before the
+    model is loaded; ``also`` names any other accepted value (``"or '-' for CSV on stdout"``)."""
+    name = Path(path).name.lower()
+    if any(name.endswith(ext) and len(name) > len(ext) for ext in supported):
+        return
+    suffix = "".join(Path(name).suffixes[-2:]) or "no extension"
+    listed = ", ".join(supported[:-1]) + f" or {supported[-1]}" if len(supported) > 1 else supported[0]
+    raise ValueError(
+        f"{flag} {path}: expected a file name ending in {listed}{f' ({also})' if also else ''}, got "
+        f"{suffix if suffix == 'no extension' else repr(suffix)}"
+    )
 
 
 def add_force_argument(parser: argparse.ArgumentParser, text: str = "overwrite OUT if it exists") -> None:

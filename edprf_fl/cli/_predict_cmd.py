@@ -7,7 +7,8 @@ probability of each declared class, the predicted class and, with
 the schema's rules is reported, never fails the batch.  The model's
 provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
-(probabilities to 6 decimals) or ``.parquet``; ``-`` writes CSV to stdout.  An existing OUT is
+(probabilities to 6 decimals) or ``.parquet`` (``.pq``), any other name is refused; ``-`` writes CSV to
+stdout.  An existing OUT is
 refused (yesterday's predictions are not replaced silently) unless ``--force`` is given.
 
 Exit status 0 when at least one row was scored (or DATA has no data line), even when other rows were
@@ -32,6 +33,7 @@ from ._model_args import (
     add_force_argument,
     add_model_arguments,
     check_output_directory,
+    check_output_extension,
     prepare,
     refuse_existing_outputs,
     say,
@@ -44,10 +46,13 @@ if TYPE_CHECKING:
 
     from ._row_diagnostics import RowDiagnostics
 
-__all__ = ["PROBABILITY_DECIMALS", "register", "run_predict"]
+__all__ = ["OUTPUT_EXTENSIONS", "PROBABILITY_DECIMALS", "register", "run_predict"]
 
 PROBABILITY_DECIMALS = 6
 """Decimals of the probabilities in CSV output (Parquet keeps full precision)."""
+
+OUTPUT_EXTENSIONS = (".csv", ".csv.gz", ".parquet", ".pq")
+"""What OUT's name may end in (any case); any other is refused (``.xlsx`` would have got CSV)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--output",
         required=True,
         metavar="OUT",
-        help="output file: .csv, .csv.gz or .parquet; '-' for CSV on stdout",
+        help="output file: .csv, .csv.gz or .parquet (.pq); '-' for CSV on stdout",
     )
     add_force_argument(p)
     p.add_argument(
@@ -86,6 +91,7 @@ class _Writer:
     def __init__(self, target: str, stack: ExitStack) -> None:
         self.target = target
         self.parquet = target.lower().endswith((".parquet", ".pq"))
+        self.gzip = target.lower().endswith(".gz")
         self.first = True
         self._parquet_writer = None
         self._stack = stack
@@ -96,7 +102,7 @@ class _Writer:
         if self._handle is None:
             if self.target == "-":
                 self._handle = sys.stdout
-            elif self.target.endswith(".gz"):
+            elif self.gzip:
                 self._handle = self._stack.enter_context(gzip.open(self.target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
                 self._handle = self._stack.enter_context(open(self.target, "w", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
@@ -152,6 +158,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if target != "-":  # checked before the model is loaded: a wrong option is one line, never after its banner
         if Path(target).resolve() == args.data.resolve():
             raise ValueError(f"--output {target}: that is DATA itself; choose another file")
+        check_output_extension("--output", target, OUTPUT_EXTENSIONS, also="or '-' for CSV on stdout")
         check_output_directory("--output", target)
         refuse_existing_outputs([(f"--output {target}", Path(target))], args.force, model=args.model)
     prepared = prepare(args)

@@ -38,8 +38,13 @@ def test_predict_never_writes_over_model_and_stdout_is_unaffected(tmp_path, bank
     model = bank_model["model"]
     before = model.read_bytes()
     assert main(["predict", str(model), str(bank_model["data"]), "-o", str(model), "--force"]) == 1
-    _one_line(capsys, "predict", "that is MODEL itself")
+    _one_line(capsys, "predict", f"--output {model}: expected a file name ending in .csv")  # .edprf is no output
     assert model.read_bytes() == before
+    named_csv = tmp_path / "model.csv"  # a model file whatever its name: still never written over
+    named_csv.write_bytes(before)
+    assert main(["predict", str(named_csv), str(bank_model["data"]), "-o", str(named_csv), "--force"]) == 1
+    _one_line(capsys, "predict", "that is MODEL itself")
+    assert named_csv.read_bytes() == before
     assert main(["predict", str(model), str(bank_model["data"]), "-o", "-"]) == 0
     assert capsys.readouterr().out.startswith("line,status,detail,")
 
@@ -75,3 +80,29 @@ def test_evaluate_refuses_an_existing_json_unless_force(tmp_path, bank_model, ca
     assert target.read_text() == OLD
     assert main([*argv, "--force"]) == 0
     assert target.read_text().startswith("{")
+
+
+@pytest.mark.parametrize("name", ["risk.xlsx", "risk", "risk.txt.gz", "risk.json"])
+def test_predict_refuses_an_output_it_cannot_write_as_named(tmp_path, bank_model, capsys, name):
+    """.xlsx silently got CSV (hospital-analyst walkthrough): the supported names are listed, before the model loads."""
+    out = tmp_path / name
+    assert main(["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out)]) == 1
+    _one_line(capsys, "predict", f"--output {out}: expected a file name ending in .csv, .csv.gz, .parquet or .pq")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["risk.CSV", "risk.csv.gz", "risk.parquet", "risk.pq"])
+def test_predict_writes_every_supported_name(tmp_path, bank_model, name):
+    import pandas as pd
+
+    out = tmp_path / name
+    assert main(["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out)]) == 0
+    frame = pd.read_parquet(out) if name.endswith(("parquet", "pq")) else pd.read_csv(out)  # .gz: pandas unzips
+    assert list(frame.columns[:3]) == ["line", "status", "detail"]
+
+
+def test_export_refuses_an_output_not_named_onnx(tmp_path, bank_model, capsys):
+    out = tmp_path / "m.txt"
+    assert main(["export", str(bank_model["model"]), "-o", str(out)]) == 1
+    _one_line(capsys, "export", f"--output {out}: expected a file name ending in .onnx (--format onnx), got '.txt'")
+    assert list(tmp_path.iterdir()) == []
