@@ -169,6 +169,9 @@ def _read_model_bytes(data_or_path: bytes | bytearray | memoryview | str | Path,
         data = as_bytes(data_or_path)
     if len(data) > max_bytes:
         raise InvalidRelease(Reason.TOO_LARGE, f"global model: expected at most {max_bytes} bytes, got {len(data)}")
+    if not data:  # parsed, it would read as format_version 0: a puzzle, where the file is simply empty
+        where = f" {data_or_path}" if isinstance(data_or_path, (str, Path)) else ""
+        raise InvalidRelease(Reason.MALFORMED, f"global model{where}: empty (0 bytes): not an edprf model file")
     return data
 
 

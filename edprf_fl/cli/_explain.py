@@ -78,6 +78,11 @@ def load_forest(path: Path, keys: Path | None):
     """The merged forest of a global model file (signatures verified when ``keys`` is given)."""
     import protocol
 
+    from ._model_args import empty_model_text
+
+    empty = empty_model_text(path)
+    if empty:
+        raise ValueError(empty)
     registry = protocol.PartyKeyRegistry.from_directory(keys) if keys else None
     try:
         return protocol.load_global_model(path, registry=registry).forest

@@ -25,6 +25,7 @@ __all__ = [
     "check_output_directory",
     "check_output_extension",
     "describe",
+    "empty_model_text",
     "load_model",
     "positive_index",
     "prepare",
@@ -88,6 +89,10 @@ def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | i
     from protocol import load_model_with_provenance
 
     command = f"edprf {args.command}"
+    empty = empty_model_text(args.model)
+    if empty:
+        say(f"{command}: {empty}")
+        return 1
     try:
         view, provenance = load_model_with_provenance(args.model, keys_dir=args.keys)
     except protocol.InvalidRelease as exc:
@@ -105,6 +110,19 @@ def load_model(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance] | i
         say(f"{command}: {args.model}: no such file (pass the coordinator's global-model.edprf)")
         return 1
     return view.forest, provenance
+
+
+def empty_model_text(path: Path) -> str:
+    """``"MODEL m.edprf is empty (0 bytes): not an edprf model file"`` for an empty regular file, else ``""``.
+
+    Checked before the model is parsed: parsed, an empty file reads as format version 0, and the loaders said
+    "format_version expected 1, got 0", a puzzle where the file is simply empty (a failed copy, a full disk).
+    """
+    try:
+        empty = path.is_file() and path.stat().st_size == 0
+    except OSError:  # unreadable: the loader says why
+        return ""
+    return f"MODEL {path} is empty (0 bytes): not an edprf model file" if empty else ""
 
 
 def describe(provenance: ModelProvenance) -> None:

@@ -106,3 +106,38 @@ def test_good_flags_still_print_the_banner_once(tmp_path, bank_model, capsys):
     err = capsys.readouterr().err
     assert sum(line.startswith("model: ") for line in err.splitlines()) == 1
     assert sum(line.startswith("guarantee: ") for line in err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate", "export", "explain", "inspect"])
+def test_an_empty_model_file_is_named_empty(tmp_path, bank_model, capsys, command):
+    """An empty (0-byte) model file read as format version 0: "format_version expected 1, got 0" (hospital-analyst
+    walkthrough); every command that reads a model now says it is empty."""
+    empty = tmp_path / "global-model.edprf"
+    empty.write_bytes(b"")
+    argv = {
+        "predict": ["predict", str(empty), str(bank_model["data"]), "-o", str(tmp_path / "o.csv")],
+        "evaluate": ["evaluate", str(empty), str(bank_model["data"])],
+        "export": ["export", str(empty), "-o", str(tmp_path / "m.onnx")],
+        "explain": ["explain", str(empty), str(bank_model["data"]), "--row", "0"],
+        "inspect": ["inspect", str(empty)],
+    }[command]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    if command == "inspect":
+        assert f"{empty}: not a valid release or global model: empty (0 bytes), not an edprf file" in text
+    else:
+        assert f"edprf {command}: " in text and f"MODEL {empty} is empty (0 bytes): not an edprf model file" in text
+    assert "format_version" not in text and len(text.strip().splitlines()) == 1
+
+
+def test_the_library_loaders_name_an_empty_model_too(tmp_path):
+    import protocol
+
+    empty = tmp_path / "global-model.edprf"
+    empty.write_bytes(b"")
+    for source in (empty, b""):
+        with pytest.raises(protocol.InvalidRelease, match=r"empty \(0 bytes\): not an edprf model file"):
+            protocol.load_global_model(source)
+    with pytest.raises(protocol.InvalidRelease, match=r"empty \(0 bytes\)"):
+        protocol.load_classifier(empty)
