@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME,...",
         help="the file has no header line: its columns' names, in order, comma-separated (the label last)",
     )
-    _format_options(draft, header_option=False)  # a draft names its columns from the header line or --names
+    _format_options(draft, header_help="the file has no header line (as for the other commands): needs --names")
     draft.set_defaults(handler=run_draft)
     check = inner.add_parser(
         "check",
@@ -69,15 +69,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(handler=run_check)
 
 
-def _format_options(p: argparse.ArgumentParser, header_option: bool = True) -> None:
+def _format_options(
+    p: argparse.ArgumentParser,
+    header_help: str = "the file has no header line (columns: the schema's features in order, then the label)",
+) -> None:
     p.add_argument("--sep", default=",", help="field separator, one character (default: %(default)r)")
-    if not header_option:
-        return
-    p.add_argument(
-        "--no-header",
-        action="store_true",
-        help="the file has no header line (columns: the schema's features in order, then the label)",
-    )
+    p.add_argument("--no-header", action="store_true", help=header_help)
 
 
 def run_draft(args: argparse.Namespace) -> int:
@@ -89,6 +86,11 @@ def run_draft(args: argparse.Namespace) -> int:
     path = Path(args.data)
     if len(args.sep) != 1:  # as every command that reads a data file
         raise ValueError(f"--sep: expected one character, got {args.sep!r}")
+    if args.no_header and args.names is None:  # a draft names its columns from the header line or --names
+        raise ValueError(
+            "--no-header needs --names NAME,...: a file without a header line does not name its columns "
+            "(the label last)"
+        )
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
     names = _names(args.names, path, args.sep)
