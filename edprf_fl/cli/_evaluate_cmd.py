@@ -205,7 +205,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True):
         scores = score_rows(forest, chunk.frame, chunk.malformed)
         diagnostics.add(chunk, scores)
-        y, _ = read_labels(chunk.frame[forest.schema.label.column], forest.schema)
+        cells = chunk.frame[forest.schema.label.column]
+        y, why = read_labels(cells, forest.schema)
+        diagnostics.add_labels(cells.reset_index(drop=True), scores.scored & (y < 0) & (why != "label missing"))
         for status in ("ok", "clipped", "refused", "malformed"):
             counts[status] += int((scores.status == status).sum())
         unlabelled = scores.scored & (y < 0)

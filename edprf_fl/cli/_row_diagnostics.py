@@ -1,5 +1,6 @@
 """Why rows of DATA were not scored, for ``edprf predict`` and ``edprf evaluate``: the most common reason, and
-hints for the usual causes (decimal commas, a header read as data with ``--no-header``).
+hints for the usual causes (decimal commas, a header read as data with ``--no-header``, labels that are not
+declared classes, written in another case).
 
 Fed chunk by chunk as the file streams (bounded memory: only counts and a few example values are kept).
 Imported by the handlers only (it loads numpy and pandas).
@@ -25,11 +26,21 @@ __all__ = ["DECIMAL_COMMA", "RowDiagnostics"]
 DECIMAL_COMMA = r"\s*[-+]?\d+,\d+\s*"
 """A cell that is a number written with a decimal comma ('1,414'): refused, the schema reads '.' as the point."""
 
+_SHOWN_LABELS = 4
+"""Distinct undeclared labels named (the most frequent first)."""
+
+_KEPT_LABELS = 200
+"""Distinct undeclared labels counted: a wrong label column may hold a different value on every row."""
+
 _HEADER_SHARE = 0.5
 """Line 1 looks like a header when at least this share of its cells are the schema's feature names."""
 
 _VALUE = re.compile(r" \((?:'[^']*'|\"[^\"]*\")[^)]*\)$")
 """The refused value a reason ends with: ``column 'age': not a number ('51,414')`` counts as its reason only."""
+
+
+def _shown(value: str, limit: int = 24) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def _rows(n: int) -> str:
@@ -56,6 +67,7 @@ class RowDiagnostics:
     decimal_commas: int = 0
     decimal_example: tuple[str, str] | None = None
     header_like: bool = False
+    undeclared: Counter[str] = field(default_factory=Counter)
 
     def add(self, chunk: RowChunk, scores: RowScores) -> None:
         """Count the chunk's rows that were not scored, by reason, and look for the usual causes."""
@@ -72,6 +84,15 @@ class RowDiagnostics:
             self._decimal_commas(chunk.frame, refused)
         if self.no_header and len(chunk.line_numbers) and chunk.line_numbers[0] == 1 and failed[0]:
             self.header_like = self.header_like or self._looks_like_header(chunk.frame.iloc[0])
+
+    def add_labels(self, cells: pd.Series, undeclared: NDArray[np.bool_]) -> None:
+        """Count the label cells that are present but not among the declared classes (``undeclared`` marks them)."""
+        if not undeclared.any():
+            return
+        counts = cells[undeclared].astype(str).str.strip().value_counts()
+        for value, n in counts.items():
+            if value in self.undeclared or len(self.undeclared) < _KEPT_LABELS:
+                self.undeclared[str(value)] += int(n)
 
     def _decimal_commas(self, frame: pd.DataFrame, refused: NDArray[np.bool_]) -> None:
         for f in self.schema.features:
@@ -111,4 +132,21 @@ class RowDiagnostics:
                 f"such as {value!r} (column {column!r}): the schema reads '.' as the decimal point; "
                 "write DATA's numbers with '.'"
             )
+        if self.undeclared:
+            lines.append(self._label_hint())
         return lines
+
+    def _label_hint(self) -> str:
+        classes = [str(c) for c in self.schema.classes]
+        folded = {c.casefold(): c for c in classes}
+        common = self.undeclared.most_common(_SHOWN_LABELS)
+        shown = ", ".join(f"{_shown(v)} ({_rows(n)})" for v, n in common)
+        more = len(self.undeclared) - len(common)
+        plus = "+" if len(self.undeclared) >= _KEPT_LABELS else ""
+        others = f" and {more}{plus} other value{'' if more == 1 and not plus else 's'}" if more else ""
+        line = f"labels not among the declared classes {classes}: {shown}{others}"
+        cased = [(v, folded[v.casefold()]) for v, _ in common if v.casefold() in folded]
+        if cased:
+            pairs = ", ".join(f"{_shown(v)} is declared as {c!r}" for v, c in cased)
+            line += f"; labels are case-sensitive: {pairs}"
+        return line

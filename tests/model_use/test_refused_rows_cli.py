@@ -107,3 +107,29 @@ def test_a_header_of_a_few_renamed_columns_is_still_named(tmp_path, bank_model, 
     frame.to_csv(data, index=False)
     assert main(["predict", str(bank_model["model"]), str(data), "--no-header", "-o", str(tmp_path / "o.csv")]) == 0
     assert HEADER_HINT in capsys.readouterr().err
+
+
+def test_evaluate_names_undeclared_labels_and_their_case(tmp_path, bank_model, capsys):
+    """'Reverse' where the schema declares 'reverse' was counted as 'with a missing or undeclared label', unnamed."""
+    frame = _rows(bank_model, 40)
+    frame.loc[:1, "y"] = "Yes"
+    frame.loc[2, "y"] = "maybe"
+    frame.loc[3, "y"] = None  # missing: counted, not named
+    data = tmp_path / "labels.csv"
+    frame.to_csv(data, index=False)
+    assert main(["evaluate", str(bank_model["model"]), str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "4 with a missing or undeclared label" in out
+    assert (
+        "labels not among the declared classes ['no', 'yes']: 'Yes' (2 rows), 'maybe' (1 row); labels are "
+        "case-sensitive: 'Yes' is declared as 'yes'"
+    ) in out
+    frame.loc[4:9, "y"] = [f"v{i}" for i in range(6)]  # more than four distinct values: the most frequent first
+    frame.to_csv(data, index=False)
+    assert main(["evaluate", str(bank_model["model"]), str(data)]) == 0
+    assert "'Yes' (2 rows), 'maybe' (1 row), 'v0' (1 row), 'v1' (1 row) and 4 other values" in capsys.readouterr().out
+
+
+def test_declared_labels_get_no_label_line(tmp_path, bank_model, capsys):
+    assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"])]) == 0
+    assert "labels not among the declared classes" not in capsys.readouterr().out
