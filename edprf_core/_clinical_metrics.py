@@ -254,7 +254,8 @@ def unpredicted_class_warning(truth: ArrayLike, predicted: ArrayLike, classes: S
     if not never:
         return ""
     shown = ", ".join(
-        f"{(classes[k].item() if isinstance(classes[k], np.generic) else classes[k])!r} ({present[k]} rows)"
+        f"{(classes[k].item() if isinstance(classes[k], np.generic) else classes[k])!r} "
+        f"({present[k]} row{'' if present[k] == 1 else 's'})"
         for k in never
     )
     return (

@@ -192,3 +192,10 @@ def test_a_class_the_model_never_predicts_is_named():
     proba[:] = [1, 0, 0, 0]  # a constant: the one-class warning says it, the other stays silent
     constant = clinical_report(y, proba, classes, indices=True)
     assert constant.warning.startswith("WARNING: the model predicts class 'a' for 100") and constant.unpredicted == ""
+
+
+def test_a_class_of_one_row_the_model_never_predicts_is_one_row_not_one_rows():
+    from edprf_core._clinical_metrics import unpredicted_class_warning
+
+    warning = unpredicted_class_warning([0, 0, 1, 2, 2], [0, 0, 0, 0, 0], ("a", "b", "c"))
+    assert "class 'b' (1 row), 'c' (2 rows): its sensitivity for them is 0" in warning
