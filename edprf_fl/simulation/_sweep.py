@@ -125,8 +125,8 @@ def run_sweep(
     Parameters
     ----------
     progress : callable
-        Receives what the runs are (:data:`_RESEARCH_TEXT`), a line per run, and a warning for a run in which
-        a party's release was not accepted.
+        Receives what the runs are (:data:`_RESEARCH_TEXT`), a line as the first run starts, a line per run
+        as it finishes, and a warning for a run in which a party's release was not accepted.
     record : callable, optional
         Called with each run's row as soon as the run ends (``edprf sweep`` appends it to ``sweep.csv``, so
         that an interrupted sweep keeps its finished runs).
@@ -136,6 +136,8 @@ def run_sweep(
     progress(_RESEARCH_TEXT)
     rows: list[dict[str, Any]] = []
     total, started = len(configs) * seeds, time.perf_counter()
+    if total:  # a run takes seconds to minutes: say the sweep is under way before the first one ends
+        progress(f"starting run 1 of {total}; a line follows as each run finishes")
     for config in configs:
         for seed in range(seeds):
             raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
