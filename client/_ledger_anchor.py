@@ -21,7 +21,9 @@ it; a party's storage must not be rolled back (``deploy/README.md``).  Privacy c
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -61,7 +63,7 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_small_regular_file(path).decode("utf-8"))
         ledger_id, spent = data["ledger"], data["spent"]
         if not (isinstance(ledger_id, str) and _ID.fullmatch(ledger_id)):
             raise ValueError("ledger")
@@ -73,6 +75,33 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
             f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}}, got something '
             "else; it records what the party spent: restore it (never delete it to make the party serve again)"
         ) from None
+
+
+_MAX_ANCHOR_BYTES = 4096
+"""An anchor is about 80 bytes: a larger file is not one (and is never read whole)."""
+
+
+def _read_small_regular_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, at most :data:`_MAX_ANCHOR_BYTES`: a FIFO, a device or a
+    directory is refused without blocking (opened non-blocking, checked with ``fstat``), a larger file too.
+
+    Raises
+    ------
+    ValueError
+        Not a regular file, or larger than an anchor can be.
+    OSError
+        The file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = os.read(fd, _MAX_ANCHOR_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_ANCHOR_BYTES:
+        raise ValueError("larger than an anchor")
+    return data
 
 
 def write_anchor(path: Path, anchor: LedgerAnchor) -> None:

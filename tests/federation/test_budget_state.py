@@ -183,6 +183,22 @@ def test_what_the_anchor_records_counts_against_the_cap(tmp_path):
     assert state.status is LedgerStatus.LOST and state.over_cap == Fraction(1, 2) and state.remaining == 0
 
 
+@pytest.mark.parametrize(
+    "make",
+    [lambda p: (p.unlink(), os.mkfifo(p)), lambda p: p.write_text(p.read_text() + " " * 5000)],
+    ids=["fifo", "oversized"],
+)
+def test_an_anchor_that_is_no_small_regular_file_is_unreadable_without_blocking(tmp_path, make):
+    """A FIFO at the anchor's path made `edprf budget` hang (it reads the anchor beside every ledger now), and any
+    file was read whole: an anchor is opened non-blocking, must be a regular file, and is read up to 4 KiB (the
+    oversized one is the ledger's own anchor padded with blanks: valid JSON, refused for its size)."""
+    path = _ledger(tmp_path / "ledger.sqlite", 0.5)
+    make(anchor_path(path))
+    state = read_budget(path, 2.0)
+    assert state.status is LedgerStatus.ANCHOR_UNREADABLE and "ledger anchor" in state.anchor_error
+    assert state.spent is None and state.in_ledger == Fraction(1, 2)
+
+
 def test_an_unreadable_anchor_makes_the_spend_unknown_and_the_ledger_is_still_read(tmp_path):
     path = _ledger(tmp_path / "ledger.sqlite", 0.5)
     anchor_path(path).write_text("{}")
