@@ -185,7 +185,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
     if args.json_path is not None:  # before the model is loaded: a wrong option is one line, never after its banner
         check_output_directory("--json", args.json_path)
-        refuse_existing_outputs([(f"--json {args.json_path}", args.json_path)], args.force, model=args.model)
+        refuse_existing_outputs(
+            [(f"--json {args.json_path}", args.json_path)], args.force, model=args.model, data=args.data
+        )
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared

@@ -195,7 +195,9 @@ def add_force_argument(parser: argparse.ArgumentParser, text: str = "overwrite O
     parser.add_argument("--force", action="store_true", help=f"{text} (default: refuse)")
 
 
-def refuse_existing_outputs(outputs: Sequence[tuple[str, Path]], force: bool, model: Path | None = None) -> None:
+def refuse_existing_outputs(
+    outputs: Sequence[tuple[str, Path]], force: bool, model: Path | None = None, data: Path | None = None
+) -> None:
     """Refuse, before the model is loaded, to replace a file the command would write, unless ``--force``.
 
     Parameters
@@ -206,15 +208,18 @@ def refuse_existing_outputs(outputs: Sequence[tuple[str, Path]], force: bool, mo
         ``--force``: an existing file is replaced.
     model : Path, optional
         MODEL: never replaced, whatever ``force`` says.
+    data : Path, optional
+        DATA: never replaced either.
 
     Raises
     ------
     ValueError
-        One line naming the file and ``--force``; or naming MODEL, or a directory, however ``force`` is set.
+        One line naming the file and ``--force``; or naming MODEL, DATA, or a directory, however ``force`` is set.
     """
     for name, path in outputs:
-        if model is not None and path.resolve() == model.resolve():
-            raise ValueError(f"{name}: that is MODEL itself; choose another file")
+        for role, given in (("MODEL", model), ("DATA", data)):
+            if given is not None and path.resolve() == given.resolve():
+                raise ValueError(f"{name}: that is {role} itself; choose another file")
         if path.is_dir():
             raise ValueError(f"{name}: is a directory; expected a file name")
         if os.path.lexists(path) and not force:  # a dangling symlink too: writing would follow it

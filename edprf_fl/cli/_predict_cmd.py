@@ -156,11 +156,9 @@ def run_predict(args: argparse.Namespace) -> int:
     row was (or any error before the first row)."""
     target = str(args.output)
     if target != "-":  # checked before the model is loaded: a wrong option is one line, never after its banner
-        if Path(target).resolve() == args.data.resolve():
-            raise ValueError(f"--output {target}: that is DATA itself; choose another file")
         check_output_extension("--output", target, OUTPUT_EXTENSIONS, also="or '-' for CSV on stdout")
         check_output_directory("--output", target)
-        refuse_existing_outputs([(f"--output {target}", Path(target))], args.force, model=args.model)
+        refuse_existing_outputs([(f"--output {target}", Path(target))], args.force, model=args.model, data=args.data)
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared

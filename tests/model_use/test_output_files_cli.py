@@ -106,3 +106,14 @@ def test_export_refuses_an_output_not_named_onnx(tmp_path, bank_model, capsys):
     assert main(["export", str(bank_model["model"]), "-o", str(out)]) == 1
     _one_line(capsys, "export", f"--output {out}: expected a file name ending in .onnx (--format onnx), got '.txt'")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("command", "flag"), [("evaluate", "--json"), ("predict", "-o")])
+def test_no_output_is_ever_written_over_data(tmp_path, bank_model, capsys, command, flag):
+    """`evaluate MODEL DATA --json DATA --force` replaced the labelled rows with the metrics (review)."""
+    data = tmp_path / "rows.csv"
+    data.write_bytes(bank_model["data"].read_bytes())
+    before = data.read_bytes()
+    assert main([command, str(bank_model["model"]), str(data), flag, str(data), "--force"]) == 1
+    _one_line(capsys, command, "that is DATA itself")
+    assert data.read_bytes() == before
