@@ -120,9 +120,11 @@ def _show(args: argparse.Namespace) -> int:
                     "ledger_status": str(state.status),
                     "cap": None if state.cap is None else float(state.cap),
                     "cap_source": cap_source,
-                    "spent": float(spent),
+                    # unknown while the anchor cannot be read: null, never the entries' sum alone
+                    "spent": None if state.spent is None else float(spent),
                     "remaining": None if remaining is None else float(remaining),
-                    "spent_exact": format_epsilon(spent),
+                    "spent_exact": None if state.spent is None else format_epsilon(spent),
+                    "spent_in_ledger_exact": format_epsilon(state.in_ledger),
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
                     "over_cap": None if over is None else float(over),
                     "over_cap_exact": None if over is None else format_epsilon(over),
@@ -222,7 +224,9 @@ def _refuse_unread(state: BudgetState) -> None:
             "party that has served none has spent nothing; otherwise check the path (the node config's ledger-path)"
         )
     if state.in_ledger is None:  # unreadable; or absent, its anchor unreadable: the anchor is what to restore
-        raise ValueError(state.anchor_error if state.ledger_absent else state.ledger_error)
+        if state.ledger_absent:
+            raise ValueError(state.anchor_error)
+        raise ValueError(state.ledger_error + (f"; and {state.anchor_error}" if state.anchor_error else ""))
 
 
 _SHOWN_CAP_CHANGES = 10

@@ -227,7 +227,8 @@ def test_an_unreadable_anchor_beside_a_ledger_is_named_and_exits_1(tmp_path, cap
     assert main(["budget", str(path), "--cap", "2", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["anchor_error"].startswith("ledger anchor ") and data["ledger_status"] == "anchor-unreadable"
-    assert data["spent_exact"] == "0.3" and data["remaining"] is None and len(data["entries"]) == 3
+    assert data["spent_exact"] is None and data["spent"] is None and data["remaining"] is None  # unknown, not 0.3
+    assert data["spent_in_ledger_exact"] == "0.3" and len(data["entries"]) == 3
 
 
 def test_without_a_cap_the_one_the_ledger_recorded_is_shown_and_named(tmp_path, capsys):
@@ -247,3 +248,13 @@ def test_without_a_cap_the_one_the_ledger_recorded_is_shown_and_named(tmp_path, 
     data = json.loads(capsys.readouterr().out)
     assert (data["cap"], data["cap_source"], data["remaining"]) == (2.0, "--cap", 1.5)
     assert data["cap_not_yet_recorded"] and "1.5" in data["cap_not_yet_recorded"]
+
+
+def test_an_unreadable_ledger_and_anchor_are_both_named(tmp_path, capsys):
+    """Only the ledger's error was said when its anchor could not be read either (review)."""
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    path.write_bytes(b"not a ledger" * 100)
+    (tmp_path / "ledger-anchor.json").write_text("{}")
+    assert main(["budget", str(path), "--cap", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "not an SQLite database" in err and "; and ledger anchor " in err
