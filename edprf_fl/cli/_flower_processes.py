@@ -395,13 +395,16 @@ def _copy_plain(output: IO[bytes], log: IO[bytes]) -> None:
     """Copy a process's ``output`` to its ``log`` line by line, without colour codes, until the output ends."""
     from edprf_fl import without_colour
 
-    try:
-        with output:
-            for line in iter(output.readline, b""):
+    writing = True
+    with output:  # drained to its end whatever happens to the log: a closed pipe would break the process's writes
+        for line in iter(output.readline, b""):
+            if not writing:
+                continue
+            try:
                 log.write(without_colour(line))
                 log.flush()
-    except (OSError, ValueError):  # the log was closed: a process still held the output when the wait ended
-        pass
+            except (OSError, ValueError):  # disk full, or the log closed when the wait for the copy ended
+                writing = False
 
 
 def kill_group(pgid: int) -> None:
