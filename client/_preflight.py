@@ -99,8 +99,14 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
     text ending in ``.toml`` is that file's path, and dotted keys (``a.b=1``, TOML tables) are flattened.
     """
     if text.endswith(".toml"):  # flwr.common.config.parse_config_args reads the file then
-        with Path(text).expanduser().open("rb") as handle:
-            return _flat(tomllib.load(handle))
+        try:
+            with Path(text).expanduser().open("rb") as handle:
+                return _flat(tomllib.load(handle))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(
+                f"{option}: a text ending in .toml is read as a TOML file's path, as Flower reads it: {text}: "
+                f"{getattr(exc, 'strerror', None) or exc}"
+            ) from None
     pairs, end = [], 0
     for match in _PAIR.finditer(text):
         _refuse_unread(text[end : match.start()], option)

@@ -397,6 +397,9 @@ def test_a_toml_file_is_read_as_flower_reads_it(tmp_path):
     path.write_text("epsilon = 0.5\noutput-dir = '/x y'\n[a]\nb = true\n", encoding="utf-8")
     expected = {"epsilon": 0.5, "output-dir": "/x y", "a.b": True}
     assert parse_node_config(str(path)) == dict(parse_config_args([str(path)])) == expected
+    # a pair whose value ends in .toml makes the whole text a path (as Flower): one line saying so, no OSError
+    with pytest.raises(ValueError, match=r"--node-config: a text ending in .toml is read as a TOML file's path"):
+        parse_node_config("a=1 note=x.toml")
 
 
 @pytest.mark.parametrize(
