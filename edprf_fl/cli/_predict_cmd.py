@@ -64,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Class probabilities for every row of a file, streamed: one output row per data line, with the line "
             "number, a status and the probabilities."
         ),
+        epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
+        "1 when not one row could be scored (OUT is still written) or on an error before the first row",
         allow_abbrev=False,
     )
     add_model_arguments(p)
