@@ -137,3 +137,27 @@ def test_a_deployments_process_logs_are_written_without_colour(tmp_path):
     dep.stop()
     text = (tmp_path / "logs" / "noisy.log").read_text()
     assert text == "INFO :      Starting Flower SuperNode\n" * 3 + "last line, no newline"
+
+
+def test_the_log_copier_drains_a_process_s_output_when_its_log_cannot_be_written():
+    """A failed log write (disk full, or the log closed after the wait) made the copier close the pipe: the
+    process's next line then raised BrokenPipeError in the SuperLink or SuperNode (review)."""
+    import os
+    import threading
+    import time
+
+    from edprf_fl.cli._flower_processes import _copy_plain
+
+    read_end, write_end = os.pipe()
+    log = io.BytesIO()
+    log.close()  # every write fails
+    copier = threading.Thread(target=_copy_plain, args=(os.fdopen(read_end, "rb"), log), daemon=True)
+    copier.start()
+    try:
+        for k in range(3):
+            os.write(write_end, b"\x1b[92mINFO \x1b[0m: line %d\n" % k)  # BrokenPipeError if the copier gave up
+            time.sleep(0.1)
+    finally:
+        os.close(write_end)
+    copier.join(5)
+    assert not copier.is_alive()  # the output's end still ends the copy
