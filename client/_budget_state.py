@@ -119,6 +119,22 @@ class BudgetState:
         return anchor_path(self.ledger_path)
 
     @property
+    def anchor_missing(self) -> bool:
+        """A ledger with entries and no anchor beside it: every spend writes one, so it was deleted or moved, and
+        an older copy of the ledger restored in its place would go unnoticed (the party writes a new anchor from
+        the ledger it finds)."""
+        return bool(self.entries) and self.anchor is None and not self.anchor_error and not self.ledger_absent
+
+    def anchor_missing_text(self) -> str:
+        """What :attr:`anchor_missing` means and what to do, in one line."""
+        return (
+            f"the ledger holds {len(self.entries)} entries and no anchor ({self.anchor_path.name}) is beside it: "
+            "every spend writes one, so it was deleted or moved, and an older copy of the ledger restored in its "
+            "place would count less than the party spent; restore the anchor if it was moved (the party writes a "
+            "new one from this ledger at its next request)"
+        )
+
+    @property
     def spent(self) -> Fraction | None:
         """ε the party counts as spent (the ledger's entries and :attr:`carried`); None when it is unknown (the
         ledger or its anchor cannot be read)."""

@@ -420,6 +420,8 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             f"records more (restored from a backup, or replaced?): the party counts {format_epsilon(state.carried)} "
             "more as spent before its next request",
         )
+    if state.anchor_missing:
+        report._add("note", path, state.anchor_missing_text())
     entries = state.entries
     from_record = [e for e in entries if e.request_id.startswith("carried-") and COORDINATOR_RECORD in e.detail]
     if from_record:

@@ -130,6 +130,7 @@ def _show(args: argparse.Namespace) -> int:
                     "over_cap_exact": None if over is None else format_epsilon(over),
                     "carried_from_anchor_exact": format_epsilon(state.carried),
                     "anchor_error": state.anchor_error or None,
+                    "anchor_missing": state.anchor_missing,
                     "cap_changes": cap_changes,
                     "cap_not_yet_recorded": pending,
                     "not_dp_replies": n_not_dp,
@@ -153,6 +154,8 @@ def _show(args: argparse.Namespace) -> int:
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}"
         )
+    if state.anchor_missing:
+        print(f"\nnote: {state.anchor_missing_text()}")
     if state.carried:
         print(
             f"\nthe entries hold {format_epsilon(state.in_ledger)}, and its anchor {state.anchor_path.name} records "

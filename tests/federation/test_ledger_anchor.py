@@ -255,3 +255,21 @@ def test_the_coordinators_record_needs_keys_and_sits_beside_the_runs(tmp_path):
         CoordinatorConfig.from_run_config({**base, "spend-record": str(tmp_path / "r.sqlite")})
     with pytest.raises(ValueError, match="spend-record"):
         CoordinatorConfig.from_run_config({**base, "spend-record": ""})
+
+
+def test_a_ledger_with_entries_and_no_anchor_is_said_by_party_check_and_budget(party_files, capsys):  # noqa: F811
+    """Deleting the anchor along with restoring an old ledger went unsaid ('ok: ... no problem found'), where a
+    damaged anchor is refused (walkthrough): the party still serves (it writes a new anchor from the ledger it
+    finds), but both tools now say the anchor is missing and what that can hide."""
+    setup, schema = party_files
+    Party(setup).train(_request(schema))
+    said = _party_check(setup, capsys)
+    assert "no anchor" not in said
+    anchor_path(setup.ledger_path).unlink()
+    said = _party_check(setup, capsys)
+    assert "note:" in said and "no anchor (ledger-anchor.json) is beside it" in said and "restore the anchor" in said
+    assert main(["budget", str(setup.ledger_path)]) == 0
+    out = capsys.readouterr().out
+    assert "note: the ledger holds 1 entries and no anchor (ledger-anchor.json) is beside it" in out
+    assert main(["budget", str(setup.ledger_path), "--json"]) == 0
+    assert '"anchor_missing": true' in capsys.readouterr().out
