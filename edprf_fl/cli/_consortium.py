@@ -253,7 +253,17 @@ def _check_parties(parties: dict) -> None:
         report = preflight_configs(parse_node_config(node_config(paths)))
         problems += [f"{party_id}: {line}" for line in (f.line() for f in report.problems)]
     if problems:
-        raise ValueError("party check failed:\n  " + "\n  ".join(problems))
+        exhausted = any("budget_exhausted" in line for line in problems)
+        raise ValueError(
+            "party check failed:\n  "
+            + "\n  ".join(problems)
+            + (
+                "\n(trial parties under --dir: another --dir sets up fresh ones; a party's lifetime cap is its own "
+                "to raise, in parties/<party>/policy.toml)"
+                if exhausted
+                else ""
+            )
+        )
     print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
 
 
@@ -282,7 +292,11 @@ def _run_settings(args: argparse.Namespace, run_values: dict) -> CoordinatorConf
 
 
 def _check_request(
-    parties: dict, epsilon: float, evaluation_epsilon: float, from_run_config: Collection[str] = ()
+    parties: dict,
+    epsilon: float,
+    evaluation_epsilon: float,
+    from_run_config: Collection[str] = (),
+    tagged: bool = False,
 ) -> None:
     """Refuse, before any process starts, a run the parties' policies would refuse: an epsilon below a
     party's min-epsilon or finer than 1e-6, ``epsilon`` above its max-release-epsilon,
@@ -298,6 +312,9 @@ def _check_request(
         What the run will ask each party for (``evaluation_epsilon`` 0: no evaluation).
     from_run_config : collection of str
         The keys (``epsilon``, ``evaluation-epsilon``) that ``--run-config`` gave: named so in the messages.
+    tagged : bool
+        The run config gives a ``request-tag``: what remains of a party's cap is not checked (a party that
+        released for that tag resends its release and spends nothing; the party decides).
 
     Raises
     ------
@@ -305,7 +322,7 @@ def _check_request(
         One line per party and problem, naming where the value came from (``--epsilon 5``,
         ``--run-config epsilon=5``).
     """
-    from client import load_policy, micro_epsilon
+    from client import exact_epsilon, format_epsilon, load_policy, micro_epsilon, read_budget
 
     def said(key: str, value: float, spec: str = "g") -> str:
         return f"--run-config {key}={value:{spec}}" if key in from_run_config else f"--{key} {value:{spec}}"
@@ -332,6 +349,13 @@ def _check_request(
             problems.append(
                 f"{party_id}: {said('evaluation-epsilon', evaluation_epsilon)} exceeds its policy's "
                 f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g}"
+            )
+        left = None if tagged else read_budget(Path(paths["ledger-path"]), policy.lifetime_epsilon_cap).remaining
+        if left is not None and left < exact_epsilon(epsilon):  # the party's reservation would be refused
+            problems.append(
+                f"{party_id}: {said('epsilon', epsilon)} exceeds what remains of its lifetime cap "
+                f"({format_epsilon(left)} of {policy.lifetime_epsilon_cap:g}; budget_exhausted): ask for at most "
+                "that, or set up fresh trial parties with another --dir"
             )
     if problems:
         refusing = len({line.split(":", 1)[0] for line in problems})
@@ -465,7 +489,13 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             raise ValueError(f"--run-config {key}: expected at most {len(parties)} (--parties), got {extra[key]!r}")
     # exact metrics spend no epsilon: the parties check no evaluation epsilon then
     evaluation_epsilon = 0.0 if settings.exact_metrics else settings.evaluation_epsilon
-    _check_request(parties, settings.epsilon, evaluation_epsilon, from_run_config=extra.keys())
+    _check_request(
+        parties,
+        settings.epsilon,
+        evaluation_epsilon,
+        from_run_config=extra.keys(),
+        tagged=bool(run_values.get("request-tag")),
+    )
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept
     dep = Deployment(root=root, env=flower_env(root))
@@ -496,7 +526,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
             code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
-            _print_summary(out, code, submitted)
+            _print_summary(out, code, submitted, run_values.get("request-tag"))
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
             code = exit_status(interrupt)
@@ -521,16 +551,31 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
     return code
 
 
-def _print_summary(out: Path, code: int, submitted: float) -> None:
+def _print_summary(out: Path, code: int, submitted: float, request_tag: object = None) -> None:
     """The run's outcome from ``out``/report.json (``out``: the run config's output-dir, after --run-config),
-    when this run wrote it (a refused run leaves an earlier run's report in place)."""
+    when this run wrote it (a refused run leaves an earlier run's report in place); a stopped run, how to
+    finish it without spending again (the request-tag, deploy/README.md)."""
     from server import contribution_lines
 
     report_path = out / "report.json"
     outcome = "completed" if code == 0 else "STOPPED" if code >= 128 else "FAILED"  # 128 + a signal: interrupted
-    wrote = any((out / name).is_file() for name in ("report.json", "global-model.edprf"))
-    print(f"[5/5] the run {outcome}; {f'outputs in {out}' if wrote else f'no report in {out}'}", flush=True)
-    if report_path.is_file() and report_path.stat().st_mtime >= submitted - 1:
+    fresh = report_path.is_file() and report_path.stat().st_mtime >= submitted - 1
+    if fresh:
+        where = f"outputs in {out}"
+    elif any((out / name).is_file() for name in ("report.json", "global-model.edprf")):
+        where = f"it wrote nothing: {out} holds an earlier run's outputs"
+    else:
+        where = f"it wrote nothing ({out} {'holds no report' if out.is_dir() else 'was not created'})"
+    print(f"[5/5] the run {outcome}; {where}", flush=True)
+    if outcome == "STOPPED":
+        tag = f"request-tag='{request_tag}'" if request_tag else "request-tag='<the run id above>'"
+        print(
+            "  what its parties reserved stays spent; to finish it without spending again, run this command again "
+            f'with the same options and --run-config "{tag}": a party that released for that tag resends its '
+            "release, no new epsilon",
+            flush=True,
+        )
+    if fresh:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         for p in sorted(report["parties"], key=lambda p: p["party_id"] or str(p["node_id"])):
             name = p["party_id"] or f"node {p['node_id']}"

@@ -152,7 +152,10 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     assert "already holds a run" in output and "overwrite=true" in output, output[-3000:]
     assert "finished:failed" in output, output[-3000:]
     # the summary names the output-dir the run config gave, and not the earlier run's parties as this run's
-    assert f"[5/5] the run FAILED; outputs in {run_dir}\n" in output, output[-3000:]
+    # (it said "outputs in <run_dir>", the earlier run's: deployment walkthrough)
+    assert f"[5/5] the run FAILED; it wrote nothing: {run_dir} holds an earlier run's outputs\n" in output, output[
+        -3000:
+    ]
     assert "  hospital-a: accepted" not in output, output[-3000:]
     _assert_plain(output, root)  # the ServerApp's refusal was followed by Flower's traceback of it
     assert (run_dir / "report.json").read_bytes() == report_bytes
@@ -174,8 +177,14 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     for paths in layout["parties"].values():  # 0.5 of the cap 2 left: the party check passes, a request of 1 not
         BudgetLedger(paths["ledger-path"], cap=2.0).reserve("earlier", "release", 1.5)
     t0 = time.monotonic()
-    done = subprocess.run(
-        _command(root), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False
+    done = subprocess.run(  # under a request-tag the parties decide (the command checks no remaining budget then)
+        _command(root, "--run-config", "request-tag='trial-7'"),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=_env(),
+        cwd=tmp_path,
+        check=False,
     )
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
@@ -246,6 +255,7 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status, after_cla
     assert _running_under(root) == [], "processes left running"
     assert not run_dir.is_dir() or any(run_dir.iterdir()), f"{run_dir} left behind, empty"
     assert "[5/5] the run STOPPED; " in output, output[-4000:]
+    assert "to finish it without spending again" in output and "request-tag='<the run id above>'" in output, output
     # the budgets, read once every process has exited, are what the ledgers hold (a ClientApp that finished
     # after the signal wrote its release after the summary had said `spent 0`)
     from client import format_epsilon, read_ledger_readonly, total_spent
@@ -399,6 +409,22 @@ def _parties(tmp_path: Path) -> dict:
         (d / "policy.toml").write_text(PartyPolicy(party_id=party).to_toml())
         parties[party] = {"policy-path": d / "policy.toml", "ledger-path": d / "ledger.sqlite"}
     return parties
+
+
+def test_a_request_above_what_remains_of_a_cap_is_refused_before_any_process_starts(tmp_path):
+    """0.5 left of a cap of 2 and --epsilon 1: the party check passed, the servers started and every party refused
+    (budget_exhausted) in the run (deployment walkthrough). Under a request-tag the party decides (a release
+    resent for its tag spends nothing)."""
+    from client import BudgetLedger
+    from edprf_fl.cli._consortium import _check_request
+
+    parties = _parties(tmp_path)
+    BudgetLedger(parties["hospital-a"]["ledger-path"], cap=2.0).reserve("r1", "release", 1.5)
+    with pytest.raises(ValueError, match=r"--epsilon 1 exceeds what remains of its lifetime cap \(0.5 of 2"):
+        _check_request(parties, 1.0, 0.0)
+    _check_request(parties, 0.5, 0.0)  # exactly what remains
+    _check_request(parties, 1.0, 0.0, tagged=True)
+    assert len(BudgetLedger(parties["hospital-a"]["ledger-path"], cap=2.0).entries()) == 1  # nothing spent
 
 
 def test_budget_of_an_unreadable_ledger_is_unknown_never_0(tmp_path):
