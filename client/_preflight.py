@@ -118,8 +118,8 @@ def parse_node_config(text: str, option: str = "--node-config") -> dict[str, Any
             tomllib.loads(f"{key} = {value}")
         except tomllib.TOMLDecodeError:
             raise ValueError(
-                f"{option}: {key}={value} cannot be parsed: a text value needs quotes ({key}='...'), a number or "
-                "true/false none"
+                f"{option}: {key}={value} cannot be parsed: a text value needs quotes ({key}='...'); a number or "
+                "true/false is written bare"
             ) from None
     try:
         return _flat(tomllib.loads("\n".join(f"{key} = {value}" for key, value in pairs)))

@@ -128,7 +128,7 @@ def _show(args: argparse.Namespace) -> int:
                     "remaining_exact": None if remaining is None else format_epsilon(remaining),
                     "over_cap": None if over is None else float(over),
                     "over_cap_exact": None if over is None else format_epsilon(over),
-                    "carried_from_anchor_exact": format_epsilon(state.carried),
+                    "carried_from_anchor_exact": None if state.anchor_error else format_epsilon(state.carried),
                     "anchor_error": state.anchor_error or None,
                     "anchor_missing": state.anchor_missing,
                     "cap_changes": cap_changes,
@@ -162,7 +162,10 @@ def _show(args: argparse.Namespace) -> int:
             f"{format_epsilon(state.carried)} more (restored from a backup, or replaced?): the party counts that as "
             "spent before its next request, and so do the figures below"
         )
-    print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining))
+    if state.spent is None:  # the anchor cannot be read: what the party counts is unknown
+        print(f"\nthe entries hold {format_epsilon(spent)}; spent unknown" + _of_the_cap(state.cap, remaining))
+    else:
+        print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining))
     if cap_source == "ledger":
         print("(the lifetime cap the ledger last recorded; --policy shows the party's current one)")
     for line in cap_changes:

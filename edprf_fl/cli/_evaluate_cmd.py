@@ -184,6 +184,8 @@ def _point(e: Estimate) -> str:
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
     if args.json_path is not None:  # before the model is loaded: a wrong option is one line, never after its banner
+        if str(args.json_path) == "-":  # predict's '-o -' is stdout; here stdout holds the report
+            raise ValueError("--json -: expected a file path (the report is printed on stdout; JSON goes to a file)")
         check_output_directory("--json", args.json_path)
         refuse_existing_outputs(
             [(f"--json {args.json_path}", args.json_path)], args.force, model=args.model, data=args.data

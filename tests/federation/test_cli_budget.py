@@ -222,13 +222,17 @@ def test_an_unreadable_anchor_beside_a_ledger_is_named_and_exits_1(tmp_path, cap
     (tmp_path / "ledger-anchor.json").write_text("{}")
     assert main(["budget", str(path), "--cap", "2"]) == 1
     said = capsys.readouterr()
-    assert "spent 0.3 of the lifetime cap 2; remaining unknown (the anchor cannot be read)" in said.out  # entries shown
+    assert (  # the entries shown; what the party counts is unknown (it said "spent 0.3": walkthrough)
+        "the entries hold 0.3; spent unknown of the lifetime cap 2; remaining unknown (the anchor cannot be read)"
+        in said.out
+    )
     assert said.err.startswith("edprf budget: error: ledger anchor ") and "refuses to serve" in said.err
     assert main(["budget", str(path), "--cap", "2", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["anchor_error"].startswith("ledger anchor ") and data["ledger_status"] == "anchor-unreadable"
     assert data["spent_exact"] is None and data["spent"] is None and data["remaining"] is None  # unknown, not 0.3
     assert data["spent_in_ledger_exact"] == "0.3" and len(data["entries"]) == 3
+    assert data["carried_from_anchor_exact"] is None
 
 
 def test_without_a_cap_the_one_the_ledger_recorded_is_shown_and_named(tmp_path, capsys):
