@@ -18,6 +18,7 @@ Files (all under ``--dir``, mode 0700 directories, private keys and secrets 0600
     parties/<id>/data.csv schema.toml policy.toml ledger.sqlite keys/<id>.*
     flwr-home/                                      Flower homes, SuperExec secret
     logs/<process>.log  superlink.db  runs/<time>/  report.json and global-model.edprf per run
+    logs/coordinator.log                            each invocation's followed run log (what edprf run showed)
     consortium.lock                                 held by the running invocation (its pid inside)
 
 The default ``--dir`` is outside any repository (``$XDG_STATE_HOME/edprf/consortium``).
@@ -525,7 +526,8 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             run_config = config_text(run_values)
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
-            code = run_and_follow(str(app), "consortium", run_config, env=cli_env)
+            with _coordinator_log(dep.logs) as followed:
+                code = run_and_follow(str(app), "consortium", run_config, env=cli_env, out=followed)
             _print_summary(out, code, submitted, run_values.get("request-tag"))
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
@@ -549,6 +551,38 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             for line in _budget_lines(parties):
                 print(line)
     return code
+
+
+class _CopyToLog(io.TextIOBase):
+    """What ``edprf run`` prints while following the run: on this command's output, and (without colour codes)
+    appended to ``logs/coordinator.log``, so that a failed run's reasons are on disk beside the processes' logs."""
+
+    def __init__(self, shown: io.TextIOBase, log: io.TextIOBase) -> None:
+        self.shown, self.log = shown, log
+
+    def write(self, text: str) -> int:
+        from edprf_fl import without_colour
+
+        self.log.write(without_colour(text))
+        return self.shown.write(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.shown.flush()
+
+    def isatty(self) -> bool:  # colour on this command's output only where Flower would show it
+        return self.shown.isatty()
+
+
+@contextlib.contextmanager
+def _coordinator_log(logs: Path):
+    """This invocation's followed coordinator log, appended to ``logs/coordinator.log`` (owner-only) under a
+    header line with the time."""
+    from ._flower_processes import open_log
+
+    with open_log(logs / "coordinator.log", "a", encoding="utf-8") as log:
+        log.write(f"===== edprf consortium, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
+        yield _CopyToLog(sys.stdout, log)
 
 
 def _print_summary(out: Path, code: int, submitted: float, request_tag: object = None) -> None:

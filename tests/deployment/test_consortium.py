@@ -194,6 +194,9 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     for party in PARTIES:
         assert f"  {party}: refused (budget_exhausted) this release needs epsilon 1 but only 0.5" in output
     assert "FAILED (the failure and each party's reason are above); what to do:" in output, output[-3000:]
+    # on disk too, beside the processes' logs (only stdout held it: deployment walkthrough)
+    followed = (root / "logs" / "coordinator.log").read_text()
+    assert followed.startswith("===== edprf consortium, ") and "what to do:" in followed and "\x1b[" not in followed
     assert "(budget_exhausted): the request would pass the lifetime epsilon cap" in output, output[-3000:]
     [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
     assert json.loads((run_dir / "report.json").read_text())["failure"].startswith("0 valid release(s)")
