@@ -23,8 +23,7 @@ __all__ = ["failure_lines", "quiet_flower_traceback"]
 
 _NEXT_STEPS = {
     "budget_exhausted": "the request would pass the lifetime epsilon cap (each party's line above says what "
-    "remains): ask for an epsilon within what remains, or leave it out (a lower min-parties); a cap is its party's "
-    "to set",
+    "remains): ask for an epsilon within what remains; a cap is its party's to set",
     "not_registered": "the party's id or signing key is not in keys-dir: add its public signing key there, or check "
     "the party-id in its policy",
     "schema_mismatch": "the party uses another schema than the coordinator's schema-path: both need the same file",
@@ -54,6 +53,8 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
             else "see its line above (docs/reference/reason-codes.md)"
         )
         lines.append(f"  {', '.join(who)} ({reason}): {step}")
+    if any(p.status == PartyStatus.ACCEPTED for p in report.parties):  # with none accepted, min-parties cannot help
+        lines.append("  or run without the parties above: a lower min-parties (their releases are then left out)")
     return lines
 
 

@@ -95,7 +95,11 @@ def test_failure_lines_name_who_refused_and_what_to_do():
     assert steps[0].startswith("  hospital-a, hospital-b (budget_exhausted): the request would pass the lifetime")
     assert steps[1].startswith("  hospital-c (policy_depth): outside that party's policy")
     assert steps[2].startswith("  node 4 (timeout): no reply within round-timeout")
-    assert len(steps) == 3  # the accepted party is not named
+    assert len(steps) == 4 and "hospital-e" not in "".join(steps)  # the accepted party is not named
+    assert steps[3] == "  or run without the parties above: a lower min-parties (their releases are then left out)"
+    # nobody accepted: a lower min-parties cannot help, and is not advised (deployment walkthrough)
+    refused = RunReport("9", {}, "fp", parties=parties[:2], status="failed", failure="0 valid release(s)")
+    assert not any("min-parties" in line for line in failure_lines("9", refused))
     nobody = RunReport("8", {}, "fp", parties=[], status="failed", failure="0 valid release(s). No party was connected")
     assert failure_lines("8", nobody) == ["edprf run 8 FAILED: 0 valid release(s). No party was connected"]
 
