@@ -29,8 +29,7 @@ from ._ledger import (
     READ_SECONDS,
     LedgerEntry,
     exact_epsilon,
-    read_ledger_readonly,
-    read_meta_readonly,
+    read_entries_and_meta_readonly,
     total_spent,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
@@ -207,8 +206,7 @@ def read_budget(
             return _absent(base)
         return _unreadable(base, f"cannot read {path}: {exc.strerror or type(exc).__name__}")
     try:
-        entries = read_ledger_readonly(path, max_bytes=max_bytes, max_seconds=max_seconds)
-        meta = read_meta_readonly(path, META_KEYS, max_bytes=max_bytes, max_seconds=max_seconds)
+        entries, meta = read_entries_and_meta_readonly(path, META_KEYS, max_bytes=max_bytes, max_seconds=max_seconds)
     except ValueError as exc:
         return _unreadable(base, _one_line(exc))
     in_ledger = total_spent(entries)

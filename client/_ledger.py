@@ -571,11 +571,16 @@ def read_meta_readonly(
         As :func:`read_ledger_readonly`.
     """
     with _readonly_ledger(Path(path), max_bytes, max_seconds) as db:
-        kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'ledger_meta' LIMIT 2")]
-        if kinds != ["table"]:
-            return {}
-        marks = ", ".join("?" * len(keys))
-        rows = db.execute(f"SELECT key, value FROM ledger_meta WHERE key IN ({marks})", keys).fetchall()
+        return _meta_of(db, keys)
+
+
+def _meta_of(db: sqlite3.Connection, keys: tuple[str, ...]) -> dict[str, str]:
+    """The ``ledger_meta`` values of ``keys`` on a connection of :func:`_readonly_ledger` (none without the table)."""
+    kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'ledger_meta' LIMIT 2")]
+    if kinds != ["table"]:
+        return {}
+    marks = ", ".join("?" * len(keys))
+    rows = db.execute(f"SELECT key, value FROM ledger_meta WHERE key IN ({marks})", keys).fetchall()
     return {key: value for key, value in rows if isinstance(key, str) and isinstance(value, str)}
 
 
@@ -629,20 +634,41 @@ def read_ledger_readonly(
     """
     p = Path(path)
     with _readonly_ledger(p, max_bytes, max_seconds) as db:
-        kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
-        if kinds != ["table"]:
-            raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
-        columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
-        if columns != LEDGER_COLUMNS:
-            raise ValueError(
-                f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
-                f"{', '.join(sorted(LEDGER_COLUMNS))})"
-            )
-        cursor = db.execute(
-            f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
-            f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
+        return _entries_of(db, p)
+
+
+def read_entries_and_meta_readonly(
+    path: str | Path, keys: tuple[str, ...], max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> tuple[list[LedgerEntry], dict[str, str]]:
+    """:func:`read_ledger_readonly` and :func:`read_meta_readonly` of ``keys`` on one read-only connection (the file
+    opened and checked once), with their checks and bounds (``max_seconds`` for both together).
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_ledger_readonly`.
+    """
+    p = Path(path)
+    with _readonly_ledger(p, max_bytes, max_seconds) as db:
+        return _entries_of(db, p), _meta_of(db, keys)
+
+
+def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
+    """The checked entries of the ledger ``p`` on a connection of :func:`_readonly_ledger`."""
+    kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
+    if kinds != ["table"]:
+        raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
+    columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+    if columns != LEDGER_COLUMNS:
+        raise ValueError(
+            f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
+            f"{', '.join(sorted(LEDGER_COLUMNS))})"
         )
-        entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
+    cursor = db.execute(
+        f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
+        f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
+    )
+    entries = [_checked_entry(row, f"{p}: entry {i + 1}") for i, row in enumerate(cursor)]
     if len(entries) > MAX_READ_ROWS:
         raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} entries, got more")
     return entries
