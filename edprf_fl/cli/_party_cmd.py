@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._model_args import add_force_argument, refuse_existing_outputs
+
 __all__ = ["register"]
 
 
@@ -85,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="a training-row count the party agrees to publish (default 0: not declared)",
     )
-    init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    add_force_argument(init, "overwrite --output if it exists")
     init.set_defaults(handler=run_init_policy)
 
 
@@ -119,8 +121,7 @@ def run_init_policy(args: argparse.Namespace) -> int:
             "public knowledge first"
         )
     out: Path = args.output
-    if out.exists() and not args.force:
-        raise ValueError(f"--output {out} exists; pass --force to overwrite it")
+    refuse_existing_outputs([(f"--output {out}", out)], args.force)
     chosen = {
         name: getattr(args, name)
         for name in ("lifetime_epsilon_cap", "max_release_epsilon", "max_evaluation_epsilon", "declared_rows")

@@ -17,6 +17,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._model_args import add_force_argument, refuse_existing_outputs
+
 if TYPE_CHECKING:
     from edprf_core import Schema
 
@@ -48,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     draft.add_argument("data", help="the data file (CSV)")
     draft.add_argument("--label", required=True, help="the label column")
     draft.add_argument("--output", "-o", default=None, help="where to write the schema TOML (default: print it)")
-    draft.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    add_force_argument(draft, "overwrite --output if it exists")
     draft.add_argument(
         "--names",
         default=None,
@@ -122,8 +124,7 @@ def run_draft(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise ValueError(f"--output {out} exists; pass --force to overwrite it")
+    refuse_existing_outputs([(f"--output {out}", out)], args.force)
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge", file=sys.stderr)
     return 0
