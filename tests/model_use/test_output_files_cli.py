@@ -23,15 +23,19 @@ def _one_line(capsys, command: str, *texts: str) -> None:
     assert all(text in err for text in texts), err
 
 
-def test_predict_refuses_an_existing_output_unless_force(tmp_path, bank_model, capsys):
-    out = tmp_path / "risk.csv"
+@pytest.mark.parametrize(
+    ("command", "flag", "name", "written"),
+    [("predict", "--output", "risk.csv", "line,status,detail,"), ("evaluate", "--json", "metrics.json", "{")],
+)
+def test_an_existing_output_is_refused_unless_force(tmp_path, bank_model, capsys, command, flag, name, written):
+    out = tmp_path / name
     out.write_text(OLD)
-    argv = ["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out)]
+    argv = [command, str(bank_model["model"]), str(bank_model["data"]), flag, str(out)]
     assert main(argv) == 1
-    _one_line(capsys, "predict", f"--output {out} exists; pass --force to overwrite it")
+    _one_line(capsys, command, f"{flag} {out} exists; pass --force to overwrite it")
     assert out.read_text() == OLD
     assert main([*argv, "--force"]) == 0
-    assert out.read_text().startswith("line,status,detail,")
+    assert out.read_text().startswith(written)
 
 
 def test_predict_never_writes_over_model_and_stdout_is_unaffected(tmp_path, bank_model, capsys):
@@ -69,17 +73,6 @@ def test_export_with_force_replaces_both_and_checks_the_directory_first(tmp_path
     capsys.readouterr()
     assert main(["export", str(bank_model["model"]), "-o", str(tmp_path / "no-dir" / "m.onnx")]) == 1
     _one_line(capsys, "export", "no such directory")
-
-
-def test_evaluate_refuses_an_existing_json_unless_force(tmp_path, bank_model, capsys):
-    target = tmp_path / "metrics.json"
-    target.write_text(OLD)
-    argv = ["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", str(target)]
-    assert main(argv) == 1
-    _one_line(capsys, "evaluate", f"--json {target} exists; pass --force to overwrite it")
-    assert target.read_text() == OLD
-    assert main([*argv, "--force"]) == 0
-    assert target.read_text().startswith("{")
 
 
 @pytest.mark.parametrize("name", ["risk.xlsx", "risk", "risk.txt.gz", "risk.json"])
