@@ -34,6 +34,7 @@ from decimal import Context, Decimal
 from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeVar
 
 from edprf_core import BudgetError
 
@@ -56,6 +57,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("edprf.party")
+
+_T = TypeVar("_T")
 
 _COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact"
 
@@ -570,12 +573,11 @@ def read_meta_readonly(
     ValueError
         As :func:`read_ledger_readonly`.
     """
-    with _readonly_ledger(Path(path), max_bytes, max_seconds) as db:
-        return _meta_of(db, keys)
+    return _read_ledger_file(Path(path), max_bytes, max_seconds, lambda db: _meta_of(db, keys))
 
 
 def _meta_of(db: sqlite3.Connection, keys: tuple[str, ...]) -> dict[str, str]:
-    """The ``ledger_meta`` values of ``keys`` on a connection of :func:`_readonly_ledger` (none without the table)."""
+    """The ``ledger_meta`` values of ``keys`` on a connection of :func:`_read_ledger_file` (none without the table)."""
     kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'ledger_meta' LIMIT 2")]
     if kinds != ["table"]:
         return {}
@@ -617,7 +619,8 @@ def read_ledger_readonly(
 ) -> list[LedgerEntry]:
     """Read a ledger without changing it: regular files only, opened read-only, in bounded time.
 
-    No table is created, no column added, the journal mode is left alone.  A file
+    No table is created, no column added, the journal mode is left alone; a ledger no party has open gets no
+    file beside it (no ``-wal`` or ``-shm``).  A file
     whose ``spends`` table has other columns (another ledger version) is refused.  The file is untrusted (an operator may be
     handed one): ``spends`` must be a table (a view could compute forever); SQLite
     is stopped after ``max_seconds`` of work (a progress handler), hands back no
@@ -633,8 +636,7 @@ def read_ledger_readonly(
         message is one line and quotes no text from the file.
     """
     p = Path(path)
-    with _readonly_ledger(p, max_bytes, max_seconds) as db:
-        return _entries_of(db, p)
+    return _read_ledger_file(p, max_bytes, max_seconds, lambda db: _entries_of(db, p))
 
 
 def read_entries_and_meta_readonly(
@@ -649,12 +651,11 @@ def read_entries_and_meta_readonly(
         As :func:`read_ledger_readonly`.
     """
     p = Path(path)
-    with _readonly_ledger(p, max_bytes, max_seconds) as db:
-        return _entries_of(db, p), _meta_of(db, keys)
+    return _read_ledger_file(p, max_bytes, max_seconds, lambda db: (_entries_of(db, p), _meta_of(db, keys)))
 
 
 def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
-    """The checked entries of the ledger ``p`` on a connection of :func:`_readonly_ledger`."""
+    """The checked entries of the ledger ``p`` on a connection of :func:`_read_ledger_file`."""
     kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
     if kinds != ["table"]:
         raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
@@ -674,10 +675,20 @@ def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
     return entries
 
 
-@contextmanager
-def _readonly_ledger(p: Path, max_bytes: int, max_seconds: float) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the untrusted SQLite file ``p`` (see :func:`read_ledger_readonly`); an SQLite
-    error while it is used becomes a one-line ``ValueError``."""
+_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+"""SQLite's files beside a database: while none exists, the database file alone holds every committed entry."""
+
+
+def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callable[[sqlite3.Connection], _T]) -> _T:
+    """``read`` run on a read-only connection to the untrusted SQLite file ``p`` (see :func:`read_ledger_readonly`);
+    an SQLite error while it runs becomes a one-line ``ValueError``.
+
+    A ledger no party has open (no ``-wal``, ``-shm`` or ``-journal`` beside it) is read as an immutable file, so
+    the read leaves no file behind: a read-only connection in WAL mode creates a ``-wal`` and a ``-shm`` and leaves
+    them, owned by whoever read (``sudo edprf budget`` would leave files the party's own user cannot write).  If a
+    party opened or changed the ledger during that read, the read is done again as an ordinary read-only
+    connection, which sees the party's write-ahead log.
+    """
     import stat
 
     try:
@@ -699,16 +710,38 @@ def _readonly_ledger(p: Path, max_bytes: int, max_seconds: float) -> Iterator[sq
         raise ValueError(f"{p} is empty: a ledger file created but never written; it records no spend")
     if magic != b"SQLite format 3\x00":
         raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
-    uri = p.resolve().as_uri() + "?mode=ro"
+    target = p.resolve()
     deadline = time.monotonic() + max_seconds
+    if not _has_sidecar(target):
+        before = _stamp(target)
+        result = _read_connected(p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read)
+        if not _has_sidecar(target) and _stamp(target) == before:
+            return result
+    return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read)
+
+
+def _has_sidecar(target: Path) -> bool:
+    return any(target.with_name(target.name + suffix).exists() for suffix in _SIDECAR_SUFFIXES)
+
+
+def _stamp(target: Path) -> tuple[int, int, int, int]:
+    """What changes when a file is written: its size, inode, modification and change times."""
+    st = target.stat()
+    return st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _read_connected(
+    p: Path, uri: str, deadline: float, max_seconds: float, read: Callable[[sqlite3.Connection], _T]
+) -> _T:
+    """``read`` on a connection to ``uri`` (the ledger ``p``), bounded by ``deadline``."""
     try:
-        db = sqlite3.connect(uri, uri=True, timeout=min(5.0, max_seconds))
+        db = sqlite3.connect(uri, uri=True, timeout=max(0.0, min(5.0, deadline - time.monotonic())))
         try:
             db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
             db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             db.execute("PRAGMA trusted_schema = OFF")
             db.execute("PRAGMA query_only = ON")
-            yield db
+            return read(db)
         finally:
             db.close()
     except sqlite3.Error as exc:

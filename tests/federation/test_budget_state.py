@@ -24,8 +24,9 @@ def _ledger(path: Path, *spends: float, cap: float = 2.0) -> Path:
 
 def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
     """The ledgers and anchors below ``directory``: their bytes and modification times (what a read must leave as it
-    is).  SQLite's ``-shm`` (its WAL index) is left out: a read-only connection to a WAL ledger creates one; a
-    ``-wal`` it creates is empty (checked by :func:`_unchanged`)."""
+    is).  SQLite's ``-shm`` (its WAL index) is left out: a read-only connection to a WAL ledger a party has open
+    may create one; a ``-wal`` it creates is empty (checked by :func:`_unchanged`; a ledger no party has open gets
+    neither: ``test_ledger_readonly.py``)."""
     return {
         str(p.relative_to(directory)): (p.read_bytes(), p.stat().st_mtime_ns)
         for p in directory.rglob("*")
