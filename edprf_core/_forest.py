@@ -56,6 +56,7 @@ __all__ = [
     "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "POOLING_NOTE",
     "RELATIONS",
     "SAMPLERS",
     "SCHEDULES",
@@ -313,6 +314,13 @@ FEDERATION_NOTE = (
     "is protected at the sum of those parties' epsilons."
 )
 
+POOLING_NOTE = (
+    "Pooled with other parties' releases, the model is epsilon-DP per record only if each person's records sit "
+    "at one party; a person present at several parties is protected at the sum of those parties' epsilons."
+)
+"""The federation caveat of one fit (:func:`release_guarantee`): one data holder's model, or one party's release
+before it is pooled.  A merged forest states :data:`FEDERATION_NOTE` instead."""
+
 
 SEEDED_REASON = "its noise came from a fixed research seed: anyone who knows the seed can remove it"
 """Why a seeded release is not DP (every guarantee text says it in these words)."""
@@ -353,13 +361,13 @@ def release_guarantee(
     reasons: Sequence[str], configured: str, *, reasons_above: bool = False, epsilon: float | None = None
 ) -> str:
     """One fit's privacy statement: NOT differentially private with ``reasons``, or ``configured``; then the
-    federation caveat (:data:`FEDERATION_NOTE`).  ``configured`` is what the configuration gives when every
+    caveat on pooling it with other parties' releases (:data:`POOLING_NOTE`).  ``configured`` is what the configuration gives when every
     input is DP (a sentence without its final stop).  ``reasons_above``: the statement goes under a headline
     that gives the reasons already, and points to it instead.  ``epsilon``: the fit's ε per record; a DP
     statement above :data:`LARGE_EPSILON` ends with :func:`large_epsilon_note`."""
     if reasons:
-        return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {FEDERATION_NOTE}"
-    return _with_large_epsilon_note(f"{configured}. {FEDERATION_NOTE}", epsilon)
+        return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {POOLING_NOTE}"
+    return _with_large_epsilon_note(f"{configured}. {POOLING_NOTE}", epsilon)
 
 
 def _not_dp(reasons: Sequence[str], reasons_above: bool) -> str:
@@ -583,7 +591,8 @@ class DPForest:
         prefix = _not_dp(reasons, reasons_above)
         header = (
             f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
-            f"the trees spend epsilon = {self.epsilon:g} per record. {FEDERATION_NOTE}"
+            f"each part spends at most epsilon = {self.epsilon:g} per record in all (its trees, and any DP row count "
+            f"or marginals part its line below states). {FEDERATION_NOTE}"
         )
         lines = [header]
         groups: dict[str, list[str]] = {}

@@ -336,7 +336,7 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | None) -> list[str]:
     import protocol
-    from edprf_core.forest import FEDERATION_NOTE
+    from edprf_core.forest import POOLING_NOTE
 
     p = header.parameters
     lines = [
@@ -357,8 +357,8 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
         lines += _counts_lines(verified.forest)
         guarantee = verified.forest.guarantee()
     lines.append(f"guarantee: {guarantee}")
-    if p.dp and FEDERATION_NOTE not in guarantee:
-        lines.append(f"federation: {FEDERATION_NOTE}")
+    if p.dp and POOLING_NOTE not in guarantee:
+        lines.append(f"federation: {POOLING_NOTE}")
     return lines
 
 

@@ -181,3 +181,17 @@ def test_a_guarantee_above_epsilon_10_says_what_the_bound_means(wall):
     assert "protects little" not in seeded.guarantee()  # NOT DP: the reason is what matters
     assert "protects little" not in large.guarantee(large_epsilon=False)
     assert note in DPMarginalsClassifier(schema, epsilon=50).fit(X, y).guarantee_
+
+
+def test_one_fit_states_the_pooling_caveat_and_a_merge_what_each_part_spends(wall):
+    """A single holder's fit ended with 'Across parties, records are assumed disjoint', and a merge's headline
+    said 'the trees spend epsilon = 1' although each part's DP row count took 0.05 of it."""
+    from edprf_core.forest import FEDERATION_NOTE, POOLING_NOTE
+
+    X, y, schema = wall
+    parts = [EDPRFClassifier(schema, epsilon=1.0).fit(X, y).forest_ for _ in range(2)]
+    one = parts[0].guarantee()
+    assert one.endswith(POOLING_NOTE) and FEDERATION_NOTE not in one
+    headline = merge_forests(parts, labels=["a", "b"]).guarantee().splitlines()[0]
+    assert "each part spends at most epsilon = 1 per record in all" in headline and "trees spend" not in headline
+    assert headline.endswith(FEDERATION_NOTE) and POOLING_NOTE not in headline

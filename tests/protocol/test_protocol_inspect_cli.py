@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edprf_core.forest import FEDERATION_NOTE
+from edprf_core.forest import FEDERATION_NOTE, POOLING_NOTE
 from edprf_fl.cli._main import main
 from protocol import (
     build_global_model,
@@ -61,7 +61,7 @@ def test_release_output(capsys, tmp_path, signed_wall_release, forests, keys_dir
         "signature: verified",
         "structure: valid",
         "epsilon = 1 differential privacy per record",
-        FEDERATION_NOTE,
+        POOLING_NOTE,
         "leaf=counts",
         "leaf counts (discrete Laplace noise, clamped at 0; classes ",
     ):
