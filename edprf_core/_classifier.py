@@ -637,8 +637,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """Refuse, before the charge, binary trees that may hold more than :data:`MAX_FIT_NODES` nodes.
 
         From the public options alone: ``n_trees`` or, when automatic, :data:`AUTO_TREE_CAP`; ``max_depth`` or,
-        when automatic, ``max_depth_cap``.  Every node of a binary tree exists (shapes are data-independent), so
-        the bound is what the fit builds.  A multiway tree's worst case (the widest features at every layer) can
+        when automatic, ``max_depth_cap``.  A binary tree holds the full tree's nodes at most (a path ends early
+        only when the splits above it leave no candidate), so the bound is what the fit can build.  A multiway tree's worst case (the widest features at every layer) can
         exceed what it builds by a hundred times: it is not refused here (a party's release bound still applies).
         """
         if self.split_mode != "binary":
