@@ -48,8 +48,9 @@ sizes of the parties a simulation laid out.  A manifest without the key (models 
 
 SIMULATION_ROW_COUNTS_NOTE = (
     "Simulation: this run read the exact row counts of the parties it simulated as public figures "
-    "(consortium_rows and max_party_rows in the manifest's parameters, which size the marginals part's share and "
-    "bins and bound the evaluation round), so this guarantee assumes those counts are public, which only a "
+    "(consortium_rows in the manifest's parameters, the rows all parties train on, sizes the marginals part's "
+    "share and bins; max_party_rows, a bound on a party's held-out rows computed from the largest party's exact "
+    "size, bounds the evaluation round), so this guarantee assumes those counts are public, which only a "
     "simulation may assume; in a deployment they are figures the consortium declares, or 0."
 )
 """What every guarantee of a model whose manifest says ``row_counts = "simulation"`` ends its headline with."""

@@ -54,6 +54,11 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
 )
 """Refusals a party decides before it reserves ε: nothing was charged for them."""
 
+_CHARGED = (
+    "These are the epsilons of the releases and evaluations the coordinator accepted, each charged to its party's "
+    "ledger before the party replied (the coordinator reads no ledger)"
+)
+
 
 @dataclass(frozen=True)
 class PartySpend:
@@ -82,16 +87,17 @@ class PartySpend:
 def _evaluation_overlap(forest: DPForest, evaluated: list[PartySpend]) -> str:
     """What one record faces of a release and an evaluation on disjoint rows, under the model's relation."""
     if not evaluated:
-        return "The total is what the ledgers count."
+        return f"{_CHARGED}."
     if all(params.relation == "add-remove" for _, params, _ in forest.parts):
         return (
             "The held-out rows a party evaluates on are disjoint from its training rows (a keyed hash of each "
             "row's own cells), so under add-remove a record actually faces at most max(release, evaluation); "
-            "the total is what the ledgers count."
+            f"the total is the bound a ledger charges. {_CHARGED}."
         )
     return (
         "Under replace-one a record swapped for another can leave the training rows while its replacement "
-        "joins the held-out rows, so the total (release + evaluation) is the bound; it is what the ledgers count."
+        f"joins the held-out rows, so the total (release + evaluation) is the bound; it is what a ledger charges. "
+        f"{_CHARGED}."
     )
 
 
