@@ -21,6 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 
+from edprf_core.count_text import count_text
+
 from ._ledger import (
     CAP_CHANGES_KEY,
     CAP_KEY,
@@ -127,7 +129,7 @@ class BudgetState:
     def anchor_missing_text(self) -> str:
         """What :attr:`anchor_missing` means and what to do, in one line."""
         return (
-            f"the ledger holds {len(self.entries)} entries and no anchor ({self.anchor_path.name}) is beside it: "
+            f"the ledger holds {count_text(len(self.entries), 'entry', 'entries')} and no anchor ({self.anchor_path.name}) is beside it: "
             "every spend writes one, so it was deleted or moved, and an older copy of the ledger restored in its "
             "place would count less than the party spent; restore the anchor if it was moved (the party writes a "
             "new one from this ledger at its next request)"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from edprf_core import BudgetError
+from edprf_core.count_text import count_text
 
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
 
@@ -602,7 +603,7 @@ def not_dp_replies(meta: dict[str, str]) -> tuple[int, list[str]]:
 def not_dp_headline(count: int) -> str:
     """The NOT DP sentence ``edprf budget`` and ``edprf party check`` open the trail with."""
     return (
-        f"NOT DP: {count} {'reply' if count == 1 else 'replies'} of this party did not come from a DP mechanism "
+        f"NOT DP: {count_text(count, 'reply', 'replies')} of this party did not come from a DP mechanism "
         "(seeded randomness or exact metrics its policy allowed, or a schema drafted from data)"
     )
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from edprf_core import Schema
+from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import OptionHints, read_table
 
@@ -76,7 +77,7 @@ def load_local_data(
     for note in table.dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(table.dropped) > _LOGGED:
-        log.warning("local data: %d more lines left out", len(table.dropped) - _LOGGED)
+        log.warning("local data: %s left out", count_text(len(table.dropped) - _LOGGED, "more line"))
     # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
     # verdicts, the keyed hash and the encoding at fit time then read each distinct text once, and selecting
     # rows gathers small integers instead of copying strings.  Every step still gives each row what its own

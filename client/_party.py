@@ -52,6 +52,7 @@ import pandas as pd
 
 from edprf_core import DataValidationError, DPForest, EDPRFError, EDPRFWarning, Schema, load_schema
 from edprf_core.config_checks import refuse_unknown_keys
+from edprf_core.count_text import count_text
 from edprf_core.encoding import FeatureGrid, encode_labels
 from edprf_core.forest import MAX_FIT_NODES, MAX_FIT_ROWS, max_tree_nodes
 from edprf_core.mechanisms import discrete_laplace_counts
@@ -496,8 +497,8 @@ class Party:
             ) from None
         self.ledger.complete(req.request_id, payload)
         log.info(
-            "released %d trees at epsilon %s (remaining %s)",
-            req.n_trees,
+            "released %s at epsilon %s (remaining %s)",
+            count_text(req.n_trees, "tree"),
             req.epsilon,
             format_epsilon(self.ledger.remaining()),
         )

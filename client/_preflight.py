@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edprf_core.count_text import count_text
+
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._ledger import (
     CAP_CHANGES_KEY,
@@ -221,7 +223,7 @@ def _schema(path: Path, report: PreflightReport):
     report._add(
         "ok",
         path,
-        f"schema {schema.name!r}, {len(schema.features)} features, label "
+        f"schema {schema.name!r}, {count_text(len(schema.features), 'feature')}, label "
         f"{schema.label.column!r}, fingerprint {schema.fingerprint}",
     )
     if schema.drafted:
@@ -429,7 +431,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             "note",
             path,
             f"{format_epsilon(total_spent(from_record))} of the spent epsilon was carried from {COORDINATOR_RECORD} "
-            f"({len(from_record)} time(s)): the ledger held less than the coordinator recorded for this party "
+            f"({count_text(len(from_record), 'time')}): the ledger held less than the coordinator recorded for this party "
             "(the host or the ledger restored from an earlier state?); the details are in the ledger's entries",
         )
     n_not_dp, not_dp_lines = not_dp_replies(state.meta)
@@ -447,12 +449,14 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
     report._add(
         "ok",
         path,
-        f"{len(entries)} entries, spent {format_epsilon(state.spent)}, remaining "
+        f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}, remaining "
         f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)}",
     )
     if open_entries:
         report._add(
-            "note", path, f"{open_entries} request(s) reserved and never completed (a crash): their epsilon stays spent"
+            "note",
+            path,
+            f"{count_text(open_entries, 'request')} reserved and never completed (a crash): their epsilon stays spent",
         )
 
 
@@ -625,7 +629,7 @@ def _root_certificates(path: Path, report: PreflightReport) -> None:
     if expired:
         report._add("problem", path, f"the certificate expired on {expired[0].not_valid_after_utc:%Y-%m-%d}")
         return
-    report._add("ok", path, f"root certificates readable ({len(certificates)} certificate(s), not expired)")
+    report._add("ok", path, f"root certificates readable ({count_text(len(certificates), 'certificate')}, not expired)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -658,8 +662,8 @@ def log_preflight(
         logger.info("party check of %s: no problem found", who)
     else:
         logger.error(
-            "party check of %s: %d problem(s) above; fix them and run `edprf party check --node-config ...` to confirm",
+            "party check of %s: %s above; fix them and run `edprf party check --node-config ...` to confirm",
             who,
-            len(report.problems),
+            count_text(len(report.problems), "problem"),
         )
     return report

@@ -47,6 +47,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .count_text import count_text
+
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "MAX_CALIBRATION_BINS",
@@ -255,7 +257,7 @@ def unpredicted_class_warning(truth: ArrayLike, predicted: ArrayLike, classes: S
         return ""
     shown = ", ".join(
         f"{(classes[k].item() if isinstance(classes[k], np.generic) else classes[k])!r} "
-        f"({present[k]} row{'' if present[k] == 1 else 's'})"
+        f"({count_text(int(present[k]), 'row')})"
         for k in never
     )
     return (

@@ -43,6 +43,7 @@ from ._leafmask import LeafMaskPredictor
 from ._predict import RoutingTable
 from ._schema import Schema
 from ._tree import SPLIT_MODES, ForestArrays
+from .count_text import count_text
 
 if TYPE_CHECKING:
     from ._marginals import NoisyMarginals
@@ -267,7 +268,7 @@ class TrainingParameters:
             )
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} "
-            f"neighbouring relation ({_trees(self.n_trees)}, {self.composition} composition across trees, "
+            f"neighbouring relation ({count_text(self.n_trees, 'tree')}, {self.composition} composition across trees, "
             f"{self.schedule} layer schedule, {depth}; {self.mechanisms()}{marginals})"
         )
 
@@ -296,10 +297,6 @@ def _some(names: list[str], shown: int, whole: int) -> str:
     if len(names) <= whole:
         return ", ".join(names)
     return f"{', '.join(names[:shown])} and {len(names) - shown} more"
-
-
-def _trees(n: int) -> str:
-    return f"{n} tree" if n == 1 else f"{n} trees"
 
 
 LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
@@ -590,7 +587,7 @@ class DPForest:
             )
         prefix = _not_dp(reasons, reasons_above)
         header = (
-            f"{prefix}Merged forest of {len(self.parts)} parts, {_trees(self.n_trees)}; "
+            f"{prefix}Merged forest of {len(self.parts)} parts, {count_text(self.n_trees, 'tree')}; "
             f"each part spends at most epsilon = {self.epsilon:g} per record in all (its trees, and any DP row count "
             f"or marginals part its line below states). {FEDERATION_NOTE}"
         )
@@ -600,7 +597,7 @@ class DPForest:
             statement = p.statement()
             if self.schema.drafted and not p.not_dp_reasons():  # a drafted schema voids every part's guarantee
                 statement = f"configured for {p.configured()} (no guarantee: the model is NOT differentially private)."
-            groups.setdefault(statement, []).append(f"{label} ({_trees(n)})")
+            groups.setdefault(statement, []).append(f"{label} ({count_text(n, 'tree')})")
         for statement, members in groups.items():
             lines.append(f"  - {_some(members, 3, 4)}: {statement}")
         if not reasons:

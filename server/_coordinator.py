@@ -22,6 +22,7 @@ from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
 from edprf_core import Schema, load_schema, merge_forests
+from edprf_core.count_text import count_text
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
 from edprf_core.forest import influence_cuts
@@ -118,7 +119,7 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
         return None
     try:
         store = SpendStore(path, {party: registry.key_id(party) for party in registry})
-        log.info("spend record %s: %d rows", store.path.absolute(), store.rows())
+        log.info("spend record %s: %s", store.path.absolute(), count_text(store.rows(), "row"))
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"spend-record: cannot open {path}: {exc}") from None
     return store
@@ -163,7 +164,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     )
     wanted = cfg.parties_to_wait_for
     nodes = _wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
-    log.info("run %s: %d parties connected", run_id, len(nodes))
+    log.info("run %s: %s connected", run_id, count_text(len(nodes), "party", "parties"))
     if len(nodes) < wanted:
         log.warning(
             "run %s: %d of %d expected parties connected within %.0f s; going on without the others",
@@ -280,7 +281,12 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         report.status = RunStatus.FAILED
         report.guarantee = "no model: fewer valid releases than min-parties"
         report.failure = failure_text(report, cfg.min_parties)
-        log.error("run %s: %d valid releases, %d required; no model saved", run_id, len(accepted), cfg.min_parties)
+        log.error(
+            "run %s: %s, %d required; no model saved",
+            run_id,
+            count_text(len(accepted), "valid release"),
+            cfg.min_parties,
+        )
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
         return report
@@ -350,10 +356,10 @@ def _model_and_evaluation(
     report.n_trees = view.forest.n_trees
     report.guarantee = federation_guarantee(view.forest, _spends(report))
     log.info(
-        "run %s: global model of %d trees from %d parties saved to %s",
+        "run %s: global model of %s from %s saved to %s",
         run_id,
-        view.forest.n_trees,
-        len(accepted),
+        count_text(view.forest.n_trees, "tree"),
+        count_text(len(accepted), "party", "parties"),
         model_path,
     )
 

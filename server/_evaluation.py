@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from edprf_core.count_text import count_text
+
 from ._config import CoordinatorConfig
 from ._consortium_estimate import (
     bias_corrected_ratio,
@@ -100,8 +102,8 @@ def evaluation_plan(cfg: CoordinatorConfig, n_parties: int) -> EvaluationPlan:
         planned_width=planned,
         needed_epsilon=needed,
         reason=EvaluationSkip.UNINFORMATIVE,
-        message=f"evaluation not run, no epsilon spent: with {n_parties} parties of at most "
-        f"{rows} held-out rows, evaluation-epsilon {eps:g} gives a 95% interval about "
+        message=f"evaluation not run, no epsilon spent: with {count_text(n_parties, 'party', 'parties')} of at most "
+        f"{count_text(rows, 'held-out row')}, evaluation-epsilon {eps:g} gives a 95% interval about "
         f"{planned:.2f} wide{' (more than the whole range 0-1 of an accuracy: it would say nothing)' if planned > 1 else ''}"
         f", wider than evaluation-max-interval-width {width:g}; {fix}",
     )

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from edprf_core import DPForest
+from edprf_core.count_text import count_text
 from edprf_core.encoding import encode_labels
 
 __all__ = ["marginals_guarantee", "marginals_lines", "marginals_record"]
@@ -62,8 +63,9 @@ def marginals_lines(record: dict[str, Any]) -> list[str]:
     """The summary's line about the marginals part (none without one)."""
     if not record:
         return []
+    whose = count_text(len(record["parties"]), "party's", "parties'")
     line = (
-        f"marginals part: {len(record['parties'])} parties' histograms summed on a {record['bins']}-bin grid, "
+        f"marginals part: {whose} histograms summed on a {record['bins']}-bin grid, "
         f"weight {record['share']:.2f} against the trees (noise of one release at epsilon "
         f"{record['noise_epsilon']:.3g})"
     )

@@ -33,6 +33,7 @@ import socket
 from pathlib import Path
 
 from edprf_core import EDPRFError
+from edprf_core.count_text import count_text
 
 from ._config import CoordinatorConfig
 from ._outcomes import EvaluationSkip, PartyStatus
@@ -190,7 +191,7 @@ def failure_text(report: RunReport, min_parties: int) -> str:
         if p.status != PartyStatus.ACCEPTED
     ]
     return (
-        f"{len(report.accepted)} valid release(s), min-parties is {min_parties}; no model saved"
+        f"{count_text(len(report.accepted), 'valid release')}, min-parties is {min_parties}; no model saved"
         + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
         + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
         + (f". {absent_text(report.absent_parties)}" if report.absent_parties else "")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from edprf_core.count_text import count_text
+
 from ._contribution_text import contribution_lines
 from ._marginals_text import marginals_lines
 from ._metrics import interval_text
@@ -35,7 +37,7 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         else:
             shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
         each = f"epsilon {federated.get('epsilon_per_party', 0.0):g} each"
-        lines = [f"parties' own held-out accuracy ({kind}, {each}, {_parties(n)}): {shown}"]
+        lines = [f"parties' own held-out accuracy ({kind}, {each}, {count_text(n, 'party', 'parties')}): {shown}"]
         if "max_one_party_shift" in federated:
             lines.append(
                 f"  any one party's reply can move it {_reach(federated.get('max_one_party_shift'))} "
@@ -59,17 +61,14 @@ def _reach(shift: float | None) -> str:
     return f"by at most {shift:.3f}"
 
 
-def _parties(n: int) -> str:
-    return "1 party" if n == 1 else f"{n} parties"
-
-
 def summary_lines(report: RunReport) -> list[str]:
     """Status, model path, accuracy and balanced accuracy with their intervals (and the one-class warning), every
     party that was not accepted (with its reason), the guarantee."""
     accepted = report.accepted
+    of_parties = count_text(len(report.parties), "party's", "parties'")
     head = (
-        f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {len(report.parties)} parties' "
-        f"releases accepted, {report.n_trees} trees"
+        f"edprf run {report.run_id}: {report.status}; {len(accepted)} of {of_parties} releases accepted, "
+        f"{count_text(report.n_trees, 'tree')}"
     )
     lines = [head]
     if report.failure:
@@ -123,8 +122,9 @@ def central_evaluation_lines(central: dict[str, Any]) -> list[str]:
     """Accuracy and balanced accuracy on the coordinator's test data with their intervals, and the one-class warning."""
     if central.get("accuracy") is None:
         return []
+    rows = count_text(central["n"], "row") if "n" in central else "? rows"
     head = (
-        f"on the coordinator's test data ({central.get('n', '?')} rows): accuracy "
+        f"on the coordinator's test data ({rows}): accuracy "
         f"{interval_text(central, 'accuracy')}, balanced accuracy {interval_text(central, 'balanced_accuracy')}"
     )
     lines = [head]

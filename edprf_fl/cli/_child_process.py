@@ -202,11 +202,13 @@ def _finish_session(sid: int) -> None:
     while (left := session_members(sid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     if left:
+        from edprf_core.count_text import count_text
+
         from ._flower_processes import command_line
 
         logging.getLogger("edprf").warning(
-            "stopping %d process(es) the job left running: %s",
-            len(left),
+            "stopping %s the job left running: %s",
+            count_text(len(left), "process", "processes"),
             "; ".join(f"{pid} {command_line(pid)[:120] or '?'}" for pid in sorted(left)),
         )
         _terminate(left)

@@ -248,6 +248,7 @@ def _app_dir(given: Path | None) -> Path:
 # ----------------------------------------------------------------------------- the run
 def _check_parties(parties: dict) -> None:
     from client import parse_node_config, preflight_configs
+    from edprf_core.count_text import count_text
 
     problems = []
     for party_id, paths in parties.items():
@@ -265,7 +266,7 @@ def _check_parties(parties: dict) -> None:
                 else ""
             )
         )
-    print(f"[2/5] party check: {len(parties)} parties, no problem found", flush=True)
+    print(f"[2/5] party check: {count_text(len(parties), 'party', 'parties')}, no problem found", flush=True)
 
 
 def _run_settings(args: argparse.Namespace, run_values: dict) -> CoordinatorConfig:
@@ -324,6 +325,7 @@ def _check_request(
         ``--run-config epsilon=5``).
     """
     from client import exact_epsilon, format_epsilon, load_policy, micro_epsilon, read_budget
+    from edprf_core.count_text import count_text
 
     def said(key: str, value: float, spec: str = "g") -> str:
         return f"--run-config {key}={value:{spec}}" if key in from_run_config else f"--{key} {value:{spec}}"
@@ -361,7 +363,7 @@ def _check_request(
     if problems:
         refusing = len({line.split(":", 1)[0] for line in problems})
         raise ValueError(
-            f"{refusing} of {len(parties)} parties would refuse this run, by their policies:\n  "
+            f"{refusing} of {count_text(len(parties), 'party', 'parties')} would refuse this run, by their policies:\n  "
             + "\n  ".join(problems)
             + "\n(the policies are parties/<party>/policy.toml under --dir; a party's own policy is its to set)"
         )
@@ -447,6 +449,8 @@ def _exclusive(root: Path):
 
 
 def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
+    from edprf_core.count_text import count_text
+
     from ._flower_processes import Deployment, Federation, FlowerProcessError, Tls, flower_env
     from ._run_cmd import run_and_follow
     from ._stop_signals import exit_status, stop_signals
@@ -465,7 +469,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
     layout = lay_out(root, party_ids, args.dataset, setup_log)
     parties, pki, coordinator = layout["parties"], layout["pki"], layout["coordinator"]
     print(
-        f"[1/5] {root}: CA and SuperLink certificate in pki/, {len(parties)} parties in parties/ "
+        f"[1/5] {root}: CA and SuperLink certificate in pki/, {count_text(len(parties), 'party', 'parties')} in parties/ "
         f"(data share, schema, policy, ledger, keys)",
         flush=True,
     )
@@ -518,7 +522,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             fed.wait_online(len(parties))
             listeners = fed.assert_loopback_only()
             print(
-                f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {len(parties)} SuperNodes "
+                f"[3/5] SuperLink (TLS, SuperNode authentication) on 127.0.0.1:{fed.port} and {count_text(len(parties), 'SuperNode')} "
                 f"online ({', '.join(f'{p} = node {n}' for p, n in node_ids.items())}); listening only on "
                 f"{len(listeners)} loopback ports",
                 flush=True,
@@ -589,6 +593,7 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
     """The run's outcome from ``out``/report.json (``out``: the run config's output-dir, after --run-config),
     when this run wrote it (a refused run leaves an earlier run's report in place); a stopped run, how to
     finish it without spending again (the request-tag, deploy/README.md)."""
+    from edprf_core.count_text import count_text
     from server import contribution_lines
 
     report_path = out / "report.json"
@@ -618,7 +623,7 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
                 + (
                     f" ({p['reason']}) {p['message']}"
                     if p["status"] != "accepted"
-                    else f", {p['n_trees']} trees, epsilon {p['epsilon']:g}"
+                    else f", {count_text(p['n_trees'], 'tree')}, epsilon {p['epsilon']:g}"
                 )
             )
         accuracy = report.get("central_evaluation", {}).get("accuracy")

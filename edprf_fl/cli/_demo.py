@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from sklearn.model_selection import train_test_split
 
     from edprf_core import EDPRFClassifier, SeededNoiseWarning, load_embedded
+    from edprf_core.count_text import count_text
     from edprf_core.forest import large_epsilon_note
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
@@ -94,15 +95,19 @@ def run(args: argparse.Namespace) -> int:
         clf.fit(X_train, y_train)
     fit_s = time.perf_counter() - start
     chosen = ", chosen from a DP count of the rows" if args.max_depth == "auto" else ""
-    say(f"[2/3] DP forest trained in {fit_s:.2f} s ({clf.forest_.trees.n_nodes} nodes, depth {clf.max_depth_}{chosen})")
+    say(
+        f"[2/3] DP forest trained in {fit_s:.2f} s ({count_text(clf.forest_.trees.n_nodes, 'node')}, depth {clf.max_depth_}{chosen})"
+    )
     ours = clf.score(X_test, y_test)
     codes_train, codes_test = clf.forest_.encode(X_train), clf.forest_.encode(X_test)
     reference = RandomForestClassifier(n_estimators=100, max_depth=None, random_state=split_seed, n_jobs=-1)
     reference.fit(codes_train, y_train)
     say("[3/3] non-private reference forest trained")
-    print(f"dataset:               {args.dataset} ({schema.n_classes} classes, {schema.n_features} features)")
     print(
-        f"DP forest accuracy:    {ours:.4f}  ({args.n_trees} trees, depth {clf.max_depth_}, {args.split_mode} splits)"
+        f"dataset:               {args.dataset} ({count_text(schema.n_classes, 'class', 'classes')}, {count_text(schema.n_features, 'feature')})"
+    )
+    print(
+        f"DP forest accuracy:    {ours:.4f}  ({count_text(args.n_trees, 'tree')}, depth {clf.max_depth_}, {args.split_mode} splits)"
     )
     print(f"non-private accuracy:  {reference.score(codes_test, y_test):.4f}  (scikit-learn, 100 trees, same bins)")
     print(f"guarantee:             {clf.forest_.guarantee()}")

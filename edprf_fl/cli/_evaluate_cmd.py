@@ -82,6 +82,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def format_report(report: ClinicalReport) -> list[str]:
     """The report as text lines (Markdown tables)."""
+    from edprf_core.count_text import count_text
     from edprf_core.metrics import NOT_DP_NOTE
 
     classes = [str(c) for c in report.classes]
@@ -94,7 +95,10 @@ def format_report(report: ClinicalReport) -> list[str]:
         if report.positive is not None
         else "the most probable class"
     )
-    lines += ["", f"confusion matrix ({report.n} rows; rows: true class, columns: decided class, {rule}):"]
+    lines += [
+        "",
+        f"confusion matrix ({count_text(report.n, 'row')}; rows: true class, columns: decided class, {rule}):",
+    ]
     lines += _table(
         ["true \\ decided", *classes], [[c, *(str(int(v)) for v in report.confusion[i])] for i, c in enumerate(classes)]
     )
@@ -197,6 +201,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
+    from edprf_core.count_text import count_text
     from edprf_core.metrics import clinical_report
     from edprf_core.prediction import read_labels, score_rows
     from edprf_core.tables import stream_rows
@@ -232,8 +237,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
     print(
-        f"evaluated {report.n} rows of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
-        f"({counts['refused']} refused by the schema's rules, {counts['malformed']} malformed lines, "
+        f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
+        f"({counts['refused']} refused by the schema's rules, {count_text(counts['malformed'], 'malformed line')}, "
         f"{counts['label']} with a missing or undeclared label)"
     )
     for hint in diagnostics.hints():

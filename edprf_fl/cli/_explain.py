@@ -112,6 +112,7 @@ def read_row(
     """
     import numpy as np
 
+    from edprf_core.count_text import count_text
     from edprf_core.tables import stream_rows
 
     if (row is None) == (line is None):
@@ -133,12 +134,13 @@ def read_row(
         seen += len(chunk.line_numbers)
     if line is not None:
         raise ValueError(f"{path}: no row on line {line} (blank lines, the header and lines past the end hold none)")
-    raise ValueError(f"{path}: no row {row}: the file has {seen} rows, numbered from 0")
+    raise ValueError(f"{path}: no row {row}: the file has {count_text(seen, 'row')}, numbered from 0")
 
 
 def run_explain(args: argparse.Namespace) -> int:
     """Handler of ``edprf explain``; returns the exit status."""
     from edprf_core import explain_row
+    from edprf_core.count_text import count_text
     from edprf_core.prediction import score_rows
 
     forest = load_forest(args.model, args.keys)
@@ -152,7 +154,7 @@ def run_explain(args: argparse.Namespace) -> int:
         raise ValueError(f"{where}: {detail}; `edprf predict` marks it {status!r} and does not score it")
     explanation = explain_row(forest, found.frame, pooling=args.pooling)
     shown = where if args.row is None else f"row {args.row}, {where}"
-    print(f"model: {args.model} ({forest.n_trees} trees); {shown}")
+    print(f"model: {args.model} ({count_text(forest.n_trees, 'tree')}); {shown}")
     print("cells: " + ", ".join(f"{name}={_cell(v)}" for name, v in found.frame.iloc[0].items()))
     if detail:
         print(f"note: {detail} (as `edprf predict` reports it)")

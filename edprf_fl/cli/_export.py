@@ -56,6 +56,7 @@ def encoding_path(output: Path) -> Path:
 
 def run_export(args: argparse.Namespace) -> int:
     """Handler of ``edprf export``; returns the exit status."""
+    from edprf_core.count_text import count_text
     from edprf_core.export import encoding_spec, forest_to_onnx
     from protocol import save_atomic
 
@@ -74,7 +75,7 @@ def run_export(args: argparse.Namespace) -> int:
     save_atomic(args.output, model.SerializeToString())
     save_atomic(spec, (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     shape = f"float64 (n_rows, {forest.schema.n_features})"
-    inputs, model_parts = f"input 'codes' {shape}", f"{forest.n_trees} trees"
+    inputs, model_parts = f"input 'codes' {shape}", count_text(forest.n_trees, "tree")
     if forest.marginals is not None:
         inputs = (
             f"inputs 'codes' and 'marginals_codes' {shape} (the rows' codes on the trees' and the marginals' grids)"

@@ -363,6 +363,8 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
 
 
 def _describe_model(view: GlobalModelView) -> list[str]:
+    from edprf_core.count_text import count_text
+
     forest = view.forest
     parties = view.parties
     listed = ", ".join(parties[:SHOWN_RELEASES]) + (
@@ -378,8 +380,8 @@ def _describe_model(view: GlobalModelView) -> list[str]:
     for r in view.releases[:SHOWN_RELEASES]:
         lines += [
             (
-                f"  - party {r.party_id}: epsilon={r.params.epsilon:g}, {r.forest.n_trees} trees, "
-                f"{r.forest.trees.n_nodes} nodes"
+                f"  - party {r.party_id}: epsilon={r.params.epsilon:g}, {count_text(r.forest.n_trees, 'tree')}, "
+                f"{count_text(r.forest.trees.n_nodes, 'node')}"
             ),
             f"    parameters: {_parameters_line(r.params)}",
             f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
@@ -389,7 +391,7 @@ def _describe_model(view: GlobalModelView) -> list[str]:
         rest = view.releases[SHOWN_RELEASES:]
         statuses = sorted({r.signature_status.value for r in rest})
         lines.append(
-            f"  ... and {len(rest)} more releases ({sum(r.forest.n_trees for r in rest)} trees; "
+            f"  ... and {count_text(len(rest), 'more release')} ({count_text(sum(r.forest.n_trees for r in rest), 'tree')}; "
             f"signatures: {', '.join(statuses)})"
         )
     contributions = view.manifest.get("contributions") or []
@@ -400,7 +402,7 @@ def _describe_model(view: GlobalModelView) -> list[str]:
         alpha = (view.manifest.get("parameters") or {}).get("flag_alpha")
         lines += [f"  - {line}" for line in contribution_lines(contributions[:SHOWN_RELEASES], alpha)]
         if len(contributions) > SHOWN_RELEASES:
-            lines.append(f"  ... and {len(contributions) - SHOWN_RELEASES} more parties")
+            lines.append(f"  ... and {count_text(len(contributions) - SHOWN_RELEASES, 'more party', 'more parties')}")
     selection = view.manifest.get("selection") or {}
     if selection:
         lines.append(

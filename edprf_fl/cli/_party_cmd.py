@@ -93,6 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     from client import check_supernode_files, parse_node_config, preflight_configs
+    from edprf_core.count_text import count_text
 
     report = preflight_configs(parse_node_config(args.node_config))
     check_supernode_files(args.auth_key, args.root_certificates, report)
@@ -105,7 +106,9 @@ def run_check(args: argparse.Namespace) -> int:
     if report.ok:
         print(f"{who}: no problem found")
         return 0
-    print(f"{who}: {len(report.problems)} problem(s); fix them before starting the SuperNode", file=sys.stderr)
+    print(
+        f"{who}: {count_text(len(report.problems), 'problem')}; fix them before starting the SuperNode", file=sys.stderr
+    )
     return 1
 
 

@@ -165,6 +165,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     forest, _, positive = prepared
+    from edprf_core.count_text import count_text
     from edprf_core.tables import stream_rows
 
     from ._row_diagnostics import RowDiagnostics
@@ -200,7 +201,7 @@ def run_predict(args: argparse.Namespace) -> int:
         if positive is not None
         else ""
     )
-    say(f"predicted {total} rows ({shown}){decision}; written to {target}")
+    say(f"predicted {count_text(total, 'row')} ({shown}){decision}; written to {target}")
     for hint in diagnostics.hints():
         say(f"  {hint}")
     if total and diagnostics.not_scored == total:

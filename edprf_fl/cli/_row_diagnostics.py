@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from edprf_core import Schema
+from edprf_core.count_text import count_text
 from edprf_core.prediction import RowScores
 from edprf_core.schema import ContinuousFeature
 from edprf_core.tables import RowChunk
@@ -41,10 +42,6 @@ _VALUE = re.compile(r" \((?:'[^']*'|\"[^\"]*\")[^)]*\)$")
 
 def _shown(value: str, limit: int = 24) -> str:
     return repr(value if len(value) <= limit else value[:limit] + "...")
-
-
-def _rows(n: int) -> str:
-    return f"{n} row{'' if n == 1 else 's'}"
 
 
 @dataclass
@@ -118,7 +115,7 @@ class RowDiagnostics:
         if not self.reasons:
             return ""
         reason, n = self.reasons.most_common(1)[0]
-        return f"{reason} ({n} of {_rows(self.rows)})"
+        return f"{reason} ({n} of {count_text(self.rows, 'row')})"
 
     def hints(self) -> list[str]:
         """One line per likely cause found (none when nothing was refused)."""
@@ -128,7 +125,7 @@ class RowDiagnostics:
         if self.decimal_example is not None:
             column, value = self.decimal_example
             lines.append(
-                f"decimal comma? {self.decimal_commas} refused number{'' if self.decimal_commas == 1 else 's'} "
+                f"decimal comma? {count_text(self.decimal_commas, 'refused number')} "
                 f"such as {value!r} (column {column!r}): the schema reads '.' as the decimal point; "
                 "write DATA's numbers with '.'"
             )
@@ -140,7 +137,7 @@ class RowDiagnostics:
         classes = [str(c) for c in self.schema.classes]
         folded = {c.casefold(): c for c in classes}
         common = self.undeclared.most_common(_SHOWN_LABELS)
-        shown = ", ".join(f"{_shown(v)} ({_rows(n)})" for v, n in common)
+        shown = ", ".join(f"{_shown(v)} ({count_text(n, 'row')})" for v, n in common)
         more = len(self.undeclared) - len(common)
         plus = "+" if len(self.undeclared) >= _KEPT_LABELS else ""
         others = f" and {more}{plus} other value{'' if more == 1 and not plus else 's'}" if more else ""

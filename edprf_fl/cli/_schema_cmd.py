@@ -140,6 +140,8 @@ def _check_header_line(first: str, sep: str) -> None:
     warn on stderr when some of its names are numbers (a data line read as the header)."""
     import csv
 
+    from edprf_core.count_text import count_text
+
     cells = next(csv.reader([first], delimiter=sep), [])
     names = [c.lstrip() for c in cells]  # as pandas reads them (skipinitialspace)
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -151,7 +153,7 @@ def _check_header_line(first: str, sep: str) -> None:
     numeric = [n for n in names if _numbers(n, sep) and n not in ("", "?")]
     if numeric:
         print(
-            f"warning: the first line is read as the header, and {len(numeric)} of its {len(names)} names are "
+            f"warning: the first line is read as the header, and {len(numeric)} of its {count_text(len(names), 'name')} are "
             f"numbers ({', '.join(repr(n) for n in numeric[:3])}{', ...' if len(numeric) > 3 else ''}): if it is "
             "a data line, name the columns with --names NAME,...",
             file=sys.stderr,

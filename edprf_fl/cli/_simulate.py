@@ -148,6 +148,7 @@ def _finished_before_the_stop(out_dir: Path) -> str:
 def _spent_so_far(out_dir: Path) -> str:
     """What the simulated parties' ledgers under ``out_dir`` spent before a stop, in one line ("" if none did)."""
     from client import format_epsilon
+    from edprf_core.count_text import count_text
 
     parties = [d for d in (out_dir / "workspace").glob("party-*") if d.is_dir()]
     totals = []
@@ -157,7 +158,7 @@ def _spent_so_far(out_dir: Path) -> str:
     if not charged:
         return ""
     return (
-        f"stopped after {len(charged)} of {len(parties)} parties charged their ledgers (up to epsilon "
+        f"stopped after {len(charged)} of {count_text(len(parties), 'party', 'parties')} charged their ledgers (up to epsilon "
         f"{format_epsilon(max(charged))} each; `edprf budget {out_dir}/workspace/party-NNNN/ledger.sqlite` shows one); "
         f"they keep it: rerun with --output {out_dir} --overwrite, or choose a new --output"
     )

@@ -191,9 +191,11 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
 
 def _interrupted_text(finished: int, csv_path: Path) -> str:
     """Where an interrupted sweep's finished runs are."""
+    from edprf_core.count_text import count_text
+
     if not finished:
         return "sweep interrupted before its first run finished"
-    return f"sweep interrupted: the {finished} run(s) that finished are in {csv_path}"
+    return f"sweep interrupted after {count_text(finished, 'finished run')}; its rows are in {csv_path}"
 
 
 def _append_row(path: Path, row: Mapping[str, Any], *, header: bool) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._party_count import party_count
+from edprf_core.count_text import count_text
 
 if TYPE_CHECKING:
     from ._run import SimulationReport
@@ -52,7 +52,7 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
     ax.set_ylim(0, 1.22)
     ax.set_ylabel("on the central test rows")
     ax.set_title(
-        f"Cost of federating: {report.dataset}, {party_count(report.settings.parties)} ({report.partition}), "
+        f"Cost of federating: {report.dataset}, {count_text(report.settings.parties, 'party', 'parties')} ({report.partition}), "
         f"eps={report.settings.epsilon:g}",
         fontsize=9,
     )

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ._party_count import party_count
+from edprf_core.count_text import count_text
+
 from ._settings import SettingsError, SimulationSettings
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
         rows = parts[p]
         y_train.iloc[rows] = np.random.default_rng(settings.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
     progress(
-        f"[1/4] {name}: {len(X_train)} training rows split among {party_count(settings.parties)} ({how.describe()}); "
+        f"[1/4] {name}: {len(X_train)} training rows split among {count_text(settings.parties, 'party', 'parties')} ({how.describe()}); "
         f"{len(X_test)} central test rows"
     )
     if settings.auto_depth:

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edprf_core.count_text import count_text
 from edprf_core.forest import large_epsilon_note
 
-from ._party_count import party_count
 from ._prepare import Progress, _quiet, prepare_workspace
 from ._settings import SimulationSettings
 
@@ -201,7 +201,7 @@ def run_simulation(
     prepare_s = time.perf_counter() - started
     engine = settings.engine
     progress(
-        f"[2/4] running the federation: {party_count(settings.parties, 'Flower ClientApp', 'Flower ClientApps')} and "
+        f"[2/4] running the federation: {count_text(settings.parties, 'Flower ClientApp')} and "
         f"the ServerApp ({engine} engine) ..."
     )
     t0 = time.perf_counter()
@@ -215,8 +215,8 @@ def run_simulation(
         raise RuntimeError(f"the coordinator wrote no report to {report_path}; rerun with --flower-logs")
     fed = json.loads(report_path.read_text())
     progress(
-        f"[3/4] federation done in {federation_s:.1f} s: {fed['n_trees']} trees from "
-        f"{party_count(sum(p['status'] == 'accepted' for p in fed['parties']))}"
+        f"[3/4] federation done in {federation_s:.1f} s: {count_text(fed['n_trees'], 'tree')} from "
+        f"{count_text(sum(p['status'] == 'accepted' for p in fed['parties']), 'party', 'parties')}"
     )
     baselines, baselines_s = None, None
     if settings.baselines:

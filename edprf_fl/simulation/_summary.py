@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._party_count import party_count
+from edprf_core.count_text import count_text
 
 if TYPE_CHECKING:
     from ._run import SimulationReport, SimulationTimings
@@ -39,8 +39,8 @@ def report_lines(report: SimulationReport) -> list[str]:
     fed, s = report.federated, report.settings
     lines = [
         (
-            f"\n{report.dataset}: {party_count(s.parties)} ({report.partition}), epsilon {s.epsilon:g}, "
-            f"depth {report.depth}, {s.n_trees} tree(s) per party, {s.split_mode} splits\n"
+            f"\n{report.dataset}: {count_text(s.parties, 'party', 'parties')} ({report.partition}), epsilon {s.epsilon:g}, "
+            f"depth {report.depth}, {count_text(s.n_trees, 'tree')} per party, {s.split_mode} splits\n"
         ),
         results_table(fed, report.baselines),
         *cost_lines(fed, report.baselines),
@@ -240,7 +240,9 @@ def contribution_section(contributions: list[Mapping[str, Any]], alpha: float | 
             if lifts
             else ""
         )
-        lines.append(f"- {party_count(len(members))}{' other than those named' if flagged else ''}: {verdict}{spread}")
+        lines.append(
+            f"- {count_text(len(members), 'party', 'parties')}{' other than those named' if flagged else ''}: {verdict}{spread}"
+        )
     lines.append(f"every party's line and the statistics behind them: {CONTRIBUTIONS_FILE} (beside simulation.json)")
     return lines
 

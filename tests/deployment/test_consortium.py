@@ -111,7 +111,7 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     assert report["parameters"]["require_exact_sampling"] is True
     assert all(p["sampler"] == "exact" for p in report["parties"])
     for party in PARTIES:  # the summary names parties by id, in words
-        assert f"  {party}: accepted, 1 trees" in output
+        assert f"  {party}: accepted, 1 tree," in output
         assert f"{party}: its tree raises the probability given to the right answer by" in output
     assert "party check: 3 parties, no problem found" in output
     for party in PARTIES:  # each SuperNode ran the party check in its own output
@@ -189,7 +189,7 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-6000:]
-    assert "finished:failed: 0 valid release(s), min-parties is 3; no model saved" in output, output[-3000:]
+    assert "finished:failed: 0 valid releases, min-parties is 3; no model saved" in output, output[-3000:]
     assert "ServerApp failed with exception" not in output, output[-3000:]  # Flower's prefix, not our text
     for party in PARTIES:
         assert f"  {party}: refused (budget_exhausted) this release needs epsilon 1 but only 0.5" in output
@@ -199,7 +199,7 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     assert followed.startswith("===== edprf consortium, ") and "what to do:" in followed and "\x1b[" not in followed
     assert "(budget_exhausted): the request would pass the lifetime epsilon cap" in output, output[-3000:]
     [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
-    assert json.loads((run_dir / "report.json").read_text())["failure"].startswith("0 valid release(s)")
+    assert json.loads((run_dir / "report.json").read_text())["failure"].startswith("0 valid releases, ")
     _assert_plain(output, root)
     assert _running_under(root) == [], "processes left running"
 
@@ -369,7 +369,7 @@ def test_the_summary_names_the_output_dir_the_run_config_gave(tmp_path, fake_run
     assert f"output-dir='{custom}'" in fake_run["runs"][0]
     assert f"[5/5] the run completed; outputs in {custom}\n" in out, out
     for party in PARTIES:
-        assert f"  {party}: accepted, 1 trees, epsilon 1" in out, out
+        assert f"  {party}: accepted, 1 tree, epsilon 1" in out, out
     # a relative one is taken from where the command runs (absolute in the run config, and in the summary)
     monkeypatch.chdir(tmp_path)
     assert _consortium(tmp_path / "c", "--run-config", "output-dir='rel/trial-2'") == 0

@@ -28,7 +28,7 @@ def test_a_process_the_job_leaves_running_is_stopped_before_the_call_returns(tmp
     assert code == 0
     left = int(pid_file.read_text())
     assert not running({left}), f"process {left} outlived run_in_child"
-    assert "stopping 1 process(es) the job left running" in caplog.text
+    assert "stopping 1 process the job left running" in caplog.text
     assert f"{left} sleep 600" in caplog.text  # names the process by its command line
 
 

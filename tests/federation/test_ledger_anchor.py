@@ -219,7 +219,7 @@ def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(pa
     # the same party under a rotated key, or another consortium's hospital-a: the old rows count for no one
     assert SpendStore(store.path, {"hospital-a": "sha256:" + "0" * 64}).totals() == {}
     said = _party_check(setup, capsys)
-    assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time(s))" in said
+    assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time)" in said
     assert "spent 1, remaining 0.5 of the lifetime cap 1.5" in said
     # a record far above the cap (a coordinator that overstates) exhausts the budget, and no more
     assert ledger.carry_recorded(Fraction(10**11), "test") == Fraction(1, 2) and ledger.spent() == Fraction(3, 2)
@@ -270,6 +270,6 @@ def test_a_ledger_with_entries_and_no_anchor_is_said_by_party_check_and_budget(p
     assert "note:" in said and "no anchor (ledger-anchor.json) is beside it" in said and "restore the anchor" in said
     assert main(["budget", str(setup.ledger_path)]) == 0
     out = capsys.readouterr().out
-    assert "note: the ledger holds 1 entries and no anchor (ledger-anchor.json) is beside it" in out
+    assert "note: the ledger holds 1 entry and no anchor (ledger-anchor.json) is beside it" in out
     assert main(["budget", str(setup.ledger_path), "--json"]) == 0
     assert '"anchor_missing": true' in capsys.readouterr().out

@@ -140,7 +140,7 @@ def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
     assert code == 1
     [problem] = _problems(lines)
     assert problem.startswith(f"problem: {paths['ledger-path']}: remaining epsilon 0.005 is below min-epsilon 0.01")
-    assert any("1 request(s) reserved and never completed" in line for line in lines)
+    assert any("1 request reserved and never completed" in line for line in lines)
     assert any(line.startswith("note: node config: no signing-key") for line in lines)
     assert paths["ledger-path"].read_bytes() == before  # read-only
 
@@ -189,7 +189,7 @@ def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(
     assert not report.ok
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert f"party check: problem: {paths['data-path']}: no such data file" in errors[0]
-    assert errors[-1].startswith("party check of hospital-a: 1 problem(s)")
+    assert errors[-1].startswith("party check of hospital-a: 1 problem above")
 
 
 def test_a_node_config_without_the_paths_is_refused(capsys):

@@ -161,7 +161,7 @@ def test_failure_text_and_summary_name_parties_by_id():
     )
     report.status, report.failure = "failed", failure_text(report, 2)
     assert report.failure == (
-        "0 valid release(s), min-parties is 2; no model saved. hospital-a: refused "
+        "0 valid releases, min-parties is 2; no model saved. hospital-a: refused "
         "(budget_exhausted); node 222: no_reply (timeout)"
     )
     lines = summary_lines(report)

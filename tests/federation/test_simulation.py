@@ -97,14 +97,15 @@ def test_simulate_cli_writes_report_json_and_plot(tmp_path, capsys):
 
 
 def test_one_party_is_one_party_in_every_line(tmp_path, capsys):
-    """Walkthrough (stop 40): "1 parties" and "1 Flower ClientApps" in the progress and the summary."""
+    """Walkthrough (stop 40): "1 parties" and "1 Flower ClientApps" in the progress and the summary; and "1 trees"
+    (one tree per party is the default)."""
     code = main(["simulate", "--parties", "1", "--output", str(tmp_path / "run"), "--evaluation-epsilon", "0"])
     said = capsys.readouterr()
     text = said.out + said.err
     assert code == 0, text
     assert "split among 1 party (" in text and "1 Flower ClientApp and the ServerApp" in text
-    assert "trees from 1 party" in text and ": 1 party (" in text
-    assert "1 parties" not in text and "1 Flower ClientApps" not in text
+    assert "1 tree from 1 party" in text and ": 1 party (" in text and "1 tree per party" in text
+    assert "1 parties" not in text and "1 Flower ClientApps" not in text and "1 trees" not in text
 
 
 @pytest.mark.slow

@@ -260,7 +260,7 @@ def test_an_interrupted_sweep_keeps_its_finished_rows(tmp_path, capsys, monkeypa
     monkeypatch.setattr(_sweep, "run_simulation", run)
     out = tmp_path / "sweep"
     assert main(["sweep", *TINY, "--seeds", "3", "--output", str(out)]) == 130
-    assert f"the 1 run(s) that finished are in {out / 'sweep.csv'}" in capsys.readouterr().err
+    assert f"sweep interrupted after 1 finished run; its rows are in {out / 'sweep.csv'}" in capsys.readouterr().err
     assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["0"]
 
 

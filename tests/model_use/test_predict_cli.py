@@ -160,3 +160,9 @@ def test_bom_crlf_blank_lines_bad_bytes_and_a_last_line_without_newline(tmp_path
     out = pd.read_csv(target, keep_default_na=False)
     assert list(out["line"]) == [2, 4, 5]  # the blank line 3 is not a record
     assert list(out["status"]) == ["ok", "refused", "ok"] and "'job': unknown category" in out["detail"][1]
+
+
+def test_one_row_is_said_as_one_row(tmp_path, capsys):
+    _predict(tmp_path, [HEADER, GOOD])
+    err = capsys.readouterr().err
+    assert "predicted 1 row (1 ok, 0 clipped, 0 refused, 0 malformed)" in err and "1 rows" not in err
