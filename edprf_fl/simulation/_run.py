@@ -121,21 +121,17 @@ class SimulationReport:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=str))
 
 
-_PUBLIC_ROWS = (
-    "row counts were public here (the simulation made the split): the coordinator's consortium-rows and "
-    "max-party-rows (report.json) are the parties' exact sizes, and they chose the marginals part's share and "
-    "bins and bounded the evaluation round; in a deployment they are figures the consortium declares (or 0: "
-    "the parties' DP counts decide)"
-)
-
-
 def simulation_caveats(settings: SimulationSettings) -> list[str]:
-    """What a simulation with these settings treats as public or fixed that a deployment must not."""
+    """What a simulation with these settings treats as public or fixed that a deployment must not.
+
+    The parties' exact row counts, read as public figures, are not among them: the model's guarantee states that
+    itself (``protocol.SIMULATION_ROW_COUNTS_NOTE``, from the manifest's ``row_counts``), so it is said once.
+    """
     seeded = (
         f"NOT differentially private as run: parties drew their noise from research seeds derived "
         f"from --seed {settings.seed}; anyone who knows the seed can remove the noise"
     )
-    caveats = [seeded, _PUBLIC_ROWS] if settings.seeded_noise else [_PUBLIC_ROWS]
+    caveats = [seeded] if settings.seeded_noise else []
     if (large := large_epsilon_note(settings.epsilon)) and settings.seeded_noise:
         caveats.append(large)  # a DP run's guarantee ends with the note already; a seeded run's says NOT DP only
     default_cap = _default_release_epsilon()

@@ -12,7 +12,7 @@ import pytest
 from edprf_core import example_schema
 from edprf_fl.cli._main import main
 from edprf_fl.simulation import SimulationSettings, run_simulation
-from protocol import load_global_model
+from protocol import SIMULATION_ROW_COUNTS_NOTE, load_global_model
 from tests.conftest import SHARED_DATA
 
 DIABETES = SHARED_DATA / "diabetes_prediction" / "diabetes_prediction_dataset.csv"
@@ -106,6 +106,16 @@ def test_one_party_is_one_party_in_every_line(tmp_path, capsys):
     assert "split among 1 party (" in text and "1 Flower ClientApp and the ServerApp" in text
     assert "1 tree from 1 party" in text and ": 1 party (" in text and "1 tree per party" in text
     assert "1 parties" not in text and "1 Flower ClientApps" not in text and "1 trees" not in text
+
+
+def test_the_row_count_caveat_is_said_once(tmp_path, capsys):
+    """Walkthrough: the exact row counts read as public were said by the guarantee and again as a caveat."""
+    code = main(["simulate", "--parties", "2", "--output", str(tmp_path / "run"), "--evaluation-epsilon", "0"])
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert code == 0, text
+    assert text.count(SIMULATION_ROW_COUNTS_NOTE) == 1 and "max-party-rows" not in text
+    assert text.count("max_party_rows") == 1  # the note names the manifest's parameter
 
 
 @pytest.mark.slow

@@ -191,19 +191,18 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
         "NOT differentially private as run" in got["simulation_caveats"][0]
         and "--seed 9" in got["simulation_caveats"][0]
     )
-    # the walkthrough: exact row counts chose the marginals plan and bounded the evaluation, unsaid
-    assert all("consortium-rows and max-party-rows" in c[-1] for c in (got["simulation_caveats"], report.caveats))
-    production = simulation_caveats(SimulationSettings(parties=2))
-    assert len(production) == 1 and "row counts were public here" in production[0]
+    # the exact row counts read as public are the model's guarantee's to state (test_simulated_row_counts): not here
+    assert simulation_caveats(SimulationSettings(parties=2)) == []
+    assert not any("max-party-rows" in c for c in got["simulation_caveats"])
     # accepted, with a word on what it means: a DP run's guarantee says it, a seeded run's caveats do
     large = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6))
-    assert len(large) == 2 and "needs every party's policy to allow it" in large[-1]
+    assert len(large) == 1 and "needs every party's policy to allow it" in large[-1]
     assert not any("protects little" in c for c in large)
     seeded = simulation_caveats(SimulationSettings(parties=2, epsilon=1e6, seeded_noise=True))
     assert seeded[-2].startswith("epsilon 1e+06 per record is a bound that protects little")
     at_10 = simulation_caveats(SimulationSettings(parties=2, epsilon=10.0))  # above the policies' default of 1
-    assert len(at_10) == 2 and "at epsilon 10 needs every party's policy to allow it" in at_10[-1]
-    assert len(simulation_caveats(SimulationSettings(parties=2, epsilon=1.0))) == 1
+    assert len(at_10) == 1 and "at epsilon 10 needs every party's policy to allow it" in at_10[-1]
+    assert simulation_caveats(SimulationSettings(parties=2, epsilon=1.0)) == []
     assert (report.federated_metrics, report.contributions, report.guarantee) == ({}, [], None)
     skipped = _report(None).to_dict()
     assert "baselines" not in skipped and "baselines_s" not in skipped["timings"]
