@@ -31,6 +31,7 @@ from ._ledger import (
     READ_SECONDS,
     LedgerEntry,
     exact_epsilon,
+    format_epsilon,
     read_entries_and_meta_readonly,
     total_spent,
 )
@@ -159,6 +160,16 @@ class BudgetState:
         if self.cap is None or spent is None or spent <= self.cap:
             return None
         return spent - self.cap
+
+    def over_cap_text(self) -> str:
+        """What :attr:`over_cap` means for the party, in one line; ``""`` when the spend is not above the cap."""
+        over = self.over_cap
+        if over is None:
+            return ""
+        return (
+            f"OVER THE CAP by {format_epsilon(over)}: this party refuses every request that spends epsilon "
+            "(the cap was lowered after spending, or spend was carried from the coordinator's record)"
+        )
 
 
 def read_budget(

@@ -173,10 +173,7 @@ def _show(args: argparse.Namespace) -> int:
     if pending:
         print(pending)
     if over is not None:
-        print(
-            f"OVER THE CAP by {format_epsilon(over)}: this party refuses every request that spends epsilon "
-            "(the cap was lowered after spending, or spend was carried from the coordinator's record)"
-        )
+        print(state.over_cap_text())
     print(
         "every entry counts, released or not: a reservation is written before training "
         "(sequential composition over releases); sums are exact"

@@ -381,10 +381,11 @@ def _budget_lines(parties: dict) -> list[str]:
     lines = []
     for party_id, paths in parties.items():
         try:
-            cap = f"{load_policy(paths['policy-path']).lifetime_epsilon_cap:g}"
+            cap_value: float | None = load_policy(paths["policy-path"]).lifetime_epsilon_cap
+            cap = f"{cap_value:g}"
         except (ValueError, OSError) as exc:
-            cap = f"unknown ({_one_line(exc)})"
-        state = read_budget(Path(paths["ledger-path"]))
+            cap_value, cap = None, f"unknown ({_one_line(exc)})"
+        state = read_budget(Path(paths["ledger-path"]), cap_value)
         anchor_name = state.anchor_path.name
         notes = [f"anchor unreadable: {state.anchor_error}"] if state.anchor_error else []
         if state.status is LedgerStatus.NOT_CREATED:
@@ -403,6 +404,8 @@ def _budget_lines(parties: dict) -> list[str]:
                     f"its anchor {anchor_name} records {format_epsilon(state.carried)} more (restored from "
                     "a backup, or replaced?), which the party counts as spent before its next request"
                 )
+        if state.over_cap is not None:
+            notes.append(state.over_cap_text())
         lines.append(f"  {party_id}: spent {spent_text} of its lifetime cap {cap}" + "".join(f"; {n}" for n in notes))
     return lines
 

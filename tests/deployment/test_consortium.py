@@ -468,6 +468,23 @@ def test_budget_of_a_ledger_below_its_anchor_says_so(tmp_path):
     )
 
 
+def test_budget_over_the_cap_says_so_as_edprf_budget_does(tmp_path):
+    """A cap lowered after spending: the closing lines said `spent 1 of its lifetime cap 0.5` and nothing more."""
+    from client import BudgetLedger, PartyPolicy
+    from edprf_fl.cli._consortium import _budget_lines
+
+    parties = _parties(tmp_path)
+    BudgetLedger(parties["hospital-a"]["ledger-path"], cap=2.0).reserve("r1", "release", 1.0)
+    parties["hospital-a"]["policy-path"].write_text(
+        PartyPolicy(party_id="hospital-a", lifetime_epsilon_cap=0.5).to_toml()
+    )
+    [line] = _budget_lines(parties)
+    assert line == (
+        "  hospital-a: spent 1 of its lifetime cap 0.5; OVER THE CAP by 0.5: this party refuses every request that "
+        "spends epsilon (the cap was lowered after spending, or spend was carried from the coordinator's record)"
+    )
+
+
 def test_budget_beside_an_unreadable_anchor_names_it(tmp_path):
     from client import BudgetLedger
     from edprf_fl.cli._consortium import _budget_lines
