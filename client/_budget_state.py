@@ -30,6 +30,7 @@ from ._ledger import (
     NOT_DP_KEY,
     READ_SECONDS,
     LedgerEntry,
+    dangling_link_text,
     exact_epsilon,
     format_epsilon,
     read_entries_and_meta_readonly,
@@ -61,8 +62,9 @@ class LedgerStatus(StrEnum):
     """No ledger, but its anchor: the ledger was deleted or moved; the new ledger counts what the anchor
     records as spent."""
     UNREADABLE = "unreadable"
-    """Something is at the ledger path but it cannot be read as a ledger (:attr:`BudgetState.ledger_error`):
-    what the party spent is unknown."""
+    """Something is at the ledger path but it cannot be read as a ledger (:attr:`BudgetState.ledger_error`),
+    or a symbolic link to nothing is (a broken mount or restore; the party refuses to serve): what the party
+    spent is unknown."""
     ANCHOR_UNREADABLE = "anchor-unreadable"
     """The anchor cannot be read (:attr:`BudgetState.anchor_error`): the party refuses to serve until it is
     restored, and what it spent is unknown; the ledger is still read when it can be."""
@@ -215,6 +217,8 @@ def read_budget(
     try:
         path.stat()
     except OSError as exc:
+        if exc.errno in _ABSENT and (dangling := dangling_link_text(path)):
+            return _unreadable(base, dangling)
         if exc.errno in _ABSENT:
             return _absent(base)
         return _unreadable(base, f"cannot read {path}: {exc.strerror or type(exc).__name__}")

@@ -48,6 +48,7 @@ __all__ = [
     "BudgetLedger",
     "EntryState",
     "LedgerEntry",
+    "dangling_link_text",
     "exact_epsilon",
     "format_epsilon",
     "not_dp_headline",
@@ -135,6 +136,20 @@ NOT_DP_COUNT_KEY = "not-dp-reply-count"
 KEPT_NOT_DP_LINES = 50
 
 
+def dangling_link_text(path: Path) -> str:
+    """``""`` unless ``path`` is a symbolic link to nothing; then what that means, in one line.
+
+    A link where the ledger should be, whose target is missing, is a broken mount or an incomplete restore, never a
+    party that has spent nothing: SQLite would create a new, empty ledger at the target.
+    """
+    if not path.is_symlink() or path.exists():
+        return ""
+    return (
+        f"{path} is a symbolic link to {os.readlink(path)}, which does not exist (a broken mount, or a restore "
+        "that left the link without the ledger?)"
+    )
+
+
 def _create_owner_only(path: Path) -> None:
     """Create an absent ledger file readable by its owner only (it holds the hold-out split's secret salt);
     SQLite gives its ``-wal`` and ``-shm`` files the database file's mode.  An existing file is left as it is."""
@@ -198,6 +213,8 @@ class BudgetLedger:
 
     def __init__(self, path: str | Path, cap: float) -> None:
         self.path = Path(path)
+        if dangling := dangling_link_text(self.path):
+            raise ValueError(f"ledger {dangling}: the party refuses to serve rather than start a new ledger there")
         self.cap = float(cap)
         self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)

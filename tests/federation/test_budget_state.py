@@ -107,12 +107,26 @@ def test_a_missing_ledger_with_an_anchor_is_lost_and_counts_what_the_anchor_reco
     assert BudgetLedger(path, cap=2.0).spent() == state.spent  # the ledger the party would open agrees
 
 
-def test_a_dangling_link_or_a_file_on_the_path_is_a_missing_ledger(tmp_path):
-    (tmp_path / "ledger.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
-    assert read_budget(tmp_path / "ledger.sqlite").status is LedgerStatus.NOT_CREATED
+def test_a_file_on_the_path_is_a_missing_ledger(tmp_path):
     (tmp_path / "file").write_text("x")
     assert read_budget(tmp_path / "file" / "ledger.sqlite").status is LedgerStatus.NOT_CREATED
-    assert not (tmp_path / "elsewhere.sqlite").exists()
+
+
+def test_a_dangling_link_is_unreadable_naming_its_missing_target_and_the_party_does_not_open_it(tmp_path):
+    """A link whose target is missing (a broken mount or restore) read as 'no ledger yet', and the party's SQLite
+    created a new, empty ledger at the target."""
+    link, target = tmp_path / "ledger.sqlite", tmp_path / "mnt" / "ledger.sqlite"
+    target.parent.mkdir()
+    link.symlink_to(target)
+    state = read_budget(link, 2.0)
+    assert state.status is LedgerStatus.UNREADABLE and state.spent is None and state.remaining is None
+    assert state.ledger_error.startswith(f"{link} is a symbolic link to {target}, which does not exist (a broken ")
+    with pytest.raises(ValueError, match="the party refuses to serve rather than start a new ledger there") as refused:
+        BudgetLedger(link, cap=2.0)
+    assert str(refused.value).startswith(f"ledger {link} is a symbolic link to {target}, which does not exist")
+    assert not target.exists() and link.is_symlink()
+    target.write_bytes(b"")  # a link to a file is the file: read (here, as the empty file it is)
+    assert "symbolic link" not in read_budget(link).ledger_error
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,18 @@ def test_defaults_are_conservative():
     assert not p.allow_exact_metrics and not p.allow_seeded_randomness
 
 
+def test_a_party_whose_ledger_path_is_a_dangling_link_refuses_to_start(party_files, tmp_path):
+    """A broken mount where the ledger should be: the party started a new, empty ledger at the link's target."""
+    setup, _ = party_files
+    target = tmp_path / "mnt" / "ledger.sqlite"
+    target.parent.mkdir()
+    setup.ledger_path.symlink_to(target)
+    with pytest.raises(ValueError, match="the party refuses to serve rather than start a new ledger there") as refused:
+        Party(setup)
+    assert str(refused.value).startswith(f"ledger {setup.ledger_path} is a symbolic link to {target}, which does not")
+    assert not target.exists()
+
+
 def test_ledger_reserves_before_and_refuses_past_the_cap(tmp_path):
     ledger = BudgetLedger(tmp_path / "l.sqlite", cap=1.0)
     ledger.reserve("a", "release", 0.6)

@@ -164,6 +164,23 @@ def test_a_lost_ledger_whose_anchor_records_the_cap_is_a_problem_as_an_exhausted
     assert not paths["ledger-path"].exists()  # the check creates no ledger
 
 
+def test_a_dangling_link_at_the_ledger_path_is_a_problem_for_party_check_and_budget(party, capsys):
+    """It was 'ok: no ledger yet' (and `edprf budget`: 'no ledger at ...'), while the party started a new ledger at
+    the link's target."""
+    paths, _ = party
+    target = paths["ledger-path"].parent / "mnt" / "ledger.sqlite"
+    paths["ledger-path"].symlink_to(target)
+    code, lines = _check(paths, capsys)
+    assert code == 1
+    [problem] = _problems(lines)
+    assert problem.startswith(
+        f"problem: {paths['ledger-path']}: {paths['ledger-path']} is a symbolic link to {target}, which does not exist"
+    )
+    assert main(["budget", str(paths["ledger-path"])]) == 1
+    assert f"is a symbolic link to {target}, which does not exist" in capsys.readouterr().err
+    assert not target.exists()
+
+
 def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(party, caplog, monkeypatch):
     import edprf_core
 
