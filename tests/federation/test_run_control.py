@@ -7,6 +7,7 @@ tests/deployment/test_consortium.py; here the pieces, and whole in-process simul
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from client import load_policy
 from edprf_core import EDPRFClassifier, load_embedded
 from edprf_fl.simulation import prepare_workspace, simulate_federation
-from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport
+from server import REPORT_FILE, CoordinatorConfig, PartyOutcome, RunReport, run_federation
 from server._guarantee import PartySpend, federation_guarantee
 from server._party_names import claimed_party_id, name_evaluation
 from server._run_control import (
@@ -303,3 +304,26 @@ def test_the_run_guarantee_states_what_a_record_faces_under_its_relation(relatio
     text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)])
     assert said in text and "release 1 + noised evaluation 0.1" in text
     assert "max(release" not in federation_guarantee(forest, [PartySpend("a", 1.0)])
+
+
+def test_a_refusal_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
+    """`edprf consortium` streamed 'hospital-a refused: budget_exhausted ...' (the coordinator's warning: the
+    ServerApp's process has no handler for it but Python's last resort, so without Flower's prefix) and then
+    'INFO :   hospital-a: refused (budget_exhausted) ...' (the run's summary, which the ServerApp logs)."""
+    from edprf_fl.simulation import _engine
+
+    reports = []
+    monkeypatch.setattr(_engine, "run_federation", lambda *a: reports.append(run_federation(*a)) or reports[-1])
+    cfg = prepare_workspace(_settings(parties=2, max_depth=2, evaluation_epsilon=0.0), tmp_path).config
+    for d in Path(cfg.sim_dir).glob("party-*"):
+        policy = load_policy(d / "policy.toml")
+        refusing = d.name == "party-0001"
+        policy = replace(policy, max_n_trees=1 if refusing else 2, party_id="clinic-z" if refusing else policy.party_id)
+        (d / "policy.toml").write_text(policy.to_toml())
+    with caplog.at_level(logging.DEBUG, logger="edprf"):
+        simulate_federation(replace(cfg, n_trees=2, min_parties=1), 2)
+    # what the stream shows: the coordinator's records that reach the last-resort handler, then the summary
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] + summary_lines(reports[0])
+    assert [line for line in said if "clinic-z" in line and "policy_trees" in line] == [
+        "  clinic-z: refused (policy_trees) 2 trees exceed the party's maximum 1"
+    ]
