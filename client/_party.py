@@ -50,7 +50,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from edprf_core import DataValidationError, DPForest, EDPRFError, EDPRFWarning, Schema, load_schema
+from edprf_core import (
+    DataValidationError,
+    DPForest,
+    EDPRFError,
+    EDPRFWarning,
+    Schema,
+    SeededNoiseWarning,
+    load_schema,
+)
 from edprf_core.config_checks import refuse_unknown_keys
 from edprf_core.count_text import count_text
 from edprf_core.encoding import FeatureGrid, encode_labels
@@ -189,6 +197,9 @@ class PartySetup:
     data_header: bool = True
     """Whether the data file's first line names its columns; without one they are the schema's features in order,
     then the label (UCI's ``processed.cleveland.data``)."""
+    simulated: bool = False
+    """A simulated party (the run config's ``sim-dir``): its fit's seeded-noise warning is logged at DEBUG, since
+    every simulated party would say the same line and the run's guarantee states it once for all of them."""
 
     def __post_init__(self) -> None:
         sep = self.data_separator
@@ -241,6 +252,7 @@ class PartySetup:
             party_dir / "policy.toml",
             party_dir / "ledger.sqlite",
             key if key.is_file() else None,
+            simulated=True,
         )
 
 
@@ -467,7 +479,7 @@ class Party:
                     req.request_id, req.run_id, _SEEDED_RELEASE if req.seed >= 0 else _DRAFTED_SCHEMA_RELEASE
                 )
             auto = req.depth_rule == "auto"
-            with _warnings_to_the_log():
+            with _warnings_to_the_log(seeded_level=logging.DEBUG if self.setup.simulated else logging.WARNING):
                 clf = _estimator_class()(
                     self.schema,
                     epsilon=req.epsilon,
@@ -660,10 +672,10 @@ class Party:
 
 
 @contextmanager
-def _warnings_to_the_log() -> Iterator[None]:
+def _warnings_to_the_log(seeded_level: int = logging.WARNING) -> Iterator[None]:
     """The estimator's own warnings during a party's fit (values clipped to the schema's bounds, ...) go to the
-    party's log, once each, instead of Python's warning output with a source path.  Local only: nothing of them
-    reaches a reply.  Other warnings are shown as Python shows them."""
+    party's log, once each, instead of Python's warning output with a source path; the seeded-noise warning at
+    ``seeded_level``.  Local only: nothing of them reaches a reply.  Other warnings are shown as Python shows them."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:  # process-wide: a party serves one request at a time
@@ -671,7 +683,9 @@ def _warnings_to_the_log() -> Iterator[None]:
             yield
     finally:  # also when the fit fails: the warnings may say why
         for w in caught:
-            if issubclass(w.category, EDPRFWarning):
+            if issubclass(w.category, SeededNoiseWarning):
+                log.log(seeded_level, "training: %s", w.message)
+            elif issubclass(w.category, EDPRFWarning):
                 log.warning("training: %s", w.message)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -243,10 +243,9 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
     )
 
     from ._child_process import run_in_child
-    from ._log_once import seeded_noise_warning_once
 
-    with seeded_noise_warning_once():  # --seeded-noise: once, not once per party
-        report = run_simulation(settings, out_dir, progress=say, flower_logs=args.flower_logs, isolate_ray=run_in_child)
+    # --seeded-noise: the guarantee says NOT differentially private, once (the parties log it at DEBUG)
+    report = run_simulation(settings, out_dir, progress=say, flower_logs=args.flower_logs, isolate_ray=run_in_child)
     if not report.completed:
         print(f"federation failed: {report.guarantee}; see {out_dir / 'report.json'}")
         return 1

@@ -163,7 +163,6 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     from edprf_fl.simulation import plot_sweep, run_sweep, sweep_grid, sweep_table
 
     from ._child_process import run_in_child
-    from ._log_once import seeded_noise_warning_once
     from ._simulate import output_dir, say
 
     configs = sweep_grid(base, values, args.seeds)  # every configuration and seed checked before the first run
@@ -176,8 +175,8 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
         finished.append(row)
 
     try:
-        with seeded_noise_warning_once():  # the header says NOT differentially private; the parties' line, once
-            rows = run_sweep(base, configs, args.seeds, out, progress=say, record=record, isolate_ray=run_in_child)
+        # seeded: the header says NOT differentially private, once (the parties log it at DEBUG)
+        rows = run_sweep(base, configs, args.seeds, out, progress=say, record=record, isolate_ray=run_in_child)
     except KeyboardInterrupt:
         say(_interrupted_text(len(finished), csv_path))
         raise
