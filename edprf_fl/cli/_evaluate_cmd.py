@@ -26,6 +26,7 @@ from ._model_args import (
     add_force_argument,
     add_model_arguments,
     check_output_directory,
+    no_rows_text,
     prepare,
     refuse_existing_outputs,
     say,
@@ -243,6 +244,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     for hint in diagnostics.hints():
         print(f"  {hint}")
+    if diagnostics.rows == 0:
+        say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
+        return 1
     if report.n == 0:
         reason = diagnostics.most_common_reason()
         say(

@@ -27,6 +27,7 @@ __all__ = [
     "describe",
     "empty_model_text",
     "load_model",
+    "no_rows_text",
     "positive_index",
     "prepare",
     "refuse_existing_outputs",
@@ -123,6 +124,18 @@ def empty_model_text(path: Path) -> str:
     except OSError:  # unreadable: the loader says why
         return ""
     return f"MODEL {path} is empty (0 bytes): not an edprf model file" if empty else ""
+
+
+def no_rows_text(data: Path, no_header: bool) -> str:
+    """``"DATA: no rows to score: the file has a header line but no data line"``: what predict and evaluate say
+    (exit status 1) when DATA holds no record at all, as when not one of its rows could be scored."""
+    if data.suffix.lower() in (".parquet", ".pq"):
+        what = "the Parquet file has its columns but no row"
+    elif no_header:
+        what = "the file has no data line"
+    else:
+        what = "the file has a header line but no data line"
+    return f"{data}: no rows to score: {what}"
 
 
 def describe(provenance: ModelProvenance) -> None:

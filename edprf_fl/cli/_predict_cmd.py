@@ -11,9 +11,10 @@ chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
 stdout.  An existing OUT is
 refused (yesterday's predictions are not replaced silently) unless ``--force`` is given.
 
-Exit status 0 when at least one row was scored (or DATA has no data line), even when other rows were
-refused; 1 when not one row could be scored (OUT is still written, each row with its reason), with the most
-common reason and hints for the usual causes (decimal commas, a header read with ``--no-header``).
+Exit status 0 when at least one row was scored, even when other rows were refused; 1 when not one row could
+be scored (OUT is still written, each row with its reason), with the most common reason and hints for the usual
+causes (decimal commas, a header read with ``--no-header``), or when DATA has no data line at all (no rows to
+score: OUT holds the header only).
 
 Privacy: post-processing of the parties' releases on your own rows; no ε
 is spent and nothing leaves this machine.
@@ -34,6 +35,7 @@ from ._model_args import (
     add_model_arguments,
     check_output_directory,
     check_output_extension,
+    no_rows_text,
     prepare,
     refuse_existing_outputs,
     say,
@@ -65,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "number, a status and the probabilities."
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
-        "1 when not one row could be scored (OUT is still written) or on an error before the first row",
+        "1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
+        "or on an error before the first row",
         allow_abbrev=False,
     )
     add_model_arguments(p)
@@ -204,7 +207,11 @@ def run_predict(args: argparse.Namespace) -> int:
     say(f"predicted {count_text(total, 'row')} ({shown}){decision}; written to {target}")
     for hint in diagnostics.hints():
         say(f"  {hint}")
-    if total and diagnostics.not_scored == total:
+    if total == 0:
+        written = "the CSV written to stdout holds" if target == "-" else f"{target} holds"
+        say(f"edprf predict: {no_rows_text(args.data, args.no_header)}; {written} the header only")
+        return 1
+    if diagnostics.not_scored == total:
         say(
             f"edprf predict: {args.data}: no row could be scored; most common reason: "
             f"{diagnostics.most_common_reason()}; each row's reason is in the detail column of {target}"

@@ -133,3 +133,37 @@ def test_evaluate_names_undeclared_labels_and_their_case(tmp_path, bank_model, c
 def test_declared_labels_get_no_label_line(tmp_path, bank_model, capsys):
     assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"])]) == 0
     assert "labels not among the declared classes" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+@pytest.mark.parametrize("kind", ["header only", "no-header, blank lines only", "parquet without rows"])
+def test_data_without_any_row_is_a_failure_too(tmp_path, bank_model, capsys, command, kind):
+    """A header and no row: predict exited 0 ('predicted 0 rows'), though its help says 1 when not one row could be
+    scored and evaluate exits 1 on the same file (walkthrough)."""
+    empty = _rows(bank_model, 0)
+    extra = []
+    if kind == "header only":
+        data = tmp_path / "empty.csv"
+        empty.to_csv(data, index=False)
+        what = "the file has a header line but no data line"
+    elif kind == "parquet without rows":
+        data = tmp_path / "empty.parquet"
+        empty.astype(str).to_parquet(data, index=False)
+        what = "the Parquet file has its columns but no row"
+    else:
+        data = tmp_path / "blank.csv"
+        data.write_text("\n\n", encoding="utf-8")
+        extra = ["--no-header"]
+        what = "the file has no data line"
+    out = tmp_path / "o.csv"
+    written = ["-o", str(out)] if command == "predict" else []
+    assert main([command, str(bank_model["model"]), str(data), *extra, *written]) == 1
+    err = capsys.readouterr().err
+    assert f"edprf {command}: {data}: no rows to score: {what}" in err
+    if command == "predict":
+        assert f"{out} holds the header only" in err
+        assert pd.read_csv(out).empty and "p_yes" in pd.read_csv(out).columns
+        assert main(["predict", str(bank_model["model"]), str(data), *extra, "-o", "-"]) == 1
+        captured = capsys.readouterr()
+        assert "the CSV written to stdout holds the header only" in captured.err
+        assert captured.out.startswith("line,status,detail,p_no,p_yes,predicted")
