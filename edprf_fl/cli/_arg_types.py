@@ -20,6 +20,7 @@ __all__ = [
     "depth_or_auto",
     "embedded_datasets",
     "integer",
+    "integer_or_auto",
     "positive_finite",
     "probability",
 ]
@@ -48,6 +49,22 @@ def integer(low: int, high: int | None = None) -> Callable[[str], int]:
         return value
 
     read.__name__ = "integer"
+    return read
+
+
+def integer_or_auto(low: int) -> Callable[[str], int | str]:
+    """``auto`` or an integer >= ``low`` (an estimator parameter whose default is its automatic rule)."""
+    read_integer = integer(low)
+
+    def read(text: str) -> int | str:
+        if text.strip() == "auto":
+            return "auto"
+        try:
+            return read_integer(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= {low}, got {text!r}") from None
+
+    read.__name__ = "integer_or_auto"
     return read
 
 

@@ -88,7 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--n-trees",
         type=integer(1),
         default=None,
-        help=f"trees each party releases, >= 1 (default {_DEFAULTS['n-trees']})",
+        help=f"trees each party releases, >= 1 (default {_DEFAULTS['n-trees']}, a party's federated setting, unlike "
+        "the central estimator's 'auto': the coordinator asks every party for the same number, never chosen from "
+        "row counts; bins are the coordinator's 20, one grid for every party so that the trees merge)",
     )
     p.add_argument(
         "--max-depth",

@@ -209,13 +209,16 @@ def add_federation_arguments(
         "--n-trees",
         type=int,
         default=DEFAULTS.n_trees,
-        help="trees each party releases (default: %(default)s)",
+        help="trees each party releases, a party's federated setting, unlike the central estimator's and edprf "
+        "demo's 'auto': the coordinator asks every party for the same number, never chosen from row counts, and "
+        "the federation's forest already holds one tree per party (default: %(default)s)",
     )
     add(
         "--n-bins",
         type=int,
         default=DEFAULTS.n_bins,
-        help="bins of continuous features (default: %(default)s)",
+        help="bins of continuous features, the federated setting, unlike the central estimator's 'auto': every "
+        "party's trees must share one grid to merge, so it is fixed for all of them (default: %(default)s)",
     )
     add(
         "--split-mode",

@@ -107,7 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"comma-separated split levels per tree, or 'auto' {_default_text('max_depth')}",
     )
     p.add_argument(
-        "--n-trees-list", type=_ints, default=None, help=f"trees per party, comma-separated {_default_text('n_trees')}"
+        "--n-trees-list",
+        type=_ints,
+        default=None,
+        help="trees per party, comma-separated: a party's federated setting, not the central estimator's 'auto' "
+        + _default_text("n_trees"),
     )
     p.add_argument("--seeds", type=positive_integer, default=3, help="seeds per configuration (default: %(default)s)")
     p.add_argument(

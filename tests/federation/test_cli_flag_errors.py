@@ -38,9 +38,9 @@ def demo_never_runs(monkeypatch):
         (["--max-depth", "abc"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got 'abc'"),
         (["--max-depth", "0"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got '0'"),
         (["--max-depth", "31"], "argument --max-depth: expected 'auto' or an integer in [1, 30], got '31'"),
-        (["--n-trees", "0"], "argument --n-trees: expected an integer >= 1, got '0'"),
-        (["--n-trees", "2.5"], "argument --n-trees: expected an integer >= 1, got '2.5'"),
-        (["--n-bins", "1"], "argument --n-bins: expected an integer >= 2, got '1'"),
+        (["--n-trees", "0"], "argument --n-trees: expected 'auto' or an integer >= 1, got '0'"),
+        (["--n-trees", "2.5"], "argument --n-trees: expected 'auto' or an integer >= 1, got '2.5'"),
+        (["--n-bins", "1"], "argument --n-bins: expected 'auto' or an integer >= 2, got '1'"),
         (["--seed", "-1"], "argument --seed: expected an integer in [0, 4294967295], got '-1'"),
         (["--seed", str(2**32)], "argument --seed: expected an integer in [0, 4294967295]"),
         (["--dataset", "nope"], "argument --dataset: invalid choice: 'nope'"),
@@ -69,6 +69,32 @@ def test_demo_reads_good_flags_as_numbers_and_names_the_datasets():
 
     assert embedded_datasets() == tuple(shipped())
     assert build_parser().parse_args(["demo", "--dataset", "bank_marketing"]).dataset == "bank_marketing"
+
+
+def test_the_demo_defaults_are_the_estimators_and_the_federation_commands_say_theirs_are_a_partys():
+    """edprf demo defaulted to 1 tree and 20 bins where EDPRFClassifier's recommended defaults are 'auto'
+    (walkthrough); the federation commands keep a party's settings and say why they differ."""
+    import inspect
+
+    from edprf_core import EDPRFClassifier
+
+    estimator = inspect.signature(EDPRFClassifier).parameters
+    demo = build_parser().parse_args(["demo"])
+    for name in ("n_trees", "max_depth", "n_bins"):
+        assert getattr(demo, name) == estimator[name].default == "auto"
+    chosen = build_parser().parse_args(["demo", "--n-trees", "auto", "--n-bins", " auto"])
+    assert (chosen.n_trees, chosen.n_bins) == ("auto", "auto")
+    commands = {a.dest: a for a in build_parser()._actions if a.dest == "command"}["command"].choices
+    demo_help = " ".join(commands["demo"].format_help().split())
+    assert "'auto': one tree unless the training rows support more" in demo_help
+    assert "(3 bins for a few hundred rows, 10 for a few thousand, 20 above n*epsilon = 8,000) (default: auto)" in (
+        demo_help
+    )
+    for command, flag in [("simulate", "--n-trees"), ("simulate", "--n-bins"), ("sweep", "--n-trees-list")]:
+        action = next(a for a in commands[command]._actions if flag in a.option_strings)
+        assert "federated setting" in action.help and "the central estimator's" in action.help
+    assert build_parser().parse_args(["simulate"]).n_trees == 1  # the federated defaults are unchanged
+    assert build_parser().parse_args(["simulate"]).n_bins == 20
 
 
 def test_the_demo_depth_limit_is_the_cores():
@@ -286,7 +312,7 @@ def test_the_demo_s_automatic_depth_reads_a_dp_count(capsys):
     captured = capsys.readouterr()
     assert "chosen from a DP count of the rows" in captured.err and "n = " not in captured.err
     assert "they were chosen from a DP count of the rows that spent epsilon = " in captured.out
-    assert main(["demo", "--n-trees", "2", "--max-depth", "3"]) == 0  # given: no count is spent
+    assert main(["demo", "--n-trees", "2", "--max-depth", "3", "--n-bins", "20"]) == 0  # all given: no count is spent
     captured = capsys.readouterr()
     assert "DP count" not in captured.err + captured.out and "depth 3" in captured.out
 
