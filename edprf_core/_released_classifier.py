@@ -82,6 +82,10 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     schema_ : Schema
     guarantee_ : str
         The forest's privacy statement (:meth:`DPForest.guarantee`).
+    dp_ : bool
+        True only when the forest is differentially private as released, as :attr:`EDPRFClassifier.dp_`: False
+        when any part was seeded, drew floating-point noise or used a research option, or the schema was
+        drafted from data (the reasons the model file's parameters record; ``guarantee_`` names them).
 
     Notes
     -----
@@ -125,6 +129,10 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     @property
     def guarantee_(self) -> str:
         return self.forest_.guarantee()
+
+    @property
+    def dp_(self) -> bool:
+        return self.forest_.dp
 
     def __sklearn_is_fitted__(self) -> bool:
         return True

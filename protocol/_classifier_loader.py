@@ -66,6 +66,15 @@ class ModelProvenance:
     guarantee: str
     dp: bool
 
+    def __repr__(self) -> str:
+        """One line (a loaded classifier's repr shows its provenance): source, run, parties, signatures; the
+        guarantee is in :attr:`guarantee` and :meth:`describe`."""
+        verified = "verified" if self.verified else "NOT verified"
+        return (
+            f"ModelProvenance(source={self.source!r}, run_id={self.run_id!r}, {len(self.parties)} parties, "
+            f"signatures {verified}, {'DP' if self.dp else 'NOT DP'})"
+        )
+
     @property
     def verified(self) -> bool:
         """Whether every release's signature verified against the given keys."""

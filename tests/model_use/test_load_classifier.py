@@ -101,3 +101,41 @@ def test_multiclass_model_probabilities_sum_to_one(wall_model):
     proba = clf.predict_proba(X.tail(200))
     assert proba.shape == (200, 4) and np.allclose(proba.sum(axis=1), 1)
     assert list(clf.classes_) == list(schema.classes)
+
+
+def _unseeded_model(tmp_path) -> tuple[object, object]:
+    """A global model of one production (unseeded, exact sampler) release, and the estimator that released it."""
+    from edprf_core import EDPRFClassifier
+    from protocol import ReleasePolicy, build_global_model, decode_release, encode_release
+
+    X, y, schema = load_embedded("bank_marketing")
+    estimator = EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=3, n_bins=10, marginals_share=0)
+    estimator.fit(X.iloc[:2000], y.iloc[:2000])
+    policy = ReleasePolicy(max_epsilon=2.0, max_depth=8, max_n_trees=50, max_bytes=1 << 22, max_n_bins=32)
+    release = decode_release(encode_release(estimator.forest_, "party-a", None, run_id="dp-run"), schema, policy)
+    path = tmp_path / "dp-model.edprf"
+    path.write_bytes(build_global_model(schema, [release], {"run_id": "dp-run"}))
+    return load_classifier(path), estimator
+
+
+def test_a_loaded_model_has_dp_as_the_estimator_has(bank_model, tmp_path):
+    """load_classifier's model had guarantee_ but no dp_, which docs/estimator.md presents (walkthrough)."""
+    seeded = load_classifier(bank_model["model"])
+    assert seeded.dp_ is False and "NOT differentially private" in seeded.guarantee_
+    loaded, estimator = _unseeded_model(tmp_path)
+    assert estimator.dp_ is True and loaded.dp_ is True
+    assert "NOT differentially private" not in loaded.guarantee_
+
+
+def test_a_loaded_model_has_a_short_repr(bank_model):
+    """Its repr embedded the whole forest (arrays) and the provenance's guarantee: hundreds of lines in a set_params
+    error (walkthrough).  Now each parameter prints on one line, the guarantee stays out."""
+    clf = load_classifier(bank_model["model"], keys_dir=bank_model["keys"])
+    text = repr(clf)
+    assert text.count("\n") <= 1 and len(text) < 400
+    assert "DPForest(schema='bank-marketing', 12 trees, 3 parts, split_mode='binary', grid_bins=10" in text
+    assert "3 parties, signatures verified, NOT DP)" in text
+    assert "array(" not in text and "differentially private" not in text
+    with pytest.raises(ValueError, match="Invalid parameter 'foo'") as refused:
+        clf.set_params(foo=1)
+    assert len(str(refused.value)) < 600
