@@ -107,7 +107,12 @@ def _representatives(
     return pd.DataFrame(columns)
 
 
-def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.object_] | None = None) -> RowScores:
+def score_rows(
+    forest: DPForest,
+    frame: pd.DataFrame,
+    malformed: NDArray[np.object_] | None = None,
+    pooling: str = "log-linear",
+) -> RowScores:
     """Status, detail and probabilities of every row of ``frame``.
 
     Parameters
@@ -119,6 +124,8 @@ def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.obje
     malformed : array of str, optional
         Per row, ``""`` or why its line could not be read (its cells are then
         ignored and the row gets status ``malformed`` with that detail).
+    pooling : {"log-linear", "mean"}, default "log-linear"
+        The trees' pooling rule, as in :meth:`DPForest.predict_proba`.
 
     Returns
     -------
@@ -180,7 +187,7 @@ def score_rows(forest: DPForest, frame: pd.DataFrame, malformed: NDArray[np.obje
     good = ~refused & ~bad_line
     if good.any():
         distinct, inverse = _distinct_rows(codes[good], grid.n_codes)
-        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, distinct))[inverse]
+        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, distinct), pooling=pooling)[inverse]
     return RowScores(status, detail, proba)
 
 

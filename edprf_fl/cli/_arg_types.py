@@ -16,6 +16,7 @@ from pathlib import Path
 __all__ = [
     "CLI_DEPTH_LIMIT",
     "CLI_MAX_CALIBRATION_BINS",
+    "CLI_POOLINGS",
     "MAX_SKLEARN_SEED",
     "depth_or_auto",
     "embedded_datasets",
@@ -30,6 +31,9 @@ CLI_DEPTH_LIMIT = 30
 
 CLI_MAX_CALIBRATION_BINS = 1000
 """Most calibration bins of ``edprf evaluate``: ``edprf_core.metrics.MAX_CALIBRATION_BINS``."""
+
+CLI_POOLINGS = ("log-linear", "mean")
+"""Pooling rules of ``--pooling``, the default first: ``edprf_core``'s ``predict_proba`` poolings."""
 
 MAX_SKLEARN_SEED = 2**32 - 1
 """Largest ``random_state`` scikit-learn's splits and forests take."""

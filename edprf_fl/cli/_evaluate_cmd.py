@@ -213,7 +213,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     labels, probabilities = [], []
     counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}
     for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True):
-        scores = score_rows(forest, chunk.frame, chunk.malformed)
+        scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=args.pooling)
         diagnostics.add(chunk, scores)
         cells = chunk.frame[forest.schema.label.column]
         y, why = read_labels(cells, forest.schema)
@@ -241,6 +241,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
         f"({counts['refused']} refused by the schema's rules, {count_text(counts['malformed'], 'malformed line')}, "
         f"{counts['label']} with a missing or undeclared label)"
+        + (f"; pooling {args.pooling}" if args.pooling != "log-linear" else "")
     )
     for hint in diagnostics.hints():
         print(f"  {hint}")
@@ -260,7 +261,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
         if warning:
             say(warning)
     if args.json_path is not None:
-        out = {"data": str(args.data), "rows": counts, "provenance": provenance.as_dict(), **report.as_dict()}
+        out = {
+            "data": str(args.data),
+            "rows": counts,
+            "pooling": args.pooling,
+            "provenance": provenance.as_dict(),
+            **report.as_dict(),
+        }
         args.json_path.write_text(json.dumps(out, indent=2), encoding="utf-8")
         say(f"metrics written to {args.json_path}")
     return 0

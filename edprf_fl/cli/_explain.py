@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._model_args import add_pooling_argument
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -52,12 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="DATA has no header: the schema's features in order, optionally then the label",
     )
-    parser.add_argument(
-        "--pooling",
-        choices=("log-linear", "mean"),
-        default="log-linear",
-        help="pooling rule, as in predict_proba (default log-linear)",
-    )
+    add_pooling_argument(parser, "the explained probabilities")
     parser.add_argument(
         "--show-trees",
         type=int,
@@ -148,7 +145,7 @@ def run_explain(args: argparse.Namespace) -> int:
     where = f"line {found.line} of {args.data}"
     if found.malformed:
         raise ValueError(f"{where} is malformed ({found.malformed}); `edprf predict` scores no such row")
-    verdict = score_rows(forest, found.frame)
+    verdict = score_rows(forest, found.frame, pooling=args.pooling)
     status, detail = str(verdict.status[0]), str(verdict.detail[0])
     if not verdict.scored[0]:
         raise ValueError(f"{where}: {detail}; `edprf predict` marks it {status!r} and does not score it")

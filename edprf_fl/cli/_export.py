@@ -4,7 +4,9 @@ Writes the graph (input ``codes``, and ``marginals_codes`` for a model with
 a marginals part; output ``probabilities``; see :mod:`edprf_core._onnx_export`)
 and ``<OUT stem>.encoding.json``, the public encoding that turns a row into
 codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Either file existing is refused unless
-``--force`` is given.  Post-processing of the released model: no data is read and no epsilon is spent.
+``--force`` is given.  ``--pooling`` is that of ``edprf predict``, ``evaluate`` and ``explain``: the graph
+gives their probabilities for the same rule (log-linear by default, the model's own).  Post-processing of the
+released model: no data is read and no epsilon is spent.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import argparse
 import json
 from pathlib import Path
 
-from ._model_args import add_force_argument, check_output_directory, check_output_extension, refuse_existing_outputs
+from ._model_args import (
+    add_force_argument,
+    add_pooling_argument,
+    check_output_directory,
+    check_output_extension,
+    refuse_existing_outputs,
+)
 
 __all__ = ["EXTENSIONS", "FORMATS", "encoding_path", "register", "run_export"]
 
@@ -34,12 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-o", "--output", type=Path, required=True, metavar="OUT", help="the file to write: .onnx for --format onnx"
     )
     add_force_argument(parser, "overwrite OUT and its encoding file if they exist")
-    parser.add_argument(
-        "--pooling",
-        choices=("log-linear", "mean"),
-        default="log-linear",
-        help="pooling rule, as in predict_proba (default log-linear)",
-    )
+    add_pooling_argument(parser, "the graph's probabilities")
     parser.add_argument(
         "--keys",
         type=Path,
@@ -81,6 +84,7 @@ def run_export(args: argparse.Namespace) -> int:
             f"inputs 'codes' and 'marginals_codes' {shape} (the rows' codes on the trees' and the marginals' grids)"
         )
         model_parts += f" mixed with a marginals part of weight {forest.marginals_share:g}"
+    model_parts += f", {args.pooling} pooling"
     print(
         f"wrote {args.output} (ONNX, {inputs}, output 'probabilities' (n_rows, {forest.schema.n_classes}), "
         f"{model_parts}) and {spec} (the encoding)"

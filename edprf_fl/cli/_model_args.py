@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._arg_types import probability
+from ._arg_types import CLI_POOLINGS, probability
 
 if TYPE_CHECKING:
     from edprf_core import DPForest, Schema
@@ -22,6 +22,7 @@ __all__ = [
     "EXIT_SIGNATURE",
     "add_force_argument",
     "add_model_arguments",
+    "add_pooling_argument",
     "check_output_directory",
     "check_output_extension",
     "describe",
@@ -72,6 +73,21 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="T",
         help="flag a row when its probability of --positive-class is at least T, a number in [0, 1] "
         "(default 0.5 with --positive-class)",
+    )
+    add_pooling_argument(parser)
+
+
+def add_pooling_argument(parser: argparse.ArgumentParser, what: str = "the probabilities") -> None:
+    """``--pooling``: how the trees' leaf distributions are pooled, the same choices and default for every command
+    that uses a model (predict, evaluate, explain, export), so that their probabilities agree."""
+    parser.add_argument(
+        "--pooling",
+        choices=CLI_POOLINGS,
+        default=CLI_POOLINGS[0],
+        help=f"pooling rule of {what}, as in predict_proba: 'log-linear' (the model's own, what predict_proba and "
+        "load_classifier use) or 'mean' (the plain average of the trees' distributions); predict, evaluate, "
+        "explain and export take the same choices and give the same probabilities for the same rule "
+        "(default: %(default)s)",
     )
 
 

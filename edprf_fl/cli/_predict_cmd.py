@@ -129,14 +129,19 @@ class _Writer:
 
 
 def _result_frame(
-    forest: DPForest, chunk, positive: int | None, threshold: float | None, diagnostics: RowDiagnostics | None = None
+    forest: DPForest,
+    chunk,
+    positive: int | None,
+    threshold: float | None,
+    diagnostics: RowDiagnostics | None = None,
+    pooling: str = "log-linear",
 ) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
     from edprf_core.prediction import score_rows
 
-    scores = score_rows(forest, chunk.frame, chunk.malformed)
+    scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=pooling)
     if diagnostics is not None:
         diagnostics.add(chunk, scores)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)
@@ -180,7 +185,7 @@ def run_predict(args: argparse.Namespace) -> int:
         for chunk in stream_rows(
             args.data, forest.schema, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
         ):
-            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics)
+            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
             writer.write(frame)
@@ -204,7 +209,8 @@ def run_predict(args: argparse.Namespace) -> int:
         if positive is not None
         else ""
     )
-    say(f"predicted {count_text(total, 'row')} ({shown}){decision}; written to {target}")
+    pooled = f"; pooling {args.pooling}" if args.pooling != "log-linear" else ""
+    say(f"predicted {count_text(total, 'row')} ({shown}){decision}{pooled}; written to {target}")
     for hint in diagnostics.hints():
         say(f"  {hint}")
     if total == 0:

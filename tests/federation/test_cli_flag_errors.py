@@ -97,6 +97,13 @@ def test_the_demo_defaults_are_the_estimators_and_the_federation_commands_say_th
     assert build_parser().parse_args(["simulate"]).n_bins == 20
 
 
+def test_the_cli_poolings_are_the_cores():
+    from edprf_core._leaf_distribution import POOLINGS
+    from edprf_fl.cli._arg_types import CLI_POOLINGS
+
+    assert CLI_POOLINGS == POOLINGS  # the default first: log-linear, predict_proba's
+
+
 def test_the_demo_depth_limit_is_the_cores():
     from edprf_core.forest import MAX_DEPTH_LIMIT as CORE_LIMIT
     from edprf_fl.cli._arg_types import CLI_DEPTH_LIMIT

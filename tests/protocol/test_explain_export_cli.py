@@ -159,3 +159,45 @@ def test_inspect_rules_of_a_single_release(tmp_path, capsys, signed_wall_release
     start = out.index(expected[0])
     assert out[start : start + len(expected)] == expected
     assert "  ... 4 more trees not shown (--show-trees)" in out
+
+
+def test_predict_and_evaluate_take_the_pooling_export_takes(tmp_path, model_file, rows_file):
+    """`edprf export --pooling mean` wrote a graph whose probabilities differed (up to 0.024) from `edprf predict`'s,
+    which had no --pooling (walkthrough).  predict and evaluate now take export's choices and default: for the
+    same rule, the same probabilities."""
+    import pandas as pd
+
+    ort = pytest.importorskip("onnxruntime")
+    out = tmp_path / "mean.onnx"
+    done = edprf("export", model_file, "-o", out, "--pooling", "mean")
+    assert done.returncode == 0, done.stderr
+    assert "mean pooling" in done.stdout
+    spec = json.loads(out.with_suffix(".encoding.json").read_text())
+    from edprf_core.export import onnx_inputs
+
+    rows = pd.read_csv(rows_file, dtype=str, keep_default_na=False)
+    graph = ort.InferenceSession(str(out)).run(["probabilities"], onnx_inputs(rows, spec))[0]
+    columns = [f"p_{c}" for c in spec["classes"]]
+    predicted = {}
+    for pooling in ("mean", "log-linear"):
+        target = tmp_path / f"{pooling}.csv"
+        done = edprf("predict", model_file, rows_file, "-o", target, "--pooling", pooling)
+        assert done.returncode == 0, done.stderr
+        predicted[pooling] = pd.read_csv(target)[columns].to_numpy()
+    assert (
+        "; pooling mean;"
+        in edprf("predict", model_file, rows_file, "-o", tmp_path / "again.csv", "--pooling", "mean").stderr
+    )
+    assert np.allclose(predicted["mean"], graph, atol=2e-6, rtol=0)
+    assert not np.allclose(predicted["log-linear"], graph, atol=1e-3, rtol=0)  # the rules differ: so do the graphs
+    forest = load_global_model(model_file).forest
+    X = pd.read_csv(rows_file)[list(forest.schema.feature_names)]
+    assert np.allclose(predicted["log-linear"], forest.predict_proba(X), atol=2e-6, rtol=0)  # the default
+    metrics = {}
+    for pooling in ("mean", "log-linear"):
+        target = tmp_path / f"{pooling}.json"
+        done = edprf("evaluate", model_file, rows_file, "--pooling", pooling, "--json", target)
+        assert done.returncode == 0, done.stderr
+        metrics[pooling] = json.loads(target.read_text())
+        assert metrics[pooling]["pooling"] == pooling
+    assert metrics["mean"]["brier"] != metrics["log-linear"]["brier"]
