@@ -58,6 +58,7 @@ from ._exceptions import DataValidationError
 from ._file_lines import BOM as _BOM
 from ._file_lines import decoded as _decoded
 from ._file_lines import header_line, line_blocks, open_lines
+from ._first_line import foreign_header_text, looks_like_data, schema_column_named
 from ._schema import Schema
 
 __all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "OptionHints", "TextTable", "read_table"]
@@ -144,11 +145,13 @@ def header_names(
         raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
     known = [*schema.feature_names, *schema.ignored_columns, label]
-    folded = {n.casefold() for n in known}
-    if hint and not separator_hint(first, sep, hints) and not any(n.casefold() in folded for n in names):
-        # no name of the schema even ignoring case, and no other separator: data, not a header (a file without
-        # one) -- said first, before "a column twice", which a row of data often is
-        raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
+    if not separator_hint(first, sep, hints):
+        if foreign := foreign_header_text(first, sep, schema):  # another table's header: no option helps
+            raise DataValidationError(f"{path}: {foreign}")
+        if hint:
+            # no name of the schema even ignoring case, and no other separator: data, not a header (a file
+            # without one) -- said first, before "a column twice", which a row of data often is
+            raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
     unknown = [n for n in names if n not in known]
@@ -188,7 +191,9 @@ def separator_hint(line: str, sep: str, hints: OptionHints | None = None) -> str
 
 def header_hint(first: str | None, sep: str, schema: Schema, hints: OptionHints | None = None) -> str:
     """A hint for a first line that does not read as the schema's header: another separator it holds, or
-    that the file may have no header (none of the schema's columns in it); ``""`` when neither applies.
+    that the file may have no header (none of the schema's columns in it, and the line looks like data:
+    :func:`~edprf_core._first_line.looks_like_data`); ``""`` when neither applies (another table's header gets
+    :func:`~edprf_core._first_line.foreign_header_text` instead).
 
     ``hints`` words the options to set (default: the ``edprf`` flags ``--sep`` and ``--no-header``).
     """
@@ -197,8 +202,7 @@ def header_hint(first: str | None, sep: str, schema: Schema, hints: OptionHints 
     hints = hints or OptionHints()
     if held := separator_hint(first, sep, hints):
         return held
-    names = {n.strip().strip('"').casefold() for n in first.split(sep)}
-    if not names & {n.casefold() for n in (*schema.feature_names, schema.label.column)}:  # not even misspelt in case
+    if not schema_column_named(first, sep, schema) and looks_like_data(first, sep, schema):
         return f" (none of the schema's columns is in the first line: if the file has no header, {hints.no_header})"
     return ""
 

@@ -26,6 +26,7 @@ from ._model_args import (
     add_force_argument,
     add_model_arguments,
     check_output_directory,
+    described_when_read,
     no_rows_text,
     prepare,
     refuse_existing_outputs,
@@ -212,7 +213,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     labels, probabilities = [], []
     counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}
-    for chunk in stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True):
+    chunks = stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True)
+    for chunk in described_when_read(chunks, provenance):
         scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=args.pooling)
         diagnostics.add(chunk, scores)
         cells = chunk.frame[forest.schema.label.column]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from ._arg_types import CLI_POOLINGS, probability
 
 if TYPE_CHECKING:
     from edprf_core import DPForest, Schema
+    from edprf_core.tables import RowChunk
     from protocol import ModelProvenance
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "check_output_directory",
     "check_output_extension",
     "describe",
+    "described_when_read",
     "empty_model_text",
     "load_model",
     "no_rows_text",
@@ -162,6 +164,21 @@ def describe(provenance: ModelProvenance) -> None:
         say("WARNING: a release's signature fields are malformed (status 'invalid'); pass --keys to refuse it")
 
 
+def described_when_read(chunks: Iterable[RowChunk], provenance: ModelProvenance) -> Iterator[RowChunk]:
+    """``chunks``, the model's provenance and guarantee printed (:func:`describe`) once the first has been read.
+
+    An error about DATA (a header of another schema, a wrong ``--sep``), raised when the first chunk is read, is
+    then said alone, never under the model's banner; a DATA without a data line prints no banner either (nothing
+    is scored: the command says so and exits 1).
+    """
+    described = False
+    for chunk in chunks:
+        if not described:
+            describe(provenance)
+            described = True
+        yield chunk
+
+
 def _one_line(text: str) -> str:
     text = " ".join(text.split())
     return text[:500] + ("..." if len(text) > 500 else "")
@@ -256,8 +273,9 @@ def refuse_existing_outputs(
 
 
 def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:
-    """Check the options, load the model, resolve ``--positive-class`` against its classes, then print its
-    provenance to stderr: a wrong option is one line, never after the model's banner.
+    """Check the options, load the model and resolve ``--positive-class`` against its classes; nothing printed:
+    a wrong option is one line, never after the model's banner, which :func:`described_when_read` prints once
+    DATA's first rows are read.
 
     Returns the forest, its provenance and the positive class's index (None without one), or an exit status.
     """
@@ -273,5 +291,4 @@ def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | 
         return loaded
     forest, provenance = loaded
     positive = positive_index(forest.schema, args)
-    describe(provenance)
     return forest, provenance, positive

@@ -35,6 +35,7 @@ from ._model_args import (
     add_model_arguments,
     check_output_directory,
     check_output_extension,
+    described_when_read,
     no_rows_text,
     prepare,
     refuse_existing_outputs,
@@ -172,7 +173,7 @@ def run_predict(args: argparse.Namespace) -> int:
     prepared = prepare(args)
     if isinstance(prepared, int):
         return prepared
-    forest, _, positive = prepared
+    forest, provenance, positive = prepared
     from edprf_core.count_text import count_text
     from edprf_core.tables import stream_rows
 
@@ -182,9 +183,10 @@ def run_predict(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     with ExitStack() as stack:
         writer = _Writer(target, stack)
-        for chunk in stream_rows(
+        chunks = stream_rows(
             args.data, forest.schema, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
-        ):
+        )
+        for chunk in described_when_read(chunks, provenance):
             frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)

@@ -141,3 +141,38 @@ def test_the_library_loaders_name_an_empty_model_too(tmp_path):
             protocol.load_global_model(source)
     with pytest.raises(protocol.InvalidRelease, match=r"empty \(0 bytes\)"):
         protocol.load_classifier(empty)
+
+
+FOREIGN = "the file's columns do not match the schema 'bank-marketing': it expects 'age', 'job', 'marital', 'education'"
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_data_of_another_schema_is_named_so_before_any_banner(tmp_path, bank_model, wall_model, capsys, command):
+    """Another model's data, with its header, read 'none of the schema's columns is in the first line: if the file
+    has no header, pass --no-header', under the model's banner (walkthrough)."""
+    argv = _argv(command, bank_model, tmp_path)
+    argv[2] = str(wall_model["data"])
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"edprf {command}: error: {wall_model['data']}: {FOREIGN}, ... (15 features and the label 'y'), the " in err
+    assert "the header names 'US1', 'US2', 'US3', 'US4', ... (25 columns): is the file data for another model" in err
+    assert "--no-header" not in err
+    _no_banner(err)
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_wrong_separator_or_a_missing_header_is_said_before_any_banner(tmp_path, bank_model, capsys, command):
+    """The guarantee (several paragraphs) was printed before the error about the file's first line."""
+    assert main(_argv(command, bank_model, tmp_path, "--sep", ";")) == 1
+    err = capsys.readouterr().err
+    assert "(the first line holds ',': is that the separator? pass --sep ',')" in err
+    _no_banner(err)
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("".join(bank_model["data"].read_text().splitlines(keepends=True)[1:]), encoding="utf-8")
+    argv = _argv(command, bank_model, tmp_path)
+    argv[2] = str(headerless)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "the first line is not a header of this schema (none of the schema's columns is in the first line: " in err
+    assert "if the file has no header, pass --no-header)" in err and "do not match" not in err
+    _no_banner(err)

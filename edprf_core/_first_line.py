@@ -1,0 +1,74 @@
+"""What a table's first line is when it names none of the schema's columns: another table's header, or data.
+
+A file whose header names none of the schema's columns is either a file without a header (its first line is a
+row of data: the reader's option for a headerless file helps) or a file of another table (its header names other
+columns: data for another model or dataset, which no option of the reader helps).  Telling the two apart is for
+the message only; the file is refused either way.
+
+Privacy: reads the first line of the caller's own file, for the caller's eyes; nothing is released.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._schema import CategoricalFeature, Schema
+
+__all__ = ["foreign_header_text", "looks_like_data", "schema_column_named"]
+
+_SHOWN_NAMES = 4
+"""Column names a message shows of the header and of the schema (then how many there are)."""
+
+
+def _cells(first: str, sep: str) -> list[str]:
+    return [c.strip().strip('"').strip() for c in first.split(sep)]
+
+
+def schema_column_named(first: str, sep: str, schema: Schema) -> bool:
+    """Whether a cell of ``first`` names one of the schema's columns (features, ignored columns, the label),
+    case aside."""
+    known = {n.casefold() for n in (*schema.feature_names, *schema.ignored_columns, schema.label.column)}
+    return any(c.casefold() in known for c in _cells(first, sep))
+
+
+def looks_like_data(first: str, sep: str, schema: Schema) -> bool:
+    """Whether ``first`` reads as a row of data: one of its cells is a finite number, or a category or class the
+    schema declares (case aside).  A header names columns: words, not numbers or category values."""
+    declared = {str(c).casefold() for c in schema.classes}
+    for f in schema.features:
+        if isinstance(f, CategoricalFeature):
+            declared |= {str(c).casefold() for c in f.categories}
+    for cell in _cells(first, sep):
+        if cell.casefold() in declared:
+            return True
+        try:
+            if math.isfinite(float(cell)):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:_SHOWN_NAMES])
+    return shown + (", ..." if len(names) > _SHOWN_NAMES else "")
+
+
+def foreign_header_text(first: str | None, sep: str, schema: Schema) -> str:
+    """Why a first line that is another table's header is refused, or ``""`` when it is not one.
+
+    ``first`` is another table's header when it names none of the schema's columns and does not look like data
+    (:func:`looks_like_data`); the caller has ruled out another separator.  The text names the schema, a few
+    of the columns it expects and a few the header names:
+    ``"the file's columns do not match the schema 'bank-marketing': ..."``.
+    """
+    if not first or schema_column_named(first, sep, schema) or looks_like_data(first, sep, schema):
+        return ""
+    names = _cells(first, sep)
+    features = list(schema.feature_names)
+    return (
+        f"the file's columns do not match the schema {schema.name!r}: it expects {_some(features)} "
+        f"({len(features)} feature{'' if len(features) == 1 else 's'} and the label {schema.label.column!r}), "
+        f"the header names {_some(names)} ({len(names)} column{'' if len(names) == 1 else 's'}): is the file "
+        "data for another model or dataset?"
+    )
