@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "explain",
         help="explain the global model's prediction for one row of your data",
-        description=__doc__.splitlines()[0],
+        description="Why the global model gives one of your rows its probabilities: for every tree, the leaf the "
+        "row reaches, the leaf's rule, its released noisy counts (or label) and its contribution to the pooled "
+        "probability.  Post-processing of the released model: no epsilon is spent.",
     )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("data", type=Path, metavar="DATA", help="your CSV (optionally .gz) or Parquet file")

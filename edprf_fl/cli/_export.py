@@ -34,7 +34,11 @@ EXTENSIONS = {"onnx": ".onnx"}
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``export`` subcommand."""
     parser = subparsers.add_parser(
-        "export", help="export the global model (ONNX) for serving", description=__doc__.splitlines()[0]
+        "export",
+        help="export the global model (ONNX) for serving",
+        description="The global model as an ONNX graph, with the public encoding that turns a row into the graph's "
+        "inputs written beside it (OUT's stem + .encoding.json).  Post-processing of the released model: no data is "
+        "read and no epsilon is spent.",
     )
     parser.add_argument("model", type=Path, metavar="MODEL", help="a GlobalModel file (global-model.edprf)")
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="output format (default onnx)")

@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect",
         help="show and check a DP forest release or a global model",
-        description=__doc__.splitlines()[0],
+        description="What a release or a global model says, and whether to trust it: its format version, parties, "
+        "schema fingerprint, training parameters, trees and nodes, privacy guarantee and the signature status of "
+        "every release.",
         epilog="Exit status: 0 valid, 1 invalid file, 3 invalid or missing signature.",
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a SignedRelease or GlobalModel file")

@@ -260,6 +260,21 @@ def test_every_subcommand_help_starts_with_a_description(capsys):
     assert "Train a DP forest centrally on an embedded dataset" in out.split("options:")[0]
 
 
+REST_MARKUP = ("``", ":func:", ":mod:", ":class:", ":meth:", ":attr:", ":data:")
+
+
+def test_every_help_is_plain_text_without_rest_markup():
+    """`edprf explain --help` and `edprf export --help` began with a module docstring's first line, literal reST
+    ("``edprf explain MODEL DATA --row N``:"); inspect's stopped mid-sentence where its docstring's line ended."""
+    found = dict(_commands(build_parser()))
+    found[()] = build_parser()
+    for path, parser in found.items():
+        text = parser.format_help()
+        assert not [m for m in REST_MARKUP if m in text], (path, [line for line in text.splitlines() if "`" in line])
+    inspect = " ".join(found[("inspect",)].format_help().split())
+    assert "What a release or a global model says, and whether to trust it: " in inspect
+
+
 def test_the_frame_check_names_the_frame(tmp_path):
     from edprf_core._encoding import as_frame
 
