@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import numbers
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -471,10 +472,25 @@ class Schema:
 
     @classmethod
     def from_toml(cls, text: str) -> Schema:
+        """Read a schema from its TOML text (:meth:`to_toml`'s format); a file is read by :func:`load_schema`.
+
+        Raises
+        ------
+        SchemaError
+            Text that is not valid TOML or not a valid schema; a path given instead of the text (a
+            :class:`~pathlib.Path`, or one line ending in ``.toml`` or naming an existing file) is told to
+            :func:`load_schema`.
+        """
+        not_a_path = (
+            f"Schema.from_toml takes a schema's TOML text, not a path: {str(text)!r} looks like a file; read a "
+            "schema file with load_schema(path)"
+        )
+        if isinstance(text, os.PathLike):
+            raise SchemaError(not_a_path)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise SchemaError(f"schema is not valid TOML: {exc}") from None
+            raise SchemaError(not_a_path if _looks_like_a_path(text) else f"schema is not valid TOML: {exc}") from None
         try:
             return cls.from_dict(data)
         except SchemaError:
@@ -519,6 +535,19 @@ class Schema:
 
 def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     refuse_unknown_keys(data, allowed, where, error=SchemaError)
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """One line that ends in ``.toml`` or names an existing file: a path where TOML text was expected."""
+    line = text.strip()
+    if not line or "\n" in line or len(line) > 4096:
+        return False
+    if line.lower().endswith(".toml"):
+        return True
+    try:
+        return Path(line).is_file()
+    except (OSError, ValueError):  # not a name the file system takes
+        return False
 
 
 def load_schema(path: str | Path) -> Schema:

@@ -424,3 +424,20 @@ def test_a_declared_size_equal_to_the_exact_row_count_warns_at_the_callers_fit(s
         warnings.simplefilter("error", PrivacyLeakWarning)
         estimator(schema, epsilon=1.0, n_rows_public=len(X) + 50, random_state=0).fit(X, y)  # a public figure
         estimator(schema, epsilon=1.0, random_state=0).fit(X, y)  # a DP count
+
+
+def test_a_path_given_to_from_toml_is_told_to_load_schema(tmp_path):
+    """`Schema.from_toml(path)` said 'schema is not valid TOML: Invalid statement (at line 1, column 1)'
+    (walkthrough): it takes the text; load_schema reads a file."""
+    from edprf_core import Schema, example_schema, load_schema
+
+    path = tmp_path / "schema.toml"
+    example_schema("bank_marketing").save(path)
+    renamed = tmp_path / "schema.txt"
+    renamed.write_text(path.read_text())
+    for given in (str(path), path, str(renamed), "no-such-dir/Schema.TOML"):
+        with pytest.raises(SchemaError, match=r"takes a schema's TOML text, not a path: .* load_schema\(path\)"):
+            Schema.from_toml(given)
+    assert Schema.from_toml(path.read_text()) == load_schema(path)
+    with pytest.raises(SchemaError, match="schema is not valid TOML: "):  # text that is no path: the parser's word
+        Schema.from_toml("features = [\n")
