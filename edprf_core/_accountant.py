@@ -30,9 +30,11 @@ import logging
 import math
 import numbers
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NoReturn
 
 from ._exceptions import BudgetError
 
@@ -134,7 +136,7 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self) -> tuple[object, ...]:
-        raise TypeError(
+        refuse_pickling(
             "a BudgetAccountant cannot be pickled: a fit in another process would charge a copy and its spend "
             "would be lost. Run cross-validation and searches with n_jobs=1 (or a threading backend), and set "
             "accountant=None before pickling a fitted estimator"
@@ -287,11 +289,40 @@ def refuse_unaccounted_pickling(estimator: object) -> None:
     """
     charges_the_block = getattr(estimator, "accountant", None) is None and default_accountant() is not None
     if charges_the_block and not hasattr(estimator, "n_features_in_"):
-        raise TypeError(
+        refuse_pickling(
             f"an unfitted {type(estimator).__name__} cannot be pickled inside a budget() block: a fit in "
             "another process would not be charged. Run cross-validation and searches with n_jobs=1 (or a "
             "threading backend)"
         )
+
+
+def refuse_pickling(reason: str) -> NoReturn:
+    """Raise ``TypeError(reason)``; when pickling off the main thread, log ``reason`` as an error first.
+
+    A process pool pickles its tasks in a feeder thread of its own and replaces whatever the pickling raised
+    with its own error: joblib's (``cross_val_score(..., n_jobs=2)``) says only "PicklingError: Could not pickle
+    the task to send it to the workers", the reason buried in a remote traceback under it.  Logged (Python's
+    last-resort handler prints it to stderr when logging is not configured), the reason is said first: once for
+    the tasks of one call, which fail together (the same reason is not logged again within
+    :data:`_REPEAT_AFTER_S`).  Nothing is charged: the pool never starts a fit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        now = time.monotonic()
+        with _LOGGED_LOCK:
+            repeated = now - _LOGGED.get(reason, -math.inf) < _REPEAT_AFTER_S
+            _LOGGED[reason] = now
+        if not repeated:
+            logger.error("%s", reason)
+    raise TypeError(reason)
+
+
+_REPEAT_AFTER_S = 5.0
+"""Seconds before :func:`refuse_pickling` logs the same reason again (a pool refuses every task of a call)."""
+
+_LOGGED: dict[str, float] = {}
+"""When each reason was last logged (a few reasons: one per estimator class and the accountant's)."""
+
+_LOGGED_LOCK = threading.Lock()
 
 
 def charge_fit(accountant: BudgetAccountant | None, epsilon: float, label: str) -> BudgetAccountant | None:

@@ -113,3 +113,40 @@ def test_read_csv_gives_numeric_classes_as_numbers(tmp_path):
     assert labels.tolist() == [0, 2] and labels.dtype.kind == "i"
     _, text = read_csv(tmp_path / "heart.csv", heart, header=False, labels="text")
     assert text.tolist() == ["0", "2"]
+
+
+@pytest.mark.parametrize("where", ["accountant", "budget block"])
+def test_a_process_pool_is_told_why_before_its_own_error_and_nothing_is_charged(wall, caplog, where):
+    """`cross_val_score(EDPRFClassifier(schema, accountant=acc), X, y, cv=3, n_jobs=2)` failed with joblib's
+    'PicklingError: Could not pickle the task', the reason buried in a remote traceback (walkthrough).  The
+    reason is now logged first, once; nothing is charged, and n_jobs=1 still charges each fold once."""
+    import contextlib
+    import logging
+    import re
+    from pickle import PicklingError
+
+    from sklearn.model_selection import cross_val_score
+
+    X, y, schema = wall
+    given = BudgetAccountant(2.0)
+    if where == "accountant":
+        reason, block, estimator = "a BudgetAccountant cannot be pickled: ", contextlib.nullcontext(given), given
+    else:
+        reason, block, estimator = (
+            "an unfitted EDPRFClassifier cannot be pickled inside a budget() block",
+            budget(2.0),
+            None,
+        )
+    with block as charged:
+        clf = EDPRFClassifier(schema, epsilon=0.5, max_depth=2, accountant=estimator)
+        with caplog.at_level(logging.ERROR), pytest.raises(PicklingError):
+            cross_val_score(clf, X, y, cv=3, n_jobs=2)
+        said = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(said) == 1 and said[0].startswith(reason) and "n_jobs=1 (or a threading backend)" in said[0]
+        assert charged.total == 0.0
+        caplog.clear()
+        with pytest.raises(TypeError, match=re.escape(reason.split(":")[0])):  # the main thread: the error says it
+            pickle.dumps(clf)
+        assert not caplog.records
+        cross_val_score(clf, X, y, cv=3, n_jobs=1)
+        assert charged.total == pytest.approx(1.5) and len(charged.spends) == 3
