@@ -95,7 +95,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._encoding import FeatureGrid, encode_features
+from ._encoding import FeatureGrid, _refuse, _row_names, as_frame, encode_features
+from ._exceptions import DataValidationError
 from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
 from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper
@@ -177,6 +178,11 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     part; each float64 of shape ``(n_rows, n_features)``, encoded by the package's encoder under the spec's
     schema (:func:`~edprf_core.encoding.encode_features`: the same clipping, missing and unknown rules).
 
+    Raises :class:`DataValidationError` when a cell breaks a ``refuse`` rule, naming every kind of problem
+    found (column and rule, with how many rows and the first few) and how many rows have one; rows are named by
+    their 0-based position in ``X`` (``X.iloc[i]``; with an index other than ``0..n-1``, its label too), never
+    by a file's line number.
+
     Privacy cost: none (a per-row map under public rules; reads only ``X``, the caller's rows).
     """
     schema = Schema.from_toml(spec["schema_toml"])
@@ -188,10 +194,36 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     grids = {spec["input"]: spec["n_bins"]}
     if "marginals" in spec:
         grids[spec["marginals"]["input"]] = spec["marginals"]["n_bins"]
-    return {
-        name: encode_features(X, schema, FeatureGrid.from_schema(schema, int(n_bins))).astype(np.float64)
-        for name, n_bins in grids.items()
-    }
+    frame = as_frame(X, schema)
+    inputs: dict[str, NDArray[np.float64]] = {}
+    for name, n_bins in grids.items():
+        problems: list[tuple[str, str, NDArray[np.bool_]]] = []  # the rules read cells, not bins: one grid finds all
+        inputs[name] = encode_features(frame, schema, FeatureGrid.from_schema(schema, int(n_bins)), problems).astype(
+            np.float64
+        )
+        if problems:
+            raise _refused_rows(frame, problems)
+    return inputs
+
+
+def _refused_rows(frame: pd.DataFrame, problems: list[tuple[str, str, NDArray[np.bool_]]]) -> DataValidationError:
+    """Every problem of ``frame`` (column, rule, how many rows, the first few named with their cells) and how many
+    rows have one, rows named by their 0-based position in the frame (and index label, when it differs)."""
+    refused = np.logical_or.reduce([mask for _, _, mask in problems])
+    kinds = []
+    for column, what, mask in problems:
+        first = np.flatnonzero(mask)[:_SHOWN_ROWS]
+        rows = _row_names(frame.index, first)
+        kinds.append(str(_refuse(column, what, rows, frame[column].iloc[first].tolist(), int(mask.sum()))))
+    n = int(refused.sum())
+    return DataValidationError(
+        f"{n} of {len(frame)} row{'' if len(frame) == 1 else 's'} of X cannot be encoded under the schema's rules "
+        f"(rows named by their 0-based position in X, X.iloc[i], not by a file's line number): " + "; ".join(kinds)
+    )
+
+
+_SHOWN_ROWS = 3
+"""Rows named for each problem (then how many more)."""
 
 
 def _tree_nodes(forest: DPForest) -> dict[str, list]:

@@ -121,3 +121,30 @@ def test_encoding_travels_with_the_graph_and_its_recipe_gives_the_codes():
         ]
     )
     assert np.array_equal(by_hand, codes)
+
+
+def test_onnx_inputs_names_every_problem_and_its_rows_by_their_position():
+    """onnx_inputs raised at the first refused column only, naming 'row 203' where the CLI reports the file's line
+    205 (walkthrough).  It now names every kind of problem, how many rows have one, and says its row numbers are
+    X's 0-based positions; with another index, each row's label too."""
+    from edprf_core import DataValidationError, load_embedded
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    forest = EDPRFClassifier(schema, n_trees=1, max_depth=3, n_bins=8, random_state=0).fit(X, y).forest_
+    spec = json.loads(json.dumps(encoding_spec(forest)))
+    rows = X.iloc[:210].astype(str).reset_index(drop=True)
+    rows.loc[203, "US3"], rows.loc[205, "US3"], rows.loc[200, "US3"], rows.loc[7, "US7"] = "abc", "NaN", "", "x"
+    with pytest.raises(DataValidationError) as refused:
+        onnx_inputs(rows, spec)
+    text = str(refused.value)
+    assert text.startswith(
+        "4 of 210 rows of X cannot be encoded under the schema's rules (rows named by their 0-based position in X, "
+        "X.iloc[i], not by a file's line number): "
+    )
+    assert "column 'US3': not a finite number at row 203: 'abc', row 205: 'NaN'" in text
+    assert "column 'US3': missing value" in text and "at row 200: ''" in text
+    assert "column 'US7': not a finite number at row 7: 'x'" in text
+    rows.index += 1000
+    with pytest.raises(DataValidationError, match=r"at index 1203 \(iloc 203\): 'abc'"):
+        onnx_inputs(rows, spec)
+    assert onnx_inputs(X.iloc[:5], spec)["codes"].shape == (5, schema.n_features)
