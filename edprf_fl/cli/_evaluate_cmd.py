@@ -36,7 +36,13 @@ from ._model_args import (
 if TYPE_CHECKING:
     from edprf_core.metrics import ClinicalReport, Estimate
 
-__all__ = ["format_report", "register", "run_evaluate"]
+__all__ = ["MULTICLASS_THRESHOLD_NOTE", "format_report", "register", "run_evaluate"]
+
+MULTICLASS_THRESHOLD_NOTE = (
+    "with more than two classes, --positive-class C --threshold T re-decides class C only: a row is decided C when "
+    "its probability of C is at least T, otherwise the most probable of the other classes (they get no threshold)"
+)
+"""What ``--positive-class`` with ``--threshold`` decides on a model of more than two classes (help and report)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "accuracy, balanced accuracy, ROC AUC and Brier score, each with its 95% interval; calibration and "
             "threshold tables.  Exact statistics of DATA, not differentially private."
         ),
+        epilog=MULTICLASS_THRESHOLD_NOTE,
         allow_abbrev=False,
     )
     add_model_arguments(p)
@@ -101,6 +108,14 @@ def format_report(report: ClinicalReport) -> list[str]:
         "",
         f"confusion matrix ({count_text(report.n, 'row')}; rows: true class, columns: decided class, {rule}):",
     ]
+    if report.positive is not None and len(classes) > 2:
+        name = classes[report.positive]
+        lines.insert(
+            len(lines) - 1,
+            f"note: {len(classes)} classes: the threshold re-decides {name!r} only: a row is decided {name!r} when "
+            f"its probability of {name!r} is at least {report.threshold:g}, otherwise the most probable of the "
+            "other classes (they get no threshold)",
+        )
     lines += _table(
         ["true \\ decided", *classes], [[c, *(str(int(v)) for v in report.confusion[i])] for i, c in enumerate(classes)]
     )

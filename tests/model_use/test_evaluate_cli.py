@@ -105,3 +105,25 @@ def test_evaluate_needs_the_label_column(tmp_path, bank_model, capsys):
     frame.to_csv(data, index=False)
     assert main(["evaluate", str(bank_model["model"]), str(data)]) == 1
     assert "label column 'y' is missing" in capsys.readouterr().err
+
+
+def test_a_threshold_on_a_multiclass_model_says_it_re_decides_one_class(tmp_path, wall_model, bank_model, capsys):
+    """On a four-class model, --positive-class C --threshold T re-decided column C only (the others stayed argmax),
+    which neither the help nor the output said (walkthrough)."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    data = tmp_path / "wall.csv"
+    X.tail(300).assign(**{schema.label.column: y.tail(300).to_numpy()}).to_csv(data, index=False)
+    argv = ["evaluate", str(wall_model["model"]), str(data), "--positive-class", "Move-Forward", "--threshold", "0.3"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (
+        "note: 4 classes: the threshold re-decides 'Move-Forward' only: a row is decided 'Move-Forward' when its "
+        "probability of 'Move-Forward' is at least 0.3, otherwise the most probable of the other classes (they get no "
+        "threshold)"
+    ) in out
+    assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--positive-class", "yes"]) == 0
+    assert "re-decides" not in capsys.readouterr().out  # two classes: the threshold decides both
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "with more than two classes, --positive-class C --threshold T re-decides class C only" in help_text
