@@ -51,7 +51,8 @@ class CoordinatorConfig:
     n_trees : int >= 1
         Trees every party releases: decided here, never from row counts.
     min_parties : int >= 1
-        Fewer valid releases than this: no model is saved.
+        Fewer valid releases than this: no model is saved.  Fewer connected parties than this after
+        ``node_wait_timeout``: the run fails before any request is sent, so no party spends ε on it.
     expected_parties : int >= 0
         Wait up to ``node_wait_timeout`` seconds for this many connected
         parties before sending requests (0: start once ``min_parties`` are in;
@@ -125,7 +126,8 @@ class CoordinatorConfig:
         Seconds the coordinator waits for the replies of a round; a party that has not answered is left
         out of it.
     node_wait_timeout : float, default 60.0
-        Seconds to wait for ``expected_parties`` to connect before sending requests.
+        Seconds to wait for ``expected_parties`` (at least ``min_parties``) to connect before sending
+        requests; the run then asks those connected, or none if they are fewer than ``min_parties``.
     exact_metrics : bool, default False
         Ask the parties for un-noised held-out metrics instead of noised counts: not DP; a party refuses
         unless its policy allows it, and the guarantee says so.

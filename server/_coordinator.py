@@ -55,7 +55,7 @@ from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
-from ._run_control import failure_text, resumed_evaluation_skip
+from ._run_control import failure_text, resumed_evaluation_skip, too_few_connected_text
 from ._selection import select_parties
 from ._size_bounds import TRANSPORT_LIMIT
 from ._spend_store import SpendStore
@@ -165,6 +165,15 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     wanted = cfg.parties_to_wait_for
     nodes = _wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %s connected", run_id, count_text(len(nodes), "party", "parties"))
+    if len(nodes) < cfg.min_parties:  # the run cannot make a model: no party is asked to spend for it
+        report.status = RunStatus.FAILED
+        report.guarantee = "no model: fewer connected parties than min-parties; no request was sent"
+        report.failure = too_few_connected_text(len(nodes), cfg.min_parties, cfg.node_wait_timeout)
+        report.absent_parties = sorted(registry) if registry is not None else []
+        log.error("run %s: %s", run_id, report.failure)
+        report.timings["total_s"] = time.perf_counter() - started
+        report.save(out_dir / REPORT_FILE)
+        return report
     if len(nodes) < wanted:
         log.warning(
             "run %s: %d of %d expected parties connected within %.0f s; going on without the others",

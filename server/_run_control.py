@@ -47,6 +47,7 @@ __all__ = [
     "failure_text",
     "release_output_dir",
     "resumed_evaluation_skip",
+    "too_few_connected_text",
 ]
 
 _RUN_FILES = ("report.json", "global-model.edprf")
@@ -190,11 +191,26 @@ def failure_text(report: RunReport, min_parties: int) -> str:
         for p in report.parties
         if p.status != PartyStatus.ACCEPTED
     ]
+    if reasons:
+        said = f". {'; '.join(reasons[:20])}"
+    elif report.accepted:  # every party that was asked sent a valid release: too few were asked
+        said = ". Every party connected sent a valid release: fewer parties than min-parties were connected"
+    else:
+        said = ". No party was connected"
     return (
         f"{count_text(len(report.accepted), 'valid release')}, min-parties is {min_parties}; no model saved"
-        + (f". {'; '.join(reasons[:20])}" if reasons else ". No party was connected")
+        + said
         + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
         + (f". {absent_text(report.absent_parties)}" if report.absent_parties else "")
+    )
+
+
+def too_few_connected_text(connected: int, min_parties: int, waited: float) -> str:
+    """Why a run stopped before its requests: fewer parties connected than ``min-parties``, so none was asked."""
+    return (
+        f"{connected} of min-parties {min_parties} connected within node-wait-timeout ({waited:g} s); no request "
+        "was sent, so no party spent epsilon. Start the missing parties' SuperNodes (or give them longer: "
+        "node-wait-timeout) and submit again"
     )
 
 

@@ -327,3 +327,30 @@ def test_a_refusal_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
     assert [line for line in said if "clinic-z" in line and "policy_trees" in line] == [
         "  clinic-z: refused (policy_trees) 2 trees exceed the party's maximum 1"
     ]
+
+
+def test_a_run_with_fewer_connected_parties_than_min_parties_asks_none_of_them(tmp_path):
+    """Deployment walkthrough: with 1 of min-parties 2 connected the coordinator warned 'going on without the
+    others', sent the request, the party's ledger charged it, and the run then failed with no model (and said
+    'No party was connected')."""
+    from client import read_budget
+
+    cfg = prepare_workspace(_settings(parties=2, max_depth=2, evaluation_epsilon=0.0), tmp_path).config
+    simulate_federation(replace(cfg, min_parties=3, node_wait_timeout=1.0), 2)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["status"] == "failed" and report["parties"] == []
+    assert report["failure"].startswith("2 of min-parties 3 connected within node-wait-timeout (1 s); no request was")
+    assert "no party spent epsilon" in report["failure"]
+    parties = sorted(Path(cfg.sim_dir).glob("party-*"))
+    assert len(parties) == 2
+    for party in parties:  # never asked: no ledger, or one that holds nothing
+        ledger = party / "ledger.sqlite"
+        assert not ledger.exists() or read_budget(ledger, None).in_ledger == 0
+
+
+def test_a_failure_with_every_asked_party_accepted_does_not_say_none_was_connected():
+    report = RunReport(
+        "5", {}, "fp", parties=[PartyOutcome(node_id=1, status="accepted", party_id="hospital-a")], status="failed"
+    )
+    text = failure_text(report, 2)
+    assert "No party was connected" not in text and "fewer parties than min-parties were connected" in text
