@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 
+from ._guarantee import PRE_RESERVATION_REFUSALS
 from ._outcomes import PartyStatus
-from ._report import RunReport
+from ._report import PartyOutcome, RunReport
 from ._run_control import RunFailed
 
 __all__ = ["failure_lines", "quiet_flower_traceback"]
@@ -29,7 +30,8 @@ _NEXT_STEPS = {
     "schema_mismatch": "the party uses another schema than the coordinator's schema-path: both need the same file",
     "request_id_reused": "the request-tag was used before with other parameters: give a new request-tag",
     "request_spent": "the request-tag's request was started and not completed at the party: give a new request-tag",
-    "timeout": "no reply within round-timeout: check that the party's SuperNode runs, and its log",
+    "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
+    "many rows or trees needs a longer round-timeout); see that party's log",
     "client_error": "the party's ClientApp failed: see that party's SuperNode log",
 }
 """What to do about the commonest reasons a party is missing from a failed run."""
@@ -55,7 +57,49 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
         lines.append(f"  {', '.join(who)} ({reason}): {step}")
     if any(p.status == PartyStatus.ACCEPTED for p in report.parties):  # with none accepted, min-parties cannot help
         lines.append("  or run without the parties above: a lower min-parties (their releases are then left out)")
-    return lines
+    return lines + _spent_lines(run_id, report)
+
+
+def _spent_lines(run_id: str, report: RunReport) -> list[str]:
+    """Who spent epsilon on the failed run's training request, and how to use those releases without spending
+    again: the same request-tag (a party resends the release it made for it) and a new output-dir (this run's
+    report stays where it is)."""
+    charged = [_name(p) for p in report.parties if _charged(p)]
+    maybe = [_name(p) for p in report.parties if not _charged(p) and _may_have_reserved(p)]
+    if not charged and not maybe:
+        return []
+    tag = str(report.parameters.get("request_tag") or run_id)
+    spent = []
+    if charged:
+        spent.append(f"{', '.join(charged)} spent the run's epsilon on a release")
+    if maybe:
+        spent.append(f"{', '.join(maybe)} may have (no reply, or a failure after its ledger reserved it)")
+    return [
+        (
+            f"  spent: {'; '.join(spent)}. To use those releases without spending again, submit with "
+            f"request-tag='{tag}' and the same parameters, with a new output-dir: each party resends the release it "
+            "made for that request (a new request-tag spends again)"
+        )
+    ]
+
+
+def _name(p: PartyOutcome) -> str:
+    return p.party_id or f"node {p.node_id}"
+
+
+def _charged(p: PartyOutcome) -> bool:
+    """A release arrived for this run's request (accepted, or rejected with its party's charge); a release resent
+    for a reused request-tag was charged by the run that made it."""
+    accepted = p.status == PartyStatus.ACCEPTED and not p.resumed_from_run
+    return accepted or (p.status == PartyStatus.REJECTED and p.release_bytes > 0)
+
+
+def _may_have_reserved(p: PartyOutcome) -> bool:
+    """No reply, a ClientApp failure, or a refusal a party may decide after its ledger reserved the request."""
+    if p.status in (PartyStatus.NO_REPLY, PartyStatus.FAILED):
+        return True
+    # request_spent: an earlier attempt's reservation, which this run neither made nor can complete
+    return p.status == PartyStatus.REFUSED and p.reason not in PRE_RESERVATION_REFUSALS | {"request_spent"}
 
 
 class _RunFailedAtDebug(logging.Filter):
