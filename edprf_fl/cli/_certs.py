@@ -383,12 +383,17 @@ def run_party(args: argparse.Namespace) -> int:
         )
     if signing:
         steps.append(f"coordinator: cp {_q(files.signing_pub)} <keys-dir>/   (release-signing key id {key_id(skey)})")
+    # a key this run did not write is the party's current one: the hint must not name a file that does not exist
+    auth_key = _q(files.auth_key) if auth else "<its current SuperNode key, unchanged>"
+    signing_key = files.signing_key if signing else "<its current signing key, unchanged>"
     steps.append(
         f"party: flower-supernode --superlink <coordinator's fleet address> --root-certificates ca.crt "
-        f"--auth-supernode-private-key {_q(files.auth_key)} --host 127.0.0.1 --port <a free port, one per "
+        f"--auth-supernode-private-key {auth_key} --host 127.0.0.1 --port <a free port, one per "
         f"SuperNode on the host> --node-config \"data-path='...' "
-        f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{files.signing_key}'\""
+        f"schema-path='...' policy-path='...' ledger-path='...' signing-key='{signing_key}'\"   "
+        "(deploy/README.md section 3: with --isolation process and its own flower-superexec)"
     )
-    steps.append(f"keep {files.auth_key} and {files.signing_key} on the party's host only")
+    private_keys = [str(p) for p in (files.auth_key, files.signing_key) if p in written]
+    steps.append(f"keep {' and '.join(private_keys)} on the party's host only")
     _report(written, steps)
     return 0

@@ -178,3 +178,16 @@ def test_certificate_of_a_foreign_ca_does_not_verify(tmp_path, capsys):
     with pytest.raises(Exception):  # noqa: B017 - InvalidSignature, or a key mismatch error
         _verify_signed_by(cert, foreign)
     assert isinstance(cert.signature_hash_algorithm, hashes.SHA384)
+
+
+@pytest.mark.parametrize(("only", "unchanged"), [("auth", "signing"), ("signing", "auth")])
+def test_a_rotation_s_hint_names_only_files_it_wrote(tmp_path, capsys, only, unchanged):
+    """Deployment walkthrough: `edprf certs party --only auth` into a new directory (the runbook's key rotation)
+    printed a SuperNode command with signing-key='<new dir>/hospital-a.signing.pem', a file it did not write."""
+    keys = tmp_path / "keys-new"
+    code, out, _ = _certs(capsys, "party", "--out", keys, "--party-id", "hospital-a", "--only", only)
+    assert code == 0
+    files = party_files(keys, "hospital-a")
+    absent = files.signing_key if unchanged == "signing" else files.auth_key
+    assert not absent.exists() and str(absent) not in out
+    assert f"<its current {'signing' if unchanged == 'signing' else 'SuperNode'} key, unchanged>" in out
