@@ -8,18 +8,18 @@ lifespan hook around the handler: the hook runs the party's own checks
 (:mod:`client._preflight`, those of ``edprf party check`` except reading the
 data rows: only the data file's header, so that no reply's latency depends on
 the rows) and writes them to the SuperNode's output, so a misconfigured party
-is visible there at the first message.  The checks never change a reply.  Flower's log lines are
-coloured only when the SuperNode's console is a terminal (Flower 1.41 colours them always; a SuperNode's
-output is mostly a log file).
+is visible there at the first message.  The checks never change a reply.  The party's own log lines
+(``edprf.party``: the checks, each refusal, each release) go to Flower's console handler, in Flower's
+format (:mod:`client._flower_console`); Flower's log lines are coloured only when the SuperNode's console
+is a terminal (Flower 1.41 colours them always; a SuperNode's output is mostly a log file).
 """
 
-import logging
 from collections.abc import Iterator
 
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
-from flwr.common.logger import console_handler, update_console_handler
 
+from ._flower_console import log_on_flower_console
 from ._flower_handlers import handle_evaluate, handle_train
 from ._preflight import log_preflight
 
@@ -28,9 +28,9 @@ app = ClientApp()
 
 @app.lifespan()
 def lifespan(context: Context) -> Iterator[None]:
-    # Flower's own logger: its records reach the SuperNode's console (the ClientApp runs as its child)
-    update_console_handler(colored=_is_terminal(console_handler.stream))
-    log_preflight(context.node_config, context.run_config, logging.getLogger("flwr"))
+    # the party's records reach the SuperNode's console as Flower's do (the ClientApp runs as its child)
+    log_on_flower_console()
+    log_preflight(context.node_config, context.run_config)
     yield
 
 
@@ -42,10 +42,3 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     return handle_evaluate(msg, context)
-
-
-def _is_terminal(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError, OSError):  # no isatty, or closed
-        return False

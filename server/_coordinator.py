@@ -279,9 +279,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         if p.status == PartyStatus.REJECTED and p.release_bytes:  # a release came: its ledger charged for it
             p.rejected_release_epsilon = p.rejected_release_epsilon or cfg.epsilon  # its signature's, if it shows
         if p.status != PartyStatus.ACCEPTED:
-            # the run's summary names each such party with its reason (summary_lines, through Flower's logger, as
-            # the stream shows it): at INFO here, or the stream says it twice, once without Flower's prefix
-            log.info("%s %s: %s %s", who(p), p.status, p.reason, p.message)
+            # the run's summary names each such party with its reason (summary_lines): at DEBUG here, or the run's
+            # log, which shows this logger's INFO lines (server._flower_console), says it twice
+            log.debug("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
     if registry is not None:
         report.absent_parties = sorted(set(registry) - heard)

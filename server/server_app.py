@@ -3,20 +3,21 @@
 Run control (:mod:`server._run_control`): an output directory holding another run is refused
 before any request is sent (``overwrite = true`` replaces it); a failed run raises once its
 report is saved and its summary and failure logged, so that Flower marks it ``finished:failed``
-(:mod:`server._failure_log`: Flower's traceback of that exception goes to DEBUG).  Flower's log lines
-are coloured only when its console is a terminal (the ServerApp's output is stored by the SuperLink
-and shown by ``flwr log``: never a terminal here).
+(:mod:`server._failure_log`: Flower's traceback of that exception goes to DEBUG).  The coordinator's own
+log lines go to Flower's console handler, in Flower's format (:mod:`server._flower_console`), and Flower's
+log lines are coloured only when its console is a terminal (the ServerApp's output is stored by the
+SuperLink and shown by ``flwr log``: never a terminal here).
 """
 
 import logging
 
 from flwr.app import Context
-from flwr.common.logger import console_handler, update_console_handler
 from flwr.serverapp import Grid, ServerApp
 
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
 from ._failure_log import failure_lines, quiet_flower_traceback
+from ._flower_console import log_on_flower_console
 from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir, release_output_dir
 from ._summary import summary_lines
@@ -27,7 +28,7 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
-    update_console_handler(colored=_is_terminal(console_handler.stream))  # Flower 1.41 colours them always
+    log_on_flower_console()  # and the coordinator's (edprf.coordinator), in the same format
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
         out = claim_output_dir(cfg, str(context.run_id))
@@ -46,10 +47,3 @@ def main(grid: Grid, context: Context) -> None:
             log.error(line)
         quiet_flower_traceback()
         raise RunFailed(report.failure or f"the run ended with status {report.status}")
-
-
-def _is_terminal(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError, OSError):  # no isatty, or closed
-        return False

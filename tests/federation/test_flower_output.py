@@ -193,3 +193,83 @@ def test_failure_lines_say_who_spent_and_the_request_tag_that_spends_nothing_mor
     assert "hospital-e" not in spent
     refused = RunReport("9", {}, "fp", parties=parties[3:5], status="failed", failure="0 valid releases")
     assert not any(line.startswith("  spent:") for line in failure_lines("9", refused))  # nobody reserved
+
+
+@pytest.fixture
+def flower_console_stream():
+    """Flower's own console handler writing to a StringIO; the ``edprf`` loggers' handlers and levels, Flower's
+    filters and the handler's colour restored afterwards."""
+    from flwr.common.logger import FLOWER_LOGGER, console_handler
+
+    stream = io.StringIO()
+    old_stream, colored = console_handler.setStream(stream), console_handler.colored
+    saved = {
+        name: (logging.getLogger(name).level, list(logging.getLogger(name).handlers))
+        for name in ("edprf", "edprf_core")
+    }
+    filters = list(FLOWER_LOGGER.filters)
+    yield stream
+    if old_stream is not None:
+        console_handler.setStream(old_stream)
+    console_handler.colored = colored
+    for name, (level, handlers) in saved.items():
+        logging.getLogger(name).setLevel(level)
+        logging.getLogger(name).handlers[:] = handlers
+    FLOWER_LOGGER.filters[:] = filters
+
+
+def _context(**kw):
+    from flwr.app import Context, RecordDict
+
+    return Context(run_id=7, node_id=0, node_config=kw.get("node_config", {}), state=RecordDict(), run_config={})
+
+
+def test_the_coordinator_s_lines_reach_the_run_s_log_once_in_flower_s_format(flower_console_stream):
+    """The ServerApp's process had no handler for edprf.coordinator: its INFO lines (the spend record's path,
+    'N parties connected', 'global model ... saved') were dropped and its WARNINGs came out through Python's
+    last-resort handler, bare ('node ... no_reply: timeout'), in the run's log (deployment walkthrough)."""
+    from server.server_app import main
+
+    with pytest.raises(RunFailed):  # no schema-path: refused before any request, once Flower's console is set
+        main(None, _context())
+    main_line = flower_console_stream.getvalue()
+    assert main_line.startswith("ERROR :     edprf run 7: failed before any request was sent")  # Flower's logger
+    coordinator = logging.getLogger("edprf.coordinator")
+    coordinator.info("run 7: 2 parties connected")
+    coordinator.warning("node 11 no_reply: timeout")
+    coordinator.debug("a detail the run's log leaves out")
+    logging.getLogger("edprf_core.forest").warning("a warning of the algorithm")
+    logging.getLogger("edprf_core.forest").info("an INFO line of the algorithm, left out")
+    assert flower_console_stream.getvalue()[len(main_line) :].splitlines() == [
+        "INFO :      run 7: 2 parties connected",
+        "WARNING :   node 11 no_reply: timeout",
+        "WARNING :   a warning of the algorithm",
+    ]
+    with pytest.raises(RunFailed):  # a second run in the same process adds no second handler
+        main(None, _context())
+    before = flower_console_stream.getvalue()
+    coordinator.info("said once")
+    assert flower_console_stream.getvalue()[len(before) :] == "INFO :      said once\n"
+
+
+def test_the_party_s_lines_reach_the_supernode_s_output_once_in_flower_s_format(flower_console_stream):
+    """The ClientApp's process had no handler for edprf.party: 'released 2 trees at epsilon ...' was dropped and
+    each refusal ('refused train: request_spent (...)') was written bare by Python's last-resort handler
+    (deployment walkthrough); the party check's lines, logged through Flower's logger, had the prefix."""
+    from client.client_app import lifespan
+
+    hook = lifespan(_context(node_config={}))
+    next(hook)  # the hook's part before the handler: the party's checks (of an empty node config: problems)
+    checked = flower_console_stream.getvalue()
+    assert "ERROR :     party check: problem: node config:" in checked
+    party = logging.getLogger("edprf.party")
+    party.info("released 2 trees at epsilon 1.0 (remaining 1)")
+    party.warning("refused train: budget_exhausted (...)")
+    assert flower_console_stream.getvalue()[len(checked) :].splitlines() == [
+        "INFO :      released 2 trees at epsilon 1.0 (remaining 1)",
+        "WARNING :   refused train: budget_exhausted (...)",
+    ]
+    next(lifespan(_context(node_config={})))  # the next message's hook, in the same process: no second handler
+    before = flower_console_stream.getvalue()
+    party.warning("said once")
+    assert flower_console_stream.getvalue()[len(before) :] == "WARNING :   said once\n"

@@ -1,0 +1,51 @@
+"""The party's log lines on the SuperNode's output, in Flower's format, next to Flower's own.
+
+A SuperNode starts a ClientApp process (``flwr-clientapp``) for each message and shows what that process
+writes to its standard streams.  Flower 1.41 gives a console handler to its own logger (``flwr``) only: the
+party's logger, ``edprf.party``, had none, so its INFO lines (a release made, a stored release resent) were
+dropped and its WARNINGs (each refusal, a ledger note) were written by Python's last-resort handler, bare,
+without level or prefix.  :func:`log_on_flower_console` gives the ``edprf`` loggers Flower's own console handler
+(one handler object: its format, level, colour and stream, ``FLWR_LOG_LEVEL`` included), so each of their lines
+comes once, as Flower's do.  Local output only: nothing here reaches a reply.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flwr.common.logger import console_handler, update_console_handler
+
+__all__ = ["log_on_flower_console"]
+
+SHOWN_LOGGERS = ("edprf",)
+"""The loggers whose lines the SuperNode's output shows at the console handler's level (INFO unless
+``FLWR_LOG_LEVEL``)."""
+WARNINGS_ONLY_LOGGERS = ("edprf_core",)
+"""Loggers whose warnings and errors the SuperNode's output shows, in Flower's format (their INFO lines stay out)."""
+
+
+def log_on_flower_console() -> None:
+    """Show the ``edprf`` loggers' lines (INFO and above) and ``edprf_core``'s warnings on Flower's console.
+
+    Flower's lines are coloured only when the SuperNode's console is a terminal (Flower 1.41 colours them always;
+    a SuperNode's output is mostly a log file).  Calling it again (the next message, in the same process) adds
+    nothing.
+    """
+    update_console_handler(colored=is_terminal(console_handler.stream))
+    for name in SHOWN_LOGGERS + WARNINGS_ONLY_LOGGERS:
+        logger = logging.getLogger(name)
+        if console_handler not in logger.handlers:
+            logger.addHandler(console_handler)
+    for name in SHOWN_LOGGERS:
+        logger = logging.getLogger(name)
+        level = max(console_handler.level, logging.DEBUG)
+        if logger.getEffectiveLevel() > level:  # else only records at the root's WARNING and above are made
+            logger.setLevel(level)
+
+
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (False for files, pipes, closed streams and objects without ``isatty``)."""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # no isatty, or closed
+        return False
