@@ -11,6 +11,9 @@ log stream while the run goes on charging every party.  This wrapper uses Flower
 4. on Ctrl-C, SIGTERM or SIGHUP it stops the run with ``flwr stop`` and says so
    (``--detach-on-interrupt``: leave it running and print the command that stops it); exit 130
    (143 on SIGTERM, 129 on SIGHUP).
+
+A run still pending after 30 s (no SuperExec has taken it: the stream shows nothing meanwhile) gets one line
+saying so, naming ``flower-superexec`` and the command that cancels the run.
 """
 
 from __future__ import annotations
@@ -220,7 +223,7 @@ def run_and_follow(
                 file=out,
                 flush=True,
             )
-            watch = _pending_watch(run, env)
+            watch = _pending_watch(run, env, detach_on_interrupt)
             try:
                 follow(run, out, env)
             finally:
@@ -261,30 +264,44 @@ def run_and_follow(
     return 1
 
 
-PENDING_WARNING_SECONDS = 60.0
-"""After this long still ``pending``, ``edprf run`` says why a run may never start."""
+PENDING_WARNING_SECONDS = 30.0
+"""After this long still ``pending``, ``edprf run`` says, once, why a run may never start."""
 
 
-def _pending_watch(run: FlowerRun, env: dict[str, str] | None) -> threading.Timer:
+def _pending_watch(run: FlowerRun, env: dict[str, str] | None, detach_on_interrupt: bool = False) -> threading.Timer:
     """A timer that warns once if ``run`` is still pending after :data:`PENDING_WARNING_SECONDS`.
 
-    A SuperExec that cannot reach the SuperLink (a wrong secret or certificate) exits with status 0 and
-    the run waits, pending, for ever: only the SuperLink's log says why.
+    A run waits, pending, until a SuperExec takes its ServerApp task: with no ``flower-superexec`` running, or
+    one that cannot reach the SuperLink (a wrong secret or certificate makes it exit with status 0), it waits
+    for ever, and ``flwr log --stream`` shows nothing after "Starting logstream".  The warning names the
+    SuperExec, what Ctrl-C does (``detach_on_interrupt``: it stops waiting only) and the command that cancels
+    the run.
     """
 
     def check() -> None:
         status, _ = run.status(env)
         if status == "pending":
-            _tell(
-                f"edprf run: run {run.run_id} is still pending after {PENDING_WARNING_SECONDS:.0f} s: no SuperExec "
-                "has started it. Is the SuperExec running, with the SuperLink's secret and certificate? (A wrong "
-                "one makes it exit quietly; the SuperLink's log says why.) Ctrl-C stops the run."
-            )
+            _tell(_pending_text(run, detach_on_interrupt))
 
     timer = threading.Timer(PENDING_WARNING_SECONDS, check)
     timer.daemon = True
     timer.start()
     return timer
+
+
+def _pending_text(run: FlowerRun, detach_on_interrupt: bool) -> str:
+    """What ``edprf run`` says of a run still pending after :data:`PENDING_WARNING_SECONDS`."""
+    stop = f"flwr stop {run.run_id}{f' {run.connection}' if run.connection else ''}"
+    ctrl_c = (
+        f"Ctrl-C stops waiting and leaves the run pending; `{stop}` cancels it"
+        if detach_on_interrupt
+        else f"Ctrl-C cancels it (`{stop}`)"
+    )
+    return (
+        f"edprf run: run {run.run_id} still pending after {PENDING_WARNING_SECONDS:.0f} s: no SuperExec has started "
+        "it. Is flower-superexec (the ServerApp's executor) running, with the SuperLink's secret and certificate? "
+        f"(A wrong one makes it exit quietly; the SuperLink's log says why.) {ctrl_c}."
+    )
 
 
 def _tell(text: str) -> None:

@@ -262,7 +262,7 @@ def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, war
     from edprf_fl.cli import _run_cmd
 
     class Run:
-        run_id = 7
+        run_id, connection = 7, None
 
         def status(self, env=None):
             return status, ""
@@ -271,7 +271,47 @@ def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, war
     watch = _run_cmd._pending_watch(Run(), None)
     watch.join(timeout=60)  # the timer's check has run (not a guess at how long it takes)
     err = capsys.readouterr().err
-    assert ("run 7 is still pending after" in err and "SuperExec" in err) == warned
+    assert ("run 7 still pending after" in err and "SuperExec" in err) == warned
+
+
+@pytest.mark.parametrize(
+    ("detach", "ctrl_c"),
+    [
+        (False, "Ctrl-C cancels it (`flwr stop 7 consortium`)."),
+        (True, "Ctrl-C stops waiting and leaves the run pending; `flwr stop 7 consortium` cancels it."),
+    ],
+)
+def test_edprf_run_says_within_30_s_once_that_a_pending_run_needs_a_superexec(capsys, monkeypatch, detach, ctrl_c):
+    """With flower-superexec down, `edprf run` printed 'Starting logstream' and then nothing: the walkthrough
+    stopped waiting after 59 s, before the warning's 60 s, with the run still pending."""
+    import io
+
+    from edprf_fl.cli import _run_cmd
+
+    timers = []
+
+    class Timer:  # runs the check at once, and records after how long it was asked to
+        def __init__(self, interval, check):
+            self.interval, self.check, self.daemon = interval, check, False
+            timers.append(self)
+
+        def start(self):
+            self.check()
+
+        def cancel(self):
+            pass
+
+    run = _run_cmd.FlowerRun(7, "consortium")
+    monkeypatch.setattr(_run_cmd.threading, "Timer", Timer)
+    monkeypatch.setattr(_run_cmd, "submit", lambda *a, **k: run)
+    monkeypatch.setattr(_run_cmd, "follow", lambda *a, **k: None)
+    monkeypatch.setattr(_run_cmd.FlowerRun, "status", lambda self, env=None: ("pending", ""))
+    monkeypatch.setattr(_run_cmd.FlowerRun, "final_status", lambda self, env=None: ("finished:stopped", ""))
+    _run_cmd.run_and_follow(".", "consortium", None, detach_on_interrupt=detach, out=io.StringIO())
+    assert [t.interval for t in timers] == [30.0]
+    [said] = [line for line in capsys.readouterr().err.splitlines() if "pending" in line]  # once
+    assert said.startswith("edprf run: run 7 still pending after 30 s: no SuperExec has started it. ")
+    assert "Is flower-superexec (the ServerApp's executor) running" in said and said.endswith(ctrl_c)
 
 
 @pytest.mark.parametrize(
