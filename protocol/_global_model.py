@@ -55,6 +55,11 @@ SIMULATION_ROW_COUNTS_NOTE = (
 )
 """What every guarantee of a model whose manifest says ``row_counts = "simulation"`` ends its headline with."""
 
+ROTATED_KEY_ADVICE = (
+    "a model built before a rotation verifies with the keys registered then (runbook: 'Rotate a key', deploy/README.md)"
+)
+"""What a model's release signed with another key than the registered one adds to its signature's detail."""
+
 
 @dataclass(frozen=True, eq=False)
 class GlobalModelView:
@@ -275,6 +280,9 @@ def load_global_model(
         what = f"release {i}"
         envelope = open_envelope(serialize_canonical(signed), policy.max_bytes, registry, what=what)
         what = f"release {i} (party {envelope.release.party_id!r})"
+        if envelope.signature.other_key:  # a model kept from before a rotation, most likely: say how to verify it
+            check = envelope.signature
+            envelope = replace(envelope, signature=replace(check, detail=f"{check.detail}; {ROTATED_KEY_ADVICE}"))
         releases.append(
             decode_envelope(envelope, schema, policy, enforce_signature=strict and registry is not None, what=what)
         )

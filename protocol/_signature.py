@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -49,11 +50,28 @@ class SignatureCheck:
 
     status: SignatureStatus
     detail: str
+    other_key: bool = False
+    """The release names another signing key than the one registered for its party (INVALID): a key rotated
+    since it signed, or a forgery; what to do depends on where the release came from (a stored model: the keys
+    registered when it was built, :data:`protocol._global_model.ROTATED_KEY_ADVICE`)."""
 
     @property
     def failure_reason(self) -> Reason | None:
         """The :class:`Reason` to refuse with when a registry was given, else None."""
         return _FAILURE_REASONS.get(self.status)
+
+
+_KEY_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_SHOWN_KEY_ID_CHARS = 23
+"""A key id's ``sha256:`` and 16 hex digits (64 bits: enough to tell keys apart), so that a detail naming two key
+ids stays within what a coordinator's report keeps of it (200 characters)."""
+
+
+def _short_key_id(key: str) -> str:
+    """``sha256:0fe6d74684517cb5...`` for a key id; another text (a release's claim) quoted, cut as short."""
+    if _KEY_ID.fullmatch(key):
+        return f"{key[:_SHOWN_KEY_ID_CHARS]}..."
+    return repr(key[:_SHOWN_KEY_ID_CHARS]) + ("..." if len(key) > _SHOWN_KEY_ID_CHARS else "")
 
 
 def sign_release_bytes(release: bytes, signing_key: PrivateKey | None) -> pb.SignedRelease:
@@ -114,7 +132,10 @@ def check_signature(signed: pb.SignedRelease, party_id: str, registry: PartyKeyR
     expected_id = registry.key_id(party_id)
     if signed.key_id != expected_id:
         return SignatureCheck(
-            SignatureStatus.INVALID, f"key id: expected party {party_id!r}'s key {expected_id}, got {signed.key_id!r}"
+            SignatureStatus.INVALID,
+            f"key id: signed with another key ({_short_key_id(signed.key_id)}) than the one registered now for "
+            f"party {party_id!r} ({_short_key_id(expected_id)}): a rotated key?",
+            other_key=True,
         )
     if not _verify(registry[party_id], signed.algorithm, signed.signature, signed.release):
         return SignatureCheck(

@@ -124,6 +124,37 @@ def test_separator_no_header_gzip_and_parquet(tmp_path):
     assert _same(pd.read_parquet(target), plain)
 
 
+def test_a_model_from_before_a_key_rotation_is_invalid_and_says_how_to_verify_it(tmp_path, bank_model, capsys):
+    """After hospital-b rotated its signing key, `edprf predict|inspect OLD_MODEL --keys DIR` said "INVALID: key id:
+    expected party 'hospital-b''s key sha256:eda9..., got 'sha256:9182...'": it read like tampering, and its
+    quoting was broken (walkthrough).  Still INVALID (exit 3); the text says what happened and what to do."""
+    import shutil
+
+    from protocol import generate_signing_key, key_id, load_public_key, save_public_key
+
+    data = tmp_path / "in.csv"
+    data.write_text(f"{HEADER}\n{GOOD}\n")
+    keys = tmp_path / "keys-now"
+    shutil.copytree(bank_model["keys"], keys)
+    rotated = generate_signing_key("ed25519")
+    save_public_key(rotated.public_key(), keys / "hospital-b.pub.pem")
+    signed_with = key_id(load_public_key(bank_model["keys"] / "hospital-b.pub.pem"))[:23]
+    said = (
+        f"key id: signed with another key ({signed_with}...) than the one registered now for party 'hospital-b' "
+        f"({key_id(rotated)[:23]}...): a rotated key?"
+    )
+    advice = "a model built before a rotation verifies with the keys registered then (runbook: 'Rotate a key'"
+    out = tmp_path / "o.csv"
+    assert main(["predict", str(bank_model["model"]), str(data), "-o", str(out), "--keys", str(keys)]) == 3
+    err = capsys.readouterr().err
+    assert "signature check failed: bad_signature: release 1 (party 'hospital-b'): " + said in err and advice in err
+    assert "''s" not in err and not out.exists()
+    assert main(["inspect", str(bank_model["model"]), "--keys", str(keys)]) == 3
+    shown = capsys.readouterr().out
+    assert shown.count("signature: verified") == 2 and f"signature: INVALID: {said}" in shown and advice in shown
+    assert main(["inspect", str(bank_model["model"]), "--keys", str(bank_model["keys"])]) == 0  # the keys of then
+
+
 def test_wrong_keys_exit_3_and_bad_options_are_one_line_errors(tmp_path, bank_model, capsys):
     data = tmp_path / "in.csv"
     data.write_text(f"{HEADER}\n{GOOD}\n")

@@ -66,6 +66,10 @@ def test_signature_of_another_party_is_bad(forests, party_keys, registry, policy
     data = encode_release(forests[WALL, "binary"], "hospital-b", party_keys["hospital-a"])
     err = refused(data, wall_schema, policy, registry)
     assert err.reason is Reason.BAD_SIGNATURE and "key id" in err.message
+    # what it says, within what a coordinator's report keeps of it (server.MAX_PARTY_TEXT); the quoting whole
+    shown = f"({key_id(party_keys['hospital-a'])[:23]}...) than the one registered now for party 'hospital-b' "
+    assert f"signed with another key {shown}({registry.key_id('hospital-b')[:23]}...): a rotated key?" in err.message
+    assert len(err.message) <= 200
     # claiming hospital-b's key id does not help: the signature does not verify under it
     forged = tamper_envelope(data, lambda s: setattr(s, "key_id", registry.key_id("hospital-b")))
     err = refused(forged, wall_schema, policy, registry)
