@@ -33,8 +33,10 @@ _CONSTANT_TEXT = {
 }
 
 
-def _refused(msg: Message, reason: RefusalReason, message: str, party_id: str = "") -> Message:
-    log.warning("refused %s: %s (%s)", msg.metadata.message_type, reason, message)
+def _refused(msg: Message, reason: RefusalReason, message: str, party_id: str = "", request_id: str = "") -> Message:
+    # the party's log names the request (a reply's text need not: the coordinator knows what it sent)
+    asked = f" (request {request_id})" if request_id else ""
+    log.warning("refused %s%s: %s (%s)", msg.metadata.message_type, asked, reason, message)
     record = ConfigRecord({"status": str(ReplyStatus.REFUSED), "reason": str(reason), "message": message})
     if party_id:  # public (the policy's id, also in every release): lets the coordinator's report name the party
         record["party-id"] = party_id
@@ -66,7 +68,7 @@ def _serve(
 ) -> Message:
     """Three steps, each mapping every failure to one code: request, party set-up, the work."""
     step = RefusalReason.BAD_REQUEST
-    party = None
+    party = req = None
     try:
         req = read_request(msg)
         step = RefusalReason.PARTY_SETUP
@@ -74,7 +76,7 @@ def _serve(
         step = RefusalReason.INTERNAL_ERROR
         return serve(party, req)
     except Refusal as exc:
-        return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config))
+        return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
     except STOPPING:
         raise
     except BaseException as exc:
@@ -89,6 +91,12 @@ def _serve(
         else:
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
         return _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
+
+
+def _request_id(req: TrainRequest | tuple[EvaluateRequest, bytes] | None) -> str:
+    """The id of a request that was read ("" before that), for the party's log."""
+    request = req[0] if isinstance(req, tuple) else req
+    return request.request_id if request is not None else ""
 
 
 def _read_train(msg: Message) -> TrainRequest:

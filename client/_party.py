@@ -442,20 +442,27 @@ class Party:
             # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
             if entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon) or entry.detail != detail:
+                # the reply names the earlier epsilon only (a coordinator keeps 200 characters of it); the log both
+                log.info(
+                    "request %s was served before as epsilon %s, %s; now asked as epsilon %s, %s",
+                    req.request_id,
+                    format_epsilon(entry.epsilon_exact),
+                    entry.detail or entry.kind,
+                    format_epsilon(exact_epsilon(req.epsilon)),
+                    detail,
+                )
                 raise Refusal(
                     RefusalReason.REQUEST_ID_REUSED,
-                    f"request {req.request_id} was served before with other parameters "
-                    f"(epsilon {format_epsilon(entry.epsilon_exact)}, {entry.detail or entry.kind}); "
-                    "a new request needs a new id",
+                    f"this request id was served before with other parameters (epsilon "
+                    f"{format_epsilon(entry.epsilon_exact)}); a new request needs a new id",
                 )
             if entry.state == EntryState.RELEASED and payload is not None:
                 log.info("request %s already served; resending the stored release", req.request_id)
                 return payload
-            raise Refusal(
+            raise Refusal(  # constant: the coordinator knows the request it sent, the party's log names it
                 RefusalReason.REQUEST_SPENT,
-                f"request {req.request_id} was started before and has not completed: it is still running in "
-                "another process of this party (two SuperNodes serving one party's data?) or it was interrupted; "
-                "its epsilon stays spent",
+                "the request was started before and has not completed: its epsilon stays spent; it still runs in "
+                "another process of this party (two SuperNodes serving one party's data?) or was interrupted",
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         data = self._data()
@@ -531,11 +538,10 @@ class Party:
             log.warning("evaluation model refused: %s", exc)
             raise Refusal(RefusalReason.BAD_MODEL, "the global model is malformed") from None
         if header.fingerprint != self.schema.fingerprint:
-            raise Refusal(
+            raise Refusal(  # the coordinator knows its model's fingerprints: the party names its own
                 RefusalReason.SCHEMA_MISMATCH,
-                f"the global model's releases carry schema fingerprints "
-                f"{list(header.schema_fingerprints)[:4]}; the party's is "
-                f"{self.schema.fingerprint}",
+                f"the global model's releases carry another schema fingerprint than the party's "
+                f"({self.schema.fingerprint})",
             )
         schema_cap = max(_MAX_MODEL_SCHEMA_BYTES, 4 * len(self.schema.to_toml().encode("utf-8")))
         if header.schema_toml_bytes > schema_cap:

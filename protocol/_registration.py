@@ -79,14 +79,14 @@ def registration_problem(text: str, party_id: str, signing_key: PrivateKey | Non
     ids = {entry.split(":", 1)[0] for entry in entries}
     if _digest(party_id) not in ids:
         return (
-            f"party-id {party_id!r} is not one of the {len(entries)} parties the coordinator registered; check "
-            "party-id in the party's policy against the name of its key file at the coordinator"
+            f"party-id {party_id!r} is not one of the {len(entries)} parties the coordinator registered; check the "
+            "policy's party-id against its key file's name there"
         )
     if signing_key is None:
         return f"the coordinator requires signed releases and party {party_id!r} has no signing-key in its node config"
     if _entry(party_id, key_id(signing_key)) not in entries:
-        return (
-            f"the signing key is not the one the coordinator registered for {party_id!r}; check the node config's "
+        return (  # the party's id is in the reply (party-id): a text naming it too would not fit 200 characters
+            "the signing key is not the one the coordinator registered for this party-id; check the node config's "
             "signing-key (another party's key, or a key made after the public key was sent)"
         )
     return None

@@ -148,14 +148,20 @@ def test_train_releases_and_records_the_spend(party_files):
 
 def test_a_request_another_process_of_the_party_started_is_not_served_twice(party_files):
     """Two SuperNodes serving one party's files get the same request: the one that finds it reserved and not
-    released refuses, and says it may still be running elsewhere (not only "interrupted"), spending nothing."""
+    released refuses, and says it may still be running elsewhere (not only "interrupted"), spending nothing.
+    The text was 212 characters with the request id '2026-02-run-7/train': the coordinator, which keeps 200 of
+    a party's text, cut 'stays spent' off (walkthrough); it is now one constant text within them."""
+    from server._party_text import MAX_PARTY_TEXT, party_text
+
     setup, schema = party_files
     first, second = Party(setup), Party(setup)
-    req = _request(schema)
+    req = _request(schema, request_id=f"{'t' * 64}/train")  # the longest request-tag
     first.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=_release_detail(req))
-    with pytest.raises(Refusal, match="still running in another process of this party") as exc:
+    with pytest.raises(Refusal, match="still runs in another process of this party") as exc:
         second.train(req)
     assert exc.value.reason == "request_spent"
+    kept = party_text(str(exc.value))  # what the coordinator keeps and shows
+    assert kept == str(exc.value) and len(kept) <= MAX_PARTY_TEXT and "its epsilon stays spent" in kept
     assert [(e.kind, e.state) for e in second.ledger.entries()] == [("release", "reserved")]
     assert second.ledger.spent() == pytest.approx(1.0)
 

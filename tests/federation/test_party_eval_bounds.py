@@ -361,7 +361,7 @@ def test_a_party_the_coordinator_did_not_register_refuses_before_the_reservation
     registered = _registered(**{"hospital-e": mine, "hospital-f": theirs})
     cases = {
         "typo": ("hospital-E", mine, "party-id 'hospital-E' is not one of the 2 parties the coordinator registered"),
-        "other key": ("hospital-e", theirs, "the signing key is not the one the coordinator registered for"),
+        "other key": ("hospital-e", theirs, "the signing key is not the one the coordinator registered for this"),
         "no key": ("hospital-e", None, "has no signing-key"),
     }
     for case, (party_id, key, message) in cases.items():

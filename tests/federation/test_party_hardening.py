@@ -185,6 +185,22 @@ def test_a_party_whose_schema_was_edited_says_why_in_its_log_without_a_traceback
     assert "differs" not in _reply_text(reply)  # the detail stays in the party's log
 
 
+def test_a_refusal_s_log_line_names_the_request_its_reply_leaves_out(party_files, caplog):
+    """The request_spent reply no longer names the request (its text must fit the coordinator's 200 characters);
+    the party's log line of the refusal names it, so that the party's operator can find it in the ledger."""
+    setup, schema = party_files
+    from client._party import _release_detail
+
+    detail = _release_detail(_train_request(schema))
+    BudgetLedger(setup.ledger_path, cap=10.0).reserve("run1/1/train", "release", 1.0, detail=detail)  # not completed
+    with caplog.at_level("WARNING", logger="edprf.party"):
+        reply = handle_train(_train_msg(schema), _context(setup))
+    assert reply.content.config_records["result"]["reason"] == "request_spent"
+    assert "run1/1/train" not in _reply_text(reply)
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused ")]
+    assert line.startswith("refused train (request run1/1/train): request_spent (the request was started before")
+
+
 def test_a_bad_request_replies_bad_request_with_a_constant_text(party_files):
     setup, _ = party_files
     reply = handle_train(_message("train", RecordDict({"request": ConfigRecord({"epsilon": 1.0})})), _context(setup))
