@@ -33,6 +33,8 @@ _NEXT_STEPS = {
     "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
     "many rows or trees needs a longer round-timeout); see that party's log",
     "client_error": "the party's ClientApp failed: see that party's SuperNode log",
+    "party_setup": "the party's own files or settings are wrong (its SuperNode log names them): ask its operator to "
+    "run `edprf party check --node-config ...` there, which lists every problem",
 }
 """What to do about the commonest reasons a party is missing from a failed run."""
 

@@ -111,6 +111,16 @@ def test_failure_lines_name_who_refused_and_what_to_do():
     assert failure_lines("8", nobody) == ["edprf run 8 FAILED: 0 valid release(s). No party was connected"]
 
 
+def test_a_party_setup_refusal_s_next_step_is_the_party_check():
+    """The advice for party_setup was only 'see its line above', and that line says the party is not set up."""
+    parties = [PartyOutcome(node_id=1, status="refused", reason="party_setup", party_id="hospital-a")]
+    report = RunReport("7", {}, "fp", parties=parties, status="failed", failure="0 valid releases")
+    assert failure_lines("7", report)[1] == (
+        "  hospital-a (party_setup): the party's own files or settings are wrong (its SuperNode log names them): "
+        "ask its operator to run `edprf party check --node-config ...` there, which lists every problem"
+    )
+
+
 def test_colour_codes_go_and_nothing_else():
     assert without_colour(COLOURED) == "INFO :      Starting Flower SuperNode\n"
     assert without_colour(COLOURED.encode()) == b"INFO :      Starting Flower SuperNode\n"
