@@ -65,7 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help="also write the metrics, intervals and tables as JSON",
+        help="also write the metrics, intervals and tables as JSON, readable by its owner only (mode 0600: exact "
+        "statistics of DATA)",
     )
     add_force_argument(p, "overwrite the --json file if it exists")
     p.add_argument(
@@ -285,6 +286,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "provenance": provenance.as_dict(),
             **report.as_dict(),
         }
-        args.json_path.write_text(json.dumps(out, indent=2), encoding="utf-8")
+        from ._owner_only import open_owner_only
+
+        with open_owner_only(args.json_path) as handle:
+            handle.write(json.dumps(out, indent=2))
         say(f"metrics written to {args.json_path}")
     return 0

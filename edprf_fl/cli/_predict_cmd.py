@@ -8,8 +8,9 @@ the schema's rules is reported, never fails the batch.  The model's
 provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
 (probabilities to 6 decimals) or ``.parquet`` (``.pq``), any other name is refused; ``-`` writes CSV to
-stdout.  An existing OUT is
-refused (yesterday's predictions are not replaced silently) unless ``--force`` is given.
+stdout.  OUT is readable by its owner only (mode 0600, whatever the umask: a prediction per row, a patient's
+typically).  An existing OUT is refused (yesterday's predictions are not replaced silently) unless ``--force``
+is given.
 
 Exit status 0 when at least one row was scored, even when other rows were refused; 1 when not one row could
 be scored (OUT is still written, each row with its reason), with the most common reason and hints for the usual
@@ -41,6 +42,7 @@ from ._model_args import (
     refuse_existing_outputs,
     say,
 )
+from ._owner_only import open_owner_only
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--output",
         required=True,
         metavar="OUT",
-        help="output file: .csv, .csv.gz or .parquet (.pq); '-' for CSV on stdout",
+        help="output file: .csv, .csv.gz or .parquet (.pq), written readable by its owner only (mode 0600: a "
+        "prediction per row of DATA); '-' for CSV on stdout",
     )
     add_force_argument(p)
     p.add_argument(
@@ -109,9 +112,10 @@ class _Writer:
             if self.target == "-":
                 self._handle = sys.stdout
             elif self.gzip:
-                self._handle = self._stack.enter_context(gzip.open(self.target, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
+                raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
+                self._handle = self._stack.enter_context(gzip.open(raw, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
-                self._handle = self._stack.enter_context(open(self.target, "w", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
+                self._handle = self._stack.enter_context(open_owner_only(self.target))
         return self._handle
 
     def write(self, frame: pd.DataFrame) -> None:
@@ -121,7 +125,8 @@ class _Writer:
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self._parquet_writer is None:
-                self._parquet_writer = self._stack.enter_context(pq.ParquetWriter(self.target, table.schema))
+                raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
+                self._parquet_writer = self._stack.enter_context(pq.ParquetWriter(raw, table.schema))
             self._parquet_writer.write_table(table)
         else:
             rounded = frame.round(PROBABILITY_DECIMALS)  # 6 decimals: faster to write than a float format

@@ -118,3 +118,53 @@ def test_evaluate_json_dash_is_refused_not_a_file_named_dash(tmp_path, bank_mode
     assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", "-"]) == 1
     _one_line(capsys, "evaluate", "--json -: expected a file path")
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "name"),
+    [
+        ("predict", "--output", "risk.csv"),
+        ("predict", "--output", "risk.csv.gz"),
+        ("predict", "--output", "risk.parquet"),
+        ("evaluate", "--json", "metrics.json"),
+    ],
+)
+def test_predictions_and_metrics_are_readable_by_their_owner_only(tmp_path, bank_model, command, flag, name):
+    """Predictions (a row per patient) and exact metrics of DATA were written with the process's umask, 0644 under
+    the usual 022: readable by every account on the host (walkthrough).  Now 0600 whatever the umask, also when
+    --force replaces a file that was readable by others; the export's model files keep their mode."""
+    import os
+    import stat
+
+    out = tmp_path / name
+    argv = [command, str(bank_model["model"]), str(bank_model["data"]), flag, str(out)]
+    old_umask = os.umask(0o022)
+    try:
+        assert main(argv) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600
+        out.chmod(0o644)
+        assert main([*argv, "--force"]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600
+        assert main(["export", str(bank_model["model"]), "-o", str(tmp_path / "model.onnx"), "--force"]) == 0
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE((tmp_path / "model.onnx").stat().st_mode) == 0o644
+
+
+def test_an_output_this_user_cannot_make_owner_only_is_refused_as_it_was(tmp_path, monkeypatch):
+    """A file this user may write but not chmod (another's, in a shared directory) is not emptied."""
+    import errno
+    import os
+
+    from edprf_fl.cli._owner_only import open_owner_only
+
+    out = tmp_path / "theirs.csv"
+    out.write_text(OLD)
+
+    def refuse(fd, mode):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchmod", refuse)
+    with pytest.raises(PermissionError, match="cannot make it readable by its owner only") as exc:
+        open_owner_only(out)
+    assert exc.value.filename == str(out) and out.read_text() == OLD
