@@ -134,6 +134,10 @@ metrics), one line each: ``<UTC time>: request <id> (run <id>): <what>``; the fi
 NOT_DP_COUNT_KEY = "not-dp-reply-count"
 """The ``ledger_meta`` key of how many replies were not differentially private (every one, kept line or not)."""
 KEPT_NOT_DP_LINES = 50
+NOTED_KEY = "noted-notes"
+"""The ``ledger_meta`` key of the party check's notes on this ledger's history that the ClientApp has logged at
+WARNING, one mark per note and ledger state, one per line (:mod:`client._noted_notes`); what the ledger counts
+does not depend on it."""
 
 
 def dangling_link_text(path: Path) -> str:
@@ -491,6 +495,25 @@ def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id:
         "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', ?, ?, ?, ?, ?)",
         (f"carried-{secrets.token_hex(8)}", float(amount), run_id, note, now, now, str(amount)),
     )
+
+
+def record_noted(path: str | Path, marks: str) -> None:
+    """Store ``marks`` under :data:`NOTED_KEY` in the ledger at ``path``, which must exist (it is never created
+    here); nothing else in it changes.
+
+    Raises
+    ------
+    sqlite3.Error, OSError
+        No ledger there, or it cannot be written now (locked, read-only).
+    """
+    db = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=rw", uri=True, timeout=5.0, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        with _immediate(db):
+            db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (NOTED_KEY, marks))
+    finally:
+        db.close()
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:

@@ -9,7 +9,9 @@ Privacy: everything here stays at the party.  The findings name local paths and 
 party's own data file (rows read, kept, dropped per rule); they go to the terminal or the
 party's log only, never into a reply, and nothing here changes what a reply contains (the
 handlers refuse exactly as before, with their constant texts).  The ledger is opened read-only:
-a check never creates it, never reserves and never spends.
+a check never creates it, never reserves and never spends.  The ClientApp's hook then records in an existing
+ledger's ``ledger_meta`` which notes on its trails it has logged, so that each is logged at WARNING once per
+ledger state (:mod:`client._noted_notes`); ``edprf party check`` shows every note and writes nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ._ledger import (
     total_spent,
 )
 from ._local_data import NODE_CONFIG_HINTS
+from ._noted_notes import noted_before
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 
@@ -60,6 +63,9 @@ class Finding:
     level: str
     subject: str  # the file or setting the line is about
     text: str
+    once_per: str = ""
+    """For a note on what a ledger keeps for ever (its trails): the ledger state it describes; the ClientApp logs
+    it at WARNING once per state (:mod:`client._noted_notes`).  Empty: logged at its level every time."""
 
     def line(self) -> str:
         return f"{self.level}: {self.subject}: {self.text}"
@@ -83,8 +89,8 @@ class PreflightReport:
     def lines(self) -> list[str]:
         return [f.line() for f in self.findings]
 
-    def _add(self, level: str, subject: Path | str, text: str) -> None:
-        self.findings.append(Finding(level, str(subject), text))
+    def _add(self, level: str, subject: Path | str, text: str, once_per: str = "") -> None:
+        self.findings.append(Finding(level, str(subject), text, once_per))
 
 
 _PAIR = re.compile(r"""(\S+?)=('[^']*'|"[^"]*"|\S+)""")
@@ -433,6 +439,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             f"{format_epsilon(total_spent(from_record))} of the spent epsilon was carried from {COORDINATOR_RECORD} "
             f"({count_text(len(from_record), 'time')}): the ledger held less than the coordinator recorded for this party "
             "(the host or the ledger restored from an earlier state?); the details are in the ledger's entries",
+            once_per=" ".join(sorted(e.request_id for e in from_record)),
         )
     n_not_dp, not_dp_lines = not_dp_replies(state.meta)
     if n_not_dp:
@@ -441,11 +448,15 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             path,
             f"{not_dp_headline(n_not_dp)}; the latest: {not_dp_lines[-1] if not_dp_lines else '-'}; "
             "`edprf budget` lists them",
+            once_per=str(n_not_dp),
         )
     changes = state.meta.get(CAP_CHANGES_KEY)
     if changes:
-        report._add("note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}")
-    open_entries = sum(e.state == EntryState.RESERVED for e in entries)
+        report._add(
+            "note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}", once_per=changes
+        )
+    reserved = sorted(e.request_id for e in entries if e.state == EntryState.RESERVED)
+    open_entries = len(reserved)
     report._add(
         "ok",
         path,
@@ -457,6 +468,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             "note",
             path,
             f"{count_text(open_entries, 'request')} reserved and never completed (a crash): their epsilon stays spent",
+            once_per=" ".join(reserved),
         )
 
 
@@ -639,8 +651,9 @@ def _one_line(exc: BaseException) -> str:
 def log_preflight(
     node_config: Mapping[str, Any], run_config: Mapping[str, Any], logger: logging.Logger | None = None
 ) -> PreflightReport:
-    """Run the checks and write them to the party's log: problems as errors, notes as warnings,
-    the rest at DEBUG, and one summary line.
+    """Run the checks and write them to the party's log: problems as errors, notes as warnings (a note on a
+    ledger's trail at WARNING once per ledger state, at DEBUG after: :mod:`client._noted_notes`), the rest at
+    DEBUG, and one summary line.
 
     Used by the ClientApp's lifespan hook; never raises (the handlers refuse on their own).  The
     data file's rows are NOT read here, only its header: the hook runs before every reply, and a
@@ -656,8 +669,13 @@ def log_preflight(
         return PreflightReport()
     who = report.party_id or "this party"
     levels = {"problem": logging.ERROR, "note": logging.WARNING, "ok": logging.DEBUG}
-    for finding in report.findings:
-        logger.log(levels[finding.level], "party check: %s", finding.line())
+    try:  # a ledger's trail: at WARNING once per state, then at DEBUG
+        logged_before = noted_before(report.findings)
+    except Exception:  # a bug here must not stop the party from answering: every note at its level, as before
+        logger.debug("party check: the notes logged before could not be read", exc_info=True)
+        logged_before = set()
+    for i, finding in enumerate(report.findings):
+        logger.log(logging.DEBUG if i in logged_before else levels[finding.level], "party check: %s", finding.line())
     if report.ok:
         logger.info("party check of %s: no problem found", who)
     else:

@@ -209,6 +209,46 @@ def test_the_clientapp_lifespan_logs_the_same_problems_and_never_reads_the_rows(
     assert errors[-1].startswith("party check of hospital-a: 1 problem above")
 
 
+def test_the_clientapp_logs_a_ledger_trail_s_note_at_warning_once_per_ledger_state(party, caplog, capsys):
+    """A cap change and a crashed reservation were logged at WARNING at every ClientApp start, for ever (walkthrough:
+    the same two lines before every message in the SuperNode's log).  Each is now at WARNING the first time the
+    ledger is in that state and at DEBUG after; a new state (another change, another crash) is a new note.
+    `edprf party check` still shows both every time, and what the ledger counts does not change."""
+    from client import BudgetLedger as Ledger
+    from client._ledger import read_ledger_readonly
+
+    paths, _ = party
+    ledger = paths["ledger-path"]
+    Ledger(ledger, cap=1.0).reserve("run-1/train", "release", 0.5)  # reserved, never completed: a crash
+    Ledger(ledger, cap=2.0)  # the policy's cap changed from 1 to 2
+    logger = logging.getLogger("edprf.test.lifespan")
+
+    def lifespan_notes() -> dict[str, int]:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+            log_preflight(parse_node_config(_config(paths)), {}, logger)
+        notes = [r for r in caplog.records if "party check: note:" in r.getMessage()]
+        return {
+            ("cap" if "cap was changed" in r.getMessage() else "crash"): r.levelno
+            for r in notes
+            if "cap was changed" in r.getMessage() or "never completed" in r.getMessage()
+        }
+
+    assert lifespan_notes() == {"cap": logging.WARNING, "crash": logging.WARNING}
+    assert lifespan_notes() == {"cap": logging.DEBUG, "crash": logging.DEBUG}
+    assert lifespan_notes() == {"cap": logging.DEBUG, "crash": logging.DEBUG}
+    again = Ledger(ledger, cap=2.0)  # the first marked failed, another crash: the same count, another state
+    again.fail("run-1/train", "interrupted")
+    again.reserve("run-2/train", "release", 0.5)
+    assert lifespan_notes() == {"cap": logging.DEBUG, "crash": logging.WARNING}
+    Ledger(ledger, cap=3.0)  # another change of the cap
+    assert lifespan_notes() == {"cap": logging.WARNING, "crash": logging.DEBUG}
+    code, lines = _check(paths, capsys)  # the operator's check shows both, every time
+    assert code == 0 and sum(("cap was changed" in line or "never completed" in line) for line in lines) == 2
+    entries = read_ledger_readonly(ledger)
+    assert [(e.request_id, e.state) for e in entries] == [("run-1/train", "failed"), ("run-2/train", "reserved")]
+
+
 def test_a_node_config_without_the_paths_is_refused(capsys):
     assert main(["party", "check", "--node-config", "data-path='x.csv'"]) == 1
     err = capsys.readouterr().err
