@@ -389,7 +389,7 @@ def _model_and_evaluation(
     elif (skip := resumed_evaluation_skip(report, cfg)) is not None and (
         cfg.evaluation_epsilon > 0 or cfg.exact_metrics
     ):
-        log.info("run %s: %s", run_id, skip["message"])
+        log.debug("run %s: %s", run_id, skip["message"])  # the run's summary says it (federated_evaluation_lines)
         report.federated_evaluation = skip
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report, spends)
@@ -413,7 +413,7 @@ def _evaluate_if_informative(
     """The evaluation round, or, when its ε cannot give the interval asked for, nothing sent and nothing spent."""
     plan = evaluation_plan(cfg, len(report.accepted))
     if not plan.send:  # the rule working as designed, not a fault: the report and the summary say it
-        log.info("run %s: %s", run_id, plan.message)
+        log.debug("run %s: %s", run_id, plan.message)  # the run's summary says it (federated_evaluation_lines)
         report.federated_evaluation = plan.skipped_record()
         return
     t0 = time.perf_counter()

@@ -355,3 +355,18 @@ def test_a_failure_with_every_asked_party_accepted_does_not_say_none_was_connect
     )
     text = failure_text(report, 2)
     assert "No party was connected" not in text and "fewer parties than min-parties were connected" in text
+
+
+def test_an_evaluation_skipped_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
+    """With the coordinator's INFO lines in the run's log (server._flower_console), 'run N: evaluation not run, no
+    epsilon spent: ...' came before the summary's "parties' own held-out accuracy: evaluation not run, ..."."""
+    from edprf_fl.simulation import _engine
+
+    reports = []
+    monkeypatch.setattr(_engine, "run_federation", lambda *a: reports.append(run_federation(*a)) or reports[-1])
+    cfg = prepare_workspace(_settings(parties=2, max_depth=2, evaluation_epsilon=0.1), tmp_path).config
+    with caplog.at_level(logging.DEBUG, logger="edprf"):
+        simulate_federation(replace(cfg, evaluation_max_interval_width=1e-9), 2)  # no epsilon is that informative
+    assert reports[0].federated_evaluation["skipped"]
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] + summary_lines(reports[0])
+    assert len([line for line in said if "evaluation not run, no epsilon spent" in line]) == 1, said
