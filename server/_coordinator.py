@@ -170,7 +170,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         report.guarantee = "no model: fewer connected parties than min-parties; no request was sent"
         report.failure = too_few_connected_text(len(nodes), cfg.min_parties, cfg.node_wait_timeout)
         report.absent_parties = sorted(registry) if registry is not None else []
-        log.error("run %s: %s", run_id, report.failure)
+        log.debug("run %s: %s", run_id, report.failure)  # the run's summary says it
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
         return report
@@ -286,13 +286,15 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     if registry is not None:
         report.absent_parties = sorted(set(registry) - heard)
         if report.absent_parties:
-            log.warning("run %s: registered parties not heard from: %s", run_id, ", ".join(report.absent_parties[:20]))
+            log.debug(  # the run's summary names them with what it can mean
+                "run %s: registered parties not heard from: %s", run_id, ", ".join(report.absent_parties[:20])
+            )
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
         report.status = RunStatus.FAILED
         report.guarantee = "no model: fewer valid releases than min-parties"
         report.failure = failure_text(report, cfg.min_parties)
-        log.error(
+        log.debug(  # the run's summary says it, with each party's reason
             "run %s: %s, %d required; no model saved",
             run_id,
             count_text(len(accepted), "valid release"),

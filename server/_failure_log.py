@@ -46,8 +46,10 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
     for p in report.parties:
         if p.status != PartyStatus.ACCEPTED:
             by_reason.setdefault(str(p.reason), []).append(p.party_id or f"node {p.node_id}")
-    if not by_reason:
-        return [f"edprf run {run_id} FAILED: {report.failure or f'the run ended with status {report.status}'}"]
+    if not by_reason:  # the summary's "failure:" line above says why
+        return [
+            f"edprf run {run_id} FAILED: " + ("the failure is above" if report.failure else f"status {report.status}")
+        ]
     lines = [f"edprf run {run_id} FAILED (the failure and each party's reason are above); what to do:"]
     for reason, who in by_reason.items():
         step = _NEXT_STEPS.get(reason) or (
