@@ -200,6 +200,17 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
                 proc.wait()
 
 
+def _request_tag(run_config: str | None) -> str:
+    """The run config's request-tag ('' when none was given: the run's id then names its requests)."""
+    from client import parse_node_config
+
+    try:
+        tag = parse_node_config(run_config, option="--run-config").get("request-tag", "") if run_config else ""
+    except ValueError:
+        return ""
+    return str(tag)
+
+
 def run_and_follow(
     app: str,
     connection: str | None,
@@ -240,7 +251,9 @@ def run_and_follow(
         if code == 0:
             _tell(
                 f"\nedprf run: interrupted; stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties "
-                "already reserved in their ledgers stays spent"
+                "already reserved in their ledgers stays spent, and a party that already had the request may still "
+                "spend on it for a few seconds. To use those releases without spending again, submit with "
+                f"request-tag='{_request_tag(run_config) or run.run_id}', the same parameters and a new output-dir"
             )
         else:
             _tell(

@@ -480,3 +480,24 @@ def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_valu
     assert table[3].endswith("| 0.001 (0.030) | 2.0e-09 | YES |")
     assert table[4].endswith("| 0.300 (no test) | – | no |")
     assert "alpha = 0.01" in table[5]
+
+
+@pytest.mark.parametrize(("run_config", "tag"), [(None, "12"), ("request-tag='trial-3' epsilon=0.5", "trial-3")])
+def test_an_interrupted_run_says_how_to_use_its_releases_without_spending_again(capsys, monkeypatch, run_config, tag):
+    """Deployment walkthrough: a party reserved and released 1.3 s after `flwr stop` was accepted (its reply then
+    dropped); `edprf run` said only that what parties reserved stays spent."""
+    import io
+
+    from edprf_fl.cli import _run_cmd
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_run_cmd, "submit", lambda *a, **k: _run_cmd.FlowerRun(12, "consortium"))
+    monkeypatch.setattr(_run_cmd, "_pending_watch", lambda *a, **k: type("W", (), {"cancel": lambda self: None})())
+    monkeypatch.setattr(_run_cmd, "follow", interrupted)
+    monkeypatch.setattr(_run_cmd.FlowerRun, "stop", lambda self, env=None: (0, ""))
+    _run_cmd.run_and_follow(".", "consortium", run_config, out=io.StringIO())
+    err = capsys.readouterr().err
+    assert "may still spend on it for a few seconds" in err
+    assert f"submit with request-tag='{tag}', the same parameters and a new output-dir" in err
