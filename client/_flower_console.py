@@ -4,7 +4,7 @@ A SuperNode starts a ClientApp process (``flwr-clientapp``) for each message and
 writes to its standard streams.  Flower 1.41 gives a console handler to its own logger (``flwr``) only: the
 party's logger, ``edprf.party``, had none, so its INFO lines (a release made, a stored release resent) were
 dropped and its WARNINGs (each refusal, a ledger note) were written by Python's last-resort handler, bare,
-without level or prefix.  :func:`log_on_flower_console` gives the ``edprf`` loggers Flower's own console handler
+without level or prefix.  :func:`flower_console` gives the ``edprf`` loggers Flower's own console handler
 (one handler object: its format, level, colour and stream, ``FLWR_LOG_LEVEL`` included), so each of their lines
 comes once, as Flower's do.  Local output only: nothing here reaches a reply.
 """
@@ -12,10 +12,12 @@ comes once, as Flower's do.  Local output only: nothing here reaches a reply.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from flwr.common.logger import console_handler, update_console_handler
 
-__all__ = ["log_on_flower_console"]
+__all__ = ["flower_console"]
 
 SHOWN_LOGGERS = ("edprf",)
 """The loggers whose lines the SuperNode's output shows at the console handler's level (INFO unless
@@ -24,22 +26,35 @@ WARNINGS_ONLY_LOGGERS = ("edprf_core",)
 """Loggers whose warnings and errors the SuperNode's output shows, in Flower's format (their INFO lines stay out)."""
 
 
-def log_on_flower_console() -> None:
-    """Show the ``edprf`` loggers' lines (INFO and above) and ``edprf_core``'s warnings on Flower's console.
+@contextmanager
+def flower_console() -> Iterator[None]:
+    """Within the block, show the ``edprf`` loggers' lines (INFO and above) and ``edprf_core``'s warnings on
+    Flower's console.
 
     Flower's lines are coloured only when the SuperNode's console is a terminal (Flower 1.41 colours them always;
-    a SuperNode's output is mostly a log file).  Calling it again (the next message, in the same process) adds
-    nothing.
+    a SuperNode's output is mostly a log file).  On leaving, the loggers are as they were (the handler removed,
+    the levels restored): the next message in the same process, or a test, adds nothing and keeps its own logging.
     """
     update_console_handler(colored=is_terminal(console_handler.stream))
+    added = []
     for name in SHOWN_LOGGERS + WARNINGS_ONLY_LOGGERS:
         logger = logging.getLogger(name)
         if console_handler not in logger.handlers:
             logger.addHandler(console_handler)
+            added.append(logger)
+    levels = {}
     for name in SHOWN_LOGGERS:
         logger = logging.getLogger(name)
         level = max(console_handler.level, logging.DEBUG)
         if logger.getEffectiveLevel() > level:  # else only records at the root's WARNING and above are made
+            levels[logger] = logger.level
+            logger.setLevel(level)
+    try:
+        yield
+    finally:
+        for logger in added:
+            logger.removeHandler(console_handler)
+        for logger, level in levels.items():
             logger.setLevel(level)
 
 

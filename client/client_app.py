@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from ._flower_console import log_on_flower_console
+from ._flower_console import flower_console
 from ._flower_handlers import handle_evaluate, handle_train
 from ._preflight import log_preflight
 
@@ -29,9 +29,9 @@ app = ClientApp()
 @app.lifespan()
 def lifespan(context: Context) -> Iterator[None]:
     # the party's records reach the SuperNode's console as Flower's do (the ClientApp runs as its child)
-    log_on_flower_console()
-    log_preflight(context.node_config, context.run_config)
-    yield
+    with flower_console():
+        log_preflight(context.node_config, context.run_config)
+        yield
 
 
 @app.train()

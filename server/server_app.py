@@ -17,7 +17,7 @@ from flwr.serverapp import Grid, ServerApp
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
 from ._failure_log import failure_lines, quiet_flower_traceback
-from ._flower_console import log_on_flower_console
+from ._flower_console import flower_console
 from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir, release_output_dir
 from ._summary import summary_lines
@@ -27,8 +27,12 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    with flower_console():  # the coordinator's records (edprf.coordinator) in the run's log, as Flower's are
+        _run(grid, context)
+
+
+def _run(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
-    log_on_flower_console()  # and the coordinator's (edprf.coordinator), in the same format
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
         out = claim_output_dir(cfg, str(context.run_id))

@@ -234,52 +234,63 @@ def _context(**kw):
     return Context(run_id=7, node_id=0, node_config=kw.get("node_config", {}), state=RecordDict(), run_config={})
 
 
-def test_the_coordinator_s_lines_reach_the_run_s_log_once_in_flower_s_format(flower_console_stream):
+def test_the_coordinator_s_lines_reach_the_run_s_log_once_in_flower_s_format(flower_console_stream, monkeypatch):
     """The ServerApp's process had no handler for edprf.coordinator: its INFO lines (the spend record's path,
     'N parties connected', 'global model ... saved') were dropped and its WARNINGs came out through Python's
     last-resort handler, bare ('node ... no_reply: timeout'), in the run's log (deployment walkthrough)."""
-    from server.server_app import main
+    from flwr.common.logger import console_handler
 
-    with pytest.raises(RunFailed):  # no schema-path: refused before any request, once Flower's console is set
-        main(None, _context())
-    main_line = flower_console_stream.getvalue()
-    assert main_line.startswith("ERROR :     edprf run 7: failed before any request was sent")  # Flower's logger
+    from server import server_app
+
     coordinator = logging.getLogger("edprf.coordinator")
-    coordinator.info("run 7: 2 parties connected")
-    coordinator.warning("node 11 no_reply: timeout")
-    coordinator.debug("a detail the run's log leaves out")
-    logging.getLogger("edprf_core.forest").warning("a warning of the algorithm")
-    logging.getLogger("edprf_core.forest").info("an INFO line of the algorithm, left out")
-    assert flower_console_stream.getvalue()[len(main_line) :].splitlines() == [
-        "INFO :      run 7: 2 parties connected",
-        "WARNING :   node 11 no_reply: timeout",
-        "WARNING :   a warning of the algorithm",
-    ]
-    with pytest.raises(RunFailed):  # a second run in the same process adds no second handler
-        main(None, _context())
+
+    def reading_the_config(run_config):  # the run's own lines, then a refusal before any request
+        coordinator.info("run 7: 2 parties connected")
+        coordinator.warning("node 11 no_reply: timeout")
+        coordinator.debug("a detail the run's log leaves out")
+        logging.getLogger("edprf_core.forest").warning("a warning of the algorithm")
+        logging.getLogger("edprf_core.forest").info("an INFO line of the algorithm, left out")
+        raise ValueError("run config: no schema-path")
+
+    monkeypatch.setattr(server_app.CoordinatorConfig, "from_run_config", staticmethod(reading_the_config))
+    for _ in range(2):  # a second run in the same process: each line once
+        start = len(flower_console_stream.getvalue())
+        with pytest.raises(RunFailed):
+            server_app.main(None, _context())
+        assert flower_console_stream.getvalue()[start:].splitlines() == [
+            "INFO :      run 7: 2 parties connected",
+            "WARNING :   node 11 no_reply: timeout",
+            "WARNING :   a warning of the algorithm",
+            "ERROR :     edprf run 7: failed before any request was sent: run config: no schema-path",
+        ]
+    # after the run the process's loggers are as they were (a test run in-process leaks nothing into the next)
+    assert all(console_handler not in logging.getLogger(n).handlers for n in ("edprf", "edprf_core"))
     before = flower_console_stream.getvalue()
-    coordinator.info("said once")
-    assert flower_console_stream.getvalue()[len(before) :] == "INFO :      said once\n"
+    coordinator.warning("outside a run")
+    assert flower_console_stream.getvalue() == before
 
 
 def test_the_party_s_lines_reach_the_supernode_s_output_once_in_flower_s_format(flower_console_stream):
     """The ClientApp's process had no handler for edprf.party: 'released 2 trees at epsilon ...' was dropped and
     each refusal ('refused train: request_spent (...)') was written bare by Python's last-resort handler
     (deployment walkthrough); the party check's lines, logged through Flower's logger, had the prefix."""
+    from flwr.common.logger import console_handler
+
     from client.client_app import lifespan
 
-    hook = lifespan(_context(node_config={}))
-    next(hook)  # the hook's part before the handler: the party's checks (of an empty node config: problems)
-    checked = flower_console_stream.getvalue()
-    assert "ERROR :     party check: problem: node config:" in checked
     party = logging.getLogger("edprf.party")
-    party.info("released 2 trees at epsilon 1.0 (remaining 1)")
-    party.warning("refused train: budget_exhausted (...)")
-    assert flower_console_stream.getvalue()[len(checked) :].splitlines() == [
-        "INFO :      released 2 trees at epsilon 1.0 (remaining 1)",
-        "WARNING :   refused train: budget_exhausted (...)",
-    ]
-    next(lifespan(_context(node_config={})))  # the next message's hook, in the same process: no second handler
-    before = flower_console_stream.getvalue()
-    party.warning("said once")
-    assert flower_console_stream.getvalue()[len(before) :] == "WARNING :   said once\n"
+    for _ in range(2):  # the next message's hook, in the same process: each line once
+        start = len(flower_console_stream.getvalue())
+        hook = lifespan(_context(node_config={}))
+        next(hook)  # the hook's part before the handler: the party's checks (of an empty node config: problems)
+        checked = flower_console_stream.getvalue()
+        assert "ERROR :     party check: problem: node config:" in checked[start:]
+        party.info("released 2 trees at epsilon 1.0 (remaining 1)")
+        party.warning("refused train: budget_exhausted (...)")
+        assert flower_console_stream.getvalue()[len(checked) :].splitlines() == [
+            "INFO :      released 2 trees at epsilon 1.0 (remaining 1)",
+            "WARNING :   refused train: budget_exhausted (...)",
+        ]
+        with pytest.raises(StopIteration):  # the message handled: the hook ends
+            next(hook)
+    assert all(console_handler not in logging.getLogger(n).handlers for n in ("edprf", "edprf_core"))
