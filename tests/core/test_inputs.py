@@ -441,3 +441,21 @@ def test_a_path_given_to_from_toml_is_told_to_load_schema(tmp_path):
     assert Schema.from_toml(path.read_text()) == load_schema(path)
     with pytest.raises(SchemaError, match="schema is not valid TOML: "):  # text that is no path: the parser's word
         Schema.from_toml("features = [\n")
+
+
+def test_from_toml_never_touches_the_file_system(monkeypatch):
+    """A party reads the coordinator's model through Schema.from_toml: the text it was sent made it stat any path
+    the coordinator named (review), a probe of the party host's file system (an automount could block on it)."""
+    import os
+    import pathlib
+
+    from edprf_core import Schema
+
+    def no_stat(*args, **kwargs):
+        raise AssertionError("from_toml looked at the file system")
+
+    monkeypatch.setattr(os, "stat", no_stat)
+    monkeypatch.setattr(pathlib.Path, "stat", no_stat)
+    for sent in ("/etc/passwd", "/net/another-host/share", "C:\\schemas\\bank"):
+        with pytest.raises(SchemaError, match="not a path"):
+            Schema.from_toml(sent)
