@@ -728,7 +728,8 @@ def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callabl
     the read leaves no file behind: a read-only connection in WAL mode creates a ``-wal`` and a ``-shm`` and leaves
     them, owned by whoever read (``sudo edprf budget`` would leave files the party's own user cannot write).  If a
     party opened or changed the ledger during that read, the read is done again as an ordinary read-only
-    connection, which sees the party's write-ahead log.
+    connection, which sees the party's write-ahead log (also when the immutable read failed on a page the party
+    was writing).
     """
     import stat
 
@@ -755,9 +756,14 @@ def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callabl
     deadline = time.monotonic() + max_seconds
     if not _has_sidecar(target):
         before = _stamp(target)
-        result = _read_connected(p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read)
-        if not _has_sidecar(target) and _stamp(target) == before:
-            return result
+        try:
+            result = _read_connected(p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read)
+        except ValueError:
+            if not _has_sidecar(target) and _stamp(target) == before:
+                raise  # the file as it is: the same error again
+        else:
+            if not _has_sidecar(target) and _stamp(target) == before:
+                return result
     return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read)
 
 

@@ -66,36 +66,48 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
 
 def _spent_lines(run_id: str, report: RunReport) -> list[str]:
     """Who spent epsilon on the failed run's training request, and how to use those releases without spending
-    again: the same request-tag (a party resends the release it made for it) and a new output-dir (this run's
-    report stays where it is)."""
-    charged = [_name(p) for p in report.parties if _charged(p)]
-    maybe = [_name(p) for p in report.parties if not _charged(p) and _may_have_reserved(p)]
-    if not charged and not maybe:
-        return []
-    tag = str(report.parameters.get("request_tag") or run_id)
-    spent = []
-    if charged:
-        spent.append(f"{', '.join(charged)} spent the run's epsilon on a release")
-    if maybe:
-        spent.append(f"{', '.join(maybe)} may have (no reply, or a failure after its ledger reserved it)")
-    return [
-        (
-            f"  spent: {'; '.join(spent)}. To use those releases without spending again, submit with "
-            f"request-tag='{tag}' and the same parameters, with a new output-dir: each party resends the release it "
-            "made for that request (a new request-tag spends again)"
+    again: the same request-tag (a party resends the release it made for it), the same request (every parameter
+    a party checks; the marginals grid, which the number of parties asked sizes, pinned) and a new output-dir
+    (this run's report stays where it is)."""
+    resendable = [p for p in report.parties if p.status == PartyStatus.ACCEPTED and not p.resumed_from_run]
+    rejected = [_name(p) for p in report.parties if p.status == PartyStatus.REJECTED and p.release_bytes > 0]
+    maybe = [_name(p) for p in report.parties if _may_have_reserved(p)]
+    lines = []
+    if resendable:
+        lines.append(f"  spent: {', '.join(map(_name, resendable))}: its release, which it can resend")
+    if rejected:
+        lines.append(
+            f"  spent: {', '.join(rejected)}: a release the coordinator rejected (resent, it is rejected again)"
         )
-    ]
+    if maybe:
+        lines.append(
+            f"  may have spent: {', '.join(maybe)} (no reply, or a failure after its ledger reserved the request): "
+            "`edprf budget` there shows the entry; once it is released the party can resend it, while it is "
+            "reserved or failed the party answers request_spent"
+        )
+    if resendable or maybe:
+        tag = str(report.parameters.get("request_tag") or run_id)
+        lines.append(
+            f"  to use those releases without spending again: submit with request-tag='{tag}'"
+            + _pinned(report, resendable)
+            + " and otherwise the same run config, with a new output-dir; a new request-tag, or a request that "
+            "differs in any parameter a party checks (request_id_reused), spends again"
+        )
+    return lines
+
+
+def _pinned(report: RunReport, released: list[PartyOutcome]) -> str:
+    """The marginals grid of the released request, when the run chose it from the number of parties asked (a
+    resubmission with more or fewer parties connected would ask for another grid, which the parties refuse)."""
+    grids = {(p.marginals_share, p.marginals_bins) for p in released if p.marginals_share > 0}
+    if len(grids) != 1 or report.parameters.get("marginals_bins"):
+        return ""
+    [(_, bins)] = grids
+    return f" marginals-bins={bins}"
 
 
 def _name(p: PartyOutcome) -> str:
     return p.party_id or f"node {p.node_id}"
-
-
-def _charged(p: PartyOutcome) -> bool:
-    """A release arrived for this run's request (accepted, or rejected with its party's charge); a release resent
-    for a reused request-tag was charged by the run that made it."""
-    accepted = p.status == PartyStatus.ACCEPTED and not p.resumed_from_run
-    return accepted or (p.status == PartyStatus.REJECTED and p.release_bytes > 0)
 
 
 def _may_have_reserved(p: PartyOutcome) -> bool:

@@ -29,6 +29,7 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
         RefusalReason.BAD_MODEL,
         RefusalReason.PARTY_SETUP,
         RefusalReason.INVALID_LOCAL_DATA,
+        RefusalReason.NOT_REGISTERED,
         RefusalReason.BUDGET_EXHAUSTED,
         RefusalReason.SCHEMA_MISMATCH,
         RefusalReason.EPSILON_RESOLUTION,

@@ -143,17 +143,13 @@ def check_run_config_keys(app: str, run_config: str) -> None:
     Checked when ``app`` is a directory holding the app's ``pyproject.toml`` (its ``[tool.flwr.app.config]``).
     """
     import difflib
-    import tomllib
 
     from client import parse_node_config
 
+    declared = _app_config(app)
+    if declared is None:
+        return  # no app directory, or not an app's pyproject: Flower says what is wrong
     pyproject = Path(app) / "pyproject.toml"
-    if not pyproject.is_file():
-        return
-    try:
-        declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["flwr"]["app"]["config"]
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError):
-        return  # not an app's pyproject: Flower says what is wrong
     given = parse_node_config(run_config, option="--run-config")
     unknown = [key for key in given if key not in declared]
     if unknown:
@@ -164,6 +160,21 @@ def check_run_config_keys(app: str, run_config: str) -> None:
             + (f" ({hints})" if hints else "")
             + f"; the app's keys are in [tool.flwr.app.config] of {pyproject} (docs/reference/run-config.md)"
         )
+
+
+def _app_config(app: str) -> dict | None:
+    """The ``[tool.flwr.app.config]`` of the app directory ``app`` (its keys and defaults); None when ``app`` is no
+    directory holding an app's ``pyproject.toml``."""
+    import tomllib
+
+    pyproject = Path(app) / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    try:
+        declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["flwr"]["app"]["config"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError):
+        return None
+    return declared if isinstance(declared, dict) else None
 
 
 def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
@@ -200,14 +211,16 @@ def follow(run: FlowerRun, out=None, env: dict[str, str] | None = None) -> None:
                 proc.wait()
 
 
-def _request_tag(run_config: str | None) -> str:
-    """The run config's request-tag ('' when none was given: the run's id then names its requests)."""
+def _request_tag(app: str, run_config: str | None) -> str:
+    """The run's request-tag: ``--run-config``'s, else the app's default ('' when neither gives one: the run's id
+    then names its requests)."""
     from client import parse_node_config
 
     try:
-        tag = parse_node_config(run_config, option="--run-config").get("request-tag", "") if run_config else ""
+        given = parse_node_config(run_config, option="--run-config") if run_config else {}
     except ValueError:
-        return ""
+        given = {}
+    tag = given.get("request-tag") or (_app_config(app) or {}).get("request-tag") or ""
     return str(tag)
 
 
@@ -252,8 +265,10 @@ def run_and_follow(
             _tell(
                 f"\nedprf run: interrupted; stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties "
                 "already reserved in their ledgers stays spent, and a party that already had the request may still "
-                "spend on it for a few seconds. To use those releases without spending again, submit with "
-                f"request-tag='{_request_tag(run_config) or run.run_id}', the same parameters and a new output-dir"
+                "spend on it for a few seconds. To use those releases without spending again, once each party's "
+                "`edprf budget` shows the entry released (while it is reserved the party answers request_spent), "
+                f"submit with request-tag='{_request_tag(app, run_config) or run.run_id}', the same run config and "
+                "a new output-dir"
             )
         else:
             _tell(

@@ -482,8 +482,18 @@ def test_the_contribution_table_shows_each_partys_statistic_threshold_and_p_valu
     assert "alpha = 0.01" in table[5]
 
 
-@pytest.mark.parametrize(("run_config", "tag"), [(None, "12"), ("request-tag='trial-3' epsilon=0.5", "trial-3")])
-def test_an_interrupted_run_says_how_to_use_its_releases_without_spending_again(capsys, monkeypatch, run_config, tag):
+@pytest.mark.parametrize(
+    ("run_config", "app_default", "tag"),
+    [
+        (None, "", "12"),  # none given: the run id named its requests
+        ("request-tag='trial-3' epsilon=0.5", "", "trial-3"),
+        (None, "trial-4", "trial-4"),  # the app's pyproject gives it
+        ("request-tag='trial-3'", "trial-4", "trial-3"),
+    ],
+)
+def test_an_interrupted_run_says_how_to_use_its_releases_without_spending_again(
+    tmp_path, capsys, monkeypatch, run_config, app_default, tag
+):
     """Deployment walkthrough: a party reserved and released 1.3 s after `flwr stop` was accepted (its reply then
     dropped); `edprf run` said only that what parties reserved stays spent."""
     import io
@@ -493,11 +503,12 @@ def test_an_interrupted_run_says_how_to_use_its_releases_without_spending_again(
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
+    (tmp_path / "pyproject.toml").write_text(f'[tool.flwr.app.config]\nrequest-tag = "{app_default}"\n')
     monkeypatch.setattr(_run_cmd, "submit", lambda *a, **k: _run_cmd.FlowerRun(12, "consortium"))
     monkeypatch.setattr(_run_cmd, "_pending_watch", lambda *a, **k: type("W", (), {"cancel": lambda self: None})())
     monkeypatch.setattr(_run_cmd, "follow", interrupted)
     monkeypatch.setattr(_run_cmd.FlowerRun, "stop", lambda self, env=None: (0, ""))
-    _run_cmd.run_and_follow(".", "consortium", run_config, out=io.StringIO())
+    _run_cmd.run_and_follow(str(tmp_path), "consortium", run_config, out=io.StringIO())
     err = capsys.readouterr().err
-    assert "may still spend on it for a few seconds" in err
-    assert f"submit with request-tag='{tag}', the same parameters and a new output-dir" in err
+    assert "may still spend on it for a few seconds" in err and "`edprf budget` shows the entry released" in err
+    assert f"submit with request-tag='{tag}', the same run config and a new output-dir" in err

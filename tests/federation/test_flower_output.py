@@ -95,15 +95,13 @@ def test_failure_lines_name_who_refused_and_what_to_do():
     assert steps[0].startswith("  hospital-a, hospital-b (budget_exhausted): the request would pass the lifetime")
     assert steps[1].startswith("  hospital-c (policy_depth): outside that party's policy")
     assert steps[2].startswith("  node 4 (timeout): no reply within round-timeout")
-    assert len(steps) == 5 and "hospital-e" not in "".join(steps[:4])  # the accepted party is not named
+    assert "hospital-e" not in "".join(steps[:4])  # the accepted party is not named
     assert steps[3] == "  or run without the parties above: a lower min-parties (their releases are then left out)"
     # ... except as one that spent: its release, made for request '7/train', is resent for request-tag '7'
-    assert steps[4] == (
-        "  spent: hospital-e spent the run's epsilon on a release; node 4 may have (no reply, or a failure after its "
-        "ledger reserved it). To use those releases without spending again, submit with request-tag='7' and the "
-        "same parameters, with a new output-dir: each party resends the release it made for that request (a new "
-        "request-tag spends again)"
-    )
+    assert steps[4] == "  spent: hospital-e: its release, which it can resend"
+    assert steps[5].startswith("  may have spent: node 4 (no reply, or a failure after its ledger reserved")
+    assert steps[6].startswith("  to use those releases without spending again: submit with request-tag='7' and")
+    assert len(steps) == 7
     # nobody accepted: a lower min-parties cannot help, and is not advised (deployment walkthrough)
     refused = RunReport("9", {}, "fp", parties=parties[:2], status="failed", failure="0 valid release(s)")
     assert not any("min-parties" in line for line in failure_lines("9", refused))
@@ -188,21 +186,31 @@ def test_failure_lines_say_who_spent_and_the_request_tag_that_spends_nothing_mor
     """Deployment walkthrough: a run that failed after some parties released said nothing of their spend, and the
     advice it gave (a new run) spent their epsilon again."""
     parties = [
-        PartyOutcome(node_id=1, status="accepted", party_id="hospital-a"),
+        PartyOutcome(node_id=1, status="accepted", party_id="hospital-a", marginals_share=0.9, marginals_bins=12),
         PartyOutcome(node_id=2, status="accepted", party_id="hospital-b", resumed_from_run="41"),  # charged by 41
         PartyOutcome(node_id=3, status="rejected", reason="bad_signature", release_bytes=900),  # a release came
         PartyOutcome(node_id=4, status="refused", reason="budget_exhausted", party_id="hospital-d"),  # before it
         PartyOutcome(node_id=5, status="refused", reason="request_spent", party_id="hospital-e"),  # an earlier one
         PartyOutcome(node_id=6, status="refused", reason="internal_error", party_id="hospital-f"),  # maybe after
         PartyOutcome(node_id=7, status="failed", reason="client_error"),
+        PartyOutcome(node_id=8, status="refused", reason="not_registered", party_id="hospital-h"),  # before it
     ]
-    report = RunReport("7", {"request_tag": "trial-2"}, "fp", parties=parties, status="failed", failure="...")
-    spent = failure_lines("7", report)[-1]
-    assert spent.startswith("  spent: hospital-a, node 3 spent the run's epsilon on a release; hospital-f, node 7 may")
-    assert "request-tag='trial-2'" in spent and "hospital-b" not in spent and "hospital-d" not in spent
-    assert "hospital-e" not in spent
+    report = RunReport("7", {"request_tag": "trial-2", "marginals_bins": 0}, "fp", parties=parties, status="failed")
+    lines = failure_lines("7", report)
+    spent = "\n".join(line for line in lines if line.startswith(("  spent:", "  may have spent:")))
+    assert "  spent: hospital-a: its release, which it can resend" in lines
+    assert "  spent: node 3: a release the coordinator rejected (resent, it is rejected again)" in lines
+    [maybe] = [line for line in lines if line.startswith("  may have spent: ")]
+    assert maybe.startswith("  may have spent: hospital-f, node 7 (no reply")
+    [how] = [line for line in lines if line.startswith("  to use those releases")]
+    # the grid the rule chose for this many parties, pinned: more or fewer parties would be asked for another
+    assert "request-tag='trial-2' marginals-bins=12 and otherwise the same run config, with a new output-dir" in how
+    for other in ("hospital-b", "hospital-d", "hospital-e", "hospital-h"):
+        assert other not in spent
+    declared = RunReport("7", {"marginals_bins": 8}, "fp", parties=parties[:1], status="failed")
+    assert "marginals-bins" not in failure_lines("7", declared)[-1]  # given in the run config: the same again
     refused = RunReport("9", {}, "fp", parties=parties[3:5], status="failed", failure="0 valid releases")
-    assert not any(line.startswith("  spent:") for line in failure_lines("9", refused))  # nobody reserved
+    assert not any("spent:" in line for line in failure_lines("9", refused))  # nobody reserved: nothing to say
 
 
 @pytest.fixture
