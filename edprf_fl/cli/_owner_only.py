@@ -29,15 +29,23 @@ def open_owner_only(path: str | Path, binary: bool = False) -> IO[str] | IO[byte
     """``path`` opened for writing, empty, with mode :data:`OWNER_ONLY` (text: UTF-8, newlines as written).
 
     A new file is created with that mode; an existing one (replaced with ``--force``) is given it before it is
-    emptied, so that a file this user may write but not chmod is refused as it was, not emptied.  A path that is
-    not a regular file (a FIFO, a device) is opened as it is.
+    emptied, so that a file this user may write but not chmod is refused as it was, not emptied.  A symbolic link
+    is refused (``--force`` included: its target, perhaps a shared file, would lose its mode and its content).  A
+    path that is not a regular file (a FIFO, a device) is opened as it is.
 
     Raises
     ------
     OSError
-        With ``path`` as its file name: the file cannot be created, opened or given mode 0600.
+        With ``path`` as its file name: the file cannot be created, opened or given mode 0600, or is a symbolic
+        link.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), OWNER_ONLY)
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, OWNER_ONLY)
+    except OSError as exc:
+        if os.path.islink(path):  # O_NOFOLLOW: the link's target would be made owner-only and emptied
+            raise OSError(exc.errno, "a symbolic link: give the path of the file itself", str(path)) from None
+        raise
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):
             os.fchmod(fd, OWNER_ONLY)

@@ -168,3 +168,18 @@ def test_an_output_this_user_cannot_make_owner_only_is_refused_as_it_was(tmp_pat
     with pytest.raises(PermissionError, match="cannot make it readable by its owner only") as exc:
         open_owner_only(out)
     assert exc.value.filename == str(out) and out.read_text() == OLD
+
+
+def test_a_symbolic_link_at_the_output_is_refused_even_with_force(tmp_path, bank_model, capsys):
+    """Review: with --force, a link at OUT was followed: its target (a shared file, say) made owner-only and
+    emptied."""
+    import stat
+
+    shared = tmp_path / "shared.csv"
+    shared.write_text(OLD)
+    shared.chmod(0o664)
+    link = tmp_path / "predictions.csv"
+    link.symlink_to(shared)
+    code = main(["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(link), "--force"])
+    assert code != 0 and "a symbolic link: give the path of the file itself" in capsys.readouterr().err
+    assert shared.read_text() == OLD and stat.S_IMODE(shared.stat().st_mode) == 0o664
