@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ._schema import CategoricalFeature, Schema
+from .count_text import count_text
 
 __all__ = ["foreign_header_text", "looks_like_data", "schema_column_named"]
 
@@ -68,7 +69,7 @@ def foreign_header_text(first: str | None, sep: str, schema: Schema) -> str:
     features = list(schema.feature_names)
     return (
         f"the file's columns do not match the schema {schema.name!r}: it expects {_some(features)} "
-        f"({len(features)} feature{'' if len(features) == 1 else 's'} and the label {schema.label.column!r}), "
-        f"the header names {_some(names)} ({len(names)} column{'' if len(names) == 1 else 's'}): is the file "
+        f"({count_text(len(features), 'feature')} and the label {schema.label.column!r}), "
+        f"the header names {_some(names)} ({count_text(len(names), 'column')}): is the file "
         "data for another model or dataset?"
     )

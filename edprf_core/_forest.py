@@ -443,8 +443,7 @@ class DPForest:
         """One line (an estimator's repr shows its forest): schema, trees, parts, grid, marginals and whether it is
         DP.  :meth:`guarantee` gives the privacy statement, :attr:`trees` the arrays."""
         marginals = f", marginals_bins={self.marginals_bins}" if self.marginals is not None else ""
-        trees = f"{self.n_trees} tree{'' if self.n_trees == 1 else 's'}"
-        parts = f"{len(self.parts)} part{'' if len(self.parts) == 1 else 's'}"
+        trees, parts = count_text(self.n_trees, "tree"), count_text(len(self.parts), "part")
         return (
             f"DPForest(schema={self.schema.name!r}, {trees}, {parts}, split_mode={self.split_mode!r}, "
             f"grid_bins={self.grid_bins}{marginals}, {'DP' if self.dp else 'NOT DP'})"

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edprf_core.count_text import count_text
+
 from ._global_model import GlobalModelView, load_global_model
 from ._registry import PartyKeyRegistry
 from ._signature import SignatureStatus
@@ -71,7 +73,7 @@ class ModelProvenance:
         guarantee is in :attr:`guarantee` and :meth:`describe`."""
         verified = "verified" if self.verified else "NOT verified"
         return (
-            f"ModelProvenance(source={self.source!r}, run_id={self.run_id!r}, {len(self.parties)} parties, "
+            f"ModelProvenance(source={self.source!r}, run_id={self.run_id!r}, {count_text(len(self.parties), 'party', 'parties')}, "
             f"signatures {verified}, {'DP' if self.dp else 'NOT DP'})"
         )
 

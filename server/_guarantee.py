@@ -56,8 +56,8 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
 """Refusals a party decides before it reserves ε: nothing was charged for them."""
 
 _CHARGED = (
-    "These are the epsilons of the releases and evaluations the coordinator accepted, each charged to its party's "
-    "ledger before the party replied (the coordinator reads no ledger)"
+    "These are the epsilons of the releases the coordinator accepted and of the evaluations it asked for, each "
+    "charged to its party's ledger before the party replied (the coordinator reads no ledger)"
 )
 
 

@@ -191,15 +191,11 @@ def failure_text(report: RunReport, min_parties: int) -> str:
         for p in report.parties
         if p.status != PartyStatus.ACCEPTED
     ]
-    if reasons:
-        said = f". {'; '.join(reasons[:20])}"
-    elif report.accepted:  # every party that was asked sent a valid release: too few were asked
-        said = ". Every party connected sent a valid release: fewer parties than min-parties were connected"
-    else:
-        said = ". No party was connected"
+    # a run short of connected parties fails before its requests (too_few_connected_text): here every party
+    # missing from the count was asked, and has a reason
     return (
         f"{count_text(len(report.accepted), 'valid release')}, min-parties is {min_parties}; no model saved"
-        + said
+        + (f". {'; '.join(reasons[:20])}" if reasons else "")
         + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
         + (f". {absent_text(report.absent_parties)}" if report.absent_parties else "")
     )

@@ -254,6 +254,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         threshold=args.threshold if positive is not None else 0.5,
         n_calibration_bins=args.calibration_bins,
     )
+    if diagnostics.rows == 0:
+        say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
+        return 1
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
     print(
         f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
@@ -263,9 +266,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     for hint in diagnostics.hints():
         print(f"  {hint}")
-    if diagnostics.rows == 0:
-        say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
-        return 1
     if report.n == 0:
         reason = diagnostics.most_common_reason()
         say(

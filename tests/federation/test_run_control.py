@@ -349,14 +349,6 @@ def test_a_run_with_fewer_connected_parties_than_min_parties_asks_none_of_them(t
         assert not ledger.exists() or read_budget(ledger, None).in_ledger == 0
 
 
-def test_a_failure_with_every_asked_party_accepted_does_not_say_none_was_connected():
-    report = RunReport(
-        "5", {}, "fp", parties=[PartyOutcome(node_id=1, status="accepted", party_id="hospital-a")], status="failed"
-    )
-    text = failure_text(report, 2)
-    assert "No party was connected" not in text and "fewer parties than min-parties were connected" in text
-
-
 def test_an_evaluation_skipped_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
     """With the coordinator's INFO lines in the run's log (server._flower_console), 'run N: evaluation not run, no
     epsilon spent: ...' came before the summary's "parties' own held-out accuracy: evaluation not run, ..."."""
