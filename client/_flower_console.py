@@ -11,11 +11,12 @@ comes once, as Flower's do.  Local output only: nothing here reaches a reply.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from flwr.common.logger import console_handler, update_console_handler
+
+from protocol import is_terminal, logging_to
 
 __all__ = ["flower_console"]
 
@@ -36,31 +37,5 @@ def flower_console() -> Iterator[None]:
     the levels restored): the next message in the same process, or a test, adds nothing and keeps its own logging.
     """
     update_console_handler(colored=is_terminal(console_handler.stream))
-    added = []
-    for name in SHOWN_LOGGERS + WARNINGS_ONLY_LOGGERS:
-        logger = logging.getLogger(name)
-        if console_handler not in logger.handlers:
-            logger.addHandler(console_handler)
-            added.append(logger)
-    levels = {}
-    for name in SHOWN_LOGGERS:
-        logger = logging.getLogger(name)
-        level = max(console_handler.level, logging.DEBUG)
-        if logger.getEffectiveLevel() > level:  # else only records at the root's WARNING and above are made
-            levels[logger] = logger.level
-            logger.setLevel(level)
-    try:
+    with logging_to(console_handler, SHOWN_LOGGERS, WARNINGS_ONLY_LOGGERS):
         yield
-    finally:
-        for logger in added:
-            logger.removeHandler(console_handler)
-        for logger, level in levels.items():
-            logger.setLevel(level)
-
-
-def is_terminal(stream: object) -> bool:
-    """Whether ``stream`` is a terminal (False for files, pipes, closed streams and objects without ``isatty``)."""
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError, OSError):  # no isatty, or closed
-        return False

@@ -20,6 +20,7 @@ The releases are defined in ``release.proto``; ``release_pb2`` is generated
 (``python -m protocol.regenerate``) and committed.
 """
 
+from ._app_logging import is_terminal, logging_to
 from ._atomic_file import save_atomic
 from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
@@ -83,12 +84,14 @@ __all__ = [
     "decode_release",
     "encode_release",
     "generate_signing_key",
+    "is_terminal",
     "key_id",
     "load_classifier",
     "load_global_model",
     "load_model_with_provenance",
     "load_private_key",
     "load_public_key",
+    "logging_to",
     "peek_global_model",
     "read_release_header",
     "recorded_spend",
