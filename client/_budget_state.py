@@ -28,6 +28,7 @@ from ._ledger import (
     CAP_KEY,
     NOT_DP_COUNT_KEY,
     NOT_DP_KEY,
+    NOTED_KEY,
     READ_SECONDS,
     LedgerEntry,
     dangling_link_text,
@@ -40,8 +41,9 @@ from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, r
 
 __all__ = ["BudgetState", "LedgerStatus", "read_budget"]
 
-META_KEYS = (LEDGER_ID_KEY, CAP_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY)
-"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id, its cap's trail, the NOT DP trail)."""
+META_KEYS = (LEDGER_ID_KEY, CAP_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY, NOTED_KEY)
+"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id, its cap's trail, the NOT DP trail, the
+notes on them the ClientApp has logged)."""
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 """``stat`` errors that mean nothing is at the path (not a file that cannot be read)."""
@@ -102,7 +104,7 @@ class BudgetState:
         The ledger's entries, oldest first (empty when it was not read).
     meta : Mapping of str to str
         The ledger's ``ledger_meta`` values of :data:`META_KEYS` that it holds (untrusted text: its id, its
-        cap and the cap's changes, the replies that were not differentially private).
+        cap and the cap's changes, the replies that were not differentially private, the notes logged).
     """
 
     ledger_path: Path

@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._ledger import NOTED_KEY, read_meta_readonly, record_noted
+from ._ledger import record_noted
 
 if TYPE_CHECKING:
     from ._preflight import Finding
@@ -36,11 +36,12 @@ def _mark(finding: Finding) -> str:
     return hashlib.sha256(f"{finding.subject}\0{finding.text}\0{finding.once_per}".encode()).hexdigest()[:32]
 
 
-def noted_before(findings: Sequence[Finding]) -> set[int]:
-    """The indices of ``findings`` that are notes already logged for the same ledger state; the marks of the
-    current ones are then stored in their ledger (its ``subject``), so that each is logged once.
+def noted_before(findings: Sequence[Finding], stored: Mapping[str, str]) -> set[int]:
+    """The indices of ``findings`` that are notes already logged for the same ledger state, by the marks ``stored``
+    in their ledger (its ``subject``; :attr:`client._preflight.PreflightReport.noted`, read by the check); the
+    marks of the current ones are then stored there, so that each is logged once.
 
-    Never raises: a ledger that cannot be read or written is left as it is, and its notes count as new.
+    Never raises: a ledger that cannot be written is left as it is, and its notes count as new next time.
     """
     by_ledger: dict[str, list[int]] = {}
     for i, finding in enumerate(findings):
@@ -48,13 +49,12 @@ def noted_before(findings: Sequence[Finding]) -> set[int]:
             by_ledger.setdefault(finding.subject, []).append(i)
     quiet: set[int] = set()
     for ledger, indices in by_ledger.items():
-        marks = {i: _mark(findings[i]) for i in indices}
-        try:
-            stored = set(read_meta_readonly(ledger, (NOTED_KEY,)).get(NOTED_KEY, "").split())
-        except ValueError:
+        if ledger not in stored:  # not read by the check: nothing known of what was logged
             continue
-        quiet |= {i for i, mark in marks.items() if mark in stored}
-        if set(marks.values()) != stored:
+        marks = {i: _mark(findings[i]) for i in indices}
+        logged = set(stored[ledger].split())
+        quiet |= {i for i, mark in marks.items() if mark in logged}
+        if set(marks.values()) != logged:
             try:
                 record_noted(ledger, "\n".join(sorted(set(marks.values()))))
             except (sqlite3.Error, OSError) as exc:  # logged at WARNING again next time: no harm

@@ -31,6 +31,7 @@ from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
+    NOTED_KEY,
     EntryState,
     exact_epsilon,
     format_epsilon,
@@ -77,6 +78,9 @@ class PreflightReport:
 
     findings: list[Finding] = field(default_factory=list)
     party_id: str = ""
+    noted: dict[str, str] = field(default_factory=dict)
+    """Per ledger read (its path), the marks of the notes on its trails the ClientApp has logged
+    (:data:`client._ledger.NOTED_KEY`, read with the rest of the ledger)."""
 
     @property
     def problems(self) -> list[Finding]:
@@ -430,6 +434,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         )
     if state.anchor_missing:
         report._add("note", path, state.anchor_missing_text())
+    report.noted[str(path)] = state.meta.get(NOTED_KEY, "")
     entries = state.entries
     from_record = [e for e in entries if e.request_id.startswith("carried-") and COORDINATOR_RECORD in e.detail]
     if from_record:
@@ -670,7 +675,7 @@ def log_preflight(
     who = report.party_id or "this party"
     levels = {"problem": logging.ERROR, "note": logging.WARNING, "ok": logging.DEBUG}
     try:  # a ledger's trail: at WARNING once per state, then at DEBUG
-        logged_before = noted_before(report.findings)
+        logged_before = noted_before(report.findings, report.noted)
     except Exception:  # a bug here must not stop the party from answering: every note at its level, as before
         logger.debug("party check: the notes logged before could not be read", exc_info=True)
         logged_before = set()
