@@ -64,6 +64,14 @@ def _command(root: Path, *extra: str) -> list[str]:
     ]
 
 
+def _run(root: Path, cwd: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``edprf consortium`` on ``root`` with ``extra`` options, to its end (output captured, Flower's environment
+    variables left out)."""
+    return subprocess.run(
+        _command(root, *extra), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=cwd, check=False
+    )
+
+
 def _running_under(root: Path) -> list[str]:
     """Command lines of live processes that name ``root`` (every Flower process the command starts does)."""
     found = []
@@ -91,9 +99,7 @@ def _assert_plain(output: str, root: Path) -> None:
 def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
     root = tmp_path / "consortium"
     t0 = time.monotonic()
-    first = subprocess.run(
-        _command(root), capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=tmp_path, check=False
-    )
+    first = _run(root, tmp_path)
     print(f"\nedprf consortium (3 parties): {time.monotonic() - t0:.1f} s")
     output = first.stdout + first.stderr
     assert first.returncode == 0, output[-6000:]
@@ -138,15 +144,7 @@ def test_three_parties_in_one_command_then_a_refused_output_dir(tmp_path):
 
     # the same output directory again: refused before any request, reported as failed, exit 1
     report_bytes = (run_dir / "report.json").read_bytes()
-    second = subprocess.run(
-        _command(root, "--run-config", f"output-dir='{run_dir}'"),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=_env(),
-        cwd=tmp_path,
-        check=False,
-    )
+    second = _run(root, tmp_path, "--run-config", f"output-dir='{run_dir}'")
     output = second.stdout + second.stderr
     assert second.returncode == 1, output[-6000:]
     assert "already holds a run" in output and "overwrite=true" in output, output[-3000:]
@@ -177,15 +175,8 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     for paths in layout["parties"].values():  # 0.5 of the cap 2 left: the party check passes, a request of 1 not
         BudgetLedger(paths["ledger-path"], cap=2.0).reserve("earlier", "release", 1.5)
     t0 = time.monotonic()
-    done = subprocess.run(  # under a request-tag the parties decide (the command checks no remaining budget then)
-        _command(root, "--run-config", "request-tag='trial-7'"),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=_env(),
-        cwd=tmp_path,
-        check=False,
-    )
+    # under a request-tag the parties decide (the command checks no remaining budget then)
+    done = _run(root, tmp_path, "--run-config", "request-tag='trial-7'")
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-6000:]
