@@ -481,16 +481,13 @@ class Schema:
             :class:`~pathlib.Path`, or one line ending in ``.toml`` or holding a path separator and no ``=``) is told to
             :func:`load_schema`.
         """
-        not_a_path = (
-            f"Schema.from_toml takes a schema's TOML text, not a path: {str(text)!r} looks like a file; read a "
-            "schema file with load_schema(path)"
-        )
         if isinstance(text, os.PathLike):
-            raise SchemaError(not_a_path)
+            raise SchemaError(_not_a_path_text(text))
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise SchemaError(not_a_path if _looks_like_a_path(text) else f"schema is not valid TOML: {exc}") from None
+            said = _not_a_path_text(text) if _looks_like_a_path(text) else f"schema is not valid TOML: {exc}"
+            raise SchemaError(said) from None
         try:
             return cls.from_dict(data)
         except SchemaError:
@@ -535,6 +532,14 @@ class Schema:
 
 def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     refuse_unknown_keys(data, allowed, where, error=SchemaError)
+
+
+def _not_a_path_text(text: object) -> str:
+    """What :meth:`Schema.from_toml` says of a path given instead of TOML text (built only when it says it)."""
+    return (
+        f"Schema.from_toml takes a schema's TOML text, not a path: {str(text)!r} looks like a file; read a "
+        "schema file with load_schema(path)"
+    )
 
 
 def _looks_like_a_path(text: str) -> bool:
