@@ -42,7 +42,6 @@ import pyarrow as pa
 from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._file_lines import decoded, header_line, line_blocks, open_lines
-from ._first_line import foreign_header_text
 from ._schema import Schema
 from ._text_table import (
     _TEXT_DTYPE,
@@ -53,7 +52,7 @@ from ._text_table import (
     _split_line,
     header_hint,
     plain_lines,
-    separator_hint,
+    refuse_a_first_line_that_is_no_header,
     visible_lines,
 )
 
@@ -97,11 +96,7 @@ def _header(schema: Schema, first: str | None, sep: str, path: Path, require_lab
             f"{path}: the first line must be a header naming the columns{hint or ' (or pass --no-header)'}"
         )
     names = [n.strip() for n in names]
-    if not separator_hint(first, sep):
-        if foreign := foreign_header_text(first, sep, schema):  # another table's header: no option helps
-            raise DataValidationError(f"{path}: {foreign}")
-        if hint:  # a row of data, not a header: said before "a column twice", as read_table says it
-            raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
+    refuse_a_first_line_that_is_no_header(first, sep, schema, hint, path)
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
     label = schema.label.column

@@ -126,6 +126,21 @@ def _split_line(text: str, sep: str) -> list[str] | None:
     return rows[0] if len(rows) == 1 else None
 
 
+def refuse_a_first_line_that_is_no_header(
+    first: str, sep: str, schema: Schema, hint: str, path: Path, hints: OptionHints | None = None
+) -> None:
+    """Raise :class:`DataValidationError` (naming ``path``) when the first line, split well by ``sep``, is not a
+    header of ``schema``: another table's header (:func:`foreign_header_text`: no option helps), or a row of data
+    (``hint``, :func:`header_hint`'s, is not empty: the file has no header).  Said before "a column twice", which
+    a row of data often is.  The two readers (:func:`header_names`, the streamed reader) share it."""
+    if separator_hint(first, sep, hints):
+        return
+    if foreign := foreign_header_text(first, sep, schema):
+        raise DataValidationError(f"{path}: {foreign}")
+    if hint:
+        raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
+
+
 def header_names(
     schema: Schema, first: str | None, sep: str, header: bool, path: Path, hints: OptionHints | None = None
 ) -> list[str]:
@@ -145,13 +160,7 @@ def header_names(
         raise ValueError(f"{path}: the first line must be a header naming the columns{hint}")
     names = [n.strip() for n in names]
     known = [*schema.feature_names, *schema.ignored_columns, label]
-    if not separator_hint(first, sep, hints):
-        if foreign := foreign_header_text(first, sep, schema):  # another table's header: no option helps
-            raise DataValidationError(f"{path}: {foreign}")
-        if hint:
-            # no name of the schema even ignoring case, and no other separator: data, not a header (a file
-            # without one) -- said first, before "a column twice", which a row of data often is
-            raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")
+    refuse_a_first_line_that_is_no_header(first, sep, schema, hint, path, hints)
     if len(set(names)) != len(names):
         raise DataValidationError(f"{path}: the header names a column twice{hint}")
     unknown = [n for n in names if n not in known]
