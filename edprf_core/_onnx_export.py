@@ -95,12 +95,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._encoding import FeatureGrid, _refuse, _row_names, as_frame, encode_features
+from ._encoding import _MAX_REPORTED, FeatureGrid, _refuse, _row_names, as_frame, encode_features
 from ._exceptions import DataValidationError
 from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
 from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper
 from ._schema import ContinuousFeature, Schema
+from .count_text import count_text
 
 __all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
 
@@ -212,18 +213,14 @@ def _refused_rows(frame: pd.DataFrame, problems: list[tuple[str, str, NDArray[np
     refused = np.logical_or.reduce([mask for _, _, mask in problems])
     kinds = []
     for column, what, mask in problems:
-        first = np.flatnonzero(mask)[:_SHOWN_ROWS]
+        first = np.flatnonzero(mask)[:_MAX_REPORTED]  # the rows _refuse shows
         rows = _row_names(frame.index, first)
         kinds.append(str(_refuse(column, what, rows, frame[column].iloc[first].tolist(), int(mask.sum()))))
     n = int(refused.sum())
     return DataValidationError(
-        f"{n} of {len(frame)} row{'' if len(frame) == 1 else 's'} of X cannot be encoded under the schema's rules "
+        f"{n} of {count_text(len(frame), 'row')} of X cannot be encoded under the schema's rules "
         f"(rows named by their 0-based position in X, X.iloc[i], not by a file's line number): " + "; ".join(kinds)
     )
-
-
-_SHOWN_ROWS = 3
-"""Rows named for each problem (then how many more)."""
 
 
 def _tree_nodes(forest: DPForest) -> dict[str, list]:
