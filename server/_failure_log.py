@@ -17,6 +17,7 @@ import logging
 
 from ._guarantee import PRE_RESERVATION_REFUSALS
 from ._outcomes import PartyStatus
+from ._party_names import who
 from ._report import PartyOutcome, RunReport
 from ._run_control import RunFailed
 
@@ -45,20 +46,20 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for p in report.parties:
         if p.status != PartyStatus.ACCEPTED:
-            by_reason.setdefault(str(p.reason), []).append(p.party_id or f"node {p.node_id}")
+            by_reason.setdefault(str(p.reason), []).append(who(p))
     if not by_reason:  # the summary's "failure:" line above says why
         return [
             f"edprf run {run_id} FAILED: " + ("the failure is above" if report.failure else f"status {report.status}")
         ]
     lines = [f"edprf run {run_id} FAILED (the failure and each party's reason are above); what to do:"]
-    for reason, who in by_reason.items():
+    for reason, named in by_reason.items():
         step = _NEXT_STEPS.get(reason) or (
             "outside that party's policy (its line above names the rule): ask within it; the policy is the party's "
             "to set"
             if reason.startswith("policy_")
             else "see its line above (docs/reference/reason-codes.md)"
         )
-        lines.append(f"  {', '.join(who)} ({reason}): {step}")
+        lines.append(f"  {', '.join(named)} ({reason}): {step}")
     if any(p.status == PartyStatus.ACCEPTED for p in report.parties):  # with none accepted, min-parties cannot help
         lines.append("  or run without the parties above: a lower min-parties (their releases are then left out)")
     return lines + _spent_lines(run_id, report)
@@ -70,11 +71,11 @@ def _spent_lines(run_id: str, report: RunReport) -> list[str]:
     a party checks; the marginals grid, which the number of parties asked sizes, pinned) and a new output-dir
     (this run's report stays where it is)."""
     resendable = [p for p in report.parties if p.status == PartyStatus.ACCEPTED and not p.resumed_from_run]
-    rejected = [_name(p) for p in report.parties if p.status == PartyStatus.REJECTED and p.release_bytes > 0]
-    maybe = [_name(p) for p in report.parties if _may_have_reserved(p)]
+    rejected = [who(p) for p in report.parties if p.status == PartyStatus.REJECTED and p.release_bytes > 0]
+    maybe = [who(p) for p in report.parties if _may_have_reserved(p)]
     lines = []
     if resendable:
-        lines.append(f"  spent: {', '.join(map(_name, resendable))}: its release, which it can resend")
+        lines.append(f"  spent: {', '.join(map(who, resendable))}: its release, which it can resend")
     if rejected:
         lines.append(
             f"  spent: {', '.join(rejected)}: a release the coordinator rejected (resent, it is rejected again)"
@@ -104,10 +105,6 @@ def _pinned(report: RunReport, released: list[PartyOutcome]) -> str:
         return ""
     [(_, bins)] = grids
     return f" marginals-bins={bins}"
-
-
-def _name(p: PartyOutcome) -> str:
-    return p.party_id or f"node {p.node_id}"
 
 
 def _may_have_reserved(p: PartyOutcome) -> bool:
