@@ -305,16 +305,14 @@ LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 NAMED_PARTS = 3
 """How many parts a merged forest's reason names before it counts the rest (:meth:`DPForest.not_dp_reasons`)."""
 
-FEDERATION_NOTE = (
-    "Across parties, records are assumed disjoint: the global model is epsilon-DP per record "
-    "only if each person's records sit at one party; a person present at several parties "
+_ONE_PARTY_PER_PERSON = (
+    "epsilon-DP per record only if each person's records sit at one party; a person present at several parties "
     "is protected at the sum of those parties' epsilons."
 )
 
-POOLING_NOTE = (
-    "Pooled with other parties' releases, the model is epsilon-DP per record only if each person's records sit "
-    "at one party; a person present at several parties is protected at the sum of those parties' epsilons."
-)
+FEDERATION_NOTE = f"Across parties, records are assumed disjoint: the global model is {_ONE_PARTY_PER_PERSON}"
+
+POOLING_NOTE = f"Pooled with other parties' releases, the model is {_ONE_PARTY_PER_PERSON}"
 """The federation caveat of one fit (:func:`release_guarantee`): one data holder's model, or one party's release
 before it is pooled.  A merged forest states :data:`FEDERATION_NOTE` instead."""
 
