@@ -536,7 +536,9 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
             with _coordinator_log(dep.logs) as followed:
-                code = run_and_follow(str(app), "consortium", run_config, env=cli_env, out=followed)
+                code = run_and_follow(
+                    str(app), "consortium", run_config, env=cli_env, out=followed, resubmission_hint=False
+                )  # [5/5] says how to finish a stopped run, in this command's options
             _print_summary(out, code, submitted, run_values.get("request-tag"))
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)

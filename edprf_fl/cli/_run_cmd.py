@@ -232,8 +232,12 @@ def run_and_follow(
     detach_on_interrupt: bool = False,
     env: dict[str, str] | None = None,
     out=None,
+    resubmission_hint: bool = True,
 ) -> int:
-    """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted)."""
+    """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted).
+
+    ``resubmission_hint``: an interrupted run says how to resubmit it without spending again (False: the caller
+    says it in terms of its own options, as ``edprf consortium`` does)."""
     from ._stop_signals import exit_status, stop_signals
 
     out = out or sys.stdout
@@ -262,13 +266,18 @@ def run_and_follow(
             return exit_status(interrupt)
         code, text = run.stop(env)  # first: after SIGHUP there may be no terminal left to tell
         if code == 0:
+            resubmit = (
+                " To use those releases without spending again, once each party's `edprf budget` shows the entry "
+                "released (while it is reserved the party answers request_spent), submit with "
+                f"request-tag='{_request_tag(app, run_config) or run.run_id}', the same run config and a new "
+                "output-dir"
+                if resubmission_hint
+                else ""
+            )
             _tell(
                 f"\nedprf run: interrupted; stopped run {run.run_id} (flwr stop {run.run_id}{conn}); what parties "
                 "already reserved in their ledgers stays spent, and a party that already had the request may still "
-                "spend on it for a few seconds. To use those releases without spending again, once each party's "
-                "`edprf budget` shows the entry released (while it is reserved the party answers request_spent), "
-                f"submit with request-tag='{_request_tag(app, run_config) or run.run_id}', the same run config and "
-                "a new output-dir"
+                f"spend on it for a few seconds.{resubmit}"
             )
         else:
             _tell(
