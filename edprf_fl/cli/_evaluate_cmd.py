@@ -235,14 +235,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
         diagnostics.add(chunk, scores)
         cells = chunk.frame[forest.schema.label.column]
         y, why = read_labels(cells, forest.schema)
-        diagnostics.add_labels(cells.reset_index(drop=True), scores.scored & (y < 0) & (why != "label missing"))
+        unlabelled = scores.scored & (y < 0)
+        diagnostics.add_labels(cells, unlabelled & (why != "label missing"))  # a boolean array: by position
         for status in ("ok", "clipped", "refused", "malformed"):
             counts[status] += int((scores.status == status).sum())
-        unlabelled = scores.scored & (y < 0)
         counts["label"] += int(unlabelled.sum())
         use = scores.scored & (y >= 0)
         labels.append(y[use])
         probabilities.append(scores.proba[use])
+    if diagnostics.rows == 0:
+        say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
+        return 1
     y_all = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
     p_all = np.concatenate(probabilities) if probabilities else np.zeros((0, forest.schema.n_classes))
     report = clinical_report(
@@ -254,9 +257,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
         threshold=args.threshold if positive is not None else 0.5,
         n_calibration_bins=args.calibration_bins,
     )
-    if diagnostics.rows == 0:
-        say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
-        return 1
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
     print(
         f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
