@@ -56,9 +56,11 @@ def integer(low: int, high: int | None = None) -> Callable[[str], int]:
     return read
 
 
-def integer_or_auto(low: int) -> Callable[[str], int | str]:
-    """``auto`` or an integer >= ``low`` (an estimator parameter whose default is its automatic rule)."""
-    read_integer = integer(low)
+def integer_or_auto(low: int, high: int | None = None) -> Callable[[str], int | str]:
+    """``auto`` or an integer in ``[low, high]`` (an estimator parameter whose default is its automatic rule; no
+    upper bound when ``high`` is None)."""
+    read_integer = integer(low, high)
+    expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
 
     def read(text: str) -> int | str:
         if text.strip() == "auto":
@@ -66,7 +68,7 @@ def integer_or_auto(low: int) -> Callable[[str], int | str]:
         try:
             return read_integer(text)
         except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= {low}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected 'auto' or {expected}, got {text!r}") from None
 
     read.__name__ = "integer_or_auto"
     return read
@@ -98,17 +100,8 @@ def _number(text: str, accepted: Callable[[float], bool], expected: str) -> floa
     return value
 
 
-def depth_or_auto(text: str) -> int | str:
-    """``auto`` or an integer in ``[1, CLI_DEPTH_LIMIT]``."""
-    if text.strip() == "auto":
-        return "auto"
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= CLI_DEPTH_LIMIT:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer in [1, {CLI_DEPTH_LIMIT}], got {text!r}")
-    return value
+depth_or_auto = integer_or_auto(1, CLI_DEPTH_LIMIT)
+"""``auto`` or an integer in ``[1, CLI_DEPTH_LIMIT]``."""
 
 
 def embedded_datasets() -> tuple[str, ...]:
