@@ -133,13 +133,11 @@ def run_inspect(args: argparse.Namespace) -> int:
         "nodes": getattr(args, "max_nodes", MAX_NODES),
     }
     shown = terminal_safe(path)
-    from ._model_args import empty_model_text
-
-    if empty_model_text(path):  # parsed, it would read as format version 0: "expected 2, got 0"
-        print(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
-        return EXIT_INVALID
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
+        if not data:  # parsed, it would read as format version 0: "expected 2, got 0"
+            print(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
+            return EXIT_INVALID
         lines, statuses = _describe(data, registry, args.schema, limits)
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
