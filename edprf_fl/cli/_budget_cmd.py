@@ -111,7 +111,7 @@ def _show(args: argparse.Namespace) -> int:
     # read that is unknown: the entries' own sum is shown, nothing as remaining, and the exit status is 1
     spent = state.in_ledger if state.spent is None else state.spent
     remaining, over = state.remaining, state.over_cap
-    pending = _pending_cap_change(meta.get(CAP_KEY), state.cap)
+    pending = _pending_cap_change(recorded, state.cap)
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
     if args.json:
         print(
@@ -254,16 +254,11 @@ def _recorded_cap(recorded: str | None) -> Fraction | Literal["inf"] | None:
     return value if value > 0 else None
 
 
-def _pending_cap_change(recorded: str | None, cap_exact: Fraction | None) -> str | None:
-    """A line when the cap shown differs from the one the ledger last recorded (a policy edited since the
-    party last opened its ledger, which then records the change), else None.
-
-    The recorded text is untrusted: only the ledger's own forms are read (``inf``, or an exact fraction of
-    at most 40 characters, as the ledger writes it); anything else is left unread.
-    """
+def _pending_cap_change(last_cap: Fraction | Literal["inf"] | None, cap_exact: Fraction | None) -> str | None:
+    """A line when the cap shown differs from ``last_cap``, the one the ledger last recorded (:func:`_recorded_cap`:
+    a policy edited since the party last opened its ledger, which then records the change), else None."""
     from client import format_epsilon
 
-    last_cap = _recorded_cap(recorded)
     if cap_exact is None or last_cap is None or last_cap == cap_exact:
         return None
     last = "no cap" if last_cap == "inf" else format_epsilon(last_cap)
