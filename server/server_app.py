@@ -27,6 +27,7 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    quiet_flower_traceback()  # a RunFailed below is said by our lines, not by Flower's traceback of it
     with flower_console():  # the coordinator's records (edprf.coordinator) in the run's log, as Flower's are
         _run(grid, context)
 
@@ -38,7 +39,6 @@ def _run(grid: Grid, context: Context) -> None:
         out = claim_output_dir(cfg, str(context.run_id))
     except ValueError as exc:
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
-        quiet_flower_traceback()
         raise RunFailed(str(exc)) from None
     try:
         report = run_federation(grid, cfg, str(context.run_id))
@@ -49,5 +49,4 @@ def _run(grid: Grid, context: Context) -> None:
     if report.status != RunStatus.COMPLETED:
         for line in failure_lines(str(context.run_id), report):
             log.error(line)
-        quiet_flower_traceback()
         raise RunFailed(report.failure or f"the run ended with status {report.status}")
