@@ -26,7 +26,10 @@ _Text = TypeVar("_Text", str, bytes)
 
 
 def is_terminal(stream: object) -> bool:
-    """Whether ``stream`` is a terminal (False for files, pipes, closed streams and objects without ``isatty``)."""
+    """Whether ``stream`` is a terminal (False for files, pipes, closed streams and objects without ``isatty``).
+
+    The same as :func:`protocol.is_terminal`, kept here on purpose: importing ``protocol`` would load numpy at
+    every ``edprf`` start (``edprf --help`` stays fast)."""
     try:
         return bool(stream.isatty())  # type: ignore[attr-defined]
     except (AttributeError, ValueError, OSError):
