@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from edprf_core.count_text import count_text
+from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._ledger import (
@@ -67,6 +68,9 @@ class Finding:
     once_per: str = ""
     """For a note on what a ledger keeps for ever (its trails): the ledger state it describes; the ClientApp logs
     it at WARNING once per state (:mod:`client._noted_notes`).  Empty: logged at its level every time."""
+    refusal: str = ""
+    """For a problem that makes the party refuse new requests: the refusal code it will answer with
+    (``budget_exhausted``); empty otherwise."""
 
     def line(self) -> str:
         return f"{self.level}: {self.subject}: {self.text}"
@@ -93,8 +97,8 @@ class PreflightReport:
     def lines(self) -> list[str]:
         return [f.line() for f in self.findings]
 
-    def _add(self, level: str, subject: Path | str, text: str, once_per: str = "") -> None:
-        self.findings.append(Finding(level, str(subject), text, once_per))
+    def _add(self, level: str, subject: Path | str, text: str, once_per: str = "", refusal: str = "") -> None:
+        self.findings.append(Finding(level, str(subject), text, once_per, refusal))
 
 
 _PAIR = re.compile(r"""(\S+?)=('[^']*'|"[^"]*"|\S+)""")
@@ -379,8 +383,9 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             "problem",
             path,
             f"remaining epsilon {format_epsilon(state.remaining)} is below min-epsilon "
-            f"{policy.min_epsilon:g}: every request will be refused (budget_exhausted); "
-            "the lifetime cap is reached for this data",
+            f"{policy.min_epsilon:g}: every new request will be refused (budget_exhausted; a repeated request "
+            "id it already released is resent, spending nothing); the lifetime cap is reached for this data",
+            refusal=RefusalReason.BUDGET_EXHAUSTED.value,
         )
 
 

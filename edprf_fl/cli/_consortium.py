@@ -248,14 +248,23 @@ def _app_dir(given: Path | None) -> Path:
 
 
 # ----------------------------------------------------------------------------- the run
-def _check_parties(parties: dict) -> None:
+def _check_parties(parties: dict, tagged: bool = False) -> None:
+    """Run each party's own check (``edprf party check``) and refuse the run on any problem.
+
+    Under a ``request-tag`` (``tagged``), an exhausted budget is no problem here: a party resends a release it
+    made for that tag and spends nothing, and refuses (``budget_exhausted``) anything else; the party decides.
+    """
     from client import parse_node_config, preflight_configs
     from edprf_core.count_text import count_text
 
-    problems = []
+    problems, resending = [], []
     for party_id, paths in parties.items():
         report = preflight_configs(parse_node_config(node_config(paths)))
-        problems += [f"{party_id}: {line}" for line in (f.line() for f in report.problems)]
+        for finding in report.problems:
+            if tagged and finding.refusal == "budget_exhausted":
+                resending.append(party_id)
+            else:
+                problems.append(f"{party_id}: {finding.line()}")
     if problems:
         exhausted = any("budget_exhausted" in line for line in problems)
         raise ValueError(
@@ -269,6 +278,12 @@ def _check_parties(parties: dict) -> None:
             )
         )
     print(f"[2/5] party check: {count_text(len(parties), 'party', 'parties')}, no problem found", flush=True)
+    if resending:
+        print(
+            f"      {', '.join(resending)}: lifetime cap reached; under the request-tag it resends a release it "
+            "made for the tag (spending nothing) and refuses anything else (budget_exhausted)",
+            flush=True,
+        )
 
 
 def _run_settings(args: argparse.Namespace, run_values: dict) -> CoordinatorConfig:
@@ -478,7 +493,6 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
         f"(data share, schema, policy, ledger, keys)",
         flush=True,
     )
-    _check_parties(parties)
     given = {key: getattr(args, key.replace("-", "_")) for key in _SETTINGS}
     run_values = {
         "schema-path": coordinator / "schema.toml",
@@ -494,6 +508,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
         **extra,  # wins: the pre-flight check and the summary use what the run will use
     }
     settings = _run_settings(args, {k: str(v) if isinstance(v, Path) else v for k, v in run_values.items()})
+    _check_parties(parties, tagged=bool(run_values.get("request-tag")))
     for key in ("min-parties", "expected-parties"):  # more than --parties: the run would wait for parties never coming
         if getattr(settings, key.replace("-", "_")) > len(parties):
             raise ValueError(f"--run-config {key}: expected at most {len(parties)} (--parties), got {extra[key]!r}")

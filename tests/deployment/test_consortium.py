@@ -421,6 +421,30 @@ def test_a_request_above_what_remains_of_a_cap_is_refused_before_any_process_sta
     assert len(BudgetLedger(parties["hospital-a"]["ledger-path"], cap=2.0).entries()) == 1  # nothing spent
 
 
+def test_a_tagged_resend_at_an_exhausted_cap_is_left_to_the_party(tmp_path, fake_run, capsys):
+    """A party whose cap is reached failed the party check (budget_exhausted) even under a request-tag, although
+    it resends a release it made for the tag and spends nothing: the tagged resend a failed run advises could
+    not be made (review). Without a tag the check still refuses the run before any process starts."""
+    from client import BudgetLedger
+
+    root = tmp_path / "c"
+    assert _consortium(root) == 0  # lays the parties out (caps 2)
+    ledger = root / "parties" / "hospital-a" / "ledger.sqlite"
+    book = BudgetLedger(ledger, cap=2.0)
+    book.reserve("earlier", "release", 2.0)
+    book.complete("earlier", b"x")
+    capsys.readouterr()
+    assert _consortium(root) == 1
+    err = capsys.readouterr().err
+    assert "hospital-a: problem:" in err and "every new request will be refused (budget_exhausted" in err, err
+    assert len(fake_run["runs"]) == 1  # nothing started
+    assert _consortium(root, "--epsilon", "1", "--run-config", "request-tag='trial-1'") == 0
+    out = capsys.readouterr().out
+    assert "[2/5] party check: 3 parties, no problem found\n" in out, out
+    assert "hospital-a: lifetime cap reached; under the request-tag it resends a release it made for the tag" in out
+    assert "request-tag='trial-1'" in fake_run["runs"][1]
+
+
 def test_budget_of_an_unreadable_ledger_is_unknown_never_0(tmp_path):
     from edprf_fl.cli._consortium import _budget_lines
 
