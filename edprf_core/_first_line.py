@@ -10,19 +10,35 @@ Privacy: reads the first line of the caller's own file, for the caller's eyes; n
 
 from __future__ import annotations
 
+import csv
 import math
 
 from ._schema import CategoricalFeature, Schema
 from .count_text import count_text
 
-__all__ = ["foreign_header_text", "looks_like_data", "schema_column_named"]
+__all__ = ["foreign_header_text", "looks_like_data", "schema_column_named", "split_line"]
 
 _SHOWN_NAMES = 4
 """Column names a message shows of the header and of the schema (then how many there are)."""
 
 
+def split_line(text: str, sep: str) -> list[str] | None:
+    """Fields of one line as the readers split it, or None when the line is malformed (open quote, stray
+    quote)."""
+    if '"' not in text:
+        return text.split(sep)
+    try:
+        rows = list(csv.reader([text], delimiter=sep, quotechar='"', doublequote=True, strict=True))
+    except csv.Error:
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
 def _cells(first: str, sep: str) -> list[str]:
-    return [c.strip().strip('"').strip() for c in first.split(sep)]
+    """The first line's cells, unquoted as the readers read them (a malformed line: split plainly, for a
+    message only)."""
+    fields = split_line(first, sep)
+    return [c.strip().strip('"').strip() for c in (fields if fields is not None else first.split(sep))]
 
 
 def schema_column_named(first: str, sep: str, schema: Schema) -> bool:

@@ -42,7 +42,6 @@ the data owner's log; nothing here is released.
 
 from __future__ import annotations
 
-import csv
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +58,7 @@ from ._file_lines import BOM as _BOM
 from ._file_lines import decoded as _decoded
 from ._file_lines import header_line, line_blocks, open_lines
 from ._first_line import foreign_header_text, looks_like_data, schema_column_named
+from ._first_line import split_line as _split_line
 from ._schema import Schema
 
 __all__ = ["MAX_LINE_CHARS", "PARQUET_SUFFIXES", "OptionHints", "TextTable", "read_table"]
@@ -113,17 +113,6 @@ class OptionHints:
     no_header: str = "pass --no-header"
     separator: str = "pass --sep '{sep}'"
     tab: str = "pass --sep $'\\t'"
-
-
-def _split_line(text: str, sep: str) -> list[str] | None:
-    """Fields of one line, or None when the line is malformed (open quote, stray quote)."""
-    if '"' not in text:
-        return text.split(sep)
-    try:
-        rows = list(csv.reader([text], delimiter=sep, quotechar='"', doublequote=True, strict=True))
-    except csv.Error:
-        return None
-    return rows[0] if len(rows) == 1 else None
 
 
 def refuse_a_first_line_that_is_no_header(

@@ -152,3 +152,12 @@ def test_parquet_input_reads_the_same_rows(tmp_path):
     assert len(table.X) == 300 and table.y.tolist() == y.iloc[:300].tolist()
     clf = EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0)
     assert clf.fit(table.X, table.y).score(table.X, table.y) == clf.fit(X[:300], y[:300]).score(X[:300], y[:300])
+
+
+def test_a_quoted_header_of_another_table_is_named_as_its_cells(tmp_path):
+    """The first-line check split on the separator inside quotes: another table's quoted header named
+    '"visit' and 'site"' as two of its columns."""
+    path = tmp_path / "other.csv"
+    path.write_text('"visit, site","US1","US2"\n' + "a,1,2\n")
+    with pytest.raises(DataValidationError, match=r"the header names 'visit, site', 'US1', 'US2' \(3 columns\)"):
+        read_table(path, SCHEMA)
