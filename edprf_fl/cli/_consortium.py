@@ -616,7 +616,6 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
     when this run wrote it (a refused run leaves an earlier run's report in place); a stopped run, how to
     finish it without spending again (the request-tag, deploy/README.md)."""
     from edprf_core.count_text import count_text
-    from server import contribution_lines
 
     report_path = out / "report.json"
     outcome = "completed" if code == 0 else "STOPPED" if code >= 128 else "FAILED"  # 128 + a signal: interrupted
@@ -651,8 +650,8 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
         accuracy = report.get("central_evaluation", {}).get("accuracy")
         if accuracy is not None:
             print(f"  accuracy on the coordinator's test rows: {accuracy:.3f}")
-        for line in contribution_lines(report.get("contributions", []), report.get("parameters", {}).get("flag_alpha")):
-            print(f"  {line}")
+        if report.get("contributions"):  # each party's lines are in the run's log above: said once
+            print(f"  what each party's trees add: in the run's log above, and in {report_path}")
         if report.get("failure"):
             print(f"  failure: {report['failure']}")
         if report.get("guarantee"):
