@@ -254,6 +254,7 @@ from numpy.typing import NDArray
 from ._tree import ForestArrays
 
 __all__ = [
+    "BOUNDED_INFLUENCE_PARTS",
     "CLIP_MARGIN",
     "PLAUSIBLE_CLIP_MARGIN",
     "PLAUSIBLE_SIZE_FACTOR",
@@ -317,6 +318,10 @@ PLAUSIBLE_CLIP_MARGIN = 1.75
 
 TOLERATED_PARTIES = 1
 """Hostile parts the across-part combination is bounded against (item 5): ``f`` in :func:`bounded_part_mean`."""
+
+BOUNDED_INFLUENCE_PARTS = 2 * TOLERATED_PARTIES + 1
+"""The fewest parts from which the bounds of item 5 apply (``2 f + 1``): with fewer, nothing in the releases tells a
+forged part from an honest one, and one part's release can decide the model."""
 
 WEIGHT_CAP_FACTOR = 2.0
 """``c`` of item 5 (b): a part of plausible size weighs at most ``c`` times the ``(f+1)``-th largest weight of a class."""

@@ -18,9 +18,11 @@ from ._forest import (
     merge_forests,
 )
 from ._influence_cuts import CUT_REPORT_SHARE, InfluenceCut, influence_cuts
+from ._leaf_distribution import BOUNDED_INFLUENCE_PARTS
 from ._tree import MAX_FIT_NODES, MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError, max_tree_nodes
 
 __all__ = [
+    "BOUNDED_INFLUENCE_PARTS",
     "CUT_REPORT_SHARE",
     "DEPTH_RULES",
     "DRAFTED_REASON",

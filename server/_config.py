@@ -52,7 +52,10 @@ class CoordinatorConfig:
         Trees every party releases: decided here, never from row counts.
     min_parties : int >= 1
         Fewer valid releases than this: no model is saved.  Fewer connected parties than this after
-        ``node_wait_timeout``: the run fails before any request is sent, so no party spends ε on it.
+        ``node_wait_timeout``: the run fails before any request is sent, so no party spends ε on it.  A
+        consortium sets 3 or more: the merge bounds one party's say from three releases on
+        (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``); with fewer, either party's release can decide the model
+        (the report's ``bounded_influence`` says so).
     expected_parties : int >= 0
         Wait up to ``node_wait_timeout`` seconds for this many connected
         parties before sending requests (0: start once ``min_parties`` are in;

@@ -25,7 +25,7 @@ from edprf_core import Schema, load_schema, merge_forests
 from edprf_core.count_text import count_text
 from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
-from edprf_core.forest import influence_cuts
+from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, influence_cuts
 from protocol import (
     ROW_COUNTS_KEY,
     InvalidRelease,
@@ -336,6 +336,20 @@ def _influence_cuts(accepted: list, run_id: str) -> list[dict[str, Any]]:
     return [asdict(cut) for cut in cuts]
 
 
+def _bounded_influence(n_parts: int, run_id: str) -> dict[str, Any]:
+    """Whether the merge bounds each party's say (item 5 of :mod:`edprf_core._leaf_distribution`: from
+    :data:`~edprf_core.forest.BOUNDED_INFLUENCE_PARTS` parts on), for the report; a warning when it does not."""
+    applies = n_parts >= BOUNDED_INFLUENCE_PARTS
+    if not applies:
+        log.warning(
+            "run %s: %s merged: one party's release can decide the model (bounded influence takes %d)",
+            run_id,
+            count_text(n_parts, "party's release", "parties' releases"),
+            BOUNDED_INFLUENCE_PARTS,
+        )
+    return {"applies": applies, "parts": n_parts, "needs": BOUNDED_INFLUENCE_PARTS}
+
+
 def _model_and_evaluation(
     grid: Grid,
     cfg: CoordinatorConfig,
@@ -351,6 +365,7 @@ def _model_and_evaluation(
         accepted = _assess_parties(cfg, schema, accepted, report)
 
     report.influence_cuts = _influence_cuts(accepted, run_id)
+    report.bounded_influence = _bounded_influence(len(accepted), run_id)
     t0 = time.perf_counter()
     manifest = {
         "run_id": run_id,

@@ -63,6 +63,7 @@ class RunReport:
     marginals: dict[str, Any] = field(default_factory=dict)  # the model's marginals part ({}: none)
     absent_parties: list[str] = field(default_factory=list)  # registered (keys-dir) but named by no reply
     influence_cuts: list[dict[str, Any]] = field(default_factory=list)  # edprf_core.forest.influence_cuts
+    bounded_influence: dict[str, Any] = field(default_factory=dict)  # whether item 5's bounds apply ({}: no model)
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
 

@@ -14,7 +14,13 @@ from ._outcomes import PartyStatus
 from ._report import RunReport
 from ._run_control import absent_text
 
-__all__ = ["central_evaluation_lines", "federated_evaluation_lines", "summary_lines"]
+__all__ = [
+    "bounded_influence_lines",
+    "central_evaluation_lines",
+    "federated_evaluation_lines",
+    "influence_cut_lines",
+    "summary_lines",
+]
 
 
 def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
@@ -89,6 +95,7 @@ def summary_lines(report: RunReport) -> list[str]:
                 )
     if report.absent_parties and not report.failure:  # a failure's text names them already
         lines.append(f"  {absent_text(report.absent_parties)}")
+    lines.extend(bounded_influence_lines(report.bounded_influence))
     lines.extend(influence_cut_lines(report.influence_cuts))
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")
@@ -96,6 +103,25 @@ def summary_lines(report: RunReport) -> list[str]:
     if report.guarantee:
         lines.append(f"guarantee: {report.guarantee.splitlines()[0]}")
     return lines
+
+
+def bounded_influence_lines(bounded: dict[str, Any]) -> list[str]:
+    """When the merge could not bound each party's say (fewer parts than it takes), what that means and what
+    refuses such a run."""
+    if not bounded or bounded.get("applies", True):
+        return []
+    parts, needs = bounded["parts"], bounded["needs"]
+    what = (
+        "the model is one party's release"
+        if parts == 1
+        else f"with {parts} parties' releases nothing tells a forged release from an honest one, and either can "
+        "decide the model"
+    )
+    line = (
+        f"bounded influence: OFF: {what}; it takes {needs} parties to bound one party's say "
+        f"(min-parties={needs} refuses a run with fewer)"
+    )
+    return [line]
 
 
 def influence_cut_lines(cuts: list[dict[str, Any]]) -> list[str]:

@@ -616,6 +616,7 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
     when this run wrote it (a refused run leaves an earlier run's report in place); a stopped run, how to
     finish it without spending again (the request-tag, deploy/README.md)."""
     from edprf_core.count_text import count_text
+    from server import bounded_influence_lines
 
     report_path = out / "report.json"
     outcome = "completed" if code == 0 else "STOPPED" if code >= 128 else "FAILED"  # 128 + a signal: interrupted
@@ -647,6 +648,8 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
                     else f", {count_text(p['n_trees'], 'tree')}, epsilon {p['epsilon']:g}"
                 )
             )
+        for line in bounded_influence_lines(report.get("bounded_influence", {})):
+            print(f"  {line}")
         accuracy = report.get("central_evaluation", {}).get("accuracy")
         if accuracy is not None:
             print(f"  accuracy on the coordinator's test rows: {accuracy:.3f}")

@@ -362,3 +362,30 @@ def test_an_evaluation_skipped_is_said_once_in_the_run_s_log(tmp_path, caplog, m
     assert reports[0].federated_evaluation["skipped"]
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] + summary_lines(reports[0])
     assert len([line for line in said if "evaluation not run, no epsilon spent" in line]) == 1, said
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, caplog, monkeypatch, parties):
+    """With two parties one forged release took the pooled model over (hostile-party review: accuracy 0.825 to
+    0.074) while the run said 'completed' and nothing else: item 5's bounds apply from three parts on. The report,
+    the log and the summary now say when they do not, and what refuses such a run."""
+    from edprf_fl.simulation import _engine
+
+    reports = []
+    monkeypatch.setattr(_engine, "run_federation", lambda *a: reports.append(run_federation(*a)) or reports[-1])
+    cfg = prepare_workspace(_settings(parties=parties, max_depth=2, evaluation_epsilon=0.0), tmp_path).config
+    with caplog.at_level(logging.WARNING, logger="edprf"):
+        simulate_federation(cfg, parties)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    assert report["bounded_influence"] == {"applies": parties >= 3, "parts": parties, "needs": 3}
+    off = [line for line in summary_lines(reports[0]) if line.startswith("bounded influence: OFF")]
+    warned = [r.getMessage() for r in caplog.records if "can decide the model" in r.getMessage()]
+    if parties >= 3:
+        assert off == [] and warned == []
+    else:
+        assert off == [
+            "bounded influence: OFF: with 2 parties' releases nothing tells a forged release from an honest one, "
+            "and either can decide the model; it takes 3 parties to bound one party's say (min-parties=3 refuses a "
+            "run with fewer)"
+        ]
+        assert len(warned) == 1 and "2 parties' releases merged" in warned[0]
