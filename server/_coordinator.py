@@ -219,8 +219,13 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
             continue
-        payload = result.get("release", b"")
-        payload = bytes(payload) if isinstance(payload, (bytes, bytearray)) else b""
+        payload = result.get("release")
+        if not isinstance(payload, (bytes, bytearray)):
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.MALFORMED
+            got = "nothing" if payload is None else type(payload).__name__
+            outcome.message = f"the reply says released but carries no release bytes (got {got})"
+            continue
+        payload = bytes(payload)
         outcome.release_bytes = len(payload)
         report.bytes_received += len(payload)
         try:
@@ -239,7 +244,6 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 heard.add(charge.party_id)
                 _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
             continue
-        outcome.party_id = release.party_id
         heard.add(release.party_id)
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
             # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
@@ -257,9 +261,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 OutcomeReason.REPLAYED_RELEASE,
                 "a release of another run, without its party's binding to this run",
             )
-        if mismatch is not None:
+        if mismatch is not None:  # the node is not named after the release: it may relay another party's
             outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
+            outcome.message += f" (a release {'signed by' if release.signed else 'naming'} {release.party_id})"
             continue
+        outcome.party_id = release.party_id
         if release.party_id in seen_parties:
             outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
             outcome.message = f"party {release.party_id!r} already contributed to this run"

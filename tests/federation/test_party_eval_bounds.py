@@ -450,8 +450,9 @@ def test_a_binding_verifies_only_for_its_party_release_and_run():
         assert not bound_to_run(release, "run-2", junk, "hospital-b", registry)
 
 
-def _copy_of(stored: bytes):
-    """A ClientApp that answers every train request with another party's stored release (and no binding)."""
+def _copy_of(stored: bytes | str):
+    """A ClientApp that answers every train request with another party's stored release (and no binding), or with
+    whatever ``stored`` is."""
     hostile = ClientApp()
 
     @hostile.train()
@@ -517,10 +518,21 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     )
     outcomes = {p.node_id: p for p in resumed.parties}
     assert outcomes[1].status == "rejected" and outcomes[1].reason == "replayed_release"
+    # the relaying node is not named after the party whose release it relayed (hostile-party review: the report
+    # said 'hospital-b: rejected (replayed_release)' and pointed at the victim)
+    assert outcomes[1].party_id == "" and outcomes[1].message.endswith("(a release signed by hospital-b)")
     assert outcomes[1].rejected_release_epsilon == cfg.epsilon  # a release came: the report says what it may have cost
     assert all(p.rejected_release_epsilon == 0.0 for p in resumed.parties if p.status == "accepted")
     assert sorted(p.party_id for p in resumed.parties if p.status == "accepted") == ["hospital-a", "hospital-b"]
     assert resumed.status == "completed"
+    # a reply that says released with no release bytes: named as that (it read 'unknown_version: format_version
+    # expected 2, got 0', the decoder's text for empty bytes)
+    empty = run_federation(
+        grid(_copy_of("not bytes")), CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-3")}), "run-3"
+    )
+    odd = next(p for p in empty.parties if p.node_id == 1)
+    assert (odd.status, odd.reason) == ("rejected", "malformed"), odd
+    assert odd.message == "the reply says released but carries no release bytes (got str)"
 
 
 # -------------------------------------------------------- the spend record counts refused signed releases

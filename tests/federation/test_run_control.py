@@ -383,9 +383,10 @@ def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, c
     if parties >= 3:
         assert off == [] and warned == []
     else:
-        assert off == [
+        said = (
             "bounded influence: OFF: with 2 parties' releases nothing tells a forged release from an honest one, "
             "and either can decide the model; it takes 3 parties to bound one party's say (min-parties=3 refuses a "
             "run with fewer)"
-        ]
+        )
+        assert off == [said]
         assert len(warned) == 1 and "2 parties' releases merged" in warned[0]
