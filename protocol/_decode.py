@@ -172,7 +172,7 @@ def decode_envelope(
     grid = FeatureGrid.from_schema(schema, params.n_bins)
     trees = _trees_from_message(release.trees, params, grid, what)
     try:
-        check_trees(trees, grid, schema.n_classes, params.split_mode, params.max_depth)
+        check_trees(trees, grid, schema.n_classes, params.split_mode, params.max_depth, params.dp)
     except InvalidRelease as exc:
         raise InvalidRelease(exc.reason, f"{what}: {exc.message}") from None
     # the counts' layout follows the (now valid) structure: one row per leaf

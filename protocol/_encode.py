@@ -85,7 +85,7 @@ def encode_release(
             f"{forest.n_trees} trees"
         )
     try:
-        check_trees(forest.trees, forest.grid, forest.schema.n_classes, params.split_mode, params.max_depth)
+        check_trees(forest.trees, forest.grid, forest.schema.n_classes, params.split_mode, params.max_depth, params.dp)
     except InvalidRelease as exc:
         raise ValueError(f"forest: trees a decoder would refuse ({exc})") from None
     trees = forest.trees

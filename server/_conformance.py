@@ -9,6 +9,7 @@ the run goes on with the others.
 
 from __future__ import annotations
 
+from edprf_core import TrainingParameters
 from protocol import VerifiedRelease
 from protocol.messages import TrainRequest
 
@@ -16,6 +17,8 @@ from ._config import CoordinatorConfig
 from ._outcomes import OutcomeReason
 
 __all__ = ["request_mismatch"]
+
+_AUTO_RULES = ("declared-size", "dp-count")
 
 
 def request_mismatch(
@@ -43,13 +46,14 @@ def request_mismatch(
         "marginals_share": request.marginals_share,
         "marginals_bins": request.marginals_bins,
     }
-    wrong = [name for name, value in expected.items() if getattr(p, name) != value]
-    if request.depth_rule == "fixed" and (p.max_depth != request.max_depth or p.depth_rule != "fixed"):
-        wrong.append("max_depth")
-    if request.depth_rule == "auto" and (p.max_depth > request.max_depth or p.depth_rule == "fixed"):
-        wrong.append("max_depth (auto: at most the requested depth, chosen from a declared size or a DP count)")
+    wrong = [
+        f"{name} expected {value!r}, got {getattr(p, name)!r}"
+        for name, value in expected.items()
+        if getattr(p, name) != value
+    ]
+    wrong += _depth_mismatch(p, request)
     if wrong:
-        return OutcomeReason.REQUEST_MISMATCH, f"parameters other than requested: {', '.join(wrong)}"
+        return OutcomeReason.REQUEST_MISMATCH, f"parameters other than requested: {'; '.join(wrong)}"
     if p.seeded and request.seed < 0:
         return (
             OutcomeReason.SEEDED_RELEASE,
@@ -61,3 +65,32 @@ def request_mismatch(
             f"the release was drawn by the {p.sampler} sampler; this run requires exact",
         )
     return None
+
+
+def _depth_mismatch(p: TrainingParameters, request: TrainRequest) -> list[str]:
+    """The depth, depth rule and DP row count's ε against what the request determines.
+
+    ``"fixed"``: exactly ``max_depth``, rule ``fixed``, nothing spent on a row count (``count_epsilon`` 0).
+    ``"auto"``: a depth up to ``max_depth`` chosen from a size, so a rule ``declared-size`` or ``dp-count``;
+    which one, and the count's share of ε (``count_epsilon``, up to the decoder's bound
+    ``MAX_COUNT_EPSILON_SHARE`` of ``protocol._parameters``), are the party's (its policy declares a public row count or
+    not), not the request's, so neither is compared.  (``TrainingParameters`` already ties
+    ``count_epsilon > 0`` to ``dp-count``.)
+    """
+    wrong = []
+    if request.depth_rule == "fixed":
+        if p.depth_rule != "fixed":
+            wrong.append(f"depth_rule expected 'fixed', got {p.depth_rule!r}")
+        if p.max_depth != request.max_depth:
+            wrong.append(f"max_depth expected {request.max_depth}, got {p.max_depth}")
+        if p.count_epsilon != 0:
+            wrong.append(f"count_epsilon expected 0 (a fixed depth counts no rows), got {p.count_epsilon!r}")
+    else:
+        if p.depth_rule not in _AUTO_RULES:
+            wrong.append(
+                f"depth_rule expected one of {_AUTO_RULES} (auto: a depth chosen from a declared size or a DP count), "
+                f"got {p.depth_rule!r}"
+            )
+        if p.max_depth > request.max_depth:
+            wrong.append(f"max_depth expected at most {request.max_depth} (auto), got {p.max_depth}")
+    return wrong

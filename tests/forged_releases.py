@@ -1,9 +1,11 @@
 """A library of forged releases: a hostile party's forest with honest shapes and forged leaf counts.
 
 Shared by ``tests/core/test_bounded_influence.py``, the hostile ClientApps of the federation and
-deployment tests, and ``benchmarks/bench_hostile_party.py``.  Every forgery keeps what the
+deployment tests, and ``benchmarks/bench_hostile_party.py``.  Every forgery of :data:`ATTACKS` keeps what the
 coordinator can check (schema, grid, parameters, tree shapes, counts inside the wire range
 ``[0, MAX_LEAF_COUNT]``), so it passes the decoder and the conformance checks; only the counts lie.
+The forgeries of :data:`REFUSED_ATTACKS` change what the coordinator checks (the shapes): the decoder must
+refuse them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from edprf_core.forest import MAX_LEAF_COUNT
 __all__ = [
     "ATTACKS",
     "MARGINALS_ATTACKS",
+    "REFUSED_ATTACKS",
     "SELF_CONTAINED_ATTACKS",
     "forge",
     "forge_marginals",
@@ -162,17 +165,58 @@ SELF_CONTAINED_ATTACKS = (
 """The attacks a party can mount from its own release alone (what the hostile ClientApps use)."""
 
 
+REFUSED_ATTACKS = ("root-only",)
+"""Forged shapes the decoder refuses (``bad_structure``).  ``root-only``: every tree a single leaf holding
+``2**31 - 1`` of the class the party's own counts (or labels) hold least, under the genuine parameters (a fixed
+depth of, say, 4).  Honest code never stops a path above the depth limit while a split candidate is left on it
+(:mod:`edprf_core._builder`), and a root has every candidate left."""
+
+
+def _forged_shape_bytes(payload: bytes, schema, attack: str, signing_key) -> bytes:
+    """The Release inside ``payload`` with its trees replaced, edited through the protobuf API (the encoder
+    refuses such trees), re-signed with ``signing_key`` when given."""
+    from protocol import INSPECTION_POLICY, decode_release
+    from protocol import release_pb2 as pb
+    from protocol._signature import sign_release_bytes
+
+    if attack != "root-only":
+        raise ValueError(f"forge_release_bytes: expected one of {REFUSED_ATTACKS}, got {attack!r}")
+    trees = decode_release(payload, schema, INSPECTION_POLICY).forest.trees
+    leaves = trees.feature < 0
+    if trees.leaf_counts is not None:
+        rarest = int(np.argmin(trees.leaf_counts[leaves].sum(axis=0)))
+    else:
+        rarest = int(np.argmin(np.bincount(trees.leaf_class[leaves], minlength=schema.n_classes)))
+    release = pb.Release.FromString(pb.SignedRelease.FromString(payload).release)
+    n = trees.n_trees
+    arrays = {"nodes_per_tree": [1] * n, "feature": [-1] * n, "split": [-1] * n, "first_child": [-1] * n}
+    arrays["leaf_class"] = [rarest] * n
+    counts = [MAX_LEAF_COUNT if c == rarest else 0 for c in range(schema.n_classes)]
+    arrays["leaf_counts"] = counts * n if trees.leaf_counts is not None else []
+    for name, values in arrays.items():
+        field = getattr(release.trees, name)
+        del field[:]
+        field.extend(values)
+    raw = release.SerializeToString(deterministic=True)
+    return sign_release_bytes(raw, signing_key).SerializeToString(deterministic=True)
+
+
 def forge_release_bytes(payload: bytes, schema, attack: str, signing_key=None) -> bytes:
     """Re-issue a party's own genuine release with forged counts: same party, run, request, parameters, shapes.
 
     ``payload`` is the party's honest ``SignedRelease``; the result is signed with ``signing_key``
     (the party's registered key) when given, so it passes the decoder, the signature check and the
-    coordinator's conformance checks.  ``attack`` is one of :data:`SELF_CONTAINED_ATTACKS`.
+    coordinator's conformance checks.  ``attack`` is one of :data:`SELF_CONTAINED_ATTACKS`, or of
+    :data:`REFUSED_ATTACKS` (forged shapes, same party, run, request and parameters: the decoder refuses it).
     """
     from protocol import INSPECTION_POLICY, decode_release, encode_release
 
+    if attack in REFUSED_ATTACKS:
+        return _forged_shape_bytes(payload, schema, attack, signing_key)
     if attack not in SELF_CONTAINED_ATTACKS:
-        raise ValueError(f"forge_release_bytes: expected one of {SELF_CONTAINED_ATTACKS}, got {attack!r}")
+        raise ValueError(
+            f"forge_release_bytes: expected one of {SELF_CONTAINED_ATTACKS + REFUSED_ATTACKS}, got {attack!r}"
+        )
     genuine = decode_release(payload, schema, INSPECTION_POLICY)
     forged = forge(attack, genuine.forest)
     return encode_release(

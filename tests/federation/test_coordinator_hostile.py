@@ -96,6 +96,24 @@ def test_auto_depth_requests_accept_a_party_chosen_depth_up_to_the_cap(wall):
     assert request_mismatch(too_deep, auto, CFG)[0] == "request_mismatch"
 
 
+def test_a_mismatch_names_what_was_expected_and_what_came(wall):
+    fixed, auto = _request(wall[2]), _request(wall[2], depth_rule="auto", max_depth=8)
+    counted = _release(wall, max_depth="auto", max_depth_cap=3)  # auto depth from a DP count: count_epsilon > 0
+    assert counted.params.depth_rule == "dp-count" and counted.params.count_epsilon > 0
+    reason, message = request_mismatch(counted, fixed, CFG)
+    assert reason == "request_mismatch" and "depth_rule expected 'fixed', got 'dp-count'" in message
+    # the depth rule a fixed request determines carries count_epsilon = 0 (TrainingParameters ties the two)
+    reason, message = request_mismatch(_release(wall, max_depth=3), auto, CFG)
+    assert "depth_rule expected one of ('declared-size', 'dp-count')" in message and "got 'fixed'" in message
+    reason, message = request_mismatch(_release(wall, epsilon=0.5, n_bins=21), fixed, CFG)
+    assert message == "parameters other than requested: epsilon expected 1.0, got 0.5; n_bins expected 20, got 21"
+    # auto: the party's policy chooses a declared size (no count) or a DP count (its share of epsilon): both pass
+    declared = _release(wall, max_depth="auto", max_depth_cap=8, n_rows_public=5000)
+    share = _release(wall, max_depth="auto", max_depth_cap=8, count_epsilon_share=0.3)
+    assert (declared.params.count_epsilon, share.params.count_epsilon) == (0.0, pytest.approx(0.3))
+    assert request_mismatch(declared, auto, CFG) is None and request_mismatch(share, auto, CFG) is None
+
+
 def test_records_from_older_coordinators_read_as_label_and_fixed_depth(wall):
     record = _request(wall[2]).to_record()
     del record["leaf"], record["depth-rule"]

@@ -6,7 +6,9 @@ has the requested parameters and honest shapes) and then replaces the counts of 
 check is wrong), the run must complete, and the global model must stay within the goal of issue
 20: no worse than the honest parties' model minus what dropping one honest party costs, minus 2
 points.  The same forests pooled without the bound (``tolerated_parties=0``) must fail that goal
-for the headline attack: the test would notice the bound going away.
+for the headline attack: the test would notice the bound going away.  A party that forges its shapes
+instead (``REFUSED_ATTACKS``: root-only trees under the requested fixed depth) is rejected as
+``bad_structure`` and the run completes with the others.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from edprf_core import merge_forests
 from edprf_core.encoding import encode_labels
 from protocol import load_global_model
 from protocol.messages import RESULT_KEY
-from tests.forged_releases import forge_release_bytes
+from tests.forged_releases import REFUSED_ATTACKS, forge_release_bytes
 
 from .test_simulation import _settings
 
@@ -99,3 +101,29 @@ def test_a_party_forging_its_counts_is_accepted_and_bounded(tmp_path, attack):
     assert report["central_evaluation"]["accuracy"] >= goal, report["central_evaluation"]
     if attack == "rarest-class":  # the issue's attack: without the bound it takes the model
         assert _accuracy(merged, X_test, truth, tolerated_parties=0) < goal - 0.2
+
+
+@pytest.mark.parametrize("attack", REFUSED_ATTACKS)
+def test_a_party_forging_its_tree_shapes_is_rejected(tmp_path, attack):
+    from edprf_fl.simulation import prepare_workspace
+    from edprf_fl.simulation._engine import _client_app, _server_app
+    from edprf_fl.simulation._in_process_engine import run_in_process
+    from server import MODEL_FILE, REPORT_FILE
+
+    out = tmp_path / "out"
+    workspace = prepare_workspace(
+        _settings(parties=HONEST + 1, n_trees=2, party_holdout=0.0, evaluation_epsilon=0.0), out
+    )
+    cfg = replace(workspace.config, output_dir=str(out))
+    app = ForgingClientApp(_client_app({"sim-dir": cfg.sim_dir}), HOSTILE_PARTITION, attack, workspace.schema)
+    run_in_process(_server_app(cfg), app, HONEST + 1)
+
+    report = json.loads((out / REPORT_FILE).read_text())
+    assert report["status"] == "completed", report
+    hostile_id = f"party-{HOSTILE_PARTITION:04d}"
+    accepted = sorted(p["party_id"] for p in report["parties"] if p["status"] == "accepted")
+    assert accepted == [f"party-{i:04d}" for i in range(HONEST)]
+    (hostile,) = [p for p in report["parties"] if p["status"] == "rejected"]  # unsigned: its party id is not trusted
+    assert hostile["reason"] == "bad_structure"
+    assert "a leaf at depth 0 of a depth-5 tree with split candidates left" in hostile["message"]
+    assert hostile_id not in {r.party_id for r in load_global_model(out / MODEL_FILE).releases}
