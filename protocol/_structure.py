@@ -298,6 +298,5 @@ def _check_paths(
         raise InvalidRelease(
             Reason.BAD_STRUCTURE,
             f"{_node_name(trees, i)}: a leaf at depth {int(depth[i])} of a depth-{max_depth} tree with split "
-            f"candidates left on its path ({int(left_open[i])} feature(s) it can still split); a DP release "
-            "stops a path early only when its splits leave no candidate",
+            f"candidates left on its path ({int(left_open[i])} feature(s) it can still split)",
         )

@@ -226,7 +226,7 @@ def test_an_early_leaf_is_refused_wherever_a_candidate_is_left(genuine):
     message = _refusal(schema, data, [(0, 1, 1, -1), (-1, -1, -1, 0), (-1, -1, -1, 0)])
     assert message.endswith(
         "release: tree 0, node 1: a leaf at depth 1 of a depth-4 tree with split candidates left on its path "
-        "(1 feature(s) it can still split); a DP release stops a path early only when its splits leave no candidate"
+        "(1 feature(s) it can still split)"
     )
     # a path with every candidate used may stop early; its sibling may not.  x0 < 1 leaves code 0 only; the
     # category c1 == 0 fixes c1: node 3 (x0 < 1, c1 == 0) has no candidate left, node 4 (c1 != 0) has c1's 1, 2
