@@ -978,9 +978,10 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
 
     Marginals parts: the histograms of the forests that have one are summed
     cell by cell after each is bounded (:mod:`edprf_core._marginals_merge`:
-    a floor at 12 noise scales and, with three or more such forests, the
-    trees' cap on each party's class mass), all on one marginals grid
-    (differing grids are refused).  The sum carries the effective budget
+    floors at 12 noise scales per cell and class column, a floor on each
+    class mass from its noise over all features and, with three or more
+    such forests, the trees' cap on each party's class mass), all on one
+    marginals grid (differing grids are refused).  The sum carries the effective budget
     ``1 / sqrt(sum_p 1 / eps_p**2)`` whose noise scale is the sum's.  Forests
     without a marginals part (``marginals_share = 0``) contribute trees only;
     the merged model's mixing weight :attr:`DPForest.marginals_share` is the

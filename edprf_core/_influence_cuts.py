@@ -15,8 +15,8 @@ The weights are the merge's own, part by part, each capped by its own rule (:fun
   released class totals less the mass that clamping the noise at 0 adds, plus 1 (:func:`class_share_rows`), about
   the number of its tree rows of class ``k``.  A model with a tree that released labels only pools by votes and
   caps no class: no trees' cut is reported then;
-- the marginals' (:mod:`edprf_core._marginals_merge`, item 3): a party's class-``k`` mass, the mean over features
-  of its floored histograms' class-``k`` columns, about the number of its marginals rows of class ``k``.
+- the marginals' (:mod:`edprf_core._marginals_merge`, item 4): a party's class-``k`` mass, the mean over features
+  of its floored histograms' class-``k`` columns (items 1-3), about the number of its marginals rows of class ``k``.
 
 Privacy: post-processing of released counts and public parameters; no ε.  Nothing here changes a model.
 """

@@ -32,24 +32,58 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    ``>= 0`` plus ``n`` independent noises of standard deviation ``t_p sqrt(2)`` each.  It is raised to at least
    ``-NOISE_MARGIN_SCALES * t_p * sqrt(2 n)`` (12 standard deviations of the column's noise) by scaling the
    column's negative cells down by one factor.  An honest column is below that with probability about
-   ``2e-8`` for ``n = 1`` (about ``exp(-12 sqrt 2) / 2``) and below ``(4/3)**n exp(-6 sqrt(2 n)) <= 1.1e-5``
-   for ``n >= 2`` (Chernoff, ``lambda = 1 / (2 t_p)``).  Without it a forged party could floor every cell of a
-   class at ``-m_p``, ``n`` times its own noise in every column, and empty the class's rare bins.
-3. *Mass cap.*  Party ``p``'s class-``k`` mass ``w_pk`` is the mean over features of its histograms' class-``k``
-   column sums (the estimator's class totals), floored at 0.  With ``P >= 2 f + 1`` parts carrying marginals
-   (``f = TOLERATED_PARTIES``), each ``w_pk`` is capped by :func:`capped_part_weights`, the trees' rule: at
+   ``2e-8`` for ``n = 1`` (about ``exp(-12 sqrt 2) / 2``) and below ``1.1e-5`` for ``n >= 2``: below
+   ``(4/3)**n exp(-6 sqrt(2 n))`` (Chernoff, ``lambda = 1 / (2 t_p)``) up to ``n = 161``, below ``exp(-54)``
+   from ``n = 162`` (the lemma of item 3 at ``x = 12 t_p sqrt(2 n)``).  Without it a forged party could floor every cell
+   of a class at ``-m_p``, ``n`` times its own noise in every column, and empty the class's rare bins.
+3. *Mass floor.* Party ``p``'s class-``k`` mass ``w_pk``, the mean over the ``d`` features of its class-``k``
+   column sums (the estimator's class totals, :func:`edprf_core._marginals.naive_bayes_tables`), is raised to at
+   least :func:`mass_floor` ``= -x_p / d`` by scaling the class's negative cells, in every feature, down by one
+   factor; ``x_p = t_p sqrt(16 L N / 3) = 8 t_p sqrt(N)`` when ``N >= 3 L = 36``, else ``2 t_p (L + N / 3) = t_p
+   (24 + 2 N / 3)``, with ``N = sum_j n_codes[j]`` the cells of one class over all features and ``L =
+   NOISE_MARGIN_SCALES = 12``. Every row is counted once per feature, so the ``d`` column sums are ``d`` noisy
+   copies of one count ``c_pk >= 0``: ``d w_pk = d c_pk + S``, ``S`` the sum of ``N`` independent discrete Laplace
+   noises (items 1-2 only raise cells, so they only raise ``w_pk``). Lemma (Chernoff): for ``u = lambda t_p <=
+   1/2`` one noise has ``E exp(-lambda X) = (1 - a)**2 / ((1 - a e**lambda)(1 - a e**-lambda)) <= 1 / (1 - u**2) <=
+   exp(4 u**2 / 3)`` (the first inequality is ``sinh(u s) <= u sinh(s)``, ``s = 1 / (2 t_p)``), so ``P(S <= -x) <=
+   exp(4 N u**2 / 3 - u x / t_p)``: at ``u = 3 x / (8 N t_p)`` (``<= 1/2`` when ``N >= 36``) that is ``exp(-3 x**2
+   / (16 N t_p**2)) = exp(-12)`` at ``x = 8 t_p sqrt(N)``, at ``u = 1/2`` it is ``exp(N / 3 - x / (2 t_p)) =
+   exp(-12)`` at ``x = t_p (24 + 2 N / 3)``. So an honest class mass is below the floor with probability below
+   ``exp(-12) ~ 6e-6`` (exact tails, by convolution, stay below ``1e-7`` for ``N <= 120`` and ``t_p`` from 0.5 to
+   5; ``tests/core/test_marginals_federation.py`` checks ``exp(-12)``). The mass's noise has standard deviation
+   ``t_p sqrt(2 N) / d``: the floor sits 5.7 of them below 0. A forged release therefore removes at most ``x_p /
+   d`` from each class's summed mass (the summed class totals), whatever it sends: the wall robot at ``epsilon =
+   1``, ``marginals_bins = 5`` (``d = 24``, ``N = 120``, ``t_p = 24``) gives 88 rows, against about 220 rows of the
+   majority class and 27 of the rarest in each party's marginals (5 parties of 900 rows, half to the marginals).
+   Items 1-2 alone let it remove ``12 t_p sqrt(2 n)`` (911 rows there) from every feature's column.
+4. *Mass cap.*  Party ``p``'s class-``k`` mass ``w_pk`` (item 3's, floored at 0) is capped, with ``P >= 2 f + 1``
+   parts carrying marginals (``f = TOLERATED_PARTIES``), by :func:`capped_part_weights`, the trees' rule: at
    ``c_p`` times the ``(f+1)``-th largest mass of class ``k``, ``c_p = WEIGHT_CAP_FACTOR`` (2) when the part's
    size ``sum_k w_pk`` is plausible (at most ``PLAUSIBLE_SIZE_FACTOR`` times the ``(f+1)``-th largest size) and
-   1 otherwise; the party's class-``k`` column is scaled by ``capped / w_pk`` (rounded to integers).  At least
+   1 otherwise; the party's class-``k`` cells are scaled by ``capped / w_pk`` (rounded to integers).  At least
    one of the ``f + 1`` largest masses is honest, so a forged party's class-``k`` mass is at most ``c`` times the
    largest honest party's (once when its size is implausible, e.g. ``2**31 - 1`` in every cell): with ``f = 1``
-   at most ``c / (c + 1) = 2/3`` of the summed class-``k`` mass comes from it (1/2 when implausible), and the
-   summed class totals and every bin's class shares move at most by that share.  With ``P <= 2 f`` parts
-   nothing tells a forged party from an honest one, and only the floor applies (as for the trees).
+   at most ``c / (c + 1) = 2/3`` of the summed class-``k`` mass comes from it (1/2 when implausible).  With ``P
+   <= 2 f`` parts nothing tells a forged party from an honest one, and only items 1-3 apply (as for the trees).
+
+What this bounds, and what it does not. The summed class totals (the estimator's prior): one forged release holds
+at most 2/3 of a class's summed mass (item 4, ``P >= 3``; 1/2 at an implausible size) and removes at most ``x_p /
+d`` of it (item 3, any ``P``), both up to the rounding of the scaled cells (half a row per cell). One bin's class
+counts are bounded only by items 1-2 below (``-m_p`` per cell) and, above, by the class's mass: the mass is a mean
+over features, so a forged party may put ``d`` times its capped mass into one feature, and within a feature it may
+move its class's mass from the bins where the class is common to those where it is rare (each cell at most ``m_p``
+below 0). No rule read from the releases can tell such a histogram from an honest one when ``m_p`` is larger than
+the parties' per-bin counts, since an honest cell's own noise reaches it: the wall robot above has ``m_p = 288``
+against about 40 rows per bin and class at a party. There, a release that keeps its class totals and sets the
+majority class's two densest bins of every feature to ``-m_p`` (their mass moved to the other bins) still costs the
+model (accuracy 0.52, 0.45, 0.53 on seeds 0-2 against 0.69-0.72 for the honest parties;
+``tests/core/test_marginals_federation.py``, ``test_a_reshaped_release_keeps_the_class_totals``): the bound states
+the class totals, not every bin's class shares.
 
 The price, as for the trees: a party that alone (or nearly alone) holds a class under strong label skew has its
-class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) the bounded
-sum is the plain sum.  Post-processing of released histograms and public parameters: no ε.
+class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) and no floor
+binds (each with probability at most ``exp(-12)`` per cell, column or class) the bounded sum is the plain sum.
+Post-processing of released histograms and public parameters: no ε.
 """
 
 from __future__ import annotations
@@ -69,6 +103,7 @@ __all__ = [
     "column_floor",
     "effective_epsilon",
     "floored_masses",
+    "mass_floor",
 ]
 
 NOISE_MARGIN_SCALES = 12
@@ -112,6 +147,33 @@ def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
     return np.where(h < 0, np.rint(h * keep), h).astype(np.int64)
 
 
+def mass_floor(marginals: NoisyMarginals) -> float:
+    """``-x / d``: the lowest class mass (the mean over features of a class's column sums) an honest release
+    plausibly takes (module docstring, item 3); ``t`` and the grid from the release's public parameters only.
+
+    ``x = t sqrt(16 L N / 3)`` (``8 t sqrt(N)``) when ``N >= 3 L``, else ``2 t (L + N / 3)``, with ``N = sum_j
+    n_codes[j]`` and ``L = NOISE_MARGIN_SCALES``: the sum of ``N`` honest cell noises is below ``-x`` with
+    probability below ``exp(-L)``.
+    """
+    n, L, t = sum(marginals.n_codes), NOISE_MARGIN_SCALES, marginals.noise_scale
+    x = t * math.sqrt(16 * L * n / 3) if n >= 3 * L else 2 * t * (L + n / 3)
+    return -x / marginals.n_features
+
+
+def _mass_floored(hs: list[np.ndarray], marginals: NoisyMarginals) -> list[np.ndarray]:
+    """``hs``, ``marginals``' histograms after items 1-2, with every class mass below :func:`mass_floor` brought
+    up to it by scaling the class's negative cells, in every feature, by one factor in [0, 1) (item 3)."""
+    sums = np.sum([h.sum(axis=0) for h in hs], axis=0)  # (K,): d times the class masses
+    floor = len(hs) * mass_floor(marginals)
+    low = sums < floor
+    if not low.any():
+        return hs
+    negative = np.sum([np.minimum(h, 0).sum(axis=0) for h in hs], axis=0)  # < 0 in every low class, <= its sum
+    keep = np.ones(len(sums))
+    keep[low] = 1.0 - (floor - sums[low]) / -negative[low]
+    return [np.where(h < 0, np.rint(h * keep), h).astype(np.int64) for h in hs]
+
+
 def cell_floor(marginals: NoisyMarginals) -> int:
     """``-ceil(NOISE_MARGIN_SCALES * t)``: the lowest value an honest cell of ``marginals`` plausibly takes.
 
@@ -121,25 +183,25 @@ def cell_floor(marginals: NoisyMarginals) -> int:
 
 
 def floored_masses(parts: Sequence[NoisyMarginals]) -> tuple[list[list[np.ndarray]], np.ndarray]:
-    """Each part's histograms bounded below by its noise margins (items 1-2), a ``(P, d)`` list of int64 arrays,
-    and each part's class masses (item 3), shape ``(P, K)``: the weights the mass cap reads.
+    """Each part's histograms bounded below by its noise margins (items 1-3), a ``(P, d)`` list of int64 arrays,
+    and each part's class masses floored at 0, shape ``(P, K)``: the weights the mass cap (item 4) reads.
 
     Privacy cost: none (post-processing of released histograms and public parameters).
     """
-    floored = [[_bounded_histogram(h, m) for h in m.counts] for m in parts]
+    floored = [_mass_floored([_bounded_histogram(h, m) for h in m.counts], m) for m in parts]
     masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
     return floored, masses
 
 
 def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None = None) -> NoisyMarginals:
-    """The parties' histograms, each bounded (module docstring, items 1-3), summed cell by cell.
+    """The parties' histograms, each bounded (module docstring, items 1-4), summed cell by cell.
 
     Parameters
     ----------
     parts : sequence of NoisyMarginals
         One per party, on one grid (equal ``n_codes``), one class set and one relation.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
-        ``f``: the mass cap applies with ``len(parts) >= 2 f + 1``.
+        ``f``: the mass cap (item 4) applies with ``len(parts) >= 2 f + 1``; the floors (items 1-3) always.
 
     Returns
     -------

@@ -47,10 +47,15 @@ every leaf's mass (2**31 - 1, or the leaf's own released size) on the class the 
 least on the hostile party's rows reaching that leaf, tree ``t`` all class ``t mod K`` at 2**31 - 1."""
 
 
-MARGINALS_ATTACKS = ("marginals-rarest-max", "marginals-majority-erased", "marginals-scaled")
+MARGINALS_ATTACKS = (
+    "marginals-rarest-max",
+    "marginals-majority-erased",
+    "marginals-rarest-erased",
+    "marginals-scaled",
+)
 """Forged marginals parts (signed cells inside the wire range ``RELEASE_RANGE``): every cell of the class the
-party's own histograms hold least at ``2**31 - 1``; every cell of the class they hold most at ``-(2**31 - 1)``
-(erasing it from the sum); every cell x1000."""
+party's own histograms hold least at ``2**31 - 1``; every cell of the class they hold most, or least, at
+``-(2**31 - 1)`` (erasing it from the sum); every cell x1000."""
 
 
 def forge_marginals(attack: str, own: DPForest) -> DPForest:
@@ -70,6 +75,9 @@ def forge_marginals(attack: str, own: DPForest) -> DPForest:
     elif attack == "marginals-majority-erased":
         for h in counts:
             h[:, int(np.argmax(totals))] = low
+    elif attack == "marginals-rarest-erased":
+        for h in counts:
+            h[:, int(np.argmin(totals))] = low
     elif attack == "marginals-scaled":
         counts = [np.clip(h * 1000, low, high) for h in counts]
     else:
