@@ -398,12 +398,14 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
         The declared classes.
     n_features_in_ : int
-        Number of columns of ``X`` in ``fit`` (the schema's feature count
-        unless a DataFrame also holds ignored columns).
+        The schema's feature count.
     feature_names_in_ : ndarray of str
-        Column names of a DataFrame passed to ``fit`` (absent after fitting
-        on an array, as in scikit-learn); ``predict`` checks them like any
-        scikit-learn estimator.
+        The schema's feature names, in model order, after a ``fit`` on a
+        DataFrame (absent after fitting on an array, as in scikit-learn).
+        A DataFrame is matched by column name at ``fit`` and at ``predict``
+        alike, in any column order; the schema's ``ignored_columns`` are
+        dropped by rule, and a missing feature column is an error naming it.
+        An array is read in the schema's feature order.
     privacy_ : TrainingParameters
         ε, relation, schedule, split mode, trees, depth and the ``dp`` flag.
     dp_ : bool
@@ -840,7 +842,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """The fitted forest, once ``X`` passed scikit-learn's input checks; warns (pointing at the caller of the
         public method) when a column of ``X`` is mostly outside its declared bounds."""
         forest = self._fitted()
-        check_predict_input(self, X)
+        check_predict_input(self, X, forest.schema)
         warn_if_clipped(X, forest.schema, stacklevel=4)
         return forest
 

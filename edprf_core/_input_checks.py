@@ -1,17 +1,16 @@
 """scikit-learn input conventions for the estimator: feature names, feature counts, tags.
 
-The estimator reads ``X`` under its public schema (a DataFrame by column
-name, an array in the schema's order).  On top of that, this module applies
-scikit-learn's own bookkeeping so that the estimator behaves like any other
-scikit-learn classifier: ``fit`` records ``n_features_in_`` (and
-``feature_names_in_`` for a DataFrame with string column names), and
-``predict``, ``predict_proba`` and ``score`` warn or fail exactly where a
-scikit-learn estimator would (a reordered or renamed DataFrame, an array after
-fitting on a DataFrame, the wrong number of columns).
+The estimator reads ``X`` under its public schema: a DataFrame by column name (in any column order; the
+schema's ``ignored_columns`` are dropped by rule), an array positionally in the schema's order.  On top of
+that, this module applies scikit-learn's own bookkeeping so that the estimator behaves like any other
+scikit-learn classifier: ``fit`` records ``n_features_in_`` (the schema's feature count) and, for a
+DataFrame with string column names, ``feature_names_in_`` (the schema's feature names, in model order);
+``predict``, ``predict_proba`` and ``score`` match a DataFrame's columns by name as ``fit`` does, and warn or
+fail where a scikit-learn estimator would (an array after fitting on a DataFrame, a DataFrame after fitting
+on an array, the wrong number of columns in an array, a DataFrame missing one of the schema's features).
 
-Privacy: everything here looks at the shape and the column names of ``X``
-only, never at a value, so it spends no ε; the errors it raises depend on no
-record.
+Privacy: everything here looks at the shape and the column names of ``X`` only, never at a value, so it
+spends no ε; the errors it raises depend on no record.
 """
 
 from __future__ import annotations
@@ -149,7 +148,8 @@ def check_fit_input(
     ------
     DataValidationError
         When a DataFrame lacks some of the schema's feature columns, holds
-        undeclared ones or the label column, or names a column twice; a 2-D
+        undeclared ones (neither features nor ignored columns) or the label
+        column, or names a column twice; a 2-D
         array does not have one column per declared feature; ``X`` is not 2-D
         or complex; ``y`` is missing or has another number of rows than ``X``.
     TypeError
@@ -161,39 +161,56 @@ def check_fit_input(
     and column names only; no value is read (the values are read after the
     accountant's charge, see :func:`refuse_continuous_target`).  Nothing leaves
     the caller.
-    ``n_features_in_`` is the number of columns of ``X`` and
-    ``feature_names_in_`` its column names, as in scikit-learn; they are the
-    schema's values when ``X`` holds exactly the schema's features in order.
+    ``n_features_in_`` is the schema's feature count and ``feature_names_in_``
+    (for a DataFrame with string column names, as in scikit-learn) the
+    schema's feature names in model order: a DataFrame is matched by column
+    name, in any order, and its declared ignored columns are dropped by rule.
     """
     shape = _check_layout(estimator, X)
     y = _as_1d_labels(y)
+    if y is None:  # scikit-learn's refusal ("requires y to be passed") comes first, whatever X holds
+        validate_data(estimator, X=X, y=y, reset=True, skip_check_array=True)
     if isinstance(X, pd.DataFrame):
         _refuse_odd_columns(X, schema)
-    validate_data(estimator, X=X, y=y, reset=True, skip_check_array=True)
-    y_rows = _shape(y)
-    if shape is not None and y_rows is not None and shape[0] != y_rows[0]:  # shapes only, before any charge
-        raise DataValidationError(f"X has {shape[0]} rows but y has {y_rows[0]}")
-    if isinstance(X, pd.DataFrame):
-        names = {str(c) for c in X.columns}
-        missing = [n for n in schema.feature_names if n not in names]
-        if missing:
-            given = [str(c) for c in X.columns]
-            shown = given if len(given) <= 12 else [*given[:12], f"... {len(given) - 12} more"]
-            known = {*schema.feature_names, *schema.ignored_columns, schema.label.column}
-            spelt = misspelling_hint([n for n in given if n not in known], missing, "X")
-            raise DataValidationError(
-                f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
-                f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
-                f"X has {shown}{spelt}"
-            )
-        as_frame(X, schema)  # other columns must be the label or declared ignored columns
+        _refuse_missing_features(X, schema)
+        as_frame(X, schema)  # other columns must be declared ignored columns
     elif shape is not None and shape[1] != schema.n_features:
         minimum = " while a minimum of 1 is required" if shape[1] == 0 else ""
         raise DataValidationError(
             f"X has {shape[1]} feature(s) (shape={shape}){minimum}, expected {schema.n_features}: the schema "
             f"{schema.name!r} declares {list(schema.feature_names)} and an array is read in that order"
         )
+    validate_data(estimator, X=_schema_view(X, schema), y=y, reset=True, skip_check_array=True)
+    y_rows = _shape(y)
+    if shape is not None and y_rows is not None and shape[0] != y_rows[0]:  # shapes only, before any charge
+        raise DataValidationError(f"X has {shape[0]} rows but y has {y_rows[0]}")
     return y
+
+
+def _refuse_missing_features(X: pd.DataFrame, schema: Schema) -> None:
+    """Name the schema's features a DataFrame lacks (column names only)."""
+    names = {str(c) for c in X.columns}
+    missing = [n for n in schema.feature_names if n not in names]
+    if missing:
+        given = [str(c) for c in X.columns]
+        shown = given if len(given) <= 12 else [*given[:12], f"... {len(given) - 12} more"]
+        known = {*schema.feature_names, *schema.ignored_columns, schema.label.column}
+        spelt = misspelling_hint([n for n in given if n not in known], missing, "X")
+        raise DataValidationError(
+            f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
+            f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
+            f"X has {shown}{spelt}"
+        )
+
+
+def _schema_view(X: object, schema: Schema) -> object:
+    """What scikit-learn's name and count bookkeeping sees: for a DataFrame, no rows and the schema's feature
+    columns in the schema's order (matched by name; ignored columns dropped), so ``feature_names_in_`` is the
+    schema's feature names whatever the frame's column order; anything else unchanged."""
+    if not isinstance(X, pd.DataFrame):
+        return X
+    position = {str(c): i for i, c in enumerate(X.columns)}
+    return X.iloc[:0, [position[n] for n in schema.feature_names]]
 
 
 def _refuse_odd_columns(X: pd.DataFrame, schema: Schema) -> None:
@@ -210,13 +227,23 @@ def _refuse_odd_columns(X: pd.DataFrame, schema: Schema) -> None:
         )
 
 
-def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame) -> None:
-    """Check ``X`` against what ``fit`` recorded, the scikit-learn way (warnings and errors alike).
+def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
+    """Check ``X`` against the schema and what ``fit`` recorded, the scikit-learn way (warnings and errors alike).
+
+    A DataFrame is matched by column name as in ``fit``: any column order, the schema's ignored columns
+    dropped by rule; one lacking a schema feature, or holding the label or an undeclared column, is refused
+    (:class:`DataValidationError`, naming the columns).  An array is read in the schema's order and must have
+    one column per feature.  scikit-learn's warnings for an array after a fit on named columns, and the
+    reverse, are kept.
 
     Privacy cost: none (type, shape and column names only).
     """
     _check_layout(estimator, X)
-    validate_data(estimator, X=X, reset=False, skip_check_array=True)
+    if isinstance(X, pd.DataFrame):
+        _refuse_odd_columns(X, schema)
+        _refuse_missing_features(X, schema)
+        as_frame(X, schema)  # other columns must be declared ignored columns
+    validate_data(estimator, X=_schema_view(X, schema), reset=False, skip_check_array=True)
 
 
 def _accepts_missing(schema: Schema) -> bool:

@@ -210,9 +210,10 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
         The declared classes (columns of :meth:`predict_proba`).
     n_features_in_ : int
-        Number of columns of ``X`` in ``fit``.
+        The schema's feature count.
     feature_names_in_ : ndarray of str
-        Column names of a DataFrame passed to ``fit`` (absent after fitting on an array).
+        The schema's feature names, in model order, after a ``fit`` on a DataFrame (absent after fitting on an
+        array).  A DataFrame is matched by column name, in any order, its ignored columns dropped by rule.
     schema_ : Schema
         The schema the model was fitted under (prediction reads rows by it alone).
     n_bins_ : int
@@ -339,7 +340,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         """``X``'s codes, once it passed scikit-learn's input checks; warns (pointing at the caller of the public
         method) when a column of ``X`` is mostly outside its declared bounds."""
         check_is_fitted(self, "marginals_")
-        check_predict_input(self, X)
+        check_predict_input(self, X, self.schema_)
         codes = encode_features(X, self.schema_, FeatureGrid.from_schema(self.schema_, self.n_bins_))
         warn_if_clipped(X, self.schema_, stacklevel=4)
         return codes

@@ -75,9 +75,9 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The schema's declared classes (columns of :meth:`predict_proba`).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
-        The schema's feature names, in model order: pass a DataFrame with
-        exactly these columns in this order (scikit-learn's rule:
-        ``X[clf.feature_names_in_]``), or a 2-D array in this order.
+        The schema's feature names, in model order: pass a DataFrame holding
+        these columns (matched by name, in any order; the schema's ignored
+        columns are dropped by rule), or a 2-D array in this order.
     forest_ : DPForest
     schema_ : Schema
     guarantee_ : str
@@ -142,13 +142,13 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
 
         Privacy cost: none (column names and shape only).
         """
-        check_predict_input(self, X)
+        check_predict_input(self, X, self.schema_)
         return self
 
     def _check(self, X: ArrayLike | pd.DataFrame) -> None:
         """scikit-learn's input checks; warns (pointing at the caller of the public method) when a column of ``X``
         is mostly outside its declared bounds."""
-        check_predict_input(self, X)
+        check_predict_input(self, X, self.schema_)
         warn_if_clipped(X, self.schema_, stacklevel=4)
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
