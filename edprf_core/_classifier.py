@@ -287,8 +287,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     """Differentially private random forest (eDPRF / pfDPDT).
 
     Each tree is grown level by level: a split node picks its split with
-    permute-and-flip on the weighted-Gini utility, a leaf picks its class with
-    permute-and-flip on the class counts.  Feature domains, bins and classes
+    permute-and-flip on the weighted-Gini utility; a leaf releases its class
+    counts with discrete Laplace noise (``leaf="counts"``, the default), or
+    picks its class with permute-and-flip on the class counts
+    (``leaf="label"``, the paper's leaves).  Feature domains, bins and classes
     come from the public ``schema``; tree shapes depend only on the depth, the
     schema and the mechanisms' outputs.
 
@@ -396,7 +398,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     forest_ : DPForest
         The released forest (schema, parameters, trees).
     classes_ : ndarray
-        The declared classes.
+        The schema's declared classes, in the declared order, always all of
+        them, also those absent from ``y`` (scikit-learn's classifiers take
+        ``np.unique(y)``): which labels occur in the private rows is data, so
+        the class list is public and invariant, and ``predict_proba`` has one
+        column per declared class.  ``predict`` returns declared classes; for
+        scikit-learn's metrics read raw labels with
+        :meth:`Schema.read_labels` first (aliases, text numbers).
     n_features_in_ : int
         The schema's feature count.
     feature_names_in_ : ndarray of str
@@ -717,7 +725,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : DataFrame with the schema's feature columns, or 2-D array in schema order
-        y : array-like of labels, each one of the schema's declared classes
+        y : array-like of labels, each one of the schema's declared classes or an alias of one (read by the
+            schema's label rules; :meth:`Schema.read_labels` gives the declared classes they read as, for
+            scikit-learn's metrics and scorers, which compare labels as they are)
 
         Returns
         -------
@@ -875,6 +885,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         A label that is missing or not one of the declared classes raises
         :class:`DataValidationError` (it cannot be scored, and silently
         counting it as wrong would hide a unit or spelling mismatch).
+        scikit-learn's ``accuracy_score`` and scorers compare raw labels with
+        :meth:`predict`'s declared classes as they are: give them
+        ``schema.read_labels(y)`` (:meth:`Schema.read_labels`).
         Privacy cost: none for the model; the score itself is an exact
         statistic of ``(X, y)`` and is not DP.
         """

@@ -685,7 +685,13 @@ def _refuse_classes(
     }[indices]
     if not shown:  # each value is one or the other, but not all the same one
         raise ValueError(f"{name}: expected {wanted}, all read one way; got some of each")
-    raise ValueError(f"{name}: expected {wanted}; got {', '.join(shown)}")
+    hint = ""
+    if name == "y":
+        hint = (
+            " (labels a schema reads, such as text cells or aliases, become its declared classes with "
+            "schema.read_labels(y), as fit reads them)"
+        )
+    raise ValueError(f"{name}: expected {wanted}; got {', '.join(shown)}{hint}")
 
 
 def _macro_auc(y: NDArray[np.int64], proba: NDArray[np.float64]) -> Estimate:

@@ -361,6 +361,45 @@ class Schema:
     def n_classes(self) -> int:
         return len(self.label.classes)
 
+    def read_labels(self, y: Any) -> Any:
+        """The declared class of each raw label in ``y``, read as ``fit`` reads labels.
+
+        Each cell goes through the schema's label rules (whitespace, the label's ``aliases``, text numbers for
+        numeric classes: ``"2"`` reads as the class ``2``, or as ``1`` under ``aliases = {"2" = 1}``), so the
+        result compares equal to what ``predict`` returns.  Use it wherever labels meet predictions outside the
+        estimator: scikit-learn's metrics and scorers compare ``y`` with ``predict``'s declared classes as they
+        are, and raw labels that need the schema are then silently mis-scored::
+
+            y_true = schema.read_labels(y)
+            accuracy_score(y_true, clf.predict(X))
+            cross_val_score(clf, X, y_true, scoring="accuracy")
+
+        Parameters
+        ----------
+        y : 1-D array-like or Series of labels
+
+        Returns
+        -------
+        Series (same index and name) when ``y`` is a Series, else ndarray: declared classes.
+
+        Raises
+        ------
+        DataValidationError
+            For a missing label or one that is no declared class (or alias), naming it, as ``fit`` does.
+
+        Notes
+        -----
+        Privacy cost: none (a per-cell map by public rules; nothing leaves the caller).
+        """
+        import pandas as pd
+
+        from ._encoding import encode_labels  # the cell rules; that module imports this one
+
+        values = np.asarray(self.classes)[encode_labels(y, self)]
+        if isinstance(y, pd.Series):
+            return pd.Series(values, index=y.index, name=y.name)
+        return values
+
     def semantic(self) -> dict[str, Any]:
         """The content the fingerprint covers: everything but free text."""
         out = {

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from edprf_core import ContinuousFeature, EDPRFClassifier, LabelSpec, Schema, SchemaError
+from edprf_core import ContinuousFeature, DataValidationError, EDPRFClassifier, LabelSpec, Schema, SchemaError
 from edprf_core.encoding import conforming_rows, encode_labels
 from edprf_core.tables import read_table
 
@@ -89,3 +89,32 @@ def test_aliases_a_cell_could_meet_twice_are_refused(aliases, message):
 def test_aliases_that_agree_are_accepted():
     assert LabelSpec("num", (0, 1), aliases=(("2", 1), ("2.0", 1), ("1.0", 1))).aliases
     assert LabelSpec("y", ("no", "yes"), aliases=(("N", "no"), ("n", "no"))).aliases
+
+
+def test_read_labels_gives_the_declared_classes_that_predict_returns():
+    """scikit-learn's metrics compare y with predict's declared classes as they are: on heart with aliases,
+    accuracy_score(y, clf.predict(X)) said 0.57 where clf.score said 0.84 (text '0'..'4' against 0/1), and
+    cross_val_score(scoring='accuracy') mis-scored silently.  Schema.read_labels reads y as fit does."""
+    from sklearn.metrics import accuracy_score
+
+    y = pd.Series(["0", "1", "2", "3.0", " 4", "0"], index=[10, 11, 12, 13, 14, 15], name="num")
+    read = GRADES.read_labels(y)
+    assert read.tolist() == EXPECTED and list(read.index) == list(y.index) and read.name == "num"
+    assert GRADES.read_labels([0, 1, 2, 3, 4, 0]).tolist() == EXPECTED  # an array-like gives an ndarray
+    assert isinstance(GRADES.read_labels(np.array([0, 4])), np.ndarray)
+    X = pd.DataFrame({"age": np.linspace(30, 70, 60)})
+    labels = pd.Series((np.arange(60) % 5).astype(str))
+    clf = EDPRFClassifier(GRADES, epsilon=1.0, n_trees=1, max_depth=2, n_bins=4, random_state=0).fit(X, labels)
+    assert accuracy_score(GRADES.read_labels(labels), clf.predict(X)) == clf.score(X, labels)
+    with pytest.raises(DataValidationError, match="'7'"):  # an unknown label is refused, as fit refuses it
+        GRADES.read_labels(["0", "7"])
+
+
+def test_clinical_report_refusing_raw_labels_names_read_labels():
+    from edprf_core.metrics import clinical_report
+
+    proba = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    with pytest.raises(ValueError, match=r"got '0', '1', '2'.*schema\.read_labels\(y\)"):
+        clinical_report(np.array(["0", "1", "2"]), proba, GRADES.classes)
+    report = clinical_report(GRADES.read_labels(np.array(["0", "1", "2"])), proba, GRADES.classes)
+    assert report.confusion.tolist() == [[1, 0], [0, 2]]
