@@ -35,6 +35,7 @@ from ._forest import (
     LEAF_OUTPUTS,
     MAX_DEPTH_LIMIT,
     RELATIONS,
+    SIZE_CHOICES,
     DPForest,
     TrainingParameters,
 )
@@ -198,6 +199,8 @@ class FitShape:
         The marginals part's grid (0 without one).
     residual_pass : bool
         Whether the marginals part runs a residual pass (:mod:`edprf_core._residual_pass`).
+    chosen : tuple of str
+        Which of the trees, depth, bins and marginals share the automatic rules chose (empty: all given).
     """
 
     n_trees: int
@@ -209,6 +212,7 @@ class FitShape:
     marginals_share: float
     marginals_bins: int
     residual_pass: bool = False
+    chosen: tuple[str, ...] = ()
 
 
 def _caller_outside_package() -> int:
@@ -335,9 +339,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         threshold) candidates on the public grid and one-vs-rest categories;
         features reusable along a path.
     n_bins : int >= 2 or "auto", default "auto"
-        ``"auto"``: :func:`edprf_core.shape.public_bins` of the same row count as
-        the automatic shape (3 bins for a few hundred rows, 10 for a few
-        thousand, 20 above ``n * epsilon = 8,000``).
+        ``"auto"``: :func:`edprf_core.shape.public_bins` of the trees' expected
+        share of the public size, ``round((1 - s) * n)`` (``s``: the marginals
+        share), at the trees' ε (``epsilon`` less the DP row count's share):
+        3 bins below ``n * ε = 250``, 10 below 8,000, else 20.
         Equal-width bins of the declared bounds for continuous features that
         declare no edges (multiway: children; binary: ``n_bins - 1`` thresholds).
     marginals_bins : int >= 2 or "auto", default "auto"
@@ -543,6 +548,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         n_bins: int | None = None,
         marginals_share: float = 0.0,
         marginals_bins: int = 0,
+        chosen: tuple[str, ...] | None = None,
     ) -> TrainingParameters:
         options = self._paper_options()
         monotone = options.exploit_monotonicity
@@ -567,6 +573,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             depth_rule=depth_rule,
             marginals_share=marginals_share,
             marginals_bins=marginals_bins,
+            chosen=chosen,
         )
 
     def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None) -> FitShape:
@@ -617,7 +624,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 marginals_n_bins(marginals_size, schema.n_features, forest_eps) if auto_bins else int(self.n_bins)
             )
         residual = self._residual_pass_on(schema, share, size if auto_share else None, float(self.epsilon))
-        return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins, residual)
+        automatic = zip(SIZE_CHOICES, (auto_trees, auto_depth, auto_bins, auto_share), strict=True)
+        chosen = tuple(name for name, auto in automatic if auto)
+        return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins, residual, chosen)
 
     def _residual_pass_on(self, schema: Schema, share: float, auto_size: int | None, epsilon: float) -> bool:
         """Whether the marginals part runs a residual pass: as requested, or (``"auto"``) by the public rule of
@@ -770,6 +779,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             shape.n_bins,
             shape.marginals_share,
             shape.marginals_bins,
+            shape.chosen,
         )
         marginals = None
         if params.marginals_share > 0:

@@ -62,6 +62,7 @@ __all__ = [
     "SAMPLERS",
     "SCHEDULES",
     "SEEDED_REASON",
+    "SIZE_CHOICES",
     "VARIANTS",
     "DPForest",
     "TrainingParameters",
@@ -135,6 +136,13 @@ class TrainingParameters:
     marginals_bins : int
         ``n_bins`` of the marginals part's public grid: >= 2 when
         ``marginals_share > 0``, else 0.
+    chosen : tuple of str or None, default None
+        Which size-dependent choices the automatic rules made (among
+        :data:`SIZE_CHOICES`: the others were given), as the fitting estimator
+        knew them; empty when ``depth_rule`` is ``"fixed"``.  Not on the
+        wire and not compared: a decoded release has None, and its guarantee
+        then says the choices *not given* came from the rule without naming
+        them.
     """
 
     epsilon: float
@@ -155,6 +163,7 @@ class TrainingParameters:
     depth_rule: str = "fixed"
     marginals_share: float = 0.0
     marginals_bins: int = 0
+    chosen: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -187,6 +196,15 @@ class TrainingParameters:
                 f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
                 "(a DP row count is spent exactly when the depth comes from it)"
             )
+        chosen = self.chosen
+        if chosen is not None:
+            if not isinstance(chosen, tuple) or not set(chosen) <= set(SIZE_CHOICES):
+                raise ValueError(f"chosen must be a tuple of names among {SIZE_CHOICES}, got {chosen!r}")
+            if bool(chosen) == (self.depth_rule == "fixed"):
+                raise ValueError(
+                    f"chosen = {chosen!r} does not match depth_rule {self.depth_rule!r} "
+                    "(a rule chooses something exactly when the shape is not fixed)"
+                )
         m = self.marginals_share
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) or not 0 <= m < 1:
             raise ValueError(f"marginals_share must be in [0, 1), got {m!r}")
@@ -247,10 +265,14 @@ class TrainingParameters:
         residual pass on the same rows the rest (:mod:`edprf_core._residual_pass`).
         """
         source = size_source(self.depth_rule, self.count_epsilon)
-        # the parameters do not record which of these the caller gave: the words cover exactly the ones it did not
-        shown = (
-            f" (where the trees, depth, bins and marginals share were not given, they were {source})" if source else ""
-        )
+        shown = ""
+        if source and self.chosen:  # the fitting estimator knew which the caller left to the rule
+            words = [f"the {_CHOICE_WORDS[c]}" for c in self.chosen]
+            said = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+            plural = len(words) > 1
+            shown = f" ({said} {'were' if plural else 'was'} not given: {'they were' if plural else 'it was'} {source})"
+        elif source:  # a decoded release does not record which of these were given: the words cover those that were not
+            shown = f" (where the trees, depth, bins and marginals share were not given, they were {source})"
         depth = f"depth {self.max_depth}{shown}"
         marginals = ""
         if self.marginals_share > 0:
@@ -278,6 +300,16 @@ class TrainingParameters:
         if reasons:
             return f"NOT differentially private as released: {'; '.join(reasons)}. Configured for {self.configured()}."
         return f"{self.configured()}."
+
+
+SIZE_CHOICES = ("trees", "depth", "bins", "marginals share")
+"""The choices an automatic rule may make from the public size (:attr:`TrainingParameters.chosen`)."""
+_CHOICE_WORDS = {
+    "trees": "number of trees",
+    "depth": "depth",
+    "bins": "number of bins",
+    "marginals share": "marginals share",
+}
 
 
 def size_source(rule: str, count_epsilon: float) -> str:

@@ -195,3 +195,18 @@ def test_one_fit_states_the_pooling_caveat_and_a_merge_what_each_part_spends(wal
     headline = merge_forests(parts, labels=["a", "b"]).guarantee().splitlines()[0]
     assert "each part spends at most epsilon = 1 per record in all" in headline and "trees spend" not in headline
     assert headline.endswith(FEDERATION_NOTE) and POOLING_NOTE not in headline
+
+
+def test_the_guarantee_names_only_the_choices_left_to_the_rule(wall):
+    """It said "where the trees, depth, bins and marginals share were not given, they were chosen from a DP count"
+    when the trees and depth had been given."""
+    X, y, schema = wall
+    text = EDPRFClassifier(schema, n_trees=2, max_depth=3).fit(X, y).guarantee_
+    assert "(the number of bins was not given: it was chosen from a DP count of the rows that spent epsilon = 0.05" in (
+        text
+    )
+    assert "trees, depth" not in text
+    two = EDPRFClassifier(schema, n_bins=10).fit(X, y).guarantee_
+    assert "(the number of trees and the depth were not given: they were chosen from a DP count" in two
+    fixed = EDPRFClassifier(schema, n_trees=2, max_depth=3, n_bins=10).fit(X, y).guarantee_
+    assert "not given" not in fixed and "DP count" not in fixed

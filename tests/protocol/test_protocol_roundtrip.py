@@ -147,9 +147,10 @@ def test_release_carries_only_the_declared_fields(forests):
         "marginals",
     }
     research = {"schedule", "composition", "variant", "exploit_monotonicity"}  # edprf_core.research: not on the wire
+    local = {"chosen"}  # which choices a local fit left to the rule: for its own guarantee text, never released
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__
-    } - research
+    } - research - local
     assert {f.name for f in pb.Trees.DESCRIPTOR.fields} == {
         "nodes_per_tree",
         "feature",
