@@ -69,6 +69,7 @@ __all__ = [
     "admit_fit",
     "fit_size",
     "refuse_bool_counts",
+    "refuse_bool_reals",
     "resolved_schema",
     "training_tags",
 ]
@@ -105,6 +106,20 @@ def refuse_bool_counts(estimator: BaseEstimator, names: tuple[str, ...] = _COUNT
             raise InvalidParameterError(
                 f"The {name!r} parameter of {type(estimator).__name__} must be an int, not a bool. "
                 f"Got {getattr(estimator, name)!r} instead."
+            )
+
+
+_REAL_PARAMETERS = ("epsilon", "count_epsilon_share", "marginals_share")
+"""Real parameters: scikit-learn's ``Interval(Real, ...)`` admits ``True`` (read as 1: ``epsilon=True`` fit at 1)."""
+
+
+def refuse_bool_reals(estimator: BaseEstimator, names: tuple[str, ...] = _REAL_PARAMETERS) -> None:
+    """Refuse ``True``/``False`` given for one of the real parameters ``names``: a bool is no number."""
+    for name in names:
+        value = getattr(estimator, name)
+        if isinstance(value, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__}: expected a number, got bool ({value!r})"
             )
 
 
@@ -749,6 +764,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()  # every option, checked before any data is read
         refuse_bool_counts(self)
+        refuse_bool_reals(self)
         schema = self._resolved_schema()
         sampler = self._resolved_sampler()
         self._parameters(1, 1)  # the options' combinations, checked before any data is read

@@ -276,7 +276,7 @@ def _vector(classes: tuple[str, ...], v: NDArray[np.float64]) -> str:
 
 
 def explain_row(
-    forest: DPForest,
+    forest: DPForest | object,
     row: ArrayLike | pd.DataFrame,
     *,
     pooling: str = "log-linear",
@@ -288,7 +288,9 @@ def explain_row(
 
     Parameters
     ----------
-    forest : DPForest
+    forest : DPForest, or a fitted estimator holding one as ``forest_``
+        The released forest; a fitted :class:`~edprf_core.EDPRFClassifier` or the classifier
+        :func:`protocol.load_classifier` returns is read through its ``forest_``.
     row : DataFrame or array-like with one row
         The caller's own row, encoded under the forest's public schema.
     pooling, label_shift, tolerated_parties
@@ -300,6 +302,8 @@ def explain_row(
     -----
     Privacy cost: none (post-processing of the released forest; reads only ``row``).
     """
+    if not isinstance(forest, DPForest) and isinstance(getattr(forest, "forest_", None), DPForest):
+        forest = forest.forest_  # a fitted estimator: its released forest
     check_is_forest(forest, "explain_row", marginals_supported=True)
     frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
     terms = (

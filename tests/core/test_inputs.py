@@ -319,6 +319,13 @@ def test_a_bool_is_not_a_count(schema, name):
         EDPRFClassifier(schema, **{name: True}).fit(None, None)
 
 
+@pytest.mark.parametrize(("name", "value"), [("epsilon", True), ("marginals_share", False)])
+def test_a_bool_is_not_a_number(schema, name, value):
+    """epsilon=True was accepted and fitted at epsilon = 1 (scikit-learn's Interval(Real) admits a bool)."""
+    with pytest.raises(ValueError, match=f"'{name}' parameter of EDPRFClassifier: expected a number, got bool"):
+        EDPRFClassifier(schema, **{name: value}).fit(None, None)
+
+
 def _grid(schema):
     return FeatureGrid.from_schema(schema, n_bins=2)
 

@@ -180,6 +180,18 @@ def test_contributions_add_up_to_predict_proba(pooling, label_shift):
     assert clipped > 0  # the three-part forest's bound clipped some part's score, and the terms still add up
 
 
+def test_explain_row_reads_a_fitted_estimators_forest():
+    """explain_row(clf) refused the estimator ("expected a DPForest, got EDPRFClassifier")."""
+    schema = make_schema(n_classes=2)
+    X, y = make_data(schema, 400, seed=2)
+    clf = EDPRFClassifier(schema, n_trees=2, max_depth=3, n_bins=4, random_state=0).fit(X, y)
+    by_estimator, by_forest = explain_row(clf, X.iloc[[5]]), explain_row(clf.forest_, X.iloc[[5]])
+    assert np.array_equal(by_estimator.probabilities, by_forest.probabilities)
+    assert np.allclose(by_estimator.probabilities, clf.predict_proba(X.iloc[[5]])[0], rtol=0, atol=1e-12)
+    with pytest.raises(TypeError, match="expected a DPForest, got EDPRFClassifier"):  # unfitted: nothing to read
+        explain_row(EDPRFClassifier(schema), X.iloc[[5]])
+
+
 def test_label_votes_are_shares():
     forest = tiny_forest("label")
     e = explain_row(forest, pd.DataFrame({"age": [45.0], "color": ["green"]}))
