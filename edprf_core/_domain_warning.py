@@ -1,9 +1,11 @@
-"""A warning to the data holder when a continuous column lies mostly outside its declared bounds.
+"""A warning to the data holder when a continuous column lies mostly, and far, outside its declared bounds.
 
-The schema's rule clips such values to the bounds (:mod:`edprf_core._encoding`), at fit and at predict alike.
-A few clipped values are ordinary; a column that is mostly outside its bounds usually means the data are in
-other units than the schema (a scaler before the estimator, grams against kilograms), and every prediction on
-it is then made from the bounds alone.
+The schema's rule clips such values to the bounds (:mod:`edprf_core._encoding`), at fit and at predict alike,
+warning or not.  A few clipped values are ordinary, and so are values just past a bound (a patient's 6.2 against
+a declared upper bound of 6, robot sensors reading 5.02 against 5): clipping is the rule for them.  A column
+that is mostly outside its bounds, far beyond them, usually means the data are in other units than the schema
+(a scaler before the estimator, grams against kilograms), and every prediction on it is then made from the
+bounds alone: that is what the warning says, only with the evidence for it (:func:`units_evidence`).
 
 Privacy: a local warning to whoever holds ``X``; nothing leaves, and no model depends on it.
 """
@@ -15,18 +17,48 @@ import warnings
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ._encoding import clipped_shares
+from ._encoding import ClippedColumn, clipped_columns
 from ._exceptions import DomainClippingWarning
 from ._schema import Schema
 
-__all__ = ["CLIPPING_WARNING_SHARE", "warn_if_clipped"]
+__all__ = [
+    "CLIPPING_WARNING_SHARE",
+    "UNITS_FAR",
+    "UNITS_MIN_ROWS",
+    "UNITS_VERY_FAR",
+    "units_evidence",
+    "warn_if_clipped",
+]
 
 CLIPPING_WARNING_SHARE = 0.2
-"""Warn when more than this share of a continuous column's numbers lies outside its declared bounds."""
+"""Warn when more than this share of a continuous column's numbers lies outside its declared bounds (and far)."""
+
+UNITS_MIN_ROWS = 10
+"""Rows outside the bounds a column needs before clipping can say "other units" at :data:`UNITS_FAR`."""
+
+UNITS_FAR = 0.05
+"""The median distance beyond the bound, in domain widths, of those rows (5.02 against [0, 5] is 0.004)."""
+
+UNITS_VERY_FAR = 0.5
+"""The median distance, in domain widths, that says "other units" whatever the number of rows (one row of grams
+against kilograms)."""
+
+
+def units_evidence(column: ClippedColumn) -> bool:
+    """Whether a clipped column looks like data in other units than the schema: mostly out of bounds
+    (:data:`CLIPPING_WARNING_SHARE`), and either at least :data:`UNITS_MIN_ROWS` rows a median
+    :data:`UNITS_FAR` of the domain's width beyond the bound, or :data:`UNITS_VERY_FAR` beyond it however few."""
+    if column.share <= CLIPPING_WARNING_SHARE:
+        return False
+    return column.median_excess >= UNITS_VERY_FAR or (
+        column.count >= UNITS_MIN_ROWS and column.median_excess >= UNITS_FAR
+    )
 
 
 def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema, *, stacklevel: int = 3) -> None:
-    """Warn (:class:`DomainClippingWarning`) when a continuous column of ``X`` is mostly out of bounds.
+    """Warn (:class:`DomainClippingWarning`) when a continuous column of ``X`` is mostly and far out of bounds.
+
+    Only with the evidence of other units (:func:`units_evidence`); the values are clipped either way.
 
     Parameters
     ----------
@@ -43,7 +75,7 @@ def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema, *, stacklevel: 
     Privacy cost: none (a local warning; nothing is released).
     """
     worst = sorted(
-        ((share, name) for name, share in clipped_shares(X, schema).items() if share > CLIPPING_WARNING_SHARE),
+        ((column.share, name) for name, column in clipped_columns(X, schema).items() if units_evidence(column)),
         reverse=True,
     )
     if worst:

@@ -128,6 +128,34 @@ def test_predict_warns_when_a_column_is_mostly_clipped():
                 method(few)
 
 
+def test_values_just_past_a_bound_are_clipped_without_a_units_warning():
+    """One patient at oldpeak 6.2 against a bound of 6.0 ("'oldpeak' 100% ... other units (a scaler before the
+    estimator?)"), and 50 robot rows at 5.02 against 5.0, warned of other units: clipping is the rule for them.
+    The warning needs evidence: many rows far past the bound, or a value a large part of the domain away."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    clf = EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y)
+    first = schema.features[0]
+    near = X.iloc[:50].copy()
+    near[first.name] = first.upper + 0.004 * (first.upper - first.lower)  # just past the bound, all 50 rows
+    one = X.iloc[:1].copy()
+    one[first.name] = first.upper + 0.04 * (first.upper - first.lower)  # one row, a little further
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DomainClippingWarning)
+        for rows in (near, one):
+            clipped = clf.predict_proba(rows)
+            at_bound = rows.copy()
+            at_bound[first.name] = first.upper
+            assert np.array_equal(clipped, clf.predict_proba(at_bound))  # clipped as before
+    far = X.iloc[:1].copy()
+    far[first.name] = first.upper + 0.6 * (first.upper - first.lower)  # one value far away: other units
+    with pytest.warns(DomainClippingWarning, match="other units"):
+        clf.predict_proba(far)
+    many = X.iloc[:10].copy()
+    many[first.name] = first.upper + 0.1 * (first.upper - first.lower)  # ten rows well past the bound
+    with pytest.warns(DomainClippingWarning, match="other units"):
+        clf.predict_proba(many)
+
+
 def test_check_data_reports_what_each_rule_does(tmp_path):
     path = tmp_path / "census.csv"
     path.write_text('age,workclass,income\n30,Private,>50K.\n200,Gov,<=50K\n?,Self-emp,>50K\n40,Navy,<=50K\n41,"Gov\n')
