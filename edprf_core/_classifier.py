@@ -26,6 +26,7 @@ from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exact_selection import MAX_FIT_ROWS, UTILITY_SCALE, ExactPermuteAndFlip
 from ._exceptions import (
     DataValidationError,
+    DraftedSchemaWarning,
     EDPRFWarning,
     PrivacyLeakWarning,
     SeededNoiseWarning,
@@ -168,6 +169,14 @@ def admit_fit(
             "differentially private (anyone who knows the seed can remove the noise); leave random_state=None for "
             "a DP model",
             SeededNoiseWarning,
+            stacklevel=3,
+        )
+    if schema.drafted:  # the estimator's guarantee says so too; a caller who reads only dp_ later needs a word now
+        warnings.warn(
+            f"{owner}.fit on a drafted schema ({schema.name!r}, drafted = true): its bounds and categories were read "
+            "from the data, so the model is NOT differentially private; review the schema, replace them with public "
+            "knowledge and set drafted = false for a DP model",
+            DraftedSchemaWarning,
             stacklevel=3,
         )
     refuse_continuous_target(y, schema)  # reads label values: after the charge

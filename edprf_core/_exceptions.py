@@ -46,6 +46,16 @@ class SeededNoiseWarning(EDPRFWarning):
     """
 
 
+class DraftedSchemaWarning(EDPRFWarning):
+    """A fit on a schema drafted from data (``schema.drafted``): its bounds and categories are data, so the model
+    is NOT differentially private.
+
+    For a first look at the data; review the drafted schema, replace its bounds and categories with public
+    knowledge and set ``drafted = false`` for a DP model.  Code that fits on a drafted schema on purpose filters
+    this class (``warnings.simplefilter("ignore", DraftedSchemaWarning)``).
+    """
+
+
 class SchemaError(EDPRFError, ValueError):
     """A public schema is malformed, or two schemas do not match."""
 

@@ -110,6 +110,32 @@ def test_a_drafted_schema_is_not_dp_until_declared(wall):
     assert EDPRFClassifier(declared, max_depth=3, n_trees=1).fit(X, y).dp_
 
 
+def test_a_fit_on_a_drafted_schema_warns_once(wall):
+    """A fit on a drafted schema said nothing: only dp_ and the guarantee text, read later if at all, told that
+    the model is not DP.  It warns like a seeded fit (its own class, which code drafting on purpose can filter)."""
+    from dataclasses import replace
+
+    from edprf_core import DPMarginalsClassifier, EDPRFWarning
+    from edprf_core.schema import DraftedSchemaWarning
+
+    X, y, _ = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drafted = draft_schema(X.assign(Class=y), "Class")
+    assert issubclass(DraftedSchemaWarning, EDPRFWarning) and not issubclass(DraftedSchemaWarning, PrivacyLeakWarning)
+    for estimator in (EDPRFClassifier(drafted, max_depth=2, n_trees=1), DPMarginalsClassifier(drafted)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            estimator.fit(X, y)
+        said = [w for w in seen if issubclass(w.category, DraftedSchemaWarning)]
+        assert len(said) == 1 and said[0].filename == __file__, said  # once, at the caller's line
+        assert "drafted schema" in str(said[0].message) and "NOT differentially private" in str(said[0].message)
+        assert not estimator.dp_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DraftedSchemaWarning)
+        EDPRFClassifier(replace(drafted, drafted=False), max_depth=2, n_trees=1).fit(X, y)  # declared: no warning
+
+
 def test_a_merge_names_the_part_that_is_not_dp(wall):
     X, y, schema = wall
     good = EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X, y).forest_
