@@ -389,6 +389,8 @@ class Schema:
 
         Notes
         -----
+        :func:`edprf_core.prediction.read_labels` is the per-row form for scoring files: class indices, -1 and
+        a reason for a label it cannot read, refusing nothing.
         Privacy cost: none (a per-cell map by public rules; nothing leaves the caller).
         """
         import pandas as pd
