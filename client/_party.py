@@ -64,6 +64,7 @@ from edprf_core.count_text import count_text
 from edprf_core.encoding import FeatureGrid, encode_labels
 from edprf_core.forest import MAX_FIT_NODES, MAX_FIT_ROWS, max_tree_nodes
 from edprf_core.mechanisms import discrete_laplace_counts
+from edprf_core.schema import DraftedSchemaWarning
 from protocol import (
     REFUSAL_REASONS,
     InvalidRelease,
@@ -680,8 +681,8 @@ class Party:
 @contextmanager
 def _warnings_to_the_log(seeded_level: int = logging.WARNING) -> Iterator[None]:
     """The estimator's own warnings during a party's fit (values clipped to the schema's bounds, ...) go to the
-    party's log, once each, instead of Python's warning output with a source path; the seeded-noise warning at
-    ``seeded_level``.  Local only: nothing of them reaches a reply.  Other warnings are shown as Python shows them."""
+    party's log, once each, instead of Python's warning output with a source path; the seeded-noise and
+    drafted-schema warnings (not DP: the ledger keeps the trail, the guarantee says it) at ``seeded_level``.  Local only: nothing of them reaches a reply.  Other warnings are shown as Python shows them."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:  # process-wide: a party serves one request at a time
@@ -689,7 +690,7 @@ def _warnings_to_the_log(seeded_level: int = logging.WARNING) -> Iterator[None]:
             yield
     finally:  # also when the fit fails: the warnings may say why
         for w in caught:
-            if issubclass(w.category, SeededNoiseWarning):
+            if issubclass(w.category, (SeededNoiseWarning, DraftedSchemaWarning)):
                 log.log(seeded_level, "training: %s", w.message)
             elif issubclass(w.category, EDPRFWarning):
                 log.warning("training: %s", w.message)
