@@ -139,7 +139,7 @@ class TrainingParameters:
     chosen : tuple of str or None, default None
         Which size-dependent choices the automatic rules made (among
         :data:`SIZE_CHOICES`: the others were given), as the fitting estimator
-        knew them; empty when ``depth_rule`` is ``"fixed"``.  Not on the
+        knew them; read only when ``depth_rule`` is not ``"fixed"``.  Not on the
         wire and not compared: a decoded release has None, and its guarantee
         then says the choices *not given* came from the rule without naming
         them.
@@ -197,14 +197,8 @@ class TrainingParameters:
                 "(a DP row count is spent exactly when the depth comes from it)"
             )
         chosen = self.chosen
-        if chosen is not None:
-            if not isinstance(chosen, tuple) or not set(chosen) <= set(SIZE_CHOICES):
-                raise ValueError(f"chosen must be a tuple of names among {SIZE_CHOICES}, got {chosen!r}")
-            if bool(chosen) == (self.depth_rule == "fixed"):
-                raise ValueError(
-                    f"chosen = {chosen!r} does not match depth_rule {self.depth_rule!r} "
-                    "(a rule chooses something exactly when the shape is not fixed)"
-                )
+        if chosen is not None and (not isinstance(chosen, tuple) or not set(chosen) <= set(SIZE_CHOICES)):
+            raise ValueError(f"chosen must be a tuple of names among {SIZE_CHOICES}, got {chosen!r}")
         m = self.marginals_share
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) or not 0 <= m < 1:
             raise ValueError(f"marginals_share must be in [0, 1), got {m!r}")

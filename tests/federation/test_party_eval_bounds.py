@@ -79,6 +79,20 @@ def _train_request(schema, **kw):
     return TrainRequest(**{**args, **kw})
 
 
+def _candidate_splits(codes: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Features and thresholds of a full binary tree of ``n`` nodes (breadth-first, children ``2i+1``, ``2i+2``)
+    whose every split divides the codes its path admits, as honest trees' do (the decoder refuses others)."""
+    lo, hi = np.zeros((n, codes.size), dtype=np.int64), np.tile(codes, (n, 1))
+    feature, split = np.full(n, -1), np.full(n, -1)
+    for i in range((n - 1) // 2):
+        f = rng.choice(np.flatnonzero(hi[i] - lo[i] >= 2))
+        feature[i], split[i] = f, rng.integers(lo[i, f] + 1, hi[i, f])
+        for child in (2 * i + 1, 2 * i + 2):
+            lo[child], hi[child] = lo[i], hi[i]
+        hi[2 * i + 1, f], lo[2 * i + 2, f] = split[i], split[i]
+    return feature, split
+
+
 def _full_depth8_label_model(schema, template: bytes, n_releases: int) -> bytes:
     """Releases of 50 full depth-8 binary trees on 64 bins with label leaves: inside every default limit."""
     rng = np.random.default_rng(0)
@@ -96,10 +110,10 @@ def _full_depth8_label_model(schema, template: bytes, n_releases: int) -> bytes:
         for name in ("nodes_per_tree", "feature", "split", "first_child", "leaf_class", "leaf_counts"):
             del getattr(t, name)[:]
         for _ in range(50):
-            feature = np.where(internal, rng.integers(0, codes.size, n), -1)
+            feature, split = _candidate_splits(codes, n, rng)
             t.nodes_per_tree.append(n)
             t.feature.extend(feature.tolist())
-            t.split.extend(np.where(internal, rng.integers(1, codes[np.maximum(feature, 0)]), -1).tolist())
+            t.split.extend(split.tolist())
             t.first_child.extend(np.where(internal, 2 * np.arange(n) + 1, -1).tolist())
             t.leaf_class.extend(np.where(internal, -1, rng.integers(0, schema.n_classes, n)).tolist())
         wrapped.append(release_pb2.SignedRelease(release=release.SerializeToString(deterministic=True)))
