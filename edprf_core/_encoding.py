@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -800,28 +800,34 @@ class ClippedColumn:
     median_excess: float
 
 
+def _continuous_numbers(X: ArrayLike | pd.DataFrame, schema: Schema) -> Iterator[tuple[ContinuousFeature, NDArray]]:
+    """Each continuous feature with its column's numbers (NaN where a cell is missing or no number), each distinct
+    text read once (a per-cell map)."""
+    frame = as_frame(X, schema)
+    rules = CellRules.of(schema)
+    for f in schema.features:
+        if isinstance(f, ContinuousFeature):
+            values, rows = _distinct_cells(frame[f.name])
+            cells = rules.clean(values)
+            yield f, _parse_numbers(cells, skip=rules.missing(cells))[rows]
+
+
 def clipped_columns(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, ClippedColumn]:
     """The continuous columns with numbers outside their declared bounds, and how far out (for the owner only).
 
     A declared missing token is missing, not a number, even when it reads as one (``"-999"``): the encoder
     imputes it or gives it its own code, and it is never clipped.
     """
-    frame = as_frame(X, schema)
-    rules = CellRules.of(schema)
     found = {}
-    for f in schema.features:
-        if isinstance(f, ContinuousFeature):
-            values, rows = _distinct_cells(frame[f.name])  # each distinct text read once (a per-cell map)
-            cells = rules.clean(values)
-            x = _parse_numbers(cells, skip=rules.missing(cells))[rows]
-            finite = x[np.isfinite(x)]
-            excess = np.maximum(f.lower - finite, finite - f.upper)
-            outside = excess[excess > 0]
-            if outside.size:
-                width = float(f.upper - f.lower)
-                found[f.name] = ClippedColumn(
-                    float(outside.size / finite.size), int(outside.size), float(np.median(outside)) / width
-                )
+    for f, x in _continuous_numbers(X, schema):
+        finite = x[np.isfinite(x)]
+        excess = np.maximum(f.lower - finite, finite - f.upper)
+        outside = excess[excess > 0]
+        if outside.size:
+            width = float(f.upper - f.lower)
+            found[f.name] = ClippedColumn(
+                float(outside.size / finite.size), int(outside.size), float(np.median(outside)) / width
+            )
     return found
 
 
@@ -832,18 +838,12 @@ def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, flo
     imputes it or gives it its own code, and it is never clipped.  Columns with finite numbers all inside
     their bounds have share 0.
     """
-    frame = as_frame(X, schema)
-    rules = CellRules.of(schema)
     shares = {}
-    for f in schema.features:
-        if isinstance(f, ContinuousFeature):
-            values, rows = _distinct_cells(frame[f.name])  # each distinct text read once (a per-cell map)
-            cells = rules.clean(values)
-            x = _parse_numbers(cells, skip=rules.missing(cells))[rows]
-            finite = np.isfinite(x)
-            if finite.any():
-                outside = finite & ((x < f.lower) | (x > f.upper))
-                shares[f.name] = float(outside.sum() / finite.sum())
+    for f, x in _continuous_numbers(X, schema):
+        finite = np.isfinite(x)
+        if finite.any():
+            outside = finite & ((x < f.lower) | (x > f.upper))
+            shares[f.name] = float(outside.sum() / finite.sum())
     return shares
 
 
