@@ -280,8 +280,9 @@ def _check_parties(parties: dict, tagged: bool = False) -> None:
     print(f"[2/5] party check: {count_text(len(parties), 'party', 'parties')}, no problem found", flush=True)
     if resending:
         print(
-            f"      {', '.join(resending)}: lifetime cap reached; under the request-tag it resends a release it "
-            "made for the tag (spending nothing) and refuses anything else (budget_exhausted)",
+            f"      {', '.join(resending)}: lifetime cap reached; under the request-tag "
+            f"{'each' if len(resending) > 1 else 'it'} resends a release made for the tag (spending nothing) and "
+            "refuses anything else (budget_exhausted)",
             flush=True,
         )
 
@@ -646,6 +647,11 @@ def _print_summary(out: Path, code: int, submitted: float, request_tag: object =
                     f" ({p['reason']}) {p['message']}"
                     if p["status"] != "accepted"
                     else f", {count_text(p['n_trees'], 'tree')}, epsilon {p['epsilon']:g}"
+                    + (
+                        f" (resent: made and charged by run {p['resumed_from_run']}, nothing newly charged)"
+                        if p.get("resumed_from_run")
+                        else ""
+                    )
                 )
             )
         for line in bounded_influence_lines(report.get("bounded_influence", {})):

@@ -336,7 +336,11 @@ def fake_run(monkeypatch):
             state["during"]()
         out = Path(re.search(r"output-dir='([^']*)'", run_config).group(1))
         out.mkdir(parents=True, exist_ok=True)
-        parties = [{"party_id": p, "node_id": 7, "status": "accepted", "n_trees": 1, "epsilon": 1.0} for p in PARTIES]
+        parties = [
+            {"party_id": p, "node_id": 7, "status": "accepted", "n_trees": 1, "epsilon": 1.0, "resumed_from_run": ""}
+            | ({"resumed_from_run": state["resumed"]} if state.get("resumed") else {})
+            for p in PARTIES
+        ]
         (out / "report.json").write_text(json.dumps({"parties": parties}))
         return state["code"]
 
@@ -438,10 +442,14 @@ def test_a_tagged_resend_at_an_exhausted_cap_is_left_to_the_party(tmp_path, fake
     err = capsys.readouterr().err
     assert "hospital-a: problem:" in err and "every new request will be refused (budget_exhausted" in err, err
     assert len(fake_run["runs"]) == 1  # nothing started
+    fake_run["resumed"] = "41"
     assert _consortium(root, "--epsilon", "1", "--run-config", "request-tag='trial-1'") == 0
     out = capsys.readouterr().out
+    assert (
+        "  hospital-a: accepted, 1 tree, epsilon 1 (resent: made and charged by run 41, nothing newly charged)" in out
+    )
     assert "[2/5] party check: 3 parties, no problem found\n" in out, out
-    assert "hospital-a: lifetime cap reached; under the request-tag it resends a release it made for the tag" in out
+    assert "hospital-a: lifetime cap reached; under the request-tag it resends a release made for the tag" in out
     assert "request-tag='trial-1'" in fake_run["runs"][1]
 
 
