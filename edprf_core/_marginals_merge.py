@@ -82,7 +82,7 @@ the class totals, not every bin's class shares.
 
 The price, as for the trees: a party that alone (or nearly alone) holds a class under strong label skew has its
 class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) and no floor
-binds (each with probability at most ``exp(-12)`` per cell, column or class) the bounded sum is the plain sum.
+binds (with probability below ``exp(-12)`` per cell and per class, ``1.1e-5`` per column) the bounded sum is the plain sum.
 Post-processing of released histograms and public parameters: no ε.
 """
 

@@ -244,7 +244,6 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 heard.add(charge.party_id)
                 _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
             continue
-        heard.add(release.party_id)
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
             # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
             _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
@@ -261,6 +260,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 OutcomeReason.REPLAYED_RELEASE,
                 "a release of another run, without its party's binding to this run",
             )
+        if mismatch is None or mismatch[0] != OutcomeReason.REPLAYED_RELEASE:  # a replay says nothing of its
+            heard.add(release.party_id)  # signer now: a node may relay another party's old release
         if mismatch is not None:  # the node is not named after the release: it may relay another party's
             outcome.status, (outcome.reason, outcome.message) = PartyStatus.REJECTED, mismatch
             outcome.message += f" (a release {'signed by' if release.signed else 'naming'} {release.party_id})"

@@ -107,7 +107,7 @@ def summary_lines(report: RunReport) -> list[str]:
 
 def bounded_influence_lines(bounded: dict[str, Any]) -> list[str]:
     """When the merge could not bound each party's say (fewer parts than it takes), what that means and what
-    refuses such a run."""
+    keeps such a run from saving a model."""
     if not bounded or bounded.get("applies", True):
         return []
     parts, needs = bounded["parts"], bounded["needs"]
@@ -119,7 +119,7 @@ def bounded_influence_lines(bounded: dict[str, Any]) -> list[str]:
     )
     line = (
         f"bounded influence: OFF: {what}; it takes {needs} parties to bound one party's say "
-        f"(min-parties={needs} refuses a run with fewer)"
+        f"(with min-parties={needs}, a run with fewer fails and saves no model)"
     )
     return [line]
 

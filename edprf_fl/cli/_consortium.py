@@ -248,21 +248,42 @@ def _app_dir(given: Path | None) -> Path:
 
 
 # ----------------------------------------------------------------------------- the run
-def _check_parties(parties: dict, tagged: bool = False) -> None:
+def _resending(parties: dict, request_tag: str) -> set[str]:
+    """The parties whose ledger holds a release made for ``request_tag``'s train request: they resend it and
+    spend nothing (``client.Party.train``), whatever remains of their cap.  Read-only; a ledger that cannot be
+    read counts as holding none."""
+    from client import EntryState, read_ledger_readonly
+
+    if not request_tag:
+        return set()
+    request_id = f"{request_tag}/train"  # the coordinator's request id under a tag (server._coordinator)
+    found = set()
+    for party_id, paths in parties.items():
+        ledger = Path(paths["ledger-path"])
+        try:
+            entries = read_ledger_readonly(ledger) if ledger.is_file() else []
+        except ValueError:
+            continue
+        if any(e.request_id == request_id and e.kind == "release" and e.state == EntryState.RELEASED for e in entries):
+            found.add(party_id)
+    return found
+
+
+def _check_parties(parties: dict, resending: Collection[str] = ()) -> None:
     """Run each party's own check (``edprf party check``) and refuse the run on any problem.
 
-    Under a ``request-tag`` (``tagged``), an exhausted budget is no problem here: a party resends a release it
-    made for that tag and spends nothing, and refuses (``budget_exhausted``) anything else; the party decides.
+    A party in ``resending`` (:func:`_resending`: its ledger holds a release made for the run's request-tag) may
+    have an exhausted budget: it resends that release and spends nothing.
     """
     from client import parse_node_config, preflight_configs
     from edprf_core.count_text import count_text
 
-    problems, resending = [], []
+    problems, exhausted_resending = [], []
     for party_id, paths in parties.items():
         report = preflight_configs(parse_node_config(node_config(paths)))
         for finding in report.problems:
-            if tagged and finding.refusal == "budget_exhausted":
-                resending.append(party_id)
+            if party_id in resending and finding.refusal == "budget_exhausted":
+                exhausted_resending.append(party_id)
             else:
                 problems.append(f"{party_id}: {finding.line()}")
     if problems:
@@ -278,11 +299,11 @@ def _check_parties(parties: dict, tagged: bool = False) -> None:
             )
         )
     print(f"[2/5] party check: {count_text(len(parties), 'party', 'parties')}, no problem found", flush=True)
-    if resending:
+    if exhausted_resending:
         print(
-            f"      {', '.join(resending)}: lifetime cap reached; under the request-tag "
-            f"{'each' if len(resending) > 1 else 'it'} resends a release made for the tag (spending nothing) and "
-            "refuses anything else (budget_exhausted)",
+            f"      {', '.join(exhausted_resending)}: lifetime cap reached; "
+            f"{'each holds' if len(exhausted_resending) > 1 else 'it holds'} a release made for the request-tag, "
+            "which it resends (spending nothing), and refuses anything else (budget_exhausted)",
             flush=True,
         )
 
@@ -316,7 +337,7 @@ def _check_request(
     epsilon: float,
     evaluation_epsilon: float,
     from_run_config: Collection[str] = (),
-    tagged: bool = False,
+    resending: Collection[str] = (),
 ) -> None:
     """Refuse, before any process starts, a run the parties' policies would refuse: an epsilon below a
     party's min-epsilon or finer than 1e-6, ``epsilon`` above its max-release-epsilon,
@@ -332,9 +353,9 @@ def _check_request(
         What the run will ask each party for (``evaluation_epsilon`` 0: no evaluation).
     from_run_config : collection of str
         The keys (``epsilon``, ``evaluation-epsilon``) that ``--run-config`` gave: named so in the messages.
-    tagged : bool
-        The run config gives a ``request-tag``: what remains of a party's cap is not checked (a party that
-        released for that tag resends its release and spends nothing; the party decides).
+    resending : collection of str
+        Parties whose ledger holds a release made for the run's ``request-tag`` (:func:`_resending`): what
+        remains of their cap is not checked (they resend that release and spend nothing).
 
     Raises
     ------
@@ -371,7 +392,11 @@ def _check_request(
                 f"{party_id}: {said('evaluation-epsilon', evaluation_epsilon)} exceeds its policy's "
                 f"max-evaluation-epsilon {policy.max_evaluation_epsilon:g}"
             )
-        left = None if tagged else read_budget(Path(paths["ledger-path"]), policy.lifetime_epsilon_cap).remaining
+        left = (
+            None
+            if party_id in resending
+            else read_budget(Path(paths["ledger-path"]), policy.lifetime_epsilon_cap).remaining
+        )
         if left is not None and left < exact_epsilon(epsilon):  # the party's reservation would be refused
             problems.append(
                 f"{party_id}: {said('epsilon', epsilon)} exceeds what remains of its lifetime cap "
@@ -509,7 +534,8 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
         **extra,  # wins: the pre-flight check and the summary use what the run will use
     }
     settings = _run_settings(args, {k: str(v) if isinstance(v, Path) else v for k, v in run_values.items()})
-    _check_parties(parties, tagged=bool(run_values.get("request-tag")))
+    resending = _resending(parties, str(run_values.get("request-tag") or ""))
+    _check_parties(parties, resending)
     for key in ("min-parties", "expected-parties"):  # more than --parties: the run would wait for parties never coming
         if getattr(settings, key.replace("-", "_")) > len(parties):
             raise ValueError(f"--run-config {key}: expected at most {len(parties)} (--parties), got {extra[key]!r}")
@@ -520,7 +546,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
         settings.epsilon,
         evaluation_epsilon,
         from_run_config=extra.keys(),
-        tagged=bool(run_values.get("request-tag")),
+        resending=resending,
     )
     for stale in root.glob("superlink.db*"):
         stale.unlink()  # node registrations are redone on every invocation; ledgers are kept

@@ -411,8 +411,8 @@ def _parties(tmp_path: Path) -> dict:
 
 def test_a_request_above_what_remains_of_a_cap_is_refused_before_any_process_starts(tmp_path):
     """0.5 left of a cap of 2 and --epsilon 1: the party check passed, the servers started and every party refused
-    (budget_exhausted) in the run (deployment walkthrough). Under a request-tag the party decides (a release
-    resent for its tag spends nothing)."""
+    (budget_exhausted) in the run (deployment walkthrough). A party whose ledger holds the release of the run's
+    request-tag is not checked (it resends that release and spends nothing)."""
     from client import BudgetLedger
     from edprf_fl.cli._consortium import _check_request
 
@@ -421,26 +421,27 @@ def test_a_request_above_what_remains_of_a_cap_is_refused_before_any_process_sta
     with pytest.raises(ValueError, match=r"--epsilon 1 exceeds what remains of its lifetime cap \(0.5 of 2"):
         _check_request(parties, 1.0, 0.0)
     _check_request(parties, 0.5, 0.0)  # exactly what remains
-    _check_request(parties, 1.0, 0.0, tagged=True)
+    _check_request(parties, 1.0, 0.0, resending={"hospital-a"})
     assert len(BudgetLedger(parties["hospital-a"]["ledger-path"], cap=2.0).entries()) == 1  # nothing spent
 
 
 def test_a_tagged_resend_at_an_exhausted_cap_is_left_to_the_party(tmp_path, fake_run, capsys):
-    """A party whose cap is reached failed the party check (budget_exhausted) even under a request-tag, although
-    it resends a release it made for the tag and spends nothing: the tagged resend a failed run advises could
-    not be made (review). Without a tag the check still refuses the run before any process starts."""
+    """A party whose cap is reached failed the party check (budget_exhausted) even under the request-tag of a
+    release it made, which it resends spending nothing: the tagged resend a failed run advises could not be made
+    (review). Under another tag, or none, the check still refuses the run before any process starts (the party
+    would refuse, and the others spend for a run that fails)."""
     from client import BudgetLedger
 
     root = tmp_path / "c"
     assert _consortium(root) == 0  # lays the parties out (caps 2)
-    ledger = root / "parties" / "hospital-a" / "ledger.sqlite"
-    book = BudgetLedger(ledger, cap=2.0)
-    book.reserve("earlier", "release", 2.0)
-    book.complete("earlier", b"x")
+    book = BudgetLedger(root / "parties" / "hospital-a" / "ledger.sqlite", cap=2.0)
+    book.reserve("trial-1/train", "release", 2.0)
+    book.complete("trial-1/train", b"x")
     capsys.readouterr()
-    assert _consortium(root) == 1
-    err = capsys.readouterr().err
-    assert "hospital-a: problem:" in err and "every new request will be refused (budget_exhausted" in err, err
+    for extra in ((), ("--run-config", "request-tag='trial-2'")):
+        assert _consortium(root, "--epsilon", "1", *extra) == 1
+        err = capsys.readouterr().err
+        assert "hospital-a: problem:" in err and "every new request will be refused (budget_exhausted" in err, err
     assert len(fake_run["runs"]) == 1  # nothing started
     fake_run["resumed"] = "41"
     assert _consortium(root, "--epsilon", "1", "--run-config", "request-tag='trial-1'") == 0
@@ -449,7 +450,7 @@ def test_a_tagged_resend_at_an_exhausted_cap_is_left_to_the_party(tmp_path, fake
         "  hospital-a: accepted, 1 tree, epsilon 1 (resent: made and charged by run 41, nothing newly charged)" in out
     )
     assert "[2/5] party check: 3 parties, no problem found\n" in out, out
-    assert "hospital-a: lifetime cap reached; under the request-tag it resends a release made for the tag" in out
+    assert "hospital-a: lifetime cap reached; it holds a release made for the request-tag, which it resends" in out
     assert "request-tag='trial-1'" in fake_run["runs"][1]
 
 

@@ -544,6 +544,14 @@ def test_a_copied_release_cannot_take_a_party_s_place_when_a_run_is_resumed(tmp_
     empty = run_federation(
         grid(_copy_of("not bytes")), CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-3")}), "run-3"
     )
+    # hospital-b absent, its old release relayed by node 1: the report lists hospital-b as not heard from
+    del contexts["hospital-b"]
+    relayed = run_federation(
+        grid(_copy_of(stored_b)),
+        CoordinatorConfig(**{**vars(cfg), "output_dir": str(tmp_path / "out-4"), "min_parties": 1}),
+        "run-4",
+    )
+    assert relayed.absent_parties == ["hospital-b"], relayed.absent_parties
     odd = next(p for p in empty.parties if p.node_id == 1)
     assert (odd.status, odd.reason) == ("rejected", "malformed"), odd
     assert odd.message == "the reply says released but carries no release bytes (got str)"

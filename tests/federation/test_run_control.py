@@ -368,7 +368,7 @@ def test_an_evaluation_skipped_is_said_once_in_the_run_s_log(tmp_path, caplog, m
 def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, caplog, monkeypatch, parties):
     """With two parties one forged release took the pooled model over (hostile-party review: accuracy 0.825 to
     0.074) while the run said 'completed' and nothing else: item 5's bounds apply from three parts on. The report,
-    the log and the summary now say when they do not, and what refuses such a run."""
+    the log and the summary now say when they do not, and what keeps such a run from saving a model."""
     from edprf_fl.simulation import _engine
 
     reports = []
@@ -385,8 +385,8 @@ def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, c
     else:
         said = (
             "bounded influence: OFF: with 2 parties' releases nothing tells a forged release from an honest one, "
-            "and either can decide the model; it takes 3 parties to bound one party's say (min-parties=3 refuses a "
-            "run with fewer)"
+            "and either can decide the model; it takes 3 parties to bound one party's say (with min-parties=3, a run "
+            "with fewer fails and saves no model)"
         )
         assert off == [said]
         assert len(warned) == 1 and "2 parties' releases merged" in warned[0]
