@@ -431,6 +431,9 @@ class ClinicalReport:
         :func:`one_class_warning`'s text, or ``""``.
     unpredicted : str
         :func:`unpredicted_class_warning`'s text when there is no one-class warning, or ``""``.
+
+    ``str(report)`` (or :meth:`text_lines`) gives it as Markdown tables with the intervals, as ``edprf evaluate``
+    prints it.
     """
 
     classes: tuple[object, ...]
@@ -446,6 +449,16 @@ class ClinicalReport:
     threshold: float | None
     warning: str
     unpredicted: str = ""
+
+    def text_lines(self, intervals_in: str = "as_dict()") -> list[str]:
+        """The report as text lines (Markdown tables, as ``edprf evaluate`` prints it); ``intervals_in`` names
+        where the threshold table's intervals are (the table gives point values)."""
+        from ._clinical_text import clinical_report_lines
+
+        return clinical_report_lines(self, intervals_in)
+
+    def __str__(self) -> str:
+        return "\n".join(self.text_lines()).strip("\n")
 
     def as_dict(self) -> dict[str, Any]:
         return {

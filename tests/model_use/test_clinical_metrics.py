@@ -185,6 +185,9 @@ def test_a_class_the_model_never_predicts_is_named():
     from edprf_fl.cli._evaluate_cmd import format_report
 
     assert report.unpredicted in format_report(report)  # edprf evaluate prints it in its warning box
+    # the library prints what edprf evaluate prints (the walkthrough found the formatter private to the CLI)
+    assert str(report) == "\n".join(report.text_lines()).strip("\n") and "summary (95% intervals):" in str(report)
+    assert [line for line in format_report(report) if "--json" not in line] == report.text_lines()
     assert clinical_report(y[:70], proba[:70], classes, indices=True).unpredicted == ""  # c and d absent
     proba[90:, :] = [0, 0, 0.2, 0.8]
     proba[70:90, :] = [0, 0, 0.9, 0.1]
