@@ -165,17 +165,24 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     """Hospital IT walkthrough: every party refused (budget exhausted); the streamed log showed Flower's traceback
     of the ServerApp's RunFailed and its "Exit Code: 201 ... An unhandled exception occurred" before our own
     failure line, and colour codes (``\x1b[92mINFO \x1b[0m:``) in the output and in every process log."""
-    from client import BudgetLedger
+    from fractions import Fraction
+
     from edprf_fl.cli._consortium import _party_ids, lay_out
+    from protocol import PartyKeyRegistry
+    from server._spend_store import SpendStore
 
     root = tmp_path / "consortium"
     (root / "logs").mkdir(parents=True, mode=0o700)
     root.chmod(0o700)
     layout = lay_out(root, _party_ids(len(PARTIES)), "wall_robot_navigation", root / "logs" / "setup.log")
-    for paths in layout["parties"].values():  # 0.5 of the cap 2 left: the party check passes, a request of 1 not
-        BudgetLedger(paths["ledger-path"], cap=2.0).reserve("earlier", "release", 1.5)
+    # The command's checks read the ledgers, which hold nothing: they pass.  The coordinator's spend record says each
+    # party spent 1.5 (a host restored from an earlier snapshot): the party counts that before it serves, and of its
+    # cap 2 then 0.5 is left for a request of 1.  So every party refuses in the run itself.
+    registry = PartyKeyRegistry.from_directory(layout["coordinator"] / "party-keys")
+    record = SpendStore(root / "runs" / "spend-record.sqlite", {p: registry.key_id(p) for p in registry})
+    for party in layout["parties"]:
+        record.add(party, "earlier/train", Fraction(3, 2), "run-0")
     t0 = time.monotonic()
-    # under a request-tag the parties decide (the command checks no remaining budget then)
     done = _run(root, tmp_path, "--run-config", "request-tag='trial-7'")
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
