@@ -10,7 +10,7 @@ data rows: only the data file's header, so that no reply's latency depends on
 the rows) and writes them to the SuperNode's output, so a misconfigured party
 is visible there at the first message.  The checks never change a reply.  The party's own log lines
 (``edprf.party``: the checks, each refusal, each release) go to Flower's console handler, in Flower's
-format (:mod:`client._flower_console`); Flower's log lines are coloured only when the SuperNode's console
+format (:func:`protocol.flower_console`); Flower's log lines are coloured only when the SuperNode's console
 is a terminal (Flower 1.41 colours them always; a SuperNode's output is mostly a log file).
 """
 
@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from ._flower_console import flower_console
+from protocol import flower_console
+
 from ._flower_handlers import handle_evaluate, handle_train
 from ._preflight import log_preflight
 

@@ -20,7 +20,7 @@ The releases are defined in ``release.proto``; ``release_pb2`` is generated
 (``python -m protocol.regenerate``) and committed.
 """
 
-from ._app_logging import is_terminal, logging_to
+from ._app_logging import flower_console, is_terminal, logging_to
 from ._atomic_file import save_atomic
 from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
@@ -83,6 +83,7 @@ __all__ = [
     "check_request_id",
     "decode_release",
     "encode_release",
+    "flower_console",
     "generate_signing_key",
     "is_terminal",
     "key_id",

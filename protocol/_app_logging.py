@@ -1,7 +1,14 @@
 """What the ServerApp and the ClientApp share about their log output: the package loggers routed to one handler
 (Flower's console) while an app runs, and whether a stream is a terminal.
 
-No Flower import here: each app passes its handler (:mod:`server._flower_console`, :mod:`client._flower_console`).
+The ServerApp's process (``flwr-serverapp``) shows what it writes to its standard streams in the run's log
+(``flwr log``, ``edprf run``); a SuperNode shows what each ClientApp process (``flwr-clientapp``) writes in its own
+output.  Flower 1.41 gives a console handler to its own logger (``flwr``) only: ``edprf.coordinator`` and
+``edprf.party`` had none, so their INFO lines (how many parties connected, where the global model was saved, a
+release made) were dropped and their WARNINGs (each refusal) were written by Python's last-resort handler, bare.
+:func:`flower_console` gives the ``edprf`` loggers Flower's own console handler (one handler object: its format,
+level, colour and stream, ``FLWR_LOG_LEVEL`` included), so each of their lines comes once, as Flower's do.  Local
+output only: nothing here reaches a reply.  Flower is imported only when an app enters :func:`flower_console`.
 """
 
 from __future__ import annotations
@@ -10,7 +17,12 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-__all__ = ["is_terminal", "logging_to"]
+__all__ = ["SHOWN_LOGGERS", "WARNINGS_ONLY_LOGGERS", "flower_console", "is_terminal", "logging_to"]
+
+SHOWN_LOGGERS = ("edprf",)
+"""The loggers whose lines an app's output shows at the console handler's level (INFO unless ``FLWR_LOG_LEVEL``)."""
+WARNINGS_ONLY_LOGGERS = ("edprf_core",)
+"""Loggers whose warnings and errors an app's output shows, in Flower's format (their INFO lines stay out)."""
 
 
 @contextmanager
@@ -48,3 +60,19 @@ def is_terminal(stream: object) -> bool:
         return bool(stream.isatty())  # type: ignore[attr-defined]
     except (AttributeError, ValueError, OSError):  # no isatty, or closed
         return False
+
+
+@contextmanager
+def flower_console() -> Iterator[None]:
+    """Within the block (the ServerApp's main, a ClientApp's message hook), show the ``edprf`` loggers' lines
+    (INFO and above) and ``edprf_core``'s warnings on Flower's console handler.
+
+    Flower's lines are coloured only when the console is a terminal (Flower 1.41 colours them always; a
+    SuperNode's output is mostly a log file, the ServerApp's is stored by the SuperLink).  On leaving, the loggers
+    are as they were (:func:`logging_to`): another message or run in the same process, or a test, adds nothing.
+    """
+    from flwr.common.logger import console_handler, update_console_handler
+
+    update_console_handler(colored=is_terminal(console_handler.stream))
+    with logging_to(console_handler, SHOWN_LOGGERS, WARNINGS_ONLY_LOGGERS):
+        yield

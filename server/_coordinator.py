@@ -287,7 +287,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             p.rejected_release_epsilon = p.rejected_release_epsilon or cfg.epsilon  # its signature's, if it shows
         if p.status != PartyStatus.ACCEPTED:
             # the run's summary names each such party with its reason (summary_lines): at DEBUG here, or the run's
-            # log, which shows this logger's INFO lines (server._flower_console), says it twice
+            # log, which shows this logger's INFO lines (protocol.flower_console), says it twice
             log.debug("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
     if registry is not None:

@@ -4,7 +4,7 @@ Run control (:mod:`server._run_control`): an output directory holding another ru
 before any request is sent (``overwrite = true`` replaces it); a failed run raises once its
 report is saved and its summary and failure logged, so that Flower marks it ``finished:failed``
 (:mod:`server._failure_log`: Flower's traceback of that exception goes to DEBUG).  The coordinator's own
-log lines go to Flower's console handler, in Flower's format (:mod:`server._flower_console`), and Flower's
+log lines go to Flower's console handler, in Flower's format (:func:`protocol.flower_console`), and Flower's
 log lines are coloured only when its console is a terminal (the ServerApp's output is stored by the
 SuperLink and shown by ``flwr log``: never a terminal here).
 """
@@ -14,10 +14,11 @@ import logging
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
+from protocol import flower_console
+
 from ._config import CoordinatorConfig
 from ._coordinator import run_federation
 from ._failure_log import failure_lines, quiet_flower_traceback
-from ._flower_console import flower_console
 from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir, release_output_dir
 from ._summary import summary_lines

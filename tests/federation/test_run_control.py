@@ -310,7 +310,7 @@ def test_a_refusal_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
     """`edprf consortium` streamed 'hospital-a refused: budget_exhausted ...' (the coordinator's warning: the
     ServerApp's process has no handler for it but Python's last resort, so without Flower's prefix) and then
     'INFO :   hospital-a: refused (budget_exhausted) ...' (the run's summary, which the ServerApp logs).  The run's
-    log now shows the coordinator's INFO lines too (server._flower_console): the per-party line is at DEBUG."""
+    log now shows the coordinator's INFO lines too (protocol.flower_console): the per-party line is at DEBUG."""
     from edprf_fl.simulation import _engine
 
     reports = []
@@ -350,7 +350,7 @@ def test_a_run_with_fewer_connected_parties_than_min_parties_asks_none_of_them(t
 
 
 def test_an_evaluation_skipped_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
-    """With the coordinator's INFO lines in the run's log (server._flower_console), 'run N: evaluation not run, no
+    """With the coordinator's INFO lines in the run's log (protocol.flower_console), 'run N: evaluation not run, no
     epsilon spent: ...' came before the summary's "parties' own held-out accuracy: evaluation not run, ..."."""
     from edprf_fl.simulation import _engine
 
