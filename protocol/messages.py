@@ -30,7 +30,15 @@ __all__ = [
     "EvaluateRequest",
     "TaskError",
     "TrainRequest",
+    "train_request_id",
 ]
+
+
+def train_request_id(tag_or_run: str) -> str:
+    """A train request's id: the run's ``request-tag``, else its run id, then ``/train``.  A party keeps its
+    release under this id in its ledger and resends it when asked under the same id."""
+    return f"{tag_or_run}/train"
+
 
 # names of the records inside Flower messages, shared by party and coordinator
 REQUEST_KEY = "request"

@@ -42,7 +42,15 @@ from protocol import (
     signed_charge,
     spend_record_text,
 )
-from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
+from protocol.messages import (
+    METRICS_KEY,
+    MODEL_KEY,
+    REQUEST_KEY,
+    RESULT_KEY,
+    EvaluateRequest,
+    TrainRequest,
+    train_request_id,
+)
 
 from ._config import CoordinatorConfig
 from ._conformance import request_mismatch
@@ -91,7 +99,7 @@ def _train_request(
     """
     marginals_share, marginals_bins = cfg.marginals_plan(schema, max(1, n_parties))
     return TrainRequest(
-        request_id=f"{cfg.request_tag or run_id}/train",
+        request_id=train_request_id(cfg.request_tag or run_id),
         run_id=run_id,
         schema_fingerprint=schema.fingerprint,
         epsilon=cfg.epsilon,
@@ -242,11 +250,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
                 outcome.message += f" (signed by {charge.party_id}, charged epsilon {charge.epsilon:g})"
                 outcome.rejected_release_epsilon = charge.epsilon
                 heard.add(charge.party_id)
-                _record(spends, charge.party_id, f"{charge.run_id}/train", charge.epsilon, run_id)
+                _record(spends, charge.party_id, train_request_id(charge.run_id), charge.epsilon, run_id)
             continue
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
             # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
-            _record(spends, release.party_id, f"{release.run_id}/train", release.params.epsilon, run_id)
+            _record(spends, release.party_id, train_request_id(release.run_id), release.params.epsilon, run_id)
         mismatch = request_mismatch(release, train_request, cfg)
         if (
             mismatch is None

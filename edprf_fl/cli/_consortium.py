@@ -253,10 +253,11 @@ def _resending(parties: dict, request_tag: str) -> set[str]:
     spend nothing (``client.Party.train``), whatever remains of their cap.  Read-only; a ledger that cannot be
     read counts as holding none."""
     from client import EntryState, read_ledger_readonly
+    from protocol.messages import train_request_id
 
     if not request_tag:
         return set()
-    request_id = f"{request_tag}/train"  # the coordinator's request id under a tag (server._coordinator)
+    request_id = train_request_id(request_tag)
     found = set()
     for party_id, paths in parties.items():
         ledger = Path(paths["ledger-path"])
