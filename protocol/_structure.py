@@ -169,16 +169,19 @@ def check_trees(
     return depth
 
 
+def _first_children(trees: ForestArrays, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Global index of the first child of each of ``nodes`` (split nodes of valid trees)."""
+    return trees.tree_offsets[trees.tree_of_node()[nodes]] + trees.first_child[nodes].astype(np.int64)
+
+
 def _parents_and_sides(
-    trees: ForestArrays, n_children: NDArray[np.int64]
+    trees: ForestArrays, n_children: NDArray[np.int64], internal: NDArray[np.int64], start: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Global index of every node's parent (-1 at roots) and its place among its siblings (valid trees)."""
+    """Global index of every node's parent (-1 at roots) and its place among its siblings (valid trees), from the
+    split nodes ``internal`` and their first children ``start``."""
     parent = np.full(trees.n_nodes, -1, dtype=np.int64)
     side = np.zeros(trees.n_nodes, dtype=np.int64)
-    internal = np.flatnonzero(n_children > 0)
     if internal.size:
-        tree_of = trees.tree_of_node()[internal]
-        start = trees.tree_offsets[tree_of] + trees.first_child[internal].astype(np.int64)
         count = n_children[internal]
         children = _concatenated_ranges(start, start + count)
         parent[children] = np.repeat(internal, count)
@@ -270,8 +273,9 @@ def _check_paths(
         # each split on the path used a distinct feature of two codes or more (validate: once per path)
         left_open = splittable - depth.astype(np.int64)
     else:
-        parent, side = _parents_and_sides(trees, n_children)
-        child_codes, right_codes, valid = _binary_path_state(trees, grid, splits, parent, side, max_depth)
+        first = _first_children(trees, splits)
+        parent, side = _parents_and_sides(trees, n_children, splits, first)
+        left_codes, right_codes, valid = _binary_path_state(trees, grid, splits, parent, side, max_depth)
         if not np.all(valid):
             i = int(splits[np.flatnonzero(~valid)[0]])
             raise InvalidRelease(
@@ -281,8 +285,7 @@ def _check_paths(
             )
         # a child closes its parent's feature when its path admits fewer than two of its codes
         closes = np.zeros(trees.n_nodes, dtype=np.int64)
-        first = trees.tree_offsets[trees.tree_of_node()[splits]] + trees.first_child[splits].astype(np.int64)
-        closes[first] = child_codes < 2
+        closes[first] = left_codes < 2
         closes[first + 1] = right_codes < 2
         left_open = np.full(trees.n_nodes, splittable, dtype=np.int64)
         order = np.argsort(depth, kind="stable")
