@@ -136,15 +136,22 @@ def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
     :func:`cell_floor`, then every class column whose sum is below :func:`column_floor` brought up to it by
     scaling the column's negative cells by one factor in (0, 1)."""
     h = np.maximum(h, cell_floor(marginals))
-    floor = column_floor(marginals, h.shape[0])
-    sums = h.sum(axis=0)
+    [h] = _negative_cells_raised([h], column_floor(marginals, h.shape[0]))
+    return h
+
+
+def _negative_cells_raised(hs: list[np.ndarray], floor: float) -> list[np.ndarray]:
+    """``hs`` (histograms of one release, ``(n_codes_j, K)`` each) with every class whose cells sum, over all of
+    them, below ``floor`` brought up to it by scaling that class's negative cells, in every histogram, by one
+    factor in [0, 1) (the rounding to integers aside); ``hs`` itself when no class is that low."""
+    sums = np.sum([h.sum(axis=0) for h in hs], axis=0)  # (K,)
     low = sums < floor
     if not low.any():
-        return h
-    negative = np.minimum(h, 0).sum(axis=0)  # < 0 in every low column, and <= its sum
-    keep = np.ones(h.shape[1])
+        return hs
+    negative = np.sum([np.minimum(h, 0).sum(axis=0) for h in hs], axis=0)  # < 0 in every low class, <= its sum
+    keep = np.ones(len(sums))
     keep[low] = 1.0 - (floor - sums[low]) / -negative[low]
-    return np.where(h < 0, np.rint(h * keep), h).astype(np.int64)
+    return [np.where(h < 0, np.rint(h * keep), h).astype(np.int64) for h in hs]
 
 
 def mass_floor(marginals: NoisyMarginals) -> float:
@@ -163,15 +170,7 @@ def mass_floor(marginals: NoisyMarginals) -> float:
 def _mass_floored(hs: list[np.ndarray], marginals: NoisyMarginals) -> list[np.ndarray]:
     """``hs``, ``marginals``' histograms after items 1-2, with every class mass below :func:`mass_floor` brought
     up to it by scaling the class's negative cells, in every feature, by one factor in [0, 1) (item 3)."""
-    sums = np.sum([h.sum(axis=0) for h in hs], axis=0)  # (K,): d times the class masses
-    floor = len(hs) * mass_floor(marginals)
-    low = sums < floor
-    if not low.any():
-        return hs
-    negative = np.sum([np.minimum(h, 0).sum(axis=0) for h in hs], axis=0)  # < 0 in every low class, <= its sum
-    keep = np.ones(len(sums))
-    keep[low] = 1.0 - (floor - sums[low]) / -negative[low]
-    return [np.where(h < 0, np.rint(h * keep), h).astype(np.int64) for h in hs]
+    return _negative_cells_raised(hs, len(hs) * mass_floor(marginals))  # the sums are d times the class masses
 
 
 def cell_floor(marginals: NoisyMarginals) -> int:
