@@ -5,8 +5,8 @@ Privacy argument of one party
 Every reply depends on the party's data only through:
 - a release: an eDPRF forest whose ε is reserved in the ledger before
   training (ε-DP per record, see :mod:`edprf_core`); when the request asks
-  for a marginals part, a random share of the rows (public randomness, row by
-  row) releases noisy one-way histograms instead of feeding the trees: the
+  for a marginals part, a random share of the rows (row by row, by randomness
+  independent of the data and never released) releases noisy one-way histograms instead of feeding the trees: the
   two parts spend the same ε on disjoint rows (parallel composition), so the
   ledger's one charge of ε covers both;
 - noised evaluation counts: ``correct`` and ``total`` are sums of per-record

@@ -145,8 +145,8 @@ def admit_fit(
 
     Order: :func:`check_fit_input` (types, shapes and column names only), the ``MAX_FIT_ROWS`` refusal (before
     any charge: nothing is released), :func:`charge_fit` of the estimator's whole ``epsilon`` in (0, inf) to
-    its ``accountant``, then :func:`refuse_continuous_target` (it reads label values, so after the charge).
-    Returns ``y`` as a 1-D array-like.  Privacy cost: none by itself; it records the fit's ``epsilon`` before
+    its ``accountant``, then :func:`refuse_continuous_target` (it reads label values, so after the charge;
+    its exception is local to the caller, never released, and the charge does not make it DP).  Returns ``y`` as a 1-D array-like.  Privacy cost: none by itself; it records the fit's ``epsilon`` before
     anything is drawn.
     """
     y = check_fit_input(estimator, X, y, schema)

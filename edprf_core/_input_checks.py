@@ -105,8 +105,12 @@ def _as_1d_labels(y: object) -> object:
 def refuse_continuous_target(y: object, schema: Schema) -> None:
     """Name a regression target as scikit-learn does when its values are not declared classes.
 
-    It reads the label values, so ``fit`` calls it after the accountant's charge: a failure
-    that depends on a value costs the fit's ε like any other value-dependent failure.
+    It reads the label values, so ``fit`` calls it after the accountant's charge, which keeps the
+    accountant's record independent of the values.  The charge does not make the failure DP: an
+    exception on one dataset against a model on its neighbour is not bounded by any ε.  The
+    exception stays with the caller, who holds the data; a party never reaches it (its rows are
+    kept only with declared labels, :func:`edprf_core.encoding.conforming_rows`, and any later error leaves
+    as the constant ``internal_error``).
     """
     dtype = getattr(y, "dtype", None)
     text_categories = isinstance(dtype, pd.CategoricalDtype) and isinstance(dtype.categories.dtype, pd.StringDtype)

@@ -73,7 +73,7 @@ for counts: OpenDP, integers, no float noise).
 
 The exponential mechanism is sampled with the Gumbel-max trick
 (``argmax_r eps * u_r / (2 * Delta) + G_r``, ``G_r ~ Gumbel(0, 1)``), which is
-exact.  The Laplace mechanism adds ``Laplace(scale = Delta / eps)`` to each
+exact in real arithmetic (not in floating point: see above).  The Laplace mechanism adds ``Laplace(scale = Delta / eps)`` to each
 coordinate of a query of L1 sensitivity ``Delta``.
 """
 
