@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--app",
         type=Path,
         default=None,
-        help="the edprf-fl source directory to submit (default: the one this command runs from)",
+        help="the edprf-fl source directory to submit (default: the source tree of an editable install, else $EDPRF_SRC, else the working directory)",
     )
     p.set_defaults(handler=run_consortium)
 
@@ -236,15 +236,31 @@ def config_text(values: dict) -> str:
     return " ".join(f"{key}={value(v)}" for key, v in values.items())
 
 
+def _source_tree() -> Path:
+    """The directory above this package: the source tree under an editable install, site-packages otherwise."""
+    return Path(__file__).resolve().parents[2]
+
+
 def _app_dir(given: Path | None) -> Path:
-    app = given or Path(__file__).resolve().parents[2]
-    pyproject = app / "pyproject.toml"
-    if not pyproject.is_file() or "[tool.flwr.app]" not in pyproject.read_text(encoding="utf-8"):
-        raise ValueError(
-            f"{app} is not the edprf-fl source directory (no pyproject.toml with [tool.flwr.app]); "
-            "give --app <edprf-fl source directory>"
-        )
-    return app
+    """The edprf-fl source directory to submit: ``--app``, else the first of the source tree this command runs
+    from (an editable install), ``$EDPRF_SRC`` (the runbook's variable) and the working directory that holds
+    the app's ``pyproject.toml`` (a plain install keeps no source tree)."""
+    if given is not None:
+        candidates = [given]
+    else:
+        candidates = [_source_tree()]
+        if os.environ.get("EDPRF_SRC"):
+            candidates.append(Path(os.environ["EDPRF_SRC"]))
+        candidates.append(Path.cwd())
+    for app in candidates:
+        pyproject = app / "pyproject.toml"
+        if pyproject.is_file() and "[tool.flwr.app]" in pyproject.read_text(encoding="utf-8"):
+            return app
+    tried = ", ".join(str(a) for a in dict.fromkeys(candidates))  # each place once
+    raise ValueError(
+        f"no edprf-fl source directory (a pyproject.toml with [tool.flwr.app]) in {tried}; give --app <edprf-fl "
+        "source directory>, set EDPRF_SRC to it, or run from it (a plain pip install keeps no source tree)"
+    )
 
 
 # ----------------------------------------------------------------------------- the run
