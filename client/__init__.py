@@ -30,6 +30,7 @@ from ._ledger import (
     not_dp_headline,
     not_dp_replies,
     read_ledger_readonly,
+    read_release_readonly,
     read_meta_readonly,
     total_spent,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "read_anchor",
     "read_budget",
     "read_ledger_readonly",
+    "read_release_readonly",
     "read_meta_readonly",
     "release_node_bound",
     "total_spent",

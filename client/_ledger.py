@@ -55,6 +55,7 @@ __all__ = [
     "not_dp_replies",
     "read_ledger_readonly",
     "read_meta_readonly",
+    "read_release_readonly",
     "total_spent",
 ]
 
@@ -716,11 +717,61 @@ def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
     return entries
 
 
+MAX_RELEASE_BYTES = 64 << 20
+"""The largest stored release :func:`read_release_readonly` hands back: a coordinator's default
+``max-release-bytes`` (:class:`server.CoordinatorConfig`), which no accepted release exceeds."""
+
+
+def read_release_readonly(
+    path: str | Path, request_id: str, max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> tuple[LedgerEntry, bytes]:
+    """The bytes a party released under ``request_id`` (its stored, signed release) and its entry, read as
+    :func:`read_ledger_readonly` reads (read-only, bounded), the payload bounded by :data:`MAX_RELEASE_BYTES`.
+
+    These are the bytes the party sent (and resends under the same id): what its privacy officer audits with
+    ``edprf inspect``.  Reading them releases nothing.
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_ledger_readonly`; also when no entry has ``request_id``, when its entry is not a
+        release or holds no released bytes (reserved or failed: nothing was sent), naming the ledger's
+        release ids.
+    """
+    p = Path(path)
+
+    def read(db: sqlite3.Connection) -> tuple[list[LedgerEntry], object]:
+        entries = _entries_of(db, p)
+        row = db.execute(
+            "SELECT payload FROM spends WHERE request_id = ? AND kind = 'release'", (request_id,)
+        ).fetchone()
+        return entries, None if row is None else row[0]
+
+    entries, payload = _read_ledger_file(p, max_bytes, max_seconds, read, value_bytes=MAX_RELEASE_BYTES)
+    releases = [e for e in entries if e.kind == "release"]
+    entry = next((e for e in releases if e.request_id == request_id), None)
+    if entry is None:
+        known = ", ".join(e.request_id for e in releases[-5:]) or "none"
+        raise ValueError(f"{p}: no release under request id {request_id!r} (the latest release ids: {known})")
+    if entry.state != EntryState.RELEASED or not isinstance(payload, bytes) or not payload:
+        raise ValueError(
+            f"{p}: request id {request_id!r} is {entry.state} and holds no released bytes: nothing was sent for it "
+            "(its epsilon still counts)"
+        )
+    return entry, payload
+
+
 _SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 """SQLite's files beside a database: while none exists, the database file alone holds every committed entry."""
 
 
-def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callable[[sqlite3.Connection], _T]) -> _T:
+def _read_ledger_file(
+    p: Path,
+    max_bytes: int,
+    max_seconds: float,
+    read: Callable[[sqlite3.Connection], _T],
+    value_bytes: int = MAX_VALUE_BYTES,
+) -> _T:
     """``read`` run on a read-only connection to the untrusted SQLite file ``p`` (see :func:`read_ledger_readonly`);
     an SQLite error while it runs becomes a one-line ``ValueError``.
 
@@ -757,14 +808,16 @@ def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callabl
     if not _has_sidecar(target):
         before = _stamp(target)
         try:
-            result = _read_connected(p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read)
+            result = _read_connected(
+                p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read, value_bytes
+            )
         except ValueError:
             if not _has_sidecar(target) and _stamp(target) == before:
                 raise  # the file as it is: the same error again
         else:
             if not _has_sidecar(target) and _stamp(target) == before:
                 return result
-    return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read)
+    return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read, value_bytes)
 
 
 def _has_sidecar(target: Path) -> bool:
@@ -778,14 +831,20 @@ def _stamp(target: Path) -> tuple[int, int, int, int]:
 
 
 def _read_connected(
-    p: Path, uri: str, deadline: float, max_seconds: float, read: Callable[[sqlite3.Connection], _T]
+    p: Path,
+    uri: str,
+    deadline: float,
+    max_seconds: float,
+    read: Callable[[sqlite3.Connection], _T],
+    value_bytes: int = MAX_VALUE_BYTES,
 ) -> _T:
-    """``read`` on a connection to ``uri`` (the ledger ``p``), bounded by ``deadline``."""
+    """``read`` on a connection to ``uri`` (the ledger ``p``), bounded by ``deadline``; no value longer than
+    ``value_bytes``."""
     try:
         db = sqlite3.connect(uri, uri=True, timeout=max(0.0, min(5.0, deadline - time.monotonic())))
         try:
             db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, value_bytes)
             db.execute("PRAGMA trusted_schema = OFF")
             db.execute("PRAGMA query_only = ON")
             return read(db)

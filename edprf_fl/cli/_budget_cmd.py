@@ -8,7 +8,8 @@ path, a directory, a FIFO, a device, a non-SQLite file, a file above
 SQLite more than ``--max-seconds`` to read) is a one-line error with exit
 code 1, never a traceback.  Every text from the file is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
-Sums are exact.  The ledger and its anchor are read by :func:`client.read_budget`
+Sums are exact.  ``--release REQUEST_ID --out FILE`` writes the bytes the party released under that id
+(:func:`client.read_release_readonly`) for ``edprf inspect``.  The ledger and its anchor are read by :func:`client.read_budget`
 (as ``edprf party check`` and ``edprf consortium`` read them): the spend shown is
 the one the party counts, the anchor's record beyond the entries included.
 """
@@ -23,9 +24,11 @@ import re
 import sys
 from datetime import UTC, datetime
 from fractions import Fraction
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ._arg_types import positive_finite
+from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -68,13 +71,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="give up on a ledger that takes SQLite longer than this to read (default 10 s)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--release",
+        metavar="REQUEST_ID",
+        default=None,
+        help="write the bytes the party released under REQUEST_ID (the table's request column) to --out, for "
+        "`edprf inspect`; nothing else is shown",
+    )
+    p.add_argument("--out", type=Path, default=None, help="with --release: the file to write (owner-only)")
+    add_force_argument(p, "with --release: overwrite --out if it exists")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``edprf budget``: any failure is one sanitized line on stderr and exit code 1."""
     try:
-        return _show(args)
+        return _write_release(args) if args.release is not None else _show(args)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
@@ -147,12 +159,15 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return status
-    print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'run':<22} detail")
-    for e in entries:
+    ids = [_request_cell(e.request_id) for e in entries]
+    width = max([len("request"), *map(len, ids)])  # whole ids up to REQUEST_CELL: they are what --release takes
+    print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'request':<{width}} {'run':<22} detail")
+    for e, request in zip(entries, ids):
         when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
         print(
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
-            f"{terminal_safe(e.state, 9):<9} {terminal_safe(e.run_id[:22], 22):<22} {terminal_safe(e.detail, 200)}"
+            f"{terminal_safe(e.state, 9):<9} {request:<{width}} {terminal_safe(e.run_id[:22], 22):<22} "
+            f"{terminal_safe(e.detail, 200)}"
         )
     if state.anchor_missing:
         print(f"\nnote: {state.anchor_missing_text()}")
@@ -191,6 +206,40 @@ def _show(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+REQUEST_CELL = 64
+"""The widest request id the table shows whole; a longer one shows its end after an ellipsis (``--json`` has it)."""
+
+
+def _request_cell(request_id: str) -> str:
+    """A request id as the table shows it: whole up to :data:`REQUEST_CELL` characters, else its end (the tag's
+    last part and ``/train``) after an ellipsis."""
+    text = terminal_safe(request_id, 300)
+    return text if len(text) <= REQUEST_CELL else "..." + text[-(REQUEST_CELL - 3) :]
+
+
+def _write_release(args: argparse.Namespace) -> int:
+    """``--release REQUEST_ID --out FILE``: the stored release's bytes, written owner-only, for ``edprf inspect``."""
+    from client import format_epsilon, read_release_readonly
+    from protocol import save_atomic
+
+    if args.out is None:
+        raise ValueError("--release: give --out FILE, the file to write the released bytes to")
+    refuse_existing_outputs([(f"--out {args.out}", args.out)], args.force, data=Path(args.ledger))
+    entry, payload = read_release_readonly(
+        args.ledger, args.release, max_bytes=args.max_bytes, max_seconds=args.max_seconds
+    )
+    save_atomic(args.out, payload, mode=0o600)
+    when = datetime.fromtimestamp(entry.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    print(
+        f"wrote {args.out} ({len(payload)} bytes): the release made under {terminal_safe(entry.request_id, 300)} "
+        f"at {when} UTC, epsilon {format_epsilon(entry.epsilon_exact)} (the bytes sent, and resent under that id)"
+    )
+    print(
+        f"see what it says: edprf inspect {args.out} --schema <the party's schema> --keys <dir of <party_id>.pub.pem>"
+    )
+    return 0
 
 
 def _of_the_cap(cap: Fraction | None, remaining: Fraction | None) -> str:
