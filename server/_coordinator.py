@@ -560,11 +560,16 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
         return accepted
     for i, c in enumerate(contributions):
         log.info(
-            "party %s: %.3f bits, agreement %.3f%s",
+            "party %s on the validation rows: its trees' vote is right on %.1f %% and agrees with the global model "
+            "on %.1f %%; its trees' mean information about the label %.3f bits%s",
             c.party,
+            100 * c.accuracy,
+            100 * c.agreement_with_global,
             c.information_bits,
-            c.agreement_with_global,
-            " FLAGGED" if c.flagged else "",
+            " (FLAGGED: its trees raise the true class's probability far less than the other parties' do: broken "
+            "data or another schema?)"
+            if c.flagged
+            else "",
         )
     return [accepted[i] for i in keep]
 
