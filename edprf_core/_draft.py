@@ -22,6 +22,12 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
     Replace every bound and list with public knowledge (documentation, domain
     ranges) before any private release.
 
+    A numeric column is drafted continuous unless it looks like a code: at most ``max_categories``
+    distinct values, all whole numbers, spanning fewer than ``2 * max_categories`` (``cp`` 1-4 or
+    ``thal`` 3/6/7 are categories; a lab value with 18 distinct readings from 80 to 300, or
+    fractional readings, is continuous).  Numeric categories and classes are listed in numeric
+    order, others in text order.
+
     Privacy cost: not differentially private.  Do not share the draft.
     """
     warnings.warn(
@@ -38,15 +44,13 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
             continue
         s = frame[col].dropna()
         missing = SEPARATE if len(s) < len(frame) else REFUSE  # columns with gaps get a code of their own
-        numeric = pd.api.types.is_numeric_dtype(s)
-        n_values = s.nunique()
-        if numeric and n_values > max_categories:
+        if _drafted_continuous(s, max_categories):
             lo, hi = float(s.min()), float(s.max())
             if lo == hi:
                 hi = lo + 1.0
             features.append(ContinuousFeature(str(col), lo, hi, missing=missing, source="DRAFTED FROM DATA: replace"))
         else:
-            cats = sorted(s.unique().tolist(), key=str)
+            cats = _sorted_values(s.unique().tolist())
             if len(cats) < 2:
                 cats = cats + ["__other__"] if cats else ["__a__", "__b__"]
             cats = [c.item() if isinstance(c, np.generic) else c for c in cats]
@@ -57,7 +61,7 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
             features.append(
                 CategoricalFeature(str(col), tuple(cats), missing=missing, source="DRAFTED FROM DATA: replace")
             )
-    classes = sorted(frame[label].dropna().unique().tolist(), key=str)
+    classes = _sorted_values(frame[label].dropna().unique().tolist())
     classes = [c.item() if isinstance(c, np.generic) else c for c in classes]
     return Schema(
         features=tuple(features),
@@ -66,3 +70,23 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
         provenance="Drafted from data by draft_schema: NOT public knowledge.",
         drafted=True,
     )
+
+
+def _drafted_continuous(values: pd.Series, max_categories: int) -> bool:
+    """Whether a column's (non-missing) values are drafted as a continuous feature (see :func:`draft_schema`)."""
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return False
+    if values.nunique() > max_categories:
+        return True
+    numbers = values.to_numpy(dtype=np.float64)
+    if numbers.size == 0:
+        return False
+    whole = bool(np.all(np.isfinite(numbers)) and np.all(numbers == np.round(numbers)))
+    return not whole or float(numbers.max() - numbers.min()) >= 2 * max_categories
+
+
+def _sorted_values(values: list) -> list:
+    """Numbers in numeric order (``80, 85, 100``, not ``100, 80, 85``), anything else in text order."""
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values):
+        return sorted(values)
+    return sorted(values, key=str)

@@ -466,3 +466,29 @@ def test_from_toml_never_touches_the_file_system(monkeypatch):
     for sent in ("/etc/passwd", "/net/another-host/share", "C:\\schemas\\bank"):
         with pytest.raises(SchemaError, match="not a path"):
             Schema.from_toml(sent)
+
+
+def test_a_drafted_lab_value_is_continuous_and_codes_are_categories_in_numeric_order():
+    """`schema draft` made blood glucose (18 readings from 80 to 300) and HbA1c (fractional) categorical, with
+    categories in text order ('100', '126', ..., '80', '85', '90'): researcher walkthrough."""
+    glucose = [80, 85, 90, 100, 126, 130, 140, 145, 155, 158, 159, 160, 200, 220, 240, 260, 280, 300]
+    frame = pd.DataFrame(
+        {
+            "glucose": glucose,
+            "hba1c": [3.5, 4.0, 4.5, 4.8, 5.0, 5.7, 5.8, 6.0, 6.1, 6.2, 6.5, 6.6, 6.8, 7.0, 7.5, 8.2, 8.8, 9.0],
+            "thal": [3, 6, 7] * 6,
+            "ca": [0, 1, 2, 3, 10, 2] * 3,
+            "label": [0, 1, 10] * 6,
+        }
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        drafted = draft_schema(frame, "label")
+    kinds = {f.name: type(f).__name__ for f in drafted.features}
+    assert kinds == {
+        "glucose": "ContinuousFeature",
+        "hba1c": "ContinuousFeature",
+        "thal": "CategoricalFeature",
+        "ca": "CategoricalFeature",
+    }
+    ca = next(f for f in drafted.features if f.name == "ca")
+    assert list(ca.categories) == [0, 1, 2, 3, 10] and list(drafted.classes) == [0, 1, 10]
