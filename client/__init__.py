@@ -30,8 +30,8 @@ from ._ledger import (
     not_dp_headline,
     not_dp_replies,
     read_ledger_readonly,
-    read_release_readonly,
     read_meta_readonly,
+    read_release_readonly,
     total_spent,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
@@ -39,6 +39,7 @@ from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
+from ._superlink_handshake import split_superlink_address
 
 _FLOWER_NAMES = ("handle_evaluate", "handle_train")
 """Names from the Flower message handlers, which import Flower: loaded on first use."""
@@ -89,8 +90,9 @@ __all__ = [
     "read_anchor",
     "read_budget",
     "read_ledger_readonly",
-    "read_release_readonly",
     "read_meta_readonly",
+    "read_release_readonly",
     "release_node_bound",
+    "split_superlink_address",
     "total_spent",
 ]

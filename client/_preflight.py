@@ -44,6 +44,7 @@ from ._local_data import NODE_CONFIG_HINTS
 from ._noted_notes import noted_before
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
+from ._superlink_handshake import check_superlink_tls
 
 __all__ = [
     "Finding",
@@ -595,17 +596,26 @@ def _key_named_for(path: Path, party_id: str, report: PreflightReport) -> None:
 
 
 def check_supernode_files(
-    auth_key: Path | None, root_certificates: Path | None, report: PreflightReport
+    auth_key: Path | None,
+    root_certificates: Path | None,
+    report: PreflightReport,
+    superlink: str | None = None,
 ) -> PreflightReport:
     """The SuperNode's own TLS and authentication files, as ``flower-supernode`` reads them.
 
     A wrong ``--auth-supernode-private-key`` path ends the SuperNode with a traceback; a key given as
-    ``--root-certificates`` makes it fail its handshake and hang.  Checked here before it starts.
+    ``--root-certificates`` makes it fail its handshake and hang.  Checked here before it starts.  With
+    ``superlink`` (the SuperNode's ``--superlink`` address) and readable root certificates, one TLS handshake
+    to it checks that they verify the certificate it presents
+    (:func:`client._superlink_handshake.check_superlink_tls`; nothing is sent).
     """
     if auth_key is not None:
         _auth_key(Path(auth_key), report)
     if root_certificates is not None:
+        before = len(report.problems)
         _root_certificates(Path(root_certificates), report)
+        if superlink is not None and len(report.problems) == before:
+            check_superlink_tls(superlink, Path(root_certificates), report)
     return report
 
 

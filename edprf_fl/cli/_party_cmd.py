@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="also check the SuperNode's --root-certificates (the consortium's ca.crt)",
     )
+    check.add_argument(
+        "--superlink",
+        metavar="HOST:PORT",
+        help="with --root-certificates: also try the TLS handshake the SuperNode will make to this address (its "
+        "--superlink), verifying the certificate presented there; nothing is sent",
+    )
     check.add_argument("--quiet", "-q", action="store_true", help="print problems and notes only")
     check.set_defaults(handler=run_check)
 
@@ -92,11 +98,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from client import check_supernode_files, parse_node_config, preflight_configs
+    from client import check_supernode_files, parse_node_config, preflight_configs, split_superlink_address
     from edprf_core.count_text import count_text
 
+    if args.superlink is not None:
+        if args.root_certificates is None:
+            raise ValueError("--superlink: give --root-certificates too (the handshake verifies with them)")
+        split_superlink_address(args.superlink)  # a malformed address before any file is read
     report = preflight_configs(parse_node_config(args.node_config))
-    check_supernode_files(args.auth_key, args.root_certificates, report)
+    check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

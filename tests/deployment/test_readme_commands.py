@@ -128,6 +128,7 @@ def test_the_readme_runs_top_to_bottom_on_loopback(deployment, tmp_path):
     assert party_outcome["signed"] and party_outcome["sampler"] == "exact"
     assert "edprf run: run" in outputs["run"] and "completed" in outputs["run"]
     assert "hospital-a: no problem found" in outputs["party-setup"]
+    assert "TLS handshake verified with ca.crt" in outputs["party-setup"]  # party check --superlink, real SuperLink
     assert "schema fingerprint: sha256:" in outputs["party-setup"]
     assert "party hospital-a" in outputs["read"], outputs["read"][-2000:]
     rows = ledger_rows(party / "ledger.sqlite")

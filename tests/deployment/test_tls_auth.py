@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import pytest
 
+from client import check_supernode_files
+from client._preflight import PreflightReport
 from protocol import PartyKeyRegistry, SignatureStatus, load_global_model
 
 from ._gateway import FleetGateway
@@ -84,6 +86,11 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
             assert dep.wait_exit(foreign, REFUSED_WAIT) != 0
             log = foreign.log_path.read_text(errors="replace")
             assert "Exit Code: 305" in log and "CERTIFICATE_VERIFY_FAILED" in log, log[-2000:]
+            # `edprf party check --superlink` says so before a SuperNode starts, through the gateway and straight
+            for ca, verdict in ((pki.tls.ca_cert, "ok"), (pki.foreign_ca, "problem")):
+                for port in (gateway_port, fed.port):
+                    report = check_supernode_files(None, ca, PreflightReport(), superlink=f"127.0.0.1:{port}")
+                    assert [f.level for f in report.findings] == ["ok", verdict], report.findings
 
             report, view = fed.run_and_load(
                 "run-1",
