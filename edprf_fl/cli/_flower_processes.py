@@ -6,9 +6,12 @@ Used by ``edprf consortium`` (a local consortium in one command) and by the depl
 - :class:`Deployment` starts SuperLinks, SuperNodes and `flwr` commands, each the leader of its own
   process group, with its output in ``<root>/logs/<name>.log`` (copied there without the colour codes
   Flower 1.41 writes whatever its output is: ``edprf_fl.without_colour``); it remembers every descendant it
-  has seen (SuperExec, ServerApp and ClientApp processes run detached) and :meth:`Deployment.stop`
-  ends them all: SIGTERM to SuperNodes, then SuperLinks, SIGKILL by pid and start time to whatever
-  outlives the grace period.
+  has seen (SuperExec, ServerApp and ClientApp processes run detached), and every member of the process
+  groups it started (a SuperNode's SuperExec and ClientApps share its group, and stay in it once orphaned);
+  :meth:`Deployment.stop` ends them all: SIGTERM to each SuperNode's whole process group (its ClientApps
+  too: Flower 1.41 can leave one blocked after a run is stopped, which outlives its SuperNode; see
+  deploy/README.md section 10), then SuperLinks, SIGKILL by pid and start time to whatever outlives the
+  grace period.
 - :func:`listening_sockets` reads ``/proc`` to check that nothing listens beyond loopback.
 - :class:`Federation` wraps the usual steps (SuperLink with or without TLS and SuperNode
   authentication, the CLI connection, SuperNodes, registration, waiting for nodes).  A SuperLink or
@@ -63,6 +66,7 @@ __all__ = [
     "open_log",
     "port_open",
     "proc_stat",
+    "process_group",
     "process_tree",
     "tail",
 ]
@@ -131,6 +135,27 @@ def process_tree(roots: Iterable[int]) -> dict[int, int]:
             tree[pid] = starts[pid]
             todo.extend(parents.get(pid, []))
     return tree
+
+
+def process_group(pgids: Iterable[int]) -> dict[int, int]:
+    """Every live process in one of the process groups ``pgids``: pid -> start time.
+
+    A SuperNode started as the leader of its own group shares it with the ``flower-superexec`` and the
+    ``flwr-clientapp`` processes it starts (Flower 1.41 starts them without a new session); they stay in it
+    when the SuperNode exits and they are reparented, out of :func:`process_tree`'s reach.
+    """
+    wanted = set(pgids)
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            rest = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if rest[0] != "Z" and int(rest[2]) in wanted:
+            found[int(entry.name)] = int(rest[19])
+    return found
 
 
 def command_line(pid: int) -> str:
@@ -276,8 +301,12 @@ class Deployment:
         self.started.remove(proc)
 
     def remember_tree(self) -> dict[int, int]:
-        """Note every live descendant (SuperExec, ServerApp and ClientApp processes run detached)."""
-        tree = process_tree([p.popen.pid for p in self.started if p.popen.poll() is None])
+        """Note every live descendant (SuperExec, ServerApp and ClientApp processes run detached), and every
+        member of a running started process's group (a SuperNode's orphaned ClientApp stays in its group).
+        Groups of leaders that have exited are not read: the leader's pid, hence the group id, may be reused."""
+        running = [p.popen.pid for p in self.started if p.popen.poll() is None]
+        tree = process_tree(running)
+        tree.update(process_group(running))
         self.seen.update(tree)
         return tree
 
@@ -344,10 +373,15 @@ class Deployment:
         self.started.remove(proc)
         return sorted(tree)
 
-    def _terminate(self, procs: list[Started]) -> None:
+    def _terminate(self, procs: list[Started], group: bool = False) -> None:
+        """SIGTERM each of ``procs`` (with ``group``, its whole process group), wait for each (not for the
+        rest of its group) until the grace period ends, SIGKILL it then."""
         for p in procs:
             if p.popen.poll() is None:
-                p.popen.send_signal(signal.SIGTERM)
+                if group:
+                    _signal_group(p.popen.pid, signal.SIGTERM)
+                else:
+                    p.popen.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + GRACE
         for p in procs:
             try:
@@ -357,12 +391,30 @@ class Deployment:
                 p.popen.wait(timeout=5)
 
     def stop(self) -> None:
-        """SIGTERM SuperNodes, then SuperExecs and SuperLinks; SIGKILL whatever outlives the grace period."""
+        """SIGTERM each SuperNode's process group, then SuperExecs and SuperLinks; SIGKILL whatever outlives the
+        grace period.
+
+        A SuperNode's group holds its SuperExec and ClientApps.  Flower 1.41 can leave a ``flwr-clientapp``
+        blocked for a run stopped while its SuperNode was pulling the message (deploy/README.md section 10): it
+        outlives its SuperNode (its parent watch raises a SIGINT its blocked main thread never handles) and
+        ends only on a signal sent to it, as this SIGTERM to the group is (it exits within Flower's 5 s).
+        """
         if self.stopped:
             return
         self.stopped = True
-        self.remember_tree()
-        self._terminate([p for p in self.started if p.role in ("supernode", "cli", "doomed")])
+        signalled = set(self.remember_tree())
+        groups = [p for p in self.started if p.role in ("supernode", "cli", "doomed")]
+        self._terminate(groups, group=True)
+        # a member started after that SIGTERM (a ClientApp launched as its SuperNode stopped): its own SIGTERM,
+        # once (a second one would end a ClientApp already exiting without its exit handlers).  Read right after
+        # the leaders exited: a group id is not reused while the group has a member
+        for pid, start in process_group(p.popen.pid for p in groups).items():
+            if pid not in signalled and (s := proc_stat(pid)) is not None and s[1] == start:
+                self.seen[pid] = start
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
         self.remember_tree()
         self._terminate([p for p in self.started if p.role == "superexec"])
         self._terminate([p for p in self.started if p.role == "superlink"])
@@ -408,8 +460,12 @@ def _copy_plain(output: IO[bytes], log: IO[bytes]) -> None:
 
 
 def kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
     try:
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, signum)
     except (ProcessLookupError, PermissionError):
         pass
 
