@@ -60,6 +60,7 @@ from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarant
 from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
+from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._report import PartyOutcome, RunReport
@@ -153,7 +154,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     started = time.perf_counter()
     schema = load_schema(cfg.schema_file)
     out_dir = Path(cfg.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_owner_only_dirs(out_dir)
     for name in (MODEL_FILE, REPORT_FILE):  # left by a coordinator killed while writing (save_atomic's temp names)
         for stale in out_dir.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
@@ -394,7 +395,7 @@ def _model_and_evaluation(
     model = build_global_model(schema, accepted, manifest)
     view = load_global_model(model)
     report.merge_seconds = time.perf_counter() - t0
-    model_path = save_atomic(out_dir / MODEL_FILE, model)
+    model_path = save_atomic(out_dir / MODEL_FILE, model, mode=OWNER_ONLY_FILE)
     report.model_path, report.model_bytes = str(model_path), len(model)
     report.n_trees = view.forest.n_trees
     report.guarantee = federation_guarantee(view.forest, _spends(report))

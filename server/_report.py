@@ -11,6 +11,7 @@ from typing import Any
 from protocol import save_atomic
 
 from ._outcomes import PartyStatus, RunStatus
+from ._owner_only import OWNER_ONLY_FILE
 
 __all__ = ["PartyOutcome", "RunReport"]
 
@@ -82,7 +83,9 @@ class RunReport:
         return _finite(asdict(self))
 
     def save(self, path: str | Path) -> Path:
-        return save_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=True).encode("utf-8"))
+        """Write the report as JSON to ``path`` (atomically, readable by its owner only)."""
+        data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode("utf-8")
+        return save_atomic(path, data, mode=OWNER_ONLY_FILE)
 
 
 def _finite(value: Any) -> Any:

@@ -37,6 +37,7 @@ from edprf_core.count_text import count_text
 
 from ._config import CoordinatorConfig
 from ._outcomes import EvaluationSkip, PartyStatus
+from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._report import RunReport
 
 __all__ = [
@@ -99,15 +100,14 @@ def release_output_dir(out: Path) -> None:
 def _hold(out: Path, run_id: str) -> None:
     """Create ``out``'s claim file, exclusively; a claim whose process is gone is replaced (and what it says of
     who created ``out`` is kept)."""
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    created = make_owner_only_dirs(out)
     claim = out / CLAIM_NAME
     for _ in range(2):
         mine = json.dumps(
             {"run": run_id, "pid": os.getpid(), "host": socket.gethostname(), "created": created}
         ).encode()
         try:
-            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, OWNER_ONLY_FILE)
         except FileExistsError:
             holder = _holder(claim)
             if _running(holder):

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 
+from ._owner_only import create_owner_only_file, make_owner_only_dirs
+
 __all__ = ["SpendStore"]
 
 _SCHEMA = """
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS releases (
 
 
 class SpendStore:
-    """The record at ``path`` (created with its directory if absent), for the parties registered now.
+    """The record at ``path`` (created with its directory if absent, owner-only), for the parties registered now.
 
     Parameters
     ----------
@@ -47,7 +49,8 @@ class SpendStore:
     def __init__(self, path: str | Path, key_ids: Mapping[str, str]) -> None:
         self.key_ids = dict(key_ids)
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_owner_only_dirs(self.path.parent)
+        create_owner_only_file(self.path)  # SQLite gives its -wal and -shm files the same mode
         with self._connect() as db:
             db.executescript(_SCHEMA)
 
