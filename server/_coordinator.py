@@ -59,6 +59,7 @@ from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
 from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
+from ._node_wait import wait_for_nodes
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._party_names import claimed_party_id, name_evaluation, who
@@ -74,15 +75,6 @@ __all__ = ["MODEL_FILE", "REPORT_FILE", "run_federation"]
 log = logging.getLogger("edprf.coordinator")
 MODEL_FILE = "global-model.edprf"
 REPORT_FILE = "report.json"
-
-
-def _wait_for_nodes(grid: Grid, minimum: int, timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        nodes = sorted(grid.get_node_ids())
-        if len(nodes) >= minimum or time.monotonic() >= deadline:
-            return nodes
-        time.sleep(1.0)
 
 
 def _train_request(
@@ -172,7 +164,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         run_id=run_id, parameters={k: v for k, v in vars(cfg).items()}, schema_fingerprint=schema.fingerprint
     )
     wanted = cfg.parties_to_wait_for
-    nodes = _wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
+    nodes = wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %s connected", run_id, count_text(len(nodes), "party", "parties"))
     if len(nodes) < cfg.min_parties:  # the run cannot make a model: no party is asked to spend for it
         report.status = RunStatus.FAILED
