@@ -167,6 +167,14 @@ class CoordinatorConfig:
         signed release names its party reliably).  ``"auto"``: ``spend-record.sqlite`` beside ``output_dir``
         (in its parent directory, shared by the runs kept there) when ``keys_dir`` is set, else none;
         ``"none"``: no record; any other value: the file's path.
+    supernode_keys_dir : str, default "auto"
+        The parties' SuperNode authentication keys as registered with ``flwr supernode register``
+        (``<party-id>.auth.key.pub``).  Matched with the keys of the connected SuperNodes (SuperNode
+        authentication), they name the parties of ``keys_dir`` that did not connect when fewer connect than
+        wanted, before any request is sent; a SuperNode registered with ``--name <party-id>`` is named without
+        them.  Names for the report and the log only: nothing is accepted or refused by them.  ``"auto"``: the
+        ``supernode-keys`` directory beside ``keys_dir``, if there is one; ``"none"``: not used; any other value:
+        the directory.  Needs ``keys_dir``.
     """
 
     schema_path: str = ""
@@ -205,6 +213,7 @@ class CoordinatorConfig:
     marginals_bins: int = 0
     consortium_rows: int = 0
     spend_record: str = "auto"
+    supernode_keys_dir: str = "auto"
 
     def __post_init__(self) -> None:
         check_fields(self, _RULES)
@@ -219,6 +228,11 @@ class CoordinatorConfig:
             raise ValueError(
                 "spend-record: a record file needs keys-dir (only a signed release names its party reliably); "
                 f'got {self.spend_record!r} without keys-dir; use "auto" or "none"'
+            )
+        if self.supernode_keys_dir not in ("auto", "none") and not self.keys_dir:
+            raise ValueError(
+                "supernode-keys-dir: names the parties of keys-dir, which is not given; got "
+                f'{self.supernode_keys_dir!r}; use "auto" or "none"'
             )
 
     @classmethod
@@ -265,6 +279,16 @@ class CoordinatorConfig:
         if self.spend_record == "auto":
             return Path(self.output_dir).absolute().parent / "spend-record.sqlite"
         return Path(self.spend_record)
+
+    @property
+    def supernode_keys_path(self) -> Path | None:
+        """The directory of the SuperNodes' registered keys (None: not used, see ``supernode_keys_dir``)."""
+        if self.supernode_keys_dir == "none" or not self.keys_dir:
+            return None
+        if self.supernode_keys_dir == "auto":
+            beside = Path(self.keys_dir).absolute().parent / "supernode-keys"
+            return beside if beside.is_dir() else None
+        return Path(self.supernode_keys_dir)
 
     @property
     def schema_file(self) -> Path:
@@ -317,6 +341,7 @@ _RULES = {
     "marginals_bins": Integer(0, text="0 (the rule) or >= 2"),
     "consortium_rows": Integer(0, text=">= 0 (0: not declared)"),
     "spend_record": Text(pattern=r".+", text='"auto", "none" or a file path'),
+    "supernode_keys_dir": Text(pattern=r".+", text='"auto", "none" or a directory'),
 }
 """Each run-config setting with its rule (messages: ``"<key>: expected <rule>, got <value>"``)."""
 

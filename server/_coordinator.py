@@ -54,6 +54,7 @@ from protocol.messages import (
 
 from ._config import CoordinatorConfig
 from ._conformance import request_mismatch
+from ._connected_parties import connected_parties, supernode_key_owners
 from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
@@ -137,6 +138,22 @@ def _record(spends: SpendStore, party_id: str, request: str, epsilon: float, run
         log.exception("spend record %s: could not record %s for %s", spends.path, request, party_id)
 
 
+def _not_connected(
+    grid: Grid, nodes: list[int], cfg: CoordinatorConfig, registry: PartyKeyRegistry, report: RunReport
+) -> None:
+    """The report's ``absent_parties`` before any request: the registered parties whose SuperNode did not connect,
+    or None and why when a connected SuperNode is matched to no party (:mod:`server._connected_parties`)."""
+    keys_dir = cfg.supernode_keys_path
+    owners = supernode_key_owners(keys_dir) if keys_dir is not None else {}
+    connected = connected_parties(grid, nodes, owners, list(registry))
+    missing = connected.not_connected(registry)
+    if missing is None:
+        source = f"supernode-keys-dir {keys_dir}" if keys_dir is not None else "no supernode-keys-dir given or found"
+        report.absent_parties, report.absent_parties_unknown = None, connected.unknown_text(len(registry), source)
+    else:
+        report.absent_parties = missing
+
+
 def _result(reply: Message) -> dict:
     return dict(reply.content.config_records[RESULT_KEY])
 
@@ -166,22 +183,26 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     wanted = cfg.parties_to_wait_for
     nodes = wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %s connected", run_id, count_text(len(nodes), "party", "parties"))
+    if len(nodes) < wanted and registry is not None:  # who did not connect, when the registrations say it
+        _not_connected(grid, nodes, cfg, registry, report)
     if len(nodes) < cfg.min_parties:  # the run cannot make a model: no party is asked to spend for it
         report.status = RunStatus.FAILED
         report.guarantee = "no model: fewer connected parties than min-parties; no request was sent"
-        report.failure = too_few_connected_text(len(nodes), cfg.min_parties, cfg.node_wait_timeout)
-        report.absent_parties = sorted(registry) if registry is not None else []
+        report.failure = too_few_connected_text(
+            len(nodes), cfg.min_parties, cfg.node_wait_timeout, report.absent_parties, report.absent_parties_unknown
+        )
         log.debug("run %s: %s", run_id, report.failure)  # the run's summary says it
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
         return report
     if len(nodes) < wanted:
         log.warning(
-            "run %s: %d of %d expected parties connected within %.0f s; going on without the others",
+            "run %s: %d of %d expected parties connected within %.0f s; going on without the others%s",
             run_id,
             len(nodes),
             wanted,
             cfg.node_wait_timeout,
+            f" (not connected: {', '.join(report.absent_parties[:20])})" if report.absent_parties else "",
         )
     record = spend_record_text(spends.totals(), spends.key_ids) if spends is not None else ""
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
@@ -291,8 +312,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
             # log, which shows this logger's INFO lines (protocol.flower_console), says it twice
             log.debug("%s %s: %s %s", who(p), p.status, p.reason, p.message)
 
-    if registry is not None:
-        report.absent_parties = sorted(set(registry) - heard)
+    if registry is not None:  # now by the replies (what was known before the request is in the log's warning)
+        report.absent_parties, report.absent_parties_unknown = sorted(set(registry) - heard), ""
         if report.absent_parties:
             log.debug(  # the run's summary names them with what it can mean
                 "run %s: registered parties not heard from: %s", run_id, ", ".join(report.absent_parties[:20])

@@ -62,7 +62,12 @@ class RunReport:
     contributions: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
     marginals: dict[str, Any] = field(default_factory=dict)  # the model's marginals part ({}: none)
-    absent_parties: list[str] = field(default_factory=list)  # registered (keys-dir) but named by no reply
+    absent_parties: list[str] | None = field(default_factory=list)
+    """Registered parties (keys-dir) named by no reply; in a run stopped before its requests, those whose SuperNode
+    did not connect; None when that is not known (``absent_parties_unknown`` says why)."""
+    absent_parties_unknown: str = ""
+    """Why ``absent_parties`` is None (a connected SuperNode was matched to no registered party), and how to find
+    the missing parties."""
     influence_cuts: list[dict[str, Any]] = field(default_factory=list)  # edprf_core.forest.influence_cuts
     bounded_influence: dict[str, Any] = field(default_factory=dict)  # whether item 5's bounds apply ({}: no model)
     status: RunStatus = RunStatus.RUNNING

@@ -201,12 +201,24 @@ def failure_text(report: RunReport, min_parties: int) -> str:
     )
 
 
-def too_few_connected_text(connected: int, min_parties: int, waited: float) -> str:
-    """Why a run stopped before its requests: fewer parties connected than ``min-parties``, so none was asked."""
+def too_few_connected_text(
+    connected: int, min_parties: int, waited: float, missing: list[str] | None = None, unknown: str = ""
+) -> str:
+    """Why a run stopped before its requests: fewer parties connected than ``min-parties``, so none was asked.
+
+    ``missing``: the registered parties known not to have connected (:mod:`server._connected_parties`), named;
+    ``unknown``: why they are not known (:meth:`~server._connected_parties.ConnectedParties.unknown_text`).
+    """
+    shown = ""
+    if missing:
+        shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
     return (
-        f"{connected} of min-parties {min_parties} connected within node-wait-timeout ({waited:g} s); no request "
-        "was sent, so no party spent epsilon. Start the missing parties' SuperNodes (or give them longer: "
-        "node-wait-timeout) and submit again"
+        f"{connected} of min-parties {min_parties} connected within node-wait-timeout ({waited:g} s)"
+        + (f"; not connected: {shown}" if shown else "")
+        + "; no request was sent, so no party spent epsilon. "
+        + (f"{unknown}. " if unknown and not shown else "")
+        + ("Start those parties' SuperNodes" if shown else "Start the missing parties' SuperNodes")
+        + " (or give them longer: node-wait-timeout) and submit again"
     )
 
 
