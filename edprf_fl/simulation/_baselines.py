@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._prepare import PreparedWorkspace
     from ._settings import SimulationSettings
 
-__all__ = ["BASELINE_DRAWS", "raw_features", "train_baselines"]
+__all__ = ["BASELINE_DRAWS", "baseline_rows", "raw_features", "train_baselines"]
 
 BASELINE_DRAWS = 5
 """Draws of the central DP baseline's noise (research seeds): its row is the draw of median accuracy, and the
@@ -26,6 +26,10 @@ _PARTY_ALONE_FITS = 100
 
 _DRAW_STRIDE = 104_729  # a draw's seed offset (a prime far from the parties' stride)
 
+_SAMPLE_STREAM = 0xBA5E
+"""Second word of the baselines' row sample's seed (``[seed, _SAMPLE_STREAM]``): a stream of its own, apart from
+the split's, the partition's and the noise draws'."""
+
 
 def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) -> dict[str, dict[str, Any]]:
     """Metrics on the central test rows of the models the federation is compared with.
@@ -33,9 +37,15 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     ``central_edprf``: the best central DP model a trusted curator could fit on the pooled rows;
     ``party_alone_median`` / ``party_alone_best``: each party alone, with the federation's request;
     ``non_private_rf``: scikit-learn's forest on the raw features; ``majority_class``: the prior.
-    Each entry also holds ``n_trees`` (the central model ``max_depth`` too), and the eDPRF ones
-    ``marginals_share`` and ``residual_pass``.  Research seeds throughout
+    Each entry also holds ``n_trees`` (the central model ``max_depth`` too) and ``training_rows``, and the
+    eDPRF ones ``marginals_share`` and ``residual_pass``.  Research seeds throughout
     (``settings.seed``): a comparison, never a release.
+
+    Every baseline fits on as many rows as the parties train on, not the same rows (:func:`baseline_rows`): a
+    party trains on its rows less its held-out share (``settings.party_holdout``, chosen by a keyed hash with
+    the party's own secret salt, which the simulation does not reproduce), so the central, non-private and
+    majority baselines fit on a seeded sample of :func:`expected_training_rows` of the pooled rows, and each
+    party alone on a seeded sample of as many of its own rows.
 
     The DP baselines are drawn several times (:data:`BASELINE_DRAWS` noise draws of the central model,
     :func:`party_alone_draws` of every party's): each entry is the draw of median accuracy, with
@@ -50,8 +60,8 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     from server import classification_metrics, forest_metrics
 
     schema, X_train, y_train = workspace.schema, workspace.X_train, workspace.y_train
-    X_test, y_test, parts = workspace.X_test, workspace.y_test, workspace.parts
-    pooled = np.concatenate(parts)
+    X_test, y_test = workspace.X_test, workspace.y_test
+    pooled, parts = baseline_rows(settings, workspace.parts)
     n_trees = settings.parties * settings.n_trees
     auto, leaf = settings.auto_depth, settings.leaf
 
@@ -82,14 +92,18 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     central = []
     for k in range(BASELINE_DRAWS):
         model = fitted(pooled, "auto" if auto else n_trees, settings.seed + _DRAW_STRIDE * k)
-        central.append(metrics_of(model, n_trees=model.n_trees_, max_depth=model.max_depth_))
+        central.append(metrics_of(model, n_trees=model.n_trees_, max_depth=model.max_depth_, training_rows=len(pooled)))
     out = {"central_edprf": _median_draw(central)}
     # each party alone: what a party gets without the consortium (same request, its own rows only); the median
     # and the best party of each draw of every party's noise
     medians, bests = [], []
     for k in range(party_alone_draws(settings.parties)):
         alone = [
-            metrics_of(fitted(rows, settings.n_trees, _party_seed(settings.seed, i, k)), n_trees=settings.n_trees)
+            metrics_of(
+                fitted(rows, settings.n_trees, _party_seed(settings.seed, i, k)),
+                n_trees=settings.n_trees,
+                training_rows=len(rows),
+            )
             for i, rows in enumerate(parts)
             if len(rows)
         ]
@@ -104,14 +118,52 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     y_true = classes[encode_labels(y_test, schema)]
     # all cores: the trees are the same whatever n_jobs (their seeds are drawn first), only built at once
     rf = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=-1)
-    rf.fit(raw_features(X_train, schema), encode_labels(y_train, schema))
+    rf.fit(raw_features(X_train.iloc[pooled], schema), encode_labels(y_train.iloc[pooled], schema))
     proba = np.zeros((len(X_test), len(classes)))
     proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
-    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {"n_trees": 100}
-    majority = np.bincount(encode_labels(y_train, schema), minlength=len(classes)).astype(float)
+    out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {
+        "n_trees": 100,
+        "training_rows": len(pooled),
+    }
+    majority = np.bincount(encode_labels(y_train.iloc[pooled], schema), minlength=len(classes)).astype(float)
     prior = np.tile(majority / majority.sum(), (len(X_test), 1))
-    out["majority_class"] = classification_metrics(y_true, prior, classes) | {"n_trees": 0}
+    out["majority_class"] = classification_metrics(y_true, prior, classes) | {
+        "n_trees": 0,
+        "training_rows": len(pooled),
+    }
     return out
+
+
+def baseline_rows(settings: SimulationSettings, parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The rows the baselines fit on: as many as the parties train on, a seeded sample, not the same rows.
+
+    A party trains on its rows less those its keyed hash holds out (``settings.party_holdout`` of them, drawn
+    with the party's own secret salt): the simulation cannot reproduce that side, so it draws, with
+    ``settings.seed``, :func:`expected_training_rows` of the pooled rows for the pooled baselines (central,
+    non-private, majority: the coordinator's ``consortium_rows``), and as many of each party's own rows for that
+    party alone.  Without a hold-out, every row.
+
+    Returns
+    -------
+    pooled : integer array
+        Row positions of the pooled baselines' sample, in increasing order (whatever the partition).
+    parts : list of integer arrays
+        Each party's sample, its rows in the order the party holds them.
+    """
+    import numpy as np
+
+    from ._prepare import expected_training_rows
+
+    rng = np.random.default_rng([settings.seed, _SAMPLE_STREAM])
+
+    def sample(rows: np.ndarray) -> np.ndarray:
+        keep = min(len(rows), expected_training_rows(len(rows), settings.party_holdout))
+        if keep == len(rows):
+            return rows
+        return rows[np.sort(rng.choice(len(rows), size=keep, replace=False))]
+
+    pooled = sample(np.sort(np.concatenate(parts)))
+    return pooled, [sample(np.asarray(rows)) for rows in parts]
 
 
 def party_alone_draws(parties: int) -> int:

@@ -25,6 +25,7 @@ __all__ = [
     "PreparedWorkspace",
     "RowSplit",
     "check_release_size",
+    "expected_training_rows",
     "held_out_rows_bound",
     "load_simulation_data",
     "partition_training_rows",
@@ -129,6 +130,13 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
         f"[1/4] {name}: {len(X_train)} training rows split among {count_text(settings.parties, 'party', 'parties')} ({how.describe()}); "
         f"{len(X_test)} central test rows"
     )
+    if settings.party_holdout > 0:
+        progress(
+            f"      each party holds out {100 * settings.party_holdout:g}% of its rows for its own evaluation (kept "
+            "back even when that round is skipped): about "
+            f"{expected_training_rows(len(X_train), settings.party_holdout)} rows to train on"
+            + (", as many as the baselines fit on" if settings.baselines else "")
+        )
     if settings.auto_depth:
         progress(f"      each party chooses its depth (at most {settings.depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
@@ -273,11 +281,21 @@ def _coordinator_config(
         require_exact_sampling=not settings.seeded_noise,  # seeded noise is drawn by numpy
         evaluation_epsilon=settings.evaluation_epsilon if settings.party_holdout > 0 else 0.0,
         max_party_rows=held_out_rows_bound(largest_party, settings.party_holdout),
-        consortium_rows=max(1, round(all_rows * (1.0 - settings.party_holdout))),
+        consortium_rows=expected_training_rows(all_rows, settings.party_holdout),
         evaluation_max_interval_width=settings.evaluation_max_interval_width,
         selective_aggregation=settings.selective,
         exclude_flagged=settings.exclude_flagged,
     )
+
+
+def expected_training_rows(rows: int, holdout: float) -> int:
+    """The rows a party with ``rows`` rows is expected to train on: all of them less its held-out share, at least 1.
+
+    Each row is held out independently with probability ``holdout`` (a keyed draw inside the party), so this
+    is the mean of the party's training rows, not its exact count; the coordinator's ``consortium_rows`` is this
+    over all parties' rows, and the baselines fit on this many rows (:func:`train_baselines`).
+    """
+    return max(1, round(rows * (1.0 - holdout)))
 
 
 def held_out_rows_bound(rows: int, holdout: float) -> int:

@@ -21,6 +21,7 @@ __all__ = [
     "report_lines",
     "results_table",
     "timing_line",
+    "training_rows_text",
 ]
 
 BASELINE_ROWS = (
@@ -42,7 +43,7 @@ def report_lines(report: SimulationReport) -> list[str]:
             f"\n{report.dataset}: {count_text(s.parties, 'party', 'parties')} ({report.partition}), epsilon {s.epsilon:g}, "
             f"depth {report.depth}, {count_text(s.n_trees, 'tree')} per party, {s.split_mode} splits\n"
         ),
-        results_table(fed, report.baselines),
+        results_table(fed, report.baselines, party_holdout=s.party_holdout),
         *cost_lines(fed, report.baselines),
     ]
     fe = fed.get("federated_evaluation") or {}
@@ -74,52 +75,79 @@ def report_lines(report: SimulationReport) -> list[str]:
     return lines
 
 
-def results_table(federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
-    """The federated model and each baseline on the central test rows, with 95% intervals (Markdown)."""
+def results_table(
+    federated: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None, *, party_holdout: float = 0.0
+) -> str:
+    """The federated model and each baseline on the central test rows, with 95% intervals (Markdown).
+
+    The ``training rows`` column holds the rows each model was fitted on: for the federated model the
+    coordinator's ``consortium_rows`` (``~`` before it when the parties held out ``party_holdout`` of their
+    rows, as its count is then an expected one), for a baseline its ``training_rows``.
+    """
     baselines = baselines or {}
     merged = federated.get("marginals") or {}
+    consortium = (federated.get("parameters") or {}).get("consortium_rows")
     rows = [
         (
             "federated eDPRF",
             federated.get("central_evaluation", {}),
             _parts_text(federated["n_trees"], merged.get("share", 0.0), False),
+            "" if consortium is None else f"{'~' if party_holdout > 0 else ''}{consortium}",
         )
     ]
     for key, label in BASELINE_ROWS:
         if key in baselines:
             b = baselines[key]
-            rows.append((label, b, _parts_text(b["n_trees"], b.get("marginals_share", 0.0), b.get("residual_pass"))))
+            trees = _parts_text(b["n_trees"], b.get("marginals_share", 0.0), b.get("residual_pass"))
+            rows.append((label, b, trees, str(b.get("training_rows", ""))))
     lines = [
-        "| model | trees | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
-        "|---|---|---|---|---|---|---|",
+        "| model | trees | training rows | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for label, m, trees in rows:
+    for label, m, trees, fitted_on in rows:
         cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", "brier")]
-        lines.append(f"| {label} | {trees} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | {trees} | {fitted_on} | " + " | ".join(cells) + " |")
     n = rows[0][1].get("n")
     lines.append(
         f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
         "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
-    drawn = [(label, m["draws"]) for label, m, _ in rows if m.get("draws", 1) > 1]
+    if consortium is not None and any("training_rows" in b for b in baselines.values()):
+        lines.append(training_rows_text(party_holdout))
+    drawn = [(label, m["draws"]) for label, m, _, _ in rows if m.get("draws", 1) > 1]
     if drawn:
         counts = sorted({n for _, n in drawn})
         lines.append(
             f"DP baselines: of {' or '.join(map(str, counts))} draws of their noise (research seeds; baselines are "
             "never released), the draw of median accuracy; the federated model is one draw of its parties' noise"
         )
-    if any("marginals" in trees for _, _, trees in rows):
+    if any("marginals" in trees for _, _, trees, _ in rows):
         lines.append(
             "trees + marginals: a share of the rows released noisy one-way class histograms instead of growing "
             "trees, pooled with the trees' probabilities; + pass: one residual pass on those rows (a central fit "
             "by one data holder only; a party's release never carries one)"
         )
-    for label, m, _ in rows:
+    for label, m, _, _ in rows:
         if label == dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction
             continue
         lines += [f"{label}: {m[key]}" for key in ("warning", "unpredicted") if m.get(key)]
     return "\n".join(lines)
+
+
+def training_rows_text(party_holdout: float) -> str:
+    """What the ``training rows`` column holds: the parties' rows less their hold-out, and the baselines' sample."""
+    if party_holdout <= 0:
+        return (
+            "training rows: the parties train on all their rows (no hold-out); the central, non-private and "
+            "majority baselines on all of them pooled, each party alone on its own"
+        )
+    return (
+        f"training rows: each party trains on its rows less the {100 * party_holdout:g}% it holds out for its own "
+        "evaluation (a keyed draw inside the party, kept back whether or not the evaluation round runs), so the "
+        "federation's count is an expected one; each baseline fits on as many rows as the parties train on, a "
+        "seeded sample of the pooled rows (each party alone: of its own rows), not the same rows"
+    )
 
 
 def _parts_text(n_trees: int, marginals_share: float | None, residual_pass: bool | None) -> str:

@@ -46,7 +46,7 @@ def test_the_simulate_table_shows_intervals_and_the_warning():
         "warning": "WARNING: constant",
     }
     table = results_table({"central_evaluation": fed, "n_trees": 3}, None)
-    assert "| federated eDPRF | 3 | 0.8000 [0.710, 0.870] | 0.5000 [0.450, 0.550] | n/a | n/a | n/a |" in table
+    assert "| federated eDPRF | 3 |  | 0.8000 [0.710, 0.870] | 0.5000 [0.450, 0.550] | n/a | n/a | n/a |" in table
     assert "on 100 central test rows" in table and "federated eDPRF: WARNING: constant" in table
 
 
@@ -61,9 +61,9 @@ def test_the_simulate_table_names_the_marginals_part_and_the_pass():
         "party_alone_median": metrics | {"n_trees": 1},
     }
     table = results_table(federated, baselines)
-    assert "| federated eDPRF | 5 + marginals (90 % of rows) | 0.9000" in table
-    assert "| central eDPRF (pooled rows; needs a trusted curator) | 1 + marginals (90 % of rows) + pass |" in table
-    assert "| each party alone: median party | 1 |" in table
+    assert "| federated eDPRF | 5 + marginals (90 % of rows) |  | 0.9000" in table
+    assert "| central eDPRF (pooled rows; needs a trusted curator) | 1 + marginals (90 % of rows) + pass |  |" in table
+    assert "| each party alone: median party | 1 |  |" in table
     assert "+ pass: one residual pass on those rows" in table
     plain = results_table(
         {"central_evaluation": metrics, "n_trees": 3}, {"party_alone_median": metrics | {"n_trees": 1}}
