@@ -34,12 +34,19 @@ the split's, the partition's and the noise draws'."""
 def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) -> dict[str, dict[str, Any]]:
     """Metrics on the central test rows of the models the federation is compared with.
 
-    ``central_edprf``: the best central DP model a trusted curator could fit on the pooled rows;
+    ``central_edprf``: a central DP model a trusted curator could fit on the pooled rows;
     ``party_alone_median`` / ``party_alone_best``: each party alone, with the federation's request;
     ``non_private_rf``: scikit-learn's forest on the raw features; ``majority_class``: the prior.
     Each entry also holds ``n_trees`` (the central model ``max_depth`` too) and ``training_rows``, and the
     eDPRF ones ``marginals_share`` and ``residual_pass``.  Research seeds throughout
     (``settings.seed``): a comparison, never a release.
+
+    The eDPRF baselines' settings: the federation's ``epsilon``, ``leaf``, ``split_mode`` and ``n_bins`` (a
+    federated setting, 20 by default: not the estimator's ``"auto"``); with ``max_depth="auto"`` the central model
+    takes the estimator's own choice of trees and depth (``n_trees="auto"``, ``max_depth="auto"``: one tree of
+    depth 6 on the embedded data at epsilon 1), with a fixed depth ``parties x n_trees`` trees of that depth (the
+    federation's forest); each party alone ``n_trees`` trees, of the fixed depth or its own automatic one; the
+    marginals share and the residual pass are the estimator's own choice.
 
     Every baseline fits on as many rows as the parties train on, not the same rows (:func:`baseline_rows`): a
     party trains on its rows less its held-out share (``settings.party_holdout``, chosen by a keyed hash with
@@ -87,8 +94,9 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
             **extra,
         }
 
-    # the best central DP model a trusted curator could fit on the pooled rows (the estimator's defaults), over
-    # several draws of its noise: one draw alone can land a few points either side of the federated model's
+    # the central DP model a trusted curator could fit on the pooled rows (automatic depth: the estimator's own
+    # trees and depth; a fixed depth: the federation's trees; the federation's bins either way), over several
+    # draws of its noise: one draw alone can land a few points either side of the federated model's
     central = []
     for k in range(BASELINE_DRAWS):
         model = fitted(pooled, "auto" if auto else n_trees, settings.seed + _DRAW_STRIDE * k)
