@@ -26,7 +26,7 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
     shown = (
         ("central_edprf", "central DP"),
         ("party_alone_median", "party alone\n(median)"),
-        ("party_alone_best", "party alone\n(best)"),
+        ("party_alone_best", "party alone\n(best on the test\nrows: optimistic)"),
         ("non_private_rf", "non-private RF"),
     )
     rows += [(short, base[key]) for key, short in shown if key in base]

@@ -87,3 +87,16 @@ def test_the_table_shows_the_rows_each_model_was_fitted_on():
     assert "each baseline fits on as many rows as the parties train on" in table and "not the same rows" in table
     exact = results_table(federated, baselines, party_holdout=0.0)
     assert "| federated eDPRF | 3 | 3534 |" in exact and "no hold-out" in exact
+
+
+def test_the_best_party_alone_says_it_was_chosen_on_the_test_rows():
+    """Review: the best party is picked by its accuracy on the rows it is then scored on, an optimistic figure."""
+    from edprf_fl.simulation import cost_lines
+
+    metrics = {"accuracy": 0.8, "roc_auc": 0.9, "n": 100}
+    federated = {"central_evaluation": metrics, "n_trees": 3}
+    baselines = {"party_alone_best": {"accuracy": 0.85, "roc_auc": 0.88, "n_trees": 1}}
+    table = results_table(federated, baselines)
+    assert "| each party alone: best party (chosen on the test rows: optimistic) | 1 |" in table
+    [line] = [line for line in cost_lines(federated, baselines) if "best party" in line]
+    assert "against the best party alone (chosen on the test rows: optimistic): -5.0 points" in line
