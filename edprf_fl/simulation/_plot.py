@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from edprf_core.count_text import count_text
 
+from ._marks import SEEDED_RUNS_MARK
+
 if TYPE_CHECKING:
     from ._run import SimulationReport
 
-__all__ = ["plot_report", "plot_sweep"]
+__all__ = ["plot_report", "plot_sweep", "report_title"]
 
 
 def plot_report(report: SimulationReport, path: Path) -> Path | None:
@@ -51,16 +53,20 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.set_ylim(0, 1.22)
     ax.set_ylabel("on the central test rows")
-    ax.set_title(
-        f"Cost of federating: {report.dataset}, {count_text(report.settings.parties, 'party', 'parties')} ({report.partition}), "
-        f"eps={report.settings.epsilon:g}",
-        fontsize=9,
-    )
+    ax.set_title(report_title(report), fontsize=9)
     ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def report_title(report: SimulationReport) -> str:
+    """The title of :func:`plot_report`'s chart: the run, and on a line of its own what makes it NOT DP, if anything."""
+    mark = report.not_dp_mark
+    parties = count_text(report.settings.parties, "party", "parties")
+    title = f"Cost of federating: {report.dataset}, {parties} ({report.partition}), eps={report.settings.epsilon:g}"
+    return f"{title}\n{mark}" if mark else title
 
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
@@ -126,7 +132,7 @@ def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
     """What a sweep plot shows, for its title."""
     drafted = ", drafted schema" if any(r.get("schema_drafted") for r in rows) else ""
     spread = "one seed" if n_seeds == 1 else f"mean ± sample sd over {n_seeds} seeds"
-    return f"seeded research runs, NOT differentially private{drafted}\n({spread}; 'central DP': the same, centrally)"
+    return f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally)"
 
 
 def _axis_order(value: object) -> tuple[bool, Any]:

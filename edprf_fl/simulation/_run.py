@@ -89,6 +89,17 @@ class SimulationReport:
         return self.federated.get("guarantee")
 
     @property
+    def not_dp_mark(self) -> str:
+        """``seeded research run: NOT differentially private`` (``, drafted schema`` when the guarantee says its
+        schema was drafted from data), ``drafted schema: NOT differentially private``, or ``""`` for a DP run: what
+        heads the printed table and titles the plot."""
+        from edprf_core.forest import DRAFTED_REASON
+
+        from ._marks import not_dp_mark
+
+        return not_dp_mark(self.settings.seeded_noise, DRAFTED_REASON in (self.guarantee or ""))
+
+    @property
     def caveats(self) -> list[str]:
         """What this simulation treated as public or fixed that a deployment must not (part of its guarantee)."""
         return simulation_caveats(self.settings)

@@ -42,9 +42,11 @@ def report_lines(report: SimulationReport) -> list[str]:
     """The whole summary of a completed run: settings, metrics table, costs, evaluation, contributions,
     releases, bytes, wall time, guarantee and caveats."""
     fed, s = report.federated, report.settings
+    mark = report.not_dp_mark
     lines = [
         (
-            f"\n{report.dataset}: {count_text(s.parties, 'party', 'parties')} ({report.partition}), epsilon {s.epsilon:g}, "
+            (f"\n{mark} (see the guarantee below)" if mark else "")
+            + f"\n{report.dataset}: {count_text(s.parties, 'party', 'parties')} ({report.partition}), epsilon {s.epsilon:g}, "
             f"depth {report.depth}, {count_text(s.n_trees, 'tree')} per party, {s.split_mode} splits\n"
         ),
         results_table(fed, report.baselines, party_holdout=s.party_holdout),

@@ -1,0 +1,28 @@
+"""The words that mark a simulation's output as NOT differentially private, shared by its tables and plot titles."""
+
+from __future__ import annotations
+
+__all__ = ["SEEDED_RUNS_MARK", "SEEDED_RUN_MARK", "not_dp_mark"]
+
+SEEDED_RUN_MARK = "seeded research run: NOT differentially private"
+"""What heads ``edprf simulate --seeded-noise``'s table and titles its plot."""
+
+SEEDED_RUNS_MARK = "seeded research runs, NOT differentially private"
+"""What titles a sweep's plots (every run of a sweep is seeded)."""
+
+_DRAFTED = "drafted schema"
+
+
+def not_dp_mark(seeded: bool, drafted: bool) -> str:
+    """One run's mark: :data:`SEEDED_RUN_MARK` (with ``, drafted schema``), the drafted schema's alone, or ``""``.
+
+    Parameters
+    ----------
+    seeded : bool
+        The parties drew their noise from research seeds.
+    drafted : bool
+        The schema was drafted from the data (its bounds and categories are data).
+    """
+    if seeded:
+        return SEEDED_RUN_MARK + (f", {_DRAFTED}" if drafted else "")
+    return f"{_DRAFTED}: NOT differentially private" if drafted else ""
