@@ -100,3 +100,29 @@ def test_the_best_party_alone_says_it_was_chosen_on_the_test_rows():
     assert "| each party alone: best party (chosen on the test rows: optimistic) | 1 |" in table
     [line] = [line for line in cost_lines(federated, baselines) if "best party" in line]
     assert "against the best party alone (chosen on the test rows: optimistic): -5.0 points" in line
+
+
+def test_a_drafted_schema_is_warned_of_once_for_all_the_baseline_fits(tmp_path):
+    """Review: `edprf simulate --schema drafted.schema.toml` printed the DraftedSchemaWarning once per baseline fit
+    (30 stderr lines); the run's first line and guarantee say it too."""
+    import warnings
+
+    from edprf_core import PrivacyLeakWarning, draft_schema, load_embedded
+    from edprf_core.schema import DraftedSchemaWarning
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    frame = X.assign(**{schema.label.column: y})
+    frame.to_csv(tmp_path / "wall.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        draft_schema(frame, schema.label.column).save(tmp_path / "drafted.toml")
+    settings = SimulationSettings(
+        data=tmp_path / "wall.csv", schema=tmp_path / "drafted.toml", parties=2, max_depth=2, n_bins=8
+    )
+    workspace = prepare_workspace(settings, tmp_path / "run")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_baselines(settings, workspace)
+    drafted = [w for w in caught if issubclass(w.category, DraftedSchemaWarning)]
+    assert len(drafted) == 1, [str(w.message) for w in drafted]
+    assert "the baselines fit on a drafted schema" in str(drafted[0].message)
