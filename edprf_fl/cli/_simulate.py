@@ -48,8 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace a previous run in --output (its workspace, ledgers, model and report)",
     )
-    p.add_argument("--json", dest="json_path", default=None, help="also write the report as JSON to this path")
-    p.add_argument("--no-baselines", action="store_true", help="skip the central and non-private baselines")
+    p.add_argument(
+        "--json",
+        dest="json_path",
+        default=None,
+        help="also write a copy of simulation.json (the whole simulation: settings, the coordinator's report, "
+        "baselines, timings; always written to --output) to this path",
+    )
+    p.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="skip the baselines (central DP, each party alone, non-private forest, majority class)",
+    )
     p.add_argument("--flower-logs", action="store_true", help="show Flower's own logs")
     p.add_argument(
         "--prepare-only",

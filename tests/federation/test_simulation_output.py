@@ -54,3 +54,13 @@ def test_a_dp_run_has_no_mark():
     report = _report(False)
     assert "\n".join(report_lines(report)).strip().startswith("wall: 2 parties (IID)")
     assert "\n" not in report_title(report) and "NOT" not in report_title(report)
+
+
+def test_the_json_option_says_it_writes_a_copy_of_simulation_json(capsys):
+    from edprf_fl.cli._main import main
+
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--json JSON_PATH also write a copy of simulation.json" in text
+    assert "the report as JSON" not in text
