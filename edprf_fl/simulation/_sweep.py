@@ -36,11 +36,19 @@ _TABLE_COLUMNS = (
     ("majority_accuracy", "majority"),
 )
 
+_CENTRAL_RULE = (
+    "'central DP' is the same seeded algorithm trained centrally on the pooled training rows, with the "
+    "federation's epsilon and bins; at a fixed max_depth it is the federation's forest (parties x n_trees trees "
+    "of that depth), at max_depth auto the estimator's own choice of trees and depth (often fewer, deeper trees), "
+    "so the two are different central models ('central model': trees x depth; sweep.csv: central_n_trees, "
+    "central_max_depth)."
+)
+"""What the ``central DP`` column is, at a fixed depth and at ``auto``."""
+
 _RESEARCH_TEXT = (
     "Seeded research runs, NOT differentially private releases: each party drew its noise from a research "
     "seed, which removes the noise for anyone who knows it. An accuracy study only: epsilon is the budget each "
-    "party was configured to spend. No evaluation round, no party hold-out. 'central DP' is the same seeded "
-    "algorithm trained centrally on the pooled training rows."
+    "party was configured to spend. No evaluation round, no party hold-out. " + _CENTRAL_RULE
 )
 """What every sweep's table opens with."""
 
@@ -183,7 +191,11 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "federated_one_class": bool(ev.get("warning")),  # the global model predicts (nearly) one class
         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
-        "central_depth": base.get("central_edprf", {}).get("max_depth", ""),
+        "central_depth": base.get("central_edprf", {}).get("max_depth", ""),  # central_max_depth's older name
+        # what the central model was: the federation's forest (parties x n_trees trees) at a fixed depth, the
+        # estimator's own choice of trees and depth with max_depth auto (:data:`_CENTRAL_RULE`)
+        "central_n_trees": base.get("central_edprf", {}).get("n_trees", ""),
+        "central_max_depth": base.get("central_edprf", {}).get("max_depth", ""),
         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
@@ -204,14 +216,15 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         _research_note(rows),
         _spread_text(n_seeds),
         "",
-        "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), "accepted"]) + " |",
-        "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + 1),
+        "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), "central model", "accepted"]) + " |",
+        "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + 2),
     ]
     refused, one_class = [], []
     for config in configs:
         sel = [r for r in rows if all(r[k] == config[k] for k in SWEEP_AXES)]
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
         cells += [_mean_and_spread([r[key] for r in sel], n_seeds) for key, _ in _TABLE_COLUMNS]
+        cells.append(_central_model_text(sel))
         cells.append(_accepted_text([r["accepted"] for r in sel], config["parties"]))
         lines.append("| " + " | ".join(cells) + " |")
         if any(r["accepted"] < config["parties"] for r in sel):
@@ -248,6 +261,19 @@ def _mean_and_spread(values: Sequence[float], n_seeds: int) -> str:
         return f"{mean:.4f}"
     spread = np.nanstd(vals, ddof=1) if np.isfinite(vals).sum() > 1 else float("nan")
     return f"{mean:.4f} ± {spread:.4f}"
+
+
+def _central_model_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``1 x 6``: the central model's trees x depth over the seeds (``5 x 4-6`` when the seeds' depths differ)."""
+    return " x ".join(_range_text([r.get(key, "") for r in rows]) for key in ("central_n_trees", "central_max_depth"))
+
+
+def _range_text(values: Sequence[Any]) -> str:
+    """``6``, ``5-6`` over the seeds; ``?`` when no run recorded a value."""
+    known = sorted({int(v) for v in values if v not in ("", None)})
+    if not known:
+        return "?"
+    return str(known[0]) if len(known) == 1 else f"{known[0]}-{known[-1]}"
 
 
 def _accepted_text(accepted: Sequence[int], parties: int) -> str:

@@ -42,7 +42,8 @@ def _report(
         "guarantee": guarantee,
         "central_evaluation": {"accuracy": 0.5 + settings.seed / 10, "roc_auc": 0.7},
     }
-    baselines = {"central_edprf": {"accuracy": 0.6}, "majority_class": {"accuracy": 0.4}}
+    central = {"accuracy": 0.6, "n_trees": settings.parties * settings.n_trees, "max_depth": settings.max_depth}
+    baselines = {"central_edprf": central, "majority_class": {"accuracy": 0.4}}
     return SimulationReport(settings, "wall", "IID", 2, federated, baselines, SimulationTimings(0.1, 0.2, 0.3))
 
 
@@ -337,3 +338,22 @@ def test_a_release_no_party_would_make_is_refused_before_the_first_run():
     with pytest.raises(SettingsError, match="may hold 8,191,000 nodes, above the parties' max-release-nodes"):
         sweep_grid(base, {"n_trees": [10, 1000]})
     assert len(sweep_grid(base, {"n_trees": [10, 20]})) == 2
+
+
+# 9. what 'central DP' is
+
+
+def test_the_central_model_s_trees_and_depth_are_in_the_csv_and_the_table(tmp_path, fake_runs):
+    """Review: 'central DP' is the federation's forest at a fixed depth but the estimator's own choice at auto (1 tree
+    of depth 6, say); the sweep did not show which."""
+    base = SimulationSettings(parties=3)
+    configs = [{"epsilon": 1.0, "parties": 3, "partition": "iid", "max_depth": 2, "n_trees": 2}]
+    [row] = _sweep.run_sweep(base, configs, 1, tmp_path)
+    assert (row["central_n_trees"], row["central_max_depth"], row["central_depth"]) == (6, 2, 2)
+    table = sweep_table([row], configs)
+    assert "at a fixed max_depth it is the federation's forest (parties x n_trees trees of that depth)" in table
+    assert "at max_depth auto the estimator's own choice of trees and depth" in table
+    header, _, cells = table.splitlines()[3:6]
+    assert "| central model | accepted |" in header and cells.endswith("| 6 x 2 | 2/3 |")
+    auto = [dict(row, central_n_trees=1, central_max_depth=depth, seed=depth) for depth in (5, 6)]
+    assert _sweep._central_model_text(auto) == "1 x 5-6"
