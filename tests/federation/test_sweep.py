@@ -357,3 +357,18 @@ def test_the_central_model_s_trees_and_depth_are_in_the_csv_and_the_table(tmp_pa
     assert "| central model | accepted |" in header and cells.endswith("| 6 x 2 | 2/3 |")
     auto = [dict(row, central_n_trees=1, central_max_depth=depth, seed=depth) for depth in (5, 6)]
     assert _sweep._central_model_text(auto) == "1 x 5-6"
+
+
+def test_the_csv_has_the_whole_run_s_wall_time_and_the_eta_reads_it(tmp_path, fake_runs, monkeypatch):
+    """Review: sweep.csv's seconds is the federation's time only; the runs' baselines take longer than it."""
+    import itertools
+    import time
+
+    clock = itertools.count(0.0, 100.0)  # each reading 100 s after the last
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    base = SimulationSettings(parties=2)
+    configs = [{"epsilon": 1.0, "parties": 2, "partition": "iid", "max_depth": 2, "n_trees": 1}]
+    said: list[str] = []
+    rows = _sweep.run_sweep(base, configs, 2, tmp_path, progress=said.append)
+    assert [(r["seconds"], r["wall_seconds"]) for r in rows] == [(0.2, 0.3)] * 2  # the report's federation_s, wall_s
+    assert "(eta 100 s)" in said[-2] and "(eta 0 s)" in said[-1]
