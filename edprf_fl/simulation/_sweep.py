@@ -209,17 +209,20 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
 
 
 def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]]) -> str:
-    """What the runs were (:func:`_research_note`), then the mean ± sample standard deviation over the seeds of
-    each configuration (Markdown); notes on configurations with refused parties or a one-class model."""
+    """What the runs were (:func:`_research_note`), what a cell and its ± are, then the mean ± sample standard
+    deviation over the seeds of each configuration (Markdown), with the central model's trees x depth and the
+    mean and largest depth the parties grew; notes on configurations with refused parties or a one-class model."""
     n_seeds = len({r["seed"] for r in rows})
     with_alpha = any(c["partition"] == "dirichlet" for c in configs)
     keys = [*SWEEP_AXES[:3], *(["alpha"] if with_alpha else []), *SWEEP_AXES[3:]]
+    extra = ["central model", "party depths (mean, max)", "accepted"]
     lines = [
         _research_note(rows),
         _spread_text(n_seeds),
+        _DEPTHS_TEXT + (_AUTO_DEPTH_TEXT if any(c["max_depth"] == "auto" for c in configs) else ""),
         "",
-        "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), "central model", "accepted"]) + " |",
-        "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + 2),
+        "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
+        "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
     ]
     refused, one_class = [], []
     for config in configs:
@@ -227,6 +230,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
         cells += [_mean_and_spread([r[key] for r in sel], n_seeds) for key, _ in _TABLE_COLUMNS]
         cells.append(_central_model_text(sel))
+        cells.append(_depths_text(sel))
         cells.append(_accepted_text([r["accepted"] for r in sel], config["parties"]))
         lines.append("| " + " | ".join(cells) + " |")
         if any(r["accepted"] < config["parties"] for r in sel):
@@ -246,11 +250,38 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
     return "\n".join(lines)
 
 
+_DEPTHS_TEXT = "'party depths': the mean and the largest depth the parties' trees grew, over the seeds' runs."
+_AUTO_DEPTH_TEXT = (
+    " At max_depth auto each party chooses its depth from a DP count of its own rows, so under unequal party sizes "
+    "(a dirichlet partition) the big parties can grow deeper trees than an even split allows: one reason a "
+    "dirichlet partition can beat iid with many parties."
+)
+
+
 def _spread_text(n_seeds: int) -> str:
-    """What a cell holds."""
+    """What a cell holds, and what a central cell's ± is against a federated one's."""
+    from ._baselines import _PARTY_ALONE_FITS, BASELINE_DRAWS
+
+    draws = (
+        f"'central DP' and 'party alone' are each the draw of median accuracy of {BASELINE_DRAWS} draws of their "
+        f"noise per seed (party alone: fewer beyond {_PARTY_ALONE_FITS // BASELINE_DRAWS} parties); 'federated' is "
+        "one draw per seed"
+    )
     if n_seeds == 1:
-        return "Cells: accuracy on the central test rows, one seed per configuration."
-    return f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {n_seeds} seeds."
+        return f"Cells: accuracy on the central test rows, one seed per configuration; {draws}."
+    return (
+        f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {n_seeds} seeds; {draws}, "
+        "so a central ± (of medians) understates how far one draw of its noise moves it, and a federated ± "
+        "includes it."
+    )
+
+
+def _depths_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``4.2, 5``: the mean and the largest depth the parties grew over the runs' ``depths_used``; ``?`` without."""
+    depths = [int(d) for r in rows for d in str(r.get("depths_used", "")).split()]
+    if not depths:
+        return "?"
+    return f"{sum(depths) / len(depths):.1f}, {max(depths)}"
 
 
 def _mean_and_spread(values: Sequence[float], n_seeds: int) -> str:
@@ -272,10 +303,12 @@ def _central_model_text(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _range_text(values: Sequence[Any]) -> str:
     """``6``, ``5-6`` over the seeds; ``?`` when no run recorded a value."""
-    known = sorted({int(v) for v in values if v not in ("", None)})
+    known = sorted(
+        {str(v) for v in values if v not in ("", None)}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else v)
+    )
     if not known:
         return "?"
-    return str(known[0]) if len(known) == 1 else f"{known[0]}-{known[-1]}"
+    return known[0] if len(known) == 1 else f"{known[0]}-{known[-1]}"
 
 
 def _accepted_text(accepted: Sequence[int], parties: int) -> str:

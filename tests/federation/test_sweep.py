@@ -231,7 +231,7 @@ def test_refused_parties_are_in_the_table_and_warned_of(tmp_path, monkeypatch):
     rows = _sweep.run_sweep(base, configs, 1, tmp_path, progress=said.append)
     assert any("warning: 1/2 parties' releases accepted (party-0001: refused budget_exhausted)" in s for s in said)
     table = sweep_table(rows, configs)
-    assert table.splitlines()[5].endswith("| 1/2 |")
+    assert table.splitlines()[6].endswith("| 1/2 |")
     assert "WARNING: parties' releases were not accepted in runs of epsilon 1.0, parties 2" in table
 
 
@@ -321,12 +321,14 @@ def test_the_table_says_what_its_cells_are_and_one_seed_has_no_spread(tmp_path, 
     rows = _sweep.run_sweep(base, configs, 2, tmp_path)
     assert [r["alpha"] for r in rows] == ["", "", 0.3, 0.3]
     lines = sweep_table(rows, configs).splitlines()
-    assert lines[1] == "Cells: accuracy on the central test rows, mean ± sample standard deviation over 2 seeds."
-    assert lines[3].startswith("| epsilon | parties | partition | alpha | max_depth | n_trees | federated |")
-    assert lines[6].startswith(f"| 1.0 | 2 | dirichlet | 0.3 | 2 | 1 | 0.5500 ± {math.sqrt(0.005):.4f} |")
+    assert lines[1].startswith(
+        "Cells: accuracy on the central test rows, mean ± sample standard deviation over 2 seeds;"
+    )
+    assert lines[4].startswith("| epsilon | parties | partition | alpha | max_depth | n_trees | federated |")
+    assert lines[7].startswith(f"| 1.0 | 2 | dirichlet | 0.3 | 2 | 1 | 0.5500 ± {math.sqrt(0.005):.4f} |")
     one = sweep_table([r for r in rows if r["seed"] == 0], configs).splitlines()
-    assert one[1] == "Cells: accuracy on the central test rows, one seed per configuration."
-    assert one[5].startswith("| 1.0 | 2 | iid |  | 2 | 1 | 0.5000 | ") and "±" not in "\n".join(one[5:])
+    assert one[1].startswith("Cells: accuracy on the central test rows, one seed per configuration;")
+    assert one[6].startswith("| 1.0 | 2 | iid |  | 2 | 1 | 0.5000 | ") and "±" not in "\n".join(one[6:])
 
 
 def test_a_release_no_party_would_make_is_refused_before_the_first_run():
@@ -353,8 +355,9 @@ def test_the_central_model_s_trees_and_depth_are_in_the_csv_and_the_table(tmp_pa
     table = sweep_table([row], configs)
     assert "at a fixed max_depth it is the federation's forest (parties x n_trees trees of that depth)" in table
     assert "at max_depth auto the estimator's own choice of trees and depth" in table
-    header, _, cells = table.splitlines()[3:6]
-    assert "| central model | accepted |" in header and cells.endswith("| 6 x 2 | 2/3 |")
+    header, _, cells = table.splitlines()[4:7]
+    assert "| central model | party depths (mean, max) | accepted |" in header
+    assert cells.endswith("| 6 x 2 | 2.0, 2 | 2/3 |")
     auto = [dict(row, central_n_trees=1, central_max_depth=depth, seed=depth) for depth in (5, 6)]
     assert _sweep._central_model_text(auto) == "1 x 5-6"
 
@@ -372,3 +375,20 @@ def test_the_csv_has_the_whole_run_s_wall_time_and_the_eta_reads_it(tmp_path, fa
     rows = _sweep.run_sweep(base, configs, 2, tmp_path, progress=said.append)
     assert [(r["seconds"], r["wall_seconds"]) for r in rows] == [(0.2, 0.3)] * 2  # the report's federation_s, wall_s
     assert "(eta 100 s)" in said[-2] and "(eta 0 s)" in said[-1]
+
+
+def test_the_table_says_what_a_central_spread_is_and_the_depths_the_parties_grew(tmp_path, fake_runs):
+    """Review: central's ± is over seeds of a median of 5 draws (understating one draw's spread), federated's over
+    one draw per seed; and the depths the parties chose (auto) explain why a dirichlet split can beat iid."""
+    base = SimulationSettings(parties=2)
+    configs = [{"epsilon": 1.0, "parties": 2, "partition": "dirichlet", "max_depth": "auto", "n_trees": 1}]
+    rows = _sweep.run_sweep(base, configs, 2, tmp_path)
+    rows = [dict(r, depths_used=used) for r, used in zip(rows, ("3 6", "4 5"))]
+    lines = sweep_table(rows, configs).splitlines()
+    assert "'central DP' and 'party alone' are each the draw of median accuracy of 5 draws" in lines[1]
+    assert "'federated' is one draw per seed" in lines[1] and "understates how far one draw" in lines[1]
+    assert "each party chooses its depth from a DP count of its own rows" in lines[2]
+    assert "the big parties can grow deeper trees" in lines[2]
+    assert lines[6].endswith("| 4.5, 6 | 2/2 |")
+    fixed = [dict(c, max_depth=2) for c in configs]
+    assert "DP count" not in sweep_table([dict(r, max_depth=2) for r in rows], fixed)
