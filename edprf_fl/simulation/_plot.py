@@ -89,50 +89,119 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         if len(xs) < 2:
             continue
         positions = list(range(len(xs))) if any(isinstance(x, str) for x in xs) else xs  # 'auto' among depths
-        fig, ax = plt.subplots(figsize=(6.5, 4.0))
+        fig, ax = plt.subplots(figsize=(8.5, 4.0))
         others = [k for k in SWEEP_AXES if k != axis]
         keys = sorted({tuple(c[k] for k in others) for c in configs}, key=lambda key: tuple(map(_axis_order, key)))
+        varying = [k for k in others if len({c[k] for c in configs}) > 1]
+        spread = n_seeds > 1
         for i, key in enumerate(keys):
-            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if len({c[k] for c in configs}) > 1)
-            color = f"C{i % 10}"
-            for column, style, name in (
-                ("federated_accuracy", "-o", "federated"),
-                ("central_accuracy", "--s", "central DP"),
-            ):
-                sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
-                means = [np.nanmean(v) if v else np.nan for v in sel]
-                spreads = [np.nanstd(v, ddof=1) if len(v) > 1 else np.nan for v in sel]
-                ax.errorbar(
-                    positions,
-                    means,
-                    yerr=spreads if n_seeds > 1 else None,
-                    fmt=style,
-                    color=color,
-                    capsize=3,
-                    alpha=1.0 if style == "-o" else 0.6,
-                    label=f"{name} {label}".strip(),
-                )
+            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying)
+            means, spreads = _series(rows, axis, xs, others, key, "federated_accuracy")
+            ax.errorbar(
+                positions,
+                means,
+                yerr=spreads if spread else None,
+                fmt="-o",
+                color=f"C{i % 10}",
+                capsize=3,
+                label=f"federated {label}".strip(),
+            )
+        for label, (means, spreads), first in _central_lines(rows, axis, xs, others, keys, varying):
+            ax.errorbar(
+                positions,
+                means,
+                yerr=spreads if spread else None,
+                fmt="--s",
+                color=f"C{first % 10}",
+                capsize=3,
+                alpha=0.6,
+                label=label,
+            )
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
         if axis in ("parties", "max_depth", "n_trees"):
             ax.set_xticks(positions, [str(x) for x in xs])  # counts: integer ticks only
-        ax.set_xlabel(axis.replace("_", " "))
+        if _log_scaled(axis, xs):  # 0.25 .. 8: evenly spaced doublings, not a crowded left end
+            ax.set_xscale("log")
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+            ax.minorticks_off()
+        ax.set_xlabel(axis.replace("_", " ") + (" (log scale)" if _log_scaled(axis, xs) else ""))
         ax.set_ylabel("test accuracy")
         ax.set_title(f"Accuracy vs {axis.replace('_', ' ')}: {what}", fontsize=8)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside the lines
         fig.tight_layout()
-        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120)
+        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120, bbox_inches="tight")
         plt.close(fig)
         written.append(out / f"accuracy_vs_{axis}.png")
     return written
+
+
+LOG_SCALE_SPAN = 5.0
+"""An epsilon axis whose largest value is more than this many times its smallest is drawn on a log scale."""
+
+
+def _log_scaled(axis: str, xs: Sequence[Any]) -> bool:
+    """Whether the sweep plot along ``axis`` uses a log scale: epsilon spanning more than :data:`LOG_SCALE_SPAN`."""
+    return axis == "epsilon" and min(xs) > 0 and max(xs) / min(xs) > LOG_SCALE_SPAN
+
+
+def _series(
+    rows: Sequence[Mapping[str, Any]],
+    axis: str,
+    xs: Sequence[Any],
+    others: Sequence[str],
+    key: tuple[Any, ...],
+    column: str,
+) -> tuple[list[float], list[float]]:
+    """``column``'s mean and sample standard deviation over the seeds at each of ``xs``, for the runs whose other
+    axes hold ``key`` (NaN where no run, or a single one for the spread)."""
+    import numpy as np
+
+    sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
+    means = [float(np.nanmean(v)) if v else float("nan") for v in sel]
+    spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in sel]
+    return means, spreads
+
+
+def _central_lines(
+    rows: Sequence[Mapping[str, Any]],
+    axis: str,
+    xs: Sequence[Any],
+    others: Sequence[str],
+    keys: Sequence[tuple[Any, ...]],
+    varying: Sequence[str],
+) -> list[tuple[str, tuple[list[float], list[float]], int]]:
+    """The central lines of a sweep plot: one per distinct central series, not one per federated line.
+
+    The central model does not depend on the partition (its rows are pooled), nor at an automatic depth on
+    the parties, so the federated lines of those configurations shared identical, overlapping central lines.
+    Each line: its label (the axes its configurations share, ``any partition`` for those they differ in), its
+    means and spreads, and the index of its first configuration in ``keys`` (its colour).
+    """
+    groups: dict[str, list[int]] = {}
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for i, key in enumerate(keys):
+        values = _series(rows, axis, xs, others, key, "central_accuracy")
+        same = repr(values)  # NaN included: equal series print alike
+        groups.setdefault(same, []).append(i)
+        series.setdefault(same, values)
+    lines = []
+    for same, members in groups.items():
+        shared, merged = [], []
+        for k in varying:
+            seen = {keys[i][list(others).index(k)] for i in members}
+            (shared.append(f"{k}={next(iter(seen))}") if len(seen) == 1 else merged.append(k))
+        label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else ""])
+        lines.append((" ".join(label.split()), series[same], members[0]))
+    return lines
 
 
 def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
     """What a sweep plot shows, for its title."""
     drafted = ", drafted schema" if any(r.get("schema_drafted") for r in rows) else ""
     spread = "one seed" if n_seeds == 1 else f"mean ± sample sd over {n_seeds} seeds"
-    return f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally)"
+    return f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally: sweep.md says which model)"
 
 
 def _axis_order(value: object) -> tuple[bool, Any]:

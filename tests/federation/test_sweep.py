@@ -392,3 +392,41 @@ def test_the_table_says_what_a_central_spread_is_and_the_depths_the_parties_grew
     assert lines[6].endswith("| 4.5, 6 | 2/2 |")
     fixed = [dict(c, max_depth=2) for c in configs]
     assert "DP count" not in sweep_table([dict(r, max_depth=2) for r in rows], fixed)
+
+
+# 10. the plots
+
+
+def test_a_wide_epsilon_grid_is_plotted_on_a_log_scale():
+    from edprf_fl.simulation._plot import _log_scaled
+
+    assert _log_scaled("epsilon", [0.25, 0.5, 1.0, 2.0]) and _log_scaled("epsilon", [0.1, 1.0])
+    assert not _log_scaled("epsilon", [0.5, 1.0, 2.0]) and not _log_scaled("parties", [2, 50])
+
+
+def test_identical_central_lines_are_drawn_once_per_epsilon(tmp_path):
+    """Review: the central model pools the rows whatever the partition, so each partition drew the same central line
+    over the others; one line per epsilon instead."""
+    from edprf_fl.simulation import plot_sweep
+    from edprf_fl.simulation._plot import _central_lines
+
+    others = ["epsilon", "partition", "max_depth", "n_trees"]
+    keys = [(eps, partition, 2, 1) for eps in (0.5, 2.0) for partition in ("dirichlet", "iid")]
+    rows = [
+        {"parties": parties, "epsilon": eps, "partition": partition, "max_depth": 2, "n_trees": 1, "seed": 0}
+        | {"federated_accuracy": 0.5, "central_accuracy": eps / 10 + parties / 100, "majority_accuracy": 0.4}
+        for eps, partition, _, _ in keys
+        for parties in (2, 5)
+    ]
+    lines = _central_lines(rows, "parties", [2, 5], others, keys, ["epsilon", "partition"])
+    assert [(label, means, first) for label, (means, _), first in lines] == [
+        ("central DP epsilon=0.5 (any partition)", [0.07, 0.1], 0),
+        ("central DP epsilon=2.0 (any partition)", [0.22, 0.25], 2),
+    ]
+    rows[0]["central_accuracy"] = 0.0  # another central model for one configuration: a line of its own
+    assert len(_central_lines(rows, "parties", [2, 5], others, keys, ["epsilon", "partition"])) == 3
+    configs = [{k: r[k] for k in ("epsilon", "parties", "partition", "max_depth", "n_trees")} for r in rows]
+    assert plot_sweep(rows, configs, tmp_path) in (
+        [],
+        [tmp_path / "accuracy_vs_epsilon.png", tmp_path / "accuracy_vs_parties.png"],
+    )
