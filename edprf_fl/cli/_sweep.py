@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._arg_types import integer
 from ._model_rules import positive_integer
 from ._simulation_args import DEFAULTS, add_federation_arguments, depth_or_auto, flag_of
 
@@ -53,7 +54,8 @@ _LIST_FLAGS = {
 
 _NO_EVALUATION = "a sweep's runs have no evaluation round (and no party hold-out)"
 _SET_BY_EACH_RUN = {
-    "seed": "a sweep runs each configuration with the seeds 0 .. SEEDS-1 (--seeds)",
+    "seed": "a sweep runs each configuration with the seeds SEED_START .. SEED_START+SEEDS-1 (--seed-start, "
+    "default 0, and --seeds)",
     "seeded_noise": "every run of a sweep draws its noise from its seed (research runs, NOT differentially "
     "private); for a differentially private run use edprf simulate",
     "evaluation_epsilon": _NO_EVALUATION,
@@ -70,8 +72,8 @@ _SWEEP_FILES = ("sweep.csv", "sweep.md", "accuracy_vs_*.png", "run-*")
 """What a sweep writes in its ``--output`` (an old sweep's ``run-*`` hold spent ledgers)."""
 
 _DESCRIPTION = (
-    "Research runs, NOT differentially private: every run draws its parties' noise from the seeds 0 .. SEEDS-1 "
-    "(anyone who knows a seed can remove that noise), with no evaluation round and no party hold-out, so "
+    "Research runs, NOT differentially private: every run draws its parties' noise from the seeds SEED_START .. "
+    "SEED_START+SEEDS-1 (anyone who knows a seed can remove that noise), with no evaluation round and no party hold-out, so "
     "epsilon is the budget each party was configured to spend and the results are an accuracy study. For a "
     "differentially private run use `edprf simulate` (without --seeded-noise)."
 )
@@ -114,6 +116,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         + _default_text("n_trees"),
     )
     p.add_argument("--seeds", type=positive_integer, default=3, help="seeds per configuration (default: %(default)s)")
+    p.add_argument(
+        "--seed-start",
+        type=integer(0),
+        default=0,
+        help="first seed: each configuration runs with the seeds SEED_START .. SEED_START+SEEDS-1, so a later "
+        "sweep can add seeds to an earlier one's (default: %(default)s)",
+    )
     p.add_argument(
         "--output", default=None, help="directory for sweep.csv, sweep.md and plots (default: a new temporary one)"
     )
@@ -169,7 +178,8 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
 
-    configs = sweep_grid(base, values, args.seeds)  # every configuration and seed checked before the first run
+    # every configuration and seed checked before the first run
+    configs = sweep_grid(base, values, args.seeds, args.seed_start)
     out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
     csv_path = out / "sweep.csv"
     finished: list[Mapping[str, Any]] = []
@@ -180,7 +190,16 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
 
     try:
         # seeded: the header says NOT differentially private, once (the parties log it at DEBUG)
-        rows = run_sweep(base, configs, args.seeds, out, progress=say, record=record, isolate_ray=run_in_child)
+        rows = run_sweep(
+            base,
+            configs,
+            args.seeds,
+            out,
+            seed_start=args.seed_start,
+            progress=say,
+            record=record,
+            isolate_ray=run_in_child,
+        )
     except KeyboardInterrupt:
         say(_interrupted_text(len(finished), csv_path))
         raise

@@ -17,15 +17,15 @@ from edprf_fl import raise_if_interrupted
 
 from ._prepare import Progress, _quiet
 from ._run import SimulationReport, run_simulation
-from ._settings import SimulationSettings
+from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
-__all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_table"]
+__all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
 
 SWEEP_AXES = ("epsilon", "parties", "partition", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns."""
 
 _RESEARCH_RUN: Mapping[str, Any] = {"seeded_noise": True, "evaluation_epsilon": 0.0, "party_holdout": 0.0}
-"""What every run of a sweep sets, whatever the base settings (and its ``seed``: ``0 .. seeds - 1``)."""
+"""What every run of a sweep sets, whatever the base settings (and its ``seed``: :func:`sweep_seeds`)."""
 
 _TABLE_COLUMNS = (
     ("federated_accuracy", "federated"),
@@ -62,22 +62,46 @@ def _research_note(rows: Sequence[Mapping[str, Any]]) -> str:
     return _RESEARCH_TEXT
 
 
-def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]], seeds: int = 1) -> list[dict[str, Any]]:
+def sweep_seeds(seeds: int, seed_start: int = 0) -> range:
+    """The seeds of each configuration's runs: ``seed_start .. seed_start + seeds - 1``.
+
+    Raises
+    ------
+    SettingsError
+        ``seeds`` below 1, ``seed_start`` below 0, or the last seed above a run's largest seed (``MAX_SEED``).
+    """
+    if not (isinstance(seeds, int) and seeds >= 1):
+        raise SettingsError("{seeds}: expected an integer >= 1, got {value!r}", value=seeds)
+    if not (isinstance(seed_start, int) and 0 <= seed_start and seed_start + seeds - 1 <= MAX_SEED):
+        raise SettingsError(
+            "{seed_start} {start} with {seeds} {n}: the seeds {start} .. {last} must lie in [0, {limit}]",
+            start=seed_start,
+            n=seeds,
+            last=seed_start + seeds - 1,
+            limit=MAX_SEED,
+        )
+    return range(seed_start, seed_start + seeds)
+
+
+def sweep_grid(
+    base: SimulationSettings, values: Mapping[str, Sequence[Any]], seeds: int = 1, seed_start: int = 0
+) -> list[dict[str, Any]]:
     """Every combination of the axes' values (an axis not in ``values``: ``base``'s value), in order.
 
     Each combination is checked here, before anything runs: against the settings' rules, then against the
     schema (a release no simulated party's policy allows, :func:`check_release_size`), then against the
-    data (read once): that, for each of the ``seeds`` seeds ``0 .. seeds - 1`` the runs will use, its training
+    data (read once): that, for each of the seeds :func:`sweep_seeds` gives the runs, its training
     rows can be split among its parties as its partition asks (the split and the partition depend on the seed:
     a column's rarest value may reach the training rows under one seed and not under another).
 
     Raises
     ------
     SettingsError
-        A value out of its range (named by its setting).
+        A value out of its range (named by its setting), or seeds out of theirs.
     ValueError
         A configuration whose training rows cannot be split among its parties (the configuration named).
     """
+    run_seeds = sweep_seeds(seeds, seed_start)
     axes = {axis: values.get(axis) or [getattr(base, axis)] for axis in SWEEP_AXES}
     configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
     for config in configs:
@@ -87,7 +111,7 @@ def sweep_grid(base: SimulationSettings, values: Mapping[str, Sequence[Any]], se
     X, y, schema, _ = load_simulation_data(base)
     for config in configs:  # trees no party's policy would release: refused here, not after the first runs
         check_release_size(_settings_of(base, config, seed=0), schema)
-    for seed in range(seeds):
+    for seed in run_seeds:
         _check_partitions(base, configs, seed, X, y)
     return configs
 
@@ -121,11 +145,13 @@ def run_sweep(
     seeds: int,
     out_dir: Path,
     *,
+    seed_start: int = 0,
     progress: Progress = _quiet,
     record: Callable[[dict[str, Any]], object] | None = None,
     isolate_ray: Callable[..., object] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every configuration with seeds ``0 .. seeds - 1`` under ``out_dir/run-NNNN``; one row per run.
+    """Run every configuration with the seeds ``seed_start .. seed_start + seeds - 1`` under ``out_dir/run-NNNN``;
+    one row per run.
 
     Research runs: parties draw their noise from seeds (NOT differentially private against anyone who
     knows them); each simulated party spends ``epsilon`` of its own, fresh ledger per run.
@@ -146,8 +172,9 @@ def run_sweep(
     total, started = len(configs) * seeds, time.perf_counter()
     if total:  # a run takes seconds to minutes: say the sweep is under way before the first one ends
         progress(f"starting run 1 of {total}; a line follows as each run finishes")
+    run_seeds = sweep_seeds(seeds, seed_start)
     for config in configs:
-        for seed in range(seeds):
+        for seed in run_seeds:
             raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
             run_dir = Path(out_dir) / f"run-{len(rows):04d}"
             report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)

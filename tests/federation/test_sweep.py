@@ -430,3 +430,28 @@ def test_identical_central_lines_are_drawn_once_per_epsilon(tmp_path):
         [],
         [tmp_path / "accuracy_vs_epsilon.png", tmp_path / "accuracy_vs_parties.png"],
     )
+
+
+# 11. --seed-start
+
+
+def test_seed_start_moves_the_seeds_the_runs_use(tmp_path, fake_runs):
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--seeds", "2", "--seed-start", "5", "--output", str(out)]) == 0
+    assert [s.seed for s in fake_runs] == [5, 6]
+    assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["5", "6"]
+    assert _parsed("sweep").seed_start == 0
+
+
+def test_a_seed_start_out_of_range_is_refused_before_the_first_run(tmp_path, capsys, no_runs):
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", "--seed-start", "-1"])
+    assert stop.value.code == 2
+    assert "argument --seed-start: expected an integer >= 0, got '-1'" in capsys.readouterr().err
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--seeds", "2", "--seed-start", "2147483647", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "--seed-start 2147483647 with --seeds 2: the seeds 2147483647 .. 2147483648 must lie in [0, 2147483647]" in err
+    )
+    assert not out.exists()
