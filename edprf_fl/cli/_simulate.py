@@ -246,6 +246,7 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
 def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namespace) -> int:
     from edprf_fl.simulation import (
         CONTRIBUTIONS_FILE,
+        NO_PLOT_TEXT,
         contributions_markdown,
         plot_report,
         report_lines,
@@ -274,6 +275,6 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
     print(
         f"\nmodel: {model}\nreport: {out_dir / 'simulation.json'}"
         + (f"\ncontributions: {contributions}" if contributions else "")
-        + (f"\nplot: {plot}" if plot else "")
+        + f"\nplot: {plot or NO_PLOT_TEXT}"
     )
     return 0

@@ -173,7 +173,9 @@ def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
 
 
 def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
-    from edprf_fl.simulation import plot_sweep, run_sweep, sweep_grid, sweep_table
+    from importlib.util import find_spec
+
+    from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, run_sweep, sweep_grid, sweep_table
 
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
@@ -206,8 +208,15 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     table = sweep_table(rows, configs)
     (out / "sweep.md").write_text(table + "\n")
     print(table)
-    plot_sweep(rows, configs, out)
-    print(f"\nresults: {csv_path}, {out / 'sweep.md'}, plots in {out}")
+    plots = plot_sweep(rows, configs, out)
+    where = (
+        f"plots in {out}"
+        if plots
+        else f"plots: {NO_PLOT_TEXT}"
+        if find_spec("matplotlib") is None
+        else "no plot (one value per axis)"
+    )
+    print(f"\nresults: {csv_path}, {out / 'sweep.md'}, {where}")
     return 0
 
 

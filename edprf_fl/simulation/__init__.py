@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._baselines import BASELINE_DRAWS, raw_features, train_baselines
     from ._engine import simulate_federation
     from ._partition import Partitioning, partition_rows
-    from ._plot import plot_report, plot_sweep
+    from ._plot import NO_PLOT_TEXT, plot_report, plot_sweep
     from ._prepare import PreparedWorkspace, held_out_rows_bound, load_simulation_data, prepare_workspace
     from ._run import SimulationReport, SimulationTimings, run_simulation, simulation_caveats
     from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
@@ -47,6 +47,7 @@ __all__ = [
     "ENGINES",
     "LEAVES",
     "MAX_DEPTH_LIMIT",
+    "NO_PLOT_TEXT",
     "PARTITIONS",
     "SETTING_DEFAULTS",
     "SPLIT_MODES",
@@ -88,6 +89,7 @@ _HOMES = {
     "simulate_federation": "._engine",
     "Partitioning": "._partition",
     "partition_rows": "._partition",
+    "NO_PLOT_TEXT": "._plot",
     "plot_report": "._plot",
     "plot_sweep": "._plot",
     "PreparedWorkspace": "._prepare",

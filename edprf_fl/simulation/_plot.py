@@ -14,7 +14,12 @@ from ._marks import SEEDED_RUNS_MARK
 if TYPE_CHECKING:
     from ._run import SimulationReport
 
-__all__ = ["plot_report", "plot_sweep", "report_title"]
+__all__ = ["NO_PLOT_TEXT", "plot_report", "plot_sweep", "report_title"]
+
+
+NO_PLOT_TEXT = "none: matplotlib is not installed (it comes with pip install '.[federation]')"
+"""What ``edprf simulate`` and ``edprf sweep`` say in place of a plot's path when matplotlib is missing (the
+``deploy`` extra has none)."""
 
 
 def plot_report(report: SimulationReport, path: Path) -> Path | None:

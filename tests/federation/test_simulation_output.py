@@ -64,3 +64,24 @@ def test_the_json_option_says_it_writes_a_copy_of_simulation_json(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--json JSON_PATH also write a copy of simulation.json" in text
     assert "the report as JSON" not in text
+
+
+def test_without_matplotlib_the_output_says_why_there_is_no_plot(tmp_path, capsys, monkeypatch):
+    """The deploy extra has no matplotlib: `edprf simulate` wrote no plot and said nothing about it."""
+    from edprf_fl.cli._main import main
+    from edprf_fl.simulation import NO_PLOT_TEXT, _plot
+
+    monkeypatch.setattr(_plot, "_pyplot", lambda: None)
+    argv = [
+        "simulate",
+        "--parties",
+        "2",
+        "--no-baselines",
+        "--evaluation-epsilon",
+        "0",
+        "--output",
+        str(tmp_path / "r"),
+    ]
+    assert main(argv) == 0
+    assert f"\nplot: {NO_PLOT_TEXT}" in capsys.readouterr().out
+    assert not (tmp_path / "r" / "accuracy.png").exists()
