@@ -717,16 +717,13 @@ def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
     return entries
 
 
-MAX_RELEASE_BYTES = 64 << 20
-"""The largest stored release :func:`read_release_readonly` hands back: a coordinator's default
-``max-release-bytes`` (:class:`server.CoordinatorConfig`), which no accepted release exceeds."""
-
-
 def read_release_readonly(
     path: str | Path, request_id: str, max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
 ) -> tuple[LedgerEntry, bytes]:
     """The bytes a party released under ``request_id`` (its stored, signed release) and its entry, read as
-    :func:`read_ledger_readonly` reads (read-only, bounded), the payload bounded by :data:`MAX_RELEASE_BYTES`.
+    :func:`read_ledger_readonly` reads (read-only, bounded; the entries' values at :data:`MAX_VALUE_BYTES`), the
+    payload bounded only by ``max_bytes`` (no value is longer than its file).  Of several rows under one id (a
+    hostile file without the ledger's unique constraint) the first is read, entry and bytes alike.
 
     These are the bytes the party sent (and resends under the same id): what its privacy officer audits with
     ``edprf inspect``.  Reading them releases nothing.
@@ -741,13 +738,14 @@ def read_release_readonly(
     p = Path(path)
 
     def read(db: sqlite3.Connection) -> tuple[list[LedgerEntry], object]:
-        entries = _entries_of(db, p)
+        entries = _entries_of(db, p)  # at MAX_VALUE_BYTES, as every other read
+        db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(MAX_VALUE_BYTES, min(max_bytes, (1 << 31) - 1)))
         row = db.execute(
-            "SELECT payload FROM spends WHERE request_id = ? AND kind = 'release'", (request_id,)
+            "SELECT payload FROM spends WHERE request_id = ? AND kind = 'release' ORDER BY id LIMIT 1", (request_id,)
         ).fetchone()
         return entries, None if row is None else row[0]
 
-    entries, payload = _read_ledger_file(p, max_bytes, max_seconds, read, value_bytes=MAX_RELEASE_BYTES)
+    entries, payload = _read_ledger_file(p, max_bytes, max_seconds, read)
     releases = [e for e in entries if e.kind == "release"]
     entry = next((e for e in releases if e.request_id == request_id), None)
     if entry is None:
@@ -765,13 +763,7 @@ _SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 """SQLite's files beside a database: while none exists, the database file alone holds every committed entry."""
 
 
-def _read_ledger_file(
-    p: Path,
-    max_bytes: int,
-    max_seconds: float,
-    read: Callable[[sqlite3.Connection], _T],
-    value_bytes: int = MAX_VALUE_BYTES,
-) -> _T:
+def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callable[[sqlite3.Connection], _T]) -> _T:
     """``read`` run on a read-only connection to the untrusted SQLite file ``p`` (see :func:`read_ledger_readonly`);
     an SQLite error while it runs becomes a one-line ``ValueError``.
 
@@ -808,16 +800,14 @@ def _read_ledger_file(
     if not _has_sidecar(target):
         before = _stamp(target)
         try:
-            result = _read_connected(
-                p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read, value_bytes
-            )
+            result = _read_connected(p, target.as_uri() + "?mode=ro&immutable=1", deadline, max_seconds, read)
         except ValueError:
             if not _has_sidecar(target) and _stamp(target) == before:
                 raise  # the file as it is: the same error again
         else:
             if not _has_sidecar(target) and _stamp(target) == before:
                 return result
-    return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read, value_bytes)
+    return _read_connected(p, target.as_uri() + "?mode=ro", deadline, max_seconds, read)
 
 
 def _has_sidecar(target: Path) -> bool:
@@ -831,20 +821,14 @@ def _stamp(target: Path) -> tuple[int, int, int, int]:
 
 
 def _read_connected(
-    p: Path,
-    uri: str,
-    deadline: float,
-    max_seconds: float,
-    read: Callable[[sqlite3.Connection], _T],
-    value_bytes: int = MAX_VALUE_BYTES,
+    p: Path, uri: str, deadline: float, max_seconds: float, read: Callable[[sqlite3.Connection], _T]
 ) -> _T:
-    """``read`` on a connection to ``uri`` (the ledger ``p``), bounded by ``deadline``; no value longer than
-    ``value_bytes``."""
+    """``read`` on a connection to ``uri`` (the ledger ``p``), bounded by ``deadline``."""
     try:
         db = sqlite3.connect(uri, uri=True, timeout=max(0.0, min(5.0, deadline - time.monotonic())))
         try:
             db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, value_bytes)
+            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             db.execute("PRAGMA trusted_schema = OFF")
             db.execute("PRAGMA query_only = ON")
             return read(db)

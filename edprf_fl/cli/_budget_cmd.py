@@ -224,13 +224,17 @@ def _write_release(args: argparse.Namespace) -> int:
     from client import format_epsilon, read_release_readonly
     from protocol import save_atomic
 
+    from ._owner_only import OWNER_ONLY
+
     if args.out is None:
         raise ValueError("--release: give --out FILE, the file to write the released bytes to")
+    if args.json:
+        raise ValueError("--release writes a file and says so in one line: leave out --json")
     refuse_existing_outputs([(f"--out {args.out}", args.out)], args.force, data=Path(args.ledger))
     entry, payload = read_release_readonly(
         args.ledger, args.release, max_bytes=args.max_bytes, max_seconds=args.max_seconds
     )
-    save_atomic(args.out, payload, mode=0o600)
+    save_atomic(args.out, payload, mode=OWNER_ONLY)
     when = datetime.fromtimestamp(entry.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
     print(
         f"wrote {args.out} ({len(payload)} bytes): the release made under {terminal_safe(entry.request_id, 300)} "

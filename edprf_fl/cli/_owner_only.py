@@ -2,8 +2,10 @@
 
 ``edprf predict -o`` writes a prediction for every row of DATA (a patient's, typically) and ``edprf evaluate
 --json`` exact statistics of DATA: both are written as the other secrets the project writes are (private keys,
-the SuperExec secret, a party's ledger), readable and writable by their owner only.  A model file, a
-differentially private release, keeps its mode (0644).
+the SuperExec secret, a party's ledger), readable and writable by their owner only.  So does ``edprf budget
+--release`` (the bytes a party released, its own record) and the coordinator its model and report
+(:mod:`server._owner_only`); a model exported or copied by a command that takes its mode from the umask
+(``edprf export``) is the operator's to share.
 """
 
 from __future__ import annotations

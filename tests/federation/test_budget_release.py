@@ -56,3 +56,31 @@ def test_release_of_an_unknown_or_unreleased_id_is_one_line_naming_what_exists(t
     assert main(["budget", path, "--release", "trial-1/train"]) == 1
     assert "give --out FILE" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_release_larger_than_a_ledger_value_is_read_whole(tmp_path, capsys):
+    """Releases of big forests exceed the 64 KiB bound every other ledger value is read at (review)."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=2.0)
+    big = bytes(range(256)) * 4096  # 1 MiB
+    ledger.reserve("big/train", "release", 1.0, run_id="1")
+    ledger.complete("big/train", big)
+    out = tmp_path / "big.release"
+    assert main(["budget", str(tmp_path / "ledger.sqlite"), "--release", "big/train", "--out", str(out)]) == 0
+    assert out.read_bytes() == big
+    small = ["--max-bytes", str(64 << 10)]  # a file above the bound is refused before it is read
+    assert (
+        main(
+            ["budget", str(tmp_path / "ledger.sqlite"), "--release", "big/train", "--out", str(out), "--force", *small]
+        )
+        == 1
+    )
+    assert "expected a ledger of at most 65536 bytes" in capsys.readouterr().err
+
+
+def test_release_with_json_is_refused(tmp_path, capsys):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=2.0)
+    ledger.reserve("a/train", "release", 1.0, run_id="1")
+    ledger.complete("a/train", b"bytes")
+    argv = ["budget", str(tmp_path / "ledger.sqlite"), "--release", "a/train", "--out", str(tmp_path / "r"), "--json"]
+    assert main(argv) == 1
+    assert "leave out --json" in capsys.readouterr().err and not (tmp_path / "r").exists()
