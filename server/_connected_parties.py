@@ -20,6 +20,7 @@ Privacy: registrations (public keys, names) are the consortium's, not any party'
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,7 @@ def connected_parties(
 ) -> ConnectedParties:
     """Name each node of ``nodes`` by its registered key (``owners``, :func:`supernode_key_owners`), else by its
     registered name when that is one of the ``registered`` party ids.  A grid that cannot say leaves every node
-    unmatched (logged)."""
+    unmatched (logged), and so does a party named by two nodes (a name another SuperNode registered too)."""
     try:
         infos = {info.node_id: info for info in grid.get_nodes()}
     except Exception as exc:  # noqa: BLE001 - whatever Flower's Grid raises, a diagnostic must not fail the run
@@ -122,7 +123,12 @@ def connected_parties(
             named[node] = party
         else:
             unmatched.append(node)
-    return ConnectedParties(named, tuple(unmatched))
+    # one party named by two nodes (names are not unique in Flower, keys are): neither says which is which
+    counts = Counter(named.values())
+    for node in [n for n, party in named.items() if counts[party] > 1]:
+        del named[node]
+        unmatched.append(node)
+    return ConnectedParties(named, tuple(sorted(unmatched)))
 
 
 def _by_key(public_key: bytes, owners: dict[bytes, str]) -> str:

@@ -4,8 +4,9 @@ A run's ``report.json`` and global model, the spend record and the run's output 
 consortium's parties, their outcomes and what each was charged: they are created with mode 0600 (files) and
 0700 (directories), as a party's ledger is (:mod:`client._ledger`), instead of what the coordinator's umask
 leaves (0644 and 0755 under the common 022).  The modes are set explicitly after creation, so a permissive
-umask cannot widen them.  A file or directory that exists already keeps its mode: an operator may have given
-one to a backup group on purpose.
+umask cannot widen them.  A directory or a spend record that exists already keeps its mode (an operator may
+have given one to a backup group on purpose); the report and the model are replaced whole
+(:func:`protocol.save_atomic`), always 0600.
 
 Privacy: none of this reads or releases anything; it narrows who on the coordinator's host can read what the
 coordinator writes.

@@ -114,6 +114,15 @@ def test_a_node_registered_under_its_party_id_is_named_without_its_key(consortiu
     assert "not connected: hospital-a;" in report.failure
 
 
+def test_two_nodes_registered_under_one_party_s_name_name_neither(consortium):
+    """Flower keeps keys unique, not names: two nodes named hospital-a listed hospital-b as not connected (review)."""
+    cfg, nodes = consortium["cfg"], consortium["nodes"]
+    twins = [NodeInfo(node_id=nodes[p].node_id, name="hospital-a") for p in ("hospital-a", "hospital-b")]
+    report = run_federation(_Grid(twins), CoordinatorConfig(**{**vars(cfg), "supernode_keys_dir": "none"}), "11")
+    assert report.absent_parties is None
+    assert "2 SuperNodes matched to no party" in report.failure and "hospital-b" not in report.failure
+
+
 def test_when_a_connected_node_is_not_matched_the_missing_parties_are_not_guessed(consortium):
     """Without a key to match (SuperNode authentication off, a key missing from supernode-keys), the online
     parties are not listed as absent: absent_parties is null and the failure says which are not known, and how
