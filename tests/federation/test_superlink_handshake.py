@@ -132,9 +132,17 @@ def test_nothing_listening_is_a_problem(party, pkis, capsys):  # noqa: F811
         (["--superlink", "127.0.0.1:9092"], "--superlink: give --root-certificates too"),
         (["--root-certificates", "{ca}", "--superlink", "127.0.0.1"], "expected HOST:PORT"),
         (["--root-certificates", "{ca}", "--superlink", "127.0.0.1:70000"], "expected HOST:PORT"),
+        (["--root-certificates", "{ca}", "--superlink", "fe80::1:9092"], "IPv6 address in brackets"),
     ],
 )
 def test_a_superlink_without_root_certificates_or_a_port_is_refused(party, pkis, capsys, args, message):  # noqa: F811
     paths, _ = party
     code, _, err = _check(paths, capsys, *[a.format(ca=pkis[0] / "ca.crt") for a in args])
     assert code != 0 and message in err
+
+
+def test_a_bracketed_ipv6_address_is_split():
+    from client import split_superlink_address
+
+    assert split_superlink_address("[::1]:9092") == ("::1", 9092)
+    assert split_superlink_address("coord.example.org:8443") == ("coord.example.org", 8443)
