@@ -14,14 +14,14 @@ if TYPE_CHECKING:
     from ._prepare import PreparedWorkspace
     from ._settings import SimulationSettings
 
-__all__ = ["BASELINE_DRAWS", "baseline_rows", "raw_features", "train_baselines"]
+__all__ = ["BASELINE_DRAWS", "PARTY_ALONE_FITS", "baseline_rows", "raw_features", "train_baselines"]
 
 BASELINE_DRAWS = 5
 """Draws of the central DP baseline's noise (research seeds): its row is the draw of median accuracy, and the
 spread of the draws says how far one draw of noise moves it.  Five central fits take about 0.2 s on the
 embedded data."""
 
-_PARTY_ALONE_FITS = 100
+PARTY_ALONE_FITS = 100
 """At most this many fits for the each-party-alone rows (parties x draws), at least one draw."""
 
 _DRAW_STRIDE = 104_729  # a draw's seed offset (a prime far from the parties' stride)
@@ -189,8 +189,8 @@ def baseline_rows(settings: SimulationSettings, parts: list[np.ndarray]) -> tupl
 
 def party_alone_draws(parties: int) -> int:
     """Draws of every party's noise for the each-party-alone rows: :data:`BASELINE_DRAWS`, fewer for many
-    parties (at most :data:`_PARTY_ALONE_FITS` fits), at least one."""
-    return max(1, min(BASELINE_DRAWS, _PARTY_ALONE_FITS // max(parties, 1)))
+    parties (at most :data:`PARTY_ALONE_FITS` fits), at least one."""
+    return max(1, min(BASELINE_DRAWS, PARTY_ALONE_FITS // max(parties, 1)))
 
 
 def _party_seed(seed: int, party: int, draw: int) -> int:

@@ -196,7 +196,10 @@ def _central_lines(
         shared, merged = [], []
         for k in varying:
             seen = {keys[i][list(others).index(k)] for i in members}
-            (shared.append(f"{k}={next(iter(seen))}") if len(seen) == 1 else merged.append(k))
+            if len(seen) == 1:
+                shared.append(f"{k}={next(iter(seen))}")
+            else:
+                merged.append(k)
         label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else ""])
         lines.append((" ".join(label.split()), series[same], members[0]))
     return lines

@@ -287,11 +287,11 @@ _AUTO_DEPTH_TEXT = (
 
 def _spread_text(n_seeds: int) -> str:
     """What a cell holds, and what a central cell's ± is against a federated one's."""
-    from ._baselines import _PARTY_ALONE_FITS, BASELINE_DRAWS
+    from ._baselines import BASELINE_DRAWS, PARTY_ALONE_FITS
 
     draws = (
         f"'central DP' and 'party alone' are each the draw of median accuracy of {BASELINE_DRAWS} draws of their "
-        f"noise per seed (party alone: fewer beyond {_PARTY_ALONE_FITS // BASELINE_DRAWS} parties); 'federated' is "
+        f"noise per seed (party alone: fewer beyond {PARTY_ALONE_FITS // BASELINE_DRAWS} parties); 'federated' is "
         "one draw per seed"
     )
     if n_seeds == 1:
