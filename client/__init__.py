@@ -1,6 +1,6 @@
 """The party: local data, policy, budget ledger, and the Flower ClientApp.
 
-:func:`handle_train` and :func:`handle_evaluate` answer the coordinator's messages (the ClientApp and the
+:func:`handle_train`, :func:`handle_evaluate` and :func:`handle_query` (readiness) answer the coordinator's messages (the ClientApp and the
 simulation engines call them); they import Flower, so they load on first use and the rest of the package
 works in the slim install.
 """
@@ -41,7 +41,7 @@ from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
 from ._superlink_handshake import split_superlink_address
 
-_FLOWER_NAMES = ("handle_evaluate", "handle_train")
+_FLOWER_NAMES = ("handle_evaluate", "handle_query", "handle_train")
 """Names from the Flower message handlers, which import Flower: loaded on first use."""
 
 
@@ -80,6 +80,7 @@ __all__ = [
     "exact_epsilon",
     "format_epsilon",
     "handle_evaluate",
+    "handle_query",
     "handle_train",
     "load_policy",
     "micro_epsilon",

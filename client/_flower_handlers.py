@@ -22,7 +22,7 @@ from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, E
 from ._party import STOPPING, Party, PartySetup, Refusal
 from ._policy import load_policy
 
-__all__ = ["handle_evaluate", "handle_train"]
+__all__ = ["handle_evaluate", "handle_query", "handle_train"]
 
 log = logging.getLogger("edprf.party")
 
@@ -122,6 +122,15 @@ def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
     return serve
 
 
+def _query(msg: Message) -> Callable[[Party, TrainRequest], Message]:
+    def serve(party: Party, req: TrainRequest) -> Message:
+        status = ReplyStatus.READY if party.ready(req) else ReplyStatus.WOULD_RESEND
+        record = ConfigRecord({"status": str(status), "party-id": party.policy.party_id})
+        return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+
+    return serve
+
+
 def _evaluate(msg: Message) -> Callable[[Party, tuple[EvaluateRequest, bytes]], Message]:
     def serve(party: Party, request: tuple[EvaluateRequest, bytes]) -> Message:
         req, model = request
@@ -146,3 +155,10 @@ def handle_train(msg: Message, context: Context, run_config: Mapping[str, Any] |
 def handle_evaluate(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
     """Serve an evaluate message; ``run_config`` as in :func:`handle_train`."""
     return _serve(msg, context, run_config, _read_evaluate, _evaluate(msg))
+
+
+def handle_query(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
+    """Answer a readiness query (the train request's record in a ``query`` message): ready, would resend, or the
+    refusal a train request would get (:meth:`Party.ready`; no epsilon, no row read); ``run_config`` as in
+    :func:`handle_train`."""
+    return _serve(msg, context, run_config, _read_train, _query(msg))

@@ -422,11 +422,25 @@ class Party:
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
 
-    def train(self, req: TrainRequest) -> bytes:
-        """Serve a release request; returns the (signed) release bytes.
+    def ready(self, req: TrainRequest) -> bool:
+        """Whether this party would serve ``req`` now: the checks :meth:`train` makes before it reads a row.
 
-        Privacy cost: ``req.epsilon``, reserved in the ledger before training.
+        The coordinator's readiness round asks this of every connected party before any of them trains, so
+        that a run some parties would refuse (budget, policy, registration) fails before the others spend.
+        Returns True when the party would release, False when it would resend the release it made under
+        ``req.request_id`` (nothing to spend); raises the :class:`Refusal` :meth:`train` would raise.  Answers
+        are advisory: the train request is checked again, and a ledger can change in between.
+
+        Privacy cost: none.  Decided from the request, the policy, the signing key and the ledger alone: the
+        data file is not opened, so the answer and its timing do not depend on the rows.  Like :meth:`train`,
+        it counts spend the coordinator's record holds and the ledger lost (``carried-`` entry).
         """
+        _key, _detail, stored = self._admit_train(req)
+        return stored is None
+
+    def _admit_train(self, req: TrainRequest) -> tuple[Any, str, bytes | None]:
+        """Every check of a train request before a row is read: the signing key, the release's detail, and the
+        stored release to resend when ``req.request_id`` was served before (None: a new release)."""
         _check_reply_ids(req)
         self._check_train(req)
         key = self._signing_key()  # the reply needs it: a key that cannot be loaded is refused before the reservation
@@ -458,14 +472,24 @@ class Party:
                     f"{format_epsilon(entry.epsilon_exact)}); a new request needs a new id",
                 )
             if entry.state == EntryState.RELEASED and payload is not None:
-                log.info("request %s already served; resending the stored release", req.request_id)
-                return payload
+                return key, detail, payload
             raise Refusal(  # constant: the coordinator knows the request it sent, the party's log names it
                 RefusalReason.REQUEST_SPENT,
                 "the request was started before and has not completed: its epsilon stays spent; it still runs in "
                 "another process of this party (two SuperNodes serving one party's data?) or was interrupted",
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
+        return key, detail, None
+
+    def train(self, req: TrainRequest) -> bytes:
+        """Serve a release request; returns the (signed) release bytes.
+
+        Privacy cost: ``req.epsilon``, reserved in the ledger before training.
+        """
+        key, detail, stored = self._admit_train(req)
+        if stored is not None:
+            log.info("request %s already served; resending the stored release", req.request_id)
+            return stored
         data = self._data()
         if len(data.y_train) > MAX_FIT_ROWS:
             # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can

@@ -21,7 +21,7 @@ from flwr.clientapp import ClientApp
 
 from protocol import flower_console
 
-from ._flower_handlers import handle_evaluate, handle_train
+from ._flower_handlers import handle_evaluate, handle_query, handle_train
 from ._preflight import log_preflight
 
 app = ClientApp()
@@ -43,3 +43,8 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     return handle_evaluate(msg, context)
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    return handle_query(msg, context)

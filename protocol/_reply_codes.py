@@ -22,6 +22,12 @@ class ReplyStatus(StrEnum):
     """An evaluation request served: the metrics record holds the (noised) counts."""
     REFUSED = "refused"
     """Not served: the record holds a :class:`RefusalReason` and a message."""
+    READY = "ready"
+    """A readiness query (Flower's ``query`` message, the train request's record) answered: the party would
+    train and release for that request now."""
+    WOULD_RESEND = "would_resend"
+    """A readiness query answered: the party holds a release made under that request id and would resend it,
+    spending nothing."""
 
 
 class RefusalReason(StrEnum):

@@ -131,6 +131,10 @@ class CoordinatorConfig:
     node_wait_timeout : float, default 60.0
         Seconds to wait for ``expected_parties`` (at least ``min_parties``) to connect before sending
         requests; the run then asks those connected, or none if they are fewer than ``min_parties``.
+    readiness_check : bool, default True
+        Before any party trains, ask each connected party whether it would serve the train request (Flower's
+        ``query`` message; :mod:`server._readiness`): when fewer than ``min_parties`` would, the run fails
+        before any train request, so no party spends ε on a run that cannot make a model.  No ε, no data.
     exact_metrics : bool, default False
         Ask the parties for un-noised held-out metrics instead of noised counts: not DP; a party refuses
         unless its policy allows it, and the guarantee says so.
@@ -193,6 +197,7 @@ class CoordinatorConfig:
     expected_parties: int = 0
     round_timeout: float = 300.0
     node_wait_timeout: float = 60.0
+    readiness_check: bool = True
     evaluation_epsilon: float = 0.1
     evaluation_max_interval_width: float = 0.1
     exact_metrics: bool = False

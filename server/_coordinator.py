@@ -65,6 +65,7 @@ from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
+from ._readiness import READINESS_SECONDS, readiness_round
 from ._report import PartyOutcome, RunReport
 from ._run_control import failure_text, resumed_evaluation_skip, too_few_connected_text
 from ._selection import select_parties
@@ -154,6 +155,45 @@ def _not_connected(
         report.absent_parties = missing
 
 
+def _too_few_ready(grid: Grid, nodes: list[int], request: dict, cfg: CoordinatorConfig, report: RunReport) -> bool:
+    """The readiness round (:mod:`server._readiness`); True, with the failed run in ``report``, when fewer than
+    ``min-parties`` parties would serve the train request, which is then sent to none."""
+    t0 = time.perf_counter()
+    readiness = readiness_round(grid, nodes, request, min(cfg.round_timeout, READINESS_SECONDS))
+    report.timings["readiness_round_s"] = time.perf_counter() - t0
+    report.bytes_sent += len(json.dumps(request)) * len(nodes)
+    if readiness.refused:
+        log.info(
+            "readiness: %d of %d parties would serve the request; refused: %s",
+            readiness.would_serve,
+            len(nodes),
+            ", ".join(
+                f"{claimed_party_id(r) or f'node {n}'} ({party_reason(r.get('reason'))})"
+                for n, r in readiness.refused.items()
+            ),
+        )
+    if readiness.would_serve >= cfg.min_parties:
+        return False
+    for node in nodes:
+        outcome = PartyOutcome(node_id=node, status=PartyStatus.NOT_ASKED, reason=OutcomeReason.TOO_FEW_READY)
+        outcome.readiness_only = True
+        result = readiness.refused.get(node)
+        if result is not None:
+            outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
+            outcome.reason = party_reason(result.get("reason"))
+            outcome.message = party_text(result.get("message", ""))
+        report.parties.append(outcome)
+    report.status = RunStatus.FAILED
+    report.guarantee = "no model: fewer parties would serve the request than min-parties; no train request was sent"
+    report.failure = (
+        f"{readiness.would_serve} of {count_text(len(nodes), 'connected party', 'connected parties')} would serve "
+        f"the request (readiness round), min-parties is {cfg.min_parties}; no train request was sent, so no party "
+        "spent epsilon. "
+        + "; ".join(f"{who(p)}: {p.reason}" for p in report.parties if p.status == PartyStatus.REFUSED)[:2000]
+    )
+    return True
+
+
 def _result(reply: Message) -> dict:
     return dict(reply.content.config_records[RESULT_KEY])
 
@@ -207,6 +247,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     record = spend_record_text(spends.totals(), spends.key_ids) if spends is not None else ""
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
+    if cfg.readiness_check and _too_few_ready(grid, nodes, request, cfg, report):
+        report.timings["total_s"] = time.perf_counter() - started
+        report.save(out_dir / REPORT_FILE)
+        return report
     messages = [
         Message(
             content=RecordDict({REQUEST_KEY: ConfigRecord(request)}), dst_node_id=node, message_type=MessageType.TRAIN

@@ -34,6 +34,8 @@ _NEXT_STEPS = {
     "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
     "many rows or trees needs a longer round-timeout); see that party's log",
     "client_error": "the party's ClientApp failed: see that party's SuperNode log",
+    "too_few_ready": "it would have served, but too few parties would (the readiness round): nothing was sent to "
+    "it and it spent nothing; resubmit once the parties above can serve",
     "party_setup": "the party's own files or settings are wrong (its SuperNode log names them): ask its operator to "
     "run `edprf party check --node-config ...` there, which lists every problem",
 }
@@ -109,6 +111,8 @@ def _pinned(report: RunReport, released: list[PartyOutcome]) -> str:
 
 def _may_have_reserved(p: PartyOutcome) -> bool:
     """No reply, a ClientApp failure, or a refusal a party may decide after its ledger reserved the request."""
+    if p.readiness_only:  # answered the readiness round only: no train request reached it
+        return False
     if p.status in (PartyStatus.NO_REPLY, PartyStatus.FAILED):
         return True
     # request_spent: an earlier attempt's reservation, which this run neither made nor can complete

@@ -26,6 +26,9 @@ class PartyStatus(StrEnum):
     """Flower reported an error for the node (``reason = "client_error"``)."""
     NO_REPLY = "no_reply"
     """No reply within ``round-timeout`` (``reason = "timeout"``)."""
+    NOT_ASKED = "not_asked"
+    """Would have served, but no train request was sent: too few parties would (readiness round,
+    ``reason = "too_few_ready"``)."""
 
 
 class RunStatus(StrEnum):
@@ -63,6 +66,9 @@ class OutcomeReason(StrEnum):
     """``dropped``: the quality test flagged the party's trees (``exclude-flagged``)."""
     NOT_SELECTED = "not_selected"
     """``dropped``: its trees did not raise validation accuracy (``selective-aggregation``)."""
+    TOO_FEW_READY = "too_few_ready"
+    """``not_asked``: ready, but fewer than ``min-parties`` parties would serve the request, so no train request
+    was sent (``readiness-check``)."""
 
 
 class EvaluationSkip(StrEnum):

@@ -41,6 +41,9 @@ class PartyOutcome:
     rejected_release_epsilon: float = 0.0
     """The request's ε when the party sent a release the coordinator rejected: an honest party's ledger charged
     (up to) that much before releasing, and the model does not use it (0 otherwise)."""
+    readiness_only: bool = False
+    """The outcome is the party's answer to the readiness round (no train request was sent to it): nothing was
+    reserved, whatever the refusal."""
 
 
 @dataclass

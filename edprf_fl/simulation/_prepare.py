@@ -278,6 +278,7 @@ def _coordinator_config(
         n_bins=settings.n_bins,
         seed=settings.seed if settings.seeded_noise else -1,
         min_parties=1,
+        readiness_check=False,  # min-parties 1 and fresh ledgers: every party would serve
         require_exact_sampling=not settings.seeded_noise,  # seeded noise is drawn by numpy
         evaluation_epsilon=settings.evaluation_epsilon if settings.party_holdout > 0 else 0.0,
         max_party_rows=held_out_rows_bound(largest_party, settings.party_holdout),

@@ -187,7 +187,11 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-6000:]
-    assert "finished:failed: 0 valid releases, min-parties is 3; no model saved" in output, output[-3000:]
+    # the readiness round: every party refused before any trained (the same refusals a train request gets)
+    assert (
+        "finished:failed: 0 of 3 connected parties would serve the request (readiness round), min-parties is 3; "
+        "no train request was sent, so no party spent epsilon" in output
+    ), output[-3000:]
     assert "ServerApp failed with exception" not in output, output[-3000:]  # Flower's prefix, not our text
     for party in PARTIES:
         assert f"  {party}: refused (budget_exhausted) this release needs epsilon 1 but only 0.5" in output
@@ -197,7 +201,9 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     assert followed.startswith("===== edprf consortium, ") and "what to do:" in followed and "\x1b[" not in followed
     assert "(budget_exhausted): the request would pass the lifetime epsilon cap" in output, output[-3000:]
     [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
-    assert json.loads((run_dir / "report.json").read_text())["failure"].startswith("0 valid releases, ")
+    saved = json.loads((run_dir / "report.json").read_text())
+    assert saved["failure"].startswith("0 of 3 connected parties would serve the request")
+    assert all(p["readiness_only"] and p["status"] == "refused" for p in saved["parties"]), saved["parties"]
     _assert_plain(output, root)
     assert _running_under(root) == [], "processes left running"
 

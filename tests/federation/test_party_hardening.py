@@ -23,6 +23,7 @@ from client import (
     PartySetup,
     evaluation_counts,
     handle_evaluate,
+    handle_query,
     handle_train,
     release_node_bound,
 )
@@ -142,16 +143,17 @@ EXCEPTIONS = [
 
 
 @pytest.mark.parametrize("exc_type", EXCEPTIONS, ids=lambda e: e.__name__)
-@pytest.mark.parametrize("kind", ["train", "evaluate"])
+@pytest.mark.parametrize("kind", ["train", "evaluate", "query"])
 def test_every_exception_in_a_handler_replies_a_constant_code(party_files, monkeypatch, exc_type, kind):
     setup, schema = party_files
 
     def boom(*args, **kwargs):
         raise exc_type(DATA_LOOKING)
 
-    monkeypatch.setattr(Party, kind, boom)
-    msg = _train_msg(schema) if kind == "train" else _evaluate_msg()
-    reply = (handle_train if kind == "train" else handle_evaluate)(msg, _context(setup))
+    monkeypatch.setattr(Party, {"query": "ready"}.get(kind, kind), boom)
+    msg = _evaluate_msg() if kind == "evaluate" else _train_msg(schema)
+    handler = {"train": handle_train, "evaluate": handle_evaluate, "query": handle_query}[kind]
+    reply = handler(msg, _context(setup))
     result = reply.content.config_records["result"]
     assert result["status"] == "refused" and result["reason"] == "internal_error"
     text = _reply_text(reply)
@@ -166,7 +168,11 @@ def test_a_failing_party_setup_replies_party_setup_only(party_files, monkeypatch
         raise exc_type(DATA_LOOKING)
 
     monkeypatch.setattr(Party, "__init__", boom)
-    for handler, msg in ((handle_train, _train_msg(schema)), (handle_evaluate, _evaluate_msg())):
+    for handler, msg in (
+        (handle_train, _train_msg(schema)),
+        (handle_evaluate, _evaluate_msg()),
+        (handle_query, _train_msg(schema)),
+    ):
         reply = handler(msg, _context(setup))
         assert reply.content.config_records["result"]["reason"] == "party_setup"
         assert "4711" not in _reply_text(reply)

@@ -1,0 +1,139 @@
+"""The readiness round: a run that too few parties would serve fails before any party trains and spends.
+
+Hospital IT walkthrough: two parties at their lifetime cap, min-parties 3: the third trained, spent 0.5, and no
+model was saved.  Each party now answers a ``query`` message carrying the train request from its request,
+policy, key and ledger alone (:meth:`client.Party.ready`); the coordinator sends the train request only when
+at least min-parties would serve it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+
+from client import Party, Refusal, handle_query
+from protocol import RefusalReason, ReplyStatus
+from server import REPORT_FILE, CoordinatorConfig, PartyStatus, RunStatus, run_federation
+from server._failure_log import failure_lines
+from server._readiness import readiness_round
+
+from .test_party_hardening import _context, _message, _train_request, _write_party, party_files  # noqa: F401
+from .test_waiting_for_parties import serverapp_identity  # noqa: F401 (a fixture)
+
+
+def _query(schema, **kw) -> Message:
+    return _message(MessageType.QUERY, RecordDict({"request": ConfigRecord(_train_request(schema, **kw).to_record())}))
+
+
+def _status(reply: Message) -> dict:
+    return dict(reply.content.config_records["result"])
+
+
+def test_a_party_answers_ready_then_would_resend_and_spends_nothing_to_answer(party_files):  # noqa: F811
+    setup, schema = party_files
+    party = Party(setup)
+    assert party.ready(_train_request(schema)) is True
+    assert party.ledger.entries() == []  # nothing reserved by the answer
+    party.train(_train_request(schema))
+    assert party.ready(_train_request(schema)) is False  # it would resend: nothing to spend
+    assert len(party.ledger.entries()) == 1
+    reply = handle_query(_query(schema, request_id="run1/2/train"), _context(setup))
+    assert _status(reply) == {"status": str(ReplyStatus.READY), "party-id": "hospital-a"}
+    assert _status(handle_query(_query(schema), _context(setup)))["status"] == ReplyStatus.WOULD_RESEND
+
+
+def test_a_party_at_its_cap_answers_the_refusal_training_would_get_without_reading_its_rows(tmp_path):
+    setup, schema = _write_party(tmp_path, lifetime_epsilon_cap=1.0)
+    Party(setup).train(_train_request(schema))
+    setup.data_path.write_text("not,the,schema's,header\n")  # never opened by the answer
+    with pytest.raises(Refusal) as refused:
+        Party(setup).ready(_train_request(schema, request_id="run1/2/train"))
+    assert refused.value.reason == RefusalReason.BUDGET_EXHAUSTED
+    result = _status(handle_query(_query(schema, request_id="run1/2/train"), _context(setup)))
+    assert result["status"] == ReplyStatus.REFUSED and result["reason"] == RefusalReason.BUDGET_EXHAUSTED
+
+
+class _Grid:
+    """Connected nodes that answer the query as told, and record what they were sent."""
+
+    def __init__(self, answers: dict[int, dict | None]) -> None:
+        self.answers = answers
+        self.sent: list[str] = []
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.answers)
+
+    def get_nodes(self) -> list:
+        return []
+
+    def send_and_receive(self, messages, timeout=None):
+        replies = []
+        for m in messages:
+            self.sent.append(m.metadata.message_type)
+            answer = self.answers[m.metadata.dst_node_id]
+            if m.metadata.message_type == MessageType.QUERY and answer is not None:
+                reply = Message(RecordDict({"result": ConfigRecord(answer)}), reply_to=m)
+                reply.metadata.__dict__["_src_node_id"] = m.metadata.dst_node_id
+                replies.append(reply)
+        return replies
+
+
+READY = {"status": "ready", "party-id": "p"}
+AT_CAP = {"status": "refused", "reason": "budget_exhausted", "message": "the cap", "party-id": "hospital-b"}
+
+
+@pytest.fixture
+def cfg(tmp_path) -> CoordinatorConfig:
+    from edprf_core import example_schema
+
+    example_schema("wall_robot_navigation").save(tmp_path / "schema.toml")
+    return CoordinatorConfig(
+        schema_path=str(tmp_path / "schema.toml"),
+        output_dir=str(tmp_path / "out"),
+        min_parties=3,
+        node_wait_timeout=0.0,
+        evaluation_epsilon=0.0,
+        spend_record="none",
+    )
+
+
+def test_too_few_ready_parties_fail_the_run_before_any_train_request(cfg, serverapp_identity):  # noqa: F811
+    grid = _Grid({1: READY, 2: AT_CAP, 3: {**AT_CAP, "party-id": "hospital-c"}})
+    report = run_federation(grid, cfg, "5")
+    assert grid.sent == [MessageType.QUERY] * 3  # no train message
+    assert report.status == RunStatus.FAILED
+    assert report.failure.startswith(
+        "1 of 3 connected parties would serve the request (readiness round), min-parties is 3; no train request "
+        "was sent, so no party spent epsilon. hospital-b: budget_exhausted; hospital-c: budget_exhausted"
+    )
+    saved = json.loads((Path(cfg.output_dir) / REPORT_FILE).read_text())
+    statuses = {p["node_id"]: (p["status"], p["reason"], p["readiness_only"]) for p in saved["parties"]}
+    assert statuses == {
+        1: (PartyStatus.NOT_ASKED, "too_few_ready", True),
+        2: (PartyStatus.REFUSED, "budget_exhausted", True),
+        3: (PartyStatus.REFUSED, "budget_exhausted", True),
+    }
+    text = "\n".join(failure_lines("5", report))
+    assert "spent:" not in text and "may have spent" not in text  # nobody reserved anything
+
+
+def test_enough_ready_parties_go_on_to_the_train_round(cfg, serverapp_identity):  # noqa: F811
+    grid = _Grid({1: READY, 2: {"status": "would_resend"}, 3: None, 4: AT_CAP})  # node 3: an app without query
+    run_federation(grid, cfg, "6")
+    assert grid.sent == [MessageType.QUERY] * 4 + [MessageType.TRAIN] * 4  # every connected party, as before
+
+
+def test_without_the_readiness_check_the_train_request_goes_out_at_once(cfg, serverapp_identity):  # noqa: F811
+    grid = _Grid({1: AT_CAP, 2: AT_CAP, 3: AT_CAP})
+    run_federation(grid, CoordinatorConfig(**{**vars(cfg), "readiness_check": False}), "7")
+    assert grid.sent == [MessageType.TRAIN] * 3
+
+
+def test_readiness_round_sorts_the_answers(serverapp_identity):  # noqa: F811
+    grid = _Grid({1: READY, 2: AT_CAP, 3: None, 4: {"status": "released"}})
+    readiness = readiness_round(grid, [1, 2, 3, 4], {"request-id": "x"}, timeout=1.0)
+    assert readiness.serving == (1,) and list(readiness.refused) == [2] and readiness.unanswered == (3, 4)
+    assert readiness.would_serve == 3
