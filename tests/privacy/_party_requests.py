@@ -16,7 +16,15 @@ import pytest
 from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
-from client import HOLDOUT_SALT_KEY, BudgetLedger, PartySetup, handle_evaluate, handle_train, load_policy
+from client import (
+    HOLDOUT_SALT_KEY,
+    BudgetLedger,
+    PartySetup,
+    handle_evaluate,
+    handle_query,
+    handle_train,
+    load_policy,
+)
 from edprf_core import load_schema
 from protocol import INSPECTION_POLICY, build_global_model, decode_release
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
@@ -30,6 +38,7 @@ __all__ = [
     "release_of",
     "result_of",
     "send_evaluate",
+    "send_query",
     "send_train",
     "share_salt",
 ]
@@ -71,6 +80,15 @@ def _context(setup: PartySetup) -> Context:
 
 
 def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "run1/train") -> Message:
+    return _send(setup, settings, request_id, MessageType.TRAIN)
+
+
+def send_query(setup: PartySetup, settings: TrainSettings, request_id: str = "run1/train") -> Message:
+    """The readiness query of that train request (``client.handle_query``)."""
+    return _send(setup, settings, request_id, MessageType.QUERY)
+
+
+def _send(setup: PartySetup, settings: TrainSettings, request_id: str, message_type: str) -> Message:
     fingerprint = load_schema(setup.schema_path).fingerprint
     req = TrainRequest(
         request_id=request_id,
@@ -89,9 +107,9 @@ def send_train(setup: PartySetup, settings: TrainSettings, request_id: str = "ru
         marginals_bins=settings.marginals_bins,
     )
     msg = Message(
-        content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=MessageType.TRAIN
+        content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=message_type
     )
-    return handle_train(msg, _context(setup))
+    return (handle_query if message_type == MessageType.QUERY else handle_train)(msg, _context(setup))
 
 
 def send_evaluate(setup: PartySetup, model: bytes, epsilon: float, request_id: str = "run1/evaluate") -> Message:
