@@ -55,7 +55,7 @@ def test_a_member_is_its_string() -> None:
     assert RefusalReason.POLICY_DEPTH == "policy_depth"
     assert "policy_depth" in REASONS
     assert json.dumps({"reason": RefusalReason.BAD_MODEL}) == '{"reason": "bad_model"}'
-    assert [str(s) for s in ReplyStatus] == ["released", "evaluated", "refused"]
+    assert [str(s) for s in ReplyStatus] == ["released", "evaluated", "refused", "ready", "would_resend"]
     assert [str(s) for s in EntryState] == ["reserved", "released", "failed"]
 
 
@@ -102,6 +102,7 @@ def test_the_coordinators_own_codes_keep_their_strings() -> None:
         "sampler_not_exact",
         "seeded_release",
         "timeout",
+        "too_few_ready",
     ]
     assert sorted(EvaluationSkip) == [
         "model_too_large_for_transport",
@@ -109,5 +110,5 @@ def test_the_coordinators_own_codes_keep_their_strings() -> None:
         "resumed_releases",
         "uninformative",
     ]
-    assert sorted(PartyStatus) == ["accepted", "dropped", "failed", "no_reply", "refused", "rejected"]
+    assert sorted(PartyStatus) == ["accepted", "dropped", "failed", "no_reply", "not_asked", "refused", "rejected"]
     assert sorted(RunStatus) == ["completed", "failed", "running"]

@@ -153,7 +153,7 @@ def test_a_run_going_on_without_a_party_names_it_in_its_warning(consortium, capl
     grid = _Grid([nodes["hospital-a"], nodes["hospital-c"]])
     with caplog.at_level(logging.WARNING, logger="edprf.coordinator"):
         report = run_federation(grid, going_on, "11")
-    assert len(grid.sent) == 2  # the two connected were asked
+    assert [m.metadata.message_type for m in grid.sent] == ["query", "query", "train", "train"]  # both asked
     warnings = [r.getMessage() for r in caplog.records if "going on without the others" in r.getMessage()]
     said = "run 11: 2 of 3 expected parties connected within 0 s; going on without the others"
     assert warnings == [f"{said} (not connected: hospital-b)"]
