@@ -155,34 +155,56 @@ def _not_connected(
         report.absent_parties = missing
 
 
-def _too_few_ready(grid: Grid, nodes: list[int], request: dict, cfg: CoordinatorConfig, report: RunReport) -> bool:
+def _too_few_ready(
+    grid: Grid,
+    nodes: list[int],
+    request: dict,
+    cfg: CoordinatorConfig,
+    report: RunReport,
+    registry: PartyKeyRegistry | None,
+) -> bool:
     """The readiness round (:mod:`server._readiness`); True, with the failed run in ``report``, when fewer than
     ``min-parties`` parties would serve the train request, which is then sent to none."""
     t0 = time.perf_counter()
     readiness = readiness_round(grid, nodes, request, min(cfg.round_timeout, READINESS_SECONDS))
     report.timings["readiness_round_s"] = time.perf_counter() - t0
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
-    if readiness.refused:
+    unsure = [f"node {n} (error)" for n in readiness.errored] + [f"node {n} (no answer)" for n in readiness.silent]
+    if readiness.refused or unsure:
         log.info(
-            "readiness: %d of %d parties would serve the request; refused: %s",
+            "readiness: %d of %d parties would serve the request%s%s",
             readiness.would_serve,
             len(nodes),
-            ", ".join(
+            "; refused: "
+            + ", ".join(
                 f"{claimed_party_id(r) or f'node {n}'} ({party_reason(r.get('reason'))})"
                 for n, r in readiness.refused.items()
-            ),
+            )
+            if readiness.refused
+            else "",
+            f"; counted as serving: {', '.join(unsure)}" if unsure else "",
         )
     if readiness.would_serve >= cfg.min_parties:
         return False
+    heard = set()
     for node in nodes:
-        outcome = PartyOutcome(node_id=node, status=PartyStatus.NOT_ASKED, reason=OutcomeReason.TOO_FEW_READY)
+        outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         outcome.readiness_only = True
-        result = readiness.refused.get(node)
-        if result is not None:
+        if node in readiness.serving:
+            outcome.status, outcome.reason = PartyStatus.NOT_ASKED, OutcomeReason.TOO_FEW_READY
+            outcome.party_id = claimed_party_id(readiness.serving[node])
+        elif node in readiness.refused:
+            result = readiness.refused[node]
             outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
+        elif node in readiness.errored:
+            outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
+            outcome.message = party_text(readiness.errored[node])
+        heard.add(outcome.party_id)
         report.parties.append(outcome)
+    if registry is not None:  # named by an answer (an untrusted label, as a refusal's is after a train request)
+        report.absent_parties, report.absent_parties_unknown = sorted(set(registry) - heard), ""
     report.status = RunStatus.FAILED
     report.guarantee = "no model: fewer parties would serve the request than min-parties; no train request was sent"
     report.failure = (
@@ -247,7 +269,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
     record = spend_record_text(spends.totals(), spends.key_ids) if spends is not None else ""
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
-    if cfg.readiness_check and _too_few_ready(grid, nodes, request, cfg, report):
+    if cfg.readiness_check and _too_few_ready(grid, nodes, request, cfg, report, registry):
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
         return report

@@ -64,6 +64,14 @@ def failure_lines(run_id: str, report: RunReport) -> list[str]:
         lines.append(f"  {', '.join(named)} ({reason}): {step}")
     if any(p.status == PartyStatus.ACCEPTED for p in report.parties):  # with none accepted, min-parties cannot help
         lines.append("  or run without the parties above: a lower min-parties (their releases are then left out)")
+    elif report.parties and all(p.readiness_only for p in report.parties):
+        ready = sum(p.status == PartyStatus.NOT_ASKED for p in report.parties)
+        lines.append(
+            f"  or run without the parties that refused: min-parties={ready} or lower"
+            if ready
+            else "  no party would serve the request as it stands"
+        )
+        lines.append("  a resubmission needs a new output-dir (this run's report.json stays there); nothing was spent")
     return lines + _spent_lines(run_id, report)
 
 

@@ -8,8 +8,9 @@ message first; each party answers from the request, its policy, its signing key 
 under that request id), or the refusal a train request would get.  When fewer than ``min-parties`` would serve,
 the run fails before any train request is sent, so no party spends epsilon; otherwise the train round goes on
 as before, to every connected party (the answers are advisory: a ledger can change in between, and the train
-request is checked again).  A node that does not answer in time, or whose ClientApp has no query handler (an
-earlier edprf-fl), counts as one that would serve.
+request is checked again).  A node that does not answer in time, or whose ClientApp fails (a SuperNode pinned
+to an earlier bundle refuses to run this one), counts as one that would serve; a failed run reports it as it
+answered.  Two nodes answering for one party id count once.
 
 Privacy: the answers depend on no party's data; the round adds no epsilon and no release.
 """
@@ -34,17 +35,23 @@ READINESS_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class Readiness:
-    """The connected parties' answers: refusals by node (the reply's result record), and the nodes that would
-    serve (ready, would resend) or did not say (no answer in time, an error, an app without the query)."""
+    """The connected parties' answers, by node: the result records of those that would serve (ready, would
+    resend) and of those that refused, the error text of those whose reply was an error or held no result (a
+    ClientApp that failed, or one without the query handler), and the nodes that did not answer in time."""
 
+    serving: dict[int, dict[str, Any]] = field(default_factory=dict)
     refused: dict[int, dict[str, Any]] = field(default_factory=dict)
-    serving: tuple[int, ...] = ()
-    unanswered: tuple[int, ...] = ()
+    errored: dict[int, str] = field(default_factory=dict)
+    silent: tuple[int, ...] = ()
 
     @property
     def would_serve(self) -> int:
-        """The parties that may release: those that said so and those that did not say."""
-        return len(self.serving) + len(self.unanswered)
+        """The parties that may release: each party id that said so once (two SuperNodes serving one party make
+        one release; the second is a ``duplicate_party``), each node that said so without an id, and every node
+        that did not say (an error, no answer)."""
+        named = {r.get("party-id") for r in self.serving.values() if r.get("party-id")}
+        unnamed = sum(1 for r in self.serving.values() if not r.get("party-id"))
+        return len(named) + unnamed + len(self.errored) + len(self.silent)
 
 
 def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any], timeout: float) -> Readiness:
@@ -62,25 +69,26 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
         for n in nodes
     ]
     replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=timeout)}
-    refused: dict[int, dict[str, Any]] = {}
-    serving, unanswered = [], []
+    readiness = Readiness()
+    silent = []
     for node in nodes:
-        result = _result(replies.get(node))
-        status = result.get("status") if result is not None else None
+        reply = replies.get(node)
+        if reply is None:
+            silent.append(node)
+            continue
+        if reply.has_error():
+            readiness.errored[node] = str(reply.error.reason)
+            continue
+        try:
+            result = dict(reply.content.config_records[RESULT_KEY])
+        except KeyError:
+            readiness.errored[node] = "the reply holds no result record"
+            continue
+        status = result.get("status")
         if status in (ReplyStatus.READY, ReplyStatus.WOULD_RESEND):
-            serving.append(node)
+            readiness.serving[node] = result
         elif status == ReplyStatus.REFUSED:
-            refused[node] = result
+            readiness.refused[node] = result
         else:
-            unanswered.append(node)
-    return Readiness(refused, tuple(serving), tuple(unanswered))
-
-
-def _result(reply: Message | None) -> dict[str, Any] | None:
-    """The reply's result record, or None for no reply, an error, or a reply without one."""
-    if reply is None or reply.has_error():
-        return None
-    try:
-        return dict(reply.content.config_records[RESULT_KEY])
-    except KeyError:
-        return None
+            readiness.errored[node] = f"the reply's status is not an answer to the query (got {str(status)[:40]!r})"
+    return Readiness(readiness.serving, readiness.refused, readiness.errored, tuple(silent))

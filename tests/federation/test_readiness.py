@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.app import ConfigRecord, Error, Message, MessageType, RecordDict
+from flwr.common.constant import ErrorCode
 
 from client import Party, Refusal, handle_query
 from protocol import RefusalReason, ReplyStatus
@@ -48,7 +49,8 @@ def test_a_party_answers_ready_then_would_resend_and_spends_nothing_to_answer(pa
 def test_a_party_at_its_cap_answers_the_refusal_training_would_get_without_reading_its_rows(tmp_path):
     setup, schema = _write_party(tmp_path, lifetime_epsilon_cap=1.0)
     Party(setup).train(_train_request(schema))
-    setup.data_path.write_text("not,the,schema's,header\n")  # never opened by the answer
+    setup.data_path.unlink()
+    setup.data_path.mkdir()  # a directory where the data file was: any read of it would fail
     with pytest.raises(Refusal) as refused:
         Party(setup).ready(_train_request(schema, request_id="run1/2/train"))
     assert refused.value.reason == RefusalReason.BUDGET_EXHAUSTED
@@ -75,13 +77,18 @@ class _Grid:
             self.sent.append(m.metadata.message_type)
             answer = self.answers[m.metadata.dst_node_id]
             if m.metadata.message_type == MessageType.QUERY and answer is not None:
-                reply = Message(RecordDict({"result": ConfigRecord(answer)}), reply_to=m)
+                if answer == "error":  # what Flower 1.41 replies for a ClientApp without a query handler
+                    reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason="no query"), reply_to=m)
+                elif answer == "no-result":
+                    reply = Message(RecordDict({}), reply_to=m)
+                else:
+                    reply = Message(RecordDict({"result": ConfigRecord(answer)}), reply_to=m)
                 reply.metadata.__dict__["_src_node_id"] = m.metadata.dst_node_id
                 replies.append(reply)
         return replies
 
 
-READY = {"status": "ready", "party-id": "p"}
+READY = {"status": "ready", "party-id": "hospital-a"}
 AT_CAP = {"status": "refused", "reason": "budget_exhausted", "message": "the cap", "party-id": "hospital-b"}
 
 
@@ -104,6 +111,7 @@ def test_too_few_ready_parties_fail_the_run_before_any_train_request(cfg, server
     grid = _Grid({1: READY, 2: AT_CAP, 3: {**AT_CAP, "party-id": "hospital-c"}})
     report = run_federation(grid, cfg, "5")
     assert grid.sent == [MessageType.QUERY] * 3  # no train message
+    assert report.parties[0].party_id == "hospital-a"  # named by its answer
     assert report.status == RunStatus.FAILED
     assert report.failure.startswith(
         "1 of 3 connected parties would serve the request (readiness round), min-parties is 3; no train request "
@@ -118,10 +126,35 @@ def test_too_few_ready_parties_fail_the_run_before_any_train_request(cfg, server
     }
     text = "\n".join(failure_lines("5", report))
     assert "spent:" not in text and "may have spent" not in text  # nobody reserved anything
+    assert "or run without the parties that refused: min-parties=1 or lower" in text and "new output-dir" in text
+
+
+def test_a_failed_or_silent_node_is_reported_as_such_not_as_ready(cfg, serverapp_identity):  # noqa: F811
+    """Review: a ClientApp error and no answer were reported not_asked ('it would have served'), hiding a real
+    fault until the next run."""
+    grid = _Grid({1: READY, 2: AT_CAP, 3: "error", 4: None, 5: "no-result"})
+    report = run_federation(grid, CoordinatorConfig(**{**vars(cfg), "min_parties": 5}), "9")
+    assert grid.sent == [MessageType.QUERY] * 5
+    got = {p.node_id: (p.status, p.reason) for p in report.parties}
+    assert got == {
+        1: ("not_asked", "too_few_ready"),
+        2: ("refused", "budget_exhausted"),
+        3: ("failed", "client_error"),
+        4: ("no_reply", "timeout"),
+        5: ("failed", "client_error"),
+    }
+    assert report.failure.startswith("4 of 5 connected parties would serve")  # errors and silence count as serving
+
+
+def test_two_nodes_answering_for_one_party_count_once(cfg, serverapp_identity):  # noqa: F811
+    """Two SuperNodes serving one party's data make one release (the second is a duplicate_party)."""
+    grid = _Grid({1: READY, 2: READY, 3: {"status": "ready", "party-id": "hospital-b"}})
+    report = run_federation(grid, cfg, "10")
+    assert grid.sent == [MessageType.QUERY] * 3 and report.failure.startswith("2 of 3 connected parties would serve")
 
 
 def test_enough_ready_parties_go_on_to_the_train_round(cfg, serverapp_identity):  # noqa: F811
-    grid = _Grid({1: READY, 2: {"status": "would_resend"}, 3: None, 4: AT_CAP})  # node 3: an app without query
+    grid = _Grid({1: READY, 2: {"status": "would_resend"}, 3: "error", 4: AT_CAP})  # node 3: an app without query
     run_federation(grid, cfg, "6")
     assert grid.sent == [MessageType.QUERY] * 4 + [MessageType.TRAIN] * 4  # every connected party, as before
 
@@ -133,7 +166,16 @@ def test_without_the_readiness_check_the_train_request_goes_out_at_once(cfg, ser
 
 
 def test_readiness_round_sorts_the_answers(serverapp_identity):  # noqa: F811
-    grid = _Grid({1: READY, 2: AT_CAP, 3: None, 4: {"status": "released"}})
-    readiness = readiness_round(grid, [1, 2, 3, 4], {"request-id": "x"}, timeout=1.0)
-    assert readiness.serving == (1,) and list(readiness.refused) == [2] and readiness.unanswered == (3, 4)
-    assert readiness.would_serve == 3
+    grid = _Grid({1: READY, 2: AT_CAP, 3: None, 4: {"status": "released"}, 5: "error"})
+    readiness = readiness_round(grid, [1, 2, 3, 4, 5], {"request-id": "x"}, timeout=1.0)
+    assert list(readiness.serving) == [1] and list(readiness.refused) == [2] and readiness.silent == (3,)
+    assert list(readiness.errored) == [4, 5] and readiness.would_serve == 4
+
+
+def test_simulations_skip_the_readiness_round(tmp_path):
+    """The simulation's ClientApp has no query handler, and its fresh parties with min-parties 1 would all serve."""
+    from edprf_fl.simulation import SimulationSettings
+    from edprf_fl.simulation._prepare import _coordinator_config
+
+    config = _coordinator_config(SimulationSettings(parties=2), tmp_path, tmp_path / "out", 100, 200)
+    assert config.readiness_check is False

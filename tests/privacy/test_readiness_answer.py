@@ -26,6 +26,9 @@ def test_the_answer_never_opens_the_data_file(tmp_path, monkeypatch):
     monkeypatch.setattr(party_module, "load_local_data", no_rows)
     assert result_of(send_query(setup, TrainSettings()))["status"] == "ready"
     assert ledger(setup).entries() == []
+    setup.data_path.unlink()
+    setup.data_path.mkdir()  # a directory where the data file was: any other read of it would fail
+    assert result_of(send_query(setup, TrainSettings()))["status"] == "ready"
 
 
 @pytest.mark.parametrize(("name", "line", "where"), HOSTILE[:4], ids=[h[0] for h in HOSTILE[:4]])
