@@ -38,6 +38,7 @@ from typing import TypeVar
 
 from edprf_core import BudgetError
 from edprf_core.count_text import count_text
+from protocol import create_owner_only_file
 
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
 
@@ -155,15 +156,6 @@ def dangling_link_text(path: Path) -> str:
     )
 
 
-def _create_owner_only(path: Path) -> None:
-    """Create an absent ledger file readable by its owner only (it holds the hold-out split's secret salt);
-    SQLite gives its ``-wal`` and ``-shm`` files the database file's mode.  An existing file is left as it is."""
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
-
-
 def _cap_text(value: str) -> str:
     return value if value == "inf" else format_epsilon(Fraction(value))
 
@@ -223,7 +215,7 @@ class BudgetLedger:
         self.cap = float(cap)
         self.cap_exact = exact_epsilon(cap) if cap != float("inf") else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _create_owner_only(self.path)
+        create_owner_only_file(self.path)  # the split's secret salt; SQLite gives -wal and -shm its mode
         self._refuse_another_schema()
         self.anchor_path = anchor_path(self.path)
         anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts

@@ -47,6 +47,7 @@ from ._keys import (
     save_public_key,
 )
 from ._model_header import ModelHeader, peek_global_model
+from ._owner_only import OWNER_ONLY_DIR, OWNER_ONLY_FILE, create_owner_only_file, make_owner_only_dirs
 from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registration import registration_problem, registration_text
@@ -59,6 +60,8 @@ __all__ = [
     "FORMAT_VERSION",
     "INSPECTION_POLICY",
     "KEY_KINDS",
+    "OWNER_ONLY_DIR",
+    "OWNER_ONLY_FILE",
     "REFUSAL_REASONS",
     "ROW_COUNTS_KEY",
     "ROW_COUNT_SOURCES",
@@ -81,6 +84,7 @@ __all__ = [
     "build_global_model",
     "check_party_id",
     "check_request_id",
+    "create_owner_only_file",
     "decode_release",
     "encode_release",
     "flower_console",
@@ -93,6 +97,7 @@ __all__ = [
     "load_private_key",
     "load_public_key",
     "logging_to",
+    "make_owner_only_dirs",
     "peek_global_model",
     "read_release_header",
     "recorded_spend",

@@ -27,6 +27,7 @@ from edprf_core.datasets import read_csv
 from edprf_core.encoding import conforming_rows, encode_labels
 from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, influence_cuts
 from protocol import (
+    OWNER_ONLY_FILE,
     ROW_COUNTS_KEY,
     InvalidRelease,
     PartyKeyRegistry,
@@ -37,6 +38,7 @@ from protocol import (
     build_global_model,
     decode_release,
     load_global_model,
+    make_owner_only_dirs,
     registration_text,
     save_atomic,
     signed_charge,
@@ -62,7 +64,6 @@ from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._node_wait import wait_for_nodes
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
-from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._readiness import READINESS_SECONDS, readiness_round

@@ -8,10 +8,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol import save_atomic
+from protocol import OWNER_ONLY_FILE, save_atomic
 
 from ._outcomes import PartyStatus, RunStatus
-from ._owner_only import OWNER_ONLY_FILE
 
 __all__ = ["PartyOutcome", "RunReport"]
 

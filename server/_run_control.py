@@ -34,10 +34,10 @@ from pathlib import Path
 
 from edprf_core import EDPRFError
 from edprf_core.count_text import count_text
+from protocol import OWNER_ONLY_FILE, make_owner_only_dirs
 
 from ._config import CoordinatorConfig
 from ._outcomes import EvaluationSkip, PartyStatus
-from ._owner_only import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._report import RunReport
 
 __all__ = [

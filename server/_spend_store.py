@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 
-from ._owner_only import create_owner_only_file, make_owner_only_dirs
+from protocol import create_owner_only_file, make_owner_only_dirs
 
 __all__ = ["SpendStore"]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from edprf_fl.simulation import prepare_workspace, simulate_federation
+from protocol import create_owner_only_file, make_owner_only_dirs
 from server import MODEL_FILE, REPORT_FILE, CoordinatorConfig
-from server._owner_only import create_owner_only_file, make_owner_only_dirs
 from server._run_control import CLAIM_NAME, claim_output_dir, release_output_dir
 from server._spend_store import SpendStore
 

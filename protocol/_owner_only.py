@@ -1,15 +1,14 @@
-"""The coordinator's output files and directories readable by its own account only, whatever the umask.
+"""Files and directories readable by their owner only, whatever the umask: a party's ledger and the coordinator's
+outputs.
 
-A run's ``report.json`` and global model, the spend record and the run's output directories name the
-consortium's parties, their outcomes and what each was charged: they are created with mode 0600 (files) and
-0700 (directories), as a party's ledger is (:mod:`client._ledger`), instead of what the coordinator's umask
-leaves (0644 and 0755 under the common 022).  The modes are set explicitly after creation, so a permissive
-umask cannot widen them.  A directory or a spend record that exists already keeps its mode (an operator may
-have given one to a backup group on purpose); the report and the model are replaced whole
-(:func:`protocol.save_atomic`), always 0600.
+A party's ledger holds its hold-out split's secret salt (:mod:`client._ledger`); a run's ``report.json`` and
+global model, the spend record and the run's output directories name the consortium's parties, their outcomes
+and what each was charged (:mod:`server`).  They are created with mode 0600 (files) and 0700 (directories),
+instead of what the umask leaves (0644 and 0755 under the common 022); the modes are set explicitly after
+creation.  A directory or file that exists already keeps its mode (an operator may have given one to a backup
+group on purpose); files replaced whole go through :func:`protocol.save_atomic` with ``mode=OWNER_ONLY_FILE``.
 
-Privacy: none of this reads or releases anything; it narrows who on the coordinator's host can read what the
-coordinator writes.
+Privacy: none of this reads or releases anything; it narrows who on the host can read what is written.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from pathlib import Path
 __all__ = ["OWNER_ONLY_DIR", "OWNER_ONLY_FILE", "create_owner_only_file", "make_owner_only_dirs"]
 
 OWNER_ONLY_FILE = 0o600
-"""Mode of the files the coordinator creates."""
+"""Mode of the owner-only files."""
 OWNER_ONLY_DIR = 0o700
-"""Mode of the directories the coordinator creates."""
+"""Mode of the owner-only directories."""
 
 
 def make_owner_only_dirs(path: str | Path) -> bool:
