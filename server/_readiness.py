@@ -69,7 +69,9 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
         for n in nodes
     ]
     replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=timeout)}
-    readiness = Readiness()
+    serving: dict[int, dict[str, Any]] = {}
+    refused: dict[int, dict[str, Any]] = {}
+    errored: dict[int, str] = {}
     silent = []
     for node in nodes:
         reply = replies.get(node)
@@ -77,18 +79,18 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
             silent.append(node)
             continue
         if reply.has_error():
-            readiness.errored[node] = str(reply.error.reason)
+            errored[node] = str(reply.error.reason)
             continue
         try:
             result = dict(reply.content.config_records[RESULT_KEY])
         except KeyError:
-            readiness.errored[node] = "the reply holds no result record"
+            errored[node] = "the reply holds no result record"
             continue
         status = result.get("status")
         if status in (ReplyStatus.READY, ReplyStatus.WOULD_RESEND):
-            readiness.serving[node] = result
+            serving[node] = result
         elif status == ReplyStatus.REFUSED:
-            readiness.refused[node] = result
+            refused[node] = result
         else:
-            readiness.errored[node] = f"the reply's status is not an answer to the query (got {str(status)[:40]!r})"
-    return Readiness(readiness.serving, readiness.refused, readiness.errored, tuple(silent))
+            errored[node] = f"the reply's status is not an answer to the query (got {str(status)[:40]!r})"
+    return Readiness(serving, refused, errored, tuple(silent))
