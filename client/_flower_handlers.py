@@ -21,6 +21,7 @@ from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, E
 
 from ._party import STOPPING, Party, PartySetup, Refusal
 from ._policy import load_policy
+from ._reply_timing import hold_reply, message_reached
 
 __all__ = ["handle_evaluate", "handle_query", "handle_train"]
 
@@ -65,8 +66,15 @@ def _serve(
     run_config: Mapping[str, Any] | None,
     read_request: Callable[[Message], Any],
     serve: Callable[[Party, Any], Message],
+    held: bool = True,
 ) -> Message:
-    """Three steps, each mapping every failure to one code: request, party set-up, the work."""
+    """Three steps, each mapping every failure to one code: request, party set-up, the work.
+
+    ``held``: once the party's policy is read, the reply, whatever it is, waits until the policy's
+    ``reply-after-seconds`` after this call (:mod:`client._reply_timing`); a party that cannot be set up
+    replies at once (its refusal reads no data).
+    """
+    started = message_reached()
     step = RefusalReason.BAD_REQUEST
     party = req = None
     try:
@@ -74,9 +82,9 @@ def _serve(
         step = RefusalReason.PARTY_SETUP
         party = _party(context, run_config)
         step = RefusalReason.INTERNAL_ERROR
-        return serve(party, req)
+        reply = serve(party, req)
     except Refusal as exc:
-        return _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
+        reply = _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
     except STOPPING:
         raise
     except BaseException as exc:
@@ -90,7 +98,10 @@ def _serve(
             )
         else:
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
-        return _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
+        reply = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
+    if held and party is not None:
+        hold_reply(started, party.policy.reply_after_seconds, msg.metadata.message_type)
+    return reply
 
 
 def _request_id(req: TrainRequest | tuple[EvaluateRequest, bytes] | None) -> str:
@@ -161,4 +172,4 @@ def handle_query(msg: Message, context: Context, run_config: Mapping[str, Any] |
     """Answer a readiness query (the train request's record in a ``query`` message): ready, would resend, or the
     refusal a train request would get (:meth:`Party.ready`; no epsilon, no row read); ``run_config`` as in
     :func:`handle_train`."""
-    return _serve(msg, context, run_config, _read_train, _query(msg))
+    return _serve(msg, context, run_config, _read_train, _query(msg), held=False)

@@ -98,6 +98,12 @@ class PartyPolicy:
         depth from it at no ε; 0 (not declared) means the depth comes from a
         DP count of the rows, charged within the request's ε.  Declare only a
         number you are willing to publish: it is used as is.
+    reply_after_seconds : float in [0, 3600], default 0
+        The party replies to a train or evaluate message no earlier than this many seconds
+        after the message reached it, so that the reply's time does not tell the size of its
+        data (:mod:`client._reply_timing`); work that takes longer replies when done, and the
+        party's log says so.  0 replies at once.  A consortium gives every party one value,
+        above its parties' longest training, and below the coordinator's ``round-timeout``.
     """
 
     party_id: str
@@ -122,6 +128,7 @@ class PartyPolicy:
     max_evaluation_work: int = 10_000_000
     allow_marginals: bool = True
     declared_rows: int = 0
+    reply_after_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         try:
@@ -141,6 +148,9 @@ class PartyPolicy:
         """The policy as TOML with kebab-case keys (what :func:`load_policy` reads)."""
         return tomli_w.dumps({kebab(k): v for k, v in asdict(self).items()})
 
+
+MAX_REPLY_AFTER_SECONDS = 3600.0
+"""Largest ``reply-after-seconds``: an hour (Flower's rounds time out long before)."""
 
 _RULES_BEFORE_RESOLUTION = {
     "lifetime_epsilon_cap": Number(0, low_open=True),
@@ -164,6 +174,7 @@ _RULES = {
     "declared_rows": Integer(0),
     "relation": OneOf(RELATIONS),
     "holdout_fraction": Number(0, 1, high_open=True),
+    "reply_after_seconds": Number(0, MAX_REPLY_AFTER_SECONDS),
     "allow_exact_metrics": Boolean(),
     "allow_seeded_randomness": Boolean(),
     "allow_marginals": Boolean(),

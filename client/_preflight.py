@@ -273,7 +273,12 @@ def _policy(path: Path, schema, report: PreflightReport) -> PartyPolicy | None:
         f"{policy.max_release_epsilon:g} per release and {policy.max_evaluation_epsilon:g} per "
         f"evaluation, depth <= {policy.max_depth}, trees <= {policy.max_n_trees}, "
         f"bins <= {policy.max_n_bins}, relation {policy.relation}, "
-        + ("trees and a marginals part" if policy.allow_marginals else "trees only (allow-marginals = false)"),
+        + ("trees and a marginals part" if policy.allow_marginals else "trees only (allow-marginals = false)")
+        + (
+            f", train and evaluate replies held to {policy.reply_after_seconds:g} s after the request"
+            if policy.reply_after_seconds
+            else ", replies at once (reply-after-seconds = 0: their time grows with the data's size)"
+        ),
     )
     if schema is not None:
         if not policy.schema_fingerprint:

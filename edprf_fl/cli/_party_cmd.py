@@ -93,6 +93,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="a training-row count the party agrees to publish (default 0: not declared)",
     )
+    init.add_argument(
+        "--reply-after-seconds",
+        type=float,
+        default=None,
+        help="reply to train and evaluate messages no earlier than this, so that their time does not tell the "
+        "data's size (default 0: at once; one value for every party of a consortium, below its round-timeout)",
+    )
     add_force_argument(init, "overwrite --output if it exists")
     init.set_defaults(handler=run_init_policy)
 
@@ -137,7 +144,13 @@ def run_init_policy(args: argparse.Namespace) -> int:
     refuse_existing_outputs([(f"--output {out}", out)], args.force)
     chosen = {
         name: getattr(args, name)
-        for name in ("lifetime_epsilon_cap", "max_release_epsilon", "max_evaluation_epsilon", "declared_rows")
+        for name in (
+            "lifetime_epsilon_cap",
+            "max_release_epsilon",
+            "max_evaluation_epsilon",
+            "declared_rows",
+            "reply_after_seconds",
+        )
         if getattr(args, name) is not None
     }
     policy = PartyPolicy(party_id=args.party_id, schema_fingerprint=schema.fingerprint, **chosen)

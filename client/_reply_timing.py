@@ -1,0 +1,64 @@
+"""A party's replies held back to a time fixed in its policy, so that their latency does not tell the data's size.
+
+Training and a noised evaluation read the party's data file and work on every row: the time they take grows
+with the party's rows, and a coordinator that times the rounds learns roughly how many rows a party holds (an
+un-noised function of the data, which invariant 1 forbids releasing).  With ``reply-after-seconds`` set in the
+policy (:class:`client.PartyPolicy`), the ClientApp replies to a train or evaluate message no earlier than that
+many seconds after the message reached it: when the work is done earlier, the reply's time is the policy's
+constant, whatever the data.  Work that takes longer is not held back: its reply is late, and that lateness
+depends on the data; the party's log says so, with the value to set.  Readiness queries are not held back:
+their answer never reads the data (:meth:`client.Party.ready`).
+
+Privacy cost: none (it delays a reply, computed as before).  What it protects is the reply's timing, a side
+channel outside the DP guarantee: the policy's value is public in effect (anyone who times the replies sees
+it), so a consortium gives all its parties one value, not each party its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+__all__ = ["hold_reply", "message_reached"]
+
+log = logging.getLogger("edprf.party")
+
+
+def message_reached() -> float:
+    """The reading of the clock :func:`hold_reply` measures from (:func:`time.monotonic`)."""
+    return time.monotonic()
+
+
+def hold_reply(started: float, reply_after: float, what: str) -> float:
+    """Sleep until ``reply_after`` seconds after ``started`` (a :func:`message_reached` reading).
+
+    Parameters
+    ----------
+    started : float
+        When the message reached the ClientApp, from :func:`message_reached`.
+    reply_after : float in [0, inf)
+        The policy's ``reply-after-seconds``; 0 holds nothing back.
+    what : str
+        The message type, for the party's log.
+
+    Returns
+    -------
+    float
+        The seconds slept (0 when ``reply_after`` is 0 or the work took longer).
+    """
+    if reply_after <= 0:
+        return 0.0
+    elapsed = time.monotonic() - started
+    if elapsed > reply_after:
+        log.warning(
+            "the %s reply took %.1f s, more than the policy's reply-after-seconds = %g: its time grows with "
+            "the data's size, which a coordinator timing the round can see; raise reply-after-seconds above "
+            "the longest work (with the other parties)",
+            what,
+            elapsed,
+            reply_after,
+        )
+        return 0.0
+    wait = reply_after - elapsed
+    time.sleep(wait)
+    return wait

@@ -1,0 +1,132 @@
+"""A party's train and evaluate replies leave at the time its policy fixes (``reply-after-seconds``), whatever
+the size of its data: the work's duration, which grows with the rows, does not reach the coordinator's clock.
+
+A test may not measure wall-clock time, so the clock is a stand-in: reading the data file advances it by a
+fixed time per byte (the work grows with the data, as the real one does), and the party's hold sleeps on it.
+The reply's time on that clock is what a coordinator timing the round would see.  Without the hold (the
+policy's 0), the times differ: the test sees the channel it closes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import client._party as party_module
+import client._reply_timing as reply_timing
+from client import PartyPolicy
+
+from ..federation._neighbours import file_bytes, make_party
+from ._party_requests import (  # noqa: F401
+    TrainSettings,
+    flower_task_identity,
+    global_model,
+    release_of,
+    result_of,
+    send_evaluate,
+    send_query,
+    send_train,
+)
+
+pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
+
+SECONDS_PER_BYTE = 1e-3  # the stand-in work: 300 rows take about 10 s, 3,000 rows about 100 s
+REPLY_AFTER = 600.0
+
+
+class StandInClock:
+    """``time`` for :mod:`client._reply_timing`: ``monotonic`` reads it, ``sleep`` advances it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> StandInClock:
+    stand_in = StandInClock()
+    monkeypatch.setattr(reply_timing, "time", stand_in)
+    real_load = party_module.load_local_data
+
+    def timed_load(path, *args, **kwargs):  # the work takes time in proportion to the data
+        stand_in.now += SECONDS_PER_BYTE * len(path.read_bytes())
+        return real_load(path, *args, **kwargs)
+
+    monkeypatch.setattr(party_module, "load_local_data", timed_load)
+    return stand_in
+
+
+def _reply_time(clock: StandInClock, send) -> tuple[float, dict]:
+    start = clock.now
+    reply = send()
+    return clock.now - start, reply
+
+
+def _parties(tmp_path, reply_after: float):
+    return {
+        rows: make_party(
+            tmp_path / f"{rows}-{reply_after:g}",
+            file_bytes(n_rows=rows),
+            allow_seeded_randomness=False,
+            reply_after_seconds=reply_after,
+        )
+        for rows in (300, 3000)
+    }
+
+
+def test_train_replies_of_a_small_and_a_large_party_leave_at_the_same_time(tmp_path, clock):
+    times = {}
+    for rows, setup in _parties(tmp_path, REPLY_AFTER).items():
+        times[rows], reply = _reply_time(clock, lambda s=setup: send_train(s, TrainSettings()))
+        release_of(setup, reply)  # a release, computed as without the hold
+    assert times[300] == times[3000] == REPLY_AFTER, times
+
+
+def test_without_the_hold_the_reply_time_tells_the_size(tmp_path, clock):
+    """The policy's 0: the stand-in work shows through (what the hold removes)."""
+    times = {
+        rows: _reply_time(clock, lambda s=setup: send_train(s, TrainSettings()))[0]
+        for rows, setup in _parties(tmp_path, 0.0).items()
+    }
+    assert times[3000] > 5 * times[300] > 0, times
+    assert clock.slept == []
+
+
+def test_evaluate_replies_and_refusals_are_held_too(tmp_path, clock):
+    setups = _parties(tmp_path, REPLY_AFTER)
+    model = global_model(release_of(setups[300], send_train(setups[300], TrainSettings())))
+    times = {}
+    for rows, setup in setups.items():
+        times[rows], reply = _reply_time(clock, lambda s=setup: send_evaluate(s, model, epsilon=0.1))
+        assert result_of(reply)["status"] == "evaluated", result_of(reply)
+    assert times[300] == times[3000] == REPLY_AFTER, times
+    # a refusal (epsilon above the policy's max, decided before the data is read) leaves at the same time
+    refused_time, reply = _reply_time(clock, lambda: send_evaluate(setups[3000], model, epsilon=5.0))
+    assert result_of(reply)["status"] == "refused" and refused_time == REPLY_AFTER
+
+
+def test_work_longer_than_the_hold_replies_when_done_and_says_so(tmp_path, clock, caplog):
+    setup = _parties(tmp_path, 1.0)[3000]
+    took, reply = _reply_time(clock, lambda: send_train(setup, TrainSettings()))
+    release_of(setup, reply)
+    assert took > 1.0 and clock.slept == []
+    assert any("more than the policy's reply-after-seconds = 1" in r.getMessage() for r in caplog.records)
+
+
+def test_readiness_answers_are_not_held(tmp_path, clock):
+    setup = _parties(tmp_path, REPLY_AFTER)[300]
+    took, reply = _reply_time(clock, lambda: send_query(setup, TrainSettings()))
+    assert result_of(reply)["status"] == "ready" and took == 0.0 and clock.slept == []
+
+
+@pytest.mark.parametrize("bad", [-1.0, 3601.0, float("nan"), float("inf")])
+def test_the_policy_refuses_a_hold_out_of_range(bad):
+    with pytest.raises(ValueError, match="reply-after-seconds"):
+        PartyPolicy(party_id="p", reply_after_seconds=bad)
