@@ -44,6 +44,7 @@ ROW_COUNTS_KEY = "row_counts"
 ROW_COUNT_SOURCES = ("declared", "simulation")
 """Its values: ``"declared"``, figures the consortium declared public (or 0: none); ``"simulation"``, the exact
 sizes of the parties a simulation laid out.  A manifest without the key (models written before it) reads as
+``"simulation"`` when its parameters name a ``sim_dir`` and a row-count figure (the coordinator's rule), else
 ``"declared"``."""
 
 SIMULATION_ROW_COUNTS_NOTE = (
@@ -214,9 +215,24 @@ def _row_counts_problem(manifest: Mapping[str, Any]) -> str | None:
     return f"{ROW_COUNTS_KEY} expected {expected}, got {shown}"
 
 
+def _row_counts_source(manifest: Mapping[str, Any]) -> str:
+    """Where the run's row-count figures came from: the manifest's :data:`ROW_COUNTS_KEY`, or for a model written
+    before that key, the rule the coordinator applies (a ``sim_dir`` run with a row-count figure: "simulation")."""
+    if ROW_COUNTS_KEY in manifest:
+        return str(manifest[ROW_COUNTS_KEY])
+    parameters = manifest.get("parameters")
+    if not isinstance(parameters, Mapping):
+        return "declared"
+    figures = any(
+        isinstance(parameters.get(k), (int, float)) and not isinstance(parameters.get(k), bool) and parameters.get(k)
+        for k in ("consortium_rows", "max_party_rows")
+    )
+    return "simulation" if parameters.get("sim_dir") and figures else "declared"
+
+
 def _notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     """The conditions the manifest adds to the model's guarantee (:attr:`edprf_core.DPForest.notes`)."""
-    return (SIMULATION_ROW_COUNTS_NOTE,) if manifest.get(ROW_COUNTS_KEY) == "simulation" else ()
+    return (SIMULATION_ROW_COUNTS_NOTE,) if _row_counts_source(manifest) == "simulation" else ()
 
 
 def _refuse_constant(name: str) -> float:

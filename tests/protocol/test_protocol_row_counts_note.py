@@ -66,3 +66,26 @@ def test_an_unknown_entry_is_refused_on_build_and_on_load(accepted, wall_schema,
     assert loaded.value.reason is Reason.MALFORMED
     assert f"global model: manifest {expected}" in loaded.value.message and shown in loaded.value.message
     assert len(loaded.value.message) < 200  # a hostile value is not echoed whole
+
+
+@pytest.mark.parametrize(
+    ("parameters", "noted"),
+    [
+        ({"sim_dir": "/w/workspace", "consortium_rows": 3534, "max_party_rows": 187}, True),
+        ({"sim_dir": "/w/workspace", "consortium_rows": 0, "max_party_rows": 187}, True),
+        ({"sim_dir": "/w/workspace", "consortium_rows": 0, "max_party_rows": 0}, False),
+        ({"sim_dir": "", "consortium_rows": 3534, "max_party_rows": 187}, False),
+        ({"consortium_rows": True, "sim_dir": "/w"}, False),
+        ({"consortium_rows": "3534", "sim_dir": "/w"}, False),
+    ],
+)
+def test_a_model_written_before_the_entry_reads_its_source_from_its_parameters(
+    accepted, wall_schema, parameters, noted
+):
+    """Models written before ``row_counts`` existed: a simulation's (a sim_dir and a row-count figure, the rule the
+    coordinator applies) carries the note, as the same run's model does today; a deployment's does not."""
+    view = load_global_model(build_global_model(wall_schema, accepted, {"run_id": "old", "parameters": parameters}))
+    assert view.forest.notes == ((SIMULATION_ROW_COUNTS_NOTE,) if noted else ())
+    # an explicit entry wins over the parameters
+    stated = {"parameters": parameters, ROW_COUNTS_KEY: "declared"}
+    assert load_global_model(build_global_model(wall_schema, accepted, stated)).forest.notes == ()
