@@ -124,6 +124,15 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
     try:
         store = SpendStore(path, {party: registry.key_id(party) for party in registry})
         log.info("spend record %s: %s", store.path.absolute(), count_text(store.rows(), "row"))
+        for party, amount in sorted(store.former_key_totals().items()):
+            log.warning(
+                "spend record: %s has epsilon %s recorded under a former signing key; it still counts for %s "
+                "(a rotated key holds the same records). If that was another consortium's party of the same id, "
+                "give each consortium its own spend-record",
+                party,
+                f"{float(amount):g}",
+                party,
+            )
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"spend-record: cannot open {path}: {exc}") from None
     return store

@@ -1,8 +1,8 @@
 """The coordinator's spend record: the ε each party's verified releases and noised evaluations charged (SQLite).
 
 What a train request carries as ``spend-record`` (:mod:`protocol._spend_record`, which gives the privacy
-argument).  Each row also holds the id of the key the party was registered with: only rows under a party's
-current key count for it.  One row per verified release, keyed by its party and by the request it answered (the run that
+argument).  Each row also holds the id of the key the party was registered with; a party's total counts its rows under every
+key it was ever recorded with, so a rotated key (a rebuilt host's new key) does not start a new total.  One row per verified release, keyed by its party and by the request it answered (the run that
 made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.  One
 row per evaluation a party answered with noised counts (its request id), its party known from the release
 the same node sent in that run.
@@ -79,15 +79,34 @@ class SpendStore:
             return cursor.rowcount == 1
 
     def totals(self) -> dict[str, Fraction]:
-        """Per registered party, the exact sum of the rows recorded under its current key.  Rows of other
-        parties, or of a party's former key (another consortium's ``hospital-a``, a party before its key was
-        rotated), are left out: they count for no one."""
+        """Per registered party, the exact sum of the rows recorded for its party id, under its current key and
+        under any former one.
+
+        A party id names one party of the consortium: a rotated signing key (section 7 of the runbook, or a host
+        rebuilt after its ledger and anchor were lost) holds the same records, so its earlier spend still counts.
+        Rows of parties not registered now count for no one.  Counting a former key's rows can only add to a
+        party's count (a record shared by two consortia whose parties share an id overstates it: give each
+        consortium its own ``spend-record``); :meth:`former_key_totals` names them for the coordinator's log.
+        """
         totals: dict[str, Fraction] = {}
-        with self._connect() as db:
-            for party_id, key, text in db.execute("SELECT party_id, key_id, epsilon_exact FROM releases"):
-                if self.key_ids.get(party_id) == key:
-                    totals[party_id] = totals.get(party_id, Fraction(0)) + Fraction(text)
+        for party_id, _, amount in self._registered_rows():
+            totals[party_id] = totals.get(party_id, Fraction(0)) + amount
         return totals
+
+    def former_key_totals(self) -> dict[str, Fraction]:
+        """Per registered party, the part of :meth:`totals` recorded under a key other than its current one."""
+        former: dict[str, Fraction] = {}
+        for party_id, key, amount in self._registered_rows():
+            if key != self.key_ids[party_id]:
+                former[party_id] = former.get(party_id, Fraction(0)) + amount
+        return former
+
+    def _registered_rows(self) -> Iterator[tuple[str, str, Fraction]]:
+        with self._connect() as db:
+            rows = db.execute("SELECT party_id, key_id, epsilon_exact FROM releases").fetchall()
+        for party_id, key, text in rows:
+            if party_id in self.key_ids:
+                yield party_id, key, Fraction(text)
 
     def rows(self) -> int:
         """How many rows the record holds (for the coordinator's log)."""

@@ -216,13 +216,40 @@ def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(pa
     assert _carried(BudgetLedger(setup.ledger_path, cap=1.5)) == [Fraction(1)]
     entry = next(e for e in ledger.entries() if e.request_id.startswith("carried-"))
     assert entry.run_id == "run1" and "request run2/1/train" in entry.detail
-    # the same party under a rotated key, or another consortium's hospital-a: the old rows count for no one
-    assert SpendStore(store.path, {"hospital-a": "sha256:" + "0" * 64}).totals() == {}
+    # the same party under a rotated key: its rows under the former key still count (and are named for the log)
+    rotated = SpendStore(store.path, {"hospital-a": "sha256:" + "0" * 64})
+    assert rotated.totals() == {"hospital-a": 1} and rotated.former_key_totals() == {"hospital-a": 1}
+    assert SpendStore(store.path, {"hospital-b": "sha256:" + "0" * 64}).totals() == {}  # no one else's
     said = _party_check(setup, capsys)
     assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time)" in said
     assert "spent 1, remaining 0.5 of the lifetime cap 1.5" in said
     # a record far above the cap (a coordinator that overstates) exhausts the budget, and no more
     assert ledger.carry_recorded(Fraction(10**11), "test") == Fraction(1, 2) and ledger.spent() == Fraction(3, 2)
+
+
+def test_a_host_rebuilt_with_a_new_signing_key_still_counts_its_spend(party_files, tmp_path):  # noqa: F811
+    """Ledger and anchor lost, the host rebuilt, a new signing key registered (runbook section 7): the spend the
+    coordinator recorded under the former key still reaches the party, which refuses past its cap (day-2 review,
+    finding 1: the record had counted only rows under the current key, so the party trained a third time)."""
+    setup, schema = _signing(party_files, tmp_path)  # hospital-a, lifetime cap 1.5
+    store = SpendStore(tmp_path / "coordinator" / "spend-record.sqlite", {"hospital-a": _key(setup)})
+    release = decode_release(Party(setup).train(_request(schema)), schema, ReleasePolicy(max_epsilon=1.0))
+    assert store.add(release.party_id, f"{release.run_id}/train", Fraction(1), "run1")
+    for lost in setup.ledger_path.parent.glob("ledger*"):
+        lost.unlink()
+    new_key = tmp_path / "new-signing-key.pem"
+    save_private_key(generate_signing_key(), new_key)
+    rebuilt = replace(setup, signing_key_path=new_key)
+    registered = {"hospital-a": _key(rebuilt)}
+    record = spend_record_text(SpendStore(store.path, registered).totals(), registered)
+    with pytest.raises(Refusal) as refused:
+        Party(rebuilt).train(_request(schema, request_id="run2/1/train", spend_record=record))
+    assert refused.value.reason == "budget_exhausted"
+    assert BudgetLedger(setup.ledger_path, cap=1.5).spent() == 1
+
+
+def _key(setup) -> str:
+    return key_id(load_private_key(setup.signing_key_path))
 
 
 def _signing(party_files, tmp_path):  # noqa: F811
