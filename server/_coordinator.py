@@ -180,19 +180,23 @@ def _too_few_ready(
     report.timings["readiness_round_s"] = time.perf_counter() - t0
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     unsure = [f"node {n} (error)" for n in readiness.errored] + [f"node {n} (no answer)" for n in readiness.silent]
-    if readiness.refused or unsure:
+    refusals = [
+        f"{claimed_party_id(r) or f'node {n}'} ({party_reason(r.get('reason'))})" for n, r in readiness.refused.items()
+    ] + [f"node {n} (its SuperNode's app pin refuses this app bundle)" for n in readiness.pinned_out]
+    if refusals or unsure:
         log.info(
             "readiness: %d of %d parties would serve the request%s%s",
             readiness.would_serve,
             len(nodes),
-            "; refused: "
-            + ", ".join(
-                f"{claimed_party_id(r) or f'node {n}'} ({party_reason(r.get('reason'))})"
-                for n, r in readiness.refused.items()
-            )
-            if readiness.refused
-            else "",
+            f"; refused: {', '.join(refusals)}" if refusals else "",
             f"; counted as serving: {', '.join(unsure)}" if unsure else "",
+        )
+    for node in readiness.pinned_out:
+        log.warning(
+            "readiness: node %s runs an app pin (deploy/party/pinned_clientapp.py) that refuses this app bundle: %s; "
+            "that party adds the bundle's hash to its trusted list (runbook section 6) or the run goes without it",
+            node,
+            party_text(readiness.pinned_out[node]),
         )
     if readiness.would_serve >= cfg.min_parties:
         return False
@@ -208,9 +212,9 @@ def _too_few_ready(
             outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
-        elif node in readiness.errored:
+        elif node in readiness.errored or node in readiness.pinned_out:
             outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
-            outcome.message = party_text(readiness.errored[node])
+            outcome.message = party_text(readiness.errored.get(node) or readiness.pinned_out[node])
         heard.add(outcome.party_id)
         report.parties.append(outcome)
     if registry is not None:  # named by an answer (an untrusted label, as a refusal's is after a train request)

@@ -8,15 +8,17 @@ message first; each party answers from the request, its policy, its signing key 
 under that request id), or the refusal a train request would get.  When fewer than ``min-parties`` would serve,
 the run fails before any train request is sent, so no party spends epsilon; otherwise the train round goes on
 as before, to every connected party (the answers are advisory: a ledger can change in between, and the train
-request is checked again).  A node that does not answer in time, or whose ClientApp fails (a SuperNode pinned
-to an earlier bundle refuses to run this one), counts as one that would serve; a failed run reports it as it
-answered.  Two nodes answering for one party id count once.
+request is checked again).  A node that does not answer in time, or whose ClientApp fails (a ClientApp of an earlier
+version without the query handler, a crash), counts as one that would serve; a node whose app-pinning launcher
+refuses this app bundle (deploy/party/pinned_clientapp.py: its train request would be refused alike) does not.
+A failed run reports each node as it answered.  Two nodes answering for one party id count once.
 
 Privacy: the answers depend on no party's data; the round adds no epsilon and no release.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +29,11 @@ from flwr.serverapp import Grid
 from protocol import ReplyStatus
 from protocol.messages import REQUEST_KEY, RESULT_KEY
 
-__all__ = ["READINESS_SECONDS", "Readiness", "readiness_round"]
+__all__ = ["PIN_REFUSAL", "READINESS_SECONDS", "Readiness", "readiness_round"]
+
+PIN_REFUSAL = re.compile(r"PermissionError.{0,40}app bundle")
+"""An error reason from a party's app-pinning launcher (deploy/party/pinned_clientapp.py): every refusal it makes is a
+``PermissionError`` whose text starts with, or names, "app bundle" (Flower sends ``<class 'PermissionError'>:<'...'>``)."""
 
 READINESS_SECONDS = 60.0
 """At most this long (or ``round-timeout`` when shorter) for the answers: a party decides from its ledger alone."""
@@ -43,6 +49,10 @@ class Readiness:
     refused: dict[int, dict[str, Any]] = field(default_factory=dict)
     errored: dict[int, str] = field(default_factory=dict)
     silent: tuple[int, ...] = ()
+    pinned_out: dict[int, str] = field(default_factory=dict)
+    """Nodes whose error is the app-pinning launcher's refusal of this app bundle (deploy/party/pinned_clientapp.py,
+    a ``PermissionError`` naming the app bundle): their train request would fail the same way, so they do not count
+    as serving."""
 
     @property
     def would_serve(self) -> int:
@@ -72,6 +82,7 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
     serving: dict[int, dict[str, Any]] = {}
     refused: dict[int, dict[str, Any]] = {}
     errored: dict[int, str] = {}
+    pinned_out: dict[int, str] = {}
     silent = []
     for node in nodes:
         reply = replies.get(node)
@@ -79,7 +90,8 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
             silent.append(node)
             continue
         if reply.has_error():
-            errored[node] = str(reply.error.reason)
+            reason = str(reply.error.reason)
+            (pinned_out if PIN_REFUSAL.search(reason) else errored)[node] = reason
             continue
         try:
             result = dict(reply.content.config_records[RESULT_KEY])
@@ -93,4 +105,4 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
             refused[node] = result
         else:
             errored[node] = f"the reply's status is not an answer to the query (got {str(status)[:40]!r})"
-    return Readiness(serving, refused, errored, tuple(silent))
+    return Readiness(serving, refused, errored, tuple(silent), pinned_out)

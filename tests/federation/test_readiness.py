@@ -79,6 +79,8 @@ class _Grid:
             if m.metadata.message_type == MessageType.QUERY and answer is not None:
                 if answer == "error":  # what Flower 1.41 replies for a ClientApp without a query handler
                     reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason="no query"), reply_to=m)
+                elif answer == "pinned":  # the app-pinning launcher's refusal, as Flower 1.41 relays it
+                    reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=PIN_REASON), reply_to=m)
                 elif answer == "no-result":
                     reply = Message(RecordDict({}), reply_to=m)
                 else:
@@ -88,6 +90,7 @@ class _Grid:
         return replies
 
 
+PIN_REASON = "<class 'PermissionError'>:<'app bundle sha256:" + "ab" * 32 + " is not in the party's trusted list'>"
 READY = {"status": "ready", "party-id": "hospital-a"}
 AT_CAP = {"status": "refused", "reason": "budget_exhausted", "message": "the cap", "party-id": "hospital-b"}
 
@@ -179,3 +182,17 @@ def test_simulations_skip_the_readiness_round(tmp_path):
 
     config = _coordinator_config(SimulationSettings(parties=2), tmp_path, tmp_path / "out", 100, 200)
     assert config.readiness_check is False
+
+
+def test_a_party_whose_app_pin_refuses_the_bundle_does_not_count_as_serving(cfg, serverapp_identity, caplog):  # noqa: F811
+    """Day-2 review: during an upgrade, a party pinned to the old bundle was counted as serving; the others trained
+    and spent for a run that then failed with no model.  Its pin refuses the train request alike."""
+    grid = _Grid({1: READY, 2: {"status": "ready", "party-id": "hospital-b"}, 3: "pinned"})
+    report = run_federation(grid, cfg, "11")
+    assert grid.sent == [MessageType.QUERY] * 3  # no train message: nobody spent
+    assert report.failure.startswith("2 of 3 connected parties would serve")
+    got = {p.node_id: (p.status, p.reason) for p in report.parties}
+    assert got[3] == ("failed", "client_error") and "trusted list" in report.parties[2].message
+    assert "node 3 runs an app pin" in caplog.text and "runbook section 6" in caplog.text
+    readiness = readiness_round(grid, [1, 3], {"request-id": "x"}, timeout=1.0)
+    assert list(readiness.pinned_out) == [3] and readiness.errored == {} and readiness.would_serve == 1
