@@ -7,12 +7,14 @@ certificate stands in for the SuperLink (the handshake is all the check does).
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
 import ssl
 import threading
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from edprf_fl.cli._main import main
 
@@ -146,3 +148,73 @@ def test_a_bracketed_ipv6_address_is_split():
 
     assert split_superlink_address("[::1]:9092") == ("::1", 9092)
     assert split_superlink_address("coord.example.org:8443") == ("coord.example.org", 8443)
+
+
+# ----------------------------------------------------------------------------- validity dates
+# Review (day-2 operations, finding 7): a SuperLink certificate past its notAfter gave the party "give
+# --root-certificates the consortium's ca.crt", the wrong fix; the coordinator renews it.
+
+
+def _server_certificate(pki: Path, monkeypatch, shift: dt.timedelta, days: int) -> None:
+    """Reissue pki's server certificate as if `edprf certs server --days DAYS` ran `shift` from now."""
+    from edprf_fl.cli import _certs
+
+    real_now = _certs._now
+    with monkeypatch.context() as patch:
+        patch.setattr(_certs, "_now", lambda: real_now() + shift)
+        assert (
+            main(["certs", "server", "--out", str(pki), "--san", "IP:127.0.0.1", "--days", str(days), "--force"]) == 0
+        )
+
+
+def _dated_check(party_paths, pki: Path, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    served = _Listener(pki)
+    try:
+        return _check(
+            party_paths, capsys, "--root-certificates", str(pki / "ca.crt"), "--superlink", f"127.0.0.1:{served.port}"
+        )
+    finally:
+        served.close()
+
+
+def test_an_expired_superlink_certificate_is_the_coordinator_s_to_renew(party, pkis, capsys, monkeypatch):  # noqa: F811
+    paths, _ = party
+    _server_certificate(pkis[0], monkeypatch, -dt.timedelta(days=400), days=1)
+    expired = x509.load_pem_x509_certificate((pkis[0] / "server.pem").read_bytes()).not_valid_after_utc
+    code, _, err = _dated_check(paths, pkis[0], capsys)
+    assert code == 1
+    assert f"the SuperLink's certificate expired on {expired:%Y-%m-%d %H:%M} UTC" in err
+    assert "the coordinator renews it (deploy/README.md section 7)" in err and "code 305" in err
+    assert "give --root-certificates" not in err  # not the party's fix
+
+
+def test_a_superlink_certificate_not_yet_valid_names_its_date_and_the_clock(party, pkis, capsys, monkeypatch):  # noqa: F811
+    paths, _ = party
+    _server_certificate(pkis[0], monkeypatch, dt.timedelta(days=3), days=30)
+    starts = x509.load_pem_x509_certificate((pkis[0] / "server.pem").read_bytes()).not_valid_before_utc
+    code, _, err = _dated_check(paths, pkis[0], capsys)
+    assert code == 1
+    assert f"the SuperLink's certificate is not valid before {starts:%Y-%m-%d %H:%M} UTC" in err
+    assert "this host's clock" in err and "give --root-certificates" not in err
+
+
+def test_a_superlink_certificate_expiring_within_30_days_is_a_note(party, pkis, capsys, monkeypatch):  # noqa: F811
+    paths, _ = party
+    _server_certificate(pkis[0], monkeypatch, dt.timedelta(0), days=10)
+    ends = x509.load_pem_x509_certificate((pkis[0] / "server.pem").read_bytes()).not_valid_after_utc
+    code, out, err = _dated_check(paths, pkis[0], capsys)
+    assert code == 0, err
+    text = out + err
+    assert "note: --superlink 127.0.0.1:" in text
+    assert f"the SuperLink's certificate expires on {ends:%Y-%m-%d %H:%M} UTC" in text
+    assert "ask the coordinator to renew it" in text
+
+
+@pytest.mark.parametrize("listener", [1], indirect=True)
+def test_a_superlink_certificate_of_a_year_has_no_expiry_note(party, pkis, listener, capsys):  # noqa: F811
+    paths, _ = party
+    code, out, err = _check(
+        paths, capsys, "--root-certificates", str(pkis[0] / "ca.crt"), "--superlink", f"127.0.0.1:{listener.port}"
+    )
+    assert code == 0 and "expires on" not in out + err
