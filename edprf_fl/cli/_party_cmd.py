@@ -5,16 +5,24 @@ runs when the SuperNode starts it (:mod:`client._preflight`): schema, policy (fi
 signing key (file and mode), ledger (state, remaining ε, opened read-only) and data file (header,
 rows the schema's rules keep and drop).  Every problem is one line naming the file and the fix;
 the exit status is 1 when there is one.  ``init-policy`` writes a policy whose
-``schema-fingerprint`` is the schema's full fingerprint.  Both are local: nothing is sent.
+``schema-fingerprint`` is the schema's full fingerprint; with ``--force`` over an existing policy it
+keeps that policy's settings but those given on the command line, and prints each setting it changes
+(re-run to take a new schema's fingerprint, it must not reset a raised lifetime cap to the default).
+Both are local: nothing is sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._model_args import add_force_argument, refuse_existing_outputs
+
+if TYPE_CHECKING:
+    from client import PartyPolicy
 
 __all__ = ["register"]
 
@@ -67,7 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "init-policy",
         help="write a party's policy with the schema's full fingerprint",
         description="Write a policy TOML with safe defaults (those of "
-        "deploy/policy.example.toml), the party's id and the schema's fingerprint.",
+        "deploy/policy.example.toml), the party's id and the schema's fingerprint. With --force over an "
+        "existing policy (e.g. to take a new schema's fingerprint), the settings not given here keep that "
+        "file's values, not the defaults, and each setting that changes is printed, old -> new.",
     )
     init.add_argument("--schema", required=True, type=Path, help="the federation's schema.toml")
     init.add_argument("--party-id", required=True, help="the party's id (1-64 of A-Z a-z 0-9 . _ -)")
@@ -100,7 +110,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="reply to train and evaluate messages no earlier than this, so that their time does not tell the "
         "data's size (default 0: at once; one value for every party of a consortium, below its round-timeout)",
     )
-    add_force_argument(init, "overwrite --output if it exists")
+    add_force_argument(
+        init,
+        "overwrite --output if it exists; an existing policy keeps its values for every setting not given here "
+        "(party-id and schema-fingerprint are always those given), and each change is printed; a file that "
+        "does not read as a policy is refused: delete it to start from the defaults",
+    )
     init.set_defaults(handler=run_init_policy)
 
 
@@ -142,6 +157,7 @@ def run_init_policy(args: argparse.Namespace) -> int:
         )
     out: Path = args.output
     refuse_existing_outputs([(f"--output {out}", out)], args.force)
+    previous = _previous_policy(out)
     chosen = {
         name: getattr(args, name)
         for name in (
@@ -153,7 +169,8 @@ def run_init_policy(args: argparse.Namespace) -> int:
         )
         if getattr(args, name) is not None
     }
-    policy = PartyPolicy(party_id=args.party_id, schema_fingerprint=schema.fingerprint, **chosen)
+    given = {"party_id": args.party_id, "schema_fingerprint": schema.fingerprint, **chosen}
+    policy = replace(previous, **given) if previous is not None else PartyPolicy(**given)
     header = (
         f"# policy of party {policy.party_id!r}, written by `edprf party init-policy` for the schema "
         f"{args.schema}\n# every key: deploy/policy.example.toml; check the whole set-up with "
@@ -162,4 +179,40 @@ def run_init_policy(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_atomic(out, (header + policy.to_toml()).encode("utf-8"), mode=0o644)
     print(f"wrote {out}: party-id {policy.party_id!r}, schema-fingerprint {schema.fingerprint}")
+    if previous is not None:
+        changes = _changed_settings(previous, policy)
+        kept = "the replaced policy's other settings kept"
+        print(f"{kept}; changed:" if changes else f"{kept}; no setting changed")
+        for line in changes:
+            print(f"  {line}")
     return 0
+
+
+def _previous_policy(out: Path) -> PartyPolicy | None:
+    """The policy ``--force`` replaces, or None when there is no file at ``out``.
+
+    Raises
+    ------
+    ValueError
+        ``out`` exists but does not read as a policy: its settings cannot be kept, and replacing it
+        with the defaults could lower its caps unnoticed.
+    """
+    from client import load_policy
+
+    if not out.exists():
+        return None
+    try:
+        return load_policy(out)
+    except ValueError as exc:
+        raise ValueError(
+            f"--output {out}: --force keeps the settings of the policy it replaces, but this file does not read "
+            f"as a policy ({exc}); fix it, or delete it to start from the defaults"
+        ) from None
+
+
+def _changed_settings(old: PartyPolicy, new: PartyPolicy) -> list[str]:
+    """``key: old -> new`` for each setting whose value differs, in the policy's order."""
+    from edprf_core.config_checks import kebab
+
+    before, after = asdict(old), asdict(new)
+    return [f"{kebab(k)}: {before[k]!r} -> {after[k]!r}" for k in after if before[k] != after[k]]

@@ -15,7 +15,7 @@ import pytest
 
 from client import BudgetLedger, PartyPolicy, parse_node_config
 from client._preflight import log_preflight
-from edprf_core import load_embedded
+from edprf_core import load_embedded, load_schema
 from edprf_fl.cli._main import main
 
 
@@ -405,6 +405,67 @@ def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
     assert load_policy(paths["policy-path"]) == PartyPolicy(
         party_id="hospital-b", lifetime_epsilon_cap=3.5, schema_fingerprint=schema.fingerprint
     )
+
+
+def _init_policy(paths, *extra: str, schema=None) -> int:
+    return main(
+        [
+            "party",
+            "init-policy",
+            "--schema",
+            str(schema or paths["schema-path"]),
+            "--party-id",
+            "hospital-a",
+            "--output",
+            str(paths["policy-path"]),
+            *extra,
+        ]
+    )
+
+
+def test_init_policy_force_for_a_new_schema_keeps_the_other_settings_and_prints_the_changes(party, capsys):
+    # Review (day-2 operations, finding 10): re-run with --force to take a new schema's fingerprint, it reset
+    # every setting to the defaults without a word (lifetime cap 6.0 -> 2.0).
+    from client import load_policy
+
+    paths, schema = party
+    assert _init_policy(paths, "--force", "--lifetime-epsilon-cap", "6", "--declared-rows", "400") == 0
+    text = paths["policy-path"].read_text()
+    paths["policy-path"].write_text(text.replace("max-depth = 8", "max-depth = 5"))  # edited by hand
+    new_schema = paths["schema-path"].with_name("schema-v2.toml")
+    new_schema.write_text(paths["schema-path"].read_text().replace("upper = 5.0", "upper = 6.0", 1))
+    new_fingerprint = load_schema(new_schema).fingerprint
+    assert new_fingerprint != schema.fingerprint
+    capsys.readouterr()
+
+    assert _init_policy(paths, "--force", schema=new_schema) == 0
+    out = capsys.readouterr().out
+    assert load_policy(paths["policy-path"]) == PartyPolicy(
+        party_id="hospital-a",
+        schema_fingerprint=new_fingerprint,
+        lifetime_epsilon_cap=6.0,
+        declared_rows=400,
+        max_depth=5,
+    )
+    assert f"  schema-fingerprint: {schema.fingerprint!r} -> {new_fingerprint!r}" in out.splitlines()
+    assert "lifetime-epsilon-cap" not in out  # unchanged: not listed
+
+    assert _init_policy(paths, "--force", "--lifetime-epsilon-cap", "2", schema=new_schema) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1:] == [
+        "the replaced policy's other settings kept; changed:",
+        "  lifetime-epsilon-cap: 6.0 -> 2.0",
+    ]
+    assert load_policy(paths["policy-path"]).max_depth == 5
+
+
+def test_init_policy_force_refuses_a_file_that_is_not_a_policy(party, capsys):
+    paths, _ = party
+    paths["policy-path"].write_text("lifetime-epsilon-cap = \n")  # an edit gone wrong
+    assert _init_policy(paths, "--force") == 1
+    err = capsys.readouterr().err
+    assert "does not read as a policy" in err and "delete it to start from the defaults" in err
+    assert paths["policy-path"].read_text() == "lifetime-epsilon-cap = \n"
 
 
 def test_schema_check_prints_the_full_fingerprint(party, capsys):
