@@ -8,7 +8,9 @@ with format limits only (a release with a large ε is shown, not refused).
 
 Exit status: 0 valid; 1 not a valid release or global model, or one beyond
 inspect's limits; 3 a signature is invalid, or (with ``--keys``) a release is
-unsigned or from an unknown party.
+not verified: unsigned, or from a party with no key in ``--keys`` (shown as
+"not verified", not INVALID: after a party's removal its old releases are
+correctly signed by a key that has left the directory).
 
 Bounded work: the sizes a file declares (releases, trees, nodes) are read first
 without decoding it (:func:`protocol.peek_global_model`, or a release's header);
@@ -56,7 +58,7 @@ _STATUS_TEXT = {
     "verified": "verified",
     "unverified": "signed, not verified (pass --keys DIR)",
     "unsigned": "unsigned",
-    "unknown_party": "INVALID (no registered key for this party)",
+    "unknown_party": "not verified",
     "invalid": "INVALID",
 }
 
@@ -69,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="What a release or a global model says, and whether to trust it: its format version, parties, "
         "schema fingerprint, training parameters, trees and nodes, privacy guarantee and the signature status of "
         "every release.",
-        epilog="Exit status: 0 valid, 1 invalid file, 3 invalid or missing signature.",
+        epilog="Exit status: 0 valid, 1 invalid file, 3 a signature invalid or (with --keys) a release not verified: "
+        "unsigned, or no key in DIR for its party (a retired party: verify with its archived key).",
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a SignedRelease or GlobalModel file")
     parser.add_argument(
@@ -138,7 +141,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         if not data:  # parsed, it would read as format version 0: "expected 2, got 0"
             print(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
             return EXIT_INVALID
-        lines, statuses = _describe(data, registry, args.schema, limits)
+        lines, statuses = _describe(data, registry, args.schema, limits, args.keys)
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
 
@@ -249,7 +252,11 @@ def _exit_status(statuses: Sequence[str], with_keys: bool) -> int:
 
 
 def _describe(
-    data: bytes, registry: PartyKeyRegistry | None, schema_path: Path | None, limits: dict[str, int]
+    data: bytes,
+    registry: PartyKeyRegistry | None,
+    schema_path: Path | None,
+    limits: dict[str, int],
+    keys_dir: Path | None = None,
 ) -> tuple[list[str], list[str]]:
     """Text lines and signature statuses; tries a release first, then a global model.
 
@@ -277,9 +284,9 @@ def _describe(
             raise protocol.InvalidRelease(
                 as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
             ) from None
-        return _describe_model(view), [r.signature_status.value for r in view.releases]
+        return _describe_model(view, keys_dir), [r.signature_status.value for r in view.releases]
     _check_limits("the release", {"trees": header.n_trees, "nodes": header.n_nodes}, limits)
-    return _describe_release(data, header, schema_path), [header.signature.status.value]
+    return _describe_release(data, header, schema_path, keys_dir), [header.signature.status.value]
 
 
 def _parameters_line(p: TrainingParameters) -> str:
@@ -316,9 +323,20 @@ def _counts_lines(forest, indent: str = "") -> list[str]:
     return lines
 
 
-def _signature_line(status: str, detail: str) -> str:
+def _signature_line(status: str, detail: str, party: str, keys_dir: Path | None) -> str:
+    """A release's signature status as ``inspect`` prints it.
+
+    A party without a key in ``--keys`` is "not verified", not INVALID: after its removal (runbook section 8)
+    its releases in older models are correctly signed, by a key moved out of the directory.
+    """
+    if status == "unknown_party":
+        where = f"in {keys_dir}" if keys_dir is not None else "in the key directory"
+        return (
+            f"not verified: no key for party {party!r} {where} (a retired party? verify with its archived key, "
+            "deploy/README.md section 7)"
+        )
     text = _STATUS_TEXT[status]
-    return f"{text}: {detail}" if status in ("invalid", "unknown_party") else text
+    return f"{text}: {detail}" if status == "invalid" else text
 
 
 def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
@@ -334,7 +352,9 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
     return None
 
 
-def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | None) -> list[str]:
+def _describe_release(
+    data: bytes, header: ReleaseHeader, schema_path: Path | None, keys_dir: Path | None = None
+) -> list[str]:
     import protocol
     from edprf_core.forest import POOLING_NOTE
 
@@ -345,7 +365,7 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
         f"schema fingerprint: {header.schema_fingerprint}",
         f"parameters: {_parameters_line(p)}",
         f"trees: {header.n_trees}, nodes: {header.n_nodes}",
-        f"signature: {_signature_line(header.signature.status.value, header.signature.detail)}",
+        f"signature: {_signature_line(header.signature.status.value, header.signature.detail, header.party_id, keys_dir)}",
     ]
     schema = _find_schema(header.schema_fingerprint, schema_path)
     if schema is None:
@@ -362,7 +382,7 @@ def _describe_release(data: bytes, header: ReleaseHeader, schema_path: Path | No
     return lines
 
 
-def _describe_model(view: GlobalModelView) -> list[str]:
+def _describe_model(view: GlobalModelView, keys_dir: Path | None = None) -> list[str]:
     from edprf_core.count_text import count_text
 
     forest = view.forest
@@ -384,7 +404,7 @@ def _describe_model(view: GlobalModelView) -> list[str]:
                 f"{count_text(r.forest.trees.n_nodes, 'node')}"
             ),
             f"    parameters: {_parameters_line(r.params)}",
-            f"    signature: {_signature_line(r.signature_status.value, r.signature_detail)}",
+            f"    signature: {_signature_line(r.signature_status.value, r.signature_detail, r.party_id, keys_dir)}",
         ]
         lines += _counts_lines(r.forest, indent="    ")
     if len(view.releases) > SHOWN_RELEASES:

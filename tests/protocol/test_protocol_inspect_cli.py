@@ -127,6 +127,39 @@ def test_global_model_output(capsys, tmp_path, forests, party_keys, registry, po
     assert code == 3 and out.count("signature: verified") == 1 and "signature: INVALID" in out
 
 
+def test_a_removed_party_s_release_is_not_verified_rather_than_invalid(
+    capsys, tmp_path, forests, party_keys, registry, policy, wall_schema, keys_dir
+):
+    """Review (day-2 operations, finding 8): after the runbook's removal of a party (its public key moved out of
+    keys-dir), its correctly signed releases in older models printed "signature: INVALID (no registered key for
+    this party)"; an analyst read a forgery.  Not verified (exit 3 with --keys, as for an unsigned release), and
+    named as what it is; a bad signature stays INVALID."""
+    accepted = [
+        decode_release(encode_release(forests[WALL, "binary"], p, party_keys[p]), wall_schema, policy, registry)
+        for p in ("hospital-a", "hospital-b")
+    ]
+    path = save_atomic(tmp_path / "global.edprf", build_global_model(wall_schema, accepted, {"run_id": "r-1"}))
+    retired = tmp_path / "retired-keys"
+    retired.mkdir()
+    (keys_dir / "hospital-b.pub.pem").rename(retired / "hospital-b.pub.pem")
+    code, out = inspect(capsys, path, "--keys", keys_dir)
+    assert code == 3 and "INVALID" not in out
+    assert out.count("signature: verified") == 1
+    assert (
+        f"signature: not verified: no key for party 'hospital-b' in {keys_dir} (a retired party? verify with its "
+        "archived key, deploy/README.md section 7)"
+    ) in out
+    (retired / "hospital-b.pub.pem").rename(keys_dir / "hospital-b.pub.pem")  # the archived key back beside the others
+    code, out = inspect(capsys, path, "--keys", keys_dir)
+    assert code == 0 and out.count("signature: verified") == 2
+
+    release = save_atomic(
+        tmp_path / "b.release", encode_release(forests[WALL, "binary"], "hospital-c", party_keys["hospital-a"])
+    )
+    code, out = inspect(capsys, release, "--keys", keys_dir)
+    assert code == 3 and "signature: not verified: no key for party 'hospital-c'" in out and "INVALID" not in out
+
+
 @pytest.mark.parametrize("content", [b"", b"junk", b"\x08\x01", bytes(range(256))])
 def test_invalid_files_exit_1(capsys, tmp_path, content):
     path = tmp_path / "junk.bin"
