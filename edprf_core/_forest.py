@@ -336,7 +336,12 @@ _ONE_PARTY_PER_PERSON = (
     "is protected at the sum of those parties' epsilons."
 )
 
-FEDERATION_NOTE = f"Across parties, records are assumed disjoint: the global model is {_ONE_PARTY_PER_PERSON}"
+FEDERATION_NOTE = (
+    f"Across parties, records are assumed disjoint: the global model is {_ONE_PARTY_PER_PERSON} Models from the "
+    "same parties add up: a record used by several is protected at the sum of their epsilons."
+)
+"""The federation caveat of a merged forest: records disjoint across parties, and models of the same parties
+composing (sequential composition: the parties' ledgers count every run)."""
 
 POOLING_NOTE = f"Pooled with other parties' releases, the model is {_ONE_PARTY_PER_PERSON}"
 """The federation caveat of one fit (:func:`release_guarantee`): one data holder's model, or one party's release

@@ -223,6 +223,18 @@ def test_one_fit_states_the_pooling_caveat_and_a_merge_what_each_part_spends(wal
     assert headline.endswith(FEDERATION_NOTE) and POOLING_NOTE not in headline
 
 
+def test_a_merged_model_s_guarantee_says_models_of_the_same_parties_add_up(wall):
+    """Review (day-2 operations, finding 11): `edprf evaluate` printed "each part spends at most epsilon = 1 per record
+    in all" while the parties' ledgers showed 3 spent over three models of the same consortium; nothing told the
+    analyst that the models compose."""
+    X, y, schema = wall
+    parts = [EDPRFClassifier(schema, epsilon=1.0, n_trees=1, max_depth=2).fit(X, y).forest_ for _ in range(2)]
+    headline = merge_forests(parts, labels=["a", "b"]).guarantee().splitlines()[0]
+    assert headline.endswith(
+        "Models from the same parties add up: a record used by several is protected at the sum of their epsilons."
+    )
+
+
 def test_the_guarantee_names_only_the_choices_left_to_the_rule(wall):
     """It said "where the trees, depth, bins and marginals share were not given, they were chosen from a DP count"
     when the trees and depth had been given."""
