@@ -514,7 +514,7 @@ def _exclusive(root: Path):
 def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
     from edprf_core.count_text import count_text
 
-    from ._flower_processes import Deployment, Federation, FlowerProcessError, Tls, flower_env
+    from ._flower_processes import Deployment, Federation, FlowerProcessError, ListenerWatch, Tls, flower_env
     from ._run_cmd import run_and_follow
     from ._stop_signals import exit_status, stop_signals
 
@@ -594,11 +594,13 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
             run_config = config_text(run_values)
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
-            with _coordinator_log(dep.logs) as followed:
+            with _coordinator_log(dep.logs) as followed, ListenerWatch(dep) as watch:
                 code = run_and_follow(
                     str(app), "consortium", run_config, env=cli_env, out=followed, resubmission_hint=False
                 )  # [5/5] says how to finish a stopped run, in this command's options
             _print_summary(out, code, submitted, run_values.get("request-tag"))
+            print(watch.summary(), flush=True)
+            code = code or (1 if watch.exposed else 0)
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
             code = exit_status(interrupt)

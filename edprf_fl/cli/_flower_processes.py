@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from edprf_core import EDPRFError
 
@@ -51,6 +51,7 @@ __all__ = [
     "Deployment",
     "Federation",
     "FlowerProcessError",
+    "ListenerWatch",
     "Started",
     "Tls",
     "address_in_use",
@@ -165,8 +166,9 @@ def command_line(pid: int) -> str:
         return ""
 
 
-def listening_sockets(pids: Iterable[int]) -> list[str]:
-    """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``."""
+def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
+    """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``; with ``udp``, also those
+    of their unconnected UDP sockets (``ip:port/udp``: a bound UDP socket takes datagrams from any sender)."""
     inodes = set()
     for pid in pids:
         try:
@@ -177,14 +179,17 @@ def listening_sockets(pids: Iterable[int]) -> list[str]:
         except OSError:
             continue
     found = []
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+    tables = [("/proc/net/tcp", False, "0A", ""), ("/proc/net/tcp6", True, "0A", "")]  # 0A = LISTEN
+    if udp:  # 07 = unconnected (a connected one, 01, only takes its peer's datagrams)
+        tables += [("/proc/net/udp", False, "07", "/udp"), ("/proc/net/udp6", True, "07", "/udp")]
+    for table, v6, state, suffix in tables:
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             cols = line.split()
-            if cols[3] != "0A" or cols[9] not in inodes:  # 0A = LISTEN
+            if cols[3] != state or cols[9] not in inodes:
                 continue
             hex_ip, hex_port = cols[1].split(":")
             raw = bytes.fromhex(hex_ip)
@@ -193,8 +198,61 @@ def listening_sockets(pids: Iterable[int]) -> list[str]:
                 ip = socket.inet_ntop(socket.AF_INET6, raw)
             else:
                 ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
-            found.append(f"{ip}:{int(hex_port, 16)}")
+            found.append(f"{ip}:{int(hex_port, 16)}{suffix}")
     return found
+
+
+class ListenerWatch:
+    """Every ``interval`` seconds while it runs, the TCP listeners and unconnected UDP sockets of a deployment's
+    processes, their descendants included (the ServerApp and ClientApp processes Flower starts during a run).
+
+    Attributes
+    ----------
+    seen : set of str
+        Every address seen (``ip:port``, ``ip:port/udp``).
+    """
+
+    def __init__(self, dep: Deployment, interval: float = 1.0) -> None:
+        self.dep, self.interval = dep, interval
+        self.seen: set[str] = set()
+        self.checks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="listener-watch", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.check()
+            if self._stop.wait(self.interval):
+                return
+
+    def check(self) -> None:
+        self.seen.update(listening_sockets(list(self.dep.remember_tree()), udp=True))
+        self.checks += 1
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    @property
+    def exposed(self) -> list[str]:
+        """The addresses seen that are not on loopback."""
+        return sorted(a for a in self.seen if not a.startswith(f"{LOOPBACK}:"))
+
+    def summary(self) -> str:
+        """One line for the operator: loopback only, or the addresses beyond it (a WARNING)."""
+        if self.exposed:
+            return (
+                f"WARNING: a process of this consortium listened beyond {LOOPBACK} during the run: "
+                f"{', '.join(self.exposed)} (logs in {self.dep.logs})"
+            )
+        return (
+            f"network: every process of this consortium listened on {LOOPBACK} only during the run "
+            f"({len(self.seen)} addresses, TCP and UDP, {self.checks} checks, one a second)"
+        )
 
 
 def listens_on(proc: Started, port: int) -> bool:
@@ -782,7 +840,7 @@ class Federation:
 
     def assert_loopback_only(self) -> list[str]:
         tree = self.dep.remember_tree()
-        listeners = listening_sockets(list(tree))
+        listeners = listening_sockets(list(tree), udp=True)
         if not listeners:
             raise FlowerProcessError("no listening sockets found for the Flower processes")
         if not all(a.startswith(f"{LOOPBACK}:") for a in listeners):
