@@ -20,6 +20,7 @@ from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
+from typing import Literal
 
 from edprf_core.count_text import count_text
 
@@ -29,8 +30,11 @@ from ._ledger import (
     NOT_DP_COUNT_KEY,
     NOT_DP_KEY,
     NOTED_KEY,
+    PARTY_ID_KEY,
     READ_SECONDS,
     LedgerEntry,
+    LedgerOfAnotherVersion,
+    another_party_text,
     dangling_link_text,
     exact_epsilon,
     format_epsilon,
@@ -41,9 +45,9 @@ from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, r
 
 __all__ = ["BudgetState", "LedgerStatus", "read_budget"]
 
-META_KEYS = (LEDGER_ID_KEY, CAP_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY, NOTED_KEY)
-"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id, its cap's trail, the NOT DP trail, the
-notes on them the ClientApp has logged)."""
+META_KEYS = (LEDGER_ID_KEY, PARTY_ID_KEY, CAP_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY, NOTED_KEY)
+"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id and party, its cap's trail, the NOT DP
+trail, the notes on them the ClientApp has logged)."""
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 """``stat`` errors that mean nothing is at the path (not a file that cannot be read)."""
@@ -65,7 +69,8 @@ class LedgerStatus(StrEnum):
     records as spent."""
     UNREADABLE = "unreadable"
     """Something is at the ledger path but it cannot be read as a ledger (:attr:`BudgetState.ledger_error`),
-    or a symbolic link to nothing is (a broken mount or restore; the party refuses to serve): what the party
+    or a symbolic link to nothing is (a broken mount or restore; the party refuses to serve), or it is a ledger
+    of another edprf-fl version or of another party (:attr:`BudgetState.ledger_of_another`): what the party
     spent is unknown."""
     ANCHOR_UNREADABLE = "anchor-unreadable"
     """The anchor cannot be read (:attr:`BudgetState.anchor_error`): the party refuses to serve until it is
@@ -100,6 +105,10 @@ class BudgetState:
         Why the ledger was not read, one line (``no ledger at <path>`` when absent); ``""`` when it was.
     anchor_error : str
         Why the anchor cannot be read, one line; ``""`` when it was read or there is none.
+    ledger_of_another : {"", "version", "party"}
+        ``"version"``: the ledger was written by another edprf-fl version; ``"party"``: it records another party
+        id than the one given to :func:`read_budget`.  :attr:`ledger_error` then says what it records and what
+        to do (never a new ledger path, never a restore over it).  ``""`` otherwise.
     entries : tuple of LedgerEntry
         The ledger's entries, oldest first (empty when it was not read).
     meta : Mapping of str to str
@@ -116,6 +125,7 @@ class BudgetState:
     ledger_absent: bool = False
     ledger_error: str = ""
     anchor_error: str = ""
+    ledger_of_another: Literal["", "version", "party"] = ""
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -180,6 +190,7 @@ def read_budget(
     ledger_path: str | Path,
     cap: float | Fraction | None = None,
     *,
+    party_id: str | None = None,
     max_bytes: int = 1 << 30,
     max_seconds: float = READ_SECONDS,
 ) -> BudgetState:
@@ -193,6 +204,10 @@ def read_budget(
     cap : float or Fraction, optional
         The party's lifetime ε cap (from its policy), for :attr:`BudgetState.remaining` and
         :attr:`BudgetState.over_cap`; taken exactly as the ledger takes it.
+    party_id : str, optional
+        The party's id (its policy's ``party-id``): a ledger that records another one is not read (status
+        :attr:`LedgerStatus.UNREADABLE`, :attr:`BudgetState.ledger_of_another` ``"party"``), as the party
+        refuses it.  A ledger that records none (written before ledgers recorded it) is read.  None: not checked.
     max_bytes, max_seconds
         The bounds of :func:`~client._ledger.read_ledger_readonly` (a larger or slower ledger is unreadable).
 
@@ -226,8 +241,13 @@ def read_budget(
         return _unreadable(base, f"cannot read {path}: {exc.strerror or type(exc).__name__}")
     try:
         entries, meta = read_entries_and_meta_readonly(path, META_KEYS, max_bytes=max_bytes, max_seconds=max_seconds)
+    except LedgerOfAnotherVersion as exc:
+        return replace(_unreadable(base, _one_line(exc)), ledger_of_another="version")
     except ValueError as exc:
         return _unreadable(base, _one_line(exc))
+    recorded_party = meta.get(PARTY_ID_KEY)
+    if party_id is not None and recorded_party is not None and recorded_party != party_id:
+        return replace(_unreadable(base, another_party_text(path, recorded_party, party_id)), ledger_of_another="party")
     in_ledger = total_spent(entries)
     beyond = carried(anchor, meta.get(LEDGER_ID_KEY), in_ledger)
     if anchor_error:

@@ -14,8 +14,14 @@ readers).  A request's ε is taken as the shortest decimal of its float
 (``spent + ε > cap`` refused) use :class:`fractions.Fraction`, so no rounding
 can let a spend slip past the cap.  A ledger of another version (other
 columns, such as one written before this column existed) is refused, not
-migrated: it stays the record of what the party spent, and the party is
-given a new ledger path.
+migrated: it stays the record of what the party spent, read by the edprf-fl
+version that wrote it.  The party is never given a new ledger path in its
+place: a new ledger starts at 0 and would forget that spend.
+
+A ledger belongs to one party: its ``ledger_meta`` records the party id it was
+created for (:data:`PARTY_ID_KEY`), and a party refuses a ledger recorded for
+another id (one copied from another party's directory).  A ledger written
+before the id was recorded gets it at its next opening for writing.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ __all__ = [
     "BudgetLedger",
     "EntryState",
     "LedgerEntry",
+    "LedgerOfAnotherParty",
+    "LedgerOfAnotherVersion",
     "dangling_link_text",
     "exact_epsilon",
     "format_epsilon",
@@ -136,6 +144,9 @@ metrics), one line each: ``<UTC time>: request <id> (run <id>): <what>``; the fi
 NOT_DP_COUNT_KEY = "not-dp-reply-count"
 """The ``ledger_meta`` key of how many replies were not differentially private (every one, kept line or not)."""
 KEPT_NOT_DP_LINES = 50
+PARTY_ID_KEY = "party-id"
+"""The ``ledger_meta`` key of the id of the party the ledger belongs to (its policy's ``party-id``), recorded when
+the party creates the ledger (or first opens for writing one written before it was recorded)."""
 NOTED_KEY = "noted-notes"
 """The ``ledger_meta`` key of the party check's notes on this ledger's history that the ClientApp has logged at
 WARNING, one mark per note and ledger state, one per line (:mod:`client._noted_notes`); what the ledger counts
@@ -154,6 +165,70 @@ def dangling_link_text(path: Path) -> str:
         f"{path} is a symbolic link to {os.readlink(path)}, which does not exist (a broken mount, or a restore "
         "that left the link without the ledger?)"
     )
+
+
+class LedgerOfAnotherVersion(ValueError):
+    """A ledger whose ``spends`` table has other columns: written by another edprf-fl version (the message says
+    what it records and what to do; never a new ledger path)."""
+
+
+class LedgerOfAnotherParty(ValueError):
+    """A ledger whose ``ledger_meta`` records another party's id (copied from another party's directory?)."""
+
+
+def another_version_text(path: Path, columns: frozenset[str], recorded: Fraction | None) -> str:
+    """Why the ledger at ``path``, whose ``spends`` table has ``columns``, is not read, and what to do, in one line.
+
+    ``recorded`` is what its ``epsilon_exact`` column sums to (None: no such column, or not readable).  The advice
+    never resets the budget: a new ledger path would start at 0 and forget what this file records.
+    """
+    held = (
+        f"it records {format_epsilon(recorded)} spent (the sum of its epsilon_exact column)"
+        if recorded is not None
+        else "how much it records cannot be read by this version"
+    )
+    differences = [
+        f"{what} {', '.join(repr(c[:40]) for c in sorted(names)[:10])}"
+        for what, names in (("unknown columns", columns - LEDGER_COLUMNS), ("lacks", LEDGER_COLUMNS - columns))
+        if names
+    ]
+    return (
+        f"ledger {path}: a ledger written by another edprf-fl version (its spends table: {'; '.join(differences)}), "
+        f"which this version cannot read; {held}. It is this party's record of spent "
+        "epsilon: keep the file (and its anchor) where it is and run the edprf-fl version that wrote it; do not give "
+        "the party a new ledger path (a new ledger starts at 0 and forgets this spend)"
+    )
+
+
+def another_party_text(path: Path, recorded: str, party_id: str) -> str:
+    """Why the ledger at ``path``, recorded for party ``recorded`` (untrusted text), is refused for ``party_id``."""
+    shown = repr(recorded[:64] + ("..." if len(recorded) > 64 else ""))
+    return (
+        f"ledger {path}: expected a ledger of party {party_id!r} (the policy's party-id), got one of party {shown}: "
+        f"a ledger copied from another party's directory? it counts {shown}'s spend, not this party's; give this "
+        "party its own ledger (and the anchor beside it) back, from its backup if need be"
+    )
+
+
+def recorded_in_exact_column(db: sqlite3.Connection, where: str) -> Fraction | None:
+    """The sum of the ``epsilon_exact`` column of the ``spends`` table on ``db`` (a ledger of any version), each value
+    checked as the ledger writes it; None when there is no such column, more than :data:`MAX_READ_ROWS` rows, or a
+    value that is not an exact ε."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+    if "epsilon_exact" not in columns:
+        return None
+    total = Fraction(0)
+    try:
+        rows = db.execute(f"SELECT epsilon_exact FROM spends LIMIT {MAX_READ_ROWS + 1}").fetchall()
+        if len(rows) > MAX_READ_ROWS:
+            return None
+        for (text,) in rows:
+            if not isinstance(text, str):
+                return None
+            total += _checked_exact(text, where)
+    except (ValueError, sqlite3.Error):
+        return None
+    return total
 
 
 def _cap_text(value: str) -> str:
@@ -206,9 +281,20 @@ class BudgetLedger:
     cap : float in (0, inf)
         The party's lifetime ε cap (from its policy).  Every entry, reserved,
         released or failed, counts against it (sequential composition).
+    party_id : str, optional
+        The party the ledger belongs to (its policy's ``party-id``): recorded in
+        a new ledger, or in one written before it was recorded (logged), and
+        checked against the one recorded.  None: not checked, not recorded.
+
+    Raises
+    ------
+    LedgerOfAnotherVersion
+        The file is a ledger of another edprf-fl version (left unchanged).
+    LedgerOfAnotherParty
+        The ledger records another party id than ``party_id`` (left unchanged).
     """
 
-    def __init__(self, path: str | Path, cap: float) -> None:
+    def __init__(self, path: str | Path, cap: float, party_id: str | None = None) -> None:
         self.path = Path(path)
         if dangling := dangling_link_text(self.path):
             raise ValueError(f"ledger {dangling}: the party refuses to serve rather than start a new ledger there")
@@ -221,12 +307,21 @@ class BudgetLedger:
         anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts
         with self._connect() as db:
             db.executescript(_SCHEMA)
-            with _immediate(db):  # the id, the carried spend and the cap: one transaction
+            with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
+                earlier = _meta(db, LEDGER_ID_KEY) is not None
+                party_recorded = self._record_party(db, party_id, earlier)
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
                 spent, carried_note = self._carry(db, anchor)
                 cap_change = self._record_cap(db)
             if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
                 self._anchor(db)
+        if party_recorded:
+            log.info(
+                "ledger %s: written before ledgers recorded their party: now recorded as party %r (a ledger of "
+                "another party is refused from now on)",
+                self.path,
+                party_id,
+            )
         if carried_note:
             log.warning("ledger %s: %s", self.path, carried_note)
         if cap_change:
@@ -282,6 +377,25 @@ class BudgetLedger:
                 log.warning("ledger %s: %s", self.path, note)
         return missing
 
+    def _record_party(self, db: sqlite3.Connection, party_id: str | None, earlier: bool) -> bool:
+        """Check the ledger's party against ``party_id``, recording it when none is (inside ``db``'s transaction);
+        True when an ``earlier`` ledger (one that existed before this opening) got it recorded now.
+
+        Raises
+        ------
+        LedgerOfAnotherParty
+            The ledger records another party (the transaction is rolled back: nothing written).
+        """
+        if party_id is None:
+            return False
+        recorded = _meta(db, PARTY_ID_KEY)
+        if recorded is None:
+            db.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (PARTY_ID_KEY, party_id))
+            return earlier
+        if recorded != party_id:
+            raise LedgerOfAnotherParty(another_party_text(self.path, str(recorded), party_id))
+        return False
+
     def _record_cap(self, db: sqlite3.Connection) -> str:
         """Keep the lifetime cap this ledger is opened with, and a line for every change of it (inside ``db``'s
         transaction; the policy is the operator's to change, the ledger keeps the trail that ``edprf party
@@ -316,14 +430,11 @@ class BudgetLedger:
         db = sqlite3.connect(self.path, timeout=30.0)
         try:
             columns = frozenset(row[1] for row in db.execute("PRAGMA table_info(spends)"))
+            recorded = recorded_in_exact_column(db, str(self.path)) if columns != LEDGER_COLUMNS else None
         finally:
             db.close()
         if columns and columns != LEDGER_COLUMNS:
-            raise ValueError(
-                f"ledger {self.path}: expected the columns {sorted(LEDGER_COLUMNS)}, got {sorted(columns)} (a ledger "
-                "of another version); keep that file as the record of what this party spent and give the party a "
-                "new ledger path"
-            )
+            raise LedgerOfAnotherVersion(another_version_text(self.path, columns, recorded))
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -693,12 +804,9 @@ def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:
     kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
     if kinds != ["table"]:
         raise ValueError(f"{p} is an SQLite database but not a party's ledger (no spends table)")
-    columns = {row[1] for row in db.execute("PRAGMA table_info(spends)")}
+    columns = frozenset(row[1] for row in db.execute("PRAGMA table_info(spends)"))
     if columns != LEDGER_COLUMNS:
-        raise ValueError(
-            f"{p} is an SQLite database but not a ledger of this version (spends expected the columns "
-            f"{', '.join(sorted(LEDGER_COLUMNS))})"
-        )
+        raise LedgerOfAnotherVersion(another_version_text(p, columns, recorded_in_exact_column(db, str(p))))
     cursor = db.execute(
         f"SELECT request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, "
         f"epsilon_exact FROM spends ORDER BY id LIMIT {MAX_READ_ROWS + 1}"
@@ -784,7 +892,7 @@ def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callabl
     except OSError as exc:
         raise ValueError(f"cannot read {p}: {exc.strerror}") from None
     if not magic:  # a party stopped between creating its ledger file and writing its tables
-        raise ValueError(f"{p} is empty: a ledger file created but never written; it records no spend")
+        raise ValueError(f"{p} is empty: a ledger file created but never written; the file itself records no spend")
     if magic != b"SQLite format 3\x00":
         raise ValueError(f"{p} is not an SQLite database (expected a party's ledger)")
     target = p.resolve()

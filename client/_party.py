@@ -272,7 +272,7 @@ class Party:
         if setup.signing_key_path is not None:
             _check_key_file(setup.signing_key_path)
         try:
-            self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap)
+            self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap, self.policy.party_id)
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"ledger {setup.ledger_path} cannot be opened for writing: {exc}") from None
 

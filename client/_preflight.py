@@ -368,9 +368,12 @@ def _signing_key(path: Path | None, report: PreflightReport) -> None:
 
 
 def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
-    state = read_budget(path, policy.lifetime_epsilon_cap)
+    state = read_budget(path, policy.lifetime_epsilon_cap, party_id=policy.party_id)
     if state.anchor_error:
         report._add("problem", state.anchor_path, state.anchor_error)
+        return
+    if state.ledger_of_another:  # its text says what it records and what to do (no restore over it)
+        report._add("problem", path, state.ledger_error)
         return
     if state.status is LedgerStatus.UNREADABLE:
         report._add(

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
         logging.getLogger("edprf").debug("budget failed", exc_info=True)
         kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
-        print(f"edprf budget: error: {kind}{terminal_safe(' '.join(str(exc).split()), 500)}", file=sys.stderr)
+        print(f"edprf budget: error: {kind}{terminal_safe(' '.join(str(exc).split()), 1000)}", file=sys.stderr)
         return 1
 
 
@@ -109,8 +109,15 @@ def _show(args: argparse.Namespace) -> int:
 
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
-    cap = load_policy(args.policy).lifetime_epsilon_cap if args.policy else args.cap
-    state = read_budget(args.ledger, cap, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
+    policy = load_policy(args.policy) if args.policy else None
+    cap = policy.lifetime_epsilon_cap if policy is not None else args.cap
+    state = read_budget(
+        args.ledger,
+        cap,
+        party_id=None if policy is None else policy.party_id,
+        max_bytes=args.max_bytes,
+        max_seconds=args.max_seconds,
+    )
     _refuse_unread(state)
     entries, meta = state.entries, state.meta
     cap_source = "--policy" if args.policy else "--cap" if cap is not None else None
@@ -282,7 +289,21 @@ def _refuse_unread(state: BudgetState) -> None:
     if state.in_ledger is None:  # unreadable; or absent, its anchor unreadable: the anchor is what to restore
         if state.ledger_absent:
             raise ValueError(state.anchor_error)
-        raise ValueError(state.ledger_error + (f"; and {state.anchor_error}" if state.anchor_error else ""))
+        raise ValueError(state.ledger_error + _anchor_beside(state))
+
+
+def _anchor_beside(state: BudgetState) -> str:
+    """What the anchor beside an unread ledger records (or why it cannot be read), as the end of its error line."""
+    from client import format_epsilon
+
+    if state.anchor_error:
+        return f"; and {state.anchor_error}"
+    if state.anchor is None:
+        return ""
+    said = f"; its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent"
+    if state.ledger_of_another:
+        return said
+    return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 
 
 _SHOWN_CAP_CHANGES = 10

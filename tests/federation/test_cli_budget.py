@@ -120,8 +120,34 @@ def test_budget_refuses_an_old_ledger_in_one_line_without_changing_it(tmp_path, 
     before = path.read_bytes()
     assert main(["budget", str(path), "--cap", "1"]) == 1
     err = capsys.readouterr().err
-    assert "not a ledger of this version" in err and len(err.strip().splitlines()) == 1
+    assert "a ledger written by another edprf-fl version" in err and len(err.strip().splitlines()) == 1
+    assert "do not give the party a new ledger path (a new ledger starts at 0 and forgets this spend)" in err
+    assert "how much it records cannot be read by this version" in err  # no epsilon_exact column
     assert path.read_bytes() == before
+
+
+def test_budget_shows_what_a_ledger_of_another_version_records_and_never_advises_a_new_path(tmp_path, capsys):
+    """Ops review finding 2: the error said 'give the party a new ledger path', which starts a ledger at 0 with
+    the whole cap; `edprf budget` could not show what the old ledger spent."""
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    ledger = BudgetLedger(path, cap=2.0)
+    ledger.reserve("r1", "release", 1.0)
+    ledger.reserve("r2", "evaluation", 0.1)
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE spends ADD COLUMN future_column TEXT")  # a ledger of a later version
+    db.commit()
+    db.close()
+    assert main(["budget", str(path), "--cap", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "it records 1.1 spent (the sum of its epsilon_exact column)" in err
+    assert "run the edprf-fl version that wrote it" in err and "keep the file" in err
+    assert "its anchor ledger-anchor.json records 1.1 spent" in err
+    assert "give the party a new ledger path" not in err.replace("do not give the party a new ledger path", "")
+    with pytest.raises(ValueError, match=r"it records 1\.1 spent") as refused:
+        BudgetLedger(path, cap=2.0)
+    assert "do not give the party a new ledger path" in str(refused.value)
 
 
 def _fifo(tmp_path):
@@ -145,7 +171,7 @@ def _fifo(tmp_path):
         ),
         (
             lambda d: (d / "empty.sqlite").write_bytes(b"") or str(d / "empty.sqlite"),
-            "is empty: a ledger file created but never written; it records no spend",
+            "is empty: a ledger file created but never written; the file itself records no spend",
         ),
     ],
 )
@@ -262,3 +288,16 @@ def test_an_unreadable_ledger_and_anchor_are_both_named(tmp_path, capsys):
     assert main(["budget", str(path), "--cap", "2"]) == 1
     err = capsys.readouterr().err
     assert "not an SQLite database" in err and "; and ledger anchor " in err
+
+
+def test_budget_on_an_empty_ledger_file_says_what_its_anchor_records(tmp_path, capsys):
+    """Ops review finding 9: a 0-byte ledger was said to record no spend while its anchor recorded 2."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=3.0).reserve("r1", "release", 2.0)
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    path.write_bytes(b"")  # a ledger file created but never written (a restore that truncated it)
+    assert main(["budget", str(path), "--cap", "3"]) == 1
+    err = capsys.readouterr().err
+    assert "the file itself records no spend; its anchor ledger-anchor.json records 2 spent" in err
+    assert "it records no spend" not in err and err.count("\n") == 1

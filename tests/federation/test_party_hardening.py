@@ -478,9 +478,10 @@ def test_a_ledger_of_an_earlier_schema_is_refused_in_one_line_and_left_unchanged
     path = tmp_path / "old.sqlite"
     _legacy_ledger(path, [0.5, 0.3])
     before = path.read_bytes()
-    with pytest.raises(ValueError, match="a ledger of another version") as exc:
+    with pytest.raises(ValueError, match="a ledger written by another edprf-fl version") as exc:
         BudgetLedger(path, cap=1.0)
-    assert "\n" not in str(exc.value) and str(path) in str(exc.value) and "new ledger path" in str(exc.value)
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)
+    assert "do not give the party a new ledger path (a new ledger starts at 0 and forgets this spend)" in str(exc.value)
     assert path.read_bytes() == before
 
 
