@@ -9,7 +9,8 @@ SQLite more than ``--max-seconds`` to read) is a one-line error with exit
 code 1, never a traceback.  Every text from the file is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
 Sums are exact.  ``--release REQUEST_ID --out FILE`` writes the bytes the party released under that id
-(:func:`client.read_release_readonly`) for ``edprf inspect``.  The ledger and its anchor are read by :func:`client.read_budget`
+(:func:`client.read_release_readonly`) for ``edprf inspect``; ``--backup-to FILE`` a consistent copy of the ledger
+for the party's backups (:func:`client.backup_ledger`, SQLite's online backup; the anchor is not copied).  The ledger and its anchor are read by :func:`client.read_budget`
 (as ``edprf party check`` and ``edprf consortium`` read them): the spend shown is
 the one the party counts, the anchor's record beyond the entries included.
 """
@@ -26,6 +27,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from edprf_core.count_text import count_text
 
 from ._arg_types import positive_finite
 from ._model_args import add_force_argument, refuse_existing_outputs
@@ -79,13 +82,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "`edprf inspect`; nothing else is shown",
     )
     p.add_argument("--out", type=Path, default=None, help="with --release: the file to write (owner-only)")
-    add_force_argument(p, "with --release: overwrite --out if it exists")
+    p.add_argument(
+        "--backup-to",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="write a consistent copy of the ledger to FILE (owner-only; SQLite's online backup, which holds the "
+        "spend still in the ledger's -wal file, unlike cp) for the party's backups; the anchor is not copied: it "
+        "stays where it is; nothing else is shown",
+    )
+    add_force_argument(p, "with --release or --backup-to: overwrite the file written if it exists")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``edprf budget``: any failure is one sanitized line on stderr and exit code 1."""
     try:
+        if args.backup_to is not None:
+            return _write_backup(args)
         return _write_release(args) if args.release is not None else _show(args)
     except KeyboardInterrupt:
         raise
@@ -249,6 +263,33 @@ def _write_release(args: argparse.Namespace) -> int:
     )
     print(
         f"see what it says: edprf inspect {args.out} --schema <the party's schema> --keys <dir of <party_id>.pub.pem>"
+    )
+    return 0
+
+
+def _write_backup(args: argparse.Namespace) -> int:
+    """``--backup-to FILE``: a consistent copy of the ledger (SQLite's online backup), written owner-only."""
+    from client import anchor_path, backup_ledger, format_epsilon
+
+    if args.release is not None:
+        raise ValueError("--backup-to copies the whole ledger: leave out --release (and --out)")
+    if args.json:
+        raise ValueError("--backup-to writes a file and says so in one line: leave out --json")
+    if not args.max_seconds > 0:
+        raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
+    ledger = Path(args.ledger)
+    refuse_existing_outputs([(f"--backup-to {args.backup_to}", args.backup_to)], args.force)
+    copy = backup_ledger(ledger, args.backup_to, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
+    held = (
+        "a ledger of another edprf-fl version, copied as it is"
+        if copy.entries is None
+        else f"{count_text(copy.entries, 'entry', 'entries')}, {format_epsilon(copy.spent)} spent"
+    )
+    print(f"wrote {args.backup_to}: a consistent copy of {ledger} ({held}; owner-only)")
+    print(
+        f"its anchor {anchor_path(ledger).name} is not in the copy and must not be backed up with it: to restore, put "
+        f"the copy in place of {ledger.name} only (no {ledger.name}-wal or -shm), leave the anchor where it is, then "
+        "run `edprf party check`"
     )
     return 0
 

@@ -1,0 +1,138 @@
+"""A consistent copy of a party's ledger, for its backups (``edprf budget LEDGER --backup-to FILE``).
+
+A ledger is an SQLite database in write-ahead mode: a committed spend can sit in ``ledger.sqlite-wal`` until
+SQLite checkpoints it into ``ledger.sqlite``, so ``cp ledger.sqlite`` can copy a file that lacks the latest
+reservations (ops review finding 4).  :func:`backup_ledger` copies with SQLite's online backup API, which
+reads the database as one transaction sees it, the write-ahead log included, while the party may go on
+writing.
+
+The copy is the ledger alone: its anchor (``ledger-anchor.json``) is not copied.  The anchor stays where it is
+and, when a backup is restored in place of the ledger, makes the party count what it spent after the backup
+(:mod:`client._ledger_anchor`); a backup restored together with its anchor would undo that.  Reading never
+writes to the ledger (it is read as :func:`client.read_ledger_readonly` reads it: read-only, bounded in time,
+the file untrusted).  Privacy cost: none; the copy holds what the ledger holds (the hold-out split's secret
+salt, the released bytes), so it is written readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from protocol import OWNER_ONLY_FILE
+
+from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
+
+__all__ = ["LedgerBackup", "backup_ledger"]
+
+_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+@dataclass(frozen=True)
+class LedgerBackup:
+    """What :func:`backup_ledger` wrote.
+
+    Attributes
+    ----------
+    path : Path
+        The copy.
+    entries : int or None
+        How many entries the copy holds; None for a ledger of another edprf-fl version (copied as it is).
+    spent : Fraction or None
+        The exact sum of the copy's entries (without what its anchor records beyond them); None as ``entries``.
+    """
+
+    path: Path
+    entries: int | None
+    spent: Fraction | None
+
+
+def backup_ledger(
+    ledger: str | Path, target: str | Path, max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> LedgerBackup:
+    """Write a consistent copy of the ledger at ``ledger`` to ``target`` (mode 0600, replaced atomically).
+
+    Parameters
+    ----------
+    ledger : str or Path
+        The party's ledger; read-only, with :func:`client.read_ledger_readonly`'s checks and bounds.  A ledger
+        of another edprf-fl version is copied too (it is a record of spend all the same).
+    target : str or Path
+        The copy; its directory must exist.  An existing file is replaced (the caller refuses that without
+        ``--force``).
+    max_bytes, max_seconds
+        As :func:`client.read_ledger_readonly`.
+
+    Returns
+    -------
+    LedgerBackup
+        The copy's path, and the entries and spend it holds, read back from the copy.
+
+    Raises
+    ------
+    ValueError
+        The ledger cannot be read as one (one line, as :func:`client.read_ledger_readonly`); ``target`` is the
+        ledger itself or one of SQLite's files beside it.
+    OSError
+        The copy cannot be written (``target`` is left as it was).
+    """
+    source, target = Path(ledger), Path(target)
+    if _is_ledger_file(target, source):
+        raise ValueError(f"--backup-to {target}: that is the ledger itself (or one of its files); choose another file")
+    written: list[Path] = []  # a read done again (the party wrote meanwhile) writes a new copy: the last one counts
+
+    def copy(db: sqlite3.Connection) -> Path:
+        kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
+        if kinds != ["table"]:
+            raise ValueError(f"{source} is an SQLite database but not a party's ledger (no spends table)")
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)  # created owner-only (mkstemp); SQLite writes into it
+        written.append(Path(name))
+        copy_db = sqlite3.connect(name)
+        try:
+            db.backup(copy_db)
+        finally:
+            copy_db.close()
+        return Path(name)
+
+    try:
+        copied = _read_ledger_file(source, max_bytes, max_seconds, copy)
+        os.chmod(copied, OWNER_ONLY_FILE)
+        _fsync(copied)
+        os.replace(copied, target)
+        _fsync(target.parent)
+    finally:
+        for name in written:
+            for path in (name, *(name.with_name(name.name + s) for s in _SIDECARS)):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+    try:
+        entries = read_ledger_readonly(target, max_bytes=max_bytes, max_seconds=max_seconds)
+    except LedgerOfAnotherVersion:
+        return LedgerBackup(target, None, None)
+    return LedgerBackup(target, len(entries), total_spent(entries))
+
+
+def _is_ledger_file(target: Path, ledger: Path) -> bool:
+    """``target`` is the ledger, or its ``-wal``, ``-shm`` or ``-journal`` file."""
+    try:
+        resolved, source = target.resolve(), ledger.resolve()
+    except OSError:
+        return False
+    return resolved in (source, *(source.with_name(source.name + s) for s in _SIDECARS))
+
+
+def _fsync(path: Path) -> None:
+    """Persist ``path`` (a file, or a directory's entries on POSIX)."""
+    if path.is_dir() and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
