@@ -42,7 +42,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TypeVar
 
-from edprf_core import BudgetError
+from edprf_core import BudgetError, EDPRFError
 from edprf_core.count_text import count_text
 from protocol import create_owner_only_file
 
@@ -167,12 +167,12 @@ def dangling_link_text(path: Path) -> str:
     )
 
 
-class LedgerOfAnotherVersion(ValueError):
+class LedgerOfAnotherVersion(EDPRFError, ValueError):
     """A ledger whose ``spends`` table has other columns: written by another edprf-fl version (the message says
     what it records and what to do; never a new ledger path)."""
 
 
-class LedgerOfAnotherParty(ValueError):
+class LedgerOfAnotherParty(EDPRFError, ValueError):
     """A ledger whose ``ledger_meta`` records another party's id (copied from another party's directory?)."""
 
 
