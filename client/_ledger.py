@@ -205,7 +205,7 @@ def another_party_text(path: Path, recorded: str, party_id: str) -> str:
     shown = repr(recorded[:64] + ("..." if len(recorded) > 64 else ""))
     return (
         f"ledger {path}: expected a ledger of party {party_id!r} (the policy's party-id), got one of party {shown}: "
-        f"a ledger copied from another party's directory? it counts {shown}'s spend, not this party's; give this "
+        f"a ledger copied from another party's directory? it counts the spend of {shown}, not this party's; give this "
         "party its own ledger (and the anchor beside it) back, from its backup if need be"
     )
 
