@@ -206,7 +206,8 @@ def another_party_text(path: Path, recorded: str, party_id: str) -> str:
     return (
         f"ledger {path}: expected a ledger of party {party_id!r} (the policy's party-id), got one of party {shown}: "
         f"a ledger copied from another party's directory? it counts the spend of {shown}, not this party's; give this "
-        "party its own ledger (and the anchor beside it) back, from its backup if need be"
+        "party its own ledger (and the anchor beside it) back, from its backup if need be; if this policy's party-id was "
+        "changed, change it back (a party keeps the id its ledger was written for: a new ledger would start at 0)"
     )
 
 
