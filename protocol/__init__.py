@@ -47,7 +47,13 @@ from ._keys import (
     save_public_key,
 )
 from ._model_header import ModelHeader, peek_global_model
-from ._owner_only import OWNER_ONLY_DIR, OWNER_ONLY_FILE, create_owner_only_file, make_owner_only_dirs
+from ._owner_only import (
+    OWNER_ONLY_DIR,
+    OWNER_ONLY_FILE,
+    create_owner_only_file,
+    make_owner_only_dirs,
+    open_owner_only,
+)
 from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registration import registration_problem, registration_text
@@ -98,6 +104,7 @@ __all__ = [
     "load_public_key",
     "logging_to",
     "make_owner_only_dirs",
+    "open_owner_only",
     "peek_global_model",
     "read_release_header",
     "recorded_spend",

@@ -6,7 +6,9 @@ global model, the spend record and the run's output directories name the consort
 and what each was charged (:mod:`server`).  They are created with mode 0600 (files) and 0700 (directories),
 instead of what the umask leaves (0644 and 0755 under the common 022); the modes are set explicitly after
 creation.  A directory or file that exists already keeps its mode (an operator may have given one to a backup
-group on purpose); files replaced whole go through :func:`protocol.save_atomic` with ``mode=OWNER_ONLY_FILE``.
+group on purpose); files replaced whole go through :func:`protocol.save_atomic` with ``mode=OWNER_ONLY_FILE``, and
+files written in place through :func:`open_owner_only` (the commands' patient-level outputs, the simulation's
+copies of its input rows).
 
 Privacy: none of this reads or releases anything; it narrows who on the host can read what is written.
 """
@@ -14,9 +16,11 @@ Privacy: none of this reads or releases anything; it narrows who on the host can
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+from typing import IO, Literal, overload
 
-__all__ = ["OWNER_ONLY_DIR", "OWNER_ONLY_FILE", "create_owner_only_file", "make_owner_only_dirs"]
+__all__ = ["OWNER_ONLY_DIR", "OWNER_ONLY_FILE", "create_owner_only_file", "make_owner_only_dirs", "open_owner_only"]
 
 OWNER_ONLY_FILE = 0o600
 """Mode of the owner-only files."""
@@ -71,3 +75,42 @@ def create_owner_only_file(path: str | Path) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+@overload
+def open_owner_only(path: str | Path, binary: Literal[False] = False) -> IO[str]: ...
+@overload
+def open_owner_only(path: str | Path, binary: Literal[True]) -> IO[bytes]: ...
+
+
+def open_owner_only(path: str | Path, binary: bool = False) -> IO[str] | IO[bytes]:
+    """``path`` opened for writing, empty, with mode :data:`OWNER_ONLY_FILE` (text: UTF-8, newlines as written).
+
+    A new file is created with that mode; an existing one (replaced with ``--force``) is given it before it is
+    emptied, so that a file this user may write but not chmod is refused as it was, not emptied.  A symbolic link
+    is refused (``--force`` included: its target, perhaps a shared file, would lose its mode and its content).  A
+    path that is not a regular file (a FIFO, a device) is opened as it is.
+
+    Raises
+    ------
+    OSError
+        With ``path`` as its file name: the file cannot be created, opened or given mode 0600, or is a symbolic
+        link.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, OWNER_ONLY_FILE)
+    except OSError as exc:
+        if os.path.islink(path):  # O_NOFOLLOW: the link's target would be made owner-only and emptied
+            raise OSError(exc.errno, "a symbolic link: give the path of the file itself", str(path)) from None
+        raise
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, OWNER_ONLY_FILE)
+            os.ftruncate(fd, 0)
+    except OSError as exc:
+        os.close(fd)
+        raise OSError(exc.errno, f"cannot make it readable by its owner only ({exc.strerror})", str(path)) from None
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")

@@ -79,6 +79,9 @@ def output_dir(
 ) -> Path:
     """A directory for this run's files: never a mix of an old run's and this one's.
 
+    A directory created here (and each missing parent) has mode 0700, whatever the umask, as a temporary one
+    has; an existing one keeps its mode.
+
     Parameters
     ----------
     output : str or None
@@ -95,6 +98,8 @@ def output_dir(
     ValueError
         ``output`` holds one of ``run_files`` and ``overwrite`` is off.
     """
+    from protocol import make_owner_only_dirs
+
     if not output:
         return Path(tempfile.mkdtemp(prefix=temp_prefix))
     out_dir = Path(output)
@@ -106,7 +111,7 @@ def output_dir(
         )
     for target in [path for pattern in old for path in out_dir.glob(pattern)]:
         shutil.rmtree(target) if target.is_dir() else target.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_owner_only_dirs(out_dir)  # the run writes copies of its input rows there: 0700 if created here
     return out_dir
 
 
@@ -224,11 +229,13 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
     import tomli_w
 
     from edprf_fl.simulation import prepare_workspace
+    from protocol import open_owner_only
 
     out_dir = out_dir.resolve()  # the command runs from the project directory: paths that hold from anywhere
     cfg = prepare_workspace(settings, out_dir, say).config
     run_config = out_dir / "run-config.toml"
-    run_config.write_text(tomli_w.dumps(cfg.run_config()), encoding="utf-8")
+    with open_owner_only(run_config) as f:
+        f.write(tomli_w.dumps(cfg.run_config()))
     print(
         f"workspace: {cfg.sim_dir}\nrun config: {run_config} (every setting of the coordinator's run)\n"
         "run it from the project directory with:\n"
@@ -252,6 +259,7 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
         report_lines,
         run_simulation,
     )
+    from protocol import open_owner_only
 
     from ._child_process import run_in_child
 
@@ -266,7 +274,8 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
     if report.contributions:
         contributions = out_dir / CONTRIBUTIONS_FILE
         alpha = report.federated.get("parameters", {}).get("flag_alpha")
-        contributions.write_text(contributions_markdown(report.contributions, alpha), encoding="utf-8")
+        with open_owner_only(contributions) as f:
+            f.write(contributions_markdown(report.contributions, alpha))
     if args.json_path:
         report.write_json(Path(args.json_path))
     for line in report_lines(report):

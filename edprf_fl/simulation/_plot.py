@@ -61,7 +61,10 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
     ax.set_title(report_title(report), fontsize=9)
     ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from protocol import open_owner_only
+
+    with open_owner_only(path, binary=True) as f:  # beside the simulation's owner-only report, owner-only too
+        fig.savefig(f, dpi=120, format="png")
     plt.close(fig)
     return path
 

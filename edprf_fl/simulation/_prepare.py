@@ -108,7 +108,10 @@ def load_simulation_data(
 
 
 def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Progress = _quiet) -> PreparedWorkspace:
-    """Split the data, write the parties' directories under ``out_dir / "workspace"``.
+    """Split the data, write the parties' directories under ``out_dir / "workspace"``, readable by their owner only.
+
+    ``out_dir``, the workspace and its directories are created with mode 0700 and its files with mode 0600,
+    whatever the umask: they hold copies of the input rows.
 
     Spends no epsilon: the parties spend theirs when the federation runs.  The simulation made the split,
     so its row counts are public here (unlike in a deployment).
@@ -142,8 +145,10 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     sim_dir = out_dir / "workspace"
     _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
     if split.X_validation is not None:
+        from ._workspace import write_owner_only_csv
+
         validation = split.X_validation.assign(**{schema.label.column: split.y_validation.to_numpy()})
-        validation.to_csv(sim_dir / "validation.csv", index=False)
+        write_owner_only_csv(sim_dir / "validation.csv", validation)
     config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
 

@@ -128,8 +128,11 @@ class SimulationReport:
         return out | {"timings": self.timings.to_dict(), "wall_seconds": self.timings.wall_s}
 
     def write_json(self, path: Path) -> None:
-        """Write :meth:`to_dict` as indented JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=str))
+        """Write :meth:`to_dict` as indented JSON, readable by its owner only (mode 0600, whatever the umask): the
+        coordinator's report is in it, which is owner-only itself."""
+        from ._workspace import write_owner_only_text
+
+        write_owner_only_text(Path(path), json.dumps(self.to_dict(), indent=2, default=str))
 
 
 def simulation_caveats(settings: SimulationSettings) -> list[str]:
