@@ -11,7 +11,8 @@
 # Normal use builds on the official base (`docker build -f deploy/Dockerfile .`, PYTHON_IMAGE
 # defaults to python:3.11-slim from Docker Hub). Containers of the private engine have no bridge:
 # run them with `--network host` and bind every service to 127.0.0.1.
-# Settings (environment): EDPRF_DOCKER_STATE (default /tmp/edprf-docker), EDPRF_STORAGE_DRIVER
+# Settings (environment): EDPRF_DOCKER_STATE (default /tmp/edprf-docker; this user's own, mode 0700: an
+# existing one of another account's, or writable by others, is refused), EDPRF_STORAGE_DRIVER
 # (default overlay2 where an overlay mount works, else vfs), EDPRF_BASE_TAG,
 # EDPRF_IMAGE_TAG, DEBIAN_MIRROR, EDPRF_BUILD_CACHE_KEEP (build cache kept after `image`, default 2GB);
 # EDPRF_BUILD_CA = the PEM bundle pip trusts in the build
@@ -31,6 +32,34 @@ CACHE_KEEP=${EDPRF_BUILD_CACHE_KEEP:-2GB}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 docker_cli() { docker -H "$SOCK" "$@"; }
+
+# The state directory holds dockerd's socket, data root and pid file and the rootfs that becomes the base
+# image, all written as root: it must be this user's alone.  Another account that created a fixed path such
+# as /tmp/edprf-docker first would own what root then puts there (it could swap the rootfs before `docker
+# import`, or the pid file `stop` kills).  A missing directory is created with mode 0700 (missing parents
+# too); an existing one must be a directory, not a link, owned by this user, writable by nobody else; one of
+# this user's that others may read only (an earlier version of this script made it 0755) is narrowed to 0700.
+# $1 = create: make it when missing (engine, base, image); check: only check one that exists (stop).
+private_state() {
+    if [ ! -e "$STATE" ] && [ ! -L "$STATE" ]; then
+        [ "$1" = create ] || return 0
+        (umask 077 && mkdir -p "$STATE") || exit 2  # mode 0700 from creation: never readable by others
+    fi
+    if [ -L "$STATE" ] || [ ! -d "$STATE" ]; then
+        echo "EDPRF_DOCKER_STATE=$STATE: not a directory (or a symbolic link); remove it or set EDPRF_DOCKER_STATE" \
+            "to a directory of your own" >&2
+        exit 2
+    fi
+    owner=$(stat -c %u "$STATE") && mode=$(stat -c %a "$STATE") || exit 2
+    if [ "$owner" != "$(id -u)" ] || [ $((0$mode & 022)) -ne 0 ]; then
+        echo "EDPRF_DOCKER_STATE=$STATE: owned by uid $owner with mode $mode; it must be this user's (uid $(id -u))," \
+            "writable by nobody else: another account may have created it to read or replace what this script" \
+            "puts there (the engine's socket, the base image's rootfs); check and remove it, or set" \
+            "EDPRF_DOCKER_STATE to a directory of your own (created here with mode 0700 when missing)" >&2
+        exit 2
+    fi
+    [ "$mode" = 700 ] || chmod 700 "$STATE"
+}
 
 # The client that builds: BuildKit is required (secret mounts, COPY --chmod). Docker 23+ clients
 # build with the buildx plugin; without it, the classic client of Debian's docker.io (20.10) has
@@ -71,9 +100,13 @@ reachable() {
 }
 
 case "${1:-}" in
+engine | base | image) private_state create ;;
+stop) private_state check ;;
+esac
+
+case "${1:-}" in
 engine)
     command -v dockerd >/dev/null || { echo "dockerd not installed: apt-get install docker.io" >&2; exit 2; }
-    mkdir -p "$STATE"
     if docker_cli info >/dev/null 2>&1; then echo "engine already running: DOCKER_HOST=$SOCK"; exit 0; fi
     driver=${EDPRF_STORAGE_DRIVER:-}
     if [ -z "$driver" ]; then  # overlay2 where an overlay mount works here (not on overlayfs), else vfs
@@ -128,7 +161,6 @@ image)
         secrets="--secret id=ca-bundle,src=$ca"
         echo "build: pip trusts $ca"
     fi
-    mkdir -p "$STATE"
     conf="$STATE/pip-build.conf"
     (umask 077; printf '[global]\n' >"$conf")
     trap 'rm -f "$conf"' EXIT
@@ -162,7 +194,7 @@ stop)
     echo "engine stopped"
     ;;
 *)
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
