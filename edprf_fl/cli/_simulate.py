@@ -25,6 +25,21 @@ __all__ = ["register", "run"]
 
 _RUN_FILES = ("workspace", "global-model.edprf", "report.json", "simulation.json", "accuracy.png", "run-config.toml")
 
+LOCAL_SUPERLINK_STOP = "pkill -u \"$(id -u)\" -f 'flower-superlink --insecure --simulation'"
+"""Stops the local SuperLink ``flwr run`` starts (Flower 1.41 runs it as ``flower-superlink --insecure --simulation
+...``, detached) for this account only; SIGTERM, which it exits on within seconds."""
+
+LOCAL_SUPERLINK_WARNING = (
+    "`flwr run` starts Flower's local SuperLink (flower-superlink --insecure --simulation, on 127.0.0.1, ports 39091 "
+    "and 39093 by default) and leaves it running after the run. It has no TLS and no authentication: any account on this "
+    "machine can list its runs and submit new ones, which run as you, with your access to the data; its database "
+    "(the runs' messages) and log in $FLWR_HOME/local-superlink (~/.flwr by default) are readable by every account "
+    "under the usual umask 022. For data that is not public use `edprf simulate` (no SuperLink, no socket); else run "
+    "`flwr run` under `umask 077`, in a network namespace of its own (docs/federation.md: its ports then exist in "
+    f"that namespace only), and stop the SuperLink when done:\n  {LOCAL_SUPERLINK_STOP}"
+)
+"""What ``--prepare-only`` says of the SuperLink its ``flwr run`` command leaves running (security review)."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -244,8 +259,8 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'
         "(the first variable keeps Flower from installing the app's dependencies from the package index for the "
         "run: this environment has them; the second keeps Ray to this machine's 127.0.0.1 instead of looking up a "
-        "route to a public address; the third keeps Flower from sending usage events to telemetry.flower.ai; "
-        "`flwr run` leaves a local flower-superlink running, stop it when done)"
+        "route to a public address; the third keeps Flower from sending usage events to telemetry.flower.ai)\n"
+        + LOCAL_SUPERLINK_WARNING
     )
     return 0
 

@@ -20,8 +20,9 @@ from ._settings import ENGINES
 __all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
 
 #: ``ray.init`` arguments of every simulation: Ray's node (GCS, raylet, object manager, workers) on
-#: 127.0.0.1 and no dashboard.  ``flwr run`` simulations get the same through
-#: ``[tool.flwr.federations.*.options.backend.init-args]`` in pyproject.toml.
+#: 127.0.0.1 and no dashboard.  ``flwr run`` simulations do not get them (pyproject.toml sets no Ray options; Flower
+#: itself turns the dashboard off): there ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, in the command ``edprf simulate
+#: --prepare-only`` prints, keeps Ray on 127.0.0.1 (:data:`RAY_LOOPBACK_ENV`).
 RAY_LOOPBACK_INIT_ARGS: dict[str, Any] = {
     "_node_ip_address": "127.0.0.1",
     "include_dashboard": False,
