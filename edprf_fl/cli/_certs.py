@@ -18,7 +18,8 @@ Three steps, each writing into ``--out DIR``::
   ``<id>.signing.pem`` / ``<id>.pub.pem``: the release-signing key (Ed25519 by
   default, or P-384) whose public half goes into the coordinator's ``keys-dir``.
 
-Private keys are written with mode 0600.  Existing keys are never replaced
+Private keys are written with mode 0600; ``--out`` and the parents it lacks are
+created with mode 0700, whatever the umask.  Existing keys are never replaced
 unless ``--force`` is given.
 """
 
@@ -163,8 +164,14 @@ def _refuse_overwrite(paths: Sequence[Path], force: bool, what: str) -> None:
 
 
 def _make_dir(path: Path) -> None:
-    if not path.is_dir():
-        path.mkdir(parents=True, mode=0o700)
+    """Create ``--out`` and each missing parent with mode 0700, whatever the umask; existing ones keep theirs.
+
+    The parents were created under the umask (0755 under 022): ``--out local/pki`` left ``local/``, where the
+    runbook then writes the SuperExec secret, readable by every account (security review finding 6).
+    """
+    from protocol import make_owner_only_dirs
+
+    make_owner_only_dirs(path)
 
 
 def _write(path: Path, data: bytes, private: bool) -> Path:
