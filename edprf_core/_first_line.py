@@ -5,7 +5,10 @@ row of data: the reader's option for a headerless file helps) or a file of anoth
 columns: data for another model or dataset, which no option of the reader helps).  Telling the two apart is for
 the message only; the file is refused either way.
 
-Privacy: reads the first line of the caller's own file, for the caller's eyes; nothing is released.
+Privacy: reads the first line of the caller's own file, for the caller's eyes; nothing is released.  A first line
+that names none of the schema's columns may be a row of data (a file without a header whose first row is text:
+names, free-text codes), so the messages give its number of fields, never its cells: a party's log, where the
+message lands, may be forwarded off the host (security review finding 5).
 """
 
 from __future__ import annotations
@@ -71,21 +74,26 @@ def _some(names: list[str]) -> str:
     return shown + (", ..." if len(names) > _SHOWN_NAMES else "")
 
 
-def foreign_header_text(first: str | None, sep: str, schema: Schema) -> str:
+def foreign_header_text(first: str | None, sep: str, schema: Schema, no_header: str = "pass --no-header") -> str:
     """Why a first line that is another table's header is refused, or ``""`` when it is not one.
 
     ``first`` is another table's header when it names none of the schema's columns and does not look like data
     (:func:`looks_like_data`); the caller has ruled out another separator.  The text names the schema, a few
-    of the columns it expects and a few the header names:
-    ``"the file's columns do not match the schema 'bank-marketing': ..."``.
+    of the columns it expects and how many fields the first line has, never its cells (they may be data):
+    ``"the file's columns do not match the schema 'bank-marketing': ..."``.  When that count is the schema's
+    features and label, the layout of a file without a header, it ends with "if it has no header line,
+    ``no_header``" (the words of the caller's option: the ``edprf`` flag, or a party's node config key).
     """
     if not first or schema_column_named(first, sep, schema) or looks_like_data(first, sep, schema):
         return ""
-    names = _cells(first, sep)
+    fields = len(_cells(first, sep))
     features = list(schema.feature_names)
-    return (
+    text = (
         f"the file's columns do not match the schema {schema.name!r}: it expects {_some(features)} "
-        f"({count_text(len(features), 'feature')} and the label {schema.label.column!r}), "
-        f"the header names {_some(names)} ({count_text(len(names), 'column')}): is the file "
-        "data for another model or dataset?"
+        f"({count_text(len(features), 'feature')} and the label {schema.label.column!r}); its first line names "
+        f"none of them ({count_text(fields, 'field')}, none a number or a declared category or class; their text "
+        "is not repeated here, as it may be data): is the file data for another model or dataset?"
     )
+    if fields == len(features) + 1:
+        text += f" If it has no header line (its first line a row of data in the schema's columns), {no_header}"
+    return text

@@ -119,12 +119,12 @@ def refuse_a_first_line_that_is_no_header(
     first: str, sep: str, schema: Schema, hint: str, path: Path, hints: OptionHints | None = None
 ) -> None:
     """Raise :class:`DataValidationError` (naming ``path``) when the first line, split well by ``sep``, is not a
-    header of ``schema``: another table's header (:func:`foreign_header_text`: no option helps), or a row of data
+    header of ``schema``: another table's header (:func:`foreign_header_text`), or a row of data
     (``hint``, :func:`header_hint`'s, is not empty: the file has no header).  Said before "a column twice", which
     a row of data often is.  The two readers (:func:`header_names`, the streamed reader) share it."""
     if separator_hint(first, sep, hints):
         return
-    if foreign := foreign_header_text(first, sep, schema):
+    if foreign := foreign_header_text(first, sep, schema, (hints or OptionHints()).no_header):
         raise DataValidationError(f"{path}: {foreign}")
     if hint:
         raise DataValidationError(f"{path}: the first line is not a header of this schema{hint}")

@@ -154,10 +154,10 @@ def test_parquet_input_reads_the_same_rows(tmp_path):
     assert clf.fit(table.X, table.y).score(table.X, table.y) == clf.fit(X[:300], y[:300]).score(X[:300], y[:300])
 
 
-def test_a_quoted_header_of_another_table_is_named_as_its_cells(tmp_path):
-    """The first-line check split on the separator inside quotes: another table's quoted header named
+def test_a_quoted_header_of_another_table_is_counted_as_its_cells(tmp_path):
+    """The first-line check split on the separator inside quotes: another table's quoted header counted
     '"visit' and 'site"' as two of its columns."""
     path = tmp_path / "other.csv"
     path.write_text('"visit, site","US1","US2"\n' + "a,1,2\n")
-    with pytest.raises(DataValidationError, match=r"the header names 'visit, site', 'US1', 'US2' \(3 columns\)"):
+    with pytest.raises(DataValidationError, match=r"its first line names none of them \(3 fields,"):
         read_table(path, SCHEMA)

@@ -292,8 +292,9 @@ def test_the_frame_check_names_the_frame(tmp_path):
         ("Age,Code,Grade,Outcome", "did you mean 'outcome'?", "not a header"),  # a header, other case
         ("age;code;grade;outcome", "pass --sep ';'", "not a header"),  # a header, another separator
         ("other,other,1", "not a header of this schema", "do not match"),  # data: a declared category, a number
-        # another table's header: no option helps, and none is suggested (it was told to pass --no-header)
-        ("height,weight,colour,result", "the file's columns do not match the schema 'unnamed'", "--no-header"),
+        # another table's header: no option helps, and none is suggested (it was told to pass --no-header); one with
+        # as many fields as a headerless row gets a conditional hint (tests/core/test_first_line_cells.py)
+        ("height,weight,colour,result,ward", "the file's columns do not match the schema 'unnamed'", "--no-header"),
     ],
 )
 def test_a_first_line_of_data_is_told_from_a_header_with_another_case_or_separator(tmp_path, first, said, not_said):

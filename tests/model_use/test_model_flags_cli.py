@@ -154,8 +154,12 @@ def test_data_of_another_schema_is_named_so_before_any_banner(tmp_path, bank_mod
     argv[2] = str(wall_model["data"])
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert f"edprf {command}: error: {wall_model['data']}: {FOREIGN}, ... (15 features and the label 'y'), the " in err
-    assert "the header names 'US1', 'US2', 'US3', 'US4', ... (25 columns): is the file data for another model" in err
+    assert (
+        f"edprf {command}: error: {wall_model['data']}: {FOREIGN}, ... (15 features and the label 'y'); its first "
+        in err
+    )
+    assert "its first line names none of them (25 fields, none a number" in err
+    assert "is the file data for another model or dataset?" in err and "'US1'" not in err  # its cells: not repeated
     assert "--no-header" not in err
     _no_banner(err)
 
