@@ -11,7 +11,7 @@ ensure_venv() {
         local started=$SECONDS
         echo "installing edprf-fl${extras:+ with [$extras]} into .venv (the first time about 1-3 minutes;" \
             "later runs skip this) ..." >&2
-        .venv/bin/python -m pip install --quiet --upgrade pip >&2
+        .venv/bin/python -m pip install --quiet --upgrade pip==26.3 >&2
         # setuptools' "Editable installation" notice (a box about same-named folders: ours are the packages) is noise
         PYTHONWARNINGS="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}" \
             .venv/bin/python -m pip install --quiet -c constraints.txt -e ".${extras:+[$extras]}" >&2

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from tests.import_graph import REPO
 
-INSTALLED_EXTRAS = ("federation", "test", "dev", "docs")
+INSTALLED_EXTRAS = ("federation", "deploy", "test", "dev", "docs")
 """The extras the scripts install with the constraints (the bench extra pins its own reference versions)."""
 
 
@@ -53,7 +53,21 @@ def test_every_install_script_uses_the_constraints():
         ("scripts/ensure-venv.sh", "pip install --quiet -c constraints.txt -e"),
         (".ci/run", 'pip install --quiet -c "$slim/constraints.txt" "$slim"'),
         (".ci/run", "pip install --quiet -c constraints.txt -e '.[docs]'"),
-        ("deploy/Dockerfile", 'pip install -c /src/constraints.txt "/src[federation]"'),
+        ("deploy/Dockerfile", 'pip install -c /src/constraints.txt "/src[deploy]"'),
     ):
         assert command in (REPO / path).read_text(encoding="utf-8"), (path, command)
     assert "!constraints.txt" in (REPO / "deploy/Dockerfile.dockerignore").read_text(encoding="utf-8")
+
+
+def test_the_build_tools_and_pip_are_pinned_too():
+    """pip does not apply ``-c constraints.txt`` inside build isolation, so the build backend's requirements are
+    exact pins in pyproject.toml; every script that upgrades pip names the version (security review, supply
+    chain: setuptools and wheel floated to the registry's newest, and pip too)."""
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    for requirement in map(Requirement, requires):
+        specs = list(requirement.specifier)
+        assert len(specs) == 1 and specs[0].operator == "==", f"build-system requires {requirement}: expected name==X"
+    for path in ("scripts/ensure-venv.sh", "deploy/Dockerfile"):
+        text = (REPO / path).read_text(encoding="utf-8")
+        upgrades = [line for line in text.splitlines() if "--upgrade pip" in line]
+        assert upgrades and all("pip==" in line for line in upgrades), (path, upgrades)
