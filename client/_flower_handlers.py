@@ -34,14 +34,14 @@ _CONSTANT_TEXT = {
 }
 
 
-def _refused(msg: Message, reason: RefusalReason, message: str, party_id: str = "", request_id: str = "") -> Message:
+def _refused(msg: Message, reason: RefusalReason, message: str, party_id: str = "", request_id: str = "") -> RecordDict:
     # the party's log names the request (a reply's text need not: the coordinator knows what it sent)
     asked = f" (request {request_id})" if request_id else ""
     log.warning("refused %s%s: %s (%s)", msg.metadata.message_type, asked, reason, message)
     record = ConfigRecord({"status": str(ReplyStatus.REFUSED), "reason": str(reason), "message": message})
     if party_id:  # public (the policy's id, also in every release): lets the coordinator's report name the party
         record["party-id"] = party_id
-    return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
+    return RecordDict({RESULT_KEY: record})
 
 
 def _party_id(party: Party | None, context: Context, run_config: Mapping[str, Any] | None) -> str:
@@ -65,14 +65,15 @@ def _serve(
     context: Context,
     run_config: Mapping[str, Any] | None,
     read_request: Callable[[Message], Any],
-    serve: Callable[[Party, Any], Message],
+    serve: Callable[[Party, Any], RecordDict],
     held: bool = True,
 ) -> Message:
     """Three steps, each mapping every failure to one code: request, party set-up, the work.
 
     ``held``: once the party's policy is read, the reply, whatever it is, waits until the policy's
     ``reply-after-seconds`` after this call (:mod:`client._reply_timing`); a party that cannot be set up
-    replies at once (its refusal reads no data).
+    replies at once (its refusal reads no data).  The reply message is built after the hold: Flower stamps a
+    message's ``created_at`` and ``ttl`` when it is built, and they travel to the coordinator.
     """
     started = message_reached()
     step = RefusalReason.BAD_REQUEST
@@ -82,9 +83,9 @@ def _serve(
         step = RefusalReason.PARTY_SETUP
         party = _party(context, run_config)
         step = RefusalReason.INTERNAL_ERROR
-        reply = serve(party, req)
+        content = serve(party, req)
     except Refusal as exc:
-        reply = _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
+        content = _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
     except STOPPING:
         raise
     except BaseException as exc:
@@ -98,10 +99,10 @@ def _serve(
             )
         else:
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
-        reply = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
+        content = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
     if held and party is not None:
         hold_reply(started, party.policy.reply_after_seconds, msg.metadata.message_type)
-    return reply
+    return Message(content, reply_to=msg)  # built now: its timestamps are the hold's, not the work's
 
 
 def _request_id(req: TrainRequest | tuple[EvaluateRequest, bytes] | None) -> str:
@@ -122,54 +123,43 @@ def _read_evaluate(msg: Message) -> tuple[EvaluateRequest, bytes]:
     return req, model
 
 
-def _train(msg: Message) -> Callable[[Party, TrainRequest], Message]:
-    def serve(party: Party, req: TrainRequest) -> Message:
-        payload = party.train(req)
-        record = ConfigRecord(
-            {"status": str(ReplyStatus.RELEASED), "release": payload, "binding": party.bind(payload, req.run_id)}
-        )
-        return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
-
-    return serve
+def _train(party: Party, req: TrainRequest) -> RecordDict:
+    payload = party.train(req)
+    record = ConfigRecord(
+        {"status": str(ReplyStatus.RELEASED), "release": payload, "binding": party.bind(payload, req.run_id)}
+    )
+    return RecordDict({RESULT_KEY: record})
 
 
-def _query(msg: Message) -> Callable[[Party, TrainRequest], Message]:
-    def serve(party: Party, req: TrainRequest) -> Message:
-        status = ReplyStatus.READY if party.ready(req) else ReplyStatus.WOULD_RESEND
-        record = ConfigRecord({"status": str(status), "party-id": party.policy.party_id})
-        return Message(RecordDict({RESULT_KEY: record}), reply_to=msg)
-
-    return serve
+def _query(party: Party, req: TrainRequest) -> RecordDict:
+    status = ReplyStatus.READY if party.ready(req) else ReplyStatus.WOULD_RESEND
+    return RecordDict({RESULT_KEY: ConfigRecord({"status": str(status), "party-id": party.policy.party_id})})
 
 
-def _evaluate(msg: Message) -> Callable[[Party, tuple[EvaluateRequest, bytes]], Message]:
-    def serve(party: Party, request: tuple[EvaluateRequest, bytes]) -> Message:
-        req, model = request
-        metrics = dict(party.evaluate(model, req))
-        sampler = str(metrics.pop("sampler"))
-        content = RecordDict(
-            {
-                RESULT_KEY: ConfigRecord({"status": str(ReplyStatus.EVALUATED), "sampler": sampler}),
-                METRICS_KEY: MetricRecord(metrics),
-            }
-        )
-        return Message(content, reply_to=msg)
-
-    return serve
+def _evaluate(party: Party, request: tuple[EvaluateRequest, bytes]) -> RecordDict:
+    req, model = request
+    metrics = dict(party.evaluate(model, req))
+    sampler = str(metrics.pop("sampler"))
+    return RecordDict(
+        {
+            RESULT_KEY: ConfigRecord({"status": str(ReplyStatus.EVALUATED), "sampler": sampler}),
+            METRICS_KEY: MetricRecord(metrics),
+        }
+    )
 
 
 def handle_train(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
     """Serve a train message; ``run_config`` overrides the context's (in-process simulation)."""
-    return _serve(msg, context, run_config, _read_train, _train(msg))
+    return _serve(msg, context, run_config, _read_train, _train)
 
 
 def handle_evaluate(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
     """Serve an evaluate message; ``run_config`` as in :func:`handle_train`."""
-    return _serve(msg, context, run_config, _read_evaluate, _evaluate(msg))
+    return _serve(msg, context, run_config, _read_evaluate, _evaluate)
 
 
 def handle_query(msg: Message, context: Context, run_config: Mapping[str, Any] | None = None) -> Message:
     """Answer a readiness query (the train request's record in a ``query`` message): ready, would resend, or the
     refusal a train request would get (:meth:`Party.ready`; no epsilon, no row read); ``run_config`` as in
     :func:`handle_train`."""
-    return _serve(msg, context, run_config, _read_train, _query(msg), held=False)
+    return _serve(msg, context, run_config, _read_train, _query, held=False)

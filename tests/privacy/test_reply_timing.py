@@ -1,14 +1,20 @@
 """A party's train and evaluate replies leave at the time its policy fixes (``reply-after-seconds``), whatever
-the size of its data: the work's duration, which grows with the rows, does not reach the coordinator's clock.
+the size of its data: the work's duration, which grows with the rows, does not reach the coordinator's clock,
+nor the reply's own timestamps.
 
 A test may not measure wall-clock time, so the clock is a stand-in: reading the data file advances it by a
-fixed time per byte (the work grows with the data, as the real one does), and the party's hold sleeps on it.
-The reply's time on that clock is what a coordinator timing the round would see.  Without the hold (the
-policy's 0), the times differ: the test sees the channel it closes.
+fixed time per byte (the work grows with the data, as the real one does), the party's hold sleeps on it, and
+Flower's message clock reads it (a reply's ``created_at`` and ``ttl`` are stamped when the message is built,
+and travel to the coordinator: whole-change review, S1).  The reply's time on that clock, and its
+timestamps, are what a coordinator would see.  Without the hold (the policy's 0), the times differ: the test
+sees the channel it closes.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import flwr.app.message.message as flower_message
 import pytest
 
 import client._party as party_module
@@ -53,6 +59,7 @@ class StandInClock:
 def clock(monkeypatch) -> StandInClock:
     stand_in = StandInClock()
     monkeypatch.setattr(reply_timing, "time", stand_in)
+    monkeypatch.setattr(flower_message, "now", lambda: datetime.fromtimestamp(stand_in.now, tz=UTC))
     real_load = party_module.load_local_data
 
     def timed_load(path, *args, **kwargs):  # the work takes time in proportion to the data
@@ -64,9 +71,13 @@ def clock(monkeypatch) -> StandInClock:
 
 
 def _reply_time(clock: StandInClock, send) -> tuple[float, dict]:
+    """When the reply left, after the request was sent; the reply.  The reply's own stamps must say the same."""
     start = clock.now
     reply = send()
-    return clock.now - start, reply
+    took = clock.now - start
+    # stamped as it left (Flower's clock has microseconds)
+    assert reply.metadata.created_at == pytest.approx(clock.now, abs=1e-5), (reply.metadata.created_at, clock.now)
+    return took, reply
 
 
 def _parties(tmp_path, reply_after: float):
@@ -82,11 +93,13 @@ def _parties(tmp_path, reply_after: float):
 
 
 def test_train_replies_of_a_small_and_a_large_party_leave_at_the_same_time(tmp_path, clock):
-    times = {}
+    times, stamps = {}, {}
     for rows, setup in _parties(tmp_path, REPLY_AFTER).items():
         times[rows], reply = _reply_time(clock, lambda s=setup: send_train(s, TrainSettings()))
         release_of(setup, reply)  # a release, computed as without the hold
+        stamps[rows] = round(reply.metadata.ttl, 4)  # what is left of the request's time to live
     assert times[300] == times[3000] == REPLY_AFTER, times
+    assert stamps[300] == stamps[3000], stamps  # the hold's, not the work's
 
 
 def test_without_the_hold_the_reply_time_tells_the_size(tmp_path, clock):
