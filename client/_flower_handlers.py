@@ -57,7 +57,21 @@ def _party_id(party: Party | None, context: Context, run_config: Mapping[str, An
 
 def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
     merged = {**context.run_config, **(run_config or {})}
-    return Party(PartySetup.from_configs(context.node_config, merged))
+    party = Party(PartySetup.from_configs(context.node_config, merged))
+    _check_hold_fits(party.policy.reply_after_seconds, merged.get("round-timeout"))
+    return party
+
+
+def _check_hold_fits(reply_after: float, round_timeout: object) -> None:
+    """A hold the coordinator would not wait for is a set-up problem: refused (``party_setup``, before any epsilon is
+    reserved) rather than spent on a reply that arrives after the round closed."""
+    timed = isinstance(round_timeout, (int, float)) and not isinstance(round_timeout, bool) and 0 < round_timeout
+    if timed and reply_after >= round_timeout:
+        raise ValueError(
+            f"policy reply-after-seconds = {reply_after:g} is not below the run's round-timeout = "
+            f"{round_timeout:g}: the coordinator would stop waiting before this party replies, after it had "
+            "spent; lower reply-after-seconds, or ask the coordinator for a longer round-timeout"
+        )
 
 
 def _serve(

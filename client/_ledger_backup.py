@@ -27,6 +27,7 @@ from pathlib import Path
 from protocol import OWNER_ONLY_FILE
 
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
+from ._ledger_anchor import anchor_path
 
 __all__ = ["LedgerBackup", "backup_ledger"]
 
@@ -84,6 +85,13 @@ def backup_ledger(
     source, target = Path(ledger), Path(target)
     if _is_ledger_file(target, source):
         raise ValueError(f"--backup-to {target}: that is the ledger itself (or one of its files); choose another file")
+    if _same_file(target, anchor_path(source)):
+        raise ValueError(
+            f"--backup-to {target}: that is the ledger's anchor, which counts what the party spent when its ledger is "
+            "restored; choose another file (the anchor is never backed up or overwritten)"
+        )
+    if not target.parent.is_dir():
+        raise ValueError(f"--backup-to {target}: no directory {target.parent}; create it first")
     written: list[Path] = []  # a read done again (the party wrote meanwhile) writes a new copy: the last one counts
 
     def copy(db: sqlite3.Connection) -> Path:
@@ -116,6 +124,13 @@ def backup_ledger(
     except LedgerOfAnotherVersion:
         return LedgerBackup(target, None, None)
     return LedgerBackup(target, len(entries), total_spent(entries))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def _is_ledger_file(target: Path, ledger: Path) -> bool:

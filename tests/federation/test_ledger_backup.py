@@ -87,6 +87,15 @@ def test_the_backup_is_refused_over_an_existing_file_and_over_the_ledger(tmp_pat
         assert main(["budget", str(ledger), "--backup-to", str(own), "--force"]) == 1
         assert "that is the ledger itself" in capsys.readouterr().err
         assert ledger.read_bytes() == before
+    # the anchor is never the copy's target (whole-change review: --force overwrote it, and with it what it counts)
+    anchor = tmp_path / "ledger-anchor.json"
+    kept = anchor.read_bytes()
+    assert main(["budget", str(ledger), "--backup-to", str(anchor), "--force"]) == 1
+    assert "that is the ledger's anchor" in capsys.readouterr().err and anchor.read_bytes() == kept
+    # a missing directory is named, not a temporary file's name
+    assert main(["budget", str(ledger), "--backup-to", str(tmp_path / "none" / "copy.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert f"no directory {tmp_path / 'none'}" in err and ".tmp" not in err
 
 
 def test_a_file_that_is_not_a_ledger_is_not_copied(tmp_path, capsys):

@@ -26,6 +26,7 @@ from ._party_requests import (  # noqa: F401
     TrainSettings,
     flower_task_identity,
     global_model,
+    ledger,
     release_of,
     result_of,
     send_evaluate,
@@ -143,3 +144,28 @@ def test_readiness_answers_are_not_held(tmp_path, clock):
 def test_the_policy_refuses_a_hold_out_of_range(bad):
     with pytest.raises(ValueError, match="reply-after-seconds"):
         PartyPolicy(party_id="p", reply_after_seconds=bad)
+
+
+def test_a_hold_longer_than_the_round_is_refused_before_anything_is_spent(tmp_path, clock, monkeypatch):
+    """The coordinator stops waiting at its round-timeout: a party holding its reply longer would spend and then be
+    timed out (whole-change review).  It refuses as party_setup (the reason in its log), reading no row."""
+    import tests.privacy._party_requests as requests
+
+    setup = _parties(tmp_path, REPLY_AFTER)[300]
+    real_context = requests._context
+    monkeypatch.setattr(
+        requests, "_context", lambda s: _with_run_config(real_context(s), {"round-timeout": REPLY_AFTER / 2})
+    )
+    for send in (lambda: send_train(setup, TrainSettings()), lambda: send_query(setup, TrainSettings())):
+        result = result_of(send())
+        assert result["status"] == "refused" and result["reason"] == "party_setup", result
+    assert ledger(setup).entries() == []
+    monkeypatch.setattr(
+        requests, "_context", lambda s: _with_run_config(real_context(s), {"round-timeout": REPLY_AFTER * 2})
+    )
+    release_of(setup, send_train(setup, TrainSettings()))
+
+
+def _with_run_config(context, values):
+    context.run_config = {**context.run_config, **values}
+    return context
