@@ -31,9 +31,13 @@ from protocol.messages import REQUEST_KEY, RESULT_KEY
 
 __all__ = ["PIN_REFUSAL", "READINESS_SECONDS", "Readiness", "readiness_round"]
 
-PIN_REFUSAL = re.compile(r"PermissionError.{0,40}app bundle")
-"""An error reason from a party's app-pinning launcher (deploy/party/pinned_clientapp.py): every refusal it makes is a
-``PermissionError`` whose text starts with, or names, "app bundle" (Flower sends ``<class 'PermissionError'>:<'...'>``)."""
+PIN_REFUSAL = re.compile(
+    r"PermissionError'>:<'(?:app bundle |installed files of app bundle |files of the verified app bundle |app '.{1,200}' "
+    r"version )"
+)
+"""An error reason from a party's app-pinning launcher (deploy/party/pinned_clientapp.py): each of its refusals is a
+``PermissionError`` whose text starts as one of these (Flower sends ``<class 'PermissionError'>:<'...'>``);
+tests/federation/test_readiness.py renders every one the launcher raises."""
 
 READINESS_SECONDS = 60.0
 """At most this long (or ``round-timeout`` when shorter) for the answers: a party decides from its ledger alone."""

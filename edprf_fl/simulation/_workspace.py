@@ -67,6 +67,7 @@ def write_workspace(
         write_owner_only_text(d / "policy.toml", pol.to_toml())
         if research_seed is not None:
             salt = hashlib.sha256(f"edprf-simulation/{research_seed}/{pol.party_id}".encode()).hexdigest()[:32]
-            BudgetLedger(d / "ledger.sqlite", pol.lifetime_epsilon_cap).secret(HOLDOUT_SALT_KEY, lambda s=salt: s)
+            ledger = BudgetLedger(d / "ledger.sqlite", pol.lifetime_epsilon_cap, party_id=pol.party_id)
+            ledger.secret(HOLDOUT_SALT_KEY, lambda s=salt: s)
         dirs.append(d)
     return dirs

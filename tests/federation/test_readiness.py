@@ -196,3 +196,25 @@ def test_a_party_whose_app_pin_refuses_the_bundle_does_not_count_as_serving(cfg,
     assert "node 3 runs an app pin" in caplog.text and "runbook section 6" in caplog.text
     readiness = readiness_round(grid, [1, 3], {"request-id": "x"}, timeout=1.0)
     assert list(readiness.pinned_out) == [3] and readiness.errored == {} and readiness.would_serve == 1
+
+
+LAUNCHER_REFUSALS = (
+    "app bundle sha256:" + "ab" * 32 + " is not in the party's trusted list",
+    "installed files of app bundle sha256:" + "ab" * 32 + " differ from the bundle's files",
+    "app bundle hash 'abc' named by the SuperLink was not installed from verified content in this process",
+    "app 'edprf-fl/edprf-fl' version '0.1.1' named by the SuperLink is not the verified bundle sha256:" + "ab" * 32,
+    "files of the verified app bundle sha256:" + "ab" * 32 + " changed after installation",
+)
+
+
+def test_every_refusal_of_the_app_pin_launcher_reads_as_one():
+    """Whole-change review: the pattern missed the launcher's app/version refusal.  Each refusal the launcher raises
+    (deploy/party/pinned_clientapp.py) is here, as Flower 1.41 relays it; a new one fails the count below."""
+    from server._readiness import PIN_REFUSAL
+
+    launcher = (Path(__file__).parents[2] / "deploy" / "party" / "pinned_clientapp.py").read_text(encoding="utf-8")
+    assert launcher.count("raise PermissionError(") == len(LAUNCHER_REFUSALS)
+    for text in LAUNCHER_REFUSALS:
+        assert PIN_REFUSAL.search(f"<class 'PermissionError'>:<'{text}'>"), text
+    for other in ("<class 'PermissionError'>:<'[Errno 13] Permission denied: '/party/ledger.sqlite''>", "no query"):
+        assert not PIN_REFUSAL.search(other), other
