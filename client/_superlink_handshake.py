@@ -165,12 +165,17 @@ def _out_of_dates_text(verify_code: int, dates: tuple[dt.datetime, dt.datetime] 
             "right, the coordinator reissues the certificate (deploy/README.md section 7)"
         )
     if not_after is not None and not_after < now:
-        what = f"the SuperLink's certificate expired on {_when(not_after)}"
-    else:  # the presented certificate is in its dates: another one of its chain has expired
-        what = "a certificate of the SuperLink's chain has expired"
+        return (
+            f"the SuperLink's certificate expired on {_when(not_after)} ({clock}): the coordinator renews it "
+            f"(deploy/README.md section 7); until then {supernode}. Nothing to change on this party's side"
+        )
+    # the presented certificate is in its dates: another certificate of the chain has expired, possibly the CA in
+    # this party's own --root-certificates (a copy the coordinator has since replaced)
     return (
-        f"{what} ({clock}): the coordinator renews it (deploy/README.md section 7); until then {supernode}. "
-        "Nothing to change on this party's side"
+        f"a certificate of the SuperLink's chain has expired ({clock}), the CA certificate or an intermediate: "
+        f"{supernode}. Check the end date of this party's --root-certificates (`openssl x509 -noout -enddate -in "
+        "ca.crt`); if it has passed, take the consortium's current ca.crt from the coordinator, else the "
+        "coordinator renews its chain (deploy/README.md section 7)"
     )
 
 

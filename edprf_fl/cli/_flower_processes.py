@@ -216,14 +216,18 @@ class ListenerWatch:
         self.dep, self.interval = dep, interval
         self.seen: set[str] = set()
         self.checks = 0
+        self.failure = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="listener-watch", daemon=True)
 
     def _run(self) -> None:
-        while True:
-            self.check()
-            if self._stop.wait(self.interval):
-                return
+        try:
+            while True:
+                self.check()
+                if self._stop.wait(self.interval):
+                    return
+        except Exception as exc:  # noqa: BLE001 -- any failure: the summary says the watch stopped; the run goes on
+            self.failure = f"{type(exc).__name__}: {exc}"
 
     def check(self) -> None:
         self.seen.update(listening_sockets(list(self.dep.remember_tree()), udp=True))
@@ -249,9 +253,15 @@ class ListenerWatch:
                 f"WARNING: a process of this consortium listened beyond {LOOPBACK} during the run: "
                 f"{', '.join(self.exposed)} (logs in {self.dep.logs})"
             )
+        if self.failure:
+            return (
+                f"WARNING: the network watch stopped after {self.checks} checks ({self.failure}); until then the "
+                f"processes listened on {LOOPBACK} only"
+            )
         return (
-            f"network: every process of this consortium listened on {LOOPBACK} only during the run "
-            f"({len(self.seen)} addresses, TCP and UDP, {self.checks} checks, one a second)"
+            f"network: in {self.checks} checks, one every {self.interval:g} s, every process of this consortium "
+            f"listened on {LOOPBACK} only ({len(self.seen)} addresses, TCP and UDP; a socket open between two checks "
+            "is not seen)"
         )
 
 

@@ -333,7 +333,7 @@ def _signature_line(status: str, detail: str, party: str, keys_dir: Path | None)
         where = f"in {keys_dir}" if keys_dir is not None else "in the key directory"
         return (
             f"not verified: no key for party {party!r} {where} (a retired party? verify with its archived key, "
-            "deploy/README.md section 7)"
+            "deploy/README.md section 8)"
         )
     text = _STATUS_TEXT[status]
     return f"{text}: {detail}" if status == "invalid" else text

@@ -459,6 +459,21 @@ def test_init_policy_force_for_a_new_schema_keeps_the_other_settings_and_prints_
     assert load_policy(paths["policy-path"]).max_depth == 5
 
 
+def test_init_policy_force_with_another_party_id_says_its_ledger_will_be_refused(party, capsys):
+    """Whole-change review: a changed party-id silently orphaned the party's ledger (bound to its party)."""
+    paths, _ = party
+    assert _init_policy(paths, "--force") == 0
+    capsys.readouterr()
+    text = paths["policy-path"].read_text()
+    paths["policy-path"].write_text(text.replace('party-id = "hospital-a"', 'party-id = "hospital-old"'))
+    assert _init_policy(paths, "--force") == 0
+    out = capsys.readouterr().out
+    assert "  party-id: 'hospital-old' -> 'hospital-a'" in out.splitlines()
+    assert "note: the party-id changed ('hospital-old' -> 'hospital-a'): the ledger written for 'hospital-old'" in out
+    assert _init_policy(paths, "--force") == 0
+    assert "note: the party-id changed" not in capsys.readouterr().out
+
+
 def test_init_policy_force_refuses_a_file_that_is_not_a_policy(party, capsys):
     paths, _ = party
     paths["policy-path"].write_text("lifetime-epsilon-cap = \n")  # an edit gone wrong

@@ -147,7 +147,7 @@ def test_a_removed_party_s_release_is_not_verified_rather_than_invalid(
     assert out.count("signature: verified") == 1
     assert (
         f"signature: not verified: no key for party 'hospital-b' in {keys_dir} (a retired party? verify with its "
-        "archived key, deploy/README.md section 7)"
+        "archived key, deploy/README.md section 8)"
     ) in out
     (retired / "hospital-b.pub.pem").rename(keys_dir / "hospital-b.pub.pem")  # the archived key back beside the others
     code, out = inspect(capsys, path, "--keys", keys_dir)
