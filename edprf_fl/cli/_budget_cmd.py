@@ -28,8 +28,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from edprf_core.count_text import count_text
-
 from ._arg_types import positive_finite
 from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
@@ -270,6 +268,7 @@ def _write_release(args: argparse.Namespace) -> int:
 def _write_backup(args: argparse.Namespace) -> int:
     """``--backup-to FILE``: a consistent copy of the ledger (SQLite's online backup), written owner-only."""
     from client import anchor_path, backup_ledger, format_epsilon
+    from edprf_core.count_text import count_text
 
     if args.release is not None:
         raise ValueError("--backup-to copies the whole ledger: leave out --release (and --out)")
