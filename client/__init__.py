@@ -38,7 +38,7 @@ from ._ledger import (
     total_spent,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
-from ._ledger_backup import LedgerBackup, backup_ledger
+from ._ledger_backup import LedgerBackup, backup_ledger, check_backup_target
 from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
@@ -84,6 +84,7 @@ __all__ = [
     "anchor_path",
     "backup_ledger",
     "carried",
+    "check_backup_target",
     "check_supernode_files",
     "evaluation_counts",
     "exact_epsilon",

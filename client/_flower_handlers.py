@@ -21,7 +21,7 @@ from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, E
 
 from ._party import STOPPING, Party, PartySetup, Refusal
 from ._policy import load_policy
-from ._reply_timing import hold_reply, message_reached
+from ._reply_timing import hold_problem, hold_reply, message_reached
 
 __all__ = ["handle_evaluate", "handle_query", "handle_train"]
 
@@ -58,20 +58,9 @@ def _party_id(party: Party | None, context: Context, run_config: Mapping[str, An
 def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
     merged = {**context.run_config, **(run_config or {})}
     party = Party(PartySetup.from_configs(context.node_config, merged))
-    _check_hold_fits(party.policy.reply_after_seconds, merged.get("round-timeout"))
+    if problem := hold_problem(party.policy.reply_after_seconds, merged.get("round-timeout")):
+        raise ValueError(problem)  # party_setup, before any epsilon is reserved (the readiness answer too)
     return party
-
-
-def _check_hold_fits(reply_after: float, round_timeout: object) -> None:
-    """A hold the coordinator would not wait for is a set-up problem: refused (``party_setup``, before any epsilon is
-    reserved) rather than spent on a reply that arrives after the round closed."""
-    timed = isinstance(round_timeout, (int, float)) and not isinstance(round_timeout, bool) and 0 < round_timeout
-    if timed and reply_after >= round_timeout:
-        raise ValueError(
-            f"policy reply-after-seconds = {reply_after:g} is not below the run's round-timeout = "
-            f"{round_timeout:g}: the coordinator would stop waiting before this party replies, after it had "
-            "spent; lower reply-after-seconds, or ask the coordinator for a longer round-timeout"
-        )
 
 
 def _serve(

@@ -29,7 +29,7 @@ from protocol import OWNER_ONLY_FILE
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
 from ._ledger_anchor import anchor_path
 
-__all__ = ["LedgerBackup", "backup_ledger"]
+__all__ = ["LedgerBackup", "backup_ledger", "check_backup_target"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
 
@@ -83,15 +83,7 @@ def backup_ledger(
         The copy cannot be written (``target`` is left as it was).
     """
     source, target = Path(ledger), Path(target)
-    if _is_ledger_file(target, source):
-        raise ValueError(f"--backup-to {target}: that is the ledger itself (or one of its files); choose another file")
-    if _same_file(target, anchor_path(source)):
-        raise ValueError(
-            f"--backup-to {target}: that is the ledger's anchor, which counts what the party spent when its ledger is "
-            "restored; choose another file (the anchor is never backed up or overwritten)"
-        )
-    if not target.parent.is_dir():
-        raise ValueError(f"--backup-to {target}: no directory {target.parent}; create it first")
+    check_backup_target(source, target)
     written: list[Path] = []  # a read done again (the party wrote meanwhile) writes a new copy: the last one counts
 
     def copy(db: sqlite3.Connection) -> Path:
@@ -124,6 +116,27 @@ def backup_ledger(
     except LedgerOfAnotherVersion:
         return LedgerBackup(target, None, None)
     return LedgerBackup(target, len(entries), total_spent(entries))
+
+
+def check_backup_target(ledger: str | Path, target: str | Path) -> None:
+    """Refuse a backup ``target`` that is the ledger, one of SQLite's files beside it, or its anchor, or whose
+    directory does not exist; the CLI asks this before it asks whether an existing file may be overwritten.
+
+    Raises
+    ------
+    ValueError
+        Naming the target and why.
+    """
+    source, target = Path(ledger), Path(target)
+    if _is_ledger_file(target, source):
+        raise ValueError(f"--backup-to {target}: that is the ledger itself (or one of its files); choose another file")
+    if _same_file(target, anchor_path(source)):
+        raise ValueError(
+            f"--backup-to {target}: that is the ledger's anchor, which counts what the party spent when its ledger is "
+            "restored; choose another file (the anchor is never backed up or overwritten)"
+        )
+    if not target.parent.is_dir():
+        raise ValueError(f"--backup-to {target}: no directory {target.parent}; create it first")
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -44,6 +44,7 @@ from ._local_data import NODE_CONFIG_HINTS
 from ._noted_notes import noted_before
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
+from ._reply_timing import hold_problem
 from ._superlink_handshake import check_superlink_tls
 
 __all__ = [
@@ -199,7 +200,15 @@ def preflight_configs(
             "[data-separator=';'] [data-header=false]\"",
         )
         return report
-    return preflight(setup, check_rows=check_rows, report=report)
+    preflight(setup, check_rows=check_rows, report=report)
+    if run_config and "round-timeout" in run_config:  # in the ClientApp: the run's timeout against the policy's hold
+        try:
+            problem = hold_problem(load_policy(setup.policy_path).reply_after_seconds, run_config["round-timeout"])
+        except ValueError:  # an unreadable policy is reported above
+            problem = None
+        if problem:
+            report._add("problem", setup.policy_path, problem)
+    return report
 
 
 def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightReport | None = None) -> PreflightReport:

@@ -19,7 +19,11 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["hold_reply", "message_reached"]
+__all__ = ["HOLD_MARGIN_SECONDS", "hold_problem", "hold_reply", "message_reached"]
+
+HOLD_MARGIN_SECONDS = 30.0
+"""How far below the run's ``round-timeout`` a hold must end: the coordinator's clock starts when it sends, the hold's
+when the ClientApp takes the message, after the SuperNode's poll (a few seconds) and the ClientApp's start-up."""
 
 log = logging.getLogger("edprf.party")
 
@@ -62,3 +66,26 @@ def hold_reply(started: float, reply_after: float, what: str) -> float:
     wait = reply_after - elapsed
     time.sleep(wait)
     return wait
+
+
+def hold_problem(reply_after: float, round_timeout: object) -> str | None:
+    """Why a hold of ``reply_after`` seconds does not fit the run's ``round-timeout`` (a number, or its text as a run
+    config may carry it), or None: it fits, or there is no hold, or no usable round-timeout to compare with.
+
+    A hold that ends less than :data:`HOLD_MARGIN_SECONDS` before the round closes would have the party spend and
+    then reply after the coordinator stopped waiting.
+    """
+    if reply_after <= 0 or isinstance(round_timeout, bool):
+        return None
+    try:
+        timeout = float(round_timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not 0 < timeout < float("inf") or reply_after + HOLD_MARGIN_SECONDS <= timeout:
+        return None
+    return (
+        f"policy reply-after-seconds = {reply_after:g} does not end {HOLD_MARGIN_SECONDS:g} s before the run's "
+        f"round-timeout = {timeout:g}: the coordinator would stop waiting before this party replies, after it had "
+        f"spent; lower reply-after-seconds, or ask the coordinator for a round-timeout of at least "
+        f"{reply_after + HOLD_MARGIN_SECONDS:g}"
+    )

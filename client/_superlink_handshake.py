@@ -173,9 +173,9 @@ def _out_of_dates_text(verify_code: int, dates: tuple[dt.datetime, dt.datetime] 
     # this party's own --root-certificates (a copy the coordinator has since replaced)
     return (
         f"a certificate of the SuperLink's chain has expired ({clock}), the CA certificate or an intermediate: "
-        f"{supernode}. Check the end date of this party's --root-certificates (`openssl x509 -noout -enddate -in "
-        "ca.crt`); if it has passed, take the consortium's current ca.crt from the coordinator, else the "
-        "coordinator renews its chain (deploy/README.md section 7)"
+        f"{supernode}. Check the end date of the file this party gives as --root-certificates (`openssl x509 "
+        "-noout -enddate -in <that file>`); if it has passed, take the consortium's current CA certificate from the "
+        "coordinator, else the coordinator renews its chain (deploy/README.md section 7)"
     )
 
 

@@ -32,7 +32,8 @@ _NEXT_STEPS = {
     "request_id_reused": "the request-tag was used before with other parameters: give a new request-tag",
     "request_spent": "the request-tag's request was started and not completed at the party: give a new request-tag",
     "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
-    "many rows or trees needs a longer round-timeout); see that party's log",
+    "many rows or trees, or one whose policy holds its replies with reply-after-seconds, needs a longer "
+    "round-timeout); see that party's log",
     "client_error": "the party's ClientApp failed: see that party's SuperNode log",
     "too_few_ready": "it would have served, but too few parties would (the readiness round): nothing was sent to "
     "it and it spent nothing; resubmit once the parties above can serve",

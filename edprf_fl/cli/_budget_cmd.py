@@ -267,7 +267,7 @@ def _write_release(args: argparse.Namespace) -> int:
 
 def _write_backup(args: argparse.Namespace) -> int:
     """``--backup-to FILE``: a consistent copy of the ledger (SQLite's online backup), written owner-only."""
-    from client import anchor_path, backup_ledger, format_epsilon
+    from client import anchor_path, backup_ledger, check_backup_target, format_epsilon
     from edprf_core.count_text import count_text
 
     if args.release is not None:
@@ -277,6 +277,7 @@ def _write_backup(args: argparse.Namespace) -> int:
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
     ledger = Path(args.ledger)
+    check_backup_target(ledger, args.backup_to)  # the ledger, its files or its anchor: refused before any --force
     refuse_existing_outputs([(f"--backup-to {args.backup_to}", args.backup_to)], args.force)
     copy = backup_ledger(ledger, args.backup_to, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     held = (

@@ -254,10 +254,8 @@ class ListenerWatch:
                 f"{', '.join(self.exposed)} (logs in {self.dep.logs})"
             )
         if self.failure:
-            return (
-                f"WARNING: the network watch stopped after {self.checks} checks ({self.failure}); until then the "
-                f"processes listened on {LOOPBACK} only"
-            )
+            seen = f"; in those checks the processes listened on {LOOPBACK} only" if self.checks else ""
+            return f"WARNING: the network watch stopped after {self.checks} checks ({self.failure}){seen}"
         return (
             f"network: in {self.checks} checks, one every {self.interval:g} s, every process of this consortium "
             f"listened on {LOOPBACK} only ({len(self.seen)} addresses, TCP and UDP; a socket open between two checks "

@@ -187,8 +187,9 @@ def run_init_policy(args: argparse.Namespace) -> int:
             print(f"  {line}")
         if previous.party_id != policy.party_id:
             print(
-                f"note: the party-id changed ({previous.party_id!r} -> {policy.party_id!r}): the ledger written for "
-                f"{previous.party_id!r} will be refused (a ledger belongs to its party; a new one would start at 0), "
+                f"note: the party-id changed ({previous.party_id!r} -> {policy.party_id!r}): a ledger written for "
+                f"{previous.party_id!r} is refused under the new id (a ledger belongs to its party; a new one would "
+                "start at 0), "
                 "and its release-signing key and the coordinator's registration name the old id; keep the old id "
                 "unless the consortium re-onboards this party"
             )

@@ -90,8 +90,10 @@ def test_the_backup_is_refused_over_an_existing_file_and_over_the_ledger(tmp_pat
     # the anchor is never the copy's target (whole-change review: --force overwrote it, and with it what it counts)
     anchor = tmp_path / "ledger-anchor.json"
     kept = anchor.read_bytes()
-    assert main(["budget", str(ledger), "--backup-to", str(anchor), "--force"]) == 1
-    assert "that is the ledger's anchor" in capsys.readouterr().err and anchor.read_bytes() == kept
+    for force in ([], ["--force"]):  # without --force too: not first told to pass --force
+        assert main(["budget", str(ledger), "--backup-to", str(anchor), *force]) == 1
+        err = capsys.readouterr().err
+        assert "that is the ledger's anchor" in err and "--force" not in err and anchor.read_bytes() == kept
     # a missing directory is named, not a temporary file's name
     assert main(["budget", str(ledger), "--backup-to", str(tmp_path / "none" / "copy.sqlite")]) == 1
     err = capsys.readouterr().err

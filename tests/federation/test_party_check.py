@@ -469,7 +469,7 @@ def test_init_policy_force_with_another_party_id_says_its_ledger_will_be_refused
     assert _init_policy(paths, "--force") == 0
     out = capsys.readouterr().out
     assert "  party-id: 'hospital-old' -> 'hospital-a'" in out.splitlines()
-    assert "note: the party-id changed ('hospital-old' -> 'hospital-a'): the ledger written for 'hospital-old'" in out
+    assert "note: the party-id changed ('hospital-old' -> 'hospital-a'): a ledger written for 'hospital-old'" in out
     assert _init_policy(paths, "--force") == 0
     assert "note: the party-id changed" not in capsys.readouterr().out
 

@@ -20,6 +20,7 @@ import pytest
 import client._party as party_module
 import client._reply_timing as reply_timing
 from client import PartyPolicy
+from client._reply_timing import HOLD_MARGIN_SECONDS, hold_problem
 
 from ..federation._neighbours import file_bytes, make_party
 from ._party_requests import (  # noqa: F401
@@ -156,16 +157,55 @@ def test_a_hold_longer_than_the_round_is_refused_before_anything_is_spent(tmp_pa
     monkeypatch.setattr(
         requests, "_context", lambda s: _with_run_config(real_context(s), {"round-timeout": REPLY_AFTER / 2})
     )
-    for send in (lambda: send_train(setup, TrainSettings()), lambda: send_query(setup, TrainSettings())):
-        result = result_of(send())
-        assert result["status"] == "refused" and result["reason"] == "party_setup", result
+    # below the round-timeout but within the margin (the SuperNode's poll and the ClientApp's start-up come first),
+    # and the timeout as text, as a run config may carry it (review of the fixes: a string skipped the check)
+    for timeout in (REPLY_AFTER / 2, REPLY_AFTER + HOLD_MARGIN_SECONDS / 2, str(REPLY_AFTER)):
+        monkeypatch.setattr(
+            requests, "_context", lambda s, t=timeout: _with_run_config(real_context(s), {"round-timeout": t})
+        )
+        for send in (lambda: send_train(setup, TrainSettings()), lambda: send_query(setup, TrainSettings())):
+            result = result_of(send())
+            assert result["status"] == "refused" and result["reason"] == "party_setup", (timeout, result)
     assert ledger(setup).entries() == []
+    problem = hold_problem(REPLY_AFTER, REPLY_AFTER)
+    assert problem and f"a round-timeout of at least {REPLY_AFTER + HOLD_MARGIN_SECONDS:g}" in problem
     monkeypatch.setattr(
-        requests, "_context", lambda s: _with_run_config(real_context(s), {"round-timeout": REPLY_AFTER * 2})
+        requests,
+        "_context",
+        lambda s: _with_run_config(real_context(s), {"round-timeout": REPLY_AFTER + HOLD_MARGIN_SECONDS}),
     )
     release_of(setup, send_train(setup, TrainSettings()))
+
+
+def test_an_internal_error_is_held_too(tmp_path, clock, monkeypatch):
+    """Every outcome once the policy is read, a failure of the work included (review of the fixes: that path's
+    stamps were untested)."""
+    setup = _parties(tmp_path, REPLY_AFTER)[3000]
+
+    def failing_train(self, request):
+        clock.now += SECONDS_PER_BYTE * len(self.setup.data_path.read_bytes())  # the work's time, then a bug
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(party_module.Party, "train", failing_train)
+    took, reply = _reply_time(clock, lambda: send_train(setup, TrainSettings()))
+    assert result_of(reply)["reason"] == "internal_error" and took == REPLY_AFTER
 
 
 def _with_run_config(context, values):
     context.run_config = {**context.run_config, **values}
     return context
+
+
+def test_the_clientapps_party_check_names_a_hold_the_round_would_not_wait_for(tmp_path):
+    """The refusal's log line sends the operator to the party check: the check the ClientApp runs with the run's
+    config names the problem (review of the fixes: it said "no problem found")."""
+    from client import preflight_configs
+
+    from ._party_requests import _context
+
+    setup = _parties(tmp_path, REPLY_AFTER)[300]
+    node_config = _context(setup).node_config
+    problems = [f.line() for f in preflight_configs(node_config, {"round-timeout": REPLY_AFTER}).problems]
+    assert any("reply-after-seconds = 600 does not end 30 s before" in p for p in problems), problems
+    fits = preflight_configs(node_config, {"round-timeout": REPLY_AFTER + HOLD_MARGIN_SECONDS}).problems
+    assert not any("reply-after-seconds" in f.line() for f in fits)
