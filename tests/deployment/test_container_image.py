@@ -152,6 +152,14 @@ def size_bytes(text: str) -> float:
 CACHE_KEEP = os.environ.get("EDPRF_BUILD_CACHE_KEEP", "2GB")
 
 
+def keep_storage_bytes(text: str) -> float:
+    """Bytes of a ``docker builder prune --keep-storage`` size: docker reads it in binary units (``2GB`` is
+    2 GiB, go-units' RAMInBytes), while ``docker system df`` writes sizes in decimal ones (:func:`size_bytes`)."""
+    text = text.strip()
+    unit = text.lstrip("0123456789.")
+    return float(text[: len(text) - len(unit)]) * 1024 ** "BKMGT".index(unit[:1].upper() or "B")
+
+
 def build_cache_bytes(engine: Engine) -> float:
     """The size of the engine's build cache, from ``docker system df``."""
     rows = dict(
@@ -204,7 +212,10 @@ def image(engine: Engine) -> str:
     print(f"\nbuilt {tag}: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()), flush=True)
     if "image" in timings:  # the script bounds the build cache each build adds to
         cache = build_cache_bytes(engine)
-        assert cache <= size_bytes(CACHE_KEEP), f"the build cache holds {cache / 1e9:.2f} GB, expected {CACHE_KEEP}"
+        assert cache <= keep_storage_bytes(CACHE_KEEP), (
+            f"the build cache holds {cache / 1e9:.2f} GB, expected at most {CACHE_KEEP} (binary: "
+            f"{keep_storage_bytes(CACHE_KEEP) / 1e9:.2f} GB)"
+        )
     # images of earlier contexts are never reused: free their space
     listed = engine("images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_REPO).stdout.split()
     stale = [t for t in listed if t.startswith(f"{IMAGE_REPO}:ctx-") and t != tag]

@@ -261,6 +261,7 @@ def test_a_refusing_party_is_named_by_its_policy_id_and_a_resumed_run_spends_not
     policy_path = Path(cfg.sim_dir) / "party-0002" / "policy.toml"
     policy = load_policy(policy_path)
     policy_path.write_text(replace(policy, max_n_trees=1, party_id="clinic-z").to_toml())
+    _new_ledger(policy_path.parent)  # a ledger belongs to its party: a renamed party starts its own
     cfg = replace(
         cfg, n_trees=2, request_tag="trial-1", min_parties=2, evaluation_max_interval_width=1.0
     )  # the evaluation plumbing, not its informativeness
@@ -321,6 +322,8 @@ def test_a_refusal_is_said_once_in_the_run_s_log(tmp_path, caplog, monkeypatch):
         refusing = d.name == "party-0001"
         policy = replace(policy, max_n_trees=1 if refusing else 2, party_id="clinic-z" if refusing else policy.party_id)
         (d / "policy.toml").write_text(policy.to_toml())
+        if refusing:
+            _new_ledger(d)  # a ledger belongs to its party: a renamed party starts its own
     with caplog.at_level(logging.DEBUG, logger="edprf"):
         simulate_federation(replace(cfg, n_trees=2, min_parties=1), 2)
     # what the stream shows: the coordinator's records at INFO and above (Flower's console level), then the summary
@@ -390,3 +393,9 @@ def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, c
         )
         assert off == [said]
         assert len(warned) == 1 and "2 parties' releases merged" in warned[0]
+
+
+def _new_ledger(party_dir: Path) -> None:
+    """Remove the ledger (and its anchor) the workspace made for the party before it was renamed."""
+    for f in party_dir.glob("ledger*"):
+        f.unlink()
