@@ -32,7 +32,7 @@ from protocol.messages import REQUEST_KEY, RESULT_KEY
 __all__ = ["PIN_REFUSAL", "READINESS_SECONDS", "Readiness", "readiness_round"]
 
 PIN_REFUSAL = re.compile(
-    r"PermissionError'>:<'(?:app bundle |installed files of app bundle |files of the verified app bundle |app '.{1,200}' "
+    r"PermissionError'>:<'(?:app bundle |installed files of app bundle |files of the verified app bundle |app '.+?' "
     r"version )"
 )
 """An error reason from a party's app-pinning launcher (deploy/party/pinned_clientapp.py): each of its refusals is a

@@ -203,6 +203,7 @@ LAUNCHER_REFUSALS = (
     "installed files of app bundle sha256:" + "ab" * 32 + " differ from the bundle's files",
     "app bundle hash 'abc' named by the SuperLink was not installed from verified content in this process",
     "app 'edprf-fl/edprf-fl' version '0.1.1' named by the SuperLink is not the verified bundle sha256:" + "ab" * 32,
+    "app 'o'brien/" + "x" * 300 + "' version '1' named by the SuperLink is not the verified bundle sha256:" + "ab" * 32,
     "files of the verified app bundle sha256:" + "ab" * 32 + " changed after installation",
 )
 
@@ -213,7 +214,7 @@ def test_every_refusal_of_the_app_pin_launcher_reads_as_one():
     from server._readiness import PIN_REFUSAL
 
     launcher = (Path(__file__).parents[2] / "deploy" / "party" / "pinned_clientapp.py").read_text(encoding="utf-8")
-    assert launcher.count("raise PermissionError(") == len(LAUNCHER_REFUSALS)
+    assert launcher.count("raise PermissionError(") == len(LAUNCHER_REFUSALS) - 1  # two app ids for one refusal
     for text in LAUNCHER_REFUSALS:
         assert PIN_REFUSAL.search(f"<class 'PermissionError'>:<'{text}'>"), text
     for other in ("<class 'PermissionError'>:<'[Errno 13] Permission denied: '/party/ledger.sqlite''>", "no query"):
