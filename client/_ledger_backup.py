@@ -16,15 +16,12 @@ salt, the released bytes), so it is written readable by its owner only.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from protocol import OWNER_ONLY_FILE
+from protocol import OWNER_ONLY_FILE, save_atomic
 
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
 from ._ledger_anchor import anchor_path
@@ -32,6 +29,7 @@ from ._ledger_anchor import anchor_path
 __all__ = ["LedgerBackup", "backup_ledger", "check_backup_target"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+"""SQLite's files beside a ledger: never a backup's target."""
 
 
 @dataclass(frozen=True)
@@ -84,33 +82,19 @@ def backup_ledger(
     """
     source, target = Path(ledger), Path(target)
     check_backup_target(source, target)
-    written: list[Path] = []  # a read done again (the party wrote meanwhile) writes a new copy: the last one counts
 
-    def copy(db: sqlite3.Connection) -> Path:
+    def copy(db: sqlite3.Connection) -> bytes:  # run again when the party wrote meanwhile: the last copy counts
         kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = 'spends' LIMIT 2")]
         if kinds != ["table"]:
             raise ValueError(f"{source} is an SQLite database but not a party's ledger (no spends table)")
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)  # created owner-only (mkstemp); SQLite writes into it
-        written.append(Path(name))
-        copy_db = sqlite3.connect(name)
+        memory = sqlite3.connect(":memory:")
         try:
-            db.backup(copy_db)
+            db.backup(memory)
+            return memory.serialize()
         finally:
-            copy_db.close()
-        return Path(name)
+            memory.close()
 
-    try:
-        copied = _read_ledger_file(source, max_bytes, max_seconds, copy)
-        os.chmod(copied, OWNER_ONLY_FILE)
-        _fsync(copied)
-        os.replace(copied, target)
-        _fsync(target.parent)
-    finally:
-        for name in written:
-            for path in (name, *(name.with_name(name.name + s) for s in _SIDECARS)):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+    save_atomic(target, _read_ledger_file(source, max_bytes, max_seconds, copy), mode=OWNER_ONLY_FILE)
     try:
         entries = read_ledger_readonly(target, max_bytes=max_bytes, max_seconds=max_seconds)
     except LedgerOfAnotherVersion:
@@ -128,9 +112,9 @@ def check_backup_target(ledger: str | Path, target: str | Path) -> None:
         Naming the target and why.
     """
     source, target = Path(ledger), Path(target)
-    if _is_ledger_file(target, source):
+    if _one_of(target, (source, *(source.with_name(source.name + s) for s in _SIDECARS))):
         raise ValueError(f"--backup-to {target}: that is the ledger itself (or one of its files); choose another file")
-    if _same_file(target, anchor_path(source)):
+    if _one_of(target, (anchor_path(source),)):
         raise ValueError(
             f"--backup-to {target}: that is the ledger's anchor, which counts what the party spent when its ledger is "
             "restored; choose another file (the anchor is never backed up or overwritten)"
@@ -139,28 +123,9 @@ def check_backup_target(ledger: str | Path, target: str | Path) -> None:
         raise ValueError(f"--backup-to {target}: no directory {target.parent}; create it first")
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _one_of(target: Path, paths: tuple[Path, ...]) -> bool:
+    """``target`` resolves to one of ``paths`` (False when it cannot be resolved)."""
     try:
-        return a.resolve() == b.resolve()
+        return target.resolve() in {p.resolve() for p in paths}
     except OSError:
         return False
-
-
-def _is_ledger_file(target: Path, ledger: Path) -> bool:
-    """``target`` is the ledger, or its ``-wal``, ``-shm`` or ``-journal`` file."""
-    try:
-        resolved, source = target.resolve(), ledger.resolve()
-    except OSError:
-        return False
-    return resolved in (source, *(source.with_name(source.name + s) for s in _SIDECARS))
-
-
-def _fsync(path: Path) -> None:
-    """Persist ``path`` (a file, or a directory's entries on POSIX)."""
-    if path.is_dir() and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
