@@ -200,25 +200,23 @@ def preflight_configs(
             "[data-separator=';'] [data-header=false]\"",
         )
         return report
-    preflight(setup, check_rows=check_rows, report=report)
-    if run_config and "round-timeout" in run_config:  # in the ClientApp: the run's timeout against the policy's hold
-        try:
-            problem = hold_problem(load_policy(setup.policy_path).reply_after_seconds, run_config["round-timeout"])
-        except ValueError:  # an unreadable policy is reported above
-            problem = None
-        if problem:
-            report._add("problem", setup.policy_path, problem)
-    return report
+    # in the ClientApp, the run config holds the coordinator's round-timeout, which the policy's hold must fit
+    return preflight(setup, check_rows=check_rows, report=report, round_timeout=(run_config or {}).get("round-timeout"))
 
 
-def preflight(setup: PartySetup, check_rows: bool = True, report: PreflightReport | None = None) -> PreflightReport:
-    """Check every file of ``setup``; with ``check_rows`` also read the data file through the schema's rules.
+def preflight(
+    setup: PartySetup, check_rows: bool = True, report: PreflightReport | None = None, round_timeout: object = None
+) -> PreflightReport:
+    """Check every file of ``setup``; with ``check_rows`` also read the data file through the schema's rules; with
+    the run's ``round_timeout``, whether the policy's reply hold fits it (:func:`client._reply_timing.hold_problem`).
 
     Privacy cost: none (nothing is released; the findings are for the party itself).
     """
     report = report if report is not None else PreflightReport()
     schema = _schema(setup.schema_path, report)
     policy = _policy(setup.policy_path, schema, report)
+    if policy is not None and (problem := hold_problem(policy.reply_after_seconds, round_timeout)):
+        report._add("problem", setup.policy_path, problem)
     _signing_key(setup.signing_key_path, report)
     if policy is not None and setup.signing_key_path is not None:
         _key_named_for(setup.signing_key_path, policy.party_id, report)

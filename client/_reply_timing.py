@@ -33,7 +33,7 @@ def message_reached() -> float:
     return time.monotonic()
 
 
-def hold_reply(started: float, reply_after: float, what: str) -> float:
+def hold_reply(started: float, reply_after: float, what: str) -> None:
     """Sleep until ``reply_after`` seconds after ``started`` (a :func:`message_reached` reading).
 
     Parameters
@@ -44,14 +44,9 @@ def hold_reply(started: float, reply_after: float, what: str) -> float:
         The policy's ``reply-after-seconds``; 0 holds nothing back.
     what : str
         The message type, for the party's log.
-
-    Returns
-    -------
-    float
-        The seconds slept (0 when ``reply_after`` is 0 or the work took longer).
     """
     if reply_after <= 0:
-        return 0.0
+        return
     elapsed = time.monotonic() - started
     if elapsed > reply_after:
         log.warning(
@@ -62,10 +57,8 @@ def hold_reply(started: float, reply_after: float, what: str) -> float:
             elapsed,
             reply_after,
         )
-        return 0.0
-    wait = reply_after - elapsed
-    time.sleep(wait)
-    return wait
+        return
+    time.sleep(reply_after - elapsed)
 
 
 def hold_problem(reply_after: float, round_timeout: object) -> str | None:
