@@ -201,6 +201,7 @@ def _too_few_ready(
     if readiness.would_serve >= cfg.min_parties:
         return False
     heard = set()
+    failed = {**readiness.errored, **readiness.pinned_out}  # error replies, the app pin's refusals among them
     for node in nodes:
         outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         outcome.readiness_only = True
@@ -212,9 +213,9 @@ def _too_few_ready(
             outcome.status, outcome.party_id = PartyStatus.REFUSED, claimed_party_id(result)
             outcome.reason = party_reason(result.get("reason"))
             outcome.message = party_text(result.get("message", ""))
-        elif node in readiness.errored or node in readiness.pinned_out:
+        elif node in failed:
             outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
-            outcome.message = party_text(readiness.errored.get(node) or readiness.pinned_out[node])
+            outcome.message = party_text(failed[node])
         heard.add(outcome.party_id)
         report.parties.append(outcome)
     if registry is not None:  # named by an answer (an untrusted label, as a refusal's is after a train request)
