@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,16 @@ from tests.synthetic import make_data, make_schema
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """The umask most accounts have (022), for a test of what must be owner-only whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 @pytest.fixture

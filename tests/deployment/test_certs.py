@@ -8,7 +8,6 @@ same files over real TLS.
 from __future__ import annotations
 
 import ipaddress
-import os
 import stat
 
 import pytest
@@ -195,17 +194,15 @@ def test_a_rotation_s_hint_names_only_files_it_wrote(tmp_path, capsys, only, unc
 
 
 @pytest.mark.parametrize("command", [["init", "--ca-name", "Test CA"], ["party", "--party-id", "hospital-a"]])
-def test_the_out_directory_and_the_parents_it_creates_are_owner_only_whatever_the_umask(tmp_path, capsys, command):
+def test_the_out_directory_and_the_parents_it_creates_are_owner_only_whatever_the_umask(
+    tmp_path, capsys, command, permissive_umask
+):
     """``--out a/b/keys`` created ``a`` and ``a/b`` under the umask (0755 under 022), ``keys`` alone 0700."""
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o755)  # an existing parent keeps its mode
     out = shared / "a" / "b" / "keys"
-    old = os.umask(0o022)
-    try:
-        code, _, err = _certs(capsys, command[0], "--out", out, *command[1:])
-    finally:
-        os.umask(old)
+    code, _, err = _certs(capsys, command[0], "--out", out, *command[1:])
     assert code == 0, err
     created = {str(p.relative_to(shared)): oct(_mode(p)) for p in (out.parents[1], out.parent, out)}
     assert created == {"a": "0o700", "a/b": "0o700", "a/b/keys": "0o700"}

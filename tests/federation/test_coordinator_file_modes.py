@@ -24,16 +24,6 @@ from server._spend_store import SpendStore
 from .test_simulation import _settings
 
 
-@pytest.fixture
-def permissive_umask():
-    """The umask most accounts have (022): what the coordinator writes must not depend on it."""
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 

@@ -12,20 +12,8 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from edprf_core import load_embedded
 from edprf_fl.cli._main import main
-
-
-@pytest.fixture
-def permissive_umask():
-    """The umask most accounts have (022): what the simulation writes must not depend on it."""
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def _own_data(tmp_path: Path) -> tuple[Path, Path]:
