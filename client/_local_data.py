@@ -112,8 +112,11 @@ def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
     if workers <= 1:  # a small frame: handing columns to threads costs more than numbering them here
         numbered = {c: _numbered(frame[c]) for c in text}
     else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             numbered = dict(zip(text, pool.map(_numbered, (frame[c] for c in text))))
+        finally:  # on Ctrl-C, the columns not yet started are dropped: only the running ones are waited for
+            pool.shutdown(wait=True, cancel_futures=True)
     return pd.DataFrame({c: numbered.get(c, frame[c]) for c in frame.columns}, index=frame.index)
 
 
@@ -128,8 +131,13 @@ def _numbered(cells: pd.Series) -> pd.Categorical:
     if one is not None:
         codes, texts = one
     else:
-        chunks = pc.dictionary_encode(pa.chunked_array(pa.array(cells.array)))
-        encoded = chunks.unify_dictionaries().combine_chunks()  # one dictionary for the column
+        # The chunks joined first, then one dictionary encoding: encoding chunk by chunk and unifying the
+        # chunks' dictionaries afterwards costs chunks x distinct cells (a column of amounts: 33 s against
+        # 0.4 s for 2 million rows).  Large strings: the joined column may hold more than 2 GiB of text.
+        column = pa.chunked_array(pa.array(cells.array))
+        if not pa.types.is_large_string(column.type):
+            column = column.cast(pa.large_string())
+        encoded = pc.dictionary_encode(column.combine_chunks())
         codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
         texts = encoded.dictionary  # distinct, no null
     categories = pd.Index(pd.array(texts, dtype=cells.dtype))

@@ -377,3 +377,20 @@ def test_held_out_rows_are_those_whose_keyed_uniform_is_below_the_fraction():
     u = _keyed_uniform(rows, SALT)
     for fraction in (0.0, 0.2, 1 / 3, 0.5, 1.0, *u[:5], *np.nextafter(u[:5], 1.0), *np.nextafter(u[:5], 0.0)):
         np.testing.assert_array_equal(_held_out(rows, SALT, fraction), u < fraction, err_msg=f"{fraction!r}")
+
+
+@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
+def test_a_column_of_many_chunks_is_numbered_in_order_of_first_appearance(string_type):
+    """A party's file arrives in many Arrow chunks; the numbering is that of the whole column (texts that recur
+    across chunks, texts first seen in a late chunk, missing cells), whichever string type Arrow gave it."""
+    from client._local_data import _numbered
+
+    rng = np.random.default_rng(0)
+    texts = [f"{x:.2f}" for x in rng.lognormal(3, 1, 600)] + ["7", "7", "late"]
+    cells = [None if i % 97 == 5 else t for i, t in enumerate(texts)]
+    chunks = pa.chunked_array([pa.array(cells[i : i + 64], type=string_type) for i in range(0, len(cells), 64)])
+    series = pd.Series(pd.arrays.ArrowStringArray(chunks), dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    assert pa.chunked_array(pa.array(series.array)).num_chunks > 1
+    got = _numbered(series)
+    assert list(got.categories) == list(dict.fromkeys(c for c in cells if c is not None))
+    assert [None if pd.isna(c) else c for c in got.astype(object)] == cells
