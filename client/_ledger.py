@@ -133,6 +133,15 @@ LEDGER_COLUMNS = frozenset(
 """The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
 
 
+FAILED_MARK = " [failed: "
+"""What :meth:`BudgetLedger.fail` appends to an entry's detail, before the failure's reason and a ``]``."""
+
+
+def requested_detail(detail: str) -> str:
+    """An entry's detail as its request gave it, without what :meth:`BudgetLedger.fail` appended."""
+    return detail.split(FAILED_MARK, 1)[0]
+
+
 CAP_KEY = "lifetime-cap"
 """The ``ledger_meta`` key of the lifetime cap the ledger was last opened with (exact text, or ``inf``)."""
 CAP_CHANGES_KEY = "lifetime-cap-changes"
@@ -524,16 +533,17 @@ class BudgetLedger:
         """Mark a reservation released (storing what was released)."""
         self._set_state(request_id, EntryState.RELEASED, payload)
 
-    def fail(self, request_id: str, detail: str) -> None:
-        """Mark a reservation failed; its ε stays counted."""
-        self._set_state(request_id, EntryState.FAILED, None, detail)
+    def fail(self, request_id: str, reason: str) -> None:
+        """Mark a reservation failed; its ε stays counted.  ``reason`` is appended to the entry's detail
+        (:data:`FAILED_MARK`), which keeps the request's own detail in front (:func:`requested_detail`)."""
+        self._set_state(request_id, EntryState.FAILED, None, f"{FAILED_MARK}{reason}]")
 
-    def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, detail: str | None = None) -> None:
+    def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, suffix: str = "") -> None:
         with self._connect() as db:
             cur = db.execute(
-                "UPDATE spends SET state = ?, payload = COALESCE(?, payload), detail = COALESCE(?, detail), "
+                "UPDATE spends SET state = ?, payload = COALESCE(?, payload), detail = detail || ?, "
                 "updated_at = ? WHERE request_id = ? AND state = 'reserved'",
-                (str(state), payload, detail, time.time(), request_id),
+                (str(state), payload, suffix, time.time(), request_id),
             )
             if cur.rowcount != 1:
                 raise ValueError(f"no open reservation for request {request_id!r}")

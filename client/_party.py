@@ -83,7 +83,15 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._ledger import COORDINATOR_RECORD, BudgetExhausted, BudgetLedger, EntryState, exact_epsilon, format_epsilon
+from ._ledger import (
+    COORDINATOR_RECORD,
+    BudgetExhausted,
+    BudgetLedger,
+    EntryState,
+    exact_epsilon,
+    format_epsilon,
+    requested_detail,
+)
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 
@@ -456,7 +464,11 @@ class Party:
             # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
             # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
-            if entry.kind != "release" or entry.epsilon_exact != exact_epsilon(req.epsilon) or entry.detail != detail:
+            if (
+                entry.kind != "release"
+                or entry.epsilon_exact != exact_epsilon(req.epsilon)
+                or requested_detail(entry.detail) != detail
+            ):
                 # the reply names the earlier epsilon only (a coordinator keeps 200 characters of it); the log both
                 log.info(
                     "request %s was served before as epsilon %s, %s; now asked as epsilon %s, %s",
@@ -473,6 +485,11 @@ class Party:
                 )
             if entry.state == EntryState.RELEASED and payload is not None:
                 return key, detail, payload
+            if entry.state == EntryState.FAILED:  # the coordinator had this request's internal_error reply
+                raise Refusal(
+                    RefusalReason.REQUEST_SPENT,
+                    "the request failed at the party before: its epsilon stays spent; a new request needs a new id",
+                )
             raise Refusal(  # constant: the coordinator knows the request it sent, the party's log names it
                 RefusalReason.REQUEST_SPENT,
                 "the request was started before and has not completed: its epsilon stays spent; it still runs in "

@@ -100,7 +100,7 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     ),
     RefusalReason.REQUEST_SPENT: (
         "the request id was started before and has not completed (still running in another process of the "
-        "party, or interrupted)"
+        "party, interrupted, or failed): its epsilon stays spent; a new request needs a new id"
     ),
     RefusalReason.SCHEMA_MISMATCH: "the request or model uses another schema than the party's",
 }

@@ -234,11 +234,11 @@ def test_a_failed_fit_keeps_its_epsilon_spent_and_gets_no_second_try(tmp_path: P
 
     fits = calls["fit"]
     again = result_of(send_train(setup, settings))
-    # Refused before any row is read.  The reason the party gives today is request_id_reused ("served before
-    # with other parameters"): marking the entry failed replaces its detail (the release's parameters, which a
-    # repeated id must match) with the exception's name.  request_spent ("started before and has not
-    # completed", docs/reference/reason-codes.md) would be the documented one; either is no second try.
-    assert again["status"] == "refused" and again["reason"] in ("request_spent", "request_id_reused"), again
+    # Refused before any row is read, as request_spent: the failure is appended to the entry's detail, which
+    # keeps the request's own parameters in front (a repeated id must match them).
+    assert (again["status"], again["reason"]) == ("refused", "request_spent"), again
+    assert "failed at the party before" in again["message"]
+    assert ledger(setup).entries()[0].detail.endswith(" [failed: _Crash]")  # the operator's trail in the ledger
     assert "release" not in again
     assert calls["fit"] == fits, "the repeated request id was fitted again"
     assert [(e.request_id, e.state) for e in ledger(setup).entries()] == [("run1/train", EntryState.FAILED)]
