@@ -25,6 +25,7 @@ Privacy: post-processing of a released forest on the caller's own rows; no ε.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,7 +199,7 @@ def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[
     several times faster than numpy's row-wise one); otherwise every row is kept.
     """
     radix = np.asarray(n_codes, dtype=np.int64)
-    if float(np.prod(radix.astype(np.float64))) >= 2.0**62:
+    if math.prod(int(n) for n in n_codes) >= 2**62:  # exact (Python integers): a wide grid has 20**300 cells
         return codes, np.arange(codes.shape[0])
     weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
     _, first, inverse = np.unique(codes.astype(np.int64) @ weights, return_index=True, return_inverse=True)

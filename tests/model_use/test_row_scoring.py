@@ -109,3 +109,17 @@ def test_many_feature_grids_score_every_row_as_predict_proba():
     rows = X.iloc[2000:2300].astype(str).reset_index(drop=True)
     assert float(np.prod(np.asarray(forest.grid.n_codes, dtype=float))) >= 2.0**62
     np.testing.assert_allclose(score_rows(forest, rows).proba, forest.predict_proba(rows), rtol=0, atol=1e-12)
+
+
+def test_rows_of_a_grid_too_wide_for_one_integer_are_kept_apart_without_a_warning():
+    """300 features of 20 codes: 20**300 cells, past float64's range; no overflow warning, every row its own."""
+    import warnings
+
+    from edprf_core._row_scoring import _distinct_rows
+
+    codes = np.tile(np.arange(3, dtype=np.int32), (4, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows, inverse = _distinct_rows(codes, (20,) * 300)
+    np.testing.assert_array_equal(rows, codes)
+    np.testing.assert_array_equal(inverse, np.arange(4))
