@@ -29,7 +29,9 @@ in order, the DP row count (only when the depth rule is ``dp-count``), then per 
 one leaf call with one row per released leaf of that layer and one split call with one
 row per released split node of that layer, and nothing else.  The ε one record can face
 is rebuilt from the real scales: the row count + the costliest root-to-leaf path
-(+ the evaluation, which the ledger adds).  :func:`check_released_values` checks that
+(+ the evaluation, which the ledger adds).  Every released tree must also have a data-independent shape
+(:func:`check_tree_shapes`: a leaf only at the last layer or where its path has no split
+candidate left, never because its node was empty or pure).  :func:`check_released_values` checks that
 every released split, label and leaf count is post-processing of what its call output,
 and :func:`check_mechanism_inputs` that the calls saw the data at its true size.  Any
 mismatch raises :class:`AccountingError`.
@@ -77,6 +79,7 @@ __all__ = [
     "charged_epsilon_of_fit",
     "check_mechanism_inputs",
     "check_released_values",
+    "check_tree_shapes",
 ]
 
 _PROJECT_PACKAGES = ("edprf_core", "client", "server", "protocol", "edprf_fl")
@@ -468,6 +471,83 @@ def _match_fit(calls: list[MechanismCall], forest: DPForest) -> tuple[MechanismC
     return count, layers
 
 
+def check_tree_shapes(forest: DPForest) -> None:
+    """Every tree of a DP fit has a shape that depends on the data only through its split choices.
+
+    The builder's rule (the module docstring of :mod:`edprf_core._builder`; the encoder and the
+    decoder enforce it too, :mod:`protocol._structure`), recomputed here from the released trees
+    and the public grid alone: a node is a leaf exactly when it is at the last layer (depth
+    ``max_depth``) or its path has left no split candidate, that is no feature of which the path
+    still admits two codes or more; every split node divides the codes its path admits on its
+    feature in two non-empty parts (binary: a continuous threshold sends codes below it left, a
+    category sends its own code left; multiway: one child per code).  An empty or a pure node
+    above the last layer with a candidate left must split like any other: a leaf there tells
+    the outside that no row, or rows of one class only, reached it.  A release that says
+    ``dp = false`` (research, ``stop_when_pure``) is not checked: it says it is NOT DP.
+    """
+    params = forest.parts[0][1]
+    if not params.dp:
+        return
+    trees = forest.trees
+    grid = FeatureGrid.from_schema(forest.schema, forest.grid_bins)
+    n_codes = np.asarray(grid.n_codes, dtype=np.int64)
+    is_cat = np.asarray(grid.is_categorical, dtype=bool)
+    starts = np.concatenate([[0], np.cumsum(n_codes)]).astype(np.int64)
+    bin_feature = np.repeat(np.arange(n_codes.size), n_codes)
+    bin_code = np.arange(int(starts[-1])) - starts[bin_feature]
+    depth, parent = trees.depths_and_parents()
+    feature, split = trees.feature.astype(np.int64), trees.split.astype(np.int64)
+    tree_of = trees.tree_of_node()
+    binary = forest.split_mode == "binary"
+    # the codes each node's path admits, layer by layer from the roots (which admit every code)
+    admitted = np.ones((trees.n_nodes, bin_feature.size), dtype=bool)
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        nodes = np.flatnonzero(depth == d)
+        up = parent[nodes]
+        side = nodes - (trees.tree_offsets[tree_of[up]] + trees.first_child[up].astype(np.int64))
+        f, s = feature[up][:, None], split[up][:, None]
+        if binary:
+            left = np.where(is_cat[feature[up]][:, None], bin_code[None, :] == s, bin_code[None, :] < s)
+            goes = np.where(side[:, None] == 0, left, ~left)
+        else:
+            goes = bin_code[None, :] == side[:, None]
+        admitted[nodes] = admitted[up] & ((bin_feature[None, :] != f) | goes)
+    per_feature = np.add.reduceat(admitted, starts[:-1], axis=1) if trees.n_nodes else np.zeros((0, n_codes.size))
+    open_features = (per_feature >= 2).sum(axis=1)
+
+    def name(i: int) -> str:
+        t = int(tree_of[i])
+        return f"tree {t}, node {i - int(trees.tree_offsets[t])} (depth {int(depth[i])} of {params.max_depth})"
+
+    too_deep = np.flatnonzero(depth > params.max_depth)
+    if too_deep.size:
+        raise AccountingError(f"{name(int(too_deep[0]))}: a node below the last layer")
+    is_leaf = feature < 0
+    early = np.flatnonzero(is_leaf & (depth < params.max_depth) & (open_features > 0))
+    if early.size:
+        i = int(early[0])
+        raise AccountingError(
+            f"{name(i)}: a leaf above the last layer with {int(open_features[i])} feature(s) its path can still "
+            "split: the tree's shape depends on the data (an empty or pure node stopped)"
+        )
+    splits = np.flatnonzero(~is_leaf)
+    late = splits[depth[splits] >= params.max_depth]
+    if late.size:
+        raise AccountingError(f"{name(int(late[0]))}: a split at the last layer")
+    closed = per_feature[splits, feature[splits]] < 2
+    if np.any(closed):
+        raise AccountingError(
+            f"{name(int(splits[np.flatnonzero(closed)[0]]))}: a split on a feature its path has closed"
+        )
+    if binary and splits.size:
+        first = trees.tree_offsets[tree_of[splits]] + trees.first_child[splits].astype(np.int64)
+        in_children = [per_feature[first + j, feature[splits]] for j in (0, 1)]
+        empty = (in_children[0] < 1) | (in_children[1] < 1)
+        if np.any(empty):
+            i = int(splits[np.flatnonzero(empty)[0]])
+            raise AccountingError(f"{name(i)}: a split that leaves one child no code of its feature (not a candidate)")
+
+
 def charged_epsilon_of_fit(
     calls: list[MechanismCall], forest: DPForest, truth: TrueSensitivity = ADD_REMOVE
 ) -> tuple[float, float]:
@@ -476,9 +556,10 @@ def charged_epsilon_of_fit(
     ``forest`` is what was released (one part: one fit); the calls are matched to it as
     :func:`_match_fit` says.  Rows of one call are disjoint nodes (parallel composition); a
     record meets one node per layer on its path; trees compose as the part says.  Raises
-    :class:`AccountingError` on any extra, missing or mis-sized call, or on noise cheaper
-    than declared.
+    :class:`AccountingError` on any extra, missing or mis-sized call, on noise cheaper
+    than declared, or on a tree whose shape depends on the data (:func:`check_tree_shapes`).
     """
+    check_tree_shapes(forest)
     count, layers = _match_fit(calls, forest)
     count_eps = 0.0 if count is None else float(count.real_epsilons(truth.row_count, True)[0])
     trees = forest.trees
