@@ -29,7 +29,9 @@ in order, the DP row count (only when the depth rule is ``dp-count``), then per 
 one leaf call with one row per released leaf of that layer and one split call with one
 row per released split node of that layer, and nothing else.  The ε one record can face
 is rebuilt from the real scales: the row count + the costliest root-to-leaf path
-(+ the evaluation, which the ledger adds).  Every released tree must also have a data-independent shape
+(+ the evaluation, which the ledger adds), and EVERY root-to-leaf path must spend exactly
+its tree's ε, each split its layer's share and each leaf the rest of its path's budget
+(:func:`check_path_budgets`).  Every released tree must also have a data-independent shape
 (:func:`check_tree_shapes`: a leaf only at the last layer or where its path has no split
 candidate left, never because its node was empty or pure).  :func:`check_released_values` checks that
 every released split, label and leaf count is post-processing of what its call output,
@@ -78,6 +80,7 @@ __all__ = [
     "charged_epsilon_of_evaluation",
     "charged_epsilon_of_fit",
     "check_mechanism_inputs",
+    "check_path_budgets",
     "check_released_values",
     "check_tree_shapes",
 ]
@@ -575,12 +578,79 @@ def charged_epsilon_of_fit(
     for d in range(1, int(depth.max(initial=0)) + 1):
         at = np.flatnonzero(depth == d)
         path[at] += path[parent[at]]
+    check_path_budgets(forest, node_eps, path)
     per_tree = np.array(
         [path[a:b][is_leaf[a:b]].max() for a, b in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:])]
     )
     params = forest.parts[0][1]
     trees_eps = float(per_tree.max() if params.composition == "parallel" else math.fsum(per_tree))
     return count_eps, count_eps + trees_eps
+
+
+_PATH_AGREEMENT = 1e-9
+"""Relative agreement of a path's real ε with the tree's ε: a path may fall short by the samplers' scale
+inflation (1e-12 per draw) and float rounding, never by a share of the budget."""
+
+
+def _layer_weights(schedule: str, n_layers: int) -> np.ndarray:
+    """The schedule's share of a tree's ε for layers 1..L, from the formulas (not the library's code).
+
+    harmonic (eDPRF formula 9, production): ``eps_k = eps / s * 1 / (L - k + 1)``, ``s = sum_{j=1..L} 1/j``;
+    uniform: ``eps / L``; linear: proportional to ``k``.
+    """
+    k = np.arange(1, n_layers + 1, dtype=np.float64)
+    if schedule == "harmonic":
+        return (1.0 / (n_layers - k + 1)) / math.fsum(1.0 / j for j in range(1, n_layers + 1))
+    if schedule == "uniform":
+        return np.full(n_layers, 1.0 / n_layers)
+    if schedule == "linear":
+        return k / k.sum()
+    raise AccountingError(f"the release names a layer schedule {schedule!r} the audit has no formula for")
+
+
+def check_path_budgets(forest: DPForest, node_eps: np.ndarray, path_eps: np.ndarray) -> None:
+    """Every root-to-leaf path spends exactly its tree's ε, each node its share (eDPRF formulas 9 and 10).
+
+    ``node_eps`` is each node's real ε (from the scales OpenDP drew with, for the TRUE sensitivities),
+    ``path_eps`` the sum over the node's path from its root.  The tree's ε is the release's public
+    ``epsilon - count_epsilon`` (divided by the number of trees under sequential composition); with
+    ``L = max_depth + 1`` layers, a split at layer ``k`` must spend ``eps_k`` of the schedule
+    (harmonic: ``eps / s * 1 / (L - k + 1)``, ``s = sum_{j=1..L} 1/j``) and a leaf at layer ``l`` the
+    rest of its path's budget, ``eps - sum_{m<l} eps_m`` (leaf alignment), so that every path, short or
+    full, spends ``eps``.  Each within :data:`_PATH_AGREEMENT` (relative) below and the float slack
+    above.  A leaf that spends less than its path's rest is a model that claims more noise-to-signal
+    than it drew, or a ledger charged for what no record faced; one that spends more, an undercharge.
+    """
+    params = forest.parts[0][1]
+    trees = forest.trees
+    n_layers = params.max_depth + 1
+    tree_eps = params.epsilon - params.count_epsilon
+    if params.composition != "parallel":
+        tree_eps /= params.n_trees
+    layer_eps = tree_eps * _layer_weights(params.schedule, n_layers)
+    spent_above = np.concatenate([[0.0], np.cumsum(layer_eps)[:-1]])
+    depth, _ = trees.depths_and_parents()
+    is_leaf = trees.feature < 0
+    want = np.where(is_leaf, tree_eps - spent_above[depth], layer_eps[depth])
+
+    def off(real: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        too_much, too_little = real > expected * (1 + _RELATIVE_SLACK), real < expected * (1 - _PATH_AGREEMENT)
+        return too_much | too_little | ~np.isfinite(real)
+
+    for what, real, expected, nodes in (
+        ("node", node_eps, want, np.arange(trees.n_nodes)),
+        ("root-to-leaf path", path_eps[is_leaf], np.full(int(is_leaf.sum()), tree_eps), np.flatnonzero(is_leaf)),
+    ):
+        bad = np.flatnonzero(off(real, expected))
+        if bad.size:
+            i = int(nodes[bad[0]])
+            t = int(np.searchsorted(trees.tree_offsets, i, side="right")) - 1
+            kind = "leaf" if is_leaf[i] else "split"
+            raise AccountingError(
+                f"tree {t}, {kind} node {i - int(trees.tree_offsets[t])} at layer {int(depth[i]) + 1} of {n_layers}: "
+                f"its {what} spends epsilon {float(real[bad[0]])!r}, the rule gives {float(expected[bad[0]])!r} "
+                f"(tree epsilon {tree_eps!r}, {params.schedule} schedule)"
+            )
 
 
 def check_mechanism_inputs(

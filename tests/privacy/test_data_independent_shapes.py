@@ -17,7 +17,8 @@ the request into an error), every tree must pass
 :func:`._instrumentation.check_tree_shapes` (each leaf at the last layer or with no
 candidate left on its path), and the mechanism calls must add up to what the ledger
 charged (:func:`._instrumentation.account_fit`, which runs the shape check on every fit the
-gate accounts for).  The estimator alone (no encoder after it) is held to the same rule by
+gate accounts for, and requires every root-to-leaf path, the short ones here included, to spend
+exactly the tree's epsilon).  The estimator alone (no encoder after it) is held to the same rule by
 the accounting, and a builder that stops at pure nodes behind a release that says DP is
 caught there.
 """
