@@ -14,6 +14,10 @@ record: every row of D is read the same way in D' and keeps its side of the spli
 Both runs are instrumented (see ``test_epsilon_by_instrumentation``): the noise each
 drew must add up to what its ledger charged, whatever the hostile record.
 
+A second D lacks two declared categories (one text, one number, neither the last declared), and
+its neighbours add a record of one or both: D's rows must be read the same way once the category
+appears (codes are the declared categories' positions, never positions among those present).
+
 Regression of issue 19, finding 4: the old harness ran a research seed with a fixed
 depth on 240 rows and gave D and D' different salts, so it never saw the production
 path, the DP row count or a failure that depends on one record.
@@ -36,7 +40,7 @@ from edprf_core.tables import TextTable
 from protocol import release_pb2
 from protocol.messages import METRICS_KEY
 
-from ..federation._neighbours import HOSTILE, file_bytes, make_party
+from ..federation._neighbours import HEADER, HOSTILE, base_lines, file_bytes, make_party
 from ._instrumentation import Recorder, account_fit, charged_epsilon_of_evaluation
 from ._party_requests import (
     TrainSettings,
@@ -214,6 +218,60 @@ def test_one_hostile_record_changes_nothing_but_dp_outputs(tmp_path: Path, monke
     assert not (d.holdout - used.holdout), f"{name}: a held-out row of D was read differently or moved"
     extra = (used.train - d.train) + (used.holdout - d.holdout)
     assert sum(extra.values()) <= 1, f"{name}: more than the hostile record was added"
+
+
+# D lacking declared categories: a record that brings one must not change how D's rows are read
+ABSENT: list[tuple[str, bytes]] = [
+    ("absent_text_category", b"30,12,1,0"),
+    ("absent_number_category", b"30,007,1,1"),
+    ("both_absent_categories", b"30,12,1,1"),
+]
+"""Records of the categories D lacks (``code = 12``, ``grade = 1``), one or both: neither is the last declared one."""
+
+
+def lacking_bytes(extra: bytes | None = None) -> bytes:
+    """D without the rows of ``code = 12`` or ``grade = 1`` (declared, absent from D), or that D plus ``extra``
+    in the middle.  An encoder that numbered the categories present in the data instead of the declared ones
+    (codes by position among those present) would read D's rows of later categories differently once the record
+    brings the absent one."""
+    lines = [line for line in base_lines(N_ROWS) if line.split(b",")[1] != b"12" and line.split(b",")[2] != b"1"]
+    cut = len(lines) // 2
+    body = lines if extra is None else [*lines[:cut], extra, *lines[cut:]]
+    return b"\n".join([HEADER, *body]) + b"\n"
+
+
+@pytest.fixture(scope="module")
+def lacking_baseline(tmp_path_factory) -> dict:
+    """D lacking two declared categories: its replies, its model and the rows it used."""
+    lines = lacking_bytes().splitlines()[1:]
+    assert len(lines) >= 1000 and all(line.split(b",")[1] in (b"007", b"other") for line in lines)
+    assert {line.split(b",")[2] for line in lines} == {b"2", b"3"}
+    with pytest.MonkeyPatch.context() as mp:
+        _, train, release, evaluation, used = _serve(tmp_path_factory.mktemp("D-lacking"), lacking_bytes(), mp)
+    assert release.params.depth_rule == "dp-count" and release.params.max_depth >= 3
+    assert sum(used.train.values()) + sum(used.holdout.values()) == len(lines)
+    return {
+        "train": _public_train(train, release),
+        "evaluate": _public_evaluation(evaluation),
+        "model": global_model(release),
+        "used": used,
+    }
+
+
+@pytest.mark.parametrize(("name", "line"), ABSENT, ids=[a[0] for a in ABSENT])
+def test_a_record_of_a_category_absent_from_d_changes_nothing_but_dp_outputs(
+    tmp_path: Path, monkeypatch, lacking_baseline, name, line
+):
+    _, train, release, evaluation, used = _serve(tmp_path, lacking_bytes(line), monkeypatch, lacking_baseline["model"])
+    assert _public_train(train, release) == lacking_baseline["train"], (
+        f"{name}: the train reply differs beyond DP outputs"
+    )
+    assert _public_evaluation(evaluation) == lacking_baseline["evaluate"], f"{name}: the evaluation differs"
+    d = lacking_baseline["used"]
+    assert not (d.train - used.train), f"{name}: a training row of D was read differently once the category appeared"
+    assert not (d.holdout - used.holdout), f"{name}: a held-out row of D was read differently"
+    extra = (used.train - d.train) + (used.holdout - d.holdout)
+    assert sum(extra.values()) == 1, f"{name}: the record of the absent category must be read as one more row"
 
 
 def test_the_harness_covers_at_least_30_hostile_records():
