@@ -39,8 +39,10 @@ __all__ = [
     "result_of",
     "send_evaluate",
     "send_query",
+    "send_request",
     "send_train",
     "share_salt",
+    "train_request",
 ]
 
 
@@ -89,23 +91,31 @@ def send_query(setup: PartySetup, settings: TrainSettings, request_id: str = "ru
 
 
 def _send(setup: PartySetup, settings: TrainSettings, request_id: str, message_type: str) -> Message:
-    fingerprint = load_schema(setup.schema_path).fingerprint
-    req = TrainRequest(
+    return send_request(setup, train_request(setup, settings, request_id), message_type)
+
+
+def train_request(setup: PartySetup, settings: TrainSettings, request_id: str = "run1/train", seed: int = -1):
+    """The :class:`TrainRequest` of ``settings`` (``seed`` -1: none, as production sends)."""
+    return TrainRequest(
         request_id=request_id,
         run_id="run1",
-        schema_fingerprint=fingerprint,
+        schema_fingerprint=load_schema(setup.schema_path).fingerprint,
         epsilon=settings.epsilon,
         max_depth=settings.max_depth,
         n_trees=settings.n_trees,
         split_mode=settings.split_mode,
         n_bins=settings.n_bins,
         relation="add-remove",
-        seed=-1,
+        seed=seed,
         leaf=settings.leaf,
         depth_rule=settings.depth_rule,
         marginals_share=settings.marginals_share,
         marginals_bins=settings.marginals_bins,
     )
+
+
+def send_request(setup: PartySetup, req: TrainRequest, message_type: str = MessageType.TRAIN) -> Message:
+    """``req`` through the party's real Flower handler of ``message_type`` (train, or its readiness query)."""
     msg = Message(
         content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=message_type
     )

@@ -26,12 +26,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 
-from client import NOT_DP_COUNT_KEY, NOT_DP_KEY, handle_train, not_dp_replies, read_meta_readonly
-from edprf_core import EDPRFClassifier, load_schema
+from client import NOT_DP_COUNT_KEY, NOT_DP_KEY, not_dp_replies, read_meta_readonly
+from edprf_core import EDPRFClassifier
 from edprf_core._forest import FLOAT_NOISE_REASON, SEEDED_REASON
-from protocol.messages import REQUEST_KEY, TrainRequest
 from server import CoordinatorConfig
 from server._conformance import request_mismatch
 from server._guarantee import PartySpend, federation_guarantee
@@ -40,11 +38,12 @@ from ..federation._neighbours import file_bytes, make_party
 from ..synthetic import make_data, make_schema
 from ._party_requests import (
     TrainSettings,
-    _context,
     flower_task_identity,  # noqa: F401 (a fixture)
     ledger,
     release_of,
     result_of,
+    send_request,
+    train_request,
 )
 
 pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
@@ -53,39 +52,13 @@ SETTINGS = TrainSettings(leaf="counts", split_mode="binary", n_trees=2, max_dept
 SEED = 0
 
 
-def _request(setup, settings: TrainSettings, seed: int, request_id: str = "run1/train") -> TrainRequest:
-    """The train request of ``settings`` with ``seed`` (-1: none, as production sends)."""
-    return TrainRequest(
-        request_id=request_id,
-        run_id="run1",
-        schema_fingerprint=load_schema(setup.schema_path).fingerprint,
-        epsilon=settings.epsilon,
-        max_depth=settings.max_depth,
-        n_trees=settings.n_trees,
-        split_mode=settings.split_mode,
-        n_bins=settings.n_bins,
-        relation="add-remove",
-        seed=seed,
-        leaf=settings.leaf,
-        depth_rule=settings.depth_rule,
-        marginals_share=settings.marginals_share,
-        marginals_bins=settings.marginals_bins,
-    )
-
-
-def _send(setup, request: TrainRequest) -> Message:
-    """``request`` through the party's real Flower train handler."""
-    content = RecordDict({REQUEST_KEY: ConfigRecord(request.to_record())})
-    return handle_train(Message(content=content, dst_node_id=2, message_type=MessageType.TRAIN), _context(setup))
-
-
 def _not_dp_lines(setup) -> tuple[int, list[str]]:
     return not_dp_replies(read_meta_readonly(setup.ledger_path, (NOT_DP_KEY, NOT_DP_COUNT_KEY)))
 
 
 def test_a_production_party_refuses_a_seeded_request_before_any_charge(tmp_path: Path):
     setup = make_party(tmp_path, file_bytes(n_rows=600), allow_seeded_randomness=False)
-    result = result_of(_send(setup, _request(setup, SETTINGS, SEED)))
+    result = result_of(send_request(setup, train_request(setup, SETTINGS, seed=SEED)))
     assert result["status"] == "refused" and result["reason"] == "policy_seed", result
     assert ledger(setup).entries() == []
     assert _not_dp_lines(setup) == (0, [])
@@ -93,8 +66,8 @@ def test_a_production_party_refuses_a_seeded_request_before_any_charge(tmp_path:
 
 def test_a_seeded_release_is_marked_seeded_all_the_way_to_the_coordinator(tmp_path: Path):
     setup = make_party(tmp_path, file_bytes(n_rows=600), allow_seeded_randomness=True)
-    seeded = _request(setup, SETTINGS, SEED)
-    release = release_of(setup, _send(setup, seeded))
+    seeded = train_request(setup, SETTINGS, seed=SEED)
+    release = release_of(setup, send_request(setup, seeded))
     params = release.params
     assert params.seeded, "a release drawn with the request's seed must say seeded"
     assert params.sampler == "numpy" and params.dp
