@@ -521,6 +521,8 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
         return
     for line in result.lines():  # lines and rows the rules leave out are worth a look: notes, not problems
         report._add("note" if line.startswith(("lines left out", "rows dropped")) else "ok", path, line)
+    for level, text in result.findings():  # a file not in UTF-8, a numeric column mostly unread: problems
+        report._add(level, path, text)
     if result.rows_kept == 0:
         report._add(
             "problem",

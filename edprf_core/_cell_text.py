@@ -25,6 +25,10 @@ Rules
   value never depends on whether other cells of the column hold fractions
   (pandas' ``to_numeric`` turns ``"-0"`` into ``0`` or ``-0.0`` depending on
   the column).
+
+Not a rule: :func:`decimal_comma_cells` only recognizes, for the hints of the commands that report refused
+cells (``edprf schema check``, ``edprf party check``, ``edprf predict``), the cells a decimal comma made
+"not a finite number"; it never changes how a cell is read.
 """
 
 from __future__ import annotations
@@ -33,14 +37,17 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 __all__ = [
+    "DECIMAL_COMMA_PATTERN",
     "NUMBER_PATTERN",
     "WHITESPACE",
     "Cells",
+    "decimal_comma_cells",
     "number_of_text",
     "strip_text",
     "text_array",
@@ -59,11 +66,17 @@ list against ``str.isspace`` for every code point."""
 NUMBER_PATTERN = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 """A decimal number: sign, digits with an optional point, optional exponent (ASCII only)."""
 
+DECIMAL_COMMA_PATTERN = r"[+-]?(?:[0-9]{1,3}(?:\.[0-9]{3})+|[0-9]+),[0-9]+"
+"""A number written with a decimal comma ('1234,56', '-0,5'), optionally with thousands dots ('1.234,56'): not a
+number under :data:`NUMBER_PATTERN` (the schema reads '.' as the decimal point)."""
+
 Cells = pa.Array | pa.ChunkedArray
 """Arrow string cells (one array, or the chunks of one column)."""
 
 _NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
 _NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
+_DECIMAL_COMMA_ANCHORED = "^" + DECIMAL_COMMA_PATTERN + "$"
+_DECIMAL_COMMA = re.compile(DECIMAL_COMMA_PATTERN + r"\Z", re.ASCII)
 
 
 def number_of_text(text: str) -> float:
@@ -126,3 +139,25 @@ def text_numbers(cells: NDArray[np.object_]) -> NDArray[np.float64]:
     return np.fromiter(
         (number_of_text(c) if isinstance(c, str) else math.nan for c in cells), np.float64, count=len(cells)
     )
+
+
+def decimal_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArray[np.bool_]:
+    """Per cell, whether it is text written as a number with a decimal comma (:data:`DECIMAL_COMMA_PATTERN`, once
+    stripped of :data:`WHITESPACE`): ``" 1234,56"``, ``"-0,5"``, ``"1.234,56"``.  False for a missing cell and for a
+    cell that is not text (a Parquet number is never a decimal comma).
+
+    For hints only (the cells it finds are not numbers under the rules); each cell is judged alone.
+    """
+    if isinstance(cells, (pa.Array, pa.ChunkedArray)):
+        arrow = cells if pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type) else None
+    else:
+        arrow = text_array(np.asarray(cells, dtype=object))
+    if arrow is None:  # not text (numbers, or a lone surrogate Arrow cannot hold): no decimal comma to find
+        values = np.asarray(cells, dtype=object)
+        return np.fromiter(
+            (isinstance(c, str) and _DECIMAL_COMMA.fullmatch(c.strip()) is not None for c in values),
+            bool,
+            count=len(values),
+        )
+    hit = pc.match_substring_regex(strip_text(arrow), _DECIMAL_COMMA_ANCHORED).fill_null(False)
+    return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)

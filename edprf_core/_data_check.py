@@ -13,12 +13,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
 
+from ._cell_text import decimal_comma_cells
 from ._encoding import CellRules, _parse_numbers, rule_violations
 from ._schema import ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
+from .count_text import count_text
 
-__all__ = ["DataCheck", "check_data"]
+__all__ = ["BIASED_SHARE", "DataCheck", "check_data"]
+
+NOT_A_NUMBER = "not a finite number"
+"""The rule a cell breaks when a numeric column's cell is neither missing nor a finite number
+(:mod:`edprf_core._encoding`)."""
+
+BIASED_SHARE = 0.10
+"""A column whose cells are "not a finite number" in at least this share of the rows read is a finding of its own:
+the rows kept are those whose cell happened to parse (whole amounts when the others carry a decimal comma), a
+biased training set rather than a random loss."""
+
+_SHOWN_LINES = 5
+"""Line numbers named for the rows holding bytes that are not UTF-8 (the owner's own file, read on its machine)."""
+
+RECODE_HINT = "re-encode it, e.g. `iconv -f cp1252 -t utf-8 in.csv > out.csv`"
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,12 @@ class DataCheck:
         Continuous values outside the declared bounds, clipped to them.
     missing : dict of str to (count, rule)
         Missing cells per column and what the column's rule does with them.
+    not_utf8 : int
+        Rows with a cell that was not valid UTF-8 (read with the replacement character U+FFFD).
+    not_utf8_lines : tuple of int
+        The file's line numbers of the first of them (at most five).
+    decimal_commas : dict of str to int
+        Per column, the cells that are "not a finite number" and are written as a number with a decimal comma.
     """
 
     lines_read: int
@@ -47,6 +71,9 @@ class DataCheck:
     rows_dropped: list[tuple[str, str, int]] = field(default_factory=list)
     clipped: dict[str, tuple[int, float]] = field(default_factory=dict)
     missing: dict[str, tuple[int, str]] = field(default_factory=dict)
+    not_utf8: int = 0
+    not_utf8_lines: tuple[int, ...] = ()
+    decimal_commas: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A human-readable report."""
@@ -61,6 +88,46 @@ class DataCheck:
         for column, (count, share) in self.clipped.items():
             hint = "  <- most values lie outside the bounds: other units than the schema?" if share > 0.2 else ""
             out.append(f"values clipped to the bounds, column {column!r}: {count} ({share:.1%}){hint}")
+        return out
+
+    def findings(self) -> list[tuple[str, str]]:
+        """The likely causes of rows lost, as ``(level, text)``: ``"problem"`` when the training set would be
+        damaged (bytes that are not UTF-8; a numeric column not read in :data:`BIASED_SHARE` of the rows or
+        more), ``"note"`` for a few decimal commas.  Counts and line numbers only, never a cell's value."""
+        n = max(self.lines_read, 1)
+        out = []
+        if self.not_utf8:
+            first = ", ".join(str(k) for k in self.not_utf8_lines)
+            more = ", ..." if self.not_utf8 > len(self.not_utf8_lines) else ""
+            text = (
+                f"{count_text(self.not_utf8, 'row')} ({self.not_utf8 / n:.1%}) hold bytes that are not valid UTF-8 "
+                "(read as the replacement character U+FFFD, so their categories and numbers do not match the "
+                f"schema; {'line' if self.not_utf8 == 1 else 'lines'} {first}{more}): the file is probably not UTF-8 (Latin-1/cp1252?); {RECODE_HINT}"
+            )
+            out.append(("problem", text))
+        for column, what, count in self.rows_dropped:
+            if what != NOT_A_NUMBER:
+                continue
+            commas = self.decimal_commas.get(column, 0)
+            comma = (
+                f"decimal comma? {commas} of them are written like 1234,56: the schema reads '.' "
+                "as the decimal point; convert the numbers to '.' (and drop thousands separators) before training"
+                if commas
+                else ""
+            )
+            if count / n >= BIASED_SHARE:
+                kept = (
+                    "the rows kept would be those whose value happened to parse: a biased training set"
+                    if count < self.lines_read
+                    else "no row is kept"
+                )
+                text = (
+                    f"column {column!r}: {count_text(count, 'row')} ({count / n:.1%}) are not a finite number and are "
+                    f"dropped; {kept}"
+                )
+                out.append(("problem", f"{text}; {comma}" if comma else text))
+            elif comma:
+                out.append(("note", f"column {column!r}: {comma}"))
         return out
 
 
@@ -84,6 +151,14 @@ def check_data(
         keep &= ~mask
     problems = [(column, what, int(mask.sum())) for column, what, mask in found]
     rules = CellRules.of(schema)
+    commas = {
+        column: hits
+        for column, what, mask in found
+        if what == NOT_A_NUMBER
+        and column in table.X
+        and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
+    }
+    foreign = _not_utf8(table.X, table.y)
     clipped, missing = {}, {}
     for f in schema.features:
         cells = rules.clean(table.X[f.name])
@@ -107,4 +182,19 @@ def check_data(
         rows_dropped=problems,
         clipped=clipped,
         missing=missing,
+        not_utf8=int(foreign.sum()),
+        not_utf8_lines=tuple(int(k) for k in table.line_numbers[foreign][:_SHOWN_LINES]),
+        decimal_commas=commas,
     )
+
+
+def _not_utf8(X: pd.DataFrame, y: pd.Series) -> NDArray[np.bool_]:
+    """Per row, whether a cell holds U+FFFD: the reader's replacement for bytes that are not valid UTF-8 (a UTF-8
+    file that holds the character itself is counted too; it is as likely the trace of an earlier wrong decoding).
+
+    Text columns only: a Parquet file's strings are UTF-8 by the format."""
+    found = np.zeros(len(y), dtype=bool)
+    for _, column in [*X.items(), (None, y)]:
+        if isinstance(column.dtype, pd.StringDtype):
+            found |= column.str.contains("\ufffd", regex=False).fillna(False).to_numpy(dtype=bool)
+    return found

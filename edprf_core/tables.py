@@ -4,6 +4,7 @@ Each cell is parsed by the schema alone; a malformed line is reported by its num
 the reading of the others.
 """
 
+from ._cell_text import decimal_comma_cells
 from ._column_names import closest_name
 from ._table_stream import RowChunk, stream_rows
 from ._text_table import MAX_LINE_CHARS, OptionHints, TextTable, header_names, read_table, separator_hint
@@ -14,6 +15,7 @@ __all__ = [
     "RowChunk",
     "TextTable",
     "closest_name",
+    "decimal_comma_cells",
     "header_names",
     "read_table",
     "separator_hint",

@@ -20,12 +20,9 @@ from edprf_core import Schema
 from edprf_core.count_text import count_text
 from edprf_core.prediction import RowScores
 from edprf_core.schema import ContinuousFeature
-from edprf_core.tables import RowChunk
+from edprf_core.tables import RowChunk, decimal_comma_cells
 
-__all__ = ["DECIMAL_COMMA", "RowDiagnostics"]
-
-DECIMAL_COMMA = r"\s*[-+]?\d+,\d+\s*"
-"""A cell that is a number written with a decimal comma ('1,414'): refused, the schema reads '.' as the point."""
+__all__ = ["RowDiagnostics"]
 
 _SHOWN_LABELS = 4
 """Distinct undeclared labels named (the most frequent first)."""
@@ -96,12 +93,11 @@ class RowDiagnostics:
             if not isinstance(f, ContinuousFeature) or f.name not in frame:
                 continue
             cells = frame[f.name][refused]
-            text = cells.dropna().astype(str)  # a Parquet number is never a decimal comma
-            hits = text[text.str.fullmatch(DECIMAL_COMMA)]
+            hits = cells[decimal_comma_cells(cells)]  # a Parquet number is never a decimal comma
             if len(hits):
                 self.decimal_commas += len(hits)
                 if self.decimal_example is None:
-                    self.decimal_example = (f.name, hits.iloc[0].strip())
+                    self.decimal_example = (f.name, str(hits.iloc[0]).strip())
 
     def _looks_like_header(self, first: pd.Series) -> bool:
         """Line 1's cells are the schema's feature names (most of them, in order; case and spaces aside)."""

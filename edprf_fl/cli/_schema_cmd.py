@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check",
         help="report what a schema's rules do to a data file, before training",
         description="Report what a schema's rules do to a data file, as a party applies them: lines left out, "
-        "rows dropped per rule, missing and clipped values. Give the schema first, then the data.",
+        "rows dropped per rule, missing and clipped values, and the likely causes (bytes that are not UTF-8, "
+        "decimal commas). Give the schema first, then the data.",
     )
     check.add_argument("schema", metavar="SCHEMA", help="the schema TOML (first)")
     check.add_argument("data", metavar="DATA", help="the data file (CSV), after the schema")
@@ -236,6 +237,8 @@ def run_check(args: argparse.Namespace) -> int:
     )
     for line in report.lines():
         print(f"  {line}")
+    for level, text in report.findings():
+        print(f"  {'warning' if level == 'problem' else level}: {text}")
     if schema.drafted:
         print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
     if report.rows_kept == 0:

@@ -512,3 +512,36 @@ def test_an_interrupted_run_says_how_to_use_its_releases_without_spending_again(
     err = capsys.readouterr().err
     assert "may still spend on it for a few seconds" in err and "`edprf budget` shows the entry released" in err
     assert f"submit with request-tag='{tag}', the same run config and a new output-dir" in err
+
+
+def _bank_schema(tmp_path):
+    from edprf_core import CategoricalFeature, ContinuousFeature, LabelSpec, Schema
+
+    schema = Schema(
+        features=(
+            ContinuousFeature("age", 18.0, 110.0),
+            ContinuousFeature("balance", -1e6, 1e7, missing="separate"),
+            CategoricalFeature("segment", ("retail", "société"), unknown="refuse"),
+        ),
+        label=LabelSpec("default", ("no", "yes")),
+    )
+    path = tmp_path / "bank.toml"
+    schema.save(path)
+    return path
+
+
+def test_schema_check_names_a_file_not_in_utf8_and_decimal_commas(tmp_path, capsys):
+    """Bank review S2-3 and S2-4: the rows lost were counted, their cause was not named."""
+    schema = _bank_schema(tmp_path)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("age,balance,segment,default\n40,10.5,société,no\n41,11.5,retail,yes\n".encode("cp1252"))
+    assert main(["schema", "check", str(schema), str(latin)]) == 0  # a row is kept: the exit status is unchanged
+    out = capsys.readouterr().out
+    assert "  warning: 1 row (50.0%) hold bytes that are not valid UTF-8" in out and "line 2)" in out
+    assert "Latin-1/cp1252?" in out and "iconv -f cp1252 -t utf-8 in.csv > out.csv" in out
+    partial = tmp_path / "partial.csv"
+    partial.write_text("age;balance;segment;default\n40;1234,56;retail;no\n41;1234;retail;yes\n")
+    assert main(["schema", "check", "--sep", ";", str(schema), str(partial)]) == 0
+    out = capsys.readouterr().out
+    assert "  warning: column 'balance': 1 row (50.0%) are not a finite number" in out
+    assert "a biased training set; decimal comma? 1 of them are written like 1234,56" in out

@@ -593,3 +593,51 @@ def test_lines_and_rows_the_rules_leave_out_are_notes(party, capsys):
     assert code == 0 and _problems(lines) == []
     assert any(line.startswith("note: ") and "lines left out (" in line and line.endswith(": 1") for line in lines)
     assert not any(line.startswith("ok: ") and "left out" in line for line in lines)
+
+
+def test_a_file_not_in_utf8_is_a_problem_with_the_re_encoding_hint(party, capsys):
+    """A cp1252 export lost its rows as 'undeclared' in a note (bank review S2-3): now a problem naming the encoding,
+    the rows and lines affected (the operator's own file), and how to re-encode; no cell's value."""
+    paths, schema = party
+    data = paths["data-path"]
+    lines = data.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].rstrip(b"\r\n") + b"\xe9\n"  # a cp1252 'é' (one byte) at the end of line 4's label
+    data.write_bytes(b"".join(lines))
+    code, out = _check(paths, capsys)
+    problems = _problems(out)
+    assert code == 1 and len(problems) == 1, out
+    assert "1 row (0.2%) hold bytes that are not valid UTF-8" in problems[0] and "line 4)" in problems[0]
+    assert "Latin-1/cp1252?" in problems[0] and "iconv -f cp1252 -t utf-8 in.csv > out.csv" in problems[0]
+    assert not any(c in problems[0] for c in schema.classes)  # no cell's value
+
+
+def _decimal_commas(paths, original: str, rows: int) -> None:
+    """The data file (``original``'s text) with ';' between fields and a decimal comma in US1 of its first ``rows``
+    rows."""
+    lines = original.splitlines()
+    out = [lines[0].replace(",", ";")]
+    for i, line in enumerate(lines[1:]):
+        cells = line.split(",")
+        if i < rows:
+            cells[0] = cells[0].replace(".", ",")
+        out.append(";".join(cells))
+    paths["data-path"].write_text("\n".join(out) + "\n")
+
+
+def test_a_numeric_column_with_a_tenth_of_decimal_commas_is_a_problem_about_a_biased_training_set(party, capsys):
+    """A bank's amounts with a decimal comma on some rows: the rows kept were the others (a biased sample) and party
+    check said so in a note only (bank review S2-4).  40 of the 400 rows (10 %) make it a problem; 39 a note."""
+    paths, _ = party
+    paths = {**paths, "data-separator": ";"}
+    original = paths["data-path"].read_text()
+    assert all(line.split(",")[0].count(".") == 1 for line in original.splitlines()[1:41])  # each becomes a comma
+    _decimal_commas(paths, original, 40)
+    code, out = _check(paths, capsys)
+    problems = _problems(out)
+    assert code == 1 and len(problems) == 1, out
+    assert "column 'US1': 40 rows (10.0%) are not a finite number and are dropped" in problems[0]
+    assert "a biased training set" in problems[0] and "decimal comma? 40 of them" in problems[0]
+    _decimal_commas(paths, original, 39)
+    code, out = _check(paths, capsys)
+    assert code == 0 and _problems(out) == [], out
+    assert any(line.startswith("note: ") and "column 'US1': decimal comma? 39 of them" in line for line in out), out

@@ -1,0 +1,136 @@
+"""`check_data` names the usual causes of rows lost, for the data owner (bank review S2-3, S2-4).
+
+A cp1252 export read as UTF-8 turned 'société' into 'soci\ufffdt\ufffd': the rows were counted as "undeclared
+category" and nothing said the file was not UTF-8.  Amounts written with a decimal comma were "not a finite
+number"; when only some carried a decimal part, the rows kept were exactly the whole amounts (a biased sample) and
+the check said nothing more.  The findings carry counts and line numbers, never a cell's value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from edprf_core import CategoricalFeature, ContinuousFeature, LabelSpec, Schema, check_data
+from edprf_core._data_check import BIASED_SHARE
+from edprf_core.tables import decimal_comma_cells
+
+BANK = Schema(
+    features=(
+        ContinuousFeature("age", 18.0, 110.0),
+        ContinuousFeature("balance", -1e6, 1e7, missing="separate"),
+        CategoricalFeature("segment", ("retail", "société", "crédit"), unknown="refuse"),
+    ),
+    label=LabelSpec("default", ("no", "yes")),
+)
+
+
+def _rows(n: int, balance=lambda i: f"{1000 + i}.25", segment=lambda i: "retail") -> str:
+    return "age,balance,segment,default\n" + "".join(
+        f"{30 + i % 50},{balance(i)},{segment(i)},{'yes' if i % 3 else 'no'}\n" for i in range(n)
+    )
+
+
+def test_a_cp1252_file_is_named_with_the_rows_lines_and_a_recode_hint(tmp_path):
+    text = _rows(20, segment=lambda i: "société" if i % 4 == 0 else "crédit" if i % 4 == 1 else "retail")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(text.encode("cp1252"))
+    report = check_data(latin, BANK)
+    # rows 0, 1, 4, 5, ... (i % 4 in {0, 1}) on file lines i + 2: 10 of 20
+    assert report.rows_kept == 10 and report.not_utf8 == 10
+    assert report.not_utf8_lines == (2, 3, 6, 7, 10)
+    (finding,) = report.findings()
+    level, said = finding
+    assert level == "problem"
+    assert said.startswith("10 rows (50.0%) hold bytes that are not valid UTF-8")
+    assert "lines 2, 3, 6, 7, 10, ...)" in said and "Latin-1/cp1252?" in said
+    assert "iconv -f cp1252 -t utf-8 in.csv > out.csv" in said
+    assert "soci" not in said and "cr" + "\ufffd" not in said  # no cell's value
+    utf8 = tmp_path / "utf8.csv"
+    utf8.write_text(text, encoding="utf-8")  # the same rows, re-encoded: all kept, nothing said
+    report = check_data(utf8, BANK)
+    assert report.rows_kept == 20 and report.not_utf8 == 0 and report.findings() == []
+
+
+def test_one_foreign_byte_in_a_label_is_counted_too(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_bytes(_rows(5).encode() + b"40,10.5,retail,n\xf6\n")
+    report = check_data(path, BANK)
+    assert report.not_utf8 == 1 and report.not_utf8_lines == (7,)
+    assert "(16.7%) hold bytes that are not valid UTF-8" in report.findings()[0][1]
+    assert "line 7)" in report.findings()[0][1]
+
+
+@pytest.mark.parametrize(
+    ("cell", "comma"),
+    [
+        ("1234,56", True),
+        (" -0,5 ", True),
+        ("+1.234,56", True),
+        ("1.234.567,8", True),
+        ("12,3", True),
+        ("1,5,6", False),
+        ("1234", False),
+        ("1.5", False),
+        ("1234,", False),
+        (",5", False),
+        ("12.34,5", False),  # a dot that is no thousands separator
+        ("1,234.5", False),  # a thousands comma with a decimal point: not a decimal comma
+        ("abc,de", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_decimal_comma_cells_recognizes_a_number_written_with_a_decimal_comma(cell, comma):
+    assert decimal_comma_cells(pd.Series([cell], dtype=object)).tolist() == [comma]
+    assert decimal_comma_cells(pa.array([cell], pa.large_string())).tolist() == [comma]
+
+
+def test_decimal_comma_cells_of_numbers_and_of_text_arrow_cannot_hold():
+    assert decimal_comma_cells(pd.Series([1.5, np.nan, 3.0])).tolist() == [False, False, False]
+    assert decimal_comma_cells(np.array(["1,5", "\ud800", 2.0], dtype=object)).tolist() == [True, False, False]
+
+
+def _partial(tmp_path, n: int, commas: int):
+    """``n`` rows separated by ';'; the balance of the first ``commas`` written with a decimal comma, the others
+    whole amounts."""
+    path = tmp_path / f"partial-{commas}.csv"
+    lines = [f"{30 + i % 50};{1000 + i}{',56' if i < commas else ''};retail;no\n" for i in range(n)]
+    path.write_text("age;balance;segment;default\n" + "".join(lines))
+    return check_data(path, BANK, sep=";")
+
+
+def test_a_numeric_column_unread_in_a_tenth_of_the_rows_is_a_biased_training_set(tmp_path):
+    assert BIASED_SHARE == 0.10
+    report = _partial(tmp_path, 50, 5)  # exactly 10 %: at the threshold
+    assert report.rows_kept == 45 and report.decimal_commas == {"balance": 5}
+    ((level, said),) = report.findings()
+    assert level == "problem"
+    assert said.startswith("column 'balance': 5 rows (10.0%) are not a finite number and are dropped")
+    assert "a biased training set" in said
+    assert "decimal comma? 5 of them are written like 1234,56" in said
+    assert "the schema reads '.' as the decimal point" in said
+    assert "1000,56" not in said and "1000" not in said  # no cell's value
+
+
+def test_a_few_decimal_commas_below_the_share_are_a_note(tmp_path):
+    report = _partial(tmp_path, 50, 4)  # 8 %
+    ((level, said),) = report.findings()
+    assert level == "note" and said.startswith("column 'balance': decimal comma? 4 of them")
+
+
+def test_a_column_of_decimal_commas_keeps_no_row(tmp_path):
+    report = _partial(tmp_path, 20, 20)
+    assert report.rows_kept == 0
+    ((level, said),) = report.findings()
+    assert level == "problem" and "20 rows (100.0%) are not a finite number and are dropped; no row is kept" in said
+    assert "decimal comma? 20 of them" in said
+
+
+def test_text_that_is_no_number_at_all_is_a_biased_training_set_without_a_comma_hint(tmp_path):
+    path = tmp_path / "words.csv"
+    path.write_text(_rows(10, balance=lambda i: "n/a-ish" if i < 2 else f"{i}.5"))
+    ((level, said),) = check_data(path, BANK).findings()
+    assert level == "problem" and "2 rows (20.0%) are not a finite number" in said and "decimal comma" not in said
