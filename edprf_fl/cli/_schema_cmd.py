@@ -65,6 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Report what a schema's rules do to a data file, as a party applies them: lines left out, "
         "rows dropped per rule, missing and clipped values, and the likely causes (bytes that are not UTF-8, "
         "decimal commas). Give the schema first, then the data.",
+        epilog="exit status: 0 when at least one row satisfies the schema's rules (some may be dropped: the report "
+        "counts them); 1 when none does, or the schema or the data file cannot be read.",
     )
     check.add_argument("schema", metavar="SCHEMA", help="the schema TOML (first)")
     check.add_argument("data", metavar="DATA", help="the data file (CSV), after the schema")
@@ -243,7 +245,9 @@ def run_check(args: argparse.Namespace) -> int:
         print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
     if report.rows_kept == 0:
         print(
-            "no row satisfies the schema's rules: check the separator, the header and the column names", file=sys.stderr
+            f"no row of {args.data} satisfies the schema's rules (exit status 1): check the separator, the header, "
+            "the column names, the units and the number format (the lines above count each rule's drops)",
+            file=sys.stderr,
         )
         return 1
     return 0

@@ -545,3 +545,22 @@ def test_schema_check_names_a_file_not_in_utf8_and_decimal_commas(tmp_path, caps
     out = capsys.readouterr().out
     assert "  warning: column 'balance': 1 row (50.0%) are not a finite number" in out
     assert "a biased training set; decimal comma? 1 of them are written like 1234,56" in out
+
+
+def test_schema_check_exits_1_with_a_clear_line_when_no_row_satisfies_the_schema(tmp_path, capsys):
+    """Bank review S3-4: every row dropped must not look like success; the exit status is in the usage."""
+    schema = _bank_schema(tmp_path)
+    data = tmp_path / "commas.csv"
+    data.write_text("age;balance;segment;default\n40;1234,56;retail;no\n41;1,5;retail;yes\n")
+    assert main(["schema", "check", "--sep", ";", str(schema), str(data)]) == 1
+    captured = capsys.readouterr()
+    assert "rows read: 2; rows kept: 0 (0.0%)" in captured.out
+    assert "2 rows (100.0%) are not a finite number and are dropped; no row is kept; decimal comma?" in captured.out
+    assert captured.err.startswith(f"no row of {data} satisfies the schema's rules (exit status 1)")
+    data.write_text("age;balance;segment;default\n40;1234.56;retail;no\n41;1,5;retail;yes\n")
+    assert main(["schema", "check", "--sep", ";", str(schema), str(data)]) == 0  # one row kept: 0, as before
+    assert capsys.readouterr().err == ""
+    with pytest.raises(SystemExit):
+        main(["schema", "check", "--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 when at least one row satisfies the schema's rules" in usage and "1 when none does" in usage
