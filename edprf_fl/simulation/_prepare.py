@@ -188,18 +188,67 @@ class RowSplit(NamedTuple):
 
 
 def split_rows(settings: SimulationSettings, X: pd.DataFrame, y: pd.Series) -> RowSplit:
-    """Split the rows into training, central test and validation rows (stratified, seeded by ``settings.seed``)."""
-    from sklearn.model_selection import train_test_split
+    """Split the rows into training, central test and validation rows (stratified, seeded by ``settings.seed``).
 
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=settings.test_size, random_state=settings.seed, stratify=y
-    )
+    Raises
+    ------
+    SettingsError
+        A class has fewer than 2 rows, or a split would hold fewer rows than there are classes: a stratified split
+        cannot keep every class on both sides.  Refused rather than split unstratified: the central test rows are
+        where the simulation's metrics (and the baselines' comparison) are measured, and a class held on one side
+        only would be either never trained on or never tested, without a word in the report.
+    """
+    X_train, X_test, y_train, y_test = _stratified(X, y, settings.test_size, settings.seed, "test_size", "the data")
     if settings.validation_size <= 0:
         return RowSplit(X_train, y_train, X_test, y_test, None, None)
-    X_train, X_val, y_train, y_val = train_test_split(
-        X_train, y_train, test_size=settings.validation_size, random_state=settings.seed + 1, stratify=y_train
+    X_train, X_val, y_train, y_val = _stratified(
+        X_train, y_train, settings.validation_size, settings.seed + 1, "validation_size", "the training rows"
     )
     return RowSplit(X_train, y_train, X_test, y_test, X_val, y_val)
+
+
+_SPLIT_OF = {"test_size": "training and central test rows", "validation_size": "training and validation rows"}
+
+
+def _stratified(
+    X: pd.DataFrame, y: pd.Series, size: float, seed: int, setting: str, rows: str
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, pd.Series]:
+    """``train_test_split(X, y, test_size=size, stratify=y)``, its refusals named with the ``setting`` that asks for
+    it (a :class:`SettingsError`) and what to do."""
+    from sklearn.model_selection import train_test_split
+
+    def refuse(why: str, fix: str) -> SettingsError:
+        """``why`` is text (class names, sklearn's words: braces escaped); ``fix`` a template naming settings."""
+        why = why.replace("{", "{{").replace("}", "}}")
+        return SettingsError(
+            f"the split into {_SPLIT_OF[setting]} ({{{setting}}} {size:g}) is stratified: every class keeps its "
+            f"share on both sides; {why}: {fix}"
+        )
+
+    counts = y.value_counts(sort=True, ascending=True)
+    rare = counts[counts < 2]
+    if len(rare):
+        shown = ", ".join(f"{c!r} ({count_text(int(n), 'row')})" for c, n in rare.items())
+        several = len(rare) > 1
+        raise refuse(
+            f"{'classes' if several else 'class'} {shown} of {rows} {'have' if several else 'has'} fewer than the 2 "
+            "rows this needs",
+            f"add rows of {'those classes' if several else 'that class'}, or leave {'them' if several else 'it'} out "
+            "of the data and of the schema's classes",
+        )
+    held = math.ceil(size * len(y))  # as sklearn sizes the held-out side
+    fix = f"change {{{setting}}} so that both sides hold a row of every class, or add rows"
+    classes = count_text(len(counts), "class", "classes")
+    if min(held, len(y) - held) < len(counts):
+        raise refuse(
+            f"of the {count_text(len(y), 'row')} of {rows}, {held} would be held out and "
+            f"{len(y) - held} kept, for {classes}",
+            fix,
+        )
+    try:
+        return train_test_split(X, y, test_size=size, random_state=seed, stratify=y)
+    except ValueError as exc:  # sklearn's own count of a side (rounded otherwise): its words
+        raise refuse(f"{str(exc).rstrip('.')} ({count_text(len(y), 'row')} of {rows}, {classes})", fix) from None
 
 
 def partition_training_rows(

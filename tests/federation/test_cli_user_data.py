@@ -564,3 +564,52 @@ def test_schema_check_exits_1_with_a_clear_line_when_no_row_satisfies_the_schema
         main(["schema", "check", "--help"])
     usage = " ".join(capsys.readouterr().out.split())
     assert "exit status: 0 when at least one row satisfies the schema's rules" in usage and "1 when none does" in usage
+
+
+def _one_yes(tmp_path, rows: int = 40):
+    """A file whose class 'yes' has a single row (bank review S3-2: sklearn's raw 'least populated class')."""
+    schema = _bank_schema(tmp_path)
+    data = tmp_path / "rare.csv"
+    lines = [f"{30 + i},{100 + i}.5,retail,{'yes' if i == 0 else 'no'}\n" for i in range(rows)]
+    data.write_text("age,balance,segment,default\n" + "".join(lines))
+    return schema, data
+
+
+def test_a_class_too_rare_for_the_stratified_test_split_is_named_with_its_flag_and_the_fix(tmp_path, capsys, no_flower):
+    schema, data = _one_yes(tmp_path)
+    out = tmp_path / "o"
+    argv = ["simulate", "--data", str(data), "--schema", str(schema), "--parties", "2", "--no-baselines"]
+    assert main([*argv, "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "edprf simulate: error: the split into training and central test rows (--test-size 0.2) is stratified: "
+        "every class keeps its share on both sides; class 'yes' (1 row) of the data has fewer than the 2 rows this "
+        "needs: add rows of that class, or leave it out of the data and of the schema's classes"
+    )
+    assert "least populated" not in err and not out.exists()
+
+
+def test_a_split_smaller_than_the_classes_and_a_rare_class_in_the_validation_split_are_named(tmp_path):
+    from edprf_fl.simulation import SimulationSettings
+    from edprf_fl.simulation._prepare import load_simulation_data, split_rows
+
+    schema, data = _one_yes(tmp_path, rows=5)
+    data.write_text(data.read_text() + "70,1.5,retail,yes\n")  # 'yes': 2 rows of 6
+    settings = SimulationSettings(data=data, schema=schema, test_size=0.1)
+    X, y, _, _ = load_simulation_data(settings)
+    with pytest.raises(
+        ValueError,
+        match=r"\(test_size 0.1\) .*of the 6 rows of the data, 1 would be held out and 5 "
+        r"kept, for 2 classes: change test_size so that both sides hold a row of every class",
+    ):
+        split_rows(settings, X, y)
+    settings = SimulationSettings(data=data, schema=schema, test_size=0.5, validation_size=0.5)
+    with pytest.raises(
+        ValueError,
+        match=r"training and validation rows \(validation_size 0.5\).* class 'yes' \(1 row\) "
+        "of the training rows has fewer than the 2 rows",
+    ):
+        split_rows(settings, X, y)
+    settings = SimulationSettings(data=data, schema=schema, test_size=0.5, validation_size=0)
+    split = split_rows(settings, X, y)  # each side a row of each class: stratified as before
+    assert sorted(split.y_test) == ["no", "no", "yes"] and sorted(split.y_train) == ["no", "no", "yes"]
