@@ -150,8 +150,9 @@ class AssignmentRecorder:
         return self
 
     def watch_entropy(self, monkeypatch, randbits) -> None:
-        """Route ``secrets.randbits`` as ``edprf_core._randomness`` reaches it through ``randbits`` (the real one
-        or a stand-in), recording each call's bit count."""
+        """Route ``secrets.randbits`` through ``randbits`` (the real one or a stand-in), recording each call's bit
+        count.  The attribute is set on the ``secrets`` module itself, process-wide for the test (``monkeypatch``
+        restores it): ``edprf_core._randomness`` is its only caller in the project."""
 
         def recorded(k: int) -> int:
             self.entropy_requests.append(k)

@@ -92,6 +92,31 @@ def test_concurrent_requests_past_the_pre_check_get_at_most_what_the_cap_pays(tm
             passed.wait()  # every request has passed (or failed) its pre-check before any reserves
 
     monkeypatch.setattr(ledger_module.BudgetLedger, "refuse_unaffordable", pre_check)
+    # Inside the reservation, each request waits (up to 2 s) for the others to read the sum too.  Under the
+    # write lock the others cannot get there: the wait times out and the requests reserve one after another.
+    # A reservation that read the sum outside the lock would let all three read 0 here and all three insert.
+    reading = threading.local()
+    summed = threading.Barrier(n_requests, timeout=2)
+    real_reserve, real_sum = ledger_module.BudgetLedger.reserve, ledger_module.BudgetLedger._sum
+
+    def reserve(self, *args, **kwargs):
+        reading.inside = True
+        try:
+            return real_reserve(self, *args, **kwargs)
+        finally:
+            reading.inside = False
+
+    def sum_in_reserve(self, db):
+        spent = real_sum(self, db)
+        if getattr(reading, "inside", False):
+            try:
+                summed.wait()
+            except threading.BrokenBarrierError:
+                pass  # the others are held by the write lock (correct code), or have reserved already
+        return spent
+
+    monkeypatch.setattr(ledger_module.BudgetLedger, "reserve", reserve)
+    monkeypatch.setattr(ledger_module.BudgetLedger, "_sum", sum_in_reserve)
     settings = TrainSettings(epsilon=epsilon, **SMALL)
     with ThreadPoolExecutor(n_requests) as pool:
         replies = list(pool.map(lambda i: send_train(setup, settings, f"run1/train-{i}"), range(n_requests)))

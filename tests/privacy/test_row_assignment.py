@@ -204,7 +204,14 @@ def test_the_assignment_is_drawn_from_the_os_entropy(tmp_path: Path, monkeypatch
         served[name] = _assignment(recorder.serve(setup, MIXED, f"run1/train-{name}"))
     assert served["A"] == served["A again"], "the assignment must be a function of the OS entropy"
     assert served["A"] != served["B"], "two entropies gave one assignment: the seed does not come from secrets"
-    assert set(recorder.entropy_requests) == {256} and len(recorder.entropy_requests) >= 3
+    # every bit is used: A with one bit flipped, low, middle or high, gives another assignment (a seed cut to
+    # 16 or 64 bits of the 256 would not see the flip)
+    for bit in (0, 15, 16, 63, 64, 127, 128, 255):
+        flipped = ENTROPY_A ^ (1 << bit)
+        recorder.watch_entropy(monkeypatch, lambda k, entropy=flipped: entropy & ((1 << k) - 1))
+        assignment = _assignment(recorder.serve(setup, MIXED, f"run1/train-bit-{bit}"))
+        assert assignment != served["A"], f"bit {bit} of the OS entropy does not reach the seed"
+    assert set(recorder.entropy_requests) == {256} and len(recorder.entropy_requests) >= 11
 
 
 def test_two_production_fits_assign_rows_differently(tmp_path: Path, monkeypatch):
