@@ -137,11 +137,6 @@ FAILED_MARK = " [failed: "
 """What :meth:`BudgetLedger.fail` appends to an entry's detail, before the failure's reason and a ``]``."""
 
 
-def requested_detail(detail: str) -> str:
-    """An entry's detail as its request gave it, without what :meth:`BudgetLedger.fail` appended."""
-    return detail.split(FAILED_MARK, 1)[0]
-
-
 CAP_KEY = "lifetime-cap"
 """The ``ledger_meta`` key of the lifetime cap the ledger was last opened with (exact text, or ``inf``)."""
 CAP_CHANGES_KEY = "lifetime-cap-changes"
@@ -535,7 +530,7 @@ class BudgetLedger:
 
     def fail(self, request_id: str, reason: str) -> None:
         """Mark a reservation failed; its ε stays counted.  ``reason`` is appended to the entry's detail
-        (:data:`FAILED_MARK`), which keeps the request's own detail in front (:func:`requested_detail`)."""
+        (:data:`FAILED_MARK`): the request's own detail stays in front, for ``edprf budget``."""
         self._set_state(request_id, EntryState.FAILED, None, f"{FAILED_MARK}{reason}]")
 
     def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, suffix: str = "") -> None:

@@ -90,7 +90,6 @@ from ._ledger import (
     EntryState,
     exact_epsilon,
     format_epsilon,
-    requested_detail,
 )
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
@@ -467,7 +466,8 @@ class Party:
             if (
                 entry.kind != "release"
                 or entry.epsilon_exact != exact_epsilon(req.epsilon)
-                or requested_detail(entry.detail) != detail
+                # a failed entry's detail may end in its failure (older ledgers: replaced by it); it pays nothing again
+                or (entry.state != EntryState.FAILED and entry.detail != detail)
             ):
                 # the reply names the earlier epsilon only (a coordinator keeps 200 characters of it); the log both
                 log.info(
@@ -485,15 +485,11 @@ class Party:
                 )
             if entry.state == EntryState.RELEASED and payload is not None:
                 return key, detail, payload
-            if entry.state == EntryState.FAILED:  # the coordinator had this request's internal_error reply
-                raise Refusal(
-                    RefusalReason.REQUEST_SPENT,
-                    "the request failed at the party before: its epsilon stays spent; a new request needs a new id",
-                )
-            raise Refusal(  # constant: the coordinator knows the request it sent, the party's log names it
+            log.info("request %s was started before; its ledger entry is %s", req.request_id, entry.state)
+            raise Refusal(  # constant (failed, interrupted or running alike): the party's log says which
                 RefusalReason.REQUEST_SPENT,
-                "the request was started before and has not completed: its epsilon stays spent; it still runs in "
-                "another process of this party (two SuperNodes serving one party's data?) or was interrupted",
+                "the request was started before and did not complete (it failed, was interrupted, or runs in "
+                "another process of this party): its epsilon stays spent; a new request needs a new id",
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         return key, detail, None

@@ -20,8 +20,10 @@ depth; :mod:`._party_requests`):
 from __future__ import annotations
 
 import math
+import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from fractions import Fraction
 from pathlib import Path
 
@@ -262,7 +264,7 @@ def test_a_failed_fit_keeps_its_epsilon_spent_and_gets_no_second_try(tmp_path: P
     # Refused before any row is read, as request_spent: the failure is appended to the entry's detail, which
     # keeps the request's own parameters in front (a repeated id must match them).
     assert (again["status"], again["reason"]) == ("refused", "request_spent"), again
-    assert "failed at the party before" in again["message"]
+    assert "did not complete (it failed, was interrupted" in again["message"]
     assert ledger(setup).entries()[0].detail.endswith(" [failed: _Crash]")  # the operator's trail in the ledger
     assert "release" not in again
     assert calls["fit"] == fits, "the repeated request id was fitted again"
@@ -271,3 +273,18 @@ def test_a_failed_fit_keeps_its_epsilon_spent_and_gets_no_second_try(tmp_path: P
 
     release_of(setup, send_train(setup, settings, "run1/train-2"))  # a new id: a new fit, paid for
     assert ledger(setup).spent() == Fraction(1)
+
+
+def test_a_failed_entry_of_an_older_ledger_is_spent_too(tmp_path: Path):
+    """Before the failure was appended to it, a failed entry's detail was the failure alone (the exception's
+    name): a resend of that id is refused request_spent all the same, with nothing fitted or spent again."""
+    setup = _party(tmp_path, 1.0)
+    settings = TrainSettings(epsilon=0.5, **SMALL)
+    book = ledger(setup)
+    book.reserve("run1/train", "release", 0.5, run_id="run1", detail="as an older version wrote it")
+    book.fail("run1/train", "MemoryError")
+    with closing(sqlite3.connect(setup.ledger_path)) as db, db:  # the older ledger's row: the exception's name
+        db.execute("UPDATE spends SET detail = 'MemoryError' WHERE request_id = 'run1/train'")
+    again = result_of(send_train(setup, settings))
+    assert (again["status"], again["reason"]) == ("refused", "request_spent"), again
+    assert ledger(setup).spent() == Fraction(1, 2)
