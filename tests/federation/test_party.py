@@ -157,7 +157,7 @@ def test_a_request_another_process_of_the_party_started_is_not_served_twice(part
     first, second = Party(setup), Party(setup)
     req = _request(schema, request_id=f"{'t' * 64}/train")  # the longest request-tag
     first.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=_release_detail(req))
-    with pytest.raises(Refusal, match="still runs in another process of this party") as exc:
+    with pytest.raises(Refusal, match="runs in another process of this party") as exc:
         second.train(req)
     assert exc.value.reason == "request_spent"
     kept = party_text(str(exc.value))  # what the coordinator keeps and shows
