@@ -92,8 +92,8 @@ class DataCheck:
 
     def findings(self) -> list[tuple[str, str]]:
         """The likely causes of rows lost, as ``(level, text)``: ``"problem"`` when the training set would be
-        damaged (bytes that are not UTF-8; a numeric column not read in :data:`BIASED_SHARE` of the rows or
-        more), ``"note"`` for a few decimal commas.  Counts and line numbers only, never a cell's value."""
+        damaged (bytes that are not UTF-8, or a numeric column not read, in :data:`BIASED_SHARE` of the rows or
+        more), ``"note"`` below that share.  Counts and line numbers only, never a cell's value."""
         n = max(self.lines_read, 1)
         out = []
         if self.not_utf8:
@@ -104,20 +104,21 @@ class DataCheck:
                 "(read as the replacement character U+FFFD, so their categories and numbers do not match the "
                 f"schema; {'line' if self.not_utf8 == 1 else 'lines'} {first}{more}): the file is probably not UTF-8 (Latin-1/cp1252?); {RECODE_HINT}"
             )
-            out.append(("problem", text))
+            out.append(("problem" if self.not_utf8 / n >= BIASED_SHARE else "note", text))
         for column, what, count in self.rows_dropped:
             if what != NOT_A_NUMBER:
                 continue
             commas = self.decimal_commas.get(column, 0)
             comma = (
-                f"decimal comma? {commas} of them are written like 1234,56: the schema reads '.' "
-                "as the decimal point; convert the numbers to '.' (and drop thousands separators) before training"
+                f"decimal comma, or a thousands comma? {commas} of them are written like 1234,56 or 1,234: the "
+                "schema reads '.' as the decimal point and no thousands separator; convert decimal commas to '.' "
+                "and drop thousands separators before training"
                 if commas
                 else ""
             )
             if count / n >= BIASED_SHARE:
                 kept = (
-                    "the rows kept would be those whose value happened to parse: a biased training set"
+                    "the rows kept would be those whose value happened to parse: possibly a biased training set"
                     if count < self.lines_read
                     else "no row is kept"
                 )

@@ -240,7 +240,7 @@ def run_check(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(f"  {line}")
     for level, text in report.findings():
-        print(f"  {'warning' if level == 'problem' else level}: {text}")
+        print(f"  {'warning (a problem for `edprf party check`)' if level == 'problem' else level}: {text}")
     if schema.drafted:
         print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
     if report.rows_kept == 0:

@@ -110,7 +110,7 @@ def test_a_numeric_column_unread_in_a_tenth_of_the_rows_is_a_biased_training_set
     assert level == "problem"
     assert said.startswith("column 'balance': 5 rows (10.0%) are not a finite number and are dropped")
     assert "a biased training set" in said
-    assert "decimal comma? 5 of them are written like 1234,56" in said
+    assert "decimal comma, or a thousands comma? 5 of them are written like 1234,56" in said
     assert "the schema reads '.' as the decimal point" in said
     assert "1000,56" not in said and "1000" not in said  # no cell's value
 
@@ -118,7 +118,7 @@ def test_a_numeric_column_unread_in_a_tenth_of_the_rows_is_a_biased_training_set
 def test_a_few_decimal_commas_below_the_share_are_a_note(tmp_path):
     report = _partial(tmp_path, 50, 4)  # 8 %
     ((level, said),) = report.findings()
-    assert level == "note" and said.startswith("column 'balance': decimal comma? 4 of them")
+    assert level == "note" and said.startswith("column 'balance': decimal comma, or a thousands comma? 4 of them")
 
 
 def test_a_column_of_decimal_commas_keeps_no_row(tmp_path):
@@ -126,7 +126,7 @@ def test_a_column_of_decimal_commas_keeps_no_row(tmp_path):
     assert report.rows_kept == 0
     ((level, said),) = report.findings()
     assert level == "problem" and "20 rows (100.0%) are not a finite number and are dropped; no row is kept" in said
-    assert "decimal comma? 20 of them" in said
+    assert "decimal comma, or a thousands comma? 20 of them" in said
 
 
 def test_text_that_is_no_number_at_all_is_a_biased_training_set_without_a_comma_hint(tmp_path):

@@ -537,14 +537,19 @@ def test_schema_check_names_a_file_not_in_utf8_and_decimal_commas(tmp_path, caps
     latin.write_bytes("age,balance,segment,default\n40,10.5,société,no\n41,11.5,retail,yes\n".encode("cp1252"))
     assert main(["schema", "check", str(schema), str(latin)]) == 0  # a row is kept: the exit status is unchanged
     out = capsys.readouterr().out
-    assert "  warning: 1 row (50.0%) hold bytes that are not valid UTF-8" in out and "line 2)" in out
+    assert (
+        "  warning (a problem for `edprf party check`): 1 row (50.0%) hold bytes that are not valid UTF-8" in out
+        and "line 2)" in out
+    )
     assert "Latin-1/cp1252?" in out and "iconv -f cp1252 -t utf-8 in.csv > out.csv" in out
     partial = tmp_path / "partial.csv"
     partial.write_text("age;balance;segment;default\n40;1234,56;retail;no\n41;1234;retail;yes\n")
     assert main(["schema", "check", "--sep", ";", str(schema), str(partial)]) == 0
     out = capsys.readouterr().out
-    assert "  warning: column 'balance': 1 row (50.0%) are not a finite number" in out
-    assert "a biased training set; decimal comma? 1 of them are written like 1234,56" in out
+    assert (
+        "  warning (a problem for `edprf party check`): column 'balance': 1 row (50.0%) are not a finite number" in out
+    )
+    assert "a biased training set; decimal comma, or a thousands comma? 1 of them are written like 1234,56" in out
 
 
 def test_schema_check_exits_1_with_a_clear_line_when_no_row_satisfies_the_schema(tmp_path, capsys):
@@ -555,7 +560,10 @@ def test_schema_check_exits_1_with_a_clear_line_when_no_row_satisfies_the_schema
     assert main(["schema", "check", "--sep", ";", str(schema), str(data)]) == 1
     captured = capsys.readouterr()
     assert "rows read: 2; rows kept: 0 (0.0%)" in captured.out
-    assert "2 rows (100.0%) are not a finite number and are dropped; no row is kept; decimal comma?" in captured.out
+    assert (
+        "2 rows (100.0%) are not a finite number and are dropped; no row is kept; decimal comma, or a thousands comma?"
+        in captured.out
+    )
     assert captured.err.startswith(f"no row of {data} satisfies the schema's rules (exit status 1)")
     data.write_text("age;balance;segment;default\n40;1234.56;retail;no\n41;1,5;retail;yes\n")
     assert main(["schema", "check", "--sep", ";", str(schema), str(data)]) == 0  # one row kept: 0, as before
