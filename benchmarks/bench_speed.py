@@ -314,12 +314,13 @@ def big_csv(source: Path, rows: int, directory: Path, distinct: bool = False) ->
     holds as many distinct texts as rows, as a bank's amounts and balances do; the values stay in the domain.
     """
     header, _, body = source.read_bytes().partition(b"\n")
-    lines = (body.rstrip(b"\n").split(b"\n") * -(-rows // body.count(b"\n")))[:rows]
+    source_lines = body.rstrip(b"\n").split(b"\n")
+    lines = (source_lines * -(-rows // len(source_lines)))[:rows]
     if distinct:
         column = header.split(b",").index(b"bmi")
         cells = [line.split(b",") for line in lines]
         for number, line_cells in enumerate(cells):
-            line_cells[column] += b"%06d" % (number % 1_000_000) if b"." in line_cells[column] else b".%06d" % number
+            line_cells[column] += b"%06d" % number if b"." in line_cells[column] else b".%06d" % number
         lines = [b",".join(line_cells) for line_cells in cells]
     path = directory / f"diabetes_{rows}{'_distinct' if distinct else ''}.csv"
     path.write_bytes(header + b"\n" + b"\n".join(lines) + b"\n")
