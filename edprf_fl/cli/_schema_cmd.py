@@ -122,6 +122,12 @@ def run_draft(args: argparse.Namespace) -> int:
         schema = draft_schema(frame, args.label, name=path.stem)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
+    for column in _identifier_columns(frame, args.label):
+        print(
+            f"warning: column {column!r} holds a different value on every row: an identifier (account or record "
+            "number)? An identifier is no feature: move it from [[features]] to ignored_columns",
+            file=sys.stderr,
+        )
     text = _DRAFT_HEADER + schema.to_toml()
     if args.output is None:
         sys.stdout.write(text)
@@ -131,6 +137,26 @@ def run_draft(args: argparse.Namespace) -> int:
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge", file=sys.stderr)
     return 0
+
+
+_IDENTIFIER_ROWS = 100
+"""From this many rows with a value on, a column whose every value differs is named as a likely identifier."""
+
+
+def _identifier_columns(frame, label: str) -> list[str]:
+    """The columns (not the label) whose values, none missing, all differ over at least :data:`_IDENTIFIER_ROWS`
+    rows, as text or whole numbers (a measurement with decimals can differ on every row too)."""
+    import pandas as pd
+
+    out = []
+    for column in frame.columns:
+        values = frame[column]
+        if column == label or len(values) < _IDENTIFIER_ROWS or values.isna().any() or not values.is_unique:
+            continue
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_integer_dtype(values):
+            continue
+        out.append(str(column))
+    return out
 
 
 _NO_HEADER_HINT = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 
+import numpy as np
 import pytest
 
 from edprf_core import example_schema, load_schema
@@ -147,6 +148,22 @@ def test_schema_draft_and_check_on_a_semicolon_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "rows read: 45211" in out and "NOT differentially private" in out
     assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 1
+
+
+def test_schema_draft_names_a_column_that_looks_like_an_identifier(tmp_path, capsys):
+    """A bank's account number drafted as a continuous feature (bank review): the draft warns, naming
+    ignored_columns; a measurement with decimals that differs on every row, a code column, and the label do not."""
+    rng = np.random.default_rng(0)
+    n = 150
+    rows = ["account,balance,segment,outcome"] + [
+        f"{10**9 + 7 * i},{rng.normal(1000, 300):.2f},{'ab'[i % 2]},{'yn'[i % 3 == 0]}" for i in range(n)
+    ]
+    data = tmp_path / "bank.csv"
+    data.write_text("\n".join(rows) + "\n")
+    assert main(["schema", "draft", str(data), "--label", "outcome", "--output", str(tmp_path / "d.toml")]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "different value on every row" in line]
+    assert len(warned) == 1 and "'account'" in warned[0] and "ignored_columns" in warned[0], err
 
 
 @pytest.mark.skipif(not BANK.is_file(), reason="needs ../shared/data/bank_marketing")
