@@ -21,7 +21,7 @@ from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, E
 
 from ._party import STOPPING, Party, PartySetup, Refusal
 from ._policy import load_policy
-from ._reply_timing import hold_problem, hold_reply, message_reached
+from ._reply_timing import hold_problem, hold_reply, message_reached, round_timeout_seconds
 
 __all__ = ["handle_evaluate", "handle_query", "handle_train"]
 
@@ -55,9 +55,14 @@ def _party_id(party: Party | None, context: Context, run_config: Mapping[str, An
         return ""
 
 
-def _party(context: Context, run_config: Mapping[str, Any] | None) -> Party:
+def _party(context: Context, run_config: Mapping[str, Any] | None, started: float | None = None) -> Party:
+    """The party of this node and run; from ``started`` (a :func:`message_reached` reading) on, it reserves
+    nothing once the run's ``round-timeout`` has passed (the coordinator, whose clock started earlier, has
+    stopped waiting)."""
     merged = {**context.run_config, **(run_config or {})}
-    party = Party(PartySetup.from_configs(context.node_config, merged))
+    timeout = round_timeout_seconds(merged.get("round-timeout"))
+    reserve_by = started + timeout if started is not None and timeout is not None else None
+    party = Party(PartySetup.from_configs(context.node_config, merged), reserve_by=reserve_by)
     if problem := hold_problem(party.policy.reply_after_seconds, merged.get("round-timeout")):
         raise ValueError(problem)  # party_setup, before any epsilon is reserved (the readiness answer too)
     return party
@@ -84,7 +89,7 @@ def _serve(
     try:
         req = read_request(msg)
         step = RefusalReason.PARTY_SETUP
-        party = _party(context, run_config)
+        party = _party(context, run_config, started)
         step = RefusalReason.INTERNAL_ERROR
         content = serve(party, req)
     except Refusal as exc:

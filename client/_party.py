@@ -93,6 +93,7 @@ from ._ledger import (
 )
 from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
+from ._reply_timing import message_reached
 
 __all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
 
@@ -267,8 +268,11 @@ class PartySetup:
 class Party:
     """Serves train and evaluate requests under the party's policy and ledger."""
 
-    def __init__(self, setup: PartySetup) -> None:
+    def __init__(self, setup: PartySetup, reserve_by: float | None = None) -> None:
         self.setup = setup
+        self.reserve_by = reserve_by
+        """A :func:`client._reply_timing.message_reached` reading after which no epsilon is reserved
+        (``round_closed``), or None."""
         self.policy: PartyPolicy = load_policy(setup.policy_path)
         self.schema: Schema = load_schema(setup.schema_path)
         if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
@@ -401,6 +405,28 @@ class Party:
             log.exception("the release could not be bound to run %s", run_id)
             return b""
 
+    # ------------------------------------------------ the round's end (train, evaluate)
+    def _refuse_after_the_round(self, request_id: str) -> None:
+        """Refuse (``round_closed``) when :attr:`reserve_by` has passed: reading the data took the whole round, the
+        coordinator has stopped waiting, and epsilon reserved now would pay for a reply nobody takes.  Called just
+        before a reservation, so nothing is spent; a resend under the same id is served afresh.
+
+        The party's clock is enough: it started when the message reached the ClientApp, after the coordinator's.
+        Privacy cost: none.  The refusal's timing and text say only that the round had closed, which the
+        coordinator saw itself (the reply arrives after it stopped waiting).
+        """
+        if self.reserve_by is None or message_reached() <= self.reserve_by:  # the clock reserve_by was read on
+            return
+        log.warning(
+            "request %s: the run's round-timeout passed while the party read its data; nothing was reserved or "
+            "sent. Ask the coordinator for a longer round-timeout",
+            request_id,
+        )
+        raise Refusal(
+            RefusalReason.ROUND_CLOSED,
+            "the round-timeout had passed before the party could reserve its epsilon; nothing was spent",
+        )
+
     # ------------------------------------------------ a failure after a reservation (train, evaluate)
     def _mark_failed(self, request_id: str, exc: BaseException) -> None:
         """Mark a reservation failed after ``exc`` (its epsilon stays counted either way).
@@ -514,6 +540,7 @@ class Party:
                 "the party's local data file cannot be used with the schema; details are in the party's log",
             )
         try:
+            self._refuse_after_the_round(req.request_id)
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
@@ -681,6 +708,7 @@ class Party:
         data = self._data()
         if not req.exact:
             try:
+                self._refuse_after_the_round(req.request_id)
                 self.ledger.reserve(
                     req.request_id, "evaluation", req.epsilon, run_id=req.run_id, detail="noised held-out accuracy"
                 )

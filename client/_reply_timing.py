@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["HOLD_MARGIN_SECONDS", "hold_problem", "hold_reply", "message_reached"]
+__all__ = ["HOLD_MARGIN_SECONDS", "hold_problem", "hold_reply", "message_reached", "round_timeout_seconds"]
 
 HOLD_MARGIN_SECONDS = 30.0
 """How far below the run's ``round-timeout`` a hold must end: the coordinator's clock starts when it sends, the hold's
@@ -68,13 +68,8 @@ def hold_problem(reply_after: float, round_timeout: object) -> str | None:
     A hold that ends less than :data:`HOLD_MARGIN_SECONDS` before the round closes would have the party spend and
     then reply after the coordinator stopped waiting.
     """
-    if reply_after <= 0 or isinstance(round_timeout, bool):
-        return None
-    try:
-        timeout = float(round_timeout)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    if not 0 < timeout < float("inf") or reply_after + HOLD_MARGIN_SECONDS <= timeout:
+    timeout = round_timeout_seconds(round_timeout)
+    if reply_after <= 0 or timeout is None or reply_after + HOLD_MARGIN_SECONDS <= timeout:
         return None
     return (
         f"policy reply-after-seconds = {reply_after:g} does not end {HOLD_MARGIN_SECONDS:g} s before the run's "
@@ -82,3 +77,15 @@ def hold_problem(reply_after: float, round_timeout: object) -> str | None:
         f"spent; lower reply-after-seconds, or ask the coordinator for a round-timeout of at least "
         f"{reply_after + HOLD_MARGIN_SECONDS:g}"
     )
+
+
+def round_timeout_seconds(round_timeout: object) -> float | None:
+    """The run's ``round-timeout`` (a number, or its text as a run config may carry it) in seconds, when it is a
+    positive finite number; None otherwise."""
+    if isinstance(round_timeout, bool):
+        return None
+    try:
+        timeout = float(round_timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return timeout if 0 < timeout < float("inf") else None

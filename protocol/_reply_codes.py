@@ -60,6 +60,7 @@ class RefusalReason(StrEnum):
     POLICY_TREES = "policy_trees"
     REQUEST_ID_REUSED = "request_id_reused"
     REQUEST_SPENT = "request_spent"
+    ROUND_CLOSED = "round_closed"
     SCHEMA_MISMATCH = "schema_mismatch"
 
 
@@ -97,6 +98,10 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_TREES: "more trees than the policy's max-n-trees",
     RefusalReason.REQUEST_ID_REUSED: (
         "the request id was used before: by a release with other parameters, or by any earlier evaluation"
+    ),
+    RefusalReason.ROUND_CLOSED: (
+        "the run's round-timeout had passed, counted from when the message reached the party, before the party was "
+        "ready to reserve its epsilon: the coordinator had stopped waiting; nothing was spent"
     ),
     RefusalReason.REQUEST_SPENT: (
         "the request id was started before and has not completed (still running in another process of the "

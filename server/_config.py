@@ -127,7 +127,8 @@ class CoordinatorConfig:
         guarantee say NOT differentially private (``require_exact_sampling`` must be off).
     round_timeout : float, default 300.0
         Seconds the coordinator waits for the replies of a round; a party that has not answered is left
-        out of it.
+        out of it. A party still reading its data when this has passed (on its own clock, from when the
+        message reached it) reserves no epsilon and refuses ``round_closed``.
     node_wait_timeout : float, default 60.0
         Seconds to wait for ``expected_parties`` (at least ``min_parties``) to connect before sending
         requests; the run then asks those connected, or none if they are fewer than ``min_parties``.

@@ -31,6 +31,7 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
         RefusalReason.INVALID_LOCAL_DATA,
         RefusalReason.NOT_REGISTERED,
         RefusalReason.BUDGET_EXHAUSTED,
+        RefusalReason.ROUND_CLOSED,
         RefusalReason.SCHEMA_MISMATCH,
         RefusalReason.EPSILON_RESOLUTION,
         RefusalReason.POLICY_BINS,

@@ -39,6 +39,7 @@ WIRE_REASONS = [
     "policy_trees",
     "request_id_reused",
     "request_spent",
+    "round_closed",
     "schema_mismatch",
 ]
 """The refusal codes parties send today: the enum must not change one of them."""

@@ -114,19 +114,24 @@ def train_request(setup: PartySetup, settings: TrainSettings, request_id: str = 
     )
 
 
-def send_request(setup: PartySetup, req: TrainRequest, message_type: str = MessageType.TRAIN) -> Message:
-    """``req`` through the party's real Flower handler of ``message_type`` (train, or its readiness query)."""
+def send_request(
+    setup: PartySetup, req: TrainRequest, message_type: str = MessageType.TRAIN, run_config: dict | None = None
+) -> Message:
+    """``req`` through the party's real Flower handler of ``message_type`` (train, or its readiness query), under
+    the run's ``run_config`` (a ``round-timeout``, say)."""
     msg = Message(
         content=RecordDict({REQUEST_KEY: ConfigRecord(req.to_record())}), dst_node_id=2, message_type=message_type
     )
-    return (handle_query if message_type == MessageType.QUERY else handle_train)(msg, _context(setup))
+    return (handle_query if message_type == MessageType.QUERY else handle_train)(msg, _context(setup), run_config)
 
 
-def send_evaluate(setup: PartySetup, model: bytes, epsilon: float, request_id: str = "run1/evaluate") -> Message:
+def send_evaluate(
+    setup: PartySetup, model: bytes, epsilon: float, request_id: str = "run1/evaluate", run_config: dict | None = None
+) -> Message:
     req = EvaluateRequest(request_id=request_id, run_id="run1", epsilon=epsilon, exact=False)
     content = RecordDict({REQUEST_KEY: ConfigRecord(req.to_record()), MODEL_KEY: ConfigRecord({"bytes": model})})
     msg = Message(content=content, dst_node_id=2, message_type=MessageType.EVALUATE)
-    return handle_evaluate(msg, _context(setup))
+    return handle_evaluate(msg, _context(setup), run_config)
 
 
 def result_of(reply: Message) -> dict[str, Any]:

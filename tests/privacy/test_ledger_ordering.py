@@ -39,10 +39,14 @@ from ..federation._neighbours import file_bytes, make_party
 from ._party_requests import (
     TrainSettings,
     flower_task_identity,  # noqa: F401 (a fixture)
+    global_model,
     ledger,
     release_of,
     result_of,
+    send_evaluate,
+    send_request,
     send_train,
+    train_request,
 )
 
 pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
@@ -288,3 +292,35 @@ def test_a_failed_entry_of_an_older_ledger_is_spent_too(tmp_path: Path):
     again = result_of(send_train(setup, settings))
     assert (again["status"], again["reason"]) == ("refused", "request_spent"), again
     assert ledger(setup).spent() == Fraction(1, 2)
+
+
+# ------------------------------------------------------------------ 3. the round's end
+@pytest.mark.parametrize("kind", ["train", "evaluate"])
+def test_a_request_whose_round_closed_during_the_read_spends_nothing(tmp_path: Path, monkeypatch, kind):
+    """The run's round-timeout, counted on the party's clock from when the message reached it, has passed by the
+    time the party would reserve (the coordinator, whose clock started earlier, has stopped waiting): refused
+    ``round_closed`` with nothing in the ledger.  The same request inside its round is served and paid for."""
+    import client._flower_handlers as handlers
+
+    setup = _party(tmp_path, 10.0)
+    settings = TrainSettings(epsilon=0.5, **SMALL)
+    request = train_request(setup, settings)
+    release = release_of(setup, send_request(setup, request))  # a model to evaluate (its own request id)
+    spent = ledger(setup).spent()
+
+    def send(run_config):
+        if kind == "train":
+            fresh = train_request(setup, settings, request_id="run1/train-late")
+            return result_of(send_request(setup, fresh, run_config=run_config))
+        return result_of(send_evaluate(setup, global_model(release), 0.5, "run1/evaluate-late", run_config))
+
+    reached = handlers.message_reached
+    monkeypatch.setattr(handlers, "message_reached", lambda: reached() - 301.0)  # 301 s ago
+    late = send({"round-timeout": 300})
+    assert (late["status"], late["reason"]) == ("refused", "round_closed"), late
+    assert ledger(setup).spent() == spent and len(ledger(setup).entries()) == 1, "a closed round spent epsilon"
+
+    monkeypatch.setattr(handlers, "message_reached", reached)
+    served = send({"round-timeout": 300})
+    assert served["status"] in ("released", "evaluated"), served
+    assert ledger(setup).spent() == spent + Fraction(1, 2)
