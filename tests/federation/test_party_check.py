@@ -652,3 +652,25 @@ def test_a_numeric_column_with_a_tenth_of_decimal_commas_is_a_problem_about_a_bi
         line.startswith("note: ") and "column 'US1': decimal comma, or a thousands comma? 39 of them" in line
         for line in out
     ), out
+
+
+def test_a_data_file_too_big_for_the_memory_is_named_before_it_is_read(tmp_path):
+    """A bank's 10^7-row file needs about 6 times its size to read: party check says so against the memory the
+    machine has (a problem past all of it, a note past half), and says nothing for a file that fits easily."""
+    from client._preflight import READ_MEMORY_PER_FILE_BYTE, PreflightReport, _read_memory
+
+    data = tmp_path / "data.csv"
+    data.write_bytes(b"x" * 1000)
+    need = 1000 * READ_MEMORY_PER_FILE_BYTE
+    said = []
+    for factor in (2.1, 1.9, 1.05, 0.95):  # available memory, in multiples of what the read needs
+        report = PreflightReport()
+        _read_memory(data, report, available=int(need * factor))
+        said.append([(f.level, f.text) for f in report.findings])
+    fits, half, tight, short = said
+    assert fits == []
+    assert [level for level, _ in half] == [level for level, _ in tight] == ["note"] and "little is left" in tight[0][1]
+    assert [level for level, _ in short] == ["problem"] and "run out of memory reading it, before training" in short[0][
+        1
+    ]
+    assert "6.5 times its size" in short[0][1]
