@@ -63,7 +63,7 @@ def _party(context: Context, run_config: Mapping[str, Any] | None, started: floa
     timeout = round_timeout_seconds(merged.get("round-timeout"))
     reserve_by = started + timeout if started is not None and timeout is not None else None
     party = Party(PartySetup.from_configs(context.node_config, merged), reserve_by=reserve_by)
-    if problem := hold_problem(party.policy.reply_after_seconds, merged.get("round-timeout")):
+    if problem := hold_problem(party.policy.reply_after_seconds, timeout):
         raise ValueError(problem)  # party_setup, before any epsilon is reserved (the readiness answer too)
     return party
 

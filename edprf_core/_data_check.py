@@ -17,16 +17,12 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._cell_text import decimal_comma_cells
-from ._encoding import CellRules, _parse_numbers, rule_violations
+from ._encoding import NOT_A_NUMBER, CellRules, _parse_numbers, rule_violations
 from ._schema import ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
 from .count_text import count_text
 
 __all__ = ["BIASED_SHARE", "DataCheck", "check_data"]
-
-NOT_A_NUMBER = "not a finite number"
-"""The rule a cell breaks when a numeric column's cell is neither missing nor a finite number
-(:mod:`edprf_core._encoding`)."""
 
 BIASED_SHARE = 0.10
 """A column whose cells are "not a finite number" in at least this share of the rows read is a finding of its own:

@@ -66,6 +66,7 @@ from ._schema import (
 
 __all__ = [
     "MISSING_TOKENS",
+    "NOT_A_NUMBER",
     "ClippedColumn",
     "FeatureGrid",
     "as_frame",
@@ -272,6 +273,9 @@ _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 
 _NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "boolean", "empty")
 
+NOT_A_NUMBER = "not a finite number"
+"""The rule a numeric column's cell breaks when it is neither missing nor a finite number."""
+
 
 def _text_cells(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
     """The column as one Arrow string array when every cell is text or missing (null); None otherwise.
@@ -427,7 +431,7 @@ def _refuse_non_numbers(
     """Refuse the cells read as neither missing nor a finite number (NaN in ``x`` where not ``missing``)."""
     bad = np.isnan(x) & ~missing
     if bad.any():
-        _reject(column, "not a finite number", series, bad, problems)
+        _reject(column, NOT_A_NUMBER, series, bad, problems)
 
 
 def _encode_continuous(

@@ -33,6 +33,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._encoding import (
+    NOT_A_NUMBER,
     CellRules,
     _label_encoder,
     _parse_numbers,
@@ -74,7 +75,7 @@ def _short_reason(what: str) -> str:
     """The encoder's rule text as a short reason."""
     if what.startswith("missing value"):
         return "missing, and the schema refuses missing values here"
-    if what.startswith("not a finite number"):
+    if what.startswith(NOT_A_NUMBER):
         return "not a number"
     if what.startswith("undeclared"):
         return "unknown category"
@@ -161,7 +162,7 @@ def score_rows(
         x = _parse_numbers(cells)
         not_number = np.isnan(x) & ~missing
         if not_number.any():
-            problems.append((f.name, "not a finite number", not_number))
+            problems.append((f.name, NOT_A_NUMBER, not_number))
         outside = np.isfinite(x) & ((x < f.lower) | (x > f.upper)) & ~bad_line
         if outside.any():
             clipped |= outside
