@@ -111,6 +111,16 @@ class AssignmentRecorder:
         self.entropy_requests: list[int] = []
         """The bit counts of every ``secrets.randbits`` call the fits made through ``edprf_core._randomness``."""
 
+    @property
+    def fits(self) -> list[dict]:
+        """Per fit, the rows it received: ``X`` and ``y``."""
+        return self._fits
+
+    @property
+    def builds(self) -> list[dict]:
+        """Per ``build_forest`` call, what it got: ``codes``, ``labels``, ``sample_tree``, ``sample_rows``, ..."""
+        return self._builds
+
     def install(self, monkeypatch) -> AssignmentRecorder:
         real_fit = party_module.EDPRFClassifier.fit
         real_build, real_release = classifier.build_forest, classifier.release_marginals

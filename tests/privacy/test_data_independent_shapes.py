@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import client._party as party_module
 import edprf_core._classifier as classifier
 from edprf_core import EDPRFClassifier, load_schema
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
@@ -49,6 +48,7 @@ from ._party_requests import (
     send_train,
     share_salt,
 )
+from ._row_assignment import AssignmentRecorder
 
 pytestmark = [pytest.mark.privacy, pytest.mark.usefixtures("flower_task_identity")]
 
@@ -91,28 +91,6 @@ def _data() -> bytes:
     return b"\n".join([HEADER, *ROWS]) + b"\n"
 
 
-def _capture_training_rows(monkeypatch) -> dict:
-    """The rows the party hands to ``fit`` (the TRUE training rows) and the fit's tree of each row.
-
-    ``sample_tree[i]`` is the tree of training row ``sample_rows[i]``, read where the fit hands its
-    row assignment to the builder (rows in the order ``fit`` received them).
-    """
-    seen: dict = {}
-    real_fit, real_build = party_module.EDPRFClassifier.fit, classifier.build_forest
-
-    def fit(self, X, y):
-        seen["X"], seen["y"] = X.copy(), y.copy()
-        return real_fit(self, X, y)
-
-    def build_forest(codes, y, grid, n_classes, plan, sample_tree, sample_rows, generators):
-        seen["sample_tree"], seen["sample_rows"] = np.array(sample_tree), np.array(sample_rows)
-        return real_build(codes, y, grid, n_classes, plan, sample_tree, sample_rows, generators)
-
-    monkeypatch.setattr(party_module.EDPRFClassifier, "fit", fit)
-    monkeypatch.setattr(classifier, "build_forest", build_forest)
-    return seen
-
-
 def node_members(forest, codes: np.ndarray, labels: np.ndarray, sample_tree, sample_rows) -> np.ndarray:
     """Class counts of every node: each training row routed from its tree's root through the released splits.
 
@@ -149,7 +127,7 @@ def node_members(forest, codes: np.ndarray, labels: np.ndarray, sample_tree, sam
 def test_empty_and_pure_nodes_split_like_any_other(tmp_path: Path, monkeypatch, settings):
     setup = make_party(tmp_path, _data(), allow_seeded_randomness=False)
     share_salt(setup, SALT)
-    seen = _capture_training_rows(monkeypatch)
+    seen = AssignmentRecorder().install(monkeypatch)  # the TRUE training rows and the fit's tree of each
     recorder = Recorder().install(monkeypatch)
     reply = send_train(setup, settings)
     assert result_of(reply)["status"] == "released", (
@@ -163,11 +141,12 @@ def test_empty_and_pure_nodes_split_like_any_other(tmp_path: Path, monkeypatch, 
     # the fixture really has empty and pure split nodes (the TRUE rows under the released splits)
     forest = release.forest
     schema = forest.schema
-    n_train = len(seen["y"])
+    (fit,), (build,) = seen.fits, seen.builds
+    n_train = len(fit["y"])
     assert 1 <= n_train <= len(ROWS)
-    codes = encode_features(seen["X"], schema, FeatureGrid.from_schema(schema, forest.grid_bins))
-    assert sorted(seen["sample_rows"].tolist()) == list(range(n_train))  # one tree: every training row in it
-    counts = node_members(forest, codes, encode_labels(seen["y"], schema), seen["sample_tree"], seen["sample_rows"])
+    codes = encode_features(fit["X"], schema, FeatureGrid.from_schema(schema, forest.grid_bins))
+    assert sorted(build["sample_rows"].tolist()) == list(range(n_train))  # one tree: every training row in it
+    counts = node_members(forest, codes, encode_labels(fit["y"], schema), build["sample_tree"], build["sample_rows"])
     trees = forest.trees
     internal = trees.feature >= 0
     per_tree = np.diff(trees.tree_offsets)
