@@ -332,9 +332,12 @@ NAMED_PARTS = 3
 """How many parts a merged forest's reason names before it counts the rest (:meth:`DPForest.not_dp_reasons`)."""
 
 _ONE_PARTY_PER_PERSON = (
-    "epsilon-DP per record only if each person's records sit at one party; a person present at several parties "
-    "is protected at the sum of those parties' epsilons."
+    "epsilon-DP per record (one data row) as long as each person's records sit at one party; a person with "
+    "several rows, at one party or at several, is protected at the sum of the epsilons their rows face (k rows "
+    "at one party: k times epsilon; one row per person gives per-person epsilon)."
 )
+"""Per record, not per person (group privacy): a person's k rows change k leaf counts, so their protection is
+the sum over their rows, whether they sit at one party or several."""
 
 FEDERATION_NOTE = (
     f"Across parties, records are assumed disjoint: the global model is {_ONE_PARTY_PER_PERSON} Models from the "

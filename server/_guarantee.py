@@ -4,9 +4,9 @@ A party spends its release ε on its training rows and, when it serves the
 noised evaluation, the evaluation ε on its held-out rows; its ledger charges
 both (sequential composition: the conservative total).  The per-record total
 printed here is the largest such sum over the parties whose trees are in the
-model: records are assumed disjoint across parties (parallel composition), so
-a person whose records sit at several parties is protected at the sum of
-their totals.  Whatever makes a part not DP (a research seed, a research
+model: records are assumed disjoint across parties (parallel composition).  It
+is per record (row), not per person: a person with several rows, at one party
+or at several, is protected at the sum of what their rows face.  Whatever makes a part not DP (a research seed, a research
 option, a drafted schema, exact held-out metrics that parties may have sent)
 is named, and the text then starts with NOT differentially private.
 """
