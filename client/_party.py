@@ -412,8 +412,11 @@ class Party:
         before a reservation, so nothing is spent; a resend under the same id is served afresh.
 
         The party's clock is enough: it started when the message reached the ClientApp, after the coordinator's.
-        Privacy cost: none.  The refusal's timing and text say only that the round had closed, which the
-        coordinator saw itself (the reply arrives after it stopped waiting).
+        Privacy cost: none in epsilon, and outside the DP guarantee as every reply's timing is: whether the
+        round closed during the read depends on how long the read took, so on the file's size.  It says no more
+        than the timing channel ``docs/privacy.md`` leaves unprotected (the coordinator's ServerApp had stopped
+        waiting by then; the late reply may still be kept by the SuperLink), and the ledger's state (nothing
+        reserved) carries the same bit into later budget answers.
         """
         if self.reserve_by is None or message_reached() <= self.reserve_by:  # the clock reserve_by was read on
             return
@@ -533,7 +536,9 @@ class Party:
         if len(data.y_train) > MAX_FIT_ROWS:
             # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can
             # hold in memory (2**31 rows of text cells are hundreds of GB), so memory fails first and this
-            # refusal is unreachable in practice; it exists so that no fit fails after a charge.
+            # refusal is unreachable in practice; it exists so that no fit fails after a charge.  It is a
+            # data-dependent refusal all the same (2**31 - 1 rows release, 2**31 refuse), outside the
+            # guarantee like the out-of-memory failure before it.
             log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
             raise Refusal(
                 RefusalReason.INVALID_LOCAL_DATA,

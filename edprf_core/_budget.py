@@ -13,6 +13,13 @@ layer, so a record is touched by exactly one mechanism per layer of its path.
 Nodes of one layer see disjoint rows (parallel composition); layers compose
 sequentially along the path.  With leaf alignment every path spends exactly
 ``eps`` whatever its length, so the tree is ``eps``-DP.
+
+Under replace-one the old and the new record can reach two nodes of a layer:
+each of the two sees one removal or one addition.  Every replace-one scale is
+calibrated to the replace-one sensitivity, twice the add/remove one (split
+utility 4 against 2, counts 2 against 1), so each of those two nodes costs at
+most ``eps_k / 2`` and the layer at most ``eps_k``: the path still sums to
+``eps``.
 """
 
 from __future__ import annotations

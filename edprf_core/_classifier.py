@@ -272,7 +272,9 @@ def fit_size(
         None: OpenDP's exact sampler (production); a Generator: the seeded research approximation.
 
     Privacy cost: ``count_epsilon_share * epsilon`` when ``n_rows_public`` is None (a discrete Laplace count of
-    L1 sensitivity 1 under add-remove; a replaced record leaves the count unchanged), nothing otherwise.  The
+    L1 sensitivity 1 under add-remove; a replaced record leaves this count unchanged, though at a party it can
+    move the count by 1 by landing on the other side of the held-out split, which the sensitivity covers),
+    nothing otherwise.  The
     caller's other releases share the rest (sequential composition).
 
     Warns

@@ -35,12 +35,20 @@ Nothing here can fail on one dataset and not on a neighbour.
   their arguments plus 1, and an integer); ``K * Delta + 1`` is used as the
   sensitivity, one unit of slack.
 
-No step depends on the data's size: there is no limit a dataset could cross
-and no refusal whose occurrence would itself say something about the data.
+No step depends on the data's size below that limit.  The limit itself is
+one a dataset could cross (2**31 - 1 rows fit, 2**31 are refused), but only
+past the memory any party's reader has: the out-of-memory failure comes
+first, and both lie outside the guarantee (``docs/privacy.md``).
 
 Only the child that receives the added record changes, so a candidate's
 integer utility has sensitivity ``Delta_int = K * Delta + 1``.  The extra
 ``+1`` costs a relative ``1 / (K * Delta)`` (under 1e-5) of the noise.
+
+Under replace-one the old record leaves one child and the new one enters
+another (or the same): each child's ``t`` moves by at most ``K * Delta`` (add/remove),
+so the utility by at most ``2 K Delta``, which the replace-one
+``Delta`` (4, twice the add/remove 2) already calibrates; the utility is then
+not monotone, which OpenDP's map accounts for (twice the scale's cost).
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ Privacy argument (kept next to the code)
   budget the part spends ``RESIDUAL_HISTOGRAM_SHARE * e + (1 - RESIDUAL_HISTOGRAM_SHARE) * e = e`` on its
   rows, ``e`` the part's budget; the trees' rows are disjoint (parallel composition, as without the pass).
 - Floating point.  The model and the residuals are floating-point numbers, but they only decide each record's
-  own integer ``q_i``; the bound ``|q_i| <= Q`` holds whatever the rounding, so the sensitivity, hence the
+  own integer ``q_i``; the bound ``|q_i| <= Q`` holds whatever the rounding (a NaN residual is set to 0
+  before rounding: cast to an integer it would be ``INT64_MIN``), so the sensitivity, hence the
   guarantee, does not rest on any floating-point computation.  The noise is drawn on integers (no Mironov
   attack).
 - What leaves.  The ``d`` noisy sum vectors (clamped to ``Q`` times the release range, post-processing), the
@@ -224,7 +225,7 @@ def release_residual_pass(
     logit = model.intercept + sum(term[X[:, j]] for j, term in enumerate(model.terms))
     released = []
     for j in range(d):
-        residual = labels - 1.0 / (1.0 + np.exp(-logit))
+        residual = np.nan_to_num(labels - 1.0 / (1.0 + np.exp(-logit)), nan=0.0)  # NaN would cast to INT64_MIN
         q = np.clip(np.rint(quantum * residual), -quantum, quantum).astype(np.int64)
         exact = np.bincount(X[:, j], weights=q, minlength=marginals.n_codes[j]).astype(np.int64)
         noisy = np.clip(discrete_laplace_counts(exact, eps / d, scale_sensitivity, rng=rng), low, high)

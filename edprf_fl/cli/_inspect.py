@@ -370,7 +370,7 @@ def _describe_release(
     schema = _find_schema(header.schema_fingerprint, schema_path)
     if schema is None:
         lines.append("structure: NOT CHECKED (schema with this fingerprint not found; pass --schema TOML)")
-        guarantee = p.statement()
+        guarantee = f"as claimed by the release (structure not checked): {p.statement()}"
     else:
         verified = protocol.decode_release(data, schema, protocol.INSPECTION_POLICY)
         lines.append(f"structure: valid on schema {schema.name!r}")

@@ -78,6 +78,8 @@ def test_release_without_a_known_schema(capsys, tmp_path, signed_wall_release, w
     path = save_atomic(tmp_path / "x.release", data)
     code, out = inspect(capsys, path)
     assert code == 0 and "structure: NOT CHECKED" in out and "signature: unsigned" in out
+    # the release's own claim, unverified, is never printed as a bare guarantee
+    assert "as claimed by the release (structure not checked): " in out
     wall_toml = tmp_path / "wall.toml"
     wall_toml.write_text(wall_schema.to_toml())
     code, out = inspect(capsys, path, "--schema", wall_toml)
