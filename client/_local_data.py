@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from edprf_core import Schema
 from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import OptionHints, read_table
+
+from ._held_out_split import held_out_rows
 
 __all__ = ["NODE_CONFIG_HINTS", "LocalData", "load_local_data"]
 
@@ -60,7 +61,7 @@ def load_local_data(
     malformed line is dropped, never the file), cells are judged by the schema
     alone, rows that break a rule are dropped one by one
     (:func:`edprf_core.encoding.conforming_rows`), and a row's side of the split is a
-    keyed hash of that row's own cells with a party-local secret ``salt``
+    keyed hash of that row's own cells as the schema reads them (:mod:`client._held_out_split`) with a party-local secret ``salt``
     (stored in the ledger): it depends on nothing else, not on its line number
     or on other rows, so adding or removing a record moves no other row.  Training and evaluation requests, which run in separate
     processes, therefore see the same split, and the coordinator cannot
@@ -93,9 +94,9 @@ def load_local_data(
         # Not refused: whether any usable row exists is itself data (one record away from a
         # release); training on no rows is still epsilon-DP, just uninformative.
         log.warning("local data: no row conforms to the schema; the release will carry no information")
-    # The side of the split is a keyed hash of the row's own cells: adding or removing a
-    # record never moves another row to the other side (and equal rows go to the same side).
-    hold = _held_out(cells, salt, holdout_fraction)
+    # The side of the split is a keyed hash of the row's own cells as the schema reads them: adding or removing
+    # a record never moves another row to the other side, however the file's writer typed its columns.
+    hold = held_out_rows(cells, schema, salt, holdout_fraction)
     train, held = np.flatnonzero(keep & ~hold), np.flatnonzero(keep & hold)  # positions: one gather per column
     return LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
 
@@ -172,56 +173,6 @@ def _one_character_codes(cells: pd.Series) -> tuple[np.ndarray, list[str]] | Non
     table = np.zeros(128, dtype=np.int8)
     table[order] = np.arange(len(order), dtype=np.int8)
     return np.take(table, data), [chr(byte) for byte in order]
-
-
-def _keyed_uniform(rows: pd.DataFrame, salt: str) -> np.ndarray:
-    """A uniform number in [0, 1) per row, from a hash of the row's cells keyed with ``salt``."""
-    return (_row_hashes(rows, salt[:16]) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-
-
-def _held_out(rows: pd.DataFrame, salt: str, fraction: float) -> np.ndarray:
-    """Per row, ``_keyed_uniform(rows, salt) < fraction``, compared as integers in one pass.
-
-    With ``k = h >> 11`` the uniform is ``k / 2**53`` exactly, and for an integer ``k``,
-    ``k / 2**53 < fraction`` holds if and only if ``k < ceil(fraction * 2**53)`` (the product is exact: a power
-    of two), that is ``h < ceil(fraction * 2**53) << 11``.
-    """
-    hashed = _row_hashes(rows, salt[:16])
-    bound = math.ceil(fraction * float(1 << 53)) << 11
-    if bound >= 1 << 64:
-        return np.ones(len(hashed), dtype=bool)
-    return hashed < np.uint64(max(bound, 0))
-
-
-def _row_hashes(rows: pd.DataFrame, key: str) -> np.ndarray:
-    """``pandas.util.hash_pandas_object(rows, index=False, hash_key=key)``, the same numbers.
-
-    pandas hashes a categorical column by hashing its categories and gathering those hashes by the codes,
-    then folds the columns as CPython folds a tuple's hashes.  This is that, with one buffer for the gathered
-    hashes instead of a new array per column (the party's columns are categoricals; any other column is
-    hashed by pandas itself).
-    """
-    n, width = rows.shape
-    out = np.full(n, 0x345678, dtype=np.uint64)
-    gathered = np.empty(n, dtype=np.uint64)
-    factor = np.uint64(1000003)
-    for i, (_, column) in enumerate(rows.items()):
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            hashed = pd.util.hash_array(np.asarray(column.cat.categories.array), hash_key=key, categorize=False)
-            codes = column.cat.codes.to_numpy()
-            if hashed.size:  # "wrap": no buffered copy (codes lie in [-1, len); a missing cell's -1 is set below)
-                np.take(hashed, codes, out=gathered, mode="wrap")
-            else:
-                gathered.fill(0)
-            if n and codes.min() < 0:  # a missing cell
-                gathered[codes < 0] = np.iinfo(np.uint64).max
-            out ^= gathered
-        else:
-            out ^= pd.util.hash_pandas_object(column, index=False, hash_key=key).to_numpy(dtype=np.uint64)
-        out *= factor
-        factor += np.uint64(82520 + 2 * (width - i))
-    out += np.uint64(97531)
-    return out
 
 
 HOLDOUT_SALT_KEY = "holdout-salt"

@@ -981,3 +981,28 @@ def declared_labels(y: pd.Series, schema: Schema) -> pd.Series:
 def label_values(schema: Schema) -> NDArray:
     """The declared classes as an array (what ``predict`` returns)."""
     return np.asarray(schema.label.classes)
+
+
+def cell_readings(cells: pd.Series, schema: Schema, column: str) -> NDArray[np.float64]:
+    """Each cell of ``column`` as the schema reads it, each cell alone, as one float.
+
+    A continuous feature's cell: its number, before clipping (``"30"``, ``" 30.0"``, the integer 30 and the
+    float 30.0 all read 30.0; ``-0.0`` reads 0.0).  A categorical feature's cell or a label: the index of the
+    declared category or class it meets (after the schema's missing and unknown rules and a label's aliases).
+    NaN where a continuous cell is missing or no finite number.  A cell the schema refuses reads some
+    placeholder: its row is dropped by :func:`conforming_rows`, so its reading serves nothing.
+
+    What it is for: a key for the row that does not depend on how the file spelt or typed the value (a writer
+    that types a whole column, such as pandas writing ``30.0`` once one cell of the column is missing, changes
+    the text of every other row, not its reading).  Privacy cost: none (a per-cell map under public rules).
+    """
+    rules = CellRules.of(schema)
+    if column == schema.label.column:
+        codes = _label_encoder(schema, rules, "class")(cells, [])
+        return codes.astype(np.float64)
+    feature = schema.features[schema.feature_names.index(column)]
+    cleaned = rules.clean(cells)
+    if isinstance(feature, ContinuousFeature):
+        missing = rules.missing(cleaned)
+        return _parse_numbers(cleaned, skip=missing) + 0.0  # + 0.0: -0.0 reads as 0.0
+    return _encode_categorical(cleaned, feature, feature.name, problems=[], rules=rules).astype(np.float64)

@@ -13,7 +13,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from client._local_data import _keyed_uniform, load_local_data
+from client._held_out_split import held_out_rows, keyed_uniform
+from client._local_data import load_local_data
 from edprf_core import DataValidationError, Schema
 from edprf_core._encoding import rule_violations
 from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features, encode_labels
@@ -86,11 +87,11 @@ PINNED_ROWS = pd.DataFrame(
     dtype="str",
 )
 PINNED_LABELS = pd.Series(["0", "1", "0", "1", "1"], name="outcome", dtype="str")
-PINNED_UNIFORMS = [0.9227142094154281, 0.769261501730111, 0.7220850542878448, 0.137474256130507, 0.5560212516045634]
+PINNED_UNIFORMS = [0.6370664638257202, 0.596608148839376, 0.6370664638257202, 0.30638273698691865, 0.5952422979979499]
 
 
 def test_the_keyed_holdout_hash_is_pinned_on_a_fixture():
-    u = _keyed_uniform(pd.concat([PINNED_ROWS, PINNED_LABELS], axis=1), SALT)
+    u = keyed_uniform(pd.concat([PINNED_ROWS, PINNED_LABELS], axis=1), SCHEMA, SALT)
     np.testing.assert_allclose(u, PINNED_UNIFORMS, rtol=0, atol=0)
 
 
@@ -104,7 +105,7 @@ def test_the_split_of_a_file_is_a_function_of_each_row_alone(tmp_path, holdout):
     table = read_table(path, SCHEMA)
     keep, _ = conforming_rows(table.X, table.y, SCHEMA)
     rows = pd.concat([table.X[keep], table.y[keep]], axis=1)
-    alone = np.array([_keyed_uniform(rows.iloc[[i]], SALT)[0] for i in range(len(rows))]) < holdout
+    alone = np.array([keyed_uniform(rows.iloc[[i]], SCHEMA, SALT)[0] for i in range(len(rows))]) < holdout
     assert len(data.X_holdout) == int(alone.sum()) and len(data.X_train) == int((~alone).sum())
     texts = data.X_holdout.astype(table.X.dtypes.to_dict())  # the party's categorical view, read back as text
     pd.testing.assert_frame_equal(texts.reset_index(drop=True), table.X[keep][alone].reset_index(drop=True))
@@ -127,7 +128,9 @@ def test_categorical_text_columns_get_the_verdicts_of_their_texts():
 def test_the_keyed_hash_of_a_categorical_view_is_the_hash_of_the_texts():
     X, y = _messy_table(300)
     rows = pd.concat([X, y], axis=1)
-    np.testing.assert_array_equal(_keyed_uniform(rows.astype("category"), SALT), _keyed_uniform(rows, SALT))
+    np.testing.assert_array_equal(
+        keyed_uniform(rows.astype("category"), SCHEMA, SALT), keyed_uniform(rows, SCHEMA, SALT)
+    )
 
 
 def test_object_cells_of_a_parquet_file_are_not_merged(tmp_path):
@@ -149,7 +152,7 @@ def test_object_cells_of_a_parquet_file_are_not_merged(tmp_path):
     read = read_table(path, SCHEMA)
     keep, _ = conforming_rows(read.X, read.y, SCHEMA)
     rows = pd.concat([read.X[keep], read.y[keep]], axis=1)
-    assert len(data.X_holdout) == int((_keyed_uniform(rows, SALT) < 0.5).sum())
+    assert len(data.X_holdout) == int((keyed_uniform(rows, SCHEMA, SALT) < 0.5).sum())
     assert len(data.X_train) + len(data.X_holdout) == int(keep.sum())
 
 
@@ -355,28 +358,38 @@ def test_one_character_columns_are_numbered_as_the_dictionary_numbers_them(cells
     assert got.dtype == expected.dtype
 
 
-def test_row_hashes_are_pandas_hashes_of_the_rows():
-    from client._local_data import _row_hashes
-
-    X, y = _messy_table(300)
-    rows = pd.concat([X, y], axis=1).astype("category")
-    rows.loc[[3, 40], "age"] = np.nan  # a missing cell
-    rows["none"] = pd.Categorical([np.nan] * len(rows))  # no category at all
-    rows["number"] = np.arange(len(rows), dtype=float)  # not a categorical: hashed by pandas
-    rows["text"] = X["code"].astype(object)
-    for frame in (rows, rows.iloc[:0], rows[["age"]]):
-        expected = pd.util.hash_pandas_object(frame, index=False, hash_key=SALT[:16]).to_numpy()
-        np.testing.assert_array_equal(_row_hashes(frame, SALT[:16]), expected)
+def test_the_hash_reads_cells_as_the_schema_does_not_as_the_file_spelt_them():
+    """``30``, ``" 30"``, ``30.0``, ``-0``/``0``, grade ``1``/``1.0``: the same readings, the same side; a row
+    missing its age hashes apart from any number, and a categorical view hashes as its texts."""
+    rows = pd.DataFrame(
+        {
+            "age": ["30", " 30", "30.0", "-0", "0", ""],
+            "code": ["007", "007", "007 ", "12", "12", "12"],
+            "grade": ["1", " 1", "1", "2", "2", "2"],
+        },
+        dtype="str",
+    )
+    labels = pd.Series(["1", " 1", "1 ", "0", "0", "0"], name="outcome", dtype="str")  # classes are texts
+    text = pd.concat([rows, labels], axis=1)
+    u = keyed_uniform(text, SCHEMA, SALT)
+    assert u[0] == u[1] == u[2] and u[3] == u[4] and len({u[0], u[3], u[5]}) == 3
+    np.testing.assert_array_equal(keyed_uniform(text.astype("category"), SCHEMA, SALT), u)
+    typed = pd.DataFrame(  # the same records as a column-typed writer (Parquet, pandas) holds them
+        {"age": [30, 30, 30.0, -0.0, 0, np.nan], "code": text["code"], "grade": [1, 1, 1.0, 2, 2, 2]}
+    )
+    typed["outcome"] = ["1", "1", "1", "0", "0", "0"]
+    np.testing.assert_array_equal(keyed_uniform(typed, SCHEMA, SALT), u)
+    assert keyed_uniform(text, SCHEMA, "f" * 32)[0] != u[0]  # keyed: another salt, another number
 
 
 def test_held_out_rows_are_those_whose_keyed_uniform_is_below_the_fraction():
-    from client._local_data import _held_out
-
     X, y = _messy_table(2000)
     rows = pd.concat([X, y], axis=1).astype("category")
-    u = _keyed_uniform(rows, SALT)
+    u = keyed_uniform(rows, SCHEMA, SALT)
     for fraction in (0.0, 0.2, 1 / 3, 0.5, 1.0, *u[:5], *np.nextafter(u[:5], 1.0), *np.nextafter(u[:5], 0.0)):
-        np.testing.assert_array_equal(_held_out(rows, SALT, fraction), u < fraction, err_msg=f"{fraction!r}")
+        np.testing.assert_array_equal(
+            held_out_rows(rows, SCHEMA, SALT, fraction), u < fraction, err_msg=f"{fraction!r}"
+        )
 
 
 @pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])

@@ -318,3 +318,49 @@ def test_the_harness_sees_a_reply_that_depends_on_one_record(tmp_path: Path, mon
         _, train, release, _, _ = _serve(tmp_path / str(i), data_bytes, monkeypatch, baseline["model"])
         shapes.append(_public_train(train, release))
     assert shapes[0] != shapes[1]
+
+
+def _typed_frame(grade_missing: bool) -> pd.DataFrame:
+    """D as a column-typed writer holds it (ages as floats, grades as integers), or D' = D plus, in the middle,
+    a record without a grade (refused by the schema's rule, so dropped): its writer then types the whole grade
+    column as floats, and pandas writes every grade ``1.0``, Parquet stores it as doubles."""
+    rows = [line.decode().split(",") for line in base_lines(N_ROWS)]
+    frame = pd.DataFrame(rows, columns=HEADER.decode().split(","))
+    frame = frame.astype({"age": float, "grade": int})
+    if grade_missing:
+        cut = len(frame) // 2
+        extra = pd.DataFrame({"age": [42.0], "code": ["007"], "grade": [np.nan], "outcome": ["1"]})
+        frame = pd.concat([frame.iloc[:cut], extra, frame.iloc[cut:]], ignore_index=True)
+    return frame
+
+
+def _used_rows_of_a_written_file(directory: Path, frame: pd.DataFrame, writer: str, monkeypatch) -> _UsedRows:
+    setup = make_party(directory, b"", allow_seeded_randomness=False)
+    if writer == "csv":
+        frame.to_csv(setup.data_path, index=False)
+    else:
+        setup = replace(setup, data_path=directory / "data.parquet")
+        frame.to_parquet(setup.data_path, index=False)
+    share_salt(setup, SALT)
+    used = _UsedRows(monkeypatch)
+    train = send_train(setup, SETTINGS)
+    assert result_of(train)["status"] == "released"
+    send_evaluate(setup, global_model(release_of(setup, train)), EVALUATION_EPSILON)
+    return used
+
+
+@pytest.mark.parametrize("writer", ["csv", "parquet"])
+def test_a_record_that_makes_its_writer_retype_a_column_moves_no_row_of_d(tmp_path: Path, monkeypatch, writer):
+    """D and D' written by a writer that types whole columns (pandas' ``to_csv``, as ``deploy/README.md``
+    exports; Parquet): the added record, itself dropped, turns every other row's grade ``1`` into ``1.0``.  Each
+    row of D must be read the same way and keep its side of the split: the split hashes a cell as the schema
+    reads it, not as the file spells it (DP review, stop 52: hashing the text moved 955 of 3,000 rows)."""
+    pytest.importorskip("pyarrow.parquet")
+    with pytest.MonkeyPatch.context() as mp:
+        d = _used_rows_of_a_written_file(tmp_path / "D", _typed_frame(False), writer, mp)
+    assert sum(d.train.values()) + sum(d.holdout.values()) == N_ROWS and d.holdout
+    with pytest.MonkeyPatch.context() as mp:
+        used = _used_rows_of_a_written_file(tmp_path / "D-prime", _typed_frame(True), writer, mp)
+    assert not (d.train - used.train), "a training row of D moved or was read differently"
+    assert not (d.holdout - used.holdout), "a held-out row of D moved or was read differently"
+    assert (used.train, used.holdout) == (d.train, d.holdout)  # the added record is dropped by its rule
