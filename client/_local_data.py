@@ -142,7 +142,18 @@ def _numbered(cells: pd.Series) -> pd.Categorical:
         codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
         texts = encoded.dictionary  # distinct, no null
     categories = pd.Index(pd.array(texts, dtype=cells.dtype))
-    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories), validate=False)
+    return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
+
+
+def _distinct_categories(categories: pd.Index) -> pd.CategoricalDtype:
+    """``pd.CategoricalDtype(categories)`` for categories known to be distinct and not missing (a dictionary's).
+
+    Without pandas' checks: it would build the Index's hash table to see that they are distinct, Python strings
+    for every category kept with the Index as long as the data is (on 2 million rows of 30 columns, 8 million
+    distinct texts: 1.5 GB, more than the file's text in Arrow).  The same dtype either way.
+    """
+    fastpath = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # pandas' own constructor without the checks
+    return fastpath(categories, False) if fastpath is not None else pd.CategoricalDtype(categories)
 
 
 def _one_character_codes(cells: pd.Series) -> tuple[np.ndarray, list[str]] | None:
