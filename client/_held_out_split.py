@@ -27,6 +27,10 @@ from edprf_core.encoding import cell_readings
 
 __all__ = ["held_out_rows", "keyed_uniform"]
 
+_HASHED_AT_ONCE = 1 << 16
+"""Readings hashed per call: pandas hashes through a Python object per value, so a column of 2 million distinct
+amounts hashed at once would hold 2 million of them at a time (memory review, stop 52)."""
+
 _MISSING = np.iinfo(np.uint64).max
 """The hash of a reading that is no number (a missing or unreadable continuous cell)."""
 
@@ -85,7 +89,10 @@ def _keyed(readings: NDArray[np.float64], key: str) -> NDArray[np.uint64]:
     distinct, rows = np.unique(readings, return_inverse=True)  # NaNs collapse into one, last
     number = ~np.isnan(distinct)
     hashed = np.full(distinct.size, _MISSING, dtype=np.uint64)
-    if number.any():
-        texts = np.ascontiguousarray(distinct[number], dtype="<f8").view("S8").astype(object)
-        hashed[number] = pd.util.hash_array(texts, hash_key=key, categorize=False)
+    values = np.ascontiguousarray(distinct[number], dtype="<f8").view("S8")
+    out = np.empty(values.size, dtype=np.uint64)
+    for start in range(0, values.size, _HASHED_AT_ONCE):  # a slice of Python bytes objects at a time
+        part = values[start : start + _HASHED_AT_ONCE].astype(object)
+        out[start : start + part.size] = pd.util.hash_array(part, hash_key=key, categorize=False)
+    hashed[number] = out
     return hashed[rows.reshape(-1)]

@@ -16,11 +16,14 @@ import pyarrow.compute as pc
 from edprf_core import Schema
 from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
-from edprf_core.tables import OptionHints, read_table
+from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, read_columns, read_table
 
 from ._held_out_split import held_out_rows
 
 __all__ = ["NODE_CONFIG_HINTS", "LocalData", "load_local_data"]
+
+_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+"""pandas' ``str`` dtype as :func:`edprf_core.tables.read_table` gives text cells (the categories' dtype)."""
 
 log = logging.getLogger("edprf.party")
 
@@ -74,17 +77,17 @@ def load_local_data(
     columns are the schema's features in order, then the label).  A row's cells, and
     so its side of the split, are the same whether the file has a header or not.
     """
-    table = read_table(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
-    for note in table.dropped[:_LOGGED]:
+    columns, rows, dropped = _file_columns(path, schema, sep, header)
+    for note in dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
-    if len(table.dropped) > _LOGGED:
-        log.warning("local data: %s left out", count_text(len(table.dropped) - _LOGGED, "more line"))
+    if len(dropped) > _LOGGED:
+        log.warning("local data: %s left out", count_text(len(dropped) - _LOGGED, "more line"))
     # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
     # verdicts, the keyed hash and the encoding at fit time then read each distinct text once, and selecting
     # rows gathers small integers instead of copying strings.  Every step still gives each row what its own
     # cells give it (pandas hashes a categorical cell as its category's text; the encoder reads a category's
     # text).  Only text columns: a categorical of Python objects would merge 1, 1.0 and True (Parquet cells).
-    cells = _text_categories(pd.concat([table.X, table.y], axis=1))
+    cells = _text_categories(columns, rows)  # takes the columns out of ``columns``: their text goes as they go
     label = schema.label.column
     X, y = cells.drop(columns=[label]), cells[label]
     keep, problems = conforming_rows(X, y, schema)
@@ -101,47 +104,95 @@ def load_local_data(
     return LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
 
 
-def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with each column of pandas' ``str`` dtype as a categorical of the same texts (others as they are).
+def _file_columns(
+    path: str | Path, schema: Schema, sep: str, header: bool
+) -> tuple[dict[str, pd.Series | pa.ChunkedArray], int, list[str]]:
+    """The file's columns (the features and ignored ones in the file's order, then the label), its number of
+    rows, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
 
-    ``frame[c].astype("category")``, categories in order of first appearance, a missing cell missing
-    (:func:`_numbered`); a column per thread on as many threads as Arrow's own pool has
-    (``pyarrow.cpu_count()``: the machine's CPUs unless ``OMP_NUM_THREADS`` says otherwise).
+    A text file's columns are Arrow text with 4-byte offsets (:func:`edprf_core.tables.read_columns`; pandas
+    would hold them with 8-byte ones); a Parquet file's are pandas' ``object`` columns of the file's own types.
     """
-    text = [c for c, t in frame.dtypes.items() if isinstance(t, pd.StringDtype)]
-    workers = min(len(text), pa.cpu_count()) if len(frame) >= _THREADED_ROWS else 1
+    label = schema.label.column
+    if Path(path).suffix.lower() in PARQUET_SUFFIXES:
+        table = read_table(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
+        return {**dict(table.X.items()), label: table.y}, len(table.y), table.dropped
+    read = read_columns(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS, large=False)
+    columns: dict[str, pd.Series | pa.ChunkedArray] = {n: c for n, c in read.columns.items() if n != label}
+    columns[label] = read.columns[label]
+    read.columns.clear()  # held once, in ``columns``: each column's text goes when it is numbered
+    return columns, len(read.line_numbers), read.dropped
+
+
+def _text_categories(columns: dict[str, pd.Series | pa.ChunkedArray], rows: int) -> pd.DataFrame:
+    """A frame of ``columns`` (``rows`` rows), each text column as a categorical of the same texts (others as
+    they are); the columns are taken out of ``columns`` one by one, so that a column's text is let go as soon
+    as it is numbered (the file is never held twice).
+
+    Text: an Arrow text column, or one of pandas' ``str`` dtype.  ``series.astype("category")`` of its cells
+    as pandas' ``str``, categories in order of first appearance, a missing cell missing (:func:`_numbered`); a
+    column per thread on as many threads as Arrow's own pool has (``pyarrow.cpu_count()``: the machine's CPUs
+    unless ``OMP_NUM_THREADS`` says otherwise).
+    """
+    order = list(columns)
+    text = [c for c in order if _is_text(columns[c])]
+    others = {c: columns.pop(c) for c in order if c not in text}
+
+    def number(name: str) -> pd.Categorical:
+        numbered = _numbered(columns.pop(name))  # the column's only reference: its text goes here
+        pa.default_memory_pool().release_unused()
+        return numbered
+
+    workers = min(len(text), pa.cpu_count()) if rows >= _THREADED_ROWS else 1
     if workers <= 1:  # a small frame: handing columns to threads costs more than numbering them here
-        numbered = {c: _numbered(frame[c]) for c in text}
+        numbered = {c: number(c) for c in text}
     else:
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            numbered = dict(zip(text, pool.map(_numbered, (frame[c] for c in text))))
+            numbered = dict(zip(text, pool.map(number, text)))
         finally:  # on Ctrl-C, the columns not yet started are dropped: only the running ones are waited for
             pool.shutdown(wait=True, cancel_futures=True)
-    return pd.DataFrame({c: numbered.get(c, frame[c]) for c in frame.columns}, index=frame.index)
+    return pd.DataFrame({c: numbered[c] if c in numbered else others[c] for c in order}, index=pd.RangeIndex(rows))
 
 
-def _numbered(cells: pd.Series) -> pd.Categorical:
-    """``cells`` (pandas' ``str`` dtype) as a categorical of the same texts, categories in order of first appearance.
+def _is_text(column: pd.Series | pa.ChunkedArray) -> bool:
+    if isinstance(column, pa.ChunkedArray):
+        return pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    return isinstance(column.dtype, pd.StringDtype)
+
+
+def _numbered(cells: pd.Series | pa.ChunkedArray) -> pd.Categorical:
+    """``cells`` (Arrow text, or pandas' ``str`` dtype) as a categorical of the same texts as pandas' ``str``
+    (the dtype :func:`edprf_core.tables.read_table` gives text), categories in order of first appearance.
 
     A column whose every cell is one character (flags, 0/1 labels) is numbered from its bytes by a table of
     the 128 ASCII characters (:func:`_one_character_codes`); any other by Arrow's dictionary encoding (one
     hash pass over every cell).  Both give the same categorical.
     """
-    one = _one_character_codes(cells)
+    column = cells if isinstance(cells, pa.ChunkedArray) else pa.chunked_array(pa.array(cells.array))
+    one = _one_character_codes(column)
     if one is not None:
         codes, texts = one
     else:
-        # The chunks joined first, then one dictionary encoding: encoding chunk by chunk and unifying the
-        # chunks' dictionaries afterwards costs chunks x distinct cells (a column of amounts: 33 s against
-        # 0.4 s for 2 million rows).  Large strings: the joined column may hold more than 2 GiB of text.
-        column = pa.chunked_array(pa.array(cells.array))
-        if not pa.types.is_large_string(column.type):
+        # One dictionary encoding of the chunked column: Arrow's hash kernel keeps one table across the chunks,
+        # so every chunk's indices number the same dictionary, in order of first appearance (encoding chunk by
+        # chunk and unifying the chunks' dictionaries afterwards would cost chunks x distinct cells: 33 s against
+        # 0.4 s for a column of 2 million amounts); nothing is copied but the distinct texts.  A column of more
+        # than 1 GiB of text as large strings, chunk by chunk (an offsets copy): its dictionary may hold more
+        # than the 2 GiB a string array can (pandas holds the categories as large strings either way).
+        if pa.types.is_string(column.type) and sum(_text_bytes(chunk) for chunk in column.chunks) > 1 << 30:
             column = column.cast(pa.large_string())
-        encoded = pc.dictionary_encode(column.combine_chunks())
-        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        texts = encoded.dictionary  # distinct, no null
-    categories = pd.Index(pd.array(texts, dtype=cells.dtype))
+        encoded = pc.dictionary_encode(column)
+        if encoded.num_chunks == 0:  # no cell (Arrow gives no chunk): no category
+            codes, texts = np.empty(0, dtype=np.int32), pa.array([], column.type)
+        else:
+            texts = encoded.chunks[-1].dictionary  # distinct, no null
+            if any(len(chunk.dictionary) != len(texts) for chunk in encoded.chunks):  # pragma: no cover - Arrow's
+                raise RuntimeError("Arrow numbered the chunks of a column by different dictionaries")  # contract
+            indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks], pa.int32())
+            codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
+        del column, encoded
+    categories = pd.Index(pd.array(texts, dtype=_TEXT_DTYPE))
     return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
 
 
@@ -156,18 +207,25 @@ def _distinct_categories(categories: pd.Index) -> pd.CategoricalDtype:
     return fastpath(categories, False) if fastpath is not None else pd.CategoricalDtype(categories)
 
 
-def _one_character_codes(cells: pd.Series) -> tuple[np.ndarray, list[str]] | None:
-    """For Arrow-held cells that are all exactly one byte and none missing: each cell's code and the texts
+def _text_bytes(chunk: pa.Array) -> int:
+    """Bytes of text the cells of an Arrow text array hold (from its offsets)."""
+    if not len(chunk):
+        return 0
+    wide = pa.types.is_large_string(chunk.type)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if wide else np.int32)
+    return int(offsets[chunk.offset + len(chunk)]) - int(offsets[chunk.offset])
+
+
+def _one_character_codes(cells: pa.ChunkedArray) -> tuple[np.ndarray, list[str]] | None:
+    """For Arrow text cells that are all exactly one byte and none missing: each cell's code and the texts
     (distinct, in order of first appearance); None otherwise.
 
     Arrow's strings are valid UTF-8, so a one-byte cell is an ASCII character: its byte indexes a table of
     128 codes, with no hashing.  This costs a few milliseconds per million cells where the dictionary
     encoding costs about 13.
     """
-    if not isinstance(cells.array, pd.arrays.ArrowStringArray):
-        return None
     pieces = []
-    for chunk in pa.chunked_array(pa.array(cells.array)).chunks:  # Arrow's own chunks (not copied)
+    for chunk in cells.chunks:  # Arrow's own chunks (not copied)
         _, offsets_buffer, data_buffer = chunk.buffers()
         wide = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
         offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)

@@ -7,16 +7,29 @@ the reading of the others.
 from ._cell_text import decimal_comma_cells
 from ._column_names import closest_name
 from ._table_stream import RowChunk, stream_rows
-from ._text_table import MAX_LINE_CHARS, OptionHints, TextTable, header_names, read_table, separator_hint
+from ._text_table import (
+    MAX_LINE_CHARS,
+    PARQUET_SUFFIXES,
+    OptionHints,
+    TextColumns,
+    TextTable,
+    header_names,
+    read_columns,
+    read_table,
+    separator_hint,
+)
 
 __all__ = [
     "MAX_LINE_CHARS",
+    "PARQUET_SUFFIXES",
     "OptionHints",
     "RowChunk",
+    "TextColumns",
     "TextTable",
     "closest_name",
     "decimal_comma_cells",
     "header_names",
+    "read_columns",
     "read_table",
     "separator_hint",
     "stream_rows",

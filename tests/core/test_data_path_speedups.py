@@ -235,13 +235,20 @@ def test_text_categories_number_the_same_texts_as_pandas(storage, threaded, monk
     frame = pd.concat([X, y], axis=1).astype(dtype)
     frame.loc[[3, 40], "age"] = np.nan  # missing cells stay missing
     frame["number"] = np.arange(len(frame), dtype=float)  # not text: kept as it is
-    numbered = _text_categories(frame)
+    numbered = _text_categories(dict(frame.items()), len(frame))
     expected = frame.astype({c: "category" for c in ["age", "code", "grade", "outcome"]})
     pd.testing.assert_frame_equal(numbered.astype(object), expected.astype(object))
     assert all(isinstance(numbered[c].dtype, pd.CategoricalDtype) for c in ["age", "code", "grade", "outcome"])
     assert numbered["number"].dtype == np.float64
     assert numbered["age"].isna().sum() == 2
-    assert len(_text_categories(frame.iloc[:0])) == 0
+    assert len(_text_categories(dict(frame.iloc[:0].items()), 0)) == 0
+    # a text file's columns arrive as Arrow text (string, 4-byte offsets): the same categoricals
+    arrow = {
+        c: pa.chunked_array(pa.array(frame[c].array)).cast(pa.string()) for c in ["age", "code", "grade", "outcome"]
+    }
+    columns = {**arrow, "number": frame["number"]}
+    pd.testing.assert_frame_equal(_text_categories(columns, len(frame)), numbered)
+    assert not columns  # each column taken out as it is numbered: its text is let go
 
 
 @pytest.mark.parametrize("view", ["str", "category"])
@@ -349,7 +356,7 @@ def test_one_character_columns_are_numbered_as_the_dictionary_numbers_them(cells
     whole = pa.array(["x", "0", *cells, "z"], type=kind)
     half = len(cells) // 2  # two chunks sliced out of one buffer: their offsets start inside it
     series = _arrow_text([whole.slice(2, half), whole.slice(2 + half, len(cells) - half)])
-    assert (_local_data._one_character_codes(series) is not None) is by_table
+    assert (_local_data._one_character_codes(pa.chunked_array(pa.array(series.array))) is not None) is by_table
     got = _local_data._numbered(series)
     monkeypatch.setattr(_local_data, "_one_character_codes", lambda cells: None)  # the dictionary's way alone
     expected = _local_data._numbered(series)
@@ -382,6 +389,19 @@ def test_the_hash_reads_cells_as_the_schema_does_not_as_the_file_spelt_them():
     assert keyed_uniform(text, SCHEMA, "f" * 32)[0] != u[0]  # keyed: another salt, another number
 
 
+def test_readings_are_hashed_a_slice_at_a_time_with_the_same_numbers(monkeypatch):
+    """The distinct readings are hashed a slice at a time (:data:`_HASHED_AT_ONCE`): the same numbers as all at once."""
+    from client import _held_out_split
+
+    X, y = _messy_table(300)
+    rows = pd.concat([X, y], axis=1).astype("str").astype("category")
+    rows["age"] = pd.Series([f"{i * 7 % 101}.5" for i in range(len(rows))], dtype="str").astype("category")
+    whole = keyed_uniform(rows, SCHEMA, SALT)
+    monkeypatch.setattr(_held_out_split, "_HASHED_AT_ONCE", 7)
+    assert len(rows["age"].cat.categories) % 7 and len(rows["age"].cat.categories) > 3 * 7  # slices, one partial
+    np.testing.assert_array_equal(keyed_uniform(rows, SCHEMA, SALT), whole)
+
+
 def test_held_out_rows_are_those_whose_keyed_uniform_is_below_the_fraction():
     X, y = _messy_table(2000)
     rows = pd.concat([X, y], axis=1).astype("category")
@@ -407,3 +427,6 @@ def test_a_column_of_many_chunks_is_numbered_in_order_of_first_appearance(string
     got = _numbered(series)
     assert list(got.categories) == list(dict.fromkeys(c for c in cells if c is not None))
     assert [None if pd.isna(c) else c for c in got.astype(object)] == cells
+    same = _numbered(chunks)  # the Arrow column itself, as a text file's reader gives it
+    np.testing.assert_array_equal(same.codes, got.codes)
+    assert same.dtype == got.dtype
