@@ -101,7 +101,12 @@ def load_local_data(
     # a record never moves another row to the other side, however the file's writer typed its columns.
     hold = held_out_rows(cells, schema, salt, holdout_fraction)
     train, held = np.flatnonzero(keep & ~hold), np.flatnonzero(keep & hold)  # positions: one gather per column
-    return LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
+    data = LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
+    del cells, X, y
+    # The party holds the data until it exits: the pages Arrow's allocator kept from the read go back (2 million
+    # bank rows: 1.2 GB -> 0.8 GB held before a fit)
+    pa.default_memory_pool().release_unused()
+    return data
 
 
 def _file_columns(
