@@ -533,9 +533,12 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
         )
 
 
-READ_MEMORY_PER_FILE_BYTE = 6.5
-"""Peak memory of a party's read (``load_local_data``) per byte of its CSV, rounded up from a measurement: 11.7 GB
-on a 1.9 GB file of 10^7 rows and 30 columns, amounts with many distinct values (6.2 times)."""
+READ_MEMORY_PER_FILE_BYTE = 3.0
+"""Peak memory of a party's read (``load_local_data``) per byte of its CSV, rounded up from a measurement: 5.0 GB
+(4,899,396 KB maximum resident) on a 1.93 GB file of 10^7 rows and 30 columns, amounts with many distinct values
+(2.6 times; 3.3 times on its first 2*10^6 rows, where the interpreter's own 0.12 GB weighs more), by
+``/usr/bin/time -f "%e s, %M KB" python -c "...load_local_data(FILE, load_schema(SCHEMA), 0.1, '0' * 32)"``.
+(11.7 GB before the reader held the file once, as Arrow text with 4-byte offsets let go column by column.)"""
 
 
 def _available_memory() -> int | None:
