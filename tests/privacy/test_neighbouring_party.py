@@ -36,7 +36,7 @@ import pytest
 import client._local_data as local_data
 import client._party as party_module
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
-from edprf_core.tables import TextTable
+from edprf_core.tables import TextColumns
 from protocol import release_pb2
 from protocol.messages import METRICS_KEY
 
@@ -282,14 +282,11 @@ def test_the_harness_covers_at_least_30_hostile_records():
 def test_the_harness_sees_a_coupling_reader(tmp_path: Path, monkeypatch, baseline):
     """Power check: with pandas' column-wide inference one empty label cell changes how D's rows are read."""
 
-    def pandas_reader(path, schema, **_):
+    def pandas_reader(path, schema, **_):  # the party reads a text file's columns by read_columns
         frame = pd.read_csv(path)
-        label = schema.label.column
-        return TextTable(
-            X=frame.drop(columns=[label]), y=frame[label], line_numbers=np.arange(len(frame)) + 2, dropped=[]
-        )
+        return TextColumns(columns=dict(frame.items()), line_numbers=np.arange(len(frame)) + 2, dropped=[])
 
-    monkeypatch.setattr(local_data, "read_table", pandas_reader)
+    monkeypatch.setattr(local_data, "read_columns", pandas_reader)
     _, train, release, _, used = _serve(
         tmp_path, file_bytes(b"30,007,1,", "middle", n_rows=N_ROWS), monkeypatch, baseline["model"]
     )
