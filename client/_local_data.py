@@ -60,8 +60,10 @@ def load_local_data(
     """Read the party's file and split off the held-out rows.
 
     Every step is a per-record map (privacy: a stable transformation, no ε):
-    lines are read one by one as text (:func:`edprf_core.tables.read_table`: a
-    malformed line is dropped, never the file), cells are judged by the schema
+    lines are read one by one as text (:func:`edprf_core.tables.read_table`'s rules,
+    by :func:`~edprf_core.tables.read_columns`: a malformed line is dropped, never the
+    file; each text column is let go as soon as it is numbered, so the file's text is
+    held once), cells are judged by the schema
     alone, rows that break a rule are dropped one by one
     (:func:`edprf_core.encoding.conforming_rows`), and a row's side of the split is a
     keyed hash of that row's own cells as the schema reads them (:mod:`client._held_out_split`) with a party-local secret ``salt``
