@@ -3,8 +3,8 @@
 The party's reader numbers each text column from Arrow's chunks and lets each column go once numbered (to hold
 the file once).  Whatever the chunking, the LocalData must be the one of the plain recipe: the file read whole
 by ``read_table``, each text column ``pd.Categorical`` with its categories in order of first appearance, the
-schema's verdicts by ``conforming_rows`` on the text, and the held-out side ``hash_pandas_object(row) < f`` (as
-``_keyed_uniform``).  The file mixes what moves rows between the reader's routes and chunks: repeated and late
+schema's verdicts by ``conforming_rows`` on the text, and the held-out side ``keyed_uniform(row) < f`` of the
+text rows (the readings' hash, :mod:`client._held_out_split`).  The file mixes what moves rows between the reader's routes and chunks: repeated and late
 categories (a category first seen in the last lines), missing and refused cells, malformed lines (wrong number of
 fields, an unbalanced quote), quoted cells and carriage returns (read by the Python rules), blank lines.
 """
@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from client import _local_data
+from client._held_out_split import keyed_uniform
 from client._local_data import load_local_data
 from edprf_core import Schema
 from edprf_core.encoding import conforming_rows
@@ -55,7 +56,7 @@ def _lines(n: int = 4000, seed: int = 11) -> list[bytes]:
 
 
 def _expected(path) -> tuple[_local_data.LocalData, list[str]]:
-    """The plain recipe (the file read whole, pandas' own categoricals and hashes) and its log lines."""
+    """The plain recipe (the file read whole, pandas' own categoricals, the text rows hashed) and its log lines."""
     table = read_table(path, SCHEMA, hints=_local_data.NODE_CONFIG_HINTS)
     frame = pd.concat([table.X, table.y], axis=1)
     cells = pd.DataFrame(
@@ -68,8 +69,7 @@ def _expected(path) -> tuple[_local_data.LocalData, list[str]]:
     )
     X, y = cells.drop(columns=["outcome"]), cells["outcome"]
     keep, notes = conforming_rows(frame.drop(columns=["outcome"]), frame["outcome"], SCHEMA)
-    hashed = pd.util.hash_pandas_object(cells, index=False, hash_key=SALT[:16]).to_numpy()
-    held = (hashed >> np.uint64(11)).astype(np.float64) / float(1 << 53) < FRACTION
+    held = keyed_uniform(frame, SCHEMA, SALT) < FRACTION  # the text rows, not the party's categorical view
     train, out = np.flatnonzero(keep & ~held), np.flatnonzero(keep & held)
     log = [f"local data: {note}; left out" for note in table.dropped[:20]]
     if len(table.dropped) > 20:
