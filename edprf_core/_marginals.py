@@ -118,8 +118,9 @@ def _check_relation(relation: object) -> str:
     return str(relation)
 
 
-def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") -> NDArray[np.int64]:
-    """``codes`` as a 2-D int64 array with ``len(n_codes)`` columns, column ``j`` within ``0..n_codes[j]-1``."""
+def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") -> NDArray[np.integer]:
+    """``codes`` as a 2-D integer array (its own integer type: no n x d copy) with ``len(n_codes)`` columns,
+    column ``j`` within ``0..n_codes[j]-1``."""
     arr = np.asarray(codes)
     if arr.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D array (rows x features), got {arr.ndim} dimension(s)")
@@ -127,11 +128,10 @@ def _check_codes(codes: ArrayLike, n_codes: Sequence[int], name: str = "codes") 
         raise ValueError(f"{name}: expected integer codes, got dtype {arr.dtype}")
     if arr.shape[1] != len(n_codes):
         raise ValueError(f"{name}: expected {len(n_codes)} feature column(s), got {arr.shape[1]}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr.size:
-        bad = (arr < 0) | (arr >= np.asarray(n_codes, dtype=np.int64))
+    if arr.size:  # each column's least and greatest code: no n x d temporaries
+        bad = (arr.min(axis=0) < 0) | (arr.max(axis=0) >= np.asarray(n_codes, dtype=np.int64))
         if bad.any():
-            j = int(np.flatnonzero(bad.any(axis=0))[0])
+            j = int(np.flatnonzero(bad)[0])
             # the offending value is not quoted: an error text is an output too, and codes are the party's data
             raise ValueError(f"{name}: expected feature {j}'s codes within 0..{n_codes[j] - 1}, got a code outside")
     return arr
@@ -363,10 +363,19 @@ def release_marginals(
         raise ValueError(f"y: expected labels within 0..{n_classes - 1}, got a label outside")
 
     d = len(sizes)
-    # one bincount for all d histograms: feature j's cell (b, c) sits at offsets[j] + b * K + c
+    # feature j's cell (b, c) sits at offsets[j] + b * K + c; one bincount per feature, so the temporaries are
+    # one column long (all d at once held several n x d int64 arrays: 5 GB for a party of 10^7 rows)
     offsets = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64) * n_classes)])
-    flat = (offsets[:-1] + X * n_classes + labels[:, None]).ravel()
-    exact = np.bincount(flat, minlength=int(offsets[-1]))
+    exact = (
+        np.concatenate(
+            [
+                np.bincount(X[:, j].astype(np.int64) * n_classes + labels, minlength=sizes[j] * n_classes)
+                for j in range(d)
+            ]
+        )
+        if d
+        else np.zeros(0, dtype=np.int64)
+    )
     share = eps / d
     sensitivity = LEAF_COUNT_SENSITIVITY[relation]
     low, high = RELEASE_RANGE
