@@ -77,6 +77,8 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
         [brier_name, _cell(report.brier), report.brier.method],
     ]
     lines += _table(["metric", "value (95% CI)", "interval"], summary)
+    if report.interval_note:
+        lines += [f"note: {report.interval_note}"]
     lines += ["", "each class against the others (decided as above):"]
     lines += _table(
         ["class", "rows", "sensitivity", "specificity", "PPV", "NPV", "ROC AUC"],

@@ -2,9 +2,10 @@
 
 Prints the confusion matrix, sensitivity, specificity, PPV, NPV, accuracy,
 balanced accuracy, ROC AUC and Brier score, each with a 95 % interval
-(Wilson for proportions, DeLong for the AUC, normal for the Brier score:
-:mod:`edprf_core._clinical_metrics`), a calibration table and a threshold
-table; without ``--positive-class``, every class against the others.  Warns
+(Wilson for proportions; for the AUC, DeLong's SE on the logit scale; for the
+Brier score, a log-scale interval: both asymptotic, approximate with fewer
+than 30 rows in the smaller class: :mod:`edprf_core._clinical_metrics`), a
+calibration table and a threshold table; without ``--positive-class``, every class against the others.  Warns
 loudly when the model predicts one class for (nearly) every row.  Rows whose
 features or label break the schema's rules are counted and left out, never
 fail the run.  ``--json PATH`` writes everything as JSON.
@@ -52,8 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="clinical metrics with 95%% intervals on labelled data you may use",
         description=(
             "Clinical metrics of a model on labelled rows: confusion matrix, sensitivity, specificity, PPV, NPV, "
-            "accuracy, balanced accuracy, ROC AUC and Brier score, each with its 95% interval; calibration and "
-            "threshold tables.  Exact statistics of DATA, not differentially private."
+            "accuracy, balanced accuracy, ROC AUC and Brier score, each with a 95% interval (Wilson for proportions; "
+            "for the ROC AUC, DeLong's standard error on the logit scale; for the Brier score, a log-scale interval: "
+            "these two are asymptotic, and the report says so when the smaller class has fewer than 30 rows); "
+            "calibration and threshold tables.  Exact statistics of DATA, not differentially private."
         ),
         epilog=MULTICLASS_THRESHOLD_NOTE,
         allow_abbrev=False,

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 from sklearn.metrics import (
     balanced_accuracy_score,
     brier_score_loss,
@@ -58,7 +59,11 @@ def test_delong_auc_equals_sklearn_and_the_pairwise_definition_with_ties():
     assert e.value == pytest.approx(roc_auc_score(y, score), abs=1e-12)
     auc, se = _pairwise_delong(score[y], score[~y])
     assert e.value == pytest.approx(auc, abs=1e-12)
-    assert (e.low, e.high) == pytest.approx((auc - Z95 * se, auc + Z95 * se), abs=1e-12)
+    # the interval on the logit scale, Student's t at (smaller class - 1) degrees of freedom
+    half = student_t.ppf(0.975, min(y.sum(), (~y).sum()) - 1) * se / (auc * (1 - auc))
+    logit = math.log(auc / (1 - auc))
+    expected = (1 / (1 + math.exp(-(logit - half))), 1 / (1 + math.exp(-(logit + half))))
+    assert (e.low, e.high) == pytest.approx(expected, abs=1e-12)
     assert math.isnan(delong_auc(np.zeros(5, bool), np.arange(5.0)).value)  # no positive row: undefined
 
 
@@ -202,3 +207,17 @@ def test_a_class_of_one_row_the_model_never_predicts_is_one_row_not_one_rows():
 
     warning = unpredicted_class_warning([0, 0, 1, 2, 2], [0, 0, 0, 0, 0], ("a", "b", "c"))
     assert "class 'b' (1 row), 'c' (2 rows): its sensitivity for them is 0" in warning
+
+
+def test_report_notes_approximate_intervals_when_the_smaller_class_has_fewer_than_30_rows():
+    """The note appears with 29 positive rows (text and JSON) and not with 30."""
+    from edprf_core._clinical_metrics import FEW_EVENTS
+
+    rng = np.random.default_rng(3)
+    for positives, noted in ((FEW_EVENTS - 1, True), (FEW_EVENTS, False)):
+        y = np.r_[np.ones(positives, int), np.zeros(200, int)]
+        p1 = np.clip(0.3 * y + rng.random(y.size) * 0.7, 0, 1)
+        r = clinical_report(y, np.c_[1 - p1, p1], [0, 1], positive=1)
+        assert bool(r.interval_note) is noted
+        assert ("interval approximate: few events" in str(r)) is noted
+        assert bool(r.as_dict()["interval_note"]) is noted
