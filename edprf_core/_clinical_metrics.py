@@ -63,6 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 from .count_text import count_text
 
 __all__ = [
+    "BRIER_MULTICLASS_SCALE",
     "DEFAULT_THRESHOLDS",
     "FEW_EVENTS",
     "MAX_CALIBRATION_BINS",
@@ -104,6 +105,9 @@ NOT_DP_NOTE = (
 )
 
 _BOOTSTRAP_REPLICATES = 200
+
+BRIER_MULTICLASS_SCALE = "sum over classes, 0-2"
+"""How the multiclass Brier score is labelled wherever it is shown (text, and the key ``brier_multiclass``)."""
 
 FEW_EVENTS = 30
 """Below this many rows in the smaller class, the report notes that its AUC and Brier intervals are approximate."""
@@ -499,8 +503,11 @@ class ClinicalReport:
     confusion : ndarray, shape (K, K)
         ``confusion[i, j]``: rows of true class ``i`` decided as class ``j``.
     accuracy, balanced_accuracy, roc_auc, brier : Estimate
-        ``roc_auc``: of the positive class (binary with a positive class), else the macro mean of the one-vs-rest
-        AUCs; ``brier``: of the positive class's probability, else the multiclass form (sum over classes, 0..2).
+        ``roc_auc``: with two classes, of the positive class (the last declared class when ``positive`` is None),
+        else the macro mean of the one-vs-rest AUCs; ``brier``: with two classes, the binary Brier score of that
+        class's probability (0..1, ``mean((p - y) ** 2)``), else the multiclass form (sum over classes, 0..2;
+        :attr:`brier_scale` says which).  ``as_dict`` writes the binary one as ``brier`` (with ``brier_class``)
+        and the multiclass one as ``brier_multiclass``, never under the same key.
     per_class : tuple of OneVsRest
         One per declared class; with a positive class, its entry also holds the threshold table.
     positive : int or None
@@ -532,6 +539,20 @@ class ClinicalReport:
     unpredicted: str = ""
     interval_note: str = ""
 
+    @property
+    def brier_class(self) -> object | None:
+        """The class whose binary Brier score :attr:`brier` is (two classes), or None (multiclass form)."""
+        if len(self.classes) != 2:
+            return None
+        return _plain(self.classes[self.positive if self.positive is not None else 1])
+
+    @property
+    def brier_scale(self) -> str:
+        """What :attr:`brier` is: ``"binary, class '1' (0-1)"`` or ``"sum over classes, 0-2"``."""
+        if len(self.classes) != 2:
+            return BRIER_MULTICLASS_SCALE
+        return f"binary, class {str(self.brier_class)!r} (0-1)"
+
     def text_lines(self, intervals_in: str = "as_dict()") -> list[str]:
         """The report as text lines (Markdown tables, as ``edprf evaluate`` prints it); ``intervals_in`` names
         where the threshold table's intervals are (the table gives point values)."""
@@ -549,7 +570,13 @@ class ClinicalReport:
             "positive_class": None if self.positive is None else _plain(self.classes[self.positive]),
             "threshold": self.threshold,
             "confusion": self.confusion.tolist(),
-            **{k: getattr(self, k).as_dict() for k in ("accuracy", "balanced_accuracy", "roc_auc", "brier")},
+            **{k: getattr(self, k).as_dict() for k in ("accuracy", "balanced_accuracy", "roc_auc")},
+            **(
+                {"brier": self.brier.as_dict(), "brier_class": self.brier_class}
+                if len(self.classes) == 2
+                else {"brier_multiclass": self.brier.as_dict()}
+            ),
+            "brier_scale": self.brier_scale,
             "per_class": [c.as_dict() for c in self.per_class],
             "warning": self.warning,
             "unpredicted": self.unpredicted,
@@ -661,8 +688,9 @@ def clinical_report(
         )
         for c in range(k)
     )
-    if positive is not None and k == 2:
-        roc_auc, brier = per_class[positive].roc_auc, per_class[positive].brier
+    if k == 2:  # binary: the positive class's AUC and binary Brier score (the last declared class by default)
+        focus = per_class[positive if positive is not None else 1]
+        roc_auc, brier = focus.roc_auc, focus.brier
     else:
         roc_auc = _macro_auc(y, p)
         onehot = np.eye(k)[y] if y.size else np.zeros((0, k))

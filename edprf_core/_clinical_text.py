@@ -69,9 +69,9 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
             [f"PPV ({name})", _cell(pos.ppv), pos.ppv.method],
             [f"NPV ({name})", _cell(pos.npv), pos.npv.method],
         ]
-    one = classes[report.positive] if report.positive is not None and len(classes) == 2 else None
+    one = str(report.brier_class) if len(classes) == 2 else None
     auc_name = f"ROC AUC ({one})" if one is not None else "ROC AUC (macro, one-vs-rest)"
-    brier_name = f"Brier score ({one})" if one is not None else "Brier score (sum over classes)"
+    brier_name = f"Brier score ({one})" if one is not None else f"Brier score ({report.brier_scale})"
     summary += [
         [auc_name, _cell(report.roc_auc), report.roc_auc.method],
         [brier_name, _cell(report.brier), report.brier.method],

@@ -3,6 +3,7 @@ data: not differentially private unless the data are public).
 """
 
 from ._clinical_metrics import (
+    BRIER_MULTICLASS_SCALE,
     MAX_CALIBRATION_BINS,
     NOT_DP_NOTE,
     ClinicalReport,
@@ -13,6 +14,7 @@ from ._clinical_metrics import (
 )
 
 __all__ = [
+    "BRIER_MULTICLASS_SCALE",
     "MAX_CALIBRATION_BINS",
     "NOT_DP_NOTE",
     "ClinicalReport",

@@ -21,12 +21,16 @@ __all__ = ["classification_metrics", "forest_metrics", "interval_text"]
 
 
 def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, Any]:
-    """Accuracy, balanced accuracy, macro F1, ROC AUC (macro one-vs-rest) and Brier score, each with its interval.
+    """Accuracy, balanced accuracy, macro F1, ROC AUC and Brier score, each with its interval.
 
     ``y_true`` holds declared classes; every row gets its most probable class.  Keys: ``accuracy``,
-    ``balanced_accuracy``, ``f1_macro``, ``roc_auc``, ``brier`` (NaN when undefined, e.g. an AUC
-    without rows of some class), each ``<key>_ci95`` as ``[low, high]``, ``n``, ``warning`` (one class for
-    (nearly) every row) and ``unpredicted`` (classes among the rows it never predicts).
+    ``balanced_accuracy``, ``f1_macro``, ``roc_auc`` (NaN when undefined, e.g. an AUC without rows of some
+    class), and the Brier score on one scale, named by its key: two classes, ``brier``, the binary Brier score
+    ``mean((p - y) ** 2)`` (0..1) of the last declared class (named in ``brier_class``); more classes,
+    ``brier_multiclass``, the sum over classes (0..2); ``brier_scale`` says which in words.  Each figure has
+    ``<key>_ci95`` as ``[low, high]``; then ``n``, ``warning`` (one class for (nearly) every row) and
+    ``unpredicted`` (classes among the rows it never predicts).  (Before, ``brier`` held the sum over classes
+    for two classes too, twice the binary score.)
     """
     classes = np.asarray(classes)
     return _index_metrics(_class_indices(np.asarray(y_true), classes), proba, classes)
@@ -51,11 +55,14 @@ def _index_metrics(y: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dic
         "accuracy": report.accuracy,
         "balanced_accuracy": report.balanced_accuracy,
         "f1_macro": macro_f1_estimate(y, report.predicted, len(classes)),
-        "roc_auc": report.roc_auc,
-        "brier": report.brier,
+        "roc_auc": report.roc_auc,  # two classes: the last declared class's AUC (equal to the macro AUC)
+        ("brier" if len(classes) == 2 else "brier_multiclass"): report.brier,
     }
     out: dict[str, Any] = {key: float(e.value) for key, e in estimates.items()}
     out |= {f"{key}_ci95": [float(e.low), float(e.high)] for key, e in estimates.items()}
+    if len(classes) == 2:
+        out["brier_class"] = report.brier_class
+    out |= {"brier_scale": report.brier_scale}
     out |= {"n": report.n, "warning": report.warning, "unpredicted": report.unpredicted}
     return out
 

@@ -106,17 +106,20 @@ def results_table(
             b = baselines[key]
             trees = _parts_text(b["n_trees"], b.get("marginals_share", 0.0), b.get("residual_pass"))
             rows.append((label, b, trees, str(b.get("training_rows", ""))))
+    central = rows[0][1]
+    brier_key = "brier_multiclass" if "brier_multiclass" in central else "brier"
+    brier_head = f"Brier ({central['brier_scale']})" if central.get("brier_scale") else "Brier"
     lines = [
-        "| model | trees | training rows | accuracy | balanced acc. | F1 (macro) | ROC AUC | Brier |",
+        f"| model | trees | training rows | accuracy | balanced acc. | F1 (macro) | ROC AUC | {brier_head} |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for label, m, trees, fitted_on in rows:
-        cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", "brier")]
+        cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", brier_key)]
         lines.append(f"| {label} | {trees} | {fitted_on} | " + " | ".join(cells) + " |")
     n = rows[0][1].get("n")
     lines.append(
         f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
-        "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, DeLong for ROC AUC, normal for "
+        "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, logit-DeLong for ROC AUC, log-scale for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
     if consortium is not None and any("training_rows" in b for b in baselines.values()):

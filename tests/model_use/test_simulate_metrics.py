@@ -91,3 +91,39 @@ def test_central_metrics_name_a_value_that_is_not_a_class():
             classification_metrics(
                 np.array(["no", odd, "yes"], dtype=object), np.tile([0.5, 0.5], (3, 1)), ["no", "yes"]
             )
+
+
+def test_binary_reports_use_the_binary_brier_of_the_last_class_and_multiclass_a_labelled_key():
+    """Analyst review S2 #5: simulate's table and report.json showed the two-class sum (0-2) as "Brier", twice the
+    binary Brier score ``evaluate --positive-class`` gives.  Two classes: ``brier`` is sklearn's binary Brier of the
+    last declared class, named in ``brier_class``; more classes: only ``brier_multiclass`` (sum over classes)."""
+    from sklearn.metrics import brier_score_loss
+
+    from edprf_fl.simulation import results_table
+    from server import classification_metrics
+
+    rng = np.random.default_rng(0)
+    classes = np.array(["no", "yes"], dtype=object)
+    truth = np.where(rng.random(200) < 0.3, "yes", "no").astype(object)
+    p1 = np.clip(0.3 + 0.4 * (truth == "yes") + rng.normal(0, 0.15, 200), 0.01, 0.99)
+    metrics = classification_metrics(truth, np.c_[1 - p1, p1], classes)
+    assert metrics["brier"] == pytest.approx(brier_score_loss(truth == "yes", p1))
+    assert metrics["brier_class"] == "yes" and "brier_multiclass" not in metrics
+    table = results_table({"central_evaluation": metrics, "n_trees": 3}, None)
+    assert "| Brier (binary, class 'yes' (0-1)) |" in table
+    assert f"{metrics['brier']:.4f} [" in table
+
+    y3 = rng.integers(0, 3, 300)
+    proba = rng.dirichlet(np.ones(3), 300)
+    metrics3 = classification_metrics(y3, proba, np.array([0, 1, 2]))
+    assert "brier" not in metrics3 and metrics3["brier_scale"] == "sum over classes, 0-2"
+    assert metrics3["brier_multiclass"] == pytest.approx(((proba - np.eye(3)[y3]) ** 2).sum(axis=1).mean())
+    table3 = results_table({"central_evaluation": metrics3, "n_trees": 3}, None)
+    assert "| Brier (sum over classes, 0-2) |" in table3 and f"{metrics3['brier_multiclass']:.4f} [" in table3
+
+    report = clinical_report((truth == "yes").astype(int), np.c_[1 - p1, p1], tuple(classes))  # no positive class
+    assert report.brier.value == pytest.approx(metrics["brier"])
+    assert "Brier score (yes)" in str(report) and report.as_dict()["brier_class"] == "yes"
+    report3 = clinical_report(y3, proba, (0, 1, 2))
+    assert "Brier score (sum over classes, 0-2)" in str(report3)
+    assert "brier" not in report3.as_dict() and "brier_multiclass" in report3.as_dict()
