@@ -5,10 +5,12 @@ balanced accuracy, ROC AUC and Brier score, each with a 95 % interval
 (Wilson for proportions; for the AUC, DeLong's SE on the logit scale; for the
 Brier score, a log-scale interval: both asymptotic, approximate with fewer
 than 30 rows in the smaller class: :mod:`edprf_core._clinical_metrics`), a
-calibration table and a threshold table; without ``--positive-class``, every class against the others.  Warns
-loudly when the model predicts one class for (nearly) every row.  Rows whose
-features or label break the schema's rules are counted and left out, never
-fail the run.  ``--json PATH`` writes everything as JSON.
+calibration table and a threshold table.  Without ``--positive-class``, a
+two-class model's report is of its last declared class (the output says so),
+a larger model's is of every class against the others.  Warns loudly when the
+model predicts one class for (nearly) every row.  Rows whose features or
+label break the schema's rules are counted and left out, never fail the run.
+``--json PATH`` writes everything as JSON.
 
 Privacy: the figures are exact statistics of DATA, not differentially
 private; evaluating on your own data spends no ε of anyone (using the model
@@ -56,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "accuracy, balanced accuracy, ROC AUC and Brier score, each with a 95% interval (Wilson for proportions; "
             "for the ROC AUC, DeLong's standard error on the logit scale; for the Brier score, a log-scale interval: "
             "these two are asymptotic, and the report says so when the smaller class has fewer than 30 rows); "
-            "calibration and threshold tables.  Exact statistics of DATA, not differentially private."
+            "calibration and threshold tables.  Without --positive-class, a two-class model's report is of its last "
+            "declared class (the output says which).  Exact statistics of DATA, not differentially private."
         ),
         epilog=MULTICLASS_THRESHOLD_NOTE,
         allow_abbrev=False,
@@ -85,6 +88,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_evaluate)
 
 
+def default_positive_text(classes: object) -> str:
+    """The line saying which class a two-class model's report is about when ``--positive-class`` was not given."""
+    last = list(classes)[-1]  # type: ignore[call-overload]
+    return (
+        f"positive class: {str(last)!r}, the last declared class of this two-class model (sensitivity, PPV, AUC, "
+        "Brier score and calibration are of its probability; --positive-class C to choose the other)"
+    )
+
+
 def format_report(report: ClinicalReport) -> list[str]:
     """The report as text lines (Markdown tables): :meth:`edprf_core.metrics.ClinicalReport.text_lines`, with the
     threshold table's intervals pointed to ``--json``."""
@@ -104,6 +116,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     forest, provenance, positive = prepared
+    default_positive = positive is None and forest.schema.n_classes == 2
+    if default_positive:  # two classes: the last declared one (the event: 'yes', 1), never class '0' by default
+        positive = 1
 
     import numpy as np
 
@@ -142,7 +157,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         forest.schema.classes,
         positive=positive,
         indices=True,  # y_all and positive are class indices: classes such as (1, 2) would read them as labels
-        threshold=args.threshold if positive is not None else 0.5,
+        threshold=args.threshold if args.threshold is not None else 0.5,
         n_calibration_bins=args.calibration_bins,
     )
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
@@ -161,6 +176,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             + (f"(most common reason: {reason})" if reason else "(check --sep, --no-header and the label column)")
         )
         return 1
+    if default_positive:
+        print(default_positive_text(forest.schema.classes))
     for line in format_report(report):
         print(line)
     for warning in (report.warning, report.unpredicted):
@@ -173,6 +190,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "pooling": args.pooling,
             "provenance": provenance.as_dict(),
             **report.as_dict(),
+            "positive_class_default": default_positive,
         }
         from ._owner_only import open_owner_only
 

@@ -127,3 +127,23 @@ def test_a_threshold_on_a_multiclass_model_says_it_re_decides_one_class(tmp_path
         main(["evaluate", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "with more than two classes, --positive-class C --threshold T re-decides class C only" in help_text
+
+
+def test_a_two_class_model_is_evaluated_for_its_last_declared_class_by_default(tmp_path, bank_model, capsys):
+    """Analyst review S3 #13: without --positive-class, the report calibrated class 'no' (the first).  Now it is of
+    the last declared class ('yes'), the output says so, and it equals --positive-class yes (JSON, same figures)."""
+    data = str(bank_model["data"])
+    default_json, explicit_json = tmp_path / "default.json", tmp_path / "explicit.json"
+    assert main(["evaluate", str(bank_model["model"]), data, "--json", str(default_json)]) == 0
+    out = capsys.readouterr().out
+    assert "positive class: 'yes', the last declared class of this two-class model" in out
+    assert "calibration of the probability of 'yes'" in out and "calibration of the probability of 'no'" not in out
+    assert "Brier score (yes)" in out and "sensitivity (yes)" in out
+    argv = ["evaluate", str(bank_model["model"]), data, "--positive-class", "yes", "--json", str(explicit_json)]
+    assert main(argv) == 0
+    assert "positive class: 'yes', the last" not in capsys.readouterr().out
+    default, explicit = json.loads(default_json.read_text()), json.loads(explicit_json.read_text())
+    assert default["positive_class"] == "yes" and default["positive_class_default"] is True
+    assert explicit["positive_class_default"] is False
+    for key in ("brier", "roc_auc", "confusion", "per_class"):
+        assert default[key] == explicit[key], key
