@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,7 +38,10 @@ from ._model_args import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from edprf_core.metrics import ClinicalReport
+    from edprf_core.schema import Schema
 
 __all__ = ["MULTICLASS_THRESHOLD_NOTE", "format_report", "register", "run_evaluate"]
 
@@ -46,6 +50,20 @@ MULTICLASS_THRESHOLD_NOTE = (
     "its probability of C is at least T, otherwise the most probable of the other classes (they get no threshold)"
 )
 """What ``--positive-class`` with ``--threshold`` decides on a model of more than two classes (help and report)."""
+
+MISSING_LABEL_SHARE = 0.05
+"""Above this share of DATA's rows left out for a missing or undeclared label (or with any undeclared label),
+``evaluate`` prints a banner above the report and exits 2 unless ``--allow-missing-labels``."""
+
+SUBSET_EXIT = 2
+"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`MISSING_LABEL_SHARE`)."""
+
+ROWS_KEYS_NOTE = (
+    "rows partitions DATA's rows: ok and clipped were scored and evaluated (clipped: some value clipped to the "
+    "schema's bounds); refused (a feature broke the schema's rules), malformed (a line the parser could not read) "
+    "and label (a missing or undeclared label) were left out"
+)
+"""What the ``rows`` counts of ``evaluate --json`` mean (written into the JSON as ``rows_note``)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,6 +101,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=(
             f"equal-width probability bins of the calibration table, at most {CLI_MAX_CALIBRATION_BINS}: a finer "
             "bin holds too few rows for its observed share to mean anything (default: %(default)s)"
+        ),
+    )
+    p.add_argument(
+        "--label",
+        dest="label_column",
+        default=None,
+        metavar="COL",
+        help="the label column's name in DATA when it differs from the schema's (its values must still be the "
+        "schema's classes or its [label] aliases)",
+    )
+    p.add_argument(
+        "--allow-missing-labels",
+        action="store_true",
+        help=(
+            f"exit 0 even when more than {MISSING_LABEL_SHARE:.0%}% of the rows were left out for a missing label or "
+            "when some label is not a declared class (the report still carries the banner); by default such a run "
+            "exits 2: its metrics are on a subset, which may be biased"
         ),
     )
     p.set_defaults(handler=run_evaluate)
@@ -131,21 +166,29 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     labels, probabilities = [], []
-    counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}
-    chunks = stream_rows(args.data, forest.schema, sep=args.sep, header=not args.no_header, require_label=True)
-    for chunk in described_when_read(chunks, provenance):
-        scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=args.pooling)
-        diagnostics.add(chunk, scores)
-        cells = chunk.frame[forest.schema.label.column]
-        y, why = read_labels(cells, forest.schema)
-        unlabelled = scores.scored & (y < 0)
-        diagnostics.add_labels(cells, unlabelled & (why != "label missing"))  # a boolean array: by position
-        for status in ("ok", "clipped", "refused", "malformed"):
-            counts[status] += int((scores.status == status).sum())
-        counts["label"] += int(unlabelled.sum())
-        use = scores.scored & (y >= 0)
-        labels.append(y[use])
-        probabilities.append(scores.proba[use])
+    counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}  # a partition of DATA's rows
+    label_why = {"missing": 0, "undeclared": 0}
+    reading = _reading_schema(forest.schema, args.label_column)
+    chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
+    with _label_column_hint(forest.schema, args.label_column):
+        for chunk in described_when_read(chunks, provenance):
+            scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=args.pooling)
+            diagnostics.add(chunk, scores)
+            cells = chunk.frame[reading.label.column]
+            y, why = read_labels(cells, forest.schema)
+            unlabelled = scores.scored & (y < 0)
+            undeclared = unlabelled & (why != "label missing")
+            diagnostics.add_labels(cells, undeclared)  # a boolean array: by position
+            use = scores.scored & (y >= 0)
+            for status in ("ok", "clipped"):  # evaluated rows only: a row left out for its label is not 'ok'
+                counts[status] += int((use & (scores.status == status)).sum())
+            for status in ("refused", "malformed"):
+                counts[status] += int((scores.status == status).sum())
+            counts["label"] += int(unlabelled.sum())
+            label_why["undeclared"] += int(undeclared.sum())
+            label_why["missing"] += int((unlabelled & ~undeclared).sum())
+            labels.append(y[use])
+            probabilities.append(scores.proba[use])
     if diagnostics.rows == 0:
         say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
         return 1
@@ -176,6 +219,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
             + (f"(most common reason: {reason})" if reason else "(check --sep, --no-header and the label column)")
         )
         return 1
+    banner = subset_banner(report.n, sum(counts.values()), counts["label"], label_why)
+    if banner:
+        print("\n".join(["", "!" * 78, banner, "!" * 78]))
+        say(banner)
     if default_positive:
         print(default_positive_text(forest.schema.classes))
     for line in format_report(report):
@@ -187,6 +234,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         out = {
             "data": str(args.data),
             "rows": counts,
+            "rows_note": ROWS_KEYS_NOTE,
+            "label_left_out": label_why,
+            "subset_warning": banner,
             "pooling": args.pooling,
             "provenance": provenance.as_dict(),
             **report.as_dict(),
@@ -197,4 +247,58 @@ def run_evaluate(args: argparse.Namespace) -> int:
         with open_owner_only(args.json_path) as handle:
             handle.write(json.dumps(out, indent=2))
         say(f"metrics written to {args.json_path}")
+    if banner and not args.allow_missing_labels:
+        say(
+            f"edprf evaluate: exit status {SUBSET_EXIT}: metrics on a subset of the rows (--allow-missing-labels to accept)"
+        )
+        return SUBSET_EXIT
     return 0
+
+
+def subset_banner(evaluated: int, total: int, unlabelled: int, why: dict[str, int]) -> str:
+    """The banner when the rows left out for their label exceed :data:`MISSING_LABEL_SHARE` of ``total`` or some
+    label is undeclared, else ``""``."""
+    from edprf_core.count_text import count_text
+
+    if unlabelled == 0 or (why["undeclared"] == 0 and unlabelled <= MISSING_LABEL_SHARE * total):
+        return ""
+    left_out = total - evaluated
+    return (
+        f"WARNING: metrics on {evaluated} of {count_text(total, 'row')}: {left_out} were left out, "
+        f"{unlabelled} of them for their label ({why['missing']} missing, {why['undeclared']} not a declared class: "
+        "a different coding of the classes? map it with the schema's [label] aliases); rows left out are rarely "
+        "missing at random, so the figures may be biased"
+    )
+
+
+def _reading_schema(schema: Schema, label_column: str | None) -> Schema:
+    """``schema`` with the label read from ``label_column`` (``--label``), or ``schema`` itself."""
+    if label_column is None or label_column == schema.label.column:
+        return schema
+    if label_column in schema.feature_names:
+        raise ValueError(f"--label {label_column!r}: that is one of the schema's feature columns")
+    import dataclasses
+
+    return dataclasses.replace(schema, label=dataclasses.replace(schema.label, column=label_column))
+
+
+@contextmanager
+def _label_column_hint(schema: Schema, label_column: str | None) -> Iterator[None]:
+    """Add the fix to the error for a header without the label column: ``--label COL`` and the schema's aliases."""
+    from edprf_core.schema import DataValidationError
+
+    column = label_column or schema.label.column
+    try:
+        yield
+    except DataValidationError as exc:
+        if f"label column {column!r} is missing from the header" not in str(exc):
+            raise
+        aliases = dict(schema.label.aliases)
+        spellings = (
+            f"its [label] aliases {aliases!r}" if aliases else "no [label] aliases (add them for other spellings)"
+        )
+        raise DataValidationError(
+            f"{exc}; if DATA names its label column otherwise, pass --label COL; its values must be the schema's "
+            f"classes {[c.item() if hasattr(c, 'item') else c for c in schema.label.classes]!r} or one of their aliases (the schema declares "
+            f"{spellings})"
+        ) from exc

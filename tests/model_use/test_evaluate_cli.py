@@ -38,6 +38,7 @@ def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, ba
                 "0.03",
                 "--json",
                 str(out_json),
+                "--allow-missing-labels",  # one undeclared label ('maybe'): exit 2 without it
             ]
         )
         == 0
@@ -54,7 +55,8 @@ def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, ba
         threshold=0.03,
     )
     assert result["n"] == expected.n == len(frame)
-    assert result["rows"] == {"ok": len(frame) + 1, "clipped": 0, "refused": 1, "malformed": 1, "label": 1}
+    # a partition of the rows: the row with the undeclared label is counted once, under 'label', never as 'ok'
+    assert result["rows"] == {"ok": len(frame), "clipped": 0, "refused": 1, "malformed": 1, "label": 1}
     assert result["confusion"] == expected.confusion.tolist()
     for key in ("accuracy", "balanced_accuracy", "roc_auc", "brier"):
         e = getattr(expected, key)
@@ -147,3 +149,71 @@ def test_a_two_class_model_is_evaluated_for_its_last_declared_class_by_default(t
     assert explicit["positive_class_default"] is False
     for key in ("brier", "roc_auc", "confusion", "per_class"):
         assert default[key] == explicit[key], key
+
+
+def _relabelled(tmp_path, bank_model, rows: int, recode: dict, name: str = "relabelled.csv"):
+    """The first ``rows`` rows of the fixture's data, with the label of rows ``recode`` keys set to their values."""
+    frame = pd.read_csv(bank_model["data"], dtype=str, keep_default_na=False).head(rows)
+    for i, value in recode.items():
+        frame.loc[i, "y"] = value
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_evaluate_on_a_subset_of_the_rows_says_so_above_the_report_and_exits_2(tmp_path, bank_model, capsys):
+    """Analyst review S2 #4: with 49 of 99 labels coded 'Yes'/'No', the metrics came from the other 50 rows, exit 0,
+    and the JSON said rows.ok 99 next to n 50.  Now: a banner above the summary, exit 2 (0 with
+    --allow-missing-labels), and JSON rows that partition the rows (ok + clipped = n)."""
+    model = str(bank_model["model"])
+    data = _relabelled(tmp_path, bank_model, 99, {i: ("Yes" if i % 2 else "No") for i in range(49)})
+    out_json = tmp_path / "subset.json"
+    assert main(["evaluate", model, str(data), "--json", str(out_json)]) == 2
+    captured = capsys.readouterr()
+    banner = "WARNING: metrics on 50 of 99 rows: 49 were left out, 49 of them for their label"
+    assert banner in captured.out and banner in captured.err and "may be biased" in captured.out
+    assert captured.out.index(banner) < captured.out.index("summary (95% intervals)")
+    assert "--allow-missing-labels to accept" in captured.err
+    result = json.loads(out_json.read_text())
+    assert result["n"] == 50 and sum(result["rows"].values()) == 99
+    assert result["rows"]["ok"] + result["rows"]["clipped"] == result["n"] and result["rows"]["label"] == 49
+    assert result["label_left_out"] == {"missing": 0, "undeclared": 49} and result["subset_warning"].startswith(banner)
+    assert main(["evaluate", model, str(data), "--allow-missing-labels"]) == 0
+    assert banner in capsys.readouterr().out
+
+
+def test_missing_labels_above_5_percent_exit_2_and_at_most_5_percent_do_not(tmp_path, bank_model, capsys):
+    """Missing (blank) labels: 5 of 100 rows (5 %, not above the share) pass silently; 6 of 100 get the banner and
+    exit 2.  One undeclared label is enough on its own (a different coding of a class)."""
+    model = str(bank_model["model"])
+    five = _relabelled(tmp_path, bank_model, 100, dict.fromkeys(range(5), ""), "five.csv")
+    assert main(["evaluate", model, str(five)]) == 0
+    assert "WARNING: metrics on" not in capsys.readouterr().out
+    six = _relabelled(tmp_path, bank_model, 100, dict.fromkeys(range(6), ""), "six.csv")
+    assert main(["evaluate", model, str(six)]) == 2
+    assert "WARNING: metrics on 94 of 100 rows: 6 were left out, 6 of them for their label (6 missing" in (
+        capsys.readouterr().out
+    )
+    one = _relabelled(tmp_path, bank_model, 100, {0: "YES"}, "one.csv")
+    assert main(["evaluate", model, str(one)]) == 2
+    assert "(0 missing, 1 not a declared class" in capsys.readouterr().out
+
+
+def test_label_names_a_renamed_label_column_and_the_error_says_how(tmp_path, bank_model, capsys):
+    """A renamed label column: the error names --label and the schema's aliases; --label COL evaluates it, with the
+    same figures as the file under the schema's name."""
+    model = str(bank_model["model"])
+    frame = pd.read_csv(bank_model["data"], dtype=str, keep_default_na=False).head(300)
+    renamed = tmp_path / "renamed.csv"
+    frame.rename(columns={"y": "outcome"}).to_csv(renamed, index=False)
+    original = tmp_path / "original.csv"
+    frame.to_csv(original, index=False)
+    assert main(["evaluate", model, str(renamed)]) == 1
+    err = capsys.readouterr().err
+    assert "label column 'y' is missing from the header" in err and "pass --label COL" in err
+    assert "aliases" in err and "['no', 'yes']" in err
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["evaluate", model, str(renamed), "--label", "outcome", "--json", str(a)]) == 0
+    assert main(["evaluate", model, str(original), "--json", str(b)]) == 0
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    assert ra["n"] == rb["n"] == 300 and ra["confusion"] == rb["confusion"] and ra["brier"] == rb["brier"]
