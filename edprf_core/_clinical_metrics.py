@@ -75,6 +75,7 @@ __all__ = [
     "OneVsRest",
     "ThresholdRow",
     "brier_estimate",
+    "calibration_slope_intercept",
     "clinical_report",
     "delong_auc",
     "few_events_note",
@@ -148,7 +149,8 @@ class Estimate:
         """``0.912 (95% CI 0.887-0.933)``, or ``n/a`` when undefined."""
         if not math.isfinite(self.value):
             return "n/a"
-        return f"{self.value:.{digits}f} (95% CI {self.low:.{digits}f}-{self.high:.{digits}f})"
+        dash = " to " if self.low < 0 else "-"  # -0.089 to 0.056, not -0.089-0.056
+        return f"{self.value:.{digits}f} (95% CI {self.low:.{digits}f}{dash}{self.high:.{digits}f})"
 
 
 def interval_text(value: object, ci: Sequence[object] | None, digits: int = 4, brackets: bool = False) -> str:
@@ -281,6 +283,84 @@ def brier_estimate(squared_errors: ArrayLike) -> Estimate:
         return Estimate(mean, mean, mean, BRIER_METHOD)
     factor = math.exp(_t95(e.size - 1) * se / mean)
     return Estimate(mean, mean / factor, min(2.0, mean * factor), BRIER_METHOD)
+
+
+LOGIT_CLIP = 1e-6
+"""Probabilities are clipped to [LOGIT_CLIP, 1 - LOGIT_CLIP] before their logit (a 0 or 1 has none)."""
+
+
+def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # = 1 / (1 + exp(-z)), without overflow
+
+
+def _logistic_fit(
+    y: NDArray[np.float64], x: NDArray[np.float64], slope_free: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """Maximum-likelihood logistic regression of ``y`` on ``a + b * x`` (``slope_free``) or ``a + x`` (offset, slope
+    fixed at 1), by Newton's method with step halving; (coefficients, covariance = inverse information), or None
+    when it does not converge (e.g. the classes are separated by ``x``)."""
+    design = np.c_[np.ones_like(x), x] if slope_free else np.ones((x.size, 1))
+    offset = np.zeros_like(x) if slope_free else x
+    beta = np.array([0.0, 1.0]) if slope_free else np.zeros(1)
+
+    def loglik(b: NDArray[np.float64]) -> float:
+        eta = design @ b + offset
+        return float(np.sum(y * eta - np.logaddexp(0.0, eta)))
+
+    current = loglik(beta)
+    for _ in range(100):
+        mu = _sigmoid(design @ beta + offset)
+        info = design.T @ (design * (mu * (1.0 - mu))[:, None])
+        try:
+            step = np.linalg.solve(info, design.T @ (y - mu))
+        except np.linalg.LinAlgError:
+            return None
+        for _ in range(30):  # halve until the likelihood does not fall
+            trial = loglik(beta + step)
+            if trial >= current - 1e-12:
+                break
+            step = step / 2.0
+        beta, current = beta + step, trial
+        if np.max(np.abs(step)) < 1e-10:
+            mu = _sigmoid(design @ beta + offset)
+            info = design.T @ (design * (mu * (1.0 - mu))[:, None])
+            try:
+                return beta, np.linalg.inv(info)
+            except np.linalg.LinAlgError:
+                return None
+    return None
+
+
+CALIBRATION_METHOD = "logistic recalibration on logit(p), Wald"
+"""How the calibration slope and intercept are computed (the ``method`` of their :class:`Estimate`)."""
+
+
+def calibration_slope_intercept(positive: ArrayLike, probability: ArrayLike) -> tuple[Estimate, Estimate]:
+    """Calibration slope and intercept of ``probability`` for the rows where ``positive`` is true, each with a
+    95 % Wald interval.
+
+    Slope: ``b`` of the logistic regression ``logit P(y) = a + b * logit(p)`` (1 when calibrated; above 1, the
+    probabilities are too moderate, underconfident: the model's spread should be wider; below 1, too extreme).
+    Intercept: calibration-in-the-large, ``a`` of ``logit P(y) = a + logit(p)`` with the slope fixed at 1 (0 when
+    the mean risk is right; above 0, the risks are too low on average).  ``p`` is clipped to
+    ``[LOGIT_CLIP, 1 - LOGIT_CLIP]``.  NaN when undefined (a class absent, fewer than 3 rows, or no convergence).
+    """
+    y = np.asarray(positive, dtype=bool).astype(np.float64)
+    p = np.clip(np.asarray(probability, dtype=np.float64), LOGIT_CLIP, 1.0 - LOGIT_CLIP)
+    undefined = Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, CALIBRATION_METHOD)
+    if y.size < 3 or y.min() == y.max():
+        return undefined, undefined
+    x = np.log(p) - np.log1p(-p)
+    out = []
+    for slope_free, which in ((True, 1), (False, 0)):
+        fit = _logistic_fit(y, x, slope_free)
+        if fit is None:
+            out.append(Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, CALIBRATION_METHOD + " (did not converge)"))
+            continue
+        beta, cov = fit
+        value, se = float(beta[which]), math.sqrt(max(float(cov[which, which]), 0.0))
+        out.append(Estimate(value, value - Z95 * se, value + Z95 * se, CALIBRATION_METHOD))
+    return out[0], out[1]
 
 
 def _balanced_accuracy(correct: NDArray[np.int64], totals: NDArray[np.int64]) -> Estimate:
@@ -516,6 +596,9 @@ class ClinicalReport:
         :func:`one_class_warning`'s text, or ``""``.
     unpredicted : str
         :func:`unpredicted_class_warning`'s text when there is no one-class warning, or ``""``.
+    calibration_slope, calibration_intercept : Estimate or None
+        Two classes: :func:`calibration_slope_intercept` of the positive class's probability (the last declared
+        class when ``positive`` is None); more classes: None.
     interval_note : str
         :func:`few_events_note`'s text when the smaller class (of the positive class against the rest, or the
         smallest class) has fewer than :data:`FEW_EVENTS` rows, else ``""``.
@@ -538,6 +621,8 @@ class ClinicalReport:
     warning: str
     unpredicted: str = ""
     interval_note: str = ""
+    calibration_slope: Estimate | None = None
+    calibration_intercept: Estimate | None = None
 
     @property
     def brier_class(self) -> object | None:
@@ -577,6 +662,11 @@ class ClinicalReport:
                 else {"brier_multiclass": self.brier.as_dict()}
             ),
             "brier_scale": self.brier_scale,
+            **{
+                k: getattr(self, k).as_dict()
+                for k in ("calibration_slope", "calibration_intercept")
+                if getattr(self, k) is not None
+            },
             "per_class": [c.as_dict() for c in self.per_class],
             "warning": self.warning,
             "unpredicted": self.unpredicted,
@@ -688,9 +778,12 @@ def clinical_report(
         )
         for c in range(k)
     )
+    slope = intercept = None
     if k == 2:  # binary: the positive class's AUC and binary Brier score (the last declared class by default)
-        focus = per_class[positive if positive is not None else 1]
+        event = positive if positive is not None else 1
+        focus = per_class[event]
         roc_auc, brier = focus.roc_auc, focus.brier
+        slope, intercept = calibration_slope_intercept(y == event, p[:, event])
     else:
         roc_auc = _macro_auc(y, p)
         onehot = np.eye(k)[y] if y.size else np.zeros((0, k))
@@ -710,6 +803,8 @@ def clinical_report(
         warning=(constant := one_class_warning(predicted, classes)),
         unpredicted="" if constant else unpredicted_class_warning(y, predicted, classes),
         interval_note=few_events_note(_smaller_class(y, k, positive)),
+        calibration_slope=slope,
+        calibration_intercept=intercept,
     )
 
 

@@ -76,6 +76,15 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
         [auc_name, _cell(report.roc_auc), report.roc_auc.method],
         [brier_name, _cell(report.brier), report.brier.method],
     ]
+    if report.calibration_slope is not None and report.calibration_intercept is not None:
+        summary += [
+            [f"calibration slope ({one}; 1 = calibrated)", _cell(report.calibration_slope), "logistic, Wald"],
+            [
+                f"calibration intercept ({one}; in-the-large, 0 = calibrated)",
+                _cell(report.calibration_intercept),
+                "logistic, Wald",
+            ],
+        ]
     lines += _table(["metric", "value (95% CI)", "interval"], summary)
     if report.interval_note:
         lines += [f"note: {report.interval_note}"]

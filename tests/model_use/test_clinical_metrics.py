@@ -221,3 +221,31 @@ def test_report_notes_approximate_intervals_when_the_smaller_class_has_fewer_tha
         assert bool(r.interval_note) is noted
         assert ("interval approximate: few events" in str(r)) is noted
         assert bool(r.as_dict()["interval_note"]) is noted
+
+
+def test_calibration_slope_and_intercept_are_the_logistic_recalibration_fits():
+    """Risks p = sigmoid(x) on rows whose true log-odds are 0.3 + 1.2 x (underconfident: slope 1.2).  The slope
+    equals scikit-learn's unpenalised logistic regression of y on logit(p), the intercept the offset fit with slope
+    1 (checked against its score equation: mean of y equals mean of sigmoid(a + logit p)); the Wald intervals of
+    n = 20,000 rows hold the true slope 1.2, and a calibrated model's intervals hold 1 and 0."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(-2.0, 1.5, 20000)
+    y = (rng.random(x.size) < 1 / (1 + np.exp(-(0.3 + 1.2 * x)))).astype(int)
+    p1 = 1 / (1 + np.exp(-x))
+    r = clinical_report(y, np.c_[1 - p1, p1], [0, 1])
+    reference = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x[:, None], y)
+    assert r.calibration_slope.value == pytest.approx(reference.coef_[0, 0], abs=1e-4)
+    assert r.calibration_slope.low <= 1.2 <= r.calibration_slope.high and r.calibration_slope.low > 1.0
+    a = r.calibration_intercept.value
+    assert np.mean(1 / (1 + np.exp(-(a + x)))) == pytest.approx(y.mean(), abs=1e-8)
+    d = r.as_dict()
+    assert d["calibration_slope"]["value"] == r.calibration_slope.value and "calibration_intercept" in d
+    assert "calibration slope (1; 1 = calibrated) | 1." in str(r)
+
+    calibrated = (rng.random(x.size) < p1).astype(int)
+    c = clinical_report(calibrated, np.c_[1 - p1, p1], [0, 1])
+    assert c.calibration_slope.low <= 1.0 <= c.calibration_slope.high
+    assert c.calibration_intercept.low <= 0.0 <= c.calibration_intercept.high
+    assert clinical_report(np.arange(30) % 3, np.full((30, 3), 1 / 3), [0, 1, 2]).calibration_slope is None

@@ -147,8 +147,9 @@ def test_a_two_class_model_is_evaluated_for_its_last_declared_class_by_default(t
     default, explicit = json.loads(default_json.read_text()), json.loads(explicit_json.read_text())
     assert default["positive_class"] == "yes" and default["positive_class_default"] is True
     assert explicit["positive_class_default"] is False
-    for key in ("brier", "roc_auc", "confusion", "per_class"):
+    for key in ("brier", "roc_auc", "confusion", "per_class", "calibration_slope", "calibration_intercept"):
         assert default[key] == explicit[key], key
+    assert "calibration slope (yes; 1 = calibrated)" in out and default["calibration_slope"]["ci95"][0] is not None
 
 
 def _relabelled(tmp_path, bank_model, rows: int, recode: dict, name: str = "relabelled.csv"):
