@@ -28,8 +28,10 @@ def classification_metrics(y_true: np.ndarray, proba: np.ndarray, classes: np.nd
     class), and the Brier score on one scale, named by its key: two classes, ``brier``, the binary Brier score
     ``mean((p - y) ** 2)`` (0..1) of the last declared class (named in ``brier_class``); more classes,
     ``brier_multiclass``, the sum over classes (0..2); ``brier_scale`` says which in words.  Each figure has
-    ``<key>_ci95`` as ``[low, high]``; then ``n``, ``warning`` (one class for (nearly) every row) and
-    ``unpredicted`` (classes among the rows it never predicts).  (Before, ``brier`` held the sum over classes
+    ``<key>_ci95`` as ``[low, high]``; then ``n``, ``warning`` (one class for (nearly) every row),
+    ``unpredicted`` (classes among the rows it never predicts), and with rows ``majority_class`` and
+    ``majority_class_accuracy``: these rows' most common class and the accuracy of always answering it (the
+    baseline accuracy must beat; chosen on the rows themselves).  (Before, ``brier`` held the sum over classes
     for two classes too, twice the binary score.)
     """
     classes = np.asarray(classes)
@@ -64,6 +66,11 @@ def _index_metrics(y: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dic
         out["brier_class"] = report.brier_class
     out |= {"brier_scale": report.brier_scale}
     out |= {"n": report.n, "warning": report.warning, "unpredicted": report.unpredicted}
+    if report.n:  # the accuracy of always answering these rows' most common class: what accuracy must beat
+        counts = report.confusion.sum(axis=1)
+        top = int(np.argmax(counts))
+        out["majority_class"] = classes[top].item() if isinstance(classes[top], np.generic) else classes[top]
+        out["majority_class_accuracy"] = float(counts[top] / report.n)
     return out
 
 

@@ -610,3 +610,24 @@ def test_a_run_config_key_of_an_option_is_checked_as_the_run_reads_it_and_named_
     assert _consortium(root, "--epsilon", "0.5", "--run-config", "exact-metrics='true' evaluation-epsilon=0.5") == 0
     assert _consortium(root, "--run-config", "max-depth=3 epsilon=0.25") == 0
     assert "max-depth=3" in fake_run["runs"][-1] and "epsilon=0.25" in fake_run["runs"][-1]
+
+
+def test_summary_headline_puts_balanced_accuracy_and_the_majority_baseline_beside_accuracy():
+    """Analyst review S3 #12: 'accuracy on the coordinator's test rows: 0.896' on bank data where always answering
+    'no' scores 0.883.  The coordinator's central metrics carry its test rows' majority class and that baseline's
+    accuracy (exact, from the confusion matrix of its own rows), and the headline prints both beside accuracy."""
+    import numpy as np
+
+    from edprf_fl.cli._consortium import _central_headline
+    from server import classification_metrics
+
+    classes = np.array(["no", "yes"], dtype=object)
+    truth = np.array(["no"] * 883 + ["yes"] * 117, dtype=object)
+    p_yes = np.r_[np.full(870, 0.1), np.full(13, 0.7), np.full(30, 0.8), np.full(87, 0.2)]
+    central = classification_metrics(truth, np.c_[1 - p_yes, p_yes], classes)
+    assert central["majority_class"] == "no" and central["majority_class_accuracy"] == pytest.approx(0.883)
+    line = _central_headline(central)
+    assert line == (
+        f"accuracy on the coordinator's test rows: {(870 + 30) / 1000:.3f}, balanced accuracy "
+        f"{(870 / 883 + 30 / 117) / 2:.3f}; always answering their most common class 'no' scores 0.883"
+    )
