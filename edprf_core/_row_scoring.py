@@ -42,6 +42,7 @@ from ._encoding import (
 )
 from ._forest import DPForest
 from ._schema import SEPARATE, ContinuousFeature, Schema
+from ._support import row_support
 
 __all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]
 
@@ -55,11 +56,14 @@ _SHOWN_CHARS = 24
 
 @dataclass(frozen=True, eq=False)
 class RowScores:
-    """Per row: status, detail and class probabilities (NaN where the row was not scored)."""
+    """Per row: status, detail and class probabilities (NaN where the row was not scored); with
+    ``score_rows(..., support=True)``, each row's support label (:func:`edprf_core._support.row_support`: ``"ok"``,
+    ``"low: <features>"``; ``""`` where the row was not scored), else None."""
 
     status: NDArray[np.object_]
     detail: NDArray[np.object_]
     proba: NDArray[np.float64]
+    support: NDArray[np.object_] | None = None
 
     @property
     def scored(self) -> NDArray[np.bool_]:
@@ -114,6 +118,8 @@ def score_rows(
     frame: pd.DataFrame,
     malformed: NDArray[np.object_] | None = None,
     pooling: str = "log-linear",
+    *,
+    support: bool = False,
 ) -> RowScores:
     """Status, detail and probabilities of every row of ``frame``.
 
@@ -128,6 +134,9 @@ def score_rows(
         ignored and the row gets status ``malformed`` with that detail).
     pooling : {"log-linear", "mean"}, default "log-linear"
         The trees' pooling rule, as in :meth:`DPForest.predict_proba`.
+    support : bool, default False
+        Also label each scored row's support (:func:`edprf_core._support.row_support`): ``"ok"`` or ``"low:
+        "`` and the features whose released counts are within noise (post-processing, no ε).
 
     Returns
     -------
@@ -144,8 +153,9 @@ def score_rows(
     status = np.full(n, OK, dtype=object)
     detail = np.full(n, "", dtype=object)
     proba = np.full((n, schema.n_classes), np.nan)
+    labels = np.full(n, "", dtype=object) if support else None
     if n == 0:
-        return RowScores(status, detail, proba)
+        return RowScores(status, detail, proba, labels)
     bad_line = np.zeros(n, dtype=bool) if malformed is None else (np.asarray(malformed, dtype=object) != "")
     problems: list[tuple[str, str, NDArray[np.bool_]]] = []
     rules = CellRules.of(schema)
@@ -189,8 +199,11 @@ def score_rows(
     good = ~refused & ~bad_line
     if good.any():
         distinct, inverse = _distinct_rows(codes[good], grid.n_codes)
-        proba[good] = forest.predict_proba(_representatives(schema, grid.edges, distinct), pooling=pooling)[inverse]
-    return RowScores(status, detail, proba)
+        representatives = _representatives(schema, grid.edges, distinct)
+        proba[good] = forest.predict_proba(representatives, pooling=pooling)[inverse]
+        if labels is not None:
+            labels[good] = row_support(forest, representatives).labels()[inverse]
+    return RowScores(status, detail, proba, labels)
 
 
 def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.int32], NDArray[np.intp]]:

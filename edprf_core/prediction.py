@@ -1,5 +1,6 @@
 """Prediction from released forests: leaf terms, pooled leaf distributions, scoring rows with reasons, and the
-memory budgets of the compiled predictors.
+memory budgets of the compiled predictors, and each row's support (whether released evidence, or only noise,
+stands behind its prediction).
 """
 
 from ._leaf_distribution import PartPooling, leaf_distributions
@@ -7,6 +8,7 @@ from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
 from ._leafmask import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, leafmask_budget
 from ._predict import dense_budget
 from ._row_scoring import RowScores, read_labels, score_rows
+from ._support import RowSupport, row_support
 
 __all__ = [
     "COMPILE_BLOCK_BYTES",
@@ -14,11 +16,13 @@ __all__ = [
     "LeafTerms",
     "PartPooling",
     "RowScores",
+    "RowSupport",
     "dense_budget",
     "leaf_distributions",
     "leaf_indices",
     "leaf_terms",
     "leafmask_budget",
     "read_labels",
+    "row_support",
     "score_rows",
 ]

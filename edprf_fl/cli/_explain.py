@@ -147,7 +147,7 @@ def run_explain(args: argparse.Namespace) -> int:
     where = f"line {found.line} of {args.data}"
     if found.malformed:
         raise ValueError(f"{where} is malformed ({found.malformed}); `edprf predict` scores no such row")
-    verdict = score_rows(forest, found.frame, pooling=args.pooling)
+    verdict = score_rows(forest, found.frame, pooling=args.pooling, support=True)
     status, detail = str(verdict.status[0]), str(verdict.detail[0])
     if not verdict.scored[0]:
         raise ValueError(f"{where}: {detail}; `edprf predict` marks it {status!r} and does not score it")
@@ -157,6 +157,12 @@ def run_explain(args: argparse.Namespace) -> int:
     print("cells: " + ", ".join(f"{name}={_cell(v)}" for name, v in found.frame.iloc[0].items()))
     if detail:
         print(f"note: {detail} (as `edprf predict` reports it)")
+    support = str(verdict.support[0])
+    if support.startswith("low"):
+        print(
+            f"support: {support}: the released counts behind this row ({support[5:]}) are within noise, so the "
+            "model knows nothing there: its probability is near the prior, not evidence"
+        )
     print("\n".join(explanation.lines(max(1, args.show_trees))))
     return 0
 

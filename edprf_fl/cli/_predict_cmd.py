@@ -2,8 +2,11 @@
 
 One output row per data line of DATA, in order: its line number, a status
 (``ok``, ``clipped``, ``refused``, ``malformed``) with the reason, the
-probability of each declared class, the predicted class and, with
-``--positive-class C --threshold T``, the binary decision.  A row that breaks
+probability of each declared class, the predicted class, with
+``--positive-class C --threshold T`` the binary decision, and last the row's
+support (``ok``, or ``low: <features>`` when the released counts behind it
+are within noise: :func:`edprf_core.prediction.row_support`; the summary
+counts those rows).  A row that breaks
 the schema's rules is reported, never fails the batch.  The model's
 provenance and guarantee go to stderr, once.  DATA is read and OUT written in
 chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
@@ -67,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="class probabilities for every row of a file (streamed)",
         description=(
             "Class probabilities for every row of a file, streamed: one output row per data line, with the line "
-            "number, a status and the probabilities."
+            "number, a status, the probabilities and, last, the row's support ('ok', or 'low: FEATURES' when the "
+            "model's released counts there are within noise: no training rows, a probability near the prior)."
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
         "1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
@@ -134,6 +138,21 @@ class _Writer:
         self.first = False
 
 
+LOW_SUPPORT_PREFIX = "low"
+"""How the support column's label of a row with low support begins (``low: HbA1c_level``)."""
+
+
+def low_support_text(n: int) -> str:
+    """The summary line for ``n`` rows of low support (what it means and where to read more)."""
+    from edprf_core.count_text import count_text
+
+    return (
+        f"{count_text(n, 'row')} with low support (support column 'low: ...'): the released counts behind them are "
+        "within noise (no training rows there, e.g. a value beyond the training data yet inside the schema's "
+        "bounds), so their probabilities are near the prior, not evidence; see docs/using-a-model.md"
+    )
+
+
 def _result_frame(
     forest: DPForest,
     chunk,
@@ -147,7 +166,7 @@ def _result_frame(
 
     from edprf_core.prediction import score_rows
 
-    scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=pooling)
+    scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=pooling, support=True)
     if diagnostics is not None:
         diagnostics.add(chunk, scores)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)
@@ -164,6 +183,7 @@ def _result_frame(
             negative = f"not {classes[positive]}"
         flagged = scores.proba[:, positive] >= threshold
         out["decision"] = np.where(scored, np.where(flagged, classes[positive], negative), "")
+    out["support"] = scores.support
     return pd.DataFrame(out)
 
 
@@ -186,6 +206,7 @@ def run_predict(args: argparse.Namespace) -> int:
 
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     counts: dict[str, int] = {}
+    low_support = 0
     with ExitStack() as stack:
         writer = _Writer(target, stack)
         chunks = stream_rows(
@@ -195,6 +216,7 @@ def run_predict(args: argparse.Namespace) -> int:
             frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
+            low_support += int(frame["support"].str.startswith(LOW_SUPPORT_PREFIX).sum())
             writer.write(frame)
         if writer.first:  # no data line at all: still a valid, empty result with its header
             import numpy as np
@@ -218,6 +240,8 @@ def run_predict(args: argparse.Namespace) -> int:
     )
     pooled = f"; pooling {args.pooling}" if args.pooling != "log-linear" else ""
     say(f"predicted {count_text(total, 'row')} ({shown}){decision}{pooled}; written to {target}")
+    if low_support:
+        say(f"  {low_support_text(low_support)}")
     for hint in diagnostics.hints():
         say(f"  {hint}")
     if total == 0:

@@ -91,13 +91,14 @@ def test_explain_reads_rows_as_predict_does(model_file, rows_file, tmp_path):
     predicted = tmp_path / "p.csv"
     done = edprf("predict", model_file, odd, "-o", predicted)
     assert done.returncode == 0, done.stderr
-    rows = predicted.read_text().splitlines()[1:]
+    header, *rows = predicted.read_text().splitlines()
+    probability_columns = [k for k, name in enumerate(header.split(",")) if name.startswith("p_")]
     assert [r.split(",")[0] for r in rows] == ["2", "3", "5", "6", "7", "8"]
     third = edprf("explain", model_file, odd, "--row", "2")
     by_line = edprf("explain", model_file, odd, "--line", "5")
     assert third.returncode == 0 and by_line.returncode == 0, third.stderr + by_line.stderr
     assert "row 2, line 5 of" in third.stdout and "; line 5 of" in by_line.stdout
-    expected = [float(v) for v in rows[2].split(",")[3:-1]]
+    expected = [float(rows[2].split(",")[k]) for k in probability_columns]
     assert np.allclose(_probabilities(third), expected, atol=5e-5)
     assert _probabilities(by_line) == _probabilities(third)
     assert _probabilities(edprf("explain", model_file, odd, "--row", "1")) != _probabilities(third)
