@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from ._encoding import ClippedColumn, clipped_columns
+from ._encoding import ClippedColumn, _continuous_numbers, clipped_columns
 from ._exceptions import DomainClippingWarning
 from ._schema import Schema
 
@@ -26,6 +27,8 @@ __all__ = [
     "UNITS_FAR",
     "UNITS_MIN_ROWS",
     "UNITS_VERY_FAR",
+    "ClippingTally",
+    "clipping_message",
     "units_evidence",
     "warn_if_clipped",
 ]
@@ -74,16 +77,55 @@ def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema, *, stacklevel: 
     -----
     Privacy cost: none (a local warning; nothing is released).
     """
-    worst = sorted(
-        ((column.share, name) for name, column in clipped_columns(X, schema).items() if units_evidence(column)),
-        reverse=True,
+    message = clipping_message(clipped_columns(X, schema))
+    if message:
+        warnings.warn(message, DomainClippingWarning, stacklevel=stacklevel)
+
+
+def clipping_message(columns: dict[str, ClippedColumn]) -> str:
+    """The text of :func:`warn_if_clipped` for ``columns`` (:func:`clipped_columns`' result, or
+    :meth:`ClippingTally.columns`), ``""`` when no column shows the evidence of other units (:func:`units_evidence`).
+    """
+    worst = sorted(((column.share, name) for name, column in columns.items() if units_evidence(column)), reverse=True)
+    if not worst:
+        return ""
+    shown = ", ".join(f"{name!r} {share:.0%}" for share, name in worst[:3])
+    more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
+    return (
+        f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
+        "units than the schema (a scaler before the estimator?); the model only sees the clipped values."
     )
-    if worst:
-        shown = ", ".join(f"{name!r} {share:.0%}" for share, name in worst[:3])
-        more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
-        warnings.warn(
-            f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
-            "units than the schema (a scaler before the estimator?); the model only sees the clipped values.",
-            DomainClippingWarning,
-            stacklevel=stacklevel,
-        )
+
+
+class ClippingTally:
+    """:func:`clipped_columns` over a file read in chunks: feed each chunk's rows to :meth:`add`, then read
+    :meth:`columns` (the same shares, counts and median excess as one call on all the rows).
+
+    Keeps, per continuous column, the number of finite values and the excess of each value outside the bounds
+    (8 bytes per clipped value: for the median).  Privacy cost: none (local, on the caller's rows).
+    """
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._finite: dict[str, int] = {}
+        self._excess: dict[str, list[NDArray[np.float64]]] = {}
+
+    def add(self, X: ArrayLike | pd.DataFrame) -> None:
+        """Count the rows ``X`` (holding the schema's feature columns)."""
+        for f, x in _continuous_numbers(X, self.schema):
+            finite = x[np.isfinite(x)]
+            self._finite[f.name] = self._finite.get(f.name, 0) + int(finite.size)
+            excess = np.maximum(f.lower - finite, finite - f.upper)
+            outside = excess[excess > 0]
+            if outside.size:
+                self._excess.setdefault(f.name, []).append(outside / float(f.upper - f.lower))
+
+    def columns(self) -> dict[str, ClippedColumn]:
+        """The columns with values outside their bounds so far, as :func:`clipped_columns` gives them."""
+        found = {}
+        for name, parts in self._excess.items():
+            outside = np.concatenate(parts)
+            found[name] = ClippedColumn(
+                float(outside.size / self._finite[name]), int(outside.size), float(np.median(outside))
+            )
+        return found

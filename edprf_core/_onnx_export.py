@@ -95,6 +95,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._domain_warning import warn_if_clipped
 from ._encoding import _MAX_REPORTED, FeatureGrid, _refuse, _row_names, as_frame, encode_features
 from ._exceptions import DataValidationError
 from ._forest import DPForest, check_is_forest
@@ -184,6 +185,10 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     their 0-based position in ``X`` (``X.iloc[i]``; with an index other than ``0..n-1``, its label too), never
     by a file's line number.
 
+    Warns (:class:`DomainClippingWarning`, as ``predict_proba`` does) when a continuous column is mostly and far
+    outside its declared bounds: the data may be in other units than the schema (the values are clipped either
+    way).
+
     Privacy cost: none (a per-row map under public rules; reads only ``X``, the caller's rows).
     """
     schema = Schema.from_toml(spec["schema_toml"])
@@ -196,6 +201,7 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     if "marginals" in spec:
         grids[spec["marginals"]["input"]] = spec["marginals"]["n_bins"]
     frame = as_frame(X, schema)
+    warn_if_clipped(frame, schema, stacklevel=2)
     inputs: dict[str, NDArray[np.float64]] = {}
     for name, n_bins in grids.items():
         problems: list[tuple[str, str, NDArray[np.bool_]]] = []  # the rules read cells, not bins: one grid finds all

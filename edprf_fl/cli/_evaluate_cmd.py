@@ -30,6 +30,7 @@ from ._model_args import (
     add_force_argument,
     add_model_arguments,
     check_output_directory,
+    clipping_status,
     described_when_read,
     no_rows_text,
     prepare,
@@ -247,12 +248,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
         with open_owner_only(args.json_path) as handle:
             handle.write(json.dumps(out, indent=2))
         say(f"metrics written to {args.json_path}")
+    clipped = clipping_status(diagnostics, args.allow_clipped, "evaluate")  # says the units warning, if any
     if banner and not args.allow_missing_labels:
         say(
             f"edprf evaluate: exit status {SUBSET_EXIT}: metrics on a subset of the rows (--allow-missing-labels to accept)"
         )
         return SUBSET_EXIT
-    return 0
+    return clipped
 
 
 def subset_banner(evaluated: int, total: int, unlabelled: int, why: dict[str, int]) -> str:

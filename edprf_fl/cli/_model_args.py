@@ -20,12 +20,15 @@ if TYPE_CHECKING:
     from protocol import ModelProvenance
 
 __all__ = [
+    "CLIPPED_EXIT_SHARE",
+    "EXIT_CLIPPED",
     "EXIT_SIGNATURE",
     "add_force_argument",
     "add_model_arguments",
     "add_pooling_argument",
     "check_output_directory",
     "check_output_extension",
+    "clipping_status",
     "describe",
     "described_when_read",
     "empty_model_text",
@@ -39,6 +42,15 @@ __all__ = [
 
 EXIT_SIGNATURE = 3
 """Exit status when a signature does not verify (as ``edprf inspect``)."""
+
+EXIT_CLIPPED = 4
+"""Exit status of ``predict`` and ``evaluate`` when a column of DATA is clipped to its bounds in at least
+:data:`CLIPPED_EXIT_SHARE` of its rows and ``--allow-clipped`` was not given (OUT and the report are still
+written).  Not 2, which argparse gives a wrong option, nor 3, a signature that does not verify."""
+
+CLIPPED_EXIT_SHARE = 0.2
+"""Share of a continuous column's values outside its declared bounds from which ``predict`` and ``evaluate`` exit
+with :data:`EXIT_CLIPPED` (the share from which the Python API's units warning may fire)."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +89,39 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "(default 0.5 with --positive-class)",
     )
     add_pooling_argument(parser)
+    parser.add_argument(
+        "--allow-clipped",
+        action="store_true",
+        help=f"exit 0 even when a continuous column of DATA lies outside its declared bounds in "
+        f"{CLIPPED_EXIT_SHARE * 100:.0f}%% or more of its rows (clipped to the bound: every such prediction is made from the "
+        f"bound, usually data in other units than the schema, e.g. glucose in mmol/L against mg/dL); without it "
+        f"the command still writes its results and then exits {EXIT_CLIPPED}",
+    )
+
+
+def clipping_status(diagnostics, allow_clipped: bool, command: str) -> int:
+    """Say the units warning of the rows read (the Python API's :class:`DomainClippingWarning` text) and any column
+    clipped in at least :data:`CLIPPED_EXIT_SHARE` of its rows; the exit status: :data:`EXIT_CLIPPED` for such a
+    column unless ``allow_clipped``, else 0.  ``diagnostics``: the command's ``RowDiagnostics``."""
+    from edprf_core.prediction import clipping_message
+
+    columns = diagnostics.clipping.columns()
+    message = clipping_message(columns)
+    if message:
+        say(f"edprf {command}: warning: {message}")
+    heavy = {name: c for name, c in columns.items() if c.share >= CLIPPED_EXIT_SHARE}
+    if not heavy:
+        return 0
+    shown = ", ".join(f"{name!r} in {c.share:.0%} of its rows" for name, c in sorted(heavy.items()))
+    if allow_clipped:
+        say(f"edprf {command}: values clipped to the schema's bounds: {shown} (accepted: --allow-clipped)")
+        return 0
+    say(
+        f"edprf {command}: values clipped to the schema's bounds: {shown}; those predictions are made from the bound, "
+        f"not the value: check the column's units against the schema, or pass --allow-clipped to accept them "
+        f"(exit status {EXIT_CLIPPED})"
+    )
+    return EXIT_CLIPPED
 
 
 def add_pooling_argument(parser: argparse.ArgumentParser, what: str = "the probabilities") -> None:

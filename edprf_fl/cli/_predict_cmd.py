@@ -15,7 +15,10 @@ stdout.  OUT is readable by its owner only (mode 0600, whatever the umask: a pre
 typically).  An existing OUT is refused (yesterday's predictions are not replaced silently) unless ``--force``
 is given.
 
-Exit status 0 when at least one row was scored, even when other rows were refused; 1 when not one row could
+The summary (stderr) gives the Python API's units warning when a continuous column lies mostly and far outside
+its bounds, over all rows read.  Exit status 0 when at least one row was scored, even when other rows were
+refused; 4 (``EXIT_CLIPPED``) when a column was clipped to its bounds in 20 % or more of its rows, unless
+``--allow-clipped`` is given (OUT is written all the same); 1 when not one row could
 be scored (OUT is still written, each row with its reason), with the most common reason and hints for the usual
 causes (decimal commas, a header read with ``--no-header``), or when DATA has no data line at all (no rows to
 score: OUT holds the header only).
@@ -35,10 +38,13 @@ from typing import IO, TYPE_CHECKING
 
 from ._arg_types import integer
 from ._model_args import (
+    CLIPPED_EXIT_SHARE,
+    EXIT_CLIPPED,
     add_force_argument,
     add_model_arguments,
     check_output_directory,
     check_output_extension,
+    clipping_status,
     described_when_read,
     no_rows_text,
     prepare,
@@ -74,7 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "model's released counts there are within noise: no training rows, a probability near the prior)."
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
-        "1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
+        f"{EXIT_CLIPPED} when a column of DATA was clipped to its bounds in {CLIPPED_EXIT_SHARE * 100:.0f}%% or more of "
+        "its rows (OUT is still written; --allow-clipped accepts it); 1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
         "or on an error before the first row",
         allow_abbrev=False,
     )
@@ -244,6 +251,7 @@ def run_predict(args: argparse.Namespace) -> int:
         say(f"  {low_support_text(low_support)}")
     for hint in diagnostics.hints():
         say(f"  {hint}")
+    clipped_status = clipping_status(diagnostics, args.allow_clipped, "predict")
     if total == 0:
         written = "the CSV written to stdout holds" if target == "-" else f"{target} holds"
         say(f"edprf predict: {no_rows_text(args.data, args.no_header)}; {written} the header only")
@@ -256,4 +264,4 @@ def run_predict(args: argparse.Namespace) -> int:
         return 1
     dp = "" if forest.dp else " (the model itself is NOT differentially private: see its guarantee, `edprf inspect`)"
     say(f"privacy: predicting is post-processing of the parties' releases; it spends no epsilon{dp}")
-    return 0
+    return clipped_status

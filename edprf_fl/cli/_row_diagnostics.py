@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from edprf_core import Schema
 from edprf_core.count_text import count_text
-from edprf_core.prediction import RowScores
+from edprf_core.prediction import ClippingTally, RowScores
 from edprf_core.schema import ContinuousFeature
 from edprf_core.tables import RowChunk, decimal_comma_cells
 
@@ -62,10 +62,19 @@ class RowDiagnostics:
     decimal_example: tuple[str, str] | None = None
     header_like: bool = False
     undeclared: Counter[str] = field(default_factory=Counter)
+    clipping: ClippingTally | None = None
+    """How each continuous column lies outside its bounds over all rows read (the units warning)."""
+
+    def __post_init__(self) -> None:
+        if self.clipping is None:
+            self.clipping = ClippingTally(self.schema)
 
     def add(self, chunk: RowChunk, scores: RowScores) -> None:
-        """Count the chunk's rows that were not scored, by reason, and look for the usual causes."""
+        """Count the chunk's rows that were not scored, by reason, and look for the usual causes; tally the
+        clipped values of every row (a malformed line's cells are missing: not counted)."""
         self.rows += len(chunk.frame)
+        if len(chunk.frame):
+            self.clipping.add(chunk.frame[list(self.schema.feature_names)])
         failed = ~scores.scored
         if not failed.any():
             return
