@@ -11,7 +11,8 @@ row, the class probabilities and a status,
   value where the schema refuses it, a cell that is not a number, an
   undeclared category; the detail names the column);
 - ``malformed``: not scored, because the line could not be read as one record
-  (wrong number of fields, an unbalanced quote, an over-long line).
+  (wrong number of fields, an unbalanced quote, an over-long line); an unbalanced quote is said with its
+  usual cause, a quoted cell that spans lines (:data:`SPANNING_CELL_REASON`).
 
 Each row's status and probabilities depend on that row's cells only (the
 schema's per-cell rules, :mod:`edprf_core._encoding`), exactly as the rows
@@ -52,6 +53,16 @@ REFUSED = "refused"
 MALFORMED = "malformed"
 
 _SHOWN_CHARS = 24
+
+UNBALANCED_QUOTES = "unbalanced quotes"
+"""The reader's reason for a line whose quoted cell does not close on that line."""
+
+SPANNING_CELL_REASON = (
+    "unbalanced quotes: a quoted cell spans lines (embedded line break): remove line breaks from text columns, "
+    "or drop the column"
+)
+"""The detail of such a line: the usual cause is a text cell with a line break in it (an Excel notes column),
+which makes one record two or more malformed lines (every line is one record: :mod:`edprf_core._table_stream`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,7 +206,8 @@ def score_rows(
     status[refused] = REFUSED
     if malformed is not None:
         status[bad_line] = MALFORMED
-        detail[bad_line] = np.asarray(malformed, dtype=object)[bad_line]
+        reasons = np.asarray(malformed, dtype=object)[bad_line]
+        detail[bad_line] = np.where(reasons == UNBALANCED_QUOTES, SPANNING_CELL_REASON, reasons)
     good = ~refused & ~bad_line
     if good.any():
         distinct, inverse = _distinct_rows(codes[good], grid.n_codes)

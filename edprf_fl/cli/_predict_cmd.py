@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ._arg_types import integer
+from ._id_columns import add_id_column_argument, checked_id_columns, reading_schema
 from ._model_args import (
     CLIPPED_EXIT_SHARE,
     EXIT_CLIPPED,
@@ -95,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "prediction per row of DATA); '-' for CSV on stdout",
     )
     add_force_argument(p)
+    add_id_column_argument(p)
     p.add_argument(
         "--chunk-rows",
         type=integer(1),
@@ -167,6 +169,7 @@ def _result_frame(
     threshold: float | None,
     diagnostics: RowDiagnostics | None = None,
     pooling: str = "log-linear",
+    ids: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
@@ -177,7 +180,8 @@ def _result_frame(
     if diagnostics is not None:
         diagnostics.add(chunk, scores)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)
-    out = {"line": chunk.line_numbers, "status": scores.status, "detail": scores.detail}
+    out = {name: chunk.frame[name].to_numpy() if name in chunk.frame else "" for name in ids}
+    out |= {"line": chunk.line_numbers, "status": scores.status, "detail": scores.detail}
     for k, c in enumerate(classes):
         out[f"p_{c}"] = scores.proba[:, k]
     scored = scores.scored
@@ -211,16 +215,17 @@ def run_predict(args: argparse.Namespace) -> int:
 
     from ._row_diagnostics import RowDiagnostics
 
+    taken = ["line", "status", "detail", *(f"p_{c}" for c in forest.schema.classes), "predicted", "decision", "support"]
+    ids = checked_id_columns(args.id_column, args.data, args.sep, args.no_header, taken)
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     counts: dict[str, int] = {}
     low_support = 0
     with ExitStack() as stack:
         writer = _Writer(target, stack)
-        chunks = stream_rows(
-            args.data, forest.schema, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
-        )
+        reading = reading_schema(forest.schema, ids)
+        chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows)
         for chunk in described_when_read(chunks, provenance):
-            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling)
+            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
             low_support += int(frame["support"].str.startswith(LOW_SUPPORT_PREFIX).sum())
@@ -232,12 +237,12 @@ def run_predict(args: argparse.Namespace) -> int:
             from edprf_core.tables import RowChunk
 
             empty = RowChunk(
-                pd.DataFrame({n: pd.Series(dtype=object) for n in forest.schema.feature_names}),
+                pd.DataFrame({n: pd.Series(dtype=object) for n in (*ids, *forest.schema.feature_names)}),
                 np.zeros(0, dtype=np.int64),
                 np.zeros(0, dtype=object),
                 False,
             )
-            writer.write(_result_frame(forest, empty, positive, args.threshold))
+            writer.write(_result_frame(forest, empty, positive, args.threshold, ids=ids))
     total = sum(counts.values())
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "clipped", "refused", "malformed"))
     decision = (
