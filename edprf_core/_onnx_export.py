@@ -180,6 +180,10 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     part; each float64 of shape ``(n_rows, n_features)``, encoded by the package's encoder under the spec's
     schema (:func:`~edprf_core.encoding.encode_features`: the same clipping, missing and unknown rules).
 
+    A DataFrame ``X`` is read by column name, as ``edprf predict`` reads a file: the spec's feature columns, in any
+    order; other columns (a patient identifier, the label, notes) are ignored.  A feature column ``X`` lacks
+    raises :class:`DataValidationError`.  An array ``X`` holds the features in the spec's order.
+
     Raises :class:`DataValidationError` when a cell breaks a ``refuse`` rule, naming every kind of problem
     found (column and rule, with how many rows and the first few) and how many rows have one; rows are named by
     their 0-based position in ``X`` (``X.iloc[i]``; with an index other than ``0..n-1``, its label too), never
@@ -200,6 +204,9 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
     grids = {spec["input"]: spec["n_bins"]}
     if "marginals" in spec:
         grids[spec["marginals"]["input"]] = spec["marginals"]["n_bins"]
+    if isinstance(X, pd.DataFrame):  # as edprf predict: columns the schema does not read (an identifier) are ignored
+        names = set(schema.feature_names)
+        X = X[[c for c in X.columns if c in names]]
     frame = as_frame(X, schema)
     warn_if_clipped(frame, schema, stacklevel=2)
     inputs: dict[str, NDArray[np.float64]] = {}
