@@ -1,11 +1,13 @@
 """Reading tables of untrusted text (CSV, Parquet) against a schema, whole or in chunks.
 
 Each cell is parsed by the schema alone; a malformed line is reported by its number and never stops
-the reading of the others.
+the reading of the others.  A file that is no UTF-8 text (an Excel workbook, UTF-16, cp1252) is named as such
+before it is read (:func:`foreign_format_text`, :func:`not_utf8_text`).
 """
 
 from ._cell_text import decimal_comma_cells
 from ._column_names import closest_name
+from ._file_format import RECODE_HINT, foreign_format_text, not_utf8_text
 from ._table_stream import RowChunk, stream_rows
 from ._text_table import (
     MAX_LINE_CHARS,
@@ -22,13 +24,16 @@ from ._text_table import (
 __all__ = [
     "MAX_LINE_CHARS",
     "PARQUET_SUFFIXES",
+    "RECODE_HINT",
     "OptionHints",
     "RowChunk",
     "TextColumns",
     "TextTable",
     "closest_name",
     "decimal_comma_cells",
+    "foreign_format_text",
     "header_names",
+    "not_utf8_text",
     "read_columns",
     "read_table",
     "separator_hint",

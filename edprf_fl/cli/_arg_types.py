@@ -18,12 +18,15 @@ __all__ = [
     "CLI_MAX_CALIBRATION_BINS",
     "CLI_POOLINGS",
     "MAX_SKLEARN_SEED",
+    "SEP_TAB_HELP",
+    "TAB_NAMES",
     "depth_or_auto",
     "embedded_datasets",
     "integer",
     "integer_or_auto",
     "positive_finite",
     "probability",
+    "separator",
 ]
 
 CLI_DEPTH_LIMIT = 30
@@ -37,6 +40,21 @@ CLI_POOLINGS = ("log-linear", "mean")
 
 MAX_SKLEARN_SEED = 2**32 - 1
 """Largest ``random_state`` scikit-learn's splits and forests take."""
+
+
+TAB_NAMES = ("\\t", "tab")
+"""What ``--sep`` reads as a tab besides the tab character itself: the two characters backslash and t (what
+``--sep '\\t'`` passes, the shell keeping the backslash) and the word ``tab`` (any case)."""
+
+
+SEP_TAB_HELP = " ('\\t' or tab for a tab)"
+"""Said by every ``--sep`` help after "one character"."""
+
+
+def separator(text: str) -> str:
+    """``--sep``: the text as given, except that ``\\t`` (backslash, t) and ``tab`` mean a tab; one character is
+    checked where the data is read (the message there names the option)."""
+    return "\t" if text == TAB_NAMES[0] or text.casefold() == TAB_NAMES[1] else text
 
 
 def integer(low: int, high: int | None = None) -> Callable[[str], int]:

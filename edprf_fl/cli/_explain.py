@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._arg_types import SEP_TAB_HELP as _TAB
+from ._arg_types import separator
 from ._model_args import add_pooling_argument
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the row on line L of DATA, counting the header (the `line` column of `edprf predict`'s output; "
         "for Parquet, the row number from 1)",
     )
-    parser.add_argument("--sep", default=",", help="field separator of DATA (default ',')")
+    parser.add_argument("--sep", type=separator, default=",", help=f"field separator of DATA{_TAB} (default ',')")
     parser.add_argument(
         "--no-header",
         action="store_true",

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._arg_types import CLI_POOLINGS, probability
+from ._arg_types import CLI_POOLINGS, probability, separator
+from ._arg_types import SEP_TAB_HELP as _TAB
 
 if TYPE_CHECKING:
     from edprf_core import DPForest, Schema
@@ -37,6 +38,7 @@ __all__ = [
     "positive_index",
     "prepare",
     "refuse_existing_outputs",
+    "refuse_foreign_format",
     "say",
 ]
 
@@ -67,7 +69,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory of the parties' <party_id>.pub.pem keys: refuse the model unless every "
         "release's signature verifies",
     )
-    parser.add_argument("--sep", default=",", help="field separator of DATA, one character (default: %(default)r)")
+    parser.add_argument(
+        "--sep",
+        type=separator,
+        default=",",
+        help=f"field separator of DATA, one character{_TAB} (default: %(default)r)",
+    )
     parser.add_argument(
         "--no-header",
         action="store_true",
@@ -317,6 +324,15 @@ def refuse_existing_outputs(
             raise ValueError(f"{name} exists; pass --force to overwrite it")
 
 
+def refuse_foreign_format(path: Path) -> None:
+    """An Excel workbook or UTF-16 text is named as such (with how to save it), before the header is read."""
+    from edprf_core.tables import foreign_format_text
+
+    text = foreign_format_text(path)
+    if text:
+        raise ValueError(text)
+
+
 def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | None] | int:
     """Check the options, load the model and resolve ``--positive-class`` against its classes; nothing printed:
     a wrong option is one line, never after the model's banner, which :func:`described_when_read` prints once
@@ -331,6 +347,7 @@ def prepare(args: argparse.Namespace) -> tuple[DPForest, ModelProvenance, int | 
         raise ValueError(f"--keys {args.keys}: expected a directory of the parties' <party_id>.pub.pem files")
     if not args.data.is_file():
         raise ValueError(f"DATA {args.data}: no such file")
+    refuse_foreign_format(args.data)
     loaded = load_model(args)
     if isinstance(loaded, int):
         return loaded

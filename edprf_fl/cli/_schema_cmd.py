@@ -17,7 +17,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._model_args import add_force_argument, refuse_existing_outputs
+from ._arg_types import SEP_TAB_HELP as _TAB
+from ._arg_types import separator
+from ._model_args import add_force_argument, refuse_existing_outputs, refuse_foreign_format
 
 if TYPE_CHECKING:
     from edprf_core import Schema
@@ -78,7 +80,9 @@ def _format_options(
     p: argparse.ArgumentParser,
     header_help: str = "the file has no header line (columns: the schema's features in order, then the label)",
 ) -> None:
-    p.add_argument("--sep", default=",", help="field separator, one character (default: %(default)r)")
+    p.add_argument(
+        "--sep", type=separator, default=",", help=f"field separator, one character{_TAB} (default: %(default)r)"
+    )
     p.add_argument("--no-header", action="store_true", help=header_help)
 
 
@@ -98,6 +102,7 @@ def run_draft(args: argparse.Namespace) -> int:
         )
     if not path.is_file():
         raise ValueError(f"{path}: no such data file")
+    refuse_foreign_format(path)
     names = _names(args.names, path, args.sep)
     if names and names[-1] != args.label:  # the schema drafted would read its own file shifted
         raise ValueError(
@@ -107,7 +112,12 @@ def run_draft(args: argparse.Namespace) -> int:
     if names is None:
         _check_header_line(_first_line(path), args.sep)
     columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
-    frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
+    try:
+        frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
+    except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
+        from edprf_core.tables import not_utf8_text
+
+        raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
     if args.label not in frame.columns:
         first = _first_line(path)
         close = closest_name(args.label, [str(c) for c in frame.columns])
@@ -257,6 +267,7 @@ def run_check(args: argparse.Namespace) -> int:
     from edprf_core import check_data
 
     schema = _load_schema(args.schema, args.data)
+    refuse_foreign_format(Path(args.data))
     report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
     print(f"{args.data} under {args.schema}:")
     print(

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from edprf_fl.simulation import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES
 
+from ._arg_types import SEP_TAB_HELP as _TAB
+from ._arg_types import separator
+
 if TYPE_CHECKING:
     from edprf_fl.simulation import SimulationSettings
 
@@ -160,7 +163,10 @@ def add_federation_arguments(
     # --sep and --dataset are absent from the namespace unless given: given at their defaults, they are still
     # refused where they would be ignored (settings_from_args)
     add(
-        "--sep", default=argparse.SUPPRESS, help=f"field separator of --data, one character (default: {DEFAULTS.sep!r})"
+        "--sep",
+        type=separator,
+        default=argparse.SUPPRESS,
+        help=f"field separator of --data, one character{_TAB} (default: {DEFAULTS.sep!r})",
     )
     add(
         "--no-header",

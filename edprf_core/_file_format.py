@@ -1,0 +1,76 @@
+"""What a data file is, when it is not UTF-8 CSV text: named from its first bytes, before any line is read.
+
+A CSV reader given an Excel workbook or UTF-16 text ("Unicode text" in Excel's Save As) sees a first line of
+binary or NUL-interleaved bytes, and its error is about the header ("names none of the schema's columns"); the
+fix is to save the file again, which only a message naming the format says.  :func:`foreign_format_text` names
+it from the file's first bytes (decompressed for ``.gz``); :func:`not_utf8_text` names the first line of a file
+that is not UTF-8 (Latin-1/cp1252) with the re-encoding hint of ``edprf schema check``.
+
+Privacy: reads the caller's own file on its own machine; nothing is released.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from ._data_check import RECODE_HINT
+
+__all__ = ["RECODE_HINT", "foreign_format_text", "not_utf8_text"]
+
+_PROBE_BYTES = 4096
+"""Bytes read from the start of the file to tell its format."""
+
+_ZIP = b"PK\x03\x04"
+"""An .xlsx (or .ods) workbook is a zip archive: it starts with a zip local file header."""
+
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""An Excel 97-2003 .xls workbook is an OLE compound file."""
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+SAVE_AS_CSV = "an Excel workbook: save it as CSV (UTF-8) (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')"
+RESAVE_UTF8 = "UTF-16 text: re-save as CSV UTF-8 (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')"
+
+
+def _head(path: Path) -> bytes:
+    try:
+        if path.suffix.lower() == ".gz":
+            with gzip.open(path, "rb") as handle:
+                return handle.read(_PROBE_BYTES)
+        with path.open("rb") as handle:
+            return handle.read(_PROBE_BYTES)
+    except (OSError, EOFError):
+        return b""  # the reader says what is wrong with the file itself
+
+
+def foreign_format_text(path: str | Path) -> str:
+    """``"PATH: an Excel workbook: save it as CSV (UTF-8) ..."`` or ``"PATH: UTF-16 text: re-save as CSV UTF-8
+    ..."`` when the file's first bytes say so (a zip or OLE signature; a UTF-16 byte-order mark, or NUL bytes,
+    which UTF-8 CSV text never holds); ``""`` otherwise, and for Parquet files (``.parquet``, ``.pq``)."""
+    p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq") or not p.is_file():
+        return ""
+    head = _head(p)
+    if head.startswith((_ZIP, _OLE)):
+        return f"{p}: {SAVE_AS_CSV}"
+    if head.startswith(_UTF16_BOMS) or b"\x00" in head:
+        return f"{p}: {RESAVE_UTF8}"
+    return ""
+
+
+def not_utf8_text(path: str | Path) -> str:
+    """``"PATH: line N holds bytes that are not valid UTF-8 ...; re-encode it, ..."`` for the first such line of
+    the file (decompressed for ``.gz``), ``""`` when every line is UTF-8."""
+    p = Path(path)
+    opener = gzip.open if p.suffix.lower() == ".gz" else open
+    with opener(p, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return (
+                    f"{p}: line {number} holds bytes that are not valid UTF-8: the file is probably not UTF-8 "
+                    f"(Latin-1/cp1252?); {RECODE_HINT}"
+                )
+    return ""
