@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._encoding import ClippedColumn, _continuous_numbers, clipped_columns
 from ._exceptions import DomainClippingWarning
-from ._schema import Schema
+from ._schema import ContinuousFeature, Schema
 
 __all__ = [
     "CLIPPING_WARNING_SHARE",
@@ -113,12 +113,17 @@ class ClippingTally:
     def add(self, X: ArrayLike | pd.DataFrame) -> None:
         """Count the rows ``X`` (holding the schema's feature columns)."""
         for f, x in _continuous_numbers(X, self.schema):
-            finite = x[np.isfinite(x)]
-            self._finite[f.name] = self._finite.get(f.name, 0) + int(finite.size)
-            excess = np.maximum(f.lower - finite, finite - f.upper)
-            outside = excess[excess > 0]
-            if outside.size:
-                self._excess.setdefault(f.name, []).append(outside / float(f.upper - f.lower))
+            self.add_numbers(f, x)
+
+    def add_numbers(self, feature: ContinuousFeature, x: NDArray[np.float64]) -> None:
+        """Count one continuous column's numbers (NaN where a cell is missing, not a number or not read)."""
+        f = feature
+        finite = x[np.isfinite(x)]
+        self._finite[f.name] = self._finite.get(f.name, 0) + int(finite.size)
+        excess = np.maximum(f.lower - finite, finite - f.upper)
+        outside = excess[excess > 0]
+        if outside.size:
+            self._excess.setdefault(f.name, []).append(outside / float(f.upper - f.lower))
 
     def columns(self) -> dict[str, ClippedColumn]:
         """The columns with values outside their bounds so far, as :func:`clipped_columns` gives them."""

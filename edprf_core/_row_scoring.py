@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,10 @@ from ._encoding import (
 )
 from ._forest import DPForest
 from ._schema import SEPARATE, ContinuousFeature, Schema
-from ._support import row_support
+
+if TYPE_CHECKING:
+    from ._domain_warning import ClippingTally
+from ._support import support_of_codes
 
 __all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]
 
@@ -131,6 +135,7 @@ def score_rows(
     pooling: str = "log-linear",
     *,
     support: bool = False,
+    clipping: ClippingTally | None = None,
 ) -> RowScores:
     """Status, detail and probabilities of every row of ``frame``.
 
@@ -148,6 +153,9 @@ def score_rows(
     support : bool, default False
         Also label each scored row's support (:func:`edprf_core._support.row_support`): ``"ok"`` or ``"low:
         "`` and the features whose released counts are within noise (post-processing, no ε).
+    clipping : ClippingTally, optional
+        Fed the continuous columns' numbers of the rows (those of malformed lines aside), as they are parsed
+        here: the units warning of a file read in chunks, without parsing its cells again.
 
     Returns
     -------
@@ -194,6 +202,8 @@ def score_rows(
                 for i in np.flatnonzero(outside)
             ]
             _append(detail, outside, texts)
+        if clipping is not None:
+            clipping.add_numbers(f, np.where(missing | bad_line, np.nan, x))
         parsed[f.name] = np.where(not_number, f.lower, x)  # a placeholder: that row is refused above
     grid = forest.grid
     codes = encode_features(parsed, schema, grid, problems)
@@ -214,7 +224,7 @@ def score_rows(
         representatives = _representatives(schema, grid.edges, distinct)
         proba[good] = forest.predict_proba(representatives, pooling=pooling)[inverse]
         if labels is not None:
-            labels[good] = row_support(forest, representatives).labels()[inverse]
+            labels[good] = support_of_codes(forest, distinct, representatives).labels()[inverse]
     return RowScores(status, detail, proba, labels)
 
 

@@ -180,7 +180,12 @@ def row_support(forest: DPForest, X: ArrayLike | pd.DataFrame) -> RowSupport:
     Privacy cost: none.  Post-processing of released values (noisy counts, structure) and public parameters
     (each count's ε, the relation, ``d``); no ε is spent and no party's row is read.
     """
-    codes = forest.encode(X)
+    return support_of_codes(forest, forest.encode(X), X)
+
+
+def support_of_codes(forest: DPForest, codes: NDArray[np.int32], X: ArrayLike | pd.DataFrame) -> RowSupport:
+    """:func:`row_support` of rows already encoded on ``forest.grid`` (``codes``); ``X``, the same rows, is
+    encoded again only when the marginals part has its own grid."""
     n = codes.shape[0]
     names = tuple(forest.schema.feature_names)
     node_values, has = _leaf_low(forest)

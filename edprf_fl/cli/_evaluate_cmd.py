@@ -173,7 +173,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
         for chunk in described_when_read(chunks, provenance):
-            scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=args.pooling)
+            scores = score_rows(
+                forest, chunk.frame, chunk.malformed, pooling=args.pooling, clipping=diagnostics.clipping
+            )
             diagnostics.add(chunk, scores)
             cells = chunk.frame[reading.label.column]
             y, why = read_labels(cells, forest.schema)

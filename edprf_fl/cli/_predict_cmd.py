@@ -176,7 +176,8 @@ def _result_frame(
 
     from edprf_core.prediction import score_rows
 
-    scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=pooling, support=True)
+    clipping = diagnostics.clipping if diagnostics is not None else None
+    scores = score_rows(forest, chunk.frame, chunk.malformed, pooling=pooling, support=True, clipping=clipping)
     if diagnostics is not None:
         diagnostics.add(chunk, scores)
     classes = np.asarray([str(c) for c in forest.schema.classes], dtype=object)

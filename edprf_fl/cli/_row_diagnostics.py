@@ -63,18 +63,17 @@ class RowDiagnostics:
     header_like: bool = False
     undeclared: Counter[str] = field(default_factory=Counter)
     clipping: ClippingTally | None = None
-    """How each continuous column lies outside its bounds over all rows read (the units warning)."""
+    """How each continuous column lies outside its bounds over all rows read (the units warning): pass it to
+    ``score_rows(..., clipping=)``."""
 
     def __post_init__(self) -> None:
         if self.clipping is None:
             self.clipping = ClippingTally(self.schema)
 
     def add(self, chunk: RowChunk, scores: RowScores) -> None:
-        """Count the chunk's rows that were not scored, by reason, and look for the usual causes; tally the
-        clipped values of every row (a malformed line's cells are missing: not counted)."""
+        """Count the chunk's rows that were not scored, by reason, and look for the usual causes (the clipped
+        values are tallied by ``score_rows(..., clipping=self.clipping)``, which parses them)."""
         self.rows += len(chunk.frame)
-        if len(chunk.frame):
-            self.clipping.add(chunk.frame[list(self.schema.feature_names)])
         failed = ~scores.scored
         if not failed.any():
             return

@@ -12,7 +12,7 @@ import pytest
 from edprf_core import DomainClippingWarning, example_schema, load_embedded
 from edprf_core._encoding import clipped_columns
 from edprf_core.export import encoding_spec, onnx_inputs
-from edprf_core.prediction import ClippingTally
+from edprf_core.prediction import ClippingTally, score_rows
 from edprf_fl.cli import main
 from edprf_fl.cli._model_args import EXIT_CLIPPED
 from protocol import load_classifier
@@ -35,17 +35,26 @@ def _file(tmp_path, months: int, rows: int = 100, label: bool = False):
     return path
 
 
-def test_tally_over_chunks_equals_one_call_on_all_rows():
+def test_tally_over_chunks_equals_one_call_on_all_rows(bank_model):
     rng = np.random.default_rng(0)
     X, _, _ = load_embedded("bank_marketing")
     frame = X.iloc[:3000].copy()
     frame["balance"] = rng.normal(0, 60_000, len(frame))  # bounds -10000..100000: some out on both sides
     frame["age"] = rng.uniform(0, 150, len(frame))
+    frame = frame.astype(object)
+    frame.iloc[5, 0] = "not a number"  # neither clipped nor counted
+    frame.iloc[6, 0] = ""  # missing: neither
     tally = ClippingTally(SCHEMA)
     for start in range(0, len(frame), 700):
         tally.add(frame.iloc[start : start + 700])
     assert tally.columns() == clipped_columns(frame, SCHEMA)
     assert set(tally.columns()) == {"age", "balance"}
+    # the same tally fed by score_rows as it parses the cells (what predict and evaluate do)
+    forest = load_classifier(bank_model["model"]).forest_
+    scoring = ClippingTally(SCHEMA)
+    for start in range(0, len(frame), 700):
+        score_rows(forest, frame.iloc[start : start + 700].reset_index(drop=True), clipping=scoring)
+    assert scoring.columns() == tally.columns()
 
 
 @pytest.mark.parametrize("command", ["predict", "evaluate"])
