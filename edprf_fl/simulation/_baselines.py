@@ -5,6 +5,10 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from edprf_core.count_text import count_text
+
+from ._progress import Progress, Throttle, _quiet, stage
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -31,7 +35,9 @@ _SAMPLE_STREAM = 0xBA5E
 the split's, the partition's and the noise draws'."""
 
 
-def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) -> dict[str, dict[str, Any]]:
+def train_baselines(
+    settings: SimulationSettings, workspace: PreparedWorkspace, progress: Progress = _quiet
+) -> dict[str, dict[str, Any]]:
     """Metrics on the central test rows of the models the federation is compared with.
 
     ``central_edprf``: a central DP model a trusted curator could fit on the pooled rows;
@@ -61,6 +67,9 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     :func:`party_alone_draws` of every party's): each entry is the draw of median accuracy, with
     ``draws``, ``accuracy_draws`` and ``roc_auc_draws``, so a comparison with the federated model (one
     draw of its parties' noise) can say how far noise alone moves a baseline.
+
+    ``progress`` receives a line as each baseline starts, its duration when done, and, every
+    :data:`~edprf_fl.simulation._progress.PROGRESS_EVERY` seconds at most, how many of its fits are done.
     """
     import numpy as np
     from sklearn.ensemble import RandomForestClassifier
@@ -110,28 +119,40 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     # trees and depth; a fixed depth: the federation's trees; the federation's bins either way), over several
     # draws of its noise: one draw alone can land a few points either side of the federated model's
     central = []
-    for k in range(BASELINE_DRAWS):
-        model = fitted(pooled, "auto" if auto else n_trees, settings.seed + _DRAW_STRIDE * k)
-        central.append(metrics_of(model, n_trees=model.n_trees_, max_depth=model.max_depth_, training_rows=len(pooled)))
+    trees_text = "the estimator's own trees" if auto else count_text(n_trees, "tree")
+    with stage(
+        progress, f"      central eDPRF: {BASELINE_DRAWS} draws, {trees_text} on {count_text(len(pooled), 'row')} ..."
+    ):
+        throttle = Throttle(progress)
+        for k in range(BASELINE_DRAWS):
+            model = fitted(pooled, "auto" if auto else n_trees, settings.seed + _DRAW_STRIDE * k)
+            central.append(
+                metrics_of(model, n_trees=model.n_trees_, max_depth=model.max_depth_, training_rows=len(pooled))
+            )
+            throttle.tick(lambda: f"      fitted {len(central)} of {BASELINE_DRAWS} central draws")
     out = {"central_edprf": _median_draw(central)}
     # each party alone: what a party gets without the consortium (same request, its own rows only); the median
     # and the best party of each draw of every party's noise (the best by accuracy on the test rows it is scored
     # on: optimistic, and labelled so)
     medians, bests = [], []
-    for k in range(party_alone_draws(settings.parties)):
-        alone = [
-            metrics_of(
-                fitted(rows, settings.n_trees, _party_seed(settings.seed, i, k)),
-                n_trees=settings.n_trees,
-                training_rows=len(rows),
-            )
-            for i, rows in enumerate(parts)
-            if len(rows)
-        ]
-        if alone:
-            by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
-            medians.append(by_accuracy[(len(by_accuracy) - 1) // 2])
-            bests.append(by_accuracy[-1])
+    draws, holding = party_alone_draws(settings.parties), sum(1 for rows in parts if len(rows))
+    fits, done = draws * holding, 0
+    each = f"{count_text(holding, 'party', 'parties')} x {count_text(draws, 'draw')}"
+    with stage(progress, f"      each party alone: {count_text(fits, 'fit')} ({each}) ..."):
+        throttle = Throttle(progress)
+        for k in range(draws):
+            alone = []
+            for i, rows in enumerate(parts):
+                if not len(rows):
+                    continue
+                model = fitted(rows, settings.n_trees, _party_seed(settings.seed, i, k))
+                alone.append(metrics_of(model, n_trees=settings.n_trees, training_rows=len(rows)))
+                done += 1
+                throttle.tick(lambda done=done: f"      fitted {done} of {fits} party-alone models")
+            if alone:
+                by_accuracy = sorted(alone, key=lambda m: m["accuracy"])
+                medians.append(by_accuracy[(len(by_accuracy) - 1) // 2])
+                bests.append(by_accuracy[-1])
     if medians:
         out["party_alone_median"] = _median_draw(medians)
         out["party_alone_best"] = _median_draw(bests)
@@ -139,9 +160,10 @@ def train_baselines(settings: SimulationSettings, workspace: PreparedWorkspace) 
     y_true = classes[encode_labels(y_test, schema)]
     # all cores: the trees are the same whatever n_jobs (their seeds are drawn first), only built at once
     rf = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=-1)
-    rf.fit(raw_features(X_train.iloc[pooled], schema), encode_labels(y_train.iloc[pooled], schema))
-    proba = np.zeros((len(X_test), len(classes)))
-    proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
+    with stage(progress, f"      non-private forest: 100 trees on {count_text(len(pooled), 'row')} ..."):
+        rf.fit(raw_features(X_train.iloc[pooled], schema), encode_labels(y_train.iloc[pooled], schema))
+        proba = np.zeros((len(X_test), len(classes)))
+        proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
     out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {
         "n_trees": 100,
         "training_rows": len(pooled),

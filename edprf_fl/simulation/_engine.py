@@ -15,6 +15,7 @@ from client import handle_evaluate, handle_train
 from edprf_fl import colour_flower_logs_on_terminals_only, keep_flower_telemetry_off
 from server import CoordinatorConfig, run_federation
 
+from ._progress import Progress, _quiet
 from ._settings import ENGINES
 
 __all__ = ["ENGINES", "RAY_LOOPBACK_ENV", "RAY_LOOPBACK_INIT_ARGS", "simulate_federation"]
@@ -69,7 +70,11 @@ def _server_app(cfg: CoordinatorConfig) -> ServerApp:
 
 
 def simulate_federation(
-    cfg: CoordinatorConfig, n_parties: int, verbose: bool = False, engine: str = "in-process"
+    cfg: CoordinatorConfig,
+    n_parties: int,
+    verbose: bool = False,
+    engine: str = "in-process",
+    progress: Progress = _quiet,
 ) -> None:
     """Run one federated training (and evaluation) with ``n_parties`` simulated SuperNodes.
 
@@ -82,6 +87,9 @@ def simulate_federation(
     ``engine`` is ``"in-process"`` (default: no Ray, far quicker to start:
     ``benchmarks/results/simulation_speed.md``)
     or ``"ray"`` (Flower's simulation engine, what ``flwr run`` uses).
+
+    ``progress`` (in-process engine): how many parties have answered a round so far, and each party whose
+    turn came after the round's timeout (:class:`~edprf_fl.simulation._in_process_engine.InProcessGrid`).
     """
     keep_flower_telemetry_off()  # Flower read the variable on import: it is told now, before it runs
     # plain log lines in a file or a pipe; but run_simulation(verbose_logging=True) (the ray engine with
@@ -93,7 +101,7 @@ def simulate_federation(
     if engine == "in-process":
         from ._in_process_engine import run_in_process
 
-        run_in_process(server_app, client_app, n_parties)
+        run_in_process(server_app, client_app, n_parties, progress=progress)
         return
     for name, value in RAY_LOOPBACK_ENV.items():  # before Ray is imported: it reads them then
         os.environ.setdefault(name, value)

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from flwr.app import Context, Error, Message, RecordDict
+from flwr.app import Context, Error, Message, MessageType, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.common.serde import message_from_proto, message_to_proto
@@ -46,7 +46,17 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from edprf_fl import raise_if_interrupted
 
+from ._progress import Progress, Throttle, _quiet, seconds_text
+
 __all__ = ["InProcessGrid", "run_in_process"]
+
+_DONE = {MessageType.TRAIN: "trained", MessageType.EVALUATE: "evaluated"}
+"""What a count line says of the parties done, by message type (others: "answered")."""
+_KIND = {
+    MessageType.TRAIN: "train request",
+    MessageType.EVALUATE: "evaluate request",
+    MessageType.QUERY: "readiness query",
+}
 
 _ID_BITS = 63  # Flower's node and run ids are random unsigned 64-bit integers; stay in sint64 range
 
@@ -73,13 +83,24 @@ class InProcessGrid(Grid):
     nodes : mapping of int to (ClientApp, Context)
         Each node id's app and the context it keeps for the run.
     clock : callable, optional
-        Monotonic clock for timeouts (tests pass a fake one).
+        Monotonic clock for timeouts and progress lines (tests pass a fake one).
+    progress : callable, optional
+        Receives, during :meth:`send_and_receive`, how many parties have answered so far (at most one line every
+        :data:`~edprf_fl.simulation._progress.PROGRESS_EVERY` seconds of ``clock``) and one line per party whose
+        turn came after the round's timeout.  Local output of the simulation: no party or coordinator sees it.
     """
 
-    def __init__(self, run: Run, nodes: Mapping[int, tuple[ClientApp, Context]], clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        run: Run,
+        nodes: Mapping[int, tuple[ClientApp, Context]],
+        clock=time.monotonic,
+        progress: Progress = _quiet,
+    ) -> None:
         self._run = run
         self._nodes = {node_id: _Node(app, context) for node_id, (app, context) in nodes.items()}
         self._clock = clock
+        self._progress = progress
         self.messages_sent = 0
         self.bytes_sent = 0
 
@@ -138,22 +159,45 @@ class InProcessGrid(Grid):
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         """Deliver the messages in order; those whose turn comes after ``timeout`` seconds get no reply."""
-        deadline = None if timeout is None else self._clock() + timeout
-        ids = []
-        for message in messages:
-            if deadline is not None and self._clock() >= deadline:
+        messages = list(messages)
+        start = self._clock()
+        deadline = None if timeout is None else start + timeout
+        throttle = Throttle(self._progress, clock=self._clock, started=start)
+        ids: list[str] = []
+        for k, message in enumerate(messages):
+            now = self._clock()  # one look per message: the deadline and the count line read the same time
+            if k:
+                done = _DONE.get(messages[k - 1].metadata.message_type, "answered")
+                throttle.tick(lambda done=done: f"      {done} {len(ids)} of {len(messages)} parties", now=now)
+            if deadline is not None and now >= deadline:
+                for late in messages[k:]:
+                    self._progress(
+                        f"      {self._party_name(late.metadata.dst_node_id)} missed the round timeout "
+                        f"({seconds_text(timeout)}): its {_KIND.get(late.metadata.message_type, 'request')} got no reply"
+                    )
                 break
             ids.append(self._deliver(message))
         return list(self.pull_messages(ids))
 
+    def _party_name(self, node_id: int) -> str:
+        """The simulated party's name (its workspace directory, ``party-NNNN``), else the node id."""
+        node = self._nodes.get(node_id)
+        partition = node.context.node_config.get("partition-id") if node is not None else None
+        return f"party-{int(partition):04d}" if isinstance(partition, int) else f"node {node_id}"
+
 
 def run_in_process(
-    server_app: ServerApp, client_app: ClientApp, num_supernodes: int, run_config: Mapping[str, object] | None = None
+    server_app: ServerApp,
+    client_app: ClientApp,
+    num_supernodes: int,
+    run_config: Mapping[str, object] | None = None,
+    progress: Progress = _quiet,
 ) -> InProcessGrid:
     """Run ``server_app`` against ``num_supernodes`` copies of ``client_app`` in this process.
 
     Node ``i`` gets the node config ``{"partition-id": i, "num-partitions": num_supernodes}``
-    and a random node id, as in Flower's simulation.  Returns the grid (message counts).
+    and a random node id, as in Flower's simulation.  Returns the grid (message counts).  ``progress``: the
+    grid's (:class:`InProcessGrid`).
     """
     if num_supernodes < 1:
         raise ValueError(f"num_supernodes: expected an integer >= 1, got {num_supernodes!r}")
@@ -176,7 +220,7 @@ def run_in_process(
                 run_config=dict(config),
             ),
         )
-    grid = InProcessGrid(run, nodes)
+    grid = InProcessGrid(run, nodes, progress=progress)
     saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
     # the coordinator's messages are built with the process's task identity, as in Flower's own
     # in-process API (run_simulation); restored afterwards

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from edprf_core.count_text import count_text
 
+from ._progress import Progress, _quiet, file_text, stage
 from ._settings import SettingsError, SimulationSettings
 
 if TYPE_CHECKING:
@@ -32,13 +32,6 @@ __all__ = [
     "prepare_workspace",
     "split_rows",
 ]
-
-Progress = Callable[[str], object]
-"""Receives one line of progress text at a time (the command prints it; the default drops it)."""
-
-
-def _quiet(_: str) -> None:
-    return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,7 +85,8 @@ def load_simulation_data(
         X, y, schema = load_embedded(settings.dataset)
         return X, y, schema, settings.dataset
     schema = load_schema(settings.schema)
-    X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header, labels="text")
+    with stage(progress, f"[1/4] reading {file_text(settings.data)} ...", "      read"):
+        X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header, labels="text")
     keep, problems = conforming_rows(X, y, schema)
     for note in problems:
         progress(f"      {note}; those rows are left out")
@@ -129,8 +123,9 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     for p in settings.shuffled_label_parties:
         rows = parts[p]
         y_train.iloc[rows] = np.random.default_rng(settings.seed + 1000 + p).permutation(y_train.iloc[rows].to_numpy())
+    step = "      " if settings.data is not None else "[1/4] "  # a file's [1/4] line was its reading line
     progress(
-        f"[1/4] {name}: {len(X_train)} training rows split among {count_text(settings.parties, 'party', 'parties')} ({how.describe()}); "
+        f"{step}{name}: {len(X_train)} training rows split among {count_text(settings.parties, 'party', 'parties')} ({how.describe()}); "
         f"{len(X_test)} central test rows"
     )
     if settings.party_holdout > 0:
@@ -143,7 +138,8 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     if settings.auto_depth:
         progress(f"      each party chooses its depth (at most {settings.depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
-    _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
+    with stage(progress, f"      writing the parties' workspace {sim_dir} ...", "      written"):
+        _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
     if split.X_validation is not None:
         from ._workspace import write_owner_only_csv
 

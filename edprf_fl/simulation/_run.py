@@ -12,7 +12,8 @@ from typing import Any
 from edprf_core.count_text import count_text
 from edprf_core.forest import large_epsilon_note
 
-from ._prepare import Progress, _quiet, prepare_workspace
+from ._prepare import prepare_workspace
+from ._progress import Progress, _quiet, seconds_text
 from ._settings import SimulationSettings
 
 __all__ = ["SimulationReport", "SimulationTimings", "run_simulation", "simulation_caveats"]
@@ -218,12 +219,17 @@ def run_simulation(
     if isolate_ray is not None and engine == "ray":
         isolate_ray(_engine.simulate_federation, workspace.config, settings.parties, flower_logs, engine)
     else:
-        _engine.simulate_federation(workspace.config, settings.parties, verbose=flower_logs, engine=engine)
+        _engine.simulate_federation(
+            workspace.config, settings.parties, verbose=flower_logs, engine=engine, progress=progress
+        )
     federation_s = time.perf_counter() - t0
     report_path = out_dir / REPORT_FILE
     if not report_path.is_file():
         raise RuntimeError(f"the coordinator wrote no report to {report_path}; rerun with --flower-logs")
     fed = json.loads(report_path.read_text())
+    if engine != "in-process":  # the in-process grid said each one as its turn came
+        for line in missed_timeout_lines(fed, workspace.config.round_timeout):
+            progress(line)
     progress(
         f"[3/4] federation done in {federation_s:.1f} s: {count_text(fed['n_trees'], 'tree')} from "
         f"{count_text(sum(p['status'] == 'accepted' for p in fed['parties']), 'party', 'parties')}"
@@ -232,10 +238,11 @@ def run_simulation(
     if settings.baselines:
         from ._baselines import train_baselines
 
+        progress("[4/4] training the baselines: central eDPRF, each party alone, a non-private forest ...")
         t0 = time.perf_counter()
-        baselines = train_baselines(settings, workspace)
+        baselines = train_baselines(settings, workspace, progress)
         baselines_s = time.perf_counter() - t0
-        progress("[4/4] central eDPRF and non-private baselines trained")
+        progress(f"      baselines trained in {seconds_text(baselines_s)}")
     timings = SimulationTimings(
         prepare_s=prepare_s,
         federation_s=federation_s,
@@ -252,6 +259,20 @@ def run_simulation(
         baselines,
         timings,
     )
+
+
+def missed_timeout_lines(fed: Mapping[str, Any], round_timeout: float) -> list[str]:
+    """One progress line per party of the coordinator's report ``fed`` that sent no reply to its train request
+    within ``round_timeout`` (the readiness round's no-replies are not among them)."""
+    missed = [
+        p.get("party_id") or f"node {p.get('node_id')}"
+        for p in fed.get("parties", [])
+        if p.get("status") == "no_reply" and p.get("reason") == "timeout" and not p.get("readiness_only")
+    ]
+    return [
+        f"      {name} missed the round timeout ({seconds_text(round_timeout)}): its train request got no reply"
+        for name in missed
+    ]
 
 
 def _depth_used(settings: SimulationSettings, fed: Mapping[str, Any]) -> int | str:

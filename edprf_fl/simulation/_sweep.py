@@ -15,7 +15,7 @@ from typing import Any
 
 from edprf_fl import raise_if_interrupted
 
-from ._prepare import Progress, _quiet
+from ._progress import Progress, _quiet
 from ._run import SimulationReport, run_simulation
 from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
