@@ -36,6 +36,7 @@ from ._model_args import (
     prepare,
     refuse_existing_outputs,
     say,
+    scoring_text,
 )
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     reading = _reading_schema(forest.schema, args.label_column)
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
-        for chunk in described_when_read(chunks, provenance):
+        for chunk in described_when_read(chunks, provenance, scoring_text(args.data, forest.n_trees)):
             scores = score_rows(
                 forest, chunk.frame, chunk.malformed, pooling=args.pooling, clipping=diagnostics.clipping
             )

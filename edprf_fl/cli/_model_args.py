@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ __all__ = [
     "refuse_existing_outputs",
     "refuse_foreign_format",
     "say",
+    "scoring_text",
 ]
 
 EXIT_SIGNATURE = 3
@@ -216,19 +218,46 @@ def describe(provenance: ModelProvenance) -> None:
         say("WARNING: a release's signature fields are malformed (status 'invalid'); pass --keys to refuse it")
 
 
-def described_when_read(chunks: Iterable[RowChunk], provenance: ModelProvenance) -> Iterator[RowChunk]:
+def described_when_read(
+    chunks: Iterable[RowChunk],
+    provenance: ModelProvenance,
+    start: str = "",
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[RowChunk]:
     """``chunks``, the model's provenance and guarantee printed (:func:`describe`) once the first has been read.
 
     An error about DATA (a header of another schema, a wrong ``--sep``), raised when the first chunk is read, is
     then said alone, never under the model's banner; a DATA without a data line prints no banner either (nothing
     is scored: the command says so and exits 1).
+
+    Progress, on stderr: ``start`` after the banner; while the caller works through the chunks, the rows done so
+    far at most every :data:`~edprf_fl.simulation._progress.PROGRESS_EVERY` seconds of ``clock``; when they are
+    all done, their number and the time taken.
     """
-    described = False
+    from edprf_core.count_text import count_text
+    from edprf_fl.simulation import Throttle, seconds_text
+
+    throttle, rows = None, 0
     for chunk in chunks:
-        if not described:
+        if throttle is None:
             describe(provenance)
-            described = True
-        yield chunk
+            if start:
+                say(start)
+            throttle = Throttle(say, clock=clock)
+        yield chunk  # the caller scores it before asking for the next one
+        rows += len(chunk.line_numbers)
+        throttle.tick(lambda rows=rows: f"      {count_text(rows, 'row')} so far")
+    if throttle is not None:
+        say(f"      {count_text(rows, 'row')} in {seconds_text(throttle.elapsed())}")
+
+
+def scoring_text(data: Path, n_trees: int, chunk_rows: int | None = None) -> str:
+    """The progress line that starts the scoring of DATA: its path and size, the trees, the rows per chunk."""
+    from edprf_core.count_text import count_text
+    from edprf_fl.simulation import file_text
+
+    at_a_time = f", {count_text(chunk_rows, 'row')} at a time" if chunk_rows else ""
+    return f"scoring the rows of {file_text(data)} with {count_text(n_trees, 'tree')}{at_a_time} ..."
 
 
 def _one_line(text: str) -> str:

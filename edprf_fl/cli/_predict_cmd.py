@@ -51,6 +51,7 @@ from ._model_args import (
     prepare,
     refuse_existing_outputs,
     say,
+    scoring_text,
 )
 from ._owner_only import open_owner_only
 
@@ -225,7 +226,8 @@ def run_predict(args: argparse.Namespace) -> int:
         writer = _Writer(target, stack)
         reading = reading_schema(forest.schema, ids)
         chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows)
-        for chunk in described_when_read(chunks, provenance):
+        start = scoring_text(args.data, forest.n_trees, args.chunk_rows)
+        for chunk in described_when_read(chunks, provenance, start):
             frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids)
             for status, n in frame["status"].value_counts().items():
                 counts[status] = counts.get(status, 0) + int(n)
