@@ -9,6 +9,7 @@ the per-record filter (:func:`conforming_rows`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,14 +130,23 @@ class DataCheck:
 
 
 def check_data(
-    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, hints: OptionHints | None = None
+    path: str | Path,
+    schema: Schema,
+    *,
+    sep: str = ",",
+    header: bool = True,
+    hints: OptionHints | None = None,
+    progress: Callable[[str], object] | None = None,
 ) -> DataCheck:
     """Report what the schema's rules do to the file at ``path`` (nothing is trained or sent).
 
-    ``sep``, ``header`` and ``hints`` are those of :func:`edprf_core.tables.read_table`.  Privacy cost: none
-    released; the report itself is exact data about the file, for its owner.
+    ``sep``, ``header`` and ``hints`` are those of :func:`edprf_core.tables.read_table`.  ``progress``, when
+    given, receives a line as each of the check's long steps starts (the caller prints it; nothing is printed or
+    logged here).  Privacy cost: none released; the report itself is exact data about the file, for its owner.
     """
+    say = progress if progress is not None else _silent
     table = read_table(path, schema, sep=sep, header=header, hints=hints)
+    say(f"      {count_text(len(table.X), 'row')} read; applying the schema's rules to each ...")
     dropped: dict[str, int] = {}
     for note in table.dropped:
         reason = note.split(": ", 1)[1].split(",")[0]
@@ -155,6 +165,7 @@ def check_data(
         and column in table.X
         and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
     }
+    say(f"      counting missing and clipped values in {count_text(len(schema.features) + 1, 'column')} ...")
     foreign = _not_utf8(table.X, table.y)
     clipped, missing = {}, {}
     for f in schema.features:
@@ -183,6 +194,10 @@ def check_data(
         not_utf8_lines=tuple(int(k) for k in table.line_numbers[foreign][:_SHOWN_LINES]),
         decimal_commas=commas,
     )
+
+
+def _silent(_: str) -> None:
+    return None
 
 
 def _not_utf8(X: pd.DataFrame, y: pd.Series) -> NDArray[np.bool_]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ._arg_types import SEP_TAB_HELP as _TAB
 from ._arg_types import separator
-from ._model_args import add_force_argument, refuse_existing_outputs, refuse_foreign_format
+from ._model_args import add_force_argument, refuse_existing_outputs, refuse_foreign_format, say
 
 if TYPE_CHECKING:
     from edprf_core import Schema
@@ -90,7 +90,9 @@ def run_draft(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from edprf_core import PrivacyLeakWarning, draft_schema
+    from edprf_core.count_text import count_text
     from edprf_core.tables import closest_name, separator_hint
+    from edprf_fl.simulation import file_text, stage
 
     path = Path(args.data)
     if len(args.sep) != 1:  # as every command that reads a data file
@@ -112,12 +114,13 @@ def run_draft(args: argparse.Namespace) -> int:
     if names is None:
         _check_header_line(_first_line(path), args.sep)
     columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
-    try:
-        frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
-    except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
-        from edprf_core.tables import not_utf8_text
+    with stage(say, f"reading {file_text(path)} ...", "      read"):
+        try:
+            frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
+        except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
+            from edprf_core.tables import not_utf8_text
 
-        raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
+            raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
     if args.label not in frame.columns:
         first = _first_line(path)
         close = closest_name(args.label, [str(c) for c in frame.columns])
@@ -127,12 +130,14 @@ def run_draft(args: argparse.Namespace) -> int:
             or (_NO_HEADER_HINT if names is None and _numbers(first, args.sep) else "")
         )
         raise ValueError(f"--label {args.label!r}: no such column; the file has {list(frame.columns)}{hint}")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivacyLeakWarning)
-        schema = draft_schema(frame, args.label, name=path.stem)
+    with stage(say, f"drafting the schema from {count_text(len(frame), 'row')} ...", "      drafted"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrivacyLeakWarning)
+            schema = draft_schema(frame, args.label, name=path.stem)
+        identifiers = _identifier_columns(frame, args.label)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    for column in _identifier_columns(frame, args.label):
+    for column in identifiers:
         print(
             f"warning: column {column!r} holds a different value on every row: an identifier (account or record "
             "number)? An identifier is no feature: move it from [[features]] to ignored_columns",
@@ -265,10 +270,12 @@ def _load_schema(schema: str, data: str) -> Schema:
 
 def run_check(args: argparse.Namespace) -> int:
     from edprf_core import check_data
+    from edprf_fl.simulation import file_text, stage
 
     schema = _load_schema(args.schema, args.data)
     refuse_foreign_format(Path(args.data))
-    report = check_data(args.data, schema, sep=args.sep, header=not args.no_header)
+    with stage(say, f"checking {file_text(args.data)} under the schema's rules ...", "      checked"):
+        report = check_data(args.data, schema, sep=args.sep, header=not args.no_header, progress=say)
     print(f"{args.data} under {args.schema}:")
     print(
         f"  schema fingerprint: {schema.fingerprint}   (a party's policy: schema-fingerprint = this value; "
