@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,9 +185,13 @@ def _refuse_unread(fragment: str, option: str) -> None:
 
 
 def preflight_configs(
-    node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None, check_rows: bool = True
+    node_config: Mapping[str, Any],
+    run_config: Mapping[str, Any] | None = None,
+    check_rows: bool = True,
+    progress: Callable[[str], object] | None = None,
 ) -> PreflightReport:
-    """Check the party that ``node_config`` (and, in simulation, ``run_config``'s ``sim-dir``) describes."""
+    """Check the party that ``node_config`` (and, in simulation, ``run_config``'s ``sim-dir``) describes;
+    ``progress`` as in :func:`preflight`."""
     report = PreflightReport()
     try:
         setup = PartySetup.from_configs(node_config, run_config or {})
@@ -201,14 +205,22 @@ def preflight_configs(
         )
         return report
     # in the ClientApp, the run config holds the coordinator's round-timeout, which the policy's hold must fit
-    return preflight(setup, check_rows=check_rows, report=report, round_timeout=(run_config or {}).get("round-timeout"))
+    timeout = (run_config or {}).get("round-timeout")
+    return preflight(setup, check_rows=check_rows, report=report, round_timeout=timeout, progress=progress)
 
 
 def preflight(
-    setup: PartySetup, check_rows: bool = True, report: PreflightReport | None = None, round_timeout: object = None
+    setup: PartySetup,
+    check_rows: bool = True,
+    report: PreflightReport | None = None,
+    round_timeout: object = None,
+    progress: Callable[[str], object] | None = None,
 ) -> PreflightReport:
     """Check every file of ``setup``; with ``check_rows`` also read the data file through the schema's rules; with
     the run's ``round_timeout``, whether the policy's reply hold fits it (:func:`client._reply_timing.hold_problem`).
+
+    ``progress`` (``edprf party check``) receives a line before the data file's rows are read, the long step;
+    none by default (the ClientApp's check passes none: nothing here reaches a reply or the log).
 
     Privacy cost: none (nothing is released; the findings are for the party itself).
     """
@@ -223,7 +235,7 @@ def preflight(
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
-        _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header)
+        _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
     return report
 
 
@@ -498,7 +510,15 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         )
 
 
-def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: str = ",", header: bool = True) -> None:
+def _data(
+    path: Path,
+    schema,
+    check_rows: bool,
+    report: PreflightReport,
+    sep: str = ",",
+    header: bool = True,
+    progress: Callable[[str], object] | None = None,
+) -> None:
     """The data file: with ``check_rows`` every row through the schema's rules, else its first line only.
 
     ``sep`` and ``header`` are the node config's ``data-separator`` and ``data-header``.
@@ -515,8 +535,10 @@ def _data(path: Path, schema, check_rows: bool, report: PreflightReport, sep: st
             _header(path, schema, report, sep)
         return
     _read_memory(path, report)  # before the read itself, which may be what runs out of memory
+    if progress is not None:
+        progress(f"reading {path} through the schema's rules ...")
     try:
-        result = check_data(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
+        result = check_data(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS, progress=progress)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; {_columns_rule(schema, header)}")
         return

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,7 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --root-certificates: also try the TLS handshake the SuperNode will make to this address (its "
         "--superlink), verifying the certificate presented there; nothing is sent",
     )
-    check.add_argument("--quiet", "-q", action="store_true", help="print problems and notes only")
+    check.add_argument(
+        "--quiet", "-q", action="store_true", help="print problems and notes only (no progress lines on stderr)"
+    )
     check.set_defaults(handler=run_check)
 
     init = inner.add_parser(
@@ -122,12 +125,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     from client import check_supernode_files, parse_node_config, preflight_configs, split_superlink_address
     from edprf_core.count_text import count_text
+    from edprf_fl.simulation import seconds_text
+
+    from ._model_args import say
 
     if args.superlink is not None:
         if args.root_certificates is None:
             raise ValueError("--superlink: give --root-certificates too (the handshake verifies with them)")
         split_superlink_address(args.superlink)  # a malformed address before any file is read
-    report = preflight_configs(parse_node_config(args.node_config))
+    reading: list[float] = []  # when the data file's read began (the check's long step, and its last)
+
+    def progress(line: str) -> None:
+        reading[:] = reading or [time.monotonic()]
+        say(line)
+
+    report = preflight_configs(parse_node_config(args.node_config), progress=None if args.quiet else progress)
+    if reading:
+        say(f"      checked in {seconds_text(time.monotonic() - reading[0])}")
     check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":

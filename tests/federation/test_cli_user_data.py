@@ -174,7 +174,8 @@ def test_a_wrong_separator_is_named_by_every_command(tmp_path, capsys):
     capsys.readouterr()
     assert main(["schema", "check", str(drafted), str(BANK)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("edprf schema check: error: ")  # the whole command, not just 'edprf schema'
+    said = err.splitlines()  # the progress line that starts the check, then the error
+    assert said[0].startswith(f"checking {BANK} (") and said[1].startswith("edprf schema check: error: "), err
     assert "is that the separator? pass --sep ';'" in err
     assert main(["schema", "draft", str(BANK), "--label", "y"]) == 1
     assert "is that the separator? pass --sep ';'" in capsys.readouterr().err
@@ -581,10 +582,13 @@ def test_schema_check_exits_1_with_a_clear_line_when_no_row_satisfies_the_schema
         "2 rows (100.0%) are not a finite number and are dropped; no row is kept; decimal comma, or a thousands comma?"
         in captured.out
     )
-    assert captured.err.startswith(f"no row of {data} satisfies the schema's rules (exit status 1)")
+    said = captured.err.splitlines()  # after the check's progress lines
+    assert said[-2].startswith("      checked in ") and said[-1].startswith(
+        f"no row of {data} satisfies the schema's rules (exit status 1)"
+    )
     data.write_text("age;balance;segment;default\n40;1234.56;retail;no\n41;1,5;retail;yes\n")
     assert main(["schema", "check", "--sep", ";", str(schema), str(data)]) == 0  # one row kept: 0, as before
-    assert capsys.readouterr().err == ""
+    assert all(line.startswith(("checking ", "      ")) for line in capsys.readouterr().err.splitlines())  # progress only
     with pytest.raises(SystemExit):
         main(["schema", "check", "--help"])
     usage = " ".join(capsys.readouterr().out.split())
@@ -606,7 +610,9 @@ def test_a_class_too_rare_for_the_stratified_test_split_is_named_with_its_flag_a
     argv = ["simulate", "--data", str(data), "--schema", str(schema), "--parties", "2", "--no-baselines"]
     assert main([*argv, "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(
+    said = err.splitlines()  # the data file's read (progress), then the error
+    assert said[0].startswith(f"[1/4] reading {data} (") and said[1].startswith("      read in "), err
+    assert said[2].startswith(
         "edprf simulate: error: the split into training and central test rows (--test-size 0.2) is stratified: "
         "every class keeps its share on both sides; class 'yes' (1 row) of the data has fewer than the 2 rows this "
         "needs: add rows of that class, or leave it out of the data and of the schema's classes"

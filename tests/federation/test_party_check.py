@@ -62,7 +62,13 @@ def _check(paths, capsys) -> tuple[int, list[str]]:
     capsys.readouterr()
     code = main(["party", "check", "--node-config", _config(paths)])
     captured = capsys.readouterr()
-    return code, (captured.out + captured.err).splitlines()
+    # the findings and the verdict; not the progress lines of the data file's read (stderr, tested in
+    # tests/federation/test_cli_progress.py)
+    return code, [line for line in (captured.out + captured.err).splitlines() if not _progress(line)]
+
+
+def _progress(line: str) -> bool:
+    return line.startswith(("reading ", "      "))
 
 
 def _problems(lines: list[str]) -> list[str]:
