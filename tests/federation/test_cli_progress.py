@@ -1,0 +1,244 @@
+"""Progress of the commands that read data or train: stage lines on stderr, in order; stdout unchanged.
+
+`edprf schema draft`, `edprf schema check`, `edprf party check` and `edprf simulate` say on stderr when a long
+stage starts and how long it took; loops (parties, baseline fits) say a count at most every
+``PROGRESS_EVERY`` seconds (tested on an injected clock); a simulated party whose turn comes after the round's
+timeout is named.  Stdout, where the results go, is byte for byte what the command prints with its progress
+silenced.  Progress never goes through ``logging``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+from edprf_core import PrivacyLeakWarning, draft_schema, load_embedded
+from edprf_fl.cli import _model_args, _schema_cmd
+from edprf_fl.cli._main import main
+from edprf_fl.simulation import _progress
+from edprf_fl.simulation._in_process_engine import InProcessGrid
+from edprf_fl.simulation._run import missed_timeout_lines
+
+DURATION = r"\d+(\.\d)? s"
+
+
+@pytest.fixture
+def wall(tmp_path):
+    """400 rows of the embedded wall-robot data as a party's CSV, and its schema."""
+    X, y, schema = load_embedded("wall_robot_navigation")
+    rows = np.random.default_rng(0).permutation(len(X))[:400]
+    data = tmp_path / "wall.csv"
+    X.iloc[rows].assign(**{schema.label.column: y.iloc[rows].to_numpy()}).to_csv(data, index=False)
+    schema.save(tmp_path / "schema.toml")
+    return data, tmp_path / "schema.toml", schema
+
+
+def _run(capsys, argv: list[str], code: int = 0) -> tuple[str, list[str]]:
+    capsys.readouterr()
+    assert main(argv) == code
+    captured = capsys.readouterr()
+    return captured.out, captured.err.splitlines()
+
+
+def _matches(lines: list[str], patterns: list[str]) -> None:
+    """``lines`` are ``patterns`` (regular expressions), in order, one for one."""
+    assert len(lines) == len(patterns), "\n".join(lines)
+    for line, pattern in zip(lines, patterns):
+        assert re.fullmatch(pattern, line), (line, pattern)
+
+
+def _size(path) -> str:
+    return re.escape(_progress.size_text(path.stat().st_size))
+
+
+def test_schema_draft_says_reading_and_drafting_and_prints_the_same_schema(wall, capsys, monkeypatch, caplog):
+    data, _, schema = wall
+    label = schema.label.column
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        out, err = _run(capsys, ["schema", "draft", str(data), "--label", label])
+        frame = pd.read_csv(data, na_values=["?"], skipinitialspace=True)
+        drafted = draft_schema(frame, label, name=data.stem)
+        monkeypatch.setattr(_schema_cmd, "say", lambda _: None)  # the same command, its progress silenced
+        quiet_out, quiet_err = _run(capsys, ["schema", "draft", str(data), "--label", label])
+    stages = [line for line in err if not line.startswith("warning:")]
+    _matches(
+        stages,
+        [
+            re.escape(f"reading {data} ({_progress.size_text(data.stat().st_size)}) ..."),
+            f"      read in {DURATION}",
+            re.escape("drafting the schema from 400 rows ..."),
+            f"      drafted in {DURATION}",
+        ],
+    )
+    assert out == quiet_out == _schema_cmd._DRAFT_HEADER + drafted.to_toml()  # the results, unchanged
+    assert [line for line in quiet_err if not line.startswith("warning:")] == []
+    assert not [r for r in caplog.records if "drafting" in r.getMessage() or "read in" in r.getMessage()]
+
+
+def test_schema_check_says_its_steps_in_order_and_its_report_is_unchanged(wall, capsys, monkeypatch):
+    data, schema_path, _ = wall
+    argv = ["schema", "check", str(schema_path), str(data)]
+    out, err = _run(capsys, argv)
+    _matches(
+        err,
+        [
+            re.escape(f"checking {data} ({_progress.size_text(data.stat().st_size)}) under the schema's rules ..."),
+            re.escape("      400 rows read; applying the schema's rules to each ..."),
+            r"      counting missing and clipped values in \d+ columns \.\.\.",
+            f"      checked in {DURATION}",
+        ],
+    )
+    monkeypatch.setattr(_schema_cmd, "say", lambda _: None)
+    quiet_out, quiet_err = _run(capsys, argv)
+    assert out == quiet_out and quiet_err == [] and "rows read: 400; rows kept: 400" in out
+
+
+def _node_config(data, schema_path, tmp_path) -> str:
+    from edprf_fl.cli._main import main as edprf
+
+    policy = tmp_path / "policy.toml"
+    argv = ["party", "init-policy", "--schema", str(schema_path), "--party-id", "hospital-a", "--output", str(policy)]
+    assert edprf(argv) == 0
+    paths = {"data-path": data, "schema-path": schema_path, "policy-path": policy, "ledger-path": tmp_path / "l.sqlite"}
+    return " ".join(f"{k}='{v}'" for k, v in paths.items())
+
+
+def test_party_check_says_the_data_files_read_and_quiet_says_nothing_of_it(wall, tmp_path, capsys, monkeypatch):
+    data, schema_path, _ = wall
+    argv = ["party", "check", "--node-config", _node_config(data, schema_path, tmp_path)]
+    out, err = _run(capsys, argv)
+    _matches(
+        err,
+        [
+            re.escape(f"reading {data} through the schema's rules ..."),
+            re.escape("      400 rows read; applying the schema's rules to each ..."),
+            r"      counting missing and clipped values in \d+ columns \.\.\.",
+            f"      checked in {DURATION}",
+        ],
+    )
+    assert out.endswith("hospital-a: no problem found\n") and "rows read: 400; rows kept: 400" in out
+    monkeypatch.setattr(_model_args, "say", lambda _: None)  # party check's progress printer
+    quiet_out, quiet_err = _run(capsys, argv)
+    assert out == quiet_out and quiet_err == []
+    monkeypatch.undo()
+    _, err = _run(capsys, [*argv, "--quiet"])
+    assert err == []  # --quiet: problems and notes only, and no progress
+
+
+def _grid(seen: list[str], clock, said: list[str], parties: int = 4) -> tuple[InProcessGrid, list[int]]:
+    app = ClientApp()
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        seen.append(f"party-{context.node_config['partition-id']:04d}")
+        return Message(RecordDict({"r": ConfigRecord({"ok": 1})}), reply_to=msg)
+
+    node_ids = [21 + k for k in range(parties)]
+    nodes = {
+        node: (
+            app,
+            Context(
+                run_id=5,
+                node_id=node,
+                node_config={"partition-id": k, "num-partitions": parties},
+                state=RecordDict(),
+                run_config={},
+            ),
+        )
+        for k, node in enumerate(node_ids)
+    }
+    return InProcessGrid(Run.create_empty(run_id=5), nodes, clock=clock, progress=said.append), node_ids
+
+
+def _train_round(grid: InProcessGrid, node_ids: list[int], timeout: float | None) -> list[Message]:
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 5, SUPERLINK_NODE_ID, 1
+    try:
+        sent = [
+            Message(RecordDict({"q": ConfigRecord({"x": 1})}), dst_node_id=node, message_type=MessageType.TRAIN)
+            for node in node_ids
+        ]
+        return list(grid.send_and_receive(sent, timeout=timeout))
+    finally:
+        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
+
+def test_a_simulated_party_whose_turn_comes_after_the_round_timeout_is_named():
+    """The grid looks at its clock once at the start and once per message: 0 (deadline 10), then 3, 6, 9 before
+    the first three parties (delivered), 12 before the fourth (past the deadline: no reply)."""
+    seen, said = [], []
+    ticks = iter(np.arange(0.0, 100.0, 3.0))
+    grid, node_ids = _grid(seen, lambda: float(next(ticks)), said)
+    replies = _train_round(grid, node_ids, timeout=10.0)
+    assert seen == ["party-0000", "party-0001", "party-0002"] and len(replies) == 3
+    # a count line when 5 s have passed since the start (at 6) and since that line (12 is 6 s after 6)
+    assert said == [
+        "      trained 1 of 4 parties",
+        "      trained 3 of 4 parties",
+        "      party-0003 missed the round timeout (10 s): its train request got no reply",
+    ]
+
+
+def test_the_parties_count_is_throttled_to_one_line_every_five_seconds_of_the_grids_clock():
+    seen, said = [], []
+    ticks = iter([0.0, 1.0, 2.0, 4.0, 5.5, 6.0, 9.0, 10.4, 11.0, 50.0])  # start, then before each party
+    grid, node_ids = _grid(seen, lambda: next(ticks), said, parties=9)
+    assert len(_train_round(grid, node_ids, timeout=None)) == 9  # no timeout: every party answers
+    # the look before party k+1 counts k parties done: a line at 5.5 (3 done, 5.5 s after the start), at 11.0
+    # (7 done, 5.5 s after 5.5; not at 10.4, 4.9 s after) and at 50.0 (8 done); none after the last party
+    assert said == ["      trained 3 of 9 parties", "      trained 7 of 9 parties", "      trained 8 of 9 parties"]
+
+
+def test_a_party_the_coordinator_heard_nothing_from_within_the_round_timeout_is_named_after_a_ray_run():
+    fed = {
+        "parties": [
+            {"party_id": "party-0000", "node_id": 7, "status": "accepted", "reason": ""},
+            {"party_id": None, "node_id": 8, "status": "no_reply", "reason": "timeout"},
+            {"party_id": "party-0002", "node_id": 9, "status": "no_reply", "reason": "timeout", "readiness_only": True},
+            {"party_id": "party-0003", "node_id": 10, "status": "failed", "reason": "client_error"},
+        ]
+    }
+    assert missed_timeout_lines(fed, 300.0) == [
+        "      node 8 missed the round timeout (5 min 00 s): its train request got no reply"
+    ]
+
+
+def test_simulate_says_each_stage_in_order_with_its_duration_and_prints_its_report_on_stdout(wall, tmp_path, capsys):
+    data, schema_path, _ = wall
+    out_dir = tmp_path / "run"
+    argv = ["simulate", "--data", str(data), "--schema", str(schema_path), "--parties", "2", "--output", str(out_dir)]
+    out, err = _run(capsys, argv)
+    stages = [line for line in err if not line.startswith(("      each party holds out", "      each party chooses"))]
+    _matches(
+        stages,
+        [
+            re.escape(f"[1/4] reading {data} ({_progress.size_text(data.stat().st_size)}) ..."),
+            f"      read in {DURATION}",
+            re.escape("      wall.csv: ") + r"\d+ training rows split among 2 parties .*",
+            re.escape(f"      writing the parties' workspace {out_dir / 'workspace'} ..."),
+            f"      written in {DURATION}",
+            re.escape("[2/4] running the federation: 2 Flower ClientApps and the ServerApp (in-process engine) ..."),
+            r"\[3/4\] federation done in .*: 2 trees from 2 parties",
+            re.escape("[4/4] training the baselines: central eDPRF, each party alone, a non-private forest ..."),
+            r"      central eDPRF: 5 draws, the estimator's own trees on \d+ rows \.\.\.",
+            f"      done in {DURATION}",
+            re.escape("      each party alone: 10 fits (2 parties x 5 draws) ..."),
+            f"      done in {DURATION}",
+            r"      non-private forest: 100 trees on \d+ rows \.\.\.",
+            f"      done in {DURATION}",
+            f"      baselines trained in {DURATION}",
+        ],
+    )
+    assert "central eDPRF" in out and "model: " in out  # the report, on stdout
+    assert not any(line in out for line in err)  # and no progress line there
