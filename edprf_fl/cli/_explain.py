@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 from ._arg_types import SEP_TAB_HELP as _TAB
 from ._arg_types import separator
-from ._model_args import add_pooling_argument
+from ._model_args import add_pooling_argument, say
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from edprf_fl.simulation import Progress
 
 __all__ = ["FileRow", "load_forest", "read_row", "register", "run_explain"]
 
@@ -104,17 +106,30 @@ class FileRow:
 
 
 def read_row(
-    path: Path, schema, *, row: int | None = None, line: int | None = None, sep: str = ",", header: bool = True
+    path: Path,
+    schema,
+    *,
+    row: int | None = None,
+    line: int | None = None,
+    sep: str = ",",
+    header: bool = True,
+    progress: Progress | None = None,
 ) -> FileRow:
     """The record numbered ``row`` (from 0) or on file line ``line`` of the caller's file.
 
     Read by :func:`edprf_core.tables.stream_rows`, the reader of ``edprf predict`` and ``edprf evaluate``: the
-    same lines are records (blank lines are not), numbered alike, with the same cells.
+    same lines are records (blank lines are not), numbered alike, with the same cells.  ``progress`` receives,
+    at most every :data:`~edprf_fl.simulation.PROGRESS_EVERY` seconds, how many rows have been read so far (a
+    row far down a large file): none for a row found sooner.
     """
     import numpy as np
 
     from edprf_core.count_text import count_text
     from edprf_core.tables import stream_rows
+    from edprf_fl.simulation import Throttle, quiet
+
+    throttle = Throttle(progress or quiet)
+    wanted = f"row {row}" if row is not None else f"line {line}"
 
     if (row is None) == (line is None):
         raise ValueError("give exactly one of --row and --line")
@@ -133,6 +148,7 @@ def read_row(
             cells = chunk.frame[list(schema.feature_names)].iloc[k : k + 1].reset_index(drop=True)
             return FileRow(cells, int(chunk.line_numbers[k]), str(chunk.malformed[k]))
         seen += len(chunk.line_numbers)
+        throttle.tick(lambda seen=seen: f"      {count_text(seen, 'row')} read so far, looking for {wanted}")
     if line is not None:
         raise ValueError(f"{path}: no row on line {line} (blank lines, the header and lines past the end hold none)")
     raise ValueError(f"{path}: no row {row}: the file has {count_text(seen, 'row')}, numbered from 0")
@@ -145,7 +161,9 @@ def run_explain(args: argparse.Namespace) -> int:
     from edprf_core.prediction import score_rows
 
     forest = load_forest(args.model, args.keys)
-    found = read_row(args.data, forest.schema, row=args.row, line=args.line, sep=args.sep, header=not args.no_header)
+    found = read_row(
+        args.data, forest.schema, row=args.row, line=args.line, sep=args.sep, header=not args.no_header, progress=say
+    )
     where = f"line {found.line} of {args.data}"
     if found.malformed:
         raise ValueError(f"{where} is malformed ({found.malformed}); `edprf predict` scores no such row")

@@ -132,3 +132,19 @@ def test_durations_read_as_people_read_them(seconds, text):
 )
 def test_sizes_read_as_file_managers_show_them(size, text):
     assert _progress.size_text(size) == text
+
+
+def test_explain_counts_the_rows_read_while_it_looks_for_a_row_and_its_explanation_is_unchanged(
+    tmp_path, bank_model, capsys, monkeypatch
+):
+    data = _data(tmp_path)
+    argv = ["explain", str(bank_model["model"]), str(data), "--row", "4"]
+    out, err = _run(capsys, monkeypatch, argv, every=0.0)  # a count line after every chunk read past the row
+    assert err == []  # the row is in the first chunk: found before any count
+    quiet_out, _ = _run(capsys, monkeypatch, argv, every=1e9)
+    assert out == quiet_out and out.startswith(f"model: {bank_model['model']} (")
+    monkeypatch.setattr(_progress, "PROGRESS_EVERY", 0.0)
+    capsys.readouterr()
+    assert main([*argv[:3], "--row", "99"]) == 1  # past the end: every chunk read, then the error
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"      {ROWS} rows read so far, looking for row 99" and "no row 99" in err[1], err
