@@ -44,6 +44,7 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
+from edprf_core.count_text import count_text
 from edprf_fl import raise_if_interrupted
 
 from ._progress import Progress, Throttle, _quiet, seconds_text
@@ -177,6 +178,10 @@ class InProcessGrid(Grid):
                     )
                 break
             ids.append(self._deliver(message))
+        if ids and messages[0].metadata.message_type in _DONE:  # a train or evaluate round (not readiness)
+            done = _DONE[messages[0].metadata.message_type]
+            seconds = seconds_text(self._clock() - start)
+            self._progress(f"      {done} {len(ids)} of {count_text(len(messages), 'party', 'parties')} in {seconds}")
         return list(self.pull_messages(ids))
 
     def _party_name(self, node_id: int) -> str:

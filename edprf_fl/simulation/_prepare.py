@@ -87,7 +87,8 @@ def load_simulation_data(
     schema = load_schema(settings.schema)
     with stage(progress, f"[1/4] reading {file_text(settings.data)} ...", "      read"):
         X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header, labels="text")
-    keep, problems = conforming_rows(X, y, schema)
+    with stage(progress, f"      applying the schema's rules to {count_text(len(X), 'row')} ...", "      applied"):
+        keep, problems = conforming_rows(X, y, schema)
     for note in problems:
         progress(f"      {note}; those rows are left out")
     if not keep.any():

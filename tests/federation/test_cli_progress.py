@@ -176,7 +176,8 @@ def _train_round(grid: InProcessGrid, node_ids: list[int], timeout: float | None
 
 def test_a_simulated_party_whose_turn_comes_after_the_round_timeout_is_named():
     """The grid looks at its clock once at the start and once per message: 0 (deadline 10), then 3, 6, 9 before
-    the first three parties (delivered), 12 before the fourth (past the deadline: no reply)."""
+    the first three parties (delivered), 12 before the fourth (past the deadline: no reply); 15 at the round's
+    end."""
     seen, said = [], []
     ticks = iter(np.arange(0.0, 100.0, 3.0))
     grid, node_ids = _grid(seen, lambda: float(next(ticks)), said)
@@ -187,17 +188,23 @@ def test_a_simulated_party_whose_turn_comes_after_the_round_timeout_is_named():
         "      trained 1 of 4 parties",
         "      trained 3 of 4 parties",
         "      party-0003 missed the round timeout (10 s): its train request got no reply",
+        "      trained 3 of 4 parties in 15 s",
     ]
 
 
 def test_the_parties_count_is_throttled_to_one_line_every_five_seconds_of_the_grids_clock():
     seen, said = [], []
-    ticks = iter([0.0, 1.0, 2.0, 4.0, 5.5, 6.0, 9.0, 10.4, 11.0, 50.0])  # start, then before each party
+    ticks = iter([0.0, 1.0, 2.0, 4.0, 5.5, 6.0, 9.0, 10.4, 11.0, 50.0, 51.0])  # start, before each party, end
     grid, node_ids = _grid(seen, lambda: next(ticks), said, parties=9)
     assert len(_train_round(grid, node_ids, timeout=None)) == 9  # no timeout: every party answers
     # the look before party k+1 counts k parties done: a line at 5.5 (3 done, 5.5 s after the start), at 11.0
-    # (7 done, 5.5 s after 5.5; not at 10.4, 4.9 s after) and at 50.0 (8 done); none after the last party
-    assert said == ["      trained 3 of 9 parties", "      trained 7 of 9 parties", "      trained 8 of 9 parties"]
+    # (7 done, 5.5 s after 5.5; not at 10.4, 4.9 s after) and at 50.0 (8 done); the round's line at its end
+    assert said == [
+        "      trained 3 of 9 parties",
+        "      trained 7 of 9 parties",
+        "      trained 8 of 9 parties",
+        "      trained 9 of 9 parties in 51 s",
+    ]
 
 
 def test_a_party_the_coordinator_heard_nothing_from_within_the_round_timeout_is_named_after_a_ray_run():
@@ -219,16 +226,20 @@ def test_simulate_says_each_stage_in_order_with_its_duration_and_prints_its_repo
     out_dir = tmp_path / "run"
     argv = ["simulate", "--data", str(data), "--schema", str(schema_path), "--parties", "2", "--output", str(out_dir)]
     out, err = _run(capsys, argv)
-    stages = [line for line in err if not line.startswith(("      each party holds out", "      each party chooses"))]
+    skipped = ("      each party holds out", "      each party chooses", "      evaluated ")  # evaluation: if held out
+    stages = [line for line in err if not line.startswith(skipped)]
     _matches(
         stages,
         [
             re.escape(f"[1/4] reading {data} ({_progress.size_text(data.stat().st_size)}) ..."),
             f"      read in {DURATION}",
+            re.escape("      applying the schema's rules to 400 rows ..."),
+            f"      applied in {DURATION}",
             re.escape("      wall.csv: ") + r"\d+ training rows split among 2 parties .*",
             re.escape(f"      writing the parties' workspace {out_dir / 'workspace'} ..."),
             f"      written in {DURATION}",
             re.escape("[2/4] running the federation: 2 Flower ClientApps and the ServerApp (in-process engine) ..."),
+            f"      trained 2 of 2 parties in {DURATION}",
             r"\[3/4\] federation done in .*: 2 trees from 2 parties",
             re.escape("[4/4] training the baselines: central eDPRF, each party alone, a non-private forest ..."),
             r"      central eDPRF: 5 draws, the estimator's own trees on \d+ rows \.\.\.",
