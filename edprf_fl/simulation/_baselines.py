@@ -28,6 +28,9 @@ embedded data."""
 PARTY_ALONE_FITS = 100
 """At most this many fits for the each-party-alone rows (parties x draws), at least one draw."""
 
+_RF_TREES, _RF_BATCH = 100, 10
+"""Trees of the non-private reference forest, and how many are grown between two looks at the progress clock."""
+
 _DRAW_STRIDE = 104_729  # a draw's seed offset (a prime far from the parties' stride)
 
 _SAMPLE_STREAM = 0xBA5E
@@ -159,13 +162,20 @@ def train_baselines(
     classes = np.asarray(schema.classes)
     y_true = classes[encode_labels(y_test, schema)]
     # all cores: the trees are the same whatever n_jobs (their seeds are drawn first), only built at once
-    rf = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=-1)
-    with stage(progress, f"      non-private forest: 100 trees on {count_text(len(pooled), 'row')} ..."):
-        rf.fit(raw_features(X_train.iloc[pooled], schema), encode_labels(y_train.iloc[pooled], schema))
+    # grown _RF_BATCH trees at a time (warm start: the same trees as one fit, their seeds drawn in the same
+    # order), so that a count line can say how far it is
+    rf = RandomForestClassifier(n_estimators=_RF_BATCH, random_state=settings.seed, n_jobs=-1, warm_start=True)
+    with stage(progress, f"      non-private forest: {_RF_TREES} trees on {count_text(len(pooled), 'row')} ..."):
+        features, codes = raw_features(X_train.iloc[pooled], schema), encode_labels(y_train.iloc[pooled], schema)
+        throttle = Throttle(progress)
+        for grown in range(_RF_BATCH, _RF_TREES + 1, _RF_BATCH):
+            rf.set_params(n_estimators=grown)
+            rf.fit(features, codes)
+            throttle.tick(lambda grown=grown: f"      grown {grown} of {_RF_TREES} trees")
         proba = np.zeros((len(X_test), len(classes)))
         proba[:, rf.classes_] = rf.predict_proba(raw_features(X_test, schema))
     out["non_private_rf"] = classification_metrics(y_true, proba, classes) | {
-        "n_trees": 100,
+        "n_trees": _RF_TREES,
         "training_rows": len(pooled),
     }
     majority = np.bincount(encode_labels(y_train.iloc[pooled], schema), minlength=len(classes)).astype(float)

@@ -253,3 +253,29 @@ def test_simulate_says_each_stage_in_order_with_its_duration_and_prints_its_repo
     )
     assert "central eDPRF" in out and "model: " in out  # the report, on stdout
     assert not any(line in out for line in err)  # and no progress line there
+
+
+def test_the_baselines_count_their_fits_and_trees_and_their_metrics_do_not_depend_on_it(tmp_path, monkeypatch):
+    """With ``PROGRESS_EVERY = 0`` every fit (and every batch of 10 trees of the non-private forest) says its count;
+    the metrics are those of a run that says nothing (research seeds: the same fits)."""
+    from edprf_fl.simulation import SimulationSettings, prepare_workspace, train_baselines
+
+    settings = SimulationSettings(parties=2, seed=0)
+    workspace = prepare_workspace(settings, tmp_path / "out")
+    said: list[str] = []
+    monkeypatch.setattr(_progress, "PROGRESS_EVERY", 0.0)
+    loud = train_baselines(settings, workspace, said.append)
+    counts = [line for line in said if "fitted" in line or "grown" in line]
+    assert counts == [
+        *(f"      fitted {k} of 5 central draws" for k in range(1, 6)),
+        *(f"      fitted {k} of 10 party-alone models" for k in range(1, 11)),
+        *(f"      grown {k} of 100 trees" for k in range(10, 101, 10)),
+    ]
+    starts = [line for line in said if line.endswith(" ...")]
+    assert [line.split(":")[0] for line in starts] == [
+        "      central eDPRF",
+        "      each party alone",
+        "      non-private forest",
+    ]
+    monkeypatch.setattr(_progress, "PROGRESS_EVERY", 1e9)
+    assert train_baselines(settings, workspace) == loud
