@@ -279,3 +279,20 @@ def test_the_baselines_count_their_fits_and_trees_and_their_metrics_do_not_depen
     ]
     monkeypatch.setattr(_progress, "PROGRESS_EVERY", 1e9)
     assert train_baselines(settings, workspace) == loud
+    # the forest grown 10 trees at a time is the forest of one fit of 100 trees (what the baseline was before)
+    from sklearn.ensemble import RandomForestClassifier
+
+    from edprf_core.encoding import encode_labels
+    from edprf_fl.simulation import raw_features
+    from edprf_fl.simulation._baselines import baseline_rows
+    from server import classification_metrics
+
+    pooled, _ = baseline_rows(settings, workspace.parts)
+    schema, X, y = workspace.schema, workspace.X_train.iloc[pooled], workspace.y_train.iloc[pooled]
+    whole = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=-1)
+    whole.fit(raw_features(X, schema), encode_labels(y, schema))
+    classes = np.asarray(schema.classes)
+    proba = np.zeros((len(workspace.X_test), len(classes)))
+    proba[:, whole.classes_] = whole.predict_proba(raw_features(workspace.X_test, schema))
+    expected = classification_metrics(classes[encode_labels(workspace.y_test, schema)], proba, classes)
+    assert {k: loud["non_private_rf"][k] for k in expected} == expected  # the Brier score too: the same forest
