@@ -117,9 +117,13 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
 
     import numpy as np
 
-    split = split_rows(settings, X, y)
-    X_train, y_train, X_test, y_test = split.X_train, split.y_train, split.X_test, split.y_test
-    how, parts = partition_training_rows(settings, X_train, y_train)
+    said = progress if settings.data is not None else _quiet  # a file's rows (the embedded data split at once)
+    with stage(
+        said, f"      splitting {count_text(len(X), 'row')} among the test set and the parties ...", "      split"
+    ):
+        split = split_rows(settings, X, y)
+        X_train, y_train, X_test, y_test = split.X_train, split.y_train, split.X_test, split.y_test
+        how, parts = partition_training_rows(settings, X_train, y_train)
     y_train = y_train.copy()
     for p in settings.shuffled_label_parties:
         rows = parts[p]

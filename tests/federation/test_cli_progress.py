@@ -235,6 +235,8 @@ def test_simulate_says_each_stage_in_order_with_its_duration_and_prints_its_repo
             f"      read in {DURATION}",
             re.escape("      applying the schema's rules to 400 rows ..."),
             f"      applied in {DURATION}",
+            re.escape("      splitting 400 rows among the test set and the parties ..."),
+            f"      split in {DURATION}",
             re.escape("      wall.csv: ") + r"\d+ training rows split among 2 parties .*",
             re.escape(f"      writing the parties' workspace {out_dir / 'workspace'} ..."),
             f"      written in {DURATION}",

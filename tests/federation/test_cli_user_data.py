@@ -614,7 +614,8 @@ def test_a_class_too_rare_for_the_stratified_test_split_is_named_with_its_flag_a
     said = err.splitlines()  # the data file's read and its rules applied (progress), then the error
     assert said[0].startswith(f"[1/4] reading {data} (") and said[1].startswith("      read in "), err
     assert said[2].startswith("      applying the schema's rules to ") and said[3].startswith("      applied in "), err
-    assert said[4].startswith(
+    assert said[4].startswith("      splitting 40 rows among the test set and the parties ...")
+    assert said[5].startswith(
         "edprf simulate: error: the split into training and central test rows (--test-size 0.2) is stratified: "
         "every class keeps its share on both sides; class 'yes' (1 row) of the data has fewer than the 2 rows this "
         "needs: add rows of that class, or leave it out of the data and of the schema's classes"
