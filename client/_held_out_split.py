@@ -43,8 +43,8 @@ def keyed_uniform(rows: pd.DataFrame, schema: Schema, salt: str) -> NDArray[np.f
 def held_out_rows(rows: pd.DataFrame, schema: Schema, salt: str, fraction: float) -> NDArray[np.bool_]:
     """Per row, whether it is held out: ``keyed_uniform(rows, schema, salt) < fraction``, as integers in one pass.
 
-    ``rows``: the schema's feature columns and its label (a text column may be a categorical of its texts:
-    each distinct text is read once).  With ``k = h >> 11`` the uniform is ``k / 2**53`` exactly, and for an
+    ``rows``: a frame holding the schema's feature columns and its label, in any order, with any other columns
+    (ignored ones: not read); a text column may be a categorical of its texts (each distinct text read once).  With ``k = h >> 11`` the uniform is ``k / 2**53`` exactly, and for an
     integer ``k``, ``k / 2**53 < fraction`` holds if and only if ``k < ceil(fraction * 2**53)`` (the product is
     exact: a power of two), that is ``h < ceil(fraction * 2**53) << 11``.
     """
@@ -56,12 +56,18 @@ def held_out_rows(rows: pd.DataFrame, schema: Schema, salt: str, fraction: float
 
 
 def _row_hashes(rows: pd.DataFrame, schema: Schema, key: str) -> NDArray[np.uint64]:
-    """Each row's hash: its columns' keyed hashes folded as CPython folds a tuple's hashes (as pandas does)."""
-    n, width = rows.shape
+    """Each row's hash: the keyed hashes of its features' and its label's readings, in the schema's order, folded
+    as CPython folds a tuple's hashes (as pandas does).
+
+    Only the columns the schema reads, in its order: an ignored column (an identifier, a note) is not read, and a
+    file whose header orders the columns otherwise puts each row on the same side.
+    """
+    read = [*schema.feature_names, schema.label.column]
+    n, width = len(rows), len(read)
     out = np.full(n, 0x345678, dtype=np.uint64)
     factor = np.uint64(1000003)
-    for i, (name, column) in enumerate(rows.items()):
-        out ^= _column_hashes(column, schema, str(name), key)
+    for i, name in enumerate(read):
+        out ^= _column_hashes(rows[name], schema, name, key)
         out *= factor
         factor += np.uint64(82520 + 2 * (width - i))
     out += np.uint64(97531)

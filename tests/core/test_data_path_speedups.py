@@ -430,3 +430,20 @@ def test_a_column_of_many_chunks_is_numbered_in_order_of_first_appearance(string
     same = _numbered(chunks)  # the Arrow column itself, as a text file's reader gives it
     np.testing.assert_array_equal(same.codes, got.codes)
     assert same.dtype == got.dtype
+
+
+def test_a_file_with_an_ignored_column_splits_by_the_columns_the_schema_reads(tmp_path):
+    """A declared ignored column (an identifier) is not read, so it is not hashed: the party loads its file, and
+    the same records with other identifiers, or with the columns in another order, fall on the same sides."""
+    schema = Schema.from_toml(SCHEMA_TOML.replace("ignored_columns = []", 'ignored_columns = ["pid"]'))
+    X, y = _messy_table(400)
+    rows = pd.concat([X, y], axis=1)
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    rows.assign(pid=[f"p{i}" for i in range(len(rows))]).to_csv(first, index=False)
+    reordered = rows.assign(pid=[f"other-{i}" for i in range(len(rows))])[["outcome", "pid", *X.columns[::-1]]]
+    reordered.to_csv(second, index=False)
+    a = load_local_data(first, schema, 0.3, SALT)
+    b = load_local_data(second, schema, 0.3, SALT)
+    assert len(a.X_holdout) and len(a.X_train)
+    pd.testing.assert_index_equal(a.X_holdout.index, b.X_holdout.index)
+    pd.testing.assert_index_equal(a.X_train.index, b.X_train.index)
