@@ -55,10 +55,19 @@ MULTICLASS_THRESHOLD_NOTE = (
 
 MISSING_LABEL_SHARE = 0.05
 """Above this share of DATA's rows left out for a missing or undeclared label (or with any undeclared label),
-``evaluate`` prints a banner above the report and exits 2 unless ``--allow-missing-labels``."""
+``evaluate`` prints a banner above the report and exits :data:`SUBSET_EXIT` unless ``--allow-missing-labels``."""
 
-SUBSET_EXIT = 2
-"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`MISSING_LABEL_SHARE`)."""
+SUBSET_EXIT = 5
+"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`MISSING_LABEL_SHARE`).  Not
+2 (argparse's wrong option), 3 (a signature that does not verify) nor 4 (a clipped column); when a clipped column
+and a subset both apply, this one."""
+
+EXIT_STATUS_NOTE = (
+    "exit status: 0 the report; 1 an error; 2 a wrong option; 3 a signature that does not verify; 4 a column "
+    "clipped to its bounds in 20% or more of its rows (unless --allow-clipped); 5 metrics on a subset of the rows "
+    "(unless --allow-missing-labels); when both 4 and 5 apply, 5 (the report is written with either)"
+)
+"""``evaluate``'s exit statuses (its help's epilog)."""
 
 ROWS_KEYS_NOTE = (
     "rows partitions DATA's rows: ok and clipped were scored and evaluated (clipped: some value clipped to the "
@@ -81,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "calibration and threshold tables.  Without --positive-class, a two-class model's report is of its last "
             "declared class (the output says which).  Exact statistics of DATA, not differentially private."
         ),
-        epilog=MULTICLASS_THRESHOLD_NOTE,
+        epilog=f"{MULTICLASS_THRESHOLD_NOTE}.  {EXIT_STATUS_NOTE}",
         allow_abbrev=False,
     )
     add_model_arguments(p)
@@ -117,9 +126,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-missing-labels",
         action="store_true",
         help=(
-            f"exit 0 even when more than {MISSING_LABEL_SHARE:.0%}% of the rows were left out for a missing label or "
+            f"do not exit {SUBSET_EXIT} when more than {MISSING_LABEL_SHARE:.0%}% of the rows were left out for a missing label or "
             "when some label is not a declared class (the report still carries the banner); by default such a run "
-            "exits 2: its metrics are on a subset, which may be biased"
+            f"exits {SUBSET_EXIT}: its metrics are on a subset, which may be biased"
         ),
     )
     p.set_defaults(handler=run_evaluate)

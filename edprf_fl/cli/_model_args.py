@@ -101,7 +101,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-clipped",
         action="store_true",
-        help=f"exit 0 even when a continuous column of DATA lies outside its declared bounds in "
+        help=f"do not exit {EXIT_CLIPPED} when a continuous column of DATA lies outside its declared bounds in "
         f"{CLIPPED_EXIT_SHARE * 100:.0f}%% or more of its rows (clipped to the bound: every such prediction is made from the "
         f"bound, usually data in other units than the schema, e.g. glucose in mmol/L against mg/dL); without it "
         f"the command still writes its results and then exits {EXIT_CLIPPED}",

@@ -12,6 +12,7 @@ from edprf_core import example_schema, load_embedded
 from edprf_core.encoding import encode_labels
 from edprf_core.metrics import clinical_report
 from edprf_fl.cli import main
+from edprf_fl.cli._evaluate_cmd import SUBSET_EXIT
 from protocol import load_classifier
 
 
@@ -169,7 +170,7 @@ def test_evaluate_on_a_subset_of_the_rows_says_so_above_the_report_and_exits_2(t
     model = str(bank_model["model"])
     data = _relabelled(tmp_path, bank_model, 99, {i: ("Yes" if i % 2 else "No") for i in range(49)})
     out_json = tmp_path / "subset.json"
-    assert main(["evaluate", model, str(data), "--json", str(out_json)]) == 2
+    assert main(["evaluate", model, str(data), "--json", str(out_json)]) == SUBSET_EXIT
     captured = capsys.readouterr()
     banner = "WARNING: metrics on 50 of 99 rows: 49 were left out, 49 of them for their label"
     assert banner in captured.out and banner in captured.err and "may be biased" in captured.out
@@ -191,12 +192,12 @@ def test_missing_labels_above_5_percent_exit_2_and_at_most_5_percent_do_not(tmp_
     assert main(["evaluate", model, str(five)]) == 0
     assert "WARNING: metrics on" not in capsys.readouterr().out
     six = _relabelled(tmp_path, bank_model, 100, dict.fromkeys(range(6), ""), "six.csv")
-    assert main(["evaluate", model, str(six)]) == 2
+    assert main(["evaluate", model, str(six)]) == SUBSET_EXIT
     assert "WARNING: metrics on 94 of 100 rows: 6 were left out, 6 of them for their label (6 missing" in (
         capsys.readouterr().out
     )
     one = _relabelled(tmp_path, bank_model, 100, {0: "YES"}, "one.csv")
-    assert main(["evaluate", model, str(one)]) == 2
+    assert main(["evaluate", model, str(one)]) == SUBSET_EXIT
     assert "(0 missing, 1 not a declared class" in capsys.readouterr().out
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from edprf_fl.cli import main
+from edprf_fl.cli._evaluate_cmd import SUBSET_EXIT
 
 DECIMAL_HINT = "decimal comma? "
 POINT = "the schema reads '.' as the decimal point"
@@ -118,7 +119,7 @@ def test_evaluate_names_undeclared_labels_and_their_case(tmp_path, bank_model, c
     data = tmp_path / "labels.csv"
     frame.to_csv(data, index=False)
     assert (
-        main(["evaluate", str(bank_model["model"]), str(data)]) == 2
+        main(["evaluate", str(bank_model["model"]), str(data)]) == SUBSET_EXIT
     )  # undeclared labels: metrics on a subset (exit 2)
     out = capsys.readouterr().out
     assert "4 with a missing or undeclared label" in out
@@ -128,7 +129,7 @@ def test_evaluate_names_undeclared_labels_and_their_case(tmp_path, bank_model, c
     ) in out
     frame.loc[4:9, "y"] = [f"v{i}" for i in range(6)]  # more than four distinct values: the most frequent first
     frame.to_csv(data, index=False)
-    assert main(["evaluate", str(bank_model["model"]), str(data)]) == 2
+    assert main(["evaluate", str(bank_model["model"]), str(data)]) == SUBSET_EXIT
     assert "'Yes' (2 rows), 'maybe' (1 row), 'v0' (1 row), 'v1' (1 row) and 4 other values" in capsys.readouterr().out
 
 
