@@ -265,8 +265,9 @@ def delong_auc(positive: ArrayLike, score: ArrayLike) -> Estimate:
     return _logit_auc(auc, se, smaller, AUC_METHOD)
 
 
-def brier_estimate(squared_errors: ArrayLike) -> Estimate:
-    """Mean of per-row squared errors with a 95 % interval on the log scale.
+def brier_estimate(squared_errors: ArrayLike, maximum: float = 2.0) -> Estimate:
+    """Mean of per-row squared errors with a 95 % interval on the log scale, capped at ``maximum`` (the scale's
+    largest value: 1 for a binary Brier score, 2 for the sum over classes).
 
     ``mean * exp(+/- t * SE / mean)`` with ``SE = sd / sqrt(n)`` and Student's t at ``n - 1`` degrees of freedom:
     squared errors are strongly right-skewed (most rows near 0, a few near 1), and a symmetric interval around the
@@ -277,12 +278,12 @@ def brier_estimate(squared_errors: ArrayLike) -> Estimate:
         return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, BRIER_METHOD)
     mean = float(e.mean())
     if e.size < 2:
-        return Estimate(mean, 0.0, 2.0, BRIER_METHOD + " (too few rows for a variance: widest interval)")
+        return Estimate(mean, 0.0, maximum, BRIER_METHOD + " (too few rows for a variance: widest interval)")
     se = float(e.std(ddof=1)) / math.sqrt(e.size)
     if mean <= 0.0 or se <= 0.0:
         return Estimate(mean, mean, mean, BRIER_METHOD)
     factor = math.exp(_t95(e.size - 1) * se / mean)
-    return Estimate(mean, mean / factor, min(2.0, mean * factor), BRIER_METHOD)
+    return Estimate(mean, mean / factor, min(maximum, mean * factor), BRIER_METHOD)
 
 
 LOGIT_CLIP = 1e-6
@@ -562,7 +563,7 @@ def _one_vs_rest(
         ppv=wilson_interval(tp, tp + fp),
         npv=wilson_interval(tn, tn + fn),
         roc_auc=delong_auc(positive, score),
-        brier=brier_estimate((score - positive) ** 2),
+        brier=brier_estimate((score - positive) ** 2, maximum=1.0),
         calibration=_calibration(positive, score, n_bins),
         thresholds=tuple(_threshold_row(positive, score, t) for t in thresholds),
     )

@@ -29,8 +29,13 @@ _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
+_GZIP = b"\x1f\x8b"
+"""A gzip stream (a compressed file without the ``.gz`` its reader needs to see it as one)."""
+
 SAVE_AS_CSV = "an Excel workbook: save it as CSV (UTF-8) (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')"
 RESAVE_UTF8 = "UTF-16 text: re-save as CSV UTF-8 (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')"
+GZIP_NAME = "a gzip-compressed file: name it with .gz (e.g. data.csv.gz), or decompress it (gunzip)"
+BINARY = "a binary file, not CSV text (a database, an archive, another tool's format?): export the table as CSV UTF-8"
 
 
 def _head(path: Path) -> bytes:
@@ -46,17 +51,32 @@ def _head(path: Path) -> bytes:
 
 def foreign_format_text(path: str | Path) -> str:
     """``"PATH: an Excel workbook: save it as CSV (UTF-8) ..."`` or ``"PATH: UTF-16 text: re-save as CSV UTF-8
-    ..."`` when the file's first bytes say so (a zip or OLE signature; a UTF-16 byte-order mark, or NUL bytes,
-    which UTF-8 CSV text never holds); ``""`` otherwise, and for Parquet files (``.parquet``, ``.pq``)."""
+    ..."`` when the file's first bytes say so (a zip or OLE signature; a UTF-16 byte-order mark, or a NUL in every
+    other byte); a gzip stream without ``.gz``, and any other NUL bytes (which UTF-8 CSV text never holds), are
+    named too; ``""`` otherwise, and for Parquet files (``.parquet``, ``.pq``)."""
     p = Path(path)
     if p.suffix.lower() in (".parquet", ".pq") or not p.is_file():
         return ""
     head = _head(p)
     if head.startswith((_ZIP, _OLE)):
         return f"{p}: {SAVE_AS_CSV}"
-    if head.startswith(_UTF16_BOMS) or b"\x00" in head:
+    if head.startswith(_GZIP):
+        return f"{p}: {GZIP_NAME}"
+    if head.startswith(_UTF16_BOMS) or _utf16_like(head):
         return f"{p}: {RESAVE_UTF8}"
+    if b"\x00" in head:
+        return f"{p}: {BINARY}"
     return ""
+
+
+def _utf16_like(head: bytes) -> bool:
+    """Text of mostly ASCII characters in UTF-16 without a byte-order mark: a NUL in every other byte (odd
+    positions: little-endian; even: big-endian), for at least 90 % of the pairs read."""
+    pairs = len(head) // 2
+    if pairs < 2:
+        return False
+    odd, even = head[1 : 2 * pairs : 2], head[0 : 2 * pairs : 2]
+    return max(odd.count(0), even.count(0)) >= 0.9 * pairs
 
 
 def not_utf8_text(path: str | Path) -> str:

@@ -206,7 +206,8 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
         grids[spec["marginals"]["input"]] = spec["marginals"]["n_bins"]
     if isinstance(X, pd.DataFrame):  # as edprf predict: columns the schema does not read (an identifier) are ignored
         names = set(schema.feature_names)
-        X = X[[c for c in X.columns if c in names]]
+        if names <= {str(c) for c in X.columns}:  # else as_frame names the missing ones, with a near miss among all
+            X = X[[c for c in X.columns if str(c) in names]]
     frame = as_frame(X, schema)
     warn_if_clipped(frame, schema, stacklevel=2)
     inputs: dict[str, NDArray[np.float64]] = {}

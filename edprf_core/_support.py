@@ -33,6 +33,12 @@ are named.  An empty region is caught unless its noise happens to exceed ``Z_SCO
 fewer training rows than about ``Z_SCORE`` noise standard deviations is flagged too: its counts cannot be told
 from noise.
 
+Limits (not measured here): a federation's marginals are the parties' histograms summed after each was floored
+at its own release range, which biases the noise of an empty bin upwards, so more than the ~2 % of empty bins
+may pass as evidence; and the rule "any feature's bin" flags more ordinary rows as the number of features grows
+or ε shrinks (a thin bin of one feature is enough).  Read ``low`` as "some of this row's evidence is noise",
+and the named features as where.
+
 Privacy: post-processing only.  The rule reads released values (the clamped noisy leaf counts, the noisy
 marginals, the tree structure) and public parameters (the ε each count spent, the relation, the number of
 features); no row of any party is read and no ε is spent (post-processing theorem).  The caller's rows only

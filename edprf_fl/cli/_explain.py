@@ -180,8 +180,9 @@ def run_explain(args: argparse.Namespace) -> int:
     support = str(verdict.support[0])
     if support.startswith("low"):
         print(
-            f"support: {support}: the released counts behind this row ({support[5:]}) are within noise, so the "
-            "model knows nothing there: its probability is near the prior, not evidence"
+            f"support: {support}: the released counts behind this row ({support[5:]}) are within noise: the model "
+            "knows nothing about this row's value there, and that part of its probability is the prior's, not "
+            "evidence (the other features still count)"
         )
     print("\n".join(explanation.lines(max(1, args.show_trees))))
     return 0

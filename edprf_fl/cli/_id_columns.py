@@ -39,7 +39,7 @@ def _header(path: Path, sep: str) -> list[str]:
         import pyarrow.parquet as pq
 
         return list(pq.read_schema(path).names)
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as handle:
             for line in handle:

@@ -249,3 +249,13 @@ def test_calibration_slope_and_intercept_are_the_logistic_recalibration_fits():
     assert c.calibration_slope.low <= 1.0 <= c.calibration_slope.high
     assert c.calibration_intercept.low <= 0.0 <= c.calibration_intercept.high
     assert clinical_report(np.arange(30) % 3, np.full((30, 3), 1 / 3), [0, 1, 2]).calibration_slope is None
+
+
+def test_a_brier_interval_stays_on_its_scale():
+    """A binary Brier score lies in [0, 1]: its interval too, however few and wrong the rows (the log-scale upper
+    end of 3 rows with squared errors 0.01, 0.01 and 0.81 passes 1)."""
+    from edprf_core._clinical_metrics import brier_estimate
+
+    errors = np.array([0.01, 0.01, 0.81])
+    assert brier_estimate(errors, maximum=1.0).high <= 1.0 < brier_estimate(errors).high
+    assert brier_estimate(errors[:1], maximum=1.0).high == 1.0

@@ -3,6 +3,7 @@ schema draft and schema check; --sep '\\t' and --sep tab mean a tab wherever --s
 
 from __future__ import annotations
 
+import gzip
 import zipfile
 
 import pandas as pd
@@ -81,3 +82,26 @@ def test_a_tab_separator_is_accepted_by_its_name(tmp_path, capsys, bank_model, g
     assert main(["schema", "check", str(bank_model["schema"]), str(tsv), "--sep", given]) == 0
     assert main(["schema", "draft", str(tsv), "--label", "y", "--sep", given]) == 0
     assert build_parser().parse_args(["simulate", "--sep", given]).sep == "\t"
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        (gzip.compress(b"age,balance\n30,100\n"), "a gzip-compressed file: name it with .gz"),
+        ("age,balance\n30,100\n".encode("utf-16-le"), "UTF-16 text"),  # no byte-order mark
+        (b"SQLite format 3\x00\x10\x00\x01\x01\x00@  ", "a binary file, not CSV text"),
+        (b"age,balance\n30,100\n", None),
+    ],
+    ids=["gzip-without-gz", "utf16-no-bom", "sqlite", "csv"],
+)
+def test_a_file_is_named_by_what_its_first_bytes_are(tmp_path, content, named):
+    """Only UTF-16 text is told to re-save it as UTF-8; a gzip stream without .gz and other binary files get
+    their own advice (any NUL byte used to read as UTF-16)."""
+    from edprf_core.tables import foreign_format_text
+
+    path = tmp_path / "data.csv"
+    path.write_bytes(content)
+    said = foreign_format_text(path)
+    assert (named in said) if named else said == ""
+    if named and "UTF-16" not in named:
+        assert "UTF-16" not in said

@@ -26,3 +26,6 @@ def test_extra_columns_are_ignored_and_a_missing_feature_is_refused(bank_model):
         np.testing.assert_array_equal(fed[name], plain[name])
     with pytest.raises(DataValidationError, match=r"missing columns \['age'\]"):
         onnx_inputs(hospital.drop(columns=["age"]), spec)
+    misspelt = hospital.rename(columns={"age": "Age"})  # the near miss is named, though other columns are extra
+    with pytest.raises(DataValidationError, match=r"missing columns \['age'\].*'Age'"):
+        onnx_inputs(misspelt, spec)
