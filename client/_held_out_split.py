@@ -36,7 +36,10 @@ _MISSING = np.iinfo(np.uint64).max
 
 
 def keyed_uniform(rows: pd.DataFrame, schema: Schema, salt: str) -> NDArray[np.float64]:
-    """A uniform number in [0, 1) per row, from a hash of the row's readings keyed with ``salt``."""
+    """A uniform number in [0, 1) per row, from a hash of the row's readings keyed with ``salt``.
+
+    Privacy cost: none (a per-record map, see the module docstring).
+    """
     return (_row_hashes(rows, schema, salt[:16]) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
@@ -47,6 +50,8 @@ def held_out_rows(rows: pd.DataFrame, schema: Schema, salt: str, fraction: float
     (ignored ones: not read); a text column may be a categorical of its texts (each distinct text read once).  With ``k = h >> 11`` the uniform is ``k / 2**53`` exactly, and for an
     integer ``k``, ``k / 2**53 < fraction`` holds if and only if ``k < ceil(fraction * 2**53)`` (the product is
     exact: a power of two), that is ``h < ceil(fraction * 2**53) << 11``.
+
+    Privacy cost: none (a per-record map: neighbouring files give neighbouring training and held-out rows).
     """
     hashed = _row_hashes(rows, schema, salt[:16])
     bound = math.ceil(fraction * float(1 << 53)) << 11

@@ -115,7 +115,10 @@ FEW_EVENTS = 30
 
 
 def few_events_note(smaller: int) -> str:
-    """The report's note when the smaller class has fewer than :data:`FEW_EVENTS` rows (else ``""``)."""
+    """The report's note when the smaller class has fewer than :data:`FEW_EVENTS` rows (else ``""``).
+
+    Privacy cost: none (text about a count of the caller's own rows).
+    """
     if smaller >= FEW_EVENTS:
         return ""
     return (
@@ -272,6 +275,8 @@ def brier_estimate(squared_errors: ArrayLike, maximum: float = 2.0) -> Estimate:
     ``mean * exp(+/- t * SE / mean)`` with ``SE = sd / sqrt(n)`` and Student's t at ``n - 1`` degrees of freedom:
     squared errors are strongly right-skewed (most rows near 0, a few near 1), and a symmetric interval around the
     mean fell short on the right (coverage 0.90 at n = 100 against 0.93 for this one, module docstring).
+
+    Privacy cost: none, and not DP: exact statistics of the caller's own rows (as every figure of :func:`clinical_report`).
     """
     e = np.asarray(squared_errors, dtype=np.float64)
     if e.size == 0:
@@ -345,6 +350,8 @@ def calibration_slope_intercept(positive: ArrayLike, probability: ArrayLike) -> 
     Intercept: calibration-in-the-large, ``a`` of ``logit P(y) = a + logit(p)`` with the slope fixed at 1 (0 when
     the mean risk is right; above 0, the risks are too low on average).  ``p`` is clipped to
     ``[LOGIT_CLIP, 1 - LOGIT_CLIP]``.  NaN when undefined (a class absent, fewer than 3 rows, or no convergence).
+
+    Privacy cost: none, and not DP: exact statistics of the caller's own rows (as every figure of :func:`clinical_report`).
     """
     y = np.asarray(positive, dtype=bool).astype(np.float64)
     p = np.clip(np.asarray(probability, dtype=np.float64), LOGIT_CLIP, 1.0 - LOGIT_CLIP)

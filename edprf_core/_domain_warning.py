@@ -85,6 +85,8 @@ def warn_if_clipped(X: ArrayLike | pd.DataFrame, schema: Schema, *, stacklevel: 
 def clipping_message(columns: dict[str, ClippedColumn]) -> str:
     """The text of :func:`warn_if_clipped` for ``columns`` (:func:`clipped_columns`' result, or
     :meth:`ClippingTally.columns`), ``""`` when no column shows the evidence of other units (:func:`units_evidence`).
+
+    Privacy cost: none (local text about the caller's own rows; never released).
     """
     worst = sorted(((column.share, name) for name, column in columns.items() if units_evidence(column)), reverse=True)
     if not worst:

@@ -53,7 +53,10 @@ def foreign_format_text(path: str | Path) -> str:
     """``"PATH: an Excel workbook: save it as CSV (UTF-8) ..."`` or ``"PATH: UTF-16 text: re-save as CSV UTF-8
     ..."`` when the file's first bytes say so (a zip or OLE signature; a UTF-16 byte-order mark, or a NUL in every
     other byte); a gzip stream without ``.gz``, and any other NUL bytes (which UTF-8 CSV text never holds), are
-    named too; ``""`` otherwise, and for Parquet files (``.parquet``, ``.pq``)."""
+    named too; ``""`` otherwise, and for Parquet files (``.parquet``, ``.pq``).
+
+    Privacy cost: none (reads the caller's own file on its own machine; nothing is released).
+    """
     p = Path(path)
     if p.suffix.lower() in (".parquet", ".pq") or not p.is_file():
         return ""
@@ -81,7 +84,10 @@ def _utf16_like(head: bytes) -> bool:
 
 def not_utf8_text(path: str | Path) -> str:
     """``"PATH: line N holds bytes that are not valid UTF-8 ...; re-encode it, ..."`` for the first such line of
-    the file (decompressed for ``.gz``), ``""`` when every line is UTF-8."""
+    the file (decompressed for ``.gz``), ``""`` when every line is UTF-8.
+
+    Privacy cost: none (reads the caller's own file on its own machine; nothing is released).
+    """
     p = Path(path)
     opener = gzip.open if p.suffix.lower() == ".gz" else open
     with opener(p, "rb") as handle:

@@ -191,7 +191,10 @@ def row_support(forest: DPForest, X: ArrayLike | pd.DataFrame) -> RowSupport:
 
 def support_of_codes(forest: DPForest, codes: NDArray[np.int32], X: ArrayLike | pd.DataFrame) -> RowSupport:
     """:func:`row_support` of rows already encoded on ``forest.grid`` (``codes``); ``X``, the same rows, is
-    encoded again only when the marginals part has its own grid."""
+    encoded again only when the marginals part has its own grid.
+
+    Privacy cost: none (as :func:`row_support`: post-processing of released values and public parameters).
+    """
     n = codes.shape[0]
     names = tuple(forest.schema.feature_names)
     node_values, has = _leaf_low(forest)

@@ -317,6 +317,8 @@ def read_columns(
     ``large``: the columns are Arrow's ``large_string`` (as pandas holds text); without, ``string``, whose chunks
     (one or a few per block of the file) hold their cells' offsets in 4 bytes instead of 8: a third less memory
     for a file of short cells, the same texts.
+
+    Privacy cost: none (reads the caller's own file; a row's fate depends on that row alone, as in :func:`read_table`).
     """
     if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
         raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
