@@ -555,12 +555,13 @@ def _data(
         )
 
 
-READ_MEMORY_PER_FILE_BYTE = 3.0
-"""Peak memory of a party's read (``load_local_data``) per byte of its CSV, rounded up from a measurement: 5.0 GB
-(4,899,396 KB maximum resident) on a 1.93 GB file of 10^7 rows and 30 columns, amounts with many distinct values
-(2.6 times; 3.3 times on its first 2*10^6 rows, where the interpreter's own 0.12 GB weighs more), by
-``/usr/bin/time -f "%e s, %M KB" python -c "...load_local_data(FILE, load_schema(SCHEMA), 0.1, '0' * 32)"``.
-(11.7 GB before the reader held the file once, as Arrow text with 4-byte offsets let go column by column.)"""
+READ_MEMORY_PER_FILE_BYTE = 3.5
+"""Peak memory of a party's read and fit (``load_local_data``, then ``EDPRFClassifier.fit`` with ε 1) per byte of
+its CSV, rounded up from measurements (``/usr/bin/time -f "%e s, %M KB"``) on a 1.93 GB file of 10^7 rows and 30
+columns, amounts with many distinct values: 4.89 GB (2.5 times; the read alone 4.90 GB) and 1.40 GB on its
+first 2*10^6 rows (3.6 times, where the interpreter's own 0.12 GB weighs more).  (The read alone took 11.7 GB
+before it held the file once, as Arrow text with 4-byte offsets let go column by column; the fit 2.46 GB on the
+2*10^6 rows before it counted the marginals one feature at a time.)"""
 
 
 def _available_memory() -> int | None:
@@ -587,14 +588,14 @@ def _read_memory(path: Path, report: PreflightReport, available: int | None = No
         return
     gib = 2.0**30
     said = (
-        f"reading this {size / gib:.1f} GiB file takes about {need / gib:.0f} GiB of memory ({READ_MEMORY_PER_FILE_BYTE:g} "
+        f"reading and training on this {size / gib:.1f} GiB file takes about {need / gib:.0f} GiB of memory ({READ_MEMORY_PER_FILE_BYTE:g} "
         f"times its size) and this machine has {available / gib:.0f} GiB available"
     )
     if need > available:
         report._add(
             "problem",
             path,
-            f"{said}: the party would run out of memory reading it, before training; serve it from a machine with "
+            f"{said}: the party would run out of memory reading it or training on it; serve it from a machine with "
             "more memory, or split the data among parties",
         )
     else:

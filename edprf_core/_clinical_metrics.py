@@ -236,7 +236,9 @@ def _logit_auc(auc: float, se: float, smaller: int, method: str) -> Estimate:
         return Estimate(_UNDEFINED, _UNDEFINED, _UNDEFINED, method)
     if not math.isfinite(se) or smaller < 2:
         return Estimate(auc, 0.0, 1.0, method + " (too few rows for a variance: widest interval)")
-    if auc >= 1.0 or auc <= 0.0 or se <= 0.0:
+    if 0.0 < auc < 1.0 and se <= 0.0:  # e.g. every score the same (AUC 1/2): no spread to build an interval on
+        return Estimate(auc, 0.0, 1.0, method + " (no spread in the scores: widest interval)")
+    if auc >= 1.0 or auc <= 0.0:
         bound = 0.025 ** (1.0 / smaller)
         if auc >= 0.5:
             return Estimate(auc, min(auc, bound), 1.0, method + " (AUC at 1: exact bound of concordant pairs)")

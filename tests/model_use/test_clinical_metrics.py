@@ -259,3 +259,14 @@ def test_a_brier_interval_stays_on_its_scale():
     errors = np.array([0.01, 0.01, 0.81])
     assert brier_estimate(errors, maximum=1.0).high <= 1.0 < brier_estimate(errors).high
     assert brier_estimate(errors[:1], maximum=1.0).high == 1.0
+
+
+def test_the_auc_of_constant_scores_gets_no_exact_bound_label():
+    """Every score the same: AUC 1/2 and DeLong's SE 0; the interval is the widest, said so, never the bound
+    meant for an AUC of 1 (which printed [0.5, 1.0] "AUC at 1: exact bound" for a majority-class row)."""
+    from edprf_core._clinical_metrics import delong_auc
+
+    positive = np.array([True] * 10 + [False] * 30)
+    estimate = delong_auc(positive, np.full(positive.size, 0.3))
+    assert estimate.value == 0.5 and (estimate.low, estimate.high) == (0.0, 1.0)
+    assert "AUC at 1" not in estimate.method and "no spread" in estimate.method
