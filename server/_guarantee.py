@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from edprf_core import DPForest
+from edprf_core.count_text import count_text
 from edprf_core.forest import large_epsilon_note
 from protocol import RefusalReason
 
@@ -108,8 +109,12 @@ def _named(parties: list[str]) -> str:
     return f"{', '.join(parties[:5])}{', ...' if len(parties) > 5 else ''}"
 
 
-def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
-    """The run's privacy statement: per-record total from the spends, then the model's own statement."""
+def federation_guarantee(forest: DPForest, spends: list[PartySpend], not_selected: int = 0) -> str:
+    """The run's privacy statement: per-record total from the spends, then the model's own statement.
+
+    ``spends``: the parties whose trees are in the model; ``not_selected``: how many more released (and spent
+    their release ε, as much as the others) but were left out by selective aggregation.
+    """
     if not spends:
         return forest.guarantee()
     top = max(spends, key=lambda s: s.total)
@@ -125,6 +130,13 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend]) -> str:
         + "). "
         + _evaluation_overlap(forest, evaluated)
     )
+    if not_selected:
+        spent += (
+            f" {count_text(not_selected, 'more party', 'more parties')} released and spent their release epsilon in "
+            "this run, their trees left out by selective aggregation: the parties kept were chosen on the "
+            "coordinator's own validation rows (post-processing of the releases, not DP with respect to those "
+            "rows)."
+        )
     if resumed:
         spent += (
             f" Newly charged by this run: epsilon = {max(s.new for s in spends):g} per party at most; the "

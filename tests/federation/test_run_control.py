@@ -148,6 +148,9 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     assert resumed.startswith("Spent for this model: epsilon = 1.1 per record at most")
     assert "Newly charged by this run: epsilon = 0.1 per party at most" in resumed
     assert "releases of 2 of the 2 parties were resent" in resumed
+    selected = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)], not_selected=4)
+    assert "4 more parties released and spent their release epsilon in this run" in selected
+    assert "chosen on the coordinator's own validation rows" in selected and "more part" not in fresh
 
 
 def test_failure_text_and_summary_name_parties_by_id():

@@ -212,6 +212,9 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     view = load_global_model(tmp_path / "global-model.edprf")
     assert "party-0003" not in view.parties and sorted(view.parties) == sorted(selection["kept"])
     assert view.manifest["selection"] == selection
+    if selection["dropped"]:  # they spent their release epsilon too: the guarantee says so, and how they were chosen
+        assert "left out by selective aggregation" in fed["guarantee"]
+        assert f"{len(selection['dropped'])} more part" in fed["guarantee"]
 
 
 class _SlowTokens:
