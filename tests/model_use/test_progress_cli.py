@@ -60,7 +60,7 @@ def test_predict_says_its_stages_in_order_on_stderr_and_stdout_is_unchanged(tmp_
     assert err[err.index(start) + 5].startswith("predicted 5 rows (5 ok, ")
     quiet_out, quiet_err = _run(capsys, monkeypatch, argv, every=1e9)  # the throttle says no count line
     assert [line for line in _progress_lines(quiet_err) if "so far" in line] == []
-    assert out == quiet_out and out.startswith("line,status,detail,p_no,p_yes,predicted\n")
+    assert out == quiet_out and out.startswith("line,status,detail,p_no,p_yes,predicted,support\n")
     assert len(out.splitlines()) == ROWS + 1 and "rows" not in out
     # the file written by -o holds the same bytes as stdout: the results are unchanged by progress
     target = tmp_path / "out.csv"
