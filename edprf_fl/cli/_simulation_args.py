@@ -76,7 +76,7 @@ def depth_or_auto(text: str) -> int | str:
 
 
 def refuse_unused_partition_options(args: argparse.Namespace, partitions: Collection[str]) -> None:
-    """Refuse ``--alpha`` (absent from ``args`` unless given) when no run splits its rows by a Dirichlet draw, and
+    """Refuse ``--alpha`` (absent from ``args`` unless given) or ``edprf sweep``'s ``--alphas`` when no run splits its rows by a Dirichlet draw, and
     ``--column`` when no run splits them by a column's values: either would be ignored without a word.
 
     Raises
@@ -85,6 +85,11 @@ def refuse_unused_partition_options(args: argparse.Namespace, partitions: Collec
         ``--alpha`` given and ``dirichlet`` not among ``partitions``, or ``--column`` given and ``column`` not.
     """
     shown = ", ".join(partitions)
+    if getattr(args, "alphas", None) and "dirichlet" not in partitions:  # edprf sweep's list of alphas
+        raise ValueError(
+            f"--alphas {','.join(f'{a:g}' for a in args.alphas)} are concentrations of the dirichlet partition, and "
+            f"the partition here is {shown}: drop --alphas, or add dirichlet to --partitions"
+        )
     if hasattr(args, "alpha") and "dirichlet" not in partitions:
         raise ValueError(
             f"--alpha {args.alpha:g} is the concentration of the dirichlet partition, and the partition here is "

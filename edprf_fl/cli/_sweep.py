@@ -47,6 +47,7 @@ _LIST_FLAGS = {
     "epsilon": "--epsilons",
     "parties": "--parties-list",
     "partition": "--partitions",
+    "alpha": "--alphas",
     "max_depth": "--max-depths",
     "n_trees": "--n-trees-list",
 }
@@ -82,7 +83,8 @@ _DESCRIPTION = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
-        help="simulated federations over a grid of epsilon, parties, skew, depth and trees (seeded research runs)",
+        help="simulated federations over a grid of epsilon, parties, skew (partition, Dirichlet alpha), depth and "
+        "trees (seeded research runs)",
         description=_DESCRIPTION,
     )
     add_federation_arguments(p, fixed=_SET_BY_EACH_RUN, one_value_of=_LIST_FLAGS)
@@ -101,6 +103,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_words,
         default=None,
         help=f"comma-separated: iid,dirichlet,column {_default_text('partition')}",
+    )
+    p.add_argument(
+        "--alphas",
+        type=_floats,
+        default=None,
+        help="comma-separated Dirichlet concentrations, the skew axis: each dirichlet configuration runs with "
+        "each (an iid or column configuration once, alpha not applying) (default: --alpha, else "
+        f"{DEFAULTS.alpha:g})",
     )
     p.add_argument(
         "--max-depths",

@@ -78,7 +78,8 @@ def report_title(report: SimulationReport) -> str:
 
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
-    """``accuracy_vs_<axis>.png`` for each axis with two values or more; the files written (none without matplotlib).
+    """``accuracy_vs_<axis>.png`` for each axis with two values or more among the runs ``rows`` (``configs``: the
+    grid, kept for callers; the rows say which configurations ran); the files written (none without matplotlib).
 
     Each title says what the runs are: seeded research runs, not differentially private (and a drafted schema).
     """
@@ -92,18 +93,22 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
     written = []
     n_seeds = len({r["seed"] for r in rows})
     what = _sweep_runs_text(rows, n_seeds)
-    for axis in ("epsilon", "parties", "max_depth", "n_trees"):
-        xs = sorted({c[axis] for c in configs}, key=_axis_order)
+    for axis in ("epsilon", "parties", "alpha", "max_depth", "n_trees"):
+        # the runs' configurations (a row holds its alpha even when its configuration left it to the base
+        # settings); along alpha the dirichlet ones only (the others hold none)
+        grid = [dict(zip(SWEEP_AXES, c)) for c in dict.fromkeys(tuple(r.get(k, "") for k in SWEEP_AXES) for r in rows)]
+        grid = [c for c in grid if axis != "alpha" or c["partition"] == "dirichlet"]
+        xs = sorted({c[axis] for c in grid}, key=_axis_order)
         if len(xs) < 2:
             continue
         positions = list(range(len(xs))) if any(isinstance(x, str) for x in xs) else xs  # 'auto' among depths
         fig, ax = plt.subplots(figsize=(8.5, 4.0))
         others = [k for k in SWEEP_AXES if k != axis]
-        keys = sorted({tuple(c[k] for k in others) for c in configs}, key=lambda key: tuple(map(_axis_order, key)))
-        varying = [k for k in others if len({c[k] for c in configs}) > 1]
+        keys = sorted({tuple(c[k] for k in others) for c in grid}, key=lambda key: tuple(map(_axis_order, key)))
+        varying = [k for k in others if len({c[k] for c in grid}) > 1]
         spread = n_seeds > 1
         for i, key in enumerate(keys):
-            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying)
+            label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying and v != "")
             means, spreads = _series(rows, axis, xs, others, key, "federated_accuracy")
             ax.errorbar(
                 positions,
@@ -128,7 +133,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
-        if axis in ("parties", "max_depth", "n_trees"):
+        if axis in ("parties", "max_depth", "n_trees", "alpha"):
             ax.set_xticks(positions, [str(x) for x in xs])  # counts: integer ticks only
         if _log_scaled(axis, xs):  # 0.25 .. 8: evenly spaced doublings, not a crowded left end
             ax.set_xscale("log")
@@ -146,12 +151,12 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
 
 
 LOG_SCALE_SPAN = 5.0
-"""An epsilon axis whose largest value is more than this many times its smallest is drawn on a log scale."""
+"""An epsilon (or alpha) axis whose largest value is more than this many times its smallest is drawn on a log scale."""
 
 
 def _log_scaled(axis: str, xs: Sequence[Any]) -> bool:
     """Whether the sweep plot along ``axis`` uses a log scale: epsilon spanning more than :data:`LOG_SCALE_SPAN`."""
-    return axis == "epsilon" and min(xs) > 0 and max(xs) / min(xs) > LOG_SCALE_SPAN
+    return axis in ("epsilon", "alpha") and min(xs) > 0 and max(xs) / min(xs) > LOG_SCALE_SPAN
 
 
 def _series(
@@ -166,7 +171,7 @@ def _series(
     axes hold ``key`` (NaN where no run, or a single one for the spread)."""
     import numpy as np
 
-    sel = [[r[column] for r in rows if r[axis] == x and tuple(r[k] for k in others) == key] for x in xs]
+    sel = [[r[column] for r in rows if r.get(axis, "") == x and tuple(r.get(k, "") for k in others) == key] for x in xs]
     means = [float(np.nanmean(v)) if v else float("nan") for v in sel]
     spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in sel]
     return means, spreads

@@ -21,8 +21,11 @@ from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
 __all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
 
-SWEEP_AXES = ("epsilon", "parties", "partition", "max_depth", "n_trees")
-"""The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns."""
+SWEEP_AXES = ("epsilon", "parties", "partition", "alpha", "max_depth", "n_trees")
+"""The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns.
+
+``alpha`` (the Dirichlet concentration, the skew axis) applies to dirichlet partitions only: a configuration of
+another partition holds ``""`` there and is not repeated for each alpha."""
 
 _RESEARCH_RUN: Mapping[str, Any] = {"seeded_noise": True, "evaluation_epsilon": 0.0, "party_holdout": 0.0}
 """What every run of a sweep sets, whatever the base settings (and its ``seed``: :func:`sweep_seeds`)."""
@@ -103,7 +106,13 @@ def sweep_grid(
     """
     run_seeds = sweep_seeds(seeds, seed_start)
     axes = {axis: values.get(axis) or [getattr(base, axis)] for axis in SWEEP_AXES}
-    configs = [dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES))]
+    combos = (dict(zip(SWEEP_AXES, combo)) for combo in itertools.product(*(axes[k] for k in SWEEP_AXES)))
+    # alpha only for dirichlet partitions: an iid or column configuration once, not once per alpha
+    unique = {
+        tuple(c.items()): c
+        for c in ({**c, "alpha": c["alpha"] if c["partition"] == "dirichlet" else ""} for c in combos)
+    }
+    configs = list(unique.values())
     for config in configs:
         _settings_of(base, config, seed=0)
     from ._prepare import check_release_size, load_simulation_data
@@ -124,19 +133,26 @@ def _check_partitions(
     from ._prepare import partition_training_rows, split_rows
 
     split = split_rows(_settings_of(base, configs[0], seed=seed), X, y)
-    for parties, partition in dict.fromkeys((c["parties"], c["partition"]) for c in configs):
-        settings = replace(base, parties=parties, partition=partition, seed=seed)
+    for parties, partition, alpha in dict.fromkeys((c["parties"], c["partition"], c.get("alpha", "")) for c in configs):
+        settings = replace(base, parties=parties, partition=partition, seed=seed, **_alpha_setting(alpha))
         try:
             partition_training_rows(settings, split.X_train, split.y_train)
         except ValueError as exc:
+            named = f", alpha {alpha:g}" if alpha != "" else ""
             raise ValueError(
-                f"parties {parties}, partition {partition}, seed {seed}: {exc} (checked before the first run)"
+                f"parties {parties}, partition {partition}{named}, seed {seed}: {exc} (checked before the first run)"
             ) from None
 
 
 def _settings_of(base: SimulationSettings, config: Mapping[str, Any], seed: int) -> SimulationSettings:
     """One run of a sweep: ``config`` on ``base``, seeded noise, no evaluation round (:data:`_RESEARCH_RUN`)."""
-    return replace(base, **config, **_RESEARCH_RUN, seed=seed)
+    axes = {k: v for k, v in config.items() if k != "alpha"}
+    return replace(base, **axes, **_alpha_setting(config.get("alpha", "")), **_RESEARCH_RUN, seed=seed)
+
+
+def _alpha_setting(alpha: Any) -> dict[str, Any]:
+    """``{"alpha": alpha}``, or nothing for a configuration without one (``""``: not a dirichlet partition)."""
+    return {} if alpha in ("", None) else {"alpha": alpha}
 
 
 def run_sweep(
@@ -193,8 +209,10 @@ def run_sweep(
 
 
 def _alpha_of(base: SimulationSettings, config: Mapping[str, Any]) -> float | str:
-    """The Dirichlet concentration of a dirichlet configuration; "" for the others."""
-    return base.alpha if config["partition"] == "dirichlet" else ""
+    """The Dirichlet concentration of a dirichlet configuration (its own, else ``base``'s); "" for the others."""
+    if config["partition"] != "dirichlet":
+        return ""
+    return config.get("alpha") or base.alpha
 
 
 def _refusals(report: SimulationReport) -> str:
@@ -241,7 +259,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
     mean and largest depth the parties grew; notes on configurations with refused parties or a one-class model."""
     n_seeds = len({r["seed"] for r in rows})
     with_alpha = any(c["partition"] == "dirichlet" for c in configs)
-    keys = [*SWEEP_AXES[:3], *(["alpha"] if with_alpha else []), *SWEEP_AXES[3:]]
+    keys = [k for k in SWEEP_AXES if k != "alpha" or with_alpha]
     extra = ["central model", "party depths (mean, max)", "accepted"]
     lines = [
         _research_note(rows),
@@ -253,7 +271,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
     ]
     refused, one_class = [], []
     for config in configs:
-        sel = [r for r in rows if all(r[k] == config[k] for k in SWEEP_AXES)]
+        sel = [r for r in rows if all(r.get(k) == config[k] for k in SWEEP_AXES if k in config)]
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
         cells += [_mean_and_spread([r[key] for r in sel], n_seeds) for key, _ in _TABLE_COLUMNS]
         cells.append(_central_model_text(sel))
@@ -345,4 +363,4 @@ def _accepted_text(accepted: Sequence[int], parties: int) -> str:
 
 
 def _config_text(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {config[k]}" for k in SWEEP_AXES)
+    return ", ".join(f"{k} {config[k]}" for k in SWEEP_AXES if config.get(k, "") != "")
