@@ -229,6 +229,8 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
     ev = report.federated_metrics
     depths = sorted(p["max_depth"] for p in fed["parties"] if p.get("max_depth"))
+    marginals = fed.get("marginals") or {}  # {} without the marginals part (more than two classes, say)
+    central = base.get("central_edprf", {})
     return {
         "depths_used": " ".join(map(str, depths)),  # what each party grew (auto: its own)
         "federated_accuracy": ev.get("accuracy", nan),
@@ -242,6 +244,14 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         # estimator's own choice of trees and depth with max_depth auto (:data:`_CENTRAL_RULE`)
         "central_n_trees": base.get("central_edprf", {}).get("n_trees", ""),
         "central_max_depth": base.get("central_edprf", {}).get("max_depth", ""),
+        # the marginals part (two classes): the share of each party's rows spent on one-way class histograms,
+        # so the depth and trees axes act on the rest; each part alone on the central test rows (report.json)
+        "marginals_share": marginals.get("share", 0.0),
+        "marginals_bins": marginals.get("bins", ""),
+        "federated_trees_alone_accuracy": marginals.get("test_accuracy_trees_alone", nan),
+        "federated_marginals_alone_accuracy": marginals.get("test_accuracy_marginals_alone", nan),
+        "central_marginals_share": central.get("marginals_share", ""),
+        "central_residual_pass": central.get("residual_pass", ""),
         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
@@ -265,6 +275,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         _research_note(rows),
         _spread_text(n_seeds),
         _DEPTHS_TEXT + (_AUTO_DEPTH_TEXT if any(c["max_depth"] == "auto" for c in configs) else ""),
+        *_marginals_lines(rows),
         "",
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
         "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
@@ -301,6 +312,29 @@ _AUTO_DEPTH_TEXT = (
     "(a dirichlet partition) the big parties can grow deeper trees than an even split allows: one reason a "
     "dirichlet partition can beat iid with many parties."
 )
+
+
+def _marginals_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the marginals part of two-class runs takes (none without one): the rows the depth and trees act on."""
+    shares = sorted({float(r["marginals_share"]) for r in rows if _number(r.get("marginals_share")) > 0})
+    if not shares:
+        return []
+    shown = f"{100 * shares[0]:g}" if len(shares) == 1 else f"{100 * shares[0]:g}-{100 * shares[-1]:g}"
+    text = (
+        f"Marginals: on two classes each party spends {shown}% of its rows on one-way class histograms (the "
+        "marginals part), so the depth and trees axes act on the rest only; the central model likewise "
+        "(sweep.csv: marginals_share, marginals_bins, federated_trees_alone_accuracy, "
+        "federated_marginals_alone_accuracy, central_marginals_share, central_residual_pass)."
+    )
+    return [text]
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float (``""``, None or text: 0)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _spread_text(n_seeds: int) -> str:

@@ -69,3 +69,33 @@ def test_alphas_without_a_dirichlet_partition_or_beside_alpha_are_refused(tmp_pa
     ):
         assert main(["sweep", *argv, "--output", str(tmp_path / "out")]) == 1
         assert said in capsys.readouterr().err
+
+
+# 2. (S2 #4) the marginals part
+
+
+@pytest.fixture(scope="module")
+def bank_sweep(tmp_path_factory):
+    """One real two-class run (embedded bank data, 2 parties, depth 2; ~8 s), its sweep.csv and sweep.md."""
+    out = tmp_path_factory.mktemp("bank") / "sweep"
+    argv = ["sweep", "--dataset", "bank_marketing", "--epsilons", "1", "--seeds", "1", "--parties", "2"]
+    assert main([*argv, "--max-depth", "2", "--engine", "in-process", "--output", str(out)]) == 0
+    [row] = _csv_rows(out / "sweep.csv")
+    return out, row, (out / "sweep.md").read_text()
+
+
+def test_the_marginals_part_is_in_the_csv_and_said_in_the_table(bank_sweep):
+    """On two classes 90% of each party's rows go to class histograms; sweep.md said nothing of it."""
+    import json
+
+    out, row, table = bank_sweep
+    marginals = json.loads((out / "run-0000" / "report.json").read_text())["marginals"]
+    assert marginals["share"] > 0  # the run has a marginals part: what the columns must carry
+    assert float(row["marginals_share"]) == marginals["share"]
+    assert int(row["marginals_bins"]) == marginals["bins"]
+    assert float(row["federated_trees_alone_accuracy"]) == marginals["test_accuracy_trees_alone"]
+    assert float(row["federated_marginals_alone_accuracy"]) == marginals["test_accuracy_marginals_alone"]
+    assert 0 < float(row["central_marginals_share"]) < 1 and row["central_residual_pass"] in ("True", "False")
+    share = f"{100 * marginals['share']:g}%"
+    assert f"each party spends {share} of its rows on one-way class histograms" in table
+    assert "the depth and trees axes act on the rest only" in table
