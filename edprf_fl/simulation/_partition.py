@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Partitioning", "partition_rows"]
+__all__ = ["Partitioning", "partition_rows", "partition_summary", "partition_warnings"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,45 @@ def partition_rows(
             donor = int(np.argmax([o.size for o in out]))
             out[p], out[donor] = out[donor][:1], out[donor][1:]
     return out
+
+
+def partition_summary(
+    labels: pd.Series, parts: list[np.ndarray], classes: list, holdout: float = 0.0
+) -> dict[str, dict[str, object]]:
+    """The partition a run realised: per party (``party-NNNN``) its ``rows``, its ``class_counts`` (every class of
+    ``classes``, zeros too) and its ``training_rows`` after its hold-out (its rows without one; None with one: the
+    party draws its hold-out with a secret salt of its own) with the ``expected_training_rows``.
+
+    Exact counts, not noised: a simulation's record on the researcher's own data, written to the run's
+    owner-only ``simulation.json`` and never sent anywhere (no party releases it).
+    """
+    from ._prepare import expected_training_rows
+
+    out = {}
+    for p, rows in enumerate(parts):
+        counts = labels.iloc[rows].astype(str).value_counts()
+        out[f"party-{p:04d}"] = {
+            "rows": len(rows),
+            "class_counts": {str(c): int(counts.get(str(c), 0)) for c in classes},
+            "training_rows": len(rows) if holdout <= 0 else None,
+            "expected_training_rows": expected_training_rows(len(rows), holdout) if len(rows) else 0,
+        }
+    return out
+
+
+def partition_warnings(summary: dict[str, dict[str, object]]) -> list[str]:
+    """A line per party that trains on no rows, or on fewer rows than there are classes (its ``training_rows``,
+    else its ``expected_training_rows``)."""
+    lines = []
+    for party, block in summary.items():
+        n_classes = len(block["class_counts"])  # type: ignore[arg-type]
+        known = block["training_rows"]
+        rows = known if known is not None else block["expected_training_rows"]
+        what = "trains on" if known is not None else "is expected to train on"
+        if rows == 0:
+            lines.append(f"warning: {party} {what} 0 rows (it holds {block['rows']}): the partition left it empty")
+        elif rows < n_classes:  # type: ignore[operator]
+            lines.append(
+                f"warning: {party} {what} {rows} rows, fewer than the {n_classes} classes (it holds {block['rows']})"
+            )
+    return lines

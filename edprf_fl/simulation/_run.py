@@ -59,6 +59,9 @@ class SimulationReport:
     baselines : dict or None
         Metrics of the baselines by name (:func:`train_baselines`); None when skipped.
     timings : SimulationTimings
+    realised_partition : dict or None
+        Per party its rows, class counts and training rows (:func:`partition_summary`): exact counts of the
+        researcher's own data, written to the owner-only ``simulation.json`` only, never sent anywhere.
     """
 
     settings: SimulationSettings
@@ -68,6 +71,14 @@ class SimulationReport:
     federated: dict[str, Any]
     baselines: dict[str, dict[str, Any]] | None
     timings: SimulationTimings
+    realised_partition: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def partition_warnings(self) -> list[str]:
+        """A line per party that trains on 0 rows or fewer rows than classes (none without a recorded partition)."""
+        from ._partition import partition_warnings
+
+        return partition_warnings(self.realised_partition or {})
 
     @property
     def completed(self) -> bool:
@@ -124,6 +135,9 @@ class SimulationReport:
             "bytes_per_party": [p["release_bytes"] for p in fed["parties"]],
             "simulation_caveats": self.caveats,
         }
+        if self.realised_partition is not None:
+            # exact counts of the researcher's own data in an owner-only file, never sent anywhere
+            out["realised_partition"] = self.realised_partition
         if self.baselines is not None:
             out["baselines"] = self.baselines
         return out | {"timings": self.timings.to_dict(), "wall_seconds": self.timings.wall_s}
@@ -210,6 +224,14 @@ def run_simulation(
     started = time.perf_counter()
     workspace = prepare_workspace(settings, out_dir, progress)
     prepare_s = time.perf_counter() - started
+    from ._partition import partition_summary, partition_warnings
+
+    # exact counts of the simulation's own rows, kept in this run's owner-only record (never sent anywhere)
+    realised = partition_summary(
+        workspace.y_train, workspace.parts, list(workspace.schema.classes), settings.party_holdout
+    )
+    for line in partition_warnings(realised):
+        progress(f"      {line}")
     engine = settings.engine
     progress(
         f"[2/4] running the federation: {count_text(settings.parties, 'Flower ClientApp')} and "
@@ -258,6 +280,7 @@ def run_simulation(
         fed,
         baselines,
         timings,
+        realised,
     )
 
 

@@ -61,6 +61,7 @@ def report_lines(report: SimulationReport) -> list[str]:
         )
         lines += contribution_section(report.contributions, fed.get("parameters", {}).get("flag_alpha"))
     lines += influence_lines(fed.get("influence_cuts") or [])
+    lines += [f"\npartition {line}" for line in report.partition_warnings]  # simulation.json: realised_partition
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     lines.append(
         f"\nreleases accepted: {len(fed['parties']) - len(rejected)}/{len(fed['parties'])}"

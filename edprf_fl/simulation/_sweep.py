@@ -194,6 +194,7 @@ def run_sweep(
             raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
             run_dir = Path(out_dir) / f"run-{len(rows):04d}"
             report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
+            report.write_json(run_dir / "simulation.json")  # the run's record: its realised partition, baseline draws
             rows.append({**config, "alpha": _alpha_of(base, config), "seed": seed, **_metrics(report)})
             if record is not None:
                 record(rows[-1])
@@ -205,6 +206,8 @@ def run_sweep(
             )
             if rows[-1]["accepted"] < config["parties"]:
                 progress(f"      warning: {_refusals(report)}; see {run_dir}")
+            for line in getattr(report, "partition_warnings", []):
+                progress(f"      {line} (see {run_dir / 'simulation.json'})")
     return rows
 
 
@@ -256,11 +259,30 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+        **_partition_columns(report.realised_partition),
         "seeded_noise": report.settings.seeded_noise,  # always: research runs, NOT differentially private
         "schema_drafted": DRAFTED_REASON in (report.guarantee or ""),  # as the run's guarantee says
         "seconds": report.timings.federation_s,  # the federation alone (its name kept for older readers)
         "wall_seconds": report.timings.wall_s,  # the whole run: preparing, federation, baselines
     }
+
+
+def _partition_columns(partition: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The realised partition in a row: the smallest, median and largest party's rows, the parties holding one
+    class (or none), and those with fewer training rows than classes (0 rows among them); "" when unrecorded."""
+    import numpy as np
+
+    names = ("party_rows_min", "party_rows_median", "party_rows_max", "single_class_parties", "starved_parties")
+    if not partition:
+        return dict.fromkeys(names, "")
+    blocks = list(partition.values())
+    sizes = [b["rows"] for b in blocks]
+    single = sum(sum(1 for n in b["class_counts"].values() if n) <= 1 for b in blocks)
+    starved = sum(
+        (b["training_rows"] if b["training_rows"] is not None else b["expected_training_rows"]) < len(b["class_counts"])
+        for b in blocks
+    )
+    return dict(zip(names, (min(sizes), float(np.median(sizes)), max(sizes), single, starved)))
 
 
 def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]]) -> str:
@@ -280,7 +302,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
         "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
     ]
-    refused, one_class = [], []
+    refused, one_class, starved = [], [], []
     for config in configs:
         sel = [r for r in rows if all(r.get(k) == config[k] for k in SWEEP_AXES if k in config)]
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
@@ -293,10 +315,17 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
             refused.append(_config_text(config))
         if any(r.get("federated_one_class") for r in sel):
             one_class.append(_config_text(config))
+        if any(_number(r.get("starved_parties")) > 0 for r in sel):
+            starved.append(_config_text(config))
     if refused:
         lines.append(
             f"\nWARNING: parties' releases were not accepted in runs of {'; '.join(refused)} (see 'accepted', "
             "and each run's report.json): those federated models hold fewer parties' trees."
+        )
+    if starved:
+        lines.append(
+            f"\nWARNING: in runs of {'; '.join(starved)} a party trains on fewer rows than there are classes, or on "
+            "none (sweep.csv: starved_parties, party_rows_min; each run's simulation.json: realised_partition)."
         )
     if one_class:
         lines.append(

@@ -33,6 +33,8 @@ def _report(
             "reason": "" if i < accepted else "budget_exhausted",
             "message": "",
             "max_depth": 2,
+            "n_trees": settings.n_trees if i < accepted else 0,
+            "release_bytes": 100 if i < accepted else 0,
         }
         for i in range(settings.parties)
     ]
@@ -224,7 +226,11 @@ def test_an_existing_sweep_output_is_refused_and_overwrite_replaces_it(tmp_path,
 
 
 def test_refused_parties_are_in_the_table_and_warned_of(tmp_path, monkeypatch):
-    monkeypatch.setattr(_sweep, "run_simulation", lambda settings, out_dir, **_: _report(settings, accepted=1))
+    def run(settings, out_dir, **_):
+        out_dir.mkdir(parents=True)  # as a run does
+        return _report(settings, accepted=1)
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
     base = SimulationSettings(max_depth=2, parties=2)
     configs = [{"epsilon": 1.0, "parties": 2, "partition": "iid", "max_depth": 2, "n_trees": 1}]
     said: list[str] = []
@@ -256,6 +262,7 @@ def test_an_interrupted_sweep_keeps_its_finished_rows(tmp_path, capsys, monkeypa
         if finished:
             raise KeyboardInterrupt
         finished.append(settings.seed)
+        out_dir.mkdir(parents=True)  # as a run does
         return _report(settings)
 
     monkeypatch.setattr(_sweep, "run_simulation", run)

@@ -99,3 +99,82 @@ def test_the_marginals_part_is_in_the_csv_and_said_in_the_table(bank_sweep):
     share = f"{100 * marginals['share']:g}%"
     assert f"each party spends {share} of its rows on one-way class histograms" in table
     assert "the depth and trees axes act on the rest only" in table
+
+
+# 3. (S2 #6, #12) the realised partition
+
+
+@pytest.fixture(scope="module")
+def skewed_sweep(tmp_path_factory):
+    """One real run that leaves parties with a single row: wall robot (4 classes), 8 parties, Dirichlet 0.02,
+    seed 0 (~6 s); its directory, sweep.csv row, sweep.md and stderr."""
+    out = tmp_path_factory.mktemp("skew") / "sweep"
+    argv = ["sweep", "--epsilons", "1", "--seeds", "1", "--parties", "8", "--max-depth", "2"]
+    argv += ["--partitions", "dirichlet", "--alpha", "0.02", "--engine", "in-process", "--output", str(out)]
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(argv) == 0
+    [row] = _csv_rows(out / "sweep.csv")
+    return out, row, (out / "sweep.md").read_text(), err.getvalue()
+
+
+def test_each_run_records_its_partition_exactly_and_the_csv_summarises_it(skewed_sweep):
+    """simulation.json had no per-party rows or class counts (only the workspace CSVs told); sweep runs wrote
+    no simulation.json at all."""
+    import json
+
+    import pandas as pd
+
+    out, row, _, _ = skewed_sweep
+    run = out / "run-0000"
+    block = json.loads((run / "simulation.json").read_text())["realised_partition"]
+    assert len(block) == 8
+    for party, held in block.items():  # exactly what the party holds on disk
+        data = pd.read_csv(run / "workspace" / party / "data.csv")
+        counts = data["Class"].astype(str).value_counts().to_dict()
+        assert held["rows"] == len(data) == held["training_rows"]  # a sweep's runs hold nothing out
+        assert {c: n for c, n in held["class_counts"].items() if n} == counts
+        assert len(held["class_counts"]) == 4  # every class, zeros too
+    sizes = sorted(b["rows"] for b in block.values())
+    single = sum(sum(1 for n in b["class_counts"].values() if n) == 1 for b in block.values())
+    assert (int(row["party_rows_min"]), int(row["party_rows_max"])) == (sizes[0], sizes[-1])
+    assert float(row["party_rows_median"]) == (sizes[3] + sizes[4]) / 2
+    assert int(row["single_class_parties"]) == single
+    assert int(row["starved_parties"]) == sum(s < 4 for s in sizes) > 0  # this seed leaves 1-row parties
+
+
+def test_a_party_with_fewer_rows_than_classes_is_warned_of(skewed_sweep):
+    """Under Dirichlet 0.1 a party had 1 row and trained on 0; the only sign was a stderr log line."""
+    import json
+
+    out, _, table, err = skewed_sweep
+    block = json.loads((out / "run-0000" / "simulation.json").read_text())["realised_partition"]
+    small = [p for p, b in block.items() if b["rows"] < 4]
+    assert small
+    for party in small:
+        rows = block[party]["rows"]
+        assert f"warning: {party} trains on {rows} rows, fewer than the 4 classes (it holds {rows})" in err
+    assert "a party trains on fewer rows than there are classes, or on none" in table
+
+
+def test_a_party_left_with_no_training_rows_is_warned_of():
+    """The hold-out can leave a 1-row party nothing to train on: its expected training rows say so."""
+    import numpy as np
+    import pandas as pd
+
+    from edprf_fl.simulation._partition import partition_summary, partition_warnings
+
+    labels = pd.Series(["a", "b", "a", "b", "a"])
+    block = partition_summary(labels, [np.array([0, 1, 2, 3]), np.array([], dtype=int), np.array([4])], ["a", "b"])
+    assert [b["rows"] for b in block.values()] == [4, 0, 1]
+    assert block["party-0000"]["class_counts"] == {"a": 2, "b": 2}
+    assert partition_warnings(block) == [
+        "warning: party-0001 trains on 0 rows (it holds 0): the partition left it empty",
+        "warning: party-0002 trains on 1 rows, fewer than the 2 classes (it holds 1)",
+    ]
+    held_out = partition_summary(labels, [np.arange(5)], ["a", "b"], holdout=0.5)
+    assert held_out["party-0000"]["training_rows"] is None  # the party's own keyed draw: unknown here
+    assert held_out["party-0000"]["expected_training_rows"] == 2  # round(5 * 0.5), as the coordinator expects
