@@ -195,7 +195,9 @@ def run_sweep(
             run_dir = Path(out_dir) / f"run-{len(rows):04d}"
             report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
             report.write_json(run_dir / "simulation.json")  # the run's record: its realised partition, baseline draws
-            rows.append({**config, "alpha": _alpha_of(base, config), "seed": seed, **_metrics(report)})
+            rows.append(
+                {**config, "alpha": _alpha_of(base, config), "seed": seed, "run_dir": run_dir.name, **_metrics(report)}
+            )
             if record is not None:
                 record(rows[-1])
             # wall time of the runs so far (baselines included, unlike a row's "seconds"), per run, times those left
@@ -242,6 +244,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "federated_one_class": bool(ev.get("warning")),  # the global model predicts (nearly) one class
         "central_accuracy": base.get("central_edprf", {}).get("accuracy", nan),
         "central_roc_auc": base.get("central_edprf", {}).get("roc_auc", nan),
+        "central_balanced_accuracy": central.get("balanced_accuracy", nan),
         "central_depth": base.get("central_edprf", {}).get("max_depth", ""),  # central_max_depth's older name
         # what the central model was: the federation's forest (parties x n_trees trees) at a fixed depth, the
         # estimator's own choice of trees and depth with max_depth auto (:data:`_CENTRAL_RULE`)
@@ -257,8 +260,11 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "central_residual_pass": central.get("residual_pass", ""),
         "party_alone_median_accuracy": base.get("party_alone_median", {}).get("accuracy", nan),
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
+        "non_private_balanced_accuracy": base.get("non_private_rf", {}).get("balanced_accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+        # the share of a party's epsilon spent on its DP row count (max_depth auto), when report.json gives it
+        "count_epsilon": max((p["count_epsilon"] for p in fed["parties"] if "count_epsilon" in p), default=""),
         **_partition_columns(report.realised_partition),
         "seeded_noise": report.settings.seeded_noise,  # always: research runs, NOT differentially private
         "schema_drafted": DRAFTED_REASON in (report.guarantee or ""),  # as the run's guarantee says
@@ -376,12 +382,22 @@ def _spread_text(n_seeds: int) -> str:
         "one draw per seed"
     )
     if n_seeds == 1:
-        return f"Cells: accuracy on the central test rows, one seed per configuration; {draws}."
+        return f"Cells: accuracy on the central test rows, one seed per configuration; {draws}. {_PAIRED_TEXT}"
     return (
         f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {n_seeds} seeds; {draws}, "
         "so a central ± (of medians) understates how far one draw of its noise moves it, and a federated ± "
-        "includes it."
+        f"includes it. A mean skips runs without a value (NaN): such a cell says over how many runs it is, "
+        f"'(2 of {n_seeds} runs)'. {_PAIRED_TEXT}"
     )
+
+
+_PAIRED_TEXT = (
+    "Paired runs: configurations run at the same seed share the split, the partition (for the same parties and "
+    "partition) and each party's noise streams (a party's seed is the run's seed and its party id, whatever epsilon, "
+    "depth or trees), so two configurations' runs at one seed are paired, not independent: compare them seed by "
+    "seed (sweep.csv: seed, run_dir)."
+)
+"""What every sweep's table says of its runs across configurations."""
 
 
 def _depths_text(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -393,15 +409,19 @@ def _depths_text(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _mean_and_spread(values: Sequence[float], n_seeds: int) -> str:
-    """``0.8123 ± 0.0100`` (mean ± sample standard deviation), or ``0.8123`` with one seed."""
+    """``0.8123 ± 0.0100`` (mean ± sample standard deviation), or ``0.8123`` with one seed; ``(2 of 3 runs)``
+    after it when runs without a value (NaN) were skipped."""
     import numpy as np
 
     vals = np.array(values, dtype=float)
-    mean = np.nanmean(vals) if np.isfinite(vals).any() else float("nan")
+    finite = int(np.isfinite(vals).sum())
+    mean = np.nanmean(vals) if finite else float("nan")
+    # the mean skips runs without a value (NaN): say over how many of the cell's runs it is
+    of = f" ({finite} of {len(vals)} runs)" if 0 < finite < len(vals) else ""
     if n_seeds == 1:
-        return f"{mean:.4f}"
-    spread = np.nanstd(vals, ddof=1) if np.isfinite(vals).sum() > 1 else float("nan")
-    return f"{mean:.4f} ± {spread:.4f}"
+        return f"{mean:.4f}{of}"
+    spread = np.nanstd(vals, ddof=1) if finite > 1 else float("nan")
+    return f"{mean:.4f} ± {spread:.4f}{of}"
 
 
 def _central_model_text(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -178,3 +178,44 @@ def test_a_party_left_with_no_training_rows_is_warned_of():
     held_out = partition_summary(labels, [np.arange(5)], ["a", "b"], holdout=0.5)
     assert held_out["party-0000"]["training_rows"] is None  # the party's own keyed draw: unknown here
     assert held_out["party-0000"]["expected_training_rows"] == 2  # round(5 * 0.5), as the coordinator expects
+
+
+# 4. (S2 #8, S3 #10, #11, #14) run_dir, balanced accuracy, the count's epsilon, paired runs, NaN runs
+
+
+def test_the_csv_names_each_run_s_directory_and_the_baselines_balanced_accuracy(bank_sweep):
+    """Row i was run-%04d i by order only; only the federated model had balanced accuracy (bank: majority
+    accuracy 0.883 against 0.887 federated, so accuracy says little)."""
+    import json
+
+    out, row, table = bank_sweep
+    assert row["run_dir"] == "run-0000" and (out / row["run_dir"] / "report.json").is_file()
+    baselines = json.loads((out / "run-0000" / "simulation.json").read_text())["baselines"]
+    assert float(row["central_balanced_accuracy"]) == baselines["central_edprf"]["balanced_accuracy"]
+    assert float(row["non_private_balanced_accuracy"]) == baselines["non_private_rf"]["balanced_accuracy"]
+    assert "Paired runs: configurations run at the same seed share the split" in table
+
+
+def test_the_count_epsilon_is_carried_when_the_report_gives_it():
+    from edprf_fl.simulation import SimulationTimings
+    from edprf_fl.simulation._run import SimulationReport
+
+    parties = [
+        {"party_id": f"party-{i}", "node_id": i, "status": "accepted", "max_depth": 3, "count_epsilon": e}
+        for i, e in enumerate((0.05, 0.05))
+    ]
+    federated = {"parties": parties, "central_evaluation": {}}
+    report = SimulationReport(SimulationSettings(), "wall", "IID", 3, federated, {}, SimulationTimings(0.1, 0.2, 0.3))
+    assert _sweep._metrics(report)["count_epsilon"] == 0.05
+    for p in parties:
+        del p["count_epsilon"]
+    assert _sweep._metrics(report)["count_epsilon"] == ""  # not in this report: an empty cell, not a guess
+
+
+def test_a_cell_says_over_how_many_runs_its_mean_is_when_runs_are_nan():
+    """The mean skipped NaN runs while the header still said 'over N seeds'."""
+    nan = float("nan")
+    assert _sweep._mean_and_spread([0.8, nan, 0.6], 3) == "0.7000 ± 0.1414 (2 of 3 runs)"
+    assert _sweep._mean_and_spread([0.8, 0.6], 2) == "0.7000 ± 0.1414"
+    assert _sweep._mean_and_spread([nan, nan], 2) == "nan ± nan"
+    assert "A mean skips runs without a value (NaN)" in _sweep._spread_text(3)
