@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from edprf_core import EDPRFClassifier, SeededNoiseWarning, load_embedded
     from edprf_core.count_text import count_text
     from edprf_core.forest import large_epsilon_note
+    from edprf_fl.simulation._marks import dataset_note
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)
@@ -139,9 +140,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"guarantee:             {clf.forest_.guarantee()}")
     if (large := large_epsilon_note(args.epsilon)) and not clf.forest_.dp:  # a DP guarantee ends with it
         print(f"note: {large}")
-    print(
-        "note: rows of this dataset are a time series; random splits are optimistic for every method."
-        if args.dataset == "wall_robot_navigation"
-        else ""
-    )
+    print(f"note: {dataset_note(args.dataset)}" if dataset_note(args.dataset) else "")
     return 0

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["SEEDED_RUNS_MARK", "SEEDED_RUN_MARK", "not_dp_mark"]
+__all__ = [
+    "SEEDED_RUNS_MARK",
+    "SEEDED_RUN_MARK",
+    "TIME_SERIES_DATASETS",
+    "TIME_SERIES_NOTE",
+    "dataset_note",
+    "not_dp_mark",
+]
 
 SEEDED_RUN_MARK = "seeded research run: NOT differentially private"
 """What heads ``edprf simulate --seeded-noise``'s table and titles its plot."""
@@ -10,7 +17,18 @@ SEEDED_RUN_MARK = "seeded research run: NOT differentially private"
 SEEDED_RUNS_MARK = "seeded research runs, NOT differentially private"
 """What titles a sweep's plots (every run of a sweep is seeded)."""
 
+TIME_SERIES_NOTE = "rows of this dataset are a time series; random splits are optimistic for every method."
+"""What ``edprf demo``, ``edprf simulate`` and ``edprf sweep`` say of a time-series dataset's random splits."""
+
+TIME_SERIES_DATASETS = frozenset({"wall_robot_navigation"})
+"""Embedded datasets whose rows are a time series (the wall robot's readings at 9 Hz)."""
+
 _DRAFTED = "drafted schema"
+
+
+def dataset_note(dataset: str) -> str:
+    """:data:`TIME_SERIES_NOTE` for a dataset of :data:`TIME_SERIES_DATASETS` (its embedded name), else ``""``."""
+    return TIME_SERIES_NOTE if dataset in TIME_SERIES_DATASETS else ""
 
 
 def not_dp_mark(seeded: bool, drafted: bool) -> str:

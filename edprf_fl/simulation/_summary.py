@@ -79,6 +79,10 @@ def report_lines(report: SimulationReport) -> list[str]:
     lines.append(timing_line(report.timings, s.engine))
     lines.append(f"\nguarantee: {report.guarantee}")
     lines += [f"  simulation: {caveat}" for caveat in report.caveats]
+    from ._marks import dataset_note
+
+    if dataset_note(report.dataset):
+        lines.append(f"note: {dataset_note(report.dataset)}")
     return lines
 
 

@@ -183,7 +183,11 @@ def run_sweep(
     """
     import time
 
+    from ._marks import dataset_note
+
     progress(_RESEARCH_TEXT)
+    if base.data is None and dataset_note(base.dataset):  # the embedded time series (a file: its own name)
+        progress(f"note: {dataset_note(base.dataset)}")
     rows: list[dict[str, Any]] = []
     total, started = len(configs) * seeds, time.perf_counter()
     if total:  # a run takes seconds to minutes: say the sweep is under way before the first one ends
@@ -262,6 +266,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "non_private_balanced_accuracy": base.get("non_private_rf", {}).get("balanced_accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
+        "dataset": report.dataset,
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
         # the share of a party's epsilon spent on its DP row count (max_depth auto), when report.json gives it
         "count_epsilon": max((p["count_epsilon"] for p in fed["parties"] if "count_epsilon" in p), default=""),
@@ -303,7 +308,6 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         _research_note(rows),
         _spread_text(n_seeds),
         _DEPTHS_TEXT + (_AUTO_DEPTH_TEXT if any(c["max_depth"] == "auto" for c in configs) else ""),
-        *_marginals_lines(rows),
         "",
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
         "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
@@ -323,6 +327,8 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
             one_class.append(_config_text(config))
         if any(_number(r.get("starved_parties")) > 0 for r in sel):
             starved.append(_config_text(config))
+    # after the table, so that its header stays the fifth line
+    lines += [f"\n{line}" for line in [*_marginals_lines(rows), *_dataset_notes(rows)]]
     if refused:
         lines.append(
             f"\nWARNING: parties' releases were not accepted in runs of {'; '.join(refused)} (see 'accepted', "
@@ -347,6 +353,14 @@ _AUTO_DEPTH_TEXT = (
     "(a dirichlet partition) the big parties can grow deeper trees than an even split allows: one reason a "
     "dirichlet partition can beat iid with many parties."
 )
+
+
+def _dataset_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``Note (wall_robot_navigation): rows of this dataset are a time series; ...`` for each dataset it concerns."""
+    from ._marks import dataset_note
+
+    names = dict.fromkeys(str(r.get("dataset", "")) for r in rows)
+    return [f"Note ({name}): {dataset_note(name)}" for name in names if dataset_note(name)]
 
 
 def _marginals_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -231,7 +231,8 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
     table = (out / "sweep.md").read_text().splitlines()
     assert table[0].startswith("Seeded research runs, NOT differentially private releases")
     assert table[4].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
-    assert len(table) == 8 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert len(table) == 10 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert table[9].startswith("Note (wall_robot_navigation): rows of this dataset are a time series")
     assert (out / "accuracy_vs_epsilon.png").is_file()
     assert "sweep.md" in capsys.readouterr().out
 

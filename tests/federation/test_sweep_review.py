@@ -219,3 +219,19 @@ def test_a_cell_says_over_how_many_runs_its_mean_is_when_runs_are_nan():
     assert _sweep._mean_and_spread([0.8, 0.6], 2) == "0.7000 ± 0.1414"
     assert _sweep._mean_and_spread([nan, nan], 2) == "nan ± nan"
     assert "A mean skips runs without a value (NaN)" in _sweep._spread_text(3)
+
+
+# 5. (S2 #9) the time-series caveat
+
+
+def test_the_wall_robot_s_time_series_caveat_is_in_the_sweep_s_output_and_table(skewed_sweep, bank_sweep):
+    """`edprf demo` said random splits of the wall robot's rows are optimistic; sweep (whose default dataset it
+    is) said nothing."""
+    from edprf_fl.simulation._marks import TIME_SERIES_NOTE
+
+    assert TIME_SERIES_NOTE == "rows of this dataset are a time series; random splits are optimistic for every method."
+    _, row, table, err = skewed_sweep
+    assert row["dataset"] == "wall_robot_navigation"
+    assert f"note: {TIME_SERIES_NOTE}" in err
+    assert f"Note (wall_robot_navigation): {TIME_SERIES_NOTE}" in table
+    assert "time series" not in bank_sweep[2]  # not said of data it does not concern
