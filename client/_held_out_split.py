@@ -70,25 +70,30 @@ def _row_hashes(rows: pd.DataFrame, schema: Schema, key: str) -> NDArray[np.uint
     read = [*schema.feature_names, schema.label.column]
     n, width = len(rows), len(read)
     out = np.full(n, 0x345678, dtype=np.uint64)
+    gathered = np.empty(n, dtype=np.uint64)  # one buffer for every column's hashes: no new array per column
     factor = np.uint64(1000003)
     for i, name in enumerate(read):
-        out ^= _column_hashes(rows[name], schema, name, key)
+        out ^= _column_hashes(rows[name], schema, name, key, gathered)
         out *= factor
         factor += np.uint64(82520 + 2 * (width - i))
     out += np.uint64(97531)
     return out
 
 
-def _column_hashes(cells: pd.Series, schema: Schema, column: str, key: str) -> NDArray[np.uint64]:
-    """The keyed hash of each cell's reading; a categorical column's categories are read once and gathered."""
+def _column_hashes(
+    cells: pd.Series, schema: Schema, column: str, key: str, out: NDArray[np.uint64]
+) -> NDArray[np.uint64]:
+    """The keyed hash of each cell's reading, in ``out``; a categorical column's categories are read once and
+    gathered."""
     if not isinstance(cells.dtype, pd.CategoricalDtype):
-        return _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key)
+        out[:] = _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key)
+        return out
     categories = cells.cat.categories
     slots = pd.concat(  # the categories, then a missing cell (code -1, which "wrap" takes to the last slot)
         [pd.Series(categories.array), pd.Series([None], dtype=categories.dtype)], ignore_index=True
     )
     hashed = _keyed(cell_readings(slots, schema, column), key)
-    return np.take(hashed, cells.cat.codes.to_numpy(), mode="wrap")
+    return np.take(hashed, cells.cat.codes.to_numpy(), out=out, mode="wrap")  # "wrap": no buffered copy
 
 
 def _keyed(readings: NDArray[np.float64], key: str) -> NDArray[np.uint64]:
