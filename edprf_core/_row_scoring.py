@@ -37,13 +37,14 @@ from numpy.typing import NDArray
 from ._encoding import (
     NOT_A_NUMBER,
     CellRules,
+    FeatureGrid,
     _label_encoder,
     _parse_numbers,
     as_frame,
     encode_features,
 )
 from ._forest import DPForest
-from ._schema import SEPARATE, ContinuousFeature, Schema
+from ._schema import ContinuousFeature, Schema
 
 if TYPE_CHECKING:
     from ._domain_warning import ClippingTally
@@ -111,23 +112,6 @@ def _append(detail: NDArray[np.object_], mask: NDArray[np.bool_], texts: NDArray
     detail[rows] = np.where(old == "", new, old + "; " + new)
 
 
-def _representatives(
-    schema: Schema, grid_edges: tuple[NDArray[np.float64], ...], codes: NDArray[np.int32]
-) -> pd.DataFrame:
-    """One value per code that the schema's rules encode back to that same code."""
-    columns = {}
-    for j, f in enumerate(schema.features):
-        if isinstance(f, ContinuousFeature):
-            values = np.concatenate([[f.lower], grid_edges[j]])  # bin c starts at values[c] (right-closed search)
-            if f.missing == SEPARATE:
-                values = np.concatenate([values, [np.nan]])
-            columns[f.name] = values[codes[:, j]]
-        else:
-            cats = list(f.categories) + ([None] if f.missing == SEPARATE else [])
-            columns[f.name] = pd.Series(np.asarray(cats, dtype=object)[codes[:, j]], dtype=object)
-    return pd.DataFrame(columns)
-
-
 def score_rows(
     forest: DPForest,
     frame: pd.DataFrame,
@@ -188,7 +172,7 @@ def score_rows(
             continue
         cells = rules.clean(features[f.name])
         missing = rules.missing(cells)
-        x = _parse_numbers(cells)
+        x = _parse_numbers(cells, skip=missing)  # a declared missing token ("-999") is missing, not a number
         not_number = np.isnan(x) & ~missing
         if not_number.any():
             problems.append((f.name, NOT_A_NUMBER, not_number))
@@ -220,26 +204,38 @@ def score_rows(
         detail[bad_line] = np.where(reasons == UNBALANCED_QUOTES, SPANNING_CELL_REASON, reasons)
     good = ~refused & ~bad_line
     if good.any():
-        distinct, inverse = _distinct_rows(codes[good], grid.n_codes)
-        representatives = _representatives(schema, grid.edges, distinct)
+        # Rows with the same codes on every grid the model reads score alike: one real row of each such group
+        # is scored and its result given to the group.  A marginals part on its own grid (marginals_bins) splits
+        # the trees' bins further: its codes join the key, or rows of one trees' bin and different marginals
+        # bins would all get the first one's marginals term.
+        key, sizes = codes[good], tuple(grid.n_codes)
+        if forest.marginals is not None and forest.marginals_bins != forest.grid_bins:
+            marginal_grid = FeatureGrid.from_schema(schema, forest.marginals_bins)
+            key = np.hstack([key, encode_features(parsed[good], schema, marginal_grid, [])])
+            sizes += tuple(marginal_grid.n_codes)
+        first, inverse = _distinct_rows(key, sizes)
+        representatives = parsed[good].iloc[first].reset_index(drop=True)  # real rows, already read by the rules
         proba[good] = forest.predict_proba(representatives, pooling=pooling)[inverse]
         if labels is not None:
+            distinct = codes[good][first]
             labels[good] = support_of_codes(forest, distinct, representatives).labels()[inverse]
     return RowScores(status, detail, proba, labels)
 
 
-def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.int32], NDArray[np.intp]]:
-    """The distinct code rows and, per row, the index of its distinct row (rows with equal codes score alike).
+def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The first row of each distinct code row and, per row, the index of its distinct row (rows with equal
+    codes score alike).
 
     Each row becomes one mixed-radix integer when the grid has fewer than 2**62 cells (a 1-D unique is
     several times faster than numpy's row-wise one); otherwise every row is kept.
     """
     radix = np.asarray(n_codes, dtype=np.int64)
     if math.prod(int(n) for n in n_codes) >= 2**62:  # exact (Python integers): a wide grid has 20**300 cells
-        return codes, np.arange(codes.shape[0])
+        rows = np.arange(codes.shape[0])
+        return rows, rows
     weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
     _, first, inverse = np.unique(codes.astype(np.int64) @ weights, return_index=True, return_inverse=True)
-    return codes[first], inverse.ravel()
+    return first, inverse.ravel()
 
 
 def _reason_texts(column: str, what: str, values: NDArray[np.object_], mask: NDArray[np.bool_]) -> NDArray[np.object_]:
