@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from edprf_core import EDPRFClassifier, SeededNoiseWarning, load_embedded
     from edprf_core.count_text import count_text
     from edprf_core.forest import large_epsilon_note
-    from edprf_fl.simulation._marks import dataset_note
+    from edprf_fl.simulation import dataset_note
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
     X, y, schema = load_embedded(args.dataset)

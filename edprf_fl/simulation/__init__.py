@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._baselines import BASELINE_DRAWS, raw_features, train_baselines
     from ._engine import simulate_federation
+    from ._marks import dataset_note
     from ._partition import Partitioning, partition_rows
     from ._plot import NO_PLOT_TEXT, plot_report, plot_sweep
     from ._prepare import PreparedWorkspace, held_out_rows_bound, load_simulation_data, prepare_workspace
@@ -65,6 +66,7 @@ __all__ = [
     "contribution_table",
     "contributions_markdown",
     "cost_lines",
+    "dataset_note",
     "evaluation_line",
     "file_text",
     "held_out_rows_bound",
@@ -96,6 +98,7 @@ _HOMES = {
     "raw_features": "._baselines",
     "train_baselines": "._baselines",
     "simulate_federation": "._engine",
+    "dataset_note": "._marks",
     "Partitioning": "._partition",
     "partition_rows": "._partition",
     "NO_PLOT_TEXT": "._plot",
