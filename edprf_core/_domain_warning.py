@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from ._encoding import ClippedColumn, _continuous_numbers, clipped_columns
+from ._encoding import ClippedColumn, ClippingTally, clipped_columns
 from ._exceptions import DomainClippingWarning
-from ._schema import ContinuousFeature, Schema
+from ._schema import Schema
 
 __all__ = [
     "CLIPPING_WARNING_SHARE",
@@ -97,42 +96,3 @@ def clipping_message(columns: dict[str, ClippedColumn]) -> str:
         f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
         "units than the schema (a scaler before the estimator?); the model only sees the clipped values."
     )
-
-
-class ClippingTally:
-    """:func:`clipped_columns` over a file read in chunks: feed each chunk's rows to :meth:`add`, then read
-    :meth:`columns` (the same shares, counts and median excess as one call on all the rows).
-
-    Keeps, per continuous column, the number of finite values and the excess of each value outside the bounds
-    (8 bytes per clipped value: for the median).  Privacy cost: none (local, on the caller's rows).
-    """
-
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
-        self._finite: dict[str, int] = {}
-        self._excess: dict[str, list[NDArray[np.float64]]] = {}
-
-    def add(self, X: ArrayLike | pd.DataFrame) -> None:
-        """Count the rows ``X`` (holding the schema's feature columns)."""
-        for f, x in _continuous_numbers(X, self.schema):
-            self.add_numbers(f, x)
-
-    def add_numbers(self, feature: ContinuousFeature, x: NDArray[np.float64]) -> None:
-        """Count one continuous column's numbers (NaN where a cell is missing, not a number or not read)."""
-        f = feature
-        finite = x[np.isfinite(x)]
-        self._finite[f.name] = self._finite.get(f.name, 0) + int(finite.size)
-        excess = np.maximum(f.lower - finite, finite - f.upper)
-        outside = excess[excess > 0]
-        if outside.size:
-            self._excess.setdefault(f.name, []).append(outside / float(f.upper - f.lower))
-
-    def columns(self) -> dict[str, ClippedColumn]:
-        """The columns with values outside their bounds so far, as :func:`clipped_columns` gives them."""
-        found = {}
-        for name, parts in self._excess.items():
-            outside = np.concatenate(parts)
-            found[name] = ClippedColumn(
-                float(outside.size / self._finite[name]), int(outside.size), float(np.median(outside))
-            )
-        return found

@@ -47,7 +47,7 @@ from ._forest import DPForest
 from ._schema import ContinuousFeature, Schema
 
 if TYPE_CHECKING:
-    from ._domain_warning import ClippingTally
+    from ._encoding import ClippingTally
 from ._support import support_of_codes
 
 __all__ = ["CLIPPED", "MALFORMED", "OK", "REFUSED", "RowScores", "read_labels", "score_rows"]
@@ -208,13 +208,14 @@ def score_rows(
         # is scored and its result given to the group.  A marginals part on its own grid (marginals_bins) splits
         # the trees' bins further: its codes join the key, or rows of one trees' bin and different marginals
         # bins would all get the first one's marginals term.
+        rows = parsed[good]
         key, sizes = codes[good], tuple(grid.n_codes)
         if forest.marginals is not None and forest.marginals_bins != forest.grid_bins:
             marginal_grid = FeatureGrid.from_schema(schema, forest.marginals_bins)
-            key = np.hstack([key, encode_features(parsed[good], schema, marginal_grid, [])])
+            key = np.hstack([key, encode_features(rows, schema, marginal_grid, [])])
             sizes += tuple(marginal_grid.n_codes)
         first, inverse = _distinct_rows(key, sizes)
-        representatives = parsed[good].iloc[first].reset_index(drop=True)  # real rows, already read by the rules
+        representatives = rows.iloc[first].reset_index(drop=True)  # real rows, already read by the rules
         proba[good] = forest.predict_proba(representatives, pooling=pooling)[inverse]
         if labels is not None:
             distinct = codes[good][first]
