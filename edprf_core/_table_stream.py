@@ -50,6 +50,7 @@ from ._text_table import (
     _line_counts,
     _Lines,
     _split_line,
+    check_separator,
     header_hint,
     plain_lines,
     refuse_a_first_line_that_is_no_header,
@@ -129,8 +130,7 @@ def stream_rows(
     problems only (no file, a header without the schema's features, or
     without the label when ``require_label``), before any record is yielded.
     """
-    if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
-        raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
+    check_separator(sep)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     p = Path(path)

@@ -233,6 +233,12 @@ def header_hint(first: str | None, sep: str, schema: Schema, hints: OptionHints 
     return ""
 
 
+def check_separator(sep: object) -> None:
+    """Refuse a field separator that is not one character, or is a quote or a line break (every reader's rule)."""
+    if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
+        raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
+
+
 def read_table(
     path: str | Path,
     schema: Schema,
@@ -289,8 +295,7 @@ def read_table(
     row is empty or too long), is read whole (``_Lines.whole_block``); any
     other block line by line as above.
     """
-    if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
-        raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
+    check_separator(sep)
     p = Path(path)
     if p.suffix.lower() in PARQUET_SUFFIXES:
         return _read_parquet(p, schema)
@@ -320,8 +325,7 @@ def read_columns(
 
     Privacy cost: none (reads the caller's own file; a row's fate depends on that row alone, as in :func:`read_table`).
     """
-    if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
-        raise ValueError(f"sep must be one character other than a quote or a line break, got {sep!r}")
+    check_separator(sep)
     p = Path(path)
     text = pa.large_string() if large else pa.string()
     with open_lines(p) as handle:
