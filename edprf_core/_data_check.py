@@ -35,6 +35,9 @@ _SHOWN_LINES = 5
 
 RECODE_HINT = "re-encode it, e.g. `iconv -f cp1252 -t utf-8 in.csv > out.csv`"
 
+NOT_UTF8_ADVICE = f"the file is probably not UTF-8 (Latin-1/cp1252?); {RECODE_HINT}"
+"""What the data check and the file-format check say of bytes that are not valid UTF-8."""
+
 
 @dataclass(frozen=True)
 class DataCheck:
@@ -99,7 +102,7 @@ class DataCheck:
             text = (
                 f"{count_text(self.not_utf8, 'row')} ({self.not_utf8 / n:.1%}) hold bytes that are not valid UTF-8 "
                 "(read as the replacement character U+FFFD, so their categories and numbers do not match the "
-                f"schema; {'line' if self.not_utf8 == 1 else 'lines'} {first}{more}): the file is probably not UTF-8 (Latin-1/cp1252?); {RECODE_HINT}"
+                f"schema; {'line' if self.not_utf8 == 1 else 'lines'} {first}{more}): {NOT_UTF8_ADVICE}"
             )
             out.append(("problem" if self.not_utf8 / n >= BIASED_SHARE else "note", text))
         for column, what, count in self.rows_dropped:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from ._data_check import RECODE_HINT
+from ._data_check import NOT_UTF8_ADVICE, RECODE_HINT
 
 __all__ = ["RECODE_HINT", "foreign_format_text", "not_utf8_text"]
 
@@ -95,8 +95,5 @@ def not_utf8_text(path: str | Path) -> str:
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
-                return (
-                    f"{p}: line {number} holds bytes that are not valid UTF-8: the file is probably not UTF-8 "
-                    f"(Latin-1/cp1252?); {RECODE_HINT}"
-                )
+                return f"{p}: line {number} holds bytes that are not valid UTF-8: {NOT_UTF8_ADVICE}"
     return ""
