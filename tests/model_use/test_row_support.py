@@ -27,14 +27,21 @@ def _rows(n: int, seed: int, low: float, high: float) -> pd.DataFrame:
     )
 
 
-@pytest.fixture(scope="module")
-def fitted():
-    """Trained on x0 in [0, 4] only: the schema's x0 bins above 4 hold noise and nothing else."""
+def _fit_on_low_x0(marginals_share: float):
+    """A forest trained on x0 in [0, 4] only: the schema's x0 bins above 4 hold noise and nothing else."""
     schema = make_schema(n_continuous=2, n_categorical=1)
     X = _rows(20_000, 0, 0.0, 4.0)
     y = pd.Series(np.where(X["x1"] > 5, "k1", "k0"), name="label")
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=3, n_bins=10, marginals_share=0.5, random_state=0)
+    clf = EDPRFClassifier(
+        schema, epsilon=1.0, n_trees=3, max_depth=3, n_bins=10, marginals_share=marginals_share, random_state=0
+    )
     return clf.fit(X, y).forest_
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """Trained on x0 in [0, 4] only, half the rows on the marginals part."""
+    return _fit_on_low_x0(0.5)
 
 
 def test_rows_beyond_the_training_data_are_low_and_name_the_feature(fitted):
@@ -63,11 +70,7 @@ def test_typical_rows_are_ok(fitted):
 @pytest.fixture(scope="module")
 def trees_only():
     """The same rows, no marginals part: only the trees' leaves carry evidence."""
-    schema = make_schema(n_continuous=2, n_categorical=1)
-    X = _rows(20_000, 0, 0.0, 4.0)
-    y = pd.Series(np.where(X["x1"] > 5, "k1", "k0"), name="label")
-    clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=3, max_depth=3, n_bins=10, marginals_share=0.0, random_state=0)
-    return clf.fit(X, y).forest_
+    return _fit_on_low_x0(0.0)
 
 
 def test_tree_leaves_within_noise_make_a_row_low(trees_only):
