@@ -380,6 +380,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         outcome.sampler = release.params.sampler
         outcome.resumed_from_run = release.run_id if release.run_id != run_id else ""  # charged by that run
         outcome.max_depth, outcome.depth_rule = release.params.max_depth, release.params.depth_rule
+        outcome.count_epsilon = release.params.count_epsilon
         outcome.marginals_share, outcome.marginals_bins = release.params.marginals_share, release.params.marginals_bins
         accepted.append(release)
     # parts in party-id order, not in the order of node ids (random per run): the same releases

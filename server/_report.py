@@ -32,6 +32,9 @@ class PartyOutcome:
     sampler: str = ""
     max_depth: int = 0  # the released depth (each party's own under depth-rule "auto")
     depth_rule: str = ""  # fixed | declared-size | dp-count
+    count_epsilon: float = 0.0
+    """The part of ``epsilon`` its release says it spent on its DP row count (depth rule ``dp-count``; 0 otherwise):
+    the trees had ``epsilon - count_epsilon``.  As claimed by the release (the coordinator cannot check it)."""
     signed: bool = False
     release_bytes: int = 0
     resumed_from_run: str = ""  # the earlier run whose release was resent (reused request-tag): charged then

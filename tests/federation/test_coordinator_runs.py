@@ -60,3 +60,25 @@ def test_exact_metrics_make_the_guarantee_say_not_differentially_private(tmp_pat
     assert report["federated_evaluation"]["parties"] == 2 and not report["federated_evaluation"]["noised"]
     assert report["guarantee"].startswith("NOT differentially private")
     assert "exact (un-noised) held-out metrics" in report["guarantee"]
+
+
+@pytest.mark.slow
+def test_each_party_s_row_count_epsilon_is_in_the_report_as_its_release_claims(tmp_path):
+    """The simulation review: report.json did not carry the part of ε a party spent on its DP row count (depth
+    "auto"), so the sweep's ``count_epsilon`` column stayed empty.  Each accepted party's entry must say what its
+    release in the model says (0 for a fixed depth, which counts no rows)."""
+    from protocol import load_global_model
+    from server import MODEL_FILE
+
+    for depth, counted in (("auto", True), (2, False)):
+        out = tmp_path / str(depth)
+        cfg = prepare_workspace(_settings(parties=2, max_depth=depth, evaluation_epsilon=0.0), out).config
+        simulate_federation(cfg, 2)
+        report = json.loads((out / REPORT_FILE).read_text())
+        releases = {r.party_id: r.params for r in load_global_model(out / MODEL_FILE).releases}
+        parties = {p["party_id"]: p for p in report["parties"] if p["status"] == "accepted"}
+        assert len(parties) == 2 and parties.keys() == releases.keys()
+        for party_id, entry in parties.items():
+            assert entry["count_epsilon"] == releases[party_id].count_epsilon
+            assert (entry["count_epsilon"] > 0) is counted
+            assert entry["depth_rule"] == ("dp-count" if counted else "fixed")
