@@ -48,7 +48,7 @@ class LocalData:
 NODE_CONFIG_HINTS = OptionHints(
     no_header="set data-header=false in the node config",
     separator="set data-separator='{sep}' in the node config",
-    tab='set data-separator="\\t" in the node config',
+    tab="set data-separator='tab' in the node config",
 )
 """How a deployed party sets its reader's options (the node config keys ``data-separator`` and ``data-header``):
 the words of the hint of a data file whose first line does not read as the schema's header."""

@@ -243,7 +243,7 @@ class PartySetup:
                 Path(str(node_config["policy-path"])),
                 Path(str(node_config["ledger-path"])),
                 Path(str(key)) if key else None,
-                node_config.get("data-separator", ","),
+                _node_config_separator(node_config.get("data-separator", ",")),
                 _node_config_flag("data-header", node_config.get("data-header", True)),
             )
         sim_dir = run_config.get("sim-dir")
@@ -263,6 +263,20 @@ class PartySetup:
             key if key.is_file() else None,
             simulated=True,
         )
+
+
+TAB_SEPARATOR_NAMES = ("\\t", "tab")
+"""What the node config's ``data-separator`` reads as a tab besides the tab character itself: backslash and t
+(``data-separator='\\t'``: a single-quoted TOML string keeps the backslash) and the word ``tab`` (any case), as
+the command line's ``--sep`` does."""
+
+
+def _node_config_separator(value: Any) -> Any:
+    """The node config's ``data-separator`` with a tab's names read as a tab (anything else as given: checked by
+    :class:`PartySetup`)."""
+    if isinstance(value, str) and (value == TAB_SEPARATOR_NAMES[0] or value.casefold() == TAB_SEPARATOR_NAMES[1]):
+        return "\t"
+    return value
 
 
 class Party:

@@ -201,7 +201,7 @@ def preflight_configs(
             "node config",
             f"{str(exc).removeprefix('node config: ').removeprefix('node config ')}; give --node-config "
             "\"data-path='...' schema-path='...' policy-path='...' ledger-path='...' [signing-key='...'] "
-            "[data-separator=';'] [data-header=false]\"",
+            "[data-separator=';' or 'tab'] [data-header=false]\"",
         )
         return report
     # in the ClientApp, the run config holds the coordinator's round-timeout, which the policy's hold must fit

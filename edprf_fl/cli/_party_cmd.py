@@ -47,8 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         metavar="CONFIG",
         help="the SuperNode's --node-config string: \"data-path='...' schema-path='...' "
-        "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';'] [data-header=false]\"; "
-        "data-separator is the data file's field separator (default ','), data-header=false reads a data file "
+        "policy-path='...' ledger-path='...' [signing-key='...'] [data-separator=';' or 'tab'] [data-header=false]\"; "
+        "data-separator is the data file's field separator (default ',', 'tab' for a tab), data-header=false reads a data file "
         "without a header line (columns: the schema's features in order, then the label)",
     )
     check.add_argument(

@@ -321,6 +321,31 @@ def test_a_semicolon_file_is_read_with_the_node_config_s_data_separator(party, c
     assert code == 1 and any("data-separator: expected one character" in line for line in lines)
 
 
+def test_a_tab_file_is_read_with_data_separator_tab_as_the_command_line_reads_it(party, capsys):
+    """The node config took only the tab character itself (``data-separator="\\t"``, a double-quoted TOML
+    escape), while ``--sep`` also takes ``tab`` and ``'\\t'``: a single-quoted ``'\\t'`` (backslash, t, as TOML
+    keeps it) was refused as two characters, and the hint said the escape that a shell's quoting easily breaks."""
+    from client import Party, PartySetup, parse_node_config
+    from protocol.messages import TrainRequest
+
+    paths, schema = party
+    data = paths["data-path"]
+    data.write_text(data.read_text().replace(",", "\t"))
+    code, lines = _check(paths, capsys)
+    assert code == 1 and any("set data-separator='tab' in the node config" in p for p in _problems(lines)), lines
+    for name in ("tab", "TAB", "\\t"):  # the word, any case, and backslash-t kept by single quotes
+        with_tab = {**paths, "data-separator": name}
+        code, lines = _check(with_tab, capsys)
+        assert code == 0 and not _problems(lines), (name, lines)
+        assert any("rows kept: 400" in line for line in lines), lines
+    setup = PartySetup.from_configs(parse_node_config(_config(with_tab)), {})
+    assert setup.data_separator == "\t"
+    request = TrainRequest("r/train", "r", schema.fingerprint, 1.0, 3, 1, "binary", 8, "add-remove", -1)
+    assert Party(setup).train(request)  # released from the tab-separated file
+    code, lines = _check({**paths, "data-separator": "tabs"}, capsys)  # not a name of the tab: still refused
+    assert code == 1 and any("data-separator: expected one character" in line for line in lines)
+
+
 def _without_header(paths) -> None:
     """The party's data file without its header line (as UCI's processed.cleveland.data comes)."""
     data = paths["data-path"]
@@ -367,7 +392,7 @@ def test_party_check_s_usage_lists_the_optional_node_config_keys(capsys):
     with pytest.raises(SystemExit):
         main(["party", "check", "--help"])
     usage = "".join(capsys.readouterr().out.split())  # argparse wraps lines after a hyphen too
-    assert "[data-separator=';'][data-header=false]" in usage and "data-header=falsereadsadatafile" in usage
+    assert "[data-separator=';'or'tab'][data-header=false]" in usage and "data-header=falsereadsadatafile" in usage
 
 
 def test_init_policy_refuses_to_overwrite_and_keeps_chosen_caps(party, capsys):
