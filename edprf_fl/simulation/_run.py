@@ -181,6 +181,13 @@ def _default_release_epsilon() -> float:
     return next(float(f.default) for f in fields(PartyPolicy) if f.name == "max_release_epsilon")
 
 
+RAY_START_NOTE = (
+    "      Ray starts its workers first (often 10-30 s, silent); its parties answer without a line each: the "
+    "next line comes when the rounds end"
+)
+"""Said after ``[2/4]`` on the ray engine (the in-process engine says each party as it answers)."""
+
+
 def run_simulation(
     settings: SimulationSettings,
     out_dir: Path,
@@ -237,6 +244,8 @@ def run_simulation(
         f"[2/4] running the federation: {count_text(settings.parties, 'Flower ClientApp')} and "
         f"the ServerApp ({engine} engine) ..."
     )
+    if engine == "ray":  # Ray's start is silent and its workers' rounds have no per-party line
+        progress(RAY_START_NOTE)
     t0 = time.perf_counter()
     if isolate_ray is not None and engine == "ray":
         isolate_ray(_engine.simulate_federation, workspace.config, settings.parties, flower_logs, engine)
