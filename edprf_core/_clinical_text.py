@@ -13,7 +13,8 @@ from ._clinical_metrics import NOT_DP_NOTE
 from .count_text import count_text
 
 if TYPE_CHECKING:
-    from ._clinical_metrics import ClinicalReport, Estimate
+    from ._clinical_metrics import ClinicalReport
+    from ._metric_intervals import Estimate
 
 __all__ = ["clinical_report_lines"]
 

@@ -7,11 +7,9 @@ from ._clinical_metrics import (
     MAX_CALIBRATION_BINS,
     NOT_DP_NOTE,
     ClinicalReport,
-    Estimate,
     clinical_report,
-    interval_text,
-    macro_f1_estimate,
 )
+from ._metric_intervals import Estimate, interval_text, macro_f1_estimate
 
 __all__ = [
     "BRIER_MULTICLASS_SCALE",

@@ -4,7 +4,7 @@ Prints the confusion matrix, sensitivity, specificity, PPV, NPV, accuracy,
 balanced accuracy, ROC AUC and Brier score, each with a 95 % interval
 (Wilson for proportions; for the AUC, DeLong's SE on the logit scale; for the
 Brier score, a log-scale interval: both asymptotic, approximate with fewer
-than 30 rows in the smaller class: :mod:`edprf_core._clinical_metrics`), a
+than 30 rows in the smaller class: :mod:`edprf_core._metric_intervals`), a
 calibration table and a threshold table.  Without ``--positive-class``, a
 two-class model's report is of its last declared class (the output says so),
 a larger model's is of every class against the others.  Warns loudly when the

@@ -1,4 +1,4 @@
-"""edprf_core._clinical_metrics: values agree with scikit-learn, intervals with their definitions and coverage."""
+"""edprf_core._clinical_metrics and _metric_intervals: values agree with scikit-learn, intervals with their definitions and coverage."""
 
 from __future__ import annotations
 
@@ -15,14 +15,8 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from edprf_core._clinical_metrics import (
-    ONE_CLASS_SHARE,
-    Z95,
-    _balanced_accuracy,
-    delong_auc,
-    one_class_warning,
-    wilson_interval,
-)
+from edprf_core._clinical_metrics import ONE_CLASS_SHARE, one_class_warning
+from edprf_core._metric_intervals import Z95, _balanced_accuracy, delong_auc, wilson_interval
 from edprf_core.metrics import clinical_report, macro_f1_estimate
 
 
@@ -211,7 +205,7 @@ def test_a_class_of_one_row_the_model_never_predicts_is_one_row_not_one_rows():
 
 def test_report_notes_approximate_intervals_when_the_smaller_class_has_fewer_than_30_rows():
     """The note appears with 29 positive rows (text and JSON) and not with 30."""
-    from edprf_core._clinical_metrics import FEW_EVENTS
+    from edprf_core._metric_intervals import FEW_EVENTS
 
     rng = np.random.default_rng(3)
     for positives, noted in ((FEW_EVENTS - 1, True), (FEW_EVENTS, False)):
@@ -254,7 +248,7 @@ def test_calibration_slope_and_intercept_are_the_logistic_recalibration_fits():
 def test_a_brier_interval_stays_on_its_scale():
     """A binary Brier score lies in [0, 1]: its interval too, however few and wrong the rows (the log-scale upper
     end of 3 rows with squared errors 0.01, 0.01 and 0.81 passes 1)."""
-    from edprf_core._clinical_metrics import brier_estimate
+    from edprf_core._metric_intervals import brier_estimate
 
     errors = np.array([0.01, 0.01, 0.81])
     assert brier_estimate(errors, maximum=1.0).high <= 1.0 < brier_estimate(errors).high
@@ -264,7 +258,6 @@ def test_a_brier_interval_stays_on_its_scale():
 def test_the_auc_of_constant_scores_gets_no_exact_bound_label():
     """Every score the same: AUC 1/2 and DeLong's SE 0; the interval is the widest, said so, never the bound
     meant for an AUC of 1 (which printed [0.5, 1.0] "AUC at 1: exact bound" for a majority-class row)."""
-    from edprf_core._clinical_metrics import delong_auc
 
     positive = np.array([True] * 10 + [False] * 30)
     estimate = delong_auc(positive, np.full(positive.size, 0.3))

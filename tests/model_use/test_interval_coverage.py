@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
-from edprf_core._clinical_metrics import Z95, _auc_and_se, brier_estimate, delong_auc
+from edprf_core._metric_intervals import Z95, _auc_and_se, brier_estimate, delong_auc
 
 ALPHA = 1e-6
 AUC_TOLERANCE = 0.03  # accept true coverage >= 0.92 for the asymptotic AUC interval at 10-30 events
