@@ -266,6 +266,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "non_private_accuracy": base.get("non_private_rf", {}).get("accuracy", nan),
         "non_private_balanced_accuracy": base.get("non_private_rf", {}).get("balanced_accuracy", nan),
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
+        **_more_metrics(ev, base),
         "dataset": report.dataset,
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
         # the share of a party's epsilon spent on its DP row count (max_depth auto), when report.json gives it
@@ -276,6 +277,36 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "seconds": report.timings.federation_s,  # the federation alone (its name kept for older readers)
         "wall_seconds": report.timings.wall_s,  # the whole run: preparing, federation, baselines
     }
+
+
+_MODELS = (
+    ("federated", None),
+    ("central", "central_edprf"),
+    ("party_alone_median", "party_alone_median"),
+    ("non_private", "non_private_rf"),
+    ("majority", "majority_class"),
+)
+"""Each model of a run: its prefix in sweep.csv, and its key among the baselines (None: the federated model)."""
+
+
+def _more_metrics(federated: Mapping[str, Any], baselines: Mapping[str, Any]) -> dict[str, Any]:
+    """For paper tables on imbalanced data (the simulation review): every model's macro F1 and Brier score, and
+    the balanced accuracy and ROC AUC of the models that had none in the CSV; ``brier_scale`` says which Brier
+    (two classes: the positive class's, 0-1; more: the sum over classes, 0-2).  NaN where a run has no such
+    model (no baselines)."""
+    nan, out = float("nan"), {}
+    scale = ""
+    for prefix, key in _MODELS:
+        ev = federated if key is None else baselines.get(key, {})
+        out[f"{prefix}_f1_macro"] = ev.get("f1_macro", nan)
+        out[f"{prefix}_brier"] = ev.get("brier", ev.get("brier_multiclass", nan))
+        scale = scale or ev.get("brier_scale", "")
+        if key in ("party_alone_median", "non_private_rf", "majority_class"):
+            out[f"{prefix}_roc_auc"] = ev.get("roc_auc", nan)
+        if key in ("party_alone_median", "majority_class"):
+            out[f"{prefix}_balanced_accuracy"] = ev.get("balanced_accuracy", nan)
+    out["brier_scale"] = scale
+    return out
 
 
 def _partition_columns(partition: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:

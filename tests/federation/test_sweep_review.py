@@ -196,6 +196,32 @@ def test_the_csv_names_each_run_s_directory_and_the_baselines_balanced_accuracy(
     assert "Paired runs: configurations run at the same seed share the split" in table
 
 
+def test_every_model_has_f1_and_brier_and_the_baselines_auc_and_balanced_accuracy(bank_sweep):
+    """The simulation review (S2 #8): for paper tables on imbalanced data, only the federated model had balanced
+    accuracy, no model had F1 or Brier, and the party-alone and non-private models had no AUC in sweep.csv."""
+    import json
+
+    out, row, _ = bank_sweep
+    fed = json.loads((out / "run-0000" / "report.json").read_text())["central_evaluation"]
+    baselines = json.loads((out / "run-0000" / "simulation.json").read_text())["baselines"]
+    models = {
+        "federated": fed,
+        "central": baselines["central_edprf"],
+        "party_alone_median": baselines["party_alone_median"],
+        "non_private": baselines["non_private_rf"],
+        "majority": baselines["majority_class"],
+    }
+    for prefix, ev in models.items():
+        assert float(row[f"{prefix}_f1_macro"]) == ev["f1_macro"], prefix
+        assert float(row[f"{prefix}_brier"]) == ev["brier"], prefix  # two classes: the positive class's Brier
+    for prefix in ("party_alone_median", "non_private", "majority"):
+        assert float(row[f"{prefix}_roc_auc"]) == models[prefix]["roc_auc"], prefix
+    for prefix in ("party_alone_median", "majority"):
+        assert float(row[f"{prefix}_balanced_accuracy"]) == models[prefix]["balanced_accuracy"], prefix
+    assert row["brier_scale"] == fed["brier_scale"] and "0-1" in row["brier_scale"]
+    assert float(row["majority_balanced_accuracy"]) == 0.5  # a constant model: what accuracy alone hides
+
+
 def test_the_count_epsilon_is_carried_when_the_report_gives_it():
     from edprf_fl.simulation import SimulationTimings
     from edprf_fl.simulation._run import SimulationReport
