@@ -306,6 +306,9 @@ def _more_metrics(federated: Mapping[str, Any], baselines: Mapping[str, Any]) ->
         if key in ("party_alone_median", "majority_class"):
             out[f"{prefix}_balanced_accuracy"] = ev.get("balanced_accuracy", nan)
     out["brier_scale"] = scale
+    # the central baseline's row is its median draw of accuracy; the mean over its draws, for a paper's table
+    draws = baselines.get("central_edprf", {}).get("accuracy_draws") or []
+    out["central_accuracy_draws_mean"] = sum(draws) / len(draws) if draws else nan
     return out
 
 

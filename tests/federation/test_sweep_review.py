@@ -220,6 +220,8 @@ def test_every_model_has_f1_and_brier_and_the_baselines_auc_and_balanced_accurac
         assert float(row[f"{prefix}_balanced_accuracy"]) == models[prefix]["balanced_accuracy"], prefix
     assert row["brier_scale"] == fed["brier_scale"] and "0-1" in row["brier_scale"]
     assert float(row["majority_balanced_accuracy"]) == 0.5  # a constant model: what accuracy alone hides
+    draws = baselines["central_edprf"]["accuracy_draws"]
+    assert len(draws) == 5 and float(row["central_accuracy_draws_mean"]) == pytest.approx(sum(draws) / 5, abs=1e-15)
 
 
 def test_the_count_epsilon_is_carried_when_the_report_gives_it():
