@@ -16,6 +16,7 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
+from ._held_out_split import held_out_rows
 from ._ledger import (
     CAP_CHANGES_KEY,
     CAP_KEY,
@@ -92,6 +93,7 @@ __all__ = [
     "handle_evaluate",
     "handle_query",
     "handle_train",
+    "held_out_rows",
     "load_policy",
     "micro_epsilon",
     "not_dp_headline",

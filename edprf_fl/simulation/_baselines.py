@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edprf_core.count_text import count_text
@@ -60,11 +61,13 @@ def train_baselines(
 
     On a drafted schema, one :class:`~edprf_core.schema.DraftedSchemaWarning` for all the fits.
 
-    Every baseline fits on as many rows as the parties train on, not the same rows (:func:`baseline_rows`): a
-    party trains on its rows less its held-out share (``settings.party_holdout``, chosen by a keyed hash with
-    the party's own secret salt, which the simulation does not reproduce), so the central, non-private and
-    majority baselines fit on a seeded sample of :func:`expected_training_rows` of the pooled rows, and each
-    party alone on a seeded sample of as many of its own rows.
+    Every baseline fits on the rows the parties trained on (:func:`baseline_rows`): a party trains on its rows
+    less its held-out share (``settings.party_holdout``, chosen by a keyed hash with the party's own secret salt),
+    and after the federation the simulation reads each party's salt from its ledger in the workspace (its own
+    files) and takes the same side of every row; the central, non-private and majority baselines fit on all the
+    parties' training rows pooled, each party alone on its own.  A party that never drew its salt (it refused,
+    say) is stood in for by a seeded sample of as many of its rows; each entry's ``same_rows`` says whether
+    every party's rows were its own.
 
     The DP baselines are drawn several times (:data:`BASELINE_DRAWS` noise draws of the central model,
     :func:`party_alone_draws` of every party's): each entry is the draw of median accuracy, with
@@ -84,7 +87,7 @@ def train_baselines(
 
     schema, X_train, y_train = workspace.schema, workspace.X_train, workspace.y_train
     X_test, y_test = workspace.X_test, workspace.y_test
-    pooled, parts = baseline_rows(settings, workspace.parts)
+    pooled, parts, same_rows = baseline_rows(settings, workspace)
     n_trees = settings.parties * settings.n_trees
     auto, leaf = settings.auto_depth, settings.leaf
     if schema.drafted:  # once per run, not once per fit (the 30 fits said it 30 times); the guarantee says it too
@@ -184,39 +187,58 @@ def train_baselines(
         "n_trees": 0,
         "training_rows": len(pooled),
     }
+    for entry in out.values():
+        entry["same_rows"] = same_rows
     return out
 
 
-def baseline_rows(settings: SimulationSettings, parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The rows the baselines fit on: as many as the parties train on, a seeded sample, not the same rows.
+def baseline_rows(
+    settings: SimulationSettings, workspace: PreparedWorkspace
+) -> tuple[np.ndarray, list[np.ndarray], bool]:
+    """The rows the baselines fit on: those the parties trained on.
 
-    A party trains on its rows less those its keyed hash holds out (``settings.party_holdout`` of them, drawn
-    with the party's own secret salt): the simulation cannot reproduce that side, so it draws, with
-    ``settings.seed``, :func:`expected_training_rows` of the pooled rows for the pooled baselines (central,
-    non-private, majority: the coordinator's ``consortium_rows``), and as many of each party's own rows for that
-    party alone.  Without a hold-out, every row.
+    A party trains on its rows less those its keyed hash holds out (``settings.party_holdout`` of them, keyed
+    with the party's own secret salt, :func:`client.held_out_rows`).  After the federation the salt is in the
+    party's ledger in the workspace (the simulation's own files; a ``--seeded-noise`` run wrote it there
+    itself), so each party's side of every row is taken again from its rows as the workspace holds them: the
+    same readings the party hashed from its ``data.csv``.  A party whose ledger holds no salt (it never
+    trained: refused, or no ledger) is stood in for by a seeded sample (``settings.seed``) of
+    :func:`expected_training_rows` of its rows.  Without a hold-out, every row.
 
     Returns
     -------
     pooled : integer array
-        Row positions of the pooled baselines' sample, in increasing order (whatever the partition).
+        Row positions of the pooled baselines' rows (every party's training rows), in increasing order.
     parts : list of integer arrays
-        Each party's sample, its rows in the order the party holds them.
+        Each party's training rows, in the order the party holds them.
+    same_rows : bool
+        Whether every party's rows are the ones it trained on (no stand-in sample).
     """
     import numpy as np
+
+    from client import HOLDOUT_SALT_KEY, held_out_rows, read_meta_readonly
 
     from ._prepare import expected_training_rows
 
     rng = np.random.default_rng([settings.seed, _SAMPLE_STREAM])
-
-    def sample(rows: np.ndarray) -> np.ndarray:
-        keep = min(len(rows), expected_training_rows(len(rows), settings.party_holdout))
-        if keep == len(rows):
-            return rows
-        return rows[np.sort(rng.choice(len(rows), size=keep, replace=False))]
-
-    pooled = sample(np.sort(np.concatenate(parts)))
-    return pooled, [sample(np.asarray(rows)) for rows in parts]
+    holdout, schema, label = settings.party_holdout, workspace.schema, workspace.schema.label.column
+    parts, same_rows = [], True
+    for p, rows in enumerate(workspace.parts):
+        rows = np.asarray(rows)
+        if holdout <= 0 or not len(rows):
+            parts.append(rows)
+            continue
+        ledger = Path(workspace.config.sim_dir) / f"party-{p:04d}" / "ledger.sqlite"
+        salt = read_meta_readonly(ledger, (HOLDOUT_SALT_KEY,)).get(HOLDOUT_SALT_KEY) if ledger.is_file() else None
+        if salt:
+            frame = workspace.X_train.iloc[rows].assign(**{label: workspace.y_train.iloc[rows].to_numpy()})
+            parts.append(rows[~held_out_rows(frame.reset_index(drop=True), schema, salt, holdout)])
+            continue
+        same_rows = False
+        keep = min(len(rows), expected_training_rows(len(rows), holdout))
+        parts.append(rows[np.sort(rng.choice(len(rows), size=keep, replace=False))])
+    pooled = np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+    return pooled, parts, same_rows
 
 
 def party_alone_draws(parties: int) -> int:

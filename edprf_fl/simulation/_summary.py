@@ -128,7 +128,8 @@ def results_table(
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
     if consortium is not None and any("training_rows" in b for b in baselines.values()):
-        lines.append(training_rows_text(party_holdout))
+        same = all(b.get("same_rows", False) for b in baselines.values() if "training_rows" in b)
+        lines.append(training_rows_text(party_holdout, same))
     drawn = [(label, m["draws"]) for label, m, _, _ in rows if m.get("draws", 1) > 1]
     if drawn:
         counts = sorted({n for _, n in drawn})
@@ -149,8 +150,9 @@ def results_table(
     return "\n".join(lines)
 
 
-def training_rows_text(party_holdout: float) -> str:
-    """What the ``training rows`` column holds: the parties' rows less their hold-out, and the baselines' sample."""
+def training_rows_text(party_holdout: float, same_rows: bool = False) -> str:
+    """What the ``training rows`` column holds: the parties' rows less their hold-out, and the baselines' rows
+    (``same_rows``: the parties' own training rows; otherwise, for some party, a sample of as many)."""
     if party_holdout <= 0:
         return (
             "training rows: the parties train on all their rows (no hold-out); the central, non-private and "
@@ -159,8 +161,16 @@ def training_rows_text(party_holdout: float) -> str:
     return (
         f"training rows: each party trains on its rows less the {100 * party_holdout:g}% it holds out for its own "
         "evaluation (a keyed draw inside the party, kept back whether or not the evaluation round runs), so the "
-        "federation's count is an expected one; each baseline fits on as many rows as the parties train on, a "
-        "seeded sample of the pooled rows (each party alone: of its own rows), not the same rows"
+        "federation's count is an expected one; "
+        + (
+            "the baselines fit on the rows the parties trained on (each party's side of every row taken again "
+            "with its own key, read from its ledger in the workspace): the central, non-private and majority "
+            "baselines on all of them pooled, each party alone on its own"
+            if same_rows
+            else "each baseline fits on as many rows as the parties train on, a seeded sample of the pooled rows "
+            "(each party alone: of its own rows), not the same rows (a party that never trained has no key to "
+            "take its rows with)"
+        )
     )
 
 

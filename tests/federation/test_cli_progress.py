@@ -289,7 +289,7 @@ def test_the_baselines_count_their_fits_and_trees_and_their_metrics_do_not_depen
     from edprf_fl.simulation._baselines import baseline_rows
     from server import classification_metrics
 
-    pooled, _ = baseline_rows(settings, workspace.parts)
+    pooled, _, _ = baseline_rows(settings, workspace)
     schema, X, y = workspace.schema, workspace.X_train.iloc[pooled], workspace.y_train.iloc[pooled]
     whole = RandomForestClassifier(n_estimators=100, random_state=settings.seed, n_jobs=-1)
     whole.fit(raw_features(X, schema), encode_labels(y, schema))

@@ -45,30 +45,74 @@ def test_the_baselines_fit_on_as_many_rows_as_the_parties_train_on(tmp_path, fit
         assert baselines[key]["training_rows"] in party_rows
 
 
-def test_without_a_hold_out_the_baselines_fit_on_every_row():
+def _workspace(parts, sim_dir):
+    """What :func:`baseline_rows` reads of a workspace: the parts, and where the parties' ledgers are."""
+    from types import SimpleNamespace
+
+    from edprf_core import load_embedded
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    return SimpleNamespace(
+        parts=parts, config=SimpleNamespace(sim_dir=str(sim_dir)), schema=schema, X_train=X, y_train=y
+    )
+
+
+def test_without_a_hold_out_the_baselines_fit_on_every_row(tmp_path):
     from edprf_fl.simulation._baselines import baseline_rows
 
     settings = SimulationSettings(party_holdout=0.0)
     parts = [np.array([5, 1, 3]), np.array([0, 4]), np.array([2])]
-    pooled, alone = baseline_rows(settings, parts)
-    assert pooled.tolist() == [0, 1, 2, 3, 4, 5]
+    pooled, alone, same = baseline_rows(settings, _workspace(parts, tmp_path))
+    assert pooled.tolist() == [0, 1, 2, 3, 4, 5] and same
     assert [a.tolist() for a in alone] == [p.tolist() for p in parts]  # a party's rows in its own order
 
 
-def test_the_pooled_sample_is_seeded_and_the_same_whatever_the_partition():
+def test_a_party_without_a_key_is_stood_in_for_by_a_seeded_sample(tmp_path):
+    """A party that never trained drew no salt: its rows cannot be taken again, so a seeded sample of as many."""
     from edprf_fl.simulation._baselines import baseline_rows
 
     settings = SimulationSettings(party_holdout=0.25, seed=3)
     rows = np.arange(400)
     iid = [rows[:200], rows[200:]]
-    skewed = [rows[::3], np.setdiff1d(rows, rows[::3])]
-    pooled, alone = baseline_rows(settings, iid)
+    pooled, alone, same = baseline_rows(settings, _workspace(iid, tmp_path))
+    assert not same
     assert len(pooled) == 300 and len(set(pooled.tolist())) == 300 and np.all(np.diff(pooled) > 0)
     assert [len(a) for a in alone] == [150, 150] and all(np.isin(a, p).all() for a, p in zip(alone, iid))
-    assert baseline_rows(settings, skewed)[0].tolist() == pooled.tolist()
-    assert baseline_rows(settings, iid)[0].tolist() == pooled.tolist()  # seeded
+    assert baseline_rows(settings, _workspace(iid, tmp_path))[0].tolist() == pooled.tolist()  # seeded
     other = SimulationSettings(party_holdout=0.25, seed=4)
-    assert baseline_rows(other, iid)[0].tolist() != pooled.tolist()
+    assert baseline_rows(other, _workspace(iid, tmp_path))[0].tolist() != pooled.tolist()
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_after_the_federation_the_baselines_fit_on_the_rows_each_party_trained_on(tmp_path, seeded):
+    """Carried from the simulation review: the baselines fitted on a seeded sample of as many rows as the parties
+    trained on, not the same rows, which added sampling noise to every "cost of federating" comparison.  After
+    the run each party's side of every row is taken again with its own key: exactly the rows its own reader kept
+    for training from its data.csv (a party's salt drawn by itself, or written by a --seeded-noise run)."""
+    from client import HOLDOUT_SALT_KEY, read_meta_readonly
+    from client._local_data import load_local_data
+    from edprf_fl.simulation import simulate_federation
+    from edprf_fl.simulation._baselines import baseline_rows
+
+    settings = SimulationSettings(parties=3, max_depth=2, party_holdout=0.2, seed=5, seeded_noise=seeded)
+    workspace = prepare_workspace(settings, tmp_path)
+    simulate_federation(workspace.config, settings.parties)
+    pooled, alone, same = baseline_rows(settings, workspace)
+    assert same
+    for p, (rows, kept) in enumerate(zip(workspace.parts, alone)):
+        party = tmp_path / "workspace" / f"party-{p:04d}"
+        salt = read_meta_readonly(party / "ledger.sqlite", (HOLDOUT_SALT_KEY,))[HOLDOUT_SALT_KEY]
+        data = load_local_data(party / "data.csv", workspace.schema, 0.2, salt)
+        trained = rows[data.X_train.index.to_numpy()]  # the party's own reader: positions in its data.csv
+        assert kept.tolist() == trained.tolist() and 0 < len(kept) < len(rows)
+    assert pooled.tolist() == sorted(np.concatenate(alone).tolist())
+    baselines = train_baselines(settings, workspace)
+    assert all(b["same_rows"] for b in baselines.values())
+    assert baselines["central_edprf"]["training_rows"] == len(pooled)
+    federated = {"central_evaluation": {"accuracy": 0.9, "n": 10}, "n_trees": 3, "parameters": {"consortium_rows": 1}}
+    assert "the baselines fit on the rows the parties trained on" in results_table(
+        federated, baselines, party_holdout=0.2
+    )
 
 
 def test_the_table_shows_the_rows_each_model_was_fitted_on():
