@@ -108,7 +108,9 @@ def run_one(job: tuple) -> tuple[list[bool], bool | None, list[bool], bool | Non
         forests.append(clf.fit(split.X_train.iloc[rows], y_train[rows]).forest_)
     merged = merge_forests(forests, labels=[f"p{i}" for i in range(len(parts))])
     codes = merged.encode(split.X_train.iloc[val])
-    out = party_contributions(merged, codes, encode_labels(split.y_train.iloc[val], schema).astype(np.int64), alpha)
+    predicted = np.argmax(merged.predict_proba(split.X_train.iloc[val]), axis=1)
+    y_val = encode_labels(split.y_train.iloc[val], schema).astype(np.int64)
+    out = party_contributions(merged, codes, y_val, alpha, global_predicted=predicted)
     flags = [c.flagged for c in out]
     old = _previous_rule(np.array([c.kappa_with_others for c in out]), alpha)
     if n_bad:

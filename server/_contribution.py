@@ -284,7 +284,7 @@ class PartyContribution:
     n_trees: int
     information_bits: float  # mean T_info of the party's trees
     accuracy: float  # its own trees' vote on the validation rows
-    agreement_with_global: float  # share of rows where its vote equals the global vote
+    agreement_with_global: float  # share of rows where its vote equals the global model's prediction
     disagreement_with_others: float  # share of rows where its vote differs from the other parties' vote
     kappa_with_others: float  # chance-corrected agreement with the other parties' vote (descriptive)
     p_value: float  # one-sided p-value of "its lift is at least LIFT_SHARE of the others' median" (1 if untested)
@@ -302,7 +302,12 @@ def _vote(votes: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def party_contributions(
-    forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64], alpha: float = 0.01
+    forest: DPForest,
+    codes: NDArray[np.int32],
+    y: NDArray[np.int64],
+    alpha: float = 0.01,
+    *,
+    global_predicted: NDArray[np.int64] | None = None,
 ) -> list[PartyContribution]:
     """Contribution and quality flags of every part of a merged forest.
 
@@ -317,6 +322,11 @@ def party_contributions(
     alpha : float in (0, 1), default 0.01
         Level of the probability-lift test (module docstring); a party is
         flagged when its p-value is below ``alpha`` and the test is conclusive.
+    global_predicted : ndarray of int, shape (n_rows,), optional
+        The global model's predicted class of each row (``forest.predict_proba(X).argmax(1)``: trees and
+        marginals pooled as the model pools them), which ``agreement_with_global`` compares each party's vote
+        with.  Default: the trees' pooled prediction from ``codes``, which is the global model's only without a
+        marginals part (required with one: the marginals read the rows on their own grid).
 
     Privacy cost: none for the parties (post-processing of their DP releases,
     no new release); every number is exact, not DP, in the coordinator's own
@@ -333,7 +343,18 @@ def party_contributions(
     p_values, thresholds, inconclusive = lift_flags(lifts[:, 0], lifts[:, 1])
     inconclusive |= minority_shares(forest) < MIN_MINORITY_SHARE  # (almost) one class: nothing to learn
     total_votes = sum(by_part)
-    global_vote = _vote(total_votes)
+    if global_predicted is None:
+        if forest.marginals is not None:
+            raise ValueError(
+                "party_contributions: a forest with a marginals part needs global_predicted (the global model's "
+                "prediction of the rows: its marginals read them on their own grid)"
+            )
+        global_predicted = np.argmax(  # the model's own pooling (its defaults), not a vote
+            forest._tree_proba(codes, pooling="log-linear", label_shift=True, tolerated_parties=None), axis=1
+        )
+    global_predicted = np.asarray(global_predicted, dtype=np.int64)
+    if global_predicted.shape != (n_rows,):
+        raise ValueError(f"global_predicted: expected shape ({n_rows},), got {global_predicted.shape}")
     bounds = forest.part_bounds
     out = []
     for i, (label, _, n) in enumerate(forest.parts):
@@ -346,7 +367,7 @@ def party_contributions(
                 n_trees=int(n),
                 information_bits=float(np.mean(info[bounds[i] : bounds[i + 1]])),
                 accuracy=float(np.mean(own == y)),
-                agreement_with_global=float(np.mean(own == global_vote)),
+                agreement_with_global=float(np.mean(own == global_predicted)),
                 disagreement_with_others=1.0 - a,
                 kappa_with_others=(a - e) / (1 - e) if e < 1 else 0.0,
                 p_value=float(p_values[i]),

@@ -618,7 +618,8 @@ def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunR
     merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
     codes = merged.encode(X_val)
     y_idx = encode_labels(y_val, schema).astype(np.int64)
-    contributions = party_contributions(merged, codes, y_idx, alpha=cfg.flag_alpha)
+    predicted = np.argmax(merged.predict_proba(X_val), axis=1)  # the model of every accepted release, as it pools
+    contributions = party_contributions(merged, codes, y_idx, alpha=cfg.flag_alpha, global_predicted=predicted)
     report.contributions = [c.to_dict() for c in contributions]
     outcome_of = {p.party_id: p for p in report.parties if p.status == PartyStatus.ACCEPTED}
     keep = list(range(len(accepted)))

@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 import server._coordinator as coordinator
@@ -82,3 +83,35 @@ def test_each_party_s_row_count_epsilon_is_in_the_report_as_its_release_claims(t
             assert entry["count_epsilon"] == releases[party_id].count_epsilon
             assert (entry["count_epsilon"] > 0) is counted
             assert entry["depth_rule"] == ("dp-count" if counted else "fixed")
+
+
+@pytest.mark.slow
+def test_agreement_with_global_is_with_the_global_model_s_prediction(tmp_path):
+    """The numbers audit: "agreement with global" (the simulate table, contributions.md, report.json and the
+    coordinator's log "agrees with the global model on ...") compared a party's vote with the argmax of all
+    parties' pooled votes, not with the global model.  On two classes the model mixes a marginals part, and the
+    pooled vote said "no diabetes" almost everywhere: a party always answering "no" read as agreeing 100 %.
+    Recomputed here from the saved model and the coordinator's validation rows."""
+    from edprf_core.datasets import read_csv
+    from edprf_core.encoding import encode_labels
+    from protocol import load_global_model
+    from server import MODEL_FILE
+    from server._contribution import part_votes
+
+    cfg = prepare_workspace(
+        _settings(parties=3, max_depth=3, dataset="bank_marketing", validation_size=0.2, evaluation_epsilon=0.0),
+        tmp_path,
+    ).config
+    simulate_federation(cfg, 3)
+    report = json.loads((tmp_path / REPORT_FILE).read_text())
+    forest = load_global_model(tmp_path / MODEL_FILE).forest
+    assert forest.marginals is not None  # the case the pooled vote got wrong
+    X, y = read_csv(cfg.validation_file, forest.schema, labels="text")
+    global_predicted = np.argmax(forest.predict_proba(X), axis=1)
+    votes = part_votes(forest, forest.encode(X))
+    by_party = {c["party"]: c for c in report["contributions"]}
+    assert [label for label, _, _ in forest.parts] == list(by_party)
+    for (label, _, _), vote in zip(forest.parts, votes):
+        own = np.argmax(vote, axis=1)
+        assert by_party[label]["agreement_with_global"] == pytest.approx(np.mean(own == global_predicted), abs=1e-15)
+        assert by_party[label]["accuracy"] == pytest.approx(np.mean(own == encode_labels(y, forest.schema)), abs=1e-15)
