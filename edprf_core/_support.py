@@ -157,6 +157,24 @@ def _bin_low(forest: DPForest) -> list[NDArray[np.bool_]]:
     return [h.sum(axis=1) <= threshold for h in m.counts]
 
 
+def support_flags(forest: DPForest) -> tuple[NDArray[np.float64], list[NDArray[np.bool_]]]:
+    """What :func:`row_support` reads of ``forest``, per released count, for a graph that routes rows itself.
+
+    Returns
+    -------
+    node_flags : ndarray of float, shape (n_nodes, 2)
+        Per node ``[is count leaf, is count leaf within noise]`` (0 or 1; zeros for inner nodes and label
+        leaves): summed over the leaves a row reaches, the count trees it reaches and the low ones.
+    bin_flags : list of ndarray of bool
+        Per feature, per marginals bin (the marginals part's grid): whether its released mass is within noise;
+        empty without a marginals part.
+
+    Privacy cost: none (as :func:`row_support`: post-processing of released values and public parameters).
+    """
+    node_flags, _ = _leaf_low(forest)
+    return node_flags, _bin_low(forest)
+
+
 def row_support(forest: DPForest, X: ArrayLike | pd.DataFrame) -> RowSupport:
     """Whether released evidence stands behind each row's prediction, or only noise (see the module notes).
 
