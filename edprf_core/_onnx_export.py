@@ -53,6 +53,32 @@ grids).  Steps 1-3 give the trees' probabilities ``p_t``; then
 
 A trees-only forest's graph is exactly the one-input graph above.
 
+Support: the rows the model knows nothing about
+-----------------------------------------------
+Three more outputs, after ``probabilities``, give per row what
+:func:`edprf_core.prediction.row_support` gives (``edprf predict``'s
+``support`` column; :mod:`edprf_core._support`), exactly:
+
+6. the ensemble of step 1 has two more targets (step 1 takes the parts'
+   scores from the targets before them): every leaf that released counts
+   adds 1 to the first, and 1 to the second when its released mass is
+   within noise, so on a row they hold the number of count trees it reaches
+   and of those whose leaf is within noise (small integers: exact in
+   float32).  ``support_low_leaf_share``, ``tensor(double)`` of shape
+   ``(n_rows,)``: their ratio, NaN when the first is 0 (no tree released
+   counts).  ``support_low_features``, ``tensor(bool)`` of shape
+   ``(n_rows, n_features)``: per feature, whether the row's marginals bin is
+   within noise, one ``Gather`` of the bins' flags stacked end to end at the
+   clamped rows of step 4 (all false without a marginals part).
+   ``support_low``, ``tensor(bool)`` of shape ``(n_rows,)``: some feature
+   flagged, or the share above 0.5.
+
+A model holding no released counts (label leaves, no marginals part) flags no
+row (all false, share NaN) and its encoding says ``"assessed": false``:
+its rows' support is not known (``edprf predict`` writes ``n/a``), not
+``ok``.  The encoding's ``support`` entry says what each output means and
+how ``edprf predict`` labels a row from them.
+
 Splits on codes: a binary split on a continuous feature sends ``code < j``
 to its first child (``BRANCH_LT``), on a categorical feature ``code == c``
 (``BRANCH_EQ``); a multiway split becomes a chain of ``BRANCH_LT`` nodes
@@ -82,8 +108,10 @@ Schema.from_toml(spec["schema_toml"])`` and ``n_bins = spec["n_bins"]``
 :func:`onnx_inputs` builds the graph's whole input from the spec.
 
 Privacy cost: none.  The graph holds the released structure, vectors
-computed from released counts and public parameters, and the public schema;
-exporting reads no data.
+computed from released counts and public parameters, the support flags
+(post-processing of the released counts and of public parameters: each
+count's ε, the relation, ``d``) and the public schema; exporting reads no
+data.
 """
 
 from __future__ import annotations
@@ -102,6 +130,7 @@ from ._forest import DPForest, check_is_forest
 from ._leaf_terms import leaf_terms
 from ._marginals import MIX_FLOOR, marginal_log_ratio_tables, marginals_temper
 from ._schema import ContinuousFeature, Schema
+from ._support import TREES_WORD, Z_SCORE, support_flags
 from .count_text import count_text
 
 __all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
@@ -114,6 +143,11 @@ ONNX_ML_OPSET = 3
 INPUT_NAME = "codes"
 MARGINALS_INPUT_NAME = "marginals_codes"
 OUTPUT_NAME = "probabilities"
+SUPPORT_LOW_NAME = "support_low"
+SUPPORT_FEATURES_NAME = "support_low_features"
+SUPPORT_SHARE_NAME = "support_low_leaf_share"
+OUTPUT_NAMES = (OUTPUT_NAME, SUPPORT_LOW_NAME, SUPPORT_FEATURES_NAME, SUPPORT_SHARE_NAME)
+"""The graph's outputs, in order (``probabilities`` first, as before the support outputs existed)."""
 
 
 def encoding_spec(forest: DPForest) -> dict[str, Any]:
@@ -122,8 +156,12 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
     A trees-only forest gets format ``edprf.onnx-encoding.v1`` (one input, ``codes``).  A forest with a
     marginals part gets ``edprf.onnx-encoding.v2``: the same keys, plus ``inputs`` (both input names),
     ``marginals`` (``input``, ``n_bins`` and ``share``) and, per continuous feature, ``marginals_edges``.
+    Both list the graph's ``outputs`` (``probabilities``, ``support_low``, ``support_low_features``,
+    ``support_low_leaf_share``) and say under ``support`` what they mean (``meaning``), the rule's ``z_score``
+    and whether the model can flag rows at all (``assessed``: false when it holds no released counts).
 
-    Privacy cost: none (public schema and grids; the marginals' share and bins are public parameters).
+    Privacy cost: none (public schema and grids; the marginals' share and bins are public parameters;
+    ``assessed`` says only whether released counts exist).
     """
     check_is_forest(forest, "encoding_spec", marginals_supported=True)
     schema, grid = forest.schema, forest.grid
@@ -157,6 +195,8 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
         "features": features,
         "schema_toml": schema.to_toml(),
         "recipe": recipe,
+        "outputs": list(OUTPUT_NAMES),
+        "support": _support_spec(forest),
     }
     if mixed:
         spec |= {
@@ -171,6 +211,28 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
             "codes are the same); feed both inputs.",
         }
     return spec
+
+
+def _support_spec(forest: DPForest) -> dict[str, Any]:
+    """The ``support`` entry of the encoding: whether the model can flag rows at all, and what the outputs mean."""
+    node_flags, bin_flags = support_flags(forest)
+    return {
+        "assessed": bool(node_flags[:, 0].any() or bin_flags),
+        "z_score": Z_SCORE,
+        "meaning": (
+            f"{OUTPUT_NAME}: float64 (n_rows, n_classes), columns in classes order. {SUPPORT_LOW_NAME}: bool "
+            "(n_rows,), the row has low support (edprf predict's support column 'low: ...'): more than half of the "
+            "trees that released counts put it in a leaf whose released mass is within noise, or its marginals "
+            f"bin of some feature is (within {Z_SCORE:g} noise standard deviations of an empty one's); its "
+            f"probability is not evidence. {SUPPORT_FEATURES_NAME}: bool (n_rows, n_features), features in the "
+            "features order: whether the row's marginals bin of that feature is within noise (all false without "
+            f"a marginals part). {SUPPORT_SHARE_NAME}: float64 (n_rows,), the share of the count trees whose leaf "
+            "for the row is within noise (NaN when no tree released counts). Label as edprf predict: 'ok' when "
+            "not low, else 'low: ' and the flagged features' names, then "
+            f"'{TREES_WORD}' when the share is above 0.5, joined by ', '; 'n/a' for every row when assessed is "
+            "false (the model holds no released counts: nothing is flagged)."
+        ),
+    }
 
 
 def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, NDArray[np.float64]]:
@@ -326,6 +388,56 @@ def _mix_steps(forest: DPForest, trees_out: str) -> list:
     ]
 
 
+def _support_steps(n_scores: int, bin_flags: list[NDArray[np.bool_]]) -> list:
+    """Step 6 of the module docstring: the support outputs, from the ensemble's two flag targets and, with a
+    marginals part, the clamped rows of step 4 (``marginals_rows``)."""
+    from onnx import TensorProto, helper
+
+    steps = [
+        # the ensemble's targets n_scores (count trees reached) and n_scores + 1 (low ones among them)
+        _const("support_count_at", n_scores, np.int64),
+        _const("support_low_at", n_scores + 1, np.int64),
+        helper.make_node("Gather", ["all_scores", "support_count_at"], ["support_count"], axis=1),
+        helper.make_node("Gather", ["all_scores", "support_low_at"], ["support_low_leaves"], axis=1),
+        _const("support_zero", 0.0),
+        _const("support_one", 1.0),
+        _const("support_nan", np.nan),
+        _const("support_half", 0.5),
+        helper.make_node("Max", ["support_count", "support_one"], ["support_count_floor"]),
+        helper.make_node("Div", ["support_low_leaves", "support_count_floor"], ["support_ratio"]),
+        helper.make_node("Greater", ["support_count", "support_zero"], ["support_has_counts"]),
+        helper.make_node("Where", ["support_has_counts", "support_ratio", "support_nan"], [SUPPORT_SHARE_NAME]),
+        helper.make_node("Greater", [SUPPORT_SHARE_NAME, "support_half"], ["support_low_trees"]),  # NaN: false
+    ]
+    if bin_flags:  # feature j's flags start at offsets[j], as its table in step 4
+        steps += [
+            _const("support_bin_flags", np.concatenate(bin_flags), np.bool_),
+            helper.make_node("Gather", ["support_bin_flags", "marginals_rows"], [SUPPORT_FEATURES_NAME], axis=0),
+        ]
+    else:  # no marginals part: no feature is flagged
+        from onnx import numpy_helper
+
+        steps += [
+            helper.make_node("Shape", [INPUT_NAME], ["support_shape"]),
+            helper.make_node(
+                "ConstantOfShape",
+                ["support_shape"],
+                [SUPPORT_FEATURES_NAME],
+                value=numpy_helper.from_array(np.zeros(1, dtype=np.bool_)),
+            ),
+        ]
+    return steps + [
+        helper.make_node("Cast", [SUPPORT_FEATURES_NAME], ["support_feature_ints"], to=TensorProto.INT64),
+        _const("support_feature_axis", [1], np.int64),
+        helper.make_node(
+            "ReduceSum", ["support_feature_ints", "support_feature_axis"], ["support_n_features"], keepdims=0
+        ),
+        _const("support_no_feature", 0, np.int64),
+        helper.make_node("Greater", ["support_n_features", "support_no_feature"], ["support_low_bins"]),
+        helper.make_node("Or", ["support_low_bins", "support_low_trees"], [SUPPORT_LOW_NAME]),
+    ]
+
+
 def forest_to_onnx(
     forest: DPForest, *, pooling: str = "log-linear", label_shift: bool = True, tolerated_parties: int | None = None
 ):
@@ -338,14 +450,19 @@ def forest_to_onnx(
     Inputs: ``codes``, float64 ``(n_rows, n_features)``, the rows' codes on the trees' grid; with a marginals
     part also ``marginals_codes``, the same rows' codes on the marginals' grid (:func:`onnx_inputs` builds
     both from the encoding).  Output: ``probabilities``, float64 ``(n_rows, n_classes)``, the mix of the
-    trees and the marginals when the forest has a marginals part (module docstring, steps 4-5).
+    trees and the marginals when the forest has a marginals part (module docstring, steps 4-5); then, per row,
+    what :func:`~edprf_core.prediction.row_support` gives (step 6): ``support_low``, bool ``(n_rows,)``
+    (:attr:`RowSupport.low <edprf_core.prediction.RowSupport.low>`); ``support_low_features``, bool ``(n_rows,
+    n_features)`` (``low_features``); ``support_low_leaf_share``, float64 ``(n_rows,)`` (``low_leaf_share``,
+    NaN when no tree released counts).  ``probabilities`` is computed as it was before these outputs existed.
 
     Returns
     -------
     onnx.ModelProto
         Checked with ``onnx.checker``; the encoding is in ``metadata_props["edprf.encoding"]``.
 
-    Privacy cost: none (post-processing of the released forest; reads no data).
+    Privacy cost: none (post-processing of the released forest: its counts, structure and the public ε,
+    relation and ``d`` behind the support flags; reads no data).
     """
     check_is_forest(forest, "forest_to_onnx", marginals_supported=True)
     import onnx
@@ -358,13 +475,24 @@ def forest_to_onnx(
     tree_of_leaf = np.array([t for t, _, _ in leaves], dtype=np.int64)
     weights = terms.node_terms[[g for _, _, g in leaves]]
     targets = terms.part_of_tree[tree_of_leaf][:, None] * n_classes + np.arange(n_classes)[None, :]
+    n_scores = n_parts * n_classes
+    # two more targets after the parts' scores (support, module docstring step 6): a count leaf adds 1 to the
+    # first, a count leaf within noise 1 to the second (other leaves add nothing: no entry)
+    node_flags, bin_flags = support_flags(forest)
+    flags = node_flags[[g for _, _, g in leaves]]
+    flag_leaf, flag_column = np.nonzero(flags)
+    target_treeids = np.concatenate([np.repeat(tree_of_leaf, n_classes), tree_of_leaf[flag_leaf]])
+    leaf_nodeids = np.array([n for _, n, _ in leaves], dtype=np.int64)
+    target_nodeids = np.concatenate([np.repeat(leaf_nodeids, n_classes), leaf_nodeids[flag_leaf]])
+    target_ids = np.concatenate([targets.ravel(), n_scores + flag_column])
+    target_weights = np.concatenate([weights.astype(np.float64).ravel(), flags[flag_leaf, flag_column]])
     ensemble = helper.make_node(
         "TreeEnsembleRegressor",
         [INPUT_NAME],
         ["scores32"],
         domain="ai.onnx.ml",
         name="trees",
-        n_targets=n_parts * n_classes,
+        n_targets=n_scores + 2,
         aggregate_function="SUM",
         post_transform="NONE",
         nodes_treeids=nodes["treeids"],
@@ -374,17 +502,21 @@ def forest_to_onnx(
         nodes_truenodeids=nodes["true"],
         nodes_falsenodeids=nodes["false"],
         nodes_values_as_tensor=numpy_helper.from_array(np.asarray(nodes["values"], dtype=np.float64)),
-        target_treeids=np.repeat(tree_of_leaf, n_classes).tolist(),
-        target_nodeids=np.repeat([n for _, n, _ in leaves], n_classes).tolist(),
-        target_ids=targets.ravel().tolist(),
-        target_weights_as_tensor=numpy_helper.from_array(weights.astype(np.float64).ravel()),
+        target_treeids=target_treeids.tolist(),
+        target_nodeids=target_nodeids.tolist(),
+        target_ids=target_ids.tolist(),
+        target_weights_as_tensor=numpy_helper.from_array(target_weights.astype(np.float64)),
     )
 
     trees_out = OUTPUT_NAME if forest.marginals is None else "tree_probabilities"
 
     steps = [
         ensemble,
-        helper.make_node("Cast", ["scores32"], ["flat"], to=TensorProto.DOUBLE),
+        helper.make_node("Cast", ["scores32"], ["all_scores"], to=TensorProto.DOUBLE),
+        _const("scores_start", [0], np.int64),
+        _const("scores_end", [n_scores], np.int64),
+        _const("scores_axis", [1], np.int64),
+        helper.make_node("Slice", ["all_scores", "scores_start", "scores_end", "scores_axis"], ["flat"]),
         _const("part_shape", [-1, n_parts, n_classes], np.int64),
         helper.make_node("Reshape", ["flat", "part_shape"], ["parts"]),
     ]
@@ -445,11 +577,18 @@ def forest_to_onnx(
     if forest.marginals is not None:
         steps += _mix_steps(forest, trees_out)
         inputs.append(MARGINALS_INPUT_NAME)
+    steps += _support_steps(n_scores, bin_flags)
+    n_features = forest.schema.n_features
     graph = helper.make_graph(
         steps,
         "edprf_forest",
-        [helper.make_tensor_value_info(name, TensorProto.DOUBLE, [None, forest.schema.n_features]) for name in inputs],
-        [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes])],
+        [helper.make_tensor_value_info(name, TensorProto.DOUBLE, [None, n_features]) for name in inputs],
+        [
+            helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.DOUBLE, [None, n_classes]),
+            helper.make_tensor_value_info(SUPPORT_LOW_NAME, TensorProto.BOOL, [None]),
+            helper.make_tensor_value_info(SUPPORT_FEATURES_NAME, TensorProto.BOOL, [None, n_features]),
+            helper.make_tensor_value_info(SUPPORT_SHARE_NAME, TensorProto.DOUBLE, [None]),
+        ],
     )
     model = helper.make_model(
         graph,

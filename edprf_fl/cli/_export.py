@@ -1,7 +1,8 @@
 """``edprf export MODEL --format onnx -o model.onnx``: the global model as an ONNX graph, its encoding beside it.
 
 Writes the graph (input ``codes``, and ``marginals_codes`` for a model with
-a marginals part; output ``probabilities``; see :mod:`edprf_core._onnx_export`)
+a marginals part; outputs ``probabilities`` and the per-row support flags of ``edprf predict``,
+``support_low``, ``support_low_features``, ``support_low_leaf_share``; see :mod:`edprf_core._onnx_export`)
 and ``<OUT stem>.encoding.json``, the public encoding that turns a row into
 codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Either file existing is refused unless
 ``--force`` is given.  ``--pooling`` is that of ``edprf predict``, ``evaluate`` and ``explain``: the graph
@@ -89,9 +90,11 @@ def run_export(args: argparse.Namespace) -> int:
         )
         model_parts += f" mixed with a marginals part of weight {forest.marginals_share:g}"
     model_parts += f", {args.pooling} pooling"
-    print(
-        f"wrote {args.output} (ONNX, {inputs}, output 'probabilities' (n_rows, {forest.schema.n_classes}), "
-        f"{model_parts}) and {spec} (the encoding)"
+    n_features = forest.schema.n_features
+    outputs = (
+        f"outputs 'probabilities' (n_rows, {forest.schema.n_classes}) and the per-row support of edprf predict: "
+        f"'support_low' (n_rows,), 'support_low_features' (n_rows, {n_features}), 'support_low_leaf_share' (n_rows,)"
     )
+    print(f"wrote {args.output} (ONNX, {inputs}, {outputs}, {model_parts}) and {spec} (the encoding)")
     print(f"guarantee: {forest.guarantee()}")
     return 0
