@@ -9,6 +9,8 @@ rounds time ``predict_proba`` on the same rows:
 
 - ``onnxruntime (codes)``: the exported graph on the schema's codes (what a
   serving process that already holds codes pays; both grids' with a marginals part);
+- ``onnxruntime (codes, + support)``: the same, asking for all four outputs (``probabilities`` and the
+  per-row support flags ``support_low``, ``support_low_features``, ``support_low_leaf_share``);
 - ``onnxruntime (encoding + graph)``: ``onnx_inputs`` (``encode_features`` per grid) on the raw frame, then
   the graph;
 - ``eDPRF predict_proba``: the package on the raw frame (for reference);
@@ -112,10 +114,20 @@ def main(argv: list[str] | None = None) -> None:
     feed = onnx_inputs(X, spec)  # codes (and, with a marginals part, the codes on its grid)
     got = session.run(["probabilities"], feed)[0]
     gap = float(np.max(np.abs(got - forest.predict_proba(X))))
+    from edprf_core.prediction import row_support
+
+    _, low, low_features, share = session.run(None, feed)
+    support = row_support(forest, X)
+    support_equal = (
+        np.array_equal(low, support.low)
+        and np.array_equal(low_features, support.low_features)
+        and np.array_equal(share, support.low_leaf_share, equal_nan=True)
+    )
     forest.predict_proba(X)  # compiles the routing table before the timing
 
     fns = {
         "onnxruntime (codes)": lambda: session.run(["probabilities"], feed),
+        "onnxruntime (codes, + support)": lambda: session.run(None, feed),
         "onnxruntime (encoding + graph)": lambda: session.run(["probabilities"], onnx_inputs(X, spec)),
         "eDPRF predict_proba": lambda: forest.predict_proba(X),
         "scikit-learn": lambda: sk.predict_proba(Xn),
@@ -155,6 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     lines += [
         "",
         f"- Largest gap between the graph's probabilities and `predict_proba` on these rows: {gap:.1e}.",
+        (
+            f"- The graph's support outputs equal `row_support`'s on these rows: {support_equal} "
+            f"({int(support.low.sum()):,} rows low)."
+        ),
         f"- Building the graph (`forest_to_onnx`): {t_export:.2f} s, {model.ByteSize() / 1e6:.2f} MB.",
         (
             "- scikit-learn's float matrix was prepared once outside the timing; ours on codes likewise "
