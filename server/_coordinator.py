@@ -493,7 +493,7 @@ def _model_and_evaluation(
     model_path = save_atomic(out_dir / MODEL_FILE, model, mode=OWNER_ONLY_FILE)
     report.model_path, report.model_bytes = str(model_path), len(model)
     report.n_trees = view.forest.n_trees
-    report.guarantee = federation_guarantee(view.forest, _spends(report), _not_selected(report))
+    report.guarantee = federation_guarantee(view.forest, _spends(report), *_left_out(report))
     log.info(
         "run %s: global model of %s from %s saved to %s",
         run_id,
@@ -554,14 +554,18 @@ def _evaluate_if_informative(
                 _record(spends, p.party_id, f"{run_id}/{p.node_id}/evaluate", cfg.evaluation_epsilon, run_id)
     name_evaluation(report.federated_evaluation, report.parties)
     _charge_evaluation(report, cfg)
-    report.guarantee = federation_guarantee(forest, _spends(report), _not_selected(report))
+    report.guarantee = federation_guarantee(forest, _spends(report), *_left_out(report))
     report.bytes_sent += len(model) * len(report.accepted)
     report.timings["evaluation_round_s"] = time.perf_counter() - t0
 
 
-def _not_selected(report: RunReport) -> int:
-    """How many parties released but were left out by selective aggregation (their ε is spent all the same)."""
-    return len((report.selection or {}).get("dropped", []))
+def _left_out(report: RunReport) -> tuple[int, int]:
+    """How many parties released but were left out, by selective aggregation and as flagged low quality
+    (``exclude-flagged``): their ε is spent all the same."""
+    flagged = sum(
+        p.status == PartyStatus.DROPPED and p.reason == OutcomeReason.FLAGGED_LOW_QUALITY for p in report.parties
+    )
+    return len((report.selection or {}).get("dropped", [])), flagged
 
 
 def _spends(report: RunReport) -> list[PartySpend]:

@@ -109,11 +109,12 @@ def _named(parties: list[str]) -> str:
     return f"{', '.join(parties[:5])}{', ...' if len(parties) > 5 else ''}"
 
 
-def federation_guarantee(forest: DPForest, spends: list[PartySpend], not_selected: int = 0) -> str:
+def federation_guarantee(forest: DPForest, spends: list[PartySpend], not_selected: int = 0, flagged: int = 0) -> str:
     """The run's privacy statement: per-record total from the spends, then the model's own statement.
 
-    ``spends``: the parties whose trees are in the model; ``not_selected``: how many more released (and spent
-    their release ε, as much as the others) but were left out by selective aggregation.
+    ``spends``: the parties whose trees are in the model; ``not_selected`` and ``flagged``: how many more
+    released (and spent their release ε, as much as the others) but were left out, by selective aggregation or
+    as flagged low quality (``exclude-flagged``).
     """
     if not spends:
         return forest.guarantee()
@@ -130,12 +131,20 @@ def federation_guarantee(forest: DPForest, spends: list[PartySpend], not_selecte
         + "). "
         + _evaluation_overlap(forest, evaluated)
     )
-    if not_selected:
+    if not_selected or flagged:
+        how = [
+            *([f"{flagged} flagged as low quality"] if flagged and not_selected else []),
+            *([f"{not_selected} by selective aggregation"] if flagged and not_selected else []),
+        ]
+        why = (
+            f"left out ({', '.join(how)})"
+            if how
+            else ("left out by selective aggregation" if not_selected else "left out as flagged low quality")
+        )
         spent += (
-            f" {count_text(not_selected, 'more party', 'more parties')} released and spent their release epsilon in "
-            "this run, their trees left out by selective aggregation: the parties kept were chosen on the "
-            "coordinator's own validation rows (post-processing of the releases, not DP with respect to those "
-            "rows)."
+            f" {count_text(not_selected + flagged, 'more party', 'more parties')} released and spent their release "
+            f"epsilon in this run, their trees {why}: the parties kept were chosen on the coordinator's own "
+            "validation rows (post-processing of the releases, not DP with respect to those rows)."
         )
     if resumed:
         spent += (

@@ -151,6 +151,11 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     selected = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)], not_selected=4)
     assert "4 more parties released and spent their release epsilon in this run" in selected
     assert "chosen on the coordinator's own validation rows" in selected and "more part" not in fresh
+    flagged = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)], flagged=1)
+    assert "1 more party released and spent their release epsilon in this run" in flagged
+    assert "left out as flagged low quality" in flagged
+    both = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1)], not_selected=2, flagged=1)
+    assert "3 more parties released" in both and "(1 flagged as low quality, 2 by selective aggregation)" in both
 
 
 def test_failure_text_and_summary_name_parties_by_id():

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from edprf_core import example_schema
+from edprf_core.count_text import count_text
 from edprf_fl.cli._main import main
 from edprf_fl.simulation import SimulationSettings, run_simulation
 from protocol import SIMULATION_ROW_COUNTS_NOTE, load_global_model
@@ -212,9 +213,11 @@ def test_shuffled_label_party_is_flagged_and_dropped_by_selection(tmp_path):
     view = load_global_model(tmp_path / "global-model.edprf")
     assert "party-0003" not in view.parties and sorted(view.parties) == sorted(selection["kept"])
     assert view.manifest["selection"] == selection
-    if selection["dropped"]:  # they spent their release epsilon too: the guarantee says so, and how they were chosen
-        assert "left out by selective aggregation" in fed["guarantee"]
-        assert f"{len(selection['dropped'])} more part" in fed["guarantee"]
+    # every party dropped after releasing spent its release epsilon too (numbers audit: the flagged one was not
+    # counted): the guarantee says how many, and how they were chosen
+    left_out = len(selection["dropped"]) + 1  # + party-0003, flagged
+    assert f"{count_text(left_out, 'more party', 'more parties')} released and spent" in fed["guarantee"]
+    assert "flagged as low quality" in fed["guarantee"]
 
 
 class _SlowTokens:
