@@ -289,10 +289,21 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
     log_prior, tables = marginal_log_ratio_tables(marginals)
     temper = marginals_temper(marginals.n_features)
     extra = marginals.residual_pass
-    released = (
-        f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
-        f"{marginals.epsilon:g} / {marginals.n_features} each"
-    )
+    d = marginals.n_features
+    summed = [p for _, p, _ in forest.parts if p.marginals_share > 0]
+    if len(summed) <= 1:
+        released = (
+            f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
+            f"{marginals.epsilon:g} / {d} each"
+        )
+    else:  # a merged model holds the sum; each party released its own histograms at its release's epsilon
+        spent = sorted({float(f"{p.epsilon - p.count_epsilon:.12g}") for p in summed})
+        each = f"{spent[0]:g}" if len(spent) == 1 else f"{spent[0]:g} to {spent[-1]:g}"
+        released = (
+            f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid from each of "
+            f"{len(summed)} parties, epsilon {each} / {d} each, summed (the sum's noise is that of one release at "
+            f"epsilon {marginals.epsilon:.6g} / {d}: a description of the noise, not what any party spent)"
+        )
     if extra is None:
         scoring = (
             f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "

@@ -22,8 +22,10 @@ __all__ = ["marginals_guarantee", "marginals_lines", "marginals_record"]
 
 
 def marginals_record(forest: DPForest, X_test: pd.DataFrame | None = None, y_test: pd.Series | None = None) -> dict:
-    """The report's ``marginals`` entry: ``{}`` without a marginals part, else its share, grid, parties, the
-    effective ε of the sum's noise, and (with test rows) the accuracy of the trees and of the marginals alone."""
+    """The report's ``marginals`` entry: ``{}`` without a marginals part, else its share, grid, parties, the ε
+    each party released its histograms at (``release_epsilon``, the distinct values, split over the ``d``
+    features), the effective ε of the sum's noise (``noise_epsilon``: a description of the noise, not a privacy
+    cost), and (with test rows) the accuracy of the trees and of the marginals alone."""
     m = forest.marginals
     if m is None:
         return {}
@@ -32,7 +34,12 @@ def marginals_record(forest: DPForest, X_test: pd.DataFrame | None = None, y_tes
         "share": float(forest.marginals_share),
         "bins": int(forest.marginals_bins),
         "parties": parties,
+        # the sum's noise is that of one release at this epsilon (1 / sqrt(sum 1 / eps_p**2)): a description of
+        # the noise for scoring, NOT a privacy cost; what each party spent is release_epsilon
         "noise_epsilon": float(m.epsilon),
+        "release_epsilon": sorted(
+            {float(f"{p.epsilon - p.count_epsilon:.12g}") for _, p, _ in forest.parts if p.marginals_share > 0}
+        ),
     }
     if X_test is not None and y_test is not None and len(y_test):
         truth = encode_labels(y_test, forest.schema)
@@ -64,10 +71,18 @@ def marginals_lines(record: dict[str, Any]) -> list[str]:
     if not record:
         return []
     whose = count_text(len(record["parties"]), "party's", "parties'")
+    spent = record.get("release_epsilon") or []
+    each = (
+        ""
+        if not spent
+        else f"each released at epsilon {spent[0]:g}"
+        if len(spent) == 1
+        else f"released at epsilon {spent[0]:g} to {spent[-1]:g}"
+    )
     line = (
-        f"marginals part: {whose} histograms summed on a {record['bins']}-bin grid, "
-        f"weight {record['share']:.2f} against the trees (noise of one release at epsilon "
-        f"{record['noise_epsilon']:.3g})"
+        f"marginals part: {whose} histograms{' (' + each + ', split over the features)' if each else ''} summed on "
+        f"a {record['bins']}-bin grid, weight {record['share']:.2f} against the trees (the sum's noise is that of "
+        f"one release at epsilon {record['noise_epsilon']:.3g}: a description of the noise, not a privacy cost)"
     )
     if "test_accuracy_marginals_alone" in record:
         line += (

@@ -115,3 +115,16 @@ def test_agreement_with_global_is_with_the_global_model_s_prediction(tmp_path):
         own = np.argmax(vote, axis=1)
         assert by_party[label]["agreement_with_global"] == pytest.approx(np.mean(own == global_predicted), abs=1e-15)
         assert by_party[label]["accuracy"] == pytest.approx(np.mean(own == encode_labels(y, forest.schema)), abs=1e-15)
+
+    # The numbers audit: `inspect --rules` printed the marginals part as "epsilon 0.548483 / 8 each", the effective
+    # epsilon of the summed noise (0.95 / sqrt 3), below what each party spent (0.95 / 8 per histogram)
+    from edprf_core.explain import forest_rules_text
+
+    spent = {round(p.epsilon - p.count_epsilon, 12) for _, p, _ in forest.parts}
+    assert len(spent) == 1 and 0.9 <= next(iter(spent)) <= 1  # less a DP count's share at depth auto
+    d, each = forest.schema.n_features, f"{next(iter(spent)):g}"
+    text = "\n".join(forest_rules_text(forest))
+    assert f"from each of 3 parties, epsilon {each} / {d} each, summed" in text
+    assert f"epsilon {forest.marginals.epsilon:g} / {d} each" not in text  # the sum's noise is not a spend
+    assert report["marginals"]["release_epsilon"] == [float(each)]
+    assert report["marginals"]["noise_epsilon"] == pytest.approx(float(each) / 3**0.5)
