@@ -40,6 +40,7 @@ Lookups are hash-based: a huge cell costs the time to hash it, nothing more.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -338,16 +339,36 @@ class CellRules:
             return cells
         return stripped.where(stripped.notna(), cells)
 
+    @property
+    def token_numbers(self) -> tuple[float, ...]:
+        """The values of the declared missing tokens that are numbers (``"-999"``: -999.0), distinct."""
+        return tuple(sorted({x for t in self.missing_values if math.isfinite(x := number_of_text(t))}))
+
     def missing(self, series: pd.Series) -> NDArray[np.bool_]:
-        """Cells that are missing: ``None``/``NaN`` or a declared missing token, each judged alone."""
+        """Cells that are missing: ``None``/``NaN``, a declared missing token, or a number equal to a token that
+        is a number, each judged alone.
+
+        A token is text; a token that is a number (``"-999"``) also meets every cell of the same value, however
+        it is written or typed (``-999.0``, ``" -999"``, the float ``-999.0`` of a Parquet column), so that a
+        writer's formatting never turns a missing code into a measurement (it would be clipped to a bound).
+        """
+        numbers = self.token_numbers
         if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
-            # the tokens are text (the schema admits only strings), and no text equals a number or a bool:
-            # only the missing cells themselves, without comparing every cell with every token
-            return series.isna().to_numpy(dtype=bool)
+            # no text equals a number or a bool: the missing cells themselves, and numbers equal to a numeric token
+            hit = series.isna().to_numpy(dtype=bool)
+            if numbers and not pd.api.types.is_bool_dtype(series.dtype):
+                hit = hit | np.isin(_parse_numbers(series), numbers)
+            return hit
         text = _text_cells(series)
         if text is not None:
-            return self.missing_text(text)
-        return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
+            hit = self.missing_text(text)
+            if numbers:
+                hit = hit | np.isin(_text_numbers_skipping(text, hit), numbers)
+            return hit
+        hit = (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
+        if numbers:
+            hit = hit | np.isin(_parse_numbers(series, skip=hit), numbers)
+        return hit
 
     def missing_text(self, text: pa.Array | pa.ChunkedArray) -> NDArray[np.bool_]:
         """:meth:`missing` of Arrow text cells (null, or a declared missing token), element-wise."""

@@ -180,10 +180,12 @@ def score_rows(
         if outside.any():
             clipped |= outside
             texts = np.full(n, "", dtype=object)
+            at = np.flatnonzero(outside)
+            written = cells.iloc[at].tolist()  # the cell as the file wrote it (after stripping), not rounded by :g
             texts[outside] = [
-                f"column {f.name!r}: {x[i]:g} clipped to its {'lower' if x[i] < f.lower else 'upper'} "
-                f"bound {f.lower if x[i] < f.lower else f.upper:g}"
-                for i in np.flatnonzero(outside)
+                f"column {f.name!r}: {_as_written(cell, x[i])} clipped to its "
+                f"{'lower' if x[i] < f.lower else 'upper'} bound {f.lower if x[i] < f.lower else f.upper:g}"
+                for i, cell in zip(at, written)
             ]
             _append(detail, outside, texts)
         if clipping is not None:
@@ -266,3 +268,9 @@ def read_labels(y: pd.Series, schema: Schema) -> tuple[NDArray[np.int64], NDArra
         text = "label missing" if what.startswith("missing") else "label not one of the declared classes"
         reason[mask] = text
     return idx, reason
+
+
+def _as_written(cell: object, value: float) -> str:
+    """A clipped cell as its file wrote it (``400.0001``, ``-999.0``: ``:g`` showed ``400`` and ``-999``, a bound's
+    or a missing token's look-alike); a cell that is not text by its shortest round-trip form."""
+    return cell if isinstance(cell, str) else repr(float(value))

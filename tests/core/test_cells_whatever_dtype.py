@@ -98,16 +98,22 @@ NUMERIC_DTYPES = ["int64", "float64", "Int64", "Float64", "boolean", "int64[pyar
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
 def test_a_numeric_column_s_missing_cells_are_its_missing_values_whatever_the_dtype(dtype):
-    """The schema's tokens are text and never equal a number: in a numeric column only the missing values themselves
-    are missing, -999 included when "-999" is a token (a text cell "-999" is missing).  Arrow-held numbers too
-    (their comparison with the text tokens raised ArrowTypeError before)."""
+    """A token that is a number (``"-999"``) meets every cell of that value however the file typed or wrote it: the
+    number -999 of a numeric column (Parquet), the text ``-999.0`` a writer made of it (the numbers audit: that cell
+    was clipped to the lower bound while ``-999`` was missing).  So in a numeric column the missing values and the
+    numbers equal to a numeric token are missing; text tokens (``"?"``, ``"True"``, ``"nan"``) never meet a number
+    or a bool.  Arrow-held numbers too (their comparison with the text tokens raised ArrowTypeError before)."""
     from edprf_core._encoding import CellRules
 
-    rules = CellRules(missing_values=("", "?", "-999", "1", "True", "nan"))
+    rules = CellRules(missing_values=("", "?", "-999", "True", "nan"))
     values = {"boolean": [True, False, None], "int64": [1, -999], "float64": [1.0, -999.0, np.nan]}.get(
         dtype, [1, -999, None]
     )
     series = pd.Series(values, dtype=dtype)
-    expected = [False] * 2 + [True] * (len(values) - 2)
+    expected = [False] * (len(values) - 1) + [True] if dtype == "boolean" else [False] + [True] * (len(values) - 1)
     assert rules.missing(series).tolist() == expected
-    assert rules.missing(pd.Series(["-999", "5"], dtype="str")).tolist() == [True, False]
+    written = ["-999", "-999.0", " -999.00 ", "-9.99e2", "5", "-9990", "-999.5"]
+    assert rules.missing(pd.Series(written, dtype="str")).tolist() == [True] * 4 + [False] * 3
+    assert rules.missing(pd.Series(written, dtype=object)).tolist() == [True] * 4 + [False] * 3
+    assert rules.missing(pd.Series([*written, 7.0], dtype=object)).tolist() == [True] * 4 + [False] * 4
+    assert not CellRules(missing_values=("", "?")).missing(pd.Series([-999.0, 0.0])).any()  # no numeric token

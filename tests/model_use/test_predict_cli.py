@@ -19,7 +19,7 @@ HOSTILE = {  # line -> (expected status, text the detail must contain)
     "abc,admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown": ("refused", "'age': not a number"),
     ",admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown": ("refused", "'age': missing"),
     "51,astronaut,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown": ("refused", "'job': unknown category"),
-    "1000000,admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown": ("clipped", "'age': 1e+06 clipped"),
+    "1000000,admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown": ("clipped", "'age': 1000000 clipped"),
     "51,admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0": ("malformed", "14 fields, expected 15"),
     '51,"admin.,married,secondary,no,0,no,no,unknown,5,jun,1,-1,0,unknown': ("malformed", "unbalanced quotes"),
 }

@@ -1,0 +1,57 @@
+"""A missing code declared as a number (``missing_values = [..., "-999"]``) is missing however the file writes it.
+
+The numbers audit: with ``-999`` declared missing, an HbA1c written ``-999.0`` (pandas writes a float column so,
+once a cell is missing) was read as a measurement, clipped to the lower bound 3 and scored 6x lower than the same
+row read as missing; its detail said "-999 clipped", naming the declared code.  Clipped cells are now named as
+written (``400.0001``, not ``400``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edprf_core import EDPRFClassifier, Schema, load_embedded
+from edprf_core.prediction import score_rows
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The embedded bank model's schema with ``-999`` declared missing and balance's missing values kept apart."""
+    X, y, schema = load_embedded("bank_marketing")
+    text = schema.to_toml()
+    text = text.replace("format = 1\n", 'format = 1\nmissing_values = ["", "?", "-999"]\n', 1)
+    at = text.index('name = "balance"')
+    text = text[:at] + text[at:].replace('missing = "refuse"', 'missing = "separate"', 1)
+    with_code = Schema.from_toml(text)
+    assert with_code.missing_values == ("", "?", "-999")
+    return EDPRFClassifier(with_code, epsilon=1.0, random_state=0).fit(X.iloc[:4000], y.iloc[:4000]), X
+
+
+def _balance_codes(clf, rows):
+    return clf.forest_.encode(rows)[:, clf.schema.feature_names.index("balance")]
+
+
+def test_a_numeric_missing_code_is_missing_however_it_is_written(model):
+    clf, X = model
+    rows = pd.concat([X.iloc[[7]]] * 7, ignore_index=True).astype(object)
+    rows["balance"] = ["", "-999", "-999.0", " -999.00 ", -999.0, "-9.99e2", "-998.5"]
+    scores = score_rows(clf.forest_, rows)
+    assert scores.status.tolist() == ["ok"] * 7  # nothing clipped: -999 in any spelling is missing
+    np.testing.assert_array_equal(scores.proba[1:6], np.repeat(scores.proba[:1], 5, axis=0))
+    np.testing.assert_allclose(clf.predict_proba(rows), scores.proba, atol=1e-12)  # the estimator reads them so too
+    codes = _balance_codes(clf, rows)
+    separate = clf.forest_.grid.n_codes[clf.schema.feature_names.index("balance")] - 1  # "separate": the last code
+    assert codes[:6].tolist() == [separate] * 6 and codes[6] != separate  # -998.5 is a balance, not the code
+
+
+def test_a_clipped_cell_is_named_as_written(model):
+    clf, X = model
+    balance = next(f for f in clf.schema.features if f.name == "balance")
+    rows = pd.concat([X.iloc[[7]]] * 2, ignore_index=True).astype(object)
+    rows["balance"] = ["100000.0001", "-10000.5"]
+    scores = score_rows(clf.forest_, rows)
+    assert scores.status.tolist() == ["clipped", "clipped"]
+    assert f"column 'balance': 100000.0001 clipped to its upper bound {balance.upper:g}" in scores.detail[0]
+    assert f"column 'balance': -10000.5 clipped to its lower bound {balance.lower:g}" in scores.detail[1]
