@@ -361,21 +361,23 @@ class CellRules:
             return hit
         text = _text_cells(series)
         if text is not None:
-            hit = self.missing_text(text)
-            if numbers:
-                hit = hit | np.isin(_text_numbers_skipping(text, hit), numbers)
-            return hit
+            return self.missing_text(text)
         hit = (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
         if numbers:
             hit = hit | np.isin(_parse_numbers(series, skip=hit), numbers)
         return hit
 
     def missing_text(self, text: pa.Array | pa.ChunkedArray) -> NDArray[np.bool_]:
-        """:meth:`missing` of Arrow text cells (null, or a declared missing token), element-wise."""
+        """:meth:`missing` of Arrow text cells (null, a declared missing token, or a number equal to a token that
+        is a number), element-wise."""
         hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
         if text.null_count:
             hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
-        return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+        out = hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+        numbers = self.token_numbers
+        if numbers:
+            out = out | np.isin(_text_numbers_skipping(text, out), numbers)
+        return out
 
 
 _DEFAULT_RULES = CellRules()

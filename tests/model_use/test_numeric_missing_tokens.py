@@ -55,3 +55,24 @@ def test_a_clipped_cell_is_named_as_written(model):
     assert scores.status.tolist() == ["clipped", "clipped"]
     assert f"column 'balance': 100000.0001 clipped to its upper bound {balance.upper:g}" in scores.detail[0]
     assert f"column 'balance': -10000.5 clipped to its lower bound {balance.lower:g}" in scores.detail[1]
+
+
+def test_a_party_reads_the_code_as_missing_in_any_spelling_and_hashes_it_as_missing(tmp_path):
+    """The party's own reader (distinct texts read together, another route than score_rows') drops the rows whose
+    balance is the code (``missing = "refuse"``), and the held-out split's hash reads every spelling alike."""
+    from client._local_data import load_local_data
+    from edprf_core.encoding import cell_readings
+
+    X, y, schema = load_embedded("bank_marketing")
+    with_code = Schema.from_toml(
+        schema.to_toml().replace("format = 1\n", 'format = 1\nmissing_values = ["", "?", "-999"]\n', 1)
+    )
+    frame = X.iloc[:50].assign(**{schema.label.column: y.iloc[:50].to_numpy()}).astype(object)
+    spellings = ["-999", "-999.0", " -999.00 ", "-9.99e2", "-998"]
+    frame.loc[frame.index[:5], "balance"] = spellings
+    frame.to_csv(tmp_path / "party.csv", index=False)
+    data = load_local_data(tmp_path / "party.csv", with_code, 0.0, "0" * 32)
+    assert len(data.X_train) == 46  # the four spellings of the code refused, -998 (a balance) kept
+    assert data.X_train.index.min() == 4  # rows 0-3 are the ones left out
+    readings = cell_readings(pd.Series(spellings, dtype="str"), with_code, "balance")
+    assert np.isnan(readings[:4]).all() and readings[4] == -998.0  # missing reads as NaN, whatever its spelling
