@@ -183,7 +183,9 @@ class Explanation:
             out += self._mixed_lines()
         for part, c in self.clipping:
             out.append(
-                f"bounded influence: part {part}'s score clipped to the others' range: " + _vector(self.classes, c)
+                f"bounded influence: part {part}'s score was clipped to the others' range, which adds "
+                + _vector(self.classes, c)
+                + f" to the sum below (not in part {part}'s tree lines, which show its trees before the clipping)"
             )
         if not self.marginals:
             out.append("sum of contributions: " + _vector(self.classes, self.total() - self.bias))

@@ -271,7 +271,10 @@ def _balanced_accuracy(correct: NDArray[np.int64], totals: NDArray[np.int64]) ->
     mean = sum(r.value for r in recalls) / k
     below = math.sqrt(sum((r.value - r.low) ** 2 for r in recalls)) / k
     above = math.sqrt(sum((r.high - r.value) ** 2 for r in recalls)) / k
-    return Estimate(mean, max(0.0, mean - below), min(1.0, mean + above), "mover-wilson mean")
+    method = "mover-wilson mean"
+    if k < len(totals):  # a class without rows has no recall: the mean is over the others (one class: its recall)
+        method += f" over the {k} of {len(totals)} classes present among the rows"
+    return Estimate(mean, max(0.0, mean - below), min(1.0, mean + above), method)
 
 
 def _macro_auc(y: NDArray[np.int64], proba: NDArray[np.float64]) -> Estimate:

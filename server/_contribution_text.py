@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ._contribution import MIN_PARTIES_FOR_FLAGS
+from ._contribution import LIFT_SHARE, MIN_PARTIES_FOR_FLAGS
 
 __all__ = ["contribution_lines", "contribution_verdict"]
 
@@ -36,8 +36,9 @@ def contribution_verdict(c: dict[str, Any], alpha: float | None, n_parties: int)
     detail = f" (p = {p_value:.1e})" if p_value is not None else ""
     if c.get("flagged"):
         return (
-            f"SIGNIFICANTLY BELOW the other parties{level}{detail}: less than a tenth of their typical "
-            f"improvement ({100 * c['lift_threshold']:.1f} points); check this party's data"
+            f"SIGNIFICANTLY BELOW the other parties{level}{detail}: less than a tenth "
+            f"({100 * c['lift_threshold']:.1f} points) of their typical improvement "
+            f"({100 * c['lift_threshold'] / LIFT_SHARE:.1f} points); check this party's data"
         )
     return f"not significantly below the other parties{level}"
 

@@ -138,10 +138,16 @@ def results_table(
             "never released), the draw of median accuracy; the federated model is one draw of its parties' noise"
         )
     if any("marginals" in trees for _, _, trees, _ in rows):
+        passed = any("+ pass" in trees for _, _, trees, _ in rows)
         lines.append(
             "trees + marginals: a share of the rows released noisy one-way class histograms instead of growing "
-            "trees, pooled with the trees' probabilities; + pass: one residual pass on those rows (a central fit "
-            "by one data holder only; a party's release never carries one)"
+            "trees, pooled with the trees' probabilities"
+            + (
+                "; + pass: one residual pass on those rows (a central fit by one data holder only; a party's "
+                "release never carries one)"
+                if passed
+                else ""
+            )
         )
     for label, m, _, _ in rows:
         if label == dict(BASELINE_ROWS)["majority_class"]:  # a constant by construction

@@ -228,3 +228,26 @@ def test_nothing_reads_data(monkeypatch):
     after = (released_importances(forest), forest_rules_text(forest), leaf_terms(forest).node_terms)
     assert np.array_equal(before[0], after[0]) and before[1] == after[1] and np.array_equal(before[2], after[2])
     assert released_importances(forest).sum() == pytest.approx(1.0)
+
+
+def test_the_clipping_line_says_it_is_a_term_of_the_sum_not_the_clipped_score():
+    """The numbers audit: "part X's score clipped to the others' range: [...]" showed the change the clipping made
+    (a term of the sum, beside the per-tree lines of that part, which show its trees before clipping), as if it
+    were the clipped score.  The line now says what the vector is, and the vector adds up with the tree lines."""
+    X, forests = _forests()
+    forest = forests["three parts (bounded influence)"]
+    for i in range(40):
+        e = explain_row(forest, X.iloc[[i]])
+        if e.clipping:
+            break
+    else:  # pragma: no cover - the fixture is seeded: some row of the first 40 is clipped (as the test above says)
+        pytest.fail("no clipped row")
+    part = e.clipping[0][0]
+    said = [line for line in e.lines(max_trees=forest.n_trees) if line.startswith("bounded influence")]
+    assert len(said) == len(e.clipping)
+    [line] = [line for line in said if line.startswith(f"bounded influence: part {part}'s")]
+    assert f"part {part}'s score was clipped to the others' range, which adds" in line
+    assert f"to the sum below (not in part {part}'s tree lines" in line
+    trees = sum(tc.contribution for tc in e.trees)
+    clips = sum(c for _, c in e.clipping)
+    np.testing.assert_allclose(e.total() - e.bias, trees + clips, rtol=0, atol=1e-12)  # the sum is both

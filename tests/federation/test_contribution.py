@@ -295,3 +295,13 @@ def test_the_summary_of_many_parties_names_the_flagged_and_counts_the_others():
     assert unflagged[0].startswith("- 97 parties: not significantly below the other parties")
     few = contribution_section(many[:SHOWN_PARTY_LINES], 0.01)
     assert len(few) == 1 and all(f"- {c['party']}: " in few[0] for c in many[:SHOWN_PARTY_LINES])
+
+
+def test_a_flagged_party_s_line_gives_the_tenth_and_the_typical_improvement_apart():
+    """The numbers audit: "less than a tenth of their typical improvement (0.9 points)" read 0.9 as the typical
+    improvement; it was the tenth (the threshold), the others' median lift being 8.8 points."""
+    from server._contribution_text import contribution_verdict
+
+    flagged = {"flagged": True, "flag_inconclusive": False, "lift_threshold": 0.0088, "p_value": 1e-4}
+    text = contribution_verdict(flagged, 0.01, 5)
+    assert "less than a tenth (0.9 points) of their typical improvement (8.8 points)" in text

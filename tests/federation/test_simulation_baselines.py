@@ -170,3 +170,14 @@ def test_a_drafted_schema_is_warned_of_once_for_all_the_baseline_fits(tmp_path):
     drafted = [w for w in caught if issubclass(w.category, DraftedSchemaWarning)]
     assert len(drafted) == 1, [str(w.message) for w in drafted]
     assert "the baselines fit on a drafted schema" in str(drafted[0].message)
+
+
+def test_the_residual_pass_footnote_only_where_a_row_carries_it():
+    """The numbers audit: `simulate --no-baselines` explained "+ pass" under a table where no row had it."""
+    metrics = {"accuracy": 0.9, "n": 100}
+    federated = {"central_evaluation": metrics, "n_trees": 3, "marginals": {"share": 0.9}}
+    alone = results_table(federated, None)
+    assert "trees + marginals:" in alone and "+ pass" not in alone
+    central = {"central_edprf": metrics | {"n_trees": 1, "marginals_share": 0.9, "residual_pass": True}}
+    with_pass = results_table(federated, central)
+    assert "| 1 + marginals (90 % of rows) + pass |" in with_pass and "; + pass: one residual pass" in with_pass

@@ -263,3 +263,14 @@ def test_the_auc_of_constant_scores_gets_no_exact_bound_label():
     estimate = delong_auc(positive, np.full(positive.size, 0.3))
     assert estimate.value == 0.5 and (estimate.low, estimate.high) == (0.0, 1.0)
     assert "AUC at 1" not in estimate.method and "no spread" in estimate.method
+
+
+def test_balanced_accuracy_of_rows_missing_a_class_says_over_which_classes():
+    """The numbers audit: on rows of one class, "balanced accuracy 0.980" was that class's recall (the specificity)
+    with no word; the method now says the mean is over the classes present."""
+    e = _balanced_accuracy(np.array([196, 0]), np.array([200, 0]))
+    assert e.value == pytest.approx(0.98) and "over the 1 of 2 classes present among the rows" in e.method
+    both = _balanced_accuracy(np.array([196, 5]), np.array([200, 10]))
+    assert both.method == "mover-wilson mean"
+    report = clinical_report(np.zeros(200, dtype=int), np.c_[np.full(200, 0.9), np.full(200, 0.1)], [0, 1])
+    assert "over the 1 of 2 classes present" in report.balanced_accuracy.method
