@@ -31,6 +31,7 @@ SCHEMA_TOML = """\
 format = 1
 description = "neighbouring-dataset harness: a generated table"
 ignored_columns = []
+missing_values = ["", "?", "-1"]
 
 [label]
 column = "outcome"
@@ -100,6 +101,11 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("inf_token", b"inf,007,1,0", "middle"),
     ("huge_negative", b"-1e308,12,2,1", "middle"),
     ("negative_zero", b"-0,007,1,0", "middle"),
+    ("numeric_missing_token", b"-1,007,1,0", "middle"),  # the schema's token "-1": missing, age imputed
+    ("numeric_token_as_float", b"-1.0,12,2,1", "middle"),  # the same number, written otherwise: missing too
+    ("numeric_token_spaced_exponent", b" -1e0 ,007,1,0", "middle"),
+    ("numeric_token_as_grade", b"30,12,-1.0,1", "middle"),  # a numeric category's cell: missing (refused)
+    ("numeric_token_as_label", b"30,007,1,-1.0", "middle"),  # a label that is the code: missing (dropped)
     ("whitespace_age", b"  ,007,1,0", "middle"),
     ("numeric_looking_category", b"30,7,1,0", "middle"),
     ("zero_padded_grade", b"30,007,007,1", "middle"),
