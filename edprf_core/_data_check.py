@@ -18,7 +18,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._cell_text import decimal_comma_cells
-from ._encoding import NOT_A_NUMBER, CellRules, _parse_numbers, rule_violations
+from ._encoding import NOT_A_NUMBER, CellRules, _numeric_categories, rule_violations
 from ._schema import ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
 from .count_text import count_text
@@ -173,12 +173,13 @@ def check_data(
     clipped, missing = {}, {}
     for f in schema.features:
         cells = rules.clean(table.X[f.name])
-        gaps = int(rules.missing(cells).sum())
+        numeric = isinstance(f, ContinuousFeature) or _numeric_categories(f)
+        x, gone = rules.numbers(cells) if numeric else (None, rules.missing(cells))
+        gaps = int(gone.sum())
         if gaps:
             rule = f.missing if isinstance(f.missing, str) else f"imputed as {f.missing:g}"
             missing[f.name] = (gaps, {"refuse": "rows dropped", "separate": "a code of their own"}.get(rule, rule))
         if isinstance(f, ContinuousFeature):
-            x = _parse_numbers(cells)
             finite = np.isfinite(x)
             outside = int(np.sum(finite & ((x < f.lower) | (x > f.upper))))
             if outside:

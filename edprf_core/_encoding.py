@@ -345,39 +345,48 @@ class CellRules:
         return tuple(sorted({x for t in self.missing_values if math.isfinite(x := number_of_text(t))}))
 
     def missing(self, series: pd.Series) -> NDArray[np.bool_]:
-        """Cells that are missing: ``None``/``NaN``, a declared missing token, or a number equal to a token that
-        is a number, each judged alone.
+        """Cells that are missing as text: ``None``/``NaN`` or a declared missing token, each judged alone.
 
-        A token is text; a token that is a number (``"-999"``) also meets every cell of the same value, however
-        it is written or typed (``-999.0``, ``" -999"``, the float ``-999.0`` of a Parquet column), so that a
-        writer's formatting never turns a missing code into a measurement (it would be clipped to a bound).
+        A column the schema reads as numbers also meets its numeric tokens as numbers: :meth:`numbers`.
         """
-        numbers = self.token_numbers
         if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
-            # no text equals a number or a bool: the missing cells themselves, and numbers equal to a numeric token
-            hit = series.isna().to_numpy(dtype=bool)
-            if numbers and not pd.api.types.is_bool_dtype(series.dtype):
-                hit = hit | np.isin(_parse_numbers(series), numbers)
-            return hit
+            # the tokens are text (the schema admits only strings), and no text equals a number or a bool:
+            # only the missing cells themselves, without comparing every cell with every token
+            return series.isna().to_numpy(dtype=bool)
         text = _text_cells(series)
         if text is not None:
             return self.missing_text(text)
-        hit = (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
-        if numbers:
-            hit = hit | np.isin(_parse_numbers(series, skip=hit), numbers)
-        return hit
+        return (series.isna() | series.isin(self.missing_values)).to_numpy(dtype=bool)
 
     def missing_text(self, text: pa.Array | pa.ChunkedArray) -> NDArray[np.bool_]:
-        """:meth:`missing` of Arrow text cells (null, a declared missing token, or a number equal to a token that
-        is a number), element-wise."""
+        """:meth:`missing` of Arrow text cells (null, or a declared missing token), element-wise."""
         hit = pc.is_in(text, value_set=pa.array(self.missing_values, type=text.type))
         if text.null_count:
             hit = pc.or_(pc.is_null(text), pc.fill_null(hit, False))
-        out = hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
-        numbers = self.token_numbers
-        if numbers:
-            out = out | np.isin(_text_numbers_skipping(text, out), numbers)
-        return out
+        return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+
+    def numbers(self, series: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """A column the schema reads as numbers (a continuous feature, numeric categories or classes): each cell's
+        finite float (NaN where missing or not a number) and which cells are missing.
+
+        Missing: :meth:`missing`, or a number equal to a declared token that is a number (``"-999"`` also meets
+        ``-999.0``, ``" -999.00"``, ``-9.99e2`` and the float -999.0 of a Parquet column), so that a writer's
+        formatting never turns a missing code into a measurement.  Each cell alone, by the public schema.
+        """
+        missing = self.missing(series)
+        return self.numeric_tokens_missing(_parse_numbers(series, skip=missing), missing)
+
+    def numeric_tokens_missing(
+        self, x: NDArray[np.float64], missing: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """``x`` and ``missing`` with the numbers equal to a numeric token made missing (see :meth:`numbers`)."""
+        tokens = self.token_numbers
+        if not tokens:
+            return x, missing
+        hit = np.isin(x, tokens)
+        if not hit.any():
+            return x, missing
+        return np.where(hit, np.nan, x), missing | hit
 
 
 _DEFAULT_RULES = CellRules()
@@ -443,8 +452,7 @@ def _as_float(
     series: pd.Series, column: str, problems: Problems, rules: CellRules = _DEFAULT_RULES
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Numbers and the missing mask; cells neither missing nor finite numbers are refused."""
-    missing = rules.missing(series)
-    x = _parse_numbers(series, skip=missing)
+    x, missing = rules.numbers(series)
     _refuse_non_numbers(x, missing, column, series, problems)
     return x, missing
 
@@ -551,10 +559,11 @@ def _encode_categorical(
 ) -> NDArray[np.int32]:
     """Codes of a column's cells by the feature's rules; ``listed`` names the declared values in a refusal of
     undeclared cells (None: the caller lists them)."""
-    missing = rules.missing(series)
     if _numeric_categories(feature):
-        codes = _number_lookup(_parse_numbers(series, skip=missing), [float(c) for c in feature.categories])
-    else:
+        x, missing = rules.numbers(series)
+        codes = _number_lookup(x, [float(c) for c in feature.categories])
+    else:  # text categories compare as text: the tokens meet them as text only
+        missing = rules.missing(series)
         codes = _lookup(series, [str(c) for c in feature.categories])
     return _categorical_codes(codes, missing, feature, column, what, series, problems, listed)
 
@@ -733,10 +742,11 @@ def _read_texts(columns: Sequence[pa.Array], rules: CellRules, numbers: Sequence
         parsed = _text_numbers_skipping(some, skip)
     readings, at = [], 0
     for j, (size, end) in enumerate(zip(sizes, ends)):
-        x = None
-        if numbers[j]:
-            x, at = parsed[at : at + size], at + size
-        readings.append(_TextReading(cells.slice(end - size, size), missing[end - size : end], x))
+        x, gone = None, missing[end - size : end]
+        if numbers[j]:  # a column read as numbers meets the numeric tokens as numbers (CellRules.numbers)
+            x, gone = rules.numeric_tokens_missing(parsed[at : at + size], gone)
+            at += size
+        readings.append(_TextReading(cells.slice(end - size, size), gone, x))
     return readings
 
 
@@ -792,7 +802,7 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
     keys, targets = list(aliases), list(aliases.values())
     if numeric_values(schema.label.classes):
         # an alias whose text is no number is NaN here and meets no cell compared as a number
-        found = _number_lookup(_parse_numbers(series, skip=rules.missing(series)), [number_of_text(k) for k in keys])
+        found = _number_lookup(rules.numbers(series)[0], [number_of_text(k) for k in keys])
     else:
         found = _lookup(series, keys)
     hit = found >= 0
@@ -837,7 +847,7 @@ def _continuous_numbers(X: ArrayLike | pd.DataFrame, schema: Schema) -> Iterator
         if isinstance(f, ContinuousFeature):
             values, rows = _distinct_cells(frame[f.name])
             cells = rules.clean(values)
-            yield f, _parse_numbers(cells, skip=rules.missing(cells))[rows]
+            yield f, rules.numbers(cells)[0][rows]
 
 
 def clipped_columns(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, ClippedColumn]:
@@ -1058,6 +1068,5 @@ def cell_readings(cells: pd.Series, schema: Schema, column: str) -> NDArray[np.f
     feature = schema.features[schema.feature_names.index(column)]
     cleaned = rules.clean(cells)
     if isinstance(feature, ContinuousFeature):
-        missing = rules.missing(cleaned)
-        return _parse_numbers(cleaned, skip=missing) + 0.0  # + 0.0: -0.0 reads as 0.0
+        return rules.numbers(cleaned)[0] + 0.0  # + 0.0: -0.0 reads as 0.0
     return _encode_categorical(cleaned, feature, feature.name, problems=[], rules=rules).astype(np.float64)

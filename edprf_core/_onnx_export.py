@@ -178,8 +178,9 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
             item |= {"categories": list(f.categories), "unknown": f.unknown}
         features.append(item)
     recipe = (
-        "a cell is missing when empty/null, equal as text to one of missing_values, or a number equal to one of "
-        "them that is a number ('-999' also meets -999.0); "
+        "a cell is missing when empty/null, equal as text to one of missing_values, or, in a column read as "
+        "numbers (continuous, numeric categories), a number equal to one of them that is a number ('-999' also "
+        "meets -999.0); "
         "continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
         "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
         "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "

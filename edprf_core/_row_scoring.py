@@ -39,7 +39,6 @@ from ._encoding import (
     CellRules,
     FeatureGrid,
     _label_encoder,
-    _parse_numbers,
     as_frame,
     encode_features,
 )
@@ -171,8 +170,7 @@ def score_rows(
         if not isinstance(f, ContinuousFeature):
             continue
         cells = rules.clean(features[f.name])
-        missing = rules.missing(cells)
-        x = _parse_numbers(cells, skip=missing)  # a declared missing token ("-999") is missing, not a number
+        x, missing = rules.numbers(cells)  # a declared missing token ("-999", -999.0) is missing, not a number
         not_number = np.isnan(x) & ~missing
         if not_number.any():
             problems.append((f.name, NOT_A_NUMBER, not_number))
@@ -273,4 +271,4 @@ def read_labels(y: pd.Series, schema: Schema) -> tuple[NDArray[np.int64], NDArra
 def _as_written(cell: object, value: float) -> str:
     """A clipped cell as its file wrote it (``400.0001``, ``-999.0``: ``:g`` showed ``400`` and ``-999``, a bound's
     or a missing token's look-alike); a cell that is not text by its shortest round-trip form."""
-    return cell if isinstance(cell, str) else repr(float(value))
+    return _shown(cell) if isinstance(cell, str) else repr(float(value))  # cut as a refused cell is

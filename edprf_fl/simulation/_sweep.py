@@ -269,7 +269,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         **_more_metrics(ev, base),
         "dataset": report.dataset,
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
-        # the share of a party's epsilon spent on its DP row count (max_depth auto), when report.json gives it
+        # the epsilon a party spent on its DP row count (max_depth auto; the largest), when report.json gives it
         "count_epsilon": max((p["count_epsilon"] for p in fed["parties"] if "count_epsilon" in p), default=""),
         **_partition_columns(report.realised_partition),
         "seeded_noise": report.settings.seeded_noise,  # always: research runs, NOT differentially private

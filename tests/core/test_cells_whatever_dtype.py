@@ -98,22 +98,50 @@ NUMERIC_DTYPES = ["int64", "float64", "Int64", "Float64", "boolean", "int64[pyar
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
 def test_a_numeric_column_s_missing_cells_are_its_missing_values_whatever_the_dtype(dtype):
-    """A token that is a number (``"-999"``) meets every cell of that value however the file typed or wrote it: the
-    number -999 of a numeric column (Parquet), the text ``-999.0`` a writer made of it (the numbers audit: that cell
-    was clipped to the lower bound while ``-999`` was missing).  So in a numeric column the missing values and the
-    numbers equal to a numeric token are missing; text tokens (``"?"``, ``"True"``, ``"nan"``) never meet a number
-    or a bool.  Arrow-held numbers too (their comparison with the text tokens raised ArrowTypeError before)."""
+    """The schema's tokens are text: as text they meet no number or bool, so in a numeric column ``missing`` is the
+    missing values themselves (Arrow-held numbers too: their comparison with the text tokens raised ArrowTypeError
+    before).  A column the schema reads as numbers also meets a token that is a number as a number
+    (``CellRules.numbers``): the number -999 of a Parquet column, the text ``-999.0`` a writer made of it (the
+    numbers audit: that cell was clipped to the lower bound while ``-999`` was missing), and a bool read as the
+    number 1 under the token "1", whatever the column's dtype (the review: reading bools by the dtype made a
+    bool's reading depend on whether another row was missing)."""
     from edprf_core._encoding import CellRules
 
-    rules = CellRules(missing_values=("", "?", "-999", "True", "nan"))
+    rules = CellRules(missing_values=("", "?", "-999", "1", "True", "nan"))
     values = {"boolean": [True, False, None], "int64": [1, -999], "float64": [1.0, -999.0, np.nan]}.get(
         dtype, [1, -999, None]
     )
     series = pd.Series(values, dtype=dtype)
-    expected = [False] * (len(values) - 1) + [True] if dtype == "boolean" else [False] + [True] * (len(values) - 1)
-    assert rules.missing(series).tolist() == expected
+    assert rules.missing(series).tolist() == [False] * 2 + [True] * (len(values) - 2)
+    x, missing = rules.numbers(series)
+    assert missing.tolist() == ([True, False, True] if dtype == "boolean" else [True] * len(values))
+    assert np.isnan(x[missing]).all() and (dtype != "boolean" or x[1] == 0.0)
+    as_objects = pd.Series(values, dtype=object)  # the same cells with another dtype: the same reading
+    assert rules.numbers(as_objects)[1].tolist() == missing.tolist()
     written = ["-999", "-999.0", " -999.00 ", "-9.99e2", "5", "-9990", "-999.5"]
-    assert rules.missing(pd.Series(written, dtype="str")).tolist() == [True] * 4 + [False] * 3
-    assert rules.missing(pd.Series(written, dtype=object)).tolist() == [True] * 4 + [False] * 3
-    assert rules.missing(pd.Series([*written, 7.0], dtype=object)).tolist() == [True] * 4 + [False] * 4
-    assert not CellRules(missing_values=("", "?")).missing(pd.Series([-999.0, 0.0])).any()  # no numeric token
+    assert rules.missing(pd.Series(written, dtype="str")).tolist() == [True] + [False] * 6  # as text
+    for cells in (pd.Series(written, dtype="str"), pd.Series(written, dtype=object)):
+        assert rules.numbers(cells)[1].tolist() == [True] * 4 + [False] * 3  # as numbers
+    assert not CellRules(missing_values=("", "?")).numbers(pd.Series([-999.0, 0.0]))[1].any()  # no numeric token
+
+
+def test_a_text_category_that_looks_like_a_number_is_not_a_numeric_token():
+    """The review of the numeric tokens: with the token "1", the declared text category "01" read as missing (text
+    categories compare as text, so the tokens meet them as text only); numeric categories meet them as numbers."""
+    from edprf_core import CategoricalFeature
+    from edprf_core._encoding import CellRules, _encode_categorical
+
+    rules = CellRules(missing_values=("", "1"))
+    text = CategoricalFeature("code", ("01", "1.0", "x"), missing="separate")
+    cells = pd.Series(["01", "1.0", "1", "x"], dtype="str")
+    assert _encode_categorical(cells, text, "code", problems=[], rules=rules).tolist() == [
+        0,
+        1,
+        3,
+        2,
+    ]  # only "1" itself
+    numeric = CategoricalFeature("grade", (0, 1, 2), missing="separate")
+    grades = pd.Series(["0", "1.0", "1", "2", True, False], dtype=object)
+    assert _encode_categorical(grades, numeric, "grade", problems=[], rules=rules).tolist() == [0, 3, 3, 2, 3, 0]
+    bools = pd.Series([True, False], dtype=bool)  # the same cells typed as bools: the same codes
+    assert _encode_categorical(bools, numeric, "grade", problems=[], rules=rules).tolist() == [3, 0]

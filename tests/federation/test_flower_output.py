@@ -302,3 +302,25 @@ def test_the_party_s_lines_reach_the_supernode_s_output_once_in_flower_s_format(
         with pytest.raises(StopIteration):  # the message handled: the hook ends
             next(hook)
     assert all(console_handler not in logging.getLogger(n).handlers for n in ("edprf", "edprf_core"))
+
+
+def test_the_marginals_line_tells_the_parties_release_epsilon_from_the_sum_s_noise():
+    """The numbers audit: the summary said "noise of one release at epsilon 0.548", the effective epsilon of three
+    parties' summed noise, beside no figure of what each party spent."""
+    from server._marginals_text import marginals_lines
+
+    record = {
+        "parties": ["a", "b", "c"],
+        "bins": 20,
+        "share": 0.9,
+        "noise_epsilon": 0.548483,
+        "release_epsilon": [0.95],
+    }
+    [line] = marginals_lines(record)
+    assert "3 parties' histograms (each released at epsilon 0.95, split over the features) summed" in line
+    assert (
+        "the sum's noise is that of one release at epsilon 0.548: a description of the noise, not a privacy cost"
+        in line
+    )
+    older = {k: v for k, v in record.items() if k != "release_epsilon"}  # a report written before the field
+    assert "each released" not in marginals_lines(older)[0]

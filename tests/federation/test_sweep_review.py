@@ -263,3 +263,16 @@ def test_the_wall_robot_s_time_series_caveat_is_in_the_sweep_s_output_and_table(
     assert f"note: {TIME_SERIES_NOTE}" in err
     assert f"Note (wall_robot_navigation): {TIME_SERIES_NOTE}" in table
     assert "time series" not in bank_sweep[2]  # not said of data it does not concern
+
+
+def test_a_multiclass_run_s_brier_column_is_the_sum_over_classes():
+    """The whole-change review: only the two-class Brier key was tested; more classes report brier_multiclass."""
+    from edprf_fl.simulation import _sweep
+
+    metrics = {"f1_macro": 0.5, "brier_multiclass": 0.3, "brier_scale": "sum over classes, 0-2"}
+    out = _sweep._more_metrics(metrics, {"central_edprf": metrics | {"accuracy_draws": [0.5, 0.7]}})
+    assert out["federated_brier"] == out["central_brier"] == 0.3 and out["brier_scale"] == "sum over classes, 0-2"
+    assert (
+        out["central_accuracy_draws_mean"] == pytest.approx(0.6)
+        and out["non_private_brier"] != out["non_private_brier"]
+    )

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from edprf_core import EDPRFClassifier, Schema, load_embedded
+from edprf_core._row_scoring import _SHOWN_CHARS
 from edprf_core.prediction import score_rows
 
 
@@ -76,3 +77,16 @@ def test_a_party_reads_the_code_as_missing_in_any_spelling_and_hashes_it_as_miss
     assert data.X_train.index.min() == 4  # rows 0-3 are the ones left out
     readings = cell_readings(pd.Series(spellings, dtype="str"), with_code, "balance")
     assert np.isnan(readings[:4]).all() and readings[4] == -998.0  # missing reads as NaN, whatever its spelling
+
+
+def test_a_long_clipped_cell_is_cut_as_a_refused_cell_is(model):
+    """The whole-change review: the cell named as written had no length cap (a 200-digit cell gave 247 characters of
+    detail; a cell of up to 1 MB would be copied whole into predict's output)."""
+    clf, X = model
+    rows = X.iloc[[7]].copy().astype(object)
+    rows["balance"] = "9" * 200
+    [detail] = score_rows(clf.forest_, rows.reset_index(drop=True)).detail
+    assert detail.startswith(
+        "column 'balance': " + "9" * _SHOWN_CHARS + "... (200 characters) clipped to its upper bound"
+    )
+    assert len(detail) < 120

@@ -133,7 +133,9 @@ def test_rows_score_as_the_model_predicts_when_the_marginals_have_their_own_grid
     from edprf_core import EDPRFClassifier, Schema
     from tests.federation._neighbours import SCHEMA_TOML
 
-    schema = Schema.from_toml(SCHEMA_TOML.replace("format = 1", 'format = 1\nmissing_values = ["", "?", "-999"]'))
+    declared = 'missing_values = ["", "?", "-1"]'  # the harness's tokens; this test declares -999 instead
+    assert declared in SCHEMA_TOML
+    schema = Schema.from_toml(SCHEMA_TOML.replace(declared, 'missing_values = ["", "?", "-999"]'))
     rng = np.random.default_rng(0)
     X = pd.DataFrame(
         {
