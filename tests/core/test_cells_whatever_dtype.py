@@ -145,3 +145,16 @@ def test_a_text_category_that_looks_like_a_number_is_not_a_numeric_token():
     assert _encode_categorical(grades, numeric, "grade", problems=[], rules=rules).tolist() == [0, 3, 3, 2, 3, 0]
     bools = pd.Series([True, False], dtype=bool)  # the same cells typed as bools: the same codes
     assert _encode_categorical(bools, numeric, "grade", problems=[], rules=rules).tolist() == [3, 0]
+
+
+def test_a_bool_s_reading_never_depends_on_another_row_under_a_numeric_token():
+    """The whole-change review's S1: under the token "0", a text category "False" read a bool False as its
+    category in a bool column, but as missing once another row was None (pandas then types the column object)."""
+    from edprf_core import CategoricalFeature
+    from edprf_core._encoding import CellRules, _encode_categorical
+
+    rules = CellRules(missing_values=("", "?", "0"))
+    smoker = CategoricalFeature("smoker", ("False", "True"), missing="separate")
+    alone = _encode_categorical(pd.Series([False, True]), smoker, "smoker", problems=[], rules=rules)
+    beside_none = _encode_categorical(pd.Series([False, True, None]), smoker, "smoker", problems=[], rules=rules)
+    assert alone.tolist() == beside_none[:2].tolist() == [0, 1] and beside_none[2] == 2
