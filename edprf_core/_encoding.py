@@ -60,6 +60,7 @@ from ._schema import (
     REFUSE,
     SEPARATE,
     CategoricalFeature,
+    Category,
     ContinuousFeature,
     Schema,
     numeric_values,
@@ -71,6 +72,7 @@ __all__ = [
     "ClippedColumn",
     "ClippingTally",
     "FeatureGrid",
+    "UndeclaredColumn",
     "as_frame",
     "clipped_columns",
     "clipped_shares",
@@ -78,8 +80,11 @@ __all__ = [
     "declared_labels",
     "encode_features",
     "encode_labels",
+    "has_unknown_category",
     "label_values",
     "rule_violations",
+    "shown_cell",
+    "undeclared_cells",
 ]
 
 _MAX_REPORTED = 3
@@ -861,24 +866,104 @@ def clipped_columns(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, Cl
     return tally.columns()
 
 
+@dataclass(frozen=True)
+class UndeclaredColumn:
+    """How many cells of a categorical column were undeclared values read as its ``unknown`` category (for the
+    owner only).
+
+    Attributes
+    ----------
+    count : int >= 1
+        Cells that are neither missing nor a declared category (read by the schema's ``unknown`` rule).
+    rows : int >= count
+        Cells of the column that are not missing (the rows holding a value).
+    category : str or number
+        The declared category they were read as (the feature's ``unknown`` rule).
+    example : str
+        The first such cell as the file wrote it (:func:`shown_cell`: cut when long).
+    """
+
+    count: int
+    rows: int
+    category: Category
+    example: str
+
+    @property
+    def share(self) -> float:
+        """``count / rows``: the share of the column's values read as the unknown category."""
+        return self.count / self.rows
+
+
+def has_unknown_category(feature: ContinuousFeature | CategoricalFeature) -> bool:
+    """Whether ``feature`` is categorical and reads an undeclared value as a catch-all category (``unknown`` not
+    ``"refuse"``)."""
+    return isinstance(feature, CategoricalFeature) and not (
+        isinstance(feature.unknown, str) and feature.unknown == REFUSE
+    )
+
+
 class ClippingTally:
     """:func:`clipped_columns` over rows given in parts (a file read in chunks): feed each part to :meth:`add`
     (or one column's numbers to :meth:`add_numbers`), then read :meth:`columns`, the same shares, counts and
     median excess as one call on all the rows.
 
+    Also tallies, per categorical column with a catch-all ``unknown`` category, its undeclared values read as
+    that category (:meth:`add_undeclared`, read by :meth:`undeclared`): the same family, a value outside the
+    schema's domain moved into it by rule (a number to its bound, an undeclared category to the unknown one).
+
     Keeps, per continuous column, the number of finite values and the excess of each value outside the bounds
-    (8 bytes per clipped value: for the median).  Privacy cost: none (local, on the caller's rows).
+    (8 bytes per clipped value: for the median); per categorical column, two counts and one example cell.
+    Privacy cost: none (local, on the caller's rows).
     """
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
         self._finite: dict[str, int] = {}
         self._excess: dict[str, list[NDArray[np.float64]]] = {}
+        self._present: dict[str, int] = {}
+        self._undeclared: dict[str, int] = {}
+        self._example: dict[str, str] = {}
 
     def add(self, X: ArrayLike | pd.DataFrame) -> None:
         """Count the rows ``X`` (holding the schema's feature columns)."""
         for f, x in _continuous_numbers(X, self.schema):
             self.add_numbers(f, x)
+        if any(has_unknown_category(f) for f in self.schema.features):
+            frame = as_frame(X, self.schema)
+            rules = CellRules.of(self.schema)
+            for f in self.schema.features:
+                if has_unknown_category(f):
+                    cells = frame[f.name]
+                    undeclared, missing = undeclared_cells(cells, f, rules)
+                    self.add_undeclared(f, undeclared, ~missing, cells.to_numpy(dtype=object))
+
+    def add_undeclared(
+        self,
+        feature: CategoricalFeature,
+        undeclared: NDArray[np.bool_],
+        present: NDArray[np.bool_],
+        cells: NDArray[np.object_],
+    ) -> None:
+        """Count one categorical column's cells: ``undeclared`` (:func:`undeclared_cells`) among ``present`` (not
+        missing, on a line that was read); ``cells`` as written, for the first undeclared one's example."""
+        name = feature.name
+        self._present[name] = self._present.get(name, 0) + int(np.count_nonzero(present))
+        hit = undeclared & present
+        count = int(np.count_nonzero(hit))
+        if count:
+            self._undeclared[name] = self._undeclared.get(name, 0) + count
+            self._example.setdefault(name, shown_cell(cells[int(np.argmax(hit))]))
+
+    def undeclared(self) -> dict[str, UndeclaredColumn]:
+        """The categorical columns with undeclared values read as their unknown category so far."""
+        found = {}
+        for f in self.schema.features:
+            if isinstance(f, CategoricalFeature) and self._undeclared.get(f.name):
+                category = f.categories[f.code_of(f.unknown)]
+                found[f.name] = UndeclaredColumn(
+                    self._undeclared[f.name], self._present[f.name], category, self._example[f.name]
+                )
+        return found
 
     def add_numbers(self, feature: ContinuousFeature, x: NDArray[np.float64]) -> None:
         """Count one continuous column's numbers (NaN where a cell is missing, not a number or not read)."""
@@ -898,6 +983,41 @@ class ClippingTally:
                 float(outside.size / self._finite[name]), int(outside.size), float(np.median(outside))
             )
         return found
+
+
+SHOWN_CELL_CHARS = 24
+"""Characters of a cell a per-row detail quotes (``edprf predict``'s detail column); a longer cell is cut."""
+
+
+def shown_cell(value: object) -> str:
+    """A cell as a per-row detail shows it: its text (``str``), cut after :data:`SHOWN_CELL_CHARS` characters with
+    the full length said (a huge cell never floods the output)."""
+    text = str(value)
+    return text if len(text) <= SHOWN_CELL_CHARS else f"{text[:SHOWN_CELL_CHARS]}... ({len(text)} characters)"
+
+
+def undeclared_cells(
+    series: pd.Series, feature: CategoricalFeature, rules: CellRules
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Per cell of a categorical column: whether it is undeclared (neither missing nor a declared category), and
+    whether it is missing; each cell alone, read as the encoder reads it (:func:`_encode_categorical`).
+
+    The same rules and lookups: surrounding whitespace and the missing tokens of ``rules``
+    (:meth:`CellRules.clean`, :meth:`CellRules.missing`); with numeric declared categories a cell is compared as
+    a number (``"2.0"`` and ``" 2"`` meet ``2``; text that is no number is undeclared), with text categories as
+    text.  An undeclared cell is what the feature's ``unknown`` rule reads (as its catch-all category, or
+    refused).  A text column is read once per distinct cell (:func:`_distinct_cells`).  Privacy cost: none (a
+    per-cell map under public rules).
+    """
+    values, rows = _distinct_cells(series)
+    cells = rules.clean(values)
+    missing = rules.missing(cells)
+    if _numeric_categories(feature):
+        found = _number_lookup(_parse_numbers(cells, skip=missing), [float(c) for c in feature.categories])
+    else:
+        found = _lookup(cells, [str(c) for c in feature.categories])
+    undeclared = (found < 0) & ~missing
+    return undeclared[rows], missing[rows]
 
 
 def clipped_shares(X: ArrayLike | pd.DataFrame, schema: Schema) -> dict[str, float]:

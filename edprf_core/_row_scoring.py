@@ -4,9 +4,12 @@ What ``edprf predict`` and ``edprf evaluate`` need from a model: for every
 row, the class probabilities and a status,
 
 - ``ok``: every cell read as the schema says;
-- ``clipped``: scored, but a continuous value lay outside its declared bounds
-  and was clipped to the nearest bound (the model saw the bound; the detail
-  names the column and the value);
+- ``clipped``: scored, but a value lay outside the schema's domain and was
+  moved into it by rule: a continuous value outside its declared bounds was
+  clipped to the nearest bound (the model saw the bound), or a categorical
+  value the schema does not declare was read as the feature's ``unknown``
+  category (a catch-all such as ``"Other"``; the model saw that category);
+  the detail names the column, the value and where it went;
 - ``refused``: not scored, because a cell breaks a ``refuse`` rule (a missing
   value where the schema refuses it, a cell that is not a number, an
   undeclared category; the detail names the column);
@@ -19,7 +22,8 @@ schema's per-cell rules, :mod:`edprf_core._encoding`), exactly as the rows
 were read in training.  Rows are scored through :meth:`DPForest.predict_proba`
 on each valid row's *codes*, re-expressed as one representative value per
 bin or category, so every cell is parsed once for its code and once for the
-clipping check, never again.
+clipping check (a categorical column with an ``unknown`` category: looked up
+once more, for the undeclared check), never again.
 
 Privacy: post-processing of a released forest on the caller's own rows; no ε.
 """
@@ -41,9 +45,12 @@ from ._encoding import (
     _label_encoder,
     as_frame,
     encode_features,
+    has_unknown_category,
+    shown_cell,
+    undeclared_cells,
 )
 from ._forest import DPForest
-from ._schema import ContinuousFeature, Schema
+from ._schema import CategoricalFeature, Schema
 
 if TYPE_CHECKING:
     from ._encoding import ClippingTally
@@ -55,8 +62,6 @@ OK = "ok"
 CLIPPED = "clipped"
 REFUSED = "refused"
 MALFORMED = "malformed"
-
-_SHOWN_CHARS = 24
 
 UNBALANCED_QUOTES = "unbalanced quotes"
 """The reader's reason for a line whose quoted cell does not close on that line."""
@@ -85,9 +90,7 @@ class RowScores:
         return (self.status == OK) | (self.status == CLIPPED)
 
 
-def _shown(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+_shown = shown_cell
 
 
 def _short_reason(what: str) -> str:
@@ -138,7 +141,8 @@ def score_rows(
         "`` and the features whose released counts are within noise (post-processing, no ε).
     clipping : ClippingTally, optional
         Fed the continuous columns' numbers of the rows (those of malformed lines aside), as they are parsed
-        here: the units warning of a file read in chunks, without parsing its cells again.
+        here: the units warning of a file read in chunks, without parsing its cells again; and, per categorical
+        column with an ``unknown`` category, its undeclared cells (:meth:`ClippingTally.add_undeclared`).
 
     Returns
     -------
@@ -167,7 +171,9 @@ def score_rows(
     parsed = features.copy(deep=False)
     clipped = np.zeros(n, dtype=bool)
     for f in schema.features:
-        if not isinstance(f, ContinuousFeature):
+        if isinstance(f, CategoricalFeature):
+            if has_unknown_category(f):  # an undeclared cell is read as the catch-all: said, as a clipped number is
+                clipped |= _undeclared_read(f, features[f.name], rules, bad_line, detail, clipping)
             continue
         cells = rules.clean(features[f.name])
         x, missing = rules.numbers(cells)  # a declared missing token ("-999", -999.0) is missing, not a number
@@ -221,6 +227,34 @@ def score_rows(
             distinct = codes[good][first]
             labels[good] = support_of_codes(forest, distinct, representatives).labels()[inverse]
     return RowScores(status, detail, proba, labels)
+
+
+def _undeclared_read(
+    feature: CategoricalFeature,
+    cells: pd.Series,
+    rules: CellRules,
+    bad_line: NDArray[np.bool_],
+    detail: NDArray[np.object_],
+    clipping: ClippingTally | None,
+) -> NDArray[np.bool_]:
+    """The rows whose cell of ``feature`` (a categorical feature with an ``unknown`` category) is undeclared and
+    so read as that category, their detail said (``column 'gender': 'F' is not a declared category, read as
+    'Other' (the schema's unknown rule)``) and counted in ``clipping``; lines not read (``bad_line``) aside."""
+    undeclared, missing = undeclared_cells(cells, feature, rules)
+    undeclared &= ~bad_line
+    written = cells.to_numpy(dtype=object)
+    if clipping is not None:
+        clipping.add_undeclared(feature, undeclared, ~missing & ~bad_line, written)
+    if undeclared.any():
+        category = feature.categories[feature.code_of(feature.unknown)]
+        texts = np.full(len(cells), "", dtype=object)
+        texts[undeclared] = [
+            f"column {feature.name!r}: {_shown(cell)!r} is not a declared category, read as {category!r} "
+            "(the schema's unknown rule)"
+            for cell in written[undeclared]
+        ]
+        _append(detail, undeclared, texts)
+    return undeclared
 
 
 def _distinct_rows(codes: NDArray[np.int32], n_codes: tuple[int, ...]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

@@ -64,14 +64,15 @@ and a subset both apply, this one."""
 
 EXIT_STATUS_NOTE = (
     "exit status: 0 the report; 1 an error; 2 a wrong option; 3 a signature that does not verify; 4 a column "
-    "clipped to its bounds in 20% or more of its rows (unless --allow-clipped); 5 metrics on a subset of the rows "
+    "clipped to its bounds, or read as its unknown category (values the schema does not declare), in 20% or more "
+    "of its rows (unless --allow-clipped); 5 metrics on a subset of the rows "
     "(unless --allow-missing-labels); when both 4 and 5 apply, 5 (the report is written with either)"
 )
 """``evaluate``'s exit statuses (its help's epilog)."""
 
 ROWS_KEYS_NOTE = (
     "rows partitions DATA's rows: ok and clipped were scored and evaluated (clipped: some value clipped to the "
-    "schema's bounds); refused (a feature broke the schema's rules), malformed (a line the parser could not read) "
+    "schema's bounds, or an undeclared category read as the feature's unknown one); refused (a feature broke the schema's rules), malformed (a line the parser could not read) "
     "and label (a missing or undeclared label) were left out"
 )
 """What the ``rows`` counts of ``evaluate --json`` mean (written into the JSON as ``rows_note``)."""

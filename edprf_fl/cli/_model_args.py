@@ -42,19 +42,22 @@ __all__ = [
     "refuse_foreign_format",
     "say",
     "scoring_text",
+    "undeclared_text",
 ]
 
 EXIT_SIGNATURE = 3
 """Exit status when a signature does not verify (as ``edprf inspect``)."""
 
 EXIT_CLIPPED = 4
-"""Exit status of ``predict`` and ``evaluate`` when a column of DATA is clipped to its bounds in at least
+"""Exit status of ``predict`` and ``evaluate`` when a column of DATA is clipped to its bounds, or holds values its
+categorical feature does not declare (read as the schema's ``unknown`` category), in at least
 :data:`CLIPPED_EXIT_SHARE` of its rows and ``--allow-clipped`` was not given (OUT and the report are still
 written).  Not 2, which argparse gives a wrong option, nor 3, a signature that does not verify."""
 
 CLIPPED_EXIT_SHARE = 0.2
-"""Share of a continuous column's values outside its declared bounds from which ``predict`` and ``evaluate`` exit
-with :data:`EXIT_CLIPPED` (the share from which the Python API's units warning may fire)."""
+"""Share of a continuous column's values outside its declared bounds, or of a categorical column's values that are
+no declared category (read as its ``unknown`` category), from which ``predict`` and ``evaluate`` exit with
+:data:`EXIT_CLIPPED` (for numbers, the share from which the Python API's units warning may fire)."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,34 +106,60 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"do not exit {EXIT_CLIPPED} when a continuous column of DATA lies outside its declared bounds in "
         f"{CLIPPED_EXIT_SHARE * 100:.0f}%% or more of its rows (clipped to the bound: every such prediction is made from the "
-        f"bound, usually data in other units than the schema, e.g. glucose in mmol/L against mg/dL); without it "
-        f"the command still writes its results and then exits {EXIT_CLIPPED}",
+        f"bound, usually data in other units than the schema, e.g. glucose in mmol/L against mg/dL), or a "
+        f"categorical column holds values the schema does not declare in as many of its rows (read as the "
+        f"feature's unknown category, e.g. 'F'/'M' against 'Female'/'Male' read as 'Other': another coding); "
+        f"without it the command still writes its results and then exits {EXIT_CLIPPED}",
     )
 
 
 def clipping_status(diagnostics, allow_clipped: bool, command: str) -> int:
-    """Say the units warning of the rows read (the Python API's :class:`DomainClippingWarning` text) and any column
-    clipped in at least :data:`CLIPPED_EXIT_SHARE` of its rows; the exit status: :data:`EXIT_CLIPPED` for such a
-    column unless ``allow_clipped``, else 0.  ``diagnostics``: the command's ``RowDiagnostics``."""
+    """Say the units warning of the rows read (the Python API's :class:`DomainClippingWarning` text), the categorical
+    columns whose undeclared values were read as the schema's ``unknown`` category (:func:`undeclared_text`), and
+    any column clipped, or read that way, in at least :data:`CLIPPED_EXIT_SHARE` of its rows; the exit status:
+    :data:`EXIT_CLIPPED` for such a column unless ``allow_clipped``, else 0.  ``diagnostics``: the command's
+    ``RowDiagnostics``."""
     from edprf_core.prediction import clipping_message
 
     columns = diagnostics.clipping.columns()
     message = clipping_message(columns)
     if message:
         say(f"edprf {command}: warning: {message}")
+    undeclared = diagnostics.clipping.undeclared()
+    for name, column in undeclared.items():
+        say(f"edprf {command}: warning: {undeclared_text(name, column)}")
     heavy = {name: c for name, c in columns.items() if c.share >= CLIPPED_EXIT_SHARE}
-    if not heavy:
+    recoded = {name: c for name, c in undeclared.items() if c.share >= CLIPPED_EXIT_SHARE}
+    if not heavy and not recoded:
         return 0
-    shown = ", ".join(f"{name!r} in {c.share:.0%} of its rows" for name, c in sorted(heavy.items()))
+    said = []
+    if heavy:
+        shown = ", ".join(f"{name!r} in {c.share:.0%} of its rows" for name, c in sorted(heavy.items()))
+        said.append((f"values clipped to the schema's bounds: {shown}", "the bound", "units"))
+    if recoded:
+        shown = ", ".join(f"{name!r} in {c.share:.0%} of its rows" for name, c in sorted(recoded.items()))
+        said.append((f"undeclared values read as the schema's unknown category: {shown}", "that category", "coding"))
     if allow_clipped:
-        say(f"edprf {command}: values clipped to the schema's bounds: {shown} (accepted: --allow-clipped)")
+        for what, _, _ in said:
+            say(f"edprf {command}: {what} (accepted: --allow-clipped)")
         return 0
-    say(
-        f"edprf {command}: values clipped to the schema's bounds: {shown}; those predictions are made from the bound, "
-        f"not the value: check the column's units against the schema, or pass --allow-clipped to accept them "
-        f"(exit status {EXIT_CLIPPED})"
-    )
+    for what, made_from, check in said:
+        say(
+            f"edprf {command}: {what}; those predictions are made from {made_from}, not the value: check the "
+            f"column's {check} against the schema, or pass --allow-clipped to accept them (exit status {EXIT_CLIPPED})"
+        )
     return EXIT_CLIPPED
+
+
+def undeclared_text(name: str, column) -> str:
+    """``column 'gender': 48 of 100 rows (48%) hold values the schema does not declare, read as 'Other' (another
+    coding? e.g. 'F')``: a categorical column's values read by its ``unknown`` rule (``column``: an
+    ``UndeclaredColumn`` of the run's ``ClippingTally``; its rows are those holding a value, not missing)."""
+    share = "<1%" if column.share < 0.005 else f"{column.share:.0%}"  # never "0%" for a value that is there
+    return (
+        f"column {name!r}: {column.count} of {column.rows} rows ({share}) hold values the schema does not "
+        f"declare, read as {column.category!r} (another coding? e.g. {column.example!r})"
+    )
 
 
 def add_pooling_argument(parser: argparse.ArgumentParser, what: str = "the probabilities") -> None:

@@ -1,7 +1,7 @@
 """``edprf predict MODEL DATA -o OUT``: class probabilities for every row of a file, streamed.
 
 One output row per data line of DATA, in order: its line number, a status
-(``ok``, ``clipped``, ``refused``, ``malformed``) with the reason, the
+(``ok``, ``clipped``: a value moved into the schema's domain by rule, ``refused``, ``malformed``) with the reason, the
 probability of each declared class, the predicted class, with
 ``--positive-class C --threshold T`` the binary decision, and last the row's
 support (``ok``, or ``low: <features>`` when the released counts behind it
@@ -16,9 +16,11 @@ typically).  An existing OUT is refused (yesterday's predictions are not replace
 is given.
 
 The summary (stderr) gives the Python API's units warning when a continuous column lies mostly and far outside
-its bounds, over all rows read.  Exit status 0 when at least one row was scored, even when other rows were
-refused; 4 (``EXIT_CLIPPED``) when a column was clipped to its bounds in 20 % or more of its rows, unless
-``--allow-clipped`` is given (OUT is written all the same); 1 when not one row could
+its bounds, over all rows read, and names each categorical column whose undeclared values were read as the
+schema's ``unknown`` category (``'F'`` read as ``'Other'``: another coding?); such a row's status is ``clipped``
+too.  Exit status 0 when at least one row was scored, even when other rows were
+refused; 4 (``EXIT_CLIPPED``) when a column was clipped to its bounds, or read as its unknown category, in 20 % or
+more of its rows, unless ``--allow-clipped`` is given (OUT is written all the same); 1 when not one row could
 be scored (OUT is still written, each row with its reason), with the most common reason and hints for the usual
 causes (decimal commas, a header read with ``--no-header``), or when DATA has no data line at all (no rows to
 score: OUT holds the header only).
@@ -82,7 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "model's released counts there are within noise: no training rows, a probability near the prior)."
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
-        f"{EXIT_CLIPPED} when a column of DATA was clipped to its bounds in {CLIPPED_EXIT_SHARE * 100:.0f}%% or more of "
+        f"{EXIT_CLIPPED} when a column of DATA was clipped to its bounds, or held values its categorical feature does "
+        f"not declare (read as the schema's unknown category), in {CLIPPED_EXIT_SHARE * 100:.0f}%% or more of "
         "its rows (OUT is still written; --allow-clipped accepts it); 1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
         "or on an error before the first row",
         allow_abbrev=False,
