@@ -1011,10 +1011,11 @@ def undeclared_cells(
     """
     values, rows = _distinct_cells(series)
     cells = rules.clean(values)
-    missing = rules.missing(cells)
-    if _numeric_categories(feature):
-        found = _number_lookup(_parse_numbers(cells, skip=missing), [float(c) for c in feature.categories])
-    else:
+    if _numeric_categories(feature):  # as numbers, numeric missing tokens too (CellRules.numbers)
+        x, missing = rules.numbers(cells)
+        found = _number_lookup(x, [float(c) for c in feature.categories])
+    else:  # as text
+        missing = rules.missing(cells)
         found = _lookup(cells, [str(c) for c in feature.categories])
     undeclared = (found < 0) & ~missing
     return undeclared[rows], missing[rows]
