@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from edprf_core import EDPRFClassifier, Schema, load_embedded
-from edprf_core._row_scoring import _SHOWN_CHARS
+from edprf_core._encoding import SHOWN_CELL_CHARS
 from edprf_core.prediction import score_rows
 
 
@@ -87,6 +87,6 @@ def test_a_long_clipped_cell_is_cut_as_a_refused_cell_is(model):
     rows["balance"] = "9" * 200
     [detail] = score_rows(clf.forest_, rows.reset_index(drop=True)).detail
     assert detail.startswith(
-        "column 'balance': " + "9" * _SHOWN_CHARS + "... (200 characters) clipped to its upper bound"
+        "column 'balance': " + "9" * SHOWN_CELL_CHARS + "... (200 characters) clipped to its upper bound"
     )
     assert len(detail) < 120
