@@ -25,7 +25,16 @@ from numpy.typing import NDArray
 from edprf_core import Schema
 from edprf_core.encoding import cell_readings
 
-__all__ = ["held_out_rows", "keyed_uniform"]
+__all__ = ["HOLDOUT_SPLIT", "HOLDOUT_SPLIT_KEY", "held_out_rows", "keyed_uniform"]
+
+HOLDOUT_SPLIT = "readings-v2"
+"""The rule that draws the split, recorded in the ledger with each release the party trains: a release trained
+under another rule (an earlier version hashed each cell's text, stop 52 its reading without numeric missing
+tokens) trained on rows that may now be held out, so the party refuses to evaluate a model holding it
+(:class:`client.Party`).  Change it whenever a row's side can change for the same file and salt."""
+
+HOLDOUT_SPLIT_KEY = "holdout-split"
+"""Prefix of the ledger key that records, per release request id, the :data:`HOLDOUT_SPLIT` it trained under."""
 
 _HASHED_AT_ONCE = 1 << 16
 """Readings hashed per call: pandas hashes through a Python object per value, so a column of 2 million distinct

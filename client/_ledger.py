@@ -575,6 +575,11 @@ class BudgetLedger:
             rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
         return [LedgerEntry.from_row(r) for r in rows]
 
+    def meta_value(self, key: str) -> str | None:
+        """The ledger's ``ledger_meta`` value of ``key`` (None: absent)."""
+        with self._connect() as db:
+            return _meta(db, key)
+
     def secret(self, key: str, factory: Callable[[], str]) -> str:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
         with self._connect() as db:

@@ -41,7 +41,7 @@ import sqlite3
 import stat
 import warnings
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +83,7 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
+from ._held_out_split import HOLDOUT_SPLIT, HOLDOUT_SPLIT_KEY
 from ._ledger import (
     COORDINATOR_RECORD,
     BudgetExhausted,
@@ -563,6 +564,8 @@ class Party:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
+        # the split this release trains under: an evaluation of a model holding it checks it is still the one
+        self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: HOLDOUT_SPLIT)
         try:
             if req.seed >= 0 or self.schema.drafted:  # the policy allows a seed (checked above): the ledger keeps
                 # the trail, before the release exists (a failure to write it is a failed request: no reply)
@@ -666,6 +669,29 @@ class Party:
                 f"the party's max-evaluation-memory-bytes is {p.max_evaluation_memory_bytes >> 20} MiB",
             )
 
+    def _refuse_a_release_of_another_split(self, releases: Sequence[Any]) -> None:
+        """Refuse (before any row is read, nothing reserved) a model holding a release this party's ledger made
+        under another held-out rule than :data:`HOLDOUT_SPLIT` (or before the rule was recorded: an earlier
+        version).  Its training rows may now be held out, so the evaluation would not be on held-out rows and a
+        record could face the release and the evaluation both, where the guarantee says the larger of the two.
+        A release of its id that this ledger never made is left alone: no row of this party trained it."""
+        for release in releases:
+            if release.party_id != self.policy.party_id or self.ledger.find(release.request_id) is None:
+                continue
+            if self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") != HOLDOUT_SPLIT:
+                log.warning(
+                    "evaluation refused: the model holds this party's release %s, trained under another held-out "
+                    "rule than %s (an upgrade re-drew the held-out rows); a new release is needed first",
+                    release.request_id,
+                    HOLDOUT_SPLIT,
+                )
+                raise Refusal(
+                    RefusalReason.HELD_OUT_CHANGED,
+                    "the model holds a release of this party trained before its held-out rows were drawn by the "
+                    "current rule (an upgrade): evaluating it there would not be on held-out rows; a new release "
+                    "is needed first",
+                )
+
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:
         """Evaluate the global model on the held-out rows.
 
@@ -714,6 +740,7 @@ class Party:
         forest = view.forest
         if forest.schema.fingerprint != self.schema.fingerprint:
             raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
+        self._refuse_a_release_of_another_split(view.releases)
         if not req.exact:
             if self.ledger.find(req.request_id) is not None:
                 # Decided from the ledger alone, before any row is read: the reservation below would refuse it

@@ -35,6 +35,7 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
         RefusalReason.ROUND_CLOSED,
         RefusalReason.SCHEMA_MISMATCH,
         RefusalReason.EPSILON_RESOLUTION,
+        RefusalReason.HELD_OUT_CHANGED,
         RefusalReason.POLICY_BINS,
         RefusalReason.POLICY_DEPTH,
         RefusalReason.POLICY_EPSILON,

@@ -16,6 +16,7 @@ WIRE_REASONS = [
     "bad_request",
     "budget_exhausted",
     "epsilon_resolution",
+    "held_out_changed",
     "internal_error",
     "invalid_local_data",
     "not_registered",
