@@ -564,9 +564,10 @@ class Party:
             self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
         except BudgetExhausted as exc:
             raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
-        # the split this release trains under: an evaluation of a model holding it checks it is still the one
-        self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: HOLDOUT_SPLIT)
         try:
+            # the split this release trains under (an evaluation of a model holding it checks it is still the
+            # one), written before the release exists: a failure to write it is a failed request, no reply
+            self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: HOLDOUT_SPLIT)
             if req.seed >= 0 or self.schema.drafted:  # the policy allows a seed (checked above): the ledger keeps
                 # the trail, before the release exists (a failure to write it is a failed request: no reply)
                 self.ledger.note_not_dp(
