@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from edprf_core.count_text import count_text
+from protocol import RefusalReason
 
 from ._contribution_text import contribution_lines
 from ._marginals_text import marginals_lines
@@ -21,6 +22,14 @@ __all__ = [
     "influence_cut_lines",
     "summary_lines",
 ]
+
+
+HELD_OUT_CHANGED_STEP = (
+    "these parties' held-out rows were drawn anew (an upgrade of edprf-fl) since their release in the model was "
+    "trained, so they evaluate none of it: train new releases (a new request-tag) before asking for an evaluation "
+    "(deploy/README.md, section 11)"
+)
+"""What to do when parties refuse the evaluation with ``held_out_changed``."""
 
 
 def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
@@ -52,6 +61,8 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
     for entry in refused:
         who = entry.get("party_id") or f"node {entry.get('node_id')}"
         lines.append(f"  {who}: not in the estimate ({entry.get('reason')})")
+    if any(entry.get("reason") == RefusalReason.HELD_OUT_CHANGED for entry in refused):
+        lines.append(f"  {RefusalReason.HELD_OUT_CHANGED}: {HELD_OUT_CHANGED_STEP}")
     if silent:
         names = federated.get("no_reply_parties") or [f"node {node}" for node in silent]
         lines.append(f"  no reply to the evaluation request: {', '.join(names)}")

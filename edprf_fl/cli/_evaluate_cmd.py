@@ -219,7 +219,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     left_out = counts["refused"] + counts["malformed"] + counts["label"]
     print(
-        f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} with a clipped value); {left_out} left out "
+        f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} clipped: a value moved into the schema's domain by rule); {left_out} left out "
         f"({counts['refused']} refused by the schema's rules, {count_text(counts['malformed'], 'malformed line')}, "
         f"{counts['label']} with a missing or undeclared label)"
         + (f"; pooling {args.pooling}" if args.pooling != "log-linear" else "")

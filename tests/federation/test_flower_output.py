@@ -324,3 +324,16 @@ def test_the_marginals_line_tells_the_parties_release_epsilon_from_the_sum_s_noi
     )
     older = {k: v for k, v in record.items() if k != "release_epsilon"}  # a report written before the field
     assert "each released" not in marginals_lines(older)[0]
+
+
+def test_an_evaluation_refused_for_a_redrawn_split_says_what_to_do():
+    """The upgrade review: after an upgrade the parties refuse to evaluate releases trained under the old held-out
+    rule (held_out_changed); the summary names the reason and the next step."""
+    from server._summary import HELD_OUT_CHANGED_STEP, federated_evaluation_lines
+
+    federated = {"parties": 0, "refused": [{"party_id": "hospital-a", "reason": "held_out_changed"}]}
+    lines = federated_evaluation_lines(federated)
+    assert "  hospital-a: not in the estimate (held_out_changed)" in lines
+    assert f"  held_out_changed: {HELD_OUT_CHANGED_STEP}" in lines and "a new request-tag" in HELD_OUT_CHANGED_STEP
+    other = federated_evaluation_lines({"parties": 0, "refused": [{"party_id": "b", "reason": "budget_exhausted"}]})
+    assert not any("held_out_changed" in line for line in other)
