@@ -265,4 +265,7 @@ def test_a_few_undeclared_values_are_said_without_exit_4(tmp_path, capsys, model
         assert written["status"].tolist() == [CLIPPED] * 5 + [OK] * 95
         assert written["detail"].iloc[0] == _said("gender", "F", "'Other'")
     else:  # every row evaluated; the five counted as clipped
-        assert f"evaluated 100 rows of {data} (5 clipped: a value moved into the schema's domain by rule); 0 left out" in captured.out
+        assert (
+            f"evaluated 100 rows of {data} (5 clipped: a value moved into the schema's domain by rule); 0 left out"
+            in captured.out
+        )
