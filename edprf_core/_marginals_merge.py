@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -103,6 +104,7 @@ __all__ = [
     "column_floor",
     "effective_epsilon",
     "floored_masses",
+    "marginals_release_epsilons",
     "mass_floor",
 ]
 
@@ -123,6 +125,17 @@ def effective_epsilon(epsilons: Sequence[float]) -> float:
     Privacy cost: none (a description of the summed noise for post-processing, not a guarantee).
     """
     return 1.0 / math.sqrt(sum(1.0 / float(e) ** 2 for e in epsilons))
+
+
+def marginals_release_epsilons(parts: Sequence[tuple[str, Any, int]]) -> list[float]:
+    """The distinct ε at which the parts of a merged forest that hold a marginals part released their histograms
+    (``epsilon - count_epsilon`` each, split over the ``d`` features; a party's release carries no residual
+    pass), in increasing order.  ``parts``: :attr:`DPForest.parts` (label, parameters, trees).
+
+    Privacy cost: none (public parameters of the releases).  What a party spent, unlike
+    :func:`effective_epsilon`, which describes the noise of their sum.
+    """
+    return sorted({float(f"{p.epsilon - p.count_epsilon:.12g}") for _, p, _ in parts if p.marginals_share > 0})
 
 
 def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from ._encoding import FeatureGrid
 from ._forest import DPForest, check_is_forest
 from ._marginals import MARGINALS_TEMPER_C, marginal_log_ratio_tables, marginals_temper
+from ._marginals_merge import marginals_release_epsilons
 from ._schema import CategoricalFeature, ContinuousFeature
 
 __all__ = [
@@ -290,18 +291,18 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
     temper = marginals_temper(marginals.n_features)
     extra = marginals.residual_pass
     d = marginals.n_features
-    summed = [p for _, p, _ in forest.parts if p.marginals_share > 0]
-    if len(summed) <= 1:
+    summed = sum(p.marginals_share > 0 for _, p, _ in forest.parts)
+    if summed <= 1:
         released = (
             f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid, epsilon "
             f"{marginals.epsilon:g} / {d} each"
         )
     else:  # a merged model holds the sum; each party released its own histograms at its release's epsilon
-        spent = sorted({float(f"{p.epsilon - p.count_epsilon:.12g}") for p in summed})
+        spent = marginals_release_epsilons(forest.parts)
         each = f"{spent[0]:g}" if len(spent) == 1 else f"{spent[0]:g} to {spent[-1]:g}"
         released = (
             f"one noisy class-count histogram per feature on a {forest.marginals_bins}-bin public grid from each of "
-            f"{len(summed)} parties, epsilon {each} / {d} each, summed (the sum's noise is that of one release at "
+            f"{summed} parties, epsilon {each} / {d} each, summed (the sum's noise is that of one release at "
             f"epsilon {marginals.epsilon:.6g} / {d}: a description of the noise, not what any party spent)"
         )
     if extra is None:

@@ -20,6 +20,7 @@ from ._marginals_merge import (
     cell_floor,
     column_floor,
     effective_epsilon,
+    marginals_release_epsilons,
     mass_floor,
 )
 from ._residual_pass import release_residual_pass, residual_pass_rule
@@ -39,6 +40,7 @@ __all__ = [
     "effective_epsilon",
     "marginal_proba",
     "marginals_n_bins",
+    "marginals_release_epsilons",
     "marginals_share_rule",
     "mass_floor",
     "release_marginals",

@@ -17,6 +17,7 @@ import pandas as pd
 from edprf_core import DPForest
 from edprf_core.count_text import count_text
 from edprf_core.encoding import encode_labels
+from edprf_core.marginals import marginals_release_epsilons
 
 __all__ = ["marginals_guarantee", "marginals_lines", "marginals_record"]
 
@@ -37,9 +38,7 @@ def marginals_record(forest: DPForest, X_test: pd.DataFrame | None = None, y_tes
         # the sum's noise is that of one release at this epsilon (1 / sqrt(sum 1 / eps_p**2)): a description of
         # the noise for scoring, NOT a privacy cost; what each party spent is release_epsilon
         "noise_epsilon": float(m.epsilon),
-        "release_epsilon": sorted(
-            {float(f"{p.epsilon - p.count_epsilon:.12g}") for _, p, _ in forest.parts if p.marginals_share > 0}
-        ),
+        "release_epsilon": marginals_release_epsilons(forest.parts),
     }
     if X_test is not None and y_test is not None and len(y_test):
         truth = encode_labels(y_test, forest.schema)
