@@ -160,9 +160,13 @@ def as_frame(X: ArrayLike | pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(arr, columns=list(schema.feature_names))
 
 
+def _cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and its length when longer (a huge cell never floods a message)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN_CHARS else f"{text[:_MAX_SHOWN_CHARS]}... ({len(text)} characters)"
+    return _cut(repr(value), _MAX_SHOWN_CHARS)
 
 
 def _positional(index: pd.Index) -> bool:
@@ -344,7 +348,7 @@ class CellRules:
             return cells
         return stripped.where(stripped.notna(), cells)
 
-    @property
+    @functools.cached_property
     def token_numbers(self) -> tuple[float, ...]:
         """The values of the declared missing tokens that are numbers (``"-999"``: -999.0), distinct."""
         return tuple(sorted({x for t in self.missing_values if math.isfinite(x := number_of_text(t))}))
@@ -564,13 +568,20 @@ def _encode_categorical(
 ) -> NDArray[np.int32]:
     """Codes of a column's cells by the feature's rules; ``listed`` names the declared values in a refusal of
     undeclared cells (None: the caller lists them)."""
+    codes, missing = _category_lookup(series, feature, rules)
+    return _categorical_codes(codes, missing, feature, column, what, series, problems, listed)
+
+
+def _category_lookup(
+    series: pd.Series, feature: CategoricalFeature, rules: CellRules
+) -> tuple[NDArray[np.int32], NDArray[np.bool_]]:
+    """Each cell's index among the feature's declared categories (-1: none) and which cells are missing: numeric
+    categories compared as numbers (numeric missing tokens too, :meth:`CellRules.numbers`), text categories as
+    text (the tokens meet them as text only)."""
     if _numeric_categories(feature):
         x, missing = rules.numbers(series)
-        codes = _number_lookup(x, [float(c) for c in feature.categories])
-    else:  # text categories compare as text: the tokens meet them as text only
-        missing = rules.missing(series)
-        codes = _lookup(series, [str(c) for c in feature.categories])
-    return _categorical_codes(codes, missing, feature, column, what, series, problems, listed)
+        return _number_lookup(x, [float(c) for c in feature.categories]), missing
+    return _lookup(series, [str(c) for c in feature.categories]), rules.missing(series)
 
 
 def _numeric_categories(feature: CategoricalFeature) -> bool:
@@ -992,8 +1003,7 @@ SHOWN_CELL_CHARS = 24
 def shown_cell(value: object) -> str:
     """A cell as a per-row detail shows it: its text (``str``), cut after :data:`SHOWN_CELL_CHARS` characters with
     the full length said (a huge cell never floods the output)."""
-    text = str(value)
-    return text if len(text) <= SHOWN_CELL_CHARS else f"{text[:SHOWN_CELL_CHARS]}... ({len(text)} characters)"
+    return _cut(str(value), SHOWN_CELL_CHARS)
 
 
 def undeclared_cells(
@@ -1010,13 +1020,7 @@ def undeclared_cells(
     per-cell map under public rules).
     """
     values, rows = _distinct_cells(series)
-    cells = rules.clean(values)
-    if _numeric_categories(feature):  # as numbers, numeric missing tokens too (CellRules.numbers)
-        x, missing = rules.numbers(cells)
-        found = _number_lookup(x, [float(c) for c in feature.categories])
-    else:  # as text
-        missing = rules.missing(cells)
-        found = _lookup(cells, [str(c) for c in feature.categories])
+    found, missing = _category_lookup(rules.clean(values), feature, rules)
     undeclared = (found < 0) & ~missing
     return undeclared[rows], missing[rows]
 
