@@ -29,6 +29,8 @@ from edprf_fl.simulation import _progress
 from edprf_fl.simulation._in_process_engine import InProcessGrid
 from edprf_fl.simulation._run import missed_timeout_lines
 
+from .test_in_process_engine import party_nodes
+
 DURATION = r"\d+(\.\d)? s"
 
 
@@ -145,19 +147,7 @@ def _grid(seen: list[str], clock, said: list[str], parties: int = 4) -> tuple[In
         return Message(RecordDict({"r": ConfigRecord({"ok": 1})}), reply_to=msg)
 
     node_ids = [21 + k for k in range(parties)]
-    nodes = {
-        node: (
-            app,
-            Context(
-                run_id=5,
-                node_id=node,
-                node_config={"partition-id": k, "num-partitions": parties},
-                state=RecordDict(),
-                run_config={},
-            ),
-        )
-        for k, node in enumerate(node_ids)
-    }
+    nodes = party_nodes(app, node_ids)
     return InProcessGrid(Run.create_empty(run_id=5), nodes, clock=clock, progress=said.append), node_ids
 
 

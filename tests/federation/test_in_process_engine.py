@@ -16,6 +16,23 @@ from flwr.supercore.task_identity import TaskIdentity
 from edprf_fl.simulation._in_process_engine import InProcessGrid, run_in_process
 
 
+def party_nodes(app: ClientApp, node_ids) -> dict:
+    """The in-process grid's nodes: ``app`` on each node id, partition ids 0, 1, ... in that order (run 5)."""
+    return {
+        node: (
+            app,
+            Context(
+                run_id=5,
+                node_id=node,
+                node_config={"partition-id": k, "num-partitions": len(node_ids)},
+                state=RecordDict(),
+                run_config={},
+            ),
+        )
+        for k, node in enumerate(node_ids)
+    }
+
+
 def _echo_app(seen: list) -> ClientApp:
     app = ClientApp()
 
@@ -116,19 +133,7 @@ def test_messages_whose_turn_comes_after_the_timeout_get_no_reply():
     ticks = iter(np.arange(0.0, 100.0, 1.0))  # one second per look at the clock
 
     app = _echo_app(seen)
-    nodes = {
-        node: (
-            app,
-            Context(
-                run_id=5,
-                node_id=node,
-                node_config={"partition-id": i, "num-partitions": 4},
-                state=RecordDict(),
-                run_config={},
-            ),
-        )
-        for i, node in enumerate((11, 12, 13, 14))
-    }
+    nodes = party_nodes(app, (11, 12, 13, 14))
     from flwr.supercore.run import Run
 
     grid = InProcessGrid(Run.create_empty(run_id=5), nodes, clock=lambda: float(next(ticks)))
