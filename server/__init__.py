@@ -18,7 +18,7 @@ from ._config import DEFAULT_RUN_CONFIG, CoordinatorConfig
 from ._contribution_text import contribution_lines, contribution_verdict
 from ._metrics import classification_metrics, forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
-from ._report import PartyOutcome, RunReport
+from ._report import REPORT_FORMAT, PartyOutcome, RunReport
 from ._summary import bounded_influence_lines, federated_evaluation_lines, influence_cut_lines
 
 _FEDERATION_NAMES = ("MODEL_FILE", "REPORT_FILE", "run_federation")
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_RUN_CONFIG",
     "MODEL_FILE",
     "REPORT_FILE",
+    "REPORT_FORMAT",
     "CoordinatorConfig",
     "EvaluationSkip",
     "OutcomeReason",

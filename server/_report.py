@@ -12,7 +12,13 @@ from protocol import OWNER_ONLY_FILE, save_atomic
 
 from ._outcomes import PartyStatus, RunStatus
 
-__all__ = ["PartyOutcome", "RunReport"]
+__all__ = ["REPORT_FORMAT", "PartyOutcome", "RunReport"]
+
+REPORT_FORMAT = "edprf-run-report/2"
+"""``report.json``'s ``report_format``: what its fields mean.  ``/2`` (version 0.2.0 on): a two-class ``brier`` is
+the positive class's Brier score (0-1), with ``brier_scale`` saying so; each accepted party has ``count_epsilon``,
+``marginals`` has ``release_epsilon``.  A report without ``report_format`` is of an earlier version, whose two-class
+``brier`` is the sum over classes (0-2).  Change it whenever a field's meaning changes, so that a reader can tell."""
 
 
 @dataclass
@@ -77,6 +83,10 @@ class RunReport:
     bounded_influence: dict[str, Any] = field(default_factory=dict)  # whether item 5's bounds apply ({}: no model)
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
+    report_format: str = REPORT_FORMAT
+    """What the fields mean (:data:`REPORT_FORMAT`)."""
+    edprf_version: str = field(default_factory=lambda: _installed_version())
+    """The coordinator's edprf-fl version ("unknown" when its package metadata is not installed)."""
 
     @property
     def accepted(self) -> list[PartyOutcome]:
@@ -96,6 +106,15 @@ class RunReport:
         """Write the report as JSON to ``path`` (atomically, readable by its owner only)."""
         data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode("utf-8")
         return save_atomic(path, data, mode=OWNER_ONLY_FILE)
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # slow to import: only when a report is made
+
+    try:
+        return version("edprf-fl")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _finite(value: Any) -> Any:

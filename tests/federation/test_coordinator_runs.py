@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 from dataclasses import replace
@@ -29,6 +30,9 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
     assert report["status"] == "failed" and "RuntimeError" in report["failure"]
     assert "hostile" not in report["failure"]
     assert [p["status"] for p in report["parties"]] == ["accepted", "accepted"]
+    # a reader can tell what the fields mean (the two-class brier's scale changed at 0.2.0) and who wrote them
+    assert report["report_format"] == "edprf-run-report/2"
+    assert report["edprf_version"] == importlib.metadata.version("edprf-fl")
 
 
 @pytest.mark.slow
