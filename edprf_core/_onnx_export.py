@@ -133,7 +133,7 @@ from ._schema import ContinuousFeature, Schema
 from ._support import TREES_WORD, Z_SCORE, support_flags
 from .count_text import count_text
 
-__all__ = ["ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
+__all__ = ["ENCODING_FORMATS", "ONNX_ML_OPSET", "ONNX_OPSET", "encoding_spec", "forest_to_onnx", "onnx_inputs"]
 
 ONNX_OPSET = 17
 """Default-domain opset of the graph (Softmax over axis 1)."""
@@ -149,16 +149,31 @@ SUPPORT_SHARE_NAME = "support_low_leaf_share"
 OUTPUT_NAMES = (OUTPUT_NAME, SUPPORT_LOW_NAME, SUPPORT_FEATURES_NAME, SUPPORT_SHARE_NAME)
 """The graph's outputs, in order (``probabilities`` first, as before the support outputs existed)."""
 
+TREES_FORMAT = "edprf.onnx-encoding.v3"
+"""The encoding's ``format`` for a trees-only forest (one input, ``codes``)."""
+MIXED_FORMAT = "edprf.onnx-encoding.v4"
+"""The encoding's ``format`` for a forest with a marginals part (inputs ``codes`` and ``marginals_codes``)."""
+ENCODING_FORMATS = {
+    "edprf.onnx-encoding.v1": "trees only; one output; a numeric missing token meets only its own text",
+    "edprf.onnx-encoding.v2": "with a marginals part; one output; a numeric missing token meets only its own text",
+    TREES_FORMAT: "trees only; the four outputs; a numeric missing token also meets its number (0.2.0 on)",
+    MIXED_FORMAT: "with a marginals part; the four outputs; a numeric missing token also meets its number (0.2.0 on)",
+}
+"""Every encoding format an export has written, and what tells it apart.  v1 and v2 (before 0.2.0) had only the
+``probabilities`` output and read a cell such as ``-999.0`` as a number where the schema declares ``-999`` missing;
+:func:`onnx_inputs` encodes under the current rules whichever format it is given."""
+
 
 def encoding_spec(forest: DPForest) -> dict[str, Any]:
     """The public encoding of the graph's input(s), as a JSON-ready dict (see the module docstring).
 
-    A trees-only forest gets format ``edprf.onnx-encoding.v1`` (one input, ``codes``).  A forest with a
-    marginals part gets ``edprf.onnx-encoding.v2``: the same keys, plus ``inputs`` (both input names),
+    A trees-only forest gets format ``edprf.onnx-encoding.v3`` (one input, ``codes``).  A forest with a
+    marginals part gets ``edprf.onnx-encoding.v4``: the same keys, plus ``inputs`` (both input names),
     ``marginals`` (``input``, ``n_bins`` and ``share``) and, per continuous feature, ``marginals_edges``.
     Both list the graph's ``outputs`` (``probabilities``, ``support_low``, ``support_low_features``,
     ``support_low_leaf_share``) and say under ``support`` what they mean (``meaning``), the rule's ``z_score``
     and whether the model can flag rows at all (``assessed``: false when it holds no released counts).
+    (Exports before 0.2.0 wrote v1 and v2: :data:`ENCODING_FORMATS`.)
 
     Privacy cost: none (public schema and grids; the marginals' share and bins are public parameters;
     ``assessed`` says only whether released counts exist).
@@ -187,7 +202,7 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
         "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."
     )
     spec: dict[str, Any] = {
-        "format": "edprf.onnx-encoding.v2" if mixed else "edprf.onnx-encoding.v1",
+        "format": MIXED_FORMAT if mixed else TREES_FORMAT,
         "input": INPUT_NAME,
         "output": OUTPUT_NAME,
         "classes": list(schema.classes),
@@ -260,6 +275,11 @@ def onnx_inputs(X: ArrayLike | pd.DataFrame, spec: dict[str, Any]) -> dict[str, 
 
     Privacy cost: none (a per-row map under public rules; reads only ``X``, the caller's rows).
     """
+    if spec.get("format") not in ENCODING_FORMATS:
+        raise ValueError(
+            f"encoding spec: expected format one of {', '.join(ENCODING_FORMATS)}, got {spec.get('format')!r}; "
+            "pass the encoding exported with the model (edprf export --format onnx writes it beside the graph)"
+        )
     schema = Schema.from_toml(spec["schema_toml"])
     if schema.fingerprint != spec["schema_fingerprint"]:
         raise ValueError(

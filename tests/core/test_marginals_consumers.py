@@ -101,7 +101,7 @@ def test_onnx_inputs_follow_two_grids_and_the_spec_says_so():
     model = forest_to_onnx(forest)
     spec = json.loads({p.key: p.value for p in model.metadata_props}["edprf.encoding"])
     assert spec == json.loads(json.dumps(encoding_spec(forest)))
-    assert spec["format"] == "edprf.onnx-encoding.v2"
+    assert spec["format"] == "edprf.onnx-encoding.v4"
     assert spec["inputs"] == ["codes", "marginals_codes"]
     assert spec["marginals"] == {
         "input": "marginals_codes",
@@ -150,7 +150,7 @@ def test_trees_only_export_is_unchanged():
     forest = forest.fit(X, y).forest_
     assert forest.marginals is None
     spec = encoding_spec(forest)
-    assert spec["format"] == "edprf.onnx-encoding.v1"
+    assert spec["format"] == "edprf.onnx-encoding.v3"
     assert not {"inputs", "marginals"} & set(spec)
     assert all("marginals_edges" not in f for f in spec["features"])
     model = forest_to_onnx(forest)
@@ -375,3 +375,24 @@ def test_a_feature_no_tree_splits_on_gets_weight_from_the_marginals():
     # a stump splits on one feature; every feature gets weight through the marginals part
     assert len(split_on) == 1 and np.all(imp > 0)
     assert np.allclose(released_importances(without_marginals(forest))[sorted(split_on)], 1.0)
+
+
+def test_the_encoding_format_names_what_changed_and_onnx_inputs_checks_it():
+    """The support outputs and the numeric-token rule (0.2.0) came under the old format names, so a consumer could
+    not tell the encodings apart: the formats are now v3 (trees only) and v4 (with marginals).  An earlier export's
+    encoding (v1, v2) is still read, under the current rules; any other format is refused, naming what was
+    expected and what was given."""
+    from edprf_core.export import ENCODING_FORMATS
+
+    X, y, rows, schema = bank()
+    forest = EDPRFClassifier(schema, n_trees=2, max_depth=3, n_bins=8, marginals_share=0.0, random_state=0)
+    spec = encoding_spec(forest.fit(X, y).forest_)
+    assert set(ENCODING_FORMATS) == {f"edprf.onnx-encoding.v{k}" for k in (1, 2, 3, 4)}
+    current = onnx_inputs(rows.iloc[:20], spec)["codes"]
+    old = {**spec, "format": "edprf.onnx-encoding.v1"}
+    del old["outputs"], old["support"]  # what a v1 encoding lacked
+    assert np.array_equal(onnx_inputs(rows.iloc[:20], old)["codes"], current)
+    for wrong in ("edprf.onnx-encoding.v9", None):
+        bad = {k: v for k, v in spec.items() if k != "format"} | ({"format": wrong} if wrong else {})
+        with pytest.raises(ValueError, match=rf"expected format one of edprf\.onnx-encoding\.v1, .*got {wrong!r}"):
+            onnx_inputs(rows.iloc[:20], bad)
