@@ -79,6 +79,7 @@ from protocol import (
     peek_global_model,
     recorded_spend,
     registration_problem,
+    signed_by,
 )
 from protocol.messages import EvaluateRequest, TrainRequest
 
@@ -675,10 +676,30 @@ class Party:
         under another held-out rule than :data:`HOLDOUT_SPLIT` (or before the rule was recorded: an earlier
         version).  Its training rows may now be held out, so the evaluation would not be on held-out rows and a
         record could face the release and the evaluation both, where the guarantee says the larger of the two.
-        A release of its id that this ledger never made is left alone: no row of this party trained it."""
-        for release in releases:
-            if release.party_id != self.policy.party_id or self.ledger.find(release.request_id) is None:
-                continue
+
+        Also refused: a release of its id that this ledger never made but that carries a valid signature by this
+        party's key.  The party made it under a ledger it has lost or replaced, whose held-out salt, and so split,
+        may not be this one's.  A release of its id that its key did not sign (or any, when it signs nothing) is
+        left alone: as far as the party can tell, no row of it trained that release."""
+        own = [r for r in releases if r.party_id == self.policy.party_id]
+        if not own:
+            return
+        key = self._signing_key()
+        for release in own:
+            if self.ledger.find(release.request_id) is None:
+                if key is None or not signed_by(release.raw, key):
+                    continue
+                log.warning(
+                    "evaluation refused: the model holds release %s signed by this party's key, which this ledger "
+                    "did not make (a lost or replaced ledger?): it may have trained on rows now held out; a new "
+                    "release is needed first",
+                    release.request_id,
+                )
+                raise Refusal(
+                    RefusalReason.HELD_OUT_CHANGED,
+                    "the model holds a release signed by this party that its ledger did not make (a lost or "
+                    "replaced ledger): evaluating it here may not be on held-out rows; a new release is needed first",
+                )
             if self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") != HOLDOUT_SPLIT:
                 log.warning(
                     "evaluation refused: the model holds this party's release %s, trained under another held-out "

@@ -59,7 +59,7 @@ from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registration import registration_problem, registration_text
 from ._registry import PartyKeyRegistry
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
-from ._signature import SignatureStatus
+from ._signature import SignatureStatus, signed_by
 from ._spend_record import recorded_spend, spend_record_text
 
 __all__ = [
@@ -113,6 +113,7 @@ __all__ = [
     "save_atomic",
     "save_private_key",
     "save_public_key",
+    "signed_by",
     "signed_charge",
     "spend_record_text",
 ]

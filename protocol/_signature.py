@@ -15,7 +15,7 @@ from ._errors import Reason
 from ._keys import PrivateKey, key_algorithm, key_id
 from ._registry import PartyKeyRegistry
 
-__all__ = ["SignatureCheck", "SignatureStatus", "check_signature", "sign_release_bytes"]
+__all__ = ["SignatureCheck", "SignatureStatus", "check_signature", "sign_release_bytes", "signed_by"]
 
 _ALGORITHM_NAMES = {
     pb.SIGNATURE_ALGORITHM_ED25519: "Ed25519",
@@ -147,3 +147,18 @@ def check_signature(signed: pb.SignedRelease, party_id: str, registry: PartyKeyR
         SignatureStatus.VERIFIED,
         f"verified: signed by party {party_id!r} ({_ALGORITHM_NAMES[signed.algorithm]}, key {expected_id})",
     )
+
+
+def signed_by(raw: bytes, signing_key: PrivateKey) -> bool:
+    """Whether ``raw``, SignedRelease bytes (:attr:`VerifiedRelease.raw`), carries a valid signature by the key whose
+    private half is ``signing_key``: how a party recognizes a release it made itself, whatever its ledger says.
+
+    Never raises on untrusted content (malformed bytes, another key or algorithm: False).  No privacy cost.
+    """
+    try:
+        signed = pb.SignedRelease.FromString(bytes(raw))
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends: not a release of this key
+        return False
+    if not signed.signature or signed.key_id != key_id(signing_key):
+        return False
+    return _verify(signing_key.public_key(), signed.algorithm, signed.signature, signed.release)

@@ -77,6 +77,7 @@ def _context(setup: PartySetup) -> Context:
         "policy-path": str(setup.policy_path),
         "ledger-path": str(setup.ledger_path),
         **({} if setup.data_header else {"data-header": False}),
+        **({} if setup.signing_key_path is None else {"signing-key": str(setup.signing_key_path)}),
     }
     return Context(run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={})
 

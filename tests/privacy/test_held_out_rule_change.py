@@ -84,3 +84,52 @@ def test_a_release_of_its_id_that_this_ledger_never_made_is_left_to_the_other_ch
     other = make_party(tmp_path / "other", file_bytes(n_rows=600), allow_seeded_randomness=False)
     result = result_of(send_evaluate(other, global_model(release), 0.5))
     assert result["status"] == "evaluated", result
+
+
+def _signing_party(directory: Path, key_kind: str = "ed25519"):
+    """A party that signs its releases (a key of ``key_kind`` beside its files)."""
+    from dataclasses import replace
+
+    from protocol import generate_signing_key, save_private_key
+
+    setup = make_party(directory, file_bytes(n_rows=600), allow_seeded_randomness=False)
+    key_path = save_private_key(generate_signing_key(key_kind), directory / "signing.key")
+    return replace(setup, signing_key_path=key_path)
+
+
+@pytest.mark.parametrize("key_kind", ["ed25519", "p384"])
+def test_its_own_signed_release_under_a_lost_ledger_is_not_evaluated(tmp_path: Path, monkeypatch, key_kind):
+    """A party that lost its ledger (a host rebuilt, the file deleted) starts a new one with a new held-out salt,
+    so a new split.  A release it signed before is not in the new ledger, and "a release this ledger never made"
+    was left alone: the model was evaluated, mostly on the rows that release had trained on (the split is re-drawn
+    at random: about 80 % of the held-out rows).  The party recognizes its own signature and refuses, before any
+    row is read and before anything is reserved."""
+    setup = _signing_party(tmp_path, key_kind)
+    release = release_of(setup, send_train(setup, SETTINGS))
+    assert release.key_id, "the release must be signed for this test"
+    model = global_model(release)
+    setup.ledger_path.unlink()  # the ledger is lost: the next request makes a new one, with a new salt
+    spent = ledger(setup).spent()  # what the anchor carried into the new ledger (the lost release's epsilon)
+    assert spent == 1
+
+    def no_read(self):
+        raise AssertionError("the refusal must come before any row is read")
+
+    monkeypatch.setattr(party_module.Party, "_data", no_read)
+    result = result_of(send_evaluate(setup, model, 0.5))
+    assert result["status"] == "refused" and result["reason"] == RefusalReason.HELD_OUT_CHANGED, result
+    assert result["message"] == (
+        "the model holds a release signed by this party that its ledger did not make (a lost or replaced ledger): "
+        "evaluating it here may not be on held-out rows; a new release is needed first"
+    )
+    assert ledger(setup).spent() == spent and ledger(setup).find("run1/evaluate") is None  # nothing reserved
+
+
+def test_a_release_of_its_id_signed_by_another_key_is_evaluated(tmp_path: Path):
+    """Same party id, another key (a release from elsewhere, or a forgery): no row of this party trained it, so
+    the lost-ledger check does not apply and the model is evaluated as before."""
+    maker = _signing_party(tmp_path / "maker")
+    release = release_of(maker, send_train(maker, SETTINGS))
+    other = _signing_party(tmp_path / "other")
+    result = result_of(send_evaluate(other, global_model(release), 0.5))
+    assert result["status"] == "evaluated", result
