@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from ._accountant import BudgetAccountant, charge_fit, refuse_unaccounted_pickling
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
+from ._class_order import in_classes_order, sorted_classes
 from ._count_noise import discrete_laplace_counts
 from ._depth_rule import AUTO_DEPTH_CAP, AUTO_TREE_CAP, DEFAULT_BINS, branching_factor, public_bins, public_shape
 from ._domain_warning import warn_if_clipped
@@ -429,11 +430,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     forest_ : DPForest
         The released forest (schema, parameters, trees).
     classes_ : ndarray
-        The schema's declared classes, in the declared order, always all of
-        them, also those absent from ``y`` (scikit-learn's classifiers take
-        ``np.unique(y)``): which labels occur in the private rows is data, so
-        the class list is public and invariant, and ``predict_proba`` has one
-        column per declared class.  ``predict`` returns declared classes; for
+        The schema's declared classes, sorted (scikit-learn's order, which its
+        scorers and calibration assume; :mod:`edprf_core._class_order`), always
+        all of them, also those absent from ``y`` (scikit-learn's classifiers
+        take ``np.unique(y)``): which labels occur in the private rows is data,
+        so the class list is public and invariant, and ``predict_proba`` has
+        one column per declared class, in this order (the model, ``forest_``,
+        keeps the declared order).  ``predict`` returns declared classes; for
         scikit-learn's metrics read raw labels with
         :meth:`Schema.read_labels` first (aliases, text numbers).
     n_features_in_ : int
@@ -863,7 +866,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             parts=(("local", params, params.n_trees),),
             marginals=marginals,
         )
-        self.classes_ = np.asarray(schema.classes)
+        self.classes_ = sorted_classes(schema.classes)  # scikit-learn's order (the model keeps the declared one)
         self.privacy_ = params
         self.dp_ = self.forest_.dp  # every reason: a research option, a seed, float noise, a drafted schema
         self.guarantee_ = self.forest_.guarantee()
@@ -902,12 +905,12 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         ``leaf="label"``: the share of trees voting for each class.
         """
         forest = self._checked(X)
-        return forest.predict_proba(X)
+        return in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         forest = self._checked(X)
-        return log_of(forest.predict_proba(X))
+        return log_of(in_classes_order(forest.predict_proba(X), self.classes_, forest.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""

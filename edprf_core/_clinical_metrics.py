@@ -390,7 +390,8 @@ def clinical_report(
         Predicted class probabilities (each row sums to 1), columns in the
         order of ``classes`` (``predict_proba``'s).
     classes : sequence
-        The declared classes (the model's ``classes_``).
+        The classes, in the order of ``proba``'s columns (an estimator's ``classes_``, sorted; a
+        :class:`~edprf_core.forest.DPForest`'s ``classes``, declared).
     positive : label, int or None
         The positive class: a label among ``classes``, or its index (an
         index when ``y`` is read as indices, with ``indices``).  Given, a row is decided positive when

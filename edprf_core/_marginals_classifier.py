@@ -40,6 +40,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 from ._accountant import BudgetAccountant, refuse_unaccounted_pickling
+from ._class_order import in_classes_order, sorted_classes
 from ._classifier import admit_fit, fit_size, resolved_schema, training_tags
 from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
@@ -208,7 +209,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         The release: one noisy (code x class) histogram per feature, with its ε (the histograms' share),
         relation and class count.
     classes_ : ndarray
-        The declared classes (columns of :meth:`predict_proba`).
+        The declared classes, sorted (scikit-learn's order): the columns of :meth:`predict_proba` (``marginals_``
+        keeps the declared order).
     n_features_in_ : int
         The schema's feature count.
     feature_names_in_ : ndarray of str
@@ -327,7 +329,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         )
         reasons = ([DRAFTED_REASON] if schema.drafted else []) + params.not_dp_reasons()
         self.schema_ = schema
-        self.classes_ = np.asarray(schema.classes)
+        self.classes_ = sorted_classes(schema.classes)  # scikit-learn's order (the release keeps the declared one)
         self.n_bins_ = n_bins
         self.n_rows_estimate_ = estimate
         self.privacy_ = params
@@ -352,17 +354,18 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         (post-processing of the release, which spent ``epsilon`` in (0, inf) once in ``fit``).
         """
         codes = self._codes(X)  # refuses an unfitted estimator first
-        return marginal_proba(self.marginals_, codes)
+        return in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         codes = self._codes(X)
-        return log_of(marginal_proba(self.marginals_, codes))
+        return log_of(in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
         codes = self._codes(X)
-        return self.classes_[np.argmax(marginal_proba(self.marginals_, codes), axis=1)]
+        declared = np.asarray(self.schema_.classes)
+        return declared[np.argmax(marginal_proba(self.marginals_, codes), axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None

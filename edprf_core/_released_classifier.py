@@ -24,6 +24,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from ._class_order import in_classes_order, sorted_classes
 from ._domain_warning import warn_if_clipped
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
@@ -72,7 +73,8 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray
-        The schema's declared classes (columns of :meth:`predict_proba`).
+        The schema's declared classes, sorted (scikit-learn's order): the columns of :meth:`predict_proba` (the
+        forest, ``forest_``, keeps the declared order).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         The schema's feature names, in model order: pass a DataFrame holding
@@ -116,7 +118,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def classes_(self) -> NDArray:
-        return np.asarray(self.schema_.classes)
+        return sorted_classes(self.schema_.classes)  # scikit-learn's order (the model keeps the declared one)
 
     @property
     def n_features_in_(self) -> int:
@@ -154,12 +156,12 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
         self._check(X)
-        return self.forest_.predict_proba(X)
+        return in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         self._check(X)
-        return log_of(self.forest_.predict_proba(X))
+        return log_of(in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class; ties go to the class declared first (privacy cost: none)."""
