@@ -57,6 +57,7 @@ __all__ = [
     "LedgerEntry",
     "LedgerOfAnotherParty",
     "LedgerOfAnotherVersion",
+    "RequestIdTaken",
     "dangling_link_text",
     "exact_epsilon",
     "format_epsilon",
@@ -253,6 +254,10 @@ class EntryState(StrEnum):
 
 class BudgetExhausted(BudgetError):
     """The request would take the party past its lifetime ε cap."""
+
+
+class RequestIdTaken(EDPRFError, ValueError):
+    """The request id is already in the ledger (another process of the party reserved it first)."""
 
 
 @dataclass(frozen=True)
@@ -490,7 +495,7 @@ class BudgetLedger:
 
         Raises :class:`BudgetExhausted` (nothing recorded) if the cap would be
         exceeded (exact arithmetic: ``spent + epsilon > cap``), and
-        :class:`ValueError` if ``request_id`` is already used.  An error
+        :class:`RequestIdTaken` (a :class:`ValueError`) if ``request_id`` is already used.  An error
         writing the anchor after the reservation committed (a full disk, the
         ledger locked for 30 s) is raised too: the reservation stays, counted,
         and the caller releases nothing (the privacy-safe side: nothing leaves
@@ -504,7 +509,7 @@ class BudgetLedger:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if db.execute("SELECT 1 FROM spends WHERE request_id = ?", (request_id,)).fetchone():
-                    raise ValueError(f"request {request_id!r} is already in the ledger")
+                    raise RequestIdTaken(f"request {request_id!r} is already in the ledger")
                 spent = self._sum(db)
                 if self.cap_exact is not None and spent + exact > self.cap_exact:
                     raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))

@@ -13,14 +13,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from edprf_core import Schema
+from edprf_core import DataValidationError, Schema
 from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
-from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, read_columns, read_table
+from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, check_table_header, read_columns, read_table
 
 from ._held_out_split import held_out_rows
 
-__all__ = ["NODE_CONFIG_HINTS", "LocalData", "load_local_data"]
+__all__ = [
+    "HEADER_CHECKED_SUFFIXES",
+    "NODE_CONFIG_HINTS",
+    "LocalData",
+    "data_file_problem",
+    "first_line",
+    "load_local_data",
+]
 
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 """pandas' ``str`` dtype as :func:`edprf_core.tables.read_table` gives text cells (the categories' dtype)."""
@@ -52,6 +59,32 @@ NODE_CONFIG_HINTS = OptionHints(
 )
 """How a deployed party sets its reader's options (the node config keys ``data-separator`` and ``data-header``):
 the words of the hint of a data file whose first line does not read as the schema's header."""
+
+
+HEADER_CHECKED_SUFFIXES = (".csv", ".txt", ".tsv")
+"""Data files whose header the ClientApp's start-up check (:mod:`client._preflight`) reads."""
+
+
+def first_line(path: Path) -> str | None:
+    """The data file's first non-blank line among its first 100 (at most 1 MiB of it), without its line break."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
+    return first.rstrip("\r\n") if first else None
+
+
+def data_file_problem(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True) -> str | None:
+    """What makes the data file unusable as a whole, judged without reading a row; None when nothing does.
+
+    :func:`edprf_core.tables.check_table_header`: the reader's own file-level checks (the file is there and
+    readable; a header names the schema's columns), reading the header line at most.  A party refuses a request
+    on such a problem before it reserves anything: neither the verdict nor its time depends on the rows.
+    Privacy cost: none.
+    """
+    try:
+        check_table_header(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
+    except (DataValidationError, ValueError) as exc:
+        return str(exc)
+    return None
 
 
 def load_local_data(

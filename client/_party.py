@@ -90,16 +90,26 @@ from ._ledger import (
     BudgetExhausted,
     BudgetLedger,
     EntryState,
+    RequestIdTaken,
     exact_epsilon,
     format_epsilon,
 )
-from ._local_data import HOLDOUT_SALT_KEY, LocalData, load_local_data, new_salt
+from ._local_data import HOLDOUT_SALT_KEY, LocalData, data_file_problem, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 from ._reply_timing import message_reached
 
 __all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
 
 log = logging.getLogger("edprf.party")
+
+_INVALID_LOCAL_DATA_TEXT = "the party's local data file cannot be used with the schema; details are in the party's log"
+"""The constant text of ``invalid_local_data``."""
+
+_REQUEST_SPENT_TEXT = (
+    "the request was started before and did not complete (it failed, was interrupted, or runs in another process of "
+    "this party): its epsilon stays spent; a new request needs a new id"
+)
+"""The constant text of ``request_spent`` (the party's log says which case it was)."""
 
 STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit)
 """Exceptions that stop the process: never turned into a reply (the ledger still records the failure)."""
@@ -319,10 +329,7 @@ class Party:
             # only file-level problems get here (no file, missing or unknown columns); row-level
             # problems, down to no usable row at all, are handled in load_local_data, never reported
             log.error("local data cannot be used: %s", exc)
-            raise Refusal(
-                RefusalReason.INVALID_LOCAL_DATA,
-                "the party's local data file cannot be used with the schema; details are in the party's log",
-            ) from None
+            raise Refusal(RefusalReason.INVALID_LOCAL_DATA, _INVALID_LOCAL_DATA_TEXT) from None
 
     def _check_epsilon(self, epsilon: float, what: str) -> None:
         """Minimum and resolution of a requested ε: checked before anything else."""
@@ -421,30 +428,71 @@ class Party:
             log.exception("the release could not be bound to run %s", run_id)
             return b""
 
-    # ------------------------------------------------ the round's end (train, evaluate)
+    # ------------------------------------------------ the reservation and the round's end (train, evaluate)
+    def _reserve(self, request_id: str, kind: str, epsilon: float, run_id: str, detail: str) -> None:
+        """Reserve ``epsilon`` for ``request_id`` in the ledger, before any row is read, or refuse with nothing
+        reserved: ``round_closed`` (:meth:`_refuse_after_the_round`), ``budget_exhausted`` (the cap, decided
+        atomically), ``request_spent`` (another process of this party reserved the id first).  The callers refuse
+        an unusable data file before (:meth:`_refuse_an_unusable_data_file`).
+
+        Each of these refusals is decided from the clock, the request and the ledger, never after reading the data:
+        a refusal that came after the read (as these did, stop 53 and before) cost the coordinator no epsilon and
+        told it, by the code or by the reply's time, how long the read took, as often as it asked (red-team review
+        F1, F3).  The work after this point (the read, the fit, the counts) is paid for whatever happens to it.
+        Privacy cost: ``epsilon``, charged here (the caller's docstring says for what).
+        """
+        try:
+            self._refuse_after_the_round(request_id)
+            self.ledger.reserve(request_id, kind, epsilon, run_id=run_id, detail=detail)
+        except BudgetExhausted as exc:
+            raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
+        except RequestIdTaken:
+            log.info("request %s: another process of this party reserved it first", request_id)
+            raise Refusal(RefusalReason.REQUEST_SPENT, _REQUEST_SPENT_TEXT) from None
+
+    def _refuse_an_unusable_data_file(self) -> None:
+        """Refuse (``invalid_local_data``) a data file that cannot be used as a whole: none at the node config's
+        data-path, or a header without the schema's columns (:func:`client._local_data.data_file_problem`).  Judged
+        from the header line at most, so the verdict and its time do not depend on the rows; before any
+        reservation, so a misconfigured party spends nothing.  Privacy cost: none."""
+        problem = data_file_problem(
+            self.setup.data_path, self.schema, sep=self.setup.data_separator, header=self.setup.data_header
+        )
+        if problem is not None:
+            log.error("local data cannot be used: %s", problem)
+            raise Refusal(RefusalReason.INVALID_LOCAL_DATA, _INVALID_LOCAL_DATA_TEXT)
+
     def _refuse_after_the_round(self, request_id: str) -> None:
-        """Refuse (``round_closed``) when :attr:`reserve_by` has passed: reading the data took the whole round, the
-        coordinator has stopped waiting, and epsilon reserved now would pay for a reply nobody takes.  Called just
-        before a reservation, so nothing is spent; a resend under the same id is served afresh.
+        """Refuse (``round_closed``) when :attr:`reserve_by` has passed: the message reached the ClientApp so late
+        (the SuperNode's poll, the app's start-up) that the coordinator has stopped waiting, and epsilon reserved
+        now would pay for a reply nobody takes.  Called just before the reservation, before any row is read, so
+        nothing is spent and the refusal says nothing of the data; a resend under the same id is served afresh.
 
         The party's clock is enough: it started when the message reached the ClientApp, after the coordinator's.
-        Privacy cost: none in epsilon, and outside the DP guarantee as every reply's timing is: whether the
-        round closed during the read depends on how long the read took, so on the file's size.  It says no more
-        than the timing channel ``docs/privacy.md`` leaves unprotected (the coordinator's ServerApp had stopped
-        waiting by then; the late reply may still be kept by the SuperLink), and the ledger's state (nothing
-        reserved) carries the same bit into later budget answers.
+        A round that closes later, during the read or the work, is not refused: the epsilon is already reserved
+        and the reply goes out late (the party's log says to ask for a longer round-timeout).  Privacy cost: none.
         """
         if self.reserve_by is None or message_reached() <= self.reserve_by:  # the clock reserve_by was read on
             return
         log.warning(
-            "request %s: the run's round-timeout passed while the party read its data; nothing was reserved or "
-            "sent. Ask the coordinator for a longer round-timeout",
+            "request %s: the run's round-timeout had passed when the request reached the party; nothing was "
+            "reserved or read. Ask the coordinator for a longer round-timeout",
             request_id,
         )
         raise Refusal(
             RefusalReason.ROUND_CLOSED,
             "the round-timeout had passed before the party could reserve its epsilon; nothing was spent",
         )
+
+    def _say_if_the_round_closed(self, request_id: str) -> None:
+        """After the work: when the run's round-timeout passed during it, the party's log says so (the epsilon is
+        spent and the coordinator may no longer take the reply).  Local only; nothing changes in the reply."""
+        if self.reserve_by is not None and message_reached() > self.reserve_by:
+            log.warning(
+                "request %s: the run's round-timeout passed while the party worked; its epsilon is spent and the "
+                "coordinator may not take the reply. Ask the coordinator for a longer round-timeout",
+                request_id,
+            )
 
     # ------------------------------------------------ a failure after a reservation (train, evaluate)
     def _mark_failed(self, request_id: str, exc: BaseException) -> None:
@@ -532,9 +580,7 @@ class Party:
                 return key, detail, payload
             log.info("request %s was started before; its ledger entry is %s", req.request_id, entry.state)
             raise Refusal(  # constant (failed, interrupted or running alike): the party's log says which
-                RefusalReason.REQUEST_SPENT,
-                "the request was started before and did not complete (it failed, was interrupted, or runs in "
-                "another process of this party): its epsilon stays spent; a new request needs a new id",
+                RefusalReason.REQUEST_SPENT, _REQUEST_SPENT_TEXT
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         return key, detail, None
@@ -548,24 +594,20 @@ class Party:
         if stored is not None:
             log.info("request %s already served; resending the stored release", req.request_id)
             return stored
-        data = self._data()
-        if len(data.y_train) > MAX_FIT_ROWS:
-            # Before the reservation: no epsilon burns.  The limit lies past what the party's reader can
-            # hold in memory (2**31 rows of text cells are hundreds of GB), so memory fails first and this
-            # refusal is unreachable in practice; it exists so that no fit fails after a charge.  It is a
-            # data-dependent refusal all the same (2**31 - 1 rows release, 2**31 refuse), outside the
-            # guarantee like the out-of-memory failure before it.
-            log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
-            raise Refusal(
-                RefusalReason.INVALID_LOCAL_DATA,
-                "the party's local data file cannot be used with the schema; details are in the party's log",
-            )
+        # Reserved before any row is read (red-team review F1, F3): a request that reads the data and is then
+        # refused without a charge (the round closed during the read, another process took the request id, the
+        # cap reached meanwhile) would be a free, repeatable timing of the read, so of the file's size.  Every
+        # refusal before this line is decided from the request, the policy, the key and the ledger alone.
+        self._refuse_an_unusable_data_file()  # not in _admit_train: the readiness answer never opens the file
+        self._reserve(req.request_id, "release", req.epsilon, req.run_id, detail)
         try:
-            self._refuse_after_the_round(req.request_id)
-            self.ledger.reserve(req.request_id, "release", req.epsilon, run_id=req.run_id, detail=detail)
-        except BudgetExhausted as exc:
-            raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
-        try:
+            data = self._data()
+            if len(data.y_train) > MAX_FIT_ROWS:
+                # The limit lies past what the party's reader can hold in memory (2**31 rows of text cells are
+                # hundreds of GB), so memory fails first and this refusal is unreachable in practice; after the
+                # reservation like any failure of the work (its epsilon stays spent).
+                log.error("local data: more than %d training rows; a fit accepts at most that many", MAX_FIT_ROWS)
+                raise Refusal(RefusalReason.INVALID_LOCAL_DATA, _INVALID_LOCAL_DATA_TEXT)
             # the split this release trains under (an evaluation of a model holding it checks it is still the
             # one), written before the release exists: a failure to write it is a failed request, no reply
             self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: HOLDOUT_SPLIT)
@@ -597,13 +639,14 @@ class Party:
             )
         except BaseException as exc:
             self._mark_failed(req.request_id, exc)
-            if isinstance(exc, STOPPING):
-                raise  # the process is being stopped: no reply
+            if isinstance(exc, (*STOPPING, Refusal)):
+                raise  # the process is being stopped (no reply), or a refusal after the reservation (ε spent)
             log.exception("training failed after the reservation; its epsilon stays spent")
             raise Refusal(
                 RefusalReason.INTERNAL_ERROR, "training failed at the party; details are in the party's log"
             ) from None
         self.ledger.complete(req.request_id, payload)
+        self._say_if_the_round_closed(req.request_id)
         log.info(
             "released %s at epsilon %s (remaining %s)",
             count_text(req.n_trees, "tree"),
@@ -773,16 +816,11 @@ class Party:
                     f"request {req.request_id} is already in this party's ledger; a new evaluation needs a new id",
                 )
             self._refuse_unaffordable("evaluation", req.epsilon)  # before any row is read (see the method)
-        data = self._data()
-        if not req.exact:
-            try:
-                self._refuse_after_the_round(req.request_id)
-                self.ledger.reserve(
-                    req.request_id, "evaluation", req.epsilon, run_id=req.run_id, detail="noised held-out accuracy"
-                )
-            except BudgetExhausted as exc:
-                raise Refusal(RefusalReason.BUDGET_EXHAUSTED, str(exc)) from None
+            self._refuse_an_unusable_data_file()
+            # reserved before any row is read, as in train (see _reserve: no refusal comes after the read)
+            self._reserve(req.request_id, "evaluation", req.epsilon, req.run_id, "noised held-out accuracy")
         try:
+            data = self._data()
             if req.exact or req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail
                 self.ledger.note_not_dp(req.request_id, req.run_id, _EXACT_METRICS if req.exact else _SEEDED_EVALUATION)
             correct, total = evaluation_counts(forest, data.X_holdout, data.y_holdout)
@@ -795,13 +833,14 @@ class Party:
         except BaseException as exc:
             if not req.exact:
                 self._mark_failed(req.request_id, exc)
-            if isinstance(exc, STOPPING):
-                raise  # the process is being stopped: no reply
+            if isinstance(exc, (*STOPPING, Refusal)):
+                raise  # the process is being stopped (no reply), or the data file's refusal (ε spent when noised)
             log.exception("evaluation failed after the reservation; its epsilon stays spent")
             raise Refusal(
                 RefusalReason.INTERNAL_ERROR, "evaluation failed at the party; details are in the party's log"
             ) from None
         self.ledger.complete(req.request_id)
+        self._say_if_the_round_closed(req.request_id)
         return {
             "correct": int(noisy[0]),
             "total": int(noisy[1]),

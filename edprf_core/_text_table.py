@@ -307,6 +307,30 @@ def read_table(
     )
 
 
+def check_table_header(
+    path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, hints: OptionHints | None = None
+) -> None:
+    """:func:`read_table`'s file-level checks, reading the header line at most: the file is there and readable, and
+    (a text file with a header) its first non-blank line names the schema's columns (:func:`header_names`).
+
+    Raises what :func:`read_table` raises for those problems (``ValueError``, :class:`DataValidationError`); a file
+    that passes may still fail later in its rows' blocks (a broken gzip stream), which the reader then raises.
+    Privacy cost: none; neither the verdict nor its time depends on the rows.
+    """
+    check_separator(sep)
+    p = Path(path)
+    if p.suffix.lower() in PARQUET_SUFFIXES:
+        if not p.is_file():
+            raise ValueError(f"data file {p} does not exist or is not a regular file")
+        return
+    with open_lines(p) as handle:
+        try:
+            first = header_line(handle)[1] if header else None
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
+    header_names(schema, first, sep, header, p, hints)
+
+
 def read_columns(
     path: str | Path,
     schema: Schema,

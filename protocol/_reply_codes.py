@@ -105,8 +105,8 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
         "the request id was used before: by a release with other parameters, or by any earlier evaluation"
     ),
     RefusalReason.ROUND_CLOSED: (
-        "the run's round-timeout had passed, counted from when the message reached the party, before the party was "
-        "ready to reserve its epsilon: the coordinator had stopped waiting; nothing was spent"
+        "the run's round-timeout had passed, counted from when the message reached the party, before the party "
+        "reserved its epsilon (decided before any row is read): the coordinator had stopped waiting; nothing was spent"
     ),
     RefusalReason.REQUEST_SPENT: (
         "the request id was started before and has not completed (still running in another process of the "

@@ -238,9 +238,12 @@ def test_missing_data_file_is_refused_before_spending(party_files):
     assert party.ledger.entries() == []
 
 
-def test_more_rows_than_a_fit_accepts_are_refused_before_spending(party_files, monkeypatch):
-    """The width limit (MAX_FIT_ROWS) is checked before the reservation, so no fit fails after a charge."""
+def test_more_rows_than_a_fit_accepts_are_refused_and_paid_for(party_files, monkeypatch):
+    """The width limit (MAX_FIT_ROWS) needs the rows read, so it is checked after the reservation (no refusal
+    after the read is free: red-team review F1); the fit never starts and the entry is failed, its epsilon spent.
+    (Unreachable in practice: memory fails first.)"""
     import client._party as party_module
+    from client import EntryState
 
     setup, schema = party_files
     monkeypatch.setattr(party_module, "MAX_FIT_ROWS", 100)
@@ -248,7 +251,8 @@ def test_more_rows_than_a_fit_accepts_are_refused_before_spending(party_files, m
     with pytest.raises(Refusal) as exc:
         party.train(_request(schema))
     assert exc.value.reason == "invalid_local_data"
-    assert party.ledger.entries() == []
+    (entry,) = party.ledger.entries()
+    assert entry.state == EntryState.FAILED and entry.epsilon > 0
 
 
 def test_evaluate_noises_metrics_and_charges_the_ledger(party_files):

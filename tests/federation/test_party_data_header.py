@@ -109,3 +109,26 @@ def test_a_headerless_file_read_with_a_header_logs_the_node_config_key_that_read
     assert "if the file has no header, set data-header=false in the node config" in caplog.text
     assert "--no-header" not in caplog.text
     assert party.ledger.entries() == []
+
+
+def test_the_file_check_before_the_reservation_accepts_what_the_reader_reads(files):
+    """A party refuses an unusable data file before it reserves (the reservation now comes before the read), by the
+    reader's own file-level checks on the header line alone: a file the reader reads must pass it (a byte-order
+    mark, gzip, a headerless file with data-header=false, Parquet), and one it refuses must not."""
+    import gzip
+
+    from client._local_data import data_file_problem
+
+    d, schema = files
+    text = (d / "with-header.csv").read_bytes()
+    (d / "bom.csv").write_bytes(b"\xef\xbb\xbf" + text)
+    (d / "rows.csv.gz").write_bytes(gzip.compress(text))
+    (d / "blank-first.csv").write_bytes(b"\n\n" + text)
+    pd.read_csv(d / "with-header.csv").to_parquet(d / "rows.parquet")
+    for name in ("with-header.csv", "bom.csv", "rows.csv.gz", "blank-first.csv", "rows.parquet"):
+        assert data_file_problem(d / name, schema) is None, name
+        assert len(load_local_data(d / name, schema, 0.2, "0" * 32).y_train) > 0, name
+    assert data_file_problem(d / "no-header.data", schema, header=False) is None
+    assert "data-header=false" in data_file_problem(d / "no-header.data", schema)
+    assert "does not exist" in data_file_problem(d / "absent.csv", schema)
+    assert "data-separator" in data_file_problem(d / "with-header.csv", schema, sep=";")

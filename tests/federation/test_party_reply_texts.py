@@ -19,6 +19,7 @@ import pytest
 
 from client._flower_handlers import _CONSTANT_TEXT
 from client._ledger import _exhausted, format_epsilon
+from client._party import _INVALID_LOCAL_DATA_TEXT, _REQUEST_SPENT_TEXT
 from edprf_core.forest import RELATIONS, SPLIT_MODES
 from protocol import check_request_id, generate_signing_key
 from protocol._registration import MAX_REGISTERED_PARTIES, registration_problem, registration_text
@@ -119,6 +120,8 @@ def _produced_widths() -> dict[str, int]:
         "str(exc)": budget,  # client.BudgetExhausted, from the ledger
         "problem": max(len(p) for p in problems),  # protocol.registration_problem
         "exc": max(len(bad_id), len(bad_id.replace("request-id", "run-id"))),  # check_request_id, in bad_request
+        "_INVALID_LOCAL_DATA_TEXT": len(_INVALID_LOCAL_DATA_TEXT),  # constants of client._party
+        "_REQUEST_SPENT_TEXT": len(_REQUEST_SPENT_TEXT),
     }
 
 

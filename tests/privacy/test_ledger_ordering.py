@@ -15,6 +15,8 @@ depth; :mod:`._party_requests`):
    fails (before or after a draw) is refused as ``internal_error`` with its epsilon still counted (the entry
    ``failed``, as ``docs/reference/reason-codes.md`` says), and the same request id sent again is refused
    without fitting again: a failure is never a free, repeatable data-dependent output.
+3. The round's end, and 4. races: every refusal that spends nothing (``round_closed``, ``budget_exhausted``,
+   ``request_spent``) comes before the data is read; once the read starts the request is paid for.
 """
 
 from __future__ import annotations
@@ -296,10 +298,11 @@ def test_a_failed_entry_of_an_older_ledger_is_spent_too(tmp_path: Path):
 
 # ------------------------------------------------------------------ 3. the round's end
 @pytest.mark.parametrize("kind", ["train", "evaluate"])
-def test_a_request_whose_round_closed_during_the_read_spends_nothing(tmp_path: Path, monkeypatch, kind):
+def test_a_request_whose_round_closed_before_the_reservation_spends_nothing(tmp_path: Path, monkeypatch, kind):
     """The run's round-timeout, counted on the party's clock from when the message reached it, has passed by the
     time the party would reserve (the coordinator, whose clock started earlier, has stopped waiting): refused
-    ``round_closed`` with nothing in the ledger.  The same request inside its round is served and paid for."""
+    ``round_closed`` with nothing in the ledger and nothing read.  The same request inside its round is served and
+    paid for."""
     import client._flower_handlers as handlers
 
     setup = _party(tmp_path, 10.0)
@@ -316,11 +319,85 @@ def test_a_request_whose_round_closed_during_the_read_spends_nothing(tmp_path: P
 
     reached = handlers.message_reached
     monkeypatch.setattr(handlers, "message_reached", lambda: reached() - 301.0)  # 301 s ago
+    reads = _reads(monkeypatch)
     late = send({"round-timeout": 300})
     assert (late["status"], late["reason"]) == ("refused", "round_closed"), late
     assert ledger(setup).spent() == spent and len(ledger(setup).entries()) == 1, "a closed round spent epsilon"
+    assert reads == [], "a closed round read the data"
 
     monkeypatch.setattr(handlers, "message_reached", reached)
     served = send({"round-timeout": 300})
     assert served["status"] in ("released", "evaluated"), served
     assert ledger(setup).spent() == spent + Fraction(1, 2)
+
+
+# ------------------------------------------------------------------ 4. no refusal after the read (red-team F1, F3)
+def _reads(monkeypatch) -> list[object]:
+    """Record each read of the party's data file, with whether its request was already reserved then."""
+    reads: list[object] = []
+    real = party_module.Party._data
+
+    def data(self):
+        reads.append({e.request_id for e in self.ledger.entries()})
+        return real(self)
+
+    monkeypatch.setattr(party_module.Party, "_data", data)
+    return reads
+
+
+@pytest.mark.parametrize("kind", ["train", "evaluate"])
+def test_a_round_that_closes_during_the_read_is_paid_for(tmp_path: Path, monkeypatch, kind):
+    """The coordinator sets round-timeout.  Refused after the read at no cost, a request closed during the read
+    was a free, repeatable timing of the read (its code, or its reply's time, followed the file's size: red-team
+    review F1).  Now the request is reserved before the read, and a round that closes during the read or the work
+    changes nothing: the request is served and paid for (the reply goes out late)."""
+    import client._flower_handlers as handlers
+
+    setup = _party(tmp_path, 10.0)
+    settings = TrainSettings(epsilon=0.5, **SMALL)
+    release = release_of(setup, send_request(setup, train_request(setup, settings)))
+    spent = ledger(setup).spent()
+    reads = _reads(monkeypatch)
+    clock = {"now": 0.0}
+    monkeypatch.setattr(handlers, "message_reached", lambda: clock["now"])
+    monkeypatch.setattr(party_module, "message_reached", lambda: clock["now"])
+    real_load = party_module.load_local_data
+
+    def slow_read(*args, **kwargs):
+        clock["now"] += 301.0  # the read outlasts the round
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(party_module, "load_local_data", slow_read)
+    request_id = f"run1/{kind}-slow"
+    if kind == "train":
+        reply = send_request(setup, train_request(setup, settings, request_id), run_config={"round-timeout": 300})
+    else:
+        reply = send_evaluate(setup, global_model(release), 0.5, request_id, {"round-timeout": 300})
+    result = result_of(reply)
+    assert result["status"] in ("released", "evaluated"), result
+    assert ledger(setup).spent() == spent + Fraction(1, 2)
+    assert len(reads) == 1 and request_id in reads[0], "the data was read before the request was reserved"
+
+
+@pytest.mark.parametrize("race", ["request id", "cap"])
+def test_a_request_that_loses_a_race_is_refused_before_the_read(tmp_path: Path, monkeypatch, race):
+    """Two processes of a party serving one request id, or two requests at the cap: the loser read the whole file,
+    then replied internal_error (the id) or budget_exhausted (the cap) at no cost (red-team review F3).  The race
+    is staged: another process reserves between this request's checks and its reservation.  The loser is refused
+    (request_spent, budget_exhausted) without reading a row, and the ledger holds only the winner's epsilon."""
+    setup = _party(tmp_path, 1.0)
+    settings = TrainSettings(epsilon=0.6, **SMALL)
+    reads = _reads(monkeypatch)
+    real_reserve = party_module.Party._reserve
+
+    def raced(self, request_id, *args):
+        other = BudgetLedger(setup.ledger_path, 1.0)  # the other process, on the same file
+        other.reserve(request_id if race == "request id" else "run1/other", "release", 0.6)
+        return real_reserve(self, request_id, *args)
+
+    monkeypatch.setattr(party_module.Party, "_reserve", raced)
+    result = result_of(send_train(setup, settings, "run1/train-raced"))
+    expected = "request_spent" if race == "request id" else "budget_exhausted"
+    assert (result["status"], result["reason"]) == ("refused", expected), result
+    assert reads == [], "the loser read the data"
+    assert ledger(setup).spent() == Fraction(3, 5)
