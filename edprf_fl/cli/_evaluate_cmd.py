@@ -228,10 +228,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"  {hint}")
     if report.n == 0:
         reason = diagnostics.most_common_reason()
-        say(
-            f"edprf evaluate: {args.data}: no row could be scored "
-            + (f"(most common reason: {reason})" if reason else "(check --sep, --no-header and the label column)")
-        )
+        if reason:
+            why = f"(most common reason: {reason})"
+        elif counts["label"]:  # every row that could be scored was left out for its label
+            why = (
+                f"(every label was missing or undeclared: {label_why['undeclared']} undeclared, "
+                f"{label_why['missing']} missing; the schema's classes are {list(forest.schema.classes)}: map other "
+                "spellings with the schema's [label] aliases, or name the label column with --label)"
+            )
+        else:
+            why = "(check --sep, --no-header and the label column)"
+        say(f"edprf evaluate: {args.data}: no row could be scored " + why)
         return 1
     banner = subset_banner(report.n, sum(counts.values()), counts["label"], label_why)
     if banner:

@@ -219,3 +219,15 @@ def test_label_names_a_renamed_label_column_and_the_error_says_how(tmp_path, ban
     assert main(["evaluate", model, str(original), "--json", str(b)]) == 0
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
     assert ra["n"] == rb["n"] == 300 and ra["confusion"] == rb["confusion"] and ra["brier"] == rb["brier"]
+
+
+def test_every_label_undeclared_says_so_not_the_separator(tmp_path, bank_model, capsys):
+    """Docs walkthrough: with every label written 'Yes'/'No' against the classes 'no'/'yes', evaluate said "check
+    --sep, --no-header and the label column", pointing at the file's layout.  It now says that every label was
+    undeclared, names the classes and the schema's aliases (exit 1: nothing to report)."""
+    model = str(bank_model["model"])
+    data = _relabelled(tmp_path, bank_model, 50, {i: ("Yes" if i % 2 else "No") for i in range(50)})
+    assert main(["evaluate", model, str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "every label was missing or undeclared: 50 undeclared, 0 missing" in err
+    assert "[label] aliases" in err and "--sep" not in err
