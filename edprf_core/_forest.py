@@ -15,6 +15,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from numbers import Real
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -166,8 +167,14 @@ class TrainingParameters:
     chosen: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
+        # any real number a user passes (numpy's float32 and int64 from a parameter grid too), kept as a float
+        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, Real):
+            raise ValueError(  # noqa: TRY004 - a ValueError as every other invalid field (decoders catch it)
+                f"epsilon: expected a positive finite number, got {type(self.epsilon).__name__}"
+            )
+        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
         for name, allowed in (
             ("relation", RELATIONS),
             ("schedule", SCHEDULES),
@@ -268,6 +275,14 @@ class TrainingParameters:
         elif source:  # a decoded release does not record which of these were given: the words cover those that were not
             shown = f" (where the trees, depth, bins and marginals share were not given, they were {source})"
         depth = f"depth {self.max_depth}{shown}"
+        if self.chosen is not None:  # the fitting estimator knew which were given (library-user review S2-3)
+            given = [f"the {_CHOICE_WORDS[c]}" for c in ("trees", "depth", "bins") if c not in self.chosen]
+            if given:
+                said = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+                depth += (
+                    f"; {said} {'were' if len(given) > 1 else 'was'} given, assumed chosen without these rows (a "
+                    "choice made on them, by a search or by hand, spends privacy this guarantee does not count)"
+                )
         marginals = ""
         if self.marginals_share > 0:
             spent = self.forest_epsilon - max(residual_epsilon, 0.0)  # less the DP row count's and the pass's share

@@ -3,10 +3,12 @@ probabilities, no record weights, and a one-line repr."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from edprf_core import DPMarginalsClassifier, EDPRFClassifier, load_embedded
+from edprf_core import DPMarginalsClassifier, EDPRFClassifier, TrainingParameters, load_embedded
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +59,24 @@ def test_the_estimator_repr_is_one_line_with_the_schema_named(wall):
     text = repr(_small(schema))  # scikit-learn wraps the parameters; the schema is one of them, in one line
     assert len(text) < 400
     assert f"fingerprint={schema.fingerprint[:19]!r}" in text and "24 features" in text and "label='Class'" in text
+
+
+@pytest.mark.parametrize("epsilon", [np.float32(1.0), np.int64(1), np.float64(0.5)])
+def test_numpy_scalars_are_accepted_as_epsilon(wall, epsilon):
+    """Library-user review S2-2: np.float32(1.0) and np.int64(1) (a grid over np.arange) were refused with
+    "epsilon must be a positive finite number, got np.float32(1.0)".  Any real number is accepted, kept as a float
+    (the release carries a float), and charged as that float."""
+    from edprf_core import BudgetAccountant
+
+    X, y, schema = wall
+    accountant = BudgetAccountant(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = EDPRFClassifier(schema, epsilon=epsilon, n_rows_public=800, accountant=accountant, random_state=0)
+        clf.fit(X, y)
+    assert type(clf.privacy_.epsilon) is float and clf.privacy_.epsilon == float(epsilon)
+    assert accountant.total == pytest.approx(float(epsilon))
+    with pytest.raises(ValueError, match="epsilon: expected a positive finite number, got str"):
+        TrainingParameters(epsilon="1")
+    with pytest.raises(ValueError, match="got bool"):
+        TrainingParameters(epsilon=True)

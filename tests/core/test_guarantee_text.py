@@ -248,3 +248,23 @@ def test_the_guarantee_names_only_the_choices_left_to_the_rule(wall):
     assert "(the number of trees and the depth were not given: they were chosen from a DP count" in two
     fixed = EDPRFClassifier(schema, n_trees=2, max_depth=3, n_bins=10).fit(X, y).guarantee_
     assert "not given" not in fixed and "DP count" not in fixed
+
+
+def test_given_shape_parameters_are_named_as_assumed_chosen_without_the_rows():
+    """Library-user review S2-3: after GridSearchCV chose max_depth on the private rows, the refit's guarantee said
+    "epsilon = 1 differential privacy" with no condition.  A fit now names the shape parameters it was given and
+    the assumption they carry; a fit that chose them all by its DP rule names none, and a release decoded at a
+    coordinator (which does not record which were given) says nothing new."""
+    from edprf_core import EDPRFClassifier, load_embedded
+    from protocol import INSPECTION_POLICY, decode_release, encode_release
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    condition = "assumed chosen without these rows (a choice made on them, by a search or by hand"
+    given = EDPRFClassifier(schema, epsilon=1.0, max_depth=3).fit(X, y)
+    assert "; the depth was given, " + condition in given.guarantee_
+    everything = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=2, n_bins=8).fit(X, y)
+    assert "; the number of trees, the depth and the number of bins were given, " + condition in everything.guarantee_
+    automatic = EDPRFClassifier(schema, epsilon=1.0).fit(X, y)
+    assert "given, assumed" not in automatic.guarantee_
+    decoded = decode_release(encode_release(everything.forest_, "p"), schema, INSPECTION_POLICY)
+    assert "given, assumed" not in decoded.forest.guarantee()
