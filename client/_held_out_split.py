@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from edprf_core import Schema
 from edprf_core.encoding import cell_readings
 
-__all__ = ["HOLDOUT_SPLIT", "HOLDOUT_SPLIT_KEY", "held_out_rows", "keyed_uniform"]
+__all__ = ["HOLDOUT_SPLIT", "HOLDOUT_SPLIT_KEY", "held_out_rows", "held_out_split", "keyed_uniform"]
 
 HOLDOUT_SPLIT = "readings-v2"
 """The rule that draws the split, recorded in the ledger with each release the party trains: a release trained
@@ -33,8 +33,17 @@ under another rule (an earlier version hashed each cell's text, stop 52 its read
 tokens) trained on rows that may now be held out, so the party refuses to evaluate a model holding it
 (:class:`client.Party`).  Change it whenever a row's side can change for the same file and salt."""
 
+
+def held_out_split(fraction: float) -> str:
+    """What a release records as the split it trained under: the rule (:data:`HOLDOUT_SPLIT`) and the policy's
+    ``holdout-fraction`` (``"readings-v2 fraction=0.2"``).  A party that raised its fraction since holds out rows
+    that trained the release (red-team review F4: 787 of 1,192 rows, 0.2 to 0.6), so both must match."""
+    return f"{HOLDOUT_SPLIT} fraction={float(fraction)!r}"
+
+
 HOLDOUT_SPLIT_KEY = "holdout-split"
-"""Prefix of the ledger key that records, per release request id, the :data:`HOLDOUT_SPLIT` it trained under."""
+"""Prefix of the ledger key that records, per release request id, the split it trained under (:func:`held_out_split`;
+0.2.0 recorded the rule alone)."""
 
 _HASHED_AT_ONCE = 1 << 16
 """Readings hashed per call: pandas hashes through a Python object per value, so a column of 2 million distinct

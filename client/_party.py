@@ -84,7 +84,7 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._held_out_split import HOLDOUT_SPLIT, HOLDOUT_SPLIT_KEY
+from ._held_out_split import HOLDOUT_SPLIT_KEY, held_out_split
 from ._ledger import (
     COORDINATOR_RECORD,
     BudgetExhausted,
@@ -610,7 +610,8 @@ class Party:
                 raise Refusal(RefusalReason.INVALID_LOCAL_DATA, _INVALID_LOCAL_DATA_TEXT)
             # the split this release trains under (an evaluation of a model holding it checks it is still the
             # one), written before the release exists: a failure to write it is a failed request, no reply
-            self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: HOLDOUT_SPLIT)
+            split = held_out_split(self.policy.holdout_fraction)
+            self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: split)
             if req.seed >= 0 or self.schema.drafted:  # the policy allows a seed (checked above): the ledger keeps
                 # the trail, before the release exists (a failure to write it is a failed request: no reply)
                 self.ledger.note_not_dp(
@@ -716,9 +717,10 @@ class Party:
 
     def _refuse_a_release_of_another_split(self, releases: Sequence[Any]) -> None:
         """Refuse (before any row is read, nothing reserved) a model holding a release this party's ledger made
-        under another held-out rule than :data:`HOLDOUT_SPLIT` (or before the rule was recorded: an earlier
-        version).  Its training rows may now be held out, so the evaluation would not be on held-out rows and a
-        record could face the release and the evaluation both, where the guarantee says the larger of the two.
+        under another held-out split than today's (:func:`client._held_out_split.held_out_split`: another rule, an
+        upgrade; another ``holdout-fraction`` in the policy; or before both were recorded, an earlier version).  Its
+        training rows may now be held out, so the evaluation would not be on held-out rows and a record could face
+        the release and the evaluation both, where the guarantee says the larger of the two.
 
         Also refused: a release of its id that this ledger never made but that carries a valid signature by this
         party's key.  The party made it under a ledger it has lost or replaced, whose held-out salt, and so split,
@@ -743,18 +745,20 @@ class Party:
                     "the model holds a release signed by this party that its ledger did not make (a lost or "
                     "replaced ledger): evaluating it here may not be on held-out rows; a new release is needed first",
                 )
-            if self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") != HOLDOUT_SPLIT:
+            recorded = self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}")
+            if recorded != (today := held_out_split(self.policy.holdout_fraction)):
                 log.warning(
-                    "evaluation refused: the model holds this party's release %s, trained under another held-out "
-                    "rule than %s (an upgrade re-drew the held-out rows); a new release is needed first",
+                    "evaluation refused: the model holds this party's release %s, trained under the held-out split "
+                    "%r, not today's %r (an upgrade re-drew the held-out rows, or holdout-fraction changed); a new "
+                    "release is needed first",
                     release.request_id,
-                    HOLDOUT_SPLIT,
+                    recorded,
+                    today,
                 )
                 raise Refusal(
                     RefusalReason.HELD_OUT_CHANGED,
-                    "the model holds a release of this party trained before its held-out rows were drawn by the "
-                    "current rule (an upgrade): evaluating it there would not be on held-out rows; a new release "
-                    "is needed first",
+                    "the model holds a release of this party trained under another held-out split (an upgrade, or "
+                    "another holdout-fraction): its training rows may now be held out; a new release is needed first",
                 )
 
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:

@@ -54,7 +54,9 @@ class PartyPolicy:
         Accept a coordinator-provided seed (reproducible simulation only: a
         known seed lets anyone remove the noise).
     holdout_fraction : float in [0, 1), default 0.2
-        Share of local rows kept for evaluation, never trained on.
+        Share of local rows kept for evaluation, never trained on.  Each release records it: after a change the
+        party refuses to evaluate models holding its earlier releases (``held_out_changed``), whose training rows
+        may now be held out.
     min_epsilon : float in (0, inf), default 0.01
         Smallest ε of a release or a noised evaluation; smaller requests are refused before
         anything else.  Every request ε must also be a multiple of 1e-6 (one micro-ε, the

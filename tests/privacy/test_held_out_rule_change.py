@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import client._party as party_module
-from client._held_out_split import HOLDOUT_SPLIT, HOLDOUT_SPLIT_KEY
+from client._held_out_split import HOLDOUT_SPLIT_KEY, held_out_split
 from protocol import REFUSAL_REASONS, RefusalReason
 
 from ..federation._neighbours import file_bytes, make_party
@@ -47,14 +47,16 @@ def _party_with_a_release(tmp_path: Path):
 
 def test_a_release_records_its_rule_and_its_model_is_evaluated(tmp_path: Path):
     setup, release = _party_with_a_release(tmp_path)
-    assert ledger(setup).meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") == HOLDOUT_SPLIT
+    assert ledger(setup).meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") == held_out_split(0.3)
+    assert held_out_split(0.3) == "readings-v2 fraction=0.3"  # the harness's holdout-fraction
     result = result_of(send_evaluate(setup, global_model(release), 0.5))
     assert result["status"] == "evaluated", result
 
 
-@pytest.mark.parametrize("recorded", [None, "text-v1"])
+@pytest.mark.parametrize("recorded", [None, "text-v1", "readings-v2"])
 def test_a_release_of_another_rule_is_not_evaluated_and_nothing_is_read_or_spent(tmp_path: Path, monkeypatch, recorded):
-    """``None``: a release made before the rule was recorded (an earlier version); ``"text-v1"``: another rule."""
+    """``None``: a release made before the rule was recorded (an earlier version); ``"text-v1"``: another rule;
+    ``"readings-v2"``: the rule without its fraction (0.2.0), which cannot tell whether the fraction changed since."""
     setup, release = _party_with_a_release(tmp_path)
     key = f"{HOLDOUT_SPLIT_KEY}/{release.request_id}"
     with ledger(setup)._connect() as db:  # the ledger as the earlier version left it, or with another rule
@@ -70,8 +72,8 @@ def test_a_release_of_another_rule_is_not_evaluated_and_nothing_is_read_or_spent
     result = result_of(send_evaluate(setup, global_model(release), 0.5))
     assert result["status"] == "refused" and result["reason"] == RefusalReason.HELD_OUT_CHANGED
     assert result["message"] == (
-        "the model holds a release of this party trained before its held-out rows were drawn by the current rule "
-        "(an upgrade): evaluating it there would not be on held-out rows; a new release is needed first"
+        "the model holds a release of this party trained under another held-out split (an upgrade, or another "
+        "holdout-fraction): its training rows may now be held out; a new release is needed first"
     )
     assert REFUSAL_REASONS[RefusalReason.HELD_OUT_CHANGED]
     assert ledger(setup).spent() == spent and ledger(setup).find("run1/evaluate") is None  # nothing reserved
@@ -133,3 +135,30 @@ def test_a_release_of_its_id_signed_by_another_key_is_evaluated(tmp_path: Path):
     other = _signing_party(tmp_path / "other")
     result = result_of(send_evaluate(other, global_model(release), 0.5))
     assert result["status"] == "evaluated", result
+
+
+def test_a_release_made_under_another_holdout_fraction_is_not_evaluated(tmp_path: Path, monkeypatch):
+    """Red-team review F4: the ledger recorded the split's rule but not its fraction.  A party that raised
+    holdout-fraction from 0.2 to 0.6 evaluated a model holding its earlier release on 1,192 rows, 787 of which had
+    trained it.  The fraction is now part of what a release records; another one is refused before any row is read
+    and before anything is reserved.  Back at the fraction it trained under, the model is evaluated again."""
+    from client import PartyPolicy
+    from client._policy import load_policy
+
+    setup, release = _party_with_a_release(tmp_path)
+    policy = load_policy(setup.policy_path)
+    raised = PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6})
+    setup.policy_path.write_text(raised.to_toml(), encoding="utf-8")
+    spent = ledger(setup).spent()
+    real_data = party_module.Party._data
+
+    def no_read(self):
+        raise AssertionError("the refusal must come before any row is read")
+
+    monkeypatch.setattr(party_module.Party, "_data", no_read)
+    result = result_of(send_evaluate(setup, global_model(release), 0.5))
+    assert result["status"] == "refused" and result["reason"] == RefusalReason.HELD_OUT_CHANGED, result
+    assert ledger(setup).spent() == spent
+    monkeypatch.setattr(party_module.Party, "_data", real_data)
+    setup.policy_path.write_text(policy.to_toml(), encoding="utf-8")
+    assert result_of(send_evaluate(setup, global_model(release), 0.5, "run1/evaluate-2"))["status"] == "evaluated"
