@@ -300,13 +300,14 @@ def fit_size(
     return FitSize(max(1, estimate), count_eps, "dp-count", estimate)
 
 
-def training_tags(tags: Tags, schema: object, owner: str) -> Tags:
+def training_tags(tags: Tags, schema: object, owner: str, random_state: object = None) -> Tags:
     """The tags of an estimator that trains under the schema parameter ``schema`` (``owner``: its name).
 
-    Non-deterministic (``random_state=None`` draws fresh cryptographic randomness in every fit), and the input
-    tags the schema's rules give (:func:`schema_input_tags`; none while no usable schema is set).
+    Non-deterministic unless seeded (``random_state=None`` draws fresh cryptographic randomness in every fit; a
+    seed reproduces the fit, NOT DP), and the input tags the schema's rules give (:func:`schema_input_tags`; none
+    while no usable schema is set).
     """
-    tags.non_deterministic = True
+    tags.non_deterministic = random_state is None
     try:
         resolved = resolved_schema(schema, owner)
     except (ValueError, TypeError):  # no usable schema yet: fit will say why
@@ -937,4 +938,4 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return schema_accuracy(forest.schema, lambda: forest.predict_proba(X), y, sample_weight)
 
     def __sklearn_tags__(self):
-        return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__)
+        return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

@@ -286,7 +286,7 @@ def explain_row(
     tolerated_parties: int | None = None,
     terms: LeafTerms | None = None,
 ) -> Explanation:
-    """Explain the prediction of one row (the first row of ``row``).
+    """Explain the prediction of one row.
 
     Parameters
     ----------
@@ -294,7 +294,8 @@ def explain_row(
         The released forest; a fitted :class:`~edprf_core.EDPRFClassifier` or the classifier
         :func:`protocol.load_classifier` returns is read through its ``forest_``.
     row : DataFrame or array-like with one row
-        The caller's own row, encoded under the forest's public schema.
+        The caller's own row, encoded under the forest's public schema.  Several rows raise ``ValueError``
+        (explain them one at a time, with ``terms`` computed once).
     pooling, label_shift, tolerated_parties
         As in :meth:`~edprf_core.DPForest.predict_proba`.
     terms : LeafTerms, optional
@@ -307,7 +308,14 @@ def explain_row(
     if not isinstance(forest, DPForest) and isinstance(getattr(forest, "forest_", None), DPForest):
         forest = forest.forest_  # a fitted estimator: its released forest
     check_is_forest(forest, "explain_row", marginals_supported=True)
-    frame = row.iloc[:1] if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object).reshape(1, -1)
+    frame = row if isinstance(row, pd.DataFrame) else np.asarray(row, dtype=object)
+    if frame.ndim == 1:
+        frame = frame.reshape(1, -1)
+    if frame.shape[0] != 1:  # it explained the first and said nothing of the others (library-user review S3-7)
+        raise ValueError(
+            f"row: expected one row, got {frame.shape[0]}; explain each row in turn, passing "
+            "terms=edprf_core.prediction.leaf_terms(forest) to compute the forest's terms once"
+        )
     terms = (
         terms
         if terms is not None

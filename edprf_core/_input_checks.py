@@ -203,8 +203,26 @@ def _refuse_missing_features(X: pd.DataFrame, schema: Schema) -> None:
         raise DataValidationError(
             f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
             f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
-            f"X has {shown}{spelt}"
+            f"X has {shown}{spelt}{_renamed_columns_hint(X.columns, missing)}"
         )
+
+
+def _renamed_columns_hint(columns: pd.Index, missing: list[str]) -> str:
+    """Why a frame's columns may not carry the schema's names (library-user review S3-8): scikit-learn's
+    ColumnTransformer prefixes them with its transformers' names (``num__age``), and a frame made from an array
+    numbers them (0, 1, ...)."""
+    given = [str(c) for c in columns]
+    if any(name.split("__", 1)[-1] in missing for name in given if "__" in name):
+        return (
+            "; a ColumnTransformer prefixes its output columns with the transformer's name (num__age): give it "
+            "verbose_feature_names_out=False, or pass the estimator the untransformed columns (it needs no scaling)"
+        )
+    if len(columns) and all(isinstance(c, (int, np.integer)) for c in columns):
+        return (
+            "; X's columns are numbered, not named: name them as the schema does, or pass an array (read in the "
+            "schema's feature order)"
+        )
+    return ""
 
 
 def _schema_view(X: object, schema: Schema) -> object:

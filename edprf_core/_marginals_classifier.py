@@ -381,4 +381,4 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         return schema_accuracy(self.schema_, lambda: marginal_proba(self.marginals_, codes), y, sample_weight)
 
     def __sklearn_tags__(self):
-        return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__)
+        return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

@@ -52,6 +52,10 @@ def schema_accuracy(
     predicted = np.argmax(predict_proba(), axis=1)
     if truth.shape[0] != predicted.shape[0]:
         raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
+    if sample_weight is not None and np.shape(sample_weight) != truth.shape:
+        raise DataValidationError(
+            f"sample_weight: expected one weight per row, shape {truth.shape}, got shape {np.shape(sample_weight)}"
+        )
     if truth.shape[0] == 0:
         return float("nan")
     return float(np.average(predicted == truth, weights=sample_weight))

@@ -80,3 +80,40 @@ def test_numpy_scalars_are_accepted_as_epsilon(wall, epsilon):
         TrainingParameters(epsilon="1")
     with pytest.raises(ValueError, match="got bool"):
         TrainingParameters(epsilon=True)
+
+
+def test_score_names_a_sample_weight_of_another_length_and_explain_row_refuses_several_rows(wall):
+    """Library-user review S3-1 and S3-7: a sample_weight of the wrong length failed with numpy's "Axis must be
+    specified when shapes of a and weights differ"; explain_row given several rows explained the first alone."""
+    from edprf_core import DataValidationError, explain_row
+
+    X, y, schema = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = _small(schema, random_state=0).fit(X, y)
+    with pytest.raises(DataValidationError, match=r"sample_weight: expected one weight per row, shape \(800,\), got"):
+        clf.score(X, y, sample_weight=np.ones(3))
+    assert clf.score(X, y, sample_weight=np.ones(800)) == clf.score(X, y)
+    with pytest.raises(ValueError, match="row: expected one row, got 2"):
+        explain_row(clf, X.iloc[:2])
+    assert explain_row(clf, X.iloc[:1]).lines()
+
+
+def test_a_frame_whose_columns_a_column_transformer_renamed_is_refused_with_the_fix(wall):
+    """Library-user review S3-8: a ColumnTransformer's output (num__x, ...) or a frame of numbered columns was
+    refused without the cause or the fix."""
+    import pandas as pd
+
+    from edprf_core import DataValidationError
+
+    X, y, schema = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = _small(schema, random_state=0).fit(X, y)
+    prefixed = X.rename(columns=lambda c: f"num__{c}")
+    with pytest.raises(DataValidationError, match="verbose_feature_names_out=False"):
+        clf.predict(prefixed)
+    numbered = pd.DataFrame(X.to_numpy())
+    with pytest.raises(DataValidationError, match="columns are numbered, not named"):
+        clf.predict(numbered)
+    assert np.array_equal(clf.predict(X.to_numpy()), clf.predict(X))  # an array is read in the schema's order

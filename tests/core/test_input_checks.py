@@ -182,6 +182,7 @@ def test_tags_follow_the_schema():
 
     tags = get_tags(EDPRFClassifier(SCHEMA))
     assert tags.estimator_type == "classifier" and tags.non_deterministic
+    assert not get_tags(EDPRFClassifier(SCHEMA, random_state=0)).non_deterministic  # a seed reproduces the fit
     assert tags.input_tags.string and not tags.input_tags.allow_nan and not tags.input_tags.categorical
     assert not tags.input_tags.sparse
     imputing = Schema(
