@@ -535,17 +535,7 @@ class Party:
         data file is not opened, so the answer and its timing do not depend on the rows.  Like :meth:`train`,
         it counts spend the coordinator's record holds and the ledger lost (``carried-`` entry).
         """
-        try:
-            _key, _detail, stored = self._admit_train(req)
-        except Refusal as refusal:
-            # A request id still being served (reserved, not yet released) answers as a finished one would:
-            # "would resend".  Answered request_spent until the release and would_resend after, a coordinator
-            # polling the readiness of a running request would see when the work ended, a time that grows with
-            # the rows, outside any hold (red-team review F2).  Now the answer changes only if the work fails.
-            entry = self.ledger.find(req.request_id) if refusal.reason is RefusalReason.REQUEST_SPENT else None
-            if entry is not None and entry[0].state == EntryState.RESERVED:
-                return False
-            raise
+        _key, _detail, stored = self._admit_train(req)
         return stored is None
 
     def _admit_train(self, req: TrainRequest) -> tuple[Any, str, bytes | None]:

@@ -54,30 +54,3 @@ def test_neighbouring_parties_and_any_file_answer_alike(tmp_path, name, line, wh
         after[label] = result_of(send_query(setups[label], TrainSettings()))
         assert len(ledger(setups[label]).entries()) == 1
     assert after["d"] == after["d-plus"] and after["d"]["reason"] == "budget_exhausted", after
-
-
-def test_the_answer_does_not_tell_when_a_running_request_ends(tmp_path, monkeypatch):
-    """Red-team review F2: polled under the id of a train request being served, the answer went request_spent while
-    the party worked and would_resend once it released, so a coordinator saw when the work ended (a time that grows
-    with the rows), outside any hold.  The answer is would_resend from the reservation on, while running and after;
-    only a failed request answers request_spent."""
-    from client import EntryState
-
-    setup = make_party(tmp_path / "p", file_bytes(n_rows=300), allow_seeded_randomness=False)
-    answers = []
-    real_data = party_module.Party._data
-
-    def data_while_polled(self):
-        answers.append(result_of(send_query(setup, TrainSettings()))["status"])  # the request is running now
-        return real_data(self)
-
-    monkeypatch.setattr(party_module.Party, "_data", data_while_polled)
-    assert result_of(send_query(setup, TrainSettings()))["status"] == "ready"
-    assert result_of(send_train(setup, TrainSettings()))["status"] == "released"
-    answers.append(result_of(send_query(setup, TrainSettings()))["status"])  # after the release
-    assert answers == ["would_resend", "would_resend"]
-    book = ledger(setup)
-    with book._connect() as db:  # the same request, failed: its answer is the refusal train would give
-        db.execute("UPDATE spends SET state = ? WHERE request_id = ?", (EntryState.FAILED.value, "run1/train"))
-    failed = result_of(send_query(setup, TrainSettings()))
-    assert (failed["status"], failed.get("reason")) == ("refused", "request_spent")
