@@ -17,6 +17,7 @@ process reads the file.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,15 @@ from numpy.typing import NDArray
 from edprf_core import Schema
 from edprf_core.encoding import cell_readings
 
-__all__ = ["HOLDOUT_SPLIT", "HOLDOUT_SPLIT_KEY", "held_out_rows", "held_out_split", "keyed_uniform"]
+__all__ = [
+    "HOLDOUT_SPLIT",
+    "HOLDOUT_SPLIT_KEY",
+    "held_out_fraction",
+    "held_out_rows",
+    "held_out_split",
+    "keyed_uniform",
+    "split_sides",
+]
 
 HOLDOUT_SPLIT = "readings-v2"
 """The rule that draws the split, recorded in the ledger with each release the party trains: a release trained
@@ -39,6 +48,21 @@ def held_out_split(fraction: float) -> str:
     ``holdout-fraction`` (``"readings-v2 fraction=0.2"``).  A party that raised its fraction since holds out rows
     that trained the release (red-team review F4: 787 of 1,192 rows, 0.2 to 0.6), so both must match."""
     return f"{HOLDOUT_SPLIT} fraction={float(fraction)!r}"
+
+
+def held_out_fraction(fraction: float, recorded: Iterable[str]) -> float:
+    """The fraction a party holds out below: the smallest of the policy's ``fraction`` and every fraction its ledger
+    recorded with a release under today's rule (``recorded``: the ledger's :data:`HOLDOUT_SPLIT_KEY` values).
+
+    A release trained on the rows whose keyed uniform is at least its fraction; holding out only the rows below the
+    smallest such fraction keeps every release of this ledger (same salt, same rule) off the held-out rows, whatever
+    a model says of its releases (a coordinator can relabel one: whole-change review F1).  After the policy's
+    fraction is raised, the rows between the old and the new fraction serve neither side.  Privacy cost: none (a
+    public constant from the party's own policy history; each row's side is still a function of that row alone).
+    """
+    prefix = f"{HOLDOUT_SPLIT} fraction="
+    fractions = [float(value.removeprefix(prefix)) for value in recorded if value.startswith(prefix)]
+    return min([float(fraction), *fractions])
 
 
 HOLDOUT_SPLIT_KEY = "holdout-split"
@@ -71,7 +95,25 @@ def held_out_rows(rows: pd.DataFrame, schema: Schema, salt: str, fraction: float
 
     Privacy cost: none (a per-record map: neighbouring files give neighbouring training and held-out rows).
     """
+    return _below(_row_hashes(rows, schema, salt[:16]), fraction)
+
+
+def split_sides(
+    rows: pd.DataFrame, schema: Schema, salt: str, held_below: float, train_from: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Per row, whether it is held out (keyed uniform below ``held_below``) and whether it trains (at least
+    ``train_from``), from one pass of the hash; ``held_below <= train_from``, and the rows between serve neither.
+
+    Privacy cost: none (a per-record map, as :func:`held_out_rows`).
+    """
+    if held_below > train_from:
+        raise ValueError(f"held_below: expected at most train_from ({train_from!r}), got {held_below!r}")
     hashed = _row_hashes(rows, schema, salt[:16])
+    return _below(hashed, held_below), ~_below(hashed, train_from)
+
+
+def _below(hashed: NDArray[np.uint64], fraction: float) -> NDArray[np.bool_]:
+    """Per row, whether its uniform ``(h >> 11) / 2**53`` is below ``fraction`` (see :func:`held_out_rows`)."""
     bound = math.ceil(fraction * float(1 << 53)) << 11
     if bound >= 1 << 64:
         return np.ones(len(hashed), dtype=bool)

@@ -585,6 +585,14 @@ class BudgetLedger:
         with self._connect() as db:
             return _meta(db, key)
 
+    def meta_values(self, prefix: str) -> dict[str, str]:
+        """Every ``ledger_meta`` entry whose key starts with ``prefix`` (key -> value)."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT key, value FROM ledger_meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+            ).fetchall()
+        return dict(rows)
+
     def secret(self, key: str, factory: Callable[[], str]) -> str:
         """A party-local secret stored in the ledger (created once by ``factory``)."""
         with self._connect() as db:

@@ -18,7 +18,7 @@ from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, check_table_header, read_columns, read_table
 
-from ._held_out_split import held_out_rows
+from ._held_out_split import held_out_rows, split_sides
 
 __all__ = [
     "HEADER_CHECKED_SUFFIXES",
@@ -88,7 +88,14 @@ def data_file_problem(path: str | Path, schema: Schema, *, sep: str = ",", heade
 
 
 def load_local_data(
-    path: str | Path, schema: Schema, holdout_fraction: float, salt: str, *, sep: str = ",", header: bool = True
+    path: str | Path,
+    schema: Schema,
+    holdout_fraction: float,
+    salt: str,
+    *,
+    sep: str = ",",
+    header: bool = True,
+    train_from: float | None = None,
 ) -> LocalData:
     """Read the party's file and split off the held-out rows.
 
@@ -111,6 +118,9 @@ def load_local_data(
     first line names the columns (the node config's ``data-header``; without one the
     columns are the schema's features in order, then the label).  A row's cells, and
     so its side of the split, are the same whether the file has a header or not.
+    ``train_from`` (default ``holdout_fraction``): rows train when their keyed uniform is at least it, and are held
+    out below ``holdout_fraction``; a party holds out below the smallest fraction its releases trained under
+    (:func:`client._held_out_split.held_out_fraction`).
     """
     columns, rows, dropped = _file_columns(path, schema, sep, header)
     for note in dropped[:_LOGGED]:
@@ -134,8 +144,12 @@ def load_local_data(
         log.warning("local data: no row conforms to the schema; the release will carry no information")
     # The side of the split is a keyed hash of the row's own cells as the schema reads them: adding or removing
     # a record never moves another row to the other side, however the file's writer typed its columns.
-    hold = held_out_rows(cells, schema, salt, holdout_fraction)
-    train, held = np.flatnonzero(keep & ~hold), np.flatnonzero(keep & hold)  # positions: one gather per column
+    if train_from is None or train_from == holdout_fraction:
+        hold = held_out_rows(cells, schema, salt, holdout_fraction)
+        trains = ~hold
+    else:  # rows between the two fractions serve neither side (client._held_out_split.held_out_fraction)
+        hold, trains = split_sides(cells, schema, salt, holdout_fraction, train_from)
+    train, held = np.flatnonzero(keep & trains), np.flatnonzero(keep & hold)  # positions: one gather per column
     data = LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
     del cells, X, y
     # The party holds the data until it exits: the pages Arrow's allocator kept from the read go back (2 million

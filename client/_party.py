@@ -84,7 +84,7 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._held_out_split import HOLDOUT_SPLIT_KEY, held_out_split
+from ._held_out_split import HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
 from ._ledger import (
     COORDINATOR_RECORD,
     BudgetExhausted,
@@ -315,15 +315,21 @@ class Party:
 
     # ---------------------------------------------------------------- helpers
     def _data(self) -> LocalData:
+        """The party's rows, split: training rows at or above the policy's holdout-fraction, held-out rows below the
+        smallest fraction any release of this ledger trained under (so no release of it ever trained on a held-out
+        row, whatever a model says of its releases: :func:`client._held_out_split.held_out_fraction`)."""
         salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
+        fraction = self.policy.holdout_fraction
+        held_below = held_out_fraction(fraction, self.ledger.meta_values(f"{HOLDOUT_SPLIT_KEY}/").values())
         try:
             return load_local_data(
                 self.setup.data_path,
                 self.schema,
-                self.policy.holdout_fraction,
+                held_below,
                 salt,
                 sep=self.setup.data_separator,
                 header=self.setup.data_header,
+                train_from=fraction,
             )
         except (DataValidationError, ValueError) as exc:
             # only file-level problems get here (no file, missing or unknown columns); row-level
@@ -717,10 +723,12 @@ class Party:
 
     def _refuse_a_release_of_another_split(self, releases: Sequence[Any]) -> None:
         """Refuse (before any row is read, nothing reserved) a model holding a release this party's ledger made
-        under another held-out split than today's (:func:`client._held_out_split.held_out_split`: another rule, an
-        upgrade; another ``holdout-fraction`` in the policy; or before both were recorded, an earlier version).  Its
-        training rows may now be held out, so the evaluation would not be on held-out rows and a record could face
-        the release and the evaluation both, where the guarantee says the larger of the two.
+        under another held-out rule than today's (an upgrade), or without the fraction recorded (0.2.0 and
+        earlier).  Its training rows may now be held out, so the evaluation would not be on held-out rows and a
+        record could face the release and the evaluation both, where the guarantee says the larger of the two.
+        (A release made under today's rule at another ``holdout-fraction`` is evaluated: the party holds out
+        only rows below the smallest fraction its releases recorded, :meth:`_data`.  That protection reads the
+        ledger alone; this check reads the model, which a hostile coordinator can relabel.)
 
         Also refused: a release of its id that this ledger never made but that carries a valid signature by this
         party's key.  The party made it under a ledger it has lost or replaced, whose held-out salt, and so split,
@@ -745,20 +753,21 @@ class Party:
                     "the model holds a release signed by this party that its ledger did not make (a lost or "
                     "replaced ledger): evaluating it here may not be on held-out rows; a new release is needed first",
                 )
-            recorded = self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}")
-            if recorded != (today := held_out_split(self.policy.holdout_fraction)):
+            recorded = self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") or ""
+            today = held_out_split(self.policy.holdout_fraction)
+            if recorded.partition(" fraction=")[0] != today.partition(" fraction=")[0] or " fraction=" not in recorded:
                 log.warning(
                     "evaluation refused: the model holds this party's release %s, trained under the held-out split "
-                    "%r, not today's %r (an upgrade re-drew the held-out rows, or holdout-fraction changed); a new "
-                    "release is needed first",
+                    "%r, not under today's rule %r (an upgrade re-drew the held-out rows); a new release is needed "
+                    "first",
                     release.request_id,
                     recorded,
                     today,
                 )
                 raise Refusal(
                     RefusalReason.HELD_OUT_CHANGED,
-                    "the model holds a release of this party trained under another held-out split (an upgrade, or "
-                    "another holdout-fraction): its training rows may now be held out; a new release is needed first",
+                    "the model holds a release of this party trained under another held-out split (an upgrade): "
+                    "its training rows may now be held out; a new release is needed first",
                 )
 
     def evaluate(self, model: bytes, req: EvaluateRequest) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import client._party as party_module
-from client._held_out_split import HOLDOUT_SPLIT_KEY, held_out_split
-from protocol import REFUSAL_REASONS, RefusalReason
+from client._held_out_split import HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
+from protocol import INSPECTION_POLICY, REFUSAL_REASONS, RefusalReason, decode_release
 
 from ..federation._neighbours import file_bytes, make_party
 from ._party_requests import (
@@ -72,8 +72,8 @@ def test_a_release_of_another_rule_is_not_evaluated_and_nothing_is_read_or_spent
     result = result_of(send_evaluate(setup, global_model(release), 0.5))
     assert result["status"] == "refused" and result["reason"] == RefusalReason.HELD_OUT_CHANGED
     assert result["message"] == (
-        "the model holds a release of this party trained under another held-out split (an upgrade, or another "
-        "holdout-fraction): its training rows may now be held out; a new release is needed first"
+        "the model holds a release of this party trained under another held-out split (an upgrade): its training "
+        "rows may now be held out; a new release is needed first"
     )
     assert REFUSAL_REASONS[RefusalReason.HELD_OUT_CHANGED]
     assert ledger(setup).spent() == spent and ledger(setup).find("run1/evaluate") is None  # nothing reserved
@@ -137,28 +137,49 @@ def test_a_release_of_its_id_signed_by_another_key_is_evaluated(tmp_path: Path):
     assert result["status"] == "evaluated", result
 
 
-def test_a_release_made_under_another_holdout_fraction_is_not_evaluated(tmp_path: Path, monkeypatch):
-    """Red-team review F4: the ledger recorded the split's rule but not its fraction.  A party that raised
-    holdout-fraction from 0.2 to 0.6 evaluated a model holding its earlier release on 1,192 rows, 787 of which had
-    trained it.  The fraction is now part of what a release records; another one is refused before any row is read
-    and before anything is reserved.  Back at the fraction it trained under, the model is evaluated again."""
+def test_after_a_change_of_holdout_fraction_no_release_of_the_ledger_trains_on_a_held_out_row(
+    tmp_path: Path, monkeypatch
+):
+    """Red-team review F4 and whole-change review F1: a party that raised holdout-fraction from 0.2 to 0.6 evaluated
+    a model holding its earlier release on rows that had trained it (787 of 1,192), and a check reading the model's
+    labels is bypassed by a coordinator that relabels the release.  Now the party holds out only the rows below the
+    smallest fraction its ledger recorded with a release, and trains on the rows at or above today's: whatever the
+    model says, no release of this ledger trained on a row it evaluates on.  Checked on the rows the party reads:
+    after raising the fraction, the held-out rows are those below the first release's 0.3 and the training rows
+    those at or above 0.6; after lowering it to 0.1, the held-out rows are below 0.1."""
     from client import PartyPolicy
+    from client._held_out_split import keyed_uniform
+    from client._local_data import HOLDOUT_SALT_KEY
     from client._policy import load_policy
+    from edprf_core import load_schema
+    from protocol import encode_release
 
-    setup, release = _party_with_a_release(tmp_path)
-    policy = load_policy(setup.policy_path)
-    raised = PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6})
-    setup.policy_path.write_text(raised.to_toml(), encoding="utf-8")
-    spent = ledger(setup).spent()
+    setup, release = _party_with_a_release(tmp_path)  # trained at the harness's 0.3
+    policy, schema = load_policy(setup.policy_path), load_schema(setup.schema_path)
+    salt = ledger(setup).meta_value(HOLDOUT_SALT_KEY)
+    seen = []
     real_data = party_module.Party._data
 
-    def no_read(self):
-        raise AssertionError("the refusal must come before any row is read")
+    def data(self):
+        local = real_data(self)
+        seen.append(
+            (
+                keyed_uniform(local.X_holdout.assign(**{schema.label.column: local.y_holdout}), schema, salt),
+                keyed_uniform(local.X_train.assign(**{schema.label.column: local.y_train}), schema, salt),
+            )
+        )
+        return local
 
-    monkeypatch.setattr(party_module.Party, "_data", no_read)
-    result = result_of(send_evaluate(setup, global_model(release), 0.5))
-    assert result["status"] == "refused" and result["reason"] == RefusalReason.HELD_OUT_CHANGED, result
-    assert ledger(setup).spent() == spent
-    monkeypatch.setattr(party_module.Party, "_data", real_data)
-    setup.policy_path.write_text(policy.to_toml(), encoding="utf-8")
-    assert result_of(send_evaluate(setup, global_model(release), 0.5, "run1/evaluate-2"))["status"] == "evaluated"
+    monkeypatch.setattr(party_module.Party, "_data", data)
+    # a coordinator relabels the release (another request id, unsigned): the model says nothing of its origin
+    relabelled = global_model(
+        decode_release(encode_release(release.forest, "harness", request_id="forged/1"), schema, INSPECTION_POLICY)
+    )
+    for k, (fraction, held_below, train_from) in enumerate([(0.6, 0.3, 0.6), (0.1, 0.1, 0.1)]):
+        setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": fraction}).to_toml())
+        for j, model in enumerate((global_model(release), relabelled)):
+            result = result_of(send_evaluate(setup, model, 0.5, f"run1/evaluate-{k}-{j}"))
+            assert result["status"] == "evaluated", result
+            held, trained = seen[-1]
+            assert held.size and held.max() < held_below and trained.min() >= train_from
+    assert held_out_fraction(0.6, ["readings-v2 fraction=0.3", "readings-v2 fraction=0.5", "text-v1"]) == 0.3
