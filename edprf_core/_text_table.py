@@ -311,7 +311,8 @@ def check_table_header(
     path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True, hints: OptionHints | None = None
 ) -> None:
     """:func:`read_table`'s file-level checks, reading the header line at most: the file is there and readable, and
-    (a text file with a header) its first non-blank line names the schema's columns (:func:`header_names`).
+    (a text file with a header) its first non-blank line, or (Parquet) its footer's column names, name the schema's
+    columns (:func:`header_names`).
 
     Raises what :func:`read_table` raises for those problems (``ValueError``, :class:`DataValidationError`); a file
     that passes may still fail later in its rows' blocks (a broken gzip stream), which the reader then raises.
@@ -322,6 +323,13 @@ def check_table_header(
     if p.suffix.lower() in PARQUET_SUFFIXES:
         if not p.is_file():
             raise ValueError(f"data file {p} does not exist or is not a regular file")
+        import pyarrow.parquet as pq
+
+        try:
+            names = pq.read_schema(p).names  # the footer only: its column names, as _read_parquet checks them
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read Parquet file {p}: {type(exc).__name__}") from None
+        header_names(schema, ",".join(names), ",", True, p)
         return
     with open_lines(p) as handle:
         try:

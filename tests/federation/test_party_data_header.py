@@ -132,3 +132,8 @@ def test_the_file_check_before_the_reservation_accepts_what_the_reader_reads(fil
     assert "data-header=false" in data_file_problem(d / "no-header.data", schema)
     assert "does not exist" in data_file_problem(d / "absent.csv", schema)
     assert "data-separator" in data_file_problem(d / "with-header.csv", schema, sep=";")
+    # a Parquet file without a column: judged from its footer, before any reservation (whole-change review F4)
+    pd.read_csv(d / "with-header.csv").drop(columns=[schema.feature_names[0]]).to_parquet(d / "short.parquet")
+    assert "missing columns" in data_file_problem(d / "short.parquet", schema)
+    (d / "broken.parquet").write_bytes(b"PAR1 not a parquet file")
+    assert "cannot read Parquet file" in data_file_problem(d / "broken.parquet", schema)
