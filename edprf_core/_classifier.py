@@ -307,7 +307,9 @@ def training_tags(tags: Tags, schema: object, owner: str, random_state: object =
     seed reproduces the fit, NOT DP), and the input tags the schema's rules give (:func:`schema_input_tags`; none
     while no usable schema is set).
     """
-    tags.non_deterministic = random_state is None
+    # an integer seed reproduces the fit; None (cryptographic randomness) and a generator instance (its state moves
+    # on with every fit) do not
+    tags.non_deterministic = not isinstance(random_state, Integral) or isinstance(random_state, bool)
     try:
         resolved = resolved_schema(schema, owner)
     except (ValueError, TypeError):  # no usable schema yet: fit will say why
@@ -914,9 +916,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         return log_of(in_classes_order(forest.predict_proba(X), self.classes_, forest.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
-        """The most probable class (``leaf="label"``: the majority vote); ties go to the class declared first."""
-        forest = self._checked(X)
-        return forest.predict(X)
+        """The most probable class (``leaf="label"``: the majority vote), ``classes_[argmax(predict_proba(X))]``:
+        ties go to the class first in ``classes_`` (sorted, as scikit-learn; ``forest_.predict`` gives them to the
+        class declared first).  Privacy cost: none."""
+        forest = self._checked(X)  # refuses an unfitted estimator, warns for the caller
+        return self.classes_[
+            np.argmax(in_classes_order(forest.predict_proba(X), self.classes_, forest.classes), axis=1)
+        ]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -935,7 +941,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         forest = self._checked(X)
-        return schema_accuracy(forest.schema, lambda: forest.predict_proba(X), y, sample_weight)
+        proba = lambda: in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
+        return schema_accuracy(forest.schema, proba, y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

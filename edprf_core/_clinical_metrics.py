@@ -384,7 +384,10 @@ def clinical_report(
     ----------
     y : array, shape (n,)
         True class of each row: labels among ``classes`` (``'no'``/``'yes'``,
-        what ``predict`` returns), or class indices 0..K-1 (the declared order);
+        what ``predict`` returns), or class indices 0..K-1, positions in
+        ``classes`` (the order of ``proba``'s columns: with an estimator's
+        sorted ``classes_``, not the schema's declared order that
+        :func:`~edprf_core.encoding.encode_labels` gives; pass labels then);
         see ``indices`` for which reading is taken.
     proba : array, shape (n, K)
         Predicted class probabilities (each row sums to 1), columns in the

@@ -362,10 +362,11 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         return log_of(in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
-        """The most probable class; ties go to the class declared first (privacy cost: none)."""
-        codes = self._codes(X)
-        declared = np.asarray(self.schema_.classes)
-        return declared[np.argmax(marginal_proba(self.marginals_, codes), axis=1)]
+        """The most probable class, ``classes_[argmax(predict_proba(X))]``: ties go to the class first in
+        ``classes_`` (sorted).  Privacy cost: none."""
+        codes = self._codes(X)  # refuses an unfitted estimator, warns for the caller
+        proba = in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -378,7 +379,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         codes = self._codes(X)
-        return schema_accuracy(self.schema_, lambda: marginal_proba(self.marginals_, codes), y, sample_weight)
+        proba = lambda: in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
+        return schema_accuracy(self.schema_, proba, y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

@@ -24,7 +24,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ._class_order import in_classes_order, sorted_classes
+from ._class_order import declared_columns, in_classes_order, sorted_classes
 from ._domain_warning import warn_if_clipped
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
@@ -40,9 +40,11 @@ def schema_accuracy(
     predict_proba: Callable[[], NDArray[np.float64]],
     y: ArrayLike | pd.Series,
     sample_weight: ArrayLike | None = None,
+    classes: ArrayLike | None = None,
 ) -> float:
     """Accuracy of a model's ``predict_proba()`` (of the rows scored) against ``y`` read by ``schema`` (NaN
-    without rows).
+    without rows); ``classes``: the classes of its columns (default: the schema's, declared order).  A row is
+    predicted the class of its most probable column, ties to the first, as ``predict`` does.
 
     The labels are read first: a missing or undeclared label raises :class:`DataValidationError` before
     anything is scored.  Privacy cost: none for the model (post-processing of a release); the accuracy is an
@@ -50,6 +52,8 @@ def schema_accuracy(
     """
     truth = encode_labels(y, schema)
     predicted = np.argmax(predict_proba(), axis=1)
+    if classes is not None:  # predict_proba's columns are in the order of classes (an estimator's sorted classes_)
+        truth = np.argsort(declared_columns(np.asarray(classes), schema.classes))[truth]
     if truth.shape[0] != predicted.shape[0]:
         raise DataValidationError(f"X has {predicted.shape[0]} rows but y has {truth.shape[0]}")
     if sample_weight is not None and np.shape(sample_weight) != truth.shape:
@@ -168,9 +172,12 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         return log_of(in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
-        """The most probable class; ties go to the class declared first (privacy cost: none)."""
-        self._check(X)
-        return self.forest_.predict(X)
+        """The most probable class, ``classes_[argmax(predict_proba(X))]``: ties go to the class first in
+        ``classes_`` (sorted; the model's own ``forest_.predict`` gives them to the class declared first).
+        Privacy cost: none."""
+        self._check(X)  # warns for the caller
+        proba = in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -181,7 +188,8 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
         self._check(X)
-        return schema_accuracy(self.schema_, lambda: self.forest_.predict_proba(X), y, sample_weight)
+        proba = lambda: in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
+        return schema_accuracy(self.schema_, proba, y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
