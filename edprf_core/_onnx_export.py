@@ -154,13 +154,14 @@ TREES_FORMAT = "edprf.onnx-encoding.v3"
 MIXED_FORMAT = "edprf.onnx-encoding.v4"
 """The encoding's ``format`` for a forest with a marginals part (inputs ``codes`` and ``marginals_codes``)."""
 ENCODING_FORMATS = {
-    "edprf.onnx-encoding.v1": "trees only; one output; a numeric missing token meets only its own text",
-    "edprf.onnx-encoding.v2": "with a marginals part; one output; a numeric missing token meets only its own text",
-    TREES_FORMAT: "trees only; the four outputs; a numeric missing token also meets its number (0.2.0 on)",
-    MIXED_FORMAT: "with a marginals part; the four outputs; a numeric missing token also meets its number (0.2.0 on)",
+    "edprf.onnx-encoding.v1": "trees only, written before 0.2.1",
+    "edprf.onnx-encoding.v2": "with a marginals part, written before 0.2.1",
+    TREES_FORMAT: "trees only, 0.2.1 on: the four outputs; a numeric missing token also meets its number",
+    MIXED_FORMAT: "with a marginals part, 0.2.1 on: the four outputs; a numeric missing token also meets its number",
 }
-"""Every encoding format an export has written, and what tells it apart.  v1 and v2 (before 0.2.0) had only the
-``probabilities`` output and read a cell such as ``-999.0`` as a number where the schema declares ``-999`` missing;
+"""Every encoding format an export has written, and what tells it apart.  v1 and v2 were written before 0.2.1:
+those of 0.2.0 already had the four outputs and its recipe (their encoding lists ``outputs``); earlier ones had
+only ``probabilities`` and read a cell such as ``-999.0`` as a number where the schema declares ``-999`` missing.
 :func:`onnx_inputs` encodes under the current rules whichever format it is given."""
 
 

@@ -401,3 +401,42 @@ def test_a_request_that_loses_a_race_is_refused_before_the_read(tmp_path: Path, 
     assert (result["status"], result["reason"]) == ("refused", expected), result
     assert reads == [], "the loser read the data"
     assert ledger(setup).spent() == Fraction(3, 5)
+
+
+def test_a_failure_after_the_reservation_is_marked_failed_and_answered_with_a_constant(tmp_path: Path, monkeypatch):
+    """Whole-change review F9: an evaluation that fails after its reservation, and a data file that breaks during
+    the read, each leave the entry failed (its epsilon spent, the id not served again) and reply with a constant text
+    that names nothing of the file."""
+    import gzip
+
+    from client._party import _INVALID_LOCAL_DATA_TEXT
+
+    setup = _party(tmp_path / "eval", 10.0)
+    settings = TrainSettings(epsilon=0.5, **SMALL)
+    release = release_of(setup, send_train(setup, settings))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("counts failed: row 17 of /secret/path")
+
+    monkeypatch.setattr(party_module, "evaluation_counts", broken)
+    failed = result_of(send_evaluate(setup, global_model(release), 0.5, "run1/evaluate-broken"))
+    assert (failed["status"], failed["reason"]) == ("refused", "internal_error") and "secret" not in failed["message"]
+    entry = next(e for e in ledger(setup).entries() if e.request_id == "run1/evaluate-broken")
+    assert entry.state == EntryState.FAILED and ledger(setup).spent() == 1
+    monkeypatch.undo()
+
+    data = file_bytes()
+    header, _, body = data.partition(b"\n")
+    damaged = gzip.compress(header + b"\n" + body)[:-40]  # the header reads; the stream breaks before its end
+    gz = make_party(tmp_path / "gz", b"", allow_seeded_randomness=False, lifetime_epsilon_cap=10.0)
+    gz.data_path.unlink()
+    path = gz.data_path.with_name("data.csv.gz")
+    path.write_bytes(damaged)
+    from dataclasses import replace
+
+    gz = replace(gz, data_path=path)
+    refused = result_of(send_train(gz, settings, "run1/train-gz"))
+    assert (refused["status"], refused["reason"]) == ("refused", "invalid_local_data"), refused
+    assert refused["message"] == _INVALID_LOCAL_DATA_TEXT
+    (entry,) = ledger(gz).entries()
+    assert entry.state == EntryState.FAILED and ledger(gz).spent() == Fraction(1, 2)
