@@ -54,9 +54,9 @@ class PartyPolicy:
         Accept a coordinator-provided seed (reproducible simulation only: a
         known seed lets anyone remove the noise).
     holdout_fraction : float in [0, 1), default 0.2
-        Share of local rows kept for evaluation, never trained on.  Each release records it: after a change the
-        party refuses to evaluate models holding its earlier releases (``held_out_changed``), whose training rows
-        may now be held out.
+        Share of local rows kept for evaluation, never trained on.  Each release records it, and the party holds
+        out only the rows below the smallest fraction its releases recorded, so that no earlier release trained on
+        a row it evaluates on: raising it leaves the rows between the two fractions unused.
     min_epsilon : float in (0, inf), default 0.01
         Smallest ε of a release or a noised evaluation; smaller requests are refused before
         anything else.  Every request ε must also be a multiple of 1e-6 (one micro-ε, the
