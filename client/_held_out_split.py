@@ -59,6 +59,10 @@ def held_out_fraction(fraction: float, recorded: Iterable[str]) -> float:
     a model says of its releases (a coordinator can relabel one: whole-change review F1).  After the policy's
     fraction is raised, the rows between the old and the new fraction serve neither side.  Privacy cost: none (a
     public constant from the party's own policy history; each row's side is still a function of that row alone).
+
+    Limits: a record without its fraction (0.2.0 wrote the rule alone) counts as today's fraction, so change
+    ``holdout-fraction`` only after training under 0.2.1; a ledger restored from a backup older than a release
+    has lost that release's record (``deploy/README.md``, section 3, backups).
     """
     prefix = f"{HOLDOUT_SPLIT} fraction="
     fractions = [float(value.removeprefix(prefix)) for value in recorded if value.startswith(prefix)]

@@ -321,6 +321,14 @@ class Party:
         salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
         fraction = self.policy.holdout_fraction
         held_below = held_out_fraction(fraction, self.ledger.meta_values(f"{HOLDOUT_SPLIT_KEY}/").values())
+        if held_below < fraction:  # the party's own log: the operator sees the share actually held out
+            log.warning(
+                "holding out the rows below %g, the smallest holdout-fraction an earlier release trained under "
+                "(the policy says %g; the rows between serve neither side)%s",
+                held_below,
+                fraction,
+                ": no row is held out, and a noised evaluation counts none" if held_below <= 0 else "",
+            )
         try:
             return load_local_data(
                 self.setup.data_path,

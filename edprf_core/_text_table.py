@@ -666,7 +666,8 @@ def _read_parquet(path: Path, schema: Schema) -> TextTable:
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
     names = header_names(schema, ",".join(table.column_names), ",", True, path)
-    columns = {name: pd.Series(table.column(name).to_pylist(), dtype=object) for name in names}
+    written = {name.strip(): name for name in table.column_names}  # header_names reads the names stripped
+    columns = {name: pd.Series(table.column(written[name]).to_pylist(), dtype=object) for name in names}
     frame = pd.DataFrame(columns) if columns else pd.DataFrame()
     label = schema.label.column
     return TextTable(

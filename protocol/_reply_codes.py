@@ -71,7 +71,7 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.BUDGET_EXHAUSTED: "the request would pass the party's lifetime epsilon cap",
     RefusalReason.EPSILON_RESOLUTION: "the requested epsilon is not a multiple of 1e-6 (the ledger's unit)",
     RefusalReason.HELD_OUT_CHANGED: "the model holds a release of this party trained before its held-out rows were "
-    "drawn as they are now (an upgrade, another holdout-fraction), or signed by its key and unknown to its ledger (a lost or replaced "
+    "drawn as they are now (an upgrade), or signed by its key and unknown to its ledger (a lost or replaced "
     "ledger): they may include that release's training rows (decided from the ledger and the key, before any row "
     "is read)",
     RefusalReason.INTERNAL_ERROR: "the party failed while serving the request (any exception); details in its log",

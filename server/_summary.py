@@ -25,9 +25,9 @@ __all__ = [
 
 
 HELD_OUT_CHANGED_STEP = (
-    "these parties' held-out rows were drawn anew (an upgrade of edprf-fl, another holdout-fraction, or a lost "
-    "ledger) since their release in the model was trained, so they evaluate none of it: train new releases (a new "
-    "request-tag) before asking for an evaluation (deploy/README.md, section 11)"
+    "these parties' held-out rows were drawn anew (an upgrade of edprf-fl, or a lost ledger) since their release in "
+    "the model was trained, so they evaluate none of it: train new releases (a new request-tag) before asking for an "
+    "evaluation (deploy/README.md, section 11)"
 )
 """What to do when parties refuse the evaluation with ``held_out_changed``."""
 

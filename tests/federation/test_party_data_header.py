@@ -135,5 +135,10 @@ def test_the_file_check_before_the_reservation_accepts_what_the_reader_reads(fil
     # a Parquet file without a column: judged from its footer, before any reservation (whole-change review F4)
     pd.read_csv(d / "with-header.csv").drop(columns=[schema.feature_names[0]]).to_parquet(d / "short.parquet")
     assert "missing columns" in data_file_problem(d / "short.parquet", schema)
+    # names with surrounding whitespace read as the names (the footer check strips them; so does the reader now)
+    spaced = pd.read_csv(d / "with-header.csv").rename(columns=lambda c: f" {c} ")
+    spaced.to_parquet(d / "spaced.parquet")
+    assert data_file_problem(d / "spaced.parquet", schema) is None
+    assert len(load_local_data(d / "spaced.parquet", schema, 0.2, "0" * 32).y_train) > 0
     (d / "broken.parquet").write_bytes(b"PAR1 not a parquet file")
     assert "cannot read Parquet file" in data_file_problem(d / "broken.parquet", schema)
