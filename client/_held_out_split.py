@@ -45,8 +45,9 @@ tokens) trained on rows that may now be held out, so the party refuses to evalua
 
 def held_out_split(fraction: float) -> str:
     """What a release records as the split it trained under: the rule (:data:`HOLDOUT_SPLIT`) and the policy's
-    ``holdout-fraction`` (``"readings-v2 fraction=0.2"``).  A party that raised its fraction since holds out rows
-    that trained the release (red-team review F4: 787 of 1,192 rows, 0.2 to 0.6), so both must match."""
+    ``holdout-fraction`` (``"readings-v2 fraction=0.2"``).  A party that raised its fraction since would hold out
+    rows that trained the release (red-team review F4: 787 of 1,192 rows, 0.2 to 0.6): it holds out below the
+    smallest fraction recorded instead (:func:`held_out_fraction`)."""
     return f"{HOLDOUT_SPLIT} fraction={float(fraction)!r}"
 
 
