@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral, Real
 from pathlib import Path
@@ -298,6 +300,23 @@ def fit_size(
     count_eps = float(count_epsilon_share) * float(epsilon)
     estimate = int(discrete_laplace_counts(np.array([n_rows]), count_eps, 1, rng=rng)[0])
     return FitSize(max(1, estimate), count_eps, "dp-count", estimate)
+
+
+FIT_REFUSAL_HINT = (
+    "; this fit was charged (the error depends on the values: docs/estimator.md). Keep the rows every rule "
+    "accepts first: keep, notes = edprf_core.encoding.conforming_rows(X, y, schema); X, y = X[keep], y[keep] "
+    "(or declare such a cell among the schema's missing_values)"
+)
+"""Appended to a fit's refusal of a cell or a label (library-user review S3-10)."""
+
+
+@contextmanager
+def fit_refusal_hint() -> Iterator[None]:
+    """Re-raise a :class:`DataValidationError` of the rows' values during a fit with :data:`FIT_REFUSAL_HINT`."""
+    try:
+        yield
+    except DataValidationError as exc:
+        raise DataValidationError(f"{exc}{FIT_REFUSAL_HINT}") from None
 
 
 def training_tags(tags: Tags, schema: object, owner: str, random_state: object = None) -> Tags:
@@ -796,11 +815,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=2,
             )
-        labels = encode_labels(y, schema)
+        with fit_refusal_hint():
+            labels = encode_labels(y, schema)
         master = make_generator(self.random_state)
         shape = self._shape(schema, labels.shape[0], master if sampler == "numpy" else None)
         grid = FeatureGrid.from_schema(schema, shape.n_bins)
-        codes = encode_features(X, schema, grid)
+        with fit_refusal_hint():
+            codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")

@@ -276,7 +276,8 @@ class TrainingParameters:
             shown = f" (where the trees, depth, bins and marginals share were not given, they were {source})"
         depth = f"depth {self.max_depth}{shown}"
         if self.chosen is not None:  # the fitting estimator knew which were given (library-user review S2-3)
-            given = [f"the {_CHOICE_WORDS[c]}" for c in ("trees", "depth", "bins") if c not in self.chosen]
+            tuned = ("trees", "depth", "bins") + (("marginals share",) if self.marginals_share > 0 else ())
+            given = [f"the {_CHOICE_WORDS[c]}" for c in tuned if c not in self.chosen]
             if given:
                 said = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
                 depth += (

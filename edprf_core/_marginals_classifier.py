@@ -41,7 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._accountant import BudgetAccountant, refuse_unaccounted_pickling
 from ._class_order import in_classes_order, sorted_classes
-from ._classifier import admit_fit, fit_size, resolved_schema, training_tags
+from ._classifier import admit_fit, fit_refusal_hint, fit_size, resolved_schema, training_tags
 from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
@@ -306,11 +306,13 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self._check_parameters()
         schema = resolved_schema(self.schema, type(self).__name__)
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
-        labels = encode_labels(y, schema)
+        with fit_refusal_hint():
+            labels = encode_labels(y, schema)
         rng = None if self.random_state is None else make_generator(self.random_state)  # None: exact OpenDP
         n_bins, count_eps, rule, estimate = self._bins(schema, labels.shape[0], rng)
         grid = FeatureGrid.from_schema(schema, n_bins)
-        codes = encode_features(X, schema, grid)
+        with fit_refusal_hint():
+            codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")

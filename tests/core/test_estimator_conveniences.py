@@ -117,3 +117,25 @@ def test_a_frame_whose_columns_a_column_transformer_renamed_is_refused_with_the_
     with pytest.raises(DataValidationError, match="columns are numbered, not named"):
         clf.predict(numbered)
     assert np.array_equal(clf.predict(X.to_numpy()), clf.predict(X))  # an array is read in the schema's order
+
+
+def test_a_refused_cell_at_fit_says_it_was_charged_and_how_to_keep_the_good_rows(wall):
+    """Library-user review S3-10: a cell the schema refuses ('?' in a numeric column) failed the fit without the way
+    forward, and that fit had been charged.  The error now says both; following it fits."""
+    import pandas as pd
+
+    from edprf_core import BudgetAccountant, DataValidationError
+    from edprf_core.encoding import conforming_rows
+
+    X, y, schema = wall
+    bad = X.astype(object).copy()
+    bad.iloc[3, 0] = "?"
+    accountant = BudgetAccountant(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(DataValidationError, match=r"this fit was charged .*conforming_rows\(X, y, schema\)"):
+            _small(schema, random_state=0, accountant=accountant).fit(bad, y)
+        assert accountant.total == 1.0
+        keep, _ = conforming_rows(pd.DataFrame(bad), y, schema)
+        assert keep.sum() == len(y) - 1
+        _small(schema, random_state=0).fit(bad[keep], y[keep])

@@ -264,6 +264,9 @@ def test_given_shape_parameters_are_named_as_assumed_chosen_without_the_rows():
     assert "; the depth was given, " + condition in given.guarantee_
     everything = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=2, n_bins=8).fit(X, y)
     assert "; the number of trees, the depth and the number of bins were given, " + condition in everything.guarantee_
+    Xb, yb, bank = load_embedded("bank_marketing")  # two classes: a marginals part, its share given
+    shared = EDPRFClassifier(bank, epsilon=1.0, marginals_share=0.5, max_depth=3, n_trees=2, n_bins=8).fit(Xb, yb)
+    assert "the number of bins and the marginals share were given, " + condition in shared.guarantee_
     automatic = EDPRFClassifier(schema, epsilon=1.0).fit(X, y)
     assert "given, assumed" not in automatic.guarantee_
     decoded = decode_release(encode_release(everything.forest_, "p"), schema, INSPECTION_POLICY)
