@@ -20,14 +20,7 @@ from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, check_table_header,
 
 from ._held_out_split import held_out_rows, split_sides
 
-__all__ = [
-    "HEADER_CHECKED_SUFFIXES",
-    "NODE_CONFIG_HINTS",
-    "LocalData",
-    "data_file_problem",
-    "first_line",
-    "load_local_data",
-]
+__all__ = ["NODE_CONFIG_HINTS", "LocalData", "data_file_problem", "load_local_data"]
 
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 """pandas' ``str`` dtype as :func:`edprf_core.tables.read_table` gives text cells (the categories' dtype)."""
@@ -59,17 +52,6 @@ NODE_CONFIG_HINTS = OptionHints(
 )
 """How a deployed party sets its reader's options (the node config keys ``data-separator`` and ``data-header``):
 the words of the hint of a data file whose first line does not read as the schema's header."""
-
-
-HEADER_CHECKED_SUFFIXES = (".csv", ".txt", ".tsv")
-"""Data files whose header the ClientApp's start-up check (:mod:`client._preflight`) reads."""
-
-
-def first_line(path: Path) -> str | None:
-    """The data file's first non-blank line among its first 100 (at most 1 MiB of it), without its line break."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
-    return first.rstrip("\r\n") if first else None
 
 
 def data_file_problem(path: str | Path, schema: Schema, *, sep: str = ",", header: bool = True) -> str | None:

@@ -40,7 +40,7 @@ from ._ledger import (
     not_dp_replies,
     total_spent,
 )
-from ._local_data import HEADER_CHECKED_SUFFIXES, NODE_CONFIG_HINTS, first_line
+from ._local_data import NODE_CONFIG_HINTS
 from ._noted_notes import noted_before
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
@@ -613,16 +613,23 @@ def _columns_rule(schema, header: bool) -> str:
     )
 
 
+def _first_line(path: Path) -> str | None:
+    """The data file's first non-blank line among its first 100 (at most 1 MiB of it), without its line break."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        first = next((line for line in (handle.readline(1 << 20) for _ in range(100)) if line.strip()), None)
+    return first.rstrip("\r\n") if first else None
+
+
 def _header(path: Path, schema, report: PreflightReport, sep: str = ",") -> None:
     """The header line only (its cost does not depend on the rows): the ClientApp's check."""
     from edprf_core import DataValidationError
     from edprf_core.tables import header_names
 
-    if path.suffix.lower() not in HEADER_CHECKED_SUFFIXES:
+    if path.suffix.lower() not in (".csv", ".txt", ".tsv"):
         report._add("ok", path, "present (rows and header not checked here: `edprf party check` reads them)")
         return
     try:
-        header_names(schema, first_line(path), sep, True, path, NODE_CONFIG_HINTS)
+        header_names(schema, _first_line(path), sep, True, path, NODE_CONFIG_HINTS)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; the header must name the schema's columns")
         return
@@ -640,7 +647,7 @@ def _headerless(path: Path, schema, report: PreflightReport, sep: str = ",") -> 
         report._add("note", path, "data-header=false does not apply to Parquet: its columns are named in the file")
         return
     try:
-        first = first_line(path)
+        first = _first_line(path)
     except OSError as exc:
         report._add("problem", path, f"cannot read the data file ({exc.strerror or type(exc).__name__})")
         return
