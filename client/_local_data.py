@@ -18,7 +18,7 @@ from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, check_table_header, read_columns, read_table
 
-from ._held_out_split import held_out_rows, split_sides
+from ._held_out_split import split_sides
 
 __all__ = ["NODE_CONFIG_HINTS", "LocalData", "data_file_problem", "load_local_data"]
 
@@ -126,11 +126,10 @@ def load_local_data(
         log.warning("local data: no row conforms to the schema; the release will carry no information")
     # The side of the split is a keyed hash of the row's own cells as the schema reads them: adding or removing
     # a record never moves another row to the other side, however the file's writer typed its columns.
-    if train_from is None or train_from == holdout_fraction:
-        hold = held_out_rows(cells, schema, salt, holdout_fraction)
-        trains = ~hold
-    else:  # rows between the two fractions serve neither side (client._held_out_split.held_out_fraction)
-        hold, trains = split_sides(cells, schema, salt, holdout_fraction, train_from)
+    # rows between the two fractions serve neither side (client._held_out_split.held_out_fraction); one pass
+    hold, trains = split_sides(
+        cells, schema, salt, holdout_fraction, holdout_fraction if train_from is None else train_from
+    )
     train, held = np.flatnonzero(keep & trains), np.flatnonzero(keep & hold)  # positions: one gather per column
     data = LocalData(X.take(train), y.take(train), X.take(held), y.take(held))
     del cells, X, y
