@@ -33,6 +33,7 @@ __all__ = [
     "held_out_rows",
     "held_out_split",
     "keyed_uniform",
+    "recorded_fraction",
     "split_sides",
 ]
 
@@ -65,9 +66,15 @@ def held_out_fraction(fraction: float, recorded: Iterable[str]) -> float:
     ``holdout-fraction`` only after training under 0.2.1; a ledger restored from a backup older than a release
     has lost that release's record (``deploy/README.md``, section 3, backups).
     """
-    prefix = f"{HOLDOUT_SPLIT} fraction="
-    fractions = [float(value.removeprefix(prefix)) for value in recorded if value.startswith(prefix)]
+    fractions = [f for value in recorded if (f := recorded_fraction(value)) is not None]
     return min([float(fraction), *fractions])
+
+
+def recorded_fraction(record: str | None) -> float | None:
+    """The fraction a release's split record (:func:`held_out_split`) names under today's rule; None for another
+    rule, a record without a fraction (0.2.0), or none."""
+    prefix = f"{HOLDOUT_SPLIT} fraction="
+    return float(record.removeprefix(prefix)) if record is not None and record.startswith(prefix) else None
 
 
 HOLDOUT_SPLIT_KEY = "holdout-split"

@@ -84,7 +84,7 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._held_out_split import HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
+from ._held_out_split import HOLDOUT_SPLIT, HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split, recorded_fraction
 from ._ledger import (
     COORDINATOR_RECORD,
     BudgetExhausted,
@@ -761,16 +761,15 @@ class Party:
                     "the model holds a release signed by this party that its ledger did not make (a lost or "
                     "replaced ledger): evaluating it here may not be on held-out rows; a new release is needed first",
                 )
-            recorded = self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}") or ""
-            today = held_out_split(self.policy.holdout_fraction)
-            if recorded.partition(" fraction=")[0] != today.partition(" fraction=")[0] or " fraction=" not in recorded:
+            recorded = self.ledger.meta_value(f"{HOLDOUT_SPLIT_KEY}/{release.request_id}")
+            if recorded_fraction(recorded) is None:  # another rule, or none recorded with its fraction
                 log.warning(
                     "evaluation refused: the model holds this party's release %s, trained under the held-out split "
                     "%r, not under today's rule %r (an upgrade re-drew the held-out rows); a new release is needed "
                     "first",
                     release.request_id,
                     recorded,
-                    today,
+                    HOLDOUT_SPLIT,
                 )
                 raise Refusal(
                     RefusalReason.HELD_OUT_CHANGED,
