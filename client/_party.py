@@ -486,7 +486,7 @@ class Party:
         A round that closes later, during the read or the work, is not refused: the epsilon is already reserved
         and the reply goes out late (the party's log says to ask for a longer round-timeout).  Privacy cost: none.
         """
-        if self.reserve_by is None or message_reached() <= self.reserve_by:  # the clock reserve_by was read on
+        if not self._round_closed():
             return
         log.warning(
             "request %s: the run's round-timeout had passed when the request reached the party; nothing was "
@@ -498,10 +498,14 @@ class Party:
             "the round-timeout had passed before the party could reserve its epsilon; nothing was spent",
         )
 
+    def _round_closed(self) -> bool:
+        """Whether :attr:`reserve_by` has passed, on the clock it was read on (:func:`message_reached`)."""
+        return self.reserve_by is not None and message_reached() > self.reserve_by
+
     def _say_if_the_round_closed(self, request_id: str) -> None:
         """After the work: when the run's round-timeout passed during it, the party's log says so (the epsilon is
         spent and the coordinator may no longer take the reply).  Local only; nothing changes in the reply."""
-        if self.reserve_by is not None and message_reached() > self.reserve_by:
+        if self._round_closed():
             log.warning(
                 "request %s: the run's round-timeout passed while the party worked; its epsilon is spent and the "
                 "coordinator may not take the reply. Ask the coordinator for a longer round-timeout",
