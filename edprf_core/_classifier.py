@@ -920,6 +920,10 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         warn_if_clipped(X, forest.schema, stacklevel=4)
         return forest
 
+    def _sorted_proba(self, forest: DPForest, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """``forest``'s probabilities of ``X``, columns in the order of ``classes_`` (``X`` already checked)."""
+        return in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none).
 
@@ -929,21 +933,19 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         ``leaf="label"``: the share of trees voting for each class.
         """
         forest = self._checked(X)
-        return in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
+        return self._sorted_proba(forest, X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         forest = self._checked(X)
-        return log_of(in_classes_order(forest.predict_proba(X), self.classes_, forest.classes))
+        return log_of(self._sorted_proba(forest, X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class (``leaf="label"``: the majority vote), ``classes_[argmax(predict_proba(X))]``:
         ties go to the class first in ``classes_`` (sorted, as scikit-learn; ``forest_.predict`` gives them to the
         class declared first).  Privacy cost: none."""
         forest = self._checked(X)  # refuses an unfitted estimator, warns for the caller
-        return self.classes_[
-            np.argmax(in_classes_order(forest.predict_proba(X), self.classes_, forest.classes), axis=1)
-        ]
+        return self.classes_[np.argmax(self._sorted_proba(forest, X), axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -962,8 +964,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         forest = self._checked(X)
-        proba = lambda: in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
-        return schema_accuracy(forest.schema, proba, y, sample_weight, self.classes_)
+        return schema_accuracy(forest.schema, lambda: self._sorted_proba(forest, X), y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

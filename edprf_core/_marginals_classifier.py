@@ -349,6 +349,10 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         warn_if_clipped(X, self.schema_, stacklevel=4)
         return codes
 
+    def _sorted_proba(self, codes: NDArray[np.int32]) -> NDArray[np.float64]:
+        """The release's probabilities of ``codes``, columns in the order of ``classes_``."""
+        return in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_``; rows read by the schema alone.
 
@@ -356,19 +360,18 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         (post-processing of the release, which spent ``epsilon`` in (0, inf) once in ``fit``).
         """
         codes = self._codes(X)  # refuses an unfitted estimator first
-        return in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
+        return self._sorted_proba(codes)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         codes = self._codes(X)
-        return log_of(in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes))
+        return log_of(self._sorted_proba(codes))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class, ``classes_[argmax(predict_proba(X))]``: ties go to the class first in
         ``classes_`` (sorted).  Privacy cost: none."""
         codes = self._codes(X)  # refuses an unfitted estimator, warns for the caller
-        proba = in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
-        return self.classes_[np.argmax(proba, axis=1)]
+        return self.classes_[np.argmax(self._sorted_proba(codes), axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -381,8 +384,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         from ._released_classifier import schema_accuracy
 
         codes = self._codes(X)
-        proba = lambda: in_classes_order(marginal_proba(self.marginals_, codes), self.classes_, self.schema_.classes)
-        return schema_accuracy(self.schema_, proba, y, sample_weight, self.classes_)
+        return schema_accuracy(self.schema_, lambda: self._sorted_proba(codes), y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         return training_tags(super().__sklearn_tags__(), self.schema, type(self).__name__, self.random_state)

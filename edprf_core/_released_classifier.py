@@ -161,23 +161,26 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         check_predict_input(self, X, self.schema_)
         warn_if_clipped(X, self.schema_, stacklevel=4)
 
+    def _sorted_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
+        """The forest's probabilities of ``X``, columns in the order of ``classes_`` (``X`` already checked)."""
+        return in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
+
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
         self._check(X)
-        return in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
+        return self._sorted_proba(X)
 
     def predict_log_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The natural logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0; privacy cost: none)."""
         self._check(X)
-        return log_of(in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes))
+        return log_of(self._sorted_proba(X))
 
     def predict(self, X: ArrayLike | pd.DataFrame) -> NDArray:
         """The most probable class, ``classes_[argmax(predict_proba(X))]``: ties go to the class first in
         ``classes_`` (sorted; the model's own ``forest_.predict`` gives them to the class declared first).
         Privacy cost: none."""
         self._check(X)  # warns for the caller
-        proba = in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
-        return self.classes_[np.argmax(proba, axis=1)]
+        return self.classes_[np.argmax(self._sorted_proba(X), axis=1)]
 
     def score(
         self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series, sample_weight: ArrayLike | None = None
@@ -188,8 +191,7 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
         The score is an exact statistic of ``(X, y)``: not DP, no ε spent.
         """
         self._check(X)
-        proba = lambda: in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
-        return schema_accuracy(self.schema_, proba, y, sample_weight, self.classes_)
+        return schema_accuracy(self.schema_, lambda: self._sorted_proba(X), y, sample_weight, self.classes_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
