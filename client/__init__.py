@@ -16,6 +16,7 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
+from ._held_out_record import HOLDOUT_SALT_KEY
 from ._held_out_split import held_out_rows
 from ._ledger import (
     CAP_CHANGES_KEY,
@@ -40,7 +41,6 @@ from ._ledger import (
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
 from ._ledger_backup import LedgerBackup, backup_ledger, check_backup_target
-from ._local_data import HOLDOUT_SALT_KEY
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs

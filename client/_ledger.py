@@ -46,6 +46,7 @@ from edprf_core import BudgetError, EDPRFError
 from edprf_core.count_text import count_text
 from protocol import create_owner_only_file
 
+from ._held_out_record import HOLDOUT_SALT_KEY, HOLDOUT_SPLIT_KEY, held_out_split, smallest_recorded_fraction
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
 
 __all__ = [
@@ -321,9 +322,11 @@ class BudgetLedger:
                 earlier = _meta(db, LEDGER_ID_KEY) is not None
                 party_recorded = self._record_party(db, party_id, earlier)
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
-                spent, carried_note = self._carry(db, anchor)
+                carried_note = self._carry(db, anchor)
+                split_note = self._carry_split(db, anchor)
                 cap_change = self._record_cap(db)
-            if anchor != LedgerAnchor(self.ledger_id, spent):  # written at each reservation: usually unchanged
+                current = self._current_anchor(db)
+            if anchor != current:  # written at each reservation: usually unchanged
                 self._anchor(db)
         if party_recorded:
             log.info(
@@ -334,16 +337,18 @@ class BudgetLedger:
             )
         if carried_note:
             log.warning("ledger %s: %s", self.path, carried_note)
+        if split_note:
+            log.warning("ledger %s: %s", self.path, split_note)
         if cap_change:
             log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, cap_change)
 
-    def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> tuple[Fraction, str]:
-        """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); the
-        ledger's total then, and a note on what was carried (``""``: nothing)."""
+    def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> str:
+        """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); a note
+        on what was carried (``""``: nothing)."""
         spent = self._sum(db)
         missing = carried(anchor, self.ledger_id, spent)
         if not missing:
-            return spent, ""
+            return ""
         other = anchor.ledger_id != self.ledger_id
         note = (
             f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent "
@@ -352,7 +357,41 @@ class BudgetLedger:
             f"{format_epsilon(missing)} is counted as spent"
         )
         _insert_carried(db, missing, note)
-        return spent + missing, note
+        return note
+
+    def _carry_split(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> str:
+        """Take back the held-out split the anchor keeps (inside ``db``'s transaction): its salt when the ledger
+        has none, and its smallest fraction when the ledger, with that salt, records none as small; a note on
+        what was taken (``""``: nothing).
+
+        A ledger lost, or restored from a backup older than its salt or than a release, would otherwise draw a
+        new split, or hold out rows an earlier release trained on, and a coordinator that relabels that release
+        (no signature, another request id) would have it evaluated on them.  A ledger with a salt of its own
+        keeps it (another ledger in this one's place: its releases trained under its own split).  Privacy cost:
+        none (a party-local secret and a public constant of the party's own policy history).
+        """
+        if anchor is None or anchor.salt is None:
+            return ""
+        taken = []
+        own = _meta(db, HOLDOUT_SALT_KEY)
+        if own is None:
+            db.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (HOLDOUT_SALT_KEY, anchor.salt))
+            taken.append("its held-out salt")
+        elif own != anchor.salt:
+            return ""
+        smallest = _smallest_fraction(db)
+        if anchor.smallest_fraction is not None and (smallest is None or anchor.smallest_fraction < smallest):
+            db.execute(
+                "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
+                (f"{HOLDOUT_SPLIT_KEY}/carried-{secrets.token_hex(8)}", held_out_split(anchor.smallest_fraction)),
+            )
+            taken.append(f"its smallest holdout-fraction ({anchor.smallest_fraction:g})")
+        if not taken:
+            return ""
+        return (
+            f"took {' and '.join(taken)} from {self.anchor_path.name}: the ledger lost them (lost, or restored "
+            "from an older backup); the party holds out the same rows as before"
+        )
 
     def carry_recorded(self, recorded: Fraction, source: str, run_id: str = "", request_id: str = "") -> Fraction:
         """Count as spent what ``recorded`` (ε this party is known elsewhere to have spent) exceeds the ledger's
@@ -431,7 +470,11 @@ class BudgetLedger:
         the totals they record, so one process's anchor never overwrites another's larger one, and an anchor
         never records what is not committed (a crash before this leaves it behind, never ahead)."""
         with _immediate(db):
-            write_anchor(self.anchor_path, LedgerAnchor(self.ledger_id, self._sum(db)))
+            write_anchor(self.anchor_path, self._current_anchor(db))
+
+    def _current_anchor(self, db: sqlite3.Connection) -> LedgerAnchor:
+        """What the anchor is to record now: the ledger's id and total, its held-out salt and smallest fraction."""
+        return LedgerAnchor(self.ledger_id, self._sum(db), _meta(db, HOLDOUT_SALT_KEY), _smallest_fraction(db))
 
     def _refuse_another_schema(self) -> None:
         """One ledger schema: a ledger of another version is refused before anything writes to it (no migration)."""
@@ -594,11 +637,17 @@ class BudgetLedger:
         return dict(rows)
 
     def secret(self, key: str, factory: Callable[[], str]) -> str:
-        """A party-local secret stored in the ledger (created once by ``factory``)."""
+        """A party-local secret stored in the ledger (created once by ``factory``).
+
+        Creating the held-out salt or a release's split record also brings the anchor up to date (before the
+        release exists), so that a ledger lost after it keeps its split (:meth:`_carry_split`).
+        """
         with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            value = _meta_or_add(db, key, factory)
-            db.execute("COMMIT")
+            with _immediate(db):
+                created = _meta(db, key) is None
+                value = _meta_or_add(db, key, factory)
+            if created and (key == HOLDOUT_SALT_KEY or key.startswith(f"{HOLDOUT_SPLIT_KEY}/")):
+                self._anchor(db)
             return value
 
 
@@ -648,6 +697,13 @@ def _meta(db: sqlite3.Connection, key: str) -> str | None:
     """The ``ledger_meta`` value of ``key`` (None: absent)."""
     row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
+
+
+def _smallest_fraction(db: sqlite3.Connection) -> float | None:
+    """The smallest fraction the ledger's split records name under today's rule (None: none does)."""
+    prefix = f"{HOLDOUT_SPLIT_KEY}/"
+    rows = db.execute("SELECT value FROM ledger_meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+    return smallest_recorded_fraction(value for (value,) in rows)
 
 
 def _meta_or_add(db: sqlite3.Connection, key: str, factory: Callable[[], str]) -> str:

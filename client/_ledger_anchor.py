@@ -10,7 +10,16 @@ the ledger as spent (an entry whose request id starts with ``carried-``) before 
 - the same ledger with less spent (a copy restored from a backup): the difference;
 - another ledger (another id), or a new one where the ledger was lost: all that the anchor records.
 
-So a party's accounting never goes backwards: invariant 4 holds across a restore.  A stale anchor (one that
+So a party's accounting never goes backwards: invariant 4 holds across a restore.
+
+Since 0.2.2 the anchor also keeps the held-out split (:mod:`client._held_out_record`): the ledger's secret salt and
+the smallest ``holdout-fraction`` any of its releases trained under.  A ledger opened without a salt (lost, or
+restored from a backup taken before it had one) takes the anchor's; a ledger with the anchor's salt and a larger
+smallest fraction (a backup older than a release) takes the anchor's fraction.  So the party holds out the same
+rows as before the loss, and no release the lost records describe trained on a row it evaluates on, whatever a
+model says of its releases (a coordinator can relabel one).  A ledger with a salt of its own (another ledger put
+in its place) keeps it: its split is its own, and its releases are its own.  The salt makes the anchor as
+secret as the ledger: it is written readable by its owner only, and never leaves the party.  A stale anchor (one that
 lags its ledger, after a crash between a reservation and the anchor's write) records less, never more, than
 was spent, and is rewritten at the next opening.
 
@@ -37,14 +46,23 @@ LEDGER_ID_KEY = "ledger-id"
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _EXACT = re.compile(r"\d{1,400}(/\d{1,400})?")
+_SALT = "holdout-salt"
+_FRACTION = "holdout-smallest-fraction"
 
 
 @dataclass(frozen=True)
 class LedgerAnchor:
-    """What a ledger had spent as of its last reservation: its id and the exact ε."""
+    """What a ledger had spent as of its last reservation (its id and the exact ε), and its held-out split.
+
+    ``salt``: the ledger's held-out salt (32 hex digits), None before it has one or in an anchor written before
+    0.2.2.  ``smallest_fraction``: the smallest fraction in [0, 1) its releases recorded under today's rule
+    (:func:`client._held_out_record.smallest_recorded_fraction`), None when none did.
+    """
 
     ledger_id: str
     spent: Fraction
+    salt: str | None = None
+    smallest_fraction: float | None = None
 
 
 def anchor_path(ledger_path: Path) -> Path:
@@ -69,11 +87,17 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
             raise ValueError("ledger")
         if not (isinstance(spent, str) and _EXACT.fullmatch(spent)):
             raise ValueError("spent")
-        return LedgerAnchor(ledger_id, Fraction(spent))
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        salt, fraction = data.get(_SALT), data.get(_FRACTION)
+        if not (salt is None or (isinstance(salt, str) and _ID.fullmatch(salt))):
+            raise ValueError("salt")
+        if not (fraction is None or (isinstance(fraction, str) and 0 <= float(fraction) < 1)):
+            raise ValueError("fraction")
+        return LedgerAnchor(ledger_id, Fraction(spent), salt, None if fraction is None else float(fraction))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError):
         raise ValueError(
-            f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}}, got something '
-            "else; it records what the party spent: restore it (never delete it to make the party serve again)"
+            f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}} (and, from 0.2.2, '
+            f'"{_SALT}": <32 hex digits>, "{_FRACTION}": "<fraction in [0, 1)>"), got something else; it records '
+            "what the party spent: restore it (never delete it to make the party serve again)"
         ) from None
 
 
@@ -105,8 +129,13 @@ def _read_small_regular_file(path: Path) -> bytes:
 
 
 def write_anchor(path: Path, anchor: LedgerAnchor) -> None:
-    """Write ``anchor`` to ``path`` atomically (owner-only mode, as the ledger's directory)."""
-    text = json.dumps({"ledger": anchor.ledger_id, "spent": str(anchor.spent)})
+    """Write ``anchor`` to ``path`` atomically, readable by its owner only (it holds the held-out salt)."""
+    fields = {"ledger": anchor.ledger_id, "spent": str(anchor.spent)}
+    if anchor.salt is not None:
+        fields[_SALT] = anchor.salt
+    if anchor.smallest_fraction is not None:
+        fields[_FRACTION] = repr(float(anchor.smallest_fraction))
+    text = json.dumps(fields)
     save_atomic(path, text.encode("utf-8"), mode=0o600)
 
 

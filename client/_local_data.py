@@ -102,7 +102,7 @@ def load_local_data(
     so its side of the split, are the same whether the file has a header or not.
     ``train_from`` (default ``holdout_fraction``): rows train when their keyed uniform is at least it, and are held
     out below ``holdout_fraction``; a party holds out below the smallest fraction its releases trained under
-    (:func:`client._held_out_split.held_out_fraction`).
+    (:func:`client._held_out_record.held_out_fraction`).
     """
     columns, rows, dropped = _file_columns(path, schema, sep, header)
     for note in dropped[:_LOGGED]:
@@ -126,7 +126,7 @@ def load_local_data(
         log.warning("local data: no row conforms to the schema; the release will carry no information")
     # The side of the split is a keyed hash of the row's own cells as the schema reads them: adding or removing
     # a record never moves another row to the other side, however the file's writer typed its columns.
-    # rows between the two fractions serve neither side (client._held_out_split.held_out_fraction); one pass
+    # rows between the two fractions serve neither side (client._held_out_record.held_out_fraction); one pass
     hold, trains = split_sides(
         cells, schema, salt, holdout_fraction, holdout_fraction if train_from is None else train_from
     )
@@ -279,10 +279,6 @@ def _one_character_codes(cells: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]
     table = np.zeros(128, dtype=np.int8)
     table[order] = np.arange(len(order), dtype=np.int8)
     return np.take(table, data), [chr(byte) for byte in order]
-
-
-HOLDOUT_SALT_KEY = "holdout-salt"
-"""Name of the party-local secret, in the ledger, that keys the hold-out split."""
 
 
 def new_salt() -> str:

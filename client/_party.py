@@ -84,7 +84,14 @@ from protocol import (
 from protocol.messages import EvaluateRequest, TrainRequest
 
 from ._evaluation_cost import evaluation_cost
-from ._held_out_split import HOLDOUT_SPLIT, HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split, recorded_fraction
+from ._held_out_record import (
+    HOLDOUT_SALT_KEY,
+    HOLDOUT_SPLIT,
+    HOLDOUT_SPLIT_KEY,
+    held_out_fraction,
+    held_out_split,
+    recorded_fraction,
+)
 from ._ledger import (
     COORDINATOR_RECORD,
     BudgetExhausted,
@@ -94,7 +101,7 @@ from ._ledger import (
     exact_epsilon,
     format_epsilon,
 )
-from ._local_data import HOLDOUT_SALT_KEY, LocalData, data_file_problem, load_local_data, new_salt
+from ._local_data import LocalData, data_file_problem, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 from ._reply_timing import message_reached
 
@@ -317,7 +324,7 @@ class Party:
     def _data(self) -> LocalData:
         """The party's rows, split: training rows at or above the policy's holdout-fraction, held-out rows below the
         smallest fraction any release of this ledger trained under (so no release of it ever trained on a held-out
-        row, whatever a model says of its releases: :func:`client._held_out_split.held_out_fraction`)."""
+        row, whatever a model says of its releases: :func:`client._held_out_record.held_out_fraction`)."""
         salt = self.ledger.secret(HOLDOUT_SALT_KEY, new_salt)
         fraction = self.policy.holdout_fraction
         held_below = held_out_fraction(fraction, self.ledger.meta_values(f"{HOLDOUT_SPLIT_KEY}/").values())

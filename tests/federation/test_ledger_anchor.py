@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from client import BudgetExhausted, BudgetLedger, Party, Refusal
+from client._held_out_record import HOLDOUT_SALT_KEY, HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
 from client._ledger_anchor import anchor_path, read_anchor
 from edprf_fl.cli._main import main
 from protocol import (
@@ -300,3 +301,93 @@ def test_a_ledger_with_entries_and_no_anchor_is_said_by_party_check_and_budget(p
     assert "note: the ledger holds 1 entry and no anchor (ledger-anchor.json) is beside it" in out
     assert main(["budget", str(setup.ledger_path), "--json"]) == 0
     assert '"anchor_missing": true' in capsys.readouterr().out
+
+
+def _split_records(ledger: BudgetLedger) -> list[str]:
+    return sorted(ledger.meta_values(f"{HOLDOUT_SPLIT_KEY}/").values())
+
+
+def _ledger_with_a_split(path: Path, *fractions: float) -> BudgetLedger:
+    """A ledger with a held-out salt and one release's split record per fraction (as a party's train writes them)."""
+    ledger = BudgetLedger(path, cap=10.0)
+    ledger.secret(HOLDOUT_SALT_KEY, lambda: "0123456789abcdef" * 2)
+    assert read_anchor(anchor_path(path)).salt == "0123456789abcdef" * 2  # at once, not at the next reservation
+    for k, fraction in enumerate(fractions):
+        ledger.reserve(f"r{k}", "release", 0.5)
+        ledger.secret(f"{HOLDOUT_SPLIT_KEY}/r{k}", lambda f=fraction: held_out_split(f))
+        assert read_anchor(anchor_path(path)).smallest_fraction == min(fractions[: k + 1])
+    return ledger
+
+
+def test_the_anchor_keeps_the_held_out_salt_and_the_smallest_fraction(tmp_path):
+    """Written as soon as the salt or a release's split record is (before the release exists), owner-only."""
+    path = tmp_path / "ledger.sqlite"
+    _ledger_with_a_split(path, 0.3, 0.2, 0.5)
+    anchor = read_anchor(anchor_path(path))
+    assert anchor.salt == "0123456789abcdef" * 2 and anchor.smallest_fraction == 0.2
+    assert anchor_path(path).stat().st_mode & 0o077 == 0
+
+
+def test_a_lost_ledger_takes_back_its_held_out_split(tmp_path, caplog):
+    """Lost: a new ledger would draw a new salt (so a new split, on which a release of the lost ledger may have
+    trained on held-out rows) and forget that a release trained above 0.2.  It takes both from the anchor."""
+    path = tmp_path / "ledger.sqlite"
+    _ledger_with_a_split(path, 0.2, 0.5)
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    with caplog.at_level("WARNING", logger="edprf.party"):
+        ledger = BudgetLedger(path, cap=10.0)
+    assert ledger.spent() == 1 and ledger.secret(HOLDOUT_SALT_KEY, lambda: "f" * 32) == "0123456789abcdef" * 2
+    assert held_out_fraction(0.6, _split_records(ledger)) == 0.2
+    assert "took its held-out salt and its smallest holdout-fraction (0.2) from ledger-anchor.json" in caplog.text
+    assert len(_split_records(BudgetLedger(path, cap=10.0))) == 1  # taken once, not at every opening
+
+
+def test_a_backup_older_than_a_release_takes_back_its_fraction(tmp_path):
+    path = tmp_path / "party" / "ledger.sqlite"
+    _ledger_with_a_split(path, 0.4)
+    _copy_ledger(path.parent, tmp_path / "backup")
+    ledger = BudgetLedger(path, cap=10.0)
+    ledger.reserve("later", "release", 0.5)
+    ledger.secret(f"{HOLDOUT_SPLIT_KEY}/later", lambda: held_out_split(0.1))  # a release at 0.1, after the backup
+    _copy_ledger(tmp_path / "backup", path.parent)
+    restored = BudgetLedger(path, cap=10.0)
+    assert restored.spent() == 1 and "readings-v2 fraction=0.1" in _split_records(restored)
+
+
+def test_another_ledger_in_its_place_keeps_its_own_split(tmp_path):
+    """Another ledger (with a salt of its own) put in this one's place: its releases trained under its own salt."""
+    _ledger_with_a_split(tmp_path / "a" / "ledger.sqlite", 0.1)
+    other = BudgetLedger(tmp_path / "b" / "ledger.sqlite", cap=10.0)
+    other.secret(HOLDOUT_SALT_KEY, lambda: "e" * 32)
+    _copy_ledger(tmp_path / "b", tmp_path / "a")
+    ledger = BudgetLedger(tmp_path / "a" / "ledger.sqlite", cap=10.0)
+    assert ledger.secret(HOLDOUT_SALT_KEY, lambda: "f" * 32) == "e" * 32 and not _split_records(ledger)
+    assert read_anchor(anchor_path(tmp_path / "a" / "ledger.sqlite")).salt == "e" * 32
+
+
+def test_an_anchor_written_before_it_kept_the_split_is_read_and_completed(tmp_path):
+    """0.2.1's anchor (id and spend only) is read as before; the next secret brings it up to date."""
+    path = tmp_path / "ledger.sqlite"
+    ledger = BudgetLedger(path, cap=10.0)
+    ledger.reserve("r0", "release", 0.5)
+    anchor_path(path).write_text(f'{{"ledger": "{ledger.ledger_id}", "spent": "1/2"}}')
+    assert read_anchor(anchor_path(path)).salt is None
+    salt = BudgetLedger(path, cap=10.0).secret(HOLDOUT_SALT_KEY, lambda: "a" * 32)
+    assert read_anchor(anchor_path(path)).salt == salt == "a" * 32
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        '"holdout-salt": "xyz"',
+        '"holdout-salt": 5',
+        '"holdout-smallest-fraction": "1.5"',
+        '"holdout-smallest-fraction": "nan"',
+    ],
+)
+def test_an_anchor_with_a_malformed_split_is_refused(tmp_path, extra):
+    path = anchor_path(tmp_path / "ledger.sqlite")
+    path.write_text(f'{{"ledger": "{"a" * 32}", "spent": "1", {extra}}}')
+    with pytest.raises(ValueError, match="holdout-salt"):
+        read_anchor(path)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import client._party as party_module
-from client._held_out_split import HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
+from client._held_out_record import HOLDOUT_SPLIT_KEY, held_out_fraction, held_out_split
 from protocol import INSPECTION_POLICY, REFUSAL_REASONS, RefusalReason, decode_release
 
 from ..federation._neighbours import file_bytes, make_party
@@ -147,9 +147,9 @@ def test_after_a_change_of_holdout_fraction_no_release_of_the_ledger_trains_on_a
     model says, no release of this ledger trained on a row it evaluates on.  Checked on the rows the party reads:
     after raising the fraction, the held-out rows are those below the first release's 0.3 and the training rows
     those at or above 0.6; after lowering it to 0.1, the held-out rows are below 0.1."""
-    from client import PartyPolicy
+    from client import PartyPolicy, read_meta_readonly
+    from client._held_out_record import HOLDOUT_SALT_KEY
     from client._held_out_split import keyed_uniform
-    from client._local_data import HOLDOUT_SALT_KEY
     from client._policy import load_policy
     from edprf_core import load_schema
     from protocol import encode_release
@@ -183,3 +183,41 @@ def test_after_a_change_of_holdout_fraction_no_release_of_the_ledger_trains_on_a
             held, trained = seen[-1]
             assert held.size and held.max() < held_below and trained.min() >= train_from
     assert held_out_fraction(0.6, ["readings-v2 fraction=0.3", "readings-v2 fraction=0.5", "text-v1"]) == 0.3
+
+
+def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row(tmp_path: Path, monkeypatch):
+    """Whole-change review carry-over (stop 54): a party that lost its ledger started a new one with a new salt,
+    so a new split.  Its own signed release is refused (the test above), but a coordinator that relabels it (another
+    request id, no signature) had it evaluated, mostly on rows it had trained on.  The anchor keeps the salt and the
+    smallest fraction, and the new ledger takes them back: after the loss, and a fraction raised to 0.6, the party
+    holds out the rows below the lost ledger's 0.3 under the lost ledger's salt, so none that trained the release."""
+    from client import PartyPolicy, read_meta_readonly
+    from client._held_out_record import HOLDOUT_SALT_KEY
+    from client._held_out_split import keyed_uniform
+    from client._policy import load_policy
+    from edprf_core import load_schema
+    from protocol import encode_release
+
+    setup, release = _party_with_a_release(tmp_path)  # trained at the harness's 0.3
+    policy, schema = load_policy(setup.policy_path), load_schema(setup.schema_path)
+    # read only (opening the ledger for writing would bring its anchor up to date): lost right after the release
+    salt = read_meta_readonly(setup.ledger_path, (HOLDOUT_SALT_KEY,))[HOLDOUT_SALT_KEY]
+    for f in setup.ledger_path.parent.glob(f"{setup.ledger_path.name}*"):
+        f.unlink()  # the ledger is lost; its anchor stays
+    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6}).to_toml())
+    seen = []
+    real_data = party_module.Party._data
+
+    def data(self):
+        local = real_data(self)
+        seen.append(keyed_uniform(local.X_holdout.assign(**{schema.label.column: local.y_holdout}), schema, salt))
+        return local
+
+    monkeypatch.setattr(party_module.Party, "_data", data)
+    relabelled = global_model(
+        decode_release(encode_release(release.forest, "harness", request_id="forged/1"), schema, INSPECTION_POLICY)
+    )
+    result = result_of(send_evaluate(setup, relabelled, 0.5, "run2/evaluate"))
+    assert result["status"] == "evaluated", result
+    assert ledger(setup).meta_value(HOLDOUT_SALT_KEY) == salt
+    assert seen[-1].size and seen[-1].max() < 0.3  # the lost ledger's split, below its release's fraction
