@@ -147,6 +147,18 @@ def test_dockerfile_installs_at_build_time_and_runs_as_a_non_root_user():
     assert {f"!{p}/" for p in copied} <= set(ignore)
 
 
+def test_every_image_tag_the_deployment_names_is_the_project_version():
+    """The compose files ran ``edprf-fl:0.1.0`` by default while the runbook built ``edprf-fl:0.2.1``: ``docker compose
+    up`` after the documented build looked for an image nobody had built.  One version everywhere."""
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    named = {
+        path.name: set(re.findall(r"edprf-fl:(\d+\.\d+\.\d+)", path.read_text(encoding="utf-8")))
+        for path in (SECURE, INSECURE, DEPLOY / "Dockerfile", DEPLOY / "README.md")
+    }
+    assert all(named.values()), named
+    assert {name: tags for name, tags in named.items() if tags != {version}} == {}, version
+
+
 def _demo_script():
     import importlib.util
 
