@@ -42,6 +42,7 @@ from ._forest import (
     SIZE_CHOICES,
     DPForest,
     TrainingParameters,
+    epsilon_float,
 )
 from ._input_checks import (
     check_fit_input,
@@ -159,7 +160,7 @@ def admit_fit(
             "sampler are proven up to it); train on a random subset"
         )
     owner = type(estimator).__name__
-    charge_fit(estimator.accountant, float(estimator.epsilon), label=f"{owner}.fit on schema {schema.name!r}")
+    charge_fit(estimator.accountant, epsilon_float(estimator.epsilon), label=f"{owner}.fit on schema {schema.name!r}")
     if len(y) == 0:  # not refused (a party's filtered rows may be none: that is data); said to the caller
         warnings.warn(
             f"{owner}.fit on 0 rows: the model is noise alone (its epsilon is spent all the same)",
@@ -644,15 +645,15 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         if not (auto_trees or auto_depth or auto_bins or auto_share):
             bins = int(self.n_bins)
             marginals_bins = (bins if given_marginals_bins is None else given_marginals_bins) * (share > 0)
-            residual = self._residual_pass_on(schema, share, None, float(self.epsilon))
+            residual = self._residual_pass_on(schema, share, None, epsilon_float(self.epsilon))
             return FitShape(
                 int(self.n_trees), int(self.max_depth), 0.0, "fixed", None, bins, share, marginals_bins, residual
             )
-        counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
+        counted = fit_size(self.n_rows_public, self.count_epsilon_share, epsilon_float(self.epsilon), n_rows, rng)
         size, count_eps, rule, estimate = counted.size, counted.count_epsilon, counted.rule, counted.estimate
-        forest_eps = float(self.epsilon) - count_eps
+        forest_eps = epsilon_float(self.epsilon) - count_eps
         if auto_share:
-            share = marginals_share_rule(size, schema.n_features, schema.n_classes, float(self.epsilon))
+            share = marginals_share_rule(size, schema.n_features, schema.n_classes, epsilon_float(self.epsilon))
         # each part's rules read its expected share of the public size
         tree_size = max(1, round((1.0 - share) * size))
         n_bins = public_bins(tree_size, forest_eps) if auto_bins else int(self.n_bins)
@@ -674,7 +675,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             marginals_bins = (
                 marginals_n_bins(marginals_size, schema.n_features, forest_eps) if auto_bins else int(self.n_bins)
             )
-        residual = self._residual_pass_on(schema, share, size if auto_share else None, float(self.epsilon))
+        residual = self._residual_pass_on(schema, share, size if auto_share else None, epsilon_float(self.epsilon))
         automatic = zip(SIZE_CHOICES, (auto_trees, auto_depth, auto_bins, auto_share), strict=True)
         chosen = tuple(name for name, auto in automatic if auto)
         return FitShape(n_trees, depth, count_eps, rule, estimate, n_bins, share, marginals_bins, residual, chosen)
@@ -805,7 +806,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         sampler = self._resolved_sampler()
         self._parameters(1, 1)  # the options' combinations, checked before any data is read
         if self.residual_pass is True and (schema.n_classes != 2 or self.marginals_share in (0, 0.0)):
-            self._residual_pass_on(schema, 0.0, None, float(self.epsilon))  # refuses, before the charge
+            self._residual_pass_on(schema, 0.0, None, epsilon_float(self.epsilon))  # refuses, before the charge
         self._refuse_oversized()  # public options: before the charge
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         if self._paper_options().stop_when_pure:

@@ -86,6 +86,18 @@ DEPTH_RULES = ("fixed", "declared-size", "dp-count")
 MAX_DEPTH_LIMIT = 30
 
 
+def epsilon_float(value: Real) -> float:
+    """``value`` (ε, any real number) as the float a fit charges, spends and prints.
+
+    A numpy float narrower than a double is read as the decimal it prints: ``np.float32(0.1)`` is 0.1, not
+    0.10000000149011612 (which the accountant charged while the guarantee printed 0.1: library-user review F10).
+    The charge, the mechanisms and the text then use one value, the one the user wrote.  Other numbers: ``float``.
+    """
+    if isinstance(value, np.floating) and value.dtype.itemsize < 8:
+        return float(str(value))
+    return float(value)
+
+
 @dataclass(frozen=True)
 class TrainingParameters:
     """The parameters a party's guarantee depends on.
@@ -174,7 +186,7 @@ class TrainingParameters:
             )
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon!r}")
-        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "epsilon", epsilon_float(self.epsilon))
         for name, allowed in (
             ("relation", RELATIONS),
             ("schedule", SCHEDULES),

@@ -51,6 +51,7 @@ from ._forest import (
     FLOAT_NOISE_REASON,
     RELATIONS,
     SEEDED_REASON,
+    epsilon_float,
     release_guarantee,
     size_source,
 )
@@ -283,8 +284,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         """
         if self.n_bins != "auto":
             return int(self.n_bins), 0.0, "fixed", None
-        counted = fit_size(self.n_rows_public, self.count_epsilon_share, self.epsilon, n_rows, rng)
-        histogram_eps = float(self.epsilon) - counted.count_epsilon
+        counted = fit_size(self.n_rows_public, self.count_epsilon_share, epsilon_float(self.epsilon), n_rows, rng)
+        histogram_eps = epsilon_float(self.epsilon) - counted.count_epsilon
         n_bins = marginals_n_bins(counted.size, schema.n_features, histogram_eps)
         return n_bins, counted.count_epsilon, counted.rule, counted.estimate
 
@@ -317,7 +318,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         if labels.shape[0] != codes.shape[0]:
             raise DataValidationError(f"X has {codes.shape[0]} rows but y has {labels.shape[0]}")
         params = MarginalsParameters(
-            epsilon=float(self.epsilon),
+            epsilon=epsilon_float(self.epsilon),
             relation=self.relation,
             n_features=schema.n_features,
             n_bins=n_bins,

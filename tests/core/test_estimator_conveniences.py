@@ -82,6 +82,24 @@ def test_numpy_scalars_are_accepted_as_epsilon(wall, epsilon):
         TrainingParameters(epsilon=True)
 
 
+@pytest.mark.parametrize("estimator", ["EDPRFClassifier", "DPMarginalsClassifier"])
+def test_a_float32_epsilon_is_charged_spent_and_printed_as_written(wall, estimator):
+    """Library-user review F10: ``np.float32(0.1)`` was charged 0.10000000149011612 while the guarantee printed 0.1
+    (invariant 6: the printed guarantee is what was spent).  It is read as the decimal it prints, everywhere."""
+    import edprf_core
+    from edprf_core import BudgetAccountant
+
+    X, y, schema = wall
+    accountant = BudgetAccountant(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = getattr(edprf_core, estimator)(
+            schema, epsilon=np.float32(0.1), n_rows_public=800, accountant=accountant, random_state=0
+        ).fit(X, y)
+    assert clf.privacy_.epsilon == 0.1 and [s.epsilon for s in accountant.spends] == [0.1]
+    assert "0.10000000149" not in str(clf.privacy_)
+
+
 def test_score_names_a_sample_weight_of_another_length_and_explain_row_refuses_several_rows(wall):
     """Library-user review S3-1 and S3-7: a sample_weight of the wrong length failed with numpy's "Axis must be
     specified when shapes of a and weights differ"; explain_row given several rows explained the first alone."""
