@@ -21,6 +21,7 @@ from ._coordinator import run_federation
 from ._failure_log import failure_lines, quiet_flower_traceback
 from ._outcomes import RunStatus
 from ._run_control import RunFailed, claim_output_dir, release_output_dir
+from ._run_files import check_run_files
 from ._summary import summary_lines
 
 app = ServerApp()
@@ -37,6 +38,7 @@ def _run(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
+        check_run_files(cfg)  # a file the run cannot use fails it now, not after the parties spent for it
         out = claim_output_dir(cfg, str(context.run_id))
     except ValueError as exc:
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
