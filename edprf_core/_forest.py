@@ -374,7 +374,7 @@ FEDERATION_NOTE = (
 """The federation caveat of a merged forest: records disjoint across parties, and models of the same parties
 composing (sequential composition: the parties' ledgers count every run)."""
 
-POOLING_NOTE = f"Pooled with other parties' releases, the model is {_ONE_PARTY_PER_PERSON}"
+POOLING_NOTE = f"If pooled with other parties' releases (a federation), the pooled model is {_ONE_PARTY_PER_PERSON}"
 """The federation caveat of one fit (:func:`release_guarantee`): one data holder's model, or one party's release
 before it is pooled.  A merged forest states :data:`FEDERATION_NOTE` instead."""
 
