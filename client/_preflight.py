@@ -406,6 +406,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         _no_ledger_yet(state, report)
     else:
         _ledger_read(state, report)
+    _anchor_mode(state, report)
     if state.remaining < exact_epsilon(policy.min_epsilon):
         report._add(
             "problem",
@@ -417,6 +418,20 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         )
 
 
+def _anchor_mode(state: BudgetState, report: PreflightReport) -> None:
+    """An anchor readable by others: it holds the held-out salt (from 0.2.2), as secret as the ledger."""
+    if state.anchor is None or state.anchor.salt is None:
+        return
+    mode = state.anchor_path.stat().st_mode & 0o777
+    if mode & 0o077:
+        report._add(
+            "note",
+            state.anchor_path,
+            f"the ledger's anchor is readable by others (mode {mode:o}): it holds the hold-out split's secret "
+            f"salt; chmod 600 {state.anchor_path.name}",
+        )
+
+
 def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
     """A ledger path with nothing at it: what its anchor records (a lost ledger), and whether it can be created."""
     path = state.ledger_path
@@ -425,7 +440,8 @@ def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
             "note",
             path,
             f"no ledger, but its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent: "
-            "the ledger was lost or moved; restore it, or the new ledger will count that as spent",
+            "the ledger was lost or moved; restore it, or the new ledger will count that as spent"
+            + (" and take back its held-out salt (the same held-out rows)" if state.anchor.salt else ""),
         )
     parent = path.parent if path.parent != Path("") else Path(".")
     writable = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)

@@ -195,9 +195,7 @@ def run_config_page() -> str:
         '`pyproject.toml`; override any of them with `flwr run . <connection> --run-config "key=value ..."` '
         "(strings quoted: `schema-path='s.toml'`). A wrong value, or a file the run cannot use (the schema, the "
         "test or validation data, checked as far as their header, or `keys-dir`), stops the run before any request "
-        "is sent.\n\n"
-        + _field_table(config, _kebab, differs)
-        + notes
+        "is sent.\n\n" + _field_table(config, _kebab, differs) + notes
     )
 
 

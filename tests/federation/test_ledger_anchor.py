@@ -177,6 +177,15 @@ def test_a_new_ledger_is_readable_by_its_owner_only(tmp_path, party_files, capsy
     setup.ledger_path.chmod(0o644)  # a ledger made by an older version, or copied with another umask
     said = _party_check(setup, capsys)
     assert "the ledger is readable by others (mode 644)" in said
+    assert "anchor is readable by others" not in said  # no salt in it yet: nothing secret
+    BudgetLedger(setup.ledger_path, cap=10.0).secret(HOLDOUT_SALT_KEY, lambda: "c" * 32)  # the anchor gets the salt
+    anchor_path(setup.ledger_path).chmod(0o644)
+    said = _party_check(setup, capsys)
+    assert "the ledger's anchor is readable by others (mode 644): it holds the hold-out split's secret salt" in said
+    for f in setup.ledger_path.parent.glob(f"{setup.ledger_path.name}*"):
+        f.unlink()
+    said = _party_check(setup, capsys)
+    assert "the new ledger will count that as spent and take back its held-out salt (the same held-out rows)" in said
 
 
 def _snapshot(directory: Path, target: Path) -> None:
