@@ -250,6 +250,7 @@ def test_the_guarantee_names_only_the_choices_left_to_the_rule(wall):
     assert "not given" not in fixed and "DP count" not in fixed
 
 
+@pytest.mark.privacy  # in the gate: mutation review N05, N14, N16, N17 (stop 55)
 def test_given_shape_parameters_are_named_as_assumed_chosen_without_the_rows():
     """Library-user review S2-3: after GridSearchCV chose max_depth on the private rows, the refit's guarantee said
     "epsilon = 1 differential privacy" with no condition.  A fit now names the shape parameters it was given and

@@ -99,6 +99,7 @@ def test_a_data_header_other_than_true_or_false_is_refused(files, extra, shown):
         PartySetup(d / "no-header.data", d / "schema.toml", d / "policy.toml", d / "ledger.sqlite", None, ",", "false")
 
 
+@pytest.mark.privacy  # in the gate: mutation review N05, N14, N16, N17 (stop 55)
 def test_a_headerless_file_read_with_a_header_logs_the_node_config_key_that_reads_it(files, caplog):
     """The party's log named `--no-header`, a flag of the edprf commands that no party has."""
     d, schema = files
@@ -111,6 +112,7 @@ def test_a_headerless_file_read_with_a_header_logs_the_node_config_key_that_read
     assert party.ledger.entries() == []
 
 
+@pytest.mark.privacy  # in the gate: mutation review N05, N14, N16, N17 (stop 55)
 def test_the_file_check_before_the_reservation_accepts_what_the_reader_reads(files):
     """A party refuses an unusable data file before it reserves (the reservation now comes before the read), by the
     reader's own file-level checks on the header line alone: a file the reader reads must pass it (a byte-order

@@ -147,7 +147,7 @@ def test_after_a_change_of_holdout_fraction_no_release_of_the_ledger_trains_on_a
     model says, no release of this ledger trained on a row it evaluates on.  Checked on the rows the party reads:
     after raising the fraction, the held-out rows are those below the first release's 0.3 and the training rows
     those at or above 0.6; after lowering it to 0.1, the held-out rows are below 0.1."""
-    from client import PartyPolicy, read_meta_readonly
+    from client import PartyPolicy
     from client._held_out_record import HOLDOUT_SALT_KEY
     from client._held_out_split import keyed_uniform
     from client._policy import load_policy
@@ -182,7 +182,7 @@ def test_after_a_change_of_holdout_fraction_no_release_of_the_ledger_trains_on_a
             assert result["status"] == "evaluated", result
             held, trained = seen[-1]
             assert held.size and held.max() < held_below and trained.min() >= train_from
-    assert held_out_fraction(0.6, ["readings-v2 fraction=0.3", "readings-v2 fraction=0.5", "text-v1"]) == 0.3
+    assert held_out_fraction(0.6, ["readings-v2 fraction=0.5", "readings-v2 fraction=0.3", "text-v1"]) == 0.3
 
 
 def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row(tmp_path: Path, monkeypatch):
@@ -221,3 +221,34 @@ def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row
     assert result["status"] == "evaluated", result
     assert ledger(setup).meta_value(HOLDOUT_SALT_KEY) == salt
     assert seen[-1].size and seen[-1].max() < 0.3  # the lost ledger's split, below its release's fraction
+
+
+def test_every_recorded_fraction_counts_not_only_the_first(tmp_path: Path, monkeypatch):
+    """Mutation review N10: a party that trained at 0.3, then at 0.1, then raised its fraction to 0.6 must hold out
+    below 0.1 (the second release trained on the rows from 0.1 on); reading only the first record held out below
+    0.3, on rows the second release had trained on.  Through the party's handlers, on the rows it reads."""
+    from client import PartyPolicy
+    from client._held_out_record import HOLDOUT_SALT_KEY
+    from client._held_out_split import keyed_uniform
+    from client._policy import load_policy
+    from edprf_core import load_schema
+
+    setup, first = _party_with_a_release(tmp_path)  # trained at the harness's 0.3
+    policy, schema = load_policy(setup.policy_path), load_schema(setup.schema_path)
+    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.1}).to_toml())
+    second = release_of(setup, send_train(setup, SETTINGS, "run2/train"))
+    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6}).to_toml())
+    salt = ledger(setup).meta_value(HOLDOUT_SALT_KEY)
+    seen = []
+    real_data = party_module.Party._data
+
+    def data(self):
+        local = real_data(self)
+        seen.append(keyed_uniform(local.X_holdout.assign(**{schema.label.column: local.y_holdout}), schema, salt))
+        return local
+
+    monkeypatch.setattr(party_module.Party, "_data", data)
+    for k, release in enumerate((first, second)):
+        result = result_of(send_evaluate(setup, global_model(release), 0.5, f"run3/evaluate-{k}"))
+        assert result["status"] == "evaluated", result
+        assert seen[-1].size and seen[-1].max() < 0.1

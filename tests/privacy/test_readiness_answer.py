@@ -54,3 +54,29 @@ def test_neighbouring_parties_and_any_file_answer_alike(tmp_path, name, line, wh
         after[label] = result_of(send_query(setups[label], TrainSettings()))
         assert len(ledger(setups[label]).entries()) == 1
     assert after["d"] == after["d-plus"] and after["d"]["reason"] == "budget_exhausted", after
+
+
+@pytest.mark.parametrize("left", ["reserved", "failed"])
+def test_a_request_left_reserved_or_failed_is_answered_as_its_train_request_is(tmp_path, monkeypatch, left):
+    """A process killed during the work leaves its request reserved (a failure leaves it failed): the train request
+    under that id is refused ``request_spent``, so the readiness answer must say so too, or a resumed run passes the
+    readiness round here and the other parties spend epsilon on a run this party then refuses (whole-change review
+    F5 of stop 54, which an answer of ``would_resend`` reintroduced; mutation review N18).  No row is read."""
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=300), allow_seeded_randomness=False)
+
+    def no_rows(*args, **kwargs):
+        raise AssertionError("the readiness answer read the data file")
+
+    monkeypatch.setattr(party_module, "load_local_data", no_rows)
+    failed = result_of(send_train(setup, TrainSettings()))  # the work fails after the reservation
+    assert failed["status"] == "refused" and ledger(setup).entries()[0].state == "failed", failed
+    if left == "reserved":  # as a process killed during the work leaves it
+        with ledger(setup)._connect() as db:
+            db.execute(  # its detail as reserved, without the failure the party appends when the work fails
+                "UPDATE spends SET state = 'reserved', detail = substr(detail, 1, instr(detail, ' [failed') - 1) "
+                "WHERE request_id = 'run1/train'"
+            )
+    answer = result_of(send_query(setup, TrainSettings()))
+    assert answer["status"] == "refused" and answer["reason"] == "request_spent", answer
+    trained = result_of(send_train(setup, TrainSettings()))
+    assert trained["reason"] == answer["reason"] and len(ledger(setup).entries()) == 1
