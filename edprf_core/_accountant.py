@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NoReturn
 
+import numpy as np
+
 from ._exceptions import BudgetError
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "budget",
     "charge_fit",
     "default_accountant",
+    "epsilon_float",
     "refuse_unaccounted_pickling",
     "set_default_accountant",
 ]
@@ -56,11 +59,24 @@ class BudgetExceededError(BudgetError):
     """A spend would take an accountant past its ε cap; nothing was spent or trained."""
 
 
+def epsilon_float(value: numbers.Real) -> float:
+    """``value`` (ε, any real number) as the float a fit charges, spends and prints.
+
+    A numpy float narrower than a double is read as the decimal it prints: ``np.float32(0.1)`` is 0.1, not
+    0.10000000149011612 (which a fit charged while its guarantee printed 0.1: library-user review F10).
+    The charge, the cap, the mechanisms and the text then use one value, the one the user wrote.  Other numbers:
+    ``float``.
+    """
+    if isinstance(value, np.floating) and value.dtype.itemsize < 8:
+        return float(str(value))
+    return float(value)
+
+
 def _exact(value: object, what: str, *, allow_zero: bool = False) -> Fraction:
     """``value`` as the exact fraction of its decimal representation (finite, > 0 or >= 0)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BudgetError(f"{what} must be a real number, got {value!r}")
-    as_float = float(value)
+    as_float = epsilon_float(value)
     if not math.isfinite(as_float) or as_float < 0 or (as_float == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise BudgetError(f"{what} must be finite and {bound}, got {value!r}")
@@ -126,7 +142,7 @@ class BudgetAccountant:
     def __post_init__(self) -> None:
         if self.epsilon_cap is not None:
             _exact(self.epsilon_cap, "epsilon_cap")
-            object.__setattr__(self, "epsilon_cap", float(self.epsilon_cap))
+            object.__setattr__(self, "epsilon_cap", epsilon_float(self.epsilon_cap))
 
     # ------------------------------------------------------------- identity
     def __copy__(self) -> BudgetAccountant:
@@ -179,7 +195,7 @@ class BudgetAccountant:
         release.  Composition: sequential (the sum), see the module notes.
         """
         exact = _exact(epsilon, "epsilon")
-        record = Spend(float(epsilon), label)
+        record = Spend(epsilon_float(epsilon), label)
         chain = [self]
         while chain[-1]._enclosing is not None:  # nested budget() blocks: each enclosing cap holds too
             chain.append(chain[-1]._enclosing)

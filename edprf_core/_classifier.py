@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from ._accountant import BudgetAccountant, charge_fit, refuse_unaccounted_pickling
+from ._accountant import BudgetAccountant, charge_fit, epsilon_float, refuse_unaccounted_pickling
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._class_order import in_classes_order, sorted_classes
@@ -42,7 +42,6 @@ from ._forest import (
     SIZE_CHOICES,
     DPForest,
     TrainingParameters,
-    epsilon_float,
 )
 from ._input_checks import (
     check_fit_input,

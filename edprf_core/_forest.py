@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._accountant import epsilon_float
 from ._budget import layer_schedule, tree_composition
 from ._encoding import FeatureGrid, encode_features
 from ._exceptions import SchemaError
@@ -84,18 +85,6 @@ SAMPLERS = ("numpy", "exact")
 LEAF_OUTPUTS = ("label", "counts")
 DEPTH_RULES = ("fixed", "declared-size", "dp-count")
 MAX_DEPTH_LIMIT = 30
-
-
-def epsilon_float(value: Real) -> float:
-    """``value`` (ε, any real number) as the float a fit charges, spends and prints.
-
-    A numpy float narrower than a double is read as the decimal it prints: ``np.float32(0.1)`` is 0.1, not
-    0.10000000149011612 (which the accountant charged while the guarantee printed 0.1: library-user review F10).
-    The charge, the mechanisms and the text then use one value, the one the user wrote.  Other numbers: ``float``.
-    """
-    if isinstance(value, np.floating) and value.dtype.itemsize < 8:
-        return float(str(value))
-    return float(value)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from ._accountant import BudgetAccountant, refuse_unaccounted_pickling
+from ._accountant import BudgetAccountant, epsilon_float, refuse_unaccounted_pickling
 from ._class_order import in_classes_order, sorted_classes
 from ._classifier import admit_fit, fit_refusal_hint, fit_size, resolved_schema, training_tags
 from ._domain_warning import warn_if_clipped
@@ -51,7 +51,6 @@ from ._forest import (
     FLOAT_NOISE_REASON,
     RELATIONS,
     SEEDED_REASON,
-    epsilon_float,
     release_guarantee,
     size_source,
 )

@@ -157,3 +157,13 @@ def test_a_refused_cell_at_fit_says_it_was_charged_and_how_to_keep_the_good_rows
         keep, _ = conforming_rows(pd.DataFrame(bad), y, schema)
         assert keep.sum() == len(y) - 1
         _small(schema, random_state=0).fit(bad[keep], y[keep])
+
+
+def test_a_float32_cap_is_read_as_written_too():
+    """Whole-change review (stop 55) S3-4: the accountant kept ``np.float32(0.7)`` as 0.699999988 and refused a fit
+    at ``np.float32(0.7)`` now charged 0.7.  The cap and every spend read a narrow float as it prints."""
+    from edprf_core import BudgetAccountant
+
+    accountant = BudgetAccountant(np.float32(0.7))
+    accountant.spend(np.float32(0.7), "a fit")
+    assert accountant.total == pytest.approx(0.7) and [s.epsilon for s in accountant.spends] == [0.7]
