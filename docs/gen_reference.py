@@ -194,7 +194,7 @@ def run_config_page() -> str:
         + f"{_summary(config)} The coordinator (the ServerApp) reads these keys from `[tool.flwr.app.config]` in "
         '`pyproject.toml`; override any of them with `flwr run . <connection> --run-config "key=value ..."` '
         "(strings quoted: `schema-path='s.toml'`). A wrong value, or a file the run cannot use (the schema, the "
-        "test or validation data, checked as far as their header, or `keys-dir`), stops the run before any request "
+        "test or validation data, read in full, or `keys-dir`), stops the run before any request "
         "is sent.\n\n" + _field_table(config, _kebab, differs) + notes
     )
 

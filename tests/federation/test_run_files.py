@@ -7,13 +7,14 @@ fails the test if any message is sent.
 
 from __future__ import annotations
 
+import gzip
 import logging
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from edprf_core import example_schema
+from edprf_core import example_schema, load_embedded
 from server._run_control import RunFailed
 from server.server_app import _run
 
@@ -27,6 +28,23 @@ class _NoRequests:
 
     def send(self, messages):
         raise AssertionError("no request may be sent")
+
+
+def _wall_rows(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A test file of the wall robot schema (header and 300 rows) and its lines."""
+    X, y, _ = load_embedded("wall_robot_navigation")
+    path = tmp_path / "wall.csv"
+    X.iloc[:300].assign(Class=y.iloc[:300].to_numpy()).to_csv(path, index=False)
+    return path, path.read_text().splitlines()
+
+
+def test_a_usable_test_file_passes_and_the_run_goes_on_to_the_parties(tmp_path):
+    """The check reads a good file as the run will, and lets the run go on: here to waiting for a third party."""
+    path, _ = _wall_rows(tmp_path)
+    config = _config(tmp_path, **{"test-data-path": str(path), "min-parties": 3, "node-wait-timeout": 0.1})
+    with pytest.raises(RunFailed) as failed:
+        _run(_NoRequests(), SimpleNamespace(run_config=config, run_id=8))
+    assert "test-data-path" not in str(failed.value) and "min-parties" in str(failed.value), failed.value
 
 
 def _config(tmp_path: Path, **given: object) -> dict:
@@ -49,10 +67,19 @@ def _config(tmp_path: Path, **given: object) -> dict:
         ),
         ({"schema-path": "none.toml"}, "schema-path: cannot read schema file {d}/none.toml"),
         ({"keys-dir": "keys"}, "keys-dir: {d}/keys is not a directory"),
+        ({"validation-data-path": "no-rows.csv"}, "validation-data-path: {d}/no-rows.csv: no row the schema accepts"),
+        ({"test-data-path": "undeclared.csv"}, "test-data-path: {d}/undeclared.csv: no row the schema accepts"),
+        ({"test-data-path": "cut.csv.gz"}, "test-data-path: "),
     ],
 )
 def test_a_file_the_run_cannot_use_fails_it_before_any_request(tmp_path, caplog, given, said):
     (tmp_path / "header.csv").write_text("a,b\n1,2\n")  # no column of the schema
+    _, rows = _wall_rows(tmp_path)
+    (tmp_path / "no-rows.csv").write_text(rows[0] + "\n")  # the header alone (review S2: passed a header check)
+    undeclared = [",".join([*r.split(",")[:-1], "Unknown-Class"]) for r in rows[1:6]]
+    (tmp_path / "undeclared.csv").write_text("\n".join([rows[0], *undeclared]) + "\n")  # no declared label
+    whole = gzip.compress(("\n".join(rows) + "\n").encode())
+    (tmp_path / "cut.csv.gz").write_bytes(whole[: len(whole) // 2])  # a gzip stream cut after its header
     config = _config(tmp_path, **{k: str(tmp_path / v) if isinstance(v, str) else v for k, v in given.items()})
     with caplog.at_level(logging.ERROR, logger="flwr"), pytest.raises(RunFailed, match="^" + said.format(d=tmp_path)):
         _run(_NoRequests(), SimpleNamespace(run_config=config, run_id=7))
