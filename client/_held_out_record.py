@@ -53,7 +53,7 @@ def held_out_fraction(fraction: float, recorded: Iterable[str]) -> float:
 
     Limits: a record without its fraction (0.2.0 wrote the rule alone) counts as today's fraction, so change
     ``holdout-fraction`` only after training under 0.2.1; an anchor written before 0.2.2 keeps neither salt nor
-    fraction (a ledger lost before its first reservation under 0.2.2 starts a new split).
+    fraction (a ledger lost before 0.2.2 first opened it starts a new split).
     """
     fractions = [f for value in recorded if (f := recorded_fraction(value)) is not None]
     return min([float(fraction), *fractions])

@@ -46,7 +46,13 @@ from edprf_core import BudgetError, EDPRFError
 from edprf_core.count_text import count_text
 from protocol import create_owner_only_file
 
-from ._held_out_record import HOLDOUT_SALT_KEY, HOLDOUT_SPLIT_KEY, held_out_split, smallest_recorded_fraction
+from ._held_out_record import (
+    HOLDOUT_SALT_KEY,
+    HOLDOUT_SPLIT_KEY,
+    held_out_split,
+    recorded_fraction,
+    smallest_recorded_fraction,
+)
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
 
 __all__ = [
@@ -379,13 +385,13 @@ class BudgetLedger:
             taken.append("its held-out salt")
         elif own != anchor.salt:
             return ""
-        smallest = _smallest_fraction(db)
-        if anchor.smallest_fraction is not None and (smallest is None or anchor.smallest_fraction < smallest):
+        smallest, kept = _smallest_fraction(db), recorded_fraction(anchor.smallest_split)
+        if kept is not None and (smallest is None or kept < smallest):  # another rule's record: not today's split
             db.execute(
                 "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
-                (f"{HOLDOUT_SPLIT_KEY}/carried-{secrets.token_hex(8)}", held_out_split(anchor.smallest_fraction)),
+                (f"{HOLDOUT_SPLIT_KEY}/carried-{secrets.token_hex(8)}", anchor.smallest_split),
             )
-            taken.append(f"its smallest holdout-fraction ({anchor.smallest_fraction:g})")
+            taken.append(f"its smallest holdout-fraction ({kept:g})")
         if not taken:
             return ""
         return (
@@ -474,7 +480,9 @@ class BudgetLedger:
 
     def _current_anchor(self, db: sqlite3.Connection) -> LedgerAnchor:
         """What the anchor is to record now: the ledger's id and total, its held-out salt and smallest fraction."""
-        return LedgerAnchor(self.ledger_id, self._sum(db), _meta(db, HOLDOUT_SALT_KEY), _smallest_fraction(db))
+        smallest = _smallest_fraction(db)
+        split = None if smallest is None else held_out_split(smallest)
+        return LedgerAnchor(self.ledger_id, self._sum(db), _meta(db, HOLDOUT_SALT_KEY), split)
 
     def _refuse_another_schema(self) -> None:
         """One ledger schema: a ledger of another version is refused before anything writes to it (no migration)."""

@@ -15,7 +15,7 @@ So a party's accounting never goes backwards: invariant 4 holds across a restore
 Since 0.2.2 the anchor also keeps the held-out split (:mod:`client._held_out_record`): the ledger's secret salt and
 the smallest ``holdout-fraction`` any of its releases trained under.  A ledger opened without a salt (lost, or
 restored from a backup taken before it had one) takes the anchor's; a ledger with the anchor's salt and a larger
-smallest fraction (a backup older than a release) takes the anchor's fraction.  So the party holds out the same
+smallest fraction (a backup older than a release) takes the anchor's fraction, kept with its rule.  So the party holds out the same
 rows as before the loss, and no release the lost records describe trained on a row it evaluates on, whatever a
 model says of its releases (a coordinator can relabel one).  A ledger with a salt of its own (another ledger put
 in its place) keeps it: its split is its own, and its releases are its own.  The salt makes the anchor as
@@ -39,6 +39,8 @@ from pathlib import Path
 
 from protocol import save_atomic
 
+from ._held_out_record import recorded_fraction
+
 __all__ = ["LEDGER_ID_KEY", "LedgerAnchor", "anchor_path", "carried", "read_anchor", "write_anchor"]
 
 LEDGER_ID_KEY = "ledger-id"
@@ -47,7 +49,8 @@ LEDGER_ID_KEY = "ledger-id"
 _ID = re.compile(r"[0-9a-f]{32}")
 _EXACT = re.compile(r"\d{1,400}(/\d{1,400})?")
 _SALT = "holdout-salt"
-_FRACTION = "holdout-smallest-fraction"
+_SPLIT = "holdout-split"
+_SPLIT_RECORD = re.compile(r"[a-z0-9-]{1,40}( fraction=[0-9.e+-]{1,30})?")
 
 
 @dataclass(frozen=True)
@@ -55,14 +58,15 @@ class LedgerAnchor:
     """What a ledger had spent as of its last reservation (its id and the exact ε), and its held-out split.
 
     ``salt``: the ledger's held-out salt (32 hex digits), None before it has one or in an anchor written before
-    0.2.2.  ``smallest_fraction``: the smallest fraction in [0, 1) its releases recorded under today's rule
-    (:func:`client._held_out_record.smallest_recorded_fraction`), None when none did.
+    0.2.2.  ``smallest_split``: the split record, rule and fraction, of the smallest fraction in [0, 1) its releases
+    recorded under today's rule (``"readings-v2 fraction=0.2"``, :func:`client._held_out_record.held_out_split`),
+    None when none did.  The rule is kept with the fraction: a version with another rule reads it as another rule's.
     """
 
     ledger_id: str
     spent: Fraction
     salt: str | None = None
-    smallest_fraction: float | None = None
+    smallest_split: str | None = None
 
 
 def anchor_path(ledger_path: Path) -> Path:
@@ -87,16 +91,19 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
             raise ValueError("ledger")
         if not (isinstance(spent, str) and _EXACT.fullmatch(spent)):
             raise ValueError("spent")
-        salt, fraction = data.get(_SALT), data.get(_FRACTION)
+        salt, split = data.get(_SALT), data.get(_SPLIT)
         if not (salt is None or (isinstance(salt, str) and _ID.fullmatch(salt))):
             raise ValueError("salt")
-        if not (fraction is None or (isinstance(fraction, str) and 0 <= float(fraction) < 1)):
+        if not (split is None or (isinstance(split, str) and _SPLIT_RECORD.fullmatch(split))):
+            raise ValueError("split")
+        fraction = recorded_fraction(split)
+        if fraction is not None and not 0 <= fraction < 1:
             raise ValueError("fraction")
-        return LedgerAnchor(ledger_id, Fraction(spent), salt, None if fraction is None else float(fraction))
+        return LedgerAnchor(ledger_id, Fraction(spent), salt, split)
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError):
         raise ValueError(
             f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}} (and, from 0.2.2, '
-            f'"{_SALT}": <32 hex digits>, "{_FRACTION}": "<fraction in [0, 1)>"), got something else; it records '
+            f'"{_SALT}": <32 hex digits>, "{_SPLIT}": "<rule> fraction=<in [0, 1)>"), got something else; it records '
             "what the party spent: restore it (never delete it to make the party serve again)"
         ) from None
 
@@ -133,8 +140,8 @@ def write_anchor(path: Path, anchor: LedgerAnchor) -> None:
     fields = {"ledger": anchor.ledger_id, "spent": str(anchor.spent)}
     if anchor.salt is not None:
         fields[_SALT] = anchor.salt
-    if anchor.smallest_fraction is not None:
-        fields[_FRACTION] = repr(float(anchor.smallest_fraction))
+    if anchor.smallest_split is not None:
+        fields[_SPLIT] = anchor.smallest_split
     text = json.dumps(fields)
     save_atomic(path, text.encode("utf-8"), mode=0o600)
 

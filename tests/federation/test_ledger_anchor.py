@@ -324,7 +324,7 @@ def _ledger_with_a_split(path: Path, *fractions: float) -> BudgetLedger:
     for k, fraction in enumerate(fractions):
         ledger.reserve(f"r{k}", "release", 0.5)
         ledger.secret(f"{HOLDOUT_SPLIT_KEY}/r{k}", lambda f=fraction: held_out_split(f))
-        assert read_anchor(anchor_path(path)).smallest_fraction == min(fractions[: k + 1])
+        assert read_anchor(anchor_path(path)).smallest_split == held_out_split(min(fractions[: k + 1]))
     return ledger
 
 
@@ -333,7 +333,7 @@ def test_the_anchor_keeps_the_held_out_salt_and_the_smallest_fraction(tmp_path):
     path = tmp_path / "ledger.sqlite"
     _ledger_with_a_split(path, 0.3, 0.2, 0.5)
     anchor = read_anchor(anchor_path(path))
-    assert anchor.salt == "0123456789abcdef" * 2 and anchor.smallest_fraction == 0.2
+    assert anchor.salt == "0123456789abcdef" * 2 and anchor.smallest_split == "readings-v2 fraction=0.2"
     assert anchor_path(path).stat().st_mode & 0o077 == 0
 
 
@@ -391,8 +391,9 @@ def test_an_anchor_written_before_it_kept_the_split_is_read_and_completed(tmp_pa
     [
         '"holdout-salt": "xyz"',
         '"holdout-salt": 5',
-        '"holdout-smallest-fraction": "1.5"',
-        '"holdout-smallest-fraction": "nan"',
+        '"holdout-split": "readings-v2 fraction=1.5"',
+        '"holdout-split": "readings-v2 fraction=nan"',
+        '"holdout-split": 0.2',
     ],
 )
 def test_an_anchor_with_a_malformed_split_is_refused(tmp_path, extra):
@@ -400,3 +401,14 @@ def test_an_anchor_with_a_malformed_split_is_refused(tmp_path, extra):
     path.write_text(f'{{"ledger": "{"a" * 32}", "spent": "1", {extra}}}')
     with pytest.raises(ValueError, match="holdout-salt"):
         read_anchor(path)
+
+
+def test_an_anchored_split_of_another_rule_is_not_taken_as_today_s(tmp_path):
+    """Stop-55 review S3-5: the anchor keeps the rule with the fraction; a record of another rule (a later version's,
+    read by this one) says nothing of today's split, so only the salt is taken back."""
+    path = tmp_path / "ledger.sqlite"
+    anchor_path(path).write_text(
+        f'{{"ledger": "{"a" * 32}", "spent": "1", "holdout-salt": "{"b" * 32}", "holdout-split": "text-v9 fraction=0.1"}}'
+    )
+    ledger = BudgetLedger(path, cap=10.0)
+    assert ledger.secret(HOLDOUT_SALT_KEY, lambda: "f" * 32) == "b" * 32 and not _split_records(ledger)
