@@ -193,7 +193,6 @@ def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row
     holds out the rows below the lost ledger's 0.3 under the lost ledger's salt, so none that trained the release."""
     from client import PartyPolicy, read_meta_readonly
     from client._held_out_record import HOLDOUT_SALT_KEY
-    from client._held_out_split import keyed_uniform
     from client._policy import load_policy
     from edprf_core import load_schema
     from protocol import encode_release
@@ -205,15 +204,7 @@ def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row
     for f in setup.ledger_path.parent.glob(f"{setup.ledger_path.name}*"):
         f.unlink()  # the ledger is lost; its anchor stays
     setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6}).to_toml())
-    seen = []
-    real_data = party_module.Party._data
-
-    def data(self):
-        local = real_data(self)
-        seen.append(keyed_uniform(local.X_holdout.assign(**{schema.label.column: local.y_holdout}), schema, salt))
-        return local
-
-    monkeypatch.setattr(party_module.Party, "_data", data)
+    seen = _held_out_uniforms(monkeypatch, schema, salt)
     relabelled = global_model(
         decode_release(encode_release(release.forest, "harness", request_id="forged/1"), schema, INSPECTION_POLICY)
     )
@@ -223,22 +214,10 @@ def test_after_a_lost_ledger_no_release_of_the_lost_one_trains_on_a_held_out_row
     assert seen[-1].size and seen[-1].max() < 0.3  # the lost ledger's split, below its release's fraction
 
 
-def test_every_recorded_fraction_counts_not_only_the_first(tmp_path: Path, monkeypatch):
-    """Mutation review N10: a party that trained at 0.3, then at 0.1, then raised its fraction to 0.6 must hold out
-    below 0.1 (the second release trained on the rows from 0.1 on); reading only the first record held out below
-    0.3, on rows the second release had trained on.  Through the party's handlers, on the rows it reads."""
-    from client import PartyPolicy
-    from client._held_out_record import HOLDOUT_SALT_KEY
+def _held_out_uniforms(monkeypatch, schema, salt: str) -> list:
+    """Spy on the party's rows: each request's held-out rows' keyed uniforms under ``salt``, appended to the list."""
     from client._held_out_split import keyed_uniform
-    from client._policy import load_policy
-    from edprf_core import load_schema
 
-    setup, first = _party_with_a_release(tmp_path)  # trained at the harness's 0.3
-    policy, schema = load_policy(setup.policy_path), load_schema(setup.schema_path)
-    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.1}).to_toml())
-    second = release_of(setup, send_train(setup, SETTINGS, "run2/train"))
-    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6}).to_toml())
-    salt = ledger(setup).meta_value(HOLDOUT_SALT_KEY)
     seen = []
     real_data = party_module.Party._data
 
@@ -248,6 +227,24 @@ def test_every_recorded_fraction_counts_not_only_the_first(tmp_path: Path, monke
         return local
 
     monkeypatch.setattr(party_module.Party, "_data", data)
+    return seen
+
+
+def test_every_recorded_fraction_counts_not_only_the_first(tmp_path: Path, monkeypatch):
+    """Mutation review N10: a party that trained at 0.3, then at 0.1, then raised its fraction to 0.6 must hold out
+    below 0.1 (the second release trained on the rows from 0.1 on); reading only the first record held out below
+    0.3, on rows the second release had trained on.  Through the party's handlers, on the rows it reads."""
+    from client import PartyPolicy
+    from client._held_out_record import HOLDOUT_SALT_KEY
+    from client._policy import load_policy
+    from edprf_core import load_schema
+
+    setup, first = _party_with_a_release(tmp_path)  # trained at the harness's 0.3
+    policy, schema = load_policy(setup.policy_path), load_schema(setup.schema_path)
+    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.1}).to_toml())
+    second = release_of(setup, send_train(setup, SETTINGS, "run2/train"))
+    setup.policy_path.write_text(PartyPolicy(**{**policy.__dict__, "holdout_fraction": 0.6}).to_toml())
+    seen = _held_out_uniforms(monkeypatch, schema, ledger(setup).meta_value(HOLDOUT_SALT_KEY))
     for k, release in enumerate((first, second)):
         result = result_of(send_evaluate(setup, global_model(release), 0.5, f"run3/evaluate-{k}"))
         assert result["status"] == "evaluated", result
