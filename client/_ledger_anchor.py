@@ -13,15 +13,16 @@ the ledger as spent (an entry whose request id starts with ``carried-``) before 
 So a party's accounting never goes backwards: invariant 4 holds across a restore.
 
 Since 0.2.2 the anchor also keeps the held-out split (:mod:`client._held_out_record`): the ledger's secret salt and
-the smallest ``holdout-fraction`` any of its releases trained under.  A ledger opened without a salt (lost, or
+the smallest ``holdout-fraction`` any of its releases trained under. A ledger opened without a salt (lost, or
 restored from a backup taken before it had one) takes the anchor's; a ledger with the anchor's salt and a larger
-smallest fraction (a backup older than a release) takes the anchor's fraction, kept with its rule.  So the party holds out the same
-rows as before the loss, and no release the lost records describe trained on a row it evaluates on, whatever a
-model says of its releases (a coordinator can relabel one).  A ledger with a salt of its own (another ledger put
-in its place) keeps it: its split is its own, and its releases are its own.  The salt makes the anchor as
-secret as the ledger: it is written readable by its owner only, and never leaves the party.  A stale anchor (one that
-lags its ledger, after a crash between a reservation and the anchor's write) records less, never more, than
-was spent, and is rewritten at the next opening.
+smallest fraction (a backup older than a release) takes the anchor's fraction, kept with its rule. So the party
+holds out the same rows as before the loss, and no release the lost records describe trained on a row it evaluates
+on, whatever a model says of its releases (a coordinator can relabel one). A ledger with a salt of its own (another
+ledger put in its place) keeps it: its split is its own, and its releases are its own. The salt makes the anchor as
+secret as the ledger: it is written readable by its owner only, and never leaves the party.
+
+A stale anchor (one that lags its ledger, after a crash between a reservation and the anchor's write) records
+less, never more, than was spent, and is rewritten at the next opening.
 
 Limit: restoring the anchor together with the ledger (a snapshot of the whole directory or machine) defeats
 it; a party's storage must not be rolled back (``deploy/README.md``).  Privacy cost: none (it records ε).
