@@ -21,10 +21,9 @@ import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from edprf_core import Schema, load_schema, merge_forests
+from edprf_core import Schema, merge_forests
 from edprf_core.count_text import count_text
-from edprf_core.datasets import read_csv
-from edprf_core.encoding import conforming_rows, encode_labels
+from edprf_core.encoding import encode_labels
 from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, influence_cuts
 from protocol import (
     OWNER_ONLY_FILE,
@@ -69,6 +68,7 @@ from ._party_text import party_reason, party_text
 from ._readiness import READINESS_SECONDS, readiness_round
 from ._report import PartyOutcome, RunReport
 from ._run_control import failure_text, resumed_evaluation_skip, too_few_connected_text
+from ._run_files import RunFiles, check_run_files
 from ._selection import select_parties
 from ._size_bounds import TRANSPORT_LIMIT
 from ._spend_store import SpendStore
@@ -235,10 +235,15 @@ def _result(reply: Message) -> dict:
     return dict(reply.content.config_records[RESULT_KEY])
 
 
-def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport:
-    """One federated training and evaluation; returns (and saves) the run report."""
+def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFiles | None = None) -> RunReport:
+    """One federated training and evaluation; returns (and saves) the run report.
+
+    ``files``: the run's schema and rows as :func:`server._run_files.check_run_files` read them before any request
+    (None: read here, before any request too).
+    """
     started = time.perf_counter()
-    schema = load_schema(cfg.schema_file)
+    files = check_run_files(cfg) if files is None else files
+    schema = files.schema
     out_dir = Path(cfg.output_dir)
     make_owner_only_dirs(out_dir)
     for name in (MODEL_FILE, REPORT_FILE):  # left by a coordinator killed while writing (save_atomic's temp names)
@@ -416,7 +421,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str) -> RunReport
         return report
 
     try:
-        _model_and_evaluation(grid, cfg, run_id, schema, accepted, report, out_dir, spends)
+        _model_and_evaluation(grid, cfg, run_id, files, accepted, report, out_dir, spends)
     except Exception as exc:
         log.exception("run %s: failed after the releases arrived", run_id)
         report.status = RunStatus.FAILED
@@ -465,15 +470,15 @@ def _model_and_evaluation(
     grid: Grid,
     cfg: CoordinatorConfig,
     run_id: str,
-    schema,
+    files: RunFiles,
     accepted: list,
     report: RunReport,
     out_dir: Path,
     spends: SpendStore | None = None,
 ) -> None:
     """Assess, merge and save the model, evaluate it (everything after the releases arrived)."""
-    if cfg.validation_file is not None:
-        accepted = _assess_parties(cfg, schema, accepted, report)
+    if files.validation is not None:
+        accepted = _assess_parties(cfg, files, accepted, report)
 
     report.influence_cuts = _influence_cuts(accepted, run_id)
     report.bounded_influence = _bounded_influence(len(accepted), run_id)
@@ -487,7 +492,7 @@ def _model_and_evaluation(
         # a simulation's figures are the exact sizes of the parties it laid out: the model's guarantee says so
         ROW_COUNTS_KEY: "simulation" if cfg.sim_dir and (cfg.consortium_rows or cfg.max_party_rows) else "declared",
     }
-    model = build_global_model(schema, accepted, manifest)
+    model = build_global_model(files.schema, accepted, manifest)
     view = load_global_model(model)
     report.merge_seconds = time.perf_counter() - t0
     model_path = save_atomic(out_dir / MODEL_FILE, model, mode=OWNER_ONLY_FILE)
@@ -521,10 +526,9 @@ def _model_and_evaluation(
         report.federated_evaluation = skip
     elif cfg.evaluation_epsilon > 0 or cfg.exact_metrics:
         _evaluate_if_informative(grid, cfg, run_id, model, view.forest, report, spends)
-    test_file = cfg.test_file
     report.marginals = marginals_record(view.forest)
-    if test_file is not None:
-        X_test, y_test = _conforming(read_csv(test_file, schema, labels="text"), schema, "test")
+    if files.test is not None:
+        X_test, y_test = files.test
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
         report.marginals = marginals_record(view.forest, X_test, y_test)
 
@@ -607,18 +611,10 @@ def _charge_evaluation(report: RunReport, cfg: CoordinatorConfig) -> None:
                 p.seeded_evaluation = cfg.seed >= 0
 
 
-def _conforming(table: tuple, schema, what: str) -> tuple:
-    """The coordinator's own rows, through the parties' per-record filter (rows breaking a rule are left out)."""
-    X, y = table
-    keep, problems = conforming_rows(X, y, schema)
-    for note in problems:
-        log.warning("%s data: %s; those rows are left out", what, note)
-    return X[keep], y[keep]
-
-
-def _assess_parties(cfg: CoordinatorConfig, schema, accepted: list, report: RunReport) -> list:
+def _assess_parties(cfg: CoordinatorConfig, files: RunFiles, accepted: list, report: RunReport) -> list:
     """Contribution report, quality flags and (optionally) selective aggregation on validation data."""
-    X_val, y_val = _conforming(read_csv(cfg.validation_file, schema, labels="text"), schema, "validation")
+    schema = files.schema
+    X_val, y_val = files.validation
     merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
     codes = merged.encode(X_val)
     y_idx = encode_labels(y_val, schema).astype(np.int64)

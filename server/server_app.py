@@ -38,13 +38,13 @@ def _run(grid: Grid, context: Context) -> None:
     log = logging.getLogger("flwr")  # Flower streams its own logger's records to `flwr run --stream`
     try:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
-        check_run_files(cfg)  # a file the run cannot use fails it now, not after the parties spent for it
+        files = check_run_files(cfg)  # a file the run cannot use fails it now, not after the parties spent for it
         out = claim_output_dir(cfg, str(context.run_id))
     except ValueError as exc:
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
         raise RunFailed(str(exc)) from None
     try:
-        report = run_federation(grid, cfg, str(context.run_id))
+        report = run_federation(grid, cfg, str(context.run_id), files)
     finally:
         release_output_dir(out)
     for line in summary_lines(report):

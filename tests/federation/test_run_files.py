@@ -85,3 +85,32 @@ def test_a_file_the_run_cannot_use_fails_it_before_any_request(tmp_path, caplog,
         _run(_NoRequests(), SimpleNamespace(run_config=config, run_id=7))
     assert f"edprf run 7: failed before any request was sent: {said.format(d=tmp_path)}" in caplog.text
     assert not (tmp_path / "out").exists()  # not even claimed
+
+
+def test_the_run_uses_the_rows_read_before_any_request(tmp_path, caplog):
+    """Stop-55 re-review S3-1 and S3-2: the run read its files again after the parties had spent (a file rewritten
+    in between, by a nightly export say, could still fail the run), and logged each refused row's rule twice.  The
+    check returns the accepted rows, the run uses them, and each rule a row breaks is logged once."""
+    from server import CoordinatorConfig
+    from server._run_files import check_run_files
+
+    path, rows = _wall_rows(tmp_path)
+    broken = rows[1].split(",")
+    broken[0] = "not-a-number"
+    path.write_text("\n".join([rows[0], ",".join(broken), *rows[2:]]) + "\n")
+    schema_path = _config(tmp_path)["schema-path"]
+    cfg = CoordinatorConfig(schema_path=schema_path, output_dir=str(tmp_path / "out"), test_data_path=str(path))
+    with caplog.at_level(logging.WARNING, logger="edprf.coordinator"):
+        files = check_run_files(cfg)
+    X, y = files.test
+    assert len(X) == len(y) == len(rows) - 2 and files.validation is None
+    assert len([r for r in caplog.records if "those rows are left out" in r.getMessage()]) == 1
+
+
+def test_the_coordinator_reads_no_data_file_after_the_check():
+    """A regression guard for the above: the run's code after the check takes its rows from ``RunFiles``."""
+    import inspect
+
+    import server._coordinator as coordinator
+
+    assert "read_csv" not in inspect.getsource(coordinator) and "read_table" not in inspect.getsource(coordinator)
