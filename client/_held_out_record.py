@@ -29,6 +29,11 @@ tokens) trained on rows that may now be held out, so the party refuses to evalua
 (:class:`client.Party`).  Change it whenever a row's side can change for the same file and salt."""
 
 
+HOLDOUT_SPLIT_KEY = "holdout-split"
+"""Prefix of the ledger key that records, per release request id, the split it trained under (:func:`held_out_split`;
+0.2.0 recorded the rule alone)."""
+
+
 def held_out_split(fraction: float) -> str:
     """What a release records as the split it trained under: the rule (:data:`HOLDOUT_SPLIT`) and the policy's
     ``holdout-fraction`` (``"readings-v2 fraction=0.2"``).  A party that raised its fraction since would hold out
@@ -55,8 +60,8 @@ def held_out_fraction(fraction: float, recorded: Iterable[str]) -> float:
     ``holdout-fraction`` only after training under 0.2.1; an anchor written before 0.2.2 keeps neither salt nor
     fraction (a ledger lost before 0.2.2 first opened it starts a new split).
     """
-    fractions = [f for value in recorded if (f := recorded_fraction(value)) is not None]
-    return min([float(fraction), *fractions])
+    smallest = smallest_recorded_fraction(recorded)
+    return float(fraction) if smallest is None else min(float(fraction), smallest)
 
 
 def recorded_fraction(record: str | None) -> float | None:
@@ -64,11 +69,6 @@ def recorded_fraction(record: str | None) -> float | None:
     rule, a record without a fraction (0.2.0), or none."""
     prefix = f"{HOLDOUT_SPLIT} fraction="
     return float(record.removeprefix(prefix)) if record is not None and record.startswith(prefix) else None
-
-
-HOLDOUT_SPLIT_KEY = "holdout-split"
-"""Prefix of the ledger key that records, per release request id, the split it trained under (:func:`held_out_split`;
-0.2.0 recorded the rule alone)."""
 
 
 def smallest_recorded_fraction(recorded: Iterable[str]) -> float | None:

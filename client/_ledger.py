@@ -652,8 +652,11 @@ class BudgetLedger:
         """
         with self._connect() as db:
             with _immediate(db):
-                created = _meta(db, key) is None
-                value = _meta_or_add(db, key, factory)
+                value = _meta(db, key)
+                created = value is None
+                if created:
+                    value = factory()
+                    db.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
             if created and (key == HOLDOUT_SALT_KEY or key.startswith(f"{HOLDOUT_SPLIT_KEY}/")):
                 self._anchor(db)
             return value
