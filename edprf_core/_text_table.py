@@ -43,8 +43,10 @@ the data owner's log; nothing here is released.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -70,6 +72,8 @@ __all__ = [
     "read_columns",
     "read_table",
 ]
+
+_T = TypeVar("_T")
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -321,14 +325,9 @@ def check_table_header(
     check_separator(sep)
     p = Path(path)
     if p.suffix.lower() in PARQUET_SUFFIXES:
-        if not p.is_file():
-            raise ValueError(f"data file {p} does not exist or is not a regular file")
         import pyarrow.parquet as pq
 
-        try:
-            names = pq.read_schema(p).names  # the footer only: its column names, as _read_parquet checks them
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read Parquet file {p}: {type(exc).__name__}") from None
+        names = _parquet(p, pq.read_schema).names  # the footer only: its column names, as _read_parquet checks them
         header_names(schema, ",".join(names), ",", True, p)
         return
     with open_lines(p) as handle:
@@ -653,18 +652,24 @@ def _merged(
     return merged, np.sort(all_numbers, kind="stable")
 
 
+def _parquet(path: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(path)`` of a Parquet file (its footer, or the whole table), with the reader's errors: no such regular
+    file, or one Parquet cannot read (named by the exception's type alone, never its text)."""
+    if not path.is_file():
+        raise ValueError(f"data file {path} does not exist or is not a regular file")
+    try:
+        return read(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
+
+
 def _read_parquet(path: Path, schema: Schema) -> TextTable:
     """A Parquet file: cells keep the types the file declares (no inference here), one row per record."""
     try:
         import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         raise ValueError("reading Parquet needs the pyarrow package") from None
-    if not path.is_file():
-        raise ValueError(f"data file {path} does not exist or is not a regular file")
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
+    table = _parquet(path, pq.read_table)
     names = header_names(schema, ",".join(table.column_names), ",", True, path)
     written = {name.strip(): name for name in table.column_names}  # header_names reads the names stripped
     columns = {name: pd.Series(table.column(written[name]).to_pylist(), dtype=object) for name in names}
