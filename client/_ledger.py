@@ -58,6 +58,7 @@ from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, r
 __all__ = [
     "NOT_DP_COUNT_KEY",
     "NOT_DP_KEY",
+    "PER_RECORD_SPEND",
     "BudgetExhausted",
     "BudgetLedger",
     "EntryState",
@@ -97,6 +98,11 @@ def exact_epsilon(epsilon: float | Fraction) -> Fraction:
 def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
     """Exact sum of the entries' ε."""
     return sum((e.epsilon_exact for e in entries), Fraction(0))
+
+
+PER_RECORD_SPEND = "epsilon per record (data row): a person with k rows has faced up to k times these figures"
+"""What a ledger's figures bound (printed beside them by ``edprf budget`` and ``edprf party check``): each request's
+ε protects every row it used, so a person with several rows faces the sum over them (group privacy)."""
 
 
 def format_epsilon(value: Fraction) -> str:

@@ -28,8 +28,9 @@ class PartyPolicy:
         The party's identifier in releases and signatures: exactly what the release
         encoding accepts (1-64 characters ``[A-Za-z0-9._-]``, starting alphanumeric).
     lifetime_epsilon_cap : float in (0, inf), default 2.0
-        Total ε this party will ever spend on its data (releases and noised
-        evaluations; sequential composition over requests).
+        Total ε per record (data row) this party will ever spend on its data
+        (releases and noised evaluations; sequential composition over
+        requests).  A person with k rows is protected at up to k times it.
     max_release_epsilon : float in (0, inf), default 1.0
         Largest ε of one release.
     max_evaluation_epsilon : float in [0, inf), default 0.1

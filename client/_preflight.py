@@ -33,6 +33,7 @@ from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
     NOTED_KEY,
+    PER_RECORD_SPEND,
     EntryState,
     exact_epsilon,
     format_epsilon,
@@ -515,7 +516,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         "ok",
         path,
         f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}, remaining "
-        f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)}",
+        f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)} ({PER_RECORD_SPEND})",
     )
     if open_entries:
         report._add(

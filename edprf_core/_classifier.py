@@ -401,7 +401,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         coordinator's request), since parties' histograms are summed.
     relation : {"add-remove", "replace-one"}, default "add-remove"
         Neighbouring relation of the guarantee.  Sensitivities: split utility
-        2 (add-remove) or 4 (replace-one); class counts 1.
+        2 (add-remove) or 4 (replace-one); class counts 1 (add-remove) or 2
+        (replace-one).
     random_state : None, int, numpy Generator, SeedSequence or RandomState, default None
         ``None`` draws from the operating system in every ``fit`` and samples
         every release exactly with OpenDP (the production setting); a seed switches to the vectorized floating-point numpy
@@ -424,7 +425,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         the trees: each row goes there independently with this probability
         (public randomness), and those rows release DP one-way marginals,
         one class-count histogram per feature with discrete Laplace noise at
-        ``(epsilon - count_epsilon) / d`` each (:mod:`edprf_core._marginals`).
+        ``(epsilon - count_epsilon) / d`` each, 60 % of that with a residual
+        pass (:mod:`edprf_core._marginals`).
         ``predict_proba`` pools the two parts, proportional to
         ``p_marginals ** s * p_trees ** (1 - s)``.  ``"auto"``: for two
         classes 0 when ``n * epsilon / d < 2`` and 0.9 otherwise
@@ -494,7 +496,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         The share used (0: no marginals part).
     marginals_bins_ : int
         Bins of the marginals part's public grid (0 without one): 5 when
-        ``share * n * epsilon / d < 300``, else 20 (``n_bins="auto"``), or
+        ``share * n * (epsilon - count_epsilon) / d < 300``, else 20
+        (``n_bins="auto"``), or
         ``n_bins``.
     residual_pass_ : bool
         Whether the marginals part ran a residual pass.

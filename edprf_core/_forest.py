@@ -123,8 +123,10 @@ class TrainingParameters:
         add-remove, 2 under replace-one), clamped at 0.
     count_epsilon : float in [0, epsilon)
         Part of ``epsilon`` spent on a DP count of the training rows (to
-        choose the depth); the trees share the rest, ``epsilon -
-        count_epsilon`` (sequential composition of the count and the trees).
+        choose the size-dependent shape: trees, depth, bins, the marginals
+        share and grid, and whether a residual pass runs); the model spends
+        the rest, ``epsilon - count_epsilon`` (sequential composition of the
+        count and the model).
     depth_rule : {"fixed", "declared-size", "dp-count"}
         Where the size-dependent choices (trees, ``max_depth``, bins) came
         from: all given, chosen from a row count declared public, or chosen
@@ -282,8 +284,9 @@ class TrainingParameters:
             if given:
                 said = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
                 depth += (
-                    f"; {said} {'were' if len(given) > 1 else 'was'} given, assumed chosen without these rows (a "
-                    "choice made on them, by a search or by hand, spends privacy this guarantee does not count)"
+                    f"; {said} {'were' if len(given) > 1 else 'was'} given, assumed chosen without these rows, as "
+                    "every setting is (a choice made on them, by a search or by hand, spends privacy this "
+                    "guarantee does not count)"
                 )
         marginals = ""
         if self.marginals_share > 0:
@@ -323,6 +326,12 @@ _CHOICE_WORDS = {
 }
 
 
+DECLARED_SIZE_SOURCE = "chosen from a row count declared public (assumed public knowledge, not counted from these rows)"
+"""Where a declared size's choices came from.  The words state the assumption for every declared count: a count that
+equals the exact number of rows is warned about where it is declared (``PrivacyLeakWarning`` in ``fit``, the party's
+log), never said here, since whether the two are equal is itself a fact about the rows."""
+
+
 def size_source(rule: str, count_epsilon: float) -> str:
     """Where the size-dependent choices came from, in words (empty for ``"fixed"``: they were given).
 
@@ -330,7 +339,7 @@ def size_source(rule: str, count_epsilon: float) -> str:
     """
     return {
         "fixed": "",
-        "declared-size": "chosen from a row count declared public",
+        "declared-size": DECLARED_SIZE_SOURCE,
         "dp-count": f"chosen from a DP count of the rows that spent epsilon = {count_epsilon:g} of the total",
     }[rule]
 
@@ -362,6 +371,12 @@ FEDERATION_NOTE = (
 )
 """The federation caveat of a merged forest: records disjoint across parties, and models of the same parties
 composing (sequential composition: the parties' ledgers count every run)."""
+
+PER_RECORD_NOTE = (
+    "Per record (one data row), not per person: a person with k rows is protected at k times epsilon (one row per "
+    "person gives per-person epsilon)."
+)
+"""The group-privacy caveat of a model that is never pooled (:class:`~edprf_core.DPMarginalsClassifier`)."""
 
 POOLING_NOTE = f"If pooled with other parties' releases (a federation), the pooled model is {_ONE_PARTY_PER_PERSON}"
 """The federation caveat of one fit (:func:`release_guarantee`): one data holder's model, or one party's release
@@ -404,16 +419,22 @@ def _with_large_epsilon_note(statement: str, epsilon: float | None) -> str:
 
 
 def release_guarantee(
-    reasons: Sequence[str], configured: str, *, reasons_above: bool = False, epsilon: float | None = None
+    reasons: Sequence[str],
+    configured: str,
+    *,
+    reasons_above: bool = False,
+    epsilon: float | None = None,
+    note: str = POOLING_NOTE,
 ) -> str:
     """One fit's privacy statement: NOT differentially private with ``reasons``, or ``configured``; then the
     caveat on pooling it with other parties' releases (:data:`POOLING_NOTE`).  ``configured`` is what the configuration gives when every
     input is DP (a sentence without its final stop).  ``reasons_above``: the statement goes under a headline
     that gives the reasons already, and points to it instead.  ``epsilon``: the fit's ε per record; a DP
-    statement above :data:`LARGE_EPSILON` ends with :func:`large_epsilon_note`."""
+    statement above :data:`LARGE_EPSILON` ends with :func:`large_epsilon_note`.  ``note``: the caveat after the
+    statement (:data:`PER_RECORD_NOTE` for a model that cannot be pooled)."""
     if reasons:
-        return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {POOLING_NOTE}"
-    return _with_large_epsilon_note(f"{configured}. {POOLING_NOTE}", epsilon)
+        return f"{_not_dp(reasons, reasons_above)}Configured for {configured}. {note}"
+    return _with_large_epsilon_note(f"{configured}. {note}", epsilon)
 
 
 def _not_dp(reasons: Sequence[str], reasons_above: bool) -> str:

@@ -49,6 +49,7 @@ from ._forest import (
     DEPTH_RULES,
     DRAFTED_REASON,
     FLOAT_NOISE_REASON,
+    PER_RECORD_NOTE,
     RELATIONS,
     SEEDED_REASON,
     release_guarantee,
@@ -60,6 +61,11 @@ from ._randomness import RandomState, make_generator
 from ._schema import Schema
 
 __all__ = ["DPMarginalsClassifier", "MarginalsParameters"]
+
+_GIVEN_BINS = (
+    "given, assumed chosen without these rows, as every setting is (a choice made on them, by a search or by hand, "
+    "spends privacy this guarantee does not count)"
+)
 
 SIZE_RULES = DEPTH_RULES
 """Where the number of bins came from: given, the rule on a declared row count, the rule on a DP count (the
@@ -125,7 +131,7 @@ class MarginalsParameters:
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence without its final stop)."""
-        bins = f"{self.n_bins} bins {size_source(self.size_rule, self.count_epsilon) or 'given'}"
+        bins = f"{self.n_bins} bins {size_source(self.size_rule, self.count_epsilon) or _GIVEN_BINS}"
         backend = "exact OpenDP sampler" if self.sampler == "exact" else "numpy floating-point sampler"
         return (
             f"epsilon = {self.epsilon:g} differential privacy per record under the {self.relation} neighbouring "
@@ -229,13 +235,15 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         means floating-point noise) or a drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
     guarantee_ : str
         The privacy statement, computed from ``privacy_`` (the ε charged) and the schema; it says NOT
-        differentially private, with the reasons, whenever an input was not DP.
+        differentially private, with the reasons, whenever the estimator can tell that an input was not DP (a
+        research seed, floating-point noise, a schema marked drafted).  It cannot tell a schema or settings
+        derived from these rows by other means: the statement assumes them public knowledge.
 
     Notes
     -----
     Privacy cost of ``fit``: ``epsilon`` per record under ``relation``.  When ``n_bins="auto"`` and
     ``n_rows_public`` is None, a DP count of the rows spends ``count_epsilon_share * epsilon`` first; the
-    ``d`` histograms share the rest, ``epsilon / d`` of it each after the count (sequential composition over
+    ``d`` histograms share the rest, ``(epsilon - count_epsilon_share * epsilon) / d`` each (sequential composition over
     the count and the histograms of the same rows).  Calling ``fit`` again spends ``epsilon`` again.
     ``predict_proba``, ``predict`` and ``score`` cost nothing (post-processing of the release; ``score`` is an
     exact, non-DP statistic of the rows it is given).
@@ -336,7 +344,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self.n_rows_estimate_ = estimate
         self.privacy_ = params
         self.dp_ = not reasons  # as EDPRFClassifier.dp_: a seed or a drafted schema makes it False
-        self.guarantee_ = release_guarantee(reasons, params.configured(), epsilon=params.epsilon)
+        self.guarantee_ = release_guarantee(reasons, params.configured(), epsilon=params.epsilon, note=PER_RECORD_NOTE)
         return self
 
     # -------------------------------------------------------------- predict

@@ -1,8 +1,10 @@
 """The coordinator's federation: request releases, validate, merge, save, evaluate.
 
-Privacy: the coordinator sees only DP releases and noised metrics.  Merging
-and evaluating on its own central test data are post-processing.  The global
-forest is ε-DP per record with ε the parties' release ε, provided each
+Privacy: the coordinator sees only DP releases and noised metrics (exact
+metrics only where a party's policy and the run allow them, and the guarantee
+then says NOT DP).  Merging and evaluating on its own central test data are
+post-processing.  The global forest is ε-DP per record with ε the largest
+party total of release and evaluation ε (``server._guarantee``), provided each
 person's records sit at one party (see ``edprf_core.forest.FEDERATION_NOTE``).
 """
 

@@ -112,6 +112,7 @@ def _show(args: argparse.Namespace) -> int:
     from client import (
         CAP_CHANGES_KEY,
         CAP_KEY,
+        PER_RECORD_SPEND,
         format_epsilon,
         load_policy,
         not_dp_headline,
@@ -212,6 +213,7 @@ def _show(args: argparse.Namespace) -> int:
         "every entry counts, released or not: a reservation is written before training "
         "(sequential composition over releases); sums are exact"
     )
+    print(PER_RECORD_SPEND)
     if n_not_dp:
         print(f"\n{not_dp_headline(n_not_dp)}; the epsilon above bounds the other replies only, not what these reveal:")
         for line in not_dp_lines:

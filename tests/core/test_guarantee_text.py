@@ -260,7 +260,7 @@ def test_given_shape_parameters_are_named_as_assumed_chosen_without_the_rows():
     from protocol import INSPECTION_POLICY, decode_release, encode_release
 
     X, y, schema = load_embedded("wall_robot_navigation")
-    condition = "assumed chosen without these rows (a choice made on them, by a search or by hand"
+    condition = "assumed chosen without these rows, as every setting is (a choice made on them, by a search or by hand"
     given = EDPRFClassifier(schema, epsilon=1.0, max_depth=3).fit(X, y)
     assert "; the depth was given, " + condition in given.guarantee_
     everything = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=2, n_bins=8).fit(X, y)
@@ -272,3 +272,34 @@ def test_given_shape_parameters_are_named_as_assumed_chosen_without_the_rows():
     assert "given, assumed" not in automatic.guarantee_
     decoded = decode_release(encode_release(everything.forest_, "p"), schema, INSPECTION_POLICY)
     assert "given, assumed" not in decoded.forest.guarantee()
+
+
+def test_a_declared_row_count_is_stated_as_assumed_public_and_its_equality_to_the_rows_is_never_printed(wall):
+    """Claims review S1-1/S2-1 (stop 56): a size declared public was printed as plain DP.  The guarantee now states
+    the assumption for every declared count.  A count equal to the exact number of rows is warned about, and the
+    printed text is the same as for any other count: whether the two are equal is a fact about the rows, which a
+    saved or exported model must not carry."""
+    X, y, schema = wall
+    with pytest.warns(PrivacyLeakWarning, match="exactly the number of training rows"):
+        exact = EDPRFClassifier(schema, epsilon=1.0, n_rows_public=len(X), sampler="exact").fit(X, y)
+    other = EDPRFClassifier(schema, epsilon=1.0, n_rows_public=len(X) + 1, sampler="exact").fit(X, y)
+    assumption = "chosen from a row count declared public (assumed public knowledge, not counted from these rows)"
+    for clf in (exact, other):
+        assert assumption in clf.guarantee_
+        assert "exactly" not in clf.guarantee_ and "equal" not in clf.guarantee_
+    assert exact.forest_.parts[0][1] == other.forest_.parts[0][1]  # nothing of the coincidence is kept
+
+
+def test_the_marginals_classifier_is_never_said_to_be_pooled_and_states_per_record(wall):
+    """Claims review S3-9/S3-10 (stop 56): a DPMarginalsClassifier cannot be released or pooled, yet its guarantee
+    ended with the pooling note, and a given ``n_bins`` was printed as "given" with no assumption."""
+    from edprf_core import DPMarginalsClassifier, load_embedded
+
+    Xb, yb, bank = load_embedded("bank_marketing")
+    given = DPMarginalsClassifier(bank, epsilon=1.0, n_bins=8).fit(Xb[:2000], yb[:2000]).guarantee_
+    assert "If pooled" not in given
+    assert given.endswith(
+        "Per record (one data row), not per person: a person with k rows is protected at k times "
+        "epsilon (one row per person gives per-person epsilon)."
+    )
+    assert "8 bins given, assumed chosen without these rows, as every setting is" in given

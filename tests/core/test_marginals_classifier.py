@@ -156,7 +156,10 @@ def test_a_production_fit_on_bank_is_dp_and_says_so(bank_fit):
     assert "NOT differentially private" not in text
     assert text.startswith("epsilon = 1 differential privacy per record under the add-remove neighbouring relation")
     assert "DP count of the rows that spent epsilon = 0.05 of the total" in text
-    assert "each person's records sit at one party" in text
+    assert text.endswith(
+        "Per record (one data row), not per person: a person with k rows is protected at k times epsilon "
+        "(one row per person gives per-person epsilon)."
+    )  # never pooled: no pooling note
 
 
 def test_predict_proba_is_the_libraries_marginal_proba_of_the_release(bank_fit):

@@ -21,6 +21,8 @@ def test_budget_lists_entries_and_remaining_cap(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "release" in out and "released" in out and "evaluation" in out and "reserved" in out
     assert "spent 1.1 of the lifetime cap 2; remaining 0.9" in out
+    # claims review S2-3 (stop 56): the figures bound each row, not each person
+    assert "epsilon per record (data row): a person with k rows has faced up to k times these figures" in out
 
     assert main(["budget", str(tmp_path / "ledger.sqlite"), "--cap", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

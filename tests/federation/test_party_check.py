@@ -251,6 +251,8 @@ def test_the_clientapp_logs_a_ledger_trail_s_note_at_warning_once_per_ledger_sta
     assert lifespan_notes() == {"cap": logging.WARNING, "crash": logging.DEBUG}
     code, lines = _check(paths, capsys)  # the operator's check shows both, every time
     assert code == 0 and sum(("cap was changed" in line or "never completed" in line) for line in lines) == 2
+    spent = [line for line in lines if "spent 1 (" in line or "spent 1," in line]  # the ledger line: per record
+    assert spent and "epsilon per record (data row): a person with k rows has faced up to k times" in spent[0]
     entries = read_ledger_readonly(ledger)
     assert [(e.request_id, e.state) for e in entries] == [("run-1/train", "failed"), ("run-2/train", "reserved")]
 
