@@ -193,6 +193,14 @@ def _too_few_ready(
             f"; refused: {', '.join(refusals)}" if refusals else "",
             f"; counted as serving: {', '.join(unsure)}" if unsure else "",
         )
+    for party, shared in readiness.shared_party_ids.items():
+        log.warning(
+            "readiness: nodes %s all answer as party %s (a claim, checked on its release): if they are SuperNodes "
+            "run from copies of one party's state, each spends that party's whole cap on the same records "
+            "(deploy/README.md section 3); the run keeps at most one release of a party",
+            ", ".join(str(n) for n in shared),
+            party,
+        )
     for node in readiness.pinned_out:
         log.warning(
             "readiness: node %s runs an app pin (deploy/party/pinned_clientapp.py) that refuses this app bundle: %s; "
@@ -306,7 +314,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
     report.timings["train_round_s"] = time.perf_counter() - t0
 
     accepted = []
-    seen_parties: set[str] = set()
+    seen_parties: dict[str, tuple[int, bytes]] = {}  # party id -> the node and release accepted for it
     heard: set[str] = set()  # parties named by a reply: a refusal's claim, a signed release (accepted or not)
     for node in nodes:
         outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
@@ -379,9 +387,15 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         outcome.party_id = release.party_id
         if release.party_id in seen_parties:
             outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_PARTY
-            outcome.message = f"party {release.party_id!r} already contributed to this run"
+            first, first_payload = seen_parties[release.party_id]
+            outcome.message = f"party {release.party_id!r} already contributed to this run from node {first}" + (
+                ": the same release again"
+                if payload == first_payload
+                else ": two nodes released as this party (SuperNodes run from copies of one party's state each "
+                "spend its whole cap on the same records; deploy/README.md section 3)"
+            )
             continue
-        seen_parties.add(release.party_id)
+        seen_parties[release.party_id] = (node, payload)
         outcome.status, outcome.reason, outcome.n_trees = PartyStatus.ACCEPTED, "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed
         outcome.sampler = release.params.sampler

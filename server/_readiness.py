@@ -29,6 +29,8 @@ from flwr.serverapp import Grid
 from protocol import ReplyStatus
 from protocol.messages import REQUEST_KEY, RESULT_KEY
 
+from ._party_names import claimed_party_id
+
 __all__ = ["PIN_REFUSAL", "READINESS_SECONDS", "Readiness", "readiness_round"]
 
 PIN_REFUSAL = re.compile(
@@ -66,6 +68,15 @@ class Readiness:
         named = {r.get("party-id") for r in self.serving.values() if r.get("party-id")}
         unnamed = sum(1 for r in self.serving.values() if not r.get("party-id"))
         return len(named) + unnamed + len(self.errored) + len(self.silent)
+
+    @property
+    def shared_party_ids(self) -> dict[str, list[int]]:
+        """Each party id that more than one node answered for (a claim, not yet verified), with those nodes."""
+        nodes: dict[str, list[int]] = {}
+        for node, result in {**self.serving, **self.refused}.items():
+            if party := claimed_party_id(result):
+                nodes.setdefault(party, []).append(node)
+        return {party: sorted(found) for party, found in sorted(nodes.items()) if len(found) > 1}
 
 
 def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any], timeout: float) -> Readiness:
