@@ -13,6 +13,18 @@
   second run sent to the same directory while the first is still running is refused before any
   request (both used to run, and the second's report replaced the first's model).  A claim left by
   a run whose process is gone (a crash) is taken over, so a resubmission after a crash works.
+
+  "Holds" is an exclusive ``flock`` on the claim file, kept (its descriptor open) for the run's lifetime; the
+  file's JSON says who holds it, for the refusal's text only.  Judging a claim stale from its pid, then unlinking
+  it and creating a new one, let two coordinators in: both judged one crashed run's claim stale, the first
+  replaced it, the second unlinked the first's fresh claim and made its own (both ran, both spent the parties'
+  epsilon, the second's report replaced the first's model); a claim created but not yet written read as nobody's
+  and was taken over; and a pid reused after a container restart counted as running forever.  ``flock`` is
+  atomic (of two processes asking, the kernel grants one), and the kernel drops it when its process dies,
+  however it dies: so on this host "running" is "locked" and "stale" is "not locked", whatever pid the file
+  names.  A claim is taken over by locking the existing file and rewriting it under the lock, never by unlinking
+  it (another process may hold or be about to lock that very file); only its holder removes it, when it lets
+  go.  ``flock`` does not reach other hosts: a claim naming another host name still counts as running.
 - A directory the run created and left empty (a run stopped or failed before it wrote anything: Ctrl-C
   during ``edprf run`` left ``runs/<time>/`` behind, empty) is removed when the run lets it go; a
   directory that existed before, or holds anything, is kept.
@@ -27,9 +39,12 @@ released before (no new ε), and a refusal here happens before any request.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from edprf_core import EDPRFError
@@ -53,8 +68,9 @@ __all__ = [
 
 _RUN_FILES = ("report.json", "global-model.edprf")
 CLAIM_NAME = ".edprf-run.claim"
-"""The file a running run holds in its output directory: ``{"run": id, "pid": n, "host": name, "created": bool}``
-(``created``: the run made the directory, which it removes on release if it is still empty)."""
+"""The file a running run holds in its output directory (locked with ``flock`` while the run runs):
+``{"run": id, "pid": n, "host": name, "created": bool}`` (``created``: the run made the directory, which it removes
+on release if it is still empty)."""
 
 
 class OutputDirInUse(EDPRFError, ValueError):
@@ -89,72 +105,128 @@ def release_output_dir(out: Path) -> None:
     A directory the claim created is removed if nothing is left in it (``rmdir``: never one with content).
     """
     claim = out / CLAIM_NAME
-    holder = _holder(claim)
-    if holder.get("pid") == os.getpid():
-        claim.unlink(missing_ok=True)
-        if holder.get("created") is True:
-            with contextlib.suppress(OSError):  # not empty (the run wrote something), or already gone
-                out.rmdir()
+    with _HELD_LOCK:
+        held = _HELD.pop(os.path.realpath(claim), None)
+    if held is None:
+        return
+    try:
+        if _same_file(held.fd, claim):  # removed while still locked: a process that opened it sees it went
+            claim.unlink(missing_ok=True)
+    finally:
+        os.close(held.fd)  # drops the lock
+    if held.created:
+        with contextlib.suppress(OSError):  # not empty (the run wrote something), or already gone
+            out.rmdir()
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """A claim this process holds: the open descriptor that keeps the claim file locked, and whether the run's
+    directory was created for it (removed on release if still empty)."""
+
+    fd: int
+    created: bool
+
+
+_HELD: dict[str, _Claim] = {}
+"""The claims this process holds, by the claim file's real path."""
+_HELD_LOCK = threading.Lock()
+_ATTEMPTS = 5
+"""Opens of the claim file before giving up: one is retried only when its holder removed it (released, with the
+directory it had made if left empty) between this process's making the directory, its open and its lock."""
+
+
+def _forget_claims_in_child() -> None:
+    """A forked child shares its parent's locked descriptors: it closes its copies (the parent keeps the lock) so
+    that a child outliving the run does not keep the directory held, and it holds nothing to release."""
+    for held in _HELD.values():
+        with contextlib.suppress(OSError):
+            os.close(held.fd)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_claims_in_child)
 
 
 def _hold(out: Path, run_id: str) -> None:
-    """Create ``out``'s claim file, exclusively; a claim whose process is gone is replaced (and what it says of
-    who created ``out`` is kept)."""
-    created = make_owner_only_dirs(out)
+    """Lock ``out``'s claim file for this process and write who holds it; a claim no live process on this host
+    locks (its run crashed) is taken over in place (and what it says of who created ``out`` is kept).
+
+    A second claim of a directory this process already holds is refused too (a lock is held per open file).
+    """
+    created = False
     claim = out / CLAIM_NAME
-    for _ in range(2):
-        mine = json.dumps(
-            {"run": run_id, "pid": os.getpid(), "host": socket.gethostname(), "created": created}
-        ).encode()
+    for _ in range(_ATTEMPTS):
+        created = make_owner_only_dirs(out) or created
         try:
-            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, OWNER_ONLY_FILE)
-        except FileExistsError:
-            holder = _holder(claim)
-            if _running(holder):
-                elsewhere = holder.get("host") != socket.gethostname()
-                raise OutputDirInUse(
-                    f"output-dir {out} is being written by run {holder.get('run') or '?'} (process "
-                    f"{holder.get('pid')} on {holder.get('host')}), "
-                    + (
-                        "another host name, whose processes this one cannot see (another machine, or a container "
-                        "before a restart), so it counts as running"
-                        if elsewhere
-                        else "still running"
-                    )
-                    + f"; nothing was sent to the parties. Give another output-dir, or wait for that run to end (if "
-                    f"no run uses it, delete {claim})"
-                ) from None
-            created = created or holder.get("created") is True
-            claim.unlink(missing_ok=True)  # left by a run whose process is gone (a crash)
+            fd = os.open(claim, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, OWNER_ONLY_FILE)
+        except FileNotFoundError:  # its holder released it and removed the directory it had made (left empty)
             continue
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(mine)
-        return
+        kept = False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live process holds it (perhaps not yet written: then it names nobody)
+                raise _in_use(out, claim, _holder(fd), elsewhere=False) from None
+            if not _same_file(fd, claim):  # its holder released it (removed it) before this process locked it
+                continue
+            holder = _holder(fd)
+            if _elsewhere(holder):
+                raise _in_use(out, claim, holder, elsewhere=True)
+            created = created or holder.get("created") is True
+            mine = json.dumps(
+                {"run": run_id, "pid": os.getpid(), "host": socket.gethostname(), "created": created}
+            ).encode()
+            os.ftruncate(fd, 0)  # a claim taken over: rewritten in place, under the lock
+            os.pwrite(fd, mine, 0)
+            with _HELD_LOCK:
+                _HELD[os.path.realpath(claim)] = _Claim(fd, created)
+            kept = True
+            return
+        finally:
+            if not kept:
+                os.close(fd)
     raise OutputDirInUse(f"output-dir {out}: another run claimed it at the same moment; nothing was sent")
 
 
-def _holder(claim: Path) -> dict:
+def _in_use(out: Path, claim: Path, holder: dict, *, elsewhere: bool) -> OutputDirInUse:
+    return OutputDirInUse(
+        f"output-dir {out} is being written by run {holder.get('run') or '?'} (process "
+        f"{holder.get('pid') or '?'} on {holder.get('host') or socket.gethostname()}), "
+        + (
+            "another host name, whose processes this one cannot see (another machine, or a container "
+            "before a restart), so it counts as running"
+            if elsewhere
+            else "still running"
+        )
+        + f"; nothing was sent to the parties. Give another output-dir, or wait for that run to end (if "
+        f"no run uses it, delete {claim})"
+    )
+
+
+def _same_file(fd: int, claim: Path) -> bool:
+    """Whether ``fd`` is the file at ``claim`` now (not one its holder removed)."""
     try:
-        holder = json.loads(claim.read_text(encoding="utf-8"))
+        there = os.stat(claim)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _holder(fd: int) -> dict:
+    """What the claim file open at ``fd`` says of its holder; ``{}`` if it says nothing readable."""
+    try:
+        holder = json.loads(os.pread(fd, 1 << 16, 0).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return holder if isinstance(holder, dict) else {}
 
 
-def _running(holder: dict) -> bool:
-    """Whether the claim's process still runs (on this host; a claim from another host counts as running)."""
+def _elsewhere(holder: dict) -> bool:
+    """Whether the claim names a process on another host name (whose lock, if any, this host cannot see)."""
     pid = holder.get("pid")
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():  # this process's own claim is not another run
-        return False
-    if holder.get("host") != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)  # signal 0: is it there? (PermissionError: there, another user's)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    return isinstance(pid, int) and pid > 0 and holder.get("host") != socket.gethostname()
 
 
 def _refuse_a_finished_run(out: Path, cfg: CoordinatorConfig) -> None:

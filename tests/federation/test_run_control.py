@@ -6,8 +6,15 @@ tests/deployment/test_consortium.py; here the pieces, and whole in-process simul
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,9 +75,9 @@ def test_an_empty_output_dir_the_run_created_is_removed_when_released(tmp_path):
     assert [p.name for p in out.iterdir()] == ["report.json"]
     # a crashed run's claim, taken over: the directory that run created still goes when left empty
     gone = tmp_path / "runs" / "crashed"
-    claim_output_dir(replace(cfg, output_dir=str(gone)))
-    holder = json.loads((gone / CLAIM_NAME).read_text())
-    (gone / CLAIM_NAME).write_text(json.dumps({**holder, "pid": 2**22 + 1}))  # no such process
+    crashed = _Claimant(gone, "crashed")
+    crashed.end()  # without releasing its claim
+    assert json.loads((gone / CLAIM_NAME).read_text())["created"] is True
     release_output_dir(claim_output_dir(replace(cfg, output_dir=str(gone))))
     assert not gone.exists()
 
@@ -79,23 +86,15 @@ def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
     """Day-2 walkthrough: two runs sent to one output-dir a second apart both ran, and the second's report replaced
     the first's model (both had spent).  Now the second is refused while the first's process runs; a claim left by
     a process that is gone (a crash) is taken over, so a resubmission after a crash works."""
-    import json
-    import subprocess
-    import sys
-
     cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(tmp_path / "out"), overwrite=True)
     claim = tmp_path / "out" / CLAIM_NAME
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    other = _Claimant(tmp_path / "out", "run-a")  # another ServerApp's process, running
     try:
-        claim_output_dir(cfg, "run-a")
-        holder = json.loads(claim.read_text())
-        claim.write_text(json.dumps({**holder, "run": "run-a", "pid": other.pid}))  # as another ServerApp holds it
         with pytest.raises(OutputDirInUse, match=r"is being written by run run-a \(process \d+ on .*\), still running"):
             claim_output_dir(cfg, "run-b")  # overwrite does not take a running run's directory
         assert json.loads(claim.read_text())["pid"] == other.pid  # the refusal left the holder's claim alone
     finally:
-        other.kill()
-        other.wait()
+        other.end()  # without releasing its claim: a crash
     assert claim_output_dir(cfg, "run-b") == tmp_path / "out"  # its process is gone: taken over
     assert json.loads(claim.read_text())["run"] == "run-b"
     release_output_dir(tmp_path / "out")
@@ -107,6 +106,188 @@ def test_a_run_holds_its_output_dir_while_it_runs(tmp_path):
     with pytest.raises(OutputDirInUse, match=r"another host name, whose processes this one cannot see") as refused:
         claim_output_dir(cfg, "run-d")
     assert str(claim) in str(refused.value)
+
+
+def test_two_coordinators_taking_over_one_crashed_run_s_claim_at_once_are_not_both_granted(tmp_path):
+    """Crash review (R2): two coordinators resubmitted after a crash both judged the crashed run's claim stale; the
+    first replaced it, the second unlinked the first's fresh claim and made its own: both were granted the
+    directory, both runs spent the parties' epsilon, and the second's report replaced the first's model.
+
+    Deterministic interleaving: each claimant (its own process) stops right after it has read the claim it judges
+    (``_holder``, which every claimant calls, granted or refused), until both have read it; then one goes on to
+    its answer, and the other only once that one is answered and still holds its claim (alive)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process that is gone: the crashed run
+    claim = out / CLAIM_NAME
+    claim.write_text(json.dumps({"run": "crashed", "pid": dead.pid, "host": socket.gethostname(), "created": False}))
+    spawn = multiprocessing.get_context("spawn")
+    both_read, turn, answered, results = spawn.Barrier(2), spawn.Lock(), spawn.Event(), spawn.Queue()
+    racers = [
+        spawn.Process(target=_racer, args=(str(out), run, both_read, turn, answered, results))
+        for run in ("run-a", "run-b")
+    ]
+    try:
+        for racer in racers:
+            racer.start()
+        said = {}
+        for _ in racers:
+            run, answer, text = results.get(timeout=120)
+            said.setdefault(answer, []).append((run, text))
+        assert sorted(said) == ["granted", "refused"], said  # exactly one granted
+        ((granted, _),), ((_, refusal),) = said["granted"], said["refused"]
+        assert "still running; nothing was sent to the parties" in refusal
+        holder = json.loads(claim.read_text())  # while the granted run still runs
+        assert holder["run"] == granted and holder["pid"] in {r.pid for r in racers}
+    finally:
+        answered.set()
+        for racer in racers:
+            racer.join(60)
+            if racer.exitcode is None:
+                racer.kill()
+                racer.join()
+
+
+def test_a_claim_created_and_not_yet_written_by_a_running_process_is_refused(tmp_path):
+    """Crash review (R2b): a claim file created but not yet written read as ``{}``, which named no running process,
+    so a second run took it over while the first went on.  The first holds it (locked) from the moment it opens
+    it: the second is refused, and the empty claim is left alone; once that process is gone it is taken over."""
+    out = tmp_path / "out"
+    out.mkdir()
+    claim = out / CLAIM_NAME
+    spawn = multiprocessing.get_context("spawn")
+    held, done = spawn.Event(), spawn.Event()
+    first = spawn.Process(target=_lock_unwritten, args=(str(claim), held, done))
+    first.start()
+    try:
+        assert held.wait(60), "the first claimant did not lock its claim"
+        cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(out))
+        with pytest.raises(OutputDirInUse, match=r"being written by run \? \(process \? on .+\), still running"):
+            claim_output_dir(cfg, "run-b")
+        assert claim.read_bytes() == b""
+    finally:
+        done.set()
+        first.join(60)
+        if first.exitcode is None:
+            first.kill()
+            first.join()
+    assert first.exitcode == 0
+    assert claim_output_dir(cfg, "run-b") == out  # created, never written, its process gone: taken over
+    assert json.loads(claim.read_text())["run"] == "run-b"
+    release_output_dir(out)
+
+
+def test_a_claim_naming_a_live_process_that_does_not_hold_it_is_taken_over(tmp_path):
+    """Crash review (8a): after a container restart with a fixed host name, the crashed run's pid can be another
+    live process's (pids restart low), and its claim counted as running forever.  A claim is running while a
+    process holds it (locked), whatever pid it names: here the pid of this test's parent, alive, not holding it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    claim = out / CLAIM_NAME
+    host = socket.gethostname()
+    claim.write_text(json.dumps({"run": "before-restart", "pid": os.getppid(), "host": host, "created": False}))
+    assert claim_output_dir(CoordinatorConfig(schema_path="s.toml", output_dir=str(out)), "run-new") == out
+    assert json.loads(claim.read_text()) == {"run": "run-new", "pid": os.getpid(), "host": host, "created": False}
+    release_output_dir(out)
+    assert not claim.exists()
+
+
+def test_a_claim_released_while_another_run_opens_it_is_not_held_by_that_run(tmp_path, monkeypatch):
+    """A run removes its claim (and the directory it made, if empty) when it lets go.  A run that opened the claim
+    just before, and locks it just after, would hold a file no longer in the directory, and a third run would create
+    and hold another at the same time: it opens the claim again (making the directory again) and holds that."""
+    out = tmp_path / "out"
+    first = _Claimant(out, "run-a", release=True)
+    lock = fcntl.flock
+
+    def first_lets_go_then_lock(fd, operation):
+        first.end()  # between this run's open of the claim and its lock (the second call: nothing to end)
+        return lock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", first_lets_go_then_lock)
+    cfg = CoordinatorConfig(schema_path="s.toml", output_dir=str(out))
+    assert claim_output_dir(cfg, "run-b") == out
+    assert json.loads((out / CLAIM_NAME).read_text())["run"] == "run-b"  # the claim in the directory is run-b's
+    assert first.released
+    release_output_dir(out)
+    assert not out.exists()  # made again by run-b, released empty
+
+
+class _Claimant:
+    """A coordinator in a process of its own (spawned) that claims ``out`` as ``run`` and holds it until
+    :meth:`end`, which ends the process without releasing the claim (as a crash would), or releasing it first
+    (``release``)."""
+
+    def __init__(self, out: Path, run: str, *, release: bool = False) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self._held, self._done, self._released = spawn.Event(), spawn.Event(), spawn.Event()
+        self._process = spawn.Process(
+            target=_claim_and_hold, args=(str(out), run, release, self._held, self._done, self._released)
+        )
+        self._process.start()
+        if not self._held.wait(60):
+            self.end()
+            raise AssertionError(f"the claimant of {out} did not claim it")
+        self.pid = self._process.pid
+
+    @property
+    def released(self) -> bool:
+        return self._released.is_set()
+
+    def end(self) -> None:
+        if self._process.exitcode is not None:
+            return
+        self._done.set()
+        self._process.join(60)
+        if self._process.exitcode is None:
+            self._process.kill()
+            self._process.join()
+
+
+def _claim_and_hold(out: str, run: str, release: bool, held, done, released) -> None:
+    claim_output_dir(CoordinatorConfig(schema_path="s.toml", output_dir=out, overwrite=True), run)
+    held.set()
+    done.wait(60)
+    if release:
+        release_output_dir(Path(out))
+        released.set()
+
+
+def _lock_unwritten(claim: str, held, done) -> None:
+    """A claimant between creating its claim file (locked, as every claimant holds it) and writing it."""
+    fd = os.open(claim, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    held.set()
+    done.wait(60)
+
+
+def _racer(out: str, run: str, both_read, turn, answered, results) -> None:
+    from server import _run_control
+
+    read = _run_control._holder
+    state = {"first read": True, "my turn": False}
+
+    def read_then_wait(*args):
+        holder = read(*args)
+        if state["first read"]:
+            state["first read"] = False
+            both_read.wait(60)  # both have read the crashed run's claim
+            state["my turn"] = turn.acquire(timeout=60)  # one goes on; the other once that one is answered
+        return holder
+
+    _run_control._holder = read_then_wait
+    try:
+        claim_output_dir(CoordinatorConfig(schema_path="s.toml", output_dir=out), run)
+        results.put((run, "granted", ""))
+    except OutputDirInUse as exc:
+        results.put((run, "refused", str(exc)))
+    except threading.BrokenBarrierError as exc:  # the other never read the claim: the test fails on it, by name
+        results.put((run, "error", repr(exc)))
+    finally:
+        if state["my turn"]:
+            turn.release()
+    answered.wait(60)  # a granted run keeps running (holding its claim) until the test has looked
 
 
 def test_require_exact_sampling_is_on_by_default_and_off_for_seeded_simulations(tmp_path):
