@@ -41,7 +41,15 @@ from ._ledger import (
     read_entries_and_meta_readonly,
     total_spent,
 )
-from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
+from ._ledger_anchor import (
+    CARRIED_FROM_KEY,
+    LEDGER_ID_KEY,
+    LedgerAnchor,
+    anchor_path,
+    carried,
+    carried_before,
+    read_anchor,
+)
 
 __all__ = ["BudgetState", "LedgerStatus", "read_budget"]
 
@@ -240,7 +248,11 @@ def read_budget(
             return _absent(base)
         return _unreadable(base, f"cannot read {path}: {exc.strerror or type(exc).__name__}")
     try:
-        entries, meta = read_entries_and_meta_readonly(path, META_KEYS, max_bytes=max_bytes, max_seconds=max_seconds)
+        # and what the ledger carried from the anchor's id before (an anchor of another id, not yet rewritten)
+        from_anchor = () if anchor is None else (f"{CARRIED_FROM_KEY}/{anchor.ledger_id}",)
+        entries, meta = read_entries_and_meta_readonly(
+            path, META_KEYS + from_anchor, max_bytes=max_bytes, max_seconds=max_seconds
+        )
     except LedgerOfAnotherVersion as exc:
         return replace(_unreadable(base, _one_line(exc)), ledger_of_another="version")
     except ValueError as exc:
@@ -249,7 +261,8 @@ def read_budget(
     if party_id is not None and recorded_party is not None and recorded_party != party_id:
         return replace(_unreadable(base, another_party_text(path, recorded_party, party_id)), ledger_of_another="party")
     in_ledger = total_spent(entries)
-    beyond = carried(anchor, meta.get(LEDGER_ID_KEY), in_ledger)
+    before = carried_before(meta.get(from_anchor[0])) if from_anchor else Fraction(0)
+    beyond = carried(anchor, meta.get(LEDGER_ID_KEY), in_ledger, before)
     if anchor_error:
         status = LedgerStatus.ANCHOR_UNREADABLE
     else:

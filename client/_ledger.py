@@ -53,7 +53,16 @@ from ._held_out_record import (
     recorded_fraction,
     smallest_recorded_fraction,
 )
-from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor, write_anchor
+from ._ledger_anchor import (
+    CARRIED_FROM_KEY,
+    LEDGER_ID_KEY,
+    LedgerAnchor,
+    anchor_path,
+    carried,
+    carried_before,
+    read_anchor,
+    write_anchor,
+)
 
 __all__ = [
     "NOT_DP_COUNT_KEY",
@@ -327,10 +336,13 @@ class BudgetLedger:
         create_owner_only_file(self.path)  # the split's secret salt; SQLite gives -wal and -shm its mode
         self._refuse_another_schema()
         self.anchor_path = anchor_path(self.path)
-        anchor = read_anchor(self.anchor_path)  # before the ledger is created: a lost ledger's anchor counts
+        read_anchor(self.anchor_path)  # an unreadable anchor is refused before the ledger's tables are written
         with self._connect() as db:
             db.executescript(_SCHEMA)
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
+                # read again under the write lock (anchors are written under it): what another opening or a
+                # reservation wrote meanwhile is what is carried from
+                anchor = read_anchor(self.anchor_path)
                 earlier = _meta(db, LEDGER_ID_KEY) is not None
                 party_recorded = self._record_party(db, party_id, earlier)
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
@@ -358,17 +370,24 @@ class BudgetLedger:
         """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); a note
         on what was carried (``""``: nothing)."""
         spent = self._sum(db)
-        missing = carried(anchor, self.ledger_id, spent)
+        other = anchor is not None and anchor.ledger_id != self.ledger_id
+        key = f"{CARRIED_FROM_KEY}/{anchor.ledger_id}" if other else ""
+        before = carried_before(_meta(db, key)) if other else Fraction(0)
+        missing = carried(anchor, self.ledger_id, spent, before)
         if not missing:
             return ""
-        other = anchor.ledger_id != self.ledger_id
+        held = (
+            "by another ledger" + (f", of which this one carried {format_epsilon(before)} before" if before else "")
+            if other
+            else f"by this ledger, which held {format_epsilon(spent)}"
+        )
         note = (
-            f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent "
-            f"{'by another ledger' if other else 'by this ledger'}, which held "
-            f"{format_epsilon(spent)}: a ledger restored from a backup, replaced or lost; "
-            f"{format_epsilon(missing)} is counted as spent"
+            f"carried from {self.anchor_path.name}: it records {format_epsilon(anchor.spent)} spent {held}: a "
+            f"ledger restored from a backup, replaced or lost; {format_epsilon(missing)} is counted as spent"
         )
         _insert_carried(db, missing, note)
+        if other:  # in the same transaction as the entry: carried once, whatever stops the anchor's rewrite
+            db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, str(before + missing)))
         return note
 
     def _carry_split(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> str:

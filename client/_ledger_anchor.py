@@ -8,7 +8,10 @@ reservation.  When a ledger is opened and holds less than its anchor records, th
 the ledger as spent (an entry whose request id starts with ``carried-``) before any request is served:
 
 - the same ledger with less spent (a copy restored from a backup): the difference;
-- another ledger (another id), or a new one where the ledger was lost: all that the anchor records.
+- another ledger (another id), or a new one where the ledger was lost: all that the anchor records, once: the
+  ledger keeps what it carried from that id (``carried-from/<id>``, in the carry's transaction), so an opening
+  that finds the same anchor again (its rewrite failed or was killed, or two processes opened at once) carries
+  only what it has not carried yet.
 
 So a party's accounting never goes backwards: invariant 4 holds across a restore.
 
@@ -42,10 +45,24 @@ from protocol import save_atomic
 
 from ._held_out_record import recorded_fraction
 
-__all__ = ["LEDGER_ID_KEY", "LedgerAnchor", "anchor_path", "carried", "read_anchor", "write_anchor"]
+__all__ = [
+    "CARRIED_FROM_KEY",
+    "LEDGER_ID_KEY",
+    "LedgerAnchor",
+    "anchor_path",
+    "carried",
+    "carried_before",
+    "read_anchor",
+    "write_anchor",
+]
 
 LEDGER_ID_KEY = "ledger-id"
 """The ``ledger_meta`` key of the ledger's id."""
+CARRIED_FROM_KEY = "carried-from"
+"""The ``ledger_meta`` key prefix of what a ledger carried from another ledger's anchor: ``carried-from/<its id>``
+holds the exact ε (``"n/d"``) carried from that id so far, written in the carry's transaction, so that an opening
+that finds the other id's anchor again (its rewrite failed, was killed, or raced another opening) carries only what
+it has not carried yet."""
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _EXACT = re.compile(r"\d{1,400}(/\d{1,400})?")
@@ -147,14 +164,25 @@ def write_anchor(path: Path, anchor: LedgerAnchor) -> None:
     save_atomic(path, text.encode("utf-8"), mode=0o600)
 
 
-def carried(anchor: LedgerAnchor | None, ledger_id: str | None, spent: Fraction) -> Fraction:
+def carried(
+    anchor: LedgerAnchor | None, ledger_id: str | None, spent: Fraction, before: Fraction = Fraction(0)
+) -> Fraction:
     """ε the anchor records that the ledger (id ``ledger_id``, ``spent`` so far) does not hold.
 
     The same ledger: what the anchor records beyond ``spent`` (a restored copy holds less).  Another ledger,
-    or none (``ledger_id`` None): all that the anchor records, which that ledger never held.
+    or none (``ledger_id`` None): what the anchor records beyond ``before``, what the ledger already carried from
+    that anchor's id (:data:`CARRIED_FROM_KEY`; 0 for none), which that ledger never held otherwise.
     """
     if anchor is None:
         return Fraction(0)
     if anchor.ledger_id != ledger_id:
-        return anchor.spent
+        return max(Fraction(0), anchor.spent - before)
     return max(Fraction(0), anchor.spent - spent)
+
+
+def carried_before(text: str | None) -> Fraction:
+    """What a ledger's ``carried-from/<id>`` value says it carried (``"n/d"``); 0 for none or for text of another
+    form (the file is untrusted: 0 carries the anchor's whole figure again, the side that never counts less)."""
+    if not (isinstance(text, str) and _EXACT.fullmatch(text)):
+        return Fraction(0)
+    return Fraction(text)

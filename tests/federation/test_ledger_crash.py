@@ -1,0 +1,139 @@
+"""The ledger and its anchor under a full disk, a kill, a concurrent opening, a read-only file, a damaged or
+dangling anchor, a clock before 1970 and a stopped anchor write (crash review of c6a3361, findings 1, 4-7, 8b, 8c).
+
+Each test drives the real :class:`client.BudgetLedger` (or the party, or ``edprf budget``) and asserts what the
+party counts: a lost ledger's anchor is carried once, whatever stops the anchor's rewrite.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import client._ledger as ledger_module
+from client import BudgetLedger, LedgerStatus, Party, read_budget, read_ledger_readonly
+from client._ledger_anchor import anchor_path, read_anchor
+from edprf_fl.cli._main import main
+
+from ._neighbours import file_bytes, make_party
+from .test_party import _request, party_files  # noqa: F401 (a fixture)
+
+WORKTREE = Path(__file__).resolve().parents[2]
+
+
+def _carried(ledger: BudgetLedger) -> list[Fraction]:
+    return [e.epsilon_exact for e in ledger.entries() if e.request_id.startswith("carried-")]
+
+
+def _lost_ledger(tmp_path: Path) -> Path:
+    """A ledger that spent 2 (cap 5), then lost (its files removed); its anchor stays and records 2."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=5.0, party_id="h").reserve("run-1", "release", 2.0)
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    assert read_anchor(anchor_path(path)).spent == 2
+    return path
+
+
+def _budget_json(path: Path, capsys) -> dict:
+    capsys.readouterr()
+    main(["budget", str(path), "--cap", "5", "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+# ---------------------------------------------------------------- finding 1: the carry, once per source ledger
+
+
+def test_a_full_disk_at_the_carrying_opening_does_not_carry_the_anchor_twice(tmp_path, monkeypatch, capsys):
+    """The first opening carries 2 and commits, then cannot rewrite the anchor (ENOSPC): the anchor still names
+    the lost ledger.  Reopened, the ledger carries nothing more; ``edprf budget`` says 2 in between and after."""
+    path = _lost_ledger(tmp_path)
+    real = ledger_module.write_anchor
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ledger_module, "write_anchor", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        BudgetLedger(path, cap=5.0, party_id="h")
+    monkeypatch.setattr(ledger_module, "write_anchor", real)
+    assert read_budget(path).spent == 2  # the anchor still names the lost ledger: 2 carried, nothing beyond
+    said = _budget_json(path, capsys)
+    assert (said["spent_exact"], said["carried_from_anchor_exact"]) == ("2", "0")
+    ledger = BudgetLedger(path, cap=5.0, party_id="h")
+    assert ledger.spent() == 2
+    assert _carried(ledger) == [2]
+    assert read_anchor(anchor_path(path)) == ledger_module.LedgerAnchor(ledger.ledger_id, Fraction(2))
+    assert _budget_json(path, capsys)["spent_exact"] == "2"
+    ledger.reserve("run-2", "release", 3.0)  # the whole rest of the cap: 2 + 3 = 5
+
+
+def test_a_kill_between_the_carry_and_the_anchor_write_does_not_carry_twice(tmp_path):
+    """A process killed (``os._exit``, no clean-up) after the carry's commit, at its anchor write."""
+    path = _lost_ledger(tmp_path)
+    child = textwrap.dedent(
+        f"""
+        import os
+        import client._ledger as ledger_module
+        ledger_module.write_anchor = lambda *a, **k: os._exit(9)
+        ledger_module.BudgetLedger({str(path)!r}, cap=5.0, party_id="h")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    done = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 9, done.stderr.decode()[-2000:]
+    assert read_anchor(anchor_path(path)).spent == 2  # not rewritten: still the lost ledger's
+    assert read_budget(path).spent == 2
+    ledger = BudgetLedger(path, cap=5.0, party_id="h")
+    assert ledger.spent() == 2
+    assert _carried(ledger) == [2]
+
+
+def test_two_openings_of_a_lost_ledger_at_once_carry_its_anchor_once(tmp_path, monkeypatch):
+    """Two ledger objects (separate connections) opening the lost ledger at once, in the interleaving that carried
+    twice: the second opens completely (another thread) between the first's carry commit and its anchor write,
+    so it finds the lost ledger's anchor still in place.  The ledger counts 2, and so does its anchor."""
+    path = _lost_ledger(tmp_path)
+    real_anchor = BudgetLedger._anchor
+    other: list = []
+
+    def anchor_after_the_other(self, db):
+        if not other:  # the first opening, between its commit and its anchor write: the other one opens
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                other.append(pool.submit(BudgetLedger, path, 5.0, "h"))
+                other[0].result(timeout=60)
+        real_anchor(self, db)
+
+    monkeypatch.setattr(BudgetLedger, "_anchor", anchor_after_the_other)
+    first = BudgetLedger(path, 5.0, "h")
+    monkeypatch.undo()
+    assert other[0].result().ledger_id == first.ledger_id
+    ledger = BudgetLedger(path, cap=5.0, party_id="h")
+    assert ledger.spent() == 2
+    assert _carried(ledger) == [2]
+    assert read_anchor(anchor_path(path)).spent == 2
+
+
+def test_a_lost_ledgers_anchor_that_grew_carries_only_the_growth(tmp_path, monkeypatch):
+    """What was carried from an id is kept with the exact amount: an anchor of that id that records more later
+    (its ledger served once more before this one took its place) adds only the difference."""
+    path = _lost_ledger(tmp_path)
+    monkeypatch.setattr(ledger_module, "write_anchor", lambda *_a, **_k: None)  # the anchor keeps the lost id
+    ledger = BudgetLedger(path, cap=5.0, party_id="h")
+    monkeypatch.undo()
+    old = read_anchor(anchor_path(path))
+    ledger_module.write_anchor(anchor_path(path), ledger_module.LedgerAnchor(old.ledger_id, Fraction(5, 2)))
+    ledger = BudgetLedger(path, cap=5.0, party_id="h")
+    assert _carried(ledger) == [2, Fraction(1, 2)]
+    assert ledger.spent() == Fraction(5, 2)
