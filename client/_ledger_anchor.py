@@ -100,6 +100,13 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
     ValueError
         The file is not an anchor (a party refuses to serve rather than guess what it spent).
     """
+    if path.is_symlink() and not path.exists():
+        raise ValueError(
+            f"ledger anchor {path} is a symbolic link to {os.readlink(path)}, which does not exist (a volume that "
+            "is not mounted, or a restore that left the link without the anchor?): it records what the party spent, "
+            "so the party refuses to serve rather than write a new anchor in place of the link; mount or restore "
+            "its target"
+        )
     if not path.exists():
         return None
     try:

@@ -137,3 +137,38 @@ def test_a_lost_ledgers_anchor_that_grew_carries_only_the_growth(tmp_path, monke
     ledger = BudgetLedger(path, cap=5.0, party_id="h")
     assert _carried(ledger) == [2, Fraction(1, 2)]
     assert ledger.spent() == Fraction(5, 2)
+
+
+# ---------------------------------------------------------------- finding 4: an anchor that is a dangling link
+
+
+def test_an_anchor_that_is_a_link_to_nothing_is_refused_not_replaced(party_files, tmp_path, capsys):  # noqa: F811
+    """An anchor kept on a volume that is not mounted: read as "no anchor" it would be replaced by a regular file,
+    and an older ledger backup restored then would get its budget back."""
+    setup, schema = party_files
+    Party(setup).train(_request(schema))  # spent 1 of 1.5
+    anchor = anchor_path(setup.ledger_path)
+    volume = tmp_path / "anchor-volume"
+    volume.mkdir()
+    shutil.move(anchor, volume / anchor.name)
+    anchor.symlink_to(volume / anchor.name)
+    shutil.move(volume, tmp_path / "unmounted")  # the link's target is gone
+    with pytest.raises(ValueError, match="symbolic link to") as refused:
+        Party(setup)  # the handler answers party_setup for this ValueError
+    assert str(anchor) in str(refused.value)
+    assert str(volume / anchor.name) in str(refused.value)
+    assert anchor.is_symlink()  # not replaced by a regular file
+    state = read_budget(setup.ledger_path, 1.5)
+    assert state.status is LedgerStatus.ANCHOR_UNREADABLE
+    assert state.spent is None
+    assert f"{anchor} is a symbolic link to {volume / anchor.name}, which does not exist" in state.anchor_error
+    capsys.readouterr()
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{setup.ledger_path}'"
+    )
+    main(["party", "check", "--node-config", node_config])
+    said = capsys.readouterr()
+    assert "is a symbolic link to" in said.out + said.err
+    assert main(["budget", str(setup.ledger_path)]) == 1
+    assert "is a symbolic link to" in capsys.readouterr().err
