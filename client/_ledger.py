@@ -340,6 +340,7 @@ class BudgetLedger:
         with self._connect() as db:
             db.executescript(_SCHEMA)
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
+                self._refuse_read_only(db)
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -389,6 +390,26 @@ class BudgetLedger:
         if other:  # in the same transaction as the entry: carried once, whatever stops the anchor's rewrite
             db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, str(before + missing)))
         return note
+
+    def _refuse_read_only(self, db: sqlite3.Connection) -> None:
+        """Refuse a ledger that cannot be written (a read-only file in a writable directory) at its opening, inside
+        ``db``'s write transaction, before any request reserves: a write that changes nothing (no row is deleted)
+        still needs a writable file.  Without it the first failing write would be a reservation's.
+
+        Raises
+        ------
+        ValueError
+            The file is read-only (for this process), naming it.
+        """
+        try:
+            db.execute("DELETE FROM ledger_meta WHERE 0")
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc).replace("read-only", "readonly"):
+                raise
+            raise ValueError(
+                f"ledger {self.path}: the file cannot be written by this process ({exc}): give the party's user "
+                "write access to it (and to its directory); the party serves no request before it can record it"
+            ) from None
 
     def _carry_split(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> str:
         """Take back the held-out split the anchor keeps (inside ``db``'s transaction): its salt when the ledger

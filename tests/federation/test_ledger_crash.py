@@ -172,3 +172,59 @@ def test_an_anchor_that_is_a_link_to_nothing_is_refused_not_replaced(party_files
     assert "is a symbolic link to" in said.out + said.err
     assert main(["budget", str(setup.ledger_path)]) == 1
     assert "is a symbolic link to" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- finding 5: a read-only ledger file
+
+_READ_ONLY_CHILD = """
+import json, sys
+from pathlib import Path
+from flwr.supercore.task_identity import TaskIdentity
+from client import BudgetLedger, PartySetup, read_ledger_readonly
+from tests.privacy._party_requests import TrainSettings, result_of, send_query, send_train
+
+TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 2, 3
+d = Path(sys.argv[1])
+setup = PartySetup(d / "data.csv", d / "schema.toml", d / "policy.toml", d / "ledger.sqlite")
+try:
+    BudgetLedger(setup.ledger_path, 2.0, "harness")
+    opened = "opened"
+except ValueError as exc:
+    opened = str(exc)
+settings = TrainSettings(epsilon=0.5, n_trees=1, max_depth=3, n_bins=4)
+query = result_of(send_query(setup, settings, "t-2"))
+train = result_of(send_train(setup, settings, "t-2"))
+entries = [e.request_id for e in read_ledger_readonly(setup.ledger_path)]
+print(json.dumps({"opened": opened, "query": query.get("reason"), "train": train.get("reason"), "entries": entries}))
+"""
+
+
+def _as_a_user_bound_by_file_modes(args: list[str]) -> list[str]:
+    """``args`` run so that file modes hold: as root, without the capabilities that override them (``capsh``)."""
+    if os.geteuid() != 0:
+        return args
+    capsh = shutil.which("capsh")
+    if capsh is None:
+        pytest.skip("root without capsh: file modes cannot be enforced")
+    command = " ".join(f"'{a}'" for a in args)
+    return [capsh, "--drop=cap_dac_override,cap_dac_read_search,cap_fowner", "--", "-c", command]
+
+
+def test_a_read_only_ledger_file_is_refused_at_opening_as_party_setup(tmp_path):
+    """A ledger file the party cannot write (its directory writable): refused when the ledger is opened, naming
+    the file, so the readiness answer and the train request are ``party_setup`` and nothing is reserved.  Real file
+    modes (a child process, as root without CAP_DAC_OVERRIDE), not a simulated failure."""
+    setup = make_party(tmp_path, file_bytes(), allow_seeded_randomness=False, lifetime_epsilon_cap=2.0)
+    BudgetLedger(setup.ledger_path, 2.0, "harness").reserve("t-1", "release", 0.5)
+    for sidecar in tmp_path.glob("ledger.sqlite-*"):  # the party stopped: no -wal, -shm
+        sidecar.unlink()
+    setup.ledger_path.chmod(0o400)
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    args = _as_a_user_bound_by_file_modes([sys.executable, "-c", _READ_ONLY_CHILD, str(tmp_path)])
+    done = subprocess.run(args, env=env, capture_output=True, timeout=300, check=False, cwd=WORKTREE)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    said = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert f"ledger {setup.ledger_path}: the file cannot be written" in said["opened"]
+    assert said["query"] == said["train"] == "party_setup"
+    assert said["entries"] == ["t-1"]
+    assert [e.request_id for e in read_ledger_readonly(setup.ledger_path)] == ["t-1"]
