@@ -81,8 +81,9 @@ class LedgerStatus(StrEnum):
     of another edprf-fl version or of another party (:attr:`BudgetState.ledger_of_another`): what the party
     spent is unknown."""
     ANCHOR_UNREADABLE = "anchor-unreadable"
-    """The anchor cannot be read (:attr:`BudgetState.anchor_error`): the party refuses to serve until it is
-    restored, and what it spent is unknown; the ledger is still read when it can be."""
+    """The anchor cannot be read (:attr:`BudgetState.anchor_error`, which says what to do: a damaged anchor beside
+    the current ledger is moved aside, a link to nothing mounted or restored): the party refuses to serve until it
+    can be read, and what it spent is unknown; the ledger is still read when it can be."""
 
 
 _UNKNOWN = frozenset((LedgerStatus.UNREADABLE, LedgerStatus.ANCHOR_UNREADABLE))

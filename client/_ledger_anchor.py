@@ -128,8 +128,12 @@ def read_anchor(path: Path) -> LedgerAnchor | None:
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError):
         raise ValueError(
             f'ledger anchor {path}: expected {{"ledger": <32 hex digits>, "spent": "<n>/<d>"}} (and, from 0.2.2, '
-            f'"{_SALT}": <32 hex digits>, "{_SPLIT}": "<rule> fraction=<in [0, 1)>"), got something else; it records '
-            "what the party spent: restore it (never delete it to make the party serve again)"
+            f'"{_SALT}": <32 hex digits>, "{_SPLIT}": "<rule> fraction=<in [0, 1)>"), got something else (damaged?); it '
+            "records what the party spent and is never backed up. If an intact ledger is beside it and is the current "
+            "one (not restored from a backup, not replaced), move this file aside (never delete the ledger) and the "
+            "party writes a new anchor from the ledger at its next request: until then nothing protects against an "
+            "older copy of the ledger restored in its place (it would count less than the party spent). If the ledger "
+            "is lost, restored or replaced, keep the anchor: it is the record of the spend the ledger lacks"
         ) from None
 
 

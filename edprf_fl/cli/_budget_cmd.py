@@ -222,8 +222,8 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
     if state.anchor_error:
         print(
-            f"edprf budget: error: {terminal_safe(state.anchor_error, 500)}; the party refuses to serve until it is "
-            "restored, and may have spent more than the entries above hold",
+            f"edprf budget: error: {terminal_safe(state.anchor_error, 900)}; the party refuses to serve until its "
+            "anchor can be read, and may have spent more than the entries above hold",
             file=sys.stderr,
         )
     return status

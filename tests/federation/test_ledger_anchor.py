@@ -135,7 +135,7 @@ def test_an_unreadable_anchor_is_refused_not_guessed(tmp_path):
     path = tmp_path / "ledger.sqlite"
     BudgetLedger(path, cap=1.0)
     anchor_path(path).write_text("{}")
-    with pytest.raises(ValueError, match="never delete it to make the party serve again"):
+    with pytest.raises(ValueError, match=r"move this file aside \(never delete the ledger\)"):
         BudgetLedger(path, cap=1.0)
 
 

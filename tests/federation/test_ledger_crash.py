@@ -228,3 +228,34 @@ def test_a_read_only_ledger_file_is_refused_at_opening_as_party_setup(tmp_path):
     assert said["query"] == said["train"] == "party_setup"
     assert said["entries"] == ["t-1"]
     assert [e.request_id for e in read_ledger_readonly(setup.ledger_path)] == ["t-1"]
+
+
+# ---------------------------------------------------------------- finding 6: a damaged anchor beside the ledger
+
+
+def test_a_damaged_anchor_says_to_move_it_aside_when_the_ledger_is_current(tmp_path, capsys):
+    """A 0-byte anchor beside an intact ledger: anchors are never backed up, so "restore it" cannot be followed.
+    The party, ``edprf budget`` and ``party check`` (one text) say to move it aside when the ledger is the
+    current one, and what that gives up; the party does not rebuild it by itself; done, the next opening writes
+    an anchor from the ledger and carries nothing."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=5.0).reserve("run-1", "release", 1.5)
+    anchor = anchor_path(path)
+    anchor.write_bytes(b"")
+    with pytest.raises(ValueError) as refused:
+        BudgetLedger(path, cap=5.0)
+    said = str(refused.value)
+    assert "move this file aside (never delete the ledger)" in said
+    assert "the party writes a new anchor from the ledger at its next request" in said
+    assert "nothing protects against an older copy of the ledger restored in its place" in said
+    assert "If the ledger is lost, restored or replaced, keep the anchor" in said
+    assert "restore it" not in said
+    assert anchor.read_bytes() == b""  # refused, not rebuilt
+    capsys.readouterr()
+    assert main(["budget", str(path)]) == 1
+    assert "move this file aside" in capsys.readouterr().err
+    assert read_budget(path).status is LedgerStatus.ANCHOR_UNREADABLE
+    anchor.rename(tmp_path / "ledger-anchor.json.damaged")  # the advice, followed
+    ledger = BudgetLedger(path, cap=5.0)
+    assert not _carried(ledger)
+    assert read_anchor(anchor) == ledger_module.LedgerAnchor(ledger.ledger_id, Fraction(3, 2))
