@@ -823,25 +823,38 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     ):
         if not isinstance(value, str):
             raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
-    for name, value, low, high in (
-        ("epsilon", epsilon, 0.0, math.inf),
-        ("created_at", created_at, 0.0, _MAX_TIMESTAMP),
-        ("updated_at", updated_at, 0.0, _MAX_TIMESTAMP),
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, (int, float))
+        or not 0.0 <= epsilon <= math.inf
+        or not math.isfinite(epsilon)
     ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not low <= value <= high
-            or not math.isfinite(value)
-        ):
-            shown = type(value).__name__ if not isinstance(value, (int, float)) else "a value out of range"
-            raise ValueError(f"{where}: {name} expected a finite number in [{low:g}, {high:g}], got {shown}")
+        shown = type(epsilon).__name__ if not isinstance(epsilon, (int, float)) else "a value out of range"
+        raise ValueError(f"{where}: epsilon expected a finite number in [0, inf], got {shown}")
     if not isinstance(text, str):
         raise ValueError(f"{where}: epsilon_exact expected text, got {type(text).__name__}")  # noqa: TRY004 - a bad file
     exact = _checked_exact(text, where)
     return LedgerEntry(
-        request_id, kind, float(epsilon), state, run_id, detail, float(created_at), float(updated_at), exact
+        request_id,
+        kind,
+        float(epsilon),
+        state,
+        run_id,
+        detail,
+        _stamp_value(created_at),
+        _stamp_value(updated_at),
+        exact,
     )
+
+
+def _stamp_value(value: object) -> float:
+    """A stored time stamp as read: any finite number as it is (a clock set before 1970 wrote a negative one, and
+    the party counted that entry all the same), anything else NaN (shown as unreadable): a time stamp alone never
+    makes a ledger unreadable, what it counts does not depend on it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    number = float(value)
+    return number if math.isfinite(number) else math.nan
 
 
 def read_meta_readonly(

@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import re
 import sys
 from datetime import UTC, datetime
@@ -169,7 +170,7 @@ def _show(args: argparse.Namespace) -> int:
                     "not_dp": not_dp_lines,
                     "entries": [
                         {
-                            **{k: v for k, v in e.__dict__.items() if k != "epsilon_exact"},
+                            **{k: _json_number(v) for k, v in e.__dict__.items() if k != "epsilon_exact"},
                             "epsilon_exact": format_epsilon(e.epsilon_exact),
                         }
                         for e in entries
@@ -183,7 +184,7 @@ def _show(args: argparse.Namespace) -> int:
     width = max([len("request"), *map(len, ids)])  # whole ids up to REQUEST_CELL: they are what --release takes
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'request':<{width}} {'run':<22} detail")
     for e, request in zip(entries, ids):
-        when = datetime.fromtimestamp(e.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+        when = _stamp_text(e.created_at)
         print(
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{terminal_safe(e.state, 9):<9} {request:<{width}} {terminal_safe(e.run_id[:22], 22):<22} "
@@ -229,6 +230,28 @@ def _show(args: argparse.Namespace) -> int:
     return status
 
 
+_LAST_SECOND = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: the last second a date can show
+
+
+def _stamp_text(value: float) -> str:
+    """A ledger entry's time stamp as ``YYYY-MM-DD HH:MM:SS`` (UTC), also one before 1970 (a clock set back wrote
+    it: the party counted the entry all the same); one out of the calendar's range as its number of seconds, one
+    that is not a number (NaN, as :func:`client.read_ledger_readonly` reads it) as ``unreadable``."""
+    if not math.isfinite(value):
+        return "unreadable"
+    if not -_LAST_SECOND <= value <= _LAST_SECOND:
+        return f"{value:g} s"
+    try:
+        return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # before year 1 (or a platform's own limit)
+        return f"{value:g} s"
+
+
+def _json_number(value: object) -> object:
+    """A number for ``--json`` (strict JSON has no NaN: an unreadable time stamp is null)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 REQUEST_CELL = 64
 """The widest request id the table shows whole; a longer one shows its end after an ellipsis (``--json`` has it)."""
 
@@ -256,7 +279,7 @@ def _write_release(args: argparse.Namespace) -> int:
         args.ledger, args.release, max_bytes=args.max_bytes, max_seconds=args.max_seconds
     )
     save_atomic(args.out, payload, mode=OWNER_ONLY)
-    when = datetime.fromtimestamp(entry.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    when = _stamp_text(entry.created_at)
     print(
         f"wrote {args.out} ({len(payload)} bytes): the release made under {terminal_safe(entry.request_id, 300)} "
         f"at {when} UTC, epsilon {format_epsilon(entry.epsilon_exact)} (the bytes sent, and resent under that id)"

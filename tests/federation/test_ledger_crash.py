@@ -259,3 +259,34 @@ def test_a_damaged_anchor_says_to_move_it_aside_when_the_ledger_is_current(tmp_p
     ledger = BudgetLedger(path, cap=5.0)
     assert not _carried(ledger)
     assert read_anchor(anchor) == ledger_module.LedgerAnchor(ledger.ledger_id, Fraction(3, 2))
+
+
+# ---------------------------------------------------------------- finding 7: a clock before 1970
+
+
+def test_a_spend_stamped_before_1970_leaves_the_ledger_readable(tmp_path, monkeypatch, capsys):
+    """A wall clock set before 1970 at a reservation: the party counts the entry, and the read-only readers
+    (``read_budget``, ``edprf budget``) read the ledger and show the stamp as it is; a stamp that is not a number
+    (a hand-edited file) is shown as unreadable, never a reason to refuse the whole ledger."""
+    path = tmp_path / "ledger.sqlite"
+    ledger = BudgetLedger(path, cap=5.0)
+    monkeypatch.setattr(ledger_module.time, "time", lambda: -86_400.0)  # 1969-12-31
+    ledger.reserve("early", "release", 1.0)
+    monkeypatch.undo()
+    ledger.reserve("later", "release", 0.5)
+    assert next(e.created_at for e in read_ledger_readonly(path)) == -86_400.0
+    state = read_budget(path, 5.0)
+    assert (state.status, state.spent) == (LedgerStatus.READ, Fraction(3, 2))
+    capsys.readouterr()
+    assert main(["budget", str(path)]) == 0
+    assert "1969-12-31 00:00:00" in capsys.readouterr().out
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE spends SET created_at = 'yesterday', updated_at = 1e300 WHERE request_id = 'later'")
+    db.close()
+    assert read_budget(path, 5.0).spent == Fraction(3, 2)
+    assert main(["budget", str(path)]) == 0
+    later = next(line for line in capsys.readouterr().out.splitlines() if " later " in line)
+    assert later.startswith("unreadable")
+    assert main(["budget", str(path), "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out)["entries"]
+    assert [(e["created_at"], e["updated_at"]) for e in entries][1] == (None, 1e300)
