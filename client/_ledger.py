@@ -61,6 +61,7 @@ from ._ledger_anchor import (
     carried,
     carried_before,
     read_anchor,
+    remove_stale_temp_files,
     write_anchor,
 )
 
@@ -344,6 +345,7 @@ class BudgetLedger:
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
+                stale = remove_stale_temp_files(self.anchor_path)
                 earlier = _meta(db, LEDGER_ID_KEY) is not None
                 party_recorded = self._record_party(db, party_id, earlier)
                 self.ledger_id = _meta_or_add(db, LEDGER_ID_KEY, lambda: secrets.token_hex(16))
@@ -359,6 +361,13 @@ class BudgetLedger:
                 "another party is refused from now on)",
                 self.path,
                 party_id,
+            )
+        if stale:
+            log.info(
+                "ledger %s: removed %s left by an anchor write that was stopped: %s",
+                self.path,
+                count_text(len(stale), "temporary file"),
+                ", ".join(t.name for t in stale),
             )
         if carried_note:
             log.warning("ledger %s: %s", self.path, carried_note)

@@ -53,6 +53,7 @@ __all__ = [
     "carried",
     "carried_before",
     "read_anchor",
+    "remove_stale_temp_files",
     "write_anchor",
 ]
 
@@ -197,3 +198,35 @@ def carried_before(text: str | None) -> Fraction:
     if not (isinstance(text, str) and _EXACT.fullmatch(text)):
         return Fraction(0)
     return Fraction(text)
+
+
+_TEMP_NAME = r"[a-z0-9_]{8}\.tmp"
+"""The random part and suffix of :func:`protocol.save_atomic`'s temporary files (:func:`tempfile.mkstemp`'s)."""
+
+
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Remove what :func:`write_anchor` left of its temporary files for the anchor at ``path`` (a kill inside
+    :func:`protocol.save_atomic`): regular files named ``.<anchor name>.<8 characters>.tmp`` beside it and owned by
+    this user, nothing else; the removed files.
+
+    To be called under the ledger's write lock: anchors are written under it only, so no temporary file of a
+    write in progress is removed.  A file that cannot be removed is left (it holds nothing the party reads).
+    """
+    pattern = re.compile(re.escape(f".{path.name}.") + _TEMP_NAME)
+    removed = []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not pattern.fullmatch(name):
+            continue
+        temp = path.parent / name
+        try:
+            st = temp.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                temp.unlink()
+                removed.append(temp)
+        except OSError:
+            continue
+    return removed

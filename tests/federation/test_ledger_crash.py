@@ -290,3 +290,32 @@ def test_a_spend_stamped_before_1970_leaves_the_ledger_readable(tmp_path, monkey
     assert main(["budget", str(path), "--json"]) == 0
     entries = json.loads(capsys.readouterr().out)["entries"]
     assert [(e["created_at"], e["updated_at"]) for e in entries][1] == (None, 1e300)
+
+
+# ---------------------------------------------------------------- finding 8b: an anchor write killed midway
+
+
+def test_the_opening_removes_the_temporary_files_a_killed_anchor_write_left(tmp_path):
+    """kill -9 inside ``save_atomic`` leaves ``.ledger-anchor.json.<8 characters>.tmp``: the next opening removes
+    those (regular files of this user, the anchor's own pattern), and nothing else."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=5.0).reserve("run-1", "release", 1.0)
+    left = [tmp_path / ".ledger-anchor.json.ab_cd123.tmp", tmp_path / ".ledger-anchor.json.zz9y8x7w.tmp"]
+    kept = [
+        tmp_path / ".ledger-anchor.json.abcd1234.tmpx",  # another suffix
+        tmp_path / ".ledger-anchor.json.abc.tmp",  # not mkstemp's 8 characters
+        tmp_path / ".other-anchor.json.abcd1234.tmp",  # another file's temporary file
+        tmp_path / "ledger-anchor.json.abcd1234.tmp",  # no leading dot
+    ]
+    for f in left + kept:
+        f.write_text("{}")
+    (tmp_path / ".ledger-anchor.json.dir12345.tmp").mkdir()  # not a regular file
+    link = tmp_path / ".ledger-anchor.json.link1234.tmp"
+    link.symlink_to(kept[0])
+    ledger = BudgetLedger(path, cap=5.0)
+    assert not any(f.exists() for f in left)
+    assert all(f.exists() for f in kept)
+    assert (tmp_path / ".ledger-anchor.json.dir12345.tmp").is_dir()
+    assert link.is_symlink()
+    assert ledger.spent() == 1
+    assert read_anchor(anchor_path(path)).spent == 1
