@@ -673,12 +673,11 @@ class Party:
             ) from None
         self.ledger.complete(req.request_id, payload)
         self._say_if_the_round_closed(req.request_id)
-        log.info(
-            "released %s at epsilon %s (remaining %s)",
-            count_text(req.n_trees, "tree"),
-            req.epsilon,
-            format_epsilon(self.ledger.remaining()),
-        )
+        try:  # the release is stored: a ledger that cannot be read now (locked) costs the log line its figure only
+            left = format_epsilon(self.ledger.remaining())
+        except (OSError, sqlite3.Error) as exc:
+            left = f"unknown: the ledger cannot be read now ({exc})"
+        log.info("released %s at epsilon %s (remaining %s)", count_text(req.n_trees, "tree"), req.epsilon, left)
         return payload
 
     # --------------------------------------------------------------- evaluate

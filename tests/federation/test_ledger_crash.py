@@ -319,3 +319,23 @@ def test_the_opening_removes_the_temporary_files_a_killed_anchor_write_left(tmp_
     assert link.is_symlink()
     assert ledger.spent() == 1
     assert read_anchor(anchor_path(path)).spent == 1
+
+
+# ---------------------------------------------------------------- finding 8c: the log line after the release
+
+
+def test_a_ledger_unreadable_after_the_release_is_stored_still_replies_with_it(party_files, monkeypatch):  # noqa: F811
+    """``remaining()`` for the log line after ``complete()`` failing (the ledger locked for 30 s) costs the line its
+    figure, not the reply: the stored release is returned (an exception here would be an internal_error reply)."""
+    setup, schema = party_files
+    party = Party(setup)
+
+    def locked(self):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(BudgetLedger, "remaining", locked)
+    payload = party.train(_request(schema))
+    monkeypatch.undo()
+    entry, stored = party.ledger.find("run1/1/train")
+    assert entry.state == "released"
+    assert stored == payload
