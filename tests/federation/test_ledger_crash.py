@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -101,24 +100,25 @@ def test_a_kill_between_the_carry_and_the_anchor_write_does_not_carry_twice(tmp_
 
 
 def test_two_openings_of_a_lost_ledger_at_once_carry_its_anchor_once(tmp_path, monkeypatch):
-    """Two ledger objects (separate connections) opening the lost ledger at once, in the interleaving that carried
-    twice: the second opens completely (another thread) between the first's carry commit and its anchor write,
-    so it finds the lost ledger's anchor still in place.  The ledger counts 2, and so does its anchor."""
+    """Two processes opening the lost ledger at once, in the interleaving that carried twice: the second (a child
+    process) opens completely between the first's carry commit and its anchor write, so it finds the lost
+    ledger's anchor still in place.  The ledger counts 2, and so does its anchor."""
     path = _lost_ledger(tmp_path)
     real_anchor = BudgetLedger._anchor
-    other: list = []
+    other: list[subprocess.CompletedProcess] = []
+    child = f"from client import BudgetLedger; BudgetLedger({str(path)!r}, 5.0, 'h')"
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
 
     def anchor_after_the_other(self, db):
         if not other:  # the first opening, between its commit and its anchor write: the other one opens
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                other.append(pool.submit(BudgetLedger, path, 5.0, "h"))
-                other[0].result(timeout=60)
+            done = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, timeout=120, check=False)
+            other.append(done)
         real_anchor(self, db)
 
     monkeypatch.setattr(BudgetLedger, "_anchor", anchor_after_the_other)
-    first = BudgetLedger(path, 5.0, "h")
+    BudgetLedger(path, 5.0, "h")
     monkeypatch.undo()
-    assert other[0].result().ledger_id == first.ledger_id
+    assert other[0].returncode == 0, other[0].stderr.decode()[-2000:]
     ledger = BudgetLedger(path, cap=5.0, party_id="h")
     assert ledger.spent() == 2
     assert _carried(ledger) == [2]
