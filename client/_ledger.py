@@ -787,7 +787,6 @@ MAX_READ_ROWS = 1_000_000
 """Most entries :func:`read_ledger_readonly` reads (a party spends a few per run)."""
 MAX_VALUE_BYTES = 1 << 16
 """Longest text or blob SQLite hands back while a ledger is read (ids are at most 256 characters)."""
-_MAX_TIMESTAMP = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: the last second a date can show
 _EXACT_TEXT = re.compile(r"(\d{1,400})(?:/(\d{1,400}))?")
 _MAX_DENOMINATOR_POWER = 1100  # a float's exact value has a denominator 2**k with k <= 1074
 
