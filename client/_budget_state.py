@@ -34,6 +34,7 @@ from ._ledger import (
     READ_SECONDS,
     LedgerEntry,
     LedgerOfAnotherVersion,
+    LedgerTooLarge,
     another_party_text,
     dangling_link_text,
     exact_epsilon,
@@ -135,6 +136,8 @@ class BudgetState:
     ledger_error: str = ""
     anchor_error: str = ""
     ledger_of_another: Literal["", "version", "party"] = ""
+    too_large: bool = False
+    """The ledger is larger than the reader's byte limit (``ledger_error`` says so): long, not damaged."""
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -256,6 +259,8 @@ def read_budget(
         )
     except LedgerOfAnotherVersion as exc:
         return replace(_unreadable(base, _one_line(exc)), ledger_of_another="version")
+    except LedgerTooLarge as exc:
+        return replace(_unreadable(base, _one_line(exc)), too_large=True)
     except ValueError as exc:
         return _unreadable(base, _one_line(exc))
     recorded_party = meta.get(PARTY_ID_KEY)

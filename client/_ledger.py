@@ -75,6 +75,7 @@ __all__ = [
     "LedgerEntry",
     "LedgerOfAnotherParty",
     "LedgerOfAnotherVersion",
+    "LedgerTooLarge",
     "RequestIdTaken",
     "dangling_link_text",
     "exact_epsilon",
@@ -164,7 +165,12 @@ FAILED_MARK = " [failed: "
 CAP_KEY = "lifetime-cap"
 """The ``ledger_meta`` key of the lifetime cap the ledger was last opened with (exact text, or ``inf``)."""
 CAP_CHANGES_KEY = "lifetime-cap-changes"
-"""The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``."""
+"""The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``; the first and the
+latest :data:`KEPT_CAP_CHANGE_LINES` - 1 are kept."""
+KEPT_CAP_CHANGE_LINES = 50
+"""Lines of the cap's changes a ledger keeps: a meta value stays far below what the read-only readers take
+(:data:`MAX_VALUE_BYTES`), however often a policy changes (two policies with different caps on one ledger change
+it at every request)."""
 NOT_DP_KEY = "not-dp-replies"
 """The ``ledger_meta`` key of the replies that were not differentially private (a seeded request, exact
 metrics), one line each: ``<UTC time>: request <id> (run <id>): <what>``; the first and the latest
@@ -198,6 +204,11 @@ def dangling_link_text(path: Path) -> str:
 class LedgerOfAnotherVersion(EDPRFError, ValueError):
     """A ledger whose ``spends`` table has other columns: written by another edprf-fl version (the message says
     what it records and what to do; never a new ledger path)."""
+
+
+class LedgerTooLarge(EDPRFError, ValueError):
+    """A ledger file larger than a read-only reader's byte limit: not damaged (a long history of stored releases);
+    the message says how to read it with a larger limit."""
 
 
 class LedgerOfAnotherParty(EDPRFError, ValueError):
@@ -518,11 +529,10 @@ class BudgetLedger:
         if previous is None:
             return ""
         change = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_cap_text(previous)} -> {_cap_text(cap)}"
-        trail = _meta(db, CAP_CHANGES_KEY)
-        db.execute(
-            "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
-            (CAP_CHANGES_KEY, f"{trail}\n{change}" if trail else change),
-        )
+        lines = [*(_meta(db, CAP_CHANGES_KEY) or "").splitlines(), change]
+        if len(lines) > KEPT_CAP_CHANGE_LINES:  # the first, and the latest
+            lines = lines[:1] + lines[-(KEPT_CAP_CHANGE_LINES - 1) :]
+        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_CHANGES_KEY, "\n".join(lines)))
         return change
 
     def _anchor(self, db: sqlite3.Connection) -> None:
@@ -1043,7 +1053,10 @@ def _read_ledger_file(p: Path, max_bytes: int, max_seconds: float, read: Callabl
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{p} is not a regular file (expected a ledger SQLite file)")
     if st.st_size > max_bytes:
-        raise ValueError(f"{p}: expected a ledger of at most {max_bytes} bytes, got {st.st_size}")
+        raise LedgerTooLarge(
+            f"{p}: expected a ledger of at most {max_bytes} bytes, got {st.st_size}: a long history of stored "
+            "releases, not a damaged ledger (the party serves on); read it with `edprf budget --max-bytes N`"
+        )
     try:
         with p.open("rb") as handle:
             magic = handle.read(16)

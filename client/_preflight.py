@@ -392,7 +392,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     if state.anchor_error:
         report._add("problem", state.anchor_path, state.anchor_error)
         return
-    if state.ledger_of_another:  # its text says what it records and what to do (no restore over it)
+    if state.ledger_of_another or state.too_large:  # its text says what it is and what to do (no restore over it)
         report._add("problem", path, state.ledger_error)
         return
     if state.status is LedgerStatus.UNREADABLE:

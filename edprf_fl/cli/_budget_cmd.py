@@ -367,7 +367,7 @@ def _anchor_beside(state: BudgetState) -> str:
     if state.anchor is None:
         return ""
     said = f"; its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent"
-    if state.ledger_of_another:
+    if state.ledger_of_another or state.too_large:
         return said
     return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 
