@@ -28,6 +28,8 @@ from edprf_core._leaf_distribution import (
 from edprf_core.forest import MAX_LEAF_COUNT
 from tests.forged_releases import ATTACKS, forge, seeded_federation
 
+pytestmark = pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
+
 
 def test_bounded_part_mean_by_hand():
     # five parts, the last hostile: value 1000 at weight 1e6

@@ -82,6 +82,7 @@ def test_numpy_scalars_are_accepted_as_epsilon(wall, epsilon):
         TrainingParameters(epsilon=True)
 
 
+@pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
 @pytest.mark.parametrize("estimator", ["EDPRFClassifier", "DPMarginalsClassifier"])
 def test_a_float32_epsilon_is_charged_spent_and_printed_as_written(wall, estimator):
     """Library-user review F10: ``np.float32(0.1)`` was charged 0.10000000149011612 while the guarantee printed 0.1

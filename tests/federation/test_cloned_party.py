@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 
+import pytest
 from flwr.app import Context, Message, MessageType, RecordDict
 
 from client import PartySetup, handle_query, handle_train
@@ -61,6 +62,7 @@ def _two_copies(tmp_path) -> tuple[dict[int, PartySetup], object]:
     return {1: setup, 2: copy}, schema
 
 
+@pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
 def test_two_copies_of_one_party_are_named_before_and_after_they_spend(tmp_path, caplog, serverapp_identity):  # noqa: F811
     setups, schema = _two_copies(tmp_path)
     schema.save(tmp_path / "schema.toml")

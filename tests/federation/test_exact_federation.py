@@ -37,7 +37,11 @@ def test_crypto_seeded_parties_release_exact_and_the_guarantee_counts_both_spend
     assert seeded["status"] == "failed"
 
 
-def test_federation_guarantee_is_computed_from_the_spends():
+@pytest.mark.privacy  # the printed per-record epsilon (mutation campaign 3, K17: stop 56)
+@pytest.mark.parametrize("evaluated_first", [True, False])
+def test_federation_guarantee_is_computed_from_the_spends(evaluated_first):
+    """The headline is the largest party total, release and evaluation: with the evaluated party listed second, a
+    headline taken from the largest release alone (the first of two equal ones) printed 1 for records facing 1.1."""
     X, y, schema = load_embedded("wall_robot_navigation")
     from edprf_core import EDPRFClassifier
 
@@ -45,7 +49,8 @@ def test_federation_guarantee_is_computed_from_the_spends():
         [EDPRFClassifier(schema, max_depth=2, n_trees=1, n_bins=20).fit(X[:200], y[:200]).forest_ for _ in range(2)],
         labels=["a", "b"],
     )
-    text = federation_guarantee(forest, [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)])
+    spends = [PartySpend("a", 1.0, 0.1), PartySpend("b", 1.0, 0.0)]
+    text = federation_guarantee(forest, spends if evaluated_first else spends[::-1])
     assert text.startswith("Spent for this run: epsilon = 1.1 per record at most (release 1 + noised evaluation 0.1")
     assert "1 of them served the evaluation" in text and "protects little" not in text
     # the note is about what was spent, release and evaluation: stated once, with the total

@@ -198,6 +198,7 @@ def _snapshot(directory: Path, target: Path) -> None:
         shutil.copy2(f, target / f.name)
 
 
+@pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
 def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(party_files, tmp_path, capsys):  # noqa: F811
     """The anchor cannot see a snapshot of the whole host; the coordinator's spend record can.  (Through a real
     SuperLink and SuperNodes: tests/deployment/test_host_rollback.py.)"""
@@ -352,6 +353,7 @@ def test_a_lost_ledger_takes_back_its_held_out_split(tmp_path, caplog):
     assert len(_split_records(BudgetLedger(path, cap=10.0))) == 1  # taken once, not at every opening
 
 
+@pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
 def test_a_backup_older_than_a_release_takes_back_its_fraction(tmp_path):
     path = tmp_path / "party" / "ledger.sqlite"
     _ledger_with_a_split(path, 0.4)

@@ -26,6 +26,8 @@ from protocol import release_pb2 as pb
 
 from .tampering import tamper, tamper_envelope
 
+pytestmark = pytest.mark.privacy  # in the gate: mutation campaign 3 (stop 56)
+
 WALL = "wall_robot_navigation"
 
 
