@@ -149,15 +149,14 @@ CREATE TABLE IF NOT EXISTS spends (
     epsilon_exact TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS spends_epsilon ON spends (epsilon_exact);
 CREATE INDEX IF NOT EXISTS spends_entries ON spends (
     id, request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact
 );
 """
-"""The ledger's tables, and two covering indexes: a row's columns after ``payload`` (a release's bytes) are read
-past its bytes, so a sum of ε or a list of the entries without them read every release ever stored (498 MB per
-sum at 6,000 releases: long-horizon review F2, stop 56).  Indexes add no column: a ledger of an earlier 0.2
-version gets them at its first opening and stays readable by that version."""
+"""The ledger's tables, and a covering index of every column but ``payload``: a row's columns after ``payload`` (a
+release's bytes) are read past its bytes, so without it a sum of ε or a list of the entries read every release ever
+stored (498 MB per sum at 6,000 releases: long-horizon review F2, stop 56).  An index adds no column: a ledger of an
+earlier 0.2 version gets it at its first opening and stays readable and writable by that version."""
 
 LEDGER_COLUMNS = frozenset(
     ("id", "request_id", "kind", "epsilon", "state", "run_id", "detail", "payload", "created_at", "updated_at")
