@@ -89,24 +89,36 @@ class SpendStore:
         consortium its own ``spend-record``); :meth:`former_key_totals` names them for the coordinator's log.
         """
         totals: dict[str, Fraction] = {}
-        for party_id, _, amount in self._registered_rows():
+        for (party_id, _), amount in self.key_totals().items():
             totals[party_id] = totals.get(party_id, Fraction(0)) + amount
         return totals
 
     def former_key_totals(self) -> dict[str, Fraction]:
         """Per registered party, the part of :meth:`totals` recorded under a key other than its current one."""
         former: dict[str, Fraction] = {}
-        for party_id, key, amount in self._registered_rows():
+        for (party_id, key), amount in self.key_totals().items():
             if key != self.key_ids[party_id]:
                 former[party_id] = former.get(party_id, Fraction(0)) + amount
         return former
 
-    def _registered_rows(self) -> Iterator[tuple[str, str, Fraction]]:
+    def key_totals(self) -> dict[tuple[str, str], Fraction]:
+        """Per registered party and key it was recorded under, the exact sum of its rows.
+
+        One pass over the record in SQLite, grouped by party, key and the amount's exact text (a run charges
+        each party the same few amounts: a group per party, key and amount, not per row); each group's text is
+        read as a :class:`~fractions.Fraction` once and multiplied by its count, so the sums are exact as a
+        row-by-row sum (long-horizon review F6: two row-by-row passes in Python took 1.2 s each at 200,000 rows).
+        """
         with self._connect() as db:
-            rows = db.execute("SELECT party_id, key_id, epsilon_exact FROM releases").fetchall()
-        for party_id, key, text in rows:
+            groups = db.execute(
+                "SELECT party_id, key_id, epsilon_exact, COUNT(*) FROM releases "
+                "GROUP BY party_id, key_id, epsilon_exact"
+            ).fetchall()
+        totals: dict[tuple[str, str], Fraction] = {}
+        for party_id, key, text, count in groups:
             if party_id in self.key_ids:
-                yield party_id, key, Fraction(text)
+                totals[party_id, key] = totals.get((party_id, key), Fraction(0)) + Fraction(text) * count
+        return totals
 
     def rows(self) -> int:
         """How many rows the record holds (for the coordinator's log)."""
