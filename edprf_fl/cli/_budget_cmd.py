@@ -8,7 +8,8 @@ path, a directory, a FIFO, a device, a non-SQLite file, a file above
 SQLite more than ``--max-seconds`` to read) is a one-line error with exit
 code 1, never a traceback.  Every text from the file is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
-Sums are exact.  ``--release REQUEST_ID --out FILE`` writes the bytes the party released under that id
+Sums are exact, over every entry also when ``--last N`` lists only the latest N (long-horizon review F7:
+20,000 entries printed 2.6 MB).  ``--release REQUEST_ID --out FILE`` writes the bytes the party released under that id
 (:func:`client.read_release_readonly`) for ``edprf inspect``; ``--backup-to FILE`` a consistent copy of the ledger
 for the party's backups (:func:`client.backup_ledger`, SQLite's online backup; the anchor is not copied).  The ledger and its anchor are read by :func:`client.read_budget`
 (as ``edprf party check`` and ``edprf consortium`` read them): the spend shown is
@@ -29,7 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ._arg_types import positive_finite
+from ._arg_types import integer, positive_finite
 from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
 
@@ -45,7 +46,7 @@ OVER_CAP_STATUS = 3
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "budget",
-        help="show a party's ledger: every release, its epsilon, its time, the remaining cap",
+        help="show a party's ledger: every release (or the latest N: --last N), its epsilon, its time, the remaining cap",
         description=(
             "Show a party's privacy-budget ledger (read-only): every reservation, what was spent against the "
             "lifetime cap, and the replies that were not differentially private."
@@ -73,6 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="give up on a ledger that takes SQLite longer than this to read (default 10 s)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--last",
+        metavar="N",
+        type=integer(0),
+        default=None,
+        help="show only the latest N entries (default: all); the spent and remaining figures always count every "
+        "entry, and the output says 'showing the latest N of M entries' (--json: shown and total_entries)",
+    )
     p.add_argument(
         "--release",
         metavar="REQUEST_ID",
@@ -134,6 +143,7 @@ def _show(args: argparse.Namespace) -> int:
     )
     _refuse_unread(state)
     entries, meta = state.entries, state.meta
+    shown = entries if args.last is None else entries[len(entries) - min(args.last, len(entries)) :]
     cap_source = "--policy" if args.policy else "--cap" if cap is not None else None
     recorded = _recorded_cap(meta.get(CAP_KEY))
     if cap is None and isinstance(recorded, Fraction):  # no cap given: the one the party last recorded
@@ -168,27 +178,33 @@ def _show(args: argparse.Namespace) -> int:
                     "cap_not_yet_recorded": pending,
                     "not_dp_replies": n_not_dp,
                     "not_dp": not_dp_lines,
+                    "total_entries": len(entries),  # the figures above count all of them
+                    "shown": len(shown),  # the latest ones, with --last
                     "entries": [
                         {
                             **{k: _json_number(v) for k, v in e.__dict__.items() if k != "epsilon_exact"},
                             "epsilon_exact": format_epsilon(e.epsilon_exact),
                         }
-                        for e in entries
+                        for e in shown
                     ],
                 },
                 indent=2,
             )
         )
         return status
-    ids = [_request_cell(e.request_id) for e in entries]
+    ids = [_request_cell(e.request_id) for e in shown]
     width = max([len("request"), *map(len, ids)])  # whole ids up to REQUEST_CELL: they are what --release takes
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'request':<{width}} {'run':<22} detail")
-    for e, request in zip(entries, ids):
+    for e, request in zip(shown, ids):
         when = _stamp_text(e.created_at)
         print(
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{terminal_safe(e.state, 9):<9} {request:<{width}} {terminal_safe(e.run_id[:22], 22):<22} "
             f"{terminal_safe(e.detail, 200)}"
+        )
+    if len(shown) < len(entries):
+        print(
+            f"(showing the latest {len(shown)} of {len(entries)} entries; the figures below count all {len(entries)})"
         )
     if state.anchor_missing:
         print(f"\nnote: {state.anchor_missing_text()}")
@@ -272,8 +288,8 @@ def _write_release(args: argparse.Namespace) -> int:
 
     if args.out is None:
         raise ValueError("--release: give --out FILE, the file to write the released bytes to")
-    if args.json:
-        raise ValueError("--release writes a file and says so in one line: leave out --json")
+    if args.json or args.last is not None:
+        raise ValueError("--release writes a file and says so in one line: leave out --json and --last")
     refuse_existing_outputs([(f"--out {args.out}", args.out)], args.force, data=Path(args.ledger))
     entry, payload = read_release_readonly(
         args.ledger, args.release, max_bytes=args.max_bytes, max_seconds=args.max_seconds
@@ -297,8 +313,8 @@ def _write_backup(args: argparse.Namespace) -> int:
 
     if args.release is not None:
         raise ValueError("--backup-to copies the whole ledger: leave out --release (and --out)")
-    if args.json:
-        raise ValueError("--backup-to writes a file and says so in one line: leave out --json")
+    if args.json or args.last is not None:
+        raise ValueError("--backup-to writes a file and says so in one line: leave out --json and --last")
     if not args.max_seconds > 0:
         raise ValueError(f"--max-seconds: expected a positive number, got {args.max_seconds!r}")
     ledger = Path(args.ledger)

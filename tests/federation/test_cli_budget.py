@@ -303,3 +303,44 @@ def test_budget_on_an_empty_ledger_file_says_what_its_anchor_records(tmp_path, c
     err = capsys.readouterr().err
     assert "the file itself records no spend; its anchor ledger-anchor.json records 2 spent" in err
     assert "it records no spend" not in err and err.count("\n") == 1
+
+
+def test_last_shows_the_latest_entries_and_the_figures_still_count_every_entry(tmp_path, capsys):
+    """Long-horizon review F7: 20,000 entries printed a 2.6 MB table; ``--last N`` lists the latest N only."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=5.0)
+    for i in range(12):  # 12 x 0.1 = 1.2, the latest last
+        ledger.reserve(f"run-{i:02d}/train", "release", 0.1, run_id=f"run-{i:02d}")
+    path = str(tmp_path / "ledger.sqlite")
+
+    assert main(["budget", path, "--last", "3"]) == 0
+    out = capsys.readouterr().out
+    assert [r for r in (f"run-{i:02d}/train" for i in range(12)) if r in out] == [
+        "run-09/train",
+        "run-10/train",
+        "run-11/train",
+    ]
+    assert "showing the latest 3 of 12 entries" in out
+    assert "spent 1.2 of the lifetime cap 5; remaining 3.8" in out  # every entry, not the 3 shown
+
+    assert main(["budget", path, "--last", "3", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [e["request_id"] for e in data["entries"]] == ["run-09/train", "run-10/train", "run-11/train"]
+    assert data["shown"] == 3 and data["total_entries"] == 12 and data["spent_exact"] == "1.2"
+
+    assert main(["budget", path, "--last", "0", "--json"]) == 0  # the figures alone
+    data = json.loads(capsys.readouterr().out)
+    assert data["entries"] == [] and data["shown"] == 0 and data["total_entries"] == 12
+
+    for last in ([], ["--last", "12"], ["--last", "50"]):  # default: all, as before; N at or above M: all, unsaid
+        assert main(["budget", path, *last]) == 0
+        out = capsys.readouterr().out
+        assert all(f"run-{i:02d}/train" in out for i in range(12)) and "showing the latest" not in out
+        assert main(["budget", path, *last, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert len(data["entries"]) == data["shown"] == data["total_entries"] == 12
+
+    with pytest.raises(SystemExit):  # argparse: not a count
+        main(["budget", path, "--last", "-1"])
+    assert "expected an integer >= 0" in capsys.readouterr().err
+    assert main(["budget", path, "--last", "3", "--backup-to", str(tmp_path / "copy.sqlite")]) == 1
+    assert "leave out --json and --last" in capsys.readouterr().err and not (tmp_path / "copy.sqlite").exists()
