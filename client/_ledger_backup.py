@@ -141,7 +141,7 @@ def _copy_pages(db: sqlite3.Connection, temporary: Path, target: Path) -> None:
         db.backup(copy, pages=_BACKUP_PAGES, progress=_copied)
     except sqlite3.Error as exc:
         if exc.sqlite_errorcode & 0xFF == _SQLITE_FULL:
-            raise OSError(errno.ENOSPC, f"cannot write the copy: {exc}", str(target)) from None
+            raise OSError(errno.ENOSPC, f"no space left for the copy ({exc})", str(target)) from None
         raise
     finally:
         copy.close()

@@ -114,3 +114,29 @@ def test_a_backup_that_fails_half_way_leaves_no_temporary_file_and_the_target_as
     monkeypatch.undo()
     assert backup_ledger(ledger, target).entries == RELEASES  # and the next night's backup works
     assert sorted(p.name for p in backups.iterdir()) == ["ledger.sqlite"]
+
+
+def test_a_full_disk_is_said_as_one_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    """SQLite's own "database or disk is full" (here: the copy's file may not grow past 64 pages) is an OSError
+    naming the target (exit 1, "no space left"), not an unreadable ledger; nothing is left behind."""
+    import types
+
+    from edprf_fl.cli._main import main
+
+    ledger = tmp_path / "party" / "ledger.sqlite"
+    ledger.parent.mkdir()
+    _big_ledger(ledger)
+    backups = tmp_path / "backups"
+    backups.mkdir()
+
+    def small_disk(path, **kwargs):
+        db = sqlite3.connect(path, **kwargs)
+        db.execute("PRAGMA max_page_count = 64")
+        return db
+
+    monkeypatch.setattr(ledger_backup, "sqlite3", types.SimpleNamespace(connect=small_disk, Error=sqlite3.Error))
+    assert main(["budget", str(ledger), "--backup-to", str(backups / "ledger.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert "no space left for the copy" in err and str(backups / "ledger.sqlite") in err, err
+    assert "cannot be read as a ledger" not in err and ".tmp" not in err
+    assert list(backups.iterdir()) == []
