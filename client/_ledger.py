@@ -35,7 +35,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Context, Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -357,9 +357,17 @@ class BudgetLedger:
         self.anchor_path = anchor_path(self.path)
         read_anchor(self.anchor_path)  # an unreadable anchor is refused before the ledger's tables are written
         with self._connect() as db:
-            db.executescript(_SCHEMA)
+            try:
+                db.executescript(_SCHEMA)  # writes on a ledger written before its index (the probe below is later)
+            except sqlite3.OperationalError as exc:
+                self._refuse_read_only(exc)
+                raise
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
-                self._refuse_read_only(db)
+                try:
+                    db.execute("DELETE FROM ledger_meta WHERE 0")  # a write that changes nothing: refused read-only
+                except sqlite3.OperationalError as exc:
+                    self._refuse_read_only(exc)
+                    raise
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -418,21 +426,18 @@ class BudgetLedger:
             db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, str(before + missing)))
         return note
 
-    def _refuse_read_only(self, db: sqlite3.Connection) -> None:
-        """Refuse a ledger that cannot be written (a read-only file in a writable directory) at its opening, inside
-        ``db``'s write transaction, before any request reserves: a write that changes nothing (no row is deleted)
-        still needs a writable file.  Without it the first failing write would be a reservation's.
+    def _refuse_read_only(self, exc: sqlite3.OperationalError) -> None:
+        """Refuse a ledger that cannot be written (a read-only file in a writable directory) at its opening, from
+        ``exc``, SQLite's error on the opening's first write: creating the index of a ledger written before it, or a
+        write that changes nothing (no row is deleted) inside the opening's transaction.  Without it the first
+        failing write would be a reservation's.  Returns when ``exc`` is another error (the caller re-raises it).
 
         Raises
         ------
         ValueError
             The file is read-only (for this process), naming it.
         """
-        try:
-            db.execute("DELETE FROM ledger_meta WHERE 0")
-        except sqlite3.OperationalError as exc:
-            if "readonly" not in str(exc).replace("read-only", "readonly"):
-                raise
+        if "readonly" in str(exc).replace("read-only", "readonly"):
             raise ValueError(
                 f"ledger {self.path}: the file cannot be written by this process ({exc}): give the party's user "
                 "write access to it (and to its directory); the party serves no request before it can record it"
@@ -548,7 +553,16 @@ class BudgetLedger:
         the totals they record, so one process's anchor never overwrites another's larger one, and an anchor
         never records what is not committed (a crash before this leaves it behind, never ahead)."""
         with _immediate(db):
-            write_anchor(self.anchor_path, self._current_anchor(db))
+            current = self._current_anchor(db)
+            try:
+                written = read_anchor(self.anchor_path)
+            except ValueError:  # refused at the opening; what is there now is replaced, as before
+                written = None
+            if written is not None and written.ledger_id == self.ledger_id and written.spent > current.spent:
+                # this ledger went back while a request ran (a backup restored under a running SuperNode): the
+                # anchor keeps the larger total, and the next opening counts the difference (stop-56 review E4)
+                current = replace(current, spent=written.spent)
+            write_anchor(self.anchor_path, current)
 
     def _current_anchor(self, db: sqlite3.Connection) -> LedgerAnchor:
         """What the anchor is to record now: the ledger's id and total, its held-out salt and smallest fraction."""
@@ -633,6 +647,11 @@ class BudgetLedger:
             try:
                 if db.execute("SELECT 1 FROM spends WHERE request_id = ?", (request_id,)).fetchone():
                     raise RequestIdTaken(f"request {request_id!r} is already in the ledger")
+                anchor = read_anchor(self.anchor_path)  # under the write lock, as anchors are written
+                if anchor is not None and anchor.ledger_id == self.ledger_id and (note := self._carry(db, anchor)):
+                    # this ledger went back since the opening (a backup restored under a running SuperNode):
+                    # what its anchor records is counted before the cap is checked (stop-56 review E4)
+                    log.warning("ledger %s: %s", self.path, note)
                 spent = self._sum(db)
                 if self.cap_exact is not None and spent + exact > self.cap_exact:
                     raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))

@@ -66,7 +66,7 @@ that finds the other id's anchor again (its rewrite failed, was killed, or raced
 it has not carried yet."""
 
 _ID = re.compile(r"[0-9a-f]{32}")
-_EXACT = re.compile(r"\d{1,400}(/\d{1,400})?")
+_EXACT = re.compile(r"\d{1,400}(/[1-9]\d{0,399})?")
 _SALT = "holdout-salt"
 _SPLIT = "holdout-split"
 _SPLIT_RECORD = re.compile(r"[a-z0-9-]{1,40}( fraction=[0-9.e+-]{1,30})?")

@@ -326,7 +326,9 @@ _CHOICE_WORDS = {
 }
 
 
-DECLARED_SIZE_SOURCE = "chosen from a row count declared public (assumed public knowledge, not counted from these rows)"
+DECLARED_SIZE_SOURCE = (
+    "chosen from a row count declared public (assumed to be public knowledge, not counted from these rows)"
+)
 """Where a declared size's choices came from.  The words state the assumption for every declared count: a count that
 equals the exact number of rows is warned about where it is declared (``PrivacyLeakWarning`` in ``fit``, the party's
 log), never said here, since whether the two are equal is itself a fact about the rows."""

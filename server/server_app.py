@@ -40,7 +40,7 @@ def _run(grid: Grid, context: Context) -> None:
         cfg = CoordinatorConfig.from_run_config(context.run_config)
         files = check_run_files(cfg)  # a file the run cannot use fails it now, not after the parties spent for it
         out = claim_output_dir(cfg, str(context.run_id))
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:  # OSError: a file or lock the run cannot use (e.g. no flock on that mount)
         log.error("edprf run %s: failed before any request was sent: %s", context.run_id, exc)
         raise RunFailed(str(exc)) from None
     try:

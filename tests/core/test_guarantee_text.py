@@ -283,7 +283,7 @@ def test_a_declared_row_count_is_stated_as_assumed_public_and_its_equality_to_th
     with pytest.warns(PrivacyLeakWarning, match="exactly the number of training rows"):
         exact = EDPRFClassifier(schema, epsilon=1.0, n_rows_public=len(X), sampler="exact").fit(X, y)
     other = EDPRFClassifier(schema, epsilon=1.0, n_rows_public=len(X) + 1, sampler="exact").fit(X, y)
-    assumption = "chosen from a row count declared public (assumed public knowledge, not counted from these rows)"
+    assumption = "chosen from a row count declared public (assumed to be public knowledge, not counted from these rows)"
     for clf in (exact, other):
         assert assumption in clf.guarantee_
         assert "exactly" not in clf.guarantee_ and "equal" not in clf.guarantee_

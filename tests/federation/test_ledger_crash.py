@@ -54,6 +54,7 @@ def _budget_json(path: Path, capsys) -> dict:
 # ---------------------------------------------------------------- finding 1: the carry, once per source ledger
 
 
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
 def test_a_full_disk_at_the_carrying_opening_does_not_carry_the_anchor_twice(tmp_path, monkeypatch, capsys):
     """The first opening carries 2 and commits, then cannot rewrite the anchor (ENOSPC): the anchor still names
     the lost ledger.  Reopened, the ledger carries nothing more; ``edprf budget`` says 2 in between and after."""
@@ -78,6 +79,7 @@ def test_a_full_disk_at_the_carrying_opening_does_not_carry_the_anchor_twice(tmp
     ledger.reserve("run-2", "release", 3.0)  # the whole rest of the cap: 2 + 3 = 5
 
 
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
 def test_a_kill_between_the_carry_and_the_anchor_write_does_not_carry_twice(tmp_path):
     """A process killed (``os._exit``, no clean-up) after the carry's commit, at its anchor write."""
     path = _lost_ledger(tmp_path)
@@ -99,6 +101,7 @@ def test_a_kill_between_the_carry_and_the_anchor_write_does_not_carry_twice(tmp_
     assert _carried(ledger) == [2]
 
 
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
 def test_two_openings_of_a_lost_ledger_at_once_carry_its_anchor_once(tmp_path, monkeypatch):
     """Two processes opening the lost ledger at once, in the interleaving that carried twice: the second (a child
     process) opens completely between the first's carry commit and its anchor write, so it finds the lost
@@ -125,6 +128,7 @@ def test_two_openings_of_a_lost_ledger_at_once_carry_its_anchor_once(tmp_path, m
     assert read_anchor(anchor_path(path)).spent == 2
 
 
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
 def test_a_lost_ledgers_anchor_that_grew_carries_only_the_growth(tmp_path, monkeypatch):
     """What was carried from an id is kept with the exact amount: an anchor of that id that records more later
     (its ledger served once more before this one took its place) adds only the difference."""
@@ -210,12 +214,20 @@ def _as_a_user_bound_by_file_modes(args: list[str]) -> list[str]:
     return [capsh, "--drop=cap_dac_override,cap_dac_read_search,cap_fowner", "--", "-c", command]
 
 
-def test_a_read_only_ledger_file_is_refused_at_opening_as_party_setup(tmp_path):
+@pytest.mark.parametrize("before_the_index", [False, True])
+def test_a_read_only_ledger_file_is_refused_at_opening_as_party_setup(tmp_path, before_the_index):
     """A ledger file the party cannot write (its directory writable): refused when the ledger is opened, naming
     the file, so the readiness answer and the train request are ``party_setup`` and nothing is reserved.  Real file
-    modes (a child process, as root without CAP_DAC_OVERRIDE), not a simulated failure."""
+    modes (a child process, as root without CAP_DAC_OVERRIDE), not a simulated failure.  A ledger written before
+    its covering index (every ledger deployed before stop 56) fails at the index's creation, earlier than the
+    opening's probe, and is named the same way (stop-56 review E2)."""
     setup = make_party(tmp_path, file_bytes(), allow_seeded_randomness=False, lifetime_epsilon_cap=2.0)
     BudgetLedger(setup.ledger_path, 2.0, "harness").reserve("t-1", "release", 0.5)
+    if before_the_index:
+        db = sqlite3.connect(setup.ledger_path)
+        db.execute("DROP INDEX spends_entries")
+        db.commit()
+        db.close()  # checkpointed: the -wal removed below holds nothing
     for sidecar in tmp_path.glob("ledger.sqlite-*"):  # the party stopped: no -wal, -shm
         sidecar.unlink()
     setup.ledger_path.chmod(0o400)
@@ -339,3 +351,54 @@ def test_a_ledger_unreadable_after_the_release_is_stored_still_replies_with_it(p
     entry, stored = party.ledger.find("run1/1/train")
     assert entry.state == "released"
     assert stored == payload
+
+
+# ---------------------------------------------------------------- stop-56 review: E1 and E4
+
+
+def test_a_malformed_carried_from_record_or_anchor_figure_is_not_a_crash(tmp_path, monkeypatch, capsys):
+    """E1: ``1/0`` matched the exact-figure pattern and raised ZeroDivisionError in ``edprf budget``, ``party
+    check`` and the opening.  A zero denominator is no figure: an anchor with it is unreadable, and a
+    ``carried-from`` record with it counts as nothing carried (the carry is made again: the side that counts)."""
+    path = _lost_ledger(tmp_path)
+    real = ledger_module.write_anchor
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ledger_module, "write_anchor", disk_full)  # the anchor keeps naming the lost ledger
+    with pytest.raises(OSError, match="No space left"):
+        BudgetLedger(path, cap=5.0, party_id="h")  # carries the lost ledger's 2, records carried-from
+    monkeypatch.setattr(ledger_module, "write_anchor", real)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE ledger_meta SET value = '1/0' WHERE key LIKE 'carried-from/%'")
+    db.commit()
+    db.close()
+    state = read_budget(path, 5.0)
+    assert state.status is LedgerStatus.BEHIND_ANCHOR and state.spent == 4  # 2 carried, 2 again: never less
+    assert main(["budget", str(path), "--cap", "5"]) == 0
+    assert "ZeroDivisionError" not in capsys.readouterr().err
+    assert BudgetLedger(path, cap=5.0, party_id="h").spent() == 4
+    anchor = anchor_path(path)
+    anchor.write_text(json.dumps({**json.loads(anchor.read_text()), "spent": "1/0"}))
+    with pytest.raises(ValueError, match="anchor"):
+        read_anchor(anchor)
+
+
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
+def test_a_backup_restored_under_a_running_party_loses_no_spend(tmp_path):
+    """E4: a ledger restored from a backup of itself while its party ran (deploy/README.md says to stop the
+    SuperNode first) made the next reservation write the anchor from the backup's smaller total, and the spend
+    after the backup was forgotten for good.  A reservation now counts what the anchor records first."""
+    path = tmp_path / "ledger.sqlite"
+    running = BudgetLedger(path, cap=10.0, party_id="h")  # the party's process, opened before the restore
+    running.reserve("r-1", "release", 1.0)
+    main(["budget", str(path), "--backup-to", str(tmp_path / "backup.sqlite")])
+    running.reserve("r-2", "release", 2.0)  # spent 3, anchor 3
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    shutil.copy(tmp_path / "backup.sqlite", path)  # the restore, under the running party
+    running.reserve("r-3", "release", 0.5)
+    assert running.spent() == Fraction(7, 2)  # 1 + 2 + 0.5: nothing forgotten
+    assert read_anchor(anchor_path(path)).spent == Fraction(7, 2)
+    assert BudgetLedger(path, cap=10.0, party_id="h").spent() == Fraction(7, 2)

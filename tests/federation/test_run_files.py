@@ -114,3 +114,21 @@ def test_the_coordinator_reads_no_data_file_after_the_check():
     import server._coordinator as coordinator
 
     assert "read_csv" not in inspect.getsource(coordinator) and "read_table" not in inspect.getsource(coordinator)
+
+
+def test_a_claim_the_file_system_cannot_lock_fails_the_run_before_any_request(tmp_path, caplog, monkeypatch):
+    """Stop-56 review E6: the output-dir claim is an flock; a mount that refuses locks (ENOLCK) raised a bare
+    OSError through the ServerApp instead of failing the run with its reason, before any request."""
+    import errno
+
+    import server._run_control as run_control
+
+    def no_locks(*_args):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(run_control.fcntl, "flock", no_locks)
+    _wall_rows(tmp_path)
+    config = _config(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="flwr"), pytest.raises(RunFailed, match="No locks available"):
+        _run(_NoRequests(), SimpleNamespace(run_config=config, run_id=7))
+    assert "edprf run 7: failed before any request was sent: [Errno 37] No locks available" in caplog.text
