@@ -647,12 +647,14 @@ class BudgetLedger:
             try:
                 if db.execute("SELECT 1 FROM spends WHERE request_id = ?", (request_id,)).fetchone():
                     raise RequestIdTaken(f"request {request_id!r} is already in the ledger")
+                spent = self._sum(db)
                 anchor = read_anchor(self.anchor_path)  # under the write lock, as anchors are written
-                if anchor is not None and anchor.ledger_id == self.ledger_id and (note := self._carry(db, anchor)):
+                carried_note = ""
+                if anchor is not None and anchor.ledger_id == self.ledger_id and anchor.spent > spent:
                     # this ledger went back since the opening (a backup restored under a running SuperNode):
                     # what its anchor records is counted before the cap is checked (stop-56 review E4)
-                    log.warning("ledger %s: %s", self.path, note)
-                spent = self._sum(db)
+                    carried_note = self._carry(db, anchor)
+                    spent = self._sum(db)
                 if self.cap_exact is not None and spent + exact > self.cap_exact:
                     raise BudgetExhausted(_exhausted(kind, exact, spent, self.cap_exact))
                 db.execute(
@@ -661,6 +663,8 @@ class BudgetLedger:
                     (request_id, kind, float(exact), run_id, detail, now, now, str(exact)),
                 )
                 db.execute("COMMIT")
+                if carried_note:  # committed with the reservation (a refusal at the cap rolls it back)
+                    log.warning("ledger %s: %s", self.path, carried_note)
                 self._anchor(db)
             except BaseException:
                 # A Ctrl-C whose signal came during COMMIT's fsync is raised just after it: the entry is

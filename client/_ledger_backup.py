@@ -126,28 +126,42 @@ def backup_ledger(
     return LedgerBackup(target, len(entries), total_spent(entries))
 
 
-_BACKUP_PAGES = 1024
-"""Pages copied per step of SQLite's online backup (4 MiB at the ledger's 4 KiB pages)."""
+_BACKUP_PAGES = -1
+"""Pages copied per step of SQLite's online backup: all in one step.  SQLite restarts a backup whenever the
+source is written between two steps, so a copy in steps of 1,024 pages restarted 41 to 215 times while the party
+served (20 s against 0.7 s, stop-56 re-review); one step still streams the pages to the file, holding only the
+page caches."""
 
 
 def _copy_pages(db: sqlite3.Connection, temporary: Path, target: Path) -> None:
     """SQLite's online backup of ``db`` straight into the file ``temporary``, :data:`_BACKUP_PAGES` at a time: the
     memory held is SQLite's page caches, not the ledger (long-horizon review F4: the copy was built in memory and
-    serialized, about three times the ledger's size at its peak).  A full disk is an ``OSError`` naming ``target``,
-    not an unreadable ledger."""
+    serialized, about three times the ledger's size at its peak).  A failure writing the copy (a full disk, a
+    quota, an I/O error) is an ``OSError`` naming ``target``, never an unreadable ledger: an operator told the ledger
+    cannot be read might restore or move a healthy one (stop-56 re-review S2)."""
     copy = sqlite3.connect(temporary, isolation_level=None)
     try:
         copy.execute("PRAGMA journal_mode = OFF")  # a new file, discarded on any failure: nothing to roll back
         db.backup(copy, pages=_BACKUP_PAGES, progress=_copied)
     except sqlite3.Error as exc:
-        if exc.sqlite_errorcode & 0xFF == _SQLITE_FULL:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code == _SQLITE_FULL:
             raise OSError(errno.ENOSPC, f"no space left for the copy ({exc})", str(target)) from None
-        raise
+        if code in _SOURCE_CODES:  # the ledger's side (busy, locked, damaged): said by the ledger's reader
+            raise
+        raise OSError(  # the copy's side, or not to be told apart from it (an I/O error)
+            errno.EIO,
+            f"cannot write the copy ({exc}): check the target's file system (space, quota, permissions); "
+            "`edprf budget LEDGER` without --backup-to shows whether the ledger itself reads",
+            str(target),
+        ) from None
     finally:
         copy.close()
 
 
 _SQLITE_FULL = 13
+_SOURCE_CODES = frozenset({5, 6, 11, 26})
+"""SQLITE_BUSY, SQLITE_LOCKED, SQLITE_CORRUPT, SQLITE_NOTADB: the ledger's side of a backup."""
 
 
 def _copied(status: int, remaining: int, total: int) -> None:

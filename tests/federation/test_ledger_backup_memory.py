@@ -26,8 +26,12 @@ RELEASES = 600
 """About 100 MB of stored releases: large against the interpreter's own memory, small enough to write in ~1 s."""
 
 
-def _big_ledger(path: Path) -> int:
-    """A party's ledger holding :data:`RELEASES` released entries with their bytes (the rows the party writes,
+SMALL = 40
+"""Releases of the ledgers the failure tests copy (6.6 MB: they copy it in steps of 64 pages, 256 KiB)."""
+
+
+def _big_ledger(path: Path, releases: int = RELEASES) -> int:
+    """A party's ledger holding ``releases`` released entries with their bytes (the rows the party writes,
     inserted directly: reserving each through :class:`client.BudgetLedger` would fsync 1,200 times); its size."""
     BudgetLedger(path, cap=1e6)
     db = sqlite3.connect(path)
@@ -36,7 +40,7 @@ def _big_ledger(path: Path) -> int:
         db.executemany(
             "INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, payload, created_at, updated_at, "
             "epsilon_exact) VALUES (?, 'release', 0.1, 'released', ?, '', ?, 1.7e9, 1.7e9, '1/10')",
-            ((f"run-{n}/train", f"run-{n}", payload) for n in range(RELEASES)),
+            ((f"run-{n}/train", f"run-{n}", payload) for n in range(releases)),
         )
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
@@ -82,6 +86,8 @@ def test_the_backup_does_not_hold_the_ledger_in_memory(tmp_path):
     baseline = _peak_rss_bytes()
     peak = _peak_rss_bytes(str(ledger), str(tmp_path / "backup.sqlite"), str(RELEASES))
     assert (tmp_path / "backup.sqlite").stat().st_size >= size - (1 << 20)
+    for big in (ledger, tmp_path / "backup.sqlite"):  # 200 MB that pytest would keep for three runs
+        big.unlink()
     assert peak < baseline + size // 2, (peak, baseline, size)
 
 
@@ -93,12 +99,13 @@ class _Interrupted(Exception):
 def test_a_backup_that_fails_half_way_leaves_no_temporary_file_and_the_target_as_it_was(tmp_path, monkeypatch, failure):
     ledger = tmp_path / "party" / "ledger.sqlite"
     ledger.parent.mkdir()
-    _big_ledger(ledger)
+    _big_ledger(ledger, SMALL)
     backups = tmp_path / "backups"
     backups.mkdir()
     target = backups / "ledger.sqlite"
     target.write_bytes(b"last night's copy")
     steps: list[tuple[int, int]] = []
+    monkeypatch.setattr(ledger_backup, "_BACKUP_PAGES", 64)  # in steps, to stop it half-way
 
     def fail_after_the_first_step(status: int, remaining: int, total: int) -> None:
         steps.append((remaining, total))
@@ -112,7 +119,7 @@ def test_a_backup_that_fails_half_way_leaves_no_temporary_file_and_the_target_as
     assert sorted(p.name for p in backups.iterdir()) == ["ledger.sqlite"]  # no temporary file, no -journal
     assert target.read_bytes() == b"last night's copy"
     monkeypatch.undo()
-    assert backup_ledger(ledger, target).entries == RELEASES  # and the next night's backup works
+    assert backup_ledger(ledger, target).entries == SMALL  # and the next night's backup works
     assert sorted(p.name for p in backups.iterdir()) == ["ledger.sqlite"]
 
 
@@ -125,7 +132,7 @@ def test_a_full_disk_is_said_as_one_and_leaves_no_temporary_file(tmp_path, monke
 
     ledger = tmp_path / "party" / "ledger.sqlite"
     ledger.parent.mkdir()
-    _big_ledger(ledger)
+    _big_ledger(ledger, SMALL)
     backups = tmp_path / "backups"
     backups.mkdir()
 
@@ -139,4 +146,29 @@ def test_a_full_disk_is_said_as_one_and_leaves_no_temporary_file(tmp_path, monke
     err = capsys.readouterr().err
     assert "no space left for the copy" in err and str(backups / "ledger.sqlite") in err, err
     assert "cannot be read as a ledger" not in err and ".tmp" not in err
+    assert list(backups.iterdir()) == []
+
+
+def test_an_error_writing_the_copy_names_the_target_not_the_ledger(tmp_path, monkeypatch, capsys):
+    """Stop-56 re-review S2: an I/O error or a quota while the copy was written said the ledger "cannot be read as a
+    ledger", which could send an operator to restore or move a healthy ledger.  It names the target."""
+    from edprf_fl.cli._main import main
+
+    ledger = tmp_path / "party" / "ledger.sqlite"
+    ledger.parent.mkdir()
+    _big_ledger(ledger, SMALL)
+    backups = tmp_path / "backups"
+    backups.mkdir()
+
+    def io_error(status: int, remaining: int, total: int) -> None:
+        error = sqlite3.OperationalError("disk I/O error")
+        error.sqlite_errorcode = 10  # SQLITE_IOERR, as the copy's file system reports it
+        raise error
+
+    monkeypatch.setattr(ledger_backup, "_BACKUP_PAGES", 64)
+    monkeypatch.setattr(ledger_backup, "_copied", io_error)
+    assert main(["budget", str(ledger), "--backup-to", str(backups / "ledger.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write the copy (disk I/O error)" in err and str(backups / "ledger.sqlite") in err, err
+    assert "cannot be read as a ledger" not in err
     assert list(backups.iterdir()) == []

@@ -402,3 +402,21 @@ def test_a_backup_restored_under_a_running_party_loses_no_spend(tmp_path):
     assert running.spent() == Fraction(7, 2)  # 1 + 2 + 0.5: nothing forgotten
     assert read_anchor(anchor_path(path)).spent == Fraction(7, 2)
     assert BudgetLedger(path, cap=10.0, party_id="h").spent() == Fraction(7, 2)
+
+
+@pytest.mark.privacy  # the carry forgets no spend (stop-56 re-review S3-5)
+def test_an_anchor_write_never_lowers_its_own_ledgers_total(tmp_path):
+    """A backup restored under a running party, then the coordinator's spend record carried into it (its own
+    anchor write, with no reservation before it): the anchor was rewritten from the restored ledger's smaller
+    total, and the spend after the backup was forgotten at the next opening (2 counted against a true 3)."""
+    path = tmp_path / "ledger.sqlite"
+    running = BudgetLedger(path, cap=10.0, party_id="h")
+    running.reserve("r-1", "release", 1.0)
+    main(["budget", str(path), "--backup-to", str(tmp_path / "backup.sqlite")])
+    running.reserve("r-2", "release", 2.0)  # spent 3, anchor 3
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    shutil.copy(tmp_path / "backup.sqlite", path)  # the restore, under the running party
+    running.carry_recorded(Fraction(2), "the coordinator's spend record")  # it knew of 2 of the 3
+    assert read_anchor(anchor_path(path)).spent == 3
+    assert BudgetLedger(path, cap=10.0, party_id="h").spent() == 3
