@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from protocol import OWNER_ONLY_FILE
+from protocol import OWNER_ONLY_FILE, fsync_directory
 
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
 from ._ledger_anchor import anchor_path
@@ -118,7 +118,7 @@ def backup_ledger(
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
         raise
-    _fsync_directory(target.parent)
+    fsync_directory(target.parent)
     try:
         entries = read_ledger_readonly(target, max_bytes=max_bytes, max_seconds=max_seconds)
     except LedgerOfAnotherVersion:
@@ -166,17 +166,6 @@ _SOURCE_CODES = frozenset({5, 6, 11, 26})
 
 def _copied(status: int, remaining: int, total: int) -> None:
     """Called by the backup after each step (a no-op; a test makes it fail half-way)."""
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Persist the rename (POSIX); a no-op where directories cannot be opened."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def check_backup_target(ledger: str | Path, target: str | Path) -> None:

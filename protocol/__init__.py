@@ -21,7 +21,7 @@ The releases are defined in ``release.proto``; ``release_pb2`` is generated
 """
 
 from ._app_logging import flower_console, is_terminal, logging_to
-from ._atomic_file import save_atomic
+from ._atomic_file import fsync_directory, save_atomic
 from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
 from ._decode import SignedCharge, VerifiedRelease, decode_release, signed_charge
@@ -94,6 +94,7 @@ __all__ = [
     "decode_release",
     "encode_release",
     "flower_console",
+    "fsync_directory",
     "generate_signing_key",
     "is_terminal",
     "key_id",

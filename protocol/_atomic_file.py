@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["save_atomic"]
+__all__ = ["fsync_directory", "save_atomic"]
 
 _CHUNK = 1 << 20
 
@@ -56,11 +56,11 @@ def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
     return path
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Persist the rename (POSIX); a no-op where directories cannot be opened."""
     if os.name != "posix":
         return
