@@ -357,17 +357,11 @@ class BudgetLedger:
         self.anchor_path = anchor_path(self.path)
         read_anchor(self.anchor_path)  # an unreadable anchor is refused before the ledger's tables are written
         with self._connect() as db:
-            try:
+            with self._read_only_refused():
                 db.executescript(_SCHEMA)  # writes on a ledger written before its index (the probe below is later)
-            except sqlite3.OperationalError as exc:
-                self._refuse_read_only(exc)
-                raise
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
-                try:
+                with self._read_only_refused():
                     db.execute("DELETE FROM ledger_meta WHERE 0")  # a write that changes nothing: refused read-only
-                except sqlite3.OperationalError as exc:
-                    self._refuse_read_only(exc)
-                    raise
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -426,18 +420,23 @@ class BudgetLedger:
             db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, str(before + missing)))
         return note
 
-    def _refuse_read_only(self, exc: sqlite3.OperationalError) -> None:
+    @contextmanager
+    def _read_only_refused(self) -> Iterator[None]:
         """Refuse a ledger that cannot be written (a read-only file in a writable directory) at its opening, from
-        ``exc``, SQLite's error on the opening's first write: creating the index of a ledger written before it, or a
-        write that changes nothing (no row is deleted) inside the opening's transaction.  Without it the first
-        failing write would be a reservation's.  Returns when ``exc`` is another error (the caller re-raises it).
+        SQLite's error on the opening's first write: creating the index of a ledger written before it, or a write
+        that changes nothing (no row is deleted) inside the opening's transaction.  Without it the first failing
+        write would be a reservation's.  Other errors pass through.
 
         Raises
         ------
         ValueError
             The file is read-only (for this process), naming it.
         """
-        if "readonly" in str(exc).replace("read-only", "readonly"):
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc).replace("read-only", "readonly"):
+                raise
             raise ValueError(
                 f"ledger {self.path}: the file cannot be written by this process ({exc}): give the party's user "
                 "write access to it (and to its directory); the party serves no request before it can record it"
@@ -871,12 +870,7 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
     ):
         if not isinstance(value, str):
             raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
-    if (
-        isinstance(epsilon, bool)
-        or not isinstance(epsilon, (int, float))
-        or not 0.0 <= epsilon <= math.inf
-        or not math.isfinite(epsilon)
-    ):
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0.0 <= epsilon < math.inf:
         shown = type(epsilon).__name__ if not isinstance(epsilon, (int, float)) else "a value out of range"
         raise ValueError(f"{where}: epsilon expected a finite number in [0, inf], got {shown}")
     if not isinstance(text, str):

@@ -246,20 +246,15 @@ def _show(args: argparse.Namespace) -> int:
     return status
 
 
-_LAST_SECOND = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: the last second a date can show
-
-
 def _stamp_text(value: float) -> str:
     """A ledger entry's time stamp as ``YYYY-MM-DD HH:MM:SS`` (UTC), also one before 1970 (a clock set back wrote
     it: the party counted the entry all the same); one out of the calendar's range as its number of seconds, one
     that is not a number (NaN, as :func:`client.read_ledger_readonly` reads it) as ``unreadable``."""
     if not math.isfinite(value):
         return "unreadable"
-    if not -_LAST_SECOND <= value <= _LAST_SECOND:
-        return f"{value:g} s"
     try:
         return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):  # before year 1 (or a platform's own limit)
+    except (OverflowError, OSError, ValueError):  # before year 1 or after 9999 (or a platform's own limit)
         return f"{value:g} s"
 
 

@@ -26,6 +26,7 @@ from client._ledger_anchor import anchor_path, read_anchor
 from edprf_fl.cli._main import main
 
 from ._neighbours import file_bytes, make_party
+from .test_ledger_anchor import _party_check
 from .test_party import _request, party_files  # noqa: F401 (a fixture)
 
 WORKTREE = Path(__file__).resolve().parents[2]
@@ -166,14 +167,7 @@ def test_an_anchor_that_is_a_link_to_nothing_is_refused_not_replaced(party_files
     assert state.status is LedgerStatus.ANCHOR_UNREADABLE
     assert state.spent is None
     assert f"{anchor} is a symbolic link to {volume / anchor.name}, which does not exist" in state.anchor_error
-    capsys.readouterr()
-    node_config = (
-        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
-        f"ledger-path='{setup.ledger_path}'"
-    )
-    main(["party", "check", "--node-config", node_config])
-    said = capsys.readouterr()
-    assert "is a symbolic link to" in said.out + said.err
+    assert "is a symbolic link to" in _party_check(setup, capsys)
     assert main(["budget", str(setup.ledger_path)]) == 1
     assert "is a symbolic link to" in capsys.readouterr().err
 
@@ -385,19 +379,26 @@ def test_a_malformed_carried_from_record_or_anchor_figure_is_not_a_crash(tmp_pat
         read_anchor(anchor)
 
 
+def _restored_under_a_running_party(tmp_path: Path) -> tuple[Path, BudgetLedger]:
+    """A ledger that spent 1, was backed up, spent 2 more (anchor 3), then was restored from that backup while the
+    party's process (the returned ledger, opened before) still ran: the file holds 1, the spend is 3."""
+    path = tmp_path / "ledger.sqlite"
+    running = BudgetLedger(path, cap=10.0, party_id="h")
+    running.reserve("r-1", "release", 1.0)
+    main(["budget", str(path), "--backup-to", str(tmp_path / "backup.sqlite")])
+    running.reserve("r-2", "release", 2.0)
+    for f in tmp_path.glob("ledger.sqlite*"):
+        f.unlink()
+    shutil.copy(tmp_path / "backup.sqlite", path)
+    return path, running
+
+
 @pytest.mark.privacy  # the carry forgets no spend (stop-56 review E3)
 def test_a_backup_restored_under_a_running_party_loses_no_spend(tmp_path):
     """E4: a ledger restored from a backup of itself while its party ran (deploy/README.md says to stop the
     SuperNode first) made the next reservation write the anchor from the backup's smaller total, and the spend
     after the backup was forgotten for good.  A reservation now counts what the anchor records first."""
-    path = tmp_path / "ledger.sqlite"
-    running = BudgetLedger(path, cap=10.0, party_id="h")  # the party's process, opened before the restore
-    running.reserve("r-1", "release", 1.0)
-    main(["budget", str(path), "--backup-to", str(tmp_path / "backup.sqlite")])
-    running.reserve("r-2", "release", 2.0)  # spent 3, anchor 3
-    for f in tmp_path.glob("ledger.sqlite*"):
-        f.unlink()
-    shutil.copy(tmp_path / "backup.sqlite", path)  # the restore, under the running party
+    path, running = _restored_under_a_running_party(tmp_path)
     running.reserve("r-3", "release", 0.5)
     assert running.spent() == Fraction(7, 2)  # 1 + 2 + 0.5: nothing forgotten
     assert read_anchor(anchor_path(path)).spent == Fraction(7, 2)
@@ -409,14 +410,7 @@ def test_an_anchor_write_never_lowers_its_own_ledgers_total(tmp_path):
     """A backup restored under a running party, then the coordinator's spend record carried into it (its own
     anchor write, with no reservation before it): the anchor was rewritten from the restored ledger's smaller
     total, and the spend after the backup was forgotten at the next opening (2 counted against a true 3)."""
-    path = tmp_path / "ledger.sqlite"
-    running = BudgetLedger(path, cap=10.0, party_id="h")
-    running.reserve("r-1", "release", 1.0)
-    main(["budget", str(path), "--backup-to", str(tmp_path / "backup.sqlite")])
-    running.reserve("r-2", "release", 2.0)  # spent 3, anchor 3
-    for f in tmp_path.glob("ledger.sqlite*"):
-        f.unlink()
-    shutil.copy(tmp_path / "backup.sqlite", path)  # the restore, under the running party
+    path, running = _restored_under_a_running_party(tmp_path)
     running.carry_recorded(Fraction(2), "the coordinator's spend record")  # it knew of 2 of the 3
     assert read_anchor(anchor_path(path)).spent == 3
     assert BudgetLedger(path, cap=10.0, party_id="h").spent() == 3
