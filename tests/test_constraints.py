@@ -1,6 +1,7 @@
 """constraints.txt pins one verified version of every package the project's installs pull in.
 
-./test.sh, ./demo.sh, .ci/run and the container image install with ``-c constraints.txt``: a dependency
+./test.sh, ./demo.sh and .ci/run install with ``-c constraints.txt``, and the container image from
+deploy/requirements.lock, its hash-checked copy (tests/test_deploy_lock.py): a dependency
 declared in pyproject.toml without a pin there would float to whatever the registry serves that day, and a
 pin outside pyproject's range would make every install fail.
 """
@@ -53,7 +54,6 @@ def test_every_install_script_uses_the_constraints():
         ("scripts/ensure-venv.sh", "pip install --quiet -c constraints.txt -e"),
         (".ci/run", 'pip install --quiet -c "$slim/constraints.txt" "$slim"'),
         (".ci/run", "pip install --quiet -c constraints.txt -e '.[docs]'"),
-        ("deploy/Dockerfile", 'pip install -c /src/constraints.txt "/src[deploy]"'),
     ):
         assert command in (REPO / path).read_text(encoding="utf-8"), (path, command)
     assert "!constraints.txt" in (REPO / "deploy/Dockerfile.dockerignore").read_text(encoding="utf-8")
@@ -67,7 +67,8 @@ def test_the_build_tools_and_pip_are_pinned_too():
     for requirement in map(Requirement, requires):
         specs = list(requirement.specifier)
         assert len(specs) == 1 and specs[0].operator == "==", f"build-system requires {requirement}: expected name==X"
-    for path in ("scripts/ensure-venv.sh", "deploy/Dockerfile"):
-        text = (REPO / path).read_text(encoding="utf-8")
-        upgrades = [line for line in text.splitlines() if "--upgrade pip" in line]
-        assert upgrades and all("pip==" in line for line in upgrades), (path, upgrades)
+    text = (REPO / "scripts/ensure-venv.sh").read_text(encoding="utf-8")
+    upgrades = [line for line in text.splitlines() if "--upgrade pip" in line]
+    assert upgrades and all("pip==" in line for line in upgrades), upgrades
+    # the container image takes pip from deploy/requirements.lock (tests/test_deploy_lock.py), never upgrades it
+    assert "--upgrade pip" not in (REPO / "deploy/Dockerfile").read_text(encoding="utf-8")
