@@ -265,8 +265,9 @@ def _schema(path: Path, report: PreflightReport):
         report._add(
             "problem",
             path,
-            "drafted from data (drafted = true): models trained on it are NOT "
-            "differentially private; replace its bounds and lists with public knowledge",
+            f"drafted from data ({schema.draft_note}): models trained on it are NOT "
+            "differentially private; replace its bounds and lists with public knowledge and say where each came "
+            "from in its source",
         )
     return schema
 

@@ -176,9 +176,9 @@ def admit_fit(
         )
     if schema.drafted:  # the estimator's guarantee says so too; a caller who reads only dp_ later needs a word now
         warnings.warn(
-            f"{owner}.fit on a drafted schema ({schema.name!r}, drafted = true): its bounds and categories were read "
-            "from the data, so the model is NOT differentially private; review the schema, replace them with public "
-            "knowledge and set drafted = false for a DP model",
+            f"{owner}.fit on a drafted schema ({schema.name!r}, {schema.draft_note}): its bounds and categories were "
+            "read from the data, so the model is NOT differentially private; replace them with public knowledge, "
+            "write where each came from in its source, and delete drafted = true for a DP model",
             DraftedSchemaWarning,
             stacklevel=3,
         )

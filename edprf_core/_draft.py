@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ._exceptions import PrivacyLeakWarning
-from ._schema import REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, LabelSpec, Schema
+from ._schema import DRAFT_MARK, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, LabelSpec, Schema
 
 __all__ = ["draft_schema"]
 
@@ -48,7 +48,7 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
             lo, hi = float(s.min()), float(s.max())
             if lo == hi:
                 hi = lo + 1.0
-            features.append(ContinuousFeature(str(col), lo, hi, missing=missing, source="DRAFTED FROM DATA: replace"))
+            features.append(ContinuousFeature(str(col), lo, hi, missing=missing, source=f"{DRAFT_MARK}: replace"))
         else:
             cats = _sorted_values(s.unique().tolist())
             if len(cats) < 2:
@@ -58,16 +58,14 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
                 cats = [str(c) for c in cats] if not all(isinstance(c, (int, float)) for c in cats) else cats
             if missing == SEPARATE and SEPARATE in cats:
                 missing = REFUSE
-            features.append(
-                CategoricalFeature(str(col), tuple(cats), missing=missing, source="DRAFTED FROM DATA: replace")
-            )
+            features.append(CategoricalFeature(str(col), tuple(cats), missing=missing, source=f"{DRAFT_MARK}: replace"))
     classes = _sorted_values(frame[label].dropna().unique().tolist())
     classes = [c.item() if isinstance(c, np.generic) else c for c in classes]
     return Schema(
         features=tuple(features),
-        label=LabelSpec(str(label), tuple(classes), source="DRAFTED FROM DATA"),
+        label=LabelSpec(str(label), tuple(classes), source=DRAFT_MARK),
         name=name,
-        provenance="Drafted from data by draft_schema: NOT public knowledge.",
+        provenance=f"{DRAFT_MARK} by draft_schema: NOT public knowledge.",
         drafted=True,
     )
 

@@ -28,6 +28,7 @@ from ._exceptions import SchemaError
 
 __all__ = [
     "DEFAULT_MISSING_VALUES",
+    "DRAFT_MARK",
     "REFUSE",
     "SEPARATE",
     "CategoricalFeature",
@@ -41,6 +42,10 @@ REFUSE = "refuse"
 SEPARATE = "separate"
 """``missing = "separate"``: missing values get a code of their own (their own branch)."""
 DEFAULT_MISSING_VALUES = ("", "?")
+
+DRAFT_MARK = "DRAFTED FROM DATA"
+"""The text :func:`edprf_core.draft_schema` writes into every ``source`` and the provenance (read without regard to
+case): a schema in which it is left is drafted, whether or not it is still marked ``drafted = true``."""
 SCHEMA_FORMAT = 1
 Category = str | int | float
 
@@ -302,9 +307,13 @@ class Schema:
     drafted : bool, default False
         True for a schema drafted from data (:func:`edprf_core.draft_schema`):
         its bounds and categories are data, so no model trained on it is
-        differentially private until people replace them with public knowledge
-        and set ``drafted = false``.  It enters the fingerprint when True, so a
-        drafted schema never matches the declared one.
+        differentially private until people replace them with public knowledge,
+        say in each ``source`` where it came from, and drop ``drafted``.  It is
+        also True (whatever is given) while a ``source`` or the provenance still
+        holds the draft's text :data:`DRAFT_MARK`: deleting the line
+        ``drafted = true`` alone does not make a draft a declared schema
+        (:attr:`draft_note` says which).  It enters the fingerprint when True,
+        so a drafted schema never matches the declared one.
     """
 
     features: tuple[Feature, ...]
@@ -327,6 +336,13 @@ class Schema:
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
         check_fields(self, {"drafted": Boolean(), "strip_whitespace": Boolean()}, key=str, error=SchemaError)
+        left = _draft_mark_left(feats, self.label, self.provenance)
+        object.__setattr__(self, "_draft_mark_left", left)
+        if left and not self.drafted:  # the draft's text is still there: still a draft (rev-data S1)
+            object.__setattr__(self, "drafted", True)
+            object.__setattr__(self, "_marked", False)
+        else:
+            object.__setattr__(self, "_marked", self.drafted)
         tokens = tuple(self.missing_values)
         if not all(isinstance(t, str) for t in tokens):
             raise SchemaError(f"missing_values: expected an array of strings, got {list(tokens)!r}")
@@ -335,6 +351,21 @@ class Schema:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SchemaError(f"column names must be unique across features, label and ignored columns: {dupes}")
+
+    @property
+    def draft_note(self) -> str:
+        """Why the schema counts as drafted (words for a message), or "" for a declared one.
+
+        ``"drafted = true"``, or, once that line is gone, the places that still hold the draft's text
+        (:data:`DRAFT_MARK`): their bounds, lists and sources are still the data's until someone replaces them.
+        """
+        if not self.drafted:
+            return ""
+        left: tuple[str, ...] = getattr(self, "_draft_mark_left", ())
+        if getattr(self, "_marked", True) or not left:
+            return "drafted = true"
+        shown = ", ".join(left[:4]) + (f" and {len(left) - 4} more" if len(left) > 4 else "")
+        return f"drafted = true is gone, but {DRAFT_MARK!r} is still written in {shown}"
 
     def __repr__(self) -> str:
         """One line (an estimator's repr shows its schema): name, features, label and classes, fingerprint.
@@ -569,6 +600,21 @@ class Schema:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_toml(), encoding="utf-8")
+
+
+def _draft_mark_left(features: tuple[Feature, ...], label: LabelSpec, provenance: object) -> tuple[str, ...]:
+    """Where the draft's text (:data:`DRAFT_MARK`, any case) is still written: features' and the label's
+    ``source``, the provenance."""
+
+    def holds(text: object) -> bool:
+        return isinstance(text, str) and DRAFT_MARK.casefold() in text.casefold()
+
+    places = [f"the source of {f.name!r}" for f in features if holds(f.source)]
+    if holds(getattr(label, "source", None)):
+        places.append("the label's source")
+    if holds(provenance):
+        places.append("the provenance")
+    return tuple(places)
 
 
 def _only_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:

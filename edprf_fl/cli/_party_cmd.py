@@ -166,8 +166,8 @@ def run_init_policy(args: argparse.Namespace) -> int:
     schema = load_schema(args.schema)
     if schema.drafted:
         raise ValueError(
-            f"{args.schema} is drafted from data (drafted = true): replace its bounds and lists with "
-            "public knowledge first"
+            f"{args.schema} is drafted from data ({schema.draft_note}): replace its bounds and lists with "
+            "public knowledge, and say where each came from in its source, first"
         )
     out: Path = args.output
     refuse_existing_outputs([(f"--output {out}", out)], args.force)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ._arg_types import SEP_TAB_HELP as _TAB
 from ._arg_types import separator
 from ._model_args import add_force_argument, refuse_existing_outputs, refuse_foreign_format, say
+from ._owner_only import open_owner_only
 
 if TYPE_CHECKING:
     from edprf_core import Schema
@@ -31,7 +32,8 @@ _DRAFT_HEADER = """\
 # Its bounds are the data's own minimum and maximum and its category and class lists are the
 # values that occur: they reveal individual records. Replace every bound and list with public
 # knowledge (documentation, domain ranges), write where each came from in `source`, then delete
-# the line `drafted = true`. Until then every model trained on it says NOT differentially private.
+# the line `drafted = true`. Until then (and while any `source` still says DRAFTED FROM DATA) every
+# model trained on it says NOT differentially private.
 """
 
 
@@ -149,8 +151,13 @@ def run_draft(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.output)
     refuse_existing_outputs([(f"--output {out}", out)], args.force)
-    out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}: a DRAFT (drafted = true); replace its bounds and lists with public knowledge", file=sys.stderr)
+    with open_owner_only(out) as handle:  # the draft's lists are the rows' own values (an identifier: every one)
+        handle.write(text)
+    print(
+        f"wrote {out} (readable by you only: its lists are the data's values): a DRAFT (drafted = true); replace "
+        "its bounds and lists with public knowledge",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -286,7 +293,7 @@ def run_check(args: argparse.Namespace) -> int:
     for level, text in report.findings():
         print(f"  {'warning (a problem for `edprf party check`)' if level == 'problem' else level}: {text}")
     if schema.drafted:
-        print("  schema: DRAFTED FROM DATA (drafted = true): models trained on it are NOT differentially private")
+        print(f"  schema: DRAFTED FROM DATA ({schema.draft_note}): models trained on it are NOT differentially private")
     if report.rows_kept == 0:
         print(
             f"no row of {args.data} satisfies the schema's rules (exit status 1): check the separator, the header, "

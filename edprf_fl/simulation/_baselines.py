@@ -92,8 +92,8 @@ def train_baselines(
     auto, leaf = settings.auto_depth, settings.leaf
     if schema.drafted:  # once per run, not once per fit (the 30 fits said it 30 times); the guarantee says it too
         warnings.warn(
-            f"the baselines fit on a drafted schema ({schema.name!r}, drafted = true): its bounds and categories were "
-            "read from the data, so these models, like the federated one, are NOT differentially private",
+            f"the baselines fit on a drafted schema ({schema.name!r}, {schema.draft_note}): its bounds and categories "
+            "were read from the data, so these models, like the federated one, are NOT differentially private",
             DraftedSchemaWarning,
             stacklevel=2,
         )

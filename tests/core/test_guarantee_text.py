@@ -104,10 +104,51 @@ def test_a_drafted_schema_is_not_dp_until_declared(wall):
     assert drafted.drafted and drafted.fingerprint != schema.fingerprint
     clf = EDPRFClassifier(drafted, max_depth=3, n_trees=1).fit(X, y)
     assert not clf.dp_ and "schema was drafted from data" in clf.forest_.guarantee()
+    assert EDPRFClassifier(_declared(drafted), max_depth=3, n_trees=1).fit(X, y).dp_
+
+
+def _declared(drafted: Schema) -> Schema:
+    """``drafted`` as people declare it: every source and the provenance rewritten, ``drafted`` dropped."""
     from dataclasses import replace
 
-    declared = replace(drafted, drafted=False)
-    assert EDPRFClassifier(declared, max_depth=3, n_trees=1).fit(X, y).dp_
+    return replace(
+        drafted,
+        features=tuple(replace(f, source="the device's data sheet") for f in drafted.features),
+        label=replace(drafted.label, source="the study protocol"),
+        provenance="declared by the study group",
+        drafted=False,
+    )
+
+
+@pytest.mark.privacy
+def test_deleting_only_the_drafted_line_leaves_a_draft(wall):
+    """rev-data S1: deleting ``drafted = true`` alone from a drafted schema's file made every model on it claim
+    epsilon-DP, although each source and the provenance still said DRAFTED FROM DATA (the bounds and lists the
+    data's own).  While the draft's text is left anywhere, the schema is drafted: NOT DP, with where it is left."""
+    from dataclasses import replace
+
+    from edprf_core.schema import DRAFT_MARK, DraftedSchemaWarning
+
+    X, y, _ = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drafted = draft_schema(X.assign(Class=y), "Class")
+    text = drafted.to_toml()
+    assert "drafted = true\n" in text
+    edited = Schema.from_toml(text.replace("drafted = true\n", ""))
+    assert edited.drafted and edited.fingerprint == drafted.fingerprint
+    assert "drafted = true is gone" in edited.draft_note and f"the source of {X.columns[0]!r}" in edited.draft_note
+    with pytest.warns(DraftedSchemaWarning, match="drafted = true is gone"):
+        clf = EDPRFClassifier(edited, max_depth=3, n_trees=1).fit(X, y)
+    assert not clf.dp_ and clf.forest_.guarantee().startswith("NOT differentially private")
+    # one place left is enough, in any case; replacing every one makes it a declared schema
+    declared = _declared(drafted)
+    assert not declared.drafted and declared.draft_note == ""
+    assert replace(declared, provenance=f"revised; {DRAFT_MARK.lower()} still").draft_note.endswith("the provenance")
+    last = replace(declared.features[-1], source=f"{DRAFT_MARK}: replace")
+    assert replace(declared, features=(*declared.features[:-1], last)).drafted
+    assert replace(declared, label=replace(declared.label, source=DRAFT_MARK)).drafted
+    assert Schema.from_toml(declared.to_toml()) == declared and EDPRFClassifier(declared, max_depth=3).fit(X, y).dp_
 
 
 def test_a_fit_on_a_drafted_schema_warns_once(wall):
@@ -133,7 +174,7 @@ def test_a_fit_on_a_drafted_schema_warns_once(wall):
         assert not estimator.dp_
     with warnings.catch_warnings():
         warnings.simplefilter("error", DraftedSchemaWarning)
-        EDPRFClassifier(replace(drafted, drafted=False), max_depth=2, n_trees=1).fit(X, y)  # declared: no warning
+        EDPRFClassifier(_declared(drafted), max_depth=2, n_trees=1).fit(X, y)  # declared: no warning
 
 
 def test_a_merge_names_the_part_that_is_not_dp(wall):

@@ -144,10 +144,19 @@ def test_schema_draft_and_check_on_a_semicolon_file(tmp_path, capsys):
     assert "DRAFT" in capsys.readouterr().err
     schema = load_schema(drafted)
     assert schema.drafted and "DRAFTED FROM DATA" in drafted.read_text()
+    assert drafted.stat().st_mode & 0o777 == 0o600  # its lists are the rows' values (rev-data S2-5)
     assert main(["schema", "check", str(drafted), str(BANK), "--sep", ";"]) == 0
     out = capsys.readouterr().out
     assert "rows read: 45211" in out and "NOT differentially private" in out
     assert main(["schema", "draft", str(BANK), "--label", "y", "--sep", ";", "--output", str(drafted)]) == 1
+    # deleting only `drafted = true` leaves a draft (rev-data S1): every source still says DRAFTED FROM DATA
+    edited = tmp_path / "bank-edited.toml"
+    edited.write_text(drafted.read_text().replace("drafted = true\n", ""))
+    assert main(["schema", "check", str(edited), str(BANK), "--sep", ";"]) == 0
+    assert "drafted = true is gone, but 'DRAFTED FROM DATA' is still written in" in capsys.readouterr().out
+    argv = ["party", "init-policy", "--schema", str(edited), "--party-id", "h", "--output", str(tmp_path / "p.toml")]
+    assert main(argv) == 1
+    assert "drafted = true is gone" in capsys.readouterr().err and not (tmp_path / "p.toml").exists()
 
 
 def test_schema_draft_names_a_column_that_looks_like_an_identifier(tmp_path, capsys):
