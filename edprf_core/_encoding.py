@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -543,6 +544,36 @@ _as_text = np.frompyfunc(str, 1, 1)
 """``str`` of each cell of an object array, into an object array."""
 
 
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+"""A canonical integer's text: no sign but a minus, no leading zero, no point."""
+
+_INTEGER_WITH_ZEROS = r"^(-?(?:0|[1-9][0-9]*))\.0+$"
+"""An integer spelt with a point and zeros (``1.0``, ``-3.00``); its group is the integer's canonical text."""
+
+
+def _category_text_lookup(
+    values: pd.Series | pa.Array | pa.ChunkedArray, categories: Sequence[str]
+) -> NDArray[np.int32]:
+    """:func:`_lookup` (Arrow text: :func:`_text_lookup`) of cells among text categories; when every category is a
+    canonical integer's text (``"0"``, ``"1"``, ``"-2"``), a cell that is that integer spelt with a point and zeros
+    (``1.0``, the float 1.0) meets it too.
+
+    A writer that types a whole column (pandas writing ``1.0`` for every ``1`` once one cell of the column is
+    missing; Parquet storing it as doubles) changes the spelling of every other row: each of them would be
+    undeclared, and one added record would decide whether a whole file is read (black-box review, stop 57).
+    Only integers are matched so: a list of codes such as ``"007"`` or ``"250.1"`` is left to text alone.
+    Privacy cost: none (each cell read alone, by the public list).
+    """
+    text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else _text_cells(values)
+    codes = _text_lookup(text, categories) if text is not None else _lookup(values, categories)
+    if not (codes == -1).any() or not all(_INTEGER.fullmatch(c) for c in categories):
+        return codes
+    if text is None:  # cells that are not Arrow text: their str, as _lookup compares them
+        text = pa.array(_as_text(values.to_numpy(dtype=object)).astype(str), type=pa.large_string())
+    canonical = pc.replace_substring_regex(text, pattern=_INTEGER_WITH_ZEROS, replacement="\\1")
+    return np.where(codes == -1, _text_lookup(canonical, categories), codes).astype(np.int32)
+
+
 def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArray[np.int32]:
     """Index of each number among ``categories`` (compared as floats: ``-0.0`` is ``0``); -1 where absent or NaN."""
     cats = np.asarray(categories, dtype=np.float64)
@@ -581,7 +612,7 @@ def _category_lookup(
     if _numeric_categories(feature):
         x, missing = rules.numbers(series)
         return _number_lookup(x, [float(c) for c in feature.categories]), missing
-    return _lookup(series, [str(c) for c in feature.categories]), rules.missing(series)
+    return _category_text_lookup(series, [str(c) for c in feature.categories]), rules.missing(series)
 
 
 def _numeric_categories(feature: CategoricalFeature) -> bool:
@@ -776,7 +807,7 @@ def _codes_of_reading(
     if _numeric_categories(feature):
         codes = _number_lookup(reading.numbers, [float(c) for c in feature.categories])
     else:
-        codes = _text_lookup(reading.text, [str(c) for c in feature.categories])
+        codes = _category_text_lookup(reading.text, [str(c) for c in feature.categories])
     return _categorical_codes(codes, reading.missing, feature, feature.name, "category", None, found)
 
 

@@ -158,3 +158,33 @@ def test_a_bool_s_reading_never_depends_on_another_row_under_a_numeric_token():
     alone = _encode_categorical(pd.Series([False, True]), smoker, "smoker", problems=[], rules=rules)
     beside_none = _encode_categorical(pd.Series([False, True, None]), smoker, "smoker", problems=[], rules=rules)
     assert alone.tolist() == beside_none[:2].tolist() == [0, 1] and beside_none[2] == 2
+
+
+INTEGER_TEXT = Schema(
+    features=(
+        CategoricalFeature("stage", ("0", "1", "2"), source="test"),
+        CategoricalFeature("code", ("007", "12", "250.1", "other"), unknown="other", source="test"),
+    ),
+    label=LabelSpec("outcome", ("0", "1")),
+    name="integer-text",
+)
+
+
+@pytest.mark.parametrize("dtype", [*TEXT_DTYPES, "float"])
+def test_text_integers_meet_their_spelling_with_a_point_and_zeros_and_nothing_else(dtype):
+    """Black-box review (stop 57): pandas writes a column of integers as ``1.0`` once one cell is missing, so
+    text classes ``["0", "1"]`` refused every other row of the file.  A list of plain integers meets ``1.0`` and
+    ``2.00``; ``1.5``, ``01`` and ``-0.0`` stay undeclared; a list that is not all integers (``"007"``, ``"250.1"``)
+    is compared as text alone (``7.0`` is not ``007``).  Whatever dtype holds the cells."""
+    from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+
+    stage = [1.0, 2.0, 0.0, 1.0, 1.0, 2.0] if dtype == "float" else ["1.0", "2.00", "0", "1.5", "01", "-0.0"]
+    X = pd.DataFrame({"stage": pd.Series(stage).astype(dtype), "code": ["7.0", "12.0", "007", "12", "250.10", "x"]})
+    y = pd.Series(["1.0", "0.0", "1", "0", "1", "0"]).astype(dtype if dtype != "float" else "object")
+    keep, problems = conforming_rows(X, y, INTEGER_TEXT)
+    expected_keep = [True] * 6 if dtype == "float" else [True, True, True, False, False, False]
+    assert keep.tolist() == expected_keep, problems
+    codes = encode_features(X[keep], INTEGER_TEXT, FeatureGrid.from_schema(INTEGER_TEXT, 4))
+    assert codes[:, 0].tolist() == [1, 2, 0, 1, 1, 2][: keep.sum()]
+    assert codes[:, 1].tolist() == [3, 3, 0, 1, 3, 3][: keep.sum()]  # text alone: 7.0, 12.0, 250.10 are 'other'
+    assert encode_labels(y[keep], INTEGER_TEXT).tolist() == [1, 0, 1, 0, 1, 0][: keep.sum()]

@@ -154,7 +154,6 @@ def test_deleting_only_the_drafted_line_leaves_a_draft(wall):
 def test_a_fit_on_a_drafted_schema_warns_once(wall):
     """A fit on a drafted schema said nothing: only dp_ and the guarantee text, read later if at all, told that
     the model is not DP.  It warns like a seeded fit (its own class, which code drafting on purpose can filter)."""
-    from dataclasses import replace
 
     from edprf_core import DPMarginalsClassifier, EDPRFWarning
     from edprf_core.schema import DraftedSchemaWarning

@@ -317,16 +317,18 @@ def test_the_harness_sees_a_reply_that_depends_on_one_record(tmp_path: Path, mon
     assert shapes[0] != shapes[1]
 
 
-def _typed_frame(grade_missing: bool) -> pd.DataFrame:
-    """D as a column-typed writer holds it (ages as floats, grades as integers), or D' = D plus, in the middle,
-    a record without a grade (refused by the schema's rule, so dropped): its writer then types the whole grade
-    column as floats, and pandas writes every grade ``1.0``, Parquet stores it as doubles."""
+def _typed_frame(missing: str | None) -> pd.DataFrame:
+    """D as a column-typed writer holds it (ages as floats, grades and labels as integers), or D' = D plus, in the
+    middle, a record without a ``missing`` cell (``grade`` or the label ``outcome``; refused by the schema's rule, so
+    dropped): its writer then types that whole column as floats, and pandas writes every ``1`` as ``1.0``, Parquet
+    stores the column as doubles.  The label's classes are declared as text (``["0", "1"]``): a text ``1.0``."""
     rows = [line.decode().split(",") for line in base_lines(N_ROWS)]
     frame = pd.DataFrame(rows, columns=HEADER.decode().split(","))
-    frame = frame.astype({"age": float, "grade": int})
-    if grade_missing:
+    frame = frame.astype({"age": float, "grade": int, "outcome": int})
+    if missing is not None:
         cut = len(frame) // 2
-        extra = pd.DataFrame({"age": [42.0], "code": ["007"], "grade": [np.nan], "outcome": ["1"]})
+        extra = pd.DataFrame({"age": [42.0], "code": ["007"], "grade": [2], "outcome": [1]})
+        extra[missing] = np.nan
         frame = pd.concat([frame.iloc[:cut], extra, frame.iloc[cut:]], ignore_index=True)
     return frame
 
@@ -346,18 +348,21 @@ def _used_rows_of_a_written_file(directory: Path, frame: pd.DataFrame, writer: s
     return used
 
 
+@pytest.mark.parametrize("column", ["grade", "outcome"])
 @pytest.mark.parametrize("writer", ["csv", "parquet"])
-def test_a_record_that_makes_its_writer_retype_a_column_moves_no_row_of_d(tmp_path: Path, monkeypatch, writer):
+def test_a_record_that_makes_its_writer_retype_a_column_moves_no_row_of_d(tmp_path: Path, monkeypatch, writer, column):
     """D and D' written by a writer that types whole columns (pandas' ``to_csv``, as ``deploy/README.md``
-    exports; Parquet): the added record, itself dropped, turns every other row's grade ``1`` into ``1.0``.  Each
-    row of D must be read the same way and keep its side of the split: the split hashes a cell as the schema
-    reads it, not as the file spells it (DP review, stop 52: hashing the text moved 955 of 3,000 rows)."""
+    exports; Parquet): the added record, itself dropped, turns every other row's grade (numeric categories) or
+    label (text classes ``"0"``, ``"1"``) ``1`` into ``1.0``.  Each row of D must be read the same way and keep its
+    side of the split: the split hashes a cell as the schema reads it, not as the file spells it (DP review, stop
+    52: hashing the text moved 955 of 3,000 rows); text classes that are integers meet ``1.0`` (black-box review,
+    stop 57: every row of D' was dropped, the release's depth fell from 4 to 1)."""
     pytest.importorskip("pyarrow.parquet")
     with pytest.MonkeyPatch.context() as mp:
-        d = _used_rows_of_a_written_file(tmp_path / "D", _typed_frame(False), writer, mp)
+        d = _used_rows_of_a_written_file(tmp_path / "D", _typed_frame(None), writer, mp)
     assert sum(d.train.values()) + sum(d.holdout.values()) == N_ROWS and d.holdout
     with pytest.MonkeyPatch.context() as mp:
-        used = _used_rows_of_a_written_file(tmp_path / "D-prime", _typed_frame(True), writer, mp)
+        used = _used_rows_of_a_written_file(tmp_path / "D-prime", _typed_frame(column), writer, mp)
     assert not (d.train - used.train), "a training row of D moved or was read differently"
     assert not (d.holdout - used.holdout), "a held-out row of D moved or was read differently"
     assert (used.train, used.holdout) == (d.train, d.holdout)  # the added record is dropped by its rule
