@@ -546,12 +546,14 @@ def _data(
     if not path.is_file():
         report._add("problem", path, "no such data file; set data-path to the party's CSV (columns as in the schema)")
         return
-    if not header:
-        _headerless(path, schema, report, sep)
-    if not check_rows:
+    if not check_rows:  # the ClientApp's check: the header line at most, never a record
         if header:
             _header(path, schema, report, sep)
+        else:  # the first line of a file without a header is a record: its length would time every reply
+            report._add("ok", path, "present, no header line (data-header=false; rows not read here)")
         return
+    if not header:
+        _headerless(path, schema, report, sep)
     _read_memory(path, report)  # before the read itself, which may be what runs out of memory
     if progress is not None:
         progress(f"reading {path} through the schema's rules ...")
@@ -658,8 +660,9 @@ def _headerless(path: Path, schema, report: PreflightReport, sep: str = ",") -> 
     """With ``data-header=false``: a note when the first line names the schema's columns after all (it would be
     read as a record, and most likely left out), else what the columns are taken to be.
 
-    Reads the first non-blank line only, as :func:`_header` does (the ClientApp's check runs it too: its cost
-    does not depend on the rows); the finding stays in the party's own output.
+    Reads the first non-blank line, a record in such a file: only ``edprf party check`` runs it, never the
+    ClientApp's check, whose time, outside the reply hold, would then depend on that record's length (black-box
+    review, stop 57: 0.65 ms against 1.66 ms for a 1 MiB first record); the finding stays in the party's own output.
     """
     if path.suffix.lower() in (".parquet", ".pq"):  # edprf_core.tables.read_table reads these as Parquet
         report._add("note", path, "data-header=false does not apply to Parquet: its columns are named in the file")

@@ -380,6 +380,24 @@ def test_a_headerless_file_is_checked_with_the_node_config_s_data_header(party, 
             assert log_preflight(config, {}, logging.getLogger("edprf.test.lifespan")).ok
 
 
+def test_the_clientapp_check_reads_no_record_of_a_file_without_a_header(party, caplog, monkeypatch):
+    """Black-box review (stop 57): with data-header=false the ClientApp's check, run before every reply and
+    outside its hold, read the first line, a record: the reply's time told its length.  It reads no line then;
+    ``edprf party check`` (run by the party's staff) still reads it."""
+    from client import _preflight
+
+    read: list = []
+    real = _preflight._first_line
+    monkeypatch.setattr(_preflight, "_first_line", lambda path: read.append(path) or real(path))
+    paths, _ = party
+    node_config = parse_node_config(f"{_config(paths)} data-header=false")
+    with caplog.at_level(logging.DEBUG, logger="edprf.test.lifespan"):
+        assert log_preflight(node_config, {}, logging.getLogger("edprf.test.lifespan")).ok
+    assert read == [] and any("no header line (data-header=false" in r.getMessage() for r in caplog.records)
+    node_config = parse_node_config(_config(paths))  # with a header, the header line is read (public)
+    assert log_preflight(node_config, {}, logging.getLogger("edprf.test.lifespan")).ok and read == [paths["data-path"]]
+
+
 def test_data_header_false_on_a_file_with_a_header_is_a_note_and_a_bad_value_a_problem(party, capsys):
     paths, _ = party
     code, lines = _check({**paths, "data-header": "false"}, capsys)
