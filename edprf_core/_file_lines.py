@@ -28,7 +28,7 @@ def open_lines(path: Path) -> IO[bytes]:
     if not path.is_file():
         raise ValueError(f"data file {path} does not exist or is not a regular file")
     try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+        return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
     except OSError as exc:
         raise ValueError(f"cannot read data file {path}: {type(exc).__name__}") from None
 

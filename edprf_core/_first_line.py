@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 
 from ._schema import CategoricalFeature, Schema
 from .count_text import count_text
 
-__all__ = ["foreign_header_text", "looks_like_data", "schema_column_named", "split_line"]
+__all__ = ["foreign_header_text", "looks_like_data", "names_line", "schema_column_named", "split_line"]
 
 _SHOWN_NAMES = 4
 """Column names a message shows of the header and of the schema (then how many there are)."""
@@ -35,6 +36,13 @@ def split_line(text: str, sep: str) -> list[str] | None:
     except csv.Error:
         return None
     return rows[0] if len(rows) == 1 else None
+
+
+def names_line(names: Sequence[str]) -> str:
+    """A header line (separator ``,``) that :func:`split_line` splits back into ``names``, whatever they hold: each
+    name quoted, its quotes doubled.  For a Parquet file's column names, which may hold a comma (rev-data S3-8:
+    ``"weight, kg"`` was read as two names)."""
+    return ",".join('"' + name.replace('"', '""') + '"' for name in names)
 
 
 def _cells(first: str, sep: str) -> list[str]:

@@ -42,6 +42,7 @@ import pyarrow as pa
 from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._file_lines import decoded, header_line, line_blocks, open_lines
+from ._first_line import names_line
 from ._schema import Schema
 from ._text_table import (
     _TEXT_DTYPE,
@@ -357,12 +358,13 @@ def _stream_parquet(path: Path, schema: Schema, require_label: bool, chunk_rows:
         parquet = pq.ParquetFile(path)
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read Parquet file {path}: {type(exc).__name__}") from None
-    names = _header(schema, ",".join(parquet.schema_arrow.names), ",", path, require_label)
+    names = _header(schema, names_line(parquet.schema_arrow.names), ",", path, require_label)
+    written = {name.strip(): name for name in parquet.schema_arrow.names}  # _header reads the names stripped
     label = schema.label.column
     wanted = list(schema.feature_names) + ([label] if label in names else [])
     start = 0
-    for batch in parquet.iter_batches(batch_size=chunk_rows, columns=wanted):
-        frame = pd.DataFrame({n: pd.Series(batch.column(n).to_pylist(), dtype=object) for n in wanted})
+    for batch in parquet.iter_batches(batch_size=chunk_rows, columns=[written[n] for n in wanted]):
+        frame = pd.DataFrame({n: pd.Series(batch.column(written[n]).to_pylist(), dtype=object) for n in wanted})
         n = len(frame)
         yield RowChunk(
             frame=frame,

@@ -59,7 +59,7 @@ from ._exceptions import DataValidationError
 from ._file_lines import BOM as _BOM
 from ._file_lines import decoded as _decoded
 from ._file_lines import header_line, line_blocks, open_lines
-from ._first_line import foreign_header_text, looks_like_data, schema_column_named
+from ._first_line import foreign_header_text, looks_like_data, names_line, schema_column_named
 from ._first_line import split_line as _split_line
 from ._schema import Schema
 
@@ -328,7 +328,7 @@ def check_table_header(
         import pyarrow.parquet as pq
 
         names = _parquet(p, pq.read_schema).names  # the footer only: its column names, as _read_parquet checks them
-        header_names(schema, ",".join(names), ",", True, p)
+        header_names(schema, names_line(names), ",", True, p)
         return
     with open_lines(p) as handle:
         try:
@@ -670,7 +670,7 @@ def _read_parquet(path: Path, schema: Schema) -> TextTable:
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         raise ValueError("reading Parquet needs the pyarrow package") from None
     table = _parquet(path, pq.read_table)
-    names = header_names(schema, ",".join(table.column_names), ",", True, path)
+    names = header_names(schema, names_line(table.column_names), ",", True, path)
     written = {name.strip(): name for name in table.column_names}  # header_names reads the names stripped
     columns = {name: pd.Series(table.column(written[name]).to_pylist(), dtype=object) for name in names}
     frame = pd.DataFrame(columns) if columns else pd.DataFrame()

@@ -161,3 +161,30 @@ def test_a_quoted_header_of_another_table_is_counted_as_its_cells(tmp_path):
     path.write_text('"visit, site","US1","US2"\n' + "a,1,2\n")
     with pytest.raises(DataValidationError, match=r"its first line names none of them \(3 fields,"):
         read_table(path, SCHEMA)
+
+
+def test_parquet_column_names_with_a_comma_a_quote_or_a_trailing_space_and_an_upper_case_gz(tmp_path):
+    """rev-data S3-7/8/9: a Parquet name holding a comma was split in two ("missing columns ['weight, kg']; the
+    schema declares ['weight, kg']"); the streaming reader behind predict and evaluate raised KeyError on a name
+    with a trailing space, which training reads stripped; DATA.CSV.GZ was read as raw gzip bytes."""
+    pytest.importorskip("pyarrow.parquet")
+    from edprf_core import ContinuousFeature, LabelSpec, Schema
+    from edprf_core.tables import check_table_header, stream_rows
+
+    schema = Schema(
+        features=(ContinuousFeature("weight, kg", 0, 200), ContinuousFeature('say "hi"', 0, 10)),
+        label=LabelSpec("y", ("a", "b")),
+    )
+    frame = pd.DataFrame({"weight, kg ": [70.0, 80.0], 'say "hi"': [1.0, 2.0], "y": ["a", "b"]})
+    frame.to_parquet(tmp_path / "names.parquet", index=False)
+    check_table_header(tmp_path / "names.parquet", schema)
+    table = read_table(tmp_path / "names.parquet", schema)
+    assert table.X.columns.tolist() == ["weight, kg", 'say "hi"'] and table.X["weight, kg"].tolist() == [70.0, 80.0]
+    (chunk,) = stream_rows(tmp_path / "names.parquet", schema)
+    assert chunk.frame.columns.tolist() == ["weight, kg", 'say "hi"', "y"] and chunk.frame["y"].tolist() == ["a", "b"]
+    upper = tmp_path / "DATA.CSV.GZ"
+    upper.write_bytes(gzip.compress(b"w,s,y\n70,1,a\n80,2,b\n"))
+    plain = Schema(features=(ContinuousFeature("w", 0, 200), ContinuousFeature("s", 0, 10)), label=schema.label)
+    check_table_header(upper, plain)
+    assert read_table(upper, plain).y.tolist() == ["a", "b"]
+    assert [c.frame["w"].tolist() for c in stream_rows(upper, plain)] == [["70", "80"]]
