@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ._exceptions import PrivacyLeakWarning
-from ._schema import DRAFT_MARK, REFUSE, SEPARATE, CategoricalFeature, ContinuousFeature, LabelSpec, Schema
+from ._schema import (
+    DEFAULT_MISSING_VALUES,
+    DRAFT_MARK,
+    REFUSE,
+    SEPARATE,
+    CategoricalFeature,
+    ContinuousFeature,
+    LabelSpec,
+    Schema,
+)
 
 __all__ = ["draft_schema"]
 
 
-def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name: str = "draft") -> Schema:
+def draft_schema(
+    frame: pd.DataFrame,
+    label: str,
+    max_categories: int = 20,
+    name: str = "draft",
+    missing_values: Sequence[str] = DEFAULT_MISSING_VALUES,
+) -> Schema:
     """Draft a schema by reading the data.
 
     The drafted bounds are the data's own minimum and maximum, and the
@@ -26,7 +42,8 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
     distinct values, all whole numbers, spanning fewer than ``2 * max_categories`` (``cp`` 1-4 or
     ``thal`` 3/6/7 are categories; a lab value with 18 distinct readings from 80 to 300, or
     fractional readings, is continuous).  Numeric categories and classes are listed in numeric
-    order, others in text order.
+    order, others in text order.  ``missing_values``: the cell texts the frame's reader took as missing (the
+    schema's ``missing_values``, so that a party reads them as missing too).
 
     Privacy cost: not differentially private.  Do not share the draft.
     """
@@ -67,6 +84,7 @@ def draft_schema(frame: pd.DataFrame, label: str, max_categories: int = 20, name
         name=name,
         provenance=f"{DRAFT_MARK} by draft_schema: NOT public knowledge.",
         drafted=True,
+        missing_values=tuple(missing_values),
     )
 
 

@@ -9,9 +9,18 @@ a fit on a drafted schema warns :class:`DraftedSchemaWarning`);
 from ._data_check import DataCheck, check_data
 from ._draft import draft_schema
 from ._exceptions import DataValidationError, DomainClippingWarning, DraftedSchemaWarning, SchemaError
-from ._schema import DRAFT_MARK, CategoricalFeature, ContinuousFeature, LabelSpec, Schema, load_schema
+from ._schema import (
+    DEFAULT_MISSING_VALUES,
+    DRAFT_MARK,
+    CategoricalFeature,
+    ContinuousFeature,
+    LabelSpec,
+    Schema,
+    load_schema,
+)
 
 __all__ = [
+    "DEFAULT_MISSING_VALUES",
     "DRAFT_MARK",
     "CategoricalFeature",
     "ContinuousFeature",

@@ -89,11 +89,10 @@ def _format_options(
 
 
 def run_draft(args: argparse.Namespace) -> int:
-    import pandas as pd
 
     from edprf_core import PrivacyLeakWarning, draft_schema
     from edprf_core.count_text import count_text
-    from edprf_core.tables import closest_name, separator_hint
+    from edprf_core.tables import PARQUET_SUFFIXES, closest_name, separator_hint
     from edprf_fl.simulation import file_text, stage
 
     path = Path(args.data)
@@ -113,16 +112,13 @@ def run_draft(args: argparse.Namespace) -> int:
             f"--label {args.label!r} is not the last of --names: every command reads a file without a header as the "
             "schema's features in order, then the label; add a header line to the file"
         )
-    if names is None:
+    parquet = path.suffix.lower() in PARQUET_SUFFIXES
+    if parquet and (names or args.no_header):
+        raise ValueError(f"{path}: a Parquet file names its columns itself: drop --names and --no-header")
+    if names is None and not parquet:
         _check_header_line(_first_line(path), args.sep)
-    columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
     with stage(say, f"reading {file_text(path)} ...", "      read"):
-        try:
-            frame = pd.read_csv(path, sep=args.sep, na_values=["?"], skipinitialspace=True, **columns)
-        except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
-            from edprf_core.tables import not_utf8_text
-
-            raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
+        frame, tokens = _read_for_draft(path, args.sep, names, parquet)
     if args.label not in frame.columns:
         first = _first_line(path)
         close = closest_name(args.label, [str(c) for c in frame.columns])
@@ -135,10 +131,12 @@ def run_draft(args: argparse.Namespace) -> int:
     with stage(say, f"drafting the schema from {count_text(len(frame), 'row')} ...", "      drafted"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyLeakWarning)
-            schema = draft_schema(frame, args.label, name=path.stem)
+            schema = draft_schema(frame, args.label, name=path.stem, missing_values=tokens)
         identifiers = _identifier_columns(frame, args.label)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
+    for line in _draft_notes(frame, schema, tokens):
+        print(f"warning: {line}", file=sys.stderr)
     for column in identifiers:
         print(
             f"warning: column {column!r} holds a different value on every row: an identifier (account or record "
@@ -159,6 +157,124 @@ def run_draft(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+_MISSING_MARKS = (
+    "",
+    "?",
+    "-",
+    "--",
+    ".",
+    "NA",
+    "N/A",
+    "n/a",
+    "na",
+    "NULL",
+    "null",
+    "NaN",
+    "nan",
+    "None",
+    "#N/A",
+    "<NA>",
+)
+"""Cell texts (once stripped) that :func:`_read_for_draft` drafts as missing values when the file holds them."""
+
+
+def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool):
+    """The file as the draft reads it, and the missing-value marks it holds (for the schema's ``missing_values``).
+
+    As the party will read it under the drafted schema (rev-data S2-2: the draft read it with pandas' guesses,
+    and its schema then dropped 8 % of its own file): a mark of :data:`_MISSING_MARKS` that some cell holds is
+    a missing value and is written into ``missing_values``, so the party reads it as missing too; text cells are
+    stripped of surrounding whitespace (the party's ``strip_whitespace``), so ``"female "`` is ``"female"``.
+    Column types are pandas' (numbers where every other cell is one).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from edprf_core.schema import DEFAULT_MISSING_VALUES
+    from edprf_core.tables import not_utf8_text, separator_hint
+
+    if parquet:
+        frame = pd.read_parquet(path)
+        text = frame.select_dtypes(include=["object", "string"]).astype("string")
+    else:
+        columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
+        try:
+            text = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, **columns)
+        except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
+            raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
+        except pd.errors.ParserError as exc:  # a line with more fields than the first: often the separator
+            hint = separator_hint(_first_line(path), sep)
+            raise ValueError(
+                f"{path}: cannot be read as a table with --sep {sep!r} ({str(exc).strip()}){hint}"
+            ) from None
+    found = {str(cell) for column in text for cell in text[column].dropna().str.strip().unique()}
+    tokens = tuple(mark for mark in _MISSING_MARKS if mark in found or mark in DEFAULT_MISSING_VALUES)
+    if not parquet:
+        frame = pd.read_csv(
+            path, sep=sep, na_values=list(tokens), keep_default_na=False, skipinitialspace=True, **columns
+        )
+    for column in frame.columns:
+        if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype):
+            cells = frame[column].astype("string").str.strip()
+            cells = cells.mask(cells.isin(tokens))
+            values = cells.astype(object).where(cells.notna(), np.nan)
+            numbers = pd.to_numeric(values, errors="coerce")  # numbers held as text (a Parquet text column)
+            present = int(values.notna().sum())
+            frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
+    return frame, tokens
+
+
+_MOSTLY_NUMBERS = 0.5
+"""A text column whose share of number cells reaches this is named: a few stray cells may make it text."""
+
+_MANY_CATEGORIES = 50
+"""A text column with more distinct values than this is named: a list that long reveals records."""
+
+
+def _draft_notes(frame, schema: Schema, tokens: tuple[str, ...]) -> list[str]:
+    """What the analyst should look at in the draft (printed on her terminal only): the missing-value marks it
+    took, text columns that are mostly numbers (and why), text columns with very many values."""
+    import pandas as pd
+
+    from edprf_core import CategoricalFeature
+    from edprf_core.count_text import count_text
+    from edprf_core.schema import DEFAULT_MISSING_VALUES
+    from edprf_core.tables import decimal_comma_cells
+
+    notes = []
+    taken = [t for t in tokens if t not in DEFAULT_MISSING_VALUES]
+    if taken:
+        notes.append(
+            f"the draft reads {', '.join(repr(t) for t in taken)} as missing values (missing_values): check that "
+            "each means missing in every column"
+        )
+    for feature in schema.features:
+        if not isinstance(feature, CategoricalFeature) or not all(isinstance(c, str) for c in feature.categories):
+            continue
+        cells = frame[feature.name].dropna().astype(str)
+        numbers = pd.to_numeric(cells, errors="coerce").notna()
+        if len(cells) and numbers.mean() >= _MOSTLY_NUMBERS and not numbers.all():
+            others = cells[~numbers]
+            commas = int(decimal_comma_cells(others.to_numpy(dtype=object)).sum())
+            why = (
+                f"{count_text(commas, 'cell')} written with a decimal comma: convert them to '.'"
+                if commas
+                else f"e.g. {', '.join(repr(c) for c in others.unique()[:3])}: fix them, or add missing-value "
+                "marks to missing_values"
+            )
+            notes.append(
+                f"column {feature.name!r} is drafted as text categories, although {numbers.mean():.0%} of its "
+                f"cells are numbers: {count_text(len(others), 'cell')} are not ({why}), then draft again"
+            )
+        elif len(feature.categories) > _MANY_CATEGORIES:
+            notes.append(
+                f"column {feature.name!r} is drafted with {len(feature.categories)} text categories: a list that "
+                "long reveals records and splits the data thin; group them publicly, or move the column to "
+                "ignored_columns (a date or a postcode is rarely a feature as written)"
+            )
+    return notes
 
 
 _IDENTIFIER_ROWS = 100
