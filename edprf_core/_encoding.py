@@ -43,6 +43,7 @@ import functools
 import math
 import numbers
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -527,11 +528,9 @@ def _lookup(values: pd.Series, categories: Sequence[str]) -> NDArray[np.int32]:
     text = _text_cells(values)
     if text is not None:
         return _text_lookup(text, categories)
-    index = pd.Index(list(categories), dtype=object)
     # str of every cell, kept as Python objects: Series.map(str) would infer pandas' str dtype, which Arrow
     # holds, and fail the whole column on one text without a UTF-8 form (a lone surrogate)
-    cells = _as_text(values.to_numpy(dtype=object))
-    return index.get_indexer(pd.Index(cells, dtype=object)).astype(np.int32)
+    return _object_lookup(_as_text(values.to_numpy(dtype=object)), categories)
 
 
 def _text_lookup(text: pa.Array | pa.ChunkedArray, categories: Sequence[str]) -> NDArray[np.int32]:
@@ -554,24 +553,66 @@ _INTEGER_WITH_ZEROS = r"^(-?(?:0|[1-9][0-9]*))\.0+$"
 def _category_text_lookup(
     values: pd.Series | pa.Array | pa.ChunkedArray, categories: Sequence[str]
 ) -> NDArray[np.int32]:
-    """:func:`_lookup` (Arrow text: :func:`_text_lookup`) of cells among text categories; when every category is a
-    canonical integer's text (``"0"``, ``"1"``, ``"-2"``), a cell that is that integer spelt with a point and zeros
-    (``1.0``, the float 1.0) meets it too.
+    """:func:`_lookup` (Arrow text: :func:`_text_lookup`) of cells among text categories, then, for a cell that
+    meets none, two respellings that name the same value, each cell alone:
 
-    A writer that types a whole column (pandas writing ``1.0`` for every ``1`` once one cell of the column is
-    missing; Parquet storing it as doubles) changes the spelling of every other row: each of them would be
-    undeclared, and one added record would decide whether a whole file is read (black-box review, stop 57).
-    Only integers are matched so: a list of codes such as ``"007"`` or ``"250.1"`` is left to text alone.
+    - Unicode's canonical composition (NFC) of the cell and of the categories: ``"Zürich"`` typed on one
+      machine and exported as ``u`` followed by a combining diaeresis on another (macOS, PDF copies) is the same
+      text to anyone reading it (rev-data S2-4: such a row was dropped, or recoded to the catch-all without a
+      word).  Not when two categories compose to the same text (each then stays its own).
+    - When every category is a canonical integer's text (``"0"``, ``"1"``, ``"-2"``), that integer spelt with a
+      point and zeros (``1.0``, the float 1.0): a writer that types a whole column (pandas writing ``1.0`` for
+      every ``1`` once one cell of the column is missing; Parquet storing it as doubles) changes the spelling of
+      every other row, and one added record would decide whether a whole file is read (black-box review, stop
+      57).  Only integers: a list of codes such as ``"007"`` or ``"250.1"`` is compared as text alone.
+
     Privacy cost: none (each cell read alone, by the public list).
     """
     text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else _text_cells(values)
-    codes = _text_lookup(text, categories) if text is not None else _lookup(values, categories)
-    if not (codes == -1).any() or not all(_INTEGER.fullmatch(c) for c in categories):
+    cells = None if text is not None else _as_text(values.to_numpy(dtype=object))
+    codes = _text_lookup(text, categories) if text is not None else _object_lookup(cells, categories)
+    if not (codes == -1).any():
         return codes
-    if text is None:  # cells that are not Arrow text: their str, as _lookup compares them
-        text = pa.array(_as_text(values.to_numpy(dtype=object)).astype(str), type=pa.large_string())
-    canonical = pc.replace_substring_regex(text, pattern=_INTEGER_WITH_ZEROS, replacement="\\1")
-    return np.where(codes == -1, _text_lookup(canonical, categories), codes).astype(np.int32)
+    composed = [unicodedata.normalize("NFC", c) for c in categories]
+    if len(set(composed)) == len(composed) and not _ascii(text, cells, categories):
+        if text is not None:
+            again = _text_lookup(pc.utf8_normalize(text, form="NFC"), composed)
+        else:
+            again = _object_lookup(_composed(cells), composed)
+        codes = np.where(codes == -1, again, codes).astype(np.int32)
+    if (codes == -1).any() and all(_INTEGER.fullmatch(c) for c in categories):
+        if text is not None:
+            again = _text_lookup(
+                pc.replace_substring_regex(text, pattern=_INTEGER_WITH_ZEROS, replacement="\\1"), categories
+            )
+        else:
+            again = _object_lookup(
+                pd.Series(cells, dtype=object).str.replace(_INTEGER_WITH_ZEROS, r"\1", regex=True).to_numpy(),
+                categories,
+            )
+        codes = np.where(codes == -1, again, codes).astype(np.int32)
+    return codes
+
+
+def _object_lookup(cells: NDArray[np.object_], categories: Sequence[str]) -> NDArray[np.int32]:
+    """Index of each cell (Python text, an object array) among ``categories``; -1 where absent."""
+    index = pd.Index(list(categories), dtype=object)
+    return index.get_indexer(pd.Index(cells, dtype=object)).astype(np.int32)
+
+
+_composed = np.frompyfunc(functools.partial(unicodedata.normalize, "NFC"), 1, 1)
+"""Unicode's canonical composition (NFC) of each cell of an object array of Python text."""
+
+
+def _ascii(
+    text: pa.Array | pa.ChunkedArray | None, cells: NDArray[np.object_] | None, categories: Sequence[str]
+) -> bool:
+    """Whether the cells and the categories are all ASCII (which NFC leaves as they are)."""
+    if not all(c.isascii() for c in categories):
+        return False
+    if text is not None:
+        return bool(pc.all(pc.string_is_ascii(text)).as_py() is not False)
+    return all(c.isascii() for c in cells)
 
 
 def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArray[np.int32]:

@@ -188,3 +188,36 @@ def test_text_integers_meet_their_spelling_with_a_point_and_zeros_and_nothing_el
     assert codes[:, 0].tolist() == [1, 2, 0, 1, 1, 2][: keep.sum()]
     assert codes[:, 1].tolist() == [3, 3, 0, 1, 3, 3][: keep.sum()]  # text alone: 7.0, 12.0, 250.10 are 'other'
     assert encode_labels(y[keep], INTEGER_TEXT).tolist() == [1, 0, 1, 0, 1, 0][: keep.sum()]
+
+
+@pytest.mark.parametrize("dtype", TEXT_DTYPES)
+def test_a_category_meets_its_cells_in_either_unicode_composition(dtype):
+    """rev-data S2-4: ``Zürich`` exported decomposed (``u`` and a combining diaeresis, as macOS and PDF copies
+    write it) never met the declared ``Zürich``: the row was dropped ("'Zürich' undeclared; declared are [...,
+    'Zürich']"), or recoded to the catch-all without a word.  Each cell is compared in Unicode's composed form
+    (NFC) with the categories', whichever form either is written in, whatever dtype holds the cells."""
+    import unicodedata
+
+    from edprf_core.encoding import FeatureGrid, cell_readings, conforming_rows, encode_features
+
+    composed, decomposed = "Zürich", unicodedata.normalize("NFD", "Zürich")
+    assert composed != decomposed
+    schema = Schema(
+        features=(
+            CategoricalFeature("city", ("Basel", decomposed, "北京"), source="test"),  # declared decomposed
+            CategoricalFeature("smoking", ("never", "jamais fumé", "No Info"), unknown="No Info", source="test"),
+        ),
+        label=LabelSpec("y", ("a", "b")),
+    )
+    X = pd.DataFrame(
+        {
+            "city": [composed, decomposed, "北京", "Zurich"],
+            "smoking": [unicodedata.normalize("NFD", "jamais fumé"), "jamais fumé", "never", "x"],
+        }
+    ).astype(dtype)
+    y = pd.Series(["a", "b", "a", "b"])
+    keep, problems = conforming_rows(X, y, schema)
+    assert keep.tolist() == [True, True, True, False], problems  # "Zurich" is another text
+    codes = encode_features(X[keep], schema, FeatureGrid.from_schema(schema, 4))
+    assert codes.tolist() == [[1, 1], [1, 1], [2, 0]]  # never the catch-all for the decomposed "jamais fumé"
+    assert cell_readings(X["city"], schema, "city")[:2].tolist() == [1.0, 1.0]  # the split's key: the same

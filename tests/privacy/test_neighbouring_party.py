@@ -280,15 +280,20 @@ def test_the_harness_covers_at_least_30_hostile_records():
 
 
 def test_the_harness_sees_a_coupling_reader(tmp_path: Path, monkeypatch, baseline):
-    """Power check: with pandas' column-wide inference one empty label cell changes how D's rows are read."""
+    """Power check: a reader that rescales ages by the data's own largest one when it exceeds the domain (a
+    data-derived bound) reads D as the party does (its ages are within [0, 100]), and every row of D otherwise
+    once one record of age 200 is added.  (pandas' column-wide type inference served until stop 57, when the
+    schema began to read ``1.0`` under text classes ``["0", "1"]`` as ``1``, cell by cell: it couples no more.)"""
 
-    def pandas_reader(path, schema, **_):  # the party reads a text file's columns by read_columns
-        frame = pd.read_csv(path)
+    def rescaling_reader(path, schema, **_):  # the party reads a text file's columns by read_columns
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        ages = pd.to_numeric(frame["age"], errors="coerce")
+        frame["age"] = (ages * (100.0 / max(ages.max(), 100.0))).astype(str)
         return TextColumns(columns=dict(frame.items()), line_numbers=np.arange(len(frame)) + 2, dropped=[])
 
-    monkeypatch.setattr(local_data, "read_columns", pandas_reader)
+    monkeypatch.setattr(local_data, "read_columns", rescaling_reader)
     _, train, release, _, used = _serve(
-        tmp_path, file_bytes(b"30,007,1,", "middle", n_rows=N_ROWS), monkeypatch, baseline["model"]
+        tmp_path, file_bytes(b"200,007,1,1", "middle", n_rows=N_ROWS), monkeypatch, baseline["model"]
     )
     d = baseline["used"]
     moved = (d.train - used.train) + (d.holdout - used.holdout)
