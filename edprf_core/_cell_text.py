@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 __all__ = [
     "DECIMAL_COMMA_PATTERN",
     "NUMBER_PATTERN",
+    "THOUSANDS_DOT_PATTERN",
     "WHITESPACE",
     "Cells",
     "decimal_comma_cells",
@@ -53,6 +54,7 @@ __all__ = [
     "text_array",
     "text_numbers",
     "text_numbers_arrow",
+    "thousands_dot_cells",
 ]
 
 WHITESPACE = (
@@ -70,13 +72,17 @@ DECIMAL_COMMA_PATTERN = r"[+-]?(?:[0-9]{1,3}(?:\.[0-9]{3})+|[0-9]+),[0-9]+"
 """A number written with a decimal comma ('1234,56', '-0,5'), optionally with thousands dots ('1.234,56'): not a
 number under :data:`NUMBER_PATTERN` (the schema reads '.' as the decimal point)."""
 
+THOUSANDS_DOT_PATTERN = r"[+-]?[0-9]{1,3}(?:\.[0-9]{3})+"
+"""A whole number written with thousands dots ('1.200', '12.500.000'): a number under :data:`NUMBER_PATTERN` only
+when it has one dot, and then read as a decimal (1.2)."""
+
 Cells = pa.Array | pa.ChunkedArray
 """Arrow string cells (one array, or the chunks of one column)."""
 
 _NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
 _NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
-_DECIMAL_COMMA_ANCHORED = "^" + DECIMAL_COMMA_PATTERN + "$"
 _DECIMAL_COMMA = re.compile(DECIMAL_COMMA_PATTERN + r"\Z", re.ASCII)
+_THOUSANDS_DOT = re.compile(THOUSANDS_DOT_PATTERN + r"\Z", re.ASCII)
 
 
 def number_of_text(text: str) -> float:
@@ -148,16 +154,30 @@ def decimal_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArr
 
     For hints only (the cells it finds are not numbers under the rules); each cell is judged alone.
     """
+    return _pattern_cells(cells, _DECIMAL_COMMA, DECIMAL_COMMA_PATTERN)
+
+
+def thousands_dot_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArray[np.bool_]:
+    """Per cell, whether it is text written as a whole number with thousands dots (:data:`THOUSANDS_DOT_PATTERN`,
+    once stripped): ``"1.200"``, ``"12.500.000"``.  For hints only, in a column that also holds decimal commas
+    (elsewhere ``1.200`` is a decimal); each cell is judged alone."""
+    return _pattern_cells(cells, _THOUSANDS_DOT, THOUSANDS_DOT_PATTERN)
+
+
+def _pattern_cells(
+    cells: Cells | NDArray[np.object_] | pd.Series, compiled: re.Pattern[str], pattern: str
+) -> NDArray[np.bool_]:
+    """Per cell, whether it is text that matches ``pattern`` whole once stripped (False: missing, not text)."""
     if isinstance(cells, (pa.Array, pa.ChunkedArray)):
         arrow = cells if pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type) else None
     else:
         arrow = text_array(np.asarray(cells, dtype=object))
-    if arrow is None:  # not text (numbers, or a lone surrogate Arrow cannot hold): no decimal comma to find
+    if arrow is None:  # not text (numbers, or a lone surrogate Arrow cannot hold): nothing written to find
         values = np.asarray(cells, dtype=object)
         return np.fromiter(
-            (isinstance(c, str) and _DECIMAL_COMMA.fullmatch(c.strip()) is not None for c in values),
+            (isinstance(c, str) and compiled.fullmatch(c.strip()) is not None for c in values),
             bool,
             count=len(values),
         )
-    hit = pc.match_substring_regex(strip_text(arrow), _DECIMAL_COMMA_ANCHORED).fill_null(False)
+    hit = pc.match_substring_regex(strip_text(arrow), "^" + pattern + "$").fill_null(False)
     return hit.to_numpy(zero_copy_only=False).astype(bool, copy=False)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ._cell_text import decimal_comma_cells
+from ._cell_text import decimal_comma_cells, thousands_dot_cells
 from ._encoding import NOT_A_NUMBER, CellRules, _numeric_categories, rule_violations
 from ._schema import ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
@@ -63,6 +63,9 @@ class DataCheck:
         The file's line numbers of the first of them (at most five).
     decimal_commas : dict of str to int
         Per column, the cells that are "not a finite number" and are written as a number with a decimal comma.
+    thousands_dots : dict of str to int
+        Per column with decimal commas, the cells read as numbers that are written like ``1.200``: a thousands
+        separator in such a file, read as the decimal point (1.2).
     """
 
     lines_read: int
@@ -74,6 +77,7 @@ class DataCheck:
     not_utf8: int = 0
     not_utf8_lines: tuple[int, ...] = ()
     decimal_commas: dict[str, int] = field(default_factory=dict)
+    thousands_dots: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A human-readable report."""
@@ -129,6 +133,13 @@ class DataCheck:
                 out.append(("problem", f"{text}; {comma}" if comma else text))
             elif comma:
                 out.append(("note", f"column {column!r}: {comma}"))
+        for column, count in self.thousands_dots.items():
+            text = (
+                f"column {column!r}: {count_text(count, 'cell')} ({count / n:.1%}) are written like 1.200 in a "
+                "column that also holds decimal commas: thousands separators? The schema reads them as 1.2; drop "
+                "the thousands separators before converting the decimal commas"
+            )
+            out.append(("problem" if count / n >= BIASED_SHARE else "note", text))
         return out
 
 
@@ -168,6 +179,7 @@ def check_data(
         and column in table.X
         and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
     }
+    dots = {column: hits for column in commas if (hits := int(thousands_dot_cells(table.X[column]).sum()))}
     say(f"      counting missing and clipped values in {count_text(len(schema.features) + 1, 'column')} ...")
     foreign = _not_utf8(table.X, table.y)
     clipped, missing = {}, {}
@@ -197,6 +209,7 @@ def check_data(
         not_utf8=int(foreign.sum()),
         not_utf8_lines=tuple(int(k) for k in table.line_numbers[foreign][:_SHOWN_LINES]),
         decimal_commas=commas,
+        thousands_dots=dots,
     )
 
 

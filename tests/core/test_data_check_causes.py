@@ -121,6 +121,29 @@ def test_a_few_decimal_commas_below_the_share_are_a_note(tmp_path):
     assert level == "note" and said.startswith("column 'balance': decimal comma, or a thousands comma? 4 of them")
 
 
+def test_thousands_dots_next_to_decimal_commas_are_named(tmp_path):
+    """rev-data S2-3: in a file written with decimal commas, ``1.200`` is a thousand two hundred, but the schema
+    reads it as 1.2, silently (clipped or binned low).  Where a column also holds decimal commas, such cells are
+    counted and named (no cell's value); elsewhere ``1.200`` is a decimal and nothing is said."""
+    path = tmp_path / "dots.csv"
+    lines = [
+        f"{30 + i % 50};{'1.200' if i % 5 == 0 else f'{1000 + i},56' if i < 4 else str(1000 + i)};retail;no\n"
+        for i in range(50)
+    ]
+    path.write_text("age;balance;segment;default\n" + "".join(lines))
+    report = check_data(path, BANK, sep=";")
+    assert report.thousands_dots == {"balance": 10} and report.decimal_commas == {"balance": 3}
+    dots = [(level, said) for level, said in report.findings() if "1.200" in said]
+    said = (
+        "column 'balance': 10 cells (20.0%) are written like 1.200 in a column that also holds decimal commas: "
+        "thousands separators? The schema reads them as 1.2; drop the thousands separators before converting "
+        "the decimal commas"
+    )
+    assert dots == [("problem", said)]
+    path.write_text("age;balance;segment;default\n" + "".join(line.replace(",56", "") for line in lines))
+    assert check_data(path, BANK, sep=";").thousands_dots == {}  # no decimal comma: 1.200 is a decimal
+
+
 def test_a_column_of_decimal_commas_keeps_no_row(tmp_path):
     report = _partial(tmp_path, 20, 20)
     assert report.rows_kept == 0
