@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._cell_text import decimal_comma_cells, thousands_dot_cells
 from ._encoding import NOT_A_NUMBER, CellRules, _numeric_categories, rule_violations
-from ._schema import ContinuousFeature, Schema
+from ._schema import CategoricalFeature, ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
 from .count_text import count_text
 
@@ -63,6 +63,14 @@ class DataCheck:
         The file's line numbers of the first of them (at most five).
     decimal_commas : dict of str to int
         Per column, the cells that are "not a finite number" and are written as a number with a decimal comma.
+    case_variants : dict of str to int
+        Per column with undeclared text categories or classes, the undeclared cells that are a declared one but
+        for case (``MALE``, ``yes`` for ``Yes``).
+    label_column : str
+        The schema's label column (its undeclared values are classes).
+    undeclared : dict of str to int
+        Per column, the rows dropped as undeclared whose bytes are all UTF-8 (the others are counted in
+        ``not_utf8``: their text was garbled, not written otherwise).
     thousands_dots : dict of str to int
         Per column with decimal commas, the cells read as numbers that are written like ``1.200``: a thousands
         separator in such a file, read as the decimal point (1.2).
@@ -78,6 +86,9 @@ class DataCheck:
     not_utf8_lines: tuple[int, ...] = ()
     decimal_commas: dict[str, int] = field(default_factory=dict)
     thousands_dots: dict[str, int] = field(default_factory=dict)
+    case_variants: dict[str, int] = field(default_factory=dict)
+    undeclared: dict[str, int] = field(default_factory=dict)
+    label_column: str = ""
 
     def lines(self) -> list[str]:
         """A human-readable report."""
@@ -133,6 +144,31 @@ class DataCheck:
                 out.append(("problem", f"{text}; {comma}" if comma else text))
             elif comma:
                 out.append(("note", f"column {column!r}: {comma}"))
+        for column, count in self.undeclared.items():
+            if not count:
+                continue
+            variants = self.case_variants.get(column, 0)
+            label = column == self.label_column
+            case = (
+                f"; {count_text(variants, 'of them is', 'of them are')} a declared "
+                f"{'class' if label else 'category'} but for case: "
+                + (
+                    "write it as declared, or declare the spelling under [label] aliases"
+                    if label
+                    else "write it as declared"
+                )
+                if variants
+                else ""
+            )
+            if count / n >= BIASED_SHARE:
+                text = (
+                    f"column {column!r}: {count_text(count, 'row')} ({count / n:.1%}) hold a "
+                    f"{'class' if label else 'category'} the schema does not declare and are dropped: possibly a "
+                    f"biased training set{case}"
+                )
+                out.append(("problem", text))
+            elif variants:
+                out.append(("note", f"column {column!r}: {count_text(count, 'row')} dropped as undeclared{case}"))
         for column, count in self.thousands_dots.items():
             text = (
                 f"column {column!r}: {count_text(count, 'cell')} ({count / n:.1%}) are written like 1.200 in a "
@@ -179,9 +215,17 @@ def check_data(
         and column in table.X
         and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
     }
-    dots = {column: hits for column in commas if (hits := int(thousands_dot_cells(table.X[column]).sum()))}
-    say(f"      counting missing and clipped values in {count_text(len(schema.features) + 1, 'column')} ...")
+    dots = {column: hits for column in commas if (hits := _thousands_dots(table.X[column]))}
     foreign = _not_utf8(table.X, table.y)
+    undeclared = {  # rows a column refuses as undeclared for their own sake: not those whose bytes are not UTF-8
+        column: int((mask & ~foreign).sum()) for column, what, mask in found if what.startswith(UNDECLARED)
+    }
+    variants = {
+        column: hits
+        for column, what, mask in found
+        if what.startswith(UNDECLARED) and (hits := _case_variants(table, schema, rules, column, mask & ~foreign))
+    }
+    say(f"      counting missing and clipped values in {count_text(len(schema.features) + 1, 'column')} ...")
     clipped, missing = {}, {}
     for f in schema.features:
         cells = rules.clean(table.X[f.name])
@@ -210,7 +254,41 @@ def check_data(
         not_utf8_lines=tuple(int(k) for k in table.line_numbers[foreign][:_SHOWN_LINES]),
         decimal_commas=commas,
         thousands_dots=dots,
+        case_variants=variants,
+        undeclared=undeclared,
+        label_column=schema.label.column,
     )
+
+
+UNDECLARED = "undeclared"
+"""How the rules name a cell that is no declared category or class (the start of its rule's text)."""
+
+
+def _thousands_dots(cells: pd.Series) -> int:
+    """How many cells are written like ``1.200`` (:func:`thousands_dot_cells`) in a column where no other cell
+    writes a decimal point (``0.5``, ``12.25``): where one does, ``1.234`` is a decimal too."""
+    dots = thousands_dot_cells(cells)
+    if not dots.any():
+        return 0
+    text = cells.astype("string").str.strip()
+    decimals = text.str.fullmatch(r"[+-]?[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?").fillna(False).to_numpy(dtype=bool)
+    return 0 if (decimals & ~dots).any() else int(dots.sum())
+
+
+def _case_variants(table, schema: Schema, rules: CellRules, column: str, mask: np.ndarray) -> int:
+    """How many of ``column``'s cells at ``mask`` (undeclared) are a declared text category or class but for case
+    (each cell alone, after the schema's whitespace rule)."""
+    if column == schema.label.column:
+        declared, cells = schema.label.classes, table.y
+    else:
+        feature = schema.features[schema.feature_names.index(column)]
+        if not isinstance(feature, CategoricalFeature):
+            return 0
+        declared, cells = feature.categories, table.X[column]
+    if not all(isinstance(value, str) for value in declared):
+        return 0
+    folded = rules.clean(cells[mask]).astype("string").str.casefold()
+    return int(folded.isin({value.casefold() for value in declared}).sum())
 
 
 def _silent(_: str) -> None:
