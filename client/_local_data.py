@@ -104,7 +104,8 @@ def load_local_data(
     out below ``holdout_fraction``; a party holds out below the smallest fraction its releases trained under
     (:func:`client._held_out_record.held_out_fraction`).
     """
-    columns, rows, dropped = _file_columns(path, schema, sep, header)
+    columns, lines, dropped = _file_columns(path, schema, sep, header)
+    rows = len(lines)
     for note in dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(dropped) > _LOGGED:
@@ -117,7 +118,7 @@ def load_local_data(
     cells = _text_categories(columns, rows)  # takes the columns out of ``columns``: their text goes as they go
     label = schema.label.column
     X, y = cells.drop(columns=[label]), cells[label]
-    keep, problems = conforming_rows(X, y, schema)
+    keep, problems = conforming_rows(X, y, schema, lines)  # the log names the file's lines
     for note in problems:
         log.warning("local data: %s; those rows are left out", note)
     if not keep.any():
@@ -141,9 +142,9 @@ def load_local_data(
 
 def _file_columns(
     path: str | Path, schema: Schema, sep: str, header: bool
-) -> tuple[dict[str, pd.Series | pa.ChunkedArray], int, list[str]]:
-    """The file's columns (the features and ignored ones in the file's order, then the label), its number of
-    rows, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
+) -> tuple[dict[str, pd.Series | pa.ChunkedArray], np.ndarray, list[str]]:
+    """The file's columns (the features and ignored ones in the file's order, then the label), each row's line
+    number in the file, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
 
     A text file's columns are Arrow text with 4-byte offsets (:func:`edprf_core.tables.read_columns`; pandas
     would hold them with 8-byte ones); a Parquet file's are pandas' ``object`` columns of the file's own types.
@@ -151,12 +152,12 @@ def _file_columns(
     label = schema.label.column
     if Path(path).suffix.lower() in PARQUET_SUFFIXES:
         table = read_table(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
-        return {**dict(table.X.items()), label: table.y}, len(table.y), table.dropped
+        return {**dict(table.X.items()), label: table.y}, table.line_numbers, table.dropped
     read = read_columns(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS, large=False)
     columns: dict[str, pd.Series | pa.ChunkedArray] = {n: c for n, c in read.columns.items() if n != label}
     columns[label] = read.columns[label]
     read.columns.clear()  # held once, in ``columns``: each column's text goes when it is numbered
-    return columns, len(read.line_numbers), read.dropped
+    return columns, read.line_numbers, read.dropped
 
 
 def _text_categories(columns: dict[str, pd.Series | pa.ChunkedArray], rows: int) -> pd.DataFrame:

@@ -1177,8 +1177,14 @@ def _one_array(cells: pa.Array | pa.ChunkedArray) -> pa.Array:
     return cells.combine_chunks() if isinstance(cells, pa.ChunkedArray) else cells
 
 
-def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDArray[np.bool_], list[str]]:
+def conforming_rows(
+    X: pd.DataFrame, y: pd.Series, schema: Schema, line_numbers: NDArray[np.integer] | None = None
+) -> tuple[NDArray[np.bool_], list[str]]:
     """Rows that satisfy every rule of the schema, and one description per violated rule.
+
+    ``line_numbers``: each row's line in its file (:func:`edprf_core.tables.read_columns`); the descriptions then
+    name the first rows by line (``first lines [12, 40]``), as the notes on dropped lines do, instead of by
+    position among the rows read.
 
     A per-record filter: whether a row is kept depends on that row only, so
     training on the kept rows is a stable transformation (neighbouring inputs
@@ -1198,7 +1204,9 @@ def conforming_rows(X: pd.DataFrame, y: pd.Series, schema: Schema) -> tuple[NDAr
     for column, what, mask in problems:
         keep &= ~mask
         first = np.flatnonzero(mask)[:3]
-        if positional:
+        if line_numbers is not None:
+            where = f"first lines {np.asarray(line_numbers)[first].tolist()}"
+        elif positional:
             where = f"first rows {first.tolist()}"
         else:
             where = f"first at index {X.index[first].tolist()}, iloc {first.tolist()}"

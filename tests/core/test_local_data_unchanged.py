@@ -68,7 +68,7 @@ def _expected(path) -> tuple[_local_data.LocalData, list[str]]:
         }
     )
     X, y = cells.drop(columns=["outcome"]), cells["outcome"]
-    keep, notes = conforming_rows(frame.drop(columns=["outcome"]), frame["outcome"], SCHEMA)
+    keep, notes = conforming_rows(frame.drop(columns=["outcome"]), frame["outcome"], SCHEMA, table.line_numbers)
     held = keyed_uniform(frame, SCHEMA, SALT) < FRACTION  # the text rows, not the party's categorical view
     train, out = np.flatnonzero(keep & ~held), np.flatnonzero(keep & held)
     log = [f"local data: {note}; left out" for note in table.dropped[:20]]
@@ -99,3 +99,8 @@ def test_a_file_of_many_chunks_loads_as_the_plain_recipe_loads_it(tmp_path, monk
         pd.testing.assert_series_equal(getattr(got, name), getattr(expected, name))
     assert "late code" in list(got.X_train["code"].cat.categories) + list(got.X_holdout["code"].cat.categories)
     assert [r.getMessage() for r in caplog.records] == expected_log
+    # the log names the file's lines (rev-data S3-12: it named positions among the rows read, 0-based)
+    (note,) = [m for m in expected_log if m.startswith("local data: column 'outcome': undeclared class")]
+    file_lines = path.read_bytes().split(b"\n")
+    named = [int(k) for k in note.split("first lines [")[1].split("]")[0].split(", ")]
+    assert named and all(file_lines[k - 1].rstrip(b"\r").endswith(b",2") for k in named), note
