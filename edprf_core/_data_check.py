@@ -66,6 +66,8 @@ class DataCheck:
     case_variants : dict of str to int
         Per column with undeclared text categories or classes, the undeclared cells that are a declared one but
         for case (``MALE``, ``yes`` for ``Yes``).
+    quote_lines : tuple of int
+        The line numbers of the first lines left out for an unbalanced quote (at most five).
     label_column : str
         The schema's label column (its undeclared values are classes).
     undeclared : dict of str to int
@@ -89,6 +91,7 @@ class DataCheck:
     case_variants: dict[str, int] = field(default_factory=dict)
     undeclared: dict[str, int] = field(default_factory=dict)
     label_column: str = ""
+    quote_lines: tuple[int, ...] = ()
 
     def lines(self) -> list[str]:
         """A human-readable report."""
@@ -169,6 +172,16 @@ class DataCheck:
                 out.append(("problem", text))
             elif variants:
                 out.append(("note", f"column {column!r}: {count_text(count, 'row')} dropped as undeclared{case}"))
+        quotes = self.lines_dropped.get(UNBALANCED_QUOTES, 0)
+        if quotes:
+            first = ", ".join(map(str, self.quote_lines)) + (", ..." if quotes > len(self.quote_lines) else "")
+            text = (
+                f"{count_text(quotes, 'line')} left out for an unbalanced quote (line{'s' * (quotes > 1)} {first}): "
+                "a quoted cell that holds a line break (a note written on several lines in a spreadsheet)? The reader "
+                "takes one line per record, so such a record is lost and the line after it may be too; remove the "
+                "line breaks inside cells before exporting"
+            )
+            out.append(("problem" if quotes / n >= BIASED_SHARE else "note", text))
         for column, count in self.thousands_dots.items():
             text = (
                 f"column {column!r}: {count_text(count, 'cell')} ({count / n:.1%}) are written like 1.200 in a "
@@ -257,8 +270,14 @@ def check_data(
         case_variants=variants,
         undeclared=undeclared,
         label_column=schema.label.column,
+        quote_lines=tuple(
+            int(note.split(":", 1)[0].removeprefix("line ")) for note in table.dropped if UNBALANCED_QUOTES in note
+        )[:_SHOWN_LINES],
     )
 
+
+UNBALANCED_QUOTES = "unbalanced quotes"
+"""The reader's reason for a line left out with an open quote (:func:`edprf_core.tables.read_table`)."""
 
 UNDECLARED = "undeclared"
 """How the rules name a cell that is no declared category or class (the start of its rule's text)."""

@@ -177,3 +177,22 @@ def test_undeclared_categories_in_a_tenth_of_the_rows_are_a_problem_and_case_var
     assert "15 of them are a declared category but for case: write it as declared" in said and "MALE" not in said
     level, said = found["column 'y'"]
     assert level == "note" and "4 of them are a declared class but for case" in said and "[label] aliases" in said
+
+
+def test_an_unbalanced_quote_is_explained_with_its_lines(tmp_path):
+    """rev-data S3-11: a quoted cell holding a line break (a spreadsheet's multi-line note) showed only as "lines
+    left out (unbalanced quotes): 1 / (wrong number of fields): 1", without a cause or a line number."""
+    from edprf_core import CategoricalFeature, LabelSpec, Schema
+
+    schema = Schema(
+        features=(CategoricalFeature("g", ("Male", "Female"), source="t"),),
+        label=LabelSpec("y", ("yes", "no")),
+        ignored_columns=("note",),
+    )
+    path = tmp_path / "notes.csv"
+    path.write_text('g,note,y\nMale,"pain\nfever",yes\n' + "Female,ok,no\n" * 30)
+    report = check_data(path, schema)
+    assert report.quote_lines == (2,) and report.lines_dropped == {"unbalanced quotes": 1, "wrong number of fields": 1}
+    ((level, said),) = report.findings()
+    assert level == "note" and said.startswith("1 line left out for an unbalanced quote (line 2): a quoted cell")
+    assert "remove the line breaks inside cells" in said and "pain" not in said
