@@ -223,7 +223,9 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
             numbers = pd.to_numeric(values, errors="coerce")  # numbers held as text (a Parquet text column)
             present = int(values.notna().sum())
             frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
-    return frame, tokens
+    # a line of separators alone (a spreadsheet's trailing ';;;;' rows) is no record: it would draft every column
+    # with missing = "separate" (rev-data S3-14); the party drops it for its missing label
+    return frame.dropna(how="all").reset_index(drop=True), tokens
 
 
 _MOSTLY_NUMBERS = 0.5
