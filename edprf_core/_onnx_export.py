@@ -97,7 +97,9 @@ encoding travels as JSON (:func:`encoding_spec`, also stored in the model's
   number of ``edges`` that are ``<= x`` (``numpy.searchsorted(edges, x,
   side="right")``);
 - categorical: the index of the cell among ``categories`` (numbers compared
-  as numbers, text as text); an undeclared value follows ``unknown`` (a
+  as numbers, text as text in Unicode's composed form NFC; when every
+  category is a plain integer's text, ``"1.0"`` also meets ``"1"``); an
+  undeclared value follows ``unknown`` (a
   declared category, or refuse); a missing cell follows ``missing`` (a
   category, ``"separate"``: code ``len(categories)``, or refuse).
 
@@ -199,8 +201,10 @@ def encoding_spec(forest: DPForest) -> dict[str, Any]:
         "meets -999.0); "
         "continuous: missing -> rule (number: impute; separate: code len(edges)+1; refuse: row not "
         "scored), else code = number of edges <= clip(x, lower, upper); categorical: code = index in "
-        "categories, undeclared -> unknown rule, missing -> missing rule (separate: code "
-        "len(categories)). Feed the codes as float64, shape (n_rows, n_features), in this order."
+        "categories (text compared in Unicode NFC; when every category is a plain integer's text, a cell that "
+        "is such an integer written with a point and zeros, '1.0', meets it), undeclared -> unknown rule, "
+        "missing -> missing rule (separate: code len(categories)). Feed the codes as float64, shape (n_rows, "
+        "n_features), in this order."
     )
     spec: dict[str, Any] = {
         "format": MIXED_FORMAT if mixed else TREES_FORMAT,
