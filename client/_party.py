@@ -637,7 +637,7 @@ class Party:
             # one), written before the release exists: a failure to write it is a failed request, no reply
             split = held_out_split(self.policy.holdout_fraction)
             self.ledger.secret(f"{HOLDOUT_SPLIT_KEY}/{req.request_id}", lambda: split)
-            if req.seed >= 0 or self.schema.drafted:  # the policy allows a seed (checked above): the ledger keeps
+            if req.seed >= 0 or self.schema.is_draft:  # the policy allows a seed (checked above): the ledger keeps
                 # the trail, before the release exists (a failure to write it is a failed request: no reply)
                 self.ledger.note_not_dp(
                     req.request_id, req.run_id, _SEEDED_RELEASE if req.seed >= 0 else _DRAFTED_SCHEMA_RELEASE

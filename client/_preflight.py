@@ -261,7 +261,7 @@ def _schema(path: Path, report: PreflightReport):
         f"schema {schema.name!r}, {count_text(len(schema.features), 'feature')}, label "
         f"{schema.label.column!r}, fingerprint {schema.fingerprint}",
     )
-    if schema.drafted:
+    if schema.is_draft:
         report._add(
             "problem",
             path,

@@ -174,7 +174,7 @@ def admit_fit(
             SeededNoiseWarning,
             stacklevel=3,
         )
-    if schema.drafted:  # the estimator's guarantee says so too; a caller who reads only dp_ later needs a word now
+    if schema.is_draft:  # the estimator's guarantee says so too; a caller who reads only dp_ later needs a word now
         warnings.warn(
             f"{owner}.fit on a drafted schema ({schema.name!r}, {schema.draft_note}): its bounds and categories were "
             "read from the data, so the model is NOT differentially private; replace them with public knowledge, "

@@ -47,11 +47,12 @@ class SeededNoiseWarning(EDPRFWarning):
 
 
 class DraftedSchemaWarning(EDPRFWarning):
-    """A fit on a schema drafted from data (``schema.drafted``): its bounds and categories are data, so the model
+    """A fit on a schema drafted from data (``schema.is_draft``): its bounds and categories are data, so the model
     is NOT differentially private.
 
     For a first look at the data; review the drafted schema, replace its bounds and categories with public
-    knowledge and set ``drafted = false`` for a DP model.  Code that fits on a drafted schema on purpose filters
+    knowledge, say in each ``source`` where it came from, and delete ``drafted = true`` for a DP model (a
+    ``source`` still saying DRAFTED FROM DATA keeps it a draft).  Code that fits on a drafted schema on purpose filters
     this class (``warnings.simplefilter("ignore", DraftedSchemaWarning)``).
     """
 

@@ -632,7 +632,7 @@ class DPForest:
         In a merged forest, each reason once, with the parts it applies to (the first
         :data:`NAMED_PARTS` by name, then how many more), in the order the parts first give them.
         """
-        reasons = [DRAFTED_REASON] if self.schema.drafted else []
+        reasons = [DRAFTED_REASON] if self.schema.is_draft else []
         if len(self.parts) == 1:
             return reasons + self.parts[0][1].not_dp_reasons()
         parts_of: dict[str, list[str]] = {}
@@ -677,7 +677,7 @@ class DPForest:
         groups: dict[str, list[str]] = {}
         for label, p, n in self.parts:
             statement = p.statement()
-            if self.schema.drafted and not p.not_dp_reasons():  # a drafted schema voids every part's guarantee
+            if self.schema.is_draft and not p.not_dp_reasons():  # a drafted schema voids every part's guarantee
                 statement = f"configured for {p.configured()} (no guarantee: the model is NOT differentially private)."
             groups.setdefault(statement, []).append(f"{label} ({count_text(n, 'tree')})")
         for statement, members in groups.items():

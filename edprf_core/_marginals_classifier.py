@@ -337,7 +337,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self.marginals_: NoisyMarginals = release_marginals(
             codes, labels, grid.n_codes, schema.n_classes, params.histogram_epsilon, relation=self.relation, rng=rng
         )
-        reasons = ([DRAFTED_REASON] if schema.drafted else []) + params.not_dp_reasons()
+        reasons = ([DRAFTED_REASON] if schema.is_draft else []) + params.not_dp_reasons()
         self.schema_ = schema
         self.classes_ = sorted_classes(schema.classes)  # scikit-learn's order (the release keeps the declared one)
         self.n_bins_ = n_bins

@@ -44,8 +44,9 @@ SEPARATE = "separate"
 DEFAULT_MISSING_VALUES = ("", "?")
 
 DRAFT_MARK = "DRAFTED FROM DATA"
-"""The text :func:`edprf_core.draft_schema` writes into every ``source`` and the provenance (read without regard to
-case): a schema in which it is left is drafted, whether or not it is still marked ``drafted = true``."""
+"""The text :func:`edprf_core.draft_schema` writes into every ``source`` and the provenance, in capitals: a schema in
+which it is left is a draft (:attr:`Schema.is_draft`), whether or not it is still marked ``drafted = true``.  Prose
+such as "first drafted from data, then replaced" is not the mark."""
 SCHEMA_FORMAT = 1
 Category = str | int | float
 
@@ -308,12 +309,12 @@ class Schema:
         True for a schema drafted from data (:func:`edprf_core.draft_schema`):
         its bounds and categories are data, so no model trained on it is
         differentially private until people replace them with public knowledge,
-        say in each ``source`` where it came from, and drop ``drafted``.  It is
-        also True (whatever is given) while a ``source`` or the provenance still
-        holds the draft's text :data:`DRAFT_MARK`: deleting the line
-        ``drafted = true`` alone does not make a draft a declared schema
-        (:attr:`draft_note` says which).  It enters the fingerprint when True,
-        so a drafted schema never matches the declared one.
+        say in each ``source`` where it came from, and drop ``drafted``.  It
+        enters the fingerprint when True, so a drafted schema never matches the
+        declared one.  Whether the schema *is* a draft is :attr:`is_draft`:
+        also while a ``source`` or the provenance still holds the draft's text
+        :data:`DRAFT_MARK` (deleting the line ``drafted = true`` alone does not
+        make a draft a declared schema; :attr:`draft_note` says where it is left).
     """
 
     features: tuple[Feature, ...]
@@ -336,13 +337,9 @@ class Schema:
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "ignored_columns", tuple(self.ignored_columns))
         check_fields(self, {"drafted": Boolean(), "strip_whitespace": Boolean()}, key=str, error=SchemaError)
-        left = _draft_mark_left(feats, self.label, self.provenance)
-        object.__setattr__(self, "_draft_mark_left", left)
-        if left and not self.drafted:  # the draft's text is still there: still a draft (rev-data S1)
-            object.__setattr__(self, "drafted", True)
-            object.__setattr__(self, "_marked", False)
-        else:
-            object.__setattr__(self, "_marked", self.drafted)
+        # the draft's text still written somewhere: still a draft (rev-data S1), whatever ``drafted`` says; kept
+        # out of the field (and so of the fingerprint: models and policies of earlier versions still load)
+        object.__setattr__(self, "_draft_mark_left", _draft_mark_left(feats, self.label, self.provenance))
         tokens = tuple(self.missing_values)
         if not all(isinstance(t, str) for t in tokens):
             raise SchemaError(f"missing_values: expected an array of strings, got {list(tokens)!r}")
@@ -353,16 +350,22 @@ class Schema:
             raise SchemaError(f"column names must be unique across features, label and ignored columns: {dupes}")
 
     @property
+    def is_draft(self) -> bool:
+        """Whether the schema is a draft: marked ``drafted = true``, or a ``source`` or the provenance still holds
+        the draft's text (:data:`DRAFT_MARK`).  A model trained on a draft is NOT differentially private."""
+        return self.drafted or bool(getattr(self, "_draft_mark_left", ()))
+
+    @property
     def draft_note(self) -> str:
-        """Why the schema counts as drafted (words for a message), or "" for a declared one.
+        """Why the schema is a draft (words for a message), or "" for a declared one.
 
         ``"drafted = true"``, or, once that line is gone, the places that still hold the draft's text
         (:data:`DRAFT_MARK`): their bounds, lists and sources are still the data's until someone replaces them.
         """
-        if not self.drafted:
+        if not self.is_draft:
             return ""
         left: tuple[str, ...] = getattr(self, "_draft_mark_left", ())
-        if getattr(self, "_marked", True) or not left:
+        if self.drafted:
             return "drafted = true"
         shown = ", ".join(left[:4]) + (f" and {len(left) - 4} more" if len(left) > 4 else "")
         return f"drafted = true is gone, but {DRAFT_MARK!r} is still written in {shown}"
@@ -373,7 +376,7 @@ class Schema:
         classes = ", ".join(repr(c) for c in self.classes[:6]) + (", ..." if self.n_classes > 6 else "")
         return (
             f"Schema(name={self.name!r}, {self.n_features} features, label={self.label.column!r}, "
-            f"classes=({classes}), fingerprint={self.fingerprint[:19]!r}{', drafted' if self.drafted else ''})"
+            f"classes=({classes}), fingerprint={self.fingerprint[:19]!r}{', drafted' if self.is_draft else ''})"
         )
 
     @property
@@ -603,11 +606,11 @@ class Schema:
 
 
 def _draft_mark_left(features: tuple[Feature, ...], label: LabelSpec, provenance: object) -> tuple[str, ...]:
-    """Where the draft's text (:data:`DRAFT_MARK`, any case) is still written: features' and the label's
+    """Where the draft's text (:data:`DRAFT_MARK`, in capitals as the draft writes it) is still written: features' and the label's
     ``source``, the provenance."""
 
     def holds(text: object) -> bool:
-        return isinstance(text, str) and DRAFT_MARK.casefold() in text.casefold()
+        return isinstance(text, str) and DRAFT_MARK in text  # as the draft writes it, in capitals
 
     places = [f"the source of {f.name!r}" for f in features if holds(f.source)]
     if holds(getattr(label, "source", None)):

@@ -164,7 +164,7 @@ def run_init_policy(args: argparse.Namespace) -> int:
     from protocol import save_atomic
 
     schema = load_schema(args.schema)
-    if schema.drafted:
+    if schema.is_draft:
         raise ValueError(
             f"{args.schema} is drafted from data ({schema.draft_note}): replace its bounds and lists with "
             "public knowledge, and say where each came from in its source, first"

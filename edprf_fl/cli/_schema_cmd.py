@@ -410,7 +410,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"  {line}")
     for level, text in report.findings():
         print(f"  {'warning (a problem for `edprf party check`)' if level == 'problem' else level}: {text}")
-    if schema.drafted:
+    if schema.is_draft:
         print(f"  schema: DRAFTED FROM DATA ({schema.draft_note}): models trained on it are NOT differentially private")
     if report.rows_kept == 0:
         print(

@@ -90,7 +90,7 @@ def train_baselines(
     pooled, parts, same_rows = baseline_rows(settings, workspace)
     n_trees = settings.parties * settings.n_trees
     auto, leaf = settings.auto_depth, settings.leaf
-    if schema.drafted:  # once per run, not once per fit (the 30 fits said it 30 times); the guarantee says it too
+    if schema.is_draft:  # once per run, not once per fit (the 30 fits said it 30 times); the guarantee says it too
         warnings.warn(
             f"the baselines fit on a drafted schema ({schema.name!r}, {schema.draft_note}): its bounds and categories "
             "were read from the data, so these models, like the federated one, are NOT differentially private",
