@@ -72,9 +72,9 @@ DECIMAL_COMMA_PATTERN = r"[+-]?(?:[0-9]{1,3}(?:\.[0-9]{3})+|[0-9]+),[0-9]+"
 """A number written with a decimal comma ('1234,56', '-0,5'), optionally with thousands dots ('1.234,56'): not a
 number under :data:`NUMBER_PATTERN` (the schema reads '.' as the decimal point)."""
 
-THOUSANDS_DOT_PATTERN = r"[+-]?[0-9]{1,3}(?:\.[0-9]{3})+"
-"""A whole number written with thousands dots ('1.200', '12.500.000'): a number under :data:`NUMBER_PATTERN` only
-when it has one dot, and then read as a decimal (1.2)."""
+THOUSANDS_DOT_PATTERN = r"[+-]?[1-9][0-9]{0,2}(?:\.[0-9]{3})+"
+"""A whole number written with thousands dots ('1.200', '12.500.000'; never '0.125', whose leading zero no thousands
+separator follows): a number under :data:`NUMBER_PATTERN` only when it has one dot, and then read as a decimal."""
 
 Cells = pa.Array | pa.ChunkedArray
 """Arrow string cells (one array, or the chunks of one column)."""

@@ -163,15 +163,18 @@ class DataCheck:
                 if variants
                 else ""
             )
-            if count / n >= BIASED_SHARE:
-                text = (
-                    f"column {column!r}: {count_text(count, 'row')} ({count / n:.1%}) hold a "
-                    f"{'class' if label else 'category'} the schema does not declare and are dropped: possibly a "
-                    f"biased training set{case}"
-                )
-                out.append(("problem", text))
-            elif variants:
-                out.append(("note", f"column {column!r}: {count_text(count, 'row')} dropped as undeclared{case}"))
+            if variants / n >= BIASED_SHARE:  # a spelling, not a choice: a tenth of the rows lost to case alone
+                level = "problem"
+            elif count / n >= BIASED_SHARE or variants:  # a schema may leave values out on purpose: a note
+                level = "note"
+            else:
+                continue
+            text = (
+                f"column {column!r}: {count_text(count, 'row')} ({count / n:.1%}) hold a "
+                f"{'class' if label else 'category'} the schema does not declare and are dropped (unless that is on "
+                f"purpose, the rows kept may be a biased training set){case}"
+            )
+            out.append((level, text))
         quotes = self.lines_dropped.get(UNBALANCED_QUOTES, 0)
         if quotes:
             first = ", ".join(map(str, self.quote_lines)) + (", ..." if quotes > len(self.quote_lines) else "")

@@ -892,7 +892,7 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
         # an alias whose text is no number is NaN here and meets no cell compared as a number
         found = _number_lookup(rules.numbers(series)[0], [number_of_text(k) for k in keys])
     else:
-        found = _lookup(series, keys)
+        found = _category_text_lookup(series, keys)  # as a class meets its cells (NFC; 1.0 for integer keys)
     hit = found >= 0
     if not hit.any():
         return series

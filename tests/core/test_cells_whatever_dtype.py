@@ -188,6 +188,21 @@ def test_text_integers_meet_their_spelling_with_a_point_and_zeros_and_nothing_el
     assert codes[:, 0].tolist() == [1, 2, 0, 1, 1, 2][: keep.sum()]
     assert codes[:, 1].tolist() == [3, 3, 0, 1, 3, 3][: keep.sum()]  # text alone: 7.0, 12.0, 250.10 are 'other'
     assert encode_labels(y[keep], INTEGER_TEXT).tolist() == [1, 0, 1, 0, 1, 0][: keep.sum()]
+    _same_when_cells_repeat(X, y, INTEGER_TEXT, keep, codes)
+
+
+def _same_when_cells_repeat(X, y, schema, keep, codes):
+    """The same verdicts and codes when every cell repeats (the rules then read each distinct text once and
+    gather: the path of a real file, of ``schema check`` and ``party check``; rev-s57 S2-2)."""
+    from edprf_core.encoding import FeatureGrid, conforming_rows, encode_features
+
+    X3, y3 = pd.concat([X] * 3, ignore_index=True), pd.concat([y] * 3, ignore_index=True)
+    keep3, _ = conforming_rows(X3, y3, schema)
+    assert keep3.tolist() == np.tile(keep, 3).tolist()
+    assert (
+        encode_features(X3[keep3], schema, FeatureGrid.from_schema(schema, 4)).tolist()
+        == np.tile(codes, (3, 1)).tolist()
+    )
 
 
 @pytest.mark.parametrize("dtype", TEXT_DTYPES)
@@ -221,3 +236,26 @@ def test_a_category_meets_its_cells_in_either_unicode_composition(dtype):
     codes = encode_features(X[keep], schema, FeatureGrid.from_schema(schema, 4))
     assert codes.tolist() == [[1, 1], [1, 1], [2, 0]]  # never the catch-all for the decomposed "jamais fumé"
     assert cell_readings(X["city"], schema, "city")[:2].tolist() == [1.0, 1.0]  # the split's key: the same
+    _same_when_cells_repeat(X, y, schema, keep, codes)
+
+
+def test_schema_check_reads_both_respellings_in_a_file_of_repeated_cells(tmp_path):
+    """rev-s57 S2-2: ``check_data`` reads a real file's repeated texts once each; reverting the respellings on that
+    path kept 17 % of a file's rows while the row-by-row tests passed."""
+    import unicodedata
+
+    from edprf_core import check_data
+
+    schema = Schema(
+        features=(
+            CategoricalFeature("city", ("Basel", "Zürich"), source="test"),
+            CategoricalFeature("stage", ("0", "1", "2"), source="test"),
+        ),
+        label=LabelSpec("y", ("0", "1")),
+    )
+    decomposed = unicodedata.normalize("NFD", "Zürich")
+    lines = [f"{decomposed if i % 2 else 'Basel'},{i % 3}.0,{i % 2}.0\n" for i in range(60)]
+    path = tmp_path / "repeated.csv"
+    path.write_text("city,stage,y\n" + "".join(lines), encoding="utf-8")
+    report = check_data(path, schema)
+    assert (report.lines_read, report.rows_kept) == (60, 60), report.lines()

@@ -159,24 +159,33 @@ def test_text_that_is_no_number_at_all_is_a_biased_training_set_without_a_comma_
     assert level == "problem" and "2 rows (20.0%) are not a finite number" in said and "decimal comma" not in said
 
 
-def test_undeclared_categories_in_a_tenth_of_the_rows_are_a_problem_and_case_variants_are_counted(tmp_path):
+def test_undeclared_categories_lost_to_case_are_a_problem_and_left_out_on_purpose_a_note(tmp_path):
     """rev-data S3-10: 13.7 % of rows dropped as undeclared stayed a bare count and the check ended "no problem
-    found"; nothing said that most were a declared category but for case.  Counts only, never a cell's value."""
+    found"; nothing said that most were a declared category but for case.  A tenth of the rows lost to case alone
+    is a problem; undeclared values in a tenth of the rows are a note (a schema may leave values out on purpose:
+    rev-s57 S3-15).  Counts only, never a cell's value."""
     from edprf_core import CategoricalFeature, LabelSpec, Schema
 
     schema = Schema(
         features=(CategoricalFeature("g", ("Male", "Female"), source="t"),), label=LabelSpec("y", ("yes", "no"))
     )
-    cells = ["Male", "Female"] * 40 + ["MALE"] * 15 + ["other"] * 5
-    labels = (["yes", "no"] * 50)[:96] + ["Yes"] * 4
     path = tmp_path / "case.csv"
-    path.write_text("g,y\n" + "".join(f"{c},{y}\n" for c, y in zip(cells, labels)))
-    found = {said.split(":")[0]: (level, said) for level, said in check_data(path, schema).findings()}
+
+    def findings(cells, labels):
+        path.write_text("g,y\n" + "".join(f"{c},{y}\n" for c, y in zip(cells, labels)))
+        return {said.split(":")[0]: (level, said) for level, said in check_data(path, schema).findings()}
+
+    labels = (["yes", "no"] * 50)[:96] + ["Yes"] * 4
+    found = findings(["Male", "Female"] * 40 + ["MALE"] * 15 + ["other"] * 5, labels)
     level, said = found["column 'g'"]
     assert level == "problem" and "20 rows (20.0%) hold a category the schema does not declare" in said
     assert "15 of them are a declared category but for case: write it as declared" in said and "MALE" not in said
     level, said = found["column 'y'"]
     assert level == "note" and "4 of them are a declared class but for case" in said and "[label] aliases" in said
+    found = findings(["Male", "Female"] * 40 + ["other"] * 20, ["yes", "no"] * 50)  # left out on purpose
+    level, said = found["column 'g'"]
+    assert level == "note" and "20 rows (20.0%) hold a category" in said and "but for case" not in said
+    assert set(findings(["Male", "Female"] * 48 + ["other"] * 4, ["yes", "no"] * 50)) == set()  # 4 %: nothing
 
 
 def test_an_unbalanced_quote_is_explained_with_its_lines(tmp_path):
@@ -196,3 +205,14 @@ def test_an_unbalanced_quote_is_explained_with_its_lines(tmp_path):
     ((level, said),) = report.findings()
     assert level == "note" and said.startswith("1 line left out for an unbalanced quote (line 2): a quoted cell")
     assert "remove the line breaks inside cells" in said and "pain" not in said
+
+
+def test_a_leading_zero_is_never_a_thousands_separator(tmp_path):
+    """rev-s57 S2-4: 0.125 and 1.250 beside 5 % of decimal commas were reported as 95 % thousands separators, a
+    problem that failed party check: a cell with a leading zero (0.125) is a decimal, and then so are the others."""
+    path = tmp_path / "three-decimals.csv"
+    amounts = ["0,5" if i < 5 else ("0.125" if i % 2 else "1.250") for i in range(100)]
+    path.write_text("age;balance;segment;default\n" + "".join(f"30;{a};retail;no\n" for a in amounts))
+    report = check_data(path, BANK, sep=";")
+    assert report.decimal_commas == {"balance": 5} and report.thousands_dots == {}
+    assert [level for level, _ in report.findings()] == ["note"]  # the decimal commas alone

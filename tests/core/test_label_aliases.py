@@ -118,3 +118,21 @@ def test_clinical_report_refusing_raw_labels_names_read_labels():
         clinical_report(np.array(["0", "1", "2"]), proba, GRADES.classes)
     report = clinical_report(GRADES.read_labels(np.array(["0", "1", "2"])), proba, GRADES.classes)
     assert report.confusion.tolist() == [[1, 0], [0, 2]]
+
+
+def test_an_alias_meets_its_cells_as_a_class_does():
+    """rev-s57 S2-3: alias keys were compared as text alone, so aliases {"0": "no", "1": "yes"} refused every label
+    pandas wrote as 1.0 (one missing label types the column as floats) and a decomposed "Züri" missed its alias.
+    They now meet their cells as classes do: in Unicode NFC, and, for keys that are all plain integers, written
+    with a point and zeros; repeated cells too (the path of a real file)."""
+    import unicodedata
+
+    from edprf_core import CategoricalFeature
+
+    feature = (CategoricalFeature("g", ("a", "b"), source="t"),)
+    numbered = Schema(features=feature, label=LabelSpec("y", ("no", "yes"), aliases=(("0", "no"), ("1", "yes"))))
+    assert encode_labels(pd.Series(["0", "1", "0.0", "1.0"] * 3), numbered).tolist() == [0, 1, 0, 1] * 3
+    assert encode_labels(pd.Series([0.0, 1.0, 1.0]), numbered).tolist() == [0, 1, 1]
+    named = Schema(features=feature, label=LabelSpec("y", ("no", "yes"), aliases=(("Züri", "yes"),)))
+    decomposed = unicodedata.normalize("NFD", "Züri")
+    assert encode_labels(pd.Series([decomposed, "no", decomposed]), named).tolist() == [1, 0, 1]
