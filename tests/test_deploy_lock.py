@@ -86,6 +86,20 @@ def test_the_lock_holds_the_deploy_extra_the_build_backend_and_pip_at_the_verifi
     )
 
 
+def test_the_lock_holds_what_pyproject_declares_for_deploy_even_before_it_is_installed():
+    """The closure above is read from the installed packages: a dependency just added to pyproject's ``deploy``
+    extra (or to the base dependencies) and not yet installed would hide there (rev-s57 S3-13)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lock = _lock()
+    for text in [*project["dependencies"], *project["optional-dependencies"]["deploy"]]:
+        requirement = Requirement(text)
+        if requirement.marker is None or requirement.marker.evaluate():
+            name = canonicalize_name(requirement.name)
+            assert name in lock and requirement.specifier.contains(lock[name][0], prereleases=True), (
+                f"{requirement}: not in deploy/requirements.lock; run `.venv/bin/python scripts/write-deploy-lock.py`"
+            )
+
+
 def test_every_locked_package_lists_distinct_hashes():
     for name, (version, hashes) in _lock().items():
         assert hashes and len(set(hashes)) == len(hashes), f"{name}=={version}: {hashes}"
@@ -95,7 +109,7 @@ def test_the_image_installs_from_the_lock_alone():
     dockerfile = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
     installs = re.findall(r"pip install [^\\\n]*", dockerfile)
     assert installs == [
-        "pip install --require-hashes --no-deps -r /src/deploy/requirements.lock ",
+        "pip install --require-hashes --only-binary :all: --no-deps -r /src/deploy/requirements.lock ",
         "pip install --no-deps --no-build-isolation /src ",
     ]
     assert "COPY deploy/requirements.lock ./deploy/requirements.lock" in dockerfile

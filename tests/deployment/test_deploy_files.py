@@ -134,7 +134,9 @@ def test_dockerfile_installs_at_build_time_and_runs_as_a_non_root_user():
     runs = re.findall(r"^RUN (.*?)(?<!\\)$", text, flags=re.MULTILINE | re.DOTALL)
     # the image runs parties (Flower needed), with the verified versions, without Ray or matplotlib: every package
     # from the hash-checked lock (tests/test_deploy_lock.py checks its contents), the project without resolving
-    assert any("pip install --require-hashes --no-deps -r /src/deploy/requirements.lock" in r for r in runs)
+    assert any(
+        "pip install --require-hashes --only-binary :all: --no-deps -r /src/deploy/requirements.lock" in r for r in runs
+    )
     assert any("pip install --no-deps --no-build-isolation /src" in r and "pip check" in r for r in runs)
     assert "[federation]" not in " ".join(runs)
     users = re.findall(r"^USER (\S+)", text, flags=re.MULTILINE)
