@@ -571,27 +571,47 @@ def _category_text_lookup(
     text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else _text_cells(values)
     cells = None if text is not None else _as_text(values.to_numpy(dtype=object))
     codes = _text_lookup(text, categories) if text is not None else _object_lookup(cells, categories)
-    if not (codes == -1).any():
+    unmatched = np.flatnonzero(codes == -1)
+    if not unmatched.size:
         return codes
+    # the respellings read only the cells that met no category (a column of many undeclared cells: those alone)
+    rest = text.take(pa.array(unmatched)) if text is not None else None
+    others = cells[unmatched] if cells is not None else None
     composed = [unicodedata.normalize("NFC", c) for c in categories]
-    if len(set(composed)) == len(composed) and not _ascii(text, cells, categories):
-        if text is not None:
-            again = _text_lookup(pc.utf8_normalize(text, form="NFC"), composed)
+    if len(set(composed)) == len(composed) and not _ascii(rest, others, categories):
+        if rest is not None:
+            again = _text_lookup(pc.utf8_normalize(rest, form="NFC"), composed)
         else:
-            again = _object_lookup(_composed(cells), composed)
-        codes = np.where(codes == -1, again, codes).astype(np.int32)
-    if (codes == -1).any() and all(_INTEGER.fullmatch(c) for c in categories):
-        if text is not None:
-            again = _text_lookup(
-                pc.replace_substring_regex(text, pattern=_INTEGER_WITH_ZEROS, replacement="\\1"), categories
-            )
+            again = _object_lookup(_composed(others), composed)
+        codes[unmatched] = again
+        unmatched, rest, others = _still_unmatched(codes, unmatched, again, rest, others)
+    if unmatched.size and all(_INTEGER.fullmatch(c) for c in categories):
+        if rest is not None:
+            respelled = pc.replace_substring_regex(rest, pattern=_INTEGER_WITH_ZEROS, replacement="\\1")
+            codes[unmatched] = _text_lookup(respelled, categories)
         else:
-            again = _object_lookup(
-                pd.Series(cells, dtype=object).str.replace(_INTEGER_WITH_ZEROS, r"\1", regex=True).to_numpy(),
-                categories,
-            )
-        codes = np.where(codes == -1, again, codes).astype(np.int32)
+            respelled = pd.Series(others, dtype=object).str.replace(_INTEGER_WITH_ZEROS, r"\1", regex=True)
+            codes[unmatched] = _object_lookup(respelled.to_numpy(), categories)
     return codes
+
+
+def _still_unmatched(
+    codes: NDArray[np.int32],
+    unmatched: NDArray[np.intp],
+    found: NDArray[np.int32],
+    rest: pa.Array | pa.ChunkedArray | None,
+    others: NDArray[np.object_] | None,
+):
+    """The positions, Arrow cells and Python cells among ``unmatched`` that ``found`` left at -1."""
+    left = found == -1
+    if left.all():
+        return unmatched, rest, others
+    keep = np.flatnonzero(left)
+    return (
+        unmatched[keep],
+        rest.take(pa.array(keep)) if rest is not None else None,
+        others[keep] if others is not None else None,
+    )
 
 
 def _object_lookup(cells: NDArray[np.object_], categories: Sequence[str]) -> NDArray[np.int32]:
