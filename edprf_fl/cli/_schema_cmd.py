@@ -118,7 +118,7 @@ def run_draft(args: argparse.Namespace) -> int:
     if names is None and not parquet:
         _check_header_line(_first_line(path), args.sep)
     with stage(say, f"reading {file_text(path)} ...", "      read"):
-        frame, tokens = _read_for_draft(path, args.sep, names, parquet)
+        frame, tokens, marks = _read_for_draft(path, args.sep, names, parquet)
     if args.label not in frame.columns:
         first = _first_line(path)
         close = closest_name(args.label, [str(c) for c in frame.columns])
@@ -135,7 +135,7 @@ def run_draft(args: argparse.Namespace) -> int:
         identifiers = _identifier_columns(frame, args.label)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    for line in _draft_notes(frame, schema, tokens):
+    for line in _draft_notes(frame, schema, marks):
         print(f"warning: {line}", file=sys.stderr)
     for column in identifiers:
         print(
@@ -159,33 +159,21 @@ def run_draft(args: argparse.Namespace) -> int:
     return 0
 
 
-_MISSING_MARKS = (
-    "",
-    "?",
-    "-",
-    "--",
-    ".",
-    "NA",
-    "N/A",
-    "n/a",
-    "na",
-    "NULL",
-    "null",
-    "NaN",
-    "nan",
-    "None",
-    "#N/A",
-    "<NA>",
-)
-"""Cell texts (once stripped) that :func:`_read_for_draft` drafts as missing values when the file holds them."""
+_MISSING_WORDS = ("", "?", "NA", "N/A", "n/a", "na", "NULL", "null", "NaN", "nan", "None", "#N/A", "<NA>")
+"""Cell texts (once stripped) that :func:`_read_for_draft` drafts as missing values wherever the file holds them."""
+
+_MISSING_DASHES = ("-", "--", ".")
+"""Marks drafted as missing only where a column is otherwise numbers (a gap); elsewhere they may be values (an
+Rh factor's ``-``: rev-s57 S3-10)."""
 
 
 def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool):
     """The file as the draft reads it, and the missing-value marks it holds (for the schema's ``missing_values``).
 
     As the party will read it under the drafted schema (rev-data S2-2: the draft read it with pandas' guesses,
-    and its schema then dropped 8 % of its own file): a mark of :data:`_MISSING_MARKS` that some cell holds is
-    a missing value and is written into ``missing_values``, so the party reads it as missing too; text cells are
+    and its schema then dropped 8 % of its own file): a mark of :data:`_MISSING_WORDS` that some cell holds is
+    a missing value and is written into ``missing_values`` (a dash or a dot only where a column is otherwise
+    numbers), so the party reads it as missing too; column names and text cells are
     stripped of surrounding whitespace (the party's ``strip_whitespace``), so ``"female "`` is ``"female"``.
     Column types are pandas' (numbers where every other cell is one).
     """
@@ -209,12 +197,21 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
             raise ValueError(
                 f"{path}: cannot be read as a table with --sep {sep!r} ({str(exc).strip()}){hint}"
             ) from None
-    found = {str(cell) for column in text for cell in text[column].dropna().str.strip().unique()}
-    tokens = tuple(mark for mark in _MISSING_MARKS if mark in found or mark in DEFAULT_MISSING_VALUES)
+    where: dict[str, list[str]] = {}  # each mark taken as missing, and the columns that hold it
+    for column in text.columns:
+        cells = text[column].dropna().astype("string").str.strip()
+        held = set(cells.unique().tolist())
+        numbers = pd.to_numeric(cells[~cells.isin([*_MISSING_WORDS, *_MISSING_DASHES])], errors="coerce")
+        numeric = bool(len(numbers)) and float(numbers.notna().mean()) >= _MOSTLY_NUMBERS
+        for mark in (*_MISSING_WORDS, *(_MISSING_DASHES if numeric else ())):
+            if mark in held:
+                where.setdefault(mark, []).append(str(column).strip())
+    tokens = tuple(m for m in (*_MISSING_WORDS, *_MISSING_DASHES) if m in where or m in DEFAULT_MISSING_VALUES)
     if not parquet:
         frame = pd.read_csv(
             path, sep=sep, na_values=list(tokens), keep_default_na=False, skipinitialspace=True, **columns
         )
+    frame.columns = [str(c).strip() for c in frame.columns]  # as the party reads the header (rev-s57 S3-9)
     for column in frame.columns:
         if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype):
             cells = frame[column].astype("string").str.strip()
@@ -225,7 +222,7 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
             frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
     # a line of separators alone (a spreadsheet's trailing ';;;;' rows) is no record: it would draft every column
     # with missing = "separate" (rev-data S3-14); the party drops it for its missing label
-    return frame.dropna(how="all").reset_index(drop=True), tokens
+    return frame.dropna(how="all").reset_index(drop=True), tokens, where
 
 
 _MOSTLY_NUMBERS = 0.5
@@ -235,7 +232,7 @@ _MANY_CATEGORIES = 50
 """A text column with more distinct values than this is named: a list that long reveals records."""
 
 
-def _draft_notes(frame, schema: Schema, tokens: tuple[str, ...]) -> list[str]:
+def _draft_notes(frame, schema: Schema, marks: dict[str, list[str]]) -> list[str]:
     """What the analyst should look at in the draft (printed on her terminal only): the missing-value marks it
     took, text columns that are mostly numbers (and why), text columns with very many values."""
     import pandas as pd
@@ -246,11 +243,16 @@ def _draft_notes(frame, schema: Schema, tokens: tuple[str, ...]) -> list[str]:
     from edprf_core.tables import decimal_comma_cells
 
     notes = []
-    taken = [t for t in tokens if t not in DEFAULT_MISSING_VALUES]
+    order = [*_MISSING_WORDS, *_MISSING_DASHES]
+    taken = {m: marks[m] for m in sorted(marks, key=order.index) if m not in DEFAULT_MISSING_VALUES}
     if taken:
+        held = "; ".join(
+            f"{mark!r} in {', '.join(repr(c) for c in columns[:3])}{' and more' if len(columns) > 3 else ''}"
+            for mark, columns in taken.items()
+        )
         notes.append(
-            f"the draft reads {', '.join(repr(t) for t in taken)} as missing values (missing_values): check that "
-            "each means missing in every column"
+            f"the draft reads {', '.join(repr(m) for m in taken)} as missing values (missing_values; {held}): "
+            "check that each means missing in every column"
         )
     for feature in schema.features:
         if not isinstance(feature, CategoricalFeature) or not all(isinstance(c, str) for c in feature.categories):

@@ -679,6 +679,33 @@ def _messy_export(rows: int = 400):
     return frame
 
 
+def test_schema_draft_keeps_a_dash_that_is_a_value_strips_names_and_reads_flags_and_inf(tmp_path, capsys):
+    """rev-s57 S3-9/10/11: an Rh factor's '-' became a missing value in every column; a header ' age ' was drafted
+    unstripped (its own file then refused); a True/False column and an 'inf' cell crashed the draft."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            " age ": [30, 40, 50, 60] * 30,
+            "flag": [True, False] * 60,
+            "x": [1.5, float("inf"), 2.0, 3.0] * 30,
+            "rh": ["+", "-"] * 60,
+            "y": ["a", "b", "a", "b"] * 30,
+        }
+    )
+    data, drafted = tmp_path / "odd.csv", tmp_path / "odd.toml"
+    frame.to_csv(data, index=False)
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(drafted)]) == 0
+    assert "as missing values" not in capsys.readouterr().err
+    schema = load_schema(drafted)
+    features = {f.name: f for f in schema.features}
+    assert set(features) == {"age", "flag", "x", "rh"} and "-" not in schema.missing_values
+    assert features["rh"].categories == ("+", "-") and features["flag"].categories == ("False", "True")
+    assert (features["x"].lower, features["x"].upper) == (1.5, 3.0)
+    assert main(["schema", "check", str(drafted), str(data)]) == 0
+    assert "rows kept: 90 (75.0%)" in capsys.readouterr().out  # the 30 'inf' rows: no number, as the party reads
+
+
 def test_schema_draft_reads_its_file_as_the_party_will(tmp_path, capsys):
     """rev-data S2-2, S3-6, S3-13: the draft read its file with pandas' guesses, and its schema then dropped 8 % of
     that very file (a category drafted with its trailing space, which the party strips; NA/NULL/- taken as gaps
@@ -694,7 +721,7 @@ def test_schema_draft_reads_its_file_as_the_party_will(tmp_path, capsys):
         drafted = tmp_path / f"{data.suffix[1:]}.toml"
         assert main(["schema", "draft", str(data), "--label", "outcome", "--sep", sep, "-o", str(drafted)]) == 0
         err = capsys.readouterr().err
-        assert "the draft reads '-', 'NA', 'NULL' as missing values" in err, err
+        assert "the draft reads 'NA', 'NULL', '-' as missing values (missing_values; 'NA' in 'bmi';" in err, err
         assert "column 'age' is drafted as text categories, although 98% of its cells are numbers" in err, err
         assert "written with a decimal comma" in err
         schema = load_schema(drafted)
