@@ -313,6 +313,13 @@ class Party:
                 f"local schema fingerprint {self.schema.fingerprint} differs from the policy's "
                 f"{self.policy.schema_fingerprint}"
             )
+        if self.schema.is_draft and not self.schema.drafted:
+            # marks left without the flag: the fingerprint is the declared schema's, so the coordinator would call
+            # the release DP while its bounds may be the data's (rev-s57b N3): nothing is served until it is settled
+            raise ValueError(
+                f"schema {setup.schema_path}: {self.schema.draft_note}: replace those bounds and lists with public "
+                "knowledge and say in each source where they came from, or restore the line drafted = true"
+            )
         if setup.signing_key_path is not None:
             _check_key_file(setup.signing_key_path)
         try:

@@ -1097,6 +1097,9 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         parts = tuple(part for f in forests for part in f.parts)
     return replace(
         first,
+        # one fingerprint, but the free text may differ: a part whose schema is a draft (DRAFTED FROM DATA left in
+        # a source) makes the merged forest one, whatever the order (rev-s57b N3)
+        schema=next((f.schema for f in forests if f.schema.is_draft), first.schema),
         trees=ForestArrays.concatenate([f.trees for f in forests]),
         parts=parts,
         marginals=_merged_marginals(forests),

@@ -353,7 +353,16 @@ class Schema:
     def is_draft(self) -> bool:
         """Whether the schema is a draft: marked ``drafted = true``, or a ``source`` or the provenance still holds
         the draft's text (:data:`DRAFT_MARK`).  A model trained on a draft is NOT differentially private."""
-        return self.drafted or bool(getattr(self, "_draft_mark_left", ()))
+        return self.drafted or bool(self._marks_left())
+
+    def _marks_left(self) -> tuple[str, ...]:
+        """Where the draft's text is still written (computed for a schema unpickled from an older version, which
+        carries no record of it: rev-s57b N4)."""
+        left = getattr(self, "_draft_mark_left", None)
+        if left is None:
+            left = _draft_mark_left(self.features, self.label, self.provenance)
+            object.__setattr__(self, "_draft_mark_left", left)
+        return left
 
     @property
     def draft_note(self) -> str:
@@ -364,7 +373,7 @@ class Schema:
         """
         if not self.is_draft:
             return ""
-        left: tuple[str, ...] = getattr(self, "_draft_mark_left", ())
+        left = self._marks_left()
         if self.drafted:
             return "drafted = true"
         shown = ", ".join(left[:4]) + (f" and {len(left) - 4} more" if len(left) > 4 else "")

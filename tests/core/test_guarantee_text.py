@@ -153,6 +153,35 @@ def test_deleting_only_the_drafted_line_leaves_a_draft(wall):
     assert replace(declared, label=replace(declared.label, source=DRAFT_MARK)).is_draft
     fixed = replace(edited, features=declared.features, label=declared.label, provenance=declared.provenance)
     assert not fixed.is_draft  # fixing the marks by replace() is enough: nothing sticks
+
+
+def test_every_consumer_reads_a_draft_left_without_its_flag(wall):
+    """rev-s57b N8/N3/N4: the marginals classifier, merge_forests (in either order: one fingerprint, other free
+    text) and a schema unpickled from a version that kept no record of the marks all read such a schema as a draft."""
+    import pickle
+
+    from edprf_core import DPMarginalsClassifier, merge_forests
+    from edprf_core.schema import DraftedSchemaWarning
+
+    X, y, _ = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drafted = draft_schema(X.assign(Class=y), "Class")
+    edited = Schema.from_toml(drafted.to_toml().replace("drafted = true\n", ""))
+    declared = _declared(drafted)
+    assert edited.fingerprint == declared.fingerprint
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DraftedSchemaWarning)
+        marginals = DPMarginalsClassifier(edited, n_bins=4).fit(X, y)
+        marked = EDPRFClassifier(edited, max_depth=2, n_trees=1).fit(X, y).forest_
+    assert marginals.guarantee_.startswith("NOT differentially private: its schema was drafted from data")
+    clean = EDPRFClassifier(declared, max_depth=2, n_trees=1).fit(X, y).forest_
+    for parts in ([clean, marked], [marked, clean]):
+        assert merge_forests(parts).guarantee().startswith("NOT differentially private"), parts
+    assert merge_forests([clean, clean]).dp
+    old = pickle.loads(pickle.dumps(edited))
+    object.__delattr__(old, "_draft_mark_left")  # as a schema pickled by 0.2.3 comes back
+    assert old.is_draft and "drafted = true is gone" in old.draft_note
     assert Schema.from_toml(declared.to_toml()) == declared and EDPRFClassifier(declared, max_depth=3).fit(X, y).dp_
 
 
