@@ -913,6 +913,9 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
         found = _number_lookup(rules.numbers(series)[0], [number_of_text(k) for k in keys])
     else:
         found = _category_text_lookup(series, keys)  # as a class meets its cells (NFC; 1.0 for integer keys)
+        respelled = (found >= 0) & (_lookup(series, keys) < 0)
+        if respelled.any():  # a respelling never takes a cell that is itself a class (rev-s57b N6)
+            found = np.where(respelled & (_lookup(series, [str(c) for c in schema.label.classes]) >= 0), -1, found)
     hit = found >= 0
     if not hit.any():
         return series

@@ -198,20 +198,31 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
                 f"{path}: cannot be read as a table with --sep {sep!r} ({str(exc).strip()}){hint}"
             ) from None
     where: dict[str, list[str]] = {}  # each mark taken as missing, and the columns that hold it
+    values: dict[str, list[str]] = {}  # each dash held as a value, by a column that is not numbers
     for column in text.columns:
         cells = text[column].dropna().astype("string").str.strip()
         held = set(cells.unique().tolist())
         numbers = pd.to_numeric(cells[~cells.isin([*_MISSING_WORDS, *_MISSING_DASHES])], errors="coerce")
         numeric = bool(len(numbers)) and float(numbers.notna().mean()) >= _MOSTLY_NUMBERS
-        for mark in (*_MISSING_WORDS, *(_MISSING_DASHES if numeric else ())):
+        for mark in (*_MISSING_WORDS, *_MISSING_DASHES):
             if mark in held:
-                where.setdefault(mark, []).append(str(column).strip())
+                taken = numeric or mark in _MISSING_WORDS
+                (where if taken else values).setdefault(mark, []).append(str(column).strip())
+    # missing_values holds for every column: a dash that is a value somewhere (an Rh factor) stays a value
+    # everywhere, and the draft says where it also marks gaps (rev-s57b N2)
+    conflicts = {mark: (where.pop(mark), columns) for mark, columns in values.items() if mark in where}
     tokens = tuple(m for m in (*_MISSING_WORDS, *_MISSING_DASHES) if m in where or m in DEFAULT_MISSING_VALUES)
     if not parquet:
         frame = pd.read_csv(
             path, sep=sep, na_values=list(tokens), keep_default_na=False, skipinitialspace=True, **columns
         )
     frame.columns = [str(c).strip() for c in frame.columns]  # as the party reads the header (rev-s57 S3-9)
+    if len(set(frame.columns)) != len(frame.columns):  # a Parquet file's ' age' and 'age' (a CSV's: refused above)
+        twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+        raise ValueError(f"{path}: names {', '.join(map(repr, twice))} more than once (spaces aside)")
+    for column in frame.columns:
+        if pd.api.types.is_bool_dtype(frame[column]) and not parquet:  # TRUE/true/True: the party reads the text
+            frame[column] = text[column].astype("string").str.strip().astype(object)  # (rev-s57b N1)
     for column in frame.columns:
         if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype):
             cells = frame[column].astype("string").str.strip()
@@ -222,7 +233,7 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
             frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
     # a line of separators alone (a spreadsheet's trailing ';;;;' rows) is no record: it would draft every column
     # with missing = "separate" (rev-data S3-14); the party drops it for its missing label
-    return frame.dropna(how="all").reset_index(drop=True), tokens, where
+    return frame.dropna(how="all").reset_index(drop=True), tokens, {"missing": where, "conflicts": conflicts}
 
 
 _MOSTLY_NUMBERS = 0.5
@@ -232,9 +243,11 @@ _MANY_CATEGORIES = 50
 """A text column with more distinct values than this is named: a list that long reveals records."""
 
 
-def _draft_notes(frame, schema: Schema, marks: dict[str, list[str]]) -> list[str]:
+def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
     """What the analyst should look at in the draft (printed on her terminal only): the missing-value marks it
-    took, text columns that are mostly numbers (and why), text columns with very many values."""
+    took, and the dashes it did not take because they are values elsewhere; numbers that are no finite number
+    (``inf``); text columns that are mostly numbers (and why), text columns with very many values."""
+    import numpy as np
     import pandas as pd
 
     from edprf_core import CategoricalFeature
@@ -244,7 +257,8 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, list[str]]) -> list[str
 
     notes = []
     order = [*_MISSING_WORDS, *_MISSING_DASHES]
-    taken = {m: marks[m] for m in sorted(marks, key=order.index) if m not in DEFAULT_MISSING_VALUES}
+    missing, conflicts = marks["missing"], marks["conflicts"]
+    taken = {m: missing[m] for m in sorted(missing, key=order.index) if m not in DEFAULT_MISSING_VALUES}
     if taken:
         held = "; ".join(
             f"{mark!r} in {', '.join(repr(c) for c in columns[:3])}{' and more' if len(columns) > 3 else ''}"
@@ -254,6 +268,19 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, list[str]]) -> list[str
             f"the draft reads {', '.join(repr(m) for m in taken)} as missing values (missing_values; {held}): "
             "check that each means missing in every column"
         )
+    for mark, (gaps, kept) in conflicts.items():
+        notes.append(
+            f"{mark!r} marks gaps in {', '.join(map(repr, gaps[:3]))} but is a value in {', '.join(map(repr, kept[:3]))}: "
+            "missing_values holds for every column, so the draft keeps it a value and the rows with it in a column "
+            "of numbers are dropped; write those gaps otherwise (an empty cell) or list it in missing_values"
+        )
+    for column in frame.columns:
+        values = frame[column]
+        if pd.api.types.is_float_dtype(values) and (bad := int(np.isinf(values.to_numpy()).sum())):
+            notes.append(
+                f"column {column!r}: {count_text(bad, 'cell')} hold an infinite number (inf): no number to a party, "
+                "their rows are dropped; the draft's bounds leave them out"
+            )
     for feature in schema.features:
         if not isinstance(feature, CategoricalFeature) or not all(isinstance(c, str) for c in feature.categories):
             continue
@@ -314,7 +341,7 @@ def _check_header_line(first: str, sep: str) -> None:
     from edprf_core.count_text import count_text
 
     cells = next(csv.reader([first], delimiter=sep), [])
-    names = [c.lstrip() for c in cells]  # as pandas reads them (skipinitialspace)
+    names = [c.strip() for c in cells]  # as the party reads them (rev-s57b N5: 'age,age ' names age twice)
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(

@@ -136,3 +136,14 @@ def test_an_alias_meets_its_cells_as_a_class_does():
     named = Schema(features=feature, label=LabelSpec("y", ("no", "yes"), aliases=(("Züri", "yes"),)))
     decomposed = unicodedata.normalize("NFD", "Züri")
     assert encode_labels(pd.Series([decomposed, "no", decomposed]), named).tolist() == [1, 0, 1]
+
+
+def test_a_respelled_alias_never_takes_a_cell_that_is_a_class():
+    """rev-s57b N6: with classes ("1.0", "2.0") and an alias {"1": "2.0"}, the respelling of "1.0" as the integer
+    1 moved every class-"1.0" label to "2.0".  A cell that is a class stays that class; only an exact alias key
+    moves a cell (as before the respellings)."""
+    from edprf_core import CategoricalFeature
+
+    feature = (CategoricalFeature("g", ("a", "b"), source="t"),)
+    schema = Schema(features=feature, label=LabelSpec("y", ("1.0", "2.0"), aliases=(("1", "2.0"),)))
+    assert encode_labels(pd.Series(["1.0", "1", "2.0", "1.0"]), schema).tolist() == [0, 1, 1, 0]

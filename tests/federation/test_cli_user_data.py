@@ -706,6 +706,39 @@ def test_schema_draft_keeps_a_dash_that_is_a_value_strips_names_and_reads_flags_
     assert "rows kept: 90 (75.0%)" in capsys.readouterr().out  # the 30 'inf' rows: no number, as the party reads
 
 
+def test_schema_draft_flags_as_written_a_dash_in_two_roles_inf_and_a_name_twice(tmp_path, capsys):
+    """rev-s57b N1, N2, N5, N9: TRUE/false flags were drafted "False"/"True" (the draft's own file then kept 0 %);
+    a '-' marking gaps in one column and a value in another was made missing everywhere; 'age,age ' crashed the
+    draft; inf cells dropped rows without a word."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "bmi": ["20.5", "-", "30.1", "inf"] * 30,
+            "rh": ["+", "-"] * 60,
+            "flag": ["TRUE", "false"] * 60,
+            "y": ["a", "b", "a", "b"] * 30,
+        }
+    )
+    data, drafted = tmp_path / "roles.csv", tmp_path / "roles.toml"
+    frame.to_csv(data, index=False)
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(drafted)]) == 0
+    err = capsys.readouterr().err
+    assert "'-' marks gaps in 'bmi' but is a value in 'rh'" in err, err
+    schema = load_schema(drafted)
+    features = {f.name: f for f in schema.features}
+    assert features["flag"].categories == ("TRUE", "false") and "-" in features["rh"].categories
+    assert "-" not in schema.missing_values
+    assert main(["schema", "check", str(drafted), str(data)]) == 0
+    assert "rows kept: 120 (100.0%)" in capsys.readouterr().out
+    frame.assign(bmi=["20.5", "30.1", "inf", "25"] * 30).to_csv(data, index=False)
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(drafted), "--force"]) == 0
+    assert "column 'bmi': 30 cells hold an infinite number (inf): no number to a party" in capsys.readouterr().err
+    data.write_text("age,age ,y\n1,2,a\n")
+    assert main(["schema", "draft", str(data), "--label", "y"]) == 1
+    assert "the first line names 'age' more than once" in capsys.readouterr().err
+
+
 def test_schema_draft_reads_its_file_as_the_party_will(tmp_path, capsys):
     """rev-data S2-2, S3-6, S3-13: the draft read its file with pandas' guesses, and its schema then dropped 8 % of
     that very file (a category drafted with its trailing space, which the party strips; NA/NULL/- taken as gaps
