@@ -900,8 +900,9 @@ def _label_series(y: pd.Series, schema: Schema, rules: CellRules) -> pd.Series:
 
     A cell meets an alias the way it meets a class (:func:`_encode_categorical`): with numeric classes, as
     numbers (``2``, ``2.0`` and the text ``" 2"`` all meet the alias ``"2"``); with text classes, as text (a
-    cell that is not text as ``str`` of it).  So the same labels are aliased whether pandas read the column
-    as numbers or as text.
+    cell that is not text as ``str`` of it), with :func:`_category_text_lookup`'s respellings (NFC; ``1.0`` for
+    keys that are all plain integers), except that a respelling never takes a cell that is itself a class.  So
+    the same labels are aliased whether pandas read the column as numbers or as text.
     """
     series = rules.clean(y)
     aliases = dict(schema.label.aliases)

@@ -197,8 +197,9 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
             raise ValueError(
                 f"{path}: cannot be read as a table with --sep {sep!r} ({str(exc).strip()}){hint}"
             ) from None
+    text.columns = [str(c).strip() for c in text.columns]  # as the party reads the header (rev-s57 S3-9)
     where: dict[str, list[str]] = {}  # each mark taken as missing, and the columns that hold it
-    values: dict[str, list[str]] = {}  # each dash held as a value, by a column that is not numbers
+    as_values: dict[str, list[str]] = {}  # each dash held as a value, by a column that is not numbers
     for column in text.columns:
         cells = text[column].dropna().astype("string").str.strip()
         held = set(cells.unique().tolist())
@@ -207,16 +208,16 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
         for mark in (*_MISSING_WORDS, *_MISSING_DASHES):
             if mark in held:
                 taken = numeric or mark in _MISSING_WORDS
-                (where if taken else values).setdefault(mark, []).append(str(column).strip())
+                (where if taken else as_values).setdefault(mark, []).append(column)
     # missing_values holds for every column: a dash that is a value somewhere (an Rh factor) stays a value
     # everywhere, and the draft says where it also marks gaps (rev-s57b N2)
-    conflicts = {mark: (where.pop(mark), columns) for mark, columns in values.items() if mark in where}
+    conflicts = {mark: (where.pop(mark), columns) for mark, columns in as_values.items() if mark in where}
     tokens = tuple(m for m in (*_MISSING_WORDS, *_MISSING_DASHES) if m in where or m in DEFAULT_MISSING_VALUES)
     if not parquet:
         frame = pd.read_csv(
             path, sep=sep, na_values=list(tokens), keep_default_na=False, skipinitialspace=True, **columns
         )
-    frame.columns = [str(c).strip() for c in frame.columns]  # as the party reads the header (rev-s57 S3-9)
+    frame.columns = [str(c).strip() for c in frame.columns]
     if len(set(frame.columns)) != len(frame.columns):  # a Parquet file's ' age' and 'age' (a CSV's: refused above)
         twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
         raise ValueError(f"{path}: names {', '.join(map(repr, twice))} more than once (spaces aside)")

@@ -716,7 +716,7 @@ def test_schema_draft_flags_as_written_a_dash_in_two_roles_inf_and_a_name_twice(
         {
             "bmi": ["20.5", "-", "30.1", "inf"] * 30,
             "rh": ["+", "-"] * 60,
-            "flag": ["TRUE", "false"] * 60,
+            " flag": ["TRUE", "false"] * 60,  # a name with a space: the party reads it stripped
             "y": ["a", "b", "a", "b"] * 30,
         }
     )
