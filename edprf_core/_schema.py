@@ -615,8 +615,8 @@ class Schema:
 
 
 def _draft_mark_left(features: tuple[Feature, ...], label: LabelSpec, provenance: object) -> tuple[str, ...]:
-    """Where the draft's text (:data:`DRAFT_MARK`, in capitals as the draft writes it) is still written: features' and the label's
-    ``source``, the provenance."""
+    """Where the draft's text (:data:`DRAFT_MARK`, in capitals as the draft writes it) is still written: the
+    features' and the label's ``source``, the provenance."""
 
     def holds(text: object) -> bool:
         return isinstance(text, str) and DRAFT_MARK in text  # as the draft writes it, in capitals
