@@ -89,7 +89,6 @@ def _format_options(
 
 
 def run_draft(args: argparse.Namespace) -> int:
-
     from edprf_core import PrivacyLeakWarning, draft_schema
     from edprf_core.count_text import count_text
     from edprf_core.tables import PARQUET_SUFFIXES, closest_name, separator_hint
@@ -175,7 +174,7 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
     a missing value and is written into ``missing_values`` (a dash or a dot only where a column is otherwise
     numbers), so the party reads it as missing too; column names and text cells are
     stripped of surrounding whitespace (the party's ``strip_whitespace``), so ``"female "`` is ``"female"``.
-    Column types are pandas' (numbers where every other cell is one).
+    A column is numbers where every cell that is not missing is one (Parquet: the file's types).
     """
     import numpy as np
     import pandas as pd
@@ -214,22 +213,17 @@ def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool
     conflicts = {mark: (where.pop(mark), columns) for mark, columns in as_values.items() if mark in where}
     tokens = tuple(m for m in (*_MISSING_WORDS, *_MISSING_DASHES) if m in where or m in DEFAULT_MISSING_VALUES)
     if not parquet:
-        frame = pd.read_csv(
-            path, sep=sep, na_values=list(tokens), keep_default_na=False, skipinitialspace=True, **columns
-        )
+        frame = text  # every cell text, typed below cell by cell as the party reads it (the file is read once)
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(set(frame.columns)) != len(frame.columns):  # a Parquet file's ' age' and 'age' (a CSV's: refused above)
         twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
         raise ValueError(f"{path}: names {', '.join(map(repr, twice))} more than once (spaces aside)")
-    for column in frame.columns:
-        if pd.api.types.is_bool_dtype(frame[column]) and not parquet:  # TRUE/true/True: the party reads the text
-            frame[column] = text[column].astype("string").str.strip().astype(object)  # (rev-s57b N1)
-    for column in frame.columns:
+    for column in frame.columns:  # TRUE/true/True stay text, as the party reads them (rev-s57b N1)
         if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype):
             cells = frame[column].astype("string").str.strip()
             cells = cells.mask(cells.isin(tokens))
             values = cells.astype(object).where(cells.notna(), np.nan)
-            numbers = pd.to_numeric(values, errors="coerce")  # numbers held as text (a Parquet text column)
+            numbers = pd.to_numeric(values, errors="coerce")  # a column of numbers (held as text in the file)
             present = int(values.notna().sum())
             frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
     # a line of separators alone (a spreadsheet's trailing ';;;;' rows) is no record: it would draft every column
