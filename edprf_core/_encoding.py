@@ -571,47 +571,48 @@ def _category_text_lookup(
     text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else _text_cells(values)
     cells = None if text is not None else _as_text(values.to_numpy(dtype=object))
     codes = _text_lookup(text, categories) if text is not None else _object_lookup(cells, categories)
-    unmatched = np.flatnonzero(codes == -1)
-    if not unmatched.size:
-        return codes
-    # the respellings read only the cells that met no category (a column of many undeclared cells: those alone)
-    rest = text.take(pa.array(unmatched)) if text is not None else None
-    others = cells[unmatched] if cells is not None else None
     composed = [unicodedata.normalize("NFC", c) for c in categories]
-    if len(set(composed)) == len(composed) and not _ascii(rest, others, categories):
-        if rest is not None:
-            again = _text_lookup(pc.utf8_normalize(rest, form="NFC"), composed)
-        else:
-            again = _object_lookup(_composed(others), composed)
-        codes[unmatched] = again
-        unmatched, rest, others = _still_unmatched(codes, unmatched, again, rest, others)
-    if unmatched.size and all(_INTEGER.fullmatch(c) for c in categories):
-        if rest is not None:
-            respelled = pc.replace_substring_regex(rest, pattern=_INTEGER_WITH_ZEROS, replacement="\\1")
-            codes[unmatched] = _text_lookup(respelled, categories)
-        else:
-            respelled = pd.Series(others, dtype=object).str.replace(_INTEGER_WITH_ZEROS, r"\1", regex=True)
-            codes[unmatched] = _object_lookup(respelled.to_numpy(), categories)
+    if len(set(composed)) == len(composed):
+        _respell(codes, text, cells, composed, lambda t: pc.utf8_normalize(t, form="NFC"), _composed, nfc=True)
+    if all(_INTEGER.fullmatch(c) for c in categories):
+        _respell(codes, text, cells, categories, _integer_text, _integer_objects)
     return codes
 
 
-def _still_unmatched(
+def _respell(
     codes: NDArray[np.int32],
-    unmatched: NDArray[np.intp],
-    found: NDArray[np.int32],
-    rest: pa.Array | pa.ChunkedArray | None,
-    others: NDArray[np.object_] | None,
-):
-    """The positions, Arrow cells and Python cells among ``unmatched`` that ``found`` left at -1."""
-    left = found == -1
-    if left.all():
-        return unmatched, rest, others
-    keep = np.flatnonzero(left)
-    return (
-        unmatched[keep],
-        rest.take(pa.array(keep)) if rest is not None else None,
-        others[keep] if others is not None else None,
-    )
+    text: pa.Array | pa.ChunkedArray | None,
+    cells: NDArray[np.object_] | None,
+    targets: Sequence[str],
+    in_arrow: Callable[[pa.Array | pa.ChunkedArray], pa.Array | pa.ChunkedArray],
+    in_python: Callable[[NDArray[np.object_]], NDArray[np.object_]],
+    nfc: bool = False,
+) -> None:
+    """Give the cells that met no category (``codes`` -1) the index of their respelling among ``targets``, in place;
+    only those cells are read (a column of many undeclared cells: those alone).  ``nfc``: skipped when the cells
+    and the targets are all ASCII, which NFC leaves as they are."""
+    unmatched = np.flatnonzero(codes == -1)
+    if not unmatched.size:
+        return
+    ascii_targets = nfc and all(c.isascii() for c in targets)
+    if text is not None:
+        rest = text.take(pa.array(unmatched))
+        if not (ascii_targets and pc.all(pc.string_is_ascii(rest)).as_py() is not False):
+            codes[unmatched] = _text_lookup(in_arrow(rest), targets)
+    else:
+        rest = cells[unmatched]
+        if not (ascii_targets and all(c.isascii() for c in rest)):
+            codes[unmatched] = _object_lookup(in_python(rest), targets)
+
+
+def _integer_text(text: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Arrow text cells with an integer written with a point and zeros (``1.0``) written as the integer (``1``)."""
+    return pc.replace_substring_regex(text, pattern=_INTEGER_WITH_ZEROS, replacement="\\1")
+
+
+def _integer_objects(cells: NDArray[np.object_]) -> NDArray[np.object_]:
+    """:func:`_integer_text` of Python text cells (an object array)."""
+    return pd.Series(cells, dtype=object).str.replace(_INTEGER_WITH_ZEROS, r"\1", regex=True).to_numpy()
 
 
 def _object_lookup(cells: NDArray[np.object_], categories: Sequence[str]) -> NDArray[np.int32]:
@@ -622,17 +623,6 @@ def _object_lookup(cells: NDArray[np.object_], categories: Sequence[str]) -> NDA
 
 _composed = np.frompyfunc(functools.partial(unicodedata.normalize, "NFC"), 1, 1)
 """Unicode's canonical composition (NFC) of each cell of an object array of Python text."""
-
-
-def _ascii(
-    text: pa.Array | pa.ChunkedArray | None, cells: NDArray[np.object_] | None, categories: Sequence[str]
-) -> bool:
-    """Whether the cells and the categories are all ASCII (which NFC leaves as they are)."""
-    if not all(c.isascii() for c in categories):
-        return False
-    if text is not None:
-        return bool(pc.all(pc.string_is_ascii(text)).as_py() is not False)
-    return all(c.isascii() for c in cells)
 
 
 def _number_lookup(x: NDArray[np.float64], categories: Sequence[float]) -> NDArray[np.int32]:
