@@ -18,7 +18,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._cell_text import decimal_comma_cells, thousands_dot_cells
-from ._encoding import NOT_A_NUMBER, CellRules, _numeric_categories, rule_violations
+from ._encoding import NOT_A_NUMBER, UNDECLARED, CellRules, _numeric_categories, rule_violations
 from ._schema import CategoricalFeature, ContinuousFeature, Schema
 from ._text_table import OptionHints, read_table
 from .count_text import count_text
@@ -233,14 +233,13 @@ def check_data(
     }
     dots = {column: hits for column in commas if (hits := _thousands_dots(table.X[column]))}
     foreign = _not_utf8(table.X, table.y)
-    undeclared = {  # rows a column refuses as undeclared for their own sake: not those whose bytes are not UTF-8
-        column: int((mask & ~foreign).sum()) for column, what, mask in found if what.startswith(UNDECLARED)
-    }
-    variants = {
-        column: hits
-        for column, what, mask in found
-        if what.startswith(UNDECLARED) and (hits := _case_variants(table, schema, rules, column, mask & ~foreign))
-    }
+    undeclared, variants = {}, {}
+    for column, what, mask in found:
+        if what.startswith(UNDECLARED):  # the rows refused for their own sake, not those whose bytes are not UTF-8
+            own = mask & ~foreign
+            undeclared[column] = int(own.sum())
+            if hits := _case_variants(table, schema, rules, column, own):
+                variants[column] = hits
     say(f"      counting missing and clipped values in {count_text(len(schema.features) + 1, 'column')} ...")
     clipped, missing = {}, {}
     for f in schema.features:
@@ -281,9 +280,6 @@ def check_data(
 
 UNBALANCED_QUOTES = "unbalanced quotes"
 """The reader's reason for a line left out with an open quote (:func:`edprf_core.tables.read_table`)."""
-
-UNDECLARED = "undeclared"
-"""How the rules name a cell that is no declared category or class (the start of its rule's text)."""
 
 
 def _thousands_dots(cells: pd.Series) -> int:

@@ -289,6 +289,9 @@ _NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "boolean", "empty
 NOT_A_NUMBER = "not a finite number"
 """The rule a numeric column's cell breaks when it is neither missing nor a finite number."""
 
+UNDECLARED = "undeclared"
+"""How a rule's text names a cell that is no declared category or class (the start of that text)."""
+
 
 def _text_cells(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
     """The column as one Arrow string array when every cell is text or missing (null); None otherwise.
@@ -690,7 +693,7 @@ def _categorical_codes(
     codes = np.where(missing, -2, codes)
     for rule_name, mask, label in (
         ("missing", codes == -2, "missing value (NaN, None or a missing token)"),
-        ("unknown", codes == -1, f"undeclared {what}"),
+        ("unknown", codes == -1, f"{UNDECLARED} {what}"),
     ):
         if not mask.any():
             continue
