@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ._cell_text import decimal_comma_cells, thousands_dot_cells
 from ._encoding import NOT_A_NUMBER, UNDECLARED, CellRules, _numeric_categories, rule_violations
 from ._schema import CategoricalFeature, ContinuousFeature, Schema
-from ._text_table import OptionHints, read_table
+from ._text_table import UNBALANCED_QUOTES, OptionHints, read_table
 from .count_text import count_text
 
 __all__ = ["BIASED_SHARE", "DataCheck", "check_data"]
@@ -276,10 +276,6 @@ def check_data(
             int(note.split(":", 1)[0].removeprefix("line ")) for note in table.dropped if UNBALANCED_QUOTES in note
         )[:_SHOWN_LINES],
     )
-
-
-UNBALANCED_QUOTES = "unbalanced quotes"
-"""The reader's reason for a line left out with an open quote (:func:`edprf_core.tables.read_table`)."""
 
 
 def _thousands_dots(cells: pd.Series) -> int:

@@ -51,6 +51,7 @@ from ._encoding import (
 )
 from ._forest import DPForest
 from ._schema import CategoricalFeature, Schema
+from ._text_table import UNBALANCED_QUOTES
 
 if TYPE_CHECKING:
     from ._encoding import ClippingTally
@@ -62,9 +63,6 @@ OK = "ok"
 CLIPPED = "clipped"
 REFUSED = "refused"
 MALFORMED = "malformed"
-
-UNBALANCED_QUOTES = "unbalanced quotes"
-"""The reader's reason for a line whose quoted cell does not close on that line."""
 
 SPANNING_CELL_REASON = (
     "unbalanced quotes: a quoted cell spans lines (embedded line break): remove line breaks from text columns, "

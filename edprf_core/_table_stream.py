@@ -48,6 +48,7 @@ from ._text_table import (
     _TEXT_DTYPE,
     MAX_LINE_CHARS,
     PARQUET_SUFFIXES,
+    UNBALANCED_QUOTES,
     _line_counts,
     _Lines,
     _split_line,
@@ -317,7 +318,7 @@ def _line_record(line: str, rules: _RecordLines) -> tuple[list[str | None], str]
         return blank, f"line longer than {rules.max_line_chars} characters"
     fields = _split_line(line, rules.sep)
     if fields is None:
-        return blank, "unbalanced quotes"
+        return blank, UNBALANCED_QUOTES
     if len(fields) not in rules.widths:
         return blank, f"{len(fields)} fields, expected {rules.expected}"
     return [fields[i] if i is not None else None for i in rules.widths[len(fields)]], ""

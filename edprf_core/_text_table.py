@@ -379,6 +379,9 @@ def read_columns(
     return TextColumns(columns, numbers, reader.dropped)
 
 
+UNBALANCED_QUOTES = "unbalanced quotes"
+"""The readers' reason for a line whose quoted cell does not close on that line (a note on a dropped line)."""
+
 _BLOCK_BYTES = 1 << 22
 """Bytes of lines read from the file at a time (4 MiB; a longer line makes its block longer)."""
 
@@ -393,7 +396,7 @@ def _line_fields(line: str, sep: str, width: int, max_line_chars: int) -> list[s
         return f"longer than {max_line_chars} characters"
     fields = _split_line(line, sep)
     if fields is None:
-        return "unbalanced quotes"
+        return UNBALANCED_QUOTES
     if len(fields) != width:
         return f"{len(fields)} fields, expected {width}"
     return fields
