@@ -61,7 +61,7 @@ def draft_schema(
             continue
         s = frame[col].dropna()
         missing = SEPARATE if len(s) < len(frame) else REFUSE  # columns with gaps get a code of their own
-        if pd.api.types.is_bool_dtype(s) or (len(s) and all(isinstance(v, (bool, np.bool_)) for v in s.unique())):
+        if pd.api.types.infer_dtype(s, skipna=True) == "boolean":  # a bool column, or bools held as objects
             s = s.astype(str)  # a file's True/False cells are text to the party: categories "False", "True"
         elif pd.api.types.is_numeric_dtype(s):
             s = s[np.isfinite(s.to_numpy(dtype=np.float64))]  # inf is no number to the party (its row is dropped)

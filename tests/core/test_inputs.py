@@ -492,3 +492,21 @@ def test_a_drafted_lab_value_is_continuous_and_codes_are_categories_in_numeric_o
     }
     ca = next(f for f in drafted.features if f.name == "ca")
     assert list(ca.categories) == [0, 1, 2, 3, 10] and list(drafted.classes) == [0, 1, 10]
+
+
+def test_a_drafted_bool_column_is_the_text_categories_a_party_reads():
+    """A frame's bool column (Parquet, or bools held as objects) is drafted as the categories "False", "True": the
+    party reads such a cell as its text; an infinite number is left out of a drafted bound (a party drops its row)."""
+    frame = pd.DataFrame(
+        {
+            "flag": [True, False] * 10,
+            "held": pd.Series([True, False] * 10, dtype=object),
+            "x": [1.5, np.inf, 2.5, 3.5] * 5,
+            "y": ["a", "b"] * 10,
+        }
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        schema = draft_schema(frame, "y")
+    features = {f.name: f for f in schema.features}
+    assert features["flag"].categories == features["held"].categories == ("False", "True")
+    assert features["x"].kind == "continuous" and features["x"].upper < np.inf
