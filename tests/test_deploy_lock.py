@@ -15,8 +15,10 @@ from importlib import metadata
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.import_graph import REPO
+from tests.test_constraints import _pins
 
 LOCK = REPO / "deploy" / "requirements.lock"
 _ENTRY = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)((?: \\\n    --hash=sha256:[0-9a-f]{64})+)\n", re.MULTILINE)
@@ -34,16 +36,6 @@ def _lock() -> dict[str, tuple[str, list[str]]]:
     leftover = _ENTRY.sub("", body).strip()
     assert not leftover, f"deploy/requirements.lock: expected name==version and --hash lines, got {leftover[:200]!r}"
     return entries
-
-
-def _pins() -> dict[str, str]:
-    pins = {}
-    for line in (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[canonicalize_name(name)] = version
-    return pins
 
 
 def _requirements(distribution: str, extras: set[str]) -> list[Requirement]:
@@ -80,8 +72,9 @@ def test_the_lock_holds_the_deploy_extra_the_build_backend_and_pip_at_the_verifi
     build = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
     backend = {canonicalize_name(r.name): next(iter(r.specifier)).version for r in map(Requirement, build)}
     (pip,) = set(re.findall(r"pip==([0-9.]+)", (REPO / "scripts/ensure-venv.sh").read_text(encoding="utf-8")))
-    expected = {name: pins[name] for name in _deploy_closure()} | backend | {"pip": pip}
-    assert {name: version for name, (version, _) in lock.items()} == expected, (
+    expected = {name: pins[name] for name in _deploy_closure()} | {n: Version(v) for n, v in backend.items()}
+    expected["pip"] = Version(pip)
+    assert {name: Version(version) for name, (version, _) in lock.items()} == expected, (
         "deploy/requirements.lock is out of date: run `.venv/bin/python scripts/write-deploy-lock.py`"
     )
 
