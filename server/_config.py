@@ -21,7 +21,7 @@ from edprf_core.config_checks import (
     kebab_defaults,
     kebab_values,
 )
-from edprf_core.forest import LEAF_OUTPUTS
+from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, LEAF_OUTPUTS
 from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
 from protocol.messages import DEPTH_REQUESTS
 
@@ -65,9 +65,10 @@ class CoordinatorConfig:
         per-party contribution report and quality flags.  Not given to parties.
     selective_aggregation : bool
         Keep only the parties whose trees raise validation accuracy (greedy),
-        up to ``target_parties`` (0: no cap).
+        up to ``target_parties`` (0: no cap), never fewer than ``min_parties`` nor than three.
     exclude_flagged : bool
-        Drop parties the quality test flags.
+        Drop parties the quality test flags; when fewer than ``min_parties`` are left, the run fails and saves
+        no model.
     evaluation_epsilon : float in [0, inf), default 0.1
         ε of each party's noised held-out metrics; 0 skips the evaluation round.
     evaluation_max_interval_width : float in (0, inf), default 0.1
@@ -145,8 +146,11 @@ class CoordinatorConfig:
     test_data_path : str
         Labelled data the coordinator may use (public, or its own; never a party's) for the global
         model's evaluation in the report: exact statistics of these rows, no party's ε.
-    target_parties : int >= 0, default 0
-        With ``selective_aggregation``, keep at most this many parties (0: no cap).
+    target_parties : int, 0 or >= max(min_parties, 3), default 0
+        With ``selective_aggregation``, keep at most this many parties (0: no cap).  The selection never keeps
+        fewer than ``min_parties``, nor fewer than three (when three were accepted): from three releases on the
+        merge bounds one party's say (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``), and the validation rows
+        cannot tell an honest sharp party from one that skipped its noise.
     flag_alpha : float in (0, 1), default 0.01
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB
@@ -228,6 +232,13 @@ class CoordinatorConfig:
             raise ValueError("marginals-bins: expected 0 (the rule) or an integer >= 2, got 1")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
+        floor = max(self.min_parties, BOUNDED_INFLUENCE_PARTS)
+        if 0 < self.target_parties < floor:
+            raise ValueError(
+                f"target-parties: expected 0 (no cap) or >= {floor}, got {self.target_parties}: selective aggregation "
+                f"keeps at least min-parties ({self.min_parties}) and at least {BOUNDED_INFLUENCE_PARTS} parties, "
+                f"from which the merge bounds one party's say"
+            )
         if not self.schema_path and not self.sim_dir:
             raise ValueError("schema-path: the coordinator needs the public schema (or sim-dir in simulation)")
         if self.spend_record not in ("auto", "none") and not self.keys_dir:

@@ -423,20 +423,13 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
             )
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     if len(accepted) < cfg.min_parties:
-        report.status = RunStatus.FAILED
-        report.guarantee = "no model: fewer valid releases than min-parties"
-        report.failure = failure_text(report, cfg.min_parties)
-        log.debug(  # the run's summary says it, with each party's reason
-            "run %s: %s, %d required; no model saved",
-            run_id,
-            count_text(len(accepted), "valid release"),
-            cfg.min_parties,
-        )
-        report.timings["total_s"] = time.perf_counter() - started
-        report.save(out_dir / REPORT_FILE)
-        return report
+        return _too_few_releases(report, cfg, run_id, started, out_dir)
 
     try:
+        if files.validation is not None:
+            accepted = _assess_parties(cfg, files, accepted, report)
+        if len(accepted) < cfg.min_parties:  # the quality checks dropped parties: the same rule, on what is kept
+            return _too_few_releases(report, cfg, run_id, started, out_dir, "kept after the quality checks")
         _model_and_evaluation(grid, cfg, run_id, files, accepted, report, out_dir, spends)
     except Exception as exc:
         log.exception("run %s: failed after the releases arrived", run_id)
@@ -446,6 +439,25 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         report.save(out_dir / REPORT_FILE)
         return report
     report.status = RunStatus.COMPLETED
+    report.timings["total_s"] = time.perf_counter() - started
+    report.save(out_dir / REPORT_FILE)
+    return report
+
+
+def _too_few_releases(
+    report: RunReport, cfg: CoordinatorConfig, run_id: str, started: float, out_dir: Path, kept: str = ""
+) -> RunReport:
+    """A failed run's report, saved: fewer valid releases than ``min-parties`` (``kept``: at which step)."""
+    report.status = RunStatus.FAILED
+    report.guarantee = "no model: fewer valid releases than min-parties" + (f" {kept}" if kept else "")
+    report.failure = failure_text(report, cfg.min_parties, kept)
+    log.debug(  # the run's summary says it, with each party's reason
+        "run %s: %s%s, %d required; no model saved",
+        run_id,
+        count_text(len(report.accepted), "valid release"),
+        f" {kept}" if kept else "",
+        cfg.min_parties,
+    )
     report.timings["total_s"] = time.perf_counter() - started
     report.save(out_dir / REPORT_FILE)
     return report
@@ -492,10 +504,7 @@ def _model_and_evaluation(
     out_dir: Path,
     spends: SpendStore | None = None,
 ) -> None:
-    """Assess, merge and save the model, evaluate it (everything after the releases arrived)."""
-    if files.validation is not None:
-        accepted = _assess_parties(cfg, files, accepted, report)
-
+    """Merge and save the model of the kept releases, evaluate it."""
     report.influence_cuts = _influence_cuts(accepted, run_id)
     report.bounded_influence = _bounded_influence(len(accepted), run_id)
     t0 = time.perf_counter()
@@ -652,13 +661,16 @@ def _assess_parties(cfg: CoordinatorConfig, files: RunFiles, accepted: list, rep
                 )
     if cfg.selective_aggregation and keep:
         target = cfg.target_parties or None
+        # never fewer parts than min-parties, nor than the merge needs to bound one party's say: the validation
+        # rows cannot tell an honest sharp party from one that skipped its noise
+        floor = max(cfg.min_parties, BOUNDED_INFLUENCE_PARTS)
         if all(accepted[i].params.leaf == "counts" for i in keep):
             # candidate sets scored as the model they would make (log-linear pooling of those parties)
             candidates = merge_forests([accepted[i].forest for i in keep], labels=[accepted[i].party_id for i in keep])
-            chosen = select_parties(candidates.part_pooling(X_val), y_idx, target)
+            chosen = select_parties(candidates.part_pooling(X_val), y_idx, target, min_parts=floor)
         else:  # label leaves: the parties' votes
             votes = part_votes(merged, codes)
-            chosen = select_parties([votes[i] for i in keep], y_idx, target)
+            chosen = select_parties([votes[i] for i in keep], y_idx, target, min_parts=floor)
         kept = [keep[j] for j in chosen.kept]
         for j in chosen.dropped:
             i = keep[j]

@@ -256,8 +256,9 @@ def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict |
     }
 
 
-def failure_text(report: RunReport, min_parties: int) -> str:
-    """Why a run without enough valid releases failed: the count, and each party's reason."""
+def failure_text(report: RunReport, min_parties: int, step: str = "") -> str:
+    """Why a run without enough valid releases failed: the count (``step``: where it fell short, e.g. "kept after the
+    quality checks"), and each party's reason."""
     reasons = [
         f"{p.party_id or f'node {p.node_id}'}: {p.status} ({p.reason})"
         for p in report.parties
@@ -266,7 +267,8 @@ def failure_text(report: RunReport, min_parties: int) -> str:
     # a run short of connected parties fails before its requests (too_few_connected_text): here every party
     # missing from the count was asked, and has a reason
     return (
-        f"{count_text(len(report.accepted), 'valid release')}, min-parties is {min_parties}; no model saved"
+        f"{count_text(len(report.accepted), 'valid release')}{f' {step}' if step else ''}, min-parties is "
+        f"{min_parties}; no model saved"
         + (f". {'; '.join(reasons[:20])}" if reasons else "")
         + (f"; and {len(reasons) - 20} more" if len(reasons) > 20 else "")
         + (f". {absent_text(report.absent_parties)}" if report.absent_parties else "")

@@ -11,7 +11,10 @@ of exactly those parties (:class:`edprf_core.prediction.PartPooling`, what the m
 forest of the set predicts); with label trees, the sum of their votes.  The order is run to the end (or the
 target size); the kept set is the longest prefix that reaches the best
 validation accuracy (minus ``min_gain``, a tolerance the operator may set),
-so a party is dropped when adding it lowers validation accuracy.  Runs on the coordinator's validation data only:
+so a party is dropped when adding it lowers validation accuracy; it never holds fewer than ``min_parts`` parts
+(the coordinator's floor: its ``min-parties`` and the three parts from which the merge bounds one party's say, so
+that a party whose release scores best on the validation rows, an honest one or one that skipped its noise, cannot
+be made the whole model by the selection).  Runs on the coordinator's validation data only:
 post-processing of the releases, so each party's epsilon is unchanged.
 """
 
@@ -55,20 +58,23 @@ def select_parties(
     y: NDArray[np.int64],
     target_parts: int | None = None,
     min_gain: float = 0.0,
+    min_parts: int = 1,
 ) -> Selection:
     """Greedy forward selection over parts.
 
     ``parts`` is either a list of (n_rows, n_classes) vote arrays, one per part
     (a set is scored by its summed votes), or an object with ``n_parts`` and
     ``pool(indices) -> (n_rows, n_classes)`` probabilities of the model made of
-    those parts (:class:`edprf_core.prediction.PartPooling`).
+    those parts (:class:`edprf_core.prediction.PartPooling`).  At least ``min_parts`` parts are kept (all of
+    them when there are fewer), whatever ``target_parts`` and the accuracies say.
     """
     if hasattr(parts, "pool"):
         n_parts, scores = int(parts.n_parts), parts.pool
     else:
         n_parts, scores = len(parts), _summed_votes(parts)
     remaining = list(range(n_parts))
-    target = n_parts if target_parts is None else max(1, min(target_parts, n_parts))
+    floor = min(max(1, min_parts), n_parts)
+    target = n_parts if target_parts is None else max(floor, min(target_parts, n_parts))
     current: NDArray[np.float64] | None = None
     order: list[int] = []
     path: list[float] = []
@@ -84,5 +90,5 @@ def select_parties(
         current = scores(order)
         path.append(acc)
     best = max(path)
-    k = max(i for i, acc in enumerate(path) if acc >= best - min_gain) + 1
+    k = max(floor, max(i for i, acc in enumerate(path) if acc >= best - min_gain) + 1)
     return Selection(tuple(order[:k]), tuple(sorted(order[k:] + remaining)), tuple(path[:k]))

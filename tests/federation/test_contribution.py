@@ -81,6 +81,10 @@ def test_greedy_selection_drops_harmful_parts():
     assert sel.accuracy_path == (1.0,)
     capped = select_parties([good, good, good], y, target_parts=2)
     assert len(capped.kept) == 2
+    # the coordinator's floor (min-parties, and three parts for bounded influence) wins over accuracy and target
+    floored = select_parties([bad, good, bad, bad], y, target_parts=2, min_parts=3)
+    assert floored.kept[0] == 1 and len(floored.kept) == 3 and len(floored.accuracy_path) == 3
+    assert select_parties([bad, good], y, min_parts=3).kept == (1, 0)  # fewer parts than the floor: all of them
 
 
 def test_selection_drops_a_random_part_among_honest_ones():

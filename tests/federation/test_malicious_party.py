@@ -1,0 +1,116 @@
+"""One dishonest party against the real coordinator (review of stop 58, a malicious party's view).
+
+Each node fits and signs a real release (``_release_grid``); the hostile one changes it and signs the change with
+its own registered key, so that every signature and every parameter the coordinator can check is right.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edprf_core import load_embedded
+from protocol import load_global_model
+from server import MODEL_FILE, REPORT_FILE, CoordinatorConfig, PartyStatus, run_federation
+
+from ._release_grid import ReleaseGrid, fit_for, parties_on, released, resigned
+from .test_waiting_for_parties import serverapp_identity  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.usefixtures("serverapp_identity")]
+
+WALL = "wall_robot_navigation"
+
+
+@pytest.fixture(scope="module")
+def wall():
+    return load_embedded(WALL)
+
+
+def _consortium(tmp_path: Path, wall, n: int = 4, validation: int = 600):
+    """``n`` parties on the training rows, the validation rows written for the coordinator."""
+    X, y, schema = wall
+    schema.save(tmp_path / "schema.toml")
+    X.iloc[:validation].assign(**{schema.label.column: y.iloc[:validation].to_numpy()}).to_csv(
+        tmp_path / "validation.csv", index=False
+    )
+    nodes = parties_on(X.iloc[validation:], y.iloc[validation:], n, tmp_path / "keys")
+    return nodes, schema
+
+
+def _config(tmp_path: Path, **kw) -> CoordinatorConfig:
+    args = {
+        "schema_path": str(tmp_path / "schema.toml"),
+        "output_dir": str(tmp_path / "out"),
+        "keys_dir": str(tmp_path / "keys"),
+        "spend_record": "none",
+        "node_wait_timeout": 0.0,
+        "evaluation_epsilon": 0.0,
+        "readiness_check": False,
+        "max_depth": 4,
+        "depth_rule": "fixed",
+        "n_trees": 2,
+        "seed": 0,  # seeded research releases (numpy sampler): the same releases on every run
+        "require_exact_sampling": False,
+    }
+    return CoordinatorConfig(**(args | kw))
+
+
+def _noise_skipped(payload: bytes, request, node, schema) -> bytes:
+    """A party that fits with next to no noise (ε = 1000) and labels its release with the requested ε."""
+    sharp = released(fit_for(request, schema, node.X, node.y, epsilon=1000.0), request, node)
+
+    def relabel(release) -> None:
+        release.parameters.epsilon = request.epsilon
+
+    return resigned(sharp, node.key, relabel)
+
+
+@pytest.mark.privacy
+@pytest.mark.parametrize("target", [0, 3])
+def test_selection_keeps_three_parts_so_a_noise_free_party_cannot_become_the_model(tmp_path, wall, target):
+    """Review finding F1 (S1): selective aggregation kept the noise-free party alone (it scores best on the
+    validation rows) after min-parties had been checked; one party's release was the whole model."""
+    nodes, schema = _consortium(tmp_path, wall)
+    nodes[103].hook = _noise_skipped
+    cfg = _config(
+        tmp_path,
+        min_parties=3,
+        validation_data_path=str(tmp_path / "validation.csv"),
+        selective_aggregation=True,
+        target_parties=target,
+    )
+    report = run_federation(ReleaseGrid(schema, nodes), cfg, "7")
+    assert report.status == "completed"
+    kept = report.selection["kept"]
+    assert len(kept) >= 3 and "party-3" in kept  # the sharp party is kept, but not alone
+    assert report.bounded_influence == {"applies": True, "parts": len(kept), "needs": 3}
+    assert sorted(load_global_model(tmp_path / "out" / MODEL_FILE).parties) == sorted(kept)
+
+
+def test_a_target_below_three_parts_or_min_parties_is_refused():
+    for target, min_parties in ((1, 1), (2, 1), (3, 4)):
+        with pytest.raises(ValueError, match=r"target-parties: expected 0 \(no cap\) or >= "):
+            CoordinatorConfig(schema_path="s.toml", target_parties=target, min_parties=min_parties)
+    CoordinatorConfig(schema_path="s.toml", target_parties=3)  # the floor itself
+
+
+@pytest.mark.privacy
+def test_quality_checks_that_leave_fewer_than_min_parties_save_no_model(tmp_path, wall):
+    """Review finding F1: min-parties was checked before the quality checks dropped parties, and never again."""
+    nodes, schema = _consortium(tmp_path, wall)
+
+    def labels_shuffled(payload: bytes, request, node, schema) -> bytes:  # a party whose trees carry nothing
+        shuffled = node.y.sample(frac=1.0, random_state=1).set_axis(node.y.index)
+        return released(fit_for(request, schema, node.X, shuffled), request, node)
+
+    nodes[102].hook = labels_shuffled
+    cfg = _config(tmp_path, min_parties=4, validation_data_path=str(tmp_path / "validation.csv"), exclude_flagged=True)
+    report = run_federation(ReleaseGrid(schema, nodes), cfg, "7")
+    outcome = {p.party_id: p for p in report.parties}
+    assert (outcome["party-2"].status, outcome["party-2"].reason) == (PartyStatus.DROPPED, "flagged_low_quality")
+    assert report.status == "failed" and not (tmp_path / "out" / MODEL_FILE).exists()
+    assert report.failure.startswith("3 valid releases kept after the quality checks, min-parties is 4; no model saved")
+    saved = json.loads((tmp_path / "out" / REPORT_FILE).read_text())
+    assert saved["status"] == "failed" and "kept after the quality checks" in saved["guarantee"]
