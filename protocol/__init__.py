@@ -58,11 +58,13 @@ from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registration import registration_problem, registration_text
 from ._registry import PartyKeyRegistry
+from ._release_bound import FIXED_RELEASE_BYTES, largest_release_bytes
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from ._signature import SignatureStatus, signed_by
 from ._spend_record import recorded_spend, spend_record_text
 
 __all__ = [
+    "FIXED_RELEASE_BYTES",
     "FORMAT_VERSION",
     "INSPECTION_POLICY",
     "KEY_KINDS",
@@ -98,6 +100,7 @@ __all__ = [
     "generate_signing_key",
     "is_terminal",
     "key_id",
+    "largest_release_bytes",
     "load_classifier",
     "load_global_model",
     "load_model_with_provenance",

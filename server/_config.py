@@ -118,7 +118,7 @@ class CoordinatorConfig:
         Splits on (feature, threshold) pairs of the public grid, or one child per bin or category.
     n_bins : int >= 2, default 20
         Bins of every continuous feature on the public grid, the same for every party: trees must share
-        one grid to merge.
+        one grid to merge.  Above 64 a party's policy must allow it (its ``max_n_bins``, 64 by default).
     relation : {"add-remove", "replace-one"}, default "add-remove"
         The neighbouring relation the releases are requested under; a party refuses any other than its
         policy's.
@@ -154,7 +154,9 @@ class CoordinatorConfig:
     flag_alpha : float in (0, 1), default 0.01
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB
-        Largest release the coordinator decodes, checked before parsing.
+        Largest release the coordinator decodes, checked before parsing; a release above the largest an honest
+        party can send for the run's request (``protocol.largest_release_bytes``: its trees, depth, grid and
+        classes) is refused before parsing too.
     marginals_share : "auto" or a number in [0, 1), default "auto"
         Share of its rows every party gives to the marginals part (one-way class histograms, summed across
         parties and mixed with the trees' probabilities); the trees get the others.  ``"auto"``: the public

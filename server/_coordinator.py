@@ -32,12 +32,14 @@ from protocol import (
     ROW_COUNTS_KEY,
     InvalidRelease,
     PartyKeyRegistry,
+    Reason,
     RefusalReason,
     ReleasePolicy,
     ReplyStatus,
     bound_to_run,
     build_global_model,
     decode_release,
+    largest_release_bytes,
     load_global_model,
     make_owner_only_dirs,
     registration_text,
@@ -261,14 +263,6 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
             stale.unlink(missing_ok=True)
     registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
     spends = _spend_store(cfg, registry)  # opened before any request: a path it cannot use fails the run here
-    policy = ReleasePolicy(
-        max_epsilon=cfg.epsilon,
-        max_depth=cfg.max_depth,
-        max_n_trees=cfg.n_trees,
-        max_bytes=cfg.max_release_bytes,
-        require_signature=registry is not None,
-        allowed_relations=(cfg.relation,),
-    )
     report = RunReport(
         run_id=run_id, parameters={k: v for k, v in vars(cfg).items()}, schema_fingerprint=schema.fingerprint
     )
@@ -299,6 +293,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
     record = spend_record_text(spends.totals(), spends.key_ids) if spends is not None else ""
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
+    policy = _release_policy(cfg, schema, train_request, registry is not None)
     if cfg.readiness_check and _too_few_ready(grid, nodes, request, cfg, report, registry):
         report.timings["total_s"] = time.perf_counter() - started
         report.save(out_dir / REPORT_FILE)
@@ -354,6 +349,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
                 str(exc.reason),
                 party_text(str(exc)),
             )
+            if exc.reason == Reason.TOO_LARGE and policy.max_bytes < cfg.max_release_bytes:
+                outcome.message += " (the most an honest release answering this request can take; not read)"
             charge = signed_charge(payload, schema, policy.max_bytes, registry) if spends is not None else None
             if charge is not None:  # refused, but signed by its party: its ledger charged for it all the same
                 # (whichever node relayed the bytes: the outcome stays the node's, the signer is named)
@@ -442,6 +439,29 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
     report.timings["total_s"] = time.perf_counter() - started
     report.save(out_dir / REPORT_FILE)
     return report
+
+
+def _release_policy(cfg: CoordinatorConfig, schema: Schema, request: TrainRequest, signed: bool) -> ReleasePolicy:
+    """What the coordinator decodes for ``request``: the run's limits, the grids it asked for (``n-bins`` and
+    ``marginals-bins`` above the decoder's default cap included), and no release above the largest an honest party
+    can send for it (:func:`protocol.largest_release_bytes`), refused before it is parsed."""
+    largest = largest_release_bytes(
+        schema,
+        n_trees=request.n_trees,
+        max_depth=request.max_depth,
+        split_mode=request.split_mode,
+        n_bins=request.n_bins,
+        marginals_bins=request.marginals_bins,
+    )
+    return ReleasePolicy(
+        max_epsilon=cfg.epsilon,
+        max_depth=cfg.max_depth,
+        max_n_trees=cfg.n_trees,
+        max_bytes=min(cfg.max_release_bytes, largest),
+        max_n_bins=max(ReleasePolicy.max_n_bins, request.n_bins, request.marginals_bins),
+        require_signature=signed,
+        allowed_relations=(cfg.relation,),
+    )
 
 
 def _too_few_releases(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edprf_core import load_embedded
-from protocol import load_global_model
+from protocol import largest_release_bytes, load_global_model
 from server import MODEL_FILE, REPORT_FILE, CoordinatorConfig, PartyStatus, run_federation
 
 from ._release_grid import ReleaseGrid, fit_for, parties_on, released, resigned
@@ -114,3 +114,35 @@ def test_quality_checks_that_leave_fewer_than_min_parties_save_no_model(tmp_path
     assert report.failure.startswith("3 valid releases kept after the quality checks, min-parties is 4; no model saved")
     saved = json.loads((tmp_path / "out" / REPORT_FILE).read_text())
     assert saved["status"] == "failed" and "kept after the quality checks" in saved["guarantee"]
+
+
+@pytest.mark.privacy
+def test_a_release_above_the_largest_honest_one_is_refused_unread(tmp_path, wall):
+    """Review finding F2 (S2): the only cap before parsing was max-release-bytes (64 MiB), so one party could make
+    the coordinator parse and hold ~20 times that for a release whose honest size is a few kilobytes."""
+    nodes, schema = _consortium(tmp_path, wall, n=3)
+
+    def padded(payload: bytes, request, node, schema) -> bytes:
+        def pad(release) -> None:
+            release.trees.leaf_counts.extend([1] * (1 << 20))  # 1 MiB more, far under max-release-bytes
+
+        return resigned(payload, node.key, pad)
+
+    nodes[102].hook = padded
+    report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=2), "7")
+    outcome = {p.node_id: p for p in report.parties}
+    assert report.status == "completed" and outcome[100].status == PartyStatus.ACCEPTED
+    forged = outcome[102]
+    assert (forged.status, forged.reason) == (PartyStatus.REJECTED, "too_large")
+    largest = largest_release_bytes(schema, n_trees=2, max_depth=4, split_mode="binary", n_bins=20)
+    assert forged.message.startswith(f"too_large: release: expected at most {largest} bytes, got ")
+    assert forged.message.endswith("(the most an honest release answering this request can take; not read)")
+
+
+def test_a_run_on_a_grid_finer_than_64_bins_takes_the_releases_it_asked_for(tmp_path, wall):
+    """Review finding F3 (S2): n-bins above the decoder's default cap (64) was accepted by the config, and then
+    every release it asked for was refused (policy_bins) after the parties had charged their ledgers."""
+    nodes, schema = _consortium(tmp_path, wall, n=3)
+    report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=3, n_bins=100), "7")
+    assert report.status == "completed", report.failure
+    assert [p.status for p in report.parties] == [PartyStatus.ACCEPTED] * 3
