@@ -176,7 +176,7 @@ def decode_envelope(
     except InvalidRelease as exc:
         raise InvalidRelease(exc.reason, f"{what}: {exc.message}") from None
     # the counts' layout follows the (now valid) structure: one row per leaf
-    trees = replace(trees, leaf_counts=_leaf_counts(release.trees, params, trees.feature, schema.n_classes, what))
+    trees = replace(trees, leaf_counts=_leaf_counts(release.trees, params, trees, schema.n_classes, what))
     party = release.party_id
     forest = DPForest(
         schema=schema,
@@ -282,9 +282,16 @@ def _trees_from_message(message: pb.Trees, params: TrainingParameters, grid: Fea
 
 
 def _leaf_counts(
-    message: pb.Trees, params: TrainingParameters, feature: np.ndarray, n_classes: int, what: str
+    message: pb.Trees, params: TrainingParameters, trees: ForestArrays, n_classes: int, what: str
 ) -> np.ndarray | None:
-    """The (n_nodes, n_classes) count table of a ``leaf = counts`` release (-1 rows at split nodes)."""
+    """The (n_nodes, n_classes) count table of a ``leaf = counts`` release (-1 rows at split nodes).
+
+    Each leaf's ``leaf_class`` must be a class of its largest count: a party releases the argmax of its noisy
+    counts, and the counts clamped to the wire's range keep that class among the largest (clamping is
+    monotone).  Votes read from ``leaf_class`` (the report's per-party accuracy, agreement and κ) then say what
+    the counts say; a forged label is refused.
+    """
+    feature = trees.feature
     n_values = len(message.leaf_counts)
     if params.leaf != "counts":
         if n_values:
@@ -305,8 +312,18 @@ def _leaf_counts(
         raise InvalidRelease(
             Reason.BAD_STRUCTURE, f"{what}: leaf_counts expected values 0..{MAX_LEAF_COUNT}, got {int(values.max())}"
         )
+    table = values.astype(np.int64).reshape(leaves.size, n_classes)
+    label = trees.leaf_class[leaves].astype(np.int64)  # a declared class at every leaf (check_trees)
+    off = np.flatnonzero(table[np.arange(leaves.size), label] != table.max(axis=1, initial=0))
+    if off.size:
+        i = int(off[0])
+        raise InvalidRelease(
+            Reason.BAD_STRUCTURE,
+            f"{what}: node {int(leaves[i])}: leaf_class expected a class of the leaf's largest count "
+            f"({int(table[i].max())}), got class {int(label[i])} (count {int(table[i, label[i]])})",
+        )
     counts = np.full((feature.size, n_classes), -1, dtype=np.int64)
-    counts[leaves] = values.astype(np.int64).reshape(leaves.size, n_classes)
+    counts[leaves] = table
     return counts
 
 

@@ -86,9 +86,12 @@ def forge_marginals(attack: str, own: DPForest) -> DPForest:
 
 
 def _with_counts(forest: DPForest, counts: np.ndarray) -> DPForest:
+    """``forest`` with ``counts`` at its leaves, each leaf's label their argmax (as the decoder requires)."""
     leaves = forest.trees.feature < 0
     out = np.where(leaves[:, None], np.clip(np.rint(counts), 0, MAX_LEAF_COUNT), forest.trees.leaf_counts)
-    return replace(forest, trees=replace(forest.trees, leaf_counts=out.astype(np.int64)), _routing={})
+    label = np.where(leaves, np.argmax(out, axis=1), forest.trees.leaf_class).astype(forest.trees.leaf_class.dtype)
+    trees = replace(forest.trees, leaf_counts=out.astype(np.int64), leaf_class=label)
+    return replace(forest, trees=trees, _routing={})
 
 
 def _one_hot(n_nodes: int, n_classes: int, cls: np.ndarray, mass: np.ndarray | float) -> np.ndarray:

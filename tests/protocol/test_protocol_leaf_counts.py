@@ -69,3 +69,32 @@ def test_depth_rule_must_match_the_count_epsilon(counts_release, wall_schema, po
 
     err = refused(tamper(counts_release, claim_dp_count), wall_schema, policy)
     assert err.reason is Reason.BAD_PARAMETERS and "depth_rule" in err.message
+
+
+def _relabelled(release: pb.Release, choose) -> None:
+    """Every leaf's ``leaf_class`` set to ``choose(its counts)``."""
+    k = len(release.trees.leaf_counts) // sum(f < 0 for f in release.trees.feature)
+    leaf = 0
+    for node, feature in enumerate(release.trees.feature):
+        if feature < 0:
+            release.trees.leaf_class[node] = choose(list(release.trees.leaf_counts[leaf * k : (leaf + 1) * k]))
+            leaf += 1
+
+
+def test_a_leaf_label_is_a_class_of_its_largest_count(counts_release, wall_schema, policy):
+    """Malicious-party review F5: a count leaf's label was not tied to its counts, so a party could forge the votes
+    the report reads (its accuracy, agreement and kappa) while its probabilities stayed its counts'."""
+    smallest = tamper(counts_release, lambda r: _relabelled(r, lambda c: int(np.argmin(c))))
+    err = refused(smallest, wall_schema, policy)
+    assert (
+        err.reason is Reason.BAD_STRUCTURE and "leaf_class expected a class of the leaf's largest count" in err.message
+    )
+
+    def tied(release: pb.Release) -> None:  # two classes share the largest count: either label is honest
+        _relabelled(release, lambda c: int(np.argmax(c)))
+        k, first = wall_schema.n_classes, list(release.trees.feature).index(-1)
+        top = max(release.trees.leaf_counts[:k])
+        release.trees.leaf_counts[k - 1] = release.trees.leaf_counts[0] = top
+        release.trees.leaf_class[first] = k - 1
+
+    decode_release(tamper(counts_release, tied), wall_schema, policy)
