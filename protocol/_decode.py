@@ -201,6 +201,12 @@ def decode_envelope(
     )
 
 
+def _told_apart(limit: float, value: float) -> tuple[str, str]:
+    """``limit`` and ``value`` as short numbers (``:g``), or in full where those would read the same."""
+    short = f"{limit:g}", f"{value:g}"
+    return short if short[0] != short[1] else (repr(limit), repr(value))
+
+
 def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) -> None:
     if not params.dp and not policy.allow_non_dp:
         raise InvalidRelease(
@@ -216,7 +222,7 @@ def _check_policy(params: TrainingParameters, policy: ReleasePolicy, what: str) 
         (
             Reason.POLICY_EPSILON,
             params.epsilon > policy.max_epsilon,
-            f"epsilon expected <= {policy.max_epsilon:g}, got {params.epsilon:g}",
+            "epsilon expected <= {}, got {}".format(*_told_apart(policy.max_epsilon, params.epsilon)),
         ),
         (
             Reason.POLICY_DEPTH,

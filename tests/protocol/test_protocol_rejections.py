@@ -151,6 +151,14 @@ def test_policy_limits(wall_release, wall_schema, policy, name, value, reason):
     assert err.reason is reason and f"got {shown}" in err.message
 
 
+def test_an_epsilon_one_step_above_the_limit_is_told_apart_from_it(wall_release, wall_schema, policy):
+    """Malicious-party review F6: printed short, it read "epsilon expected <= 2, got 2"."""
+    above = math.nextafter(policy.max_epsilon, math.inf)
+    err = refused(tamper(wall_release, set_param("epsilon", above)), wall_schema, policy)
+    assert err.reason is Reason.POLICY_EPSILON
+    assert f"epsilon expected <= {policy.max_epsilon!r}, got {above!r}" in err.message
+
+
 def test_policy_relation(wall_release, wall_schema):
     def to_replace_one(release):
         release.parameters.relation = pb.RELATION_REPLACE_ONE
