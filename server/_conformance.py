@@ -9,6 +9,8 @@ the run goes on with the others.
 
 from __future__ import annotations
 
+import hashlib
+
 from edprf_core import TrainingParameters
 from protocol import VerifiedRelease
 from protocol.messages import TrainRequest
@@ -16,7 +18,7 @@ from protocol.messages import TrainRequest
 from ._config import CoordinatorConfig
 from ._outcomes import OutcomeReason
 
-__all__ = ["request_mismatch"]
+__all__ = ["count_content_digest", "request_mismatch"]
 
 _AUTO_RULES = ("declared-size", "dp-count")
 
@@ -94,3 +96,25 @@ def _depth_mismatch(p: TrainingParameters, request: TrainRequest) -> list[str]:
         if p.max_depth > request.max_depth:
             wrong.append(f"max_depth expected at most {request.max_depth} (auto), got {p.max_depth}")
     return wrong
+
+
+def count_content_digest(release: VerifiedRelease) -> bytes | None:
+    """A digest of a count-leaf release's trees, counts and marginals (None for label leaves).
+
+    Two parties' releases drawn on disjoint rows with independent noise do not repeat one another's every
+    split and noisy count: identical contents under two party ids mean one party copied the other's release (every
+    party receives the releases of a global model sent for evaluation).  Counted twice, a copy would make its
+    values the tightest spread of three parts and pull a third party's onto them
+    (:mod:`edprf_core._leaf_distribution`).  Label leaves are left out: two honest parties may well choose the same
+    few splits and labels.  Privacy cost: none (post-processing of releases).
+    """
+    trees = release.forest.trees
+    if trees.leaf_counts is None:
+        return None
+    digest = hashlib.sha256()
+    for array in (trees.tree_offsets, trees.feature, trees.split, trees.first_child, trees.leaf_counts):
+        digest.update(array.tobytes())
+    marginals = release.forest.marginals
+    for histogram in marginals.counts if marginals is not None else ():
+        digest.update(histogram.tobytes())
+    return digest.digest()

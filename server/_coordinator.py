@@ -58,7 +58,7 @@ from protocol.messages import (
 )
 
 from ._config import CoordinatorConfig
-from ._conformance import request_mismatch
+from ._conformance import count_content_digest, request_mismatch
 from ._connected_parties import connected_parties, supernode_key_owners
 from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
@@ -310,6 +310,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
 
     accepted = []
     seen_parties: dict[str, tuple[int, bytes]] = {}  # party id -> the node and release accepted for it
+    seen_content: dict[bytes, tuple[str, int]] = {}  # a count release's content -> its party and node
     heard: set[str] = set()  # parties named by a reply: a refusal's claim, a signed release (accepted or not)
     for node in nodes:
         outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
@@ -392,6 +393,17 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
                 "spend its whole cap on the same records; deploy/README.md section 3)"
             )
             continue
+        content = count_content_digest(release)
+        if content in seen_content:
+            outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_CONTENT
+            first_party, first = seen_content[content]
+            outcome.message = (
+                f"its trees and leaf counts are those of party {first_party!r}'s release (node {first}): independent "
+                "noise on disjoint rows does not repeat a whole release; counted once"
+            )
+            continue
+        if content is not None:
+            seen_content[content] = (release.party_id, node)
         seen_parties[release.party_id] = (node, payload)
         outcome.status, outcome.reason, outcome.n_trees = PartyStatus.ACCEPTED, "", release.forest.n_trees
         outcome.epsilon, outcome.signed = release.params.epsilon, release.signed

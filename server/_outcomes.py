@@ -54,6 +54,8 @@ class OutcomeReason(StrEnum):
     """``rejected``: the reply has no result record."""
     DUPLICATE_PARTY = "duplicate_party"
     """``rejected``: a second release of a party already in this run."""
+    DUPLICATE_CONTENT = "duplicate_content"
+    """``rejected``: the trees and counts of another party's release in this run, under its own id."""
     REPLAYED_RELEASE = "replayed_release"
     """``rejected``: a release of another run or request, without its party's binding to this run."""
     REQUEST_MISMATCH = "request_mismatch"

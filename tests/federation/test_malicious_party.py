@@ -146,3 +146,51 @@ def test_a_run_on_a_grid_finer_than_64_bins_takes_the_releases_it_asked_for(tmp_
     report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=3, n_bins=100), "7")
     assert report.status == "completed", report.failure
     assert [p.status for p in report.parties] == [PartyStatus.ACCEPTED] * 3
+
+
+@pytest.mark.privacy
+def test_another_partys_release_resigned_under_a_second_id_is_counted_once(tmp_path, wall):
+    """Review finding F7: party-3 sent party-0's trees and counts under its own id and key; with three parts the
+    copy made party-0's values the tightest spread and pulled party-1's onto them (the model became party-0's)."""
+    nodes, schema = _consortium(tmp_path, wall, n=4)
+    copied: dict[str, bytes] = {}
+
+    def keeps_its_release(payload: bytes, request, node, schema) -> bytes:
+        copied["release"] = payload  # party-0's, as every party sees it in a global model sent for evaluation
+        return payload
+
+    def copies_party_0(payload: bytes, request, node, schema) -> bytes:
+        def own_id(release) -> None:
+            release.party_id = node.party_id
+
+        return resigned(copied["release"], node.key, own_id)
+
+    nodes[100].hook, nodes[103].hook = keeps_its_release, copies_party_0  # the grid asks node 100 first
+    report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=3), "7")
+    outcome = {p.node_id: p for p in report.parties}
+    assert [outcome[n].status for n in (100, 101, 102)] == [PartyStatus.ACCEPTED] * 3
+    copy = outcome[103]
+    assert (copy.status, copy.reason) == (PartyStatus.REJECTED, "duplicate_content")
+    assert copy.message.startswith("its trees and leaf counts are those of party 'party-0''s release (node 100)")
+    assert sorted(load_global_model(tmp_path / "out" / MODEL_FILE).parties) == ["party-0", "party-1", "party-2"]
+
+
+def test_two_parties_may_release_the_same_label_trees(tmp_path, wall):
+    """Label leaves are not compared: two honest parties may well choose the same few splits and labels."""
+    nodes, schema = _consortium(tmp_path, wall, n=3)
+    first: dict[str, bytes] = {}
+
+    def same_as_first(payload: bytes, request, node, schema) -> bytes:
+        if "release" not in first:
+            first["release"] = payload
+            return payload
+
+        def own_id(release) -> None:
+            release.party_id = node.party_id
+
+        return resigned(first["release"], node.key, own_id)
+
+    for node in nodes.values():
+        node.hook = same_as_first
+    report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=3, leaf="label"), "7")
+    assert report.status == "completed" and [p.status for p in report.parties] == [PartyStatus.ACCEPTED] * 3

@@ -95,6 +95,7 @@ def test_the_report_holds_plain_strings() -> None:
 def test_the_coordinators_own_codes_keep_their_strings() -> None:
     assert sorted(OutcomeReason) == [
         "client_error",
+        "duplicate_content",
         "duplicate_party",
         "flagged_low_quality",
         "malformed",
