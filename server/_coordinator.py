@@ -262,6 +262,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         for stale in out_dir.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
     registry = PartyKeyRegistry.from_directory(cfg.keys_dir) if cfg.keys_dir else None
+    if registry is None and not cfg.sim_dir:
+        log.warning(
+            "run %s: no keys-dir: releases are not authenticated, any node may release under any party's id", run_id
+        )
     spends = _spend_store(cfg, registry)  # opened before any request: a path it cannot use fails the run here
     report = RunReport(
         run_id=run_id, parameters={k: v for k, v in vars(cfg).items()}, schema_fingerprint=schema.fingerprint
@@ -389,8 +393,10 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
             outcome.message = f"party {release.party_id!r} already contributed to this run from node {first}" + (
                 ": the same release again"
                 if payload == first_payload
-                else ": two nodes released as this party (SuperNodes run from copies of one party's state each "
-                "spend its whole cap on the same records; deploy/README.md section 3)"
+                else ": two nodes released as this party ("
+                + ("" if release.signed else "unsigned, no keys-dir: another node may be speaking for it; or ")
+                + "SuperNodes run from copies of one party's state each spend its whole cap on the same records; "
+                "deploy/README.md section 3)"
             )
             continue
         content = count_content_digest(release)

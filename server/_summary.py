@@ -107,6 +107,11 @@ def summary_lines(report: RunReport) -> list[str]:
     if report.absent_parties and not report.failure:  # a failure's text names them already
         lines.append(f"  {absent_text(report.absent_parties)}")
     lines.extend(bounded_influence_lines(report.bounded_influence))
+    if not report.parameters.get("keys_dir") and not report.parameters.get("sim_dir") and report.parties:
+        lines.append(
+            "  releases unauthenticated (no keys-dir): any node could release under any party's id; set keys-dir "
+            "to the parties' registered public keys (the runbook does) so that only a party's key speaks for it"
+        )
     lines.extend(influence_cut_lines(report.influence_cuts))
     if report.contributions:
         lines.append("what each party's trees add, on the coordinator's validation rows:")

@@ -7,6 +7,7 @@ its own registered key, so that every signature and every parameter the coordina
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from edprf_core import load_embedded
 from protocol import largest_release_bytes, load_global_model
 from server import MODEL_FILE, REPORT_FILE, CoordinatorConfig, PartyStatus, run_federation
+from server._summary import summary_lines
 
 from ._release_grid import ReleaseGrid, fit_for, parties_on, released, resigned
 from .test_waiting_for_parties import serverapp_identity  # noqa: F401 (a fixture)
@@ -194,3 +196,21 @@ def test_two_parties_may_release_the_same_label_trees(tmp_path, wall):
         node.hook = same_as_first
     report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, min_parties=3, leaf="label"), "7")
     assert report.status == "completed" and [p.status for p in report.parties] == [PartyStatus.ACCEPTED] * 3
+
+
+def test_without_keys_dir_the_run_says_its_releases_are_unauthenticated(tmp_path, wall, caplog):
+    """Review finding F4 (S3): without keys-dir any node may claim any party's id; the real party was rejected as a
+    "copy of one party's state" and nothing said the run was unauthenticated."""
+    nodes, schema = _consortium(tmp_path, wall, n=3)
+    impostor = nodes[102]
+    impostor.key, impostor.party_id = None, "party-0"  # unsigned, naming another party
+    cfg = _config(tmp_path, min_parties=2, keys_dir="")
+    with caplog.at_level(logging.WARNING, logger="edprf"):
+        report = run_federation(ReleaseGrid(schema, {100: nodes[100], 101: nodes[101], 102: impostor}), cfg, "7")
+    assert "no keys-dir: releases are not authenticated" in caplog.text
+    second = next(p for p in report.parties if p.node_id == 102)
+    assert (second.status, second.reason) == (PartyStatus.REJECTED, "duplicate_party")
+    assert (
+        "(unsigned, no keys-dir: another node may be speaking for it; or SuperNodes run from copies" in second.message
+    )
+    assert any(line.startswith("  releases unauthenticated (no keys-dir)") for line in summary_lines(report))
