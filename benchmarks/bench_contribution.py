@@ -32,7 +32,7 @@ def _run(cfg, n_parties: int) -> dict:
     from edprf_fl.simulation import simulate_federation
     from server import REPORT_FILE
 
-    for ledger in Path(cfg.sim_dir).glob("party-*/ledger.sqlite*"):
+    for ledger in Path(cfg.sim_dir).glob("party-*/ledger*"):  # the ledger and its anchor (which would carry the spend)
         ledger.unlink()
     simulate_federation(cfg, n_parties)
     return json.loads((Path(cfg.output_dir) / REPORT_FILE).read_text())
