@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +48,14 @@ __all__ = ["BuildPlan", "TreeStreams", "build_forest"]
 _UTILITY_BLOCK = 1 << 21
 MAX_NODES = 20_000_000
 MAX_HISTOGRAM_BYTES = 4 << 30
+_SELECTION_BLOCK_BYTES = 256 << 20
+"""Memory of one block of split selections: its nodes' validity, utilities and the mechanism's noise (per candidate),
+and their histograms (per bin and class)."""
+_HISTOGRAM_BYTES_PER_CELL = 16
+"""Bytes per (node, bin, class) of a histogram: the int64 bincount and its float64 copy."""
+_SELECTION_BYTES_PER_CANDIDATE = 48
+"""Bytes per (node, candidate) while a block is selected: validity's int64 sums (16), its bool, the utility and its
+noisy copies (8 each), the masks."""
 
 
 class TreeStreams:
@@ -209,7 +218,7 @@ def _occupied_histograms(
     present = np.bincount(node_of_row) > 0  # a count per node index instead of a sort (same result as np.unique)
     occupied = np.flatnonzero(present)
     compact = (np.cumsum(present) - 1)[node_of_row]
-    per_node = n_bins * n_classes * 16  # int64 bincount + its float64 copy
+    per_node = n_bins * n_classes * _HISTOGRAM_BYTES_PER_CELL
     block = max(1, MAX_HISTOGRAM_BYTES // per_node)
     if occupied.size > block:
         order = np.argsort(compact, kind="stable")
@@ -224,6 +233,95 @@ def _occupied_histograms(
         idx = (local[:, None] * (n_bins * n_classes) + cells).ravel()
         counts = np.bincount(idx, minlength=(stop - start) * n_bins * n_classes).astype(np.float64)
         yield occupied[start:stop], counts.reshape(stop - start, n_bins, n_classes)
+
+
+def _children_allowed(
+    allowed: NDArray[np.bool_],
+    splits: NDArray[np.int64],
+    feature: NDArray[np.int64],
+    split: NDArray[np.int64],
+    bin_feature: NDArray[np.int64],
+    bin_code: NDArray[np.int64],
+    is_cat: NDArray[np.bool_],
+) -> NDArray[np.bool_]:
+    """The codes still admissible at the two children of each split node (left, right, in node order).
+
+    Written a block of split nodes at a time into the next layer's array: the temporaries are a block's, not the
+    layer's (one byte per node and grid code each).  Public: from the paths only.
+    """
+    n_bins = bin_feature.size
+    out = np.empty((2 * splits.size, n_bins), dtype=bool)
+    block = max(1, _SELECTION_BLOCK_BYTES // max(1, 4 * n_bins))
+    for a in range(0, splits.size, block):
+        f_s, s_s = feature[a : a + block, None], split[a : a + block, None]
+        in_seg = bin_feature[None, :] == f_s
+        goes_left = np.where(is_cat[f_s], bin_code[None, :] == s_s, bin_code[None, :] < s_s)
+        parent = allowed[splits[a : a + block]]
+        out[2 * a : 2 * (a + block) : 2] = parent & (~in_seg | goes_left)
+        out[2 * a + 1 : 2 * (a + block) : 2] = parent & (~in_seg | ~goes_left)
+    return out
+
+
+def _node_validity(
+    state: NDArray[np.bool_], cand: _Candidates | None, n_codes: NDArray[np.int64], nodes: slice
+) -> NDArray[np.bool_]:
+    """The candidates that split each of a layer's ``nodes`` (public: from their paths only).
+
+    ``state`` is the layer's path state: binary trees (``cand`` given), the codes still admissible at each node;
+    multiway trees, the features used on each node's path.
+    """
+    if cand is not None:
+        return _binary_validity(state[nodes], cand)
+    return ~state[nodes] & (n_codes >= 2)[None, :]
+
+
+def _selected_splits(
+    splits: NDArray[np.int64],
+    block: int,
+    validity: Callable[[slice], NDArray[np.bool_]],
+    node_of_row: NDArray[np.int64],
+    row_cells: NDArray[np.int64],
+    n_bins: int,
+    n_classes: int,
+    plan: BuildPlan,
+    layer: int,
+    tree: NDArray[np.int64],
+    tree_generators: list[np.random.Generator],
+    utilities: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+) -> NDArray[np.intp]:
+    """The split mechanism's choice at every split node of a layer (``splits``: their indices, ascending).
+
+    The layer's nodes are taken ``block`` at a time: each block's validity and utilities (candidates x nodes) are
+    built, its split nodes selected, and the block's arrays dropped, so the memory is a block's, not the layer's
+    (a single deep tree on a wide grid needed gigabytes per layer).  The draws are the same as in one call: each
+    tree's noise comes from its own stream (:class:`TreeStreams`) in node order, the blocks in that order too, and
+    an empty node keeps utility 0 (:func:`_occupied_histograms`).  Privacy cost: that of the mechanism's
+    selections, ``plan.layer_epsilons[layer - 1]`` each (see :func:`build_forest`).
+    """
+    blocks = range(0, int(splits[-1]) + 1, block)
+    if len(blocks) > 1:  # the rows of each block, by one sort (one block: all the rows, no sort)
+        order = np.argsort(node_of_row, kind="stable")
+        first_row = np.searchsorted(node_of_row[order], np.arange(0, int(splits[-1]) + block + 1, block))
+    choice = np.empty(splits.size, dtype=np.intp)
+    done = 0
+    for b, a in enumerate(blocks):
+        these = splits[(splits >= a) & (splits < a + block)]
+        if not these.size:
+            continue
+        valid = validity(slice(a, a + block))
+        util = np.zeros(valid.shape)
+        if len(blocks) > 1:
+            take = order[first_row[b] : first_row[b + 1]]
+            nodes, cells = node_of_row[take] - a, row_cells[take]
+        else:
+            nodes, cells = node_of_row, row_cells
+        for occupied, counts in _occupied_histograms(nodes, cells, n_bins, n_classes):
+            util[occupied] = utilities(counts)
+        streams = TreeStreams(tree_generators, tree[these])
+        chosen = plan.split_mechanism.select(util[these - a], plan.layer_epsilons[layer - 1], streams, valid[these - a])
+        choice[done : done + these.size] = chosen
+        done += these.size
+    return choice
 
 
 def build_forest(
@@ -274,18 +372,14 @@ def build_forest(
         class_totals = np.bincount(node_of_row * n_classes + row_class, minlength=n_nodes * n_classes)
         class_totals = class_totals.reshape(n_nodes, n_classes).astype(np.float64)
         if layer < plan.n_layers:
-            # empty nodes keep utility 0 (see _occupied_histograms)
-            valid = _binary_validity(allowed, cand) if binary else ~used & (n_codes >= 2)[None, :]
-            util = np.zeros(valid.shape)
-            for nodes, counts in _occupied_histograms(node_of_row, row_cells, n_bins, n_classes):
-                util[nodes] = (
-                    _binary_utilities(counts, cand, impurity)
-                    if binary
-                    else _multiway_utilities(counts, offsets, impurity)
-                )
-            is_leaf = ~valid.any(axis=1)
+            validity = partial(_node_validity, allowed if binary else used, cand, n_codes)
+            width = cand.feature.size if binary else n_codes.size  # candidates per node
+            per_node = _SELECTION_BYTES_PER_CANDIDATE * width + _HISTOGRAM_BYTES_PER_CELL * n_bins * n_classes
+            block = max(1, _SELECTION_BLOCK_BYTES // per_node)
+            is_leaf = np.zeros(n_nodes, dtype=bool)
+            for a in range(0, n_nodes, block):  # a block of nodes at a time (see _selected_splits)
+                is_leaf[a : a + block] = ~validity(slice(a, a + block)).any(axis=1)
         else:
-            util = valid = None
             is_leaf = np.ones(n_nodes, dtype=bool)
         if plan.stop_when_pure:
             is_leaf |= (class_totals > 0).sum(axis=1) <= 1
@@ -319,8 +413,22 @@ def build_forest(
         if splits.size == 0:
             records.append((tree, local, feature, split, first_child, leaf_class, leaf_counts))
             break
-        streams = TreeStreams(tree_generators, tree[splits])
-        choice = plan.split_mechanism.select(util[splits], plan.layer_epsilons[layer - 1], streams, valid[splits])
+        choice = _selected_splits(
+            splits,
+            block,
+            validity,
+            node_of_row,
+            row_cells,
+            n_bins,
+            n_classes,
+            plan,
+            layer,
+            tree,
+            tree_generators,
+            lambda counts: (
+                _binary_utilities(counts, cand, impurity) if binary else _multiway_utilities(counts, offsets, impurity)
+            ),
+        )
         if binary:
             feature[splits] = cand.feature[choice]
             split[splits] = cand.split[choice]
@@ -362,14 +470,7 @@ def build_forest(
         if layer + 1 == plan.n_layers:
             continue  # the next layer holds only leaves: no path state needed
         if binary:
-            f_s, s_s = feature[splits], split[splits]
-            in_seg = bin_feature[None, :] == f_s[:, None]
-            goes_left = np.where(
-                is_cat[f_s][:, None], bin_code[None, :] == s_s[:, None], bin_code[None, :] < s_s[:, None]
-            )
-            left = allowed[splits] & (~in_seg | goes_left)
-            right = allowed[splits] & (~in_seg | ~goes_left)
-            allowed = np.stack([left, right], axis=1).reshape(-1, n_bins)
+            allowed = _children_allowed(allowed, splits, feature[splits], split[splits], bin_feature, bin_code, is_cat)
         else:
             child_used = used[parent].copy()
             child_used[np.arange(total_children), feature[parent]] = True

@@ -729,8 +729,8 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         )
         raise InvalidParameterError(
             f"{trees_text} of {depth_text} may hold {nodes:,} nodes, more than the {MAX_FIT_NODES:,} a fit builds "
-            "(about 1.3 GB of memory per million nodes; nothing was charged): lower max_depth, max_depth_cap or "
-            "n_trees"
+            "(about 0.5 GB of memory per million nodes, more on a grid of thousands of codes; nothing was charged): "
+            "lower max_depth, max_depth_cap or n_trees"
         )
 
     def _resolved_sampler(self) -> str:
