@@ -63,7 +63,7 @@ from edprf_core.config_checks import refuse_unknown_keys
 from edprf_core.count_text import count_text
 from edprf_core.encoding import FeatureGrid, encode_labels
 from edprf_core.forest import MAX_FIT_NODES, MAX_FIT_ROWS, max_tree_nodes
-from edprf_core.mechanisms import discrete_laplace_counts
+from edprf_core.mechanisms import discrete_laplace_counts, load_exact_samplers
 from edprf_core.schema import DraftedSchemaWarning
 from protocol import (
     REFUSAL_REASONS,
@@ -109,6 +109,7 @@ __all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_
 
 log = logging.getLogger("edprf.party")
 
+_SAMPLERS_TEXT = "the party cannot load its exact samplers (OpenDP); nothing was spent; details are in its log"
 _INVALID_LOCAL_DATA_TEXT = "the party's local data file cannot be used with the schema; details are in the party's log"
 """The constant text of ``invalid_local_data``."""
 
@@ -490,6 +491,24 @@ class Party:
             log.error("local data cannot be used: %s", problem)
             raise Refusal(RefusalReason.INVALID_LOCAL_DATA, _INVALID_LOCAL_DATA_TEXT)
 
+    def _refuse_without_the_samplers(self, seed: int) -> None:
+        """Refuse (``party_setup``) when the exact samplers cannot be loaded on this host (OpenDP's library missing, or
+        not mapped under a memory limit): found here, before the reservation, instead of at the first draw, after it
+        (scale review F3: every request then spent its ε and released nothing).  A seeded research request draws
+        from numpy and is not checked.  Decided by the host alone, before any row is read.  Privacy cost: none."""
+        if seed >= 0:
+            return
+        try:
+            load_exact_samplers()
+        except Exception as exc:  # noqa: BLE001 - OpenDP raises a bare Exception when its library cannot be mapped
+            log.error(
+                "the exact samplers (OpenDP) cannot be loaded on this host (%s: %s); nothing was spent: is the "
+                "process's memory limit too low, or opendp not installed whole?",
+                type(exc).__name__,
+                exc,
+            )
+            raise Refusal(RefusalReason.PARTY_SETUP, _SAMPLERS_TEXT) from None
+
     def _refuse_after_the_round(self, request_id: str) -> None:
         """Refuse (``round_closed``) when :attr:`reserve_by` has passed: the message reached the ClientApp so late
         (the SuperNode's poll, the app's start-up) that the coordinator has stopped waiting, and epsilon reserved
@@ -631,6 +650,7 @@ class Party:
         # cap reached meanwhile) would be a free, repeatable timing of the read, so of the file's size.  Every
         # refusal before this line is decided from the request, the policy, the key and the ledger alone.
         self._refuse_an_unusable_data_file()  # not in _admit_train: the readiness answer never opens the file
+        self._refuse_without_the_samplers(req.seed)
         self._reserve(req.request_id, "release", req.epsilon, req.run_id, detail)
         try:
             data = self._data()
@@ -854,6 +874,7 @@ class Party:
                 )
             self._refuse_unaffordable("evaluation", req.epsilon)  # before any row is read (see the method)
             self._refuse_an_unusable_data_file()
+            self._refuse_without_the_samplers(req.seed)
             # reserved before any row is read, as in train (see _reserve: no refusal comes after the read)
             self._reserve(req.request_id, "evaluation", req.epsilon, req.run_id, "noised held-out accuracy")
         try:

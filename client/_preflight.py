@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from edprf_core.count_text import count_text
+from edprf_core.mechanisms import load_exact_samplers
 from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
@@ -237,7 +238,23 @@ def preflight(
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
         _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
+    if check_rows:  # edprf party check: the samplers a production request draws from load here too
+        _exact_samplers(report)
     return report
+
+
+def _exact_samplers(report: PreflightReport) -> None:
+    """A problem when OpenDP's exact samplers cannot be loaded (a party then refuses every production request,
+    ``party_setup``, before spending: :meth:`client.Party._refuse_without_the_samplers`)."""
+    try:
+        load_exact_samplers()
+    except Exception as exc:  # noqa: BLE001 - OpenDP raises a bare Exception when its library cannot be mapped
+        report._add(
+            "problem",
+            "opendp",
+            f"the exact samplers cannot be loaded ({_one_line(exc)}): the party would refuse every request; is the "
+            "process's memory limit too low, or opendp not installed whole (pip check)?",
+        )
 
 
 def _schema(path: Path, report: PreflightReport):

@@ -11,10 +11,12 @@ from ._mechanisms import (
     permute_and_flip_probabilities,
 )
 from ._randomness import make_generator, spawn_generators
+from ._sampler_check import load_exact_samplers
 
 __all__ = [
     "PermuteAndFlip",
     "discrete_laplace_counts",
+    "load_exact_samplers",
     "make_generator",
     "permute_and_flip_probabilities",
     "spawn_generators",

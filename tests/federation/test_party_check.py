@@ -726,3 +726,18 @@ def test_a_data_file_too_big_for_the_memory_is_named_before_it_is_read(tmp_path)
     ][1]
     assert f"{READ_MEMORY_PER_FILE_BYTE:g} times its size" in short[0][1]
     assert READ_MEMORY_PER_FILE_BYTE == 3.5  # read and fit: 10^7 bank rows 4.89 GB for 1.93 GB, 2*10^6 rows 3.6 times
+
+
+def test_party_check_says_when_the_exact_samplers_cannot_be_loaded(tmp_path, monkeypatch):
+    """Scale review F3: a host that cannot load OpenDP refuses every production request (nothing spent); the party
+    check says so before the party joins."""
+    import client._preflight as preflight_module
+    from client._preflight import preflight
+
+    from .test_party_hardening import _raising, _write_party
+
+    setup, _ = _write_party(tmp_path)
+    assert not any("exact samplers" in f.text for f in preflight(setup).findings)
+    monkeypatch.setattr(preflight_module, "load_exact_samplers", _raising(Exception, "Unable to load OpenDP"))
+    found = [f for f in preflight(setup).problems if "exact samplers cannot be loaded" in f.text]
+    assert len(found) == 1 and "Unable to load OpenDP" in found[0].text

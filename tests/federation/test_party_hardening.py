@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import sqlite3
 import time
 from fractions import Fraction
@@ -706,3 +707,33 @@ def test_an_evaluation_under_a_used_request_id_is_refused_before_any_row_is_read
     assert reads == []
     party.evaluate(model, EvaluateRequest("run1/2/evaluate", "run1", 0.1, False))  # a new id is served
     assert reads == [1]
+
+
+def test_a_host_that_cannot_load_the_exact_samplers_refuses_before_it_spends(party_files, monkeypatch, caplog):
+    """Scale review F3: OpenDP's library loaded at the first draw, after the reservation; under a memory limit that
+    kept it from mapping, every request spent its epsilon and released nothing."""
+    import client._party as party_module
+
+    setup, schema = party_files
+    model = _model(Party(setup), schema)  # a model holding this party's release, to evaluate below
+    spent = _ledger_entries(setup)
+    message = "('Unable to load OpenDP shared library', 'failed to map segment from shared object')"
+    monkeypatch.setattr(party_module, "load_exact_samplers", _raising(Exception, message))
+    with caplog.at_level(logging.ERROR, logger="edprf"):
+        train = handle_train(
+            _message(
+                "train",
+                RecordDict({"request": ConfigRecord(_train_request(schema, request_id="run1/2/train").to_record())}),
+            ),
+            _context(setup),
+        )
+        evaluate = handle_evaluate(_evaluate_msg(model), _context(setup))
+    for reply in (train, evaluate):
+        result = reply.content.config_records["result"]
+        assert (result["status"], result["reason"]) == ("refused", "party_setup")
+        assert (
+            result["message"]
+            == "the party cannot load its exact samplers (OpenDP); nothing was spent; details are in its log"
+        )
+    assert "the exact samplers (OpenDP) cannot be loaded on this host" in caplog.text
+    assert _ledger_entries(setup) == spent  # nothing reserved

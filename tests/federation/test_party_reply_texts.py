@@ -19,7 +19,7 @@ import pytest
 
 from client._flower_handlers import _CONSTANT_TEXT
 from client._ledger import _exhausted, format_epsilon
-from client._party import _INVALID_LOCAL_DATA_TEXT, _REQUEST_SPENT_TEXT
+from client._party import _INVALID_LOCAL_DATA_TEXT, _REQUEST_SPENT_TEXT, _SAMPLERS_TEXT
 from edprf_core.forest import RELATIONS, SPLIT_MODES
 from protocol import check_request_id, generate_signing_key
 from protocol._registration import MAX_REGISTERED_PARTIES, registration_problem, registration_text
@@ -122,6 +122,7 @@ def _produced_widths() -> dict[str, int]:
         "exc": max(len(bad_id), len(bad_id.replace("request-id", "run-id"))),  # check_request_id, in bad_request
         "_INVALID_LOCAL_DATA_TEXT": len(_INVALID_LOCAL_DATA_TEXT),  # constants of client._party
         "_REQUEST_SPENT_TEXT": len(_REQUEST_SPENT_TEXT),
+        "_SAMPLERS_TEXT": len(_SAMPLERS_TEXT),
     }
 
 
