@@ -886,7 +886,8 @@ class DPForest:
         space fits, else rows compared whole.  Prediction-time only.
         """
         sizes = np.asarray(self.grid.n_codes, dtype=np.float64)
-        if codes.shape[1] and float(np.prod(sizes)) < 2.0**62:
+        # the code space's size in bits (a product of a thousand features' sizes overflows a float: inf, and a warning)
+        if codes.shape[1] and float(np.log2(np.maximum(sizes, 1.0)).sum()) < 62:
             radix = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1.0]]).astype(np.int64)
             _, first, inverse = np.unique(codes.astype(np.int64) @ radix, return_index=True, return_inverse=True)
             return codes[first], inverse.ravel()

@@ -447,3 +447,25 @@ def test_a_file_with_an_ignored_column_splits_by_the_columns_the_schema_reads(tm
     assert len(a.X_holdout) and len(a.X_train)
     pd.testing.assert_index_equal(a.X_holdout.index, b.X_holdout.index)
     pd.testing.assert_index_equal(a.X_train.index, b.X_train.index)
+
+
+def test_rows_of_a_grid_too_large_for_one_key_are_told_apart_without_a_warning():
+    """Scale review F9: with a thousand features the grid's size (a product of their codes) overflowed a float and
+    numpy warned 'overflow encountered in reduce' on every prediction; the rows are compared whole there."""
+    import warnings
+
+    from edprf_core import CategoricalFeature, EDPRFClassifier, LabelSpec, Schema
+
+    names = [f"f{j}" for j in range(300)]
+    schema = Schema(
+        features=tuple(CategoricalFeature(n, tuple("abcdefghijklmnopqrst")) for n in names),
+        label=LabelSpec("y", ("n", "p")),
+    )
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.choice(list("abcdefghijklmnopqrst"), size=(60, 300)), columns=names)
+    y = pd.Series(rng.choice(["n", "p"], size=60))
+    clf = EDPRFClassifier(schema, n_trees=2, max_depth=2, marginals_share=0, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        proba = clf.predict_proba(pd.concat([X, X]))
+    assert np.array_equal(proba[:60], proba[60:])
