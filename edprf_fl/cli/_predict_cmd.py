@@ -112,10 +112,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 class _Writer:
-    """Writes result chunks to CSV (plain, gzip, stdout) or Parquet as they come."""
+    """Writes result chunks to CSV (plain, gzip, stdout) or Parquet as they come.
+
+    A run that fails part way (a full disk, Ctrl-C) removes the file it had begun (:meth:`discard`), so no truncated
+    file is left under the name asked for (scale review F8).
+    """
 
     def __init__(self, target: str, stack: ExitStack) -> None:
         self.target = target
+        self.opened = False
         self.parquet = target.lower().endswith((".parquet", ".pq"))
         self.gzip = target.lower().endswith(".gz")
         self.first = True
@@ -130,9 +135,11 @@ class _Writer:
                 self._handle = sys.stdout
             elif self.gzip:
                 raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
+                self.opened = True
                 self._handle = self._stack.enter_context(gzip.open(raw, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
                 self._handle = self._stack.enter_context(open_owner_only(self.target))
+                self.opened = True
         return self._handle
 
     def write(self, frame: pd.DataFrame) -> None:
@@ -143,12 +150,20 @@ class _Writer:
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self._parquet_writer is None:
                 raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
+                self.opened = True
                 self._parquet_writer = self._stack.enter_context(pq.ParquetWriter(raw, table.schema))
             self._parquet_writer.write_table(table)
         else:
             rounded = frame.round(PROBABILITY_DECIMALS)  # 6 decimals: faster to write than a float format
             rounded.to_csv(self._open_text(), header=self.first, index=False, lineterminator="\n")
         self.first = False
+
+    def discard(self) -> bool:
+        """Remove the file a failed run had begun (after the stack closed it); whether there was one."""
+        if self.target == "-" or not self.opened:
+            return False
+        Path(self.target).unlink(missing_ok=True)
+        return True
 
 
 LOW_SUPPORT_PREFIX = "low"
@@ -225,30 +240,38 @@ def run_predict(args: argparse.Namespace) -> int:
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     counts: dict[str, int] = {}
     low_support = 0
-    with ExitStack() as stack:
-        writer = _Writer(target, stack)
-        reading = reading_schema(forest.schema, ids)
-        chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows)
-        start = scoring_text(args.data, forest.n_trees, args.chunk_rows)
-        for chunk in described_when_read(chunks, provenance, start):
-            frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids)
-            for status, n in frame["status"].value_counts().items():
-                counts[status] = counts.get(status, 0) + int(n)
-            low_support += int(frame["support"].str.startswith(LOW_SUPPORT_PREFIX).sum())
-            writer.write(frame)
-        if writer.first:  # no data line at all: still a valid, empty result with its header
-            import numpy as np
-            import pandas as pd
-
-            from edprf_core.tables import RowChunk
-
-            empty = RowChunk(
-                pd.DataFrame({n: pd.Series(dtype=object) for n in (*ids, *forest.schema.feature_names)}),
-                np.zeros(0, dtype=np.int64),
-                np.zeros(0, dtype=object),
-                False,
+    writer: _Writer | None = None
+    try:
+        with ExitStack() as stack:
+            writer = _Writer(target, stack)
+            reading = reading_schema(forest.schema, ids)
+            chunks = stream_rows(
+                args.data, reading, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
             )
-            writer.write(_result_frame(forest, empty, positive, args.threshold, ids=ids))
+            start = scoring_text(args.data, forest.n_trees, args.chunk_rows)
+            for chunk in described_when_read(chunks, provenance, start):
+                frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids)
+                for status, n in frame["status"].value_counts().items():
+                    counts[status] = counts.get(status, 0) + int(n)
+                low_support += int(frame["support"].str.startswith(LOW_SUPPORT_PREFIX).sum())
+                writer.write(frame)
+            if writer.first:  # no data line at all: still a valid, empty result with its header
+                import numpy as np
+                import pandas as pd
+
+                from edprf_core.tables import RowChunk
+
+                empty = RowChunk(
+                    pd.DataFrame({n: pd.Series(dtype=object) for n in (*ids, *forest.schema.feature_names)}),
+                    np.zeros(0, dtype=np.int64),
+                    np.zeros(0, dtype=object),
+                    False,
+                )
+                writer.write(_result_frame(forest, empty, positive, args.threshold, ids=ids))
+    except BaseException:  # a full disk, Ctrl-C: no truncated file under the name asked for
+        if writer is not None and writer.discard():
+            say(f"edprf predict: stopped before the last row: removed the incomplete {target}")
+        raise
     total = sum(counts.values())
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "clipped", "refused", "malformed"))
     decision = (

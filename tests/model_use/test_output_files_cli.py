@@ -183,3 +183,29 @@ def test_a_symbolic_link_at_the_output_is_refused_even_with_force(tmp_path, bank
     code = main(["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(link), "--force"])
     assert code != 0 and "a symbolic link: give the path of the file itself" in capsys.readouterr().err
     assert shared.read_text() == OLD and stat.S_IMODE(shared.stat().st_mode) == 0o664
+
+
+@pytest.mark.parametrize("name", ["risk.csv", "risk.csv.gz", "risk.parquet"])
+def test_a_predict_that_fails_part_way_leaves_no_truncated_file(tmp_path, bank_model, capsys, monkeypatch, name):
+    """Scale review F8: a full disk left a truncated predictions file (460,000 of 10^6 rows) under the name asked for,
+    and nothing said it was partial."""
+    import edprf_fl.cli._predict_cmd as predict_cmd
+
+    written, real_write = [], predict_cmd._Writer.write
+
+    def full_after_one_chunk(self, frame):
+        if written:
+            raise OSError(28, "No space left on device")
+        written.append(len(frame))
+        real_write(self, frame)
+
+    monkeypatch.setattr(predict_cmd._Writer, "write", full_after_one_chunk)
+    out = tmp_path / name
+    out.write_text(OLD)
+    argv = ["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out), "--force"]
+    assert main([*argv, "--chunk-rows", "50"]) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and f"stopped before the last row: removed the incomplete {out}" in err
+    assert written and not out.exists()  # --force had replaced it: no truncated file stands under its name
+    monkeypatch.undo()
+    assert main(argv) == 0 and out.read_bytes() != OLD.encode()
