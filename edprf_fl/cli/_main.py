@@ -150,6 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    except MemoryError as exc:  # pyarrow's ArrowMemoryError is one too: a machine too small, said as one line
+        logging.getLogger("edprf").debug("out of memory", exc_info=True)
+        print(
+            f"{_innermost(parser, args).prog}: error: out of memory ({type(exc).__name__}"
+            f"{': ' + str(exc).splitlines()[0] if str(exc) else ''}): run it on a machine with more memory, or on "
+            "a smaller file (docs/your-own-data.md, How much memory and time)",
+            file=sys.stderr,
+        )
+        return 1
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)
         print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)

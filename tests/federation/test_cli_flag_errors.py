@@ -393,3 +393,28 @@ def test_the_demo_s_non_private_reference_reads_the_raw_features_and_the_majorit
     assert shown == round(reference.score(raw_features(X_test, schema), y_test), 4)
     majority = float(re.search(r"majority class:\s+(\S+)  \(always 'no'\)", out)[1])
     assert majority == round(float((y_test == "no").mean()), 4) < shown
+
+
+def test_running_out_of_memory_is_one_line(tmp_path, monkeypatch, capsys):
+    """Scale review F8: `edprf schema check` under a memory limit ended in a raw ArrowMemoryError traceback."""
+    import pyarrow as pa
+
+    import edprf_core
+    from edprf_core import load_embedded
+    from edprf_fl.cli import main
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    schema.save(tmp_path / "schema.toml")
+    X[:5].assign(Class=y[:5].to_numpy()).to_csv(tmp_path / "data.csv", index=False)
+
+    def no_memory(*args, **kwargs):
+        raise pa.ArrowMemoryError("malloc of size 4896896 failed")
+
+    monkeypatch.setattr(edprf_core, "check_data", no_memory)
+    assert main(["schema", "check", str(tmp_path / "schema.toml"), str(tmp_path / "data.csv")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    said = (
+        "edprf schema check: error: out of memory (ArrowMemoryError: malloc of size 4896896 failed): run it on a "
+        "machine with more memory, or on a smaller file (docs/your-own-data.md, How much memory and time)"
+    )
+    assert err[-1] == said and not any("Traceback" in line for line in err)
