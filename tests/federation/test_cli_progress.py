@@ -315,3 +315,15 @@ def test_the_ray_engine_s_silent_start_is_said(wall, tmp_path, monkeypatch):
         start = next(i for i, line in enumerate(lines) if line.startswith("[2/4]"))
         said = lines[start + 1 : lines.index("<engine>")]
         assert said == ([RAY_START_NOTE] if name == "ray" else []), said
+
+
+def test_baselines_on_many_rows_say_how_to_skip_them(tmp_path, monkeypatch):
+    """Scale review F5: at 648,000 rows the baselines took 5 of a run's 5.5 minutes and nothing said they could be
+    skipped."""
+    from edprf_fl.simulation import SimulationSettings, _run, run_simulation
+
+    monkeypatch.setattr(_run, "_SLOW_BASELINE_ROWS", 100)  # the embedded data's training rows are above it
+    said: list[str] = []
+    run_simulation(SimulationSettings(parties=2, seed=0, engine="in-process"), tmp_path / "out", progress=said.append)
+    (line,) = [s for s in said if s.startswith("[4/4]")]
+    assert line.endswith("this takes minutes; --no-baselines skips them)") and " rows this takes" in line
