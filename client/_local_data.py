@@ -147,7 +147,8 @@ def _file_columns(
     number in the file, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
 
     A text file's columns are Arrow text with 4-byte offsets (:func:`edprf_core.tables.read_columns`; pandas
-    would hold them with 8-byte ones); a Parquet file's are pandas' ``object`` columns of the file's own types.
+    would hold them with 8-byte ones); a Parquet file's keep its own types (:func:`edprf_core.tables.read_table`:
+    its text as pandas' ``str``, numbered here as a text file's; its numbers in numpy; other cells as objects).
     """
     label = schema.label.column
     if Path(path).suffix.lower() in PARQUET_SUFFIXES:

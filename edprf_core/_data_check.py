@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ._cell_text import decimal_comma_cells, thousands_dot_cells
 from ._encoding import NOT_A_NUMBER, UNDECLARED, CellRules, _numeric_categories, rule_violations
 from ._schema import CategoricalFeature, ContinuousFeature, Schema
-from ._text_table import UNBALANCED_QUOTES, OptionHints, read_table
+from ._text_table import PARQUET_SUFFIXES, UNBALANCED_QUOTES, OptionHints, read_table
 from .count_text import count_text
 
 __all__ = ["BIASED_SHARE", "DataCheck", "check_data"]
@@ -232,7 +232,10 @@ def check_data(
         and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
     }
     dots = {column: hits for column in commas if (hits := _thousands_dots(table.X[column]))}
-    foreign = _not_utf8(table.X, table.y)
+    # Parquet's strings are UTF-8 by the format: a U+FFFD there is the writer's own character, not this
+    # reader's replacement of a byte (its text columns are pandas' str as a CSV file's are)
+    parquet = Path(path).suffix.lower() in PARQUET_SUFFIXES
+    foreign = np.zeros(len(table.y), dtype=bool) if parquet else _not_utf8(table.X, table.y)
     undeclared, variants = {}, {}
     for column, what, mask in found:
         if what.startswith(UNDECLARED):  # the rows refused for their own sake, not those whose bytes are not UTF-8
@@ -313,7 +316,7 @@ def _not_utf8(X: pd.DataFrame, y: pd.Series) -> NDArray[np.bool_]:
     """Per row, whether a cell holds U+FFFD: the reader's replacement for bytes that are not valid UTF-8 (a UTF-8
     file that holds the character itself is counted too; it is as likely the trace of an earlier wrong decoding).
 
-    Text columns only: a Parquet file's strings are UTF-8 by the format."""
+    Text columns only; not called for a Parquet file, whose strings are UTF-8 by the format."""
     found = np.zeros(len(y), dtype=bool)
     for _, column in [*X.items(), (None, y)]:
         if isinstance(column.dtype, pd.StringDtype):
