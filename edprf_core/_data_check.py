@@ -232,8 +232,8 @@ def check_data(
         and (hits := int(decimal_comma_cells(table.X[column][mask]).sum()))
     }
     dots = {column: hits for column in commas if (hits := _thousands_dots(table.X[column]))}
-    # Parquet's strings are UTF-8 by the format: a U+FFFD there is the writer's own character, not this
-    # reader's replacement of a byte (its text columns are pandas' str as a CSV file's are)
+    # Parquet's strings are UTF-8 by the format: a U+FFFD there is most likely the writer's own character (the rare
+    # bytes a writer left that are not UTF-8, read as U+FFFD, are then counted as undeclared values, not here)
     parquet = Path(path).suffix.lower() in PARQUET_SUFFIXES
     foreign = np.zeros(len(table.y), dtype=bool) if parquet else _not_utf8(table.X, table.y)
     undeclared, variants = {}, {}

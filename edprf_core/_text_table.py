@@ -725,8 +725,12 @@ def _parquet_cells(column: pa.ChunkedArray) -> pd.Series:
     if pa.types.is_dictionary(kind):  # a categorical column: its cells are its dictionary's values
         column, kind = column.cast(kind.value_type), kind.value_type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        if not _valid_text(column):  # to_pylist refuses such text: it still does, the same error as before
-            return pd.Series(column.to_pylist(), dtype=object)
+        if not _valid_text(column):
+            # bytes that are not UTF-8 in some cell (a Parquet writer does not check them): each cell decoded on its
+            # own, such bytes read as U+FFFD, as the CSV reader decodes a line, so that one record's bytes decide
+            # that record's cells only (to_pylist refused the whole file: the party's reply then told of one record)
+            raw = column.cast(pa.large_binary()).to_pylist()
+            return pd.Series([None if b is None else b.decode("utf-8", "replace") for b in raw], dtype=_TEXT_DTYPE)
         return pd.Series(column, dtype=_TEXT_DTYPE)
     if pa.types.is_floating(kind):
         return pd.Series(column.cast(pa.float64()).to_numpy(), dtype=np.float64, copy=False)  # a null: NaN
