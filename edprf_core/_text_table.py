@@ -70,6 +70,7 @@ __all__ = [
     "TextColumns",
     "TextTable",
     "read_columns",
+    "read_named_columns",
     "read_table",
 ]
 
@@ -358,11 +359,85 @@ def read_columns(
     """
     check_separator(sep)
     p = Path(path)
+
+    def checked(first: str | None) -> list[str]:
+        return header_names(schema, first, sep, header, p, hints)
+
+    return _read_lines(p, checked, sep=sep, header=header, max_line_chars=max_line_chars, large=large)
+
+
+def read_named_columns(
+    path: str | Path,
+    names: list[str] | None = None,
+    *,
+    sep: str = ",",
+    max_line_chars: int = MAX_LINE_CHARS,
+    large: bool = True,
+) -> TextColumns:
+    """:func:`read_columns` without a schema: the columns the first line names (stripped), or ``names``.
+
+    For ``edprf schema draft``, which reads a file before any schema exists: its rows are the rows a party
+    keeps under the same rules (a line longer than ``max_line_chars``, with an unbalanced quote or another
+    number of fields than the header's is dropped and noted, never read as a cell).
+
+    Parameters
+    ----------
+    path : path of the file (``.gz`` is decompressed)
+    names : list of str, optional
+        The file has no header line and these are its columns, in order; by default the first non-blank
+        line names them.
+    sep, max_line_chars, large
+        As for :func:`read_columns`.
+
+    Returns
+    -------
+    TextColumns
+        Every column, keyed by its name stripped of whitespace.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read, has no header line, or its header line is malformed or names a column twice
+        or not at all (an empty name).
+
+    Notes
+    -----
+    Privacy cost: none (reads the caller's own file; a row's fate depends on that row alone).
+    """
+    check_separator(sep)
+    p = Path(path)
+
+    def named(first: str | None) -> list[str]:
+        if names is not None:
+            return list(names)
+        fields = _split_line(first, sep) if first is not None else None
+        if not fields:  # none, or malformed (quotes around names that another separator splits)
+            hint = separator_hint(first, sep) if first is not None else ""
+            raise ValueError(f"{p}: the first line must be a header naming the columns{hint}")
+        stripped = [f.strip() for f in fields]
+        if len(set(stripped)) != len(stripped) or not all(stripped):
+            raise ValueError(f"{p}: the header names a column twice, or leaves a column unnamed (an empty name)")
+        return stripped
+
+    return _read_lines(p, named, sep=sep, header=names is None, max_line_chars=max_line_chars, large=large)
+
+
+def _read_lines(
+    p: Path,
+    names_of: Callable[[str | None], list[str]],
+    *,
+    sep: str,
+    header: bool,
+    max_line_chars: int,
+    large: bool,
+) -> TextColumns:
+    """The rows of ``p`` under the per-record rules, in columns named by ``names_of(first line)`` (``None``
+    without a header)."""
     text = pa.large_string() if large else pa.string()
     with open_lines(p) as handle:
         try:
             number, first = header_line(handle) if header else (0, None)
-            names = header_names(schema, first, sep, header, p, hints)
+            names = names_of(first)
             reader = _Lines(sep, len(names), max_line_chars, text)
             pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
             first_number = number + 1

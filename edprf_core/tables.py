@@ -18,6 +18,7 @@ from ._text_table import (
     check_table_header,
     header_names,
     read_columns,
+    read_named_columns,
     read_table,
     separator_hint,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "header_names",
     "not_utf8_text",
     "read_columns",
+    "read_named_columns",
     "read_table",
     "separator_hint",
     "stream_rows",

@@ -188,3 +188,33 @@ def test_parquet_column_names_with_a_comma_a_quote_or_a_trailing_space_and_an_up
     check_table_header(upper, plain)
     assert read_table(upper, plain).y.tolist() == ["a", "b"]
     assert [c.frame["w"].tolist() for c in stream_rows(upper, plain)] == [["70", "80"]]
+
+
+def test_the_columns_read_without_a_schema_are_the_rows_a_party_keeps(tmp_path):
+    """read_named_columns (for `edprf schema draft`, before any schema exists) keeps the rows read_columns keeps,
+    names the columns from the header (stripped) or from ``names``, and refuses a header naming a column twice."""
+    from edprf_core.tables import read_columns, read_named_columns
+
+    long_row = ROW.replace("63.0", "6" * (MAX_LINE_CHARS + 1))
+    lines = [ROW, long_row, "1,2", '63.0,"1.0', ROW.replace("63.0", "70.0"), ";;;"]
+    path = _write(tmp_path, lines)
+    path.write_text(path.read_text().replace("age", " age ", 1))  # a name the party reads stripped
+    named = read_named_columns(path)
+    assert list(named.columns) == COLUMNS
+    assert named.columns["age"].to_pylist() == ["63.0", "70.0"]
+    assert list(named.line_numbers) == [2, 6]
+    assert named.dropped == [
+        f"line 3: longer than {MAX_LINE_CHARS} characters",
+        "line 4: 2 fields, expected 14",
+        "line 5: unbalanced quotes",
+        "line 7: 1 fields, expected 14",
+    ]
+    by_schema = read_columns(path, SCHEMA)
+    assert by_schema.dropped == named.dropped and list(by_schema.line_numbers) == list(named.line_numbers)
+    assert all(by_schema.columns[c].equals(named.columns[c]) for c in COLUMNS)
+    headerless = _write(tmp_path, [ROW], header=False, name="h.csv")
+    assert list(read_named_columns(headerless, COLUMNS).columns["num"].to_pylist()) == ["0"]
+    twice = tmp_path / "twice.csv"
+    twice.write_text("a, a,y\n1,2,3\n")
+    with pytest.raises(ValueError, match="names a column twice"):
+        read_named_columns(twice)
