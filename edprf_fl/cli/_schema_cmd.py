@@ -117,7 +117,13 @@ def run_draft(args: argparse.Namespace) -> int:
     if names is None and not parquet:
         _check_header_line(_first_line(path), args.sep)
     with stage(say, f"reading {file_text(path)} ...", "      read"):
-        frame, tokens, marks = _read_for_draft(path, args.sep, names, parquet)
+        frame, tokens, marks = _read_for_draft(path, args.sep, names, parquet, say)
+    if not len(frame) and marks["dropped"]:  # every line left out: most often another separator
+        raise ValueError(
+            f"{path}: no line reads as a row of its {count_text(len(frame.columns), 'column')} "
+            f"({'; '.join(marks['dropped'][:3])}{'; ...' if len(marks['dropped']) > 3 else ''})"
+            f"{separator_hint(_first_line(path), args.sep)}"
+        )
     if args.label not in frame.columns:
         first = _first_line(path)
         close = closest_name(args.label, [str(c) for c in frame.columns])
@@ -166,69 +172,117 @@ _MISSING_DASHES = ("-", "--", ".")
 Rh factor's ``-``: rev-s57 S3-10)."""
 
 
-def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool):
+def _read_for_draft(path: Path, sep: str, names: list[str] | None, parquet: bool, progress=None):
     """The file as the draft reads it, and the missing-value marks it holds (for the schema's ``missing_values``).
 
     As the party will read it under the drafted schema (rev-data S2-2: the draft read it with pandas' guesses,
-    and its schema then dropped 8 % of its own file): a mark of :data:`_MISSING_WORDS` that some cell holds is
-    a missing value and is written into ``missing_values`` (a dash or a dot only where a column is otherwise
-    numbers), so the party reads it as missing too; column names and text cells are
-    stripped of surrounding whitespace (the party's ``strip_whitespace``), so ``"female "`` is ``"female"``.
-    A column is numbers where every cell that is not missing is one (Parquet: the file's types).
+    and its schema then dropped 8 % of its own file): its rows are the rows the party's reader keeps
+    (:func:`edprf_core.tables.read_named_columns`: a line longer than ``MAX_LINE_CHARS``, with an unbalanced quote
+    or another number of fields is left out and noted, never drafted; scale review F6); a mark of
+    :data:`_MISSING_WORDS` that some cell holds is a missing value and is written into ``missing_values``, so the
+    party reads it as missing too (a dash or a dot only where a column is otherwise numbers); column names and
+    text cells are stripped of surrounding whitespace (the party's ``strip_whitespace``), so ``"female "`` is
+    ``"female"``.  A column is numbers where every cell that is not missing is one (Parquet: the file's types).
+    Each column is typed in one vectorized pass (:mod:`._draft_columns`); ``progress`` hears a count of the
+    columns typed every few seconds.
+
+    Returns
+    -------
+    frame : DataFrame
+        The rows (rows of missing cells alone dropped), numbers as int64/float64, text as Arrow-held strings.
+    tokens : tuple of str
+        The schema's ``missing_values``.
+    marks : dict
+        ``missing`` (each mark taken, and its columns), ``conflicts`` (marks that are gaps in some columns and
+        values in others) and ``dropped`` (the reader's notes on the lines it left out: numbers, never content).
     """
     import numpy as np
     import pandas as pd
 
     from edprf_core.schema import DEFAULT_MISSING_VALUES
-    from edprf_core.tables import not_utf8_text, separator_hint
+    from edprf_fl.simulation import Throttle
+
+    from ._draft_columns import column_cells, typed_column
 
     if parquet:
-        frame = pd.read_parquet(path)
-        text = frame.select_dtypes(include=["object", "string"]).astype("string")
+        frame, texts, dropped = _parquet_for_draft(path)
     else:
-        columns = {"header": None, "names": names} if names else {}  # else the first line names the columns
-        try:
-            text = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, **columns)
-        except UnicodeDecodeError:  # pandas reads UTF-8 only: name the line and the way to re-encode it
-            raise ValueError(not_utf8_text(path) or f"{path}: the file is not UTF-8 text") from None
-        except pd.errors.ParserError as exc:  # a line with more fields than the first: often the separator
-            hint = separator_hint(_first_line(path), sep)
-            raise ValueError(
-                f"{path}: cannot be read as a table with --sep {sep!r} ({str(exc).strip()}){hint}"
-            ) from None
-    text.columns = [str(c).strip() for c in text.columns]  # as the party reads the header (rev-s57 S3-9)
+        texts, dropped = _text_for_draft(path, sep, names)
+        frame = None
+    order = (*_MISSING_WORDS, *_MISSING_DASHES)
+    throttle = Throttle(progress or (lambda _: None))
+    cells = {}
+    for k, name in enumerate(list(texts)):
+        cells[name] = column_cells(texts.pop(name), order)  # the text of a column of numbers is let go
+        throttle.tick(lambda k=k: f"      typed {k + 1} of {len(cells) + len(texts)} columns")
+    if not parquet:
+        _refuse_replacement_characters(path, cells)
     where: dict[str, list[str]] = {}  # each mark taken as missing, and the columns that hold it
     as_values: dict[str, list[str]] = {}  # each dash held as a value, by a column that is not numbers
-    for column in text.columns:
-        cells = text[column].dropna().astype("string").str.strip()
-        held = set(cells.unique().tolist())
-        numbers = pd.to_numeric(cells[~cells.isin([*_MISSING_WORDS, *_MISSING_DASHES])], errors="coerce")
-        numeric = bool(len(numbers)) and float(numbers.notna().mean()) >= _MOSTLY_NUMBERS
-        for mark in (*_MISSING_WORDS, *_MISSING_DASHES):
-            if mark in held:
-                taken = numeric or mark in _MISSING_WORDS
+    for column, read in cells.items():
+        for mark in order:
+            if mark in read.marks:
+                taken = mark in _MISSING_WORDS or read.numeric(_MOSTLY_NUMBERS)
                 (where if taken else as_values).setdefault(mark, []).append(column)
     # missing_values holds for every column: a dash that is a value somewhere (an Rh factor) stays a value
     # everywhere, and the draft says where it also marks gaps (rev-s57b N2)
     conflicts = {mark: (where.pop(mark), columns) for mark, columns in as_values.items() if mark in where}
-    tokens = tuple(m for m in (*_MISSING_WORDS, *_MISSING_DASHES) if m in where or m in DEFAULT_MISSING_VALUES)
-    if not parquet:
-        frame = text  # every cell text, typed below cell by cell as the party reads it (the file is read once)
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if len(set(frame.columns)) != len(frame.columns):  # a Parquet file's ' age' and 'age' (a CSV's: refused above)
-        twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
-        raise ValueError(f"{path}: names {', '.join(map(repr, twice))} more than once (spaces aside)")
-    for column in frame.columns:  # TRUE/true/True stay text, as the party reads them (rev-s57b N1)
-        if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype):
-            cells = frame[column].astype("string").str.strip()
-            cells = cells.mask(cells.isin(tokens))
-            values = cells.astype(object).where(cells.notna(), np.nan)
-            numbers = pd.to_numeric(values, errors="coerce")  # a column of numbers (held as text in the file)
-            present = int(values.notna().sum())
-            frame[column] = numbers if present and int(numbers.notna().sum()) == present else values
+    tokens = tuple(m for m in order if m in where or m in DEFAULT_MISSING_VALUES)
+    typed = {column: typed_column(cells.pop(column), tokens) for column in list(cells)}  # TRUE/true: text (N1)
+    if frame is None:  # the columns as they are (no copy into one block: a copy of the file's numbers)
+        frame = pd.DataFrame(typed, copy=False) if typed else pd.DataFrame()
+    else:
+        for column, values in typed.items():
+            frame[column] = values.set_axis(frame.index)
+    marks = {"missing": where, "conflicts": conflicts, "dropped": dropped}
     # a line of separators alone (a spreadsheet's trailing ';;;;' rows) is no record: it would draft every column
     # with missing = "separate" (rev-data S3-14); the party drops it for its missing label
-    return frame.dropna(how="all").reset_index(drop=True), tokens, {"missing": where, "conflicts": conflicts}
+    empty = np.logical_and.reduce([frame[c].isna().to_numpy() for c in frame.columns]) if len(frame.columns) else []
+    if np.any(empty):
+        frame = frame.loc[~empty].reset_index(drop=True)
+    return frame, tokens, marks
+
+
+def _text_for_draft(path: Path, sep: str, names: list[str] | None) -> tuple[dict, list[str]]:
+    """A CSV's columns as Arrow text by the party's per-record rules, and the reader's notes on dropped lines."""
+    from edprf_core.tables import read_named_columns
+
+    read = read_named_columns(path, names, sep=sep, large=False)
+    return dict(read.columns), read.dropped
+
+
+def _parquet_for_draft(path: Path):
+    """A Parquet file as pandas reads it (its own types), its text columns as Arrow text (to be typed), and no
+    dropped line."""
+    import pandas as pd
+    import pyarrow as pa
+
+    frame = pd.read_parquet(path)
+    frame.columns = [str(c).strip() for c in frame.columns]  # as the party reads the header (rev-s57 S3-9)
+    if len(set(frame.columns)) != len(frame.columns):  # a Parquet file's ' age' and 'age' (a CSV's: refused)
+        twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+        raise ValueError(f"{path}: names {', '.join(map(repr, twice))} more than once (spaces aside)")
+    texts = {
+        column: pa.array(frame[column].astype("string").to_numpy(dtype=object, na_value=None), type=pa.large_string())
+        for column in frame.columns
+        if frame[column].dtype == object or isinstance(frame[column].dtype, pd.StringDtype)
+    }
+    return frame, texts, []
+
+
+def _refuse_replacement_characters(path: Path, cells: dict) -> None:
+    """Refuse a file that is not UTF-8 (as the draft always did: its cells would be drafted with U+FFFD), naming
+    its first such line; looked for only where a name or a text cell holds U+FFFD, which the reader puts for
+    each byte that is not UTF-8 (a file that truly holds U+FFFD is read on)."""
+    import pyarrow.compute as pc
+
+    from edprf_core.tables import not_utf8_text
+
+    held = any("\ufffd" in name for name in cells) or any(
+        read.text is not None and pc.any(pc.match_substring(read.text, "\ufffd")).as_py() for read in cells.values()
+    )
+    if held and (text := not_utf8_text(path)):
+        raise ValueError(text)
 
 
 _MOSTLY_NUMBERS = 0.5
@@ -250,6 +304,8 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
     from edprf_core.schema import DEFAULT_MISSING_VALUES
     from edprf_core.tables import decimal_comma_cells
 
+    from ._draft_columns import number_cells
+
     notes = []
     order = [*_MISSING_WORDS, *_MISSING_DASHES]
     missing, conflicts = marks["missing"], marks["conflicts"]
@@ -262,6 +318,13 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
         notes.append(
             f"the draft reads {', '.join(repr(m) for m in taken)} as missing values (missing_values; {held}): "
             "check that each means missing in every column"
+        )
+    if dropped := marks.get("dropped"):
+        shown = "; ".join(dropped[:3]) + ("; ..." if len(dropped) > 3 else "")  # numbers and reasons, no content
+        them = "it" if len(dropped) == 1 else "them"
+        notes.append(
+            f"{count_text(len(dropped), 'line')} of the file {_is(len(dropped))} left out, as a party leaves {them} "
+            f"out ({shown}): the draft does not read {them}"
         )
     for mark, (gaps, kept) in conflicts.items():
         notes.append(
@@ -279,8 +342,8 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
     for feature in schema.features:
         if not isinstance(feature, CategoricalFeature) or not all(isinstance(c, str) for c in feature.categories):
             continue
-        cells = frame[feature.name].dropna().astype(str)
-        numbers = pd.to_numeric(cells, errors="coerce").notna()
+        cells = frame[feature.name].dropna()
+        numbers = number_cells(cells)  # as the draft typed them (pandas' reading, vectorized)
         if len(cells) and numbers.mean() >= _MOSTLY_NUMBERS and not numbers.all():
             others = cells[~numbers]
             commas = int(decimal_comma_cells(others.to_numpy(dtype=object)).sum())
@@ -301,6 +364,11 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
                 "ignored_columns (a date or a postcode is rarely a feature as written)"
             )
     return notes
+
+
+def _is(n: int) -> str:
+    """The verb for ``n`` things: "1 cell is", "2 cells are"."""
+    return "is" if n == 1 else "are"
 
 
 _IDENTIFIER_ROWS = 100
