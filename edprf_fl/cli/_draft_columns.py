@@ -20,11 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = [
+    "EXAMPLE_CHARS",
     "NUMBER_PATTERN",
     "TEXT_DTYPE",
     "ColumnCells",
+    "cell_text",
     "column_cells",
     "number_cells",
+    "share_text",
     "typed_column",
 ]
 
@@ -187,3 +190,31 @@ def _exact(cells: pa.ChunkedArray, values: np.ndarray) -> pd.Series:
     if not pc.all(pc.match_substring_regex(stripped, _WHOLE_PATTERN)).as_py():
         return pd.Series(values, dtype=np.float64, copy=False)  # '3.0' or '1e3' somewhere: float64, as pandas
     return pd.to_numeric(pd.Series(stripped.to_numpy(zero_copy_only=False), dtype=object))
+
+
+EXAMPLE_CHARS = 40
+"""Characters of a cell shown at most where the draft quotes one as an example (a cell may be a megabyte long)."""
+
+
+def cell_text(cell: object, limit: int = EXAMPLE_CHARS) -> str:
+    """A cell quoted for a message: its ``repr`` (escaped), cut after ``limit`` characters with an ellipsis and its
+    length (``'yyyy...'... (300,000 characters)``)."""
+    text = str(cell)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def share_text(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage that never says 100 % when not all (nor 0 % when some): ``"98%"``,
+    ``"99.95%"``; as many decimals as that takes, floored, and at most four ("99.9999%")."""
+    percent = 100 * part / whole
+    text = f"{percent:.0f}%"
+    if 0 < part < whole and text in ("100%", "0%"):
+        for digits in range(1, 5):
+            scale = 10**digits
+            shown = (np.floor if part * 2 > whole else np.ceil)(percent * scale) / scale
+            if 0 < shown < 100:
+                return f"{shown:.{digits}f}%"
+        return f"{99.9999 if part * 2 > whole else 0.0001}%"
+    return text

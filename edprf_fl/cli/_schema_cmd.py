@@ -304,7 +304,7 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
     from edprf_core.schema import DEFAULT_MISSING_VALUES
     from edprf_core.tables import decimal_comma_cells
 
-    from ._draft_columns import number_cells
+    from ._draft_columns import cell_text, number_cells, share_text
 
     notes = []
     order = [*_MISSING_WORDS, *_MISSING_DASHES]
@@ -336,8 +336,9 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
         values = frame[column]
         if pd.api.types.is_float_dtype(values) and (bad := int(np.isinf(values.to_numpy()).sum())):
             notes.append(
-                f"column {column!r}: {count_text(bad, 'cell')} hold an infinite number (inf): no number to a party, "
-                "their rows are dropped; the draft's bounds leave them out"
+                f"column {column!r}: {count_text(bad, 'cell')} {'holds' if bad == 1 else 'hold'} an infinite number "
+                f"(inf): no number to a party, {'its row is' if bad == 1 else 'their rows are'} dropped; the draft's "
+                "bounds leave them out"
             )
     for feature in schema.features:
         if not isinstance(feature, CategoricalFeature) or not all(isinstance(c, str) for c in feature.categories):
@@ -350,12 +351,13 @@ def _draft_notes(frame, schema: Schema, marks: dict[str, dict]) -> list[str]:
             why = (
                 f"{count_text(commas, 'cell')} written with a decimal comma: convert them to '.'"
                 if commas
-                else f"e.g. {', '.join(repr(c) for c in others.unique()[:3])}: fix them, or add missing-value "
+                else f"e.g. {', '.join(cell_text(c) for c in others.unique()[:3])}: fix them, or add missing-value "
                 "marks to missing_values"
             )
             notes.append(
-                f"column {feature.name!r} is drafted as text categories, although {numbers.mean():.0%} of its "
-                f"cells are numbers: {count_text(len(others), 'cell')} are not ({why}), then draft again"
+                f"column {feature.name!r} is drafted as text categories, although "
+                f"{share_text(int(numbers.sum()), len(cells))} of its cells are numbers: "
+                f"{count_text(len(others), 'cell')} {_is(len(others))} not ({why}), then draft again"
             )
         elif len(feature.categories) > _MANY_CATEGORIES:
             notes.append(
@@ -403,6 +405,8 @@ def _check_header_line(first: str, sep: str) -> None:
 
     from edprf_core.count_text import count_text
 
+    from ._draft_columns import cell_text
+
     cells = next(csv.reader([first], delimiter=sep), [])
     names = [c.strip() for c in cells]  # as the party reads them (rev-s57b N5: 'age,age ' names age twice)
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -415,7 +419,7 @@ def _check_header_line(first: str, sep: str) -> None:
     if numeric:
         print(
             f"warning: the first line is read as the header, and {len(numeric)} of its {count_text(len(names), 'name')} are "
-            f"numbers ({', '.join(repr(n) for n in numeric[:3])}{', ...' if len(numeric) > 3 else ''}): if it is "
+            f"numbers ({', '.join(cell_text(n) for n in numeric[:3])}{', ...' if len(numeric) > 3 else ''}): if it is "
             "a data line, name the columns with --names NAME,...",
             file=sys.stderr,
         )

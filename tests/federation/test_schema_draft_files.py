@@ -1,7 +1,8 @@
 """`edprf schema draft` on big and hostile files (scale review F6).
 
 The draft reads a file as the party will (a line the party leaves out is no cell of the draft), types its columns
-as pandas did but a column at a time with Arrow, and says how far it got on a long file.
+as pandas did but a column at a time with Arrow, says how far it got on a long file, and never prints a cell
+whole.
 """
 
 from __future__ import annotations
@@ -56,6 +57,40 @@ def test_a_line_the_party_leaves_out_is_left_out_of_the_draft(tmp_path, capsys):
     assert said == [expected], err
     assert main(["schema", "check", str(drafted), str(data)]) == 0
     assert "rows kept: 2000 (100.0%)" in capsys.readouterr().out
+
+
+def test_a_huge_cell_is_quoted_short_and_the_share_and_count_read_true(tmp_path, capsys):
+    """One cell of 500,000 characters in a column of numbers was printed whole in the warning, its share said
+    "100%" (99.95 % rounded) and "1 cell are"."""
+    data = tmp_path / "huge.csv"
+    frame = _numbers_file(data).astype({"num0": object})
+    frame.loc[5, "num0"] = "y" * 500_000
+    frame.to_csv(data, index=False)
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(tmp_path / "s.toml")]) == 0
+    [said] = [line for line in _warnings(capsys.readouterr().err) if "'num0' is drafted as text" in line]
+    assert len(said) < 400, said[:400]
+    assert "although 99.9% of its cells are numbers: 1 cell is not (e.g. 'yyyy" in said, said
+    assert "'... (500,000 characters)" in said
+
+
+@pytest.mark.parametrize(
+    ("part", "whole", "text"),
+    [
+        (1999, 2000, "99.9%"),
+        (98, 100, "98%"),
+        (1, 2000, "0.1%"),
+        (5, 5, "100%"),
+        (10**9 - 1, 10**9, "99.9%"),
+        (1, 10**9, "0.1%"),
+    ],
+)
+def test_a_share_never_says_all_or_none_when_it_is_not(part, whole, text):
+    assert _draft_columns.share_text(part, whole) == text
+
+
+def test_a_cell_quoted_in_a_warning_is_escaped_and_bounded():
+    assert _draft_columns.cell_text("a\nb") == "'a\\nb'"
+    assert _draft_columns.cell_text("x" * 41) == repr("x" * 40) + "... (41 characters)"
 
 
 def test_a_long_draft_says_how_many_columns_are_typed(tmp_path, capsys, monkeypatch):
@@ -124,3 +159,13 @@ def test_a_number_to_pandas_is_a_number_to_the_draft():
     assert [c for c, g, w in zip(cells, got, want) if g != w] == []
     assert re.fullmatch(r"\d+", str(int(want.sum())))  # some of each
     assert 0 < want.sum() < len(cells)
+
+
+def test_one_infinite_cell_is_one_cell_that_holds_it(tmp_path, capsys):
+    data = tmp_path / "inf.csv"
+    frame = _numbers_file(data).astype({"num0": object})
+    frame.loc[3, "num0"] = "inf"
+    frame.to_csv(data, index=False)
+    assert main(["schema", "draft", str(data), "--label", "y"]) == 0
+    err = capsys.readouterr().err
+    assert "column 'num0': 1 cell holds an infinite number (inf): no number to a party, its row is dropped;" in err
