@@ -799,19 +799,46 @@ def _parquet_cells(column: pa.ChunkedArray) -> pd.Series:
     kind = column.type
     if pa.types.is_dictionary(kind):  # a categorical column: its cells are its dictionary's values
         column, kind = column.cast(kind.value_type), kind.value_type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         if not _valid_text(column):
             # bytes that are not UTF-8 in some cell (a Parquet writer does not check them): each cell decoded on its
             # own, such bytes read as U+FFFD, as the CSV reader decodes a line, so that one record's bytes decide
             # that record's cells only (to_pylist refused the whole file: the party's reply then told of one record)
             raw = column.cast(pa.large_binary()).to_pylist()
             return pd.Series([None if b is None else b.decode("utf-8", "replace") for b in raw], dtype=_TEXT_DTYPE)
-        return pd.Series(column, dtype=_TEXT_DTYPE)
+        return pd.Series(
+            column if not pa.types.is_string_view(kind) else column.cast(pa.large_string()), dtype=_TEXT_DTYPE
+        )
     if pa.types.is_floating(kind):
         return pd.Series(column.cast(pa.float64()).to_numpy(), dtype=np.float64, copy=False)  # a null: NaN
     if (pa.types.is_integer(kind) or pa.types.is_boolean(kind)) and column.null_count == 0:
         return pd.Series(column.to_numpy(), copy=False)  # a view of a lone chunk, else a new array: no copy here
-    return pd.Series(column.to_pylist(), dtype=object)
+    return _python_cells(column)
+
+
+UNREADABLE_CELL = "\ufffd"
+"""A Parquet cell no Python object holds (a timestamp past the year 9999): read as U+FFFD, as bytes that are not
+UTF-8 are, which no rule reads as a number, a missing value or a declared category unless a schema declares it."""
+
+
+def _python_cells(column: pa.ChunkedArray) -> pd.Series:
+    """The objects ``to_pylist`` gives a column; a cell it cannot convert is :data:`UNREADABLE_CELL` on its own.
+
+    ``to_pylist`` refuses the whole column for one such cell (``OverflowError`` for a date past 9999), and the file
+    with it, after the party reserved its ε: one record would then decide whether the party could read any.
+    """
+    try:
+        return pd.Series(column.to_pylist(), dtype=object)
+    except (ArithmeticError, ValueError, pa.ArrowException):  # OverflowError, UnicodeDecodeError and Arrow's own
+        return pd.Series([_python_cell(cell) for chunk in column.chunks for cell in chunk], dtype=object)
+
+
+def _python_cell(cell: pa.Scalar) -> object:
+    """One cell's Python object, or :data:`UNREADABLE_CELL` when it has none."""
+    try:
+        return cell.as_py()
+    except (ArithmeticError, ValueError, pa.ArrowException):
+        return UNREADABLE_CELL
 
 
 def _valid_text(column: pa.ChunkedArray) -> bool:
