@@ -146,7 +146,7 @@ class CoordinatorConfig:
     test_data_path : str
         Labelled data the coordinator may use (public, or its own; never a party's) for the global
         model's evaluation in the report: exact statistics of these rows, no party's ε.
-    target_parties : int, 0 or >= max(min_parties, 3), default 0
+    target_parties : int, 0 or >= max(min_parties, 3) with selective_aggregation, default 0
         With ``selective_aggregation``, keep at most this many parties (0: no cap).  The selection never keeps
         fewer than ``min_parties``, nor fewer than three (when three were accepted): from three releases on the
         merge bounds one party's say (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``), and the validation rows
@@ -235,7 +235,7 @@ class CoordinatorConfig:
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
         floor = max(self.min_parties, BOUNDED_INFLUENCE_PARTS)
-        if 0 < self.target_parties < floor:
+        if self.selective_aggregation and 0 < self.target_parties < floor:
             raise ValueError(
                 f"target-parties: expected 0 (no cap) or >= {floor}, got {self.target_parties}: selective aggregation "
                 f"keeps at least min-parties ({self.min_parties}) and at least {BOUNDED_INFLUENCE_PARTS} parties, "

@@ -106,7 +106,9 @@ def count_content_digest(release: VerifiedRelease) -> bytes | None:
     party receives the releases of a global model sent for evaluation).  Counted twice, a copy would make its
     values the tightest spread of three parts and pull a third party's onto them
     (:mod:`edprf_core._leaf_distribution`).  Label leaves are left out: two honest parties may well choose the same
-    few splits and labels.  Privacy cost: none (post-processing of releases).
+    few splits and labels.  An exact copy only: a copier that changes one count is not caught (its say stays within
+    the merge's bound), and the first of the two to arrive is kept, whichever copied.  Privacy cost: none
+    (post-processing of releases).
     """
     trees = release.forest.trees
     if trees.leaf_counts is None:

@@ -404,8 +404,9 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
             outcome.status, outcome.reason = PartyStatus.REJECTED, OutcomeReason.DUPLICATE_CONTENT
             first_party, first = seen_content[content]
             outcome.message = (
-                f"its trees and leaf counts are those of party {first_party!r}'s release (node {first}): independent "
-                "noise on disjoint rows does not repeat a whole release; counted once"
+                f"the same trees and leaf counts as party {first_party!r}'s release (node {first}): releases drawn "
+                "with independent noise do not repeat each other, so one of the two parties copied the other's; the "
+                "first to arrive is counted"
             )
             continue
         if content is not None:
@@ -723,9 +724,9 @@ def _assess_parties(cfg: CoordinatorConfig, files: RunFiles, accepted: list, rep
             "validation_accuracy_path": list(chosen.accuracy_path),
         }
         keep = sorted(kept)
-    if not keep:
-        log.warning("every party was dropped by the quality checks; keeping all releases instead")
-        return accepted
+    if not keep:  # every party flagged: no model (min-parties is at least 1), each party's reason in the report
+        log.warning("every party was dropped by the quality checks: no model")
+        return []
     for i, c in enumerate(contributions):
         log.info(
             "party %s on the validation rows: its trees' vote is right on %.1f %% and agrees with the global model "

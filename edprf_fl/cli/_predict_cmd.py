@@ -159,8 +159,9 @@ class _Writer:
         self.first = False
 
     def discard(self) -> bool:
-        """Remove the file a failed run had begun (after the stack closed it); whether there was one."""
-        if self.target == "-" or not self.opened:
+        """Remove the file a failed run had begun (after the stack closed it); whether there was one.  A named pipe
+        or a device at the name is the user's, not a file this run wrote: left alone."""
+        if self.target == "-" or not self.opened or not Path(self.target).is_file():
             return False
         Path(self.target).unlink(missing_ok=True)
         return True

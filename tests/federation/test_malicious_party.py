@@ -92,10 +92,12 @@ def test_selection_keeps_three_parts_so_a_noise_free_party_cannot_become_the_mod
 
 
 def test_a_target_below_three_parts_or_min_parties_is_refused():
+    selective = {"schema_path": "s.toml", "selective_aggregation": True, "validation_data_path": "v.csv"}
     for target, min_parties in ((1, 1), (2, 1), (3, 4)):
         with pytest.raises(ValueError, match=r"target-parties: expected 0 \(no cap\) or >= "):
-            CoordinatorConfig(schema_path="s.toml", target_parties=target, min_parties=min_parties)
-    CoordinatorConfig(schema_path="s.toml", target_parties=3)  # the floor itself
+            CoordinatorConfig(**selective, target_parties=target, min_parties=min_parties)
+    CoordinatorConfig(**selective, target_parties=3)  # the floor itself
+    CoordinatorConfig(schema_path="s.toml", target_parties=1)  # without selective aggregation it does nothing
 
 
 @pytest.mark.privacy
@@ -173,7 +175,7 @@ def test_another_partys_release_resigned_under_a_second_id_is_counted_once(tmp_p
     assert [outcome[n].status for n in (100, 101, 102)] == [PartyStatus.ACCEPTED] * 3
     copy = outcome[103]
     assert (copy.status, copy.reason) == (PartyStatus.REJECTED, "duplicate_content")
-    assert copy.message.startswith("its trees and leaf counts are those of party 'party-0''s release (node 100)")
+    assert copy.message.startswith("the same trees and leaf counts as party 'party-0''s release (node 100)")
     assert sorted(load_global_model(tmp_path / "out" / MODEL_FILE).parties) == ["party-0", "party-1", "party-2"]
 
 

@@ -209,3 +209,27 @@ def test_a_predict_that_fails_part_way_leaves_no_truncated_file(tmp_path, bank_m
     assert written and not out.exists()  # --force had replaced it: no truncated file stands under its name
     monkeypatch.undo()
     assert main(argv) == 0 and out.read_bytes() != OLD.encode()
+
+
+def test_a_predict_that_fails_part_way_leaves_a_named_pipe_alone(tmp_path, bank_model, capsys, monkeypatch):
+    """Whole-change review F3: the clean-up of a stopped run removed a named pipe the user had made as OUT."""
+    import os
+    import threading
+
+    import edprf_fl.cli._predict_cmd as predict_cmd
+
+    def full_after_one_chunk(self, frame, real=predict_cmd._Writer.write, calls=[]):  # noqa: B006 - a call count
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        real(self, frame)
+
+    monkeypatch.setattr(predict_cmd._Writer, "write", full_after_one_chunk)
+    pipe = tmp_path / "out.csv"
+    os.mkfifo(pipe)
+    reader = threading.Thread(target=lambda: pipe.read_bytes(), daemon=True)  # the user's consumer
+    reader.start()
+    argv = ["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(pipe), "--force"]
+    assert main([*argv, "--chunk-rows", "50"]) == 1
+    reader.join(timeout=30)
+    assert pipe.is_fifo() and "removed the incomplete" not in capsys.readouterr().err
