@@ -634,6 +634,7 @@ class Party:
                 RefusalReason.REQUEST_SPENT, _REQUEST_SPENT_TEXT
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
+        self._refuse_without_the_samplers(req.seed)  # the readiness round says it too, before any party spends
         return key, detail, None
 
     def train(self, req: TrainRequest) -> bytes:
@@ -650,7 +651,6 @@ class Party:
         # cap reached meanwhile) would be a free, repeatable timing of the read, so of the file's size.  Every
         # refusal before this line is decided from the request, the policy, the key and the ledger alone.
         self._refuse_an_unusable_data_file()  # not in _admit_train: the readiness answer never opens the file
-        self._refuse_without_the_samplers(req.seed)
         self._reserve(req.request_id, "release", req.epsilon, req.run_id, detail)
         try:
             data = self._data()

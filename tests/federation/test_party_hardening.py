@@ -728,7 +728,14 @@ def test_a_host_that_cannot_load_the_exact_samplers_refuses_before_it_spends(par
             _context(setup),
         )
         evaluate = handle_evaluate(_evaluate_msg(model), _context(setup))
-    for reply in (train, evaluate):
+        query = handle_query(
+            _message(
+                "query",
+                RecordDict({"request": ConfigRecord(_train_request(schema, request_id="run1/3/train").to_record())}),
+            ),
+            _context(setup),
+        )
+    for reply in (query, train, evaluate):  # the readiness round says it before any party spends (review F7)
         result = reply.content.config_records["result"]
         assert (result["status"], result["reason"]) == ("refused", "party_setup")
         assert (
