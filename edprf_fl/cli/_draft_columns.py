@@ -189,7 +189,10 @@ def _exact(cells: pa.ChunkedArray, values: np.ndarray) -> pd.Series:
     stripped = pc.utf8_trim_whitespace(cells)
     if not pc.all(pc.match_substring_regex(stripped, _WHOLE_PATTERN)).as_py():
         return pd.Series(values, dtype=np.float64, copy=False)  # '3.0' or '1e3' somewhere: float64, as pandas
-    return pd.to_numeric(pd.Series(stripped.to_numpy(zero_copy_only=False), dtype=object))
+    numbers = pd.to_numeric(pd.Series(stripped.to_numpy(zero_copy_only=False), dtype=object))
+    if numbers.dtype == object:  # more than 64 bits: floats, as the earlier draft read them (a TOML integer has 64)
+        return pd.Series(values, dtype=np.float64, copy=False)
+    return numbers
 
 
 EXAMPLE_CHARS = 40

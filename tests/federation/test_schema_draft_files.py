@@ -169,3 +169,13 @@ def test_one_infinite_cell_is_one_cell_that_holds_it(tmp_path, capsys):
     assert main(["schema", "draft", str(data), "--label", "y"]) == 0
     err = capsys.readouterr().err
     assert "column 'num0': 1 cell holds an infinite number (inf): no number to a party, its row is dropped;" in err
+
+
+def test_whole_numbers_past_64_bits_are_drafted_as_numbers(tmp_path):
+    """Whole-change review F4: the vectorized typing drafted a column holding 99999999999999999999 as categories
+    (a 20-digit TOML integer, past what TOML holds); the earlier draft read it as a continuous number."""
+    data = tmp_path / "big.csv"
+    data.write_text("e,y\n1,p\n2,q\n99999999999999999999,p\n")
+    assert main(["schema", "draft", str(data), "--label", "y", "-o", str(tmp_path / "big.toml")]) == 0
+    (feature,) = load_schema(tmp_path / "big.toml").features
+    assert feature.kind == "continuous" and (feature.lower, feature.upper) == (1.0, 1e20)
