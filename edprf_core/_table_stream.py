@@ -51,6 +51,7 @@ from ._text_table import (
     UNBALANCED_QUOTES,
     _line_counts,
     _Lines,
+    _python_cells,
     _split_line,
     check_separator,
     header_hint,
@@ -365,7 +366,9 @@ def _stream_parquet(path: Path, schema: Schema, require_label: bool, chunk_rows:
     wanted = list(schema.feature_names) + ([label] if label in names else [])
     start = 0
     for batch in parquet.iter_batches(batch_size=chunk_rows, columns=[written[n] for n in wanted]):
-        frame = pd.DataFrame({n: pd.Series(batch.column(written[n]).to_pylist(), dtype=object) for n in wanted})
+        # to_pylist's objects; a cell it cannot convert (not UTF-8, a date past 9999) is U+FFFD on its own, not the
+        # end of the whole file's predictions
+        frame = pd.DataFrame({n: _python_cells(pa.chunked_array([batch.column(written[n])])) for n in wanted})
         n = len(frame)
         yield RowChunk(
             frame=frame,
