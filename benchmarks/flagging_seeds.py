@@ -115,17 +115,22 @@ def _diagnostics(forest, codes, y, boot: int, seed: int) -> dict:
     """Per part: lift and its se, information bits, its bootstrap se and plug-in bias."""
     from server import _contribution as c
 
-    leaves = c._leaves(forest, codes)
-    probs = c._probabilities_by_part(forest, leaves)
-    lift_se = [c.probability_lift(p, y) for p in probs]
+    parts = list(c._leaves_by_part(forest, codes))
+    leaves = np.concatenate(parts)  # (n_trees, n_rows): the bootstrap draws rows of it
+    nodes = forest.node_distributions()
+    lift_se = [c.probability_lift(c._part_probabilities(nodes, part), y) for part in parts]
     k = forest.schema.n_classes
     n = y.size
     rng = np.random.default_rng(10_000 + seed)
-    info = c._information_from_leaves(forest, leaves, y)
+
+    def information(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        return c._information(forest, c._node_class_counts(forest, rows, labels), labels)
+
+    info = information(leaves, y)
     boots = np.empty((boot, info.size))
     for b in range(boot):
         idx = rng.integers(0, n, n)
-        boots[b] = c._information_from_leaves(forest, leaves[:, idx], y[idx])
+        boots[b] = information(leaves[:, idx], y[idx])
     bounds = forest.part_bounds
     out = []
     for i in range(len(forest.parts)):

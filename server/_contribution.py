@@ -136,11 +136,6 @@ def entropy_bits(counts: NDArray[np.float64]) -> NDArray[np.float64]:
     return -(p * logs).sum(axis=-1)
 
 
-def _leaves(forest: DPForest, codes: NDArray[np.int32]) -> NDArray[np.int64]:
-    """Global leaf index reached by each row in each tree: shape (n_trees, n_rows)."""
-    return forest._table().leaves(codes)
-
-
 def _leaves_by_part(forest: DPForest, codes: NDArray[np.int32]) -> Iterator[NDArray[np.int64]]:
     """Per part, one at a time, the global leaf index each row reaches in each of its trees: (its trees, n_rows).
 
@@ -173,11 +168,6 @@ def _information(forest: DPForest, counts: NDArray[np.int64], y: NDArray[np.int6
     return h_root - th
 
 
-def _information_from_leaves(forest: DPForest, leaves: NDArray[np.int64], y: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``T_info`` of every tree from its leaves ``leaves`` (n_trees, n_rows)."""
-    return _information(forest, _node_class_counts(forest, leaves, y), y)
-
-
 def tree_information(forest: DPForest, codes: NDArray[np.int32], y: NDArray[np.int64]) -> NDArray[np.float64]:
     """``T_info`` in bits of every tree, from the rows ``codes`` with class indices ``y``."""
     part_leaves = _leaves_by_part(forest, codes)
@@ -204,13 +194,6 @@ def _part_probabilities(nodes: NDArray[np.float64], leaves: NDArray[np.int64]) -
     for tree in leaves:
         mean += nodes[tree]
     return mean / max(1, leaves.shape[0])
-
-
-def _probabilities_by_part(forest: DPForest, leaves: NDArray[np.int64]) -> Iterator[NDArray[np.float64]]:
-    """Per part, one at a time, :func:`_part_probabilities` of its trees among ``leaves`` (n_trees, n_rows)."""
-    nodes, bounds = forest.node_distributions(), forest.part_bounds
-    for i in range(len(forest.parts)):
-        yield _part_probabilities(nodes, leaves[bounds[i] : bounds[i + 1]])
 
 
 def probability_lift(proba: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[float, float]:
