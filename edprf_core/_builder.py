@@ -30,6 +30,7 @@ Privacy structure (what the mechanisms see and what the trees reveal)
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -298,19 +299,20 @@ def _selected_splits(
     an empty node keeps utility 0 (:func:`_occupied_histograms`).  Privacy cost: that of the mechanism's
     selections, ``plan.layer_epsilons[layer - 1]`` each (see :func:`build_forest`).
     """
-    blocks = range(0, int(splits[-1]) + 1, block)
-    if len(blocks) > 1:  # the rows of each block, by one sort (one block: all the rows, no sort)
+    starts = np.arange(0, int(splits[-1]) + block + 1, block)  # each block's first node, and the end
+    blocks = starts.size - 1
+    first_split = np.searchsorted(splits, starts)
+    if blocks > 1:  # the rows of each block, by one sort (one block: all the rows, no sort)
         order = np.argsort(node_of_row, kind="stable")
-        first_row = np.searchsorted(node_of_row[order], np.arange(0, int(splits[-1]) + block + 1, block))
+        first_row = np.searchsorted(node_of_row[order], starts)
     choice = np.empty(splits.size, dtype=np.intp)
-    done = 0
-    for b, a in enumerate(blocks):
-        these = splits[(splits >= a) & (splits < a + block)]
+    for b in range(blocks):
+        a, these = int(starts[b]), splits[first_split[b] : first_split[b + 1]]
         if not these.size:
             continue
         valid = validity(slice(a, a + block))
         util = np.zeros(valid.shape)
-        if len(blocks) > 1:
+        if blocks > 1:
             take = order[first_row[b] : first_row[b + 1]]
             nodes, cells = node_of_row[take] - a, row_cells[take]
         else:
@@ -319,8 +321,7 @@ def _selected_splits(
             util[occupied] = utilities(counts)
         streams = TreeStreams(tree_generators, tree[these])
         chosen = plan.split_mechanism.select(util[these - a], plan.layer_epsilons[layer - 1], streams, valid[these - a])
-        choice[done : done + these.size] = chosen
-        done += these.size
+        choice[first_split[b] : first_split[b + 1]] = chosen
     return choice
 
 
@@ -376,9 +377,14 @@ def build_forest(
             width = cand.feature.size if binary else n_codes.size  # candidates per node
             per_node = _SELECTION_BYTES_PER_CANDIDATE * width + _HISTOGRAM_BYTES_PER_CELL * n_bins * n_classes
             block = max(1, _SELECTION_BLOCK_BYTES // per_node)
-            is_leaf = np.zeros(n_nodes, dtype=bool)
-            for a in range(0, n_nodes, block):  # a block of nodes at a time (see _selected_splits)
-                is_leaf[a : a + block] = ~validity(slice(a, a + block)).any(axis=1)
+            if n_nodes <= block:  # one block: the layer's validity once, for its leaves and its selections
+                layer_valid = validity(slice(0, n_nodes))
+                validity = partial(operator.getitem, layer_valid)
+                is_leaf = ~layer_valid.any(axis=1)
+            else:
+                is_leaf = np.zeros(n_nodes, dtype=bool)
+                for a in range(0, n_nodes, block):  # a block of nodes at a time (see _selected_splits)
+                    is_leaf[a : a + block] = ~validity(slice(a, a + block)).any(axis=1)
         else:
             is_leaf = np.ones(n_nodes, dtype=bool)
         if plan.stop_when_pure:
