@@ -134,12 +134,10 @@ class _Writer:
             if self.target == "-":
                 self._handle = sys.stdout
             elif self.gzip:
-                raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
-                self.opened = True
+                raw = self._file(binary=True)
                 self._handle = self._stack.enter_context(gzip.open(raw, "wt", encoding="utf-8", newline=""))  # noqa: SIM115 - the ExitStack closes it
             else:
-                self._handle = self._stack.enter_context(open_owner_only(self.target))
-                self.opened = True
+                self._handle = self._file(binary=False)
         return self._handle
 
     def write(self, frame: pd.DataFrame) -> None:
@@ -149,14 +147,21 @@ class _Writer:
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self._parquet_writer is None:
-                raw = self._stack.enter_context(open_owner_only(self.target, binary=True))
-                self.opened = True
+                raw = self._file(binary=True)
                 self._parquet_writer = self._stack.enter_context(pq.ParquetWriter(raw, table.schema))
             self._parquet_writer.write_table(table)
         else:
             rounded = frame.round(PROBABILITY_DECIMALS)  # 6 decimals: faster to write than a float format
             rounded.to_csv(self._open_text(), header=self.first, index=False, lineterminator="\n")
         self.first = False
+
+    def _file(self, binary: bool) -> IO:
+        """The output file, created (or emptied, under --force) owner-only and closed by the stack."""
+        handle = self._stack.enter_context(
+            open_owner_only(self.target, binary=True) if binary else open_owner_only(self.target)
+        )
+        self.opened = True
+        return handle
 
     def discard(self) -> bool:
         """Remove the file a failed run had begun (after the stack closed it); whether there was one.  A named pipe
