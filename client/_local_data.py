@@ -16,14 +16,19 @@ import pyarrow.compute as pc
 from edprf_core import DataValidationError, Schema
 from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
-from edprf_core.tables import PARQUET_SUFFIXES, OptionHints, check_table_header, read_columns, read_table
+from edprf_core.tables import (
+    PARQUET_SUFFIXES,
+    TEXT_DTYPE,
+    OptionHints,
+    check_table_header,
+    read_columns,
+    read_table,
+)
 
 from ._held_out_split import split_sides
 
 __all__ = ["NODE_CONFIG_HINTS", "LocalData", "data_file_problem", "load_local_data"]
 
-_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
-"""pandas' ``str`` dtype as :func:`edprf_core.tables.read_table` gives text cells (the categories' dtype)."""
 
 log = logging.getLogger("edprf.party")
 
@@ -231,7 +236,7 @@ def _numbered(cells: pd.Series | pa.ChunkedArray) -> pd.Categorical:
             indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks], pa.int32())
             codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
         del column, encoded
-    categories = pd.Index(pd.array(texts, dtype=_TEXT_DTYPE))
+    categories = pd.Index(pd.array(texts, dtype=TEXT_DTYPE))
     return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
 
 

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 __all__ = [
     "DECIMAL_COMMA_PATTERN",
     "NUMBER_PATTERN",
+    "TEXT_DTYPE",
     "THOUSANDS_DOT_PATTERN",
     "WHITESPACE",
     "Cells",
@@ -56,6 +57,10 @@ __all__ = [
     "text_numbers_arrow",
     "thousands_dot_cells",
 ]
+
+TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+"""The dtype of text cells as the readers give them and the rules clean them (pandas' ``str``, held by Arrow,
+a missing cell NaN)."""
 
 WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"

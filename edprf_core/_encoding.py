@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike, NDArray
 
+from ._cell_text import TEXT_DTYPE as _TEXT_DTYPE
 from ._cell_text import number_of_text, strip_text, text_array, text_numbers, text_numbers_arrow
 from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
@@ -280,9 +281,6 @@ def _undeclared_detail(declared: Sequence[object], noun: str | None) -> Callable
 
     return detail
 
-
-_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
-"""Text columns after :meth:`CellRules.clean` (pandas' ``str``, held by Arrow)."""
 
 _NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "boolean", "empty")
 

@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from ._cell_text import TEXT_DTYPE as _TEXT_DTYPE
 from ._column_names import misspelling_hint
 from ._exceptions import DataValidationError
 from ._file_lines import BOM as _BOM
@@ -80,8 +81,6 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 
 MAX_LINE_CHARS = 1 << 20
 """Longest data line kept (1,048,576 characters): longer lines are dropped, whatever they hold."""
-
-_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
 @dataclass(frozen=True, eq=False)

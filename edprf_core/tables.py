@@ -5,7 +5,7 @@ the reading of the others.  A file that is no UTF-8 text (an Excel workbook, UTF
 before it is read (:func:`foreign_format_text`, :func:`not_utf8_text`).
 """
 
-from ._cell_text import decimal_comma_cells
+from ._cell_text import TEXT_DTYPE, decimal_comma_cells
 from ._column_names import closest_name
 from ._file_format import RECODE_HINT, foreign_format_text, not_utf8_text
 from ._table_stream import RowChunk, stream_rows
@@ -27,6 +27,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "PARQUET_SUFFIXES",
     "RECODE_HINT",
+    "TEXT_DTYPE",
     "OptionHints",
     "RowChunk",
     "TextColumns",

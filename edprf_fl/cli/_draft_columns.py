@@ -19,10 +19,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from edprf_core.tables import TEXT_DTYPE
+
 __all__ = [
     "EXAMPLE_CHARS",
     "NUMBER_PATTERN",
-    "TEXT_DTYPE",
     "ColumnCells",
     "cell_text",
     "column_cells",
@@ -37,10 +38,6 @@ no number to it); Arrow's cast to float64 accepts every such cell."""
 
 _WHOLE_PATTERN = r"^[+-]?[0-9]+$"
 """A stripped cell that ``pandas.to_numeric`` reads as an integer."""
-
-TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
-"""The dtype of a column drafted as text (Arrow-held, missing cells NaN), as :func:`edprf_core.tables.read_table`
-holds cells."""
 
 
 @dataclass(frozen=True, eq=False)
