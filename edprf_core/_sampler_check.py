@@ -7,12 +7,15 @@ or installation kept the library from loading spent its ε on every request and 
 
 from __future__ import annotations
 
+from functools import cache
+
 from ._count_noise import _opendp_measurement
 from ._exact_selection import ExactPermuteAndFlip
 
 __all__ = ["load_exact_samplers"]
 
 
+@cache  # once loaded, loaded for the process (a failure raises, and is not kept: the next request asks again)
 def load_exact_samplers() -> None:
     """Load OpenDP's library and build one measurement of each exact sampler a release uses, without drawing.
 
