@@ -133,10 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     keep_flower_telemetry_off()  # before any subcommand imports Flower
 
     from ._stop_signals import Terminated, exit_status, stop_signals
+    from ._warning_lines import warnings_as_lines
 
     try:
         # a Ctrl-C that a finalizer dropped still stops the command; SIGTERM and SIGHUP stop it as Ctrl-C does
-        with remembered_interrupts(), stop_signals():
+        with remembered_interrupts(), stop_signals(), warnings_as_lines(_innermost(parser, args).prog):
             return int(args.handler(args) or 0)
     except KeyboardInterrupt as interrupt:
         print(f"stopped by {interrupt}" if isinstance(interrupt, Terminated) else "interrupted", file=sys.stderr)

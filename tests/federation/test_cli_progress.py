@@ -247,6 +247,24 @@ def test_simulate_says_each_stage_in_order_with_its_duration_and_prints_its_repo
     assert not any(line in out for line in err)  # and no progress line there
 
 
+def test_simulate_on_a_drafted_schema_says_its_warning_as_one_line_of_its_own(wall, tmp_path, capsys):
+    data, _, schema = wall
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drafted = draft_schema(pd.read_csv(data), schema.label.column, name="wall")
+    drafted.save(tmp_path / "drafted.toml")
+    argv = ["simulate", "--data", str(data), "--schema", str(tmp_path / "drafted.toml"), "--parties", "2"]
+    _, err = _run(capsys, [*argv, "--output", str(tmp_path / "run")])
+    said = [line for line in err if "drafted schema" in line]
+    warning = (
+        "edprf simulate: warning: the baselines fit on a drafted schema ('wall', drafted = true): its bounds and "
+        "categories were read from the data, so these models, like the federated one, are NOT differentially private"
+    )
+    assert said == [warning]
+    assert err.index(said[0]) == err.index(next(line for line in err if line.startswith("[4/4]"))) + 1
+    assert not any("DraftedSchemaWarning" in line or ".py:" in line for line in err)  # no Python warning format
+
+
 def test_the_baselines_count_their_fits_and_trees_and_their_metrics_do_not_depend_on_it(tmp_path, monkeypatch):
     """With ``PROGRESS_EVERY = 0`` every fit (and every batch of 10 trees of the non-private forest) says its count;
     the metrics are those of a run that says nothing (research seeds: the same fits)."""
