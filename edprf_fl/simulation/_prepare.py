@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -143,15 +146,42 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     if settings.auto_depth:
         progress(f"      each party chooses its depth (at most {settings.depth_cap}) from a DP count of its rows")
     sim_dir = out_dir / "workspace"
-    with stage(progress, f"      writing the parties' workspace {sim_dir} ...", "      written"):
+    with (
+        stage(progress, f"      writing the parties' workspace {sim_dir} ...", "      written"),
+        _whole_or_gone(sim_dir),
+    ):
         _write_parties(settings, sim_dir, schema, X_train, y_train, parts, X_test, y_test)
-    if split.X_validation is not None:
-        from ._workspace import write_owner_only_csv
+        if split.X_validation is not None:
+            from ._workspace import write_owner_only_csv
 
-        validation = split.X_validation.assign(**{schema.label.column: split.y_validation.to_numpy()})
-        write_owner_only_csv(sim_dir / "validation.csv", validation)
+            validation = split.X_validation.assign(**{schema.label.column: split.y_validation.to_numpy()})
+            write_owner_only_csv(sim_dir / "validation.csv", validation)
     config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
     return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
+
+
+@contextmanager
+def _whole_or_gone(sim_dir: Path) -> Iterator[None]:
+    """The workspace the block writes is whole, or removed when writing fails (a full disk, a file-size limit).
+
+    A part-written workspace holds copies of the input rows and serves no run: no party has been asked
+    anything yet, so it holds no spent budget (the parties create their ledgers when first asked; a
+    ``--seeded-noise`` run's are created here with their salt alone).  The error says where it was and whether
+    it is gone; a workspace that could not be removed is named, so that its copies are not left unknown.
+    """
+    try:
+        yield
+    except OSError as exc:
+        shutil.rmtree(sim_dir, ignore_errors=True)
+        what = ": ".join(str(part) for part in (exc.filename, exc.strerror or exc) if part)
+        fate = (
+            f"it is still there, with copies of some of the rows (owner-only): remove it with rm -r {sim_dir}"
+            if sim_dir.exists()
+            else "the part written (copies of the rows) was removed"
+        )
+        failed = OSError(f"writing the parties' workspace {sim_dir} failed ({what}); {fate}")
+        failed.errno = exc.errno  # one line on the CLI ("[Errno 28] ..." with the code as an argument)
+        raise failed from exc
 
 
 def check_release_size(settings: SimulationSettings, schema: Schema) -> None:
