@@ -70,9 +70,13 @@ What this bounds, and what it does not. The summed class totals (the estimator's
 at most 2/3 of a class's summed mass (item 4, ``P >= 3``; 1/2 at an implausible size) and removes at most ``x_p /
 d`` of it (item 3, any ``P``), both up to the rounding of the scaled cells (half a row per cell). One bin's class
 counts are bounded only by items 1-2 below (``-m_p`` per cell) and, above, by the class's mass: the mass is a mean
-over features, so a forged party may put ``d`` times its capped mass into one feature, and within a feature it may
+over features, so a forged party may put into one feature's class column ``d`` times its capped mass plus what it
+takes from the other ``d - 1`` columns down to their floors (item 2, ``12 t_p sqrt(2 n)`` each): the wall robot
+above, one cell of about 21,000 rows against a few tens of the class's summed rows (review rev-eval E5; the
+evidence is centred per feature, and accuracy did not move there).  Within a feature it may
 move its class's mass from the bins where the class is common to those where it is rare (each cell at most ``m_p``
-below 0). No rule read from the releases can tell such a histogram from an honest one when ``m_p`` is larger than
+below 0); a release whose cells alternate between the largest count and the floor, which needs no knowledge of the
+data, cost the wall robot 2.7-4.5 points (rev-eval E6). No rule read from the releases can tell such a histogram from an honest one when ``m_p`` is larger than
 the parties' per-bin counts, since an honest cell's own noise reaches it: the wall robot above has ``m_p = 288``
 against about 40 rows per bin and class at a party. There, a release that keeps its class totals and sets the
 majority class's two densest bins of every feature to ``-m_p`` (their mass moved to the other bins) still costs the

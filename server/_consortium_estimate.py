@@ -55,17 +55,33 @@ What one party can move, at most (the share its public parameters allow)
     the honest parties when any one party may have lied: the hull of the
     interval of all parties and of every leave-one-out interval (if party
     ``j`` lied, the interval without ``j`` covers at its level).
+
+What ``f`` parties acting together can move, at most
+    The threat model lets parties collude.  ``f`` parties' summed reply lies in
+    the sum of their boxes, which is the same box scaled by ``f`` (a convex set
+    added to itself ``f`` times is its ``f``-fold dilation): ``B -> f B``,
+    ``m -> f m``; the estimate depends on their replies only through that sum.
+    :func:`coalition_shift` therefore runs the one-party argument on the scaled
+    box for every set of ``f`` parties, and :func:`coalition_robust_interval`
+    takes the hull over every leave-``f``-out interval (if at most ``f``
+    parties lied, one of those intervals holds honest parties only).  Both
+    cost ``C(k, f)`` evaluations; the report gives ``f = 1`` and ``f = 2``.
+    Two parties' reach is about twice one party's: each coalition of ``f``
+    moves the estimate by about its share of the pooled rows.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import combinations
 
 import numpy as np
 
 __all__ = [
     "NOISE_MARGIN_SCALES",
     "bias_corrected_ratio",
+    "coalition_robust_interval",
+    "coalition_shift",
     "noise_margin",
     "noise_variance",
     "one_party_robust_interval",
@@ -135,16 +151,27 @@ def score_interval(correct: float, total: float, n_parties: int, variance: float
 
 def one_party_robust_interval(correct: np.ndarray, total: np.ndarray, variance: float) -> list[float] | None:
     """Hull of the all-party interval and every leave-one-out interval (covers if any one party lied)."""
+    return coalition_robust_interval(correct, total, variance, 1)
+
+
+def coalition_robust_interval(
+    correct: np.ndarray, total: np.ndarray, variance: float, liars: int
+) -> list[float] | None:
+    """Hull of the all-party interval and every interval without ``liars`` of the parties: it covers the honest
+    parties' accuracy at the intervals' level if at most ``liars`` parties lied (one of the leave-out intervals
+    then holds honest parties only).  ``None`` without parties; ``[0, 1]`` when every party may have lied."""
     correct, total = np.asarray(correct, dtype=float), np.asarray(total, dtype=float)
     k = len(total)
     full = score_interval(float(correct.sum()), float(total.sum()), k, variance)
     if full is None:
         return None
-    if k == 1:
-        return [0.0, 1.0]  # the one party may be the liar: nothing is known
+    if k <= liars:
+        return [0.0, 1.0]  # every party may be a liar: nothing is known
     lo, hi = full
-    for j in range(k):
-        part = score_interval(float(correct.sum() - correct[j]), float(total.sum() - total[j]), k - 1, variance)
+    c_all, t_all = correct.sum(), total.sum()
+    for left_out in combinations(range(k), liars):
+        out = list(left_out)
+        part = score_interval(float(c_all - correct[out].sum()), float(t_all - total[out].sum()), k - liars, variance)
         lo, hi = min(lo, part[0]), max(hi, part[1])
     return [lo, hi]
 
@@ -159,10 +186,21 @@ def one_party_shift(correct: np.ndarray, total: np.ndarray, variance: float, bou
     noisy rows do not outweigh the margin (``T' <= m``: one party could then
     take the estimate anywhere).
     """
+    return coalition_shift(correct, total, variance, bound, margin, 1)
+
+
+def coalition_shift(
+    correct: np.ndarray, total: np.ndarray, variance: float, bound: float, margin: float, parties: int
+) -> float:
+    """Largest move of the reported estimate ``parties`` parties acting together can cause with any replies in
+    their plausible boxes: :func:`one_party_shift`'s argument on their summed box (``B`` and ``m`` times
+    ``parties``), for every set of ``parties`` parties.  ``inf`` with no other party, or when the others' noisy
+    rows do not outweigh the summed margin."""
     correct, total = np.asarray(correct, dtype=float), np.asarray(total, dtype=float)
     k = len(total)
-    if k < 2:
+    if k <= parties:
         return math.inf
+    bound, margin = parties * bound, parties * margin  # the sum of ``parties`` boxes: the box scaled
     t_edge = np.linspace(-margin, bound + margin, _SHIFT_GRID)
     c_edge = np.linspace(-margin, bound + 3.0 * margin, _SHIFT_GRID)
     # box boundary: c = -m and c = t + 2m along t; t = -m and t = B + m along c
@@ -171,14 +209,16 @@ def one_party_shift(correct: np.ndarray, total: np.ndarray, variance: float, bou
         [np.full(_SHIFT_GRID, -margin), t_edge + 2.0 * margin, np.clip(c_edge, -margin, margin), c_edge]
     )
     worst = 0.0
-    for j in range(k):
-        c_rest, t_rest = correct.sum() - correct[j], total.sum() - total[j]
+    c_all, t_all = correct.sum(), total.sum()
+    for chosen in combinations(range(k), parties):
+        them = list(chosen)
+        c_rest, t_rest = c_all - correct[them].sum(), t_all - total[them].sum()
         if t_rest <= margin:
             return math.inf
-        without = bias_corrected_ratio(c_rest, t_rest, k - 1, variance)
-        t_all = t_rest + ts
-        with_j = (c_rest + cs) / t_all / (1.0 + k * variance / t_all**2)
-        worst = max(worst, float(np.max(np.abs(with_j - without))))
+        without = bias_corrected_ratio(c_rest, t_rest, k - parties, variance)
+        t_with = t_rest + ts
+        with_them = (c_rest + cs) / t_with / (1.0 + k * variance / t_with**2)
+        worst = max(worst, float(np.max(np.abs(with_them - without))))
     return worst
 
 

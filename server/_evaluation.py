@@ -25,10 +25,10 @@ from edprf_core.count_text import count_text
 from ._config import CoordinatorConfig
 from ._consortium_estimate import (
     bias_corrected_ratio,
+    coalition_robust_interval,
+    coalition_shift,
     noise_margin,
     noise_variance,
-    one_party_robust_interval,
-    one_party_shift,
     planned_width,
     plausible,
     score_interval,
@@ -166,7 +166,11 @@ def evaluation_summary(
     k = len(per_party)
     c_sum, t_sum = int(sum(correct)), int(sum(total))
     estimate = bias_corrected_ratio(c_sum, t_sum, k, variance) if k else float("nan")
-    shift = one_party_shift(np.array(correct), np.array(total), variance, bound, margin) if k else math.inf
+    replied_correct, replied_total = np.array(correct), np.array(total)
+    # what one party, and two acting together, can move (the threat model lets parties collude)
+    shift, pair_shift = (
+        coalition_shift(replied_correct, replied_total, variance, bound, margin, f) if k else math.inf for f in (1, 2)
+    )
     notes = []
     if no_reply:
         notes.append("parties in no_reply may have spent their evaluation epsilon on a reply that came too late")
@@ -184,10 +188,12 @@ def evaluation_summary(
         "accuracy": _shown(estimate),
         "accuracy_unclipped": estimate,
         "ci95": score_interval(c_sum, t_sum, k, variance),
-        "ci95_if_one_party_lied": one_party_robust_interval(np.array(correct), np.array(total), variance)
+        "ci95_if_one_party_lied": coalition_robust_interval(replied_correct, replied_total, variance, 1) if k else None,
+        "ci95_if_two_parties_lied": coalition_robust_interval(replied_correct, replied_total, variance, 2)
         if k
         else None,
         "max_one_party_shift": shift if math.isfinite(shift) else None,
+        "max_two_party_shift": pair_shift if math.isfinite(pair_shift) else None,
         "max_party_rows": bound,
         "noise_margin": margin,
         "per_party": per_party,

@@ -50,12 +50,17 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         if not (isinstance(value, float) and math.isfinite(value)):
             shown = "not estimable (the noisy held-out row counts sum to zero or less: too few rows for the noise)"
         else:
-            shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+            shown = f"{value:.4f}" + (f" (95% interval {ci[0]:.3f}-{ci[1]:.3f}{_if_lied(federated)})" if ci else "")
         each = f"epsilon {federated.get('epsilon_per_party', 0.0):g} each"
         lines = [f"parties' own held-out accuracy ({kind}, {each}, {count_text(n, 'party', 'parties')}): {shown}"]
         if "max_one_party_shift" in federated:
+            pair = (
+                f", two parties' replies together {_reach(federated.get('max_two_party_shift'))}"
+                if "max_two_party_shift" in federated
+                else ""
+            )
             lines.append(
-                f"  any one party's reply can move it {_reach(federated.get('max_one_party_shift'))} "
+                f"  any one party's reply can move it {_reach(federated.get('max_one_party_shift'))}{pair} "
                 f"(parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
             )
     for entry in refused:
@@ -67,6 +72,17 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         names = federated.get("no_reply_parties") or [f"node {node}" for node in silent]
         lines.append(f"  no reply to the evaluation request: {', '.join(names)}")
     return lines
+
+
+def _if_lied(federated: dict[str, Any]) -> str:
+    """The intervals that still cover if one or two parties lied (the 95 % interval assumes every reply honest,
+    and with many parties it is narrower than one party's reach), as a clause; "" in reports without them."""
+    said = [
+        f"{interval[0]:.3f}-{interval[1]:.3f} if {who}"
+        for key, who in (("ci95_if_one_party_lied", "one party lied"), ("ci95_if_two_parties_lied", "two did"))
+        if (interval := federated.get(key))
+    ]
+    return "; " + ", ".join(said) if said else ""
 
 
 def _reach(shift: float | None) -> str:

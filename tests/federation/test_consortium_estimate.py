@@ -19,6 +19,7 @@ from edprf_core.mechanisms import discrete_laplace_counts
 from server import REPORT_FILE, CoordinatorConfig
 from server._consortium_estimate import (
     bias_corrected_ratio,
+    coalition_robust_interval,
     noise_margin,
     noise_variance,
     one_party_robust_interval,
@@ -187,6 +188,59 @@ def test_the_one_party_interval_covers_the_honest_truth_with_a_hostile_party(hos
         plain += lo <= 0.8 <= hi
     assert covered / REPS >= 0.93
     assert plain / REPS < covered / REPS  # the plain interval assumes everyone honest
+
+
+def _in_box(rng: np.random.Generator, bound: int, margin: int) -> tuple[int, int]:
+    """A reply ``(correct, total)`` drawn in the plausible box ``-m <= t <= B + m``, ``-m <= c <= t + 2m``."""
+    t = int(rng.integers(-margin, bound + margin + 1))
+    return int(rng.integers(-margin, t + 2 * margin + 1)), t
+
+
+def test_two_parties_acting_together_stay_within_the_reported_two_party_reach():
+    """18 honest parties of 80 held-out rows (eps 1, B = 82, m = 24) and two that reply together anywhere in their
+    boxes (the corners, then random points): the move is within ``max_two_party_shift``, which one party's bound
+    does not hold (rev-eval E1: two liars of 20 moved the estimate 1.5 times the one-party bound)."""
+    cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=1.0, max_party_rows=82)
+    honest = _honest(rows=80, accuracies=(0.55,) * 18, eps=1.0, seed=5)
+    alone = evaluation_summary(honest, [], cfg)
+    m = noise_margin(1.0)
+    rng = np.random.default_rng(6)
+    corners = [(-m, 82 + m), (82 + 3 * m, 82 + m), (-m, -m), (m, -m)]
+    pairs = [(a, b) for a in corners for b in corners] + [
+        (_in_box(rng, 82, m), _in_box(rng, 82, m)) for _ in range(100)
+    ]
+    moves = []
+    for first, second in pairs:
+        liars = [
+            (90 + i, {"correct": c, "total": t, "epsilon": 1.0, "exact": 0}, "")
+            for i, (c, t) in enumerate((first, second))
+        ]
+        out = evaluation_summary([*honest, *liars], [], cfg)
+        assert out["parties"] == 20
+        move = abs(out["accuracy_unclipped"] - alone["accuracy_unclipped"])
+        assert move <= out["max_two_party_shift"] + 1e-12
+        moves.append((move, out["max_one_party_shift"]))
+    worst, one_party = max(moves)
+    assert worst > one_party  # two together go further than the one-party bound says
+    # about twice one party's reach: each coalition moves the estimate by about its share of the pooled rows
+    assert 1.5 * one_party < out["max_two_party_shift"] < 2.5 * one_party
+
+
+@pytest.mark.parametrize("hostile", [(-24, 50 + 24), (50 + 72, 50 + 24)])
+def test_the_two_party_interval_covers_the_honest_truth_with_two_hostile_parties(hostile):
+    """20 small honest parties (eps 1, B = 50) and two parties replying at the same corner of their boxes."""
+    rows, accuracy = np.full(20, 50), np.full(20, 0.8)
+    correct, total = _federations(rows, accuracy, 1.0, seed=8)
+    v = noise_variance(1.0)
+    covered = one = 0
+    for c, t in zip(correct, total):
+        c, t = np.append(c, [hostile[0]] * 2), np.append(t, [hostile[1]] * 2)
+        lo, hi = coalition_robust_interval(c, t, v, 2)
+        covered += lo <= 0.8 <= hi
+        lo, hi = one_party_robust_interval(c, t, v)
+        one += lo <= 0.8 <= hi
+    assert covered / REPS >= 0.93  # 95 % less 3 binomial SEs of 1,000 federations
+    assert one / REPS < covered / REPS  # the one-party interval assumes at most one liar
 
 
 def test_the_plan_is_what_the_interval_turns_out_to_be():

@@ -421,6 +421,21 @@ def test_the_summary_names_evaluation_refusals_and_a_rejected_release_s_charge()
         assert said in reach and reach.endswith("(parties of at most 40 held-out rows)")  # not "at most 2.157"
     assert "  h-2: not in the estimate (budget_exhausted)" in lines
     assert "  no reply to the evaluation request: h-3" in lines
+    # the intervals that allow for lying parties, beside the one that assumes none (rev-eval E2), and two parties'
+    # reach beside one's (E1)
+    robust = some | {
+        "ci95_if_one_party_lied": [0.7, 0.99],
+        "ci95_if_two_parties_lied": [0.6, 1.0],
+        "max_one_party_shift": 0.2,
+        "max_two_party_shift": 0.4,
+        "max_party_rows": 40,
+    }
+    head, reach = federated_evaluation_lines(robust)[:2]
+    assert head.endswith("0.9000 (95% interval 0.800-0.950; 0.700-0.990 if one party lied, 0.600-1.000 if two did)")
+    assert reach == (
+        "  any one party's reply can move it by at most 0.200, two parties' replies together by at most 0.400 "
+        "(parties of at most 40 held-out rows)"
+    )
     report = RunReport(
         "5", {}, "fp", parties=[PartyOutcome(7, "rejected", "unknown_party", rejected_release_epsilon=0.5)]
     )
