@@ -500,6 +500,12 @@ class DPForest:
         :meth:`guarantee` ends its first line with them.  A note only narrows
         a guarantee; it never makes a forest DP (:attr:`dp` ignores notes).
         :func:`merge_forests` keeps every input forest's notes.
+    tolerated_parties : int >= 0, default :data:`~edprf_core._leaf_distribution.TOLERATED_PARTIES` (1)
+        How many hostile parts acting together the pooling of parts is bounded against (item 5 of
+        :mod:`edprf_core._leaf_distribution`), lowered to what the forest's parts can bound (``2 f + 1`` parts
+        bound ``f``; :func:`~edprf_core._leaf_distribution.tolerated_among`).  :func:`merge_forests` sets it (a
+        coordinator's ``tolerated-parties``), and a global model file records it.  0: no bound (research only).
+        The default of forests pickled before it existed (the class attribute) is 1, what they pooled with.
     """
 
     schema: Schema
@@ -509,6 +515,7 @@ class DPForest:
     parts: tuple[tuple[str, TrainingParameters, int], ...]
     marginals: NoisyMarginals | None = None
     notes: tuple[str, ...] = ()
+    tolerated_parties: int = TOLERATED_PARTIES
     _routing: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -522,6 +529,9 @@ class DPForest:
         )
 
     def __post_init__(self) -> None:
+        f = self.tolerated_parties
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0:
+            raise ValueError(f"tolerated_parties: expected an integer >= 0, got {f!r}")
         if not isinstance(self.notes, tuple):
             raise TypeError(f"notes: expected a tuple of sentences, got {type(self.notes).__name__}")
         if not all(isinstance(n, str) and n.strip() for n in self.notes):
@@ -797,10 +807,13 @@ class DPForest:
             distribution (``False``: against the consortium's mix, so a
             part's class mix is kept; with one part the two differ only by
             the root's noise and shrinkage).
-        tolerated_parties : int >= 0, default :data:`edprf_core._leaf_distribution.TOLERATED_PARTIES` (1)
-            How many hostile parts the across-part combination is bounded
-            against (item 5); 0 gives the unbounded rule of items 3-4 (for
-            comparisons: one party's forged counts can then take the model).
+        tolerated_parties : int >= 0, optional
+            How many hostile parts acting together the across-part combination
+            is bounded against (item 5), lowered to what the parts can bound
+            (``2 f + 1`` parts bound ``f``); default the forest's own
+            :attr:`tolerated_parties` (1 unless its merge said otherwise); 0 gives
+            the unbounded rule of items 3-4 (for comparisons: one party's forged
+            counts can then take the model).
 
         Returns
         -------
@@ -862,7 +875,7 @@ class DPForest:
             )
             pooling = "mean"
         distinct, inverse = self._distinct_rows(codes)
-        tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
+        tolerated = self.tolerated_parties if tolerated_parties is None else tolerated_parties
         if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
             raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
         vectors, weights = self._pooling_terms(pooling, label_shift, tolerated)
@@ -994,13 +1007,14 @@ class DPForest:
                 f"{int((~count_trees).sum())} label-only trees of {self.n_trees}"
             )
         distinct, inverse = self._distinct_rows(self.encode(X))
-        vectors, weights = self._pooling_terms("log-linear", True)
+        vectors, weights = self._pooling_terms("log-linear", True, self.tolerated_parties)
         scores = self._part_scores(vectors, distinct)
         return PartPooling(
             scores[:, inverse, :],
             weights,
             self._part_sums(released_class_totals(self.trees, self.schema.n_classes)),
             np.diff(self.part_bounds),
+            self.tolerated_parties,
         )
 
     @property
@@ -1045,7 +1059,9 @@ class DPForest:
         return self.classes[np.argmax(self.votes(X), axis=1)]
 
 
-def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = None) -> DPForest:
+def merge_forests(
+    forests: Sequence[DPForest], labels: Sequence[str] | None = None, *, tolerated_parties: int | None = None
+) -> DPForest:
     """Concatenate the trees of several forests into one voting forest.
 
     This is the federation's aggregation primitive.  All forests must share
@@ -1064,6 +1080,11 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
     share of rows in the marginals when parties weigh alike, since no party's
     size is public).
 
+    ``tolerated_parties`` (default :data:`~edprf_core._leaf_distribution.TOLERATED_PARTIES`, 1): how many
+    hostile parts acting together the merge bounds (the marginals' mass cap here, the trees' pooling when the
+    merged forest predicts: its :attr:`DPForest.tolerated_parties`); ``2 f + 1`` parts bound ``f``, fewer bound
+    as many as they can.  With 1, two colluding parties, each the other's reference, are not held.
+
     Privacy: merging is post-processing of released forests and costs nothing.
     The merged forest is ε-DP per record with ε the largest of the parts' only
     when the parts were trained on disjoint records (parallel composition
@@ -1073,6 +1094,9 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
     forests = list(forests)
     if not forests:
         raise ValueError("merge_forests needs at least one forest")
+    tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
+    if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
+        raise ValueError(f"tolerated_parties: expected an integer >= 0, got {tolerated_parties!r}")
     first = forests[0]
     for i, f in enumerate(forests[1:], start=1):
         if f.schema.fingerprint != first.schema.fingerprint:
@@ -1103,13 +1127,14 @@ def merge_forests(forests: Sequence[DPForest], labels: Sequence[str] | None = No
         schema=next((f.schema for f in forests if f.schema.is_draft), first.schema),
         trees=ForestArrays.concatenate([f.trees for f in forests]),
         parts=parts,
-        marginals=_merged_marginals(forests),
+        marginals=_merged_marginals(forests, int(tolerated)),
         notes=tuple(dict.fromkeys(note for f in forests for note in f.notes)),  # each once, in order
+        tolerated_parties=int(tolerated),
         _routing={},
     )
 
 
-def _merged_marginals(forests: Sequence[DPForest]) -> NoisyMarginals | None:
+def _merged_marginals(forests: Sequence[DPForest], tolerated: int) -> NoisyMarginals | None:
     """The forests' marginals parts summed (:func:`edprf_core._marginals_merge.bounded_marginals_sum`), or None.
 
     Every forest with a marginals part must use one marginals grid (their histograms are summed cell by
@@ -1135,7 +1160,7 @@ def _merged_marginals(forests: Sequence[DPForest]) -> NoisyMarginals | None:
     from ._marginals_merge import bounded_marginals_sum
 
     try:
-        return bounded_marginals_sum([f.marginals for _, f in with_marginals])
+        return bounded_marginals_sum([f.marginals for _, f in with_marginals], tolerated)
     except ValueError as exc:
         raise SchemaError(f"marginals parts cannot be summed: {exc}") from None
 

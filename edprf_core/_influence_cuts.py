@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._forest import DPForest
-from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
+from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights, tolerated_among
 from ._marginals_merge import floored_masses
 
 __all__ = ["CUT_REPORT_SHARE", "InfluenceCut", "influence_cuts"]
@@ -64,9 +64,10 @@ def _tree_weights(forest: DPForest) -> NDArray[np.float64] | None:
 def _cuts(
     part: str, parties: Sequence[str], weights: NDArray[np.float64], tolerated: int, classes: Sequence[object]
 ) -> list[InfluenceCut]:
-    if len(parties) < 2 * tolerated + 1:
+    f = tolerated_among(len(parties), tolerated)
+    if f == 0:
         return []
-    counted = capped_part_weights(weights, tolerated)
+    counted = capped_part_weights(weights, f)
     cut = (weights >= _SMALLEST_REPORTED_MASS) & (counted < CUT_REPORT_SHARE * weights)
     return [
         InfluenceCut(parties[j], part, classes[k], float(weights[j, k]), float(counted[j, k]))
@@ -87,7 +88,8 @@ def influence_cuts(
     parties : sequence of str
         Their names, in the same order.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
-        ``f`` of item 5; each cap applies from ``2 f + 1`` parts on (fewer: nothing is cut).
+        ``f`` of item 5, lowered to what the parties can bound (:func:`~edprf_core._leaf_distribution.tolerated_among`:
+        from ``2 f + 1`` parts on; with fewer than 3, nothing is cut).
 
     Returns
     -------

@@ -264,6 +264,7 @@ __all__ = [
     "TOLERATED_PARTIES",
     "WEIGHT_CAP_FACTOR",
     "PartPooling",
+    "bounded_influence_parts",
     "bounded_part_mean",
     "capped_part_weights",
     "class_share_rows",
@@ -279,6 +280,7 @@ __all__ = [
     "plausible_parts",
     "released_class_totals",
     "tightest_spread",
+    "tolerated_among",
 ]
 
 SHRINKAGE = 8.0
@@ -322,6 +324,25 @@ TOLERATED_PARTIES = 1
 BOUNDED_INFLUENCE_PARTS = 2 * TOLERATED_PARTIES + 1
 """The fewest parts from which the bounds of item 5 apply (``2 f + 1``): with fewer, nothing in the releases tells a
 forged part from an honest one, and one part's release can decide the model."""
+
+
+def bounded_influence_parts(tolerated: int) -> int:
+    """The fewest parts from which item 5 bounds ``tolerated`` hostile parts acting together: ``2 f + 1``."""
+    return 2 * int(tolerated) + 1
+
+
+def tolerated_among(n_parts: int, tolerated: int) -> int:
+    """The ``f`` item 5 bounds against among ``n_parts`` parts: ``tolerated``, lowered to the most that many parts
+    can bound (``(n_parts - 1) // 2``: a bound against ``f`` needs ``2 f + 1`` parts, of which ``f + 1`` are honest
+    at both ends of every order statistic it reads); 0 means no bound.
+
+    A model asked to tolerate 2 parties bounds one when it has 3 or 4 parts, rather than none.  With ``tolerated =
+    1`` (the default) this is the rule "from 3 parts on" that item 5 always had.
+    """
+    if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
+        raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
+    return max(0, min(int(tolerated), (int(n_parts) - 1) // 2))
+
 
 WEIGHT_CAP_FACTOR = 2.0
 """``c`` of item 5 (b): a part of plausible size weighs at most ``c`` times the ``(f+1)``-th largest weight of a class."""
@@ -405,7 +426,8 @@ def bounded_part_mean(
     weights : ndarray, shape (n_parts, n_classes)
         Non-negative per-part weight of each class.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
-        ``f``: with ``n_parts >= 2 f + 1`` each value is clipped to the
+        ``f``, lowered to what ``n_parts`` can bound (:func:`tolerated_among`): with ``n_parts >= 2 f + 1``
+        each value is clipped to the
         ``(f+1)``-th smallest and largest of the parts' values, widened by
         the part's margin (:func:`part_clip_margins`: :data:`PLAUSIBLE_CLIP_MARGIN`
         for a part of plausible size, :data:`CLIP_MARGIN` otherwise) times
@@ -430,11 +452,10 @@ def bounded_part_mean(
     n_parts = values.shape[0]
     if weights.shape != (n_parts, values.shape[-1]):
         raise ValueError(f"weights: expected shape {(n_parts, values.shape[-1])}, got {weights.shape}")
-    if tolerated < 0:
-        raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
-    if tolerated > 0 and n_parts >= 2 * tolerated + 1:
-        values = clipped_part_values(values, tolerated, part_clip_margins(weights, tolerated))
-        weights = capped_part_weights(weights, tolerated)
+    f = tolerated_among(n_parts, tolerated)
+    if f > 0:
+        values = clipped_part_values(values, f, part_clip_margins(weights, f))
+        weights = capped_part_weights(weights, f)
     shape = (n_parts,) + (1,) * (values.ndim - 2) + (values.shape[-1],)
     w = weights.reshape(shape)
     total = weights.sum(axis=0)
@@ -470,8 +491,8 @@ def part_consortium_prior(
     mix = np.divide(totals, size[:, None], out=np.full_like(totals, 1.0 / n_classes), where=size[:, None] > 0)
     weights = np.repeat(size[:, None], n_classes, axis=1)
     pooled_mix = bounded_part_mean(mix, weights, tolerated)
-    if tolerated > 0 and totals.shape[0] >= 2 * tolerated + 1:
-        size_used = np.minimum(size, np.sort(size)[totals.shape[0] - 1 - tolerated]).sum()
+    if (f := tolerated_among(totals.shape[0], tolerated)) > 0:
+        size_used = np.minimum(size, np.sort(size)[totals.shape[0] - 1 - f]).sum()
     else:
         size_used = size.sum()
     pooled = pooled_mix * size_used + 1.0
@@ -704,6 +725,8 @@ class PartPooling:
     class_totals : ndarray, shape (n_parts, n_classes)
         Per part, the sum of its leaves' released (clamped) counts.
     n_trees : ndarray of int, shape (n_parts,)
+    tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
+        ``f`` of item 5 for every subset (lowered to what the subset's size can bound, :func:`tolerated_among`).
 
     Privacy cost: none (post-processing of the parts' releases).
     """
@@ -712,6 +735,7 @@ class PartPooling:
     weights: NDArray[np.float64]
     class_totals: NDArray[np.float64]
     n_trees: NDArray[np.int64]
+    tolerated: int = TOLERATED_PARTIES
 
     @property
     def n_parts(self) -> int:
@@ -722,5 +746,6 @@ class PartPooling:
         idx = np.asarray(list(parts), dtype=np.int64)
         if idx.size == 0:
             raise ValueError("parts: expected at least one part index, got none")
-        ratio = bounded_part_mean(self.scores[idx], self.weights[idx])
-        return log_linear_pool(ratio, part_consortium_prior(self.class_totals[idx]), int(self.n_trees[idx].sum()))
+        ratio = bounded_part_mean(self.scores[idx], self.weights[idx], self.tolerated)
+        prior = part_consortium_prior(self.class_totals[idx], self.tolerated)
+        return log_linear_pool(ratio, prior, int(self.n_trees[idx].sum()))

@@ -38,11 +38,11 @@ from ._forest import DPForest
 from ._leaf_distribution import (
     POOLING_EXPONENT,
     POOLINGS,
-    TOLERATED_PARTIES,
     bounded_part_mean,
     capped_part_weights,
     clipped_part_values,
     part_clip_margins,
+    tolerated_among,
 )
 
 __all__ = ["LINKS", "LeafTerms", "leaf_indices", "leaf_terms"]
@@ -63,7 +63,8 @@ class LeafTerms:
     weights : ndarray, shape (n_parts, n_classes)
         Each part's weight per class (before the cap of the bounded mean).
     tolerated : int
-        ``f`` of :func:`~edprf_core._leaf_distribution.bounded_part_mean`.
+        ``f`` of :func:`~edprf_core._leaf_distribution.bounded_part_mean`, as the forest's parts can bound it
+        (:func:`~edprf_core._leaf_distribution.tolerated_among`).
     prior : ndarray, shape (n_classes,)
         The consortium's class mix (log-linear pooling; ones otherwise).
     scale : float
@@ -148,8 +149,8 @@ def leaf_terms(
     pooling : {"log-linear", "mean"}, default "log-linear"
     label_shift : bool, default True
     tolerated_parties : int >= 0, optional
-        As in :meth:`~edprf_core.DPForest.predict_proba` (default
-        :data:`~edprf_core._leaf_distribution.TOLERATED_PARTIES`).
+        As in :meth:`~edprf_core.DPForest.predict_proba` (default: the forest's
+        :attr:`~edprf_core.DPForest.tolerated_parties`).
 
     Returns
     -------
@@ -160,9 +161,10 @@ def leaf_terms(
     """
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
+    tolerated = forest.tolerated_parties if tolerated_parties is None else tolerated_parties
     if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
         raise ValueError(f"tolerated_parties must be an integer >= 0, got {tolerated_parties!r}")
+    bounded = tolerated_among(len(forest.parts), tolerated)  # what the bounded mean applies with this many parts
     trees = forest.trees
     n_classes, n_trees = forest.schema.n_classes, forest.n_trees
     part_of_tree = np.repeat(np.arange(len(forest.parts)), [n for _, _, n in forest.parts]).astype(np.int64)
@@ -188,7 +190,7 @@ def leaf_terms(
             node_terms=np.asarray(vectors),
             part_of_tree=part_of_tree,
             weights=np.asarray(weights),
-            tolerated=int(tolerated),
+            tolerated=bounded,
             prior=np.asarray(forest._prior(int(tolerated))),
             scale=float(n_trees) ** POOLING_EXPONENT,
             link="softmax",
@@ -198,7 +200,7 @@ def leaf_terms(
         node_terms=np.asarray(vectors),
         part_of_tree=part_of_tree,
         weights=np.asarray(weights),
-        tolerated=int(tolerated),
+        tolerated=bounded,
         prior=np.ones(n_classes),
         scale=1.0,
         link="normalize",

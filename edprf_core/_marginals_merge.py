@@ -98,7 +98,7 @@ from typing import Any
 
 import numpy as np
 
-from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights
+from ._leaf_distribution import TOLERATED_PARTIES, capped_part_weights, tolerated_among
 from ._marginals import RELEASE_RANGE, NoisyMarginals
 
 __all__ = [
@@ -217,7 +217,9 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
     parts : sequence of NoisyMarginals
         One per party, on one grid (equal ``n_codes``), one class set and one relation.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
-        ``f``: the mass cap (item 4) applies with ``len(parts) >= 2 f + 1``; the floors (items 1-3) always.
+        ``f``: the mass cap (item 4) applies with ``len(parts) >= 2 f + 1``, against as many hostile parties as
+        the parts can bound below that (:func:`~edprf_core._leaf_distribution.tolerated_among`); the floors
+        (items 1-3) always.
 
     Returns
     -------
@@ -252,7 +254,7 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
         raise ValueError(f"tolerated: expected an integer >= 0, got {tolerated!r}")
     d, k = first.n_features, first.n_classes
     floored, masses = floored_masses(parts)
-    if f > 0 and len(parts) >= 2 * f + 1:
+    if (f := tolerated_among(len(parts), f)) > 0:
         capped = capped_part_weights(masses, f)
         scale = np.where(masses > 0, capped / np.where(masses > 0, masses, 1.0), 1.0)  # (P, K), each <= 1
         floored = [

@@ -18,7 +18,7 @@ from ._forest import (
     merge_forests,
 )
 from ._influence_cuts import CUT_REPORT_SHARE, InfluenceCut, influence_cuts
-from ._leaf_distribution import BOUNDED_INFLUENCE_PARTS
+from ._leaf_distribution import BOUNDED_INFLUENCE_PARTS, TOLERATED_PARTIES, bounded_influence_parts, tolerated_among
 from ._tree import MAX_FIT_NODES, MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError, max_tree_nodes
 
 __all__ = [
@@ -36,14 +36,17 @@ __all__ = [
     "POOLING_NOTE",
     "RELATIONS",
     "SPLIT_MODES",
+    "TOLERATED_PARTIES",
     "DPForest",
     "ForestArrays",
     "InfluenceCut",
     "TrainingParameters",
     "TreeStructureError",
+    "bounded_influence_parts",
     "check_is_forest",
     "influence_cuts",
     "large_epsilon_note",
     "max_tree_nodes",
     "merge_forests",
+    "tolerated_among",
 ]

@@ -29,6 +29,7 @@ from ._encode import encode_release
 from ._envelope import FORMAT_VERSION, ReleaseHeader, read_release_header
 from ._errors import InvalidRelease, Reason
 from ._global_model import (
+    MAX_TOLERATED_PARTIES,
     ROW_COUNT_SOURCES,
     ROW_COUNTS_KEY,
     SIMULATION_ROW_COUNTS_NOTE,
@@ -68,6 +69,7 @@ __all__ = [
     "FORMAT_VERSION",
     "INSPECTION_POLICY",
     "KEY_KINDS",
+    "MAX_TOLERATED_PARTIES",
     "OWNER_ONLY_DIR",
     "OWNER_ONLY_FILE",
     "REFUSAL_REASONS",

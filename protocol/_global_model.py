@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from edprf_core import DPForest, Schema, SchemaError, merge_forests
+from edprf_core.forest import TOLERATED_PARTIES
 
 from . import release_pb2 as pb
 from ._canonical import parse_canonical, serialize_canonical
@@ -72,7 +73,8 @@ class GlobalModelView:
     schema : Schema
     forest : DPForest
         The merged forest; one part per release, labelled by party id, with the conditions the
-        manifest records as its ``notes`` (see :data:`ROW_COUNTS_KEY`).
+        manifest records as its ``notes`` (see :data:`ROW_COUNTS_KEY`), pooled against the number of hostile
+        parties acting together the model records (:attr:`edprf_core.DPForest.tolerated_parties`).
     releases : tuple of VerifiedRelease
         In the stored order, each with its party, parameters (ε), trees and
         signature status.
@@ -101,8 +103,17 @@ def _repeated(parties: Sequence[str]) -> list[str]:
     return sorted(party for party, n in Counter(parties).items() if n > 1)
 
 
+MAX_TOLERATED_PARTIES = 1000
+"""The most hostile parties acting together a model file may say its pooling tolerates (a wire sanity bound: a
+merge bounds as many as its parts can, :func:`edprf_core._leaf_distribution.tolerated_among`)."""
+
+
 def build_global_model(
-    schema: Schema, verified_releases: Sequence[VerifiedRelease], manifest: Mapping[str, Any]
+    schema: Schema,
+    verified_releases: Sequence[VerifiedRelease],
+    manifest: Mapping[str, Any],
+    *,
+    tolerated_parties: int = TOLERATED_PARTIES,
 ) -> bytes:
     """Serialize an ``edprf.v1.GlobalModel``.
 
@@ -116,6 +127,10 @@ def build_global_model(
         JSON-serializable (finite numbers only): run id, metrics, rejections, and
         :data:`ROW_COUNTS_KEY` (one of :data:`ROW_COUNT_SOURCES`) when the run's row-count
         figures were a simulation's exact sizes.
+    tolerated_parties : int in [1, MAX_TOLERATED_PARTIES], default 1
+        How many hostile parties acting together the model's pooling is bounded against (a coordinator's
+        ``tolerated-parties``), recorded in the file; 1 is written as the field's default (absent), so that a
+        model of the default rule reads the same in versions before the field.
 
     Returns
     -------
@@ -144,6 +159,10 @@ def build_global_model(
                 f"release of {r.party_id!r}: schema fingerprint expected {schema.fingerprint}, "
                 f"got {r.forest.schema.fingerprint}"
             )
+    if not 1 <= tolerated_parties <= MAX_TOLERATED_PARTIES or isinstance(tolerated_parties, bool):
+        raise ValueError(
+            f"tolerated_parties: expected an integer in [1, {MAX_TOLERATED_PARTIES}], got {tolerated_parties!r}"
+        )
     merge_forests([r.forest for r in releases], labels=parties)  # refuses mixed grids / split modes
     schema_toml = schema.to_toml()
     if Schema.from_toml(schema_toml).fingerprint != schema.fingerprint:
@@ -158,6 +177,7 @@ def build_global_model(
         schema_toml=schema_toml,
         releases=[pb.SignedRelease.FromString(r.raw) for r in releases],
         manifest_json=manifest_json,
+        tolerated_parties=0 if tolerated_parties == TOLERATED_PARTIES else int(tolerated_parties),
     )
     return serialize_canonical(model)
 
@@ -308,8 +328,15 @@ def load_global_model(
         raise InvalidRelease(
             Reason.DUPLICATE_PARTY, f"global model: expected one release per party, got several from {duplicates}"
         )
+    if model.tolerated_parties > MAX_TOLERATED_PARTIES:
+        raise InvalidRelease(
+            Reason.MALFORMED,
+            f"global model: tolerated_parties expected at most {MAX_TOLERATED_PARTIES}, got {model.tolerated_parties}",
+        )
     try:
-        forest = merge_forests([r.forest for r in releases], labels=parties)
+        forest = merge_forests(
+            [r.forest for r in releases], labels=parties, tolerated_parties=model.tolerated_parties or TOLERATED_PARTIES
+        )
     except SchemaError as exc:
         raise InvalidRelease(Reason.SCHEMA_MISMATCH, f"global model: releases cannot be merged ({exc})") from None
     if notes := _notes(manifest_record):

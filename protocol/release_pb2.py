@@ -24,25 +24,25 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protocol/release.proto\x12\x08\x65\x64prf.v1\"\xcb\x03\n\x12TrainingParameters\x12\x0f\n\x07\x65psilon\x18\x01 \x01(\x01\x12$\n\x08relation\x18\x02 \x01(\x0e\x32\x12.edprf.v1.Relation\x12\'\n\nsplit_mode\x18\x05 \x01(\x0e\x32\x13.edprf.v1.SplitMode\x12\x11\n\tmax_depth\x18\x07 \x01(\r\x12\x0f\n\x07n_trees\x18\x08 \x01(\r\x12\x0e\n\x06n_bins\x18\t \x01(\r\x12\n\n\x02\x64p\x18\x0b \x01(\x08\x12\x0e\n\x06seeded\x18\x0c \x01(\x08\x12\"\n\x07sampler\x18\r \x01(\x0e\x32\x11.edprf.v1.Sampler\x12\"\n\x04leaf\x18\x0e \x01(\x0e\x32\x14.edprf.v1.LeafOutput\x12\x15\n\rcount_epsilon\x18\x0f \x01(\x01\x12\'\n\ndepth_rule\x18\x10 \x01(\x0e\x32\x13.edprf.v1.DepthRule\x12\x17\n\x0fmarginals_share\x18\x11 \x01(\x01\x12\x16\n\x0emarginals_bins\x18\x12 \x01(\rJ\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05J\x04\x08\x06\x10\x07J\x04\x08\n\x10\x0bR\x08scheduleR\x0b\x63ompositionR\x07variantR\x14\x65xploit_monotonicity\"}\n\x05Trees\x12\x16\n\x0enodes_per_tree\x18\x01 \x03(\r\x12\x0f\n\x07\x66\x65\x61ture\x18\x02 \x03(\x11\x12\r\n\x05split\x18\x03 \x03(\x11\x12\x13\n\x0b\x66irst_child\x18\x04 \x03(\x11\x12\x12\n\nleaf_class\x18\x05 \x03(\x11\x12\x13\n\x0bleaf_counts\x18\x06 \x03(\x04\"\x1b\n\tMarginals\x12\x0e\n\x06\x63ounts\x18\x01 \x03(\x11\"\xed\x01\n\x07Release\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x1a\n\x12schema_fingerprint\x18\x02 \x01(\t\x12\x10\n\x08party_id\x18\x03 \x01(\t\x12\x30\n\nparameters\x18\x04 \x01(\x0b\x32\x1c.edprf.v1.TrainingParameters\x12\x1e\n\x05trees\x18\x05 \x01(\x0b\x32\x0f.edprf.v1.Trees\x12\x0e\n\x06run_id\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12&\n\tmarginals\x18\x08 \x01(\x0b\x32\x13.edprf.v1.Marginals\"t\n\rSignedRelease\x12\x0f\n\x07release\x18\x01 \x01(\x0c\x12\x11\n\tsignature\x18\x02 \x01(\x0c\x12\x0e\n\x06key_id\x18\x03 \x01(\t\x12/\n\talgorithm\x18\x04 \x01(\x0e\x32\x1c.edprf.v1.SignatureAlgorithm\"|\n\x0bGlobalModel\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x13\n\x0bschema_toml\x18\x02 \x01(\t\x12)\n\x08releases\x18\x03 \x03(\x0b\x32\x17.edprf.v1.SignedRelease\x12\x15\n\rmanifest_json\x18\x04 \x01(\t*W\n\x08Relation\x12\x18\n\x14RELATION_UNSPECIFIED\x10\x00\x12\x17\n\x13RELATION_ADD_REMOVE\x10\x01\x12\x18\n\x14RELATION_REPLACE_ONE\x10\x02*W\n\tSplitMode\x12\x1a\n\x16SPLIT_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SPLIT_MODE_BINARY\x10\x01\x12\x17\n\x13SPLIT_MODE_MULTIWAY\x10\x02*H\n\x07Sampler\x12\x17\n\x13SAMPLER_UNSPECIFIED\x10\x00\x12\x11\n\rSAMPLER_NUMPY\x10\x01\x12\x11\n\rSAMPLER_EXACT\x10\x02*X\n\nLeafOutput\x12\x1b\n\x17LEAF_OUTPUT_UNSPECIFIED\x10\x00\x12\x15\n\x11LEAF_OUTPUT_LABEL\x10\x01\x12\x16\n\x12LEAF_OUTPUT_COUNTS\x10\x02*t\n\tDepthRule\x12\x1a\n\x16\x44\x45PTH_RULE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x44\x45PTH_RULE_FIXED\x10\x01\x12\x1c\n\x18\x44\x45PTH_RULE_DECLARED_SIZE\x10\x02\x12\x17\n\x13\x44\x45PTH_RULE_DP_COUNT\x10\x03*\x85\x01\n\x12SignatureAlgorithm\x12#\n\x1fSIGNATURE_ALGORITHM_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSIGNATURE_ALGORITHM_ED25519\x10\x01\x12)\n%SIGNATURE_ALGORITHM_ECDSA_P384_SHA384\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protocol/release.proto\x12\x08\x65\x64prf.v1\"\xcb\x03\n\x12TrainingParameters\x12\x0f\n\x07\x65psilon\x18\x01 \x01(\x01\x12$\n\x08relation\x18\x02 \x01(\x0e\x32\x12.edprf.v1.Relation\x12\'\n\nsplit_mode\x18\x05 \x01(\x0e\x32\x13.edprf.v1.SplitMode\x12\x11\n\tmax_depth\x18\x07 \x01(\r\x12\x0f\n\x07n_trees\x18\x08 \x01(\r\x12\x0e\n\x06n_bins\x18\t \x01(\r\x12\n\n\x02\x64p\x18\x0b \x01(\x08\x12\x0e\n\x06seeded\x18\x0c \x01(\x08\x12\"\n\x07sampler\x18\r \x01(\x0e\x32\x11.edprf.v1.Sampler\x12\"\n\x04leaf\x18\x0e \x01(\x0e\x32\x14.edprf.v1.LeafOutput\x12\x15\n\rcount_epsilon\x18\x0f \x01(\x01\x12\'\n\ndepth_rule\x18\x10 \x01(\x0e\x32\x13.edprf.v1.DepthRule\x12\x17\n\x0fmarginals_share\x18\x11 \x01(\x01\x12\x16\n\x0emarginals_bins\x18\x12 \x01(\rJ\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05J\x04\x08\x06\x10\x07J\x04\x08\n\x10\x0bR\x08scheduleR\x0b\x63ompositionR\x07variantR\x14\x65xploit_monotonicity\"}\n\x05Trees\x12\x16\n\x0enodes_per_tree\x18\x01 \x03(\r\x12\x0f\n\x07\x66\x65\x61ture\x18\x02 \x03(\x11\x12\r\n\x05split\x18\x03 \x03(\x11\x12\x13\n\x0b\x66irst_child\x18\x04 \x03(\x11\x12\x12\n\nleaf_class\x18\x05 \x03(\x11\x12\x13\n\x0bleaf_counts\x18\x06 \x03(\x04\"\x1b\n\tMarginals\x12\x0e\n\x06\x63ounts\x18\x01 \x03(\x11\"\xed\x01\n\x07Release\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x1a\n\x12schema_fingerprint\x18\x02 \x01(\t\x12\x10\n\x08party_id\x18\x03 \x01(\t\x12\x30\n\nparameters\x18\x04 \x01(\x0b\x32\x1c.edprf.v1.TrainingParameters\x12\x1e\n\x05trees\x18\x05 \x01(\x0b\x32\x0f.edprf.v1.Trees\x12\x0e\n\x06run_id\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12&\n\tmarginals\x18\x08 \x01(\x0b\x32\x13.edprf.v1.Marginals\"t\n\rSignedRelease\x12\x0f\n\x07release\x18\x01 \x01(\x0c\x12\x11\n\tsignature\x18\x02 \x01(\x0c\x12\x0e\n\x06key_id\x18\x03 \x01(\t\x12/\n\talgorithm\x18\x04 \x01(\x0e\x32\x1c.edprf.v1.SignatureAlgorithm\"\x97\x01\n\x0bGlobalModel\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x13\n\x0bschema_toml\x18\x02 \x01(\t\x12)\n\x08releases\x18\x03 \x03(\x0b\x32\x17.edprf.v1.SignedRelease\x12\x15\n\rmanifest_json\x18\x04 \x01(\t\x12\x19\n\x11tolerated_parties\x18\x05 \x01(\r*W\n\x08Relation\x12\x18\n\x14RELATION_UNSPECIFIED\x10\x00\x12\x17\n\x13RELATION_ADD_REMOVE\x10\x01\x12\x18\n\x14RELATION_REPLACE_ONE\x10\x02*W\n\tSplitMode\x12\x1a\n\x16SPLIT_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SPLIT_MODE_BINARY\x10\x01\x12\x17\n\x13SPLIT_MODE_MULTIWAY\x10\x02*H\n\x07Sampler\x12\x17\n\x13SAMPLER_UNSPECIFIED\x10\x00\x12\x11\n\rSAMPLER_NUMPY\x10\x01\x12\x11\n\rSAMPLER_EXACT\x10\x02*X\n\nLeafOutput\x12\x1b\n\x17LEAF_OUTPUT_UNSPECIFIED\x10\x00\x12\x15\n\x11LEAF_OUTPUT_LABEL\x10\x01\x12\x16\n\x12LEAF_OUTPUT_COUNTS\x10\x02*t\n\tDepthRule\x12\x1a\n\x16\x44\x45PTH_RULE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x44\x45PTH_RULE_FIXED\x10\x01\x12\x1c\n\x18\x44\x45PTH_RULE_DECLARED_SIZE\x10\x02\x12\x17\n\x13\x44\x45PTH_RULE_DP_COUNT\x10\x03*\x85\x01\n\x12SignatureAlgorithm\x12#\n\x1fSIGNATURE_ALGORITHM_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSIGNATURE_ALGORITHM_ED25519\x10\x01\x12)\n%SIGNATURE_ALGORITHM_ECDSA_P384_SHA384\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protocol.release_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RELATION']._serialized_start=1138
-  _globals['_RELATION']._serialized_end=1225
-  _globals['_SPLITMODE']._serialized_start=1227
-  _globals['_SPLITMODE']._serialized_end=1314
-  _globals['_SAMPLER']._serialized_start=1316
-  _globals['_SAMPLER']._serialized_end=1388
-  _globals['_LEAFOUTPUT']._serialized_start=1390
-  _globals['_LEAFOUTPUT']._serialized_end=1478
-  _globals['_DEPTHRULE']._serialized_start=1480
-  _globals['_DEPTHRULE']._serialized_end=1596
-  _globals['_SIGNATUREALGORITHM']._serialized_start=1599
-  _globals['_SIGNATUREALGORITHM']._serialized_end=1732
+  _globals['_RELATION']._serialized_start=1166
+  _globals['_RELATION']._serialized_end=1253
+  _globals['_SPLITMODE']._serialized_start=1255
+  _globals['_SPLITMODE']._serialized_end=1342
+  _globals['_SAMPLER']._serialized_start=1344
+  _globals['_SAMPLER']._serialized_end=1416
+  _globals['_LEAFOUTPUT']._serialized_start=1418
+  _globals['_LEAFOUTPUT']._serialized_end=1506
+  _globals['_DEPTHRULE']._serialized_start=1508
+  _globals['_DEPTHRULE']._serialized_end=1624
+  _globals['_SIGNATUREALGORITHM']._serialized_start=1627
+  _globals['_SIGNATUREALGORITHM']._serialized_end=1760
   _globals['_TRAININGPARAMETERS']._serialized_start=37
   _globals['_TRAININGPARAMETERS']._serialized_end=496
   _globals['_TREES']._serialized_start=498
@@ -53,6 +53,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RELEASE']._serialized_end=892
   _globals['_SIGNEDRELEASE']._serialized_start=894
   _globals['_SIGNEDRELEASE']._serialized_end=1010
-  _globals['_GLOBALMODEL']._serialized_start=1012
-  _globals['_GLOBALMODEL']._serialized_end=1136
+  _globals['_GLOBALMODEL']._serialized_start=1013
+  _globals['_GLOBALMODEL']._serialized_end=1164
 # @@protoc_insertion_point(module_scope)

@@ -21,8 +21,9 @@ from edprf_core.config_checks import (
     kebab_defaults,
     kebab_values,
 )
-from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, LEAF_OUTPUTS
+from edprf_core.forest import LEAF_OUTPUTS, bounded_influence_parts
 from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
+from protocol import MAX_TOLERATED_PARTIES
 from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]
@@ -54,8 +55,8 @@ class CoordinatorConfig:
         Fewer valid releases than this: no model is saved.  Fewer connected parties than this after
         ``node_wait_timeout``: the run fails before any request is sent, so no party spends ε on it.  A
         consortium sets 3 or more: the merge bounds one party's say from three releases on
-        (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``); with fewer, either party's release can decide the model
-        (the report's ``bounded_influence`` says so).
+        (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``; ``2 f + 1`` for ``tolerated_parties = f``); with fewer,
+        either party's release can decide the model (the report's ``bounded_influence`` says so).
     expected_parties : int >= 0
         Wait up to ``node_wait_timeout`` seconds for this many connected
         parties before sending requests (0: start once ``min_parties`` are in;
@@ -146,11 +147,19 @@ class CoordinatorConfig:
     test_data_path : str
         Labelled data the coordinator may use (public, or its own; never a party's) for the global
         model's evaluation in the report: exact statistics of these rows, no party's ε.
-    target_parties : int, 0 or >= max(min_parties, 3) with selective_aggregation, default 0
+    target_parties : int, 0 or >= max(min_parties, 2 tolerated_parties + 1) with selective_aggregation, default 0
         With ``selective_aggregation``, keep at most this many parties (0: no cap).  The selection never keeps
-        fewer than ``min_parties``, nor fewer than three (when three were accepted): from three releases on the
-        merge bounds one party's say (``edprf_core.forest.BOUNDED_INFLUENCE_PARTS``), and the validation rows
-        cannot tell an honest sharp party from one that skipped its noise.
+        fewer than ``min_parties``, nor fewer than ``2 tolerated_parties + 1`` (three by default; when that many
+        were accepted): from that many releases on the merge bounds ``tolerated_parties`` parties' say
+        (``edprf_core.forest.bounded_influence_parts``), and the validation rows cannot tell an honest sharp party
+        from one that skipped its noise.
+    tolerated_parties : int in [1, 1000], default 1
+        How many hostile parties acting together the merge bounds (item 5 of ``edprf_core._leaf_distribution``):
+        each party's say is compared with the ``(f+1)``-th largest, which needs ``2 f + 1`` releases (fewer bound
+        as many as they can).  With 1, two colluding parties, each the other's reference, can decide the model
+        (``tests/core/test_colluding_parties.py``: the wall robot at 5-8 % accuracy); 2 holds them, at about a
+        point of accuracy for honest federations of 5 to 7 parties.  Recorded in the global model, whose
+        pooling then uses it wherever it is scored (parties, ``edprf predict``, ONNX).
     flag_alpha : float in (0, 1), default 0.01
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB
@@ -213,6 +222,7 @@ class CoordinatorConfig:
     validation_data_path: str = ""
     selective_aggregation: bool = False
     target_parties: int = 0
+    tolerated_parties: int = 1
     exclude_flagged: bool = False
     flag_alpha: float = 0.01
     max_release_bytes: int = 64 << 20
@@ -234,12 +244,13 @@ class CoordinatorConfig:
             raise ValueError("marginals-bins: expected 0 (the rule) or an integer >= 2, got 1")
         if (self.selective_aggregation or self.exclude_flagged) and not self.validation_data_path and not self.sim_dir:
             raise ValueError("selective-aggregation and exclude-flagged need validation-data-path")
-        floor = max(self.min_parties, BOUNDED_INFLUENCE_PARTS)
+        floor = max(self.min_parties, self.bounded_influence_parts)
         if self.selective_aggregation and 0 < self.target_parties < floor:
             raise ValueError(
                 f"target-parties: expected 0 (no cap) or >= {floor}, got {self.target_parties}: selective aggregation "
-                f"keeps at least min-parties ({self.min_parties}) and at least {BOUNDED_INFLUENCE_PARTS} parties, "
-                f"from which the merge bounds one party's say"
+                f"keeps at least min-parties ({self.min_parties}) and at least {self.bounded_influence_parts} "
+                f"parties, from which the merge bounds the say of tolerated-parties ({self.tolerated_parties}) hostile "
+                "parties acting together"
             )
         if not self.schema_path and not self.sim_dir:
             raise ValueError("schema-path: the coordinator needs the public schema (or sim-dir in simulation)")
@@ -327,6 +338,11 @@ class CoordinatorConfig:
         return self._coordinator_file(self.validation_data_path, "validation.csv")
 
     @property
+    def bounded_influence_parts(self) -> int:
+        """The fewest releases from which the merge bounds ``tolerated_parties`` parties' say: ``2 f + 1``."""
+        return bounded_influence_parts(self.tolerated_parties)
+
+    @property
     def test_file(self) -> Path | None:
         return self._coordinator_file(self.test_data_path, "test.csv")
 
@@ -357,6 +373,7 @@ _RULES = {
     "max_party_rows": Integer(0, text=">= 0 (0: not declared)"),
     "evaluation_max_interval_width": Number(0, low_open=True, finite=False, text="a number > 0 (1: no check)"),
     "target_parties": Integer(0, text=">= 0"),
+    "tolerated_parties": Integer(1, MAX_TOLERATED_PARTIES),
     "marginals_bins": Integer(0, text="0 (the rule) or >= 2"),
     "consortium_rows": Integer(0, text=">= 0 (0: not declared)"),
     "spend_record": Text(pattern=r".+", text='"auto", "none" or a file path'),

@@ -26,7 +26,7 @@ from flwr.serverapp import Grid
 from edprf_core import Schema, merge_forests
 from edprf_core.count_text import count_text
 from edprf_core.encoding import encode_labels
-from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, influence_cuts
+from edprf_core.forest import BOUNDED_INFLUENCE_PARTS, bounded_influence_parts, influence_cuts, tolerated_among
 from protocol import (
     OWNER_ONLY_FILE,
     ROW_COUNTS_KEY,
@@ -502,10 +502,10 @@ def _too_few_releases(
     return report
 
 
-def _influence_cuts(accepted: list, run_id: str) -> list[dict[str, Any]]:
+def _influence_cuts(accepted: list, run_id: str, tolerated: int) -> list[dict[str, Any]]:
     """Where the merge's bounded influence counts less than half of what a release claims for a class, for the
     report (:func:`edprf_core.forest.influence_cuts`: post-processing of released counts, no ε)."""
-    cuts = influence_cuts([r.forest for r in accepted], [r.party_id for r in accepted])
+    cuts = influence_cuts([r.forest for r in accepted], [r.party_id for r in accepted], tolerated)
     for cut in cuts:
         log.info(  # the summary says it with what it means; the log keeps the figures
             "run %s: bounded influence counts %.0f of %s's weight %.0f on class %r in the %s",
@@ -519,18 +519,36 @@ def _influence_cuts(accepted: list, run_id: str) -> list[dict[str, Any]]:
     return [asdict(cut) for cut in cuts]
 
 
-def _bounded_influence(n_parts: int, run_id: str) -> dict[str, Any]:
+def _bounded_influence(n_parts: int, run_id: str, tolerated: int) -> dict[str, Any]:
     """Whether the merge bounds each party's say (item 5 of :mod:`edprf_core._leaf_distribution`: from
-    :data:`~edprf_core.forest.BOUNDED_INFLUENCE_PARTS` parts on), for the report; a warning when it does not."""
-    applies = n_parts >= BOUNDED_INFLUENCE_PARTS
-    if not applies:
+    :data:`~edprf_core.forest.BOUNDED_INFLUENCE_PARTS` parts on), and against how many hostile parties acting
+    together (``tolerated-parties``, lowered to what ``n_parts`` can bound), for the report; a warning when it
+    does not bound them all."""
+    needs = bounded_influence_parts(tolerated)
+    if n_parts < BOUNDED_INFLUENCE_PARTS:
         log.warning(
             "run %s: %s merged: one party's release can decide the model (bounded influence takes %d)",
             run_id,
             count_text(n_parts, "party's release", "parties' releases"),
             BOUNDED_INFLUENCE_PARTS,
         )
-    return {"applies": applies, "parts": n_parts, "needs": BOUNDED_INFLUENCE_PARTS}
+    elif n_parts < needs:
+        log.warning(
+            "run %s: %s merged: the merge bounds %d hostile party acting alone, not the %d of tolerated-parties "
+            "(that takes %d releases)",
+            run_id,
+            count_text(n_parts, "party's release", "parties' releases"),
+            tolerated_among(n_parts, tolerated),
+            tolerated,
+            needs,
+        )
+    return {
+        "applies": n_parts >= BOUNDED_INFLUENCE_PARTS,
+        "parts": n_parts,
+        "needs": BOUNDED_INFLUENCE_PARTS,
+        "tolerated_parties": tolerated,
+        "bounded_against": tolerated_among(n_parts, tolerated),
+    }
 
 
 def _model_and_evaluation(
@@ -544,8 +562,8 @@ def _model_and_evaluation(
     spends: SpendStore | None = None,
 ) -> None:
     """Merge and save the model of the kept releases, evaluate it."""
-    report.influence_cuts = _influence_cuts(accepted, run_id)
-    report.bounded_influence = _bounded_influence(len(accepted), run_id)
+    report.influence_cuts = _influence_cuts(accepted, run_id, cfg.tolerated_parties)
+    report.bounded_influence = _bounded_influence(len(accepted), run_id, cfg.tolerated_parties)
     t0 = time.perf_counter()
     manifest = {
         "run_id": run_id,
@@ -556,7 +574,7 @@ def _model_and_evaluation(
         # a simulation's figures are the exact sizes of the parties it laid out: the model's guarantee says so
         ROW_COUNTS_KEY: "simulation" if cfg.sim_dir and (cfg.consortium_rows or cfg.max_party_rows) else "declared",
     }
-    model = build_global_model(files.schema, accepted, manifest)
+    model = build_global_model(files.schema, accepted, manifest, tolerated_parties=cfg.tolerated_parties)
     view = load_global_model(model)
     report.merge_seconds = time.perf_counter() - t0
     model_path = save_atomic(out_dir / MODEL_FILE, model, mode=OWNER_ONLY_FILE)
@@ -679,7 +697,9 @@ def _assess_parties(cfg: CoordinatorConfig, files: RunFiles, accepted: list, rep
     """Contribution report, quality flags and (optionally) selective aggregation on validation data."""
     schema = files.schema
     X_val, y_val = files.validation
-    merged = merge_forests([r.forest for r in accepted], labels=[r.party_id for r in accepted])
+    merged = merge_forests(
+        [r.forest for r in accepted], labels=[r.party_id for r in accepted], tolerated_parties=cfg.tolerated_parties
+    )
     codes = merged.encode(X_val)
     y_idx = encode_labels(y_val, schema).astype(np.int64)
     predicted = np.argmax(merged.predict_proba(X_val), axis=1)  # the model of every accepted release, as it pools
@@ -700,12 +720,16 @@ def _assess_parties(cfg: CoordinatorConfig, files: RunFiles, accepted: list, rep
                 )
     if cfg.selective_aggregation and keep:
         target = cfg.target_parties or None
-        # never fewer parts than min-parties, nor than the merge needs to bound one party's say: the validation
-        # rows cannot tell an honest sharp party from one that skipped its noise
-        floor = max(cfg.min_parties, BOUNDED_INFLUENCE_PARTS)
+        # never fewer parts than min-parties, nor than the merge needs to bound tolerated-parties' say: the
+        # validation rows cannot tell an honest sharp party from one that skipped its noise
+        floor = max(cfg.min_parties, cfg.bounded_influence_parts)
         if all(accepted[i].params.leaf == "counts" for i in keep):
             # candidate sets scored as the model they would make (log-linear pooling of those parties)
-            candidates = merge_forests([accepted[i].forest for i in keep], labels=[accepted[i].party_id for i in keep])
+            candidates = merge_forests(
+                [accepted[i].forest for i in keep],
+                labels=[accepted[i].party_id for i in keep],
+                tolerated_parties=cfg.tolerated_parties,
+            )
             chosen = select_parties(candidates.part_pooling(X_val), y_idx, target, min_parts=floor)
         else:  # label leaves: the parties' votes
             votes = part_votes(merged, codes)

@@ -140,8 +140,10 @@ def summary_lines(report: RunReport) -> list[str]:
 def bounded_influence_lines(bounded: dict[str, Any]) -> list[str]:
     """When the merge could not bound each party's say (fewer parts than it takes), what that means and what
     keeps such a run from saving a model."""
-    if not bounded or bounded.get("applies", True):
+    if not bounded:
         return []
+    if bounded.get("applies", True):
+        return _tolerated_lines(bounded)
     parts, needs = bounded["parts"], bounded["needs"]
     what = (
         "the model is one party's release"
@@ -152,6 +154,21 @@ def bounded_influence_lines(bounded: dict[str, Any]) -> list[str]:
     line = (
         f"bounded influence: OFF: {what}; it takes {needs} parties to bound one party's say "
         f"(with min-parties={needs}, a run with fewer fails and saves no model)"
+    )
+    return [line]
+
+
+def _tolerated_lines(bounded: dict[str, Any]) -> list[str]:
+    """With ``tolerated-parties`` above 1, how many hostile parties acting together the merge bounds (all of them,
+    or as many as the releases allow)."""
+    asked, against = bounded.get("tolerated_parties", 1), bounded.get("bounded_against", 1)
+    if asked <= 1:
+        return []
+    if against >= asked:
+        return [f"bounded influence: against {asked} hostile parties acting together (tolerated-parties)"]
+    line = (
+        f"bounded influence: against {count_text(against, 'hostile party', 'hostile parties')} acting together, not "
+        f"the {asked} of tolerated-parties: that takes {2 * asked + 1} parties' releases ({bounded['parts']} merged)"
     )
     return [line]
 

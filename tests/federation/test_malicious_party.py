@@ -87,8 +87,62 @@ def test_selection_keeps_three_parts_so_a_noise_free_party_cannot_become_the_mod
     assert report.status == "completed"
     kept = report.selection["kept"]
     assert len(kept) >= 3 and "party-3" in kept  # the sharp party is kept, but not alone
-    assert report.bounded_influence == {"applies": True, "parts": len(kept), "needs": 3}
+    assert report.bounded_influence == {
+        "applies": True,
+        "parts": len(kept),
+        "needs": 3,
+        "tolerated_parties": 1,
+        "bounded_against": 1,
+    }
     assert sorted(load_global_model(tmp_path / "out" / MODEL_FILE).parties) == sorted(kept)
+
+
+def _colluder(payload: bytes, request, node, schema) -> bytes:
+    """A colluding party: its own forest with every leaf's mass on the rarest class (``forge('rarest-class')``),
+    released and signed with its own key; two such parties are each other's reference in the merge."""
+    from tests.forged_releases import forge
+
+    return released(forge("rarest-class", fit_for(request, schema, node.X, node.y)), request, node)
+
+
+@pytest.mark.privacy
+@pytest.mark.parametrize("tolerated", [1, 2])
+def test_two_colluding_parties_are_held_only_when_the_run_tolerates_two(tmp_path, wall, tolerated):
+    """Two signed, conforming releases of colluding parties among seven, through the real coordinator: with the
+    default tolerated-parties = 1 they decide the saved model; with 2 it stays the honest parties' (review rev-eval,
+    stop 59). The model file records the setting, so every reader pools as the coordinator did."""
+    nodes, schema = _consortium(tmp_path, wall, n=7)
+    nodes[105].hook = nodes[106].hook = _colluder
+    cfg = _config(tmp_path, min_parties=5, tolerated_parties=tolerated)
+    report = run_federation(ReleaseGrid(schema, nodes), cfg, "9")
+    assert report.status == "completed" and len(report.accepted) == 7
+    X, y, _ = wall
+    model = load_global_model(tmp_path / "out" / MODEL_FILE)
+    assert model.forest.tolerated_parties == tolerated
+    # a party evaluating the model reads it without the manifest: the same pooling
+    unread = load_global_model(tmp_path / "out" / MODEL_FILE, manifest=False)
+    assert unread.forest.tolerated_parties == tolerated
+    accuracy = (model.forest.predict(X.iloc[:600]) == y.iloc[:600].to_numpy()).mean()
+    said = [line for line in summary_lines(report) if line.startswith("bounded influence:")]
+    if tolerated == 1:
+        assert accuracy < 0.3 and said == []  # taken: the rarest class nearly everywhere
+    else:
+        assert accuracy > 0.5
+        assert said == ["bounded influence: against 2 hostile parties acting together (tolerated-parties)"]
+        assert report.bounded_influence["bounded_against"] == 2
+
+
+def test_a_model_of_four_parts_asked_to_tolerate_two_bounds_one_and_says_so(tmp_path, wall):
+    nodes, schema = _consortium(tmp_path, wall, n=4)
+    report = run_federation(ReleaseGrid(schema, nodes), _config(tmp_path, tolerated_parties=2), "10")
+    assert report.bounded_influence["bounded_against"] == 1
+    said = [line for line in summary_lines(report) if line.startswith("bounded influence:")]
+    assert said == [
+        (
+            "bounded influence: against 1 hostile party acting together, not the 2 of tolerated-parties: that takes "
+            "5 parties' releases (4 merged)"
+        )
+    ]
 
 
 def test_a_target_below_three_parts_or_min_parties_is_refused():

@@ -584,7 +584,13 @@ def test_a_run_of_fewer_parties_than_bounded_influence_takes_says_so(tmp_path, c
     with caplog.at_level(logging.WARNING, logger="edprf"):
         simulate_federation(cfg, parties)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
-    assert report["bounded_influence"] == {"applies": parties >= 3, "parts": parties, "needs": 3}
+    assert report["bounded_influence"] == {
+        "applies": parties >= 3,
+        "parts": parties,
+        "needs": 3,
+        "tolerated_parties": 1,
+        "bounded_against": int(parties >= 3),
+    }
     off = [line for line in summary_lines(reports[0]) if line.startswith("bounded influence: OFF")]
     warned = [r.getMessage() for r in caplog.records if "can decide the model" in r.getMessage()]
     if parties >= 3:

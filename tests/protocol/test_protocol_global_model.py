@@ -208,3 +208,24 @@ def test_failure_mid_write_leaves_the_old_file(tmp_path, monkeypatch, fail_at):
 def test_save_atomic_respects_mode(tmp_path):
     path = save_atomic(tmp_path / "secret", b"k", mode=0o600)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_model_records_how_many_colluding_parties_its_pooling_tolerates(accepted, wall_schema):
+    """tolerated-parties (stop 59): recorded in the file and read back by every reader, the manifest read or not;
+    the default is written as the field's absence, so a default model's bytes are those of earlier versions."""
+    default = build_global_model(wall_schema, accepted, MANIFEST)
+    assert pb.GlobalModel.FromString(default).tolerated_parties == 0
+    assert build_global_model(wall_schema, accepted, MANIFEST, tolerated_parties=1) == default
+    assert load_global_model(default).forest.tolerated_parties == 1
+    two = build_global_model(wall_schema, accepted, MANIFEST, tolerated_parties=2)
+    assert pb.GlobalModel.FromString(two).tolerated_parties == 2
+    for manifest in (True, False):
+        assert load_global_model(two, manifest=manifest).forest.tolerated_parties == 2
+    for wrong in (0, -1, True, 1001):
+        with pytest.raises(ValueError, match="tolerated_parties: expected an integer in"):
+            build_global_model(wall_schema, accepted, MANIFEST, tolerated_parties=wrong)
+    model = pb.GlobalModel.FromString(two)
+    model.tolerated_parties = 1001
+    with pytest.raises(InvalidRelease, match="tolerated_parties expected at most 1000, got 1001") as caught:
+        load_global_model(model.SerializeToString(deterministic=True))
+    assert caught.value.reason == Reason.MALFORMED
