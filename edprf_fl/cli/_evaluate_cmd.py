@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arg_types import CLI_MAX_CALIBRATION_BINS, integer
+from ._left_out import SUBSET_SHARE
 from ._model_args import (
     add_force_argument,
     add_model_arguments,
@@ -53,27 +54,25 @@ MULTICLASS_THRESHOLD_NOTE = (
 )
 """What ``--positive-class`` with ``--threshold`` decides on a model of more than two classes (help and report)."""
 
-MISSING_LABEL_SHARE = 0.05
-"""Above this share of DATA's rows left out for a missing or undeclared label (or with any undeclared label),
-``evaluate`` prints a banner above the report and exits :data:`SUBSET_EXIT` unless ``--allow-missing-labels``."""
-
 SUBSET_EXIT = 5
-"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`MISSING_LABEL_SHARE`).  Not
+"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`._left_out.SUBSET_SHARE`).  Not
 2 (argparse's wrong option), 3 (a signature that does not verify) nor 4 (a clipped column); when a clipped column
 and a subset both apply, this one."""
 
 EXIT_STATUS_NOTE = (
     "exit status: 0 the report; 1 an error; 2 a wrong option; 3 a signature that does not verify; 4 a column "
     "clipped to its bounds, or read as its unknown category (values the schema does not declare), in 20% or more "
-    "of its rows (unless --allow-clipped); 5 metrics on a subset of the rows "
-    "(unless --allow-missing-labels); when both 4 and 5 apply, 5 (the report is written with either)"
+    "of its rows (unless --allow-clipped); 5 metrics on a subset of the rows: more than 5% of them left out "
+    "for any reason (a feature's value refused by the schema's rules, a malformed line, a missing label), or some "
+    "label not a declared class (unless --allow-subset); when both 4 and 5 apply, 5 (the report is written with either)"
 )
 """``evaluate``'s exit statuses (its help's epilog)."""
 
 ROWS_KEYS_NOTE = (
     "rows partitions DATA's rows: ok and clipped were scored and evaluated (clipped: some value clipped to the "
     "schema's bounds, or an undeclared category read as the feature's unknown one); refused (a feature broke the schema's rules), malformed (a line the parser could not read) "
-    "and label (a missing or undeclared label) were left out"
+    "and label (a missing or undeclared label) were left out; left_out_reasons counts the rows left out per reason "
+    "(a row with two refused cells under both)"
 )
 """What the ``rows`` counts of ``evaluate --json`` mean (written into the JSON as ``rows_note``)."""
 
@@ -124,12 +123,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "schema's classes or its [label] aliases)",
     )
     p.add_argument(
-        "--allow-missing-labels",
+        "--allow-subset",
+        "--allow-missing-labels",  # its name before rows left out for a feature counted too (analyst review F1)
+        dest="allow_subset",
         action="store_true",
         help=(
-            f"do not exit {SUBSET_EXIT} when more than {MISSING_LABEL_SHARE:.0%}% of the rows were left out for a missing label or "
-            "when some label is not a declared class (the report still carries the banner); by default such a run "
-            f"exits {SUBSET_EXIT}: its metrics are on a subset, which may be biased"
+            f"do not exit {SUBSET_EXIT} when more than {SUBSET_SHARE:.0%}% of the rows were left out (for any reason: "
+            "a feature's value refused by the schema's rules, a malformed line, a missing label) or when some label "
+            "is not a declared class (the report still carries the banner, with the most common reasons); by "
+            f"default such a run exits {SUBSET_EXIT}: its metrics are on a subset, which may be biased"
         ),
     )
     p.set_defaults(handler=run_evaluate)
@@ -174,12 +176,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from edprf_core.prediction import read_labels, score_rows
     from edprf_core.tables import stream_rows
 
+    from ._left_out import LeftOut
     from ._row_diagnostics import RowDiagnostics
 
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
+    left_out = LeftOut(tuple(forest.schema.classes))
     labels, probabilities = [], []
-    counts = {"ok": 0, "clipped": 0, "refused": 0, "malformed": 0, "label": 0}  # a partition of DATA's rows
-    label_why = {"missing": 0, "undeclared": 0}
+    counts = {"ok": 0, "clipped": 0}  # evaluated rows by status; the rows left out are counted in left_out
     reading = _reading_schema(forest.schema, args.label_column)
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
@@ -193,16 +196,18 @@ def run_evaluate(args: argparse.Namespace) -> int:
             unlabelled = scores.scored & (y < 0)
             undeclared = unlabelled & (why != "label missing")
             diagnostics.add_labels(cells, undeclared)  # a boolean array: by position
+            left_out.add_labels(unlabelled & ~undeclared, undeclared)
             use = scores.scored & (y >= 0)
             for status in ("ok", "clipped"):  # evaluated rows only: a row left out for its label is not 'ok'
                 counts[status] += int((use & (scores.status == status)).sum())
-            for status in ("refused", "malformed"):
-                counts[status] += int((scores.status == status).sum())
-            counts["label"] += int(unlabelled.sum())
-            label_why["undeclared"] += int(undeclared.sum())
-            label_why["missing"] += int((unlabelled & ~undeclared).sum())
+            left_out.refused += int((scores.status == "refused").sum())
+            left_out.malformed += int((scores.status == "malformed").sum())
             labels.append(y[use])
             probabilities.append(scores.proba[use])
+    left_out.add_reasons(diagnostics.reasons)
+    left_out.total, left_out.evaluated = diagnostics.rows, counts["ok"] + counts["clipped"]
+    counts |= {"refused": left_out.refused, "malformed": left_out.malformed, "label": left_out.label}
+    label_why = {"missing": left_out.missing, "undeclared": left_out.undeclared}
     if diagnostics.rows == 0:
         say(f"edprf evaluate: {no_rows_text(args.data, args.no_header)}")
         return 1
@@ -217,13 +222,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         threshold=args.threshold if args.threshold is not None else 0.5,
         n_calibration_bins=args.calibration_bins,
     )
-    left_out = counts["refused"] + counts["malformed"] + counts["label"]
     print(
-        f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} clipped: a value moved into the schema's domain by rule); {left_out} left out "
+        f"evaluated {count_text(report.n, 'row')} of {args.data} ({counts['clipped']} clipped: a value moved into the schema's domain by rule); {left_out.count} left out "
         f"({counts['refused']} refused by the schema's rules, {count_text(counts['malformed'], 'malformed line')}, "
         f"{counts['label']} with a missing or undeclared label)"
         + (f"; pooling {args.pooling}" if args.pooling != "log-linear" else "")
     )
+    if left_out.count:
+        print(f"  left out, most common reasons: {left_out.top_reasons()}")
     for hint in diagnostics.hints():
         print(f"  {hint}")
     if report.n == 0:
@@ -240,7 +246,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             why = "(check --sep, --no-header and the label column)"
         say(f"edprf evaluate: {args.data}: no row could be scored " + why)
         return 1
-    banner = subset_banner(report.n, sum(counts.values()), counts["label"], label_why)
+    banner = left_out.banner()
     if banner:
         print("\n".join(["", "!" * 78, banner, "!" * 78]))
         say(banner)
@@ -257,6 +263,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "rows": counts,
             "rows_note": ROWS_KEYS_NOTE,
             "label_left_out": label_why,
+            "left_out_reasons": left_out.as_dict(),
             "subset_warning": banner,
             "pooling": args.pooling,
             "provenance": provenance.as_dict(),
@@ -269,28 +276,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
             handle.write(json.dumps(out, indent=2))
         say(f"metrics written to {args.json_path}")
     clipped = clipping_status(diagnostics, args.allow_clipped, "evaluate")  # says the units warning, if any
-    if banner and not args.allow_missing_labels:
-        say(
-            f"edprf evaluate: exit status {SUBSET_EXIT}: metrics on a subset of the rows (--allow-missing-labels to accept)"
-        )
+    if banner and not args.allow_subset:
+        say(f"edprf evaluate: exit status {SUBSET_EXIT}: metrics on a subset of the rows (--allow-subset to accept)")
         return SUBSET_EXIT
     return clipped
-
-
-def subset_banner(evaluated: int, total: int, unlabelled: int, why: dict[str, int]) -> str:
-    """The banner when the rows left out for their label exceed :data:`MISSING_LABEL_SHARE` of ``total`` or some
-    label is undeclared, else ``""``."""
-    from edprf_core.count_text import count_text
-
-    if unlabelled == 0 or (why["undeclared"] == 0 and unlabelled <= MISSING_LABEL_SHARE * total):
-        return ""
-    left_out = total - evaluated
-    return (
-        f"WARNING: metrics on {evaluated} of {count_text(total, 'row')}: {left_out} were left out, "
-        f"{unlabelled} of them for their label ({why['missing']} missing, {why['undeclared']} not a declared class: "
-        "a different coding of the classes? map it with the schema's [label] aliases); rows left out are rarely "
-        "missing at random, so the figures may be biased"
-    )
 
 
 def _reading_schema(schema: Schema, label_column: str | None) -> Schema:

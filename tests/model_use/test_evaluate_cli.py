@@ -175,7 +175,7 @@ def test_evaluate_on_a_subset_of_the_rows_says_so_above_the_report_and_exits_2(t
     banner = "WARNING: metrics on 50 of 99 rows: 49 were left out, 49 of them for their label"
     assert banner in captured.out and banner in captured.err and "may be biased" in captured.out
     assert captured.out.index(banner) < captured.out.index("summary (95% intervals)")
-    assert "--allow-missing-labels to accept" in captured.err
+    assert "--allow-subset to accept" in captured.err
     result = json.loads(out_json.read_text())
     assert result["n"] == 50 and sum(result["rows"].values()) == 99
     assert result["rows"]["ok"] + result["rows"]["clipped"] == result["n"] and result["rows"]["label"] == 49
@@ -231,3 +231,32 @@ def test_every_label_undeclared_says_so_not_the_separator(tmp_path, bank_model, 
     err = capsys.readouterr().err
     assert "every label was missing or undeclared: 50 undeclared, 0 missing" in err
     assert "[label] aliases" in err and "--sep" not in err
+
+
+def test_rows_refused_for_a_feature_count_toward_the_subset_banner_with_their_reasons(tmp_path, bank_model, capsys):
+    """Analyst review F1: 750 of 3000 rows with HbA1c emptied were left out with no banner and exit 0 (only labels
+    counted).  Now every row left out counts: 10 of 100 rows refused for 'age' get the banner, the reason with its
+    count (summary, banner, JSON) and exit 5; --allow-subset (and its old name) accept it; 5 of 100 pass."""
+    model = str(bank_model["model"])
+    frame = pd.read_csv(bank_model["data"], dtype=str, keep_default_na=False).head(100)
+    frame.loc[:9, "age"] = ""
+    data = tmp_path / "refused.csv"
+    frame.to_csv(data, index=False)
+    out_json = tmp_path / "refused.json"
+    assert main(["evaluate", model, str(data), "--json", str(out_json)]) == SUBSET_EXIT
+    captured = capsys.readouterr()
+    banner = "WARNING: metrics on 90 of 100 rows: 10 were left out, 10 refused for a feature's value (most common: "
+    assert banner in captured.out and banner in captured.err
+    reason = "column 'age': missing, and the schema refuses missing values here"
+    assert f"left out, most common reasons: {reason} (10 rows)" in captured.out
+    assert "--allow-subset to accept" in captured.err
+    result = json.loads(out_json.read_text())
+    assert result["left_out_reasons"] == {reason: 10} and result["subset_warning"].startswith(banner)
+    assert result["rows"]["refused"] == 10 and result["n"] == 90
+    assert main(["evaluate", model, str(data), "--allow-subset"]) == 0
+    assert main(["evaluate", model, str(data), "--allow-missing-labels"]) == 0  # the flag's former name
+    frame.loc[5:9, "age"] = "40"
+    frame.to_csv(data, index=False)
+    capsys.readouterr()
+    assert main(["evaluate", model, str(data)]) == 0
+    assert "WARNING: metrics on" not in capsys.readouterr().out
