@@ -62,9 +62,11 @@ and a subset both apply, this one."""
 EXIT_STATUS_NOTE = (
     "exit status: 0 the report; 1 an error; 2 a wrong option; 3 a signature that does not verify; 4 a column "
     "clipped to its bounds, or read as its unknown category (values the schema does not declare), in 20% or more "
-    "of its rows (unless --allow-clipped); 5 metrics on a subset of the rows: more than 5% of them left out "
-    "for any reason (a feature's value refused by the schema's rules, a malformed line, a missing label), or some "
-    "label not a declared class (unless --allow-subset); when both 4 and 5 apply, 5 (the report is written with either)"
+    "of its rows (unless --allow-clipped); 5 metrics on a subset of the rows that may be biased (unless "
+    "--allow-subset): more than 5% of the rows left out for any reason (a feature's value refused by the schema's "
+    "rules, a malformed line, a missing label), more than 5% of a minority class's labelled rows refused, rows "
+    "without a label whose mean predicted probability differs from the evaluated rows' by 3 standard errors or more, "
+    "or some label not a declared class; when both 4 and 5 apply, 5 (the report is written with either)"
 )
 """``evaluate``'s exit statuses (its help's epilog)."""
 
@@ -72,7 +74,9 @@ ROWS_KEYS_NOTE = (
     "rows partitions DATA's rows: ok and clipped were scored and evaluated (clipped: some value clipped to the "
     "schema's bounds, or an undeclared category read as the feature's unknown one); refused (a feature broke the schema's rules), malformed (a line the parser could not read) "
     "and label (a missing or undeclared label) were left out; left_out_reasons counts the rows left out per reason "
-    "(a row with two refused cells under both)"
+    "(a row with two refused cells under both); left_out_by_class gives, per class, the share of its labelled rows "
+    "refused (when at least 5 of them were) and the mean predicted "
+    "probability of the rows left out for their label against the evaluated rows' (z: in standard errors)"
 )
 """What the ``rows`` counts of ``evaluate --json`` mean (written into the JSON as ``rows_note``)."""
 
@@ -128,10 +132,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="allow_subset",
         action="store_true",
         help=(
-            f"do not exit {SUBSET_EXIT} when more than {SUBSET_SHARE:.0%}% of the rows were left out (for any reason: "
-            "a feature's value refused by the schema's rules, a malformed line, a missing label) or when some label "
-            "is not a declared class (the report still carries the banner, with the most common reasons); by "
-            f"default such a run exits {SUBSET_EXIT}: its metrics are on a subset, which may be biased"
+            f"do not exit {SUBSET_EXIT} when the metrics are on a subset of the rows that may be biased (more than "
+            f"{SUBSET_SHARE:.0%}% of the rows left out for any reason, and the other cases under 'exit status' "
+            "below); the report still carries the banner, with the most common reasons"
         ),
     )
     p.set_defaults(handler=run_evaluate)
@@ -197,6 +200,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             undeclared = unlabelled & (why != "label missing")
             diagnostics.add_labels(cells, undeclared)  # a boolean array: by position
             left_out.add_labels(unlabelled & ~undeclared, undeclared)
+            left_out.add_refused_labels(y, scores.status == "refused")
+            left_out.add_unlabelled(scores.proba[unlabelled])
             use = scores.scored & (y >= 0)
             for status in ("ok", "clipped"):  # evaluated rows only: a row left out for its label is not 'ok'
                 counts[status] += int((use & (scores.status == status)).sum())
@@ -228,8 +233,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
         f"{counts['label']} with a missing or undeclared label)"
         + (f"; pooling {args.pooling}" if args.pooling != "log-linear" else "")
     )
+    left_out.set_evaluated(y_all, p_all)
     if left_out.count:
         print(f"  left out, most common reasons: {left_out.top_reasons()}")
+    if risk := left_out.risk_text(positive):
+        print(f"  {risk}")
     for hint in diagnostics.hints():
         print(f"  {hint}")
     if report.n == 0:
@@ -246,7 +254,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             why = "(check --sep, --no-header and the label column)"
         say(f"edprf evaluate: {args.data}: no row could be scored " + why)
         return 1
-    banner = left_out.banner()
+    banner = left_out.banner(positive)
     if banner:
         print("\n".join(["", "!" * 78, banner, "!" * 78]))
         say(banner)
@@ -263,7 +271,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "rows": counts,
             "rows_note": ROWS_KEYS_NOTE,
             "label_left_out": label_why,
-            "left_out_reasons": left_out.as_dict(),
+            **left_out.as_dict(),
             "subset_warning": banner,
             "pooling": args.pooling,
             "provenance": provenance.as_dict(),
