@@ -181,17 +181,18 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     from ._left_out import LeftOut
     from ._row_diagnostics import RowDiagnostics
+    from ._support_split import support_split
 
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     left_out = LeftOut(tuple(forest.schema.classes))
-    labels, probabilities = [], []
+    labels, probabilities, low_support = [], [], []
     counts = {"ok": 0, "clipped": 0}  # evaluated rows by status; the rows left out are counted in left_out
     reading = _reading_schema(forest.schema, args.label_column)
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
         for chunk in described_when_read(chunks, provenance, scoring_text(args.data, forest.n_trees)):
             scores = score_rows(
-                forest, chunk.frame, chunk.malformed, pooling=args.pooling, clipping=diagnostics.clipping
+                forest, chunk.frame, chunk.malformed, pooling=args.pooling, support=True, clipping=diagnostics.clipping
             )
             diagnostics.add(chunk, scores)
             cells = chunk.frame[reading.label.column]
@@ -209,6 +210,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             left_out.malformed += int((scores.status == "malformed").sum())
             labels.append(y[use])
             probabilities.append(scores.proba[use])
+            low_support.append(np.char.startswith(scores.support[use].astype(str), "low"))
     left_out.add_reasons(diagnostics.reasons)
     left_out.total, left_out.evaluated = diagnostics.rows, counts["ok"] + counts["clipped"]
     counts |= {"refused": left_out.refused, "malformed": left_out.malformed, "label": left_out.label}
@@ -258,6 +260,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if banner:
         print("\n".join(["", "!" * 78, banner, "!" * 78]))
         say(banner)
+    low = np.concatenate(low_support) if low_support else np.zeros(0, dtype=bool)
+    support_lines, support = support_split(
+        y_all, p_all, low, tuple(forest.schema.classes), positive, args.threshold if args.threshold is not None else 0.5
+    )
+    for line in support_lines:
+        print(line)
     if default_positive:
         print(default_positive_text(forest.schema.classes))
     for line in format_report(report):
@@ -272,6 +280,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "rows_note": ROWS_KEYS_NOTE,
             "label_left_out": label_why,
             **left_out.as_dict(),
+            "support": support,
             "subset_warning": banner,
             "pooling": args.pooling,
             "provenance": provenance.as_dict(),

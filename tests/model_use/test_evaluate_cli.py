@@ -313,3 +313,30 @@ def test_rows_left_out_are_counted_against_each_class(tmp_path, bank_model, caps
     assert f"the refused rows hold {k} of the {len(yes)} rows labelled 'yes' ({k / len(yes):.0%})" in (
         capsys.readouterr().out
     )
+
+
+def test_evaluate_counts_low_support_rows_and_splits_the_headline_figures(tmp_path, bank_model, capsys):
+    """Analyst review F4: predict flagged 91 rows of low support, evaluate said nothing and mixed them into every
+    figure.  Now evaluate prints how many of its rows have low support (the same rows as predict's support column)
+    and the accuracy and ROC AUC on the supported and the low rows apart, also in --json."""
+    model, data = str(bank_model["model"]), str(bank_model["data"])
+    predicted = tmp_path / "p.csv"
+    assert main(["predict", model, data, "-o", str(predicted)]) == 0
+    rows = pd.read_csv(predicted, keep_default_na=False)
+    low = rows["support"].str.startswith("low").to_numpy()
+    assert 0 < low.sum() < len(rows)
+    out_json = tmp_path / "support.json"
+    capsys.readouterr()
+    assert main(["evaluate", model, data, "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert f"{low.sum()} of {len(rows)} evaluated rows have low support" in out
+    assert "| support ok |" in out and "| low support |" in out
+    support = json.loads(out_json.read_text())["support"]
+    assert support["low"] == low.sum() and support["ok"] == (~low).sum()
+    y = (pd.read_csv(data)["y"] == "yes").to_numpy()
+    p = rows[["p_no", "p_yes"]].to_numpy()
+    for name, mask in (("ok_rows", ~low), ("low_rows", low)):
+        expected = clinical_report(y[mask].astype(int), p[mask], ("no", "yes"), positive=1, indices=True)
+        assert support[name]["n"] == mask.sum()
+        assert support[name]["accuracy"]["value"] == pytest.approx(expected.accuracy.value)
+        assert support[name]["roc_auc"]["value"] == pytest.approx(expected.roc_auc.value, abs=1e-4)
