@@ -24,7 +24,8 @@ predictions use (:func:`edprf_core._marginals.marginal_log_ratio_tables`;
 with two classes, how far the bin moves the log-odds), averaged over the
 bins weighted by their released noisy row counts (floored at 0; equal
 weights when every count is 0), then normalized over features.  A bin whose
-counts are small against the noise is shrunk to the prior and adds nothing.
+counts are small against the noise adds little here (its weight is its small floored count), though its own
+log-ratio is noise, not zero (what a row reaching it gets: support 'low').
 
 Privacy cost: none.  Only released values (structure, clamped noisy counts,
 noisy marginals) and public parameters are read; no data, public or

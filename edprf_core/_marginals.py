@@ -504,8 +504,11 @@ def marginal_evidence(
     (each cell's variance is about ``2 t^2``, averaged over ``d`` histograms); ``prior`` is the totals'
     distribution after adding ``s`` pseudo-rows to every class (toward uniform where the totals are
     noise).  Each bin's class distribution is ``(kept[b, c] + a prior[c]) / (kept[b].sum() + a)`` with
-    ``kept`` the counts floored at 0 and ``a = shrinkage * t * K``: a bin whose counts are small against
-    the noise falls back to the prior (no evidence when every bin does). ``evidence[i, c] = sum_j log(p_j(c |
+    ``kept`` the counts floored at 0 and ``a = shrinkage * t * K``.  A bin whose counts are small against
+    the noise does *not* fall back to the prior: its ``kept`` is the noise's positive part (about ``t / 2`` per
+    class on average, at random), so its distribution lies, at random, between the prior and an even class mix,
+    and its term is noise that can move a row's probability either way and tends to raise the rarer classes
+    (:func:`edprf_core.prediction.row_support` flags the rows that reach such a bin; analyst review F3). ``evidence[i, c] = sum_j log(p_j(c |
     bin_ij) / q_j[c])`` (the tables of :func:`marginal_log_ratio_tables`, gathered and summed), where ``q_j = sum_b
     w_b p_j(. | b)`` is feature ``j``'s own class distribution, ``w_b`` the bins' shares of ``kept``. Dividing by
     ``q_j`` rather than by ``prior`` keeps a feature's evidence centred: flooring at 0 adds up to ``t / 2`` (the

@@ -310,7 +310,9 @@ def _marginals_text(forest: DPForest, classes: tuple[str, ...], max_features: in
             f"  log p_marginals = log prior + {temper:.4g} * the sum over features of the row's bin's log-ratio "
             "log(p(class | bin) / p(class | feature)), p(class | feature) the feature's class distribution over its "
             f"bins, up to a constant (temper min(1, {MARGINALS_TEMPER_C:g} / sqrt(d)); a bin whose counts are "
-            "small against the noise falls back to the prior)"
+            "small against the noise does not fall back to the prior: its log-ratio is noise, and flooring its "
+            "counts at 0 keeps the noise's positive part, which pulls it toward an even class mix, i.e. toward the "
+            "rarer class; `edprf predict` flags the rows that reach such a bin: support 'low')"
         )
     else:
         released += (

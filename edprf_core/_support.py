@@ -2,8 +2,9 @@
 
 A schema's bounds are public and often wider than the data (HbA1c 3-15 % against training rows up to 9 %).  A
 row in a region with no training rows still gets a probability: the tree leaves and marginals bins it reaches
-hold pure noise, which the estimators shrink to the class prior (or, by chance, to some other class mix).  That
-probability says nothing about the row.  :func:`row_support` finds those rows.
+hold pure noise; the estimators' shrinkage does not bring such a count back to the class prior: the floor at 0
+keeps the noise's positive part, which looks like an even class mix, so the noise moves the probability either
+way and often toward the rarer class.  That probability says nothing about the row.  :func:`row_support` finds those rows.
 
 The rule
 --------
@@ -26,8 +27,8 @@ With ``a = exp(-1 / b)``, a discrete Laplace ``Z`` has variance ``2 a / (1 - a)*
 
 A row has **low support** when most of the evidence behind it is noise: when more than half of the trees that
 released counts put it in a leaf within noise, or when the marginals bin of any feature it reaches is within
-noise (that feature's term is then shrunk to the prior: the model knows nothing about the row's value of that
-feature, and the probability is the other features' and the prior's).  The features whose bin is within noise
+noise (that feature's term is then noise: the model knows nothing about the row's value of that feature, and
+the term can push the probability either way).  The features whose bin is within noise
 are named.  An empty region is caught unless its noise happens to exceed ``Z_SCORE`` standard deviations
 (about 2 % of empty bins for ``Z_SCORE = 2``, from the normal approximation of the noise sum); a region with
 fewer training rows than about ``Z_SCORE`` noise standard deviations is flagged too: its counts cannot be told

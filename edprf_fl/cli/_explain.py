@@ -181,8 +181,9 @@ def run_explain(args: argparse.Namespace) -> int:
     if support.startswith("low"):
         print(
             f"support: {support}: the released counts behind this row ({support[5:]}) are within noise: the model "
-            "knows nothing about this row's value there, and that part of its probability is the prior's, not "
-            "evidence (the other features still count)"
+            "knows nothing about this row's value there, and the terms those counts add (below) are noise, not "
+            "evidence: they can move the probability either way, often toward the rarer class; do not read this "
+            "row's probability as a risk"
         )
     print("\n".join(explanation.lines(max(1, args.show_trees))))
     return 0

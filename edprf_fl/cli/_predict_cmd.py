@@ -81,7 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Class probabilities for every row of a file, streamed: one output row per data line, with the line "
             "number, a status, the probabilities and, last, the row's support ('ok', or 'low: FEATURES' when the "
-            "model's released counts there are within noise: no training rows, a probability near the prior)."
+            "model's released counts there are within noise: no training rows there, so the probability is not a risk "
+            "estimate: those counts' noise moves it either way, often toward the rarer class)."
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
         f"{EXIT_CLIPPED} when a column of DATA was clipped to its bounds, or held values its categorical feature does "
@@ -183,7 +184,9 @@ def low_support_text(n: int) -> str:
     return (
         f"{count_text(n, 'row')} with low support (support column 'low: ...'): the released counts behind them are "
         "within noise (no training rows there, e.g. a value beyond the training data yet inside the schema's "
-        "bounds), so their probabilities are near the prior, not evidence; see docs/using-a-model.md"
+        "bounds), so the terms those counts add are noise too: they can move the probability either way, often "
+        "toward the rarer class; do not read these rows' probabilities (nor their decision) as risks: decide on "
+        "other grounds and check the named values; see docs/using-a-model.md"
     )
 
 

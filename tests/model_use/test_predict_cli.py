@@ -199,3 +199,25 @@ def test_one_row_is_said_as_one_row(tmp_path, capsys):
     _predict(tmp_path, [HEADER, GOOD])
     err = capsys.readouterr().err
     assert "predicted 1 row (1 ok, 0 clipped, 0 refused, 0 malformed)" in err and "1 rows" not in err
+
+
+def test_low_support_text_says_the_probability_is_noise_not_the_prior(tmp_path, bank_model, capsys):
+    """Analyst review F3: predict and explain said a low-support row's probability was "near the prior" / "the
+    prior's"; an empty bin's floored noise gives a term that is noise and often raises the rarer class (0.15 ->
+    0.37).  Both now say the probability is not a risk estimate and that the noise moves it either way."""
+    model, data = str(bank_model["model"]), str(bank_model["data"])
+    out = tmp_path / "p.csv"
+    assert main(["predict", model, data, "-o", str(out)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "rows with low support" in err and "near the prior" not in err
+    assert "can move the probability either way, often toward the rarer class" in err
+    assert "do not read these rows' probabilities (nor their decision) as risks" in err
+    rows = pd.read_csv(out, keep_default_na=False)
+    line = int(rows.loc[rows["support"].str.startswith("low"), "line"].iloc[0])
+    assert main(["explain", model, data, "--line", str(line)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the prior's" not in text and "are noise, not evidence" in text
+    assert "do not read this row's probability as a risk" in text
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    assert "near the prior" not in " ".join(capsys.readouterr().out.split())
