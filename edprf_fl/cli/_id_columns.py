@@ -78,8 +78,20 @@ def checked_id_columns(value: str | None, path: Path, sep: str, no_header: bool,
             f"--id-column: {path} has no column {missing[0]!r}"
             + (f" (nor {', '.join(repr(n) for n in missing[1:])})" if len(missing) > 1 else "")
             + f"; its header names {shown or 'no column'}"
+            + _separator_hint(path, header, sep)
         )
     return names
+
+
+def _separator_hint(path: Path, header: list[str], sep: str) -> str:
+    """The hint for a header read with the wrong separator (``;`` read with ``,``: one name holding them all), as
+    a file without ``--id-column`` gets it: checked here first, the wrong separator looked like a missing column
+    (analyst review F6).  ``""`` for Parquet (typed columns, no separator) or a header without another one."""
+    if path.suffix.lower() in _PARQUET:
+        return ""
+    from edprf_core.tables import separator_hint
+
+    return separator_hint(sep.join(header), sep)
 
 
 def reading_schema(schema: Schema, ids: tuple[str, ...]) -> Schema:

@@ -75,3 +75,15 @@ def test_a_quoted_cell_spanning_lines_says_what_to_do(tmp_path, bank_model):
         "unbalanced quotes: a quoted cell spans lines (embedded line break): remove line breaks from text columns, "
         "or drop the column"
     )
+
+
+def test_an_id_column_in_a_semicolon_file_gets_the_separator_hint(tmp_path, bank_model, capsys):
+    """Analyst review F6: --id-column was checked before the header, so a ';' file got "has no column 'mrn'"
+    without the separator hint a run without --id-column gives.  The error now names the separator."""
+    header = "mrn;" + ";".join(SCHEMA.feature_names)
+    data = _data(tmp_path, ["007;" + GOOD.replace(",", ";")], header)
+    out = str(tmp_path / "out.csv")
+    assert main(["predict", str(bank_model["model"]), data, "-o", out, "--id-column", "mrn"]) == 1
+    err = capsys.readouterr().err
+    assert "has no column 'mrn'" in err and "the first line holds ';': is that the separator? pass --sep ';'" in err
+    assert main(["predict", str(bank_model["model"]), data, "-o", out, "--id-column", "mrn", "--sep", ";"]) == 0
