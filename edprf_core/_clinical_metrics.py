@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._calibration_fit import calibration_slope_intercept
 from ._metric_intervals import (
     _UNDEFINED,
+    TOO_FEW_EVENTS,
     Estimate,
     _balanced_accuracy,
     _finite_or_none,
@@ -52,6 +53,7 @@ __all__ = [
     "OneVsRest",
     "ThresholdRow",
     "clinical_report",
+    "one_class_present_warning",
     "one_class_warning",
     "unpredicted_class_warning",
 ]
@@ -95,6 +97,27 @@ def one_class_warning(predicted: ArrayLike, classes: Sequence[object], share: fl
         f"WARNING: the model predicts class {shown!r} for {counts[top]} of {idx.size} rows "
         f"({counts[top] / idx.size:.1%}): it is (nearly) a constant, whatever its accuracy; look at the "
         "balanced accuracy and the sensitivity of every class"
+    )
+
+
+def one_class_present_warning(truth: ArrayLike, predicted: ArrayLike, classes: Sequence[object]) -> str:
+    """A loud warning when only one class occurs among the rows (an extract without events), else ``""``.
+
+    Then nothing tells the model's classes apart on these rows: a "constant model" warning would blame the model
+    for the extract (analyst review F11), and the balanced accuracy is the present class's recall alone.
+    """
+    y = np.asarray(truth, dtype=np.int64)
+    counts = np.bincount(y, minlength=len(classes)) if y.size else np.zeros(len(classes), dtype=np.int64)
+    if y.size == 0 or np.count_nonzero(counts) != 1:
+        return ""
+    k = int(np.argmax(counts))
+    shown = classes[k].item() if isinstance(classes[k], np.generic) else classes[k]
+    agree = int(np.sum(np.asarray(predicted, dtype=np.int64) == k))
+    return (
+        f"WARNING: only class {shown!r} occurs among these {count_text(y.size, 'row')} (no row of another class): "
+        "sensitivity, ROC AUC, calibration and the other classes' figures cannot be estimated, and the balanced "
+        f"accuracy is the recall of {shown!r} alone (the model decides {shown!r} for {agree} of them); evaluate on "
+        "rows holding every outcome"
     )
 
 
@@ -479,7 +502,7 @@ def clinical_report(
         event = positive if positive is not None else 1
         focus = per_class[event]
         roc_auc, brier = focus.roc_auc, focus.brier
-        slope, intercept = calibration_slope_intercept(y == event, p[:, event])
+        slope, intercept = _slope_intercept(y == event, p[:, event], _smaller_class(y, k, positive))
     else:
         roc_auc = _macro_auc(y, p)
         onehot = np.eye(k)[y] if y.size else np.zeros((0, k))
@@ -496,12 +519,23 @@ def clinical_report(
         per_class=per_class,
         positive=positive,
         threshold=threshold if positive is not None else None,
-        warning=(constant := one_class_warning(predicted, classes)),
+        warning=(constant := one_class_present_warning(y, predicted, classes) or one_class_warning(predicted, classes)),
         unpredicted="" if constant else unpredicted_class_warning(y, predicted, classes),
         interval_note=few_events_note(_smaller_class(y, k, positive)),
         calibration_slope=slope,
         calibration_intercept=intercept,
     )
+
+
+def _slope_intercept(event: NDArray[np.bool_], score: NDArray[np.float64], smaller: int) -> tuple[Estimate, Estimate]:
+    """:func:`calibration_slope_intercept`, or both n/a ("too few events to estimate") below
+    :data:`TOO_FEW_EVENTS` rows in the smaller class: an intercept fitted on one event is a number, not an
+    estimate (analyst review F11)."""
+    if smaller < TOO_FEW_EVENTS:
+        nan = float("nan")
+        undefined = Estimate(nan, nan, nan, f"too few events to estimate (fewer than {TOO_FEW_EVENTS})")
+        return undefined, undefined
+    return calibration_slope_intercept(event, score)
 
 
 def _smaller_class(y: NDArray[np.int64], k: int, positive: int | None) -> int:

@@ -79,11 +79,15 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
     ]
     if report.calibration_slope is not None and report.calibration_intercept is not None:
         summary += [
-            [f"calibration slope ({one}; 1 = calibrated)", _cell(report.calibration_slope), "logistic, Wald"],
+            [
+                f"calibration slope ({one}; 1 = calibrated)",
+                _cell(report.calibration_slope),
+                _fit(report.calibration_slope),
+            ],
             [
                 f"calibration intercept ({one}; in-the-large, 0 = calibrated)",
                 _cell(report.calibration_intercept),
-                "logistic, Wald",
+                _fit(report.calibration_intercept),
             ],
         ]
     lines += _table(["metric", "value (95% CI)", "interval"], summary)
@@ -144,6 +148,11 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
         )
     lines += ["", f"privacy: {NOT_DP_NOTE}"]
     return lines
+
+
+def _fit(e: Estimate) -> str:
+    """The calibration rows' method column: why the figure is n/a when the fit was not made (too few events)."""
+    return e.method if e.method.startswith("too few") else "logistic, Wald"
 
 
 def _point(e: Estimate) -> str:

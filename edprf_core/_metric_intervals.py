@@ -55,6 +55,7 @@ __all__ = [
     "AUC_METHOD",
     "BRIER_METHOD",
     "FEW_EVENTS",
+    "TOO_FEW_EVENTS",
     "Z95",
     "Estimate",
     "brier_estimate",
@@ -71,6 +72,11 @@ Z95 = 1.959963984540054
 FEW_EVENTS = 30
 """Below this many rows in the smaller class, the report notes that its AUC and Brier intervals are approximate."""
 
+TOO_FEW_EVENTS = 10
+"""Below this many rows in the smaller class, the report says "too few events to estimate": the calibration slope
+and intercept are not fitted (one event gives a number, not an estimate) and the intervals' coverage was not
+measured there (analyst review F11)."""
+
 _BOOTSTRAP_REPLICATES = 200
 
 
@@ -81,6 +87,13 @@ def few_events_note(smaller: int) -> str:
     """
     if smaller >= FEW_EVENTS:
         return ""
+    if smaller < TOO_FEW_EVENTS:
+        return (
+            f"too few events to estimate: the smaller class has {count_text(smaller, 'row')}, fewer than "
+            f"{TOO_FEW_EVENTS}: the calibration slope and intercept are not given (n/a), and the ROC AUC and Brier "
+            "intervals are asymptotic, their coverage unmeasured this low; read the figures as a description of "
+            "these rows, not as the model's performance"
+        )
     return (
         f"interval approximate: few events (the smaller class has {count_text(smaller, 'row')}, fewer than "
         f"{FEW_EVENTS}): the ROC AUC and Brier intervals are asymptotic; measured coverage of their 95% "

@@ -274,3 +274,27 @@ def test_balanced_accuracy_of_rows_missing_a_class_says_over_which_classes():
     assert both.method == "mover-wilson mean"
     report = clinical_report(np.zeros(200, dtype=int), np.c_[np.full(200, 0.9), np.full(200, 0.1)], [0, 1])
     assert "over the 1 of 2 classes present" in report.balanced_accuracy.method
+
+
+def test_too_few_events_give_no_calibration_numbers_and_one_class_is_not_a_constant_model():
+    """Analyst review F11: from one event the report printed a calibration intercept (0.543) and cited coverage
+    measured at 10-30 events; an extract without events got "the model ... is (nearly) a constant".  Now: below
+    10 events "too few events to estimate" and n/a; one class present says so instead."""
+    from edprf_core._metric_intervals import TOO_FEW_EVENTS
+
+    rng = np.random.default_rng(0)
+    p1 = rng.uniform(0.0, 0.3, 30)
+    y = np.zeros(30, dtype=int)
+    y[0] = 1
+    r = clinical_report(y, np.c_[1 - p1, p1], [0, 1], positive=1, indices=True)
+    assert np.isnan(r.calibration_intercept.value) and np.isnan(r.calibration_slope.value)
+    text = str(r)
+    assert "too few events to estimate: the smaller class has 1 row" in text and "0.90-0.95" not in text
+    assert f"too few events to estimate (fewer than {TOO_FEW_EVENTS})" in text
+    y[:TOO_FEW_EVENTS] = 1
+    assert np.isfinite(
+        clinical_report(y, np.c_[1 - p1, p1], [0, 1], positive=1, indices=True).calibration_intercept.value
+    )
+    none = clinical_report(np.zeros(30, dtype=int), np.c_[1 - p1, p1], [0, 1], positive=1, indices=True)
+    assert none.warning.startswith("WARNING: only class 0 occurs among these 30 rows")
+    assert "constant" not in none.warning
