@@ -64,11 +64,13 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
     if report.positive is not None:
         pos = report.per_class[report.positive]
         name = classes[report.positive]
+        # PPV and NPV move with the prevalence: at another hospital's, the same model gives others
+        prevalence = f" {(pos.tp + pos.fn) / report.n:.1%}" if report.n else ""
         summary += [
             [f"sensitivity ({name})", _cell(pos.sensitivity), pos.sensitivity.method],
             [f"specificity ({name})", _cell(pos.specificity), pos.specificity.method],
-            [f"PPV ({name})", _cell(pos.ppv), pos.ppv.method],
-            [f"NPV ({name})", _cell(pos.npv), pos.npv.method],
+            [f"PPV ({name}; at this extract's prevalence{prevalence})", _cell(pos.ppv), pos.ppv.method],
+            [f"NPV ({name}; at this extract's prevalence{prevalence})", _cell(pos.npv), pos.npv.method],
         ]
     one = str(report.brier_class) if len(classes) == 2 else None
     auc_name = f"ROC AUC ({one})" if one is not None else "ROC AUC (macro, one-vs-rest)"
@@ -80,7 +82,7 @@ def clinical_report_lines(report: ClinicalReport, intervals_in: str = "as_dict()
     if report.calibration_slope is not None and report.calibration_intercept is not None:
         summary += [
             [
-                f"calibration slope ({one}; 1 = calibrated)",
+                f"calibration slope ({one}; 1 = calibrated, > 1: probabilities too moderate, < 1: too extreme)",
                 _cell(report.calibration_slope),
                 _fit(report.calibration_slope),
             ],

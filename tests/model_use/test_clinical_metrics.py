@@ -236,7 +236,7 @@ def test_calibration_slope_and_intercept_are_the_logistic_recalibration_fits():
     assert np.mean(1 / (1 + np.exp(-(a + x)))) == pytest.approx(y.mean(), abs=1e-8)
     d = r.as_dict()
     assert d["calibration_slope"]["value"] == r.calibration_slope.value and "calibration_intercept" in d
-    assert "calibration slope (1; 1 = calibrated) | 1." in str(r)
+    assert "calibration slope (1; 1 = calibrated, > 1: probabilities too moderate, < 1: too extreme) | 1." in str(r)
 
     calibrated = (rng.random(x.size) < p1).astype(int)
     c = clinical_report(calibrated, np.c_[1 - p1, p1], [0, 1])
@@ -298,3 +298,15 @@ def test_too_few_events_give_no_calibration_numbers_and_one_class_is_not_a_const
     none = clinical_report(np.zeros(30, dtype=int), np.c_[1 - p1, p1], [0, 1], positive=1, indices=True)
     assert none.warning.startswith("WARNING: only class 0 occurs among these 30 rows")
     assert "constant" not in none.warning
+
+
+def test_the_slope_row_says_its_direction_and_ppv_npv_their_prevalence():
+    """Analyst review F12: "calibration slope ... (1 = calibrated)" left the direction to the docs, and nothing said
+    PPV and NPV hold at the extract's prevalence.  Both rows say it now (prevalence 20.0% here: 20 of 100)."""
+    rng = np.random.default_rng(1)
+    p1 = rng.uniform(0.0, 1.0, 100)
+    y = (np.arange(100) < 20).astype(int)
+    text = str(clinical_report(y, np.c_[1 - p1, p1], [0, 1], positive=1, indices=True))
+    assert "calibration slope (1; 1 = calibrated, > 1: probabilities too moderate, < 1: too extreme)" in text
+    assert "| PPV (1; at this extract's prevalence 20.0%) |" in text
+    assert "| NPV (1; at this extract's prevalence 20.0%) |" in text

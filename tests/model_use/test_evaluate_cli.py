@@ -70,8 +70,8 @@ def test_evaluate_reports_the_clinical_metrics_of_the_scorable_rows(tmp_path, ba
     for text in (
         "sensitivity (yes)",
         "specificity (yes)",
-        "PPV (yes)",
-        "NPV (yes)",
+        "PPV (yes; at this extract's prevalence",
+        "NPV (yes; at this extract's prevalence",
         "ROC AUC (yes)",
         "Brier score (yes)",
         "threshold table",
@@ -150,7 +150,7 @@ def test_a_two_class_model_is_evaluated_for_its_last_declared_class_by_default(t
     assert explicit["positive_class_default"] is False
     for key in ("brier", "roc_auc", "confusion", "per_class", "calibration_slope", "calibration_intercept"):
         assert default[key] == explicit[key], key
-    assert "calibration slope (yes; 1 = calibrated)" in out and default["calibration_slope"]["ci95"][0] is not None
+    assert "calibration slope (yes; 1 = calibrated, " in out and default["calibration_slope"]["ci95"][0] is not None
 
 
 def _relabelled(tmp_path, bank_model, rows: int, recode: dict, name: str = "relabelled.csv"):
