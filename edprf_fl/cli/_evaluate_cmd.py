@@ -127,6 +127,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "schema's classes or its [label] aliases)",
     )
     p.add_argument(
+        "--label-map",
+        dest="label_map",
+        type=label_map_pairs,
+        default=(),
+        metavar="TEXT=CLASS,...",
+        help="read these spellings of DATA's labels as the schema's classes, e.g. 'yes=1,no=0' (each CLASS one of "
+        "the schema's classes; the model file is unchanged: your own rows' labels are read this way, as the "
+        "schema's [label] aliases are read)",
+    )
+    p.add_argument(
         "--allow-subset",
         "--allow-missing-labels",  # its name before rows left out for a feature counted too (analyst review F1)
         dest="allow_subset",
@@ -187,7 +197,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     left_out = LeftOut(tuple(forest.schema.classes))
     labels, probabilities, low_support = [], [], []
     counts = {"ok": 0, "clipped": 0}  # evaluated rows by status; the rows left out are counted in left_out
-    reading = _reading_schema(forest.schema, args.label_column)
+    reading = _reading_schema(forest.schema, args.label_column, args.label_map)
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
         for chunk in described_when_read(chunks, provenance, scoring_text(args.data, forest.n_trees)):
@@ -196,7 +206,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             )
             diagnostics.add(chunk, scores)
             cells = chunk.frame[reading.label.column]
-            y, why = read_labels(cells, forest.schema)
+            y, why = read_labels(cells, reading)  # the model's classes, in its order; --label-map's spellings too
             unlabelled = scores.scored & (y < 0)
             undeclared = unlabelled & (why != "label missing")
             diagnostics.add_labels(cells, undeclared)  # a boolean array: by position
@@ -250,7 +260,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             why = (
                 f"(every label was missing or undeclared: {label_why['undeclared']} undeclared, "
                 f"{label_why['missing']} missing; the schema's classes are {list(forest.schema.classes)}: map other "
-                "spellings with the schema's [label] aliases, or name the label column with --label)"
+                "spellings with --label-map TEXT=CLASS,..., recode the column, or name the label column with --label)"
             )
         else:
             why = "(check --sep, --no-header and the label column)"
@@ -299,15 +309,46 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return clipped
 
 
-def _reading_schema(schema: Schema, label_column: str | None) -> Schema:
-    """``schema`` with the label read from ``label_column`` (``--label``), or ``schema`` itself."""
-    if label_column is None or label_column == schema.label.column:
-        return schema
-    if label_column in schema.feature_names:
-        raise ValueError(f"--label {label_column!r}: that is one of the schema's feature columns")
+def label_map_pairs(text: str) -> tuple[tuple[str, str], ...]:
+    """``--label-map``'s ``TEXT=CLASS,...`` as pairs (each side stripped, none empty, no TEXT twice)."""
+    pairs = []
+    for item in text.split(","):
+        spelling, sep, target = (part.strip() for part in item.partition("="))
+        if not sep or not spelling or not target:
+            raise argparse.ArgumentTypeError(f"expected TEXT=CLASS pairs separated by commas, got {item.strip()!r}")
+        pairs.append((spelling, target))
+    repeated = sorted({s for s, _ in pairs if [t for t, _ in pairs].count(s) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"each TEXT once, got {', '.join(map(repr, repeated))} more than once")
+    return tuple(pairs)
+
+
+def _reading_schema(schema: Schema, label_column: str | None, label_map: tuple[tuple[str, str], ...] = ()) -> Schema:
+    """``schema`` with the label read from ``label_column`` (``--label``) and ``label_map``'s spellings added to
+    its aliases (``--label-map``), or ``schema`` itself.  Only how DATA's labels are read changes: the classes,
+    their order and the model are the schema's."""
     import dataclasses
 
-    return dataclasses.replace(schema, label=dataclasses.replace(schema.label, column=label_column))
+    from edprf_core import SchemaError
+
+    label = schema.label
+    if label_column is not None and label_column != label.column:
+        if label_column in schema.feature_names:
+            raise ValueError(f"--label {label_column!r}: that is one of the schema's feature columns")
+        label = dataclasses.replace(label, column=label_column)
+    if label_map:
+        by_text = {str(c.item() if hasattr(c, "item") else c): c for c in label.classes}
+        unknown = [target for _, target in label_map if target not in by_text]
+        if unknown:
+            raise ValueError(
+                f"--label-map: expected each CLASS one of the schema's classes {list(by_text)}, got {unknown[0]!r}"
+            )
+        aliases = dict(label.aliases) | {spelling: by_text[target] for spelling, target in label_map}
+        try:
+            label = dataclasses.replace(label, aliases=tuple(aliases.items()))
+        except SchemaError as exc:  # a spelling that is a declared class, or one met twice over
+            raise ValueError(f"--label-map: {str(exc).removeprefix('[label] aliases: ')}") from None
+    return schema if label is schema.label else dataclasses.replace(schema, label=label)
 
 
 @contextmanager

@@ -208,7 +208,7 @@ class LeftOut:
             return ""
         parts = []
         if self.label:
-            coding = ": a different coding of the classes? map it with the schema's [label] aliases"
+            coding = ": a different coding of the classes? map it with --label-map TEXT=CLASS,... or recode the column"
             parts.append(
                 f"{self.label} of them for their label ({self.missing} missing, {self.undeclared} not a declared "
                 f"class{coding if self.undeclared else ''})"

@@ -230,7 +230,35 @@ def test_every_label_undeclared_says_so_not_the_separator(tmp_path, bank_model, 
     assert main(["evaluate", model, str(data)]) == 1
     err = capsys.readouterr().err
     assert "every label was missing or undeclared: 50 undeclared, 0 missing" in err
-    assert "[label] aliases" in err and "--sep" not in err
+    assert "--label-map TEXT=CLASS" in err and "--sep" not in err
+
+
+def test_label_map_reads_another_coding_of_the_classes(tmp_path, bank_model, capsys):
+    """Analyst review F8: labels coded 'Yes'/'No' against the classes 'no'/'yes' could only be fixed in the schema,
+    which is inside the coordinator's model.  --label-map reads them as the classes: the same figures as the file
+    coded as the schema says; a CLASS the schema lacks, or a spelling that is another declared class, is refused."""
+    model = str(bank_model["model"])
+    frame = pd.read_csv(bank_model["data"], dtype=str, keep_default_na=False).head(200)
+    original, recoded = tmp_path / "original.csv", tmp_path / "recoded.csv"
+    frame.to_csv(original, index=False)
+    frame.assign(y=frame["y"].map({"yes": "Yes", "no": "No"})).to_csv(recoded, index=False)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["evaluate", model, str(recoded), "--label-map", "Yes=yes, No=no", "--json", str(a)]) == 0
+    assert main(["evaluate", model, str(original), "--json", str(b)]) == 0
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    assert ra["n"] == rb["n"] == 200 and ra["confusion"] == rb["confusion"] and ra["brier"] == rb["brier"]
+    capsys.readouterr()
+    assert main(["evaluate", model, str(recoded), "--label-map", "Yes=1"]) == 1
+    assert "--label-map: expected each CLASS one of the schema's classes ['no', 'yes'], got '1'" in (
+        capsys.readouterr().err
+    )
+    assert main(["evaluate", model, str(recoded), "--label-map", "no=yes"]) == 1
+    assert "--label-map: 'no' is the declared class 'no'; an alias may not make it 'yes'" in capsys.readouterr().err
+    for wrong in ("Yes", "Yes=yes,Yes=no", "=yes"):
+        with pytest.raises(SystemExit) as exited:
+            main(["evaluate", model, str(recoded), "--label-map", wrong])
+        assert exited.value.code == 2
+        assert "--label-map" in capsys.readouterr().err
 
 
 def test_rows_refused_for_a_feature_count_toward_the_subset_banner_with_their_reasons(tmp_path, bank_model, capsys):
