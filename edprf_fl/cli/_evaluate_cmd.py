@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arg_types import CLI_MAX_CALIBRATION_BINS, integer
-from ._left_out import SUBSET_SHARE
 from ._model_args import (
     add_force_argument,
     add_model_arguments,
@@ -39,6 +38,7 @@ from ._model_args import (
     say,
     scoring_text,
 )
+from ._subset_share import SUBSET_SHARE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -55,7 +55,7 @@ MULTICLASS_THRESHOLD_NOTE = (
 """What ``--positive-class`` with ``--threshold`` decides on a model of more than two classes (help and report)."""
 
 SUBSET_EXIT = 5
-"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`._left_out.SUBSET_SHARE`).  Not
+"""Exit status of an evaluation whose metrics are on a subset of the rows (see :data:`._subset_share.SUBSET_SHARE`).  Not
 2 (argparse's wrong option), 3 (a signature that does not verify) nor 4 (a clipped column); when a clipped column
 and a subset both apply, this one."""
 

@@ -23,11 +23,9 @@ from numpy.typing import NDArray
 
 from edprf_core.count_text import count_text
 
-__all__ = ["SUBSET_SHARE", "LeftOut"]
+from ._subset_share import SUBSET_SHARE
 
-SUBSET_SHARE = 0.05
-"""Above this share of DATA's rows left out (for any reason), or with any undeclared label, ``evaluate`` prints a
-banner above the report and exits with its subset status unless ``--allow-subset``."""
+__all__ = ["SUBSET_SHARE", "LeftOut"]
 
 SHOWN_REASONS = 3
 """Reasons named in the banner and the summary (the most common first)."""
