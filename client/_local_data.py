@@ -21,9 +21,12 @@ from edprf_core.tables import (
     TEXT_DTYPE,
     OptionHints,
     check_table_header,
-    read_columns,
+    read_numbered_columns,
     read_table,
 )
+from edprf_core.tables import distinct_categories as _distinct_categories
+from edprf_core.tables import one_character_codes as _one_character_codes
+from edprf_core.tables import text_bytes as _text_bytes
 
 from ._held_out_split import split_sides
 
@@ -88,9 +91,9 @@ def load_local_data(
 
     Every step is a per-record map (privacy: a stable transformation, no ε):
     lines are read one by one as text (:func:`edprf_core.tables.read_table`'s rules,
-    by :func:`~edprf_core.tables.read_columns`: a malformed line is dropped, never the
-    file; each text column is let go as soon as it is numbered, so the file's text is
-    held once), cells are judged by the schema
+    by :func:`~edprf_core.tables.read_numbered_columns`: a malformed line is dropped, never the
+    file; each block's text is numbered as it is read and let go, so the file's text is
+    never held whole), cells are judged by the schema
     alone, rows that break a rule are dropped one by one
     (:func:`edprf_core.encoding.conforming_rows`), and a row's side of the split is a
     keyed hash of that row's own cells as the schema reads them (:mod:`client._held_out_split`) with a party-local secret ``salt``
@@ -109,18 +112,11 @@ def load_local_data(
     out below ``holdout_fraction``; a party holds out below the smallest fraction its releases trained under
     (:func:`client._held_out_record.held_out_fraction`).
     """
-    columns, lines, dropped = _file_columns(path, schema, sep, header)
-    rows = len(lines)
+    cells, lines, dropped = _file_cells(path, schema, sep, header)
     for note in dropped[:_LOGGED]:
         log.warning("local data: %s; left out", note)
     if len(dropped) > _LOGGED:
         log.warning("local data: %s left out", count_text(len(dropped) - _LOGGED, "more line"))
-    # Each text column numbered once by its distinct cells (a categorical view of the same texts): the schema's
-    # verdicts, the keyed hash and the encoding at fit time then read each distinct text once, and selecting
-    # rows gathers small integers instead of copying strings.  Every step still gives each row what its own
-    # cells give it (pandas hashes a categorical cell as its category's text; the encoder reads a category's
-    # text).  Only text columns: a categorical of Python objects would merge 1, 1.0 and True (Parquet cells).
-    cells = _text_categories(columns, rows)  # takes the columns out of ``columns``: their text goes as they go
     label = schema.label.column
     X, y = cells.drop(columns=[label]), cells[label]
     keep, problems = conforming_rows(X, y, schema, lines)  # the log names the file's lines
@@ -145,25 +141,27 @@ def load_local_data(
     return data
 
 
-def _file_columns(
-    path: str | Path, schema: Schema, sep: str, header: bool
-) -> tuple[dict[str, pd.Series | pa.ChunkedArray], np.ndarray, list[str]]:
-    """The file's columns (the features and ignored ones in the file's order, then the label), each row's line
-    number in the file, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
+def _file_cells(path: str | Path, schema: Schema, sep: str, header: bool) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """The file's rows as a frame (a text file's columns in its order; a Parquet file's features and ignored
+    columns in its order, then the label), each row's line number in the file, and the notes on its dropped lines (:func:`edprf_core.tables.read_table`'s rules).
 
-    A text file's columns are Arrow text with 4-byte offsets (:func:`edprf_core.tables.read_columns`; pandas
-    would hold them with 8-byte ones); a Parquet file's keep its own types (:func:`edprf_core.tables.read_table`:
-    its text as pandas' ``str``, numbered here as a text file's; its numbers in numpy; other cells as objects).
+    Each text column is numbered by its distinct cells (a categorical view of the same texts): the schema's
+    verdicts, the keyed hash and the encoding at fit time then read each distinct text once, and selecting rows
+    gathers small integers instead of copying strings.  Every step still gives each row what its own cells give it
+    (pandas hashes a categorical cell as its category's text; the encoder reads a category's text).  A text file's
+    columns are numbered block by block as they are read (:func:`edprf_core.tables.read_numbered_columns`): the
+    file's text is never held whole.  A Parquet file's keep its own types (:func:`edprf_core.tables.read_table`:
+    its text as pandas' ``str``, numbered here; its numbers in numpy; other cells as objects, never numbered: a
+    categorical of Python objects would merge 1, 1.0 and True).
     """
     label = schema.label.column
     if Path(path).suffix.lower() in PARQUET_SUFFIXES:
         table = read_table(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
-        return {**dict(table.X.items()), label: table.y}, table.line_numbers, table.dropped
-    read = read_columns(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS, large=False)
-    columns: dict[str, pd.Series | pa.ChunkedArray] = {n: c for n, c in read.columns.items() if n != label}
-    columns[label] = read.columns[label]
-    read.columns.clear()  # held once, in ``columns``: each column's text goes when it is numbered
-    return columns, read.line_numbers, read.dropped
+        columns = {**dict(table.X.items()), label: table.y}
+        rows = len(table.line_numbers)
+        return _text_categories(columns, rows), table.line_numbers, table.dropped
+    read = read_numbered_columns(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS)
+    return read.frame, read.line_numbers, read.dropped  # the label where the file has it: X and y are taken by name
 
 
 def _text_categories(columns: dict[str, pd.Series | pa.ChunkedArray], rows: int) -> pd.DataFrame:
@@ -238,54 +236,6 @@ def _numbered(cells: pd.Series | pa.ChunkedArray) -> pd.Categorical:
         del column, encoded
     categories = pd.Index(pd.array(texts, dtype=TEXT_DTYPE))
     return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
-
-
-def _distinct_categories(categories: pd.Index) -> pd.CategoricalDtype:
-    """``pd.CategoricalDtype(categories)`` for categories known to be distinct and not missing (a dictionary's).
-
-    Without pandas' checks: it would build the Index's hash table to see that they are distinct, Python strings
-    for every category kept with the Index as long as the data is (on 2 million rows of 30 columns, 8 million
-    distinct texts: 1.5 GB, more than the file's text in Arrow).  The same dtype either way.
-    """
-    fastpath = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # pandas' own constructor without the checks
-    return fastpath(categories, False) if fastpath is not None else pd.CategoricalDtype(categories)
-
-
-def _text_bytes(chunk: pa.Array) -> int:
-    """Bytes of text the cells of an Arrow text array hold (from its offsets)."""
-    if not len(chunk):
-        return 0
-    wide = pa.types.is_large_string(chunk.type)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if wide else np.int32)
-    return int(offsets[chunk.offset + len(chunk)]) - int(offsets[chunk.offset])
-
-
-def _one_character_codes(cells: pa.ChunkedArray) -> tuple[np.ndarray, list[str]] | None:
-    """For Arrow text cells that are all exactly one byte and none missing: each cell's code and the texts
-    (distinct, in order of first appearance); None otherwise.
-
-    Arrow's strings are valid UTF-8, so a one-byte cell is an ASCII character: its byte indexes a table of
-    128 codes, with no hashing.  This costs a few milliseconds per million cells where the dictionary
-    encoding costs about 13.
-    """
-    pieces = []
-    for chunk in cells.chunks:  # Arrow's own chunks (not copied)
-        _, offsets_buffer, data_buffer = chunk.buffers()
-        wide = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
-        offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)
-        offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
-        if chunk.null_count or offsets[-1] - offsets[0] != len(chunk) or np.any(offsets[1:] == offsets[:-1]):
-            return None  # a missing cell, or one of another length (lengths sum to the count and none is 0)
-        pieces.append(np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]])
-    data = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint8)
-    present = np.flatnonzero(np.bincount(data, minlength=128))
-    if present.size and present[-1] >= 128:  # not ASCII: cannot be one character alone (left to Arrow)
-        return None
-    raw = data.tobytes()
-    order = sorted(present.tolist(), key=lambda byte: raw.find(bytes((byte,))))  # first appearance
-    table = np.zeros(128, dtype=np.int8)
-    table[order] = np.arange(len(order), dtype=np.int8)
-    return np.take(table, data), [chr(byte) for byte in order]
 
 
 def new_salt() -> str:

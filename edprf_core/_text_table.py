@@ -433,24 +433,50 @@ def _read_lines(
     """The rows of ``p`` under the per-record rules, in columns named by ``names_of(first line)`` (``None``
     without a header)."""
     text = pa.large_string() if large else pa.string()
-    with open_lines(p) as handle:
-        try:
-            number, first = header_line(handle) if header else (0, None)
-            names = names_of(first)
-            reader = _Lines(sep, len(names), max_line_chars, text)
-            pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
-            first_number = number + 1
-            for source, start, end in line_blocks(handle, number == 0, _BLOCK_BYTES):
-                pieces.append(reader.read(memoryview(source)[start:end], first_number, source, start))
-                first_number += reader.line_breaks
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
+    pieces: list[tuple[list[pa.ChunkedArray], np.ndarray]] = []
+    names, dropped = read_blocks(
+        p, names_of, sep=sep, header=header, max_line_chars=max_line_chars, large=large, take=pieces.append
+    )
     columns = {
         name: pa.chunked_array([chunk for piece in pieces for chunk in piece[0][j].chunks], text)
         for j, name in enumerate(names)
     }
     numbers = np.concatenate([piece[1] for piece in pieces]) if pieces else np.empty(0, dtype=np.int64)
-    return TextColumns(columns, numbers, reader.dropped)
+    return TextColumns(columns, numbers, dropped)
+
+
+def read_blocks(
+    p: Path,
+    names_of: Callable[[str | None], list[str]],
+    *,
+    sep: str,
+    header: bool,
+    max_line_chars: int,
+    large: bool,
+    take: Callable[[tuple[list[pa.ChunkedArray], np.ndarray]], object],
+) -> tuple[list[str], list[str]]:
+    """Read ``p`` block by block under the per-record rules, handing each block's rows to ``take`` as they are read.
+
+    ``take`` gets ``(columns, line_numbers)``: one Arrow text column per name (in the order of ``names_of(first
+    line)``, ``None`` without a header) and the file's line number of each row.  What it keeps is up to it: a
+    reader that keeps less than the text (:mod:`edprf_core._numbered_text`) lets each block's text go once it is
+    done with it.  Returns the column names and the notes on the dropped lines.
+
+    Privacy cost: none.  Which lines a block holds changes nothing a line gets (:func:`read_table`'s notes).
+    """
+    text = pa.large_string() if large else pa.string()
+    with open_lines(p) as handle:
+        try:
+            number, first = header_line(handle) if header else (0, None)
+            names = names_of(first)
+            reader = _Lines(sep, len(names), max_line_chars, text)
+            first_number = number + 1
+            for source, start, end in line_blocks(handle, number == 0, _BLOCK_BYTES):
+                take(reader.read(memoryview(source)[start:end], first_number, source, start))
+                first_number += reader.line_breaks
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
+    return names, reader.dropped
 
 
 UNBALANCED_QUOTES = "unbalanced quotes"
