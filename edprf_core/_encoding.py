@@ -726,8 +726,10 @@ def encode_features(
     """
     frame = as_frame(X, schema)
     out = np.empty((len(frame), schema.n_features), dtype=np.int32)
-    for j, codes in enumerate(_feature_codes(frame, schema, grid, CellRules.of(schema), problems)):
+    # one feature's codes at a time, written as they come: a list of every feature's codes was the matrix twice
+    for j, codes in enumerate(_each_feature_codes(frame, schema, grid, CellRules.of(schema), problems)):
         out[:, j] = codes
+        del codes
     return out
 
 
@@ -736,15 +738,20 @@ def _feature_codes(
 ) -> list[NDArray[np.int32] | None]:
     """Each feature's codes (None with ``codes=False``: only the problems are recorded), the text columns that
     collapse read together (:func:`_distinct_readings`), the others row by row."""
+    return list(_each_feature_codes(frame, schema, grid, rules, problems, codes))
+
+
+def _each_feature_codes(
+    frame: pd.DataFrame, schema: Schema, grid: FeatureGrid, rules: CellRules, problems: Problems, codes: bool = True
+) -> Iterator[NDArray[np.int32] | None]:
+    """:func:`_feature_codes` one feature at a time, in the schema's order (the problems recorded as each comes)."""
     read = _distinct_readings(frame, schema, rules, grid.edges)
-    out = []
     for j, feature in enumerate(schema.features):
         encode = _feature_encoder(feature, grid.edges[j], rules)
         if read[j] is None:  # every row its own cell
-            out.append(encode(frame[feature.name], problems))
+            yield encode(frame[feature.name], problems)
         else:
-            out.append(_each_distinct_cell(frame[feature.name], encode, problems, codes=codes, distinct=read[j]))
-    return out
+            yield _each_distinct_cell(frame[feature.name], encode, problems, codes=codes, distinct=read[j])
 
 
 Encoder = Callable[[pd.Series, Problems], NDArray[np.int32]]
