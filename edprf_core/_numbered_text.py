@@ -6,7 +6,7 @@ distinct text once.  Numbering the whole column at once needs the whole file as 
 file's size at the peak, scale review F10).  Here each block's rows (:func:`edprf_core._text_table.read_blocks`)
 are numbered as soon as they are read, and only their codes and each column's distinct texts are kept.
 
-The result is the categorical that numbering the whole column gives (:func:`numbered`): same categories in the
+The result is the categorical that numbering the whole column at once gives: same categories in the
 same order, same codes.  A text's code is its rank among the distinct texts by first appearance in the file, which
 depends on the file's rows, never on where the blocks end (proof in :class:`_ColumnNumbers`).  What a row gets
 downstream reads only its own cells' texts, so this is no privacy change: still a per-record map.
@@ -70,7 +70,7 @@ def read_numbered_columns(
 ) -> NumberedColumns:
     """:func:`edprf_core.tables.read_columns`' rows (a text file, not Parquet) with each column numbered as read.
 
-    The same frame as numbering each of ``read_columns``' columns whole (:func:`numbered`): the same rows, line
+    The same frame as numbering each of ``read_columns``' columns whole: the same rows, line
     numbers and notes on dropped lines (the same reader), each column the same categorical.  Each block's text is
     let go once its codes are known: the process holds the codes and each column's distinct texts, not the file.
 
@@ -170,10 +170,13 @@ class _ColumnNumbers:
             self._merge()
 
     def categorical(self) -> pd.Categorical:
-        """The column as ``pd.Categorical`` of pandas' ``str`` texts (what :func:`numbered` gives)."""
+        """The column as ``pd.Categorical`` of pandas' ``str`` texts (what numbering the whole column gives); the
+        column's own texts and codes are let go (called once, at the end)."""
         self._merge()
-        categories = pd.Index(pd.array(self.texts, dtype=TEXT_DTYPE))
-        dtype = _code_dtype(len(self.texts))
+        texts, self.texts = self.texts, pa.array([], pa.string())  # pandas copies them: held once from here on
+        categories = pd.Index(pd.array(texts, dtype=TEXT_DTYPE))
+        dtype = _code_dtype(len(texts))
+        del texts
         codes = np.concatenate(self.codes, dtype=dtype) if self.codes else np.empty(0, dtype=dtype)
         self.codes = []
         return pd.Categorical.from_codes(codes, dtype=distinct_categories(categories), validate=False)
