@@ -11,22 +11,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from edprf_core import DataValidationError, Schema
 from edprf_core.count_text import count_text
 from edprf_core.encoding import conforming_rows
 from edprf_core.tables import (
     PARQUET_SUFFIXES,
-    TEXT_DTYPE,
     OptionHints,
     check_table_header,
+    numbered_text,
     read_numbered_columns,
     read_table,
 )
-from edprf_core.tables import distinct_categories as _distinct_categories
-from edprf_core.tables import one_character_codes as _one_character_codes
-from edprf_core.tables import text_bytes as _text_bytes
 
 from ._held_out_split import split_sides
 
@@ -179,7 +175,7 @@ def _text_categories(columns: dict[str, pd.Series | pa.ChunkedArray], rows: int)
     others = {c: columns.pop(c) for c in order if c not in text}
 
     def number(name: str) -> pd.Categorical:
-        numbered = _numbered(columns.pop(name))  # the column's only reference: its text goes here
+        numbered = numbered_text(columns.pop(name))  # the column's only reference: its text goes here
         # Arrow's allocator keeps freed pages for reuse; handing them back as the text goes keeps the process's
         # memory near what it holds (2 million bank rows, one thread: 1.18 GB -> 0.97 GB at the 7th column)
         pa.default_memory_pool().release_unused()
@@ -201,41 +197,6 @@ def _is_text(column: pd.Series | pa.ChunkedArray) -> bool:
     if isinstance(column, pa.ChunkedArray):
         return pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
     return isinstance(column.dtype, pd.StringDtype)
-
-
-def _numbered(cells: pd.Series | pa.ChunkedArray) -> pd.Categorical:
-    """``cells`` (Arrow text, or pandas' ``str`` dtype) as a categorical of the same texts as pandas' ``str``
-    (the dtype :func:`edprf_core.tables.read_table` gives text), categories in order of first appearance.
-
-    A column whose every cell is one character (flags, 0/1 labels) is numbered from its bytes by a table of
-    the 128 ASCII characters (:func:`_one_character_codes`); any other by Arrow's dictionary encoding (one
-    hash pass over every cell).  Both give the same categorical.
-    """
-    column = cells if isinstance(cells, pa.ChunkedArray) else pa.chunked_array(pa.array(cells.array))
-    one = _one_character_codes(column)
-    if one is not None:
-        codes, texts = one
-    else:
-        # One dictionary encoding of the chunked column: Arrow's hash kernel keeps one table across the chunks,
-        # so every chunk's indices number the same dictionary, in order of first appearance (encoding chunk by
-        # chunk and unifying the chunks' dictionaries afterwards would cost chunks x distinct cells: 33 s against
-        # 0.4 s for a column of 2 million amounts); nothing is copied but the distinct texts.  A column of more
-        # than 1 GiB of text as large strings, chunk by chunk (an offsets copy): its dictionary may hold more
-        # than the 2 GiB a string array can (pandas holds the categories as large strings either way).
-        if pa.types.is_string(column.type) and sum(_text_bytes(chunk) for chunk in column.chunks) > 1 << 30:
-            column = column.cast(pa.large_string())
-        encoded = pc.dictionary_encode(column)
-        if encoded.num_chunks == 0:  # no cell (Arrow gives no chunk): no category
-            codes, texts = np.empty(0, dtype=np.int32), pa.array([], column.type)
-        else:
-            texts = encoded.chunks[-1].dictionary  # distinct, no null
-            if any(len(chunk.dictionary) != len(texts) for chunk in encoded.chunks):  # pragma: no cover - Arrow's
-                raise RuntimeError("Arrow numbered the chunks of a column by different dictionaries")  # contract
-            indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks], pa.int32())
-            codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
-        del column, encoded
-    categories = pd.Index(pd.array(texts, dtype=TEXT_DTYPE))
-    return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
 
 
 def new_salt() -> str:

@@ -8,13 +8,7 @@ before it is read (:func:`foreign_format_text`, :func:`not_utf8_text`).
 from ._cell_text import TEXT_DTYPE, decimal_comma_cells
 from ._column_names import closest_name
 from ._file_format import RECODE_HINT, foreign_format_text, not_utf8_text
-from ._numbered_text import (
-    NumberedColumns,
-    distinct_categories,
-    one_character_codes,
-    read_numbered_columns,
-    text_bytes,
-)
+from ._numbered_text import NumberedColumns, numbered_text, read_numbered_columns
 from ._table_stream import RowChunk, stream_rows
 from ._text_table import (
     MAX_LINE_CHARS,
@@ -43,16 +37,14 @@ __all__ = [
     "check_table_header",
     "closest_name",
     "decimal_comma_cells",
-    "distinct_categories",
     "foreign_format_text",
     "header_names",
     "not_utf8_text",
-    "one_character_codes",
+    "numbered_text",
     "read_columns",
     "read_named_columns",
     "read_numbered_columns",
     "read_table",
     "separator_hint",
     "stream_rows",
-    "text_bytes",
 ]

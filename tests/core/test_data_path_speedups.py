@@ -350,16 +350,16 @@ def _arrow_text(chunks: list[pa.Array]) -> pd.Series:
     ],
 )
 def test_one_character_columns_are_numbered_as_the_dictionary_numbers_them(cells, by_table, large, monkeypatch):
-    from client import _local_data
+    from edprf_core import _numbered_text
 
     kind = pa.large_string() if large else pa.string()
     whole = pa.array(["x", "0", *cells, "z"], type=kind)
     half = len(cells) // 2  # two chunks sliced out of one buffer: their offsets start inside it
     series = _arrow_text([whole.slice(2, half), whole.slice(2 + half, len(cells) - half)])
-    assert (_local_data._one_character_codes(pa.chunked_array(pa.array(series.array))) is not None) is by_table
-    got = _local_data._numbered(series)
-    monkeypatch.setattr(_local_data, "_one_character_codes", lambda cells: None)  # the dictionary's way alone
-    expected = _local_data._numbered(series)
+    assert (_numbered_text._one_character_codes(pa.chunked_array(pa.array(series.array))) is not None) is by_table
+    got = _numbered_text.numbered_text(series)
+    monkeypatch.setattr(_numbered_text, "_one_character_codes", lambda cells: None)  # the dictionary's way alone
+    expected = _numbered_text.numbered_text(series)
     assert list(got.categories) == list(expected.categories) == list(dict.fromkeys(c for c in cells if c is not None))
     np.testing.assert_array_equal(got.codes, expected.codes)
     assert got.dtype == expected.dtype
@@ -416,7 +416,7 @@ def test_held_out_rows_are_those_whose_keyed_uniform_is_below_the_fraction():
 def test_a_column_of_many_chunks_is_numbered_in_order_of_first_appearance(string_type):
     """A party's file arrives in many Arrow chunks; the numbering is that of the whole column (texts that recur
     across chunks, texts first seen in a late chunk, missing cells), whichever string type Arrow gave it."""
-    from client._local_data import _numbered
+    from edprf_core.tables import numbered_text as _numbered
 
     rng = np.random.default_rng(0)
     texts = [f"{x:.2f}" for x in rng.lognormal(3, 1, 600)] + ["7", "7", "late"]
