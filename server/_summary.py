@@ -167,8 +167,9 @@ def _tolerated_lines(bounded: dict[str, Any]) -> list[str]:
     if against >= asked:
         return [f"bounded influence: against {asked} hostile parties acting together (tolerated-parties)"]
     line = (
-        f"bounded influence: against {count_text(against, 'hostile party', 'hostile parties')} acting together, not "
-        f"the {asked} of tolerated-parties: that takes {2 * asked + 1} parties' releases ({bounded['parts']} merged)"
+        f"bounded influence: against {count_text(against, 'hostile party', 'hostile parties acting together')}, "
+        f"not the {asked} of tolerated-parties: that takes {2 * asked + 1} parties' releases ({bounded['parts']} "
+        "merged)"
     )
     return [line]
 

@@ -139,8 +139,8 @@ def test_a_model_of_four_parts_asked_to_tolerate_two_bounds_one_and_says_so(tmp_
     said = [line for line in summary_lines(report) if line.startswith("bounded influence:")]
     assert said == [
         (
-            "bounded influence: against 1 hostile party acting together, not the 2 of tolerated-parties: that takes "
-            "5 parties' releases (4 merged)"
+            "bounded influence: against 1 hostile party, not the 2 of tolerated-parties: that takes 5 parties' "
+            "releases (4 merged)"
         )
     ]
 
