@@ -157,9 +157,12 @@ class CoordinatorConfig:
         How many hostile parties acting together the merge bounds (item 5 of ``edprf_core._leaf_distribution``):
         each party's say is compared with the ``(f+1)``-th largest, which needs ``2 f + 1`` releases (fewer bound
         as many as they can).  With 1, two colluding parties, each the other's reference, can decide the model
-        (``tests/core/test_colluding_parties.py``: the wall robot at 5-8 % accuracy); 2 holds them, at about a
-        point of accuracy for honest federations of 5 to 7 parties.  Recorded in the global model, whose
-        pooling then uses it wherever it is scored (parties, ``edprf predict``, ONNX).
+        (``tests/core/test_colluding_parties.py``: the wall robot at 5-8 % accuracy); 2 holds them (44 of 48
+        cells of ``benchmarks/results/colluding_parties.md``; the misses are the wall robot under label skew).  The
+        price for honest parties: at most 0.3 points with IID parties, but under Dirichlet 0.5 label skew 0.2 to
+        5.6 points on average (up to 34 on one seed with 5 parties): a class one or two parties hold is counted at
+        the third's weight.  Recorded in the global model, whose pooling then uses it wherever it is scored
+        (parties, ``edprf predict``, ONNX).
     flag_alpha : float in (0, 1), default 0.01
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB

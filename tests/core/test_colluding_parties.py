@@ -99,8 +99,9 @@ def test_two_colluders_take_the_model_when_the_merge_tolerates_one(shortfalls, a
     assert shortfalls[0][(attack, 1)].mean() > 0.25, attack
 
 
-def test_tolerating_two_costs_honest_federations_about_a_point(shortfalls):
-    """5 honest parties: f = 2 against f = 1, the price docs/federation.md states (about 1 point here)."""
+def test_tolerating_two_costs_iid_federations_little(shortfalls):
+    """5 honest IID parties: f = 2 against f = 1 (docs/federation.md: at most 0.3 points with IID parties in
+    benchmarks/results/colluding_parties.md, more under label skew)."""
     cost = shortfalls[1]
     assert -0.01 < cost.mean() < 0.03, np.round(cost, 3)
 
