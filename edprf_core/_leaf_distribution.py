@@ -256,6 +256,7 @@ from ._tree import ForestArrays
 __all__ = [
     "BOUNDED_INFLUENCE_PARTS",
     "CLIP_MARGIN",
+    "MAX_TOLERATED_PARTIES",
     "PLAUSIBLE_CLIP_MARGIN",
     "PLAUSIBLE_SIZE_FACTOR",
     "POOLINGS",
@@ -324,6 +325,11 @@ TOLERATED_PARTIES = 1
 BOUNDED_INFLUENCE_PARTS = 2 * TOLERATED_PARTIES + 1
 """The fewest parts from which the bounds of item 5 apply (``2 f + 1``): with fewer, nothing in the releases tells a
 forged part from an honest one, and one part's release can decide the model."""
+
+
+MAX_TOLERATED_PARTIES = 1000
+"""The most hostile parties acting together a coordinator may ask the merge to tolerate, and a model file may
+record (a sanity bound: a merge bounds as many as its parts can, :func:`tolerated_among`)."""
 
 
 def bounded_influence_parts(tolerated: int) -> int:

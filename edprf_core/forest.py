@@ -18,7 +18,13 @@ from ._forest import (
     merge_forests,
 )
 from ._influence_cuts import CUT_REPORT_SHARE, InfluenceCut, influence_cuts
-from ._leaf_distribution import BOUNDED_INFLUENCE_PARTS, TOLERATED_PARTIES, bounded_influence_parts, tolerated_among
+from ._leaf_distribution import (
+    BOUNDED_INFLUENCE_PARTS,
+    MAX_TOLERATED_PARTIES,
+    TOLERATED_PARTIES,
+    bounded_influence_parts,
+    tolerated_among,
+)
 from ._tree import MAX_FIT_NODES, MAX_LEAF_COUNT, SPLIT_MODES, ForestArrays, TreeStructureError, max_tree_nodes
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "MAX_FIT_NODES",
     "MAX_FIT_ROWS",
     "MAX_LEAF_COUNT",
+    "MAX_TOLERATED_PARTIES",
     "POOLING_NOTE",
     "RELATIONS",
     "SPLIT_MODES",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from edprf_core import DPForest, Schema, SchemaError, merge_forests
-from edprf_core.forest import TOLERATED_PARTIES
+from edprf_core.forest import MAX_TOLERATED_PARTIES, TOLERATED_PARTIES
 
 from . import release_pb2 as pb
 from ._canonical import parse_canonical, serialize_canonical
@@ -101,11 +101,6 @@ class GlobalModelView:
 def _repeated(parties: Sequence[str]) -> list[str]:
     """Party ids that occur more than once (their releases' ε would add up)."""
     return sorted(party for party, n in Counter(parties).items() if n > 1)
-
-
-MAX_TOLERATED_PARTIES = 1000
-"""The most hostile parties acting together a model file may say its pooling tolerates (a wire sanity bound: a
-merge bounds as many as its parts can, :func:`edprf_core._leaf_distribution.tolerated_among`)."""
 
 
 def build_global_model(

@@ -21,9 +21,8 @@ from edprf_core.config_checks import (
     kebab_defaults,
     kebab_values,
 )
-from edprf_core.forest import LEAF_OUTPUTS, bounded_influence_parts
+from edprf_core.forest import LEAF_OUTPUTS, MAX_TOLERATED_PARTIES, bounded_influence_parts
 from edprf_core.marginals import MARGINALS_BINS_LOW, effective_epsilon, marginals_n_bins, marginals_share_rule
-from protocol import MAX_TOLERATED_PARTIES
 from protocol.messages import DEPTH_REQUESTS
 
 __all__ = ["DEFAULT_RUN_CONFIG", "CoordinatorConfig"]

@@ -273,6 +273,14 @@ def add_federation_arguments(
     )
     add("--exclude-flagged", action="store_true", help="drop parties the quality test flags")
     add(
+        "--tolerated-parties",
+        type=int,
+        default=DEFAULTS.tolerated_parties,
+        metavar="F",
+        help="hostile parties acting together the merge bounds (the run config's tolerated-parties): 2 holds two "
+        "colluders, at a price under label skew (default: %(default)s)",
+    )
+    add(
         "--shuffle-labels-party",
         dest="shuffled_label_parties",
         metavar="SHUFFLE_LABELS_PARTY",

@@ -371,6 +371,7 @@ def _coordinator_config(
         evaluation_max_interval_width=settings.evaluation_max_interval_width,
         selective_aggregation=settings.selective,
         exclude_flagged=settings.exclude_flagged,
+        tolerated_parties=settings.tolerated_parties,
     )
 
 

@@ -59,6 +59,7 @@ class SettingFields:
     validation_size: float = 0.1
     selective: bool = False
     exclude_flagged: bool = False
+    tolerated_parties: int = 1
     shuffled_label_parties: tuple[int, ...] = ()
     engine: Literal["in-process", "ray"] = "in-process"
     seed: int = 0

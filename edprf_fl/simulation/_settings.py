@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from edprf_core import EDPRFError
-from edprf_core.forest import MAX_DEPTH_LIMIT
+from edprf_core.forest import MAX_DEPTH_LIMIT, MAX_TOLERATED_PARTIES
 from edprf_core.shape import AUTO_DEPTH_CAP
 
 from ._setting_fields import ENGINES, LEAVES, PARTITIONS, SETTING_DEFAULTS, SPLIT_MODES, SettingFields
@@ -112,6 +112,9 @@ class SimulationSettings(SettingFields):
         quality flags, selection); 0 disables.
     selective, exclude_flagged : bool
         Selective aggregation; dropping the parties the quality test flags.
+    tolerated_parties : int in [1, 1000]
+        Hostile parties acting together the merge bounds (the run config's ``tolerated-parties``): 2 holds two
+        colluders, at a price under label skew (``benchmarks/results/colluding_parties.md``).
     shuffled_label_parties : tuple of int in [0, parties)
         Research: these parties get shuffled labels (low-quality parties).
     engine : {"in-process", "ray"}
@@ -168,6 +171,8 @@ class SimulationSettings(SettingFields):
                 fail(name, "a share in [0, 1)")
         if not (_is_integer(self.seed) and 0 <= self.seed <= MAX_SEED):
             fail("seed", f"an integer in [0, {MAX_SEED}]")
+        if not (_is_integer(self.tolerated_parties) and 1 <= self.tolerated_parties <= MAX_TOLERATED_PARTIES):
+            fail("tolerated_parties", f"an integer in [1, {MAX_TOLERATED_PARTIES}]")
         for p in self.shuffled_label_parties:
             if not (_is_integer(p) and 0 <= p < self.parties):
                 raise SettingsError(f"{{shuffled_label_parties}} {p}: expected 0..{self.parties - 1}")

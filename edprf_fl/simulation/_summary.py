@@ -61,6 +61,7 @@ def report_lines(report: SimulationReport) -> list[str]:
         )
         lines += contribution_section(report.contributions, fed.get("parameters", {}).get("flag_alpha"))
     lines += influence_lines(fed.get("influence_cuts") or [])
+    lines += bounded_lines(fed.get("bounded_influence") or {})
     lines += [f"\npartition {line}" for line in report.partition_warnings]  # simulation.json: realised_partition
     rejected = [p for p in fed["parties"] if p["status"] != "accepted"]
     lines.append(
@@ -246,6 +247,14 @@ def influence_lines(cuts: list[Mapping[str, Any]]) -> list[str]:
     from server import influence_cut_lines
 
     lines = influence_cut_lines(list(cuts))
+    return ["\n" + lines[0], *lines[1:]] if lines else []
+
+
+def bounded_lines(bounded: Mapping[str, Any]) -> list[str]:
+    """Whether the merge bounded each party's say, and against how many acting together (server's lines), or none."""
+    from server import bounded_influence_lines
+
+    lines = bounded_influence_lines(dict(bounded))
     return ["\n" + lines[0], *lines[1:]] if lines else []
 
 

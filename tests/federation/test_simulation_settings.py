@@ -70,6 +70,19 @@ def test_flags_reach_the_settings_by_their_names(tmp_path):
     assert _parsed("simulate", "--max-depth", "auto").max_depth == "auto"
 
 
+def test_tolerated_parties_reaches_the_coordinator_and_the_model(tmp_path):
+    """``--tolerated-parties 2``: the coordinator's config, its report and the model file say 2; 0 is refused by its
+    flag's name."""
+    from edprf_fl.cli._simulation_args import settings_from_args
+    from edprf_fl.simulation import prepare_workspace
+
+    settings = settings_from_args(_parsed("simulate", "--tolerated-parties", "2", "--no-baselines"))
+    assert settings.tolerated_parties == 2
+    assert prepare_workspace(settings, tmp_path / "run").config.tolerated_parties == 2
+    with pytest.raises(ValueError, match=r"--tolerated-parties: expected an integer in \[1, 1000\], got 0"):
+        settings_from_args(_parsed("simulate", "--tolerated-parties", "0"))
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
