@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from edprf_core import Schema
 from edprf_core.encoding import cell_readings
+from edprf_core.tables import judged_per_text
 
 __all__ = ["held_out_rows", "keyed_uniform", "split_sides"]
 
@@ -103,15 +104,9 @@ def _column_hashes(
 ) -> NDArray[np.uint64]:
     """The keyed hash of each cell's reading, in ``out``; a categorical column's categories are read once and
     gathered."""
-    if not isinstance(cells.dtype, pd.CategoricalDtype):
-        out[:] = _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key)
-        return out
-    categories = cells.cat.categories
-    slots = pd.concat(  # the categories, then a missing cell (code -1, which "wrap" takes to the last slot)
-        [pd.Series(categories.array), pd.Series([None], dtype=categories.dtype)], ignore_index=True
+    return judged_per_text(
+        cells, lambda cells: _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key), out
     )
-    hashed = _keyed(cell_readings(slots, schema, column), key)
-    return np.take(hashed, cells.cat.codes.to_numpy(), out=out, mode="wrap")  # "wrap": no buffered copy
 
 
 def _keyed(readings: NDArray[np.float64], key: str) -> NDArray[np.uint64]:

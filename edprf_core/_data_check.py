@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._cell_text import decimal_comma_cells, thousands_dot_cells
 from ._encoding import NOT_A_NUMBER, UNDECLARED, CellRules, _numeric_categories, rule_violations
-from ._numbered_text import read_numbered_columns
+from ._numbered_text import judged_per_text, read_numbered_columns
 from ._schema import CategoricalFeature, ContinuousFeature, Schema
 from ._text_table import PARQUET_SUFFIXES, UNBALANCED_QUOTES, OptionHints, TextTable, read_table
 from .count_text import count_text
@@ -36,8 +35,6 @@ _SHOWN_LINES = 5
 """Line numbers named for the rows holding bytes that are not UTF-8 (the owner's own file, read on its machine)."""
 
 RECODE_HINT = "re-encode it, e.g. `iconv -f cp1252 -t utf-8 in.csv > out.csv`"
-
-_Judged = TypeVar("_Judged")
 
 NOT_UTF8_ADVICE = f"the file is probably not UTF-8 (Latin-1/cp1252?); {RECODE_HINT}"
 """What the data check and the file-format check say of bytes that are not valid UTF-8."""
@@ -234,7 +231,7 @@ def _read(path: str | Path, schema: Schema, sep: str, header: bool, hints: Optio
 
 def _checked(table: TextTable, schema: Schema, parquet: bool, say: Callable[[str], object]) -> DataCheck:
     """:func:`check_data`'s report on the rows read (their columns text, categoricals of their texts, or Parquet's
-    own types: every cell is judged alone, :func:`_per_cell`, so the report is the same for every form)."""
+    own types: every cell is judged alone, :func:`~edprf_core.tables.judged_per_text`, so the report is the same for every form)."""
     say(f"      {count_text(len(table.X), 'row')} read; applying the schema's rules to each ...")
     dropped: dict[str, int] = {}
     for note in table.dropped:
@@ -252,7 +249,7 @@ def _checked(table: TextTable, schema: Schema, parquet: bool, say: Callable[[str
         for column, what, mask in found
         if what == NOT_A_NUMBER
         and column in table.X
-        and (hits := int((_per_cell(table.X[column], decimal_comma_cells) & mask).sum()))
+        and (hits := int((judged_per_text(table.X[column], decimal_comma_cells) & mask).sum()))
     }
     dots = {column: hits for column in commas if (hits := _thousands_dots(table.X[column]))}
     # Parquet's strings are UTF-8 by the format: a U+FFFD there is most likely the writer's own character (the rare
@@ -270,9 +267,9 @@ def _checked(table: TextTable, schema: Schema, parquet: bool, say: Callable[[str
     for f in schema.features:
         numeric = isinstance(f, ContinuousFeature) or _numeric_categories(f)
         if numeric:
-            x, gone = _per_cell(table.X[f.name], lambda cells: rules.numbers(rules.clean(cells)))
+            x, gone = judged_per_text(table.X[f.name], lambda cells: rules.numbers(rules.clean(cells)))
         else:
-            x, gone = None, _per_cell(table.X[f.name], lambda cells: rules.missing(rules.clean(cells)))
+            x, gone = None, judged_per_text(table.X[f.name], lambda cells: rules.missing(rules.clean(cells)))
         gaps = int(gone.sum())
         if gaps:
             rule = f.missing if isinstance(f.missing, str) else f"imputed as {f.missing:g}"
@@ -282,7 +279,7 @@ def _checked(table: TextTable, schema: Schema, parquet: bool, say: Callable[[str
             outside = int(np.sum(finite & ((x < f.lower) | (x > f.upper))))
             if outside:
                 clipped[f.name] = (outside, outside / max(int(finite.sum()), 1))
-    label_missing = int(_per_cell(table.y, lambda cells: rules.missing(rules.clean(cells))).sum())
+    label_missing = int(judged_per_text(table.y, lambda cells: rules.missing(rules.clean(cells))).sum())
     if label_missing:
         missing[schema.label.column] = (label_missing, "rows dropped (labels have no catch-all)")
     return DataCheck(
@@ -308,10 +305,10 @@ def _checked(table: TextTable, schema: Schema, parquet: bool, say: Callable[[str
 def _thousands_dots(cells: pd.Series) -> int:
     """How many cells are written like ``1.200`` (:func:`thousands_dot_cells`) in a column where no other cell
     writes a decimal point (``0.5``, ``12.25``): where one does, ``1.234`` is a decimal too."""
-    dots = _per_cell(cells, thousands_dot_cells)
+    dots = judged_per_text(cells, thousands_dot_cells)
     if not dots.any():
         return 0
-    decimals = _per_cell(cells, _decimal_point_cells)
+    decimals = judged_per_text(cells, _decimal_point_cells)
     return 0 if (decimals & ~dots).any() else int(dots.sum())
 
 
@@ -338,7 +335,7 @@ def _case_variants(table, schema: Schema, rules: CellRules, column: str, mask: n
     def variant(text: pd.Series) -> NDArray[np.bool_]:
         return rules.clean(text).astype("string").str.casefold().isin(folded).to_numpy(dtype=bool)
 
-    return int((_per_cell(cells, variant) & mask).sum())
+    return int((judged_per_text(cells, variant) & mask).sum())
 
 
 def _silent(_: str) -> None:
@@ -353,7 +350,7 @@ def _not_utf8(X: pd.DataFrame, y: pd.Series) -> NDArray[np.bool_]:
     found = np.zeros(len(y), dtype=bool)
     for _, column in [*X.items(), (None, y)]:
         if isinstance(column.dtype, pd.StringDtype) or _text_categories(column):
-            found |= _per_cell(column, _replacement_cells)
+            found |= judged_per_text(column, _replacement_cells)
     return found
 
 
@@ -365,24 +362,3 @@ def _replacement_cells(cells: pd.Series) -> NDArray[np.bool_]:
 def _text_categories(column: pd.Series) -> bool:
     """Whether ``column`` is a categorical of pandas' ``str`` texts (a text column as the party's reader numbers it)."""
     return isinstance(column.dtype, pd.CategoricalDtype) and isinstance(column.cat.categories.dtype, pd.StringDtype)
-
-
-def _per_cell(cells: pd.Series, judge: Callable[[pd.Series], _Judged]) -> _Judged:
-    """``judge(cells)`` for a judge that reads each cell alone (an array, or a tuple of arrays, of one value per cell).
-
-    A categorical of texts is judged by its distinct texts (and one missing cell), each once, and the verdicts
-    gathered by the codes: each cell gets what ``judge`` gives its text, without a Python object per cell (a 2 GB
-    file's cells as objects would not fit in memory).  Any other column is judged as it is.
-    Privacy cost: none (for the owner's eyes; a per-cell map).
-    """
-    if not _text_categories(cells):
-        return judge(cells)
-    categories = cells.cat.categories
-    slots = pd.concat(  # the categories, then a missing cell (code -1, which "wrap" takes to the last slot)
-        [pd.Series(categories.array), pd.Series([None], dtype=categories.dtype)], ignore_index=True
-    )
-    judged = judge(slots)
-    codes = cells.cat.codes.to_numpy()
-    if isinstance(judged, tuple):
-        return tuple(np.take(np.asarray(part), codes, mode="wrap") for part in judged)
-    return np.take(np.asarray(judged), codes, mode="wrap")

@@ -14,9 +14,11 @@ downstream reads only its own cells' texts, so this is no privacy change: still 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -27,7 +29,9 @@ from ._cell_text import TEXT_DTYPE
 from ._schema import Schema
 from ._text_table import MAX_LINE_CHARS, OptionHints, check_separator, header_names, read_blocks
 
-__all__ = ["NumberedColumns", "numbered_text", "read_numbered_columns"]
+__all__ = ["NumberedColumns", "judged_per_text", "numbered_text", "read_numbered_columns"]
+
+_Judged = TypeVar("_Judged")
 
 _PENDING_ROWS = 1 << 16
 """Rows whose codes a column keeps local to their block before they are put on the column's dictionary (at least;
@@ -312,3 +316,29 @@ def numbered_text(cells: pd.Series | pa.ChunkedArray) -> pd.Categorical:
         del column, encoded
     categories = pd.Index(pd.array(texts, dtype=TEXT_DTYPE))
     return pd.Categorical.from_codes(codes, dtype=_distinct_categories(categories), validate=False)
+
+
+def judged_per_text(
+    cells: pd.Series, judge: Callable[[pd.Series], _Judged], out: np.ndarray | None = None
+) -> _Judged | np.ndarray:
+    """``judge(cells)`` for a judge that reads each cell alone (giving an array, or a tuple of arrays, of one value
+    per cell), a categorical judged once per distinct text.
+
+    A categorical's categories, then one missing cell, are judged, and the verdicts gathered by the codes (code -1,
+    a missing cell, takes the last slot): each cell gets what ``judge`` gives its text, without a Python object per
+    cell.  Any other column is judged as it is.  ``out``, for a one-array judge: the verdicts are written there.
+    Privacy cost: none (a per-cell map).
+    """
+    if not isinstance(cells.dtype, pd.CategoricalDtype):
+        judged = judge(cells)
+        if out is None:
+            return judged
+        out[:] = judged
+        return out
+    categories = cells.cat.categories
+    slots = pd.concat([pd.Series(categories.array), pd.Series([None], dtype=categories.dtype)], ignore_index=True)
+    judged = judge(slots)
+    codes = cells.cat.codes.to_numpy()
+    if isinstance(judged, tuple):
+        return tuple(np.take(np.asarray(part), codes, mode="wrap") for part in judged)
+    return np.take(np.asarray(judged), codes, out=out, mode="wrap")  # "wrap": no buffered copy
