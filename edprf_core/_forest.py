@@ -529,9 +529,7 @@ class DPForest:
         )
 
     def __post_init__(self) -> None:
-        f = self.tolerated_parties
-        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0:
-            raise ValueError(f"tolerated_parties: expected an integer >= 0, got {f!r}")
+        _checked_tolerated(self.tolerated_parties)
         if not isinstance(self.notes, tuple):
             raise TypeError(f"notes: expected a tuple of sentences, got {type(self.notes).__name__}")
         if not all(isinstance(n, str) and n.strip() for n in self.notes):
@@ -1094,9 +1092,7 @@ def merge_forests(
     forests = list(forests)
     if not forests:
         raise ValueError("merge_forests needs at least one forest")
-    tolerated = TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties
-    if isinstance(tolerated, bool) or not isinstance(tolerated, (int, np.integer)) or tolerated < 0:
-        raise ValueError(f"tolerated_parties: expected an integer >= 0, got {tolerated_parties!r}")
+    tolerated = _checked_tolerated(TOLERATED_PARTIES if tolerated_parties is None else tolerated_parties)
     first = forests[0]
     for i, f in enumerate(forests[1:], start=1):
         if f.schema.fingerprint != first.schema.fingerprint:
@@ -1127,11 +1123,18 @@ def merge_forests(
         schema=next((f.schema for f in forests if f.schema.is_draft), first.schema),
         trees=ForestArrays.concatenate([f.trees for f in forests]),
         parts=parts,
-        marginals=_merged_marginals(forests, int(tolerated)),
+        marginals=_merged_marginals(forests, tolerated),
         notes=tuple(dict.fromkeys(note for f in forests for note in f.notes)),  # each once, in order
-        tolerated_parties=int(tolerated),
+        tolerated_parties=tolerated,
         _routing={},
     )
+
+
+def _checked_tolerated(value: object) -> int:
+    """``value`` as the number of hostile parts a pooling tolerates (an integer >= 0, not a bool), or ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"tolerated_parties: expected an integer >= 0, got {value!r}")
+    return int(value)
 
 
 def _merged_marginals(forests: Sequence[DPForest], tolerated: int) -> NoisyMarginals | None:

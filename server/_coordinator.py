@@ -524,7 +524,7 @@ def _bounded_influence(n_parts: int, run_id: str, tolerated: int) -> dict[str, A
     :data:`~edprf_core.forest.BOUNDED_INFLUENCE_PARTS` parts on), and against how many hostile parties acting
     together (``tolerated-parties``, lowered to what ``n_parts`` can bound), for the report; a warning when it
     does not bound them all."""
-    needs = bounded_influence_parts(tolerated)
+    needs, against = bounded_influence_parts(tolerated), tolerated_among(n_parts, tolerated)
     if n_parts < BOUNDED_INFLUENCE_PARTS:
         log.warning(
             "run %s: %s merged: one party's release can decide the model (bounded influence takes %d)",
@@ -538,7 +538,7 @@ def _bounded_influence(n_parts: int, run_id: str, tolerated: int) -> dict[str, A
             "(that takes %d releases)",
             run_id,
             count_text(n_parts, "party's release", "parties' releases"),
-            tolerated_among(n_parts, tolerated),
+            against,
             tolerated,
             needs,
         )
@@ -547,7 +547,7 @@ def _bounded_influence(n_parts: int, run_id: str, tolerated: int) -> dict[str, A
         "parts": n_parts,
         "needs": BOUNDED_INFLUENCE_PARTS,
         "tolerated_parties": tolerated,
-        "bounded_against": tolerated_among(n_parts, tolerated),
+        "bounded_against": against,
     }
 
 

@@ -197,6 +197,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     left_out = LeftOut(tuple(forest.schema.classes))
     labels, probabilities, low_support = [], [], []
     counts = {"ok": 0, "clipped": 0}  # evaluated rows by status; the rows left out are counted in left_out
+    threshold = args.threshold if args.threshold is not None else 0.5
     reading = _reading_schema(forest.schema, args.label_column, args.label_map)
     chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
     with _label_column_hint(forest.schema, args.label_column):
@@ -236,7 +237,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         forest.schema.classes,
         positive=positive,
         indices=True,  # y_all and positive are class indices: classes such as (1, 2) would read them as labels
-        threshold=args.threshold if args.threshold is not None else 0.5,
+        threshold=threshold,
         n_calibration_bins=args.calibration_bins,
     )
     print(
@@ -271,9 +272,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print("\n".join(["", "!" * 78, banner, "!" * 78]))
         say(banner)
     low = np.concatenate(low_support) if low_support else np.zeros(0, dtype=bool)
-    support_lines, support = support_split(
-        y_all, p_all, low, tuple(forest.schema.classes), positive, args.threshold if args.threshold is not None else 0.5
-    )
+    support_lines, support = support_split(y_all, p_all, low, tuple(forest.schema.classes), positive, threshold)
     for line in support_lines:
         print(line)
     if default_positive:
