@@ -173,6 +173,29 @@ def party_rows(split: Split, partition: str, n_parties: int, seed: int) -> list[
     return list(partition_rows(split.X_train, split.y_train, n_parties, how, np.random.default_rng(seed)))
 
 
+def party_forests(split: Split, parts: list[np.ndarray], seed: int, trees: int, epsilon: float = 1.0) -> list:
+    """Each party's released forest for the hostile-party benchmarks: ``trees`` trees at ``epsilon`` on its rows
+    of ``split`` (leaf counts, depth from a DP count, at most 8, 20 bins, no residual pass: a party's release holds
+    histograms only), seeded ``seed * 1000 + party`` (research fits, not DP releases)."""
+    from edprf_core import EDPRFClassifier
+
+    return [
+        EDPRFClassifier(
+            split.schema,
+            epsilon=epsilon,
+            n_trees=trees,
+            max_depth="auto",
+            max_depth_cap=8,
+            n_bins=20,
+            random_state=seed * 1000 + i,
+            residual_pass=False,
+        )
+        .fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
+        .forest_
+        for i, rows in enumerate(parts)
+    ]
+
+
 def inner_split(split: Split, seed: int, val_size: float = 0.25) -> Split:
     """Validation split carved from the training rows only (for tuning; the test rows are not touched)."""
     from sklearn.model_selection import train_test_split

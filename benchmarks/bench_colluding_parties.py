@@ -34,12 +34,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows
 from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
 HONEST = (5, 9)
-PARTITIONS = ("iid", "dirichlet")
+PARTITIONS = ("iid", "dirichlet-0.5")
 ATTACKS = ("rarest-class", "majority-class", "copied-release", "inverted")
 COLLUDERS = 2
 EPSILON = 1.0
@@ -53,9 +53,8 @@ def _accuracy(forest, X: pd.DataFrame, truth: np.ndarray) -> float:
 def run_one(job: tuple[str, int, str, int, int, str]) -> list[dict]:
     """One federation: its honest accuracies under f = 1 and f = 2, and each attack's under both."""
     dataset, n_honest, partition, seed, trees, data_dir = job
-    from edprf_core import EDPRFClassifier, merge_forests
+    from edprf_core import merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation import Partitioning, partition_rows
     from tests.forged_releases import forge
 
     warnings.filterwarnings("ignore")
@@ -63,28 +62,8 @@ def run_one(job: tuple[str, int, str, int, int, str]) -> list[dict]:
     X, y, schema = load_dataset(dataset, data_dir)
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
-    parts = partition_rows(
-        split.X_train,
-        split.y_train,
-        n_honest + COLLUDERS,
-        Partitioning(partition, 0.5, ""),
-        np.random.default_rng(seed),
-    )
-    forests = [
-        EDPRFClassifier(
-            schema,
-            epsilon=EPSILON,
-            n_trees=trees,
-            max_depth="auto",
-            max_depth_cap=8,
-            n_bins=20,
-            random_state=seed * 1000 + i,
-            residual_pass=False,  # a party's release: histograms only
-        )
-        .fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
-        .forest_
-        for i, rows in enumerate(parts)
-    ]
+    parts = party_rows(split, partition, n_honest + COLLUDERS, seed)
+    forests = party_forests(split, parts, seed, trees, EPSILON)
     honest, labels = forests[:n_honest], [f"p{i}" for i in range(n_honest)]
     base = {"dataset": dataset, "honest": n_honest, "partition": partition, "seed": seed}
     for f in (1, 2):

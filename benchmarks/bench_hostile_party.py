@@ -40,7 +40,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows
 from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
@@ -56,34 +56,17 @@ def _accuracy(forest, X, truth, tolerated: int | None = None) -> float:
 
 def run_one(job: tuple[str, int, int, int, str]) -> list[dict]:
     dataset, n_honest, seed, trees, data_dir = job
-    from edprf_core import EDPRFClassifier, merge_forests
+    from edprf_core import merge_forests
     from edprf_core.encoding import encode_labels
-    from edprf_fl.simulation import Partitioning, partition_rows
     from tests.forged_releases import ATTACKS, forge
 
     warnings.filterwarnings("ignore")
     X, y, schema = load_dataset(dataset, data_dir)
     split = make_split(X, y, schema, seed, dataset=dataset)
     truth = encode_labels(split.y_test, schema)
-    parts = partition_rows(
-        split.X_train, split.y_train, n_honest + 1, Partitioning("iid", 0.5, ""), np.random.default_rng(seed)
-    )
+    parts = party_rows(split, "iid", n_honest + 1, seed)
     t0 = time.perf_counter()
-    forests = [
-        EDPRFClassifier(
-            schema,
-            epsilon=EPSILON,
-            n_trees=trees,
-            max_depth="auto",
-            max_depth_cap=8,
-            n_bins=20,
-            random_state=seed * 1000 + i,
-            residual_pass=False,  # a party's release: histograms only
-        )
-        .fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
-        .forest_
-        for i, rows in enumerate(parts)
-    ]
+    forests = party_forests(split, parts, seed, trees, EPSILON)
     honest, own = forests[:n_honest], forests[n_honest]
     labels = [f"p{i}" for i in range(n_honest)]
     all_honest = merge_forests(honest, labels=labels)

@@ -246,6 +246,14 @@ def seeded_federation(seed: int):
     Seed ``s``: 1000 test rows drawn by ``default_rng(s)``, the rest split in 5 shares, party ``i`` fitted with
     ``random_state = 100 + 10 s + i`` (seed 0 is the fixture of ``tests/core/test_bounded_influence.py``); returns the 4 honest forests, the hostile party's own forest, its rows, the test rows and their class indices.
     """
+    forests, rows, X_test, truth = seeded_parties(seed, 5)
+    return forests[:4], forests[4], rows[4], X_test, truth
+
+
+def seeded_parties(seed: int, n_parties: int, first_state: int = 100):
+    """Wall robot: 1000 test rows drawn by ``default_rng(seed)``, the rest in ``n_parties`` IID shares, party ``i``
+    fitted with 2 trees at epsilon = 1 and ``random_state = first_state + 10 seed + i``; returns the forests, each
+    party's rows, the test rows and their class indices."""
     from edprf_core import EDPRFClassifier, load_embedded
     from edprf_core.encoding import encode_labels
 
@@ -253,7 +261,7 @@ def seeded_federation(seed: int):
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(X))
     test, train = order[:1000], order[1000:]
-    shares = np.array_split(train, 5)
+    shares = np.array_split(train, n_parties)
     forests = [
         EDPRFClassifier(
             schema,
@@ -262,11 +270,11 @@ def seeded_federation(seed: int):
             max_depth="auto",
             max_depth_cap=8,
             n_bins=20,
-            random_state=100 + 10 * seed + i,
+            random_state=first_state + 10 * seed + i,
         )
         .fit(X.iloc[rows], y.iloc[rows])
         .forest_
         for i, rows in enumerate(shares)
     ]
     truth = encode_labels(y.iloc[test], schema)
-    return forests[:4], forests[4], X.iloc[shares[4]], X.iloc[test], truth
+    return forests, [X.iloc[rows] for rows in shares], X.iloc[test], truth

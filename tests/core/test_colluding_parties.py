@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edprf_core import EDPRFClassifier, load_embedded, merge_forests
+from edprf_core import merge_forests
 from edprf_core._leaf_distribution import bounded_influence_parts, bounded_part_mean, tolerated_among
-from edprf_core.encoding import encode_labels
-from tests.forged_releases import forge
+from tests.forged_releases import forge, seeded_parties
 
 pytestmark = pytest.mark.privacy  # invariant 7 against a coalition: in the gate
 
@@ -33,24 +32,7 @@ def _accuracy(forest, X, truth, **kw) -> float:
 
 def _federation(seed: int):
     """Wall robot, 1000 test rows, the rest in 7 IID shares: 5 honest parties and 2 colluders' own forests."""
-    X, y, schema = load_embedded("wall_robot_navigation")
-    order = np.random.default_rng(seed).permutation(len(X))
-    test, shares = order[:1000], np.array_split(order[1000:], HONEST + 2)
-    forests = [
-        EDPRFClassifier(
-            schema,
-            epsilon=1.0,
-            n_trees=2,
-            max_depth="auto",
-            max_depth_cap=8,
-            n_bins=20,
-            random_state=500 + 10 * seed + i,
-        )
-        .fit(X.iloc[rows], y.iloc[rows])
-        .forest_
-        for i, rows in enumerate(shares)
-    ]
-    return forests, [X.iloc[rows] for rows in shares], X.iloc[test], encode_labels(y.iloc[test], schema)
+    return seeded_parties(seed, HONEST + 2, first_state=500)
 
 
 @pytest.fixture(scope="module")
