@@ -168,13 +168,16 @@ def test_the_block_by_block_read_numbers_as_the_whole_text_did(
     _same_frame(read.frame, expected_cells)
     np.testing.assert_array_equal(read.line_numbers, expected_lines)
     assert read.dropped == expected_dropped
-    with caplog.at_level(logging.WARNING, logger="edprf.party"):
-        got = load_local_data(path, SCHEMA, FRACTION, SALT, header=header)
-    for name in ("X_train", "X_holdout"):
-        _same_frame(getattr(got, name), getattr(expected, name))
-    for name in ("y_train", "y_holdout"):
-        pd.testing.assert_series_equal(getattr(got, name), getattr(expected, name), check_exact=True)
-    assert [r.getMessage() for r in caplog.records] == expected_log
+    for whole_read_bytes in (0, 1 << 40):  # read block by block, then (a small file) whole: the same data
+        monkeypatch.setattr(_local_data, "_WHOLE_READ_BYTES", whole_read_bytes)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="edprf.party"):
+            got = load_local_data(path, SCHEMA, FRACTION, SALT, header=header)
+        for name in ("X_train", "X_holdout"):
+            _same_frame(getattr(got, name), getattr(expected, name))
+        for name in ("y_train", "y_holdout"):
+            pd.testing.assert_series_equal(getattr(got, name), getattr(expected, name), check_exact=True)
+        assert [r.getMessage() for r in caplog.records] == expected_log
     if kind == "mixed":  # the file holds what the test means it to
         assert len(expected.X_train) > 100 and len(expected.X_holdout) > 30
         assert any("unbalanced" in note for note in expected_dropped)

@@ -36,7 +36,7 @@ import pytest
 import client._local_data as local_data
 import client._party as party_module
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
-from edprf_core.tables import TEXT_DTYPE, NumberedColumns
+from edprf_core.tables import TextColumns
 from protocol import release_pb2
 from protocol.messages import METRICS_KEY
 
@@ -285,14 +285,13 @@ def test_the_harness_sees_a_coupling_reader(tmp_path: Path, monkeypatch, baselin
     once one record of age 200 is added.  (pandas' column-wide type inference served until stop 57, when the
     schema began to read ``1.0`` under text classes ``["0", "1"]`` as ``1``, cell by cell: it couples no more.)"""
 
-    def rescaling_reader(path, schema, **_):  # the party reads a text file's columns by read_numbered_columns
+    def rescaling_reader(path, schema, **_):  # the party reads a text file's columns by read_columns
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         ages = pd.to_numeric(frame["age"], errors="coerce")
         frame["age"] = (ages * (100.0 / max(ages.max(), 100.0))).astype(str)
-        cells = pd.DataFrame({c: pd.Categorical(frame[c].astype(TEXT_DTYPE)) for c in frame.columns})
-        return NumberedColumns(frame=cells, line_numbers=np.arange(len(frame)) + 2, dropped=[])
+        return TextColumns(columns=dict(frame.items()), line_numbers=np.arange(len(frame)) + 2, dropped=[])
 
-    monkeypatch.setattr(local_data, "read_numbered_columns", rescaling_reader)
+    monkeypatch.setattr(local_data, "read_columns", rescaling_reader)
     _, train, release, _, used = _serve(
         tmp_path, file_bytes(b"200,007,1,1", "middle", n_rows=N_ROWS), monkeypatch, baseline["model"]
     )
