@@ -64,29 +64,51 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    one of the ``f + 1`` largest masses is honest, so a forged party's class-``k`` mass is at most ``c`` times the
    largest honest party's (once when its size is implausible, e.g. ``2**31 - 1`` in every cell): with ``f = 1``
    at most ``c / (c + 1) = 2/3`` of the summed class-``k`` mass comes from it (1/2 when implausible).  With ``P
-   <= 2 f`` parts nothing tells a forged party from an honest one, and only items 1-3 apply (as for the trees).
+   <= 2 f`` parts nothing tells a forged party from an honest one, and only items 1-3, 5 and 6 apply (as for
+   the trees).
+5. *Negative mass* (review rev-eval E5/E6).  Party ``p``'s class-``k`` negative mass, the sum over all ``N``
+   cells of the class of ``max(0, -h)``, is brought down to at most :func:`negative_mass_ceiling` ``x-`` by
+   scaling the class's negative cells, in every feature, by one factor in [0, 1).  An honest cell ``n + Z``,
+   ``n >= 0``, has negative part at most ``max(0, -Z)``; the Chernoff bound on the sum of ``N`` of those (the
+   function's docstring) puts an honest class above ``x-`` with probability below ``exp(-12)``
+   (``tests/core/test_marginals_federation.py`` checks it by exact convolution).  The wall robot below: ``x- =
+   2,782`` rows, an empty class's mean 1,410; item 1 alone allowed ``N m_p = 34,560``.  It only raises cells.
+6. *Column ceiling* (review rev-eval E5).  Every row is counted once in every feature, so party ``p``'s ``d``
+   class-``k`` column sums are ``c_pk + S_j``, ``S_j`` the sum of ``n_codes[j]`` noises, which lies within
+   ``B_j = 12 t_p sqrt(2 n_codes[j])`` of 0 on either side except with the probability of item 2.  When every
+   ``|S_j| <= B_j``, the median column is at least ``c_pk - max B`` and each column at most ``c_pk + B_j``: so a
+   column above ``median + B_j + max_i B_i`` is brought down to it by scaling its positive cells by one factor
+   in (0, 1).  An honest release's column exceeds it with probability below ``2 d`` times item 2's per column.
+
+The items apply in the order 1, 5, 2, 6, 3, 4: items 1, 5, 2 and 3 only raise cells and item 6 only lowers
+positive cells, so each item's statement holds after the ones before it, item 6's up to what item 3 raises
+afterwards (at most the class's negative mass, ``x-``).
 
 What this bounds, and what it does not. The summed class totals (the estimator's prior): one forged release holds
 at most 2/3 of a class's summed mass (item 4, ``P >= 3``; 1/2 at an implausible size) and removes at most ``x_p /
-d`` of it (item 3, any ``P``), both up to the rounding of the scaled cells (half a row per cell). One bin's class
-counts are bounded only by items 1-2 below (``-m_p`` per cell) and, above, by the class's mass: the mass is a mean
-over features, so a forged party may put into one feature's class column ``d`` times its capped mass plus what it
-takes from the other ``d - 1`` columns down to their floors (item 2, ``12 t_p sqrt(2 n)`` each): the wall robot
-above, one cell of about 21,000 rows against a few tens of the class's summed rows (review rev-eval E5; the
-evidence is centred per feature, and accuracy did not move there).  Within a feature it may
-move its class's mass from the bins where the class is common to those where it is rare (each cell at most ``m_p``
-below 0); a release whose cells alternate between the largest count and the floor, which needs no knowledge of the
-data, cost the wall robot 2.7-4.5 points (rev-eval E6). No rule read from the releases can tell such a histogram from an honest one when ``m_p`` is larger than
-the parties' per-bin counts, since an honest cell's own noise reaches it: the wall robot above has ``m_p = 288``
-against about 40 rows per bin and class at a party. There, a release that keeps its class totals and sets the
-majority class's two densest bins of every feature to ``-m_p`` (their mass moved to the other bins) still costs the
-model (accuracy 0.52, 0.45, 0.53 on seeds 0-2 against 0.69-0.72 for the honest parties;
-``tests/core/test_marginals_federation.py``, ``test_a_reshaped_release_keeps_the_class_totals``): the bound states
-the class totals, not every bin's class shares.
+d`` of it (item 3, any ``P``), both up to the rounding of the scaled cells (half a row per cell). One feature's
+class column: at most the release's median column plus ``B_j + max B`` (item 6) and at least ``-B_j`` (item 2);
+before item 6, a forged party could put into one cell ``d`` times its capped mass plus what it took from the other
+``d - 1`` columns down to their floors, about 21,700 rows on the wall robot (review rev-eval E5), and it now adds
+about 1,700 there. One bin's class counts are bounded only by items 1 and 5 below (``-m_p`` per cell, ``x-`` over
+the class) and by the column above: within a feature a forged party may move its class's mass from the bins where
+the class is common to those where it is rare. No rule read from the releases can tell a few such cells from an
+honest release when ``m_p`` is larger than the parties' per-bin counts, since an honest cell's own noise reaches
+it: the wall robot above has ``m_p = 288`` against about 40 rows per bin and class at a party. There (seeds 0-2;
+``tests/core/test_marginals_federation.py``), a release that keeps its class totals and sets the majority class's
+two densest bins of every feature to ``-m_p`` cost the model 15-20 points before item 5 (accuracy 0.52, 0.45,
+0.53 against 0.69-0.72 honest, goals 0.64-0.66) and now at most 3.2 points below the goal (0.709, 0.628, 0.735);
+spending the whole of ``x-`` on the class's densest cells over all features at most 2.7 points (0.681, 0.633,
+0.764); a release whose cells alternate between ``2**31 - 1`` and ``-(2**31 - 1)``, which needs no knowledge of the
+data, stays within 0.3 points of the goal (0.643, 0.657, 0.717; review rev-eval E6, 2.7-4.5 points in its own
+setting). The bound states the class totals, the negative mass and the columns, not every bin's class shares.
 
 The price, as for the trees: a party that alone (or nearly alone) holds a class under strong label skew has its
 class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) and no floor
-binds (with probability below ``exp(-12)`` per cell and per class, ``1.1e-5`` per column) the bounded sum is the plain sum.
+or ceiling read from one release binds (with probability below ``exp(-12)`` per cell and per class, ``1.1e-5`` per
+column and ``2 d`` times that for item 6) the bounded sum is the plain sum: the skewed and IID federations of
+``benchmarks/bench_colluding_parties.py`` (diabetes, wall robot, bank; 10 seeds) give the same figures with items 5-6
+as without.
 Post-processing of released histograms and public parameters: no ε.
 """
 
@@ -110,6 +132,7 @@ __all__ = [
     "floored_masses",
     "marginals_release_epsilons",
     "mass_floor",
+    "negative_mass_ceiling",
 ]
 
 NOISE_MARGIN_SCALES = 12
@@ -148,15 +171,6 @@ def column_floor(marginals: NoisyMarginals, n_codes: int) -> float:
     return -NOISE_MARGIN_SCALES * marginals.noise_scale * math.sqrt(2 * n_codes)
 
 
-def _bounded_histogram(h: np.ndarray, marginals: NoisyMarginals) -> np.ndarray:
-    """``h``, one of ``marginals``' histograms, bounded below (module docstring, items 1-2): every cell raised to
-    :func:`cell_floor`, then every class column whose sum is below :func:`column_floor` brought up to it by
-    scaling the column's negative cells by one factor in (0, 1)."""
-    h = np.maximum(h, cell_floor(marginals))
-    [h] = _negative_cells_raised([h], column_floor(marginals, h.shape[0]))
-    return h
-
-
 def _negative_cells_raised(hs: list[np.ndarray], floor: float) -> list[np.ndarray]:
     """``hs`` (histograms of one release, ``(n_codes_j, K)`` each) with every class whose cells sum, over all of
     them, below ``floor`` brought up to it by scaling that class's negative cells, in every histogram, by one
@@ -168,7 +182,66 @@ def _negative_cells_raised(hs: list[np.ndarray], floor: float) -> list[np.ndarra
     negative = np.sum([np.minimum(h, 0).sum(axis=0) for h in hs], axis=0)  # < 0 in every low class, <= its sum
     keep = np.ones(len(sums))
     keep[low] = 1.0 - (floor - sums[low]) / -negative[low]
+    return _negative_cells_scaled(hs, keep)
+
+
+def _negative_cells_scaled(hs: list[np.ndarray], keep: np.ndarray) -> list[np.ndarray]:
+    """``hs`` with class ``k``'s negative cells, in every histogram, multiplied by ``keep[k]`` in [0, 1] and
+    rounded to integers."""
     return [np.where(h < 0, np.rint(h * keep), h).astype(np.int64) for h in hs]
+
+
+def negative_mass_ceiling(marginals: NoisyMarginals) -> float:
+    """``x-``: the largest negative mass (the sum over all features of one class's negative parts ``max(0, -h)``)
+    an honest release plausibly holds (module docstring, item 5); ``t`` and the grid from public parameters only.
+
+    An honest cell is ``n + Z``, ``n >= 0`` a count and ``Z`` discrete Laplace of scale ``t``, so its negative part
+    is at most ``max(0, -Z)``: 0 with probability ``1 / (1 + a)`` and ``j >= 1`` with probability ``(1 - a) a**j /
+    (1 + a)``, ``a = exp(-1 / t)``, whose moment generating function is ``M(lam) = 1 / (1 + a) + (1 - a) a e**lam
+    / ((1 + a) (1 - a e**lam))`` for ``lam < 1 / t``.  For the ``N = sum_j n_codes[j]`` cells of one class,
+    Chernoff gives ``P(sum >= x) <= exp(N log M(lam) - lam x)`` for every such ``lam``: ``x-`` is the smallest
+    ``(N log M(lam) + L) / lam`` on a fixed grid of ``lam``, ``L = NOISE_MARGIN_SCALES``, so an honest class
+    exceeds it with probability below ``exp(-L)`` (any ``lam`` gives a valid bound; the grid only decides how
+    tight).
+    """
+    t, n = marginals.noise_scale, sum(marginals.n_codes)
+    a = math.exp(-1.0 / t)
+    lam = np.linspace(0.005, 0.995, 199) / t  # a e**lam < 1 on the whole grid
+    grow = a * np.exp(lam)
+    log_m = np.log(1.0 / (1.0 + a) + (1.0 - a) * grow / ((1.0 + a) * (1.0 - grow)))
+    return float(np.min((n * log_m + NOISE_MARGIN_SCALES) / lam))
+
+
+def _negative_mass_bounded(hs: list[np.ndarray], marginals: NoisyMarginals) -> list[np.ndarray]:
+    """``hs`` with every class whose negative mass exceeds :func:`negative_mass_ceiling` brought down to it by
+    scaling that class's negative cells, in every feature, by one factor in [0, 1) (item 5)."""
+    negative = -np.sum([np.minimum(h, 0).sum(axis=0) for h in hs], axis=0)  # (K,), >= 0
+    ceiling = negative_mass_ceiling(marginals)
+    if not (negative > ceiling).any():
+        return hs
+    return _negative_cells_scaled(hs, np.where(negative > ceiling, ceiling / np.maximum(negative, 1.0), 1.0))
+
+
+def _columns_consistent(hs: list[np.ndarray], marginals: NoisyMarginals) -> list[np.ndarray]:
+    """``hs`` with every class column above its plausible ceiling (item 6) brought down to it by scaling the
+    column's positive cells by one factor in (0, 1): the ceiling of feature ``j``'s class-``k`` column is the
+    median over features of the class's column sums plus ``B_j + max_i B_i``, ``B_j = -column_floor(n_codes[j])``
+    (the column noise's 12 standard deviations, either side)."""
+    sums = np.array([h.sum(axis=0) for h in hs], dtype=np.float64)  # (d, K)
+    margin = np.array([-column_floor(marginals, h.shape[0]) for h in hs])  # (d,)
+    ceiling = np.median(sums, axis=0)[None, :] + margin[:, None] + margin.max()
+    over = sums > ceiling
+    if not over.any():
+        return hs
+    out = []
+    for j, h in enumerate(hs):
+        if not over[j].any():
+            out.append(h)
+            continue
+        positive, negative = np.maximum(h, 0).sum(axis=0), np.minimum(h, 0).sum(axis=0)
+        keep = np.where(over[j], (ceiling[j] - negative) / np.where(over[j], positive, 1.0), 1.0)
+        out.append(np.where(h > 0, np.rint(h * keep), h).astype(np.int64))
+    return out
 
 
 def mass_floor(marginals: NoisyMarginals) -> float:
@@ -198,19 +271,27 @@ def cell_floor(marginals: NoisyMarginals) -> int:
     return -math.ceil(NOISE_MARGIN_SCALES * marginals.noise_scale)
 
 
+def _floors_below(marginals: NoisyMarginals) -> list[np.ndarray]:
+    """``marginals``' histograms after items 1, 5 and 2: every cell at least :func:`cell_floor`, every class's
+    negative mass at most :func:`negative_mass_ceiling`, every class column at least :func:`column_floor`."""
+    cells = [np.maximum(h, cell_floor(marginals)) for h in marginals.counts]
+    cells = _negative_mass_bounded(cells, marginals)
+    return [_negative_cells_raised([h], column_floor(marginals, h.shape[0]))[0] for h in cells]
+
+
 def floored_masses(parts: Sequence[NoisyMarginals]) -> tuple[list[list[np.ndarray]], np.ndarray]:
-    """Each part's histograms bounded below by its noise margins (items 1-3), a ``(P, d)`` list of int64 arrays,
+    """Each part's histograms bounded by its noise margins (items 1, 5, 2, 6, 3), a ``(P, d)`` list of int64 arrays,
     and each part's class masses floored at 0, shape ``(P, K)``: the weights the mass cap (item 4) reads.
 
     Privacy cost: none (post-processing of released histograms and public parameters).
     """
-    floored = [_mass_floored([_bounded_histogram(h, m) for h in m.counts], m) for m in parts]
+    floored = [_mass_floored(_columns_consistent(_floors_below(m), m), m) for m in parts]
     masses = np.array([np.maximum(np.mean([h.sum(axis=0) for h in hs], axis=0), 0.0) for hs in floored])
     return floored, masses
 
 
 def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None = None) -> NoisyMarginals:
-    """The parties' histograms, each bounded (module docstring, items 1-4), summed cell by cell.
+    """The parties' histograms, each bounded (module docstring, items 1-6), summed cell by cell.
 
     Parameters
     ----------
@@ -218,8 +299,8 @@ def bounded_marginals_sum(parts: Sequence[NoisyMarginals], tolerated: int | None
         One per party, on one grid (equal ``n_codes``), one class set and one relation.
     tolerated : int >= 0, default :data:`TOLERATED_PARTIES`
         ``f``: the mass cap (item 4) applies with ``len(parts) >= 2 f + 1``, against as many hostile parties as
-        the parts can bound below that (:func:`~edprf_core._leaf_distribution.tolerated_among`); the floors
-        (items 1-3) always.
+        the parts can bound below that (:func:`~edprf_core._leaf_distribution.tolerated_among`); the floors and
+        ceilings read from each release alone (items 1-3, 5, 6) always.
 
     Returns
     -------

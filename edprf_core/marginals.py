@@ -22,6 +22,7 @@ from ._marginals_merge import (
     effective_epsilon,
     marginals_release_epsilons,
     mass_floor,
+    negative_mass_ceiling,
 )
 from ._residual_pass import release_residual_pass, residual_pass_rule
 
@@ -43,6 +44,7 @@ __all__ = [
     "marginals_release_epsilons",
     "marginals_share_rule",
     "mass_floor",
+    "negative_mass_ceiling",
     "release_marginals",
     "release_residual_pass",
     "residual_pass_rule",

@@ -21,6 +21,7 @@ from edprf_core.forest import MAX_LEAF_COUNT
 
 __all__ = [
     "ATTACKS",
+    "MARGINALS_ALTERNATING",
     "MARGINALS_ATTACKS",
     "REFUSED_ATTACKS",
     "SELF_CONTAINED_ATTACKS",
@@ -52,10 +53,18 @@ MARGINALS_ATTACKS = (
     "marginals-majority-erased",
     "marginals-rarest-erased",
     "marginals-scaled",
+    "marginals-one-cell",
 )
 """Forged marginals parts (signed cells inside the wire range ``RELEASE_RANGE``): every cell of the class the
 party's own histograms hold least at ``2**31 - 1``; every cell of the class they hold most, or least, at
-``-(2**31 - 1)`` (erasing it from the sum); every cell x1000."""
+``-(2**31 - 1)`` (erasing it from the sum); every cell x1000; the least-held class's columns of every feature but
+the first at their column floor and its whole released mass, d times over, plus what those columns gave up, in
+the first feature's first bin (review rev-eval E5: about 21,000 rows in one cell on the wall robot before the
+column ceiling).  :data:`MARGINALS_ALTERNATING` is measured on its own."""
+
+MARGINALS_ALTERNATING = "marginals-alternating"
+"""Every cell at ``2**31 - 1`` or ``-(2**31 - 1)`` in a checkerboard over (bin, class): no knowledge of the data
+(review rev-eval E6)."""
 
 
 def forge_marginals(attack: str, own: DPForest) -> DPForest:
@@ -80,9 +89,31 @@ def forge_marginals(attack: str, own: DPForest) -> DPForest:
             h[:, int(np.argmin(totals))] = low
     elif attack == "marginals-scaled":
         counts = [np.clip(h * 1000, low, high) for h in counts]
+    elif attack == "marginals-one-cell":
+        counts = _one_cell(m, counts, int(np.argmin(totals)))
+    elif attack == MARGINALS_ALTERNATING:
+        counts = [np.where(np.indices(h.shape).sum(axis=0) % 2 == 0, high, low).astype(np.int64) for h in counts]
     else:
-        raise ValueError(f"forge_marginals: unknown attack {attack!r}; expected one of {MARGINALS_ATTACKS}")
+        raise ValueError(
+            f"forge_marginals: unknown attack {attack!r}; expected one of {(*MARGINALS_ATTACKS, MARGINALS_ALTERNATING)}"
+        )
     return replace(own, marginals=NoisyMarginals(tuple(counts), m.epsilon, m.relation, m.n_classes))
+
+
+def _one_cell(m, counts: list[np.ndarray], k: int) -> list[np.ndarray]:
+    """``counts`` with class ``k``'s column of every feature but the first at its column floor (spread over its
+    bins) and the first feature's first cell holding what the others gave up: the first column sums to ``d``
+    times the class's mass plus the other columns' floors, and the class mass (the mean of the column sums)
+    stays what the party released."""
+    from edprf_core.marginals import column_floor
+
+    given_up = 0
+    for h in counts[1:]:
+        floor = int(column_floor(m, h.shape[0]))
+        given_up += int(h[:, k].sum()) - floor // h.shape[0] * h.shape[0]
+        h[:, k] = floor // h.shape[0]
+    counts[0][0, k] += given_up  # the first column now sums to d times the mass less the other columns' floors
+    return counts
 
 
 def _with_counts(forest: DPForest, counts: np.ndarray) -> DPForest:
