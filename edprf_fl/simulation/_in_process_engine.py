@@ -46,6 +46,8 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from edprf_core.count_text import count_text
 from edprf_fl import raise_if_interrupted
+from protocol import ReplyStatus
+from protocol.messages import RESULT_KEY
 
 from ._progress import Progress, Throttle, _quiet, seconds_text
 
@@ -60,6 +62,18 @@ _KIND = {
 }
 
 _ID_BITS = 63  # Flower's node and run ids are random unsigned 64-bit integers; stay in sint64 range
+
+
+def _refusals(replies: list[Message]) -> tuple[int, int]:
+    """``(refused, failed)``: the replies whose result record says refused, and the error replies
+    (a ClientApp that raised).  A reply without a result record counts as neither (a test's own app)."""
+    refused = failed = 0
+    for reply in replies:
+        if reply.has_error():
+            failed += 1
+        elif RESULT_KEY in reply.content.config_records:
+            refused += reply.content.config_records[RESULT_KEY].get("status") == ReplyStatus.REFUSED
+    return refused, failed
 
 
 def _over_the_wire(message: Message) -> Message:
@@ -178,11 +192,20 @@ class InProcessGrid(Grid):
                     )
                 break
             ids.append(self._deliver(message))
+        replies = list(self.pull_messages(ids))
         if ids and messages[0].metadata.message_type in _DONE:  # a train or evaluate round (not readiness)
             done = _DONE[messages[0].metadata.message_type]
             seconds = seconds_text(self._clock() - start)
-            self._progress(f"      {done} {len(ids)} of {count_text(len(messages), 'party', 'parties')} in {seconds}")
-        return list(self.pull_messages(ids))
+            of = f"{len(ids)} of {count_text(len(messages), 'party', 'parties')}"
+            refused, failed = _refusals(replies)
+            if refused or failed:  # "trained 5 of 5" when every party refused would say the opposite of what happened
+                self._progress(
+                    f"      {of} answered in {seconds}: {len(ids) - refused - failed} {done}, {refused} "
+                    f"refused, {failed} failed (the run's report gives each party's reason)"
+                )
+            else:
+                self._progress(f"      {done} {of} in {seconds}")
+        return replies
 
     def _party_name(self, node_id: int) -> str:
         """The simulated party's name (its workspace directory, ``party-NNNN``), else the node id."""

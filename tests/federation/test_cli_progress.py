@@ -197,6 +197,43 @@ def test_the_parties_count_is_throttled_to_one_line_every_five_seconds_of_the_gr
     ]
 
 
+def test_the_rounds_line_counts_refusals_and_failures_apart_from_the_parties_that_trained():
+    """Stop 59's note: "trained 5 of 5 parties" was printed when every party refused (the line counted answers).
+    Parties 0-1 release, 2 refuses, 3 raises: the line says so; a round where all release keeps its old text."""
+    from protocol import ReplyStatus
+    from protocol.messages import RESULT_KEY
+
+    app = ClientApp()
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        k = context.node_config["partition-id"]
+        if k == 3:
+            raise RuntimeError("disk full")
+        status = ReplyStatus.REFUSED if k == 2 else ReplyStatus.RELEASED
+        return Message(RecordDict({RESULT_KEY: ConfigRecord({"status": str(status)})}), reply_to=msg)
+
+    said: list[str] = []
+    node_ids = [21 + k for k in range(4)]
+    ticks = iter(np.arange(0.0, 100.0, 1.0))
+    grid = InProcessGrid(
+        Run.create_empty(run_id=5), party_nodes(app, node_ids), clock=lambda: float(next(ticks)), progress=said.append
+    )
+    assert len(_train_round(grid, node_ids, timeout=None)) == 4
+    assert said[-1] == (
+        "      4 of 4 parties answered in 5.0 s: 2 trained, 1 refused, 1 failed (the run's report gives each party's reason)"
+    )
+    said.clear()
+    grid = InProcessGrid(
+        Run.create_empty(run_id=5),
+        party_nodes(app, node_ids[:2]),
+        clock=lambda: float(next(ticks)),
+        progress=said.append,
+    )
+    _train_round(grid, node_ids[:2], timeout=None)
+    assert said[-1] == "      trained 2 of 2 parties in 3.0 s"
+
+
 def test_a_party_the_coordinator_heard_nothing_from_within_the_round_timeout_is_named_after_a_ray_run():
     fed = {
         "parties": [
