@@ -127,6 +127,31 @@ def _shown(value: float) -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else float("nan")
 
 
+MAX_COALITIONS = 20_000
+"""The most sets of ``tolerated-parties`` parties the evaluation's coalition bounds search (each a vectorised pass
+over the box's edges); beyond it the report says the bound was not computed rather than stall the coordinator."""
+
+
+def _tolerated_reach(
+    correct: np.ndarray, total: np.ndarray, variance: float, bound: float, margin: float, f: int
+) -> dict[str, Any]:
+    """The reach and robust interval for the run's ``tolerated-parties`` ``f`` when ``f > 2`` (one and two are
+    always reported): ``{"tolerated_parties": f, "max_tolerated_parties_shift": ..., "ci95_if_tolerated_parties_lied":
+    ...}``, the two values None when more than :data:`MAX_COALITIONS` sets of ``f`` parties would have to be searched;
+    ``{}`` for ``f <= 2``.  Post-processing of the noisy counts: no ε."""
+    if f <= 2:
+        return {}
+    k = len(total)
+    if not k or math.comb(k, f) > MAX_COALITIONS:
+        return {"tolerated_parties": f, "max_tolerated_parties_shift": None, "ci95_if_tolerated_parties_lied": None}
+    shift = coalition_shift(correct, total, variance, bound, margin, f)
+    return {
+        "tolerated_parties": f,
+        "max_tolerated_parties_shift": shift if math.isfinite(shift) else None,
+        "ci95_if_tolerated_parties_lied": coalition_robust_interval(correct, total, variance, f),
+    }
+
+
 def evaluation_summary(
     replies: list[tuple[int, dict | None, str]], no_reply: list[int], cfg: CoordinatorConfig
 ) -> dict[str, Any]:
@@ -171,6 +196,7 @@ def evaluation_summary(
     shift, pair_shift = (
         coalition_shift(replied_correct, replied_total, variance, bound, margin, f) if k else math.inf for f in (1, 2)
     )
+    tolerated = _tolerated_reach(replied_correct, replied_total, variance, bound, margin, cfg.tolerated_parties)
     notes = []
     if no_reply:
         notes.append("parties in no_reply may have spent their evaluation epsilon on a reply that came too late")
@@ -194,6 +220,7 @@ def evaluation_summary(
         else None,
         "max_one_party_shift": shift if math.isfinite(shift) else None,
         "max_two_party_shift": pair_shift if math.isfinite(pair_shift) else None,
+        **tolerated,
         "max_party_rows": bound,
         "noise_margin": margin,
         "per_party": per_party,

@@ -63,6 +63,8 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
                 f"  any one party's reply can move it {_reach(federated.get('max_one_party_shift'))}{pair} "
                 f"(parties of at most {federated.get('max_party_rows', 0):,} held-out rows)"
             )
+        if (f := federated.get("tolerated_parties")) is not None:
+            lines.append(_tolerated_line(f, federated))
     for entry in refused:
         who = entry.get("party_id") or f"node {entry.get('node_id')}"
         lines.append(f"  {who}: not in the estimate ({entry.get('reason')})")
@@ -72,6 +74,21 @@ def federated_evaluation_lines(federated: dict[str, Any]) -> list[str]:
         names = federated.get("no_reply_parties") or [f"node {node}" for node in silent]
         lines.append(f"  no reply to the evaluation request: {', '.join(names)}")
     return lines
+
+
+def _tolerated_line(f: int, federated: dict[str, Any]) -> str:
+    """What ``f`` (the run's tolerated-parties, above 2) parties' replies together can do to the estimate."""
+    interval = federated.get("ci95_if_tolerated_parties_lied")
+    if interval is None:
+        return (
+            f"  {f} parties' replies together (tolerated-parties): not computed (too many sets of {f} parties to "
+            "search; the one- and two-party figures above stand)"
+        )
+    return (
+        f"  {f} parties' replies together (tolerated-parties) can move it "
+        f"{_reach(federated.get('max_tolerated_parties_shift'))}; 95% interval {interval[0]:.3f}-{interval[1]:.3f} "
+        f"if {f} lied"
+    )
 
 
 def _if_lied(federated: dict[str, Any]) -> str:

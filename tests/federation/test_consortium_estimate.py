@@ -226,6 +226,36 @@ def test_two_parties_acting_together_stay_within_the_reported_two_party_reach():
     assert 1.5 * one_party < out["max_two_party_shift"] < 2.5 * one_party
 
 
+def test_a_declared_tolerated_parties_above_two_gets_its_own_reach_and_interval():
+    """tolerated-parties 3 (the merge holds three hostile parties): the evaluation reports what three replies
+    together can move, at least the two-party reach, and an interval that covers when three lie; three liars at
+    the box's corners stay within that reach.  Above :data:`MAX_COALITIONS` sets it says it did not search."""
+    from server._evaluation import MAX_COALITIONS
+    from server._summary import federated_evaluation_lines
+
+    cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=1.0, max_party_rows=82, tolerated_parties=3)
+    honest = _honest(rows=80, accuracies=(0.55,) * 12, eps=1.0, seed=9)
+    alone = evaluation_summary(honest, [], cfg)
+    m = noise_margin(1.0)
+    liars = [(90 + i, {"correct": -m, "total": 82 + m, "epsilon": 1.0, "exact": 0}, "") for i in range(3)]
+    out = evaluation_summary([*honest, *liars], [], cfg)
+    assert out["tolerated_parties"] == 3
+    assert out["max_two_party_shift"] < out["max_tolerated_parties_shift"]
+    assert abs(out["accuracy_unclipped"] - alone["accuracy_unclipped"]) <= out["max_tolerated_parties_shift"]
+    assert out["max_one_party_shift"] < abs(out["accuracy_unclipped"] - alone["accuracy_unclipped"])
+    lo, hi = out["ci95_if_tolerated_parties_lied"]
+    assert lo <= alone["accuracy_unclipped"] <= hi  # the honest parties' own estimate
+    said = "\n".join(federated_evaluation_lines(out))
+    assert "3 parties' replies together (tolerated-parties) can move it by at most" in said and "if 3 lied" in said
+    default = evaluation_summary([*honest, *liars], [], CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=1.0))
+    assert "tolerated_parties" not in default  # one and two are always given: nothing more for the default
+    many = [(i, {"correct": 40, "total": 80, "epsilon": 1.0, "exact": 0}, "") for i in range(60)]
+    assert math.comb(60, 3) > MAX_COALITIONS
+    big = evaluation_summary(many, [], cfg)
+    assert big["ci95_if_tolerated_parties_lied"] is None and big["max_tolerated_parties_shift"] is None
+    assert "not computed" in "\n".join(federated_evaluation_lines(big))
+
+
 @pytest.mark.parametrize("hostile", [(-24, 50 + 24), (50 + 72, 50 + 24)])
 def test_the_two_party_interval_covers_the_honest_truth_with_two_hostile_parties(hostile):
     """20 small honest parties (eps 1, B = 50) and two parties replying at the same corner of their boxes."""
