@@ -56,8 +56,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._encoding import FeatureGrid, encode_features
 from ._forest import LEAF_COUNT_SENSITIVITY, DPForest
+from ._marginals import NoisyMarginals
 
-__all__ = ["OK_SUPPORT", "Z_SCORE", "RowSupport", "row_support"]
+__all__ = ["OK_SUPPORT", "Z_SCORE", "RowSupport", "bin_signal_to_noise", "bins_within_noise", "row_support"]
 
 Z_SCORE = 2.0
 """How many noise standard deviations above an empty count a leaf's or bin's released mass must reach to count as
@@ -148,14 +149,32 @@ def _leaf_low(forest: DPForest) -> tuple[NDArray[np.float64], NDArray[np.bool_]]
     return values, has
 
 
+def bin_signal_to_noise(marginals: NoisyMarginals) -> list[NDArray[np.float64]]:
+    """Per feature, per bin: the bin's released mass ``sum_k h_vk`` in standard deviations of an empty bin's.
+
+    An empty bin's mass is the sum of ``K`` signed discrete Laplace noises of scale ``t``
+    (:attr:`NoisyMarginals.noise_scale`; for a federation's sum, the scale of the summed noise), of standard
+    deviation ``sqrt(2 K a / (1 - a)**2)``, ``a = exp(-1 / t)``.
+
+    Privacy cost: none (post-processing of the released histograms and the public noise scale).
+    """
+    var, _, _ = _discrete_laplace_moments(np.asarray([marginals.noise_scale]))
+    sd = float(np.sqrt(marginals.n_classes * var[0]))
+    return [h.sum(axis=1) / sd for h in marginals.counts]
+
+
+def bins_within_noise(marginals: NoisyMarginals, z_score: float = Z_SCORE) -> list[NDArray[np.bool_]]:
+    """Per feature, per bin: whether the bin's released mass is within ``z_score`` noise standard deviations of
+    zero (:func:`bin_signal_to_noise` ``<= z_score``), the support rule's test of a marginals bin.
+
+    Privacy cost: none (post-processing of the released histograms and public parameters).
+    """
+    return [snr <= z_score for snr in bin_signal_to_noise(marginals)]
+
+
 def _bin_low(forest: DPForest) -> list[NDArray[np.bool_]]:
     """Per feature, per marginals bin: whether its released mass is within noise (empty without marginals)."""
-    m = forest.marginals
-    if m is None:
-        return []
-    var, _, _ = _discrete_laplace_moments(np.asarray([m.noise_scale]))
-    threshold = Z_SCORE * float(np.sqrt(m.n_classes * var[0]))
-    return [h.sum(axis=1) <= threshold for h in m.counts]
+    return [] if forest.marginals is None else bins_within_noise(forest.marginals)
 
 
 def support_flags(forest: DPForest) -> tuple[NDArray[np.float64], list[NDArray[np.bool_]]]:

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from edprf_core import EDPRFClassifier
-from edprf_core._support import Z_SCORE, _discrete_laplace_moments
+from edprf_core._marginals import NoisyMarginals
+from edprf_core._support import Z_SCORE, _discrete_laplace_moments, bin_signal_to_noise, bins_within_noise
 from edprf_core.prediction import row_support, score_rows
 from tests.synthetic import make_schema
 
@@ -102,6 +103,30 @@ def test_noise_moments_are_the_discrete_laplace_ones(scale):
     assert mean_pos[0] == pytest.approx(float(pmf @ pos), rel=1e-9)
     assert var_pos[0] == pytest.approx(float(pmf @ pos**2) - float(pmf @ pos) ** 2, rel=1e-9)
     assert Z_SCORE == 2.0
+
+
+def test_a_bins_signal_to_noise_is_its_mass_over_an_empty_bins_noise_sd():
+    """Two classes, d = 2, ε = 1, add-remove: each cell's scale is 2, an empty bin's mass has sd sqrt(2 Var Z);
+    a bin exactly at 2 sd is within noise, one a count above is not."""
+    sd = float(np.sqrt(2 * _discrete_laplace_moments(np.asarray([2.0]))[0][0]))
+    edge = int(np.floor(Z_SCORE * sd))
+    counts = (np.array([[edge, 0], [edge + 1, 0], [-3, 1]]), np.array([[50, 50], [0, 0]]))
+    marginals = NoisyMarginals(counts, 1.0, "add-remove", 2)
+    snr = bin_signal_to_noise(marginals)
+    np.testing.assert_allclose(snr[0], np.array([edge, edge + 1, -2]) / sd)
+    assert [list(low) for low in bins_within_noise(marginals)] == [[True, False, True], [False, True]]
+    assert [list(low) for low in bins_within_noise(marginals, 0.0)] == [[False, False, True], [False, True]]
+
+
+def test_the_support_rule_reads_bins_within_noise(fitted):
+    """The rows' flagged features are the bins bins_within_noise flags (one test of a thin bin)."""
+    grid_codes = fitted.encode(_rows(300, 6, 0.0, 10.0))  # the marginals share the forest's grid here
+    assert fitted.marginals_bins == fitted.grid_bins
+    flags = bins_within_noise(fitted.marginals)
+    support = row_support(fitted, _rows(300, 6, 0.0, 10.0))
+    expected = np.column_stack([flags[j][grid_codes[:, j]] for j in range(grid_codes.shape[1])])
+    np.testing.assert_array_equal(support.low_features, expected)
+    assert expected[:, 0].any() and not expected[:, 0].all()
 
 
 def test_score_rows_support_labels_only_scored_rows(fitted):
