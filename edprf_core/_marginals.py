@@ -508,7 +508,12 @@ def marginal_evidence(
     the noise does *not* fall back to the prior: its ``kept`` is the noise's positive part (about ``t / 2`` per
     class on average, at random), so its distribution lies, at random, between the prior and an even class mix,
     and its term is noise that can move a row's probability either way and tends to raise the rarer classes
-    (:func:`edprf_core.prediction.row_support` flags the rows that reach such a bin; analyst review F3). ``evidence[i, c] = sum_j log(p_j(c |
+    (:func:`edprf_core.prediction.row_support` flags the rows that reach such a bin; analyst review F3).  Giving
+    such a bin term 0 (hard cuts at 0, 1 and 2 noise sd, a shrinkage in proportion to its signal-to-noise, or its
+    feature's mean term) was measured on inner validation rows and not adopted: every form lowered accuracy, the
+    support rule's 2 sd by 1.75 points and 4 of 26 goal cells, because the thin bins validation rows reach hold
+    a few rows, not none (``benchmarks/bench_low_support_fallback.py``, ``results/low_support_fallback.md``).
+    ``evidence[i, c] = sum_j log(p_j(c |
     bin_ij) / q_j[c])`` (the tables of :func:`marginal_log_ratio_tables`, gathered and summed), where ``q_j = sum_b
     w_b p_j(. | b)`` is feature ``j``'s own class distribution, ``w_b`` the bins' shares of ``kept``. Dividing by
     ``q_j`` rather than by ``prior`` keeps a feature's evidence centred: flooring at 0 adds up to ``t / 2`` (the

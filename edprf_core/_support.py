@@ -38,7 +38,8 @@ Limits (not measured here): a federation's marginals are the parties' histograms
 at its own release range, which biases the noise of an empty bin upwards, so more than the ~2 % of empty bins
 may pass as evidence; and the rule "any feature's bin" flags more ordinary rows as the number of features grows
 or ε shrinks (a thin bin of one feature is enough).  Read ``low`` as "some of this row's evidence is noise",
-and the named features as where.
+and the named features as where.  The flag does not change the probability: a bin within noise keeps its term
+(making it 0 costs accuracy on the rows a model is validated on, ``results/low_support_fallback.md``).
 
 Privacy: post-processing only.  The rule reads released values (the clamped noisy leaf counts, the noisy
 marginals, the tree structure) and public parameters (the ε each count spent, the relation, the number of
