@@ -941,11 +941,19 @@ class ClippedColumn:
     median_excess : float > 0
         Median distance of those numbers beyond the nearer bound, in widths of the declared domain
         (``upper - lower``): 0.004 for 5.02 against an upper bound of 5 on [0, 5], 20 for grams against kilograms.
+    below : int >= 0
+        How many of them lie below the lower bound (the others, :attr:`above`, lie above the upper bound).
     """
 
     share: float
     count: int
     median_excess: float
+    below: int = 0
+
+    @property
+    def above(self) -> int:
+        """How many numbers lie above the upper bound (``count - below``)."""
+        return self.count - self.below
 
 
 def _continuous_numbers(X: ArrayLike | pd.DataFrame, schema: Schema) -> Iterator[tuple[ContinuousFeature, NDArray]]:
@@ -1025,6 +1033,7 @@ class ClippingTally:
         self.schema = schema
         self._finite: dict[str, int] = {}
         self._excess: dict[str, list[NDArray[np.float64]]] = {}
+        self._below: dict[str, int] = {}
         self._present: dict[str, int] = {}
         self._undeclared: dict[str, int] = {}
         self._example: dict[str, str] = {}
@@ -1078,6 +1087,8 @@ class ClippingTally:
         outside = excess[excess > 0]
         if outside.size:
             self._excess.setdefault(feature.name, []).append(outside / float(feature.upper - feature.lower))
+            below = int(np.count_nonzero(finite < feature.lower))
+            self._below[feature.name] = self._below.get(feature.name, 0) + below
 
     def columns(self) -> dict[str, ClippedColumn]:
         """The columns with values outside their bounds so far, as :func:`clipped_columns` gives them."""
@@ -1085,7 +1096,10 @@ class ClippingTally:
         for name, parts in self._excess.items():
             outside = np.concatenate(parts)
             found[name] = ClippedColumn(
-                float(outside.size / self._finite[name]), int(outside.size), float(np.median(outside))
+                float(outside.size / self._finite[name]),
+                int(outside.size),
+                float(np.median(outside)),
+                self._below.get(name, 0),
             )
         return found
 

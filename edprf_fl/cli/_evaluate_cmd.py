@@ -246,6 +246,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
         f"{counts['label']} with a missing or undeclared label)"
         + (f"; pooling {args.pooling}" if args.pooling != "log-linear" else "")
     )
+    from ._clipped_columns import clipped_by_column, clipped_lines
+
+    clipped_columns = diagnostics.clipping.columns()
+    for line in clipped_lines(clipped_columns, forest.schema, "evaluate")[0]:
+        print(f"  {line}")
     left_out.set_evaluated(y_all, p_all)
     if left_out.count:
         print(f"  left out, most common reasons: {left_out.top_reasons()}")
@@ -287,6 +292,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "data": str(args.data),
             "rows": counts,
             "rows_note": ROWS_KEYS_NOTE,
+            "clipped_columns": clipped_by_column(clipped_columns, forest.schema),
             "label_left_out": label_why,
             **left_out.as_dict(),
             "support": support,

@@ -114,17 +114,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def clipping_status(diagnostics, allow_clipped: bool, command: str) -> int:
-    """Say the units warning of the rows read (the Python API's :class:`DomainClippingWarning` text), the categorical
+    """Say the units warning of the rows read (the Python API's :class:`DomainClippingWarning` text), the warning of
+    a unit error in part of a column (:func:`._clipped_columns.clipped_lines`), the categorical
     columns whose undeclared values were read as the schema's ``unknown`` category (:func:`undeclared_text`), and
     any column clipped, or read that way, in at least :data:`CLIPPED_EXIT_SHARE` of its rows; the exit status:
     :data:`EXIT_CLIPPED` for such a column unless ``allow_clipped``, else 0.  ``diagnostics``: the command's
     ``RowDiagnostics``."""
     from edprf_core.prediction import clipping_message
 
+    from ._clipped_columns import clipped_lines
+
     columns = diagnostics.clipping.columns()
     message = clipping_message(columns)
     if message:
         say(f"edprf {command}: warning: {message}")
+    for warning in clipped_lines(columns, diagnostics.schema, command)[1]:  # a unit error in part of a column
+        say(warning)
     undeclared = diagnostics.clipping.undeclared()
     for name, column in undeclared.items():
         say(f"edprf {command}: warning: {undeclared_text(name, column)}")

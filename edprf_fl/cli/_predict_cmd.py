@@ -290,6 +290,10 @@ def run_predict(args: argparse.Namespace) -> int:
     )
     pooled = f"; pooling {args.pooling}" if args.pooling != "log-linear" else ""
     say(f"predicted {count_text(total, 'row')} ({shown}){decision}{pooled}; written to {target}")
+    from ._clipped_columns import clipped_lines
+
+    for line in clipped_lines(diagnostics.clipping.columns(), forest.schema, "predict")[0]:
+        say(f"  {line}")
     if low_support:
         say(f"  {low_support_text(low_support)}")
     for hint in diagnostics.hints():
