@@ -40,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._column_names import misspelling_hint
+from ._decimal_comma import check_decimal, read_decimal_commas
 from ._exceptions import DataValidationError
 from ._file_lines import decoded, header_line, line_blocks, open_lines
 from ._first_line import names_line
@@ -126,8 +127,13 @@ def stream_rows(
     require_label: bool = False,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     max_line_chars: int = MAX_LINE_CHARS,
+    decimal: str = ".",
 ) -> Iterator[RowChunk]:
     """Yield the file's records in chunks of at most ``chunk_rows`` (CSV, gzip-compressed CSV, or Parquet).
+
+    ``decimal=","`` reads a text file's continuous columns with a decimal comma (``5,0``), each cell alone
+    (:mod:`edprf_core._decimal_comma`: a cell holding a ``.`` makes its record malformed, with the reason); it
+    cannot be the separator, and a Parquet file's numbers are typed (refused there).
 
     Raises ``ValueError`` / :class:`DataValidationError` for file-level
     problems only (no file, a header without the schema's features, or
@@ -137,14 +143,24 @@ def stream_rows(
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     p = Path(path)
+    check_decimal(decimal, sep, parquet=p.suffix.lower() in PARQUET_SUFFIXES)
     if p.suffix.lower() in PARQUET_SUFFIXES:
         yield from _stream_parquet(p, schema, require_label, chunk_rows)
         return
     with open_lines(p) as handle:
         try:
-            yield from _stream_text(handle, p, schema, sep, header, require_label, chunk_rows, max_line_chars)
+            chunks = _stream_text(handle, p, schema, sep, header, require_label, chunk_rows, max_line_chars)
+            if decimal == ",":
+                chunks = (_decimal_commas(chunk, schema) for chunk in chunks)
+            yield from chunks
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise ValueError(f"cannot read data file {p}: {type(exc).__name__}") from None
+
+
+def _decimal_commas(chunk: RowChunk, schema: Schema) -> RowChunk:
+    """The chunk read with a decimal comma (:func:`edprf_core._decimal_comma.read_decimal_commas`)."""
+    frame, malformed = read_decimal_commas(chunk.frame, chunk.malformed, schema)
+    return RowChunk(frame, chunk.line_numbers, malformed, chunk.has_label)
 
 
 def _stream_text(

@@ -17,9 +17,11 @@ __all__ = [
     "CLI_DEPTH_LIMIT",
     "CLI_MAX_CALIBRATION_BINS",
     "CLI_POOLINGS",
+    "DECIMAL_HELP",
     "MAX_SKLEARN_SEED",
     "SEP_TAB_HELP",
     "TAB_NAMES",
+    "add_decimal_argument",
     "depth_or_auto",
     "embedded_datasets",
     "integer",
@@ -49,6 +51,20 @@ TAB_NAMES = ("\\t", "tab")
 
 SEP_TAB_HELP = " ('\\t' or tab for a tab)"
 """Said by every ``--sep`` help after "one character"."""
+
+
+DECIMAL_HELP = (
+    "decimal mark of DATA's numbers: '.' (the schema's) or ',' (a spreadsheet's European export: '5,0'; then fields "
+    "are usually separated by ';': pass --sep ';'); with ',' each number of a continuous column is read with its "
+    "comma as the decimal point, and a row whose number holds a '.' (a thousands separator? '1.400') is not scored, "
+    "with the reason; a Parquet file's numbers are typed (no --decimal) (default: '.')"
+)
+"""The ``--decimal`` help of every command that reads an analyst's table (predict, evaluate, explain)."""
+
+
+def add_decimal_argument(parser: argparse.ArgumentParser) -> None:
+    """``--decimal {.,,}``: how DATA writes its decimal point (:mod:`edprf_core._decimal_comma`)."""
+    parser.add_argument("--decimal", choices=(".", ","), default=".", help=DECIMAL_HELP)
 
 
 def separator(text: str) -> str:

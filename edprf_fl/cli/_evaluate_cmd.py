@@ -199,7 +199,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     counts = {"ok": 0, "clipped": 0}  # evaluated rows by status; the rows left out are counted in left_out
     threshold = args.threshold if args.threshold is not None else 0.5
     reading = _reading_schema(forest.schema, args.label_column, args.label_map)
-    chunks = stream_rows(args.data, reading, sep=args.sep, header=not args.no_header, require_label=True)
+    chunks = stream_rows(
+        args.data, reading, sep=args.sep, header=not args.no_header, require_label=True, decimal=args.decimal
+    )
     with _label_column_hint(forest.schema, args.label_column):
         for chunk in described_when_read(chunks, provenance, scoring_text(args.data, forest.n_trees)):
             scores = score_rows(

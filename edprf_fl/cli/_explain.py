@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arg_types import SEP_TAB_HELP as _TAB
-from ._arg_types import separator
+from ._arg_types import add_decimal_argument, separator
 from ._model_args import add_pooling_argument, say
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "for Parquet, the row number from 1)",
     )
     parser.add_argument("--sep", type=separator, default=",", help=f"field separator of DATA{_TAB} (default ',')")
+    add_decimal_argument(parser)
     parser.add_argument(
         "--no-header",
         action="store_true",
@@ -114,6 +115,7 @@ def read_row(
     sep: str = ",",
     header: bool = True,
     progress: Progress | None = None,
+    decimal: str = ".",
 ) -> FileRow:
     """The record numbered ``row`` (from 0) or on file line ``line`` of the caller's file.
 
@@ -138,7 +140,7 @@ def read_row(
     if line is not None and line < 1:
         raise ValueError(f"--line: expected a line number >= 1, got {line}")
     seen = 0
-    for chunk in stream_rows(path, schema, sep=sep, header=header):
+    for chunk in stream_rows(path, schema, sep=sep, header=header, decimal=decimal):
         if line is not None:
             found = np.flatnonzero(chunk.line_numbers == line)
             k = int(found[0]) if found.size else None
@@ -162,7 +164,14 @@ def run_explain(args: argparse.Namespace) -> int:
 
     forest = load_forest(args.model, args.keys)
     found = read_row(
-        args.data, forest.schema, row=args.row, line=args.line, sep=args.sep, header=not args.no_header, progress=say
+        args.data,
+        forest.schema,
+        row=args.row,
+        line=args.line,
+        sep=args.sep,
+        header=not args.no_header,
+        progress=say,
+        decimal=args.decimal,
     )
     where = f"line {found.line} of {args.data}"
     if found.malformed:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._arg_types import CLI_POOLINGS, probability, separator
+from ._arg_types import CLI_POOLINGS, add_decimal_argument, probability, separator
 from ._arg_types import SEP_TAB_HELP as _TAB
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=",",
         help=f"field separator of DATA, one character{_TAB} (default: %(default)r)",
     )
+    add_decimal_argument(parser)
     parser.add_argument(
         "--no-header",
         action="store_true",

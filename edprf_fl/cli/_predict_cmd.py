@@ -255,7 +255,12 @@ def run_predict(args: argparse.Namespace) -> int:
             writer = _Writer(target, stack)
             reading = reading_schema(forest.schema, ids)
             chunks = stream_rows(
-                args.data, reading, sep=args.sep, header=not args.no_header, chunk_rows=args.chunk_rows
+                args.data,
+                reading,
+                sep=args.sep,
+                header=not args.no_header,
+                chunk_rows=args.chunk_rows,
+                decimal=args.decimal,
             )
             start = scoring_text(args.data, forest.n_trees, args.chunk_rows)
             for chunk in described_when_read(chunks, provenance, start):

@@ -33,6 +33,10 @@ _KEPT_LABELS = 200
 _HEADER_SHARE = 0.5
 """Line 1 looks like a header when at least this share of its cells are the schema's feature names."""
 
+THOUSANDS_COMMA = r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+"
+"""A refused number whose every comma is followed by exactly three digits (``1,400``, ``12,500,000``): more likely a
+thousands separator than a decimal comma, and ``--decimal ,`` (or replacing the comma with '.') would make it 1.4."""
+
 _VALUE = re.compile(r" \((?:'[^']*'|\"[^\"]*\")[^)]*\)$")
 """The refused value a reason ends with: ``column 'age': not a number ('51,414')`` counts as its reason only."""
 
@@ -60,6 +64,8 @@ class RowDiagnostics:
     reasons: Counter[str] = field(default_factory=Counter)
     decimal_commas: int = 0
     decimal_example: tuple[str, str] | None = None
+    thousands_commas: int = 0
+    thousands_example: tuple[str, str] | None = None
     header_like: bool = False
     undeclared: Counter[str] = field(default_factory=Counter)
     clipping: ClippingTally | None = None
@@ -103,9 +109,15 @@ class RowDiagnostics:
             cells = frame[f.name][refused]
             hits = cells[decimal_comma_cells(cells)]  # a Parquet number is never a decimal comma
             if len(hits):
-                self.decimal_commas += len(hits)
-                if self.decimal_example is None:
-                    self.decimal_example = (f.name, str(hits.iloc[0]).strip())
+                written = hits.astype(str).str.strip()
+                thousands = written.str.fullmatch(THOUSANDS_COMMA).to_numpy(dtype=bool)
+                decimal = written[~thousands]
+                self.decimal_commas += len(decimal)
+                if self.decimal_example is None and len(decimal):
+                    self.decimal_example = (f.name, decimal.iloc[0])
+                self.thousands_commas += int(thousands.sum())
+                if self.thousands_example is None and thousands.any():
+                    self.thousands_example = (f.name, written[thousands].iloc[0])
 
     def _looks_like_header(self, first: pd.Series) -> bool:
         """Line 1's cells are the schema's feature names (most of them, in order; case and spaces aside)."""
@@ -130,8 +142,20 @@ class RowDiagnostics:
             column, value = self.decimal_example
             lines.append(
                 f"decimal comma? {count_text(self.decimal_commas, 'refused number')} "
-                f"such as {value!r} (column {column!r}): the schema reads '.' as the decimal point; "
-                "write DATA's numbers with '.'"
+                f"such as {value!r} (column {column!r}): the schema reads '.' as the decimal point; pass "
+                "--decimal ',' (with --sep ';' when ';' separates the fields), or write DATA's numbers with '.'"
+            )
+        if self.thousands_example is not None:
+            column, value = self.thousands_example
+            whole = value.replace(",", "")
+            misread = (
+                f"; writing the comma as '.', or --decimal ',', would read it as {float(value.replace(',', '.')):g}"
+                if value.count(",") == 1
+                else ""
+            )
+            lines.append(
+                f"thousands separator? {count_text(self.thousands_commas, 'refused number')} such as {value!r} "
+                f"(column {column!r}): {value} may mean {whole}: remove the separator (the schema reads none{misread})"
             )
         if self.undeclared:
             lines.append(self._label_hint())

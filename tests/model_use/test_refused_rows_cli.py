@@ -22,7 +22,7 @@ def _decimal_commas(bank_model, tmp_path, n: int = 20, refused: int | None = Non
     """DATA with ';' between fields and a decimal comma in 'age' and 'balance' of the first ``refused`` rows."""
     frame = _rows(bank_model, n).astype({"age": str, "balance": str})
     rows = frame.index[: n if refused is None else refused]
-    frame.loc[rows, "age"] += ",414"
+    frame.loc[rows, "age"] += ",41"  # not ",414": three digits may be a thousands separator (F7)
     frame.loc[rows, "balance"] += ",5"
     path = tmp_path / "commadec.csv"
     frame.to_csv(path, sep=";", index=False)
@@ -39,7 +39,7 @@ def test_predict_fails_when_no_row_can_be_scored_and_names_the_decimal_comma(tmp
         f"edprf predict: {data}: no row could be scored; most common reason: column 'age': not a number "
         "(20 of 20 rows); each row's reason is in the detail column of " in err
     )
-    assert f"{DECIMAL_HINT}40 refused numbers such as '51,414' (column 'age'): {POINT}" in err
+    assert f"{DECIMAL_HINT}40 refused numbers such as '51,41' (column 'age'): {POINT}" in err
     assert list(pd.read_csv(out)["status"]) == ["refused"] * 20  # OUT is still written, with every reason
 
 
@@ -48,7 +48,7 @@ def test_predict_still_exits_0_when_some_rows_are_scored_and_still_hints(tmp_pat
     assert main(["predict", str(bank_model["model"]), str(data), "--sep", ";", "-o", str(tmp_path / "o.csv")]) == 0
     err = capsys.readouterr().err
     assert "19 ok, 0 clipped, 1 refused" in err and "no row could be scored" not in err
-    assert f"{DECIMAL_HINT}2 refused numbers such as '51,414' (column 'age'): {POINT}" in err
+    assert f"{DECIMAL_HINT}2 refused numbers such as '51,41' (column 'age'): {POINT}" in err
 
 
 def test_a_comma_that_is_no_decimal_comma_gets_no_hint(tmp_path, bank_model, capsys):
@@ -65,7 +65,7 @@ def test_evaluate_names_the_decimal_comma_and_the_most_common_reason(tmp_path, b
     data = _decimal_commas(bank_model, tmp_path)
     assert main(["evaluate", str(bank_model["model"]), str(data), "--sep", ";"]) == 1
     captured = capsys.readouterr()
-    assert f"{DECIMAL_HINT}40 refused numbers such as '51,414' (column 'age'): {POINT}" in captured.out
+    assert f"{DECIMAL_HINT}40 refused numbers such as '51,41' (column 'age'): {POINT}" in captured.out
     assert "no row could be scored (most common reason: column 'age': not a number (20 of 20 rows))" in captured.err
 
 
