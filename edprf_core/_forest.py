@@ -59,6 +59,7 @@ __all__ = [
     "LARGE_EPSILON",
     "LEAF_OUTPUTS",
     "MAX_DEPTH_LIMIT",
+    "ONE_PARTY_CONDITION",
     "POOLING_NOTE",
     "RELATIONS",
     "SAMPLERS",
@@ -359,8 +360,12 @@ LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 NAMED_PARTS = 3
 """How many parts a merged forest's reason names before it counts the rest (:meth:`DPForest.not_dp_reasons`)."""
 
+ONE_PARTY_CONDITION = "as long as each person's records sit at one party"
+"""The condition of a merged forest's per-record ε (records disjoint across parties): in its guarantee and its
+one-sentence verdict (:meth:`DPForest.verdict`)."""
+
 _ONE_PARTY_PER_PERSON = (
-    "epsilon-DP per record (one data row) as long as each person's records sit at one party; a person with "
+    f"epsilon-DP per record (one data row) {ONE_PARTY_CONDITION}; a person with "
     "several rows, at one party or at several, is protected at the sum of the epsilons their rows face (k rows "
     "at one party: k times epsilon; one row per person gives per-person epsilon)."
 )
@@ -693,6 +698,22 @@ class DPForest:
         if not reasons:
             lines[0] = _with_large_epsilon_note(header, epsilon)
         return self._with_notes("\n".join(lines))
+
+    def verdict(self) -> str:
+        """The guarantee's headline in one sentence, from the same facts as :meth:`guarantee`: ``NOT
+        differentially private: <reasons>.`` (:meth:`not_dp_reasons`), or ε per record, the neighbouring relation,
+        and for a merged forest its condition (:data:`ONE_PARTY_CONDITION`); the guarantee's notes (a simulation's
+        public row counts) are pointed to, not repeated.  Privacy cost: none (text about public parameters)."""
+        reasons = self.not_dp_reasons()
+        if reasons:
+            return _not_dp(reasons, reasons_above=False).strip()
+        relations = " and ".join(sorted({p.relation for _, p, _ in self.parts}))
+        condition = f", {ONE_PARTY_CONDITION}" if len(self.parts) > 1 else ""
+        assumes = " (under the assumptions its guarantee states)" if self.notes else ""
+        return (
+            f"differentially private: epsilon = {self.epsilon:g} per record (one data row) under the {relations} "
+            f"neighbouring relation{condition}{assumes}; a person with k rows is protected at k times epsilon."
+        )
 
     def _with_notes(self, statement: str) -> str:
         """``statement`` with :attr:`notes` at the end of its first line (the headline)."""

@@ -85,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="schema of a single release (default: a shipped example schema with its fingerprint)",
     )
     parser.add_argument(
+        "--show-schema",
+        action="store_true",
+        help="also print the schema a global model carries, as TOML (the columns, bounds, categories, missing "
+        "rules and sources, where units are written, that DATA must follow)",
+    )
+    parser.add_argument(
         "--max-releases",
         type=int,
         default=MAX_RELEASES,
@@ -141,7 +147,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         if not data:  # parsed, it would read as format version 0: "expected 2, got 0"
             print(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
             return EXIT_INVALID
-        lines, statuses = _describe(data, registry, args.schema, limits, args.keys)
+        lines, statuses, verdict = _describe(data, registry, args.schema, limits, args.keys, path)
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
 
@@ -155,8 +161,12 @@ def run_inspect(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - malformed content of any kind: one line, never a traceback
         print(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
         return EXIT_INVALID
+    if verdict:
+        print(terminal_safe(f"privacy: {verdict}", MAX_LINE_CHARS))
     print(f"file: {shown}")
     print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in lines))
+    if getattr(args, "show_schema", False):
+        print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in _schema_toml(data).split("\n")))
     return _exit_status(statuses, registry is not None)
 
 
@@ -257,10 +267,13 @@ def _describe(
     schema_path: Path | None,
     limits: dict[str, int],
     keys_dir: Path | None = None,
-) -> tuple[list[str], list[str]]:
-    """Text lines and signature statuses; tries a release first, then a global model.
+    path: Path | None = None,
+) -> tuple[list[str], list[str], str]:
+    """Text lines, signature statuses and the one-sentence privacy verdict (``""`` for a release whose structure
+    was not checked); tries a release first, then a global model.
 
-    The declared sizes are checked against ``limits`` before anything is decoded.
+    The declared sizes are checked against ``limits`` before anything is decoded.  ``path``: the file read (a
+    ``report.json`` beside a global model is read too, :func:`._inspect_model.report_lines`).
     """
     import protocol
 
@@ -284,9 +297,11 @@ def _describe(
             raise protocol.InvalidRelease(
                 as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
             ) from None
-        return _describe_model(view, keys_dir), [r.signature_status.value for r in view.releases]
+        lines = _describe_model(view, keys_dir, path)
+        return lines, [r.signature_status.value for r in view.releases], view.forest.verdict()
     _check_limits("the release", {"trees": header.n_trees, "nodes": header.n_nodes}, limits)
-    return _describe_release(data, header, schema_path, keys_dir), [header.signature.status.value]
+    lines, verdict = _describe_release(data, header, schema_path, keys_dir)
+    return lines, [header.signature.status.value], verdict
 
 
 def _parameters_line(p: TrainingParameters) -> str:
@@ -354,7 +369,7 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 def _describe_release(
     data: bytes, header: ReleaseHeader, schema_path: Path | None, keys_dir: Path | None = None
-) -> list[str]:
+) -> tuple[list[str], str]:
     import protocol
     from edprf_core.forest import POOLING_NOTE
 
@@ -368,6 +383,7 @@ def _describe_release(
         f"signature: {_signature_line(header.signature.status.value, header.signature.detail, header.party_id, keys_dir)}",
     ]
     schema = _find_schema(header.schema_fingerprint, schema_path)
+    verdict = ""
     if schema is None:
         lines.append("structure: NOT CHECKED (schema with this fingerprint not found; pass --schema TOML)")
         guarantee = f"as claimed by the release (structure not checked): {p.statement()}"
@@ -376,14 +392,28 @@ def _describe_release(
         lines.append(f"structure: valid on schema {schema.name!r}")
         lines += _counts_lines(verified.forest)
         guarantee = verified.forest.guarantee()
+        verdict = verified.forest.verdict()
     lines.append(f"guarantee: {guarantee}")
     if p.dp and POOLING_NOTE not in guarantee:
         lines.append(f"federation: {POOLING_NOTE}")
-    return lines
+    return lines, verdict
 
 
-def _describe_model(view: GlobalModelView, keys_dir: Path | None = None) -> list[str]:
+def _schema_toml(data: bytes) -> str:
+    """``--show-schema``: the schema a global model carries, as TOML (a release carries its fingerprint only)."""
+    import protocol
+
+    try:
+        view = protocol.load_global_model(data, strict=False)
+    except protocol.InvalidRelease:
+        return "schema: a release carries its schema's fingerprint only: no schema to show (a global model has it)"
+    return "schema (TOML, as the model file carries it):\n" + view.schema.to_toml()
+
+
+def _describe_model(view: GlobalModelView, keys_dir: Path | None = None, path: Path | None = None) -> list[str]:
     from edprf_core.count_text import count_text
+
+    from ._inspect_model import feature_lines, report_lines, without_paths
 
     forest = view.forest
     parties = view.parties
@@ -395,6 +425,8 @@ def _describe_model(view: GlobalModelView, keys_dir: Path | None = None) -> list
         f"schema: {view.schema.name!r}, fingerprint {view.schema.fingerprint}",
         f"parties: {len(view.releases)} ({listed})",
         f"trees: {forest.n_trees}, nodes: {forest.trees.n_nodes}",
+        *(report_lines(path, view.manifest.get("run_id")) if path is not None else []),
+        *feature_lines(view.schema),
         "releases:",
     ]
     for r in view.releases[:SHOWN_RELEASES]:
@@ -429,10 +461,10 @@ def _describe_model(view: GlobalModelView, keys_dir: Path | None = None) -> list
             f"selective aggregation: kept {', '.join(selection.get('kept', []))}; "
             f"dropped {', '.join(selection.get('dropped', [])) or 'none'}"
         )
-    rest = {k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")}
+    rest = without_paths({k: v for k, v in view.manifest.items() if k not in ("contributions", "selection")})
     lines.append(
         "manifest (what the coordinator recorded; its 'parameters' are the run config as given, where 'auto' "
-        "and 0 leave a value to the coordinator's rule: each release's parameters above are what was used): "
+        "and 0 leave a value to the coordinator's rule: each release's parameters above are what was used; local paths not shown): "
         + json.dumps(rest, sort_keys=True, ensure_ascii=False)
     )
     first, *more = forest.guarantee().split("\n")

@@ -1,0 +1,85 @@
+"""edprf inspect MODEL for the analyst who uses it (analyst review F5): the DP verdict in its first line, a feature
+table and --show-schema, no coordinator's local path in the manifest line, and the central evaluation of a
+report.json beside the model, said to come from that file."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from edprf_core import EDPRFClassifier, Schema, load_embedded
+from edprf_fl.cli import main
+from protocol import ReleasePolicy, build_global_model, decode_release, encode_release
+
+RUN = "run-f5"
+
+
+@pytest.fixture(scope="module")
+def dp_model(tmp_path_factory):
+    """A differentially private two-party global model of bank marketing (exact sampler, no seed) whose manifest
+    holds the coordinator's local paths, with a report.json of its run beside it."""
+    X, y, schema = load_embedded("bank_marketing")
+    releases = []
+    for i, party in enumerate(("hospital-a", "hospital-b")):
+        rows = slice(i * 2000, (i + 1) * 2000)
+        clf = EDPRFClassifier(schema, epsilon=1.0, n_trees=2, max_depth=3, n_bins=8, residual_pass=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X.iloc[rows], y.iloc[rows])
+        releases.append(decode_release(encode_release(clf.forest_, party, run_id=RUN), schema, ReleasePolicy()))
+    manifest = {
+        "run_id": RUN,
+        "parameters": {"output_dir": "/home/coordinator/runs/f5", "sim_dir": "/srv/secret/workspace", "epsilon": 1.0},
+    }
+    out = tmp_path_factory.mktemp("f5")
+    (out / "global-model.edprf").write_bytes(build_global_model(schema, releases, manifest))
+    central = {"n": 900, "accuracy": 0.9, "accuracy_ci95": [0.88, 0.92], "roc_auc": 0.81, "roc_auc_ci95": [0.77, 0.85]}
+    (out / "report.json").write_text(json.dumps({"run_id": RUN, "central_evaluation": central}))
+    return out / "global-model.edprf", schema
+
+
+def test_the_first_line_is_the_dp_verdict(capsys, dp_model, bank_model):
+    assert main(["inspect", str(dp_model[0])]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        "privacy: differentially private: epsilon = 1 per record (one data row) under the add-remove neighbouring "
+        "relation, as long as each person's records sit at one party; a person with k rows is protected at k times "
+        "epsilon."
+    )
+    assert main(["inspect", str(bank_model["model"])]) == 0  # seeded: the guarantee's own reasons
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("privacy: NOT differentially private: 3 of 3 parts") and "fixed research seed" in first
+
+
+def test_features_table_and_show_schema(capsys, dp_model):
+    path, schema = dp_model
+    assert main(["inspect", str(path), "--show-schema"]) == 0
+    out = capsys.readouterr().out
+    age = next(line for line in out.splitlines() if line.startswith("  age "))
+    assert "continuous" in age and "[18, 100]" in age and "missing: refuse" in age
+    assert "label: column 'y', classes no, yes" in out
+    toml = out.split("schema (TOML, as the model file carries it):\n", 1)[1]
+    assert Schema.from_toml(toml).fingerprint == schema.fingerprint
+
+
+def test_the_manifest_line_shows_no_local_path(capsys, dp_model):
+    assert main(["inspect", str(dp_model[0])]) == 0
+    out = capsys.readouterr().out
+    assert "/home/coordinator" not in out and "/srv/secret" not in out
+    assert '"output_dir": "(a local path, not shown)"' in out and '"epsilon": 1.0' in out
+
+
+def test_the_report_beside_the_model_gives_the_central_evaluation(tmp_path, capsys, dp_model):
+    path = dp_model[0]
+    assert main(["inspect", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("evaluation"))
+    assert f"from {path.parent / 'report.json'}, the coordinator's report of this run, not from the model file" in line
+    assert "accuracy 0.900 (95% CI 0.880-0.920), ROC AUC 0.810 (95% CI 0.770-0.850)" in line
+    other = tmp_path / "global-model.edprf"
+    other.write_bytes(path.read_bytes())
+    (tmp_path / "report.json").write_text(json.dumps({"run_id": "another", "central_evaluation": {"n": 5}}))
+    assert main(["inspect", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "is of another run ('another', the model's is 'run-f5'): not shown" in out and "0.900" not in out
