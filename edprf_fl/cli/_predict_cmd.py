@@ -103,6 +103,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_force_argument(p)
     add_id_column_argument(p)
     p.add_argument(
+        "--low-support",
+        choices=LOW_SUPPORT_CHOICES,
+        default=LOW_SUPPORT_CHOICES[0],
+        help="what OUT says for a row of low support (support column 'low: ...': no training rows behind some of its "
+        "values, so its probability is no risk estimate): 'score' writes its predicted class and decision as for any "
+        "row; 'withhold' leaves its predicted and decision columns empty (its probabilities are kept, for "
+        "reference) and the summary says how many were withheld and why (default: %(default)s)",
+    )
+    p.add_argument(
         "--chunk-rows",
         type=integer(1),
         default=20_000,
@@ -173,6 +182,9 @@ class _Writer:
         return True
 
 
+LOW_SUPPORT_CHOICES = ("score", "withhold")
+"""``--low-support``: the default first (a low-support row gets its predicted class and decision, as before)."""
+
 LOW_SUPPORT_PREFIX = "low"
 """How the support column's label of a row with low support begins (``low: HbA1c_level``)."""
 
@@ -198,7 +210,10 @@ def _result_frame(
     diagnostics: RowDiagnostics | None = None,
     pooling: str = "log-linear",
     ids: tuple[str, ...] = (),
+    withhold: bool = False,
 ) -> pd.DataFrame:
+    """OUT's rows for one chunk; ``withhold`` (``--low-support withhold``): no predicted class nor decision for a
+    row of low support (its probabilities stay)."""
     import numpy as np
     import pandas as pd
 
@@ -214,15 +229,16 @@ def _result_frame(
     for k, c in enumerate(classes):
         out[f"p_{c}"] = scores.proba[:, k]
     scored = scores.scored
+    decided = scored & ~np.char.startswith(scores.support.astype(str), LOW_SUPPORT_PREFIX) if withhold else scored
     best = np.argmax(np.where(scored[:, None], scores.proba, 0.0), axis=1)
-    out["predicted"] = np.where(scored, classes[best], "")
+    out["predicted"] = np.where(decided, classes[best], "")
     if positive is not None:
         if len(classes) == 2:
             negative = classes[1 - positive]
         else:
             negative = f"not {classes[positive]}"
         flagged = scores.proba[:, positive] >= threshold
-        out["decision"] = np.where(scored, np.where(flagged, classes[positive], negative), "")
+        out["decision"] = np.where(decided, np.where(flagged, classes[positive], negative), "")
     out["support"] = scores.support
     return pd.DataFrame(out)
 
@@ -249,6 +265,7 @@ def run_predict(args: argparse.Namespace) -> int:
     diagnostics = RowDiagnostics(forest.schema, no_header=args.no_header)
     counts: dict[str, int] = {}
     low_support = 0
+    withhold = args.low_support == "withhold"
     writer: _Writer | None = None
     try:
         with ExitStack() as stack:
@@ -264,7 +281,7 @@ def run_predict(args: argparse.Namespace) -> int:
             )
             start = scoring_text(args.data, forest.n_trees, args.chunk_rows)
             for chunk in described_when_read(chunks, provenance, start):
-                frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids)
+                frame = _result_frame(forest, chunk, positive, args.threshold, diagnostics, args.pooling, ids, withhold)
                 for status, n in frame["status"].value_counts().items():
                     counts[status] = counts.get(status, 0) + int(n)
                 low_support += int(frame["support"].str.startswith(LOW_SUPPORT_PREFIX).sum())
@@ -301,6 +318,12 @@ def run_predict(args: argparse.Namespace) -> int:
         say(f"  {line}")
     if low_support:
         say(f"  {low_support_text(low_support)}")
+        if withhold:
+            columns = "predicted and decision columns" if positive is not None else "predicted column"
+            say(
+                f"  --low-support withhold: {count_text(low_support, 'row')} of low support withheld: their {columns} "
+                "left empty (probabilities kept for reference), since their probability is no risk estimate"
+            )
     for hint in diagnostics.hints():
         say(f"  {hint}")
     clipped_status = clipping_status(diagnostics, args.allow_clipped, "predict")
