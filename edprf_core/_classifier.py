@@ -48,6 +48,7 @@ from ._input_checks import (
     check_predict_input,
     log_of,
     refuse_continuous_target,
+    refused_cells_named,
     schema_input_tags,
 )
 from ._marginals import (
@@ -925,7 +926,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def _sorted_proba(self, forest: DPForest, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """``forest``'s probabilities of ``X``, columns in the order of ``classes_`` (``X`` already checked)."""
-        return in_classes_order(forest.predict_proba(X), self.classes_, forest.classes)
+        with refused_cells_named():
+            proba = forest.predict_proba(X)
+        return in_classes_order(proba, self.classes_, forest.classes)
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none).

@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._cell_text import TEXT_DTYPE as _TEXT_DTYPE
 from ._cell_text import number_of_text, strip_text, text_array, text_numbers, text_numbers_arrow
 from ._column_names import misspelling_hint
-from ._exceptions import DataValidationError
+from ._exceptions import DataValidationError, RefusedCellsError
 from ._schema import (
     DEFAULT_MISSING_VALUES,
     REFUSE,
@@ -196,11 +196,11 @@ def _refuse(
     values: Sequence[object],
     total: int,
     detail: Callable[[Sequence[object]], str] | None = None,
-) -> DataValidationError:
+) -> RefusedCellsError:
     shown = ", ".join(f"{r}: {_shown(v)}" for r, v in zip(rows[:_MAX_REPORTED], values[:_MAX_REPORTED]))
     more = f" (and {total - _MAX_REPORTED} more)" if total > _MAX_REPORTED else ""
     extra = detail(values[:_MAX_REPORTED]) if detail is not None else ""
-    return DataValidationError(f"column {column!r}: {what} at {shown}{more}{extra}")
+    return RefusedCellsError(f"column {column!r}: {what} at {shown}{more}{extra}")
 
 
 Problems = list[tuple[str, str, NDArray[np.bool_]]] | None

@@ -65,6 +65,11 @@ class DataValidationError(EDPRFError, ValueError):
     """Data does not conform to its declared public schema."""
 
 
+class RefusedCellsError(DataValidationError):
+    """Cells of one column break a ``refuse`` rule of the schema; the message names the column, the first rows
+    and their cells.  Internal: raised and caught as :class:`DataValidationError` (a prediction adds what to do)."""
+
+
 class BudgetError(EDPRFError, ValueError):
     """A privacy budget is invalid or would be exceeded."""
 

@@ -16,6 +16,8 @@ spends no ε; the errors it raises depend on no record.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,7 +30,7 @@ from sklearn.utils.validation import validate_data
 
 from ._column_names import misspelling_hint
 from ._encoding import as_frame, encode_labels
-from ._exceptions import DataValidationError
+from ._exceptions import DataValidationError, RefusedCellsError
 from ._schema import REFUSE, CategoricalFeature, Schema
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ __all__ = [
     "check_predict_input",
     "log_of",
     "refuse_continuous_target",
+    "refused_cells_named",
     "schema_input_tags",
 ]
 
@@ -249,6 +252,39 @@ def _refuse_odd_columns(X: pd.DataFrame, schema: Schema) -> None:
         )
 
 
+def _refuse_undeclared_columns(X: pd.DataFrame, schema: Schema) -> None:
+    """Name a frame's columns that are neither features nor declared ignored columns, with the two ways out: select
+    the model's features (``X[clf.feature_names_in_]``), or declare the columns in the schema (before fitting).
+    Column names only."""
+    names = [str(c) for c in X.columns]
+    known = [*schema.feature_names, *schema.ignored_columns, schema.label.column]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        spelt = misspelling_hint(unknown, [n for n in known if n not in names], "the frame")
+        raise DataValidationError(
+            f"unknown columns {unknown}: pass the model's feature columns only, X[clf.feature_names_in_] (in any "
+            "order; an identifier such as a patient number stays in your frame to join the results back), or, "
+            f"for a model you fit yourself, declare them in the schema as features or ignored_columns{spelt}"
+        )
+
+
+PREDICTION_REFUSAL_NOTE = (
+    "; one refused cell fails the whole call, as in scikit-learn: drop or fix the rows named before predicting; "
+    "`edprf predict` on a file instead scores the other rows and gives each refused one its status and reason"
+)
+"""What a prediction adds to a refused cell's error (:func:`refused_cells_named`)."""
+
+
+@contextmanager
+def refused_cells_named() -> Iterator[None]:
+    """Around a prediction: a cell a ``refuse`` rule refuses (the error names its column, first rows and cells)
+    gets :data:`PREDICTION_REFUSAL_NOTE`, what to do and that the CLI scores the other rows.  Privacy cost: none."""
+    try:
+        yield
+    except RefusedCellsError as exc:
+        raise DataValidationError(f"{exc}{PREDICTION_REFUSAL_NOTE}") from None
+
+
 def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, schema: Schema) -> None:
     """Check ``X`` against the schema and what ``fit`` recorded, the scikit-learn way (warnings and errors alike).
 
@@ -264,7 +300,7 @@ def check_predict_input(estimator: BaseEstimator, X: ArrayLike | pd.DataFrame, s
     if isinstance(X, pd.DataFrame):
         _refuse_odd_columns(X, schema)
         _refuse_missing_features(X, schema)
-        as_frame(X, schema)  # other columns must be declared ignored columns
+        _refuse_undeclared_columns(X, schema)
     validate_data(estimator, X=_schema_view(X, schema), reset=False, skip_check_array=True)
 
 

@@ -55,7 +55,7 @@ from ._forest import (
     release_guarantee,
     size_source,
 )
-from ._input_checks import check_predict_input, log_of
+from ._input_checks import check_predict_input, log_of, refused_cells_named
 from ._marginals import NoisyMarginals, marginal_proba, marginals_n_bins, release_marginals
 from ._randomness import RandomState, make_generator
 from ._schema import Schema
@@ -353,7 +353,8 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         method) when a column of ``X`` is mostly outside its declared bounds."""
         check_is_fitted(self, "marginals_")
         check_predict_input(self, X, self.schema_)
-        codes = encode_features(X, self.schema_, FeatureGrid.from_schema(self.schema_, self.n_bins_))
+        with refused_cells_named():
+            codes = encode_features(X, self.schema_, FeatureGrid.from_schema(self.schema_, self.n_bins_))
         warn_if_clipped(X, self.schema_, stacklevel=4)
         return codes
 

@@ -29,7 +29,7 @@ from ._domain_warning import warn_if_clipped
 from ._encoding import encode_labels
 from ._exceptions import DataValidationError
 from ._forest import DPForest
-from ._input_checks import check_predict_input, log_of, schema_input_tags
+from ._input_checks import check_predict_input, log_of, refused_cells_named, schema_input_tags
 from ._schema import Schema
 
 __all__ = ["ReleasedForestClassifier", "schema_accuracy"]
@@ -163,7 +163,9 @@ class ReleasedForestClassifier(ClassifierMixin, BaseEstimator):
 
     def _sorted_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """The forest's probabilities of ``X``, columns in the order of ``classes_`` (``X`` already checked)."""
-        return in_classes_order(self.forest_.predict_proba(X), self.classes_, self.schema_.classes)
+        with refused_cells_named():
+            proba = self.forest_.predict_proba(X)
+        return in_classes_order(proba, self.classes_, self.schema_.classes)
 
     def predict_proba(self, X: ArrayLike | pd.DataFrame) -> NDArray[np.float64]:
         """Class probabilities, columns in the order of ``classes_`` (privacy cost: none, post-processing)."""
