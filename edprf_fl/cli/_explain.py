@@ -51,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--line",
         type=int,
         metavar="L",
-        help="the row on line L of DATA, counting the header (the `line` column of `edprf predict`'s output; "
-        "for Parquet, the row number from 1)",
+        help="the row on line L of DATA, the `line` column of `edprf predict`'s output: for a CSV file the file's "
+        "line, counting the header as line 1 (the first data row is line 2); for a Parquet file, which has no header "
+        "line, the data row's number from 1",
     )
     parser.add_argument("--sep", type=separator, default=",", help=f"field separator of DATA{_TAB} (default ',')")
     add_decimal_argument(parser)
