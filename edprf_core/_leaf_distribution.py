@@ -480,7 +480,10 @@ def part_consortium_prior(
     ``pi(k)`` proportional to ``sum_j n'_j mix'_jk + 1``.  When no clip or cap
     binds this is the summed counts, +1 per class, normalized (the rule of
     item 3); with ``2 f + 1`` parts or more no ``f`` parts can move a class's
-    share outside the range of the others' mixes.
+    share outside the range of the others' mixes widened by
+    ``PLAUSIBLE_CLIP_MARGIN`` times its width (item 5(a); one hostile part of
+    three moved a share to 0.555 with honest mixes spanning 0.45-0.55, review
+    rev-proof P4).
 
     Parameters
     ----------

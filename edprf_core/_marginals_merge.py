@@ -43,7 +43,9 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    (24 + 2 N / 3)``, with ``N = sum_j n_codes[j]`` the cells of one class over all features and ``L =
    NOISE_MARGIN_SCALES = 12``. Every row is counted once per feature, so the ``d`` column sums are ``d`` noisy
    copies of one count ``c_pk >= 0``: ``d w_pk = d c_pk + S``, ``S`` the sum of ``N`` independent discrete Laplace
-   noises (items 1-2 only raise cells, so they only raise ``w_pk``). Lemma (Chernoff): for ``u = lambda t_p <=
+   noises (items 1, 5 and 2 only raise cells, so they only raise ``w_pk``; item 6, applied before item 3, lowers
+   cells only when an honest column lies more than ``B_j`` from its count, with item 6's probability, which the
+   union bound adds to this item's). Lemma (Chernoff): for ``u = lambda t_p <=
    1/2`` one noise has ``E exp(-lambda X) = (1 - a)**2 / ((1 - a e**lambda)(1 - a e**-lambda)) <= 1 / (1 - u**2) <=
    exp(4 u**2 / 3)`` (the first inequality is ``sinh(u s) <= u sinh(s)``, ``s = 1 / (2 t_p)``), so ``P(S <= -x) <=
    exp(4 N u**2 / 3 - u x / t_p)``: at ``u = 3 x / (8 N t_p)`` (``<= 1/2`` when ``N >= 36``) that is ``exp(-3 x**2
@@ -72,13 +74,16 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    ``n >= 0``, has negative part at most ``max(0, -Z)``; the Chernoff bound on the sum of ``N`` of those (the
    function's docstring) puts an honest class above ``x-`` with probability below ``exp(-12)``
    (``tests/core/test_marginals_federation.py`` checks it by exact convolution).  The wall robot below: ``x- =
-   2,782`` rows, an empty class's mean 1,410; item 1 alone allowed ``N m_p = 34,560``.  It only raises cells.
+   2,782`` rows, an empty class's mean ``N a / (1 - a**2) = 1,440``; item 1 alone allowed ``N m_p = 34,560``.  It
+   only raises cells.
 6. *Column ceiling* (review rev-eval E5).  Every row is counted once in every feature, so party ``p``'s ``d``
    class-``k`` column sums are ``c_pk + S_j``, ``S_j`` the sum of ``n_codes[j]`` noises, which lies within
    ``B_j = 12 t_p sqrt(2 n_codes[j])`` of 0 on either side except with the probability of item 2.  When every
    ``|S_j| <= B_j``, the median column is at least ``c_pk - max B`` and each column at most ``c_pk + B_j``: so a
    column above ``median + B_j + max_i B_i`` is brought down to it by scaling its positive cells by one factor
-   in (0, 1).  An honest release's column exceeds it with probability below ``2 d`` times item 2's per column.
+   in (0, 1).  An honest release's column exceeds it with probability below ``2 d`` times item 2's bound per
+   column (a loose bound: the exact tail of ``|S_j| > B_j`` is 2.4e-10 at ``n_codes = 2`` and 1.3e-13 at 5 for ``t_p
+   = 24``, review rev-proof P3).
 
 The items apply in the order 1, 5, 2, 6, 3, 4: items 1, 5, 2 and 3 only raise cells and item 6 only lowers
 positive cells, so each item's statement holds after the ones before it, item 6's up to what item 3 raises
@@ -87,10 +92,16 @@ afterwards (at most the class's negative mass, ``x-``).
 What this bounds, and what it does not. The summed class totals (the estimator's prior): one forged release holds
 at most 2/3 of a class's summed mass (item 4, ``P >= 3``; 1/2 at an implausible size) and removes at most ``x_p /
 d`` of it (item 3, any ``P``), both up to the rounding of the scaled cells (half a row per cell). One feature's
-class column: at most the release's median column plus ``B_j + max B`` (item 6) and at least ``-B_j`` (item 2);
-before item 6, a forged party could put into one cell ``d`` times its capped mass plus what it took from the other
-``d - 1`` columns down to their floors, about 21,700 rows on the wall robot (review rev-eval E5), and it now adds
-about 1,700 there. One bin's class counts are bounded only by items 1 and 5 below (``-m_p`` per cell, ``x-`` over
+class column: at most the release's median column plus ``B_j + max B`` (item 6) plus what item 3 raises afterwards
+(at most ``x-``), and at least ``-B_j`` (item 2). One cell: its column plus the column's other cells' negative
+mass, at most ``(n_codes[j] - 1) m_p`` (items 1 and 5), so at most ``median + B_j + max B + (n_codes[j] - 1) m_p``,
+with the median the forger's to choose within item 4's mass cap. Before item 6 a forged party could put into one
+cell ``d`` times its capped mass plus what it took from the other ``d - 1`` columns down to their floors, about
+21,700 rows on the wall robot (review rev-eval E5); now at most about 3,200 there (``2 B = 1,821``, ``4 m_p =
+1,152``): a release built against items 1-6 adds 3,072-3,172 rows to one cell (review rev-proof P1; the simpler
+``marginals-one-cell`` forgery of the tests adds about 1,700). It costs the marginals part alone 11-14 points on
+two of three seeds (0.576 and 0.539 against 0.691 and 0.683) and leaves the merged model at most 1.3 points below
+the trees' goal (``tests/core/test_marginals_federation.py``). One bin's class counts are bounded only by items 1 and 5 below (``-m_p`` per cell, ``x-`` over
 the class) and by the column above: within a feature a forged party may move its class's mass from the bins where
 the class is common to those where it is rare. No rule read from the releases can tell a few such cells from an
 honest release when ``m_p`` is larger than the parties' per-bin counts, since an honest cell's own noise reaches
@@ -105,8 +116,10 @@ setting). The bound states the class totals, the negative mass and the columns, 
 
 The price, as for the trees: a party that alone (or nearly alone) holds a class under strong label skew has its
 class-``k`` mass capped at twice the next party's.  When no cap binds (honest parts of similar sizes) and no floor
-or ceiling read from one release binds (with probability below ``exp(-12)`` per cell and per class, ``1.1e-5`` per
-column and ``2 d`` times that for item 6) the bounded sum is the plain sum: the skewed and IID federations of
+or ceiling read from one release binds the bounded sum is the plain sum. By the union bound that fails for an
+honest release with probability below ``exp(-12) / (1 + a)`` per cell (item 1: about 3.7e-4 over the 120 cells of
+one class on the wall robot's shapes, the dominant term), ``exp(-12)`` per class (items 3 and 5) and the columns'
+bounds of items 2 and 6; item 1 then moves only the cell below its floor, up to it: the skewed and IID federations of
 ``benchmarks/bench_colluding_parties.py`` (diabetes, wall robot, bank; 10 seeds) give the same figures with items 5-6
 as without.
 Post-processing of released histograms and public parameters: no ε.
