@@ -86,7 +86,12 @@ Cells = pa.Array | pa.ChunkedArray
 
 _NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
 _NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
+THOUSANDS_COMMA_PATTERN = r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+"
+"""A number whose every comma is followed by exactly three digits ('1,400', '12,500,000'): more likely written with
+a thousands separator than with a decimal comma (read with a decimal comma, '1,400' would be 1.4)."""
+
 _DECIMAL_COMMA = re.compile(DECIMAL_COMMA_PATTERN + r"\Z", re.ASCII)
+_THOUSANDS_COMMA = re.compile(THOUSANDS_COMMA_PATTERN + r"\Z", re.ASCII)
 _THOUSANDS_DOT = re.compile(THOUSANDS_DOT_PATTERN + r"\Z", re.ASCII)
 
 
@@ -160,6 +165,12 @@ def decimal_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArr
     For hints only (the cells it finds are not numbers under the rules); each cell is judged alone.
     """
     return _pattern_cells(cells, _DECIMAL_COMMA, DECIMAL_COMMA_PATTERN)
+
+
+def thousands_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArray[np.bool_]:
+    """Per cell, whether it is text written as a whole number with thousands commas (:data:`THOUSANDS_COMMA_PATTERN`,
+    once stripped): ``"1,400"``, ``"12,500,000"``.  For hints only; each cell is judged alone."""
+    return _pattern_cells(cells, _THOUSANDS_COMMA, THOUSANDS_COMMA_PATTERN)
 
 
 def thousands_dot_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArray[np.bool_]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from numbers import Real
@@ -360,6 +361,9 @@ LEAF_COUNT_SENSITIVITY = {"add-remove": 1, "replace-one": 2}
 NAMED_PARTS = 3
 """How many parts a merged forest's reason names before it counts the rest (:meth:`DPForest.not_dp_reasons`)."""
 
+_NOTE_CLAUSE = re.compile(r" \(|;")
+"""Where a guarantee note's first clause ends (:meth:`DPForest.verdict` quotes that clause)."""
+
 ONE_PARTY_CONDITION = "as long as each person's records sit at one party"
 """The condition of a merged forest's per-record ε (records disjoint across parties): in its guarantee and its
 one-sentence verdict (:meth:`DPForest.verdict`)."""
@@ -701,19 +705,28 @@ class DPForest:
 
     def verdict(self) -> str:
         """The guarantee's headline in one sentence, from the same facts as :meth:`guarantee`: ``NOT
-        differentially private: <reasons>.`` (:meth:`not_dp_reasons`), or ε per record, the neighbouring relation,
-        and for a merged forest its condition (:data:`ONE_PARTY_CONDITION`); the guarantee's notes (a simulation's
-        public row counts) are pointed to, not repeated.  Privacy cost: none (text about public parameters)."""
+        differentially private: <reasons>.`` (:meth:`not_dp_reasons`), or ε per record, the neighbouring relation
+        (each part's own when they differ), for a merged forest its condition (:data:`ONE_PARTY_CONDITION`), the
+        first clause of each of the guarantee's notes (a simulation's public row counts) and, above
+        :data:`LARGE_EPSILON`, :func:`large_epsilon_note`.  Privacy cost: none (text about public parameters)."""
         reasons = self.not_dp_reasons()
         if reasons:
             return _not_dp(reasons, reasons_above=False).strip()
-        relations = " and ".join(sorted({p.relation for _, p, _ in self.parts}))
+        relations = sorted({p.relation for _, p, _ in self.parts})
+        if len(relations) == 1:
+            under = f"per record (one data row) under the {relations[0]} neighbouring relation"
+        else:  # replace-one ε-DP is not add-remove ε-DP: no one relation holds for the whole model
+            under = (
+                f"at most per record (one data row), each part under its own neighbouring relation "
+                f"({' or '.join(relations)}: see the guarantee)"
+            )
         condition = f", {ONE_PARTY_CONDITION}" if len(self.parts) > 1 else ""
-        assumes = " (under the assumptions its guarantee states)" if self.notes else ""
-        return (
-            f"differentially private: epsilon = {self.epsilon:g} per record (one data row) under the {relations} "
-            f"neighbouring relation{condition}{assumes}; a person with k rows is protected at k times epsilon."
+        assumes = "".join(f" ({_NOTE_CLAUSE.split(note, maxsplit=1)[0]}: see the guarantee)" for note in self.notes)
+        statement = (
+            f"differentially private: epsilon = {self.epsilon:g} {under}{condition}{assumes}; a person with k rows "
+            "is protected at k times epsilon."
         )
+        return _with_large_epsilon_note(statement, self.epsilon)
 
     def _with_notes(self, statement: str) -> str:
         """``statement`` with :attr:`notes` at the end of its first line (the headline)."""

@@ -5,6 +5,7 @@ and ``edprf evaluate``).
 """
 
 from ._domain_warning import CLIPPING_WARNING_SHARE, ClippingTally, clipping_message
+from ._encoding import ClippedColumn
 from ._leaf_distribution import PartPooling, leaf_distributions
 from ._leaf_terms import LeafTerms, leaf_indices, leaf_terms
 from ._leafmask import COMPILE_BLOCK_BYTES, MAX_COMPILE_CELLS, leafmask_budget
@@ -16,6 +17,7 @@ __all__ = [
     "CLIPPING_WARNING_SHARE",
     "COMPILE_BLOCK_BYTES",
     "MAX_COMPILE_CELLS",
+    "ClippedColumn",
     "ClippingTally",
     "LeafTerms",
     "PartPooling",

@@ -5,7 +5,7 @@ the reading of the others.  A file that is no UTF-8 text (an Excel workbook, UTF
 before it is read (:func:`foreign_format_text`, :func:`not_utf8_text`).
 """
 
-from ._cell_text import TEXT_DTYPE, decimal_comma_cells
+from ._cell_text import TEXT_DTYPE, decimal_comma_cells, thousands_comma_cells
 from ._column_names import closest_name
 from ._file_format import RECODE_HINT, foreign_format_text, not_utf8_text
 from ._numbered_text import NumberedColumns, judged_per_text, numbered_text, read_numbered_columns
@@ -48,4 +48,5 @@ __all__ = [
     "read_table",
     "separator_hint",
     "stream_rows",
+    "thousands_comma_cells",
 ]

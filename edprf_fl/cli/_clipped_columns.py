@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from edprf_core import Schema
-    from edprf_core._encoding import ClippedColumn
+    from edprf_core.prediction import ClippedColumn
 
 __all__ = ["PARTIAL_UNITS_MIN_ROWS", "PARTIAL_UNITS_SHARE", "SHOWN_COLUMNS", "clipped_by_column", "clipped_lines"]
 
@@ -89,7 +89,11 @@ def clipped_lines(columns: dict[str, ClippedColumn], schema: Schema, command: st
         return [], []
     bounds = {f.name: (f.lower, f.upper) for f in schema.features if hasattr(f, "lower")}
     ordered = _ordered(columns)
-    lines = ["clipped to the schema's bounds, by column (each such row was scored at the bound, not its value):"]
+    header = (
+        "values beyond the schema's bounds, by column (a row scored was scored at the bound, not its value; rows "
+        "refused for another cell count here too):"
+    )
+    lines = [header]
     for name, column in ordered[:SHOWN_COLUMNS]:
         lines.append(f"  {name}: {_where(column, *bounds[name])} ({_percent(column.share)} of its values)")
     rest = ordered[SHOWN_COLUMNS:]

@@ -116,11 +116,13 @@ def report_lines(model_path: Path, run_id: object) -> list[str]:
         if path.stat().st_size > MAX_REPORT_BYTES:
             return [f"evaluation: {path} is larger than {MAX_REPORT_BYTES >> 20} MiB: not read"]
         report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
         return [f"evaluation: {path} could not be read ({type(exc).__name__}): no evaluation shown"]
     if not isinstance(report, dict):
         return [f"evaluation: {path} is not a run report: no evaluation shown"]
-    if str(report.get("run_id")) != str(run_id):
+    if not (isinstance(run_id, str) and run_id):  # nothing ties a report to a model that names no run
+        return [f"evaluation: the model names no run, so {path} is not shown as its evaluation"]
+    if report.get("run_id") != run_id:
         return [
             f"evaluation: {path} is of another run ({report.get('run_id')!r}, the model's is {run_id!r}): not shown"
         ]
@@ -136,7 +138,7 @@ def report_lines(model_path: Path, run_id: object) -> list[str]:
     baseline = f"; majority class {majority:.3f}" if isinstance(majority, (int, float)) else ""
     return [
         (
-            f"evaluation (from {path}, the coordinator's report of this run, not from the model file): on "
+            f"evaluation (from {path}, a report of this model's run {run_id!r}, not from the model file): on "
             f"{central['n']} held-out rows of the coordinator's test data: {', '.join(figures)}{baseline}"
         )
     ]

@@ -20,7 +20,7 @@ from edprf_core import Schema
 from edprf_core.count_text import count_text
 from edprf_core.prediction import ClippingTally, RowScores
 from edprf_core.schema import ContinuousFeature
-from edprf_core.tables import RowChunk, decimal_comma_cells
+from edprf_core.tables import RowChunk, decimal_comma_cells, thousands_comma_cells
 
 __all__ = ["RowDiagnostics"]
 
@@ -32,10 +32,6 @@ _KEPT_LABELS = 200
 
 _HEADER_SHARE = 0.5
 """Line 1 looks like a header when at least this share of its cells are the schema's feature names."""
-
-THOUSANDS_COMMA = r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+"
-"""A refused number whose every comma is followed by exactly three digits (``1,400``, ``12,500,000``): more likely a
-thousands separator than a decimal comma, and ``--decimal ,`` (or replacing the comma with '.') would make it 1.4."""
 
 _VALUE = re.compile(r" \((?:'[^']*'|\"[^\"]*\")[^)]*\)$")
 """The refused value a reason ends with: ``column 'age': not a number ('51,414')`` counts as its reason only."""
@@ -107,17 +103,19 @@ class RowDiagnostics:
             if not isinstance(f, ContinuousFeature) or f.name not in frame:
                 continue
             cells = frame[f.name][refused]
-            hits = cells[decimal_comma_cells(cells)]  # a Parquet number is never a decimal comma
-            if len(hits):
-                written = hits.astype(str).str.strip()
-                thousands = written.str.fullmatch(THOUSANDS_COMMA).to_numpy(dtype=bool)
-                decimal = written[~thousands]
-                self.decimal_commas += len(decimal)
-                if self.decimal_example is None and len(decimal):
-                    self.decimal_example = (f.name, decimal.iloc[0])
-                self.thousands_commas += int(thousands.sum())
-                if self.thousands_example is None and thousands.any():
-                    self.thousands_example = (f.name, written[thousands].iloc[0])
+            # a refused number whose every comma is followed by three digits (1,400 and 12,500,000) is more likely
+            # a thousands separator, which --decimal ',' would read as 1.4; tested before the one-comma decimal
+            # test, which 12,500,000 would not reach (review rev-s60 F7); a Parquet number is neither
+            is_thousands = thousands_comma_cells(cells)
+            thousands = cells[is_thousands].astype(str).str.strip()
+            self.thousands_commas += len(thousands)
+            if self.thousands_example is None and len(thousands):
+                self.thousands_example = (f.name, thousands.iloc[0])
+            rest = cells[~is_thousands]
+            decimal = rest[decimal_comma_cells(rest)].astype(str).str.strip()
+            self.decimal_commas += len(decimal)
+            if self.decimal_example is None and len(decimal):
+                self.decimal_example = (f.name, decimal.iloc[0])
 
     def _looks_like_header(self, first: pd.Series) -> bool:
         """Line 1's cells are the schema's feature names (most of them, in order; case and spaces aside)."""

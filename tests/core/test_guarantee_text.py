@@ -18,6 +18,7 @@ from edprf_core import (
     load_embedded,
     merge_forests,
 )
+from edprf_core.forest import large_epsilon_note
 from edprf_core.research import PaperEDPRFClassifier
 
 
@@ -377,3 +378,27 @@ def test_the_marginals_classifier_is_never_said_to_be_pooled_and_states_per_reco
         "epsilon (one row per person gives per-person epsilon)."
     )
     assert "8 bins given, assumed chosen without these rows, as every setting is" in given
+
+
+def test_the_one_sentence_verdict_keeps_the_guarantees_caveats(wall):
+    """Review rev-s60 F2-F4: the verdict ``edprf inspect`` prints first says what the guarantee says: the note
+    above epsilon 10, each part's own relation when they differ (replace-one ε-DP is not add-remove ε-DP), and the
+    first clause of each of the guarantee's notes (a simulation's public row counts)."""
+    from dataclasses import replace
+
+    X, y, schema = wall
+    big = EDPRFClassifier(schema, epsilon=50.0, max_depth=3, n_trees=1).fit(X, y).forest_
+    assert big.verdict().startswith(
+        "differentially private: epsilon = 50 per record (one data row) under the add-remove"
+    )
+    assert big.verdict().endswith("Note: " + large_epsilon_note(50.0) + ".")
+    small = EDPRFClassifier(schema, epsilon=1.0, max_depth=3, n_trees=1).fit(X, y).forest_
+    assert "Note:" not in small.verdict()
+    other = EDPRFClassifier(schema, epsilon=8.0, max_depth=3, n_trees=1, relation="replace-one").fit(X, y).forest_
+    mixed = merge_forests([small, other], labels=["a", "b"]).verdict()
+    assert "epsilon = 8 at most per record (one data row), each part under its own neighbouring relation" in mixed
+    assert "under the add-remove and replace-one" not in mixed
+    noted = replace(
+        merge_forests([small, small], labels=["a", "b"]), notes=("Simulation: counts read as public (x); y",)
+    )
+    assert "(Simulation: counts read as public: see the guarantee)" in noted.verdict()

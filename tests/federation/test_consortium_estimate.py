@@ -249,8 +249,8 @@ def test_a_declared_tolerated_parties_above_two_gets_its_own_reach_and_interval(
     assert "3 parties' replies together (tolerated-parties) can move it by at most" in said and "if 3 lied" in said
     default = evaluation_summary([*honest, *liars], [], CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=1.0))
     assert "tolerated_parties" not in default  # one and two are always given: nothing more for the default
-    many = [(i, {"correct": 40, "total": 80, "epsilon": 1.0, "exact": 0}, "") for i in range(60)]
-    assert math.comb(60, 3) > MAX_COALITIONS
+    many = [(i, {"correct": 40, "total": 80, "epsilon": 1.0, "exact": 0}, "") for i in range(150)]
+    assert math.comb(150, 3) > MAX_COALITIONS
     big = evaluation_summary(many, [], cfg)
     assert big["ci95_if_tolerated_parties_lied"] is None and big["max_tolerated_parties_shift"] is None
     assert "not computed" in "\n".join(federated_evaluation_lines(big))

@@ -40,6 +40,7 @@ def test_the_summary_names_each_clipped_column_with_its_rows_and_bound(tmp_path,
     balance = "    balance: 3 rows below its lower bound -10000 (2% of its values)"
     assert age in text and balance in text
     assert text.index(age) < text.index(balance)  # the most clipped first
+    assert "rows refused for another cell count here too" in text  # the tally reads every row read (rev-s60 F6)
     warnings = [line for line in captured.err.splitlines() if PARTIAL in line]
     assert len(warnings) == 1  # 10 %: age only; balance's 1.5 % is no such sign
     assert warnings[0].startswith(f"edprf {command}: warning: column 'age': 20 rows above its upper bound 100, 10%")

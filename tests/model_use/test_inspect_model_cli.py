@@ -75,7 +75,7 @@ def test_the_report_beside_the_model_gives_the_central_evaluation(tmp_path, caps
     path = dp_model[0]
     assert main(["inspect", str(path)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("evaluation"))
-    assert f"from {path.parent / 'report.json'}, the coordinator's report of this run, not from the model file" in line
+    assert f"from {path.parent / 'report.json'}, a report of this model's run 'run-f5', not from the model file" in line
     assert "accuracy 0.900 (95% CI 0.880-0.920), ROC AUC 0.810 (95% CI 0.770-0.850)" in line
     other = tmp_path / "global-model.edprf"
     other.write_bytes(path.read_bytes())
@@ -83,3 +83,19 @@ def test_the_report_beside_the_model_gives_the_central_evaluation(tmp_path, caps
     assert main(["inspect", str(other)]) == 0
     out = capsys.readouterr().out
     assert "is of another run ('another', the model's is 'run-f5'): not shown" in out and "0.900" not in out
+
+
+def test_a_report_that_cannot_be_tied_to_the_model_or_read_is_not_shown(tmp_path, capsys, dp_model):
+    """Review rev-s60 F1, F5: a report.json nested too deep to parse is said unreadable (inspect once called the model
+    itself invalid); a model that names no run shows no report as its evaluation, whatever the report holds."""
+    from edprf_fl.cli._inspect_model import report_lines
+
+    model = tmp_path / "global-model.edprf"
+    model.write_bytes(dp_model[0].read_bytes())
+    (tmp_path / "report.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["inspect", str(model)]) == 0
+    assert "could not be read (RecursionError): no evaluation shown" in capsys.readouterr().out
+    (tmp_path / "report.json").write_text(json.dumps({"central_evaluation": {"n": 10, "accuracy": 0.99}}))
+    for run_id in (None, ""):
+        [line] = report_lines(model, run_id)
+        assert line.startswith("evaluation: the model names no run") and "0.990" not in line

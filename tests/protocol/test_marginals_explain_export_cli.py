@@ -43,6 +43,7 @@ def test_explain_prints_the_marginals_part(mixed, rows_file, monkeypatch, capsys
         row=3,
         line=None,
         sep=",",
+        decimal=".",
         no_header=False,
         pooling="log-linear",
         show_trees=2,
