@@ -380,6 +380,7 @@ def test_the_marginals_classifier_is_never_said_to_be_pooled_and_states_per_reco
     assert "8 bins given, assumed chosen without these rows, as every setting is" in given
 
 
+@pytest.mark.privacy  # invariant 6: the verdict is the printed guarantee an analyst reads first
 def test_the_one_sentence_verdict_keeps_the_guarantees_caveats(wall):
     """Review rev-s60 F2-F4: the verdict ``edprf inspect`` prints first says what the guarantee says: the note
     above epsilon 10, each part's own relation when they differ (replace-one ε-DP is not add-remove ε-DP), and the
