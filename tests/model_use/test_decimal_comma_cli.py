@@ -89,8 +89,10 @@ def test_stream_rows_reads_each_cell_alone(tmp_path):
         ("7,25", "decimal comma? 1 refused number such as '7,25' (column 'balance')"),
         (  # several commas: never a decimal comma, so the one-comma test must not come first (review rev-s60 F7)
             "12,500,000",
-            "thousands separator? 1 refused number such as '12,500,000' (column 'balance'): 12,500,000 may mean "
-            "12500000",
+            (
+                "thousands separator? 1 refused number such as '12,500,000' (column 'balance'): 12,500,000 may mean "
+                "12500000"
+            ),
         ),
     ],
 )
