@@ -63,8 +63,8 @@ DECIMAL_HELP = (
 
 
 def add_decimal_argument(parser: argparse.ArgumentParser) -> None:
-    """``--decimal {.,,}``: how DATA writes its decimal point (:mod:`edprf_core._decimal_comma`)."""
-    parser.add_argument("--decimal", choices=(".", ","), default=".", help=DECIMAL_HELP)
+    """``--decimal {'.',','}``: how DATA writes its decimal point (:mod:`edprf_core._decimal_comma`)."""
+    parser.add_argument("--decimal", choices=(".", ","), default=".", metavar="{'.',','}", help=DECIMAL_HELP)
 
 
 def separator(text: str) -> str:

@@ -425,7 +425,7 @@ def _describe_model(view: GlobalModelView, keys_dir: Path | None = None, path: P
         f"schema: {view.schema.name!r}, fingerprint {view.schema.fingerprint}",
         f"parties: {len(view.releases)} ({listed})",
         f"trees: {forest.n_trees}, nodes: {forest.trees.n_nodes}",
-        *(report_lines(path, view.manifest.get("run_id")) if path is not None else []),
+        *(report_lines(path, view.manifest.get("run_id"), view.schema.fingerprint) if path is not None else []),
         *feature_lines(view.schema),
         "releases:",
     ]

@@ -43,6 +43,9 @@ _PATH_KEYS = frozenset({"spend_record"})
 _WORDS = frozenset({"", "auto", "off", "none"})
 """Values of a path key that are no path (shown as they are)."""
 
+SHOWN_CATEGORIES = 12
+"""Categories of a feature the feature table lists (``--show-schema`` prints them all)."""
+
 SOURCE_CHARS = 90
 """Characters of a feature's source text shown in the feature table (``--show-schema`` prints it whole)."""
 
@@ -72,7 +75,9 @@ def _domain(feature) -> str:
     if feature.kind == "continuous":
         return f"[{feature.lower:g}, {feature.upper:g}]"
     unknown = "" if feature.unknown == "refuse" else f"; others read as {feature.unknown!r}"
-    return ", ".join(str(c) for c in feature.categories) + unknown
+    shown = ", ".join(str(c) for c in feature.categories[:SHOWN_CATEGORIES])
+    more = len(feature.categories) - SHOWN_CATEGORIES
+    return shown + (f", ... ({more} more: --show-schema)" if more > 0 else "") + unknown
 
 
 def feature_lines(schema: Schema) -> list[str]:
@@ -105,10 +110,10 @@ def _interval(report: dict, key: str) -> str | None:
     return f"{value:.3f}"
 
 
-def report_lines(model_path: Path, run_id: object) -> list[str]:
+def report_lines(model_path: Path, run_id: object, fingerprint: str | None = None) -> list[str]:
     """The central evaluation headline of a ``report.json`` beside ``model_path``, of the same run (``run_id``, the
-    manifest's), said to come from that file; ``[]`` when there is none.  A report of another run, or one that cannot
-    be read, gets one line saying so."""
+    manifest's) and, given ``fingerprint``, the same schema, said to come from that file; ``[]`` when there is none.
+    A report of another run or schema, or one that cannot be read, gets one line saying so."""
     path = model_path.parent / REPORT_NAME
     if not path.is_file():
         return []
@@ -126,6 +131,8 @@ def report_lines(model_path: Path, run_id: object) -> list[str]:
         return [
             f"evaluation: {path} is of another run ({report.get('run_id')!r}, the model's is {run_id!r}): not shown"
         ]
+    if fingerprint is not None and report.get("schema_fingerprint") != fingerprint:
+        return [f"evaluation: {path} names another schema than the model's (or none): not shown"]
     central = report.get("central_evaluation")
     if not isinstance(central, dict) or not central.get("n"):
         return [f"evaluation: {path} holds no central evaluation of this model"]

@@ -36,7 +36,8 @@ def dp_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("f5")
     (out / "global-model.edprf").write_bytes(build_global_model(schema, releases, manifest))
     central = {"n": 900, "accuracy": 0.9, "accuracy_ci95": [0.88, 0.92], "roc_auc": 0.81, "roc_auc_ci95": [0.77, 0.85]}
-    (out / "report.json").write_text(json.dumps({"run_id": RUN, "central_evaluation": central}))
+    report = {"run_id": RUN, "schema_fingerprint": schema.fingerprint, "central_evaluation": central}
+    (out / "report.json").write_text(json.dumps(report))
     return out / "global-model.edprf", schema
 
 
@@ -99,3 +100,32 @@ def test_a_report_that_cannot_be_tied_to_the_model_or_read_is_not_shown(tmp_path
     for run_id in (None, ""):
         [line] = report_lines(model, run_id)
         assert line.startswith("evaluation: the model names no run") and "0.990" not in line
+
+
+def test_a_report_of_the_same_run_id_but_another_schema_is_not_shown(tmp_path, capsys, dp_model):
+    """A report.json naming the model's run id but another schema (or none) is not taken for its evaluation."""
+    model = tmp_path / "global-model.edprf"
+    model.write_bytes(dp_model[0].read_bytes())
+    for fingerprint in ("sha256:" + "0" * 64, None):
+        report = {"run_id": RUN, "central_evaluation": {"n": 10, "accuracy": 0.99}}
+        if fingerprint:
+            report["schema_fingerprint"] = fingerprint
+        (tmp_path / "report.json").write_text(json.dumps(report))
+        assert main(["inspect", str(model)]) == 0
+        out = capsys.readouterr().out
+        assert "names another schema than the model's (or none): not shown" in out and "0.990" not in out
+
+
+def test_the_feature_table_lists_a_dozen_categories_and_counts_the_rest():
+    from edprf_core import CategoricalFeature, LabelSpec, Schema
+    from edprf_fl.cli._inspect_model import SHOWN_CATEGORIES, feature_lines
+
+    codes = tuple(f"c{i:02d}" for i in range(40))
+    schema = Schema(
+        name="wide",
+        features=(CategoricalFeature("site", codes, source="hospital site code"),),
+        label=LabelSpec("y", (0, 1)),
+    )
+    [line] = [x for x in feature_lines(schema) if x.startswith("  site")]
+    assert f"c{SHOWN_CATEGORIES - 1:02d}, ... ({40 - SHOWN_CATEGORIES} more: --show-schema)" in line
+    assert f"c{SHOWN_CATEGORIES:02d}" not in line
