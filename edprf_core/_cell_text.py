@@ -86,9 +86,10 @@ Cells = pa.Array | pa.ChunkedArray
 
 _NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
 _NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
-THOUSANDS_COMMA_PATTERN = r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+"
-"""A number whose every comma is followed by exactly three digits ('1,400', '12,500,000'): more likely written with
-a thousands separator than with a decimal comma (read with a decimal comma, '1,400' would be 1.4)."""
+THOUSANDS_COMMA_PATTERN = r"[+-]?[1-9][0-9]{0,2}(?:,[0-9]{3})+"
+"""A number whose every comma is followed by exactly three digits ('1,400', '12,500,000'; never '0,500', whose
+leading zero no thousands separator follows): more likely written with a thousands separator than with a decimal
+comma (read with a decimal comma, '1,400' would be 1.4; the hint gives both readings)."""
 
 _DECIMAL_COMMA = re.compile(DECIMAL_COMMA_PATTERN + r"\Z", re.ASCII)
 _THOUSANDS_COMMA = re.compile(THOUSANDS_COMMA_PATTERN + r"\Z", re.ASCII)

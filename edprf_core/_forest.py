@@ -364,6 +364,16 @@ NAMED_PARTS = 3
 _NOTE_CLAUSE = re.compile(r" \(|;")
 """Where a guarantee note's first clause ends (:meth:`DPForest.verdict` quotes that clause)."""
 
+_SHORTEST_CLAUSE = 30
+"""A note whose first clause is shorter than this is quoted whole (a clause such as 'Assumes' says nothing)."""
+
+
+def _note_clause(note: str) -> str:
+    """The first clause of a guarantee note (up to `` (`` or ``;``), or the whole note when that clause is short."""
+    clause = _NOTE_CLAUSE.split(note, maxsplit=1)[0].strip()
+    return clause if len(clause) >= _SHORTEST_CLAUSE else note.strip()
+
+
 ONE_PARTY_CONDITION = "as long as each person's records sit at one party"
 """The condition of a merged forest's per-record ε (records disjoint across parties): in its guarantee and its
 one-sentence verdict (:meth:`DPForest.verdict`)."""
@@ -721,7 +731,7 @@ class DPForest:
                 f"({' or '.join(relations)}: see the guarantee)"
             )
         condition = f", {ONE_PARTY_CONDITION}" if len(self.parts) > 1 else ""
-        assumes = "".join(f" ({_NOTE_CLAUSE.split(note, maxsplit=1)[0]}: see the guarantee)" for note in self.notes)
+        assumes = "".join(f" ({_note_clause(note)}: see the guarantee)" for note in self.notes)
         statement = (
             f"differentially private: epsilon = {self.epsilon:g} {under}{condition}{assumes}; a person with k rows "
             "is protected at k times epsilon."

@@ -82,8 +82,8 @@ with the plausibility source the trees use (:mod:`edprf_core._leaf_distribution`
    ``|S_j| <= B_j``, the median column is at least ``c_pk - max B`` and each column at most ``c_pk + B_j``: so a
    column above ``median + B_j + max_i B_i`` is brought down to it by scaling its positive cells by one factor
    in (0, 1).  An honest release's column exceeds it with probability below ``2 d`` times item 2's bound per
-   column (a loose bound: the exact tail of ``|S_j| > B_j`` is 2.4e-10 at ``n_codes = 2`` and 1.3e-13 at 5 for ``t_p
-   = 24``, review rev-proof P3).
+   column (a loose bound: the exact tail of ``|S_j| > B_j``, both sides, is 4.8e-10 at ``n_codes = 2`` and 2.6e-13
+   at 5 for ``t_p = 24``, reviews rev-proof P3 and rev-s60b F5).
 
 The items apply in the order 1, 5, 2, 6, 3, 4: items 1, 5, 2 and 3 only raise cells and item 6 only lowers
 positive cells, so each item's statement holds after the ones before it, item 6's up to what item 3 raises
@@ -97,11 +97,13 @@ class column: at most the release's median column plus ``B_j + max B`` (item 6) 
 mass, at most ``(n_codes[j] - 1) m_p`` (items 1 and 5), so at most ``median + B_j + max B + (n_codes[j] - 1) m_p``,
 with the median the forger's to choose within item 4's mass cap. Before item 6 a forged party could put into one
 cell ``d`` times its capped mass plus what it took from the other ``d - 1`` columns down to their floors, about
-21,700 rows on the wall robot (review rev-eval E5); now at most about 3,200 there (``2 B = 1,821``, ``4 m_p =
-1,152``): a release built against items 1-6 adds 3,072-3,172 rows to one cell (review rev-proof P1; the simpler
-``marginals-one-cell`` forgery of the tests adds about 1,700). It costs the marginals part alone 11-14 points on
-two of three seeds (0.576 and 0.539 against 0.691 and 0.683) and leaves the merged model at most 1.3 points below
-the trees' goal (``tests/core/test_marginals_federation.py``). One bin's class counts are bounded only by items 1 and 5 below (``-m_p`` per cell, ``x-`` over
+21,700 rows on the wall robot (review rev-eval E5); now about 3,000 plus the median column there (``2 B = 1,821``,
+``4 m_p = 1,152``): a release built against items 1-6 adds 3,640-3,770 rows to one cell with its median column at
+the class's mass cap, 700-800 rows (reviews rev-proof P1 and rev-s60b F1; the simpler ``marginals-one-cell``
+forgery of the tests adds about 1,700). Over every class and a median of 0-800 rows it costs the marginals part
+alone up to 15 points (0.576, 0.529, 0.539 against 0.691, 0.620, 0.683) and leaves the merged model at most 1.3
+points below the trees' goal (0.629, 0.672, 0.650 against 0.642, 0.660, 0.659;
+``tests/core/test_marginals_federation.py``). One bin's class counts are bounded only by items 1 and 5 below (``-m_p`` per cell, ``x-`` over
 the class) and by the column above: within a feature a forged party may move its class's mass from the bins where
 the class is common to those where it is rare. No rule read from the releases can tell a few such cells from an
 honest release when ``m_p`` is larger than the parties' per-bin counts, since an honest cell's own noise reaches

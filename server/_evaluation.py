@@ -128,9 +128,10 @@ def _shown(value: float) -> float:
 
 
 MAX_COALITIONS = 500_000
-"""The most sets of ``tolerated-parties`` parties the evaluation's coalition bounds search (each a vectorised pass
-over the box's edges, about 13 µs): what the two-party figures already cost at 1,000 parties (499,500 sets, about
-7 s); beyond it the report says the bound was not computed rather than stall the coordinator."""
+"""The most sets of three parties the evaluation's coalition bounds search (each a vectorised pass over the box's
+edges, about 13 µs): what the two-party figures already cost at 1,000 parties (499,500 sets, about 7 s).  A larger
+``f`` may search ``3 * MAX_COALITIONS / f`` sets (each sums ``f`` parties' counts); beyond that the report says the
+bound was not computed rather than stall the coordinator."""
 
 
 def _tolerated_reach(
@@ -143,7 +144,7 @@ def _tolerated_reach(
     if f <= 2:
         return {}
     k = len(total)
-    if not k or math.comb(k, f) > MAX_COALITIONS:
+    if not k or math.comb(k, f) * f > MAX_COALITIONS * 3:  # the work: sets times their size (3 at the cap's f)
         return {"tolerated_parties": f, "max_tolerated_parties_shift": None, "ci95_if_tolerated_parties_lied": None}
     shift = coalition_shift(correct, total, variance, bound, margin, f)
     return {

@@ -101,12 +101,25 @@ def feature_lines(schema: Schema) -> list[str]:
     return lines
 
 
-def _interval(report: dict, key: str) -> str | None:
-    value, ci = report.get(key), report.get(f"{key}_ci95")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+def _share(value: object) -> float | None:
+    """``value`` as a share in [0, 1], or None: a report's figure of another type, out of range, not finite or too
+    large for a float (valid JSON such as ``1e400`` or a 400-digit integer) is shown as nothing, not trusted."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(c, (int, float)) for c in ci):
-        return f"{value:.3f} (95% CI {ci[0]:.3f}-{ci[1]:.3f})"
+    try:
+        share = float(value)
+    except OverflowError:
+        return None
+    return share if math.isfinite(share) and 0.0 <= share <= 1.0 else None
+
+
+def _interval(report: dict, key: str) -> str | None:
+    value, ci = _share(report.get(key)), report.get(f"{key}_ci95")
+    if value is None:
+        return None
+    bounds = [_share(c) for c in ci] if isinstance(ci, list) and len(ci) == 2 else [None]
+    if None not in bounds and bounds[0] <= value <= bounds[1]:
+        return f"{value:.3f} (95% CI {bounds[0]:.3f}-{bounds[1]:.3f})"
     return f"{value:.3f}"
 
 
@@ -134,18 +147,19 @@ def report_lines(model_path: Path, run_id: object, fingerprint: str | None = Non
     if fingerprint is not None and report.get("schema_fingerprint") != fingerprint:
         return [f"evaluation: {path} names another schema than the model's (or none): not shown"]
     central = report.get("central_evaluation")
-    if not isinstance(central, dict) or not central.get("n"):
-        return [f"evaluation: {path} holds no central evaluation of this model"]
+    n = central.get("n") if isinstance(central, dict) else None
     figures = [
         f"{name} {text}"
         for name, key in (("accuracy", "accuracy"), ("balanced accuracy", "balanced_accuracy"), ("ROC AUC", "roc_auc"))
-        if (text := _interval(central, key)) is not None
+        if isinstance(central, dict) and (text := _interval(central, key)) is not None
     ]
-    majority = central.get("majority_class_accuracy")
-    baseline = f"; majority class {majority:.3f}" if isinstance(majority, (int, float)) else ""
+    if not (isinstance(n, int) and not isinstance(n, bool) and n > 0) or not figures:
+        return [f"evaluation: {path} holds no central evaluation of this model that can be read"]
+    majority = _share(central.get("majority_class_accuracy"))
+    baseline = f"; majority class {majority:.3f}" if majority is not None else ""
     return [
         (
             f"evaluation (from {path}, a report of this model's run {run_id!r}, not from the model file): on "
-            f"{central['n']} held-out rows of the coordinator's test data: {', '.join(figures)}{baseline}"
+            f"{n} held-out rows of the coordinator's test data: {', '.join(figures)}{baseline}"
         )
     ]

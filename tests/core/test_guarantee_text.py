@@ -403,3 +403,6 @@ def test_the_one_sentence_verdict_keeps_the_guarantees_caveats(wall):
         merge_forests([small, small], labels=["a", "b"]), notes=("Simulation: counts read as public (x); y",)
     )
     assert "(Simulation: counts read as public: see the guarantee)" in noted.verdict()
+    short = replace(noted, notes=("Assumes (public sizes); more",))
+    assert "(Assumes (public sizes); more: see the guarantee)" in short.verdict()  # rev-s60b F7: never '(: ...)'
+    assert "(: see the guarantee)" not in replace(noted, notes=(" (x)",)).verdict()

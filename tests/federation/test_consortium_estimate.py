@@ -254,6 +254,19 @@ def test_a_declared_tolerated_parties_above_two_gets_its_own_reach_and_interval(
     big = evaluation_summary(many, [], cfg)
     assert big["ci95_if_tolerated_parties_lied"] is None and big["max_tolerated_parties_shift"] is None
     assert "not computed" in "\n".join(federated_evaluation_lines(big))
+    # the cap is on the work, sets times their size: f = 998 of 1,000 parties (499,500 sets of 998) is not searched
+    wide = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=1.0, max_party_rows=82, tolerated_parties=998)
+    thousand = [(i, {"correct": 40, "total": 80, "epsilon": 1.0, "exact": 0}, "") for i in range(1000)]
+    from server._evaluation import _tolerated_reach
+
+    reach = _tolerated_reach(
+        *(np.array([r[1][k] for r in thousand], dtype=float) for k in ("correct", "total")),
+        0.5,
+        82,
+        24,
+        wide.tolerated_parties,
+    )
+    assert reach["max_tolerated_parties_shift"] is None and reach["ci95_if_tolerated_parties_lied"] is None
 
 
 @pytest.mark.parametrize("hostile", [(-24, 50 + 24), (50 + 72, 50 + 24)])

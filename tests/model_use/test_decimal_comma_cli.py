@@ -87,6 +87,7 @@ def test_stream_rows_reads_each_cell_alone(tmp_path):
     [
         ("1,400", "thousands separator? 1 refused number such as '1,400' (column 'balance'): 1,400 may mean 1400"),
         ("7,25", "decimal comma? 1 refused number such as '7,25' (column 'balance')"),
+        ("0,500", "decimal comma? 1 refused number such as '0,500' (column 'balance')"),  # rev-s60b F4
         (  # several commas: never a decimal comma, so the one-comma test must not come first (review rev-s60 F7)
             "12,500,000",
             (
@@ -104,4 +105,4 @@ def test_the_refused_number_hint_tells_thousands_from_decimal_commas(tmp_path, c
     assert main(["predict", str(bank_model["model"]), str(path), "-o", str(tmp_path / "o.csv")]) == 0
     err = capsys.readouterr().err
     assert hint in err
-    assert ("decimal comma?" in err) is (cell == "7,25")  # 1,400 is not called a decimal comma
+    assert ("decimal comma?" in err) is (cell in ("7,25", "0,500"))  # 1,400 is not called a decimal comma

@@ -129,3 +129,27 @@ def test_the_feature_table_lists_a_dozen_categories_and_counts_the_rest():
     [line] = [x for x in feature_lines(schema) if x.startswith("  site")]
     assert f"c{SHOWN_CATEGORIES - 1:02d}, ... ({40 - SHOWN_CATEGORIES} more: --show-schema)" in line
     assert f"c{SHOWN_CATEGORIES:02d}" not in line
+
+
+def test_odd_figures_in_a_report_are_not_shown_nor_crash(tmp_path, capsys, dp_model):
+    """Review rev-s60b F2-F3: a figure too large for a float (valid JSON) made inspect call the model invalid; a
+    row count or figure of another type, out of [0, 1] or with a reversed interval was printed as it was."""
+    model = tmp_path / "global-model.edprf"
+    model.write_bytes(dp_model[0].read_bytes())
+    fingerprint = dp_model[1].fingerprint
+
+    def shown(central: dict) -> str:
+        report = {"run_id": RUN, "schema_fingerprint": fingerprint, "central_evaluation": central}
+        (tmp_path / "report.json").write_text(json.dumps(report))
+        assert main(["inspect", str(model)]) == 0
+        return next(x for x in capsys.readouterr().out.splitlines() if x.startswith("evaluation"))
+
+    huge = int("1" + "0" * 400)
+    assert "accuracy 0.800" in shown({"n": 10, "accuracy": 0.8, "roc_auc": huge, "majority_class_accuracy": huge})
+    assert "ROC AUC" not in shown({"n": 10, "accuracy": 0.8, "roc_auc": huge}) and "majority" not in shown(
+        {"n": 10, "accuracy": 0.8, "majority_class_accuracy": True}
+    )
+    for n in (True, -5, 0.5, [1], "10\x1b[2J"):
+        assert "can be read" in shown({"n": n, "accuracy": 0.8})
+    assert "can be read" in shown({"n": 10, "accuracy": 7.5})
+    assert shown({"n": 10, "accuracy": 0.8, "accuracy_ci95": [0.9, 0.7]}).endswith("accuracy 0.800")  # reversed
