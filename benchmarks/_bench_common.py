@@ -160,6 +160,19 @@ def report_main(
     print(text)
 
 
+def rows_of_jobs(run_one: Callable[[tuple], list[dict]], jobs: list[tuple], n_jobs: int) -> pd.DataFrame:
+    """Every row ``run_one`` returns for each of ``jobs``, in the jobs' order, in one frame; with ``n_jobs > 1`` in
+    that many processes (``run_one`` then a module-level function)."""
+    if n_jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(n_jobs) as pool:
+            results = list(pool.map(run_one, jobs))
+    else:
+        results = [run_one(job) for job in jobs]
+    return pd.DataFrame([row for rows in results for row in rows])
+
+
 def party_rows(split: Split, partition: str, n_parties: int, seed: int) -> list[np.ndarray]:
     """The training rows of ``split`` cut into ``n_parties`` parties (``edprf_fl.simulation.partition_rows``):
     ``partition`` is ``"iid"`` or ``"dirichlet-<alpha>"`` (label skew), drawn from ``default_rng(seed)``."""

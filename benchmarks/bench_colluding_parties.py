@@ -25,7 +25,6 @@ import argparse
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +33,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows, rows_of_jobs
 from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
@@ -176,12 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.honest.split(",")
         for s in seeds
     ]
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(run_one, jobs))
-    else:
-        results = [run_one(j) for j in jobs]
-    df = pd.DataFrame([r for rows in results for r in rows])
+    df = rows_of_jobs(run_one, jobs, args.jobs)
     command = "python benchmarks/bench_colluding_parties.py " + " ".join(argv if argv is not None else sys.argv[1:])
     met = write_report(df, Path(args.out), command.strip(), seeds)
     print((Path(args.out) / "colluding_parties.md").read_text(encoding="utf-8"))

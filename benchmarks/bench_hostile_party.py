@@ -31,7 +31,6 @@ import argparse
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows
+from _bench_common import DEFAULT_DATA_DIR, RESULTS_DIR, make_split, party_forests, party_rows, rows_of_jobs
 from _bench_datasets import load_dataset
 
 DATASETS = ("diabetes", "wall", "bank")
@@ -227,12 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.honest.split(",")
         for s in seeds
     ]
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(run_one, jobs))
-    else:
-        results = [run_one(j) for j in jobs]
-    df = pd.DataFrame([r for rows in results for r in rows])
+    df = rows_of_jobs(run_one, jobs, args.jobs)
     command = "python benchmarks/bench_hostile_party.py " + " ".join(argv if argv is not None else sys.argv[1:])
     met = write_report(df, out, command.strip(), seeds)
     if args.honest_cost is not None:
