@@ -59,6 +59,11 @@ def _partial_units(column: ClippedColumn) -> bool:
     return PARTIAL_UNITS_SHARE <= column.share < CLIPPED_EXIT_SHARE and column.count >= PARTIAL_UNITS_MIN_ROWS
 
 
+def _bounds(schema: Schema) -> dict[str, tuple[float, float]]:
+    """Each continuous feature's declared ``(lower, upper)``."""
+    return {f.name: (f.lower, f.upper) for f in schema.features if hasattr(f, "lower")}
+
+
 def _ordered(columns: dict[str, ClippedColumn]) -> list[tuple[str, ClippedColumn]]:
     """The clipped columns, the most clipped rows first (then by name)."""
     return sorted(columns.items(), key=lambda item: (-item[1].count, item[0]))
@@ -87,7 +92,7 @@ def clipped_lines(columns: dict[str, ClippedColumn], schema: Schema, command: st
     """
     if not columns:
         return [], []
-    bounds = {f.name: (f.lower, f.upper) for f in schema.features if hasattr(f, "lower")}
+    bounds = _bounds(schema)
     ordered = _ordered(columns)
     header = (
         "values beyond the schema's bounds, by column (a row scored was scored at the bound, not its value; rows "
@@ -113,7 +118,7 @@ def clipped_lines(columns: dict[str, ClippedColumn], schema: Schema, command: st
 def clipped_by_column(columns: dict[str, ClippedColumn], schema: Schema) -> list[dict[str, object]]:
     """Every clipped column for ``--json``, the most clipped first: its name, bounds, rows below and above, share
     of its values and whether it got the unit warning (:func:`clipped_lines`)."""
-    bounds = {f.name: (f.lower, f.upper) for f in schema.features if hasattr(f, "lower")}
+    bounds = _bounds(schema)
     return [
         {
             "column": name,
