@@ -24,13 +24,17 @@ from numpy.typing import NDArray
 
 from edprf_core import Schema
 from edprf_core.encoding import cell_readings
-from edprf_core.tables import judged_per_text
+from edprf_core.tables import judged_per_category
 
 __all__ = ["held_out_rows", "keyed_uniform", "split_sides"]
 
 _HASHED_AT_ONCE = 1 << 16
 """Readings hashed per call: pandas hashes through a Python object per value, so a column of 2 million distinct
 amounts hashed at once would hold 2 million of them at a time (memory review, stop 52)."""
+
+_FOLDED_ROWS = 1 << 16
+"""Rows whose column hashes are folded together (:func:`_row_hashes`): a part's 512 KiB of hashes stays in the
+processor's cache across the columns (10^6 diabetes rows: 10 ms against 14 ms folding whole columns)."""
 
 _MISSING = np.iinfo(np.uint64).max
 """The hash of a reading that is no number (a missing or unreadable continuous cell)."""
@@ -84,29 +88,43 @@ def _row_hashes(rows: pd.DataFrame, schema: Schema, key: str) -> NDArray[np.uint
     as CPython folds a tuple's hashes (as pandas does).
 
     Only the columns the schema reads, in its order: an ignored column (an identifier, a note) is not read, and a
-    file whose header orders the columns otherwise puts each row on the same side.
+    file whose header orders the columns otherwise puts each row on the same side.  Each column's readings are
+    hashed once per distinct text (a categorical's), then the hashes are gathered and folded
+    :data:`_FOLDED_ROWS` rows at a time, every column in turn: the same numbers as folding whole columns, with
+    the part's arrays held in the processor's cache.
     """
     read = [*schema.feature_names, schema.label.column]
     n, width = len(rows), len(read)
-    out = np.full(n, 0x345678, dtype=np.uint64)
-    gathered = np.empty(n, dtype=np.uint64)  # one buffer for every column's hashes: no new array per column
-    factor = np.uint64(1000003)
-    for i, name in enumerate(read):
-        out ^= _column_hashes(rows[name], schema, name, key, gathered)
-        out *= factor
-        factor += np.uint64(82520 + 2 * (width - i))
+    hashed = [_column_hashes(rows[name], schema, name, key) for name in read]
+    out = np.empty(n, dtype=np.uint64)
+    gathered = np.empty(min(n, _FOLDED_ROWS), dtype=np.uint64)  # one buffer for every part of every column
+    for start in range(0, n, _FOLDED_ROWS):
+        part = out[start : start + _FOLDED_ROWS]
+        part[:] = 0x345678
+        factor = np.uint64(1000003)
+        for i, (per_slot, codes) in enumerate(hashed):
+            if codes is None:  # hashed per row
+                part ^= per_slot[start : start + part.size]
+            else:
+                part ^= np.take(per_slot, codes[start : start + part.size], out=gathered[: part.size], mode="wrap")
+            part *= factor
+            factor += np.uint64(82520 + 2 * (width - i))
     out += np.uint64(97531)
     return out
 
 
 def _column_hashes(
-    cells: pd.Series, schema: Schema, column: str, key: str, out: NDArray[np.uint64]
-) -> NDArray[np.uint64]:
-    """The keyed hash of each cell's reading, in ``out``; a categorical column's categories are read once and
-    gathered."""
-    return judged_per_text(
-        cells, lambda cells: _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key), out
-    )
+    cells: pd.Series, schema: Schema, column: str, key: str
+) -> tuple[NDArray[np.uint64], NDArray[np.integer] | None]:
+    """The keyed hash of each cell's reading: for a categorical column, one per category then one for a missing
+    cell, and the codes that gather them (``mode="wrap"``: code -1 takes the last); for any other, one per row
+    and None."""
+
+    def keyed(cells: pd.Series) -> NDArray[np.uint64]:
+        return _keyed(cell_readings(cells.reset_index(drop=True), schema, column), key)
+
+    per_category = judged_per_category(cells, keyed)
+    return (keyed(cells), None) if per_category is None else per_category
 
 
 def _keyed(readings: NDArray[np.float64], key: str) -> NDArray[np.uint64]:

@@ -8,7 +8,7 @@ before it is read (:func:`foreign_format_text`, :func:`not_utf8_text`).
 from ._cell_text import TEXT_DTYPE, decimal_comma_cells, thousands_comma_cells
 from ._column_names import closest_name
 from ._file_format import RECODE_HINT, foreign_format_text, not_utf8_text
-from ._numbered_text import NumberedColumns, judged_per_text, numbered_text, read_numbered_columns
+from ._numbered_text import NumberedColumns, judged_per_category, judged_per_text, numbered_text, read_numbered_columns
 from ._table_stream import RowChunk, stream_rows
 from ._text_table import (
     MAX_LINE_CHARS,
@@ -39,6 +39,7 @@ __all__ = [
     "decimal_comma_cells",
     "foreign_format_text",
     "header_names",
+    "judged_per_category",
     "judged_per_text",
     "not_utf8_text",
     "numbered_text",
