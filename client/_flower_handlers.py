@@ -10,7 +10,9 @@ code, and its detail (exception text, traceback) goes only to the party's log.
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -105,12 +107,35 @@ def _serve(
                 msg.metadata.message_type,
                 exc,
             )
+        elif full := _full_disk(exc):
+            # the operator's fix is one line; the traceback only at DEBUG (the reply's text is constant either way)
+            log.error(
+                "%s failed (%s): %s; nothing was released, and what the ledger recorded before the failure stays "
+                "counted (`edprf budget` shows it): make room on that disk",
+                msg.metadata.message_type,
+                step,
+                full,
+            )
+            log.debug("%s: the write that failed", msg.metadata.message_type, exc_info=True)
         else:
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
         content = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
     if held and party is not None:
         hold_reply(started, party.policy.reply_after_seconds, msg.metadata.message_type)
     return Message(content, reply_to=msg)  # built now: its timestamps are the hold's, not the work's
+
+
+def _full_disk(exc: BaseException) -> str | None:
+    """What a write to a full disk (or over a quota) says, for the party's log; None for any other failure.
+
+    SQLite says ``database or disk is full`` (``SQLITE_FULL``) when the ledger cannot grow; a file write says
+    ``ENOSPC`` or ``EDQUOT``.
+    """
+    if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return f"the disk holding the ledger is full (SQLite: {exc})"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk is full ({exc.filename + ': ' if exc.filename else ''}{exc.strerror})"
+    return None
 
 
 def _request_id(req: TrainRequest | tuple[EvaluateRequest, bytes] | None) -> str:

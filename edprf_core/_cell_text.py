@@ -86,10 +86,11 @@ Cells = pa.Array | pa.ChunkedArray
 
 _NUMBER = re.compile(NUMBER_PATTERN + r"\Z", re.ASCII)
 _NUMBER_ANCHORED = "^" + NUMBER_PATTERN + "$"  # RE2: without the multi-line flag, ^ and $ anchor the whole cell
-THOUSANDS_COMMA_PATTERN = r"[+-]?[1-9][0-9]{0,2}(?:,[0-9]{3})+"
-"""A number whose every comma is followed by exactly three digits ('1,400', '12,500,000'; never '0,500', whose
-leading zero no thousands separator follows): more likely written with a thousands separator than with a decimal
-comma (read with a decimal comma, '1,400' would be 1.4; the hint gives both readings)."""
+THOUSANDS_COMMA_PATTERN = r"[+-]?[1-9][0-9]{0,2}(?:,[0-9]{3})+(?:\.[0-9]+)?"
+"""A number whose every comma is followed by exactly three digits, with a decimal point after them or not ('1,400',
+'12,500,000', '1,400.50'; never '0,500', whose leading zero no thousands separator follows): more likely written
+with a thousands separator than with a decimal comma (read with a decimal comma, '1,400' would be 1.4; the hint
+gives both readings)."""
 
 _DECIMAL_COMMA = re.compile(DECIMAL_COMMA_PATTERN + r"\Z", re.ASCII)
 _THOUSANDS_COMMA = re.compile(THOUSANDS_COMMA_PATTERN + r"\Z", re.ASCII)
@@ -169,8 +170,8 @@ def decimal_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArr
 
 
 def thousands_comma_cells(cells: Cells | NDArray[np.object_] | pd.Series) -> NDArray[np.bool_]:
-    """Per cell, whether it is text written as a whole number with thousands commas (:data:`THOUSANDS_COMMA_PATTERN`,
-    once stripped): ``"1,400"``, ``"12,500,000"``.  For hints only; each cell is judged alone."""
+    """Per cell, whether it is text written as a number with thousands commas (:data:`THOUSANDS_COMMA_PATTERN`,
+    once stripped): ``"1,400"``, ``"12,500,000"``, ``"1,400.50"``.  For hints only; each cell is judged alone."""
     return _pattern_cells(cells, _THOUSANDS_COMMA, THOUSANDS_COMMA_PATTERN)
 
 

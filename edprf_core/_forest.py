@@ -426,9 +426,12 @@ def large_epsilon_note(epsilon: float) -> str:
     stop; ``""`` at or below it.  Privacy cost: none (text)."""
     if not epsilon > LARGE_EPSILON:
         return ""
+    shown = f"{epsilon:g}"
+    if not float(shown) > LARGE_EPSILON:  # 10.0000001 is not "10" here: the note says it is above 10
+        shown = repr(float(epsilon))
     return (
-        f"epsilon {epsilon:g} per record is a bound that protects little: the odds of any conclusion about one "
-        f"record may change by a factor up to e^{epsilon:g}; deployments usually keep epsilon at {LARGE_EPSILON:g} "
+        f"epsilon {shown} per record is a bound that protects little: the odds of any conclusion about one "
+        f"record may change by a factor up to e^{shown}; deployments usually keep epsilon at {LARGE_EPSILON:g} "
         "or below"
     )
 

@@ -20,7 +20,8 @@ def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
     and fsynced and then renamed over ``path`` with :func:`os.replace`
     (atomic on POSIX and Windows); the directory is fsynced afterwards where
     the platform allows it.  On any failure the temporary file is removed and
-    ``path`` is left as it was.
+    ``path`` is left as it was; an ``OSError`` that names no file (writing to a full disk) is raised naming
+    ``path``.
 
     Parameters
     ----------
@@ -52,9 +53,12 @@ def save_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
         finally:
             os.close(fd)
         os.replace(tmp_name, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # a write or fsync error names no file ("[Errno 28] No space left on device"): named by the destination
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_directory(path.parent)
     return path

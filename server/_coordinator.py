@@ -67,6 +67,7 @@ from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._node_wait import wait_for_nodes
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
+from ._output_space import output_space_problem, write_failure_text
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._readiness import READINESS_SECONDS, readiness_round
@@ -283,7 +284,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         )
         log.debug("run %s: %s", run_id, report.failure)  # the run's summary says it
         report.timings["total_s"] = time.perf_counter() - started
-        report.save(out_dir / REPORT_FILE)
+        _save_report(report, out_dir)
         return report
     if len(nodes) < wanted:
         log.warning(
@@ -298,9 +299,17 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
     train_request = _train_request(cfg, run_id, schema, len(nodes), registry, record)
     request = train_request.to_record()
     policy = _release_policy(cfg, schema, train_request, registry is not None)
+    if problem := output_space_problem(out_dir, len(nodes), policy.max_bytes, len(schema.to_toml().encode("utf-8"))):
+        report.status = RunStatus.FAILED  # before any party is asked to spend (server._output_space)
+        report.guarantee = "no model: the output directory cannot hold the run's files; no request was sent"
+        report.failure = problem
+        log.debug("run %s: %s", run_id, problem)  # the run's summary says it
+        report.timings["total_s"] = time.perf_counter() - started
+        _save_report(report, out_dir)
+        return report
     if cfg.readiness_check and _too_few_ready(grid, nodes, request, cfg, report, registry):
         report.timings["total_s"] = time.perf_counter() - started
-        report.save(out_dir / REPORT_FILE)
+        _save_report(report, out_dir)
         return report
     messages = [
         Message(
@@ -448,16 +457,40 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
             return _too_few_releases(report, cfg, run_id, started, out_dir, "kept after the quality checks")
         _model_and_evaluation(grid, cfg, run_id, files, accepted, report, out_dir, spends)
     except Exception as exc:
-        log.exception("run %s: failed after the releases arrived", run_id)
+        written = write_failure_text(exc)
+        if written is None:
+            log.exception("run %s: failed after the releases arrived", run_id)
+        else:  # the operator's fix is in the one line (the summary repeats it); the traceback only at DEBUG
+            log.error("run %s: failed after the releases arrived: %s", run_id, written)
+            log.debug("run %s: the write that failed", run_id, exc_info=True)
         report.status = RunStatus.FAILED
-        report.failure = f"the coordinator failed after the releases arrived ({type(exc).__name__}); see its log"
+        report.failure = (
+            f"the coordinator failed after the releases arrived ({type(exc).__name__}); see its log"
+            if written is None
+            else (
+                f"the coordinator could not write its files after the releases arrived ({written}): the parties "
+                "that released have spent their epsilon for this run; make room in output-dir before the next run"
+            )
+        )
         report.timings["total_s"] = time.perf_counter() - started
-        report.save(out_dir / REPORT_FILE)
+        _save_report(report, out_dir)
         return report
     report.status = RunStatus.COMPLETED
     report.timings["total_s"] = time.perf_counter() - started
-    report.save(out_dir / REPORT_FILE)
+    _save_report(report, out_dir)
     return report
+
+
+def _save_report(report: RunReport, out_dir: Path) -> None:
+    """Write the run's report; when that fails (a full disk) after the run already failed, raise an error that says
+    both, so the operator reads why the run failed even without the report."""
+    try:
+        report.save(out_dir / REPORT_FILE)
+    except OSError as exc:
+        if not report.failure:
+            raise
+        written = write_failure_text(exc) or f"{out_dir / REPORT_FILE}: {exc.strerror or type(exc).__name__}"
+        raise ValueError(f"{report.failure}; the run's report could not be written either ({written})") from exc
 
 
 def _release_policy(cfg: CoordinatorConfig, schema: Schema, request: TrainRequest, signed: bool) -> ReleasePolicy:
@@ -498,7 +531,7 @@ def _too_few_releases(
         cfg.min_parties,
     )
     report.timings["total_s"] = time.perf_counter() - started
-    report.save(out_dir / REPORT_FILE)
+    _save_report(report, out_dir)
     return report
 
 

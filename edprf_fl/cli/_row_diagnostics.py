@@ -148,7 +148,7 @@ class RowDiagnostics:
             whole = value.replace(",", "")
             misread = (
                 f"; writing the comma as '.', or --decimal ',', would read it as {float(value.replace(',', '.')):g}"
-                if value.count(",") == 1
+                if value.count(",") == 1 and "." not in value  # '1,400.50' has no reading with a decimal comma
                 else ""
             )
             lines.append(

@@ -281,7 +281,8 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
     # --seeded-noise: the guarantee says NOT differentially private, once (the parties log it at DEBUG)
     report = run_simulation(settings, out_dir, progress=say, flower_logs=args.flower_logs, isolate_ray=run_in_child)
     if not report.completed:
-        print(f"federation failed: {report.guarantee}; see {out_dir / 'report.json'}")
+        said = [text for text in (report.guarantee, report.federated.get("failure")) if text]
+        print(f"federation failed: {'; '.join(said) or 'no model'}; see {out_dir / 'report.json'}")
         return 1
     plot = plot_report(report, out_dir / "accuracy.png")
     report.write_json(out_dir / "simulation.json")

@@ -406,3 +406,11 @@ def test_the_one_sentence_verdict_keeps_the_guarantees_caveats(wall):
     short = replace(noted, notes=("Assumes (public sizes); more",))
     assert "(Assumes (public sizes); more: see the guarantee)" in short.verdict()  # rev-s60b F7: never '(: ...)'
     assert "(: see the guarantee)" not in replace(noted, notes=(" (x)",)).verdict()
+
+
+def test_the_large_epsilon_note_never_shows_an_epsilon_above_10_as_10():
+    """Re-review rev-s60b F8: 10.0000001 printed as "epsilon 10 ... keep epsilon at 10 or below"."""
+    assert large_epsilon_note(10.0) == ""
+    assert large_epsilon_note(10.0000001).startswith("epsilon 10.0000001 per record is a bound that protects little")
+    assert "e^10.0000001;" in large_epsilon_note(10.0000001)
+    assert large_epsilon_note(12.5).startswith("epsilon 12.5 per record")  # as before: the short form

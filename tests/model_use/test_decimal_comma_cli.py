@@ -86,6 +86,13 @@ def test_stream_rows_reads_each_cell_alone(tmp_path):
     ("cell", "hint"),
     [
         ("1,400", "thousands separator? 1 refused number such as '1,400' (column 'balance'): 1,400 may mean 1400"),
+        (  # a US-formatted amount with cents (rev-s60b F9): no reading with a decimal comma is offered
+            "1,400.50",
+            (
+                "thousands separator? 1 refused number such as '1,400.50' (column 'balance'): 1,400.50 may mean "
+                "1400.50: remove the separator (the schema reads none)\n"
+            ),
+        ),
         ("7,25", "decimal comma? 1 refused number such as '7,25' (column 'balance')"),
         ("0,500", "decimal comma? 1 refused number such as '0,500' (column 'balance')"),  # rev-s60b F4
         (  # several commas: never a decimal comma, so the one-comma test must not come first (review rev-s60 F7)

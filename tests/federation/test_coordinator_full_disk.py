@@ -1,0 +1,146 @@
+"""A coordinator whose disk cannot hold the run: it says so before any party spends, and in one line when a write
+fails after the parties released.
+
+Real write failures, no mocks: the run whose model cannot be written runs in a child under a file-size limit
+(``RLIMIT_FSIZE``: the kernel fails the write with ``EFBIG``, as a full disk fails it with ``ENOSPC``); the run
+refused before the training round writes to a small tmpfs, mounted when the tests run as root (skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from client._flower_handlers import _full_disk
+from edprf_core import load_embedded
+from server._output_space import output_space_problem, write_failure_text
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE, SIGXFSZ and tmpfs as on Linux")
+
+_MODEL_LIMIT = 60_000
+"""Bytes a file of the child may reach: more than a party's rows, ledger and the report, less than the model of
+three parties' 20 trees (about 62 kB)."""
+
+
+def _file_size_limit() -> None:  # in the child, before exec
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of the process being killed
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_MODEL_LIMIT, _MODEL_LIMIT))
+
+
+def _wall_files(directory: Path, rows: int = 600) -> list[str]:
+    X, y, schema = load_embedded("wall_robot_navigation")
+    picked = np.random.default_rng(0).permutation(len(X))[:rows]
+    data = directory / "wall.csv"
+    X.iloc[picked].assign(**{schema.label.column: y.iloc[picked].to_numpy()}).to_csv(data, index=False)
+    schema.save(directory / "schema.toml")
+    return ["--data", str(data), "--schema", str(directory / "schema.toml"), "--parties", "3", "--no-baselines"]
+
+
+def _simulate(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "edprf_fl.cli", "simulate", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        **kwargs,
+    )
+
+
+def _spent(ledger: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(ledger) as db:
+        return db.execute("SELECT kind, state FROM spends").fetchall()
+
+
+def test_a_model_that_cannot_be_written_fails_the_run_in_one_line_saying_the_parties_spent(tmp_path):
+    out = tmp_path / "run"
+    argv = [*_wall_files(tmp_path), "--n-trees", "20", "--max-depth", "6", "--output", str(out)]
+    done = _simulate(argv, preexec_fn=_file_size_limit)
+    assert done.returncode == 1, done.stderr
+    model = out / "global-model.edprf"
+    assert done.stdout.splitlines()[-1] == (
+        f"federation failed: the coordinator could not write its files after the releases arrived ({model}: File "
+        "too large): the parties that released have spent their epsilon for this run; make room in output-dir "
+        f"before the next run; see {out / 'report.json'}"
+    )
+    assert f"failed after the releases arrived: {model}: File too large" in done.stderr
+    assert "Traceback" not in done.stderr  # the one line, not a traceback
+    assert not model.exists() and not list(out.glob(".global-model.edprf.*.tmp"))  # nothing half written
+    ledgers = sorted((out / "workspace").glob("party-*/ledger.sqlite"))
+    assert len(ledgers) == 3 and all(("release", "released") in _spent(ledger) for ledger in ledgers)  # as said
+
+
+def test_the_free_space_needed_is_the_largest_model_and_report_of_the_run(tmp_path):
+    assert output_space_problem(tmp_path, 3, 1000, 1000) is None
+    problem = output_space_problem(tmp_path, 10**6, 10**12, 1000)  # 10^18 bytes: no disk has them
+    assert problem is not None
+    assert problem.startswith(f"the output directory {tmp_path} has ")
+    assert "of 1000000 parties can take up to " in problem and "(releases of at most 1,000,000.0 MB each)" in problem
+    assert problem.endswith("then rerun. No party was asked to spend anything")
+
+
+def test_only_write_failures_are_said_as_such():
+    assert write_failure_text(OSError(errno.ENOSPC, "No space left on device", "/x/m")) == (
+        "/x/m: No space left on device"
+    )
+    assert write_failure_text(OSError(errno.EDQUOT, "Disk quota exceeded")) == "Disk quota exceeded"
+    assert write_failure_text(OSError(errno.ENOENT, "No such file or directory", "/x")) is None
+    assert write_failure_text(ValueError("x")) is None
+
+
+def test_a_full_ledger_is_said_as_a_full_disk_in_the_partys_log(tmp_path):
+    """SQLite's own full-database error (a page cap stands in for the disk's end: the same SQLITE_FULL)."""
+    with sqlite3.connect(tmp_path / "full.sqlite") as db:
+        db.execute("CREATE TABLE t (x BLOB)")
+        db.execute("PRAGMA max_page_count = 3")
+        with pytest.raises(sqlite3.OperationalError) as full:
+            db.execute("INSERT INTO t VALUES (?)", (b"x" * 100_000,))
+    assert _full_disk(full.value) == "the disk holding the ledger is full (SQLite: database or disk is full)"
+    assert _full_disk(OSError(errno.ENOSPC, "No space left on device", "/p/f")) == (
+        "the disk is full (/p/f: No space left on device)"
+    )
+    assert _full_disk(sqlite3.OperationalError("database is locked")) is None
+    assert _full_disk(RuntimeError("x")) is None
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MB tmpfs (root only): room for the parties' workspace, not for the worst-case model of three."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1000k", "tmpfs", str(mount)], check=False, capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_run_whose_model_may_not_fit_is_refused_before_any_party_spends(tmp_path, small_disk):
+    out = small_disk / "run"
+    done = _simulate([*_wall_files(tmp_path), "--output", str(out)])
+    assert done.returncode == 1, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith(
+        "federation failed: no model: the output directory cannot hold the run's files; no request was sent; the "
+        f"output directory {out} has "
+    )
+    assert "free; the model and report of 3 parties can take up to " in last
+    assert last.endswith(f"No party was asked to spend anything; see {out / 'report.json'}")
+    assert (out / "workspace").is_dir()
+    ledgers = sorted((out / "workspace").glob("party-*/ledger.sqlite"))
+    assert all(_spent(ledger) == [] for ledger in ledgers)  # asked nothing, spent nothing (or not even opened)
