@@ -67,7 +67,7 @@ from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._node_wait import wait_for_nodes
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
-from ._output_space import output_space_problem, write_failure_text
+from ._output_space import output_space_problem, write_failed_text, write_failure_text
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._readiness import READINESS_SECONDS, readiness_round
@@ -467,10 +467,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         report.failure = (
             f"the coordinator failed after the releases arrived ({type(exc).__name__}); see its log"
             if written is None
-            else (
-                f"the coordinator could not write its files after the releases arrived ({written}): the parties "
-                "that released have spent their epsilon for this run; make room in output-dir before the next run"
-            )
+            else write_failed_text(written, cfg.request_tag)
         )
         report.timings["total_s"] = time.perf_counter() - started
         _save_report(report, out_dir)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._size_bounds import model_bound, report_bound
 
-__all__ = ["output_space_problem", "write_failure_text"]
+__all__ = ["output_space_problem", "write_failed_text", "write_failure_text"]
 
 
 def output_space_problem(out_dir: Path, n_parties: int, max_release_bytes: int, schema_bytes: int) -> str | None:
@@ -49,6 +49,24 @@ def write_failure_text(exc: BaseException) -> str | None:
         return None
     where = f"{exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or type(exc).__name__}"
+
+
+def write_failed_text(written: str, request_tag: str) -> str:
+    """The failure of a run whose files could not be written after the releases arrived (``written``: what
+    :func:`write_failure_text` says), with what the operator can do: the parties charged their ledgers for the
+    releases they sent; a run with a ``request-tag`` is resubmitted without new epsilon (each party resends the
+    release its ledger kept, deploy/README.md section 4)."""
+    head = f"the coordinator could not write its files after the releases arrived ({written}): the parties that "
+    if request_tag:
+        return (
+            head + "released have spent their epsilon for it; make room, then resubmit with the same parameters, "
+            f"request-tag {request_tag!r} and a new output-dir: each party resends the release it made, with no "
+            "new epsilon"
+        )
+    return (
+        head + "released have spent their epsilon for this run; make room in output-dir before the next run (a run "
+        "with a request-tag can be resubmitted without new epsilon: deploy/README.md section 4)"
+    )
 
 
 def _megabytes(n_bytes: int) -> str:

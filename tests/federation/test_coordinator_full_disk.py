@@ -22,7 +22,7 @@ import pytest
 
 from client._flower_handlers import _full_disk
 from edprf_core import load_embedded
-from server._output_space import output_space_problem, write_failure_text
+from server._output_space import output_space_problem, write_failed_text, write_failure_text
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE, SIGXFSZ and tmpfs as on Linux")
 
@@ -70,7 +70,8 @@ def test_a_model_that_cannot_be_written_fails_the_run_in_one_line_saying_the_par
     assert done.stdout.splitlines()[-1] == (
         f"federation failed: the coordinator could not write its files after the releases arrived ({model}: File "
         "too large): the parties that released have spent their epsilon for this run; make room in output-dir "
-        f"before the next run; see {out / 'report.json'}"
+        "before the next run (a run with a request-tag can be resubmitted without new epsilon: deploy/README.md "
+        f"section 4); see {out / 'report.json'}"
     )
     assert f"failed after the releases arrived: {model}: File too large" in done.stderr
     assert "Traceback" not in done.stderr  # the one line, not a traceback
@@ -86,6 +87,14 @@ def test_the_free_space_needed_is_the_largest_model_and_report_of_the_run(tmp_pa
     assert problem.startswith(f"the output directory {tmp_path} has ")
     assert "of 1000000 parties can take up to " in problem and "(releases of at most 1,000,000.0 MB each)" in problem
     assert problem.endswith("then rerun. No party was asked to spend anything")
+
+
+def test_a_tagged_run_that_could_not_write_says_how_to_resubmit_without_new_epsilon():
+    said = write_failed_text("/o/global-model.edprf: No space left on device", "2026-01-run-1")
+    assert said.endswith(
+        "make room, then resubmit with the same parameters, request-tag '2026-01-run-1' and a new output-dir: each "
+        "party resends the release it made, with no new epsilon"
+    )
 
 
 def test_only_write_failures_are_said_as_such():
