@@ -266,12 +266,15 @@ def run_simulation(
     if engine != "in-process":  # the in-process grid said each one as its turn came
         for line in missed_timeout_lines(fed, workspace.config.round_timeout):
             progress(line)
-    progress(
-        f"[3/4] federation done in {federation_s:.1f} s: {count_text(fed['n_trees'], 'tree')} from "
-        f"{count_text(sum(p['status'] == 'accepted' for p in fed['parties']), 'party', 'parties')}"
-    )
+    if fed.get("status") != "completed":  # no model: the caller says why (the report's guarantee and failure)
+        progress(f"[3/4] federation failed after {federation_s:.1f} s")
+    else:
+        progress(
+            f"[3/4] federation done in {federation_s:.1f} s: {count_text(fed['n_trees'], 'tree')} from "
+            f"{count_text(sum(p['status'] == 'accepted' for p in fed['parties']), 'party', 'parties')}"
+        )
     baselines, baselines_s = None, None
-    if settings.baselines:
+    if settings.baselines and fed.get("status") == "completed":  # a failed federation has no model to compare
         from ._baselines import train_baselines
 
         slow = len(workspace.X_train) >= _SLOW_BASELINE_ROWS

@@ -73,6 +73,7 @@ def test_a_model_that_cannot_be_written_fails_the_run_in_one_line_saying_the_par
         "before the next run (a run with a request-tag can be resubmitted without new epsilon: deploy/README.md "
         f"section 4); see {out / 'report.json'}"
     )
+    assert "[3/4] federation failed after " in done.stderr and "[4/4]" not in done.stderr
     assert f"failed after the releases arrived: {model}: File too large" in done.stderr
     assert "Traceback" not in done.stderr  # the one line, not a traceback
     assert not model.exists() and not list(out.glob(".global-model.edprf.*.tmp"))  # nothing half written
