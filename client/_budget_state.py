@@ -24,6 +24,7 @@ from typing import Literal
 
 from edprf_core.count_text import count_text
 
+from ._disk_space import low_disk_text
 from ._ledger import (
     CAP_CHANGES_KEY,
     CAP_KEY,
@@ -138,6 +139,9 @@ class BudgetState:
     ledger_of_another: Literal["", "version", "party"] = ""
     too_large: bool = False
     """The ledger is larger than the reader's byte limit (``ledger_error`` says so): long, not damaged."""
+    disk_full: bool = False
+    """The ledger could not be read and its disk is nearly full (``ledger_error`` says so): likely intact, readable
+    once there is room (:func:`client._disk_space.low_disk_text`)."""
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -262,6 +266,8 @@ def read_budget(
     except LedgerTooLarge as exc:
         return replace(_unreadable(base, _one_line(exc)), too_large=True)
     except ValueError as exc:
+        if full := low_disk_text(path):  # SQLite's "disk I/O error" on a full disk: not a damaged ledger
+            return replace(_unreadable(base, f"{_one_line(exc)}; {full}"), disk_full=True)
         return _unreadable(base, _one_line(exc))
     recorded_party = meta.get(PARTY_ID_KEY)
     if party_id is not None and recorded_party is not None and recorded_party != party_id:

@@ -21,6 +21,7 @@ from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 from protocol import RefusalReason, ReplyStatus
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
+from ._disk_space import low_disk_text
 from ._party import STOPPING, Party, PartySetup, Refusal
 from ._policy import load_policy
 from ._reply_timing import hold_problem, hold_reply, message_reached, round_timeout_seconds
@@ -107,7 +108,7 @@ def _serve(
                 msg.metadata.message_type,
                 exc,
             )
-        elif full := _full_disk(exc):
+        elif full := _full_disk(exc, party):
             # the operator's fix is one line; the traceback only at DEBUG (the reply's text is constant either way)
             log.error(
                 "%s failed (%s): %s; nothing was released, and what the ledger recorded before the failure stays "
@@ -125,14 +126,17 @@ def _serve(
     return Message(content, reply_to=msg)  # built now: its timestamps are the hold's, not the work's
 
 
-def _full_disk(exc: BaseException) -> str | None:
+def _full_disk(exc: BaseException, party: Party | None = None) -> str | None:
     """What a write to a full disk (or over a quota) says, for the party's log; None for any other failure.
 
-    SQLite says ``database or disk is full`` (``SQLITE_FULL``) when the ledger cannot grow; a file write says
-    ``ENOSPC`` or ``EDQUOT``.
+    SQLite says ``database or disk is full`` (``SQLITE_FULL``) when the ledger cannot grow, and ``disk I/O error``
+    when it cannot size its shared-memory file there (any other SQLite error on a nearly full ledger disk is said
+    as that disk's state, :func:`client._disk_space.low_disk_text`); a file write says ``ENOSPC`` or ``EDQUOT``.
     """
     if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return f"the disk holding the ledger is full (SQLite: {exc})"
+    if isinstance(exc, sqlite3.Error) and party is not None and (low := low_disk_text(party.setup.ledger_path)):
+        return f"SQLite: {exc}; {low}"
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"the disk is full ({exc.filename + ': ' if exc.filename else ''}{exc.strerror})"
     return None

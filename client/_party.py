@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sqlite3
 import stat
+import tempfile
 import warnings
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -83,6 +85,7 @@ from protocol import (
 )
 from protocol.messages import EvaluateRequest, TrainRequest
 
+from ._disk_space import low_disk_text
 from ._evaluation_cost import evaluation_cost
 from ._held_out_record import (
     HOLDOUT_SALT_KEY,
@@ -110,6 +113,9 @@ __all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_
 log = logging.getLogger("edprf.party")
 
 _SAMPLERS_TEXT = "the party cannot load its exact samplers (OpenDP); nothing was spent; details are in its log"
+_LEDGER_DISK_TEXT = "the party cannot keep its ledger's records now; nothing was spent; details are in its log"
+"""The constant text of a ``party_setup`` refusal for a ledger disk that is full or a ledger directory that cannot
+be written (:meth:`Party._refuse_a_ledger_that_cannot_be_kept`)."""
 _INVALID_LOCAL_DATA_TEXT = "the party's local data file cannot be used with the schema; details are in the party's log"
 """The constant text of ``invalid_local_data``."""
 
@@ -326,7 +332,10 @@ class Party:
         try:
             self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap, self.policy.party_id)
         except (OSError, sqlite3.Error) as exc:
-            raise ValueError(f"ledger {setup.ledger_path} cannot be opened for writing: {exc}") from None
+            full = low_disk_text(setup.ledger_path)
+            raise ValueError(
+                f"ledger {setup.ledger_path} cannot be opened for writing: {exc}" + (f"; {full}" if full else "")
+            ) from None
 
     # ---------------------------------------------------------------- helpers
     def _data(self) -> LocalData:
@@ -470,6 +479,7 @@ class Party:
         F1, F3).  The work after this point (the read, the fit, the counts) is paid for whatever happens to it.
         Privacy cost: ``epsilon``, charged here (the caller's docstring says for what).
         """
+        self._refuse_a_ledger_that_cannot_be_kept()
         try:
             self._refuse_after_the_round(request_id)
             self.ledger.reserve(request_id, kind, epsilon, run_id=run_id, detail=detail)
@@ -478,6 +488,29 @@ class Party:
         except RequestIdTaken:
             log.info("request %s: another process of this party reserved it first", request_id)
             raise Refusal(RefusalReason.REQUEST_SPENT, _REQUEST_SPENT_TEXT) from None
+
+    def _refuse_a_ledger_that_cannot_be_kept(self) -> None:
+        """Refuse (``party_setup``) when the ledger's directory cannot take a new file or its disk is nearly full
+        (:func:`client._disk_space.low_disk_free`): the reservation would commit and the anchor written after it
+        fail, spending epsilon on a request that releases nothing (failure-injection review rev-ops F2: 1.0 of a
+        2.0 cap).  Decided from the disk alone (a temporary file made and removed beside the ledger, as the anchor's
+        write makes one), before the reservation and before any row is read.  Privacy cost: none."""
+        directory = self.setup.ledger_path.parent
+        problem = low_disk_text(self.setup.ledger_path)
+        if problem is None:
+            try:
+                fd, probe = tempfile.mkstemp(prefix=".edprf-write-check.", suffix=".tmp", dir=directory)
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as exc:
+                problem = (
+                    f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}"
+                    "): the ledger's anchor is written there after each reservation; give the party's user write "
+                    "access to it (or remount it read-write)"
+                )
+        if problem is not None:
+            log.error("nothing reserved: %s", problem)
+            raise Refusal(RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
 
     def _refuse_an_unusable_data_file(self) -> None:
         """Refuse (``invalid_local_data``) a data file that cannot be used as a whole: none at the node config's

@@ -30,6 +30,7 @@ from edprf_core.mechanisms import load_exact_samplers
 from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
+from ._disk_space import low_disk_free
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
@@ -410,7 +411,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     if state.anchor_error:
         report._add("problem", state.anchor_path, state.anchor_error)
         return
-    if state.ledger_of_another or state.too_large:  # its text says what it is and what to do (no restore over it)
+    if state.ledger_of_another or state.too_large or state.disk_full:  # its text says what it is and what to do
         report._add("problem", path, state.ledger_error)
         return
     if state.status is LedgerStatus.UNREADABLE:
@@ -480,8 +481,16 @@ def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
 
 
 def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
-    """A ledger that was read: its file's access, what its anchor adds, its trails, and what is spent and left."""
+    """A ledger that was read: its file's access, its disk's free space, what its anchor adds, its trails, and what
+    is spent and left."""
     path = state.ledger_path
+    if (free := low_disk_free(path)) is not None:  # the next request would fail at one of its writes (rev-ops F8)
+        report._add(
+            "problem",
+            path,
+            f"the disk holding {path.parent} has {free:,} bytes free: a request cannot be recorded in the ledger "
+            "(the party refuses it); free space on that disk",
+        )
     if not os.access(path, os.R_OK | os.W_OK):
         report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
     mode = path.stat().st_mode & 0o777

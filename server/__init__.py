@@ -19,7 +19,7 @@ from ._contribution_text import contribution_lines, contribution_verdict
 from ._metrics import classification_metrics, forest_metrics
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._report import REPORT_FORMAT, PartyOutcome, RunReport
-from ._summary import bounded_influence_lines, federated_evaluation_lines, influence_cut_lines
+from ._summary import bounded_influence_lines, federated_evaluation_lines, influence_cut_lines, summary_lines
 
 _FEDERATION_NAMES = ("MODEL_FILE", "REPORT_FILE", "run_federation")
 """Names from the coordinator module, which imports Flower: loaded on first use, so that reading a model's
@@ -54,4 +54,5 @@ __all__ = [
     "forest_metrics",
     "influence_cut_lines",
     "run_federation",
+    "summary_lines",
 ]

@@ -67,7 +67,7 @@ from ._marginals_text import marginals_record
 from ._metrics import forest_metrics
 from ._node_wait import wait_for_nodes
 from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
-from ._output_space import output_space_problem, write_failed_text, write_failure_text
+from ._output_space import output_space_problem, report_unwritten_text, write_failed_text, write_failure_text
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._readiness import READINESS_SECONDS, readiness_round
@@ -143,15 +143,21 @@ def _spend_store(cfg: CoordinatorConfig, registry: PartyKeyRegistry | None) -> S
     return store
 
 
-def _record(spends: SpendStore, party_id: str, request: str, epsilon: float, run_id: str) -> None:
-    """One row of the spend record (once per party and request).  A failure is logged and the run goes on: the
-    record only adds a check to the parties' own ledgers."""
+def _record(spends: SpendStore, party_id: str, request: str, epsilon: float, run_id: str, report: RunReport) -> None:
+    """One row of the spend record (once per party and request).  A failure is logged in one line, kept in the
+    report (``spend_record_unwritten``, said by the run's summary) and the run goes on: the record only adds a
+    check to the parties' own ledgers, which charged the row all the same."""
     # a party's ledger charges a request's epsilon as the shortest decimal of its float (exact_epsilon)
     charged = Fraction(repr(float(epsilon)))
     try:
         spends.add(party_id, request, charged, run_id)
-    except (OSError, sqlite3.Error):
-        log.exception("spend record %s: could not record %s for %s", spends.path, request, party_id)
+    except (OSError, sqlite3.Error) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("spend record %s: could not record %s for %s (%s)", spends.path, request, party_id, error)
+        log.debug("spend record %s: the write that failed", spends.path, exc_info=True)
+        report.spend_record_unwritten.append(
+            {"party_id": party_id, "request": request, "epsilon": float(epsilon), "error": error}
+        )
 
 
 def _not_connected(
@@ -267,10 +273,18 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         log.warning(
             "run %s: no keys-dir: releases are not authenticated, any node may release under any party's id", run_id
         )
-    spends = _spend_store(cfg, registry)  # opened before any request: a path it cannot use fails the run here
     report = RunReport(
         run_id=run_id, parameters={k: v for k, v in vars(cfg).items()}, schema_fingerprint=schema.fingerprint
     )
+    try:
+        spends = _spend_store(cfg, registry)  # opened before any request: a path it cannot use fails the run here
+    except ValueError as exc:
+        report.status = RunStatus.FAILED
+        report.guarantee = "no model: the spend record cannot be used; no request was sent"
+        report.failure = f"{exc}: no request was sent, nothing was spent"
+        report.timings["total_s"] = time.perf_counter() - started
+        _save_report(report, out_dir)
+        return report
     wanted = cfg.parties_to_wait_for
     nodes = wait_for_nodes(grid, wanted, cfg.node_wait_timeout)
     log.info("run %s: %s connected", run_id, count_text(len(nodes), "party", "parties"))
@@ -371,11 +385,11 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
                 outcome.message += f" (signed by {charge.party_id}, charged epsilon {charge.epsilon:g})"
                 outcome.rejected_release_epsilon = charge.epsilon
                 heard.add(charge.party_id)
-                _record(spends, charge.party_id, train_request_id(charge.run_id), charge.epsilon, run_id)
+                _record(spends, charge.party_id, train_request_id(charge.run_id), charge.epsilon, run_id, report)
             continue
         if spends is not None:  # a verified, signed release: its party's ledger charged its epsilon; keyed by
             # the run that made it (a release resent for a reused request-tag is the same one: recorded once)
-            _record(spends, release.party_id, train_request_id(release.run_id), release.params.epsilon, run_id)
+            _record(spends, release.party_id, train_request_id(release.run_id), release.params.epsilon, run_id, report)
         mismatch = request_mismatch(release, train_request, cfg)
         if (
             mismatch is None
@@ -479,15 +493,21 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
 
 
 def _save_report(report: RunReport, out_dir: Path) -> None:
-    """Write the run's report; when that fails (a full disk) after the run already failed, raise an error that says
-    both, so the operator reads why the run failed even without the report."""
+    """Write the run's report.  When that fails (a full disk), the run fails with a ``failure`` that says so and
+    what the parties spent, and nothing is raised: the caller still has the report in memory, and the ServerApp
+    logs its summary (the run's only record then) and that failure."""
+    path = out_dir / REPORT_FILE
     try:
-        report.save(out_dir / REPORT_FILE)
+        report.save(path)
     except OSError as exc:
-        if not report.failure:
-            raise
-        written = write_failure_text(exc) or f"{out_dir / REPORT_FILE}: {exc.strerror or type(exc).__name__}"
-        raise ValueError(f"{report.failure}; the run's report could not be written either ({written})") from exc
+        written = write_failure_text(exc) or f"{path}: {exc.strerror or type(exc).__name__}"
+        log.error("run %s: its report could not be written (%s)", report.run_id, written)
+        log.debug("run %s: the write that failed", report.run_id, exc_info=True)
+        if report.failure:
+            report.failure += f"; the run's report could not be written either ({written})"
+        else:
+            report.failure = report_unwritten_text(written, report.model_path)
+        report.status = RunStatus.FAILED
 
 
 def _release_policy(cfg: CoordinatorConfig, schema: Schema, request: TrainRequest, signed: bool) -> ReleasePolicy:
@@ -667,7 +687,7 @@ def _evaluate_if_informative(
     if spends is not None and not cfg.exact_metrics:  # noised counts came back: each of those ledgers charged
         for p in report.accepted:
             if p.node_id in metered:
-                _record(spends, p.party_id, f"{run_id}/{p.node_id}/evaluate", cfg.evaluation_epsilon, run_id)
+                _record(spends, p.party_id, f"{run_id}/{p.node_id}/evaluate", cfg.evaluation_epsilon, run_id, report)
     name_evaluation(report.federated_evaluation, report.parties)
     _charge_evaluation(report, cfg)
     report.guarantee = federation_guarantee(forest, _spends(report), *_left_out(report))

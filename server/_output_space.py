@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._size_bounds import model_bound, report_bound
 
-__all__ = ["output_space_problem", "write_failed_text", "write_failure_text"]
+__all__ = ["output_space_problem", "report_unwritten_text", "write_failed_text", "write_failure_text"]
 
 
 def output_space_problem(out_dir: Path, n_parties: int, max_release_bytes: int, schema_bytes: int) -> str | None:
@@ -66,6 +66,17 @@ def write_failed_text(written: str, request_tag: str) -> str:
     return (
         head + "released have spent their epsilon for this run; make room in output-dir before the next run (a run "
         "with a request-tag can be resubmitted without new epsilon: deploy/README.md section 4)"
+    )
+
+
+def report_unwritten_text(written: str, model_path: str) -> str:
+    """The failure of a run whose model was built but whose ``report.json`` could not be written (``written``: what
+    :func:`write_failure_text` says): the run's summary in the coordinator's log is its only record."""
+    model = f"the model is saved at {model_path}, but " if model_path else ""
+    return (
+        f"{model}the run's report could not be written ({written}): the parties spent their epsilon for this run "
+        "(training, and any evaluation round); the run's summary, logged with this line, is its only record: keep "
+        "it, and make room in output-dir before the next run"
     )
 
 

@@ -81,6 +81,9 @@ class RunReport:
     the missing parties."""
     influence_cuts: list[dict[str, Any]] = field(default_factory=list)  # edprf_core.forest.influence_cuts
     bounded_influence: dict[str, Any] = field(default_factory=dict)  # whether item 5's bounds apply ({}: no model)
+    spend_record_unwritten: list[dict[str, Any]] = field(default_factory=list)
+    """Rows the spend record could not take (``party_id``, ``request``, ``epsilon``, ``error``): the parties'
+    ledgers charged them, the record's totals miss them (a full disk)."""
     status: RunStatus = RunStatus.RUNNING
     failure: str = ""
     report_format: str = REPORT_FORMAT

@@ -137,6 +137,13 @@ def summary_lines(report: RunReport) -> list[str]:
                     f"    it sent a release: its ledger has charged up to epsilon {p.rejected_release_epsilon:g} "
                     "for it, which the model does not use"
                 )
+    if report.spend_record_unwritten:
+        rows = report.spend_record_unwritten
+        lines.append(
+            f"  spend record: {count_text(len(rows), 'row')} (epsilon {sum(r['epsilon'] for r in rows):g} in all) "
+            f"not written ({rows[0]['error']}): the parties' ledgers charged them, the record's totals miss them; "
+            "make room on the record's disk"
+        )
     if report.absent_parties and not report.failure:  # a failure's text names them already
         lines.append(f"  {absent_text(report.absent_parties)}")
     lines.extend(bounded_influence_lines(report.bounded_influence))

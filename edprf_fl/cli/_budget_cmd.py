@@ -378,7 +378,7 @@ def _anchor_beside(state: BudgetState) -> str:
     if state.anchor is None:
         return ""
     said = f"; its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent"
-    if state.ledger_of_another or state.too_large:
+    if state.ledger_of_another or state.too_large or state.disk_full:  # no restore over a ledger that is not lost
         return said
     return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 

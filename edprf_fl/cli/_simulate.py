@@ -284,19 +284,30 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
         said = [text for text in (report.guarantee, report.federated.get("failure")) if text]
         print(f"federation failed: {'; '.join(said) or 'no model'}; see {out_dir / 'report.json'}")
         return 1
-    plot = plot_report(report, out_dir / "accuracy.png")
-    report.write_json(out_dir / "simulation.json")
-    contributions = None
-    if report.contributions:
-        contributions = out_dir / CONTRIBUTIONS_FILE
-        alpha = report.federated.get("parameters", {}).get("flag_alpha")
-        with open_owner_only(contributions) as f:
-            f.write(contributions_markdown(report.contributions, alpha))
-    if args.json_path:
-        report.write_json(Path(args.json_path))
-    for line in report_lines(report):
+    for line in report_lines(report):  # the results first: a write that fails below does not take them
         print(line)
     model = report.federated["model_path"]
+    contributions = out_dir / CONTRIBUTIONS_FILE if report.contributions else None
+    writing = out_dir / "accuracy.png"
+    try:
+        plot = plot_report(report, writing)
+        writing = out_dir / "simulation.json"
+        report.write_json(writing)
+        if contributions is not None:
+            writing = contributions
+            alpha = report.federated.get("parameters", {}).get("flag_alpha")
+            with open_owner_only(contributions) as f:
+                f.write(contributions_markdown(report.contributions, alpha))
+        if args.json_path:
+            writing = Path(args.json_path)
+            report.write_json(writing)
+    except OSError as exc:  # a full disk: the federation's own files were written before
+        print(
+            f"edprf simulate: error: writing {writing} failed ({exc.strerror or type(exc).__name__}); the federation "
+            f"completed: its model is {model} and its report {out_dir / 'report.json'}",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"\nmodel: {model}\nreport: {out_dir / 'simulation.json'}"
         + (f"\ncontributions: {contributions}" if contributions else "")

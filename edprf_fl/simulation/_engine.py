@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from flwr.app import Context, Message
@@ -13,7 +14,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from client import handle_evaluate, handle_train
 from edprf_fl import colour_flower_logs_on_terminals_only, keep_flower_telemetry_off
-from server import CoordinatorConfig, run_federation
+from server import REPORT_FILE, CoordinatorConfig, run_federation, summary_lines
 
 from ._progress import Progress, _quiet
 from ._settings import ENGINES
@@ -45,6 +46,9 @@ class _DropRunSimulationDeprecation(logging.Filter):
         return "run_simulation" not in record.getMessage()
 
 
+_log = logging.getLogger("edprf.coordinator")
+
+
 def _client_app(run_config: Mapping[str, Any]) -> ClientApp:
     app = ClientApp()
 
@@ -64,7 +68,11 @@ def _server_app(cfg: CoordinatorConfig) -> ServerApp:
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        run_federation(grid, cfg, str(context.run_id))
+        report = run_federation(grid, cfg, str(context.run_id))
+        if not (Path(cfg.output_dir) / REPORT_FILE).is_file():  # it could not be written (a full disk): the run's
+            for line in summary_lines(report):  # summary, said here, is its only record
+                _log.warning("%s", line)
+            raise ValueError(report.failure or "the coordinator wrote no report")
 
     return app
 

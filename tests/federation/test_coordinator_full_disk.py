@@ -154,3 +154,50 @@ def test_a_run_whose_model_may_not_fit_is_refused_before_any_party_spends(tmp_pa
     assert (out / "workspace").is_dir()
     ledgers = sorted((out / "workspace").glob("party-*/ledger.sqlite"))
     assert all(_spent(ledger) == [] for ledger in ledgers)  # asked nothing, spent nothing (or not even opened)
+
+
+def test_a_report_that_cannot_be_written_fails_the_run_with_what_the_parties_spent(tmp_path):
+    """Review rev-ops F3: the report's write failed on the success path and raised a bare OSError; the ServerApp
+    then logged neither the run's summary nor its failure.  Now the run fails with a line that says so, and the
+    caller keeps the report (its summary is the run's only record)."""
+    from server import RunReport, RunStatus
+    from server._coordinator import _save_report
+
+    report = RunReport(run_id="7", parameters={}, schema_fingerprint="sha256:x", model_path="/o/global-model.edprf")
+    report.status = RunStatus.COMPLETED
+    _save_report(report, tmp_path / "gone")  # no such directory: a real failed write, raised by save_atomic
+    assert report.status == RunStatus.FAILED
+    assert report.failure.startswith(
+        f"the model is saved at /o/global-model.edprf, but the run's report could not be written ({tmp_path / 'gone'}"
+    )
+    assert "the parties spent their epsilon for this run (training, and any evaluation round)" in report.failure
+    failed = RunReport(run_id="8", parameters={}, schema_fingerprint="sha256:x", failure="too few releases")
+    _save_report(failed, tmp_path / "gone")
+    assert failed.failure.startswith("too few releases; the run's report could not be written either (")
+
+
+def test_rows_the_spend_record_could_not_take_are_in_the_report_and_its_summary(tmp_path):
+    """Review rev-ops F4: six tracebacks, and a run that said "completed" with the record missing 3.3 epsilon."""
+    import shutil
+
+    from server import RunReport
+    from server._coordinator import _record
+    from server._spend_store import SpendStore
+    from server._summary import summary_lines
+
+    home = tmp_path / "record"
+    home.mkdir()
+    store = SpendStore(home / "spend-record.sqlite", {"a": "key-a"})
+    shutil.rmtree(home)  # the record's directory is gone under the run: every write fails, as on a full disk
+    report = RunReport(run_id="9", parameters={}, schema_fingerprint="sha256:x")
+    _record(store, "a", "9/train", 1.0, "9", report)
+    _record(store, "a", "9/1/evaluate", 0.1, "9", report)
+    assert [(r["party_id"], r["request"], r["epsilon"]) for r in report.spend_record_unwritten] == [
+        ("a", "9/train", 1.0),
+        ("a", "9/1/evaluate", 0.1),
+    ]
+    line = next(line for line in summary_lines(report) if "spend record" in line)
+    assert line.startswith("  spend record: 2 rows (epsilon 1.1 in all) not written (OperationalError: ")
+    assert line.endswith(
+        "the parties' ledgers charged them, the record's totals miss them; make room on the record's disk"
+    )

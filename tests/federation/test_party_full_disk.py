@@ -1,0 +1,139 @@
+"""A party whose ledger's disk is full is told so, not that its ledger is damaged (failure-injection review rev-ops
+F1, F8).
+
+On a full disk a new process cannot size SQLite's shared-memory file: SQLite says ``disk I/O error``, which read
+alone made ``edprf budget`` and ``edprf party check`` advise restoring the ledger from its backup.  A real full disk:
+a small tmpfs, mounted when the tests run as root (skipped otherwise), filled by a file.  The reply to the
+coordinator keeps its constant text either way (``tests/privacy``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from client import BudgetLedger, parse_node_config, preflight_configs
+from client._budget_state import read_budget
+from client._party import Party
+
+from ._neighbours import make_party
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="tmpfs as on Linux")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], check=False, capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def _fill(directory: Path) -> None:
+    with open(directory / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+def test_a_ledger_on_a_full_disk_is_said_as_a_full_disk_never_as_one_to_restore(tmp_path, small_disk):
+    setup = make_party(tmp_path / "party", b"x\n")  # the rows are not read here
+    ledger_path = small_disk / "ledger.sqlite"
+    setup = type(setup)(setup.data_path, setup.schema_path, setup.policy_path, ledger_path)
+    ledger = BudgetLedger(ledger_path, 100.0, "harness")
+    ledger.reserve("run0/train", "release", 0.5)
+    ledger.complete("run0/train", b"released")
+    del ledger
+    _fill(small_disk)
+
+    with pytest.raises(ValueError) as opening:  # a new process's Party, as Flower starts one per message
+        Party(setup)
+    said = str(opening.value)
+    assert said.startswith(f"ledger {ledger_path} cannot be opened for writing: ")
+    assert f"the disk holding {small_disk} has " in said and "bytes free" in said
+    assert "do not restore it from a backup for this" in said
+
+    state = read_budget(ledger_path, 100.0, party_id="harness")
+    assert state.disk_full and "bytes free" in state.ledger_error
+
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{ledger_path}'"
+    )
+    report = preflight_configs(parse_node_config(node_config), {}, check_rows=False)
+    ledger_lines = [f.line() for f in report.problems if str(ledger_path) in f.line()]
+    assert ledger_lines and all("restore" not in line or "do not restore" in line for line in ledger_lines)
+
+    (small_disk / "filler").unlink()  # room again: the same ledger reads, intact
+    state = read_budget(ledger_path, 100.0, party_id="harness")
+    assert not state.disk_full and state.in_ledger == 0.5
+
+
+def test_the_party_check_flags_a_nearly_full_ledger_disk_while_the_ledger_still_reads(tmp_path, small_disk):
+    setup = make_party(tmp_path / "party", b"x\n")
+    ledger_path = small_disk / "ledger.sqlite"
+    ledger = BudgetLedger(ledger_path, 100.0, "harness")
+    ledger.reserve("run0/train", "release", 0.5)
+    del ledger
+    _fill(small_disk)
+    assert read_budget(ledger_path, 100.0, party_id="harness").in_ledger == 0.5  # it reads: only the disk is full
+    node_config = (
+        f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
+        f"ledger-path='{ledger_path}'"
+    )
+    report = preflight_configs(parse_node_config(node_config), {}, check_rows=False)
+    assert any(
+        f"the disk holding {small_disk} has " in f.line() and "free space on that disk" in f.line()
+        for f in report.problems
+    ), report.lines()
+
+
+def test_a_party_on_a_full_ledger_disk_refuses_before_it_reserves(tmp_path, small_disk, caplog):
+    """Review rev-ops F2: the reservation committed, then the anchor's write failed: epsilon spent, nothing released
+    (1.0 of a 2.0 cap in two requests).  Now the request is refused before the reservation, with a constant text."""
+    import logging
+
+    from client import Refusal
+    from client._party import _LEDGER_DISK_TEXT
+    from edprf_core import load_schema
+    from protocol import RefusalReason
+    from protocol.messages import TrainRequest
+
+    from ._neighbours import file_bytes
+
+    made = make_party(tmp_path / "party", file_bytes())
+    setup = type(made)(made.data_path, made.schema_path, made.policy_path, small_disk / "ledger.sqlite")
+    schema = load_schema(setup.schema_path)
+    request = TrainRequest(
+        request_id="run1/train",
+        run_id="run1",
+        schema_fingerprint=schema.fingerprint,
+        epsilon=1.0,
+        max_depth=3,
+        n_trees=1,
+        split_mode="binary",
+        n_bins=8,
+        relation="add-remove",
+        seed=-1,
+    )
+    party = Party(setup)  # a 512 kB disk: less than a request may need, whatever is on it
+    with caplog.at_level(logging.ERROR, logger="edprf"), pytest.raises(Refusal) as refused:
+        party.train(request)
+    assert (refused.value.reason, str(refused.value)) == (RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
+    assert f"nothing reserved: the disk holding {small_disk} has " in caplog.text
+    assert BudgetLedger(setup.ledger_path, 100.0).entries() == []
