@@ -10,10 +10,11 @@ The check reads the party's own disk: nothing of it leaves the party (its replie
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
-__all__ = ["LOW_DISK_BYTES", "low_disk_free", "low_disk_text"]
+__all__ = ["LOW_DISK_BYTES", "low_disk_free", "low_disk_text", "read_only_text"]
 
 LOW_DISK_BYTES = 1 << 20
 """Free bytes under which the disk holding a ledger is called full (a release with its anchor and write-ahead log
@@ -41,3 +42,14 @@ def low_disk_text(ledger: str | Path) -> str | None:
         "or disk is full' when it cannot grow its files there): free space on that disk; the ledger itself is likely "
         "intact, and reads again once there is room (do not restore it from a backup for this)"
     )
+
+
+def read_only_text(ledger: str | Path) -> str | None:
+    """``"the file system holding DIR is mounted read-only"`` with what to do, when it is; None otherwise (no owner or
+    mode change can make such a ledger writable: review rev-ops F7)."""
+    directory = Path(ledger).parent
+    try:
+        read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows), or the directory cannot be reached
+        return None
+    return f"the file system holding {directory} is mounted read-only: remount it read-write" if read_only else None

@@ -85,7 +85,7 @@ from protocol import (
 )
 from protocol.messages import EvaluateRequest, TrainRequest
 
-from ._disk_space import low_disk_text
+from ._disk_space import low_disk_text, read_only_text
 from ._evaluation_cost import evaluation_cost
 from ._held_out_record import (
     HOLDOUT_SALT_KEY,
@@ -332,7 +332,7 @@ class Party:
         try:
             self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap, self.policy.party_id)
         except (OSError, sqlite3.Error) as exc:
-            full = low_disk_text(setup.ledger_path)
+            full = read_only_text(setup.ledger_path) or low_disk_text(setup.ledger_path)
             raise ValueError(
                 f"ledger {setup.ledger_path} cannot be opened for writing: {exc}" + (f"; {full}" if full else "")
             ) from None
@@ -496,7 +496,7 @@ class Party:
         2.0 cap).  Decided from the disk alone (a temporary file made and removed beside the ledger, as the anchor's
         write makes one), before the reservation and before any row is read.  Privacy cost: none."""
         directory = self.setup.ledger_path.parent
-        problem = low_disk_text(self.setup.ledger_path)
+        problem = read_only_text(self.setup.ledger_path) or low_disk_text(self.setup.ledger_path)
         if problem is None:
             try:
                 fd, probe = tempfile.mkstemp(prefix=".edprf-write-check.", suffix=".tmp", dir=directory)
@@ -725,6 +725,8 @@ class Party:
             )
         except BaseException as exc:
             self._mark_failed(req.request_id, exc)
+            if isinstance(exc, Refusal):  # the data file broke during the read (its own line said how)
+                _log_spent_refusal(req.request_id, exc, req.epsilon)
             if isinstance(exc, (*STOPPING, Refusal)):
                 raise  # the process is being stopped (no reply), or a refusal after the reservation (ε spent)
             log.exception("training failed after the reservation; its epsilon stays spent")
@@ -924,6 +926,8 @@ class Party:
         except BaseException as exc:
             if not req.exact:
                 self._mark_failed(req.request_id, exc)
+                if isinstance(exc, Refusal):
+                    _log_spent_refusal(req.request_id, exc, req.epsilon)
             if isinstance(exc, (*STOPPING, Refusal)):
                 raise  # the process is being stopped (no reply), or the data file's refusal (ε spent when noised)
             log.exception("evaluation failed after the reservation; its epsilon stays spent")
@@ -939,6 +943,17 @@ class Party:
             "exact": 0,
             "sampler": "numpy" if rng is not None else "exact",
         }
+
+
+def _log_spent_refusal(request_id: str, refusal: Refusal, epsilon: float) -> None:
+    """The party's line for a refusal made after the request's reservation: unlike the same code before it, this
+    one was paid for (review rev-ops F5: the two read alike)."""
+    log.error(
+        "request %s refused after its reservation (%s): its epsilon %g stays spent (`edprf budget` shows it)",
+        request_id,
+        refusal.reason,
+        epsilon,
+    )
 
 
 @contextmanager

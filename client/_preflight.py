@@ -30,7 +30,7 @@ from edprf_core.mechanisms import load_exact_samplers
 from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
-from ._disk_space import low_disk_free
+from ._disk_space import low_disk_free, read_only_text
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
@@ -492,7 +492,8 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             "(the party refuses it); free space on that disk",
         )
     if not os.access(path, os.R_OK | os.W_OK):
-        report._add("problem", path, "the ledger is not writable by this user; fix its owner or mode")
+        fix = read_only_text(path) or "the ledger is not writable by this user; fix its owner or mode"
+        report._add("problem", path, fix)
     mode = path.stat().st_mode & 0o777
     if mode & 0o077:
         report._add(

@@ -29,7 +29,8 @@ PRE_RESERVATION_REFUSALS: frozenset[RefusalReason] = frozenset(
         RefusalReason.BAD_REQUEST,
         RefusalReason.BAD_MODEL,
         RefusalReason.PARTY_SETUP,
-        RefusalReason.INVALID_LOCAL_DATA,
+        # not invalid_local_data: a data file that breaks during the read is refused so after the reservation (its
+        # epsilon spent, docs/privacy.md); counted as a reply that may have spent (failure-injection review F5)
         RefusalReason.NOT_REGISTERED,
         RefusalReason.BUDGET_EXHAUSTED,
         RefusalReason.ROUND_CLOSED,

@@ -109,3 +109,30 @@ def test_a_file_that_is_not_a_ledger_is_not_copied(tmp_path, capsys):
     assert main(["budget", str(other), "--backup-to", str(tmp_path / "copy.sqlite")]) == 1
     assert "not a party's ledger" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]
+
+
+def test_a_partial_copy_left_by_a_stopped_backup_is_removed_by_the_next_and_said(tmp_path, capsys):
+    """Failure-injection review rev-ops F9: a backup killed half-way left ``.<target>.XXXXXXXX.tmp``, a full copy of
+    the ledger (its held-out salt, its released bytes) that nothing removed."""
+    import os
+    import time
+
+    party, backups = tmp_path / "party", tmp_path / "backups"
+    backups.mkdir()
+    ledger = party / "ledger.sqlite"
+    BudgetLedger(ledger, cap=2.0).reserve("r1/train", "release", 0.5)
+    old = time.time() - 3600
+    stale = backups / ".ledger.sqlite.k3j9x0ab.tmp"  # what the kill left, an hour ago
+    stale.write_bytes(b"a partial copy")
+    os.utime(stale, (old, old))
+    fresh = backups / ".ledger.sqlite.q8w7e6r5.tmp"  # another backup may be writing this one now: kept
+    fresh.write_bytes(b"being written")
+    other = backups / ".notes.txt.k3j9x0ab.tmp"  # not a copy of this target: kept
+    other.write_bytes(b"x")
+    os.utime(other, (old, old))
+    assert main(["budget", str(ledger), "--backup-to", str(backups / "ledger.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"removed {stale}: a partial copy left by a backup that was stopped (it held the whole ledger)"
+    )
+    assert sorted(p.name for p in backups.iterdir()) == sorted([fresh.name, other.name, "ledger.sqlite"])

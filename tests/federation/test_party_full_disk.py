@@ -137,3 +137,32 @@ def test_a_party_on_a_full_ledger_disk_refuses_before_it_reserves(tmp_path, smal
     assert (refused.value.reason, str(refused.value)) == (RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
     assert f"nothing reserved: the disk holding {small_disk} has " in caplog.text
     assert BudgetLedger(setup.ledger_path, 100.0).entries() == []
+
+
+def test_a_ledger_on_a_read_only_mount_is_told_to_be_remounted_not_chmodded(tmp_path):
+    """Review rev-ops F7: the check said "fix its owner or mode", which cannot fix a read-only mount."""
+    if os.geteuid() != 0:
+        pytest.skip("a bind mount needs root")
+    made = make_party(tmp_path / "party", b"x\n")
+    source, mount = tmp_path / "ledger-dir", tmp_path / "ro"
+    source.mkdir()
+    mount.mkdir()
+    BudgetLedger(source / "ledger.sqlite", 100.0, "harness").reserve("run0/train", "release", 0.5)
+    bound = subprocess.run(["mount", "--bind", str(source), str(mount)], check=False, capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {bound.stderr.decode(errors='replace').strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mount)], check=True, capture_output=True)
+        node_config = (
+            f"data-path='{made.data_path}' schema-path='{made.schema_path}' policy-path='{made.policy_path}' "
+            f"ledger-path='{mount / 'ledger.sqlite'}'"
+        )
+        report = preflight_configs(parse_node_config(node_config), {}, check_rows=False)
+        lines = [f.line() for f in report.problems]
+        assert any(f"the file system holding {mount} is mounted read-only: remount it read-write" in x for x in lines)
+        assert not any("fix its owner or mode" in x for x in lines), lines
+        setup = type(made)(made.data_path, made.schema_path, made.policy_path, mount / "ledger.sqlite")
+        with pytest.raises(ValueError, match="is mounted read-only: remount it read-write"):
+            Party(setup)
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)

@@ -74,6 +74,8 @@ def test_pre_reservation_refusals_exclude_the_charged_ones() -> None:
     # after the reservation: the ε is counted
     assert RefusalReason.INTERNAL_ERROR not in PRE_RESERVATION_REFUSALS
     assert RefusalReason.REQUEST_SPENT not in PRE_RESERVATION_REFUSALS
+    # a file that breaks during the read is refused after the reservation (review rev-ops F5)
+    assert RefusalReason.INVALID_LOCAL_DATA not in PRE_RESERVATION_REFUSALS
 
 
 def test_the_report_holds_plain_strings() -> None:

@@ -21,6 +21,7 @@ depth; :mod:`._party_requests`):
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 import threading
@@ -403,7 +404,9 @@ def test_a_request_that_loses_a_race_is_refused_before_the_read(tmp_path: Path, 
     assert ledger(setup).spent() == Fraction(3, 5)
 
 
-def test_a_failure_after_the_reservation_is_marked_failed_and_answered_with_a_constant(tmp_path: Path, monkeypatch):
+def test_a_failure_after_the_reservation_is_marked_failed_and_answered_with_a_constant(
+    tmp_path: Path, monkeypatch, caplog
+):
     """Whole-change review F9: an evaluation that fails after its reservation, and a data file that breaks during
     the read, each leave the entry failed (its epsilon spent, the id not served again) and reply with a constant text
     that names nothing of the file."""
@@ -435,8 +438,13 @@ def test_a_failure_after_the_reservation_is_marked_failed_and_answered_with_a_co
     from dataclasses import replace
 
     gz = replace(gz, data_path=path)
-    refused = result_of(send_train(gz, settings, "run1/train-gz"))
+    with caplog.at_level(logging.ERROR, logger="edprf"):
+        refused = result_of(send_train(gz, settings, "run1/train-gz"))
     assert (refused["status"], refused["reason"]) == ("refused", "invalid_local_data"), refused
+    # the party's own line says this one was paid for (review rev-ops F5), unlike the same code before a reservation
+    assert "request run1/train-gz refused after its reservation (invalid_local_data): its epsilon 0.5 stays spent" in (
+        caplog.text
+    )
     assert refused["message"] == _INVALID_LOCAL_DATA_TEXT
     (entry,) = ledger(gz).entries()
     assert entry.state == EntryState.FAILED and ledger(gz).spent() == Fraction(1, 2)
