@@ -461,8 +461,9 @@ def data_path_section(args: argparse.Namespace, repeats: int) -> list[str]:
         + ", ".join(f"{name} {100 * t / total:.0f} %" for name, t in breakdown if t >= 0.01 * total)
         + ". `_text_categories` numbers each text column's distinct cells (Arrow's dictionary encoding, one hash "
         "pass over every cell, a column per thread of Arrow's pool; a column of one-character cells, such as a "
-        "0/1 flag or label, from its bytes by a table of the 128 ASCII codes, no hash); the schema's verdicts and "
-        "the keyed hash then read each distinct text once, and the split selects rows by gathering those numbers "
+        "0/1 flag or label, from its bytes: their distinct values, then one pass through a byte table, no hash of "
+        "texts); the schema's verdicts and the keyed hash then read each distinct text once (the hash folds the "
+        "columns 65,536 rows at a time), and the split selects rows by gathering those numbers "
         "(no string is copied). The party's fit reads the same numbers: the encoder encodes each distinct text "
         "once. The file is read 4 MiB at a time, never held whole."
         + (
