@@ -9,7 +9,6 @@ refused before the training round writes to a small tmpfs, mounted when the test
 from __future__ import annotations
 
 import errno
-import os
 import resource
 import signal
 import sqlite3
@@ -23,6 +22,8 @@ import pytest
 from client._flower_handlers import _full_disk
 from edprf_core import load_embedded
 from server._output_space import output_space_problem, write_failed_text, write_failure_text
+
+from ._small_disk import small_disk_at
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE, SIGXFSZ and tmpfs as on Linux")
 
@@ -125,19 +126,8 @@ def test_a_full_ledger_is_said_as_a_full_disk_in_the_partys_log(tmp_path):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MB tmpfs (root only): room for the parties' workspace, not for the worst-case model of three."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1000k", "tmpfs", str(mount)], check=False, capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_disk_at(tmp_path / "small", "1000k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def test_a_run_whose_model_may_not_fit_is_refused_before_any_party_spends(tmp_path, small_disk):

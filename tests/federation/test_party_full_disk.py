@@ -21,25 +21,16 @@ from client._budget_state import read_budget
 from client._party import Party
 
 from ._neighbours import make_party
+from ._small_disk import small_disk_at
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="tmpfs as on Linux")
 
 
 @pytest.fixture
 def small_disk(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], check=False, capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
-    try:
+    """A 512 kB tmpfs (root only): less free space than a request may need."""
+    with small_disk_at(tmp_path / "small", "512k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def _fill(directory: Path) -> None:
