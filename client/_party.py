@@ -469,7 +469,8 @@ class Party:
     # ------------------------------------------------ the reservation and the round's end (train, evaluate)
     def _reserve(self, request_id: str, kind: str, epsilon: float, run_id: str, detail: str) -> None:
         """Reserve ``epsilon`` for ``request_id`` in the ledger, before any row is read, or refuse with nothing
-        reserved: ``round_closed`` (:meth:`_refuse_after_the_round`), ``budget_exhausted`` (the cap, decided
+        reserved: ``party_setup`` (a ledger that cannot be kept, :meth:`_refuse_a_ledger_that_cannot_be_kept`),
+        ``round_closed`` (:meth:`_refuse_after_the_round`), ``budget_exhausted`` (the cap, decided
         atomically), ``request_spent`` (another process of this party reserved the id first).  The callers refuse
         an unusable data file before (:meth:`_refuse_an_unusable_data_file`).
 
