@@ -1,39 +1,60 @@
-"""Whether the disk under a party's ledger is full: said where SQLite reports a full disk as an I/O error.
+"""Whether the disk under a party's ledger can take a request's records: said where SQLite reports a full disk as an
+I/O error, and checked before a reservation.
 
 A party process that opens its ledger on a full disk creates SQLite's ``-wal`` and ``-shm`` files but cannot size
 the shared-memory one: SQLite says ``disk I/O error`` (``SQLITE_IOERR_SHMSIZE``), not ``database or disk is full``.
 Read alone, that text made ``edprf budget`` and ``edprf party check`` advise restoring the ledger from its backup,
 while the same ledger read at once when space was freed (failure-injection review rev-ops F1).  So where a ledger
 cannot be opened or read, the free space of its disk is looked at and, when it is nearly none, said instead.
-The check reads the party's own disk: nothing of it leaves the party (its replies keep their constant texts).
+
+Before a reservation the party also checks that the disk can take what the request may write (the release stored
+in the ledger, its write-ahead copy, the anchor: :func:`ledger_room_problem`), and that the ledger's directory takes
+a new file (the anchor's write makes one): the reservation would commit and the writes after it fail, spending
+epsilon on a request that releases nothing (rev-ops F2, and N1 for a release larger than a fixed floor).  These
+checks read the party's own disk and the request's public parameters: nothing of them leaves the party (its
+replies keep their constant texts), and they are made before any row is read.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
-__all__ = ["LOW_DISK_BYTES", "low_disk_free", "low_disk_text", "read_only_text"]
+__all__ = ["LOW_DISK_BYTES", "ledger_room_problem", "low_disk_free", "low_disk_text", "read_only_text"]
 
 LOW_DISK_BYTES = 1 << 20
-"""Free bytes under which the disk holding a ledger is called full (a release with its anchor and write-ahead log
-takes up to a few hundred kB; below 1 MiB a request can fail at any of its writes)."""
+"""Free bytes under which the disk holding a ledger is called full, whatever a request's size (a release with its
+anchor and write-ahead log takes up to a few hundred kB at the default policy's largest)."""
+
+_WRITES_PER_RELEASE_BYTE = 3
+"""Bytes a request may write per byte of its largest release: the release stored in the ledger's row, its page
+images in the write-ahead log, and the database's growth when they are checkpointed."""
+
+_PROBE_PREFIX = ".edprf-write-check."
+
+
+def _free_bytes(ledger: str | Path) -> int | None:
+    """The free bytes of the disk holding ``ledger``; None when they cannot be read, or when the file system reports
+    no size at all (a FUSE file system without ``statfs`` says 0 of 0: unknown, not full; review rev-ops2 N3)."""
+    try:
+        usage = shutil.disk_usage(Path(ledger).parent)
+    except OSError:
+        return None
+    return None if usage.total == 0 else usage.free
 
 
 def low_disk_free(ledger: str | Path) -> int | None:
     """The free bytes of the disk holding ``ledger`` when below :data:`LOW_DISK_BYTES`; None otherwise, or when
     its free space cannot be read."""
-    try:
-        free = shutil.disk_usage(Path(ledger).parent).free
-    except OSError:
-        return None
-    return free if free < LOW_DISK_BYTES else None
+    free = _free_bytes(ledger)
+    return free if free is not None and free < LOW_DISK_BYTES else None
 
 
 def low_disk_text(ledger: str | Path) -> str | None:
-    """``"the disk holding DIR has N bytes free"`` with what to do, when that disk is nearly full
-    (:func:`low_disk_free`); None otherwise."""
+    """Why a ledger on a nearly full disk (:func:`low_disk_free`) could not be opened or read, with what to do;
+    None when its disk is not nearly full."""
     free = low_disk_free(ledger)
     if free is None:
         return None
@@ -53,3 +74,40 @@ def read_only_text(ledger: str | Path) -> str | None:
     except (OSError, AttributeError):  # no statvfs (Windows), or the directory cannot be reached
         return None
     return f"the file system holding {directory} is mounted read-only: remount it read-write" if read_only else None
+
+
+def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | None:
+    """Why the ledger at ``ledger`` cannot take a request now; None when it can.
+
+    ``release_bytes``: the largest release the request may make (public parameters only; 0 for an evaluation,
+    which stores none).  The disk must hold :data:`LOW_DISK_BYTES` plus :data:`_WRITES_PER_RELEASE_BYTE` times
+    that; the file system must be writable, and the ledger's directory must take a new file (a temporary one is
+    made and removed, as the anchor's write makes one).
+    """
+    if problem := read_only_text(ledger):
+        return problem
+    directory = Path(ledger).parent
+    need = LOW_DISK_BYTES + _WRITES_PER_RELEASE_BYTE * release_bytes
+    free = _free_bytes(ledger)
+    if free is not None and free < need:
+        return (
+            f"the disk holding {directory} has {free:,} bytes free, less than this request may write "
+            f"({need:,} bytes: its largest release, stored in the ledger and its write-ahead log, and a margin); "
+            "free space on that disk"
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=_PROBE_PREFIX, suffix=".tmp", dir=directory)
+    except OSError as exc:
+        return (
+            f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}): "
+            "the ledger's anchor is written there after each reservation; give the party's user write access to it"
+        )
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError as exc:  # an append-only directory: made but not removable (left, and said: review rev-ops2 N4)
+        return (
+            f"a file made in the ledger's directory {directory} cannot be removed ({exc.strerror or type(exc).__name__}"
+            f"; {Path(probe).name} is left there): the ledger's anchor is replaced there after each reservation"
+        )
+    return None

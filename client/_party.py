@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import sqlite3
 import stat
-import tempfile
 import warnings
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -76,6 +74,7 @@ from protocol import (
     bind_to_run,
     check_request_id,
     encode_release,
+    largest_release_bytes,
     load_global_model,
     load_private_key,
     peek_global_model,
@@ -85,7 +84,7 @@ from protocol import (
 )
 from protocol.messages import EvaluateRequest, TrainRequest
 
-from ._disk_space import low_disk_text, read_only_text
+from ._disk_space import ledger_room_problem, low_disk_text, read_only_text
 from ._evaluation_cost import evaluation_cost
 from ._held_out_record import (
     HOLDOUT_SALT_KEY,
@@ -469,8 +468,7 @@ class Party:
     # ------------------------------------------------ the reservation and the round's end (train, evaluate)
     def _reserve(self, request_id: str, kind: str, epsilon: float, run_id: str, detail: str) -> None:
         """Reserve ``epsilon`` for ``request_id`` in the ledger, before any row is read, or refuse with nothing
-        reserved: ``party_setup`` (a ledger that cannot be kept, :meth:`_refuse_a_ledger_that_cannot_be_kept`),
-        ``round_closed`` (:meth:`_refuse_after_the_round`), ``budget_exhausted`` (the cap, decided
+        reserved: ``round_closed`` (:meth:`_refuse_after_the_round`), ``budget_exhausted`` (the cap, decided
         atomically), ``request_spent`` (another process of this party reserved the id first).  The callers refuse
         an unusable data file before (:meth:`_refuse_an_unusable_data_file`).
 
@@ -480,7 +478,6 @@ class Party:
         F1, F3).  The work after this point (the read, the fit, the counts) is paid for whatever happens to it.
         Privacy cost: ``epsilon``, charged here (the caller's docstring says for what).
         """
-        self._refuse_a_ledger_that_cannot_be_kept()
         try:
             self._refuse_after_the_round(request_id)
             self.ledger.reserve(request_id, kind, epsilon, run_id=run_id, detail=detail)
@@ -490,28 +487,29 @@ class Party:
             log.info("request %s: another process of this party reserved it first", request_id)
             raise Refusal(RefusalReason.REQUEST_SPENT, _REQUEST_SPENT_TEXT) from None
 
-    def _refuse_a_ledger_that_cannot_be_kept(self) -> None:
-        """Refuse (``party_setup``) when the ledger's directory cannot take a new file or its disk is nearly full
-        (:func:`client._disk_space.low_disk_free`): the reservation would commit and the anchor written after it
-        fail, spending epsilon on a request that releases nothing (failure-injection review rev-ops F2: 1.0 of a
-        2.0 cap).  Decided from the disk alone (a temporary file made and removed beside the ledger, as the anchor's
-        write makes one), before the reservation and before any row is read.  Privacy cost: none."""
-        directory = self.setup.ledger_path.parent
-        problem = read_only_text(self.setup.ledger_path) or low_disk_text(self.setup.ledger_path)
-        if problem is None:
-            try:
-                fd, probe = tempfile.mkstemp(prefix=".edprf-write-check.", suffix=".tmp", dir=directory)
-                os.close(fd)
-                os.unlink(probe)
-            except OSError as exc:
-                problem = (
-                    f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}"
-                    "): the ledger's anchor is written there after each reservation; give the party's user write "
-                    "access to it (or remount it read-write)"
-                )
+    def _refuse_a_ledger_that_cannot_be_kept(self, release_bytes: int = 0) -> None:
+        """Refuse (``party_setup``) when the ledger cannot take the request's records
+        (:func:`client._disk_space.ledger_room_problem`: a read-only file system, a disk without room for
+        ``release_bytes`` stored and logged, a directory that takes no new file): the reservation would commit and
+        the writes after it fail, spending epsilon on a request that releases nothing (failure-injection review
+        rev-ops F2: 1.0 of a 2.0 cap).  Decided from the disk and the request's public parameters alone, before the
+        reservation and before any row is read; the readiness answer makes it too.  Privacy cost: none."""
+        problem = ledger_room_problem(self.setup.ledger_path, release_bytes)
         if problem is not None:
             log.error("nothing reserved: %s", problem)
             raise Refusal(RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
+
+    def _largest_release_bytes(self, req: TrainRequest) -> int:
+        """The most bytes a release answering ``req`` can take (:func:`protocol.largest_release_bytes`: public
+        parameters only)."""
+        return largest_release_bytes(
+            self.schema,
+            n_trees=req.n_trees,
+            max_depth=req.max_depth,
+            split_mode=req.split_mode,
+            n_bins=req.n_bins,
+            marginals_bins=req.marginals_bins,
+        )
 
     def _refuse_an_unusable_data_file(self) -> None:
         """Refuse (``invalid_local_data``) a data file that cannot be used as a whole: none at the node config's
@@ -669,6 +667,7 @@ class Party:
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         self._refuse_without_the_samplers(req.seed)  # the readiness round says it too, before any party spends
+        self._refuse_a_ledger_that_cannot_be_kept(self._largest_release_bytes(req))  # so does this one
         return key, detail, None
 
     def train(self, req: TrainRequest) -> bytes:
@@ -900,6 +899,7 @@ class Party:
             raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
         self._refuse_a_release_of_another_split(view.releases)
         if not req.exact:
+            self._refuse_a_ledger_that_cannot_be_kept()  # before the ledger is read: a full disk fails that read
             if self.ledger.find(req.request_id) is not None:
                 # Decided from the ledger alone, before any row is read: the reservation below would refuse it
                 # anyway, but only after reading the file, and a coordinator could repeat such a request, at no

@@ -30,7 +30,7 @@ from edprf_core.mechanisms import load_exact_samplers
 from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
-from ._disk_space import low_disk_free, read_only_text
+from ._disk_space import ledger_room_problem, read_only_text
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
@@ -484,16 +484,11 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
     """A ledger that was read: its file's access, its disk's free space, what its anchor adds, its trails, and what
     is spent and left."""
     path = state.ledger_path
-    if (free := low_disk_free(path)) is not None:  # the next request would fail at one of its writes (rev-ops F8)
-        report._add(
-            "problem",
-            path,
-            f"the disk holding {path.parent} has {free:,} bytes free: a request cannot be recorded in the ledger "
-            "(the party refuses it); free space on that disk",
-        )
     if not os.access(path, os.R_OK | os.W_OK):
         fix = read_only_text(path) or "the ledger is not writable by this user; fix its owner or mode"
         report._add("problem", path, fix)
+    elif room := ledger_room_problem(path):  # the party refuses every request so (reviews rev-ops F8, rev-ops2 N5)
+        report._add("problem", path, f"{room}: the party refuses every request until then")
     mode = path.stat().st_mode & 0o777
     if mode & 0o077:
         report._add(

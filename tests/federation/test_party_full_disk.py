@@ -123,11 +123,25 @@ def test_a_party_on_a_full_ledger_disk_refuses_before_it_reserves(tmp_path, smal
         seed=-1,
     )
     party = Party(setup)  # a 512 kB disk: less than a request may need, whatever is on it
-    with caplog.at_level(logging.ERROR, logger="edprf"), pytest.raises(Refusal) as refused:
-        party.train(request)
-    assert (refused.value.reason, str(refused.value)) == (RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
+    for ask in (party.ready, party.train):  # the readiness answer says it, before the other parties spend (rev-ops2 N2)
+        with caplog.at_level(logging.ERROR, logger="edprf"), pytest.raises(Refusal) as refused:
+            ask(request)
+        assert (refused.value.reason, str(refused.value)) == (RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
     assert f"nothing reserved: the disk holding {small_disk} has " in caplog.text
+    assert "less than this request may write" in caplog.text
     assert BudgetLedger(setup.ledger_path, 100.0).entries() == []
+
+
+def test_the_room_a_request_needs_grows_with_its_largest_release(tmp_path):
+    """Review rev-ops2 N1: a fixed 1 MiB floor let a 2.7 MB release reserve, then fail to be stored (epsilon spent,
+    nothing released).  The need is the floor plus three times the request's largest release (public parameters)."""
+    from client._disk_space import LOW_DISK_BYTES, ledger_room_problem
+
+    ledger = tmp_path / "ledger.sqlite"
+    assert ledger_room_problem(ledger, 1_000_000) is None  # this machine's disk has room for a 1 MB release
+    problem = ledger_room_problem(ledger, 10**15)  # no disk has 3 PB free
+    assert problem is not None and f"({LOW_DISK_BYTES + 3 * 10**15:,} bytes: its largest release" in problem
+    assert not list(tmp_path.iterdir())  # the directory probe is made and removed
 
 
 def test_a_ledger_on_a_read_only_mount_is_told_to_be_remounted_not_chmodded(tmp_path):
