@@ -68,12 +68,14 @@ def low_disk_text(ledger: str | Path) -> str | None:
 def read_only_text(ledger: str | Path) -> str | None:
     """``"the file system holding DIR is mounted read-only"`` with what to do, when it is; None otherwise (no owner or
     mode change can make such a ledger writable: review rev-ops F7)."""
-    directory = Path(ledger).parent
-    try:
-        read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # no statvfs (Windows), or the directory cannot be reached
-        return None
-    return f"the file system holding {directory} is mounted read-only: remount it read-write" if read_only else None
+    for place in (Path(ledger), Path(ledger).parent):  # the ledger file may be mounted alone (review rev-ops2 N6)
+        try:
+            read_only = bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+        except (OSError, AttributeError):  # no such file yet, no statvfs (Windows), or it cannot be reached
+            continue
+        if read_only:
+            return f"the file system holding {place} is mounted read-only: remount it read-write"
+    return None
 
 
 def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | None:

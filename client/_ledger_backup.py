@@ -32,6 +32,7 @@ from pathlib import Path
 
 from protocol import OWNER_ONLY_FILE, fsync_directory
 
+from ._disk_space import low_disk_text
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
 from ._ledger_anchor import anchor_path
 
@@ -151,7 +152,12 @@ def backup_ledger(
                 raise ValueError(f"{source} is an SQLite database but not a party's ledger (no spends table)")
             _copy_pages(db, temporary, target)
 
-        _read_ledger_file(source, max_bytes, max_seconds, copy)
+        try:
+            _read_ledger_file(source, max_bytes, max_seconds, copy)
+        except ValueError as exc:  # SQLite's "disk I/O error" on a full ledger disk: said as such (rev-ops2 N7)
+            if (full := low_disk_text(source)) is None:
+                raise
+            raise ValueError(f"{exc}; {full}") from None
         fd = os.open(temporary, os.O_RDONLY)
         try:
             os.fsync(fd)

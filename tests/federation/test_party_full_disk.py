@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from client import BudgetLedger, parse_node_config, preflight_configs
+from client import BudgetLedger, backup_ledger, parse_node_config, preflight_configs
 from client._budget_state import read_budget
 from client._party import Party
 
@@ -61,6 +61,8 @@ def test_a_ledger_on_a_full_disk_is_said_as_a_full_disk_never_as_one_to_restore(
 
     state = read_budget(ledger_path, 100.0, party_id="harness")
     assert state.disk_full and "bytes free" in state.ledger_error
+    with pytest.raises(ValueError, match="bytes free .*do not restore it from a backup for this"):  # rev-ops2 N7
+        backup_ledger(ledger_path, tmp_path / "backup.sqlite")
 
     node_config = (
         f"data-path='{setup.data_path}' schema-path='{setup.schema_path}' policy-path='{setup.policy_path}' "
@@ -164,10 +166,32 @@ def test_a_ledger_on_a_read_only_mount_is_told_to_be_remounted_not_chmodded(tmp_
         )
         report = preflight_configs(parse_node_config(node_config), {}, check_rows=False)
         lines = [f.line() for f in report.problems]
-        assert any(f"the file system holding {mount} is mounted read-only: remount it read-write" in x for x in lines)
+        said = f"the file system holding {mount / 'ledger.sqlite'} is mounted read-only: remount it read-write"
+        assert any(said in x for x in lines), lines
         assert not any("fix its owner or mode" in x for x in lines), lines
         setup = type(made)(made.data_path, made.schema_path, made.policy_path, mount / "ledger.sqlite")
         with pytest.raises(ValueError, match="is mounted read-only: remount it read-write"):
             Party(setup)
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_ledger_file_mounted_read_only_alone_is_told_to_be_remounted(tmp_path):
+    """Review rev-ops2 N6: the ledger file bind-mounted read-only in a writable directory."""
+    from client._disk_space import read_only_text
+
+    if os.geteuid() != 0:
+        pytest.skip("a bind mount needs root")
+    ledger = tmp_path / "ledger.sqlite"
+    BudgetLedger(ledger, 100.0, "harness").reserve("run0/train", "release", 0.5)
+    bound = subprocess.run(["mount", "--bind", str(ledger), str(ledger)], check=False, capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {bound.stderr.decode(errors='replace').strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ledger)], check=True, capture_output=True)
+        assert read_only_text(ledger) == (
+            f"the file system holding {ledger} is mounted read-only: remount it read-write"
+        )
+    finally:
+        subprocess.run(["umount", str(ledger)], check=False)
+    assert read_only_text(ledger) is None
