@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["LOW_DISK_BYTES", "ledger_room_problem", "low_disk_free", "low_disk_text", "read_only_text"]
+__all__ = ["LOW_DISK_BYTES", "ledger_room_problem", "low_disk_text", "read_only_text"]
 
 LOW_DISK_BYTES = 1 << 20
 """Free bytes under which the disk holding a ledger is called full, whatever a request's size (a release with its
@@ -45,18 +45,11 @@ def _free_bytes(ledger: str | Path) -> int | None:
     return None if usage.total == 0 else usage.free
 
 
-def low_disk_free(ledger: str | Path) -> int | None:
-    """The free bytes of the disk holding ``ledger`` when below :data:`LOW_DISK_BYTES`; None otherwise, or when
-    its free space cannot be read."""
-    free = _free_bytes(ledger)
-    return free if free is not None and free < LOW_DISK_BYTES else None
-
-
 def low_disk_text(ledger: str | Path) -> str | None:
-    """Why a ledger on a nearly full disk (:func:`low_disk_free`) could not be opened or read, with what to do;
-    None when its disk is not nearly full."""
-    free = low_disk_free(ledger)
-    if free is None:
+    """Why a ledger on a nearly full disk (less than :data:`LOW_DISK_BYTES` free) could not be opened or read, with
+    what to do; None when its disk is not nearly full, or its free space cannot be read."""
+    free = _free_bytes(ledger)
+    if free is None or free >= LOW_DISK_BYTES:
         return None
     return (
         f"the disk holding {Path(ledger).parent} has {free:,} bytes free (SQLite says 'disk I/O error' or 'database "

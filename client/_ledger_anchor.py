@@ -37,6 +37,8 @@ import json
 import os
 import re
 import stat
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -204,20 +206,37 @@ _TEMP_NAME = r"[a-z0-9_]{8}\.tmp"
 """The random part and suffix of :func:`protocol.save_atomic`'s temporary files (:func:`tempfile.mkstemp`'s)."""
 
 
-def remove_stale_temp_files(path: Path) -> list[Path]:
-    """Remove what :func:`write_anchor` left of its temporary files for the anchor at ``path`` (a kill inside
-    :func:`protocol.save_atomic`): regular files named ``.<anchor name>.<8 characters>.tmp`` beside it and owned by
-    this user, nothing else; the removed files.
+def remove_stale_temp_files(path: Path, suffixes: Sequence[str] = (), older_than: float = 0.0) -> list[Path]:
+    """Remove what an atomic write of ``path`` left of its temporary files (a kill inside
+    :func:`protocol.save_atomic`, or inside :func:`client.backup_ledger`): regular files named ``.<name>.<8
+    characters>.tmp`` beside it, optionally followed by one of ``suffixes`` (SQLite's files beside a copy), owned by
+    this user and, with ``older_than``, untouched for that many seconds; nothing else; the removed files.
 
-    To be called under the ledger's write lock: anchors are written under it only, so no temporary file of a
-    write in progress is removed.  A file that cannot be removed is left (it holds nothing the party reads).
+    For the anchor, called under the ledger's write lock: anchors are written under it only, so no temporary file
+    of a write in progress is removed.  A caller without such a lock gives ``older_than`` instead.  A file that
+    cannot be removed is left (it holds nothing the party reads).
     """
-    pattern = re.compile(re.escape(f".{path.name}.") + _TEMP_NAME)
+    tail = "(" + "|".join(map(re.escape, suffixes)) + ")?" if suffixes else ""
+    pattern = re.compile(re.escape(f".{path.name}.") + _TEMP_NAME + tail)
     removed = []
     try:
         names = os.listdir(path.parent)
     except OSError:
         return removed
+    now = time.time()
+    for name in sorted(names):
+        if not pattern.fullmatch(name):
+            continue
+        temp = path.parent / name
+        try:
+            st = temp.lstat()
+            old_enough = older_than <= 0 or now - st.st_mtime > older_than
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and old_enough:
+                temp.unlink()
+                removed.append(temp)
+        except OSError:
+            continue
+    return removed
     for name in names:
         if not pattern.fullmatch(name):
             continue

@@ -21,11 +21,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import sqlite3
-import stat
 import tempfile
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -34,7 +31,7 @@ from protocol import OWNER_ONLY_FILE, fsync_directory
 
 from ._disk_space import low_disk_text
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
-from ._ledger_anchor import anchor_path
+from ._ledger_anchor import anchor_path, remove_stale_temp_files
 
 __all__ = ["LedgerBackup", "backup_ledger", "check_backup_target"]
 
@@ -60,46 +57,14 @@ class LedgerBackup:
     entries: int | None
     spent: Fraction | None
     removed: tuple[Path, ...] = ()
-    """Partial copies an earlier backup to the same target left when it was killed (:func:`remove_stale_copies`),
-    removed before this one."""
+    """Partial copies an earlier backup to the same target left when it was killed, older than
+    :data:`_STALE_COPY_SECONDS` (:func:`client._ledger_anchor.remove_stale_temp_files`), removed before this one."""
 
 
 _STALE_COPY_SECONDS = 600.0
 """A partial copy untouched for this long is a killed backup's, not one being written (a copy is written in one go:
-a ledger of 10^5 entries in about a second)."""
-
-_COPY_NAME = r"[a-z0-9_]{8}\.tmp"
-"""The random part and suffix of the copy's temporary file (:func:`tempfile.mkstemp`'s)."""
-
-
-def remove_stale_copies(target: str | Path) -> tuple[Path, ...]:
-    """Remove the partial copies a killed backup to ``target`` left beside it: files named ``.<target
-    name>.<8 characters>.tmp`` (with SQLite's files beside them), regular, owned by this user and untouched for
-    :data:`_STALE_COPY_SECONDS`; the removed files.
-
-    Such a copy holds the whole ledger (its held-out salt and released bytes), owner-only: nothing else removes it
-    (failure-injection review rev-ops F9).  A file that cannot be removed is left.
-    """
-    target = Path(target)
-    pattern = re.compile(re.escape(f".{target.name}.") + _COPY_NAME + "(" + "|".join(map(re.escape, _SIDECARS)) + ")?")
-    try:
-        names = os.listdir(target.parent)
-    except OSError:
-        return ()
-    removed = []
-    now = time.time()
-    for name in sorted(names):
-        if not pattern.fullmatch(name):
-            continue
-        leftover = target.parent / name
-        try:
-            st = leftover.lstat()
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > _STALE_COPY_SECONDS:
-                leftover.unlink()
-                removed.append(leftover)
-        except OSError:
-            continue
-    return tuple(removed)
+a ledger of 10^5 entries in about a second).  Such a copy holds the whole ledger (its held-out salt and released
+bytes), owner-only, and nothing else removes it (failure-injection review rev-ops F9)."""
 
 
 def backup_ledger(
@@ -133,7 +98,7 @@ def backup_ledger(
     """
     source, target = Path(ledger), Path(target)
     check_backup_target(source, target)
-    removed = remove_stale_copies(target)
+    removed = tuple(remove_stale_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))
     try:  # owner-only from its creation (mkstemp), in the target's directory: the rename below stays atomic
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except FileNotFoundError:  # named by the target, not by the temporary file's made-up name

@@ -74,12 +74,12 @@ from protocol import (
     bind_to_run,
     check_request_id,
     encode_release,
-    largest_release_bytes,
     load_global_model,
     load_private_key,
     peek_global_model,
     recorded_spend,
     registration_problem,
+    request_release_bytes,
     signed_by,
 )
 from protocol.messages import EvaluateRequest, TrainRequest
@@ -499,18 +499,6 @@ class Party:
             log.error("nothing reserved: %s", problem)
             raise Refusal(RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
 
-    def _largest_release_bytes(self, req: TrainRequest) -> int:
-        """The most bytes a release answering ``req`` can take (:func:`protocol.largest_release_bytes`: public
-        parameters only)."""
-        return largest_release_bytes(
-            self.schema,
-            n_trees=req.n_trees,
-            max_depth=req.max_depth,
-            split_mode=req.split_mode,
-            n_bins=req.n_bins,
-            marginals_bins=req.marginals_bins,
-        )
-
     def _refuse_an_unusable_data_file(self) -> None:
         """Refuse (``invalid_local_data``) a data file that cannot be used as a whole: none at the node config's
         data-path, or a header without the schema's columns (:func:`client._local_data.data_file_problem`).  Judged
@@ -667,7 +655,7 @@ class Party:
             )
         self._refuse_unaffordable("release", req.epsilon)  # before any row is read (see the method)
         self._refuse_without_the_samplers(req.seed)  # the readiness round says it too, before any party spends
-        self._refuse_a_ledger_that_cannot_be_kept(self._largest_release_bytes(req))  # so does this one
+        self._refuse_a_ledger_that_cannot_be_kept(request_release_bytes(self.schema, req))  # so does this one
         return key, detail, None
 
     def train(self, req: TrainRequest) -> bytes:

@@ -59,7 +59,7 @@ from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
 from ._registration import registration_problem, registration_text
 from ._registry import PartyKeyRegistry
-from ._release_bound import FIXED_RELEASE_BYTES, largest_release_bytes
+from ._release_bound import FIXED_RELEASE_BYTES, largest_release_bytes, request_release_bytes
 from ._reply_codes import REFUSAL_REASONS, RefusalReason, ReplyStatus
 from ._signature import SignatureStatus, signed_by
 from ._spend_record import recorded_spend, spend_record_text
@@ -116,6 +116,7 @@ __all__ = [
     "recorded_spend",
     "registration_problem",
     "registration_text",
+    "request_release_bytes",
     "save_atomic",
     "save_private_key",
     "save_public_key",

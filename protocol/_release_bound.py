@@ -17,11 +17,16 @@ cannot make the coordinator parse (and hold) up to ``max-release-bytes`` for a r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from edprf_core import Schema
 from edprf_core.encoding import FeatureGrid
 from edprf_core.forest import max_tree_nodes
 
-__all__ = ["FIXED_RELEASE_BYTES", "largest_release_bytes"]
+if TYPE_CHECKING:
+    from .messages import TrainRequest
+
+__all__ = ["FIXED_RELEASE_BYTES", "largest_release_bytes", "request_release_bytes"]
 
 FIXED_RELEASE_BYTES = 1 << 16
 """Bytes of a release outside its trees and marginals (parameters, ids, signature, framing), with room to spare:
@@ -46,3 +51,16 @@ def largest_release_bytes(
     trees = n_trees * (_TREE_BYTES + nodes * (_NODE_FIELD_BYTES + k * _COUNT_BYTES))
     marginals = sum(FeatureGrid.from_schema(schema, marginals_bins).n_codes) * k * _CELL_BYTES if marginals_bins else 0
     return FIXED_RELEASE_BYTES + trees + marginals
+
+
+def request_release_bytes(schema: Schema, request: TrainRequest) -> int:
+    """:func:`largest_release_bytes` for the parameters of a train ``request``: the coordinator's cap on its
+    replies, and the room a party keeps for the release it may store.  Privacy cost: none (public parameters)."""
+    return largest_release_bytes(
+        schema,
+        n_trees=request.n_trees,
+        max_depth=request.max_depth,
+        split_mode=request.split_mode,
+        n_bins=request.n_bins,
+        marginals_bins=request.marginals_bins,
+    )

@@ -39,10 +39,10 @@ from protocol import (
     bound_to_run,
     build_global_model,
     decode_release,
-    largest_release_bytes,
     load_global_model,
     make_owner_only_dirs,
     registration_text,
+    request_release_bytes,
     save_atomic,
     signed_charge,
     spend_record_text,
@@ -513,15 +513,8 @@ def _save_report(report: RunReport, out_dir: Path) -> None:
 def _release_policy(cfg: CoordinatorConfig, schema: Schema, request: TrainRequest, signed: bool) -> ReleasePolicy:
     """What the coordinator decodes for ``request``: the run's limits, the grids it asked for (``n-bins`` and
     ``marginals-bins`` above the decoder's default cap included), and no release above the largest an honest party
-    can send for it (:func:`protocol.largest_release_bytes`), refused before it is parsed."""
-    largest = largest_release_bytes(
-        schema,
-        n_trees=request.n_trees,
-        max_depth=request.max_depth,
-        split_mode=request.split_mode,
-        n_bins=request.n_bins,
-        marginals_bins=request.marginals_bins,
-    )
+    can send for it (:func:`protocol.request_release_bytes`), refused before it is parsed."""
+    largest = request_release_bytes(schema, request)
     return ReleasePolicy(
         max_epsilon=cfg.epsilon,
         max_depth=cfg.max_depth,
