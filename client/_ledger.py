@@ -301,6 +301,16 @@ class RequestIdTaken(EDPRFError, ValueError):
     """The request id is already in the ledger (another process of the party reserved it first)."""
 
 
+class _NotReserved(EDPRFError, ValueError):
+    """No ``reserved`` entry under the request id (:meth:`BudgetLedger.complete` or :meth:`BudgetLedger.fail`)."""
+
+
+def error_line(exc: BaseException) -> str:
+    """An error as one short line for a ledger entry's detail and the party's log: its type and text."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:150]}" if text else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class LedgerEntry:
     request_id: str
@@ -634,8 +644,10 @@ class BudgetLedger:
         :class:`RequestIdTaken` (a :class:`ValueError`) if ``request_id`` is already used.  An error
         writing the anchor after the reservation committed (a full disk, the
         ledger locked for 30 s) is raised too: the reservation stays, counted,
-        and the caller releases nothing (the privacy-safe side: nothing leaves
-        with an anchor that does not record it).
+        marked ``failed`` with the anchor's error when that mark can be written
+        (:meth:`fail_if_possible`; review rev-ops F6: left ``reserved``, it read as
+        a request still running), and the caller releases nothing (the
+        privacy-safe side: nothing leaves with an anchor that does not record it).
         """
         if not (isinstance(epsilon, (int, float, Fraction)) and 0 < epsilon < float("inf")):
             raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
@@ -664,7 +676,13 @@ class BudgetLedger:
                 db.execute("COMMIT")
                 if carried_note:  # committed with the reservation (a refusal at the cap rolls it back)
                     log.warning("ledger %s: %s", self.path, carried_note)
-                self._anchor(db)
+                try:
+                    self._anchor(db)
+                except Exception as exc:  # committed: the entry is marked failed (best effort), its epsilon spent
+                    self.fail_if_possible(
+                        request_id, f"the anchor was not written after the reservation ({error_line(exc)})"
+                    )
+                    raise
             except BaseException:
                 # A Ctrl-C whose signal came during COMMIT's fsync is raised just after it: the entry is
                 # committed (its epsilon stays counted) and there is no transaction left to roll back.
@@ -683,6 +701,35 @@ class BudgetLedger:
         (:data:`FAILED_MARK`): the request's own detail stays in front, for ``edprf budget``."""
         self._set_state(request_id, EntryState.FAILED, None, f"{FAILED_MARK}{reason}]")
 
+    def fail_if_possible(self, request_id: str, reason: str) -> bool:
+        """:meth:`fail`, best effort, after a failure that followed the reservation (the release's write, the
+        anchor's, the work): that failure's error is the one the caller reports, so the mark's own error is logged,
+        never raised; the entry then stays ``reserved`` (a process stopped after the reservation leaves it so too).
+        Its epsilon stays spent either way: every entry counts, whatever its state (:meth:`spent`).
+
+        Returns
+        -------
+        bool
+            True when the entry is now marked ``failed``; False when the mark could not be written (a full disk, a
+            locked ledger) or the entry was no longer ``reserved`` (released or failed already: left as it is).
+        """
+        try:
+            self.fail(request_id, reason)
+        except _NotReserved:
+            log.info("ledger %s: request %s is no longer reserved: left as it is", self.path, request_id)
+            return False
+        except Exception as exc:  # the failure being handled is the one to report
+            log.error(
+                "ledger %s: request %s could not be marked failed (%s): it stays reserved, its epsilon spent; "
+                "`edprf budget` shows how long ago it was reserved",
+                self.path,
+                request_id,
+                error_line(exc),
+            )
+            log.debug("ledger %s: the mark's error", self.path, exc_info=True)
+            return False
+        return True
+
     def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, suffix: str = "") -> None:
         with self._connect() as db:
             cur = db.execute(
@@ -691,7 +738,7 @@ class BudgetLedger:
                 (str(state), payload, suffix, time.time(), request_id),
             )
             if cur.rowcount != 1:
-                raise ValueError(f"no open reservation for request {request_id!r}")
+                raise _NotReserved(f"no open reservation for request {request_id!r}")
 
     def note_not_dp(self, request_id: str, run_id: str, what: str) -> None:
         """Keep a line for a reply that is not differentially private (``what`` says why), before it is made.

@@ -100,6 +100,7 @@ from ._ledger import (
     BudgetLedger,
     EntryState,
     RequestIdTaken,
+    error_line,
     exact_epsilon,
     format_epsilon,
 )
@@ -566,19 +567,28 @@ class Party:
             )
 
     # ------------------------------------------------ a failure after a reservation (train, evaluate)
-    def _mark_failed(self, request_id: str, exc: BaseException) -> None:
-        """Mark a reservation failed after ``exc`` (its epsilon stays counted either way).
+    def _mark_failed(self, request_id: str, exc: BaseException, what: str = "") -> None:
+        """Mark a reservation failed after ``exc`` (``what`` failed, when given: said in the entry's detail with
+        the error); its epsilon stays counted either way.
 
-        While the process is stopping (``exc`` in :data:`STOPPING`), a ledger that cannot be written
-        (locked, disk full) must not replace the stop with its own error, which the handler would turn
-        into a reply: the entry then stays ``reserved``, counted all the same, and the stop goes on.
+        Best effort (:meth:`client.BudgetLedger.fail_if_possible`): a ledger that cannot be written (locked, disk
+        full) must not replace ``exc`` with its own error, a stop with a reply nor the failure being reported with
+        another; the entry then stays ``reserved``, counted all the same, and the party's log says so.
         """
+        reason = f"{what} ({error_line(exc)})" if what else type(exc).__name__
+        self.ledger.fail_if_possible(request_id, reason)
+
+    def _complete(self, request_id: str, payload: bytes | None = None) -> None:
+        """Mark a reservation released (storing ``payload``); when that write fails (a full disk), the entry is
+        marked failed if it can be (review rev-ops F6: it stayed ``reserved``, read as a request still running) and
+        the write's error is raised: nothing is released, the epsilon stays spent."""
         try:
-            self.ledger.fail(request_id, type(exc).__name__)
-        except Exception:
-            if not isinstance(exc, STOPPING):
-                raise
-            log.exception("could not mark request %s failed while stopping; it stays reserved (spent)", request_id)
+            self.ledger.complete(request_id, payload)
+        except BaseException as exc:
+            self._mark_failed(
+                request_id, exc, "the release could not be stored" if payload else "its end could not be recorded"
+            )
+            raise
 
     # ------------------------------------------------------------------ train
     def _refuse_unaffordable(self, kind: str, epsilon: float) -> None:
@@ -721,7 +731,7 @@ class Party:
             raise Refusal(
                 RefusalReason.INTERNAL_ERROR, "training failed at the party; details are in the party's log"
             ) from None
-        self.ledger.complete(req.request_id, payload)
+        self._complete(req.request_id, payload)
         self._say_if_the_round_closed(req.request_id)
         try:  # the release is stored: a ledger that cannot be read now (locked) costs the log line its figure only
             left = format_epsilon(self.ledger.remaining())
@@ -923,7 +933,7 @@ class Party:
             raise Refusal(
                 RefusalReason.INTERNAL_ERROR, "evaluation failed at the party; details are in the party's log"
             ) from None
-        self.ledger.complete(req.request_id)
+        self._complete(req.request_id)
         self._say_if_the_round_closed(req.request_id)
         return {
             "correct": int(noisy[0]),
