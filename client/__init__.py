@@ -43,6 +43,7 @@ from ._ledger import (
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
 from ._ledger_backup import LedgerBackup, backup_ledger, check_backup_target
+from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, OpenReservation, duration_text, open_reservations
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
@@ -71,6 +72,7 @@ __all__ = [
     "PARTY_ID_KEY",
     "PER_RECORD_SPEND",
     "REASONS",
+    "RESERVATION_LEFT_AFTER_SECONDS",
     "BudgetExhausted",
     "BudgetLedger",
     "BudgetState",
@@ -82,6 +84,7 @@ __all__ = [
     "LedgerOfAnotherVersion",
     "LedgerStatus",
     "LedgerTooLarge",
+    "OpenReservation",
     "Party",
     "PartyPolicy",
     "PartySetup",
@@ -91,6 +94,7 @@ __all__ = [
     "carried",
     "check_backup_target",
     "check_supernode_files",
+    "duration_text",
     "evaluation_counts",
     "exact_epsilon",
     "format_epsilon",
@@ -102,6 +106,7 @@ __all__ = [
     "micro_epsilon",
     "not_dp_headline",
     "not_dp_replies",
+    "open_reservations",
     "parse_node_config",
     "preflight_configs",
     "read_anchor",

@@ -36,7 +36,6 @@ from ._ledger import (
     COORDINATOR_RECORD,
     NOTED_KEY,
     PER_RECORD_SPEND,
-    EntryState,
     exact_epsilon,
     format_epsilon,
     not_dp_headline,
@@ -45,6 +44,7 @@ from ._ledger import (
 )
 from ._local_data import NODE_CONFIG_HINTS
 from ._noted_notes import noted_before
+from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, duration_text, open_reservations
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 from ._reply_timing import hold_problem
@@ -533,20 +533,40 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         report._add(
             "note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}", once_per=changes
         )
-    reserved = sorted(e.request_id for e in entries if e.state == EntryState.RESERVED)
-    open_entries = len(reserved)
     report._add(
         "ok",
         path,
         f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}, remaining "
         f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)} ({PER_RECORD_SPEND})",
     )
-    if open_entries:
+    _open_reservations(path, state, report)
+
+
+def _open_reservations(path: Path, state: BudgetState, report: PreflightReport) -> None:
+    """Notes on the ledger's ``reserved`` entries: those older than :data:`client._open_reservations.RESERVATION_LEFT_AFTER_SECONDS`
+    were left by a crash or a failed write (review rev-ops F6: all were called a crash), the younger ones may be
+    requests still running.  The texts hold no age, so that the ClientApp logs each note once per ledger state
+    (:mod:`client._noted_notes`); ``edprf budget`` shows the ages."""
+    found = open_reservations(state.entries)
+    old = sorted(r.entry.request_id for r in found if r.left_behind)
+    recent = sorted(r.entry.request_id for r in found if not r.left_behind)
+    hour = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
+    if old:
         report._add(
             "note",
             path,
-            f"{count_text(open_entries, 'request')} reserved and never completed (a crash): their epsilon stays spent",
-            once_per=" ".join(reserved),
+            f"{count_text(len(old), 'request')} reserved more than {hour} ago and not completed: left by a crash or "
+            "a failed write (no request holds its reservation that long; the party's log of that time says which); "
+            "their epsilon stays spent",
+            once_per=" ".join(old),
+        )
+    if recent:
+        report._add(
+            "note",
+            path,
+            f"{count_text(len(recent), 'request')} reserved less than {hour} ago and not completed: running now, or "
+            "stopped by a crash or a failed write (`edprf budget` shows how long ago); their epsilon stays spent",
+            once_per=" ".join(recent),
         )
 
 

@@ -35,7 +35,7 @@ from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
 
 if TYPE_CHECKING:
-    from client import BudgetState
+    from client import BudgetState, OpenReservation
 
 __all__ = ["OVER_CAP_STATUS", "register"]
 
@@ -123,10 +123,12 @@ def _show(args: argparse.Namespace) -> int:
         CAP_CHANGES_KEY,
         CAP_KEY,
         PER_RECORD_SPEND,
+        RESERVATION_LEFT_AFTER_SECONDS,
         format_epsilon,
         load_policy,
         not_dp_headline,
         not_dp_replies,
+        open_reservations,
         read_budget,
     )
 
@@ -156,6 +158,7 @@ def _show(args: argparse.Namespace) -> int:
     remaining, over = state.remaining, state.over_cap
     pending = _pending_cap_change(recorded, state.cap)
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
+    opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     if args.json:
         print(
             json.dumps(
@@ -180,10 +183,13 @@ def _show(args: argparse.Namespace) -> int:
                     "not_dp": not_dp_lines,
                     "total_entries": len(entries),  # the figures above count all of them
                     "shown": len(shown),  # the latest ones, with --last
+                    "reserved_left_after_seconds": RESERVATION_LEFT_AFTER_SECONDS,
+                    "reserved_left_behind": [i for i, r in opened.items() if r.left_behind],
                     "entries": [
                         {
                             **{k: _json_number(v) for k, v in e.__dict__.items() if k != "epsilon_exact"},
                             "epsilon_exact": format_epsilon(e.epsilon_exact),
+                            "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
                         }
                         for e in shown
                     ],
@@ -201,11 +207,14 @@ def _show(args: argparse.Namespace) -> int:
             f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{terminal_safe(e.state, 9):<9} {request:<{width}} {terminal_safe(e.run_id[:22], 22):<22} "
             f"{terminal_safe(e.detail, 200)}"
+            + (f" [{opened[e.request_id].age_text()}]" if e.request_id in opened else "")
         )
     if len(shown) < len(entries):
         print(
             f"(showing the latest {len(shown)} of {len(entries)} entries; the figures below count all {len(entries)})"
         )
+    for line in _open_reservation_notes(list(opened.values()), {e.request_id for e in shown}):
+        print(line)
     if state.anchor_missing:
         print(f"\nnote: {state.anchor_missing_text()}")
     if state.carried:
@@ -256,6 +265,51 @@ def _stamp_text(value: float) -> str:
         return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
     except (OverflowError, OSError, ValueError):  # before year 1 or after 9999 (or a platform's own limit)
         return f"{value:g} s"
+
+
+def _reserved_age(reservation: OpenReservation | None) -> float | None:
+    """A reserved entry's age in seconds for ``--json`` (null for any other entry, or an unusable time stamp)."""
+    return None if reservation is None or reservation.age is None else round(reservation.age, 1)
+
+
+_NAMED_RESERVATIONS = 5
+"""Request ids a note on reserved entries names (the table shows every one, with its age)."""
+
+
+def _open_reservation_notes(found: list[OpenReservation], shown: set[str]) -> list[str]:
+    """The notes on the ledger's reserved entries (every one, also those ``--last`` does not show, which are
+    counted, not named): left by a crash or a failed write when older than
+    :data:`client.RESERVATION_LEFT_AFTER_SECONDS` (review rev-ops F6), else perhaps a request still running."""
+    from client import RESERVATION_LEFT_AFTER_SECONDS, duration_text
+    from edprf_core.count_text import count_text
+
+    limit = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
+    old = [r.entry.request_id for r in found if r.left_behind]
+    recent = [r.entry.request_id for r in found if not r.left_behind]
+    lines = []
+    if old:
+        lines.append(
+            f"\nnote: {count_text(len(old), 'entry', 'entries')} reserved more than {limit} ago and not completed "
+            f"({_ids(old, shown)}): no request holds its reservation that long: left by a crash or a failed write (the "
+            "party's log of that time says which); the epsilon stays spent, as every entry's"
+        )
+    if recent:
+        lines.append(
+            f"\nnote: {count_text(len(recent), 'entry', 'entries')} reserved less than {limit} ago and not completed "
+            f"({_ids(recent, shown)}): a request running now, or one stopped by a crash or a failed write (said as left "
+            f"behind after {limit}); the epsilon stays spent either way"
+        )
+    return lines
+
+
+def _ids(request_ids: list[str], shown: set[str]) -> str:
+    """Up to :data:`_NAMED_RESERVATIONS` of the request ids the table shows, made safe for a terminal, and how many
+    more (those past ``--last`` among them)."""
+    named = [_request_cell(i) for i in request_ids if i in shown][:_NAMED_RESERVATIONS]
+    more = len(request_ids) - len(named)
+    if not named:
+        return f"{more} not shown: `edprf budget` without --last lists them"
+    return ", ".join(named) + (f" and {more} more" if more else "")
 
 
 def _json_number(value: object) -> object:

@@ -1,15 +1,19 @@
-"""A failure the party catches after its reservation marks the entry ``failed`` (failure-injection review rev-ops F6).
+"""A failure the party catches after its reservation marks the entry ``failed``; what stays ``reserved`` says its age
+(failure-injection review rev-ops F6).
 
 The release's write (``complete``) or the anchor's write after the reservation failed, and the entry stayed
 ``reserved``: ``edprf budget`` showed it like a request still training and ``edprf party check`` called it a crash.
 Now the entry is marked ``failed`` with the reason when that mark can be written, and the first error is the one
 raised (a mark that fails too is logged, the entry left ``reserved``).  The epsilon stays spent either way: every
-entry counts (privacy invariant 4).
+entry counts (privacy invariant 4).  ``edprf budget`` shows a reserved entry's age, and an entry older than
+:data:`client.RESERVATION_LEFT_AFTER_SECONDS` is said to be left by a crash or a failed write, as the party check
+says it.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import sqlite3
 import sys
@@ -21,11 +25,16 @@ import pytest
 import client._ledger as ledger_module
 import client._party as party_module
 from client import (
+    RESERVATION_LEFT_AFTER_SECONDS,
     BudgetLedger,
+    duration_text,
     handle_evaluate,
     handle_train,
+    parse_node_config,
+    preflight_configs,
     read_budget,
 )
+from edprf_fl.cli._main import main
 
 from ._small_disk import small_disk_at
 from .test_party_hardening import _context, _evaluate_msg, _model, _train_msg, _write_party
@@ -137,10 +146,11 @@ def test_an_evaluation_whose_end_cannot_be_recorded_is_marked_failed(party_files
 
 @pytest.mark.skipif(sys.platform != "linux", reason="tmpfs as on Linux")
 def test_a_release_whose_write_meets_a_full_disk_keeps_its_error_and_says_the_entry_stays_reserved(
-    party_files, tmp_path, monkeypatch, caplog
+    party_files, tmp_path, monkeypatch, caplog, capsys
 ):
     """A real full disk: the disk fills while the party trains, so ``complete`` fails (SQLite's own error), and the
-    mark fails too on that disk: logged, the entry left reserved, the reply the constant ``internal_error``."""
+    mark fails too on that disk: logged, the entry left reserved, the reply the constant ``internal_error``.  Once
+    space is freed, ``edprf budget`` shows the entry with its age."""
     made, schema = party_files
     with small_disk_at(tmp_path / "small", "2m") as disk:
         setup = type(made)(made.data_path, made.schema_path, made.policy_path, disk / "ledger.sqlite")
@@ -166,3 +176,106 @@ def test_a_release_whose_write_meets_a_full_disk_keeps_its_error_and_says_the_en
         (disk / "filler").unlink()
         assert [e[:2] for e in _entries(setup.ledger_path)] == [("run1/1/train", "reserved")]
         assert read_budget(setup.ledger_path, 2.0).spent == 1
+        capsys.readouterr()
+        assert main(["budget", str(setup.ledger_path), "--cap", "2"]) == 0
+        out = capsys.readouterr().out
+        assert "[reserved 0 s ago]" in out or "[reserved 1 s ago]" in out
+        assert "reserved less than 1 h ago and not completed (run1/1/train): a request running now" in out
+
+
+# ---------------------------------------------------------------- what stays reserved: its age
+
+
+def _age(path: Path, request_id: str, seconds: float) -> None:
+    """Move ``request_id``'s reservation ``seconds`` into the past (as if it were made then)."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute(
+            "UPDATE spends SET created_at = created_at - ?, updated_at = updated_at - ? WHERE request_id = ?",
+            (seconds, seconds, request_id),
+        )
+        db.commit()
+    finally:
+        db.close()
+
+
+def _ledger_with_open_reservations(path: Path) -> None:
+    ledger = BudgetLedger(path, cap=5.0, party_id="hospital-a")
+    ledger.reserve("run0/train", "release", 0.5, run_id="run0", detail="20 trees")
+    ledger.complete("run0/train", b"released")
+    ledger.reserve("old/train", "release", 0.5, run_id="old", detail="20 trees")
+    ledger.reserve("new/train", "release", 0.5, run_id="new", detail="20 trees")
+    _age(path, "old/train", 2 * 3600 + 300)
+
+
+def test_budget_shows_a_reserved_entry_s_age_and_says_an_old_one_was_left_behind(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    _ledger_with_open_reservations(path)
+    assert main(["budget", str(path), "--cap", "5"]) == 0
+    out = capsys.readouterr().out
+    [old_row] = [line for line in out.splitlines() if " old/train " in line]
+    [new_row] = [line for line in out.splitlines() if " new/train " in line]
+    [released_row] = [line for line in out.splitlines() if " run0/train " in line]
+    assert old_row.endswith("20 trees [reserved 2 h 5 min ago]")
+    assert new_row.endswith(("20 trees [reserved 0 s ago]", "20 trees [reserved 1 s ago]"))
+    assert released_row.endswith("20 trees")
+    assert (
+        "note: 1 entry reserved more than 1 h ago and not completed (old/train): no request holds its reservation "
+        "that long: left by a crash or a failed write" in out
+    )
+    assert "note: 1 entry reserved less than 1 h ago and not completed (new/train): a request running now" in out
+    assert "spent 1.5 of the lifetime cap 5" in out  # every entry counts, whatever its age
+    assert main(["budget", str(path), "--cap", "5", "--last", "1"]) == 0  # old/train not shown: counted, not named
+    out = capsys.readouterr().out
+    assert "note: 1 entry reserved more than 1 h ago and not completed (1 not shown: `edprf budget` without" in out
+    assert "old/train" not in out
+
+    assert main(["budget", str(path), "--cap", "5", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["reserved_left_after_seconds"] == RESERVATION_LEFT_AFTER_SECONDS == 3600
+    assert data["reserved_left_behind"] == ["old/train"]
+    ages = {e["request_id"]: e["reserved_seconds_ago"] for e in data["entries"]}
+    assert ages["run0/train"] is None and ages["old/train"] >= 7500 and 0 <= ages["new/train"] < 60
+
+
+def test_the_party_check_says_an_old_reservation_was_left_by_a_crash_or_a_failed_write(tmp_path):
+    from ._neighbours import make_party
+
+    made = make_party(tmp_path / "party", b"x\n", party_id="hospital-a")
+    _ledger_with_open_reservations(made.ledger_path)
+    node_config = (
+        f"data-path='{made.data_path}' schema-path='{made.schema_path}' policy-path='{made.policy_path}' "
+        f"ledger-path='{made.ledger_path}'"
+    )
+    notes = [f.text for f in preflight_configs(parse_node_config(node_config), {}, check_rows=False).findings]
+    assert (
+        "1 request reserved more than 1 h ago and not completed: left by a crash or a failed write (no request "
+        "holds its reservation that long; the party's log of that time says which); their epsilon stays spent"
+    ) in notes
+    assert (
+        "1 request reserved less than 1 h ago and not completed: running now, or stopped by a crash or a failed "
+        "write (`edprf budget` shows how long ago); their epsilon stays spent"
+    ) in notes
+    assert not any("(a crash)" in text for text in notes)
+
+
+def test_durations_are_said_in_their_two_largest_units():
+    assert [duration_text(s) for s in (0, 12, 200, 3600, 7500, 4 * 86400 + 3 * 3600 + 5)] == [
+        "0 s",
+        "12 s",
+        "3 min 20 s",
+        "1 h",
+        "2 h 5 min",
+        "4 d 3 h",
+    ]
+    assert duration_text(RESERVATION_LEFT_AFTER_SECONDS) == "1 h"
+
+
+def test_a_reservation_with_a_time_stamp_in_the_future_has_no_age(tmp_path, capsys):
+    """A clock set back after the reservation: no negative age, never called left behind."""
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=5.0).reserve("r/train", "release", 0.5)
+    _age(path, "r/train", -86400)
+    assert main(["budget", str(path), "--cap", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "[reserved at an unreadable or future time]" in out and "more than 1 h ago" not in out

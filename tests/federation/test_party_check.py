@@ -146,7 +146,7 @@ def test_an_exhausted_ledger_and_a_missing_key_are_reported(party, capsys):
     assert code == 1
     [problem] = _problems(lines)
     assert problem.startswith(f"problem: {paths['ledger-path']}: remaining epsilon 0.005 is below min-epsilon 0.01")
-    assert any("1 request reserved and never completed" in line for line in lines)
+    assert any("1 request reserved less than 1 h ago and not completed: running now" in line for line in lines)
     assert any(line.startswith("note: node config: no signing-key") for line in lines)
     assert paths["ledger-path"].read_bytes() == before  # read-only
 
@@ -237,7 +237,7 @@ def test_the_clientapp_logs_a_ledger_trail_s_note_at_warning_once_per_ledger_sta
         return {
             ("cap" if "cap was changed" in r.getMessage() else "crash"): r.levelno
             for r in notes
-            if "cap was changed" in r.getMessage() or "never completed" in r.getMessage()
+            if "cap was changed" in r.getMessage() or "not completed" in r.getMessage()
         }
 
     assert lifespan_notes() == {"cap": logging.WARNING, "crash": logging.WARNING}
@@ -250,7 +250,7 @@ def test_the_clientapp_logs_a_ledger_trail_s_note_at_warning_once_per_ledger_sta
     Ledger(ledger, cap=3.0)  # another change of the cap
     assert lifespan_notes() == {"cap": logging.WARNING, "crash": logging.DEBUG}
     code, lines = _check(paths, capsys)  # the operator's check shows both, every time
-    assert code == 0 and sum(("cap was changed" in line or "never completed" in line) for line in lines) == 2
+    assert code == 0 and sum(("cap was changed" in line or "not completed" in line) for line in lines) == 2
     spent = [line for line in lines if "spent 1 (" in line or "spent 1," in line]  # the ledger line: per record
     assert spent and "epsilon per record (data row): a person with k rows has faced up to k times" in spent[0]
     entries = read_ledger_readonly(ledger)
