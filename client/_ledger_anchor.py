@@ -55,6 +55,7 @@ __all__ = [
     "carried",
     "carried_before",
     "read_anchor",
+    "recent_temp_files",
     "remove_stale_temp_files",
     "write_anchor",
 ]
@@ -216,36 +217,44 @@ def remove_stale_temp_files(path: Path, suffixes: Sequence[str] = (), older_than
     of a write in progress is removed.  A caller without such a lock gives ``older_than`` instead.  A file that
     cannot be removed is left (it holds nothing the party reads).
     """
+    removed = []
+    now = time.time()
+    for temp, modified in _own_temp_files(path, suffixes):
+        if older_than <= 0 or now - modified > older_than:
+            try:
+                temp.unlink()
+            except OSError:
+                continue
+            removed.append(temp)
+    return removed
+
+
+def recent_temp_files(path: Path, suffixes: Sequence[str], within: float) -> list[Path]:
+    """The temporary files of ``path`` that :func:`remove_stale_temp_files` with ``older_than=within`` leaves: those
+    touched in the last ``within`` seconds (a write of ``path`` in progress, or one stopped since), named, not
+    removed."""
+    now = time.time()
+    return [temp for temp, modified in _own_temp_files(path, suffixes) if now - modified <= within]
+
+
+def _own_temp_files(path: Path, suffixes: Sequence[str]) -> list[tuple[Path, float]]:
+    """The temporary files of an atomic write of ``path`` (see :func:`remove_stale_temp_files`) that are regular
+    files owned by this user, by name, each with its modification time."""
     tail = "(" + "|".join(map(re.escape, suffixes)) + ")?" if suffixes else ""
     pattern = re.compile(re.escape(f".{path.name}.") + _TEMP_NAME + tail)
-    removed = []
     try:
         names = os.listdir(path.parent)
     except OSError:
-        return removed
-    now = time.time()
+        return []
+    found = []
     for name in sorted(names):
         if not pattern.fullmatch(name):
             continue
         temp = path.parent / name
         try:
             st = temp.lstat()
-            old_enough = older_than <= 0 or now - st.st_mtime > older_than
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and old_enough:
-                temp.unlink()
-                removed.append(temp)
         except OSError:
             continue
-    return removed
-    for name in names:
-        if not pattern.fullmatch(name):
-            continue
-        temp = path.parent / name
-        try:
-            st = temp.lstat()
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
-                temp.unlink()
-                removed.append(temp)
-        except OSError:
-            continue
-    return removed
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            found.append((temp, st.st_mtime))
+    return found

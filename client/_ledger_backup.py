@@ -31,7 +31,8 @@ from protocol import OWNER_ONLY_FILE, fsync_directory
 
 from ._disk_space import low_disk_text
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
-from ._ledger_anchor import anchor_path, remove_stale_temp_files
+from ._ledger_anchor import anchor_path, recent_temp_files, remove_stale_temp_files
+from ._open_reservations import duration_text
 
 __all__ = ["LedgerBackup", "backup_ledger", "check_backup_target"]
 
@@ -57,8 +58,35 @@ class LedgerBackup:
     entries: int | None
     spent: Fraction | None
     removed: tuple[Path, ...] = ()
-    """Partial copies an earlier backup to the same target left when it was killed, older than
-    :data:`_STALE_COPY_SECONDS` (:func:`client._ledger_anchor.remove_stale_temp_files`), removed before this one."""
+    """Partial copies an earlier backup to the same target left when it was killed, and their SQLite sidecars, older
+    than :data:`_STALE_COPY_SECONDS` (:func:`client._ledger_anchor.remove_stale_temp_files`), removed before this
+    one."""
+    left: tuple[Path, ...] = ()
+    """Such files younger than :data:`_STALE_COPY_SECONDS`, left where they are: another backup to the same target
+    may be writing them (review rev-ops2 N9)."""
+
+    def leftover_lines(self) -> list[str]:
+        """One line per file of :attr:`removed` and :attr:`left`: what it is (a partial copy, which held the whole
+        ledger, or the sidecar of one) and what was done with it."""
+        lines = [
+            f"removed {p}: the sidecar of a partial copy left by a backup that was stopped"
+            if _sidecar(p)
+            else f"removed {p}: a partial copy left by a backup that was stopped (it held the whole ledger)"
+            for p in self.removed
+        ]
+        young = duration_text(_STALE_COPY_SECONDS)
+        lines += [
+            f"left {p}: {'the sidecar of a partial copy' if _sidecar(p) else 'a partial copy'} written less than "
+            f"{young} ago: another backup to this target may be running; if none is, remove it"
+            + ("" if _sidecar(p) else " (it holds the ledger's records)")
+            for p in self.left
+        ]
+        return lines
+
+
+def _sidecar(path: Path) -> bool:
+    """Whether a backup's leftover is the SQLite sidecar of a partial copy (``-journal``, ``-wal``, ``-shm``)."""
+    return path.name.endswith(_SIDECARS)
 
 
 _STALE_COPY_SECONDS = 600.0
@@ -99,6 +127,7 @@ def backup_ledger(
     source, target = Path(ledger), Path(target)
     check_backup_target(source, target)
     removed = tuple(remove_stale_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))
+    left = tuple(recent_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))  # before this backup makes its own
     try:  # owner-only from its creation (mkstemp), in the target's directory: the rename below stays atomic
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except FileNotFoundError:  # named by the target, not by the temporary file's made-up name
@@ -138,8 +167,8 @@ def backup_ledger(
     try:
         entries = read_ledger_readonly(target, max_bytes=max_bytes, max_seconds=max_seconds)
     except LedgerOfAnotherVersion:
-        return LedgerBackup(target, None, None, removed)
-    return LedgerBackup(target, len(entries), total_spent(entries), removed)
+        return LedgerBackup(target, None, None, removed, left)
+    return LedgerBackup(target, len(entries), total_spent(entries), removed, left)
 
 
 _BACKUP_PAGES = -1

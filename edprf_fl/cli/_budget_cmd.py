@@ -375,8 +375,8 @@ def _write_backup(args: argparse.Namespace) -> int:
         if copy.entries is None
         else f"{count_text(copy.entries, 'entry', 'entries')}, {format_epsilon(copy.spent)} spent"
     )
-    for leftover in copy.removed:
-        print(f"removed {leftover}: a partial copy left by a backup that was stopped (it held the whole ledger)")
+    for line in copy.leftover_lines():
+        print(terminal_safe(line, 600))
     print(f"wrote {args.backup_to}: a consistent copy of {ledger} ({held}; owner-only)")
     print(
         f"its anchor {anchor_path(ledger).name} is not in the copy and must not be backed up with it: to restore, put "

@@ -136,3 +136,36 @@ def test_a_partial_copy_left_by_a_stopped_backup_is_removed_by_the_next_and_said
         f"removed {stale}: a partial copy left by a backup that was stopped (it held the whole ledger)"
     )
     assert sorted(p.name for p in backups.iterdir()) == sorted([fresh.name, other.name, "ledger.sqlite"])
+
+
+def test_a_stopped_backup_s_sidecar_is_said_as_such_and_a_young_partial_copy_is_named_not_removed(tmp_path, capsys):
+    """Review rev-ops2 N9 (d): a removed ``-journal`` sidecar was said to have held the whole ledger, and a partial
+    copy younger than 10 minutes (another backup may be writing it) was left without a word."""
+    import os
+    import time
+
+    ledger = tmp_path / "party" / "ledger.sqlite"
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    BudgetLedger(ledger, cap=2.0).reserve("r1/train", "release", 0.5)
+    old = time.time() - 3600
+    stale, sidecar = backups / ".ledger.sqlite.k3j9x0ab.tmp", backups / ".ledger.sqlite.k3j9x0ab.tmp-journal"
+    for leftover in (stale, sidecar):
+        leftover.write_bytes(b"left by a kill")
+        os.utime(leftover, (old, old))
+    fresh, fresh_sidecar = backups / ".ledger.sqlite.q8w7e6r5.tmp", backups / ".ledger.sqlite.q8w7e6r5.tmp-journal"
+    fresh.write_bytes(b"being written")
+    fresh_sidecar.write_bytes(b"being written")
+    assert main(["budget", str(ledger), "--backup-to", str(backups / "ledger.sqlite")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"removed {stale}: a partial copy left by a backup that was stopped (it held the whole ledger)" in lines
+    assert f"removed {sidecar}: the sidecar of a partial copy left by a backup that was stopped" in lines
+    assert (
+        f"left {fresh}: a partial copy written less than 10 min ago: another backup to this target may be running; "
+        "if none is, remove it (it holds the ledger's records)"
+    ) in lines
+    assert (
+        f"left {fresh_sidecar}: the sidecar of a partial copy written less than 10 min ago: another backup to this "
+        "target may be running; if none is, remove it"
+    ) in lines
+    assert sorted(p.name for p in backups.iterdir()) == sorted([fresh.name, fresh_sidecar.name, "ledger.sqlite"])
