@@ -47,14 +47,17 @@ def _free_bytes(ledger: str | Path) -> int | None:
 
 def low_disk_text(ledger: str | Path) -> str | None:
     """Why a ledger on a nearly full disk (less than :data:`LOW_DISK_BYTES` free) could not be opened or read, with
-    what to do; None when its disk is not nearly full, or its free space cannot be read."""
+    what to do: free space and read it again, and restore it only if it still fails (a damaged ledger on a full disk
+    reads as one only then: review rev-ops2 N9); None when its disk is not nearly full, or its free space cannot be
+    read.  For a failure SQLite reported: a refusal before any write says the free space its own way
+    (:func:`ledger_room_problem`)."""
     free = _free_bytes(ledger)
     if free is None or free >= LOW_DISK_BYTES:
         return None
     return (
         f"the disk holding {Path(ledger).parent} has {free:,} bytes free (SQLite says 'disk I/O error' or 'database "
-        "or disk is full' when it cannot grow its files there): free space on that disk; the ledger itself is likely "
-        "intact, and reads again once there is room (do not restore it from a backup for this)"
+        "or disk is full' when it cannot grow its files there): free space on that disk, then run `edprf budget` "
+        "again; the ledger itself is likely intact: restore it from a backup only if it still fails then"
     )
 
 

@@ -57,11 +57,14 @@ def test_a_ledger_on_a_full_disk_is_said_as_a_full_disk_never_as_one_to_restore(
     said = str(opening.value)
     assert said.startswith(f"ledger {ledger_path} cannot be opened for writing: ")
     assert f"the disk holding {small_disk} has " in said and "bytes free" in said
-    assert "do not restore it from a backup for this" in said
+    assert "free space on that disk, then run `edprf budget` again" in said  # review rev-ops2 N9 (b)
+    assert "restore it from a backup only if it still fails then" in said
 
     state = read_budget(ledger_path, 100.0, party_id="harness")
     assert state.disk_full and "bytes free" in state.ledger_error
-    with pytest.raises(ValueError, match="bytes free .*do not restore it from a backup for this"):  # rev-ops2 N7
+    with pytest.raises(
+        ValueError, match="bytes free .*restore it from a backup only if it still fails then"
+    ):  # rev-ops2 N7
         backup_ledger(ledger_path, tmp_path / "backup.sqlite")
 
     node_config = (
@@ -70,7 +73,7 @@ def test_a_ledger_on_a_full_disk_is_said_as_a_full_disk_never_as_one_to_restore(
     )
     report = preflight_configs(parse_node_config(node_config), {}, check_rows=False)
     ledger_lines = [f.line() for f in report.problems if str(ledger_path) in f.line()]
-    assert ledger_lines and all("restore" not in line or "do not restore" in line for line in ledger_lines)
+    assert ledger_lines and all("restore" not in line or "only if it still fails" in line for line in ledger_lines)
 
     (small_disk / "filler").unlink()  # room again: the same ledger reads, intact
     state = read_budget(ledger_path, 100.0, party_id="harness")
@@ -131,6 +134,7 @@ def test_a_party_on_a_full_ledger_disk_refuses_before_it_reserves(tmp_path, smal
         assert (refused.value.reason, str(refused.value)) == (RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT)
     assert f"nothing reserved: the disk holding {small_disk} has " in caplog.text
     assert "less than this request may write" in caplog.text
+    assert "SQLite" not in caplog.text  # nothing failed yet: not the read-failure text (review rev-ops2 N9 (a))
     assert BudgetLedger(setup.ledger_path, 100.0).entries() == []
 
 
