@@ -125,8 +125,9 @@ def test_a_full_ledger_is_said_as_a_full_disk_in_the_partys_log(tmp_path):
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 1 MB tmpfs (root only): room for the parties' workspace, not for the worst-case model of three."""
-    with small_disk_at(tmp_path / "small", "1000k") as mount:
+    """A 448 KiB tmpfs (root only): room for the parties' workspace (about 210 kB), not for the worst-case model and
+    report of three (about 540 kB: a release of one binary tree of depth 12 takes at most 122,846 bytes)."""
+    with small_disk_at(tmp_path / "small", "448k") as mount:
         yield mount
 
 
