@@ -166,8 +166,9 @@ class CoordinatorConfig:
         Level of the one-sided test that flags a party whose trees carry much less than the others'.
     max_release_bytes : int >= 1, default 64 MiB
         Largest release the coordinator decodes, checked before parsing; a release above the largest an honest
-        party can send for the run's request (``protocol.largest_release_bytes``: its trees, depth, grid and
-        classes) is refused before parsing too.
+        party can send for the run's request (``protocol.largest_release_bytes``: its trees, depth, split mode,
+        grids, classes and leaf output, every count at the wire's widest) is refused before parsing too.  The
+        smaller of the two is what the output directory's free-space check counts per party.
     marginals_share : "auto" or a number in [0, 1), default "auto"
         Share of its rows every party gives to the marginals part (one-way class histograms, summed across
         parties and mixed with the trees' probabilities); the trees get the others.  ``"auto"``: the public
