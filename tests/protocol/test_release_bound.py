@@ -16,6 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from edprf_core import DPForest, EDPRFClassifier, Schema, example_schema, load_embedded
 from edprf_core.forest import MAX_LEAF_COUNT
@@ -31,6 +33,8 @@ from protocol import (
 from protocol import release_pb2 as pb
 from protocol.messages import TrainRequest
 from tests.protocol._largest_trees import largest_forest
+from tests.protocol.forest_strategies import random_forests
+from tests.protocol.fuzz_settings import bounded
 from tests.synthetic import make_data, make_schema
 
 WIDE_ID = "\U0001d518" * 256  # the longest id of the widest printable characters (4 bytes each in UTF-8)
@@ -235,3 +239,30 @@ def test_a_requests_bound_is_the_bound_of_its_parameters(leaf):
     if leaf == "label":  # no counts: 2 classes of 5 bytes less at each leaf, 12 * 12 * 8 * 8 * 5 (the widest codes)
         counts = largest_release_bytes(schema, n_trees=3, max_depth=5, split_mode="multiway", n_bins=8)
         assert counts - expected == 3 * (12 * 12 * 8 * 8 * 5) * 2 * 5
+
+
+@bounded(100, 2000)
+@given(forest=random_forests(), counts=st.booleans())
+def test_every_valid_forest_on_a_small_grid_is_within_the_bound(forest, counts):
+    """Random valid trees (every split candidate, leaves at any depth in research forests) on grids of 1-5
+    features and 2-6 codes, where the grid, not the depth, limits the trees: their values stay within the bound
+    less its fixed part, the release within the bound."""
+    _, params, n_trees = forest.parts[0]
+    if counts:  # the same trees with every count of every leaf at 2**31 - 1
+        trees = forest.trees
+        table = np.where((trees.feature < 0)[:, None], MAX_LEAF_COUNT, -1) * np.ones(
+            (1, forest.schema.n_classes), dtype=np.int64
+        )
+        part = ("local", replace(params, leaf="counts"), n_trees)
+        forest = replace(forest, trees=replace(trees, leaf_counts=table), parts=(part,), _routing={})
+    payload = encode_release(forest, LONGEST_PARTY, run_id=WIDE_ID, request_id=WIDE_ID, allow_non_dp=not params.dp)
+    bound = largest_release_bytes(
+        forest.schema,
+        n_trees=n_trees,
+        max_depth=params.max_depth,
+        split_mode=params.split_mode,
+        n_bins=params.n_bins,
+        leaf="counts" if counts else "label",
+    )
+    assert _value_bytes(payload) <= bound - FIXED_RELEASE_BYTES
+    assert len(payload) <= bound
