@@ -150,6 +150,8 @@ FILES = {
 }
 
 
+# privacy gate: a row's cells are read alone, whatever block it falls in (mutation campaign 4, M03)
+@pytest.mark.privacy
 @pytest.mark.parametrize("kind", list(FILES))
 @pytest.mark.parametrize("block_bytes", [1, 97, 1 << 22])
 @pytest.mark.parametrize("pending_rows", [1, 1 << 16])

@@ -9,6 +9,7 @@ refused before the training round writes to a small tmpfs, mounted when the test
 from __future__ import annotations
 
 import errno
+import json
 import resource
 import signal
 import sqlite3
@@ -145,6 +146,10 @@ def test_a_run_whose_model_may_not_fit_is_refused_before_any_party_spends(tmp_pa
     assert (out / "workspace").is_dir()
     ledgers = sorted((out / "workspace").glob("party-*/ledger.sqlite"))
     assert all(_spent(ledger) == [] for ledger in ledgers)  # asked nothing, spent nothing (or not even opened)
+    # no round ran (the parties' own room check refuses on this disk too: their empty ledgers alone cannot tell a
+    # check made before the requests from one made after them; mutation campaign 4, M26)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["parties"] == [] and not {"readiness_round_s", "train_round_s"} & set(report["timings"])
 
 
 def test_a_report_that_cannot_be_written_fails_the_run_with_what_the_parties_spent(tmp_path):

@@ -37,6 +37,8 @@ def test_dp_replies_leave_no_not_dp_line(tmp_path, capsys):
     assert json.loads(_budget(setup, capsys, "--json"))["not_dp_replies"] == 0
 
 
+# privacy gate (invariant 6): a seeded release is said not DP (mutation campaign 4, M14)
+@pytest.mark.privacy
 def test_seeded_and_exact_replies_are_kept_and_shown_as_not_dp(tmp_path, capsys):
     setup, schema = _write_party(tmp_path, allow_seeded_randomness=True, allow_exact_metrics=True)
     party = Party(setup)
@@ -100,6 +102,8 @@ def test_a_ledger_whose_count_is_unreadable_still_takes_lines(tmp_path):
     assert not_dp_replies(read_meta_readonly(ledger.path, (NOT_DP_KEY, NOT_DP_COUNT_KEY)))[0] == 2
 
 
+# privacy gate (invariant 6, M14)
+@pytest.mark.privacy
 def test_no_non_dp_reply_leaves_without_its_line(tmp_path, monkeypatch):
     """A trail that cannot be written is a failed request: the party answers internal_error, sends nothing."""
     setup, schema = _write_party(
@@ -125,6 +129,8 @@ def test_no_non_dp_reply_leaves_without_its_line(tmp_path, monkeypatch):
     assert party.train(_train_request(schema, request_id="run3/1/train", run_id="run3"))  # DP: no trail needed
 
 
+# privacy gate (invariant 6): a drafted schema's release is said not DP (M15)
+@pytest.mark.privacy
 def test_a_release_on_a_drafted_schema_leaves_a_line(tmp_path):
     from dataclasses import replace
 

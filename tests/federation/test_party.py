@@ -178,6 +178,8 @@ def test_a_request_another_process_of_the_party_started_is_not_served_twice(part
         ({"relation": "replace-one"}, "policy_relation"),
     ],
 )
+# privacy gate (invariants 4, 5): a seed the policy forbids is refused (mutation campaign 4, M13)
+@pytest.mark.privacy
 def test_out_of_policy_requests_are_refused_before_spending(party_files, kw, reason):
     setup, schema = party_files
     party = Party(setup)
@@ -202,6 +204,8 @@ def test_non_conforming_rows_are_dropped_locally_and_never_reported(party_files,
     assert [e.state for e in party.ledger.entries()] == ["released"]
 
 
+# privacy gate (invariant 1): refusing would tell that no record conforms (mutation campaign 4, M08)
+@pytest.mark.privacy
 def test_a_party_without_a_usable_row_still_releases(party_files, caplog):
     """Refusing would reveal that the party holds no conforming record; it trains on none."""
     setup, schema = party_files

@@ -370,6 +370,8 @@ def test_a_seeded_evaluation_needs_the_policy_and_uses_the_research_sampler(tmp_
     assert a["sampler"] == "numpy" and (a["correct"], a["total"]) == (b["correct"], b["total"])
 
 
+# privacy gate (invariant 5, mutation campaign 4, M13)
+@pytest.mark.privacy
 def test_a_seeded_evaluation_is_refused_without_the_policy(party_files):
     setup, schema = party_files
     party = Party(setup)
@@ -384,6 +386,8 @@ def test_evaluate_request_records_without_a_seed_still_read():
     assert EvaluateRequest.from_record(record).seed == -1
 
 
+# privacy gate: labels by the schema's classes, not the data's order, or a count's sensitivity is unbounded (M09)
+@pytest.mark.privacy
 def test_evaluation_counts_compare_encoded_labels_with_predicted_class_indices(party_files):
     setup, schema = party_files
     party = Party(setup)
