@@ -337,6 +337,8 @@ def _arrow_text(chunks: list[pa.Array]) -> pd.Series:
     return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks)), dtype=pd.StringDtype("pyarrow", np.nan))
 
 
+# privacy gate: both numbering routes give every row the same category (mutation campaign 4, M01)
+@pytest.mark.privacy
 @pytest.mark.parametrize("large", [False, True], ids=["string", "large_string"])
 @pytest.mark.parametrize(
     ("cells", "by_table"),
@@ -345,6 +347,7 @@ def _arrow_text(chunks: list[pa.Array]) -> pd.Series:
         (["1", "0", "", "1"], False),  # an empty cell
         (["1", None, "0"], False),  # a missing cell
         (["1", "10", "0"], False),  # another length
+        (["1", "", "10"], False),  # an empty cell and a long one whose lengths sum to the count (mutation M01)
         (["1", "\u00e9", "0"], False),  # one character, two bytes
         ([], True),
     ],
