@@ -43,7 +43,13 @@ from ._ledger import (
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
 from ._ledger_backup import LedgerBackup, backup_ledger, check_backup_target
-from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, OpenReservation, duration_text, open_reservations
+from ._open_reservations import (
+    RESERVATION_LEFT_AFTER_SECONDS,
+    OpenReservation,
+    duration_text,
+    left_behind_and_recent,
+    open_reservations,
+)
 from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
@@ -102,6 +108,7 @@ __all__ = [
     "handle_query",
     "handle_train",
     "held_out_rows",
+    "left_behind_and_recent",
     "load_policy",
     "micro_epsilon",
     "not_dp_headline",

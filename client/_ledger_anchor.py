@@ -55,8 +55,8 @@ __all__ = [
     "carried",
     "carried_before",
     "read_anchor",
-    "recent_temp_files",
     "remove_stale_temp_files",
+    "sweep_temp_files",
     "write_anchor",
 ]
 
@@ -217,24 +217,25 @@ def remove_stale_temp_files(path: Path, suffixes: Sequence[str] = (), older_than
     of a write in progress is removed.  A caller without such a lock gives ``older_than`` instead.  A file that
     cannot be removed is left (it holds nothing the party reads).
     """
-    removed = []
+    return sweep_temp_files(path, suffixes, older_than)[0]
+
+
+def sweep_temp_files(path: Path, suffixes: Sequence[str], older_than: float) -> tuple[list[Path], list[Path]]:
+    """:func:`remove_stale_temp_files`, and the temporary files it left for being touched in the last
+    ``older_than`` seconds (a write of ``path`` in progress, or one stopped since: named, not removed), from one
+    listing of the directory: ``(removed, recent)``."""
+    removed, recent = [], []
     now = time.time()
     for temp, modified in _own_temp_files(path, suffixes):
-        if older_than <= 0 or now - modified > older_than:
-            try:
-                temp.unlink()
-            except OSError:
-                continue
-            removed.append(temp)
-    return removed
-
-
-def recent_temp_files(path: Path, suffixes: Sequence[str], within: float) -> list[Path]:
-    """The temporary files of ``path`` that :func:`remove_stale_temp_files` with ``older_than=within`` leaves: those
-    touched in the last ``within`` seconds (a write of ``path`` in progress, or one stopped since), named, not
-    removed."""
-    now = time.time()
-    return [temp for temp, modified in _own_temp_files(path, suffixes) if now - modified <= within]
+        if older_than > 0 and now - modified <= older_than:
+            recent.append(temp)
+            continue
+        try:
+            temp.unlink()
+        except OSError:
+            continue
+        removed.append(temp)
+    return removed, recent
 
 
 def _own_temp_files(path: Path, suffixes: Sequence[str]) -> list[tuple[Path, float]]:

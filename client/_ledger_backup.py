@@ -31,7 +31,7 @@ from protocol import OWNER_ONLY_FILE, fsync_directory
 
 from ._disk_space import low_disk_text
 from ._ledger import READ_SECONDS, LedgerOfAnotherVersion, _read_ledger_file, read_ledger_readonly, total_spent
-from ._ledger_anchor import anchor_path, recent_temp_files, remove_stale_temp_files
+from ._ledger_anchor import anchor_path, sweep_temp_files
 from ._open_reservations import duration_text
 
 __all__ = ["LedgerBackup", "backup_ledger", "check_backup_target"]
@@ -59,7 +59,7 @@ class LedgerBackup:
     spent: Fraction | None
     removed: tuple[Path, ...] = ()
     """Partial copies an earlier backup to the same target left when it was killed, and their SQLite sidecars, older
-    than :data:`_STALE_COPY_SECONDS` (:func:`client._ledger_anchor.remove_stale_temp_files`), removed before this
+    than :data:`_STALE_COPY_SECONDS` (:func:`client._ledger_anchor.sweep_temp_files`), removed before this
     one."""
     left: tuple[Path, ...] = ()
     """Such files younger than :data:`_STALE_COPY_SECONDS`, left where they are: another backup to the same target
@@ -126,8 +126,8 @@ def backup_ledger(
     """
     source, target = Path(ledger), Path(target)
     check_backup_target(source, target)
-    removed = tuple(remove_stale_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))
-    left = tuple(recent_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))  # before this backup makes its own
+    # before this backup makes its own: older ones removed, younger ones (perhaps another backup's) named
+    removed, left = map(tuple, sweep_temp_files(target, _SIDECARS, _STALE_COPY_SECONDS))
     try:  # owner-only from its creation (mkstemp), in the target's directory: the rename below stays atomic
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except FileNotFoundError:  # named by the target, not by the temporary file's made-up name

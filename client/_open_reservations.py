@@ -21,7 +21,13 @@ from dataclasses import dataclass
 
 from ._ledger import EntryState, LedgerEntry
 
-__all__ = ["RESERVATION_LEFT_AFTER_SECONDS", "OpenReservation", "duration_text", "open_reservations"]
+__all__ = [
+    "RESERVATION_LEFT_AFTER_SECONDS",
+    "OpenReservation",
+    "duration_text",
+    "left_behind_and_recent",
+    "open_reservations",
+]
 
 RESERVATION_LEFT_AFTER_SECONDS = 3600.0
 """Age (seconds) past which a ``reserved`` entry is said to be left by a crash or a failed write: an hour, twelve
@@ -67,6 +73,15 @@ def open_reservations(entries: Iterable[LedgerEntry], now: float | None = None) 
         age = now - entry.created_at
         found.append(OpenReservation(entry, age if math.isfinite(age) and age >= 0 else None))
     return found
+
+
+def left_behind_and_recent(found: Iterable[OpenReservation]) -> tuple[list[str], list[str]]:
+    """The request ids of ``found`` in their order: those left behind (:attr:`OpenReservation.left_behind`), and the
+    others (a request running now, or one stopped less than :data:`RESERVATION_LEFT_AFTER_SECONDS` ago)."""
+    old, recent = [], []
+    for reservation in found:
+        (old if reservation.left_behind else recent).append(reservation.entry.request_id)
+    return old, recent
 
 
 def duration_text(seconds: float) -> str:

@@ -44,7 +44,7 @@ from ._ledger import (
 )
 from ._local_data import NODE_CONFIG_HINTS
 from ._noted_notes import noted_before
-from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, duration_text, open_reservations
+from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, duration_text, left_behind_and_recent, open_reservations
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 from ._reply_timing import hold_problem
@@ -547,9 +547,7 @@ def _open_reservations(path: Path, state: BudgetState, report: PreflightReport) 
     were left by a crash or a failed write (review rev-ops F6: all were called a crash), the younger ones may be
     requests still running.  The texts hold no age, so that the ClientApp logs each note once per ledger state
     (:mod:`client._noted_notes`); ``edprf budget`` shows the ages."""
-    found = open_reservations(state.entries)
-    old = sorted(r.entry.request_id for r in found if r.left_behind)
-    recent = sorted(r.entry.request_id for r in found if not r.left_behind)
+    old, recent = map(sorted, left_behind_and_recent(open_reservations(state.entries)))
     hour = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
     if old:
         report._add(

@@ -125,6 +125,7 @@ def _show(args: argparse.Namespace) -> int:
         PER_RECORD_SPEND,
         RESERVATION_LEFT_AFTER_SECONDS,
         format_epsilon,
+        left_behind_and_recent,
         load_policy,
         not_dp_headline,
         not_dp_replies,
@@ -184,7 +185,7 @@ def _show(args: argparse.Namespace) -> int:
                     "total_entries": len(entries),  # the figures above count all of them
                     "shown": len(shown),  # the latest ones, with --last
                     "reserved_left_after_seconds": RESERVATION_LEFT_AFTER_SECONDS,
-                    "reserved_left_behind": [i for i, r in opened.items() if r.left_behind],
+                    "reserved_left_behind": left_behind_and_recent(opened.values())[0],
                     "entries": [
                         {
                             **{k: _json_number(v) for k, v in e.__dict__.items() if k != "epsilon_exact"},
@@ -280,12 +281,11 @@ def _open_reservation_notes(found: list[OpenReservation], shown: set[str]) -> li
     """The notes on the ledger's reserved entries (every one, also those ``--last`` does not show, which are
     counted, not named): left by a crash or a failed write when older than
     :data:`client.RESERVATION_LEFT_AFTER_SECONDS` (review rev-ops F6), else perhaps a request still running."""
-    from client import RESERVATION_LEFT_AFTER_SECONDS, duration_text
+    from client import RESERVATION_LEFT_AFTER_SECONDS, duration_text, left_behind_and_recent
     from edprf_core.count_text import count_text
 
     limit = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
-    old = [r.entry.request_id for r in found if r.left_behind]
-    recent = [r.entry.request_id for r in found if not r.left_behind]
+    old, recent = left_behind_and_recent(found)
     lines = []
     if old:
         lines.append(

@@ -31,6 +31,7 @@ from protocol import (
     request_release_bytes,
 )
 from protocol import release_pb2 as pb
+from protocol._release_bound import _varint_bytes
 from protocol.messages import TrainRequest
 from tests.protocol._largest_trees import largest_forest
 from tests.protocol.forest_strategies import random_forests
@@ -223,10 +224,6 @@ def _value_bytes(payload: bytes) -> int:
     signed = [*trees.feature, *trees.split, *trees.first_child, *trees.leaf_class, *release.marginals.counts]
     unsigned = [*trees.nodes_per_tree, *trees.leaf_counts]
     return sum(_varint_bytes(2 * v if v >= 0 else -2 * v - 1) for v in signed) + sum(map(_varint_bytes, unsigned))
-
-
-def _varint_bytes(value: int) -> int:
-    return max(1, (value.bit_length() + 6) // 7)
 
 
 @pytest.mark.parametrize("leaf", ["counts", "label"])
