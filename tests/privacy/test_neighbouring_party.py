@@ -10,7 +10,9 @@ reason code and message, its record keys, field names and types, the release's m
 fields and every training parameter except the depth (chosen from the DP count), and
 the evaluation's metric names, types and ε.  The rows the party really used (captured
 where it hands them to ``fit`` and to the evaluation) differ by at most the hostile
-record: every row of D is read the same way in D' and keeps its side of the split.
+record: every row of D is read the same way in D' and keeps its side of the split; and the
+``(correct, total)`` its evaluation noise is drawn on is what those held-out rows give,
+recounted with the schema's classes and the model's predictions.
 Both runs are instrumented (see ``test_epsilon_by_instrumentation``): the noise each
 drew must add up to what its ledger charged, whatever the hostile record.
 
@@ -63,11 +65,13 @@ EVALUATION_EPSILON = 0.25
 
 
 class _UsedRows:
-    """Captures the rows a party hands to ``fit`` and to its evaluation (patched in for one request pair)."""
+    """Captures the rows a party hands to ``fit`` and to its evaluation (patched in for one request pair), and
+    ``counts``: the evaluation's ``(correct, total)`` recounted from those held-out rows (:func:`_recounted`)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.train: Counter = Counter()
         self.holdout: Counter = Counter()
+        self.counts: tuple[int, int] | None = None
         recorder = self
 
         class Recording(party_module.EDPRFClassifier):
@@ -79,6 +83,7 @@ class _UsedRows:
 
         def evaluation_counts(forest, X, y):
             recorder.holdout = _encoded(forest.schema, X, y)
+            recorder.counts = _recounted(forest, X, y)
             return real_counts(forest, X, y)
 
         monkeypatch.setattr(party_module, "EDPRFClassifier", Recording)
@@ -88,6 +93,15 @@ class _UsedRows:
 def _encoded(schema, X, y) -> Counter:
     codes = encode_features(X, schema, FeatureGrid.from_schema(schema, SETTINGS.n_bins))
     return Counter(map(tuple, np.column_stack([codes, encode_labels(y, schema)]).tolist()))
+
+
+def _recounted(forest, X, y) -> tuple[int, int]:
+    """``(correct, total)`` of the held-out rows: each label as the schema's declared class (``encode_labels``,
+    whatever order the file shows the classes in) against the model's prediction."""
+    if len(y) == 0:
+        return 0, 0
+    declared = np.asarray(forest.classes)[encode_labels(y, forest.schema)]
+    return int(np.count_nonzero(forest.predict(X) == declared)), len(y)
 
 
 def _public_train(reply, release) -> dict:
@@ -150,7 +164,8 @@ def _serve(
         assert faced == pytest.approx(charged["release"], rel=1e-9) and faced <= charged["release"]
     eval_calls = recorder.take()
     assert charged_epsilon_of_evaluation(eval_calls) == pytest.approx(charged["evaluation"], rel=1e-9)
-    assert eval_calls[0].values[1] == sum(used.holdout.values())
+    # the noise gets the true counts: a label read otherwise (by the file's first class, M09) moves hundreds
+    assert eval_calls[0].values.tolist() == list(used.counts) and used.counts[1] == sum(used.holdout.values())
     return setup, train, release, evaluation, used
 
 
@@ -182,8 +197,17 @@ def headerless_baseline(tmp_path_factory) -> dict:
     return {"train": _public_train(train, release), "evaluate": _public_evaluation(evaluation), "used": used}
 
 
-_HEADERLESS = [(name, line, where) for name, line, where in HOSTILE] + [
-    (f"{name}_first", line, "first") for name, line, where in HOSTILE if where == "middle"
+def _other_label(line: bytes) -> bytes | None:
+    """The line with its label ``0`` and ``1`` swapped (None for a line whose label is neither)."""
+    head, _, label = line.rpartition(b",")
+    return {b"0": head + b",1", b"1": head + b",0"}.get(label)
+
+
+_FIRST = [(f"{name}_first", line, "first") for name, line, where in HOSTILE if where == "middle"]
+_HEADERLESS = [
+    *HOSTILE,
+    *_FIRST,  # and the file's first class the other one: the evaluation must count labels by the schema's classes
+    *[(f"{name}_other_label", _other_label(line), where) for name, line, where in _FIRST if _other_label(line)],
 ]
 
 
@@ -192,8 +216,9 @@ def test_one_hostile_record_in_a_headerless_file_changes_nothing_but_dp_outputs(
     tmp_path: Path, monkeypatch, baseline, headerless_baseline, name, line, where
 ):
     """The same audit for a party reading a file without a header line (``data-header=false``), the hostile
-    line also as the file's first line, where a header would be: the replies are D's with a header, and D's
-    rows keep their reading and their side of the split (the split hashes a row's own cells)."""
+    line also as the file's first line, where a header would be (and then with either label, so that the file's
+    first class is either one): the replies are D's with a header, and D's rows keep their reading and their side
+    of the split (the split hashes a row's own cells)."""
     data = file_bytes(line, where, n_rows=N_ROWS, header=False)
     _, train, release, evaluation, used = _serve(tmp_path, data, monkeypatch, baseline["model"], header=False)
     assert _public_train(train, release) == headerless_baseline["train"] == baseline["train"], name
