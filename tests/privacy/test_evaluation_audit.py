@@ -1,10 +1,12 @@
 """Empirical audit of the evaluation counts a party returns, through its real Flower handler.
 
 The pair: a fixed global model (trained beforehand on public rows, seeded)
-that predicts class 0 for ``f1 = 0``; the party's file holds D = 10 rows
-``(f1=0, y=0)``, all on the held-out side (the keyed hash of equal rows is
-equal; the salt in the party's ledger is chosen so that they are held out),
-and D' one more such row: ``correct`` and ``total`` both move by 1, the L1
+that predicts class 0 for ``f1 = 0`` and 1 for ``f1 = 1``; the party's file holds
+D = 10 rows, first 4 ``(f1=1, y=1)`` then 6 ``(f1=0, y=0)`` (both labels, the
+file's first one not the schema's first class), all on the held-out side (the
+keyed hash of equal rows is equal; the salt in the party's ledger is chosen so
+that they are held out), and D' one more ``(f1=0, y=0)`` row: every row is
+classified correctly, so ``correct`` and ``total`` both move by 1, the L1
 sensitivity 2 the party's noise is scaled for.  The event: both released
 counts at most their value on D (probability ``(1/(1+a))**2`` on D and
 ``(a/(1+a))**2`` on D', ``a = e^(-eps/2)``: a log-ratio of exactly eps).
@@ -60,6 +62,8 @@ EPSILON = 1.5
 """ε of each evaluation request (the party's policy allows it)."""
 HELD_OUT = 10
 """Rows of D, all held out and classified correctly: the released counts are ``(10, 10)`` plus noise."""
+LABEL_ONE = 4
+"""D's first rows, of label 1 (the rest label 0)."""
 END_TO_END_RUNS = 120
 """Requests per side through the handler (honest bound, and the no-noise check)."""
 REPLAY_A, REPLAY_B = 571, 1142
@@ -68,7 +72,7 @@ REPLAY_A, REPLAY_B = 571, 1142
 
 @pytest.fixture(scope="module")
 def model() -> bytes:
-    """A global model fixed in advance (public rows, a research seed) that says class 0 when f1 = 0."""
+    """A global model fixed in advance (public rows, a research seed) that says class 0 when f1 = 0, 1 when 1."""
     X, y = rows(LEAF_SCHEMA, (200, (0, 0)), (200, (1, 1)))
     clf = EDPRFClassifier(  # released like a party's fit: histograms only, no residual pass
         LEAF_SCHEMA, epsilon=8.0, n_trees=1, max_depth=1, n_bins=2, random_state=0, residual_pass=False
@@ -79,7 +83,8 @@ def model() -> bytes:
 
 
 def _write_data(path: Path, n_rows: int) -> None:
-    X, y = rows(LEAF_SCHEMA, (n_rows, (0, 0)))
+    """``LABEL_ONE`` rows ``(f1=1, y=1)``, then ``(f1=0, y=0)`` up to ``n_rows``: the file shows class 1 first."""
+    X, y = rows(LEAF_SCHEMA, (LABEL_ONE, (1, 1)), (n_rows - LABEL_ONE, (0, 0)))
     X.assign(y=y.to_numpy()).to_csv(path, index=False)
 
 
@@ -177,6 +182,15 @@ def _replay(monkeypatch, parties, model) -> AuditResult:
     hits_a = sum(_in_event(draw_a()) for _ in range(REPLAY_A))
     hits_b = sum(_in_event(draw_b()) for _ in range(REPLAY_B))
     return AuditResult("evaluation counts (replayed party call)", EPSILON, hits_a, REPLAY_A, hits_b, REPLAY_B, ALPHA)
+
+
+def test_the_noise_is_drawn_on_the_counts_of_d_and_d_prime(monkeypatch, parties, model):
+    """The party's one noise call gets ``(10, 10)`` on D and ``(11, 11)`` on D' (each row's label counted as the
+    schema's class, not by the order the file shows the classes in: mutation campaign 4, M09), and replies its
+    output; the pair the statistical tests below audit."""
+    d, d_prime = parties
+    _recorded_noise_call(monkeypatch, d, model, (HELD_OUT, HELD_OUT))
+    _recorded_noise_call(monkeypatch, d_prime, model, (HELD_OUT + 1, HELD_OUT + 1))
 
 
 def test_replay_sizes_give_the_claimed_power():
