@@ -37,6 +37,7 @@ import pytest
 
 import client._local_data as local_data
 import client._party as party_module
+import edprf_core._text_table as text_table
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 from edprf_core.tables import TextColumns
 from protocol import release_pb2
@@ -243,6 +244,35 @@ def test_one_hostile_record_changes_nothing_but_dp_outputs(tmp_path: Path, monke
     assert not (d.holdout - used.holdout), f"{name}: a held-out row of D was read differently or moved"
     extra = (used.train - d.train) + (used.holdout - d.holdout)
     assert sum(extra.values()) <= 1, f"{name}: more than the hostile record was added"
+
+
+BLOCK_BYTES = 4096
+"""The block size of the block-by-block variant: D's 3,000 lines (about 45 KB) are read in a dozen blocks."""
+
+
+@pytest.mark.parametrize(("name", "line", "where"), [("D", None, "first"), *_FIRST], ids=["D", *(h[0] for h in _FIRST)])
+def test_a_file_read_block_by_block_changes_nothing_but_dp_outputs(
+    tmp_path: Path, monkeypatch, baseline, name, line, where
+):
+    """D, or D' with the hostile line in its first block, read block by block as a file over 64 MiB is
+    (``_WHOLE_READ_BYTES`` 0, blocks of :data:`BLOCK_BYTES`): the replies are D's read whole, and every row of D
+    keeps its reading and its side.  Each block numbers its texts on its own dictionary before they are put on
+    the column's, so a line in an early block brings texts that move every later block's numbers (mutation
+    campaign 4, M03: every test file was read whole, so the gate never ran this path)."""
+    monkeypatch.setattr(local_data, "_WHOLE_READ_BYTES", 0)
+    monkeypatch.setattr(text_table, "_BLOCK_BYTES", BLOCK_BYTES)
+    reads = []
+    real_read = local_data.read_numbered_columns
+    monkeypatch.setattr(local_data, "read_numbered_columns", lambda *a, **k: reads.append(a) or real_read(*a, **k))
+    data = file_bytes(line, where, n_rows=N_ROWS)
+    assert len(data) > 8 * BLOCK_BYTES and (line is None or data.index(line) < BLOCK_BYTES)
+    _, train, release, evaluation, used = _serve(tmp_path, data, monkeypatch, baseline["model"])
+    assert len(reads) == 2, "train and evaluate must each read the file block by block"
+    assert _public_train(train, release) == baseline["train"], f"{name}: the train reply differs beyond DP outputs"
+    assert _public_evaluation(evaluation) == baseline["evaluate"], f"{name}: the evaluation differs"
+    d = baseline["used"]
+    assert not (d.train - used.train) and not (d.holdout - used.holdout), f"{name}: a row of D moved"
+    assert sum(((used.train - d.train) + (used.holdout - d.holdout)).values()) <= (0 if line is None else 1), name
 
 
 # D lacking declared categories: a record that brings one must not change how D's rows are read
