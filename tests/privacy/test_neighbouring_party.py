@@ -275,6 +275,35 @@ def test_a_file_read_block_by_block_changes_nothing_but_dp_outputs(
     assert sum(((used.train - d.train) + (used.holdout - d.holdout)).values()) <= (0 if line is None else 1), name
 
 
+def _no_usable_row(kind: str, extra: bytes | None = None) -> bytes:
+    """A D without a usable row (``header``: the header line alone; ``undeclared``: D's lines, each label the
+    undeclared class ``2``), or D plus the line ``extra``."""
+    lines = [] if kind == "header" else [line.rpartition(b",")[0] + b",2" for line in base_lines(N_ROWS)]
+    cut = len(lines) // 2
+    body = lines if extra is None else [*lines[:cut], extra, *lines[cut:]]
+    return b"\n".join([HEADER, *body]) + b"\n"
+
+
+@pytest.mark.parametrize("kind", ["header", "undeclared"], ids=["header-only", "every-label-undeclared"])
+def test_a_party_without_a_usable_row_answers_as_with_one(tmp_path: Path, baseline, kind):
+    """D has no row the schema accepts; D' adds one valid record.  Whether a usable row exists is itself data
+    (one record away), so D trains and evaluates on no rows instead of being refused: both replies' public parts
+    are equal and both ledgers are charged the same (mutation campaign 4, M08: D was told invalid_local_data
+    after its reservation, D' released)."""
+    served = {}
+    for name, extra in (("D", None), ("D-prime", b"30,007,1,0")):
+        with pytest.MonkeyPatch.context() as mp:
+            setup, train, release, evaluation, used = _serve(
+                tmp_path / name, _no_usable_row(kind, extra), mp, baseline["model"]
+            )
+        charged = sorted((e.kind, float(e.epsilon_exact)) for e in ledger(setup).entries())
+        served[name] = (_public_train(train, release), _public_evaluation(evaluation), charged, used)
+    (d_train, d_evaluation, d_charged, d_used), (train, evaluation, charged, used) = served["D"], served["D-prime"]
+    assert d_train["status"] == "released" and d_evaluation["result"]["status"] == "evaluated"
+    assert (train, evaluation, charged) == (d_train, d_evaluation, d_charged)
+    assert not d_used.train and not d_used.holdout and sum((used.train + used.holdout).values()) == 1
+
+
 # D lacking declared categories: a record that brings one must not change how D's rows are read
 ABSENT: list[tuple[str, bytes]] = [
     ("absent_text_category", b"30,12,1,0"),
