@@ -1,5 +1,5 @@
-"""Ctrl-C (and SIGTERM, SIGHUP) during `edprf simulate`: stops within 5 s, leaves no process behind, exits
-128 + the signal's number without a traceback."""
+"""Ctrl-C (and SIGTERM, SIGHUP) during `edprf simulate`: stops at once (no party starts its work after the signal),
+leaves no process behind, exits 128 + the signal's number without a traceback."""
 
 from __future__ import annotations
 
@@ -84,22 +84,26 @@ def test_a_stop_signal_stops_the_simulation_and_everything_it_started(tmp_path, 
         if engine == "ray":
             assert started, "the simulation started no child process"
         assert proc.poll() is None, "the run ended before the signal: the test did not interrupt anything"
-        t0 = time.monotonic()
+        asked = len(list((tmp_path / "o").glob("workspace/party-*/ledger.sqlite")))  # a party's first request
         proc.send_signal(sig)
-        code = proc.wait(timeout=30)
-        elapsed = time.monotonic() - t0
+        code = proc.wait(timeout=30)  # a hang guard only: how promptly it stopped is counted in parties below
         err = proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
     assert code == status, err
-    assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert "Traceback" not in err
+    # stopped at once, counted in the run's own progress rather than in seconds (a loaded machine is slower at
+    # both): no report, and no party charged but those already asked when the signal came and the ones at work
+    # (in-process: one at a time; Ray: one per core), one more for a party asked while the ledgers were listed
+    assert not (tmp_path / "o" / "report.json").exists(), "the run went on to its report"
+    at_work = 1 if engine == "in-process" else os.cpu_count() or 1
+    charged = _charged_ledgers(tmp_path / "o")
+    assert charged <= asked + at_work + 1 < int(parties), f"{charged} parties charged; {asked} asked at the signal"
     # killed at once: on SIGTERM Ray's daemons dumped their stacks and the driver logged every actor that died
     # (up to 826 lines for one Ctrl-C); what is left is the progress lines, what was spent and how it stopped
     assert len(err.splitlines()) <= 8 and "ActorDiedError" not in err and "received" not in err, err[-3000:]
     assert err.rstrip().endswith(said), err[-500:]
-    charged = _charged_ledgers(tmp_path / "o")
     assert (f"stopped after {charged} of " in err) == (charged > 0), err[-800:]  # what was spent, when anything was
     time.sleep(0.5)
     alive = sorted(running(started))
