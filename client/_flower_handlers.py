@@ -82,7 +82,8 @@ def _serve(
     """Three steps, each mapping every failure to one code: request, party set-up, the work.
 
     ``held``: once the party's policy is read, the reply, whatever it is, waits until the policy's
-    ``reply-after-seconds`` after this call (:mod:`client._reply_timing`); a party that cannot be set up
+    ``reply-after-seconds`` after this call, or, for an evaluation that got past its model checks, after those
+    checks (:attr:`client.Party.hold_from`; :mod:`client._reply_timing`); a party that cannot be set up
     replies at once (its refusal reads no data).  The reply message is built after the hold: Flower stamps a
     message's ``created_at`` and ``ttl`` when it is built, and they travel to the coordinator.
     """
@@ -122,7 +123,9 @@ def _serve(
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
         content = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
     if held and party is not None:
-        hold_reply(started, party.policy.reply_after_seconds, msg.metadata.message_type)
+        # an evaluation's hold counts from the end of its model checks (Party.hold_from): their time is the model's
+        held_from = started if party.hold_from is None else party.hold_from
+        hold_reply(held_from, party.policy.reply_after_seconds, msg.metadata.message_type)
     return Message(content, reply_to=msg)  # built now: its timestamps are the hold's, not the work's
 
 

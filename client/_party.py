@@ -313,6 +313,11 @@ class Party:
         self.reserve_by = reserve_by
         """A :func:`client._reply_timing.message_reached` reading after which no epsilon is reserved
         (``round_closed``), or None."""
+        self.hold_from: float | None = None
+        """A :func:`client._reply_timing.message_reached` reading taken when an evaluation has checked and decoded the
+        coordinator's model and is about to read the data, or None (train, refusals): the reply's hold counts from it,
+        so the decoding's time, which the coordinator chooses through the model's size, cannot push a large party's
+        reply past the hold while a small party's stays on time (review rev-coord C1)."""
         self.policy: PartyPolicy = load_policy(setup.policy_path)
         self.schema: Schema = load_schema(setup.schema_path)
         if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
@@ -911,6 +916,7 @@ class Party:
             self._refuse_without_the_samplers(req.seed)
             # reserved before any row is read, as in train (see _reserve: no refusal comes after the read)
             self._reserve(req.request_id, "evaluation", req.epsilon, req.run_id, "noised held-out accuracy")
+        self.hold_from = message_reached()  # everything above is the model's and the ledger's, none of it the data's
         try:
             data = self._data()
             if req.exact or req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail

@@ -106,7 +106,9 @@ class PartyPolicy:
         after the message reached it, so that the reply's time does not tell the size of its
         data (:mod:`client._reply_timing`); work that takes longer replies when done, and the
         party's log says so.  0 replies at once.  A consortium gives every party one value,
-        above its parties' longest training, and at least 30 s below the coordinator's
+        above its parties' longest training and their evaluation of the largest model this policy
+        admits (an evaluation's hold counts from the end of its model checks; its prediction grows
+        with the held-out rows times ``max_evaluation_trees``), and at least 30 s below the coordinator's
         ``round-timeout`` (a hold that does not fit is refused before anything is spent).
     """
 

@@ -9,6 +9,14 @@ constant, whatever the data.  Work that takes longer is not held back: its reply
 depends on the data; the party's log says so, with the value to set.  Readiness queries are not held back:
 their answer never reads the data (:meth:`client.Party.ready`).
 
+An evaluation's hold counts from the end of its model checks (:attr:`client.Party.hold_from`), not from the
+message: the coordinator chooses the model, so it chooses how long checking and decoding it take (up to the
+policy's ``max-evaluation-work``), and a model sized to end just before a hold counted from the message pushed a
+large party's reply past it and not a small party's (review rev-coord C1).  Those checks read no row, so their
+time says nothing about the data.  The time then held, the read and the prediction of every held-out row, grows
+with the rows times the model's trees, which the coordinator also chooses up to ``max-evaluation-trees``: the
+hold must exceed the evaluation of the largest model the policy admits, or that limit be lowered.
+
 Privacy cost: none (it delays a reply, computed as before).  What it protects is the reply's timing, a side
 channel outside the DP guarantee: the policy's value is public in effect (anyone who times the replies sees
 it), so a consortium gives all its parties one value, not each party its own.
@@ -52,7 +60,8 @@ def hold_reply(started: float, reply_after: float, what: str) -> None:
         log.warning(
             "the %s reply took %.1f s, more than the policy's reply-after-seconds = %g: its time grows with "
             "the data's size, which a coordinator timing the round can see; raise reply-after-seconds above "
-            "the longest work (with the other parties)",
+            "the longest work (with the other parties; an evaluation's work also grows with the model's trees, up "
+            "to the policy's max-evaluation-trees)",
             what,
             elapsed,
             reply_after,

@@ -127,6 +127,31 @@ def test_evaluate_replies_and_refusals_are_held_too(tmp_path, clock):
     assert result_of(reply)["status"] == "refused" and refused_time == REPLY_AFTER
 
 
+def test_an_evaluation_holds_from_its_model_checks_whatever_the_model_costs(tmp_path, clock, monkeypatch):
+    """The coordinator chooses the model, so it chooses how long checking and decoding it takes (up to the policy's
+    max-evaluation-work, about 10 s).  Sized to end just before the hold, it pushed a large party's reply (decoding,
+    then its longer read) past the hold and not a small party's: a threshold on the row count, without noise
+    (review rev-coord C1: 8 of 8 evaluations of a 10^6-row party late, 0 of 8 of a 10^3-row one).  The hold counts
+    from the end of the model checks: both replies leave at the decoding's time plus the hold."""
+    setups = _parties(tmp_path, REPLY_AFTER)
+    model = global_model(release_of(setups[300], send_train(setups[300], TrainSettings())))
+    reads = {rows: SECONDS_PER_BYTE * len(setup.data_path.read_bytes()) for rows, setup in setups.items()}
+    decoding = REPLY_AFTER - (reads[300] + reads[3000]) / 2  # the small party's read fits after it, the large one's not
+    assert decoding + reads[300] < REPLY_AFTER < decoding + reads[3000]
+    real_load = party_module.load_global_model
+
+    def slow_model(*args, **kwargs):  # the model's cost, the same at every party
+        clock.now += decoding
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(party_module, "load_global_model", slow_model)
+    times = {}
+    for rows, setup in setups.items():
+        times[rows], reply = _reply_time(clock, lambda s=setup: send_evaluate(s, model, epsilon=0.1))
+        assert result_of(reply)["status"] == "evaluated", result_of(reply)
+    assert times[300] == times[3000] == decoding + REPLY_AFTER, times
+
+
 def test_work_longer_than_the_hold_replies_when_done_and_says_so(tmp_path, clock, caplog):
     setup = _parties(tmp_path, 1.0)[3000]
     took, reply = _reply_time(clock, lambda: send_train(setup, TrainSettings()))
