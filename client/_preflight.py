@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._disk_space import ledger_room_problem, read_only_text
+from ._hold_estimate import hold_shortfall, largest_evaluation_time
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
@@ -238,7 +240,9 @@ def preflight(
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
     if schema is not None:
-        _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
+        read = _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
+        if policy is not None and read is not None:
+            _hold_covers_an_evaluation(setup.policy_path, policy, *read, report)
     if check_rows:  # edprf party check: the samplers a production request draws from load here too
         _exact_samplers(report)
     return report
@@ -576,10 +580,11 @@ def _data(
     sep: str = ",",
     header: bool = True,
     progress: Callable[[str], object] | None = None,
-) -> None:
+) -> tuple[int, float] | None:
     """The data file: with ``check_rows`` every row through the schema's rules, else its first line only.
 
-    ``sep`` and ``header`` are the node config's ``data-separator`` and ``data-header``.
+    ``sep`` and ``header`` are the node config's ``data-separator`` and ``data-header``.  Returns the rows kept and
+    the read's seconds when every row was read, else None.
     """
     from edprf_core import DataValidationError, check_data
 
@@ -597,11 +602,13 @@ def _data(
     _read_memory(path, report)  # before the read itself, which may be what runs out of memory
     if progress is not None:
         progress(f"reading {path} through the schema's rules ...")
+    started = time.monotonic()
     try:
         result = check_data(path, schema, sep=sep, header=header, hints=NODE_CONFIG_HINTS, progress=progress)
     except (DataValidationError, ValueError, OSError) as exc:
         report._add("problem", path, f"{_one_line(exc)}; {_columns_rule(schema, header)}")
-        return
+        return None
+    read_seconds = time.monotonic() - started
     for line in result.lines():  # lines and rows the rules leave out are worth a look: notes, not problems
         report._add("note" if line.startswith(("lines left out", "rows dropped")) else "ok", path, line)
     for level, text in result.findings():  # a file not in UTF-8, a numeric column mostly unread: problems
@@ -613,6 +620,26 @@ def _data(
             "no row satisfies the schema's rules: check the separator, the header (data-header), the "
             "units and the class names (`edprf schema check` shows the same counts)",
         )
+    return result.rows_kept, read_seconds
+
+
+def _hold_covers_an_evaluation(
+    path: Path, policy: PartyPolicy, rows_kept: int, read_seconds: float, report: PreflightReport
+) -> None:
+    """With a reply hold set: a problem when it is shorter than an evaluation of the largest model the policy admits
+    on these rows (:mod:`client._hold_estimate`), else what the estimate is."""
+    if policy.reply_after_seconds <= 0:
+        return
+    estimate = largest_evaluation_time(policy, rows_kept, read_seconds)
+    if problem := hold_shortfall(policy, estimate):
+        report._add("problem", path, problem)
+        return
+    report._add(
+        "ok",
+        path,
+        f"reply-after-seconds = {policy.reply_after_seconds:g} covers an evaluation of the largest model this policy "
+        f"admits on about {estimate.held_out_rows:,} held-out rows (about {estimate.seconds:.1f} s here, estimated)",
+    )
 
 
 READ_MEMORY_PER_FILE_BYTE = 3.5

@@ -741,3 +741,50 @@ def test_party_check_says_when_the_exact_samplers_cannot_be_loaded(tmp_path, mon
     monkeypatch.setattr(preflight_module, "load_exact_samplers", _raising(Exception, "Unable to load OpenDP"))
     found = [f for f in preflight(setup).problems if "exact samplers cannot be loaded" in f.text]
     assert len(found) == 1 and "Unable to load OpenDP" in found[0].text
+
+
+def _with_hold(paths, seconds: float) -> None:
+    policy = paths["policy-path"]
+    text = re.sub(r"(?m)^reply-after-seconds = .*$", "", policy.read_text())
+    policy.write_text(text + f"\nreply-after-seconds = {seconds}\n")
+
+
+def test_a_hold_shorter_than_the_largest_admitted_evaluation_is_a_problem_with_the_values_to_set(party, capsys):
+    """An evaluation's hold counts from the end of its model checks; what it holds is the read and the prediction of
+    the held-out rows, which grows with the trees the coordinator chooses up to max-evaluation-trees (review rev-coord
+    C1).  The check knows the rows and the read's time: it says when the hold falls short, and what to set."""
+    paths, _ = party
+    _with_hold(paths, 0.001)
+    code, lines = _check(paths, capsys)
+    (problem,) = _problems(lines)
+    assert code != 0
+    assert "reply-after-seconds = 0.001 is shorter than an evaluation of the largest model" in problem, problem
+    assert "max-evaluation-trees = 5000 of depth <= 8" in problem and "about 80 held-out rows" in problem, problem
+    assert "raise reply-after-seconds to at least" in problem, problem
+    _with_hold(paths, 60)
+    code, lines = _check(paths, capsys)
+    assert code == 0 and _problems(lines) == [], lines
+    assert any("reply-after-seconds = 60 covers an evaluation of the largest model" in line for line in lines), lines
+
+
+def test_the_largest_evaluation_estimate_and_the_trees_that_fit():
+    """1,000,000 usable rows, a fifth held out, 5,000 trees of depth 8: 200,000 x 5,000 x 9 steps of 2e-9 s."""
+    from client._hold_estimate import PREDICT_SECONDS_PER_STEP, hold_shortfall, largest_evaluation_time
+
+    policy = PartyPolicy(party_id="p", holdout_fraction=0.2, max_evaluation_trees=5_000, max_depth=8)
+    estimate = largest_evaluation_time(policy, 1_000_000, read_seconds=0.2)
+    assert estimate.held_out_rows == 200_000
+    assert estimate.predict_seconds == pytest.approx(200_000 * 5_000 * 9 * PREDICT_SECONDS_PER_STEP)
+    assert estimate.seconds == pytest.approx(estimate.predict_seconds + 0.2)
+    assert hold_shortfall(policy, estimate) is None  # no hold: nothing to say
+    held = PartyPolicy(
+        party_id="p", holdout_fraction=0.2, max_evaluation_trees=5_000, max_depth=8, reply_after_seconds=10
+    )
+    text = hold_shortfall(held, estimate)
+    per_tree = estimate.predict_seconds / 5_000
+    assert f"to at least {int(np.ceil(estimate.seconds * 1.5))}" in text, text
+    assert f"lower max-evaluation-trees to at most {int((10 - 0.2) // per_tree)}" in text, text
+    roomy = PartyPolicy(
+        party_id="p", holdout_fraction=0.2, max_evaluation_trees=5_000, max_depth=8, reply_after_seconds=60
+    )
+    assert hold_shortfall(roomy, estimate) is None
