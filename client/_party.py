@@ -315,7 +315,8 @@ class Party:
         (``round_closed``), or None."""
         self.hold_from: float | None = None
         """A :func:`client._reply_timing.message_reached` reading taken when an evaluation has checked and decoded the
-        coordinator's model and is about to read the data, or None (train, refusals): the reply's hold counts from it,
+        coordinator's model, before anything of the data file is read (its header or Parquet footer included), or
+        None (train, refusals of the model): the reply's hold counts from it,
         so the decoding's time, which the coordinator chooses through the model's size, cannot push a large party's
         reply past the hold while a small party's stays on time (review rev-coord C1)."""
         self.policy: PartyPolicy = load_policy(setup.policy_path)
@@ -901,6 +902,10 @@ class Party:
         if forest.schema.fingerprint != self.schema.fingerprint:
             raise Refusal(RefusalReason.SCHEMA_MISMATCH, "the global model uses another schema")
         self._refuse_a_release_of_another_split(view.releases)
+        # the model's checks end here, and nothing above read the data file: the hold counts from now, so that what
+        # follows (the file's header or Parquet footer, whose size grows with its row groups, the read, the
+        # prediction) is held, and the checks' time, which the coordinator chooses through the model, is not
+        self.hold_from = message_reached()
         if not req.exact:
             self._refuse_a_ledger_that_cannot_be_kept()  # before the ledger is read: a full disk fails that read
             if self.ledger.find(req.request_id) is not None:
@@ -916,7 +921,6 @@ class Party:
             self._refuse_without_the_samplers(req.seed)
             # reserved before any row is read, as in train (see _reserve: no refusal comes after the read)
             self._reserve(req.request_id, "evaluation", req.epsilon, req.run_id, "noised held-out accuracy")
-        self.hold_from = message_reached()  # everything above is the model's and the ledger's, none of it the data's
         try:
             data = self._data()
             if req.exact or req.seed >= 0:  # allowed by the policy (checked above): the ledger keeps the trail

@@ -132,7 +132,8 @@ def test_an_evaluation_holds_from_its_model_checks_whatever_the_model_costs(tmp_
     max-evaluation-work, about 10 s).  Sized to end just before the hold, it pushed a large party's reply (decoding,
     then its longer read) past the hold and not a small party's: a threshold on the row count, without noise
     (review rev-coord C1: 8 of 8 evaluations of a 10^6-row party late, 0 of 8 of a 10^3-row one).  The hold counts
-    from the end of the model checks: both replies leave at the decoding's time plus the hold."""
+    from the end of the model checks, before the data file's own pre-check (its header or Parquet footer, whose time
+    grows with the file): both replies leave at the decoding's time plus the hold."""
     setups = _parties(tmp_path, REPLY_AFTER)
     model = global_model(release_of(setups[300], send_train(setups[300], TrainSettings())))
     reads = {rows: SECONDS_PER_BYTE * len(setup.data_path.read_bytes()) for rows, setup in setups.items()}
@@ -145,6 +146,13 @@ def test_an_evaluation_holds_from_its_model_checks_whatever_the_model_costs(tmp_
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(party_module, "load_global_model", slow_model)
+    real_file_check = party_module.Party._refuse_an_unusable_data_file
+
+    def timed_file_check(self):  # the header or Parquet footer read before the reservation: it grows with the data
+        clock.now += SECONDS_PER_BYTE * len(self.setup.data_path.read_bytes()) / 100
+        return real_file_check(self)
+
+    monkeypatch.setattr(party_module.Party, "_refuse_an_unusable_data_file", timed_file_check)
     times = {}
     for rows, setup in setups.items():
         times[rows], reply = _reply_time(clock, lambda s=setup: send_evaluate(s, model, epsilon=0.1))
