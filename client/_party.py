@@ -106,7 +106,7 @@ from ._ledger import (
 )
 from ._local_data import LocalData, data_file_problem, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
-from ._reply_timing import message_reached
+from ._reply_timing import HOLD_MARGIN_SECONDS, message_reached
 
 __all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
 
@@ -546,6 +546,21 @@ class Party:
         A round that closes later, during the read or the work, is not refused: the epsilon is already reserved
         and the reply goes out late (the party's log says to ask for a longer round-timeout).  Privacy cost: none.
         """
+        if self._held_reply_misses_the_round():
+            log.warning(
+                "request %s: the checks of the coordinator's model took so long that its reply, held "
+                "reply-after-seconds = %g from their end, would leave less than %g s before the run's round-timeout; "
+                "nothing was reserved or read. Ask the coordinator for a longer round-timeout, or lower "
+                "max-evaluation-work",
+                request_id,
+                self.policy.reply_after_seconds,
+                HOLD_MARGIN_SECONDS,
+            )
+            raise Refusal(
+                RefusalReason.ROUND_CLOSED,
+                "the party's reply, held from the end of its checks of the model, would leave after the round-timeout; "
+                "nothing was spent",
+            )
         if not self._round_closed():
             return
         log.warning(
@@ -557,6 +572,18 @@ class Party:
             RefusalReason.ROUND_CLOSED,
             "the round-timeout had passed before the party could reserve its epsilon; nothing was spent",
         )
+
+    def _held_reply_misses_the_round(self) -> bool:
+        """Whether an evaluation's reply, held :attr:`hold_from` plus the policy's ``reply-after-seconds``, would leave
+        within :data:`client._reply_timing.HOLD_MARGIN_SECONDS` of :attr:`reserve_by` (the run's round-timeout on this
+        party's clock).  The set-up's check (:func:`client._reply_timing.hold_problem`) covers a hold counted from the
+        message; an evaluation's counts from the end of its model checks, whose time the coordinator chooses through
+        the model (up to ``max-evaluation-work``), so it is checked again here, before the reservation.  Decided from
+        the clock and the policy, before any row is read: it says nothing of the data."""
+        hold = self.policy.reply_after_seconds
+        if self.reserve_by is None or self.hold_from is None or hold <= 0:
+            return False
+        return self.hold_from + hold + HOLD_MARGIN_SECONDS > self.reserve_by
 
     def _round_closed(self) -> bool:
         """Whether :attr:`reserve_by` has passed, on the clock it was read on (:func:`message_reached`)."""

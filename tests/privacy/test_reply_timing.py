@@ -160,6 +160,36 @@ def test_an_evaluation_holds_from_its_model_checks_whatever_the_model_costs(tmp_
     assert times[300] == times[3000] == decoding + REPLY_AFTER, times
 
 
+def test_an_evaluation_whose_held_reply_would_miss_the_round_is_refused_before_spending(tmp_path, clock, monkeypatch):
+    """The set-up's check fits a hold counted from the message into the round; an evaluation's counts from the end of
+    its model checks, which the coordinator can make long.  When the held reply would leave within the margin of the
+    round-timeout, the party refuses (round_closed) before it reserves or reads anything (review rev-s63 R4)."""
+    import tests.privacy._party_requests as requests
+
+    setups = _parties(tmp_path, REPLY_AFTER)
+    model = global_model(release_of(setups[300], send_train(setups[300], TrainSettings())))
+    timeout = REPLY_AFTER + HOLD_MARGIN_SECONDS + 20
+    real_context = requests._context
+    monkeypatch.setattr(requests, "_context", lambda s: _with_run_config(real_context(s), {"round-timeout": timeout}))
+    real_load = party_module.load_global_model
+    for decoding, status in ((40.0, "refused"), (10.0, "evaluated")):  # the refusal spends nothing: the id is free
+
+        def slow_model(*args, d=decoding, **kwargs):
+            clock.now += d
+            return real_load(*args, **kwargs)
+
+        monkeypatch.setattr(party_module, "load_global_model", slow_model)
+        setup = setups[3000]
+        before = len(ledger(setup).entries())
+        took, reply = _reply_time(clock, lambda s=setup: send_evaluate(s, model, epsilon=0.1))
+        result = result_of(reply)
+        assert result["status"] == status, (decoding, result)
+        if status == "refused":
+            assert result["reason"] == "round_closed" and "nothing was spent" in result["message"], result
+            assert len(ledger(setup).entries()) == before  # nothing reserved
+        assert took == decoding + REPLY_AFTER, took  # held either way
+
+
 def test_work_longer_than_the_hold_replies_when_done_and_says_so(tmp_path, clock, caplog):
     setup = _parties(tmp_path, 1.0)[3000]
     took, reply = _reply_time(clock, lambda: send_train(setup, TrainSettings()))
