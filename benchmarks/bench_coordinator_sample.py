@@ -20,6 +20,11 @@ Simulated protocol (research code, not a library protocol):
 3. Prediction: per tree, the clipped counts plus one pseudo-row of the pooled prior; the trees'
    distributions pooled log-linearly.
 
+Configuration keys (``run_sample``): ``sample`` (m), ``depth``, ``trees``, ``bins`` (10), ``eps`` (1),
+``parties`` (20), ``sample_skew`` (class shares of the sample drawn from Dirichlet of that value),
+``coordinator_counts`` (false: the sample's own counts left out, the parties' alone on its splits) and
+``party_counts`` (false: no party, the sample alone: what the parties add is the difference).
+
 Parties train on the inner training rows less the coordinator's sample; the central reference
 (``EDPRFClassifier`` defaults) and today's federation (one tree a party, auto depth: ``run_config``
 of ``bench_federation_depth.py``) train on all inner training rows. Scored on the inner validation
@@ -135,8 +140,11 @@ def run_sample(split, seed: int, cfg: dict) -> dict:
     parts = [rest[r] for r in _partition(rest_split, int(cfg.get("parties", 20)), "dirichlet-0.5", seed) if len(r)]
     n_leaves = 2**depth
     summed = np.zeros((n_trees, n_leaves, k))
-    for t, tree in enumerate(trees):
-        summed[t] += exact_counts(leaves(codes[sample], tree, cands), labels[sample], n_leaves, k)
+    if cfg.get("coordinator_counts", True):  # the coordinator's own rows' exact counts
+        for t, tree in enumerate(trees):
+            summed[t] += exact_counts(leaves(codes[sample], tree, cands), labels[sample], n_leaves, k)
+    if not cfg.get("party_counts", True):  # the coordinator's sample alone: what the parties add, by difference
+        parts = []
     for rows in parts:
         which = rng.integers(n_trees, size=rows.size)  # each row to one tree: parallel composition
         for t, tree in enumerate(trees):

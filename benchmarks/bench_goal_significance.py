@@ -188,16 +188,15 @@ LIMITS = {
     ("heart", "federated"): (
         (
             "about 12 rows a party: each party spends its whole ε on a dozen rows; closing it needs statistics "
-            "pooled before the noise (secure aggregation, or a multi-round protocol), or splits grown by the "
-            "coordinator on a representative sample of its own, with the parties' leaf counts summed (simulated: "
-            "1.0 point under central with 50 rows; not built)"
+            "pooled before the noise (secure aggregation, or a multi-round protocol); at ε 1 the parties' counts "
+            "add nothing even on splits from a coordinator's own sample, and 50 exact rows alone match central DP"
         ),
         "`federated_defaults.md`, `federation_depth.md`, `coordinator_sample.md`",
     ),
     ("wall", "federated"): (
         (
             "four classes, trees only, splits chosen from about 220 rows a party; the same remedy as heart's "
-            "(a 400-row coordinator sample, simulated: 1.3 points under central)"
+            "(at ε 1, on splits from a 400-row coordinator sample the parties' counts reach 3.6 points under central)"
         ),
         "`federation_depth.md`, `coordinator_sample.md`",
     ),
