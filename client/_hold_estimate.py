@@ -6,7 +6,9 @@ times the model's trees and depth, and the coordinator chooses the model, up to 
 ``max-evaluation-trees`` trees of at most ``max-depth`` levels.  A hold shorter than that work lets a coordinator
 send such a model and time the reply: a large party's leaves late, a small party's on time (review rev-coord C1).
 ``edprf party check`` has just read the party's file, so it knows the rows and how long the read took; this module
-turns them and the policy's limits into an estimate and, where the hold falls short, what to change.
+turns them and the policy's limits into an estimate (prediction on distinct rows, as the coordinator's worst case,
+measured by ``benchmarks/bench_hold_estimate.py``; the routing tables' compile; the read) and, where the hold is
+shorter than :data:`MARGIN` times it, what to change.
 
 Privacy cost: none.  The estimate uses the party's own row count and read time, and goes to the party's own
 terminal only (never to a reply or to the coordinator).
@@ -17,14 +19,36 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from edprf_core.prediction import MAX_COMPILE_CELLS
+
+from ._evaluation_cost import CELLS_PER_WORK
 from ._policy import PartyPolicy
 
-__all__ = ["PREDICT_SECONDS_PER_STEP", "EvaluationTime", "hold_shortfall", "largest_evaluation_time"]
+__all__ = [
+    "COMPILE_SECONDS",
+    "MARGIN",
+    "PREDICT_SECONDS_PER_STEP",
+    "EvaluationTime",
+    "hold_shortfall",
+    "largest_evaluation_time",
+    "seconds_text",
+]
 
-PREDICT_SECONDS_PER_STEP = 2e-9
-"""Seconds per held-out row, tree and level of a prediction, rounded up about twice from the benchmark machine (one
-core, 100,000 rows: 1,000 trees of depth 8 of the wall robot in 0.53 s, 5.9e-10 s a step; 500 trees of depth 4
-and 8 of bank marketing and the wall robot 5.4e-10 to 1.3e-9 s a step on a loaded machine)."""
+PREDICT_SECONDS_PER_STEP = 1e-8
+"""Seconds per distinct held-out row and step of a prediction (a step: one level of one tree, or one class of one
+part), rounded up from ``benchmarks/bench_hold_estimate.py`` (distinct rows at 64 bins, one core; its largest
+measurement, 6.5e-9 s, is in ``results/hold_estimate.json``, and a test keeps this at or above it; :data:`MARGIN`
+comes on top).  Review rev-s63 R1:
+the first value, 2e-9, was calibrated on repeated rows, which prediction reads once each."""
+
+COMPILE_SECONDS = 2 * (MAX_COMPILE_CELLS // CELLS_PER_WORK) * 1e-6
+"""Seconds to build a model's routing tables, which the first prediction does inside the hold: at most
+``MAX_COMPILE_CELLS`` node x code cells at ``CELLS_PER_WORK`` cells per work unit of about a microsecond
+(:mod:`client._evaluation_cost`), doubled: about 4.2 s."""
+
+MARGIN = 1.5
+"""How much longer than the estimate a hold must be to count as covering it (the estimate is a rounded-up
+measurement on one machine; the party's may be slower or busier)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +62,8 @@ class EvaluationTime:
     read_seconds : float >= 0
         How long reading the data file took (measured by the check).
     predict_seconds : float >= 0
-        ``held_out_rows * max-evaluation-trees * (max-depth + 1) * PREDICT_SECONDS_PER_STEP``.
+        ``held_out_rows * (max-evaluation-trees * (max-depth + 1) + max-evaluation-parts * n_classes) *
+        PREDICT_SECONDS_PER_STEP`` plus :data:`COMPILE_SECONDS`.
     """
 
     held_out_rows: int
@@ -51,41 +76,54 @@ class EvaluationTime:
         return self.read_seconds + self.predict_seconds
 
 
-def largest_evaluation_time(policy: PartyPolicy, rows_kept: int, read_seconds: float) -> EvaluationTime:
+def largest_evaluation_time(policy: PartyPolicy, n_classes: int, rows_kept: int, read_seconds: float) -> EvaluationTime:
     """Estimate the held work of evaluating the largest model ``policy`` admits on ``rows_kept`` usable rows.
 
     Parameters
     ----------
     policy : PartyPolicy
-        The party's policy (``holdout-fraction``, ``max-evaluation-trees``, ``max-depth``).
+        The party's policy (``holdout-fraction``, ``max-evaluation-trees``, ``max-evaluation-parts``, ``max-depth``).
+    n_classes : int >= 2
+        The schema's classes.
     rows_kept : int >= 0
         The rows of the party's file that satisfy the schema's rules.
     read_seconds : float >= 0
         How long reading the file took.
     """
     held_out = math.ceil(rows_kept * policy.holdout_fraction)
-    steps = held_out * policy.max_evaluation_trees * (policy.max_depth + 1)
-    return EvaluationTime(held_out, read_seconds, steps * PREDICT_SECONDS_PER_STEP)
+    steps = held_out * _steps_per_row(policy, n_classes, policy.max_evaluation_trees)
+    return EvaluationTime(held_out, read_seconds, steps * PREDICT_SECONDS_PER_STEP + COMPILE_SECONDS)
 
 
-def hold_shortfall(policy: PartyPolicy, estimate: EvaluationTime) -> str | None:
-    """What to change when ``policy``'s ``reply-after-seconds`` (set) is below ``estimate``, or None: no hold, or it
-    covers the estimate."""
+def _steps_per_row(policy: PartyPolicy, n_classes: int, trees: int) -> int:
+    return trees * (policy.max_depth + 1) + policy.max_evaluation_parts * n_classes
+
+
+def hold_shortfall(policy: PartyPolicy, n_classes: int, estimate: EvaluationTime) -> str | None:
+    """What to change when ``policy``'s ``reply-after-seconds`` (set) is shorter than :data:`MARGIN` times
+    ``estimate``, or None: no hold, or it covers the estimate with that margin."""
     hold = policy.reply_after_seconds
-    if hold <= 0 or estimate.seconds <= hold:
+    if hold <= 0 or MARGIN * estimate.seconds <= hold:
         return None
-    per_tree = estimate.predict_seconds / policy.max_evaluation_trees
-    trees_that_fit = math.floor((hold - estimate.read_seconds) / per_tree) if per_tree > 0 else 0
+    per_tree = estimate.held_out_rows * (policy.max_depth + 1) * PREDICT_SECONDS_PER_STEP
+    fixed = estimate.read_seconds + COMPILE_SECONDS
+    fixed += estimate.held_out_rows * _steps_per_row(policy, n_classes, 0) * PREDICT_SECONDS_PER_STEP
+    trees_that_fit = math.floor((hold / MARGIN - fixed) / per_tree) if per_tree > 0 else 0
     lower = (
         f", or lower max-evaluation-trees to at most {trees_that_fit} (the trees the consortium's models hold)"
         if trees_that_fit >= 1
         else ""
     )
     return (
-        f"reply-after-seconds = {hold:g} is shorter than an evaluation of the largest model this policy admits "
-        f"(max-evaluation-trees = {policy.max_evaluation_trees} of depth <= {policy.max_depth}) on about "
-        f"{estimate.held_out_rows:,} held-out rows: about {estimate.seconds:.1f} s here (the read "
-        f"{estimate.read_seconds:.1f} s, the prediction about {estimate.predict_seconds:.1f} s, estimated), so a "
-        f"coordinator sending such a model could time this party's data; raise reply-after-seconds to at least "
-        f"{math.ceil(estimate.seconds * 1.5)}{lower}"
+        f"reply-after-seconds = {hold:g} is shorter than {MARGIN:g} times an evaluation of the largest model this "
+        f"policy admits (max-evaluation-trees = {policy.max_evaluation_trees} of depth <= {policy.max_depth}) on about "
+        f"{estimate.held_out_rows:,} held-out rows: about {seconds_text(estimate.seconds)} here (the read "
+        f"{seconds_text(estimate.read_seconds)}, the prediction about {seconds_text(estimate.predict_seconds)}, "
+        f"estimated), so a coordinator sending such a model could time this party's data; raise reply-after-seconds "
+        f"to at least {math.ceil(MARGIN * estimate.seconds)}{lower}"
     )
+
+
+def seconds_text(seconds: float) -> str:
+    """``"3.2 s"``, or ``"under 0.1 s"``."""
+    return f"{seconds:.1f} s" if seconds >= 0.1 else "under 0.1 s"

@@ -32,7 +32,7 @@ from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._disk_space import ledger_room_problem, read_only_text
-from ._hold_estimate import hold_shortfall, largest_evaluation_time
+from ._hold_estimate import MARGIN, hold_shortfall, largest_evaluation_time, seconds_text
 from ._ledger import (
     CAP_CHANGES_KEY,
     COORDINATOR_RECORD,
@@ -242,7 +242,7 @@ def preflight(
     if schema is not None:
         read = _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
         if policy is not None and read is not None:
-            _hold_covers_an_evaluation(setup.policy_path, policy, *read, report)
+            _hold_covers_an_evaluation(setup.policy_path, policy, schema.n_classes, *read, report)
     if check_rows:  # edprf party check: the samplers a production request draws from load here too
         _exact_samplers(report)
     return report
@@ -624,21 +624,22 @@ def _data(
 
 
 def _hold_covers_an_evaluation(
-    path: Path, policy: PartyPolicy, rows_kept: int, read_seconds: float, report: PreflightReport
+    path: Path, policy: PartyPolicy, n_classes: int, rows_kept: int, read_seconds: float, report: PreflightReport
 ) -> None:
     """With a reply hold set: a problem when it is shorter than an evaluation of the largest model the policy admits
     on these rows (:mod:`client._hold_estimate`), else what the estimate is."""
     if policy.reply_after_seconds <= 0:
         return
-    estimate = largest_evaluation_time(policy, rows_kept, read_seconds)
-    if problem := hold_shortfall(policy, estimate):
+    estimate = largest_evaluation_time(policy, n_classes, rows_kept, read_seconds)
+    if problem := hold_shortfall(policy, n_classes, estimate):
         report._add("problem", path, problem)
         return
     report._add(
         "ok",
         path,
         f"reply-after-seconds = {policy.reply_after_seconds:g} covers an evaluation of the largest model this policy "
-        f"admits on about {estimate.held_out_rows:,} held-out rows (about {estimate.seconds:.1f} s here, estimated)",
+        f"admits on about {estimate.held_out_rows:,} held-out rows ({MARGIN:g} times about "
+        f"{seconds_text(estimate.seconds)} here, estimated)",
     )
 
 
