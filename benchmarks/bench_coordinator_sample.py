@@ -54,10 +54,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _bench_common import DEFAULT_DATA_DIR, inner_split, make_split
-from _bench_datasets import load_dataset
+from _bench_common import DEFAULT_DATA_DIR
 from bench_federation_cost import _scores
-from bench_federation_depth import _candidates, _gini_utilities, _goes_left, _partition, run_config
+from bench_federation_depth import _candidates, _gini_utilities, _goes_left, _partition, run_config, seeded_splits
 
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 from edprf_core.mechanisms import discrete_laplace_counts
@@ -188,20 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     rows = []
-    for dataset in args.datasets.split(","):
-        X, y, schema = load_dataset(dataset, args.data_dir)
-        for seed in range(args.seeds):
-            split = make_split(X, y, schema, seed, dataset=dataset)
-            if args.split == "inner":
-                split = inner_split(split, seed)
-            for cfg in json.loads(args.configs) if args.configs else configs_for(len(split.y_train)):
-                t0 = time.perf_counter()
-                scores = run_sample(split, seed, cfg) if "sample" in cfg else run_config(split, seed, cfg)
-                row = {"dataset": dataset, "split": args.split, "seed": seed, "config": json.dumps(cfg)}
-                row |= {"accuracy": scores["accuracy"], "roc_auc": scores["roc_auc"]}
-                row["seconds"] = round(time.perf_counter() - t0, 2)
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+    for dataset, seed, split in seeded_splits(args.datasets, args.seeds, args.split, args.data_dir):
+        for cfg in json.loads(args.configs) if args.configs else configs_for(len(split.y_train)):
+            t0 = time.perf_counter()
+            scores = run_sample(split, seed, cfg) if "sample" in cfg else run_config(split, seed, cfg)
+            row = {"dataset": dataset, "split": args.split, "seed": seed, "config": json.dumps(cfg)}
+            row |= {"accuracy": scores["accuracy"], "roc_auc": scores["roc_auc"]}
+            row["seconds"] = round(time.perf_counter() - t0, 2)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     df = pd.DataFrame(rows)
     if args.csv:
         df.to_csv(args.csv, index=False)

@@ -346,6 +346,16 @@ PRESETS: dict[str, list[dict]] = {
 }
 
 
+def seeded_splits(datasets: str, seeds: int, split: str, data_dir: str):
+    """``(dataset, seed, split)`` for each comma-separated dataset and outer seed ``0..seeds-1``: the outer split
+    (``make_split``), or with ``split == "inner"`` its inner validation split of the training rows."""
+    for dataset in datasets.split(","):
+        X, y, schema = load_dataset(dataset, data_dir)
+        for seed in range(seeds):
+            outer = make_split(X, y, schema, seed, dataset=dataset)
+            yield dataset, seed, inner_split(outer, seed) if split == "inner" else outer
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default=None)
@@ -360,18 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     configs = json.loads(args.configs) if args.configs else PRESETS[args.preset or "rule"]
     rows = []
     with research_schedules({str(c.get("schedule", "")) for c in configs}):
-        for dataset in args.datasets.split(","):
-            X, y, schema = load_dataset(dataset, args.data_dir)
-            for seed in range(args.seeds):
-                split = make_split(X, y, schema, seed, dataset=dataset)
-                if args.split == "inner":
-                    split = inner_split(split, seed)
-                for cfg in configs:
-                    t0 = time.perf_counter()
-                    row = {"dataset": dataset, "split": args.split, "seed": seed, "config": json.dumps(cfg)}
-                    row |= run_config(split, seed, cfg) | {"seconds": round(time.perf_counter() - t0, 2)}
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
+        for dataset, seed, split in seeded_splits(args.datasets, args.seeds, args.split, args.data_dir):
+            for cfg in configs:
+                t0 = time.perf_counter()
+                row = {"dataset": dataset, "split": args.split, "seed": seed, "config": json.dumps(cfg)}
+                row |= run_config(split, seed, cfg) | {"seconds": round(time.perf_counter() - t0, 2)}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     df = pd.DataFrame(rows)
     if args.csv:
         df.to_csv(args.csv, index=False)
