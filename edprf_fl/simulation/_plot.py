@@ -110,31 +110,19 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         for i, key in enumerate(keys):
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying and v != "")
             means, spreads = _series(rows, axis, xs, others, key, "federated_accuracy")
-            ax.errorbar(
-                positions,
-                means,
-                yerr=spreads if spread else None,
-                fmt="-o",
-                color=f"C{i % 10}",
-                capsize=3,
-                label=f"federated {label}".strip(),
+            _draw(
+                ax, xs, positions, means, spreads if spread else None, "-o", f"C{i % 10}", f"federated {label}".strip()
             )
         for label, (means, spreads), first in _central_lines(rows, axis, xs, others, keys, varying):
-            ax.errorbar(
-                positions,
-                means,
-                yerr=spreads if spread else None,
-                fmt="--s",
-                color=f"C{first % 10}",
-                capsize=3,
-                alpha=0.6,
-                label=label,
-            )
+            _draw(ax, xs, positions, means, spreads if spread else None, "--s", f"C{first % 10}", label, alpha=0.6)
+        if any(isinstance(x, str) for x in xs) and len(xs) > 1:  # 'auto' apart from the fixed depths
+            ax.axvline(positions[-1] - 0.5, color="grey", linestyle=":", linewidth=1)
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
         if axis in ("parties", "max_depth", "n_trees", "alpha"):
-            ax.set_xticks(positions, [str(x) for x in xs])  # counts: integer ticks only
+            ticks = [str(x) if x != "auto" else "auto\n(each party's own;\nsweep.md: depths)" for x in xs]
+            ax.set_xticks(positions, ticks)  # counts: integer ticks only
         if _log_scaled(axis, xs):  # 0.25 .. 8: evenly spaced doublings, not a crowded left end
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
@@ -148,6 +136,29 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str,
         plt.close(fig)
         written.append(out / f"accuracy_vs_{axis}.png")
     return written
+
+
+def _draw(ax, xs, positions, means, spreads, fmt: str, color: str, label: str, alpha: float = 1.0) -> None:
+    """One series of a sweep plot: a line through the numeric values of the axis, and a word among them (``auto``
+    among fixed depths) as its own unconnected marker: a depth the parties chose is no point on the depth axis, and
+    a line to it would read as a trend (review rev-research R2)."""
+    fixed = [i for i, x in enumerate(xs) if not isinstance(x, str)]
+    words = [i for i, x in enumerate(xs) if isinstance(x, str)]
+    labelled = False
+    for indices, style in ((fixed, fmt), (words, fmt.lstrip("-"))):
+        if not indices:
+            continue
+        ax.errorbar(
+            [positions[i] for i in indices],
+            [means[i] for i in indices],
+            yerr=None if spreads is None else [spreads[i] for i in indices],
+            fmt=style,
+            color=color,
+            capsize=3,
+            alpha=alpha,
+            label=None if labelled else label,
+        )
+        labelled = True
 
 
 LOG_SCALE_SPAN = 5.0

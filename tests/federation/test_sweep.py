@@ -316,6 +316,36 @@ def test_max_depths_takes_auto_and_the_plot_orders_it_after_the_depths(tmp_path)
     assert plot_sweep(rows, configs, tmp_path) in ([], [tmp_path / "accuracy_vs_max_depth.png"])
 
 
+def test_the_depth_plot_draws_auto_apart_and_never_joins_it_to_a_fixed_depth(tmp_path, monkeypatch):
+    """'auto' is the depth each party chose, no point on the depth axis: a line from depth 4 to it read as accuracy
+    rising with depth, and the central line joined two different models (review rev-research R2)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    from edprf_fl.simulation import plot_sweep
+
+    calls = []
+    real = Axes.errorbar
+
+    def recording(self, x, y, *args, **kwargs):
+        calls.append((list(x), kwargs.get("fmt", "")))
+        return real(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "errorbar", recording)
+    configs = sweep_grid(SimulationSettings(), {"max_depth": [2, 4, "auto"], "epsilon": [1.0]})
+    rows = [
+        {**c, "seed": s, "federated_accuracy": 0.8, "central_accuracy": 0.9, "majority_accuracy": 0.4}
+        for c in configs
+        for s in (0, 1)
+    ]
+    assert plot_sweep(rows, configs, tmp_path) == [tmp_path / "accuracy_vs_max_depth.png"]
+    assert matplotlib.get_backend().lower() == "agg"
+    lines = [(x, fmt) for x, fmt in calls if "-" in fmt]
+    markers = [(x, fmt) for x, fmt in calls if "-" not in fmt]
+    assert lines and all(x == [0, 1] for x, _ in lines), calls  # the fixed depths 2 and 4, joined
+    assert markers and all(x == [2] for x, _ in markers), calls  # auto, on its own
+
+
 # 8. what ± is; alpha
 
 
