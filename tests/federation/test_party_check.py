@@ -758,7 +758,9 @@ def test_a_hold_shorter_than_the_largest_admitted_evaluation_is_a_problem_with_t
     code, lines = _check(paths, capsys)
     (problem,) = _problems(lines)
     assert code != 0
-    assert "reply-after-seconds = 0.001 is shorter than 1.5 times an evaluation of the largest model" in problem, problem
+    assert "reply-after-seconds = 0.001 is shorter than 1.5 times an evaluation of the largest model" in problem, (
+        problem
+    )
     assert "max-evaluation-trees = 5000 of depth <= 8" in problem and "about 80 held-out rows" in problem, problem
     assert "raise reply-after-seconds to at least" in problem, problem
     _with_hold(paths, 60)
