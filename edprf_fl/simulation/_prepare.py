@@ -27,14 +27,52 @@ if TYPE_CHECKING:
 __all__ = [
     "PreparedWorkspace",
     "RowSplit",
+    "RowsRead",
     "check_release_size",
     "expected_training_rows",
     "held_out_rows_bound",
     "load_simulation_data",
     "partition_training_rows",
     "prepare_workspace",
+    "read_simulation_data",
     "split_rows",
 ]
+
+
+@dataclass(frozen=True)
+class RowsRead:
+    """What the simulation read of its data and what the schema's rules left out (the researcher's own file).
+
+    read : int >= 0
+        Rows in the file (or the embedded dataset).
+    left_out : int in [0, read]
+        Rows no party would use: refused by a rule of the schema (a missing cell whose rule is ``refuse``, a label
+        not among the classes, ...).
+    reasons : tuple of str
+        One line per rule that left rows out, as ``edprf simulate`` prints them.
+    """
+
+    read: int
+    left_out: int = 0
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def used(self) -> int:
+        """The rows the test set and the parties were split from."""
+        return self.read - self.left_out
+
+    def text(self) -> str:
+        """``"303 rows read, 6 left out by the schema's rules (...), 297 used"``, or ``"297 rows read, all used"``."""
+        if not self.left_out:
+            return f"{count_text(self.read, 'row')} read, all used"
+        return (
+            f"{count_text(self.read, 'row')} read, {self.left_out} left out by the schema's rules "
+            f"({'; '.join(self.reasons)}), {self.used} used"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """For ``simulation.json``."""
+        return {"read": self.read, "left_out": self.left_out, "used": self.used, "reasons": list(self.reasons)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +89,8 @@ class PreparedWorkspace:
     X_test, y_test : the central held-out test rows
     parts : list of integer arrays
         Row positions of ``X_train`` held by each party.
+    rows_read : RowsRead
+        What was read of the data and what the schema's rules left out.
     """
 
     config: CoordinatorConfig
@@ -62,6 +102,7 @@ class PreparedWorkspace:
     X_test: pd.DataFrame
     y_test: pd.Series
     parts: list[np.ndarray]
+    rows_read: RowsRead | None = None
 
     @property
     def directory(self) -> Path:
@@ -75,8 +116,17 @@ def load_simulation_data(
     """The rows, labels (as the declared classes), schema and name of the simulation's data.
 
     The simulation holds every party's rows: it applies the parties' per-record filter once, up front
-    (the rows a party would drop), and says so through ``progress``.
+    (the rows a party would drop), and says so through ``progress``.  :func:`read_simulation_data` also returns
+    what was read and left out.
     """
+    X, y, schema, name, _ = read_simulation_data(settings, progress)
+    return X, y, schema, name
+
+
+def read_simulation_data(
+    settings: SimulationSettings, progress: Progress = _quiet
+) -> tuple[pd.DataFrame, pd.Series, Schema, str, RowsRead]:
+    """:func:`load_simulation_data`, and the :class:`RowsRead` of the data (a researcher reports the rows used)."""
     import numpy as np
     import pandas as pd
 
@@ -86,7 +136,7 @@ def load_simulation_data(
 
     if settings.data is None:
         X, y, schema = load_embedded(settings.dataset)
-        return X, y, schema, settings.dataset
+        return X, y, schema, settings.dataset, RowsRead(len(X))
     schema = load_schema(settings.schema)
     with stage(progress, f"[1/4] reading {file_text(settings.data)} ...", "      read"):
         X, y = read_csv(settings.data, schema, sep=settings.sep, header=settings.header, labels="text")
@@ -100,9 +150,10 @@ def load_simulation_data(
             "and the label's classes; `edprf schema check` shows what each rule does)",
             path=str(settings.data),
         )
+    rows = RowsRead(len(X), int(len(X) - keep.sum()), tuple(problems))
     X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
     y = pd.Series(np.asarray(schema.classes)[encode_labels(y, schema)], name=schema.label.column)
-    return X, y, schema, settings.data.name
+    return X, y, schema, settings.data.name, rows
 
 
 def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Progress = _quiet) -> PreparedWorkspace:
@@ -115,7 +166,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
     so its row counts are public here (unlike in a deployment).
     """
     out_dir = Path(out_dir)
-    X, y, schema, name = load_simulation_data(settings, progress)  # first: a wrong file fails before the rest
+    X, y, schema, name, rows_read = read_simulation_data(settings, progress)  # first: a wrong file fails first
     check_release_size(settings, schema)
 
     import numpy as np
@@ -157,7 +208,7 @@ def prepare_workspace(settings: SimulationSettings, out_dir: Path, progress: Pro
             validation = split.X_validation.assign(**{schema.label.column: split.y_validation.to_numpy()})
             write_owner_only_csv(sim_dir / "validation.csv", validation)
     config = _coordinator_config(settings, sim_dir, out_dir, max(map(len, parts)), sum(map(len, parts)))
-    return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts)
+    return PreparedWorkspace(config, name, schema, how, X_train, y_train, X_test, y_test, parts, rows_read)
 
 
 @contextmanager

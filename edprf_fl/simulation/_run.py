@@ -12,7 +12,7 @@ from typing import Any
 from edprf_core.count_text import count_text
 from edprf_core.forest import large_epsilon_note
 
-from ._prepare import prepare_workspace
+from ._prepare import RowsRead, prepare_workspace
 from ._progress import Progress, _quiet, seconds_text
 from ._settings import SimulationSettings
 
@@ -62,6 +62,8 @@ class SimulationReport:
     realised_partition : dict or None
         Per party its rows, class counts and training rows (:func:`partition_summary`): exact counts of the
         researcher's own data, written to the owner-only ``simulation.json`` only, never sent anywhere.
+    rows_read : RowsRead or None
+        The rows read of the data, those the schema's rules left out (and why) and those used.
     """
 
     settings: SimulationSettings
@@ -72,6 +74,7 @@ class SimulationReport:
     baselines: dict[str, dict[str, Any]] | None
     timings: SimulationTimings
     realised_partition: dict[str, dict[str, Any]] | None = None
+    rows_read: RowsRead | None = None
 
     @property
     def partition_warnings(self) -> list[str]:
@@ -135,6 +138,8 @@ class SimulationReport:
             "bytes_per_party": [p["release_bytes"] for p in fed["parties"]],
             "simulation_caveats": self.caveats,
         }
+        if self.rows_read is not None:  # what a paper reports as the data's size: the rows used, and those left out
+            out["rows_read"] = self.rows_read.to_dict()
         if self.realised_partition is not None:
             # exact counts of the researcher's own data in an owner-only file, never sent anywhere
             out["realised_partition"] = self.realised_partition
@@ -306,6 +311,7 @@ def run_simulation(
         baselines,
         timings,
         realised,
+        workspace.rows_read,
     )
 
 

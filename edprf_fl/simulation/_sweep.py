@@ -204,6 +204,8 @@ def run_sweep(
             )
             if record is not None:
                 record(rows[-1])
+            if len(rows) == 1 and report.rows_read is not None:  # the same data in every run: said once
+                progress(f"      data: {report.rows_read.text()}")
             # wall time of the runs so far (baselines included, unlike a row's "seconds"), per run, times those left
             eta = (time.perf_counter() - started) / len(rows) * (total - len(rows))
             progress(
@@ -268,6 +270,12 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "majority_accuracy": base.get("majority_class", {}).get("accuracy", nan),
         **_more_metrics(ev, base),
         "dataset": report.dataset,
+        # the data's size as a paper reports it: rows read, left out by the schema's rules, used
+        **(
+            {"rows_read": report.rows_read.read, "rows_left_out": report.rows_read.left_out}
+            if report.rows_read is not None
+            else {}
+        ),
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
         # the epsilon a party spent on its DP row count (max_depth auto; the largest), when report.json gives it
         "count_epsilon": max((p["count_epsilon"] for p in fed["parties"] if "count_epsilon" in p), default=""),
@@ -362,7 +370,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         if any(_number(r.get("starved_parties")) > 0 for r in sel):
             starved.append(_config_text(config))
     # after the table, so that its header stays the fifth line
-    lines += [f"\n{line}" for line in [*_marginals_lines(rows), *_dataset_notes(rows)]]
+    lines += [f"\n{line}" for line in [*_rows_read_lines(rows), *_marginals_lines(rows), *_dataset_notes(rows)]]
     if refused:
         lines.append(
             f"\nWARNING: parties' releases were not accepted in runs of {'; '.join(refused)} (see 'accepted', "
@@ -397,12 +405,31 @@ def _dataset_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [f"Note ({name}): {dataset_note(name)}" for name in names if dataset_note(name)]
 
 
+def _rows_read_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``Data: 303 rows read, 6 left out by the schema's rules, 297 used ...`` (none for rows without the counts)."""
+    counts = sorted({(int(r["rows_read"]), int(r["rows_left_out"])) for r in rows if "rows_read" in r})
+    if not counts:
+        return []
+    read, left_out = counts[0]
+    if not left_out:
+        return [f"Data: {read} rows read, all used (sweep.csv: rows_read, rows_left_out)."]
+    return [
+        (
+            f"Data: {read} rows read, {left_out} left out by the schema's rules, {read - left_out} used: report "
+            f"{read - left_out} as the data's size (each run's simulation.json: rows_read, with the rules that left "
+            "rows out; sweep.csv: rows_read, rows_left_out)."
+        )
+    ]
+
+
 def _marginals_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """What the marginals part of two-class runs takes (none without one): the rows the depth and trees act on."""
-    shares = sorted({float(r["marginals_share"]) for r in rows if _number(r.get("marginals_share")) > 0})
+    shares = sorted(
+        {round(100 * float(r["marginals_share"]), 6) for r in rows if _number(r.get("marginals_share")) > 0}
+    )
     if not shares:
         return []
-    shown = f"{100 * shares[0]:g}" if len(shares) == 1 else f"{100 * shares[0]:g}-{100 * shares[-1]:g}"
+    shown = f"{shares[0]:g}" if len(shares) == 1 else f"{shares[0]:g}-{shares[-1]:g}"  # not "90-90"
     text = (
         f"Marginals: on two classes each party spends {shown}% of its rows on one-way class histograms (the "
         "marginals part), so the depth and trees axes act on the rest only; the central model likewise "

@@ -399,6 +399,53 @@ def test_the_central_model_s_trees_and_depth_are_in_the_csv_and_the_table(tmp_pa
     assert _sweep._central_model_text(auto) == "1 x 5-6"
 
 
+def test_rows_the_schema_s_rules_left_out_are_said_once_and_kept_in_the_csv_and_the_table(tmp_path, monkeypatch):
+    """Review rev-research R1: a sweep on heart disease used 297 of the file's 303 rows (6 with '?' in ca or thal,
+    whose rule refuses a missing cell) and said so nowhere; a paper would have quoted 303."""
+    from edprf_fl.simulation._prepare import RowsRead
+
+    rows_read = RowsRead(303, 6, ("column 'ca': missing value ... 4 rows", "column 'thal': missing value ... 2 rows"))
+
+    def run(settings, out_dir, **_):
+        out_dir.mkdir(parents=True)
+        report = _report(settings)
+        return SimulationReport(**{**report.__dict__, "rows_read": rows_read})
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
+    said: list[str] = []
+    configs = [{"epsilon": e, "parties": 2, "partition": "iid", "max_depth": 2, "n_trees": 1} for e in (1.0, 2.0)]
+    rows = _sweep.run_sweep(SimulationSettings(parties=2), configs, 1, tmp_path, progress=said.append)
+    data_lines = [line for line in said if "data: " in line]
+    assert data_lines == [
+        (
+            "      data: 303 rows read, 6 left out by the schema's rules (column 'ca': missing value ... 4 rows; column "
+            "'thal': missing value ... 2 rows), 297 used"
+        )
+    ], said
+    assert all((r["rows_read"], r["rows_left_out"]) == (303, 6) for r in rows)
+    table = sweep_table(rows, configs)
+    assert "Data: 303 rows read, 6 left out by the schema's rules, 297 used: report 297 as the data's size" in table
+    assert SimulationReport(**{**_report(SimulationSettings()).__dict__, "rows_read": rows_read}).to_dict()[
+        "rows_read"
+    ] == {"read": 303, "left_out": 6, "used": 297, "reasons": list(rows_read.reasons)}
+
+
+def test_the_data_s_rows_read_and_left_out_come_from_the_schema_s_rules(tmp_path):
+    from edprf_fl.simulation._prepare import read_simulation_data
+
+    schema = tmp_path / "schema.toml"
+    schema.write_text(
+        'name = "t"\n[label]\ncolumn = "y"\nclasses = ["a", "b"]\n'
+        '[[features]]\nname = "x"\nkind = "continuous"\nlower = 0.0\nupper = 10.0\nmissing = "refuse"\n'
+    )
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n" + "".join(f"{i % 10},{'ab'[i % 2]}\n" for i in range(20)) + ",a\n3,c\n")
+    X, _, _, _, rows = read_simulation_data(SimulationSettings(data=data, schema=schema))
+    assert (rows.read, rows.left_out, rows.used, len(X)) == (22, 2, 20, 20)
+    assert len(rows.reasons) == 2 and rows.text().startswith("22 rows read, 2 left out by the schema's rules (")
+    assert rows.text().endswith("), 20 used")
+
+
 def test_the_csv_has_the_whole_run_s_wall_time_and_the_eta_reads_it(tmp_path, fake_runs, monkeypatch):
     """Review: sweep.csv's seconds is the federation's time only; the runs' baselines take longer than it."""
     import itertools
