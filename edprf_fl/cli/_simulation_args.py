@@ -301,7 +301,9 @@ def add_federation_arguments(
         "--seed",
         type=int,
         default=DEFAULTS.seed,
-        help="seed of the train/test split, the partition and the baselines (default: %(default)s)",
+        help="seed of the train/test split, the partition and the baselines; without --seeded-noise the parties "
+        "hold out rows by a secret key of their own, so the baselines' training rows (the parties' training side) "
+        "change from run to run: --party-holdout 0 or --seeded-noise fixes them (default: %(default)s)",
     )
     add(
         "--seeded-noise",

@@ -130,7 +130,10 @@ class SimulationReport:
             "max_depth": self.depth,
             "n_trees": self.settings.n_trees,
             "split_mode": self.settings.split_mode,
-            "seed": self.settings.seed,
+            "seed": self.settings.seed,  # the split's, the partition's and the baselines' (and the noise's, seeded)
+            # machine-readable: whether the parties drew their noise from research seeds (NOT differentially private)
+            "seeded_noise": self.settings.seeded_noise,
+            "not_dp": self.not_dp_mark,  # "" for a DP run, else what the printed table and plot say
             "engine": self.settings.engine,
             "federated": fed,
             "federation_seconds": self.timings.federation_s,

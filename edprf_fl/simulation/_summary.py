@@ -123,9 +123,12 @@ def results_table(
         cells = [_cell(m, k) for k in ("accuracy", "balanced_accuracy", "f1_macro", "roc_auc", brier_key)]
         lines.append(f"| {label} | {trees} | {fitted_on} | " + " | ".join(cells) + " |")
     n = rows[0][1].get("n")
+    # several classes: the AUC is the macro mean of one-vs-rest AUCs, its interval on the mean of their DeLong
+    # standard errors (conservative), as `edprf evaluate` names it (review rev-research R8)
+    auc = "logit-DeLong for ROC AUC" if brier_key == "brier" else "logit-DeLong for ROC AUC, macro one-vs-rest"
     lines.append(
         f"on {n if n is not None else 'the'} central test rows; in brackets the 95% interval (Wilson for "
-        "accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, logit-DeLong for ROC AUC, log-scale for "
+        f"accuracy, MOVER-Wilson for balanced accuracy, bootstrap for F1, {auc}, log-scale for "
         "Brier); exact statistics of the test rows, no party's epsilon spent"
     )
     if consortium is not None and any("training_rows" in b for b in baselines.values()):

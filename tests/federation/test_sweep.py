@@ -539,3 +539,19 @@ def test_a_seed_start_out_of_range_is_refused_before_the_first_run(tmp_path, cap
         "--seed-start 2147483647 with --seeds 2: the seeds 2147483647 .. 2147483648 must lie in [0, 2147483647]" in err
     )
     assert not out.exists()
+
+
+def test_simulation_json_says_whether_a_run_was_seeded_and_the_table_names_a_multiclass_auc():
+    """Review rev-research R7 and R8: whether a run drew seeded noise (NOT DP) was in a sentence only, and the AUC of
+    several classes (macro one-vs-rest, a conservative interval) was named as a two-class one."""
+    from edprf_fl.simulation._summary import results_table
+
+    dp = _report(SimulationSettings()).to_dict()
+    seeded = _report(SimulationSettings(seeded_noise=True)).to_dict()
+    assert (dp["seeded_noise"], dp["not_dp"]) == (False, "")
+    assert seeded["seeded_noise"] is True and "NOT differentially private" in seeded["not_dp"]
+    metrics = {"accuracy": 0.9, "roc_auc": 0.95, "n": 10}
+    two = results_table({"central_evaluation": {**metrics, "brier": 0.1}, "n_trees": 1}, {})
+    four = results_table({"central_evaluation": {**metrics, "brier_multiclass": 0.1}, "n_trees": 1}, {})
+    assert "logit-DeLong for ROC AUC, log-scale" in two and "one-vs-rest" not in two
+    assert "logit-DeLong for ROC AUC, macro one-vs-rest, log-scale" in four
