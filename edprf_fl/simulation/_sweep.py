@@ -432,8 +432,9 @@ def _marginals_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     shown = f"{shares[0]:g}" if len(shares) == 1 else f"{shares[0]:g}-{shares[-1]:g}"  # not "90-90"
     text = (
         f"Marginals: on two classes each party spends {shown}% of its rows on one-way class histograms (the "
-        "marginals part), so the depth and trees axes act on the rest only; the central model likewise "
-        "(sweep.csv: marginals_share, marginals_bins, federated_trees_alone_accuracy, "
+        "marginals part), so the depth and trees axes act on the rest only; the central model likewise, and it "
+        "also runs the estimator's residual pass where its rule says so, which no federation can carry: part of "
+        "the gap to central is that pass (sweep.csv: marginals_share, marginals_bins, federated_trees_alone_accuracy, "
         "federated_marginals_alone_accuracy, central_marginals_share, central_residual_pass)."
     )
     return [text]
