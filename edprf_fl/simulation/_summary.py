@@ -99,12 +99,19 @@ def results_table(
     baselines = baselines or {}
     merged = federated.get("marginals") or {}
     consortium = (federated.get("parameters") or {}).get("consortium_rows")
+    pooled = baselines.get("central_edprf", {})
+    if consortium is not None and party_holdout > 0 and pooled.get("same_rows") and "training_rows" in pooled:
+        # the simulation read every party's hold-out key: the rows the parties trained on, exactly, which the
+        # pooled baselines fit on too (an expected "~" count beside them read as fewer rows: review rev-research R6)
+        federation_rows = str(pooled["training_rows"])
+    else:
+        federation_rows = "" if consortium is None else f"{'~' if party_holdout > 0 else ''}{consortium}"
     rows = [
         (
             "federated eDPRF",
             federated.get("central_evaluation", {}),
             _parts_text(federated["n_trees"], merged.get("share", 0.0), False),
-            "" if consortium is None else f"{'~' if party_holdout > 0 else ''}{consortium}",
+            federation_rows,
         )
     ]
     for key, label in BASELINE_ROWS:
@@ -170,14 +177,14 @@ def training_rows_text(party_holdout: float, same_rows: bool = False) -> str:
         )
     return (
         f"training rows: each party trains on its rows less the {100 * party_holdout:g}% it holds out for its own "
-        "evaluation (a keyed draw inside the party, kept back whether or not the evaluation round runs), so the "
-        "federation's count is an expected one; "
+        "evaluation (a keyed draw inside the party, kept back whether or not the evaluation round runs); "
         + (
             "the baselines fit on the rows the parties trained on (each party's side of every row taken again "
             "with its own key, read from its ledger in the workspace): the central, non-private and majority "
-            "baselines on all of them pooled, each party alone on its own"
+            "baselines on all of them pooled, each party alone on its own; the federation's count is that exact one"
             if same_rows
-            else "each baseline fits on as many rows as the parties train on, a seeded sample of the pooled rows "
+            else "the federation's count is an expected one; each baseline fits on as many rows as the parties "
+            "train on, a seeded sample of the pooled rows "
             "(each party alone: of its own rows), not the same rows (a party that never trained has no key to "
             "take its rows with)"
         )

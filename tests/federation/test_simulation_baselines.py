@@ -131,6 +131,14 @@ def test_the_table_shows_the_rows_each_model_was_fitted_on():
     assert "each baseline fits on as many rows as the parties train on" in table and "not the same rows" in table
     exact = results_table(federated, baselines, party_holdout=0.0)
     assert "| federated eDPRF | 3 | 3534 |" in exact and "no hold-out" in exact
+    # the simulation read every party's key: the federation's count is the exact one the pooled baselines fit on,
+    # not an expected '~' count beside them that read as fewer rows (review rev-research R6)
+    same = {
+        k: b | {"same_rows": True, "training_rows": 3578 if k == "central_edprf" else 707} for k, b in baselines.items()
+    }
+    table = results_table(federated, same, party_holdout=0.1)
+    assert "| federated eDPRF | 3 | 3578 | 0.9000" in table and "~" not in table
+    assert "the federation's count is that exact one" in table
 
 
 def test_the_best_party_alone_says_it_was_chosen_on_the_test_rows():
