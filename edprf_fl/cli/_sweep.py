@@ -214,6 +214,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
         )
     except KeyboardInterrupt:
         say(_interrupted_text(len(finished), csv_path))
+        _report_the_finished_runs(finished, configs, out, len(configs) * args.seeds)
         raise
     table = sweep_table(rows, configs)
     (out / "sweep.md").write_text(table + "\n")
@@ -228,6 +229,30 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     )
     print(f"\nresults: {csv_path}, {out / 'sweep.md'}, {where}")
     return 0
+
+
+def _report_the_finished_runs(
+    finished: list[Mapping[str, Any]], configs: list[Mapping[str, Any]], out: Path, total: int
+) -> None:
+    """An interrupted sweep's sweep.md and plots, of the runs that finished (review rev-research R3: only the CSV was
+    left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them."""
+    from edprf_fl.simulation import SWEEP_AXES, plot_sweep, sweep_table
+
+    from ._simulate import say
+
+    unfinished = out / f"run-{len(finished):04d}"
+    if unfinished.exists():
+        say(f"{unfinished} holds the unfinished run (no simulation.json): not part of the results; remove it")
+    if not finished:
+        return
+    done = [c for c in configs if any(all(r.get(k) == c[k] for k in SWEEP_AXES if k in c) for r in finished)]
+    try:
+        head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
+        (out / "sweep.md").write_text(head + "\n\n" + sweep_table(finished, done) + "\n")
+        plot_sweep(finished, done, out)
+        say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), with their plots")
+    except KeyboardInterrupt:
+        say("second interrupt: the finished runs' table and plots were not written (their rows are in sweep.csv)")
 
 
 def _interrupted_text(finished: int, csv_path: Path) -> str:

@@ -354,7 +354,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
         "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
     ]
-    refused, one_class, starved = [], [], []
+    refused, one_class, starved, no_better = [], [], [], []
     for config in configs:
         sel = [r for r in rows if all(r.get(k) == config[k] for k in SWEEP_AXES if k in config)]
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
@@ -367,6 +367,8 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
             refused.append(_config_text(config))
         if any(r.get("federated_one_class") for r in sel):
             one_class.append(_config_text(config))
+        elif any(_number(r.get("federated_accuracy")) <= _number(r.get("majority_accuracy")) for r in sel):
+            no_better.append(_config_text(config))  # it predicts several classes, and still no better
         if any(_number(r.get("starved_parties")) > 0 for r in sel):
             starved.append(_config_text(config))
     # after the table, so that its header stays the fifth line
@@ -385,6 +387,11 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         lines.append(
             f"\nThe federated model predicts (nearly) one class in runs of {'; '.join(one_class)}: "
             "no better than the majority class, whatever its accuracy."
+        )
+    if no_better:  # review rev-research R11: below the majority class while predicting several classes
+        lines.append(
+            f"\nThe federated model is no more accurate than always predicting the majority class in runs of "
+            f"{'; '.join(no_better)} (sweep.csv: federated_accuracy, majority_accuracy, federated_balanced_accuracy)."
         )
     return "\n".join(lines)
 

@@ -268,8 +268,32 @@ def test_an_interrupted_sweep_keeps_its_finished_rows(tmp_path, capsys, monkeypa
     monkeypatch.setattr(_sweep, "run_simulation", run)
     out = tmp_path / "sweep"
     assert main(["sweep", *TINY, "--seeds", "3", "--output", str(out)]) == 130
-    assert f"sweep interrupted after 1 finished run; its rows are in {out / 'sweep.csv'}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"sweep interrupted after 1 finished run; its rows are in {out / 'sweep.csv'}" in err
     assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["0"]
+    # the finished runs' table too, marked as such (review rev-research R3: only the CSV was left)
+    table = (out / "sweep.md").read_text()
+    assert table.startswith("INTERRUPTED: 1 of 3 runs finished; this table and the plots hold those only.")
+    assert f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED)" in err
+
+
+def test_a_model_no_better_than_the_majority_class_is_named_in_the_table():
+    """Review rev-research R11: runs below the majority class that predict several classes were not flagged."""
+    configs = [{"epsilon": e, "parties": 2, "partition": "iid", "max_depth": 2, "n_trees": 1} for e in (0.5, 1.0)]
+    rows = [
+        {
+            **_sweep._metrics(_report(SimulationSettings(parties=2, epsilon=c["epsilon"]))),
+            **c,
+            "alpha": "",
+            "seed": 0,
+        }
+        for c in configs
+    ]
+    rows[0] |= {"federated_accuracy": 0.35, "majority_accuracy": 0.40}
+    rows[1] |= {"federated_accuracy": 0.80, "majority_accuracy": 0.40}
+    table = sweep_table(rows, configs)
+    flagged = table.split("no more accurate than always predicting the majority class in runs of ")[1].split(" (")[0]
+    assert flagged == "epsilon 0.5, parties 2, partition iid, max_depth 2, n_trees 1", table
 
 
 # 6. the grid against the data
