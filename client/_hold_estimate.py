@@ -38,8 +38,8 @@ PREDICT_SECONDS_PER_STEP = 1e-8
 """Seconds per distinct held-out row and step of a prediction (a step: one level of one tree, or one class of one
 part), rounded up from ``benchmarks/bench_hold_estimate.py`` (distinct rows at 64 bins, one core; its largest
 measurement, 6.5e-9 s, is in ``results/hold_estimate.json``, and a test keeps this at or above it; :data:`MARGIN`
-comes on top).  Review rev-s63 R1:
-the first value, 2e-9, was calibrated on repeated rows, which prediction reads once each."""
+comes on top).  Review rev-s63 R1: the first value, 2e-9, was calibrated on repeated rows, which prediction reads
+once each."""
 
 COMPILE_SECONDS = 2 * (MAX_COMPILE_CELLS // CELLS_PER_WORK) * 1e-6
 """Seconds to build a model's routing tables, which the first prediction does inside the hold: at most

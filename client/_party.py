@@ -316,10 +316,10 @@ class Party:
         self.hold_from: float | None = None
         """A :func:`client._reply_timing.message_reached` reading taken when an evaluation has checked and decoded the
         coordinator's model, before anything of the data file is read (its header or Parquet footer included), or
-        None (train, refusals of the model): the reply's hold counts from it,
-        so the decoding's time, which the coordinator chooses through the model's size, cannot push a large party's
-        reply past the hold while a small party's stays on time (review rev-coord C1).  Per message: the handlers
-        build a Party for each one (:func:`client._flower_handlers._party`)."""
+        None (train, refusals of the model): the reply's hold counts from it, so the decoding's time, which the
+        coordinator chooses through the model's size, cannot push a large party's reply past the hold while a small
+        party's stays on time (review rev-coord C1).  Per message: the handlers build a Party for each one
+        (:func:`client._flower_handlers._party`)."""
         self.policy: PartyPolicy = load_policy(setup.policy_path)
         self.schema: Schema = load_schema(setup.schema_path)
         if self.policy.schema_fingerprint and self.policy.schema_fingerprint != self.schema.fingerprint:
