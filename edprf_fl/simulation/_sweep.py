@@ -34,7 +34,9 @@ _TABLE_COLUMNS = (
     ("federated_accuracy", "federated"),
     ("federated_roc_auc", "federated AUC"),
     ("central_accuracy", "central DP"),
+    ("central_roc_auc", "central DP AUC"),  # review rev-research R10: on imbalanced data accuracy separates nothing
     ("party_alone_median_accuracy", "party alone (median)"),
+    ("party_alone_median_roc_auc", "party alone AUC"),
     ("non_private_accuracy", "non-private"),
     ("majority_accuracy", "majority"),
 )

@@ -449,6 +449,10 @@ def test_rows_the_schema_s_rules_left_out_are_said_once_and_kept_in_the_csv_and_
     assert all((r["rows_read"], r["rows_left_out"]) == (303, 6) for r in rows)
     table = sweep_table(rows, configs)
     assert "Data: 303 rows read, 6 left out by the schema's rules, 297 used: report 297 as the data's size" in table
+    # ROC AUC beside accuracy for the central and party-alone baselines too (review rev-research R10)
+    assert (
+        "| federated | federated AUC | central DP | central DP AUC | party alone (median) | party alone AUC |" in table
+    )
     assert SimulationReport(**{**_report(SimulationSettings()).__dict__, "rows_read": rows_read}).to_dict()[
         "rows_read"
     ] == {"read": 303, "left_out": 6, "used": 297, "reasons": list(rows_read.reasons)}
