@@ -208,6 +208,8 @@ def run_sweep(
                 record(rows[-1])
             if len(rows) == 1 and report.rows_read is not None:  # the same data in every run: said once
                 progress(f"      data: {report.rows_read.text()}")
+                if note := report.rows_read.repeats_text():  # seed 0's split; sweep.csv has each run's count
+                    progress(f"      note: {note}")
             # wall time of the runs so far (baselines included, unlike a row's "seconds"), per run, times those left
             eta = (time.perf_counter() - started) / len(rows) * (total - len(rows))
             progress(
@@ -274,7 +276,12 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "dataset": report.dataset,
         # the data's size as a paper reports it: rows read, left out by the schema's rules, used
         **(
-            {"rows_read": report.rows_read.read, "rows_left_out": report.rows_read.left_out}
+            {
+                "rows_read": report.rows_read.read,
+                "rows_left_out": report.rows_read.left_out,
+                "test_rows": report.rows_read.test_rows,
+                "test_rows_repeated": report.rows_read.test_rows_repeated,
+            }
             if report.rows_read is not None
             else {}
         ),
@@ -415,19 +422,36 @@ def _dataset_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _rows_read_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``Data: 303 rows read, 6 left out by the schema's rules, 297 used ...`` (none for rows without the counts)."""
+    """``Data: 303 rows read, 6 left out by the schema's rules, 297 used ...`` (none for rows without the counts), and
+    a ``Duplicates:`` line when test rows repeat training rows."""
+    from ._prepare import REPEATED_TEST_SHARE
+
     counts = sorted({(int(r["rows_read"]), int(r["rows_left_out"])) for r in rows if "rows_read" in r})
     if not counts:
         return []
     read, left_out = counts[0]
+    repeats = [(_number(r.get("test_rows_repeated")), _number(r.get("test_rows"))) for r in rows if r.get("test_rows")]
+    share = max((n / total for n, total in repeats), default=0.0)
+    repeated = (
+        [
+            (
+                f"Duplicates: up to {100 * share:.1f}% of a run's central test rows repeat a training row exactly (label "
+                "included): every model's test score is optimistic, a non-private forest's most (sweep.csv: "
+                "test_rows_repeated)."
+            )
+        ]
+        if share > REPEATED_TEST_SHARE
+        else []
+    )
     if not left_out:
-        return [f"Data: {read} rows read, all used (sweep.csv: rows_read, rows_left_out)."]
+        return [f"Data: {read} rows read, all used (sweep.csv: rows_read, rows_left_out).", *repeated]
     return [
         (
             f"Data: {read} rows read, {left_out} left out by the schema's rules, {read - left_out} used: report "
             f"{read - left_out} as the data's size (each run's simulation.json: rows_read, with the rules that left "
             "rows out; sweep.csv: rows_read, rows_left_out)."
-        )
+        ),
+        *repeated,
     ]
 
 

@@ -455,7 +455,33 @@ def test_rows_the_schema_s_rules_left_out_are_said_once_and_kept_in_the_csv_and_
     )
     assert SimulationReport(**{**_report(SimulationSettings()).__dict__, "rows_read": rows_read}).to_dict()[
         "rows_read"
-    ] == {"read": 303, "left_out": 6, "used": 297, "reasons": list(rows_read.reasons)}
+    ] == {
+        "read": 303,
+        "left_out": 6,
+        "used": 297,
+        "reasons": list(rows_read.reasons),
+        "test_rows": 0,
+        "test_rows_repeated": 0,
+    }
+
+
+def test_test_rows_that_repeat_a_training_row_are_counted_and_said_above_one_percent():
+    """Review rev-research R12: 5.6 % of the diabetes file's test rows repeated a training row (the file holds
+    3,854 duplicate rows) and nothing said so, while the wall robot gets its time-series caveat."""
+    import pandas as pd
+
+    from edprf_fl.simulation._prepare import RowsRead, repeated_rows
+
+    X_train = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
+    y_train = pd.Series(["p", "q", "p"])
+    X_test = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "q", "x"]})
+    y_test = pd.Series(["p", "p", "p", "p"])  # row 0 repeats; row 1 differs by its label only; rows 2, 3 by a cell
+    assert repeated_rows(X_train, y_train, X_test, y_test) == 1
+    assert RowsRead(100, test_rows=100, test_rows_repeated=1).repeats_text() is None  # 1 %: not above it
+    note = RowsRead(100, test_rows=100, test_rows_repeated=6).repeats_text()
+    assert note.startswith("6 of the 100 central test rows (6.0%) repeat a training row exactly (label included)")
+    rows = [{"rows_read": 100, "rows_left_out": 0, "test_rows": 100, "test_rows_repeated": 6}]
+    assert _sweep._rows_read_lines(rows)[1].startswith("Duplicates: up to 6.0% of a run's central test rows")
 
 
 def test_the_data_s_rows_read_and_left_out_come_from_the_schema_s_rules(tmp_path):
