@@ -188,7 +188,8 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
     report = _report({"majority_class": {"accuracy": 0.4, "n_trees": 0}})
     got = report.to_dict()
     assert list(got) == [
-        "dataset", "parties", "partition", "epsilon", "max_depth", "n_trees", "split_mode", "seed", "engine",
+        "dataset", "parties", "partition", "epsilon", "max_depth", "n_trees", "split_mode", "seed",
+        "seeded_noise", "not_dp", "engine",
         "federated", "federation_seconds", "per_party_trees", "bytes_per_party", "simulation_caveats",
         "baselines", "timings", "wall_seconds",
     ]  # fmt: skip
@@ -244,8 +245,9 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
     table = (out / "sweep.md").read_text().splitlines()
     assert table[0].startswith("Seeded research runs, NOT differentially private releases")
     assert table[4].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
-    assert len(table) == 10 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
-    assert table[9].startswith("Note (wall_robot_navigation): rows of this dataset are a time series")
+    assert len(table) == 12 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert table[9] == "Data: 5456 rows read, all used (sweep.csv: rows_read, rows_left_out)."  # the embedded data
+    assert table[11].startswith("Note (wall_robot_navigation): rows of this dataset are a time series")
     assert (out / "accuracy_vs_epsilon.png").is_file()
     assert "sweep.md" in capsys.readouterr().out
 
