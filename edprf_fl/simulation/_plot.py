@@ -36,28 +36,35 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
         ("party_alone_best", "party alone\n(best on the test\nrows: optimistic)"),
         ("non_private_rf", "non-private RF"),
     )
-    rows += [(short, base[key]) for key, short in shown if key in base]
+    # a baseline fitted with the estimator's residual pass (two classes) says so: no federation carries one
+    rows += [
+        (short + ("\n+ pass" if base[key].get("residual_pass") else ""), base[key])
+        for key, short in shown
+        if key in base
+    ]
     metrics = (("accuracy", "accuracy"), ("balanced_accuracy", "balanced acc."), ("roc_auc", "ROC AUC"))
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
     width = 0.8 / len(metrics)
     for k, (key, name) in enumerate(metrics):
         xs = [i + (k - 1) * width for i in range(len(rows))]
         vals = [m.get(key) if isinstance(m.get(key), float) else float("nan") for _, m in rows]
-        ax.bar(xs, vals, width, label=name)
+        ax.bar(xs, vals, width, label=name, yerr=_interval_bars(rows, key, vals), capsize=2, ecolor="dimgrey")
         for x, v in zip(xs, vals):
             if not math.isnan(v):
-                ax.text(x, v + 0.01, f"{v:.2f}", ha="center", fontsize=7)
-    if "majority_class" in base:
-        ax.axhline(
-            base["majority_class"]["accuracy"],
-            color="black",
-            linestyle="--",
-            linewidth=1,
-            label="majority-class accuracy",
-        )
+                ax.text(x + width / 2, v + 0.01, f"{v:.2f}", ha="left", fontsize=6)
+        if key == "accuracy" and "majority_class" in base:  # its line over the accuracy bars only (review R9)
+            ax.hlines(
+                [base["majority_class"]["accuracy"]] * len(xs),
+                [x - width / 2 for x in xs],
+                [x + width / 2 for x in xs],
+                color="black",
+                linestyle="--",
+                linewidth=1,
+                label="majority-class accuracy",
+            )
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.set_ylim(0, 1.22)
-    ax.set_ylabel("on the central test rows")
+    ax.set_ylabel("on the central test rows (95% intervals)")
     ax.set_title(report_title(report), fontsize=9)
     ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False)
     fig.tight_layout()
@@ -69,12 +76,31 @@ def plot_report(report: SimulationReport, path: Path) -> Path | None:
     return path
 
 
+def _interval_bars(rows: Sequence[tuple[str, Mapping[str, Any]]], key: str, vals: Sequence[float]) -> list[list[float]]:
+    """Each bar's 95% interval (``<key>_ci95``) as matplotlib's lower and upper error lengths (0 where none)."""
+    low, high = [], []
+    for (_, m), v in zip(rows, vals):
+        ci = m.get(f"{key}_ci95")
+        ok = isinstance(ci, (list, tuple)) and len(ci) == 2 and not math.isnan(v)
+        low.append(max(0.0, v - float(ci[0])) if ok else 0.0)
+        high.append(max(0.0, float(ci[1]) - v) if ok else 0.0)
+    return [low, high]
+
+
 def report_title(report: SimulationReport) -> str:
-    """The title of :func:`plot_report`'s chart: the run, and on a line of its own what makes it NOT DP, if anything."""
+    """The title of :func:`plot_report`'s chart: the run; on a line of its own what makes it NOT DP, if anything; and
+    what the baselines are and any note on the data (review rev-research R9)."""
+    from ._marks import dataset_note
+
     mark = report.not_dp_mark
     parties = count_text(report.settings.parties, "party", "parties")
     title = f"Cost of federating: {report.dataset}, {parties} ({report.partition}), eps={report.settings.epsilon:g}"
-    return f"{title}\n{mark}" if mark else title
+    lines = [title, mark] if mark else [title]
+    if report.baselines:
+        lines.append("DP baselines: seeded research fits, the median of their noise draws, never released")
+    if note := dataset_note(report.dataset):
+        lines.append(f"note: {note.split(';')[0]}")
+    return "\n".join(lines)
 
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:

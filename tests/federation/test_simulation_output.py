@@ -85,3 +85,49 @@ def test_without_matplotlib_the_output_says_why_there_is_no_plot(tmp_path, capsy
     assert main(argv) == 0
     assert f"\nplot: {NO_PLOT_TEXT}" in capsys.readouterr().out
     assert not (tmp_path / "r" / "accuracy.png").exists()
+
+
+def test_the_report_plot_has_intervals_the_majority_line_over_accuracy_only_and_says_what_the_baselines_are(
+    tmp_path, monkeypatch
+):
+    """Review rev-research R9: no intervals though the table had them; the majority-class accuracy drawn across the
+    balanced-accuracy and AUC bars (chance 0.25 and 0.5 there); nothing said the DP baselines were seeded fits or
+    that a baseline carried the residual pass; no time-series note."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    from edprf_fl.simulation import plot_report
+
+    bars, lines = [], []
+    real_bar, real_hlines = Axes.bar, Axes.hlines
+    monkeypatch.setattr(
+        Axes, "bar", lambda self, x, h, *a, **k: bars.append((list(x), k)) or real_bar(self, x, h, *a, **k)
+    )
+    monkeypatch.setattr(
+        Axes,
+        "hlines",
+        lambda self, y, lo, hi, **k: lines.append((list(y), list(lo), list(hi))) or real_hlines(self, y, lo, hi, **k),
+    )
+    report = _report(False)
+    metrics = {"accuracy": 0.8, "accuracy_ci95": [0.7, 0.85], "roc_auc": 0.9, "roc_auc_ci95": [0.85, 0.95], "n": 100}
+    federated = {**report.federated, "central_evaluation": metrics}
+    baselines = {
+        "central_edprf": {**metrics, "residual_pass": True, "n_trees": 1},
+        "majority_class": {"accuracy": 0.4, "n_trees": 0},
+    }
+    report = SimulationReport(
+        report.settings, "wall_robot_navigation", "IID", 2, federated, baselines, SimulationTimings(0.1, 0.2, 0.3)
+    )
+    assert plot_report(report, tmp_path / "accuracy.png") == tmp_path / "accuracy.png"
+    accuracy = next(k for _, k in bars if k["label"] == "accuracy")
+    assert [round(v, 6) for v in accuracy["yerr"][0]] == [0.1, 0.1] and [round(v, 6) for v in accuracy["yerr"][1]] == [
+        0.05,
+        0.05,
+    ]
+    assert len(lines) == 1 and set(lines[0][0]) == {0.4}  # the majority line, over the accuracy bars only
+    accuracy_xs = next(x for x, k in bars if k["label"] == "accuracy")
+    width = 0.8 / 3
+    assert lines[0][1] == pytest.approx([x - width / 2 for x in accuracy_xs])
+    title = report_title(report).splitlines()
+    assert title[1] == "DP baselines: seeded research fits, the median of their noise draws, never released"
+    assert title[2] == "note: rows of this dataset are a time series"
