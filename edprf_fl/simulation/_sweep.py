@@ -286,6 +286,9 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
             else {}
         ),
         "accepted": sum(p["status"] == "accepted" for p in fed["parties"]),
+        # leaves where the merge's bounded influence counted less than half of a party's claim (report.json's
+        # influence_cuts): a model change a paper should mention (review rev-research R11)
+        "influence_cuts": len(fed.get("influence_cuts") or []),
         # the epsilon a party spent on its DP row count (max_depth auto; the largest), when report.json gives it
         "count_epsilon": max((p["count_epsilon"] for p in fed["parties"] if "count_epsilon" in p), default=""),
         **_partition_columns(report.realised_partition),
@@ -363,7 +366,7 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
         "|" + "---|" * (len(keys) + len(_TABLE_COLUMNS) + len(extra)),
     ]
-    refused, one_class, starved, no_better = [], [], [], []
+    refused, one_class, starved, no_better, cut = [], [], [], [], []
     for config in configs:
         sel = [r for r in rows if all(r.get(k) == config[k] for k in SWEEP_AXES if k in config)]
         cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
@@ -380,6 +383,8 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
             no_better.append(_config_text(config))  # it predicts several classes, and still no better
         if any(_number(r.get("starved_parties")) > 0 for r in sel):
             starved.append(_config_text(config))
+        if any(_number(r.get("influence_cuts")) > 0 for r in sel):
+            cut.append(_config_text(config))
     # after the table, so that its header stays the fifth line
     lines += [f"\n{line}" for line in [*_rows_read_lines(rows), *_marginals_lines(rows), *_dataset_notes(rows)]]
     if refused:
@@ -391,6 +396,12 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
         lines.append(
             f"\nWARNING: in runs of {'; '.join(starved)} a party trains on fewer rows than there are classes, or on "
             "none (sweep.csv: starved_parties, party_rows_min; each run's simulation.json: realised_partition)."
+        )
+    if cut:
+        lines.append(
+            f"\nBounded influence counted less than half of a party's claim at some leaves in runs of {'; '.join(cut)} "
+            "(sweep.csv: influence_cuts; each run's report.json: influence_cuts): those federated models are not the "
+            "plain merge of the parties' releases."
         )
     if one_class:
         lines.append(

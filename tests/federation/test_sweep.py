@@ -292,6 +292,11 @@ def test_a_model_no_better_than_the_majority_class_is_named_in_the_table():
     rows[0] |= {"federated_accuracy": 0.35, "majority_accuracy": 0.40}
     rows[1] |= {"federated_accuracy": 0.80, "majority_accuracy": 0.40}
     table = sweep_table(rows, configs)
+    assert "Bounded influence counted less" not in table
+    rows[1] |= {"influence_cuts": 4}  # review rev-research R11: four cuts a run at alpha 0.1 went unsaid
+    table = sweep_table(rows, configs)
+    cut = table.split("Bounded influence counted less than half of a party's claim at some leaves in runs of ")[1]
+    assert cut.startswith("epsilon 1.0, parties 2, partition iid, max_depth 2, n_trees 1 (sweep.csv: influence_cuts")
     flagged = table.split("no more accurate than always predicting the majority class in runs of ")[1].split(" (")[0]
     assert flagged == "epsilon 0.5, parties 2, partition iid, max_depth 2, n_trees 1", table
 
