@@ -91,23 +91,19 @@ def largest_evaluation_time(policy: PartyPolicy, n_classes: int, rows_kept: int,
         How long reading the file took.
     """
     held_out = math.ceil(rows_kept * policy.holdout_fraction)
-    steps = held_out * _steps_per_row(policy, n_classes, policy.max_evaluation_trees)
+    steps = held_out * (policy.max_evaluation_trees * (policy.max_depth + 1) + policy.max_evaluation_parts * n_classes)
     return EvaluationTime(held_out, read_seconds, steps * PREDICT_SECONDS_PER_STEP + COMPILE_SECONDS)
 
 
-def _steps_per_row(policy: PartyPolicy, n_classes: int, trees: int) -> int:
-    return trees * (policy.max_depth + 1) + policy.max_evaluation_parts * n_classes
-
-
-def hold_shortfall(policy: PartyPolicy, n_classes: int, estimate: EvaluationTime) -> str | None:
+def hold_shortfall(policy: PartyPolicy, estimate: EvaluationTime) -> str | None:
     """What to change when ``policy``'s ``reply-after-seconds`` (set) is shorter than :data:`MARGIN` times
-    ``estimate``, or None: no hold, or it covers the estimate with that margin."""
+    ``estimate`` (:func:`largest_evaluation_time` of the same policy), or None: no hold, or it covers the estimate
+    with that margin."""
     hold = policy.reply_after_seconds
     if hold <= 0 or MARGIN * estimate.seconds <= hold:
         return None
     per_tree = estimate.held_out_rows * (policy.max_depth + 1) * PREDICT_SECONDS_PER_STEP
-    fixed = estimate.read_seconds + COMPILE_SECONDS
-    fixed += estimate.held_out_rows * _steps_per_row(policy, n_classes, 0) * PREDICT_SECONDS_PER_STEP
+    fixed = estimate.seconds - policy.max_evaluation_trees * per_tree  # the read, the compile, the parts' steps
     trees_that_fit = math.floor((hold / MARGIN - fixed) / per_tree) if per_tree > 0 else 0
     lower = (
         f", or lower max-evaluation-trees to at most {trees_that_fit} (the trees the consortium's models hold)"

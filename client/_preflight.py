@@ -631,7 +631,7 @@ def _hold_covers_an_evaluation(
     if policy.reply_after_seconds <= 0:
         return
     estimate = largest_evaluation_time(policy, n_classes, rows_kept, read_seconds)
-    if problem := hold_shortfall(policy, n_classes, estimate):
+    if problem := hold_shortfall(policy, estimate):
         report._add("problem", path, problem)
         return
     report._add(

@@ -236,7 +236,7 @@ def _report_the_finished_runs(
 ) -> None:
     """An interrupted sweep's sweep.md and plots, of the runs that finished (review rev-research R3: only the CSV was
     left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them."""
-    from edprf_fl.simulation import SWEEP_AXES, plot_sweep, sweep_table
+    from edprf_fl.simulation import plot_sweep, sweep_table
 
     from ._simulate import say
 
@@ -245,11 +245,10 @@ def _report_the_finished_runs(
         say(f"{unfinished} holds the unfinished run (no simulation.json): not part of the results; remove it")
     if not finished:
         return
-    done = [c for c in configs if any(all(r.get(k) == c[k] for k in SWEEP_AXES if k in c) for r in finished)]
     try:
         head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
-        (out / "sweep.md").write_text(head + "\n\n" + sweep_table(finished, done) + "\n")
-        plot_sweep(finished, done, out)
+        (out / "sweep.md").write_text(head + "\n\n" + sweep_table(finished, configs) + "\n")  # the runs' lines
+        plot_sweep(finished, configs, out)
         say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), with their plots")
     except KeyboardInterrupt:
         say("second interrupt: the finished runs' table and plots were not written (their rows are in sweep.csv)")

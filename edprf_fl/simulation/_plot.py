@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from edprf_core.count_text import count_text
 
-from ._marks import SEEDED_RUNS_MARK
+from ._marks import SEEDED_RUNS_MARK, dataset_note
 
 if TYPE_CHECKING:
     from ._run import SimulationReport
@@ -90,8 +90,6 @@ def _interval_bars(rows: Sequence[tuple[str, Mapping[str, Any]]], key: str, vals
 def report_title(report: SimulationReport) -> str:
     """The title of :func:`plot_report`'s chart: the run; on a line of its own what makes it NOT DP, if anything; and
     what the baselines are and any note on the data (review rev-research R9)."""
-    from ._marks import dataset_note
-
     mark = report.not_dp_mark
     parties = count_text(report.settings.parties, "party", "parties")
     title = f"Cost of federating: {report.dataset}, {parties} ({report.partition}), eps={report.settings.epsilon:g}"

@@ -6,7 +6,7 @@ import math
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -86,15 +86,8 @@ class RowsRead:
         )
 
     def to_dict(self) -> dict[str, object]:
-        """For ``simulation.json``."""
-        return {
-            "read": self.read,
-            "left_out": self.left_out,
-            "used": self.used,
-            "reasons": list(self.reasons),
-            "test_rows": self.test_rows,
-            "test_rows_repeated": self.test_rows_repeated,
-        }
+        """For ``simulation.json``: every field, and :attr:`used`."""
+        return {**asdict(self), "reasons": list(self.reasons), "used": self.used}
 
 
 REPEATED_TEST_SHARE = 0.01

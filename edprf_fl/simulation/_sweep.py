@@ -369,7 +369,9 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
     refused, one_class, starved, no_better, cut = [], [], [], [], []
     for config in configs:
         sel = [r for r in rows if all(r.get(k) == config[k] for k in SWEEP_AXES if k in config)]
-        cells = [str(sel[0][k]) if sel else str(config.get(k, "")) for k in keys]
+        if not sel:  # a configuration no run of ``rows`` holds (an interrupted sweep's): no line
+            continue
+        cells = [str(sel[0][k]) for k in keys]
         cells += [_mean_and_spread([r[key] for r in sel], n_seeds) for key, _ in _TABLE_COLUMNS]
         cells.append(_central_model_text(sel))
         cells.append(_depths_text(sel))

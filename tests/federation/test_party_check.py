@@ -787,18 +787,18 @@ def test_the_largest_evaluation_estimate_and_the_trees_that_fit():
     steps = 200_000 * (5_000 * 9 + 512 * 2)
     assert estimate.predict_seconds == pytest.approx(steps * PREDICT_SECONDS_PER_STEP + COMPILE_SECONDS)
     assert estimate.seconds == pytest.approx(estimate.predict_seconds + 0.2)
-    assert hold_shortfall(policy, 2, estimate) is None  # no hold: nothing to say
+    assert hold_shortfall(policy, estimate) is None  # no hold: nothing to say
     hold = 30.0
-    text = hold_shortfall(PartyPolicy(party_id="p", reply_after_seconds=hold, **limits), 2, estimate)
+    text = hold_shortfall(PartyPolicy(party_id="p", reply_after_seconds=hold, **limits), estimate)
     assert f"to at least {int(np.ceil(MARGIN * estimate.seconds))}" in text, text
     fixed = 0.2 + COMPILE_SECONDS + 200_000 * 512 * 2 * PREDICT_SECONDS_PER_STEP
     fit = int((hold / MARGIN - fixed) // (200_000 * 9 * PREDICT_SECONDS_PER_STEP))
     assert fit >= 1 and f"lower max-evaluation-trees to at most {fit} " in text, text
     # the trees that fit do fit, with the margin
     smaller = PartyPolicy(party_id="p", reply_after_seconds=hold, **(limits | {"max_evaluation_trees": fit}))
-    assert hold_shortfall(smaller, 2, largest_evaluation_time(smaller, 2, 1_000_000, 0.2)) is None
+    assert hold_shortfall(smaller, largest_evaluation_time(smaller, 2, 1_000_000, 0.2)) is None
     covered = MARGIN * estimate.seconds
-    assert hold_shortfall(PartyPolicy(party_id="p", reply_after_seconds=covered + 1, **limits), 2, estimate) is None
+    assert hold_shortfall(PartyPolicy(party_id="p", reply_after_seconds=covered + 1, **limits), estimate) is None
 
 
 def test_the_estimate_s_constants_stay_above_what_the_benchmark_measured():
