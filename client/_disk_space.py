@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 __all__ = ["LOW_DISK_BYTES", "ledger_room_problem", "low_disk_text", "read_only_text"]
@@ -32,7 +31,10 @@ _WRITES_PER_RELEASE_BYTE = 3
 """Bytes a request may write per byte of its largest release: the release stored in the ledger's row, its page
 images in the write-ahead log, and the database's growth when they are checkpointed."""
 
-_PROBE_PREFIX = ".edprf-write-check."
+_PROBE_NAME = ".edprf-write-check.tmp"
+"""The file the directory check makes and removes: one fixed name, so that a directory where files can be made but
+not removed (``chattr +a``), or a process killed between the two steps, leaves at most this one file, whatever the
+number of requests (review rev-ops2 N4: a random name left one file per refused request)."""
 
 
 def _free_bytes(ledger: str | Path) -> int | None:
@@ -79,7 +81,7 @@ def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | Non
 
     ``release_bytes``: the largest release the request may make (public parameters only; 0 for an evaluation,
     which stores none).  The disk must hold :data:`LOW_DISK_BYTES` plus :data:`_WRITES_PER_RELEASE_BYTE` times
-    that; the file system must be writable, and the ledger's directory must take a new file (a temporary one is
+    that; the file system must be writable, and the ledger's directory must take a new file (:data:`_PROBE_NAME` is
     made and removed, as the anchor's write makes one).
     """
     if problem := read_only_text(ledger):
@@ -93,8 +95,9 @@ def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | Non
             f"({need:,} bytes: its largest release, stored in the ledger and its write-ahead log, and a margin); "
             "free space on that disk"
         )
-    try:
-        fd, probe = tempfile.mkstemp(prefix=_PROBE_PREFIX, suffix=".tmp", dir=directory)
+    probe = directory / _PROBE_NAME
+    try:  # not exclusive: a probe left by an earlier process (killed, or an append-only directory) is reused
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError as exc:
         return (
             f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}): "
@@ -103,9 +106,12 @@ def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | Non
     os.close(fd)
     try:
         os.unlink(probe)
+    except FileNotFoundError:  # another request's check (a party serves requests in separate processes) removed it
+        pass
     except OSError as exc:  # an append-only directory: made but not removable (left, and said: review rev-ops2 N4)
         return (
             f"a file made in the ledger's directory {directory} cannot be removed ({exc.strerror or type(exc).__name__}"
-            f"; {Path(probe).name} is left there): the ledger's anchor is replaced there after each reservation"
+            f"; {_PROBE_NAME} is left there, and reused by the next check): the ledger's anchor is replaced there "
+            "after each reservation"
         )
     return None

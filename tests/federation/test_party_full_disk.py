@@ -10,6 +10,7 @@ coordinator keeps its constant text either way (``tests/privacy``).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,50 @@ def test_a_ledger_file_mounted_read_only_alone_is_told_to_be_remounted(tmp_path)
     finally:
         subprocess.run(["umount", str(ledger)], check=False)
     assert read_only_text(ledger) is None
+
+
+def test_the_directory_check_leaves_at_most_one_file_where_files_cannot_be_removed(tmp_path):
+    """Review rev-ops2 N4: in an append-only directory (``chattr +a``: files can be made, not removed) each check
+    left a randomly named probe behind, one per refused request.  One fixed name: the second check reuses the first's
+    file, says it was made but not removed, and the directory holds that one file."""
+    from client._disk_space import ledger_room_problem
+
+    directory = tmp_path / "ledger-dir"
+    directory.mkdir()
+    chattr = shutil.which("chattr")
+    if os.geteuid() != 0 or chattr is None or subprocess.run([chattr, "+a", str(directory)], check=False).returncode:
+        pytest.skip("chattr +a needs root and a file system that supports it")
+    try:
+        problems = [ledger_room_problem(directory / "ledger.sqlite") for _ in range(3)]
+        left = sorted(p.name for p in directory.iterdir())
+    finally:
+        subprocess.run([chattr, "-a", str(directory)], check=True)
+    assert left == [".edprf-write-check.tmp"]
+    for problem in problems:
+        assert problem is not None and "cannot be removed (Operation not permitted" in problem, problem
+        assert "is left there, and reused by the next check" in problem
+
+
+def test_the_directory_check_reuses_a_probe_left_by_a_killed_process(tmp_path):
+    """A party process killed between making and removing the probe leaves it: the next check opens the same file
+    (not exclusively), removes it, and passes."""
+    from client._disk_space import ledger_room_problem
+
+    (tmp_path / ".edprf-write-check.tmp").write_bytes(b"")
+    assert ledger_room_problem(tmp_path / "ledger.sqlite") is None
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_directory_check_passes_when_another_request_removed_the_probe_first(tmp_path, monkeypatch):
+    """Training and evaluation requests run in separate processes and may check at once: the other one removing the
+    shared probe first is not a directory that cannot remove files."""
+    from client import _disk_space
+
+    real_unlink = os.unlink
+
+    def removed_by_the_other_process(path, *args, **kwargs):
+        real_unlink(path, *args, **kwargs)
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(_disk_space.os, "unlink", removed_by_the_other_process)
+    assert _disk_space.ledger_room_problem(tmp_path / "ledger.sqlite") is None
