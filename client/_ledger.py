@@ -488,13 +488,17 @@ class BudgetLedger:
 
     def carry_recorded(self, recorded: Fraction, source: str, run_id: str = "", request_id: str = "") -> Fraction:
         """Count as spent what ``recorded`` (ε this party is known elsewhere to have spent) exceeds the ledger's
-        total by, at most what is left of the cap; return the amount written (``0``: nothing).
+        total by, all of it, as the anchor's carry does; return the amount written (``0``: nothing).
 
         For the coordinator's spend record (:mod:`protocol._spend_record`), which survives a restore of the
         party's whole host; ``run_id`` and ``request_id`` name the request that brought it (kept in the entry).
         One transaction: two processes carrying the same record carry it once.  The entry is a ``carried-``
-        one, as for the anchor, and the anchor is brought up to the new total.  A record above the cap
-        exhausts the budget and no more (what is carried stays a readable ledger amount).
+        one, as for the anchor, and the anchor is brought up to the new total.  A record above the cap puts the
+        ledger over it (``edprf budget`` says OVER THE CAP, every request is refused): the printed total is never
+        less than what the records are known to have faced, and raising the cap afterwards does not hand the
+        difference back (review rev-dpo D1: carried up to the cap only, a host that lost ledger and anchor printed
+        "spent 2" where 3 was spent, and a raised cap let other coordinators' requests past it).  A record's total
+        is at most 10^12 (:mod:`protocol._spend_record`'s format), so the amount stays readable.
 
         Privacy cost: none; the ledger's total can only grow.
         """
@@ -504,8 +508,6 @@ class BudgetLedger:
             with _immediate(db):
                 spent = self._sum(db)
                 missing = max(Fraction(0), recorded - spent)
-                if self.cap_exact is not None:
-                    missing = min(missing, max(Fraction(0), self.cap_exact - spent))
                 if missing:
                     note = (
                         f"carried from {source} (request {request_id or '-'}): it records "

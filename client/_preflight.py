@@ -537,12 +537,18 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         report._add(
             "note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}", once_per=changes
         )
-    report._add(
-        "ok",
-        path,
-        f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}, remaining "
-        f"{format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)} ({PER_RECORD_SPEND})",
-    )
+    totals = f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}"
+    if over := state.over_cap_text():  # carried past the cap, or a cap lowered after spending (review rev-dpo D1)
+        report._add(
+            "problem", path, f"{totals} of the lifetime cap {format_epsilon(state.cap)}: {over} ({PER_RECORD_SPEND})"
+        )
+    else:
+        report._add(
+            "ok",
+            path,
+            f"{totals}, remaining {format_epsilon(state.remaining)} of the lifetime cap {format_epsilon(state.cap)} "
+            f"({PER_RECORD_SPEND})",
+        )
     _open_reservations(path, state, report)
 
 

@@ -6,8 +6,8 @@ already spent.  The coordinator keeps, for every release it verified (a signed r
 authentic) and every noised evaluation that party answered in the same run, the ε it charged the party's
 ledger.  Each train request carries the totals; a party
 whose ledger holds less than its total writes the difference into its ledger as spent before it serves
-(:meth:`client.BudgetLedger.carry_recorded`, at most up to its cap), so the lost spend still counts against
-its cap.
+(:meth:`client.BudgetLedger.carry_recorded`, all of it, past the cap if it is more), so the lost spend still counts
+against its cap.
 
 Sound in one direction only, which is the one that matters: every verified release and every noised
 evaluation was reserved in its party's ledger before it was sent, so an honest record never exceeds the ledger's total (which also counts

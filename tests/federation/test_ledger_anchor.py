@@ -234,8 +234,12 @@ def test_a_host_restored_with_its_anchor_counts_what_the_coordinator_recorded(pa
     said = _party_check(setup, capsys)
     assert "1 of the spent epsilon was carried from the coordinator's spend record (1 time)" in said
     assert "spent 1, remaining 0.5 of the lifetime cap 1.5" in said
-    # a record far above the cap (a coordinator that overstates) exhausts the budget, and no more
-    assert ledger.carry_recorded(Fraction(10**11), "test") == Fraction(1, 2) and ledger.spent() == Fraction(3, 2)
+    # a record above the cap is carried whole (review rev-dpo D1): the ledger is over its cap, and raising the cap
+    # afterwards leaves the carried spend counted (carried up to the cap only, it printed less than the records faced)
+    assert ledger.carry_recorded(Fraction(3), "test") == Fraction(2) and ledger.spent() == 3
+    assert BudgetLedger(setup.ledger_path, cap=5).remaining() == 2
+    said = _party_check(setup, capsys)  # the policy's cap is still 1.5
+    assert "spent 3 of the lifetime cap 1.5: OVER THE CAP by 1.5: this party refuses every request" in said
 
 
 def test_a_host_rebuilt_with_a_new_signing_key_still_counts_its_spend(party_files, tmp_path):  # noqa: F811
