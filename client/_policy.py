@@ -30,7 +30,8 @@ class PartyPolicy:
     lifetime_epsilon_cap : float in (0, inf), default 2.0
         Total ε per record (data row) this party will ever spend on its data
         (releases and noised evaluations; sequential composition over
-        requests).  A person with k rows is protected at up to k times it.
+        requests).  A person with k rows is protected at up to k times it.  The ledger file keeps the cap: a
+        party has one ledger for every consortium (a second ``ledger-path`` is a second cap).
     max_release_epsilon : float in (0, inf), default 1.0
         Largest ε of one release.
     max_evaluation_epsilon : float in [0, inf), default 0.1

@@ -50,6 +50,7 @@ from ._open_reservations import RESERVATION_LEFT_AFTER_SECONDS, duration_text, l
 from ._party import PartySetup, _check_key_file
 from ._policy import PartyPolicy, load_policy
 from ._reply_timing import hold_problem
+from ._sibling_ledgers import sibling_ledger_text, sibling_ledgers
 from ._superlink_handshake import check_superlink_tls
 
 __all__ = [
@@ -239,6 +240,8 @@ def preflight(
         _key_named_for(setup.signing_key_path, policy.party_id, report)
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
+        for sibling in sibling_ledgers(setup.ledger_path, policy.party_id, also_in=(setup.policy_path.parent,)):
+            report._add("problem", setup.ledger_path, sibling_ledger_text(sibling, policy.party_id, setup.ledger_path))
     if schema is not None:
         read = _data(setup.data_path, schema, check_rows, report, setup.data_separator, setup.data_header, progress)
         if policy is not None and read is not None:

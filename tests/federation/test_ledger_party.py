@@ -19,6 +19,7 @@ from client import (
     LedgerStatus,
     Party,
     PartyPolicy,
+    backup_ledger,
     read_budget,
     read_ledger_readonly,
     read_meta_readonly,
@@ -119,3 +120,28 @@ def test_the_policy_party_is_the_one_checked(party_files, capsys):  # noqa: F811
     setup.policy_path.write_text(policy.to_toml())
     with pytest.raises(LedgerOfAnotherParty, match="got one of party 'hospital-a'"):
         Party(setup)
+
+
+def test_a_second_ledger_of_the_party_beside_its_ledger_is_a_problem(party_files, capsys):  # noqa: F811
+    """Review rev-dpo D2: the same node config with only ``ledger-path`` changed got a second full cap over the same
+    records, and ``party check`` said "2 epsilon available, no problem found" beside the exhausted ledger.  Another
+    ledger of the same party in the ledger's (or the policy's) directory is a problem, whichever file is used; a
+    backup of the party's own ledger kept beside it (the same ledger id) and another party's ledger are not."""
+    setup, schema = party_files  # hospital-a, ledger.sqlite
+    Party(setup).train(_request(schema))  # spent 1
+    backup_ledger(setup.ledger_path, setup.ledger_path.with_name("ledger-backup.sqlite"))
+    BudgetLedger(setup.ledger_path.with_name("hospital-z.sqlite"), cap=5.0, party_id="hospital-z").reserve(
+        "z-1", "release", 1.0
+    )
+    (setup.ledger_path.parent / "not-a-ledger.sqlite").write_bytes(b"SQLite format 3\x00" + bytes(100))
+    assert "another ledger" not in _party_check(setup, capsys)  # a backup, another party's, a damaged file
+
+    second = type(setup)(
+        setup.data_path, setup.schema_path, setup.policy_path, setup.ledger_path.with_name("fedB.sqlite")
+    )
+    said = _party_check(second, capsys)
+    assert f"another ledger of party 'hospital-a' is at {setup.ledger_path} (spent 1)" in said
+    assert "no problem found" not in said
+    Party(second).train(_request(schema, request_id="fedB/1/train"))  # the party serves: the check is the operator's
+    said = _party_check(setup, capsys)  # and the first ledger's check now names the second
+    assert f"another ledger of party 'hospital-a' is at {second.ledger_path} (spent 1)" in said
