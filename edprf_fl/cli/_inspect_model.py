@@ -146,6 +146,7 @@ def report_lines(model_path: Path, run_id: object, fingerprint: str | None = Non
         ]
     if fingerprint is not None and report.get("schema_fingerprint") != fingerprint:
         return [f"evaluation: {path} names another schema than the model's (or none): not shown"]
+    charged = _evaluation_charge_lines(report)
     central = report.get("central_evaluation")
     n = central.get("n") if isinstance(central, dict) else None
     figures = [
@@ -154,12 +155,41 @@ def report_lines(model_path: Path, run_id: object, fingerprint: str | None = Non
         if isinstance(central, dict) and (text := _interval(central, key)) is not None
     ]
     if not (isinstance(n, int) and not isinstance(n, bool) and n > 0) or not figures:
-        return [f"evaluation: {path} holds no central evaluation of this model that can be read"]
+        return [f"evaluation: {path} holds no central evaluation of this model that can be read", *charged]
     majority = _share(central.get("majority_class_accuracy"))
     baseline = f"; majority class {majority:.3f}" if majority is not None else ""
     return [
         (
             f"evaluation (from {path}, a report of this model's run {run_id!r}, not from the model file): on "
             f"{n} held-out rows of the coordinator's test data: {', '.join(figures)}{baseline}"
-        )
+        ),
+        *charged,
     ]
+
+
+def _evaluation_charge_lines(report: dict) -> list[str]:
+    """A line when the run's report says parties were charged for a noised evaluation: that ε is not in the model
+    file's (the model is not made from it), but each such party's ledger counts it (review rev-dpo D12: a model
+    showing epsilon 0.5 beside a run report's 0.6 went unexplained).  The report is untrusted: only finite,
+    non-negative figures of at most 1e6 are read."""
+    parties = report.get("parties")
+    charges = []
+    for party in parties if isinstance(parties, list) else []:
+        value = party.get("evaluation_epsilon") if isinstance(party, dict) else None
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and 0 < value <= 1e6
+        ):
+            charges.append(float(value))
+    if not charges:
+        return []
+    each = f"{max(charges):g}" if min(charges) == max(charges) else f"up to {max(charges):g}"
+    parties_text = "party" if len(charges) == 1 else "parties"
+    line = (
+        f"evaluation charge: this run also charged {len(charges)} {parties_text} epsilon {each} each for its noised "
+        "evaluation, not counted in the model's epsilon above; a party's total over all its runs is in its ledger "
+        "(`edprf budget` on its host)"
+    )
+    return [line]

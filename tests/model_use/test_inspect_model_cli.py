@@ -153,3 +153,30 @@ def test_odd_figures_in_a_report_are_not_shown_nor_crash(tmp_path, capsys, dp_mo
         assert "can be read" in shown({"n": n, "accuracy": 0.8})
     assert "can be read" in shown({"n": 10, "accuracy": 7.5})
     assert shown({"n": 10, "accuracy": 0.8, "accuracy_ci95": [0.9, 0.7]}).endswith("accuracy 0.800")  # reversed
+
+
+def test_the_runs_evaluation_charge_is_said_beside_the_models_epsilon(tmp_path, capsys, dp_model):
+    """Review rev-dpo D12: the model file's epsilon (its release) beside a run report that also charged the parties
+    for a noised evaluation went unexplained.  A report of the same run that names evaluation charges adds a line;
+    figures the untrusted report cannot back (negative, not finite, not numbers, booleans) are not read."""
+    from edprf_fl.cli._inspect_model import report_lines
+
+    model = tmp_path / "global-model.edprf"
+    model.write_bytes(dp_model[0].read_bytes())
+    report = {
+        "run_id": RUN,
+        "central_evaluation": {"n": 10, "accuracy": 0.99},
+        "schema_fingerprint": dp_model[1].fingerprint,
+    }
+    parties = [{"evaluation_epsilon": 0.1}, {"evaluation_epsilon": 0.1}, {"evaluation_epsilon": 0}]
+    for junk in (-1, float("inf"), "0.5", True, None):
+        parties.append({"evaluation_epsilon": junk})
+    (tmp_path / "report.json").write_text(json.dumps({**report, "parties": parties + ["x"]}))
+    assert main(["inspect", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "evaluation charge: this run also charged 2 parties epsilon 0.1 each for its noised evaluation, not counted "
+        "in the model's epsilon above; a party's total over all its runs is in its ledger (`edprf budget` on its host)"
+    ) in out
+    (tmp_path / "report.json").write_text(json.dumps({**report, "parties": [{"evaluation_epsilon": 0}]}))
+    assert [x for x in report_lines(model, RUN, dp_model[1].fingerprint) if "charge" in x] == []
