@@ -546,8 +546,19 @@ def open_log(path: Path, mode: str = "a", **kwargs: Any) -> IO:
 
 def flower_env(root: Path) -> dict[str, str]:
     """The environment of every Flower process: the venv first on PATH, homes under ``root``,
-    no runtime package installation, no telemetry, no update check."""
+    no runtime package installation, no telemetry, no update check.
+
+    Log level: ``FLWR_LOG_LEVEL`` as the caller's environment sets it, else ``DEBUG`` under ``edprf -vv``, else
+    Flower's default (INFO).  The parties' and the coordinator's own lines follow it, so a trial can show a
+    party's debug lines in its log (review rev-dpo D11: every ``FLWR_`` variable was dropped and ``-vv`` reached
+    no child).  Any other ``FLWR_`` variable of the caller is dropped (its homes and settings are this
+    deployment's own)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLWR_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    level = os.environ.get("FLWR_LOG_LEVEL") or (
+        "DEBUG" if logging.getLogger("edprf").isEnabledFor(logging.DEBUG) else ""
+    )
+    if level:
+        env["FLWR_LOG_LEVEL"] = level
     env.update(
         {
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
