@@ -10,19 +10,24 @@ coordinator (:mod:`server`) are the four top-level packages; everything else liv
 Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remembered_interrupts`,
 :func:`record_interrupt` and :func:`raise_if_interrupted`, and both keep Flower's usage telemetry off
 (:func:`keep_flower_telemetry_off`); Flower's log lines are coloured on a terminal only
-(:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).
+(:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).  What they write records the code and the
+command that made it (:class:`Provenance`: the version from the source, its git revision, the command line).
 """
 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import keep_flower_telemetry_off
 from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
+from ._provenance import Provenance, git_describe, source_version
 
 __all__ = [
+    "Provenance",
     "colour_flower_logs_on_terminals_only",
+    "git_describe",
     "is_terminal",
     "keep_flower_telemetry_off",
     "raise_if_interrupted",
     "record_interrupt",
     "remembered_interrupts",
+    "source_version",
     "without_colour",
 ]

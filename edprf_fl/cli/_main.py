@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
-    parser.add_argument("--version", action=_InstalledVersion)
+    parser.add_argument("--version", action=_SourceVersion)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
@@ -82,8 +82,10 @@ def _accept_verbose(parser: argparse.ArgumentParser) -> None:
                 _accept_verbose(inner)
 
 
-class _InstalledVersion(argparse.Action):
-    """``--version``, looking the installed version up only when asked (importlib.metadata is slow to import)."""
+class _SourceVersion(argparse.Action):
+    """``--version``: the version of the code that runs, from its source (:func:`edprf_fl.source_version`), and the
+    source tree's git revision when it is a checkout (review rev-research R13: the install's metadata outlived a
+    ``git checkout`` under an editable install)."""
 
     def __init__(self, option_strings: list[str], dest: str) -> None:
         super().__init__(
@@ -91,7 +93,7 @@ class _InstalledVersion(argparse.Action):
             argparse.SUPPRESS,
             nargs=0,
             default=argparse.SUPPRESS,
-            help="show program's version number and exit",
+            help="show program's version number (and git revision) and exit",
         )
 
     def __call__(
@@ -106,12 +108,12 @@ class _InstalledVersion(argparse.Action):
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """``0.2.10``, ``0.2.10 (git c1cb76d-dirty)``, or ``unknown`` (neither a source nor an installed package)."""
+    from edprf_fl import git_describe, source_version
 
-    try:
-        return version("edprf-fl")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    version, _ = source_version()
+    revision = git_describe()
+    return version + (f" (git {revision})" if revision else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -185,7 +185,7 @@ def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
 def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
     from importlib.util import find_spec
 
-    from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, run_sweep, sweep_grid, sweep_table
+    from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, run_sweep, sweep_grid, sweep_markdown, sweep_table
 
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
@@ -216,9 +216,8 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
         say(_interrupted_text(len(finished), csv_path))
         _report_the_finished_runs(finished, configs, out, len(configs) * args.seeds)
         raise
-    table = sweep_table(rows, configs)
-    (out / "sweep.md").write_text(table + "\n")
-    print(table)
+    (out / "sweep.md").write_text(sweep_markdown(rows, configs))  # the code and commands of its rows, the table
+    print(sweep_table(rows, configs))
     plots = plot_sweep(rows, configs, out)
     where = (
         f"plots in {out}"
@@ -236,7 +235,7 @@ def _report_the_finished_runs(
 ) -> None:
     """An interrupted sweep's sweep.md and plots, of the runs that finished (review rev-research R3: only the CSV was
     left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them."""
-    from edprf_fl.simulation import plot_sweep, sweep_table
+    from edprf_fl.simulation import plot_sweep, sweep_markdown
 
     from ._simulate import say
 
@@ -247,7 +246,7 @@ def _report_the_finished_runs(
         return
     try:
         head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
-        (out / "sweep.md").write_text(head + "\n\n" + sweep_table(finished, configs) + "\n")  # the runs' lines
+        (out / "sweep.md").write_text(sweep_markdown(finished, configs, head=head))  # the runs' lines
         plot_sweep(finished, configs, out)
         say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), with their plots")
     except KeyboardInterrupt:

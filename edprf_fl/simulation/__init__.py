@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         timing_line,
     )
     from ._sweep import SWEEP_AXES, run_sweep, sweep_grid, sweep_table
+    from ._sweep_report import sweep_markdown
     from ._workspace import write_workspace
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "size_text",
     "stage",
     "sweep_grid",
+    "sweep_markdown",
     "sweep_table",
     "timing_line",
     "train_baselines",
@@ -141,6 +143,7 @@ _HOMES = {
     "run_sweep": "._sweep",
     "sweep_grid": "._sweep",
     "sweep_table": "._sweep",
+    "sweep_markdown": "._sweep_report",
     "write_workspace": "._workspace",
 }
 """Each public name and the submodule that defines it (imported by :func:`__getattr__` on first use)."""

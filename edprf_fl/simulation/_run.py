@@ -11,6 +11,7 @@ from typing import Any
 
 from edprf_core.count_text import count_text
 from edprf_core.forest import large_epsilon_note
+from edprf_fl import Provenance
 
 from ._prepare import RowsRead, prepare_workspace
 from ._progress import Progress, _quiet, seconds_text
@@ -64,6 +65,9 @@ class SimulationReport:
         researcher's own data, written to the owner-only ``simulation.json`` only, never sent anywhere.
     rows_read : RowsRead or None
         The rows read of the data, those the schema's rules left out (and why) and those used.
+    provenance : Provenance or None
+        The code's version and git revision and the command line that made the run (review rev-research R13);
+        ``simulation.json`` opens with it.
     """
 
     settings: SimulationSettings
@@ -75,6 +79,7 @@ class SimulationReport:
     timings: SimulationTimings
     realised_partition: dict[str, dict[str, Any]] | None = None
     rows_read: RowsRead | None = None
+    provenance: Provenance | None = None
 
     @property
     def partition_warnings(self) -> list[str]:
@@ -122,7 +127,9 @@ class SimulationReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as ``simulation.json`` holds it."""
         fed = self.federated
-        out = {
+        # first: the code and the command that made the rest (review rev-research R13)
+        out = {"provenance": self.provenance.to_dict()} if self.provenance is not None else {}
+        out |= {
             "dataset": self.dataset,
             "parties": self.settings.parties,
             "partition": self.partition,
@@ -315,6 +322,7 @@ def run_simulation(
         timings,
         realised,
         workspace.rows_read,
+        Provenance.current(),
     )
 
 

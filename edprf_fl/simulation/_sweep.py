@@ -19,7 +19,7 @@ from ._progress import Progress, _quiet
 from ._run import SimulationReport, run_simulation
 from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
-__all__ = ["SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
+__all__ = ["PROVENANCE_COLUMNS", "SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
 
 SWEEP_AXES = ("epsilon", "parties", "partition", "alpha", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns.
@@ -296,7 +296,21 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "schema_drafted": DRAFTED_REASON in (report.guarantee or ""),  # as the run's guarantee says
         "seconds": report.timings.federation_s,  # the federation alone (its name kept for older readers)
         "wall_seconds": report.timings.wall_s,  # the whole run: preparing, federation, baselines
+        # what sweeps must share for their rows to make one table (edprf sweep-report, --resume)
+        "schema_fingerprint": fed.get("schema_fingerprint", ""),
+        **_provenance_columns(report),
     }
+
+
+PROVENANCE_COLUMNS = ("edprf_version", "git_describe", "command")
+"""``sweep.csv``'s record of the code and the command that made each row (review rev-research R13): the rows one
+command wrote share them, and a resumed or extended sweep's rows say which command added them."""
+
+
+def _provenance_columns(report: SimulationReport) -> dict[str, str]:
+    """:data:`PROVENANCE_COLUMNS` of the run (``""`` where the report has no provenance, or no git revision)."""
+    known = report.provenance.to_dict() if report.provenance is not None else {}
+    return {name: known.get(name) or "" for name in PROVENANCE_COLUMNS}
 
 
 _MODELS = (

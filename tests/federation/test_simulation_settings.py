@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edprf_fl import Provenance
 from edprf_fl.cli._main import build_parser, main
 from edprf_fl.simulation import (
     SettingsError,
@@ -193,6 +194,9 @@ def test_the_report_keeps_the_layout_of_simulation_json(tmp_path):
         "federated", "federation_seconds", "per_party_trees", "bytes_per_party", "simulation_caveats",
         "baselines", "timings", "wall_seconds",
     ]  # fmt: skip
+    # review rev-research R13: a run's report opens with the code and the command that made it (run_simulation's)
+    made = Provenance("0.2.10", "pyproject.toml", "c1cb76d", "edprf simulate")
+    assert list(dataclasses.replace(report, provenance=made).to_dict()) == ["provenance", *got]
     assert got["per_party_trees"] == {"party-0000": 1, "8": 0} and got["bytes_per_party"] == [300, 0]
     assert got["timings"] == {
         "prepare_s": 1.0,
@@ -242,10 +246,13 @@ def test_a_small_sweep_writes_its_table_and_rows(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert [r["epsilon"] for r in rows] == ["0.5", "1.0"] and {r["accepted"] for r in rows} == {"2"}
     assert all(0 < float(r["federated_accuracy"]) <= 1 for r in rows)
-    table = (out / "sweep.md").read_text().splitlines()
+    top = (out / "sweep.md").read_text().splitlines()
+    # the code and the command that made the rows (review rev-research R13), then the table
+    assert top[0].startswith("Provenance") and top[1].startswith("- 2 runs (seed 0) by edprf-fl ") and top[2] == ""
+    table = top[3:]
     assert table[0].startswith("Seeded research runs, NOT differentially private releases")
     assert table[4].startswith("| epsilon | parties | partition | max_depth | n_trees | federated |")
-    assert len(table) == 12 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
+    assert len(top) == 15 and table[6].startswith("| 0.5 | 2 | iid | 2 | 1 | ")
     assert table[9] == "Data: 5456 rows read, all used (sweep.csv: rows_read, rows_left_out)."  # the embedded data
     assert table[11].startswith("Note (wall_robot_navigation): rows of this dataset are a time series")
     assert (out / "accuracy_vs_epsilon.png").is_file()

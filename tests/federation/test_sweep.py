@@ -83,7 +83,7 @@ def test_a_sweep_says_its_runs_are_seeded_research_runs_and_not_dp(tmp_path, cap
     assert main(["sweep", *TINY, "--output", str(out)]) == 0
     printed = capsys.readouterr()
     table = (out / "sweep.md").read_text()
-    first = table.splitlines()[0]
+    first = table.splitlines()[3]  # after the provenance (review rev-research R13)
     assert first.startswith("Seeded research runs, NOT differentially private releases")
     assert "No evaluation round, no party hold-out" in first and "epsilon is the budget" in first
     assert "'central DP' is the same seeded algorithm trained centrally" in first
@@ -112,7 +112,7 @@ def test_a_sweep_on_a_drafted_schema_says_that_too(tmp_path, capsys):
         draft_schema(X.assign(**{schema.label.column: y}), schema.label.column).save(tmp_path / "drafted.toml")
     argv = ["sweep", *TINY, "--data", str(data), "--schema", str(tmp_path / "drafted.toml")]
     assert main([*argv, "--output", str(tmp_path / "sweep")]) == 0
-    first = (tmp_path / "sweep" / "sweep.md").read_text().splitlines()[0]
+    first = (tmp_path / "sweep" / "sweep.md").read_text().splitlines()[3]  # after the provenance
     assert "Also NOT differentially private because its schema was drafted from data" in first
     assert _csv_rows(tmp_path / "sweep" / "sweep.csv")[0]["schema_drafted"] == "True"
 
