@@ -29,6 +29,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "_schema_cmd",
     "_simulate",
     "_sweep",
+    "_sweep_report_cmd",
     "_certs",
     "_party_cmd",
     "_run_cmd",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +16,10 @@ from ._model_rules import positive_integer
 from ._simulation_args import DEFAULTS, add_federation_arguments, depth_or_auto, flag_of
 
 if TYPE_CHECKING:
-    from edprf_fl.simulation import SimulationSettings
+    from edprf_fl import Provenance
+    from edprf_fl.simulation import SimulationSettings, SweepRecord
 
-__all__ = ["register"]
+__all__ = ["register", "write_report"]
 
 
 def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list]:
@@ -69,7 +70,7 @@ and why: ``edprf sweep`` refuses their options."""
 DEFAULT_EPSILONS = (0.25, 0.5, 1.0, 2.0)
 """The epsilons of a sweep given neither ``--epsilons`` nor ``--epsilon``."""
 
-_SWEEP_FILES = ("sweep.csv", "sweep.md", "accuracy_vs_*.png", "run-*")
+_SWEEP_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "run-*")
 """What a sweep writes in its ``--output`` (an old sweep's ``run-*`` hold spent ledgers)."""
 
 _DESCRIPTION = (
@@ -141,6 +142,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace a previous sweep in --output (its runs, their spent ledgers, its table and plots)",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the sweep in --output that an interruption stopped: run only the (configuration, seed) pairs "
+        "its sweep.csv lacks, with the same options (refused when an option differs from its sweep.json), remove "
+        "the unfinished run's directory, and write the whole table and plots",
+    )
     p.set_defaults(handler=run)
 
 
@@ -154,6 +162,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ._simulation_args import refuse_unused_partition_options, settings_from_args
 
+    if args.resume and not args.output:
+        raise ValueError("--resume needs --output DIR: the directory of the sweep to finish")
+    if args.resume and args.overwrite:
+        raise ValueError(
+            "--resume and --overwrite: give one (--resume keeps the finished runs, --overwrite removes them)"
+        )
     base = settings_from_args(args)
     values = _axis_values(args)
     refuse_unused_partition_options(args, values["partition"] or [base.partition])
@@ -183,26 +197,36 @@ def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
 
 
 def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
-    from importlib.util import find_spec
-
-    from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, run_sweep, sweep_grid, sweep_markdown, sweep_table
+    from edprf_fl import Provenance
+    from edprf_fl.simulation import SweepRecord, run_sweep, sweep_grid, write_record
 
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
 
     # every configuration and seed checked before the first run
     configs = sweep_grid(base, values, args.seeds, args.seed_start)
-    out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
+    made_by = Provenance.current()
+    record_here = SweepRecord.of(base, values, args.seeds, args.seed_start, made_by)
+    if args.resume:
+        out = Path(args.output)
+        done = _resumed_rows(out, record_here)
+    else:
+        out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
+        write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
+        done = []
     csv_path = out / "sweep.csv"
-    finished: list[Mapping[str, Any]] = []
+    header = _csv_header(csv_path) if done else None
+    finished: list[dict[str, Any]] = []
 
     def record(row: Mapping[str, Any]) -> None:
-        _append_row(csv_path, row, header=not finished)
-        finished.append(row)
+        nonlocal header
+        _append_row(csv_path, row, columns=header)
+        header = list(row)
+        finished.append(dict(row))
 
     try:
         # seeded: the header says NOT differentially private, once (the parties log it at DEBUG)
-        rows = run_sweep(
+        run_sweep(
             base,
             configs,
             args.seeds,
@@ -211,12 +235,99 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             progress=say,
             record=record,
             isolate_ray=run_in_child,
+            skip={(_key(r), r["seed"]) for r in done},
         )
     except KeyboardInterrupt:
-        say(_interrupted_text(len(finished), csv_path))
-        _report_the_finished_runs(finished, configs, out, len(configs) * args.seeds)
+        say(_interrupted_text(len(done) + len(finished), csv_path))
+        _report_the_finished_runs(
+            _in_grid_order([*done, *finished], base, configs), configs, out, len(configs) * args.seeds
+        )
         raise
-    (out / "sweep.md").write_text(sweep_markdown(rows, configs))  # the code and commands of its rows, the table
+    return write_report(_in_grid_order([*done, *finished], base, configs), configs, out)
+
+
+def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    from edprf_fl.simulation import config_key
+
+    return config_key(row)
+
+
+def _in_grid_order(
+    rows: list[dict[str, Any]], base: SimulationSettings, configs: list[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """A resumed sweep's rows (those it found, then those it ran) in the order an uninterrupted sweep writes them."""
+    from edprf_fl.simulation import run_key
+
+    place = {run_key(base, c): i for i, c in enumerate(configs)}
+    return sorted(rows, key=lambda r: (place.get(_key(r), len(place)), r["seed"]))
+
+
+def _resumed_rows(out: Path, asked: SweepRecord) -> list[dict[str, Any]]:
+    """The finished rows of the sweep in ``out`` that ``--resume`` keeps, after checking that its record asked what
+    this command asks; the unfinished runs' directories removed (said).
+
+    Raises
+    ------
+    ValueError
+        No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags).
+    """
+    import shutil
+
+    from edprf_fl.simulation import read_record, read_sweep_rows, unfinished_run_dirs
+
+    from ._simulate import say
+
+    record = read_record(out)
+    if record is None:
+        raise ValueError(
+            f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
+            "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
+        )
+    differing = record.setting_differences(asked) + record.grid_differences(asked)
+    if differing:
+        raise ValueError(
+            f"--resume: the sweep in {out} was run with other options; "
+            + "; ".join(
+                f"{_flag(name)}: {_shown(theirs)} there, {_shown(ours)} here" for name, theirs, ours in differing
+            )
+            + f" (its command: {record.provenance.command}); give its options, or a new --output"
+        )
+    csv_path = out / "sweep.csv"
+    rows = read_sweep_rows(csv_path)[1] if csv_path.is_file() and csv_path.stat().st_size else []
+    for stale in unfinished_run_dirs(out, rows):
+        shutil.rmtree(stale)
+        say(f"removed {stale}: the run an interruption stopped (no row in sweep.csv); it runs again")
+    say(f"resuming the sweep in {out}: {len(rows)} of its runs finished, in {csv_path}")
+    return rows
+
+
+def _flag(name: str) -> str:
+    """The option of a setting, an axis (its list's option) or ``seeds``/``seed_start``."""
+    return _LIST_FLAGS.get(name) or flag_of(name)
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as an option takes it: a list comma-separated."""
+    if isinstance(value, list):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
+
+
+def write_report(
+    rows: list[dict[str, Any]],
+    configs: list[Mapping[str, Any]],
+    out: Path,
+    *,
+    made_by: Provenance | None = None,
+    sources: Sequence[Path] = (),
+) -> int:
+    """Write ``sweep.md`` (``made_by`` and ``sources``: :func:`sweep_markdown`'s) and the plots of ``rows``, print the
+    table and where the files are."""
+    from importlib.util import find_spec
+
+    from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, sweep_markdown, sweep_table
+
+    (out / "sweep.md").write_text(sweep_markdown(rows, configs, made_by=made_by, sources=sources))
     print(sweep_table(rows, configs))
     plots = plot_sweep(rows, configs, out)
     where = (
@@ -226,22 +337,25 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
         if find_spec("matplotlib") is None
         else "no plot (one value per axis)"
     )
-    print(f"\nresults: {csv_path}, {out / 'sweep.md'}, {where}")
+    rows_file = [str(out / "sweep.csv")] if (out / "sweep.csv").is_file() else []  # edprf sweep-report writes none
+    print(f"\nresults: {', '.join([*rows_file, str(out / 'sweep.md'), where])}")
     return 0
 
 
 def _report_the_finished_runs(
-    finished: list[Mapping[str, Any]], configs: list[Mapping[str, Any]], out: Path, total: int
+    finished: list[dict[str, Any]], configs: list[Mapping[str, Any]], out: Path, total: int
 ) -> None:
     """An interrupted sweep's sweep.md and plots, of the runs that finished (review rev-research R3: only the CSV was
     left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them."""
-    from edprf_fl.simulation import plot_sweep, sweep_markdown
+    from edprf_fl.simulation import plot_sweep, sweep_markdown, unfinished_run_dirs
 
     from ._simulate import say
 
-    unfinished = out / f"run-{len(finished):04d}"
-    if unfinished.exists():
-        say(f"{unfinished} holds the unfinished run (no simulation.json): not part of the results; remove it")
+    for unfinished in unfinished_run_dirs(out, finished):
+        say(
+            f"{unfinished} holds the unfinished run (no row in sweep.csv): not part of the results; "
+            f"--resume --output {out} with the same options removes it and finishes the sweep"
+        )
     if not finished:
         return
     try:
@@ -262,10 +376,31 @@ def _interrupted_text(finished: int, csv_path: Path) -> str:
     return f"sweep interrupted after {count_text(finished, 'finished run')}; its rows are in {csv_path}"
 
 
-def _append_row(path: Path, row: Mapping[str, Any], *, header: bool) -> None:
-    """Add one run's row to ``sweep.csv`` (with the header line first when ``header``), at once on disk."""
-    with path.open("w" if header else "a", newline="") as fh:
+def _csv_header(path: Path) -> list[str]:
+    """The columns of an existing ``sweep.csv`` (its header line)."""
+    with path.open(newline="") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _append_row(path: Path, row: Mapping[str, Any], *, columns: list[str] | None = None) -> None:
+    """Add one run's row to ``sweep.csv``, at once on disk: a new file with the header line first when ``columns``
+    is None, else after the rows of a file with those ``columns``.
+
+    Raises
+    ------
+    ValueError
+        ``row``'s columns are not ``columns`` (the finished rows were written by another edprf version).
+    """
+    if columns is not None and list(row) != columns:
+        missing = [c for c in columns if c not in row]
+        extra = [c for c in row if c not in columns]
+        raise ValueError(
+            f"--resume: {path} has other columns than this edprf writes (missing here: {', '.join(missing) or '-'}; "
+            f"new here: {', '.join(extra) or '-'}): its rows came from another version; run the remaining seeds "
+            "into a new --output and compare the tables"
+        )
+    with path.open("w" if columns is None else "a", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(row))
-        if header:
+        if columns is None:
             writer.writeheader()
         writer.writerow(row)

@@ -39,8 +39,16 @@ if TYPE_CHECKING:
         results_table,
         timing_line,
     )
-    from ._sweep import SWEEP_AXES, run_sweep, sweep_grid, sweep_table
-    from ._sweep_report import sweep_markdown
+    from ._sweep import SWEEP_AXES, run_key, run_sweep, sweep_grid, sweep_table
+    from ._sweep_files import (
+        SweepRecord,
+        config_key,
+        read_record,
+        read_sweep_rows,
+        unfinished_run_dirs,
+        write_record,
+    )
+    from ._sweep_report import SweepRows, combine_sweeps, read_sweep, sweep_configs, sweep_markdown
     from ._workspace import write_workspace
 
 __all__ = [
@@ -63,7 +71,11 @@ __all__ = [
     "SimulationReport",
     "SimulationSettings",
     "SimulationTimings",
+    "SweepRecord",
+    "SweepRows",
     "Throttle",
+    "combine_sweeps",
+    "config_key",
     "contribution_table",
     "contributions_markdown",
     "cost_lines",
@@ -78,8 +90,12 @@ __all__ = [
     "prepare_workspace",
     "quiet",
     "raw_features",
+    "read_record",
+    "read_sweep",
+    "read_sweep_rows",
     "report_lines",
     "results_table",
+    "run_key",
     "run_simulation",
     "run_sweep",
     "seconds_text",
@@ -87,11 +103,14 @@ __all__ = [
     "simulation_caveats",
     "size_text",
     "stage",
+    "sweep_configs",
     "sweep_grid",
     "sweep_markdown",
     "sweep_table",
     "timing_line",
     "train_baselines",
+    "unfinished_run_dirs",
+    "write_record",
     "write_workspace",
 ]
 
@@ -140,9 +159,20 @@ _HOMES = {
     "results_table": "._summary",
     "timing_line": "._summary",
     "SWEEP_AXES": "._sweep",
+    "run_key": "._sweep",
     "run_sweep": "._sweep",
     "sweep_grid": "._sweep",
     "sweep_table": "._sweep",
+    "SweepRecord": "._sweep_files",
+    "config_key": "._sweep_files",
+    "read_record": "._sweep_files",
+    "read_sweep_rows": "._sweep_files",
+    "unfinished_run_dirs": "._sweep_files",
+    "write_record": "._sweep_files",
+    "SweepRows": "._sweep_report",
+    "combine_sweeps": "._sweep_report",
+    "read_sweep": "._sweep_report",
+    "sweep_configs": "._sweep_report",
     "sweep_markdown": "._sweep_report",
     "write_workspace": "._workspace",
 }

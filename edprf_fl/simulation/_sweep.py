@@ -8,7 +8,7 @@ plots say so.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from ._progress import Progress, _quiet
 from ._run import SimulationReport, run_simulation
 from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
-__all__ = ["PROVENANCE_COLUMNS", "SWEEP_AXES", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
+__all__ = ["PROVENANCE_COLUMNS", "SWEEP_AXES", "run_key", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
 
 SWEEP_AXES = ("epsilon", "parties", "partition", "alpha", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns.
@@ -167,9 +167,13 @@ def run_sweep(
     progress: Progress = _quiet,
     record: Callable[[dict[str, Any]], object] | None = None,
     isolate_ray: Callable[..., object] | None = None,
+    skip: Collection[tuple[tuple[Any, ...], int]] = (),
 ) -> list[dict[str, Any]]:
     """Run every configuration with the seeds ``seed_start .. seed_start + seeds - 1`` under ``out_dir/run-NNNN``;
     one row per run.
+
+    ``NNNN`` is the run's place in the grid (configurations in order, each with its seeds in order), so a resumed
+    sweep's runs take the directories an uninterrupted one's would.
 
     Research runs: parties draw their noise from seeds (NOT differentially private against anyone who
     knows them); each simulated party spends ``epsilon`` of its own, fresh ledger per run.
@@ -182,6 +186,9 @@ def run_sweep(
     record : callable, optional
         Called with each run's row as soon as the run ends (``edprf sweep`` appends it to ``sweep.csv``, so
         that an interrupted sweep keeps its finished runs).
+    skip : collection of (tuple, int)
+        (configuration, seed) pairs not to run (``edprf sweep --resume``: those ``sweep.csv`` holds), each
+        configuration as :func:`run_key` gives it.
     """
     import time
 
@@ -191,36 +198,47 @@ def run_sweep(
     if base.data is None and dataset_note(base.dataset):  # the embedded time series (a file: its own name)
         progress(f"note: {dataset_note(base.dataset)}")
     rows: list[dict[str, Any]] = []
-    total, started = len(configs) * seeds, time.perf_counter()
+    run_seeds = sweep_seeds(seeds, seed_start)
+    # each run's place in the grid (its directory's number), those to run
+    todo = [
+        (place, config, seed)
+        for place, (config, seed) in enumerate(itertools.product(configs, run_seeds))
+        if (run_key(base, config), seed) not in skip
+    ]
+    total, started = len(todo), time.perf_counter()
     if total:  # a run takes seconds to minutes: say the sweep is under way before the first one ends
         progress(f"starting run 1 of {total}; a line follows as each run finishes")
-    run_seeds = sweep_seeds(seeds, seed_start)
-    for config in configs:
-        for seed in run_seeds:
-            raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
-            run_dir = Path(out_dir) / f"run-{len(rows):04d}"
-            report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
-            report.write_json(run_dir / "simulation.json")  # the run's record: its realised partition, baseline draws
-            rows.append(
-                {**config, "alpha": _alpha_of(base, config), "seed": seed, "run_dir": run_dir.name, **_metrics(report)}
-            )
-            if record is not None:
-                record(rows[-1])
-            if len(rows) == 1 and report.rows_read is not None:  # the same data in every run: said once
-                progress(f"      data: {report.rows_read.text()}")
-                if note := report.rows_read.repeats_text():  # seed 0's split; sweep.csv has each run's count
-                    progress(f"      note: {note}")
-            # wall time of the runs so far (baselines included, unlike a row's "seconds"), per run, times those left
-            eta = (time.perf_counter() - started) / len(rows) * (total - len(rows))
-            progress(
-                f"[{len(rows)}/{total}] {dict(config)} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
-                f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)"
-            )
-            if rows[-1]["accepted"] < config["parties"]:
-                progress(f"      warning: {_refusals(report)}; see {run_dir}")
-            for line in getattr(report, "partition_warnings", []):
-                progress(f"      {line} (see {run_dir / 'simulation.json'})")
+    for place, config, seed in todo:
+        raise_if_interrupted()  # a Ctrl-C that a finalizer dropped in the previous run stops the sweep here
+        run_dir = Path(out_dir) / f"run-{place:04d}"
+        report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
+        report.write_json(run_dir / "simulation.json")  # the run's record: its realised partition, baseline draws
+        rows.append(
+            {**config, "alpha": _alpha_of(base, config), "seed": seed, "run_dir": run_dir.name, **_metrics(report)}
+        )
+        if record is not None:
+            record(rows[-1])
+        if len(rows) == 1 and report.rows_read is not None:  # the same data in every run: said once
+            progress(f"      data: {report.rows_read.text()}")
+            if note := report.rows_read.repeats_text():  # seed 0's split; sweep.csv has each run's count
+                progress(f"      note: {note}")
+        # wall time of the runs so far (baselines included, unlike a row's "seconds"), per run, times those left
+        eta = (time.perf_counter() - started) / len(rows) * (total - len(rows))
+        progress(
+            f"[{len(rows)}/{total}] {dict(config)} seed {seed}: federated {rows[-1]['federated_accuracy']:.4f} "
+            f"central {rows[-1]['central_accuracy']:.4f} (eta {eta:.0f} s)"
+        )
+        if rows[-1]["accepted"] < config["parties"]:
+            progress(f"      warning: {_refusals(report)}; see {run_dir}")
+        for line in getattr(report, "partition_warnings", []):
+            progress(f"      {line} (see {run_dir / 'simulation.json'})")
     return rows
+
+
+def run_key(base: SimulationSettings, config: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The values of the axes (:data:`SWEEP_AXES`, in order) that a run of ``config`` writes in its row: the key of a
+    configuration among ``sweep.csv``'s rows (its alpha the base settings' when a dirichlet configuration has none)."""
+    return tuple({**config, "alpha": _alpha_of(base, config)}.get(axis, "") for axis in SWEEP_AXES)
 
 
 def _alpha_of(base: SimulationSettings, config: Mapping[str, Any]) -> float | str:

@@ -1,18 +1,149 @@
-"""``sweep.md``: the provenance of every set of rows at its top (the code and the command that wrote them), then
-the table.
+"""One sweep table from the rows of one or more sweeps: checked compatible, each (configuration, seed) once, with
+the provenance of every set of rows at the top of ``sweep.md``.
+
+What ``edprf sweep-report`` writes (review rev-research R3: a ``--seed-start`` extension of a sweep had no way to
+become one table with the earlier sweep), and what ``edprf sweep`` writes at the end, a resumed sweep's included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edprf_fl import Provenance
 
-from ._sweep import PROVENANCE_COLUMNS, sweep_table
+from ._settings import SettingsError
+from ._sweep import PROVENANCE_COLUMNS, SWEEP_AXES, sweep_table
+from ._sweep_files import SWEEP_CSV, SweepRecord, config_key, read_record, read_sweep_rows
 
-__all__ = ["provenance_lines", "sweep_markdown"]
+__all__ = ["SweepRows", "combine_sweeps", "provenance_lines", "read_sweep", "sweep_configs", "sweep_markdown"]
+
+SHARED_COLUMNS = ("dataset", "schema_fingerprint", "rows_read", "rows_left_out", "seeded_noise")
+"""``sweep.csv`` columns that every row of one table must share: the same data, read under the same schema (its
+fingerprint), the same rows of it, seeded research runs all."""
+
+
+@dataclass(frozen=True)
+class SweepRows:
+    """The rows of one sweep's output directory.
+
+    Parameters
+    ----------
+    directory : Path
+        The sweep's ``--output``.
+    columns : tuple of str
+        ``sweep.csv``'s header.
+    rows : tuple of dict
+        Its rows, typed (:func:`read_sweep_rows`).
+    record : SweepRecord or None
+        Its ``sweep.json`` (None: a sweep written before the record existed; its settings beyond the grid unknown).
+    """
+
+    directory: Path
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...]
+    record: SweepRecord | None
+
+
+def read_sweep(directory: Path) -> SweepRows:
+    """A sweep's ``sweep.csv`` and ``sweep.json``.
+
+    Raises
+    ------
+    ValueError
+        No ``sweep.csv`` there, one without rows, or an unreadable ``sweep.json``.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"{directory}: no such directory")
+    columns, rows = read_sweep_rows(directory / SWEEP_CSV)
+    if not rows:
+        raise ValueError(f"{directory / SWEEP_CSV}: no rows (no run of that sweep finished)")
+    return SweepRows(directory, tuple(columns), tuple(rows), read_record(directory))
+
+
+def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
+    """The rows of ``sweeps`` as one table's: checked compatible, each (configuration, seed) once, ordered by
+    configuration (in order of first appearance, the sweeps taken in the order given), then by seed.
+
+    Rows may hold different configurations and different seeds (a ``--seed-start`` extension); they may not
+    differ in anything else. A pair found twice is refused, not chosen between: two runs of one pair weigh that
+    seed twice in a cell, and which to keep is the researcher's call (give each seed range once).
+
+    Raises
+    ------
+    ValueError
+        Columns that differ, a :data:`SHARED_COLUMNS` value that differs (named, with the values expected and
+        got), or a (configuration, seed) pair in two rows.
+    SettingsError
+        Two sweeps' records (``sweep.json``) whose settings beyond the grid differ, the setting named
+        (``{n_bins}``: the caller names it by its flag).
+    """
+    if not sweeps:
+        raise ValueError("no sweep given")
+    first = sweeps[0]
+    for other in sweeps[1:]:
+        _check_columns(first, other)
+        if first.record is not None and other.record is not None:
+            for name, ours, theirs in first.record.setting_differences(other.record):
+                raise SettingsError(
+                    "{" + name + "}: expected {ours!r} (as in {first}), got {theirs!r} in {other}: rows of different "
+                    "settings make no single table",
+                    ours=ours,
+                    theirs=theirs,
+                    first=str(first.directory / "sweep.json"),
+                    other=str(other.directory / "sweep.json"),
+                )
+    expected = {c: first.rows[0].get(c) for c in SHARED_COLUMNS if c in first.columns}
+    seen: dict[tuple[tuple[Any, ...], int], tuple[Path, str]] = {}
+    for sweep in sweeps:
+        for row in sweep.rows:
+            for column, value in expected.items():
+                if row.get(column) != value:
+                    raise ValueError(
+                        f"{sweep.directory / SWEEP_CSV} ({row.get('run_dir', '?')}): expected {column} {value!r} "
+                        f"(as in {first.directory / SWEEP_CSV}), got {row.get(column)!r}: rows of different data make "
+                        "no single table"
+                    )
+            pair = (config_key(row), row["seed"])
+            if pair in seen:
+                where, run = seen[pair]
+                raise ValueError(
+                    f"{_config_text(row)}, seed {row['seed']}: in {where / SWEEP_CSV} ({run}) and in "
+                    f"{sweep.directory / SWEEP_CSV} ({row.get('run_dir', '?')}): each (configuration, seed) pair once "
+                    "only (a --seed-start extension's seeds must not overlap the earlier sweep's)"
+                )
+            seen[pair] = (sweep.directory, str(row.get("run_dir", "?")))
+    rows = [row for sweep in sweeps for row in sweep.rows]
+    order = {key: i for i, key in enumerate(dict.fromkeys(config_key(r) for r in rows))}
+    return sorted(rows, key=lambda r: (order[config_key(r)], r["seed"]))
+
+
+def _check_columns(first: SweepRows, other: SweepRows) -> None:
+    if other.columns == first.columns:
+        return
+    missing = [c for c in first.columns if c not in other.columns]
+    extra = [c for c in other.columns if c not in first.columns]
+    said = "; ".join(
+        part
+        for part in (
+            f"missing {', '.join(missing)}" if missing else "",
+            f"extra {', '.join(extra)}" if extra else "",
+            "the same columns in another order" if not (missing or extra) else "",
+        )
+        if part
+    )
+    raise ValueError(
+        f"{other.directory / SWEEP_CSV}: expected the columns of {first.directory / SWEEP_CSV}, got {said} (sweeps of "
+        "different edprf versions write different columns: rerun the older one's seeds with this version)"
+    )
+
+
+def sweep_configs(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The configurations the rows hold, in order of first appearance (a configuration: its values of the axes)."""
+    return [dict(zip(SWEEP_AXES, key)) for key in dict.fromkeys(config_key(r) for r in rows)]
 
 
 def provenance_lines(
@@ -73,3 +204,7 @@ def _code_span(text: str) -> str:
         fence += "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _config_text(row: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {row[k]}" for k in SWEEP_AXES if row.get(k, "") != "")

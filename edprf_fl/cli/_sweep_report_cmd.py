@@ -1,0 +1,64 @@
+"""``edprf sweep-report``: one sweep table and its plots from the ``sweep.csv`` of one or more sweeps.
+
+A command of its own rather than an option of ``edprf sweep``: it runs nothing, so none of the sweep's thirty-odd
+run options applies to it, and an option that would be silently ignored (``--epsilons`` beside a report) cannot be
+given.  The rows are read, checked and tabled by :func:`edprf_fl.simulation.combine_sweeps` and
+:func:`edprf_fl.simulation.sweep_markdown`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["register"]
+
+_REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "run-*")
+"""What ``--output`` must not hold (a sweep's or a report's files) unless ``--overwrite`` replaces them."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep-report",
+        help="one table and plots from the sweep.csv of one or more edprf sweep directories (seeds added with "
+        "--seed-start, say)",
+        description="Read the sweep.csv of each SWEEP_DIR, check that their rows can make one table (the same "
+        "data, schema and settings; columns of one edprf version; each configuration and seed once), and write "
+        "sweep.md and the plots of all their rows to --output. Runs nothing: a sweep that adds seeds to an earlier "
+        "one (edprf sweep --seed-start) becomes one table with it here.",
+    )
+    p.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR", help="the --output directory of an edprf sweep")
+    p.add_argument("--output", required=True, help="directory for sweep.md and the plots (created if missing)")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace a previous table and plots (or a sweep's files) in --output"
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from edprf_fl import Provenance
+    from edprf_fl.simulation import SettingsError, combine_sweeps, read_sweep, sweep_configs
+
+    from ._simulate import output_dir, say
+    from ._simulation_args import flag_of
+    from ._sweep import _LIST_FLAGS, write_report
+
+    sources = [Path(d) for d in args.sweeps]
+    out = Path(args.output)
+    for source in sources:  # --overwrite would remove the very rows it reads
+        if source.resolve() == out.resolve():
+            raise ValueError(f"--output {out} is one of the sweeps read: give a new directory")
+    sweeps = [read_sweep(d) for d in sources]
+    try:
+        rows = combine_sweeps(sweeps)
+    except SettingsError as exc:  # two sweeps' settings differ: named by the option that sets it
+        raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+    for sweep in sweeps:
+        if sweep.record is None:
+            say(
+                f"note: {sweep.directory} has no sweep.json (an older edprf's sweep): its settings beyond the grid's "
+                "axes were not compared with the others'"
+            )
+    out = output_dir(str(out), args.overwrite, _REPORT_FILES, temp_prefix="edprf-sweep-report-")
+    say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
+    return write_report(rows, sweep_configs(rows), out, made_by=Provenance.current(), sources=sources)

@@ -1,0 +1,221 @@
+"""A sweep's files read back: ``sweep.csv`` as typed rows, the sweep's record ``sweep.json``, and what a resumed sweep
+keeps or removes of its output directory.
+
+``edprf sweep --resume`` and ``edprf sweep-report`` read a sweep's rows from its ``sweep.csv`` (review rev-research
+R3: a sweep stopped by Ctrl-C left a CSV that nothing read back); the record says which settings the rows were made
+with, so that rows of different settings are never put in one table.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edprf_fl import Provenance
+
+from ._settings import SettingsError, SimulationSettings
+from ._sweep import PROVENANCE_COLUMNS, SWEEP_AXES, sweep_seeds
+
+__all__ = [
+    "SWEEP_CSV",
+    "SWEEP_RECORD",
+    "SweepRecord",
+    "config_key",
+    "read_record",
+    "read_sweep_rows",
+    "unfinished_run_dirs",
+    "write_record",
+]
+
+SWEEP_CSV = "sweep.csv"
+"""A sweep's rows, one per finished run, in its output directory."""
+
+SWEEP_RECORD = "sweep.json"
+"""A sweep's record in its output directory: its settings, grid, seeds and provenance (:class:`SweepRecord`)."""
+
+RECORD_FORMAT = "edprf-sweep-record/1"
+"""What :data:`SWEEP_RECORD`'s ``format`` says: the layout of :meth:`SweepRecord.to_dict`."""
+
+_TEXT_COLUMNS = frozenset(
+    {"partition", "run_dir", "depths_used", "dataset", "brier_scale", "schema_fingerprint", *PROVENANCE_COLUMNS}
+)
+"""``sweep.csv`` columns read back as text whatever they hold (a git revision or a dataset's name may be digits)."""
+
+_INTEGER = re.compile(r"-?\d+")
+
+UNCOMPARED_SETTINGS = frozenset({"engine", "seed", "seeded_noise", "evaluation_epsilon", "party_holdout"})
+"""Settings a sweep's rows do not depend on (the engine: the two give the same trees under seeded noise), or that
+every run of a sweep sets itself (its seed, seeded noise, no evaluation round, no hold-out)."""
+
+_RUN_DIR = re.compile(r"run-\d{4,}")
+"""A run's directory in a sweep's output directory."""
+
+
+def _typed(column: str, text: str) -> Any:
+    """A ``sweep.csv`` cell as the sweep wrote it: ``""``, a bool, an int, a float (``nan`` too) or text."""
+    if column in _TEXT_COLUMNS or text == "":
+        return text
+    if text in ("True", "False"):
+        return text == "True"
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_sweep_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """``sweep.csv``'s columns and rows, each cell typed back (:func:`_typed`): a float written as ``1.0`` reads
+    as ``1.0``, so a table of the rows read back is the table of the rows written.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is missing or holds no header line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (a sweep writes its rows there as each run ends)")
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = [{k: _typed(k, v if v is not None else "") for k, v in row.items()} for row in reader]
+        columns = list(reader.fieldnames or [])
+    if not columns:
+        raise ValueError(f"{path}: empty, no header line (the sweep was stopped before its first run ended)")
+    return columns, rows
+
+
+def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A row's (or a configuration's) values of the axes, :data:`SWEEP_AXES` in order (``""`` where it has none)."""
+    return tuple(row.get(axis, "") for axis in SWEEP_AXES)
+
+
+def unfinished_run_dirs(out: Path, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
+    """The ``run-NNNN`` directories of ``out`` that no row of ``rows`` names: runs an interruption stopped before
+    their row was written (half written: a model and report.json, often no simulation.json)."""
+    finished = {str(r.get("run_dir", "")) for r in rows}
+    return sorted(d for d in Path(out).glob("run-*") if _RUN_DIR.fullmatch(d.name) and d.name not in finished)
+
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """What a sweep was asked: its settings apart from the grid, the grid's axes, its seeds, and who asked.
+
+    Parameters
+    ----------
+    settings : mapping
+        The base settings (:class:`SimulationSettings`' fields but the axes), paths absolute, as JSON values.
+    axes : mapping of str to list
+        Each axis' values as the grid took them (an axis not swept: the base settings' value alone).
+    seeds, seed_start : int
+        The runs' seeds: ``seed_start .. seed_start + seeds - 1``.
+    provenance : Provenance
+        The code and the command that started the sweep.
+    """
+
+    settings: Mapping[str, Any]
+    axes: Mapping[str, list[Any]]
+    seeds: int
+    seed_start: int
+    provenance: Provenance
+    format: str = field(default=RECORD_FORMAT)
+
+    def __post_init__(self) -> None:
+        if self.format != RECORD_FORMAT:
+            raise ValueError(f"format: expected {RECORD_FORMAT!r}, got {self.format!r}")
+        if set(self.axes) != set(SWEEP_AXES):
+            raise ValueError(f"axes: expected {', '.join(SWEEP_AXES)}, got {', '.join(self.axes)}")
+        sweep_seeds(self.seeds, self.seed_start)  # SettingsError when out of range
+
+    @classmethod
+    def of(
+        cls,
+        base: SimulationSettings,
+        values: Mapping[str, Sequence[Any] | None],
+        seeds: int,
+        seed_start: int,
+        provenance: Provenance,
+    ) -> SweepRecord:
+        """The record of a sweep of ``base`` over ``values`` (:func:`sweep_grid`'s arguments)."""
+        settings = {k: v for k, v in asdict(base).items() if k not in SWEEP_AXES}
+        for name in ("data", "schema"):  # a resume from another directory names the same files
+            if settings[name] is not None:
+                settings[name] = str(Path(settings[name]).resolve())
+        settings["shuffled_label_parties"] = list(settings["shuffled_label_parties"])
+        axes = {axis: list(values.get(axis) or [getattr(base, axis)]) for axis in SWEEP_AXES}
+        return cls(settings, axes, seeds, seed_start, provenance)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepRecord:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            dict(data["settings"]),
+            {k: list(v) for k, v in data["axes"].items()},
+            data["seeds"],
+            data["seed_start"],
+            Provenance.from_dict(data["provenance"]),
+            data["format"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """:data:`SWEEP_RECORD`'s content."""
+        return {
+            "format": self.format,
+            "provenance": self.provenance.to_dict(),
+            "settings": dict(self.settings),
+            "axes": {k: list(v) for k, v in self.axes.items()},
+            "seeds": self.seeds,
+            "seed_start": self.seed_start,
+        }
+
+    def setting_differences(self, other: SweepRecord) -> list[tuple[str, Any, Any]]:
+        """The settings (not the grid) whose values differ: ``(name, self's, other's)``, the runs' own settings
+        (:data:`UNCOMPARED_SETTINGS`) left out."""
+        names = dict.fromkeys([*self.settings, *other.settings])
+        return [
+            (name, self.settings.get(name), other.settings.get(name))
+            for name in names
+            if name not in UNCOMPARED_SETTINGS and self.settings.get(name) != other.settings.get(name)
+        ]
+
+    def grid_differences(self, other: SweepRecord) -> list[tuple[str, Any, Any]]:
+        """The axes, then ``seeds`` and ``seed_start``, whose values differ: ``(name, self's, other's)``."""
+        differ = [(a, self.axes[a], other.axes[a]) for a in SWEEP_AXES if self.axes[a] != other.axes[a]]
+        return differ + [
+            (name, getattr(self, name), getattr(other, name))
+            for name in ("seeds", "seed_start")
+            if getattr(self, name) != getattr(other, name)
+        ]
+
+
+def write_record(out: Path, record: SweepRecord) -> Path:
+    """Write ``out/sweep.json`` (readable by its owner only, as a run's simulation.json)."""
+    from protocol import open_owner_only
+
+    path = Path(out) / SWEEP_RECORD
+    with open_owner_only(path) as f:
+        f.write(json.dumps(record.to_dict(), indent=2) + "\n")
+    return path
+
+
+def read_record(out: Path) -> SweepRecord | None:
+    """``out/sweep.json``, or None when there is none (a sweep written before the record existed).
+
+    Raises
+    ------
+    ValueError
+        The file is not a sweep record this version reads.
+    """
+    path = Path(out) / SWEEP_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return SweepRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError, SettingsError) as exc:
+        raise ValueError(f"{path}: not a sweep record this edprf reads ({exc})") from None

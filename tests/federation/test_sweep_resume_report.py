@@ -1,0 +1,210 @@
+"""Review rev-research R3: a sweep stopped by Ctrl-C is finished by ``--resume`` (its rows those of an
+uninterrupted sweep), sweeps of other seeds (``--seed-start``) become one table with ``edprf sweep-report``,
+which refuses rows of other data or settings by name."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+
+import pytest
+
+from edprf_fl.cli._main import main
+from edprf_fl.simulation import _sweep
+
+from .test_sweep import TINY, _report
+
+GRID = ("--epsilons", "0.5,1", "--parties", "2", "--max-depth", "2", "--engine", "in-process")
+"""Two configurations, the quickest real ones (about 1.5 s a run)."""
+
+TIMED = {"seconds", "wall_seconds", "command"}
+"""Columns that differ between two sweeps of the same runs: the times, and the command that ran them."""
+
+
+def _edprf(monkeypatch, *argv: str) -> int:
+    """``edprf ARGV`` as the shell runs it: ``sys.argv`` is what the provenance records."""
+    with monkeypatch.context() as m:
+        m.setattr(sys, "argv", ["edprf", *argv])
+        return main(list(argv))
+
+
+def _csv_rows(path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def _table(path) -> str:
+    """sweep.md from its table on (the provenance above it names the commands, which differ)."""
+    text = path.read_text()
+    return text[text.index("Seeded research runs") :]
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """An uninterrupted real sweep of the two configurations with seeds 0 and 1 (4 runs, ~6 s)."""
+    out = tmp_path_factory.mktemp("whole") / "sweep"
+    with pytest.MonkeyPatch.context() as m:
+        assert _edprf(m, "sweep", *GRID, "--seeds", "2", "--output", str(out)) == 0
+    return out
+
+
+# 1. --resume
+
+
+@pytest.mark.slow
+def test_a_resumed_sweep_has_the_rows_of_an_uninterrupted_one(whole, tmp_path, monkeypatch, capsys):
+    real, started = _sweep.run_simulation, []
+
+    def stopped_in_the_third_run(settings, out_dir, **kwargs):
+        started.append(out_dir.name)
+        if len(started) == 3:  # Ctrl-C while the third run writes its files: a half-written run-0002
+            (out_dir / "workspace").mkdir(parents=True)
+            (out_dir / "report.json").write_text("{}")
+            raise KeyboardInterrupt
+        return real(settings, out_dir, **kwargs)
+
+    monkeypatch.setattr(_sweep, "run_simulation", stopped_in_the_third_run)
+    out = tmp_path / "sweep"
+    argv = ["sweep", *GRID, "--seeds", "2", "--output", str(out)]
+    assert _edprf(monkeypatch, *argv) == 130
+    err = capsys.readouterr().err
+    assert f"{out / 'run-0002'} holds the unfinished run (no row in sweep.csv)" in err and "--resume" in err
+    assert len(_csv_rows(out / "sweep.csv")) == 2
+    monkeypatch.setattr(_sweep, "run_simulation", real)
+    assert _edprf(monkeypatch, *argv, "--resume") == 0
+    err = capsys.readouterr().err
+    assert f"removed {out / 'run-0002'}: the run an interruption stopped (no row in sweep.csv); it runs again" in err
+    assert "resuming the sweep in" in err and "starting run 1 of 2" in err  # the two runs left, no more
+    got, expected = _csv_rows(out / "sweep.csv"), _csv_rows(whole / "sweep.csv")
+    assert [{k: v for k, v in r.items() if k not in TIMED} for r in got] == [
+        {k: v for k, v in r.items() if k not in TIMED} for r in expected
+    ]  # the same runs in the same directories, the same metrics to the last digit
+    assert [r["command"].endswith("--resume") for r in got] == [False, False, True, True]
+    assert _table(out / "sweep.md") == _table(whole / "sweep.md")
+    top = (out / "sweep.md").read_text().splitlines()
+    assert top[1].startswith("- 2 runs (seeds 0-1) by edprf-fl") and top[1].endswith(f"--output {out}`")
+    assert top[2].startswith("- 2 runs (seeds 0-1) by edprf-fl") and top[2].endswith(f"--output {out} --resume`")
+    assert (out / "accuracy_vs_epsilon.png").is_file() and (out / "run-0002" / "simulation.json").is_file()
+
+
+def _fake_sweep(monkeypatch, out, *argv: str) -> None:
+    """A sweep of TINY's configuration with run_simulation faked (no Flower, no data split)."""
+
+    def run(settings, out_dir, **_):
+        out_dir.mkdir(parents=True)
+        return _report(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
+    assert _edprf(monkeypatch, "sweep", *TINY, *argv, "--output", str(out)) == 0
+
+
+def test_resume_refuses_other_options_and_names_them(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "2")
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    assert main(["sweep", *TINY, "--seeds", "2", "--n-bins", "8", "--output", str(out), "--resume"]) == 1
+    err = capsys.readouterr().err
+    assert f"--resume: the sweep in {out} was run with other options; --n-bins: 20 there, 8 here" in err
+    argv = ["sweep", *TINY, "--epsilons", "1,2", "--seeds", "3"]
+    argv.remove("--epsilons")
+    argv.remove("1")  # TINY's --epsilons 1 replaced
+    assert main([*argv, "--output", str(out), "--resume"]) == 1
+    err = capsys.readouterr().err
+    assert "--epsilons: 1 there, 1,2 here; --seeds: 2 there, 3 here" in err
+    # all pairs done: nothing runs, the table and plots are written again
+    (out / "sweep.md").unlink()
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out), "--resume"]) == 0
+    assert "resuming the sweep in" in capsys.readouterr().err and (out / "sweep.md").is_file()
+
+
+def test_resume_needs_a_sweep_started_by_this_version(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--resume"]) == 1
+    assert "--resume needs --output DIR" in capsys.readouterr().err
+    assert main(["sweep", *TINY, "--resume", "--overwrite", "--output", str(out)]) == 1
+    assert "--resume and --overwrite: give one" in capsys.readouterr().err
+    out.mkdir()
+    (out / "sweep.csv").write_text("epsilon\n1.0\n")  # an older sweep: no sweep.json
+    assert main(["sweep", *TINY, "--resume", "--output", str(out)]) == 1
+    assert f"--resume: {out} holds no sweep record (sweep.json)" in capsys.readouterr().err
+
+
+# 2. edprf sweep-report
+
+
+@pytest.mark.slow
+def test_a_report_of_two_seed_start_halves_is_the_table_of_one_sweep_over_all_seeds(
+    whole, tmp_path, monkeypatch, capsys
+):
+    first, second, report = tmp_path / "first", tmp_path / "second", tmp_path / "report"
+    assert _edprf(monkeypatch, "sweep", *GRID, "--seeds", "1", "--output", str(first)) == 0
+    assert _edprf(monkeypatch, "sweep", *GRID, "--seeds", "1", "--seed-start", "1", "--output", str(second)) == 0
+    capsys.readouterr()
+    assert _edprf(monkeypatch, "sweep-report", str(first), str(second), "--output", str(report)) == 0
+    printed = capsys.readouterr()
+    assert _table(report / "sweep.md") == _table(whole / "sweep.md")
+    assert printed.out.startswith("Seeded research runs") and "4 runs from 2 sweeps" in printed.err
+    top = (report / "sweep.md").read_text().splitlines()
+    assert top[1].startswith("- 2 runs (seed 0) by edprf-fl") and top[1].endswith(f"--output {first}`")
+    assert top[2].startswith("- 2 runs (seed 1) by edprf-fl") and "--seed-start 1" in top[2]
+    assert top[3].startswith(f"- this table from {first}, {second} by edprf-fl") and "sweep-report" in top[3]
+    assert (report / "accuracy_vs_epsilon.png").is_file() and not (report / "sweep.csv").exists()
+
+
+@pytest.fixture
+def halves(tmp_path, monkeypatch):
+    """Two faked sweeps of TINY's configuration: seed 0, and seeds 1-2 (--seed-start 1)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    _fake_sweep(monkeypatch, first)
+    _fake_sweep(monkeypatch, second, "--seeds", "2", "--seed-start", "1")
+    return first, second
+
+
+def test_a_report_refuses_rows_of_other_data_or_settings_by_name(halves, tmp_path, capsys):
+    first, second = halves
+    out = tmp_path / "report"
+    assert main(["sweep-report", str(first), str(second), "--output", str(out)]) == 0
+    assert "| 1.0 | 2 | iid | 2 | 1 | 0.6000 ± 0.1000 |" in (out / "sweep.md").read_text()  # seeds 0, 1, 2
+    capsys.readouterr()
+
+    def refused(sweep_dir, said: str) -> None:
+        assert main(["sweep-report", str(first), str(sweep_dir), "--output", str(tmp_path / "never")]) == 1
+        assert said in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()
+
+    other = tmp_path / "settings"  # another --n-bins in its record
+    shutil.copytree(second, other)
+    record = json.loads((other / "sweep.json").read_text())
+    record["settings"]["n_bins"] = 8
+    (other / "sweep.json").write_text(json.dumps(record))
+    refused(other, f"--n-bins: expected 20 (as in {first / 'sweep.json'}), got 8 in {other / 'sweep.json'}")
+
+    for column, value, said in (
+        ("dataset", "bank", "expected dataset 'wall' (as in"),
+        ("seeded_noise", "False", "expected seeded_noise True (as in"),
+    ):
+        shutil.rmtree(other)
+        shutil.copytree(second, other)
+        rows = _csv_rows(other / "sweep.csv")
+        rows[1][column] = value
+        _write_rows(other / "sweep.csv", rows)
+        refused(other, f"{other / 'sweep.csv'} (run-0001): {said}")
+
+    rows = [{k: v for k, v in r.items() if k != "influence_cuts"} for r in _csv_rows(second / "sweep.csv")]
+    _write_rows(other / "sweep.csv", rows)  # an older version's columns
+    refused(other, f"{other / 'sweep.csv'}: expected the columns of {first / 'sweep.csv'}, got missing influence_cuts")
+
+    refused(first, "seed 0: in " + f"{first / 'sweep.csv'} (run-0000) and in {first / 'sweep.csv'} (run-0000)")
+    assert main(["sweep-report", str(first), "--output", str(first)]) == 1
+    assert f"--output {first} is one of the sweeps read" in capsys.readouterr().err
+    assert main(["sweep-report", str(tmp_path / "none"), "--output", str(tmp_path / "never")]) == 1
+    assert f"{tmp_path / 'none'}: no such directory" in capsys.readouterr().err
+
+
+def _write_rows(path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
