@@ -70,7 +70,7 @@ and why: ``edprf sweep`` refuses their options."""
 DEFAULT_EPSILONS = (0.25, 0.5, 1.0, 2.0)
 """The epsilons of a sweep given neither ``--epsilons`` nor ``--epsilon``."""
 
-_SWEEP_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "run-*")
+_SWEEP_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "roc_auc_vs_*.png", "run-*")
 """What a sweep writes in its ``--output`` (an old sweep's ``run-*`` hold spent ledgers)."""
 
 _DESCRIPTION = (

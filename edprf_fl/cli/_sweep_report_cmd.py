@@ -13,7 +13,7 @@ from pathlib import Path
 
 __all__ = ["register"]
 
-_REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "run-*")
+_REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "roc_auc_vs_*.png", "run-*")
 """What ``--output`` must not hold (a sweep's or a report's files) unless ``--overwrite`` replaces them."""
 
 

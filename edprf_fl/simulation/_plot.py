@@ -101,65 +101,93 @@ def report_title(report: SimulationReport) -> str:
     return "\n".join(lines)
 
 
+SWEEP_METRICS = (("accuracy", "test accuracy"), ("roc_auc", "test ROC AUC"))
+"""What the sweep plots draw along each axis: accuracy always (``accuracy_vs_<axis>.png``), ROC AUC on two classes
+(``roc_auc_vs_<axis>.png``), where accuracy barely moves from the majority class's (review rev-research R10)."""
+
+
 def plot_sweep(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     """``accuracy_vs_<axis>.png`` for each axis with two values or more among the runs ``rows`` (``configs``: the
-    grid, kept for callers; the rows say which configurations ran); the files written (none without matplotlib).
+    grid, kept for callers; the rows say which configurations ran), and on two classes ``roc_auc_vs_<axis>.png``
+    beside it (federated, central and each party alone's median); the files written (none without matplotlib).
 
-    Each title says what the runs are: seeded research runs, not differentially private (and a drafted schema).
+    Each title says what the runs are: seeded research runs, not differentially private (and a drafted schema),
+    and the dataset's note (the wall robot's time series: random splits are optimistic, review rev-research R9).
     """
     plt = _pyplot()
     if plt is None:
         return []
+    two_classes = any(str(r.get("brier_scale", "")).startswith("binary") for r in rows)
+    metrics = SWEEP_METRICS if two_classes else SWEEP_METRICS[:1]
+    return [
+        path
+        for axis in ("epsilon", "parties", "alpha", "max_depth", "n_trees")
+        for metric, label in metrics
+        if (path := _plot_axis(plt, rows, axis, metric, label, out)) is not None
+    ]
+
+
+def _plot_axis(
+    plt: Any, rows: Sequence[Mapping[str, Any]], axis: str, metric: str, ylabel: str, out: Path
+) -> Path | None:
+    """``<metric>_vs_<axis>.png`` of the runs ``rows``: the federated lines, the distinct central lines, on ROC AUC
+    each party alone's; None when the runs hold fewer than two values of ``axis``."""
     import numpy as np
 
     from ._sweep import SWEEP_AXES
 
-    written = []
     n_seeds = len({r["seed"] for r in rows})
-    what = _sweep_runs_text(rows, n_seeds)
-    for axis in ("epsilon", "parties", "alpha", "max_depth", "n_trees"):
-        # the runs' configurations (a row holds its alpha even when its configuration left it to the base
-        # settings); along alpha the dirichlet ones only (the others hold none)
-        grid = [dict(zip(SWEEP_AXES, c)) for c in dict.fromkeys(tuple(r.get(k, "") for k in SWEEP_AXES) for r in rows)]
-        grid = [c for c in grid if axis != "alpha" or c["partition"] == "dirichlet"]
-        xs = sorted({c[axis] for c in grid}, key=_axis_order)
-        if len(xs) < 2:
-            continue
-        positions = list(range(len(xs))) if any(isinstance(x, str) for x in xs) else xs  # 'auto' among depths
-        fig, ax = plt.subplots(figsize=(8.5, 4.0))
-        others = [k for k in SWEEP_AXES if k != axis]
-        keys = sorted({tuple(c[k] for k in others) for c in grid}, key=lambda key: tuple(map(_axis_order, key)))
-        varying = [k for k in others if len({c[k] for c in grid}) > 1]
-        spread = n_seeds > 1
+    # the runs' configurations (a row holds its alpha even when its configuration left it to the base
+    # settings); along alpha the dirichlet ones only (the others hold none)
+    grid = [dict(zip(SWEEP_AXES, c)) for c in dict.fromkeys(tuple(r.get(k, "") for k in SWEEP_AXES) for r in rows)]
+    grid = [c for c in grid if axis != "alpha" or c["partition"] == "dirichlet"]
+    xs = sorted({c[axis] for c in grid}, key=_axis_order)
+    if len(xs) < 2:
+        return None
+    positions = list(range(len(xs))) if any(isinstance(x, str) for x in xs) else xs  # 'auto' among depths
+    fig, ax = plt.subplots(figsize=(8.5, 4.0))
+    others = [k for k in SWEEP_AXES if k != axis]
+    keys = sorted({tuple(c[k] for k in others) for c in grid}, key=lambda key: tuple(map(_axis_order, key)))
+    varying = [k for k in others if len({c[k] for c in grid}) > 1]
+    spread = n_seeds > 1
+    for i, key in enumerate(keys):
+        label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying and v != "")
+        means, spreads = _series(rows, axis, xs, others, key, f"federated_{metric}")
+        _draw(ax, xs, positions, means, spreads if spread else None, "-o", f"C{i % 10}", f"federated {label}".strip())
+    central = _central_lines(rows, axis, xs, others, keys, varying, f"central_{metric}")
+    for label, (means, spreads), first in central:
+        _draw(ax, xs, positions, means, spreads if spread else None, "--s", f"C{first % 10}", label, alpha=0.6)
+    if metric != "accuracy":  # each party alone's: what federating buys, on the metric that separates them
         for i, key in enumerate(keys):
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying and v != "")
-            means, spreads = _series(rows, axis, xs, others, key, "federated_accuracy")
-            _draw(
-                ax, xs, positions, means, spreads if spread else None, "-o", f"C{i % 10}", f"federated {label}".strip()
-            )
-        for label, (means, spreads), first in _central_lines(rows, axis, xs, others, keys, varying):
-            _draw(ax, xs, positions, means, spreads if spread else None, "--s", f"C{first % 10}", label, alpha=0.6)
-        if any(isinstance(x, str) for x in xs) and len(xs) > 1:  # 'auto' apart from the fixed depths
-            ax.axvline(positions[-1] - 0.5, color="grey", linestyle=":", linewidth=1)
+            means, spreads = _series(rows, axis, xs, others, key, f"party_alone_median_{metric}")
+            style, colour = ":^", f"C{i % 10}"
+            _draw(ax, xs, positions, means, spreads if spread else None, style, colour, f"party alone {label}".strip())
+    if any(isinstance(x, str) for x in xs) and len(xs) > 1:  # 'auto' apart from the fixed depths
+        ax.axvline(positions[-1] - 0.5, color="grey", linestyle=":", linewidth=1)
+    if metric == "accuracy":
         majority = np.nanmean([r["majority_accuracy"] for r in rows])
         if np.isfinite(majority):
             ax.axhline(majority, color="black", linestyle=":", linewidth=1, label=f"majority class ({majority:.3f})")
-        if axis in ("parties", "max_depth", "n_trees", "alpha"):
-            ticks = [str(x) if x != "auto" else "auto\n(each party's own;\nsweep.md: depths)" for x in xs]
-            ax.set_xticks(positions, ticks)  # counts: integer ticks only
-        if _log_scaled(axis, xs):  # 0.25 .. 8: evenly spaced doublings, not a crowded left end
-            ax.set_xscale("log")
-            ax.set_xticks(xs, [f"{x:g}" for x in xs])
-            ax.minorticks_off()
-        ax.set_xlabel(axis.replace("_", " ") + (" (log scale)" if _log_scaled(axis, xs) else ""))
-        ax.set_ylabel("test accuracy")
-        ax.set_title(f"Accuracy vs {axis.replace('_', ' ')}: {what}", fontsize=8)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside the lines
-        fig.tight_layout()
-        fig.savefig(out / f"accuracy_vs_{axis}.png", dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        written.append(out / f"accuracy_vs_{axis}.png")
-    return written
+    else:  # a constant score's AUC: what always predicting the majority class gets
+        ax.axhline(0.5, color="black", linestyle=":", linewidth=1, label="chance (0.5)")
+    if axis in ("parties", "max_depth", "n_trees", "alpha"):
+        ticks = [str(x) if x != "auto" else "auto\n(each party's own;\nsweep.md: depths)" for x in xs]
+        ax.set_xticks(positions, ticks)  # counts: integer ticks only
+    if _log_scaled(axis, xs):  # 0.25 .. 8: evenly spaced doublings, not a crowded left end
+        ax.set_xscale("log")
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        ax.minorticks_off()
+    ax.set_xlabel(axis.replace("_", " ") + (" (log scale)" if _log_scaled(axis, xs) else ""))
+    ax.set_ylabel(ylabel)
+    name = "Accuracy" if metric == "accuracy" else "ROC AUC"
+    ax.set_title(f"{name} vs {axis.replace('_', ' ')}: {_sweep_runs_text(rows, n_seeds)}", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside the lines
+    fig.tight_layout()
+    path = out / f"{metric}_vs_{axis}.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def _draw(ax, xs, positions, means, spreads, fmt: str, color: str, label: str, alpha: float = 1.0) -> None:
@@ -219,6 +247,7 @@ def _central_lines(
     others: Sequence[str],
     keys: Sequence[tuple[Any, ...]],
     varying: Sequence[str],
+    column: str = "central_accuracy",
 ) -> list[tuple[str, tuple[list[float], list[float]], int]]:
     """The central lines of a sweep plot: one per distinct central series, not one per federated line.
 
@@ -230,7 +259,7 @@ def _central_lines(
     groups: dict[str, list[int]] = {}
     series: dict[str, tuple[list[float], list[float]]] = {}
     for i, key in enumerate(keys):
-        values = _series(rows, axis, xs, others, key, "central_accuracy")
+        values = _series(rows, axis, xs, others, key, column)
         same = repr(values)  # NaN included: equal series print alike
         groups.setdefault(same, []).append(i)
         series.setdefault(same, values)
@@ -249,10 +278,15 @@ def _central_lines(
 
 
 def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
-    """What a sweep plot shows, for its title."""
+    """What a sweep plot shows, for its title: the runs, the cells, and the note on the data (:func:`dataset_note`,
+    whole: the wall robot's rows are a time series, so random splits are optimistic)."""
     drafted = ", drafted schema" if any(r.get("schema_drafted") for r in rows) else ""
     spread = "one seed" if n_seeds == 1 else f"mean ± sample sd over {n_seeds} seeds"
-    return f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally: sweep.md says which model)"
+    notes = [f"\nnote: {note}" for note in dict.fromkeys(dataset_note(str(r.get("dataset", ""))) for r in rows) if note]
+    return (
+        f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally: sweep.md says which model)"
+        + "".join(notes)
+    )
 
 
 def _axis_order(value: object) -> tuple[bool, Any]:

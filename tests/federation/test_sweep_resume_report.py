@@ -1,6 +1,7 @@
-"""Review rev-research R3: a sweep stopped by Ctrl-C is finished by ``--resume`` (its rows those of an
+"""Review rev-research R3, R9, R10: a sweep stopped by Ctrl-C is finished by ``--resume`` (its rows those of an
 uninterrupted sweep), sweeps of other seeds (``--seed-start``) become one table with ``edprf sweep-report``,
-which refuses rows of other data or settings by name."""
+which refuses rows of other data or settings by name; the plots carry the dataset's note and, on two classes,
+ROC AUC beside accuracy."""
 
 from __future__ import annotations
 
@@ -208,3 +209,45 @@ def _write_rows(path, rows: list[dict[str, str]]) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+# 3. the plots: the dataset's note (R9), ROC AUC on two classes (R10)
+
+
+def test_the_sweep_plots_carry_the_dataset_s_note():
+    from edprf_fl.simulation._plot import _sweep_runs_text
+
+    wall = _sweep_runs_text([{"seed": 0, "dataset": "wall_robot_navigation"}], 1)
+    assert wall.endswith(
+        "\nnote: rows of this dataset are a time series; random splits are optimistic for every method."
+    )
+    assert "note" not in _sweep_runs_text([{"seed": 0, "dataset": "bank_marketing"}], 1)
+
+
+def test_two_class_sweeps_draw_roc_auc_beside_accuracy(tmp_path):
+    pytest.importorskip("matplotlib")
+    from edprf_fl.simulation import plot_sweep
+
+    def row(epsilon: float, seed: int, scale: str) -> dict:
+        models = ("federated", "central", "party_alone_median")
+        return {
+            "epsilon": epsilon,
+            "parties": 2,
+            "partition": "iid",
+            "alpha": "",
+            "max_depth": 2,
+            "n_trees": 1,
+            "seed": seed,
+            "majority_accuracy": 0.88,
+            "brier_scale": scale,
+            **{f"{m}_{metric}": 0.7 + epsilon / 10 for m in models for metric in ("accuracy", "roc_auc")},
+        }
+
+    binary = [row(e, s, "binary, class 'yes' (0-1)") for e in (0.5, 1.0) for s in (0, 1)]
+    assert plot_sweep(binary, [], tmp_path) == [
+        tmp_path / "accuracy_vs_epsilon.png",
+        tmp_path / "roc_auc_vs_epsilon.png",
+    ]
+    several = [row(e, s, "sum over classes, 0-2") for e in (0.5, 1.0) for s in (0, 1)]
+    (tmp_path / "multi").mkdir()
+    assert plot_sweep(several, [], tmp_path / "multi") == [tmp_path / "multi" / "accuracy_vs_epsilon.png"]
