@@ -50,7 +50,7 @@ from ._open_reservations import (
     left_behind_and_recent,
     open_reservations,
 )
-from ._party import REASONS, Party, PartySetup, Refusal, evaluation_counts, release_node_bound
+from ._party import REASONS, Party, PartySetup, Recipient, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
 from ._superlink_handshake import split_superlink_address
@@ -94,6 +94,7 @@ __all__ = [
     "Party",
     "PartyPolicy",
     "PartySetup",
+    "Recipient",
     "Refusal",
     "anchor_path",
     "backup_ledger",

@@ -26,6 +26,7 @@ from edprf_core.count_text import count_text
 
 from ._disk_space import low_disk_text
 from ._ledger import (
+    CAP_CHANGE_COUNT_KEY,
     CAP_CHANGES_KEY,
     CAP_KEY,
     NOT_DP_COUNT_KEY,
@@ -33,6 +34,10 @@ from ._ledger import (
     NOTED_KEY,
     PARTY_ID_KEY,
     READ_SECONDS,
+    RELATION_CHANGE_COUNT_KEY,
+    RELATION_CHANGES_KEY,
+    RELATION_KEY,
+    AuditRecords,
     LedgerEntry,
     LedgerOfAnotherVersion,
     LedgerTooLarge,
@@ -40,7 +45,7 @@ from ._ledger import (
     dangling_link_text,
     exact_epsilon,
     format_epsilon,
-    read_entries_and_meta_readonly,
+    read_records_readonly,
     total_spent,
 )
 from ._ledger_anchor import (
@@ -55,9 +60,21 @@ from ._ledger_anchor import (
 
 __all__ = ["BudgetState", "LedgerStatus", "read_budget"]
 
-META_KEYS = (LEDGER_ID_KEY, PARTY_ID_KEY, CAP_KEY, CAP_CHANGES_KEY, NOT_DP_KEY, NOT_DP_COUNT_KEY, NOTED_KEY)
-"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id and party, its cap's trail, the NOT DP
-trail, the notes on them the ClientApp has logged)."""
+META_KEYS = (
+    LEDGER_ID_KEY,
+    PARTY_ID_KEY,
+    CAP_KEY,
+    CAP_CHANGES_KEY,
+    CAP_CHANGE_COUNT_KEY,
+    RELATION_KEY,
+    RELATION_CHANGES_KEY,
+    RELATION_CHANGE_COUNT_KEY,
+    NOT_DP_KEY,
+    NOT_DP_COUNT_KEY,
+    NOTED_KEY,
+)
+"""The ``ledger_meta`` keys :func:`read_budget` reads (the ledger's id and party, its cap's and its relation's
+trails, the NOT DP trail, the notes on them the ClientApp has logged)."""
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 """``stat`` errors that mean nothing is at the path (not a file that cannot be read)."""
@@ -144,6 +161,9 @@ class BudgetState:
     once there is room (:func:`client._disk_space.low_disk_text`)."""
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    audit: AuditRecords = field(default_factory=AuditRecords)
+    """The ledger's refusals and deliveries (:class:`~client._ledger.AuditRecords`; a table the ledger does not
+    hold, written before 0.2.11, is None)."""
 
     @property
     def anchor_path(self) -> Path:
@@ -258,7 +278,7 @@ def read_budget(
     try:
         # and what the ledger carried from the anchor's id before (an anchor of another id, not yet rewritten)
         from_anchor = () if anchor is None else (f"{CARRIED_FROM_KEY}/{anchor.ledger_id}",)
-        entries, meta = read_entries_and_meta_readonly(
+        entries, meta, audit = read_records_readonly(
             path, META_KEYS + from_anchor, max_bytes=max_bytes, max_seconds=max_seconds
         )
     except LedgerOfAnotherVersion as exc:
@@ -286,6 +306,7 @@ def read_budget(
         carried=beyond,
         entries=tuple(entries),
         meta=MappingProxyType(dict(meta)),
+        audit=audit,
     )
 
 

@@ -6,14 +6,23 @@ the process) becomes a reply with a reason code from :data:`client.REASONS`.
 A :class:`Refusal` carries its own audited message (policy rules, requested
 values, never data); every other failure replies with a constant text per
 code, and its detail (exception text, traceback) goes only to the party's log.
+
+Every refusal is also kept in the party's ledger (``refusals``: the request's ids, its kind, the ε it asked and the
+reason code, never the text; review rev-dpo D4) before the reply is built, when the party's ledger could be opened
+for this message (a party that cannot be set up, its policy or ledger unusable, keeps its log line only).  A
+failure to write that row is logged and changes nothing in the reply; the write comes after the refusal is
+decided and before the hold, so a refusal decided before any row is read still leaves at the hold's time, and its
+own time depends on the ledger, not the data.  Privacy cost: none (a local record; no reply gains anything).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import re
 import sqlite3
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
@@ -22,7 +31,7 @@ from protocol import RefusalReason, ReplyStatus
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._disk_space import low_disk_text
-from ._party import STOPPING, Party, PartySetup, Refusal
+from ._party import STOPPING, Party, PartySetup, Recipient, Refusal
 from ._policy import load_policy
 from ._reply_timing import hold_problem, hold_reply, message_reached, round_timeout_seconds
 
@@ -65,10 +74,58 @@ def _party(context: Context, run_config: Mapping[str, Any] | None, started: floa
     merged = {**context.run_config, **(run_config or {})}
     timeout = round_timeout_seconds(merged.get("round-timeout"))
     reserve_by = started + timeout if started is not None and timeout is not None else None
-    party = Party(PartySetup.from_configs(context.node_config, merged), reserve_by=reserve_by)
+    recipient = Recipient(node_id=str(context.node_id), app=_installed_app())
+    party = Party(PartySetup.from_configs(context.node_config, merged), reserve_by=reserve_by, recipient=recipient)
     if problem := hold_problem(party.policy.reply_after_seconds, timeout):
         raise ValueError(problem)  # party_setup, before any epsilon is reserved (the readiness answer too)
     return party
+
+
+_FAB_DIR = re.compile(r".+\.[0-9a-f]{8}")
+
+
+def _installed_app() -> str:
+    """The FAB hash prefix of the installed app this module runs from (Flower installs a FAB under
+    ``<FLWR_HOME>/apps/<publisher>.<name>.<version>.<hash[:8]>``), or ``""`` (a simulation, a source directory)."""
+    app_dir = Path(__file__).resolve().parents[1]
+    if app_dir.parent.name != "apps" or not _FAB_DIR.fullmatch(app_dir.name):
+        return ""
+    return app_dir.name.rsplit(".", 1)[1]
+
+
+_KINDS = {"train": "train", "evaluate": "evaluate", "query": "ready"}
+"""The kind a refusal is kept under, by Flower message type (``query``: the readiness round)."""
+
+
+def _record_refusal(
+    msg: Message, party: Party | None, req: Any, reason: RefusalReason, context: Context, run_config: Any
+) -> None:
+    """Keep a refusal in the party's ledger (``refusals``): request parameters and the reason code only.
+
+    ``party`` is None when the request could not be read (``bad_request``, checked before the party is built) or the
+    party could not be set up: for the first, the party is built here, for this record only (its set-up reads the
+    policy, the schema and the ledger, no row), and a party that cannot be set up records nothing.  Never raises:
+    a failure is logged at WARNING and the reply stays what it was."""
+    request = req[0] if isinstance(req, tuple) else req
+    try:
+        if party is None:
+            if reason != RefusalReason.BAD_REQUEST:
+                return  # party_setup before the ledger was opened: nothing to record it in
+            merged = {**context.run_config, **(run_config or {})}
+            party = Party(PartySetup.from_configs(context.node_config, merged))
+        party.ledger.record_refusal(
+            getattr(request, "request_id", ""),
+            getattr(request, "run_id", "") or str(msg.metadata.run_id),
+            _KINDS.get(msg.metadata.message_type, "unknown"),
+            None if getattr(request, "exact", 0) else getattr(request, "epsilon", None),
+            str(reason),
+        )
+    except STOPPING:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the record is best effort: the reply must not change
+        log.warning(
+            "the refusal could not be kept in the ledger (%s: %s); the reply is unchanged", type(exc).__name__, exc
+        )
 
 
 def _serve(
@@ -98,6 +155,7 @@ def _serve(
         content = serve(party, req)
     except Refusal as exc:
         content = _refused(msg, exc.reason, str(exc), _party_id(party, context, run_config), _request_id(req))
+        _record_refusal(msg, party, req, exc.reason, context, run_config)
     except STOPPING:
         raise
     except BaseException as exc:
@@ -122,6 +180,7 @@ def _serve(
         else:
             log.exception("%s failed (%s)", msg.metadata.message_type, step)
         content = _refused(msg, step, _CONSTANT_TEXT[step], _party_id(party, context, run_config))
+        _record_refusal(msg, party, req, step, context, run_config)
     if held and party is not None:
         # an evaluation's hold counts from the end of its model checks (Party.hold_from): their time is the model's
         held_from = started if party.hold_from is None else party.hold_from

@@ -33,7 +33,7 @@ import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Context, Decimal
@@ -69,13 +69,16 @@ __all__ = [
     "NOT_DP_COUNT_KEY",
     "NOT_DP_KEY",
     "PER_RECORD_SPEND",
+    "AuditRecords",
     "BudgetExhausted",
     "BudgetLedger",
+    "Delivery",
     "EntryState",
     "LedgerEntry",
     "LedgerOfAnotherParty",
     "LedgerOfAnotherVersion",
     "LedgerTooLarge",
+    "RefusedRequest",
     "RequestIdTaken",
     "dangling_link_text",
     "exact_epsilon",
@@ -84,6 +87,7 @@ __all__ = [
     "not_dp_replies",
     "read_ledger_readonly",
     "read_meta_readonly",
+    "read_records_readonly",
     "read_release_readonly",
     "total_spent",
 ]
@@ -165,6 +169,91 @@ LEDGER_COLUMNS = frozenset(
 """The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
 
 
+AUDIT_TABLES = ("refusals", "deliveries")
+"""The audit tables of 0.2.11 (review rev-dpo D3, D4), beside ``spends``: created in the first writable opening's
+transaction, so a ledger of 0.2.10 or earlier gets them at its next opening and stays readable and writable by the
+version that wrote it (which checks the columns of ``spends`` only).  A read-only reader of a ledger without them
+says "none recorded (ledger older than 0.2.11)"."""
+
+_AUDIT_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS refusals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    request_id TEXT NOT NULL DEFAULT '',
+    run_id TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    epsilon_exact TEXT,
+    reason TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    run_id TEXT NOT NULL DEFAULT '',
+    how TEXT NOT NULL CHECK (how IN ('sent', 'resent')),
+    node_id TEXT NOT NULL DEFAULT '',
+    registered TEXT NOT NULL DEFAULT '',
+    app TEXT NOT NULL DEFAULT ''
+)""",
+)
+"""The audit tables, one statement each (run one by one inside a transaction: ``executescript`` would commit it).
+
+``refusals``: every request the party refused, with the request's own parameters and a constant reason code only
+(time, request id, run id, kind: ``train``, ``evaluate``, ``ready`` or ``unknown``, the ε asked as an exact
+fraction or NULL, the :class:`protocol.RefusalReason`), never the refusal's text.  ``deliveries``: every release
+handed to Flower for sending (``sent``) and every resend of a stored one (``resent``), with what the party knows
+of the recipient: the node id the SuperLink gave this SuperNode (``node_id``), a digest of the registered parties'
+list the request carried (``registered``, empty when the coordinator registers no keys) and the installed app's
+FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  Privacy cost of both: none; they are
+local records of public request parameters, the party's clock and constants, and no reply carries them."""
+
+MAX_AUDIT_ROWS = 100_000
+"""Most rows each audit table keeps: a coordinator can send refused requests or resends without end, at no
+epsilon; past this, the oldest rows are dropped and counted (:data:`AUDIT_DROPPED_KEY`), so the ledger stays far
+below what a read-only reader takes (:data:`MAX_READ_ROWS`)."""
+AUDIT_DROPPED_KEY = "audit-dropped"
+"""The ``ledger_meta`` key prefix (``audit-dropped/<table>``) of how many of a table's oldest rows were dropped."""
+
+AUDIT_FROM_VERSION = "0.2.11"
+"""The first version whose ledgers hold the audit tables."""
+
+
+@dataclass(frozen=True)
+class RefusedRequest:
+    """A row of ``refusals``: a request the party refused (request parameters and a reason code only)."""
+
+    at: float
+    request_id: str
+    run_id: str
+    kind: str
+    epsilon_exact: Fraction | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A row of ``deliveries``: a release handed to Flower for sending (``sent``) or a stored one resent."""
+
+    at: float
+    request_id: str
+    run_id: str
+    how: str
+    node_id: str
+    registered: str
+    app: str
+
+
+@dataclass(frozen=True)
+class AuditRecords:
+    """A ledger's audit tables as a read-only reader found them; None for a table the ledger does not hold (one
+    written before 0.2.11 and not opened for writing since)."""
+
+    refusals: tuple[RefusedRequest, ...] | None = None
+    deliveries: tuple[Delivery, ...] | None = None
+    refusals_dropped: int = 0
+    deliveries_dropped: int = 0
+
+
 FAILED_MARK = " [failed: "
 """What :meth:`BudgetLedger.fail` appends to an entry's detail, before the failure's reason and a ``]``."""
 
@@ -174,6 +263,17 @@ CAP_KEY = "lifetime-cap"
 CAP_CHANGES_KEY = "lifetime-cap-changes"
 """The ``ledger_meta`` key of the cap's changes, one line each: ``<UTC time>: <old> -> <new>``; the first and the
 latest :data:`KEPT_CAP_CHANGE_LINES` - 1 are kept."""
+CAP_CHANGE_COUNT_KEY = "lifetime-cap-change-count"
+"""The ``ledger_meta`` key of how many times the cap changed (every change, kept line or not; review rev-dpo D13:
+the lines dropped from the middle of the trail went uncounted).  Absent in ledgers before 0.2.11: their count is
+the lines kept."""
+RELATION_KEY = "relation"
+"""The ``ledger_meta`` key of the neighbouring relation of the policy the ledger was last opened with (review
+rev-dpo D7; absent before 0.2.11 and for a ledger opened without a policy)."""
+RELATION_CHANGES_KEY = "relation-changes"
+"""The ``ledger_meta`` key of the relation's changes, one line each, ``<UTC time>: <old> -> <new>``, kept as the cap's
+(:data:`KEPT_CAP_CHANGE_LINES`); their count under :data:`RELATION_CHANGE_COUNT_KEY`."""
+RELATION_CHANGE_COUNT_KEY = "relation-change-count"
 KEPT_CAP_CHANGE_LINES = 50
 """Lines of the cap's changes a ledger keeps: a meta value stays far below what the read-only readers take
 (:data:`MAX_VALUE_BYTES`), however often a policy changes (two policies with different caps on one ledger change
@@ -346,6 +446,9 @@ class BudgetLedger:
         The party the ledger belongs to (its policy's ``party-id``): recorded in
         a new ledger, or in one written before it was recorded (logged), and
         checked against the one recorded.  None: not checked, not recorded.
+    relation : str, optional
+        The neighbouring relation of the party's policy: recorded, and each change of it kept with its time, as
+        the cap's are (review rev-dpo D7).  None: not recorded.
 
     Raises
     ------
@@ -355,7 +458,7 @@ class BudgetLedger:
         The ledger records another party id than ``party_id`` (left unchanged).
     """
 
-    def __init__(self, path: str | Path, cap: float, party_id: str | None = None) -> None:
+    def __init__(self, path: str | Path, cap: float, party_id: str | None = None, relation: str | None = None) -> None:
         self.path = Path(path)
         if dangling := dangling_link_text(self.path):
             raise ValueError(f"ledger {dangling}: the party refuses to serve rather than start a new ledger there")
@@ -372,6 +475,8 @@ class BudgetLedger:
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
                 with self._read_only_refused():
                     db.execute("DELETE FROM ledger_meta WHERE 0")  # a write that changes nothing: refused read-only
+                for statement in _AUDIT_SCHEMA:  # a ledger of 0.2.10 or earlier gets them here (AUDIT_TABLES)
+                    db.execute(statement)
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -382,6 +487,7 @@ class BudgetLedger:
                 carried_note = self._carry(db, anchor)
                 split_note = self._carry_split(db, anchor)
                 cap_change = self._record_cap(db)
+                relation_change = self._record_relation(db, relation)
                 current = self._current_anchor(db)
             if anchor != current:  # written at each reservation: usually unchanged
                 self._anchor(db)
@@ -405,6 +511,8 @@ class BudgetLedger:
             log.warning("ledger %s: %s", self.path, split_note)
         if cap_change:
             log.warning("ledger %s: the policy's lifetime cap changed: %s", self.path, cap_change)
+        if relation_change:
+            log.warning("ledger %s: the policy's neighbouring relation changed: %s", self.path, relation_change)
 
     def _carry(self, db: sqlite3.Connection, anchor: LedgerAnchor | None) -> str:
         """Write what ``anchor`` records beyond this ledger into it as spent (inside ``db``'s transaction); a note
@@ -551,12 +659,22 @@ class BudgetLedger:
         db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
         if previous is None:
             return ""
-        change = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_cap_text(previous)} -> {_cap_text(cap)}"
-        lines = [*(_meta(db, CAP_CHANGES_KEY) or "").splitlines(), change]
-        if len(lines) > KEPT_CAP_CHANGE_LINES:  # the first, and the latest
-            lines = lines[:1] + lines[-(KEPT_CAP_CHANGE_LINES - 1) :]
-        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_CHANGES_KEY, "\n".join(lines)))
-        return change
+        return _add_change(db, CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY, _cap_text(previous), _cap_text(cap))
+
+    def _record_relation(self, db: sqlite3.Connection, relation: str | None) -> str:
+        """Keep the policy's neighbouring relation, and a line for every change of it, as :meth:`_record_cap` keeps
+        the cap's (inside ``db``'s transaction; review rev-dpo D7: a policy's relation change left no trace while
+        the ledger summed spends under both); the change's line, or ``""``.  A ledger first opened with a relation
+        after it has entries records that relation from then on (its earlier entries name theirs in their detail)."""
+        if relation is None:
+            return ""
+        previous = _meta(db, RELATION_KEY)
+        if previous == relation:
+            return ""
+        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (RELATION_KEY, relation))
+        if previous is None:
+            return ""
+        return _add_change(db, RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY, previous[:40], relation)
 
     def _anchor(self, db: sqlite3.Connection) -> None:
         """Write the anchor from the ledger's committed total, read and written under SQLite's write lock (a
@@ -769,6 +887,81 @@ class BudgetLedger:
                 ],
             )
 
+    def record_refusal(self, request_id: str, run_id: str, kind: str, epsilon: float | None, reason: str) -> None:
+        """Append a refused request to ``refusals`` (review rev-dpo D4: refusals were in the SuperNode's log only).
+
+        Only the request's own parameters (its ids, its kind, the ε it asked) and the constant reason code are
+        kept, never the refusal's text: a text may name ledger figures, and whatever a future refusal's text says,
+        the record cannot hold anything read from the data.  Called by the ClientApp's handler after the refusal
+        is decided and before the reply is built (:func:`client._flower_handlers._serve`), which logs a failure of
+        this write and replies as it would have: the reply never depends on it.  Its time depends on the ledger's
+        size and the disk, never on the data's rows; a refusal decided before the read stays before the read.
+        Privacy cost: none (a local record; nothing of it leaves the party).
+
+        Raises
+        ------
+        sqlite3.Error, OSError
+            The row cannot be written (a locked ledger, a full disk): for the caller to log.
+        """
+        asked = None
+        if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < math.inf:
+            asked = str(exact_epsilon(epsilon))
+        self._append_audit(
+            "refusals",
+            "INSERT INTO refusals (at, request_id, run_id, kind, epsilon_exact, reason) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), _id_text(request_id), _id_text(run_id), _id_text(kind, 16), asked, _id_text(reason, 40)),
+        )
+
+    def record_delivery(
+        self, request_id: str, run_id: str, how: str, node_id: str = "", registered: str = "", app: str = ""
+    ) -> None:
+        """Append a delivery to ``deliveries``: a release handed to Flower for sending (``how`` ``sent``) or a stored
+        release resent under its request id (``resent``), with what the party knows of the recipient (review rev-dpo
+        D3: a resend to another run, or to another coordinator reusing a tag, left no trace).
+
+        What the party can tell apart: the run (``run_id``, an id one SuperLink gives), the SuperLink this
+        SuperNode is registered at (``node_id``: the random id that SuperLink assigned it; another SuperLink, or a
+        new registration, gives another), the coordinator's registered keys (``registered``: a digest of the list
+        the request carries; two coordinators registering the same keys look alike, and one registering none gives
+        ``""``), and the app's FAB (``app``).  What it cannot: who runs the SuperLink, or where a release goes after
+        it (a coordinator may pass it on).  Privacy cost: none (public request parameters and the party's clock,
+        kept locally).
+
+        Raises
+        ------
+        sqlite3.Error, OSError
+            The row cannot be written: a resend is then refused (nothing leaves without its record).
+        """
+        self._append_audit(
+            "deliveries",
+            "INSERT INTO deliveries (at, request_id, run_id, how, node_id, registered, app) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                _id_text(request_id),
+                _id_text(run_id),
+                how,
+                _id_text(node_id, 40),
+                registered[:64],
+                app[:64],
+            ),
+        )
+
+    def _append_audit(self, table: str, insert: str, values: tuple) -> None:
+        """One row into the audit ``table`` (created here when an opening before this version's left it out), the
+        oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted, in one transaction."""
+        with self._connect() as db, _immediate(db):
+            for statement in _AUDIT_SCHEMA:
+                db.execute(statement)
+            row_id = db.execute(insert, values).lastrowid
+            first = db.execute(f"SELECT min(id) FROM {table}").fetchone()[0]
+            if row_id is not None and first is not None and row_id - first + 1 > MAX_AUDIT_ROWS:
+                dropped = db.execute(f"DELETE FROM {table} WHERE id <= ?", (row_id - MAX_AUDIT_ROWS,)).rowcount
+                key = f"{AUDIT_DROPPED_KEY}/{table}"
+                db.execute(
+                    "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+                    (key, str((_count(_meta(db, key)) or 0) + dropped)),
+                )
+
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM spends ORDER BY id").fetchall()
@@ -805,6 +998,30 @@ class BudgetLedger:
             return value
 
 
+def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str, new: str) -> str:
+    """Append ``<UTC time>: <old> -> <new>`` to the trail under ``lines_key`` (the first and the latest
+    :data:`KEPT_CAP_CHANGE_LINES` - 1 lines kept) and count it under ``count_key`` (every change; a ledger without
+    the count, from before 0.2.11, starts from the lines it kept); inside ``db``'s transaction.  The line."""
+    change = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {old} -> {new}"
+    lines = [*(_meta(db, lines_key) or "").splitlines(), change]
+    before = _count(_meta(db, count_key))
+    count = (len(lines) - 1 if before is None else before) + 1
+    if len(lines) > KEPT_CAP_CHANGE_LINES:  # the first, and the latest
+        lines = lines[:1] + lines[-(KEPT_CAP_CHANGE_LINES - 1) :]
+    db.executemany(
+        "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+        [(lines_key, "\n".join(lines)), (count_key, str(count))],
+    )
+    return change
+
+
+def trail_lines(meta: Mapping[str, str], lines_key: str, count_key: str) -> tuple[int, list[str]]:
+    """How many changes a trail of ``ledger_meta`` counts (at least its kept lines), and its kept lines, each cut
+    at 200 characters (the file is untrusted; the caller makes them safe for a terminal)."""
+    lines = [line[:200] for line in meta.get(lines_key, "").splitlines()[: 2 * KEPT_CAP_CHANGE_LINES] if line.strip()]
+    return max(_count(meta.get(count_key)) or 0, len(lines)), lines
+
+
 @contextmanager
 def _immediate(db: sqlite3.Connection) -> Iterator[None]:
     """One write transaction, taken at once (``BEGIN IMMEDIATE``): committed, or rolled back on any exception."""
@@ -826,6 +1043,12 @@ def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id:
         "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', ?, ?, ?, ?, ?)",
         (f"carried-{secrets.token_hex(8)}", float(amount), run_id, note, now, now, str(amount)),
     )
+
+
+def _id_text(value: object, most: int = 256) -> str:
+    """An id or code as the audit tables keep it: text, at most ``most`` characters (a refused request's ids may
+    break the request's rules; they are kept cut, and shown safely by the readers)."""
+    return value[:most] if isinstance(value, str) else ""
 
 
 def record_noted(path: str | Path, marks: str) -> None:
@@ -1038,6 +1261,80 @@ def read_entries_and_meta_readonly(
     """
     p = Path(path)
     return _read_ledger_file(p, max_bytes, max_seconds, lambda db: (_entries_of(db, p), _meta_of(db, keys)))
+
+
+def read_records_readonly(
+    path: str | Path, keys: tuple[str, ...], max_bytes: int = 1 << 30, max_seconds: float = READ_SECONDS
+) -> tuple[list[LedgerEntry], dict[str, str], AuditRecords]:
+    """:func:`read_entries_and_meta_readonly` and the ledger's audit tables (:data:`AUDIT_TABLES`) on one read-only
+    connection, with the same checks and bounds; a table the ledger does not hold (written before 0.2.11) is None
+    in the :class:`AuditRecords`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_ledger_readonly`.
+    """
+    p = Path(path)
+    dropped = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES)
+
+    def read(db: sqlite3.Connection) -> tuple[list[LedgerEntry], dict[str, str], AuditRecords]:
+        entries, meta = _entries_of(db, p), _meta_of(db, keys + dropped)
+        audit = AuditRecords(
+            _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
+            _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
+            _count(meta.get(dropped[0])) or 0,
+            _count(meta.get(dropped[1])) or 0,
+        )
+        return entries, {k: v for k, v in meta.items() if k in keys}, audit
+
+    return _read_ledger_file(p, max_bytes, max_seconds, read)
+
+
+_REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reason")
+_DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
+
+
+def _audit_rows(
+    db: sqlite3.Connection, p: Path, table: str, columns: tuple[str, ...], check: Callable[[Sequence, str], _T]
+) -> tuple[_T, ...] | None:
+    """The checked rows of the audit ``table`` (oldest first), or None when the ledger holds no such table; a table
+    without the columns this version writes is refused as the ``spends`` table of another version is."""
+    kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = ? LIMIT 2", (table,))]
+    if not kinds:
+        return None
+    if kinds != ["table"]:
+        raise ValueError(f"{p}: {table} is not a table (not a ledger this party wrote)")
+    found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    if not set(columns) <= found:
+        raise ValueError(f"{p}: its {table} table lacks columns this version writes (not a ledger it wrote)")
+    cursor = db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
+    rows = [check(row, f"{p}: {table} row {i + 1}") for i, row in enumerate(cursor)]
+    if len(rows) > MAX_READ_ROWS:
+        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} rows in {table}, got more")
+    return tuple(rows)
+
+
+def _texts(values: Sequence, names: tuple[str, ...], where: str) -> None:
+    for name, value in zip(names, values):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
+
+
+def _checked_refusal(row: Sequence, where: str) -> RefusedRequest:
+    at, request_id, run_id, kind, text, reason = row
+    _texts((request_id, run_id, kind, reason), ("request_id", "run_id", "kind", "reason"), where)
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{where}: epsilon_exact expected text or null, got {type(text).__name__}")
+    return RefusedRequest(
+        _stamp_value(at), request_id, run_id, kind, None if text is None else _checked_exact(text, where), reason
+    )
+
+
+def _checked_delivery(row: Sequence, where: str) -> Delivery:
+    at, *texts = row
+    _texts(texts, _DELIVERY_COLUMNS[1:], where)
+    return Delivery(_stamp_value(at), *texts)
 
 
 def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:

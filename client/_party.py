@@ -35,6 +35,7 @@ computation.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import sqlite3
@@ -108,7 +109,17 @@ from ._local_data import LocalData, data_file_problem, load_local_data, new_salt
 from ._policy import PartyPolicy, load_policy, micro_epsilon
 from ._reply_timing import HOLD_MARGIN_SECONDS, message_reached
 
-__all__ = ["REASONS", "STOPPING", "Party", "PartySetup", "Refusal", "evaluation_counts", "release_node_bound"]
+__all__ = [
+    "REASONS",
+    "STOPPING",
+    "Party",
+    "PartySetup",
+    "Recipient",
+    "Refusal",
+    "evaluation_counts",
+    "registered_digest",
+    "release_node_bound",
+]
 
 log = logging.getLogger("edprf.party")
 
@@ -305,11 +316,35 @@ def _node_config_separator(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Recipient:
+    """What a party knows of whom a message came from, for its ledger's deliveries (review rev-dpo D3).
+
+    ``node_id``: the id the SuperLink gave this SuperNode when it registered (Flower's ``Context.node_id``): a
+    random 64-bit number per registration, so another SuperLink (another coordinator) gives another, while a
+    SuperNode registered anew at the same SuperLink may get another too.  ``app``: the installed app's FAB hash
+    prefix, when the ClientApp runs from a FAB Flower installed (the coordinator's choice of code; ``""`` in a
+    simulation or a run from a source directory).  The request's own ids and its registered parties' digest are
+    added per request (:meth:`Party.train`).  None of it is data; none of it leaves the party again.
+    """
+
+    node_id: str = ""
+    app: str = ""
+
+
+def registered_digest(text: str) -> str:
+    """The first 16 hex digits of SHA-256 over a request's ``registered-parties`` list (``""`` for an empty list):
+    the coordinator's set of registered keys, as one short value a delivery keeps."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] if text else ""
+
+
 class Party:
     """Serves train and evaluate requests under the party's policy and ledger."""
 
-    def __init__(self, setup: PartySetup, reserve_by: float | None = None) -> None:
+    def __init__(self, setup: PartySetup, reserve_by: float | None = None, recipient: Recipient | None = None) -> None:
         self.setup = setup
+        self.recipient = recipient or Recipient()
+        """What the party knows of whoever sent this message (:class:`Recipient`): kept with each delivery."""
         self.reserve_by = reserve_by
         """A :func:`client._reply_timing.message_reached` reading after which no epsilon is reserved
         (``round_closed``), or None."""
@@ -337,7 +372,9 @@ class Party:
         if setup.signing_key_path is not None:
             _check_key_file(setup.signing_key_path)
         try:
-            self.ledger = BudgetLedger(setup.ledger_path, self.policy.lifetime_epsilon_cap, self.policy.party_id)
+            self.ledger = BudgetLedger(
+                setup.ledger_path, self.policy.lifetime_epsilon_cap, self.policy.party_id, relation=self.policy.relation
+            )
         except (OSError, sqlite3.Error) as exc:
             full = read_only_text(setup.ledger_path) or low_disk_text(setup.ledger_path)
             raise ValueError(
@@ -710,6 +747,7 @@ class Party:
         key, detail, stored = self._admit_train(req)
         if stored is not None:
             log.info("request %s already served; resending the stored release", req.request_id)
+            self._record_delivery(req, "resent")
             return stored
         # Reserved before any row is read (red-team review F1, F3): a request that reads the data and is then
         # refused without a charge (the round closed during the read, another process took the request id, the
@@ -767,12 +805,40 @@ class Party:
             ) from None
         self._complete(req.request_id, payload)
         self._say_if_the_round_closed(req.request_id)
+        self._record_delivery(req, "sent")
         try:  # the release is stored: a ledger that cannot be read now (locked) costs the log line its figure only
             left = format_epsilon(self.ledger.remaining())
         except (OSError, sqlite3.Error) as exc:
             left = f"unknown: the ledger cannot be read now ({exc})"
         log.info("released %s at epsilon %s (remaining %s)", count_text(req.n_trees, "tree"), req.epsilon, left)
         return payload
+
+    def _record_delivery(self, req: TrainRequest, how: str) -> None:
+        """Keep the release's delivery in the ledger before it is handed to Flower (review rev-dpo D3): ``sent``
+        after a new release is stored, ``resent`` for a stored one sent again under its request id.
+
+        A resend whose row cannot be written is refused (``party_setup``, nothing spent, nothing sent): nothing
+        leaves without its record.  A new release whose row cannot be written still goes out: its epsilon is spent
+        and its ledger entry names the run that made it; the party's log says the row is missing.  Decided after the
+        release exists or from the ledger alone (a resend reads no row), so the write's time says nothing of the
+        data.  Privacy cost: none (public request parameters, kept locally)."""
+        try:
+            self.ledger.record_delivery(
+                req.request_id,
+                req.run_id,
+                how,
+                node_id=self.recipient.node_id,
+                registered=registered_digest(req.registered_parties),
+                app=self.recipient.app,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            if how == "sent":
+                log.error(
+                    "request %s: the release goes out, but its delivery could not be recorded: %s", req.request_id, exc
+                )
+                return
+            log.error("request %s: its resend could not be recorded (%s): not resent", req.request_id, exc)
+            raise Refusal(RefusalReason.PARTY_SETUP, _LEDGER_DISK_TEXT) from None
 
     # --------------------------------------------------------------- evaluate
     def _check_model(self, model: bytes) -> None:

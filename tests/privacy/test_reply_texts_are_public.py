@@ -77,6 +77,7 @@ PUBLIC_VALUES: dict[str, set[str]] = {
     "_check_train": _POLICY_LIMITS | _REQUEST | {"self.schema.fingerprint"},
     "_data": {"_INVALID_LOCAL_DATA_TEXT"},
     "_refuse_a_ledger_that_cannot_be_kept": {"_LEDGER_DISK_TEXT"},
+    "_record_delivery": {"_LEDGER_DISK_TEXT"},  # a resend whose delivery cannot be recorded (review rev-dpo D3)
     "_refuse_a_release_of_another_split": set(),
     "_refuse_after_the_round": set(),
     "_refuse_an_unusable_data_file": {"_INVALID_LOCAL_DATA_TEXT"},
