@@ -120,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from client import (
-        CAP_CHANGES_KEY,
         CAP_KEY,
         PER_RECORD_SPEND,
         RESERVATION_LEFT_AFTER_SECONDS,
@@ -131,6 +130,19 @@ def _show(args: argparse.Namespace) -> int:
         not_dp_replies,
         open_reservations,
         read_budget,
+    )
+    from client._ledger import RELATION_KEY
+
+    from ._budget_audit import (
+        backwards_note,
+        carried_source,
+        delivery_json,
+        delivery_lines,
+        refusal_json,
+        refusal_lines,
+        relation_json,
+        relation_lines,
+        shown_kind,
     )
 
     if not args.max_seconds > 0:
@@ -151,7 +163,10 @@ def _show(args: argparse.Namespace) -> int:
     recorded = _recorded_cap(meta.get(CAP_KEY))
     if cap is None and isinstance(recorded, Fraction):  # no cap given: the one the party last recorded
         state, cap_source = dataclasses.replace(state, cap=recorded), "ledger"
-    cap_changes = _cap_changes(meta.get(CAP_CHANGES_KEY))
+    n_cap_changes, cap_changes = _trail(meta, "cap")
+    n_relation_changes, relation_changes = _trail(meta, "relation")
+    recorded_relation = meta.get(RELATION_KEY)
+    audit = state.audit
     n_not_dp, not_dp_lines = not_dp_replies(meta)
     # the spend the party counts: the entries and what the anchor records beyond them; while the anchor cannot be
     # read that is unknown: the entries' own sum is shown, nothing as remaining, and the exit status is 1
@@ -179,6 +194,13 @@ def _show(args: argparse.Namespace) -> int:
                     "anchor_error": state.anchor_error or None,
                     "anchor_missing": state.anchor_missing,
                     "cap_changes": cap_changes,
+                    "cap_change_count": n_cap_changes,
+                    "relation_changes": relation_changes,
+                    "relation_change_count": n_relation_changes,
+                    **relation_json(entries, recorded_relation),
+                    "timestamps_go_backwards": backwards_note(entries) is not None,
+                    **refusal_json(audit),
+                    **delivery_json(audit),
                     "cap_not_yet_recorded": pending,
                     "not_dp_replies": n_not_dp,
                     "not_dp": not_dp_lines,
@@ -186,10 +208,14 @@ def _show(args: argparse.Namespace) -> int:
                     "shown": len(shown),  # the latest ones, with --last
                     "reserved_left_after_seconds": RESERVATION_LEFT_AFTER_SECONDS,
                     "reserved_left_behind": left_behind_and_recent(opened.values())[0],
+                    "reserved_age_unknown": [r.entry.request_id for r in opened.values() if r.age is None],
                     "entries": [
                         {
                             **{k: _json_number(v) for k, v in e.__dict__.items() if k != "epsilon_exact"},
                             "epsilon_exact": format_epsilon(e.epsilon_exact),
+                            "carried": carried_source(e) is not None,
+                            "carried_from": carried_source(e),
+                            "shown_kind": shown_kind(e),
                             "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
                         }
                         for e in shown
@@ -204,11 +230,16 @@ def _show(args: argparse.Namespace) -> int:
     print(f"{'time (UTC)':<20} {'kind':<11} {'epsilon':>10} {'state':<9} {'request':<{width}} {'run':<22} detail")
     for e, request in zip(shown, ids):
         when = _stamp_text(e.created_at)
+        source = carried_source(e)
+        # a carried entry is no release of the run that brought it (review rev-dpo D5): its own kind, no run, its
+        # state "counted", and its explanation whole
+        state_text = "counted" if source else terminal_safe(e.state, 9)
+        run_text = "-" if source else terminal_safe(e.run_id[:22], 22)
+        detail = terminal_safe(e.detail, 2000 if source else 200)
         print(
-            f"{when:<20} {terminal_safe(e.kind, 11):<11} {format_epsilon(e.epsilon_exact):>10} "
-            f"{terminal_safe(e.state, 9):<9} {request:<{width}} {terminal_safe(e.run_id[:22], 22):<22} "
-            f"{terminal_safe(e.detail, 200)}"
-            + (f" [{opened[e.request_id].age_text()}]" if e.request_id in opened else "")
+            f"{when:<20} {shown_kind(e):<11} {format_epsilon(e.epsilon_exact):>10} "
+            f"{state_text:<9} {request:<{width}} {run_text:<22} "
+            f"{detail}" + (f" [{opened[e.request_id].age_text()}]" if e.request_id in opened else "")
         )
     if len(shown) < len(entries):
         print(
@@ -216,6 +247,8 @@ def _show(args: argparse.Namespace) -> int:
         )
     for line in _open_reservation_notes(list(opened.values()), {e.request_id for e in shown}):
         print(line)
+    if note := backwards_note(entries):
+        print(f"\n{note}")
     if state.anchor_missing:
         print(f"\nnote: {state.anchor_missing_text()}")
     if state.carried:
@@ -224,14 +257,27 @@ def _show(args: argparse.Namespace) -> int:
             f"{format_epsilon(state.carried)} more (restored from a backup, or replaced?): the party counts that as "
             "spent before its next request, and so do the figures below"
         )
+    under, relation_notes = relation_lines(entries, recorded_relation)
     if state.spent is None:  # the anchor cannot be read: what the party counts is unknown
-        print(f"\nthe entries hold {format_epsilon(spent)}; spent unknown" + _of_the_cap(state.cap, remaining))
+        print(f"\nthe entries hold {format_epsilon(spent)}; spent unknown" + _of_the_cap(state.cap, remaining) + under)
     else:
-        print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining))
+        print(f"\nspent {format_epsilon(spent)}" + _of_the_cap(state.cap, remaining) + under)
+    for line in relation_notes:
+        print(line)
     if cap_source == "ledger":
         print("(the lifetime cap the ledger last recorded; --policy shows the party's current one)")
     for line in cap_changes:
         print(f"the lifetime cap was changed (UTC): {line}")
+    if n_cap_changes > len(cap_changes):
+        print(
+            f"  ({n_cap_changes} cap changes in all; {n_cap_changes - len(cap_changes)} lines dropped: the first and the latest are kept)"
+        )
+    for line in relation_changes:
+        print(f"the neighbouring relation was changed (UTC): {line}")
+    if n_relation_changes > len(relation_changes):
+        print(
+            f"  ({n_relation_changes} relation changes in all; {n_relation_changes - len(relation_changes)} lines dropped)"
+        )
     if pending:
         print(pending)
     if over is not None:
@@ -246,7 +292,14 @@ def _show(args: argparse.Namespace) -> int:
         for line in not_dp_lines:
             print(f"  {terminal_safe(line, 300)}")
         if n_not_dp > len(not_dp_lines):
-            print(f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all)")
+            print(
+                f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all: "
+                f"{n_not_dp - len(not_dp_lines)} lines dropped)"
+            )
+    for line in refusal_lines(audit, _stamp_text):
+        print(line)
+    for line in delivery_lines(audit, _stamp_text):
+        print(line)
     if state.anchor_error:
         print(
             f"edprf budget: error: {terminal_safe(state.anchor_error, 900)}; the party refuses to serve until its "
@@ -286,7 +339,15 @@ def _open_reservation_notes(found: list[OpenReservation], shown: set[str]) -> li
 
     limit = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
     old, recent = left_behind_and_recent(found)
+    unknown = [r.entry.request_id for r in found if r.age is None]  # a future or unreadable stamp (review D10)
+    recent = [i for i in recent if i not in unknown]
     lines = []
+    if unknown:
+        lines.append(
+            f"\nnote: {count_text(len(unknown), 'entry', 'entries')} reserved and not completed carry a future or "
+            f"unreadable time ({_ids(unknown, shown)}): age unknown (the party's clock was moved): left behind by a "
+            "crash or a failed write unless a request is running now; the epsilon stays spent either way"
+        )
     if old:
         lines.append(
             f"\nnote: {count_text(len(old), 'entry', 'entries')} reserved more than {limit} ago and not completed "
@@ -439,14 +500,24 @@ def _anchor_beside(state: BudgetState) -> str:
     return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 
 
-_SHOWN_CAP_CHANGES = 10
+def _trail(meta: dict[str, str], which: str) -> tuple[int, list[str]]:
+    """The ledger's record of its cap's (``which`` ``"cap"``) or relation's changes (``<UTC time>: <old> -> <new>``):
+    how many changes it counts and every line it kept (the first and the latest; review rev-dpo D13: only the
+    latest 10 were shown, and the lines dropped were not counted), each made safe for a terminal (the file is
+    untrusted)."""
+    from client._ledger import (
+        CAP_CHANGE_COUNT_KEY,
+        CAP_CHANGES_KEY,
+        RELATION_CHANGE_COUNT_KEY,
+        RELATION_CHANGES_KEY,
+        trail_lines,
+    )
 
-
-def _cap_changes(trail: str | None) -> list[str]:
-    """The ledger's record of its cap's changes (``<UTC time>: <old> -> <new>``, the latest
-    :data:`_SHOWN_CAP_CHANGES`), each line made safe for a terminal (the file is untrusted)."""
-    lines = [line for line in (trail or "").splitlines() if line.strip()]
-    return [terminal_safe(line, 120) for line in lines[-_SHOWN_CAP_CHANGES:]]
+    keys = (
+        (CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY) if which == "cap" else (RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY)
+    )
+    count, lines = trail_lines(meta, *keys)
+    return count, [terminal_safe(line, 120) for line in lines]
 
 
 def _recorded_cap(recorded: str | None) -> Fraction | Literal["inf"] | None:

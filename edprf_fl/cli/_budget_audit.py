@@ -1,0 +1,292 @@
+"""What ``edprf budget`` says of a ledger beyond its spends: refusals, deliveries, carried entries, the neighbouring
+relation, the trails' counts and the clock (review rev-dpo D3, D4, D5, D7, D10, D13).
+
+Everything here reads what :func:`client.read_budget` read (read-only, the file untrusted: every text is printed
+through :func:`~edprf_fl.cli._terminal_text.terminal_safe`).  Privacy cost: none (the party's own records, shown to
+its operator; nothing leaves the party).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from ._terminal_text import terminal_safe
+
+if TYPE_CHECKING:
+    from client import LedgerEntry
+    from client._ledger import AuditRecords, Delivery
+
+__all__ = [
+    "backwards_note",
+    "carried_source",
+    "delivery_json",
+    "delivery_lines",
+    "entry_relation",
+    "refusal_json",
+    "refusal_lines",
+    "relation_json",
+    "relation_lines",
+    "shown_kind",
+]
+
+RELATIONS = ("add-remove", "replace-one")
+OLDER = "none recorded (ledger older than 0.2.11: a party records them from its first request under 0.2.11)"
+"""What is said of a table a ledger written before 0.2.11 does not hold."""
+
+
+def carried_source(entry: LedgerEntry) -> str | None:
+    """Where a carried entry's ε came from: ``"anchor"`` or ``"coordinator record"``; None for any other entry.
+
+    Carried entries are stored as failed releases under a ``carried-`` request id (the ledger's schema has two
+    kinds, and older versions read it); this is where they are told apart (review rev-dpo D5)."""
+    from client._ledger import COORDINATOR_RECORD
+
+    if not entry.request_id.startswith("carried-"):
+        return None
+    return "coordinator record" if entry.detail.startswith(f"carried from {COORDINATOR_RECORD}") else "anchor"
+
+
+def shown_kind(entry: LedgerEntry) -> str:
+    """The kind the table shows: ``carried`` for a carried entry, else the stored kind."""
+    return "carried" if carried_source(entry) else entry.kind
+
+
+def entry_relation(entry: LedgerEntry) -> str:
+    """The neighbouring relation an entry's ε was spent under: a release's (named in its detail), ``evaluation``
+    (noised held-out counts: ε-DP under either relation, their calibration being add-remove's, twice the
+    replace-one sensitivity of the ``correct`` count, and ``total`` unchanged by a replacement), or ``unknown``
+    (a carried entry, or a detail that names none)."""
+    if carried_source(entry):
+        return "unknown"
+    if entry.kind == "evaluation":
+        return "evaluation"
+    detail = entry.detail.split(" [failed: ", 1)[0]
+    named = [r for r in RELATIONS if f", {r}" in detail]
+    return named[0] if len(named) == 1 else "unknown"
+
+
+def _sums(entries: Iterable[LedgerEntry]) -> dict[str, Fraction]:
+    sums: dict[str, Fraction] = {}
+    for e in entries:
+        key = entry_relation(e)
+        sums[key] = sums.get(key, Fraction(0)) + e.epsilon_exact
+    return sums
+
+
+def relation_lines(entries: Sequence[LedgerEntry], recorded: str | None) -> tuple[str, list[str]]:
+    """The end of the ``spent`` line naming the neighbouring relation, and the lines that follow it when the
+    entries mix relations (review rev-dpo D7).
+
+    One relation (evaluations hold under either): `` under the R neighbouring relation``.  Mixed: per-relation sums,
+    and the one bound that holds whatever the mechanisms: under replace-one, an add-remove entry (and a carried one,
+    whose relation is not recorded) counts twice (a replacement is a removal and an addition: group privacy), the
+    others once (their scales are calibrated to replace-one).  Under add-remove, no number is given for the sum:
+    a replace-one entry's figure is an add-remove bound only through its mechanisms' calibration, which the ledger
+    does not record; the sums add up within one relation only."""
+    from client import format_epsilon
+
+    sums = _sums(entries)
+    releases = {r for r in sums if r in RELATIONS}
+    unknown = sums.get("unknown")
+    if len(releases) <= 1 and not unknown:
+        relation = next(iter(releases), None) or (recorded if recorded in RELATIONS else None)
+        return ("" if relation is None else f" under the {relation} neighbouring relation"), []
+    if len(releases) <= 1 and unknown:
+        relation = next(iter(releases), None) or (recorded if recorded in RELATIONS else None)
+        if relation == "add-remove" or relation is None:  # carried ε came from releases: add-remove is the default
+            under = "" if relation is None else f" under the {relation} neighbouring relation"
+            return under, [
+                (
+                    f"carried entries ({format_epsilon(unknown)}) record no relation: their figure bounds the records "
+                    "under the relation of the releases they stand for"
+                )
+            ]
+    lines = ["the entries mix neighbouring relations; their figures add up within one relation only:"]
+    for key in (*RELATIONS, "evaluation", "unknown"):
+        if key in sums:
+            what = {
+                "evaluation": "noised evaluations (epsilon-DP under either relation)",
+                "unknown": "relation not recorded (carried entries)",
+            }.get(key, key)
+            lines.append(f"  {what}: {format_epsilon(sums[key])}")
+    zero = Fraction(0)
+    replace_one = 2 * (sums.get("add-remove", zero) + sums.get("unknown", zero)) + sums.get("replace-one", zero)
+    replace_one += sums.get("evaluation", zero)
+    lines.append(
+        f"  under replace-one: at most {format_epsilon(replace_one)} per record (an add-remove or carried entry counts "
+        "twice: a replacement is a removal and an addition)"
+    )
+    lines.append(
+        f"  under add-remove: {format_epsilon(sums.get('add-remove', zero) + sums.get('evaluation', zero))} from the "
+        "add-remove entries and evaluations; the replace-one entries are not added to it here (their figure holds "
+        "under add-remove only through their mechanisms' calibration, which the ledger does not record)"
+    )
+    return " (summed over neighbouring relations: see below)", lines
+
+
+def relation_json(entries: Sequence[LedgerEntry], recorded: str | None) -> dict[str, Any]:
+    """``--json``: the spend per relation (exact text), the relation the ledger last recorded, and whether the
+    entries mix relations."""
+    from client import format_epsilon
+
+    sums = _sums(entries)
+    return {
+        "relation_recorded": recorded,
+        "spent_by_relation_exact": {k: format_epsilon(v) for k, v in sums.items()},
+        "relations_mixed": len({r for r in sums if r in RELATIONS}) > 1
+        or ("unknown" in sums and "replace-one" in sums),
+    }
+
+
+def refusal_lines(audit: AuditRecords, stamp: Any) -> list[str]:
+    """The ``refused`` section: every refused request the ledger kept (review rev-dpo D4), with a count."""
+    from client import format_epsilon
+    from edprf_core.count_text import count_text
+
+    if audit.refusals is None:
+        return [f"\nrefused: {OLDER}"]
+    rows = audit.refusals
+    if not rows and not audit.refusals_dropped:
+        return ["\nrefused: none recorded"]
+    by_reason = Counter(r.reason for r in rows)
+    summary = ", ".join(f"{terminal_safe(k, 40)} {n}" for k, n in sorted(by_reason.items()))
+    lines = [
+        (
+            f"\nrefused: {count_text(len(rows) + audit.refusals_dropped, 'request')} ({summary}); request parameters "
+            "and reason codes only (the reasons' texts are in the party's log):"
+        )
+    ]
+    if audit.refusals_dropped:
+        lines.append(f"  ({audit.refusals_dropped} older refusals dropped: the ledger keeps the latest {len(rows)})")
+    for r in rows:
+        asked = "-" if r.epsilon_exact is None else format_epsilon(r.epsilon_exact)
+        lines.append(
+            f"  {stamp(r.at):<20} {terminal_safe(r.kind, 10):<8} epsilon {asked:>8}  {terminal_safe(r.reason, 40):<26} "
+            f"request {terminal_safe(r.request_id or '-', 120)}  run {terminal_safe(r.run_id or '-', 40)}"
+        )
+    return lines
+
+
+def refusal_json(audit: AuditRecords) -> dict[str, Any]:
+    from client import format_epsilon
+
+    rows = audit.refusals
+    return {
+        "refused_count": None if rows is None else len(rows) + audit.refusals_dropped,
+        "refused_dropped": audit.refusals_dropped,
+        "refused": None
+        if rows is None
+        else [
+            {
+                "at": _number(r.at),
+                "request_id": r.request_id,
+                "run_id": r.run_id,
+                "kind": r.kind,
+                "epsilon_exact": None if r.epsilon_exact is None else format_epsilon(r.epsilon_exact),
+                "reason": r.reason,
+            }
+            for r in rows
+        ],
+    }
+
+
+def _recipient(d: Delivery) -> str:
+    parts = [
+        f"node {terminal_safe(d.node_id, 40)}" if d.node_id else "",
+        f"keys {terminal_safe(d.registered, 64)}" if d.registered else "no keys registered",
+        f"app {terminal_safe(d.app, 64)}" if d.app else "",
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def delivery_lines(audit: AuditRecords, stamp: Any) -> list[str]:
+    """The ``deliveries`` section: per release, how often it was sent and to which run and recipient (review
+    rev-dpo D3), and a note when one release reached several recipients."""
+    from edprf_core.count_text import count_text
+
+    if audit.deliveries is None:
+        return [f"\ndeliveries: {OLDER}"]
+    rows = audit.deliveries
+    if not rows and not audit.deliveries_dropped:
+        return ["\ndeliveries: none recorded"]
+    lines = [
+        (
+            "\ndeliveries (each release handed to Flower for sending, and each resend of a stored one under its request id; "
+            "recipient: the node id this SuperNode had at the SuperLink, a digest of the coordinator's registered keys, "
+            "the app's FAB):"
+        )
+    ]
+    if audit.deliveries_dropped:
+        lines.append(
+            f"  ({audit.deliveries_dropped} older deliveries dropped: the ledger keeps the latest {len(rows)})"
+        )
+    by_release: dict[str, list[Delivery]] = {}
+    for d in rows:
+        by_release.setdefault(d.request_id, []).append(d)
+    for request_id, sent in by_release.items():
+        times = ", ".join(
+            f"run {terminal_safe(d.run_id or '-', 40)} at {stamp(d.at)}"
+            + (" (resent)" if d.how == "resent" else "")
+            + f" [{_recipient(d)}]"
+            for d in sent
+        )
+        lines.append(f"  {terminal_safe(request_id, 120)}: sent {count_text(len(sent), 'time')}: {times}")
+        recipients = {(d.node_id, d.registered, d.app) for d in sent}
+        if len(recipients) > 1:
+            lines.append(
+                f"    note: this release went to {len(recipients)} different recipients (another SuperLink, another "
+                "set of registered keys, or another app)"
+            )
+    return lines
+
+
+def delivery_json(audit: AuditRecords) -> dict[str, Any]:
+    rows = audit.deliveries
+    if rows is None:
+        return {"deliveries": None, "deliveries_per_release": None, "deliveries_dropped": audit.deliveries_dropped}
+    return {
+        "deliveries": [
+            {
+                "at": _number(d.at),
+                "request_id": d.request_id,
+                "run_id": d.run_id,
+                "how": d.how,
+                "node_id": d.node_id,
+                "registered": d.registered,
+                "app": d.app,
+            }
+            for d in rows
+        ],
+        "deliveries_per_release": dict(Counter(d.request_id for d in rows)),
+        "deliveries_dropped": audit.deliveries_dropped,
+    }
+
+
+def backwards_note(entries: Sequence[LedgerEntry]) -> str | None:
+    """A note when a later entry (written after another) carries an earlier time (review rev-dpo D10): the
+    party's clock was set back, or a ledger restored; the order of the table is the order of writing, the
+    sums do not depend on the clock."""
+    latest = -math.inf
+    back = []
+    for e in entries:
+        if not math.isfinite(e.created_at):
+            continue
+        if e.created_at < latest:
+            back.append(e.request_id)
+        latest = max(latest, e.created_at)
+    if not back:
+        return None
+    named = ", ".join(terminal_safe(i, 64) for i in back[:3]) + (f" and {len(back) - 3} more" if len(back) > 3 else "")
+    return (
+        f"note: the time stamps go backwards: {len(back)} entr{'y was' if len(back) == 1 else 'ies were'} written after "
+        f"an entry with a later time ({named}): the party's clock was set back (or moved), so the times are not the "
+        "order of events; the table lists entries in the order they were written, and the sums do not depend on the clock"
+    )
+
+
+def _number(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,327 @@
+"""The ledger as an audit record (review rev-dpo D3, D4, D5, D7, D10, D13): refusals and deliveries kept in the
+ledger and shown by `edprf budget`, carried entries told apart, the neighbouring relation named, the trails
+counted, clock moves noted; a ledger of 0.2.10 still opens and reads."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import replace
+
+import pytest
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+
+import client._ledger as ledger_module
+from client import BudgetLedger, handle_train, read_budget
+from client._ledger import AUDIT_TABLES, KEPT_CAP_CHANGE_LINES, read_records_readonly
+from edprf_fl.cli._main import main
+from protocol.messages import REQUEST_KEY
+
+from ..privacy._party_requests import (  # noqa: F401
+    TrainSettings,
+    flower_task_identity,
+    result_of,
+    send_query,
+    send_request,
+    send_train,
+    train_request,
+)
+from ._neighbours import file_bytes, make_party
+
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
+
+
+def _refusals(path):
+    return read_records_readonly(path, ())[2].refusals
+
+
+def _deliveries(path):
+    return read_records_readonly(path, ())[2].deliveries
+
+
+# ---------------------------------------------------------------- D4: refusals
+def test_every_refusal_is_kept_with_request_parameters_and_its_code_only(tmp_path, capsys):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60), lifetime_epsilon_cap=1.0, max_release_epsilon=0.5)
+    # above the policy's maximum per release: refused before anything is read
+    reply = send_train(setup, TrainSettings(epsilon=0.8), "tag-1/train")
+    assert result_of(reply)["reason"] == "policy_epsilon"
+    # the readiness query of a request too deep
+    reply = send_query(setup, TrainSettings(epsilon=0.5, max_depth=40), "tag-2/train")
+    assert result_of(reply)["reason"] == "policy_depth"
+    assert result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag-3/train"))["status"] == "released"
+    assert result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag-4/train"))["status"] == "released"
+    reply = send_train(setup, TrainSettings(epsilon=0.5), "tag-5/train")  # the cap is reached
+    refused = result_of(reply)
+    assert refused["reason"] == "budget_exhausted" and "remains" in refused["message"]
+
+    rows = _refusals(setup.ledger_path)
+    assert [(r.request_id, r.kind, r.reason) for r in rows] == [
+        ("tag-1/train", "train", "policy_epsilon"),
+        ("tag-2/train", "ready", "policy_depth"),
+        ("tag-5/train", "train", "budget_exhausted"),
+    ]
+    assert [str(r.epsilon_exact) for r in rows] == ["4/5", "1/2", "1/2"] and {r.run_id for r in rows} == {"run1"}
+    # the refusal's text (which names ledger figures) is nowhere in the table
+    with sqlite3.connect(setup.ledger_path) as db:
+        cells = [str(c) for row in db.execute("SELECT * FROM refusals") for c in row]
+    assert not any("remains" in c or "cap" in c for c in cells)
+
+    assert main(["budget", str(setup.ledger_path), "--cap", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "refused: 3 requests (budget_exhausted 1, policy_depth 1, policy_epsilon 1)" in out
+    assert "tag-5/train" in out.split("refused:")[1]
+    assert main(["budget", str(setup.ledger_path), "--cap", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["refused_count"] == 3 and data["refused"][1]["kind"] == "ready"
+    assert data["refused"][0] == {**data["refused"][0], "epsilon_exact": "0.8", "reason": "policy_epsilon"}
+
+
+def test_a_bad_request_is_kept_with_what_is_known_of_it(tmp_path):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    msg = Message(content=RecordDict({REQUEST_KEY: ConfigRecord({"x": 1})}), dst_node_id=2, message_type="train")
+    from client._flower_handlers import handle_train as handle
+    from tests.privacy._party_requests import _context
+
+    assert result_of(handle(msg, _context(setup)))["reason"] == "bad_request"
+    [row] = _refusals(setup.ledger_path)
+    assert (row.request_id, row.kind, row.reason, row.epsilon_exact) == ("", "train", "bad_request", None)
+    assert row.run_id == "1"  # the message's run
+
+
+def test_a_refusal_that_cannot_be_kept_changes_nothing_in_the_reply(tmp_path, monkeypatch, caplog):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60), max_release_epsilon=0.5)
+    expected = result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train"))
+
+    def broken(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(BudgetLedger, "record_refusal", broken)
+    assert result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train")) == expected
+    assert "could not be kept in the ledger" in caplog.text
+
+
+def test_a_refusal_is_kept_before_the_hold(tmp_path, monkeypatch):
+    """The row is written before the reply's hold (so inside it): the refusal's reply time is the hold's."""
+    import client._flower_handlers as handlers
+
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60), max_release_epsilon=0.5, reply_after_seconds=5.0)
+    order = []
+    monkeypatch.setattr(handlers, "hold_reply", lambda *a: order.append("hold"))
+    real = BudgetLedger.record_refusal
+    monkeypatch.setattr(BudgetLedger, "record_refusal", lambda self, *a: (order.append("row"), real(self, *a)))
+    send_train(setup, TrainSettings(epsilon=0.8), "a/train")
+    assert order == ["row", "hold"]
+
+
+# ---------------------------------------------------------------- D3: deliveries
+def test_every_release_and_resend_is_kept_with_its_run_and_recipient(tmp_path, capsys):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    req = train_request(setup, TrainSettings(epsilon=0.5), "tag/train")
+    first = result_of(send_request(setup, req))
+    assert first["status"] == "released"
+    again = result_of(send_request(setup, replace(req, run_id="run2", registered_parties="")))
+    assert again["release"] == first["release"]  # the stored release, resent
+    rows = _deliveries(setup.ledger_path)
+    assert [(d.request_id, d.run_id, d.how, d.node_id) for d in rows] == [
+        ("tag/train", "run1", "sent", "2"),
+        ("tag/train", "run2", "resent", "2"),
+    ]
+    assert BudgetLedger(setup.ledger_path, 100.0).spent() == pytest.approx(0.5)  # a resend spends nothing
+
+    assert main(["budget", str(setup.ledger_path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("  tag/train: sent"))
+    assert line.startswith("  tag/train: sent 2 times: run run1 at ") and "run run2 at " in line and "(resent)" in line
+    assert main(["budget", str(setup.ledger_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["deliveries_per_release"] == {"tag/train": 2}
+    assert [d["how"] for d in data["deliveries"]] == ["sent", "resent"]
+
+
+def test_a_resend_that_cannot_be_recorded_is_not_sent(tmp_path, monkeypatch):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    assert result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag/train"))["status"] == "released"
+
+    def broken(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(BudgetLedger, "record_delivery", broken)
+    result = result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag/train"))
+    assert result["status"] == "refused" and result["reason"] == "party_setup" and "release" not in result
+
+
+def test_the_registered_keys_digest_tells_two_coordinators_apart(tmp_path):
+    from client._party import registered_digest
+
+    assert registered_digest("") == "" and len(registered_digest("a" * 32 + ":" + "b" * 32)) == 16
+    assert registered_digest("a" * 32 + ":" + "b" * 32) != registered_digest("c" * 32 + ":" + "d" * 32)
+
+
+# ---------------------------------------------------------------- compatibility
+_OLD_SCHEMA = """
+CREATE TABLE spends (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL CHECK (kind IN ('release', 'evaluation')),
+    epsilon REAL NOT NULL CHECK (epsilon > 0),
+    state TEXT NOT NULL CHECK (state IN ('reserved', 'released', 'failed')),
+    run_id TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    payload BLOB,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    epsilon_exact TEXT NOT NULL
+);
+CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO spends (request_id, kind, epsilon, state, run_id, detail, created_at, updated_at, epsilon_exact)
+VALUES ('old/train', 'release', 0.5, 'released', '7', '2 trees, depth 4, binary, 20 bins, add-remove', 1.7e9, 1.7e9,
+        '1/2');
+INSERT INTO ledger_meta (key, value) VALUES ('lifetime-cap', '2');
+INSERT INTO ledger_meta (key, value) VALUES ('lifetime-cap-changes', '2025-01-01T00:00:00Z: 1 -> 2');
+"""
+"""A ledger as 0.2.10 wrote it (no audit tables, no relation, no change count)."""
+
+
+def test_a_ledger_of_0_2_10_reads_and_gets_the_tables_at_its_first_writable_opening(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(_OLD_SCHEMA)
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "refused: none recorded (ledger older than 0.2.11" in out
+    assert "deliveries: none recorded (ledger older than 0.2.11" in out
+    assert "spent 0.5 of the lifetime cap 2; remaining 1.5 under the add-remove neighbouring relation" in out
+    assert "the lifetime cap was changed (UTC): 2025-01-01T00:00:00Z: 1 -> 2" in out
+    assert main(["budget", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["refused"] is None and data["deliveries"] is None and data["cap_change_count"] == 1
+    with sqlite3.connect(path) as db:  # the read changed nothing
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} >= {"spends"}
+        assert not {r[0] for r in db.execute("SELECT name FROM sqlite_master")} & set(AUDIT_TABLES)
+
+    ledger = BudgetLedger(path, 2.0, relation="add-remove")
+    assert ledger.spent() == Fraction_half()
+    with sqlite3.connect(path) as db:
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} >= set(AUDIT_TABLES)
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "refused: none recorded\n" in out and "deliveries: none recorded\n" in out
+    # a second change: counted from the line kept before
+    BudgetLedger(path, 3.0)
+    assert main(["budget", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cap_change_count"] == 2
+
+
+def Fraction_half():
+    from fractions import Fraction
+
+    return Fraction(1, 2)
+
+
+# ---------------------------------------------------------------- D5: carried entries
+def test_a_carried_entry_is_shown_as_carried_without_a_run_and_whole(tmp_path, capsys):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=2.0)
+    from fractions import Fraction
+
+    ledger.carry_recorded(
+        Fraction(3, 2), "the coordinator's spend record", run_id="5474902094697361445", request_id="r6/train"
+    )
+    assert main(["budget", str(ledger.path)]) == 0
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if x.split()[2:3] == ["carried"])
+    assert " counted " in row and "5474902094697361445" not in row.split("carried from")[0]
+    assert "more characters" not in row and row.endswith("1.5 is counted as spent")
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["entries"]
+    assert entry["carried"] is True and entry["carried_from"] == "coordinator record" and entry["kind"] == "release"
+    assert entry["shown_kind"] == "carried"
+
+
+# ---------------------------------------------------------------- D7: the relation
+def test_mixed_relations_are_summed_per_relation_and_a_relation_change_is_recorded(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, 2.0, relation="add-remove").reserve(
+        "a/train", "release", 0.5, detail="2 trees, depth 4, binary, 20 bins, add-remove"
+    )
+    ledger = BudgetLedger(path, 2.0, relation="replace-one")
+    ledger.reserve("b/train", "release", 0.5, detail="2 trees, depth 4, binary, 20 bins, replace-one, leaf counts")
+    ledger.reserve("b/evaluate", "evaluation", 0.1, detail="noised held-out accuracy")
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "spent 1.1 of the lifetime cap 2; remaining 0.9 (summed over neighbouring relations: see below)" in out
+    assert "  add-remove: 0.5\n  replace-one: 0.5\n" in out
+    assert "under replace-one: at most 1.6 per record" in out  # 2 x 0.5 + 0.5 + 0.1
+    assert "under add-remove: 0.6 from the add-remove entries and evaluations" in out
+    changed = [x for x in out.splitlines() if x.startswith("the neighbouring relation was changed (UTC): ")]
+    assert len(changed) == 1 and changed[0].endswith(": add-remove -> replace-one")
+    assert main(["budget", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["relations_mixed"] is True and data["relation_recorded"] == "replace-one"
+    assert data["spent_by_relation_exact"] == {"add-remove": "0.5", "replace-one": "0.5", "evaluation": "0.1"}
+    assert data["relation_change_count"] == 1
+
+
+# ---------------------------------------------------------------- D13: trails counted
+def test_cap_changes_are_counted_past_the_lines_kept(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    for i in range(KEPT_CAP_CHANGE_LINES + 5):
+        BudgetLedger(path, 1.0 + i % 2)
+    n = KEPT_CAP_CHANGE_LINES + 4  # the first opening records no change
+    assert main(["budget", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cap_change_count"] == n and len(data["cap_changes"]) == KEPT_CAP_CHANGE_LINES
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"({n} cap changes in all; {n - KEPT_CAP_CHANGE_LINES} lines dropped" in out
+
+
+# ---------------------------------------------------------------- D10: the clock
+def test_backwards_time_stamps_and_a_future_reservation_are_noted(tmp_path, capsys, monkeypatch):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=5.0)
+    now = time.time()
+    for request_id, at in (("now", now), ("past", now - 400 * 86_400), ("future", now + 3 * 86_400)):
+        monkeypatch.setattr(ledger_module.time, "time", lambda at=at: at)
+        ledger.reserve(request_id, "release", 0.5)
+        if request_id != "future":
+            ledger.complete(request_id, b"x")
+    monkeypatch.undo()
+    assert main(["budget", str(ledger.path)]) == 0
+    out = capsys.readouterr().out
+    assert "note: the time stamps go backwards: 1 entry was written after an entry with a later time (past)" in out
+    assert "age unknown" in out and "reserved less than" not in out
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["timestamps_go_backwards"] is True and data["reserved_age_unknown"] == ["future"]
+
+
+def test_read_budget_carries_the_audit_records(tmp_path):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    ledger.record_refusal("x/train", "r", "train", 2.0, "budget_exhausted")
+    state = read_budget(ledger.path, 1.0)
+    assert state.audit.refusals[0].reason == "budget_exhausted" and state.audit.deliveries == ()
+
+
+def test_the_audit_tables_keep_their_latest_rows_and_count_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger_module, "MAX_AUDIT_ROWS", 3)
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    for i in range(5):
+        ledger.record_refusal(f"r{i}", "run", "train", 0.1, "policy_epsilon")
+    audit = read_records_readonly(ledger.path, ())[2]
+    assert [r.request_id for r in audit.refusals] == ["r2", "r3", "r4"] and audit.refusals_dropped == 2
+
+
+def test_a_policy_is_used_by_handle_train(tmp_path):
+    """The production handler (not a stand-in) records the relation of the party's policy in the ledger."""
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    msg = Message(
+        content=RecordDict(
+            {REQUEST_KEY: ConfigRecord(train_request(setup, TrainSettings(epsilon=0.5), "z/train").to_record())}
+        ),
+        dst_node_id=2,
+        message_type=MessageType.TRAIN,
+    )
+    from tests.privacy._party_requests import _context
+
+    handle_train(msg, _context(setup))
+    assert BudgetLedger(setup.ledger_path, 100.0).meta_value("relation") == "add-remove"
