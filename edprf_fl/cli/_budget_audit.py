@@ -216,8 +216,8 @@ def delivery_lines(audit: AuditRecords, stamp: Any) -> list[str]:
     lines = [
         (
             "\ndeliveries (each release handed to Flower for sending, and each resend of a stored one under its request id; "
-            "recipient: the node id this SuperNode had at the SuperLink, a digest of the coordinator's registered keys, "
-            "the app's FAB):"
+            "recipient: the node id this SuperNode had at the SuperLink (a new one at each registration), a digest of "
+            "the coordinator's registered keys, the app's FAB):"
         )
     ]
     if audit.deliveries_dropped:
@@ -235,11 +235,14 @@ def delivery_lines(audit: AuditRecords, stamp: Any) -> list[str]:
             for d in sent
         )
         lines.append(f"  {terminal_safe(request_id, 120)}: sent {count_text(len(sent), 'time')}: {times}")
-        recipients = {(d.node_id, d.registered, d.app) for d in sent}
-        if len(recipients) > 1:
+        # node ids differ whenever the SuperNode registers anew (a restart): only other keys or another app are said
+        keys = {d.registered for d in sent}
+        apps = {d.app for d in sent if d.app}
+        if len(keys) > 1 or len(apps) > 1:
             lines.append(
-                f"    note: this release went to {len(recipients)} different recipients (another SuperLink, another "
-                "set of registered keys, or another app)"
+                f"    note: this release went to coordinators with {len(keys)} different sets of registered keys"
+                + (f" and {len(apps)} different apps" if len(apps) > 1 else "")
+                + ": more than one consortium, or one that changed its keys"
             )
     return lines
 

@@ -325,3 +325,14 @@ def test_a_policy_is_used_by_handle_train(tmp_path):
 
     handle_train(msg, _context(setup))
     assert BudgetLedger(setup.ledger_path, 100.0).meta_value("relation") == "add-remove"
+
+
+def test_a_release_sent_to_coordinators_with_other_keys_is_noted(tmp_path, capsys):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    ledger.record_delivery("t/train", "1", "sent", node_id="5", registered="a" * 16)
+    ledger.record_delivery("t/train", "2", "resent", node_id="6", registered="a" * 16)  # a restarted SuperNode
+    assert main(["budget", str(ledger.path)]) == 0
+    assert "note: this release went to" not in capsys.readouterr().out
+    ledger.record_delivery("t/train", "9", "resent", node_id="7", registered="b" * 16)  # another consortium
+    assert main(["budget", str(ledger.path)]) == 0
+    assert "note: this release went to coordinators with 2 different sets of registered keys" in capsys.readouterr().out
