@@ -269,7 +269,7 @@ def delivery_json(audit: AuditRecords) -> dict[str, Any]:
     }
 
 
-def backwards_note(entries: Sequence[LedgerEntry]) -> str | None:
+def backwards_note(entries: Sequence[LedgerEntry], shown: set[str] | None = None) -> str | None:
     """A note when a later entry (written after another) carries an earlier time (review rev-dpo D10): the
     party's clock was set back, or a ledger restored; the order of the table is the order of writing, the
     sums do not depend on the clock."""
@@ -283,7 +283,9 @@ def backwards_note(entries: Sequence[LedgerEntry]) -> str | None:
         latest = max(latest, e.created_at)
     if not back:
         return None
-    named = ", ".join(terminal_safe(i, 64) for i in back[:3]) + (f" and {len(back) - 3} more" if len(back) > 3 else "")
+    visible = [i for i in back if shown is None or i in shown][:3]  # --last: the others counted, not named
+    named = ", ".join(terminal_safe(i, 64) for i in visible) or "not shown: `edprf budget` without --last lists them"
+    named += f" and {len(back) - len(visible)} more" if visible and len(back) > len(visible) else ""
     return (
         f"note: the time stamps go backwards: {len(back)} entr{'y was' if len(back) == 1 else 'ies were'} written after "
         f"an entry with a later time ({named}): the party's clock was set back (or moved), so the times are not the "

@@ -247,7 +247,7 @@ def _show(args: argparse.Namespace) -> int:
         )
     for line in _open_reservation_notes(list(opened.values()), {e.request_id for e in shown}):
         print(line)
-    if note := backwards_note(entries):
+    if note := backwards_note(entries, {e.request_id for e in shown}):
         print(f"\n{note}")
     if state.anchor_missing:
         print(f"\nnote: {state.anchor_missing_text()}")
