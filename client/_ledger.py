@@ -214,6 +214,9 @@ below what a read-only reader takes (:data:`MAX_READ_ROWS`)."""
 AUDIT_DROPPED_KEY = "audit-dropped"
 """The ``ledger_meta`` key prefix (``audit-dropped/<table>``) of how many of a table's oldest rows were dropped."""
 
+AUDIT_LOCK_SECONDS = 5.0
+"""Longest wait for the ledger's write lock when a refusal or a delivery is recorded."""
+
 AUDIT_FROM_VERSION = "0.2.11"
 """The first version whose ledgers hold the audit tables."""
 
@@ -713,8 +716,8 @@ class BudgetLedger:
             raise LedgerOfAnotherVersion(another_version_text(self.path, columns, recorded))
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+    def _connect(self, timeout: float = 30.0) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
@@ -948,8 +951,10 @@ class BudgetLedger:
 
     def _append_audit(self, table: str, insert: str, values: tuple) -> None:
         """One row into the audit ``table`` (created here when an opening before this version's left it out), the
-        oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted, in one transaction."""
-        with self._connect() as db, _immediate(db):
+        oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted, in one transaction.  A ledger locked longer than
+        :data:`AUDIT_LOCK_SECONDS` fails the write (a refusal's reply, a readiness answer among them, is not held up
+        for the 30 s a spend waits)."""
+        with self._connect(AUDIT_LOCK_SECONDS) as db, _immediate(db):
             for statement in _AUDIT_SCHEMA:
                 db.execute(statement)
             row_id = db.execute(insert, values).lastrowid

@@ -336,3 +336,33 @@ def test_a_release_sent_to_coordinators_with_other_keys_is_noted(tmp_path, capsy
     ledger.record_delivery("t/train", "9", "resent", node_id="7", registered="b" * 16)  # another consortium
     assert main(["budget", str(ledger.path)]) == 0
     assert "note: this release went to coordinators with 2 different sets of registered keys" in capsys.readouterr().out
+
+
+def test_a_locked_ledger_holds_a_refusal_up_to_the_audit_wait_only(tmp_path, monkeypatch, caplog):
+    """A refusal is not held for the 30 s a spend waits for the lock: the row is given up, the reply unchanged."""
+    monkeypatch.setattr(ledger_module, "AUDIT_LOCK_SECONDS", 0.2)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60), max_release_epsilon=0.5)
+    expected = result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train"))
+    holder = sqlite3.connect(setup.ledger_path, isolation_level=None, timeout=1.0)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        monkeypatch.setattr(BudgetLedger, "__init__", _opened_without_writing(BudgetLedger.__init__))
+        started = time.monotonic()
+        assert result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train")) == expected
+        assert time.monotonic() - started < 10
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "could not be kept in the ledger" in caplog.text
+    assert len(_refusals(setup.ledger_path)) == 1
+
+
+def _opened_without_writing(real):
+    """A ledger opening that writes nothing (its tables exist): the test's lock then meets the refusal's row only."""
+
+    def opened(self, path, cap, party_id=None, relation=None):
+        self.path, self.cap, self.cap_exact = ledger_module.Path(path), float(cap), ledger_module.exact_epsilon(cap)
+        self.anchor_path = ledger_module.anchor_path(self.path)
+        self.ledger_id = ""
+
+    return opened
