@@ -142,8 +142,9 @@ def relation_json(entries: Sequence[LedgerEntry], recorded: str | None) -> dict[
     }
 
 
-def refusal_lines(audit: AuditRecords, stamp: Any) -> list[str]:
-    """The ``refused`` section: every refused request the ledger kept (review rev-dpo D4), with a count."""
+def refusal_lines(audit: AuditRecords, stamp: Any, last: int | None = None) -> list[str]:
+    """The ``refused`` section: every refused request the ledger kept (review rev-dpo D4), or the latest ``last``
+    (``--last``), with a count of all and per reason code."""
     from client import format_epsilon
     from edprf_core.count_text import count_text
 
@@ -162,6 +163,9 @@ def refusal_lines(audit: AuditRecords, stamp: Any) -> list[str]:
     ]
     if audit.refusals_dropped:
         lines.append(f"  ({audit.refusals_dropped} older refusals dropped: the ledger keeps the latest {len(rows)})")
+    if last is not None and last < len(rows):
+        lines.append(f"  (showing the latest {last} of {len(rows)}; --json lists every one)")
+        rows = rows[len(rows) - last :]
     for r in rows:
         asked = "-" if r.epsilon_exact is None else format_epsilon(r.epsilon_exact)
         lines.append(
@@ -203,9 +207,10 @@ def _recipient(d: Delivery) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def delivery_lines(audit: AuditRecords, stamp: Any) -> list[str]:
+def delivery_lines(audit: AuditRecords, stamp: Any, last: int | None = None) -> list[str]:
     """The ``deliveries`` section: per release, how often it was sent and to which run and recipient (review
-    rev-dpo D3), and a note when one release reached several recipients."""
+    rev-dpo D3), and a note when one release reached coordinators with other keys; with ``last`` (``--last``), the
+    releases of the latest ``last`` deliveries (each with all its deliveries)."""
     from edprf_core.count_text import count_text
 
     if audit.deliveries is None:
@@ -227,7 +232,12 @@ def delivery_lines(audit: AuditRecords, stamp: Any) -> list[str]:
     by_release: dict[str, list[Delivery]] = {}
     for d in rows:
         by_release.setdefault(d.request_id, []).append(d)
-    for request_id, sent in by_release.items():
+    shown = by_release
+    if last is not None and last < len(rows):
+        latest = {d.request_id for d in rows[len(rows) - last :]}
+        shown = {k: v for k, v in by_release.items() if k in latest}
+        lines.append(f"  (the releases of the latest {last} of {len(rows)} deliveries; --json lists every one)")
+    for request_id, sent in shown.items():
         times = ", ".join(
             f"run {terminal_safe(d.run_id or '-', 40)} at {stamp(d.at)}"
             + (" (resent)" if d.how == "resent" else "")

@@ -296,9 +296,9 @@ def _show(args: argparse.Namespace) -> int:
                 f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all: "
                 f"{n_not_dp - len(not_dp_lines)} lines dropped)"
             )
-    for line in refusal_lines(audit, _stamp_text):
+    for line in refusal_lines(audit, _stamp_text, args.last):
         print(line)
-    for line in delivery_lines(audit, _stamp_text):
+    for line in delivery_lines(audit, _stamp_text, args.last):
         print(line)
     if state.anchor_error:
         print(

@@ -366,3 +366,18 @@ def _opened_without_writing(real):
         self.ledger_id = ""
 
     return opened
+
+
+def test_last_limits_the_refusals_and_deliveries_shown_and_json_keeps_all(tmp_path, capsys):
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    for i in range(4):
+        ledger.record_refusal(f"r{i}/train", "run", "train", 2.0, "budget_exhausted")
+        ledger.record_delivery(f"d{i}/train", "run", "sent")
+    assert main(["budget", str(ledger.path), "--last", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "refused: 4 requests (budget_exhausted 4)" in out and "(showing the latest 1 of 4" in out
+    assert "r3/train" in out and "r2/train" not in out
+    assert "d3/train: sent 1 time" in out and "d2/train" not in out
+    assert main(["budget", str(ledger.path), "--json", "--last", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["refused"]) == 4 and len(data["deliveries"]) == 4
