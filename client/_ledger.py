@@ -35,7 +35,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Context, Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -169,8 +169,8 @@ LEDGER_COLUMNS = frozenset(
 """The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
 
 
-AUDIT_TABLES = ("refusals", "deliveries")
-"""The audit tables of 0.2.11 (review rev-dpo D3, D4), beside ``spends``: created in the first writable opening's
+AUDIT_TABLES = ("refusals", "deliveries", "trails")
+"""The audit tables of 0.2.11 (review rev-dpo D3, D4, D13), beside ``spends``: created in the first writable opening's
 transaction, so a ledger of 0.2.10 or earlier gets them at its next opening and stays readable and writable by the
 version that wrote it (which checks the columns of ``spends`` only).  A read-only reader of a ledger without them
 says "none recorded (ledger older than 0.2.11)"."""
@@ -195,6 +195,12 @@ _AUDIT_SCHEMA = (
     registered TEXT NOT NULL DEFAULT '',
     app TEXT NOT NULL DEFAULT ''
 )""",
+    """CREATE TABLE IF NOT EXISTS trails (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    trail TEXT NOT NULL,
+    line TEXT NOT NULL
+)""",
 )
 """The audit tables, one statement each (run one by one inside a transaction: ``executescript`` would commit it).
 
@@ -204,8 +210,11 @@ fraction or NULL, the :class:`protocol.RefusalReason`), never the refusal's text
 handed to Flower for sending (``sent``) and every resend of a stored one (``resent``), with what the party knows
 of the recipient: the node id the SuperLink gave this SuperNode (``node_id``), a digest of the registered parties'
 list the request carried (``registered``, empty when the coordinator registers no keys) and the installed app's
-FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  Privacy cost of both: none; they are
-local records of public request parameters, the party's clock and constants, and no reply carries them."""
+FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  ``trails``: every line of the cap's
+(``lifetime-cap``) and the relation's (``relation``) changes and of the replies that were not DP (``not-dp``), whole
+(review rev-dpo D13: the ``ledger_meta`` trails, still written for older readers, keep the first and the latest 49
+lines).  Privacy cost of all three: none; they are local records of public request parameters, policy values, the
+party's clock and constants, and no reply carries them."""
 
 MAX_AUDIT_ROWS = 100_000
 """Most rows each audit table keeps: a coordinator can send refused requests or resends without end, at no
@@ -255,6 +264,9 @@ class AuditRecords:
     deliveries: tuple[Delivery, ...] | None = None
     refusals_dropped: int = 0
     deliveries_dropped: int = 0
+    trails: Mapping[str, tuple[str, ...]] | None = None
+    """The lines of each trail (``lifetime-cap``, ``relation``, ``not-dp``) in the ``trails`` table, oldest first."""
+    trails_dropped: Mapping[str, int] = field(default_factory=dict)
 
 
 FAILED_MARK = " [failed: "
@@ -662,7 +674,9 @@ class BudgetLedger:
         db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
         if previous is None:
             return ""
-        return _add_change(db, CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY, _cap_text(previous), _cap_text(cap))
+        return _add_change(
+            db, CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY, _cap_text(previous), _cap_text(cap), "lifetime-cap"
+        )
 
     def _record_relation(self, db: sqlite3.Connection, relation: str | None) -> str:
         """Keep the policy's neighbouring relation, and a line for every change of it, as :meth:`_record_cap` keeps
@@ -677,7 +691,7 @@ class BudgetLedger:
         db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (RELATION_KEY, relation))
         if previous is None:
             return ""
-        return _add_change(db, RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY, previous[:40], relation)
+        return _add_change(db, RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY, previous[:40], relation, "relation")
 
     def _anchor(self, db: sqlite3.Connection) -> None:
         """Write the anchor from the ledger's committed total, read and written under SQLite's write lock (a
@@ -889,6 +903,7 @@ class BudgetLedger:
                     (NOT_DP_COUNT_KEY, str((len(lines) - 1 if before is None else before) + 1)),
                 ],
             )
+            _add_trail_row(db, "not-dp", line)  # whole (review rev-dpo D13); the meta lines for older readers
 
     def record_refusal(self, request_id: str, run_id: str, kind: str, epsilon: float | None, reason: str) -> None:
         """Append a refused request to ``refusals`` (review rev-dpo D4: refusals were in the SuperNode's log only).
@@ -1003,7 +1018,7 @@ class BudgetLedger:
             return value
 
 
-def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str, new: str) -> str:
+def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str, new: str, trail: str) -> str:
     """Append ``<UTC time>: <old> -> <new>`` to the trail under ``lines_key`` (the first and the latest
     :data:`KEPT_CAP_CHANGE_LINES` - 1 lines kept) and count it under ``count_key`` (every change; a ledger without
     the count, from before 0.2.11, starts from the lines it kept); inside ``db``'s transaction.  The line."""
@@ -1017,7 +1032,27 @@ def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str
         "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
         [(lines_key, "\n".join(lines)), (count_key, str(count))],
     )
+    _add_trail_row(db, trail, change)
     return change
+
+
+def _add_trail_row(db: sqlite3.Connection, trail: str, line: str) -> None:
+    """``line`` into the ``trails`` table under ``trail`` (inside ``db``'s transaction), the trail's oldest rows past
+    :data:`MAX_AUDIT_ROWS` dropped and counted (a coordinator can ask for exact metrics without end where a policy
+    allows them)."""
+    db.execute(_AUDIT_SCHEMA[2])
+    row_id = db.execute("INSERT INTO trails (at, trail, line) VALUES (?, ?, ?)", (time.time(), trail, line)).lastrowid
+    (rows,) = db.execute("SELECT count(*) FROM trails WHERE trail = ?", (trail,)).fetchone()
+    if rows > MAX_AUDIT_ROWS and row_id is not None:
+        dropped = db.execute(
+            "DELETE FROM trails WHERE id IN (SELECT id FROM trails WHERE trail = ? ORDER BY id LIMIT ?)",
+            (trail, rows - MAX_AUDIT_ROWS),
+        ).rowcount
+        key = f"{AUDIT_DROPPED_KEY}/trails/{trail}"
+        db.execute(
+            "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+            (key, str((_count(_meta(db, key)) or 0) + dropped)),
+        )
 
 
 def trail_lines(meta: Mapping[str, str], lines_key: str, count_key: str) -> tuple[int, list[str]]:
@@ -1025,6 +1060,28 @@ def trail_lines(meta: Mapping[str, str], lines_key: str, count_key: str) -> tupl
     at 200 characters (the file is untrusted; the caller makes them safe for a terminal)."""
     lines = [line[:200] for line in meta.get(lines_key, "").splitlines()[: 2 * KEPT_CAP_CHANGE_LINES] if line.strip()]
     return max(_count(meta.get(count_key)) or 0, len(lines)), lines
+
+
+def whole_trail(
+    meta_count: int, meta_lines: Sequence[str], table_lines: Sequence[str] | None, table_dropped: int = 0
+) -> tuple[int, list[str]]:
+    """A trail as complete as the ledger holds it: how many lines it counts, and the lines it has (oldest first).
+
+    ``meta_count`` and ``meta_lines``: the ``ledger_meta`` trail (:func:`trail_lines`, :func:`not_dp_replies`: the
+    first and the latest lines of every change, counted); ``table_lines``: the ``trails`` table's lines of it (None
+    for a ledger without the table), which hold every change since the ledger got the table (0.2.11), less the
+    ``table_dropped`` oldest.  The changes before the table are the meta's first ``meta_count - len(table)``; of them,
+    the lines the meta kept are shown, the others counted."""
+    if table_lines is None:
+        return max(meta_count, len(meta_lines)), list(meta_lines)
+    in_table = len(table_lines) + table_dropped
+    count = max(meta_count, len(meta_lines))
+    before = max(0, count - in_table)
+    kept = len(meta_lines)
+    # the meta keeps every line while it has room, then the first and the latest kept - 1
+    indices = list(range(kept)) if count <= kept else [0, *range(count - (kept - 1), count)]
+    earlier = [line for i, line in zip(indices, meta_lines) if i < before]
+    return before + in_table, earlier + list(table_lines)
 
 
 @contextmanager
@@ -1281,15 +1338,23 @@ def read_records_readonly(
         As :func:`read_ledger_readonly`.
     """
     p = Path(path)
-    dropped = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES)
+    dropped = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES[:2]) + tuple(
+        f"{AUDIT_DROPPED_KEY}/trails/{name}" for name in TRAILS
+    )
 
     def read(db: sqlite3.Connection) -> tuple[list[LedgerEntry], dict[str, str], AuditRecords]:
         entries, meta = _entries_of(db, p), _meta_of(db, keys + dropped)
+        trail_rows = _audit_rows(db, p, "trails", _TRAIL_COLUMNS, _checked_trail_row)
+        trails: dict[str, tuple[str, ...]] | None = None
+        if trail_rows is not None:
+            trails = {name: tuple(line for t, line in trail_rows if t == name) for name in TRAILS}
         audit = AuditRecords(
             _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
             _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
             _count(meta.get(dropped[0])) or 0,
             _count(meta.get(dropped[1])) or 0,
+            trails,
+            {name: _count(meta.get(f"{AUDIT_DROPPED_KEY}/trails/{name}")) or 0 for name in TRAILS},
         )
         return entries, {k: v for k, v in meta.items() if k in keys}, audit
 
@@ -1297,6 +1362,9 @@ def read_records_readonly(
 
 
 _REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reason")
+_TRAIL_COLUMNS = ("trail", "line")
+TRAILS = ("lifetime-cap", "relation", "not-dp")
+"""The trails the ``trails`` table keeps."""
 _DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
 
 
@@ -1334,6 +1402,11 @@ def _checked_refusal(row: Sequence, where: str) -> RefusedRequest:
     return RefusedRequest(
         _stamp_value(at), request_id, run_id, kind, None if text is None else _checked_exact(text, where), reason
     )
+
+
+def _checked_trail_row(row: Sequence, where: str) -> tuple[str, str]:
+    _texts(row, _TRAIL_COLUMNS, where)
+    return row[0], row[1][:300]
 
 
 def _checked_delivery(row: Sequence, where: str) -> Delivery:

@@ -35,7 +35,10 @@ from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from client import BudgetState, OpenReservation
+    from client._ledger import AuditRecords
 
 __all__ = ["OVER_CAP_STATUS", "register"]
 
@@ -131,7 +134,7 @@ def _show(args: argparse.Namespace) -> int:
         open_reservations,
         read_budget,
     )
-    from client._ledger import RELATION_KEY
+    from client._ledger import RELATION_KEY, whole_trail
 
     from ._budget_audit import (
         backwards_note,
@@ -163,11 +166,15 @@ def _show(args: argparse.Namespace) -> int:
     recorded = _recorded_cap(meta.get(CAP_KEY))
     if cap is None and isinstance(recorded, Fraction):  # no cap given: the one the party last recorded
         state, cap_source = dataclasses.replace(state, cap=recorded), "ledger"
-    n_cap_changes, cap_changes = _trail(meta, "cap")
-    n_relation_changes, relation_changes = _trail(meta, "relation")
-    recorded_relation = meta.get(RELATION_KEY)
     audit = state.audit
-    n_not_dp, not_dp_lines = not_dp_replies(meta)
+    n_cap_changes, cap_changes = _trail(meta, audit, "cap")
+    n_relation_changes, relation_changes = _trail(meta, audit, "relation")
+    recorded_relation = meta.get(RELATION_KEY)
+    n_not_dp, not_dp_lines = whole_trail(
+        *not_dp_replies(meta),
+        None if audit.trails is None else audit.trails.get("not-dp", ()),
+        audit.trails_dropped.get("not-dp", 0),
+    )
     # the spend the party counts: the entries and what the anchor records beyond them; while the anchor cannot be
     # read that is unknown: the entries' own sum is shown, nothing as remaining, and the exit status is 1
     spent = state.in_ledger if state.spent is None else state.spent
@@ -270,13 +277,15 @@ def _show(args: argparse.Namespace) -> int:
         print(f"the lifetime cap was changed (UTC): {line}")
     if n_cap_changes > len(cap_changes):
         print(
-            f"  ({n_cap_changes} cap changes in all; {n_cap_changes - len(cap_changes)} lines dropped: the first and the latest are kept)"
+            f"  ({n_cap_changes} cap changes in all; {n_cap_changes - len(cap_changes)} lines dropped: "
+            f"{_dropped_where(audit)})"
         )
     for line in relation_changes:
         print(f"the neighbouring relation was changed (UTC): {line}")
     if n_relation_changes > len(relation_changes):
         print(
-            f"  ({n_relation_changes} relation changes in all; {n_relation_changes - len(relation_changes)} lines dropped)"
+            f"  ({n_relation_changes} relation changes in all; {n_relation_changes - len(relation_changes)} lines "
+            f"dropped: {_dropped_where(audit)})"
         )
     if pending:
         print(pending)
@@ -292,10 +301,7 @@ def _show(args: argparse.Namespace) -> int:
         for line in not_dp_lines:
             print(f"  {terminal_safe(line, 300)}")
         if n_not_dp > len(not_dp_lines):
-            print(
-                f"  (the first and the latest {len(not_dp_lines) - 1} are kept; {n_not_dp} in all: "
-                f"{n_not_dp - len(not_dp_lines)} lines dropped)"
-            )
+            print(f"  ({n_not_dp} in all; {n_not_dp - len(not_dp_lines)} lines dropped: {_dropped_where(audit)})")
     for line in refusal_lines(audit, _stamp_text, args.last):
         print(line)
     for line in delivery_lines(audit, _stamp_text, args.last):
@@ -500,10 +506,11 @@ def _anchor_beside(state: BudgetState) -> str:
     return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 
 
-def _trail(meta: dict[str, str], which: str) -> tuple[int, list[str]]:
+def _trail(meta: Mapping[str, str], audit: AuditRecords, which: str) -> tuple[int, list[str]]:
     """The ledger's record of its cap's (``which`` ``"cap"``) or relation's changes (``<UTC time>: <old> -> <new>``):
-    how many changes it counts and every line it kept (the first and the latest; review rev-dpo D13: only the
-    latest 10 were shown, and the lines dropped were not counted), each made safe for a terminal (the file is
+    how many changes it counts and every line it holds (review rev-dpo D13: only the latest 10 were shown, and the
+    lines dropped were not counted): the ``trails`` table's whole since 0.2.11, before it the first and the latest
+    that ``ledger_meta`` kept (:func:`client._ledger.whole_trail`), each made safe for a terminal (the file is
     untrusted)."""
     from client._ledger import (
         CAP_CHANGE_COUNT_KEY,
@@ -511,13 +518,25 @@ def _trail(meta: dict[str, str], which: str) -> tuple[int, list[str]]:
         RELATION_CHANGE_COUNT_KEY,
         RELATION_CHANGES_KEY,
         trail_lines,
+        whole_trail,
     )
 
-    keys = (
-        (CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY) if which == "cap" else (RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY)
+    cap = which == "cap"
+    keys = (CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY) if cap else (RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY)
+    name = "lifetime-cap" if cap else "relation"
+    count, lines = whole_trail(
+        *trail_lines(meta, *keys),
+        None if audit.trails is None else audit.trails.get(name, ()),
+        audit.trails_dropped.get(name, 0),
     )
-    count, lines = trail_lines(meta, *keys)
     return count, [terminal_safe(line, 120) for line in lines]
+
+
+def _dropped_where(audit: AuditRecords) -> str:
+    """Where a trail's dropped lines went, for the line that counts them."""
+    if audit.trails is None:
+        return "the ledger keeps the first and the latest lines (every line from 0.2.11 on)"
+    return "from before 0.2.11, when the ledger kept the first and the latest lines only, or past 100,000"
 
 
 def _recorded_cap(recorded: str | None) -> Fraction | Literal["inf"] | None:

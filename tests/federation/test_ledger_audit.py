@@ -262,18 +262,31 @@ def test_mixed_relations_are_summed_per_relation_and_a_relation_change_is_record
     assert data["relation_change_count"] == 1
 
 
-# ---------------------------------------------------------------- D13: trails counted
-def test_cap_changes_are_counted_past_the_lines_kept(tmp_path, capsys):
+# ---------------------------------------------------------------- D13: trails kept whole
+def test_cap_changes_are_kept_whole_and_those_before_the_table_counted(tmp_path, capsys):
     path = tmp_path / "ledger.sqlite"
     for i in range(KEPT_CAP_CHANGE_LINES + 5):
         BudgetLedger(path, 1.0 + i % 2)
     n = KEPT_CAP_CHANGE_LINES + 4  # the first opening records no change
     assert main(["budget", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["cap_change_count"] == n and len(data["cap_changes"]) == KEPT_CAP_CHANGE_LINES
+    assert data["cap_change_count"] == n and len(data["cap_changes"]) == n  # every line (the meta keeps 50)
     assert main(["budget", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"({n} cap changes in all; {n - KEPT_CAP_CHANGE_LINES} lines dropped" in out
+    assert out.count("the lifetime cap was changed (UTC): ") == n and "lines dropped" not in out
+
+    # the same history written by 0.2.10 (no table, no count), then two changes under 0.2.11
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE trails")
+        db.execute("DELETE FROM ledger_meta WHERE key = 'lifetime-cap-change-count'")
+    BudgetLedger(path, 2.0)  # the cap was 1
+    BudgetLedger(path, 1.0)
+    assert main(["budget", str(path)]) == 0
+    out = capsys.readouterr().out
+    shown = [x for x in out.splitlines() if x.startswith("the lifetime cap was changed (UTC): ")]
+    # 0.2.10 kept 50 lines and no count: 50 before, 2 since; of the 50, the first and the latest 47 are in the meta
+    assert len(shown) == KEPT_CAP_CHANGE_LINES and shown[-2].endswith(": 1 -> 2") and shown[-1].endswith(": 2 -> 1")
+    assert f"({KEPT_CAP_CHANGE_LINES + 2} cap changes in all; 2 lines dropped: from before 0.2.11" in out
 
 
 # ---------------------------------------------------------------- D10: the clock
