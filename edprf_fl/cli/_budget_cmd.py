@@ -350,9 +350,10 @@ def _open_reservation_notes(found: list[OpenReservation], shown: set[str]) -> li
     lines = []
     if unknown:
         lines.append(
-            f"\nnote: {count_text(len(unknown), 'entry', 'entries')} reserved and not completed carry a future or "
-            f"unreadable time ({_ids(unknown, shown)}): age unknown (the party's clock was moved): left behind by a "
-            "crash or a failed write unless a request is running now; the epsilon stays spent either way"
+            f"\nnote: {count_text(len(unknown), 'entry', 'entries')} reserved and not completed "
+            f"{'carries' if len(unknown) == 1 else 'carry'} a future or unreadable time ({_ids(unknown, shown)}): "
+            "age unknown (the party's clock was moved): left behind by a crash or a failed write unless a request is "
+            "running now; the epsilon stays spent either way"
         )
     if old:
         lines.append(
