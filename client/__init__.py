@@ -19,14 +19,21 @@ from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._held_out_record import HOLDOUT_SALT_KEY
 from ._held_out_split import held_out_rows
 from ._ledger import (
+    CAP_CHANGE_COUNT_KEY,
     CAP_CHANGES_KEY,
     CAP_KEY,
+    COORDINATOR_RECORD,
     NOT_DP_COUNT_KEY,
     NOT_DP_KEY,
     PARTY_ID_KEY,
     PER_RECORD_SPEND,
+    RELATION_CHANGE_COUNT_KEY,
+    RELATION_CHANGES_KEY,
+    RELATION_KEY,
+    AuditRecords,
     BudgetExhausted,
     BudgetLedger,
+    Delivery,
     EntryState,
     LedgerEntry,
     LedgerOfAnotherParty,
@@ -40,6 +47,8 @@ from ._ledger import (
     read_meta_readonly,
     read_release_readonly,
     total_spent,
+    trail_lines,
+    whole_trail,
 )
 from ._ledger_anchor import LEDGER_ID_KEY, LedgerAnchor, anchor_path, carried, read_anchor
 from ._ledger_backup import LedgerBackup, backup_ledger, check_backup_target
@@ -69,7 +78,9 @@ def __getattr__(name: str):
 
 __all__ = [
     "CAP_CHANGES_KEY",
+    "CAP_CHANGE_COUNT_KEY",
     "CAP_KEY",
+    "COORDINATOR_RECORD",
     "HOLDOUT_SALT_KEY",
     "LEDGER_ID_KEY",
     "MICRO",
@@ -78,10 +89,15 @@ __all__ = [
     "PARTY_ID_KEY",
     "PER_RECORD_SPEND",
     "REASONS",
+    "RELATION_CHANGES_KEY",
+    "RELATION_CHANGE_COUNT_KEY",
+    "RELATION_KEY",
     "RESERVATION_LEFT_AFTER_SECONDS",
+    "AuditRecords",
     "BudgetExhausted",
     "BudgetLedger",
     "BudgetState",
+    "Delivery",
     "EntryState",
     "LedgerAnchor",
     "LedgerBackup",
@@ -125,4 +141,6 @@ __all__ = [
     "release_node_bound",
     "split_superlink_address",
     "total_spent",
+    "trail_lines",
+    "whole_trail",
 ]

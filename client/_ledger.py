@@ -66,9 +66,14 @@ from ._ledger_anchor import (
 )
 
 __all__ = [
+    "CAP_CHANGE_COUNT_KEY",
+    "COORDINATOR_RECORD",
     "NOT_DP_COUNT_KEY",
     "NOT_DP_KEY",
     "PER_RECORD_SPEND",
+    "RELATION_CHANGES_KEY",
+    "RELATION_CHANGE_COUNT_KEY",
+    "RELATION_KEY",
     "AuditRecords",
     "BudgetExhausted",
     "BudgetLedger",
@@ -90,6 +95,8 @@ __all__ = [
     "read_records_readonly",
     "read_release_readonly",
     "total_spent",
+    "trail_lines",
+    "whole_trail",
 ]
 
 log = logging.getLogger("edprf.party")

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._terminal_text import terminal_safe
 
 if TYPE_CHECKING:
-    from client import LedgerEntry
-    from client._ledger import AuditRecords, Delivery
+    from client import AuditRecords, Delivery, LedgerEntry
 
 __all__ = [
     "backwards_note",
@@ -43,7 +42,7 @@ def carried_source(entry: LedgerEntry) -> str | None:
 
     Carried entries are stored as failed releases under a ``carried-`` request id (the ledger's schema has two
     kinds, and older versions read it); this is where they are told apart (review rev-dpo D5)."""
-    from client._ledger import COORDINATOR_RECORD
+    from client import COORDINATOR_RECORD
 
     if not entry.request_id.startswith("carried-"):
         return None

@@ -37,8 +37,7 @@ from ._terminal_text import terminal_safe
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from client import BudgetState, OpenReservation
-    from client._ledger import AuditRecords
+    from client import AuditRecords, BudgetState, OpenReservation
 
 __all__ = ["OVER_CAP_STATUS", "register"]
 
@@ -125,6 +124,7 @@ def _show(args: argparse.Namespace) -> int:
     from client import (
         CAP_KEY,
         PER_RECORD_SPEND,
+        RELATION_KEY,
         RESERVATION_LEFT_AFTER_SECONDS,
         format_epsilon,
         left_behind_and_recent,
@@ -133,8 +133,8 @@ def _show(args: argparse.Namespace) -> int:
         not_dp_replies,
         open_reservations,
         read_budget,
+        whole_trail,
     )
-    from client._ledger import RELATION_KEY, whole_trail
 
     from ._budget_audit import (
         backwards_note,
@@ -513,7 +513,7 @@ def _trail(meta: Mapping[str, str], audit: AuditRecords, which: str) -> tuple[in
     lines dropped were not counted): the ``trails`` table's whole since 0.2.11, before it the first and the latest
     that ``ledger_meta`` kept (:func:`client._ledger.whole_trail`), each made safe for a terminal (the file is
     untrusted)."""
-    from client._ledger import (
+    from client import (
         CAP_CHANGE_COUNT_KEY,
         CAP_CHANGES_KEY,
         RELATION_CHANGE_COUNT_KEY,
