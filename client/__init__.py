@@ -16,6 +16,7 @@ import edprf_core  # noqa: F401  (isort: keep first)
 import protocol  # noqa: F401
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
+from ._cap_record import pending_cap_change_text, recorded_cap
 from ._held_out_record import HOLDOUT_SALT_KEY
 from ._held_out_split import held_out_rows
 from ._ledger import (
@@ -132,12 +133,14 @@ __all__ = [
     "not_dp_replies",
     "open_reservations",
     "parse_node_config",
+    "pending_cap_change_text",
     "preflight_configs",
     "read_anchor",
     "read_budget",
     "read_ledger_readonly",
     "read_meta_readonly",
     "read_release_readonly",
+    "recorded_cap",
     "release_node_bound",
     "split_superlink_address",
     "total_spent",

@@ -31,10 +31,12 @@ from edprf_core.mechanisms import load_exact_samplers
 from protocol import RefusalReason
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
+from ._cap_record import pending_cap_change_text, recorded_cap
 from ._disk_space import ledger_room_problem, read_only_text
 from ._hold_estimate import MARGIN, hold_shortfall, largest_evaluation_time, seconds_text
 from ._ledger import (
     CAP_CHANGES_KEY,
+    CAP_KEY,
     COORDINATOR_RECORD,
     NOTED_KEY,
     PER_RECORD_SPEND,
@@ -535,10 +537,16 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
             "`edprf budget` lists them",
             once_per=str(n_not_dp),
         )
+    if pending := pending_cap_change_text(recorded_cap(state.meta.get(CAP_KEY)), state.cap):
+        report._add("note", path, pending)  # a policy edited since the party last opened its ledger (review rev-dpo D9)
     changes = state.meta.get(CAP_CHANGES_KEY)
     if changes:
         report._add(
-            "note", path, f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())}", once_per=changes
+            "note",
+            path,
+            f"the lifetime cap was changed (UTC): {'; '.join(changes.splitlines())} (each time is the party's first "
+            "opening of its ledger under the new cap, not the policy's edit)",
+            once_per=changes,
         )
     totals = f"{count_text(len(entries), 'entry', 'entries')}, spent {format_epsilon(state.spent)}"
     if over := state.over_cap_text():  # carried past the cap, or a cap lowered after spending (review rev-dpo D1)
@@ -560,8 +568,19 @@ def _open_reservations(path: Path, state: BudgetState, report: PreflightReport) 
     were left by a crash or a failed write (review rev-ops F6: all were called a crash), the younger ones may be
     requests still running.  The texts hold no age, so that the ClientApp logs each note once per ledger state
     (:mod:`client._noted_notes`); ``edprf budget`` shows the ages."""
-    old, recent = map(sorted, left_behind_and_recent(open_reservations(state.entries)))
+    found = open_reservations(state.entries)
+    unknown = sorted(r.entry.request_id for r in found if r.age is None)  # stamped in the future: a clock moved
+    old, recent = map(sorted, left_behind_and_recent(r for r in found if r.age is not None))
     hour = duration_text(RESERVATION_LEFT_AFTER_SECONDS)
+    if unknown:  # review rev-dpo D10: these were called "reserved less than 1 h ago" for as long as the clock lagged
+        report._add(
+            "note",
+            path,
+            f"{count_text(len(unknown), 'request')} reserved at a future or unreadable time and not completed: age "
+            "unknown (the party's clock was moved); left by a crash or a failed write unless a request is running "
+            "now; their epsilon stays spent",
+            once_per=" ".join(unknown),
+        )
     if old:
         report._add(
             "note",

@@ -23,12 +23,11 @@ import dataclasses
 import json
 import logging
 import math
-import re
 import sys
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ._arg_types import integer, positive_finite
 from ._model_args import add_force_argument, refuse_existing_outputs
@@ -132,7 +131,9 @@ def _show(args: argparse.Namespace) -> int:
         not_dp_headline,
         not_dp_replies,
         open_reservations,
+        pending_cap_change_text,
         read_budget,
+        recorded_cap,
         whole_trail,
     )
 
@@ -163,7 +164,7 @@ def _show(args: argparse.Namespace) -> int:
     entries, meta = state.entries, state.meta
     shown = entries if args.last is None else entries[len(entries) - min(args.last, len(entries)) :]
     cap_source = "--policy" if args.policy else "--cap" if cap is not None else None
-    recorded = _recorded_cap(meta.get(CAP_KEY))
+    recorded = recorded_cap(meta.get(CAP_KEY))
     if cap is None and isinstance(recorded, Fraction):  # no cap given: the one the party last recorded
         state, cap_source = dataclasses.replace(state, cap=recorded), "ledger"
     audit = state.audit
@@ -179,7 +180,7 @@ def _show(args: argparse.Namespace) -> int:
     # read that is unknown: the entries' own sum is shown, nothing as remaining, and the exit status is 1
     spent = state.in_ledger if state.spent is None else state.spent
     remaining, over = state.remaining, state.over_cap
-    pending = _pending_cap_change(recorded, state.cap)
+    pending = pending_cap_change_text(recorded, state.cap)
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     if args.json:
@@ -538,29 +539,3 @@ def _dropped_where(audit: AuditRecords) -> str:
     if audit.trails is None:
         return "the ledger keeps the first and the latest lines (every line from 0.2.11 on)"
     return "from before 0.2.11, when the ledger kept the first and the latest lines only, or past 100,000"
-
-
-def _recorded_cap(recorded: str | None) -> Fraction | Literal["inf"] | None:
-    """The cap the ledger last recorded: ``"inf"`` (no cap), an exact positive fraction, or None (none recorded,
-    or not one of the ledger's own forms: the text is untrusted, at most 40 characters of ``\\d+(/[1-9]\\d*)?``
-    are read)."""
-    if recorded == "inf":
-        return "inf"
-    if recorded is None or len(recorded) > 40 or not re.fullmatch(r"\d+(/[1-9]\d*)?", recorded):
-        return None
-    value = Fraction(recorded)
-    return value if value > 0 else None
-
-
-def _pending_cap_change(last_cap: Fraction | Literal["inf"] | None, cap_exact: Fraction | None) -> str | None:
-    """A line when the cap shown differs from ``last_cap``, the one the ledger last recorded (:func:`_recorded_cap`:
-    a policy edited since the party last opened its ledger, which then records the change), else None."""
-    from client import format_epsilon
-
-    if cap_exact is None or last_cap is None or last_cap == cap_exact:
-        return None
-    last = "no cap" if last_cap == "inf" else format_epsilon(last_cap)
-    return (
-        f"the cap shown ({format_epsilon(cap_exact)}) is not the one the ledger last recorded "
-        f"({last}): the party records the change when it next opens its ledger"
-    )

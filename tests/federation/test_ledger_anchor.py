@@ -159,11 +159,34 @@ def test_a_changed_cap_leaves_a_trail_that_party_check_shows(party_files, capsys
     Party(setup)
     policy = setup.policy_path.read_text()
     setup.policy_path.write_text(policy.replace("lifetime-epsilon-cap = 1.5", "lifetime-epsilon-cap = 3.0"))
+    # review rev-dpo D9: the check said nothing of the edited cap until the party next opened its ledger
+    said = _party_check(setup, capsys)
+    assert "the cap shown (3) is not the one the ledger last recorded (1.5): the party records the change" in said
     Party(setup)
     Party(setup)  # the same cap again: no new line
     said = _party_check(setup, capsys)
+    assert "is not the one the ledger last recorded" not in said
     notes = [line for line in said.splitlines() if "the lifetime cap was changed (UTC)" in line]
-    assert len(notes) == 1 and notes[0].endswith(": 1.5 -> 3") and notes[0].count("->") == 1
+    assert len(notes) == 1 and notes[0].count("->") == 1
+    assert notes[0].endswith(
+        ": 1.5 -> 3 (each time is the party's first opening of its ledger under the new cap, not the policy's edit)"
+    )
+
+
+def test_a_reservation_stamped_in_the_future_is_of_unknown_age_for_party_check(party_files, capsys, monkeypatch):  # noqa: F811
+    """Review rev-dpo D10: a reservation made while the clock ran ahead was called "reserved less than 1 h ago"
+    for as long as the clock lagged behind its stamp."""
+    import time as time_module
+
+    setup, _ = party_files
+    Party(setup)
+    ahead = time_module.time() + 3 * 86_400
+    monkeypatch.setattr(time_module, "time", lambda: ahead)
+    BudgetLedger(setup.ledger_path, cap=1.5).reserve("ahead/1/train", "release", 0.5)
+    monkeypatch.undo()
+    said = _party_check(setup, capsys)
+    assert "1 request reserved at a future or unreadable time and not completed: age unknown" in said
+    assert "reserved less than" not in said
 
 
 def test_a_new_ledger_is_readable_by_its_owner_only(tmp_path, party_files, capsys):  # noqa: F811
