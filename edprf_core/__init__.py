@@ -23,7 +23,8 @@ forest, the privacy budget, explanations and the errors.  The rest lives in publ
 - :mod:`edprf_core.explain`: explanations, leaf rules and importances of a released forest;
 - :mod:`edprf_core.metrics`: clinical metrics with confidence intervals;
 - :mod:`edprf_core.export`: ONNX export;
-- :mod:`edprf_core.count_text`: counts in words ("1 tree", "3 trees") for the packages' messages.
+- :mod:`edprf_core.count_text`: counts in words ("1 tree", "3 trees") for the packages' messages;
+- :mod:`edprf_core.code_version`: the version of the code that runs, from its source.
 """
 
 from ._accountant import BudgetAccountant, BudgetExceededError, budget

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edprf_core.code_version import code_version
 from protocol import OWNER_ONLY_FILE, save_atomic
 
 from ._outcomes import PartyStatus, RunStatus
@@ -88,8 +89,9 @@ class RunReport:
     failure: str = ""
     report_format: str = REPORT_FORMAT
     """What the fields mean (:data:`REPORT_FORMAT`)."""
-    edprf_version: str = field(default_factory=lambda: _installed_version())
-    """The coordinator's edprf-fl version ("unknown" when its package metadata is not installed)."""
+    edprf_version: str = field(default_factory=lambda: code_version()[0])
+    """The version of the coordinator's code that made the report (:func:`edprf_core.code_version.code_version`: the
+    run's app bundle's ``pyproject.toml``, or the installed metadata for a wheel; "unknown" when neither is there)."""
 
     @property
     def accepted(self) -> list[PartyOutcome]:
@@ -109,15 +111,6 @@ class RunReport:
         """Write the report as JSON to ``path`` (atomically, readable by its owner only)."""
         data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode("utf-8")
         return save_atomic(path, data, mode=OWNER_ONLY_FILE)
-
-
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # slow to import: only when a report is made
-
-    try:
-        return version("edprf-fl")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _finite(value: Any) -> Any:
