@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 __all__ = ["LOW_DISK_BYTES", "ledger_room_problem", "low_disk_text", "read_only_text"]
@@ -95,15 +97,9 @@ def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | Non
             f"({need:,} bytes: its largest release, stored in the ledger and its write-ahead log, and a margin); "
             "free space on that disk"
         )
-    probe = directory / _PROBE_NAME
-    try:  # not exclusive: a probe left by an earlier process (killed, or an append-only directory) is reused
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except OSError as exc:
-        return (
-            f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}): "
-            "the ledger's anchor is written there after each reservation; give the party's user write access to it"
-        )
-    os.close(fd)
+    probe = _opened_probe(directory)
+    if isinstance(probe, str):
+        return probe
     try:
         os.unlink(probe)
     except FileNotFoundError:  # another request's check (a party serves requests in separate processes) removed it
@@ -111,7 +107,40 @@ def ledger_room_problem(ledger: str | Path, release_bytes: int = 0) -> str | Non
     except OSError as exc:  # an append-only directory: made but not removable (left, and said: review rev-ops2 N4)
         return (
             f"a file made in the ledger's directory {directory} cannot be removed ({exc.strerror or type(exc).__name__}"
-            f"; {_PROBE_NAME} is left there, and reused by the next check): the ledger's anchor is replaced there "
-            "after each reservation"
+            f"; {probe.name} is left there{', and reused by the next check' if probe.name == _PROBE_NAME else ''}): "
+            "the ledger's anchor is replaced there after each reservation"
         )
     return None
+
+
+def _opened_probe(directory: Path) -> Path | str:
+    """A regular file made (or found) in ``directory`` and closed again: :data:`_PROBE_NAME`, or a random name when
+    something the party cannot use sits at that name (review rev-s64 F3: a probe left by another account, ``sudo
+    edprf party check`` killed between its two steps, refused every request with a text blaming the directory; a
+    FIFO there would hang the open); the text of the problem when no file can be made at all."""
+    probe = directory / _PROBE_NAME
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:  # not exclusive: a probe left by an earlier process of the party (killed, an append-only directory) is reused
+        fd = os.open(probe, flags, 0o600)
+    except OSError as exc:
+        if not os.path.lexists(probe):  # nothing in the way: the directory itself takes no file
+            return _cannot_make(directory, exc)
+        fd = -1
+    if fd >= 0:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        os.close(fd)
+        if regular:
+            return probe
+    try:  # something else sits at the fixed name (another account's file, a FIFO, a link): a name of this check's own
+        fd, name = tempfile.mkstemp(prefix=".edprf-write-check.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        return _cannot_make(directory, exc)
+    os.close(fd)
+    return Path(name)
+
+
+def _cannot_make(directory: Path, exc: OSError) -> str:
+    return (
+        f"a file cannot be made in the ledger's directory {directory} ({exc.strerror or type(exc).__name__}): "
+        "the ledger's anchor is written there after each reservation; give the party's user write access to it"
+    )

@@ -247,3 +247,48 @@ def test_the_directory_check_passes_when_another_request_removed_the_probe_first
 
     monkeypatch.setattr(_disk_space.os, "unlink", removed_by_the_other_process)
     assert _disk_space.ledger_room_problem(tmp_path / "ledger.sqlite") is None
+
+
+@pytest.mark.parametrize("thing", ["fifo", "directory"])
+def test_something_the_party_cannot_use_at_the_probes_name_is_gone_around(tmp_path, thing):
+    """Review rev-s64 F3: the fixed probe name, taken by something the party cannot open as its file (a FIFO would
+    hang a blocking open; a directory), falls back to a name of the check's own instead of refusing every request."""
+    from client._disk_space import ledger_room_problem
+
+    taken = tmp_path / ".edprf-write-check.tmp"
+    os.mkfifo(taken) if thing == "fifo" else taken.mkdir()
+    assert ledger_room_problem(tmp_path / "ledger.sqlite") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".edprf-write-check.tmp"]  # the check's own file removed
+
+
+def test_a_probe_left_by_another_account_does_not_refuse_the_party(tmp_path):
+    """Review rev-s64 F3: a probe left by root (``sudo edprf party check`` killed between its steps), 0600, made the
+    party's user fail to open the fixed name, and the check blamed the directory, which the party can write."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to leave a file of another account")
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="edprf-probe-"))
+    try:
+        directory.chmod(0o777)
+        (directory / ".edprf-write-check.tmp").write_bytes(b"")  # root's, 0600 under the umask below
+        (directory / ".edprf-write-check.tmp").chmod(0o600)
+        from client._disk_space import ledger_room_problem
+
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # the check as another account (nobody), with the code already imported
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                os.write(write, repr(ledger_room_problem(directory / "ledger.sqlite")).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as answer:
+            said = answer.read().decode()
+        os.waitpid(child, 0)
+        assert said == "None"
+        assert sorted(p.name for p in directory.iterdir()) == [".edprf-write-check.tmp"]
+    finally:
+        shutil.rmtree(directory)
