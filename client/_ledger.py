@@ -33,6 +33,7 @@ import re
 import secrets
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -1076,19 +1077,30 @@ def whole_trail(
 
     ``meta_count`` and ``meta_lines``: the ``ledger_meta`` trail (:func:`trail_lines`, :func:`not_dp_replies`: the
     first and the latest lines of every change, counted); ``table_lines``: the ``trails`` table's lines of it (None
-    for a ledger without the table), which hold every change since the ledger got the table (0.2.11), less the
-    ``table_dropped`` oldest.  The changes before the table are the meta's first ``meta_count - len(table)``; of them,
-    the lines the meta kept are shown, the others counted."""
+    for a ledger without the table), every change since the ledger got the table (0.2.11), less the
+    ``table_dropped`` oldest.  The two are merged by their text (as multisets) and their UTC time stamps, not by position: the meta
+    also holds lines written before the table, and lines 0.2.10 wrote after it (0.2.10 still opens a 0.2.11 ledger
+    and keeps only the meta trail: review rev-s64 F2, a change shown twice and the latest one lost).  The count is the
+    larger of the meta's and the lines merged plus the table's dropped ones."""
     if table_lines is None:
         return max(meta_count, len(meta_lines)), list(meta_lines)
-    in_table = len(table_lines) + table_dropped
-    count = max(meta_count, len(meta_lines))
-    before = max(0, count - in_table)
-    kept = len(meta_lines)
-    # the meta keeps every line while it has room, then the first and the latest kept - 1
-    indices = list(range(kept)) if count <= kept else [0, *range(count - (kept - 1), count)]
-    earlier = [line for i, line in zip(indices, meta_lines) if i < before]
-    return before + in_table, earlier + list(table_lines)
+    in_table = Counter(table_lines)  # a multiset: a policy changed back and forth repeats a line within a second
+    only_in_meta = []
+    for line in meta_lines:
+        if in_table[line]:
+            in_table[line] -= 1
+        else:
+            only_in_meta.append(line)
+    merged = sorted([*only_in_meta, *table_lines], key=_line_time)  # stable: equal times keep the meta's first
+    return max(meta_count, len(merged) + table_dropped), merged
+
+
+_LINE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _line_time(line: str) -> str:
+    """A trail line's UTC time stamp (its first 20 characters), or ``""`` (first) for a line without one."""
+    return line[:20] if _LINE_TIME.fullmatch(line[:20]) else ""
 
 
 @contextmanager

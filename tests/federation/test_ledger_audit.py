@@ -213,6 +213,37 @@ def test_a_ledger_of_0_2_10_reads_and_gets_the_tables_at_its_first_writable_open
     assert json.loads(capsys.readouterr().out)["cap_change_count"] == 2
 
 
+def test_a_change_0_2_10_wrote_after_0_2_11_is_shown_once_in_its_place(tmp_path, capsys):
+    """Review rev-s64 F2: 0.2.10 opening a 0.2.11 ledger appends its cap change to the meta trail only (it knows no
+    trails table); the merge by position then showed 0.2.11's change twice and lost 0.2.10's.  Also for NOT DP."""
+    from client import CAP_CHANGES_KEY, CAP_KEY, NOT_DP_KEY
+
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, 1.0)
+    BudgetLedger(path, 2.0)  # 0.2.11: the table and the meta
+    with sqlite3.connect(path) as db:  # 0.2.10 raising the cap to 3 later: the meta only
+        (lines,) = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (CAP_CHANGES_KEY,)).fetchone()
+        later = "2999-01-01T00:00:00Z: 2 -> 3"
+        db.execute("UPDATE ledger_meta SET value = ? WHERE key = ?", (f"{lines}\n{later}", CAP_CHANGES_KEY))
+        db.execute("UPDATE ledger_meta SET value = '3' WHERE key = ?", (CAP_KEY,))
+    assert main(["budget", str(path)]) == 0
+    changes = [x for x in capsys.readouterr().out.splitlines() if x.startswith("the lifetime cap was changed")]
+    assert [x.rsplit(": ", 1)[1] for x in changes] == ["1 -> 2", "2 -> 3"]
+    assert main(["budget", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cap_change_count"] == 2
+
+    from client import whole_trail
+
+    table = ["2026-01-02T00:00:00Z: request b (run -): exact metrics"]
+    meta = [
+        "2026-01-01T00:00:00Z: request a (run -): exact metrics",
+        *table,
+        "2026-01-03T00:00:00Z: request c (run -): x",
+    ]
+    assert whole_trail(3, meta, table) == (3, meta)  # the meta's own lines once each, in time order
+    assert NOT_DP_KEY  # the NOT DP trail is merged by the same function (edprf budget)
+
+
 def Fraction_half():
     from fractions import Fraction
 
