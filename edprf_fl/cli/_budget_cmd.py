@@ -299,8 +299,13 @@ def _show(args: argparse.Namespace) -> int:
     print(PER_RECORD_SPEND)
     if n_not_dp:
         print(f"\n{not_dp_headline(n_not_dp)}; the epsilon above bounds the other replies only, not what these reveal:")
-        for line in not_dp_lines:
+        # under --last N: the first line and the latest N (a policy allowing exact metrics can grow the trail by a
+        # line per request, at no epsilon: review rev-s64 F4, 100,016 lines printed for --last 1)
+        listed = not_dp_lines if args.last is None else _first_and_latest(not_dp_lines, args.last)
+        for line in listed:
             print(f"  {terminal_safe(line, 300)}")
+        if len(listed) < len(not_dp_lines):
+            print(f"  ({len(not_dp_lines) - len(listed)} lines not shown: `edprf budget` without --last lists them)")
         if n_not_dp > len(not_dp_lines):
             print(f"  ({n_not_dp} in all; {n_not_dp - len(not_dp_lines)} lines dropped: {_dropped_where(audit)})")
     for line in refusal_lines(audit, _stamp_text, args.last):
@@ -539,3 +544,10 @@ def _dropped_where(audit: AuditRecords) -> str:
     if audit.trails is None:
         return "the ledger keeps the first and the latest lines (every line from 0.2.11 on)"
     return "from before 0.2.11, when the ledger kept the first and the latest lines only, or past 100,000"
+
+
+def _first_and_latest(lines: list[str], latest: int) -> list[str]:
+    """The first of ``lines`` and the latest ``latest`` (all of them when that is every line)."""
+    if len(lines) <= latest + 1:
+        return lines
+    return [lines[0], *lines[len(lines) - latest :]] if latest > 0 else lines[:1]

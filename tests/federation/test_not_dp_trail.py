@@ -145,3 +145,17 @@ def test_a_release_on_a_drafted_schema_leaves_a_line(tmp_path):
     Party(setup).train(_train_request(drafted))
     count, lines = _trail(setup)
     assert count == 1 and "release on a schema drafted from data" in lines[0]
+
+
+def test_last_n_lists_the_first_and_the_latest_n_not_dp_lines(tmp_path, capsys):
+    """Review rev-s64 F4: ``--last 1`` printed the whole NOT DP trail (100,016 lines on a ledger at the table's
+    limit), although it limits refusals and deliveries: a coordinator grows it at no epsilon where a policy allows
+    exact metrics."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    for i in range(30):
+        ledger.note_not_dp(f"r{i}", "run", "exact held-out counts (no noise)")
+    assert main(["budget", str(ledger.path), "--cap", "1", "--last", "2"]) == 0
+    out = capsys.readouterr().out
+    assert [i for i in range(30) if f": request r{i} (" in out] == [0, 28, 29]
+    assert "(27 lines not shown: `edprf budget` without --last lists them)" in out
+    assert "NOT DP: 30 replies of this party did not come from a DP mechanism" in out  # counted in full
