@@ -229,6 +229,7 @@ def read_budget(
     party_id: str | None = None,
     max_bytes: int = 1 << 30,
     max_seconds: float = READ_SECONDS,
+    audit: bool = False,
 ) -> BudgetState:
     """What the party whose ledger is at ``ledger_path`` has spent and has left, read without writing anything.
 
@@ -246,6 +247,9 @@ def read_budget(
         refuses it.  A ledger that records none (written before ledgers recorded it) is read.  None: not checked.
     max_bytes, max_seconds
         The bounds of :func:`~client._ledger.read_ledger_readonly` (a larger or slower ledger is unreadable).
+    audit : bool, default False
+        Also read the audit tables (refusals, deliveries, trails) into :attr:`BudgetState.audit` (``edprf budget``);
+        without, it is empty: the sums and the meta need none of it, and the tables can hold 100,000 rows each.
 
     Returns
     -------
@@ -278,8 +282,8 @@ def read_budget(
     try:
         # and what the ledger carried from the anchor's id before (an anchor of another id, not yet rewritten)
         from_anchor = () if anchor is None else (f"{CARRIED_FROM_KEY}/{anchor.ledger_id}",)
-        entries, meta, audit = read_records_readonly(
-            path, META_KEYS + from_anchor, max_bytes=max_bytes, max_seconds=max_seconds
+        entries, meta, records = read_records_readonly(
+            path, META_KEYS + from_anchor, max_bytes=max_bytes, max_seconds=max_seconds, with_audit=audit
         )
     except LedgerOfAnotherVersion as exc:
         return replace(_unreadable(base, _one_line(exc)), ledger_of_another="version")
@@ -306,7 +310,7 @@ def read_budget(
         carried=beyond,
         entries=tuple(entries),
         meta=MappingProxyType(dict(meta)),
-        audit=audit,
+        audit=records,
     )
 
 

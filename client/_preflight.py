@@ -242,6 +242,7 @@ def preflight(
         _key_named_for(setup.signing_key_path, policy.party_id, report)
     if policy is not None:
         _ledger(setup.ledger_path, policy, report)
+    if policy is not None and check_rows:  # edprf party check only: not before every message (review rev-s64 F5)
         for sibling in sibling_ledgers(setup.ledger_path, policy.party_id, also_in=(setup.policy_path.parent,)):
             report._add("problem", setup.ledger_path, sibling_ledger_text(sibling, policy.party_id, setup.ledger_path))
     if schema is not None:

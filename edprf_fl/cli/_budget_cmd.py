@@ -159,6 +159,7 @@ def _show(args: argparse.Namespace) -> int:
         party_id=None if policy is None else policy.party_id,
         max_bytes=args.max_bytes,
         max_seconds=args.max_seconds,
+        audit=True,
     )
     _refuse_unread(state)
     entries, meta = state.entries, state.meta

@@ -342,8 +342,33 @@ def test_backwards_time_stamps_and_a_future_reservation_are_noted(tmp_path, caps
 def test_read_budget_carries_the_audit_records(tmp_path):
     ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
     ledger.record_refusal("x/train", "r", "train", 2.0, "budget_exhausted")
-    state = read_budget(ledger.path, 1.0)
+    state = read_budget(ledger.path, 1.0, audit=True)
     assert state.audit.refusals[0].reason == "budget_exhausted" and state.audit.deliveries == ()
+    # without audit (the ClientApp's check before every message, review rev-s64 F5) the tables are not read
+    with_none = read_budget(ledger.path, 1.0)
+    assert with_none.audit.refusals is None and with_none.spent == state.spent
+
+
+def test_the_clientapps_check_reads_no_audit_row_and_scans_for_no_other_ledger(tmp_path, monkeypatch):
+    """Review rev-s64 F5: the check the ClientApp runs before every message read every audit row (1.0 s at the
+    tables' limits, grown by a coordinator's refused requests at no epsilon) and scanned for sibling ledgers."""
+    from client import _preflight
+
+    made = make_party(tmp_path / "party", file_bytes())
+    seen = []
+    real_read = _preflight.read_budget
+    monkeypatch.setattr(_preflight, "read_budget", lambda *a, **k: seen.append(k) or real_read(*a, **k))
+    monkeypatch.setattr(_preflight, "sibling_ledgers", lambda *a, **k: seen.append("siblings") or [])
+    node_config = {
+        "data-path": str(made.data_path),
+        "schema-path": str(made.schema_path),
+        "policy-path": str(made.policy_path),
+        "ledger-path": str(made.ledger_path),
+    }
+    _preflight.preflight_configs(node_config, {}, check_rows=False)
+    assert seen and "siblings" not in seen and all(not k.get("audit") for k in seen if isinstance(k, dict))
+    _preflight.preflight_configs(node_config, {}, check_rows=True)  # edprf party check
+    assert "siblings" in seen
 
 
 def test_the_audit_tables_keep_their_latest_rows_and_count_the_rest(tmp_path, monkeypatch):
