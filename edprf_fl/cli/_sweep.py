@@ -198,7 +198,7 @@ def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
 
 def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
     from edprf_fl import Provenance
-    from edprf_fl.simulation import SweepRecord, run_sweep, sweep_grid, write_record
+    from edprf_fl.simulation import SweepRecord, data_file, data_identity, run_sweep, sweep_grid, write_record
 
     from ._child_process import run_in_child
     from ._simulate import output_dir, say
@@ -206,10 +206,11 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     # every configuration and seed checked before the first run
     configs = sweep_grid(base, values, args.seeds, args.seed_start)
     made_by = Provenance.current()
-    record_here = SweepRecord.of(base, values, args.seeds, args.seed_start, made_by)
+    data = data_identity(base)  # the data by content, hashed once (review rev-research2 N1, N2)
+    record_here = SweepRecord.of(base, values, args.seeds, args.seed_start, made_by, data)
     if args.resume:
         out = Path(args.output)
-        done = _resumed_rows(out, record_here)
+        done = _resumed_rows(out, record_here, data_file(base))
     else:
         out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
         write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
@@ -236,6 +237,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             record=record,
             isolate_ray=run_in_child,
             skip={(_key(r), r["seed"]) for r in done},
+            data_sha256=data[0],
         )
     except KeyboardInterrupt:
         say(_interrupted_text(len(done) + len(finished), csv_path))
@@ -262,14 +264,15 @@ def _in_grid_order(
     return sorted(rows, key=lambda r: (place.get(_key(r), len(place)), r["seed"]))
 
 
-def _resumed_rows(out: Path, asked: SweepRecord) -> list[dict[str, Any]]:
+def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[str, Any]]:
     """The finished rows of the sweep in ``out`` that ``--resume`` keeps, after checking that its record asked what
     this command asks; the unfinished runs' directories removed (said).
 
     Raises
     ------
     ValueError
-        No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags).
+        No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags); data or
+        a schema other than the record's (by content), or a record or rows that identify none.
     """
     import shutil
 
@@ -292,8 +295,33 @@ def _resumed_rows(out: Path, asked: SweepRecord) -> list[dict[str, Any]]:
             )
             + f" (its command: {record.provenance.command}); give its options, or a new --output"
         )
+    where = out / "sweep.json"
+    if not (record.data_sha256 and record.schema_fingerprint):
+        raise ValueError(
+            f"--resume: {where} records no hash of its data (a sweep started by an older edprf): the data cannot be "
+            "checked to be the same; run the remaining seeds into a new --output (--seed-start) and join the two with "
+            "edprf sweep-report"
+        )
+    got = {"data_sha256": (asked.data_sha256, data_path), "schema_fingerprint": (asked.schema_fingerprint, None)}
+    for name, ours, theirs in record.data_differences(asked):
+        what = "the data" if name == "data_sha256" else "the schema"
+        source = got[name][1] or asked.settings.get("schema") or f"the embedded {asked.settings.get('dataset')} schema"
+        raise ValueError(
+            f"--resume: {what} ({name}): expected {ours} (as in {where}), got {theirs} in {source}: {what} changed "
+            "since the sweep started, and rows of different data make no single table"
+        )
     csv_path = out / "sweep.csv"
     rows = read_sweep_rows(csv_path)[1] if csv_path.is_file() and csv_path.stat().st_size else []
+    for row in rows:
+        for name in ("data_sha256", "schema_fingerprint"):
+            value = row.get(name, "")
+            if name == "schema_fingerprint" and not value:
+                continue  # a run's report.json that recorded none
+            if value != getattr(record, name):
+                raise ValueError(
+                    f"--resume: {csv_path} ({row.get('run_dir', '?')}): expected {name} {getattr(record, name)} (as in "
+                    f"{where}), got {value or 'none'}: rows of different data make no single table"
+                )
     for stale in unfinished_run_dirs(out, rows):
         shutil.rmtree(stale)
         say(f"removed {stale}: the run an interruption stopped (no row in sweep.csv); it runs again")
@@ -320,6 +348,7 @@ def write_report(
     *,
     made_by: Provenance | None = None,
     sources: Sequence[Path] = (),
+    notes: Sequence[str] = (),
 ) -> int:
     """Write ``sweep.md`` (``made_by`` and ``sources``: :func:`sweep_markdown`'s) and the plots of ``rows``, print the
     table and where the files are."""
@@ -327,7 +356,7 @@ def write_report(
 
     from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, sweep_markdown, sweep_table
 
-    (out / "sweep.md").write_text(sweep_markdown(rows, configs, made_by=made_by, sources=sources))
+    (out / "sweep.md").write_text(sweep_markdown(rows, configs, made_by=made_by, sources=sources, notes=notes))
     print(sweep_table(rows, configs))
     plots = plot_sweep(rows, configs, out)
     where = (

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from edprf_fl import Provenance
-    from edprf_fl.simulation import SettingsError, combine_sweeps, read_sweep, sweep_configs
+    from edprf_fl.simulation import SettingsError, combine_sweeps, read_sweep, sweep_configs, sweep_notes
 
     from ._simulate import output_dir, say
     from ._simulation_args import flag_of
@@ -61,4 +61,7 @@ def run(args: argparse.Namespace) -> int:
             )
     out = output_dir(str(out), args.overwrite, _REPORT_FILES, temp_prefix="edprf-sweep-report-")
     say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
-    return write_report(rows, sweep_configs(rows), out, made_by=Provenance.current(), sources=sources)
+    notes = sweep_notes(sweeps)
+    for note in notes:
+        say(note)
+    return write_report(rows, sweep_configs(rows), out, made_by=Provenance.current(), sources=sources, notes=notes)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         results_table,
         timing_line,
     )
-    from ._sweep import SWEEP_AXES, run_key, run_sweep, sweep_grid, sweep_table
+    from ._sweep import SWEEP_AXES, data_file, data_identity, run_key, run_sweep, sweep_grid, sweep_table
     from ._sweep_files import (
         SweepRecord,
         config_key,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         unfinished_run_dirs,
         write_record,
     )
-    from ._sweep_report import SweepRows, combine_sweeps, read_sweep, sweep_configs, sweep_markdown
+    from ._sweep_report import SweepRows, combine_sweeps, read_sweep, sweep_configs, sweep_markdown, sweep_notes
     from ._workspace import write_workspace
 
 __all__ = [
@@ -79,6 +79,8 @@ __all__ = [
     "contribution_table",
     "contributions_markdown",
     "cost_lines",
+    "data_file",
+    "data_identity",
     "dataset_note",
     "evaluation_line",
     "file_text",
@@ -106,6 +108,7 @@ __all__ = [
     "sweep_configs",
     "sweep_grid",
     "sweep_markdown",
+    "sweep_notes",
     "sweep_table",
     "timing_line",
     "train_baselines",
@@ -159,6 +162,8 @@ _HOMES = {
     "results_table": "._summary",
     "timing_line": "._summary",
     "SWEEP_AXES": "._sweep",
+    "data_file": "._sweep",
+    "data_identity": "._sweep",
     "run_key": "._sweep",
     "run_sweep": "._sweep",
     "sweep_grid": "._sweep",
@@ -174,6 +179,7 @@ _HOMES = {
     "read_sweep": "._sweep_report",
     "sweep_configs": "._sweep_report",
     "sweep_markdown": "._sweep_report",
+    "sweep_notes": "._sweep_report",
     "write_workspace": "._workspace",
 }
 """Each public name and the submodule that defines it (imported by :func:`__getattr__` on first use)."""

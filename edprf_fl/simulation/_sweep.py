@@ -19,7 +19,17 @@ from ._progress import Progress, _quiet
 from ._run import SimulationReport, run_simulation
 from ._settings import MAX_SEED, SettingsError, SimulationSettings
 
-__all__ = ["PROVENANCE_COLUMNS", "SWEEP_AXES", "run_key", "run_sweep", "sweep_grid", "sweep_seeds", "sweep_table"]
+__all__ = [
+    "PROVENANCE_COLUMNS",
+    "SWEEP_AXES",
+    "data_file",
+    "data_identity",
+    "run_key",
+    "run_sweep",
+    "sweep_grid",
+    "sweep_seeds",
+    "sweep_table",
+]
 
 SWEEP_AXES = ("epsilon", "parties", "partition", "alpha", "max_depth", "n_trees")
 """The grid's axes, as ``sweep.csv`` and ``sweep.md`` name their columns.
@@ -157,6 +167,37 @@ def _alpha_setting(alpha: Any) -> dict[str, Any]:
     return {} if alpha in ("", None) else {"alpha": alpha}
 
 
+def data_file(base: SimulationSettings) -> Path:
+    """The file the runs of ``base`` read their rows from: ``--data``, else the embedded dataset's."""
+    if base.data is not None:
+        return Path(base.data)
+    import edprf_core.datasets
+
+    return Path(edprf_core.datasets.__file__).parent / f"{base.dataset}.csv.gz"
+
+
+_CHUNK = 1 << 20
+
+
+def data_identity(base: SimulationSettings) -> tuple[str, str]:
+    """``(data_sha256, schema_fingerprint)``: the SHA-256 of the data file's bytes (read in 1 MiB pieces: the file
+    can be large, and a sweep hashes it once) and the schema's fingerprint, both ``sha256:<hex>``.
+
+    What identifies a sweep's data by content (review rev-research2 N1, N2): a file changed in place, or re-exported
+    with the same row count, has another hash; the same bytes at another path have the same.
+    """
+    import hashlib
+
+    from edprf_core import example_schema, load_schema
+
+    digest = hashlib.sha256()
+    with data_file(base).open("rb") as fh:
+        while piece := fh.read(_CHUNK):
+            digest.update(piece)
+    schema = load_schema(base.schema) if base.data is not None else example_schema(base.dataset)
+    return "sha256:" + digest.hexdigest(), schema.fingerprint
+
+
 def run_sweep(
     base: SimulationSettings,
     configs: Sequence[Mapping[str, Any]],
@@ -168,6 +209,7 @@ def run_sweep(
     record: Callable[[dict[str, Any]], object] | None = None,
     isolate_ray: Callable[..., object] | None = None,
     skip: Collection[tuple[tuple[Any, ...], int]] = (),
+    data_sha256: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run every configuration with the seeds ``seed_start .. seed_start + seeds - 1`` under ``out_dir/run-NNNN``;
     one row per run.
@@ -189,6 +231,8 @@ def run_sweep(
     skip : collection of (tuple, int)
         (configuration, seed) pairs not to run (``edprf sweep --resume``: those ``sweep.csv`` holds), each
         configuration as :func:`run_key` gives it.
+    data_sha256 : str, optional
+        The data file's hash (:func:`data_identity`), written in every row; None: hashed here, once.
     """
     import time
 
@@ -199,6 +243,8 @@ def run_sweep(
         progress(f"note: {dataset_note(base.dataset)}")
     rows: list[dict[str, Any]] = []
     run_seeds = sweep_seeds(seeds, seed_start)
+    if data_sha256 is None:
+        data_sha256 = data_identity(base)[0]
     # each run's place in the grid (its directory's number), those to run
     todo = [
         (place, config, seed)
@@ -214,7 +260,13 @@ def run_sweep(
         report = run_simulation(_settings_of(base, config, seed), run_dir, isolate_ray=isolate_ray)
         report.write_json(run_dir / "simulation.json")  # the run's record: its realised partition, baseline draws
         rows.append(
-            {**config, "alpha": _alpha_of(base, config), "seed": seed, "run_dir": run_dir.name, **_metrics(report)}
+            {
+                **config,
+                "alpha": _alpha_of(base, config),
+                "seed": seed,
+                "run_dir": run_dir.name,
+                **_metrics(report, data_sha256),
+            }
         )
         if record is not None:
             record(rows[-1])
@@ -256,7 +308,7 @@ def _refusals(report: SimulationReport) -> str:
     return f"{len(parties) - len(refused)}/{len(parties)} parties' releases accepted ({named})"
 
 
-def _metrics(report: SimulationReport) -> dict[str, Any]:
+def _metrics(report: SimulationReport, data_sha256: str = "") -> dict[str, Any]:
     from edprf_core.forest import DRAFTED_REASON
 
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
@@ -316,6 +368,7 @@ def _metrics(report: SimulationReport) -> dict[str, Any]:
         "wall_seconds": report.timings.wall_s,  # the whole run: preparing, federation, baselines
         # what sweeps must share for their rows to make one table (edprf sweep-report, --resume)
         "schema_fingerprint": fed.get("schema_fingerprint", ""),
+        "data_sha256": data_sha256,  # the data file's bytes (review rev-research2 N1, N2)
         **_provenance_columns(report),
     }
 

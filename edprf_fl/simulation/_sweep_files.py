@@ -42,7 +42,16 @@ RECORD_FORMAT = "edprf-sweep-record/1"
 """What :data:`SWEEP_RECORD`'s ``format`` says: the layout of :meth:`SweepRecord.to_dict`."""
 
 _TEXT_COLUMNS = frozenset(
-    {"partition", "run_dir", "depths_used", "dataset", "brier_scale", "schema_fingerprint", *PROVENANCE_COLUMNS}
+    {
+        "partition",
+        "run_dir",
+        "depths_used",
+        "dataset",
+        "brier_scale",
+        "schema_fingerprint",
+        "data_sha256",
+        *PROVENANCE_COLUMNS,
+    }
 )
 """``sweep.csv`` columns read back as text whatever they hold (a git revision or a dataset's name may be digits)."""
 
@@ -117,6 +126,9 @@ class SweepRecord:
         The runs' seeds: ``seed_start .. seed_start + seeds - 1``.
     provenance : Provenance
         The code and the command that started the sweep.
+    data_sha256, schema_fingerprint : str or None
+        The data the runs read, by content (:func:`data_identity`); None in a record written before they were
+        recorded (review rev-research2 N1, N2).
     """
 
     settings: Mapping[str, Any]
@@ -125,6 +137,8 @@ class SweepRecord:
     seed_start: int
     provenance: Provenance
     format: str = field(default=RECORD_FORMAT)
+    data_sha256: str | None = None
+    schema_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         if self.format != RECORD_FORMAT:
@@ -141,15 +155,18 @@ class SweepRecord:
         seeds: int,
         seed_start: int,
         provenance: Provenance,
+        data: tuple[str, str] | None = None,
     ) -> SweepRecord:
-        """The record of a sweep of ``base`` over ``values`` (:func:`sweep_grid`'s arguments)."""
+        """The record of a sweep of ``base`` over ``values`` (:func:`sweep_grid`'s arguments); ``data``: the
+        :func:`data_identity` of its data."""
         settings = {k: v for k, v in asdict(base).items() if k not in SWEEP_AXES}
         for name in ("data", "schema"):  # a resume from another directory names the same files
             if settings[name] is not None:
                 settings[name] = str(Path(settings[name]).resolve())
         settings["shuffled_label_parties"] = list(settings["shuffled_label_parties"])
         axes = {axis: list(values.get(axis) or [getattr(base, axis)]) for axis in SWEEP_AXES}
-        return cls(settings, axes, seeds, seed_start, provenance)
+        data_sha256, fingerprint = data if data is not None else (None, None)
+        return cls(settings, axes, seeds, seed_start, provenance, RECORD_FORMAT, data_sha256, fingerprint)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepRecord:
@@ -161,6 +178,8 @@ class SweepRecord:
             data["seed_start"],
             Provenance.from_dict(data["provenance"]),
             data["format"],
+            data.get("data_sha256"),
+            data.get("schema_fingerprint"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -172,16 +191,29 @@ class SweepRecord:
             "axes": {k: list(v) for k, v in self.axes.items()},
             "seeds": self.seeds,
             "seed_start": self.seed_start,
+            "data_sha256": self.data_sha256,
+            "schema_fingerprint": self.schema_fingerprint,
         }
 
     def setting_differences(self, other: SweepRecord) -> list[tuple[str, Any, Any]]:
         """The settings (not the grid) whose values differ: ``(name, self's, other's)``, the runs' own settings
-        (:data:`UNCOMPARED_SETTINGS`) left out."""
+        (:data:`UNCOMPARED_SETTINGS`) left out; the paths of the data and schema too when both records identify
+        them by content (:meth:`data_differences` compares them: the same data at another path is the same data)."""
         names = dict.fromkeys([*self.settings, *other.settings])
+        by_content = self.data_sha256 and other.data_sha256 and self.schema_fingerprint and other.schema_fingerprint
+        skipped = UNCOMPARED_SETTINGS | ({"data", "schema"} if by_content else set())
         return [
             (name, self.settings.get(name), other.settings.get(name))
             for name in names
-            if name not in UNCOMPARED_SETTINGS and self.settings.get(name) != other.settings.get(name)
+            if name not in skipped and self.settings.get(name) != other.settings.get(name)
+        ]
+
+    def data_differences(self, other: SweepRecord) -> list[tuple[str, Any, Any]]:
+        """``data_sha256`` and ``schema_fingerprint`` where both records hold one and they differ."""
+        return [
+            (name, getattr(self, name), getattr(other, name))
+            for name in ("data_sha256", "schema_fingerprint")
+            if getattr(self, name) and getattr(other, name) and getattr(self, name) != getattr(other, name)
         ]
 
     def grid_differences(self, other: SweepRecord) -> list[tuple[str, Any, Any]]:

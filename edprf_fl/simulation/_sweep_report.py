@@ -18,7 +18,15 @@ from ._settings import SettingsError
 from ._sweep import PROVENANCE_COLUMNS, SWEEP_AXES, sweep_table
 from ._sweep_files import SWEEP_CSV, SweepRecord, config_key, read_record, read_sweep_rows
 
-__all__ = ["SweepRows", "combine_sweeps", "provenance_lines", "read_sweep", "sweep_configs", "sweep_markdown"]
+__all__ = [
+    "SweepRows",
+    "combine_sweeps",
+    "provenance_lines",
+    "read_sweep",
+    "sweep_configs",
+    "sweep_markdown",
+    "sweep_notes",
+]
 
 SHARED_COLUMNS = ("dataset", "schema_fingerprint", "rows_read", "rows_left_out", "seeded_noise")
 """``sweep.csv`` columns that every row of one table must share: the same data, read under the same schema (its
@@ -61,7 +69,19 @@ def read_sweep(directory: Path) -> SweepRows:
     columns, rows = read_sweep_rows(directory / SWEEP_CSV)
     if not rows:
         raise ValueError(f"{directory / SWEEP_CSV}: no rows (no run of that sweep finished)")
+    if "data_sha256" not in columns and "schema_fingerprint" in columns:  # rows from before the data was hashed
+        columns.insert(columns.index("schema_fingerprint") + 1, "data_sha256")
+        rows = [_with_column(row, "schema_fingerprint", "data_sha256", "") for row in rows]
     return SweepRows(directory, tuple(columns), tuple(rows), read_record(directory))
+
+
+def _with_column(row: Mapping[str, Any], after: str, name: str, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, cell in row.items():
+        out[key] = cell
+        if key == after:
+            out[name] = value
+    return out
 
 
 def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
@@ -87,6 +107,11 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
     for other in sweeps[1:]:
         _check_columns(first, other)
         if first.record is not None and other.record is not None:
+            for name, ours, theirs in first.record.data_differences(other.record):
+                raise ValueError(
+                    f"{name}: expected {ours} (as in {first.directory / 'sweep.json'}), got {theirs} in "
+                    f"{other.directory / 'sweep.json'}: rows of different data make no single table"
+                )
             for name, ours, theirs in first.record.setting_differences(other.record):
                 raise SettingsError(
                     "{" + name + "}: expected {ours!r} (as in {first}), got {theirs!r} in {other}: rows of different "
@@ -96,15 +121,23 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
                     first=str(first.directory / "sweep.json"),
                     other=str(other.directory / "sweep.json"),
                 )
-    expected = {c: first.rows[0].get(c) for c in SHARED_COLUMNS if c in first.columns}
+    expected = {c: (first.rows[0].get(c), first.directory) for c in SHARED_COLUMNS if c in first.columns}
+    hashed = next(((s.directory, r["data_sha256"]) for s in sweeps for r in s.rows if r.get("data_sha256")), None)
+    if hashed is not None:
+        expected["data_sha256"] = (hashed[1], hashed[0])
+    named_by_hash = bool(first.rows[0].get("data_sha256"))
     seen: dict[tuple[tuple[Any, ...], int], tuple[Path, str]] = {}
     for sweep in sweeps:
         for row in sweep.rows:
-            for column, value in expected.items():
+            for column, (value, source) in expected.items():
+                if column == "data_sha256" and not row.get(column):
+                    continue  # rows without a hash (an older sweep): said in sweep.md (:func:`sweep_notes`)
+                if column == "dataset" and named_by_hash and row.get("data_sha256"):
+                    continue  # the same bytes under another file name are the same data
                 if row.get(column) != value:
                     raise ValueError(
                         f"{sweep.directory / SWEEP_CSV} ({row.get('run_dir', '?')}): expected {column} {value!r} "
-                        f"(as in {first.directory / SWEEP_CSV}), got {row.get(column)!r}: rows of different data make "
+                        f"(as in {source / SWEEP_CSV}), got {row.get(column)!r}: rows of different data make "
                         "no single table"
                     )
             pair = (config_key(row), row["seed"])
@@ -119,6 +152,20 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
     rows = [row for sweep in sweeps for row in sweep.rows]
     order = {key: i for i, key in enumerate(dict.fromkeys(config_key(r) for r in rows))}
     return sorted(rows, key=lambda r: (order[config_key(r)], r["seed"]))
+
+
+def sweep_notes(sweeps: Sequence[SweepRows]) -> list[str]:
+    """What a table of ``sweeps``' rows could not check, for ``sweep.md``'s head: rows whose data is not identified
+    by content (sweeps from before ``data_sha256``)."""
+    unhashed = [s.directory for s in sweeps if any(not r.get("data_sha256") for r in s.rows)]
+    if not unhashed:
+        return []
+    said = (
+        f"NOTE: the rows of {', '.join(map(str, unhashed))} carry no hash of their data (sweep.csv: data_sha256; a "
+        "sweep of an older edprf): their data could not be checked to be the other rows' (only the dataset's name, "
+        "the schema fingerprint and the row counts were compared)."
+    )
+    return [said]
 
 
 def _check_columns(first: SweepRows, other: SweepRows) -> None:
@@ -178,11 +225,12 @@ def sweep_markdown(
     made_by: Provenance | None = None,
     sources: Sequence[Path] = (),
     head: str = "",
+    notes: Sequence[str] = (),
 ) -> str:
-    """``sweep.md``: ``head`` (an interrupted sweep's INTERRUPTED line), :func:`provenance_lines`, then the
-    table (:func:`sweep_table`)."""
+    """``sweep.md``: ``head`` (an interrupted sweep's INTERRUPTED line), :func:`provenance_lines`, ``notes`` (what
+    the table mixes or could not check, :func:`sweep_notes`), then the table (:func:`sweep_table`)."""
     parts = [head] if head else []
-    parts += ["\n".join(provenance_lines(rows, made_by, sources)), sweep_table(rows, configs)]
+    parts += ["\n".join(provenance_lines(rows, made_by, sources)), *notes, sweep_table(rows, configs)]
     return "\n\n".join(parts) + "\n"
 
 

@@ -9,6 +9,7 @@ import csv
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -183,7 +184,7 @@ def test_a_report_refuses_rows_of_other_data_or_settings_by_name(halves, tmp_pat
     refused(other, f"--n-bins: expected 20 (as in {first / 'sweep.json'}), got 8 in {other / 'sweep.json'}")
 
     for column, value, said in (
-        ("dataset", "bank", "expected dataset 'wall' (as in"),
+        ("data_sha256", "sha256:other", "expected data_sha256 'sha256:"),
         ("seeded_noise", "False", "expected seeded_noise True (as in"),
     ):
         shutil.rmtree(other)
@@ -251,3 +252,90 @@ def test_two_class_sweeps_draw_roc_auc_beside_accuracy(tmp_path):
     several = [row(e, s, "sum over classes, 0-2") for e in (0.5, 1.0) for s in (0, 1)]
     (tmp_path / "multi").mkdir()
     assert plot_sweep(several, [], tmp_path / "multi") == [tmp_path / "multi" / "accuracy_vs_epsilon.png"]
+
+
+# review rev-research2 N1, N2, N15: the data identified by content
+
+
+WALL = Path(__file__).resolve().parents[2] / "edprf_core" / "datasets"
+
+
+def _wall_copy(directory: Path) -> list[str]:
+    """A copy of the wall robot's data and schema in ``directory``: the options that read it."""
+    directory.mkdir()
+    shutil.copy(WALL / "wall_robot_navigation.csv.gz", directory / "wall.csv.gz")
+    shutil.copy(WALL / "wall_robot_navigation.schema.toml", directory / "wall.schema.toml")
+    return ["--data", str(directory / "wall.csv.gz"), "--schema", str(directory / "wall.schema.toml")]
+
+
+def _rewrite_rows(path: Path, keep: int) -> None:
+    """The wall data with only its first ``keep`` rows (gzip), in place."""
+    import gzip
+
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    path.write_bytes(gzip.compress("".join(lines[: keep + 1]).encode()))
+
+
+def test_resume_refuses_data_or_a_schema_changed_in_place(tmp_path, monkeypatch, capsys):
+    data = _wall_copy(tmp_path / "data")
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, *data, "--seeds", "2")
+    record = json.loads((out / "sweep.json").read_text())
+    rows = _csv_rows(out / "sweep.csv")
+    assert record["data_sha256"].startswith("sha256:") and record["schema_fingerprint"].startswith("sha256:")
+    assert {r["data_sha256"] for r in rows} == {record["data_sha256"]}
+    _write_rows(out / "sweep.csv", rows[:1])  # seed 1 to be run again
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    argv = ["sweep", *TINY, *data, "--seeds", "2", "--output", str(out), "--resume"]
+    _rewrite_rows(tmp_path / "data" / "wall.csv.gz", 5000)  # the data changed in place: same path, same name
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"--resume: the data (data_sha256): expected {record['data_sha256']} (as in {out / 'sweep.json'}), got " in err
+    )
+    assert f"in {tmp_path / 'data' / 'wall.csv.gz'}: the data changed since the sweep started" in err
+    shutil.copy(WALL / "wall_robot_navigation.csv.gz", tmp_path / "data" / "wall.csv.gz")
+    schema = tmp_path / "data" / "wall.schema.toml"
+    schema.write_text(schema.read_text().replace("upper = 5.0", "upper = 6.0", 1))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"--resume: the schema (schema_fingerprint): expected {record['schema_fingerprint']} (as in" in err
+    assert f"in {schema}: the schema changed" in err
+    assert len(_csv_rows(out / "sweep.csv")) == 1  # nothing ran, nothing removed
+
+
+def test_a_report_refuses_other_data_by_content_and_takes_the_same_data_at_another_path(tmp_path, monkeypatch, capsys):
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    _fake_sweep(monkeypatch, first, *_wall_copy(tmp_path / "a"))
+    _fake_sweep(monkeypatch, second, *_wall_copy(tmp_path / "b"), "--seed-start", "1")  # a copy elsewhere
+    assert main(["sweep-report", str(first), str(second), "--output", str(tmp_path / "ab")]) == 0
+    capsys.readouterr()
+    data = _wall_copy(tmp_path / "c")
+    _rewrite_rows(tmp_path / "c" / "wall.csv.gz", 5000)  # a re-export: same name, other rows
+    _fake_sweep(monkeypatch, third, *data, "--seed-start", "2")
+    capsys.readouterr()
+    assert main(["sweep-report", str(first), str(third), "--output", str(tmp_path / "never")]) == 1
+    err = capsys.readouterr().err
+    assert "data_sha256: expected sha256:" in err and f"(as in {first / 'sweep.json'}), got sha256:" in err
+    assert f"in {third / 'sweep.json'}: rows of different data make no single table" in err
+    (third / "sweep.json").unlink()  # the rows alone still carry the hash
+    assert main(["sweep-report", str(first), str(third), "--output", str(tmp_path / "never")]) == 1
+    assert f"{third / 'sweep.csv'} (run-0000): expected data_sha256 'sha256:" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
+
+
+def test_rows_without_a_data_hash_are_refused_by_resume_and_noted_by_a_report(tmp_path, monkeypatch, capsys):
+    old, new = tmp_path / "old", tmp_path / "new"
+    _fake_sweep(monkeypatch, old, "--seeds", "2")
+    _fake_sweep(monkeypatch, new, "--seed-start", "2")
+    rows = [{k: v for k, v in r.items() if k != "data_sha256"} for r in _csv_rows(old / "sweep.csv")]
+    _write_rows(old / "sweep.csv", rows[:1])  # an older edprf's sweep, interrupted after one run
+    record = json.loads((old / "sweep.json").read_text())
+    del record["data_sha256"], record["schema_fingerprint"]
+    (old / "sweep.json").write_text(json.dumps(record))
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(old), "--resume"]) == 1
+    assert f"--resume: {old / 'sweep.json'} records no hash of its data" in capsys.readouterr().err
+    assert main(["sweep-report", str(old), str(new), "--output", str(tmp_path / "report")]) == 0
+    said = f"NOTE: the rows of {old} carry no hash of their data"
+    assert said in capsys.readouterr().err and said in (tmp_path / "report" / "sweep.md").read_text()
