@@ -197,24 +197,56 @@ def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
 
 
 def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: argparse.Namespace) -> int:
-    from edprf_fl import Provenance
-    from edprf_fl.simulation import SweepRecord, data_file, data_identity, run_sweep, sweep_grid, write_record
+    from contextlib import ExitStack
 
-    from ._child_process import run_in_child
-    from ._simulate import output_dir, say
+    from edprf_fl import Provenance
+    from edprf_fl.simulation import SweepRecord, data_file, data_identity, sweep_grid, write_record
+
+    from ._simulate import output_dir
 
     # every configuration and seed checked before the first run
     configs = sweep_grid(base, values, args.seeds, args.seed_start)
     made_by = Provenance.current()
     data = data_identity(base)  # the data by content, hashed once (review rev-research2 N1, N2)
     record_here = SweepRecord.of(base, values, args.seeds, args.seed_start, made_by, data)
-    if args.resume:
-        out = Path(args.output)
-        done = _resumed_rows(out, record_here, data_file(base))
-    else:
-        out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
-        write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
-        done = []
+    with ExitStack() as held:
+        if args.resume:
+            out = Path(args.output)
+            if not out.is_dir():
+                raise ValueError(f"--resume: {out}: no such directory (the --output of the sweep to finish)")
+            lock_output(held, out, made_by)
+            done = _resumed_rows(out, record_here, data_file(base))
+        else:
+            locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
+            out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
+            if not locked:
+                lock_output(held, out, made_by)
+            write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
+            done = []
+        return _run_the_sweep(base, configs, args, out, done, data[0])
+
+
+def lock_output(held: Any, out: Path, made_by: Provenance) -> bool:
+    """Take ``out``'s lock (:func:`sweep_lock`) until ``held`` (an ExitStack) closes; True."""
+    from edprf_fl.simulation import sweep_lock
+
+    held.enter_context(sweep_lock(out, made_by.command))
+    return True
+
+
+def _run_the_sweep(
+    base: SimulationSettings,
+    configs: list[dict[str, Any]],
+    args: argparse.Namespace,
+    out: Path,
+    done: list[dict[str, Any]],
+    data_sha256: str,
+) -> int:
+    from edprf_fl.simulation import run_sweep
+
+    from ._child_process import run_in_child
+    from ._simulate import say
+
     csv_path = out / "sweep.csv"
     header = _csv_header(csv_path) if done else None
     finished: list[dict[str, Any]] = []
@@ -237,7 +269,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             record=record,
             isolate_ray=run_in_child,
             skip={(_key(r), r["seed"]) for r in done},
-            data_sha256=data[0],
+            data_sha256=data_sha256,
         )
     except KeyboardInterrupt:
         say(_interrupted_text(len(done) + len(finished), csv_path))

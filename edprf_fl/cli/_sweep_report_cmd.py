@@ -36,12 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
     from edprf_fl import Provenance
     from edprf_fl.simulation import SettingsError, combine_sweeps, read_sweep, sweep_configs, sweep_notes
 
     from ._simulate import output_dir, say
     from ._simulation_args import flag_of
-    from ._sweep import _LIST_FLAGS, write_report
+    from ._sweep import _LIST_FLAGS, lock_output, write_report
 
     sources = [Path(d) for d in args.sweeps]
     out = Path(args.output)
@@ -59,9 +61,14 @@ def run(args: argparse.Namespace) -> int:
                 f"note: {sweep.directory} has no sweep.json (an older edprf's sweep): its settings beyond the grid's "
                 "axes were not compared with the others'"
             )
-    out = output_dir(str(out), args.overwrite, _REPORT_FILES, temp_prefix="edprf-sweep-report-")
-    say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
-    notes = sweep_notes(sweeps)
-    for note in notes:
-        say(note)
-    return write_report(rows, sweep_configs(rows), out, made_by=Provenance.current(), sources=sources, notes=notes)
+    made_by = Provenance.current()
+    with ExitStack() as held:  # one sweep, resume or report writes in a directory at a time (rev-research2 N3)
+        locked = out.is_dir() and lock_output(held, out, made_by)
+        out = output_dir(str(out), args.overwrite, _REPORT_FILES, temp_prefix="edprf-sweep-report-")
+        if not locked:
+            lock_output(held, out, made_by)
+        say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
+        notes = sweep_notes(sweeps)
+        for note in notes:
+            say(note)
+        return write_report(rows, sweep_configs(rows), out, made_by=made_by, sources=sources, notes=notes)

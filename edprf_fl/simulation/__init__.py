@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         config_key,
         read_record,
         read_sweep_rows,
+        sweep_lock,
         unfinished_run_dirs,
         write_record,
     )
@@ -107,6 +108,7 @@ __all__ = [
     "stage",
     "sweep_configs",
     "sweep_grid",
+    "sweep_lock",
     "sweep_markdown",
     "sweep_notes",
     "sweep_table",
@@ -172,6 +174,7 @@ _HOMES = {
     "config_key": "._sweep_files",
     "read_record": "._sweep_files",
     "read_sweep_rows": "._sweep_files",
+    "sweep_lock": "._sweep_files",
     "unfinished_run_dirs": "._sweep_files",
     "write_record": "._sweep_files",
     "SweepRows": "._sweep_report",

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ __all__ = [
     "config_key",
     "read_record",
     "read_sweep_rows",
+    "sweep_lock",
     "unfinished_run_dirs",
     "write_record",
 ]
@@ -54,6 +57,9 @@ _TEXT_COLUMNS = frozenset(
     }
 )
 """``sweep.csv`` columns read back as text whatever they hold (a git revision or a dataset's name may be digits)."""
+
+SWEEP_LOCK = ".sweep.lock"
+"""The lock file in a sweep's output directory (:func:`sweep_lock`): the pid and command of the process holding it."""
 
 _INTEGER = re.compile(r"-?\d+")
 
@@ -251,3 +257,39 @@ def read_record(out: Path) -> SweepRecord | None:
         return SweepRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, KeyError, TypeError, SettingsError) as exc:
         raise ValueError(f"{path}: not a sweep record this edprf reads ({exc})") from None
+
+
+@contextmanager
+def sweep_lock(out: Path, command: str = "") -> Iterator[Path]:
+    """Hold ``out``'s lock (an exclusive ``flock`` on ``out/.sweep.lock``, not waited for) while the block runs: one
+    sweep, resume or report writes in a directory at a time (review rev-research2 N3: a ``--resume`` beside a live
+    sweep removed its running run, and both ran the same runs into the same directories and ledgers).
+
+    The file keeps the holder's pid and ``command`` for the message of the process refused; the lock goes with the
+    process (closing the file, or its end however it ends), so a killed sweep leaves no stale lock.
+
+    Raises
+    ------
+    ValueError
+        Another process holds the lock (its pid and command named).
+    """
+    import fcntl
+
+    path = Path(out) / SWEEP_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            pid, _, held_by = holder.partition(" ")
+            who = f"pid {pid}" + (f": {held_by}" if held_by else "") if pid else "another process"
+            raise ValueError(
+                f"{out} is in use by another edprf ({who}): a second sweep, resume or report there would mix their "
+                "runs and files; wait for it to end (or stop it), then run this again"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock

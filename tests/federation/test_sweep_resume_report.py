@@ -339,3 +339,45 @@ def test_rows_without_a_data_hash_are_refused_by_resume_and_noted_by_a_report(tm
     assert main(["sweep-report", str(old), str(new), "--output", str(tmp_path / "report")]) == 0
     said = f"NOTE: the rows of {old} carry no hash of their data"
     assert said in capsys.readouterr().err and said in (tmp_path / "report" / "sweep.md").read_text()
+
+
+# review rev-research2 N3: one process writes in a sweep directory at a time
+
+
+def test_a_second_process_on_a_sweep_directory_is_refused_naming_the_first(tmp_path, monkeypatch, capsys):
+    import os
+
+    from edprf_fl.simulation import sweep_lock
+
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "2")
+    rows = _csv_rows(out / "sweep.csv")
+    _write_rows(out / "sweep.csv", rows[:1])  # run-0001 is live in the other process
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    held = f"{out} is in use by another edprf (pid {os.getpid()}: edprf sweep --output {out})"
+    with sweep_lock(out, f"edprf sweep --output {out}"):  # a separate open file: flock refuses it as another's
+        assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out), "--resume"]) == 1
+        assert held in capsys.readouterr().err
+        assert (out / "run-0001").is_dir()  # the live run left alone
+        assert main(["sweep", *TINY, "--output", str(out), "--overwrite"]) == 1
+        assert held in capsys.readouterr().err and len(_csv_rows(out / "sweep.csv")) == 1
+        assert main(["sweep-report", str(tmp_path / "other"), "--output", str(out)]) == 1  # no such sweep first
+        capsys.readouterr()
+        report = tmp_path / "report"
+        report.mkdir()
+        with sweep_lock(report, "edprf sweep-report"):
+            assert main(["sweep-report", str(out), "--output", str(report)]) == 1
+            assert (
+                f"{report} is in use by another edprf (pid {os.getpid()}: edprf sweep-report)"
+                in capsys.readouterr().err
+            )
+    # the lock goes with its holder: the resume runs now
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _report(s))[1])
+    shutil.rmtree(out / "run-0001")
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out), "--resume"]) == 0
+    assert len(_csv_rows(out / "sweep.csv")) == 2
+
+
+def test_resume_of_a_missing_directory_says_so(tmp_path, capsys):
+    assert main(["sweep", *TINY, "--output", str(tmp_path / "none"), "--resume"]) == 1
+    assert f"--resume: {tmp_path / 'none'}: no such directory" in capsys.readouterr().err
