@@ -308,7 +308,7 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
     """
     import shutil
 
-    from edprf_fl.simulation import read_record, read_sweep_rows, unfinished_run_dirs
+    from edprf_fl.simulation import drop_incomplete_last_line, read_record, read_sweep_rows, unfinished_run_dirs
 
     from ._simulate import say
 
@@ -343,6 +343,11 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
             "since the sweep started, and rows of different data make no single table"
         )
     csv_path = out / "sweep.csv"
+    if csv_path.is_file() and (line := drop_incomplete_last_line(csv_path)) is not None:
+        say(
+            f"dropped {csv_path} line {line}: an incomplete row (cut off while it was written, no end of line); its "
+            "run runs again"
+        )
     rows = read_sweep_rows(csv_path)[1] if csv_path.is_file() and csv_path.stat().st_size else []
     for row in rows:
         for name in ("data_sha256", "schema_fingerprint"):
@@ -460,8 +465,15 @@ def _append_row(path: Path, row: Mapping[str, Any], *, columns: list[str] | None
             f"new here: {', '.join(extra) or '-'}): its rows came from another version; run the remaining seeds "
             "into a new --output and compare the tables"
         )
+    import io
+    import os
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(row))
+    if columns is None:
+        writer.writeheader()
+    writer.writerow(row)
     with path.open("w" if columns is None else "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(row))
-        if columns is None:
-            writer.writeheader()
-        writer.writerow(row)
+        fh.write(text.getvalue())  # the row whole, in one write, on disk before the next run (rev-research2 N6)
+        fh.flush()
+        os.fsync(fh.fileno())

@@ -28,6 +28,8 @@ __all__ = [
     "SWEEP_RECORD",
     "SweepRecord",
     "config_key",
+    "drop_incomplete_last_line",
+    "incomplete_last_line",
     "read_record",
     "read_sweep_rows",
     "sweep_lock",
@@ -92,18 +94,54 @@ def read_sweep_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     Raises
     ------
     ValueError
-        ``path`` is missing or holds no header line.
+        ``path`` is missing or holds no header line; a row with another number of fields than the header, or a last
+        line cut off (no end of line: a sweep killed, or a disk filled, while it wrote the row), its line named
+        (review rev-research2 N6).
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file (a sweep writes its rows there as each run ends)")
+    cut = incomplete_last_line(path)
     with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        rows = [{k: _typed(k, v if v is not None else "") for k, v in row.items()} for row in reader]
-        columns = list(reader.fieldnames or [])
-    if not columns:
-        raise ValueError(f"{path}: empty, no header line (the sweep was stopped before its first run ended)")
+        reader = csv.reader(fh)
+        columns = next(reader, [])
+        if not columns:
+            raise ValueError(f"{path}: empty, no header line (the sweep was stopped before its first run ended)")
+        rows = []
+        for cells in reader:
+            if len(cells) != len(columns) or reader.line_num == cut:
+                raise ValueError(
+                    f"{path} line {reader.line_num}: an incomplete row ({len(cells)} of {len(columns)} fields"
+                    + (", no end of line" if reader.line_num == cut else "")
+                    + "): cut off while it was written (a sweep killed, or a full disk); edprf sweep --resume drops "
+                    "it and runs its run again"
+                )
+            rows.append({k: _typed(k, v) for k, v in zip(columns, cells)})
     return columns, rows
+
+
+def incomplete_last_line(path: Path) -> int | None:
+    """The number of ``sweep.csv``'s last line when it does not end with an end of line (cut off while written: every
+    row is written whole with its end of line), else None."""
+    data = Path(path).read_bytes()  # a row per run: small
+    if not data or data.endswith(b"\n"):
+        return None
+    return data.count(b"\n") + 1
+
+
+def drop_incomplete_last_line(path: Path) -> int | None:
+    """Cut ``sweep.csv``'s last line off when it is incomplete (:func:`incomplete_last_line`), so that the next row
+    starts on a line of its own; the number of the line dropped, or None.  A cut-off header is left alone (no row
+    finished)."""
+    line = incomplete_last_line(path)
+    if line is None or line == 1:
+        return None
+    data = Path(path).read_bytes()
+    with Path(path).open("r+b") as fh:
+        fh.truncate(data.rindex(b"\n") + 1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return line
 
 
 def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -381,3 +381,33 @@ def test_a_second_process_on_a_sweep_directory_is_refused_naming_the_first(tmp_p
 def test_resume_of_a_missing_directory_says_so(tmp_path, capsys):
     assert main(["sweep", *TINY, "--output", str(tmp_path / "none"), "--resume"]) == 1
     assert f"--resume: {tmp_path / 'none'}: no such directory" in capsys.readouterr().err
+
+
+# review rev-research2 N6: a row cut off while it was written
+
+
+def test_a_cut_off_last_row_is_run_again_by_resume_and_refused_by_a_report_by_line(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "3")
+    whole = (out / "sweep.csv").read_bytes()
+    lines = whole.splitlines(keepends=True)
+    (out / "sweep.csv").write_bytes(b"".join(lines[:3]) + lines[3][: len(lines[3]) * 2 // 5])  # a kill mid-row
+    capsys.readouterr()
+    assert main(["sweep-report", str(out), "--output", str(tmp_path / "never")]) == 1
+    err = capsys.readouterr().err
+    assert f"{out / 'sweep.csv'} line 4: an incomplete row (" in err and "no end of line): cut off while" in err
+    assert "Traceback" not in err and not (tmp_path / "never").exists()
+    _fake_sweep(monkeypatch, out, "--seeds", "3", "--resume")
+    err = capsys.readouterr().err
+    assert f"dropped {out / 'sweep.csv'} line 4: an incomplete row" in err and "its run runs again" in err
+    assert "resuming the sweep in" in err and "2 of its runs finished" in err and "starting run 1 of 1" in err
+    again = _csv_rows(out / "sweep.csv")
+    assert [r["run_dir"] for r in again] == ["run-0000", "run-0001", "run-0002"]
+    assert (out / "sweep.csv").read_bytes().endswith(b"\n") and (out / "sweep.md").is_file()
+    # a row short of fields in the middle (an edited file): refused by its line, never a traceback
+    rows = (out / "sweep.csv").read_text().splitlines(keepends=True)
+    rows[2] = ",".join(rows[2].split(",")[:10]) + "\n"
+    (out / "sweep.csv").write_text("".join(rows))
+    assert main(["sweep-report", str(out), "--output", str(tmp_path / "never")]) == 1
+    err = capsys.readouterr().err
+    assert f"{out / 'sweep.csv'} line 3: an incomplete row (10 of {len(again[0])} fields)" in err
