@@ -216,6 +216,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
                 raise ValueError(f"--resume: {out}: no such directory (the --output of the sweep to finish)")
             lock_output(held, out, made_by)
             done = _resumed_rows(out, record_here, data_file(base))
+            _remove_the_interrupted_run(out, done, base, configs, args)
         else:
             locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
             out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
@@ -306,9 +307,7 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
         No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags); data or
         a schema other than the record's (by content), or a record or rows that identify none.
     """
-    import shutil
-
-    from edprf_fl.simulation import drop_incomplete_last_line, read_record, read_sweep_rows, unfinished_run_dirs
+    from edprf_fl.simulation import drop_incomplete_last_line, read_record, read_sweep_rows
 
     from ._simulate import say
 
@@ -359,11 +358,54 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
                     f"--resume: {csv_path} ({row.get('run_dir', '?')}): expected {name} {getattr(record, name)} (as in "
                     f"{where}), got {value or 'none'}: rows of different data make no single table"
                 )
-    for stale in unfinished_run_dirs(out, rows):
-        shutil.rmtree(stale)
-        say(f"removed {stale}: the run an interruption stopped (no row in sweep.csv); it runs again")
     say(f"resuming the sweep in {out}: {len(rows)} of its runs finished, in {csv_path}")
     return rows
+
+
+def _remove_the_interrupted_run(
+    out: Path, rows: list[dict[str, Any]], base: SimulationSettings, configs: list[Mapping[str, Any]], args: Any
+) -> None:
+    """Remove the one run directory an interruption left: the first run of the grid without a row (runs go in grid
+    order), when it has no row; refuse, removing nothing, when other run directories have no row (review
+    rev-research2 N10: with sweep.csv lost, every finished run was removed as 'the run an interruption stopped').
+
+    Raises
+    ------
+    ValueError
+        ``sweep.csv`` missing or without rows while run directories exist, or a run directory without a row that
+        is not the next run of the grid.
+    """
+    import itertools
+    import shutil
+
+    from edprf_fl.simulation import run_key, unfinished_run_dirs
+
+    from ._simulate import say
+
+    stale = unfinished_run_dirs(out, rows)
+    if not stale:
+        return
+    names = ", ".join(d.name for d in stale)
+    if not rows:
+        raise ValueError(
+            f"--resume: {out / 'sweep.csv'} is missing or holds no row, but {out} holds {names}: their rows would be "
+            "lost; put sweep.csv back (or, if no run finished, remove the run directories yourself), then resume"
+        )
+    done = {(_key(r), r["seed"]) for r in rows}
+    grid = itertools.product(configs, range(args.seed_start, args.seed_start + args.seeds))
+    missing = [i for i, (c, seed) in enumerate(grid) if (run_key(base, c), seed) not in done]
+    # the runs go in grid order: the interrupted one is the first without a row, and no later run has one
+    in_order = bool(missing) and missing == list(range(missing[0], len(configs) * args.seeds))
+    expected = f"run-{missing[0]:04d}" if in_order else None
+    unexpected = [d for d in stale if d.name != expected]
+    if unexpected:
+        besides = f", besides the run an interruption stops ({expected}, the next of the grid)" if expected else ""
+        raise ValueError(
+            f"--resume: {out} holds {', '.join(d.name for d in unexpected)} without a row in sweep.csv{besides}: not "
+            "an interrupted run's; rebuild their rows in sweep.csv or move them away, then resume"
+        )
+    shutil.rmtree(stale[0])
+    say(f"removed {stale[0]}: the run an interruption stopped (no row in sweep.csv); it runs again")
 
 
 def _flag(name: str) -> str:

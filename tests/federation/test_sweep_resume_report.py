@@ -411,3 +411,39 @@ def test_a_cut_off_last_row_is_run_again_by_resume_and_refused_by_a_report_by_li
     assert main(["sweep-report", str(out), "--output", str(tmp_path / "never")]) == 1
     err = capsys.readouterr().err
     assert f"{out / 'sweep.csv'} line 3: an incomplete row (10 of {len(again[0])} fields)" in err
+
+
+# review rev-research2 N10: --resume removes the one run an interruption left, never others
+
+
+def test_resume_removes_only_the_next_run_and_refuses_a_lost_sweep_csv(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "3")
+    for d in out.glob("run-*"):
+        (d / "simulation.json").write_text("{}")
+    keep = (out / "sweep.csv").read_text()
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    argv = ["sweep", *TINY, "--seeds", "3", "--output", str(out), "--resume"]
+    for lost in ("", None):  # sweep.csv empty, then missing
+        (out / "sweep.csv").write_text(lost) if lost is not None else (out / "sweep.csv").unlink()
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"--resume: {out / 'sweep.csv'} is missing or holds no row, but {out} holds run-0000, run-0001, " in err
+        assert sorted(d.name for d in out.glob("run-*")) == ["run-0000", "run-0001", "run-0002"]  # none removed
+    rows = _csv_rows_text(keep)
+    _write_rows(out / "sweep.csv", [rows[0], rows[2]])  # run-0001's row lost, not the last run's
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"--resume: {out} holds run-0001 without a row in sweep.csv: not an interrupted run's" in err
+    assert "not an interrupted run's" in err and (out / "run-0001").is_dir()
+    _write_rows(out / "sweep.csv", rows[:1])  # run-0001 and run-0002 without rows: only run-0001 is the interrupted
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "holds run-0002 without a row in sweep.csv, besides the run an interruption stops (run-0001, " in err
+    assert (out / "run-0001").is_dir() and (out / "run-0002").is_dir()
+
+
+def _csv_rows_text(text: str) -> list[dict[str, str]]:
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
