@@ -428,6 +428,7 @@ def write_report(
     made_by: Provenance | None = None,
     sources: Sequence[Path] = (),
     notes: Sequence[str] = (),
+    head: str = "",
 ) -> int:
     """Write ``sweep.md`` (``made_by`` and ``sources``: :func:`sweep_markdown`'s) and the plots of ``rows``, print the
     table and where the files are."""
@@ -435,7 +436,9 @@ def write_report(
 
     from edprf_fl.simulation import NO_PLOT_TEXT, plot_sweep, sweep_markdown, sweep_table
 
-    (out / "sweep.md").write_text(sweep_markdown(rows, configs, made_by=made_by, sources=sources, notes=notes))
+    (out / "sweep.md").write_text(
+        sweep_markdown(rows, configs, made_by=made_by, sources=sources, notes=notes, head=head)
+    )
     print(sweep_table(rows, configs))
     plots = plot_sweep(rows, configs, out)
     where = (

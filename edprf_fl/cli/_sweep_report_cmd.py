@@ -39,7 +39,14 @@ def run(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from edprf_fl import Provenance
-    from edprf_fl.simulation import SettingsError, combine_sweeps, read_sweep, sweep_configs, sweep_notes
+    from edprf_fl.simulation import (
+        SettingsError,
+        combine_sweeps,
+        interrupted_lines,
+        read_sweep,
+        sweep_configs,
+        sweep_notes,
+    )
 
     from ._simulate import output_dir, say
     from ._simulation_args import flag_of
@@ -56,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:  # two sweeps' settings differ: named by the option that sets it
         raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
     for sweep in sweeps:
-        if sweep.record is None:
+        if sweep.record is None and len(sweeps) > 1:  # combine_sweeps refused it without settings_fingerprint
             say(
-                f"note: {sweep.directory} has no sweep.json (an older edprf's sweep): its settings beyond the grid's "
-                "axes were not compared with the others'"
+                f"note: {sweep.directory} has no sweep.json: its settings were compared by its rows' settings_fingerprint"
             )
     made_by = Provenance.current()
     with ExitStack() as held:  # one sweep, resume or report writes in a directory at a time (rev-research2 N3)
@@ -68,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         if not locked:
             lock_output(held, out, made_by)
         say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
-        notes = sweep_notes(sweeps)
-        for note in notes:
+        notes, head = sweep_notes(sweeps), interrupted_lines(sweeps)
+        for note in [*head, *notes]:
             say(note)
-        return write_report(rows, sweep_configs(rows), out, made_by=made_by, sources=sources, notes=notes)
+        return write_report(
+            rows, sweep_configs(rows), out, made_by=made_by, sources=sources, notes=notes, head="\n".join(head)
+        )

@@ -47,11 +47,21 @@ if TYPE_CHECKING:
         incomplete_last_line,
         read_record,
         read_sweep_rows,
+        settings_fingerprint,
         sweep_lock,
         unfinished_run_dirs,
         write_record,
     )
-    from ._sweep_report import SweepRows, combine_sweeps, read_sweep, sweep_configs, sweep_markdown, sweep_notes
+    from ._sweep_report import (
+        SweepRows,
+        combine_sweeps,
+        grid_size,
+        interrupted_lines,
+        read_sweep,
+        sweep_configs,
+        sweep_markdown,
+        sweep_notes,
+    )
     from ._workspace import write_workspace
 
 __all__ = [
@@ -88,8 +98,10 @@ __all__ = [
     "drop_incomplete_last_line",
     "evaluation_line",
     "file_text",
+    "grid_size",
     "held_out_rows_bound",
     "incomplete_last_line",
+    "interrupted_lines",
     "load_simulation_data",
     "partition_rows",
     "plot_report",
@@ -106,6 +118,7 @@ __all__ = [
     "run_simulation",
     "run_sweep",
     "seconds_text",
+    "settings_fingerprint",
     "simulate_federation",
     "simulation_caveats",
     "size_text",
@@ -189,6 +202,9 @@ _HOMES = {
     "sweep_configs": "._sweep_report",
     "sweep_markdown": "._sweep_report",
     "sweep_notes": "._sweep_report",
+    "grid_size": "._sweep_report",
+    "interrupted_lines": "._sweep_report",
+    "settings_fingerprint": "._sweep_files",
     "write_workspace": "._workspace",
 }
 """Each public name and the submodule that defines it (imported by :func:`__getattr__` on first use)."""

@@ -281,7 +281,15 @@ def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
     """What a sweep plot shows, for its title: the runs, the cells, and the note on the data (:func:`dataset_note`,
     whole: the wall robot's rows are a time series, so random splits are optimistic)."""
     drafted = ", drafted schema" if any(r.get("schema_drafted") for r in rows) else ""
-    spread = "one seed" if n_seeds == 1 else f"mean ± sample sd over {n_seeds} seeds"
+    from ._sweep import seeds_per_cell
+
+    low, high = seeds_per_cell(rows) if rows else (n_seeds, n_seeds)
+    if high <= 1:
+        spread = "one seed"
+    elif low != high:  # review rev-research2 N4: cells over different seeds
+        spread = f"mean ± sample sd over {low}-{high} seeds per point, not paired across points (sweep.md: each n)"
+    else:
+        spread = f"mean ± sample sd over {high} seeds"
     notes = [f"\nnote: {note}" for note in dict.fromkeys(dataset_note(str(r.get("dataset", ""))) for r in rows) if note]
     return (
         f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally: sweep.md says which model)"

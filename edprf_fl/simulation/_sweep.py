@@ -245,6 +245,9 @@ def run_sweep(
     run_seeds = sweep_seeds(seeds, seed_start)
     if data_sha256 is None:
         data_sha256 = data_identity(base)[0]
+    from ._sweep_files import settings_fingerprint
+
+    identity = {"data_sha256": data_sha256, "settings_fingerprint": settings_fingerprint(base)}
     # each run's place in the grid (its directory's number), those to run
     todo = [
         (place, config, seed)
@@ -265,7 +268,7 @@ def run_sweep(
                 "alpha": _alpha_of(base, config),
                 "seed": seed,
                 "run_dir": run_dir.name,
-                **_metrics(report, data_sha256),
+                **_metrics(report, identity),
             }
         )
         if record is not None:
@@ -308,7 +311,7 @@ def _refusals(report: SimulationReport) -> str:
     return f"{len(parties) - len(refused)}/{len(parties)} parties' releases accepted ({named})"
 
 
-def _metrics(report: SimulationReport, data_sha256: str = "") -> dict[str, Any]:
+def _metrics(report: SimulationReport, identity: Mapping[str, str] | None = None) -> dict[str, Any]:
     from edprf_core.forest import DRAFTED_REASON
 
     fed, base, nan = report.federated, report.baselines or {}, float("nan")
@@ -368,7 +371,9 @@ def _metrics(report: SimulationReport, data_sha256: str = "") -> dict[str, Any]:
         "wall_seconds": report.timings.wall_s,  # the whole run: preparing, federation, baselines
         # what sweeps must share for their rows to make one table (edprf sweep-report, --resume)
         "schema_fingerprint": fed.get("schema_fingerprint", ""),
-        "data_sha256": data_sha256,  # the data file's bytes (review rev-research2 N1, N2)
+        # the data file's bytes (review rev-research2 N1, N2) and the settings beyond the grid (N8)
+        "data_sha256": (identity or {}).get("data_sha256", ""),
+        "settings_fingerprint": (identity or {}).get("settings_fingerprint", ""),
         **_provenance_columns(report),
     }
 
@@ -439,13 +444,13 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str
     """What the runs were (:func:`_research_note`), what a cell and its ± are, then the mean ± sample standard
     deviation over the seeds of each configuration (Markdown), with the central model's trees x depth and the
     mean and largest depth the parties grew; notes on configurations with refused parties or a one-class model."""
-    n_seeds = len({r["seed"] for r in rows})
+    low, n_seeds = seeds_per_cell(rows)
     with_alpha = any(c["partition"] == "dirichlet" for c in configs)
     keys = [k for k in SWEEP_AXES if k != "alpha" or with_alpha]
     extra = ["central model", "party depths (mean, max)", "accepted"]
     lines = [
         _research_note(rows),
-        _spread_text(n_seeds),
+        _spread_text(n_seeds, low),
         _DEPTHS_TEXT + (_AUTO_DEPTH_TEXT if any(c["max_depth"] == "auto" for c in configs) else ""),
         "",
         "| " + " | ".join([*keys, *(label for _, label in _TABLE_COLUMNS), *extra]) + " |",
@@ -579,8 +584,19 @@ def _number(value: Any) -> float:
         return 0.0
 
 
-def _spread_text(n_seeds: int) -> str:
-    """What a cell holds, and what a central cell's ± is against a federated one's."""
+def seeds_per_cell(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """The fewest and the most seeds a configuration of ``rows`` has (a report of sweeps of different grids, or of an
+    interrupted sweep, has cells over different seeds: review rev-research2 N4); ``(0, 0)`` without rows."""
+    counts: dict[tuple[Any, ...], set[Any]] = {}
+    for r in rows:
+        counts.setdefault(tuple(r.get(k, "") for k in SWEEP_AXES), set()).add(r["seed"])
+    sizes = [len(seeds) for seeds in counts.values()]
+    return (min(sizes), max(sizes)) if sizes else (0, 0)
+
+
+def _spread_text(n_seeds: int, low: int | None = None) -> str:
+    """What a cell holds, and what a central cell's ± is against a federated one's; ``low``: the fewest seeds of a
+    cell, when cells differ (``2-4 seeds per cell``, each cell under the most saying its own n)."""
     from ._baselines import BASELINE_DRAWS, PARTY_ALONE_FITS
 
     draws = (
@@ -590,11 +606,20 @@ def _spread_text(n_seeds: int) -> str:
     )
     if n_seeds == 1:
         return f"Cells: accuracy on the central test rows, one seed per configuration; {draws}. {_PAIRED_TEXT}"
+    over = f"{n_seeds} seeds"
+    mixed = ""
+    if low is not None and low != n_seeds:
+        over = f"the seeds of each cell, {low}-{n_seeds} seeds per cell"
+        mixed = (
+            f" A cell over fewer than {n_seeds} seeds says its own n, '(n = {low})', and one over a single seed has no "
+            "±; cells over different seeds are not paired: compare them seed by seed only where their seeds match "
+            "(sweep.csv: seed)."
+        )
     return (
-        f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {n_seeds} seeds; {draws}, "
+        f"Cells: accuracy on the central test rows, mean ± sample standard deviation over {over}; {draws}, "
         "so a central ± (of medians) understates how far one draw of its noise moves it, and a federated ± "
         f"includes it. A mean skips runs without a value (NaN): such a cell says over how many runs it is, "
-        f"'(2 of {n_seeds} runs)'. {_PAIRED_TEXT}"
+        f"'(1 of {n_seeds} runs)'.{mixed} {_PAIRED_TEXT}"
     )
 
 
@@ -625,7 +650,9 @@ def _mean_and_spread(values: Sequence[float], n_seeds: int) -> str:
     mean = np.nanmean(vals) if finite else float("nan")
     # the mean skips runs without a value (NaN): say over how many of the cell's runs it is
     of = f" ({finite} of {len(vals)} runs)" if 0 < finite < len(vals) else ""
-    if n_seeds == 1:
+    # a cell over fewer seeds than the table's others (a report of other grids, an interrupted sweep): its own n
+    of += f" (n = {len(vals)})" if len(vals) != n_seeds else ""
+    if n_seeds == 1 or finite <= 1:  # one value, or none: no spread, not "± nan"
         return f"{mean:.4f}{of}"
     spread = np.nanstd(vals, ddof=1) if finite > 1 else float("nan")
     return f"{mean:.4f} ± {spread:.4f}{of}"

@@ -32,6 +32,7 @@ __all__ = [
     "incomplete_last_line",
     "read_record",
     "read_sweep_rows",
+    "settings_fingerprint",
     "sweep_lock",
     "unfinished_run_dirs",
     "write_record",
@@ -68,6 +69,23 @@ _INTEGER = re.compile(r"-?\d+")
 UNCOMPARED_SETTINGS = frozenset({"engine", "seed", "seeded_noise", "evaluation_epsilon", "party_holdout"})
 """Settings a sweep's rows do not depend on (the engine: the two give the same trees under seeded noise), or that
 every run of a sweep sets itself (its seed, seeded noise, no evaluation round, no hold-out)."""
+
+
+def settings_fingerprint(base: SimulationSettings) -> str:
+    """``sha256:<hex>`` of the settings a sweep's rows depend on beyond the grid (``n_bins``, ``leaf``, ``test_size``,
+    ``sep``, ...): the base settings without the axes, the runs' own (:data:`UNCOMPARED_SETTINGS`) and the paths of
+    the data and schema (their content is ``data_sha256`` and ``schema_fingerprint``).  In every ``sweep.csv`` row,
+    so that rows copied without their ``sweep.json`` still show a mix of settings (review rev-research2 N8)."""
+    import hashlib
+
+    kept = {
+        k: v
+        for k, v in asdict(base).items()
+        if k not in SWEEP_AXES and k not in UNCOMPARED_SETTINGS and k not in ("data", "schema")
+    }
+    text = json.dumps(kept, sort_keys=True, default=lambda v: list(v) if isinstance(v, (tuple, set)) else str(v))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
 
 _RUN_DIR = re.compile(r"run-\d{4,}")
 """A run's directory in a sweep's output directory."""

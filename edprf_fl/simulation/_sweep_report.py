@@ -21,6 +21,8 @@ from ._sweep_files import SWEEP_CSV, SweepRecord, config_key, read_record, read_
 __all__ = [
     "SweepRows",
     "combine_sweeps",
+    "grid_size",
+    "interrupted_lines",
     "provenance_lines",
     "read_sweep",
     "sweep_configs",
@@ -69,9 +71,12 @@ def read_sweep(directory: Path) -> SweepRows:
     columns, rows = read_sweep_rows(directory / SWEEP_CSV)
     if not rows:
         raise ValueError(f"{directory / SWEEP_CSV}: no rows (no run of that sweep finished)")
-    if "data_sha256" not in columns and "schema_fingerprint" in columns:  # rows from before the data was hashed
-        columns.insert(columns.index("schema_fingerprint") + 1, "data_sha256")
-        rows = [_with_column(row, "schema_fingerprint", "data_sha256", "") for row in rows]
+    after = "schema_fingerprint"
+    for name in ("data_sha256", "settings_fingerprint"):  # rows of an older edprf: "" (not recorded)
+        if name not in columns and after in columns:
+            columns.insert(columns.index(after) + 1, name)
+            rows = [_with_column(row, after, name, "") for row in rows]
+        after = name
     return SweepRows(directory, tuple(columns), tuple(rows), read_record(directory))
 
 
@@ -125,19 +130,40 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
     hashed = next(((s.directory, r["data_sha256"]) for s in sweeps for r in s.rows if r.get("data_sha256")), None)
     if hashed is not None:
         expected["data_sha256"] = (hashed[1], hashed[0])
+    set_by = next(
+        ((s.directory, r["settings_fingerprint"]) for s in sweeps for r in s.rows if r.get("settings_fingerprint")),
+        None,
+    )
+    if set_by is not None:
+        expected["settings_fingerprint"] = (set_by[1], set_by[0])
+    unrecorded = [
+        s.directory for s in sweeps if s.record is None and any(not r.get("settings_fingerprint") for r in s.rows)
+    ]
+    if unrecorded and len(sweeps) > 1:
+        raise ValueError(
+            f"{unrecorded[0]}: no sweep.json, and rows without settings_fingerprint (an older edprf's sweep, or its "
+            "sweep.csv copied alone): its settings beyond the grid (--n-bins, --leaf, ...) cannot be compared with the "
+            "others', and rows of different settings make no single table; copy its sweep.json beside its sweep.csv, "
+            "or report it alone"
+        )
     named_by_hash = bool(first.rows[0].get("data_sha256"))
     seen: dict[tuple[tuple[Any, ...], int], tuple[Path, str]] = {}
     for sweep in sweeps:
         for row in sweep.rows:
             for column, (value, source) in expected.items():
-                if column == "data_sha256" and not row.get(column):
-                    continue  # rows without a hash (an older sweep): said in sweep.md (:func:`sweep_notes`)
+                if column in ("data_sha256", "settings_fingerprint") and not row.get(column):
+                    continue  # rows of an older sweep: said in sweep.md (:func:`sweep_notes`), or its record compared
                 if column == "dataset" and named_by_hash and row.get("data_sha256"):
                     continue  # the same bytes under another file name are the same data
                 if row.get(column) != value:
+                    what = (
+                        "settings beyond the grid (compare their sweep.json)"
+                        if column == "settings_fingerprint"
+                        else "data"
+                    )
                     raise ValueError(
                         f"{sweep.directory / SWEEP_CSV} ({row.get('run_dir', '?')}): expected {column} {value!r} "
-                        f"(as in {source / SWEEP_CSV}), got {row.get(column)!r}: rows of different data make "
+                        f"(as in {source / SWEEP_CSV}), got {row.get(column)!r}: rows of different {what} make "
                         "no single table"
                     )
             pair = (config_key(row), row["seed"])
@@ -152,6 +178,32 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
     rows = [row for sweep in sweeps for row in sweep.rows]
     order = {key: i for i, key in enumerate(dict.fromkeys(config_key(r) for r in rows))}
     return sorted(rows, key=lambda r: (order[config_key(r)], r["seed"]))
+
+
+def interrupted_lines(sweeps: Sequence[SweepRows]) -> list[str]:
+    """``INTERRUPTED: DIR: 3 of 8 runs of its grid finished ...`` for each sweep whose rows are fewer than its record's
+    grid holds (review rev-research2 N4: a report of an interrupted sweep lost its INTERRUPTED head)."""
+    lines = []
+    for sweep in sweeps:
+        if sweep.record is None:
+            continue
+        total = grid_size(sweep.record.axes) * sweep.record.seeds
+        if len(sweep.rows) < total:
+            lines.append(
+                f"INTERRUPTED: {sweep.directory}: {len(sweep.rows)} of the {total} runs of its grid finished "
+                "(sweep.json); this table holds those only (edprf sweep --resume finishes it)."
+            )
+    return lines
+
+
+def grid_size(axes: Mapping[str, Sequence[Any]]) -> int:
+    """How many configurations a grid of ``axes`` has (an iid or column partition once, whatever the alphas)."""
+    import itertools
+
+    combos = itertools.product(*(axes[a] for a in SWEEP_AXES))
+    return len(
+        {tuple("" if a == "alpha" and c[2] != "dirichlet" else v for a, v in zip(SWEEP_AXES, c)) for c in combos}
+    )
 
 
 def sweep_notes(sweeps: Sequence[SweepRows]) -> list[str]:

@@ -104,7 +104,14 @@ def test_sweep_csv_rows_and_the_top_of_sweep_md_say_what_made_them(tmp_path, mon
     assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out)]) == 0
     with (out / "sweep.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0])[-5:] == ["schema_fingerprint", "data_sha256", "edprf_version", "git_describe", "command"]
+    assert list(rows[0])[-6:] == [
+        "schema_fingerprint",
+        "data_sha256",
+        "settings_fingerprint",
+        "edprf_version",
+        "git_describe",
+        "command",
+    ]
     assert {(r["schema_fingerprint"], r["edprf_version"], r["git_describe"], r["command"]) for r in rows} == {
         ("sha256:ab", VERSION, made.git_describe or "", made.command)
     }

@@ -447,3 +447,72 @@ def _csv_rows_text(text: str) -> list[dict[str, str]]:
     import io
 
     return list(csv.DictReader(io.StringIO(text)))
+
+
+# review rev-research2 N4, N8: cells over different seeds; settings without sweep.json
+
+
+def _tiny(*epsilons: str) -> list[str]:
+    """TINY with other epsilons."""
+    argv = list(TINY)
+    argv[argv.index("--epsilons") + 1] = ",".join(epsilons)
+    return argv
+
+
+def _fake_grid_sweep(monkeypatch, out, argv) -> None:
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _report(s))[1])
+    assert main(["sweep", *argv, "--output", str(out)]) == 0
+
+
+def test_a_report_of_cells_over_different_seeds_says_each_cell_s_n(tmp_path, monkeypatch, capsys):
+    first, second, third, out = (tmp_path / n for n in ("first", "second", "third", "report"))
+    _fake_grid_sweep(monkeypatch, first, [*_tiny("1"), "--seeds", "2"])  # eps 1: seeds 0-1
+    _fake_grid_sweep(monkeypatch, second, [*_tiny("1", "2"), "--seeds", "2", "--seed-start", "2"])  # 1, 2: 2-3
+    _fake_grid_sweep(monkeypatch, third, [*_tiny("4"), "--seed-start", "4"])  # eps 4: seed 4 alone
+    capsys.readouterr()
+    assert main(["sweep-report", str(first), str(second), str(third), "--output", str(out)]) == 0
+    text = (out / "sweep.md").read_text()
+    assert "mean ± sample standard deviation over the seeds of each cell, 1-4 seeds per cell" in text
+    assert "over 4 seeds" not in text and "± nan" not in text
+    assert "| 1.0 | 2 | iid | 2 | 1 | 0.6500 ± 0.1291 |" in text  # seeds 0-3: the table's most, no n
+    assert "| 2.0 | 2 | iid | 2 | 1 | 0.7500 ± 0.0707 (n = 2) |" in text
+    assert "| 4.0 | 2 | iid | 2 | 1 | 0.9000 (n = 1) |" in text
+    from edprf_fl.simulation._plot import _sweep_runs_text
+
+    rows = [{"epsilon": e, "seed": s} for e, seeds in ((1.0, range(4)), (2.0, (2, 3))) for s in seeds]
+    assert "over 2-4 seeds per point, not paired across points" in _sweep_runs_text(rows, 4)
+
+
+def test_a_report_of_an_interrupted_sweep_keeps_its_interrupted_head(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "3")
+    _write_rows(out / "sweep.csv", _csv_rows(out / "sweep.csv")[:2])
+    capsys.readouterr()
+    assert main(["sweep-report", str(out), "--output", str(tmp_path / "report")]) == 0
+    head = (tmp_path / "report" / "sweep.md").read_text().splitlines()[0]
+    assert head == (
+        f"INTERRUPTED: {out}: 2 of the 3 runs of its grid finished (sweep.json); this table holds those only "
+        "(edprf sweep --resume finishes it)."
+    )
+
+
+def test_a_report_refuses_other_settings_without_sweep_json(tmp_path, monkeypatch, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    _fake_sweep(monkeypatch, first)
+    _fake_sweep(monkeypatch, second, "--seed-start", "1", "--n-bins", "8")
+    for d in (first, second):
+        (d / "sweep.json").unlink()  # sweep.csv copied alone off a cluster
+    capsys.readouterr()
+    assert main(["sweep-report", str(first), str(second), "--output", str(tmp_path / "never")]) == 1
+    err = capsys.readouterr().err
+    assert f"{second / 'sweep.csv'} (run-0000): expected settings_fingerprint 'sha256:" in err
+    assert "rows of different settings beyond the grid (compare their sweep.json) make no single table" in err
+    _fake_sweep(monkeypatch, tmp_path / "same", "--seed-start", "1")
+    (tmp_path / "same" / "sweep.json").unlink()
+    assert main(["sweep-report", str(first), str(tmp_path / "same"), "--output", str(tmp_path / "ok")]) == 0
+    old = [{k: v for k, v in r.items() if k != "settings_fingerprint"} for r in _csv_rows(second / "sweep.csv")]
+    _write_rows(second / "sweep.csv", old)  # an older edprf's rows, without their sweep.json
+    assert main(["sweep-report", str(first), str(second), "--output", str(tmp_path / "never")]) == 1
+    err = capsys.readouterr().err
+    assert f"{second}: no sweep.json, and rows without settings_fingerprint" in err
+    assert not (tmp_path / "never").exists()

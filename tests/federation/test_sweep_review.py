@@ -245,7 +245,8 @@ def test_a_cell_says_over_how_many_runs_its_mean_is_when_runs_are_nan():
     nan = float("nan")
     assert _sweep._mean_and_spread([0.8, nan, 0.6], 3) == "0.7000 ± 0.1414 (2 of 3 runs)"
     assert _sweep._mean_and_spread([0.8, 0.6], 2) == "0.7000 ± 0.1414"
-    assert _sweep._mean_and_spread([nan, nan], 2) == "nan ± nan"
+    assert _sweep._mean_and_spread([nan, nan], 2) == "nan"  # no value: no "± nan" (review rev-research2 N4)
+    assert _sweep._mean_and_spread([0.8, nan], 2) == "0.8000 (1 of 2 runs)"
     assert "A mean skips runs without a value (NaN)" in _sweep._spread_text(3)
 
 
