@@ -149,6 +149,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "its sweep.csv lacks, with the same options (refused when an option differs from its sweep.json), remove "
         "the unfinished run's directory, and write the whole table and plots",
     )
+    p.add_argument(
+        "--allow-mixed-code",
+        action="store_true",
+        help="with --resume: finish a sweep whose rows another version or git revision of edprf made (refused "
+        "without it; sweep.md then says so at its top)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -168,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "--resume and --overwrite: give one (--resume keeps the finished runs, --overwrite removes them)"
         )
+    if args.allow_mixed_code and not args.resume:
+        raise ValueError("--allow-mixed-code applies to --resume only (a new sweep's rows are all of this code)")
     base = settings_from_args(args)
     values = _axis_values(args)
     refuse_unused_partition_options(args, values["partition"] or [base.partition])
@@ -200,7 +208,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     from contextlib import ExitStack
 
     from edprf_fl import Provenance
-    from edprf_fl.simulation import SweepRecord, data_file, data_identity, sweep_grid, write_record
+    from edprf_fl.simulation import SweepRecord, data_file, data_identity, mixed_code_error, sweep_grid, write_record
 
     from ._simulate import output_dir
 
@@ -217,6 +225,9 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             lock_output(held, out, made_by)
             done = _resumed_rows(out, record_here, data_file(base))
             _remove_the_interrupted_run(out, done, base, configs, args)
+            here = {"edprf_version": made_by.edprf_version, "git_describe": made_by.git_describe or ""}
+            if not args.allow_mixed_code and (why := mixed_code_error([*done, here], _CODE_WHERE.format(out=out))):
+                raise ValueError(f"--resume: {why}")
         else:
             locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
             out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
@@ -225,6 +236,9 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
             done = []
         return _run_the_sweep(base, configs, args, out, done, data[0])
+
+
+_CODE_WHERE = "the rows in {out}/sweep.csv and this resume (the last)"
 
 
 def lock_output(held: Any, out: Path, made_by: Provenance) -> bool:

@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="replace a previous table and plots (or a sweep's files) in --output"
     )
+    p.add_argument(
+        "--allow-mixed-code",
+        action="store_true",
+        help="table rows made by different versions or git revisions of edprf (refused without it; sweep.md then "
+        "says so at its top)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -43,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         SettingsError,
         combine_sweeps,
         interrupted_lines,
+        mixed_code_error,
         read_sweep,
         sweep_configs,
         sweep_notes,
@@ -62,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         rows = combine_sweeps(sweeps)
     except SettingsError as exc:  # two sweeps' settings differ: named by the option that sets it
         raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+    if not args.allow_mixed_code and (why := mixed_code_error(rows, f"the rows of {', '.join(map(str, sources))}")):
+        raise ValueError(why)
     for sweep in sweeps:
         if sweep.record is None and len(sweeps) > 1:  # combine_sweeps refused it without settings_fingerprint
             say(

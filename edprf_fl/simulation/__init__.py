@@ -54,9 +54,11 @@ if TYPE_CHECKING:
     )
     from ._sweep_report import (
         SweepRows,
+        code_texts,
         combine_sweeps,
         grid_size,
         interrupted_lines,
+        mixed_code_error,
         read_sweep,
         sweep_configs,
         sweep_markdown,
@@ -87,6 +89,7 @@ __all__ = [
     "SweepRecord",
     "SweepRows",
     "Throttle",
+    "code_texts",
     "combine_sweeps",
     "config_key",
     "contribution_table",
@@ -103,6 +106,7 @@ __all__ = [
     "incomplete_last_line",
     "interrupted_lines",
     "load_simulation_data",
+    "mixed_code_error",
     "partition_rows",
     "plot_report",
     "plot_sweep",
@@ -204,6 +208,8 @@ _HOMES = {
     "sweep_notes": "._sweep_report",
     "grid_size": "._sweep_report",
     "interrupted_lines": "._sweep_report",
+    "code_texts": "._sweep_report",
+    "mixed_code_error": "._sweep_report",
     "settings_fingerprint": "._sweep_files",
     "write_workspace": "._workspace",
 }

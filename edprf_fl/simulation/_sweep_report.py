@@ -20,9 +20,11 @@ from ._sweep_files import SWEEP_CSV, SweepRecord, config_key, read_record, read_
 
 __all__ = [
     "SweepRows",
+    "code_texts",
     "combine_sweeps",
     "grid_size",
     "interrupted_lines",
+    "mixed_code_error",
     "provenance_lines",
     "read_sweep",
     "sweep_configs",
@@ -180,6 +182,41 @@ def combine_sweeps(sweeps: Sequence[SweepRows]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (order[config_key(r)], r["seed"]))
 
 
+def code_texts(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The versions of the code that made ``rows`` (``edprf-fl 0.2.10 (git 1609f2c)``), in order of first row."""
+    return list(dict.fromkeys(_code_text(r.get("edprf_version", ""), r.get("git_describe", "")) for r in rows))
+
+
+def _code_text(version: Any, revision: Any) -> str:
+    if not version:
+        return "a version not recorded"
+    return f"edprf-fl {version}" + (f" (git {revision})" if revision else "")
+
+
+def mixed_code_error(rows: Sequence[Mapping[str, Any]], where: str) -> str | None:
+    """Why ``rows`` make no table without ``--allow-mixed-code`` (review rev-research2 N5): they come from more than
+    one version or git revision of the code; None when from one."""
+    codes = code_texts(rows)
+    if len(codes) < 2:
+        return None
+    return (
+        f"{where} come from {len(codes)} versions of the code ({'; '.join(codes)}): a table of them mixes what each "
+        "computed (a -dirty tree may hold a changed algorithm); rerun the rows of one with the other's code, or give "
+        "--allow-mixed-code (sweep.md then says so at its top)"
+    )
+
+
+def _mixed_code_line(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    codes = code_texts(rows)
+    if len(codes) < 2:
+        return []
+    said = (
+        f"WARNING: these rows come from {len(codes)} versions of the code ({'; '.join(codes)}), merged with "
+        "--allow-mixed-code: the table mixes them (the provenance above says which rows each made)."
+    )
+    return [said]
+
+
 def interrupted_lines(sweeps: Sequence[SweepRows]) -> list[str]:
     """``INTERRUPTED: DIR: 3 of 8 runs of its grid finished ...`` for each sweep whose rows are fewer than its record's
     grid holds (review rev-research2 N4: a report of an interrupted sweep lost its INTERRUPTED head)."""
@@ -282,6 +319,7 @@ def sweep_markdown(
     """``sweep.md``: ``head`` (an interrupted sweep's INTERRUPTED line), :func:`provenance_lines`, ``notes`` (what
     the table mixes or could not check, :func:`sweep_notes`), then the table (:func:`sweep_table`)."""
     parts = [head] if head else []
+    notes = [*_mixed_code_line(rows), *notes]  # review rev-research2 N5: in the header, whichever command wrote it
     parts += ["\n".join(provenance_lines(rows, made_by, sources)), *notes, sweep_table(rows, configs)]
     return "\n\n".join(parts) + "\n"
 

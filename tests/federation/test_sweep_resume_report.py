@@ -91,12 +91,21 @@ def test_a_resumed_sweep_has_the_rows_of_an_uninterrupted_one(whole, tmp_path, m
     assert (out / "accuracy_vs_epsilon.png").is_file() and (out / "run-0002" / "simulation.json").is_file()
 
 
+def _made_here(settings):
+    """:func:`_report` with this code's provenance, as run_simulation gives it."""
+    from dataclasses import replace
+
+    from edprf_fl import Provenance
+
+    return replace(_report(settings), provenance=Provenance.current())
+
+
 def _fake_sweep(monkeypatch, out, *argv: str) -> None:
     """A sweep of TINY's configuration with run_simulation faked (no Flower, no data split)."""
 
     def run(settings, out_dir, **_):
         out_dir.mkdir(parents=True)
-        return _report(settings)
+        return _made_here(settings)
 
     monkeypatch.setattr(_sweep, "run_simulation", run)
     assert _edprf(monkeypatch, "sweep", *TINY, *argv, "--output", str(out)) == 0
@@ -372,7 +381,7 @@ def test_a_second_process_on_a_sweep_directory_is_refused_naming_the_first(tmp_p
                 in capsys.readouterr().err
             )
     # the lock goes with its holder: the resume runs now
-    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _report(s))[1])
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _made_here(s))[1])
     shutil.rmtree(out / "run-0001")
     assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out), "--resume"]) == 0
     assert len(_csv_rows(out / "sweep.csv")) == 2
@@ -460,7 +469,7 @@ def _tiny(*epsilons: str) -> list[str]:
 
 
 def _fake_grid_sweep(monkeypatch, out, argv) -> None:
-    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _report(s))[1])
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _made_here(s))[1])
     assert main(["sweep", *argv, "--output", str(out)]) == 0
 
 
@@ -516,3 +525,54 @@ def test_a_report_refuses_other_settings_without_sweep_json(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert f"{second}: no sweep.json, and rows without settings_fingerprint" in err
     assert not (tmp_path / "never").exists()
+
+
+# review rev-research2 N5: rows of different code
+
+
+def _made_by_other_code(monkeypatch, out, *argv: str) -> None:
+    """A faked sweep whose rows say another edprf made them (0.2.99, a dirty tree)."""
+    from dataclasses import replace
+
+    from edprf_fl import Provenance
+
+    other = Provenance("0.2.99", "pyproject.toml", "abc1234-dirty", "edprf sweep ...")
+    monkeypatch.setattr(
+        _sweep,
+        "run_simulation",
+        lambda s, d, **_: (d.mkdir(parents=True), replace(_report(s), provenance=other))[1],
+    )
+    assert main(["sweep", *TINY, *argv, "--output", str(out)]) == 0
+
+
+def test_rows_of_other_code_are_refused_unless_allowed_and_then_said(tmp_path, monkeypatch, capsys):
+    from edprf_fl import Provenance
+
+    here = Provenance.current()
+    here_text = f"edprf-fl {here.edprf_version}" + (f" (git {here.git_describe})" if here.git_describe else "")
+    first, second = tmp_path / "first", tmp_path / "second"
+    _fake_sweep(monkeypatch, first)
+    _made_by_other_code(monkeypatch, second, "--seed-start", "1")
+    capsys.readouterr()
+    argv = ["sweep-report", str(first), str(second), "--output", str(tmp_path / "report")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"come from 2 versions of the code ({here_text}; edprf-fl 0.2.99 (git abc1234-dirty))" in err
+    assert "give --allow-mixed-code" in err and not (tmp_path / "report").exists()
+    assert main([*argv, "--allow-mixed-code"]) == 0
+    top = (tmp_path / "report" / "sweep.md").read_text().split("\n\n")[1]
+    assert top.startswith("WARNING: these rows come from 2 versions of the code") and "--allow-mixed-code" in top
+
+    out = tmp_path / "sweep"  # begun by other code, resumed by this
+    _made_by_other_code(monkeypatch, out, "--seeds", "2")
+    _write_rows(out / "sweep.csv", _csv_rows(out / "sweep.csv")[:1])
+    capsys.readouterr()
+    resume = ["sweep", *TINY, "--seeds", "2", "--output", str(out), "--resume"]
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    assert main(resume) == 1
+    err = capsys.readouterr().err
+    assert f"--resume: the rows in {out}/sweep.csv and this resume (the last) come from 2 versions" in err
+    assert main(["sweep", *TINY, "--output", str(tmp_path / "new"), "--allow-mixed-code"]) == 1
+    assert "--allow-mixed-code applies to --resume only" in capsys.readouterr().err
+    _fake_sweep(monkeypatch, out, "--seeds", "2", "--resume", "--allow-mixed-code")
+    assert "WARNING: these rows come from 2 versions of the code" in (out / "sweep.md").read_text()
