@@ -90,7 +90,11 @@ def say(msg: str) -> None:
 
 
 def output_dir(
-    output: str | None, overwrite: bool, run_files: tuple[str, ...] = _RUN_FILES, temp_prefix: str = "edprf-simulate-"
+    output: str | None,
+    overwrite: bool,
+    run_files: tuple[str, ...] = _RUN_FILES,
+    temp_prefix: str = "edprf-simulate-",
+    holds: str = "a run",
 ) -> Path:
     """A directory for this run's files: never a mix of an old run's and this one's.
 
@@ -107,6 +111,8 @@ def output_dir(
         What a run writes there, as glob patterns (``edprf sweep``: ``run-*``, ``sweep.csv``, ...).
     temp_prefix : str
         Name prefix of the temporary directory used when ``output`` is None.
+    holds : str
+        What ``run_files`` are, for the refusal (``a run``: its parties' ledgers have spent their budget).
 
     Raises
     ------
@@ -120,9 +126,10 @@ def output_dir(
     out_dir = Path(output)
     old = [pattern for pattern in run_files if any(out_dir.glob(pattern))]
     if old and not overwrite:
+        spent = "; its parties' ledgers have spent their budget" if holds == "a run" else ""
         raise ValueError(
-            f"--output {out_dir} already holds a run ({', '.join(old)}; its parties' ledgers have "
-            "spent their budget): choose a new --output, or pass --overwrite to replace that run"
+            f"--output {out_dir} already holds {holds} ({', '.join(old)}{spent}): choose a new --output, or pass "
+            f"--overwrite to replace {'that run' if holds == 'a run' else 'them'}"
         )
     for target in [path for pattern in old for path in out_dir.glob(pattern)]:
         shutil.rmtree(target) if target.is_dir() else target.unlink()

@@ -292,7 +292,14 @@ def _run_the_sweep(
             _in_grid_order([*done, *finished], base, configs), configs, out, len(configs) * args.seeds
         )
         raise
-    return write_report(_in_grid_order([*done, *finished], base, configs), configs, out)
+    try:
+        return write_report(_in_grid_order([*done, *finished], base, configs), configs, out)
+    except KeyboardInterrupt:  # review rev-research2 N11: every run finished, the table or plots not
+        say(
+            f"interrupted while writing the table and plots: every run finished, their rows are in {csv_path}; "
+            f"--resume --output {out} with the same options runs nothing and writes them again"
+        )
+        raise
 
 
 def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -483,13 +490,21 @@ def _report_the_finished_runs(
         )
     if not finished:
         return
+    written = False
     try:
         head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
         (out / "sweep.md").write_text(sweep_markdown(finished, configs, head=head))  # the runs' lines
-        plot_sweep(finished, configs, out)
-        say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), with their plots")
-    except KeyboardInterrupt:
-        say("second interrupt: the finished runs' table and plots were not written (their rows are in sweep.csv)")
+        written = True
+        plots = plot_sweep(finished, configs, out)
+        said = "with their plots" if plots else "no plot (one value per axis, or no matplotlib)"
+        say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), {said}")
+    except KeyboardInterrupt:  # review rev-research2 N11: say what was written
+        what = (
+            f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED); their plots were not written"
+            if written
+            else "the finished runs' table and plots were not written"
+        )
+        say(f"second interrupt: {what} (their rows are in sweep.csv)")
 
 
 def _interrupted_text(finished: int, csv_path: Path) -> str:

@@ -101,6 +101,9 @@ def report_title(report: SimulationReport) -> str:
     return "\n".join(lines)
 
 
+PARTY_ALONE_AUC_TEXT = "party alone (median): the ROC AUC of the party and noise draw of median accuracy, not a median of the parties' AUCs"
+"""What a sweep's party-alone ROC AUC is (``sweep.csv``: ``party_alone_median_roc_auc``)."""
+
 SWEEP_METRICS = (("accuracy", "test accuracy"), ("roc_auc", "test ROC AUC"))
 """What the sweep plots draw along each axis: accuracy always (``accuracy_vs_<axis>.png``), ROC AUC on two classes
 (``roc_auc_vs_<axis>.png``), where accuracy barely moves from the majority class's (review rev-research R10)."""
@@ -162,7 +165,16 @@ def _plot_axis(
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key) if k in varying and v != "")
             means, spreads = _series(rows, axis, xs, others, key, f"party_alone_median_{metric}")
             style, colour = ":^", f"C{i % 10}"
-            _draw(ax, xs, positions, means, spreads if spread else None, style, colour, f"party alone {label}".strip())
+            _draw(
+                ax,
+                xs,
+                positions,
+                means,
+                spreads if spread else None,
+                style,
+                colour,
+                f"party alone (median) {label}".strip(),
+            )
     if any(isinstance(x, str) for x in xs) and len(xs) > 1:  # 'auto' apart from the fixed depths
         ax.axvline(positions[-1] - 0.5, color="grey", linestyle=":", linewidth=1)
     if metric == "accuracy":
@@ -181,7 +193,10 @@ def _plot_axis(
     ax.set_xlabel(axis.replace("_", " ") + (" (log scale)" if _log_scaled(axis, xs) else ""))
     ax.set_ylabel(ylabel)
     name = "Accuracy" if metric == "accuracy" else "ROC AUC"
-    ax.set_title(f"{name} vs {axis.replace('_', ' ')}: {_sweep_runs_text(rows, n_seeds)}", fontsize=8)
+    title = f"{name} vs {axis.replace('_', ' ')}: {_sweep_runs_text(rows, n_seeds)}"
+    if metric != "accuracy":  # review rev-research2 N16: which party's AUC the line is
+        title += f"\n{PARTY_ALONE_AUC_TEXT}"
+    ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside the lines
     fig.tight_layout()
     path = out / f"{metric}_vs_{axis}.png"
@@ -269,7 +284,8 @@ def _central_lines(
         for k in varying:
             seen = {keys[i][list(others).index(k)] for i in members}
             if len(seen) == 1:
-                shared.append(f"{k}={next(iter(seen))}")
+                if (value := next(iter(seen))) != "":  # not 'alpha=' (an iid partition has none)
+                    shared.append(f"{k}={value}")
             else:
                 merged.append(k)
         label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else ""])

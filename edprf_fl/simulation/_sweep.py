@@ -601,8 +601,9 @@ def _spread_text(n_seeds: int, low: int | None = None) -> str:
 
     draws = (
         f"'central DP' and 'party alone' are each the draw of median accuracy of {BASELINE_DRAWS} draws of their "
-        f"noise per seed (party alone: fewer beyond {PARTY_ALONE_FITS // BASELINE_DRAWS} parties); 'federated' is "
-        "one draw per seed"
+        f"noise per seed (party alone: fewer beyond {PARTY_ALONE_FITS // BASELINE_DRAWS} parties), their AUC that "
+        "draw's (party alone AUC: the party and draw of median accuracy, not a median of the parties' AUCs); "
+        "'federated' is one draw per seed"
     )
     if n_seeds == 1:
         return f"Cells: accuracy on the central test rows, one seed per configuration; {draws}. {_PAIRED_TEXT}"

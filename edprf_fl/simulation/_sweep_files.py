@@ -221,7 +221,14 @@ class SweepRecord:
     ) -> SweepRecord:
         """The record of a sweep of ``base`` over ``values`` (:func:`sweep_grid`'s arguments); ``data``: the
         :func:`data_identity` of its data."""
-        settings = {k: v for k, v in asdict(base).items() if k not in SWEEP_AXES}
+        from dataclasses import replace
+
+        from ._sweep import _RESEARCH_RUN
+
+        # what the runs used (review rev-research2 N12: seeded noise, no evaluation round, no hold-out), not the
+        # base settings' defaults; each run's seed is in seeds and seed_start
+        used = asdict(replace(base, **_RESEARCH_RUN))
+        settings = {k: v for k, v in used.items() if k not in SWEEP_AXES and k != "seed"}
         for name in ("data", "schema"):  # a resume from another directory names the same files
             if settings[name] is not None:
                 settings[name] = str(Path(settings[name]).resolve())

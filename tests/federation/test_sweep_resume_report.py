@@ -576,3 +576,74 @@ def test_rows_of_other_code_are_refused_unless_allowed_and_then_said(tmp_path, m
     assert "--allow-mixed-code applies to --resume only" in capsys.readouterr().err
     _fake_sweep(monkeypatch, out, "--seeds", "2", "--resume", "--allow-mixed-code")
     assert "WARNING: these rows come from 2 versions of the code" in (out / "sweep.md").read_text()
+
+
+# review rev-research2 N11, N12, N16: what the messages and records say
+
+
+def test_interrupt_messages_say_what_was_written(tmp_path, monkeypatch, capsys):
+    from edprf_fl import simulation
+
+    calls = []
+
+    def second_run_stopped(settings, out_dir, **_):
+        calls.append(out_dir.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        out_dir.mkdir(parents=True)
+        return _made_here(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", second_run_stopped)
+    out = tmp_path / "sweep"
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "(marked INTERRUPTED), no plot (one value per axis, or no matplotlib)" in err and "with their" not in err
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt
+
+    calls.clear()
+    monkeypatch.setattr(simulation, "plot_sweep", stopped)  # a second Ctrl-C while the plots are drawn
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(tmp_path / "again")]) == 130
+    err = capsys.readouterr().err
+    assert "second interrupt: the finished runs' table is in" in err and "their plots were not written" in err
+    assert (tmp_path / "again" / "sweep.md").read_text().startswith("INTERRUPTED: 1 of 2 runs finished")
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _made_here(s))[1])
+    assert main(["sweep", *TINY, "--output", str(tmp_path / "last")]) == 130  # Ctrl-C in the final plots
+    err = capsys.readouterr().err
+    assert "interrupted while writing the table and plots: every run finished" in err
+    assert f"--resume --output {tmp_path / 'last'} with the same options runs nothing and writes them again" in err
+
+
+def test_a_report_onto_a_report_names_no_run_and_the_record_holds_what_the_runs_used(
+    halves, tmp_path, monkeypatch, capsys
+):
+    first, second = halves
+    out = tmp_path / "report"
+    assert main(["sweep-report", str(first), str(second), "--output", str(out)]) == 0
+    text = (out / "sweep.md").read_text()
+    assert "party alone AUC: the party and draw of median accuracy, not a median of the parties' AUCs" in text
+    capsys.readouterr()
+    assert main(["sweep-report", str(first), str(second), "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"--output {out} already holds a sweep's or a sweep report's files (sweep.md)" in err
+    assert "ledgers" not in err and "run" not in err.split("already holds")[1].split(":")[0]
+    settings = json.loads((first / "sweep.json").read_text())["settings"]
+    assert (settings["seeded_noise"], settings["evaluation_epsilon"], settings["party_holdout"]) == (True, 0.0, 0.0)
+    assert "seed" not in settings
+
+
+def test_a_central_line_s_label_has_no_empty_alpha():
+    from edprf_fl.simulation._plot import _central_lines
+
+    def row(partition, alpha, epsilon, central):
+        axes = {"parties": 2, "partition": partition, "alpha": alpha, "max_depth": 2, "n_trees": 1}
+        return {**axes, "epsilon": epsilon, "seed": 0, "central_accuracy": central}
+
+    rows = [row("iid", "", e, 0.6 + e / 10) for e in (1.0, 2.0)] + [row("dirichlet", 0.5, e, 0.7) for e in (1.0, 2.0)]
+    others = ["parties", "partition", "alpha", "max_depth", "n_trees"]
+    keys = [(2, "dirichlet", 0.5, 2, 1), (2, "iid", "", 2, 1)]
+    labels = [
+        label for label, _, _ in _central_lines(rows, "epsilon", [1.0, 2.0], others, keys, ["partition", "alpha"])
+    ]
+    assert labels == ["central DP partition=dirichlet, alpha=0.5", "central DP partition=iid"]
