@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 __all__ = [
     "SEEDED_RUNS_MARK",
     "SEEDED_RUN_MARK",
@@ -26,9 +28,20 @@ TIME_SERIES_DATASETS = frozenset({"wall_robot_navigation"})
 _DRAFTED = "drafted schema"
 
 
-def dataset_note(dataset: str) -> str:
-    """:data:`TIME_SERIES_NOTE` for a dataset of :data:`TIME_SERIES_DATASETS` (its embedded name), else ``""``."""
-    return TIME_SERIES_NOTE if dataset in TIME_SERIES_DATASETS else ""
+def dataset_note(dataset: str, schema_fingerprint: str = "") -> str:
+    """:data:`TIME_SERIES_NOTE` for a dataset of :data:`TIME_SERIES_DATASETS`, by its embedded name or by its schema
+    (the same data read from its own file under the embedded schema: review rev-research2 N9), else ``""``."""
+    if dataset in TIME_SERIES_DATASETS or (schema_fingerprint and schema_fingerprint in _time_series_schemas()):
+        return TIME_SERIES_NOTE
+    return ""
+
+
+@functools.cache
+def _time_series_schemas() -> frozenset[str]:
+    """The fingerprints of the :data:`TIME_SERIES_DATASETS`' schemas."""
+    from edprf_core import example_schema
+
+    return frozenset(example_schema(name).fingerprint for name in TIME_SERIES_DATASETS)
 
 
 def not_dp_mark(seeded: bool, drafted: bool) -> str:

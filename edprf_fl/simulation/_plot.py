@@ -96,7 +96,7 @@ def report_title(report: SimulationReport) -> str:
     lines = [title, mark] if mark else [title]
     if report.baselines:
         lines.append("DP baselines: seeded research fits, the median of their noise draws, never released")
-    if note := dataset_note(report.dataset):
+    if note := dataset_note(report.dataset, (report.federated or {}).get("schema_fingerprint", "")):
         lines.append(f"note: {note.split(';')[0]}")
     return "\n".join(lines)
 
@@ -306,7 +306,13 @@ def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:
         spread = f"mean ± sample sd over {low}-{high} seeds per point, not paired across points (sweep.md: each n)"
     else:
         spread = f"mean ± sample sd over {high} seeds"
-    notes = [f"\nnote: {note}" for note in dict.fromkeys(dataset_note(str(r.get("dataset", ""))) for r in rows) if note]
+    notes = [
+        f"\nnote: {note}"
+        for note in dict.fromkeys(
+            dataset_note(str(r.get("dataset", "")), str(r.get("schema_fingerprint", ""))) for r in rows
+        )
+        if note
+    ]
     return (
         f"{SEEDED_RUNS_MARK}{drafted}\n({spread}; 'central DP': the same, centrally: sweep.md says which model)"
         + "".join(notes)

@@ -82,8 +82,8 @@ def report_lines(report: SimulationReport) -> list[str]:
     lines += [f"  simulation: {caveat}" for caveat in report.caveats]
     from ._marks import dataset_note
 
-    if dataset_note(report.dataset):
-        lines.append(f"note: {dataset_note(report.dataset)}")
+    if note := dataset_note(report.dataset, (report.federated or {}).get("schema_fingerprint", "")):
+        lines.append(f"note: {note}")
     return lines
 
 

@@ -179,6 +179,13 @@ def data_file(base: SimulationSettings) -> Path:
 _CHUNK = 1 << 20
 
 
+def _schema_fingerprint(base: SimulationSettings) -> str:
+    """The fingerprint of the schema the runs of ``base`` read their data under."""
+    from edprf_core import example_schema, load_schema
+
+    return (load_schema(base.schema) if base.data is not None else example_schema(base.dataset)).fingerprint
+
+
 def data_identity(base: SimulationSettings) -> tuple[str, str]:
     """``(data_sha256, schema_fingerprint)``: the SHA-256 of the data file's bytes (read in 1 MiB pieces: the file
     can be large, and a sweep hashes it once) and the schema's fingerprint, both ``sha256:<hex>``.
@@ -188,14 +195,11 @@ def data_identity(base: SimulationSettings) -> tuple[str, str]:
     """
     import hashlib
 
-    from edprf_core import example_schema, load_schema
-
     digest = hashlib.sha256()
     with data_file(base).open("rb") as fh:
         while piece := fh.read(_CHUNK):
             digest.update(piece)
-    schema = load_schema(base.schema) if base.data is not None else example_schema(base.dataset)
-    return "sha256:" + digest.hexdigest(), schema.fingerprint
+    return "sha256:" + digest.hexdigest(), _schema_fingerprint(base)
 
 
 def run_sweep(
@@ -239,8 +243,9 @@ def run_sweep(
     from ._marks import dataset_note
 
     progress(_RESEARCH_TEXT)
-    if base.data is None and dataset_note(base.dataset):  # the embedded time series (a file: its own name)
-        progress(f"note: {dataset_note(base.dataset)}")
+    # the embedded time series, or its data from a file under its schema (review rev-research2 N9)
+    if note := dataset_note(base.dataset if base.data is None else "", _schema_fingerprint(base)):
+        progress(f"note: {note}")
     rows: list[dict[str, Any]] = []
     run_seeds = sweep_seeds(seeds, seed_start)
     if data_sha256 is None:
@@ -520,8 +525,9 @@ def _dataset_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """``Note (wall_robot_navigation): rows of this dataset are a time series; ...`` for each dataset it concerns."""
     from ._marks import dataset_note
 
-    names = dict.fromkeys(str(r.get("dataset", "")) for r in rows)
-    return [f"Note ({name}): {dataset_note(name)}" for name in names if dataset_note(name)]
+    names = dict.fromkeys((str(r.get("dataset", "")), str(r.get("schema_fingerprint", ""))) for r in rows)
+    notes = {name: note for name, schema in names if (note := dataset_note(name, schema))}
+    return [f"Note ({name}): {note}" for name, note in notes.items()]
 
 
 def _rows_read_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:

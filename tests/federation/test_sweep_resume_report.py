@@ -647,3 +647,18 @@ def test_a_central_line_s_label_has_no_empty_alpha():
         label for label, _, _ in _central_lines(rows, "epsilon", [1.0, 2.0], others, keys, ["partition", "alpha"])
     ]
     assert labels == ["central DP partition=dirichlet, alpha=0.5", "central DP partition=iid"]
+
+
+def test_the_time_series_note_follows_the_wall_robot_s_schema_to_a_file(tmp_path, monkeypatch, capsys):
+    """Review rev-research2 N9: the UCI file under the embedded schema got no note."""
+    from edprf_core import example_schema
+    from edprf_fl.simulation._plot import _sweep_runs_text
+
+    _fake_sweep(monkeypatch, tmp_path / "sweep", *_wall_copy(tmp_path / "data"))
+    assert "note: rows of this dataset are a time series" in capsys.readouterr().err
+    wall = example_schema("wall_robot_navigation").fingerprint
+    row = {"seed": 0, "dataset": "sensor_readings_24.data", "schema_fingerprint": wall}
+    assert _sweep_runs_text([row], 1).endswith("random splits are optimistic for every method.")
+    said = "Note (sensor_readings_24.data): rows of this dataset are a time series; random splits are optimistic"
+    assert _sweep._dataset_notes([row]) == [f"{said} for every method."]
+    assert _sweep._dataset_notes([{**row, "schema_fingerprint": "sha256:other"}]) == []
