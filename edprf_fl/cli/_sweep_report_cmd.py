@@ -24,11 +24,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seed-start, say)",
         description="Read the sweep.csv of each SWEEP_DIR, check that their rows can make one table (the same "
         "data, schema and settings; columns of one edprf version; each configuration and seed once), and write "
-        "sweep.md and the plots of all their rows to --output. Runs nothing: a sweep that adds seeds to an earlier "
-        "one (edprf sweep --seed-start) becomes one table with it here.",
+        "sweep.csv (the rows, checked), sweep.md and the plots of all their rows to --output. Runs nothing: a sweep "
+        "that adds seeds to an earlier one (edprf sweep --seed-start) becomes one table with it here.",
     )
     p.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR", help="the --output directory of an edprf sweep")
-    p.add_argument("--output", required=True, help="directory for sweep.md and the plots (created if missing)")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="directory for sweep.csv, sweep.md and the plots (created if missing); a later report can read it as a "
+        "SWEEP_DIR",
+    )
     p.add_argument(
         "--overwrite", action="store_true", help="replace a previous table and plots (or a sweep's files) in --output"
     )
@@ -89,9 +94,23 @@ def run(args: argparse.Namespace) -> int:
         if not locked:
             lock_output(held, out, made_by)
         say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
+        _write_rows(out / "sweep.csv", sweeps, rows)
         notes, head = sweep_notes(sweeps), interrupted_lines(sweeps)
         for note in [*head, *notes]:
             say(note)
         return write_report(
             rows, sweep_configs(rows), out, made_by=made_by, sources=sources, notes=notes, head="\n".join(head)
         )
+
+
+def _write_rows(path: Path, sweeps: list, rows: list[dict]) -> None:
+    """The checked rows in one ``sweep.csv`` (review rev-research2 N13: for a paired test or a figure of one's own, and
+    as the input of a later report), each ``run_dir`` the run's directory in full, the columns the sweeps'."""
+    import csv
+
+    source = {id(row): sweep.directory for sweep in sweeps for row in sweep.rows}
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(sweeps[0].columns))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "run_dir": str((source[id(row)] / str(row["run_dir"])).resolve())})

@@ -161,7 +161,7 @@ def test_a_report_of_two_seed_start_halves_is_the_table_of_one_sweep_over_all_se
     assert top[1].startswith("- 2 runs (seed 0) by edprf-fl") and top[1].endswith(f"--output {first}`")
     assert top[2].startswith("- 2 runs (seed 1) by edprf-fl") and "--seed-start 1" in top[2]
     assert top[3].startswith(f"- this table from {first}, {second} by edprf-fl") and "sweep-report" in top[3]
-    assert (report / "accuracy_vs_epsilon.png").is_file() and not (report / "sweep.csv").exists()
+    assert (report / "accuracy_vs_epsilon.png").is_file() and (report / "sweep.csv").is_file()
 
 
 @pytest.fixture
@@ -626,7 +626,7 @@ def test_a_report_onto_a_report_names_no_run_and_the_record_holds_what_the_runs_
     capsys.readouterr()
     assert main(["sweep-report", str(first), str(second), "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"--output {out} already holds a sweep's or a sweep report's files (sweep.md)" in err
+    assert f"--output {out} already holds a sweep's or a sweep report's files (sweep.csv, sweep.md)" in err
     assert "ledgers" not in err and "run" not in err.split("already holds")[1].split(":")[0]
     settings = json.loads((first / "sweep.json").read_text())["settings"]
     assert (settings["seeded_noise"], settings["evaluation_epsilon"], settings["party_holdout"]) == (True, 0.0, 0.0)
@@ -662,3 +662,24 @@ def test_the_time_series_note_follows_the_wall_robot_s_schema_to_a_file(tmp_path
     said = "Note (sensor_readings_24.data): rows of this dataset are a time series; random splits are optimistic"
     assert _sweep._dataset_notes([row]) == [f"{said} for every method."]
     assert _sweep._dataset_notes([{**row, "schema_fingerprint": "sha256:other"}]) == []
+
+
+def test_a_report_writes_the_checked_rows_and_a_later_report_reads_them(halves, tmp_path, monkeypatch, capsys):
+    """Review rev-research2 N13: the merged rows existed only in memory, and a report was no input."""
+    first, second = halves
+    report, third, later = tmp_path / "report", tmp_path / "third", tmp_path / "later"
+    assert main(["sweep-report", str(first), str(second), "--output", str(report)]) == 0
+    rows = _csv_rows(report / "sweep.csv")
+    assert [r["seed"] for r in rows] == ["0", "1", "2"]
+    assert [r["run_dir"] for r in rows] == [
+        str((first / "run-0000").resolve()),
+        str((second / "run-0000").resolve()),
+        str((second / "run-0001").resolve()),
+    ]
+    assert list(rows[0]) == list(_csv_rows(first / "sweep.csv")[0])  # the sweeps' columns
+    _fake_sweep(monkeypatch, third, "--seed-start", "3")
+    capsys.readouterr()
+    assert main(["sweep-report", str(report), str(third), "--output", str(later)]) == 0
+    assert "4 runs from 2 sweeps" in capsys.readouterr().err
+    assert main(["sweep-report", str(report), str(second), "--output", str(tmp_path / "never")]) == 1
+    assert "seed 1: in " in capsys.readouterr().err  # seeds already in the report: refused as before
