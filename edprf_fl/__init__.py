@@ -17,12 +17,13 @@ command that made it (:class:`Provenance`: the version from the source, its git 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import keep_flower_telemetry_off
 from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
-from ._provenance import Provenance, git_describe, source_version
+from ._provenance import Provenance, git_describe, git_problem, source_version
 
 __all__ = [
     "Provenance",
     "colour_flower_logs_on_terminals_only",
     "git_describe",
+    "git_problem",
     "is_terminal",
     "keep_flower_telemetry_off",
     "raise_if_interrupted",

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Provenance", "git_describe", "source_version"]
+__all__ = ["Provenance", "git_describe", "git_problem", "source_version"]
 
 _DISTRIBUTION = "edprf-fl"
 """The project's name in its ``pyproject.toml`` and in the install's metadata."""
@@ -57,28 +57,58 @@ def source_version() -> tuple[str, str]:
         return "unknown", VERSION_SOURCES[2]
 
 
-@cache
+_CODE_DIRS = ("edprf_fl", "edprf_core", "server", "client", "protocol")
+"""The source tree's packages: an untracked file among them (a new module) changes the code as an edit does."""
+
+
 def git_describe() -> str | None:
     """``git describe --always --dirty`` of the source tree, or None: not a git checkout (an installed package), no
-    ``git`` on the PATH, or git failing (an unreadable repository, one another account owns).  Never raises.
+    ``git`` on the PATH, or git failing (an unreadable repository, one another account owns; :func:`git_problem`
+    says which).  Never raises.
 
-    The checkout is the directory that holds the package and a ``.git`` of its own: site-packages inside some other
-    repository (a virtualenv in a checkout) is not taken for the source.
+    ``-dirty`` also when a package of the tree holds an untracked file (review rev-research2 N14: git's own rule
+    ignores them, and a new module is new code).  The checkout is the directory that holds the package and a
+    ``.git`` of its own: site-packages inside some other repository (a virtualenv in a checkout) is not taken for
+    the source.
     """
+    return _git()[0]
+
+
+def git_problem() -> str | None:
+    """Why a git checkout's revision is unknown (``git not found``, ``git failed: ...``); None when it is known or the
+    source is no checkout (review rev-research2 N14: the two printed alike)."""
+    return _git()[1]
+
+
+@cache
+def _git() -> tuple[str | None, str | None]:
     if not (_SOURCE_ROOT / ".git").exists():
-        return None
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(_SOURCE_ROOT), "describe", "--always", "--dirty"],
+        return None, None
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["git", "-C", str(_SOURCE_ROOT), *args],
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    described = done.stdout.strip()
-    return described if done.returncode == 0 and described else None
+
+    try:
+        done = git("describe", "--always", "--dirty")
+        described = done.stdout.strip()
+        if done.returncode != 0 or not described:
+            first = (done.stderr.strip().splitlines() or ["no output"])[0]
+            return None, f"git failed: {first}"
+        if not described.endswith("-dirty"):
+            status = git("status", "--porcelain", "--untracked-files=normal", "--", *_CODE_DIRS)
+            if status.returncode == 0 and any(line.startswith("??") for line in status.stdout.splitlines()):
+                described += "-dirty"
+    except FileNotFoundError:
+        return None, "git not found"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"git failed: {exc}"
+    return described, None
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:

@@ -110,10 +110,12 @@ class _SourceVersion(argparse.Action):
 
 def _version() -> str:
     """``0.2.10``, ``0.2.10 (git c1cb76d-dirty)``, or ``unknown`` (neither a source nor an installed package)."""
-    from edprf_fl import git_describe, source_version
+    from edprf_fl import git_describe, git_problem, source_version
 
     version, _ = source_version()
     revision = git_describe()
+    if revision is None and (problem := git_problem()):  # a checkout whose revision git did not give
+        return f"{version} (git revision unknown: {problem})"
     return version + (f" (git {revision})" if revision else "")
 
 

@@ -36,10 +36,10 @@ def _git_describe() -> str | None:
 def fresh_caches():
     """The version and the revision looked up again (each is cached for the process)."""
     _provenance.source_version.cache_clear()
-    _provenance.git_describe.cache_clear()
+    _provenance._git.cache_clear()
     yield
     _provenance.source_version.cache_clear()
-    _provenance.git_describe.cache_clear()
+    _provenance._git.cache_clear()
 
 
 def test_the_version_is_the_source_s_and_the_revision_git_s(fresh_caches):
@@ -56,16 +56,18 @@ def test_outside_a_checkout_or_without_git_the_revision_is_none_never_an_error(t
     assert _provenance.git_describe() is None
     version, where = _provenance.source_version()
     assert where in ("installed metadata", "unknown") and version
-    _provenance.git_describe.cache_clear()
+    _provenance._git.cache_clear()
     (tmp_path / ".git").mkdir()  # a checkout, and no git to ask
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     assert _provenance.git_describe() is None
-    _provenance.git_describe.cache_clear()
+    assert _provenance.git_problem() == "git not found"  # review rev-research2 N14: told apart from no checkout
+    _provenance._git.cache_clear()
     monkeypatch.undo()
     monkeypatch.setattr(_provenance, "_SOURCE_ROOT", tmp_path)
     (tmp_path / ".git").rmdir()
     (tmp_path / ".git").write_text("gitdir: /nowhere\n")  # a broken worktree: git fails
     assert _provenance.git_describe() is None
+    assert _provenance.git_problem().startswith("git failed: ")
     with pytest.raises(ValueError, match="version_from: expected one of"):
         Provenance("1", "setup.py", None, "edprf")
 
@@ -119,3 +121,29 @@ def test_sweep_csv_rows_and_the_top_of_sweep_md_say_what_made_them(tmp_path, mon
     assert top[0] == "Provenance (sweep.csv: edprf_version, git_describe, command):"
     assert top[1] == f"- 2 runs (seeds 0-1) by {made.code_text}: `{made.command}`"
     assert top[2] == "" and top[3].startswith("Seeded research runs, NOT differentially private releases")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_an_untracked_module_makes_the_tree_dirty(tmp_path, monkeypatch, capsys, fresh_caches):
+    """Review rev-research2 N14: git describe --dirty ignores untracked files, and a new module is new code."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "edprf_fl").mkdir()
+    (tmp_path / "edprf_fl" / "a.py").write_text("")
+    (tmp_path / "notes.txt").write_text("")  # outside the packages: not code
+    git("init", "-q")
+    git("add", "edprf_fl")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
+    monkeypatch.setattr(_provenance, "_SOURCE_ROOT", tmp_path)
+    clean = _provenance.git_describe()
+    assert clean and not clean.endswith("-dirty") and _provenance.git_problem() is None
+    _provenance._git.cache_clear()
+    (tmp_path / "edprf_fl" / "zz_untracked.py").write_text("")
+    assert _provenance.git_describe() == f"{clean}-dirty"
+    _provenance._git.cache_clear()
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.endswith("(git revision unknown: git not found)\n")
