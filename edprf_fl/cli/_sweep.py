@@ -210,7 +210,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     from edprf_fl import Provenance
     from edprf_fl.simulation import SweepRecord, data_file, data_identity, mixed_code_error, sweep_grid, write_record
 
-    from ._simulate import output_dir
+    from ._simulate import output_dir, say
 
     # every configuration and seed checked before the first run
     configs = sweep_grid(base, values, args.seeds, args.seed_start)
@@ -224,10 +224,11 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
                 raise ValueError(f"--resume: {out}: no such directory (the --output of the sweep to finish)")
             lock_output(held, out, made_by)
             done = _resumed_rows(out, record_here, data_file(base))
-            _remove_the_interrupted_run(out, done, base, configs, args)
             here = {"edprf_version": made_by.edprf_version, "git_describe": made_by.git_describe or ""}
             if not args.allow_mixed_code and (why := mixed_code_error([*done, here], _CODE_WHERE.format(out=out))):
                 raise ValueError(f"--resume: {why}")
+            _remove_the_interrupted_run(out, done, base, configs, args)  # after every check: a refusal removes nothing
+            say(f"resuming the sweep in {out}: {len(done)} of its runs finished, in {out / 'sweep.csv'}")
         else:
             locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
             out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
@@ -379,7 +380,6 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
                     f"--resume: {csv_path} ({row.get('run_dir', '?')}): expected {name} {getattr(record, name)} (as in "
                     f"{where}), got {value or 'none'}: rows of different data make no single table"
                 )
-    say(f"resuming the sweep in {out}: {len(rows)} of its runs finished, in {csv_path}")
     return rows
 
 

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if not locked:
             lock_output(held, out, made_by)
-        say(f"{len(rows)} runs from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
+        say(f"{len(rows)} run{'s' if len(rows) != 1 else ''} from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
         _write_rows(out / "sweep.csv", sweeps, rows)
         notes, head = sweep_notes(sweeps), interrupted_lines(sweeps)
         for note in [*head, *notes]:

@@ -572,6 +572,7 @@ def test_rows_of_other_code_are_refused_unless_allowed_and_then_said(tmp_path, m
     assert main(resume) == 1
     err = capsys.readouterr().err
     assert f"--resume: the rows in {out}/sweep.csv and this resume (the last) come from 2 versions" in err
+    assert (out / "run-0001").is_dir() and "resuming" not in err  # refused before anything is removed
     assert main(["sweep", *TINY, "--output", str(tmp_path / "new"), "--allow-mixed-code"]) == 1
     assert "--allow-mixed-code applies to --resume only" in capsys.readouterr().err
     _fake_sweep(monkeypatch, out, "--seeds", "2", "--resume", "--allow-mixed-code")
