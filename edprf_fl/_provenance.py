@@ -135,12 +135,16 @@ class Provenance:
         git checkout or without git.
     command : str
         The command line, shell-quoted (``sys.argv``: a Python caller's own command).
+    cwd : str or None
+        The working directory the command ran in, which its relative paths are relative to (review rev-research2
+        N14); None when unknown (a record written before it was kept, a removed directory).
     """
 
     edprf_version: str
     version_from: str
     git_describe: str | None
     command: str
+    cwd: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("edprf_version", "command"):
@@ -155,20 +159,27 @@ class Provenance:
     def current(cls, argv: Sequence[str] | None = None) -> Provenance:
         """This process's: the source's version and revision, and ``argv`` (default: ``sys.argv``)."""
         version, version_from = source_version()
-        return cls(version, version_from, git_describe(), command_line(argv))
+        try:
+            cwd: str | None = str(Path.cwd())
+        except OSError:  # the working directory was removed
+            cwd = None
+        return cls(version, version_from, git_describe(), command_line(argv), cwd)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
         """The inverse of :meth:`to_dict`."""
-        return cls(data["edprf_version"], data["version_from"], data.get("git_describe"), data["command"])
+        return cls(
+            data["edprf_version"], data["version_from"], data.get("git_describe"), data["command"], data.get("cwd")
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """``simulation.json``'s ``provenance``: the four fields, ``git_describe`` null when unknown."""
+        """``simulation.json``'s ``provenance``: the five fields, ``git_describe`` and ``cwd`` null when unknown."""
         return {
             "edprf_version": self.edprf_version,
             "version_from": self.version_from,
             "git_describe": self.git_describe,
             "command": self.command,
+            "cwd": self.cwd,
         }
 
     @property

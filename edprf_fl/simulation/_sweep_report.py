@@ -303,7 +303,8 @@ def provenance_lines(
         lines.append(f"- {runs} by {code}: {_code_span(command)}")
     if made_by is not None:
         origin = f" from {', '.join(str(s) for s in sources)}" if sources else ""
-        lines.append(f"- this table{origin} by {made_by.code_text}: {_code_span(made_by.command)}")
+        where = f" in {made_by.cwd}" if made_by.cwd else ""
+        lines.append(f"- this table{origin} by {made_by.code_text}{where}: {_code_span(made_by.command)}")
     return lines
 
 

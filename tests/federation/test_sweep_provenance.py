@@ -48,7 +48,8 @@ def test_the_version_is_the_source_s_and_the_revision_git_s(fresh_caches):
     assert got.git_describe == _git_describe()
     assert got.command == "edprf sweep --data 'my data.csv' --epsilons 0.5,1"  # as a shell takes it back
     assert Provenance.from_dict(got.to_dict()) == got
-    assert list(got.to_dict()) == ["edprf_version", "version_from", "git_describe", "command"]
+    assert list(got.to_dict()) == ["edprf_version", "version_from", "git_describe", "command", "cwd"]
+    assert got.cwd == str(Path.cwd())  # review rev-research2 N14: what the command's relative paths are relative to
 
 
 def test_outside_a_checkout_or_without_git_the_revision_is_none_never_an_error(tmp_path, monkeypatch, fresh_caches):
@@ -90,6 +91,7 @@ def test_simulation_json_opens_with_the_provenance():
         "version_from": "pyproject.toml",
         "git_describe": None,
         "command": "x",
+        "cwd": None,
     }
 
 

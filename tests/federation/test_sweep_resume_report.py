@@ -161,6 +161,7 @@ def test_a_report_of_two_seed_start_halves_is_the_table_of_one_sweep_over_all_se
     assert top[1].startswith("- 2 runs (seed 0) by edprf-fl") and top[1].endswith(f"--output {first}`")
     assert top[2].startswith("- 2 runs (seed 1) by edprf-fl") and "--seed-start 1" in top[2]
     assert top[3].startswith(f"- this table from {first}, {second} by edprf-fl") and "sweep-report" in top[3]
+    assert f" in {Path.cwd()}: `" in top[3]  # the report's working directory (review rev-research2 N14)
     assert (report / "accuracy_vs_epsilon.png").is_file() and (report / "sweep.csv").is_file()
 
 
