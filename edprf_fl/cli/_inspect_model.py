@@ -171,7 +171,7 @@ def _evaluation_charge_lines(report: dict) -> list[str]:
     """A line when the run's report says parties were charged for a noised evaluation: that ε is not in the model
     file's (the model is not made from it), but each such party's ledger counts it (review rev-dpo D12: a model
     showing epsilon 0.5 beside a run report's 0.6 went unexplained).  The report is untrusted: only finite,
-    non-negative figures of at most 1e6 are read."""
+    positive figures of at most 1e6 are read."""
     parties = report.get("parties")
     charges = []
     for party in parties if isinstance(parties, list) else []:
