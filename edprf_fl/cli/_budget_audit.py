@@ -57,15 +57,20 @@ def shown_kind(entry: LedgerEntry) -> str:
 def entry_relation(entry: LedgerEntry) -> str:
     """The neighbouring relation an entry's ε was spent under: a release's (named in its detail), ``evaluation``
     (noised held-out counts: ε-DP under either relation, their calibration being add-remove's, twice the
-    replace-one sensitivity of the ``correct`` count, and ``total`` unchanged by a replacement), or ``unknown``
-    (a carried entry, or a detail that names none)."""
+    replace-one sensitivity of the ``correct`` count, and ``total`` unchanged by a replacement), ``carried`` (spend
+    carried from the anchor or the coordinator's record: no relation recorded), or ``unknown`` (a release whose
+    detail names none; review rev-s64 F7: both were called carried)."""
     if carried_source(entry):
-        return "unknown"
+        return "carried"
     if entry.kind == "evaluation":
         return "evaluation"
     detail = entry.detail.split(" [failed: ", 1)[0]
     named = [r for r in RELATIONS if f", {r}" in detail]
     return named[0] if len(named) == 1 else "unknown"
+
+
+_UNRECORDED = {"carried": "carried entries", "unknown": "releases whose detail names no relation"}
+"""The entries whose relation the ledger does not record, each worded for what it is."""
 
 
 def _sums(entries: Iterable[LedgerEntry]) -> dict[str, Fraction]:
@@ -90,34 +95,33 @@ def relation_lines(entries: Sequence[LedgerEntry], recorded: str | None) -> tupl
 
     sums = _sums(entries)
     releases = {r for r in sums if r in RELATIONS}
-    unknown = sums.get("unknown")
-    if len(releases) <= 1 and not unknown:
+    unrecorded = [k for k in _UNRECORDED if k in sums]
+    if len(releases) <= 1 and not unrecorded:
         relation = next(iter(releases), None) or (recorded if recorded in RELATIONS else None)
         return ("" if relation is None else f" under the {relation} neighbouring relation"), []
-    if len(releases) <= 1 and unknown:
+    if len(releases) <= 1 and unrecorded:
         relation = next(iter(releases), None) or (recorded if recorded in RELATIONS else None)
         if relation == "add-remove" or relation is None:  # carried ε came from releases: add-remove is the default
             under = "" if relation is None else f" under the {relation} neighbouring relation"
             return under, [
-                (
-                    f"carried entries ({format_epsilon(unknown)}) record no relation: their figure bounds the records "
-                    "under the relation of the releases they stand for"
-                )
+                f"{_UNRECORDED[k]} ({format_epsilon(sums[k])}) record no relation: their figure bounds the records "
+                "under the relation of the releases they stand for"
+                for k in unrecorded
             ]
     lines = ["the entries mix neighbouring relations; their figures add up within one relation only:"]
-    for key in (*RELATIONS, "evaluation", "unknown"):
+    for key in (*RELATIONS, "evaluation", *_UNRECORDED):
         if key in sums:
             what = {
                 "evaluation": "noised evaluations (epsilon-DP under either relation)",
-                "unknown": "relation not recorded (carried entries)",
+                **{k: f"relation not recorded ({text})" for k, text in _UNRECORDED.items()},
             }.get(key, key)
             lines.append(f"  {what}: {format_epsilon(sums[key])}")
     zero = Fraction(0)
-    replace_one = 2 * (sums.get("add-remove", zero) + sums.get("unknown", zero)) + sums.get("replace-one", zero)
-    replace_one += sums.get("evaluation", zero)
+    twice = sums.get("add-remove", zero) + sum((sums.get(k, zero) for k in _UNRECORDED), zero)
+    replace_one = 2 * twice + sums.get("replace-one", zero) + sums.get("evaluation", zero)
     lines.append(
-        f"  under replace-one: at most {format_epsilon(replace_one)} per record (an add-remove or carried entry counts "
-        "twice: a replacement is a removal and an addition)"
+        f"  under replace-one: at most {format_epsilon(replace_one)} per record (an add-remove entry, or one whose "
+        "relation is not recorded, counts twice: a replacement is a removal and an addition)"
     )
     lines.append(
         f"  under add-remove: {format_epsilon(sums.get('add-remove', zero) + sums.get('evaluation', zero))} from the "
@@ -137,7 +141,7 @@ def relation_json(entries: Sequence[LedgerEntry], recorded: str | None) -> dict[
         "relation_recorded": recorded,
         "spent_by_relation_exact": {k: format_epsilon(v) for k, v in sums.items()},
         "relations_mixed": len({r for r in sums if r in RELATIONS}) > 1
-        or ("unknown" in sums and "replace-one" in sums),
+        or (any(k in sums for k in _UNRECORDED) and "replace-one" in sums),
     }
 
 

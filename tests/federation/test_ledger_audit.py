@@ -450,3 +450,24 @@ def test_last_limits_the_refusals_and_deliveries_shown_and_json_keeps_all(tmp_pa
     assert main(["budget", str(ledger.path), "--json", "--last", "1"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["refused"]) == 4 and len(data["deliveries"]) == 4
+
+
+def test_a_release_naming_no_relation_is_not_called_carried(tmp_path, capsys):
+    """Review rev-s64 F7: a release whose detail names no relation (an older ledger's) was worded as a carried
+    entry; the two are told apart, and both still count twice in the replace-one bound."""
+    from fractions import Fraction
+
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=5.0)
+    ledger.reserve("a/train", "release", 1.0, detail="2 trees, depth 4, binary, 20 bins, add-remove, leaf counts")
+    ledger.reserve("old/train", "release", 0.5, detail="2 trees, depth 4")  # no relation named
+    assert main(["budget", str(ledger.path)]) == 0
+    out = capsys.readouterr().out
+    assert "releases whose detail names no relation (0.5) record no relation" in out
+    assert "carried entries" not in out
+    ledger.carry_recorded(Fraction(2), "the coordinator's spend record")
+    ledger.reserve("b/train", "release", 0.5, detail="2 trees, depth 4, binary, 20 bins, replace-one, leaf counts")
+    assert main(["budget", str(ledger.path)]) == 0
+    out = capsys.readouterr().out
+    assert "  relation not recorded (carried entries): 0.5" in out  # 2 carried less the 1.5 already in the ledger
+    assert "  relation not recorded (releases whose detail names no relation): 0.5" in out
+    assert "  under replace-one: at most 4.5 per record" in out  # 2 x (1 + 0.5 + 0.5) + 0.5
