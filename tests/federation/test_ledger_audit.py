@@ -471,3 +471,39 @@ def test_a_release_naming_no_relation_is_not_called_carried(tmp_path, capsys):
     assert "  relation not recorded (carried entries): 0.5" in out  # 2 carried less the 1.5 already in the ledger
     assert "  relation not recorded (releases whose detail names no relation): 0.5" in out
     assert "  under replace-one: at most 4.5 per record" in out  # 2 x (1 + 0.5 + 0.5) + 0.5
+
+
+def test_a_delivery_keeps_the_coordinators_keys_digest_and_the_installed_apps_hash(tmp_path, monkeypatch):
+    """Review rev-s64 F6 (mutations M3, M4): through the real handler, a delivery keeps the digest of the request's
+    registered keys and the hash of the app bundle Flower installed the ClientApp from
+    (``<FLWR_HOME>/apps/<publisher>.<name>.<version>.<hash8>/``)."""
+    import client._flower_handlers as handlers
+    import client._party as party_module
+    from client._party import registered_digest
+
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)  # the keys' check is not this test's
+    fab = "/srv/flwr-home/apps/example.edprf-fl.0.2.11.0a1b2c3d/client/_flower_handlers.py"
+    monkeypatch.setattr(handlers, "__file__", fab)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    registered = "a" * 32 + ":" + "b" * 32
+    req = replace(train_request(setup, TrainSettings(epsilon=0.5), "tag/train"), registered_parties=registered)
+    assert result_of(send_request(setup, req))["status"] == "released"
+    [row] = _deliveries(setup.ledger_path)
+    assert (row.registered, row.app) == (registered_digest(registered), "0a1b2c3d")
+    monkeypatch.setattr(handlers, "__file__", "/work/src/client/_flower_handlers.py")  # a source tree: no bundle
+    assert handlers._installed_app() == ""
+
+
+def test_a_new_release_whose_delivery_cannot_be_recorded_still_goes_out_spent_once(tmp_path, monkeypatch, caplog):
+    """Review rev-s64 F6 (mutation M26): a new release is made and its epsilon spent before its delivery row; a row
+    that cannot be written is said in the log, and the release goes out (refusing it would spend for nothing)."""
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+
+    def broken(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(BudgetLedger, "record_delivery", broken)
+    result = result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag/train"))
+    assert result["status"] == "released" and result["release"]
+    assert BudgetLedger(setup.ledger_path, 100.0).spent() == pytest.approx(0.5)
+    assert "the release goes out, but its delivery could not be recorded" in caplog.text

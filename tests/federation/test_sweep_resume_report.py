@@ -64,6 +64,7 @@ def test_a_resumed_sweep_has_the_rows_of_an_uninterrupted_one(whole, tmp_path, m
         if len(started) == 3:  # Ctrl-C while the third run writes its files: a half-written run-0002
             (out_dir / "workspace").mkdir(parents=True)
             (out_dir / "report.json").write_text("{}")
+            (out_dir / "left-by-the-interruption").write_text("x")  # gone after the resume (review rev-s64 F6)
             raise KeyboardInterrupt
         return real(settings, out_dir, **kwargs)
 
@@ -89,6 +90,7 @@ def test_a_resumed_sweep_has_the_rows_of_an_uninterrupted_one(whole, tmp_path, m
     assert top[1].startswith("- 2 runs (seeds 0-1) by edprf-fl") and top[1].endswith(f"--output {out}`")
     assert top[2].startswith("- 2 runs (seeds 0-1) by edprf-fl") and top[2].endswith(f"--output {out} --resume`")
     assert (out / "accuracy_vs_epsilon.png").is_file() and (out / "run-0002" / "simulation.json").is_file()
+    assert not (out / "run-0002" / "left-by-the-interruption").exists()  # removed, not run over
 
 
 def _made_here(settings):
