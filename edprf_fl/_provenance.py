@@ -86,8 +86,10 @@ def _git() -> tuple[str | None, str | None]:
         return None, None
 
     def git(*args: str) -> subprocess.CompletedProcess:
+        # --no-optional-locks: describe --dirty and status refresh the index under .git/index.lock otherwise, which
+        # contends with the user's own git commands and was left behind by a run under a file-size limit
         return subprocess.run(
-            ["git", "-C", str(_SOURCE_ROOT), *args],
+            ["git", "--no-optional-locks", "-C", str(_SOURCE_ROOT), *args],
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,

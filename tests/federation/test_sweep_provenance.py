@@ -149,3 +149,16 @@ def test_an_untracked_module_makes_the_tree_dirty(tmp_path, monkeypatch, capsys,
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out.endswith("(git revision unknown: git not found)\n")
+
+
+def test_git_is_asked_without_the_index_lock(monkeypatch, fresh_caches):
+    """``git describe --dirty`` and ``git status`` refresh the index under ``.git/index.lock`` unless told not to: a
+    simulation under a file-size limit left the lock behind in the developer's checkout, and any run contends with
+    the user's own git commands.  Every git call passes ``--no-optional-locks``."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout and git")
+    calls = []
+    real = subprocess.run
+    monkeypatch.setattr(_provenance.subprocess, "run", lambda args, **kw: calls.append(args) or real(args, **kw))
+    _provenance.git_describe()
+    assert calls and all(args[:2] == ["git", "--no-optional-locks"] for args in calls)
