@@ -16,19 +16,45 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from edprf_core.code_version import VERSION_SOURCES, code_version
-
 __all__ = ["Provenance", "git_describe", "git_problem", "source_version"]
+
+_DISTRIBUTION = "edprf-fl"
+"""The project's name in its ``pyproject.toml`` and in the install's metadata."""
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 """The directory that holds the ``edprf_fl`` package: a source checkout's root (or site-packages, once installed)."""
 
+VERSION_SOURCES = ("pyproject.toml", "installed metadata", "unknown")
+"""Where :func:`source_version` read the version: the source's ``pyproject.toml`` (a checkout, an editable install),
+else the installed package's metadata (a wheel: it ships no ``pyproject.toml``), else nowhere."""
+
 _GIT_TIMEOUT_S = 10.0
 """How long ``git describe`` may take before the revision is left unrecorded."""
 
-source_version = code_version
-"""The version of the code that runs, and where it was read (:func:`edprf_core.code_version.code_version`, which a
-run's report.json takes too: the ``pyproject.toml`` beside the packages, else a wheel's installed metadata)."""
+
+@cache
+def source_version() -> tuple[str, str]:
+    """The version of the code that runs, and where it was read (one of :data:`VERSION_SOURCES`).
+
+    The source's ``pyproject.toml`` (the project's only statement of its version) when the package runs from a
+    checkout, so that an editable install whose checkout moved to other code reports that code's version; otherwise
+    the installed metadata (what ``pip install`` recorded, true for a wheel).
+    """
+    import tomllib
+
+    pyproject = _SOURCE_ROOT / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        project = {}
+    if project.get("name") == _DISTRIBUTION and isinstance(project.get("version"), str):
+        return project["version"], VERSION_SOURCES[0]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_DISTRIBUTION), VERSION_SOURCES[1]
+    except PackageNotFoundError:
+        return "unknown", VERSION_SOURCES[2]
 
 
 _CODE_DIRS = ("edprf_fl", "edprf_core", "server", "client", "protocol")
@@ -161,4 +187,4 @@ class Provenance:
     @property
     def code_text(self) -> str:
         """``edprf-fl 0.2.10 (git c1cb76d-dirty)``, or ``edprf-fl 0.2.10`` outside a git checkout."""
-        return f"edprf-fl {self.edprf_version}" + (f" (git {self.git_describe})" if self.git_describe else "")
+        return f"{_DISTRIBUTION} {self.edprf_version}" + (f" (git {self.git_describe})" if self.git_describe else "")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from edprf_core import code_version as code_version_module
 from edprf_fl import Provenance, _provenance
 from edprf_fl.cli._main import main
 from edprf_fl.simulation import SimulationSettings, _sweep
@@ -55,7 +54,6 @@ def test_the_version_is_the_source_s_and_the_revision_git_s(fresh_caches):
 
 def test_outside_a_checkout_or_without_git_the_revision_is_none_never_an_error(tmp_path, monkeypatch, fresh_caches):
     monkeypatch.setattr(_provenance, "_SOURCE_ROOT", tmp_path)  # an installed package: no .git, no pyproject.toml
-    monkeypatch.setattr(code_version_module, "_SOURCE_ROOT", tmp_path)
     assert _provenance.git_describe() is None
     version, where = _provenance.source_version()
     assert where in ("installed metadata", "unknown") and version
