@@ -38,7 +38,9 @@ def source_version() -> tuple[str, str]:
 
     The source's ``pyproject.toml`` (the project's only statement of its version) when the package runs from a
     checkout, so that an editable install whose checkout moved to other code reports that code's version; otherwise
-    the installed metadata (what ``pip install`` recorded, true for a wheel).
+    the installed metadata (what ``pip install`` recorded, true for a wheel).  The same rule as
+    :func:`edprf_core.code_version.code_version` (report.json's), written again here because importing any
+    ``edprf_core`` module imports numpy, pandas and pyarrow, which ``edprf --version`` and the CLI's parser must not.
     """
     import tomllib
 
