@@ -16,7 +16,7 @@ command that made it (:class:`Provenance`: the version from the source, its git 
 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import keep_flower_telemetry_off
-from ._interrupts import raise_if_interrupted, record_interrupt, remembered_interrupts
+from ._interrupts import raise_if_interrupted, record_interrupt, recorded_interrupt, remembered_interrupts
 from ._provenance import Provenance, git_describe, git_problem, source_version
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "keep_flower_telemetry_off",
     "raise_if_interrupted",
     "record_interrupt",
+    "recorded_interrupt",
     "remembered_interrupts",
     "source_version",
     "without_colour",

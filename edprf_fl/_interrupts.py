@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["raise_if_interrupted", "record_interrupt", "remembered_interrupts"]
+__all__ = ["raise_if_interrupted", "record_interrupt", "recorded_interrupt", "remembered_interrupts"]
 
 
 class _Record:
@@ -64,6 +64,16 @@ def raise_if_interrupted() -> None:
     """
     if _RECORD.interrupted is not None:
         raise _RECORD.interrupted
+
+
+def recorded_interrupt() -> KeyboardInterrupt | None:
+    """The interrupt that came inside the active :func:`remembered_interrupts` block, or None.
+
+    For a command that catches its own interrupt to say what it leaves behind: an ordinary exception after an
+    interrupt is the interrupt's, when C code turned the ``KeyboardInterrupt`` into another error (numpy, parsing a
+    buffer's format when the interrupt came, raises "... is not a valid PEP 3118 buffer format string").
+    """
+    return _RECORD.interrupted
 
 
 def record_interrupt(interrupt: KeyboardInterrupt) -> None:
@@ -117,6 +127,10 @@ def remembered_interrupts() -> Iterator[None]:
         yield
         if _RECORD.dropped and _RECORD.interrupted is not None:  # dropped by a finalizer, not raised by a checkpoint
             raise _RECORD.interrupted
+    except Exception as exc:  # an error after an interrupt is the interrupt's (C code may turn one into another)
+        if _RECORD.interrupted is not None:
+            raise _RECORD.interrupted from exc
+        raise
     finally:
         _RECORD.depth -= 1
         if takes_sigint:

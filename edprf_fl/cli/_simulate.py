@@ -138,6 +138,7 @@ def output_dir(
 
 
 def run(args: argparse.Namespace) -> int:
+    from edprf_fl import recorded_interrupt
     from edprf_fl.simulation import SettingsError
 
     from ._main import require_federation
@@ -159,6 +160,14 @@ def run(args: argparse.Namespace) -> int:
         if said:
             say(said)
         raise
+    except Exception as exc:  # after a Ctrl-C, C code may raise another error in its place (numpy: "not a valid
+        # PEP 3118 buffer format string"): the stop is said as one (CI rehearsal 4 at 71544bb: exit 1, not 130)
+        if (interrupt := recorded_interrupt()) is None:
+            raise
+        said = _finished_before_the_stop(out_dir) or _spent_so_far(out_dir)
+        if said:
+            say(said)
+        raise interrupt from exc
     finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)
 

@@ -87,3 +87,32 @@ def test_a_stop_signal_a_finalizer_drops_is_raised_again_as_itself(sigint):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["went on", "raised Terminated 143"]
+
+
+def test_an_error_c_code_made_of_an_interrupt_is_the_interrupt(tmp_path, monkeypatch, capsys):
+    """CI rehearsal 4 at 71544bb: a Ctrl-C during simulate's baselines came out of numpy as "... is not a valid PEP
+    3118 buffer format string" (its C code replaces the KeyboardInterrupt), and the command exited 1 with that
+    error instead of 130 with what the stop left behind.  After a recorded interrupt, an ordinary exception is the
+    interrupt's: in the block, and in simulate's own handler."""
+    from edprf_fl import record_interrupt, recorded_interrupt, remembered_interrupts
+
+    interrupt = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt) as raised, remembered_interrupts():
+        record_interrupt(interrupt)
+        raise ValueError("'T{d:val:q:i1:q:i2:}' is not a valid PEP 3118 buffer format string")
+    assert raised.value is interrupt and isinstance(raised.value.__cause__, ValueError)
+    assert recorded_interrupt() is None  # forgotten when the block ends
+    with pytest.raises(ValueError), remembered_interrupts():  # without an interrupt, an error stays itself
+        raise ValueError("a real error")
+
+    import edprf_fl.cli._simulate as simulate_cmd
+    from edprf_fl.cli._main import main
+
+    def interrupted_in_c(settings, out_dir, args):
+        record_interrupt(KeyboardInterrupt())
+        raise ValueError("'T{d:val:q:i1:q:i2:}' is not a valid PEP 3118 buffer format string")
+
+    monkeypatch.setattr(simulate_cmd, "_simulate", interrupted_in_c)
+    assert main(["simulate", "--parties", "2", "--output", str(tmp_path / "o")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "PEP 3118" not in err
