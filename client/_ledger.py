@@ -676,15 +676,7 @@ class BudgetLedger:
         transaction; the policy is the operator's to change, the ledger keeps the trail that ``edprf party
         check`` shows); the change's line, or ``""``."""
         cap = "inf" if self.cap_exact is None else str(self.cap_exact)
-        previous = _meta(db, CAP_KEY)
-        if previous == cap:
-            return ""
-        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (CAP_KEY, cap))
-        if previous is None:
-            return ""
-        return _add_change(
-            db, CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY, _cap_text(previous), _cap_text(cap), "lifetime-cap"
-        )
+        return _record_setting(db, CAP_KEY, cap, CAP_CHANGES_KEY, CAP_CHANGE_COUNT_KEY, "lifetime-cap", _cap_text)
 
     def _record_relation(self, db: sqlite3.Connection, relation: str | None) -> str:
         """Keep the policy's neighbouring relation, and a line for every change of it, as :meth:`_record_cap` keeps
@@ -693,13 +685,9 @@ class BudgetLedger:
         after it has entries records that relation from then on (its earlier entries name theirs in their detail)."""
         if relation is None:
             return ""
-        previous = _meta(db, RELATION_KEY)
-        if previous == relation:
-            return ""
-        db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (RELATION_KEY, relation))
-        if previous is None:
-            return ""
-        return _add_change(db, RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY, previous[:40], relation, "relation")
+        return _record_setting(
+            db, RELATION_KEY, relation, RELATION_CHANGES_KEY, RELATION_CHANGE_COUNT_KEY, "relation", lambda v: v[:40]
+        )
 
     def _anchor(self, db: sqlite3.Connection) -> None:
         """Write the anchor from the ledger's committed total, read and written under SQLite's write lock (a
@@ -1024,6 +1012,26 @@ class BudgetLedger:
             if created and (key == HOLDOUT_SALT_KEY or key.startswith(f"{HOLDOUT_SPLIT_KEY}/")):
                 self._anchor(db)
             return value
+
+
+def _record_setting(
+    db: sqlite3.Connection,
+    key: str,
+    value: str,
+    lines_key: str,
+    count_key: str,
+    trail: str,
+    text: Callable[[str], str],
+) -> str:
+    """Keep ``value`` under ``key`` in ``ledger_meta`` and, when it replaces another, the change's line in the trail
+    (:func:`_add_change`; ``text`` shows a value in it); the change's line, or ``""`` (the same value, or the first)."""
+    previous = _meta(db, key)
+    if previous == value:
+        return ""
+    db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
+    if previous is None:
+        return ""
+    return _add_change(db, lines_key, count_key, text(previous), text(value), trail)
 
 
 def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str, new: str, trail: str) -> str:

@@ -275,20 +275,15 @@ def _show(args: argparse.Namespace) -> int:
         print(line)
     if cap_source == "ledger":
         print("(the lifetime cap the ledger last recorded; --policy shows the party's current one)")
-    for line in cap_changes:
-        print(f"the lifetime cap was changed (UTC): {line}")
-    if n_cap_changes > len(cap_changes):
-        print(
-            f"  ({n_cap_changes} cap changes in all; {n_cap_changes - len(cap_changes)} lines dropped: "
-            f"{_dropped_where(audit)})"
-        )
-    for line in relation_changes:
-        print(f"the neighbouring relation was changed (UTC): {line}")
-    if n_relation_changes > len(relation_changes):
-        print(
-            f"  ({n_relation_changes} relation changes in all; {n_relation_changes - len(relation_changes)} lines "
-            f"dropped: {_dropped_where(audit)})"
-        )
+    for what, count, lines in (
+        ("the lifetime cap", n_cap_changes, cap_changes),
+        ("the neighbouring relation", n_relation_changes, relation_changes),
+    ):
+        for line in lines:
+            print(f"{what} was changed (UTC): {line}")
+        if count > len(lines):
+            short = what.rsplit(" ", 1)[1]  # "cap", "relation"
+            print(f"  ({count} {short} changes in all; {count - len(lines)} lines dropped: {_dropped_where(audit)})")
     if pending:
         print(pending)
     if over is not None:
