@@ -660,9 +660,10 @@ class Federation:
             ]
         if self.supernode_auth:
             security.append("--enable-supernode-auth")
-        # 1.41 serves Fleet, Control and Runtime APIs on one HTTP port; the deprecated gRPC addresses
-        # are still pinned to loopback so that no listener can ever default to 0.0.0.0
-        legacy = [self.choose_port(self.used_ports) for _ in range(2)]
+        # 1.41 serves the Fleet, Control and Runtime APIs on this one HTTP port and opens no other listener
+        # (checked: the deprecated --fleet-api-address and --control-api-address are not needed to keep it
+        # on loopback, and passing them only logged two deprecation warnings); the consortium's network
+        # check confirms every listener is on loopback at each run
         return self.dep.start(
             name,
             [
@@ -673,10 +674,6 @@ class Federation:
                 LOOPBACK,
                 "--port",
                 str(port),
-                "--fleet-api-address",
-                f"{LOOPBACK}:{legacy[0]}",
-                "--control-api-address",
-                f"{LOOPBACK}:{legacy[1]}",
                 "--database",
                 str(database),
                 "--disable-runtime-dependency-installation",

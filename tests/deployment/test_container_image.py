@@ -360,7 +360,6 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
 
     used: set[int] = set()
     port = free_port(used)
-    legacy = [free_port(used) for _ in range(2)]
     superlink = box.run(
         "superlink",
         [
@@ -373,8 +372,6 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
             f"--superexec-auth-secret-file={secret}",
             f"--host={LOOPBACK}",
             f"--port={port}",
-            f"--fleet-api-address={LOOPBACK}:{legacy[0]}",
-            f"--control-api-address={LOOPBACK}:{legacy[1]}",
             f"--database={tmp_path / 'superlink.db'}",
             "--disable-runtime-dependency-installation",
         ],

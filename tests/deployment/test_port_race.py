@@ -148,7 +148,7 @@ def test_another_startup_failure_is_not_retried(deployment: Deployment, tmp_path
                 fed.start_supernode(name, "party-id='hospital-a'", auth_key=missing / "auth.key")
         log = (dep.logs / f"{name}.log").read_text(errors="replace")
         assert "address already in use" not in log, log[-3000:]
-        assert chooser.asked == (3 if process == "superlink" else 1), chooser.asked  # one start: its port (+2 legacy)
+        assert chooser.asked == 1, chooser.asked  # one start: its one port
 
     run_guarded(dep, scenario)
 
