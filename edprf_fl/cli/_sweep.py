@@ -70,6 +70,9 @@ and why: ``edprf sweep`` refuses their options."""
 DEFAULT_EPSILONS = (0.25, 0.5, 1.0, 2.0)
 """The epsilons of a sweep given neither ``--epsilons`` nor ``--epsilon``."""
 
+_SEEDS = 3
+"""Seeds per configuration without ``--seeds``."""
+
 _SWEEP_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "roc_auc_vs_*.png", "run-*")
 """What a sweep writes in its ``--output`` (an old sweep's ``run-*`` hold spent ledgers)."""
 
@@ -126,7 +129,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="trees per party, comma-separated: a party's federated setting, not the central estimator's 'auto' "
         + _default_text("n_trees"),
     )
-    p.add_argument("--seeds", type=positive_integer, default=3, help="seeds per configuration (default: %(default)s)")
+    p.add_argument(
+        "--seeds", type=positive_integer, default=_SEEDS, help="seeds per configuration (default: %(default)s)"
+    )
     p.add_argument(
         "--seed-start",
         type=integer(0),
@@ -144,10 +149,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--resume",
-        action="store_true",
-        help="finish the sweep in --output that an interruption stopped: run only the (configuration, seed) pairs "
-        "its sweep.csv lacks, with the same options (refused when an option differs from its sweep.json), remove "
-        "the unfinished run's directory, and write the whole table and plots",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="DIR",
+        help="finish the sweep in DIR (or --output) that an interruption stopped: run only the (configuration, "
+        "seed) pairs its sweep.csv lacks, with the options recorded in its sweep.json (an option given as well must "
+        "be the recorded one: a difference is refused), remove the unfinished run's directory, and write the whole "
+        "table and plots",
     )
     p.add_argument(
         "--allow-mixed-code",
@@ -155,7 +164,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --resume: finish a sweep whose rows another version or git revision of edprf made (refused "
         "without it; sweep.md then says so at its top)",
     )
+    _note_given_options(p)
     p.set_defaults(handler=run)
+
+
+GIVEN = "given_options"
+"""The namespace attribute that holds the destinations of the options given on the command line (a frozenset;
+absent when none was): ``--resume`` takes every other option from the sweep's record."""
+
+
+def _note_given_options(p: argparse.ArgumentParser) -> None:
+    """Make each option of ``p`` add its destination to the namespace's :data:`GIVEN` when it is given: a value
+    given at its default is told from one not given (``--n-bins 20`` at a resume of an ``--n-bins 8`` sweep is
+    refused, not replaced by the record's 8)."""
+    for action in p._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction):
+            action.__class__ = _noting(type(action))
+
+
+_NOTING: dict[type, type] = {}
+
+
+def _noting(kind: type) -> type:
+    """``kind`` (an argparse action class) that also notes its destination in :data:`GIVEN` when called."""
+    if kind not in _NOTING:
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, GIVEN, getattr(namespace, GIVEN, frozenset()) | {self.dest})
+            kind.__call__(self, parser, namespace, values, option_string)
+
+        _NOTING[kind] = type(kind.__name__, (kind,), {"__call__": __call__})
+    return _NOTING[kind]
 
 
 def _default_text(setting: str) -> str:
@@ -168,14 +207,14 @@ def run(args: argparse.Namespace) -> int:
 
     from ._simulation_args import refuse_unused_partition_options, settings_from_args
 
-    if args.resume and not args.output:
-        raise ValueError("--resume needs --output DIR: the directory of the sweep to finish")
     if args.resume and args.overwrite:
         raise ValueError(
             "--resume and --overwrite: give one (--resume keeps the finished runs, --overwrite removes them)"
         )
     if args.allow_mixed_code and not args.resume:
         raise ValueError("--allow-mixed-code applies to --resume only (a new sweep's rows are all of this code)")
+    if args.resume:
+        _resume_from_the_record(args)
     base = settings_from_args(args)
     values = _axis_values(args)
     refuse_unused_partition_options(args, values["partition"] or [base.partition])
@@ -183,6 +222,106 @@ def run(args: argparse.Namespace) -> int:
         return _sweep(base, values, args)
     except SettingsError as exc:  # a grid value out of range, or found in the data: named by its flag
         raise ValueError(exc.describe(lambda name: _LIST_FLAGS.get(name) or flag_of(name))) from None
+
+
+def _resume_from_the_record(args: argparse.Namespace) -> None:
+    """``--resume``: its directory in ``args.output``, and every option not given set from the sweep's record
+    (``DIR/sweep.json``), said on stderr (review rev-research2 N15: every option had to be typed again).  The options
+    given are left as they are: :func:`_resumed_rows` compares them with the record.
+
+    Raises
+    ------
+    UsageError
+        No such directory (exit 2).
+    ValueError
+        No directory given, two different ones, or no sweep record there.
+    """
+    from ._arg_types import UsageError
+
+    if isinstance(args.resume, str):
+        if args.output and Path(args.output).resolve() != Path(args.resume).resolve():
+            raise ValueError(f"--resume {args.resume} and --output {args.output}: give the sweep's directory once")
+        args.output = args.resume
+    if not args.output:
+        raise ValueError("--resume needs the directory of the sweep to finish: --resume DIR (or --output DIR)")
+    out = Path(args.output)
+    if not out.is_dir():
+        raise UsageError(f"--resume: no such directory: {out} (the --output of the sweep to finish)")
+    from edprf_fl.simulation import read_record
+
+    record = read_record(out)
+    if record is None:
+        raise ValueError(
+            f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
+            "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
+        )
+    if taken := _take_recorded_options(args, record):  # those at their defaults unsaid
+        from ._simulate import say
+
+        say(f"resuming with the recorded options ({out / 'sweep.json'}): {' '.join(taken)}")
+
+
+_RECORDED_FLAGS = {"header": ("no_header", "--no-header"), "baselines": ("no_baselines", "--no-baselines")}
+"""Settings recorded as values and given as negated flags: their destination and flag."""
+
+
+def _take_recorded_options(args: argparse.Namespace, record: SweepRecord) -> list[str]:
+    """Set each option of ``args`` not given (:data:`GIVEN`) to ``record``'s value; the options taken that differ
+    from their defaults, as a command line gives them."""
+    import shlex
+
+    from edprf_fl.simulation import SWEEP_AXES
+
+    given = getattr(args, GIVEN, frozenset())
+    taken: list[str] = []
+
+    def take(dest: str, value: Any, shown: list[str] | None) -> None:
+        setattr(args, dest, value)
+        if shown:
+            taken.extend(shown)
+
+    for axis in SWEEP_AXES:  # the grid first: which partitions decides whether --alphas and --column apply
+        dest = _LIST_FLAGS[axis].removeprefix("--").replace("-", "_")
+        if axis in given or dest in given or axis not in record.axes:
+            continue
+        if axis == "alpha" and "dirichlet" not in _partitions(args):
+            continue  # the record's alpha is the default's, and --alphas would be refused without dirichlet
+        values = list(record.axes[axis])
+        default = list(DEFAULT_EPSILONS) if axis == "epsilon" else [getattr(DEFAULTS, axis)]
+        take(dest, values, None if values == default else [_LIST_FLAGS[axis], _shown(values)])
+    for name in ("seeds", "seed_start"):
+        if name not in given:
+            value = getattr(record, name)
+            take(name, value, None if value == {"seeds": _SEEDS, "seed_start": 0}[name] else [_flag(name), str(value)])
+    settings = dict(record.settings)
+    from_a_file = settings.get("data") is not None
+    for name, value in settings.items():
+        if name in _SET_BY_EACH_RUN or name in SWEEP_AXES:
+            continue
+        dest, flag = _RECORDED_FLAGS.get(name, (name, flag_of(name)))
+        if dest in given or not (hasattr(args, dest) or name in ("sep", "dataset")):
+            continue  # given (compared with the record), or not an option of edprf sweep
+        if name in ("data", "schema", "sep", "header") and ("dataset" in given and from_a_file):
+            continue  # --dataset given for a sweep of a file: refused as a difference, not as '--data and --dataset'
+        if name == "sep" and not from_a_file or name == "dataset" and (from_a_file or "data" in given):
+            continue  # the embedded dataset's own format, or a --data given
+        if name == "column" and "column" not in _partitions(args):
+            continue
+        if name in _RECORDED_FLAGS:
+            take(dest, not value, [flag] if not value else None)
+        elif name in ("data", "schema"):
+            take(dest, None if value is None else Path(value), [flag, shlex.quote(str(value))] if value else None)
+        elif name == "shuffled_label_parties":
+            take(dest, list(value), [f"{flag} {p}" for p in value])
+        else:
+            shown = None if value == getattr(DEFAULTS, name, object()) else [flag, shlex.quote(_shown(value))]
+            take(dest, value, shown)
+    return taken
+
+
+def _partitions(args: argparse.Namespace) -> list[str]:
+    """The partitions ``args`` ask for: ``--partitions``, else ``--partition``, else the default."""
+    return args.partitions or [getattr(args, "partition", DEFAULTS.partition)]
 
 
 def _axis_values(args: argparse.Namespace) -> dict[str, list | None]:
@@ -219,9 +358,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
     record_here = SweepRecord.of(base, values, args.seeds, args.seed_start, made_by, data)
     with ExitStack() as held:
         if args.resume:
-            out = Path(args.output)
-            if not out.is_dir():
-                raise ValueError(f"--resume: {out}: no such directory (the --output of the sweep to finish)")
+            out = Path(args.output)  # a directory (_resume_from_the_record)
             lock_output(held, out, made_by)
             done = _resumed_rows(out, record_here, data_file(base))
             here = {"edprf_version": made_by.edprf_version, "git_describe": made_by.git_describe or ""}
@@ -298,7 +435,7 @@ def _run_the_sweep(
     except KeyboardInterrupt:  # review rev-research2 N11: every run finished, the table or plots not
         say(
             f"interrupted while writing the table and plots: every run finished, their rows are in {csv_path}; "
-            f"--resume --output {out} with the same options runs nothing and writes them again"
+            f"edprf sweep --resume {out} runs nothing and writes them again"
         )
         raise
 
@@ -346,7 +483,8 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
             + "; ".join(
                 f"{_flag(name)}: {_shown(theirs)} there, {_shown(ours)} here" for name, theirs, ours in differing
             )
-            + f" (its command: {record.provenance.command}); give its options, or a new --output"
+            + f" (its command: {record.provenance.command}); drop them (--resume takes the recorded ones), or give a "
+            "new --output"
         )
     where = out / "sweep.json"
     if not (record.data_sha256 and record.schema_fingerprint):
@@ -486,7 +624,7 @@ def _report_the_finished_runs(
     for unfinished in unfinished_run_dirs(out, finished):
         say(
             f"{unfinished} holds the unfinished run (no row in sweep.csv): not part of the results; "
-            f"--resume --output {out} with the same options removes it and finishes the sweep"
+            f"edprf sweep --resume {out} removes it and finishes the sweep (its options are in its sweep.json)"
         )
     if not finished:
         return

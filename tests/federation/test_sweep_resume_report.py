@@ -135,7 +135,9 @@ def test_resume_refuses_other_options_and_names_them(tmp_path, monkeypatch, caps
 def test_resume_needs_a_sweep_started_by_this_version(tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["sweep", *TINY, "--resume"]) == 1
-    assert "--resume needs --output DIR" in capsys.readouterr().err
+    assert (
+        "--resume needs the directory of the sweep to finish: --resume DIR (or --output DIR)" in capsys.readouterr().err
+    )
     assert main(["sweep", *TINY, "--resume", "--overwrite", "--output", str(out)]) == 1
     assert "--resume and --overwrite: give one" in capsys.readouterr().err
     out.mkdir()
@@ -391,8 +393,88 @@ def test_a_second_process_on_a_sweep_directory_is_refused_naming_the_first(tmp_p
 
 
 def test_resume_of_a_missing_directory_says_so(tmp_path, capsys):
-    assert main(["sweep", *TINY, "--output", str(tmp_path / "none"), "--resume"]) == 1
-    assert f"--resume: {tmp_path / 'none'}: no such directory" in capsys.readouterr().err
+    """Review rev-research2 N15: 'no such directory', a wrong argument (exit 2), before the options or the data
+    are read; not 'holds no sweep record'."""
+    for argv in (["--output", str(tmp_path / "none"), "--resume"], ["--resume", str(tmp_path / "none")]):
+        assert main(["sweep", *TINY, *argv]) == 2
+        err = capsys.readouterr().err
+        assert f"edprf sweep: error: --resume: no such directory: {tmp_path / 'none'}" in err
+        assert "sweep record" not in err and not (tmp_path / "none").exists()
+
+
+# review rev-research2 N15: --resume DIR takes the options from DIR/sweep.json
+
+
+def _interrupted_after_one_run(out) -> None:
+    """``out``'s sweep as Ctrl-C leaves it after its first run: one row, the later runs' directories gone."""
+    rows = _csv_rows(out / "sweep.csv")
+    _write_rows(out / "sweep.csv", rows[:1])
+    for run in rows[1:]:
+        shutil.rmtree(out / run["run_dir"])
+
+
+def test_resume_takes_every_option_from_the_sweep_s_record(tmp_path, monkeypatch, capsys):
+    data = _wall_copy(tmp_path / "data")
+    out = tmp_path / "sweep"
+    asked = ["--partitions", "iid,dirichlet", "--alphas", "0.3", "--n-bins", "8", "--leaf", "label"]
+    _fake_sweep(monkeypatch, out, *data, *asked, "--seeds", "2", "--seed-start", "4", "--shuffle-labels-party", "1")
+    whole = _csv_rows(out / "sweep.csv")
+    _interrupted_after_one_run(out)
+    ran = []
+
+    def run(settings, out_dir, **_):
+        ran.append(settings)
+        out_dir.mkdir(parents=True)
+        return _made_here(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", run)
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        m.chdir(tmp_path)  # the record's paths are absolute: the data is found from anywhere
+        assert main(["sweep", "--resume", "sweep"]) == 0
+    err = capsys.readouterr().err
+    said = (
+        f"resuming with the recorded options (sweep/sweep.json): --epsilons 1 --parties-list 2 --partitions "
+        "iid,dirichlet --alphas 0.3 --max-depths 2 --seeds 2 --seed-start 4 "
+        f"--data {tmp_path / 'data' / 'wall.csv.gz'} --schema {tmp_path / 'data' / 'wall.schema.toml'} "
+        "--leaf label --n-bins 8 --shuffle-labels-party 1"
+    )
+    assert said in err and "resuming the sweep in sweep: 1 of its runs finished" in err
+    assert [(s.partition, s.seed) for s in ran] == [("iid", 5), ("dirichlet", 4), ("dirichlet", 5)]
+    assert {(s.n_bins, s.leaf, s.shuffled_label_parties, s.data) for s in ran} == {
+        (8, "label", (1,), tmp_path / "data" / "wall.csv.gz")
+    }
+    assert [s.alpha for s in ran if s.partition == "dirichlet"] == [0.3, 0.3]
+    got = _csv_rows(out / "sweep.csv")
+    assert [{k: v for k, v in r.items() if k not in TIMED} for r in got] == [
+        {k: v for k, v in r.items() if k not in TIMED} for r in whole
+    ]
+
+
+def test_resume_compares_the_options_given_with_the_record(tmp_path, monkeypatch, capsys):
+    data = _wall_copy(tmp_path / "data")
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, *data, "--n-bins", "8", "--seeds", "2")
+    _interrupted_after_one_run(out)
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    capsys.readouterr()
+    # an option given at its default is still given: compared, never replaced by the record's value
+    assert main(["sweep", "--resume", str(out), "--n-bins", "20", "--seeds", "3"]) == 1
+    err = capsys.readouterr().err
+    assert "--n-bins: 8 there, 20 here; --seeds: 2 there, 3 here" in err and "drop them" in err
+    assert main(["sweep", "--resume", str(out), "--dataset", "bank_marketing"]) == 1
+    err = capsys.readouterr().err  # a difference from the record, not '--data was given: drop one'
+    assert "--dataset: wall_robot_navigation there, bank_marketing here" in err and "drop one" not in err
+    assert main(["sweep", "--resume", str(out), "--output", str(tmp_path)]) == 1
+    assert f"--resume {out} and --output {tmp_path}: give the sweep's directory once" in capsys.readouterr().err
+    assert main(["sweep", "--resume"]) == 1
+    assert "--resume needs the directory of the sweep to finish" in capsys.readouterr().err
+    _rewrite_rows(tmp_path / "data" / "wall.csv.gz", 5000)  # the data changed since: refused as before
+    assert main(["sweep", "--resume", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "resuming with the recorded options" in err
+    assert f"in {tmp_path / 'data' / 'wall.csv.gz'}: the data changed since the sweep started" in err
+    assert len(_csv_rows(out / "sweep.csv")) == 1  # nothing ran, nothing removed
 
 
 # review rev-research2 N6: a row cut off while it was written
@@ -575,7 +657,7 @@ def test_rows_of_other_code_are_refused_unless_allowed_and_then_said(tmp_path, m
     assert main(resume) == 1
     err = capsys.readouterr().err
     assert f"--resume: the rows in {out}/sweep.csv and this resume (the last) come from 2 versions" in err
-    assert (out / "run-0001").is_dir() and "resuming" not in err  # refused before anything is removed
+    assert (out / "run-0001").is_dir() and "resuming the sweep" not in err  # refused before anything is removed
     assert main(["sweep", *TINY, "--output", str(tmp_path / "new"), "--allow-mixed-code"]) == 1
     assert "--allow-mixed-code applies to --resume only" in capsys.readouterr().err
     _fake_sweep(monkeypatch, out, "--seeds", "2", "--resume", "--allow-mixed-code")
@@ -616,7 +698,7 @@ def test_interrupt_messages_say_what_was_written(tmp_path, monkeypatch, capsys):
     assert main(["sweep", *TINY, "--output", str(tmp_path / "last")]) == 130  # Ctrl-C in the final plots
     err = capsys.readouterr().err
     assert "interrupted while writing the table and plots: every run finished" in err
-    assert f"--resume --output {tmp_path / 'last'} with the same options runs nothing and writes them again" in err
+    assert f"edprf sweep --resume {tmp_path / 'last'} runs nothing and writes them again" in err
 
 
 def test_a_report_onto_a_report_names_no_run_and_the_record_holds_what_the_runs_used(
