@@ -244,17 +244,43 @@ def grid_size(axes: Mapping[str, Sequence[Any]]) -> int:
 
 
 def sweep_notes(sweeps: Sequence[SweepRows]) -> list[str]:
-    """What a table of ``sweeps``' rows could not check, for ``sweep.md``'s head: rows whose data is not identified
-    by content (sweeps from before ``data_sha256``)."""
+    """What a table of ``sweeps``' rows could not check, or took as the same, for ``sweep.md``'s head: the same data
+    (or schema) read from different paths, and rows whose data is not identified by content (sweeps from before
+    ``data_sha256``)."""
+    notes = _same_content_notes(sweeps)
     unhashed = [s.directory for s in sweeps if any(not r.get("data_sha256") for r in s.rows)]
     if not unhashed:
-        return []
+        return notes
     said = (
         f"NOTE: the rows of {', '.join(map(str, unhashed))} carry no hash of their data (sweep.csv: data_sha256; a "
         "sweep of an older edprf): their data could not be checked to be the other rows' (only the dataset's name, "
         "the schema fingerprint and the row counts were compared)."
     )
-    return [said]
+    return [*notes, said]
+
+
+def _same_content_notes(sweeps: Sequence[SweepRows]) -> list[str]:
+    """``NOTE: data read from 2 paths, same content ...`` when the sweeps' records name the data (or the schema) at
+    different paths, each identified by content (review rev-research2 N15: a copy, or a sweep run on another
+    machine, was refused by its path; :func:`combine_sweeps` compares the content, and the table says where each
+    sweep read it)."""
+    recorded = [
+        (s.directory, s.record) for s in sweeps if s.record and s.record.data_sha256 and s.record.schema_fingerprint
+    ]
+    notes = []
+    for name, content, what in (
+        ("data", "data_sha256", "data read from {n} paths, same content"),
+        ("schema", "schema_fingerprint", "schema read from {n} paths, same fingerprint"),
+    ):
+        paths: dict[str, list[str]] = {}
+        for directory, record in recorded:
+            if (path := record.settings.get(name)) is not None:
+                paths.setdefault(str(path), []).append(str(directory))
+        if len(paths) > 1:
+            value = str(getattr(recorded[0][1], content))
+            shown = "; ".join(f"{path} ({', '.join(dirs)})" for path, dirs in paths.items())
+            notes.append(f"NOTE: {what.format(n=len(paths))} ({content} {value[:19]}...): {shown}.")
+    return notes
 
 
 def _check_columns(first: SweepRows, other: SweepRows) -> None:

@@ -322,8 +322,19 @@ def test_a_report_refuses_other_data_by_content_and_takes_the_same_data_at_anoth
     first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
     _fake_sweep(monkeypatch, first, *_wall_copy(tmp_path / "a"))
     _fake_sweep(monkeypatch, second, *_wall_copy(tmp_path / "b"), "--seed-start", "1")  # a copy elsewhere
-    assert main(["sweep-report", str(first), str(second), "--output", str(tmp_path / "ab")]) == 0
     capsys.readouterr()
+    assert main(["sweep-report", str(first), str(second), "--output", str(tmp_path / "ab")]) == 0
+    # review rev-research2 N15: not refused by its path ('--data: expected ... got ...'), and said in the table
+    sha = json.loads((first / "sweep.json").read_text())["data_sha256"]
+    said = (
+        f"NOTE: data read from 2 paths, same content (data_sha256 {sha[:19]}...): {tmp_path / 'a' / 'wall.csv.gz'} "
+        f"({first}); {tmp_path / 'b' / 'wall.csv.gz'} ({second})."
+    )
+    schema_said = "NOTE: schema read from 2 paths, same fingerprint (schema_fingerprint sha256:"
+    err, table = capsys.readouterr().err, (tmp_path / "ab" / "sweep.md").read_text()
+    assert said in err and said in table and schema_said in table and "expected" not in err
+    assert main(["sweep-report", str(first), "--output", str(tmp_path / "a1")]) == 0
+    assert "NOTE: data read" not in (tmp_path / "a1" / "sweep.md").read_text()  # one path: nothing to say
     data = _wall_copy(tmp_path / "c")
     _rewrite_rows(tmp_path / "c" / "wall.csv.gz", 5000)  # a re-export: same name, other rows
     _fake_sweep(monkeypatch, third, *data, "--seed-start", "2")
