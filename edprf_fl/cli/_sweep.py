@@ -466,7 +466,7 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
         No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags); data or
         a schema other than the record's (by content), or a record or rows that identify none.
     """
-    from edprf_fl.simulation import drop_incomplete_last_line, read_record, read_sweep_rows
+    from edprf_fl.simulation import drop_torn_last_row, read_record, read_sweep_rows
 
     from ._simulate import say
 
@@ -502,10 +502,10 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
             "since the sweep started, and rows of different data make no single table"
         )
     csv_path = out / "sweep.csv"
-    if csv_path.is_file() and (line := drop_incomplete_last_line(csv_path)) is not None:
+    if csv_path.is_file() and (torn := drop_torn_last_row(csv_path)) is not None:
         say(
-            f"dropped {csv_path} line {line}: an incomplete row (cut off while it was written, no end of line); its "
-            "run runs again"
+            f"dropped {csv_path} line {torn[0]}: an incomplete row ({torn[1]}: cut off while it was written, never "
+            "part of the table); its run runs again"
         )
     rows = read_sweep_rows(csv_path)[1] if csv_path.is_file() and csv_path.stat().st_size else []
     for row in rows:

@@ -28,12 +28,13 @@ __all__ = [
     "SWEEP_RECORD",
     "SweepRecord",
     "config_key",
-    "drop_incomplete_last_line",
+    "drop_torn_last_row",
     "incomplete_last_line",
     "read_record",
     "read_sweep_rows",
     "settings_fingerprint",
     "sweep_lock",
+    "torn_last_row",
     "unfinished_run_dirs",
     "write_record",
 ]
@@ -127,12 +128,17 @@ def read_sweep_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
             raise ValueError(f"{path}: empty, no header line (the sweep was stopped before its first run ended)")
         rows = []
         for cells in reader:
-            if len(cells) != len(columns) or reader.line_num == cut:
+            if (why := _torn(columns, cells)) or reader.line_num == cut:
+                last = fh.read() == ""  # edprf sweep --resume drops a torn last row only
                 raise ValueError(
-                    f"{path} line {reader.line_num}: an incomplete row ({len(cells)} of {len(columns)} fields"
+                    f"{path} line {reader.line_num}: an incomplete row ({why or f'{len(cells)} of {len(columns)} fields'}"
                     + (", no end of line" if reader.line_num == cut else "")
-                    + "): cut off while it was written (a sweep killed, or a full disk); edprf sweep --resume drops "
-                    "it and runs its run again"
+                    + "): cut off while it was written (a sweep killed, or a full disk); "
+                    + (
+                        "edprf sweep --resume drops it and runs its run again"
+                        if last
+                        else "not the last row: an edited file? fix or remove that line"
+                    )
                 )
             rows.append({k: _typed(k, v) for k, v in zip(columns, cells)})
     return columns, rows
@@ -147,19 +153,53 @@ def incomplete_last_line(path: Path) -> int | None:
     return data.count(b"\n") + 1
 
 
-def drop_incomplete_last_line(path: Path) -> int | None:
-    """Cut ``sweep.csv``'s last line off when it is incomplete (:func:`incomplete_last_line`), so that the next row
-    starts on a line of its own; the number of the line dropped, or None.  A cut-off header is left alone (no row
-    finished)."""
-    line = incomplete_last_line(path)
-    if line is None or line == 1:
+def torn_last_row(path: Path) -> tuple[int, str] | None:
+    """``(line, why)`` when ``sweep.csv``'s last row is torn (a sweep killed, or a disk filled, while it wrote the
+    row): its line does not end (:func:`incomplete_last_line`), or it holds another number of fields than the
+    header, or its ``seed`` is not an integer (review rev-s64 F11: such a row was kept in the table and its run run
+    again beside it); None when the last row is whole, or there is no row."""
+    path = Path(path)
+    if (line := incomplete_last_line(path)) is not None:
+        return (line, "no end of line") if line > 1 else None  # a cut-off header: no row finished
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        columns = next(reader, [])
+        last: list[str] | None = None
+        start = 0
+        while True:
+            first_line = reader.line_num + 1
+            cells = next(reader, None)
+            if cells is None:
+                break
+            last, start = cells, first_line
+    why = _torn(columns, last) if last is not None else ""
+    return (start, why) if why else None
+
+
+def _torn(columns: Sequence[str], cells: Sequence[str]) -> str:
+    """Why a row of ``sweep.csv`` cannot be a whole row, or ``""``."""
+    if len(cells) != len(columns):
+        return f"{len(cells)} of {len(columns)} fields"
+    if "seed" in columns and not _INTEGER.fullmatch(seed := cells[list(columns).index("seed")]):
+        return f"seed {seed!r}, not an integer"
+    return ""
+
+
+def drop_torn_last_row(path: Path) -> tuple[int, str] | None:
+    """Cut ``sweep.csv``'s last row off when it is torn (:func:`torn_last_row`), so that its run runs again and the
+    next row starts on a line of its own; ``(line, why)`` of the row dropped, or None."""
+    torn = torn_last_row(path)
+    if torn is None:
         return None
     data = Path(path).read_bytes()
+    end = 0
+    for _ in range(torn[0] - 1):  # the start of the row's first line
+        end = data.index(b"\n", end) + 1
     with Path(path).open("r+b") as fh:
-        fh.truncate(data.rindex(b"\n") + 1)
+        fh.truncate(end)
         fh.flush()
         os.fsync(fh.fileno())
-    return line
+    return torn
 
 
 def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:

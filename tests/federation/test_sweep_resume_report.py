@@ -113,6 +113,12 @@ def _fake_sweep(monkeypatch, out, *argv: str) -> None:
     assert _edprf(monkeypatch, "sweep", *TINY, *argv, "--output", str(out)) == 0
 
 
+def _fake_resume(monkeypatch, out) -> None:
+    """``edprf sweep --resume OUT`` (every option from its sweep.json) with run_simulation faked."""
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _made_here(s))[1])
+    assert main(["sweep", "--resume", str(out)]) == 0
+
+
 def test_resume_refuses_other_options_and_names_them(tmp_path, monkeypatch, capsys):
     out = tmp_path / "sweep"
     _fake_sweep(monkeypatch, out, "--seeds", "2")
@@ -516,6 +522,45 @@ def test_a_cut_off_last_row_is_run_again_by_resume_and_refused_by_a_report_by_li
     assert main(["sweep-report", str(out), "--output", str(tmp_path / "never")]) == 1
     err = capsys.readouterr().err
     assert f"{out / 'sweep.csv'} line 3: an incomplete row (10 of {len(again[0])} fields)" in err
+    assert "not the last row" in err and "--resume drops it" not in err
+
+
+def test_a_torn_last_row_whose_seed_is_no_integer_is_dropped_and_run_again(tmp_path, monkeypatch, capsys):
+    """Review rev-s64 F11: a whole line whose seed is not an integer (a write torn by a kill or a power loss) was
+    kept in the table, and its run run again beside it."""
+    out = tmp_path / "sweep"
+    _fake_sweep(monkeypatch, out, "--seeds", "3")
+    whole = _csv_rows(out / "sweep.csv")
+    for seed in ("", "\x00\x00"):
+        torn = [dict(r) for r in whole]
+        torn[2]["seed"] = seed
+        _write_rows(out / "sweep.csv", torn)
+        shutil.rmtree(out / "run-0002", ignore_errors=True)
+        capsys.readouterr()
+        assert main(["sweep-report", str(out), "--output", str(tmp_path / "never")]) == 1
+        err = capsys.readouterr().err
+        assert f"{out / 'sweep.csv'} line 4: an incomplete row (seed {seed!r}, not an integer)" in err
+        assert "edprf sweep --resume drops it and runs its run again" in err and not (tmp_path / "never").exists()
+        _fake_resume(monkeypatch, out)
+        err = capsys.readouterr().err
+        assert f"dropped {out / 'sweep.csv'} line 4: an incomplete row (seed {seed!r}, not an integer: cut off" in err
+        assert "2 of its runs finished" in err and "starting run 1 of 1" in err
+        again = _csv_rows(out / "sweep.csv")
+        assert [(r["run_dir"], r["seed"]) for r in again] == [("run-0000", "0"), ("run-0001", "1"), ("run-0002", "2")]
+    # a last line short of fields, with its end of line: dropped too
+    (out / "sweep.csv").write_text("".join((out / "sweep.csv").read_text().splitlines(keepends=True)[:3]) + "1.0,2\n")
+    _fake_resume(monkeypatch, out)
+    assert f"dropped {out / 'sweep.csv'} line 4: an incomplete row (2 of " in capsys.readouterr().err
+    assert len(_csv_rows(out / "sweep.csv")) == 3
+    # a torn row in the middle is no interrupted write: refused by its line, nothing dropped or run
+    rows = _csv_rows(out / "sweep.csv")
+    rows[0]["seed"] = "x"
+    _write_rows(out / "sweep.csv", rows)
+    monkeypatch.setattr(_sweep, "run_simulation", lambda *a, **k: pytest.fail("a run started"))
+    assert main(["sweep", "--resume", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{out / 'sweep.csv'} line 2: an incomplete row (seed 'x', not an integer)" in err
+    assert "not the last row" in err and len(_csv_rows(out / "sweep.csv")) == 3
 
 
 # review rev-research2 N10: --resume removes the one run an interruption left, never others
