@@ -264,22 +264,34 @@ def _central_lines(
     varying: Sequence[str],
     column: str = "central_accuracy",
 ) -> list[tuple[str, tuple[list[float], list[float]], int]]:
-    """The central lines of a sweep plot: one per distinct central series, not one per federated line.
+    """The central lines of a sweep plot: one per distinct central model, not one per federated line.
 
     The central model does not depend on the partition (its rows are pooled), nor at an automatic depth on
     the parties, so the federated lines of those configurations shared identical, overlapping central lines.
-    Each line: its label (the axes its configurations share, ``any partition`` for those they differ in), its
-    means and spreads, and the index of its first configuration in ``keys`` (its colour).
+    Configurations are one central model when their runs agree at every (point, seed) both ran (the value, its
+    trees and depth); their line is the mean over every seed any of them ran at each point, so configurations over
+    different seeds (sweeps of different grids, an interrupted one) make one line, not one per seed set (review
+    rev-research2 N4), its label saying the seeds per point when they differ.  Each line: its label (the axes its
+    configurations share, ``any partition`` for those they differ in), its means and spreads, and the index of
+    its first configuration in ``keys`` (its colour).
     """
-    groups: dict[str, list[int]] = {}
-    series: dict[str, tuple[list[float], list[float]]] = {}
+    import numpy as np
+
+    groups: list[tuple[list[int], dict[tuple[Any, int], tuple[Any, ...]]]] = []
     for i, key in enumerate(keys):
-        values = _series(rows, axis, xs, others, key, column)
-        same = repr(values)  # NaN included: equal series print alike
-        groups.setdefault(same, []).append(i)
-        series.setdefault(same, values)
+        points = {
+            (r.get(axis, ""), r["seed"]): (r[column], r.get("central_n_trees", ""), r.get("central_max_depth", ""))
+            for r in rows
+            if r.get(axis, "") in xs and tuple(r.get(k, "") for k in others) == key
+        }
+        same = next((g for g in groups if _one_model(g[1], points)), None)
+        if same is None:
+            groups.append(([i], points))
+        else:
+            same[0].append(i)
+            same[1].update(points)
     lines = []
-    for same, members in groups.items():
+    for members, points in groups:
         shared, merged = [], []
         for k in varying:
             seen = {keys[i][list(others).index(k)] for i in members}
@@ -288,9 +300,22 @@ def _central_lines(
                     shared.append(f"{k}={value}")
             else:
                 merged.append(k)
-        label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else ""])
-        lines.append((" ".join(label.split()), series[same], members[0]))
+        at = [[v[0] for (x, _), v in points.items() if x == point] for point in xs]
+        counts = [len(v) for v in at if v]
+        seeds = f"({min(counts)}-{max(counts)} seeds per point)" if counts and min(counts) != max(counts) else ""
+        label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else "", seeds])
+        means = [float(np.nanmean(v)) if v else float("nan") for v in at]
+        spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in at]
+        lines.append((" ".join(label.split()), (means, spreads), members[0]))
     return lines
+
+
+def _one_model(
+    these: Mapping[tuple[Any, int], tuple[Any, ...]], those: Mapping[tuple[Any, int], tuple[Any, ...]]
+) -> bool:
+    """Whether two configurations' central runs are one model's: they share a (point, seed), and agree at each."""
+    common = these.keys() & those.keys()
+    return bool(common) and all(repr(these[c]) == repr(those[c]) for c in common)  # repr: NaN equals NaN
 
 
 def _sweep_runs_text(rows: Sequence[Mapping[str, Any]], n_seeds: int) -> str:

@@ -791,6 +791,48 @@ def test_a_central_line_s_label_has_no_empty_alpha():
     assert labels == ["central DP partition=dirichlet, alpha=0.5", "central DP partition=iid"]
 
 
+def test_one_central_model_over_different_seeds_is_one_legend_entry(tmp_path):
+    """Review rev-research2 N4: a report of sweeps of different grids (iid over seeds 0-3 at epsilon 1, dirichlet over
+    0-1) drew the one central model as two lines, its means at epsilon 1 being over different seeds."""
+    from edprf_fl.simulation import plot_sweep
+    from edprf_fl.simulation._plot import _central_lines
+
+    def row(partition, alpha, epsilon, seed):
+        axes = {"parties": 2, "partition": partition, "alpha": alpha, "max_depth": 2, "n_trees": 1}
+        central = {"central_accuracy": 0.6 + epsilon / 10 + seed / 100, "central_n_trees": 2, "central_max_depth": 2}
+        return {
+            **axes,
+            "epsilon": epsilon,
+            "seed": seed,
+            **central,
+            "federated_accuracy": 0.5,
+            "majority_accuracy": 0.4,
+        }
+
+    seeds = {("iid", 0.5): (0, 1), ("iid", 1.0): (0, 1, 2, 3), ("iid", 2.0): (2, 3)}
+    seeds |= {("dirichlet", 0.5): (0, 1), ("dirichlet", 1.0): (0, 1)}
+    rows = [
+        row(partition, 0.5 if partition == "dirichlet" else "", epsilon, seed)
+        for (partition, epsilon), run in seeds.items()
+        for seed in run
+    ]
+    others = ["parties", "partition", "alpha", "max_depth", "n_trees"]
+    keys = [(2, "dirichlet", 0.5, 2, 1), (2, "iid", "", 2, 1)]
+    xs = [0.5, 1.0, 2.0]
+    lines = _central_lines(rows, "epsilon", xs, others, keys, ["partition", "alpha"])
+    assert [(label, [round(m, 4) for m in means], first) for label, (means, _), first in lines] == [
+        ("central DP (any partition, alpha) (2-4 seeds per point)", [0.655, 0.715, 0.825], 0)
+    ]  # epsilon 1: over seeds 0-3, each seed once
+    rows[0]["central_accuracy"] = 0.1  # another model at a seed both ran: a line of its own, as before
+    labels = [label for label, _, _ in _central_lines(rows, "epsilon", xs, others, keys, ["partition", "alpha"])]
+    assert labels == [
+        "central DP partition=dirichlet, alpha=0.5",
+        "central DP partition=iid (2-4 seeds per point)",
+    ]
+    configs = [{k: r[k] for k in ("epsilon", *others)} for r in rows]
+    assert plot_sweep(rows, configs, tmp_path) in ([], [tmp_path / "accuracy_vs_epsilon.png"])
+
+
 def test_the_time_series_note_follows_the_wall_robot_s_schema_to_a_file(tmp_path, monkeypatch, capsys):
     """Review rev-research2 N9: the UCI file under the embedded schema got no note."""
     from edprf_core import example_schema
