@@ -255,10 +255,17 @@ def _resume_from_the_record(args: argparse.Namespace) -> None:
             f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
             "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
         )
+    given = getattr(args, GIVEN, frozenset())
     if taken := _take_recorded_options(args, record):  # those at their defaults unsaid
         from ._simulate import say
 
         say(f"resuming with the recorded options ({out / 'sweep.json'}): {' '.join(taken)}")
+    for name in ("data", "schema"):
+        if name not in given and (path := getattr(args, name, None)) is not None and not path.exists():
+            raise ValueError(
+                f"--resume: the recorded {flag_of(name)} {path} is missing (moved, or the sweep ran on another "
+                f"machine): give {flag_of(name)} PATH of that file where it is now (it is checked by its content)"
+            )
 
 
 _RECORDED_FLAGS = {"header": ("no_header", "--no-header"), "baselines": ("no_baselines", "--no-baselines")}

@@ -486,6 +486,19 @@ def test_resume_compares_the_options_given_with_the_record(tmp_path, monkeypatch
     assert f"--resume {out} and --output {tmp_path}: give the sweep's directory once" in capsys.readouterr().err
     assert main(["sweep", "--resume"]) == 1
     assert "--resume needs the directory of the sweep to finish" in capsys.readouterr().err
+    (tmp_path / "data").rename(tmp_path / "moved")  # the recorded data elsewhere now: said, and found by --data
+    assert main(["sweep", "--resume", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"--resume: the recorded --data {tmp_path / 'data' / 'wall.csv.gz'} is missing (moved, or the" in err
+    moved = [
+        "--data",
+        str(tmp_path / "moved" / "wall.csv.gz"),
+        "--schema",
+        str(tmp_path / "moved" / "wall.schema.toml"),
+    ]
+    assert main(["sweep", "--resume", str(out), *moved, "--seeds", "3"]) == 1  # the same data: only --seeds differs
+    assert "was run with other options; --seeds: 2 there, 3 here (its command" in capsys.readouterr().err
+    (tmp_path / "moved").rename(tmp_path / "data")
     _rewrite_rows(tmp_path / "data" / "wall.csv.gz", 5000)  # the data changed since: refused as before
     assert main(["sweep", "--resume", str(out)]) == 1
     err = capsys.readouterr().err
