@@ -321,8 +321,8 @@ def _take_recorded_options(args: argparse.Namespace, record: SweepRecord) -> lis
         elif name == "shuffled_label_parties":
             take(dest, list(value), [f"{flag} {p}" for p in value])
         else:
-            shown = None if value == getattr(DEFAULTS, name, object()) else [flag, shlex.quote(_shown(value))]
-            take(dest, value, shown)
+            text = "tab" if name == "sep" and value == "\t" else _shown(value)
+            take(dest, value, None if value == getattr(DEFAULTS, name, object()) else [flag, shlex.quote(text)])
     return taken
 
 
