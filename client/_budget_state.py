@@ -162,7 +162,7 @@ class BudgetState:
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     audit: AuditRecords = field(default_factory=AuditRecords)
-    """The ledger's refusals and deliveries (:class:`~client._ledger.AuditRecords`; a table the ledger does not
+    """The ledger's refusals and deliveries (:class:`~client._ledger_audit.AuditRecords`; a table the ledger does not
     hold, written before 0.2.11, is None)."""
 
     @property

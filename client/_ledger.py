@@ -22,6 +22,11 @@ A ledger belongs to one party: its ``ledger_meta`` records the party id it was
 created for (:data:`PARTY_ID_KEY`), and a party refuses a ledger recorded for
 another id (one copied from another party's directory).  A ledger written
 before the id was recorded gets it at its next opening for writing.
+
+The audit tables beside ``spends`` (refusals, deliveries, trails) are :mod:`client._ledger_audit`'s: the ledger
+creates them at its opening and delegates their rows to it.  The values both read and write (an exact ε, a count, a
+time stamp) are :mod:`client._ledger_values`'.  Privacy cost of the ledger: none in itself; it is local, and nothing
+here leaves the party (a release leaves through the party only after its ε is recorded here).
 """
 
 from __future__ import annotations
@@ -29,14 +34,12 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import secrets
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Context, Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -65,6 +68,23 @@ from ._ledger_anchor import (
     remove_stale_temp_files,
     write_anchor,
 )
+from ._ledger_audit import (
+    DROPPED_KEYS,
+    AuditRecords,
+    AuditWriter,
+    Delivery,
+    RefusedRequest,
+    add_trail_row,
+    create_audit_tables,
+    read_audit,
+    whole_trail,
+)
+from ._ledger_values import MAX_READ_ROWS, exact_epsilon
+from ._ledger_values import checked_exact as _checked_exact
+from ._ledger_values import immediate as _immediate
+from ._ledger_values import meta_value as _meta
+from ._ledger_values import stamp_value as _stamp_value
+from ._ledger_values import stored_count as _count
 
 __all__ = [
     "CAP_CHANGE_COUNT_KEY",
@@ -109,13 +129,6 @@ _COLUMNS = "request_id, kind, epsilon, state, run_id, detail, created_at, update
 
 COORDINATOR_RECORD = "the coordinator's spend record"
 """Where :meth:`BudgetLedger.carry_recorded` says a party's carried spend came from (its entries' detail)."""
-
-
-def exact_epsilon(epsilon: float | Fraction) -> Fraction:
-    """A requested ε as an exact fraction: the shortest decimal that round-trips its float."""
-    if isinstance(epsilon, Fraction):
-        return epsilon
-    return Fraction(repr(float(epsilon)))
 
 
 def total_spent(entries: Sequence[LedgerEntry]) -> Fraction:
@@ -175,106 +188,6 @@ LEDGER_COLUMNS = frozenset(
     + ("epsilon_exact",)
 )
 """The columns of ``spends``: the one ledger schema this version reads (an exact ε per row)."""
-
-
-AUDIT_TABLES = ("refusals", "deliveries", "trails")
-"""The audit tables of 0.2.11 (review rev-dpo D3, D4, D13), beside ``spends``: created in the first writable opening's
-transaction, so a ledger of 0.2.10 or earlier gets them at its next opening and stays readable and writable by the
-version that wrote it (which checks the columns of ``spends`` only).  A read-only reader of a ledger without them
-says "none recorded (ledger older than 0.2.11)"."""
-
-_AUDIT_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS refusals (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    request_id TEXT NOT NULL DEFAULT '',
-    run_id TEXT NOT NULL DEFAULT '',
-    kind TEXT NOT NULL,
-    epsilon_exact TEXT,
-    reason TEXT NOT NULL
-)""",
-    """CREATE TABLE IF NOT EXISTS deliveries (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    run_id TEXT NOT NULL DEFAULT '',
-    how TEXT NOT NULL CHECK (how IN ('sent', 'resent')),
-    node_id TEXT NOT NULL DEFAULT '',
-    registered TEXT NOT NULL DEFAULT '',
-    app TEXT NOT NULL DEFAULT ''
-)""",
-    """CREATE TABLE IF NOT EXISTS trails (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    trail TEXT NOT NULL,
-    line TEXT NOT NULL
-)""",
-)
-"""The audit tables, one statement each (run one by one inside a transaction: ``executescript`` would commit it).
-
-``refusals``: every request the party refused, with the request's own parameters and a constant reason code only
-(time, request id, run id, kind: ``train``, ``evaluate``, ``ready`` or ``unknown``, the ε asked as an exact
-fraction or NULL, the :class:`protocol.RefusalReason`), never the refusal's text.  ``deliveries``: every release
-handed to Flower for sending (``sent``) and every resend of a stored one (``resent``), with what the party knows
-of the recipient: the node id the SuperLink gave this SuperNode (``node_id``), a digest of the registered parties'
-list the request carried (``registered``, empty when the coordinator registers no keys) and the installed app's
-FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  ``trails``: every line of the cap's
-(``lifetime-cap``) and the relation's (``relation``) changes and of the replies that were not DP (``not-dp``), whole
-(review rev-dpo D13: the ``ledger_meta`` trails, still written for older readers, keep the first and the latest 49
-lines).  Privacy cost of all three: none; they are local records of public request parameters, policy values, the
-party's clock and constants, and no reply carries them."""
-
-MAX_AUDIT_ROWS = 100_000
-"""Most rows each audit table keeps: a coordinator can send refused requests or resends without end, at no
-epsilon; past this, the oldest rows are dropped and counted (:data:`AUDIT_DROPPED_KEY`), so the ledger stays far
-below what a read-only reader takes (:data:`MAX_READ_ROWS`)."""
-AUDIT_DROPPED_KEY = "audit-dropped"
-"""The ``ledger_meta`` key prefix (``audit-dropped/<table>``) of how many of a table's oldest rows were dropped."""
-
-AUDIT_LOCK_SECONDS = 5.0
-"""Longest wait for the ledger's write lock when a refusal or a delivery is recorded."""
-
-AUDIT_FROM_VERSION = "0.2.11"
-"""The first version whose ledgers hold the audit tables."""
-
-
-@dataclass(frozen=True)
-class RefusedRequest:
-    """A row of ``refusals``: a request the party refused (request parameters and a reason code only)."""
-
-    at: float
-    request_id: str
-    run_id: str
-    kind: str
-    epsilon_exact: Fraction | None
-    reason: str
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """A row of ``deliveries``: a release handed to Flower for sending (``sent``) or a stored one resent."""
-
-    at: float
-    request_id: str
-    run_id: str
-    how: str
-    node_id: str
-    registered: str
-    app: str
-
-
-@dataclass(frozen=True)
-class AuditRecords:
-    """A ledger's audit tables as a read-only reader found them; None for a table the ledger does not hold (one
-    written before 0.2.11 and not opened for writing since)."""
-
-    refusals: tuple[RefusedRequest, ...] | None = None
-    deliveries: tuple[Delivery, ...] | None = None
-    refusals_dropped: int = 0
-    deliveries_dropped: int = 0
-    trails: Mapping[str, tuple[str, ...]] | None = None
-    """The lines of each trail (``lifetime-cap``, ``relation``, ``not-dp``) in the ``trails`` table, oldest first."""
-    trails_dropped: Mapping[str, int] = field(default_factory=dict)
 
 
 FAILED_MARK = " [failed: "
@@ -498,8 +411,7 @@ class BudgetLedger:
             with _immediate(db):  # the party, the id, the carried spend and the cap: one transaction
                 with self._read_only_refused():
                     db.execute("DELETE FROM ledger_meta WHERE 0")  # a write that changes nothing: refused read-only
-                for statement in _AUDIT_SCHEMA:  # a ledger of 0.2.10 or earlier gets them here (AUDIT_TABLES)
-                    db.execute(statement)
+                create_audit_tables(db)  # a ledger of 0.2.10 or earlier gets them here (AUDIT_TABLES)
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -899,7 +811,7 @@ class BudgetLedger:
                     (NOT_DP_COUNT_KEY, str((len(lines) - 1 if before is None else before) + 1)),
                 ],
             )
-            _add_trail_row(db, "not-dp", line)  # whole (review rev-dpo D13); the meta lines for older readers
+            add_trail_row(db, "not-dp", line)  # whole (review rev-dpo D13); the meta lines for older readers
 
     def record_refusal(self, request_id: str, run_id: str, kind: str, epsilon: float | None, reason: str) -> None:
         """Append a refused request to ``refusals`` (review rev-dpo D4: refusals were in the SuperNode's log only).
@@ -910,6 +822,8 @@ class BudgetLedger:
         is decided and before the reply is built (:func:`client._flower_handlers._serve`), which logs a failure of
         this write and replies as it would have: the reply never depends on it.  Its time depends on the ledger's
         size and the disk, never on the data's rows; a refusal decided before the read stays before the read.
+        The row is written by :class:`client._ledger_audit.AuditWriter` (at most
+        :data:`~client._ledger_audit.AUDIT_LOCK_SECONDS` waiting for the lock).
         Privacy cost: none (a local record; nothing of it leaves the party).
 
         Raises
@@ -917,14 +831,7 @@ class BudgetLedger:
         sqlite3.Error, OSError
             The row cannot be written (a locked ledger, a full disk): for the caller to log.
         """
-        asked = None
-        if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < math.inf:
-            asked = str(exact_epsilon(epsilon))
-        self._append_audit(
-            "refusals",
-            "INSERT INTO refusals (at, request_id, run_id, kind, epsilon_exact, reason) VALUES (?, ?, ?, ?, ?, ?)",
-            (time.time(), _id_text(request_id), _id_text(run_id), _id_text(kind, 16), asked, _id_text(reason, 40)),
-        )
+        AuditWriter(self.path).record_refusal(request_id, run_id, kind, epsilon, reason)
 
     def record_delivery(
         self, request_id: str, run_id: str, how: str, node_id: str = "", registered: str = "", app: str = ""
@@ -938,45 +845,15 @@ class BudgetLedger:
         new registration, gives another), the coordinator's registered keys (``registered``: a digest of the list
         the request carries; two coordinators registering the same keys look alike, and one registering none gives
         ``""``), and the app's FAB (``app``).  What it cannot: who runs the SuperLink, or where a release goes after
-        it (a coordinator may pass it on).  Privacy cost: none (public request parameters and the party's clock,
-        kept locally).
+        it (a coordinator may pass it on).  Written by :class:`client._ledger_audit.AuditWriter`.  Privacy cost: none
+        (public request parameters and the party's clock, kept locally).
 
         Raises
         ------
         sqlite3.Error, OSError
             The row cannot be written: a resend is then refused (nothing leaves without its record).
         """
-        self._append_audit(
-            "deliveries",
-            "INSERT INTO deliveries (at, request_id, run_id, how, node_id, registered, app) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                time.time(),
-                _id_text(request_id),
-                _id_text(run_id),
-                how,
-                _id_text(node_id, 40),
-                registered[:64],
-                app[:64],
-            ),
-        )
-
-    def _append_audit(self, table: str, insert: str, values: tuple) -> None:
-        """One row into the audit ``table`` (created here when an opening before this version's left it out), the
-        oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted, in one transaction.  A ledger locked longer than
-        :data:`AUDIT_LOCK_SECONDS` fails the write (a refusal's reply, a readiness answer among them, is not held up
-        for the 30 s a spend waits)."""
-        with self._connect(AUDIT_LOCK_SECONDS) as db, _immediate(db):
-            for statement in _AUDIT_SCHEMA:
-                db.execute(statement)
-            row_id = db.execute(insert, values).lastrowid
-            first = db.execute(f"SELECT min(id) FROM {table}").fetchone()[0]
-            if row_id is not None and first is not None and row_id - first + 1 > MAX_AUDIT_ROWS:
-                dropped = db.execute(f"DELETE FROM {table} WHERE id <= ?", (row_id - MAX_AUDIT_ROWS,)).rowcount
-                key = f"{AUDIT_DROPPED_KEY}/{table}"
-                db.execute(
-                    "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
-                    (key, str((_count(_meta(db, key)) or 0) + dropped)),
-                )
+        AuditWriter(self.path).record_delivery(request_id, run_id, how, node_id, registered, app)
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:
@@ -1048,27 +925,8 @@ def _add_change(db: sqlite3.Connection, lines_key: str, count_key: str, old: str
         "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
         [(lines_key, "\n".join(lines)), (count_key, str(count))],
     )
-    _add_trail_row(db, trail, change)
+    add_trail_row(db, trail, change)
     return change
-
-
-def _add_trail_row(db: sqlite3.Connection, trail: str, line: str) -> None:
-    """``line`` into the ``trails`` table under ``trail`` (inside ``db``'s transaction), the trail's oldest rows past
-    :data:`MAX_AUDIT_ROWS` dropped and counted (a coordinator can ask for exact metrics without end where a policy
-    allows them)."""
-    db.execute(_AUDIT_SCHEMA[2])
-    row_id = db.execute("INSERT INTO trails (at, trail, line) VALUES (?, ?, ?)", (time.time(), trail, line)).lastrowid
-    (rows,) = db.execute("SELECT count(*) FROM trails WHERE trail = ?", (trail,)).fetchone()
-    if rows > MAX_AUDIT_ROWS and row_id is not None:
-        dropped = db.execute(
-            "DELETE FROM trails WHERE id IN (SELECT id FROM trails WHERE trail = ? ORDER BY id LIMIT ?)",
-            (trail, rows - MAX_AUDIT_ROWS),
-        ).rowcount
-        key = f"{AUDIT_DROPPED_KEY}/trails/{trail}"
-        db.execute(
-            "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
-            (key, str((_count(_meta(db, key)) or 0) + dropped)),
-        )
 
 
 def trail_lines(meta: Mapping[str, str], lines_key: str, count_key: str) -> tuple[int, list[str]]:
@@ -1076,52 +934,6 @@ def trail_lines(meta: Mapping[str, str], lines_key: str, count_key: str) -> tupl
     at 200 characters (the file is untrusted; the caller makes them safe for a terminal)."""
     lines = [line[:200] for line in meta.get(lines_key, "").splitlines()[: 2 * KEPT_CAP_CHANGE_LINES] if line.strip()]
     return max(_count(meta.get(count_key)) or 0, len(lines)), lines
-
-
-def whole_trail(
-    meta_count: int, meta_lines: Sequence[str], table_lines: Sequence[str] | None, table_dropped: int = 0
-) -> tuple[int, list[str]]:
-    """A trail as complete as the ledger holds it: how many lines it counts, and the lines it has (oldest first).
-
-    ``meta_count`` and ``meta_lines``: the ``ledger_meta`` trail (:func:`trail_lines`, :func:`not_dp_replies`: the
-    first and the latest lines of every change, counted); ``table_lines``: the ``trails`` table's lines of it (None
-    for a ledger without the table), every change since the ledger got the table (0.2.11), less the
-    ``table_dropped`` oldest.  The two are merged by their text (as multisets) and their UTC time stamps, not by position: the meta
-    also holds lines written before the table, and lines 0.2.10 wrote after it (0.2.10 still opens a 0.2.11 ledger
-    and keeps only the meta trail: review rev-s64 F2, a change shown twice and the latest one lost).  The count is the
-    larger of the meta's and the lines merged plus the table's dropped ones."""
-    if table_lines is None:
-        return max(meta_count, len(meta_lines)), list(meta_lines)
-    in_table = Counter(table_lines)  # a multiset: a policy changed back and forth repeats a line within a second
-    only_in_meta = []
-    for line in meta_lines:
-        if in_table[line]:
-            in_table[line] -= 1
-        else:
-            only_in_meta.append(line)
-    merged = sorted([*only_in_meta, *table_lines], key=_line_time)  # stable: equal times keep the meta's first
-    return max(meta_count, len(merged) + table_dropped), merged
-
-
-_LINE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
-
-
-def _line_time(line: str) -> str:
-    """A trail line's UTC time stamp (its first 20 characters), or ``""`` (first) for a line without one."""
-    return line[:20] if _LINE_TIME.fullmatch(line[:20]) else ""
-
-
-@contextmanager
-def _immediate(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction, taken at once (``BEGIN IMMEDIATE``): committed, or rolled back on any exception."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
 
 
 def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id: str = "") -> None:
@@ -1132,12 +944,6 @@ def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id:
         "updated_at, epsilon_exact) VALUES (?, 'release', ?, 'failed', ?, ?, ?, ?, ?)",
         (f"carried-{secrets.token_hex(8)}", float(amount), run_id, note, now, now, str(amount)),
     )
-
-
-def _id_text(value: object, most: int = 256) -> str:
-    """An id or code as the audit tables keep it: text, at most ``most`` characters (a refused request's ids may
-    break the request's rules; they are kept cut, and shown safely by the readers)."""
-    return value[:most] if isinstance(value, str) else ""
 
 
 def record_noted(path: str | Path, marks: str) -> None:
@@ -1159,12 +965,6 @@ def record_noted(path: str | Path, marks: str) -> None:
         db.close()
 
 
-def _meta(db: sqlite3.Connection, key: str) -> str | None:
-    """The ``ledger_meta`` value of ``key`` (None: absent)."""
-    row = db.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
 def _smallest_fraction(db: sqlite3.Connection) -> float | None:
     """The smallest fraction the ledger's split records name under today's rule (None: none does)."""
     prefix = f"{HOLDOUT_SPLIT_KEY}/"
@@ -1183,40 +983,8 @@ def _meta_or_add(db: sqlite3.Connection, key: str, factory: Callable[[], str]) -
 
 READ_SECONDS = 10.0
 """Longest time :func:`read_ledger_readonly` lets SQLite work on one ledger before it gives up."""
-MAX_READ_ROWS = 1_000_000
-"""Most entries :func:`read_ledger_readonly` reads (a party spends a few per run)."""
 MAX_VALUE_BYTES = 1 << 16
 """Longest text or blob SQLite hands back while a ledger is read (ids are at most 256 characters)."""
-_EXACT_TEXT = re.compile(r"(\d{1,400})(?:/(\d{1,400}))?")
-_MAX_DENOMINATOR_POWER = 1100  # a float's exact value has a denominator 2**k with k <= 1074
-
-
-def _checked_exact(text: str, where: str) -> Fraction:
-    """A stored exact ε, ``"n"`` or ``"n/d"``, with ``d = 2**a * 5**b`` (what the ledger writes).
-
-    Bounded digits and denominators of that form keep every sum of any number of rows to
-    a denominator of at most ``10**1100``: reading and adding stay fast on hostile files.
-    """
-    match = _EXACT_TEXT.fullmatch(text)
-    if match is None:
-        raise ValueError(
-            f"{where}: epsilon_exact expected a fraction n/d of at most 400 digits each, "
-            f"got {len(text)} characters of another form"
-        )
-    numerator, denominator = int(match.group(1)), int(match.group(2) or 1)
-    rest = denominator
-    for prime in (2, 5):
-        power = 0
-        while rest > 1 and rest % prime == 0 and power <= _MAX_DENOMINATOR_POWER:
-            rest //= prime
-            power += 1
-        if power > _MAX_DENOMINATOR_POWER:
-            rest = 0
-    if rest != 1:
-        raise ValueError(
-            f"{where}: epsilon_exact expected a denominator 2**a * 5**b (a, b <= {_MAX_DENOMINATOR_POWER}), got another"
-        )
-    return Fraction(numerator, denominator)
 
 
 def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
@@ -1248,16 +1016,6 @@ def _checked_entry(row: Sequence, where: str) -> LedgerEntry:
         _stamp_value(updated_at),
         exact,
     )
-
-
-def _stamp_value(value: object) -> float:
-    """A stored time stamp as read: any finite number as it is (a clock set before 1970 wrote a negative one, and
-    the party counted that entry all the same), anything else NaN (shown as unreadable): a time stamp alone never
-    makes a ledger unreadable, what it counts does not depend on it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    number = float(value)
-    return number if math.isfinite(number) else math.nan
 
 
 def read_meta_readonly(
@@ -1303,13 +1061,6 @@ def not_dp_headline(count: int) -> str:
         f"NOT DP: {count_text(count, 'reply', 'replies')} of this party did not come from a DP mechanism "
         "(seeded randomness or exact metrics its policy allowed, or a schema drafted from data)"
     )
-
-
-def _count(text: str | None) -> int | None:
-    """A stored count (ASCII digits, at most 18), or None for anything else (the file is untrusted)."""
-    if text and len(text) <= 18 and text.isascii() and text.isdigit():
-        return int(text)
-    return None
 
 
 def read_ledger_readonly(
@@ -1371,83 +1122,13 @@ def read_records_readonly(
         As :func:`read_ledger_readonly`.
     """
     p = Path(path)
-    dropped = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES[:2]) + tuple(
-        f"{AUDIT_DROPPED_KEY}/trails/{name}" for name in TRAILS
-    )
 
     def read(db: sqlite3.Connection) -> tuple[list[LedgerEntry], dict[str, str], AuditRecords]:
-        entries, meta = _entries_of(db, p), _meta_of(db, keys + dropped)
-        if not with_audit:
-            return entries, {k: v for k, v in meta.items() if k in keys}, AuditRecords()
-        trail_rows = _audit_rows(db, p, "trails", _TRAIL_COLUMNS, _checked_trail_row)
-        trails: dict[str, tuple[str, ...]] | None = None
-        if trail_rows is not None:
-            trails = {name: tuple(line for t, line in trail_rows if t == name) for name in TRAILS}
-        audit = AuditRecords(
-            _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
-            _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
-            _count(meta.get(dropped[0])) or 0,
-            _count(meta.get(dropped[1])) or 0,
-            trails,
-            {name: _count(meta.get(f"{AUDIT_DROPPED_KEY}/trails/{name}")) or 0 for name in TRAILS},
-        )
+        entries, meta = _entries_of(db, p), _meta_of(db, keys + DROPPED_KEYS)
+        audit = read_audit(db, p, meta) if with_audit else AuditRecords()
         return entries, {k: v for k, v in meta.items() if k in keys}, audit
 
     return _read_ledger_file(p, max_bytes, max_seconds, read)
-
-
-_REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reason")
-_TRAIL_COLUMNS = ("trail", "line")
-TRAILS = ("lifetime-cap", "relation", "not-dp")
-"""The trails the ``trails`` table keeps."""
-_DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
-
-
-def _audit_rows(
-    db: sqlite3.Connection, p: Path, table: str, columns: tuple[str, ...], check: Callable[[Sequence, str], _T]
-) -> tuple[_T, ...] | None:
-    """The checked rows of the audit ``table`` (oldest first), or None when the ledger holds no such table; a table
-    without the columns this version writes is refused as the ``spends`` table of another version is."""
-    kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = ? LIMIT 2", (table,))]
-    if not kinds:
-        return None
-    if kinds != ["table"]:
-        raise ValueError(f"{p}: {table} is not a table (not a ledger this party wrote)")
-    found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-    if not set(columns) <= found:
-        raise ValueError(f"{p}: its {table} table lacks columns this version writes (not a ledger it wrote)")
-    cursor = db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
-    rows = [check(row, f"{p}: {table} row {i + 1}") for i, row in enumerate(cursor)]
-    if len(rows) > MAX_READ_ROWS:
-        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} rows in {table}, got more")
-    return tuple(rows)
-
-
-def _texts(values: Sequence, names: tuple[str, ...], where: str) -> None:
-    for name, value in zip(names, values):
-        if not isinstance(value, str):
-            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
-
-
-def _checked_refusal(row: Sequence, where: str) -> RefusedRequest:
-    at, request_id, run_id, kind, text, reason = row
-    _texts((request_id, run_id, kind, reason), ("request_id", "run_id", "kind", "reason"), where)
-    if text is not None and not isinstance(text, str):
-        raise ValueError(f"{where}: epsilon_exact expected text or null, got {type(text).__name__}")
-    return RefusedRequest(
-        _stamp_value(at), request_id, run_id, kind, None if text is None else _checked_exact(text, where), reason
-    )
-
-
-def _checked_trail_row(row: Sequence, where: str) -> tuple[str, str]:
-    _texts(row, _TRAIL_COLUMNS, where)
-    return row[0], row[1][:300]
-
-
-def _checked_delivery(row: Sequence, where: str) -> Delivery:
-    at, *texts = row
-    _texts(texts, _DELIVERY_COLUMNS[1:], where)
-    return Delivery(_stamp_value(at), *texts)
 
 
 def _entries_of(db: sqlite3.Connection, p: Path) -> list[LedgerEntry]:

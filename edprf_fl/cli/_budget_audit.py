@@ -179,6 +179,20 @@ def refusal_lines(audit: AuditRecords, stamp: Any, last: int | None = None) -> l
 
 
 def refusal_json(audit: AuditRecords) -> dict[str, Any]:
+    """``--json``: the refused requests the ledger kept (review rev-dpo D4).
+
+    Parameters
+    ----------
+    audit : the ledger's audit tables, as :func:`client.read_budget` read them
+
+    Returns
+    -------
+    dict
+        ``refused_count`` (every refusal, the dropped ones included; None for a ledger older than 0.2.11),
+        ``refused_dropped`` and ``refused``: one object per kept row (time, request and run ids, kind, the ε asked as
+        exact text or None, the reason code), oldest first, or None.  Request parameters and reason codes only: the
+        ledger keeps no refusal's text.  Privacy cost: none (the party's own record, shown to its operator).
+    """
     from client import format_epsilon
 
     rows = audit.refusals
@@ -261,6 +275,20 @@ def delivery_lines(audit: AuditRecords, stamp: Any, last: int | None = None) -> 
 
 
 def delivery_json(audit: AuditRecords) -> dict[str, Any]:
+    """``--json``: every delivery the ledger kept (review rev-dpo D3).
+
+    Parameters
+    ----------
+    audit : the ledger's audit tables, as :func:`client.read_budget` read them
+
+    Returns
+    -------
+    dict
+        ``deliveries``: one object per kept row (time, request and run ids, ``sent`` or ``resent``, and what the party
+        knows of the recipient: node id, registered keys' digest, app hash), oldest first; ``deliveries_per_release``
+        (request id -> count of kept rows); ``deliveries_dropped``.  The first two are None for a ledger older than
+        0.2.11.  Privacy cost: none (the party's own record, shown to its operator).
+    """
     rows = audit.deliveries
     if rows is None:
         return {"deliveries": None, "deliveries_per_release": None, "deliveries_dropped": audit.deliveries_dropped}

@@ -513,7 +513,7 @@ def _trail(meta: Mapping[str, str], audit: AuditRecords, which: str) -> tuple[in
     """The ledger's record of its cap's (``which`` ``"cap"``) or relation's changes (``<UTC time>: <old> -> <new>``):
     how many changes it counts and every line it holds (review rev-dpo D13: only the latest 10 were shown, and the
     lines dropped were not counted): the ``trails`` table's whole since 0.2.11, before it the first and the latest
-    that ``ledger_meta`` kept (:func:`client._ledger.whole_trail`), each made safe for a terminal (the file is
+    that ``ledger_meta`` kept (:func:`client._ledger_audit.whole_trail`), each made safe for a terminal (the file is
     untrusted)."""
     from client import (
         CAP_CHANGE_COUNT_KEY,

@@ -13,8 +13,10 @@ import pytest
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 
 import client._ledger as ledger_module
+import client._ledger_audit as audit_module
 from client import BudgetLedger, handle_train, read_budget
-from client._ledger import AUDIT_TABLES, KEPT_CAP_CHANGE_LINES, read_records_readonly
+from client._ledger import KEPT_CAP_CHANGE_LINES, read_records_readonly
+from client._ledger_audit import AUDIT_TABLES
 from edprf_fl.cli._main import main
 from protocol.messages import REQUEST_KEY
 
@@ -372,12 +374,40 @@ def test_the_clientapps_check_reads_no_audit_row_and_scans_for_no_other_ledger(t
 
 
 def test_the_audit_tables_keep_their_latest_rows_and_count_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setattr(ledger_module, "MAX_AUDIT_ROWS", 3)
+    monkeypatch.setattr(audit_module, "MAX_AUDIT_ROWS", 3)
     ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
     for i in range(5):
         ledger.record_refusal(f"r{i}", "run", "train", 0.1, "policy_epsilon")
     audit = read_records_readonly(ledger.path, ())[2]
     assert [r.request_id for r in audit.refusals] == ["r2", "r3", "r4"] and audit.refusals_dropped == 2
+
+
+def test_the_three_tables_are_pruned_by_one_rule(tmp_path, monkeypatch):
+    """Review rev-s64 F10: refusals, deliveries and each trail keep their latest MAX_AUDIT_ROWS rows and count the
+    dropped ones, by one routine (rows counted, not inferred from ids: a table with a gap keeps as many)."""
+    monkeypatch.setattr(audit_module, "MAX_AUDIT_ROWS", 3)
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=1.0)
+    for i in range(5):
+        ledger.record_delivery(f"d{i}", "run", "sent")
+        ledger.note_not_dp(f"n{i}", "run", "exact metrics")
+        ledger.record_refusal(f"r{i}", "run", "train", 0.1, "policy_epsilon")
+    for cap in (2.0, 1.0, 2.0, 1.0, 2.0):
+        BudgetLedger(ledger.path, cap)
+    audit = read_records_readonly(ledger.path, ())[2]
+    assert [d.request_id for d in audit.deliveries] == ["d2", "d3", "d4"] and audit.deliveries_dropped == 2
+    assert [r.request_id for r in audit.refusals] == ["r2", "r3", "r4"] and audit.refusals_dropped == 2
+    assert [line.split(": ")[1] for line in audit.trails["not-dp"]] == [
+        "request n2 (run run)",
+        "request n3 (run run)",
+        "request n4 (run run)",
+    ]
+    assert [line.split(": ", 1)[1] for line in audit.trails["lifetime-cap"]] == ["1 -> 2", "2 -> 1", "1 -> 2"]
+    assert audit.trails_dropped == {"lifetime-cap": 2, "relation": 0, "not-dp": 2}
+    with sqlite3.connect(ledger.path) as db:  # a gap in the ids (a row deleted by hand)
+        db.execute("DELETE FROM refusals WHERE request_id = 'r3'")
+    ledger.record_refusal("r5", "run", "train", 0.1, "policy_epsilon")
+    audit = read_records_readonly(ledger.path, ())[2]
+    assert [r.request_id for r in audit.refusals] == ["r2", "r4", "r5"] and audit.refusals_dropped == 2
 
 
 def test_a_policy_is_used_by_handle_train(tmp_path):
@@ -409,7 +439,7 @@ def test_a_release_sent_to_coordinators_with_other_keys_is_noted(tmp_path, capsy
 
 def test_a_locked_ledger_holds_a_refusal_up_to_the_audit_wait_only(tmp_path, monkeypatch, caplog):
     """A refusal is not held for the 30 s a spend waits for the lock: the row is given up, the reply unchanged."""
-    monkeypatch.setattr(ledger_module, "AUDIT_LOCK_SECONDS", 0.2)
+    monkeypatch.setattr(audit_module, "AUDIT_LOCK_SECONDS", 0.2)
     setup = make_party(tmp_path / "p", file_bytes(n_rows=60), max_release_epsilon=0.5)
     expected = result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train"))
     holder = sqlite3.connect(setup.ledger_path, isolation_level=None, timeout=1.0)

@@ -1,0 +1,414 @@
+"""The ledger's audit tables (review rev-dpo D3, D4, D13): the refused requests, the deliveries and the trails,
+beside the spends of :mod:`client._ledger` in the same SQLite file.
+
+Their schema, their rows (:class:`RefusedRequest`, :class:`Delivery`, :class:`AuditRecords`), their writer
+(:class:`AuditWriter`, which :class:`client.BudgetLedger` delegates to, and which a ``bad_request`` refusal uses alone:
+it opens no more than the file), the one rule that bounds them (:func:`_keep_latest`: at most
+:data:`MAX_AUDIT_ROWS` rows per table or trail, the oldest dropped and counted), and their read-only reader
+(:func:`read_audit`, for :func:`client._ledger.read_records_readonly`).
+
+Privacy cost: none.  The rows hold public request parameters, constant reason codes, policy values, what the party
+knows of a recipient and the party's clock; never a refusal's text, never anything read from the data.  The ledger
+is local: nothing here leaves the party, and no reply carries any of it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import TypeVar
+
+from ._ledger_values import (
+    MAX_READ_ROWS,
+    checked_exact,
+    exact_epsilon,
+    immediate,
+    meta_value,
+    stamp_value,
+    stored_count,
+)
+
+__all__ = [
+    "AUDIT_DROPPED_KEY",
+    "AUDIT_FROM_VERSION",
+    "AUDIT_LOCK_SECONDS",
+    "AUDIT_TABLES",
+    "DROPPED_KEYS",
+    "MAX_AUDIT_ROWS",
+    "TRAILS",
+    "AuditRecords",
+    "AuditWriter",
+    "Delivery",
+    "RefusedRequest",
+    "add_trail_row",
+    "create_audit_tables",
+    "read_audit",
+    "whole_trail",
+]
+
+_T = TypeVar("_T")
+
+AUDIT_TABLES = ("refusals", "deliveries", "trails")
+"""The audit tables of 0.2.11 (review rev-dpo D3, D4, D13), beside ``spends``: created in the first writable opening's
+transaction, so a ledger of 0.2.10 or earlier gets them at its next opening and stays readable and writable by the
+version that wrote it (which checks the columns of ``spends`` only).  A read-only reader of a ledger without them
+says "none recorded (ledger older than 0.2.11)"."""
+
+_AUDIT_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS refusals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    request_id TEXT NOT NULL DEFAULT '',
+    run_id TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    epsilon_exact TEXT,
+    reason TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    run_id TEXT NOT NULL DEFAULT '',
+    how TEXT NOT NULL CHECK (how IN ('sent', 'resent')),
+    node_id TEXT NOT NULL DEFAULT '',
+    registered TEXT NOT NULL DEFAULT '',
+    app TEXT NOT NULL DEFAULT ''
+)""",
+    """CREATE TABLE IF NOT EXISTS trails (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    trail TEXT NOT NULL,
+    line TEXT NOT NULL
+)""",
+)
+"""The audit tables, one statement each (run one by one inside a transaction: ``executescript`` would commit it).
+
+``refusals``: every request the party refused, with the request's own parameters and a constant reason code only
+(time, request id, run id, kind: ``train``, ``evaluate``, ``ready`` or ``unknown``, the ε asked as an exact
+fraction or NULL, the :class:`protocol.RefusalReason`), never the refusal's text.  ``deliveries``: every release
+handed to Flower for sending (``sent``) and every resend of a stored one (``resent``), with what the party knows
+of the recipient: the node id the SuperLink gave this SuperNode (``node_id``), a digest of the registered parties'
+list the request carried (``registered``, empty when the coordinator registers no keys) and the installed app's
+FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  ``trails``: every line of the cap's
+(``lifetime-cap``) and the relation's (``relation``) changes and of the replies that were not DP (``not-dp``), whole
+(review rev-dpo D13: the ``ledger_meta`` trails, still written for older readers, keep the first and the latest 49
+lines).  Privacy cost of all three: none; they are local records of public request parameters, policy values, the
+party's clock and constants, and no reply carries them."""
+
+MAX_AUDIT_ROWS = 100_000
+"""Most rows each audit table keeps (each trail of ``trails``): a coordinator can send refused requests or resends
+without end, at no epsilon; past this, the oldest rows are dropped and counted (:data:`AUDIT_DROPPED_KEY`), so the
+ledger stays far below what a read-only reader takes (:data:`client._ledger_values.MAX_READ_ROWS`)."""
+AUDIT_DROPPED_KEY = "audit-dropped"
+"""The ``ledger_meta`` key prefix of how many of a table's oldest rows were dropped: ``audit-dropped/<table>`` for
+``refusals`` and ``deliveries``, ``audit-dropped/trails/<trail>`` for each trail."""
+
+AUDIT_LOCK_SECONDS = 5.0
+"""Longest wait for the ledger's write lock when a refusal or a delivery is recorded."""
+
+AUDIT_FROM_VERSION = "0.2.11"
+"""The first version whose ledgers hold the audit tables."""
+
+TRAILS = ("lifetime-cap", "relation", "not-dp")
+"""The trails the ``trails`` table keeps."""
+
+DROPPED_KEYS = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES[:2]) + tuple(
+    f"{AUDIT_DROPPED_KEY}/trails/{name}" for name in TRAILS
+)
+"""The ``ledger_meta`` keys of the dropped rows' counts, which :func:`read_audit` reads."""
+
+_REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reason")
+_TRAIL_COLUMNS = ("trail", "line")
+_DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
+
+
+@dataclass(frozen=True)
+class RefusedRequest:
+    """A row of ``refusals``: a request the party refused (request parameters and a reason code only)."""
+
+    at: float
+    request_id: str
+    run_id: str
+    kind: str
+    epsilon_exact: Fraction | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A row of ``deliveries``: a release handed to Flower for sending (``sent``) or a stored one resent."""
+
+    at: float
+    request_id: str
+    run_id: str
+    how: str
+    node_id: str
+    registered: str
+    app: str
+
+
+@dataclass(frozen=True)
+class AuditRecords:
+    """A ledger's audit tables as a read-only reader found them; None for a table the ledger does not hold (one
+    written before 0.2.11 and not opened for writing since)."""
+
+    refusals: tuple[RefusedRequest, ...] | None = None
+    deliveries: tuple[Delivery, ...] | None = None
+    refusals_dropped: int = 0
+    deliveries_dropped: int = 0
+    trails: Mapping[str, tuple[str, ...]] | None = None
+    """The lines of each trail (``lifetime-cap``, ``relation``, ``not-dp``) in the ``trails`` table, oldest first."""
+    trails_dropped: Mapping[str, int] = field(default_factory=dict)
+
+
+def create_audit_tables(db: sqlite3.Connection) -> None:
+    """Create the audit tables a ledger lacks (one written before 0.2.11), inside ``db``'s transaction."""
+    for statement in _AUDIT_SCHEMA:
+        db.execute(statement)
+
+
+class AuditWriter:
+    """Appends rows to the audit tables of the existing ledger at ``path``, and nothing else.
+
+    Each row is one transaction of its own, which waits at most :data:`AUDIT_LOCK_SECONDS` for the ledger's write
+    lock (a refusal's reply, a readiness answer among them, is not held up for the 30 s a spend waits), creates the
+    tables a ledger of 0.2.10 or earlier lacks, runs ``check`` first (raising there writes nothing), and keeps the
+    table's latest :data:`MAX_AUDIT_ROWS` rows (:func:`_keep_latest`).  The file is opened for reading and writing,
+    never created: a row never makes a ledger where there was none.
+
+    Parameters
+    ----------
+    path : path of the party's ledger (an SQLite file that exists)
+    check : callable, optional
+        Run on the connection inside the row's transaction, before anything is written: raises to refuse the file
+        (:func:`client._ledger.audit_writer` refuses a ledger of another version or of another party).  None: the
+        caller opened the ledger already (:class:`client.BudgetLedger`).
+
+    Privacy cost: none (public request parameters, reason codes and the party's clock, kept locally).
+    """
+
+    def __init__(self, path: str | Path, check: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        self.path = Path(path)
+        self.check = check
+
+    def record_refusal(self, request_id: str, run_id: str, kind: str, epsilon: float | None, reason: str) -> None:
+        """Append a refused request to ``refusals``: see :meth:`client.BudgetLedger.record_refusal`.
+
+        Raises
+        ------
+        sqlite3.Error, OSError, ValueError
+            The row cannot be written (a locked ledger, a full disk, a file ``check`` refuses).
+        """
+        asked = None
+        if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < math.inf:
+            asked = str(exact_epsilon(epsilon))
+        self._append(
+            "refusals",
+            "INSERT INTO refusals (at, request_id, run_id, kind, epsilon_exact, reason) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), _id_text(request_id), _id_text(run_id), _id_text(kind, 16), asked, _id_text(reason, 40)),
+        )
+
+    def record_delivery(
+        self, request_id: str, run_id: str, how: str, node_id: str = "", registered: str = "", app: str = ""
+    ) -> None:
+        """Append a delivery to ``deliveries``: see :meth:`client.BudgetLedger.record_delivery`.
+
+        Raises
+        ------
+        sqlite3.Error, OSError, ValueError
+            The row cannot be written.
+        """
+        self._append(
+            "deliveries",
+            "INSERT INTO deliveries (at, request_id, run_id, how, node_id, registered, app) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                _id_text(request_id),
+                _id_text(run_id),
+                how,
+                _id_text(node_id, 40),
+                registered[:64],
+                app[:64],
+            ),
+        )
+
+    def _append(self, table: str, insert: str, values: tuple) -> None:
+        """One row into the audit ``table``, the table's oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted,
+        in one transaction (see the class)."""
+        uri = self.path.resolve().as_uri() + "?mode=rw"
+        db = sqlite3.connect(uri, uri=True, timeout=AUDIT_LOCK_SECONDS, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            with immediate(db):
+                if self.check is not None:
+                    self.check(db)
+                create_audit_tables(db)
+                db.execute(insert, values)
+                _keep_latest(db, table)
+        finally:
+            db.close()
+
+
+def add_trail_row(db: sqlite3.Connection, trail: str, line: str) -> None:
+    """``line`` into the ``trails`` table under ``trail`` (inside ``db``'s transaction), the trail's oldest rows past
+    :data:`MAX_AUDIT_ROWS` dropped and counted (a coordinator can ask for exact metrics without end where a policy
+    allows them)."""
+    db.execute(_AUDIT_SCHEMA[2])
+    db.execute("INSERT INTO trails (at, trail, line) VALUES (?, ?, ?)", (time.time(), trail, line))
+    _keep_latest(db, "trails", trail)
+
+
+def _keep_latest(db: sqlite3.Connection, table: str, trail: str | None = None) -> None:
+    """Keep the latest :data:`MAX_AUDIT_ROWS` rows of the audit ``table`` (of its ``trail``, for ``trails``), inside
+    ``db``'s transaction: the oldest past them (lowest ids) are deleted and their number added to the table's count
+    under :data:`AUDIT_DROPPED_KEY` (an unreadable count starts from 0).
+
+    The one pruning rule of the three tables: rows are counted, not inferred from the ids, so a table whose ids
+    have gaps (rows deleted by hand) keeps as many rows as one without.
+    """
+    where, args = ("WHERE trail = ?", (trail,)) if trail is not None else ("", ())
+    (rows,) = db.execute(f"SELECT count(*) FROM {table} {where}", args).fetchone()
+    if rows <= MAX_AUDIT_ROWS:
+        return
+    dropped = db.execute(
+        f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} {where} ORDER BY id LIMIT ?)",
+        (*args, rows - MAX_AUDIT_ROWS),
+    ).rowcount
+    key = f"{AUDIT_DROPPED_KEY}/{table}" + (f"/{trail}" if trail is not None else "")
+    db.execute(
+        "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+        (key, str((stored_count(meta_value(db, key)) or 0) + dropped)),
+    )
+
+
+def _id_text(value: object, most: int = 256) -> str:
+    """An id or code as the audit tables keep it: text, at most ``most`` characters (a refused request's ids may
+    break the request's rules; they are kept cut, and shown safely by the readers)."""
+    return value[:most] if isinstance(value, str) else ""
+
+
+def whole_trail(
+    meta_count: int, meta_lines: Sequence[str], table_lines: Sequence[str] | None, table_dropped: int = 0
+) -> tuple[int, list[str]]:
+    """A trail as complete as the ledger holds it: how many lines it counts, and the lines it has (oldest first).
+
+    ``meta_count`` and ``meta_lines``: the ``ledger_meta`` trail (:func:`client.trail_lines`,
+    :func:`client.not_dp_replies`: the first and the latest lines of every change, counted); ``table_lines``: the
+    ``trails`` table's lines of it (None for a ledger without the table), every change since the ledger got the table
+    (0.2.11), less the ``table_dropped`` oldest.  The two are merged by their text (as multisets) and their UTC time
+    stamps, not by position: the meta also holds lines written before the table, and lines 0.2.10 wrote after it
+    (0.2.10 still opens a 0.2.11 ledger and keeps only the meta trail: review rev-s64 F2, a change shown twice and the
+    latest one lost).  The count is the larger of the meta's and the lines merged plus the table's dropped ones."""
+    if table_lines is None:
+        return max(meta_count, len(meta_lines)), list(meta_lines)
+    in_table = Counter(table_lines)  # a multiset: a policy changed back and forth repeats a line within a second
+    only_in_meta = []
+    for line in meta_lines:
+        if in_table[line]:
+            in_table[line] -= 1
+        else:
+            only_in_meta.append(line)
+    merged = sorted([*only_in_meta, *table_lines], key=_line_time)  # stable: equal times keep the meta's first
+    return max(meta_count, len(merged) + table_dropped), merged
+
+
+_LINE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _line_time(line: str) -> str:
+    """A trail line's UTC time stamp (its first 20 characters), or ``""`` (first) for a line without one."""
+    return line[:20] if _LINE_TIME.fullmatch(line[:20]) else ""
+
+
+def read_audit(db: sqlite3.Connection, p: Path, meta: Mapping[str, str]) -> AuditRecords:
+    """The audit tables of the ledger ``p`` on a read-only connection of :func:`client._ledger.read_records_readonly`
+    (the file untrusted: every row checked for its kinds), with the dropped rows' counts from ``meta`` (its values
+    of :data:`DROPPED_KEYS`); a table the ledger does not hold is None.
+
+    Raises
+    ------
+    ValueError
+        A table that is not one, that lacks columns this version writes, holds more than
+        :data:`client._ledger_values.MAX_READ_ROWS` rows, or a value of the wrong kind; the message quotes no text
+        from the file.
+    """
+    trail_rows = _audit_rows(db, p, "trails", _TRAIL_COLUMNS, _checked_trail_row)
+    trails: dict[str, tuple[str, ...]] | None = None
+    if trail_rows is not None:
+        trails = {name: tuple(line for t, line in trail_rows if t == name) for name in TRAILS}
+    return AuditRecords(
+        _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
+        _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
+        stored_count(meta.get(DROPPED_KEYS[0])) or 0,
+        stored_count(meta.get(DROPPED_KEYS[1])) or 0,
+        trails,
+        {name: stored_count(meta.get(f"{AUDIT_DROPPED_KEY}/trails/{name}")) or 0 for name in TRAILS},
+    )
+
+
+def _audit_rows(
+    db: sqlite3.Connection, p: Path, table: str, columns: tuple[str, ...], check: Callable[[Sequence, str], _T]
+) -> tuple[_T, ...] | None:
+    """The checked rows of the audit ``table`` (oldest first), or None when the ledger holds no such table; a table
+    without the columns this version writes is refused as the ``spends`` table of another version is."""
+    kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = ? LIMIT 2", (table,))]
+    if not kinds:
+        return None
+    if kinds != ["table"]:
+        raise ValueError(f"{p}: {table} is not a table (not a ledger this party wrote)")
+    found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    if not set(columns) <= found:
+        raise ValueError(f"{p}: its {table} table lacks columns this version writes (not a ledger it wrote)")
+    cursor = db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
+    rows = [check(row, f"{p}: {table} row {i + 1}") for i, row in enumerate(cursor)]
+    if len(rows) > MAX_READ_ROWS:
+        raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} rows in {table}, got more")
+    return tuple(rows)
+
+
+def _texts(values: Sequence, names: tuple[str, ...], where: str) -> None:
+    """Check that each of a row's ``values`` (named ``names``, in order) is text.
+
+    Parameters
+    ----------
+    values : the row's values, as SQLite handed them back (the file is untrusted: any kind)
+    names : their columns' names, for the message
+    where : the ledger and the row, for the message
+
+    Raises
+    ------
+    ValueError
+        A value that is not text, naming its column and its kind, never its value.
+    """
+    for name, value in zip(names, values):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: {name} expected text, got {type(value).__name__}")  # noqa: TRY004 - a bad file
+
+
+def _checked_refusal(row: Sequence, where: str) -> RefusedRequest:
+    at, request_id, run_id, kind, text, reason = row
+    _texts((request_id, run_id, kind, reason), ("request_id", "run_id", "kind", "reason"), where)
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{where}: epsilon_exact expected text or null, got {type(text).__name__}")
+    return RefusedRequest(
+        stamp_value(at), request_id, run_id, kind, None if text is None else checked_exact(text, where), reason
+    )
+
+
+def _checked_trail_row(row: Sequence, where: str) -> tuple[str, str]:
+    _texts(row, _TRAIL_COLUMNS, where)
+    return row[0], row[1][:300]
+
+
+def _checked_delivery(row: Sequence, where: str) -> Delivery:
+    at, *texts = row
+    _texts(texts, _DELIVERY_COLUMNS[1:], where)
+    return Delivery(stamp_value(at), *texts)
