@@ -12,13 +12,15 @@ reason code, never the text; review rev-dpo D4) before the reply is built, when 
 for this message (a party that cannot be set up, its policy or ledger unusable, keeps its log line only).  A
 failure to write that row is logged and changes nothing in the reply; the write comes after the refusal is
 decided and before the hold, so a refusal decided before any row is read still leaves at the hold's time, and its
-own time depends on the ledger, not the data.  Privacy cost: none (a local record; no reply gains anything).
+own time depends on the ledger, not the data.  A ``bad_request`` refusal (no party built) opens the ledger alone for
+its row.  Privacy cost: none (a local record; no reply gains anything).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -31,6 +33,8 @@ from protocol import RefusalReason, ReplyStatus
 from protocol.messages import METRICS_KEY, MODEL_KEY, REQUEST_KEY, RESULT_KEY, EvaluateRequest, TrainRequest
 
 from ._disk_space import low_disk_text
+from ._ledger import BudgetLedger, audit_writer
+from ._ledger_audit import AuditWriter
 from ._party import STOPPING, Party, PartySetup, Recipient, Refusal
 from ._policy import load_policy
 from ._reply_timing import hold_problem, hold_reply, message_reached, round_timeout_seconds
@@ -103,17 +107,19 @@ def _record_refusal(
     """Keep a refusal in the party's ledger (``refusals``): request parameters and the reason code only.
 
     ``party`` is None when the request could not be read (``bad_request``, checked before the party is built) or the
-    party could not be set up: for the first, the party is built here, for this record only (its set-up reads the
-    policy, the schema and the ledger, no row), and a party that cannot be set up records nothing.  Never raises:
-    a failure is logged at WARNING and the reply stays what it was."""
+    party could not be set up.  For the first, only the ledger is opened, for this row (:func:`_refusal_writer`:
+    the policy for the party's id, then the ledger file; no schema, key or data, and at most
+    :data:`client._ledger_audit.AUDIT_LOCK_SECONDS` waiting for the lock); a party that cannot be set up records
+    nothing.  Never raises: a failure is logged at WARNING and the reply stays what it was."""
     request = req[0] if isinstance(req, tuple) else req
     try:
         if party is None:
             if reason != RefusalReason.BAD_REQUEST:
                 return  # party_setup before the ledger was opened: nothing to record it in
-            merged = {**context.run_config, **(run_config or {})}
-            party = Party(PartySetup.from_configs(context.node_config, merged))
-        party.ledger.record_refusal(
+            writer: BudgetLedger | AuditWriter = _refusal_writer(context, run_config)
+        else:
+            writer = party.ledger
+        writer.record_refusal(
             getattr(request, "request_id", ""),
             getattr(request, "run_id", "") or str(msg.metadata.run_id),
             _KINDS.get(msg.metadata.message_type, "unknown"),
@@ -126,6 +132,26 @@ def _record_refusal(
         log.warning(
             "the refusal could not be kept in the ledger (%s: %s); the reply is unchanged", type(exc).__name__, exc
         )
+
+
+def _refusal_writer(context: Context, run_config: Any) -> BudgetLedger | AuditWriter:
+    """What keeps a ``bad_request`` refusal: the writer of audit rows of the party's ledger
+    (:func:`client._ledger.audit_writer`), which refuses a ledger of another version or party.  A ledger not created
+    yet (the party's first message) is created by :class:`client.BudgetLedger` from the policy, as the party would
+    create it (the row is then kept, as before; there is no lock to wait for in a new file).
+
+    Raises
+    ------
+    ValueError, OSError, sqlite3.Error
+        The node config or the policy cannot be read, or the ledger cannot be created: for the caller to log.
+    """
+    merged = {**context.run_config, **(run_config or {})}
+    setup = PartySetup.from_configs(context.node_config, merged)
+    policy = load_policy(setup.policy_path)
+    path = setup.ledger_path
+    if not os.path.lexists(path) or (path.is_file() and path.stat().st_size == 0):
+        return BudgetLedger(path, policy.lifetime_epsilon_cap, policy.party_id, relation=policy.relation)
+    return audit_writer(path, policy.party_id)
 
 
 def _serve(

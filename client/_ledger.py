@@ -946,6 +946,30 @@ def _insert_carried(db: sqlite3.Connection, amount: Fraction, note: str, run_id:
     )
 
 
+def audit_writer(path: str | Path, party_id: str) -> AuditWriter:
+    """A writer of audit rows only, into the existing ledger at ``path`` of the party ``party_id`` (review rev-s64 F11:
+    a ``bad_request`` refusal built a whole :class:`client.Party`, its schema, key and ledger opening, to keep one row).
+
+    Nothing but the file is opened: no anchor read, no cap or relation recorded, no spend carried.  Inside the row's
+    own transaction (:class:`client._ledger_audit.AuditWriter`: at most
+    :data:`~client._ledger_audit.AUDIT_LOCK_SECONDS` waiting for the lock), before anything is written, the file is
+    refused as :class:`BudgetLedger`'s opening refuses it: a ``spends`` table with other columns (another version, or
+    not a ledger) and a ledger recorded for another party; nothing is then written.  Privacy cost: none (a local row
+    of request parameters and a reason code).
+    """
+    p = Path(path)
+
+    def check(db: sqlite3.Connection) -> None:
+        columns = frozenset(row[1] for row in db.execute("PRAGMA table_info(spends)"))
+        if columns != LEDGER_COLUMNS:
+            raise LedgerOfAnotherVersion(another_version_text(p, columns, None))
+        recorded = _meta(db, PARTY_ID_KEY)
+        if recorded is not None and recorded != party_id:
+            raise LedgerOfAnotherParty(another_party_text(p, str(recorded), party_id))
+
+    return AuditWriter(p, check)
+
+
 def record_noted(path: str | Path, marks: str) -> None:
     """Store ``marks`` under :data:`NOTED_KEY` in the ledger at ``path``, which must exist (it is never created
     here); nothing else in it changes.

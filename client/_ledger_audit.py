@@ -245,7 +245,8 @@ class AuditWriter:
         uri = self.path.resolve().as_uri() + "?mode=rw"
         db = sqlite3.connect(uri, uri=True, timeout=AUDIT_LOCK_SECONDS, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            # no journal_mode: a ledger keeps the WAL mode its opening set, and setting it would write to a file
+            # that ``check`` is yet to refuse
             db.execute("PRAGMA synchronous=FULL")
             with immediate(db):
                 if self.check is not None:

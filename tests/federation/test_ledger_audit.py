@@ -91,6 +91,68 @@ def test_a_bad_request_is_kept_with_what_is_known_of_it(tmp_path):
     assert row.run_id == "1"  # the message's run
 
 
+def _bad_request(setup):
+    from client._flower_handlers import handle_train as handle
+    from tests.privacy._party_requests import _context
+
+    msg = Message(content=RecordDict({REQUEST_KEY: ConfigRecord({"x": 1})}), dst_node_id=2, message_type="train")
+    return result_of(handle(msg, _context(setup)))
+
+
+def test_a_bad_request_opens_the_ledger_only(tmp_path, monkeypatch):
+    """Review rev-s64 F11: the bad_request row is kept without building a Party: no data file, no readable schema."""
+    import client._flower_handlers as handlers
+
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    BudgetLedger(setup.ledger_path, 100.0, "harness")
+    setup.data_path.unlink()
+    setup.schema_path.write_text("not a schema", encoding="utf-8")
+
+    def no_party(*_args, **_kwargs):
+        raise AssertionError("a Party was built for a bad_request row")
+
+    monkeypatch.setattr(handlers, "Party", no_party)
+    assert _bad_request(setup)["reason"] == "bad_request"
+    [row] = _refusals(setup.ledger_path)
+    assert (row.request_id, row.kind, row.reason, row.epsilon_exact, row.run_id) == (
+        "",
+        "train",
+        "bad_request",
+        None,
+        "1",
+    )
+
+
+def test_a_bad_request_waits_for_the_lock_up_to_the_audit_wait_only(tmp_path, monkeypatch, caplog):
+    """The ledger's opening waited 30 s for a locked ledger before the row's own wait; now only the row's."""
+    monkeypatch.setattr(audit_module, "AUDIT_LOCK_SECONDS", 0.2)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    BudgetLedger(setup.ledger_path, 100.0, "harness")
+    holder = sqlite3.connect(setup.ledger_path, isolation_level=None, timeout=1.0)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert _bad_request(setup)["reason"] == "bad_request"
+        assert time.monotonic() - started < 5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "could not be kept in the ledger" in caplog.text and _refusals(setup.ledger_path) == ()
+
+
+def test_a_bad_request_writes_nothing_into_another_partys_or_versions_ledger(tmp_path, caplog):
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    BudgetLedger(setup.ledger_path, 100.0, "another")
+    assert _bad_request(setup)["reason"] == "bad_request"
+    assert _refusals(setup.ledger_path) == () and "could not be kept in the ledger" in caplog.text
+    other = make_party(tmp_path / "q", file_bytes(n_rows=60))
+    with sqlite3.connect(other.ledger_path) as db:
+        db.execute("CREATE TABLE spends (id INTEGER PRIMARY KEY, request_id TEXT, epsilon REAL)")
+    before = other.ledger_path.read_bytes()
+    assert _bad_request(other)["reason"] == "bad_request"
+    assert other.ledger_path.read_bytes() == before  # no audit table added, no row
+
+
 def test_a_refusal_that_cannot_be_kept_changes_nothing_in_the_reply(tmp_path, monkeypatch, caplog):
     setup = make_party(tmp_path / "p", file_bytes(n_rows=60), max_release_epsilon=0.5)
     expected = result_of(send_train(setup, TrainSettings(epsilon=0.8), "a/train"))
