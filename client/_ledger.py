@@ -74,6 +74,7 @@ from ._ledger_audit import (
     AuditWriter,
     Delivery,
     RefusedRequest,
+    ReleaseParts,
     add_trail_row,
     create_audit_tables,
     read_audit,
@@ -105,6 +106,7 @@ __all__ = [
     "LedgerOfAnotherVersion",
     "LedgerTooLarge",
     "RefusedRequest",
+    "ReleaseParts",
     "RequestIdTaken",
     "dangling_link_text",
     "exact_epsilon",
@@ -854,6 +856,22 @@ class BudgetLedger:
             The row cannot be written: a resend is then refused (nothing leaves without its record).
         """
         AuditWriter(self.path).record_delivery(request_id, run_id, how, node_id, registered, app)
+
+    def record_parts(self, parts: ReleaseParts) -> None:
+        """Keep what a completed release's ε paid for (review rev-dpo D8: an entry said what was asked, not what was
+        done): the DP row count's ε, the trees', the marginals' and the residual pass's where present, and the depth
+        used, all read from the release the party made (public parameters and DP outputs inside the stored payload,
+        what ``edprf inspect`` prints), never from the data.  A row of its own table
+        (:data:`client._ledger_audit.PARTS_TABLE`): the entry's detail stays the request's, which a resend compares
+        (here and in earlier versions).  Written by :class:`client._ledger_audit.AuditWriter`.  Privacy cost: none
+        (a local record; nothing of it leaves the party).
+
+        Raises
+        ------
+        sqlite3.Error, OSError
+            The row cannot be written: for the caller to log (the release is stored and goes out).
+        """
+        AuditWriter(self.path).record_parts(parts)
 
     def entries(self) -> list[LedgerEntry]:
         with self._connect() as db:

@@ -42,11 +42,13 @@ __all__ = [
     "AUDIT_TABLES",
     "DROPPED_KEYS",
     "MAX_AUDIT_ROWS",
+    "PARTS_TABLE",
     "TRAILS",
     "AuditRecords",
     "AuditWriter",
     "Delivery",
     "RefusedRequest",
+    "ReleaseParts",
     "add_trail_row",
     "create_audit_tables",
     "read_audit",
@@ -102,6 +104,26 @@ FAB hash prefix when the ClientApp runs from an installed FAB (``app``).  ``trai
 lines).  Privacy cost of all three: none; they are local records of public request parameters, policy values, the
 party's clock and constants, and no reply carries them."""
 
+PARTS_TABLE = "release_parts"
+"""The table of what each completed release's ε paid for (review rev-dpo D8), added after 0.2.11 beside the audit
+tables: a release completed by an earlier version has no row, and an earlier version opening a later ledger ignores
+the table (it checks the columns of ``spends`` only), so the two versions still read and write each other's
+ledgers; a release's entry in ``spends`` is unchanged (its detail stays the request's, which a resend compares)."""
+
+_PARTS_SCHEMA = """CREATE TABLE IF NOT EXISTS release_parts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL UNIQUE,
+    at REAL NOT NULL,
+    count_epsilon TEXT NOT NULL,
+    trees_epsilon TEXT NOT NULL,
+    marginals_epsilon TEXT,
+    residual_epsilon TEXT,
+    depth INTEGER NOT NULL
+)"""
+"""One row per completed release: the ε of its parts as exact fractions (text ``n/d``, as ``spends.epsilon_exact``)
+and the depth its trees used.  Privacy cost: none; every value is a public parameter or a DP output already inside
+the stored release (what ``edprf inspect`` prints of it), and the row stays in the party's ledger."""
+
 MAX_AUDIT_ROWS = 100_000
 """Most rows each audit table keeps (each trail of ``trails``): a coordinator can send refused requests or resends
 without end, at no epsilon; past this, the oldest rows are dropped and counted (:data:`AUDIT_DROPPED_KEY`), so the
@@ -127,6 +149,7 @@ DROPPED_KEYS = tuple(f"{AUDIT_DROPPED_KEY}/{t}" for t in AUDIT_TABLES[:2]) + tup
 _REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reason")
 _TRAIL_COLUMNS = ("trail", "line")
 _DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
+_PARTS_COLUMNS = ("request_id", "count_epsilon", "trees_epsilon", "marginals_epsilon", "residual_epsilon", "depth")
 
 
 @dataclass(frozen=True)
@@ -155,6 +178,39 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class ReleaseParts:
+    """What a completed release's ε paid for (a row of ``release_parts``; review rev-dpo D8).
+
+    Attributes
+    ----------
+    request_id : the release's request id (its entry in ``spends``)
+    count : ε of the DP count of the training rows (0 when the size-dependent choices were given or declared)
+    trees : ε of the model on the trees' rows: the entry's ε less ``count`` (sequential composition)
+    marginals : ε of the marginals part's histograms on their own rows, disjoint from the trees' (parallel
+        composition: ``marginals + residual`` equals ``trees``); None without a marginals part
+    residual : ε of the marginals part's residual pass on the same rows as its histograms; None without one (a
+        party's release never carries one)
+    depth : the depth the trees used (chosen by the rule when the request left it to it)
+
+    ``count + trees`` is the entry's ε, exactly (:attr:`total`).  Privacy cost: none (public parameters and DP
+    outputs of the release itself, kept locally).
+    """
+
+    request_id: str
+    count: Fraction
+    trees: Fraction
+    marginals: Fraction | None
+    residual: Fraction | None
+    depth: int
+
+    @property
+    def total(self) -> Fraction:
+        """ε per record of the release: the count's and the model's (the trees' rows and the marginals' rows are
+        disjoint, each paying ``trees``)."""
+        return self.count + self.trees
+
+
+@dataclass(frozen=True)
 class AuditRecords:
     """A ledger's audit tables as a read-only reader found them; None for a table the ledger does not hold (one
     written before 0.2.11 and not opened for writing since)."""
@@ -166,11 +222,15 @@ class AuditRecords:
     trails: Mapping[str, tuple[str, ...]] | None = None
     """The lines of each trail (``lifetime-cap``, ``relation``, ``not-dp``) in the ``trails`` table, oldest first."""
     trails_dropped: Mapping[str, int] = field(default_factory=dict)
+    parts: Mapping[str, ReleaseParts] | None = None
+    """What each completed release's ε paid for, by request id (``release_parts``); None for a ledger without the
+    table."""
 
 
 def create_audit_tables(db: sqlite3.Connection) -> None:
-    """Create the audit tables a ledger lacks (one written before 0.2.11), inside ``db``'s transaction."""
-    for statement in _AUDIT_SCHEMA:
+    """Create the audit tables (and ``release_parts``) a ledger lacks (one written by an earlier version), inside
+    ``db``'s transaction."""
+    for statement in (*_AUDIT_SCHEMA, _PARTS_SCHEMA):
         db.execute(statement)
 
 
@@ -239,7 +299,36 @@ class AuditWriter:
             ),
         )
 
-    def _append(self, table: str, insert: str, values: tuple) -> None:
+    def record_parts(self, parts: ReleaseParts) -> None:
+        """Keep what a completed release's ε paid for in ``release_parts`` (one row per request id: a later row for the
+        same id replaces it).
+
+        Raises
+        ------
+        sqlite3.Error, OSError, ValueError
+            The row cannot be written.
+        """
+
+        def exact(value: Fraction | None) -> str | None:
+            return None if value is None else str(value)
+
+        self._append(
+            PARTS_TABLE,
+            "INSERT OR REPLACE INTO release_parts (request_id, at, count_epsilon, trees_epsilon, marginals_epsilon, "
+            "residual_epsilon, depth) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                _id_text(parts.request_id),
+                time.time(),
+                str(parts.count),
+                str(parts.trees),
+                exact(parts.marginals),
+                exact(parts.residual),
+                int(parts.depth),
+            ),
+            prune=False,  # one row per release: as many as spends holds, which is never pruned
+        )
+
+    def _append(self, table: str, insert: str, values: tuple, prune: bool = True) -> None:
         """One row into the audit ``table``, the table's oldest rows past :data:`MAX_AUDIT_ROWS` dropped and counted,
         in one transaction (see the class)."""
         uri = self.path.resolve().as_uri() + "?mode=rw"
@@ -253,7 +342,8 @@ class AuditWriter:
                     self.check(db)
                 create_audit_tables(db)
                 db.execute(insert, values)
-                _keep_latest(db, table)
+                if prune:
+                    _keep_latest(db, table)
         finally:
             db.close()
 
@@ -345,6 +435,7 @@ def read_audit(db: sqlite3.Connection, p: Path, meta: Mapping[str, str]) -> Audi
     trails: dict[str, tuple[str, ...]] | None = None
     if trail_rows is not None:
         trails = {name: tuple(line for t, line in trail_rows if t == name) for name in TRAILS}
+    parts_rows = _audit_rows(db, p, PARTS_TABLE, _PARTS_COLUMNS, _checked_parts)
     return AuditRecords(
         _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
         _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
@@ -352,6 +443,7 @@ def read_audit(db: sqlite3.Connection, p: Path, meta: Mapping[str, str]) -> Audi
         stored_count(meta.get(DROPPED_KEYS[1])) or 0,
         trails,
         {name: stored_count(meta.get(f"{AUDIT_DROPPED_KEY}/trails/{name}")) or 0 for name in TRAILS},
+        None if parts_rows is None else {r.request_id: r for r in parts_rows},
     )
 
 
@@ -413,3 +505,21 @@ def _checked_delivery(row: Sequence, where: str) -> Delivery:
     at, *texts = row
     _texts(texts, _DELIVERY_COLUMNS[1:], where)
     return Delivery(stamp_value(at), *texts)
+
+
+def _checked_parts(row: Sequence, where: str) -> ReleaseParts:
+    request_id, count, trees, marginals, residual, depth = row
+    _texts((request_id, count, trees), _PARTS_COLUMNS[:3], where)
+    for name, value in (("marginals_epsilon", marginals), ("residual_epsilon", residual)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}: {name} expected text or null, got {type(value).__name__}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 10_000:
+        shown = "a value out of range" if isinstance(depth, int) else type(depth).__name__
+        raise ValueError(f"{where}: depth expected an integer in [0, 10000], got {shown}")
+
+    def exact(value: str | None) -> Fraction | None:
+        return None if value is None else checked_exact(value, where)
+
+    return ReleaseParts(
+        request_id, checked_exact(count, where), checked_exact(trees, where), exact(marginals), exact(residual), depth
+    )

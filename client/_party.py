@@ -45,6 +45,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ from ._ledger import (
     BudgetExhausted,
     BudgetLedger,
     EntryState,
+    ReleaseParts,
     RequestIdTaken,
     error_line,
     exact_epsilon,
@@ -119,6 +121,7 @@ __all__ = [
     "evaluation_counts",
     "registered_digest",
     "release_node_bound",
+    "release_parts",
 ]
 
 log = logging.getLogger("edprf.party")
@@ -170,6 +173,40 @@ def release_node_bound(schema: Schema, n_trees: int, max_depth: int, split_mode:
     """
     codes = () if split_mode == "binary" else FeatureGrid.from_schema(schema, n_bins).n_codes  # binary: no grid
     return n_trees * max_tree_nodes(codes, split_mode, max_depth)
+
+
+def release_parts(request_id: str, epsilon: Fraction, forest: DPForest) -> ReleaseParts:
+    """What the ε of a party's release paid for, read from the release itself (review rev-dpo D8).
+
+    ``forest`` is the release's forest (one part: the party's; what :func:`protocol.encode_release` encodes, and
+    ``edprf inspect`` prints back from the bytes): its parameters' ``count_epsilon`` (the DP row count's ε) and
+    ``max_depth`` (the depth used, the rule's choice when the request left it to it), and its marginals part and
+    residual pass where present.  ``epsilon`` is the ledger entry's exact ε: the model's part is that less the
+    count's, so ``count + trees`` is the entry's ε exactly; the marginals part spends the model's part on its own
+    rows (parallel composition), its residual pass (never in a party's release) the rest of it.
+
+    Privacy cost: none.  Every value is a public parameter or a DP output inside the release; no row is read.
+
+    Raises
+    ------
+    ValueError
+        The release's ε is not ``epsilon`` (not the entry's release), or it has more than one part.
+    """
+    if len(forest.parts) != 1:
+        raise ValueError(f"release parts: expected a party's release of one part, got {len(forest.parts)}")
+    params = forest.parts[0][1]
+    if exact_epsilon(params.epsilon) != epsilon:
+        raise ValueError(
+            f"release parts: the release's epsilon {params.epsilon:g} is not the entry's {format_epsilon(epsilon)}"
+        )
+    count = exact_epsilon(params.count_epsilon) if params.count_epsilon > 0 else Fraction(0)
+    trees = epsilon - count
+    marginals = residual = None
+    if forest.marginals is not None:
+        extra = forest.marginals.residual_pass
+        residual = None if extra is None else exact_epsilon(extra.epsilon)
+        marginals = trees - (residual or Fraction(0))
+    return ReleaseParts(request_id, count, trees, marginals, residual, int(params.max_depth))
 
 
 def evaluation_counts(forest: DPForest, X: pd.DataFrame, y: pd.Series) -> tuple[int, int]:
@@ -804,6 +841,7 @@ class Party:
                 RefusalReason.INTERNAL_ERROR, "training failed at the party; details are in the party's log"
             ) from None
         self._complete(req.request_id, payload)
+        self._record_parts(req, clf.forest_)
         self._say_if_the_round_closed(req.request_id)
         self._record_delivery(req, "sent")
         try:  # the release is stored: a ledger that cannot be read now (locked) costs the log line its figure only
@@ -812,6 +850,20 @@ class Party:
             left = f"unknown: the ledger cannot be read now ({exc})"
         log.info("released %s at epsilon %s (remaining %s)", count_text(req.n_trees, "tree"), req.epsilon, left)
         return payload
+
+    def _record_parts(self, req: TrainRequest, forest: DPForest) -> None:
+        """Keep what the completed release's ε paid for (:func:`release_parts`, review rev-dpo D8), best effort: the
+        release is stored and its ε spent, so a row that cannot be written (a full disk, a locked ledger) is said
+        in the party's log and the release goes out.  Written after the release exists, from its public parameters
+        and DP outputs: its time says nothing of the data.  Privacy cost: none (kept locally)."""
+        try:
+            self.ledger.record_parts(release_parts(req.request_id, exact_epsilon(req.epsilon), forest))
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            log.error(
+                "request %s: the release goes out, but what its epsilon paid for could not be recorded: %s",
+                req.request_id,
+                exc,
+            )
 
     def _record_delivery(self, req: TrainRequest, how: str) -> None:
         """Keep the release's delivery in the ledger before it is handed to Flower (review rev-dpo D3): ``sent``

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._terminal_text import terminal_safe
 
 if TYPE_CHECKING:
-    from client import AuditRecords, Delivery, LedgerEntry
+    from client import AuditRecords, Delivery, LedgerEntry, ReleaseParts
 
 __all__ = [
     "backwards_note",
@@ -25,6 +25,8 @@ __all__ = [
     "delivery_json",
     "delivery_lines",
     "entry_relation",
+    "parts_json",
+    "parts_text",
     "refusal_json",
     "refusal_lines",
     "relation_json",
@@ -307,6 +309,43 @@ def delivery_json(audit: AuditRecords) -> dict[str, Any]:
         ],
         "deliveries_per_release": dict(Counter(d.request_id for d in rows)),
         "deliveries_dropped": audit.deliveries_dropped,
+    }
+
+
+def parts_text(parts: ReleaseParts) -> str:
+    """What a release's ε paid for, for the end of its line in the table (review rev-dpo D8): the DP row count's ε
+    when there was one, the trees', the marginals' (and the residual pass's) on their disjoint rows, and the depth
+    used; the parts are the release's own parameters and DP outputs (``edprf inspect`` prints them)."""
+    from client import format_epsilon
+
+    paid = [f"DP row count {format_epsilon(parts.count)}"] if parts.count else []
+    paid.append(f"trees {format_epsilon(parts.trees)}")
+    if parts.marginals is not None:
+        marginals = f"marginals {format_epsilon(parts.marginals)}"
+        if parts.residual is not None:
+            marginals += f" + residual pass {format_epsilon(parts.residual)}"
+        paid.append(f"{marginals} (on rows disjoint from the trees': parallel)")
+    return f"[paid for: {', '.join(paid)}; depth {parts.depth}]"
+
+
+def parts_json(parts: ReleaseParts | None) -> dict[str, Any] | None:
+    """``--json``: a release's parts as exact texts (``count_epsilon_exact + trees_epsilon_exact`` is its
+    ``epsilon_exact``; marginals and residual pass null where absent) and its depth; None for an entry without
+    them (not a completed release, or completed by a version that did not record them)."""
+    from client import format_epsilon
+
+    if parts is None:
+        return None
+
+    def exact(value: Fraction | None) -> str | None:
+        return None if value is None else format_epsilon(value)
+
+    return {
+        "count_epsilon_exact": format_epsilon(parts.count),
+        "trees_epsilon_exact": format_epsilon(parts.trees),
+        "marginals_epsilon_exact": exact(parts.marginals),
+        "residual_pass_epsilon_exact": exact(parts.residual),
+        "depth": parts.depth,
     }
 
 

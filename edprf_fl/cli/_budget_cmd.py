@@ -142,6 +142,8 @@ def _show(args: argparse.Namespace) -> int:
         carried_source,
         delivery_json,
         delivery_lines,
+        parts_json,
+        parts_text,
         refusal_json,
         refusal_lines,
         relation_json,
@@ -184,6 +186,7 @@ def _show(args: argparse.Namespace) -> int:
     pending = pending_cap_change_text(recorded, state.cap)
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
+    paid = {} if audit.parts is None else audit.parts  # what each completed release's epsilon paid for (D8)
     if args.json:
         print(
             json.dumps(
@@ -226,6 +229,7 @@ def _show(args: argparse.Namespace) -> int:
                             "carried_from": carried_source(e),
                             "shown_kind": shown_kind(e),
                             "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
+                            "parts": parts_json(paid.get(e.request_id)),
                         }
                         for e in shown
                     ],
@@ -245,6 +249,8 @@ def _show(args: argparse.Namespace) -> int:
         state_text = "counted" if source else terminal_safe(e.state, 9)
         run_text = "-" if source else terminal_safe(e.run_id[:22], 22)
         detail = terminal_safe(e.detail, 2000 if source else 200)
+        if e.request_id in paid and not source:
+            detail += f" {terminal_safe(parts_text(paid[e.request_id]), 300)}"
         print(
             f"{when:<20} {shown_kind(e):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{state_text:<9} {request:<{width}} {run_text:<22} "

@@ -599,3 +599,84 @@ def test_a_new_release_whose_delivery_cannot_be_recorded_still_goes_out_spent_on
     assert result["status"] == "released" and result["release"]
     assert BudgetLedger(setup.ledger_path, 100.0).spent() == pytest.approx(0.5)
     assert "the release goes out, but its delivery could not be recorded" in caplog.text
+
+
+# ---------------------------------------------------------------- D8: what a release's epsilon paid for
+@pytest.mark.parametrize(
+    ("settings", "declared_rows"),
+    [
+        (TrainSettings(epsilon=1.0), 0),  # the depth from a DP row count
+        (TrainSettings(epsilon=0.3, marginals_share=0.5, marginals_bins=4), 0),  # and a marginals part
+        (TrainSettings(epsilon=0.7), 60),  # the depth from a declared row count: no DP count
+    ],
+)
+def test_a_release_says_what_its_epsilon_paid_for(tmp_path, capsys, settings, declared_rows):
+    """Review rev-dpo D8: the parts (DP row count, trees, marginals) and the depth, taken from the release (what
+    `edprf inspect` prints of its bytes), add up to the entry's epsilon exactly; `edprf budget` and --json show them."""
+    from fractions import Fraction
+
+    from client import ReleaseParts
+
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60), declared_rows=declared_rows)
+    assert result_of(send_train(setup, settings, "tag/train"))["status"] == "released"
+    entries, _, audit = read_records_readonly(setup.ledger_path, ())
+    [entry] = entries
+    parts = audit.parts["tag/train"]
+    assert isinstance(parts, ReleaseParts) and parts.count + parts.trees == entry.epsilon_exact == parts.total
+    assert parts.residual is None  # a party's release never carries a residual pass
+    if settings.marginals_share:
+        assert parts.marginals is not None and parts.marginals + (parts.residual or 0) == parts.trees
+    else:
+        assert parts.marginals is None
+    assert "[paid for" not in entry.detail  # the request's detail is unchanged (a resend compares it)
+
+    # the release's own record of them
+    out_file = tmp_path / "release.bin"
+    assert main(["budget", str(setup.ledger_path), "--release", "tag/train", "--out", str(out_file)]) == 0
+    capsys.readouterr()
+    main(["inspect", str(out_file)])
+    printed = capsys.readouterr().out
+    fields = dict(f.split("=", 1) for f in printed.split() if f.startswith(("count_epsilon=", "max_depth=")))
+    assert int(fields["max_depth"]) == parts.depth
+    assert float(fields["count_epsilon"]) == pytest.approx(float(parts.count))
+    assert (parts.count > 0) == (declared_rows == 0)
+    if parts.count:
+        assert float(parts.count) == pytest.approx(0.05 * float(entry.epsilon_exact))  # the estimator's 5 %
+
+    assert main(["budget", str(setup.ledger_path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "tag/train" in x and "released" in x)
+    assert f"trees {format_exact(parts.trees)}" in line and f"; depth {parts.depth}]" in line
+    assert ("DP row count" in line) == (declared_rows == 0) and ("marginals " in line) == bool(settings.marginals_share)
+    assert main(["budget", str(setup.ledger_path), "--json"]) == 0
+    [shown] = json.loads(capsys.readouterr().out)["entries"]
+    exact = shown["parts"]
+    assert Fraction(exact["count_epsilon_exact"]) + Fraction(exact["trees_epsilon_exact"]) == Fraction(
+        shown["epsilon_exact"]
+    )
+    assert exact["depth"] == parts.depth and exact["residual_pass_epsilon_exact"] is None
+    assert (exact["marginals_epsilon_exact"] is None) == (not settings.marginals_share)
+
+    # a resend is still a resend (the entry's detail is the request's), and records no second row
+    assert result_of(send_train(setup, settings, "tag/train"))["status"] == "released"
+    assert read_records_readonly(setup.ledger_path, ())[2].parts == audit.parts
+
+
+def format_exact(value):
+    from client import format_epsilon
+
+    return format_epsilon(value)
+
+
+def test_a_ledger_without_the_parts_table_reads_and_gets_it_at_its_next_opening(tmp_path, capsys):
+    """A ledger of 0.2.11 (no release_parts): `edprf budget` reads it, the entries say nothing of parts; a later
+    version's table is ignored by 0.2.11, which checks the spends columns only."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=2.0)
+    ledger.reserve("old/train", "release", 0.5, detail="2 trees, depth 4, binary, 20 bins, add-remove")
+    ledger.complete("old/train", b"x")
+    with sqlite3.connect(ledger.path) as db:
+        db.execute("DROP TABLE release_parts")
+    assert read_records_readonly(ledger.path, ())[2].parts is None
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"][0]["parts"] is None
+    BudgetLedger(ledger.path, 2.0)
+    assert read_records_readonly(ledger.path, ())[2].parts == {}
