@@ -77,6 +77,7 @@ from ._ledger_audit import (
     ReleaseParts,
     add_trail_row,
     create_audit_tables,
+    first_delivery,
     read_audit,
     whole_trail,
 )
@@ -856,6 +857,12 @@ class BudgetLedger:
             The row cannot be written: a resend is then refused (nothing leaves without its record).
         """
         AuditWriter(self.path).record_delivery(request_id, run_id, how, node_id, registered, app)
+
+    def first_delivery(self, request_id: str) -> Delivery | None:
+        """The first delivery recorded under ``request_id`` (its release's first recipient; review rev-dpo D3), or
+        None when none is (see :func:`client._ledger_audit.first_delivery`)."""
+        with self._connect() as db:
+            return first_delivery(db, request_id)
 
     def record_parts(self, parts: ReleaseParts) -> None:
         """Keep what a completed release's ε paid for (review rev-dpo D8: an entry said what was asked, not what was

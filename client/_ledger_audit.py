@@ -51,6 +51,7 @@ __all__ = [
     "ReleaseParts",
     "add_trail_row",
     "create_audit_tables",
+    "first_delivery",
     "read_audit",
     "whole_trail",
 ]
@@ -378,6 +379,18 @@ def _keep_latest(db: sqlite3.Connection, table: str, trail: str | None = None) -
         "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
         (key, str((stored_count(meta_value(db, key)) or 0) + dropped)),
     )
+
+
+def first_delivery(db: sqlite3.Connection, request_id: str) -> Delivery | None:
+    """The first row of ``deliveries`` under ``request_id`` (its first recipient), or None: no row (a release made
+    before 0.2.11, whose ``sent`` row could not be written, or whose rows were all pruned), or no table."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").fetchone() is None:
+        return None
+    row = db.execute(
+        f"SELECT {', '.join(_DELIVERY_COLUMNS)} FROM deliveries WHERE request_id = ? ORDER BY id LIMIT 1",
+        (_id_text(request_id),),
+    ).fetchone()
+    return None if row is None else _checked_delivery(row, f"deliveries of {request_id[:64]!r}")
 
 
 def _id_text(value: object, most: int = 256) -> str:

@@ -138,6 +138,12 @@ _REQUEST_SPENT_TEXT = (
     "this party): its epsilon stays spent; a new request needs a new id"
 )
 """The constant text of ``request_spent`` (the party's log says which case it was)."""
+_OTHER_RECIPIENT_TEXT = (
+    "this request id's release went to a coordinator with other registered keys, and is resent only to that one; a "
+    "new request needs a new id"
+)
+"""The constant text of ``request_id_reused`` for a stored release asked for by a coordinator whose registered keys
+differ from its first recipient's (review rev-dpo D3: request ids are the coordinator's tags, not namespaced)."""
 
 STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit)
 """Exceptions that stop the process: never turned into a reply (the ledger still records the failure)."""
@@ -742,6 +748,7 @@ class Party:
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:
+            self._refuse_another_recipient(req)
             # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
             # release already made for it: resending it is post-processing, no new epsilon.
             entry, payload = previous
@@ -775,6 +782,36 @@ class Party:
         self._refuse_without_the_samplers(req.seed)  # the readiness round says it too, before any party spends
         self._refuse_a_ledger_that_cannot_be_kept(request_release_bytes(self.schema, req))  # so does this one
         return key, detail, None
+
+    def _refuse_another_recipient(self, req: TrainRequest) -> None:
+        """Refuse a request id served before when the coordinator asking is not the one its release first went to
+        (review rev-dpo D3): request ids are tags the coordinator chooses, so another consortium reusing one would
+        be sent the stored release.
+
+        The recipient is told by the digest of the registered parties' keys the request carries
+        (:func:`registered_digest`), compared with the release's first delivery row; another digest is refused with
+        ``request_id_reused`` and a constant text (checked before the parameters, so that coordinator is not told the
+        earlier request's ε either).  Not compared: the node id (new at every registration), the app's hash (a
+        coordinator that rebuilt its app resumes all the same).  Equal digests pass, the empty one included: runs
+        that register no keys (insecure, simulation) resume as before, and the party cannot tell such coordinators
+        apart.  A release with no delivery row (made before 0.2.11) is resent as before.  Not a DP question: the
+        release is a DP output its ε paid for once, and a resend spends nothing; whom it reaches is the party's
+        consent (docs/privacy.md).  Decided from the request and the ledger alone, before any row is read.
+
+        Privacy cost: none.
+        """
+        first = self.ledger.first_delivery(req.request_id)
+        if first is None or first.registered == registered_digest(req.registered_parties):
+            return
+        log.warning(
+            "request %s: its release went to a coordinator with registered keys %s (run %s); this one has %s: not "
+            "resent (a coordinator reusing another's request-tag?)",
+            req.request_id,
+            first.registered or "(none)",
+            first.run_id or "-",
+            registered_digest(req.registered_parties) or "(none)",
+        )
+        raise Refusal(RefusalReason.REQUEST_ID_REUSED, _OTHER_RECIPIENT_TEXT)
 
     def train(self, req: TrainRequest) -> bytes:
         """Serve a release request; returns the (signed) release bytes.

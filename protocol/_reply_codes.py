@@ -102,7 +102,8 @@ REFUSAL_REASONS: dict[RefusalReason, str] = {
     RefusalReason.POLICY_SEED: "a fixed seed asked for, not allowed by the policy",
     RefusalReason.POLICY_TREES: "more trees than the policy's max-n-trees",
     RefusalReason.REQUEST_ID_REUSED: (
-        "the request id was used before: by a release with other parameters, or by any earlier evaluation"
+        "the request id was used before: by a release with other parameters or for a coordinator with other "
+        "registered keys, or by any earlier evaluation"
     ),
     RefusalReason.ROUND_CLOSED: (
         "the run's round-timeout had passed, counted from when the message reached the party, before the party "

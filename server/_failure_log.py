@@ -29,7 +29,8 @@ _NEXT_STEPS = {
     "not_registered": "the party's id or signing key is not in keys-dir: add its public signing key there, or check "
     "the party-id in its policy",
     "schema_mismatch": "the party uses another schema than the coordinator's schema-path: both need the same file",
-    "request_id_reused": "the request-tag was used before with other parameters: give a new request-tag",
+    "request_id_reused": "the request-tag was used before with other parameters, or by a coordinator with other "
+    "registered keys: give a new request-tag",
     "request_spent": "the request-tag's request was started and not completed at the party: give a new request-tag",
     "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
     "many rows or trees, or one whose policy holds its replies with reply-after-seconds, needs a longer "

@@ -680,3 +680,69 @@ def test_a_ledger_without_the_parts_table_reads_and_gets_it_at_its_next_opening(
     assert json.loads(capsys.readouterr().out)["entries"][0]["parts"] is None
     BudgetLedger(ledger.path, 2.0)
     assert read_records_readonly(ledger.path, ())[2].parts == {}
+
+
+# ---------------------------------------------------------------- D3: resent to the first recipient only
+def test_a_stored_release_is_resent_only_to_the_coordinator_it_first_went_to(tmp_path, monkeypatch):
+    """Review rev-dpo D3: request ids are the coordinator's tags; a coordinator with other registered keys reusing
+    one is refused (a constant text naming no epsilon), before and at the train request, nothing sent or spent."""
+    import client._party as party_module
+    from client._party import _OTHER_RECIPIENT_TEXT
+
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)  # the keys' check is not this test's
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    ours, theirs = "a" * 32 + ":" + "b" * 32, "c" * 32 + ":" + "d" * 32
+    req = replace(train_request(setup, TrainSettings(epsilon=0.5), "tag/train"), registered_parties=ours)
+    first = result_of(send_request(setup, req))
+    assert first["status"] == "released"
+
+    other = replace(req, run_id="run9", registered_parties=theirs)
+    for reply in (send_request(setup, other, MessageType.QUERY), send_request(setup, other)):
+        refused = result_of(reply)
+        assert (refused["status"], refused["reason"], refused["message"]) == (
+            "refused",
+            "request_id_reused",
+            _OTHER_RECIPIENT_TEXT,
+        )
+        assert "release" not in refused
+    # other parameters too: the same constant, not the earlier request's epsilon
+    refused = result_of(send_request(setup, replace(other, epsilon=0.7)))
+    assert refused["message"] == _OTHER_RECIPIENT_TEXT
+    unkeyed = result_of(send_request(setup, replace(req, registered_parties="")))  # none registered is another too
+    assert unkeyed["reason"] == "request_id_reused"
+
+    again = result_of(send_request(setup, replace(req, run_id="run2")))  # the first coordinator resumes
+    assert again["status"] == "released" and again["release"] == first["release"]
+    assert [(d.run_id, d.how) for d in _deliveries(setup.ledger_path)] == [("run1", "sent"), ("run2", "resent")]
+    assert [r.reason for r in _refusals(setup.ledger_path)] == ["request_id_reused"] * 4
+    assert BudgetLedger(setup.ledger_path, 100.0).spent() == Fraction_half()
+
+
+def test_a_release_without_delivery_rows_is_resent_as_before(tmp_path, monkeypatch):
+    """A release made before the deliveries table (0.2.10), or whose rows are gone, is resent to whoever asks, as
+    before; runs that register no keys (simulation) resume."""
+    import client._party as party_module
+
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    req = train_request(setup, TrainSettings(epsilon=0.5), "tag/train")
+    assert result_of(send_request(setup, req))["status"] == "released"
+    assert result_of(send_request(setup, replace(req, run_id="run2")))["status"] == "released"  # "" and ""
+    with sqlite3.connect(setup.ledger_path) as db:
+        db.execute("DELETE FROM deliveries")
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
+    keyed = replace(req, run_id="run3", registered_parties="a" * 32 + ":" + "b" * 32)
+    assert result_of(send_request(setup, keyed))["status"] == "released"
+
+
+def test_a_release_whose_parts_cannot_be_recorded_still_goes_out(tmp_path, monkeypatch, caplog):
+    """D8's row is best effort: the release is stored and its epsilon spent before it; the log says it is missing."""
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+
+    def broken(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(BudgetLedger, "record_parts", broken)
+    result = result_of(send_train(setup, TrainSettings(epsilon=0.5), "tag/train"))
+    assert result["status"] == "released" and result["release"]
+    assert "what its epsilon paid for could not be recorded" in caplog.text
+    assert read_records_readonly(setup.ledger_path, ())[2].parts == {}

@@ -19,7 +19,13 @@ import pytest
 
 from client._flower_handlers import _CONSTANT_TEXT
 from client._ledger import _exhausted, format_epsilon
-from client._party import _INVALID_LOCAL_DATA_TEXT, _LEDGER_DISK_TEXT, _REQUEST_SPENT_TEXT, _SAMPLERS_TEXT
+from client._party import (
+    _INVALID_LOCAL_DATA_TEXT,
+    _LEDGER_DISK_TEXT,
+    _OTHER_RECIPIENT_TEXT,
+    _REQUEST_SPENT_TEXT,
+    _SAMPLERS_TEXT,
+)
 from edprf_core.forest import RELATIONS, SPLIT_MODES
 from protocol import check_request_id, generate_signing_key
 from protocol._registration import MAX_REGISTERED_PARTIES, registration_problem, registration_text
@@ -124,6 +130,7 @@ def _produced_widths() -> dict[str, int]:
         "_REQUEST_SPENT_TEXT": len(_REQUEST_SPENT_TEXT),
         "_SAMPLERS_TEXT": len(_SAMPLERS_TEXT),
         "_LEDGER_DISK_TEXT": len(_LEDGER_DISK_TEXT),
+        "_OTHER_RECIPIENT_TEXT": len(_OTHER_RECIPIENT_TEXT),
     }
 
 

@@ -79,6 +79,7 @@ PUBLIC_VALUES: dict[str, set[str]] = {
     "_refuse_a_ledger_that_cannot_be_kept": {"_LEDGER_DISK_TEXT"},
     "_record_delivery": {"_LEDGER_DISK_TEXT"},  # a resend whose delivery cannot be recorded (review rev-dpo D3)
     "_refuse_a_release_of_another_split": set(),
+    "_refuse_another_recipient": {"_OTHER_RECIPIENT_TEXT"},  # a constant (review rev-dpo D3)
     "_refuse_after_the_round": set(),
     "_refuse_an_unusable_data_file": {"_INVALID_LOCAL_DATA_TEXT"},
     # client.BudgetExhausted: the ledger's amounts (sums of the requests' public epsilons) and the policy's cap
@@ -127,7 +128,13 @@ def test_every_refusal_text_formats_public_values_only():
 def test_the_named_texts_are_module_constants():
     """A message given by name is a string constant of ``client._party``, not a text built at run time."""
     constants = {v for values in PUBLIC_VALUES.values() for v in values if re.fullmatch(r"_[A-Z_]+", v)}
-    assert constants == {"_REQUEST_SPENT_TEXT", "_INVALID_LOCAL_DATA_TEXT", "_LEDGER_DISK_TEXT", "_SAMPLERS_TEXT"}
+    assert constants == {
+        "_REQUEST_SPENT_TEXT",
+        "_INVALID_LOCAL_DATA_TEXT",
+        "_LEDGER_DISK_TEXT",
+        "_SAMPLERS_TEXT",
+        "_OTHER_RECIPIENT_TEXT",
+    }
     source = ast.parse((REPO / "client" / "_party.py").read_text(encoding="utf-8"))
     assigned = {
         target.id: node.value
