@@ -67,6 +67,7 @@ __all__ = [
     "TrainingParameters",
     "budget",
     "check_data",
+    "check_pipeline",
     "draft_schema",
     "example_schema",
     "explain_row",
@@ -77,7 +78,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Load the estimators (and scikit-learn with them) on first use: reading data needs neither."""
+    """Load the estimators and check_pipeline (and scikit-learn with them) on first use: reading data needs
+    none of them."""
     if name == "EDPRFClassifier":
         from ._classifier import EDPRFClassifier
 
@@ -88,6 +90,11 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = DPMarginalsClassifier
         return DPMarginalsClassifier
+    if name == "check_pipeline":
+        from ._fit_context import check_pipeline
+
+        globals()[name] = check_pipeline
+        return check_pipeline
     if name == "ReleasedForestClassifier":
         from ._released_classifier import ReleasedForestClassifier
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from ._exceptions import (
     PrivacyLeakWarning,
     SeededNoiseWarning,
 )
+from ._fit_context import caller_outside_package, inputs_not_dp
 from ._forest import (
     LEAF_COUNT_SENSITIVITY,
     LEAF_OUTPUTS,
@@ -243,16 +243,6 @@ class FitShape:
     chosen: tuple[str, ...] = ()
 
 
-def _caller_outside_package() -> int:
-    """The ``stacklevel`` that points a warning raised in this module's caller chain at the first frame outside
-    ``edprf_core`` (the user's ``fit`` call, however deep the estimator's own calls are)."""
-    package = str(Path(__file__).resolve().parent)
-    frame, level = sys._getframe(1), 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve().parent) == package:
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def fit_size(
     n_rows_public: int | None,
     count_epsilon_share: float,
@@ -295,7 +285,7 @@ def fit_size(
                 "a figure that is public knowledge (e.g. a published or rounded registry size), or leave "
                 "n_rows_public=None for a DP count within epsilon; ignore this warning if the exact size is public.",
                 PrivacyLeakWarning,
-                stacklevel=_caller_outside_package(),
+                stacklevel=caller_outside_package(),
             )
         return FitSize(int(n_rows_public), 0.0, "declared-size", None)
     count_eps = float(count_epsilon_share) * float(epsilon)
@@ -604,6 +594,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         marginals_share: float = 0.0,
         marginals_bins: int = 0,
         chosen: tuple[str, ...] | None = None,
+        inputs_not_dp: tuple[str, ...] = (),
     ) -> TrainingParameters:
         options = self._paper_options()
         monotone = options.exploit_monotonicity
@@ -629,6 +620,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             marginals_share=marginals_share,
             marginals_bins=marginals_bins,
             chosen=chosen,
+            inputs_not_dp=inputs_not_dp,
         )
 
     def _shape(self, schema: Schema, n_rows: int, rng: np.random.Generator | None) -> FitShape:
@@ -812,6 +804,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             self._residual_pass_on(schema, 0.0, None, epsilon_float(self.epsilon))  # refuses, before the charge
         self._refuse_oversized()  # public options: before the charge
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
+        not_dp_inputs = inputs_not_dp(self)  # a data-fitted Pipeline step, a search's refit: warned, recorded
         if self._paper_options().stop_when_pure:
             warnings.warn(
                 "stop_when_pure=True reproduces the paper's literal stopping rule: whether a node is a leaf "
@@ -838,6 +831,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
             shape.marginals_share,
             shape.marginals_bins,
             shape.chosen,
+            not_dp_inputs,
         )
         marginals = None
         if params.marginals_share > 0:

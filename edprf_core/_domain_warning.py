@@ -94,5 +94,6 @@ def clipping_message(columns: dict[str, ClippedColumn]) -> str:
     more = f" and {len(worst) - 3} more columns" if len(worst) > 3 else ""
     return (
         f"values outside the schema's declared bounds were clipped: {shown}{more}. The data may be in other "
-        "units than the schema (a scaler before the estimator?); the model only sees the clipped values."
+        "units than the schema (a scaler before the estimator? One fitted on the training rows also voids the "
+        "model's DP guarantee: the estimator needs raw values); the model only sees the clipped values."
     )

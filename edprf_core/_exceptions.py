@@ -79,5 +79,7 @@ class DomainClippingWarning(EDPRFWarning):
 
     It almost always means the data are in other units than the schema (a
     scaler before the estimator, centimetres against metres).  Emitted once per
-    ``fit`` for the worst columns; the counts stay on the user's machine.
+    ``fit`` for the worst columns; the counts stay on the user's machine.  A
+    scaler fitted on the training rows also voids the model's DP guarantee
+    (:func:`edprf_core.check_pipeline`).
     """

@@ -149,6 +149,12 @@ class TrainingParameters:
         wire and not compared: a decoded release has None, and its guarantee
         then says the choices *not given* came from the rule without naming
         them.
+    inputs_not_dp : tuple of str, default ()
+        Why the fit's *inputs* were not DP though its mechanisms were, each a reason in words, as the fitting
+        estimator found them (:mod:`edprf_core._fit_context`): a step fitted on the same rows before the
+        estimator in a ``Pipeline``, or settings chosen by a search on these rows' scores.  Each is a reason of
+        :meth:`not_dp_reasons`, like a seed.  Not on the wire: :func:`protocol.encode_release` refuses a release
+        that has any.
     """
 
     epsilon: float
@@ -170,6 +176,7 @@ class TrainingParameters:
     marginals_share: float = 0.0
     marginals_bins: int = 0
     chosen: tuple[str, ...] | None = field(default=None, compare=False)
+    inputs_not_dp: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # any real number a user passes (numpy's float32 and int64 from a parameter grid too), kept as a float
@@ -208,6 +215,9 @@ class TrainingParameters:
                 f"depth_rule {self.depth_rule!r} does not match count_epsilon = {c!r} "
                 "(a DP row count is spent exactly when the depth comes from it)"
             )
+        reasons = self.inputs_not_dp
+        if not isinstance(reasons, tuple) or not all(isinstance(r, str) and r.strip() for r in reasons):
+            raise ValueError(f"inputs_not_dp: expected a tuple of non-empty reasons, got {reasons!r}")
         chosen = self.chosen
         if chosen is not None and (not isinstance(chosen, tuple) or not set(chosen) <= set(SIZE_CHOICES)):
             raise ValueError(f"chosen must be a tuple of names among {SIZE_CHOICES}, got {chosen!r}")
@@ -262,6 +272,7 @@ class TrainingParameters:
                 "its leaf labels came from floating-point Laplace noise on class counts (the paper's "
                 "baseline), which reveals the exact count in some draws (Mironov, CCS 2012)"
             )
+        reasons.extend(self.inputs_not_dp)  # a data-fitted pipeline step, a search's refit (_fit_context)
         return reasons
 
     def configured(self, residual_epsilon: float = 0.0) -> str:

@@ -45,6 +45,7 @@ from ._classifier import admit_fit, fit_refusal_hint, fit_size, resolved_schema,
 from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
+from ._fit_context import inputs_not_dp
 from ._forest import (
     DEPTH_RULES,
     DRAFTED_REASON,
@@ -93,6 +94,9 @@ class MarginalsParameters:
         True when the noise came from a fixed seed (reproducible research, not DP).
     sampler : {"numpy", "exact"}
         The backend that drew the noise; ``"numpy"`` (floating point) makes the fit NOT differentially private.
+    inputs_not_dp : tuple of str, default ()
+        Why the fit's inputs were not DP (a data-fitted ``Pipeline`` step, a search's refit:
+        :mod:`edprf_core._fit_context`); each is a reason of :meth:`not_dp_reasons`.
     """
 
     epsilon: float
@@ -103,6 +107,7 @@ class MarginalsParameters:
     size_rule: str = "fixed"
     seeded: bool = False
     sampler: str = "exact"
+    inputs_not_dp: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, Real) or not 0 < self.epsilon < math.inf:
@@ -127,7 +132,8 @@ class MarginalsParameters:
 
     def not_dp_reasons(self) -> list[str]:
         """Why a fit with these parameters is not differentially private (empty when it is)."""
-        return ([SEEDED_REASON] if self.seeded else []) + ([FLOAT_NOISE_REASON] if self.sampler != "exact" else [])
+        reasons = ([SEEDED_REASON] if self.seeded else []) + ([FLOAT_NOISE_REASON] if self.sampler != "exact" else [])
+        return reasons + list(self.inputs_not_dp)
 
     def configured(self) -> str:
         """What this configuration gives when every input is DP (one sentence without its final stop)."""
@@ -314,6 +320,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         self._check_parameters()
         schema = resolved_schema(self.schema, type(self).__name__)
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
+        not_dp_inputs = inputs_not_dp(self)  # a data-fitted Pipeline step, a search's refit: warned, recorded
         with fit_refusal_hint():
             labels = encode_labels(y, schema)
         rng = None if self.random_state is None else make_generator(self.random_state)  # None: exact OpenDP
@@ -333,6 +340,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
             size_rule=rule,
             seeded=rng is not None,
             sampler="exact" if rng is None else "numpy",
+            inputs_not_dp=not_dp_inputs,
         )
         self.marginals_: NoisyMarginals = release_marginals(
             codes, labels, grid.n_codes, schema.n_classes, params.histogram_epsilon, relation=self.relation, rng=rng

@@ -90,8 +90,15 @@ def parameters_to_message(params: TrainingParameters) -> pb.TrainingParameters:
     ------
     ValueError
         For parameters that use a research option (:mod:`edprf_core.research`):
-        the wire format carries only the production configuration.
+        the wire format carries only the production configuration; or that
+        record inputs which were not DP (``inputs_not_dp``, which the wire
+        cannot carry).
     """
+    if params.inputs_not_dp:  # not on the wire: a decoded release would read as DP
+        raise ValueError(
+            "parameters: a release must not carry a fit whose inputs were not DP, got "
+            f"{'; '.join(params.inputs_not_dp)}"
+        )
     research = _research_options(params)
     if research:
         raise ValueError(

@@ -15,6 +15,7 @@ from edprf_core import (
     DomainClippingWarning,
     EDPRFClassifier,
     LabelSpec,
+    PrivacyLeakWarning,
     Schema,
     SchemaError,
     check_data,
@@ -91,8 +92,12 @@ def test_fit_warns_when_a_column_is_mostly_clipped():
     from sklearn.preprocessing import StandardScaler
 
     X, y, schema = load_embedded("wall_robot_navigation")
-    with pytest.warns(DomainClippingWarning, match="other units"):
-        make_pipeline(StandardScaler(), EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0)).fit(X, y)
+    scaled = make_pipeline(StandardScaler(), EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0))
+    with (
+        pytest.warns(DomainClippingWarning, match="other units .*also voids the model's DP guarantee"),
+        pytest.warns(PrivacyLeakWarning, match="'standardscaler' \\(StandardScaler"),  # review K1
+    ):
+        scaled.fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DomainClippingWarning)
         EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0).fit(X, y)

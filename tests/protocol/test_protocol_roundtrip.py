@@ -147,7 +147,9 @@ def test_release_carries_only_the_declared_fields(forests):
         "marginals",
     }
     research = {"schedule", "composition", "variant", "exploit_monotonicity"}  # edprf_core.research: not on the wire
-    local = {"chosen"}  # which choices a local fit left to the rule: for its own guarantee text, never released
+    # which choices a local fit left to the rule: for its own guarantee text, never released; why a local fit's
+    # inputs were not DP (a data-fitted Pipeline step, a search's refit): refused by encode_release
+    local = {"chosen", "inputs_not_dp"}
     assert {f.name for f in pb.TrainingParameters.DESCRIPTOR.fields} == {
         f for f in TrainingParameters.__dataclass_fields__
     } - research - local
