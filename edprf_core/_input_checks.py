@@ -158,7 +158,8 @@ def check_fit_input(
         undeclared ones (neither features nor ignored columns) or the label
         column, or names a column twice; a 2-D
         array does not have one column per declared feature; ``X`` is not 2-D
-        or complex; ``y`` is missing or has another number of rows than ``X``.
+        or complex; ``y`` is missing, is not 1-D (a column vector is raveled) or has another number of rows
+        than ``X``.
     TypeError
         For sparse ``X``.
 
@@ -189,6 +190,11 @@ def check_fit_input(
         )
     validate_data(estimator, X=_schema_view(X, schema), y=y, reset=True, skip_check_array=True)
     y_rows = _shape(y)
+    if y_rows is not None and len(y_rows) != 1:  # layout, not values: refused before any charge
+        raise DataValidationError(
+            f"y must be 1-D (one label per row), got shape {y_rows}: pass the label column alone (a Series, or "
+            "y[:, 0] for the first column); nothing was charged"
+        )
     if shape is not None and y_rows is not None and shape[0] != y_rows[0]:  # shapes only, before any charge
         raise DataValidationError(f"X has {shape[0]} rows but y has {y_rows[0]}")
     return y

@@ -150,3 +150,18 @@ def test_a_process_pool_is_told_why_before_its_own_error_and_nothing_is_charged(
         assert not caplog.records
         cross_val_score(clf, X, y, cv=3, n_jobs=1)
         assert charged.total == pytest.approx(1.5) and len(charged.spends) == 3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda y: pd.concat([y, y], axis=1), lambda y: y.to_numpy().reshape(1, -1), lambda y: [[v, v] for v in y]],
+    ids=["frame", "row", "list"],
+)
+def test_a_2d_y_is_refused_before_the_charge(wall, make):
+    """Review K11: y of two columns was refused after the charge, "the error depends on the values"; its shape
+    is layout."""
+    X, y, schema = wall
+    accountant = BudgetAccountant(5.0)
+    with pytest.raises(DataValidationError, match=r"y must be 1-D \(one label per row\), got shape") as refused:
+        EDPRFClassifier(schema, accountant=accountant).fit(X, make(y))
+    assert "nothing was charged" in str(refused.value) and accountant.total == 0.0
