@@ -48,6 +48,8 @@ __all__ = [
     "charge_fit",
     "default_accountant",
     "epsilon_float",
+    "pickled_state",
+    "refuse_fit_after_pickling",
     "refuse_unaccounted_pickling",
     "set_default_accountant",
 ]
@@ -268,6 +270,38 @@ def set_default_accountant(accountant: BudgetAccountant | None) -> BudgetAccount
     return previous
 
 
+_open_blocks: list[tuple[int, BudgetAccountant]] = []
+"""The :func:`budget` blocks open in this process: the thread that opened each, and its accountant (innermost
+last).  All belong to one thread at a time (:func:`budget` refuses another thread's)."""
+
+
+def _enter_block(accountant: BudgetAccountant) -> BudgetAccountant | None:
+    """Open ``accountant``'s block in this thread; refuse it while another thread holds a block open."""
+    me = threading.get_ident()
+    with _default_lock:
+        others = [thread for thread, _ in _open_blocks if thread != me]
+        if others:
+            raise BudgetError(
+                "one budget block at a time per process: another thread holds a budget() block open, and a fit "
+                "charges the process's one default accountant, so the two blocks would charge each other's "
+                "(or nothing once the other exits). Open the block in one thread and fit from it (threads of a "
+                "joblib threading backend inside it are charged), or give each estimator its own "
+                "accountant=BudgetAccountant(...)"
+            )
+        _open_blocks.append((me, accountant))
+    return set_default_accountant(accountant)
+
+
+def _exit_block(accountant: BudgetAccountant, previous: BudgetAccountant | None) -> None:
+    """Close ``accountant``'s block and restore the default it replaced."""
+    with _default_lock:
+        for i in range(len(_open_blocks) - 1, -1, -1):
+            if _open_blocks[i][1] is accountant:
+                del _open_blocks[i]
+                break
+    set_default_accountant(previous)
+
+
 @contextlib.contextmanager
 def budget(epsilon_cap: float | None) -> Iterator[BudgetAccountant]:
     """Install a fresh default accountant for a ``with`` block and yield it.
@@ -286,14 +320,26 @@ def budget(epsilon_cap: float | None) -> Iterator[BudgetAccountant]:
     unfitted estimator that would charge it cannot be pickled inside the block
     (:func:`refuse_unaccounted_pickling`), so a search with ``n_jobs > 1`` on
     processes fails instead of fitting uncharged; use ``n_jobs=1`` or threads.
+    A fitted one pickled inside the block is marked, and refuses to ``fit``
+    again where no block is open (:func:`refuse_fit_after_pickling`).
+
+    One block at a time per process: the default is one value for the whole
+    process, so a block entered while another thread's block is open is
+    refused (:class:`BudgetError`); blocks nested in one thread work, and
+    fits in the block's worker threads (a joblib threading backend) charge it.
+
+    Raises
+    ------
+    BudgetError
+        When another thread holds a ``budget`` block open.
     """
     accountant = BudgetAccountant(epsilon_cap)
     object.__setattr__(accountant, "_enclosing", default_accountant())  # an enclosing block's cap still holds
-    previous = set_default_accountant(accountant)
+    previous = _enter_block(accountant)
     try:
         yield accountant
     finally:
-        set_default_accountant(previous)
+        _exit_block(accountant, previous)
 
 
 def refuse_unaccounted_pickling(estimator: object) -> None:
@@ -309,6 +355,42 @@ def refuse_unaccounted_pickling(estimator: object) -> None:
             f"an unfitted {type(estimator).__name__} cannot be pickled inside a budget() block: a fit in "
             "another process would not be charged. Run cross-validation and searches with n_jobs=1 (or a "
             "threading backend)"
+        )
+
+
+PICKLED_IN_BUDGET = "_edprf_pickled_in_budget"
+"""The key :func:`pickled_state` adds to a fitted estimator's state pickled inside a :func:`budget` block."""
+
+
+def pickled_state(estimator: object, state: dict) -> dict:
+    """``state`` (an estimator's ``__getstate__``) marked when a fitted estimator that charges the :func:`budget`
+    block is pickled inside it, and unmarked otherwise.
+
+    A fitted estimator pickles (to be saved), but a copy refitted in another process would charge no block
+    (scikit-learn user review K3: four refits in joblib workers, the block's total unchanged).  The mark makes
+    :func:`refuse_fit_after_pickling` refuse such a refit where no block is open; predicting is unaffected.
+    """
+    state = dict(state)
+    state.pop(PICKLED_IN_BUDGET, None)
+    if getattr(estimator, "accountant", None) is None and default_accountant() is not None:
+        state[PICKLED_IN_BUDGET] = True
+    return state
+
+
+def refuse_fit_after_pickling(estimator: object) -> None:
+    """Refuse the ``fit`` of an estimator unpickled from a :func:`budget` block (:func:`pickled_state`) when no
+    default accountant is active in this process: that fit would charge nothing.  Privacy cost: none.
+
+    Raises
+    ------
+    BudgetError
+        When the estimator carries the mark and no default accountant is set.
+    """
+    if getattr(estimator, PICKLED_IN_BUDGET, False) and default_accountant() is None:
+        raise BudgetError(
+            f"this {type(estimator).__name__} was pickled inside a budget() block and no budget() block is open "
+            "in this process, so this fit would not be charged: fit it inside the block that pickled it (n_jobs=1 "
+            "or a threading backend), or open a budget() block here. Predicting with it needs no block"
         )
 
 

@@ -17,7 +17,14 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from ._accountant import BudgetAccountant, charge_fit, epsilon_float, refuse_unaccounted_pickling
+from ._accountant import (
+    BudgetAccountant,
+    charge_fit,
+    epsilon_float,
+    pickled_state,
+    refuse_fit_after_pickling,
+    refuse_unaccounted_pickling,
+)
 from ._budget import tree_composition
 from ._builder import BuildPlan, build_forest
 from ._class_order import in_classes_order, sorted_classes
@@ -147,12 +154,15 @@ def admit_fit(
 ) -> ArrayLike | pd.Series:
     """What every fit does before it may read a value: check the input's layout, refuse too many rows, charge.
 
-    Order: :func:`check_fit_input` (types, shapes and column names only), the ``MAX_FIT_ROWS`` refusal (before
+    Order: the refusal of an estimator pickled inside a ``budget()`` block and refit where none is open
+    (:func:`~edprf_core._accountant.refuse_fit_after_pickling`), :func:`check_fit_input` (types, shapes and
+    column names only), the ``MAX_FIT_ROWS`` refusal (before
     any charge: nothing is released), :func:`charge_fit` of the estimator's whole ``epsilon`` in (0, inf) to
     its ``accountant``, then :func:`refuse_continuous_target` (it reads label values, so after the charge;
     its exception is local to the caller, never released, and the charge does not make it DP).  Returns ``y`` as a 1-D array-like.  Privacy cost: none by itself; it records the fit's ``epsilon`` before
     anything is drawn.
     """
+    refuse_fit_after_pickling(estimator)  # pickled inside a budget() block, refit where none is open
     y = check_fit_input(estimator, X, y, schema)
     if len(y) > MAX_FIT_ROWS:  # a local refusal before any charge: nothing is released
         raise DataValidationError(
@@ -773,7 +783,7 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
 
     def __getstate__(self) -> dict:
         refuse_unaccounted_pickling(self)  # n_jobs > 1 on processes would fit it outside the budget() block
-        return super().__getstate__()
+        return pickled_state(self, super().__getstate__())  # a fitted one: marked when pickled inside a block
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> EDPRFClassifier:
         """Grow the forest.

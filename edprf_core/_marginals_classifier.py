@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from ._accountant import BudgetAccountant, epsilon_float, refuse_unaccounted_pickling
+from ._accountant import BudgetAccountant, epsilon_float, pickled_state, refuse_unaccounted_pickling
 from ._class_order import in_classes_order, sorted_classes
 from ._classifier import admit_fit, fit_refusal_hint, fit_size, resolved_schema, training_tags
 from ._domain_warning import warn_if_clipped
@@ -304,7 +304,7 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
 
     def __getstate__(self) -> dict:
         refuse_unaccounted_pickling(self)  # n_jobs > 1 on processes would fit it outside the budget() block
-        return super().__getstate__()
+        return pickled_state(self, super().__getstate__())  # a fitted one: marked when pickled inside a block
 
     def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | pd.Series) -> DPMarginalsClassifier:
         """Release the DP one-way marginals of ``(X, y)`` and return ``self``.

@@ -218,3 +218,58 @@ def test_default_must_be_an_accountant():
         set_default_accountant(1.0)
     with pytest.raises(TypeError):
         edprf_core.EDPRFClassifier(make_schema(), accountant=3.0).fit(*make_data(make_schema(), 20, seed=0))
+
+
+def test_a_budget_block_while_another_threads_block_is_open_is_refused(small):
+    """Review K4: thread A's exit restored "no default" while B's block was open, and B's 2 fits charged nothing."""
+    import threading
+
+    schema, X, y = small
+    opened, release = threading.Event(), threading.Event()
+
+    def hold():
+        with budget(10.0):
+            opened.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert opened.wait(30)
+        with pytest.raises(BudgetError, match="one budget block at a time per process"), budget(10.0):
+            pass  # pragma: no cover - refused on entry
+    finally:
+        release.set()
+        holder.join(30)
+    with budget(10.0) as outer:  # free again once the other thread's block is closed
+        with budget(5.0) as inner:  # nested in one thread: still works, both charged
+            _clf(schema).fit(X, y)
+        assert default_accountant() is outer
+    assert (outer.total, inner.total) == (EPS, EPS) and default_accountant() is None
+
+
+def test_a_fitted_estimator_pickled_in_a_block_is_not_refit_uncharged(small):
+    """Review K3: a fitted estimator pickled inside budget() and refit in worker processes was never charged."""
+    schema, X, y = small
+    with budget(10.0) as acc:
+        fitted = _clf(schema).fit(X, y)
+        shipped = pickle.dumps(fitted)
+    copy_ = pickle.loads(shipped)  # as a worker process holds it: no block open
+    assert np.array_equal(copy_.predict(X), fitted.predict(X))  # predicting needs no block
+    with pytest.raises(BudgetError, match="pickled inside a budget\\(\\) block and no budget\\(\\) block is open"):
+        copy_.fit(X, y)
+    with budget(10.0) as here:  # a block open in this process: charged there
+        copy_.fit(X, y)
+    assert (acc.total, here.total) == (EPS, EPS)
+    saved = pickle.loads(pickle.dumps(fitted))  # saved outside any block: unchanged
+    saved.fit(X, y)
+
+
+def test_a_marginals_model_pickled_in_a_block_is_refused_too(small):
+    from edprf_core import DPMarginalsClassifier
+
+    schema, X, y = small
+    with budget(10.0):
+        shipped = pickle.dumps(DPMarginalsClassifier(schema, n_bins=5, random_state=0).fit(X, y))
+    with pytest.raises(BudgetError, match="DPMarginalsClassifier was pickled inside a budget"):
+        pickle.loads(shipped).fit(X, y)
