@@ -454,6 +454,9 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     ----------
     forest_ : DPForest
         The released forest (schema, parameters, trees).
+    schema_ : Schema
+        The schema the model was fitted under (``forest_.schema``): ``schema_.read_labels(y)`` gives the
+        declared classes raw labels read as, for scikit-learn's metrics and scorers.
     classes_ : ndarray
         The schema's declared classes, sorted (scikit-learn's order, which its
         scorers and calibration assume; :mod:`edprf_core._class_order`), always
@@ -910,6 +913,16 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
         self.marginals_bins_ = params.marginals_bins
         self.residual_pass_ = marginals is not None and marginals.residual_pass is not None
         return self
+
+    @property
+    def schema_(self) -> Schema:
+        """The schema the model was fitted under, ``forest_.schema`` (as ``DPMarginalsClassifier.schema_`` and
+        ``ReleasedForestClassifier.schema_``): ``clf.schema_.read_labels(y)`` for scikit-learn's metrics.  Absent
+        (AttributeError) before ``fit``."""
+        forest = getattr(self, "forest_", None)
+        if forest is None:
+            raise AttributeError("'EDPRFClassifier' object has no attribute 'schema_' (it is set by fit)")
+        return forest.schema
 
     # -------------------------------------------------------------- predict
     def _fitted(self) -> DPForest:

@@ -168,3 +168,16 @@ def test_a_float32_cap_is_read_as_written_too():
     accountant = BudgetAccountant(np.float32(0.7))
     accountant.spend(np.float32(0.7), "a fit")
     assert accountant.total == pytest.approx(0.7) and [s.epsilon for s in accountant.spends] == [0.7]
+
+
+def test_a_fitted_forest_has_schema_like_the_other_estimators():
+    """Review K8: using-a-model.md's ``clf.schema_.read_labels(y)`` failed with AttributeError on a local
+    EDPRFClassifier (DPMarginalsClassifier and ReleasedForestClassifier have ``schema_``)."""
+    from edprf_core import EDPRFClassifier, load_embedded
+
+    X, y, schema = load_embedded("wall_robot_navigation")
+    clf = EDPRFClassifier(schema, max_depth=2, n_trees=1, random_state=0)
+    assert not hasattr(clf, "schema_")  # set by fit, as scikit-learn's fitted attributes
+    clf.fit(X[:200], y[:200])
+    assert clf.schema_ is clf.forest_.schema
+    assert list(clf.schema_.read_labels(y[:5])) == list(y[:5])
