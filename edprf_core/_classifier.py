@@ -57,6 +57,7 @@ from ._input_checks import (
     refuse_continuous_target,
     refused_cells_named,
     schema_input_tags,
+    warn_if_labels_read,
 )
 from ._marginals import (
     MIX_SHARE_THRESHOLD,
@@ -308,16 +309,39 @@ FIT_REFUSAL_HINT = (
     "accepts first: keep, notes = edprf_core.encoding.conforming_rows(X, y, schema); X, y = X[keep], y[keep] "
     "(or declare such a cell among the schema's missing_values)"
 )
-"""Appended to a fit's refusal of a cell or a label (library-user review S3-10)."""
+"""Appended to a fit's refusal of a feature cell (library-user review S3-10)."""
+
+LABEL_REFUSAL_HINT = (
+    "; this fit was charged (the error depends on the values: docs/estimator.md). Declare the labels' other "
+    'spellings in the schema ([label] aliases = { "yes" = 1, "no" = 0 }), or read them into declared classes '
+    "first (y = schema.read_labels(y)); or keep the rows every rule accepts: keep, notes = "
+    "edprf_core.encoding.conforming_rows(X, y, schema); X, y = X[keep], y[keep]"
+)
+"""Appended to a fit's refusal of a label (scikit-learn user review K10: a label got the feature cells' hint)."""
+
+ARRAY_ORDER_HINT = (
+    "; X is an array, read in the schema's feature order {order}: if its columns are in another order, pass a "
+    "DataFrame (matched by column name)"
+)
+"""Added to a fit's refusal of a feature cell when ``X`` is no DataFrame (review K10)."""
+
+
+def feature_refusal_hint(X: object, schema: Schema) -> str:
+    """What a fit's refusal of a feature cell of ``X`` adds: :data:`FIT_REFUSAL_HINT`, and for an array
+    :data:`ARRAY_ORDER_HINT` first.  Privacy cost: none (X's type and the schema)."""
+    if isinstance(X, pd.DataFrame):
+        return FIT_REFUSAL_HINT
+    return ARRAY_ORDER_HINT.format(order=list(schema.feature_names)) + FIT_REFUSAL_HINT
 
 
 @contextmanager
-def fit_refusal_hint() -> Iterator[None]:
-    """Re-raise a :class:`DataValidationError` of the rows' values during a fit with :data:`FIT_REFUSAL_HINT`."""
+def fit_refusal_hint(hint: str = FIT_REFUSAL_HINT) -> Iterator[None]:
+    """Re-raise a :class:`DataValidationError` of the rows' values during a fit with ``hint`` appended
+    (:data:`FIT_REFUSAL_HINT` for feature cells, :func:`feature_refusal_hint`, :data:`LABEL_REFUSAL_HINT`)."""
     try:
         yield
     except DataValidationError as exc:
-        raise DataValidationError(f"{exc}{FIT_REFUSAL_HINT}") from None
+        raise DataValidationError(f"{exc}{hint}") from None
 
 
 def training_tags(tags: Tags, schema: object, owner: str, random_state: object = None) -> Tags:
@@ -825,12 +849,13 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=2,
             )
-        with fit_refusal_hint():
+        with fit_refusal_hint(LABEL_REFUSAL_HINT):
             labels = encode_labels(y, schema)
+        warn_if_labels_read(y, labels, schema, type(self).__name__)  # aliases, text numbers: scorers differ
         master = make_generator(self.random_state)
         shape = self._shape(schema, labels.shape[0], master if sampler == "numpy" else None)
         grid = FeatureGrid.from_schema(schema, shape.n_bins)
-        with fit_refusal_hint():
+        with fit_refusal_hint(feature_refusal_hint(X, schema)):
             codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:

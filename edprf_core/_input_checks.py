@@ -30,7 +30,8 @@ from sklearn.utils.validation import validate_data
 
 from ._column_names import misspelling_hint
 from ._encoding import as_frame, encode_labels
-from ._exceptions import DataValidationError, RefusedCellsError
+from ._exceptions import DataValidationError, EDPRFWarning, RefusedCellsError
+from ._fit_context import caller_outside_package
 from ._schema import REFUSE, CategoricalFeature, Schema
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "refuse_continuous_target",
     "refused_cells_named",
     "schema_input_tags",
+    "warn_if_labels_read",
 ]
 
 
@@ -124,7 +126,8 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
     ):
         return  # text cells: type_of_target can only say "continuous" of floats (and would sort them all)
     try:
-        kind = type_of_target(y, input_name="y")
+        with np.errstate(invalid="ignore"):  # NaN labels: numpy's cast warning beside the encoder's error (K10)
+            kind = type_of_target(y, input_name="y")
     except (ValueError, TypeError):  # NaN, mixed or unreadable labels: the label encoder explains
         return
     if kind != "continuous":
@@ -133,6 +136,53 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
         encode_labels(y, schema)
     except DataValidationError as exc:
         raise DataValidationError(f"Unknown label type: continuous target; {exc}") from None
+
+
+def warn_if_labels_read(y: object, labels: NDArray[np.integer], schema: Schema, owner: str) -> None:
+    """Warn once per fit when some raw label differs from the declared class the schema read it as.
+
+    An alias (``"yes"`` for 1) or a text number (``"1"`` for 1) is read by the schema, but scikit-learn's scorers
+    and metrics compare the raw labels with :meth:`predict`'s declared classes as they are: scores on raw labels
+    are then wrong without any error (scikit-learn user review K2: ``scoring="accuracy"`` gave 0.559 where
+    ``score`` gave 0.788).  ``labels`` are the class indices ``y`` was encoded to.  Each distinct raw label is
+    compared once (numpy's ``==``: 1.0 and True equal 1, as a scorer compares them).
+
+    Warns
+    -----
+    EDPRFWarning
+        Naming up to three labels and what they read as, and ``schema.read_labels(y)``.
+
+    Notes
+    -----
+    Privacy cost: none released: the warning names the caller's own labels to the caller.
+    """
+    raw = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
+    codes, uniques = pd.factorize(raw, use_na_sentinel=False)
+    if len(uniques) == 0:
+        return
+    _, first = np.unique(codes, return_index=True)
+    classes = list(schema.label.classes)
+    read = []
+    for position in first:
+        value, declared = raw.iloc[position], classes[int(labels[position])]
+        try:
+            same = bool(value == declared)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            shown_value = value.item() if isinstance(value, np.generic) else value  # 2, not np.int64(2)
+            shown_class = declared.item() if isinstance(declared, np.generic) else declared
+            read.append(f"{shown_value!r} as {shown_class!r}")
+    if read:
+        shown = ", ".join(read[:3]) + (f" and {len(read) - 3} more" if len(read) > 3 else "")
+        warnings.warn(
+            f"{owner}.fit read some labels through the schema ({shown}): scikit-learn's scorers and metrics "
+            "compare raw labels with predict's declared classes as they are, so their scores on these raw labels "
+            "are wrong; pass them y = schema.read_labels(y) (cross_val_score, GridSearchCV and accuracy_score "
+            "alike; the estimator's own score reads labels by the schema)",
+            EDPRFWarning,
+            stacklevel=caller_outside_package(),
+        )
 
 
 def check_fit_input(
@@ -208,11 +258,13 @@ def _refuse_missing_features(X: pd.DataFrame, schema: Schema) -> None:
         given = [str(c) for c in X.columns]
         shown = given if len(given) <= 12 else [*given[:12], f"... {len(given) - 12} more"]
         known = {*schema.feature_names, *schema.ignored_columns, schema.label.column}
-        spelt = misspelling_hint([n for n in given if n not in known], missing, "X")
+        renamed = _renamed_columns_hint(X.columns, missing)
+        prefixed = renamed.startswith(_PREFIX_HINT)  # every column is prefixed: one hint, not one per column
+        spelt = "" if prefixed else misspelling_hint([n for n in given if n not in known], missing, "X")
         raise DataValidationError(
-            f"X lacks some of the schema's feature columns: missing columns {missing}; the schema "
-            f"{schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column name); "
-            f"X has {shown}{spelt}{_renamed_columns_hint(X.columns, missing)}"
+            f"X lacks some of the schema's feature columns: missing columns {missing}{renamed if prefixed else ''}; "
+            f"the schema {schema.name!r} declares {list(schema.feature_names)} (a DataFrame is matched by column "
+            f"name); X has {shown}{spelt}{'' if prefixed else renamed}"
         )
 
 
@@ -221,6 +273,11 @@ def _renamed_columns_hint(columns: pd.Index, missing: list[str]) -> str:
     ColumnTransformer prefixes them with its transformers' names (``num__age``), and a frame made from an array
     numbers them (0, 1, ...)."""
     given = [str(c) for c in columns]
+    if given and all("__" in name for name in given) and any(name.split("__", 1)[-1] in missing for name in given):
+        return (
+            f"{_PREFIX_HINT} ({given[0]}): give it verbose_feature_names_out=False, or pass the estimator the "
+            "untransformed columns (it needs no scaling)"
+        )
     if any(name.split("__", 1)[-1] in missing for name in given if "__" in name):
         return (
             "; a ColumnTransformer prefixes its output columns with the transformer's name (num__age): give it "
@@ -232,6 +289,10 @@ def _renamed_columns_hint(columns: pd.Index, missing: list[str]) -> str:
             "schema's feature order)"
         )
     return ""
+
+
+_PREFIX_HINT = "; every column of X carries a ColumnTransformer's <step>__ prefix"
+"""How :func:`_renamed_columns_hint` starts when every column is prefixed (then the only hint given)."""
 
 
 def _schema_view(X: object, schema: Schema) -> object:

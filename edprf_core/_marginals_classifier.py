@@ -41,7 +41,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._accountant import BudgetAccountant, epsilon_float, pickled_state, refuse_unaccounted_pickling
 from ._class_order import in_classes_order, sorted_classes
-from ._classifier import admit_fit, fit_refusal_hint, fit_size, resolved_schema, training_tags
+from ._classifier import (
+    LABEL_REFUSAL_HINT,
+    admit_fit,
+    feature_refusal_hint,
+    fit_refusal_hint,
+    fit_size,
+    resolved_schema,
+    training_tags,
+)
 from ._domain_warning import warn_if_clipped
 from ._encoding import FeatureGrid, encode_features, encode_labels
 from ._exceptions import DataValidationError
@@ -56,7 +64,7 @@ from ._forest import (
     release_guarantee,
     size_source,
 )
-from ._input_checks import check_predict_input, log_of, refused_cells_named
+from ._input_checks import check_predict_input, log_of, refused_cells_named, warn_if_labels_read
 from ._marginals import NoisyMarginals, marginal_proba, marginals_n_bins, release_marginals
 from ._randomness import RandomState, make_generator
 from ._schema import Schema
@@ -321,12 +329,13 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         schema = resolved_schema(self.schema, type(self).__name__)
         y = admit_fit(self, X, y, schema)  # layout, row cap, the charge, then the label values
         not_dp_inputs = inputs_not_dp(self)  # a data-fitted Pipeline step, a search's refit: warned, recorded
-        with fit_refusal_hint():
+        with fit_refusal_hint(LABEL_REFUSAL_HINT):
             labels = encode_labels(y, schema)
+        warn_if_labels_read(y, labels, schema, type(self).__name__)  # aliases, text numbers: scorers differ
         rng = None if self.random_state is None else make_generator(self.random_state)  # None: exact OpenDP
         n_bins, count_eps, rule, estimate = self._bins(schema, labels.shape[0], rng)
         grid = FeatureGrid.from_schema(schema, n_bins)
-        with fit_refusal_hint():
+        with fit_refusal_hint(feature_refusal_hint(X, schema)):
             codes = encode_features(X, schema, grid)
         warn_if_clipped(X, schema)
         if labels.shape[0] != codes.shape[0]:
