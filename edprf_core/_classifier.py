@@ -505,7 +505,11 @@ class EDPRFClassifier(ClassifierMixin, BaseEstimator):
     dp_ : bool
         Whether the model is differentially private: False when a research seed (``random_state``), the
         floating-point sampler (seeded or not), a drafted schema or a research option of
-        :mod:`edprf_core.research` breaks the guarantee (``forest_.dp``).
+        :mod:`edprf_core.research` breaks the guarantee, or when the fit found in its callers a ``Pipeline``
+        step fitted on the same rows before it or a search refitting the settings that scored best on these
+        rows (:mod:`edprf_core._fit_context`; ``forest_.dp``).  It covers the fit's own mechanisms and what
+        the estimator can see: settings chosen on the rows in a way it cannot see (by hand, a search it is
+        not called from) are assumed chosen without them, as ``guarantee_`` says.
         ``privacy_.dp`` is narrower: whether the training options alone keep the tree shapes data-independent.
     guarantee_ : str
         The privacy statement (``forest_.guarantee()``): what the fit spent, or NOT differentially private

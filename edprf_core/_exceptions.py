@@ -31,9 +31,11 @@ class PrivacyLeakWarning(EDPRFWarning):
     """Something was computed from private data outside a charged DP mechanism.
 
     Raised by helpers that read the data to help a user start (for example
-    :func:`edprf_core.draft_schema`) and by research-only options that break the
-    guarantee (``stop_when_pure=True``).  A model or schema touched by such a
-    helper must not be released as differentially private.
+    :func:`edprf_core.draft_schema`), by research-only options that break the
+    guarantee (``stop_when_pure=True``), and by a fit after a ``Pipeline`` step
+    fitted on the same rows or as a search's refit (:func:`edprf_core.check_pipeline`).
+    A model or schema touched by such a helper must not be released as
+    differentially private.
     """
 
 
@@ -42,7 +44,9 @@ class SeededNoiseWarning(EDPRFWarning):
     private, since anyone who knows the seed can remove the noise.
 
     For tests and reproducible research; leave ``random_state=None`` for a DP model.  Research code that seeds
-    on purpose filters this class (``warnings.simplefilter("ignore", SeededNoiseWarning)``).
+    on purpose filters this class (``warnings.simplefilter("ignore", SeededNoiseWarning)``).  It is repeated on
+    every fit, and Python's ``"once"`` filter does not change that: scikit-learn's input checks enter
+    ``warnings.catch_warnings()`` on every call, which resets the registry ``"once"`` reads; use ``"ignore"``.
     """
 
 
@@ -79,7 +83,9 @@ class DomainClippingWarning(EDPRFWarning):
 
     It almost always means the data are in other units than the schema (a
     scaler before the estimator, centimetres against metres).  Emitted once per
-    ``fit`` for the worst columns; the counts stay on the user's machine.  A
+    ``fit`` for the worst columns; the counts stay on the user's machine (repeated
+    on every call: ``"once"`` does not deduplicate it, as for
+    :class:`SeededNoiseWarning`; filter with ``"ignore"``).  A
     scaler fitted on the training rows also voids the model's DP guarantee
     (:func:`edprf_core.check_pipeline`).
     """

@@ -246,12 +246,14 @@ class DPMarginalsClassifier(ClassifierMixin, BaseEstimator):
         ε, relation, the row count's share, how the bins were chosen, the sampler and whether it was seeded.
     dp_ : bool
         Whether the model is differentially private: False when a research seed (``random_state``, which also
-        means floating-point noise) or a drafted schema breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
+        means floating-point noise), a drafted schema, a ``Pipeline`` step fitted on the same rows or a search's
+        refit breaks the guarantee, as :attr:`EDPRFClassifier.dp_`; ``guarantee_`` gives the reasons.
     guarantee_ : str
         The privacy statement, computed from ``privacy_`` (the ε charged) and the schema; it says NOT
         differentially private, with the reasons, whenever the estimator can tell that an input was not DP (a
-        research seed, floating-point noise, a schema marked drafted).  It cannot tell a schema or settings
-        derived from these rows by other means: the statement assumes them public knowledge.
+        research seed, floating-point noise, a schema marked drafted, a data-fitted ``Pipeline`` step, a search's
+        refit).  It cannot tell a schema or settings derived from these rows by other means: the statement
+        assumes them public knowledge.
 
     Notes
     -----
