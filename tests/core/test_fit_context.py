@@ -175,3 +175,25 @@ def test_a_release_of_a_fit_marked_not_dp_is_refused_by_the_wire(small):
     _fit_recording(Pipeline([("prep", _names_kept(("s", MinMaxScaler(), ["x0"]))), ("model", estimator)]), X, y)
     with pytest.raises(ValueError, match="a release must not carry a fit whose inputs were not DP"):
         parameters_to_message(estimator.privacy_)
+
+
+def test_the_onnx_export_carries_the_reason(small):
+    pytest.importorskip("onnx")
+    from edprf_core.export import forest_to_onnx
+
+    schema, X, y = small
+    estimator = EDPRFClassifier(schema, **DP_SETTINGS)
+    _fit_recording(Pipeline([("prep", _names_kept(("s", MinMaxScaler(), ["x0"]))), ("model", estimator)]), X, y)
+    props = {p.key: p.value for p in forest_to_onnx(estimator.forest_).metadata_props}
+    assert props["edprf.guarantee"].startswith("NOT differentially private: its X came through a Pipeline step")
+
+
+def test_a_search_over_a_pipeline_gives_both_reasons(small):
+    schema, X, y = small
+    pipe = Pipeline(
+        [("prep", _names_kept(("s", MinMaxScaler(), ["x0"]))), ("model", EDPRFClassifier(schema, **DP_SETTINGS))]
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        search = GridSearchCV(pipe, {"model__max_depth": [1, 2]}, cv=2).fit(X, y)
+    reasons = search.best_estimator_[-1].forest_.not_dp_reasons()
+    assert [r[:12] for r in reasons[-2:]] == ["its X came t", "its settings"]
