@@ -31,7 +31,7 @@ from sklearn.utils.validation import validate_data
 from ._column_names import misspelling_hint
 from ._encoding import as_frame, encode_labels
 from ._exceptions import DataValidationError, EDPRFWarning, RefusedCellsError
-from ._fit_context import caller_outside_package
+from ._fit_context import called_by_the_project, caller_outside_package
 from ._schema import REFUSE, CategoricalFeature, Schema
 
 if TYPE_CHECKING:
@@ -154,8 +154,14 @@ def warn_if_labels_read(y: object, labels: NDArray[np.integer], schema: Schema, 
 
     Notes
     -----
+    Not warned when the fit is the project's own (a party's release, the demo, a simulation's baselines:
+    :func:`~edprf_core._fit_context.called_by_the_project`): those read the file's text labels by the schema and
+    score nothing with scikit-learn.
+
     Privacy cost: none released: the warning names the caller's own labels to the caller.
     """
+    if called_by_the_project():
+        return
     raw = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     codes, uniques = pd.factorize(raw, use_na_sentinel=False)
     if len(uniques) == 0:

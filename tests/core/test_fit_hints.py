@@ -118,3 +118,21 @@ def test_labels_read_through_the_schema_are_warned_once(make):
         warnings.simplefilter("ignore", SeededNoiseWarning)
         _clf(schema, make).fit(X, schema.read_labels(raw))
         _clf(schema, make).fit(X, schema.read_labels(raw).astype(float))
+
+
+def test_the_projects_own_fits_are_not_warned():
+    """A party fits on its file's text labels ("0", "1") read by the schema, and runs no scikit-learn scorer: the
+    warning would only fill its log (client/_party.py's fit)."""
+    from pathlib import Path
+
+    schema = Schema(features=make_schema().features, label=LabelSpec("label", (0, 1)), name="numeric")
+    X, _ = make_data(make_schema(), 200, seed=0)
+    text = pd.Series(np.arange(200) % 2).astype(str)
+    party = Path(__file__).resolve().parents[2] / "client" / "_party.py"
+    space = {"clf": _clf(schema), "X": X, "y": text}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EDPRFWarning)
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        exec(compile("clf.fit(X, y)", str(party), "exec"), space)  # noqa: S102 - a call made from client/
+    with pytest.warns(EDPRFWarning, match="read some labels through the schema"):
+        _clf(schema).fit(X, text)  # the same fit from a user's code
