@@ -63,7 +63,7 @@ from edprf_core import (
 )
 from edprf_core.config_checks import refuse_unknown_keys
 from edprf_core.count_text import count_text
-from edprf_core.encoding import FeatureGrid, encode_labels
+from edprf_core.encoding import FeatureGrid, encode_labels, labels_read_by_caller
 from edprf_core.forest import MAX_FIT_NODES, MAX_FIT_ROWS, max_tree_nodes
 from edprf_core.mechanisms import discrete_laplace_counts, load_exact_samplers
 from edprf_core.schema import DraftedSchemaWarning
@@ -847,7 +847,10 @@ class Party:
                     req.request_id, req.run_id, _SEEDED_RELEASE if req.seed >= 0 else _DRAFTED_SCHEMA_RELEASE
                 )
             auto = req.depth_rule == "auto"
-            with _warnings_to_the_log(seeded_level=logging.DEBUG if self.setup.simulated else logging.WARNING):
+            with (
+                _warnings_to_the_log(seeded_level=logging.DEBUG if self.setup.simulated else logging.WARNING),
+                labels_read_by_caller(),  # the file's labels, read by the schema; no scikit-learn scorer here
+            ):
                 clf = _estimator_class()(
                     self.schema,
                     epsilon=req.epsilon,

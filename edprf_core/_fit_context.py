@@ -33,7 +33,6 @@ from ._exceptions import PrivacyLeakWarning
 
 __all__ = [
     "MAX_FRAMES",
-    "called_by_the_project",
     "caller_outside_package",
     "check_pipeline",
     "data_fitted_steps",
@@ -59,27 +58,6 @@ def caller_outside_package() -> int:
     while frame is not None and str(Path(frame.f_code.co_filename).resolve().parent) == _PACKAGE:
         frame, level = frame.f_back, level + 1
     return level
-
-
-_PROJECT_CALLERS = tuple(
-    str(Path(__file__).resolve().parent.parent / package) for package in ("client", "edprf_fl", "server", "protocol")
-)
-"""The project's own packages that fit estimators (a party's release, the demo, a simulation's baselines): they
-read labels by the schema themselves, and their operators run no scikit-learn scorer."""
-
-
-def called_by_the_project() -> bool:
-    """Whether the first caller frame outside ``edprf_core`` belongs to one of the project's own packages
-    (:data:`_PROJECT_CALLERS`), not to a user's code or scikit-learn's.  Privacy cost: none."""
-    frame = sys._getframe(1)
-    try:
-        while frame is not None and str(Path(frame.f_code.co_filename).resolve().parent) == _PACKAGE:
-            frame = frame.f_back
-        if frame is None:
-            return False
-        return str(Path(frame.f_code.co_filename).resolve()).startswith(_PROJECT_CALLERS)
-    finally:
-        del frame
 
 
 def _learned(step: object) -> list[str]:

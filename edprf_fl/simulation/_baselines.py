@@ -81,7 +81,7 @@ def train_baselines(
     from sklearn.ensemble import RandomForestClassifier
 
     from edprf_core import EDPRFClassifier, SeededNoiseWarning
-    from edprf_core.encoding import encode_labels
+    from edprf_core.encoding import encode_labels, labels_read_by_caller
     from edprf_core.schema import DraftedSchemaWarning
     from server import classification_metrics, forest_metrics
 
@@ -112,7 +112,8 @@ def train_baselines(
         with warnings.catch_warnings():  # seeded on purpose: the baselines are research references, said so
             warnings.simplefilter("ignore", SeededNoiseWarning)
             warnings.simplefilter("ignore", DraftedSchemaWarning)  # said once per run, above
-            return model.fit(X_train.iloc[rows], y_train.iloc[rows])
+            with labels_read_by_caller():  # scored by forest_metrics, which reads labels by the schema
+                return model.fit(X_train.iloc[rows], y_train.iloc[rows])
 
     def metrics_of(model: EDPRFClassifier, **extra: Any) -> dict[str, Any]:
         return forest_metrics(model.forest_, X_test, y_test) | {

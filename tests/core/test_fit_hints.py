@@ -120,19 +120,27 @@ def test_labels_read_through_the_schema_are_warned_once(make):
         _clf(schema, make).fit(X, schema.read_labels(raw).astype(float))
 
 
-def test_the_projects_own_fits_are_not_warned():
-    """A party fits on its file's text labels ("0", "1") read by the schema, and runs no scikit-learn scorer: the
-    warning would only fill its log (client/_party.py's fit)."""
-    from pathlib import Path
+def test_fits_inside_labels_read_by_caller_are_not_warned():
+    """A party fits on its file's text labels ("0", "1") read by the schema, and runs no scikit-learn scorer: it fits
+    inside ``labels_read_by_caller`` (client/_party.py), where the warning, and its pass over y, are skipped."""
+    from edprf_core.encoding import labels_read_by_caller
 
     schema = Schema(features=make_schema().features, label=LabelSpec("label", (0, 1)), name="numeric")
     X, _ = make_data(make_schema(), 200, seed=0)
     text = pd.Series(np.arange(200) % 2).astype(str)
-    party = Path(__file__).resolve().parents[2] / "client" / "_party.py"
-    space = {"clf": _clf(schema), "X": X, "y": text}
     with warnings.catch_warnings():
         warnings.simplefilter("error", EDPRFWarning)
         warnings.simplefilter("ignore", SeededNoiseWarning)
-        exec(compile("clf.fit(X, y)", str(party), "exec"), space)  # noqa: S102 - a call made from client/
+        with labels_read_by_caller():
+            _clf(schema).fit(X, text)
     with pytest.warns(EDPRFWarning, match="read some labels through the schema"):
-        _clf(schema).fit(X, text)  # the same fit from a user's code
+        _clf(schema).fit(X, text)  # the same fit outside the block: warned again
+
+
+def test_a_party_fits_inside_labels_read_by_caller():
+    """The party's release fit is the project's one fit on raw file labels: it is in the block (source check)."""
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / "client" / "_party.py").read_text()
+    fit = source.index("clf = _estimator_class()(")
+    assert "labels_read_by_caller()," in source[fit - 300 : fit]
