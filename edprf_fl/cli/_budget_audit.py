@@ -32,6 +32,7 @@ __all__ = [
     "relation_json",
     "relation_lines",
     "shown_kind",
+    "shown_parts",
 ]
 
 RELATIONS = ("add-remove", "replace-one")
@@ -312,39 +313,71 @@ def delivery_json(audit: AuditRecords) -> dict[str, Any]:
     }
 
 
+PART_DIGITS = 15
+"""Significant digits a part's ε is shown with (review rev-day2 U12).  The DP row count's ε is a double the estimator
+computes (``count_epsilon_share * epsilon`` in floating point: 0.05 * 0.1 is 0.005000000000000001), kept exactly as
+that double's shortest text; the trees' part is the entry's exact ε less it.  Digits past the 15th are the product's
+rounding, not a choice anyone made, and 15 significant digits are what a double holds of any decimal, so the part is
+shown rounded to them and the trees' part as the entry's ε less that: the parts still add up to the entry's ε
+exactly, in the table and in ``--json``."""
+
+
+def _digits(value: Fraction) -> Fraction:
+    """``value`` to :data:`PART_DIGITS` significant digits, as an exact fraction (0 stays 0)."""
+    return Fraction(f"{float(value):.{PART_DIGITS}g}") if value else Fraction(0)
+
+
+def shown_parts(parts: ReleaseParts) -> tuple[Fraction, Fraction, Fraction | None, Fraction | None]:
+    """The parts of a release's ε as shown: ``(count, trees, marginals, residual)``.
+
+    The count and the residual pass (doubles the estimator computed) to :data:`PART_DIGITS` significant digits; the
+    trees' part the entry's exact ε less the count shown, the marginals' the trees' less the residual shown, so
+    ``count + trees`` is still the entry's ε and ``marginals + residual`` the trees', exactly.
+    """
+    count = _digits(parts.count)
+    trees = parts.total - count
+    residual = None if parts.residual is None else _digits(parts.residual)
+    marginals = None if parts.marginals is None else trees - (residual or Fraction(0))
+    return count, trees, marginals, residual
+
+
 def parts_text(parts: ReleaseParts) -> str:
     """What a release's ε paid for, for the end of its line in the table (review rev-dpo D8): the DP row count's ε
     when there was one, the trees', the marginals' (and the residual pass's) on their disjoint rows, and the depth
-    used; the parts are the release's own parameters and DP outputs (``edprf inspect`` prints them)."""
+    used; the parts are the release's own parameters and DP outputs (``edprf inspect`` prints them), shown as
+    :func:`shown_parts` says (no float artefacts: ``0.005``, not ``0.005000000000000001``)."""
     from client import format_epsilon
 
-    paid = [f"DP row count {format_epsilon(parts.count)}"] if parts.count else []
-    paid.append(f"trees {format_epsilon(parts.trees)}")
-    if parts.marginals is not None:
-        marginals = f"marginals {format_epsilon(parts.marginals)}"
-        if parts.residual is not None:
-            marginals += f" + residual pass {format_epsilon(parts.residual)}"
-        paid.append(f"{marginals} (on rows disjoint from the trees': parallel)")
+    count, trees, marginals, residual = shown_parts(parts)
+    paid = [f"DP row count {format_epsilon(count)}"] if count else []
+    paid.append(f"trees {format_epsilon(trees)}")
+    if marginals is not None:
+        text = f"marginals {format_epsilon(marginals)}"
+        if residual is not None:
+            text += f" + residual pass {format_epsilon(residual)}"
+        paid.append(f"{text} (on rows disjoint from the trees': parallel)")
     return f"[paid for: {', '.join(paid)}; depth {parts.depth}]"
 
 
 def parts_json(parts: ReleaseParts | None) -> dict[str, Any] | None:
-    """``--json``: a release's parts as exact texts (``count_epsilon_exact + trees_epsilon_exact`` is its
-    ``epsilon_exact``; marginals and residual pass null where absent) and its depth; None for an entry without
-    them (not a completed release, or completed by a version that did not record them)."""
+    """``--json``: a release's parts as exact texts, as :func:`shown_parts` gives them (``count_epsilon_exact +
+    trees_epsilon_exact`` is its ``epsilon_exact``, exactly; marginals and residual pass null where absent) and its
+    depth; None for an entry without them (not a completed release, or completed by a version that did not record
+    them)."""
     from client import format_epsilon
 
     if parts is None:
         return None
+    count, trees, marginals, residual = shown_parts(parts)
 
     def exact(value: Fraction | None) -> str | None:
         return None if value is None else format_epsilon(value)
 
     return {
-        "count_epsilon_exact": format_epsilon(parts.count),
-        "trees_epsilon_exact": format_epsilon(parts.trees),
-        "marginals_epsilon_exact": exact(parts.marginals),
-        "residual_pass_epsilon_exact": exact(parts.residual),
+        "count_epsilon_exact": format_epsilon(count),
+        "trees_epsilon_exact": format_epsilon(trees),
+        "marginals_epsilon_exact": exact(marginals),
+        "residual_pass_epsilon_exact": exact(residual),
         "depth": parts.depth,
     }
 

@@ -645,7 +645,9 @@ def test_a_release_says_what_its_epsilon_paid_for(tmp_path, capsys, settings, de
 
     assert main(["budget", str(setup.ledger_path)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "tag/train" in x and "released" in x)
-    assert f"trees {format_exact(parts.trees)}" in line and f"; depth {parts.depth}]" in line
+    from edprf_fl.cli._budget_audit import shown_parts
+
+    assert f"trees {format_exact(shown_parts(parts)[1])}" in line and f"; depth {parts.depth}]" in line
     assert ("DP row count" in line) == (declared_rows == 0) and ("marginals " in line) == bool(settings.marginals_share)
     assert main(["budget", str(setup.ledger_path), "--json"]) == 0
     [shown] = json.loads(capsys.readouterr().out)["entries"]
@@ -659,6 +661,34 @@ def test_a_release_says_what_its_epsilon_paid_for(tmp_path, capsys, settings, de
     # a resend is still a resend (the entry's detail is the request's), and records no second row
     assert result_of(send_train(setup, settings, "tag/train"))["status"] == "released"
     assert read_records_readonly(setup.ledger_path, ())[2].parts == audit.parts
+
+
+def test_the_parts_print_without_float_artefacts():
+    """Review rev-day2 U12: the DP row count's epsilon is the estimator's double (0.05 * 0.1 = 0.005000000000000001);
+    the table and --json show 0.005 and 0.095, still adding up to the entry's 0.1 exactly."""
+    from fractions import Fraction
+
+    from client import ReleaseParts
+    from edprf_fl.cli._budget_audit import parts_json, parts_text
+
+    count = Fraction(repr(0.05 * 0.1))
+    assert count != Fraction(1, 200)  # the artefact this is about
+    parts = ReleaseParts("r/train", count, Fraction(1, 10) - count, None, None, 1)
+    assert parts_text(parts) == "[paid for: DP row count 0.005, trees 0.095; depth 1]"
+    shown = parts_json(parts)
+    assert (shown["count_epsilon_exact"], shown["trees_epsilon_exact"]) == ("0.005", "0.095")
+    assert Fraction(shown["count_epsilon_exact"]) + Fraction(shown["trees_epsilon_exact"]) == parts.total
+
+    residual = Fraction(repr(0.1 * 0.3))  # 0.030000000000000002
+    marginals = Fraction(3, 10) - count - residual
+    with_marginals = ReleaseParts("r/train", count, Fraction(3, 10) - count, marginals, residual, 2)
+    assert parts_text(with_marginals) == (
+        "[paid for: DP row count 0.005, trees 0.295, marginals 0.265 + residual pass 0.03 "
+        "(on rows disjoint from the trees': parallel); depth 2]"
+    )
+    assert parts_text(ReleaseParts("r/train", Fraction(0), Fraction(7, 10), None, None, 3)) == (
+        "[paid for: trees 0.7; depth 3]"
+    )
 
 
 def format_exact(value):
