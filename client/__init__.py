@@ -64,7 +64,14 @@ from ._open_reservations import (
 from ._party import REASONS, Party, PartySetup, Recipient, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import check_supernode_files, parse_node_config, preflight_configs
-from ._superlink_handshake import split_superlink_address
+from ._superlink_handshake import (
+    EXPIRY_NOTE_DAYS,
+    EXPIRY_PROBLEM_HOURS,
+    Handshake,
+    split_superlink_address,
+    superlink_handshake,
+    time_left_text,
+)
 
 _FLOWER_NAMES = ("handle_evaluate", "handle_query", "handle_train")
 """Names from the Flower message handlers, which import Flower: loaded on first use."""
@@ -83,6 +90,8 @@ __all__ = [
     "CAP_CHANGE_COUNT_KEY",
     "CAP_KEY",
     "COORDINATOR_RECORD",
+    "EXPIRY_NOTE_DAYS",
+    "EXPIRY_PROBLEM_HOURS",
     "HOLDOUT_SALT_KEY",
     "LEDGER_ID_KEY",
     "MICRO",
@@ -101,6 +110,7 @@ __all__ = [
     "BudgetState",
     "Delivery",
     "EntryState",
+    "Handshake",
     "LedgerAnchor",
     "LedgerBackup",
     "LedgerEntry",
@@ -145,6 +155,8 @@ __all__ = [
     "recorded_cap",
     "release_node_bound",
     "split_superlink_address",
+    "superlink_handshake",
+    "time_left_text",
     "total_spent",
     "trail_lines",
     "whole_trail",

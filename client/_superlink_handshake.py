@@ -8,29 +8,50 @@ connection to the address the SuperNode will dial, verifies the certificate chai
 closes it.  No Flower message is sent; the party's data, ledger and keys are not read.
 
 A certificate outside its validity dates is the coordinator's to renew, not the party's to work around: that
-failure names the date and the coordinator's step (deploy/README.md section 7), and a certificate that verifies
-but expires within :data:`EXPIRY_NOTE_DAYS` days is a note.
+failure names the date and the coordinator's step (deploy/README.md section 7).  A certificate that verifies but
+expires within :data:`EXPIRY_NOTE_DAYS` days is a note, and within :data:`EXPIRY_PROBLEM_HOURS` hours a problem: the
+time left is said in days, hours or minutes (review rev-day2 U4).
+
+``edprf run`` makes the same handshake (:func:`superlink_handshake`) with its connection's address and root
+certificates before it submits, so an expired SuperLink certificate is named instead of Flower's "Connection to the
+SuperLink is unavailable" (review rev-day2 U3).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import socket
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._preflight import PreflightReport
 
-__all__ = ["EXPIRY_NOTE_DAYS", "check_superlink_tls", "split_superlink_address"]
+__all__ = [
+    "EXPIRY_NOTE_DAYS",
+    "EXPIRY_PROBLEM_HOURS",
+    "Handshake",
+    "check_superlink_tls",
+    "split_superlink_address",
+    "superlink_handshake",
+    "time_left_text",
+]
 
 HANDSHAKE_SECONDS = 5.0
 """How long connecting may take, and then each step of the handshake (so at most about twice this in all)."""
 
 EXPIRY_NOTE_DAYS = 30
-"""A SuperLink certificate that verifies but expires within this many days is a note of ``party check``."""
+"""A SuperLink certificate that verifies but expires within this many days is a note of ``party check`` (and a
+warning of ``edprf run``)."""
+
+EXPIRY_PROBLEM_HOURS = 24
+"""A SuperLink certificate that verifies but expires within this many hours is a ``problem`` of ``party check``
+(exit status 1), not a note.  Once it has expired, a SuperNode that connects (a restart, a network blip) exits with
+code 305 and does not retry, and the renewal is the coordinator's (deploy/README.md section 7: a new certificate
+and a restart of the SuperLink and SuperExec); a day is the least notice that leaves a working day to ask for it and
+do it, so the party's IT team is told to act now rather than read past a note."""
 
 _NOT_YET_VALID, _EXPIRED = 9, 10
 """OpenSSL's ``X509_V_ERR_CERT_NOT_YET_VALID`` and ``X509_V_ERR_CERT_HAS_EXPIRED`` (``verify_code``)."""
@@ -55,23 +76,49 @@ def split_superlink_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def check_superlink_tls(
-    address: str, root_certificates: Path, report: PreflightReport, timeout: float = HANDSHAKE_SECONDS
-) -> None:
-    """Add to ``report`` whether a TLS connection to ``address`` verifies with ``root_certificates``.
+@dataclass(frozen=True)
+class Handshake:
+    """What one TLS handshake with a SuperLink found (:func:`superlink_handshake`).
 
-    One finding: ``ok`` naming the TLS version, or a ``problem`` saying what the SuperNode would meet (nothing
-    listening, no TLS there, a certificate the root certificates do not sign or that does not name the host, a
-    certificate expired or not yet valid).  After an ``ok``, a ``note`` when the certificate expires within
-    :data:`EXPIRY_NOTE_DAYS` days.
+    Attributes
+    ----------
+    failure : None when the certificate verified; else what failed: ``roots`` (the root certificates cannot be
+        used), ``dates`` (a certificate outside its validity dates), ``verify`` (another CA, or not this host's
+        name), ``tls`` (no TLS there), ``timeout`` or ``connect``
+    detail : OpenSSL's or the socket's reason for a failure ('' after a verified handshake)
+    version : the TLS version of a verified handshake
+    not_after : the end date of a verified certificate, UTC
+    verify_code : OpenSSL's verify code of a ``dates`` failure (9 not yet valid, 10 expired)
+    dates : the ``(notBefore, notAfter)`` of the certificate presented, read without verifying it, after a
+        ``dates`` failure (None when a second handshake did not give them)
+    """
+
+    failure: str | None
+    detail: str = ""
+    version: str | None = None
+    not_after: dt.datetime | None = None
+    verify_code: int = 0
+    dates: tuple[dt.datetime, dt.datetime] | None = None
+
+    def dates_text(self) -> str:
+        """What a ``dates`` failure means, for a party (the SuperNode's exit and the coordinator's renewal)."""
+        return _out_of_dates_text(self.verify_code, self.dates)
+
+
+def superlink_handshake(address: str, root_certificates: Path, timeout: float = HANDSHAKE_SECONDS) -> Handshake:
+    """One TLS connection to ``address`` (``host:port``), verified with ``root_certificates`` as gRPC verifies (the
+    chain and the host's name), then closed; nothing is sent.
+
+    Raises
+    ------
+    ValueError
+        ``address`` is not ``host:port`` (:func:`split_superlink_address`).
     """
     host, port = split_superlink_address(address)
-    subject = f"--superlink {address}"
     try:
         context = ssl.create_default_context(cafile=str(root_certificates))
     except (ssl.SSLError, OSError) as exc:
-        report._add("problem", subject, f"the root certificates cannot be used for a handshake ({_reason(exc)})")
-        return
+        return Handshake("roots", _reason(exc))
     context.set_alpn_protocols(["h2"])  # as gRPC offers
     # Python 3.13 and later verify strictly (RFC 5280) by default; gRPC does not: judge as the SuperNode will
     context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
@@ -84,43 +131,103 @@ def check_superlink_tls(
             not_after = _not_after(tls.getpeercert())
     except ssl.SSLCertVerificationError as exc:
         if exc.verify_code in (_NOT_YET_VALID, _EXPIRED):
-            report._add("problem", subject, _out_of_dates_text(exc.verify_code, _presented_dates(host, port, timeout)))
-            return
+            return Handshake(
+                "dates",
+                str(exc.verify_message),
+                verify_code=exc.verify_code,
+                dates=_presented_dates(host, port, timeout),
+            )
+        return Handshake("verify", str(exc.verify_message))
+    except ssl.SSLError as exc:
+        return Handshake("tls", _reason(exc))
+    except TimeoutError:
+        return Handshake("timeout", f"no answer within {timeout:g} s")
+    except OSError as exc:
+        return Handshake("connect", _reason(exc))
+    return Handshake(None, version=version, not_after=not_after)
+
+
+def time_left_text(left: dt.timedelta) -> str:
+    """``in 3 days``, ``in 4 hours 12 minutes``, ``in 5 minutes``, ``in less than a minute``: the time left, rounded
+    down (never more than is left), in days from one day on, else hours and minutes."""
+    minutes = max(int(left.total_seconds() // 60), 0)
+    days, hours = divmod(minutes // 60, 24)
+    minutes %= 60
+
+    def unit(n: int, name: str) -> str:
+        return f"{n} {name}{'s' if n != 1 else ''}"
+
+    if days:
+        return f"in {unit(days, 'day')}"
+    if hours:
+        return f"in {unit(hours, 'hour')}" + (f" {unit(minutes, 'minute')}" if minutes else "")
+    return f"in {unit(minutes, 'minute')}" if minutes else "in less than a minute"
+
+
+def check_superlink_tls(
+    address: str, root_certificates: Path, report: PreflightReport, timeout: float = HANDSHAKE_SECONDS
+) -> None:
+    """Add to ``report`` whether a TLS connection to ``address`` verifies with ``root_certificates``.
+
+    One finding: ``ok`` naming the TLS version, or a ``problem`` saying what the SuperNode would meet (nothing
+    listening, no TLS there, a certificate the root certificates do not sign or that does not name the host, a
+    certificate expired or not yet valid).  After an ``ok``, a ``problem`` when the certificate expires within
+    :data:`EXPIRY_PROBLEM_HOURS` hours, else a ``note`` when it expires within :data:`EXPIRY_NOTE_DAYS` days.
+    """
+    subject = f"--superlink {address}"
+    found = superlink_handshake(address, root_certificates, timeout)
+    if found.failure == "roots":
+        report._add("problem", subject, f"the root certificates cannot be used for a handshake ({found.detail})")
+        return
+    if found.failure == "dates":
+        report._add("problem", subject, found.dates_text())
+        return
+    if found.failure == "verify":
         report._add(
             "problem",
             subject,
-            f"its certificate does not verify with {root_certificates} ({exc.verify_message}): the SuperNode would "
+            f"its certificate does not verify with {root_certificates} ({found.detail}): the SuperNode would "
             "exit with code 305 (CERTIFICATE_VERIFY_FAILED); give --root-certificates the consortium's ca.crt, or "
             "ask the coordinator for a certificate naming this address",
         )
         return
-    except ssl.SSLError as exc:
+    if found.failure == "tls":
         report._add(
-            "problem", subject, f"the TLS handshake failed ({_reason(exc)}): is this the TLS port the coordinator gave?"
+            "problem", subject, f"the TLS handshake failed ({found.detail}): is this the TLS port the coordinator gave?"
         )
         return
-    except TimeoutError:
-        report._add("problem", subject, f"no answer within {timeout:g} s: a firewall, or the wrong address?")
+    if found.failure == "timeout":
+        report._add("problem", subject, f"{found.detail}: a firewall, or the wrong address?")
         return
-    except OSError as exc:
+    if found.failure == "connect":
         report._add(
             "problem",
             subject,
-            f"cannot connect ({_reason(exc)}): is the SuperLink (or its gateway) running, and is this the address "
+            f"cannot connect ({found.detail}): is the SuperLink (or its gateway) running, and is this the address "
             "the coordinator gave?",
         )
         return
-    report._add("ok", subject, f"TLS handshake verified with {root_certificates.name} ({version}); nothing sent")
-    now = dt.datetime.now(dt.UTC)
-    if not_after is not None and not_after - now <= dt.timedelta(days=EXPIRY_NOTE_DAYS):
-        days = max(math.ceil((not_after - now) / dt.timedelta(days=1)), 0)
+    report._add("ok", subject, f"TLS handshake verified with {root_certificates.name} ({found.version}); nothing sent")
+    if found.not_after is None:
+        return
+    left = found.not_after - dt.datetime.now(dt.UTC)
+    if left > dt.timedelta(days=EXPIRY_NOTE_DAYS):
+        return
+    expiry = f"the SuperLink's certificate expires on {_when(found.not_after)}, {time_left_text(left)}"
+    if left < dt.timedelta(hours=EXPIRY_PROBLEM_HOURS):
         report._add(
-            "note",
+            "problem",
             subject,
-            f"the SuperLink's certificate expires on {_when(not_after)}, in {days} day{'s' if days != 1 else ''}: "
-            "ask the coordinator to renew it before then (deploy/README.md section 7); once it has expired every "
-            "SuperNode exits with code 305 and does not retry",
+            f"{expiry}: ask the coordinator to renew it now (deploy/README.md section 7); once it has expired a "
+            "SuperNode that connects (a restart, a network interruption) exits with code 305 and does not retry",
         )
+        return
+    report._add(
+        "note",
+        subject,
+        f"{expiry}: ask the coordinator to renew it before then (deploy/README.md section 7); once it has expired "
+        "every SuperNode exits with code 305 and does not retry",
+    )
 
 
 def _not_after(peer: dict | None) -> dt.datetime | None:

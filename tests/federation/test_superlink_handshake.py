@@ -211,6 +211,31 @@ def test_a_superlink_certificate_expiring_within_30_days_is_a_note(party, pkis, 
     assert "ask the coordinator to renew it" in text
 
 
+def test_a_superlink_certificate_expiring_within_a_day_is_a_problem_in_hours(party, pkis, capsys, monkeypatch):  # noqa: F811
+    """Review rev-day2 U4: a certificate ending in hours said "in 1 day", was a note, and the check exited 0."""
+    paths, _ = party
+    _server_certificate(pkis[0], monkeypatch, -dt.timedelta(hours=20), days=1)  # ends in about 4 hours
+    ends = x509.load_pem_x509_certificate((pkis[0] / "server.pem").read_bytes()).not_valid_after_utc
+    code, out, err = _dated_check(paths, pkis[0], capsys)
+    assert code == 1, out + err
+    assert f"the SuperLink's certificate expires on {ends:%Y-%m-%d %H:%M} UTC, in 3 hours" in err
+    assert "renew it now (deploy/README.md section 7)" in err and "in 1 day" not in out + err
+
+
+def test_the_time_left_is_said_in_days_hours_or_minutes():
+    from client import time_left_text
+
+    hours, minutes, days = dt.timedelta(hours=1), dt.timedelta(minutes=1), dt.timedelta(days=1)
+    assert time_left_text(5 * minutes + dt.timedelta(seconds=59)) == "in 5 minutes"
+    assert time_left_text(dt.timedelta(seconds=30)) == "in less than a minute"
+    assert time_left_text(-minutes) == "in less than a minute"
+    assert time_left_text(minutes) == "in 1 minute"
+    assert time_left_text(4 * hours + 12 * minutes) == "in 4 hours 12 minutes"
+    assert time_left_text(hours) == "in 1 hour"
+    assert time_left_text(days + 23 * hours) == "in 1 day"  # rounded down: never more than is left
+    assert time_left_text(10 * days) == "in 10 days"
+
+
 @pytest.mark.parametrize("listener", [1], indirect=True)
 def test_a_superlink_certificate_of_a_year_has_no_expiry_note(party, pkis, listener, capsys):  # noqa: F811
     paths, _ = party
