@@ -12,6 +12,11 @@ log stream while the run goes on charging every party.  This wrapper uses Flower
    (``--detach-on-interrupt``: leave it running and print the command that stops it); exit 130
    (143 on SIGTERM, 129 on SIGHUP).
 
+Before submitting, one TLS handshake with the connection's address and root certificates (as ``edprf party check
+--superlink`` makes; nothing is sent): an expired SuperLink certificate is named, with the coordinator's renewal
+step, instead of Flower's "Connection to the SuperLink is unavailable", and one that expires within 30 days is warned
+of (review rev-day2 U3).
+
 A run still pending after 30 s (no SuperExec has taken it: the stream shows nothing meanwhile) gets one line
 saying so, naming ``flower-superexec`` and the command that cancels the run.
 """
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
+import os
 import shutil
 import subprocess
 import sys
@@ -29,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FlowerRun", "register", "run_and_follow"]
+__all__ = ["FlowerRun", "check_superlink_certificate", "register", "run_and_follow"]
 
 _STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status is final
 _FLOWER_FAILURE_PREFIX = "ServerApp failed with exception: "  # Flower 1.41's status details of a failed run
@@ -134,6 +141,95 @@ def submit(app: str, connection: str | None, run_config: str | None, env: dict[s
     except (ValueError, KeyError, TypeError):
         text = (proc.stdout + proc.stderr).strip()
         raise ValueError(f"flwr run did not start a run (exit {proc.returncode}): {text[-2000:]}") from None
+
+
+def _connection_tls(connection: str | None, env: dict[str, str] | None) -> tuple[str, Path] | None:
+    """The address and root certificates of ``connection`` (None: the default one) in ``$FLWR_HOME/config.toml``,
+    read as Flower reads them (``FLWR_HOME``, else ``~/.flwr``); None when there is nothing to check: no such file
+    or connection, an insecure one, or one without ``root-certificates`` (Flower then says what is wrong)."""
+    import tomllib
+
+    home = (os.environ if env is None else env).get("FLWR_HOME") or str(Path.home() / ".flwr")
+    try:
+        with (Path(home) / "config.toml").open("rb") as file:
+            config = tomllib.load(file)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    links = config.get("superlink")
+    name = connection or (links.get("default") if isinstance(links, dict) else None)
+    link = links.get(name) if isinstance(links, dict) and isinstance(name, str) else None
+    if not isinstance(link, dict) or link.get("insecure"):
+        return None
+    address, roots = link.get("address"), link.get("root-certificates")
+    if not (isinstance(address, str) and address and isinstance(roots, str) and roots):
+        return None
+    return address, Path(roots)
+
+
+RENEWAL_STEP = (
+    "the coordinator renews it (deploy/README.md section 7: `openssl x509 -noout -enddate -in $COORD/pki/server.pem` "
+    "shows its end date; `edprf certs server --force ...` makes a new one; then restart the SuperLink and SuperExec)"
+)
+"""The coordinator's step for a SuperLink certificate that has expired or is about to."""
+
+
+def check_superlink_certificate(connection: str | None, env: dict[str, str] | None = None) -> None:
+    """One TLS handshake with the SuperLink of ``connection``, with its root certificates, before a run is
+    submitted (:func:`client.superlink_handshake`, as ``edprf party check --superlink`` makes; nothing is sent).
+
+    A certificate outside its validity dates raises (every ``flwr`` command would say only "Connection to the
+    SuperLink is unavailable"); one that verifies but expires within :data:`client.EXPIRY_NOTE_DAYS` days gets a
+    warning on stderr.  Any other outcome is left to Flower, which reports it itself.
+
+    Raises
+    ------
+    ValueError
+        The SuperLink's certificate (or one of its chain) has expired, or is not valid yet: its date, this host's
+        clock and the coordinator's step.
+    """
+    tls = _connection_tls(connection, env)
+    if tls is None:
+        return
+    from client import EXPIRY_NOTE_DAYS, superlink_handshake, time_left_text
+
+    address, roots = tls
+    try:
+        found = superlink_handshake(address, roots)
+    except ValueError:  # an address this check does not split: Flower says what it makes of it
+        return
+    now = dt.datetime.now(dt.UTC)
+    clock = f"this host's clock reads {now:%Y-%m-%d %H:%M} UTC"
+    unavailable = (
+        "every flwr command (flwr ls, flwr stop, flwr run) says only 'Connection to the SuperLink is unavailable'"
+    )
+    if found.failure == "dates":
+        not_before, not_after = found.dates if found.dates is not None else (None, None)
+        if found.verify_code == 9:  # X509_V_ERR_CERT_NOT_YET_VALID
+            since = f" before {not_before:%Y-%m-%d %H:%M} UTC" if not_before is not None and not_before > now else ""
+            raise ValueError(
+                f"the SuperLink's certificate at {address} is not valid{since} ({clock}): {unavailable}. No run "
+                "was submitted. If this host's clock is right, the certificate was issued with a wrong clock: "
+                + RENEWAL_STEP
+            )
+        if not_after is not None and not_after < now:
+            raise ValueError(
+                f"the SuperLink's certificate at {address} expired on {not_after:%Y-%m-%d %H:%M} UTC ({clock}): "
+                f"{unavailable}, and a SuperNode that connects exits with code 305. No run was submitted; "
+                + RENEWAL_STEP
+            )
+        raise ValueError(
+            f"a certificate of the SuperLink's chain at {address} has expired ({clock}), the CA certificate or an "
+            f"intermediate: {unavailable}. No run was submitted. Check `openssl x509 -noout -enddate -in {roots}` "
+            "(the connection's root-certificates) and the CA's (deploy/README.md section 7)"
+        )
+    if found.failure is None and found.not_after is not None:
+        left = found.not_after - now
+        if left <= dt.timedelta(days=EXPIRY_NOTE_DAYS):
+            _tell(
+                f"edprf run: warning: the SuperLink's certificate at {address} expires on "
+                f"{found.not_after:%Y-%m-%d %H:%M} UTC, {time_left_text(left)}: {RENEWAL_STEP}. Once it has "
+                f"expired {unavailable}, and every SuperNode that connects exits with code 305"
+            )
 
 
 def check_run_config_keys(app: str, run_config: str) -> None:
@@ -241,6 +337,7 @@ def run_and_follow(
     from ._stop_signals import exit_status, stop_signals
 
     out = out or sys.stdout
+    check_superlink_certificate(connection, env)  # an expired certificate named, not "unavailable" (U3)
     run = submit(app, connection, run_config, env)
     conn = f" {run.connection}" if run.connection else ""
     try:

@@ -243,3 +243,67 @@ def test_a_superlink_certificate_of_a_year_has_no_expiry_note(party, pkis, liste
         paths, capsys, "--root-certificates", str(pkis[0] / "ca.crt"), "--superlink", f"127.0.0.1:{listener.port}"
     )
     assert code == 0 and "expires on" not in out + err
+
+
+# ----------------------------------------------------------------------------- edprf run (review rev-day2 U3)
+# An expired SuperLink certificate gave the coordinator only Flower's "Connection to the SuperLink is unavailable".
+
+
+def _flwr_home(tmp_path: Path, port: int, roots: Path, insecure: bool = False) -> dict[str, str]:
+    home = tmp_path / "flwr-home"
+    home.mkdir(exist_ok=True)
+    security = "insecure = true\n" if insecure else f'root-certificates = "{roots}"\n'
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "consortium"\n\n[superlink.consortium]\naddress = "127.0.0.1:{port}"\n{security}',
+        encoding="utf-8",
+    )
+    return {"FLWR_HOME": str(home)}
+
+
+def _run_before_submitting(tmp_path, pki: Path, capsys, monkeypatch, insecure: bool = False) -> tuple[int, str]:
+    """`edprf run` against a TLS listener with pki's certificate; `flwr run` itself is never called."""
+    from edprf_fl.cli import _run_cmd
+
+    class Submitted(Exception):
+        pass
+
+    def no_submit(*_args, **_kwargs):
+        raise Submitted
+
+    served = _Listener(pki)
+    try:
+        env = _flwr_home(tmp_path, served.port, pki / "ca.crt", insecure)
+        monkeypatch.setenv("FLWR_HOME", env["FLWR_HOME"])
+        monkeypatch.setattr(_run_cmd, "submit", no_submit)
+        capsys.readouterr()
+        try:
+            code = main(["run", str(tmp_path)])
+        except Submitted:
+            code = -1  # the check let it through to the submission
+    finally:
+        served.close()
+    return code, capsys.readouterr().err
+
+
+def test_edprf_run_names_an_expired_superlink_certificate_before_submitting(tmp_path, pkis, capsys, monkeypatch):
+    _server_certificate(pkis[0], monkeypatch, -dt.timedelta(days=400), days=1)
+    expired = x509.load_pem_x509_certificate((pkis[0] / "server.pem").read_bytes()).not_valid_after_utc
+    code, err = _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch)
+    assert code == 1, err
+    assert "the SuperLink's certificate at 127.0.0.1:" in err and f"expired on {expired:%Y-%m-%d %H:%M} UTC" in err
+    assert "No run was submitted" in err and "openssl x509 -noout -enddate -in $COORD/pki/server.pem" in err
+    assert "Connection to the SuperLink is unavailable" in err  # the symptom it explains
+
+
+def test_edprf_run_warns_of_a_superlink_certificate_expiring_within_30_days(tmp_path, pkis, capsys, monkeypatch):
+    _server_certificate(pkis[0], monkeypatch, dt.timedelta(0), days=10)
+    code, err = _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch)
+    assert code == -1, err  # submitted all the same
+    assert "edprf run: warning: the SuperLink's certificate at 127.0.0.1:" in err and "in 9 days" in err
+    assert "deploy/README.md section 7" in err
+
+
+def test_edprf_run_says_nothing_of_a_valid_certificate_or_an_insecure_connection(tmp_path, pkis, capsys, monkeypatch):
+    assert _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch) == (-1, "")
+    _server_certificate(pkis[0], monkeypatch, -dt.timedelta(days=400), days=1)  # expired, but not checked:
+    assert _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch, insecure=True) == (-1, "")
