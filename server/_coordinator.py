@@ -644,7 +644,7 @@ def _model_and_evaluation(
             "model_bytes": len(model),
             "transport_limit": TRANSPORT_LIMIT,
         }
-    elif (skip := resumed_evaluation_skip(report, cfg)) is not None and (
+    elif (skip := resumed_evaluation_skip(report, cfg, _evaluated_runs(report, spends))) is not None and (
         cfg.evaluation_epsilon > 0 or cfg.exact_metrics
     ):
         log.debug("run %s: %s", run_id, skip["message"])  # the run's summary says it (federated_evaluation_lines)
@@ -656,6 +656,19 @@ def _model_and_evaluation(
         X_test, y_test = files.test
         report.central_evaluation = forest_metrics(view.forest, X_test, y_test)
         report.marginals = marginals_record(view.forest, X_test, y_test)
+
+
+def _evaluated_runs(report: RunReport, spends: SpendStore | None) -> set[str] | None:
+    """Which of the runs the accepted releases were resent from held an evaluation round, per the spend record;
+    None without one (or when it cannot be read: the summary then says it does not know)."""
+    if spends is None:
+        return None
+    runs = {p.resumed_from_run for p in report.accepted if p.resumed_from_run}
+    try:
+        return spends.evaluated_runs(runs)
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("spend record %s: cannot tell whether run(s) %s evaluated the model: %s", spends.path, runs, exc)
+        return None
 
 
 def _evaluate_if_informative(

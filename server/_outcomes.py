@@ -81,6 +81,7 @@ class EvaluationSkip(StrEnum):
     UNINFORMATIVE = "uninformative"
     """The planned interval is wider than ``evaluation-max-interval-width``."""
     RESUMED_RELEASES = "resumed_releases"
-    """Every accepted release was resent for a reused ``request-tag`` (evaluated by its run)."""
+    """Every accepted release was resent for a reused ``request-tag``: not evaluated again (the message says whether
+    the earlier run evaluated it; ``evaluate-resumed=true`` asks)."""
     MODEL_TOO_LARGE_FOR_TRANSPORT = "model_too_large_for_transport"
     """The global model exceeds what a Flower message carries."""

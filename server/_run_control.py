@@ -240,19 +240,39 @@ def _refuse_a_finished_run(out: Path, cfg: CoordinatorConfig) -> None:
         path.unlink()
 
 
-def resumed_evaluation_skip(report: RunReport, cfg: CoordinatorConfig) -> dict | None:
-    """The evaluation round's entry when it is skipped because every accepted release is resumed, else None."""
+def resumed_evaluation_skip(
+    report: RunReport, cfg: CoordinatorConfig, evaluated_runs: set[str] | None = None
+) -> dict | None:
+    """The evaluation round's entry when it is skipped because every accepted release is resumed, else None.
+
+    ``evaluated_runs``: those of the earlier runs whose evaluation round the spend record holds
+    (:meth:`server._spend_store.SpendStore.evaluated_runs`); None when there is no spend record to ask.  The message
+    says "was evaluated then" only of earlier runs that evaluated: a run interrupted before its evaluation round left
+    the model unevaluated, and ``evaluate-resumed=true`` asks for it (review rev-day2 U7).
+    """
     accepted = report.accepted
     if cfg.evaluate_resumed or not accepted or not all(p.resumed_from_run for p in accepted):
         return None
     runs = sorted({p.resumed_from_run for p in accepted})
+    asks = "evaluate-resumed=true asks for it (each party spends evaluation-epsilon)"
+    if evaluated_runs is None:
+        then = (
+            "the model is theirs; it was evaluated then only if that run's report.json holds a federated "
+            f"evaluation, and no party was asked to spend evaluation epsilon again ({asks})"
+        )
+    elif all(run in evaluated_runs for run in runs):
+        then = (
+            "the model is theirs and was evaluated then, so no party was asked to spend evaluation epsilon again "
+            "(evaluate-resumed=true asks anyway)"
+        )
+    else:
+        missing = [run for run in runs if run not in evaluated_runs]
+        then = (
+            f"the interrupted run{'s' if len(missing) > 1 else ''} ({', '.join(missing)}) did not evaluate it; {asks}"
+        )
     return {
         "skipped": EvaluationSkip.RESUMED_RELEASES,
-        "message": (
-            f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); "
-            "the model is theirs and was evaluated then, so no party was asked to spend evaluation "
-            "epsilon again (evaluate-resumed=true asks anyway)"
-        ),
+        "message": f"every release was resent from run(s) {', '.join(runs)} (request-tag {cfg.request_tag!r}); {then}",
     }
 
 

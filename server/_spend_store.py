@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -119,6 +119,21 @@ class SpendStore:
             if party_id in self.key_ids:
                 totals[party_id, key] = totals.get((party_id, key), Fraction(0)) + Fraction(text) * count
         return totals
+
+    def evaluated_runs(self, run_ids: Iterable[str]) -> set[str]:
+        """Those of ``run_ids`` in which a party answered the evaluation round with noised counts (a row whose
+        request is ``<run>/<node>/evaluate``, recorded by that run): a run interrupted before its evaluation has
+        none (review rev-day2 U7)."""
+        wanted = sorted(set(run_ids))
+        if not wanted:
+            return set()
+        with self._connect() as db:
+            found = db.execute(
+                f"SELECT DISTINCT run_id FROM releases WHERE run_id IN ({', '.join('?' * len(wanted))}) "
+                "AND release_key LIKE '%/evaluate'",
+                wanted,
+            ).fetchall()
+        return {str(run) for (run,) in found}
 
     def rows(self) -> int:
         """How many rows the record holds (for the coordinator's log)."""

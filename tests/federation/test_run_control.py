@@ -314,6 +314,17 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     mixed = RunReport("9", {}, "fp", parties=[_outcome(1, "a", "7"), _outcome(2, "b")])
     assert resumed_evaluation_skip(mixed, cfg) is None  # another model: evaluated
 
+    # review rev-day2 U7: "was evaluated then" only when the earlier run did evaluate (per the spend record)
+    assert "was evaluated then" in resumed_evaluation_skip(report, cfg, {"7"})["message"]
+    not_evaluated = resumed_evaluation_skip(report, cfg, set())
+    assert not_evaluated["skipped"] == "resumed_releases" and "was evaluated then" not in not_evaluated["message"]
+    assert not_evaluated["message"].endswith(
+        "the interrupted run (7) did not evaluate it; evaluate-resumed=true asks for it (each party spends "
+        "evaluation-epsilon)"
+    )
+    unknown = resumed_evaluation_skip(report, cfg, None)["message"]
+    assert "only if that run's report.json holds a federated evaluation" in unknown
+
     forest = EDPRFClassifier(load_embedded()[2], max_depth=2, n_trees=1)  # production randomness
     X, y, _ = load_embedded()
     forest = forest.fit(X.iloc[:200], y.iloc[:200]).forest_
@@ -609,3 +620,17 @@ def _new_ledger(party_dir: Path) -> None:
     """Remove the ledger (and its anchor) the workspace made for the party before it was renamed."""
     for f in party_dir.glob("ledger*"):
         f.unlink()
+
+
+def test_the_spend_record_says_which_earlier_runs_evaluated(tmp_path):
+    """Review rev-day2 U7: a run interrupted before its evaluation round has no evaluation row."""
+    from fractions import Fraction
+
+    from server._spend_store import SpendStore
+
+    store = SpendStore(tmp_path / "spend.sqlite", {"a": "sha256:a"})
+    store.add("a", "7/train", Fraction(1, 2), "7")
+    store.add("a", "7/123/evaluate", Fraction(1, 20), "7")
+    store.add("a", "8/train", Fraction(1, 2), "8")  # killed before its evaluation
+    assert store.evaluated_runs(["7", "8", "9"]) == {"7"}
+    assert store.evaluated_runs([]) == set()
