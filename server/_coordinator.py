@@ -70,7 +70,7 @@ from ._outcomes import EvaluationSkip, OutcomeReason, PartyStatus, RunStatus
 from ._output_space import output_space_problem, report_unwritten_text, write_failed_text, write_failure_text
 from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
-from ._readiness import READINESS_SECONDS, readiness_round
+from ._readiness import PIN_REFUSAL, READINESS_SECONDS, readiness_round
 from ._report import PartyOutcome, RunReport
 from ._run_control import failure_text, resumed_evaluation_skip, too_few_connected_text
 from ._run_files import RunFiles, check_run_files
@@ -176,6 +176,33 @@ def _not_connected(
         report.absent_parties = missing
 
 
+def _node_names(
+    grid: Grid, nodes: list[int], cfg: CoordinatorConfig, registry: PartyKeyRegistry | None
+) -> dict[int, str]:
+    """The connected nodes named by their registration (:mod:`server._connected_parties`: the SuperNode key in
+    ``supernode-keys-dir``, or the name a node was registered under), for people; ``{}`` without ``keys-dir``."""
+    if registry is None:
+        return {}
+    keys_dir = cfg.supernode_keys_path
+    owners = supernode_key_owners(keys_dir) if keys_dir is not None else {}
+    return dict(connected_parties(grid, nodes, owners, list(registry)).named)
+
+
+def _pin_label(node: int, names: dict[int, str]) -> str:
+    """A node whose app pin refused the bundle, as people know it: ``hospital-b (node 5163...)``, else its node id."""
+    return f"{names[node]} (node {node})" if node in names else f"node {node}"
+
+
+def _log_pin_refusal(step: str, node: int, names: dict[int, str], reason: str) -> None:
+    log.warning(
+        "%s: %s runs an app pin (deploy/party/pinned_clientapp.py) that refuses this app bundle: %s; that party "
+        "adds the bundle's hash to its trusted list (runbook section 6) or the run goes without it",
+        step,
+        _pin_label(node, names),
+        party_text(reason),
+    )
+
+
 def _too_few_ready(
     grid: Grid,
     nodes: list[int],
@@ -191,9 +218,14 @@ def _too_few_ready(
     report.timings["readiness_round_s"] = time.perf_counter() - t0
     report.bytes_sent += len(json.dumps(request)) * len(nodes)
     unsure = [f"node {n} (error)" for n in readiness.errored] + [f"node {n} (no answer)" for n in readiness.silent]
+    # a pin refusal names no party (the launcher runs before edprf): named by the node's registration (review
+    # rev-day2 U8), as the parties that did not connect are
+    names = _node_names(grid, nodes, cfg, registry) if readiness.pinned_out else {}
     refusals = [
         f"{claimed_party_id(r) or f'node {n}'} ({party_reason(r.get('reason'))})" for n, r in readiness.refused.items()
-    ] + [f"node {n} (its SuperNode's app pin refuses this app bundle)" for n in readiness.pinned_out]
+    ] + [
+        f"{names.get(n) or f'node {n}'} (its SuperNode's app pin refuses this app bundle)" for n in readiness.pinned_out
+    ]
     if refusals or unsure:
         log.info(
             "readiness: %d of %d parties would serve the request%s%s",
@@ -211,12 +243,7 @@ def _too_few_ready(
             party,
         )
     for node in readiness.pinned_out:
-        log.warning(
-            "readiness: node %s runs an app pin (deploy/party/pinned_clientapp.py) that refuses this app bundle: %s; "
-            "that party adds the bundle's hash to its trusted list (runbook section 6) or the run goes without it",
-            node,
-            party_text(readiness.pinned_out[node]),
-        )
+        _log_pin_refusal("readiness", node, names, readiness.pinned_out[node])
     if readiness.would_serve >= cfg.min_parties:
         return False
     heard = set()
@@ -235,6 +262,7 @@ def _too_few_ready(
         elif node in failed:
             outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
             outcome.message = party_text(failed[node])
+            outcome.party_id = names.get(node, "")  # a pin refusal's node, named by its registration
         heard.add(outcome.party_id)
         report.parties.append(outcome)
     if registry is not None:  # named by an answer (an untrusted label, as a refusal's is after a train request)
@@ -339,6 +367,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
     seen_parties: dict[str, tuple[int, bytes]] = {}  # party id -> the node and release accepted for it
     seen_content: dict[bytes, tuple[str, int]] = {}  # a count release's content -> its party and node
     heard: set[str] = set()  # parties named by a reply: a refusal's claim, a signed release (accepted or not)
+    pinned_out: dict[int, str] = {}  # nodes whose app pin refused this bundle (readiness-check=false)
     for node in nodes:
         outcome = PartyOutcome(node_id=node, status=PartyStatus.NO_REPLY, reason=OutcomeReason.TIMEOUT)
         report.parties.append(outcome)
@@ -348,6 +377,8 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         if reply.has_error():
             outcome.status, outcome.reason = PartyStatus.FAILED, OutcomeReason.CLIENT_ERROR
             outcome.message = party_text(reply.error.reason)
+            if PIN_REFUSAL.search(str(reply.error.reason)):  # refused before any edprf code ran: spent nothing
+                pinned_out[node] = str(reply.error.reason)
             continue
         try:
             result = _result(reply)
@@ -443,6 +474,13 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         outcome.count_epsilon = release.params.count_epsilon
         outcome.marginals_share, outcome.marginals_bins = release.params.marginals_share, release.params.marginals_bins
         accepted.append(release)
+    if pinned_out:  # named by their registration, as in the readiness round (review rev-day2 U8, U11)
+        names = _node_names(grid, nodes, cfg, registry)
+        for p in report.parties:
+            if p.node_id in pinned_out:
+                p.party_id = p.party_id or names.get(p.node_id, "")
+                heard.add(p.party_id)
+                _log_pin_refusal("train round", p.node_id, names, pinned_out[p.node_id])
     # parts in party-id order, not in the order of node ids (random per run): the same releases
     # make the same forest, and the same floating-point sums at prediction
     accepted.sort(key=lambda r: r.party_id)

@@ -18,6 +18,7 @@ import logging
 from ._guarantee import PRE_RESERVATION_REFUSALS
 from ._outcomes import PartyStatus
 from ._party_names import who
+from ._readiness import PIN_REFUSAL
 from ._report import PartyOutcome, RunReport
 from ._run_control import RunFailed
 
@@ -85,7 +86,13 @@ def _spent_lines(run_id: str, report: RunReport) -> list[str]:
     resendable = [p for p in report.parties if p.status == PartyStatus.ACCEPTED and not p.resumed_from_run]
     rejected = [who(p) for p in report.parties if p.status == PartyStatus.REJECTED and p.release_bytes > 0]
     maybe = [who(p) for p in report.parties if _may_have_reserved(p)]
+    pinned = [who(p) for p in report.parties if not p.readiness_only and _pin_refused(p)]
     lines = []
+    if pinned:
+        lines.append(
+            f"  spent nothing: {', '.join(pinned)}: its SuperNode's app pin refused this app bundle before any edprf "
+            "code ran; that party adds the bundle's hash to its trusted list (runbook section 6)"
+        )
     if resendable:
         lines.append(f"  spent: {', '.join(map(who, resendable))}: its release, which it can resend")
     if rejected:
@@ -123,10 +130,19 @@ def _may_have_reserved(p: PartyOutcome) -> bool:
     """No reply, a ClientApp failure, or a refusal a party may decide after its ledger reserved the request."""
     if p.readiness_only:  # answered the readiness round only: no train request reached it
         return False
+    if p.status == PartyStatus.FAILED and _pin_refused(p):  # the launcher refused before edprf ran (rev-day2 U11)
+        return False
     if p.status in (PartyStatus.NO_REPLY, PartyStatus.FAILED):
         return True
     # request_spent: an earlier attempt's reservation, which this run neither made nor can complete
     return p.status == PartyStatus.REFUSED and p.reason not in PRE_RESERVATION_REFUSALS | {"request_spent"}
+
+
+def _pin_refused(p: PartyOutcome) -> bool:
+    """A ClientApp failure that is the party's app-pinning launcher refusing the bundle (deploy/party/
+    pinned_clientapp.py: a ``PermissionError`` raised before Flower loads the app, so before any ledger is opened),
+    as the readiness round recognises it (:data:`server._readiness.PIN_REFUSAL`)."""
+    return p.status == PartyStatus.FAILED and bool(PIN_REFUSAL.search(p.message))
 
 
 class _RunFailedAtDebug(logging.Filter):

@@ -173,3 +173,49 @@ def test_supernode_keys_dir_setting(consortium, tmp_path):
     (consortium["dir"] / "supernode-keys" / "not a party!.auth.key.pub").write_text("ecdsa-sha2-nistp384 AAAA\n")
     (consortium["dir"] / "supernode-keys" / "hospital-d.auth.key.pub").write_text("not a key\n")
     assert sorted(supernode_key_owners(consortium["dir"] / "supernode-keys").values()) == list(PARTIES)
+
+
+# ----------------------------------------------------------------------------- app pin refusals (review rev-day2)
+PIN_REASON = "<class 'PermissionError'>:<'app bundle sha256:" + "ab" * 32 + " is not in the party's trusted list'>"
+
+
+class _PinnedGrid(_Grid):
+    """Every node's app pin refuses the bundle, in the readiness round and the train round alike."""
+
+    def send_and_receive(self, messages, timeout=None):
+        from flwr.app import Error, Message
+        from flwr.common.constant import ErrorCode
+
+        self.sent += list(messages)
+        replies = []
+        for m in messages:
+            reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=PIN_REASON), reply_to=m)
+            reply.metadata.__dict__["_src_node_id"] = m.metadata.dst_node_id
+            replies.append(reply)
+        return replies
+
+
+@pytest.mark.parametrize("readiness_check", [True, False])
+def test_a_pin_refusal_names_the_party_and_spent_nothing(consortium, caplog, serverapp_identity, readiness_check):
+    """U8: pin refusals were named by node id only; U11: in the train round (readiness-check=false) one was listed as
+    'may have spent', although the launcher refuses before any edprf code (or ledger) runs."""
+    from server._failure_log import failure_lines
+
+    cfg, nodes = consortium["cfg"], consortium["nodes"]
+    run_cfg = CoordinatorConfig(**{**vars(cfg), "readiness_check": readiness_check})
+    grid = _PinnedGrid([nodes[p] for p in PARTIES])
+    with caplog.at_level(logging.INFO, logger="edprf.coordinator"):
+        report = run_federation(grid, run_cfg, "12")
+    assert report.status == RunStatus.FAILED
+    assert {p.node_id: p.party_id for p in report.parties} == {nodes[p].node_id: p for p in PARTIES}
+    b = nodes["hospital-b"].node_id
+    assert f"hospital-b (node {b}) runs an app pin" in caplog.text
+    text = "\n".join(failure_lines("12", report))
+    assert "may have spent" not in text
+    if readiness_check:
+        assert "hospital-b (its SuperNode's app pin refuses this app bundle)" in caplog.text
+        assert "spent nothing" not in text  # the readiness round says it: no train request was sent
+    else:
+        assert [m.metadata.message_type for m in grid.sent] == ["train"] * 3
+        assert "spent nothing: hospital-a, hospital-b, hospital-c: its SuperNode's app pin refused" in text
+        assert report.absent_parties == []  # each was heard from, by its registration
