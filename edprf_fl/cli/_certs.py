@@ -331,6 +331,7 @@ def run_server(args: argparse.Namespace) -> int:
         raise ValueError(f"{ca_key_path} is not the key of {ca_cert_path}")
     key_path, cert_path = out / SERVER_KEY, out / SERVER_CERT
     _refuse_overwrite([key_path, cert_path], args.force, "the SuperLink's key and certificate")
+    renewing = key_path.exists() or cert_path.exists()  # --force over a certificate in use: section 7's renewal
     _issue(
         out,
         key_path,
@@ -349,8 +350,56 @@ def run_server(args: argparse.Namespace) -> int:
         "--database <state dir>/superlink.db --disable-runtime-dependency-installation   "
         "(deploy/README.md section 2; or deploy/compose.yaml)"
     )
+    if renewing:  # review rev-day2 U10: the parties have their keys; the SuperLink's processes read the new files
+        _report(
+            [key_path, cert_path],
+            [
+                f"openssl x509 -noout -enddate -in {_q(cert_path)}   (the new end date: note it, and renew before it)",
+                (
+                    "with no run going, restart the SuperLink, the SuperExec and the gateway (deploy/README.md section 7; "
+                    "section 10 stops and starts them): they read the certificate at start; SuperNodes left running "
+                    "reconnect by themselves"
+                ),
+                (
+                    "parties change nothing (their ca.crt signs the new certificate); a party whose SuperNode exited on "
+                    "the expired certificate starts it again"
+                ),
+            ],
+        )
+        return 0
     _report([key_path, cert_path], [superlink, "then, per party: edprf certs party --out <keys dir> --party-id <id>"])
     return 0
+
+
+def _auth_rotation_steps(files, party: str) -> list[str]:
+    """The ``next:`` lines of ``certs party --only auth``: deploy/README.md section 7's rotation, in its order.  The
+    SuperNode keeps its command and service file: the new pair is moved over the current one once the coordinator
+    has registered it, so no line names the new directory as the SuperNode's key (it is removed afterwards)."""
+    return [
+        (
+            f"party: ssh-keygen -lf {_q(files.auth_pub)}   (read this fingerprint to the coordinator) and send it "
+            f"{_q(files.auth_pub)}"
+        ),
+        (
+            "coordinator: check the fingerprint, then flwr supernode register <the file received> <connection>   "
+            "(a new node id: write it next to the party's name)"
+        ),
+        (
+            "party, only once the coordinator confirms the registration: move the new pair over the current one and "
+            f"restart the SuperNode, whose command and service file stay as they are: mv {_q(files.auth_key)} "
+            f"<keys dir>/{party}.auth.key; mv {_q(files.auth_pub)} <keys dir>/{party}.auth.key.pub; then remove "
+            "this directory if it is now empty (deploy/README.md section 7)"
+        ),
+        (
+            "coordinator: once the new node id is online (flwr supernode ls <connection>), flwr supernode unregister "
+            "<old node id> <connection>"
+        ),
+        (
+            f"keep the private key ({files.auth_key.name}) on the party's host only; leave signing-key in the node "
+            "config as it is "
+            "(<its current signing key, unchanged>)"
+        ),
+    ]
 
 
 def run_party(args: argparse.Namespace) -> int:
@@ -382,6 +431,9 @@ def run_party(args: argparse.Namespace) -> int:
         skey = generate_signing_key(args.signing_key_type)
         written.append(save_private_key(skey, files.signing_key))
         written.append(save_public_key(skey, files.signing_pub))
+    if args.only == "auth":  # a SuperNode key rotation (review rev-day2 U10): section 7's order, not a new command
+        _report(written, _auth_rotation_steps(files, party))
+        return 0
     steps = []
     if auth:
         steps.append(

@@ -191,6 +191,24 @@ def test_a_rotation_s_hint_names_only_files_it_wrote(tmp_path, capsys, only, unc
     absent = files.signing_key if unchanged == "signing" else files.auth_key
     assert not absent.exists() and str(absent) not in out
     assert f"<its current {'signing' if unchanged == 'signing' else 'SuperNode'} key, unchanged>" in out
+    if only == "auth":  # review rev-day2 U10: section 7's steps, not a SuperNode started on keys-new (moved, removed)
+        assert f"--auth-supernode-private-key {files.auth_key}" not in out and "flower-supernode" not in out
+        steps = out.split("next:", 1)[1]
+        order = ("ssh-keygen -lf", "flwr supernode register", f"mv {files.auth_key} <keys dir>/hospital-a.auth.key")
+        assert all(step in steps for step in order), steps
+        assert [steps.index(step) for step in order] == sorted(steps.index(step) for step in order)
+        assert "flwr supernode unregister <old node id>" in steps and "section 7" in steps
+
+
+def test_a_server_certificate_renewal_says_to_restart_not_to_make_party_keys(pki, capsys):
+    """Review rev-day2 U10: `certs server --force` (section 7's renewal) said "then, per party: edprf certs party"."""
+    code, out, err = _certs(capsys, "server", "--out", pki, "--san", "IP:127.0.0.1")
+    assert code == 0 and "then, per party: edprf certs party" in out, err  # the first issue: parties come next
+    code, out, err = _certs(capsys, "server", "--out", pki, "--san", "IP:127.0.0.1", "--force")
+    assert code == 0, err
+    steps = out.split("next:", 1)[1]
+    assert "edprf certs party" not in steps and "openssl x509 -noout -enddate -in" in steps
+    assert "restart the SuperLink, the SuperExec and the gateway (deploy/README.md section 7" in steps
 
 
 @pytest.mark.parametrize("command", [["init", "--ca-name", "Test CA"], ["party", "--party-id", "hospital-a"]])
