@@ -151,3 +151,15 @@ def test_verified_directory_changed_after_installation_is_refused(launcher, bund
     with pytest.raises(PermissionError, match="changed after installation"):
         run_clientapp.get_project_dir("edprf/pinnedtest", "1.0.0", hashlib.sha256(good).hexdigest())
     shutil.rmtree(installed)
+
+
+def test_a_labelled_hash_line_is_read_as_its_hash(launcher, tmp_path):
+    """Review rev-day2 U9: section 6 appends each hash with a label comment; the launcher reads the hash alone."""
+    old, new = "ab" * 32, "CD" * 32
+    listed = tmp_path / "trusted-apps.txt"
+    listed.write_text(
+        f"# approved bundles of edprf-fl\n{old}  # edprf-fl 0.2.10 (git c1cb76d), approved 2026-11-30\n"
+        f"{new}  # edprf-fl 0.2.11 (git 6819da8), approved 2026-12-01\n\n",
+        encoding="utf-8",
+    )
+    assert launcher.trusted_hashes(listed) == {old, new.lower()}
