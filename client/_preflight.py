@@ -59,6 +59,7 @@ __all__ = [
     "Finding",
     "PreflightReport",
     "check_supernode_files",
+    "check_trusted_apps",
     "log_preflight",
     "parse_node_config",
     "preflight",
@@ -828,6 +829,60 @@ def check_supernode_files(
         _root_certificates(Path(root_certificates), report)
         if superlink is not None and len(report.problems) == before:
             check_superlink_tls(superlink, Path(root_certificates), report)
+    return report
+
+
+_TRUSTED_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def check_trusted_apps(path: Path, report: PreflightReport) -> PreflightReport:
+    """The app pin's list of approved bundles (``EDPRF_TRUSTED_APP_HASHES``, deploy/README.md section 6), read as
+    ``deploy/party/pinned_clientapp.py`` reads it: one hex SHA-256 per line, ``#`` starting a comment (the label).
+
+    A problem when the launcher would refuse every bundle (an unreadable file, a line that is not a hash, no hash);
+    with one approved bundle an ``ok`` naming it; with more than one a ``note`` listing each with its label: while
+    an older bundle stays approved the coordinator can submit it and bypass the newer version's safeguards, so it is
+    removed once every party and the coordinator run the newer one (section 11, How to upgrade, step 5; review
+    rev-day2 U2).
+    """
+    subject = f"trusted apps {path}"
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        report._add("problem", subject, f"cannot be read ({type(exc).__name__}): the app pin would refuse every bundle")
+        return report
+    approved: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        entry, _, label = line.partition("#")
+        entry = entry.strip().lower()
+        if not entry:
+            continue
+        if not _TRUSTED_HASH.fullmatch(entry):
+            report._add(
+                "problem",
+                subject,
+                f"line {number} is not a hex SHA-256 (64 characters) before its '#': the app pin would refuse every "
+                "bundle",
+            )
+            return report
+        approved.setdefault(entry, " ".join(label.split())[:120])
+    if not approved:
+        report._add("problem", subject, "lists no bundle hash: the app pin would refuse every bundle (section 6)")
+        return report
+    shown = "; ".join(
+        f"{digest[:16]}... {f'# {label}' if label else '(no label)'}" for digest, label in approved.items()
+    )
+    if len(approved) == 1:
+        report._add("ok", subject, f"1 approved bundle: {shown}")
+        return report
+    report._add(
+        "note",
+        subject,
+        f"{len(approved)} approved bundles: {shown}. While an older one stays listed the coordinator can submit it, "
+        "and its runs bypass the newer version's safeguards (such as the ledger's delivery rows and the resend "
+        "guard): once every party and the coordinator run the newest, remove the others (deploy/README.md "
+        "section 11, How to upgrade, step 5)",
+    )
     return report
 
 

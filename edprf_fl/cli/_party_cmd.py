@@ -14,6 +14,7 @@ Both are local: nothing is sent.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import asdict, replace
@@ -70,6 +71,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--superlink), verifying the certificate presented there; nothing is sent",
     )
     check.add_argument(
+        "--trusted-apps",
+        type=Path,
+        metavar="PATH",
+        default=None,
+        help="also check the app pin's list of approved bundle hashes (default: $EDPRF_TRUSTED_APP_HASHES when set; "
+        "deploy/README.md section 6); more than one approved bundle is a note listing each with its label",
+    )
+    check.add_argument(
         "--quiet", "-q", action="store_true", help="print problems and notes only (no progress lines on stderr)"
     )
     check.set_defaults(handler=run_check)
@@ -123,7 +132,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from client import check_supernode_files, parse_node_config, preflight_configs, split_superlink_address
+    from client import (
+        check_supernode_files,
+        check_trusted_apps,
+        parse_node_config,
+        preflight_configs,
+        split_superlink_address,
+    )
     from edprf_core.count_text import count_text
     from edprf_fl.simulation import seconds_text
 
@@ -143,6 +158,11 @@ def run_check(args: argparse.Namespace) -> int:
     if reading:
         say(f"      checked in {seconds_text(time.monotonic() - reading[0])}")
     check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
+    trusted = args.trusted_apps or (
+        Path(os.environ["EDPRF_TRUSTED_APP_HASHES"]) if os.environ.get("EDPRF_TRUSTED_APP_HASHES") else None
+    )
+    if trusted is not None:
+        check_trusted_apps(trusted, report)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

@@ -815,3 +815,24 @@ def test_the_estimate_s_constants_stay_above_what_the_benchmark_measured():
     )
     assert PREDICT_SECONDS_PER_STEP >= measured["max_seconds_per_step"]
     assert COMPILE_SECONDS >= measured["max_first_call_seconds"]
+
+
+def test_more_than_one_approved_bundle_is_a_note_listing_each_with_its_label(party, capsys, monkeypatch, tmp_path):
+    """Review rev-day2 U2: after an upgrade the old bundle's hash stayed approved, unnoticed."""
+    paths, _ = party
+    trusted = tmp_path / "trusted-apps.txt"
+    old, new = "ab" * 32, "cd" * 32
+    trusted.write_text(f"{old}  # edprf-fl 0.2.10 (git c1cb76d), approved 2026-11-30\n{new}\n", encoding="utf-8")
+    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(trusted))
+    code = main(["party", "check", "--node-config", _config(paths)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"note: trusted apps {trusted}: 2 approved bundles: {old[:16]}... # edprf-fl 0.2.10 (git c1cb76d)" in out
+    assert f"{new[:16]}... (no label)" in out and "section 11, How to upgrade, step 5" in out
+
+    trusted.write_text(f"{new}  # edprf-fl 0.2.11\n", encoding="utf-8")
+    assert main(["party", "check", "--node-config", _config(paths), "--trusted-apps", str(trusted)]) == 0
+    assert "1 approved bundle" in capsys.readouterr().out
+    trusted.write_text("not-a-hash  # x\n", encoding="utf-8")
+    assert main(["party", "check", "--node-config", _config(paths)]) == 1
+    assert "line 1 is not a hex SHA-256" in capsys.readouterr().err
