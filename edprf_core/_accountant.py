@@ -46,6 +46,7 @@ __all__ = [
     "Spend",
     "budget",
     "charge_fit",
+    "clear_pickled_mark",
     "default_accountant",
     "epsilon_float",
     "pickled_state",
@@ -378,20 +379,28 @@ def pickled_state(estimator: object, state: dict) -> dict:
 
 
 def refuse_fit_after_pickling(estimator: object) -> None:
-    """Refuse the ``fit`` of an estimator unpickled from a :func:`budget` block (:func:`pickled_state`) when no
-    default accountant is active in this process: that fit would charge nothing.  Privacy cost: none.
+    """Refuse the ``fit`` of an estimator unpickled (or deep-copied: the same state) from a :func:`budget` block
+    (:func:`pickled_state`) when that fit would charge nothing: no accountant of its own and no default accountant
+    active in this process.  A fit that is charged clears the mark (:func:`clear_pickled_mark`).  Privacy cost: none.
 
     Raises
     ------
     BudgetError
-        When the estimator carries the mark and no default accountant is set.
+        When the estimator carries the mark, has no ``accountant`` and no default accountant is set.
     """
-    if getattr(estimator, PICKLED_IN_BUDGET, False) and default_accountant() is None:
+    charged = getattr(estimator, "accountant", None) is not None or default_accountant() is not None
+    if getattr(estimator, PICKLED_IN_BUDGET, False) and not charged:
         raise BudgetError(
             f"this {type(estimator).__name__} was pickled inside a budget() block and no budget() block is open "
             "in this process, so this fit would not be charged: fit it inside the block that pickled it (n_jobs=1 "
             "or a threading backend), or open a budget() block here. Predicting with it needs no block"
         )
+
+
+def clear_pickled_mark(estimator: object) -> None:
+    """Drop the :func:`pickled_state` mark once a fit of ``estimator`` was charged: the refit belongs to the
+    accountant that charged it, and later fits are judged as any other's (review rev-s65 F3).  Privacy cost: none."""
+    vars(estimator).pop(PICKLED_IN_BUDGET, None)
 
 
 def refuse_pickling(reason: str) -> NoReturn:

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from ._accountant import (
     BudgetAccountant,
     charge_fit,
+    clear_pickled_mark,
     epsilon_float,
     pickled_state,
     refuse_fit_after_pickling,
@@ -172,6 +173,7 @@ def admit_fit(
         )
     owner = type(estimator).__name__
     charge_fit(estimator.accountant, epsilon_float(estimator.epsilon), label=f"{owner}.fit on schema {schema.name!r}")
+    clear_pickled_mark(estimator)  # a marked copy got here only with an accountant: this refit was charged
     if len(y) == 0:  # not refused (a party's filtered rows may be none: that is data); said to the caller
         warnings.warn(
             f"{owner}.fit on 0 rows: the model is noise alone (its epsilon is spent all the same)",

@@ -81,10 +81,15 @@ def _will_learn(step: object) -> bool:
 
 
 def _parts(step: object) -> list[tuple[str, object]] | None:
-    """The named parts of a container step (Pipeline, ColumnTransformer, FeatureUnion), None for another step."""
+    """The named parts of a container step (Pipeline, ColumnTransformer, FeatureUnion) or of a wrapper
+    (``FrozenEstimator``: the step it holds, fitted before the pipeline, judged as itself; review rev-s65 F2),
+    None for another step."""
     from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
     from sklearn.pipeline import FeatureUnion, Pipeline
 
+    if isinstance(step, FrozenEstimator):  # its __dict__ holds only the wrapped step: open it
+        return [("frozen", step.estimator)]
     if isinstance(step, Pipeline):
         return [(name, part) for name, part in step.steps]
     if isinstance(step, ColumnTransformer):
@@ -125,7 +130,7 @@ def data_fitted_steps(steps: list[tuple[str, object]], *, unfitted_count: bool =
     return found
 
 
-def pipeline_reason(steps: list[str]) -> str:
+def _pipeline_reason(steps: list[str]) -> str:
     """The NOT-DP reason of a fit after the data-fitted ``steps`` (in words)."""
     return (
         f"its X came through a Pipeline step fitted on these same rows ({'; '.join(steps)}): one record can "
@@ -133,7 +138,7 @@ def pipeline_reason(steps: list[str]) -> str:
     )
 
 
-def search_reason(search: object) -> str:
+def _search_reason(search: object) -> str:
     """The NOT-DP reason of a search's refit of its best settings."""
     return (
         f"its settings were chosen by a search on scores of these rows ({type(search).__name__}'s refit of its "
@@ -232,13 +237,13 @@ def inputs_not_dp(estimator: object) -> tuple[str, ...]:
                 if isinstance(owner, Pipeline) and owner.steps and any(owner.steps[-1][1] is c for c in chain):
                     steps = data_fitted_steps(list(owner.steps[:-1]))
                     if steps:
-                        reasons.append(pipeline_reason(steps))
+                        reasons.append(_pipeline_reason(steps))
                 elif isinstance(owner, BaseSearchCV) and not in_fold:
                     best = getattr(owner, "best_estimator_", None)
                     candidates = frame.f_locals.get("all_candidate_params")
                     several = not isinstance(candidates, list) or len(candidates) != 1
                     if best is not None and several and any(best is c for c in chain):
-                        reasons.append(search_reason(owner))
+                        reasons.append(_search_reason(owner))
             if owner is not None and not any(owner is c for c in chain):
                 chain.append(owner)
             frame = frame.f_back

@@ -265,6 +265,22 @@ def test_a_fitted_estimator_pickled_in_a_block_is_not_refit_uncharged(small):
     saved.fit(X, y)
 
 
+def test_a_marked_copy_fits_when_charged_and_a_charged_refit_drops_the_mark(small):
+    """Review rev-s65 F3: the mark refused fits that are charged (an accountant of the copy's own) and stayed after a
+    charged refit, refusing every later fit outside a block."""
+    schema, X, y = small
+    with budget(10.0):
+        shipped = pickle.dumps(_clf(schema).fit(X, y))
+    own = BudgetAccountant(5.0)
+    pickle.loads(shipped).set_params(accountant=own).fit(X, y)  # charged to its own accountant: allowed
+    assert own.total == EPS
+    copy_ = pickle.loads(shipped)
+    with budget(10.0) as here:
+        copy_.fit(X, y)  # charged here: the mark is spent
+    copy_.fit(X, y)  # a later fit outside any block is any estimator's uncharged fit
+    assert here.total == EPS
+
+
 def test_a_marginals_model_pickled_in_a_block_is_refused_too(small):
     from edprf_core import DPMarginalsClassifier
 

@@ -80,6 +80,23 @@ def test_a_step_fitted_on_the_rows_makes_the_model_not_dp(small, step, make):
         assert estimator.forest_.verdict().startswith("NOT differentially private: its X came")
 
 
+def test_a_frozen_step_fitted_on_the_rows_is_opened(small):
+    """Review rev-s65 F2: a FrozenEstimator holds its fitted step in ``estimator`` (its own __dict__ learns nothing),
+    so a scaler fitted on the same rows and frozen into the pipeline escaped the walk and check_pipeline."""
+    from sklearn.frozen import FrozenEstimator
+
+    schema, X, y = small
+    frozen = FrozenEstimator(_names_kept(("scale", MinMaxScaler(feature_range=(0, 10)), ["x0"])).fit(X))
+    estimator = EDPRFClassifier(schema, **DP_SETTINGS)
+    pipe = Pipeline([("prep", frozen), ("model", estimator)])
+    with pytest.warns(PrivacyLeakWarning):
+        assert check_pipeline(pipe) == [
+            "'prep' > 'frozen' > 'scale' (MinMaxScaler: data_max_, data_min_, data_range_, ...)"
+        ]
+    leaks = _fit_recording(pipe, X, y)
+    assert estimator.dp_ is False and len(leaks) == 1 and "'prep' > 'frozen' > 'scale'" in str(leaks[0].message)
+
+
 @pytest.mark.parametrize(
     "step",
     [
