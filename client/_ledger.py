@@ -78,7 +78,9 @@ from ._ledger_audit import (
     add_trail_row,
     create_audit_tables,
     first_delivery,
+    first_recipient,
     read_audit,
+    record_recipient,
     whole_trail,
 )
 from ._ledger_values import MAX_READ_ROWS, exact_epsilon
@@ -740,9 +742,15 @@ class BudgetLedger:
                     db.execute("ROLLBACK")
                 raise
 
-    def complete(self, request_id: str, payload: bytes | None = None) -> None:
-        """Mark a reservation released (storing what was released)."""
-        self._set_state(request_id, EntryState.RELEASED, payload)
+    def complete(self, request_id: str, payload: bytes | None = None, recipient: str | None = None) -> None:
+        """Mark a reservation released (storing what was released).
+
+        ``recipient``: for a release, the digest of the registered keys its train request carried
+        (:func:`client._party.registered_digest`), kept as its first recipient in
+        :data:`client._ledger_audit.RECIPIENTS_TABLE` in the same transaction (review rev-s65 F1): a release is never
+        stored without it, so the resend guard never falls back for it.  A failure of either write leaves neither.
+        """
+        self._set_state(request_id, EntryState.RELEASED, payload, recipient=recipient)
 
     def fail(self, request_id: str, reason: str) -> None:
         """Mark a reservation failed; its ε stays counted.  ``reason`` is appended to the entry's detail
@@ -778,8 +786,10 @@ class BudgetLedger:
             return False
         return True
 
-    def _set_state(self, request_id: str, state: EntryState, payload: bytes | None, suffix: str = "") -> None:
-        with self._connect() as db:
+    def _set_state(
+        self, request_id: str, state: EntryState, payload: bytes | None, suffix: str = "", recipient: str | None = None
+    ) -> None:
+        with self._connect() as db, _immediate(db):  # the state and the recipient's row: one transaction
             cur = db.execute(
                 "UPDATE spends SET state = ?, payload = COALESCE(?, payload), detail = detail || ?, "
                 "updated_at = ? WHERE request_id = ? AND state = 'reserved'",
@@ -787,6 +797,8 @@ class BudgetLedger:
             )
             if cur.rowcount != 1:
                 raise _NotReserved(f"no open reservation for request {request_id!r}")
+            if recipient is not None:
+                record_recipient(db, request_id, recipient)
 
     def note_not_dp(self, request_id: str, run_id: str, what: str) -> None:
         """Keep a line for a reply that is not differentially private (``what`` says why), before it is made.
@@ -857,6 +869,12 @@ class BudgetLedger:
             The row cannot be written: a resend is then refused (nothing leaves without its record).
         """
         AuditWriter(self.path).record_delivery(request_id, run_id, how, node_id, registered, app)
+
+    def first_recipient(self, request_id: str) -> str | None:
+        """The registered keys' digest the release under ``request_id`` first went to, or None when the ledger does
+        not know it (see :func:`client._ledger_audit.first_recipient`; review rev-s65 F1)."""
+        with self._connect() as db:
+            return first_recipient(db, request_id)
 
     def first_delivery(self, request_id: str) -> Delivery | None:
         """The first delivery recorded under ``request_id`` (its release's first recipient; review rev-dpo D3), or

@@ -43,6 +43,7 @@ __all__ = [
     "DROPPED_KEYS",
     "MAX_AUDIT_ROWS",
     "PARTS_TABLE",
+    "RECIPIENTS_TABLE",
     "TRAILS",
     "AuditRecords",
     "AuditWriter",
@@ -52,7 +53,9 @@ __all__ = [
     "add_trail_row",
     "create_audit_tables",
     "first_delivery",
+    "first_recipient",
     "read_audit",
+    "record_recipient",
     "whole_trail",
 ]
 
@@ -124,6 +127,24 @@ _PARTS_SCHEMA = """CREATE TABLE IF NOT EXISTS release_parts (
 """One row per completed release: the ε of its parts as exact fractions (text ``n/d``, as ``spends.epsilon_exact``)
 and the depth its trees used.  Privacy cost: none; every value is a public parameter or a DP output already inside
 the stored release (what ``edprf inspect`` prints of it), and the row stays in the party's ledger."""
+
+RECIPIENTS_TABLE = "release_recipients"
+"""The table of each release's first recipient (review rev-s65 F1), added in 0.2.12 beside ``release_parts``: the
+digest of the registered keys the train request carried (:func:`client._party.registered_digest`), written in the
+transaction that completes the release (:meth:`client.BudgetLedger.complete`), so before the release leaves.  Never
+pruned: one row per release, as many as ``spends`` holds, which the lifetime cap bounds.  The resend guard compares
+with it (:func:`first_recipient`); the first row of ``deliveries``, which is pruned and written after the release is
+completed (best effort), is only the fallback for a release completed by an earlier version.  0.2.11 ignores the
+table (it checks the columns of ``spends`` only) and writes no row to it."""
+
+_RECIPIENTS_SCHEMA = """CREATE TABLE IF NOT EXISTS release_recipients (
+    request_id TEXT PRIMARY KEY,
+    registered TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL
+)"""
+"""One row per completed release: its request id, the digest of the registered parties' keys its train request
+carried (``""`` when it carried none) and the party's clock.  Privacy cost: none; public request parameters and the
+party's clock, kept locally."""
 
 MAX_AUDIT_ROWS = 100_000
 """Most rows each audit table keeps (each trail of ``trails``): a coordinator can send refused requests or resends
@@ -229,10 +250,40 @@ class AuditRecords:
 
 
 def create_audit_tables(db: sqlite3.Connection) -> None:
-    """Create the audit tables (and ``release_parts``) a ledger lacks (one written by an earlier version), inside
+    """Create the audit tables (and ``release_parts``, ``release_recipients``) a ledger lacks (one written by an earlier version), inside
     ``db``'s transaction."""
-    for statement in (*_AUDIT_SCHEMA, _PARTS_SCHEMA):
+    for statement in (*_AUDIT_SCHEMA, _PARTS_SCHEMA, _RECIPIENTS_SCHEMA):
         db.execute(statement)
+
+
+def record_recipient(db: sqlite3.Connection, request_id: str, registered: str) -> None:
+    """Keep ``registered`` as the first recipient of the release under ``request_id`` (:data:`RECIPIENTS_TABLE`),
+    inside ``db``'s transaction: the one that completes the release (:meth:`client.BudgetLedger.complete`).  A row
+    left under the id (a ledger restored from a backup older than the row's release) is replaced: the release now
+    stored is the one this row is of."""
+    db.execute(_RECIPIENTS_SCHEMA)  # a ledger opened by 0.2.11 since this version last opened it still has it
+    db.execute(
+        "INSERT OR REPLACE INTO release_recipients (request_id, registered, at) VALUES (?, ?, ?)",
+        (request_id, registered, time.time()),
+    )
+
+
+def first_recipient(db: sqlite3.Connection, request_id: str) -> str | None:
+    """The registered keys' digest a release under ``request_id`` first went to (review rev-s65 F1): its row of
+    :data:`RECIPIENTS_TABLE`, written when it was completed; for a release completed before 0.2.12 (no row), its first
+    delivery row's (:func:`first_delivery`); None when neither exists (a release made before 0.2.11, or one made before
+    0.2.12 whose ``sent`` row was never written or whose delivery rows were all pruned).  A value that is not text (a
+    ledger edited by hand) is returned as it is: it equals no digest, so the guard refuses."""
+    if _has_table(db, RECIPIENTS_TABLE):
+        row = db.execute("SELECT registered FROM release_recipients WHERE request_id = ?", (request_id,)).fetchone()
+        if row is not None:
+            return row[0]
+    first = first_delivery(db, request_id)
+    return None if first is None else first.registered
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 class AuditWriter:
@@ -382,9 +433,11 @@ def _keep_latest(db: sqlite3.Connection, table: str, trail: str | None = None) -
 
 
 def first_delivery(db: sqlite3.Connection, request_id: str) -> Delivery | None:
-    """The first row of ``deliveries`` under ``request_id`` (its first recipient), or None: no row (a release made
-    before 0.2.11, whose ``sent`` row could not be written, or whose rows were all pruned), or no table."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").fetchone() is None:
+    """The first row of ``deliveries`` under ``request_id``, or None: no row (a release made before 0.2.11, whose
+    ``sent`` row could not be written, or whose rows were all pruned), or no table.  Not the first recipient when the
+    ``sent`` row is missing (its first ``resent`` row is another asker's): :func:`first_recipient` reads it only for a
+    release completed before 0.2.12."""
+    if not _has_table(db, "deliveries"):
         return None
     row = db.execute(
         f"SELECT {', '.join(_DELIVERY_COLUMNS)} FROM deliveries WHERE request_id = ? ORDER BY id LIMIT 1",

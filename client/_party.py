@@ -692,12 +692,13 @@ class Party:
         reason = f"{what} ({error_line(exc)})" if what else type(exc).__name__
         self.ledger.fail_if_possible(request_id, reason)
 
-    def _complete(self, request_id: str, payload: bytes | None = None) -> None:
-        """Mark a reservation released (storing ``payload``); when that write fails (a full disk), the entry is
+    def _complete(self, request_id: str, payload: bytes | None = None, recipient: str | None = None) -> None:
+        """Mark a reservation released (storing ``payload``, and a release's first ``recipient`` in the same
+        transaction: :meth:`client.BudgetLedger.complete`); when that write fails (a full disk), the entry is
         marked failed if it can be (review rev-ops F6: it stayed ``reserved``, read as a request still running) and
         the write's error is raised: nothing is released, the epsilon stays spent."""
         try:
-            self.ledger.complete(request_id, payload)
+            self.ledger.complete(request_id, payload, recipient)
         except BaseException as exc:
             self._mark_failed(
                 request_id, exc, "the release could not be stored" if payload else "its end could not be recorded"
@@ -748,10 +749,10 @@ class Party:
         detail = _release_detail(req)
         previous = self.ledger.find(req.request_id)
         if previous is not None:
-            self._refuse_another_recipient(req)
+            entry, payload = previous
+            self._refuse_another_recipient(req, entry.run_id)
             # A repeated request id (a coordinator resuming after a crash, or a retry) gets the
             # release already made for it: resending it is post-processing, no new epsilon.
-            entry, payload = previous
             if (
                 entry.kind != "release"
                 or entry.epsilon_exact != exact_epsilon(req.epsilon)
@@ -783,32 +784,36 @@ class Party:
         self._refuse_a_ledger_that_cannot_be_kept(request_release_bytes(self.schema, req))  # so does this one
         return key, detail, None
 
-    def _refuse_another_recipient(self, req: TrainRequest) -> None:
+    def _refuse_another_recipient(self, req: TrainRequest, first_run: str) -> None:
         """Refuse a request id served before when the coordinator asking is not the one its release first went to
         (review rev-dpo D3): request ids are tags the coordinator chooses, so another consortium reusing one would
         be sent the stored release.
 
         The recipient is told by the digest of the registered parties' keys the request carries
-        (:func:`registered_digest`), compared with the release's first delivery row; another digest is refused with
-        ``request_id_reused`` and a constant text (checked before the parameters, so that coordinator is not told the
-        earlier request's ε either).  Not compared: the node id (new at every registration), the app's hash (a
-        coordinator that rebuilt its app resumes all the same).  Equal digests pass, the empty one included: runs
-        that register no keys (insecure, simulation) resume as before, and the party cannot tell such coordinators
-        apart.  A release with no delivery row (made before 0.2.11) is resent as before.  Not a DP question: the
+        (:func:`registered_digest`), compared with the release's first recipient: the digest kept when the release
+        was completed, in the same transaction, in a table that is never pruned (review rev-s65 F1:
+        :meth:`client.BudgetLedger.first_recipient`).  Another digest is refused with ``request_id_reused`` and a
+        constant text (checked before the parameters, so that coordinator is not told the earlier request's ε
+        either).  Not compared: the node id (new at every registration), the app's hash (a coordinator that rebuilt
+        its app resumes all the same).  Equal digests pass, the empty one included: runs that register no keys
+        (insecure, simulation) resume as before, and the party cannot tell such coordinators apart.  A release
+        completed before 0.2.12 has no such record: its first delivery row stands in; one with neither (made before
+        0.2.11, or whose ``sent`` row was never written or whose delivery rows were pruned) is resent as before.
+        ``first_run`` (the release's run, from its entry) is for the log only.  Not a DP question: the
         release is a DP output its ε paid for once, and a resend spends nothing; whom it reaches is the party's
         consent (docs/privacy.md).  Decided from the request and the ledger alone, before any row is read.
 
         Privacy cost: none.
         """
-        first = self.ledger.first_delivery(req.request_id)
-        if first is None or first.registered == registered_digest(req.registered_parties):
+        first = self.ledger.first_recipient(req.request_id)
+        if first is None or first == registered_digest(req.registered_parties):
             return
         log.warning(
             "request %s: its release went to a coordinator with registered keys %s (run %s); this one has %s: not "
             "resent (a coordinator reusing another's request-tag?)",
             req.request_id,
-            first.registered or "(none)",
-            first.run_id or "-",
+            first or "(none)",
+            first_run or "-",
             registered_digest(req.registered_parties) or "(none)",
         )
         raise Refusal(RefusalReason.REQUEST_ID_REUSED, _OTHER_RECIPIENT_TEXT)
@@ -880,7 +885,7 @@ class Party:
             raise Refusal(
                 RefusalReason.INTERNAL_ERROR, "training failed at the party; details are in the party's log"
             ) from None
-        self._complete(req.request_id, payload)
+        self._complete(req.request_id, payload, registered_digest(req.registered_parties))
         self._record_parts(req, clf.forest_)
         self._say_if_the_round_closed(req.request_id)
         self._record_delivery(req, "sent")

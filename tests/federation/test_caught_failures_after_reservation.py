@@ -131,6 +131,28 @@ def test_a_release_that_cannot_be_stored_is_marked_failed_and_the_reply_stays_co
     assert read_budget(setup.ledger_path, 2.0).spent == 1
 
 
+def test_a_release_whose_recipient_cannot_be_recorded_is_not_released(party_files, monkeypatch):
+    """Review rev-s65 F1: the release's first recipient is written in the transaction that completes it, before it
+    leaves; that write failing is a failed completion like any other (the entry failed, its epsilon spent, the reply
+    the constant internal_error, nothing stored to resend), and leaves no row of either."""
+    setup, schema = party_files
+    monkeypatch.setattr(ledger_module, "record_recipient", _failing_complete)
+    reply = handle_train(_train_msg(schema), _context(setup))
+    monkeypatch.undo()
+    assert _result(reply) == ("internal_error", _INTERNAL_ERROR_TEXT)
+    [(request, state, detail)] = _entries(setup.ledger_path)
+    assert request == "run1/1/train"
+    assert state == "failed" and detail.endswith(
+        "[failed: the release could not be stored (OperationalError: database or disk is full)]"
+    )
+    with sqlite3.connect(setup.ledger_path) as db:
+        assert db.execute("SELECT payload FROM spends").fetchall() == [(None,)]  # rolled back with the row
+        assert db.execute("SELECT count(*) FROM release_recipients").fetchone() == (0,)
+    assert read_budget(setup.ledger_path, 2.0).spent == 1
+    again = handle_train(_train_msg(schema), _context(setup))
+    assert _result(again)[0] == "request_spent"
+
+
 def test_an_evaluation_whose_end_cannot_be_recorded_is_marked_failed(party_files, monkeypatch):
     setup, schema = party_files
     model = _model(party_module.Party(setup), schema)

@@ -749,8 +749,9 @@ def test_a_stored_release_is_resent_only_to_the_coordinator_it_first_went_to(tmp
 
 
 def test_a_release_without_delivery_rows_is_resent_as_before(tmp_path, monkeypatch):
-    """A release made before the deliveries table (0.2.10), or whose rows are gone, is resent to whoever asks, as
-    before; runs that register no keys (simulation) resume."""
+    """A release made before the deliveries table (0.2.10), or made before 0.2.12 (no release_recipients row) and
+    whose delivery rows are gone, is resent to whoever asks, as before; runs that register no keys (simulation)
+    resume."""
     import client._party as party_module
 
     setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
@@ -759,6 +760,7 @@ def test_a_release_without_delivery_rows_is_resent_as_before(tmp_path, monkeypat
     assert result_of(send_request(setup, replace(req, run_id="run2")))["status"] == "released"  # "" and ""
     with sqlite3.connect(setup.ledger_path) as db:
         db.execute("DELETE FROM deliveries")
+        db.execute("DELETE FROM release_recipients")  # as a release completed by 0.2.11 has none
     monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
     keyed = replace(req, run_id="run3", registered_parties="a" * 32 + ":" + "b" * 32)
     assert result_of(send_request(setup, keyed))["status"] == "released"
@@ -776,3 +778,108 @@ def test_a_release_whose_parts_cannot_be_recorded_still_goes_out(tmp_path, monke
     assert result["status"] == "released" and result["release"]
     assert "what its epsilon paid for could not be recorded" in caplog.text
     assert read_records_readonly(setup.ledger_path, ())[2].parts == {}
+
+
+# ---------------------------------------------------------------- rev-s65 F1: the first recipient is kept for good
+_OURS, _THEIRS = "a" * 32 + ":" + "b" * 32, "c" * 32 + ":" + "d" * 32
+
+
+def _recipients(path):
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT request_id, registered FROM release_recipients ORDER BY request_id").fetchall()
+
+
+def test_the_guard_holds_once_the_first_delivery_rows_are_pruned(tmp_path, monkeypatch):
+    """Review rev-s65 F1, case 1: another consortium's own resends pushed the first recipient's delivery rows out of
+    ``deliveries`` (pruned to MAX_AUDIT_ROWS); the release's recipient row, never pruned, still refuses it."""
+    import client._party as party_module
+
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
+    monkeypatch.setattr(audit_module, "MAX_AUDIT_ROWS", 3)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    a = replace(train_request(setup, TrainSettings(epsilon=0.5), "tag/train"), registered_parties=_OURS)
+    first = result_of(send_request(setup, a))
+    assert first["status"] == "released"
+    b_steal = replace(a, run_id="run9", registered_parties=_THEIRS)
+    assert result_of(send_request(setup, b_steal))["reason"] == "request_id_reused"
+    b_own = replace(train_request(setup, TrainSettings(epsilon=0.5), "b/own"), registered_parties=_THEIRS, run_id="rb")
+    assert result_of(send_request(setup, b_own))["status"] == "released"
+    for i in range(3):  # free resends of B's own release: A's rows of tag/train are pruned
+        assert result_of(send_request(setup, replace(b_own, run_id=f"rb{i}")))["status"] == "released"
+    assert {d.request_id for d in _deliveries(setup.ledger_path)} == {"b/own"}
+    stolen = result_of(send_request(setup, b_steal))
+    assert (stolen["status"], stolen["reason"]) == ("refused", "request_id_reused") and "release" not in stolen
+    again = result_of(send_request(setup, replace(a, run_id="run2")))  # the first coordinator still resumes
+    assert again["status"] == "released" and again["release"] == first["release"]
+    assert _recipients(setup.ledger_path) == [
+        ("b/own", party_module.registered_digest(_THEIRS)),
+        ("tag/train", party_module.registered_digest(_OURS)),
+    ]
+
+
+def test_a_lost_sent_row_does_not_hand_the_release_to_the_next_asker(tmp_path, monkeypatch):
+    """Review rev-s65 F1, case 2: the ``sent`` row is best effort and written after the release is completed; with it
+    lost, the next coordinator to ask was resent the release and became its "first recipient", and the real one's
+    resume was refused.  The recipient row is written with the completion: the other is refused, the first resumes."""
+    import client._party as party_module
+
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    a = replace(train_request(setup, TrainSettings(epsilon=0.5), "tag/train"), registered_parties=_OURS)
+
+    def broken(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BudgetLedger, "record_delivery", broken)
+        first = result_of(send_request(setup, a))
+    assert first["status"] == "released"  # goes out without its sent row (best effort)
+    assert _deliveries(setup.ledger_path) == ()
+    got_b = result_of(send_request(setup, replace(a, run_id="run9", registered_parties=_THEIRS)))
+    assert (got_b["status"], got_b["reason"]) == ("refused", "request_id_reused") and "release" not in got_b
+    resumed = result_of(send_request(setup, replace(a, run_id="run2")))
+    assert resumed["status"] == "released" and resumed["release"] == first["release"]
+    assert [(d.run_id, d.how) for d in _deliveries(setup.ledger_path)] == [("run2", "resent")]
+
+
+def test_a_release_made_before_the_recipient_table_falls_back_to_its_first_delivery(tmp_path, monkeypatch):
+    """A release completed by 0.2.11 has no release_recipients row: its first delivery row decides, as in 0.2.12's
+    first guard; a recipient row, once there, decides over the delivery rows."""
+    import client._party as party_module
+
+    monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
+    setup = make_party(tmp_path / "p", file_bytes(n_rows=60))
+    a = replace(train_request(setup, TrainSettings(epsilon=0.5), "tag/train"), registered_parties=_OURS)
+    assert result_of(send_request(setup, a))["status"] == "released"
+    with sqlite3.connect(setup.ledger_path) as db:
+        db.execute("DELETE FROM release_recipients")
+    ledger = BudgetLedger(setup.ledger_path, 100.0)
+    assert ledger.first_recipient("tag/train") == party_module.registered_digest(_OURS)  # from the sent row
+    refused = result_of(send_request(setup, replace(a, run_id="run9", registered_parties=_THEIRS)))
+    assert refused["reason"] == "request_id_reused"
+    assert result_of(send_request(setup, replace(a, run_id="run2")))["status"] == "released"
+    with sqlite3.connect(setup.ledger_path) as db:  # the table's row wins over the deliveries
+        db.execute(
+            "INSERT INTO release_recipients (request_id, registered, at) VALUES (?, ?, 0)",
+            ("tag/train", party_module.registered_digest(_THEIRS)),
+        )
+    assert ledger.first_recipient("tag/train") == party_module.registered_digest(_THEIRS)
+    assert ledger.first_recipient("unknown/train") is None
+
+
+def test_a_ledger_without_the_recipient_table_gets_it_at_its_next_opening(tmp_path):
+    """A ledger last written by 0.2.11 (no release_recipients): the next opening creates the table; a completion
+    creates it too, in its own transaction, should 0.2.11 have made the ledger since."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=2.0)
+    with sqlite3.connect(ledger.path) as db:
+        db.execute("DROP TABLE release_recipients")
+    ledger.reserve("r/train", "release", 0.5)
+    ledger.complete("r/train", b"x", "0123456789abcdef")
+    assert _recipients(ledger.path) == [("r/train", "0123456789abcdef")]
+    with sqlite3.connect(ledger.path) as db:
+        db.execute("DROP TABLE release_recipients")
+    BudgetLedger(ledger.path, 2.0)
+    assert _recipients(ledger.path) == []
+    ledger.reserve("e/evaluate", "evaluation", 0.1)
+    ledger.complete("e/evaluate")  # an evaluation has no recipient row
+    assert _recipients(ledger.path) == []
