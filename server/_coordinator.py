@@ -696,9 +696,10 @@ def _model_and_evaluation(
         report.marginals = marginals_record(view.forest, X_test, y_test)
 
 
-def _evaluated_runs(report: RunReport, spends: SpendStore | None) -> set[str] | None:
-    """Which of the runs the accepted releases were resent from held an evaluation round, per the spend record;
-    None without one (or when it cannot be read: the summary then says it does not know)."""
+def _evaluated_runs(report: RunReport, spends: SpendStore | None) -> dict[str, str] | None:
+    """Which of the runs the accepted releases were resent from held an evaluation round, and how (noised counts or
+    exact metrics), per the spend record; None without one (or when it cannot be read: the summary then says it does
+    not know)."""
     if spends is None:
         return None
     runs = {p.resumed_from_run for p in report.accepted if p.resumed_from_run}
@@ -732,11 +733,22 @@ def _evaluate_if_informative(
         for p in report.accepted:
             if p.node_id in metered:
                 _record(spends, p.party_id, f"{run_id}/{p.node_id}/evaluate", cfg.evaluation_epsilon, run_id, report)
+    elif spends is not None and metered:  # exact metrics charge nothing: a marker, for a resumed run to say so (F5)
+        _note_exact_evaluation(spends, run_id)
     name_evaluation(report.federated_evaluation, report.parties)
     _charge_evaluation(report, cfg)
     report.guarantee = federation_guarantee(forest, _spends(report), *_left_out(report))
     report.bytes_sent += len(model) * len(report.accepted)
     report.timings["evaluation_round_s"] = time.perf_counter() - t0
+
+
+def _note_exact_evaluation(spends: SpendStore, run_id: str) -> None:
+    """Mark ``run_id`` as evaluated with exact metrics in the spend record (review rev-s65 F5); a failure is logged and
+    the run goes on (a resumed run then says it cannot tell whether this one evaluated the model)."""
+    try:
+        spends.note_exact_evaluation(run_id)
+    except (OSError, sqlite3.Error) as exc:
+        log.error("spend record %s: could not record run %s's exact-metrics evaluation (%s)", spends.path, run_id, exc)
 
 
 def _left_out(report: RunReport) -> tuple[int, int]:

@@ -44,6 +44,7 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,7 @@ from protocol import OWNER_ONLY_FILE, make_owner_only_dirs
 from ._config import CoordinatorConfig
 from ._outcomes import EvaluationSkip, PartyStatus
 from ._report import RunReport
+from ._spend_store import EVALUATED_EXACTLY, EVALUATED_WITH_NOISE
 
 __all__ = [
     "OutputDirInUse",
@@ -241,34 +243,48 @@ def _refuse_a_finished_run(out: Path, cfg: CoordinatorConfig) -> None:
 
 
 def resumed_evaluation_skip(
-    report: RunReport, cfg: CoordinatorConfig, evaluated_runs: set[str] | None = None
+    report: RunReport, cfg: CoordinatorConfig, evaluated_runs: Mapping[str, str] | None = None
 ) -> dict | None:
     """The evaluation round's entry when it is skipped because every accepted release is resumed, else None.
 
-    ``evaluated_runs``: those of the earlier runs whose evaluation round the spend record holds
-    (:meth:`server._spend_store.SpendStore.evaluated_runs`); None when there is no spend record to ask.  The message
-    says "was evaluated then" only of earlier runs that evaluated: a run interrupted before its evaluation round left
-    the model unevaluated, and ``evaluate-resumed=true`` asks for it (review rev-day2 U7).
+    ``evaluated_runs``: those of the earlier runs whose evaluation round the spend record holds, with how
+    (:meth:`server._spend_store.SpendStore.evaluated_runs`: noised counts or exact metrics); None when there is no
+    spend record to ask.  The message says "was evaluated then", and how, only of earlier runs the record says
+    evaluated (review rev-day2 U7); of one it holds nothing of, that the record holds no evaluation of it and why that
+    may be, without claiming either (review rev-s65 F5: a coordinator before 0.2.12 recorded no exact-metrics
+    evaluation).  What ``evaluate-resumed=true`` would cost is said by this run's mode: each party spends
+    evaluation-epsilon, or, with exact metrics, nothing, and the answers are NOT DP.
     """
     accepted = report.accepted
     if cfg.evaluate_resumed or not accepted or not all(p.resumed_from_run for p in accepted):
         return None
     runs = sorted({p.resumed_from_run for p in accepted})
-    asks = "evaluate-resumed=true asks for it (each party spends evaluation-epsilon)"
+    cost = (
+        "exact metrics: NOT DP, no party spends epsilon"
+        if cfg.exact_metrics
+        else "each party spends evaluation-epsilon"
+    )
+    asks = f"evaluate-resumed=true asks for it ({cost})"
     if evaluated_runs is None:
         then = (
             "the model is theirs; it was evaluated then only if that run's report.json holds a federated "
-            f"evaluation, and no party was asked to spend evaluation epsilon again ({asks})"
+            f"evaluation, and it was not evaluated again; {asks}"
         )
     elif all(run in evaluated_runs for run in runs):
+        how = sorted({evaluated_runs[run] for run in runs})
+        with_what = {EVALUATED_WITH_NOISE: "noised counts", EVALUATED_EXACTLY: "exact metrics (NOT DP)"}
         then = (
-            "the model is theirs and was evaluated then, so no party was asked to spend evaluation epsilon again "
-            "(evaluate-resumed=true asks anyway)"
+            f"the model is theirs and was evaluated then with {' or '.join(with_what.get(h, h) for h in how)}, so "
+            "it was not evaluated again (evaluate-resumed=true asks anyway)"
         )
     else:
         missing = [run for run in runs if run not in evaluated_runs]
+        plural = len(missing) > 1
         then = (
-            f"the interrupted run{'s' if len(missing) > 1 else ''} ({', '.join(missing)}) did not evaluate it; {asks}"
+            f"the spend record holds no evaluation of the interrupted run{'s' if plural else ''} "
+            f"({', '.join(missing)}): {'they' if plural else 'it'} stopped before the evaluation round, unless its "
+            "record could not be written or a coordinator before 0.2.12 evaluated with exact metrics, which it did "
+            f"not record (a report.json, if written, says); {asks}"
         )
     return {
         "skipped": EvaluationSkip.RESUMED_RELEASES,

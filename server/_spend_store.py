@@ -21,7 +21,7 @@ from pathlib import Path
 
 from protocol import create_owner_only_file, make_owner_only_dirs
 
-__all__ = ["SpendStore"]
+__all__ = ["EVALUATED_EXACTLY", "EVALUATED_WITH_NOISE", "SpendStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS releases (
@@ -33,7 +33,20 @@ CREATE TABLE IF NOT EXISTS releases (
     recorded_at REAL NOT NULL,
     PRIMARY KEY (party_id, release_key)
 );
+CREATE TABLE IF NOT EXISTS exact_evaluations (
+    run_id TEXT PRIMARY KEY,
+    recorded_at REAL NOT NULL
+);
 """
+"""``releases``: the charges.  ``exact_evaluations`` (from 0.2.12; review rev-s65 F5): the runs whose evaluation round
+a party answered with exact metrics (NOT DP, no ε, so no row of ``releases``), so that a resumed run can say its
+interrupted run evaluated the model; a coordinator of an earlier version ignores the table (it reads ``releases``
+only) and records no such run."""
+
+EVALUATED_WITH_NOISE = "noised"
+"""An evaluation round answered with noised counts (each party spent evaluation-epsilon: rows in ``releases``)."""
+EVALUATED_EXACTLY = "exact-metrics"
+"""An evaluation round answered with exact metrics (NOT DP, no ε: a row in ``exact_evaluations``)."""
 
 
 class SpendStore:
@@ -120,20 +133,32 @@ class SpendStore:
                 totals[party_id, key] = totals.get((party_id, key), Fraction(0)) + Fraction(text) * count
         return totals
 
-    def evaluated_runs(self, run_ids: Iterable[str]) -> set[str]:
-        """Those of ``run_ids`` in which a party answered the evaluation round with noised counts (a row whose
-        request is ``<run>/<node>/evaluate``, recorded by that run): a run interrupted before its evaluation has
-        none (review rev-day2 U7)."""
+    def note_exact_evaluation(self, run_id: str) -> None:
+        """Record that a party answered ``run_id``'s evaluation round with exact metrics (review rev-s65 F5: such a
+        round charges nothing, so ``releases`` has no row of it).  Public: a run id and the coordinator's clock."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO exact_evaluations (run_id, recorded_at) VALUES (?, ?)", (run_id, time.time())
+            )
+
+    def evaluated_runs(self, run_ids: Iterable[str]) -> dict[str, str]:
+        """Those of ``run_ids`` whose evaluation round a party answered, with how: :data:`EVALUATED_WITH_NOISE` (a row
+        whose request is ``<run>/<node>/evaluate``, recorded by that run) or :data:`EVALUATED_EXACTLY` (a row of
+        ``exact_evaluations``).  A run interrupted before its evaluation has neither (review rev-day2 U7); so has one
+        whose record could not be written, or whose coordinator (before 0.2.12) evaluated with exact metrics."""
         wanted = sorted(set(run_ids))
         if not wanted:
-            return set()
+            return {}
+        marks = ", ".join("?" * len(wanted))
         with self._connect() as db:
-            found = db.execute(
-                f"SELECT DISTINCT run_id FROM releases WHERE run_id IN ({', '.join('?' * len(wanted))}) "
-                "AND release_key LIKE '%/evaluate'",
+            exact = db.execute(f"SELECT run_id FROM exact_evaluations WHERE run_id IN ({marks})", wanted).fetchall()
+            noised = db.execute(
+                f"SELECT DISTINCT run_id FROM releases WHERE run_id IN ({marks}) AND release_key LIKE '%/evaluate'",
                 wanted,
             ).fetchall()
-        return {str(run) for (run,) in found}
+        found = {str(run): EVALUATED_EXACTLY for (run,) in exact}
+        found.update({str(run): EVALUATED_WITH_NOISE for (run,) in noised})
+        return found
 
     def rows(self) -> int:
         """How many rows the record holds (for the coordinator's log)."""

@@ -315,15 +315,30 @@ def test_a_run_of_resumed_releases_skips_evaluation_and_says_what_was_new():
     assert resumed_evaluation_skip(mixed, cfg) is None  # another model: evaluated
 
     # review rev-day2 U7: "was evaluated then" only when the earlier run did evaluate (per the spend record)
-    assert "was evaluated then" in resumed_evaluation_skip(report, cfg, {"7"})["message"]
-    not_evaluated = resumed_evaluation_skip(report, cfg, set())
+    assert "was evaluated then with noised counts" in resumed_evaluation_skip(report, cfg, {"7": "noised"})["message"]
+    not_evaluated = resumed_evaluation_skip(report, cfg, {})
     assert not_evaluated["skipped"] == "resumed_releases" and "was evaluated then" not in not_evaluated["message"]
-    assert not_evaluated["message"].endswith(
-        "the interrupted run (7) did not evaluate it; evaluate-resumed=true asks for it (each party spends "
-        "evaluation-epsilon)"
-    )
+    assert "the spend record holds no evaluation of the interrupted run (7)" in not_evaluated["message"]
+    assert not_evaluated["message"].endswith("evaluate-resumed=true asks for it (each party spends evaluation-epsilon)")
     unknown = resumed_evaluation_skip(report, cfg, None)["message"]
     assert "only if that run's report.json holds a federated evaluation" in unknown
+
+
+def test_a_resumed_exact_metrics_run_is_told_how_the_model_was_evaluated_and_what_asking_costs():
+    """Review rev-s65 F5: an interrupted run that evaluated with exact metrics wrote no spend row, and its resumed run
+    was told "did not evaluate it ... (each party spends evaluation-epsilon)": both halves wrong in that mode."""
+    cfg = CoordinatorConfig(schema_path="s.toml", request_tag="trial-1", exact_metrics=True)
+    report = RunReport("9", {}, "fp", parties=[_outcome(1, "a", "7"), _outcome(2, "b", "7")])
+    marked = resumed_evaluation_skip(report, cfg, {"7": "exact-metrics"})["message"]
+    assert marked.endswith(
+        "the model is theirs and was evaluated then with exact metrics (NOT DP), so it was not evaluated again "
+        "(evaluate-resumed=true asks anyway)"
+    )
+    for evaluated in ({}, None):  # nothing recorded (a coordinator before 0.2.12), or no spend record
+        message = resumed_evaluation_skip(report, cfg, evaluated)["message"]
+        assert "did not evaluate" not in message and "spends evaluation-epsilon" not in message
+        assert message.endswith("evaluate-resumed=true asks for it (exact metrics: NOT DP, no party spends epsilon)")
+    assert "exact metrics, which it did not record" in resumed_evaluation_skip(report, cfg, {})["message"]
 
     forest = EDPRFClassifier(load_embedded()[2], max_depth=2, n_trees=1)  # production randomness
     X, y, _ = load_embedded()
@@ -632,5 +647,41 @@ def test_the_spend_record_says_which_earlier_runs_evaluated(tmp_path):
     store.add("a", "7/train", Fraction(1, 2), "7")
     store.add("a", "7/123/evaluate", Fraction(1, 20), "7")
     store.add("a", "8/train", Fraction(1, 2), "8")  # killed before its evaluation
-    assert store.evaluated_runs(["7", "8", "9"]) == {"7"}
-    assert store.evaluated_runs([]) == set()
+    assert store.evaluated_runs(["7", "8", "9"]) == {"7": "noised"}
+    assert store.evaluated_runs([]) == {}
+    store.note_exact_evaluation("9")  # review rev-s65 F5: exact metrics charge nothing; a marker says it evaluated
+    store.note_exact_evaluation("9")
+    assert store.evaluated_runs(["7", "8", "9"]) == {"7": "noised", "9": "exact-metrics"}
+    assert store.totals() == {"a": Fraction(21, 20)}  # the marker charges nothing
+
+
+def test_an_exact_metrics_evaluation_round_marks_its_run_in_the_spend_record(tmp_path, monkeypatch):
+    """Review rev-s65 F5: the evaluation round writes a spend row per party for noised counts and, for exact metrics
+    (no epsilon, no row), the run's marker; a marker that cannot be written is logged and the run goes on."""
+    import sqlite3
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    import server._coordinator as coordinator
+    from server._spend_store import SpendStore
+
+    store = SpendStore(tmp_path / "spend.sqlite", {"a": "sha256:a", "b": "sha256:b"})
+    monkeypatch.setattr(coordinator, "evaluation_plan", lambda *_a: SimpleNamespace(send=True))
+    monkeypatch.setattr(coordinator, "_evaluation_round", lambda *_a: ({"parties": 2}, {1, 2}))
+    monkeypatch.setattr(coordinator, "_charge_evaluation", lambda *_a: None)
+    monkeypatch.setattr(coordinator, "federation_guarantee", lambda *_a: "")
+    for run, exact in (("7", False), ("8", True)):
+        report = RunReport(run, {}, "fp", parties=[_outcome(1, "a"), _outcome(2, "b")])
+        cfg = CoordinatorConfig(schema_path="s.toml", evaluation_epsilon=0.1, exact_metrics=exact)
+        coordinator._evaluate_if_informative(None, cfg, run, b"m", None, report, store)
+    assert store.evaluated_runs(["7", "8"]) == {"7": "noised", "8": "exact-metrics"}
+    assert store.totals() == {"a": Fraction(1, 10), "b": Fraction(1, 10)}
+
+    def broken(*_a):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(SpendStore, "note_exact_evaluation", broken)
+    report = RunReport("9", {}, "fp", parties=[_outcome(1, "a"), _outcome(2, "b")])
+    cfg = CoordinatorConfig(schema_path="s.toml", exact_metrics=True)
+    coordinator._evaluate_if_informative(None, cfg, "9", b"m", None, report, store)  # logged, not raised
+    assert "9" not in store.evaluated_runs(["9"])
