@@ -744,7 +744,7 @@ def _evaluate_if_informative(
 
 def _note_exact_evaluation(spends: SpendStore, run_id: str) -> None:
     """Mark ``run_id`` as evaluated with exact metrics in the spend record (review rev-s65 F5); a failure is logged and
-    the run goes on (a resumed run then says it cannot tell whether this one evaluated the model)."""
+    the run goes on (a resumed run then says the record holds no evaluation of this one, and why that may be)."""
     try:
         spends.note_exact_evaluation(run_id)
     except (OSError, sqlite3.Error) as exc:

@@ -5,9 +5,10 @@ argument).  Each row also holds the id of the key the party was registered with;
 key it was ever recorded with, so a rotated key (a rebuilt host's new key) does not start a new total.  One row per verified release, keyed by its party and by the request it answered (the run that
 made it and ``train``): a release resent for a reused ``request-tag`` is the same release, charged once.  One
 row per evaluation a party answered with noised counts (its request id), its party known from the release
-the same node sent in that run.
+the same node sent in that run.  One row of ``exact_evaluations`` per run whose evaluation round was answered with
+exact metrics (no ε, so no charge; review rev-s65 F5), for a resumed run to say how the model was evaluated.
 Written as soon as a release is verified, before the run goes on, so that a coordinator that crashes later in
-the run keeps it.  Public figures only (party ids and the ε of their requests): no data, no ε.
+the run keeps it.  Public figures only (party ids, run ids and the ε of their requests): no data, no ε.
 """
 
 from __future__ import annotations
