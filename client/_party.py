@@ -917,9 +917,9 @@ class Party:
         A resend whose row cannot be written is refused (``party_setup``, nothing spent, nothing sent): nothing
         leaves without its record.  A new release whose row cannot be written still goes out: its epsilon is spent
         and its ledger entry names the run that made it; the party's log says the row is missing.  The resend guard
-        does not need the row: the release's first recipient was kept when it was completed (review rev-s65 F1).  Decided after the
-        release exists or from the ledger alone (a resend reads no row), so the write's time says nothing of the
-        data.  Privacy cost: none (public request parameters, kept locally)."""
+        does not need the row: the release's first recipient was kept when it was completed (review rev-s65 F1).
+        Decided after the release exists or from the ledger alone (a resend reads no row), so the write's time says
+        nothing of the data.  Privacy cost: none (public request parameters, kept locally)."""
         try:
             self.ledger.record_delivery(
                 req.request_id,
