@@ -250,8 +250,8 @@ class AuditRecords:
 
 
 def create_audit_tables(db: sqlite3.Connection) -> None:
-    """Create the audit tables (and ``release_parts``, ``release_recipients``) a ledger lacks (one written by an earlier version), inside
-    ``db``'s transaction."""
+    """Create the audit tables (and ``release_parts``, ``release_recipients``) a ledger lacks (one written by an
+    earlier version), inside ``db``'s transaction."""
     for statement in (*_AUDIT_SCHEMA, _PARTS_SCHEMA, _RECIPIENTS_SCHEMA):
         db.execute(statement)
 
