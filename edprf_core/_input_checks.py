@@ -18,7 +18,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +32,7 @@ from ._column_names import misspelling_hint
 from ._encoding import as_frame, encode_labels
 from ._exceptions import DataValidationError, EDPRFWarning, RefusedCellsError
 from ._fit_context import caller_outside_package
+from ._label_reading import LABELS_READ_BY_CALLER
 from ._schema import REFUSE, CategoricalFeature, Schema
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "check_fit_input",
     "check_predict_input",
-    "labels_read_by_caller",
     "log_of",
     "refuse_continuous_target",
     "refused_cells_named",
@@ -140,25 +139,6 @@ def refuse_continuous_target(y: object, schema: Schema) -> None:
         raise DataValidationError(f"Unknown label type: continuous target; {exc}") from None
 
 
-_LABELS_READ_BY_CALLER: ContextVar[bool] = ContextVar("edprf_labels_read_by_caller", default=False)
-"""Set inside :func:`labels_read_by_caller`: the fits there skip :func:`warn_if_labels_read`."""
-
-
-@contextmanager
-def labels_read_by_caller() -> Iterator[None]:
-    """Fits inside this block do not warn that labels were read through the schema (:func:`warn_if_labels_read`).
-
-    For code that reads its labels by the schema itself and scores nothing with scikit-learn's scorers (a party's
-    release, the demo, a simulation's baselines): the warning would only repeat in its log, and its check costs a
-    pass over ``y``.  Per thread and task (a :class:`contextvars.ContextVar`).  Privacy cost: none.
-    """
-    token = _LABELS_READ_BY_CALLER.set(True)
-    try:
-        yield
-    finally:
-        _LABELS_READ_BY_CALLER.reset(token)
-
-
 def warn_if_labels_read(y: object, labels: NDArray[np.integer], schema: Schema, owner: str) -> None:
     """Warn once per fit when some raw label differs from the declared class the schema read it as.
 
@@ -175,13 +155,13 @@ def warn_if_labels_read(y: object, labels: NDArray[np.integer], schema: Schema, 
 
     Notes
     -----
-    Not warned, and not checked, inside :func:`labels_read_by_caller` (a party's release, the demo, a simulation's
+    Not warned, and not checked, inside :func:`~edprf_core.encoding.labels_read_by_caller` (a party's release, the demo, a simulation's
     baselines: they read a file's text labels by the schema and score nothing with scikit-learn; the check costs
     about 50 ms on 10^6 labels).
 
     Privacy cost: none released: the warning names the caller's own labels to the caller.
     """
-    if _LABELS_READ_BY_CALLER.get():
+    if LABELS_READ_BY_CALLER.get():
         return
     raw = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y, dtype=object).ravel())
     codes, uniques = pd.factorize(raw, use_na_sentinel=False)

@@ -5,7 +5,7 @@ inside it skip the estimators' warning that labels were read through the schema.
 """
 
 from ._encoding import FeatureGrid, cell_readings, conforming_rows, encode_features, encode_labels
-from ._input_checks import labels_read_by_caller
+from ._label_reading import labels_read_by_caller
 
 __all__ = [
     "FeatureGrid",

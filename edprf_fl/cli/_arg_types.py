@@ -21,7 +21,6 @@ __all__ = [
     "MAX_SKLEARN_SEED",
     "SEP_TAB_HELP",
     "TAB_NAMES",
-    "UsageError",
     "add_decimal_argument",
     "depth_or_auto",
     "embedded_datasets",
@@ -31,11 +30,6 @@ __all__ = [
     "probability",
     "separator",
 ]
-
-
-class UsageError(ValueError):
-    """A command line that names something that is not there (``edprf sweep --resume DIR`` of a missing directory):
-    said as an error, and ``edprf`` exits 2 as argparse does for a wrong argument, not 1 as for a failure."""
 
 
 CLI_DEPTH_LIMIT = 30

@@ -12,8 +12,6 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ._arg_types import UsageError
-
 __all__ = ["build_parser", "main", "require_federation"]
 
 # module name -> imported when the parser is built: each imports only light modules at its top (the
@@ -170,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         logging.getLogger("edprf").debug("failure", exc_info=True)
         print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, UsageError) else 1
+        return getattr(exc, "edprf_exit_status", 1)  # a UsageError (_usage_error.py): 2
 
 
 def _error_text(exc: Exception) -> str:

@@ -236,7 +236,7 @@ def _resume_from_the_record(args: argparse.Namespace) -> None:
     ValueError
         No directory given, two different ones, or no sweep record there.
     """
-    from ._arg_types import UsageError
+    from ._usage_error import UsageError
 
     if isinstance(args.resume, str):
         if args.output and Path(args.output).resolve() != Path(args.resume).resolve():
