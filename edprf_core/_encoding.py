@@ -83,6 +83,7 @@ __all__ = [
     "declared_labels",
     "encode_features",
     "encode_labels",
+    "first_rows",
     "has_unknown_category",
     "label_values",
     "rule_violations",
@@ -1200,12 +1201,20 @@ def _distinct_text(series: pd.Series) -> tuple[pa.Array, NDArray[np.integer]] | 
         return None
     codes, _ = pd.factorize(series, use_na_sentinel=False)  # numbered in order of first occurrence
     codes = np.asarray(codes, dtype=np.intp)
-    seen = np.maximum.accumulate(codes)
-    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
+    first = first_rows(codes)
     if not np.array_equal(codes[first], np.arange(first.size)):  # pragma: no cover - not in first-seen order
         return None
     texts = _text_cells(series.iloc[first])
     return None if texts is None else (_one_array(texts), codes)
+
+
+def first_rows(codes: NDArray[np.integer]) -> NDArray[np.intp]:
+    """The row of each code's first occurrence, for codes numbered in order of first occurrence (``pd.factorize``):
+    where the running maximum rises.  Linear, where ``np.unique(codes, return_index=True)`` sorts."""
+    if codes.size == 0:
+        return np.empty(0, dtype=np.intp)
+    seen = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
 
 
 def _one_array(cells: pa.Array | pa.ChunkedArray) -> pa.Array:
