@@ -77,7 +77,6 @@ from ._ledger_audit import (
     ReleaseParts,
     add_trail_row,
     create_audit_tables,
-    first_delivery,
     first_recipient,
     read_audit,
     record_recipient,
@@ -875,12 +874,6 @@ class BudgetLedger:
         not know it (see :func:`client._ledger_audit.first_recipient`; review rev-s65 F1)."""
         with self._connect() as db:
             return first_recipient(db, request_id)
-
-    def first_delivery(self, request_id: str) -> Delivery | None:
-        """The first delivery recorded under ``request_id`` (its release's first recipient; review rev-dpo D3), or
-        None when none is (see :func:`client._ledger_audit.first_delivery`)."""
-        with self._connect() as db:
-            return first_delivery(db, request_id)
 
     def record_parts(self, parts: ReleaseParts) -> None:
         """Keep what a completed release's ε paid for (review rev-dpo D8: an entry said what was asked, not what was

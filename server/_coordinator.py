@@ -59,7 +59,7 @@ from protocol.messages import (
 
 from ._config import CoordinatorConfig
 from ._conformance import count_content_digest, request_mismatch
-from ._connected_parties import connected_parties, supernode_key_owners
+from ._connected_parties import ConnectedParties, connected_parties, supernode_key_owners
 from ._contribution import part_votes, party_contributions
 from ._evaluation import evaluation_plan, evaluation_summary
 from ._guarantee import PRE_RESERVATION_REFUSALS, PartySpend, federation_guarantee
@@ -166,8 +166,7 @@ def _not_connected(
     """The report's ``absent_parties`` before any request: the registered parties whose SuperNode did not connect,
     or None and why when a connected SuperNode is matched to no party (:mod:`server._connected_parties`)."""
     keys_dir = cfg.supernode_keys_path
-    owners = supernode_key_owners(keys_dir) if keys_dir is not None else {}
-    connected = connected_parties(grid, nodes, owners, list(registry))
+    connected = _connected(grid, nodes, cfg, registry)
     missing = connected.not_connected(registry)
     if missing is None:
         source = f"supernode-keys-dir {keys_dir}" if keys_dir is not None else "no supernode-keys-dir given or found"
@@ -183,9 +182,14 @@ def _node_names(
     ``supernode-keys-dir``, or the name a node was registered under), for people; ``{}`` without ``keys-dir``."""
     if registry is None:
         return {}
+    return dict(_connected(grid, nodes, cfg, registry).named)
+
+
+def _connected(grid: Grid, nodes: list[int], cfg: CoordinatorConfig, registry: PartyKeyRegistry) -> ConnectedParties:
+    """The connected nodes matched to the registered parties by ``supernode-keys-dir``'s keys (or none given)."""
     keys_dir = cfg.supernode_keys_path
     owners = supernode_key_owners(keys_dir) if keys_dir is not None else {}
-    return dict(connected_parties(grid, nodes, owners, list(registry)).named)
+    return connected_parties(grid, nodes, owners, list(registry))
 
 
 def _pin_label(node: int, names: dict[int, str]) -> str:
