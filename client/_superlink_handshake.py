@@ -102,7 +102,19 @@ class Handshake:
 
     def dates_text(self) -> str:
         """What a ``dates`` failure means, for a party (the SuperNode's exit and the coordinator's renewal)."""
-        return _out_of_dates_text(self.verify_code, self.dates)
+        return _out_of_dates_text(self)
+
+    def out_of_dates(self, now: dt.datetime) -> tuple[str, dt.datetime | None]:
+        """Which dates a ``dates`` failure is about, at ``now``: ``("not yet valid", notBefore)`` (None when that
+        date is not after ``now``), ``("expired", notAfter)``, or ``("chain", None)``: the certificate presented is
+        in its dates, so another of its chain (the CA's, an intermediate) has expired.  For a party's check and the
+        coordinator's alike, each wording it for its reader."""
+        not_before, not_after = self.dates if self.dates is not None else (None, None)
+        if self.verify_code == _NOT_YET_VALID:
+            return "not yet valid", not_before if not_before is not None and not_before > now else None
+        if not_after is not None and not_after < now:
+            return "expired", not_after
+        return "chain", None
 
 
 def superlink_handshake(address: str, root_certificates: Path, timeout: float = HANDSHAKE_SECONDS) -> Handshake:
@@ -259,21 +271,21 @@ def _presented_dates(host: str, port: int, timeout: float) -> tuple[dt.datetime,
     return certificate.not_valid_before_utc, certificate.not_valid_after_utc
 
 
-def _out_of_dates_text(verify_code: int, dates: tuple[dt.datetime, dt.datetime] | None) -> str:
+def _out_of_dates_text(found: Handshake) -> str:
     """What to tell a party whose SuperLink presents a certificate outside its validity dates."""
     now = dt.datetime.now(dt.UTC)
     clock = f"this host's clock reads {_when(now)}"
     supernode = "the SuperNode would exit with code 305 (CERTIFICATE_VERIFY_FAILED) and not retry"
-    not_before, not_after = dates if dates is not None else (None, None)
-    if verify_code == _NOT_YET_VALID:
-        since = f" before {_when(not_before)}" if not_before is not None and not_before > now else ""
+    kind, date = found.out_of_dates(now)
+    if kind == "not yet valid":
+        since = f" before {_when(date)}" if date is not None else ""
         return (
             f"the SuperLink's certificate is not valid{since} ({clock}): {supernode}; if this host's clock is "
             "right, the coordinator reissues the certificate (deploy/README.md section 7)"
         )
-    if not_after is not None and not_after < now:
+    if kind == "expired":
         return (
-            f"the SuperLink's certificate expired on {_when(not_after)} ({clock}): the coordinator renews it "
+            f"the SuperLink's certificate expired on {_when(date)} ({clock}): the coordinator renews it "
             f"(deploy/README.md section 7); until then {supernode}. Nothing to change on this party's side"
         )
     # the presented certificate is in its dates: another certificate of the chain has expired, possibly the CA in

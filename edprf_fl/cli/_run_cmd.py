@@ -203,17 +203,17 @@ def check_superlink_certificate(connection: str | None, env: dict[str, str] | No
         "every flwr command (flwr ls, flwr stop, flwr run) says only 'Connection to the SuperLink is unavailable'"
     )
     if found.failure == "dates":
-        not_before, not_after = found.dates if found.dates is not None else (None, None)
-        if found.verify_code == 9:  # X509_V_ERR_CERT_NOT_YET_VALID
-            since = f" before {not_before:%Y-%m-%d %H:%M} UTC" if not_before is not None and not_before > now else ""
+        kind, date = found.out_of_dates(now)
+        if kind == "not yet valid":
+            since = f" before {date:%Y-%m-%d %H:%M} UTC" if date is not None else ""
             raise ValueError(
                 f"the SuperLink's certificate at {address} is not valid{since} ({clock}): {unavailable}. No run "
                 "was submitted. If this host's clock is right, the certificate was issued with a wrong clock: "
                 + RENEWAL_STEP
             )
-        if not_after is not None and not_after < now:
+        if kind == "expired":
             raise ValueError(
-                f"the SuperLink's certificate at {address} expired on {not_after:%Y-%m-%d %H:%M} UTC ({clock}): "
+                f"the SuperLink's certificate at {address} expired on {date:%Y-%m-%d %H:%M} UTC ({clock}): "
                 f"{unavailable}, and a SuperNode that connects exits with code 305. No run was submitted; "
                 + RENEWAL_STEP
             )

@@ -155,18 +155,17 @@ def run(args: argparse.Namespace) -> int:
         return _prepare_only(settings, out_dir) if args.prepare_only else _simulate(settings, out_dir, args)
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
         raise ValueError(exc.describe(flag_of)) from None
-    except KeyboardInterrupt:
-        said = _finished_before_the_stop(out_dir) or _spent_so_far(out_dir)
-        if said:
-            say(said)
-        raise
-    except Exception as exc:  # after a Ctrl-C, C code may raise another error in its place (numpy: "not a valid
-        # PEP 3118 buffer format string"): the stop is said as one (CI rehearsal 4 at 71544bb: exit 1, not 130)
-        if (interrupt := recorded_interrupt()) is None:
+    except (KeyboardInterrupt, Exception) as exc:  # after a Ctrl-C, C code may raise another error in its place
+        # (numpy: "not a valid PEP 3118 buffer format string"): the stop is said as one (CI rehearsal 4 at 71544bb:
+        # exit 1, not 130)
+        interrupt = exc if isinstance(exc, KeyboardInterrupt) else recorded_interrupt()
+        if interrupt is None:
             raise
         said = _finished_before_the_stop(out_dir) or _spent_so_far(out_dir)
         if said:
             say(said)
+        if interrupt is exc:
+            raise
         raise interrupt from exc
     finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
         _drop_if_empty(out_dir, created)

@@ -247,14 +247,7 @@ def _resume_from_the_record(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if not out.is_dir():
         raise UsageError(f"--resume: no such directory: {out} (the --output of the sweep to finish)")
-    from edprf_fl.simulation import read_record
-
-    record = read_record(out)
-    if record is None:
-        raise ValueError(
-            f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
-            "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
-        )
+    record = _recorded(out)
     given = getattr(args, GIVEN, frozenset())
     if taken := _take_recorded_options(args, record):  # those at their defaults unsaid
         from ._simulate import say
@@ -463,6 +456,26 @@ def _in_grid_order(
     return sorted(rows, key=lambda r: (place.get(_key(r), len(place)), r["seed"]))
 
 
+def _recorded(out: Path) -> SweepRecord:
+    """The sweep record in ``out`` that ``--resume`` finishes: read before the options are taken from it, and again
+    under the directory's lock before any row is kept.
+
+    Raises
+    ------
+    ValueError
+        ``out`` holds no sweep record.
+    """
+    from edprf_fl.simulation import read_record
+
+    record = read_record(out)
+    if record is None:
+        raise ValueError(
+            f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
+            "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
+        )
+    return record
+
+
 def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[str, Any]]:
     """The finished rows of the sweep in ``out`` that ``--resume`` keeps, after checking that its record asked what
     this command asks; the unfinished runs' directories removed (said).
@@ -473,16 +486,11 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
         No sweep record in ``out``, or a setting, an axis or the seeds that differ (named by their flags); data or
         a schema other than the record's (by content), or a record or rows that identify none.
     """
-    from edprf_fl.simulation import drop_torn_last_row, read_record, read_sweep_rows
+    from edprf_fl.simulation import drop_torn_last_row, read_sweep_rows
 
     from ._simulate import say
 
-    record = read_record(out)
-    if record is None:
-        raise ValueError(
-            f"--resume: {out} holds no sweep record (sweep.json): no sweep was started there by this edprf version; "
-            "run the sweep without --resume (a new --output), and edprf sweep-report puts the two in one table"
-        )
+    record = _recorded(out)
     differing = record.setting_differences(asked) + record.grid_differences(asked)
     if differing:
         raise ValueError(

@@ -247,11 +247,17 @@ def _series(
 ) -> tuple[list[float], list[float]]:
     """``column``'s mean and sample standard deviation over the seeds at each of ``xs``, for the runs whose other
     axes hold ``key`` (NaN where no run, or a single one for the spread)."""
-    import numpy as np
 
     sel = [[r[column] for r in rows if r.get(axis, "") == x and tuple(r.get(k, "") for k in others) == key] for x in xs]
-    means = [float(np.nanmean(v)) if v else float("nan") for v in sel]
-    spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in sel]
+    return _means_and_spreads(sel)
+
+
+def _means_and_spreads(groups: list[list[float]]) -> tuple[list[float], list[float]]:
+    """Each group's mean and sample standard deviation (NaN for an empty group, and for the spread of one value)."""
+    import numpy as np
+
+    means = [float(np.nanmean(v)) if v else float("nan") for v in groups]
+    spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in groups]
     return means, spreads
 
 
@@ -275,7 +281,6 @@ def _central_lines(
     configurations share, ``any partition`` for those they differ in), its means and spreads, and the index of
     its first configuration in ``keys`` (its colour).
     """
-    import numpy as np
 
     groups: list[tuple[list[int], dict[tuple[Any, int], tuple[Any, ...]]]] = []
     for i, key in enumerate(keys):
@@ -304,9 +309,7 @@ def _central_lines(
         counts = [len(v) for v in at if v]
         seeds = f"({min(counts)}-{max(counts)} seeds per point)" if counts and min(counts) != max(counts) else ""
         label = " ".join(["central DP", ", ".join(shared), f"(any {', '.join(merged)})" if merged else "", seeds])
-        means = [float(np.nanmean(v)) if v else float("nan") for v in at]
-        spreads = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else float("nan") for v in at]
-        lines.append((" ".join(label.split()), (means, spreads), members[0]))
+        lines.append((" ".join(label.split()), _means_and_spreads(at), members[0]))
     return lines
 
 
