@@ -236,7 +236,12 @@ def inputs_not_dp(estimator: object) -> tuple[str, ...]:
             if code.co_argcount and code.co_varnames[0] == "self":
                 owner = frame.f_locals.get("self")
             if owner is not None and code.co_name in _FIT_METHODS:
-                if Pipeline is not None and isinstance(owner, Pipeline) and owner.steps and any(owner.steps[-1][1] is c for c in chain):
+                if (
+                    Pipeline is not None
+                    and isinstance(owner, Pipeline)
+                    and owner.steps
+                    and any(owner.steps[-1][1] is c for c in chain)
+                ):
                     steps = data_fitted_steps(list(owner.steps[:-1]))
                     if steps:
                         reasons.append(_pipeline_reason(steps))
