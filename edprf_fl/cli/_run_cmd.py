@@ -172,6 +172,12 @@ RENEWAL_STEP = (
 )
 """The coordinator's step for a SuperLink certificate that has expired or is about to."""
 
+RUN_CHECK_SECONDS = 2.0
+"""How long :func:`check_superlink_certificate` waits for the SuperLink to accept the connection, and then for the
+TLS handshake (review rev-s65 F6: with the party check's 5 s each, a SuperLink that does not answer held ``edprf
+run`` up to 10 s before Flower's own error).  A SuperLink that answers does so in milliseconds, on a WAN in well
+under a second; one that does not answer within it is left to Flower, which says so itself."""
+
 
 def check_superlink_certificate(connection: str | None, env: dict[str, str] | None = None) -> None:
     """One TLS handshake with the SuperLink of ``connection``, with its root certificates, before a run is
@@ -179,7 +185,8 @@ def check_superlink_certificate(connection: str | None, env: dict[str, str] | No
 
     A certificate outside its validity dates raises (every ``flwr`` command would say only "Connection to the
     SuperLink is unavailable"); one that verifies but expires within :data:`client.EXPIRY_NOTE_DAYS` days gets a
-    warning on stderr.  Any other outcome is left to Flower, which reports it itself.
+    warning on stderr.  Any other outcome (no answer within :data:`RUN_CHECK_SECONDS`, another CA, no TLS) is left
+    to Flower, which reports it itself.
 
     Raises
     ------
@@ -194,7 +201,7 @@ def check_superlink_certificate(connection: str | None, env: dict[str, str] | No
 
     address, roots = tls
     try:
-        found = superlink_handshake(address, roots)
+        found = superlink_handshake(address, roots, timeout=RUN_CHECK_SECONDS)
     except ValueError:  # an address this check does not split: Flower says what it makes of it
         return
     now = dt.datetime.now(dt.UTC)

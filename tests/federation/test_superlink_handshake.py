@@ -307,3 +307,39 @@ def test_edprf_run_says_nothing_of_a_valid_certificate_or_an_insecure_connection
     assert _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch) == (-1, "")
     _server_certificate(pkis[0], monkeypatch, -dt.timedelta(days=400), days=1)  # expired, but not checked:
     assert _run_before_submitting(tmp_path, pkis[0], capsys, monkeypatch, insecure=True) == (-1, "")
+
+
+def test_edprf_run_leaves_a_silent_superlink_to_flower_after_its_short_wait(tmp_path, pkis, capsys, monkeypatch):
+    """Review rev-s65 F6: a SuperLink that accepts the connection and never answers the handshake held `edprf run`
+    for the party check's 5 s twice; the run's check waits RUN_CHECK_SECONDS, says nothing and submits."""
+    import client
+    from edprf_fl.cli import _run_cmd
+
+    waits = []
+    real = client.superlink_handshake
+
+    def spied(address, roots, timeout=5.0):
+        waits.append(timeout)
+        return real(address, roots, timeout)
+
+    monkeypatch.setattr(client, "superlink_handshake", spied)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)  # the kernel completes the connection; nobody ever speaks TLS on it
+    try:
+        monkeypatch.setenv("FLWR_HOME", _flwr_home(tmp_path, silent.getsockname()[1], pkis[0] / "ca.crt")["FLWR_HOME"])
+
+        class Submitted(Exception):
+            pass
+
+        def no_submit(*_args, **_kwargs):
+            raise Submitted
+
+        monkeypatch.setattr(_run_cmd, "submit", no_submit)
+        capsys.readouterr()
+        with pytest.raises(Submitted):
+            main(["run", str(tmp_path)])
+    finally:
+        silent.close()
+    assert waits == [_run_cmd.RUN_CHECK_SECONDS] and _run_cmd.RUN_CHECK_SECONDS <= 2.0
+    assert capsys.readouterr().err == ""
