@@ -50,6 +50,7 @@ __all__ = [
     "default_accountant",
     "epsilon_float",
     "pickled_state",
+    "process_accountant",
     "refuse_fit_after_pickling",
     "refuse_unaccounted_pickling",
     "set_default_accountant",
@@ -139,6 +140,9 @@ class BudgetAccountant:
     epsilon_cap: float | None = None
     _spends: list[tuple[Fraction, str]] = field(default_factory=list, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _sum: Fraction = field(default=Fraction(0), init=False, repr=False, compare=False)
+    """The exact sum of ``_spends``, kept as they are appended: a check costs the same at the 10,000th fit of a
+    sweep's process (:func:`process_accountant` records them all) as at the first."""
     _enclosing: BudgetAccountant | None = field(default=None, init=False, repr=False, compare=False)
     """The accountant of the :func:`budget` block this one's block was opened in: it is charged too."""
 
@@ -167,7 +171,7 @@ class BudgetAccountant:
         return None if self.epsilon_cap is None else Fraction(repr(self.epsilon_cap))
 
     def _total(self) -> Fraction:
-        return sum((eps for eps, _ in self._spends), Fraction(0))
+        return self._sum
 
     def spend(self, epsilon: float, label: str = "") -> Spend:
         """Record a spend of ``epsilon``, or refuse it when the cap would be exceeded.
@@ -218,6 +222,7 @@ class BudgetAccountant:
                     )
             for accountant in chain:
                 accountant._spends.append((exact, label))
+                object.__setattr__(accountant, "_sum", accountant._sum + exact)
             total = self._total()
         logger.debug("spent ε=%s (%s); total %s", _shown(exact), label, _shown(total))
         return record
@@ -269,6 +274,34 @@ def set_default_accountant(accountant: BudgetAccountant | None) -> BudgetAccount
     with _default_lock:
         previous, _default = _default, accountant
     return previous
+
+
+_PROCESS_RECORD = BudgetAccountant(None)
+"""Every fit's spend in this process, whichever accountant (or none) it charged: :func:`process_accountant`."""
+
+
+def process_accountant() -> BudgetAccountant:
+    """The process's record of every fit's ε, whatever accountant each charged, none included (no cap).
+
+    diffprivlib's default accountant records every fit; this library's default is None (nothing is charged outside
+    a :func:`budget` block, and an estimator's own ``accountant=`` is charged instead), so this record answers
+    "what did this process fit on its data?" afterwards (review rev-sk K6): ``process_accountant().total`` and
+    ``.spends``.  It never refuses a fit (no cap: cap a dataset with :func:`budget` or an accountant of its own).
+
+    Returns
+    -------
+    BudgetAccountant
+        One accountant per process, uncapped; each fit is recorded once, after its own accountant (if any)
+        accepted the spend (a fit refused by a cap is not recorded).  Per process: fits in worker processes are
+        recorded in theirs (those of ``n_jobs > 1`` with a process backend are refused inside a ``budget`` block).
+        A sum across datasets, relations or a research option's NOT-DP fits: an upper bound on nothing unless the
+        fits were on one dataset under one relation (:class:`BudgetAccountant`'s notes).
+
+    Notes
+    -----
+    Privacy cost: none (it records the costs of the fits).  Composition: sequential, as every accountant.
+    """
+    return _PROCESS_RECORD
 
 
 _open_blocks: list[tuple[int, BudgetAccountant]] = []
@@ -454,9 +487,10 @@ def charge_fit(accountant: BudgetAccountant | None, epsilon: float, label: str) 
         When ``accountant`` is neither None nor a BudgetAccountant.
     """
     target = default_accountant() if accountant is None else accountant
-    if target is None:
-        return None
-    if not isinstance(target, BudgetAccountant):
+    if target is not None and not isinstance(target, BudgetAccountant):
         raise TypeError(f"accountant must be a BudgetAccountant or None, got {type(target).__name__}")
-    target.spend(epsilon, label)
+    if target is not None:
+        target.spend(epsilon, label)
+    if target is not _PROCESS_RECORD:  # once, even when the record itself was given as the accountant
+        _PROCESS_RECORD.spend(epsilon, label)
     return target

@@ -15,7 +15,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 import edprf_core
 import edprf_core.accounting
 from edprf_core import BudgetAccountant, BudgetError, BudgetExceededError, DataValidationError, EDPRFClassifier, budget
-from edprf_core.accounting import default_accountant, set_default_accountant
+from edprf_core.accounting import default_accountant, process_accountant, set_default_accountant
 from tests.synthetic import make_data, make_schema
 
 EPS = 0.3
@@ -37,13 +37,20 @@ def small():
 
 
 def _clf(schema, **kw):
-    return EDPRFClassifier(schema, epsilon=EPS, n_trees=2, max_depth=2, random_state=0, **kw)
+    return EDPRFClassifier(schema, **({"epsilon": EPS, "n_trees": 2, "max_depth": 2, "random_state": 0} | kw))
 
 
 def test_exported():
     for name in ("BudgetAccountant", "BudgetExceededError", "budget"):
         assert name in edprf_core.__all__
-    for name in ("BudgetAccountant", "BudgetExceededError", "budget", "default_accountant", "set_default_accountant"):
+    for name in (
+        "BudgetAccountant",
+        "BudgetExceededError",
+        "budget",
+        "default_accountant",
+        "process_accountant",
+        "set_default_accountant",
+    ):
         assert name in edprf_core.accounting.__all__
     assert issubclass(BudgetExceededError, BudgetError)
 
@@ -184,6 +191,38 @@ def test_no_accountant_no_default_means_no_accounting(small):
     schema, X, y = small
     assert default_accountant() is None
     _clf(schema).fit(X, y)  # nothing to charge, nothing raised
+
+
+def _recorded_since(before: int) -> list[float]:
+    return [spend.epsilon for spend in process_accountant().spends[before:]]
+
+
+def test_the_process_record_holds_every_fit_once_whatever_was_charged(small):
+    """Review rev-sk K6: with accountant=None outside a block nothing was charged, and nothing said afterwards what
+    the process had fitted; the process record holds each fit once: none charged, an own accountant, a block, the
+    record itself given as the accountant."""
+    schema, X, y = small
+    before = len(process_accountant().spends)
+    _clf(schema).fit(X, y)  # nothing charged
+    own = BudgetAccountant()
+    _clf(schema, accountant=own, epsilon=0.5).fit(X, y)
+    with budget(None) as block:
+        _clf(schema, epsilon=0.25).fit(X, y)
+    _clf(schema, accountant=process_accountant(), epsilon=0.125).fit(X, y)
+    assert _recorded_since(before) == [EPS, 0.5, 0.25, 0.125]
+    assert own.total == 0.5 and block.total == 0.25
+    assert (
+        process_accountant().epsilon_cap is None and process_accountant() is edprf_core.accounting.process_accountant()
+    )
+
+
+def test_the_process_record_leaves_out_a_fit_its_cap_refused(small):
+    schema, X, y = small
+    before = len(process_accountant().spends)
+    with budget(EPS) as block, pytest.raises(BudgetExceededError):
+        _clf(schema).fit(X, y)
+        _clf(schema).fit(X, y)  # over the block's cap: refused before training, so not recorded
+    assert _recorded_since(before) == [EPS] and block.total == EPS
 
 
 def test_budget_context_installs_and_restores_the_default(small):
