@@ -24,7 +24,8 @@ another id (one copied from another party's directory).  A ledger written
 before the id was recorded gets it at its next opening for writing.
 
 The audit tables beside ``spends`` (refusals, deliveries, trails) are :mod:`client._ledger_audit`'s: the ledger
-creates them at its opening and delegates their rows to it.  The values both read and write (an exact ε, a count, a
+creates them at its opening (and copies there, once, the first recipients of releases completed before 0.2.12 into
+``release_recipients``) and delegates their rows to it.  The values both read and write (an exact ε, a count, a
 time stamp) are :mod:`client._ledger_values`'.  Privacy cost of the ledger: none in itself; it is local, and nothing
 here leaves the party (a release leaves through the party only after its ε is recorded here).
 """
@@ -76,6 +77,7 @@ from ._ledger_audit import (
     RefusedRequest,
     ReleaseParts,
     add_trail_row,
+    backfill_recipients,
     create_audit_tables,
     first_recipient,
     read_audit,
@@ -374,7 +376,9 @@ class BudgetLedger:
 
     Opening a ledger reconciles it with its anchor (:mod:`client._ledger_anchor`):
     ε the anchor records and the ledger does not hold (a ledger restored from a
-    backup, replaced or lost) is written into it as spent first.
+    backup, replaced or lost) is written into it as spent first.  It also copies,
+    once, the first recipient of each release completed before 0.2.12 from its
+    ``sent`` delivery row (:func:`client._ledger_audit.backfill_recipients`).
 
     Parameters
     ----------
@@ -416,6 +420,7 @@ class BudgetLedger:
                 with self._read_only_refused():
                     db.execute("DELETE FROM ledger_meta WHERE 0")  # a write that changes nothing: refused read-only
                 create_audit_tables(db)  # a ledger of 0.2.10 or earlier gets them here (AUDIT_TABLES)
+                backfill_level, backfill_note = self._backfill_recipients(db)
                 # read again under the write lock (anchors are written under it): what another opening or a
                 # reservation wrote meanwhile is what is carried from
                 anchor = read_anchor(self.anchor_path)
@@ -437,6 +442,8 @@ class BudgetLedger:
                 self.path,
                 party_id,
             )
+        if backfill_note:
+            log.log(backfill_level, "ledger %s: %s", self.path, backfill_note)
         if stale:
             log.info(
                 "ledger %s: removed %s left by an anchor write that was stopped: %s",
@@ -476,6 +483,33 @@ class BudgetLedger:
         if other:  # in the same transaction as the entry: carried once, whatever stops the anchor's rewrite
             db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, str(before + missing)))
         return note
+
+    def _backfill_recipients(self, db: sqlite3.Connection) -> tuple[int, str]:
+        """Copy the first recipients of releases completed before 0.2.12 from their ``sent`` rows, once
+        (:func:`client._ledger_audit.backfill_recipients`, inside ``db``'s transaction; review rev-s65 F1); a note
+        for the log and its level: how many were copied (INFO), or why none could be (WARNING); ``""``: nothing to
+        say (the usual opening).
+
+        A failure of the copy keeps nothing of it (those releases fall back to their first delivery row, as before;
+        the next opening tries again) and the opening goes on: it closes a gap in the resend guard, and a ledger whose
+        ``deliveries`` table cannot be read this way (edited by hand) still records spends.  An error that ended the
+        opening's transaction is raised.  Privacy cost: none (a local copy of public request parameters).
+        """
+        try:
+            copied = backfill_recipients(db)
+        except sqlite3.Error as exc:
+            if not db.in_transaction:
+                raise
+            return logging.WARNING, (
+                f"could not copy the first recipients of releases completed before 0.2.12 from their delivery rows "
+                f"({error_line(exc)}): their first delivery row stands in while it is kept, as before"
+            )
+        if not copied:
+            return logging.INFO, ""
+        return logging.INFO, (
+            f"copied the first recipient of {count_text(copied, 'release')} completed before 0.2.12 from its sent "
+            "row (kept for good from now on: the resend guard no longer depends on that row)"
+        )
 
     @contextmanager
     def _read_only_refused(self) -> Iterator[None]:

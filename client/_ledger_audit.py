@@ -43,6 +43,7 @@ __all__ = [
     "DROPPED_KEYS",
     "MAX_AUDIT_ROWS",
     "PARTS_TABLE",
+    "RECIPIENTS_BACKFILLED_KEY",
     "RECIPIENTS_TABLE",
     "TRAILS",
     "AuditRecords",
@@ -51,6 +52,7 @@ __all__ = [
     "RefusedRequest",
     "ReleaseParts",
     "add_trail_row",
+    "backfill_recipients",
     "create_audit_tables",
     "first_delivery",
     "first_recipient",
@@ -134,8 +136,9 @@ digest of the registered keys the train request carried (:func:`client._party.re
 transaction that completes the release (:meth:`client.BudgetLedger.complete`), so before the release leaves.  Never
 pruned: one row per release, as many as ``spends`` holds, which the lifetime cap bounds.  The resend guard compares
 with it (:func:`first_recipient`); the first row of ``deliveries``, which is pruned and written after the release is
-completed (best effort), is only the fallback for a release completed by an earlier version.  0.2.11 ignores the
-table (it checks the columns of ``spends`` only) and writes no row to it."""
+completed (best effort), is only the fallback for a release completed by an earlier version that
+:func:`backfill_recipients` could not copy.  0.2.11 ignores the table (it checks the columns of ``spends`` only) and
+writes no row to it."""
 
 _RECIPIENTS_SCHEMA = """CREATE TABLE IF NOT EXISTS release_recipients (
     request_id TEXT PRIMARY KEY,
@@ -145,6 +148,16 @@ _RECIPIENTS_SCHEMA = """CREATE TABLE IF NOT EXISTS release_recipients (
 """One row per completed release: its request id, the digest of the registered parties' keys its train request
 carried (``""`` when it carried none) and the party's clock.  Privacy cost: none; public request parameters and the
 party's clock, kept locally."""
+
+RECIPIENTS_BACKFILLED_KEY = "recipients-backfilled"
+"""The ``ledger_meta`` key of how far :func:`backfill_recipients` went: ``<id>`` (every entry of ``spends`` up to that
+id was looked at), then, after a space, the comma-separated ids of the entries it is still waiting for, if any (one
+``reserved`` then, or released a moment before without any delivery row yet)."""
+
+BACKFILL_WAIT_SECONDS = 60.0
+"""How long after its completion :func:`backfill_recipients` waits for the ``sent`` row of a release that has no
+delivery row (0.2.11 writes that row in a transaction of its own, after the completion, waiting up to
+:data:`AUDIT_LOCK_SECONDS` for the lock); after that it is taken as lost."""
 
 MAX_AUDIT_ROWS = 100_000
 """Most rows each audit table keeps (each trail of ``trails``): a coordinator can send refused requests or resends
@@ -172,6 +185,7 @@ _REFUSAL_COLUMNS = ("at", "request_id", "run_id", "kind", "epsilon_exact", "reas
 _TRAIL_COLUMNS = ("trail", "line")
 _DELIVERY_COLUMNS = ("at", "request_id", "run_id", "how", "node_id", "registered", "app")
 _PARTS_COLUMNS = ("request_id", "count_epsilon", "trees_epsilon", "marginals_epsilon", "residual_epsilon", "depth")
+_RECIPIENT_COLUMNS = ("request_id", "registered")
 
 
 @dataclass(frozen=True)
@@ -247,6 +261,10 @@ class AuditRecords:
     parts: Mapping[str, ReleaseParts] | None = None
     """What each completed release's ε paid for, by request id (``release_parts``); None for a ledger without the
     table."""
+    recipients: Mapping[str, str] | None = None
+    """Each completed release's first recipient, by request id (``release_recipients``: the registered keys' digest,
+    ``""`` for a run that registered none); None for a ledger without the table (not opened for writing since
+    0.2.11)."""
 
 
 def create_audit_tables(db: sqlite3.Connection) -> None:
@@ -270,16 +288,142 @@ def record_recipient(db: sqlite3.Connection, request_id: str, registered: str) -
 
 def first_recipient(db: sqlite3.Connection, request_id: str) -> str | None:
     """The registered keys' digest a release under ``request_id`` first went to (review rev-s65 F1): its row of
-    :data:`RECIPIENTS_TABLE`, written when it was completed; for a release completed before 0.2.12 (no row), its first
-    delivery row's (:func:`first_delivery`); None when neither exists (a release made before 0.2.11, or one made before
-    0.2.12 whose ``sent`` row was never written or whose delivery rows were all pruned).  A value that is not text (a
-    ledger edited by hand) is returned as it is: it equals no digest, so the guard refuses."""
+    :data:`RECIPIENTS_TABLE`, written when it was completed, or copied from its ``sent`` row by
+    :func:`backfill_recipients` for a release completed before 0.2.12; else its first delivery row's
+    (:func:`first_delivery`); None when neither exists (a release made before 0.2.11, or one made before 0.2.12 whose
+    ``sent`` row was never written or whose delivery rows were all pruned).  A value that is not text (a ledger edited
+    by hand) is returned as it is: it equals no digest, so the guard refuses.
+
+    The fallback stays for a release the back-fill did not copy: one whose first delivery row is ``resent`` (its
+    ``sent`` row lost: that row is another asker's, which the back-fill never makes the first recipient for good, and
+    which stands in here only while it is kept, as in 0.2.12's first guard), one 0.2.11 completed after this version
+    last opened the ledger for writing, and one whose back-fill failed (logged).  For every release the back-fill did
+    copy, the fallback would give the same digest: both read the first delivery row, which was ``sent``.
+
+    Privacy cost: none (a local read of public request parameters).
+    """
     if _has_table(db, RECIPIENTS_TABLE):
         row = db.execute("SELECT registered FROM release_recipients WHERE request_id = ?", (request_id,)).fetchone()
         if row is not None:
             return row[0]
     first = first_delivery(db, request_id)
     return None if first is None else first.registered
+
+
+def backfill_recipients(db: sqlite3.Connection, now: float | None = None) -> int:
+    """Copy, once, the first recipient of each release completed before 0.2.12 from its ``sent`` row into
+    :data:`RECIPIENTS_TABLE` (review rev-s65 F1), inside ``db``'s transaction (the writable opening's, right after
+    :func:`create_audit_tables`); the number of rows copied.
+
+    For every ``released`` release of ``spends`` without a recipient row whose first ``deliveries`` row is ``sent``,
+    that row's ``registered`` digest and time are copied: one ``INSERT ... SELECT`` (:func:`_copy_sent_rows`).  A
+    first row ``resent`` (the ``sent`` one lost: another asker's) or none (a release made before 0.2.11, or whose rows
+    were pruned) copies nothing: :func:`first_recipient` falls back as before.  Without this, the first delivery row
+    stood in until 100,000 later rows pruned it, and the release was then resent to anyone (review rev-s65 F1).
+
+    Done once: :data:`RECIPIENTS_BACKFILLED_KEY` keeps the highest ``spends`` id looked at, so an opening with no new
+    entry reads that value and the highest id only (no scan).  An id, not a flag, because 0.2.11 may still open the
+    ledger (an approved 0.2.11 bundle) and complete releases without a row after this ran: their entries come after
+    the id (ids only grow), and the next opening by this version copies theirs.  The entries still ``reserved`` when
+    it ran (a request training meanwhile, which 0.2.11 may complete) are kept after the id, and looked at again once
+    they are not, each by its id; so is a release completed less than :data:`BACKFILL_WAIT_SECONDS` before without any
+    delivery row yet (0.2.11 writes its ``sent`` row after the completion).  Every other entry is looked at once: a
+    release left without a row is not looked at again (its first row cannot become ``sent``), so a ledger where some
+    releases never get one does not scan at each opening.  Re-running it is harmless (it copies for releases without
+    a row only); an unreadable value is taken as absent (everything is looked at again).  A row this version wrote at
+    a completion is never replaced.  The copy runs in a savepoint: on an SQLite error nothing of it is kept, the
+    marker included, and the error is raised for the caller (which logs it and opens the ledger all the same).
+
+    Parameters
+    ----------
+    db : a connection inside a write transaction, on a ledger holding the audit tables and ``release_recipients``
+    now : the party's clock (``time.time()`` when None), for :data:`BACKFILL_WAIT_SECONDS`
+
+    Returns
+    -------
+    int
+        How many recipient rows were copied (0 on most openings).
+
+    Raises
+    ------
+    sqlite3.Error
+        The copy failed (a ``deliveries`` table edited by hand?): nothing of it is kept.
+
+    Privacy cost: none.  It copies, locally, public request parameters the ledger already holds (the registered keys'
+    digest a delivery row kept) and their time; nothing is read from the data and nothing leaves the party.
+    """
+    db.execute("SAVEPOINT recipients_backfill")
+    try:
+        copied = _backfill(db, time.time() if now is None else now)
+    except sqlite3.Error:
+        if db.in_transaction:  # an error that ended the whole transaction leaves no savepoint to roll back to
+            db.execute("ROLLBACK TO recipients_backfill")
+            db.execute("RELEASE recipients_backfill")
+        raise
+    db.execute("RELEASE recipients_backfill")
+    return copied
+
+
+def _backfill(db: sqlite3.Connection, now: float) -> int:
+    """:func:`backfill_recipients`'s work, without its savepoint."""
+    through, waiting = _backfill_mark(meta_value(db, RECIPIENTS_BACKFILLED_KEY))
+    (top,) = db.execute("SELECT coalesce(max(id), 0) FROM spends").fetchone()  # the end of the rowid index
+    if top <= through and not waiting:
+        return 0  # every entry looked at before: the usual opening
+    looked_at = f"s.id > {int(through)}"  # integers parsed from the mark: nothing else goes into the statement
+    if waiting:
+        looked_at = f"({looked_at} OR s.id IN ({', '.join(map(str, waiting))}))"
+    still = [i for (i,) in db.execute(f"SELECT s.id FROM spends AS s WHERE {looked_at} AND s.state = 'reserved'")]
+    if top <= through and sorted(still) == sorted(waiting):
+        return 0  # the entries waited for are all still reserved: nothing new to look at
+    copied = _copy_sent_rows(db, looked_at)
+    recent = [
+        i
+        for (i,) in db.execute(
+            f"SELECT s.id FROM spends AS s WHERE {looked_at} AND s.kind = 'release' AND s.state = 'released' "
+            "AND s.updated_at BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM release_recipients AS r "
+            "WHERE r.request_id = s.request_id) AND NOT EXISTS (SELECT 1 FROM deliveries AS d "
+            "WHERE d.request_id = s.request_id)",
+            (now - BACKFILL_WAIT_SECONDS, now + BACKFILL_WAIT_SECONDS),
+        )
+    ]
+    waited = sorted({*still, *recent})
+    mark = f"{max(top, through)}" + (f" {','.join(map(str, waited))}" if waited else "")
+    db.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (RECIPIENTS_BACKFILLED_KEY, mark))
+    return copied
+
+
+def _copy_sent_rows(db: sqlite3.Connection, looked_at: str) -> int:
+    """The back-fill's one ``INSERT ... SELECT``: for each released release among the entries ``looked_at`` (an SQL
+    condition on ``spends AS s``) without a recipient row, its first delivery row's digest and time, when that row is
+    ``sent``; the number of rows copied.  ``deliveries`` has no index on ``request_id``: its first row per release is
+    found in one pass over the table (``GROUP BY``), and only when some release lacks a row."""
+    missing = (
+        f"FROM spends AS s WHERE {looked_at} AND s.kind = 'release' AND s.state = 'released' "
+        "AND NOT EXISTS (SELECT 1 FROM release_recipients AS r WHERE r.request_id = s.request_id)"
+    )
+    if db.execute(f"SELECT 1 {missing} LIMIT 1").fetchone() is None:
+        return 0
+    return db.execute(
+        "INSERT INTO release_recipients (request_id, registered, at) "
+        "SELECT d.request_id, d.registered, d.at "
+        "FROM (SELECT request_id, min(id) AS first FROM deliveries GROUP BY request_id) AS f "
+        "JOIN deliveries AS d ON d.id = f.first "
+        f"WHERE d.how = 'sent' AND d.request_id IN (SELECT s.request_id {missing})"
+    ).rowcount
+
+
+_BACKFILL_MARK = re.compile(r"(\d{1,18})(?: (\d{1,18}(?:,\d{1,18}){0,9999}))?")
+
+
+def _backfill_mark(value: object) -> tuple[int, tuple[int, ...]]:
+    """The highest ``spends`` id :func:`backfill_recipients` looked at and the ids it waits for, from the value of
+    :data:`RECIPIENTS_BACKFILLED_KEY`; ``(0, ())`` (look at every entry) when absent or unreadable."""
+    match = _BACKFILL_MARK.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return 0, ()
+    waiting = tuple(int(i) for i in match.group(2).split(",")) if match.group(2) else ()
+    return int(match.group(1)), waiting
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
@@ -505,6 +649,8 @@ def read_audit(db: sqlite3.Connection, p: Path, meta: Mapping[str, str]) -> Audi
     if trail_rows is not None:
         trails = {name: tuple(line for t, line in trail_rows if t == name) for name in TRAILS}
     parts_rows = _audit_rows(db, p, PARTS_TABLE, _PARTS_COLUMNS, _checked_parts)
+    # no id column: one row per request id, its primary key (the order does not matter in a mapping)
+    recipient_rows = _audit_rows(db, p, RECIPIENTS_TABLE, _RECIPIENT_COLUMNS, _checked_recipient, "request_id")
     return AuditRecords(
         _audit_rows(db, p, "refusals", _REFUSAL_COLUMNS, _checked_refusal),
         _audit_rows(db, p, "deliveries", _DELIVERY_COLUMNS, _checked_delivery),
@@ -513,14 +659,21 @@ def read_audit(db: sqlite3.Connection, p: Path, meta: Mapping[str, str]) -> Audi
         trails,
         {name: stored_count(meta.get(f"{AUDIT_DROPPED_KEY}/trails/{name}")) or 0 for name in TRAILS},
         None if parts_rows is None else {r.request_id: r for r in parts_rows},
+        None if recipient_rows is None else dict(recipient_rows),
     )
 
 
 def _audit_rows(
-    db: sqlite3.Connection, p: Path, table: str, columns: tuple[str, ...], check: Callable[[Sequence, str], _T]
+    db: sqlite3.Connection,
+    p: Path,
+    table: str,
+    columns: tuple[str, ...],
+    check: Callable[[Sequence, str], _T],
+    order: str = "id",
 ) -> tuple[_T, ...] | None:
-    """The checked rows of the audit ``table`` (oldest first), or None when the ledger holds no such table; a table
-    without the columns this version writes is refused as the ``spends`` table of another version is."""
+    """The checked rows of the audit ``table`` in the order of its column ``order`` (``id``: oldest first), or None when
+    the ledger holds no such table; a table without the columns this version writes is refused as the ``spends``
+    table of another version is."""
     kinds = [r[0] for r in db.execute("SELECT type FROM sqlite_master WHERE name = ? LIMIT 2", (table,))]
     if not kinds:
         return None
@@ -529,7 +682,7 @@ def _audit_rows(
     found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
     if not set(columns) <= found:
         raise ValueError(f"{p}: its {table} table lacks columns this version writes (not a ledger it wrote)")
-    cursor = db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id LIMIT {MAX_READ_ROWS + 1}")
+    cursor = db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order} LIMIT {MAX_READ_ROWS + 1}")
     rows = [check(row, f"{p}: {table} row {i + 1}") for i, row in enumerate(cursor)]
     if len(rows) > MAX_READ_ROWS:
         raise ValueError(f"{p}: expected at most {MAX_READ_ROWS} rows in {table}, got more")
@@ -574,6 +727,11 @@ def _checked_delivery(row: Sequence, where: str) -> Delivery:
     at, *texts = row
     _texts(texts, _DELIVERY_COLUMNS[1:], where)
     return Delivery(stamp_value(at), *texts)
+
+
+def _checked_recipient(row: Sequence, where: str) -> tuple[str, str]:
+    _texts(row, _RECIPIENT_COLUMNS, where)
+    return row[0], row[1][:64]
 
 
 def _checked_parts(row: Sequence, where: str) -> ReleaseParts:

@@ -797,8 +797,10 @@ class Party:
         either).  Not compared: the node id (new at every registration), the app's hash (a coordinator that rebuilt
         its app resumes all the same).  Equal digests pass, the empty one included: runs that register no keys
         (insecure, simulation) resume as before, and the party cannot tell such coordinators apart.  A release
-        completed before 0.2.12 has no such record: its first delivery row stands in; one with neither (made before
-        0.2.11, or whose ``sent`` row was never written or whose delivery rows were pruned) is resent as before.
+        completed before 0.2.12 gets that record from its ``sent`` row when this version opens the ledger
+        (:func:`client._ledger_audit.backfill_recipients`); one whose first delivery row is not ``sent`` gets none:
+        that row stands in while it is kept, and one with neither (made before 0.2.11, or whose ``sent`` row was
+        never written or whose delivery rows were pruned) is resent as before.
         ``first_run`` (the release's run, from its entry) is for the log only.  Not a DP question: the
         release is a DP output its ε paid for once, and a resend spends nothing; whom it reaches is the party's
         consent (docs/privacy.md).  Decided from the request and the ledger alone, before any row is read.

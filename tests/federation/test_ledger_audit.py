@@ -843,8 +843,9 @@ def test_a_lost_sent_row_does_not_hand_the_release_to_the_next_asker(tmp_path, m
 
 
 def test_a_release_made_before_the_recipient_table_falls_back_to_its_first_delivery(tmp_path, monkeypatch):
-    """A release completed by 0.2.11 has no release_recipients row: its first delivery row decides, as in 0.2.12's
-    first guard; a recipient row, once there, decides over the delivery rows."""
+    """A release completed by 0.2.11 has no release_recipients row: the next opening copies its sent row's digest
+    (the back-fill), which decides as that row did in 0.2.12's first guard; a recipient row decides over the delivery
+    rows."""
     import client._party as party_module
 
     monkeypatch.setattr(party_module, "registration_problem", lambda *_args: None)
@@ -860,7 +861,7 @@ def test_a_release_made_before_the_recipient_table_falls_back_to_its_first_deliv
     assert result_of(send_request(setup, replace(a, run_id="run2")))["status"] == "released"
     with sqlite3.connect(setup.ledger_path) as db:  # the table's row wins over the deliveries
         db.execute(
-            "INSERT INTO release_recipients (request_id, registered, at) VALUES (?, ?, 0)",
+            "INSERT OR REPLACE INTO release_recipients (request_id, registered, at) VALUES (?, ?, 0)",
             ("tag/train", party_module.registered_digest(_THEIRS)),
         )
     assert ledger.first_recipient("tag/train") == party_module.registered_digest(_THEIRS)
