@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,8 @@ __all__ = [
     "delivery_json",
     "delivery_lines",
     "entry_relation",
+    "first_recipient_json",
+    "first_recipient_text",
     "parts_json",
     "parts_text",
     "refusal_json",
@@ -380,6 +382,47 @@ def parts_json(parts: ReleaseParts | None) -> dict[str, Any] | None:
         "residual_pass_epsilon_exact": exact(residual),
         "depth": parts.depth,
     }
+
+
+RECIPIENT_DIGITS = 12
+"""Hex digits of a first recipient's digest the table shows (``--json`` and the deliveries section give all 16)."""
+
+
+def _completed_release(entry: LedgerEntry) -> bool:
+    """A release that was completed (released, not carried): the entries that have a first recipient."""
+    return entry.kind == "release" and entry.state == "released" and carried_source(entry) is None
+
+
+def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | None) -> str:
+    """A completed release's first recipient, for the end of its line in the table (review rev-s65 F1): the first
+    :data:`RECIPIENT_DIGITS` hex digits of the registered keys' digest its train request carried, ``(none: keyless
+    run)`` for a run that registered none, ``(unknown: made before 0.2.12)`` where the ledger keeps none (a release
+    made before 0.2.11, or one made by 0.2.11 whose first delivery row was not ``sent`` or is gone, or a ledger not yet
+    opened for writing by 0.2.12); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
+
+    Privacy cost: none (the party's own record, shown to its operator).
+    """
+    if not _completed_release(entry):
+        return ""
+    registered = None if recipients is None else recipients.get(entry.request_id)
+    if registered is None:
+        shown = "(unknown: made before 0.2.12)"
+    elif not registered:
+        shown = "(none: keyless run)"
+    else:
+        shown = f"keys {terminal_safe(registered[:RECIPIENT_DIGITS], RECIPIENT_DIGITS)}"
+    return f"[first recipient: {shown}]"
+
+
+def first_recipient_json(entry: LedgerEntry, recipients: Mapping[str, str] | None) -> str | None:
+    """``--json``: a completed release's first recipient, the registered keys' digest whole (``""``: a run that
+    registered none); None for any other entry and where the ledger keeps none (see :func:`first_recipient_text`).
+
+    Privacy cost: none (the party's own record, shown to its operator).
+    """
+    if not _completed_release(entry) or recipients is None:
+        return None
+    return recipients.get(entry.request_id)
 
 
 def backwards_note(entries: Sequence[LedgerEntry], shown: set[str] | None = None) -> str | None:

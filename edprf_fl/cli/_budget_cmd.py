@@ -142,6 +142,8 @@ def _show(args: argparse.Namespace) -> int:
         carried_source,
         delivery_json,
         delivery_lines,
+        first_recipient_json,
+        first_recipient_text,
         parts_json,
         parts_text,
         refusal_json,
@@ -187,6 +189,7 @@ def _show(args: argparse.Namespace) -> int:
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     paid = {} if audit.parts is None else audit.parts  # what each completed release's epsilon paid for (D8)
+    recipients = audit.recipients  # each completed release's first recipient (rev-s65 F1); None: no such table
     if args.json:
         print(
             json.dumps(
@@ -230,6 +233,7 @@ def _show(args: argparse.Namespace) -> int:
                             "shown_kind": shown_kind(e),
                             "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
                             "parts": parts_json(paid.get(e.request_id)),
+                            "first_recipient": first_recipient_json(e, recipients),
                         }
                         for e in shown
                     ],
@@ -251,6 +255,8 @@ def _show(args: argparse.Namespace) -> int:
         detail = terminal_safe(e.detail, 2000 if source else 200)
         if e.request_id in paid and not source:
             detail += f" {terminal_safe(parts_text(paid[e.request_id]), 300)}"
+        if recipient := first_recipient_text(e, recipients):
+            detail += f" {recipient}"
         print(
             f"{when:<20} {shown_kind(e):<11} {format_epsilon(e.epsilon_exact):>10} "
             f"{state_text:<9} {request:<{width}} {run_text:<22} "

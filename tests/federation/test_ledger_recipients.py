@@ -1,10 +1,11 @@
 """The first recipients of releases completed before 0.2.12, copied once from their ``sent`` rows when this version
 opens the ledger for writing (review rev-s65 F1, the gap left for older releases): the resend guard then holds once
 those rows are pruned; a first row ``resent`` copies nothing; the copy is done once, and the releases 0.2.11 completes
-afterwards are copied at the next opening."""
+afterwards are copied at the next opening; ``edprf budget`` shows each completed release's first recipient."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from dataclasses import replace
@@ -14,6 +15,7 @@ import pytest
 import client._ledger_audit as audit_module
 from client import BudgetLedger
 from client._ledger import read_records_readonly
+from edprf_fl.cli._main import main
 
 from ..privacy._party_requests import (  # noqa: F401
     TrainSettings,
@@ -198,3 +200,47 @@ def test_a_copy_that_fails_leaves_nothing_and_the_ledger_opens(tmp_path, monkeyp
     reopened.reserve("r2/train", "release", 0.5)  # the ledger serves
     BudgetLedger(ledger.path, 10.0)
     assert [r for r, _d, _at in _recipients(ledger.path)] == ["r1/train"]
+
+
+def test_budget_shows_each_completed_releases_first_recipient(tmp_path, capsys):
+    """(d) ``edprf budget``: at the end of a completed release's line, its first recipient (the digest's first 12 hex
+    digits, ``(none: keyless run)``, or ``(unknown: made before 0.2.12)`` where the ledger keeps none); ``--json``:
+    each entry's ``first_recipient`` (the digest whole, ``""`` keyless, null where none is kept or for any other
+    entry)."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=10.0)
+    for request_id, recipient in (("keyed/train", "0123456789abcdef"), ("keyless/train", ""), ("old/train", "x")):
+        ledger.reserve(request_id, "release", 0.5, detail=_DETAIL)
+        ledger.complete(request_id, b"x", recipient)
+    ledger.reserve("e/evaluate", "evaluation", 0.1)
+    ledger.complete("e/evaluate")
+    ledger.reserve("open/train", "release", 0.5)
+    with sqlite3.connect(ledger.path) as db:  # as a release made before 0.2.11 (read-only: nothing copies it)
+        db.execute("DELETE FROM release_recipients WHERE request_id = 'old/train'")
+
+    assert main(["budget", str(ledger.path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    def line_of(request_id):
+        return next(x for x in lines if f" {request_id} " in x)
+
+    assert line_of("keyed/train").endswith(f"{_DETAIL} [first recipient: keys 0123456789ab]")
+    assert line_of("keyless/train").endswith(f"{_DETAIL} [first recipient: (none: keyless run)]")
+    assert line_of("old/train").endswith(f"{_DETAIL} [first recipient: (unknown: made before 0.2.12)]")
+    assert "first recipient" not in line_of("e/evaluate") + line_of("open/train")
+
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    shown = {e["request_id"]: e["first_recipient"] for e in json.loads(capsys.readouterr().out)["entries"]}
+    assert shown == {
+        "keyed/train": "0123456789abcdef",
+        "keyless/train": "",
+        "old/train": None,
+        "e/evaluate": None,
+        "open/train": None,
+    }
+
+    with sqlite3.connect(ledger.path) as db:  # a ledger 0.2.11 wrote: no table, every release unknown
+        db.execute("DROP TABLE release_recipients")
+    assert main(["budget", str(ledger.path)]) == 0
+    assert "[first recipient: (unknown: made before 0.2.12)]" in next(
+        x for x in capsys.readouterr().out.splitlines() if " keyed/train " in x
+    )
