@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -410,7 +411,13 @@ def _run_the_sweep(
         header = list(row)
         finished.append(dict(row))
 
-    try:
+    def stopped(interrupt: KeyboardInterrupt) -> None:
+        say(_interrupted_text(len(done) + len(finished), csv_path))
+        _report_the_finished_runs(
+            _in_grid_order([*done, *finished], base, configs), configs, out, len(configs) * args.seeds, interrupt
+        )
+
+    with _said_on_interrupt(stopped):
         # seeded: the header says NOT differentially private, once (the parties log it at DEBUG)
         run_sweep(
             base,
@@ -424,20 +431,52 @@ def _run_the_sweep(
             skip={(_key(r), r["seed"]) for r in done},
             data_sha256=data_sha256,
         )
-    except KeyboardInterrupt:
-        say(_interrupted_text(len(done) + len(finished), csv_path))
-        _report_the_finished_runs(
-            _in_grid_order([*done, *finished], base, configs), configs, out, len(configs) * args.seeds
-        )
-        raise
+    every_run_finished = (  # review rev-research2 N11: every run finished, the table or plots not
+        f"interrupted while writing the table and plots: every run finished, their rows are in {csv_path}; "
+        f"edprf sweep --resume {out} runs nothing and writes them again"
+    )
+    with _said_on_interrupt(lambda _: say(every_run_finished)):
+        status = write_report(_in_grid_order([*done, *finished], base, configs), configs, out)
+    return status
+
+
+@contextmanager
+def _said_on_interrupt(
+    tell: Callable[[KeyboardInterrupt], object], *, since: KeyboardInterrupt | None = None, stop: bool = True
+) -> Iterator[None]:
+    """Call ``tell`` with the interrupt that stops the block (what it leaves), then raise that interrupt (``stop``)
+    or end the block.
+
+    After a Ctrl-C, C code may raise another error in place of its ``KeyboardInterrupt`` (numpy: "... is not a
+    valid PEP 3118 buffer format string"): an ordinary exception is an interrupt's when one was recorded
+    (:func:`edprf_fl.recorded_interrupt`), as in ``edprf simulate``, and is raised as that interrupt, caused by it.
+    Otherwise it is raised unchanged, ``tell`` not called.
+
+    Parameters
+    ----------
+    tell : callable
+        Says what the stop leaves; given the interrupt.
+    since : KeyboardInterrupt, optional
+        The interrupt already being handled (the block says what it left): an ordinary exception is an interrupt's
+        only when another one (a second Ctrl-C) was recorded.
+    stop : bool, default True
+        Raise the interrupt after ``tell`` (False: the block ends, the interrupt said).
+    """
+    from edprf_fl import recorded_interrupt
+
     try:
-        return write_report(_in_grid_order([*done, *finished], base, configs), configs, out)
-    except KeyboardInterrupt:  # review rev-research2 N11: every run finished, the table or plots not
-        say(
-            f"interrupted while writing the table and plots: every run finished, their rows are in {csv_path}; "
-            f"edprf sweep --resume {out} runs nothing and writes them again"
-        )
-        raise
+        yield
+    except (KeyboardInterrupt, Exception) as exc:
+        recorded = recorded_interrupt()
+        interrupt = exc if isinstance(exc, KeyboardInterrupt) else None if recorded is since else recorded
+        if interrupt is None:
+            raise
+        tell(interrupt)
+        if not stop:
+            return
+        if interrupt is exc:
+            raise
+        raise interrupt from exc
 
 
 def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -628,10 +667,15 @@ def write_report(
 
 
 def _report_the_finished_runs(
-    finished: list[dict[str, Any]], configs: list[Mapping[str, Any]], out: Path, total: int
+    finished: list[dict[str, Any]],
+    configs: list[Mapping[str, Any]],
+    out: Path,
+    total: int,
+    interrupt: KeyboardInterrupt | None = None,
 ) -> None:
     """An interrupted sweep's sweep.md and plots, of the runs that finished (review rev-research R3: only the CSV was
-    left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them."""
+    left), headed as partial; the unfinished run's directory named.  A second Ctrl-C skips them (``interrupt``: the
+    first, which stopped the runs)."""
     from edprf_fl.simulation import plot_sweep, sweep_markdown, unfinished_run_dirs
 
     from ._simulate import say
@@ -644,20 +688,22 @@ def _report_the_finished_runs(
     if not finished:
         return
     written = False
-    try:
-        head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
-        (out / "sweep.md").write_text(sweep_markdown(finished, configs, head=head))  # the runs' lines
-        written = True
-        plots = plot_sweep(finished, configs, out)
-        said = "with their plots" if plots else "no plot (one value per axis, or no matplotlib)"
-        say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), {said}")
-    except KeyboardInterrupt:  # review rev-research2 N11: say what was written
+
+    def second_interrupt(_: KeyboardInterrupt) -> None:  # review rev-research2 N11: say what was written
         what = (
             f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED); their plots were not written"
             if written
             else "the finished runs' table and plots were not written"
         )
         say(f"second interrupt: {what} (their rows are in sweep.csv)")
+
+    with _said_on_interrupt(second_interrupt, since=interrupt, stop=False):
+        head = f"INTERRUPTED: {len(finished)} of {total} runs finished; this table and the plots hold those only."
+        (out / "sweep.md").write_text(sweep_markdown(finished, configs, head=head))  # the runs' lines
+        written = True
+        plots = plot_sweep(finished, configs, out)
+        said = "with their plots" if plots else "no plot (one value per axis, or no matplotlib)"
+        say(f"the finished runs' table is in {out / 'sweep.md'} (marked INTERRUPTED), {said}")
 
 
 def _interrupted_text(finished: int, csv_path: Path) -> str:

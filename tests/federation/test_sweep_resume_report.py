@@ -770,6 +770,79 @@ def test_interrupt_messages_say_what_was_written(tmp_path, monkeypatch, capsys):
     assert f"edprf sweep --resume {tmp_path / 'last'} runs nothing and writes them again" in err
 
 
+PEP_3118 = "'T{d:val:q:i1:q:i2:}' is not a valid PEP 3118 buffer format string"
+"""What numpy's C code raised in place of a Ctrl-C's KeyboardInterrupt (CI rehearsal 4 at 71544bb)."""
+
+
+def _ctrl_c(*_, **__):
+    """A Ctrl-C: its KeyboardInterrupt recorded, as SIGINT's handler records it."""
+    from edprf_fl import record_interrupt
+
+    record_interrupt(interrupt := KeyboardInterrupt())
+    raise interrupt
+
+
+def _ctrl_c_made_an_error(*_, **__):
+    """A Ctrl-C whose KeyboardInterrupt C code turned into another error."""
+    from edprf_fl import record_interrupt
+
+    record_interrupt(KeyboardInterrupt())
+    raise ValueError(PEP_3118)
+
+
+def test_an_error_c_code_made_of_an_interrupt_still_says_what_was_written(tmp_path, monkeypatch, capsys):
+    """Final read, item 10: after a Ctrl-C, C code may raise another error in place of the KeyboardInterrupt; the
+    sweep then said nothing of its finished runs (exit 130 from edprf's own handler, but no message and no table)."""
+    from edprf_fl import simulation
+
+    def second_run(stop):
+        calls = []
+
+        def run(settings, out_dir, **_):
+            calls.append(out_dir.name)
+            if len(calls) == 2:
+                stop()
+            out_dir.mkdir(parents=True)
+            return _made_here(settings)
+
+        return run
+
+    def sweep(name: str, *argv: str) -> str:
+        assert main(["sweep", *TINY, *argv, "--output", str(tmp_path / name)]) == 130
+        err = capsys.readouterr().err
+        assert PEP_3118 not in err
+        return err
+
+    monkeypatch.setattr(_sweep, "run_simulation", second_run(_ctrl_c_made_an_error))
+    err = sweep("runs", "--seeds", "2")
+    assert f"sweep interrupted after 1 finished run; its rows are in {tmp_path / 'runs' / 'sweep.csv'}" in err
+    assert f"the finished runs' table is in {tmp_path / 'runs' / 'sweep.md'} (marked INTERRUPTED)" in err
+    assert (tmp_path / "runs" / "sweep.md").read_text().startswith("INTERRUPTED: 1 of 2 runs finished")
+    # the second Ctrl-C, while the finished runs' plots are drawn, turned into an error
+    monkeypatch.setattr(_sweep, "run_simulation", second_run(_ctrl_c))
+    monkeypatch.setattr(simulation, "plot_sweep", _ctrl_c_made_an_error)
+    err = sweep("second", "--seeds", "2")
+    assert "sweep interrupted after 1 finished run" in err
+    assert "second interrupt: the finished runs' table is in" in err and "their plots were not written" in err
+
+    def a_real_error(*_, **__):
+        raise ValueError("not an interrupt")
+
+    monkeypatch.setattr(_sweep, "run_simulation", second_run(_ctrl_c))
+    monkeypatch.setattr(simulation, "plot_sweep", a_real_error)  # after the first Ctrl-C, but no second one
+    err = sweep("error", "--seeds", "2")
+    assert "sweep interrupted after 1 finished run" in err and "second interrupt" not in err
+    monkeypatch.setattr(_sweep, "run_simulation", lambda s, d, **_: (d.mkdir(parents=True), _made_here(s))[1])
+    monkeypatch.setattr(simulation, "plot_sweep", _ctrl_c_made_an_error)  # in the final plots
+    err = sweep("last")
+    assert "interrupted while writing the table and plots: every run finished" in err
+    # an error without an interrupt is itself: said as the error, nothing said of an interrupt
+    monkeypatch.setattr(_sweep, "run_simulation", second_run(a_real_error))
+    assert main(["sweep", *TINY, "--seeds", "2", "--output", str(tmp_path / "failed")]) == 1
+    err = capsys.readouterr().err
+    assert "not an interrupt" in err and "interrupted" not in err
+
+
 def test_a_report_onto_a_report_names_no_run_and_the_record_holds_what_the_runs_used(
     halves, tmp_path, monkeypatch, capsys
 ):
