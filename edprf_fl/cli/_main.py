@@ -12,6 +12,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from ._given_options import CommandParser
+
 __all__ = ["build_parser", "main", "require_federation"]
 
 # module name -> imported when the parser is built: each imports only light modules at its top (the
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.add_argument("--version", action=_SourceVersion)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name in SUBCOMMANDS:
         try:
             module = importlib.import_module(f"edprf_fl.cli.{name}")

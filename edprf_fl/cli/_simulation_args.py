@@ -110,7 +110,8 @@ class _Refused(argparse.Action):
     """An option the command does not take (hidden from its help): given, it is refused with the reason."""
 
     def __init__(self, option_strings: list[str], dest: str, why: str = "", **options: Any) -> None:
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **options)
+        options.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)  # a parser's argument_default too
+        super().__init__(option_strings, dest, **options)
         self.why = why
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *_: Any) -> None:

@@ -92,6 +92,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "trees (seeded research runs)",
         description=_DESCRIPTION,
     )
+    _add_options(p)
+    p.note_given_options(GIVEN, _add_options)  # a CommandParser (_given_options.py)
+    p.set_defaults(handler=run)
+
+
+GIVEN = "given_options"
+"""The namespace attribute that holds the destinations of the options given on the command line (a frozenset;
+absent when none was), one given at its default value too: ``--resume`` takes every other option from the sweep's
+record (``--n-bins 20`` at a resume of an ``--n-bins 8`` sweep is refused, not replaced by the record's 8)."""
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    """Add ``edprf sweep``'s options to ``p`` (twice a parse: :meth:`CommandParser.note_given_options`)."""
     add_federation_arguments(p, fixed=_SET_BY_EACH_RUN, one_value_of=_LIST_FLAGS)
     p.add_argument(
         "--epsilons",
@@ -165,37 +178,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --resume: finish a sweep whose rows another version or git revision of edprf made (refused "
         "without it; sweep.md then says so at its top)",
     )
-    _note_given_options(p)
-    p.set_defaults(handler=run)
-
-
-GIVEN = "given_options"
-"""The namespace attribute that holds the destinations of the options given on the command line (a frozenset;
-absent when none was): ``--resume`` takes every other option from the sweep's record."""
-
-
-def _note_given_options(p: argparse.ArgumentParser) -> None:
-    """Make each option of ``p`` add its destination to the namespace's :data:`GIVEN` when it is given: a value
-    given at its default is told from one not given (``--n-bins 20`` at a resume of an ``--n-bins 8`` sweep is
-    refused, not replaced by the record's 8)."""
-    for action in p._actions:
-        if action.option_strings and not isinstance(action, argparse._HelpAction):
-            action.__class__ = _noting(type(action))
-
-
-_NOTING: dict[type, type] = {}
-
-
-def _noting(kind: type) -> type:
-    """``kind`` (an argparse action class) that also notes its destination in :data:`GIVEN` when called."""
-    if kind not in _NOTING:
-
-        def __call__(self, parser, namespace, values, option_string=None):
-            setattr(namespace, GIVEN, getattr(namespace, GIVEN, frozenset()) | {self.dest})
-            kind.__call__(self, parser, namespace, values, option_string)
-
-        _NOTING[kind] = type(kind.__name__, (kind,), {"__call__": __call__})
-    return _NOTING[kind]
 
 
 def _default_text(setting: str) -> str:

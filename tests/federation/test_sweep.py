@@ -171,6 +171,22 @@ def test_a_setting_and_its_list_are_refused_together(tmp_path, capsys, no_runs, 
     assert not (tmp_path / "o").exists()
 
 
+def test_the_options_given_are_noted_one_at_its_default_value_too():
+    """What ``--resume`` compares with the record (review rev-s65 F6: noted by a second parse, not by the actions'
+    classes swapped through argparse's private ``_actions``); the values themselves as without the note."""
+    from edprf_fl.cli._simulation_args import DEFAULTS
+    from edprf_fl.cli._sweep import GIVEN
+
+    assert not hasattr(_parsed("sweep"), GIVEN)  # absent when none was given
+    argv = ["--n-bins", str(DEFAULTS.n_bins), "--seeds=3", "--no-header", "--resume", "--epsilon", "1", "-v"]
+    args = build_parser().parse_args(["-v", "sweep", *argv])
+    assert getattr(args, GIVEN) == {"n_bins", "seeds", "no_header", "resume", "epsilon"}  # -v is no sweep option
+    assert (args.n_bins, args.seeds, args.no_header, args.resume, args.epsilon) == (DEFAULTS.n_bins, 3, True, True, 1)
+    assert (args.seed_start, args.overwrite, args.data) == (0, False, None) and not hasattr(args, "alpha")
+    assert getattr(_parsed("sweep", "--resume", "DIR"), GIVEN) == {"resume"}  # a value after an optional one
+    assert not hasattr(_parsed("simulate", "--n-bins", "20"), GIVEN)  # edprf sweep's alone
+
+
 @pytest.mark.parametrize(
     ("argv", "axis", "expected"),
     [
