@@ -348,6 +348,7 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             if not args.allow_mixed_code and (why := mixed_code_error([*done, here], _CODE_WHERE.format(out=out))):
                 raise ValueError(f"--resume: {why}")
             _remove_the_interrupted_run(out, done, base, configs, args)  # after every check: a refusal removes nothing
+            _record_where_the_data_is(out, record_here)
             say(f"resuming the sweep in {out}: {len(done)} of its runs finished, in {out / 'sweep.csv'}")
         else:
             locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
@@ -555,6 +556,29 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
                     f"{where}), got {value or 'none'}: rows of different data make no single table"
                 )
     return rows
+
+
+def _record_where_the_data_is(out: Path, asked: SweepRecord) -> None:
+    """Name in ``out/sweep.json`` the data and schema files this resume read, where the record names them at other
+    paths (the same content: :func:`_resumed_rows` checked it), atomically; said.  A later ``--resume`` without
+    ``--data`` then finds them (closing note of h-resume: the record kept naming the old path)."""
+    from dataclasses import replace
+
+    from edprf_fl.simulation import write_record
+
+    from ._simulate import say
+
+    record = _recorded(out)
+    moved = {
+        name: path
+        for name in ("data", "schema")
+        if (path := asked.settings.get(name)) is not None and record.settings.get(name) not in (None, path)
+    }
+    if not moved:
+        return
+    write_record(out, replace(record, settings={**record.settings, **moved}))
+    said = "; ".join(f"{flag_of(name)} {path} (was {record.settings[name]})" for name, path in moved.items())
+    say(f"{out / 'sweep.json'} now names {said}: the same content, where a later --resume finds it")
 
 
 def _remove_the_interrupted_run(

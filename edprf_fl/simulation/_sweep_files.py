@@ -336,13 +336,13 @@ class SweepRecord:
 
 
 def write_record(out: Path, record: SweepRecord) -> Path:
-    """Write ``out/sweep.json`` (readable by its owner only, as a run's simulation.json)."""
-    from protocol import open_owner_only
+    """Write ``out/sweep.json`` (readable by its owner only, as a run's simulation.json), atomically: a stop while
+    ``edprf sweep --resume`` rewrites it (the data at a new path) leaves the old record or the new one, never a
+    part."""
+    from protocol import OWNER_ONLY_FILE, save_atomic
 
-    path = Path(out) / SWEEP_RECORD
-    with open_owner_only(path) as f:
-        f.write(json.dumps(record.to_dict(), indent=2) + "\n")
-    return path
+    text = json.dumps(record.to_dict(), indent=2) + "\n"
+    return save_atomic(Path(out) / SWEEP_RECORD, text.encode("utf-8"), mode=OWNER_ONLY_FILE)
 
 
 def read_record(out: Path) -> SweepRecord | None:

@@ -507,6 +507,42 @@ def test_resume_compares_the_options_given_with_the_record(tmp_path, monkeypatch
     assert len(_csv_rows(out / "sweep.csv")) == 1  # nothing ran, nothing removed
 
 
+def test_a_resume_with_the_data_at_a_new_path_records_it_for_the_next_resume(tmp_path, monkeypatch, capsys):
+    """Closing note of h-resume: sweep.json kept naming the old path, and a second resume without --data refused."""
+    import stat
+
+    _fake_sweep(monkeypatch, out := tmp_path / "sweep", *_wall_copy(tmp_path / "data"), "--seeds", "3")
+    before = json.loads((out / "sweep.json").read_text())
+    _interrupted_after_one_run(out)
+    (tmp_path / "data").rename(tmp_path / "moved")
+    moved = {"data": str(tmp_path / "moved" / "wall.csv.gz"), "schema": str(tmp_path / "moved" / "wall.schema.toml")}
+    ran = []
+
+    def second_run_stopped(settings, out_dir, **_):  # the resume is interrupted in turn, after one more run
+        if ran:
+            raise KeyboardInterrupt
+        ran.append(out_dir.name)
+        out_dir.mkdir(parents=True)
+        return _made_here(settings)
+
+    monkeypatch.setattr(_sweep, "run_simulation", second_run_stopped)
+    capsys.readouterr()
+    assert main(["sweep", "--resume", str(out), "--data", moved["data"], "--schema", moved["schema"]]) == 130
+    err = capsys.readouterr().err
+    said = f"{out / 'sweep.json'} now names --data {moved['data']} (was {tmp_path / 'data' / 'wall.csv.gz'}); --schema"
+    assert said in err and "where a later --resume finds it" in err
+    after = json.loads((out / "sweep.json").read_text())
+    assert {k: after["settings"][k] for k in moved} == moved
+    assert {**after, "settings": {**after["settings"], **before["settings"]}} == before  # nothing else changed
+    assert stat.S_IMODE((out / "sweep.json").stat().st_mode) == 0o600
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".sweep.json")]  # no temporary file left
+    _fake_resume(monkeypatch, out)  # no --data: the record's new path
+    err = capsys.readouterr().err
+    assert f"--data {moved['data']} --schema {moved['schema']}" in err and "is missing" not in err
+    assert "now names" not in err  # already the record's
+    assert [r["seed"] for r in _csv_rows(out / "sweep.csv")] == ["0", "1", "2"]
+
+
 # review rev-research2 N6: a row cut off while it was written
 
 
