@@ -398,7 +398,7 @@ def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | Non
     :data:`RECIPIENT_DIGITS` hex digits of the registered keys' digest its train request carried, ``(none: keyless
     run)`` for a run that registered none, ``(unknown: made before 0.2.12)`` where the ledger keeps none (a release
     made before 0.2.11, or one made by 0.2.11 whose first delivery row was not ``sent`` or is gone, or a ledger not yet
-    opened for writing by 0.2.12); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
+    opened for writing by 0.2.13); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
