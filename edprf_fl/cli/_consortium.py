@@ -142,6 +142,39 @@ def _quiet_edprf(argv: list[str], log: Path) -> None:
         raise ValueError(f"edprf {' '.join(argv)} failed: {buffer.getvalue().strip()[-500:]}")
 
 
+def _state_dir(given: Path | None) -> Path:
+    """``--dir`` (or the default), created with mode 0700.
+
+    Raises
+    ------
+    ValueError
+        The default cannot be created: says where it comes from (``$XDG_STATE_HOME``, else ``~/.local/state``) and
+        that ``--dir`` chooses another (review rev-pkg P14: a service account without a home got only
+        "/nonexistent: Permission denied").
+    OSError
+        The given ``--dir`` cannot be created.
+    """
+    if given is not None:
+        return _private_dir(given.resolve())
+    path = default_dir().resolve()
+    try:
+        return _private_dir(path)
+    except OSError as exc:
+        state = os.environ.get("XDG_STATE_HOME")
+        origin = (
+            f"$XDG_STATE_HOME/edprf/consortium (XDG_STATE_HOME={state})"
+            if state
+            else f"~/.local/state/edprf/consortium (XDG_STATE_HOME is not set; HOME={Path.home()})"
+        )
+        what = exc.strerror or str(exc)
+        if exc.filename and Path(exc.filename) != path:  # the parent that could not be made: /nonexistent
+            what = f"{exc.filename}: {what}"
+        raise ValueError(
+            f"cannot create the default directory {path} ({what}); it is {origin}: give --dir DIR, a directory this "
+            "user may create, or set XDG_STATE_HOME"
+        ) from None
+
+
 def _private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.chmod(0o700)
@@ -476,12 +509,16 @@ def _one_line(exc: BaseException) -> str:
 
 def run_consortium(args: argparse.Namespace) -> int:
     from ._flower_processes import missing_flower_tools
+    from ._run_cmd import FLOWER_INSTALL
 
     missing = missing_flower_tools()
     if missing:
-        raise ValueError(f"{', '.join(missing)} not installed next to {sys.executable}; install edprf-fl there")
+        raise ValueError(
+            f"{', '.join(missing)} not installed next to {sys.executable}: this command runs a federation and needs "
+            f"Flower's commands: {FLOWER_INSTALL} into that Python's environment"
+        )
     app = _app_dir(args.app)
-    root = _private_dir((args.dir or default_dir()).resolve())
+    root = _state_dir(args.dir)
     if _NAME_UNSAFE & set(str(root)):
         raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
     with _exclusive(root):

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FlowerRun", "check_superlink_certificate", "register", "run_and_follow"]
+__all__ = ["FLOWER_INSTALL", "FlowerRun", "check_superlink_certificate", "flwr_command", "register", "run_and_follow"]
 
 _STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status is final
 _FLOWER_FAILURE_PREFIX = "ServerApp failed with exception: "  # Flower 1.41's status details of a failed run
@@ -71,10 +71,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_command)
 
 
+FLOWER_INSTALL = "pip install 'edprf-fl[deploy]'"
+"""What installs Flower's commands (``flwr``, ``flower-superlink``, ...) next to ``edprf``: the ``deploy`` extra (the
+``federation`` extra has them too, with the simulation's Ray); a plain ``pip install edprf-fl`` has none."""
+
+
 def flwr_command() -> str:
-    """The `flwr` next to this Python, else the one on PATH."""
+    """The `flwr` next to this Python, else the one on PATH.
+
+    Raises
+    ------
+    ValueError
+        Neither exists: the extra to install is named (review rev-pkg P7: a plain install said only "flwr: No such
+        file or directory").
+    """
     local = Path(sys.executable).parent / "flwr"
-    return str(local) if local.is_file() else (shutil.which("flwr") or "flwr")
+    if local.is_file():
+        return str(local)
+    found = shutil.which("flwr")
+    if found is None:
+        raise ValueError(
+            f"flwr is not installed next to {sys.executable} nor on PATH: this command runs a federation and needs "
+            f"Flower's command line: {FLOWER_INSTALL}"
+        )
+    return found
 
 
 @dataclass
@@ -344,6 +364,7 @@ def run_and_follow(
     from ._stop_signals import exit_status, stop_signals
 
     out = out or sys.stdout
+    flwr_command()  # a plain install (no Flower) told the extra to install, before anything else (P7)
     check_superlink_certificate(connection, env)  # an expired certificate named, not "unavailable" (U3)
     run = submit(app, connection, run_config, env)
     conn = f" {run.connection}" if run.connection else ""
