@@ -178,14 +178,21 @@ TEST_NAME = "test.csv"
 
 
 def _output_files(directory: Path) -> tuple[Path, Path]:
-    """The model and test files under ``directory`` (created), refused when either exists."""
+    """The model and test files under ``directory``, refused when either exists.
+
+    ``directory`` and each missing parent are created with mode 0700 whatever the umask (an existing one keeps its
+    mode), as every command's outputs are (:func:`protocol.make_owner_only_dirs`): under a permissive umask another
+    account could otherwise replace the model that ``edprf predict`` then reads (review rev-pkg P13).
+    """
+    from protocol import make_owner_only_dirs
+
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"--output {directory}: not a directory")
     files = (directory / MODEL_NAME, directory / TEST_NAME)
     for path in files:
-        if path.exists():
+        if path.exists() or path.is_symlink():
             raise ValueError(f"--output: {path} exists; remove it or choose another directory")
-    directory.mkdir(parents=True, exist_ok=True)
+    make_owner_only_dirs(directory)
     return files
 
 
@@ -219,18 +226,24 @@ def _ranking_lines(clf, reference, raw_test, X_test, y_test, schema) -> list[str
 
 
 def _write_outputs(clf, X_test, y_test, schema, dataset: str, files: tuple[Path, Path]) -> list[str]:
-    """Write the DP forest as a one-release global model and the held-out rows; the lines that say so."""
+    """Write the DP forest as a one-release global model and the held-out rows, each with mode 0600 whatever the
+    umask (:func:`open_owner_only`, as ``edprf predict -o`` writes); the lines that say so."""
     import shlex
 
     from protocol import INSPECTION_POLICY, build_global_model, decode_release, encode_release
 
+    from ._owner_only import open_owner_only
+
     model_path, test_path = files
     release = encode_release(clf.forest_, "demo-central", allow_non_dp=not clf.forest_.dp, run_id=f"demo-{dataset}")
     verified = decode_release(release, schema, INSPECTION_POLICY)
-    model_path.write_bytes(build_global_model(schema, [verified], {"run_id": f"demo-{dataset}", "demo": dataset}))
+    model_bytes = build_global_model(schema, [verified], {"run_id": f"demo-{dataset}", "demo": dataset})
+    with open_owner_only(model_path, binary=True) as handle:
+        handle.write(model_bytes)
     test = X_test.copy()
     test[schema.label.column] = y_test.to_numpy()
-    test.to_csv(test_path, index=False)
+    with open_owner_only(test_path) as handle:
+        test.to_csv(handle, index=False)
     model, data = shlex.quote(str(model_path)), shlex.quote(str(test_path))
     predictions = shlex.quote(str(model_path.parent / "predictions.csv"))
     return [

@@ -3,7 +3,9 @@ forest as a model file edprf predict reads, with the held-out rows, and prints t
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 
 import pandas as pd
 
@@ -31,3 +33,23 @@ def test_demo_refuses_an_existing_model_before_training(tmp_path, capsys):
     assert main(["demo", "--dataset", "bank_marketing", "--output", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "global-model.edprf exists" in err and "[1/3]" not in err
+
+
+def test_demo_writes_its_outputs_owner_only_whatever_the_umask(tmp_path, capsys):
+    """Under umask 000 the directory (and a missing parent) is 0700 and both files 0600, as every other command's
+    outputs: no other account may replace the model that edprf predict then reads (review rev-pkg P13)."""
+    out = tmp_path / "parent" / "demo"
+    old = os.umask(0)
+    try:
+        code = main(["demo", "--seed", "1", "--n-trees", "1", "--max-depth", "2", "--output", str(out)])
+    finally:
+        os.umask(old)
+    assert code == 0, capsys.readouterr().err
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
+    assert modes == {
+        "parent": 0o700,
+        "parent/demo": 0o700,
+        "parent/demo/global-model.edprf": 0o600,
+        "parent/demo/test.csv": 0o600,
+    }, {k: oct(v) for k, v in modes.items()}
+    assert len(pd.read_csv(out / "test.csv")) > 0
