@@ -1,10 +1,15 @@
-"""Flower's usage telemetry, off wherever this package runs Flower in its own process.
+"""Flower's usage telemetry and update check, off wherever this package runs Flower in its own process.
 
 Flower sends usage events (an event name, a random source id kept in ``~/.flwr/source``, the platform) to
 ``telemetry.flower.ai`` unless ``FLWR_TELEMETRY_ENABLED=0``, a variable it reads once, when its telemetry module is
-imported.  No data of a party is in them, but a hospital's network should not see a connection it did not ask
-for: the ``edprf`` command and the simulation turn it off unless the user set the variable.  The Flower processes
-``edprf consortium`` starts get it in their environment; a hand deployment sets it itself (``deploy/README.md``).
+imported.  Flower 1.41 also checks for a newer release (``flwr/supercore/update_check.py``): ``flower-superlink``,
+``flower-supernode``, ``flower-superexec`` and every interactive ``flwr`` command post the flwr version, the Python
+version, the operating system, its kernel release and the process name to ``api.flower.ai`` unless
+``FLWR_DISABLE_UPDATE_CHECK=1``, a variable it reads each time it checks (review rev-pkg P1).  No data of a party
+is in either, but a hospital's network should not see a connection it did not ask for: the ``edprf`` command and
+the simulation turn both off unless the user set the variable, and the Flower processes they start inherit them.
+The Flower processes ``edprf consortium`` starts get both in their environment; a hand deployment sets them itself
+(``deploy/README.md``, section 1).
 """
 
 from __future__ import annotations
@@ -15,12 +20,18 @@ import sys
 __all__ = ["keep_flower_telemetry_off"]
 
 TELEMETRY_VARIABLE = "FLWR_TELEMETRY_ENABLED"
+UPDATE_CHECK_VARIABLE = "FLWR_DISABLE_UPDATE_CHECK"
+FLOWER_QUIET_ENVIRONMENT: dict[str, str] = {TELEMETRY_VARIABLE: "0", UPDATE_CHECK_VARIABLE: "1"}
+"""The two variables and the values that keep Flower from phoning out (telemetry off, update check off)."""
 
 
 def keep_flower_telemetry_off() -> None:
-    """Set ``FLWR_TELEMETRY_ENABLED=0`` unless the user set it, and tell a Flower already imported (it read the
-    variable on import).  Idempotent; call it before Flower is imported or used in this process."""
-    os.environ.setdefault(TELEMETRY_VARIABLE, "0")
+    """Set ``FLWR_TELEMETRY_ENABLED=0`` and ``FLWR_DISABLE_UPDATE_CHECK=1`` unless the user set them, and tell a
+    Flower already imported (its telemetry module read its variable on import; the update check reads its own at
+    each check, so it needs no telling).  Idempotent; call it before Flower is imported or used in this process,
+    and before it starts a Flower process (which inherits the environment)."""
+    for variable, value in FLOWER_QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(variable, value)
     telemetry = sys.modules.get("flwr.supercore.telemetry")
     if telemetry is not None and os.environ[TELEMETRY_VARIABLE] == "0":
         telemetry.FLWR_TELEMETRY_ENABLED = "0"

@@ -270,12 +270,12 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f"workspace: {cfg.sim_dir}\nrun config: {run_config} (every setting of the coordinator's run)\n"
         "run it from the project directory with:\n"
         f"  FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "
-        f"FLWR_TELEMETRY_ENABLED=0 flwr run . --stream "
+        f"FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_UPDATE_CHECK=1 flwr run . --stream "
         f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'
         "(the first variable keeps Flower from installing the app's dependencies from the package index for the "
         "run: this environment has them; the second keeps Ray to this machine's 127.0.0.1 instead of looking up a "
-        "route to a public address; the third keeps Flower from sending usage events to telemetry.flower.ai)\n"
-        + LOCAL_SUPERLINK_WARNING
+        "route to a public address; the third and the fourth keep Flower from sending usage events to "
+        "telemetry.flower.ai and from asking api.flower.ai for a newer release)\n" + LOCAL_SUPERLINK_WARNING
     )
     return 0
 

@@ -87,16 +87,19 @@ def test_flwr_run_simulation_on_a_prepared_workspace(tmp_path, capsys, monkeypat
     out = tmp_path / "out"
     printed = capsys.readouterr().out
     command = shlex.split(next(line for line in printed.splitlines() if "flwr run ." in line))
-    variable, ray_variable, telemetry_variable, flwr, *args = command
+    variable, ray_variable, telemetry_variable, update_variable, flwr, *args = command
     assert variable == "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1" and flwr == "flwr" and args[:2] == ["run", "."]
     assert ray_variable == "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" and telemetry_variable == "FLWR_TELEMETRY_ENABLED=0"
+    assert update_variable == "FLWR_DISABLE_UPDATE_CHECK=1"  # no update check to api.flower.ai (review rev-pkg P1)
     run_config = tomllib.loads((out / "run-config.toml").read_text())
     assert run_config["seed"] == 3 and run_config["require-exact-sampling"] is False  # seeded noise is not exact
     assert run_config["sim-dir"] == str(out / "workspace") and run_config["max-depth"] == 3
     pyproject = (REPO / "pyproject.toml").read_bytes()
     for attempt in range(1, RACE_ATTEMPTS + 1):
         proc = _flwr_run(
-            args, tmp_path / f"flwr-home-{attempt}", env_from_hint=(variable, ray_variable, telemetry_variable)
+            args,
+            tmp_path / f"flwr-home-{attempt}",
+            env_from_hint=(variable, ray_variable, telemetry_variable, update_variable),
         )
         said = proc.stdout[-3000:] + proc.stderr[-3000:]
         if not _sent_to_a_stranger(proc) or attempt == RACE_ATTEMPTS:
