@@ -63,7 +63,13 @@ from ._open_reservations import (
 )
 from ._party import REASONS, Party, PartySetup, Recipient, Refusal, evaluation_counts, release_node_bound
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
-from ._preflight import check_supernode_files, check_trusted_apps, parse_node_config, preflight_configs
+from ._preflight import (
+    check_flower_home,
+    check_supernode_files,
+    check_trusted_apps,
+    parse_node_config,
+    preflight_configs,
+)
 from ._superlink_handshake import (
     EXPIRY_NOTE_DAYS,
     EXPIRY_PROBLEM_HOURS,
@@ -129,6 +135,7 @@ __all__ = [
     "backup_ledger",
     "carried",
     "check_backup_target",
+    "check_flower_home",
     "check_supernode_files",
     "check_trusted_apps",
     "duration_text",

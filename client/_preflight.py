@@ -58,6 +58,7 @@ from ._superlink_handshake import check_superlink_tls
 __all__ = [
     "Finding",
     "PreflightReport",
+    "check_flower_home",
     "check_supernode_files",
     "check_trusted_apps",
     "log_preflight",
@@ -835,16 +836,27 @@ def check_supernode_files(
 _TRUSTED_HASH = re.compile(r"[0-9a-f]{64}")
 
 
-def check_trusted_apps(path: Path, report: PreflightReport) -> PreflightReport:
+def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightReport:
     """The app pin's list of approved bundles (``EDPRF_TRUSTED_APP_HASHES``, deploy/README.md section 6), read as
-    ``deploy/party/pinned_clientapp.py`` reads it: one hex SHA-256 per line, ``#`` starting a comment (the label).
+    the pin's launcher (``edprf_fl/_pinned_clientapp.py``) reads it: one hex SHA-256 per line, ``#`` starting a
+    comment (the label).
 
     A problem when the launcher would refuse every bundle (an unreadable file, a line that is not a hash, no hash);
     with one approved bundle an ``ok`` naming it; with more than one a ``note`` listing each with its label: while
     an older bundle stays approved the coordinator can submit it and bypass the newer version's safeguards, so it is
     removed once every party and the coordinator run the newer one (section 11, How to upgrade, step 5; review
-    rev-day2 U2).
+    rev-day2 U2).  ``path`` None (no list given): a ``note`` that the pin was not checked (review rev-pkg P2: an
+    unpinned party's check said "no problem found" and nothing else).
     """
+    if path is None:
+        report._add(
+            "note",
+            "app pin",
+            "not checked (no --trusted-apps, no EDPRF_TRUSTED_APP_HASHES): without the pin the SuperNode runs every "
+            "app bundle the coordinator submits, next to the data; install it before serving real data "
+            "(`edprf party install-pin DIR`, deploy/README.md section 6) and give its list here",
+        )
+        return report
     subject = f"trusted apps {path}"
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -884,6 +896,62 @@ def check_trusted_apps(path: Path, report: PreflightReport) -> PreflightReport:
         "section 11, How to upgrade, step 5)",
     )
     return report
+
+
+def check_flower_home(report: PreflightReport, env: Mapping[str, str] | None = None) -> PreflightReport:
+    """Whether Flower can install app bundles under ``$FLWR_HOME`` (default ``~/.flwr``) as this account.
+
+    Flower unpacks each run's app bundle under ``$FLWR_HOME/apps`` in the ClientApp's process; a service account
+    without a writable home (``HOME=/nonexistent``) gets a SuperNode that comes online and answers the readiness
+    query, and then fails every training request (``PermissionError``, the coordinator's ``client_error``; review
+    rev-pkg P5).  A problem when the directory (or ``apps`` in it) cannot be written, or cannot be created (the
+    nearest existing parent is not a writable directory); nothing is created.  ``env``: the environment to read
+    (default: this process's, which the runbook makes the service's: the check runs as the service account).
+    """
+    import pwd
+
+    env = os.environ if env is None else env
+    given = env.get("FLWR_HOME")
+    origin = "FLWR_HOME" if given else "FLWR_HOME unset: ~/.flwr"
+    try:
+        home = Path(given).absolute() if given else Path.home() / ".flwr"
+    except RuntimeError as exc:  # no HOME and no password entry
+        report._add("problem", "Flower home", f"~/.flwr cannot be found ({exc}); {_FLOWER_HOME_FIX}")
+        return report
+    try:
+        account = f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})"
+    except KeyError:
+        account = f"uid {os.geteuid()}"
+    subject = f"Flower home {home} ({origin})"
+    writable = os.W_OK | os.X_OK
+    existing = home
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if existing != home:
+        if existing.is_dir() and os.access(existing, writable):
+            report._add("ok", subject, f"{account} can create it (Flower does at the first run)")
+            return report
+        why = "is not a directory" if not existing.is_dir() else "is not writable by this account"
+        report._add("problem", subject, f"cannot be created by {account}: {existing} {why}; {_FLOWER_HOME_FIX}")
+        return report
+    apps = home / "apps"
+    for directory in (home, apps) if os.path.lexists(apps) else (home,):
+        if not directory.is_dir():
+            report._add("problem", subject, f"{directory} is not a directory; {_FLOWER_HOME_FIX}")
+            return report
+        if not os.access(directory, writable):
+            report._add("problem", subject, f"{directory} is not writable by {account}; {_FLOWER_HOME_FIX}")
+            return report
+    report._add("ok", subject, f"writable by {account}")
+    return report
+
+
+_FLOWER_HOME_FIX = (
+    "Flower unpacks each run's app bundle under $FLWR_HOME/apps, so every training request would fail "
+    "(PermissionError, client_error at the coordinator). Set FLWR_HOME in the environment of the SuperNode and of "
+    "its SuperExec to a directory the party's service account owns (e.g. $PARTY/flwr, mode 0700: deploy/README.md "
+    "section 3), and run this check as that account with the same environment"
+)
 
 
 def _auth_key(path: Path, report: PreflightReport) -> None:

@@ -12,11 +12,13 @@ Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remem
 (:func:`keep_flower_telemetry_off`); Flower's log lines are coloured on a terminal only
 (:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).  What they write records the code and the
 command that made it (:class:`Provenance`: the version from the source, its git revision, the command line).
+A party's app-pinning launcher ships here too: :func:`pinned_launcher_text` gives it for ``edprf party install-pin``.
 """
 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import keep_flower_telemetry_off
 from ._interrupts import raise_if_interrupted, record_interrupt, recorded_interrupt, remembered_interrupts
+from ._pin_launcher import pinned_launcher_text
 from ._provenance import Provenance, git_describe, git_problem, source_version
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "git_problem",
     "is_terminal",
     "keep_flower_telemetry_off",
+    "pinned_launcher_text",
     "raise_if_interrupted",
     "record_interrupt",
     "recorded_interrupt",

@@ -199,7 +199,7 @@ def _pin_label(node: int, names: dict[int, str]) -> str:
 
 def _log_pin_refusal(step: str, node: int, names: dict[int, str], reason: str) -> None:
     log.warning(
-        "%s: %s runs an app pin (deploy/party/pinned_clientapp.py) that refuses this app bundle: %s; that party "
+        "%s: %s runs an app pin (edprf party install-pin) that refuses this app bundle: %s; that party "
         "adds the bundle's hash to its trusted list (runbook section 6) or the run goes without it",
         step,
         _pin_label(node, names),

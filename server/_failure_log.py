@@ -139,8 +139,8 @@ def _may_have_reserved(p: PartyOutcome) -> bool:
 
 
 def _pin_refused(p: PartyOutcome) -> bool:
-    """A ClientApp failure that is the party's app-pinning launcher refusing the bundle (deploy/party/
-    pinned_clientapp.py: a ``PermissionError`` raised before Flower loads the app, so before any ledger is opened),
+    """A ClientApp failure that is the party's app-pinning launcher refusing the bundle (edprf_fl/
+    _pinned_clientapp.py: a ``PermissionError`` raised before Flower loads the app, so before any ledger is opened),
     as the readiness round recognises it (:data:`server._readiness.PIN_REFUSAL`)."""
     return p.status == PartyStatus.FAILED and bool(PIN_REFUSAL.search(p.message))
 

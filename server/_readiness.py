@@ -10,7 +10,7 @@ the run fails before any train request is sent, so no party spends epsilon; othe
 as before, to every connected party (the answers are advisory: a ledger can change in between, and the train
 request is checked again).  A node that does not answer in time, or whose ClientApp fails (a ClientApp of an earlier
 version without the query handler, a crash), counts as one that would serve; a node whose app-pinning launcher
-refuses this app bundle (deploy/party/pinned_clientapp.py: its train request would be refused alike) does not.
+refuses this app bundle (edprf_fl/_pinned_clientapp.py: its train request would be refused alike) does not.
 A failed run reports each node as it answered.  Two nodes answering for one party id count once.
 
 Privacy: the answers depend on no party's data; the round adds no epsilon and no release.
@@ -37,7 +37,7 @@ PIN_REFUSAL = re.compile(
     r"PermissionError'>:<'(?:app bundle |installed files of app bundle |files of the verified app bundle |app '.+?' "
     r"version )"
 )
-"""An error reason from a party's app-pinning launcher (deploy/party/pinned_clientapp.py): each of its refusals is a
+"""An error reason from a party's app-pinning launcher (edprf_fl/_pinned_clientapp.py): each of its refusals is a
 ``PermissionError`` whose text starts as one of these (Flower sends ``<class 'PermissionError'>:<'...'>``);
 tests/federation/test_readiness.py renders every one the launcher raises."""
 
@@ -56,7 +56,7 @@ class Readiness:
     errored: dict[int, str] = field(default_factory=dict)
     silent: tuple[int, ...] = ()
     pinned_out: dict[int, str] = field(default_factory=dict)
-    """Nodes whose error is the app-pinning launcher's refusal of this app bundle (deploy/party/pinned_clientapp.py,
+    """Nodes whose error is the app-pinning launcher's refusal of this app bundle (edprf_fl/_pinned_clientapp.py,
     a ``PermissionError`` naming the app bundle): their train request would fail the same way, so they do not count
     as serving."""
 

@@ -1,14 +1,16 @@
-"""``edprf party check|init-policy``: a hospital checks its set-up before joining, and writes its policy.
+"""``edprf party check|init-policy|install-pin``: a hospital checks its set-up before joining, writes its policy,
+and installs its app pin (:mod:`edprf_fl.cli._pin_install`).
 
 ``check`` takes the SuperNode's own ``--node-config`` string and runs the checks the ClientApp
 runs when the SuperNode starts it (:mod:`client._preflight`): schema, policy (fingerprint, caps),
 signing key (file and mode), ledger (state, remaining ε, opened read-only) and data file (header,
-rows the schema's rules keep and drop).  Every problem is one line naming the file and the fix;
+rows the schema's rules keep and drop); then the app pin's list (a note when none is given) and whether Flower's
+home (``$FLWR_HOME``, where it unpacks the bundles) can be written by the account that runs the check.  Every problem is one line naming the file and the fix;
 the exit status is 1 when there is one.  ``init-policy`` writes a policy whose
 ``schema-fingerprint`` is the schema's full fingerprint; with ``--force`` over an existing policy it
 keeps that policy's settings but those given on the command line, and prints each setting it changes
 (re-run to take a new schema's fingerprint, it must not reset a raised lifetime cap to the default).
-Both are local: nothing is sent.
+All three are local: nothing is sent (``check --superlink`` makes one TLS handshake).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._model_args import add_force_argument, refuse_existing_outputs
+from ._pin_install import add_install_pin
 
 if TYPE_CHECKING:
     from client import PartyPolicy
@@ -32,16 +35,18 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "party",
-        help="check a party's set-up before it joins, or write its policy",
+        help="check a party's set-up before it joins, write its policy, or install its app pin",
         description="Check a party's set-up (schema, policy, keys, ledger, data) before it joins a federation, "
-        "or write its policy file.",
+        "write its policy file, or install the launcher that runs approved app bundles only.",
     )
     inner = p.add_subparsers(dest="party_command", metavar="ACTION", required=True)
     check = inner.add_parser(
         "check",
         help="check schema, policy, signing key, ledger and data file of a SuperNode",
         description="Run the checks a party's ClientApp runs, on the files the SuperNode's "
-        "--node-config names. Exit status 1 if any problem is found.",
+        "--node-config names, and check that Flower can unpack app bundles under $FLWR_HOME (default ~/.flwr) as "
+        "this account: run it as the party's service account, with the service's environment. Exit status 1 if any "
+        "problem is found.",
     )
     check.add_argument(
         "--node-config",
@@ -129,10 +134,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "does not read as a policy is refused: delete it to start from the defaults",
     )
     init.set_defaults(handler=run_init_policy)
+    add_install_pin(inner)
 
 
 def run_check(args: argparse.Namespace) -> int:
     from client import (
+        check_flower_home,
         check_supernode_files,
         check_trusted_apps,
         parse_node_config,
@@ -161,8 +168,8 @@ def run_check(args: argparse.Namespace) -> int:
     trusted = args.trusted_apps or (
         Path(os.environ["EDPRF_TRUSTED_APP_HASHES"]) if os.environ.get("EDPRF_TRUSTED_APP_HASHES") else None
     )
-    if trusted is not None:
-        check_trusted_apps(trusted, report)
+    check_trusted_apps(trusted, report)  # none given: a note that the pin was not checked
+    check_flower_home(report)  # where Flower unpacks the bundles, as this account (the service's) sees it
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

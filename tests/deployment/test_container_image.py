@@ -24,7 +24,7 @@ Checked: hospital-a and hospital-b contributed signed releases that the coordina
 ServerApp (in the SuperExec container) wrote the model and report.json, the model's releases verify
 against the parties' keys, both ledgers hold the release and the evaluation; hospital-c refused
 the bundle (``client_error`` naming its hash, its ledger never created); nothing listens beyond
-127.0.0.1; the launcher in the image is deploy/party/pinned_clientapp.py byte for byte.
+127.0.0.1; the launcher in the image is edprf_fl/_pinned_clientapp.py byte for byte.
 
 Skips only when no Docker engine can start (dockerd missing, or failing: the reason and the last
 lines of its log are in the skip message).  Every container it starts is removed, and the engine is
@@ -540,4 +540,4 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     # finding 10: the image carries the reviewed launcher unchanged
     code, output = box.exec(cli, ["sha256sum", "/opt/edprf/pinned/flwr-clientapp"])
     assert code == 0, output
-    assert output.split()[0] == hashlib.sha256((REPO / "deploy/party/pinned_clientapp.py").read_bytes()).hexdigest()
+    assert output.split()[0] == hashlib.sha256((REPO / "edprf_fl/_pinned_clientapp.py").read_bytes()).hexdigest()

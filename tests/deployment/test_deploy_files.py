@@ -311,7 +311,9 @@ def test_docker_compose_brings_up_the_coordinator(tmp_path, capsys):
 def test_pinned_clientapp_reads_a_list_of_sha256_and_refuses_anything_else(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("pinned_clientapp", DEPLOY / "party" / "pinned_clientapp.py")
+    spec = importlib.util.spec_from_file_location(
+        "pinned_clientapp", DEPLOY.parent / "edprf_fl" / "_pinned_clientapp.py"
+    )
     pinned = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pinned)
     good = tmp_path / "trusted.txt"
@@ -322,5 +324,5 @@ def test_pinned_clientapp_reads_a_list_of_sha256_and_refuses_anything_else(tmp_p
     with pytest.raises(ValueError, match="bad.txt:1: expected a hex SHA-256"):
         pinned.trusted_hashes(bad)
     text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
-    assert "deploy/party/pinned_clientapp.py /opt/edprf/pinned/flwr-clientapp" in text
-    assert "!deploy/party/pinned_clientapp.py" in (DEPLOY / "Dockerfile.dockerignore").read_text()
+    assert "edprf_fl/_pinned_clientapp.py /opt/edprf/pinned/flwr-clientapp" in text  # the package's launcher
+    assert "!edprf_fl/" in (DEPLOY / "Dockerfile.dockerignore").read_text()

@@ -16,19 +16,21 @@ Every hostile release is rejected with its reason in report.json and in the mode
 global model holds the honest parties' trees only.
 
 The converse, in the same deployment: a party protecting itself from the coordinator's code runs
-deploy/party/pinned_clientapp.py as its ``flwr-clientapp`` (the same PATH mechanism).  hospital-a
+the app pin (``edprf party install-pin``) as its ``flwr-clientapp`` (the same PATH mechanism).  hospital-a
 lists this run's bundle hash and takes part as usual; ``cautious-party`` lists only another
 release's hash, so it refuses to install the bundle: its reply is an error naming the hash, and
-nothing of the bundle ran (its ledger was never opened).
+nothing of the bundle ran (its ledger was never opened).  The unpinned honest party's log warns that it runs every
+bundle the coordinator submits; the pinned one's does not (review rev-pkg P2).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from client._app_pin import UNPINNED_WARNING
 from protocol import PartyKeyRegistry, load_global_model
 
-from ._harness import BIN, REPO, Federation, bundle_hash, node_config, run_guarded, write_parties
+from ._harness import BIN, Federation, bundle_hash, node_config, run_guarded, write_parties
 from ._hostile_clientapp import write_launcher
 from .conftest import ledger_rows
 
@@ -47,14 +49,10 @@ TREES = 2
 
 
 def _pinned_launcher(bin_dir, trusted: list[str], tmp_path, name: str) -> dict[str, str]:
-    """deploy/party/pinned_clientapp.py installed as `flwr-clientapp`; returns the env entries that use it."""
-    import sys
+    """The app pin installed as `flwr-clientapp` by `edprf party install-pin`; returns the env entries that use it."""
+    from edprf_fl.cli._main import main
 
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    source = (REPO / "deploy" / "party" / "pinned_clientapp.py").read_text(encoding="utf-8").split("\n", 1)[1]
-    launcher = bin_dir / "flwr-clientapp"
-    launcher.write_text(f"#!{sys.executable}\n{source}", encoding="utf-8")
-    launcher.chmod(0o755)
+    assert main(["party", "install-pin", str(bin_dir)]) == 0
     hashes = tmp_path / f"{name}-trusted-apps.txt"
     hashes.write_text("# reviewed releases\n" + "".join(f"{h}\n" for h in trusted), encoding="utf-8")
     return {"PATH": f"{bin_dir}:{BIN}:{{PATH}}", "EDPRF_TRUSTED_APP_HASHES": str(hashes)}
@@ -144,6 +142,11 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
                 ("release", 1.0, "released"),
                 ("evaluation", 0.1, "released"),
             ]
+        # the party's own log says whether it runs pinned (one line per ClientApp process: per message)
+        logs = {p: (dep.logs / f"{p}.log").read_text(errors="replace") for p in HONEST}
+        assert "party check of hospital-a: no problem found" in logs["hospital-a"]  # its ClientApps did log
+        assert UNPINNED_WARNING not in logs["hospital-a"], logs["hospital-a"][-3000:]
+        assert logs["hospital-b"].count(UNPINNED_WARNING) >= 3  # readiness, train, evaluate
 
     print(f"\nhostile parties: {run_guarded(dep, scenario):.1f} s")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-LAUNCHER = Path(__file__).resolve().parents[2] / "deploy" / "party" / "pinned_clientapp.py"
+LAUNCHER = Path(__file__).resolve().parents[2] / "edprf_fl" / "_pinned_clientapp.py"
 
 PYPROJECT = """\
 [build-system]

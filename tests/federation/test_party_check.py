@@ -836,3 +836,60 @@ def test_more_than_one_approved_bundle_is_a_note_listing_each_with_its_label(par
     trusted.write_text("not-a-hash  # x\n", encoding="utf-8")
     assert main(["party", "check", "--node-config", _config(paths)]) == 1
     assert "line 1 is not a hex SHA-256" in capsys.readouterr().err
+
+
+def test_without_a_list_of_approved_bundles_a_note_says_the_pin_was_not_checked(party, capsys, monkeypatch):
+    """Review rev-pkg P2: an unpinned party's check printed "no problem found" and nothing about the pin."""
+    paths, _ = party
+    monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)
+    code, lines = _check(paths, capsys)
+    assert code == 0 and lines[-1] == "hospital-a: no problem found", lines
+    [note] = [line for line in lines if line.startswith("note: app pin: ")]
+    assert "not checked (no --trusted-apps, no EDPRF_TRUSTED_APP_HASHES)" in note
+    assert "runs every app bundle the coordinator submits" in note and "edprf party install-pin DIR" in note
+
+
+def _flower_home_lines(paths, capsys) -> tuple[int, list[str]]:
+    code, lines = _check(paths, capsys)
+    return code, [line for line in lines if ": Flower home " in line]
+
+
+def test_a_flower_home_the_account_cannot_create_is_a_problem_naming_the_variable(party, capsys, monkeypatch, tmp_path):
+    """Review rev-pkg P5: as a service account with HOME=/nonexistent, party check found no problem, the SuperNode
+    came online, and every run failed at the party (Flower unpacks each bundle under ~/.flwr/apps)."""
+    paths, _ = party
+    monkeypatch.delenv("FLWR_HOME", raising=False)
+    not_a_dir = tmp_path / "home-file"
+    not_a_dir.write_text("a file, not a directory\n")
+    monkeypatch.setenv("HOME", str(not_a_dir))  # ~/.flwr cannot be created, whoever runs the check (root too)
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1
+    assert line.startswith(f"problem: Flower home {not_a_dir / '.flwr'} (FLWR_HOME unset: ~/.flwr): cannot be created")
+    assert f"{not_a_dir} is not a directory" in line
+    for fix in ("Set FLWR_HOME in the environment of the SuperNode and of its SuperExec", "$PARTY/flwr, mode 0700"):
+        assert fix in line, line
+    assert "run this check as that account with the same environment" in line
+
+    locked = tmp_path / "locked-home"  # a home the account cannot write (mode 0500: root writes it anyway, so the
+    locked.mkdir(mode=0o500)  # account's view is the check's os.access, emulated here for an unprivileged one)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and os.fspath(p) != str(locked))
+    monkeypatch.setenv("HOME", str(locked))
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1 and "cannot be created by " in line and f"{locked} is not writable by this account" in line
+
+    monkeypatch.setenv("FLWR_HOME", str(locked))  # it exists, not writable
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1 and line.startswith(f"problem: Flower home {locked} (FLWR_HOME): {locked} is not writable by ")
+
+    own = tmp_path / "party" / "flwr"
+    monkeypatch.setenv("FLWR_HOME", str(own))  # the runbook's $PARTY/flwr, created by Flower at the first run
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 0 and line.startswith(f"ok: Flower home {own} (FLWR_HOME): ") and "can create it" in line
+    assert not own.exists()  # the check creates nothing
+    (own / "apps").mkdir(parents=True)
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 0 and line.startswith(f"ok: Flower home {own} (FLWR_HOME): writable by "), line
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and os.fspath(p) != str(own / "apps"))
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1 and f"{own / 'apps'} is not writable by " in line

@@ -210,10 +210,10 @@ LAUNCHER_REFUSALS = (
 
 def test_every_refusal_of_the_app_pin_launcher_reads_as_one():
     """Whole-change review: the pattern missed the launcher's app/version refusal.  Each refusal the launcher raises
-    (deploy/party/pinned_clientapp.py) is here, as Flower 1.41 relays it; a new one fails the count below."""
+    (edprf_fl/_pinned_clientapp.py) is here, as Flower 1.41 relays it; a new one fails the count below."""
     from server._readiness import PIN_REFUSAL
 
-    launcher = (Path(__file__).parents[2] / "deploy" / "party" / "pinned_clientapp.py").read_text(encoding="utf-8")
+    launcher = (Path(__file__).parents[2] / "edprf_fl" / "_pinned_clientapp.py").read_text(encoding="utf-8")
     assert launcher.count("raise PermissionError(") == len(LAUNCHER_REFUSALS) - 1  # two app ids for one refusal
     for text in LAUNCHER_REFUSALS:
         assert PIN_REFUSAL.search(f"<class 'PermissionError'>:<'{text}'>"), text

@@ -7,17 +7,27 @@ open source cannot verify bundle signatures, so this launcher checks the bundle'
 a list the party keeps, before anything in the bundle is installed or imported.  A bundle not on
 the list gets an error reply naming its hash; the party's data, ledger and keys are not touched.
 
-Install it as ``flwr-clientapp`` in a directory placed first on the SuperNode's PATH (the
-SuperNode starts the program of that name), and name the list in EDPRF_TRUSTED_APP_HASHES:
+Install it with ``edprf party install-pin DIR``: it writes this file as ``DIR/flwr-clientapp`` (mode 0755), its
+first line naming the interpreter of the virtualenv that runs ``edprf``, so that it imports the same Flower.  Then
+place DIR first on the PATH of the process that starts the ClientApps (the party's ``flower-superexec``, or
+``flower-supernode`` when it starts its own: it starts the program of that name), and name the list in
+EDPRF_TRUSTED_APP_HASHES:
 
-    install -m 0755 pinned_clientapp.py /opt/edprf/pinned/flwr-clientapp
-    EDPRF_TRUSTED_APP_HASHES=/party/trusted-apps.txt PATH=/opt/edprf/pinned:$PATH flower-supernode ...
+    edprf party install-pin "$PARTY/pinned"
+    EDPRF_TRUSTED_APP_HASHES="$PARTY/trusted-apps.txt" PATH="$PARTY/pinned:$PATH" flower-superexec ...
 
 The list holds one hex SHA-256 per line ('#' starts a comment).  The party computes it from the
 source release it reviewed: ``flwr build --app <source>`` writes ``<...>.<hash prefix>.fab``, and
 ``sha256sum`` of that file is the line to add (bundles are reproducible: same files, same hash).
 The coordinator's ``flwr ls`` shows the ``fab-hash`` of every run.  Tied to flwr 1.41's
 ``flwr.supernode.runtime.run_clientapp``; tests/deployment/test_hostile_parties.py checks it.
+
+This file is a program, not a module of the package: nothing imports it (it must run before the app bundle's
+modules are imported, and import nothing of edprf-fl's own).  It ships inside the ``edprf_fl`` package so that
+every installation has it (review rev-pkg P2); ``deploy/Dockerfile`` copies it into the image.  Before the app
+runs, it sets EDPRF_APP_PINNED to the list's path in the ClientApp process: the party's ClientApp logs a warning
+when that marker is absent (a SuperNode running every bundle the coordinator submits).  The marker stays in the
+party's process and its log: nothing of it is sent to the coordinator.
 """
 
 from __future__ import annotations
@@ -30,6 +40,9 @@ import sys
 from pathlib import Path
 
 ENV = "EDPRF_TRUSTED_APP_HASHES"
+PINNED_MARKER = "EDPRF_APP_PINNED"
+"""Set by :func:`main` in the ClientApp process to the list's path: the party's ClientApp reads it
+(``client/_app_pin.py``, which names the same variable) and warns when it is absent."""
 _HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -155,6 +168,7 @@ def main() -> int:
         print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes", file=sys.stderr)
         return 2
     install(path)
+    os.environ[PINNED_MARKER] = path  # the ClientApp's own process: it tells the party's app it runs pinned
     from flwr.supernode.cli import flwr_clientapp
 
     return flwr_clientapp()
