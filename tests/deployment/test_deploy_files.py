@@ -161,6 +161,9 @@ def test_every_image_tag_the_deployment_names_is_the_project_version():
     }
     assert all(named.values()), named
     assert {name: tags for name, tags in named.items() if tags != {version}} == {}, version
+    # the source release section 1 unpacks (and the directory name Flower refuses) is this version's too
+    archives = set(re.findall(r"edprf_fl-(\d+\.\d+\.\d+)", (DEPLOY / "README.md").read_text(encoding="utf-8")))
+    assert archives == {version}, archives
 
 
 def _demo_script():
