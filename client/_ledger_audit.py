@@ -263,8 +263,8 @@ class AuditRecords:
     table."""
     recipients: Mapping[str, str] | None = None
     """Each completed release's first recipient, by request id (``release_recipients``: the registered keys' digest,
-    ``""`` for a run that registered none); None for a ledger without the table (not opened for writing since
-    0.2.11)."""
+    ``""`` for a run that registered none); None for a ledger without the table (written before 0.2.12 and not
+    opened for writing since)."""
 
 
 def create_audit_tables(db: sqlite3.Connection) -> None:
@@ -310,7 +310,7 @@ def first_recipient(db: sqlite3.Connection, request_id: str) -> str | None:
     return None if first is None else first.registered
 
 
-def backfill_recipients(db: sqlite3.Connection, now: float | None = None) -> int:
+def backfill_recipients(db: sqlite3.Connection) -> int:
     """Copy, once, the first recipient of each release completed before 0.2.12 from its ``sent`` row into
     :data:`RECIPIENTS_TABLE` (review rev-s65 F1), inside ``db``'s transaction (the writable opening's, right after
     :func:`create_audit_tables`); the number of rows copied.
@@ -337,7 +337,6 @@ def backfill_recipients(db: sqlite3.Connection, now: float | None = None) -> int
     Parameters
     ----------
     db : a connection inside a write transaction, on a ledger holding the audit tables and ``release_recipients``
-    now : the party's clock (``time.time()`` when None), for :data:`BACKFILL_WAIT_SECONDS`
 
     Returns
     -------
@@ -354,7 +353,7 @@ def backfill_recipients(db: sqlite3.Connection, now: float | None = None) -> int
     """
     db.execute("SAVEPOINT recipients_backfill")
     try:
-        copied = _backfill(db, time.time() if now is None else now)
+        copied = _backfill(db, time.time())
     except sqlite3.Error:
         if db.in_transaction:  # an error that ended the whole transaction leaves no savepoint to roll back to
             db.execute("ROLLBACK TO recipients_backfill")

@@ -898,20 +898,20 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
     return report
 
 
-def check_flower_home(report: PreflightReport, env: Mapping[str, str] | None = None) -> PreflightReport:
+def check_flower_home(report: PreflightReport) -> PreflightReport:
     """Whether Flower can install app bundles under ``$FLWR_HOME`` (default ``~/.flwr``) as this account.
 
     Flower unpacks each run's app bundle under ``$FLWR_HOME/apps`` in the ClientApp's process; a service account
-    without a writable home (``HOME=/nonexistent``) gets a SuperNode that comes online and answers the readiness
-    query, and then fails every training request (``PermissionError``, the coordinator's ``client_error``; review
-    rev-pkg P5).  A problem when the directory (or ``apps`` in it) cannot be written, or cannot be created (the
-    nearest existing parent is not a writable directory); nothing is created.  ``env``: the environment to read
-    (default: this process's, which the runbook makes the service's: the check runs as the service account).
+    without a writable home (``HOME=/nonexistent``) gets a SuperNode that comes online and then fails every message
+    at the bundle's unpacking, the readiness query's included (which the readiness round counts as serving: a failed
+    ClientApp is not a refusal), so every training request fails (``PermissionError``, the coordinator's
+    ``client_error``; review rev-pkg P5).  A problem when the directory (or ``apps`` in it) cannot be written, or
+    cannot be created (the nearest existing parent is not a writable directory); nothing is created.  It reads this
+    process's environment, which the runbook makes the service's (the check runs as the service account).
     """
     import pwd
 
-    env = os.environ if env is None else env
-    given = env.get("FLWR_HOME")
+    given = os.environ.get("FLWR_HOME")
     origin = "FLWR_HOME" if given else "FLWR_HOME unset: ~/.flwr"
     try:
         home = Path(given).absolute() if given else Path.home() / ".flwr"

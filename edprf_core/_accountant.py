@@ -124,8 +124,9 @@ class BudgetAccountant:
 
     Notes
     -----
-    The configuration is frozen; the spend list is the only state, guarded
-    by a lock so that fits running in threads share it safely.  Copies made
+    The configuration is frozen; the spend list (and its exact sum) is the
+    only state, guarded by a lock so that fits running in threads share it
+    safely.  Copies made
     by :func:`copy.copy` or :func:`copy.deepcopy` (scikit-learn's ``clone``
     deep-copies constructor parameters) are the accountant itself, so the
     clones ``cross_val_score`` and ``GridSearchCV`` fit charge the one

@@ -16,16 +16,24 @@ A party's app-pinning launcher ships here too: :func:`pinned_launcher_text` give
 """
 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
-from ._flower_telemetry import keep_flower_telemetry_off
-from ._interrupts import raise_if_interrupted, record_interrupt, recorded_interrupt, remembered_interrupts
+from ._flower_telemetry import FLOWER_QUIET_ENVIRONMENT, keep_flower_telemetry_off
+from ._interrupts import (
+    interrupt_behind,
+    raise_if_interrupted,
+    record_interrupt,
+    recorded_interrupt,
+    remembered_interrupts,
+)
 from ._pin_launcher import pinned_launcher_text
 from ._provenance import Provenance, git_describe, git_problem, source_version
 
 __all__ = [
+    "FLOWER_QUIET_ENVIRONMENT",
     "Provenance",
     "colour_flower_logs_on_terminals_only",
     "git_describe",
     "git_problem",
+    "interrupt_behind",
     "is_terminal",
     "keep_flower_telemetry_off",
     "pinned_launcher_text",

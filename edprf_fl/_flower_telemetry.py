@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["keep_flower_telemetry_off"]
+__all__ = ["FLOWER_QUIET_ENVIRONMENT", "keep_flower_telemetry_off"]
 
 TELEMETRY_VARIABLE = "FLWR_TELEMETRY_ENABLED"
 UPDATE_CHECK_VARIABLE = "FLWR_DISABLE_UPDATE_CHECK"

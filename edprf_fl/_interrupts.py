@@ -37,7 +37,13 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["raise_if_interrupted", "record_interrupt", "recorded_interrupt", "remembered_interrupts"]
+__all__ = [
+    "interrupt_behind",
+    "raise_if_interrupted",
+    "record_interrupt",
+    "recorded_interrupt",
+    "remembered_interrupts",
+]
 
 
 class _Record:
@@ -74,6 +80,25 @@ def recorded_interrupt() -> KeyboardInterrupt | None:
     buffer's format when the interrupt came, raises "... is not a valid PEP 3118 buffer format string").
     """
     return _RECORD.interrupted
+
+
+def interrupt_behind(exc: BaseException, since: KeyboardInterrupt | None = None) -> KeyboardInterrupt | None:
+    """The interrupt ``exc`` stands for, or None: ``exc`` itself when it is a ``KeyboardInterrupt``; for any other
+    exception, the interrupt recorded in the active :func:`remembered_interrupts` block (C code may raise another
+    error in place of a Ctrl-C's ``KeyboardInterrupt``: :func:`recorded_interrupt`), unless that is ``since``.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception that ended a block.
+    since : KeyboardInterrupt, optional
+        An interrupt the caller is already handling (it says what that one left): an ordinary exception is an
+        interrupt's only when another one (a second Ctrl-C) was recorded after it.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    recorded = _RECORD.interrupted
+    return None if recorded is since else recorded
 
 
 def record_interrupt(interrupt: KeyboardInterrupt) -> None:
@@ -128,8 +153,9 @@ def remembered_interrupts() -> Iterator[None]:
         if _RECORD.dropped and _RECORD.interrupted is not None:  # dropped by a finalizer, not raised by a checkpoint
             raise _RECORD.interrupted
     except Exception as exc:  # an error after an interrupt is the interrupt's (C code may turn one into another)
-        if _RECORD.interrupted is not None:
-            raise _RECORD.interrupted from exc
+        interrupt = interrupt_behind(exc)
+        if interrupt is not None:
+            raise interrupt from exc
         raise
     finally:
         _RECORD.depth -= 1

@@ -396,9 +396,10 @@ def _completed_release(entry: LedgerEntry) -> bool:
 def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | None) -> str:
     """A completed release's first recipient, for the end of its line in the table (review rev-s65 F1): the first
     :data:`RECIPIENT_DIGITS` hex digits of the registered keys' digest its train request carried, ``(none: keyless
-    run)`` for a run that registered none, ``(unknown: made before 0.2.12)`` where the ledger keeps none (a release
+    run)`` for a run that registered none, ``(not recorded: made before 0.2.12)`` where the ledger keeps none (a release
     made before 0.2.11, or one made by 0.2.11 whose first delivery row was not ``sent`` or is gone, or a ledger not yet
-    opened for writing by 0.2.13); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
+    opened for writing by 0.2.13: while its first delivery row is kept, the resend guard takes that row's recipient,
+    docs/privacy.md); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
@@ -406,7 +407,7 @@ def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | Non
         return ""
     registered = None if recipients is None else recipients.get(entry.request_id)
     if registered is None:
-        shown = "(unknown: made before 0.2.12)"
+        shown = "(not recorded: made before 0.2.12)"
     elif not registered:
         shown = "(none: keyless run)"
     else:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from edprf_core import EDPRFError
+from edprf_fl import FLOWER_QUIET_ENVIRONMENT
 
 __all__ = [
     "BIN",
@@ -564,8 +565,7 @@ def flower_env(root: Path) -> dict[str, str]:
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "FLWR_HOME": str(root / "flwr-home" / "cli"),
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-            "FLWR_TELEMETRY_ENABLED": "0",
-            "FLWR_DISABLE_UPDATE_CHECK": "1",
+            **FLOWER_QUIET_ENVIRONMENT,
             "PYTHONUNBUFFERED": "1",
         }
     )

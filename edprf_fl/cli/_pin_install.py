@@ -80,7 +80,9 @@ def run_install_pin(args: argparse.Namespace) -> int:
     same = target.is_file() and not target.is_symlink() and target.read_bytes() == text
     if os.path.lexists(target) and not same and not args.force:
         raise ValueError(f"{target} exists and {_differs(target, text)}; pass --force to replace it")
-    directory.mkdir(mode=0o755, parents=True, exist_ok=True)  # a new one: not writable by others, any umask
+    for created in reversed([d for d in (directory, *directory.parents) if not os.path.lexists(d)]):
+        created.mkdir(mode=0o755, exist_ok=True)  # each new one, parents too: not writable by others, any umask
+        os.chmod(created, 0o755)
     mode = stat.S_IMODE(directory.stat().st_mode)
     if mode & 0o022:
         raise ValueError(

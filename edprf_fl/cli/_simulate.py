@@ -138,7 +138,7 @@ def output_dir(
 
 
 def run(args: argparse.Namespace) -> int:
-    from edprf_fl import recorded_interrupt
+    from edprf_fl import interrupt_behind
     from edprf_fl.simulation import SettingsError
 
     from ._main import require_federation
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, Exception) as exc:  # after a Ctrl-C, C code may raise another error in its place
         # (numpy: "not a valid PEP 3118 buffer format string"): the stop is said as one (CI rehearsal 4 at 71544bb:
         # exit 1, not 130)
-        interrupt = exc if isinstance(exc, KeyboardInterrupt) else recorded_interrupt()
+        interrupt = interrupt_behind(exc)
         if interrupt is None:
             raise
         said = _finished_before_the_stop(out_dir) or _spent_so_far(out_dir)
@@ -258,6 +258,7 @@ def _drop_if_empty(out_dir: Path, created: bool) -> None:
 def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
     import tomli_w
 
+    from edprf_fl import FLOWER_QUIET_ENVIRONMENT
     from edprf_fl.simulation import prepare_workspace
     from protocol import open_owner_only
 
@@ -270,7 +271,7 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f"workspace: {cfg.sim_dir}\nrun config: {run_config} (every setting of the coordinator's run)\n"
         "run it from the project directory with:\n"
         f"  FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "
-        f"FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_UPDATE_CHECK=1 flwr run . --stream "
+        f"{' '.join(f'{name}={value}' for name, value in FLOWER_QUIET_ENVIRONMENT.items())} flwr run . --stream "
         f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'
         "(the first variable keeps Flower from installing the app's dependencies from the package index for the "
         "run: this environment has them; the second keeps Ray to this machine's 127.0.0.1 instead of looking up a "

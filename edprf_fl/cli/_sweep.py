@@ -343,12 +343,13 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
         if args.resume:
             out = Path(args.output)  # a directory (_resume_from_the_record)
             lock_output(held, out, made_by)
-            done = _resumed_rows(out, record_here, data_file(base))
+            record = _recorded(out)  # again, under the lock: what another process wrote meanwhile counts
+            done = _resumed_rows(out, record, record_here, data_file(base))
             here = {"edprf_version": made_by.edprf_version, "git_describe": made_by.git_describe or ""}
             if not args.allow_mixed_code and (why := mixed_code_error([*done, here], _CODE_WHERE.format(out=out))):
                 raise ValueError(f"--resume: {why}")
             _remove_the_interrupted_run(out, done, base, configs, args)  # after every check: a refusal removes nothing
-            _record_where_the_data_is(out, record_here)
+            _record_where_the_data_is(out, record, record_here)
             say(f"resuming the sweep in {out}: {len(done)} of its runs finished, in {out / 'sweep.csv'}")
         else:
             locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
@@ -432,7 +433,7 @@ def _said_on_interrupt(
 
     After a Ctrl-C, C code may raise another error in place of its ``KeyboardInterrupt`` (numpy: "... is not a
     valid PEP 3118 buffer format string"): an ordinary exception is an interrupt's when one was recorded
-    (:func:`edprf_fl.recorded_interrupt`), as in ``edprf simulate``, and is raised as that interrupt, caused by it.
+    (:func:`edprf_fl.interrupt_behind`), as in ``edprf simulate``, and is raised as that interrupt, caused by it.
     Otherwise it is raised unchanged, ``tell`` not called.
 
     Parameters
@@ -445,13 +446,12 @@ def _said_on_interrupt(
     stop : bool, default True
         Raise the interrupt after ``tell`` (False: the block ends, the interrupt said).
     """
-    from edprf_fl import recorded_interrupt
+    from edprf_fl import interrupt_behind
 
     try:
         yield
     except (KeyboardInterrupt, Exception) as exc:
-        recorded = recorded_interrupt()
-        interrupt = exc if isinstance(exc, KeyboardInterrupt) else None if recorded is since else recorded
+        interrupt = interrupt_behind(exc, since)
         if interrupt is None:
             raise
         tell(interrupt)
@@ -498,9 +498,9 @@ def _recorded(out: Path) -> SweepRecord:
     return record
 
 
-def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[str, Any]]:
-    """The finished rows of the sweep in ``out`` that ``--resume`` keeps, after checking that its record asked what
-    this command asks; the unfinished runs' directories removed (said).
+def _resumed_rows(out: Path, record: SweepRecord, asked: SweepRecord, data_path: Path) -> list[dict[str, Any]]:
+    """The finished rows of the sweep in ``out`` that ``--resume`` keeps, after checking that its ``record`` (read
+    under the directory's lock) asked what this command asks; the unfinished runs' directories removed (said).
 
     Raises
     ------
@@ -512,7 +512,6 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
 
     from ._simulate import say
 
-    record = _recorded(out)
     differing = record.setting_differences(asked) + record.grid_differences(asked)
     if differing:
         raise ValueError(
@@ -558,8 +557,8 @@ def _resumed_rows(out: Path, asked: SweepRecord, data_path: Path) -> list[dict[s
     return rows
 
 
-def _record_where_the_data_is(out: Path, asked: SweepRecord) -> None:
-    """Name in ``out/sweep.json`` the data and schema files this resume read, where the record names them at other
+def _record_where_the_data_is(out: Path, record: SweepRecord, asked: SweepRecord) -> None:
+    """Name in ``out/sweep.json`` the data and schema files this resume read, where ``record`` names them at other
     paths (the same content: :func:`_resumed_rows` checked it), atomically; said.  A later ``--resume`` without
     ``--data`` then finds them (closing note of h-resume: the record kept naming the old path)."""
     from dataclasses import replace
@@ -568,7 +567,6 @@ def _record_where_the_data_is(out: Path, asked: SweepRecord) -> None:
 
     from ._simulate import say
 
-    record = _recorded(out)
     moved = {
         name: path
         for name in ("data", "schema")

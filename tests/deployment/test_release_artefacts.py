@@ -156,8 +156,7 @@ def _dockerfile_copies(dockerfile: str) -> list[str]:
 def test_the_sdist_holds_the_runbooks_files_and_every_path_the_dockerfile_copies(release: Release):
     missing = [name for name in RUNBOOK_FILES if name not in release.members]
     assert missing == [], missing
-    # the party's app-pin launcher, wherever it lives (deploy/party/ or a module of edprf_fl)
-    assert any(Path(name).name.endswith("pinned_clientapp.py") for name in release.members), "no pin launcher"
+    assert "edprf_fl/_pinned_clientapp.py" in release.members  # the party's app pin (the Dockerfile copies it too)
     copies = _dockerfile_copies((release.unpacked / "deploy" / "Dockerfile").read_text(encoding="utf-8"))
     assert {"constraints.txt", "deploy/requirements.lock", "edprf_core"} <= set(copies), copies
     absent = [

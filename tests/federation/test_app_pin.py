@@ -37,10 +37,13 @@ def test_install_pin_writes_the_launcher_with_this_python_mode_0755(tmp_path, ca
     old = os.umask(0o000)  # whatever the umask, the launcher is 0755
     try:
         assert main(["party", "install-pin", str(tmp_path / "pinned"), "--trusted-apps", "trusted-apps.txt"]) == 0
+        assert main(["party", "install-pin", str(tmp_path / "new" / "parent" / "pinned")]) == 0
     finally:
         os.umask(old)
     target = tmp_path / "pinned" / "flwr-clientapp"
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    for made in ("new", "new/parent", "new/parent/pinned"):  # parents made for it too: none writable by others
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o755, made
     first, rest = target.read_text(encoding="utf-8").split("\n", 1)
     assert first == f"#!{sys.executable}"  # the virtualenv's python, which imports the same flwr
     assert rest == LAUNCHER.read_text(encoding="utf-8").split("\n", 1)[1]  # the shipped launcher, byte for byte

@@ -241,7 +241,7 @@ def test_budget_shows_a_reserved_entry_s_age_and_says_an_old_one_was_left_behind
     assert old_row.endswith("20 trees [reserved 2 h 5 min ago]")
     assert new_row.endswith(("20 trees [reserved 0 s ago]", "20 trees [reserved 1 s ago]"))
     # no age; completed without a recipient (as before 0.2.12): its first recipient unknown
-    assert released_row.endswith("20 trees [first recipient: (unknown: made before 0.2.12)]")
+    assert released_row.endswith("20 trees [first recipient: (not recorded: made before 0.2.12)]")
     assert (
         "note: 1 entry reserved more than 1 h ago and not completed (old/train): no request holds its reservation "
         "that long: left by a crash or a failed write" in out

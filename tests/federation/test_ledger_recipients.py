@@ -204,7 +204,7 @@ def test_a_copy_that_fails_leaves_nothing_and_the_ledger_opens(tmp_path, monkeyp
 
 def test_budget_shows_each_completed_releases_first_recipient(tmp_path, capsys):
     """(d) ``edprf budget``: at the end of a completed release's line, its first recipient (the digest's first 12 hex
-    digits, ``(none: keyless run)``, or ``(unknown: made before 0.2.12)`` where the ledger keeps none); ``--json``:
+    digits, ``(none: keyless run)``, or ``(not recorded: made before 0.2.12)`` where the ledger keeps none); ``--json``:
     each entry's ``first_recipient`` (the digest whole, ``""`` keyless, null where none is kept or for any other
     entry)."""
     ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=10.0)
@@ -225,7 +225,7 @@ def test_budget_shows_each_completed_releases_first_recipient(tmp_path, capsys):
 
     assert line_of("keyed/train").endswith(f"{_DETAIL} [first recipient: keys 0123456789ab]")
     assert line_of("keyless/train").endswith(f"{_DETAIL} [first recipient: (none: keyless run)]")
-    assert line_of("old/train").endswith(f"{_DETAIL} [first recipient: (unknown: made before 0.2.12)]")
+    assert line_of("old/train").endswith(f"{_DETAIL} [first recipient: (not recorded: made before 0.2.12)]")
     assert "first recipient" not in line_of("e/evaluate") + line_of("open/train")
 
     assert main(["budget", str(ledger.path), "--json"]) == 0
@@ -241,6 +241,6 @@ def test_budget_shows_each_completed_releases_first_recipient(tmp_path, capsys):
     with sqlite3.connect(ledger.path) as db:  # a ledger 0.2.11 wrote: no table, every release unknown
         db.execute("DROP TABLE release_recipients")
     assert main(["budget", str(ledger.path)]) == 0
-    assert "[first recipient: (unknown: made before 0.2.12)]" in next(
+    assert "[first recipient: (not recorded: made before 0.2.12)]" in next(
         x for x in capsys.readouterr().out.splitlines() if " keyed/train " in x
     )
