@@ -65,6 +65,7 @@ from ._party import REASONS, Party, PartySetup, Recipient, Refusal, evaluation_c
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import (
     check_flower_home,
+    check_python_version,
     check_supernode_files,
     check_trusted_apps,
     parse_node_config,
@@ -136,6 +137,7 @@ __all__ = [
     "carried",
     "check_backup_target",
     "check_flower_home",
+    "check_python_version",
     "check_supernode_files",
     "check_trusted_apps",
     "duration_text",

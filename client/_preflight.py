@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import time
 import tomllib
 from collections.abc import Callable, Mapping
@@ -59,6 +60,7 @@ __all__ = [
     "Finding",
     "PreflightReport",
     "check_flower_home",
+    "check_python_version",
     "check_supernode_files",
     "check_trusted_apps",
     "log_preflight",
@@ -834,6 +836,26 @@ def check_supernode_files(
 
 
 _TRUSTED_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+VERIFIED_PYTHON = (3, 11)
+"""The Python version the project is tested and released on (pyproject's ``requires-python`` admits later ones)."""
+
+
+def check_python_version(report: PreflightReport, version: tuple[int, int] | None = None) -> PreflightReport:
+    """A note when this Python is not :data:`VERIFIED_PYTHON` (review rev-pkg P9: 3.13 installed and ran without a
+    word): the party's ClientApp runs under the SuperExec's Python, which the runbook makes this venv's.
+    ``version``: ``sys.version_info[:2]`` when None.  Privacy cost: none."""
+    major, minor = version or sys.version_info[:2]
+    if (major, minor) != VERIFIED_PYTHON:
+        report._add(
+            "note",
+            f"Python {major}.{minor}",
+            f"edprf-fl is tested and released on Python {VERIFIED_PYTHON[0]}.{VERIFIED_PYTHON[1]} (its pins, "
+            "constraints.txt and deploy/requirements.lock, are for it); another version installs, but its "
+            "dependencies' behaviour on it is not verified here",
+        )
+    return report
 
 
 def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightReport:

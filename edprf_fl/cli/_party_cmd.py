@@ -16,7 +16,6 @@ All three are local: nothing is sent (``check --superlink`` makes one TLS handsh
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import asdict, replace
@@ -140,6 +139,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     from client import (
         check_flower_home,
+        check_python_version,
         check_supernode_files,
         check_trusted_apps,
         parse_node_config,
@@ -150,6 +150,7 @@ def run_check(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import seconds_text
 
     from ._model_args import say
+    from ._pin_install import trusted_apps_path
 
     if args.superlink is not None:
         if args.root_certificates is None:
@@ -165,11 +166,9 @@ def run_check(args: argparse.Namespace) -> int:
     if reading:
         say(f"      checked in {seconds_text(time.monotonic() - reading[0])}")
     check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
-    trusted = args.trusted_apps or (
-        Path(os.environ["EDPRF_TRUSTED_APP_HASHES"]) if os.environ.get("EDPRF_TRUSTED_APP_HASHES") else None
-    )
-    check_trusted_apps(trusted, report)  # none given: a note that the pin was not checked
+    check_trusted_apps(trusted_apps_path(args.trusted_apps), report)  # none given: a note that the pin was not checked
     check_flower_home(report)  # where Flower unpacks the bundles, as this account (the service's) sees it
+    check_python_version(report)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

@@ -17,12 +17,21 @@ import stat
 import sys
 from pathlib import Path
 
-__all__ = ["LAUNCHER_NAME", "add_install_pin", "run_install_pin"]
+__all__ = ["LAUNCHER_NAME", "add_install_pin", "run_install_pin", "trusted_apps_path"]
 
 LAUNCHER_NAME = "flwr-clientapp"
 """The program a SuperNode (or its SuperExec) starts for each ClientApp, looked up on its PATH."""
 
 LAUNCHER_MODE = 0o755
+
+
+def trusted_apps_path(given: Path | None) -> Path | None:
+    """The list of approved bundles: ``--trusted-apps`` when given, else ``EDPRF_TRUSTED_APP_HASHES`` (the variable
+    the launcher reads), else None."""
+    if given is not None:
+        return given
+    named = os.environ.get("EDPRF_TRUSTED_APP_HASHES")
+    return Path(named) if named else None
 
 
 def add_install_pin(inner: argparse._SubParsersAction) -> None:
@@ -97,9 +106,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
 
         save_atomic(target, text, mode=LAUNCHER_MODE)
         print(f"wrote {target} (mode 0755): the app pin, run by {sys.executable} (flwr {_flwr_version()})")
-    trusted = args.trusted_apps or (
-        Path(os.environ["EDPRF_TRUSTED_APP_HASHES"]) if os.environ.get("EDPRF_TRUSTED_APP_HASHES") else None
-    )
+    trusted = trusted_apps_path(args.trusted_apps)
     listed = str(trusted.absolute()) if trusted is not None else "/path/to/trusted-apps.txt"
     print(
         "next: start the process that starts this party's ClientApps (its flower-superexec; flower-supernode when "

@@ -893,3 +893,14 @@ def test_a_flower_home_the_account_cannot_create_is_a_problem_naming_the_variabl
     monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and os.fspath(p) != str(own / "apps"))
     code, [line] = _flower_home_lines(paths, capsys)
     assert code == 1 and f"{own / 'apps'} is not writable by " in line
+
+
+def test_a_python_other_than_the_verified_one_is_a_note():
+    """Review rev-pkg P9: on Python 3.13 the party installed and ran without a word that 3.11 is what is verified."""
+    from client import check_python_version
+    from client._preflight import PreflightReport
+
+    other = check_python_version(PreflightReport(), (3, 13))
+    assert [(f.level, f.subject) for f in other.findings] == [("note", "Python 3.13")]
+    assert "tested and released on Python 3.11" in other.findings[0].line() and other.ok
+    assert check_python_version(PreflightReport(), (3, 11)).findings == []
