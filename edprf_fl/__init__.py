@@ -16,7 +16,7 @@ A party's app-pinning launcher ships here too: :func:`pinned_launcher_text` give
 """
 
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
-from ._flower_telemetry import FLOWER_QUIET_ENVIRONMENT, keep_flower_telemetry_off
+from ._flower_telemetry import FLOWER_QUIET_ENVIRONMENT, keep_flower_telemetry_off, quiet_flwr
 from ._interrupts import (
     interrupt_behind,
     raise_if_interrupted,
@@ -37,6 +37,7 @@ __all__ = [
     "is_terminal",
     "keep_flower_telemetry_off",
     "pinned_launcher_text",
+    "quiet_flwr",
     "raise_if_interrupted",
     "record_interrupt",
     "recorded_interrupt",

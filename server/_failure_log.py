@@ -36,7 +36,8 @@ _NEXT_STEPS = {
     "timeout": "no reply within round-timeout: its SuperNode was not running or replied too late (a party with "
     "many rows or trees, or one whose policy holds its replies with reply-after-seconds, needs a longer "
     "round-timeout); see that party's log",
-    "client_error": "the party's ClientApp failed: see that party's SuperNode log",
+    "client_error": "the party's ClientApp failed: see that party's SuperNode log (its SuperExec's, when the "
+    "SuperNode runs with --isolation process)",
     "too_few_ready": "it would have served, but too few parties would (the readiness round): nothing was sent to "
     "it and it spent nothing; resubmit once the parties above can serve",
     "party_setup": "the party's own files or settings are wrong (its SuperNode log names them): ask its operator to "

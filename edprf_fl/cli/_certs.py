@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from edprf_fl import quiet_flwr
+
 __all__ = ["CA_CERT", "CA_KEY", "SERVER_CERT", "SERVER_KEY", "PartyFiles", "party_files", "register"]
 
 CA_KEY, CA_CERT = "ca.key", "ca.crt"
@@ -381,7 +383,7 @@ def _auth_rotation_steps(files, party: str) -> list[str]:
             f"{_q(files.auth_pub)}"
         ),
         (
-            "coordinator: check the fingerprint, then flwr supernode register <the file received> <connection>   "
+            f"coordinator: check the fingerprint, then {quiet_flwr('supernode register <the file received> <connection>')}   "
             "(a new node id: write it next to the party's name)"
         ),
         (
@@ -437,7 +439,7 @@ def run_party(args: argparse.Namespace) -> int:
     steps = []
     if auth:
         steps.append(
-            f"coordinator: flwr supernode register {_q(files.auth_pub)} <connection>   "
+            f"coordinator: {quiet_flwr(f'supernode register {_q(files.auth_pub)} <connection>')}   "
             "(then unregister the node of any key this one replaces)"
         )
     if signing:

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from edprf_fl import quiet_flwr
+
 __all__ = ["FLOWER_INSTALL", "FlowerRun", "check_superlink_certificate", "flwr_command", "register", "run_and_follow"]
 
 _STATUS_WAIT = 30.0  # the log stream can end a moment before the run's status is final
@@ -386,7 +388,7 @@ def run_and_follow(
         if detach_on_interrupt:
             _tell(
                 f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties "
-                f"to spend epsilon until it ends; stop it with: flwr stop {run.run_id}{conn}"
+                f"to spend epsilon until it ends; stop it with: {quiet_flwr(f'stop {run.run_id}{conn}')}"
             )
             return exit_status(interrupt)
         code, text = run.stop(env)  # first: after SIGHUP there may be no terminal left to tell
@@ -419,8 +421,8 @@ def run_and_follow(
     if not status.startswith("finished"):  # the log ended but the run did not (the SuperLink lost, restarted)
         print(
             f"edprf run: the run's end was not seen: it may still be running, and asking parties to spend epsilon, "
-            f"once the SuperLink is back. Check it with: flwr ls{conn} --run-id {run.run_id}; stop it with: "
-            f"flwr stop {run.run_id}{conn}",
+            f"once the SuperLink is back. Check it with: {quiet_flwr(f'ls{conn} --run-id {run.run_id}')}; stop it "
+            f"with: {quiet_flwr(f'stop {run.run_id}{conn}')}",
             file=sys.stderr,
         )
     return 1
@@ -453,7 +455,7 @@ def _pending_watch(run: FlowerRun, env: dict[str, str] | None, detach_on_interru
 
 def _pending_text(run: FlowerRun, detach_on_interrupt: bool) -> str:
     """What ``edprf run`` says of a run still pending after :data:`PENDING_WARNING_SECONDS`."""
-    stop = f"flwr stop {run.run_id}{f' {run.connection}' if run.connection else ''}"
+    stop = quiet_flwr(f"stop {run.run_id}{f' {run.connection}' if run.connection else ''}")
     ctrl_c = (
         f"Ctrl-C stops waiting and leaves the run pending; `{stop}` cancels it"
         if detach_on_interrupt

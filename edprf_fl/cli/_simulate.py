@@ -258,7 +258,7 @@ def _drop_if_empty(out_dir: Path, created: bool) -> None:
 def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
     import tomli_w
 
-    from edprf_fl import FLOWER_QUIET_ENVIRONMENT
+    from edprf_fl import quiet_flwr
     from edprf_fl.simulation import prepare_workspace
     from protocol import open_owner_only
 
@@ -271,7 +271,7 @@ def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:
         f"workspace: {cfg.sim_dir}\nrun config: {run_config} (every setting of the coordinator's run)\n"
         "run it from the project directory with:\n"
         f"  FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "
-        f"{' '.join(f'{name}={value}' for name, value in FLOWER_QUIET_ENVIRONMENT.items())} flwr run . --stream "
+        f"{quiet_flwr('run . --stream')} "
         f'--federation-config "num-supernodes={settings.parties}" --run-config {shlex.quote(str(run_config))}\n'
         "(the first variable keeps Flower from installing the app's dependencies from the package index for the "
         "run: this environment has them; the second keeps Ray to this machine's 127.0.0.1 instead of looking up a "

@@ -114,6 +114,8 @@ def test_party_keys_are_what_flower_and_the_coordinator_accept(tmp_path, capsys)
     assert list(registry) == ["hospital-a"] and registry.key_id("hospital-a") == key_id(signing)
     assert key_id(signing) in out
     assert f"flwr supernode register {files.auth_pub}" in out and "--auth-supernode-private-key" in out
+    # the hint is copied into a shell that may lack the runbook's exports: Flower kept from phoning out (rev-pkg2 R6)
+    assert f"FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_UPDATE_CHECK=1 flwr supernode register {files.auth_pub}" in out
 
 
 def test_party_p384_signing_key(tmp_path, capsys):

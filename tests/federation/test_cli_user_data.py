@@ -304,8 +304,14 @@ def test_edprf_run_says_why_a_run_stays_pending(capsys, monkeypatch, status, war
 @pytest.mark.parametrize(
     ("detach", "ctrl_c"),
     [
-        (False, "Ctrl-C cancels it (`flwr stop 7 consortium`)."),
-        (True, "Ctrl-C stops waiting and leaves the run pending; `flwr stop 7 consortium` cancels it."),
+        (False, "Ctrl-C cancels it (`FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_UPDATE_CHECK=1 flwr stop 7 consortium`)."),
+        (
+            True,
+            (
+                "Ctrl-C stops waiting and leaves the run pending; `FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_UPDATE_CHECK=1 "
+                "flwr stop 7 consortium` cancels it."
+            ),
+        ),
     ],
 )
 def test_edprf_run_says_within_30_s_once_that_a_pending_run_needs_a_superexec(capsys, monkeypatch, detach, ctrl_c):
