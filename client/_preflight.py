@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import sys
 import time
 import tomllib
@@ -868,7 +869,9 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
     an older bundle stays approved the coordinator can submit it and bypass the newer version's safeguards, so it is
     removed once every party and the coordinator run the newer one (section 11, How to upgrade, step 5; review
     rev-day2 U2).  ``path`` None (no list given): a ``note`` that the pin was not checked (review rev-pkg P2: an
-    unpinned party's check said "no problem found" and nothing else).
+    unpinned party's check said "no problem found" and nothing else).  A problem as well when accounts other than
+    the list's owner can write it, or replace it in its directory (:func:`_others_can_write_the_list`).  Privacy
+    cost: none (nothing is released; the findings are for the party itself).
     """
     if path is None:
         report._add(
@@ -880,6 +883,7 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
         )
         return report
     subject = f"trusted apps {path}"
+    _others_can_write_the_list(Path(path), subject, report)
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -920,52 +924,126 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
     return report
 
 
-def check_flower_home(report: PreflightReport) -> PreflightReport:
-    """Whether Flower can install app bundles under ``$FLWR_HOME`` (default ``~/.flwr``) as this account.
+def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport) -> None:
+    """A problem when the list of approved bundles, or its directory, is writable by accounts other than its owner
+    (group or other write bit, read from the stat bits: the check may run as root; a directory with the sticky bit
+    is fine, no other account can then replace the file): anyone who can write the list approves any bundle, and the
+    launcher reads it without checking its mode (review rev-pkg2 R7).  Nothing when the file cannot be read (its own
+    problem)."""
+    listed = path.absolute()
+    try:
+        checked = [("the list", listed, listed.stat())]
+        checked.append((f"its directory {listed.parent}", listed.parent, listed.parent.stat()))
+    except OSError:
+        return
+    for what, where, held in checked:
+        mode = stat.S_IMODE(held.st_mode)
+        if not mode & 0o022 or (where != listed and mode & stat.S_ISVTX):
+            continue
+        report._add(
+            "problem",
+            subject,
+            f"{what} (mode {mode:04o}, owner {_account_name(held.st_uid)}) is writable by other accounts: any of them "
+            f"could approve any app bundle, which the SuperNode would then run next to the data; chmod go-w {where}, "
+            "so that only its owner writes it (deploy/README.md section 6)",
+        )
+        return
+
+
+def check_flower_home(report: PreflightReport, pinned: bool = False) -> PreflightReport:
+    """Whether Flower can install app bundles under ``$FLWR_HOME`` (default ``~/.flwr``) as this account, and only
+    this account.
 
     Flower unpacks each run's app bundle under ``$FLWR_HOME/apps`` in the ClientApp's process; a service account
     without a writable home (``HOME=/nonexistent``) gets a SuperNode that comes online and then fails every message
     at the bundle's unpacking, the readiness query's included (which the readiness round counts as serving: a failed
     ClientApp is not a refusal), so every training request fails (``PermissionError``, the coordinator's
     ``client_error``; review rev-pkg P5).  A problem when the directory (or ``apps`` in it) cannot be written, or
-    cannot be created (the nearest existing parent is not a writable directory); nothing is created.  It reads this
-    process's environment, which the runbook makes the service's (the check runs as the service account).
-    """
-    import pwd
+    cannot be created (the nearest existing parent is not a writable directory).
 
+    Flower also reuses an unpacked ``$FLWR_HOME/apps/<app>`` without checking it again, so another account that can
+    write there puts code next to the data, which the party then runs (review rev-pkg2 R2).  A problem too when the
+    directory or its ``apps`` is not owned by this account or is group- or other-writable (stat bits, not
+    ``os.access``: the check may run as root), or, when it is missing, when its nearest existing parent is writable
+    by other accounts (any of them can create it first; a sticky bit does not stop that).
+
+    ``pinned`` (a list of approved bundles is given, review rev-pkg2 R3): the pin's launcher
+    (``edprf_fl/_pinned_clientapp.py``, ``install``) unpacks each approved bundle into a fresh private directory
+    (``tempfile.mkdtemp``) and answers Flower's ``get_project_dir`` with it, so nothing of ``$FLWR_HOME/apps`` is
+    read or written; every finding that would be a problem is then a ``note`` (needed if the pin is removed).
+    Nothing is created.  It reads this process's environment, which the runbook makes the service's (the check runs
+    as the service account).  Privacy cost: none (nothing is released; the findings are for the party itself).
+    """
     given = os.environ.get("FLWR_HOME")
     origin = "FLWR_HOME" if given else "FLWR_HOME unset: ~/.flwr"
+    level = "note" if pinned else "problem"
+    fix, shared_fix = _flower_home_fix(_FLOWER_HOME_FIX, pinned), _flower_home_fix(_FLOWER_HOME_SHARED_FIX, pinned)
     try:
         home = Path(given).absolute() if given else Path.home() / ".flwr"
     except RuntimeError as exc:  # no HOME and no password entry
-        report._add("problem", "Flower home", f"~/.flwr cannot be found ({exc}); {_FLOWER_HOME_FIX}")
+        report._add(level, "Flower home", f"~/.flwr cannot be found ({exc}){fix}")
         return report
-    try:
-        account = f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})"
-    except KeyError:
-        account = f"uid {os.geteuid()}"
+    uid = os.geteuid()
+    name = _account_name(uid)
+    account = name if name == f"uid {uid}" else f"{name} (uid {uid})"
     subject = f"Flower home {home} ({origin})"
     writable = os.W_OK | os.X_OK
     existing = home
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if existing != home:
-        if existing.is_dir() and os.access(existing, writable):
-            report._add("ok", subject, f"{account} can create it (Flower does at the first run)")
+        if not existing.is_dir() or not os.access(existing, writable):
+            why = "is not a directory" if not existing.is_dir() else "is not writable by this account"
+            text = f"cannot be created by {account}: {existing} {why}{fix}"
+            report._add(level, subject, text)
             return report
-        why = "is not a directory" if not existing.is_dir() else "is not writable by this account"
-        report._add("problem", subject, f"cannot be created by {account}: {existing} {why}; {_FLOWER_HOME_FIX}")
+        parent = existing.stat()
+        if parent.st_mode & 0o022:
+            report._add(
+                level,
+                subject,
+                f"does not exist, and {existing} (mode {stat.S_IMODE(parent.st_mode):04o}, owner "
+                f"{_account_name(parent.st_uid)}) is writable by other accounts: any of them could create it "
+                f"first, with code of its own in apps/ (the sticky bit does not stop a new name){shared_fix}",
+            )
+            return report
+        report._add("ok", subject, f"{account} can create it (Flower does at the first run)")
         return report
     apps = home / "apps"
     for directory in (home, apps) if os.path.lexists(apps) else (home,):
         if not directory.is_dir():
-            report._add("problem", subject, f"{directory} is not a directory; {_FLOWER_HOME_FIX}")
+            report._add(level, subject, f"{directory} is not a directory{fix}")
             return report
         if not os.access(directory, writable):
-            report._add("problem", subject, f"{directory} is not writable by {account}; {_FLOWER_HOME_FIX}")
+            report._add(level, subject, f"{directory} is not writable by {account}{fix}")
             return report
-    report._add("ok", subject, f"writable by {account}")
+        held = directory.stat()
+        mode = stat.S_IMODE(held.st_mode)
+        if held.st_uid != uid or mode & 0o022:
+            why = " and ".join(
+                ([f"is not owned by {account}"] if held.st_uid != uid else [])
+                + (["is writable by other accounts"] if mode & 0o022 else [])
+            )
+            report._add(
+                level,
+                subject,
+                f"{directory} (mode {mode:04o}, owner {_account_name(held.st_uid)}) {why}: Flower reuses an "
+                f"unpacked bundle under apps/ without checking it again, so code another account puts there runs "
+                f"next to the data{shared_fix}",
+            )
+            return report
+    report._add("ok", subject, f"writable by {account}, its owner, and by no other account")
     return report
+
+
+def _account_name(uid: int) -> str:
+    """The account name of ``uid`` (``uid N`` when it has no password entry)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 _FLOWER_HOME_FIX = (
@@ -974,6 +1052,24 @@ _FLOWER_HOME_FIX = (
     "its SuperExec to a directory the party's service account owns (e.g. $PARTY/flwr, mode 0700: deploy/README.md "
     "section 3), and run this check as that account with the same environment"
 )
+
+_FLOWER_HOME_SHARED_FIX = (
+    "give FLWR_HOME (in the environment of the SuperNode and of its SuperExec) a directory of the party's service "
+    "account's own, mode 0700 (chmod 700, in a parent only it or root can write; deploy/README.md sections 2 and 3), "
+    "delete its apps/ if other accounts could ever write there (Flower unpacks each bundle again), and run this check "
+    "as that account with the same environment"
+)
+
+
+def _flower_home_fix(fix: str, pinned: bool) -> str:
+    """The end of a Flower-home finding: ``; fix`` (unpinned), or why it does not matter while the pin runs and
+    ``fix`` for when it is removed."""
+    if not pinned:
+        return f"; {fix}"
+    return (
+        ". Not used while the app pin runs (its launcher, edprf_fl/_pinned_clientapp.py, unpacks each approved bundle "
+        f"into a private temporary directory); needed if the pin is removed: {fix}"
+    )
 
 
 def _auth_key(path: Path, report: PreflightReport) -> None:

@@ -4,8 +4,10 @@ and installs its app pin (:mod:`edprf_fl.cli._pin_install`).
 ``check`` takes the SuperNode's own ``--node-config`` string and runs the checks the ClientApp
 runs when the SuperNode starts it (:mod:`client._preflight`): schema, policy (fingerprint, caps),
 signing key (file and mode), ledger (state, remaining ε, opened read-only) and data file (header,
-rows the schema's rules keep and drop); then the app pin's list (a note when none is given) and whether Flower's
-home (``$FLWR_HOME``, where it unpacks the bundles) can be written by the account that runs the check.  Every problem is one line naming the file and the fix;
+rows the schema's rules keep and drop); then the app pin's list (a note when none is given; a problem when other
+accounts can write it) and whether Flower's home (``$FLWR_HOME``, where it unpacks the bundles) can be written by the
+account that runs the check, and by no other (with a list, notes: the pin's launcher unpacks each approved bundle
+into a private temporary directory).  Every problem is one line naming the file and the fix;
 the exit status is 1 when there is one.  ``init-policy`` writes a policy whose
 ``schema-fingerprint`` is the schema's full fingerprint; with ``--force`` over an existing policy it
 keeps that policy's settings but those given on the command line, and prints each setting it changes
@@ -44,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="check schema, policy, signing key, ledger and data file of a SuperNode",
         description="Run the checks a party's ClientApp runs, on the files the SuperNode's "
         "--node-config names, and check that Flower can unpack app bundles under $FLWR_HOME (default ~/.flwr) as "
-        "this account: run it as the party's service account, with the service's environment. Exit status 1 if any "
+        "this account and that no other account can write there (with the app pin's list, --trusted-apps or "
+        "$EDPRF_TRUSTED_APP_HASHES, notes only: the pin does not use it): run it as the party's service account, with the service's environment. Exit status 1 if any "
         "problem is found.",
     )
     check.add_argument(
@@ -166,8 +169,11 @@ def run_check(args: argparse.Namespace) -> int:
     if reading:
         say(f"      checked in {seconds_text(time.monotonic() - reading[0])}")
     check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
-    check_trusted_apps(trusted_apps_path(args.trusted_apps), report)  # none given: a note that the pin was not checked
-    check_flower_home(report)  # where Flower unpacks the bundles, as this account (the service's) sees it
+    trusted = trusted_apps_path(args.trusted_apps)
+    check_trusted_apps(trusted, report)  # none given: a note that the pin was not checked
+    # where Flower unpacks the bundles, as this account (the service's) sees it; the pin's launcher unpacks each
+    # approved bundle into a private temporary directory instead, so with a list its findings are notes
+    check_flower_home(report, pinned=trusted is not None)
     check_python_version(report)
     for finding in report.findings:
         if args.quiet and finding.level == "ok":

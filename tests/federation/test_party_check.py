@@ -904,3 +904,124 @@ def test_a_python_other_than_the_verified_one_is_a_note():
     assert [(f.level, f.subject) for f in other.findings] == [("note", "Python 3.13")]
     assert "tested and released on Python 3.11" in other.findings[0].line() and other.ok
     assert check_python_version(PreflightReport(), (3, 11)).findings == []
+
+
+def test_a_flower_home_other_accounts_can_write_is_a_problem_naming_its_mode_and_owner(
+    party, capsys, monkeypatch, tmp_path
+):
+    """Review rev-pkg2 R2: a 1777 Flower home was "ok"; Flower reuses an unpacked $FLWR_HOME/apps/<app> without
+    checking it again, and a line another account appended to it ran in the party's ClientApps.  Modes are read
+    from the stat bits (this runs as root, whom os.access lets write anything)."""
+    paths, _ = party
+    monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)  # unpinned: Flower's own unpacking is used
+    me = f"(uid {os.geteuid()})"
+    for mode in (0o777, 0o1777, 0o770):  # other- or group-writable; the sticky bit protects nothing inside
+        shared = tmp_path / f"shared-{mode:o}"
+        shared.mkdir()
+        shared.chmod(mode)
+        monkeypatch.setenv("FLWR_HOME", str(shared))
+        code, [line] = _flower_home_lines(paths, capsys)
+        assert code == 1, line
+        assert line.startswith(f"problem: Flower home {shared} (FLWR_HOME): {shared} (mode {mode:04o}, owner "), line
+        assert "is writable by other accounts" in line and "code another account puts there runs" in line
+        for fix in ("mode 0700 (chmod 700", "deploy/README.md sections 2 and 3", "delete its apps/"):
+            assert fix in line, line
+
+    home = tmp_path / "party" / "flwr"
+    (home / "apps").mkdir(parents=True)
+    home.chmod(0o700)
+    monkeypatch.setenv("FLWR_HOME", str(home))
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 0 and line.startswith(f"ok: Flower home {home} (FLWR_HOME): writable by "), line
+    assert "its owner, and by no other account" in line
+    (home / "apps").chmod(0o757)  # the home is private, its apps/ is not
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1 and f"{home / 'apps'} (mode 0757, owner " in line, line
+    (home / "apps").chmod(0o700)
+    os.chown(home / "apps", 65534, -1)  # another account's apps/, mode 0700: its owner can put code there
+    code, [line] = _flower_home_lines(paths, capsys)
+    assert code == 1 and f"{home / 'apps'} (mode 0700, owner " in line and "is not owned by " in line, line
+    assert me in line.split("is not owned by ", 1)[1].split(":", 1)[0], line
+
+    for mode in (0o777, 0o1777):  # a missing home in a directory others can write: any of them creates it first
+        parent = tmp_path / f"open-{mode:o}"
+        parent.mkdir()
+        parent.chmod(mode)
+        monkeypatch.setenv("FLWR_HOME", str(parent / "flwr"))
+        code, [line] = _flower_home_lines(paths, capsys)
+        assert code == 1, line
+        assert f"does not exist, and {parent} (mode {mode:04o}, owner " in line, line
+        assert "any of them could create it first" in line and "chmod 700" in line
+        assert not (parent / "flwr").exists()
+
+
+def test_with_a_list_of_approved_bundles_the_flower_home_findings_are_notes(party, capsys, monkeypatch, tmp_path):
+    """Review rev-pkg2 R3: a pinned party trained five times, yet its check said the Flower home was a problem and
+    exited 1.  The pin's launcher unpacks each approved bundle into a private temporary directory
+    (edprf_fl/_pinned_clientapp.py; tests/federation/test_app_pin.py runs it with an unusable FLWR_HOME), so with a
+    list the Flower home's findings are notes, for when the pin is removed."""
+    paths, _ = party
+    trusted = tmp_path / "trusted-apps.txt"
+    trusted.write_text("ab" * 32 + "  # edprf-fl\n", encoding="utf-8")
+    trusted.chmod(0o600)
+    not_a_dir = tmp_path / "home-file"
+    not_a_dir.write_text("a file, not a directory\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.delenv("FLWR_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(not_a_dir))  # ~/.flwr cannot be created (HOME=/nonexistent, as in the review)
+    for home in (None, shared):
+        if home is not None:
+            monkeypatch.setenv("FLWR_HOME", str(home))
+        for given in ("option", "variable", None):
+            monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)
+            argv = ["party", "check", "--node-config", _config(paths)]
+            if given == "option":
+                argv += ["--trusted-apps", str(trusted)]
+            elif given == "variable":
+                monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(trusted))
+            capsys.readouterr()
+            code = main(argv)
+            captured = capsys.readouterr()
+            [line] = [ln for ln in (captured.out + captured.err).splitlines() if ": Flower home " in ln]
+            if given is None:  # unpinned: Flower's own unpacking uses it
+                assert code == 1 and line.startswith("problem: "), line
+                assert "Not used while the app pin runs" not in line
+                continue
+            assert code == 0, captured.err
+            assert line.startswith("note: Flower home "), line
+            assert "Not used while the app pin runs (its launcher, edprf_fl/_pinned_clientapp.py, unpacks each " in line
+            assert "into a private temporary directory); needed if the pin is removed: " in line
+            assert "hospital-a: no problem found" in captured.out
+
+
+def test_a_list_of_approved_bundles_other_accounts_can_write_is_a_problem(party, capsys, monkeypatch, tmp_path):
+    """Review rev-pkg2 R7: a 0666 trusted-apps.txt was "ok"; whoever can write it approves any bundle."""
+    paths, _ = party
+    monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)
+    listed = tmp_path / "lists" / "trusted-apps.txt"
+    listed.parent.mkdir()
+    listed.write_text("ab" * 32 + "  # edprf-fl\n", encoding="utf-8")
+
+    def check() -> tuple[int, list[str]]:
+        capsys.readouterr()
+        code = main(["party", "check", "--node-config", _config(paths), "--trusted-apps", str(listed)])
+        captured = capsys.readouterr()
+        return code, [ln for ln in (captured.out + captured.err).splitlines() if ln.startswith("problem: trusted apps")]
+
+    listed.chmod(0o600)
+    listed.parent.chmod(0o755)
+    assert check() == (0, [])
+    for mode in (0o666, 0o620):
+        listed.chmod(mode)
+        code, [line] = check()
+        assert code == 1 and f"the list (mode {mode:04o}, owner " in line, line
+        assert "could approve any app bundle" in line and f"chmod go-w {listed}," in line, line
+    listed.chmod(0o644)
+    listed.parent.chmod(0o777)  # a directory others can write: the list can be replaced
+    code, [line] = check()
+    assert code == 1 and f"its directory {listed.parent} (mode 0777, owner " in line, line
+    assert f"chmod go-w {listed.parent}," in line
+    listed.parent.chmod(0o1777)  # with the sticky bit no other account can replace the file
+    assert check() == (0, [])
