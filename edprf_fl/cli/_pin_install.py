@@ -5,7 +5,9 @@ rev-pkg P2: neither the wheel nor the source release held it, and the runbook's 
 needed a git checkout).  The file is written with this command's own interpreter on its ``#!`` line: the
 virtualenv's ``python``, which imports the same Flower as the SuperNode (``#!/usr/bin/env python3`` would take the
 first ``python3`` on the service's PATH, the system's, without Flower).  It replaces a different file only with
-``--force``; the same bytes are left as they are.  Then it prints what the party's service environment needs.
+``--force``; the same bytes are left as they are; a DIR other accounts could replace, itself or through a parent
+they can write without the sticky bit, is refused (review rev-pkg2 R7).  Then it prints what the party's service
+environment needs, as systemd ``Environment=`` lines with the values written out (review rev-pkg2 R5).
 This module stays light (the parser imports it): the standard library only at its top.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import stat
 import sys
 from pathlib import Path
@@ -40,9 +43,10 @@ def add_install_pin(inner: argparse._SubParsersAction) -> None:
         "install-pin",
         help="install the app pin: a flwr-clientapp that runs approved app bundles only",
         description="Write the app-pinning launcher as DIR/flwr-clientapp (mode 0755), run by this command's "
-        "Python (the virtualenv that holds Flower), and print the PATH and EDPRF_TRUSTED_APP_HASHES lines for the "
-        "process that starts the party's ClientApps (deploy/README.md section 6). An existing different "
-        "DIR/flwr-clientapp is replaced only with --force.",
+        "Python (the virtualenv that holds Flower), and print the systemd Environment= lines, PATH and "
+        "EDPRF_TRUSTED_APP_HASHES with their values written out, for the process that starts the party's ClientApps "
+        "(deploy/README.md section 6). An existing different DIR/flwr-clientapp is replaced only with --force; a DIR "
+        "other accounts can write, or in a parent they can write without the sticky bit, is refused.",
     )
     p.add_argument("directory", type=Path, metavar="DIR", help="the directory to put first on that PATH")
     p.add_argument(
@@ -65,20 +69,23 @@ def add_install_pin(inner: argparse._SubParsersAction) -> None:
 def run_install_pin(args: argparse.Namespace) -> int:
     """Write the launcher, refuse what it must not replace, and print the next step.
 
+    The printed ``Environment=`` lines hold the values written out (systemd expands no ``$PATH`` there, review
+    rev-pkg2 R5): ``PATH`` is DIR, then this Python's ``bin`` directory, then this process's ``PATH`` without
+    repeats; without a list (no ``--trusted-apps``, no ``EDPRF_TRUSTED_APP_HASHES``) its line is said to need the
+    list's path filled in.  Privacy cost: none (a local file is written; nothing is released).
+
     Raises
     ------
     ValueError
-        DIR is a file, or is writable by other accounts (anyone could then replace the launcher and run any
-        bundle); DIR/flwr-clientapp is a directory, or a different file and ``--force`` was not given; this
-        Python cannot be named on a ``#!`` line.
-    ModuleNotFoundError
-        Flower is not installed next to this Python (the launcher imports it).
+        Flower is not installed next to this Python (the launcher imports it; the ``deploy`` extra is named, review
+        rev-pkg2 R9); DIR is a file, or is writable by other accounts, or one of its existing parents is writable by
+        other accounts without the sticky bit (anyone could then replace the launcher, or swap DIR for a directory
+        of their own, and run any bundle; review rev-pkg2 R7); DIR/flwr-clientapp is a directory, or a different
+        file and ``--force`` was not given; this Python cannot be named on a ``#!`` line.
     """
     from edprf_fl import pinned_launcher_text
 
-    from ._main import require_federation
-
-    require_federation()
+    _refuse_without_flower()
     directory: Path = args.directory.absolute()
     target = directory / LAUNCHER_NAME
     text = pinned_launcher_text(sys.executable).encode("utf-8")
@@ -89,6 +96,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
     same = target.is_file() and not target.is_symlink() and target.read_bytes() == text
     if os.path.lexists(target) and not same and not args.force:
         raise ValueError(f"{target} exists and {_differs(target, text)}; pass --force to replace it")
+    _refuse_a_parent_others_can_write(directory)
     for created in reversed([d for d in (directory, *directory.parents) if not os.path.lexists(d)]):
         created.mkdir(mode=0o755, exist_ok=True)  # each new one, parents too: not writable by others, any umask
         os.chmod(created, 0o755)
@@ -106,18 +114,105 @@ def run_install_pin(args: argparse.Namespace) -> int:
 
         save_atomic(target, text, mode=LAUNCHER_MODE)
         print(f"wrote {target} (mode 0755): the app pin, run by {sys.executable} (flwr {_flwr_version()})")
-    trusted = trusted_apps_path(args.trusted_apps)
-    listed = str(trusted.absolute()) if trusted is not None else "/path/to/trusted-apps.txt"
-    print(
-        "next: start the process that starts this party's ClientApps (its flower-superexec; flower-supernode when "
-        "it starts its own) with these two in its environment (a service file's Environment= lines):\n"
-        f"  PATH={directory}:$PATH\n"
-        f"  EDPRF_TRUSTED_APP_HASHES={listed}\n"
-        "the list holds one approved bundle's SHA-256 per line (deploy/README.md section 6); check it with "
-        f"`edprf party check --node-config ... --trusted-apps {listed}`; the party's log warns at each ClientApp "
-        "that runs without the pin"
-    )
+    print(_next_step(directory, trusted_apps_path(args.trusted_apps)))
     return 0
+
+
+def _refuse_without_flower() -> None:
+    """Refuse before any work when Flower is not importable by this Python (not ``require_federation()``: main's
+    message for it names the simulation's extra, and a party needs the ``deploy`` one; review rev-pkg2 R9).
+
+    Raises
+    ------
+    ValueError
+        Naming ``pip install 'edprf-fl[deploy]'`` and why: the launcher imports Flower, with this Python.
+    """
+    import importlib.util
+
+    from ._run_cmd import FLOWER_INSTALL
+
+    try:
+        found = importlib.util.find_spec("flwr") is not None
+    except ModuleNotFoundError:  # an import hook that refuses it
+        found = False
+    if not found:
+        raise ValueError(
+            f"Flower is not installed next to {sys.executable}: the launcher this command writes imports Flower and "
+            f"runs with this Python, so the party's venv needs the deploy extra: {FLOWER_INSTALL}"
+        )
+
+
+def service_path(directory: Path, current: str | None = None) -> str:
+    """The ``PATH`` value for the service that starts the ClientApps, written out: ``directory``, this Python's
+    ``bin`` directory (where ``flower-superexec`` and ``flower-supernode`` are), then ``current`` (default: this
+    process's ``PATH``, else ``os.defpath``), each entry once, relative and empty entries left out (a service's
+    working directory is no place to look programs up).  Privacy cost: none."""
+    entries = [str(directory), str(Path(sys.executable).parent)]
+    entries += (os.environ.get("PATH", os.defpath) if current is None else current).split(os.pathsep)
+    return os.pathsep.join(dict.fromkeys(e for e in entries if os.path.isabs(e)))
+
+
+def _environment_line(name: str, value: str) -> str:
+    """``Environment=NAME=value`` as systemd reads it: ``%`` doubled (its specifiers), the assignment quoted when the
+    value holds a space, a quote or a backslash."""
+    assignment = f"{name}={value.replace('%', '%%')}"
+    if any(c.isspace() or c in "\"'\\" for c in value):
+        assignment = '"' + assignment.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"Environment={assignment}"
+
+
+def _next_step(directory: Path, trusted: Path | None) -> str:
+    """What to put in the service's environment: its ``Environment=`` lines, values written out."""
+    lines = [
+        (
+            "next: start the process that starts this party's ClientApps (its flower-superexec; flower-supernode when "
+            "it starts its own) with these in its environment, as its systemd unit's lines (values written out: "
+            "systemd expands no $PATH in Environment=; PATH is the pinned directory, this venv's bin, then this "
+            "shell's PATH: drop what the service does not need, keep the first two first):"
+        ),
+        f"  {_environment_line('PATH', service_path(directory))}",
+    ]
+    if trusted is not None:
+        listed = str(trusted.absolute())
+        lines.append(f"  {_environment_line('EDPRF_TRUSTED_APP_HASHES', listed)}")
+    else:
+        listed = "LIST"
+        lines.append(
+            "  and an Environment=EDPRF_TRUSTED_APP_HASHES= line with the list's absolute path filled in (not given "
+            "here: no --trusted-apps, EDPRF_TRUSTED_APP_HASHES is not set; run this again with --trusted-apps LIST "
+            "to have it written out)"
+        )
+    lines.append(
+        "the list holds one approved bundle's SHA-256 per line, and only the party's account may write it and its "
+        f"directory (deploy/README.md section 6); check it with `edprf party check --node-config ... --trusted-apps "
+        f"{shlex.quote(listed) if trusted is not None else listed}`; the party's log warns at each ClientApp that runs without the pin"
+    )
+    return "\n".join(lines)
+
+
+def _refuse_a_parent_others_can_write(directory: Path) -> None:
+    """Refuse DIR when one of its existing parents (as given, and with links resolved) is writable by other accounts
+    without the sticky bit: any of them could rename DIR away and put a directory of their own, with their own
+    ``flwr-clientapp``, in its place (review rev-pkg2 R7).  Stat bits, not ``os.access`` (root writes anything).
+
+    Raises
+    ------
+    ValueError
+        Naming the parent and its mode.
+    """
+    parents = dict.fromkeys([*directory.parents, *directory.resolve().parents])
+    for parent in parents:
+        try:
+            mode = parent.stat().st_mode
+        except OSError:  # not there yet: made below, mode 0755
+            continue
+        if mode & 0o022 and not mode & stat.S_ISVTX:
+            raise ValueError(
+                f"{parent} is writable by other accounts (mode {stat.S_IMODE(mode):04o}, no sticky bit): any of them "
+                f"could rename {directory} away and put a directory with its own {LAUNCHER_NAME} in its place; "
+                f"choose a DIR whose parents only their owners can write (e.g. $PARTY/pinned, $PARTY mode 0700), or "
+                f"chmod go-w {parent}"
+            )
 
 
 def _differs(target: Path, text: bytes) -> str:

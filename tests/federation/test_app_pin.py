@@ -49,8 +49,8 @@ def test_install_pin_writes_the_launcher_with_this_python_mode_0755(tmp_path, ca
     assert rest == LAUNCHER.read_text(encoding="utf-8").split("\n", 1)[1]  # the shipped launcher, byte for byte
     out = capsys.readouterr().out
     assert f"wrote {target} (mode 0755)" in out
-    assert f"  PATH={tmp_path / 'pinned'}:$PATH\n" in out
-    assert f"  EDPRF_TRUSTED_APP_HASHES={Path('trusted-apps.txt').absolute()}\n" in out
+    assert f"  Environment=PATH={tmp_path / 'pinned'}:{Path(sys.executable).parent}:" in out
+    assert f"  Environment=EDPRF_TRUSTED_APP_HASHES={Path('trusted-apps.txt').absolute()}\n" in out
     assert "flower-superexec" in out and "section 6" in out
 
 
@@ -160,3 +160,112 @@ def test_an_unpinned_party_says_so_in_its_log_once_per_process(tmp_path, caplog,
     assert _lifespan_warnings(deployed, caplog) == []
     monkeypatch.delenv(_app_pin.APP_PIN_MARKER)
     assert _lifespan_warnings({"partition-id": 0}, caplog) == []  # a simulated party runs the local code
+
+
+def test_install_pin_prints_the_service_s_environment_lines_written_out(tmp_path, capsys, monkeypatch):
+    """Review rev-pkg2 R5: the printed "Environment= lines" held PATH=DIR:$PATH, which systemd does not expand, and,
+    without a list, EDPRF_TRUSTED_APP_HASHES=/path/to/trusted-apps.txt, a placeholder that looked like a value."""
+    venv_bin = Path(sys.executable).parent
+    monkeypatch.setenv("PATH", f"/usr/bin:relative/bin::{venv_bin}:/usr/bin:/bin")  # repeats, relative, empty
+    monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)
+    pinned = tmp_path / "pinned"
+    assert main(["party", "install-pin", str(pinned)]) == 0
+    out = capsys.readouterr().out
+    assert f"\n  Environment=PATH={pinned}:{venv_bin}:/usr/bin:/bin\n" in out, out
+    assert "$PATH" not in out.split("\n  Environment=PATH=", 1)[1]  # the value: nothing left for systemd to expand
+    assert "systemd expands no $PATH in Environment=" in out
+    assert "/path/to" not in out and "EDPRF_TRUSTED_APP_HASHES=/" not in out
+    assert "an Environment=EDPRF_TRUSTED_APP_HASHES= line with the list's absolute path filled in" in out
+    assert "no --trusted-apps, EDPRF_TRUSTED_APP_HASHES is not set" in out
+
+    listed = tmp_path / "party lists" / "trusted-apps.txt"  # a space: systemd reads the assignment quoted
+    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(listed))
+    assert main(["party", "install-pin", str(pinned)]) == 0
+    out = capsys.readouterr().out
+    assert f'\n  Environment="EDPRF_TRUSTED_APP_HASHES={listed}"\n' in out, out
+    assert f"--trusted-apps '{listed}'`" in out and "filled in" not in out
+
+
+def test_install_pin_refuses_a_directory_in_a_parent_other_accounts_can_write(tmp_path, capsys):
+    """Review rev-pkg2 R7: in a 0777 parent, another account renamed DIR away and put its own flwr-clientapp in a
+    new DIR.  A parent with the sticky bit (/tmp) lets no other account rename what it holds."""
+    for mode in (0o777, 0o775):
+        parent = tmp_path / f"open-{mode:o}"
+        parent.mkdir()
+        parent.chmod(mode)
+        assert main(["party", "install-pin", str(parent / "a" / "pinned")]) == 1
+        err = capsys.readouterr().err
+        assert f"{parent} is writable by other accounts (mode {mode:04o}, no sticky bit)" in err, err
+        assert f"could rename {parent / 'a' / 'pinned'} away" in err and f"chmod go-w {parent}" in err
+        assert list(parent.iterdir()) == []  # refused before anything is made
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    assert main(["party", "install-pin", str(sticky / "pinned")]) == 0
+    # a link to a private directory in an open parent: the parents of the resolved path are checked too
+    (tmp_path / "open-777" / "private").mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(tmp_path / "open-777" / "private")
+    assert main(["party", "install-pin", str(tmp_path / "link" / "pinned")]) == 1
+    assert f"{tmp_path / 'open-777'} is writable by other accounts" in capsys.readouterr().err
+
+
+def test_install_pin_without_flower_names_the_deploy_extra():
+    """Review rev-pkg2 R9: it named the simulation's extra ([federation]); a party installs [deploy]."""
+    import subprocess
+
+    blocker = (
+        "import importlib.abc, sys\n"
+        "class NoFederation(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('flwr', 'ray'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, NoFederation())\n"
+        "from edprf_fl.cli import main\n"
+        "raise SystemExit(main(['party', 'install-pin', '/nonexistent/pinned']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", blocker], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"edprf party install-pin: error: Flower is not installed next to {sys.executable}: the launcher this "
+        "command writes imports Flower and runs with this Python, so the party's venv needs the deploy extra: "
+        "pip install 'edprf-fl[deploy]'"
+    )
+
+
+def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch):
+    """Review rev-pkg2 R3: a pinned party's check called an unusable Flower home a problem.  The launcher installs
+    each approved bundle into a fresh private directory and answers get_project_dir with it: with FLWR_HOME a file
+    (nothing can be made under it) the bundle installs and is found, and the file is untouched."""
+    import hashlib
+    import tempfile
+
+    from flwr.clientapp import utils as clientapp_utils
+    from flwr.common import config as flwr_config
+    from flwr.supernode.runtime import run_clientapp
+
+    from tests.deployment.test_pinned_bundle_hash import _build_fab
+
+    for module, name in (
+        (run_clientapp, "install_from_fab"),
+        (run_clientapp, "get_project_dir"),
+        (clientapp_utils, "get_project_dir"),
+        (flwr_config, "get_project_dir"),
+    ):
+        monkeypatch.setattr(module, name, getattr(module, name))
+    unusable = tmp_path / "flwr-home-file"
+    unusable.write_text("not a directory\n")
+    monkeypatch.setenv("FLWR_HOME", str(unusable))
+    fab = _build_fab(tmp_path / "app", "app = 'reviewed code'\n")
+    digest = hashlib.sha256(fab).hexdigest()
+    listed = tmp_path / "trusted-apps.txt"
+    listed.write_text(digest + "\n")
+    _launcher_module().install(listed)
+    installed = Path(run_clientapp.install_from_fab(fab, skip_prompt=True))
+    assert installed.parent.parent.name.startswith("edprf-pinned-app-")
+    assert installed.parent.parent.parent == Path(tempfile.gettempdir())
+    assert stat.S_IMODE(installed.parent.parent.stat().st_mode) == 0o700  # mkdtemp: the party's account only
+    assert run_clientapp.get_project_dir("edprf/pinnedtest", "1.0.0", digest) == installed
+    assert unusable.read_text() == "not a directory\n"
