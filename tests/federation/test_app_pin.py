@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import stat
@@ -20,16 +19,10 @@ from pathlib import Path
 import pytest
 
 from edprf_fl.cli._main import main
+from tests.deployment.test_pinned_bundle_hash import _build_fab, launcher  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "edprf_fl" / "_pinned_clientapp.py"
-
-
-def _launcher_module():
-    spec = importlib.util.spec_from_file_location("pinned_clientapp_under_test", LAUNCHER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_install_pin_writes_the_launcher_with_this_python_mode_0755(tmp_path, capsys, monkeypatch):
@@ -110,13 +103,12 @@ def test_the_launcher_ships_in_the_package_and_nothing_imports_it():
     assert not (REPO / "deploy" / "party" / "pinned_clientapp.py").exists()  # one copy, in the package
 
 
-def test_the_launcher_marks_the_clientapp_process_as_pinned(tmp_path, monkeypatch):
+def test_the_launcher_marks_the_clientapp_process_as_pinned(tmp_path, monkeypatch, launcher):  # noqa: F811
     """Its ``main`` sets the marker, naming the list, before Flower's ClientApp (and so the app) runs."""
     from flwr.supernode import cli as supernode_cli
 
     from client._app_pin import APP_PIN_MARKER
 
-    launcher = _launcher_module()
     assert launcher.PINNED_MARKER == APP_PIN_MARKER
     listed = tmp_path / "trusted-apps.txt"
     listed.write_text("ab" * 32 + "\n")
@@ -235,34 +227,23 @@ def test_install_pin_without_flower_names_the_deploy_extra():
     )
 
 
-def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch):
+def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch, launcher):  # noqa: F811
     """Review rev-pkg2 R3: a pinned party's check called an unusable Flower home a problem.  The launcher installs
     each approved bundle into a fresh private directory and answers get_project_dir with it: with FLWR_HOME a file
     (nothing can be made under it) the bundle installs and is found, and the file is untouched."""
     import hashlib
     import tempfile
 
-    from flwr.clientapp import utils as clientapp_utils
-    from flwr.common import config as flwr_config
     from flwr.supernode.runtime import run_clientapp
 
-    from tests.deployment.test_pinned_bundle_hash import _build_fab
-
-    for module, name in (
-        (run_clientapp, "install_from_fab"),
-        (run_clientapp, "get_project_dir"),
-        (clientapp_utils, "get_project_dir"),
-        (flwr_config, "get_project_dir"),
-    ):
-        monkeypatch.setattr(module, name, getattr(module, name))
     unusable = tmp_path / "flwr-home-file"
     unusable.write_text("not a directory\n")
-    monkeypatch.setenv("FLWR_HOME", str(unusable))
+    monkeypatch.setenv("FLWR_HOME", str(unusable))  # over the fixture's, which restores Flower's functions after
     fab = _build_fab(tmp_path / "app", "app = 'reviewed code'\n")
     digest = hashlib.sha256(fab).hexdigest()
     listed = tmp_path / "trusted-apps.txt"
     listed.write_text(digest + "\n")
-    _launcher_module().install(listed)
+    launcher.install(listed)
     installed = Path(run_clientapp.install_from_fab(fab, skip_prompt=True))
     assert installed.parent.parent.name.startswith("edprf-pinned-app-")
     assert installed.parent.parent.parent == Path(tempfile.gettempdir())
