@@ -30,7 +30,7 @@ from typing import Any
 
 from edprf_core.count_text import count_text
 from edprf_core.mechanisms import load_exact_samplers
-from protocol import RefusalReason
+from protocol import RefusalReason, others_can_write
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._cap_record import pending_cap_change_text, recorded_cap
@@ -938,7 +938,7 @@ def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport
         return
     for what, where, held in checked:
         mode = stat.S_IMODE(held.st_mode)
-        if not mode & 0o022 or (where != listed and mode & stat.S_ISVTX):
+        if not others_can_write(held.st_mode, sticky_protects=where != listed):
             continue
         report._add(
             "problem",
@@ -998,7 +998,7 @@ def check_flower_home(report: PreflightReport, pinned: bool = False) -> Prefligh
             report._add(level, subject, text)
             return report
         parent = existing.stat()
-        if parent.st_mode & 0o022:
+        if others_can_write(parent.st_mode):
             report._add(
                 level,
                 subject,
@@ -1019,10 +1019,11 @@ def check_flower_home(report: PreflightReport, pinned: bool = False) -> Prefligh
             return report
         held = directory.stat()
         mode = stat.S_IMODE(held.st_mode)
-        if held.st_uid != uid or mode & 0o022:
+        shared = others_can_write(mode)
+        if held.st_uid != uid or shared:
             why = " and ".join(
                 ([f"is not owned by {account}"] if held.st_uid != uid else [])
-                + (["is writable by other accounts"] if mode & 0o022 else [])
+                + (["is writable by other accounts"] if shared else [])
             )
             report._add(
                 level,

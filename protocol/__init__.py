@@ -54,6 +54,7 @@ from ._owner_only import (
     create_owner_only_file,
     make_owner_only_dirs,
     open_owner_only,
+    others_can_write,
 )
 from ._parameters import check_party_id
 from ._policy import INSPECTION_POLICY, ReleasePolicy
@@ -111,6 +112,7 @@ __all__ = [
     "logging_to",
     "make_owner_only_dirs",
     "open_owner_only",
+    "others_can_write",
     "peek_global_model",
     "read_release_header",
     "recorded_spend",

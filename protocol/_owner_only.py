@@ -20,12 +20,29 @@ import stat
 from pathlib import Path
 from typing import IO, Literal, overload
 
-__all__ = ["OWNER_ONLY_DIR", "OWNER_ONLY_FILE", "create_owner_only_file", "make_owner_only_dirs", "open_owner_only"]
+__all__ = [
+    "OWNER_ONLY_DIR",
+    "OWNER_ONLY_FILE",
+    "create_owner_only_file",
+    "make_owner_only_dirs",
+    "open_owner_only",
+    "others_can_write",
+]
 
 OWNER_ONLY_FILE = 0o600
 """Mode of the owner-only files."""
 OWNER_ONLY_DIR = 0o700
 """Mode of the owner-only directories."""
+
+
+def others_can_write(mode: int, *, sticky_protects: bool = False) -> bool:
+    """Whether accounts other than the owner can write under ``mode`` (an ``st_mode``): its group or other write
+    bit, read from the bits rather than ``os.access`` (a check run as root may write anything).
+
+    ``sticky_protects``: a directory with the sticky bit counts as safe (others cannot rename or delete what is in
+    it: the app pin's parents, its list's directory); not for a missing name, which others can still create first.
+    """
+    return bool(mode & 0o022) and not (sticky_protects and mode & stat.S_ISVTX)
 
 
 def make_owner_only_dirs(path: str | Path) -> bool:

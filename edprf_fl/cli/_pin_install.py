@@ -84,6 +84,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
         file and ``--force`` was not given; this Python cannot be named on a ``#!`` line.
     """
     from edprf_fl import pinned_launcher_text
+    from protocol import others_can_write, save_atomic
 
     _refuse_without_flower()
     directory: Path = args.directory.absolute()
@@ -101,7 +102,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
         created.mkdir(mode=0o755, exist_ok=True)  # each new one, parents too: not writable by others, any umask
         os.chmod(created, 0o755)
     mode = stat.S_IMODE(directory.stat().st_mode)
-    if mode & 0o022:
+    if others_can_write(mode):
         raise ValueError(
             f"{directory} is writable by other accounts (mode {mode:04o}): any of them could replace the launcher "
             f"and run any bundle; chmod go-w {directory}, or choose a directory only the party's account writes"
@@ -110,8 +111,6 @@ def run_install_pin(args: argparse.Namespace) -> int:
         os.chmod(target, LAUNCHER_MODE)
         print(f"{target}: already this launcher (run by {sys.executable}); mode 0755")
     else:
-        from protocol import save_atomic
-
         save_atomic(target, text, mode=LAUNCHER_MODE)
         print(f"wrote {target} (mode 0755): the app pin, run by {sys.executable} (flwr {_flwr_version()})")
     print(_next_step(directory, trusted_apps_path(args.trusted_apps)))
@@ -200,13 +199,15 @@ def _refuse_a_parent_others_can_write(directory: Path) -> None:
     ValueError
         Naming the parent and its mode.
     """
+    from protocol import others_can_write
+
     parents = dict.fromkeys([*directory.parents, *directory.resolve().parents])
     for parent in parents:
         try:
             mode = parent.stat().st_mode
         except OSError:  # not there yet: made below, mode 0755
             continue
-        if mode & 0o022 and not mode & stat.S_ISVTX:
+        if others_can_write(mode, sticky_protects=True):
             raise ValueError(
                 f"{parent} is writable by other accounts (mode {stat.S_IMODE(mode):04o}, no sticky bit): any of them "
                 f"could rename {directory} away and put a directory with its own {LAUNCHER_NAME} in its place; "
