@@ -141,13 +141,13 @@ def _refuse_without_flower() -> None:
         )
 
 
-def service_path(directory: Path, current: str | None = None) -> str:
+def _service_path(directory: Path) -> str:
     """The ``PATH`` value for the service that starts the ClientApps, written out: ``directory``, this Python's
-    ``bin`` directory (where ``flower-superexec`` and ``flower-supernode`` are), then ``current`` (default: this
-    process's ``PATH``, else ``os.defpath``), each entry once, relative and empty entries left out (a service's
-    working directory is no place to look programs up).  Privacy cost: none."""
+    ``bin`` directory (where ``flower-superexec`` and ``flower-supernode`` are), then this process's ``PATH`` (else
+    ``os.defpath``), each entry once, relative and empty entries left out (a service's working directory is no
+    place to look programs up)."""
     entries = [str(directory), str(Path(sys.executable).parent)]
-    entries += (os.environ.get("PATH", os.defpath) if current is None else current).split(os.pathsep)
+    entries += os.environ.get("PATH", os.defpath).split(os.pathsep)
     return os.pathsep.join(dict.fromkeys(e for e in entries if os.path.isabs(e)))
 
 
@@ -169,7 +169,7 @@ def _next_step(directory: Path, trusted: Path | None) -> str:
             "systemd expands no $PATH in Environment=; PATH is the pinned directory, this venv's bin, then this "
             "shell's PATH: drop what the service does not need, keep the first two first):"
         ),
-        f"  {_environment_line('PATH', service_path(directory))}",
+        f"  {_environment_line('PATH', _service_path(directory))}",
     ]
     if trusted is not None:
         listed = str(trusted.absolute())
