@@ -131,7 +131,7 @@ def _may_have_reserved(p: PartyOutcome) -> bool:
     """No reply, a ClientApp failure, or a refusal a party may decide after its ledger reserved the request."""
     if p.readiness_only:  # answered the readiness round only: no train request reached it
         return False
-    if p.status == PartyStatus.FAILED and _pin_refused(p):  # the launcher refused before edprf ran (rev-day2 U11)
+    if _pin_refused(p):  # the launcher refused before edprf ran (rev-day2 U11)
         return False
     if p.status in (PartyStatus.NO_REPLY, PartyStatus.FAILED):
         return True
