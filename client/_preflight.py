@@ -927,8 +927,8 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
 def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport) -> None:
     """A problem when the list of approved bundles, or its directory, is writable by accounts other than its owner
     (group or other write bit, read from the stat bits: the check may run as root; a directory with the sticky bit
-    is fine, no other account can then replace the file): anyone who can write the list approves any bundle, and the
-    launcher reads it without checking its mode (review rev-pkg2 R7).  Nothing when the file cannot be read (its own
+    is fine, no other account can then replace the file): anyone who can write the list approves any bundle (review
+    rev-pkg2 R7); the launcher refuses such a list since 0.2.14, so every ClientApp of the party would fail.  Nothing when the file cannot be read (its own
     problem)."""
     listed = path.absolute()
     try:

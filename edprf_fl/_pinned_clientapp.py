@@ -36,6 +36,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -44,6 +45,26 @@ PINNED_MARKER = "EDPRF_APP_PINNED"
 """Set by :func:`main` in the ClientApp process to the list's path: the party's ClientApp reads it
 (``client/_app_pin.py``, which names the same variable) and warns when it is absent."""
 _HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def writable_by_others(path: str | Path) -> str | None:
+    """What makes the list at ``path`` unsafe to trust, or None: the file, or its directory without the sticky bit,
+    has a group or other write bit (read from the stat bits: the launcher may run as root).  Anyone who can write the
+    list, or replace it in its directory, approves any bundle, which would then run next to the party's data; so
+    the launcher refuses such a list rather than trust it (``edprf party check`` calls the same modes a problem)."""
+    listed = Path(path).absolute()
+    held = listed.stat()
+    if not stat.S_ISREG(held.st_mode):
+        return f"{listed} is not a regular file"
+    if held.st_mode & 0o022:
+        return f"{listed} (mode {stat.S_IMODE(held.st_mode):04o}) is writable by other accounts: chmod go-w {listed}"
+    parent = listed.parent.stat()
+    if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
+        return (
+            f"its directory {listed.parent} (mode {stat.S_IMODE(parent.st_mode):04o}) is writable by other accounts "
+            f"without the sticky bit: chmod go-w {listed.parent}"
+        )
+    return None
 
 
 def trusted_hashes(path: str | Path) -> frozenset[str]:
@@ -109,6 +130,9 @@ def install(path: str | Path) -> None:
     (3) checks the installed files against the bundle's files, and (4) answers every
     ``get_project_dir`` of the ClientApp process with that directory only, after checking that the
     requested hash is the verified one and recomputing the directory's content digest.
+
+    Raises PermissionError when accounts other than the list's owner can write the list or replace it
+    (:func:`writable_by_others`), OSError when it cannot be read, ValueError for a line that is not a hash.
     """
     import atexit
     import shutil
@@ -118,6 +142,9 @@ def install(path: str | Path) -> None:
     from flwr.common import config as flwr_config
     from flwr.supernode.runtime import run_clientapp
 
+    unsafe = writable_by_others(path)
+    if unsafe is not None:
+        raise PermissionError(f"the list of trusted app bundles is not trusted: {unsafe}")
     allowed = trusted_hashes(path)
     original_install = run_clientapp.install_from_fab
     original_project_dir = flwr_config.get_project_dir
@@ -167,7 +194,11 @@ def main() -> int:
     if not path:
         print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes", file=sys.stderr)
         return 2
-    install(path)
+    try:
+        install(path)
+    except (OSError, ValueError) as exc:  # PermissionError included: nothing of the bundle was run
+        print(f"flwr-clientapp (pinned): {exc}", file=sys.stderr)
+        return 2
     os.environ[PINNED_MARKER] = path  # the ClientApp's own process: it tells the party's app it runs pinned
     from flwr.supernode.cli import flwr_clientapp
 

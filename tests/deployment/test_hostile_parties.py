@@ -55,6 +55,7 @@ def _pinned_launcher(bin_dir, trusted: list[str], tmp_path, name: str) -> dict[s
     assert main(["party", "install-pin", str(bin_dir)]) == 0
     hashes = tmp_path / f"{name}-trusted-apps.txt"
     hashes.write_text("# reviewed releases\n" + "".join(f"{h}\n" for h in trusted), encoding="utf-8")
+    hashes.chmod(0o644)  # whatever the umask: the launcher refuses a list other accounts can write
     return {"PATH": f"{bin_dir}:{BIN}:{{PATH}}", "EDPRF_TRUSTED_APP_HASHES": str(hashes)}
 
 

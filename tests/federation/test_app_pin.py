@@ -250,3 +250,48 @@ def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch, launcher):  # n
     assert stat.S_IMODE(installed.parent.parent.stat().st_mode) == 0o700  # mkdtemp: the party's account only
     assert run_clientapp.get_project_dir("edprf/pinnedtest", "1.0.0", digest) == installed
     assert unusable.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize(
+    "modes",
+    [
+        (0o644, 0o700, None),
+        (0o664, 0o700, "is writable by other accounts: chmod go-w"),
+        (0o646, 0o700, "is writable by other accounts: chmod go-w"),
+        (0o644, 0o777, "without the sticky bit: chmod go-w"),
+        (0o644, 0o1777, None),  # others cannot rename or delete the owner's list in a sticky directory
+    ],
+)
+def test_the_launcher_refuses_a_list_others_can_write(tmp_path, capsys, monkeypatch, launcher, modes):  # noqa: F811
+    """Whoever can write the list, or replace it in its directory, approves any bundle: the launcher refuses to start
+    from such a list (before any bundle is looked at), as ``edprf party check`` calls it a problem."""
+    from flwr.supernode import cli as supernode_cli
+
+    list_mode, dir_mode, refused = modes
+    where = tmp_path / "lists"
+    where.mkdir()
+    listed = where / "trusted-apps.txt"
+    listed.write_text("ab" * 32 + "\n")
+    listed.chmod(list_mode)
+    where.chmod(dir_mode)
+    started: list[bool] = []
+    monkeypatch.setattr(supernode_cli, "flwr_clientapp", lambda: started.append(True) or 0)
+    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(listed))
+    try:
+        status = launcher.main()
+    finally:
+        where.chmod(0o700)
+    err = capsys.readouterr().err
+    if refused is None:
+        assert (status, started, err) == (0, [True], "")
+    else:
+        assert (status, started) == (2, [])
+        assert err.startswith("flwr-clientapp (pinned): the list of trusted app bundles is not trusted: ")
+        assert refused in err
+
+
+def test_the_launcher_reports_an_unreadable_list_without_a_traceback(tmp_path, capsys, monkeypatch, launcher):  # noqa: F811
+    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(tmp_path / "missing.txt"))
+    assert launcher.main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("flwr-clientapp (pinned): ") and "missing.txt" in err and "Traceback" not in err
