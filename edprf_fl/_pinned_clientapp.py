@@ -51,7 +51,7 @@ def writable_by_others(path: str | Path) -> str | None:
     """What makes the list at ``path`` unsafe to trust, or None: the file, or its directory without the sticky bit,
     has a group or other write bit (read from the stat bits: the launcher may run as root).  Anyone who can write the
     list, or replace it in its directory, approves any bundle, which would then run next to the party's data; so
-    the launcher refuses such a list rather than trust it (``edprf party check`` calls the same modes a problem)."""
+    the launcher approves nothing from such a list (``edprf party check`` calls the same modes a problem)."""
     listed = Path(path).absolute()
     held = listed.stat()
     if not stat.S_ISREG(held.st_mode):
@@ -131,8 +131,10 @@ def install(path: str | Path) -> None:
     ``get_project_dir`` of the ClientApp process with that directory only, after checking that the
     requested hash is the verified one and recomputing the directory's content digest.
 
-    Raises PermissionError when accounts other than the list's owner can write the list or replace it
-    (:func:`writable_by_others`), OSError when it cannot be read, ValueError for a line that is not a hash.
+    A list that accounts other than its owner can write or replace (:func:`writable_by_others`), that cannot be
+    read, or that holds a line other than a hash approves nothing: every bundle is then refused with the text an
+    unlisted one gets (so the coordinator learns nothing of the party's files), and the reason goes to this
+    process's log and stderr (the party's SuperExec or SuperNode log).
     """
     import atexit
     import shutil
@@ -142,10 +144,18 @@ def install(path: str | Path) -> None:
     from flwr.common import config as flwr_config
     from flwr.supernode.runtime import run_clientapp
 
-    unsafe = writable_by_others(path)
-    if unsafe is not None:
-        raise PermissionError(f"the list of trusted app bundles is not trusted: {unsafe}")
-    allowed = trusted_hashes(path)
+    allowed: frozenset[str] = frozenset()
+    try:
+        unsafe = writable_by_others(path)
+        if unsafe is None:
+            allowed = trusted_hashes(path)
+        else:
+            unusable = f"the list of trusted app bundles is not trusted: {unsafe}"
+    except (OSError, ValueError) as exc:
+        unsafe, unusable = str(exc), f"the list of trusted app bundles cannot be read: {exc}"
+    if unsafe is not None:  # every bundle is refused, as one not on the list: the coordinator is told no more
+        # no handler yet in this process: logging's last resort writes it to stderr, the SuperExec's log
+        logging.getLogger("edprf.party").error("flwr-clientapp (pinned): %s; every app bundle is refused", unusable)
     original_install = run_clientapp.install_from_fab
     original_project_dir = flwr_config.get_project_dir
     verified: dict[str, tuple[Path, str]] = {}  # bundle sha256 -> (installed directory, its content digest)
@@ -194,11 +204,7 @@ def main() -> int:
     if not path:
         print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes", file=sys.stderr)
         return 2
-    try:
-        install(path)
-    except (OSError, ValueError) as exc:  # PermissionError included: nothing of the bundle was run
-        print(f"flwr-clientapp (pinned): {exc}", file=sys.stderr)
-        return 2
+    install(path)
     os.environ[PINNED_MARKER] = path  # the ClientApp's own process: it tells the party's app it runs pinned
     from flwr.supernode.cli import flwr_clientapp
 

@@ -231,7 +231,9 @@ def _too_few_ready(
         f"{names.get(n) or f'node {n}'} (its SuperNode's app pin refuses this app bundle)" for n in readiness.pinned_out
     ]
     if refusals or unsure:
-        log.info(
+        # WARNING: an operator's log filter or a unit's journal should show a party that refuses or does not answer
+        # (review rev-auto A7); the run may still go on with the others
+        log.warning(
             "readiness: %d of %d parties would serve the request%s%s",
             readiness.would_serve,
             len(nodes),

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import stat
@@ -262,36 +263,45 @@ def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch, launcher):  # n
         (0o644, 0o1777, None),  # others cannot rename or delete the owner's list in a sticky directory
     ],
 )
-def test_the_launcher_refuses_a_list_others_can_write(tmp_path, capsys, monkeypatch, launcher, modes):  # noqa: F811
-    """Whoever can write the list, or replace it in its directory, approves any bundle: the launcher refuses to start
-    from such a list (before any bundle is looked at), as ``edprf party check`` calls it a problem."""
-    from flwr.supernode import cli as supernode_cli
+def test_the_launcher_approves_nothing_from_a_list_others_can_write(tmp_path, caplog, launcher, modes):  # noqa: F811
+    """Whoever can write the list, or replace it in its directory, approves any bundle: from such a list the launcher
+    approves nothing, and refuses the listed bundle with an unlisted one's text (the coordinator learns nothing of
+    the party's files); the reason, with the path, is in the party's own log."""
+    from flwr.supernode.runtime import run_clientapp
 
     list_mode, dir_mode, refused = modes
     where = tmp_path / "lists"
     where.mkdir()
+    fab = _build_fab(tmp_path / "good", "app = 'reviewed code'\n")
     listed = where / "trusted-apps.txt"
-    listed.write_text("ab" * 32 + "\n")
+    listed.write_text(hashlib.sha256(fab).hexdigest() + "\n")
     listed.chmod(list_mode)
     where.chmod(dir_mode)
-    started: list[bool] = []
-    monkeypatch.setattr(supernode_cli, "flwr_clientapp", lambda: started.append(True) or 0)
-    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(listed))
     try:
-        status = launcher.main()
+        with caplog.at_level(logging.ERROR, logger="edprf.party"):
+            launcher.install(listed)
     finally:
         where.chmod(0o700)
-    err = capsys.readouterr().err
     if refused is None:
-        assert (status, started, err) == (0, [True], "")
-    else:
-        assert (status, started) == (2, [])
-        assert err.startswith("flwr-clientapp (pinned): the list of trusted app bundles is not trusted: ")
-        assert refused in err
+        assert run_clientapp.install_from_fab(fab, skip_prompt=True).is_dir() and caplog.text == ""
+        return
+    assert "flwr-clientapp (pinned): the list of trusted app bundles is not trusted: " in caplog.text
+    assert refused in caplog.text and "every app bundle is refused" in caplog.text
+    with pytest.raises(PermissionError, match="is not in the party's trusted list") as refusal:
+        run_clientapp.install_from_fab(fab, skip_prompt=True)
+    assert str(tmp_path) not in str(refusal.value)
 
 
-def test_the_launcher_reports_an_unreadable_list_without_a_traceback(tmp_path, capsys, monkeypatch, launcher):  # noqa: F811
-    monkeypatch.setenv("EDPRF_TRUSTED_APP_HASHES", str(tmp_path / "missing.txt"))
-    assert launcher.main() == 2
-    err = capsys.readouterr().err
-    assert err.startswith("flwr-clientapp (pinned): ") and "missing.txt" in err and "Traceback" not in err
+@pytest.mark.parametrize("content", ["not a hash\n", None])
+def test_an_unreadable_or_malformed_list_approves_nothing(tmp_path, caplog, launcher, content):  # noqa: F811
+    from flwr.supernode.runtime import run_clientapp
+
+    listed = tmp_path / "trusted-apps.txt"
+    if content is not None:
+        listed.write_text(content)
+        listed.chmod(0o644)
+    with caplog.at_level(logging.ERROR, logger="edprf.party"):
+        launcher.install(listed)
+    assert "the list of trusted app bundles cannot be read: " in caplog.text and "trusted-apps.txt" in caplog.text
+    with pytest.raises(PermissionError, match="is not in the party's trusted list"):
+        run_clientapp.install_from_fab(_build_fab(tmp_path / "good", "app = 1\n"), skip_prompt=True)

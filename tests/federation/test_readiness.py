@@ -219,3 +219,15 @@ def test_every_refusal_of_the_app_pin_launcher_reads_as_one():
         assert PIN_REFUSAL.search(f"<class 'PermissionError'>:<'{text}'>"), text
     for other in ("<class 'PermissionError'>:<'[Errno 13] Permission denied: '/party/ledger.sqlite''>", "no query"):
         assert not PIN_REFUSAL.search(other), other
+
+
+def test_a_refusal_in_the_readiness_round_is_logged_as_a_warning(cfg, serverapp_identity, caplog):  # noqa: F811
+    """An operator's log filter or a service's journal at WARNING shows a party that refuses (review rev-auto A7)."""
+    import logging
+
+    grid = _Grid({1: READY, 2: AT_CAP, 3: {**AT_CAP, "party-id": "hospital-c"}})
+    with caplog.at_level(logging.WARNING):
+        run_federation(grid, cfg, "12")
+    lines = [r for r in caplog.records if r.getMessage().startswith("readiness: 1 of 3 parties would serve")]
+    assert [r.levelno for r in lines] == [logging.WARNING]
+    assert "refused: hospital-b (budget_exhausted), hospital-c (budget_exhausted)" in lines[0].getMessage()
