@@ -146,6 +146,8 @@ def install(path: str | Path) -> None:
 
     allowed: frozenset[str] = frozenset()
     try:
+        if not str(path):
+            raise ValueError(f"{ENV} is not set: set it to the party's list of trusted app bundle hashes")
         unsafe = writable_by_others(path)
         if unsafe is None:
             allowed = trusted_hashes(path)
@@ -201,10 +203,7 @@ def install(path: str | Path) -> None:
 
 def main() -> int:
     path = os.environ.get(ENV, "")
-    if not path:
-        print(f"flwr-clientapp (pinned): set {ENV} to the party's list of trusted app bundle hashes", file=sys.stderr)
-        return 2
-    install(path)
+    install(path)  # without a path, or from a list it cannot trust, it approves nothing (the reason in the log)
     os.environ[PINNED_MARKER] = path  # the ClientApp's own process: it tells the party's app it runs pinned
     from flwr.supernode.cli import flwr_clientapp
 

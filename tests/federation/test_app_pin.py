@@ -292,16 +292,19 @@ def test_the_launcher_approves_nothing_from_a_list_others_can_write(tmp_path, ca
     assert str(tmp_path) not in str(refusal.value)
 
 
-@pytest.mark.parametrize("content", ["not a hash\n", None])
-def test_an_unreadable_or_malformed_list_approves_nothing(tmp_path, caplog, launcher, content):  # noqa: F811
+@pytest.mark.parametrize("content", ["not a hash\n", None, "unset"])
+def test_an_unreadable_malformed_or_unset_list_approves_nothing(tmp_path, caplog, launcher, content):  # noqa: F811
+    """The ClientApp still starts (an exit would leave the coordinator a silent node, which its readiness round counts
+    as serving) and refuses every bundle as an unlisted one."""
     from flwr.supernode.runtime import run_clientapp
 
     listed = tmp_path / "trusted-apps.txt"
-    if content is not None:
+    if content not in (None, "unset"):
         listed.write_text(content)
         listed.chmod(0o644)
     with caplog.at_level(logging.ERROR, logger="edprf.party"):
-        launcher.install(listed)
-    assert "the list of trusted app bundles cannot be read: " in caplog.text and "trusted-apps.txt" in caplog.text
+        launcher.install("" if content == "unset" else listed)
+    assert "the list of trusted app bundles cannot be read: " in caplog.text
+    assert ("EDPRF_TRUSTED_APP_HASHES is not set" if content == "unset" else "trusted-apps.txt") in caplog.text
     with pytest.raises(PermissionError, match="is not in the party's trusted list"):
         run_clientapp.install_from_fab(_build_fab(tmp_path / "good", "app = 1\n"), skip_prompt=True)
