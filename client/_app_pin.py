@@ -26,7 +26,8 @@ APP_PIN_MARKER = "EDPRF_APP_PINNED"
 UNPINNED_WARNING = (
     "this party runs every app bundle the coordinator submits, next to its data (no app pin: "
     f"{APP_PIN_MARKER} is not set in the ClientApp's process): install the pin before serving real data, "
-    "`edprf party install-pin DIR` (deploy/README.md section 6)"
+    "`edprf party install-pin DIR` (deploy/README.md section 6); a launcher installed before 0.2.13 does not set "
+    "it, and may pin all the same: reinstall it, `edprf party install-pin DIR --force` (section 11, step 2)"
 )
 
 _said = False

@@ -95,6 +95,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
     if target.is_dir() and not target.is_symlink():
         raise ValueError(f"{target}: is a directory; expected the launcher's file name")
     same = target.is_file() and not target.is_symlink() and target.read_bytes() == text
+    existed = os.path.lexists(target)
     if os.path.lexists(target) and not same and not args.force:
         raise ValueError(f"{target} exists and {_differs(target, text)}; pass --force to replace it")
     _refuse_a_parent_others_can_write(directory)
@@ -113,7 +114,7 @@ def run_install_pin(args: argparse.Namespace) -> int:
     else:
         save_atomic(target, text, mode=LAUNCHER_MODE)
         print(f"wrote {target} (mode 0755): the app pin, run by {sys.executable} (flwr {_flwr_version()})")
-    print(_next_step(directory, trusted_apps_path(args.trusted_apps)))
+    print(_next_step(directory, trusted_apps_path(args.trusted_apps), reinstalled=existed))
     return 0
 
 
@@ -160,12 +161,19 @@ def _environment_line(name: str, value: str) -> str:
     return f"Environment={assignment}"
 
 
-def _next_step(directory: Path, trusted: Path | None) -> str:
-    """What to put in the service's environment: its ``Environment=`` lines, values written out."""
+def _next_step(directory: Path, trusted: Path | None, reinstalled: bool = False) -> str:
+    """What to put in the service's environment: its ``Environment=`` lines, values written out.  Over a launcher
+    already there (an upgrade, deploy/README.md section 11, step 2), first that a service already started with them
+    needs no restart (review rev-upgrade U8)."""
+    already = (
+        f"next: a flower-superexec (or flower-supernode) already started with {directory} first on its PATH runs this "
+        "launcher from its next ClientApp, no restart needed; otherwise, start the process that starts"
+    )
     lines = [
         (
-            "next: start the process that starts this party's ClientApps (its flower-superexec; flower-supernode when "
-            "it starts its own) with these in its environment, as its systemd unit's lines (values written out: "
+            (already if reinstalled else "next: start the process that starts")
+            + " this party's ClientApps (its flower-superexec; flower-supernode when it starts its own) with these "
+            "in its environment, as its systemd unit's lines (values written out: "
             "systemd expands no $PATH in Environment=; PATH is the pinned directory, this venv's bin, then this "
             "shell's PATH: drop what the service does not need, keep the first two first):"
         ),

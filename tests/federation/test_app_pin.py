@@ -46,6 +46,7 @@ def test_install_pin_writes_the_launcher_with_this_python_mode_0755(tmp_path, ca
     assert f"  Environment=PATH={tmp_path / 'pinned'}:{Path(sys.executable).parent}:" in out
     assert f"  Environment=EDPRF_TRUSTED_APP_HASHES={Path('trusted-apps.txt').absolute()}\n" in out
     assert "flower-superexec" in out and "section 6" in out
+    assert "next: start the process that starts this party's ClientApps" in out and "no restart needed" not in out
 
 
 def test_install_pin_refuses_a_different_file_without_force_and_keeps_the_same(tmp_path, capsys):
@@ -68,8 +69,11 @@ def test_install_pin_refuses_a_different_file_without_force_and_keeps_the_same(t
     target.write_bytes(b"#!/bin/sh\nexec flwr-clientapp-of-someone-else\n")
     assert main(["party", "install-pin", str(pinned)]) == 1
     assert "differs from this version's launcher; pass --force to replace it" in capsys.readouterr().err
+    capsys.readouterr()
     assert main(["party", "install-pin", str(pinned), "--force"]) == 0
     assert target.read_bytes() == installed and stat.S_IMODE(target.stat().st_mode) == 0o755
+    # an upgrade's reinstall: a service already started with the directory on its PATH needs no restart (rev-upgrade U8)
+    assert f"already started with {pinned} first on its PATH runs this launcher" in capsys.readouterr().out
 
     target.unlink()
     target.symlink_to(tmp_path / "elsewhere")
