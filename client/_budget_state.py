@@ -38,6 +38,7 @@ from ._ledger import (
     RELATION_CHANGES_KEY,
     RELATION_KEY,
     AuditRecords,
+    LedgerBusy,
     LedgerEntry,
     LedgerOfAnotherVersion,
     LedgerTooLarge,
@@ -159,6 +160,9 @@ class BudgetState:
     disk_full: bool = False
     """The ledger could not be read and its disk is nearly full (``ledger_error`` says so): likely intact, readable
     once there is room (:func:`client._disk_space.low_disk_text`)."""
+    busy: bool = False
+    """The ledger could not be read because another process holds its lock (``ledger_error`` says so): not damaged,
+    readable once the lock is released; never a reason to restore it (review rev-auto A12)."""
     entries: tuple[LedgerEntry, ...] = ()
     meta: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     audit: AuditRecords = field(default_factory=AuditRecords)
@@ -289,6 +293,8 @@ def read_budget(
         return replace(_unreadable(base, _one_line(exc)), ledger_of_another="version")
     except LedgerTooLarge as exc:
         return replace(_unreadable(base, _one_line(exc)), too_large=True)
+    except LedgerBusy as exc:
+        return replace(_unreadable(base, _one_line(exc)), busy=True)
     except ValueError as exc:
         if full := low_disk_text(path):  # SQLite's "disk I/O error" on a full disk: not a damaged ledger
             return replace(_unreadable(base, f"{_one_line(exc)}; {full}"), disk_full=True)

@@ -105,6 +105,7 @@ __all__ = [
     "BudgetLedger",
     "Delivery",
     "EntryState",
+    "LedgerBusy",
     "LedgerEntry",
     "LedgerOfAnotherParty",
     "LedgerOfAnotherVersion",
@@ -258,6 +259,12 @@ class LedgerOfAnotherVersion(EDPRFError, ValueError):
 class LedgerTooLarge(EDPRFError, ValueError):
     """A ledger file larger than a read-only reader's byte limit: not damaged (a long history of stored releases);
     the message says how to read it with a larger limit."""
+
+
+class LedgerBusy(EDPRFError, ValueError):
+    """A ledger a read-only reader could not read because another process holds its lock (SQLite's busy or locked
+    error, or the reader's time bound passed while it waited for the lock): not damaged, readable once the lock is
+    released (review rev-auto A12: it was reported as unreadable, with the advice to restore it from its backup)."""
 
 
 class LedgerOfAnotherParty(EDPRFError, ValueError):
@@ -1364,11 +1371,28 @@ def _read_connected(
         finally:
             db.close()
     except sqlite3.Error as exc:
+        if _busy(exc):  # before the time bound: a reader that waited for the lock until its deadline is still busy
+            raise LedgerBusy(
+                f"{p}: busy: another process holds the ledger's lock; retry (a backup agent or an sqlite3 shell "
+                "left open holds it; the party's own writes do not block a reader)"
+            ) from None
         if time.monotonic() > deadline:
             raise ValueError(
                 f"{p}: reading the ledger took longer than {max_seconds:g} s; not a ledger this party wrote"
             ) from None
         raise ValueError(f"{p} cannot be read as a ledger ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+_BUSY_CODES = frozenset((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED))
+"""SQLite's primary result codes for a database another connection holds locked."""
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """An SQLite error that says another connection holds the database's lock (busy or locked)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _BUSY_CODES  # the primary code of an extended one (SQLITE_BUSY_SNAPSHOT, ...)
+    return "database is locked" in str(exc) or "database table is locked" in str(exc)
 
 
 def _exhausted(kind: str, exact: Fraction, spent: Fraction, cap: Fraction) -> str:
