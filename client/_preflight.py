@@ -426,7 +426,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
     if state.anchor_error:
         report._add("problem", state.anchor_path, state.anchor_error)
         return
-    if state.ledger_of_another or state.too_large or state.disk_full:  # its text says what it is and what to do
+    if state.ledger_of_another or state.too_large or state.disk_full or state.busy:  # its text says what to do
         report._add("problem", path, state.ledger_error)
         return
     if state.status is LedgerStatus.UNREADABLE:
@@ -437,18 +437,23 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
             "replace it with an empty one: it is the record of spent epsilon)",
         )
         return
+    # a ledger this check calls a problem gets no ok line (review rev-auto A3: `ok: ... remaining 0` and `problem:
+    # ... remaining epsilon 0 is below min-epsilon` were both printed for one ledger); its figures go in the problem
+    exhausted = state.remaining < exact_epsilon(policy.min_epsilon)
     if state.ledger_absent:
-        _no_ledger_yet(state, report)
+        _no_ledger_yet(state, report, exhausted)
     else:
-        _ledger_read(state, report)
+        _ledger_read(state, report, exhausted)
     _anchor_mode(state, report)
-    if state.remaining < exact_epsilon(policy.min_epsilon):
+    if exhausted:
+        held = "no ledger yet" if state.ledger_absent else count_text(len(state.entries), "entry", "entries")
         report._add(
             "problem",
             path,
             f"remaining epsilon {format_epsilon(state.remaining)} is below min-epsilon "
             f"{policy.min_epsilon:g}: every new request will be refused (budget_exhausted; a repeated request "
-            "id it already released is resent, spending nothing); the lifetime cap is reached for this data",
+            "id it already released is resent, spending nothing); the lifetime cap is reached for this data "
+            f"({held}, spent {format_epsilon(state.spent)} of the lifetime cap {format_epsilon(state.cap)})",
             refusal=RefusalReason.BUDGET_EXHAUSTED.value,
         )
 
@@ -467,8 +472,9 @@ def _anchor_mode(state: BudgetState, report: PreflightReport) -> None:
         )
 
 
-def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
-    """A ledger path with nothing at it: what its anchor records (a lost ledger), and whether it can be created."""
+def _no_ledger_yet(state: BudgetState, report: PreflightReport, exhausted: bool = False) -> None:
+    """A ledger path with nothing at it: what its anchor records (a lost ledger), and whether it can be created (no
+    ok line when ``exhausted``: the caller says the budget is a problem)."""
     path = state.ledger_path
     if state.status is LedgerStatus.LOST:
         report._add(
@@ -487,7 +493,7 @@ def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
             f"no ledger yet and {parent} is not writable by this user; make it "
             "writable (the ledger is created on the first request)",
         )
-    else:
+    elif not exhausted:
         report._add(
             "ok",
             path,
@@ -495,9 +501,9 @@ def _no_ledger_yet(state: BudgetState, report: PreflightReport) -> None:
         )
 
 
-def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
+def _ledger_read(state: BudgetState, report: PreflightReport, exhausted: bool = False) -> None:
     """A ledger that was read: its file's access, its disk's free space, what its anchor adds, its trails, and what
-    is spent and left."""
+    is spent and left (no ok line when ``exhausted``: the caller says the budget is a problem)."""
     path = state.ledger_path
     if not os.access(path, os.R_OK | os.W_OK):
         fix = read_only_text(path) or "the ledger is not writable by this user; fix its owner or mode"
@@ -559,7 +565,7 @@ def _ledger_read(state: BudgetState, report: PreflightReport) -> None:
         report._add(
             "problem", path, f"{totals} of the lifetime cap {format_epsilon(state.cap)}: {over} ({PER_RECORD_SPEND})"
         )
-    else:
+    elif not exhausted:
         report._add(
             "ok",
             path,
