@@ -6,7 +6,9 @@ changes it.  Only regular SQLite files are read; anything else (a missing
 path, a directory, a FIFO, a device, a non-SQLite file, a file above
 ``--max-bytes``, a ledger with values of the wrong kind, one that takes
 SQLite more than ``--max-seconds`` to read) is a one-line error with exit
-code 1, never a traceback.  Every text from the file is printed through
+code 1 (75 for a ledger another process holds locked: busy, retry), never a traceback; with ``--json`` also one
+JSON object (docs/reference/budget-json.md documents its keys and the exit statuses, 3 over the cap and 4
+exhausted among them).  Every text from the file is printed through
 :func:`edprf_fl.cli._terminal_text.terminal_safe` (control characters escaped).
 Sums are exact, over every entry also when ``--last N`` lists only the latest N (long-horizon review F7:
 20,000 entries printed 2.6 MB).  ``--release REQUEST_ID --out FILE`` writes the bytes the party released under that id
@@ -38,10 +40,23 @@ if TYPE_CHECKING:
 
     from client import AuditRecords, BudgetState, OpenReservation
 
-__all__ = ["OVER_CAP_STATUS", "register"]
+__all__ = ["BUSY_STATUS", "EXHAUSTED_STATUS", "JSON_FORMAT", "OVER_CAP_STATUS", "register"]
 
 OVER_CAP_STATUS = 3
 """Exit status of ``edprf budget`` for a ledger that has spent more than its cap."""
+
+EXHAUSTED_STATUS = 4
+"""Exit status of ``edprf budget`` for a ledger at its cap, not over it: nothing remains, or less than the policy's
+``min-epsilon`` (with ``--policy``), so the party refuses every new request (``budget_exhausted``), as ``edprf party
+check`` says (review rev-auto A3: this was exit 0)."""
+
+BUSY_STATUS = 75
+"""Exit status of ``edprf budget`` for a ledger another process holds locked (``EX_TEMPFAIL``: retry; review
+rev-auto A12)."""
+
+JSON_FORMAT = "edprf-budget/1"
+"""The ``format`` of ``edprf budget --json``'s object (docs/reference/budget-json.md documents every key); a key
+removed or changed in meaning gets a new number, a key added does not."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,9 +68,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             "lifetime cap, and the replies that were not differentially private."
         ),
         epilog=(
-            f"exit status: 0 shown; 1 the ledger, its anchor or the policy cannot be read; {OVER_CAP_STATUS} the "
-            "party has spent more than the cap (a cap lowered after spending, or spend carried from the coordinator's "
-            "record or the ledger's anchor): the party refuses every request that spends epsilon"
+            "exit status: 0 shown, epsilon remains; 1 the ledger, its anchor or the policy cannot be read, or there "
+            f'is no ledger yet (--json: ledger_status "not-created": a party that has served no request has spent '
+            f"nothing); 2 a wrong option; {OVER_CAP_STATUS} the party has spent more than the cap (a cap lowered after "
+            "spending, or spend carried from the coordinator's record or the ledger's anchor); "
+            f"{EXHAUSTED_STATUS} nothing remains of the cap, or (with --policy) less than its min-epsilon: with 3 and "
+            f"4 the party refuses every request that spends epsilon; {BUSY_STATUS} busy: another process holds the "
+            "ledger's lock, retry. --json prints one object (format edprf-budget/1, documented in the reference), "
+            "also on exit 1 and 75 (ledger_status and error); on a non-zero exit stderr says why in one line"
         ),
     )
     p.add_argument("ledger", help="the party's ledger (SQLite file; opened read-only)")
@@ -105,7 +125,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``edprf budget``: any failure is one sanitized line on stderr and exit code 1."""
+    """Handler of ``edprf budget``: any failure is one sanitized line on stderr and exit code 1 (75 for a ledger
+    another process holds locked); with ``--json`` also one JSON object on stdout."""
+    from client import LedgerBusy
+
     try:
         if args.backup_to is not None:
             return _write_backup(args)
@@ -115,8 +138,19 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
         logging.getLogger("edprf").debug("budget failed", exc_info=True)
         kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
-        print(f"edprf budget: error: {kind}{terminal_safe(' '.join(str(exc).split()), 1000)}", file=sys.stderr)
-        return 1
+        busy = isinstance(exc, LedgerBusy)
+        return _failed(args, kind + " ".join(str(exc).split()), "busy" if busy else None, busy)
+
+
+def _failed(args: argparse.Namespace, error: str, ledger_status: str | None, busy: bool = False) -> int:
+    """Say why nothing is shown: one line on stderr, and with ``--json`` one object on stdout (``ledger_status``,
+    ``error``: review rev-auto A10, a failure printed nothing there); the exit status, :data:`BUSY_STATUS` for a
+    ledger another process holds locked, else 1."""
+    line = terminal_safe(error, 1000)
+    if args.json:
+        print(json.dumps({"format": JSON_FORMAT, "ledger_status": ledger_status, "error": line}, indent=2))
+    print(f"edprf budget: error: {line}", file=sys.stderr)
+    return BUSY_STATUS if busy else 1
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -125,6 +159,8 @@ def _show(args: argparse.Namespace) -> int:
         PER_RECORD_SPEND,
         RELATION_KEY,
         RESERVATION_LEFT_AFTER_SECONDS,
+        LedgerStatus,
+        exact_epsilon,
         format_epsilon,
         left_behind_and_recent,
         load_policy,
@@ -165,7 +201,9 @@ def _show(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
         audit=True,
     )
-    _refuse_unread(state)
+    if unread := _unread_text(state):
+        busy = state.busy and state.status is LedgerStatus.UNREADABLE  # an unreadable anchor is no lock: exit 1
+        return _failed(args, unread, "busy" if busy else str(state.status), busy)
     entries, meta = state.entries, state.meta
     shown = entries if args.last is None else entries[len(entries) - min(args.last, len(entries)) :]
     cap_source = "--policy" if args.policy else "--cap" if cap is not None else None
@@ -186,7 +224,17 @@ def _show(args: argparse.Namespace) -> int:
     spent = state.in_ledger if state.spent is None else state.spent
     remaining, over = state.remaining, state.over_cap
     pending = pending_cap_change_text(recorded, state.cap)
-    status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else 0
+    # what the party does with the next request: with nothing left, or (its policy known) less than its min-epsilon,
+    # it refuses every one that spends epsilon (budget_exhausted), as `edprf party check` says (review rev-auto A3)
+    min_epsilon = None if policy is None else exact_epsilon(policy.min_epsilon)
+    exhausted = None if remaining is None else remaining == 0 or (min_epsilon is not None and remaining < min_epsilon)
+    status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else EXHAUSTED_STATUS if exhausted else 0
+    error = None
+    if state.anchor_error:
+        error = (
+            f"{terminal_safe(state.anchor_error, 900)}; the party refuses to serve until its anchor can be read, and "
+            "may have spent more than the entries hold"
+        )
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     paid = {} if audit.parts is None else audit.parts  # what each completed release's epsilon paid for (D8)
     recipients = audit.recipients  # each completed release's first recipient (rev-s65 F1); None: no such table
@@ -194,7 +242,11 @@ def _show(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
+                    "format": JSON_FORMAT,
                     "ledger_status": str(state.status),
+                    "error": error,
+                    "exhausted": exhausted,
+                    "min_epsilon": None if policy is None else policy.min_epsilon,
                     "cap": None if state.cap is None else float(state.cap),
                     "cap_source": cap_source,
                     # unknown while the anchor cannot be read: null, never the entries' sum alone
@@ -241,6 +293,8 @@ def _show(args: argparse.Namespace) -> int:
                 indent=2,
             )
         )
+        if error:  # the line the table's view ends with (review rev-auto A10: --json printed none)
+            print(f"edprf budget: error: {error}", file=sys.stderr)
         return status
     ids = [_request_cell(e.request_id) for e in shown]
     width = max([len("request"), *map(len, ids)])  # whole ids up to REQUEST_CELL: they are what --release takes
@@ -300,6 +354,8 @@ def _show(args: argparse.Namespace) -> int:
         print(pending)
     if over is not None:
         print(state.over_cap_text())
+    elif exhausted:
+        print(_exhausted_text(remaining, min_epsilon))
     print(
         "every entry counts, released or not: a reservation is written before training "
         "(sequential composition over releases); sums are exact"
@@ -320,13 +376,24 @@ def _show(args: argparse.Namespace) -> int:
         print(line)
     for line in delivery_lines(audit, _stamp_text, args.last):
         print(line)
-    if state.anchor_error:
-        print(
-            f"edprf budget: error: {terminal_safe(state.anchor_error, 900)}; the party refuses to serve until its "
-            "anchor can be read, and may have spent more than the entries above hold",
-            file=sys.stderr,
-        )
+    if error:
+        print(f"edprf budget: error: {error}", file=sys.stderr)
     return status
+
+
+def _exhausted_text(remaining: Fraction, min_epsilon: Fraction | None) -> str:
+    """What :data:`EXHAUSTED_STATUS` means for the party, in one line."""
+    from client import format_epsilon
+
+    below = (
+        ""
+        if min_epsilon is None or remaining == 0
+        else f" (below the policy's min-epsilon {format_epsilon(min_epsilon)})"
+    )
+    return (
+        f"EXHAUSTED: remaining epsilon {format_epsilon(remaining)}{below}: this party refuses every new request that "
+        "spends epsilon (budget_exhausted; a repeated request id it already released is resent, spending nothing)"
+    )
 
 
 def _stamp_text(value: float) -> str:
@@ -478,33 +545,29 @@ def _of_the_cap(cap: Fraction | None, remaining: Fraction | None) -> str:
     return f" of the lifetime cap {format_epsilon(cap)}; remaining {left}"
 
 
-def _refuse_unread(state: BudgetState) -> None:
-    """Nothing to show: a missing ledger, said with what its anchor records (a lost ledger) or what that means (a
-    new one); an unreadable ledger, or an unreadable anchor beside a missing ledger, named.
-
-    Raises
-    ------
-    ValueError
-        When the ledger was not read (exit status 1).
-    """
+def _unread_text(state: BudgetState) -> str:
+    """Why there is nothing to show, in one line (``""``: the ledger was read): a missing ledger, said with what its
+    anchor records (a lost ledger) or what that means (a new one); an unreadable ledger (a locked one said as busy),
+    or an unreadable anchor beside a missing ledger, named."""
     from client import LedgerStatus, format_epsilon
 
     ledger = state.ledger_path
     if state.status is LedgerStatus.LOST:
-        raise ValueError(
+        return (
             f"no ledger at {ledger}, but its anchor {state.anchor_path.name} records "
             f"{format_epsilon(state.anchor.spent)} spent: the ledger was deleted or moved; restore it from a backup "
             "(the party counts what the anchor records as spent either way)"
         )
     if state.status is LedgerStatus.NOT_CREATED:
-        raise ValueError(
+        return (
             f"no ledger at {ledger}, and no anchor beside it: a party's ledger is created on its first request, so a "
             "party that has served none has spent nothing; otherwise check the path (the node config's ledger-path)"
         )
     if state.in_ledger is None:  # unreadable; or absent, its anchor unreadable: the anchor is what to restore
         if state.ledger_absent:
-            raise ValueError(state.anchor_error)
-        raise ValueError(state.ledger_error + _anchor_beside(state))
+            return state.anchor_error
+        return state.ledger_error + _anchor_beside(state)
+    return ""
 
 
 def _anchor_beside(state: BudgetState) -> str:
@@ -516,7 +579,7 @@ def _anchor_beside(state: BudgetState) -> str:
     if state.anchor is None:
         return ""
     said = f"; its anchor {state.anchor_path.name} records {format_epsilon(state.anchor.spent)} spent"
-    if state.ledger_of_another or state.too_large or state.disk_full:  # no restore over a ledger that is not lost
+    if state.ledger_of_another or state.too_large or state.disk_full or state.busy:  # no restore over a ledger not lost
         return said
     return said + " (what this party counts as spent at least: restore the ledger from its backup)"
 

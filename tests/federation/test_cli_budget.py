@@ -42,7 +42,7 @@ def test_a_ledger_over_its_cap_says_so_and_exits_with_its_own_status(tmp_path, c
     assert main(["budget", str(path), "--cap", "0.2", "--json"]) == OVER_CAP_STATUS
     data = json.loads(capsys.readouterr().out)
     assert data["over_cap_exact"] == "0.1" and data["remaining"] == 0.0
-    assert main(["budget", str(path), "--cap", "0.3"]) == 0  # at the cap exactly: not over
+    assert main(["budget", str(path), "--cap", "0.3"]) == 4  # at the cap exactly: not over, but exhausted
     assert "OVER" not in capsys.readouterr().out
 
 
@@ -256,7 +256,11 @@ def test_an_unreadable_anchor_beside_a_ledger_is_named_and_exits_1(tmp_path, cap
     )
     assert said.err.startswith("edprf budget: error: ledger anchor ") and "refuses to serve" in said.err
     assert main(["budget", str(path), "--cap", "2", "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    data = json.loads(said.out)
+    # review rev-auto A10: --json said it on stdout only; the stderr line is the human view's, and `error` holds it
+    assert said.err.startswith("edprf budget: error: ledger anchor ") and said.err.count("\n") == 1
+    assert said.err == f"edprf budget: error: {data['error']}\n" and data["exhausted"] is None
     assert data["anchor_error"].startswith("ledger anchor ") and data["ledger_status"] == "anchor-unreadable"
     assert data["spent_exact"] is None and data["spent"] is None and data["remaining"] is None  # unknown, not 0.3
     assert data["spent_in_ledger_exact"] == "0.3" and len(data["entries"]) == 3
@@ -344,3 +348,106 @@ def test_last_shows_the_latest_entries_and_the_figures_still_count_every_entry(t
     assert "expected an integer >= 0" in capsys.readouterr().err
     assert main(["budget", path, "--last", "3", "--backup-to", str(tmp_path / "copy.sqlite")]) == 1
     assert "leave out --json and --last" in capsys.readouterr().err and not (tmp_path / "copy.sqlite").exists()
+
+
+def _policy(tmp_path, cap: float, **fields) -> str:
+    path = tmp_path / "policy.toml"
+    path.write_text(PartyPolicy(party_id="p", lifetime_epsilon_cap=cap, **fields).to_toml())
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("cap", "with_policy", "status", "min_epsilon"),
+    [
+        ("0.3", False, 4, None),  # nothing left: exhausted whatever the policy
+        ("0.305", True, 4, 0.01),  # 0.005 left, below the policy's min-epsilon 0.01
+        ("0.305", False, 0, None),  # the same without the policy: its min-epsilon is not known
+        ("0.5", True, 0, 0.01),
+    ],
+)
+def test_an_exhausted_budget_has_its_own_exit_status_and_fields(
+    tmp_path, capsys, cap, with_policy, status, min_epsilon
+):
+    """Review rev-auto A3: remaining 0 (or below the policy's min-epsilon) exited 0, while `edprf party check` called
+    the same ledger a problem (every new request refused, budget_exhausted); --json had no field saying so."""
+    from edprf_fl.cli._budget_cmd import EXHAUSTED_STATUS
+
+    path = str(_ledger_with_spends(tmp_path / "ledger.sqlite"))  # 0.3 spent
+    given = ["--policy", _policy(tmp_path, float(cap))] if with_policy else ["--cap", cap]
+    assert main(["budget", path, *given]) == status
+    out = capsys.readouterr().out
+    assert ("EXHAUSTED: remaining epsilon" in out) == (status == EXHAUSTED_STATUS == 4)
+    assert main(["budget", path, *given, "--json"]) == status
+    data = json.loads(capsys.readouterr().out)
+    assert data["exhausted"] is (status == 4) and data["min_epsilon"] == min_epsilon and data["over_cap"] is None
+
+
+def test_without_any_cap_exhausted_is_unknown(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    BudgetLedger(path, cap=float("inf")).reserve("r", "evaluation", 0.1)  # a ledger recording no finite cap
+    assert main(["budget", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cap"] is None and data["remaining"] is None and data["exhausted"] is None
+
+
+def _another_partys(tmp_path) -> list[str]:
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    BudgetLedger(path, cap=2.0, party_id="other")
+    return [str(path), "--policy", _policy(tmp_path, 2.0)]
+
+
+@pytest.mark.parametrize(
+    ("make", "status", "said"),
+    [
+        (lambda t: [str(t / "nope.sqlite")], "not-created", "has spent nothing"),
+        (lambda t: [str(t / "bad.sqlite")], "unreadable", "not an SQLite database"),
+        (_another_partys, "unreadable", "other"),
+        (lambda t: [str(t / "nope.sqlite"), "--policy", str(t / "no-policy.toml")], None, "no-policy.toml"),
+    ],
+)
+def test_json_failures_print_one_object_and_one_stderr_line(tmp_path, capsys, make, status, said):
+    """Review rev-auto A10: a missing, unreadable or another party's ledger printed nothing on stdout with --json (a
+    `jq` pipeline failed to parse); "no ledger yet" (a new party: nothing spent) is told apart by its status."""
+    (tmp_path / "bad.sqlite").write_bytes(b"not a ledger" * 100)
+    assert main(["budget", *make(tmp_path), "--json"]) == 1
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data == {"format": "edprf-budget/1", "ledger_status": status, "error": data["error"]}
+    assert said in data["error"] and err == f"edprf budget: error: {data['error']}\n"
+
+
+def _hold_the_lock(path):
+    """A connection holding the ledger's lock, as an sqlite3 shell left open in a transaction, or a backup agent."""
+    import sqlite3
+
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA locking_mode = EXCLUSIVE")
+    db.execute("BEGIN EXCLUSIVE")
+    db.execute("SELECT count(*) FROM spends").fetchall()
+    return db
+
+
+def test_a_locked_ledger_is_busy_with_exit_75_and_never_restored(tmp_path, capsys):
+    """Review rev-auto A12: a ledger another process held locked was called unreadable ("database is locked", or
+    "took longer than N s; not a ledger this party wrote") with the advice to restore it from its backup, which
+    would replace a live, correct ledger."""
+    from edprf_fl.cli._budget_cmd import BUSY_STATUS
+
+    path = _ledger_with_spends(tmp_path / "ledger.sqlite")
+    db = _hold_the_lock(path)
+    try:
+        for seconds in ("0.5", "2"):  # the time bound passes while waiting (0.5 s), or SQLite's busy wait ends first
+            assert main(["budget", str(path), "--cap", "2", "--max-seconds", seconds]) == BUSY_STATUS == 75
+            err = capsys.readouterr().err
+            assert "busy: another process holds the ledger's lock; retry" in err and "restore" not in err, err
+            assert "not a ledger this party wrote" not in err and err.count("\n") == 1
+        assert main(["budget", str(path), "--json", "--max-seconds", "0.5"]) == 75
+        out, err = capsys.readouterr()
+        data = json.loads(out)
+        assert data["ledger_status"] == "busy" and "busy" in data["error"] and "busy" in err
+        target = tmp_path / "backup.sqlite"
+        assert main(["budget", str(path), "--backup-to", str(target), "--max-seconds", "0.5"]) == 75
+        assert "busy" in capsys.readouterr().err and not target.exists()
+    finally:
+        db.close()
+    assert main(["budget", str(path), "--cap", "2"]) == 0  # the lock released: read as before

@@ -69,11 +69,12 @@ def test_every_refusal_is_kept_with_request_parameters_and_its_code_only(tmp_pat
         cells = [str(c) for row in db.execute("SELECT * FROM refusals") for c in row]
     assert not any("remains" in c or "cap" in c for c in cells)
 
-    assert main(["budget", str(setup.ledger_path), "--cap", "1"]) == 0
+    exhausted = 4  # the cap is spent: `edprf budget` exits with its exhausted status (review rev-auto A3)
+    assert main(["budget", str(setup.ledger_path), "--cap", "1"]) == exhausted
     out = capsys.readouterr().out
     assert "refused: 3 requests (budget_exhausted 1, policy_depth 1, policy_epsilon 1)" in out
     assert "tag-5/train" in out.split("refused:")[1]
-    assert main(["budget", str(setup.ledger_path), "--cap", "1", "--json"]) == 0
+    assert main(["budget", str(setup.ledger_path), "--cap", "1", "--json"]) == exhausted
     data = json.loads(capsys.readouterr().out)
     assert data["refused_count"] == 3 and data["refused"][1]["kind"] == "ready"
     assert data["refused"][0] == {**data["refused"][0], "epsilon_exact": "0.8", "reason": "policy_epsilon"}

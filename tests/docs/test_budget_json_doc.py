@@ -1,0 +1,60 @@
+"""Every key `edprf budget --json` prints is documented in docs/reference/budget-json.md, and every key documented
+there is printed (review rev-auto A4: the ~45 keys were undocumented and the object carried no format version)."""
+
+from __future__ import annotations
+
+import json
+import re
+from fractions import Fraction
+from pathlib import Path
+
+from client import BudgetLedger, ReleaseParts
+from edprf_fl.cli._budget_cmd import JSON_FORMAT
+from edprf_fl.cli._main import main
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "budget-json.md"
+MAPS = {"spent_by_relation_exact", "deliveries_per_release"}
+"""Objects whose keys are data (relations, request ids), documented as a whole."""
+
+
+def _documented() -> set[str]:
+    return set(re.findall(r"^\| `([a-z_\[\].]+)` \|", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE))
+
+
+def _keys(value: object, prefix: str = "") -> set[str]:
+    """The key paths of a JSON value: ``entries[].parts.depth`` for a key of an object in a list of objects."""
+    found = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found.add(prefix + key)
+            if key not in MAPS:
+                found |= _keys(inner, f"{prefix}{key}.")
+    elif isinstance(value, list):
+        for item in value:
+            found |= _keys(item, prefix[:-1] + "[].")
+    return found
+
+
+def _printed(argv: list[str], capsys) -> dict:
+    main(["budget", *argv, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["format"] == JSON_FORMAT == "edprf-budget/1"
+    return data
+
+
+def test_every_key_printed_is_documented_and_every_documented_key_printed(tmp_path, capsys):
+    path = tmp_path / "ledger.sqlite"
+    ledger = BudgetLedger(path, cap=2.0)
+    ledger.reserve("tag/train", "release", 1.0, run_id="run-1", detail="2 trees, depth 4, binary, add-remove")
+    ledger.complete("tag/train", b"release-bytes", recipient="")
+    ledger.record_parts(ReleaseParts("tag/train", Fraction(1, 20), Fraction(19, 20), None, None, 4))
+    ledger.record_delivery("tag/train", "run-1", "sent", node_id="7151833965435759367", registered="ab" * 8)
+    ledger.record_refusal("other/train", "run-2", "train", 5.0, "budget_exhausted")
+    ledger.reserve("run-3/evaluate", "evaluation", 0.1, run_id="run-3")
+    printed = _keys(_printed([str(path)], capsys))
+    failure = _printed([str(tmp_path / "nope.sqlite")], capsys)
+    assert set(failure) == {"format", "ledger_status", "error"}
+    documented = _documented()
+    assert len(documented) > 60  # the table was read
+    assert printed - documented == set(), "printed, not documented in docs/reference/budget-json.md"
+    assert documented - printed == set(), "documented, not printed"
