@@ -26,7 +26,9 @@ __all__ = [
     "delivery_lines",
     "entry_relation",
     "first_recipient_json",
+    "first_recipient_source",
     "first_recipient_text",
+    "first_recipients",
     "parts_json",
     "parts_text",
     "refusal_json",
@@ -393,13 +395,35 @@ def _completed_release(entry: LedgerEntry) -> bool:
     return entry.kind == "release" and entry.state == "released" and carried_source(entry) is None
 
 
-def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | None) -> str:
+def first_recipients(audit: AuditRecords) -> tuple[Mapping[str, str] | None, frozenset[str]]:
+    """Each completed release's first recipient as the resend guard takes it (review rev-upgrade U1): the ledger's
+    ``release_recipients`` row, else the digest of the release's first ``deliveries`` row when that row is ``sent``
+    (a release completed by 0.2.11 in a ledger 0.2.13 has not yet written: its next write copies it, as
+    :func:`client._ledger_audit.backfill_recipients` says), and the request ids of those taken from a ``sent`` row.
+    None when the ledger holds neither table.
+
+    Privacy cost: none (the party's own record, shown to its operator).
+    """
+    recorded = dict(audit.recipients or {})
+    first: dict[str, Delivery] = {}
+    for delivery in audit.deliveries or ():
+        first.setdefault(delivery.request_id, delivery)
+    from_sent = {r: d.registered for r, d in first.items() if r not in recorded and d.how == "sent"}
+    if audit.recipients is None and audit.deliveries is None:
+        return None, frozenset()
+    return {**recorded, **from_sent}, frozenset(from_sent)
+
+
+def first_recipient_text(
+    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_sent: frozenset[str] = frozenset()
+) -> str:
     """A completed release's first recipient, for the end of its line in the table (review rev-s65 F1): the first
     :data:`RECIPIENT_DIGITS` hex digits of the registered keys' digest its train request carried, ``(none: keyless
     run)`` for a run that registered none, ``(not recorded: made before 0.2.12)`` where the ledger keeps none (a release
     made before 0.2.11, or one made by 0.2.11 whose first delivery row was not ``sent`` or is gone, or a ledger not yet
     opened for writing by 0.2.13: while its first delivery row is kept, the resend guard takes that row's recipient,
-    docs/privacy.md); ``""`` for any other entry.  ``recipients``: :attr:`client.AuditRecords.recipients`.
+    docs/privacy.md); ``""`` for any other entry.  ``recipients``, ``from_sent``: :func:`first_recipients` (one
+    taken from the release's ``sent`` delivery row says so).
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
@@ -412,6 +436,8 @@ def first_recipient_text(entry: LedgerEntry, recipients: Mapping[str, str] | Non
         shown = "(none: keyless run)"
     else:
         shown = f"keys {terminal_safe(registered[:RECIPIENT_DIGITS], RECIPIENT_DIGITS)}"
+    if registered is not None and entry.request_id in from_sent:
+        shown += " (from its sent delivery row; the next request copies it into the ledger)"
     return f"[first recipient: {shown}]"
 
 
@@ -452,3 +478,17 @@ def backwards_note(entries: Sequence[LedgerEntry], shown: set[str] | None = None
 
 def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def first_recipient_source(
+    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_sent: frozenset[str]
+) -> str | None:
+    """``--json``'s ``first_recipient_from``: ``"ledger"`` (the release's ``release_recipients`` row) or ``"sent-row"``
+    (its first delivery row, until the party's next request copies it: review rev-upgrade U1); None where
+    :func:`first_recipient_json` gives None.
+
+    Privacy cost: none (the party's own record, shown to its operator).
+    """
+    if first_recipient_json(entry, recipients) is None:
+        return None
+    return "sent-row" if entry.request_id in from_sent else "ledger"

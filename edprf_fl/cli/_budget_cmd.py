@@ -179,7 +179,9 @@ def _show(args: argparse.Namespace) -> int:
         delivery_json,
         delivery_lines,
         first_recipient_json,
+        first_recipient_source,
         first_recipient_text,
+        first_recipients,
         parts_json,
         parts_text,
         refusal_json,
@@ -237,7 +239,8 @@ def _show(args: argparse.Namespace) -> int:
         )
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     paid = {} if audit.parts is None else audit.parts  # what each completed release's epsilon paid for (D8)
-    recipients = audit.recipients  # each completed release's first recipient (rev-s65 F1); None: no such table
+    # each completed release's first recipient (rev-s65 F1), from its sent delivery row until 0.2.13 copies it (U1)
+    recipients, from_sent = first_recipients(audit)
     if args.json:
         print(
             json.dumps(
@@ -286,6 +289,7 @@ def _show(args: argparse.Namespace) -> int:
                             "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
                             "parts": parts_json(paid.get(e.request_id)),
                             "first_recipient": first_recipient_json(e, recipients),
+                            "first_recipient_from": first_recipient_source(e, recipients, from_sent),
                         }
                         for e in shown
                     ],
@@ -309,7 +313,7 @@ def _show(args: argparse.Namespace) -> int:
         detail = terminal_safe(e.detail, 2000 if source else 200)
         if e.request_id in paid and not source:
             detail += f" {terminal_safe(parts_text(paid[e.request_id]), 300)}"
-        if recipient := first_recipient_text(e, recipients):
+        if recipient := first_recipient_text(e, recipients, from_sent):
             detail += f" {recipient}"
         print(
             f"{when:<20} {shown_kind(e):<11} {format_epsilon(e.epsilon_exact):>10} "

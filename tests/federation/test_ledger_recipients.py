@@ -244,3 +244,38 @@ def test_budget_shows_each_completed_releases_first_recipient(tmp_path, capsys):
     assert "[first recipient: (not recorded: made before 0.2.12)]" in next(
         x for x in capsys.readouterr().out.splitlines() if " keyed/train " in x
     )
+
+
+def test_budget_shows_a_0_2_11_releases_first_recipient_from_its_sent_row_until_it_is_copied(tmp_path, capsys):
+    """Review rev-upgrade U1: before 0.2.13 first writes to a ledger 0.2.11 left, the resend guard takes a release's
+    first recipient from its ``sent`` delivery row; ``edprf budget`` (read-only: it copies nothing) showed it as
+    "not recorded".  It shows that row's digest and says where it comes from; a release whose first row is
+    ``resent`` (its sent row lost) stays "not recorded", as the guard has none for it either."""
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=10.0)
+    _completed_by_0_2_11(ledger, "sent/train", ("sent", "0123456789abcdef"), ("resent", "another"))
+    _completed_by_0_2_11(ledger, "lost/train", ("resent", "fedcba9876543210"))
+    _as_left_by_0_2_11(ledger.path)
+
+    assert main(["budget", str(ledger.path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    sent = next(x for x in lines if " sent/train " in x)
+    assert sent.endswith(
+        "[first recipient: keys 0123456789ab (from its sent delivery row; the next request copies it into the ledger)]"
+    )
+    assert next(x for x in lines if " lost/train " in x).endswith(
+        "[first recipient: (not recorded: made before 0.2.12)]"
+    )
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    shown = {
+        e["request_id"]: (e["first_recipient"], e["first_recipient_from"])
+        for e in json.loads(capsys.readouterr().out)["entries"]
+    }
+    assert shown == {"sent/train": ("0123456789abcdef", "sent-row"), "lost/train": (None, None)}
+
+    BudgetLedger(ledger.path, 10.0)  # 0.2.13's first writable opening copies it
+    assert main(["budget", str(ledger.path), "--json"]) == 0
+    shown = {
+        e["request_id"]: (e["first_recipient"], e["first_recipient_from"])
+        for e in json.loads(capsys.readouterr().out)["entries"]
+    }
+    assert shown == {"sent/train": ("0123456789abcdef", "ledger"), "lost/train": (None, None)}
