@@ -66,6 +66,7 @@ from ._party import REASONS, Party, PartySetup, Recipient, Refusal, evaluation_c
 from ._policy import MICRO, PartyPolicy, load_policy, micro_epsilon
 from ._preflight import (
     check_flower_home,
+    check_pin_launcher,
     check_python_version,
     check_supernode_files,
     check_trusted_apps,
@@ -139,6 +140,7 @@ __all__ = [
     "carried",
     "check_backup_target",
     "check_flower_home",
+    "check_pin_launcher",
     "check_python_version",
     "check_supernode_files",
     "check_trusted_apps",

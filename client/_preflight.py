@@ -61,6 +61,7 @@ __all__ = [
     "Finding",
     "PreflightReport",
     "check_flower_home",
+    "check_pin_launcher",
     "check_python_version",
     "check_supernode_files",
     "check_trusted_apps",
@@ -863,6 +864,44 @@ def check_python_version(report: PreflightReport, version: tuple[int, int] | Non
             "dependencies' behaviour on it is not verified here",
         )
     return report
+
+
+def check_pin_launcher(report: PreflightReport, this_version: str) -> PreflightReport:
+    """A note when the ``flwr-clientapp`` first on this process's ``PATH`` is an app-pin launcher of another
+    edprf-fl version (review rev-upgrade U3): a launcher older than 0.2.13 still enforces its list but does not mark
+    the ClientApp's process, whose app then warns at every message that the party runs unpinned; an upgrade
+    reinstalls it (deploy/README.md section 11, How to upgrade, step 2).
+
+    ``this_version``: the launcher this version installs, from its second line on (its first names the
+    interpreter).  Best effort: the service that starts the ClientApps may have another ``PATH`` than the shell
+    running the check; nothing when no ``flwr-clientapp`` is found, when it is not a launcher (Flower's own
+    program) or cannot be read.  Privacy cost: none (nothing is released; the finding is for the party itself).
+    """
+    import shutil
+
+    found = shutil.which("flwr-clientapp")
+    if found is None:
+        return report
+    try:
+        text = Path(found).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return report
+    if _PIN_LIST_VARIABLE not in text or text.split("\n", 1)[-1] == this_version:
+        return report
+    report._add(
+        "note",
+        "app pin",
+        f"{found}, the flwr-clientapp first on this PATH, is an app-pin launcher of another edprf-fl version: a "
+        "launcher older than 0.2.13 does not mark the ClientApp's process, so the app warns that the party runs "
+        "unpinned; reinstall it from this version, `edprf party install-pin "
+        f"{Path(found).parent} --force` (deploy/README.md section 11, How to upgrade, step 2)",
+    )
+    return report
+
+
+_PIN_LIST_VARIABLE = "EDPRF_TRUSTED_APP_HASHES"
+"""The variable every version of the app-pin launcher reads its list from: what tells a launcher from Flower's own
+``flwr-clientapp``."""
 
 
 def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightReport:

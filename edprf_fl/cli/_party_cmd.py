@@ -142,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     from client import (
         check_flower_home,
+        check_pin_launcher,
         check_python_version,
         check_supernode_files,
         check_trusted_apps,
@@ -153,7 +154,7 @@ def run_check(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import seconds_text
 
     from ._model_args import say
-    from ._pin_install import trusted_apps_path
+    from ._pin_install import this_launcher_body, trusted_apps_path
 
     if args.superlink is not None:
         if args.root_certificates is None:
@@ -171,6 +172,7 @@ def run_check(args: argparse.Namespace) -> int:
     check_supernode_files(args.auth_key, args.root_certificates, report, superlink=args.superlink)
     trusted = trusted_apps_path(args.trusted_apps)
     check_trusted_apps(trusted, report)  # none given: a note that the pin was not checked
+    check_pin_launcher(report, this_launcher_body())  # one of another version first on the PATH: reinstall it
     # where Flower unpacks the bundles, as this account (the service's) sees it; the pin's launcher unpacks each
     # approved bundle into a private temporary directory instead, so with a list its findings are notes
     check_flower_home(report, pinned=trusted is not None)

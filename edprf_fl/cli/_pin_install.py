@@ -118,6 +118,13 @@ def run_install_pin(args: argparse.Namespace) -> int:
     return 0
 
 
+def this_launcher_body() -> str:
+    """The launcher this version installs, from its second line on (the first names the interpreter)."""
+    from edprf_fl import pinned_launcher_text
+
+    return pinned_launcher_text("/python").split("\n", 1)[1]  # any interpreter: its line is the one cut off
+
+
 def _refuse_without_flower() -> None:
     """Refuse before any work when Flower is not importable by this Python (not ``require_federation()``: main's
     message for it names the simulation's extra, and a party needs the ``deploy`` one; review rev-pkg2 R9).

@@ -1047,3 +1047,23 @@ def test_a_locked_ledger_is_busy_for_party_check_never_to_be_restored(party, cap
     assert code == 1
     [problem] = [line for line in _problems(lines) if str(paths["ledger-path"]) in line]
     assert "busy: another process holds the ledger's lock; retry" in problem and "restore" not in problem, problem
+
+
+def test_a_launcher_of_another_version_first_on_the_path_is_a_note(party, capsys, monkeypatch, tmp_path):
+    """Review rev-upgrade U3: a party that listed the new bundle but kept its 0.2.12 launcher was told at every
+    message that it runs unpinned, and its check said "no problem found"; with this version's launcher, no note."""
+    paths, _ = party
+    monkeypatch.delenv("EDPRF_TRUSTED_APP_HASHES", raising=False)
+    pinned = tmp_path / "pinned"
+    assert main(["party", "install-pin", str(pinned)]) == 0
+    monkeypatch.setenv("PATH", f"{pinned}:{os.environ['PATH']}")
+    code, lines = _check(paths, capsys)
+    assert code == 0 and not [x for x in lines if "another edprf-fl version" in x], lines
+
+    launcher = pinned / "flwr-clientapp"
+    launcher.write_text(launcher.read_text().replace("PINNED_MARKER", "OLD_MARKER"))  # as a 0.2.12 launcher differs
+    code, lines = _check(paths, capsys)
+    assert code == 0, lines
+    [note] = [x for x in lines if "another edprf-fl version" in x]
+    assert note.startswith(f"note: app pin: {launcher}, the flwr-clientapp first on this PATH, is an app-pin launcher")
+    assert f"edprf party install-pin {pinned} --force" in note and "section 11" in note
