@@ -13,8 +13,10 @@ Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remem
 (:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).  What they write records the code and the
 command that made it (:class:`Provenance`: the version from the source, its git revision, the command line).
 A party's app-pinning launcher ships here too: :func:`pinned_launcher_text` gives it for ``edprf party install-pin``.
+A command that writes a directory holds it while it runs (:func:`hold_directory`): a second one there is refused.
 """
 
+from ._directory_lock import hold_directory
 from ._flower_colour import colour_flower_logs_on_terminals_only, is_terminal, without_colour
 from ._flower_telemetry import FLOWER_QUIET_ENVIRONMENT, keep_flower_telemetry_off, quiet_flwr
 from ._interrupts import (
@@ -33,6 +35,7 @@ __all__ = [
     "colour_flower_logs_on_terminals_only",
     "git_describe",
     "git_problem",
+    "hold_directory",
     "interrupt_behind",
     "is_terminal",
     "keep_flower_telemetry_off",

@@ -529,23 +529,11 @@ def run_consortium(args: argparse.Namespace) -> int:
 def _exclusive(root: Path):
     """Hold ``root`` for this command's lifetime: a second `edprf consortium` on it is refused (two would share
     the SuperLink's database, the ports' registrations and the ledgers, and stop each other's processes)."""
-    import fcntl
+    from edprf_fl import hold_directory
 
-    path = root / _LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise ValueError(
-                f"{root} is in use by another edprf consortium (pid {holder}); wait for it or give another --dir"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    refusal = lambda who: f"{root} is in use by another edprf consortium ({who}); wait for it or give another --dir"
+    with hold_directory(root, _LOCK, refusal):
         yield
-    finally:
-        os.close(fd)  # the lock goes with the descriptor
 
 
 def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:

@@ -376,23 +376,13 @@ def sweep_lock(out: Path, command: str = "") -> Iterator[Path]:
     ValueError
         Another process holds the lock (its pid and command named).
     """
-    import fcntl
+    from edprf_fl import hold_directory
 
-    path = Path(out) / SWEEP_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-            pid, _, held_by = holder.partition(" ")
-            who = f"pid {pid}" + (f": {held_by}" if held_by else "") if pid else "another process"
-            raise ValueError(
-                f"{out} is in use by another edprf ({who}): a second sweep, resume or report there would mix their "
-                "runs and files; wait for it to end (or stop it), then run this again"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+    def refusal(who: str) -> str:
+        return (
+            f"{out} is in use by another edprf ({who}): a second sweep, resume or report there would mix their "
+            "runs and files; wait for it to end (or stop it), then run this again"
+        )
+
+    with hold_directory(out, SWEEP_LOCK, refusal, command) as path:
         yield path
-    finally:
-        os.close(fd)  # releases the lock
