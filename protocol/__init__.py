@@ -21,7 +21,7 @@ The releases are defined in ``release.proto``; ``release_pb2`` is generated
 """
 
 from ._app_logging import flower_console, is_terminal, logging_to
-from ._atomic_file import fsync_directory, save_atomic
+from ._atomic_file import PendingFile, commit_together, fsync_directory, save_atomic
 from ._binding import bind_to_run, bound_to_run
 from ._classifier_loader import ModelProvenance, load_classifier, load_model_with_provenance
 from ._decode import SignedCharge, VerifiedRelease, decode_release, signed_charge
@@ -82,6 +82,7 @@ __all__ = [
     "ModelHeader",
     "ModelProvenance",
     "PartyKeyRegistry",
+    "PendingFile",
     "Reason",
     "RefusalReason",
     "ReleaseHeader",
@@ -95,6 +96,7 @@ __all__ = [
     "build_global_model",
     "check_party_id",
     "check_request_id",
+    "commit_together",
     "create_owner_only_file",
     "decode_release",
     "encode_release",

@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 
 from ._arg_types import (
@@ -95,6 +96,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is None:
+        return _demo(args, None)
+    with ExitStack() as held:
+        return _demo(args, _output_files(args.output, held))  # refused before any work
+
+
+def _demo(args: argparse.Namespace, outputs: tuple[Path, Path] | None) -> int:
+    """The demonstration, writing the model and the held-out rows to ``outputs`` when given."""
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import train_test_split
 
@@ -104,7 +113,6 @@ def run(args: argparse.Namespace) -> int:
     from edprf_fl.simulation import dataset_note, raw_features
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)
-    outputs = _output_files(args.output) if args.output is not None else None  # refused before any work
     X, y, schema = load_embedded(args.dataset)
     split_seed = 0 if args.seed is None else args.seed
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=split_seed, stratify=y)
@@ -177,23 +185,39 @@ TEST_NAME = "test.csv"
 """The held-out rows' file name under ``--output`` (features and label)."""
 
 
-def _output_files(directory: Path) -> tuple[Path, Path]:
-    """The model and test files under ``directory``, refused when either exists.
+DEMO_LOCK = ".demo.lock"
+"""The lock file in ``--output`` while a demo writes there (removed at its end): its pid."""
+
+
+def _output_files(directory: Path, held: ExitStack) -> tuple[Path, Path]:
+    """The model and test files under ``directory``, refused when either exists or another ``edprf demo`` holds it.
 
     ``directory`` and each missing parent are created with mode 0700 whatever the umask (an existing one keeps its
     mode), as every command's outputs are (:func:`protocol.make_owner_only_dirs`): under a permissive umask another
-    account could otherwise replace the model that ``edprf predict`` then reads (review rev-pkg P13).
+    account could otherwise replace the model that ``edprf predict`` then reads (review rev-pkg P13).  It is held
+    (:func:`edprf_fl.hold_directory`) until ``held`` closes, and looked at once held: two demos started together on
+    one directory no longer both write there (review rev-auto A1).
     """
+    from edprf_fl import hold_directory
     from protocol import make_owner_only_dirs
 
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"--output {directory}: not a directory")
+    make_owner_only_dirs(directory)
+
+    def refusal(who: str) -> str:
+        return f"--output {directory} is in use by another edprf demo ({who}); wait for it or choose another directory"
+
+    held.enter_context(hold_directory(directory, DEMO_LOCK, refusal, f"edprf demo --output {directory}", remove=True))
     files = (directory / MODEL_NAME, directory / TEST_NAME)
     for path in files:
         if path.exists() or path.is_symlink():
-            raise ValueError(f"--output: {path} exists; remove it or choose another directory")
-    make_owner_only_dirs(directory)
+            raise ValueError(_exists_text(path))
     return files
+
+
+def _exists_text(path: Path) -> str:
+    return f"--output: {path} exists; remove it or choose another directory"
 
 
 def _ranking_lines(clf, reference, raw_test, X_test, y_test, schema) -> list[str]:
@@ -227,23 +251,39 @@ def _ranking_lines(clf, reference, raw_test, X_test, y_test, schema) -> list[str
 
 def _write_outputs(clf, X_test, y_test, schema, dataset: str, files: tuple[Path, Path]) -> list[str]:
     """Write the DP forest as a one-release global model and the held-out rows, each with mode 0600 whatever the
-    umask (:func:`open_owner_only`, as ``edprf predict -o`` writes); the lines that say so."""
+    umask, as ``edprf predict -o`` writes: to temporary files beside them, then both moved (neither replaces a
+    file); the lines that say so."""
     import shlex
 
-    from protocol import INSPECTION_POLICY, build_global_model, decode_release, encode_release
-
-    from ._owner_only import open_owner_only
+    from protocol import (
+        INSPECTION_POLICY,
+        PendingFile,
+        build_global_model,
+        commit_together,
+        decode_release,
+        encode_release,
+    )
 
     model_path, test_path = files
     release = encode_release(clf.forest_, "demo-central", allow_non_dp=not clf.forest_.dp, run_id=f"demo-{dataset}")
     verified = decode_release(release, schema, INSPECTION_POLICY)
     model_bytes = build_global_model(schema, [verified], {"run_id": f"demo-{dataset}", "demo": dataset})
-    with open_owner_only(model_path, binary=True) as handle:
-        handle.write(model_bytes)
     test = X_test.copy()
     test[schema.label.column] = y_test.to_numpy()
-    with open_owner_only(test_path) as handle:
-        test.to_csv(handle, index=False)
+    pending: list[PendingFile] = []
+    try:  # both written, then both moved: the pair comes from this run, and a file written meanwhile stays
+        for path in files:
+            pending.append(PendingFile(path, replace=False))
+        pending[0].open(binary=True).write(model_bytes)
+        test.to_csv(pending[1].open(), index=False)
+        commit_together(pending)
+    except FileExistsError as exc:
+        if exc.filename not in {str(path) for path in files}:
+            raise
+        raise ValueError(_exists_text(Path(exc.filename))) from None
+    finally:
+        for file in pending:
+            file.discard()  # a temporary file a failure left (the moved ones are gone already)
     model, data = shlex.quote(str(model_path)), shlex.quote(str(test_path))
     predictions = shlex.quote(str(model_path.parent / "predictions.csv"))
     return [

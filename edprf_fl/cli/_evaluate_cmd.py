@@ -304,16 +304,27 @@ def run_evaluate(args: argparse.Namespace) -> int:
             **report.as_dict(),
             "positive_class_default": default_positive,
         }
-        from ._owner_only import open_owner_only
-
-        with open_owner_only(args.json_path) as handle:
-            handle.write(json.dumps(out, indent=2))
+        _write_json(args.json_path, json.dumps(out, indent=2), args.force)
         say(f"metrics written to {args.json_path}")
     clipped = clipping_status(diagnostics, args.allow_clipped, "evaluate")  # says the units warning, if any
     if banner and not args.allow_subset:
         say(f"edprf evaluate: exit status {SUBSET_EXIT}: metrics on a subset of the rows (--allow-subset to accept)")
         return SUBSET_EXIT
     return clipped
+
+
+def _write_json(path: Path, text: str, force: bool) -> None:
+    """Write ``--json`` whole, owner-only: under a temporary name beside it, then moved (replacing a file there only
+    with ``--force``: one another run wrote since the check at start-up is refused then too, review rev-auto A1)."""
+    from protocol import PendingFile
+
+    try:
+        with PendingFile(path, replace=force) as pending:
+            pending.open().write(text)
+    except FileExistsError as exc:
+        if exc.filename != str(path):
+            raise
+        raise ValueError(f"--json {path} exists; pass --force to overwrite it") from None
 
 
 def label_map_pairs(text: str) -> tuple[tuple[str, str], ...]:

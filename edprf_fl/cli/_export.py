@@ -5,7 +5,9 @@ a marginals part; outputs ``probabilities`` and the per-row support flags of ``e
 ``support_low``, ``support_low_features``, ``support_low_leaf_share``; see :mod:`edprf_core._onnx_export`)
 and ``<OUT stem>.encoding.json``, the public encoding that turns a row into
 codes (:func:`edprf_core.export.onnx_inputs` does it in Python).  Either file existing is refused unless
-``--force`` is given.  ``--pooling`` is that of ``edprf predict``, ``evaluate`` and ``explain``: the graph
+``--force`` is given.  Both are written to temporary files beside them and moved into place at the end, so they
+come from one run: without ``--force`` a file another run wrote meanwhile is refused then too (neither file is
+left); with it, a reader between the two moves may see the new graph beside the earlier encoding.  ``--pooling`` is that of ``edprf predict``, ``evaluate`` and ``explain``: the graph
 gives their probabilities for the same rule (log-linear by default, the model's own).  Post-processing of the
 released model: no data is read and no epsilon is spent.
 """
@@ -62,11 +64,35 @@ def encoding_path(output: Path) -> Path:
     return output.with_suffix(".encoding.json")
 
 
+def _write_pair(model: tuple[Path, bytes], encoding: tuple[Path, bytes], force: bool) -> None:
+    """Write the graph and its encoding as one output (review rev-auto A1): both to temporary files beside them,
+    then both moved.  Without ``--force``, a file another run wrote there since the check at start-up is refused
+    and neither is left; with it, a reader between the two moves sees the new graph beside the earlier encoding."""
+    from protocol import PendingFile, commit_together
+
+    pending: list[PendingFile] = []
+    try:
+        for path, data in (model, encoding):
+            pending.append(PendingFile(path, replace=force, mode=0o644))
+            pending[-1].open(binary=True).write(data)
+        commit_together(pending)
+    except FileExistsError as exc:
+        which = {
+            str(model[0]): f"--output {model[0]}",
+            str(encoding[0]): f"{encoding[0]} (the encoding, written beside --output)",
+        }
+        if exc.filename not in which:
+            raise
+        raise ValueError(f"{which[exc.filename]} exists; pass --force to overwrite it") from None
+    finally:
+        for file in pending:
+            file.discard()  # a temporary file left by a failure (the moved ones are gone already)
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Handler of ``edprf export``; returns the exit status."""
     from edprf_core.count_text import count_text
     from edprf_core.export import encoding_spec, forest_to_onnx
-    from protocol import save_atomic
 
     from ._explain import load_forest
 
@@ -80,8 +106,8 @@ def run_export(args: argparse.Namespace) -> int:
     )
     forest = load_forest(args.model, args.keys)
     model = forest_to_onnx(forest, pooling=args.pooling)
-    save_atomic(args.output, model.SerializeToString())
-    save_atomic(spec, (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    encoding = (json.dumps(encoding_spec(forest), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    _write_pair((args.output, model.SerializeToString()), (spec, encoding), args.force)
     shape = f"float64 (n_rows, {forest.schema.n_features})"
     inputs, model_parts = f"input 'codes' {shape}", count_text(forest.n_trees, "tree")
     if forest.marginals is not None:

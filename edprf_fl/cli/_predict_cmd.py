@@ -13,7 +13,9 @@ chunks (bounded memory for any number of rows).  OUT: ``.csv``, ``.csv.gz``
 (probabilities to 6 decimals) or ``.parquet`` (``.pq``), any other name is refused; ``-`` writes CSV to
 stdout.  OUT is readable by its owner only (mode 0600, whatever the umask: a prediction per row, a patient's
 typically).  An existing OUT is refused (yesterday's predictions are not replaced silently) unless ``--force``
-is given.
+is given.  OUT appears whole when the last row is written (it is written under a temporary name beside it, then
+moved): a reader never sees part of it, a run that fails or is stopped leaves OUT as it was, and an OUT another run
+wrote meanwhile is refused then too, unless ``--force``.
 
 The summary (stderr) gives the Python API's units warning when a continuous column lies mostly and far outside
 its bounds, over all rows read, and names each categorical column whose undeclared values were read as the
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -124,16 +127,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 class _Writer:
     """Writes result chunks to CSV (plain, gzip, stdout) or Parquet as they come.
 
-    A run that fails part way (a full disk, Ctrl-C) removes the file it had begun (:meth:`discard`), so no truncated
-    file is left under the name asked for (scale review F8).
+    OUT is written under a temporary name beside it and moved into place when the stack closes without an error
+    (:class:`protocol.PendingFile`): a reader never sees part of it, a run that fails part way (a full disk,
+    Ctrl-C, SIGTERM) removes its temporary file and leaves OUT as it was (scale review F8), and without --force an
+    OUT written meanwhile by another run is not replaced (review rev-auto A1).  A named pipe or a device at OUT
+    (--force) is written in place, as it is the user's.
     """
 
-    def __init__(self, target: str, stack: ExitStack) -> None:
+    def __init__(self, target: str, stack: ExitStack, force: bool = False) -> None:
         self.target = target
-        self.opened = False
+        self.force = force
         self.parquet = target.lower().endswith((".parquet", ".pq"))
         self.gzip = target.lower().endswith(".gz")
         self.first = True
+        self.pending = None
         self._parquet_writer = None
         self._stack = stack
         self._handle: IO[str] | None = None
@@ -166,20 +173,27 @@ class _Writer:
         self.first = False
 
     def _file(self, binary: bool) -> IO:
-        """The output file, created (or emptied, under --force) owner-only and closed by the stack."""
-        handle = self._stack.enter_context(
-            open_owner_only(self.target, binary=True) if binary else open_owner_only(self.target)
-        )
-        self.opened = True
-        return handle
+        """The output, owner-only: a temporary file moved to OUT when the stack closes without an error (entered
+        before the writers wrapped around it, so it closes after them), or a pipe at OUT opened in place."""
+        if _in_place(self.target):
+            return self._stack.enter_context(
+                open_owner_only(self.target, binary=True) if binary else open_owner_only(self.target)
+            )
+        from protocol import PendingFile
 
-    def discard(self) -> bool:
-        """Remove the file a failed run had begun (after the stack closed it); whether there was one.  A named pipe
-        or a device at the name is the user's, not a file this run wrote: left alone."""
-        if self.target == "-" or not self.opened or not Path(self.target).is_file():
-            return False
-        Path(self.target).unlink(missing_ok=True)
-        return True
+        self.pending = self._stack.enter_context(PendingFile(self.target, replace=self.force))
+        return self.pending.open(binary)
+
+
+def _in_place(target: str) -> bool:
+    """Whether OUT is written where it is: something there that is not a regular file (a named pipe, a device, a
+    symbolic link: :func:`open_owner_only` refuses a link)."""
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.lstat(target).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 LOW_SUPPORT_CHOICES = ("score", "withhold")
@@ -269,7 +283,7 @@ def run_predict(args: argparse.Namespace) -> int:
     writer: _Writer | None = None
     try:
         with ExitStack() as stack:
-            writer = _Writer(target, stack)
+            writer = _Writer(target, stack, args.force)
             reading = reading_schema(forest.schema, ids)
             chunks = stream_rows(
                 args.data,
@@ -299,9 +313,15 @@ def run_predict(args: argparse.Namespace) -> int:
                     False,
                 )
                 writer.write(_result_frame(forest, empty, positive, args.threshold, ids=ids))
-    except BaseException:  # a full disk, Ctrl-C: no truncated file under the name asked for
-        if writer is not None and writer.discard():
-            say(f"edprf predict: stopped before the last row: removed the incomplete {target}")
+    except FileExistsError as exc:  # another run wrote OUT since the check at start-up: its file stays
+        if exc.filename != target:
+            raise
+        raise ValueError(f"--output {target} exists; pass --force to overwrite it") from None
+    except BaseException:  # a full disk, Ctrl-C: the temporary file is removed, OUT left as it was
+        if writer is not None and writer.pending is not None:
+            say(
+                f"edprf predict: stopped before {target} was complete: nothing written there (the temporary file removed)"
+            )
         raise
     total = sum(counts.values())
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "clipped", "refused", "malformed"))

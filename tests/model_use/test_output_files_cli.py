@@ -188,7 +188,8 @@ def test_a_symbolic_link_at_the_output_is_refused_even_with_force(tmp_path, bank
 @pytest.mark.parametrize("name", ["risk.csv", "risk.csv.gz", "risk.parquet"])
 def test_a_predict_that_fails_part_way_leaves_no_truncated_file(tmp_path, bank_model, capsys, monkeypatch, name):
     """Scale review F8: a full disk left a truncated predictions file (460,000 of 10^6 rows) under the name asked for,
-    and nothing said it was partial."""
+    and nothing said it was partial.  Since review rev-auto A1 OUT is written under a temporary name: the file
+    --force would have replaced stays whole."""
     import edprf_fl.cli._predict_cmd as predict_cmd
 
     written, real_write = [], predict_cmd._Writer.write
@@ -205,8 +206,9 @@ def test_a_predict_that_fails_part_way_leaves_no_truncated_file(tmp_path, bank_m
     argv = ["predict", str(bank_model["model"]), str(bank_model["data"]), "-o", str(out), "--force"]
     assert main([*argv, "--chunk-rows", "50"]) == 1
     err = capsys.readouterr().err
-    assert "No space left on device" in err and f"stopped before the last row: removed the incomplete {out}" in err
-    assert written and not out.exists()  # --force had replaced it: no truncated file stands under its name
+    assert "No space left on device" in err and f"stopped before {out} was complete: nothing written there" in err
+    assert written and out.read_text() == OLD  # written under a temporary name (rev-auto A1): OUT left as it was
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # and the temporary file removed
     monkeypatch.undo()
     assert main(argv) == 0 and out.read_bytes() != OLD.encode()
 
