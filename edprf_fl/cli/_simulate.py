@@ -7,10 +7,13 @@ chooses the output directory and prints the report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,6 +98,7 @@ def output_dir(
     run_files: tuple[str, ...] = _RUN_FILES,
     temp_prefix: str = "edprf-simulate-",
     holds: str = "a run",
+    lock: Callable[[Path], object] | None = None,
 ) -> Path:
     """A directory for this run's files: never a mix of an old run's and this one's.
 
@@ -113,17 +117,28 @@ def output_dir(
         Name prefix of the temporary directory used when ``output`` is None.
     holds : str
         What ``run_files`` are, for the refusal (``a run``: its parties' ledgers have spent their budget).
+    lock : callable, optional
+        Takes the directory's lock (:func:`edprf_fl.hold_directory`), called once it exists and before it is
+        looked at: a second command on it is refused before it reads or removes anything (review rev-auto A2).
 
     Raises
     ------
     ValueError
-        ``output`` holds one of ``run_files`` and ``overwrite`` is off.
+        ``output`` holds one of ``run_files`` and ``overwrite`` is off, or ``lock`` refuses it.
     """
     from protocol import make_owner_only_dirs
 
     if not output:
-        return Path(tempfile.mkdtemp(prefix=temp_prefix))
+        out_dir = Path(tempfile.mkdtemp(prefix=temp_prefix))
+        if lock is not None:
+            lock(out_dir)
+        return out_dir
     out_dir = Path(output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--output {out_dir}: not a directory")
+    make_owner_only_dirs(out_dir)  # the run writes copies of its input rows there: 0700 if created here
+    if lock is not None:
+        lock(out_dir)
     old = [pattern for pattern in run_files if any(out_dir.glob(pattern))]
     if old and not overwrite:
         spent = "; its parties' ledgers have spent their budget" if holds == "a run" else ""
@@ -133,14 +148,28 @@ def output_dir(
         )
     for target in [path for pattern in old for path in out_dir.glob(pattern)]:
         shutil.rmtree(target) if target.is_dir() else target.unlink()
-    make_owner_only_dirs(out_dir)  # the run writes copies of its input rows there: 0700 if created here
     return out_dir
 
 
-def run(args: argparse.Namespace) -> int:
-    from edprf_fl import interrupt_behind
-    from edprf_fl.simulation import SettingsError
+SIMULATE_LOCK = ".simulate.lock"
+"""The lock file in ``--output`` while a simulation runs (removed at its end): its pid and command."""
 
+
+def hold_output(held: ExitStack, out_dir: Path) -> None:
+    """Hold ``out_dir`` until ``held`` closes: a second ``edprf simulate`` on it is refused, naming this one."""
+    from edprf_fl import hold_directory
+
+    def refusal(who: str) -> str:
+        return (
+            f"--output {out_dir} is in use by another edprf simulate ({who}): a second simulation there would share "
+            "its workspace and its parties' ledgers; wait for it to end (or stop it), or choose another --output"
+        )
+
+    command = f"edprf simulate --output {shlex.quote(str(out_dir))}"
+    held.enter_context(hold_directory(out_dir, SIMULATE_LOCK, refusal, command, remove=True))
+
+
+def run(args: argparse.Namespace) -> int:
     from ._main import require_federation
     from ._simulation_args import refuse_unused_partition_options
 
@@ -150,7 +179,26 @@ def run(args: argparse.Namespace) -> int:
         _check_json_path(Path(args.json_path))
     require_federation()
     created = not args.output or not Path(args.output).exists()
-    out_dir = output_dir(args.output, args.overwrite)
+    with ExitStack() as held:
+        try:
+            out_dir = output_dir(args.output, args.overwrite, lock=lambda d: hold_output(held, d))
+        except BaseException:
+            held.close()  # the lock file first: a directory created here and left empty goes
+            if args.output:
+                _drop_if_empty(Path(args.output), created)
+            raise
+        try:
+            return _run_in(settings, out_dir, args)
+        finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
+            held.close()
+            _drop_if_empty(out_dir, created)
+
+
+def _run_in(settings: SimulationSettings, out_dir: Path, args: argparse.Namespace) -> int:
+    """The simulation (or ``--prepare-only``) in ``out_dir``, held by this process; a stop says what it left."""
+    from edprf_fl import interrupt_behind
+    from edprf_fl.simulation import SettingsError
+
     try:
         return _prepare_only(settings, out_dir) if args.prepare_only else _simulate(settings, out_dir, args)
     except SettingsError as exc:  # found in the data (no row conforms): named by its flags too
@@ -167,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
         if interrupt is exc:
             raise
         raise interrupt from exc
-    finally:  # a run that wrote something (its parties' ledgers) keeps its directory, a failed empty one goes
-        _drop_if_empty(out_dir, created)
 
 
 def _finished_before_the_stop(out_dir: Path) -> str:
@@ -252,7 +298,8 @@ def _drop_if_empty(out_dir: Path, created: bool) -> None:
     """Remove the directory this run created when the run failed before writing anything into it (a failure
     after a party wrote its ledger keeps the directory: the ledger records what was spent)."""
     if created and out_dir.is_dir() and not any(out_dir.iterdir()):
-        out_dir.rmdir()
+        with contextlib.suppress(OSError):  # another command took it meanwhile (its lock file is there)
+            out_dir.rmdir()
 
 
 def _prepare_only(settings: SimulationSettings, out_dir: Path) -> int:

@@ -352,10 +352,9 @@ def _sweep(base: SimulationSettings, values: Mapping[str, list | None], args: ar
             _record_where_the_data_is(out, record, record_here)
             say(f"resuming the sweep in {out}: {len(done)} of its runs finished, in {out / 'sweep.csv'}")
         else:
-            locked = bool(args.output) and Path(args.output).is_dir() and lock_output(held, Path(args.output), made_by)
-            out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-")
-            if not locked:
-                lock_output(held, out, made_by)
+            # locked once it exists, before --overwrite removes anything (review rev-auto A2)
+            lock = lambda d: lock_output(held, d, made_by)
+            out = output_dir(args.output, args.overwrite, _SWEEP_FILES, temp_prefix="edprf-sweep-", lock=lock)
             write_record(out, record_here)  # what the rows are of: what --resume and edprf sweep-report check
             done = []
         return _run_the_sweep(base, configs, args, out, done, data[0])
