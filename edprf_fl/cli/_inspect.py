@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import stat
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,8 +124,8 @@ def run_inspect(args: argparse.Namespace) -> int:
     Read-only and total: the file is opened read-only, must be a regular file
     (FIFOs, devices, directories are refused before any read), and at most
     ``max_bytes + 1`` bytes are read.  Any input ends in output lines and an
-    exit status, or one line ``FILE: not a valid release or global model: ...``
-    and :data:`EXIT_INVALID`; never a traceback.
+    exit status, or one line ``edprf inspect: error: FILE: not a valid release or global model: ...``
+    on stderr (nothing on stdout) and :data:`EXIT_INVALID`; never a traceback.
     """
     import protocol  # imported here: `edprf --help` stays fast
 
@@ -134,7 +135,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         registry = protocol.PartyKeyRegistry.from_directory(args.keys) if args.keys else None
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-        print(f"{args.keys}: cannot load party keys: {_one_line(exc)}")
+        _error(f"{terminal_safe(args.keys)}: cannot load party keys: {_one_line(exc)}")
         return EXIT_INVALID
     limits = {
         "releases": getattr(args, "max_releases", MAX_RELEASES),
@@ -145,7 +146,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
         if not data:  # parsed, it would read as format version 0: "expected 2, got 0"
-            print(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
+            _error(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
             return EXIT_INVALID
         lines, statuses, verdict = _describe(data, registry, args.schema, limits, args.keys, path)
         if getattr(args, "rules", False):
@@ -153,13 +154,13 @@ def run_inspect(args: argparse.Namespace) -> int:
 
             lines += rules_lines(data, args.schema, args.show_trees, args.show_leaves, args.show_features)
     except BeyondLimits as exc:
-        print(f"{shown}: not checked: {_one_line(exc)}")
+        _error(f"{shown}: not checked: {_one_line(exc)}")
         return EXIT_INVALID
     except protocol.InvalidRelease as exc:
-        print(f"{shown}: not a valid release or global model: {_one_line(exc)}")
+        _error(f"{shown}: not a valid release or global model: {_one_line(exc)}")
         return EXIT_INVALID
     except Exception as exc:  # noqa: BLE001 - malformed content of any kind: one line, never a traceback
-        print(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
+        _error(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
         return EXIT_INVALID
     if verdict:
         print(terminal_safe(f"privacy: {verdict}", MAX_LINE_CHARS))
@@ -168,6 +169,15 @@ def run_inspect(args: argparse.Namespace) -> int:
     if getattr(args, "show_schema", False):
         print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in _schema_toml(data).split("\n")))
     return _exit_status(statuses, registry is not None)
+
+
+_ERROR_PREFIX = "edprf inspect: error: "
+"""What heads each of ``inspect``'s error lines on stderr, as every ``edprf`` command's (review rev-auto A13)."""
+
+
+def _error(text: str) -> None:
+    """Say why the file was not shown: one line on stderr, stdout left empty for a script that reads it."""
+    print(_ERROR_PREFIX + text, file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:

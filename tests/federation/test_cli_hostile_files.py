@@ -180,9 +180,9 @@ def test_a_model_beyond_inspect_s_limits_is_refused_in_one_line_before_decoding(
     path.write_bytes(_many_releases(model, 1001))
     done = _edprf("inspect", path)
     _assert_one_line_error(done)
-    assert "not checked" in done.stdout and "--max-releases" in done.stdout
+    assert "not checked" in done.stderr and "--max-releases" in done.stderr
     done = _edprf("inspect", path, "--max-n-trees", "10")
-    assert "--max-n-trees" in done.stdout
+    assert "--max-n-trees" in done.stderr
 
 
 def test_control_characters_of_a_model_are_shown_escaped(tmp_path, wall_model):

@@ -182,6 +182,29 @@ def test_missing_file_exits_1(capsys, tmp_path):
     assert code == 1 and "No such file" in out
 
 
+@pytest.mark.parametrize("content", [None, b"", b"junk"])
+def test_errors_go_to_stderr_with_the_command_s_prefix(capsys, tmp_path, content):
+    """A script reading stdout gets nothing from a file inspect refuses; stderr has the one line every edprf command
+    writes (review rev-auto A13)."""
+    path = tmp_path / "model.edprf"
+    if content is not None:
+        path.write_bytes(content)
+    code = main(["inspect", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err.startswith("edprf inspect: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_unloadable_keys_go_to_stderr(capsys, tmp_path, signed_wall_release):
+    path = save_atomic(tmp_path / "a.release", signed_wall_release)
+    bad_keys = tmp_path / "keys"
+    bad_keys.mkdir()
+    (bad_keys / "hospital-a.pub.pem").write_bytes(b"not a key")
+    code = main(["inspect", str(path), "--keys", str(bad_keys)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "" and err.startswith("edprf inspect: error: ") and "cannot load party keys" in err
+
+
 def test_help_lists_inspect(capsys):
     with pytest.raises(SystemExit):
         main(["inspect", "--help"])
