@@ -15,11 +15,15 @@ from ._outcomes import PartyStatus, RunStatus
 
 __all__ = ["REPORT_FORMAT", "PartyOutcome", "RunReport"]
 
-REPORT_FORMAT = "edprf-run-report/2"
-"""``report.json``'s ``report_format``: what its fields mean.  ``/2`` (version 0.2.0 on): a two-class ``brier`` is
-the positive class's Brier score (0-1), with ``brier_scale`` saying so; each accepted party has ``count_epsilon``,
-``marginals`` has ``release_epsilon``.  A report without ``report_format`` is of an earlier version, whose two-class
-``brier`` is the sum over classes (0-2).  Change it whenever a field's meaning changes, so that a reader can tell."""
+REPORT_FORMAT = "edprf-run-report/3"
+"""``report.json``'s ``report_format``: what its fields mean.  ``/3``: every Flower node id (``parties[].node_id``,
+``federated_evaluation``'s ``per_party[].node_id``, ``refused[].node_id`` and ``no_reply[]``) is a decimal string,
+as ``edprf budget --json`` and run ids write them: 64-bit ids written as JSON numbers were rounded by readers that
+hold numbers as doubles (``jq`` 1.6; review rev-auto A8); ``/2`` wrote them as numbers.  ``/2`` (version 0.2.0 on):
+a two-class ``brier`` is the positive class's Brier score (0-1), with ``brier_scale`` saying so; each accepted party
+has ``count_epsilon``, ``marginals`` has ``release_epsilon``.  A report without ``report_format`` is of an earlier
+version, whose two-class ``brier`` is the sum over classes (0-2).  Change it whenever a field's meaning changes, so
+that a reader can tell."""
 
 
 @dataclass
@@ -105,7 +109,8 @@ class RunReport:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(asdict(self))
+        """The report as ``report.json`` holds it: JSON values, node ids as strings (:data:`REPORT_FORMAT`)."""
+        return _node_ids_as_text(_finite(asdict(self)))
 
     def save(self, path: str | Path) -> Path:
         """Write the report as JSON to ``path`` (atomically, readable by its owner only)."""
@@ -122,3 +127,19 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+def _node_ids_as_text(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` (a copy: :func:`dataclasses.asdict`'s) with every Flower node id written as a decimal string:
+    ``parties[].node_id`` and the evaluation round's ``per_party[].node_id``, ``refused[].node_id``, ``no_reply[]``.
+    A 64-bit id as a JSON number loses digits in a reader that holds numbers as doubles (``jq`` 1.6, JavaScript)."""
+    for party in report.get("parties") or []:
+        party["node_id"] = str(party["node_id"])
+    evaluation = report.get("federated_evaluation") or {}
+    for key in ("per_party", "refused"):
+        for entry in evaluation.get(key) or []:
+            if isinstance(entry, dict) and entry.get("node_id") is not None:
+                entry["node_id"] = str(entry["node_id"])
+    if isinstance(evaluation.get("no_reply"), list):
+        evaluation["no_reply"] = [str(node) for node in evaluation["no_reply"]]
+    return report

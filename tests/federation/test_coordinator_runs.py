@@ -33,7 +33,7 @@ def test_a_failure_after_the_releases_arrive_still_writes_the_report(tmp_path, m
     assert "hostile" not in report["failure"]
     assert [p["status"] for p in report["parties"]] == ["accepted", "accepted"]
     # a reader can tell what the fields mean (the two-class brier's scale changed at 0.2.0) and who wrote them
-    assert report["report_format"] == "edprf-run-report/2"
+    assert report["report_format"] == "edprf-run-report/3"
     assert (
         report["edprf_version"]
         == tomllib.loads((Path(server.__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
