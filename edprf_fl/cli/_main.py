@@ -122,6 +122,40 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``edprf`` with ``argv`` (default: the command line); returns the exit status (docs/exit-status.md).
+
+    Before anything else, standard output and error are made safe for scripts (:mod:`._output_streams`): no
+    encoding error, a closed standard output said as an error, a reader that went away ending the command quietly
+    with :data:`~._output_streams.EXIT_BROKEN_PIPE`.
+    """
+    from ._output_streams import (
+        closed_stdout_error,
+        fail_on_closed_stdout,
+        never_fail_on_encoding,
+        private_matplotlib_dir,
+        quiet_after_broken_pipe,
+        stdout_pipe_closed,
+    )
+
+    fail_on_closed_stdout()
+    never_fail_on_encoding()
+    private_matplotlib_dir()
+    try:
+        return _main(argv)
+    except BrokenPipeError as exc:  # said by argparse's --help or --version, or when stdout is flushed
+        if not stdout_pipe_closed(exc):
+            raise
+        return quiet_after_broken_pipe()
+    except OSError as exc:  # --version to a closed stdout (a command's own writes are said by _main)
+        if not closed_stdout_error(exc):
+            raise
+        print(f"edprf: error: {_error_text(exc)}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from ._output_streams import quiet_after_broken_pipe, stdout_pipe_closed
+
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand that was given them, with its usage (argparse says it at the top level)
@@ -132,8 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    if not getattr(args, "handler", None):
-        parser.print_help()
+    if not getattr(args, "handler", None):  # no command: what to type, on stderr (a usage error, exit 2)
+        _innermost(parser, args).print_help(sys.stderr)
         return 2
     from edprf_fl import keep_flower_telemetry_off, remembered_interrupts
 
@@ -145,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # a Ctrl-C that a finalizer dropped still stops the command; SIGTERM and SIGHUP stop it as Ctrl-C does
         with remembered_interrupts(), stop_signals(), warnings_as_lines(_innermost(parser, args).prog):
-            return int(args.handler(args) or 0)
+            status = int(args.handler(args) or 0)
+            sys.stdout.flush()  # a closed pipe is said here, not as "Exception ignored" when Python exits
+            return status
     except KeyboardInterrupt as interrupt:
         print(f"stopped by {interrupt}" if isinstance(interrupt, Terminated) else "interrupted", file=sys.stderr)
         return exit_status(interrupt)
@@ -168,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     except (ValueError, OSError) as exc:
+        if stdout_pipe_closed(exc):  # `edprf ... | head -1`: the reader has what it wanted; stop quietly
+            return quiet_after_broken_pipe()
         logging.getLogger("edprf").debug("failure", exc_info=True)
         print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)
         return getattr(exc, "edprf_exit_status", 1)  # a UsageError (_usage_error.py): 2

@@ -45,8 +45,13 @@ LOCAL_SUPERLINK_WARNING = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "simulate",
+        epilog=exit_epilog(
+            "0 the federation completed and its files were written; 1 it failed (its report.json says why), a file could not be written, or an error before it started"
+        ),
         help="simulate a federation of Flower apps on one machine and compare "
         "with central training, each party alone and a non-private forest",
         description=(
@@ -347,8 +352,6 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
         said = [text for text in (report.guarantee, report.federated.get("failure")) if text]
         print(f"federation failed: {'; '.join(said) or 'no model'}; see {out_dir / 'report.json'}")
         return 1
-    for line in report_lines(report):  # the results first: a write that fails below does not take them
-        print(line)
     model = report.federated["model_path"]
     contributions = out_dir / CONTRIBUTIONS_FILE if report.contributions else None
     writing = out_dir / "accuracy.png"
@@ -365,15 +368,23 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
             writing = Path(args.json_path)
             report.write_json(writing)
     except OSError as exc:  # a full disk: the federation's own files were written before
+        _print_results(report_lines(report))  # the results all the same: the failed write does not take them
         print(
             f"edprf simulate: error: writing {writing} failed ({exc.strerror or type(exc).__name__}); the federation "
             f"completed: its model is {model} and its report {out_dir / 'report.json'}",
             file=sys.stderr,
         )
         return 1
+    _print_results(report_lines(report))  # after the files: a print that fails (a closed pipe) cannot lose them
     print(
         f"\nmodel: {model}\nreport: {out_dir / 'simulation.json'}"
         + (f"\ncontributions: {contributions}" if contributions else "")
         + f"\nplot: {plot or NO_PLOT_TEXT}"
     )
     return 0
+
+
+def _print_results(lines: list[str]) -> None:
+    """The simulation's result table and lines, on stdout (review rev-auto A9: printed after its files are written)."""
+    for line in lines:
+        print(line)
