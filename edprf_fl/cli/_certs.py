@@ -68,12 +68,15 @@ def party_files(out: str | Path, party_id: str) -> PartyFiles:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``certs`` subcommand and its ``init``, ``server`` and ``party`` actions."""
+    from ._exit_text import exit_epilog
+
     parser = subparsers.add_parser(
         "certs",
         help="make the CA, the SuperLink certificate and parties' keys for a TLS deployment",
         description="Make the files of a deployment with TLS and SuperNode authentication: the consortium CA, "
         "the SuperLink's certificate, and each party's authentication and release-signing keys.",
-        epilog="See deploy/README.md for the whole runbook.",
+        epilog="See deploy/README.md for the whole runbook.  "
+        + exit_epilog("0 written; 1 an error (an output exists without --force, a file cannot be read or written)"),
     )
     actions = parser.add_subparsers(dest="certs_action", metavar="ACTION", required=True)
 

@@ -62,8 +62,13 @@ def default_dir() -> Path:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "consortium",
+        epilog=exit_epilog(
+            "0 the run completed; 1 it failed or was refused (a party's budget, a check), a process listened beyond loopback or was left running, or --dir is in use by another edprf consortium"
+        ),
         help="run a local consortium (TLS, SuperNode authentication, N parties) "
         "on 127.0.0.1 without Docker, then stop it",
         description="Create the CA, certificates and N parties (data share, schema, policy, ledger, "

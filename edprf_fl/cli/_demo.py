@@ -28,8 +28,13 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "demo",
+        epilog=exit_epilog(
+            "0 trained and evaluated (with --output: the model and test rows written); 1 an error (an output exists without --force, a file cannot be written)"
+        ),
         help="train a DP forest on an embedded dataset and compare with a non-private forest",
         description="Train a DP forest centrally on an embedded dataset and compare its held-out accuracy with a "
         "non-private scikit-learn forest's.  Its defaults are the estimator's (EDPRFClassifier: trees, depth and "

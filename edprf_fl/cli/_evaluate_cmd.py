@@ -169,7 +169,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``edprf evaluate``; returns the exit status."""
     if args.json_path is not None:  # before the model is loaded: a wrong option is one line, never after its banner
         if str(args.json_path) == "-":  # predict's '-o -' is stdout; here stdout holds the report
-            raise ValueError("--json -: expected a file path (the report is printed on stdout; JSON goes to a file)")
+            from ._usage_error import UsageError  # exit 2, as a wrong option (review rev-auto A5)
+
+            raise UsageError("--json -: expected a file path (the report is printed on stdout; JSON goes to a file)")
         check_output_directory("--json", args.json_path)
         refuse_existing_outputs(
             [(f"--json {args.json_path}", args.json_path)], args.force, model=args.model, data=args.data

@@ -30,8 +30,13 @@ DEFAULT_SHOWN_TREES = 10
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``explain`` subcommand."""
+    from ._exit_text import exit_epilog
+
     parser = subparsers.add_parser(
         "explain",
+        epilog=exit_epilog(
+            "0 explained; 1 an error (not a valid model, no such row); 3 a signature that does not verify with --keys"
+        ),
         help="explain the global model's prediction for one row of your data",
         description="Why the global model gives one of your rows its probabilities: for every tree, the leaf the "
         "row reaches, the leaf's rule, its released noisy counts (or label) and its contribution to the pooled "
@@ -80,10 +85,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_forest(path: Path, keys: Path | None):
-    """The merged forest of a global model file (signatures verified when ``keys`` is given)."""
+    """The merged forest of a global model file (signatures verified when ``keys`` is given).
+
+    Raises
+    ------
+    SignatureNotVerified
+        With ``keys``: a release unsigned, of a party without a key there, or whose signature does not verify
+        (``edprf`` exits 3, as ``predict`` does).
+    ValueError
+        The file is empty or not a valid global model (exit 1).
+    """
     import protocol
 
     from ._model_args import empty_model_text
+    from ._signature_error import SignatureNotVerified
 
     empty = empty_model_text(path)
     if empty:
@@ -92,6 +107,8 @@ def load_forest(path: Path, keys: Path | None):
     try:
         return protocol.load_global_model(path, registry=registry).forest
     except protocol.InvalidRelease as exc:
+        if exc.reason in (protocol.Reason.UNSIGNED, protocol.Reason.UNKNOWN_PARTY, protocol.Reason.BAD_SIGNATURE):
+            raise SignatureNotVerified(f"{path}: signature check failed: {exc}") from None
         raise ValueError(f"{path}: not a valid global model: {exc}") from None
 
 

@@ -36,8 +36,13 @@ EXTENSIONS = {"onnx": ".onnx"}
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``export`` subcommand."""
+    from ._exit_text import exit_epilog
+
     parser = subparsers.add_parser(
         "export",
+        epilog=exit_epilog(
+            "0 both files written; 1 an error (an output exists without --force, not a valid model); 3 a signature that does not verify with --keys"
+        ),
         help="export the global model (ONNX) for serving",
         description="The global model as an ONNX graph, with the public encoding that turns a row into the graph's "
         "inputs written beside it (OUT's stem + .encoding.json).  Post-processing of the released model: no data is "

@@ -66,14 +66,18 @@ _STATUS_TEXT = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``inspect`` subcommand."""
+    from ._exit_text import exit_epilog
+
     parser = subparsers.add_parser(
         "inspect",
         help="show and check a DP forest release or a global model",
         description="What a release or a global model says, and whether to trust it: its format version, parties, "
         "schema fingerprint, training parameters, trees and nodes, privacy guarantee and the signature status of "
         "every release.",
-        epilog="Exit status: 0 valid, 1 invalid file, 3 a signature invalid or (with --keys) a release not verified: "
-        "unsigned, or no key in DIR for its party (a retired party: verify with its archived key).",
+        epilog=exit_epilog(
+            "0 valid; 1 invalid file (said on stderr); 3 a signature invalid or (with --keys) a release not verified: "
+            "unsigned, or no key in DIR for its party (a retired party: verify with its archived key)"
+        ),
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a SignedRelease or GlobalModel file")
     parser.add_argument(

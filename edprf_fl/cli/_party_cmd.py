@@ -89,9 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--quiet", "-q", action="store_true", help="print problems and notes only (no progress lines on stderr)"
     )
     check.set_defaults(handler=run_check)
+    from ._exit_text import exit_epilog
 
     init = inner.add_parser(
         "init-policy",
+        epilog=exit_epilog("0 written; 1 an error (the policy exists without --force, the schema cannot be read)"),
         help="write a party's policy with the schema's full fingerprint",
         description="Write a policy TOML with safe defaults (those of "
         "deploy/policy.example.toml), the party's id and the schema's fingerprint. With --force over an "

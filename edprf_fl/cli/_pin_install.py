@@ -39,8 +39,13 @@ def trusted_apps_path(given: Path | None) -> Path | None:
 
 def add_install_pin(inner: argparse._SubParsersAction) -> None:
     """Register ``install-pin`` under ``edprf party``."""
+    from ._exit_text import exit_epilog
+
     p = inner.add_parser(
         "install-pin",
+        epilog=exit_epilog(
+            "0 installed (or already there); 1 refused (DIR or the list writable by other accounts, another launcher without --force) or an error"
+        ),
         help="install the app pin: a flwr-clientapp that runs approved app bundles only",
         description="Write the app-pinning launcher as DIR/flwr-clientapp (mode 0755), run by this command's "
         "Python (the virtualenv that holds Flower), and print the systemd Environment= lines, PATH and "

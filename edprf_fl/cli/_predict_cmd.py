@@ -89,9 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         epilog="exit status: 0 when rows were scored (some may be refused: their reason is in OUT's detail column); "
         f"{EXIT_CLIPPED} when a column of DATA was clipped to its bounds, or held values its categorical feature does "
-        f"not declare (read as the schema's unknown category), in {CLIPPED_EXIT_SHARE * 100:.0f}%% or more of "
+        f"not declare (read as the schema's unknown category), in {CLIPPED_EXIT_SHARE * 100:.0f}% or more of "
         "its rows (OUT is still written; --allow-clipped accepts it); 1 when not one row could be scored (OUT is still written), when DATA has no data line (no rows to score), "
-        "or on an error before the first row",
+        "or on an error before the first row; 3 when a signature does not verify with --keys (nothing written); "
+        "2 a wrong option; 141 the reader of '-o -' went away (docs/exit-status.md)",
         allow_abbrev=False,
     )
     add_model_arguments(p)

@@ -45,8 +45,13 @@ _FLOWER_FAILURE_PREFIX = "ServerApp failed with exception: "  # Flower 1.41's st
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "run",
+        epilog=exit_epilog(
+            "0 the run finished and completed; 1 it failed, was stopped, or Flower could not submit it (the SuperLink not reached)"
+        ),
         help="run the coordinator (flwr run) and exit with the run's outcome; Ctrl-C stops it",
         description="Submit the edprf app to a SuperLink with `flwr run`, stream its log, and exit "
         "0 only if the run completed. Ctrl-C stops the run (flwr stop) unless "

@@ -45,8 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "both are local: nothing is sent anywhere.",
     )
     inner = p.add_subparsers(dest="schema_command", metavar="ACTION", required=True)
+    from ._exit_text import exit_epilog
+
     draft = inner.add_parser(
         "draft",
+        epilog=exit_epilog("0 drafted; 1 an error (the data cannot be read, --output exists without --force)"),
         help="write a starting schema from a data file (NOT private: read the warning)",
         description="Write a starting schema from a data file: its bounds, categories and classes are the data's "
         "own (NOT public knowledge, marked drafted = true) until you replace them.",

@@ -86,8 +86,11 @@ _DESCRIPTION = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "sweep",
+        epilog=exit_epilog("0 the sweep's table and plots written; 1 an error"),
         help="simulated federations over a grid of epsilon, parties, skew (partition, Dirichlet alpha), depth and "
         "trees (seeded research runs)",
         description=_DESCRIPTION,

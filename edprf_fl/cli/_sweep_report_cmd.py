@@ -18,8 +18,11 @@ _REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md", "accuracy_vs_*.png", "ro
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ._exit_text import exit_epilog
+
     p = sub.add_parser(
         "sweep-report",
+        epilog=exit_epilog("0 the table and plots written again; 1 an error (no readable sweep.csv)"),
         help="one table and plots from the sweep.csv of one or more edprf sweep directories (seeds added with "
         "--seed-start, say)",
         description="Read the sweep.csv of each SWEEP_DIR, check that their rows can make one table (the same "

@@ -115,7 +115,9 @@ def test_no_output_is_ever_written_over_data(tmp_path, bank_model, capsys, comma
 def test_evaluate_json_dash_is_refused_not_a_file_named_dash(tmp_path, bank_model, capsys, monkeypatch):
     """`--json -` wrote a file named '-' (predict's '-o -' is stdout): deployment walkthrough."""
     monkeypatch.chdir(tmp_path)
-    assert main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", "-"]) == 1
+    assert (
+        main(["evaluate", str(bank_model["model"]), str(bank_model["data"]), "--json", "-"]) == 2
+    )  # a usage error (rev-auto A5)
     _one_line(capsys, "evaluate", "--json -: expected a file path")
     assert not (tmp_path / "-").exists()
 
