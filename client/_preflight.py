@@ -891,9 +891,10 @@ def check_pin_launcher(report: PreflightReport, this_version: str) -> PreflightR
     report._add(
         "note",
         "app pin",
-        f"{found}, the flwr-clientapp first on this PATH, is an app-pin launcher of another edprf-fl version: a "
-        "launcher older than 0.2.13 does not mark the ClientApp's process, so the app warns that the party runs "
-        "unpinned; reinstall it from this version, `edprf party install-pin "
+        f"{found}, the flwr-clientapp first on this PATH, is an app-pin launcher of another edprf-fl version (one "
+        "before 0.2.14 trusts a list other accounts can write; one before 0.2.13 does not mark the ClientApp's "
+        "process, so the app warns that the party runs unpinned); reinstall it from this version, "
+        "`edprf party install-pin "
         f"{Path(found).parent} --force` (deploy/README.md section 11, How to upgrade, step 2)",
     )
     return report
@@ -973,8 +974,8 @@ def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport
     """A problem when the list of approved bundles, or its directory, is writable by accounts other than its owner
     (group or other write bit, read from the stat bits: the check may run as root; a directory with the sticky bit
     is fine, no other account can then replace the file): anyone who can write the list approves any bundle (review
-    rev-pkg2 R7); the launcher refuses such a list since 0.2.14, so every ClientApp of the party would fail.  Nothing when the file cannot be read (its own
-    problem)."""
+    rev-pkg2 R7), so the launcher of 0.2.14 approves nothing from such a list: the party refuses every run until it is
+    fixed.  Nothing when the file cannot be read (its own problem)."""
     listed = path.absolute()
     try:
         checked = [("the list", listed, listed.stat())]
@@ -989,8 +990,9 @@ def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport
             "problem",
             subject,
             f"{what} (mode {mode:04o}, owner {_account_name(held.st_uid)}) is writable by other accounts: any of them "
-            f"could approve any app bundle, which the SuperNode would then run next to the data; chmod go-w {where}, "
-            "so that only its owner writes it (deploy/README.md section 6)",
+            f"could approve any app bundle, which the SuperNode would then run next to the data, so the app pin of "
+            f"0.2.14 approves nothing from it (this party refuses every run); chmod go-w {where}, so that only its "
+            "owner writes it (deploy/README.md section 6)",
         )
         return
 

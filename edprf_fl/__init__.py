@@ -13,7 +13,8 @@ Both stop on Ctrl-C (and the command on SIGTERM and SIGHUP) through :func:`remem
 (:func:`colour_flower_logs_on_terminals_only`, :func:`without_colour`).  What they write records the code and the
 command that made it (:class:`Provenance`: the version from the source, its git revision, the command line).
 A party's app-pinning launcher ships here too: :func:`pinned_launcher_text` gives it for ``edprf party install-pin``.
-A command that writes a directory holds it while it runs (:func:`hold_directory`): a second one there is refused.
+A command that writes a directory holds it while it runs (:func:`hold_directory`): a second one of the same kind
+there (another ``consortium --dir``; a ``sweep`` or ``sweep-report``; a ``simulate`` or ``demo``) is refused.
 """
 
 from ._directory_lock import hold_directory

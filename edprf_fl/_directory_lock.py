@@ -1,7 +1,8 @@
 """One process at a time in a directory: an exclusive, never-waited-for ``flock`` on a lock file inside it.
 
 ``edprf consortium --dir``, ``edprf simulate --output``, ``edprf sweep --output`` and ``edprf demo --output`` hold
-their directory while they run: a second command on the same directory is refused at once, naming the pid (and
+their directory while they run: a second command taking the same lock file there (a ``simulate`` and a ``demo``
+share one, as both write a model there) is refused at once, naming the pid (and
 the command, when the holder gave it) of the one running, instead of both mixing their files (reviews rev-auto A1,
 A2, rev-research2 N3).  The lock goes with the process (closing the descriptor, or its end however it ends), so a
 killed command leaves no stale lock.  Standard library only: the parser's commands import it before any work.

@@ -100,8 +100,9 @@ class PendingFile:
     The temporary file (``.<name>.<random>.tmp``, mode ``mode`` whatever the umask) is created at once; write
     through :meth:`open`.  Used as a context manager, the block's normal end moves it into place
     (:meth:`commit`) and an exception, a Ctrl-C or a SIGTERM removes it (:meth:`discard`): a reader of ``path``
-    sees the earlier file or none until the move, never a part, and a stopped run removes no file but its own
-    temporary one.
+    sees the earlier file or none until the move, never a part (on a file system without hard links, a move
+    without ``replace`` first claims the name with an empty file, which a reader may see for that moment), and a
+    stopped run removes no file but its own temporary one.
 
     Parameters
     ----------
@@ -157,18 +158,22 @@ class PendingFile:
         FileExistsError
             Named by ``path``: without ``replace``, a file is there (the temporary file is removed).
         """
+        moved = False
         try:
             self._flush_and_close()
             if self.replace:
                 os.replace(self.temp, self.path)
             else:
                 _move_no_clobber(self.temp, self.path)
+            moved = True
+            fsync_directory(self.path.parent)
         except BaseException as exc:
             self.discard()
+            if moved and not self.replace:  # the move is not known to be on disk: undone, as a refusal leaves none
+                self.withdraw()
             if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
                 raise OSError(exc.errno, exc.strerror, str(self.path)) from exc  # a full disk, named by the file
             raise
-        fsync_directory(self.path.parent)
         return self.path
 
     def discard(self) -> None:
@@ -256,9 +261,17 @@ def _move_no_clobber(temp: Path, path: Path) -> None:
             raise
         # no hard links here: claim the name exclusively, then replace the claim (a reader may see it empty)
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, stat.S_IRUSR | stat.S_IWUSR))
+            claim = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, stat.S_IRUSR | stat.S_IWUSR)
         except FileExistsError:
             raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
-        os.replace(temp, path)
+        claimed = _identity(os.fstat(claim))
+        os.close(claim)
+        try:
+            os.replace(temp, path)
+        except BaseException:  # the claim is this run's: removed, unless something replaced it meanwhile
+            with contextlib.suppress(OSError):
+                if _identity(os.lstat(path)) == claimed:
+                    os.unlink(path)
+            raise
         return
     os.unlink(temp)

@@ -395,12 +395,12 @@ def _completed_release(entry: LedgerEntry) -> bool:
     return entry.kind == "release" and entry.state == "released" and carried_source(entry) is None
 
 
-def first_recipients(audit: AuditRecords) -> tuple[Mapping[str, str] | None, frozenset[str]]:
-    """Each completed release's first recipient as the resend guard takes it (review rev-upgrade U1): the ledger's
-    ``release_recipients`` row, else the digest of the release's first ``deliveries`` row when that row is ``sent``
-    (a release completed by 0.2.11 in a ledger 0.2.13 has not yet written: its next write copies it, as
-    :func:`client._ledger_audit.backfill_recipients` says), and the request ids of those taken from a ``sent`` row.
-    None when the ledger holds neither table.
+def first_recipients(audit: AuditRecords) -> tuple[Mapping[str, str] | None, Mapping[str, str]]:
+    """Each completed release's first recipient as the resend guard takes it (:func:`client._ledger_audit.
+    first_recipient`; review rev-upgrade U1): the ledger's ``release_recipients`` row, else the digest of the
+    release's first kept ``deliveries`` row (a release 0.2.11 completed: a ``sent`` row, which the ledger's next write
+    copies for good; a ``resent`` one, its ``sent`` row lost, which stands in only while it is kept), and for those
+    taken from a delivery row, that row's ``how``.  None when the ledger holds neither table.
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
@@ -408,22 +408,28 @@ def first_recipients(audit: AuditRecords) -> tuple[Mapping[str, str] | None, fro
     first: dict[str, Delivery] = {}
     for delivery in audit.deliveries or ():
         first.setdefault(delivery.request_id, delivery)
-    from_sent = {r: d.registered for r, d in first.items() if r not in recorded and d.how == "sent"}
+    from_row = {r: d for r, d in first.items() if r not in recorded}
     if audit.recipients is None and audit.deliveries is None:
-        return None, frozenset()
-    return {**recorded, **from_sent}, frozenset(from_sent)
+        return None, {}
+    return {**recorded, **{r: d.registered for r, d in from_row.items()}}, {r: d.how for r, d in from_row.items()}
+
+
+_FROM_ROW = {
+    "sent": " (from its sent delivery row; the next request copies it into the ledger)",
+    "resent": " (from its first delivery row left, a resend: its sent row is lost; kept only while that row is)",
+}
 
 
 def first_recipient_text(
-    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_sent: frozenset[str] = frozenset()
+    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_row: Mapping[str, str] | None = None
 ) -> str:
     """A completed release's first recipient, for the end of its line in the table (review rev-s65 F1): the first
     :data:`RECIPIENT_DIGITS` hex digits of the registered keys' digest its train request carried, ``(none: keyless
     run)`` for a run that registered none, ``(not recorded: made before 0.2.12)`` where the ledger keeps none (a release
     made before 0.2.11, or one made by 0.2.11 whose first delivery row was not ``sent`` or is gone, or a ledger not yet
     opened for writing by 0.2.13: while its first delivery row is kept, the resend guard takes that row's recipient,
-    docs/privacy.md); ``""`` for any other entry.  ``recipients``, ``from_sent``: :func:`first_recipients` (one
-    taken from the release's ``sent`` delivery row says so).
+    docs/privacy.md); ``""`` for any other entry.  ``recipients``, ``from_row``: :func:`first_recipients` (one
+    taken from a delivery row says which).
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
@@ -436,8 +442,8 @@ def first_recipient_text(
         shown = "(none: keyless run)"
     else:
         shown = f"keys {terminal_safe(registered[:RECIPIENT_DIGITS], RECIPIENT_DIGITS)}"
-    if registered is not None and entry.request_id in from_sent:
-        shown += " (from its sent delivery row; the next request copies it into the ledger)"
+    if registered is not None and from_row and entry.request_id in from_row:
+        shown += _FROM_ROW.get(from_row[entry.request_id], " (from its first delivery row)")
     return f"[first recipient: {shown}]"
 
 
@@ -481,14 +487,16 @@ def _number(value: float) -> float | None:
 
 
 def first_recipient_source(
-    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_sent: frozenset[str]
+    entry: LedgerEntry, recipients: Mapping[str, str] | None, from_row: Mapping[str, str]
 ) -> str | None:
-    """``--json``'s ``first_recipient_from``: ``"ledger"`` (the release's ``release_recipients`` row) or ``"sent-row"``
-    (its first delivery row, until the party's next request copies it: review rev-upgrade U1); None where
+    """``--json``'s ``first_recipient_from``: ``"ledger"`` (the release's ``release_recipients`` row), ``"sent-row"``
+    (its first delivery row, ``sent``, until the party's next request copies it: review rev-upgrade U1) or
+    ``"resent-row"`` (its first delivery row left is a resend, which stands in while it is kept); None where
     :func:`first_recipient_json` gives None.
 
     Privacy cost: none (the party's own record, shown to its operator).
     """
     if first_recipient_json(entry, recipients) is None:
         return None
-    return "sent-row" if entry.request_id in from_sent else "ledger"
+    how = from_row.get(entry.request_id)
+    return "ledger" if how is None else f"{how}-row"

@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     another process holds locked); with ``--json`` also one JSON object on stdout."""
     from client import LedgerBusy
 
+    from ._output_streams import closed_stdout_error, stdout_pipe_closed
+
     try:
         if args.backup_to is not None:
             return _write_backup(args)
@@ -136,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a hostile or broken file of any kind: one line, never a traceback
+        if stdout_pipe_closed(exc) or closed_stdout_error(exc):
+            raise  # the entry point's: a reader gone is a quiet 141, a closed stdout its own line (docs/exit-status.md)
         logging.getLogger("edprf").debug("budget failed", exc_info=True)
         kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
         busy = isinstance(exc, LedgerBusy)
@@ -239,8 +243,8 @@ def _show(args: argparse.Namespace) -> int:
         )
     opened = {r.entry.request_id: r for r in open_reservations(entries)}  # every entry's, also past --last
     paid = {} if audit.parts is None else audit.parts  # what each completed release's epsilon paid for (D8)
-    # each completed release's first recipient (rev-s65 F1), from its sent delivery row until 0.2.13 copies it (U1)
-    recipients, from_sent = first_recipients(audit)
+    # each completed release's first recipient (rev-s65 F1), from its first delivery row as the guard takes it (U1)
+    recipients, from_row = first_recipients(audit)
     if args.json:
         print(
             json.dumps(
@@ -289,7 +293,7 @@ def _show(args: argparse.Namespace) -> int:
                             "reserved_seconds_ago": _reserved_age(opened.get(e.request_id)),
                             "parts": parts_json(paid.get(e.request_id)),
                             "first_recipient": first_recipient_json(e, recipients),
-                            "first_recipient_from": first_recipient_source(e, recipients, from_sent),
+                            "first_recipient_from": first_recipient_source(e, recipients, from_row),
                         }
                         for e in shown
                     ],
@@ -313,7 +317,7 @@ def _show(args: argparse.Namespace) -> int:
         detail = terminal_safe(e.detail, 2000 if source else 200)
         if e.request_id in paid and not source:
             detail += f" {terminal_safe(parts_text(paid[e.request_id]), 300)}"
-        if recipient := first_recipient_text(e, recipients, from_sent):
+        if recipient := first_recipient_text(e, recipients, from_row):
             detail += f" {recipient}"
         print(
             f"{when:<20} {shown_kind(e):<11} {format_epsilon(e.epsilon_exact):>10} "

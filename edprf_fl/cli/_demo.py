@@ -190,8 +190,9 @@ TEST_NAME = "test.csv"
 """The held-out rows' file name under ``--output`` (features and label)."""
 
 
-DEMO_LOCK = ".demo.lock"
-"""The lock file in ``--output`` while a demo writes there (removed at its end): its pid."""
+DEMO_LOCK = ".edprf-output.lock"
+"""The lock file in ``--output`` while a demo writes there (removed at its end): its pid; ``edprf simulate``'s too
+(:data:`edprf_fl.cli._simulate.SIMULATE_LOCK`), as both write ``global-model.edprf``."""
 
 
 def _output_files(directory: Path, held: ExitStack) -> tuple[Path, Path]:
@@ -211,7 +212,9 @@ def _output_files(directory: Path, held: ExitStack) -> tuple[Path, Path]:
     make_owner_only_dirs(directory)
 
     def refusal(who: str) -> str:
-        return f"--output {directory} is in use by another edprf demo ({who}); wait for it or choose another directory"
+        return (
+            f"--output {directory} is in use by another edprf command ({who}); wait for it or choose another directory"
+        )
 
     held.enter_context(hold_directory(directory, DEMO_LOCK, refusal, f"edprf demo --output {directory}", remove=True))
     files = (directory / MODEL_NAME, directory / TEST_NAME)

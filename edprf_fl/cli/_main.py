@@ -209,6 +209,12 @@ def _main(argv: Sequence[str] | None) -> int:
         logging.getLogger("edprf").debug("failure", exc_info=True)
         print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)
         return getattr(exc, "edprf_exit_status", 1)  # a UsageError (_usage_error.py): 2
+    finally:  # what is still buffered after a stop or an error, flushed now: a reader gone keeps the status chosen
+        try:
+            sys.stdout.flush()
+        except (ValueError, OSError) as exc:
+            if stdout_pipe_closed(exc):
+                quiet_after_broken_pipe()
 
 
 def _error_text(exc: Exception) -> str:

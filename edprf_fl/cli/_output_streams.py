@@ -171,7 +171,10 @@ def private_matplotlib_dir() -> None:
     import shutil
     import tempfile
 
-    private = tempfile.mkdtemp(prefix="edprf-matplotlib-")
+    try:
+        private = tempfile.mkdtemp(prefix="edprf-matplotlib-")
+    except OSError:  # no writable temporary directory either: matplotlib copes (and warns) on its own
+        return
     os.environ["MPLCONFIGDIR"] = private
     atexit.register(shutil.rmtree, private, True)
 

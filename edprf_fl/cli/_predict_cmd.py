@@ -315,7 +315,7 @@ def run_predict(args: argparse.Namespace) -> int:
                 )
                 writer.write(_result_frame(forest, empty, positive, args.threshold, ids=ids))
     except FileExistsError as exc:  # another run wrote OUT since the check at start-up: its file stays
-        if exc.filename != target:
+        if exc.filename is None or Path(exc.filename) != Path(target):  # ./out.csv and out.csv alike
             raise
         raise ValueError(f"--output {target} exists; pass --force to overwrite it") from None
     except BaseException:  # a full disk, Ctrl-C: the temporary file is removed, OUT left as it was

@@ -156,8 +156,10 @@ def output_dir(
     return out_dir
 
 
-SIMULATE_LOCK = ".simulate.lock"
-"""The lock file in ``--output`` while a simulation runs (removed at its end): its pid and command."""
+SIMULATE_LOCK = ".edprf-output.lock"
+"""The lock file in ``--output`` while a simulation runs (removed at its end): its pid and command.  ``edprf demo
+--output`` takes the same one (:data:`edprf_fl.cli._demo.DEMO_LOCK`): both write ``global-model.edprf``, so a demo
+and a simulation on one directory are refused alike (final read of stop 67)."""
 
 
 def hold_output(held: ExitStack, out_dir: Path) -> None:
@@ -166,8 +168,9 @@ def hold_output(held: ExitStack, out_dir: Path) -> None:
 
     def refusal(who: str) -> str:
         return (
-            f"--output {out_dir} is in use by another edprf simulate ({who}): a second simulation there would share "
-            "its workspace and its parties' ledgers; wait for it to end (or stop it), or choose another --output"
+            f"--output {out_dir} is in use by another edprf command ({who}): a simulation there would share its "
+            "files (a simulation's workspace and its parties' ledgers); wait for it to end (or stop it), or choose "
+            "another --output"
         )
 
     command = f"edprf simulate --output {shlex.quote(str(out_dir))}"
@@ -350,7 +353,7 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
     report = run_simulation(settings, out_dir, progress=say, flower_logs=args.flower_logs, isolate_ray=run_in_child)
     if not report.completed:
         said = [text for text in (report.guarantee, report.federated.get("failure")) if text]
-        print(f"federation failed: {'; '.join(said) or 'no model'}; see {out_dir / 'report.json'}")
+        print(f"federation failed: {'; '.join(said) or 'no model'}; see {out_dir / 'report.json'}", file=sys.stderr)
         return 1
     model = report.federated["model_path"]
     contributions = out_dir / CONTRIBUTIONS_FILE if report.contributions else None
@@ -368,12 +371,13 @@ def _simulate(settings: SimulationSettings, out_dir: Path, args: argparse.Namesp
             writing = Path(args.json_path)
             report.write_json(writing)
     except OSError as exc:  # a full disk: the federation's own files were written before
-        _print_results(report_lines(report))  # the results all the same: the failed write does not take them
+        # the error first: a reader of stdout that goes away while the results print must not hide it (final read)
         print(
             f"edprf simulate: error: writing {writing} failed ({exc.strerror or type(exc).__name__}); the federation "
             f"completed: its model is {model} and its report {out_dir / 'report.json'}",
             file=sys.stderr,
         )
+        _print_results(report_lines(report))  # the results all the same: the failed write does not take them
         return 1
     _print_results(report_lines(report))  # after the files: a print that fails (a closed pipe) cannot lose them
     print(

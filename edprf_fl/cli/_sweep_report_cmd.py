@@ -86,16 +86,14 @@ def run(args: argparse.Namespace) -> int:
             )
     made_by = Provenance.current()
     with ExitStack() as held:  # one sweep, resume or report writes in a directory at a time (rev-research2 N3)
-        locked = out.is_dir() and lock_output(held, out, made_by)
         out = output_dir(
             str(out),
             args.overwrite,
             _REPORT_FILES,
             temp_prefix="edprf-sweep-report-",
             holds="a sweep's or a sweep report's files",
+            lock=lambda directory: lock_output(held, directory, made_by),  # before --overwrite removes anything
         )
-        if not locked:
-            lock_output(held, out, made_by)
         say(f"{len(rows)} run{'s' if len(rows) != 1 else ''} from {len(sweeps)} sweep{'s' if len(sweeps) != 1 else ''}")
         _write_rows(out / "sweep.csv", sweeps, rows)
         notes, head = sweep_notes(sweeps), interrupted_lines(sweeps)

@@ -70,7 +70,7 @@ def test_a_model_that_cannot_be_written_fails_the_run_in_one_line_saying_the_par
     done = _simulate(argv, preexec_fn=_file_size_limit)
     assert done.returncode == 1, done.stderr
     model = out / "global-model.edprf"
-    assert done.stdout.splitlines()[-1] == (
+    assert done.stderr.splitlines()[-1] == (  # on stderr: a reader of stdout gone cannot hide it (stop 67)
         f"federation failed: the coordinator could not write its files after the releases arrived ({model}: File "
         "too large): the parties that released have spent their epsilon for this run; make room in output-dir "
         "before the next run (a run with a request-tag can be resubmitted without new epsilon: deploy/README.md "
@@ -137,7 +137,7 @@ def test_a_run_whose_model_may_not_fit_is_refused_before_any_party_spends(tmp_pa
     out = small_disk / "run"
     done = _simulate([*_wall_files(tmp_path), "--output", str(out)])
     assert done.returncode == 1, done.stderr
-    last = done.stdout.splitlines()[-1]
+    last = done.stderr.splitlines()[-1]
     assert last.startswith(
         "federation failed: no model: the output directory cannot hold the run's files; no request was sent; the "
         f"output directory {out} has "

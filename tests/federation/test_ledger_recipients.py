@@ -250,7 +250,8 @@ def test_budget_shows_a_0_2_11_releases_first_recipient_from_its_sent_row_until_
     """Review rev-upgrade U1: before 0.2.13 first writes to a ledger 0.2.11 left, the resend guard takes a release's
     first recipient from its ``sent`` delivery row; ``edprf budget`` (read-only: it copies nothing) showed it as
     "not recorded".  It shows that row's digest and says where it comes from; a release whose first row is
-    ``resent`` (its sent row lost) stays "not recorded", as the guard has none for it either."""
+    ``resent`` (its sent row lost) shows that row's, which the guard uses while it is kept, and says so (final read:
+    the first version of this view took sent rows only, unlike the guard)."""
     ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=10.0)
     _completed_by_0_2_11(ledger, "sent/train", ("sent", "0123456789abcdef"), ("resent", "another"))
     _completed_by_0_2_11(ledger, "lost/train", ("resent", "fedcba9876543210"))
@@ -263,14 +264,15 @@ def test_budget_shows_a_0_2_11_releases_first_recipient_from_its_sent_row_until_
         "[first recipient: keys 0123456789ab (from its sent delivery row; the next request copies it into the ledger)]"
     )
     assert next(x for x in lines if " lost/train " in x).endswith(
-        "[first recipient: (not recorded: made before 0.2.12)]"
+        "[first recipient: keys fedcba987654 (from its first delivery row left, a resend: its sent row is lost; kept "
+        "only while that row is)]"
     )
     assert main(["budget", str(ledger.path), "--json"]) == 0
     shown = {
         e["request_id"]: (e["first_recipient"], e["first_recipient_from"])
         for e in json.loads(capsys.readouterr().out)["entries"]
     }
-    assert shown == {"sent/train": ("0123456789abcdef", "sent-row"), "lost/train": (None, None)}
+    assert shown == {"sent/train": ("0123456789abcdef", "sent-row"), "lost/train": ("fedcba9876543210", "resent-row")}
 
     BudgetLedger(ledger.path, 10.0)  # 0.2.13's first writable opening copies it
     assert main(["budget", str(ledger.path), "--json"]) == 0
@@ -278,4 +280,4 @@ def test_budget_shows_a_0_2_11_releases_first_recipient_from_its_sent_row_until_
         e["request_id"]: (e["first_recipient"], e["first_recipient_from"])
         for e in json.loads(capsys.readouterr().out)["entries"]
     }
-    assert shown == {"sent/train": ("0123456789abcdef", "ledger"), "lost/train": (None, None)}
+    assert shown == {"sent/train": ("0123456789abcdef", "ledger"), "lost/train": ("fedcba9876543210", "resent-row")}

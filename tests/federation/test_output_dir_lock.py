@@ -30,7 +30,7 @@ def test_a_simulate_on_a_directory_another_simulate_holds_is_refused_naming_it(t
         assert main([*SIMULATE, "--output", str(out)]) == 1
         assert main([*SIMULATE, "--output", str(out), "--overwrite"]) == 1
     err = capsys.readouterr().err
-    held = f"--output {out} is in use by another edprf simulate (pid {os.getpid()}: edprf simulate --output {out})"
+    held = f"--output {out} is in use by another edprf command (pid {os.getpid()}: edprf simulate --output {out})"
     assert err.count(held) == 2 and "choose another --output" in err
     assert list(out.iterdir()) == []  # nothing read, written or removed; the lock file went with its holder
 
@@ -39,12 +39,10 @@ def test_a_simulate_holds_its_directory_while_it_runs_and_leaves_no_lock_file(tm
     out, seen = tmp_path / "sim", []
 
     def second_run(settings, out_dir, args):
-        refused = pytest.raises(ValueError, match=rf"in use by another edprf simulate \(pid {os.getpid()}: ")
+        refused = pytest.raises(ValueError, match=rf"in use by another edprf command \(pid {os.getpid()}: ")
         with (
             refused,
-            hold_directory(
-                out_dir, simulate_cmd.SIMULATE_LOCK, lambda who: f"in use by another edprf simulate ({who})"
-            ),
+            hold_directory(out_dir, simulate_cmd.SIMULATE_LOCK, lambda who: f"in use by another edprf command ({who})"),
         ):
             pass
         seen.append(sorted(p.name for p in out_dir.iterdir()))

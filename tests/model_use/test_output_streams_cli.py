@@ -98,3 +98,20 @@ def test_no_command_is_a_usage_error_said_on_stderr(capsys):
     assert main([]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("usage: edprf")
+
+
+def test_budget_leaves_a_gone_reader_and_a_closed_stdout_to_the_entry_point(tmp_path):
+    """Final read of stop 67: budget's own catch-all turned both into 'error: [Errno 32] Broken pipe', exit 1."""
+    from client import BudgetLedger
+
+    ledger = BudgetLedger(tmp_path / "ledger.sqlite", cap=10.0)
+    ledger.reserve("r/train", "release", 0.5)
+    ledger.complete("r/train", b"x")
+    done = _edprf("budget", ledger.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    done.stdout.close()  # the reader is gone before the command writes
+    err = done.stderr.read().decode()
+    assert done.wait(timeout=300) == 141 and err == ""
+    command = [sys.executable, "-m", "edprf_fl.cli", "budget", str(ledger.path), "--json"]
+    shell = "exec " + " ".join(f"'{part}'" for part in command) + " >&-"
+    closed = subprocess.run(["sh", "-c", shell], stderr=subprocess.PIPE, text=True, env=_env(), check=False)
+    assert closed.returncode == 1 and closed.stderr.startswith("edprf budget: error: standard output: closed (")

@@ -201,7 +201,7 @@ def test_a_demo_on_a_directory_another_demo_holds_is_refused_before_training(tmp
     with hold_directory(out, DEMO_LOCK, str, "edprf demo --output x", remove=True):
         assert main(["demo", "--dataset", "bank_marketing", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"--output {out} is in use by another edprf demo (pid {os.getpid()}: edprf demo --output x)" in err
+    assert f"--output {out} is in use by another edprf command (pid {os.getpid()}: edprf demo --output x)" in err
     assert "[1/3]" not in err
     _only(out)  # the lock file goes with its holder
 
