@@ -515,7 +515,7 @@ def _federation(box: Containers, tmp_path: Path, capsys) -> None:
     _wait(str(report_path), report_path.is_file, 10.0, box, services)
     report = json.loads(report_path.read_text())
     assert report["status"] == "completed", report
-    by_node = {p["node_id"]: p for p in report["parties"]}
+    by_node = {int(p["node_id"]): p for p in report["parties"]}  # decimal strings (edprf-run-report/3)
     assert sorted(by_node) == sorted(node_of.values()), report["parties"]
     for party in CONTRIBUTORS:
         outcome = by_node[node_of[party]]

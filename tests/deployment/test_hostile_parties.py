@@ -111,7 +111,7 @@ def test_out_of_policy_and_garbage_releases_are_rejected_with_their_reasons(depl
         )
 
         assert report["status"] == "completed", report
-        by_node = {p["node_id"]: p for p in report["parties"]}
+        by_node = {int(p["node_id"]): p for p in report["parties"]}  # decimal strings (edprf-run-report/3)
         assert sorted(by_node) == sorted(node_of.values())
         for party_id in HONEST:
             outcome = by_node[node_of[party_id]]
@@ -203,7 +203,7 @@ def test_a_signed_conforming_release_with_forged_counts_does_not_take_the_model(
         )
 
         assert report["status"] == "completed", report
-        by_node = {p["node_id"]: p for p in report["parties"]}
+        by_node = {int(p["node_id"]): p for p in report["parties"]}  # decimal strings (edprf-run-report/3)
         for party_id in caps:  # the forged release conforms and is signed: it is accepted like the others
             outcome = by_node[node_of[party_id]]
             assert outcome["status"] == "accepted" and outcome["signed"] is True, outcome

@@ -126,7 +126,7 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
         assert sorted(outcomes) == sorted(PARTIES), report["parties"]
         for party_id, outcome in outcomes.items():
             assert outcome["status"] == "accepted" and outcome["signed"] is True, outcome
-            assert outcome["node_id"] == node_ids[party_id]
+            assert outcome["node_id"] == str(node_ids[party_id])  # a decimal string (edprf-run-report/3)
         assert report["parameters"]["keys_dir"] == str(keys_dir)
         assert view.forest.n_trees == len(PARTIES) * TREES and sorted(view.parties) == sorted(PARTIES)
         # provenance: anyone with the parties' public keys re-verifies every release of the model

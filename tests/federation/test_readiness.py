@@ -121,7 +121,8 @@ def test_too_few_ready_parties_fail_the_run_before_any_train_request(cfg, server
         "was sent, so no party spent epsilon. hospital-b: budget_exhausted; hospital-c: budget_exhausted"
     )
     saved = json.loads((Path(cfg.output_dir) / REPORT_FILE).read_text())
-    statuses = {p["node_id"]: (p["status"], p["reason"], p["readiness_only"]) for p in saved["parties"]}
+    # report.json writes node ids as decimal strings (edprf-run-report/3)
+    statuses = {int(p["node_id"]): (p["status"], p["reason"], p["readiness_only"]) for p in saved["parties"]}
     assert statuses == {
         1: (PartyStatus.NOT_ASKED, "too_few_ready", True),
         2: (PartyStatus.REFUSED, "budget_exhausted", True),
