@@ -971,20 +971,25 @@ def check_trusted_apps(path: Path | None, report: PreflightReport) -> PreflightR
 
 
 def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport) -> None:
-    """A problem when the list of approved bundles, or its directory, is writable by accounts other than its owner
-    (group or other write bit, read from the stat bits: the check may run as root; a directory with the sticky bit
-    is fine, no other account can then replace the file): anyone who can write the list approves any bundle (review
-    rev-pkg2 R7), so the launcher of 0.2.14 approves nothing from such a list: the party refuses every run until it is
-    fixed.  Nothing when the file cannot be read (its own problem)."""
+    """A problem when the list of approved bundles (links followed) is writable by accounts other than its owner, or
+    a directory above it, as named or with links resolved, is writable by them without the sticky bit (group or
+    other write bit, read from the stat bits: the check may run as root): anyone who can write the list, or rename a
+    directory above it away and put their own in its place, approves any bundle (reviews rev-pkg2 R7, read67), so
+    the launcher (``edprf_fl/_pinned_clientapp.py``, the same rule) approves nothing from such a list: the party
+    refuses every run until it is fixed.  Nothing when the file cannot be read (its own problem)."""
     listed = path.absolute()
     try:
-        checked = [("the list", listed, listed.stat())]
-        checked.append((f"its directory {listed.parent}", listed.parent, listed.parent.stat()))
+        resolved = Path(os.path.realpath(listed))
+        checked = [("the list", resolved, resolved.stat())]
+        checked += [
+            (f"the directory {where} above it", where, where.stat())
+            for where in dict.fromkeys([*listed.parents, *resolved.parents])
+        ]
     except OSError:
         return
     for what, where, held in checked:
         mode = stat.S_IMODE(held.st_mode)
-        if not others_can_write(held.st_mode, sticky_protects=where != listed):
+        if not others_can_write(held.st_mode, sticky_protects=where != resolved):
             continue
         report._add(
             "problem",

@@ -48,22 +48,27 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def writable_by_others(path: str | Path) -> str | None:
-    """What makes the list at ``path`` unsafe to trust, or None: the file, or its directory without the sticky bit,
-    has a group or other write bit (read from the stat bits: the launcher may run as root).  Anyone who can write the
-    list, or replace it in its directory, approves any bundle, which would then run next to the party's data; so
-    the launcher approves nothing from such a list (``edprf party check`` calls the same modes a problem)."""
+    """What makes the list at ``path`` unsafe to trust, or None: the file (links followed) has a group or other write
+    bit, or a directory on the way to it, as named or with links resolved, has one without the sticky bit (read from
+    the stat bits: the launcher may run as root).  Anyone who can write the list, or rename it or any directory
+    above it away and put their own in its place, approves any bundle, which would then run next to the party's
+    data; so the launcher approves nothing from such a list (``edprf party check`` calls the same modes a problem)."""
     listed = Path(path).absolute()
-    held = listed.stat()
+    resolved = Path(os.path.realpath(listed))
+    held = resolved.stat()
     if not stat.S_ISREG(held.st_mode):
         return f"{listed} is not a regular file"
     if held.st_mode & 0o022:
-        return f"{listed} (mode {stat.S_IMODE(held.st_mode):04o}) is writable by other accounts: chmod go-w {listed}"
-    parent = listed.parent.stat()
-    if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
         return (
-            f"its directory {listed.parent} (mode {stat.S_IMODE(parent.st_mode):04o}) is writable by other accounts "
-            f"without the sticky bit: chmod go-w {listed.parent}"
+            f"{resolved} (mode {stat.S_IMODE(held.st_mode):04o}) is writable by other accounts: chmod go-w {resolved}"
         )
+    for directory in dict.fromkeys([*listed.parents, *resolved.parents]):
+        mode = directory.stat().st_mode
+        if mode & 0o022 and not mode & stat.S_ISVTX:
+            return (
+                f"the directory {directory} above it (mode {stat.S_IMODE(mode):04o}) is writable by other accounts "
+                f"without the sticky bit: chmod go-w {directory}"
+            )
     return None
 
 

@@ -263,7 +263,7 @@ def test_the_launcher_uses_no_flower_home(tmp_path, monkeypatch, launcher):  # n
         (0o644, 0o700, None),
         (0o664, 0o700, "is writable by other accounts: chmod go-w"),
         (0o646, 0o700, "is writable by other accounts: chmod go-w"),
-        (0o644, 0o777, "without the sticky bit: chmod go-w"),
+        (0o644, 0o777, "(mode 0777) is writable by other accounts without the sticky bit: chmod go-w"),
         (0o644, 0o1777, None),  # others cannot rename or delete the owner's list in a sticky directory
     ],
 )
@@ -294,6 +294,45 @@ def test_the_launcher_approves_nothing_from_a_list_others_can_write(tmp_path, ca
     with pytest.raises(PermissionError, match="is not in the party's trusted list") as refusal:
         run_clientapp.install_from_fab(fab, skip_prompt=True)
     assert str(tmp_path) not in str(refusal.value)
+
+
+@pytest.mark.parametrize("route", ["grandparent", "link", "linked-directory"])
+def test_the_launcher_checks_every_directory_above_the_list_and_behind_a_link(
+    tmp_path,
+    caplog,
+    launcher,  # noqa: F811
+    route,
+):
+    """Review read67: the check followed a symlinked list without looking at the directory it points into, and looked
+    only at the list's own directory.  Whoever can write any directory above the list (or above what a link points
+    to) can rename it away and put their own list in its place; such a list approves nothing."""
+    from flwr.supernode.runtime import run_clientapp
+
+    fab = _build_fab(tmp_path / "good", "app = 'reviewed code'\n")
+    shared = tmp_path / "shared"  # writable by every account, no sticky bit
+    (shared / "party").mkdir(parents=True)
+    real = shared / "party" / "trusted-apps.txt"
+    real.write_text(hashlib.sha256(fab).hexdigest() + "\n")
+    real.chmod(0o644)
+    safe = tmp_path / "safe"
+    safe.mkdir(mode=0o700)
+    if route == "grandparent":
+        listed = real
+    elif route == "link":
+        listed = safe / "trusted-apps.txt"
+        listed.symlink_to(real)
+    else:
+        (safe / "party").symlink_to(shared / "party")
+        listed = safe / "party" / "trusted-apps.txt"
+    shared.chmod(0o777)
+    try:
+        with caplog.at_level(logging.ERROR, logger="edprf.party"):
+            launcher.install(listed)
+    finally:
+        shared.chmod(0o700)
+    assert f"the directory {shared} above it (mode 0777) is writable by other accounts" in caplog.text
+    with pytest.raises(PermissionError, match="is not in the party's trusted list"):
+        run_clientapp.install_from_fab(fab, skip_prompt=True)
 
 
 @pytest.mark.parametrize("content", ["not a hash\n", None, "unset"])

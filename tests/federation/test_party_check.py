@@ -1023,10 +1023,23 @@ def test_a_list_of_approved_bundles_other_accounts_can_write_is_a_problem(party,
     listed.chmod(0o644)
     listed.parent.chmod(0o777)  # a directory others can write: the list can be replaced
     code, [line] = check()
-    assert code == 1 and f"its directory {listed.parent} (mode 0777, owner " in line, line
+    assert code == 1 and f"the directory {listed.parent} above it (mode 0777, owner " in line, line
     assert f"chmod go-w {listed.parent}," in line
     listed.parent.chmod(0o1777)  # with the sticky bit no other account can replace the file
     assert check() == (0, [])
+    # review read67: a directory further up, and one a link leads into, can be renamed away as well
+    listed.parent.chmod(0o755)
+    (tmp_path / "inner").mkdir(mode=0o700)
+    (tmp_path / "inner" / "lists").mkdir()
+    listed.rename(tmp_path / "inner" / "lists" / "trusted-apps.txt")
+    listed.symlink_to(tmp_path / "inner" / "lists" / "trusted-apps.txt")
+    assert check() == (0, [])
+    (tmp_path / "inner").chmod(0o777)
+    try:
+        code, [line] = check()
+    finally:
+        (tmp_path / "inner").chmod(0o700)
+    assert code == 1 and f"the directory {tmp_path / 'inner'} above it (mode 0777, owner " in line, line
 
 
 def test_a_locked_ledger_is_busy_for_party_check_never_to_be_restored(party, capsys):
