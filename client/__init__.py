@@ -17,6 +17,7 @@ import protocol  # noqa: F401
 
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._cap_record import pending_cap_change_text, recorded_cap
+from ._exhausted import budget_exhausted
 from ._held_out_record import HOLDOUT_SALT_KEY
 from ._held_out_split import held_out_rows
 from ._ledger import (
@@ -137,6 +138,7 @@ __all__ = [
     "ReleaseParts",
     "anchor_path",
     "backup_ledger",
+    "budget_exhausted",
     "carried",
     "check_backup_target",
     "check_flower_home",

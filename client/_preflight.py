@@ -35,6 +35,7 @@ from protocol import RefusalReason, others_can_write
 from ._budget_state import BudgetState, LedgerStatus, read_budget
 from ._cap_record import pending_cap_change_text, recorded_cap
 from ._disk_space import ledger_room_problem, read_only_text
+from ._exhausted import budget_exhausted
 from ._hold_estimate import MARGIN, hold_shortfall, largest_evaluation_time, seconds_text
 from ._ledger import (
     CAP_CHANGES_KEY,
@@ -440,7 +441,7 @@ def _ledger(path: Path, policy: PartyPolicy, report: PreflightReport) -> None:
         return
     # a ledger this check calls a problem gets no ok line (review rev-auto A3: `ok: ... remaining 0` and `problem:
     # ... remaining epsilon 0 is below min-epsilon` were both printed for one ledger); its figures go in the problem
-    exhausted = state.remaining < exact_epsilon(policy.min_epsilon)
+    exhausted = budget_exhausted(state.remaining, exact_epsilon(policy.min_epsilon))  # as `edprf budget` decides it
     if state.ledger_absent:
         _no_ledger_yet(state, report, exhausted)
     else:

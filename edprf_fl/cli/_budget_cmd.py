@@ -164,6 +164,7 @@ def _show(args: argparse.Namespace) -> int:
         RELATION_KEY,
         RESERVATION_LEFT_AFTER_SECONDS,
         LedgerStatus,
+        budget_exhausted,
         exact_epsilon,
         format_epsilon,
         left_behind_and_recent,
@@ -233,7 +234,7 @@ def _show(args: argparse.Namespace) -> int:
     # what the party does with the next request: with nothing left, or (its policy known) less than its min-epsilon,
     # it refuses every one that spends epsilon (budget_exhausted), as `edprf party check` says (review rev-auto A3)
     min_epsilon = None if policy is None else exact_epsilon(policy.min_epsilon)
-    exhausted = None if remaining is None else remaining == 0 or (min_epsilon is not None and remaining < min_epsilon)
+    exhausted = None if remaining is None else budget_exhausted(remaining, min_epsilon)  # party check's rule too
     status = 1 if state.anchor_error else OVER_CAP_STATUS if over is not None else EXHAUSTED_STATUS if exhausted else 0
     error = None
     if state.anchor_error:
