@@ -116,6 +116,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"refuse files of more nodes (default {MAX_NODES})",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout instead of the text (format 'edprf-inspect/1': kind, parties, "
+        "parameters, trees and nodes, privacy with dp and not_dp_reasons, each release's signature; "
+        "docs/reference/inspect-json.md); an error is one object too, with its exit status; not with --rules or "
+        "--show-schema",
+    )
     from ._model_rules import add_rules_arguments
 
     add_rules_arguments(parser)
@@ -135,12 +143,19 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     from ._inspect_limits import BeyondLimits
 
+    as_json = getattr(args, "json", False)
+    if as_json and (getattr(args, "rules", False) or getattr(args, "show_schema", False)):
+        from ._usage_error import UsageError
+
+        raise UsageError(
+            "--json: not with --rules or --show-schema (they print text); run inspect --json and inspect --rules "
+            "(or --show-schema) separately"
+        )
     path: Path = args.file
     try:
         registry = protocol.PartyKeyRegistry.from_directory(args.keys) if args.keys else None
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-        _error(f"{terminal_safe(args.keys)}: cannot load party keys: {_one_line(exc)}")
-        return EXIT_INVALID
+        return _error(f"{terminal_safe(args.keys)}: cannot load party keys: {_one_line(exc)}", as_json)
     limits = {
         "releases": getattr(args, "max_releases", MAX_RELEASES),
         "trees": getattr(args, "max_n_trees", MAX_TREES),
@@ -150,38 +165,46 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         data = read_bounded_regular_file(path, protocol.INSPECTION_POLICY.max_bytes)
         if not data:  # parsed, it would read as format version 0: "expected 2, got 0"
-            _error(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file")
-            return EXIT_INVALID
-        lines, statuses, verdict = _describe(data, registry, args.schema, limits, args.keys, path)
+            return _error(f"{shown}: not a valid release or global model: empty (0 bytes), not an edprf file", as_json)
+        lines, statuses, verdict, facts = _describe(data, registry, args.schema, limits, args.keys, path)
         if getattr(args, "rules", False):
             from ._model_rules import rules_lines
 
             lines += rules_lines(data, args.schema, args.show_trees, args.show_leaves, args.show_features)
     except BeyondLimits as exc:
-        _error(f"{shown}: not checked: {_one_line(exc)}")
-        return EXIT_INVALID
+        return _error(f"{shown}: not checked: {_one_line(exc)}", as_json)
     except protocol.InvalidRelease as exc:
-        _error(f"{shown}: not a valid release or global model: {_one_line(exc)}")
-        return EXIT_INVALID
+        return _error(f"{shown}: not a valid release or global model: {_one_line(exc)}", as_json)
     except Exception as exc:  # noqa: BLE001 - malformed content of any kind: one line, never a traceback
-        _error(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}")
-        return EXIT_INVALID
+        return _error(f"{shown}: not a valid release or global model: {type(exc).__name__}: {_one_line(exc)}", as_json)
+    status = _exit_status(statuses, registry is not None)
+    if as_json:
+        from ._inspect_json import shown_json
+
+        print(shown_json(facts, str(path), status))
+        return status
     if verdict:
         print(terminal_safe(f"privacy: {verdict}", MAX_LINE_CHARS))
     print(f"file: {shown}")
     print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in lines))
     if getattr(args, "show_schema", False):
         print("\n".join(terminal_safe(line, MAX_LINE_CHARS) for line in _schema_toml(data).split("\n")))
-    return _exit_status(statuses, registry is not None)
+    return status
 
 
 _ERROR_PREFIX = "edprf inspect: error: "
 """What heads each of ``inspect``'s error lines on stderr, as every ``edprf`` command's (review rev-auto A13)."""
 
 
-def _error(text: str) -> None:
-    """Say why the file was not shown: one line on stderr, stdout left empty for a script that reads it."""
+def _error(text: str, as_json: bool = False) -> int:
+    """Say why the file was not shown: one line on stderr, stdout left empty for a script that reads it (with
+    ``--json``: one object there, ``error`` and ``exit_status``); returns :data:`EXIT_INVALID`."""
+    if as_json:
+        from ._inspect_json import error_json
+
+        print(error_json(text, EXIT_INVALID))
     print(_ERROR_PREFIX + text, file=sys.stderr)
+    return EXIT_INVALID
 
 
 def _one_line(exc: BaseException) -> str:
@@ -282,9 +305,10 @@ def _describe(
     limits: dict[str, int],
     keys_dir: Path | None = None,
     path: Path | None = None,
-) -> tuple[list[str], list[str], str]:
-    """Text lines, signature statuses and the one-sentence privacy verdict (``""`` for a release whose structure
-    was not checked); tries a release first, then a global model.
+) -> tuple[list[str], list[str], str, dict]:
+    """Text lines, signature statuses, the one-sentence privacy verdict (``""`` for a release whose structure
+    was not checked) and the same facts for ``--json`` (:mod:`._inspect_json`); tries a release first, then a
+    global model.
 
     The declared sizes are checked against ``limits`` before anything is decoded.  ``path``: the file read (a
     ``report.json`` beside a global model is read too, :func:`._inspect_model.report_lines`).
@@ -311,11 +335,11 @@ def _describe(
             raise protocol.InvalidRelease(
                 as_model.reason, f"neither a release ({as_release.message}) nor a global model ({as_model.message})"
             ) from None
-        lines = _describe_model(view, keys_dir, path)
-        return lines, [r.signature_status.value for r in view.releases], view.forest.verdict()
+        lines, facts = _describe_model(view, keys_dir, path)
+        return lines, [r.signature_status.value for r in view.releases], view.forest.verdict(), facts
     _check_limits("the release", {"trees": header.n_trees, "nodes": header.n_nodes}, limits)
-    lines, verdict = _describe_release(data, header, schema_path, keys_dir)
-    return lines, [header.signature.status.value], verdict
+    lines, verdict, facts = _describe_release(data, header, schema_path, keys_dir)
+    return lines, [header.signature.status.value], verdict, facts
 
 
 def _parameters_line(p: TrainingParameters) -> str:
@@ -383,9 +407,11 @@ def _find_schema(fingerprint: str, schema_path: Path | None) -> Schema | None:
 
 def _describe_release(
     data: bytes, header: ReleaseHeader, schema_path: Path | None, keys_dir: Path | None = None
-) -> tuple[list[str], str]:
+) -> tuple[list[str], str, dict]:
     import protocol
     from edprf_core.forest import POOLING_NOTE
+
+    from ._inspect_json import release_facts
 
     p = header.parameters
     lines = [
@@ -398,6 +424,7 @@ def _describe_release(
     ]
     schema = _find_schema(header.schema_fingerprint, schema_path)
     verdict = ""
+    forest = None
     if schema is None:
         lines.append("structure: NOT CHECKED (schema with this fingerprint not found; pass --schema TOML)")
         guarantee = f"as claimed by the release (structure not checked): {p.statement()}"
@@ -405,12 +432,13 @@ def _describe_release(
         verified = protocol.decode_release(data, schema, protocol.INSPECTION_POLICY)
         lines.append(f"structure: valid on schema {schema.name!r}")
         lines += _counts_lines(verified.forest)
-        guarantee = verified.forest.guarantee()
-        verdict = verified.forest.verdict()
+        forest = verified.forest
+        guarantee = forest.guarantee()
+        verdict = forest.verdict()
     lines.append(f"guarantee: {guarantee}")
     if p.dp and POOLING_NOTE not in guarantee:
         lines.append(f"federation: {POOLING_NOTE}")
-    return lines, verdict
+    return lines, verdict, release_facts(header, forest, None if schema is None else schema.name, guarantee)
 
 
 def _schema_toml(data: bytes) -> str:
@@ -424,9 +452,12 @@ def _schema_toml(data: bytes) -> str:
     return "schema (TOML, as the model file carries it):\n" + view.schema.to_toml()
 
 
-def _describe_model(view: GlobalModelView, keys_dir: Path | None = None, path: Path | None = None) -> list[str]:
+def _describe_model(
+    view: GlobalModelView, keys_dir: Path | None = None, path: Path | None = None
+) -> tuple[list[str], dict]:
     from edprf_core.count_text import count_text
 
+    from ._inspect_json import model_facts
     from ._inspect_model import feature_lines, report_lines, without_paths
 
     forest = view.forest
@@ -484,4 +515,4 @@ def _describe_model(view: GlobalModelView, keys_dir: Path | None = None, path: P
     first, *more = forest.guarantee().split("\n")
     lines.append("guarantee: " + first)
     lines += ["  " + line for line in more]
-    return lines
+    return lines, model_facts(view, rest)

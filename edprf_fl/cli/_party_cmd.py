@@ -30,7 +30,11 @@ from ._pin_install import add_install_pin
 if TYPE_CHECKING:
     from client import PartyPolicy
 
-__all__ = ["register"]
+__all__ = ["PARTY_CHECK_FORMAT", "register"]
+
+PARTY_CHECK_FORMAT = "edprf-party-check/1"
+"""The ``format`` of ``edprf party check --json``'s object (docs/reference/party-check-json.md documents every key); a
+key removed or changed in meaning gets a new number, a key added does not (review rev-auto A6)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -88,6 +92,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument(
         "--quiet", "-q", action="store_true", help="print problems and notes only (no progress lines on stderr)"
     )
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print one JSON object on stdout instead of the lines ({PARTY_CHECK_FORMAT!r}: ok, party_id and "
+        "every check with its status and text; docs/reference/party-check-json.md); with --quiet it still lists "
+        "every check (--quiet then only silences the progress lines on stderr)",
+    )
     check.set_defaults(handler=run_check)
     from ._exit_text import exit_epilog
 
@@ -142,6 +153,50 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """Handler of ``edprf party check``: the findings as lines, or with ``--json`` as one object on stdout; the exit
+    status is 1 when there is a problem.  With ``--json`` an error that stops the check (a node config that does not
+    read) is also one object on stdout, ``ok`` false, beside its line on stderr."""
+    if not getattr(args, "json", False):
+        return _check(args)
+    try:
+        return _check(args)
+    except (ValueError, OSError) as exc:
+        from ._output_streams import stdout_pipe_closed
+
+        if not stdout_pipe_closed(exc):  # said on stderr by the entry point, with this exit status
+            print(_check_json([], "", error=" ".join(str(exc).split()), status=getattr(exc, "edprf_exit_status", 1)))
+        raise
+
+
+def _check_json(findings: list, party_id: str, *, error: str | None = None, status: int | None = None) -> str:
+    """``party check --json``'s object: every finding as ``status``/``subject``/``text`` (and the refusal code of one
+    that makes the party refuse requests); ``error`` and its ``exit_status`` when the check could not run."""
+    import json
+
+    checks = [
+        {
+            "status": f.level,
+            "subject": f.subject,
+            "text": f.line().removeprefix(f"{f.level}: "),
+            "refusal": f.refusal or None,
+        }
+        for f in findings
+    ]
+    problems = sum(f.level == "problem" for f in findings)
+    shown = {
+        "format": PARTY_CHECK_FORMAT,
+        "ok": error is None and problems == 0,
+        "party_id": party_id or None,
+        "problems": problems,
+        "notes": sum(f.level == "note" for f in findings),
+        "checks": checks,
+        "error": error,
+        "exit_status": status if status is not None else (1 if problems else 0),
+    }
+    return json.dumps(shown, indent=2)
+
+
+def _check(args: argparse.Namespace) -> int:
     from client import (
         check_flower_home,
         check_pin_launcher,
@@ -179,6 +234,9 @@ def run_check(args: argparse.Namespace) -> int:
     # approved bundle into a private temporary directory instead, so with a list its findings are notes
     check_flower_home(report, pinned=trusted is not None)
     check_python_version(report)
+    if args.json:  # --quiet silences the progress lines only: the object lists every check
+        print(_check_json(report.findings, report.party_id))
+        return 0 if report.ok else 1
     for finding in report.findings:
         if args.quiet and finding.level == "ok":
             continue

@@ -1,5 +1,6 @@
 """Every key `edprf budget --json` prints is documented in docs/reference/budget-json.md, and every key documented
-there is printed (review rev-auto A4: the ~45 keys were undocumented and the object carried no format version)."""
+there is printed (review rev-auto A4: the ~45 keys were undocumented and the object carried no format version); the
+same for `edprf inspect --json` and `edprf party check --json` (review rev-auto A6)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from client import BudgetLedger, ReleaseParts
 from edprf_fl.cli._budget_cmd import JSON_FORMAT
 from edprf_fl.cli._main import main
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "budget-json.md"
-MAPS = {"spent_by_relation_exact", "deliveries_per_release"}
-"""Objects whose keys are data (relations, request ids), documented as a whole."""
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
+PAGE = REFERENCE / "budget-json.md"
+MAPS = {"spent_by_relation_exact", "deliveries_per_release", "manifest"}
+"""Objects whose keys are data (relations, request ids, the coordinator's manifest), documented as a whole."""
 
 
-def _documented() -> set[str]:
-    return set(re.findall(r"^\| `([a-z_\[\].]+)` \|", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE))
+def _documented(page: Path = PAGE) -> set[str]:
+    return set(re.findall(r"^\| `([a-z_\[\].]+)` \|", page.read_text(encoding="utf-8"), flags=re.MULTILINE))
 
 
 def _keys(value: object, prefix: str = "") -> set[str]:
@@ -58,3 +60,33 @@ def test_every_key_printed_is_documented_and_every_documented_key_printed(tmp_pa
     assert len(documented) > 60  # the table was read
     assert printed - documented == set(), "printed, not documented in docs/reference/budget-json.md"
     assert documented - printed == set(), "documented, not printed"
+
+
+def test_every_key_of_inspect_json_is_documented_and_every_documented_key_printed(tmp_path, capsys):
+    from edprf_fl.cli._inspect_json import INSPECT_FORMAT
+    from tests.model_use.model_files import write_model_files
+
+    files = write_model_files(tmp_path)
+    main(["inspect", str(files["model"]), "--json"])
+    model = json.loads(capsys.readouterr().out)
+    main(["inspect", str(tmp_path / "nothing.edprf"), "--json"])
+    failure = json.loads(capsys.readouterr().out)
+    assert model["format"] == failure["format"] == INSPECT_FORMAT
+    assert set(failure) == {"format", "error", "exit_status"}
+    # a release's own parameters have the keys of each release's (the page documents them once)
+    printed = {key.replace("releases[].parameters.", "parameters.") for key in _keys(model)} | {"parameters"}
+    documented = _documented(REFERENCE / "inspect-json.md")
+    assert len(documented) > 40  # the table was read
+    assert printed - documented == set(), "printed, not documented in docs/reference/inspect-json.md"
+    assert documented - printed == set(), "documented, not printed"
+
+
+def test_every_key_of_party_check_json_is_documented_and_every_documented_key_printed(tmp_path, capsys):
+    from edprf_fl.cli._party_cmd import PARTY_CHECK_FORMAT
+
+    main(["party", "check", "--node-config", f"data-path='{tmp_path / 'd.csv'}'", "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["format"] == PARTY_CHECK_FORMAT and shown["checks"]
+    documented = _documented(REFERENCE / "party-check-json.md")
+    assert len(documented) > 8
+    assert _keys(shown) == documented

@@ -379,3 +379,49 @@ def test_malformed_manifest_never_a_traceback(
         pytest.skip("build_global_model refuses this manifest")
     code, out = _inspect_bytes(capsys, tmp_path, model)
     _assert_never_a_traceback(code, out)
+
+
+def _inspect_json(capsys, *args) -> tuple[int, dict]:
+    import json
+
+    code = main(["inspect", *map(str, args), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_json_of_a_release_verified_and_tampered(capsys, tmp_path, signed_wall_release, forests, keys_dir):
+    """Review rev-auto A6: what the text says of a release, as data (docs/reference/inspect-json.md)."""
+    path = save_atomic(tmp_path / "a.release", signed_wall_release)
+    code, shown = _inspect_json(capsys, path, "--keys", keys_dir)
+    assert code == 0 and shown["kind"] == "release" and shown["parties"] == ["hospital-a"]
+    assert shown["structure_checked"] is True and shown["schema_name"] == forests[WALL, "binary"].schema.name
+    assert shown["privacy"]["dp"] is False and shown["parameters"]["seeded"] is True
+    assert shown["privacy"]["condition"] == POOLING_NOTE
+    assert [r["signature"] for r in shown["releases"]] == ["verified"]
+    broken = save_atomic(
+        tmp_path / "b.release", tamper_envelope(signed_wall_release, lambda s: setattr(s, "signature", bytes(64)))
+    )
+    code, shown = _inspect_json(capsys, broken, "--keys", keys_dir)
+    assert code == 3 and shown["exit_status"] == 3 and shown["releases"][0]["signature"] == "invalid"
+    assert "does not verify" in shown["releases"][0]["signature_detail"]
+    unsigned = save_atomic(tmp_path / "u.release", encode_release(forests[WALL, "binary"], "hospital-a"))
+    code, shown = _inspect_json(capsys, unsigned, "--keys", keys_dir)
+    assert code == 3 and shown["releases"][0]["signature"] == "unsigned"
+
+
+def test_json_of_a_release_whose_schema_is_unknown_says_its_structure_was_not_checked(
+    capsys, tmp_path, signed_wall_release
+):
+    data = tamper(signed_wall_release, lambda r: setattr(r, "schema_fingerprint", "sha256:" + "ab" * 32))
+    code, shown = _inspect_json(capsys, save_atomic(tmp_path / "x.release", data))
+    assert code == 0 and shown["structure_checked"] is False and shown["schema_name"] is None
+    assert shown["privacy"]["verdict"] is None and shown["privacy"]["dp"] is False  # seeded, as its parameters say
+
+
+def test_json_writes_64_bit_integers_of_the_manifest_as_strings(
+    capsys, tmp_path, forests, party_keys, registry, policy, wall_schema
+):
+    """jq 1.6 rounds numbers above 2**53 (review rev-auto A8): a node id in the manifest is a decimal string."""
+    manifest = {"run_id": "r-1", "node_id": 2111461120125096181, "rounds": 3}
+    data = _global_model(forests, party_keys, registry, policy, wall_schema, manifest)
+    code, shown = _inspect_json(capsys, save_atomic(tmp_path / "g.edprf", data))
+    assert code == 0 and shown["manifest"]["node_id"] == "2111461120125096181" and shown["manifest"]["rounds"] == 3
