@@ -38,6 +38,7 @@ import os
 import sys
 import time
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,7 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "consortium",
         epilog=exit_epilog(
-            "0 the run completed; 1 it failed or was refused (a party's budget, a check), a process listened beyond loopback or was left running, or --dir is in use by another edprf consortium"
+            "0 the run completed; 1 it failed or was refused (a party's budget, a check), a process listened beyond "
+            "loopback or was left running, or --fail-on-refusal could not read the run's report.json; 6 with "
+            "--fail-on-refusal: the run completed, but a party refused or was silent; 75 --dir is in use by another "
+            "edprf consortium: retry later"
         ),
         help="run a local consortium (TLS, SuperNode authentication, N parties) "
         "on 127.0.0.1 without Docker, then stop it",
@@ -122,6 +126,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the edprf-fl source directory to submit (default: the source tree of an editable install, else $EDPRF_SRC, else the working directory)",
     )
+    from ._run_cmd import add_script_options
+
+    add_script_options(p)
     p.set_defaults(handler=run_consortium)
 
 
@@ -512,7 +519,64 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+@dataclass
+class _Outcome:
+    """What one invocation did, filled in as it goes, for ``--json``'s object and ``--fail-on-refusal``."""
+
+    output_dir: Path | None = None
+    request_tag: str = ""
+    run_id: int | None = None
+    run_code: int | None = None
+    """``edprf run``'s exit status for the run (None: no run was followed)."""
+    report: Path | None = None
+    """This run's ``report.json`` (None: it wrote none, or it could not be read)."""
+    errors: list[str] = field(default_factory=list)
+
+
 def run_consortium(args: argparse.Namespace) -> int:
+    """``edprf consortium``: :func:`_run_consortium`, then ``--fail-on-refusal``'s status and ``--json``'s object
+    (review rev-auto A6, A7)."""
+    from ._run_cmd import run_status
+    from ._run_summary import json_output, print_summary, refusal_status, run_summary
+    from ._stop_signals import exit_status
+
+    outcome = _Outcome()
+
+    def summary(code: int, status: str | None = None) -> None:
+        if args.json:
+            followed = outcome.run_code if outcome.run_code is not None else code  # the run's, else the command's
+            print_summary(
+                run_summary(
+                    status=status or run_status(followed, submitted=True),
+                    run_id=outcome.run_id,
+                    request_tag=outcome.request_tag,
+                    output_dir=outcome.output_dir,
+                    report_path=outcome.report,
+                    exit_status=code,
+                    error="; ".join(outcome.errors) or None,
+                ),
+                stdout,
+            )
+
+    with json_output(args.json) as stdout:
+        try:
+            code = _run_consortium(args, outcome)
+        except KeyboardInterrupt as interrupt:  # before any process started (after, _run_in stops them)
+            summary(exit_status(interrupt), "stopped")
+            raise
+        except (ValueError, OSError) as exc:
+            outcome.errors.append(_one_line(exc))
+            summary(getattr(exc, "edprf_exit_status", 1), run_status(1, submitted=outcome.run_code is not None))
+            raise
+        code, said = refusal_status(code, outcome.report, args.fail_on_refusal)
+        if said:
+            print(f"edprf consortium: {said}", file=sys.stderr, flush=True)
+            outcome.errors.append(said)
+        summary(code)
+    return code
+
+
+def _run_consortium(args: argparse.Namespace, outcome: _Outcome) -> int:
     from ._flower_processes import missing_flower_tools
     from ._run_cmd import FLOWER_INSTALL
 
@@ -527,26 +591,39 @@ def run_consortium(args: argparse.Namespace) -> int:
     if _NAME_UNSAFE & set(str(root)):
         raise ValueError(f"--dir {root}: may not contain spaces, quotes or '=' (Flower's --node-config)")
     with _exclusive(root):
-        return _run_in(root, app, args)
+        return _run_in(root, app, args, outcome)
 
 
 @contextlib.contextmanager
 def _exclusive(root: Path):
     """Hold ``root`` for this command's lifetime: a second `edprf consortium` on it is refused (two would share
-    the SuperLink's database, the ports' registrations and the ledgers, and stop each other's processes)."""
+    the SuperLink's database, the ports' registrations and the ledgers, and stop each other's processes), with
+    :class:`DirectoryBusy` (exit 75, retry later, as ``edprf budget``'s busy ledger)."""
     from edprf_fl import hold_directory
 
+    from ._busy_error import DirectoryBusy
+
     refusal = lambda who: f"{root} is in use by another edprf consortium ({who}); wait for it or give another --dir"
-    with hold_directory(root, _LOCK, refusal):
-        yield
+    held = False
+    try:
+        with hold_directory(root, _LOCK, refusal):
+            held = True
+            yield
+    except ValueError as exc:
+        if held:  # the command's own error, not the lock's
+            raise
+        raise DirectoryBusy(str(exc)) from None  # another consortium holds it: retry later (75, review)
 
 
-def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
+def _run_in(root: Path, app: Path, args: argparse.Namespace, outcome: _Outcome | None = None) -> int:
     from edprf_core.count_text import count_text
 
     from ._flower_processes import Deployment, Federation, FlowerProcessError, ListenerWatch, Tls, flower_env
-    from ._run_cmd import run_and_follow
+    from ._run_cmd import RunProgress, _request_tag, run_and_follow
+    from ._run_summary import run_report, warn_refusals
     from ._stop_signals import exit_status, stop_signals
+
+    outcome = outcome if outcome is not None else _Outcome()
 
     party_ids = _party_ids(args.parties)
     from client import parse_node_config
@@ -557,6 +634,7 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
     out = Path(str(extra.get("output-dir") or root / "runs" / time.strftime("%Y%m%d-%H%M%S"))).absolute()
     if "output-dir" in extra:
         extra["output-dir"] = str(out)
+    outcome.output_dir = out
     setup_log = root / "logs" / "setup.log"
     setup_log.parent.mkdir(exist_ok=True)
     layout = lay_out(root, party_ids, args.dataset, setup_log)
@@ -622,26 +700,45 @@ def _run_in(root: Path, app: Path, args: argparse.Namespace) -> int:
                 flush=True,
             )
             run_config = config_text(run_values)
+            outcome.request_tag = _request_tag(str(app), run_config)
             print(f'[4/5] coordinator: edprf run {app} consortium --run-config "{run_config}"', flush=True)
             submitted = time.time()
+            progress = RunProgress()
             with _coordinator_log(dep.logs) as followed, ListenerWatch(dep) as watch:
                 code = run_and_follow(
-                    str(app), "consortium", run_config, env=cli_env, out=followed, resubmission_hint=False
+                    str(app),
+                    "consortium",
+                    run_config,
+                    env=cli_env,
+                    out=followed,
+                    resubmission_hint=False,
+                    progress=progress,
                 )  # [5/5] says how to finish a stopped run, in this command's options
+            outcome.run_code, outcome.run_id = code, progress.run_id
+            run_id = None if progress.run_id is None else str(progress.run_id)
+            outcome.report = run_report(out, run_id, submitted)
+            if code != 0 and progress.details:
+                outcome.errors.append(progress.details)
             _print_summary(out, code, submitted, run_values.get("request-tag"))
+            warn_refusals(outcome.report)
             print(watch.summary(), flush=True)
+            if watch.exposed:
+                outcome.errors.append(" ".join(watch.summary().split()))
             code = code or (1 if watch.exposed else 0)
         except KeyboardInterrupt as interrupt:
             print("\nedprf consortium: interrupted; stopping every process it started", file=sys.stderr, flush=True)
             code = exit_status(interrupt)
+            outcome.errors.append("interrupted; every process it started was stopped")
         except FlowerProcessError as exc:  # one line and where to look, not a traceback
             print(f"edprf consortium: error: {_one_line(exc)} (logs in {dep.logs})", file=sys.stderr, flush=True)
+            outcome.errors.append(f"{_one_line(exc)} (logs in {dep.logs})")
             code = 1
         finally:
             dep.stop()
             left = dep.leftovers()
             if left:
                 print(f"edprf consortium: processes still running: {left}", file=sys.stderr)
+                outcome.errors.append(f"processes still running: {left}")
                 code = code or 1
             else:
                 print(f"stopped: every process this command started has exited (logs in {dep.logs})", flush=True)

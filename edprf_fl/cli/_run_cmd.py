@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         epilog=exit_epilog(
-            "0 the run finished and completed; 1 it failed, was stopped, or Flower could not submit it (the SuperLink not reached)"
+            "0 the run finished and completed; 1 it failed, was stopped, or Flower could not submit it (the SuperLink "
+            "not reached), or --fail-on-refusal could not read the run's report.json; 6 with --fail-on-refusal: the "
+            "run completed, but a party refused or was silent"
         ),
         help="run the coordinator (flwr run) and exit with the run's outcome; Ctrl-C stops it",
         description="Submit the edprf app to a SuperLink with `flwr run`, stream its log, and exit "
@@ -75,7 +77,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="on Ctrl-C leave the run going (and print how to stop it) instead of stopping it",
     )
+    add_script_options(p)
     p.set_defaults(handler=run_command)
+
+
+def add_script_options(p: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--fail-on-refusal``, as ``run`` and ``consortium`` take them (review rev-auto A6, A7)."""
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="end with one JSON object on standard output (status, run id, output directory, report.json's path, "
+        "each party's status: docs/reference/run-summary-json.md); everything else goes to standard error",
+    )
+    p.add_argument(
+        "--fail-on-refusal",
+        action="store_true",
+        help="exit 6 when the run completed but a party refused or was silent (as its report.json says; the "
+        "output-dir must be readable here); each refusal is logged at WARNING either way",
+    )
 
 
 FLOWER_INSTALL = "pip install 'edprf-fl[deploy]'"
@@ -102,6 +121,18 @@ def flwr_command() -> str:
             f"Flower's command line: {FLOWER_INSTALL}"
         )
     return found
+
+
+@dataclass
+class RunProgress:
+    """What :func:`run_and_follow` learned of its run, filled in as it goes, for a caller's summary."""
+
+    run_id: int | None = None
+    """Flower's id of the submitted run (None until it was submitted)."""
+    status: str = ""
+    """Flower's final status (``finished:completed``, ``finished:failed``, ...), or ``interrupted``."""
+    details: str = ""
+    """Flower's details of a run that did not complete (the ServerApp's failure), or what an interrupt did."""
 
 
 @dataclass
@@ -363,17 +394,21 @@ def run_and_follow(
     env: dict[str, str] | None = None,
     out=None,
     resubmission_hint: bool = True,
+    progress: RunProgress | None = None,
 ) -> int:
     """Submit, follow, and return the exit status (0 completed, 1 failed or stopped, 130 interrupted).
 
     ``resubmission_hint``: an interrupted run says how to resubmit it without spending again (False: the caller
-    says it in terms of its own options, as ``edprf consortium`` does)."""
+    says it in terms of its own options, as ``edprf consortium`` does).  ``progress``: filled with the run's id once
+    it is submitted, and its final status."""
     from ._stop_signals import exit_status, stop_signals
 
     out = out or sys.stdout
     flwr_command()  # a plain install (no Flower) told the extra to install, before anything else (P7)
     check_superlink_certificate(connection, env)  # an expired certificate named, not "unavailable" (U3)
     run = submit(app, connection, run_config, env)
+    progress = progress if progress is not None else RunProgress()
+    progress.run_id = run.run_id
     conn = f" {run.connection}" if run.connection else ""
     try:
         with stop_signals():  # SIGTERM (timeout, systemd, kill) and SIGHUP (a closed terminal) stop it too
@@ -390,13 +425,20 @@ def run_and_follow(
                 watch.cancel()
             status, details = run.final_status(env)
     except KeyboardInterrupt as interrupt:
+        progress.status = "interrupted"
         if detach_on_interrupt:
+            progress.details = f"interrupted; run {run.run_id} continues on the SuperLink (--detach-on-interrupt)"
             _tell(
                 f"\nedprf run: interrupted. Run {run.run_id} continues on the SuperLink and keeps asking parties "
                 f"to spend epsilon until it ends; stop it with: {quiet_flwr(f'stop {run.run_id}{conn}')}"
             )
             return exit_status(interrupt)
         code, text = run.stop(env)  # first: after SIGHUP there may be no terminal left to tell
+        progress.details = (
+            f"interrupted; stopped run {run.run_id}"
+            if code == 0
+            else f"interrupted, but flwr stop {run.run_id}{conn} failed ({code}): the run continues on the SuperLink"
+        )
         if code == 0:
             resubmit = (
                 " To use those releases without spending again, once each party's `edprf budget` shows the entry "
@@ -418,10 +460,12 @@ def run_and_follow(
                 "command again"
             )
         return exit_status(interrupt)
+    progress.status = status
     if status == "finished:completed":
         print(f"edprf run: run {run.run_id} completed", file=out)
         return 0
     details = details.removeprefix(_FLOWER_FAILURE_PREFIX)  # the failure is the ServerApp's own text
+    progress.details = f"run {run.run_id} {status}" + (f": {details}" if details else "")
     print(f"edprf run: run {run.run_id} {status}" + (f": {details}" if details else ""), file=sys.stderr)
     if not status.startswith("finished"):  # the log ended but the run did not (the SuperLink lost, restarted)
         print(
@@ -479,5 +523,74 @@ def _tell(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+def _output_dir(app: str, run_config: str | None) -> str:
+    """The run's output-dir: ``--run-config``'s, else the app's default ('' when neither gives one).  A relative one
+    is the ServerApp's, relative to its working directory: read here from this command's (its report is used only
+    when it names this run)."""
+    from client import parse_node_config
+
+    try:
+        given = parse_node_config(run_config, option="--run-config") if run_config else {}
+    except ValueError:
+        given = {}
+    return str(given.get("output-dir") or (_app_config(app) or {}).get("output-dir") or "")
+
+
+def run_status(code: int, *, submitted: bool) -> str:
+    """The ``status`` of ``--json``'s object for a command whose run (``submitted``: one was) exited ``code``."""
+    if code >= 128:  # 128 + a signal
+        return "stopped"
+    if not submitted:
+        return "refused"
+    return "completed" if code == 0 else "failed"
+
+
 def run_command(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
-    return run_and_follow(args.app, args.connection, args.run_config, detach_on_interrupt=args.detach_on_interrupt)
+    """``edprf run``: :func:`run_and_follow`, then ``--fail-on-refusal``'s status and ``--json``'s object."""
+    from ._run_summary import json_output, print_summary, refusal_status, run_report, run_summary, warn_refusals
+    from ._stop_signals import exit_status
+
+    progress = RunProgress()
+    tag = _request_tag(args.app, args.run_config)
+    output_dir = _output_dir(args.app, args.run_config)
+
+    def summary(status: str, code: int, error: str | None, report: Path | None = None) -> None:
+        if args.json:
+            run_id = progress.run_id
+            print_summary(
+                run_summary(
+                    status=status,
+                    run_id=run_id,
+                    request_tag=tag,
+                    output_dir=output_dir,
+                    report_path=report,
+                    exit_status=code,
+                    error=error,
+                ),
+                stdout,
+            )
+
+    with json_output(args.json) as stdout:
+        try:
+            code = run_and_follow(
+                args.app,
+                args.connection,
+                args.run_config,
+                detach_on_interrupt=args.detach_on_interrupt,
+                progress=progress,
+            )
+        except KeyboardInterrupt as interrupt:  # before the run was submitted (after, run_and_follow handles it)
+            summary("stopped", exit_status(interrupt), "interrupted before the run was submitted")
+            raise
+        except (ValueError, OSError) as exc:
+            status = run_status(1, submitted=progress.run_id is not None)
+            summary(status, getattr(exc, "edprf_exit_status", 1), " ".join(str(exc).split()))
+            raise
+        report = None if progress.run_id is None else run_report(output_dir, str(progress.run_id))
+        warn_refusals(report)
+        status = run_status(code, submitted=True)
+        final, said = refusal_status(code, report, args.fail_on_refusal)
+        if said:
+            _tell(f"edprf run: {said}")
+        summary(status, final, said or (None if code == 0 else progress.details or None), report)
+    return final

@@ -186,7 +186,7 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     for party in layout["parties"]:
         record.add(party, "earlier/train", Fraction(3, 2), "run-0")
     t0 = time.monotonic()
-    done = _run(root, tmp_path, "--run-config", "request-tag='trial-7'")
+    done = _run(root, tmp_path, "--run-config", "request-tag='trial-7'", "--json", "--fail-on-refusal")
     print(f"\nedprf consortium, every party refusing: {time.monotonic() - t0:.1f} s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-6000:]
@@ -207,6 +207,20 @@ def test_a_run_every_party_refuses_says_why_and_what_to_do_without_a_traceback(t
     saved = json.loads((run_dir / "report.json").read_text())
     assert saved["failure"].startswith("0 of 3 connected parties would serve the request")
     assert all(p["readiness_only"] and p["status"] == "refused" for p in saved["parties"]), saved["parties"]
+    # --json: one object on stdout, everything else on stderr; --fail-on-refusal leaves a failed run's 1 (rev-auto A6, A7)
+    summary = json.loads(done.stdout)
+    assert (summary["format"], summary["status"], summary["exit_status"]) == ("edprf-run-summary/1", "failed", 1)
+    assert summary["run_id"] == saved["run_id"] and summary["resume_request_tag"] == "trial-7", summary
+    assert summary["report"] == str(run_dir / "report.json") and summary["output_dir"] == str(run_dir)
+    assert summary["error"].startswith("run ") and "0 of 3 connected parties would serve" in summary["error"]
+    assert sorted((p["party_id"], p["status"], p["reason"]) for p in summary["parties"]) == [
+        (party, "refused", "budget_exhausted") for party in PARTIES
+    ]
+    assert [p["node_id"] for p in summary["parties"]] == [p["node_id"] for p in saved["parties"]]
+    for party in PARTIES:  # each refusal at WARNING (the coordinator's log has them as INFO)
+        assert (
+            f"WARNING edprf.run: run {saved['run_id']}: {party} refused the request (budget_exhausted)" in done.stderr
+        )
     _assert_plain(output, root)
     assert _running_under(root) == [], "processes left running"
 
@@ -554,7 +568,7 @@ def test_a_second_consortium_on_the_same_dir_is_refused(tmp_path, fake_run, caps
 
     fake_run["during"] = second_invocation
     assert _consortium(root) == 0
-    assert said["code"] == 1, said
+    assert said["code"] == 75, said  # busy: retry later, as budget's busy ledger (it was 1)
     assert (
         f"{root} is in use by another edprf consortium (pid {os.getpid()}); wait for it or give another --dir"
         in said["err"]

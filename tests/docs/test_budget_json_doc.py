@@ -90,3 +90,27 @@ def test_every_key_of_party_check_json_is_documented_and_every_documented_key_pr
     documented = _documented(REFERENCE / "party-check-json.md")
     assert len(documented) > 8
     assert _keys(shown) == documented
+
+
+RUN_SUMMARY_PAGE = PAGE.parent / "run-summary-json.md"
+
+
+def test_every_key_of_the_run_summary_is_documented_and_every_documented_key_printed(tmp_path, capsys):
+    """The same for `edprf run --json` and `edprf consortium --json` (review rev-auto A6)."""
+    from edprf_fl.cli._run_summary import RUN_SUMMARY_FORMAT, print_summary, run_summary
+
+    report = tmp_path / "report.json"
+    party = {"party_id": "hospital-a", "node_id": "7151833965435759367", "status": "refused", "reason": "policy_bins"}
+    report.write_text(json.dumps({"run_id": "41", "parties": [party], "absent_parties": ["hospital-b"]}))
+    print_summary(
+        run_summary(
+            status="completed", run_id=41, request_tag="t", output_dir=tmp_path, report_path=report, exit_status=6
+        )
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["format"] == RUN_SUMMARY_FORMAT == "edprf-run-summary/1"
+    printed = _keys(data)
+    documented = _documented(RUN_SUMMARY_PAGE)
+    assert len(documented) > 10  # the table was read
+    assert printed - documented == set(), "printed, not documented in docs/reference/run-summary-json.md"
+    assert documented - printed == set(), "documented, not printed"
