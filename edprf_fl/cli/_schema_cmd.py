@@ -73,10 +73,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rows dropped per rule, missing and clipped values, and the likely causes (bytes that are not UTF-8, "
         "decimal commas). Give the schema first, then the data.",
         epilog="exit status: 0 when at least one row satisfies the schema's rules (some may be dropped: the report "
-        "counts them); 1 when none does, or the schema or the data file cannot be read.",
+        "counts them); 1 when none does, or the schema or the data file cannot be read (with --json, the object "
+        "says which: docs/reference/schema-check-json.md).",
     )
     check.add_argument("schema", metavar="SCHEMA", help="the schema TOML (first)")
     check.add_argument("data", metavar="DATA", help="the data file (CSV), after the schema")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead of the report (edprf-schema-check/1: rows read and kept, rows dropped "
+        "per column and rule, missing and clipped values, findings; docs/reference/schema-check-json.md); an error "
+        "is one object too, with its exit status",
+    )
     _format_options(check)
     check.set_defaults(handler=run_check)
 
@@ -493,6 +501,24 @@ def _load_schema(schema: str, data: str) -> Schema:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """``edprf schema check``: the report as text, or with ``--json`` as one object (an error too, then raised on
+    for the entry point's line on stderr and its exit status)."""
+    if not args.json:
+        return _check(args)
+    from ._output_streams import stdout_pipe_closed
+    from ._schema_check_json import error_json
+
+    try:
+        return _check(args)
+    except (ValueError, OSError) as exc:
+        if not stdout_pipe_closed(exc):
+            plain = isinstance(exc, OSError) and exc.filename is not None and exc.strerror
+            text = f"{exc.filename}: {exc.strerror}" if plain else str(exc)
+            print(error_json(text, 1))
+        raise
+
+
+def _check(args: argparse.Namespace) -> int:
     from edprf_core import check_data
     from edprf_fl.simulation import file_text, stage
 
@@ -500,6 +526,14 @@ def run_check(args: argparse.Namespace) -> int:
     refuse_foreign_format(Path(args.data))
     with stage(say, f"checking {file_text(args.data)} under the schema's rules ...", "      checked"):
         report = check_data(args.data, schema, sep=args.sep, header=not args.no_header, progress=say)
+    status = 0 if report.rows_kept else 1
+    if args.json:
+        from ._schema_check_json import check_json
+
+        print(check_json(args.schema, args.data, schema, report, status))
+        if status:
+            print(f"no row of {args.data} satisfies the schema's rules (exit status 1)", file=sys.stderr)
+        return status
     print(f"{args.data} under {args.schema}:")
     print(
         f"  schema fingerprint: {schema.fingerprint}   (a party's policy: schema-fingerprint = this value; "

@@ -1,6 +1,6 @@
 """Every key `edprf budget --json` prints is documented in docs/reference/budget-json.md, and every key documented
 there is printed (review rev-auto A4: the ~45 keys were undocumented and the object carried no format version); the
-same for `edprf inspect --json` and `edprf party check --json` (review rev-auto A6)."""
+same for `edprf inspect --json`, `edprf party check --json` and `edprf schema check --json` (review rev-auto A6)."""
 
 from __future__ import annotations
 
@@ -113,4 +113,22 @@ def test_every_key_of_the_run_summary_is_documented_and_every_documented_key_pri
     documented = _documented(RUN_SUMMARY_PAGE)
     assert len(documented) > 10  # the table was read
     assert printed - documented == set(), "printed, not documented in docs/reference/run-summary-json.md"
+    assert documented - printed == set(), "documented, not printed"
+
+
+def test_every_key_of_schema_check_json_is_documented_and_every_documented_key_printed(tmp_path, capsys):
+    """The same for `edprf schema check --json` (review rev-auto A6)."""
+    from tests.federation.test_schema_check_json import _files
+
+    schema_path, data_path = _files(tmp_path)
+    main(["schema", "check", str(schema_path), str(data_path), "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["rows_dropped"] and shown["missing"] and shown["clipped"]  # every list has an entry to read keys from
+    main(["schema", "check", str(schema_path), str(tmp_path / "nope.csv"), "--json"])
+    failure = json.loads(capsys.readouterr().out)
+    assert set(failure) == {"format", "error", "exit_status"}
+    printed = _keys(shown) | {"findings[].level", "findings[].text"}  # no finding on this file: the two documented
+    documented = _documented(REFERENCE / "schema-check-json.md")
+    assert len(documented) > 20  # the table was read
+    assert printed - documented == set(), "printed, not documented in docs/reference/schema-check-json.md"
     assert documented - printed == set(), "documented, not printed"
