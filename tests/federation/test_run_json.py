@@ -22,6 +22,7 @@ import pytest
 from edprf_fl.cli import _flower_processes, _run_cmd
 from edprf_fl.cli._main import main
 from edprf_fl.cli._run_summary import REFUSAL_STATUS, refusal_status, run_report, run_summary
+from tests.deployment.test_consortium import _FakeFederation  # the one stand-in for the Flower processes
 
 PARTIES = ("hospital-a", "hospital-b", "hospital-c")
 NODE = "12345678901234567890"  # above 2**63: a JSON number would lose digits in some readers
@@ -134,33 +135,6 @@ def test_fail_on_refusal_turns_a_completed_run_with_a_refusal_into_6(tmp_path, r
 
 
 # ----------------------------------------------------------------------------- edprf consortium
-
-
-class _FakeFederation:
-    """Stands in for the SuperLink, SuperExec and SuperNodes (nothing is started)."""
-
-    port = 1
-
-    def __init__(self, dep, **kwargs):
-        self.dep = dep
-
-    def start_superlink(self, database):
-        pass
-
-    def write_cli_config(self):
-        return {}
-
-    def register(self, public_key):
-        return 7
-
-    def start_supernode(self, *args, **kwargs):
-        pass
-
-    def wait_online(self, count):
-        return []
-
-    def assert_loopback_only(self):
-        return []
 
 
 @pytest.fixture
