@@ -996,8 +996,8 @@ def _others_can_write_the_list(path: Path, subject: str, report: PreflightReport
             "problem",
             subject,
             f"{what} (mode {mode:04o}, owner {_account_name(held.st_uid)}) is writable by other accounts: any of them "
-            f"could approve any app bundle, which the SuperNode would then run next to the data, so the app pin of "
-            f"0.2.14 approves nothing from it (this party refuses every run); chmod go-w {where}, so that only its "
+            f"could approve any app bundle, which the SuperNode would then run next to the data, so the app pin "
+            f"(0.2.14 on) approves nothing from it (this party refuses every run); chmod go-w {where}, so that only its "
             "owner writes it (deploy/README.md section 6)",
         )
         return
