@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arg_types import integer, positive_finite
+from ._exit_text import BUSY_STATUS
 from ._model_args import add_force_argument, refuse_existing_outputs
 from ._terminal_text import terminal_safe
 
@@ -50,9 +51,6 @@ EXHAUSTED_STATUS = 4
 ``min-epsilon`` (with ``--policy``), so the party refuses every new request (``budget_exhausted``), as ``edprf party
 check`` says (review rev-auto A3: this was exit 0)."""
 
-BUSY_STATUS = 75
-"""Exit status of ``edprf budget`` for a ledger another process holds locked (``EX_TEMPFAIL``: retry; review
-rev-auto A12)."""
 
 JSON_FORMAT = "edprf-budget/1"
 """The ``format`` of ``edprf budget --json``'s object (docs/reference/budget-json.md documents every key); a key

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from edprf_core import EDPRFError
 
-__all__ = ["BUSY_STATUS", "DirectoryBusy"]
+from ._exit_text import BUSY_STATUS
 
-BUSY_STATUS = 75
-"""``EX_TEMPFAIL``: the exit status of a command refused because another process holds what it needs (``budget``'s
-busy ledger, ``consortium``'s ``--dir``); retrying later may succeed."""
+__all__ = ["BUSY_STATUS", "DirectoryBusy"]
 
 
 class DirectoryBusy(EDPRFError, ValueError):

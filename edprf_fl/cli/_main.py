@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from ._exit_text import error_text
 from ._given_options import CommandParser
 
 __all__ = ["build_parser", "main", "require_federation"]
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # --version to a closed stdout (a command's own writes are said by _main)
         if not closed_stdout_error(exc):
             raise
-        print(f"edprf: error: {_error_text(exc)}", file=sys.stderr)
+        print(f"edprf: error: {error_text(exc)}", file=sys.stderr)
         return 1
 
 
@@ -207,7 +208,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if stdout_pipe_closed(exc):  # `edprf ... | head -1`: the reader has what it wanted; stop quietly
             return quiet_after_broken_pipe()
         logging.getLogger("edprf").debug("failure", exc_info=True)
-        print(f"{_innermost(parser, args).prog}: error: {_error_text(exc)}", file=sys.stderr)
+        print(f"{_innermost(parser, args).prog}: error: {error_text(exc)}", file=sys.stderr)
         return getattr(exc, "edprf_exit_status", 1)  # a UsageError (_usage_error.py): 2
     finally:  # what is still buffered after a stop or an error, flushed now: a reader gone keeps the status chosen
         try:
@@ -215,13 +216,6 @@ def _main(argv: Sequence[str] | None) -> int:
         except (ValueError, OSError) as exc:
             if stdout_pipe_closed(exc):
                 quiet_after_broken_pipe()
-
-
-def _error_text(exc: Exception) -> str:
-    """An error as one line: a file-system error as 'PATH: what' (not Python's '[Errno 2] ...')."""
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc)
 
 
 def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

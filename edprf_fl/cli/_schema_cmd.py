@@ -505,6 +505,7 @@ def run_check(args: argparse.Namespace) -> int:
     for the entry point's line on stderr and its exit status)."""
     if not args.json:
         return _check(args)
+    from ._exit_text import error_text
     from ._output_streams import stdout_pipe_closed
     from ._schema_check_json import error_json
 
@@ -512,9 +513,7 @@ def run_check(args: argparse.Namespace) -> int:
         return _check(args)
     except (ValueError, OSError) as exc:
         if not stdout_pipe_closed(exc):
-            plain = isinstance(exc, OSError) and exc.filename is not None and exc.strerror
-            text = f"{exc.filename}: {exc.strerror}" if plain else str(exc)
-            print(error_json(text, 1))
+            print(error_json(error_text(exc), 1))
         raise
 
 
