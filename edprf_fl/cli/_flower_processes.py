@@ -64,6 +64,7 @@ __all__ = [
     "kill_group",
     "listening_sockets",
     "listens_on",
+    "loopback_connections",
     "missing_flower_tools",
     "open_log",
     "port_open",
@@ -167,9 +168,8 @@ def command_line(pid: int) -> str:
         return ""
 
 
-def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
-    """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``; with ``udp``, also those
-    of their unconnected UDP sockets (``ip:port/udp``: a bound UDP socket takes datagrams from any sender)."""
+def _socket_inodes(pids: Iterable[int]) -> set[str]:
+    """Inode numbers (as ``/proc/net`` writes them) of the sockets ``pids`` hold open."""
     inodes = set()
     for pid in pids:
         try:
@@ -179,6 +179,35 @@ def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
                     inodes.add(target[8:-1])
         except OSError:
             continue
+    return inodes
+
+
+_LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1 in /proc/net/tcp and tcp6 (v4-mapped)
+
+
+def loopback_connections(pids: Iterable[int]) -> set[int]:
+    """Remote ports of the established TCP connections ``pids`` hold to ``LOOPBACK`` (from ``/proc``: no
+    process started, no packet sent)."""
+    inodes = _socket_inodes(pids)
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] == "01" and cols[9] in inodes:  # 01 = ESTABLISHED
+                hex_ip, hex_port = cols[2].split(":")
+                if hex_ip in _LOOPBACK_HEX:
+                    ports.add(int(hex_port, 16))
+    return ports
+
+
+def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
+    """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``; with ``udp``, also those
+    of their unconnected UDP sockets (``ip:port/udp``: a bound UDP socket takes datagrams from any sender)."""
+    inodes = _socket_inodes(pids)
     found = []
     tables = [("/proc/net/tcp", False, "0A", ""), ("/proc/net/tcp6", True, "0A", "")]  # 0A = LISTEN
     if udp:  # 07 = unconnected (a connected one, 01, only takes its peer's datagrams)
@@ -605,6 +634,7 @@ class Federation:
     port: int = 0
     superlink: Started | None = None
     choose_port: Callable[[set[int]], int] = free_port
+    dials: dict[str, int] = field(default_factory=dict)  # SuperNode name -> the port it dials (SuperLink, gateway)
 
     @property
     def home(self) -> Path:
@@ -803,6 +833,8 @@ class Federation:
         tls = ["--insecure"] if self.tls is None else ["--root-certificates", str(ca_cert or self.tls.ca_cert)]
         auth = ["--auth-supernode-private-key", str(auth_key)] if auth_key else []
 
+        self.dials[name] = via or self.port
+
         def launch(port: int) -> Started:
             return self.dep.start(
                 name,
@@ -845,14 +877,46 @@ class Federation:
             return []
 
     def wait_online(self, count: int, timeout: float = READY_TIMEOUT) -> list[dict]:
+        """Wait until `flwr supernode ls` lists ``count`` SuperNodes online; returns them.
+
+        Each `flwr supernode ls` is a Python process of about 2 s of CPU: asked every second while the
+        SuperNodes start, it took one of a 2-core host's cores from them.  So it is first asked once
+        ``count`` of this federation's SuperNodes hold a connection to the port they dial (read from
+        ``/proc``, :meth:`_wait_connected`), then every second as before.
+
+        Raises
+        ------
+        FlowerProcessError
+            A Flower process exited, or ``count`` SuperNodes were not online within ``timeout`` seconds.
+        """
+        t0 = time.monotonic()
+        self._wait_connected(count, timeout)
         found: list[dict] = []
 
         def online() -> bool:
             found[:] = [n for n in self.nodes() if n.get("status") == "online"]
             return len(found) >= count
 
-        self.dep.wait_until(f"{count} SuperNodes online", online, timeout, interval=1.0)
+        left = max(timeout - (time.monotonic() - t0), 1.0)
+        self.dep.wait_until(f"{count} SuperNodes online", online, left, interval=1.0)
         return found
+
+    def _wait_connected(self, count: int, timeout: float) -> None:
+        """Wait, reading ``/proc`` only, until ``count`` running SuperNodes of this federation each hold an
+        established connection to the port they dial.  Returns at once when fewer than ``count`` run (some
+        SuperNodes were started otherwise, or one exited: the `ls` polling then decides and reports), and
+        after ``timeout`` whatever it saw: this wait only saves work, it never fails a wait."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            nodes = [
+                p for p in self.dep.started if p.role == "supernode" and p.name in self.dials and p.popen.poll() is None
+            ]
+            if len(nodes) < count:
+                return
+            connected = sum(self.dials[p.name] in loopback_connections([p.popen.pid]) for p in nodes)  # its own socket
+            if connected >= count:
+                return
+            time.sleep(0.2)
 
     def assert_loopback_only(self) -> list[str]:
         tree = self.dep.remember_tree()
