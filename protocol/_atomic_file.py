@@ -208,8 +208,13 @@ class PendingFile:
         handle, fd, self._handle, self._fd = self._handle, self._fd, None, None
         if handle is not None:
             if not handle.closed:
-                handle.flush()
-                os.fsync(handle.fileno())
+                try:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                except BaseException:  # a full disk: the handle is detached, so discard() cannot close it
+                    with contextlib.suppress(OSError, ValueError):
+                        handle.close()  # (its flush fails again; the descriptor is closed all the same)
+                    raise
                 handle.close()
                 return
             fd = os.open(self.temp, os.O_RDONLY)  # closed by a writer wrapped around it (Parquet): fsync by name

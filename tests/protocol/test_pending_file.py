@@ -40,3 +40,25 @@ def test_a_move_that_fails_after_the_claim_leaves_no_empty_file(tmp_path, monkey
     with pytest.raises(OSError, match="Input/output error"):
         pending.commit()
     assert list(tmp_path.iterdir()) == []  # neither the claim nor the temporary file
+
+
+@pytest.mark.parametrize("failing", ["write", "fsync"])
+def test_a_full_disk_at_commit_closes_the_file_and_removes_it(tmp_path, monkeypatch, failing):
+    """Stop 68's read: a flush or fsync that failed (ENOSPC) left the open file to the garbage collector."""
+    out = tmp_path / "out.csv"
+    pending = PendingFile(out, replace=True)
+    handle = pending.open()
+    handle.write("a,b\n" * 10)
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if failing == "write":
+        monkeypatch.setattr(handle, "flush", full)  # the buffered rows reach the disk at the flush
+    else:
+        monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        pending.commit()
+    monkeypatch.undo()
+    assert handle.closed
+    assert list(tmp_path.iterdir()) == []
