@@ -28,6 +28,7 @@ def hold_directory(
     in_use: Callable[[str], str],
     command: str = "",
     remove: bool = False,
+    make: Callable[[Path], object] | None = None,
 ) -> Iterator[Path]:
     """Hold ``directory`` (an exclusive ``flock`` on ``directory/lock_name``, not waited for) while the block runs.
 
@@ -45,6 +46,10 @@ def hold_directory(
     remove : bool, default False
         Remove the lock file when the block ends (a directory of outputs keeps only them).  Safe against a process
         that opened the file before its removal: a lock taken on a removed file is dropped and the file opened again.
+    make : callable, optional
+        Makes ``directory`` again when it is gone at the open: a command that created it and ended before writing
+        anything removes it, empty, and a second command that had just made (or found) it then failed with "No
+        such file" (final read of stop 67, S3).  Without it, that ``FileNotFoundError`` propagates.
 
     Yields
     ------
@@ -60,7 +65,13 @@ def hold_directory(
 
     path = Path(directory) / lock_name
     for _ in range(_ATTEMPTS):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileNotFoundError:
+            if make is None or Path(directory).is_dir():
+                raise
+            make(Path(directory))  # removed, empty, by the command that had made it: made again, opened again
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -216,7 +216,11 @@ def _output_files(directory: Path, held: ExitStack) -> tuple[Path, Path]:
             f"--output {directory} is in use by another edprf command ({who}); wait for it or choose another directory"
         )
 
-    held.enter_context(hold_directory(directory, DEMO_LOCK, refusal, f"edprf demo --output {directory}", remove=True))
+    held.enter_context(
+        hold_directory(
+            directory, DEMO_LOCK, refusal, f"edprf demo --output {directory}", remove=True, make=make_owner_only_dirs
+        )
+    )
     files = (directory / MODEL_NAME, directory / TEST_NAME)
     for path in files:
         if path.exists() or path.is_symlink():

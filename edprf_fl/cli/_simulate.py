@@ -165,6 +165,7 @@ and a simulation on one directory are refused alike (final read of stop 67)."""
 def hold_output(held: ExitStack, out_dir: Path) -> None:
     """Hold ``out_dir`` until ``held`` closes: a second ``edprf simulate`` on it is refused, naming this one."""
     from edprf_fl import hold_directory
+    from protocol import make_owner_only_dirs
 
     def refusal(who: str) -> str:
         return (
@@ -174,7 +175,7 @@ def hold_output(held: ExitStack, out_dir: Path) -> None:
         )
 
     command = f"edprf simulate --output {shlex.quote(str(out_dir))}"
-    held.enter_context(hold_directory(out_dir, SIMULATE_LOCK, refusal, command, remove=True))
+    held.enter_context(hold_directory(out_dir, SIMULATE_LOCK, refusal, command, remove=True, make=make_owner_only_dirs))
 
 
 def run(args: argparse.Namespace) -> int:

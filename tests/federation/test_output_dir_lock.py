@@ -102,3 +102,43 @@ def test_the_consortium_lock_is_the_shared_one(tmp_path):
     with _exclusive(tmp_path), refused, _exclusive(tmp_path):
         pass
     assert (tmp_path / _LOCK).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_directory_removed_before_the_lock_is_made_again_when_asked(tmp_path):
+    """Final read of stop 67, S3: a simulate that ended removed its empty directory between a second one's making
+    it and taking the lock there; the second failed with "No such file".  Given ``make``, the lock makes it again."""
+    from protocol import make_owner_only_dirs
+
+    gone = tmp_path / "gone"
+    with pytest.raises(FileNotFoundError), hold_directory(gone, simulate_cmd.SIMULATE_LOCK, str):
+        pass
+    made = []
+
+    def make(directory):
+        made.append(directory)
+        make_owner_only_dirs(directory)
+
+    with hold_directory(gone, simulate_cmd.SIMULATE_LOCK, str, remove=True, make=make) as lock:
+        assert lock.exists() and made == [gone]
+        assert gone.stat().st_mode & 0o777 == 0o700
+    assert list(gone.iterdir()) == []
+
+
+def test_a_simulate_makes_its_directory_again_if_it_goes_before_the_lock(tmp_path, monkeypatch):
+    """The race itself, made certain: the directory goes right after ``output_dir`` made it."""
+    import protocol
+
+    out = tmp_path / "sim"
+    real = protocol.make_owner_only_dirs
+    calls = []
+
+    def make_then_lose(directory, *args, **kwargs):
+        real(directory, *args, **kwargs)
+        calls.append(directory)
+        if len(calls) == 1:
+            os.rmdir(directory)  # the other command's cleanup, between the making and the lock
+
+    monkeypatch.setattr(protocol, "make_owner_only_dirs", make_then_lose)
+    monkeypatch.setattr(simulate_cmd, "_simulate", lambda settings, out_dir, args: (out_dir / "x").write_text("") or 0)
+    assert main([*SIMULATE, "--output", str(out)]) == 0
+    assert len(calls) == 2 and [p.name for p in out.iterdir()] == ["x"]
