@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Self
@@ -182,53 +182,48 @@ def _socket_inodes(pids: Iterable[int]) -> set[str]:
     return inodes
 
 
+def _held_rows(tables: Iterable[str], inodes: set[str]) -> Iterator[tuple[str, list[str]]]:
+    """(table, columns) of each row of the ``/proc/net`` ``tables`` whose socket is one of ``inodes``."""
+    for table in tables:
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[9] in inodes:
+                yield table, cols
+
+
 _LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1 in /proc/net/tcp and tcp6 (v4-mapped)
 
 
 def loopback_connections(pids: Iterable[int]) -> set[int]:
     """Remote ports of the established TCP connections ``pids`` hold to ``LOOPBACK`` (from ``/proc``: no
     process started, no packet sent)."""
-    inodes = _socket_inodes(pids)
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            if cols[3] == "01" and cols[9] in inodes:  # 01 = ESTABLISHED
-                hex_ip, hex_port = cols[2].split(":")
-                if hex_ip in _LOOPBACK_HEX:
-                    ports.add(int(hex_port, 16))
-    return ports
+    rows = _held_rows(("/proc/net/tcp", "/proc/net/tcp6"), _socket_inodes(pids))
+    remotes = [cols[2].split(":") for _, cols in rows if cols[3] == "01"]  # 01 = ESTABLISHED
+    return {int(hex_port, 16) for hex_ip, hex_port in remotes if hex_ip in _LOOPBACK_HEX}
 
 
 def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
     """Local addresses (``ip:port``) of the TCP sockets in LISTEN state held by ``pids``; with ``udp``, also those
     of their unconnected UDP sockets (``ip:port/udp``: a bound UDP socket takes datagrams from any sender)."""
-    inodes = _socket_inodes(pids)
-    found = []
-    tables = [("/proc/net/tcp", False, "0A", ""), ("/proc/net/tcp6", True, "0A", "")]  # 0A = LISTEN
+    tables = {"/proc/net/tcp": "0A", "/proc/net/tcp6": "0A"}  # 0A = LISTEN
     if udp:  # 07 = unconnected (a connected one, 01, only takes its peer's datagrams)
-        tables += [("/proc/net/udp", False, "07", "/udp"), ("/proc/net/udp6", True, "07", "/udp")]
-    for table, v6, state, suffix in tables:
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
+        tables |= {"/proc/net/udp": "07", "/proc/net/udp6": "07"}
+    found = []
+    for table, cols in _held_rows(tables, _socket_inodes(pids)):
+        if cols[3] != tables[table]:
             continue
-        for line in lines:
-            cols = line.split()
-            if cols[3] != state or cols[9] not in inodes:
-                continue
-            hex_ip, hex_port = cols[1].split(":")
-            raw = bytes.fromhex(hex_ip)
-            if v6:  # four little-endian 32-bit words
-                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-                ip = socket.inet_ntop(socket.AF_INET6, raw)
-            else:
-                ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
-            found.append(f"{ip}:{int(hex_port, 16)}{suffix}")
+        hex_ip, hex_port = cols[1].split(":")
+        raw = bytes.fromhex(hex_ip)
+        if table.endswith("6"):  # four little-endian 32-bit words
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+            ip = socket.inet_ntop(socket.AF_INET6, raw)
+        else:
+            ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+        found.append(f"{ip}:{int(hex_port, 16)}{'/udp' if '/udp' in table else ''}")
     return found
 
 
