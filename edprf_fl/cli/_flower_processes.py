@@ -874,10 +874,10 @@ class Federation:
     def wait_online(self, count: int, timeout: float = READY_TIMEOUT) -> list[dict]:
         """Wait until `flwr supernode ls` lists ``count`` SuperNodes online; returns them.
 
-        Each `flwr supernode ls` is a Python process of about 2 s of CPU: asked every second while the
-        SuperNodes start, it took one of a 2-core host's cores from them.  So it is first asked once
-        ``count`` of this federation's SuperNodes hold a connection to the port they dial (read from
-        ``/proc``, :meth:`_wait_connected`), then every second as before.
+        Each `flwr supernode ls` is a Python process of about 2 s of CPU, which SuperNodes still starting
+        on a small host compete with; so it is first asked once ``count`` of this federation's SuperNodes
+        hold a connection to the port they dial (read from ``/proc``, :meth:`_wait_connected`), then every
+        second as before.
 
         Raises
         ------

@@ -1,6 +1,6 @@
 """Waiting for SuperNodes reads ``/proc`` before it asks Flower: :meth:`Federation.wait_online` runs `flwr
 supernode ls` (a Python process of about 2 s of CPU) only once every SuperNode holds a connection to the port it
-dials, so that the polling no longer takes a core from SuperNodes still starting.  The real wait runs in every
+dials, so that fewer such processes compete with SuperNodes still starting.  The real wait runs in every
 deployment test; these tests pin what it reads and that it never fails a wait by itself."""
 
 from __future__ import annotations
