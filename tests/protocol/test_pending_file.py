@@ -44,7 +44,7 @@ def test_a_move_that_fails_after_the_claim_leaves_no_empty_file(tmp_path, monkey
 
 @pytest.mark.parametrize("failing", ["write", "fsync"])
 def test_a_full_disk_at_commit_closes_the_file_and_removes_it(tmp_path, monkeypatch, failing):
-    """Stop 68's read: a flush or fsync that failed (ENOSPC) left the open file to the garbage collector."""
+    """Final read of stop 67, S3: a flush or fsync that failed (ENOSPC) left the open file to the garbage collector."""
     out = tmp_path / "out.csv"
     pending = PendingFile(out, replace=True)
     handle = pending.open()
