@@ -198,12 +198,17 @@ def _held_rows(tables: Iterable[str], inodes: set[str]) -> Iterator[tuple[str, l
 _LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1 in /proc/net/tcp and tcp6 (v4-mapped)
 
 
+def _loopback_peers(inodes: set[str]) -> dict[str, int]:
+    """Socket inode -> remote port, for the established TCP connections to ``LOOPBACK`` among ``inodes``."""
+    rows = _held_rows(("/proc/net/tcp", "/proc/net/tcp6"), inodes)
+    remotes = [(cols[9], *cols[2].split(":")) for _, cols in rows if cols[3] == "01"]  # 01 = ESTABLISHED
+    return {inode: int(hex_port, 16) for inode, hex_ip, hex_port in remotes if hex_ip in _LOOPBACK_HEX}
+
+
 def loopback_connections(pids: Iterable[int]) -> set[int]:
     """Remote ports of the established TCP connections ``pids`` hold to ``LOOPBACK`` (from ``/proc``: no
     process started, no packet sent)."""
-    rows = _held_rows(("/proc/net/tcp", "/proc/net/tcp6"), _socket_inodes(pids))
-    remotes = [cols[2].split(":") for _, cols in rows if cols[3] == "01"]  # 01 = ESTABLISHED
-    return {int(hex_port, 16) for hex_ip, hex_port in remotes if hex_ip in _LOOPBACK_HEX}
+    return set(_loopback_peers(_socket_inodes(pids)).values())
 
 
 def listening_sockets(pids: Iterable[int], udp: bool = False) -> list[str]:
@@ -908,7 +913,9 @@ class Federation:
             ]
             if len(nodes) < count:
                 return
-            connected = sum(self.dials[p.name] in loopback_connections([p.popen.pid]) for p in nodes)  # its own socket
+            held = {p.name: _socket_inodes([p.popen.pid]) for p in nodes}  # its own sockets
+            peers = _loopback_peers(set().union(*held.values()))  # the tables read once for every node
+            connected = sum(any(peers.get(i) == self.dials[name] for i in inodes) for name, inodes in held.items())
             if connected >= count:
                 return
             time.sleep(0.2)
