@@ -30,14 +30,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._mechanisms import check_epsilon
+from ._opendp_constructors import opendp_constructors
 
 __all__ = ["discrete_laplace_counts"]
 
 
 def _opendp_measurement(scale: float, n: int):
-    import opendp.prelude as dp  # imported lazily: research runs never need it
-
-    dp.enable_features("contrib")
+    dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
     space = dp.vector_domain(dp.atom_domain(T="i64"), size=n), dp.l1_distance(T="i64")
     return space >> dp.m.then_laplace(scale=scale)
 

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._opendp_constructors import opendp_constructors
 from ._opendp_entry import index_draw
 
 __all__ = ["MAX_FIT_ROWS", "UTILITY_SCALE", "ExactPermuteAndFlip", "integer_weighted_gini"]
@@ -80,10 +81,7 @@ def integer_weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _opendp():
-    import opendp.prelude as dp  # imported lazily: research runs never need it
-
-    dp.enable_features("contrib")
-    return dp
+    return opendp_constructors()  # imported at first use: research runs never need OpenDP
 
 
 @dataclass
