@@ -8,4 +8,6 @@ ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist pytest_timeout h
 export PATH="$PWD/.venv/bin:$PATH"
 # Two workers (pytest-xdist); every test, the real Flower and Ray ones too, keeps its processes, ports
 # (free_port) and Flower home under its own tmp_path.  `-n 0` runs in this process (pdb, -s).
-exec .venv/bin/python -m pytest -n 2 "$@"
+# A worker takes a whole module at a time, the longest modules first (tests/_module_order.py): both
+# workers then finish together.
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"

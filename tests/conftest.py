@@ -34,3 +34,10 @@ def schema() -> Schema:
 @pytest.fixture
 def data(schema: Schema) -> tuple[pd.DataFrame, pd.Series]:
     return make_data(schema, 2000, seed=0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest modules first (:mod:`tests._module_order`): ./test.sh's two workers then finish together."""
+    from tests._module_order import module_seconds, order_longest_first
+
+    order_longest_first(items, module_seconds())
