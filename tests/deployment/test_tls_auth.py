@@ -22,6 +22,8 @@ keys; every party signs.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from client import check_supernode_files
@@ -148,7 +150,10 @@ def test_registered_parties_build_a_signed_model_and_others_are_refused(deployme
         )
         assert code == 0, out
         assert {int(n["node-id"]): n["status"] for n in fed.nodes()}[node_ids["hospital-c"]] == "unregistered"
-        assert dep.wait_exit(removed, REFUSED_WAIT) == 0  # Flower 1.41: the SuperNode stops by itself
+        # Flower 1.41: the SuperNode stops by itself, with status 0; or killed by its own SIGINT, when its heartbeat
+        # thread's 401 (the node is gone) gives up by signalling the process while the main thread is already exiting
+        # (Flower's race: KeyboardInterrupt while joining that thread; seen once, in stop 70's CI rehearsal)
+        assert dep.wait_exit(removed, REFUSED_WAIT) in (0, -signal.SIGINT)
         again = fed.start_supernode(
             "hospital-c-again", node_config(parties["hospital-c"]), auth_key=keys["hospital-c"].auth_key, role="doomed"
         )
