@@ -80,10 +80,6 @@ def integer_weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
     return (UTILITY_SCALE * q + (UTILITY_SCALE * r) // np.maximum(n, 1)).astype(np.float64)
 
 
-def _opendp():
-    return opendp_constructors()  # imported at first use: research runs never need OpenDP
-
-
 @dataclass
 class ExactPermuteAndFlip:
     """Permute-and-flip on integer utilities, sampled exactly by OpenDP.
@@ -119,7 +115,7 @@ class ExactPermuteAndFlip:
         if epsilon not in self._measurements:
             if not math.isfinite(epsilon) or epsilon <= 0:
                 raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-            dp = _opendp()
+            dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
             factor = 1 if self.monotone else 2
             scale = factor * int(self.sensitivity) / epsilon * (1 + 1e-12)
             space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=self.monotone)

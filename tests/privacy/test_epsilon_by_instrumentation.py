@@ -37,7 +37,8 @@ import client._party as party_module
 import edprf_core._builder as builder
 import edprf_core._classifier as classifier
 from edprf_core import BudgetAccountant, DPForest, EDPRFClassifier
-from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip, _opendp
+from edprf_core._exact_selection import UTILITY_SCALE, ExactPermuteAndFlip
+from edprf_core._opendp_constructors import opendp_constructors
 from edprf_core._opendp_entry import IndexDraw, index_draw
 from edprf_core.encoding import FeatureGrid, encode_features, encode_labels
 from server._guarantee import PartySpend, federation_guarantee
@@ -384,7 +385,7 @@ def _direct_draws_at_half_scale(monkeypatch):
     """The selections' noisy max built at half the scale, then drawn through the direct C-entry call."""
 
     def measurement(self, epsilon):
-        dp = _opendp()
+        dp = opendp_constructors()
         scale = (1 if self.monotone else 2) * int(self.sensitivity) / epsilon / 2
         space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=self.monotone)
         draw = index_draw(dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale))
