@@ -7,12 +7,13 @@ import logging
 import numpy as np
 import pytest
 
-from edprf_core._exact_selection import ExactPermuteAndFlip, _opendp
+from edprf_core._exact_selection import ExactPermuteAndFlip
+from edprf_core._opendp_constructors import opendp_constructors
 from edprf_core._opendp_entry import IndexDraw, index_draw
 
 
 def _noisy_max(scale: float, T: str = "i64"):
-    dp = _opendp()
+    dp = opendp_constructors()
     domain = dp.vector_domain(dp.atom_domain(T=T, nan=False) if T != "i64" else dp.atom_domain(T=T))
     return dp.m.make_noisy_max(domain, dp.linf_distance(T=T, monotonic=True), dp.max_divergence(), scale=scale)
 
