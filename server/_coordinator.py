@@ -72,6 +72,7 @@ from ._party_names import claimed_party_id, name_evaluation, who
 from ._party_text import party_reason, party_text
 from ._readiness import PIN_REFUSAL, READINESS_SECONDS, readiness_round
 from ._report import PartyOutcome, RunReport
+from ._round_trip import round_trip
 from ._run_control import failure_text, resumed_evaluation_skip, too_few_connected_text
 from ._run_files import RunFiles, check_run_files
 from ._selection import select_parties
@@ -366,7 +367,7 @@ def run_federation(grid: Grid, cfg: CoordinatorConfig, run_id: str, files: RunFi
         for node in nodes
     ]
     t0 = time.perf_counter()
-    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=cfg.round_timeout)}
+    replies = {r.metadata.src_node_id: r for r in round_trip(grid, messages, timeout=cfg.round_timeout)}
     report.timings["train_round_s"] = time.perf_counter() - t0
 
     accepted = []
@@ -900,7 +901,7 @@ def _evaluation_round(
         messages.append(Message(content=content, dst_node_id=node, message_type=MessageType.EVALUATE))
     replies = []
     answered_nodes = set()
-    for reply in grid.send_and_receive(messages, timeout=cfg.round_timeout):
+    for reply in round_trip(grid, messages, timeout=cfg.round_timeout):
         node = reply.metadata.src_node_id
         answered_nodes.add(node)
         if reply.has_error():

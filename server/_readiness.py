@@ -30,6 +30,7 @@ from protocol import ReplyStatus
 from protocol.messages import REQUEST_KEY, RESULT_KEY
 
 from ._party_names import claimed_party_id
+from ._round_trip import round_trip
 
 __all__ = ["PIN_REFUSAL", "READINESS_SECONDS", "Readiness", "readiness_round"]
 
@@ -93,7 +94,7 @@ def readiness_round(grid: Grid, nodes: Iterable[int], request: Mapping[str, Any]
         )
         for n in nodes
     ]
-    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages, timeout=timeout)}
+    replies = {r.metadata.src_node_id: r for r in round_trip(grid, messages, timeout=timeout)}
     serving: dict[int, dict[str, Any]] = {}
     refused: dict[int, dict[str, Any]] = {}
     errored: dict[int, str] = {}

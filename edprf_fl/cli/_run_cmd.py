@@ -185,14 +185,16 @@ class FlowerRun:
 
 def submit(app: str, connection: str | None, run_config: str | None, env: dict[str, str] | None = None) -> FlowerRun:
     """`flwr run ... --format json`; raises ValueError with Flower's output when it is refused."""
+    from ._bundle_staging import staged_app
     from ._flower_processes import json_in
 
     if run_config:
         check_run_config_keys(app, run_config)
-    argv = [flwr_command(), "run", app, *([connection] if connection else []), "--format", "json"]
-    if run_config:
-        argv += ["--run-config", run_config]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
+    with staged_app(app) as bundle_dir:  # the bundle's files alone: Flower would list a whole checkout's .venv
+        argv = [flwr_command(), "run", bundle_dir, *([connection] if connection else []), "--format", "json"]
+        if run_config:
+            argv += ["--run-config", run_config]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
     try:
         payload = json_in(proc.stdout)
         return FlowerRun(int(payload["run-id"]), connection)

@@ -24,6 +24,7 @@ import numpy as np
 
 from client import PartyPolicy
 from edprf_core import load_embedded
+from edprf_fl.cli._bundle_staging import staged_app
 from edprf_fl.cli._flower_processes import (  # noqa: F401  (re-exported for the tests)
     BIN,
     FLOWER_TOOLS,
@@ -134,8 +135,9 @@ class Federation(LocalFederation):
             f"{k}='{v}'" if isinstance(v, (str, Path)) else f"{k}={_toml(v)}"
             for k, v in {**run_config, "output-dir": out}.items()
         )
-        args = ["run", str(REPO), self.connection, "--run-config", pairs] + (["--stream"] if stream else [])
-        return self.flwr(name, args, timeout=timeout)
+        with staged_app(str(REPO)) as app:  # as `edprf run` submits it (the checkout's .venv not listed)
+            args = ["run", app, self.connection, "--run-config", pairs] + (["--stream"] if stream else [])
+            return self.flwr(name, args, timeout=timeout)
 
     def run_and_load(self, name: str, run_config: dict[str, Any], out: Path, expect_model: bool = True):
         """`flwr run --stream`, then the report and the loaded global model (None when none is expected)."""
@@ -167,7 +169,8 @@ def bundle_hash() -> str:
         warnings.simplefilter("ignore", DeprecationWarning)  # typer's and pathspec's, raised inside flwr
         from flwr.cli.build import build_fab_from_disk
 
-        return hashlib.sha256(build_fab_from_disk(REPO)).hexdigest()
+        with staged_app(str(REPO)) as app:  # the same bytes as from REPO (tests/deployment/test_bundle_staging.py)
+            return hashlib.sha256(build_fab_from_disk(Path(app))).hexdigest()
 
 
 def _toml(value: Any) -> str:
