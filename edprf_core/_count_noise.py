@@ -24,6 +24,7 @@ Two samplers:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -36,9 +37,19 @@ __all__ = ["discrete_laplace_counts"]
 
 
 def _opendp_measurement(scale: float, n: int):
+    """OpenDP's discrete Laplace measurement of ``scale`` on ``n`` integer counts (L1 distance)."""
     dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
-    space = dp.vector_domain(dp.atom_domain(T="i64"), size=n), dp.l1_distance(T="i64")
-    return space >> dp.m.then_laplace(scale=scale)
+    return _laplace_measurement(dp.m.make_laplace, float(scale), int(n))
+
+
+@functools.lru_cache(maxsize=256)
+def _laplace_measurement(make_laplace, scale: float, n: int):
+    """Built once per process and reused (each invocation draws afresh, from the operating system).  Cached by the
+    constructor object itself: a replaced ``opendp.measurements.make_laplace`` (the privacy gate's weakened sampler,
+    the instrumentation's recorder) is a new key, so its measurement is built and used while it is in place.
+    ``make_laplace(domain, metric, scale)`` is what ``domain, metric >> then_laplace(scale)`` builds."""
+    dp = opendp_constructors()
+    return make_laplace(dp.vector_domain(dp.atom_domain(T="i64"), size=n), dp.l1_distance(T="i64"), scale=scale)
 
 
 def discrete_laplace_counts(

@@ -53,6 +53,7 @@ not monotone, which OpenDP's map accounts for (twice the scale's cost).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -78,6 +79,26 @@ def integer_weighted_gini(v: NDArray[np.float64]) -> NDArray[np.float64]:
     sq = np.einsum("...c,...c->...", counts, counts)
     q, r = np.divmod(n * n - sq, np.maximum(n, 1))
     return (UTILITY_SCALE * q + (UTILITY_SCALE * r) // np.maximum(n, 1)).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=256)
+def _noisy_max_draw(make_noisy_max, sensitivity: int, monotone: bool, epsilon: float):
+    """The exact draw of OpenDP's noisy max at ``epsilon`` for integer utilities of ``sensitivity``, built once per
+    process and reused by every fit (building costs about a millisecond; each draw is fresh, from the operating
+    system).  Cached by the constructor object itself: a replaced ``opendp.measurements.make_noisy_max`` (the
+    privacy gate's weakened sampler, the instrumentation's recorder) is a new key, so its measurement is built and
+    used while it is in place, and the genuine one again once it is restored.
+
+    Privacy cost: none (nothing is drawn).  Raises RuntimeError when OpenDP's map exceeds ``epsilon``.
+    """
+    dp = opendp_constructors()
+    factor = 1 if monotone else 2
+    scale = factor * sensitivity / epsilon * (1 + 1e-12)
+    space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=monotone)
+    meas = make_noisy_max(*space, dp.max_divergence(), scale=scale)
+    if meas.map(sensitivity) > epsilon:
+        raise RuntimeError("the noisy-max measurement does not meet the requested epsilon")
+    return index_draw(meas)
 
 
 @dataclass
@@ -116,13 +137,9 @@ class ExactPermuteAndFlip:
             if not math.isfinite(epsilon) or epsilon <= 0:
                 raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
             dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
-            factor = 1 if self.monotone else 2
-            scale = factor * int(self.sensitivity) / epsilon * (1 + 1e-12)
-            space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=self.monotone)
-            meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
-            if meas.map(int(self.sensitivity)) > epsilon:
-                raise RuntimeError("the noisy-max measurement does not meet the requested epsilon")
-            self._measurements[epsilon] = index_draw(meas)
+            self._measurements[epsilon] = _noisy_max_draw(
+                dp.m.make_noisy_max, int(self.sensitivity), bool(self.monotone), float(epsilon)
+            )
         return self._measurements[epsilon]
 
     def select(
