@@ -199,7 +199,7 @@ def submit(app: str, connection: str | None, run_config: str | None, env: dict[s
         payload = json_in(proc.stdout)
         return FlowerRun(int(payload["run-id"]), connection)
     except (ValueError, KeyError, TypeError):
-        text = (proc.stdout + proc.stderr).strip()
+        text = (proc.stdout + proc.stderr).strip().replace(bundle_dir, app)  # the copy is gone: name the app
         raise ValueError(f"flwr run did not start a run (exit {proc.returncode}): {text[-2000:]}") from None
 
 

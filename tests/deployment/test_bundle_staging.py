@@ -110,3 +110,14 @@ def test_submit_runs_flwr_on_the_copy_and_removes_it(tmp_path, monkeypatch):
     assert run.run_id == 42 and seen["dir"] != REPO
     assert seen["files"] == {"pyproject.toml", ".gitignore", *bundle_file_names(REPO)}
     assert not seen["dir"].exists()
+
+
+def test_flowers_refusal_names_the_app_not_the_removed_copy(monkeypatch):
+    def flwr_refuses(argv, **_kwargs):
+        return subprocess.CompletedProcess(argv, 1, stdout="", stderr=f"Invalid app configuration in {argv[2]}")
+
+    monkeypatch.setattr(_run_cmd, "flwr_command", lambda: "flwr")
+    monkeypatch.setattr(_run_cmd.subprocess, "run", flwr_refuses)
+    with pytest.raises(ValueError, match="did not start a run") as refused:
+        _run_cmd.submit(str(REPO), "consortium", None)
+    assert str(refused.value).endswith(f"Invalid app configuration in {REPO}")
