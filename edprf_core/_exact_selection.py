@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -122,7 +122,6 @@ class ExactPermuteAndFlip:
 
     sensitivity: int
     monotone: bool = False
-    _measurements: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (
@@ -133,14 +132,11 @@ class ExactPermuteAndFlip:
             raise ValueError(f"sensitivity must be an integer >= 1, got {self.sensitivity!r}")
 
     def _measurement(self, epsilon: float):
-        if epsilon not in self._measurements:
-            if not math.isfinite(epsilon) or epsilon <= 0:
-                raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-            dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
-            self._measurements[epsilon] = _noisy_max_draw(
-                dp.m.make_noisy_max, int(self.sensitivity), bool(self.monotone), float(epsilon)
-            )
-        return self._measurements[epsilon]
+        """The draw at ``epsilon``: :func:`_noisy_max_draw`'s, built once per process (no copy kept here)."""
+        if not math.isfinite(epsilon) or epsilon <= 0:
+            raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+        dp = opendp_constructors()  # imported at first use: research runs never need OpenDP
+        return _noisy_max_draw(dp.m.make_noisy_max, int(self.sensitivity), bool(self.monotone), float(epsilon))
 
     def select(
         self, utilities: ArrayLike, epsilon: ArrayLike, rng: object = None, valid: ArrayLike | None = None

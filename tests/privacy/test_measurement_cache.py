@@ -37,7 +37,7 @@ def test_a_weakened_laplace_is_used_while_in_place_and_the_genuine_one_after():
 
 def test_a_weakened_noisy_max_is_used_while_in_place_and_the_genuine_one_after():
     # utilities (1, 0) at eps 1 (scale 2): with the genuine noise the lower one wins often; without noise, never.
-    # Each phase is a new selection, as each fit makes its own (an instance keeps its measurements for its fit)
+    # each phase is a new selection, as each fit makes its own
     utilities = np.tile(np.array([[1, 0]], dtype=np.int64), (DRAWS, 1))
 
     def losers() -> int:
