@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from edprf_fl.cli._flower_processes import BIN, missing_flower_tools
+from tests.stop_dispositions import terminal_dispositions
 
 from .conftest import ledger_rows
 
@@ -253,6 +254,7 @@ def test_ctrl_c_stops_the_run_and_every_process(tmp_path, sig, status, after_cla
         env=_env(),
         cwd=tmp_path,
         start_new_session=True,
+        preexec_fn=terminal_dispositions,  # noqa: PLW1509 (a test run in the background ignores SIGINT)
     )
     lines = []
     try:

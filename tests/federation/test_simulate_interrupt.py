@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from edprf_fl.cli._child_process import descendants, running, session_members
+from tests.stop_dispositions import terminal_dispositions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def test_a_stop_signal_stops_the_simulation_and_everything_it_started(tmp_path, 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_stop_signals,  # noqa: PLW1509 (no threads yet)
+        preexec_fn=terminal_dispositions,  # noqa: PLW1509 (no threads yet)
     )
     try:
         deadline = time.monotonic() + 120
@@ -125,7 +126,7 @@ def test_a_stop_after_the_federation_keeps_its_model_and_says_so(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_stop_signals,  # noqa: PLW1509 (no threads yet)
+        preexec_fn=terminal_dispositions,  # noqa: PLW1509 (no threads yet)
     )
     try:
         seen, deadline = "", time.monotonic() + 180
@@ -175,13 +176,6 @@ def _charged_ledgers(out_dir: Path) -> int:
                 continue  # the stop came between the file's creation and its tables: nothing spent (CI run 43)
             charged += db.execute("SELECT COUNT(*) FROM spends").fetchone()[0] > 0
     return charged
-
-
-def _default_stop_signals() -> None:
-    """The dispositions a terminal gives a command (a background test run inherits SIGINT ignored, a nohup one
-    SIGHUP)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 _FORK_DURING_A_STOP = """
