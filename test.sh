@@ -8,7 +8,7 @@ ensure_venv "federation,test,dev" "edprf_core flwr pytest xdist pytest_timeout h
 export PATH="$PWD/.venv/bin:$PATH"
 # The suite starts hundreds of Python processes that import this package (Flower's ClientApps and ServerApps
 # from each test's app bundle, `edprf` commands): with PYTHONDONTWRITEBYTECODE set (some CI images set it) each
-# compiled the package's sources again, about 1 s of CPU a process.  Python's default here: the first writes
+# compiled the package's sources again, up to about 1 s of CPU a process.  Python's default here: the first writes
 # __pycache__ (the checkout's is git-ignored; a bundle's sits in the test's tmp_path), the others read it.
 unset PYTHONDONTWRITEBYTECODE
 # Two workers (pytest-xdist); every test, the real Flower and Ray ones too, keeps its processes, ports
