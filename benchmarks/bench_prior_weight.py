@@ -14,7 +14,11 @@ a factor ``1 / λ``.  The candidates rescale the log prior alone, from the relea
 - ``prior × λ``: the log prior times ``λ̄``, the mean over features of the mass-weighted ``λ_b``;
 - ``prior × √λ``: the log prior times ``√λ̄`` (half the correction);
 - ``prior × temper``: the log prior times the evidence's temper ``min(1, 2.5 / √d)``;
-- ``no prior``: a flat prior.
+- ``no prior``: a flat prior;
+- ``LDA intercept``: not a weight but the intercept a one-dimensional linear discriminant puts on the part's
+  log-odds evidence ``s``, read off the release alone: per class, the mean and variance of each feature's term
+  under that class's floored noisy histogram, summed over the features as if independent, then the threshold
+  ``(mu_0 + mu_1) / 2 - sigma^2 log(pi_1 / pi_0) / (mu_1 - mu_0)`` (the defaults' prior where ``mu_1 <= mu_0``).
 
 Each fit is made once and scored under each prior (the trees' part and a residual pass, where the rule runs one,
 are unchanged: with a pass the part's tables come from the pass, not from this estimator).  Rows: the nine
@@ -56,7 +60,7 @@ from edprf_core._encoding import FeatureGrid, encode_features
 from edprf_core.encoding import encode_labels
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
-MODELS = ("defaults", "prior × λ", "prior × √λ", "prior × temper", "no prior")
+MODELS = ("defaults", "prior × λ", "prior × √λ", "prior × temper", "no prior", "LDA intercept")
 DIAGNOSIS = ("cancer", 0.5)
 LIBRARY_TABLES = marginals_module.naive_bayes_tables
 
@@ -83,13 +87,36 @@ def prior_weight(model: str, marginals: marginals_module.NoisyMarginals) -> floa
     return 0.0 if model == "no prior" else 1.0
 
 
+def lda_log_odds(marginals: marginals_module.NoisyMarginals, log_prior: np.ndarray, terms: tuple) -> float:
+    """The ``LDA intercept`` candidate's class-1 log-odds intercept (two classes; post-processing of the release)."""
+    temper = marginals_module.marginals_temper(marginals.n_features)
+    mean, variance = np.zeros(2), np.zeros(2)
+    for counts, table in zip(marginals.counts, terms, strict=True):
+        term = temper * (table[:, 1] - table[:, 0])
+        kept = np.maximum(counts, 0).astype(np.float64)
+        rows = np.maximum(kept.sum(axis=0), 1.0)
+        first, second = (kept * term[:, None]).sum(axis=0) / rows, (kept * term[:, None] ** 2).sum(axis=0) / rows
+        mean += first
+        variance += np.maximum(second - first**2, 0.0)
+    prior_log_odds = float(log_prior[1] - log_prior[0])
+    if mean[1] <= mean[0]:
+        return prior_log_odds
+    pooled = float(np.exp(log_prior) @ variance)
+    return -float((mean[0] + mean[1]) / 2 - pooled * prior_log_odds / (mean[1] - mean[0]))
+
+
 @contextlib.contextmanager
 def weighted_prior(model: str) -> Iterator[None]:
-    """The estimator's tables with the class log prior times :func:`prior_weight` (renormalised)."""
+    """The estimator's tables with the class log prior times :func:`prior_weight` (renormalised), or with the
+    LDA intercept."""
 
     def tables(marginals: marginals_module.NoisyMarginals, **options: float) -> tuple:
         log_prior, terms = LIBRARY_TABLES(marginals, **options)
-        scaled = prior_weight(model, marginals) * log_prior
+        if model == "LDA intercept":
+            half = lda_log_odds(marginals, log_prior, terms) / 2
+            scaled = np.array([-half, half])
+        else:
+            scaled = prior_weight(model, marginals) * log_prior
         return scaled - np.logaddexp.reduce(scaled), terms
 
     marginals_module.naive_bayes_tables = tables
