@@ -191,23 +191,27 @@ LIMITS = {
         (
             "about 12 rows a party: each party spends its whole ε on a dozen rows; closing it needs statistics "
             "pooled before the noise (secure aggregation, or a multi-round protocol); at ε 1 the parties' counts "
-            "add nothing even on splits from a coordinator's own sample, and 50 exact rows alone match central DP"
+            "add nothing even on splits from a coordinator's own sample, and 50 exact rows alone match central DP; "
+            "histograms summed before one noise would meet the line at every ε (a ceiling: +1.5, -1.2, -0.7), but "
+            "need exact noise shares and validity proofs this project does not have"
         ),
-        "`federated_defaults.md`, `federation_depth.md`, `coordinator_sample.md`",
+        "`federated_defaults.md`, `federation_depth.md`, `coordinator_sample.md`, `secure_sum_ceiling.md`",
     ),
     ("wall", "federated"): (
         (
             "four classes, trees only, splits chosen from about 220 rows a party; the same remedy as heart's "
-            "(at ε 1, on splits from a 400-row coordinator sample the parties' counts reach 3.6 points under central)"
+            "(at ε 1, on splits from a 400-row coordinator sample the parties' counts reach 3.6 points under central); "
+            "summing histograms before the noise does not move it (trees only)"
         ),
-        "`federation_depth.md`, `coordinator_sample.md`",
+        "`federation_depth.md`, `coordinator_sample.md`, `secure_sum_ceiling.md`",
     ),
     ("credit", "federated"): (
         (
             "the summed histograms carry about √20 times one party's noise, and at ε ≥ 1 the central model also runs a "
-            "residual pass a party's release cannot carry"
+            "residual pass a party's release cannot carry; summed before one noise they would come within 1.1 points "
+            "(a ceiling)"
         ),
-        "`federated_defaults.md`, `federated_share.md`",
+        "`federated_defaults.md`, `federated_share.md`, `secure_sum_ceiling.md`",
     ),
     ("adult", "federated"): (
         "at ε = 0.5 the central model gained a point from its residual pass, which a party's release cannot carry",
