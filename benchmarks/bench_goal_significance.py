@@ -156,9 +156,9 @@ LIMITS = {
         (
             "at ε = 0.5 DP-EBM's data-adaptive bins, which invariant 2 rules out for a party (on the public grid it "
             "ranks 0.753); at ε ≥ 1 its many-round boosting under (ε, δ), of which the one pure-ε residual pass "
-            "recovers part"
+            "recovers part (more passes at the same budget rank worse)"
         ),
-        "`stumps_proxies.md`, `marginals_ceiling.md`, `residual_pass.md`",
+        "`stumps_proxies.md`, `marginals_ceiling.md`, `residual_pass.md`, `pass_count.md`",
     ),
     ("cancer", "accuracy"): (
         (
