@@ -48,10 +48,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _bench_common import RESULTS_DIR, make_split, party_rows, report_main, rows_of_jobs
 from _bench_datasets import load_any_dataset
 from bench_feature_stumps import scores
-from bench_federated_defaults import DATASETS, EPSILONS, N_PARTIES, plan
+from bench_federated_defaults import DATASETS, EPSILONS, N_PARTIES, merged_forest, plan
 
 import edprf_core._classifier as classifier_module
-from edprf_core import EDPRFClassifier, merge_forests
+from edprf_core import EDPRFClassifier
 from edprf_core.encoding import encode_labels
 from edprf_core.marginals import release_marginals
 
@@ -78,27 +78,12 @@ def recorded_marginals_rows(record: list[dict]) -> Iterator[None]:
 
 
 def party_fits(split, parties: list[np.ndarray], epsilon: float, seed: int, share: float, bins: int):
-    """The merged forest of the parties' fits (``bench_federated_defaults.merged_forest``'s settings) and the
-    histogram releases they made."""
-    forests, names, record = [], [], []
+    """The merged forest of the parties' fits (``bench_federated_defaults.merged_forest``) and the histogram
+    releases they made."""
+    record: list[dict] = []
     with recorded_marginals_rows(record):
-        for i, rows in enumerate(parties):
-            if len(rows) == 0:
-                continue
-            clf = EDPRFClassifier(
-                split.schema,
-                epsilon=epsilon,
-                n_trees=1,
-                max_depth="auto",
-                max_depth_cap=8,
-                n_bins=20,
-                marginals_share=share,
-                marginals_bins=bins if share else "auto",
-                random_state=seed * 1000 + i,
-            ).fit(split.X_train.iloc[rows], split.y_train.iloc[rows])
-            forests.append(clf.forest_)
-            names.append(f"p{i}")
-    return merge_forests(forests, labels=names), record
+        merged = merged_forest(split, parties, epsilon, seed, share, bins)
+    return merged, record
 
 
 def secure_sum(merged, record: list[dict], seed: int):
