@@ -20,7 +20,6 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import roc_auc_score
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import edprf_core
 import edprf_core._classifier as classifier
@@ -33,6 +32,7 @@ from edprf_core.explain import forest_rules_text
 from edprf_core.export import encoding_spec, forest_to_onnx
 
 from ..synthetic import make_data, make_schema
+from .listed_estimator_checks import parametrize_with_listed_checks
 from .test_sklearn_conformance import WIDTHS, checks_schema, expected_failures
 
 
@@ -286,7 +286,7 @@ def test_the_exports_refuse_the_marginals_model(export):
 # ------------------------------------------------------------------ scikit-learn's estimator checks
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::edprf_core.DomainClippingWarning")
-@parametrize_with_checks(
+@parametrize_with_listed_checks(
     [DPMarginalsClassifier(checks_schema(w), epsilon=1000.0, n_bins=10, random_state=0) for w in WIDTHS],
     expected_failed_checks=expected_failures,
     xfail_strict=True,

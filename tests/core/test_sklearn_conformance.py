@@ -13,9 +13,10 @@ fails this module, so the lists cannot go stale.
 from __future__ import annotations
 
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from edprf_core import ContinuousFeature, EDPRFClassifier, LabelSpec, Schema
+
+from .listed_estimator_checks import parametrize_with_listed_checks
 
 pytestmark = [
     pytest.mark.slow,  # about 50 s: 318 check runs
@@ -113,7 +114,7 @@ def expected_failures(estimator: EDPRFClassifier) -> dict[str, str]:
     return out
 
 
-@parametrize_with_checks(
+@parametrize_with_listed_checks(
     [
         EDPRFClassifier(checks_schema(w), epsilon=1000.0, n_trees=10, max_depth=4, n_bins=10, random_state=0)
         for w in WIDTHS
