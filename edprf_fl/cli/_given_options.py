@@ -23,13 +23,20 @@ AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
 class CommandParser(argparse.ArgumentParser):
-    """The parser of an ``edprf`` subcommand (``add_subparsers(parser_class=CommandParser)``): an
-    ``ArgumentParser`` that, once told :meth:`note_given_options`, records which options each command line gave.
+    """The parser of ``edprf`` and of each subcommand (``add_subparsers(parser_class=CommandParser)``): an
+    ``ArgumentParser`` that, once told :meth:`note_given_options`, records which options each command line gave,
+    and whose ``--help`` says a closed standard output as every command does (:meth:`print_help`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._noted: tuple[str, AddOptions] | None = None
+
+    def print_help(self, file: Any = None) -> None:
+        """``ArgumentParser.print_help``, its write errors raised rather than dropped: argparse drops them, so
+        ``edprf --help >&-`` printed nothing and exited 0, where every command says a closed standard output as an
+        error (exit 1) and ends quietly when its reader has gone (141, ``edprf_fl.cli._output_streams``)."""
+        (sys.stdout if file is None else file).write(self.format_help())
 
     def note_given_options(self, dest: str, add_options: AddOptions) -> None:
         """After each parse, set the namespace's ``dest`` to the destinations of the options given (a frozenset,

@@ -52,7 +52,7 @@ def require_federation() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="edprf",
         description="Federated, differentially private random forests (eDPRF with permute-and-flip).",
         allow_abbrev=False,

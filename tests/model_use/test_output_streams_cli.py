@@ -50,6 +50,19 @@ def test_a_closed_stdout_is_an_error_not_a_silent_success(bank_model):
     assert done.stderr.startswith("edprf inspect: error: standard output: closed (") and "> FILE" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["inspect", "--help"], ["--version"]], ids=["help", "inspect-help", "version"]
+)
+def test_help_and_version_to_a_closed_stdout_are_errors_too(argv):
+    """argparse drops the errors of its help's writes: `edprf --help >&-` printed nothing and exited 0."""
+    command = [sys.executable, "-m", "edprf_fl.cli", *argv]
+    assert subprocess.run(command, stdout=subprocess.DEVNULL, env=_env(), check=False).returncode == 0
+    shell = "exec " + " ".join(f"'{part}'" for part in command) + " >&-"
+    done = subprocess.run(["sh", "-c", shell], stderr=subprocess.PIPE, text=True, env=_env(), check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("edprf: error: standard output: closed (") and "> FILE" in done.stderr
+
+
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_character_the_output_encoding_lacks_is_escaped_not_an_error(bank_model, tmp_path, encoding):
     model = tmp_path / "model\u2013copy.edprf"  # the en dash: in neither ASCII nor Latin-1
