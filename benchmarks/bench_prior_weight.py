@@ -168,7 +168,6 @@ def dataset_rows(job: tuple[str, str]) -> list[dict]:
                         "accuracy": float(((proba > 0.5).astype(int) == y_test).mean()),
                         "auc": float(roc_auc_score(y_test, proba)),
                         "weight": prior_weight(candidate, part) if part is not None else np.nan,
-                        "pass": part is not None and part.residual_pass is not None,
                     }
                 )
             if stage == "test" and (name, eps) == DIAGNOSIS:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import sys
 import warnings
 from collections.abc import Iterator
@@ -109,26 +108,35 @@ def dataset_rows(job: tuple[str, str]) -> list[dict]:
     name, data_dir = job
     X, y, schema = load_any_dataset(name, data_dir)
     rows = []
-    for seed, eps in itertools.product(SEEDS, EPSILONS):
+    for seed in SEEDS:
         split = make_split(X, y, schema, seed, dataset=name)
         truth = encode_labels(split.y_test, schema)
-        share, bins = plan(split, eps)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            central = EDPRFClassifier(schema, epsilon=eps, random_state=seed).fit(split.X_train, split.y_train)
-            merged, record = party_fits(split, party_rows(split, PARTITION, N_PARTIES, seed), eps, seed, share, bins)
-            models = {
-                "central": central.predict_proba(split.X_test),
-                "federated": merged.predict_proba(split.X_test),
-                "secure sum (ceiling)": secure_sum(merged, record, seed).predict_proba(split.X_test),
-            }
-        for model, proba in models.items():
-            accuracy, auc = scores(proba, truth)
-            rows.append(
-                {"dataset": name, "epsilon": eps, "seed": seed, "model": model, "share": share, "bins": bins}
-                | {"accuracy": accuracy, "auc": auc}
-            )
+        parties = party_rows(split, PARTITION, N_PARTIES, seed)
+        for eps in EPSILONS:
+            rows += _epsilon_rows(name, split, truth, parties, eps, seed)
     print(f"{name} done", file=sys.stderr, flush=True)
+    return rows
+
+
+def _epsilon_rows(name: str, split, truth: np.ndarray, parties: list[np.ndarray], eps: float, seed: int) -> list[dict]:
+    """The three models of one (seed, ε): central, the federation, and its secure-sum ceiling."""
+    share, bins = plan(split, eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        central = EDPRFClassifier(split.schema, epsilon=eps, random_state=seed).fit(split.X_train, split.y_train)
+        merged, record = party_fits(split, parties, eps, seed, share, bins)
+        models = {
+            "central": central.predict_proba(split.X_test),
+            "federated": merged.predict_proba(split.X_test),
+            "secure sum (ceiling)": secure_sum(merged, record, seed).predict_proba(split.X_test),
+        }
+    rows = []
+    for model, proba in models.items():
+        accuracy, auc = scores(proba, truth)
+        rows.append(
+            {"dataset": name, "epsilon": eps, "seed": seed, "model": model, "share": share, "bins": bins}
+            | {"accuracy": accuracy, "auc": auc}
+        )
     return rows
 
 
@@ -138,7 +146,7 @@ def compute(data_dir: str, jobs: int) -> pd.DataFrame:
 
 def report(table: pd.DataFrame) -> str:
     means = table.groupby(["dataset", "epsilon", "model"], sort=False)[["accuracy", "auc"]].mean()
-    sds = table.pivot_table(index=["dataset", "epsilon", "seed"], columns="model", values="accuracy")
+    per_seed = table.pivot_table(index=["dataset", "epsilon", "seed"], columns="model", values="accuracy")
     lines = [
         "# Summing the parties' histograms before the noise: a ceiling for the federation (issue 23)",
         "",
@@ -155,7 +163,7 @@ def report(table: pd.DataFrame) -> str:
     within = dict.fromkeys(MODELS[1:], 0)
     for (name, eps), group in means.groupby(level=[0, 1], sort=False):
         group = group.droplevel([0, 1])
-        paired = sds.loc[(name, eps)]
+        paired = per_seed.loc[(name, eps)]
         share = table.query("dataset == @name and epsilon == @eps").share.iloc[0]
         cells = [f"{100 * group.accuracy['central']:.1f} ({group.auc['central']:.3f})"]
         for model in MODELS[1:]:
